@@ -1,0 +1,43 @@
+# Two entry points for a newcomer: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test lint typecheck pytest bench schema clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/tether demo
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/pyright src
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/run.py
+
+schema: $(VENV)/.installed
+	$(BIN)/tether schema > src/tether/wire/schema.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

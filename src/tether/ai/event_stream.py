@@ -1,0 +1,186 @@
+"""``AssistantMessageEventStream``: the one shape every model call returns.
+
+It is *pull-based*: a provider is an async generator of events, and this wrapper drives it from
+the consumer's own task. No queue or background task sits between the socket and the consumer,
+which keeps per-event overhead to one generator step and gives natural back-pressure.
+
+The wrapper enforces the stream contract, whatever the provider does:
+
+- exactly one terminal event (``done`` or ``error``), always last; nothing after it;
+- an exception inside the provider becomes an ``error`` event carrying the partial content,
+  never a raise;
+- a source that stops without a terminal event ends with an ``error`` event;
+- an abort of ``signal`` cancels the ``await`` the provider is blocked on (network read, sleep)
+  and ends the stream with ``error``/``aborted``. Sources check ``signal.aborted`` themselves at
+  their own safe points between events; the wrapper only interrupts a blocked wait.
+- cancelling the consumer's task closes the provider (and so its HTTP response) and re-raises;
+  ``result()`` then gives the aborted message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import cast
+
+from tether.ai.abort import AbortSignal
+from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
+
+ABORTED_MESSAGE = "Request was aborted"
+
+
+def empty_usage() -> dict[str, object]:
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def new_assistant_message(model: ModelInfo) -> AssistantMessage:
+    """An empty assistant message for ``model``: what ``start`` carries before any content."""
+    return cast(
+        AssistantMessage,
+        {
+            "role": "assistant",
+            "content": [],
+            "api": model["api"],
+            "provider": model["provider"],
+            "model": model["id"],
+            "usage": empty_usage(),
+            "stopReason": "stop",
+            "timestamp": int(time.time() * 1000),
+        },
+    )
+
+
+def error_event(message: AssistantMessage, text: str, *, aborted: bool = False) -> AssistantErrorEvent:
+    """Finish ``message`` as failed and wrap it in the terminal ``error`` event."""
+    message["stopReason"] = "aborted" if aborted else "error"
+    message["errorMessage"] = text
+    return {"type": "error", "reason": "aborted" if aborted else "error", "error": message}
+
+
+class AssistantMessageEventStream:
+    """Async-iterable of ``AssistantMessageEvent``s; ``await result()`` gives the final message."""
+
+    def __init__(
+        self,
+        model: ModelInfo,
+        source: AsyncIterator[AssistantMessageEvent],
+        signal: AbortSignal | None = None,
+        describe_error: Callable[[BaseException], str] | None = None,
+    ) -> None:
+        self._model = model
+        self._source = source
+        self._signal = signal
+        self._describe = describe_error or _describe
+        self._partial: AssistantMessage | None = None
+        self._final: AssistantMessage | None = None
+        self._waiting: asyncio.Task[object] | None = None
+        self._abort_requested = False
+        self._remove_listener = signal.add_listener(self._on_abort) if signal is not None else None
+
+    @classmethod
+    def of_message(cls, model: ModelInfo, message: AssistantMessage) -> AssistantMessageEventStream:
+        """A stream that only reports a ready-made failure (``error`` without ``start``)."""
+
+        async def source() -> AsyncIterator[AssistantMessageEvent]:
+            reason = message["stopReason"]
+            if reason in ("error", "aborted"):
+                yield {"type": "error", "reason": reason, "error": message}
+            else:
+                yield {"type": "done", "reason": reason, "message": message}
+
+        return cls(model, source())
+
+    def __aiter__(self) -> AssistantMessageEventStream:
+        return self
+
+    async def __anext__(self) -> AssistantMessageEvent:
+        if self._final is not None:
+            raise StopAsyncIteration
+        task = asyncio.current_task()
+        self._waiting = cast("asyncio.Task[object] | None", task)
+        try:
+            event = await self._source.__anext__()
+        except StopAsyncIteration:
+            return self._finish(error_event(self._current(), "Stream ended without a final event"))
+        except asyncio.CancelledError:
+            if self._abort_requested and task is not None and task.uncancel() == 0:
+                await self._close_source()
+                return self._finish(error_event(self._current(), ABORTED_MESSAGE, aborted=True))
+            await self._close_source()
+            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
+            raise
+        except Exception as exc:  # the contract: a provider bug is an error message, not a raise
+            await self._close_source()
+            return self._finish(error_event(self._current(), self._describe(exc)))
+        finally:
+            self._waiting = None
+        kind = event["type"]
+        if kind == "done":
+            return self._finish(event)
+        if kind == "error":
+            return self._finish(event)
+        self._partial = event["partial"]
+        return event
+
+    async def result(self) -> AssistantMessage:
+        """The final message; drains the remaining events if nobody iterated them."""
+        while self._final is None:
+            try:
+                await self.__anext__()
+            except StopAsyncIteration:
+                break
+        assert self._final is not None
+        return self._final
+
+    async def aclose(self) -> None:
+        """Stop early: close the provider (and its HTTP response) and end as aborted."""
+        if self._final is None:
+            await self._close_source()
+            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
+            self._detach()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _on_abort(self, _reason: object) -> None:
+        self._abort_requested = True
+        if self._waiting is not None and self._final is None:
+            self._waiting.cancel()
+
+    def _current(self) -> AssistantMessage:
+        if self._partial is None:
+            self._partial = new_assistant_message(self._model)
+        return self._partial
+
+    def _finish(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
+        if event["type"] == "done":
+            self._final = event["message"]
+        elif event["type"] == "error":
+            self._final = event["error"]
+        self._detach()
+        return event
+
+    def _detach(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+
+    async def _close_source(self) -> None:
+        aclose = getattr(self._source, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:
+                pass
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

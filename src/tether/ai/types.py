@@ -1,0 +1,76 @@
+"""Request-side types of the unified streaming API: tools, context, options, stream functions."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+from tether.wire import Message, ModelInfo
+
+if TYPE_CHECKING:
+    from tether.ai.abort import AbortSignal
+    from tether.ai.event_stream import AssistantMessageEventStream
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Unified reasoning level; each provider maps it to what its API expects."""
+
+ServiceTier = Literal["auto", "default", "flex", "priority", "scale"]
+CacheRetention = Literal["none", "short", "long"]
+
+
+class Tool(TypedDict):
+    """A function tool as the model sees it: name, description and a JSON Schema for arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Context(TypedDict):
+    """What one model request sends: system prompt, transcript and tools."""
+
+    systemPrompt: NotRequired[str]
+    volatileContext: NotRequired[str]
+    """Content kept after the last prompt-cache breakpoint (never part of a cached prefix)."""
+    messages: list[Message]
+    tools: NotRequired[list[Tool]]
+
+
+@dataclass(slots=True)
+class StreamOptions:
+    """Options every provider understands. ``None`` means: the provider's or model's default."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    signal: AbortSignal | None = None
+    api_key: str | None = None
+    headers: Mapping[str, str] | None = None
+    session_id: str | None = None
+    """Stable id of the conversation; providers use it as a prompt-cache key."""
+    cache_retention: CacheRetention = "short"
+    service_tier: ServiceTier | None = None
+    max_retries: int = 3
+    retry_base_delay: float = 1.0
+    max_retry_delay: float = 60.0
+    """A server asking us to wait longer than this (seconds) fails at once instead."""
+    timeout: float | None = 600.0
+    tool_choice: str | dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=lambda: {})
+    """Provider-specific request fields merged into the body last."""
+
+
+@dataclass(slots=True)
+class SimpleStreamOptions(StreamOptions):
+    """``StreamOptions`` plus a unified thinking level, mapped per provider."""
+
+    reasoning: ThinkingLevel | None = None
+
+
+StreamFn = Callable[
+    [ModelInfo, Context, SimpleStreamOptions | None],
+    "AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]",
+]
+"""The agent loop's model call. Contract: never raises; failures end the stream as ``error``."""

@@ -1,0 +1,439 @@
+"""Transcript wire types of seed 000: content blocks, usage, agent messages, streaming events.
+
+Every type here is an *open record*: a ``TypedDict`` whose pydantic config keeps unknown keys
+(``extra="allow"``), so a message written by a newer producer survives a decode/encode round trip
+untouched, and one written by an older producer (missing optional fields) still decodes. Values
+are plain dicts at run time: building a message costs a dict literal, and encoding is ``json.dumps``.
+
+Validation is strict (no coercion), so a decoded value is byte-for-byte the value that was read.
+The seed's ``number`` is ``int | float`` for the same reason: ``1`` must stay ``1``, not ``1.0``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Discriminator, with_config
+from typing_extensions import NotRequired, TypedDict
+
+from tether.wire.doc import Doc
+
+OPEN = ConfigDict(extra="allow", strict=True)
+"""Pydantic config of every open record: keep unknown keys, coerce nothing."""
+
+Number = int | float
+"""The seed's ``number``: JSON numbers keep their integer-ness through a round trip."""
+
+JsonObject = dict[str, Any]
+"""The seed's ``Record``: an arbitrary JSON object, passed through as it is."""
+
+Attribution = Annotated[Literal["user", "agent"], Doc("Who initiated a message, for billing and attribution.")]
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+
+@with_config(OPEN)
+class TextContent(TypedDict):
+    type: Literal["text"]
+    text: str
+    textSignature: NotRequired[str]
+
+
+@with_config(OPEN)
+class ThinkingContent(TypedDict):
+    type: Literal["thinking"]
+    thinking: str
+    thinkingSignature: NotRequired[str]
+    itemId: NotRequired[str]
+    narration: NotRequired[
+        Annotated[
+            bool,
+            Doc(
+                "Prose the model addressed to the user, returned by the provider as thinking; "
+                "present it as answer text."
+            ),
+        ]
+    ]
+
+
+@with_config(OPEN)
+class RedactedThinkingContent(TypedDict):
+    type: Literal["redactedThinking"]
+    data: str
+
+
+@with_config(OPEN)
+class ImageContent(TypedDict):
+    """Inline image; also the shape hosts send with prompts."""
+
+    type: Literal["image"]
+    data: Annotated[str, Doc("Base64-encoded image bytes.")]
+    mimeType: str
+    detail: NotRequired[Literal["auto", "low", "high", "original"]]
+    url: NotRequired[str]
+    providerFile: NotRequired[JsonObject]
+
+
+@with_config(OPEN)
+class ToolCall(TypedDict):
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: JsonObject
+    thoughtSignature: NotRequired[str]
+    intent: NotRequired[str]
+    rawBlock: NotRequired[str]
+    customWireName: NotRequired[str]
+    providerMetadata: NotRequired[JsonObject]
+
+
+# `from` is a Python keyword, so these two use the functional TypedDict form.
+FallbackContent = with_config(OPEN)(
+    TypedDict(
+        "FallbackContent",
+        {"type": Literal["fallback"], "from": JsonObject, "to": JsonObject},
+    )
+)
+FallbackContent.__doc__ = "Anthropic server-side fallback boundary marker; consumers other than Anthropic ignore it."
+
+
+@with_config(OPEN)
+class AnthropicServerToolContent(TypedDict):
+    type: Literal["anthropicServerTool"]
+    block: JsonObject
+
+
+UserContent = Annotated[TextContent | ImageContent, Discriminator("type")]
+MessageContent = Annotated[str | list[UserContent], Doc("Message content: plain text or content blocks.")]
+AssistantContent = Annotated[
+    TextContent
+    | ThinkingContent
+    | RedactedThinkingContent
+    | FallbackContent
+    | AnthropicServerToolContent
+    | ImageContent
+    | ToolCall,
+    Discriminator("type"),
+]
+
+
+@with_config(OPEN)
+class UsageCost(TypedDict):
+    input: Number
+    output: Number
+    cacheRead: Number
+    cacheWrite: Number
+    total: Number
+
+
+@with_config(OPEN)
+class Usage(TypedDict):
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+    contextTokens: NotRequired[int]
+    premiumRequests: NotRequired[Number]
+    reasoningTokens: NotRequired[int]
+    orchestration: NotRequired[JsonObject]
+    cttl: NotRequired[JsonObject]
+    server: NotRequired[JsonObject]
+    credits: NotRequired[JsonObject]
+    cost: UsageCost
+
+
+ParentIrc = with_config(OPEN)(
+    TypedDict(
+    "ParentIrc",
+    {
+        "from": Annotated[str, Doc("Sending parent agent id.")],
+        "body": Annotated[str, Doc("Message body as the parent wrote it.")],
+    },
+    )
+)
+ParentIrc.__doc__ = (
+    "Parent-agent IRC message carried by a steer; render it instead of the model-facing `content` envelope."
+)
+
+
+@with_config(OPEN)
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: MessageContent
+    parentIrc: NotRequired[ParentIrc]
+    synthetic: NotRequired[bool]
+    steering: NotRequired[bool]
+    liveSteered: NotRequired[bool]
+    historyRewriteAt: NotRequired[Number]
+    attribution: NotRequired[Attribution]
+    providerPayload: NotRequired[JsonObject]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class DeveloperMessage(TypedDict):
+    role: Literal["developer"]
+    content: MessageContent
+    attribution: NotRequired[Attribution]
+    synthetic: NotRequired[bool]
+    userInitiated: NotRequired[bool]
+    providerPayload: NotRequired[JsonObject]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: list[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    responseId: NotRequired[str]
+    upstreamProvider: NotRequired[str]
+    upstreamModel: NotRequired[str]
+    usage: Usage
+    stopReason: StopReason
+    errorMessage: NotRequired[str]
+    errorStatus: NotRequired[int]
+    errorId: NotRequired[Number]
+    providerPayload: NotRequired[JsonObject]
+    timestamp: Number
+    duration: NotRequired[Number]
+    ttft: NotRequired[Number]
+    completedAt: NotRequired[Number]
+
+
+@with_config(OPEN)
+class ToolResultMessage(TypedDict):
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: list[UserContent]
+    details: NotRequired[Any]
+    isError: bool
+    attribution: NotRequired[Attribution]
+    prunedAt: NotRequired[Number]
+    useless: NotRequired[bool]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class BashExecutionMessage(TypedDict):
+    role: Literal["bashExecution"]
+    command: str
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    images: NotRequired[list[ImageContent]]
+    meta: NotRequired[JsonObject]
+    timestamp: Number
+    excludeFromContext: NotRequired[bool]
+
+
+@with_config(OPEN)
+class PythonExecutionMessage(TypedDict):
+    role: Literal["pythonExecution"]
+    code: str
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    meta: NotRequired[JsonObject]
+    timestamp: Number
+    excludeFromContext: NotRequired[bool]
+
+
+@with_config(OPEN)
+class CustomMessage(TypedDict):
+    role: Literal["custom"]
+    customType: str
+    content: MessageContent
+    display: bool
+    details: NotRequired[Any]
+    attribution: NotRequired[Attribution]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class HookMessage(TypedDict):
+    role: Literal["hookMessage"]
+    customType: str
+    content: MessageContent
+    display: bool
+    details: NotRequired[Any]
+    attribution: NotRequired[Attribution]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class BranchSummaryMessage(TypedDict):
+    role: Literal["branchSummary"]
+    summary: str
+    fromId: str
+    timestamp: Number
+
+
+@with_config(OPEN)
+class CompactionSummaryMessage(TypedDict):
+    role: Literal["compactionSummary"]
+    summary: str
+    shortSummary: NotRequired[str]
+    tokensBefore: int
+    tokensAfter: NotRequired[int]
+    method: NotRequired[str]
+    providerPayload: NotRequired[JsonObject]
+    timestamp: Number
+
+
+@with_config(OPEN)
+class FileMentionItem(TypedDict):
+    path: str
+    content: str
+    lineCount: NotRequired[int]
+    byteSize: NotRequired[int]
+    skippedReason: NotRequired[Literal["tooLarge", "binary"]]
+    image: NotRequired[ImageContent]
+
+
+@with_config(OPEN)
+class FileMentionMessage(TypedDict):
+    role: Literal["fileMention"]
+    files: list[FileMentionItem]
+    timestamp: Number
+
+
+AgentMessage = Annotated[
+    UserMessage
+    | DeveloperMessage
+    | AssistantMessage
+    | ToolResultMessage
+    | BashExecutionMessage
+    | PythonExecutionMessage
+    | CustomMessage
+    | HookMessage
+    | BranchSummaryMessage
+    | CompactionSummaryMessage
+    | FileMentionMessage,
+    Discriminator("role"),
+    Doc("A transcript message, discriminated by `role`."),
+]
+
+Message = UserMessage | AssistantMessage | ToolResultMessage
+"""What a provider understands: the three roles every LLM API has (pi-ai's ``Message``)."""
+
+
+@with_config(OPEN)
+class AssistantStartEvent(TypedDict):
+    type: Literal["start"]
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantTextStartEvent(TypedDict):
+    type: Literal["text_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantTextDeltaEvent(TypedDict):
+    type: Literal["text_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantTextEndEvent(TypedDict):
+    type: Literal["text_end"]
+    contentIndex: int
+    content: str
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantThinkingStartEvent(TypedDict):
+    type: Literal["thinking_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantThinkingDeltaEvent(TypedDict):
+    type: Literal["thinking_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantThinkingEndEvent(TypedDict):
+    type: Literal["thinking_end"]
+    contentIndex: int
+    content: str
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantImageEndEvent(TypedDict):
+    type: Literal["image_end"]
+    contentIndex: int
+    content: ImageContent
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantToolCallStartEvent(TypedDict):
+    type: Literal["toolcall_start"]
+    contentIndex: int
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantToolCallDeltaEvent(TypedDict):
+    type: Literal["toolcall_delta"]
+    contentIndex: int
+    delta: str
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantToolCallEndEvent(TypedDict):
+    type: Literal["toolcall_end"]
+    contentIndex: int
+    toolCall: ToolCall
+    partial: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantDoneEvent(TypedDict):
+    type: Literal["done"]
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+@with_config(OPEN)
+class AssistantErrorEvent(TypedDict):
+    type: Literal["error"]
+    reason: Literal["aborted", "error"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Annotated[
+    AssistantStartEvent
+    | AssistantTextStartEvent
+    | AssistantTextDeltaEvent
+    | AssistantTextEndEvent
+    | AssistantThinkingStartEvent
+    | AssistantThinkingDeltaEvent
+    | AssistantThinkingEndEvent
+    | AssistantImageEndEvent
+    | AssistantToolCallStartEvent
+    | AssistantToolCallDeltaEvent
+    | AssistantToolCallEndEvent
+    | AssistantDoneEvent
+    | AssistantErrorEvent,
+    Discriminator("type"),
+    Doc("Streaming update for one assistant message, discriminated by `type`."),
+]

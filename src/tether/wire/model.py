@@ -1,0 +1,75 @@
+"""Model and thinking descriptors of seed 000 (``modelDefs``).
+
+Unlike transcript messages these are *closed* records: unknown keys are dropped and required keys
+are enforced, because a model descriptor is configuration we act on, not history we must keep.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import NotRequired, TypedDict
+
+from tether.wire.doc import Doc
+
+CLOSED = ConfigDict(extra="ignore", strict=True)
+
+Number = int | float
+
+Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
+ThinkingLevel = Annotated[
+    Literal["inherit", "off", "minimal", "low", "medium", "high", "xhigh", "max"],
+    Doc("Thinking selector; `inherit` defers to a higher-level selector."),
+]
+ConfiguredThinkingLevel = Annotated[
+    Literal["auto", "inherit", "off", "minimal", "low", "medium", "high", "xhigh", "max"],
+    Doc("User-configured thinking selector, including automatic selection."),
+]
+
+
+@with_config(CLOSED)
+class ModelCost(TypedDict):
+    """Per-million-token USD rates."""
+
+    input: Number
+    output: Number
+    cacheRead: Number
+    cacheWrite: Number
+
+
+@with_config(CLOSED)
+class ThinkingConfig(TypedDict):
+    mode: str
+    efforts: list[Effort]
+    defaultLevel: NotRequired[Effort]
+    effortMap: NotRequired[dict[str, Any]]
+    supportsDisplay: NotRequired[bool]
+    prefixBinding: NotRequired[bool]
+    effortRouting: NotRequired[dict[str, Any]]
+    effortBudgets: NotRequired[dict[str, Any]]
+    suppressWhenOff: NotRequired[bool]
+    requiresEffort: NotRequired[bool]
+
+
+@with_config(CLOSED)
+class ModelInfo(TypedDict):
+    """Model descriptor: the client-relevant subset of the server's model record."""
+
+    id: str
+    name: str
+    api: str
+    provider: str
+    baseUrl: str
+    reasoning: bool
+    input: Annotated[list[str], Doc("Accepted input modalities, e.g. `text`, `image`.")]
+    cost: ModelCost
+    contextWindow: Annotated[int | None, Doc("Null when the provider does not report a limit.")]
+    maxTokens: Annotated[int | None, Doc("Null when the provider does not report a limit.")]
+    headers: NotRequired[dict[str, Any]]
+    premiumMultiplier: NotRequired[Number]
+    preferWebsockets: NotRequired[bool]
+    contextPromotionTarget: NotRequired[str]
+    priority: NotRequired[int]
+    thinking: NotRequired[ThinkingConfig]
+    compat: NotRequired[dict[str, Any]]
