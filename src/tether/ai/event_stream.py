@@ -20,6 +20,7 @@ The wrapper enforces the stream contract, whatever the provider does:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import cast
@@ -122,10 +123,7 @@ class AssistantMessageEventStream:
             return self._finish(error_event(self._current(), self._describe(exc)))
         finally:
             self._waiting = None
-        kind = event["type"]
-        if kind == "done":
-            return self._finish(event)
-        if kind == "error":
+        if event["type"] == "done" or event["type"] == "error":
             return self._finish(event)
         self._partial = event["partial"]
         return event
@@ -175,10 +173,8 @@ class AssistantMessageEventStream:
     async def _close_source(self) -> None:
         aclose = getattr(self._source, "aclose", None)
         if aclose is not None:
-            try:
+            with contextlib.suppress(Exception):
                 await aclose()
-            except Exception:
-                pass
 
 
 def _describe(exc: BaseException) -> str:

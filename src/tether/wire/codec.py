@@ -105,8 +105,8 @@ def _wire_error(err: ValidationError, value: object, root: str) -> WireError:
     input is the one the author of the input meant, so it wins.
     """
     details = err.errors(include_url=False)
-    best = max(details, key=lambda d: len(_input_path(value, d["loc"])[1]))
-    _, path = _input_path(value, best["loc"])
+    best = max(details, key=lambda d: len(_input_path(value, d["loc"])))
+    path = _input_path(value, best["loc"])
     full = root + path
     kind = best["type"]
     ctx = best.get("ctx") or {}
@@ -125,14 +125,14 @@ def _wire_error(err: ValidationError, value: object, root: str) -> WireError:
 def _tag_kind(field: str, path: str) -> str:
     if field == "role":
         return "message role"
-    if path.endswith("]") and ".content[" in path or path.startswith("content"):
+    if (path.endswith("]") and ".content[" in path) or path.startswith("content"):
         return "content type"
     if path.startswith("event"):
         return "event type"
     return "type"
 
 
-def _input_path(value: object, loc: tuple[int | str, ...]) -> tuple[object, str]:
+def _input_path(value: object, loc: tuple[int | str, ...]) -> str:
     """Follow pydantic's ``loc`` through the input, skipping union labels and tags.
 
     A loc entry is a real step when the current value has that key (or index); otherwise it is
@@ -154,13 +154,16 @@ def _input_path(value: object, loc: tuple[int | str, ...]) -> tuple[object, str]
             if 0 <= step < len(items):
                 current = items[step]
                 parts.append(f"[{step}]")
-        elif isinstance(step, str) and not isinstance(current, dict | list):
-            continue
     # A missing required key is reported at the key's own loc, which the input lacks.
     last = loc[-1] if loc else None
-    if isinstance(current, dict) and isinstance(last, str) and last not in current and last not in _DISCRIMINATOR_KIND:
+    if (
+        isinstance(current, dict)
+        and isinstance(last, str)
+        and last not in _DISCRIMINATOR_KIND
+        and last not in cast(dict[str, object], current)
+    ):
         parts.append(f".{last}")
-    return current, "".join(parts)
+    return "".join(parts)
 
 
 def _short(value: object) -> str:

@@ -11,10 +11,10 @@ The seed's ``number`` is ``int | float`` for the same reason: ``1`` must stay ``
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Discriminator, with_config
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from tether.wire.doc import Doc
 
@@ -27,7 +27,9 @@ Number = int | float
 JsonObject = dict[str, Any]
 """The seed's ``Record``: an arbitrary JSON object, passed through as it is."""
 
-Attribution = Annotated[Literal["user", "agent"], Doc("Who initiated a message, for billing and attribution.")]
+Attribution = Annotated[
+    Literal["user", "agent"], Doc("Who initiated a message, for billing and attribution.")
+]
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
@@ -93,7 +95,9 @@ FallbackContent = with_config(OPEN)(
         {"type": Literal["fallback"], "from": JsonObject, "to": JsonObject},
     )
 )
-FallbackContent.__doc__ = "Anthropic server-side fallback boundary marker; consumers other than Anthropic ignore it."
+FallbackContent.__doc__ = (
+    "Anthropic server-side fallback boundary marker; consumers other than Anthropic ignore it."
+)
 
 
 @with_config(OPEN)
@@ -144,11 +148,11 @@ class Usage(TypedDict):
 
 ParentIrc = with_config(OPEN)(
     TypedDict(
-    "ParentIrc",
-    {
-        "from": Annotated[str, Doc("Sending parent agent id.")],
-        "body": Annotated[str, Doc("Message body as the parent wrote it.")],
-    },
+        "ParentIrc",
+        {
+            "from": Annotated[str, Doc("Sending parent agent id.")],
+            "body": Annotated[str, Doc("Message body as the parent wrote it.")],
+        },
     )
 )
 ParentIrc.__doc__ = (

@@ -6,10 +6,10 @@ are enforced, because a model descriptor is configuration we act on, not history
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, with_config
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from tether.wire.doc import Doc
 
