@@ -186,10 +186,13 @@ class ModelRegistry:
         as a bare id: it must name exactly one model among all providers.
         """
         ref = ref.strip()
-        providers = self.providers()
         provider, sep, rest = ref.partition("/")
+        exact = self._lookup(provider, rest) if sep else None
+        if exact is not None:
+            return exact
+        providers = self.providers()
         if sep and provider in providers and rest:
-            model = self._lookup(provider, rest) or self._lookup_spelling(provider, rest)
+            model = self._lookup_spelling(provider, rest)
             if model is not None:
                 return model
             if providers[provider].local:
@@ -264,11 +267,12 @@ class ModelRegistry:
         path = self._models_path()
         stamp = _stamp(path)
         if not self._user_loaded or stamp != self._user.stamp:
-            self._user = _UserLayer(stamp, {}, {})  # a failed read is retried on the next call
-            self._user_loaded = True
+            layer = _UserLayer(stamp, {}, {})
             if stamp is not None:
+                # A bad file raises here and stays unloaded: every lookup reports it until fixed.
                 known = frozenset(self.catalog.providers)
-                self._user = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+                layer = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+            self._user, self._user_loaded = layer, True
         return self._user
 
 
