@@ -358,3 +358,18 @@ def test_an_unreadable_file_is_an_error_too(config_dir: Path) -> None:
     (config_dir / "models.json").mkdir()
     with pytest.raises(ModelsFileError, match=r"models\.json: cannot read"):
         list_models()
+
+
+def test_the_documented_example_works(config_dir: Path) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    example = re.search(r"## `models.json`\n\n```json\n(.*?)\n```", doc, re.S)
+    assert example is not None
+    (config_dir / "models.json").write_text(example.group(1))
+    assert find_model("ollama/qwen3:8b")["contextWindow"] == 40960
+    assert get_model("ollama", "gemma3:12b")["input"] == ["text", "image"]
+    assert get_provider("workstation").local is False  # on the network, not this machine
+    assert get_model("workstation", "qwen3-coder-30b")["maxTokens"] == 32768
+    kimi = find_model("together/moonshotai/Kimi-K2-Instruct")
+    assert (kimi["name"], kimi["cost"]["output"]) == ("Kimi K2", 3)
+    assert get_provider("together").api_key_env == "TOGETHER_API_KEY"
+    assert get_model("anthropic", "claude-opus-4-7")["headers"] == {"X-Team": "platform"}
