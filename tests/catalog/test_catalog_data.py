@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tether.ai.thinking import LEVELS
+from tether.ai.thinking import LEVELS, family_thinking_config
 from tether.wire import MODEL_INFO, WireError
 
 SHIPPED = {"openai", "anthropic", "google", "groq", "openrouter", "xai", "deepseek", "mistral", "cerebras"}
@@ -101,3 +101,15 @@ def test_mistral_goes_through_its_openai_compatible_endpoint() -> None:
         assert model["baseUrl"] == "https://api.mistral.ai/v1"
         assert model["compat"]["maxTokensField"] == "max_tokens"
         assert model["compat"]["requiresMistralToolIds"] is True
+
+
+def test_shipped_thinking_agrees_with_the_family_rules() -> None:
+    # The generator bakes the family rules into the catalog; a rule changed without regenerating
+    # would make shipped and user-defined copies of one model behave differently.
+    stale = []
+    for entry in MODELS:
+        model = MODEL_INFO.decode(entry)
+        rule = family_thinking_config(model)
+        if rule is not None and model.get("thinking") != rule:
+            stale.append(f"{model['provider']}/{model['id']}")
+    assert stale == []

@@ -367,8 +367,9 @@ def test_the_documented_example_works(config_dir: Path) -> None:
     (config_dir / "models.json").write_text(example.group(1))
     assert find_model("ollama/qwen3:8b")["contextWindow"] == 40960
     assert get_model("ollama", "gemma3:12b")["input"] == ["text", "image"]
-    assert get_provider("workstation").local is False  # on the network, not this machine
+    assert get_provider("workstation").local  # keyless: a server the user runs
     assert get_model("workstation", "qwen3-coder-30b")["maxTokens"] == 32768
+    assert get_model("workstation", "unlisted")["maxTokens"] == DEFAULT_MAX_TOKENS
     kimi = find_model("together/moonshotai/Kimi-K2-Instruct")
     assert (kimi["name"], kimi["cost"]["output"]) == ("Kimi K2", 3)
     assert get_provider("together").api_key_env == "TOGETHER_API_KEY"

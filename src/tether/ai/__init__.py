@@ -15,6 +15,7 @@ from tether.ai.models import (
     list_models,
     list_providers,
     provider_has_key,
+    providers_with_keys,
     register_model,
     register_provider,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "plan_thinking_budget",
     "probe_local_servers",
     "provider_has_key",
+    "providers_with_keys",
     "register_model",
     "register_provider",
     "supported_thinking_levels",

@@ -1,8 +1,8 @@
 """Which local model servers are running, and what models they serve.
 
 Ollama, llama.cpp's server, vLLM and LM Studio all answer OpenAI's ``GET /v1/models`` on their
-default loopback ports (``tether.ai.models.LOCAL_PROVIDERS``); so do user-defined providers whose
-``baseUrl`` is on loopback with no key. ``probe_local_servers`` asks all of them at once with a
+default loopback ports (``tether.ai.models.LOCAL_PROVIDERS``); so, presumably, do the providers
+of ``models.json`` without a key (a server on this machine or the user's network). ``probe_local_servers`` asks all of them at once with a
 short timeout, so ``tether models`` can list what is usable without waiting on servers that are
 not there. A server that refuses the connection, times out, or answers something else is simply
 absent from the result: probing never raises.

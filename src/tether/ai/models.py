@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter
 
@@ -50,8 +49,10 @@ class ProviderInfo:
     """Where a provider's models are served and how requests authenticate.
 
     ``api_key_env`` names the environment variable holding the key; ``None`` means the provider
-    takes no key (a local server). ``headers`` and ``compat`` apply to all its models (a model's
-    own values win). ``local`` marks a server on this machine that accepts any model id.
+    takes no key. ``headers`` and ``compat`` apply to all its models (a model's own values win).
+    ``local`` marks a server the user runs (the known local servers, and any provider of
+    ``models.json`` without a key): it serves whatever models it has, so it accepts any model id,
+    and ``probe_local_servers`` asks it which.
     """
 
     name: str
@@ -324,7 +325,7 @@ def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | N
         api_key_env=api_key_env,
         headers={**(base.headers if base else {}), **entry.get("headers", {})},
         compat={**(base.compat if base else {}), **entry.get("compat", {})},
-        local=api_key_env is None and is_loopback(base_url),
+        local=api_key_env is None,
     )
 
 
@@ -375,12 +376,6 @@ def default_model(provider: ProviderInfo, model_id: str) -> ModelInfo:
     if provider.compat:
         model["compat"] = dict(provider.compat)
     return model
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (``localhost``, ``127.x``, ``::1``)."""
-    host = (urlsplit(url).hostname or "").lower()
-    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 # --- module-level API over one shared registry --------------------------------------------------
@@ -440,7 +435,7 @@ def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = Non
 
 
 def providers_with_keys(env: Mapping[str, str] | None = None) -> Iterable[ProviderInfo]:
-    """Known non-local providers whose API key is present in the environment."""
+    """Known providers with a key, whose key is present in the environment."""
     return [p for p in list_providers() if not p.local and provider_has_key(p, env)]
 
 
@@ -458,7 +453,6 @@ __all__ = [
     "find_model",
     "get_model",
     "get_provider",
-    "is_loopback",
     "list_models",
     "list_providers",
     "load_catalog",
