@@ -204,3 +204,13 @@ def test_config_from_pi_level_map() -> None:
         "effortMap": {"high": "default"},
     }
     assert config_from_level_map({"minimal": None, "low": None, "medium": None, "high": None}) is None
+
+
+def test_an_empty_effort_list_falls_back_to_the_family() -> None:
+    model = custom("gpt-oss-20b", "openai-completions", thinking={"mode": "effort", "efforts": []})
+    assert supported_thinking_levels(model) == ["low", "medium", "high"]
+    bare = custom(
+        "mystery", "openai-completions", thinking={"mode": "effort", "efforts": [], "requiresEffort": True}
+    )
+    assert supported_thinking_levels(bare) == ["off", "minimal", "low", "medium", "high"]
+    assert clamp_thinking_level(bare, "max") == "high"

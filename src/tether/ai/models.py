@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -244,10 +244,6 @@ class ModelRegistry:
         self._providers[provider.name] = provider
         return provider
 
-    def reload(self) -> None:
-        """Forget the user's file so the next lookup reads it again."""
-        self._user_loaded = False
-
     # internals
 
     def _lookup(self, provider: str, model_id: str) -> ModelInfo | None:
@@ -434,7 +430,7 @@ def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = Non
     return bool((os.environ if env is None else env).get(provider.api_key_env))
 
 
-def providers_with_keys(env: Mapping[str, str] | None = None) -> Iterable[ProviderInfo]:
+def providers_with_keys(env: Mapping[str, str] | None = None) -> list[ProviderInfo]:
     """Known providers with a key, whose key is present in the environment."""
     return [p for p in list_providers() if not p.local and provider_has_key(p, env)]
 

@@ -68,7 +68,10 @@ def thinking_config(model: ModelInfo) -> ThinkingConfig | None:
     """The model's thinking configuration: its own, else the family rule's, else ``None``."""
     if not model["reasoning"]:
         return None
-    return model.get("thinking") or family_thinking_config(model)
+    own = model.get("thinking")
+    if own is not None and own["efforts"]:  # an empty list says nothing: fall back
+        return own
+    return family_thinking_config(model)
 
 
 def supported_thinking_levels(model: ModelInfo) -> list[ThinkingLevel]:
