@@ -17,12 +17,12 @@ from tether.ai import (
     UnknownProviderError,
     find_model,
     get_model,
-    get_provider,
+    get_provider_info,
     list_models,
     list_providers,
     provider_has_key,
     register_model,
-    register_provider,
+    register_provider_info,
 )
 from tether.ai.models import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, ModelRegistry, load_catalog
 from tether.wire import MODEL_INFO, WireError
@@ -57,7 +57,7 @@ def test_unknown_provider() -> None:
     ):
         get_model("nope", "x")
     with pytest.raises(UnknownProviderError, match="unknown provider 'nope'"):
-        get_provider("nope")
+        get_provider_info("nope")
 
 
 def test_list_models_sorted_and_filtered() -> None:
@@ -113,19 +113,19 @@ def test_local_model_defaults() -> None:
         "contextWindow": DEFAULT_CONTEXT_WINDOW,
         "maxTokens": DEFAULT_MAX_TOKENS,
     }
-    assert get_provider("ollama").api_key_env is None
+    assert get_provider_info("ollama").api_key_env is None
 
 
 def test_providers_and_keys() -> None:
     names = [p.name for p in list_providers()]
     assert names == sorted(names)
     assert {"openai", "anthropic", "google", "ollama", "llama.cpp", "vllm", "lmstudio"} <= set(names)
-    anthropic = get_provider("anthropic")
+    anthropic = get_provider_info("anthropic")
     assert anthropic.api_key_env == "ANTHROPIC_API_KEY"
     assert not provider_has_key(anthropic, {})
     assert provider_has_key(anthropic, {"ANTHROPIC_API_KEY": "sk-x"})
     assert not provider_has_key(anthropic, {"ANTHROPIC_API_KEY": ""})
-    assert provider_has_key(get_provider("vllm"), {})
+    assert provider_has_key(get_provider_info("vllm"), {})
 
 
 # --- run-time registration ---------------------------------------------------------------------
@@ -142,8 +142,8 @@ def test_register_model_validates_and_wins() -> None:
 
 
 def test_register_provider() -> None:
-    register_provider(ProviderInfo("corp", "openai-responses", "https://llm.corp/v1", "CORP_KEY"))
-    assert get_provider("corp").base_url == "https://llm.corp/v1"
+    register_provider_info(ProviderInfo("corp", "openai-responses", "https://llm.corp/v1", "CORP_KEY"))
+    assert get_provider_info("corp").base_url == "https://llm.corp/v1"
     register_model({**get_model("openai", "gpt-5"), "provider": "corp", "baseUrl": "https://llm.corp/v1"})
     assert find_model("corp/gpt-5")["baseUrl"] == "https://llm.corp/v1"
 
@@ -180,7 +180,7 @@ def test_user_provider_with_defaults_filled_in(config_dir: Path) -> None:
             }
         },
     )
-    box = get_provider("box")
+    box = get_provider_info("box")
     assert (box.api_key_env, box.local) == (None, True)
     plain = get_model("box", "qwen3-coder")
     assert plain == {
@@ -222,7 +222,7 @@ def test_remote_user_provider_needs_listed_models_and_names_its_key(config_dir: 
             }
         },
     )
-    together = get_provider("together")
+    together = get_provider_info("together")
     assert (together.api_key_env, together.local) == ("TOGETHER_API_KEY", False)
     assert find_model("together/meta-llama/Llama-3.3-70B-Instruct-Turbo")["contextWindow"] == 131072
     with pytest.raises(UnknownModelError, match="for provider 'together'"):
@@ -264,7 +264,7 @@ def test_override_a_shipped_provider_and_model(config_dir: Path) -> None:
         True,
         "https://proxy.example/anthropic",
     )
-    assert get_provider("anthropic").api_key_env == "ANTHROPIC_API_KEY"  # kept from the catalog
+    assert get_provider_info("anthropic").api_key_env == "ANTHROPIC_API_KEY"  # kept from the catalog
     oss = get_model("ollama", "gpt-oss:20b")
     assert (oss["reasoning"], oss["contextWindow"], oss["baseUrl"]) == (
         True,
@@ -367,10 +367,10 @@ def test_the_documented_example_works(config_dir: Path) -> None:
     (config_dir / "models.json").write_text(example.group(1))
     assert find_model("ollama/qwen3:8b")["contextWindow"] == 40960
     assert get_model("ollama", "gemma3:12b")["input"] == ["text", "image"]
-    assert get_provider("workstation").local  # keyless: a server the user runs
+    assert get_provider_info("workstation").local  # keyless: a server the user runs
     assert get_model("workstation", "qwen3-coder-30b")["maxTokens"] == 32768
     assert get_model("workstation", "unlisted")["maxTokens"] == DEFAULT_MAX_TOKENS
     kimi = find_model("together/moonshotai/Kimi-K2-Instruct")
     assert (kimi["name"], kimi["cost"]["output"]) == ("Kimi K2", 3)
-    assert get_provider("together").api_key_env == "TOGETHER_API_KEY"
+    assert get_provider_info("together").api_key_env == "TOGETHER_API_KEY"
     assert get_model("anthropic", "claude-opus-4-7")["headers"] == {"X-Team": "platform"}

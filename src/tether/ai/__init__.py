@@ -11,13 +11,13 @@ from tether.ai.models import (
     default_model,
     find_model,
     get_model,
-    get_provider,
+    get_provider_info,
     list_models,
     list_providers,
     provider_has_key,
     providers_with_keys,
     register_model,
-    register_provider,
+    register_provider_info,
 )
 from tether.ai.models_file import ModelsFileError
 from tether.ai.paths import config_dir, data_dir, models_file
@@ -51,7 +51,7 @@ __all__ = [
     "default_model",
     "find_model",
     "get_model",
-    "get_provider",
+    "get_provider_info",
     "list_models",
     "list_providers",
     "models_file",
@@ -60,7 +60,7 @@ __all__ = [
     "provider_has_key",
     "providers_with_keys",
     "register_model",
-    "register_provider",
+    "register_provider_info",
     "supported_thinking_levels",
     "thinking_budget",
     "thinking_config",

@@ -8,7 +8,7 @@ Three layers, later ones winning for the same ``provider/id``:
 2. ``models.json`` in the config folder (``tether.ai.paths.models_file``; schema in
    ``docs/models.md``): new providers and models, and overrides of shipped ones. The file is
    re-read when it changes, so an edit (or a test's ``TETHER_HOME``) takes effect on the next call;
-3. ``register_model`` / ``register_provider`` calls of the running program.
+3. ``register_model`` / ``register_provider_info`` calls of the running program.
 
 A local server accepts any model id: ``get_model("ollama", "qwen3:8b")`` gives a model with default
 limits even when no file lists it. Everything else is looked up exactly; a miss raises
@@ -141,7 +141,7 @@ class ModelRegistry:
 
     # lookups
 
-    def get_provider(self, name: str) -> ProviderInfo:
+    def get_provider_info(self, name: str) -> ProviderInfo:
         """The provider ``name``; ``UnknownProviderError`` lists the known ones on a miss."""
         providers = self.providers()
         if name not in providers:
@@ -239,7 +239,7 @@ class ModelRegistry:
         self._models[(info["provider"], info["id"])] = info
         return info
 
-    def register_provider(self, provider: ProviderInfo) -> ProviderInfo:
+    def register_provider_info(self, provider: ProviderInfo) -> ProviderInfo:
         """Add (or replace) a provider for the rest of the program."""
         self._providers[provider.name] = provider
         return provider
@@ -402,9 +402,9 @@ def list_models(provider: str | None = None) -> list[ModelInfo]:
     return default_registry().list_models(provider)
 
 
-def get_provider(name: str) -> ProviderInfo:
+def get_provider_info(name: str) -> ProviderInfo:
     """The provider ``name`` (shipped, local server, the user's or registered)."""
-    return default_registry().get_provider(name)
+    return default_registry().get_provider_info(name)
 
 
 def list_providers() -> list[ProviderInfo]:
@@ -418,9 +418,9 @@ def register_model(model: Mapping[str, Any]) -> ModelInfo:
     return default_registry().register_model(model)
 
 
-def register_provider(provider: ProviderInfo) -> ProviderInfo:
+def register_provider_info(provider: ProviderInfo) -> ProviderInfo:
     """Add (or replace) a provider for the rest of the program."""
-    return default_registry().register_provider(provider)
+    return default_registry().register_provider_info(provider)
 
 
 def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:
@@ -448,12 +448,12 @@ __all__ = [
     "default_registry",
     "find_model",
     "get_model",
-    "get_provider",
+    "get_provider_info",
     "list_models",
     "list_providers",
     "load_catalog",
     "provider_has_key",
     "providers_with_keys",
     "register_model",
-    "register_provider",
+    "register_provider_info",
 ]
