@@ -1,0 +1,7 @@
+"""Built-in providers, one module per wire API; ``BUILTIN`` is what the registry loads."""
+
+from __future__ import annotations
+
+from tether.ai.registry import ApiProvider
+
+BUILTIN: tuple[ApiProvider, ...] = ()
