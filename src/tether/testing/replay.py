@@ -182,7 +182,8 @@ def normalize_message(message: AssistantMessage) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tether.testing.replay", description="Replay a recorded provider stream through tether."
+        prog="python -m tether.testing.replay",
+        description="Replay a recorded provider stream through tether.",
     )
     parser.add_argument("fixture", type=Path, help="a recorded stream (shared/fixtures format)")
     parser.add_argument("--model", type=Path, help="a ModelInfo-shaped JSON object (baseUrl is replaced)")
