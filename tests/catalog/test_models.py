@@ -125,6 +125,7 @@ def test_providers_and_keys() -> None:
     assert not provider_has_key(anthropic, {})
     assert provider_has_key(anthropic, {"ANTHROPIC_API_KEY": "sk-x"})
     assert not provider_has_key(anthropic, {"ANTHROPIC_API_KEY": ""})
+    assert provider_has_key(anthropic, {"ANTHROPIC_OAUTH_TOKEN": "sk-ant-oat-x"})  # as tether.ai.keys reads
     assert provider_has_key(get_provider_info("vllm"), {})
 
 
