@@ -332,6 +332,14 @@ BAD_FILES: list[tuple[Any, str]] = [
         r"models\[0\] \('a'\)\.thinking\.efforts\[0\]: Input should be 'minimal', 'low'",
     ),
     (
+        {"providers": {"ollama": {"models": [{"id": "a", "cost": {"input": "1.5"}}]}}},
+        r"models\[0\] \('a'\)\.cost\.input: Input should be a number \(got '1\.5'\)",
+    ),
+    (
+        {"providers": {"ollama": {"models": [{"id": "a", "input": ["text", "images"]}]}}},
+        r"models\[0\] \('a'\)\.input\[1\]: Input should be 'text' or 'image' \(got 'images'\)",
+    ),
+    (
         {"providers": {"ollama": {"apiKeyEnv": "not a name"}}},
         r"providers\.ollama\.apiKeyEnv: expected the name of an environment variable",
     ),
