@@ -6,9 +6,9 @@ A failure raises ``WireError`` naming the path of the offending value in the cal
 (``messages[3].content[1].type: unknown content type 'video'``), never a pydantic dump.
 
 Open records (every object of seed 000's ``messageDefs``) are decoded the way the seed asks:
-only the discriminator (``role``, ``type``) must be present; every other field is checked only
-when present, and unknown keys are kept. So a message persisted before a field became required
-still decodes. The ``TypedDict``s keep the seed's required keys for the type checker and the
+only the discriminator (``role``, ``type``) of a union member must be present; every other field
+is checked only when present, and unknown keys are kept. So a message persisted before a field
+became required still decodes. The ``TypedDict``s keep the seed's required keys for the type checker and the
 JSON Schema bundle (what producers must write); ``Codec`` relaxes them in the validator it
 builds (what consumers accept). Closed records (``ModelInfo`` and its parts) enforce required
 keys and drop unknown ones.
@@ -33,9 +33,6 @@ from tether.wire.messages import (
 from tether.wire.model import ModelInfo
 
 T = TypeVar("T")
-
-DISCRIMINATORS = ("role", "type")
-"""Field names that discriminate open records; the only fields they require."""
 
 
 class Codec(Generic[T]):
@@ -74,10 +71,11 @@ class Codec(Generic[T]):
 
 
 def relax_open_records(schema: object) -> object:
-    """Copy of a pydantic core schema in which open records require only their discriminator.
+    """Copy of a pydantic core schema in which no field of an open record is required.
 
-    An open record is a ``typed-dict`` schema that keeps extra keys (``extra_behavior: allow``);
-    its discriminator is a ``role``/``type`` field whose schema is a literal.
+    An open record is a ``typed-dict`` schema that keeps extra keys (``extra_behavior: allow``).
+    Its discriminator stays enforced where it discriminates: a tagged union needs the tag to
+    pick the record at all (``missing discriminator``), and checks its value.
     """
     if isinstance(schema, list):
         return [relax_open_records(item) for item in cast(list[object], schema)]
@@ -85,16 +83,9 @@ def relax_open_records(schema: object) -> object:
         return schema
     node = {key: relax_open_records(item) for key, item in cast(dict[str, object], schema).items()}
     if node.get("type") == "typed-dict" and node.get("extra_behavior") == "allow":
-        fields = cast(dict[str, dict[str, Any]], node["fields"])
-        node["fields"] = {
-            name: field if _is_discriminator(name, field) else {**field, "required": False}
-            for name, field in fields.items()
-        }
+        fields = cast(dict[str, dict[str, object]], node["fields"])
+        node["fields"] = {name: {**field, "required": False} for name, field in fields.items()}
     return node
-
-
-def _is_discriminator(name: str, field: dict[str, Any]) -> bool:
-    return name in DISCRIMINATORS and cast(dict[str, object], field["schema"]).get("type") == "literal"
 
 
 def dumps(value: object) -> str:

@@ -97,17 +97,19 @@ def _input_path(value: object, loc: Sequence[int | str]) -> list[int | str]:
     """
     current: object = value
     steps: list[int | str] = []
+    tag_seen = False  # a value has at most one tag in the loc, right before its own keys
     for i, step in enumerate(loc):
         if isinstance(current, dict):
             obj = cast(dict[str, object], current)
-            is_tag = i + 1 < len(loc) and step in (obj.get("type"), obj.get("role"))
-            if not is_tag and isinstance(step, str) and step in obj:
-                current = obj[step]
+            if not tag_seen and i + 1 < len(loc) and step in (obj.get("type"), obj.get("role")):
+                tag_seen = True
+            elif isinstance(step, str) and step in obj:
+                current, tag_seen = obj[step], False
                 steps.append(step)
         elif isinstance(current, list) and isinstance(step, int):
             items = cast(list[object], current)
             if 0 <= step < len(items):
-                current = items[step]
+                current, tag_seen = items[step], False
                 steps.append(step)
     return steps
 

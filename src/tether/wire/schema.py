@@ -15,7 +15,18 @@ import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NotRequired, Required, Union, cast, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Required,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from pydantic import Discriminator
 from typing_extensions import is_typeddict
@@ -187,8 +198,15 @@ class _Walker:
         return None
 
     def _record(self, cls: Any) -> JsonSchema:
-        hints = cast(dict[str, object], cls.__annotations__)
-        required: frozenset[str] = cls.__required_keys__
+        # get_type_hints resolves string annotations (``from __future__ import annotations``) and
+        # keeps NotRequired/Required, which ``__required_keys__`` misreads in that case on 3.11.
+        hints: dict[str, object] = get_type_hints(cls, include_extras=True)
+        total = bool(getattr(cls, "__total__", True))
+        required = [
+            key
+            for key, tp in hints.items()
+            if get_origin(tp) is Required or (total and get_origin(tp) is not NotRequired)
+        ]
         schema: JsonSchema = {}
         if cls.__doc__:
             schema["description"] = " ".join(cast(str, cls.__doc__).split())
@@ -196,7 +214,7 @@ class _Walker:
         if _is_open(cls):
             schema["x-open"] = True
         schema["properties"] = {key: self._schema(_strip_required(tp)) for key, tp in hints.items()}
-        schema["required"] = [key for key in hints if key in required]
+        schema["required"] = required
         return schema
 
     def _schema(self, tp: object, top: bool = False) -> JsonSchema:
