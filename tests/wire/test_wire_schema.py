@@ -28,9 +28,7 @@ def test_committed_schema_is_current() -> None:
 def test_bundle_is_a_valid_2020_12_schema() -> None:
     bundle = build_bundle()
     assert bundle["$schema"] == DIALECT
-    Draft202012Validator.check_schema(bundle)
-    for name in bundle["$defs"]:
-        Draft202012Validator.check_schema({**bundle, "$ref": f"#/$defs/{name}"})
+    Draft202012Validator.check_schema(bundle)  # checks every $defs entry against the metaschema
 
 
 def test_every_ref_resolves() -> None:
