@@ -59,6 +59,7 @@ from tether.session.prompt import (
     run_prompt_hooks,
 )
 from tether.session.replay import replay_events
+from tether.session.runtime import SessionRuntime
 from tether.session.session import ReadOnlySessionError, Session
 from tether.session.sqlite_store import SQLiteStore
 from tether.session.store import (
@@ -116,6 +117,7 @@ __all__ = [
     "SessionManager",
     "SessionNotFoundError",
     "SessionRecord",
+    "SessionRuntime",
     "SessionStore",
     "StoredEntry",
     "SystemPromptChangeEntry",
