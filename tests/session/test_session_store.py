@@ -27,13 +27,16 @@ from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, sc
 
 
 def test_default_path_follows_tether_home_and_env_override(tether_home: Path, tmp_path: Path) -> None:
-    assert default_db_path() == tether_home / "sessions.db"
+    assert default_db_path() == tether_home / "data" / "sessions.db"
+    assert default_db_path({"XDG_DATA_HOME": "relative", "HOME": "/h"}) == Path(
+        "/h/.local/share/tether/sessions.db"
+    )
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
     assert default_db_path(env) == tmp_path / "xdg" / "tether" / "sessions.db"
     assert default_db_path({**env, "TETHER_SESSIONS_DB": "/x/y.db"}) == Path("/x/y.db")
     store = SQLiteStore()
     try:
-        assert store.path == tether_home / "sessions.db" and store.path.exists()
+        assert store.path == tether_home / "data" / "sessions.db" and store.path.exists()
     finally:
         store.close()
 
