@@ -17,6 +17,7 @@ from session_helpers import assistant, text, user
 from tether.session import (
     ReadOnlySessionError,
     SchemaVersionError,
+    SessionError,
     SessionLockedError,
     SessionManager,
     SessionNotFoundError,
@@ -182,5 +183,19 @@ def test_full_durability_sets_synchronous_full(db_path: Path) -> None:
     store = SQLiteStore(db_path, durability="full")
     try:
         assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # pyright: ignore[reportPrivateUsage]
+    finally:
+        store.close()
+
+
+def test_a_released_lease_cannot_write(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    try:
+        store.create_session("S", "/p", 1, version=1)
+        lease = store.acquire_writer("S")
+        lease.release()
+        entry = {"type": "label", "id": "E", "parentId": None, "timestamp": 1, "targetId": "x", "label": None}
+        with pytest.raises(SessionError, match="writer lease of session 'S' was released"):
+            store.append(lease, [entry], "E", 2)
+        assert store.entries("S") == []
     finally:
         store.close()

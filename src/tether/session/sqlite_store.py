@@ -258,8 +258,8 @@ class SQLiteStore:
 
     def _check(self, lease: WriterLease) -> None:
         if not (isinstance(lease, FileLease) and lease.owned_by(self)):
-            raise SessionLockedError(
-                lease.session_id, "nobody: this lease was released or is not this store's"
+            raise SessionError(
+                f"the writer lease of session {lease.session_id!r} was released or belongs to another store"
             )
 
     @contextlib.contextmanager
