@@ -30,6 +30,7 @@ from tether.session.entries import EntryDict
 from tether.session.paths import default_db_path
 from tether.session.sqlite_schema import migrate
 from tether.session.store import (
+    SessionError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
