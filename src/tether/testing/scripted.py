@@ -18,6 +18,7 @@ describe (``shared/conformance/README.md``, "The scripted model").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 from collections import deque
@@ -188,10 +189,11 @@ class ScriptedModel:
                 blocks = _text(message, index, block, signal)
             else:
                 blocks = _thinking(message, index, block, signal)
-            async for event in blocks:
-                yield event
-                if event["type"] == "error":
-                    return
+            async with contextlib.aclosing(blocks):
+                async for event in blocks:
+                    yield event
+                    if event["type"] == "error":
+                        return
         await asyncio.sleep(0)
         if _aborted(signal):
             yield error_event(message, ABORTED_MESSAGE, aborted=True)
