@@ -22,7 +22,7 @@ import contextlib
 import copy
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -212,7 +212,7 @@ class ScriptedModel:
 
     async def _tool_call(
         self, message: AssistantMessage, index: int, block: ToolCallBlock, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         self._call_ids += 1
         call: ToolCall = {
             "type": "toolCall",
@@ -238,7 +238,7 @@ def _aborted(signal: AbortSignal | None) -> bool:
 
 async def _text(
     message: AssistantMessage, index: int, block: TextBlock, signal: AbortSignal | None
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     part: TextContent = {"type": "text", "text": ""}
     message["content"].append(part)
     yield {"type": "text_start", "contentIndex": index, "partial": message}
@@ -254,7 +254,7 @@ async def _text(
 
 async def _thinking(
     message: AssistantMessage, index: int, block: ThinkingBlock, signal: AbortSignal | None
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     part: ThinkingContent = {"type": "thinking", "thinking": ""}
     message["content"].append(part)
     yield {"type": "thinking_start", "contentIndex": index, "partial": message}
