@@ -1,5 +1,6 @@
 """tether.agent: the agent loop, the stateful ``Agent`` and tool definitions (seed 001)."""
 
+from tether.agent.agent import Agent, AgentBusyError, Listener, QueueMode
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.loop import (
     StepFailed,
@@ -52,6 +53,8 @@ __all__ = [
     "INJECTED_PARAMETERS",
     "AfterToolCallContext",
     "AfterToolCallResult",
+    "Agent",
+    "AgentBusyError",
     "AgentContext",
     "AgentEndEvent",
     "AgentEvent",
@@ -63,10 +66,12 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "Emit",
+    "Listener",
     "MessageEndEvent",
     "MessagePoll",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "QueueMode",
     "StepFailed",
     "ToolArgumentsError",
     "ToolBatch",
