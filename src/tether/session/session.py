@@ -39,7 +39,7 @@ AT_LEAF = _AtLeaf()
 
 class ReadOnlySessionError(SessionError):
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} was opened read-only")
+        super().__init__(f"session {session_id!r} is read-only here (opened read-only, or closed)")
 
 
 def now_ms() -> int:
