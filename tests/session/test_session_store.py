@@ -199,3 +199,14 @@ def test_a_released_lease_cannot_write(db_path: Path) -> None:
         assert store.entries("S") == []
     finally:
         store.close()
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("these are my notes, not a database " * 100)
+    with pytest.raises(
+        SessionError, match=r"cannot open the session database .*notes\.txt: file is not a database"
+    ):
+        SQLiteStore(bad)
+    with pytest.raises(SessionError, match="cannot open the session database"):
+        SQLiteStore(tmp_path)  # a directory
