@@ -6,6 +6,7 @@ prompt hooks edit a transient copy of each request (``PromptEditor``) and persis
 ``Session.append_synthetic``.
 """
 
+from tether.session.agent_session import AgentSession
 from tether.session.branching import BranchError, pending_tool_calls
 from tether.session.compaction import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -80,6 +81,7 @@ __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",
     "DEFAULT_RESERVE_TOKENS",
     "ENTRY_FORMAT",
+    "AgentSession",
     "BranchError",
     "BranchSummaryEntry",
     "CompactionEntry",
