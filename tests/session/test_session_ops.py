@@ -97,6 +97,18 @@ def test_branch_into_a_tool_batch_extends_to_its_last_result(manager: SessionMan
     assert [m["role"] for m in s.messages] == ["user", "assistant", "toolResult", "toolResult"]
 
 
+def test_branch_extension_looks_through_entries_appended_while_tools_ran(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    s.append_message(user("go"))
+    asked = s.append_message(assistant(call("c1"), call("c2")))
+    s.label(asked, "tools running")
+    s.append_message(result("c1", "1"))
+    s.set_thinking_level("high")
+    last = s.append_message(result("c2", "2"))
+    s.append_message(assistant(text("done")))
+    assert s.branch(asked) == last
+
+
 def test_branch_refuses_a_point_whose_tool_calls_have_no_results(manager: SessionManager) -> None:
     s = manager.create("/p")
     s.append_message(user("go"))
