@@ -291,6 +291,7 @@ class _End:
 @dataclass(frozen=True, slots=True)
 class _Failure:
     message: str
+    aborted: bool = False
 
 
 _Item = _Piece | _End | _Failure
@@ -304,7 +305,10 @@ def _generate(
     stop: threading.Event,
     emit: Callable[[_Item], None],
 ) -> None:
-    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe)."""
+    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe).
+
+    Every path ends with exactly one ``_End`` or ``_Failure``, so the consumer never waits forever.
+    """
     try:
         loaded = _load(model["baseUrl"], model["contextWindow"] or DEFAULT_CONTEXT)
         llama = loaded.llama
@@ -332,6 +336,7 @@ def _generate(
         with loaded.lock:
             for token in llama.generate(tokens, temp=temperature, grammar=grammar):
                 if stop.is_set() or (options.signal is not None and options.signal.aborted):
+                    emit(_Failure(ABORTED_MESSAGE, aborted=True))
                     return
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
@@ -379,13 +384,16 @@ async def _events(
     try:
         yield {"type": "start", "partial": output}
         while True:
+            if options.signal is not None and options.signal.aborted:
+                yield error_event(output, ABORTED_MESSAGE, aborted=True)
+                return
             item = await queue.get()
             if isinstance(item, _Piece):
                 for event in parser.feed(item.text):
                     yield event
                 continue
             if isinstance(item, _Failure):
-                yield error_event(output, item.message)
+                yield error_event(output, item.message, aborted=item.aborted)
                 return
             for event in parser.finish():
                 yield event
