@@ -19,6 +19,7 @@ parameter schema, so the arguments always parse.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import importlib.util
 import json
@@ -156,11 +157,20 @@ _loaded: dict[tuple[str, int], _Loaded] = {}
 _loading = threading.Lock()
 
 
+def _close_all() -> None:
+    """Free the models at exit, while ``llama_cpp`` still exists (its ``__del__`` fails later)."""
+    for loaded in _loaded.values():
+        loaded.llama.close()
+    _loaded.clear()
+
+
 def _load(path: str, n_ctx: int) -> _Loaded:
     with _loading:
         key = (path, n_ctx)
         if key not in _loaded:
             llama_cpp = _llama_cpp()
+            if not _loaded:
+                atexit.register(_close_all)
             if not Path(path).is_file():
                 raise FileNotFoundError(f"GGUF model file not found: {path}")
             llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, verbose=False)
