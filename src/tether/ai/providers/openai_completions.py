@@ -227,6 +227,10 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
     if system:
         role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
         out.append({"role": role, "content": strip_surrogates(system)})
+    volatile = context.get("volatileContext")
+    if volatile:  # a message of its own, so a cached system prompt stays byte-identical
+        role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
+        out.append({"role": role, "content": strip_surrogates(volatile)})
     messages = context["messages"]
     last_role = ""
     i = 0
