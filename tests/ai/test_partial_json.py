@@ -20,7 +20,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     value=st.dictionaries(st.text(max_size=10), json_values, max_size=5), cuts=st.lists(st.integers(0, 400))
 )
