@@ -405,6 +405,8 @@ class OpenAICompletionsParser(StreamParser):
             self._usage(usage)
         if event == "error" or chunk.get("error"):
             # The error ends the answer; its usage (read above) is still billed.
+            code: Any = (as_dict(chunk.get("error")) or {}).get("code")
+            self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
             return self.fail(_error_text(chunk))
         if choice is None:
             return []
