@@ -196,3 +196,9 @@ async def test_ls_lists_everything_with_directory_marks(workspace: Workspace, ro
     with pytest.raises(ToolError, match="Directory not found"):
         await call(tool, path="nope")
     assert "more entries not shown" in text_of(await call(tool, limit=3))
+
+
+async def test_grep_skips_fifos_instead_of_blocking(workspace: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    (root / "a.txt").write_text("needle\n")
+    assert text_of(await call(create_grep_tool(workspace), pattern="needle")) == "a.txt:1:needle"
