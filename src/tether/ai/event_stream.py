@@ -105,7 +105,8 @@ class AssistantMessageEventStream:
     async def __anext__(self) -> AssistantMessageEvent:
         if self._final is not None:
             raise StopAsyncIteration
-        task = asyncio.current_task()
+        # Only an abort needs to know which task to interrupt; without a signal, skip the lookup.
+        task = asyncio.current_task() if self._remove_listener is not None else None
         self._waiting = cast("asyncio.Task[object] | None", task)
         try:
             event = await self._source.__anext__()
