@@ -80,7 +80,7 @@ schemas = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(schemas, values)
 def test_fast_check_agrees_with_jsonschema(schema: Any, value: Any) -> None:
     check = compile_check(schema)
@@ -104,7 +104,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(schemas, values)
 def test_coercion_leaves_valid_values_alone_without_unions(schema: Any, value: Any) -> None:
     """What lets validation skip coercion for valid arguments of a union-free schema."""
