@@ -191,9 +191,10 @@ class _Run:
         self.ended = False
 
     async def emit(self, event: AgentEvent) -> None:
-        kind = event["type"]
-        if kind == "message_start" or kind == "message_end":
-            self.open_message = event["message"] if event["type"] == "message_start" else None
+        if event["type"] == "message_start":
+            self.open_message = event["message"]
+        elif event["type"] == "message_end":
+            self.open_message = None
         elif event["type"] == "tool_execution_start":
             self.open_tools[event["toolCallId"]] = None
         elif event["type"] == "tool_execution_end":
