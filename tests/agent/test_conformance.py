@@ -13,7 +13,7 @@ from tether.testing.conformance import load_scenario, run_scenario, scenario_pat
 
 def _cases() -> list[tuple[Path, Path]]:
     cases: list[tuple[Path, Path]] = []
-    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE):
+    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE, OWN_CONFORMANCE / "abort_sweep"):
         cases += [(path, root / "traces" / path.name) for path in scenario_paths(root / "scenarios")]
     return cases
 
