@@ -30,3 +30,18 @@ async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> 
     assert actual["events"] == expected["events"]
     assert actual["requests"] == expected["requests"]
     assert actual["result"] == expected["result"]
+
+
+def test_cli_prints_a_trace_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tether.testing.conformance import main
+
+    scenario = SHARED_CONFORMANCE / "scenarios" / "text-only.json"
+    assert main([str(scenario)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((SHARED_CONFORMANCE / "traces" / "text-only.json").read_text())
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"prompts": ["go"], "tools": [{"behavior": {}}]}')
+    assert main([str(broken)]) == 1
+    assert "invalid scenario" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.json")]) == 1

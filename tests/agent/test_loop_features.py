@@ -362,3 +362,12 @@ async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(
     error = result[-1]
     assert error["role"] == "assistant" and error["stopReason"] == "error"
     assert "tether.ai.stream_simple is not available" in error.get("errorMessage", "")
+
+
+async def test_a_closed_event_stream_ends_iteration_and_has_no_result() -> None:
+    model = ScriptedModel([reply("a", "b")])
+    stream = agent_loop([user("go")], AgentContext(), AgentLoopConfig(model=model.model), None, model)
+    await stream.aclose()
+    assert [event async for event in stream] == []  # closed before its first step: nothing ran
+    with pytest.raises(RuntimeError, match="closed"):
+        await stream.result()
