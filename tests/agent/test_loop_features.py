@@ -23,6 +23,7 @@ from tether.agent import (
 )
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import SimpleStreamOptions
+from tether.testing.conformance import context_message
 from tether.testing.scripted import ScriptedModel, reply, text, thinking, tool_call
 from tether.wire import AgentMessage
 
@@ -337,7 +338,7 @@ async def test_event_stream_can_be_closed_early() -> None:
 async def test_continue_preconditions(messages: Any, error: str) -> None:
     model = ScriptedModel()
     if messages == "assistant":
-        messages = [user("q"), {**model.model, "role": "assistant", "content": [], "stopReason": "stop"}]
+        messages = [user("q"), context_message({"role": "assistant", "content": []})]
     context = AgentContext(messages=messages)
     with pytest.raises(ValueError, match=error):
         agent_loop_continue(context, AgentLoopConfig(model=model.model), None, model)
