@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
@@ -82,7 +82,7 @@ class AssistantMessageEventStream:
         self._describe = describe_error or _describe
         self._partial: AssistantMessage | None = None
         self._final: AssistantMessage | None = None
-        self._waiting: asyncio.Task[object] | None = None
+        self._waiting: asyncio.Task[Any] | None = None
         self._abort_requested = False
         self._remove_listener = signal.add_listener(self._on_abort) if signal is not None else None
 
@@ -107,7 +107,7 @@ class AssistantMessageEventStream:
             raise StopAsyncIteration
         # Only an abort needs to know which task to interrupt; without a signal, skip the lookup.
         task = asyncio.current_task() if self._remove_listener is not None else None
-        self._waiting = cast("asyncio.Task[object] | None", task)
+        self._waiting = task
         try:
             event = await self._source.__anext__()
         except StopAsyncIteration:
