@@ -40,6 +40,7 @@ from tether.agent.tool_execution import (
     emit_tool_result,
     error_result,
     execute_tool_calls,
+    reject_truncated_calls,
     tool_result_message,
 )
 from tether.agent.types import (
@@ -155,6 +156,7 @@ class _Run:
         "open_calls",
         "open_message",
         "open_tools",
+        "options",
         "signal",
         "sink",
         "stream_fn",
@@ -174,6 +176,8 @@ class _Run:
         self.sink = sink
         self.signal = signal
         self.stream_fn = stream_fn
+        self.options = dataclasses.replace(config.options, signal=signal)
+        """The stream options of every call: the config's, with the run's signal."""
         self.new_messages: list[AgentMessage] = []
         self.in_turn = False
         """``turn_start`` was emitted and its ``turn_end`` was not."""
@@ -188,9 +192,10 @@ class _Run:
         self.ended = False
 
     async def emit(self, event: AgentEvent) -> None:
-        kind = event["type"]
-        if kind == "message_start" or kind == "message_end":
-            self.open_message = event["message"] if event["type"] == "message_start" else None
+        if event["type"] == "message_start":
+            self.open_message = event["message"]
+        elif event["type"] == "message_end":
+            self.open_message = None
         elif event["type"] == "tool_execution_start":
             self.open_tools[event["toolCallId"]] = None
         elif event["type"] == "tool_execution_end":
@@ -321,10 +326,11 @@ class _Run:
         )
         if volatile is not None:
             llm_context["volatileContext"] = volatile
-        api_key = config.options.api_key
+        options = self.options
         if config.get_api_key is not None:
-            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"]) or api_key
-        options = dataclasses.replace(config.options, api_key=api_key, signal=self.signal)
+            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"])
+            if api_key and api_key != options.api_key:
+                options = dataclasses.replace(options, api_key=api_key)
         try:
             stream_fn = self.stream_fn or default_stream_fn()
             opened = stream_fn(config.model, llm_context, options)
@@ -391,7 +397,7 @@ class _Run:
         message, calls, delivered = self.open_calls
         self.open_tools = {}
         if message["stopReason"] == "length":
-            batch = await _reject_truncated_calls(calls, self.emit, delivered)
+            batch = await reject_truncated_calls(calls, self.emit, delivered)
         else:
             batch = await execute_tool_calls(
                 self.context, message, calls, self.config, self.signal, self.emit, delivered
@@ -468,39 +474,6 @@ class _Run:
         if self.in_turn:
             self.in_turn = False
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
-
-
-TRUNCATED_CALL = (
-    'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
-    "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
-)
-
-
-async def _reject_truncated_calls(
-    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
-) -> ToolBatch:
-    """The tool calls of a response cut by the token limit are not run: each gets an error result."""
-    for call in calls:
-        result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        await emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
-        await emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "result": result,
-                "isError": True,
-            }
-        )
-        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
-    return ToolBatch(messages=list(delivered), terminate=False)
 
 
 def _empty_assistant(config: AgentLoopConfig) -> AssistantMessage:

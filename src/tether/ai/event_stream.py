@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
@@ -114,6 +114,7 @@ class AssistantMessageEventStream:
         if batch:  # events the source handed over together: no await, no generator step
             event = batch.pop()
             if event["type"] == "done" or event["type"] == "error":
+                await self._close_source()
                 return self._finish(event)
             self._partial = event["partial"]
             return event
