@@ -1,0 +1,32 @@
+"""Typed access to provider JSON, which is untyped and sometimes not what the docs promise.
+
+Parsers read fields through these helpers instead of trusting shapes: a field of the wrong type
+reads as absent, so odd provider output is skipped rather than crashing the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+
+def as_dict(value: object) -> dict[str, Any] | None:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def as_list(value: object) -> list[Any]:
+    return cast("list[Any]", value) if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int:
+    """A token count: non-numbers (``null``, absent) read as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return 0

@@ -1,0 +1,77 @@
+"""API keys: from the call's options, else the provider's conventional environment variable.
+
+A missing key is not an exception: ``missing_key_message`` gives the text of the ``error``
+message a provider ends its stream with, naming the variable to set. Local servers (Ollama,
+llama.cpp, vLLM, LM Studio, anything on loopback) need no key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from tether.wire import ModelInfo
+
+ENV_VARS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "minimax": ("MINIMAX_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+}
+"""Environment variables per provider, first match wins (an Anthropic OAuth token beats a key)."""
+
+KEYLESS_PROVIDERS = frozenset({"ollama", "llama.cpp", "llamacpp", "vllm", "lmstudio", "local"})
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    value: str
+    env_var: str | None
+    """The variable it came from; ``None`` when passed explicitly."""
+
+
+def env_vars_for(provider: str) -> tuple[str, ...]:
+    """The variables consulted for ``provider`` (``<PROVIDER>_API_KEY`` for unknown ones)."""
+    known = ENV_VARS.get(provider)
+    if known is not None:
+        return known
+    return (provider.upper().replace("-", "_").replace(".", "_") + "_API_KEY",)
+
+
+def resolve_api_key(model: ModelInfo, explicit: str | None = None) -> ApiKey | None:
+    """The key to use for ``model``: ``explicit`` first, then the environment."""
+    if explicit:
+        return ApiKey(explicit, None)
+    for name in env_vars_for(model["provider"]):
+        value = os.environ.get(name)
+        if value:
+            return ApiKey(value, name)
+    return None
+
+
+def is_keyless(model: ModelInfo) -> bool:
+    """True for models served without authentication: local servers or ``compat.apiKey: false``."""
+    compat = model.get("compat") or {}
+    if compat.get("apiKey") is False or model["provider"] in KEYLESS_PROVIDERS:
+        return True
+    host = urlsplit(model["baseUrl"]).hostname or ""
+    return host in _LOOPBACK_HOSTS
+
+
+def missing_key_message(model: ModelInfo) -> str:
+    names = " or ".join(env_vars_for(model["provider"]))
+    return f"No API key for provider {model['provider']!r}: set {names} or pass api_key."

@@ -1,0 +1,259 @@
+"""How a provider is built: a request builder, a pure stream parser, and this shared driver.
+
+Every HTTP provider follows the same pattern (``providers/openai_completions.py`` and
+``providers/anthropic.py`` are the worked examples):
+
+1. **Request builder**: a plain function ``(model, context, options, api_key) -> HttpRequest``
+   that maps our transcript to the API's JSON body, URL and headers. Pure, unit-testable.
+2. **Parser**: a ``StreamParser`` subclass, a small state machine over the partial
+   ``AssistantMessage``. ``feed(event, data)`` receives each SSE event's name and its decoded
+   JSON and returns the events it causes (``text_delta``, ``toolcall_end``, ...; or a terminal
+   ``error`` for an in-stream error); ``end()`` runs when the body ends (or at ``[DONE]``) and
+   returns the closing events plus exactly one terminal ``done``/``error``. Parsers never do I/O,
+   never emit ``start`` and never raise on provider data they do not understand: they skip it.
+3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
+   (retries, readable HTTP errors), emits ``start``, decodes SSE with ``sse.SSEDecoder``, feeds
+   the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
+   connection failure before the parser emitted anything is retried like an HTTP 5xx; after
+   that it ends the stream as ``error`` with the content so far. Abort is checked between reads.
+
+A provider module then exposes ``stream_<api>(model, context, options)`` built on
+``stream_http`` and registers it with ``registry.register_provider``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
+
+import httpx2
+
+from tether.ai.abort import AbortSignal
+from tether.ai.event_stream import (
+    ABORTED_MESSAGE,
+    AssistantMessageEventStream,
+    empty_usage,
+    error_event,
+    new_assistant_message,
+)
+from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
+from tether.ai.sse import SSEDecoder
+from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
+from tether.ai.types import StreamOptions
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Usage
+
+DONE_MARKER = "[DONE]"
+
+RequestBuilder = Callable[[str | None], HttpRequest]
+"""Given the resolved API key (``None`` for keyless servers), build the request."""
+
+
+class StreamParser:
+    """Base of a provider's stream state machine over ``self.output``."""
+
+    def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
+        self.model = model
+        self.output = output
+
+    def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
+        """One SSE event (``event`` name, JSON-decoded ``data``) → the events it causes."""
+        raise NotImplementedError
+
+    def end(self) -> list[AssistantMessageEvent]:
+        """The body ended: close open blocks; the last event returned is the terminal one."""
+        raise NotImplementedError
+
+    def fail(self, message: str, *, aborted: bool = False) -> list[AssistantMessageEvent]:
+        """End as ``error`` keeping the content so far (open blocks stay open, as pi-ai does)."""
+        return [error_event(self.output, message, aborted=aborted)]
+
+
+ParserFactory = Callable[[ModelInfo, AssistantMessage], StreamParser]
+
+
+def failed_stream(model: ModelInfo, message: str, status: int | None = None) -> AssistantMessageEventStream:
+    """A stream that is only an ``error`` event (a request that never started)."""
+    output = new_assistant_message(model)
+    output["stopReason"] = "error"
+    output["errorMessage"] = message
+    if status is not None:
+        output["errorStatus"] = status
+    return AssistantMessageEventStream.of_message(model, output)
+
+
+def stream_http(
+    model: ModelInfo,
+    options: StreamOptions,
+    build_request: RequestBuilder,
+    make_parser: ParserFactory,
+) -> AssistantMessageEventStream:
+    """Run one streamed HTTP request through ``make_parser``: the provider-independent part."""
+    key = resolve_api_key(model, options.api_key)
+    if key is None and not is_keyless(model):
+        return failed_stream(model, missing_key_message(model))
+    try:
+        request = build_request(key.value if key else None)
+    except (ValueError, TypeError, KeyError) as exc:
+        return failed_stream(model, f"Could not build the request: {exc}")
+    output = new_assistant_message(model)
+    source = _drive(model, options, request, make_parser, output)
+    return AssistantMessageEventStream(model, source, options.signal)
+
+
+async def _drive(
+    model: ModelInfo,
+    options: StreamOptions,
+    request: HttpRequest,
+    make_parser: ParserFactory,
+    output: AssistantMessage,
+) -> AsyncIterator[AssistantMessageEvent]:
+    signal = options.signal
+    clock = _Clock(output, time.monotonic())
+    attempt = 0
+    sent_start = False
+    while True:
+        if signal is not None and signal.aborted:
+            yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
+            return
+        response = await open_stream(request, options)
+        if isinstance(response, RequestFailed):
+            if response.status is not None:
+                output["errorStatus"] = response.status
+            yield clock.stamp(error_event(output, response.message))
+            return
+        if not sent_start:
+            sent_start = True
+            yield {"type": "start", "partial": output}
+        parser = make_parser(model, output)
+        chunks = response.aiter_bytes()
+        batches = _event_batches(chunks, parser, signal)
+        terminal: AssistantMessageEvent | None = None
+        retry: RequestFailed | None = None
+        try:
+            async for batch in batches:
+                for event in batch:
+                    if event["type"] == "done" or event["type"] == "error":
+                        terminal = event
+                        break
+                    yield clock.first(event)
+                if terminal is not None:
+                    break
+        except _RetryableReadError as failure:
+            retry = failure.failure
+        finally:
+            # Close explicitly, innermost first: a suspended generator left to the garbage
+            # collector would be finalized later, outside this task.
+            await batches.aclose()
+            await chunks.aclose()
+            await response.aclose()
+        if terminal is not None:
+            yield clock.stamp(terminal)
+            return
+        if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
+            yield clock.stamp(error_event(output, "The stream ended without a final event"))
+            return
+        delay = retry_delay(retry, attempt, options)
+        if isinstance(delay, RequestFailed):
+            yield clock.stamp(error_event(output, delay.message))
+            return
+        attempt += 1
+        output["usage"] = cast(Usage, empty_usage())  # nothing was shown; start the attempt afresh
+        await asyncio.sleep(delay)
+
+
+class _RetryableReadError(Exception):
+    def __init__(self, failure: RequestFailed) -> None:
+        self.failure = failure
+
+
+async def _event_batches(
+    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
+) -> AsyncGenerator[list[AssistantMessageEvent], None]:
+    """Body bytes → the parser's events, one list per SSE event; the last list ends terminal.
+
+    Abort is checked before each SSE event reaches the parser, never inside one event's list:
+    the content a consumer has seen is then always the content of the final message.
+
+    A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
+    was shown, so the request can be repeated); after that it ends the stream as ``error``.
+    """
+    decoder = SSEDecoder()
+    emitted = False
+    while True:
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            batch = decoder.flush()
+            ended = True
+        except httpx2.HTTPError as exc:
+            message = f"Connection lost while streaming: {exc or type(exc).__name__}"
+            if not emitted:
+                raise _RetryableReadError(RequestFailed(message, retryable=True)) from exc
+            yield parser.fail(message)
+            return
+        else:
+            batch = decoder.feed(chunk)
+            ended = False
+        for sse in batch:
+            if signal is not None and signal.aborted:
+                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                return
+            events = _handle(parser, sse.event, sse.data)
+            if events is None:  # [DONE]: whatever follows is not part of the answer
+                yield (
+                    parser.fail(ABORTED_MESSAGE, aborted=True) if signal and signal.aborted else parser.end()
+                )
+                return
+            if events:
+                emitted = True
+                yield events
+                last = events[-1]["type"]
+                if last == "done" or last == "error":
+                    return
+        if ended:
+            if signal is not None and signal.aborted:
+                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+            else:
+                yield parser.end()
+            return
+
+
+def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:
+    """Decode one SSE event for ``parser``; ``None`` means the ``[DONE]`` marker."""
+    if not data:
+        return []
+    if data == DONE_MARKER:
+        return None
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        snippet = data if len(data) <= 200 else data[:200] + "…"
+        return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
+    return parser.feed(event, payload)
+
+
+class _Clock:
+    """Stamps ``ttft`` on the first content event and ``duration``/``completedAt`` at the end."""
+
+    __slots__ = ("_output", "_seen", "_started")
+
+    def __init__(self, output: AssistantMessage, started: float) -> None:
+        self._output = output
+        self._started = started
+        self._seen = False
+
+    def first(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
+        if not self._seen:
+            self._seen = True
+            self._output["ttft"] = round((time.monotonic() - self._started) * 1000)
+        return event
+
+    def stamp(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
+        message = event["message"] if event["type"] == "done" else event.get("error")
+        if isinstance(message, dict):
+            message["duration"] = round((time.monotonic() - self._started) * 1000)
+            message["completedAt"] = int(time.time() * 1000)
+        return event

@@ -1,0 +1,64 @@
+"""Providers registered by wire ``api`` name (``openai-completions``, ``anthropic-messages``, ...).
+
+A model names its ``api``; ``stream`` looks the provider up here. The built-in providers are
+registered on first lookup (``tether.ai.providers.BUILTIN``), so importing ``tether.ai`` stays
+cheap; users add their own with ``register_provider`` (same contract: never raise, end failures
+as an ``error`` event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
+from tether.wire import ModelInfo
+
+StreamFunction = Callable[[ModelInfo, Context, StreamOptions | None], AssistantMessageEventStream]
+SimpleStreamFunction = Callable[[ModelInfo, Context, SimpleStreamOptions | None], AssistantMessageEventStream]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiProvider:
+    """One wire API: ``stream`` takes the provider's own options (a ``StreamOptions`` subclass),
+    ``stream_simple`` maps the unified thinking level of ``SimpleStreamOptions`` onto them."""
+
+    api: str
+    stream: StreamFunction
+    stream_simple: SimpleStreamFunction
+
+
+_providers: dict[str, ApiProvider] = {}
+_builtins_loaded = False
+
+
+def register_provider(provider: ApiProvider) -> None:
+    """Add or replace the provider for ``provider.api``."""
+    _load_builtins()
+    _providers[provider.api] = provider
+
+
+def unregister_provider(api: str) -> None:
+    _providers.pop(api, None)
+
+
+def get_provider(api: str) -> ApiProvider | None:
+    _load_builtins()
+    return _providers.get(api)
+
+
+def registered_apis() -> list[str]:
+    _load_builtins()
+    return sorted(_providers)
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    from tether.ai.providers import BUILTIN
+
+    for provider in BUILTIN:
+        _providers.setdefault(provider.api, provider)

@@ -1,0 +1,205 @@
+"""HTTP for providers: one shared client, a streaming POST with retries, readable failures.
+
+``open_stream`` sends a JSON body and returns the streaming response once the status is 2xx, or a
+``RequestFailed`` describing why not (failures are data here, never exceptions). It retries what
+is worth retrying *before anything was streamed*: HTTP 408/409/429/5xx, Anthropic's
+``overloaded_error`` and connection errors, with exponential backoff (``retry_base_delay`` × 2^n,
+``max_retries`` times). A server-requested delay (``retry-after-ms`` / ``Retry-After``) wins over
+the backoff; one above ``max_retry_delay`` fails at once, saying so. Quota, billing and
+authentication errors are never retried: waiting does not fix them.
+
+Waits are plain ``await``s, so an abort (which cancels the consumer's pending ``await``, see
+``event_stream``) interrupts a backoff sleep or a connect at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from tether.ai.jsonish import as_dict, as_list, as_str
+from tether.ai.types import StreamOptions
+
+USER_AGENT = "tether"
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+_NEVER_RETRY_WORDS = ("insufficient_quota", "quota", "billing", "credit balance", "payment")
+_CONNECT_TIMEOUT = 30.0
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_client() -> httpx2.AsyncClient:
+    """The process's client for the running event loop (a pool is bound to its loop)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(600.0, connect=_CONNECT_TIMEOUT),
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
+            follow_redirects=True,
+        )
+        _clients[loop] = client
+    return client
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    """What a provider's request builder produces."""
+
+    url: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RequestFailed:
+    """Why a request produced no stream; ``message`` is what the user reads."""
+
+    message: str
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    """Seconds the server asked us to wait, when it said."""
+
+
+async def open_stream(
+    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None
+) -> httpx2.Response | RequestFailed:
+    """POST ``request`` and return the open 2xx response (the caller closes it), with retries."""
+    client = client or shared_client()
+    content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
+    headers.update(request.headers)
+    if options.headers:
+        headers.update(options.headers)
+    timeout = httpx2.Timeout(
+        options.timeout, connect=min(_CONNECT_TIMEOUT, options.timeout or _CONNECT_TIMEOUT)
+    )
+    attempt = 0
+    while True:
+        outcome = await _attempt(client, request.url, headers, content, timeout)
+        if isinstance(outcome, httpx2.Response):
+            return outcome
+        delay = retry_delay(outcome, attempt, options)
+        if isinstance(delay, RequestFailed):
+            return delay
+        attempt += 1
+        await asyncio.sleep(delay)
+
+
+def retry_delay(failure: RequestFailed, attempt: int, options: StreamOptions) -> float | RequestFailed:
+    """Seconds to wait before retry number ``attempt + 1``, or the failure to report instead."""
+    if not failure.retryable or attempt >= options.max_retries:
+        return failure
+    if failure.retry_after is not None:
+        if failure.retry_after > options.max_retry_delay:
+            return RequestFailed(
+                f"{failure.message} (the server asked to retry after {failure.retry_after:g} s, "
+                f"more than max_retry_delay {options.max_retry_delay:g} s)",
+                failure.status,
+            )
+        return failure.retry_after
+    return min(options.retry_base_delay * 2**attempt, options.max_retry_delay)
+
+
+async def _attempt(
+    client: httpx2.AsyncClient,
+    url: str,
+    headers: Mapping[str, str],
+    content: bytes,
+    timeout: httpx2.Timeout,
+) -> httpx2.Response | RequestFailed:
+    try:
+        http_request = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
+        response = await client.send(http_request, stream=True)
+    except httpx2.TimeoutException as exc:
+        return RequestFailed(f"Request timed out: {_text(exc)}", retryable=True)
+    except httpx2.TransportError as exc:
+        return RequestFailed(f"Connection error: {_text(exc)}", retryable=True)
+    except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
+        return RequestFailed(f"Request failed: {_text(exc)}")
+    if response.status_code < 300:
+        return response
+    return await status_failure(response)
+
+
+async def status_failure(response: httpx2.Response) -> RequestFailed:
+    """Read an error response and describe it: status plus the provider's own error text."""
+    try:
+        body = (await response.aread()).decode("utf-8", "replace")
+    except httpx2.HTTPError:
+        body = ""
+    finally:
+        await response.aclose()
+    status = response.status_code
+    detail = provider_error_text(body) or response.reason_phrase or "HTTP error"
+    lowered = body.lower()
+    retryable = (status in _RETRY_STATUSES or "overloaded" in lowered) and not any(
+        word in lowered for word in _NEVER_RETRY_WORDS
+    )
+    if status in (401, 403):
+        retryable = False
+    return RequestFailed(f"{status} {detail}", status, retryable, _retry_after(response.headers))
+
+
+def provider_error_text(body: str) -> str:
+    """The human part of an error body: ``error.message`` (OpenAI, Anthropic, Gemini), else the body."""
+    text = body.strip()
+    if not text:
+        return ""
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return text[:2000]
+    items = as_list(data)
+    if items:
+        data = items[0]  # Gemini wraps errors in a one-element array
+    body_object = as_dict(data)
+    if body_object is not None:
+        error: Any = body_object.get("error", body_object)
+        error_object = as_dict(error)
+        if error_object is not None:
+            message = as_str(error_object.get("message")) or as_str(error_object.get("detail"))
+            if message:
+                return message
+        elif isinstance(error, str) and error:
+            return error
+        detail = as_str(body_object.get("detail")) or as_str(body_object.get("message"))
+        if detail:
+            return detail
+    return text[:2000]
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

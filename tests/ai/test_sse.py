@@ -1,0 +1,86 @@
+"""The SSE decoder against the standard's line rules and arbitrary chunking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.ai.sse import SSEDecoder, SSEEvent
+
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "streams"
+
+
+def decode(chunks: list[bytes]) -> list[SSEEvent]:
+    decoder = SSEDecoder()
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        events += decoder.feed(chunk)
+    return events + decoder.flush()
+
+
+def split(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c for c in cuts if 0 < c < len(body)})
+    return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+
+
+def test_fields_comments_and_multiline_data() -> None:
+    body = b": keep-alive\nevent: ping\ndata: a\ndata:b\nid: 7\nretry: 10\n\ndata\n\n"
+    # A bare "data" line is a field with an empty value: the standard dispatches that event.
+    assert decode([body]) == [SSEEvent("ping", "a\nb", "7"), SSEEvent("message", "", "7")]
+
+
+def test_all_three_line_endings_give_the_same_events() -> None:
+    lf = b"event: x\ndata: 1\n\ndata: 2\n\n"
+    expected = [SSEEvent("x", "1"), SSEEvent("message", "2")]
+    assert decode([lf]) == expected
+    assert decode([lf.replace(b"\n", b"\r\n")]) == expected
+    assert decode([lf.replace(b"\n", b"\r")]) == expected
+
+
+def test_crlf_split_between_chunks_is_one_break() -> None:
+    assert decode([b"data: 1\r", b"\n\r", b"\ndata: 2\r\n\r\n"]) == [
+        SSEEvent("message", "1"),
+        SSEEvent("message", "2"),
+    ]
+
+
+def test_utf8_sequence_split_across_chunks() -> None:
+    body = "data: héllo 👋\n\n".encode()
+    cut = body.index("👋".encode()) + 2
+    assert decode([body[:cut], body[cut:]]) == [SSEEvent("message", "héllo 👋")]
+
+
+def test_event_without_final_blank_line_is_flushed() -> None:
+    assert decode([b'data: {"a": 1}']) == [SSEEvent("message", '{"a": 1}')]
+
+
+def test_event_name_resets_after_dispatch() -> None:
+    assert [e.event for e in decode([b"event: error\ndata: x\n\ndata: y\n\n"])] == ["error", "message"]
+
+
+def _fixture_bodies() -> list[bytes]:
+    return [
+        json.loads(p.read_text())["response"]["body"].encode()
+        for p in sorted(FIXTURES.glob("*/*.json"))
+        if not p.name.endswith(".expected.json")
+    ]
+
+
+BODIES = _fixture_bodies()
+
+
+@settings(max_examples=60, deadline=None)
+@given(index=st.integers(0, len(BODIES) - 1), cuts=st.lists(st.integers(0, 200_000), max_size=40))
+def test_any_chunking_of_a_real_body_gives_the_same_events(index: int, cuts: list[int]) -> None:
+    body = BODIES[index]
+    whole = decode([body])
+    assert whole, "every recorded body has events"
+    assert decode(split(body, [c % (len(body) + 1) for c in cuts])) == whole
+
+
+def test_one_byte_at_a_time() -> None:
+    body = BODIES[0]
+    assert decode([body[i : i + 1] for i in range(len(body))]) == decode([body])
