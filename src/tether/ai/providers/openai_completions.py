@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -226,7 +227,7 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
     if system:
         role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
         out.append({"role": role, "content": strip_surrogates(system)})
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     last_role = ""
     i = 0
     while i < len(messages):
