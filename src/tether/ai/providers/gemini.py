@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import quote
 
+from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
-from tether.ai.jsonish import as_dict, as_int, as_list, as_str
+from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.providers.gemini_schema import gemini_schema
 from tether.ai.registry import ApiProvider
@@ -224,6 +225,11 @@ def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> l
 # -- response ----------------------------------------------------------------------------------
 
 
+_TEXT = ("text", "textSignature", "text_start", "text_delta")
+_THINKING = ("thinking", "thinkingSignature", "thinking_start", "thinking_delta")
+"""Per block kind: content key, signature key, start and delta event types."""
+
+
 class GeminiParser(StreamParser):
     """State machine over ``GenerateContentResponse`` chunks."""
 
@@ -233,27 +239,36 @@ class GeminiParser(StreamParser):
         self.current: dict[str, Any] | None = None
         """The open text or thinking block (tool calls never stay open)."""
         self.finished = False
+        self._last_usage: object = None
+        self._version: object = None
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        chunk = as_dict(data)
-        if chunk is None:
+        # The hot path (one call per chunk): plain isinstance checks instead of helper calls.
+        if not isinstance(data, dict):
             return []
+        chunk = cast("dict[str, Any]", data)
         error = chunk.get("error")
         if error:
             return self.fail(_error_text(error))
         output = self.output
-        response_id = as_str(chunk.get("responseId"))
-        if response_id and "responseId" not in output:
-            output["responseId"] = response_id
-        version = as_str(chunk.get("modelVersion"))
-        if version and version != self.model["id"]:
-            cast("dict[str, Any]", output)["responseModel"] = version
-        usage = as_dict(chunk.get("usageMetadata"))
-        if usage is not None:
-            self._usage(usage)
+        if "responseId" not in output:
+            response_id = chunk.get("responseId")
+            if isinstance(response_id, str) and response_id:
+                output["responseId"] = response_id
+        version = chunk.get("modelVersion")
+        if version != self._version and isinstance(version, str):
+            self._version = version
+            if version != self.model["id"]:
+                cast("dict[str, Any]", output)["responseModel"] = version
+        usage = chunk.get("usageMetadata")
+        if usage != self._last_usage and isinstance(usage, dict):
+            self._last_usage = usage  # Gemini repeats the same usage on most chunks
+            self._usage(cast("dict[str, Any]", usage))
         events: list[AssistantMessageEvent] = []
-        candidates = as_list(chunk.get("candidates"))
-        candidate = as_dict(candidates[0]) if candidates else None
+        candidates = chunk.get("candidates")
+        candidate = (
+            as_dict(cast("list[Any]", candidates)[0]) if isinstance(candidates, list) and candidates else None
+        )
         if candidate is None:
             blocked = as_str((as_dict(chunk.get("promptFeedback")) or {}).get("blockReason"))
             if blocked:
@@ -261,18 +276,20 @@ class GeminiParser(StreamParser):
                 output["stopReason"] = "error"
                 output["errorMessage"] = f"Gemini blocked the prompt: {blocked}"
             return events
-        for raw_part in as_list((as_dict(candidate.get("content")) or {}).get("parts")):
-            part = as_dict(raw_part)
-            if part is None:
+        content = as_dict(candidate.get("content"))
+        parts: Any = content.get("parts") if content is not None else None
+        for part in cast("list[Any]", parts) if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
                 continue
+            part = cast("dict[str, Any]", part)
             text = part.get("text")
             if isinstance(text, str):
                 self._text(text, part.get("thought") is True, as_str(part.get("thoughtSignature")), events)
-            call = as_dict(part.get("functionCall"))
-            if call is not None:
-                self._call(call, as_str(part.get("thoughtSignature")), events)
-        reason = as_str(candidate.get("finishReason"))
-        if reason:
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                self._call(cast("dict[str, Any]", call), as_str(part.get("thoughtSignature")), events)
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason:
             self.finished = True
             self._finish_reason(reason, as_str(candidate.get("finishMessage")))
         return events
@@ -293,8 +310,7 @@ class GeminiParser(StreamParser):
     def _text(
         self, text: str, thought: bool, signature: str | None, events: list[AssistantMessageEvent]
     ) -> None:
-        kind = "thinking" if thought else "text"
-        key = "thinkingSignature" if thought else "textSignature"
+        kind, key, start, delta = _THINKING if thought else _TEXT
         block = self.current
         # A second signed part starts a new block: each signature keeps its own position.
         if block is None or block["type"] != kind or (signature and block.get(key) not in (None, signature)):
@@ -305,21 +321,16 @@ class GeminiParser(StreamParser):
             events.append(
                 cast(
                     AssistantMessageEvent,
-                    {"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1, "partial": self.output},
+                    {"type": start, "contentIndex": len(self.blocks) - 1, "partial": self.output},
                 )
             )
-        block[kind] += text
+        append_text(block, kind, text)
         if signature:
             block[key] = signature
         events.append(
             cast(
                 AssistantMessageEvent,
-                {
-                    "type": f"{kind}_delta",
-                    "contentIndex": len(self.blocks) - 1,
-                    "delta": text,
-                    "partial": self.output,
-                },
+                {"type": delta, "contentIndex": len(self.blocks) - 1, "delta": text, "partial": self.output},
             )
         )
 

@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
@@ -375,9 +376,9 @@ class OpenAIResponsesParser(StreamParser):
     def _append(self, state: _Item, text: str) -> list[AssistantMessageEvent]:
         block = state.block
         if block["type"] == "thinking":
-            block["thinking"] += text
+            append_text(block, "thinking", text)
             return [self._event("thinking_delta", state, text)]
-        block["text"] += text
+        append_text(block, "text", text)
         return [self._event("text_delta", state, text)]
 
     def _arguments_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
