@@ -202,7 +202,7 @@ def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> l
     parts: list[dict[str, Any]] = []
     loose_images: list[dict[str, Any]] = []
     for result in results:
-        text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text")
+        text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text" and b["text"])
         images = [_user_part(b) for b in result["content"] if b["type"] == "image"] if accepts_images else []
         value = strip_surrogates(text) if text else ("(see attached image)" if images else "")
         response: dict[str, Any] = {

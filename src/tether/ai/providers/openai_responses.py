@@ -136,7 +136,7 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
             items.extend(_assistant_items(message, model))
         else:
             call_id = message["toolCallId"].partition("|")[0]
-            text = "\n".join(b["text"] for b in message["content"] if b["type"] == "text")
+            text = "\n".join(b["text"] for b in message["content"] if b["type"] == "text" and b["text"])
             has_images = any(b["type"] == "image" for b in message["content"])
             output: str | list[dict[str, Any]] = strip_surrogates(text)
             if has_images and accepts_images:
