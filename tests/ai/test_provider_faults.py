@@ -188,6 +188,12 @@ async def test_body_ending_without_finish_reason_is_an_error() -> None:
     assert final["errorMessage"] == "The stream ended before the response was complete"
 
 
+async def test_done_marker_without_finish_reason_is_fine() -> None:
+    async with LoopbackServer([Reply(chunk({"content": "Hi"}) + b"data: [DONE]\n\n")]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
+
+
 async def test_missing_done_marker_is_fine() -> None:
     async with LoopbackServer([Reply(TEXT_BODY.replace(b"data: [DONE]\n\n", b""))]) as server:
         _, final = await collect(model(server.url), fast())

@@ -67,6 +67,8 @@ class StreamParser:
         self.output = output
         self.retryable = False
         """Set with an in-stream error that waiting may fix (overloaded, rate limit, server error)."""
+        self.done_marker = False
+        """Set by the driver before ``end()`` when the body said ``[DONE]`` (a complete answer)."""
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
         """One SSE event (``event`` name, JSON-decoded ``data``) → the events it causes."""
@@ -226,6 +228,7 @@ async def _event_batches(
                 return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
+                parser.done_marker = True
                 ended = True
                 break
             if events:

@@ -470,7 +470,7 @@ class OpenAICompletionsParser(StreamParser):
                 )
         if output["stopReason"] == "error":
             events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
-        elif not self.finished:
+        elif not (self.finished or self.done_marker):  # neither finish_reason nor [DONE]: cut off
             events.append(error_event(output, "The stream ended before the response was complete"))
         else:
             reason = output["stopReason"]
