@@ -51,6 +51,15 @@ def test_replay_cli_prints_the_expected_form(
     assert keys == set(expected["message"])
 
 
+async def test_error_chunk_usage_takes_the_corrected_alternative() -> None:
+    path = next(p for p in PATHS if p.stem == "openrouter-error-chunk")
+    fixture, expected = load(path)
+    _, final = await run_fixture(fixture, expected["model"])
+    usage = final["usage"]
+    assert (usage["input"], usage["output"], usage["totalTokens"]) == (43, 10, 53)
+    assert final["errorMessage"] == "Token limit reached"
+
+
 def test_replay_cli_without_model_derives_one(capsys: pytest.CaptureFixture[str]) -> None:
     path = next(p for p in PATHS if p.stem == "openrouter-cached-usage")
     assert replay_cli.main([str(path)]) == 0
