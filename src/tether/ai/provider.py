@@ -49,7 +49,7 @@ from tether.ai.event_stream import (
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
+from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
 from tether.ai.types import StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -130,12 +130,17 @@ async def _drive(
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await open_stream(request, options)
+        response = await send(request, options)
         if isinstance(response, RequestFailed):
-            if response.status is not None:
-                output["errorStatus"] = response.status
-            yield clock.stamp(error_event(output, response.message))
-            return
+            delay = retry_delay(response, attempt, options)
+            if isinstance(delay, RequestFailed):
+                if delay.status is not None:
+                    output["errorStatus"] = delay.status
+                yield clock.stamp(error_event(output, delay.message))
+                return
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
         if not sent_start:
             sent_start = True
             yield {"type": "start", "partial": output}
@@ -169,7 +174,7 @@ async def _drive(
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
             return
-        delay = retry_delay(retry, attempt, options)
+        delay = retry_delay(retry, attempt, options)  # one retry budget for both kinds of failure
         if isinstance(delay, RequestFailed):
             yield clock.stamp(error_event(output, delay.message))
             return
