@@ -55,7 +55,7 @@ from tether.ai.thinking import (
     thinking_config,
     thinking_effort,
 )
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, shared_client
+from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay, send, shared_client
 from tether.ai.types import (
     CacheRetention,
     Context,
@@ -128,6 +128,8 @@ __all__ = [
     "register_provider_info",
     "registered_apis",
     "resolve_api_key",
+    "retry_delay",
+    "send",
     "set_usage",
     "shared_client",
     "stream",
