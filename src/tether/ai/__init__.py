@@ -13,8 +13,9 @@ from tether.ai.event_stream import (
     error_event,
     new_assistant_message,
 )
+from tether.ai.handoff import NO_RESULT_TEXT, is_same_model, target_tool_call_id, transform_messages
 from tether.ai.keys import ApiKey, env_vars_for, resolve_api_key
-from tether.ai.local_servers import LocalServer, probe_local_servers
+from tether.ai.local_servers import LocalServer, probe_local_servers, usable_models
 from tether.ai.models import (
     LOCAL_PROVIDERS,
     ModelRegistry,
@@ -71,6 +72,7 @@ from tether.ai.usage import calculate_cost, set_usage
 __all__ = [
     "LEVELS",
     "LOCAL_PROVIDERS",
+    "NO_RESULT_TEXT",
     "AbortController",
     "AbortSignal",
     "ApiKey",
@@ -113,6 +115,7 @@ __all__ = [
     "get_model",
     "get_provider",
     "get_provider_info",
+    "is_same_model",
     "list_models",
     "list_providers",
     "models_file",
@@ -136,8 +139,11 @@ __all__ = [
     "stream_http",
     "stream_simple",
     "supported_thinking_levels",
+    "target_tool_call_id",
     "thinking_budget",
     "thinking_config",
     "thinking_effort",
+    "transform_messages",
     "unregister_provider",
+    "usable_models",
 ]
