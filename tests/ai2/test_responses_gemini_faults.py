@@ -445,3 +445,32 @@ async def test_abort_while_blocked_on_the_network_is_prompt(api: str) -> None:
         final = await asyncio.wait_for(events_stream.result(), timeout=10)
     assert final["stopReason"] == "aborted"
     assert final["content"] == [{"type": "text", "text": "w0 "}]
+
+
+async def test_responses_items_without_output_index_or_announcement() -> None:
+    """A message streamed without output_index, and a call that only arrives as output_item.done."""
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a": 1}'}
+    body = (
+        r_event("response.output_item.added", item=message)
+        + r_event("response.output_text.delta", delta="Hi")
+        + r_event(
+            "response.output_item.done", item={**message, "content": [{"type": "output_text", "text": "Hi"}]}
+        )
+        + r_event("response.output_item.done", output_index=1, item=call)
+        + r_event("response.completed", response={"id": "r", "status": "completed"})
+    )
+    async with LoopbackServer([Reply(body)]) as server:
+        events, final = await collect(model(server.url, RESPONSES), fast())
+    assert [e["type"] for e in events] == [
+        "start",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "toolcall_start",
+        "toolcall_end",
+        "done",
+    ]
+    assert final["content"][0]["text"] == "Hi"
+    assert final["content"][1]["id"] == "call_1|fc_1" and final["content"][1]["arguments"] == {"a": 1}
+    assert final["stopReason"] == "toolUse"

@@ -343,7 +343,8 @@ class OpenAIResponsesParser(StreamParser):
             state.args.add(as_str(item.get("arguments")) or "")
             block["arguments"] = state.args.value
         index = payload.get("output_index")
-        self.items[index if isinstance(index, int) else -1 - len(self.blocks)] = state
+        # Without an output_index (never seen in practice) the item gets a key no real index has.
+        self.items[index if isinstance(index, int) else -len(self.blocks)] = state
         self.last = state
         return [
             cast(
@@ -398,18 +399,22 @@ class OpenAIResponsesParser(StreamParser):
 
     def _done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
-        index = payload.get("output_index")
-        state = self.items.pop(index, None) if isinstance(index, int) else None
-        if state is None:
-            if _new_block(item)[0] is None:
-                return []
-            # An item that was never announced: open it now so it still has start and end.
-            events = self._added({"item": item, "output_index": index})
-            state = self.items.pop(index, None) if isinstance(index, int) else self.last
-            if state is None:
-                return events
-            return [*events, self._close(state, item)]
-        return [self._close(state, item)]
+        state = self._pop(payload)
+        if state is not None:
+            return [self._close(state, item)]
+        if _new_block(item)[0] is None:
+            return []
+        # An item that was never announced: open it now so it still has a start and an end.
+        events = self._added(payload)
+        state = self._pop(payload)
+        return [*events, self._close(state, item)] if state is not None else events
+
+    def _pop(self, payload: dict[str, Any]) -> _Item | None:
+        """Remove and return the open item an event names (by ``output_index``, else the last)."""
+        state = self._item(payload)
+        if state is not None:
+            self.items = {k: v for k, v in self.items.items() if v is not state}
+        return state
 
     def _close(self, state: _Item, item: dict[str, Any] | None) -> AssistantMessageEvent:
         """Finish a block (``item``: the final output item, when the stream sent it)."""
