@@ -38,7 +38,7 @@ from tether.ai.simple_options import base_fields
 from tether.ai.thinking import clamp_thinking_level, thinking_budget, thinking_config, thinking_effort
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
-from tether.ai.usage import set_usage
+from tether.ai.usage import calculate_cost
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolCall, ToolResultMessage
 
 API = "google-generative-ai"
@@ -246,6 +246,7 @@ class GeminiParser(StreamParser):
         """The open text or thinking block (tool calls never stay open)."""
         self.finished = False
         self._last_usage: object = None
+        self._last_counts: tuple[object, ...] = ()
         self._version: object = None
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
@@ -396,18 +397,31 @@ class GeminiParser(StreamParser):
             output["errorMessage"] = f"{text} ({message})" if message else text
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        cached = as_int(usage.get("cachedContentTokenCount"))
-        prompt = as_int(usage.get("promptTokenCount")) + as_int(usage.get("toolUsePromptTokenCount"))
-        thoughts = as_int(usage.get("thoughtsTokenCount"))
-        set_usage(
-            self.model,
-            self.output["usage"],
-            input=max(0, prompt - cached),
-            output=as_int(usage.get("candidatesTokenCount")) + thoughts,
-            cache_read=cached,
-            total=as_int(usage.get("totalTokenCount")),
-            reasoning=thoughts,
+        get = usage.get
+        counts = (
+            get("promptTokenCount"),
+            get("toolUsePromptTokenCount"),
+            get("cachedContentTokenCount"),
+            get("candidatesTokenCount"),
+            get("thoughtsTokenCount"),
+            get("totalTokenCount"),
         )
+        if counts == self._last_counts:
+            return  # Gemini repeats usage on most chunks; only the other fields changed
+        self._last_counts = counts
+        prompt, tool_prompt, cached, candidates, thoughts, total = [
+            c if type(c) is int else as_int(c) for c in counts
+        ]
+        # Written in place rather than through usage.set_usage: this runs on every chunk.
+        target = self.output["usage"]
+        target["input"] = max(0, prompt + tool_prompt - cached)
+        target["output"] = candidates + thoughts
+        target["cacheRead"] = cached
+        target["cacheWrite"] = 0
+        target["totalTokens"] = total
+        if thoughts:
+            target["reasoningTokens"] = thoughts
+        calculate_cost(self.model, target)
 
 
 def _error_text(error: object) -> str:
