@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tether.ai.providers import anthropic, openai_completions
+from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses
 from tether.ai.registry import ApiProvider
 
-BUILTIN: tuple[ApiProvider, ...] = (openai_completions.PROVIDER, anthropic.PROVIDER)
+BUILTIN: tuple[ApiProvider, ...] = (
+    openai_completions.PROVIDER,
+    anthropic.PROVIDER,
+    openai_responses.PROVIDER,
+    gemini.PROVIDER,
+)
