@@ -153,6 +153,13 @@ async def test_connection_reset_before_first_token_is_retried() -> None:
     assert len(server.requests) == 2
 
 
+async def test_http_and_read_failures_share_one_retry_budget() -> None:
+    async with LoopbackServer([Reply(b"oops", 500), Reply(TEXT_BODY, reset_after=0)]) as server:
+        _, final = await collect(model(server.url), fast(max_retries=3))
+    assert len(server.requests) == 4  # the first try and three retries, whatever failed
+    assert final["stopReason"] == "error"
+
+
 async def test_connection_reset_before_first_token_without_retries() -> None:
     async with LoopbackServer([Reply(TEXT_BODY, reset_after=0)]) as server:
         _, final = await collect(model(server.url), fast(max_retries=0))
@@ -186,6 +193,12 @@ async def test_body_ending_without_finish_reason_is_an_error() -> None:
         _, final = await collect(model(server.url), fast())
     assert final["stopReason"] == "error"
     assert final["errorMessage"] == "The stream ended before the response was complete"
+
+
+async def test_done_marker_without_finish_reason_is_fine() -> None:
+    async with LoopbackServer([Reply(chunk({"content": "Hi"}) + b"data: [DONE]\n\n")]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
 
 
 async def test_missing_done_marker_is_fine() -> None:

@@ -20,8 +20,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
    connection failure, or an in-stream error the parser marks ``retryable``, before the parser
    emitted anything is retried like an HTTP 5xx; after that it ends the stream as ``error``
-   with the content so far. Abort is checked before each SSE event reaches the parser.
-   Events go to the consumer in one batch per network read (see ``event_stream``).
+   with the content so far. Events go to the consumer in one batch per network read (see
+   ``event_stream``); abort is checked between reads and interrupts a wait for one.
 
 A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
 ``stream_http``, wraps them in ``PROVIDER = registry.ApiProvider(...)``, and is listed in
@@ -49,7 +49,7 @@ from tether.ai.event_stream import (
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
+from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
 from tether.ai.types import StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -67,6 +67,8 @@ class StreamParser:
         self.output = output
         self.retryable = False
         """Set with an in-stream error that waiting may fix (overloaded, rate limit, server error)."""
+        self.done_marker = False
+        """Set by the driver before ``end()`` when the body said ``[DONE]`` (a complete answer)."""
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
         """One SSE event (``event`` name, JSON-decoded ``data``) → the events it causes."""
@@ -128,12 +130,17 @@ async def _drive(
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await open_stream(request, options)
+        response = await send(request, options)
         if isinstance(response, RequestFailed):
-            if response.status is not None:
-                output["errorStatus"] = response.status
-            yield clock.stamp(error_event(output, response.message))
-            return
+            delay = retry_delay(response, attempt, options)
+            if isinstance(delay, RequestFailed):
+                if delay.status is not None:
+                    output["errorStatus"] = delay.status
+                yield clock.stamp(error_event(output, delay.message))
+                return
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
         if not sent_start:
             sent_start = True
             yield {"type": "start", "partial": output}
@@ -167,7 +174,7 @@ async def _drive(
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
             return
-        delay = retry_delay(retry, attempt, options)
+        delay = retry_delay(retry, attempt, options)  # one retry budget for both kinds of failure
         if isinstance(delay, RequestFailed):
             yield clock.stamp(error_event(output, delay.message))
             return
@@ -195,8 +202,10 @@ async def _event_batches(
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
     Batching per read (not per event) keeps generator hops off the per-event cost. Abort is
-    checked before each SSE event reaches the parser, never inside one event's list: the content
-    a consumer has seen is then always the content of the final message.
+    checked before SSE events reach the parser, and every event the parser produced is
+    delivered: the content a consumer has seen is always the final message's content. So an
+    abort takes effect at the next network read (at once while waiting for one: the event stream
+    cancels that wait), after the rest of the current read's events.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``.
@@ -226,6 +235,7 @@ async def _event_batches(
                 return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
+                parser.done_marker = True
                 ended = True
                 break
             if events:

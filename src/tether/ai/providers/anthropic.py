@@ -21,12 +21,14 @@ from typing import Any, Literal, cast
 
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields, effective_effort
+from tether.ai.thinking import plan_thinking_budget, thinking_config
 from tether.ai.transport import HttpRequest, provider_error_text
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import calculate_cost
@@ -39,9 +41,8 @@ CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude
 OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
-THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
-MIN_ANSWER_TOKENS = 1024
+MIN_BUDGET_TOKENS = 1024
+"""The API's smallest ``budget_tokens``; per-level budgets come from ``tether.ai.thinking``."""
 
 
 @dataclass(slots=True)
@@ -61,7 +62,14 @@ def is_oauth_token(key: str) -> bool:
 
 
 def supports_adaptive_thinking(model: ModelInfo) -> bool:
-    """Opus 4.6+/Sonnet 4.6 decide how much to think themselves (``thinking.type: adaptive``)."""
+    """Opus 4.6+/Sonnet 4.6 decide how much to think themselves (``thinking.type: adaptive``).
+
+    The model's thinking configuration (its own or its family's, ``tether.ai.thinking``) decides;
+    ids are the fallback for models it does not know.
+    """
+    config = thinking_config(model)
+    if config is not None:
+        return config["mode"] == "anthropic-adaptive"
     model_id = model["id"]
     return any(
         tag in model_id
@@ -172,25 +180,23 @@ def _text_block(text: str, mark: dict[str, str] | None) -> dict[str, Any]:
     return block
 
 
-def _user_blocks(model: ModelInfo, content: list[UserContent]) -> list[dict[str, Any]]:
-    accepts_images = "image" in model["input"]
+def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
+    """Text and image blocks (the handoff already replaced images for models without image input)."""
     blocks: list[dict[str, Any]] = []
     for item in content:
         if item["type"] == "text":
             if item["text"].strip():
                 blocks.append({"type": "text", "text": strip_surrogates(item["text"])})
-        elif accepts_images:
+        else:
             source = {"type": "base64", "media_type": item["mimeType"], "data": item["data"]}
             blocks.append({"type": "image", "source": source})
-        else:
-            blocks.append({"type": "text", "text": IMAGE_PLACEHOLDER})
     return blocks
 
 
-def _tool_result_content(model: ModelInfo, content: list[UserContent]) -> str | list[dict[str, Any]]:
+def _tool_result_content(content: list[UserContent]) -> str | list[dict[str, Any]]:
     if not any(item["type"] == "image" for item in content):
         return strip_surrogates("\n".join(item["text"] for item in content if item["type"] == "text"))
-    blocks = _user_blocks(model, content)
+    blocks = _user_blocks(content)
     if not any(b["type"] == "text" for b in blocks):
         blocks.insert(0, {"type": "text", "text": "(see attached image)"})
     return blocks
@@ -199,7 +205,7 @@ def _tool_result_content(model: ModelInfo, content: list[UserContent]) -> str | 
 def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | None) -> list[dict[str, Any]]:
     """Our transcript as Messages API ``messages`` (consecutive tool results share one user turn)."""
     out: list[dict[str, Any]] = []
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -209,7 +215,7 @@ def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | 
                 if content.strip():
                     out.append({"role": "user", "content": strip_surrogates(content)})
             else:
-                blocks = _user_blocks(model, content)
+                blocks = _user_blocks(content)
                 if blocks:
                     out.append({"role": "user", "content": blocks})
         elif message["role"] == "assistant":
@@ -223,7 +229,7 @@ def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | 
                     {
                         "type": "tool_result",
                         "tool_use_id": result["toolCallId"],
-                        "content": _tool_result_content(model, result["content"]),
+                        "content": _tool_result_content(result["content"]),
                         "is_error": result["isError"],
                     }
                 )
@@ -296,15 +302,19 @@ class AnthropicParser(StreamParser):
         self.stopped = False
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        payload = as_dict(data)
-        if payload is None:
+        if data.__class__ is not dict:
             return []
-        kind = as_str(payload.get("type")) or event
+        payload: Any = data
+        kind: Any = payload.get("type")
+        if kind == "content_block_delta":  # the per-token path first, without helper calls
+            return self._delta(payload)
+        if kind.__class__ is not str:
+            kind = event
         if event == "error" or kind == "error":
             error_type = (as_dict(payload.get("error")) or {}).get("type")
             self.retryable = error_type in ("overloaded_error", "api_error", "rate_limit_error")
             return self.fail(_error_text(payload))
-        if kind == "content_block_delta":
+        if kind == "content_block_delta":  # named only by the SSE event
             return self._delta(payload)
         if kind == "content_block_start":
             return self._start(payload)
@@ -384,30 +394,41 @@ class AnthropicParser(StreamParser):
         self.by_index[index] = (position, block)
         return [{"type": start, "contentIndex": position, "partial": output}]
 
-    def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        found = self.by_index.get(as_int(payload.get("index")))
-        if found is None:
+    def _delta(self, payload: Any) -> list[AssistantMessageEvent]:
+        # ``x.__class__ is str`` keeps values typed ``Any`` (no helper calls on the hot path).
+        index: Any = payload.get("index")
+        found = self.by_index.get(index) if index.__class__ is int else None
+        delta: Any = payload.get("delta")
+        if found is None or delta.__class__ is not dict:
             return []
         position, block = found
-        delta = as_dict(payload.get("delta")) or {}
-        kind = delta.get("type")
-        output = self.output
-        if kind == "text_delta" and block["type"] == "text":
-            text = as_str(delta.get("text")) or ""
-            append_text(block, "text", text)
-            return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "thinking_delta" and block["type"] == "thinking":
-            text = as_str(delta.get("thinking")) or ""
+        kind: Any = delta.get("type")
+        block_type = block["type"]
+        if kind == "text_delta" and block_type == "text":
+            text: Any = delta.get("text")
+            if text.__class__ is not str:
+                return []
+            whole: str = block["text"]  # append_text inlined: this is the per-token hot path
+            block["text"] = ""
+            whole += text
+            block["text"] = whole
+            return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": self.output}]
+        if kind == "thinking_delta" and block_type == "thinking":
+            text = delta.get("thinking")
+            if text.__class__ is not str:
+                return []
             append_text(block, "thinking", text)
-            return [{"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "input_json_delta" and block["type"] == "toolCall":
+            return [
+                {"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": self.output}
+            ]
+        if kind == "input_json_delta" and block_type == "toolCall":
             text = as_str(delta.get("partial_json")) or ""
-            block["arguments"] = self.arguments[as_int(payload.get("index"))].add(text)
-            return [{"type": "toolcall_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "signature_delta" and block["type"] == "thinking":
-            block["thinkingSignature"] = (block.get("thinkingSignature") or "") + (
-                as_str(delta.get("signature")) or ""
-            )
+            block["arguments"] = self.arguments[index].add(text)
+            return [
+                {"type": "toolcall_delta", "contentIndex": position, "delta": text, "partial": self.output}
+            ]
+        if kind == "signature_delta" and block_type == "thinking":
+            append_text(block, "thinkingSignature", as_str(delta.get("signature")) or "")
         return []
 
     def _stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
@@ -498,15 +519,14 @@ def stream_simple_anthropic(
             model, context, AnthropicOptions(**fields, thinking_enabled=True, effort=mapped)
         )
     # Budget-based thinking: the budget comes out of max_tokens, so leave room for the answer.
-    budget = THINKING_BUDGETS[effort]
-    base = fields.get("max_tokens") or 0
-    limit = model["maxTokens"] or base + budget
-    max_tokens = min(base + budget, limit)
-    if max_tokens <= budget:
-        budget = max(0, max_tokens - MIN_ANSWER_TOKENS)
-    fields["max_tokens"] = max_tokens
+    plan = plan_thinking_budget(model, effort, fields.get("max_tokens") or 0)
+    fields["max_tokens"] = plan.max_tokens
+    if plan.budget_tokens < MIN_BUDGET_TOKENS:  # no room to think within the model's limit
+        return stream_anthropic(model, context, AnthropicOptions(**fields, thinking_enabled=False))
     return stream_anthropic(
-        model, context, AnthropicOptions(**fields, thinking_enabled=True, thinking_budget_tokens=budget)
+        model,
+        context,
+        AnthropicOptions(**fields, thinking_enabled=True, thinking_budget_tokens=plan.budget_tokens),
     )
 
 

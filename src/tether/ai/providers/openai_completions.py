@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -34,7 +35,6 @@ from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Stop
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 
 ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen"]
 
@@ -221,7 +221,6 @@ def _mark_text(message: dict[str, Any], mark: dict[str, str]) -> bool:
 
 def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list[dict[str, Any]]:
     """Our transcript as Chat Completions ``messages``."""
-    accepts_images = "image" in model["input"]
     out: list[dict[str, Any]] = []
     system = context.get("systemPrompt")
     if system:
@@ -231,7 +230,7 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
     if volatile:  # a message of its own, so a cached system prompt stays byte-identical
         role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
         out.append({"role": role, "content": strip_surrogates(volatile)})
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     last_role = ""
     i = 0
     while i < len(messages):
@@ -247,11 +246,9 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 for block in content:
                     if block["type"] == "text":
                         parts.append({"type": "text", "text": strip_surrogates(block["text"])})
-                    elif accepts_images:
+                    else:  # the handoff already replaced images for models without image input
                         url = f"data:{block['mimeType']};base64,{block['data']}"
                         parts.append({"type": "image_url", "image_url": {"url": url}})
-                    else:
-                        parts.append({"type": "text", "text": IMAGE_PLACEHOLDER})
                 if parts:
                     out.append({"role": "user", "content": parts})
             last_role = "user"
@@ -273,11 +270,10 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 if compat.requiresToolResultName and result["toolName"]:
                     tool_message["name"] = result["toolName"]
                 out.append(tool_message)
-                if accepts_images:
-                    for block in result["content"]:
-                        if block["type"] == "image":
-                            url = f"data:{block['mimeType']};base64,{block['data']}"
-                            images.append({"type": "image_url", "image_url": {"url": url}})
+                for block in result["content"]:
+                    if block["type"] == "image":
+                        url = f"data:{block['mimeType']};base64,{block['data']}"
+                        images.append({"type": "image_url", "image_url": {"url": url}})
                 i += 1
             i -= 1
             last_role = "toolResult"
@@ -360,10 +356,13 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 class _ToolState:
-    __slots__ = ("args", "block", "index")
+    """One streamed tool call: its block, where it sits, the server's index, its argument text."""
 
-    def __init__(self, block: ToolCall, index: int | None) -> None:
+    __slots__ = ("args", "block", "index", "position")
+
+    def __init__(self, block: ToolCall, position: int, index: int | None) -> None:
         self.block = block
+        self.position = position
         self.index = index
         self.args = PartialJson()
 
@@ -467,7 +466,7 @@ class OpenAICompletionsParser(StreamParser):
                 )
         if output["stopReason"] == "error":
             events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
-        elif not self.finished:
+        elif not (self.finished or self.done_marker):  # neither finish_reason nor [DONE]: cut off
             events.append(error_event(output, "The stream ended before the response was complete"))
         else:
             reason = output["stopReason"]
@@ -556,12 +555,10 @@ class OpenAICompletionsParser(StreamParser):
         state = self._find_tool(call_id, stream_index)
         if state is None:
             block: ToolCall = {"type": "toolCall", "id": call_id, "name": "", "arguments": {}}
-            state = _ToolState(block, stream_index)
-            self.tools.append(state)
             self.blocks.append(block)
-            events.append(
-                {"type": "toolcall_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
-            )
+            state = _ToolState(block, len(self.blocks) - 1, stream_index)
+            self.tools.append(state)
+            events.append({"type": "toolcall_start", "contentIndex": state.position, "partial": self.output})
         block = state.block
         if call_id and not block["id"]:
             block["id"] = call_id
@@ -574,7 +571,7 @@ class OpenAICompletionsParser(StreamParser):
         events.append(
             {
                 "type": "toolcall_delta",
-                "contentIndex": self._index(block),
+                "contentIndex": state.position,
                 "delta": arguments,
                 "partial": self.output,
             }
@@ -596,13 +593,6 @@ class OpenAICompletionsParser(StreamParser):
         if not call_id and self.tools:
             return self.tools[-1]  # legacy function_call fragments, or index-less continuations
         return None
-
-    def _index(self, block: object) -> int:
-        blocks = self.blocks
-        last = len(blocks) - 1
-        if blocks[last] is block:
-            return last
-        return next(i for i, b in enumerate(blocks) if b is block)
 
     def _usage(self, usage: Any) -> None:
         prompt = as_int(usage.get("prompt_tokens"))
