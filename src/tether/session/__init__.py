@@ -1,1 +1,102 @@
-"""tether.session."""
+"""Durable sessions: an append-only entry tree in a database, resume, branch, fork, prompt hooks,
+lowering to the model and compaction.
+
+Stored history is written only by the runtime (ids and timestamps come from the store side);
+prompt hooks edit a transient copy of each request (``PromptEditor``) and persist only through
+``Session.append_synthetic``.
+"""
+
+from tether.session.branching import BranchError, pending_tool_calls
+from tether.session.context import ModelRef, SessionContext, build_context
+from tether.session.entries import (
+    ENTRY_FORMAT,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    Entry,
+    EntryDict,
+    EntryType,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    ServiceTierChangeEntry,
+    SessionInfoEntry,
+    SystemPromptChangeEntry,
+    ThinkingLevelChangeEntry,
+)
+from tether.session.ids import IdGenerator, new_id
+from tether.session.jsonl import ImportFormatError
+from tether.session.manager import SessionManager
+from tether.session.paths import default_db_path
+from tether.session.prompt import (
+    PromptEditError,
+    PromptEditor,
+    PromptHook,
+    PromptInput,
+    PromptPart,
+    run_prompt_hooks,
+)
+from tether.session.replay import replay_events
+from tether.session.session import ReadOnlySessionError, Session
+from tether.session.sqlite_store import SQLiteStore
+from tether.session.store import (
+    EntryNotFoundError,
+    SchemaVersionError,
+    SessionError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionRecord,
+    SessionStore,
+    StoredEntry,
+    WriterLease,
+)
+from tether.session.tree import CorruptSessionError
+
+__all__ = [
+    "ENTRY_FORMAT",
+    "BranchError",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "CorruptSessionError",
+    "CustomEntry",
+    "Entry",
+    "EntryDict",
+    "EntryNotFoundError",
+    "EntryType",
+    "IdGenerator",
+    "ImportFormatError",
+    "LabelEntry",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "ModelRef",
+    "PromptEditError",
+    "PromptEditor",
+    "PromptHook",
+    "PromptInput",
+    "PromptPart",
+    "ReadOnlySessionError",
+    "SQLiteStore",
+    "SchemaVersionError",
+    "ServiceTierChangeEntry",
+    "Session",
+    "SessionContext",
+    "SessionError",
+    "SessionExistsError",
+    "SessionInfoEntry",
+    "SessionLockedError",
+    "SessionManager",
+    "SessionNotFoundError",
+    "SessionRecord",
+    "SessionStore",
+    "StoredEntry",
+    "SystemPromptChangeEntry",
+    "ThinkingLevelChangeEntry",
+    "WriterLease",
+    "build_context",
+    "default_db_path",
+    "new_id",
+    "pending_tool_calls",
+    "replay_events",
+    "run_prompt_hooks",
+]

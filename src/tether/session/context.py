@@ -1,0 +1,141 @@
+"""Rebuilding what the agent sees from the active path of the entry tree.
+
+The path is walked once: settings entries are folded (newest wins) into the model, thinking
+level, service tier and system prompt; the newest compaction replaces everything before its
+``firstKeptEntryId`` with one ``compactionSummary`` message; branch summaries become
+``branchSummary`` messages where they hang; labels, titles and custom entries are not context.
+Every context message remembers the id of the entry it came from, which is what prompt hooks
+address with ``insert_after``/``insert_before``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from tether.session.entries import SETTINGS_TYPES, EntryDict
+from tether.session.tree import Node
+from tether.wire import AgentMessage, ModelInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """The model a session is set to: provider and id, plus the descriptor when it was stored."""
+
+    provider: str
+    model_id: str
+    info: ModelInfo | None = None
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """Messages for the next request, their entry ids, and the folded settings."""
+
+    messages: list[AgentMessage] = field(default_factory=lambda: [])
+    entry_ids: list[str] = field(default_factory=lambda: [])
+    """``entry_ids[i]`` is the entry ``messages[i]`` was built from."""
+    model: ModelRef | None = None
+    thinking_level: str | None = None
+    service_tier: str | None = None
+    system_prompt: str | None = None
+
+    def apply_setting(self, entry: EntryDict) -> None:
+        """Fold one settings entry (newest wins)."""
+        kind = entry.get("type")
+        if kind == "model_change":
+            info = entry.get("model")
+            self.model = ModelRef(
+                str(entry.get("provider", "")),
+                str(entry.get("modelId", "")),
+                cast(ModelInfo, info) if isinstance(info, dict) else None,
+            )
+        elif kind == "thinking_level_change":
+            level = entry.get("thinkingLevel")
+            self.thinking_level = level if isinstance(level, str) else None
+        elif kind == "service_tier_change":
+            tier = entry.get("serviceTier")
+            self.service_tier = tier if isinstance(tier, str) else None
+        elif kind == "system_prompt_change":
+            prompt = entry.get("systemPrompt")
+            self.system_prompt = prompt if isinstance(prompt, str) else None
+
+    def add(self, node: Node) -> None:
+        """Append what ``node`` contributes after the current tail.
+
+        A compaction rewrites the head of the context, so callers rebuild with ``build_context``
+        instead of adding one.
+        """
+        message = context_message(node)
+        if message is not None:
+            self.messages.append(message)
+            self.entry_ids.append(node.id)
+        elif node.type in SETTINGS_TYPES:
+            self.apply_setting(node.entry)
+
+
+def build_context(path: Sequence[Node]) -> SessionContext:
+    """The context at the end of ``path`` (root first)."""
+    ctx = SessionContext()
+    compaction_at = -1
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].type == "compaction":
+            compaction_at = i
+            break
+    for node in path:
+        if node.type in SETTINGS_TYPES:
+            ctx.apply_setting(node.entry)
+    if compaction_at < 0:
+        _add_messages(ctx, path)
+        return ctx
+    compaction = path[compaction_at]
+    ctx.messages.append(compaction_message(compaction.entry))
+    ctx.entry_ids.append(compaction.id)
+    first_kept = compaction.entry.get("firstKeptEntryId")
+    start = compaction_at
+    if isinstance(first_kept, str):
+        for i in range(compaction_at):
+            if path[i].id == first_kept:
+                start = i
+                break
+    _add_messages(ctx, path[start:compaction_at])
+    _add_messages(ctx, path[compaction_at + 1 :])
+    return ctx
+
+
+def _add_messages(ctx: SessionContext, nodes: Sequence[Node]) -> None:
+    for node in nodes:
+        message = context_message(node)
+        if message is not None:
+            ctx.messages.append(message)
+            ctx.entry_ids.append(node.id)
+
+
+def context_message(node: Node) -> AgentMessage | None:
+    """The message an entry puts in the context, if any (compactions aside)."""
+    if node.type == "message":
+        return cast(AgentMessage | None, node.message)
+    if node.type == "branch_summary":
+        entry = node.entry
+        return cast(
+            AgentMessage,
+            {
+                "role": "branchSummary",
+                "summary": str(entry.get("summary", "")),
+                "fromId": str(entry.get("fromId", "")),
+                "timestamp": node.created,
+            },
+        )
+    return None
+
+
+def compaction_message(entry: EntryDict) -> AgentMessage:
+    message: dict[str, Any] = {
+        "role": "compactionSummary",
+        "summary": str(entry.get("summary", "")),
+        "tokensBefore": int(entry.get("tokensBefore", 0) or 0),
+        "timestamp": entry.get("timestamp", 0),
+    }
+    if isinstance(entry.get("tokensAfter"), int):
+        message["tokensAfter"] = entry["tokensAfter"]
+    return cast(AgentMessage, message)

@@ -1,0 +1,161 @@
+"""The entry tree: what a session stores, one append-only record per event.
+
+Every entry has a store-assigned ``id`` (time-sortable, see ``ids``), the ``parentId`` of the
+entry that was the leaf when it was appended, a ``type`` and a store-assigned ``timestamp``
+(Unix ms). Branching never rewrites anything: it only moves the session's leaf, and the next
+entry hangs off the new leaf.
+
+Execution settings (model, thinking level, service tier, system prompt) are entries of their own
+instead of fields on every user message; the context rebuild folds them (``context``). The
+stored JSON of an entry is exactly one of these dicts, with camelCase keys like the wire types,
+and like them they are *open records*: readers use ``.get`` for optional keys and keep entry
+types they do not know, so a database or export written by a newer tether still opens.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from tether.wire import AgentMessage, ModelInfo
+
+EntryType = Literal[
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "service_tier_change",
+    "system_prompt_change",
+    "compaction",
+    "branch_summary",
+    "label",
+    "session_info",
+    "custom",
+]
+ENTRY_TYPES: frozenset[str] = frozenset(EntryType.__args__)  # type: ignore[attr-defined]
+
+SETTINGS_TYPES = frozenset(
+    {"model_change", "thinking_level_change", "service_tier_change", "system_prompt_change"}
+)
+"""Entries the context rebuild folds into the current settings (newest wins)."""
+
+ENTRY_FORMAT = 1
+"""Version of the entry shapes; recorded per session and in exports."""
+
+CUSTOM_TYPE = re.compile(r"^[A-Za-z0-9_-]+(?:[.:/][A-Za-z0-9_-]+)+$")
+"""A custom entry's type must be namespaced (``myext.bookmark``, ``acme:todo``)."""
+
+
+class MessageEntry(TypedDict):
+    type: Literal["message"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    message: AgentMessage
+
+
+class ModelChangeEntry(TypedDict):
+    type: Literal["model_change"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    provider: str
+    modelId: str
+    model: NotRequired[ModelInfo]
+    """Full descriptor at the time of the change, so a resume works without the catalog."""
+
+
+class ThinkingLevelChangeEntry(TypedDict):
+    type: Literal["thinking_level_change"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    thinkingLevel: str
+
+
+class ServiceTierChangeEntry(TypedDict):
+    type: Literal["service_tier_change"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    serviceTier: str | None
+
+
+class SystemPromptChangeEntry(TypedDict):
+    type: Literal["system_prompt_change"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    systemPrompt: str
+
+
+class CompactionEntry(TypedDict):
+    type: Literal["compaction"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    summary: str
+    firstKeptEntryId: str | None
+    """First entry of the path kept verbatim after the summary; ``None`` keeps nothing."""
+    tokensBefore: int
+    tokensAfter: NotRequired[int]
+    details: NotRequired[Any]
+
+
+class BranchSummaryEntry(TypedDict):
+    type: Literal["branch_summary"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    fromId: str
+    """The leaf of the branch that was left and summarised."""
+    summary: str
+    details: NotRequired[Any]
+
+
+class LabelEntry(TypedDict):
+    type: Literal["label"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    targetId: str
+    label: str | None
+    """``None`` removes the target's label."""
+
+
+class SessionInfoEntry(TypedDict):
+    type: Literal["session_info"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    title: str
+
+
+class CustomEntry(TypedDict):
+    """Opaque host data (``customType`` namespaced); never sent to the model."""
+
+    type: Literal["custom"]
+    id: str
+    parentId: str | None
+    timestamp: int
+    customType: str
+    data: Any
+
+
+Entry = (
+    MessageEntry
+    | ModelChangeEntry
+    | ThinkingLevelChangeEntry
+    | ServiceTierChangeEntry
+    | SystemPromptChangeEntry
+    | CompactionEntry
+    | BranchSummaryEntry
+    | LabelEntry
+    | SessionInfoEntry
+    | CustomEntry
+)
+"""A stored entry. Readers may also meet types written by a newer tether: see ``EntryDict``."""
+
+EntryDict = dict[str, Any]
+"""An entry as read back, whatever its type: the open-record view of ``Entry``."""

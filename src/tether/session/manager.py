@@ -1,0 +1,161 @@
+"""``SessionManager``: create, list, open, fork, delete, export and import sessions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tether.session.branching import settle_leaf
+from tether.session.entries import ENTRY_FORMAT, EntryDict
+from tether.session.ids import new_id
+from tether.session.jsonl import read_export, write_export
+from tether.session.session import Session, now_ms
+from tether.session.sqlite_store import SQLiteStore
+from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore
+from tether.session.tree import EntryTree
+from tether.wire import ModelInfo
+
+
+class SessionManager:
+    """Sessions in one store (default: the SQLite file under the XDG data dir)."""
+
+    def __init__(self, store: SessionStore | None = None) -> None:
+        self.store: SessionStore = store if store is not None else SQLiteStore()
+
+    @classmethod
+    def at(cls, path: str | os.PathLike[str]) -> SessionManager:
+        return cls(SQLiteStore(path))
+
+    def create(
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        title: str | None = None,
+        model: ModelInfo | None = None,
+        thinking_level: str | None = None,
+        system_prompt: str | None = None,
+    ) -> Session:
+        """A new, empty, writable session; initial settings become its first entries."""
+        record = self.store.create_session(
+            new_id(), str(cwd if cwd is not None else Path.cwd()), now_ms(), title=title, version=ENTRY_FORMAT
+        )
+        session = self._writable(record)
+        if model is not None:
+            session.set_model(model)
+        if thinking_level is not None:
+            session.set_thinking_level(thinking_level)
+        if system_prompt is not None:
+            session.set_system_prompt(system_prompt)
+        return session
+
+    def list(
+        self, cwd: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> list[SessionRecord]:
+        """Sessions newest first (all, or those of ``cwd``) with title, first prompt, counts, cost."""
+        return self.store.list_sessions(str(cwd) if cwd is not None else None, limit)
+
+    def open(self, session_id: str, *, readonly: bool = False) -> Session:
+        """Open a session at its persisted leaf; writable unless ``readonly``."""
+        if readonly:
+            record = self.store.get_session(session_id)
+            return Session(self.store, record, EntryTree.from_stored(self.store.entries(session_id)), None)
+        return self._writable(self.store.get_session(session_id))
+
+    def resume(self, cwd: str | os.PathLike[str]) -> Session | None:
+        """Open the most recently updated session of ``cwd``, if any."""
+        newest = self.list(cwd, limit=1)
+        return self.open(newest[0].id) if newest else None
+
+    def fork(self, session_id: str, entry_id: str | None = None) -> Session:
+        """A new session holding the path up to ``entry_id`` (default: the leaf), linked to its parent.
+
+        Copied entries keep their ids, so the two sessions can be compared entry by entry.
+        """
+        source = self.store.get_session(session_id)
+        tree = EntryTree.from_stored(self.store.entries(session_id))
+        target = source.leaf_id if entry_id is None else entry_id
+        if target is not None and target not in tree:
+            raise EntryNotFoundError(session_id, target)
+        leaf = settle_leaf(tree, target)
+        path = [node.entry for node in tree.path(leaf)]
+        record = self.store.create_session(
+            new_id(),
+            source.cwd,
+            now_ms(),
+            parent_session_id=source.id,
+            parent_entry_id=leaf,
+            title=source.title,
+            version=ENTRY_FORMAT,
+        )
+        lease = self.store.acquire_writer(record.id)
+        try:
+            if path:
+                record = self.store.append(lease, path, path[-1]["id"], record.created)
+        except BaseException:
+            lease.release()
+            raise
+        return Session(self.store, record, EntryTree.from_stored(self.store.entries(record.id)), lease)
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session; refused (``SessionLockedError``) while someone writes to it."""
+        lease = self.store.acquire_writer(session_id)
+        try:
+            self.store.delete_session(lease)
+        finally:
+            lease.release()
+
+    def export(self, session_id: str, path: str | os.PathLike[str]) -> Path:
+        """Write the session (every branch) to a versioned JSONL file; see ``tether.session.jsonl``."""
+        record = self.store.get_session(session_id)
+        out = Path(path)
+        write_export(out, record, [e.payload for e in self.store.entries(session_id)])
+        return out
+
+    def import_file(self, path: str | os.PathLike[str]) -> SessionRecord:
+        """Recreate an exported session with its ids, times and leaf; errors name the line."""
+        data = read_export(Path(path))
+        header = data.header
+        record = self.store.create_session(
+            header["id"],
+            header["cwd"],
+            header["created"],
+            parent_session_id=_opt_str(header.get("parentSessionId")),
+            parent_entry_id=_opt_str(header.get("parentEntryId")),
+            title=_opt_str(header.get("title")),
+            version=ENTRY_FORMAT,
+        )
+        lease = self.store.acquire_writer(record.id)
+        try:
+            entries: list[EntryDict] = data.entries
+            if entries:
+                self.store.append(lease, entries, entries[-1]["id"], header["updated"])
+            record = self.store.set_leaf(lease, _opt_str(header.get("leafId")), header["updated"])
+        except BaseException:
+            self.store.delete_session(lease)
+            raise
+        finally:
+            lease.release()
+        return record
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _writable(self, record: SessionRecord) -> Session:
+        lease = self.store.acquire_writer(record.id)
+        try:
+            tree = EntryTree.from_stored(self.store.entries(record.id))
+            record = self.store.get_session(record.id)  # the leaf as of holding the lease
+        except BaseException:
+            lease.release()
+            raise
+        return Session(self.store, record, tree, lease)
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,308 @@
+"""``Session``: one open session — its entry tree, active leaf and rebuilt context.
+
+All history is written here, by the runtime: entry ids come from the monotonic id generator
+(seeded with the newest stored id, so they keep sorting even across processes with skewed
+clocks) and timestamps from the clock, never from the caller. A writable session holds the
+store's writer lease for its whole life; a read-only one can look but not append.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+from tether.session.branching import settle_leaf
+from tether.session.context import SessionContext, build_context, compaction_message, context_message
+from tether.session.entries import CUSTOM_TYPE, EntryDict
+from tether.session.ids import new_id
+from tether.session.prompt import PromptInput, synthetic_message
+from tether.session.replay import replay_events
+from tether.session.store import (
+    EntryNotFoundError,
+    SessionError,
+    SessionRecord,
+    SessionStore,
+    WriterLease,
+)
+from tether.session.tree import EntryTree, Node
+from tether.wire import AgentMessage, ModelInfo, decode_message
+
+
+class _AtLeaf:
+    """Marker: append under the current leaf."""
+
+
+AT_LEAF = _AtLeaf()
+
+
+class ReadOnlySessionError(SessionError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} was opened read-only")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Session:
+    """An open session. Create or open one through ``SessionManager``."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        record: SessionRecord,
+        tree: EntryTree,
+        lease: WriterLease | None,
+    ) -> None:
+        self._store = store
+        self._record = record
+        self._tree = tree
+        self._lease = lease
+        self._newest_id = max((n.id for n in tree), default=None)
+        self._context = build_context(tree.path(record.leaf_id))
+        self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
+
+    # -- identity and state ----------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._record.id
+
+    @property
+    def record(self) -> SessionRecord:
+        """The session row as of the last write by this handle."""
+        return self._record
+
+    @property
+    def readonly(self) -> bool:
+        return self._lease is None or not self._lease.active
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self._record.leaf_id
+
+    @property
+    def title(self) -> str | None:
+        return self._record.title
+
+    @property
+    def context(self) -> SessionContext:
+        """Messages (with entry ids) and folded settings at the leaf. Treat as read-only."""
+        return self._context
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self._context.messages
+
+    def message_id(self, message: AgentMessage) -> str | None:
+        """Entry id of a context message (or of one this handle appended), by identity."""
+        known = self._ids_by_object.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        for candidate, entry_id in zip(self._context.messages, self._context.entry_ids, strict=True):
+            if candidate is message:
+                return entry_id
+        return None
+
+    def message_ids(self, messages: Sequence[AgentMessage]) -> list[str | None]:
+        """``message_id`` for many messages at once (one pass over the context)."""
+        index = {id(m): e for m, e in zip(self._context.messages, self._context.entry_ids, strict=True)}
+        index.update({k: v[1] for k, v in self._ids_by_object.items()})
+        return [index.get(id(m)) for m in messages]
+
+    # -- reading the tree ------------------------------------------------------------------------
+
+    def entry(self, entry_id: str) -> EntryDict:
+        node = self._tree.get(entry_id)
+        if node is None:
+            raise EntryNotFoundError(self.id, entry_id)
+        return node.entry
+
+    def entries(self) -> list[EntryDict]:
+        """Every entry, all branches, in append order."""
+        return [node.entry for node in self._tree]
+
+    def path(self, leaf_id: str | None = None) -> list[EntryDict]:
+        """Root-to-leaf entries of the active path (or of the path ending at ``leaf_id``)."""
+        if leaf_id is not None and leaf_id not in self._tree:
+            raise EntryNotFoundError(self.id, leaf_id)
+        return [node.entry for node in self._tree.path(leaf_id or self.leaf_id)]
+
+    def children(self, entry_id: str | None) -> list[EntryDict]:
+        return [node.entry for node in self._tree.children(entry_id)]
+
+    def labels(self) -> dict[str, str]:
+        """Entry id → label, from every label entry of the session (newest wins)."""
+        labels: dict[str, str] = {}
+        for node in self._tree:
+            if node.type == "label":
+                entry = node.entry
+                target, label = entry.get("targetId"), entry.get("label")
+                if isinstance(target, str):
+                    if isinstance(label, str):
+                        labels[target] = label
+                    else:
+                        labels.pop(target, None)
+        return labels
+
+    def replay(self, *, full_history: bool = True) -> Iterator[dict[str, Any]]:
+        """Re-emit the active path as agent events (``agent_start`` … ``agent_end``) for UIs.
+
+        ``full_history`` replays every message of the path, compacted ones included, with the
+        compaction summary where it happened; otherwise only the current context.
+        """
+        if full_history:
+            messages = [m for node in self._tree.path(self.leaf_id) if (m := _history_message(node))]
+        else:
+            messages = list(self._context.messages)
+        return replay_events(messages)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def append_message(self, message: AgentMessage) -> str:
+        """Persist a message produced by the runtime (validated first); returns its entry id."""
+        return self.append_messages([message])[0]
+
+    def append_messages(self, messages: Sequence[AgentMessage]) -> list[str]:
+        """Persist several messages in one transaction, in order."""
+        for i, message in enumerate(messages):
+            decode_message(message, f"messages[{i}]" if len(messages) > 1 else "message")
+        ids = self._append([{"type": "message", "message": m} for m in messages])
+        for message, entry_id in zip(messages, ids, strict=True):
+            self._ids_by_object[id(message)] = (message, entry_id)
+        return ids
+
+    def append_synthetic(self, prompt: PromptInput) -> str:
+        """Persist a hook's ``{role, parts}`` message with a runtime id and timestamp."""
+        model = self._context.model.info if self._context.model else None
+        message = synthetic_message(prompt, model=model, timestamp=now_ms())
+        return self.append_message(message)
+
+    def set_model(self, model: ModelInfo) -> str:
+        return self._append(
+            [{"type": "model_change", "provider": model["provider"], "modelId": model["id"], "model": model}]
+        )[0]
+
+    def set_thinking_level(self, level: str) -> str:
+        return self._append([{"type": "thinking_level_change", "thinkingLevel": level}])[0]
+
+    def set_service_tier(self, tier: str | None) -> str:
+        return self._append([{"type": "service_tier_change", "serviceTier": tier}])[0]
+
+    def set_system_prompt(self, prompt: str) -> str:
+        return self._append([{"type": "system_prompt_change", "systemPrompt": prompt}])[0]
+
+    def append_custom(self, custom_type: str, data: Any) -> str:
+        """Opaque host data under a namespaced type (``myext.state``); never sent to the model."""
+        if not CUSTOM_TYPE.match(custom_type):
+            raise ValueError(
+                f"custom type {custom_type!r} must be namespaced, e.g. 'myext.state' or 'acme:todo'"
+            )
+        return self._append([{"type": "custom", "customType": custom_type, "data": data}])[0]
+
+    def label(self, entry_id: str, label: str | None) -> str:
+        """Label an entry (``None`` removes the label)."""
+        if entry_id not in self._tree:
+            raise EntryNotFoundError(self.id, entry_id)
+        return self._append([{"type": "label", "targetId": entry_id, "label": label}])[0]
+
+    def rename(self, title: str) -> str:
+        return self._append([{"type": "session_info", "title": title}])[0]
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        tokens_after: int | None = None,
+        details: Any = None,
+    ) -> str:
+        """Persist a compaction; the context is rebuilt from the new summary."""
+        if first_kept_entry_id is not None and first_kept_entry_id not in self._tree:
+            raise EntryNotFoundError(self.id, first_kept_entry_id)
+        entry: EntryDict = {
+            "type": "compaction",
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens_before,
+        }
+        if tokens_after is not None:
+            entry["tokensAfter"] = tokens_after
+        if details is not None:
+            entry["details"] = details
+        return self._append([entry])[0]
+
+    def branch(self, entry_id: str | None, *, summary: str | None = None) -> str | None:
+        """Move the leaf to ``entry_id`` (``None``: before the first entry); returns the new leaf.
+
+        A point between an assistant's tool calls and their results moves forward to the last
+        result when the tree has them, else ``BranchError``. With ``summary``, a
+        ``branch_summary`` of the branch being left is appended at the new point and becomes
+        the leaf.
+        """
+        self._writable()
+        if entry_id is not None and entry_id not in self._tree:
+            raise EntryNotFoundError(self.id, entry_id)
+        leaf = settle_leaf(self._tree, entry_id)
+        old_leaf = self.leaf_id
+        if summary is not None:
+            return self._append(
+                [{"type": "branch_summary", "fromId": old_leaf or "", "summary": summary}], parent=leaf
+            )[0]
+        assert self._lease is not None
+        self._record = self._store.set_leaf(self._lease, leaf, now_ms())
+        self._context = build_context(self._tree.path(leaf))
+        return leaf
+
+    def close(self) -> None:
+        """Release the writer lease (the handle stays readable)."""
+        if self._lease is not None:
+            self._lease.release()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _writable(self) -> None:
+        if self._lease is None or not self._lease.active:
+            raise ReadOnlySessionError(self.id)
+
+    def _append(self, partials: list[dict[str, Any]], *, parent: str | _AtLeaf | None = AT_LEAF) -> list[str]:
+        """Give entries ids, parents and timestamps, write them in one transaction, update state.
+
+        Entries chain from ``parent`` (default: the current leaf); the last becomes the leaf.
+        """
+        self._writable()
+        assert self._lease is not None
+        moved = not isinstance(parent, _AtLeaf)
+        if isinstance(parent, _AtLeaf):
+            parent = self.leaf_id
+        timestamp = now_ms()
+        entries: list[EntryDict] = []
+        for partial in partials:
+            entry_id = new_id(self._newest_id)
+            self._newest_id = entry_id
+            entries.append(
+                {"type": partial["type"], "id": entry_id, "parentId": parent, "timestamp": timestamp}
+                | partial
+            )
+            parent = entry_id
+        self._record = self._store.append(self._lease, entries, cast(str, parent), timestamp)
+        nodes: list[Node] = [self._tree.add(e) for e in entries]
+        if moved or any(n.type == "compaction" for n in nodes):
+            self._context = build_context(self._tree.path(self.leaf_id))
+        else:
+            for node in nodes:
+                self._context.add(node)
+        return [e["id"] for e in entries]
+
+
+def _history_message(node: Node) -> AgentMessage | None:
+    if node.type == "compaction":
+        return compaction_message(node.entry)
+    return context_message(node)

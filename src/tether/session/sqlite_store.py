@@ -1,0 +1,265 @@
+"""SQLite session store: one WAL database file, one writer per session through a lock file.
+
+Durability: WAL with ``synchronous=NORMAL`` by default. Every commit is in the WAL before
+``append`` returns, so a crash of the process (SIGKILL included) never loses a committed append
+and never leaves a partial one; only a power loss or kernel crash can roll back the last few
+commits (never corrupt). ``durability="full"`` fsyncs each commit for that case, at about a
+millisecond per append.
+
+One writer per session: SQLite locks the whole file, not a session, and only for the length of
+a transaction, so the per-session writer lock is an exclusive, non-blocking ``flock`` on
+``<db>.locks/<session id>.lock``. The kernel drops it when the holder exits however it exits,
+so no stale lease outlives a crashed process, and a second writer (another process, or a second
+handle in this one) fails at once with ``SessionLockedError`` naming the holder's pid. POSIX
+only, like the fcntl module. (A PostgreSQL backend gets the same semantics from a session-level
+advisory lock.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import threading
+from collections.abc import Generator, Sequence
+from pathlib import Path
+from typing import Literal
+
+from tether.session.entries import EntryDict
+from tether.session.paths import default_db_path
+from tether.session.sqlite_schema import migrate
+from tether.session.store import (
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionRecord,
+    StoredEntry,
+    WriterLease,
+    count_entries,
+)
+from tether.wire import dumpb
+
+Durability = Literal["normal", "full"]
+
+_RECORD_COLUMNS = (
+    "id, cwd, title, created, updated, leaf_id, version, parent_session_id, parent_entry_id, "
+    "first_prompt, entry_count, message_count, cost, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens"
+)
+
+
+class FileLease:
+    """An exclusive ``flock`` on one session's lock file (see the module docstring)."""
+
+    def __init__(self, store: SQLiteStore, session_id: str, fd: int) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._fd: int | None = fd
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def active(self) -> bool:
+        return self._fd is not None
+
+    def owned_by(self, store: SQLiteStore) -> bool:
+        return self._store is store and self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+class SQLiteStore:
+    """``SessionStore`` on one SQLite file (created, with its folder, on first use)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, durability: Durability = "normal"):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._locks_dir = self.path.with_name(self.path.name + ".locks")
+        self._mutex = threading.Lock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        migrate(self._db)
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        cwd: str,
+        created: int,
+        *,
+        parent_session_id: str | None = None,
+        parent_entry_id: str | None = None,
+        title: str | None = None,
+        version: int,
+    ) -> SessionRecord:
+        with self._mutex:
+            try:
+                self._db.execute(
+                    """INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version,
+                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)""",
+                    (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
+                )
+            except sqlite3.IntegrityError:
+                raise SessionExistsError(session_id) from None
+            return self._get(session_id)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        with self._mutex:
+            return self._get(session_id)
+
+    def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
+        sql = f"SELECT {_RECORD_COLUMNS} FROM sessions"
+        params: list[object] = []
+        if cwd is not None:
+            sql += " WHERE cwd = ?"
+            params.append(cwd)
+        sql += " ORDER BY updated DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._mutex:
+            return [SessionRecord(*row) for row in self._db.execute(sql, params)]
+
+    def delete_session(self, lease: WriterLease) -> None:
+        self._check(lease)
+        with self._mutex, self._transaction():
+            self._db.execute("DELETE FROM entries WHERE session_id = ?", (lease.session_id,))
+            self._db.execute("DELETE FROM sessions WHERE id = ?", (lease.session_id,))
+        with contextlib.suppress(OSError):
+            self._lock_path(lease.session_id).unlink()
+
+    # -- writer lock -----------------------------------------------------------------------------
+
+    def acquire_writer(self, session_id: str) -> FileLease:
+        self.get_session(session_id)
+        self._locks_dir.mkdir(exist_ok=True)
+        fd = os.open(self._lock_path(session_id), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise SessionLockedError(session_id, f"pid {holder}" if holder else None) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return FileLease(self, session_id, fd)
+
+    # -- entries ---------------------------------------------------------------------------------
+
+    def append(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> SessionRecord:
+        self._check(lease)
+        session_id = lease.session_id
+        rows = [
+            (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], dumpb(e)) for e in entries
+        ]
+        c = count_entries(entries)
+        with self._mutex, self._transaction():
+            self._db.executemany(
+                "INSERT INTO entries (session_id, id, parent_id, type, created, payload)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            row = self._db.execute(
+                f"""UPDATE sessions SET leaf_id = ?, updated = max(updated, ?),
+                    title = coalesce(?, title), first_prompt = coalesce(first_prompt, ?),
+                    entry_count = entry_count + ?, message_count = message_count + ?,
+                    cost = cost + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+                    cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?
+                    WHERE id = ? RETURNING {_RECORD_COLUMNS}""",
+                (
+                    leaf_id,
+                    updated,
+                    c.title,
+                    c.first_prompt,
+                    c.entries,
+                    c.messages,
+                    c.cost,
+                    c.input_tokens,
+                    c.output_tokens,
+                    c.cache_read_tokens,
+                    c.cache_write_tokens,
+                    session_id,
+                ),
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(session_id)
+        return SessionRecord(*row)
+
+    def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
+        self._check(lease)
+        with self._mutex:
+            row = self._db.execute(
+                f"UPDATE sessions SET leaf_id = ?, updated = max(updated, ?) WHERE id = ?"
+                f" RETURNING {_RECORD_COLUMNS}",
+                (leaf_id, updated, lease.session_id),
+            ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(lease.session_id)
+        return SessionRecord(*row)
+
+    def entries(self, session_id: str) -> list[StoredEntry]:
+        with self._mutex:
+            rows = self._db.execute(
+                "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [StoredEntry(*row) for row in rows]
+
+    def newest_entry_id(self, session_id: str) -> str | None:
+        with self._mutex:
+            row = self._db.execute(
+                "SELECT max(id) FROM entries WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        with self._mutex:
+            self._db.close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _get(self, session_id: str) -> SessionRecord:
+        row = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return SessionRecord(*row)
+
+    def _lock_path(self, session_id: str) -> Path:
+        if not session_id or "/" in session_id or session_id.startswith("."):
+            raise ValueError(f"bad session id {session_id!r}")
+        return self._locks_dir / f"{session_id}.lock"
+
+    def _check(self, lease: WriterLease) -> None:
+        if not (isinstance(lease, FileLease) and lease.owned_by(self)):
+            raise SessionLockedError(
+                lease.session_id, "nobody: this lease was released or is not this store's"
+            )
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Generator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")

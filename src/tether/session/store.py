@@ -1,0 +1,240 @@
+"""The store interface: what a session backend must do, and the records it returns.
+
+Backends (SQLite here, PostgreSQL later) share one contract, checked by one test suite:
+
+- entries are append-only; ``append`` writes entries, the new leaf and the session counters in
+  **one transaction**, so a crash leaves either all of an append or none of it, and a resume
+  never has to guess the leaf;
+- only the holder of a session's ``WriterLease`` may append to it or move its leaf; a second
+  writer gets ``SessionLockedError`` at once (it never waits and never interleaves);
+- reads need no lease and see only committed data.
+
+The interface is synchronous: one append is a sub-millisecond local transaction, cheaper than a
+thread hop. A host that wants a remote backend off its event loop can call it in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from tether.session.entries import EntryDict
+
+
+class SessionError(Exception):
+    """Base class of the session errors; each message says what and where."""
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionExistsError(SessionError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class SessionLockedError(SessionError):
+    """Another writer (process or handle) holds the session."""
+
+    def __init__(self, session_id: str, holder: str | None = None) -> None:
+        who = f" by {holder}" if holder else ""
+        super().__init__(
+            f"session {session_id!r} is open for writing{who}; "
+            "close it there first or open this one read-only"
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+class EntryNotFoundError(SessionError, LookupError):
+    def __init__(self, session_id: str, entry_id: str) -> None:
+        super().__init__(f"session {session_id!r} has no entry {entry_id!r}")
+        self.session_id = session_id
+        self.entry_id = entry_id
+
+
+class SchemaVersionError(SessionError):
+    """The database was written by a newer tether than this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One row of the session table: identity, leaf and the counters ``list`` shows."""
+
+    id: str
+    cwd: str
+    title: str | None
+    created: int
+    """Unix ms."""
+    updated: int
+    """Unix ms of the last append or leaf move."""
+    leaf_id: str | None
+    version: int
+    """Entry format version the session was written with."""
+    parent_session_id: str | None
+    parent_entry_id: str | None
+    """For a fork: the entry of the parent session it was forked at."""
+    first_prompt: str | None
+    entry_count: int
+    message_count: int
+    cost: float
+    """Total USD of every assistant message ever appended, abandoned branches included."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """An entry as a backend returns it: indexed columns plus the JSON payload, parsed lazily."""
+
+    id: str
+    parent_id: str | None
+    type: str
+    created: int
+    payload: bytes
+
+
+class WriterLease(Protocol):
+    """Proof of being a session's only writer; released on ``release()`` or process exit."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def active(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+class SessionStore(Protocol):
+    """A durable home for sessions. See the module docstring for the contract."""
+
+    def create_session(
+        self,
+        session_id: str,
+        cwd: str,
+        created: int,
+        *,
+        parent_session_id: str | None = None,
+        parent_entry_id: str | None = None,
+        title: str | None = None,
+        version: int,
+    ) -> SessionRecord:
+        """Insert an empty session; ``SessionExistsError`` if the id is taken."""
+        ...
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        """``SessionNotFoundError`` if missing."""
+        ...
+
+    def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
+        """Sessions, newest ``updated`` first; only those of ``cwd`` when given."""
+        ...
+
+    def acquire_writer(self, session_id: str) -> WriterLease:
+        """Become the session's only writer, or raise ``SessionLockedError`` at once."""
+        ...
+
+    def append(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> SessionRecord:
+        """Append entries, set the leaf and bump counters in one transaction."""
+        ...
+
+    def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
+        """Move the leaf (branching) without writing an entry."""
+        ...
+
+    def entries(self, session_id: str) -> list[StoredEntry]:
+        """Every entry of the session in append order."""
+        ...
+
+    def newest_entry_id(self, session_id: str) -> str | None: ...
+
+    def delete_session(self, lease: WriterLease) -> None:
+        """Delete the session and its entries (children forks keep their own copies)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# --- counters shared by every backend -----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Counters:
+    """What one append adds to a session row; derived from entries so any backend agrees."""
+
+    entries: int = 0
+    messages: int = 0
+    cost: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    first_prompt: str | None = None
+    title: str | None = None
+
+
+def count_entries(entries: Sequence[EntryDict]) -> Counters:
+    """Counter deltas of ``entries``; the first user prompt and the newest title among them."""
+    counters = Counters(entries=len(entries))
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "session_info":
+            title = entry.get("title")
+            if isinstance(title, str):
+                counters.title = title
+        message = _obj(entry.get("message")) if kind == "message" else None
+        if message is None:
+            continue
+        counters.messages += 1
+        role = message.get("role")
+        if role == "user" and counters.first_prompt is None:
+            counters.first_prompt = prompt_text(message.get("content"))
+        elif role == "assistant":
+            _add_usage(counters, _obj(message.get("usage")))
+    return counters
+
+
+FIRST_PROMPT_CHARS = 200
+
+
+def prompt_text(content: object) -> str:
+    """The text of a user message's content, cut for listing."""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        blocks = [_obj(block) for block in cast(list[object], content)]
+        text = " ".join(str(b.get("text", "")) for b in blocks if b is not None and b.get("type") == "text")
+    else:
+        text = ""
+    return text[:FIRST_PROMPT_CHARS]
+
+
+def _add_usage(counters: Counters, usage: dict[str, Any] | None) -> None:
+    if usage is None:
+        return
+    counters.input_tokens += _int(usage.get("input"))
+    counters.output_tokens += _int(usage.get("output"))
+    counters.cache_read_tokens += _int(usage.get("cacheRead"))
+    counters.cache_write_tokens += _int(usage.get("cacheWrite"))
+    cost = _obj(usage.get("cost"))
+    total = cost.get("total") if cost is not None else None
+    if isinstance(total, int | float) and not isinstance(total, bool):
+        counters.cost += float(total)
+
+
+def _obj(value: object) -> dict[str, Any] | None:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,108 @@
+"""In-memory index of one session's entry tree, with payloads parsed only when read.
+
+Opening a long session reads every row, but the context rebuild only needs the payloads of the
+active path after the newest compaction (plus the small settings entries), so a node keeps its
+JSON bytes and parses them on first access.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, cast
+
+from tether.session.entries import EntryDict
+from tether.session.store import SessionError, StoredEntry
+
+
+class CorruptSessionError(SessionError):
+    """The stored tree is inconsistent (a parent cycle, a payload that is not an object)."""
+
+
+class Node:
+    """One entry: indexed fields always, the payload dict on demand."""
+
+    __slots__ = ("_entry", "_payload", "created", "id", "parent_id", "type")
+
+    def __init__(
+        self,
+        id: str,
+        parent_id: str | None,
+        type: str,
+        created: int,
+        payload: bytes | None = None,
+        entry: EntryDict | None = None,
+    ) -> None:
+        self.id = id
+        self.parent_id = parent_id
+        self.type = type
+        self.created = created
+        self._payload = payload
+        self._entry = entry
+
+    @property
+    def entry(self) -> EntryDict:
+        if self._entry is None:
+            value: Any = json.loads(self._payload or b"null")
+            if not isinstance(value, dict):
+                raise CorruptSessionError(f"entry {self.id!r}: payload is not a JSON object")
+            self._entry = cast(EntryDict, value)
+            self._payload = None
+        return self._entry
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The message of a ``message`` entry (``None`` for other types)."""
+        if self.type != "message":
+            return None
+        message = self.entry.get("message")
+        return cast(dict[str, Any], message) if isinstance(message, dict) else None
+
+
+class EntryTree:
+    """Entries of one session by id, in append order."""
+
+    def __init__(self, nodes: Iterable[Node] = ()) -> None:
+        self._nodes: dict[str, Node] = {}
+        for node in nodes:
+            self._nodes[node.id] = node
+
+    @classmethod
+    def from_stored(cls, stored: Iterable[StoredEntry]) -> EntryTree:
+        return cls(Node(s.id, s.parent_id, s.type, s.created, payload=s.payload) for s in stored)
+
+    def add(self, entry: EntryDict) -> Node:
+        node = Node(entry["id"], entry.get("parentId"), entry["type"], entry["timestamp"], entry=entry)
+        self._nodes[node.id] = node
+        return node
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self._nodes.values())
+
+    def get(self, entry_id: str) -> Node | None:
+        return self._nodes.get(entry_id)
+
+    def path(self, leaf_id: str | None) -> list[Node]:
+        """Root-to-leaf entries ending at ``leaf_id`` (empty for ``None``)."""
+        path: list[Node] = []
+        current = leaf_id
+        nodes = self._nodes
+        while current is not None:
+            node = nodes.get(current)
+            if node is None:
+                raise CorruptSessionError(f"entry {current!r} is referenced as a parent but missing")
+            path.append(node)
+            if len(path) > len(nodes):
+                raise CorruptSessionError(f"parent links of entry {leaf_id!r} form a cycle")
+            current = node.parent_id
+        path.reverse()
+        return path
+
+    def children(self, entry_id: str | None) -> list[Node]:
+        return [n for n in self._nodes.values() if n.parent_id == entry_id]
