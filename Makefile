@@ -18,7 +18,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-demo: $(VENV)/.installed
+# The embedded default model runs in-process through llama-cpp-python (the `local` extra): the
+# first install compiles llama.cpp (10-15 min on 2 cores, progress shown); pip's wheel cache
+# makes every later install take seconds. See scripts/install_local.py.
+$(VENV)/.installed-local: pyproject.toml scripts/install_local.py | $(VENV)/.installed
+	$(BIN)/python scripts/install_local.py
+	touch $@
+
+demo: $(VENV)/.installed-local
+	@echo "Model: SmolLM2-135M-Instruct, embedded and offline. It is a smoke-test model: it answers,"
+	@echo "but it is far too small to be a useful coding agent. Set an API key and use --model for that."
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev
