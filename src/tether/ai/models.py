@@ -1,0 +1,465 @@
+"""Model lookup: the shipped catalog, the user's ``models.json``, and models registered at run time.
+
+Three layers, later ones winning for the same ``provider/id``:
+
+1. the catalog shipped in the package (``catalog.json``, written by ``scripts/gen_catalog.py``),
+   plus the local servers tether knows (Ollama, llama.cpp server, vLLM, LM Studio: keyless,
+   OpenAI-compatible, on loopback);
+2. ``models.json`` in the config folder (``tether.ai.paths.models_file``; schema in
+   ``docs/models.md``): new providers and models, and overrides of shipped ones. The file is
+   re-read when it changes, so an edit (or a test's ``TETHER_HOME``) takes effect on the next call;
+3. ``register_model`` / ``register_provider`` calls of the running program.
+
+A local server accepts any model id: ``get_model("ollama", "qwen3:8b")`` gives a model with default
+limits even when no file lists it. Everything else is looked up exactly; a miss raises
+``UnknownModelError`` naming the closest ids.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from pydantic import TypeAdapter
+
+from tether.ai import paths
+from tether.ai.models_file import (
+    ModelEntry,
+    ModelsFile,
+    ModelsFileError,
+    ProviderEntry,
+    cost_of,
+    read_models_file,
+)
+from tether.wire import MODEL_INFO, ModelInfo, WireError
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+DEFAULT_MAX_TOKENS = 16_384
+"""Limits of a user-defined or local model that does not state its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """Where a provider's models are served and how requests authenticate.
+
+    ``api_key_env`` names the environment variable holding the key; ``None`` means the provider
+    takes no key (a local server). ``headers`` and ``compat`` apply to all its models (a model's
+    own values win). ``local`` marks a server on this machine that accepts any model id.
+    """
+
+    name: str
+    api: str
+    base_url: str
+    api_key_env: str | None
+    headers: Mapping[str, str] = field(default_factory=lambda: {})
+    compat: Mapping[str, Any] = field(default_factory=lambda: {})
+    local: bool = False
+
+
+LOCAL_PROVIDERS: tuple[ProviderInfo, ...] = (
+    ProviderInfo("ollama", "openai-completions", "http://127.0.0.1:11434/v1", None, local=True),
+    ProviderInfo("llama.cpp", "openai-completions", "http://127.0.0.1:8080/v1", None, local=True),
+    ProviderInfo("vllm", "openai-completions", "http://127.0.0.1:8000/v1", None, local=True),
+    ProviderInfo("lmstudio", "openai-completions", "http://127.0.0.1:1234/v1", None, local=True),
+)
+"""OpenAI-compatible servers people run on their own machine, at their default ports."""
+
+
+class UnknownModelError(LookupError):
+    """No model (or several) answer a lookup. ``candidates`` are close ``provider/id`` names."""
+
+    def __init__(self, message: str, candidates: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.candidates = candidates or []
+
+
+class UnknownProviderError(LookupError):
+    """No provider of that name."""
+
+
+# --- the shipped catalog ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    providers: dict[str, ProviderInfo]
+    models: dict[tuple[str, str], ModelInfo]
+
+
+_CATALOG_MODELS: TypeAdapter[list[ModelInfo]] = TypeAdapter(list[ModelInfo])
+
+
+def load_catalog(text: str | bytes | None = None) -> Catalog:
+    """Parse the shipped catalog (or ``text`` in its format) and add the local servers."""
+    if text is None:
+        text = resources.files("tether.ai").joinpath("catalog.json").read_bytes()
+    data = cast(dict[str, Any], json.loads(text))
+    providers = {
+        name: ProviderInfo(name, entry["api"], entry["baseUrl"], entry.get("apiKeyEnv"))
+        for name, entry in cast(dict[str, dict[str, str]], data["providers"]).items()
+    }
+    providers.update((p.name, p) for p in LOCAL_PROVIDERS)
+    models = _CATALOG_MODELS.validate_python(data["models"])
+    return Catalog(providers, {(m["provider"], m["id"]): m for m in models})
+
+
+# --- the registry -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _UserLayer:
+    stamp: tuple[Path, int, int] | None
+    providers: dict[str, ProviderInfo]
+    models: dict[tuple[str, str], ModelInfo]
+
+
+class ModelRegistry:
+    """The three layers and the lookups over them. Most code uses the module functions, which
+    share one registry; tests and embedders may build their own."""
+
+    def __init__(self, catalog: Catalog | None = None, models_path: Callable[[], Path] = paths.models_file):
+        self._catalog = catalog
+        self._models_path = models_path
+        self._user = _UserLayer(None, {}, {})
+        self._user_loaded = False
+        self._providers: dict[str, ProviderInfo] = {}
+        self._models: dict[tuple[str, str], ModelInfo] = {}
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = load_catalog()
+        return self._catalog
+
+    # lookups
+
+    def get_provider(self, name: str) -> ProviderInfo:
+        """The provider ``name``; ``UnknownProviderError`` lists the known ones on a miss."""
+        providers = self.providers()
+        if name not in providers:
+            known = ", ".join(sorted(providers))
+            raise UnknownProviderError(f"unknown provider {name!r}; known providers: {known}")
+        return providers[name]
+
+    def providers(self) -> dict[str, ProviderInfo]:
+        """Every provider by name: shipped, local servers, the user's, registered ones."""
+        user = self._user_layer()
+        return {**self.catalog.providers, **user.providers, **self._providers}
+
+    def get_model(self, provider: str, model_id: str) -> ModelInfo:
+        """The model ``model_id`` of ``provider``.
+
+        A local server's provider accepts any id (a model with default limits). A miss raises
+        ``UnknownModelError`` with the closest ids of that provider.
+        """
+        model = self._lookup(provider, model_id)
+        if model is not None:
+            return model
+        providers = self.providers()
+        if provider not in providers:
+            raise UnknownModelError(
+                f"unknown provider {provider!r} (model {model_id!r}); known providers: "
+                + ", ".join(sorted(providers))
+            )
+        info = providers[provider]
+        if info.local:
+            return default_model(info, model_id)
+        ids = [m["id"] for m in self.list_models(provider)]
+        close = difflib.get_close_matches(model_id, ids, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(ids)} models are known for it"
+        raise UnknownModelError(
+            f"unknown model {model_id!r} for provider {provider!r}{hint}", [f"{provider}/{c}" for c in close]
+        )
+
+    def find_model(self, ref: str) -> ModelInfo:
+        """Resolve ``provider/id`` or a bare model id.
+
+        ``provider/id`` splits at the first ``/`` (ids may contain more, as OpenRouter's do). A
+        string whose first part is not a provider, or whose id that provider lacks, is also tried
+        as a bare id: it must name exactly one model among all providers.
+        """
+        ref = ref.strip()
+        providers = self.providers()
+        provider, sep, rest = ref.partition("/")
+        if sep and provider in providers and rest:
+            model = self._lookup(provider, rest) or self._lookup_spelling(provider, rest)
+            if model is not None:
+                return model
+            if providers[provider].local:
+                return default_model(providers[provider], rest)
+        matches = [m for m in self._all_models().values() if m["id"] == ref]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(sorted(f"{m['provider']}/{m['id']}" for m in matches))
+            raise UnknownModelError(
+                f"model {ref!r} is offered by several providers: {names}; name one as provider/id",
+                sorted(f"{m['provider']}/{m['id']}" for m in matches),
+            )
+        if sep and provider in providers and rest:
+            return self.get_model(provider, rest)  # raises with that provider's closest ids
+        keys = list(self._all_models())
+        names = [f"{p}/{i}" for p, i in keys]
+        close = difflib.get_close_matches(ref, names, n=5, cutoff=0.6)
+        close_ids = set(difflib.get_close_matches(ref, [i for _, i in keys], n=5, cutoff=0.6))
+        close += [n for (_, i), n in zip(keys, names, strict=True) if i in close_ids and n not in close]
+        close = close[:8]
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see `tether models`"
+        raise UnknownModelError(f"unknown model {ref!r}{hint}", close)
+
+    def list_models(self, provider: str | None = None) -> list[ModelInfo]:
+        """Every known model (of ``provider``), sorted by provider then id.
+
+        Models a local server offers are not listed until something names them: ask the server
+        (``tether.ai.local_servers.probe_local_servers``).
+        """
+        models = self._all_models()
+        keys = sorted(k for k in models if provider is None or k[0] == provider)
+        return [models[k] for k in keys]
+
+    # registration
+
+    def register_model(self, model: Mapping[str, Any]) -> ModelInfo:
+        """Add (or replace) a model for the rest of the program; returns the validated record.
+
+        Raises ``WireError`` naming the field when ``model`` is not a complete ``ModelInfo``.
+        """
+        info = MODEL_INFO.decode(dict(model), f"model {model.get('provider')}/{model.get('id')}")
+        self._models[(info["provider"], info["id"])] = info
+        return info
+
+    def register_provider(self, provider: ProviderInfo) -> ProviderInfo:
+        """Add (or replace) a provider for the rest of the program."""
+        self._providers[provider.name] = provider
+        return provider
+
+    def reload(self) -> None:
+        """Forget the user's file so the next lookup reads it again."""
+        self._user_loaded = False
+
+    # internals
+
+    def _lookup(self, provider: str, model_id: str) -> ModelInfo | None:
+        key = (provider, model_id)
+        return self._models.get(key) or self._user_layer().models.get(key) or self.catalog.models.get(key)
+
+    def _lookup_spelling(self, provider: str, model_id: str) -> ModelInfo | None:
+        """The provider's one model whose id differs from ``model_id`` only in case or in ``.``
+        versus ``-`` (``claude-opus-4.7`` for ``claude-opus-4-7``), else ``None``."""
+        wanted = _spelling(model_id)
+        found = [m for (p, i), m in self._all_models().items() if p == provider and _spelling(i) == wanted]
+        return found[0] if len(found) == 1 else None
+
+    def _all_models(self) -> dict[tuple[str, str], ModelInfo]:
+        return {**self.catalog.models, **self._user_layer().models, **self._models}
+
+    def _user_layer(self) -> _UserLayer:
+        path = self._models_path()
+        stamp = _stamp(path)
+        if not self._user_loaded or stamp != self._user.stamp:
+            self._user = _UserLayer(stamp, {}, {})  # a failed read is retried on the next call
+            self._user_loaded = True
+            if stamp is not None:
+                known = frozenset(self.catalog.providers)
+                self._user = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+        return self._user
+
+
+def _spelling(model_id: str) -> str:
+    return model_id.lower().replace(".", "-")
+
+
+def _stamp(path: Path) -> tuple[Path, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (path, st.st_mtime_ns, st.st_size)
+
+
+def _build_user_layer(
+    path: Path, stamp: tuple[Path, int, int], data: ModelsFile, catalog: Catalog
+) -> _UserLayer:
+    providers: dict[str, ProviderInfo] = {}
+    models: dict[tuple[str, str], ModelInfo] = {}
+    for name, entry in data.get("providers", {}).items():
+        base = catalog.providers.get(name)
+        provider = _provider_from_entry(name, entry, base)
+        providers[name] = provider
+        if base is not None and any(k in entry for k in ("baseUrl", "headers", "compat")):
+            # A shipped provider moved (a proxy) or given headers: its catalog models follow.
+            for key, model in catalog.models.items():
+                if key[0] == name:
+                    models[key] = _apply_provider(model, provider, entry)
+        for index, model_entry in enumerate(entry.get("models", [])):
+            where = f"providers.{name}.models[{index}] ({model_entry['id']!r})"
+            shipped = models.get((name, model_entry["id"])) or catalog.models.get((name, model_entry["id"]))
+            model = _model_from_entry(model_entry, provider, shipped)
+            try:
+                info = MODEL_INFO.decode(model)
+            except WireError as err:  # a field the entry left to a default that cannot hold
+                raise ModelsFileError(path, f"{where}{err.path.removeprefix('model')}", err.reason) from None
+            models[(name, info["id"])] = info
+    return _UserLayer(stamp, providers, models)
+
+
+def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | None) -> ProviderInfo:
+    base_url = entry.get("baseUrl") or (base.base_url if base else "")
+    api_key_env = entry.get("apiKeyEnv", base.api_key_env if base else None)
+    return ProviderInfo(
+        name=name,
+        api=entry.get("api") or (base.api if base else ""),
+        base_url=base_url,
+        api_key_env=api_key_env,
+        headers={**(base.headers if base else {}), **entry.get("headers", {})},
+        compat={**(base.compat if base else {}), **entry.get("compat", {})},
+        local=api_key_env is None and is_loopback(base_url),
+    )
+
+
+def _apply_provider(model: ModelInfo, provider: ProviderInfo, entry: ProviderEntry) -> ModelInfo:
+    changed: dict[str, Any] = dict(model)
+    if "baseUrl" in entry:
+        changed["baseUrl"] = provider.base_url
+    if entry.get("headers"):
+        changed["headers"] = {**model.get("headers", {}), **entry.get("headers", {})}
+    if entry.get("compat"):
+        changed["compat"] = {**model.get("compat", {}), **entry.get("compat", {})}
+    return cast(ModelInfo, changed)
+
+
+def _model_from_entry(entry: ModelEntry, provider: ProviderInfo, shipped: ModelInfo | None) -> dict[str, Any]:
+    """The entry over the shipped model of the same id, or over the defaults of a new one."""
+    base: dict[str, Any] = (
+        dict(shipped) if shipped is not None else dict(default_model(provider, entry["id"]))
+    )
+    fields: dict[str, Any] = dict(entry)
+    if "cost" in entry:
+        fields["cost"] = {**base["cost"], **entry["cost"]} if shipped is not None else cost_of(entry["cost"])
+    if "headers" in entry:
+        fields["headers"] = {**base.get("headers", {}), **entry["headers"]}
+    if "compat" in entry:
+        fields["compat"] = {**base.get("compat", {}), **entry["compat"]}
+    if shipped is None and "name" not in entry:
+        fields["name"] = entry["id"]
+    return {**base, **fields}
+
+
+def default_model(provider: ProviderInfo, model_id: str) -> ModelInfo:
+    """A model of ``provider`` nobody described: text only, no reasoning, zero cost, default limits."""
+    model: ModelInfo = {
+        "id": model_id,
+        "name": model_id,
+        "api": provider.api,
+        "provider": provider.name,
+        "baseUrl": provider.base_url,
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": DEFAULT_CONTEXT_WINDOW,
+        "maxTokens": DEFAULT_MAX_TOKENS,
+    }
+    if provider.headers:
+        model["headers"] = dict(provider.headers)
+    if provider.compat:
+        model["compat"] = dict(provider.compat)
+    return model
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (``localhost``, ``127.x``, ``::1``)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+# --- module-level API over one shared registry --------------------------------------------------
+
+_registry: ModelRegistry | None = None
+
+
+def default_registry() -> ModelRegistry:
+    """The registry the module functions use (created on first use)."""
+    global _registry
+    if _registry is None:
+        _registry = ModelRegistry()
+    return _registry
+
+
+def get_model(provider: str, model_id: str) -> ModelInfo:
+    """The model ``model_id`` of ``provider`` (see ``ModelRegistry.get_model``)."""
+    return default_registry().get_model(provider, model_id)
+
+
+def find_model(ref: str) -> ModelInfo:
+    """The model named ``provider/id`` or by a bare id (see ``ModelRegistry.find_model``)."""
+    return default_registry().find_model(ref)
+
+
+def list_models(provider: str | None = None) -> list[ModelInfo]:
+    """Every known model (of ``provider``), sorted by provider then id."""
+    return default_registry().list_models(provider)
+
+
+def get_provider(name: str) -> ProviderInfo:
+    """The provider ``name`` (shipped, local server, the user's or registered)."""
+    return default_registry().get_provider(name)
+
+
+def list_providers() -> list[ProviderInfo]:
+    """Every known provider, sorted by name."""
+    providers = default_registry().providers()
+    return [providers[name] for name in sorted(providers)]
+
+
+def register_model(model: Mapping[str, Any]) -> ModelInfo:
+    """Add (or replace) a model for the rest of the program."""
+    return default_registry().register_model(model)
+
+
+def register_provider(provider: ProviderInfo) -> ProviderInfo:
+    """Add (or replace) a provider for the rest of the program."""
+    return default_registry().register_provider(provider)
+
+
+def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:
+    """Whether requests to ``provider`` can authenticate: keyless, or its key variable is set."""
+    if provider.api_key_env is None:
+        return True
+    return bool((os.environ if env is None else env).get(provider.api_key_env))
+
+
+def providers_with_keys(env: Mapping[str, str] | None = None) -> Iterable[ProviderInfo]:
+    """Known non-local providers whose API key is present in the environment."""
+    return [p for p in list_providers() if not p.local and provider_has_key(p, env)]
+
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_TOKENS",
+    "LOCAL_PROVIDERS",
+    "Catalog",
+    "ModelRegistry",
+    "ProviderInfo",
+    "UnknownModelError",
+    "UnknownProviderError",
+    "default_model",
+    "default_registry",
+    "find_model",
+    "get_model",
+    "get_provider",
+    "is_loopback",
+    "list_models",
+    "list_providers",
+    "load_catalog",
+    "provider_has_key",
+    "providers_with_keys",
+    "register_model",
+    "register_provider",
+]

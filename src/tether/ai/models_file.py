@@ -1,0 +1,177 @@
+"""The user's ``models.json``: extra providers and models, and overrides of shipped ones.
+
+The schema is documented in ``docs/models.md``. This module only reads and checks the file; the
+registry (``tether.ai.models``) merges the result over the shipped catalog. A mistake in the file
+raises ``ModelsFileError`` whose message names the file, the entry and the field, e.g.::
+
+    ~/.config/tether/models.json: providers.ollama.models[1] ("qwen3:8b").contextWindow: Input should be a valid integer (got '32k')
+
+Unknown fields are errors too, so a typo (``baseURL``) is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, NotRequired, cast
+
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
+
+from tether.wire import Codec, ModelCost, ThinkingConfig, WireError
+
+Number = int | float
+
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+@with_config(STRICT)
+class CostEntry(TypedDict):
+    """Per-million-token USD rates; a missing rate is 0."""
+
+    input: NotRequired[Number]
+    output: NotRequired[Number]
+    cacheRead: NotRequired[Number]
+    cacheWrite: NotRequired[Number]
+
+
+@with_config(STRICT)
+class ModelEntry(TypedDict):
+    """One model of a provider. Only ``id`` is required; see ``docs/models.md`` for defaults."""
+
+    id: str
+    name: NotRequired[str]
+    api: NotRequired[str]
+    baseUrl: NotRequired[str]
+    reasoning: NotRequired[bool]
+    input: NotRequired[list[str]]
+    cost: NotRequired[CostEntry]
+    contextWindow: NotRequired[int | None]
+    maxTokens: NotRequired[int | None]
+    headers: NotRequired[dict[str, str]]
+    compat: NotRequired[dict[str, Any]]
+    thinking: NotRequired[ThinkingConfig]
+
+
+@with_config(STRICT)
+class ProviderEntry(TypedDict):
+    """A provider: new (``baseUrl`` and ``api`` required) or an override of a known one."""
+
+    baseUrl: NotRequired[str]
+    api: NotRequired[str]
+    apiKeyEnv: NotRequired[str | None]
+    headers: NotRequired[dict[str, str]]
+    compat: NotRequired[dict[str, Any]]
+    models: NotRequired[list[ModelEntry]]
+
+
+@with_config(STRICT)
+class ModelsFile(TypedDict):
+    providers: NotRequired[dict[str, ProviderEntry]]
+
+
+_CODEC: Codec[ModelsFile] = Codec(ModelsFile, "")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ModelsFileError(ValueError):
+    """``models.json`` could not be used. The message names the file, the entry and the field."""
+
+    def __init__(self, file: Path, path: str, reason: str) -> None:
+        super().__init__(f"{file}: {path}: {reason}" if path else f"{file}: {reason}")
+        self.file = file
+        self.path = path
+        self.reason = reason
+
+
+def read_models_file(file: Path, known_providers: frozenset[str] = frozenset()) -> ModelsFile:
+    """Parse and check ``file``; a missing file is an empty one.
+
+    ``known_providers`` are the providers tether already has (shipped and local servers): an entry
+    for one of them may omit ``baseUrl`` and ``api`` (it overrides or extends that provider).
+    """
+    try:
+        text = file.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise ModelsFileError(file, "", f"cannot read: {err.strerror or err}") from None
+    return parse_models_file(text, file, known_providers)
+
+
+def parse_models_file(
+    text: str | bytes, file: Path, known_providers: frozenset[str] = frozenset()
+) -> ModelsFile:
+    """Check the JSON text of a models file (``file`` only names it in errors)."""
+    try:
+        data = _CODEC.decode_json(text)
+    except WireError as err:
+        raise ModelsFileError(file, _name_entries(text, err.path), _reason(err.reason)) from None
+    for name, provider in data.get("providers", {}).items():
+        _check_provider(file, name, provider, known_providers)
+    return data
+
+
+def cost_of(entry: CostEntry | None) -> ModelCost:
+    """A complete cost record: the entry's rates, 0 for the missing ones."""
+    entry = entry or {}
+    return {
+        "input": entry.get("input", 0),
+        "output": entry.get("output", 0),
+        "cacheRead": entry.get("cacheRead", 0),
+        "cacheWrite": entry.get("cacheWrite", 0),
+    }
+
+
+def _check_provider(file: Path, name: str, provider: ProviderEntry, known: frozenset[str]) -> None:
+    where = f"providers.{name}"
+    if not name or "/" in name:
+        raise ModelsFileError(file, where, "a provider name must be non-empty and contain no '/'")
+    if name not in known:
+        for field in ("baseUrl", "api"):
+            if field not in provider:
+                raise ModelsFileError(
+                    file,
+                    f"{where}.{field}",
+                    "required field is missing (for a provider tether does not know)",
+                )
+    env = provider.get("apiKeyEnv")
+    if env is not None and not _ENV_NAME.fullmatch(env):
+        raise ModelsFileError(
+            file, f"{where}.apiKeyEnv", f"expected the name of an environment variable, got {env!r}"
+        )
+    seen: set[str] = set()
+    for index, model in enumerate(provider.get("models", [])):
+        entry = f"{where}.models[{index}] ({model['id']!r})"
+        if not model["id"].strip():
+            raise ModelsFileError(file, f"{where}.models[{index}].id", "must not be empty")
+        if model["id"] in seen:
+            raise ModelsFileError(file, f"{entry}.id", "duplicate model id in this provider")
+        seen.add(model["id"])
+        thinking = model.get("thinking")
+        if thinking is not None and not thinking["efforts"]:
+            raise ModelsFileError(file, f"{entry}.thinking.efforts", "must list at least one effort")
+
+
+def _reason(reason: str) -> str:
+    if reason.startswith("Extra inputs are not permitted"):
+        return "unknown field"
+    return reason
+
+
+def _name_entries(text: str | bytes, path: str) -> str:
+    """Add each model's id to a ``models[i]`` step of an error path, so the entry is recognisable."""
+    match = re.match(r"(providers\.([^.\[]+)\.models\[(\d+)\])(.*)", path.lstrip("."))
+    if match is None:
+        return path.lstrip(".")
+    try:
+        data: object = json.loads(text)
+        models = cast(dict[str, Any], data)["providers"][match.group(2)]["models"]
+        model_id = cast(dict[str, Any], models[int(match.group(3))]).get("id")
+    except (ValueError, KeyError, IndexError, TypeError):
+        model_id = None
+    if not isinstance(model_id, str):
+        return path.lstrip(".")
+    return f"{match.group(1)} ({model_id!r}){match.group(4)}"
