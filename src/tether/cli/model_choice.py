@@ -25,19 +25,18 @@ from tether.wire import ModelInfo
 
 SCRIPTED_ENV = "TETHER_SCRIPTED"
 
-PROVIDER_DEFAULTS = (
-    ("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-    ("anthropic", "ANTHROPIC_OAUTH_TOKEN", "claude-sonnet-4-5"),
-    ("openai", "OPENAI_API_KEY", "gpt-5"),
-    ("google", "GEMINI_API_KEY", "gemini-2.5-pro"),
-    ("openrouter", "OPENROUTER_API_KEY", "anthropic/claude-sonnet-4.5"),
-    ("xai", "XAI_API_KEY", "grok-4"),
-    ("groq", "GROQ_API_KEY", "openai/gpt-oss-120b"),
-    ("deepseek", "DEEPSEEK_API_KEY", "deepseek-chat"),
-    ("mistral", "MISTRAL_API_KEY", "mistral-large-latest"),
-    ("cerebras", "CEREBRAS_API_KEY", "gpt-oss-120b"),
+PREFERRED_MODELS = (
+    ("anthropic", "claude-sonnet-4-5"),
+    ("openai", "gpt-5"),
+    ("google", "gemini-2.5-pro"),
+    ("openrouter", "anthropic/claude-sonnet-4.5"),
+    ("xai", "grok-4"),
+    ("groq", "openai/gpt-oss-120b"),
+    ("deepseek", "deepseek-chat"),
+    ("mistral", "mistral-large-latest"),
+    ("cerebras", "gpt-oss-120b"),
 )
-"""Provider, key variable, preferred model; the first provider with a key wins."""
+"""Provider and preferred model, in order: the first provider with a key wins."""
 
 
 class ModelError(ValueError):
@@ -81,14 +80,17 @@ def _catalog_model(spec: str) -> ModelInfo:
 
 
 def _default_model() -> ResolvedModel:
-    from tether.ai.models import get_model
+    from tether.ai.models import get_model, get_provider, list_models, provider_has_key
 
-    for provider, variable, model_id in PROVIDER_DEFAULTS:
-        if os.environ.get(variable):
-            try:
-                return ResolvedModel(get_model(provider, model_id), None)
-            except (LookupError, ValueError):
-                continue
+    for provider, model_id in PREFERRED_MODELS:
+        if not provider_has_key(get_provider(provider)):
+            continue
+        try:
+            return ResolvedModel(get_model(provider, model_id), None)
+        except LookupError:
+            offered = list_models(provider)
+            if offered:
+                return ResolvedModel(offered[0], None)
     resolved = _local("local:")
     notice = (
         "No API key and no model configured: using the embedded SmolLM2-135M, a smoke-test model "
