@@ -1,1 +1,71 @@
-"""tether.tools."""
+"""tether.tools: the built-in coding tools and the prompt-side ``!cmd`` / ``$code`` / ``@path`` helpers.
+
+``create_coding_tools(workspace)`` gives the agent its tools; every path they touch goes through
+the ``Workspace`` policy, and ``approval_hook`` asks the user before risky calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tether.agent.tool import AgentTool
+from tether.tools.approval import ApprovalDecision, AskUser, approval_hook, describe_call
+from tether.tools.bash import BashParams, create_bash_tool
+from tether.tools.edit import EditParams, create_edit_tool, unified_diff
+from tether.tools.errors import PathOutsideWorkspace, ToolError
+from tether.tools.find import FindParams, create_find_tool
+from tether.tools.grep import GrepParams, create_grep_tool
+from tether.tools.ls import LsParams, create_ls_tool
+from tether.tools.read import ReadParams, create_read_tool
+from tether.tools.workspace import Workspace
+from tether.tools.write import WriteParams, create_write_tool
+
+TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
+    "read": create_read_tool,
+    "bash": create_bash_tool,
+    "edit": create_edit_tool,
+    "write": create_write_tool,
+    "grep": create_grep_tool,
+    "find": create_find_tool,
+    "ls": create_ls_tool,
+}
+"""Every built-in tool by name, in the order the model sees them."""
+
+
+def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None) -> list[AgentTool]:
+    """The built-in tools bound to ``workspace``; ``names`` picks a subset (in the given order)."""
+    if names is None:
+        return [factory(workspace) for factory in TOOL_FACTORIES.values()]
+    unknown = [name for name in names if name not in TOOL_FACTORIES]
+    if unknown:
+        known = ", ".join(TOOL_FACTORIES)
+        raise ValueError(f"Unknown tool(s): {', '.join(unknown)}. Built-in tools: {known}.")
+    return [TOOL_FACTORIES[name](workspace) for name in names]
+
+
+__all__ = [
+    "TOOL_FACTORIES",
+    "ApprovalDecision",
+    "AskUser",
+    "BashParams",
+    "EditParams",
+    "FindParams",
+    "GrepParams",
+    "LsParams",
+    "PathOutsideWorkspace",
+    "ReadParams",
+    "ToolError",
+    "Workspace",
+    "WriteParams",
+    "approval_hook",
+    "create_bash_tool",
+    "create_coding_tools",
+    "create_edit_tool",
+    "create_find_tool",
+    "create_grep_tool",
+    "create_ls_tool",
+    "create_read_tool",
+    "create_write_tool",
+    "describe_call",
+    "unified_diff",
+]

@@ -1,0 +1,123 @@
+"""``bash``: run a shell command in the workspace and return what it printed.
+
+Output streams to ``on_update`` while the command runs (throttled, so a chatty build does not
+flood the UI), and the final result keeps the head and the tail of long output with a note on
+what was cut. A non-zero exit, a timeout or an abort fails the call, with the output so far in
+the message: the model needs it most exactly then.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.process import run_process
+from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
+from tether.tools.workspace import Workspace
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+UPDATE_INTERVAL = 0.1
+"""Seconds between two partial-output updates."""
+
+
+class BashParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(description="The command line to run with bash -c.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g}).",
+    )
+    cwd: str | None = Field(
+        default=None, description="Directory to run in, relative to the workspace root (default: the root)."
+    )
+
+
+DESCRIPTION = (
+    "Run a shell command (bash -c) in the workspace and return its combined stdout and stderr. stdin is "
+    "closed, so interactive programs cannot wait for input. Long output keeps its first and last "
+    f"{MAX_LINES // 2} lines (at most {MAX_BYTES // 1024} KB) with a note in between: pipe through grep, "
+    "head or tail to see specific parts. A non-zero exit status, a timeout or an abort is reported "
+    "as an error together with the output. Prefer read, grep, find and ls for looking at files."
+)
+
+
+def shell_argv(command: str) -> list[str]:
+    """``bash -c command``, or ``sh -c`` where bash is not installed."""
+    return [shutil.which("bash") or "/bin/sh", "-c", command]
+
+
+def create_bash_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: BashParams, signal: AbortSignal | None, on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return await run_bash(workspace, params, signal, on_update)
+
+    return AgentTool(
+        name="bash",
+        label="Bash",
+        description=DESCRIPTION,
+        parameters=BashParams,
+        execute=execute,
+        execution_mode="sequential",
+    )
+
+
+async def run_bash(
+    workspace: Workspace, params: BashParams, signal: AbortSignal | None, on_update: ToolUpdate | None
+) -> AgentToolResult[dict[str, Any]]:
+    if not params.command.strip():
+        raise ToolError("command is empty.")
+    cwd = workspace.resolve(params.cwd) if params.cwd else workspace.real_root
+    if not cwd.is_dir():
+        raise ToolError(f"cwd {workspace.display(cwd)} is not a directory.")
+    timeout = params.timeout or DEFAULT_TIMEOUT
+    live = _LiveOutput(on_update) if on_update is not None else None
+    result = await run_process(
+        shell_argv(params.command),
+        cwd=Path(cwd),
+        timeout=timeout,
+        signal=signal,
+        on_output=live.feed if live is not None else None,
+    )
+    output = result.output or "(no output)"
+    details: dict[str, Any] = {
+        "exitCode": result.exit_code,
+        "truncated": result.truncated,
+        "totalBytes": result.total_bytes,
+    }
+    if result.cancelled:
+        raise ToolError(f"{output}\n\nCommand aborted; its process group was killed.")
+    if result.timed_out:
+        raise ToolError(
+            f"{output}\n\nCommand timed out after {timeout:g} seconds; its process group was killed."
+        )
+    if result.exit_code != 0:
+        raise ToolError(f"{output}\n\nCommand exited with code {result.exit_code}.")
+    return AgentToolResult([{"type": "text", "text": output}], details)
+
+
+class _LiveOutput:
+    """Forwards the latest output to ``on_update`` at most every ``UPDATE_INTERVAL`` seconds."""
+
+    def __init__(self, on_update: ToolUpdate) -> None:
+        self._on_update = on_update
+        self._tail = ""
+        self._last = 0.0
+
+    def feed(self, text: str) -> None:
+        self._tail = (self._tail + strip_ansi(text))[-MAX_BYTES:]
+        now = time.monotonic()
+        if now - self._last >= UPDATE_INTERVAL:
+            self._last = now
+            self._on_update(AgentToolResult([{"type": "text", "text": self._tail}], {"partial": True}))

@@ -1,0 +1,166 @@
+"""``edit``: replace an exact passage of a file, and show the change as a unified diff.
+
+The passage must occur exactly once (unless ``replace_all``): an edit that could land in two
+places is refused rather than guessed, and the error lists where the candidates are. A passage
+that is not found gets a hint when the cause is a usual one (whitespace, copied line numbers).
+Files with Windows line endings or a UTF-8 byte-order mark are matched as the model reads them
+(``\\n``, no mark) and written back in their own convention.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.sniff import looks_binary
+from tether.tools.workspace import Workspace
+
+BOM = "\ufeff"
+_LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t", re.MULTILINE)
+
+
+class EditParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File to edit: relative to the workspace root, or absolute.")
+    old_string: str = Field(
+        description="The exact text to replace, including indentation, without read's line-number prefixes. "
+        "It must occur exactly once unless replace_all is true: add surrounding lines to make it unique."
+    )
+    new_string: str = Field(description="The replacement text (may be empty to delete the passage).")
+    replace_all: bool = Field(default=False, description="Replace every occurrence instead of exactly one.")
+
+
+DESCRIPTION = (
+    "Edit a file by replacing an exact passage (old_string) with new text (new_string). old_string must "
+    "match the file character for character, and exactly once unless replace_all is true. Returns the "
+    "change as a unified diff. Read the file first; to create a file or rewrite it entirely use write."
+)
+
+
+def create_edit_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: EditParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return edit_file(workspace, params)
+
+    return AgentTool(
+        name="edit",
+        label="Edit",
+        description=DESCRIPTION,
+        parameters=EditParams,
+        execute=execute,
+        execution_mode="sequential",
+    )
+
+
+def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[str, Any]]:
+    path = workspace.resolve(params.path)
+    shown = workspace.display(path)
+    if not params.old_string:
+        raise ToolError("old_string is empty; to create a file or replace all of it, use write.")
+    if params.old_string == params.new_string:
+        raise ToolError("old_string and new_string are identical; there is nothing to change.")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ToolError(f"File not found: {shown}. To create a file, use write.") from None
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory, not a file.") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if looks_binary(raw):
+        raise ToolError(f"{shown} is a binary file; edit only works on text.")
+    try:
+        original = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 (byte {exc.start}); edit only works on UTF-8 text."
+        ) from None
+
+    has_bom = original.startswith(BOM)
+    text = original.removeprefix(BOM)
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    old, new = params.old_string, params.new_string
+    if crlf:
+        text, old, new = (s.replace("\r\n", "\n") for s in (text, old, new))
+
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {shown}.{_not_found_hint(text, old)}")
+    if count > 1 and not params.replace_all:
+        lines = ", ".join(str(n) for n in _match_lines(text, old)[:10])
+        raise ToolError(
+            f"old_string occurs {count} times in {shown} (starting on lines {lines}). Include more "
+            "surrounding lines to pick one occurrence, or set replace_all to change them all."
+        )
+    updated = text.replace(old, new) if params.replace_all else text.replace(old, new, 1)
+    first_line = text[: text.index(old)].count("\n") + 1
+
+    on_disk = updated.replace("\n", "\r\n") if crlf else updated
+    try:
+        path.write_bytes(((BOM if has_bom else "") + on_disk).encode())
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+
+    diff = unified_diff(text, updated, shown)
+    noun = "occurrence" if count == 1 else "occurrences"
+    summary = f"Edited {shown}: replaced {count} {noun}."
+    return AgentToolResult(
+        [{"type": "text", "text": f"{summary}\n\n{diff}"}],
+        {"path": shown, "replacements": count, "firstChangedLine": first_line, "diff": diff},
+    )
+
+
+def unified_diff(before: str, after: str, name: str) -> str:
+    """A ``git diff``-style unified diff with three lines of context."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _match_lines(text: str, old: str) -> list[int]:
+    lines: list[int] = []
+    start = text.find(old)
+    while start >= 0:
+        lines.append(text.count("\n", 0, start) + 1)
+        start = text.find(old, start + len(old))
+    return lines
+
+
+def _not_found_hint(text: str, old: str) -> str:
+    if _LINE_NUMBER_PREFIX.search(old):
+        stripped = _LINE_NUMBER_PREFIX.sub("", old)
+        if stripped in text:
+            return " It starts with line-number prefixes copied from read's output; leave them out."
+    line = _whitespace_match_line(text, old)
+    if line is not None:
+        return (
+            f" A passage that differs only in whitespace or indentation starts on line {line}; "
+            "copy it exactly as it appears in the file."
+        )
+    return " Read the file again and copy the passage exactly."
+
+
+def _whitespace_match_line(text: str, old: str) -> int | None:
+    """First line where ``old``'s lines appear with different whitespace, if anywhere."""
+    wanted = [" ".join(line.split()) for line in old.strip("\n").split("\n")]
+    if not any(wanted):
+        return None
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    for i in range(len(lines) - len(wanted) + 1):
+        if lines[i : i + len(wanted)] == wanted:
+            return i + 1
+    return None

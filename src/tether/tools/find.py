@@ -1,0 +1,80 @@
+"""``find``: list the files whose path matches a glob, skipping what ``.gitignore`` ignores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.files import walk_files
+from tether.tools.globs import compile_glob
+from tether.tools.workspace import Workspace
+
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 5000
+
+
+class FindParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(
+        description="Glob to match, e.g. '*.py' (a glob without '/' matches file names at any depth), "
+        "'src/**/*.ts' or 'tests/test_*.py' (a glob with '/' matches the path from the search directory)."
+    )
+    path: str = Field(default=".", description="Directory to search (default: the workspace root).")
+    limit: int = Field(
+        default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum paths to return (max {MAX_LIMIT})."
+    )
+
+
+DESCRIPTION = (
+    "Find files by glob pattern, recursively, skipping files ignored by .gitignore and the .git "
+    "directory. `*` and `?` stay within one path segment, `**` spans directories. Returns one path per "
+    "line, relative to the workspace root, sorted."
+)
+
+
+def create_find_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: FindParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return find_files(workspace, params)
+
+    return AgentTool(
+        name="find",
+        label="Find",
+        description=DESCRIPTION,
+        parameters=FindParams,
+        execute=execute,
+        execution_mode="parallel",
+    )
+
+
+def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict[str, Any]]:
+    start = workspace.resolve(params.path)
+    if not start.is_dir():
+        what = "not found" if not start.exists() else "not a directory"
+        raise ToolError(f"{workspace.display(start)} is {what}; find searches a directory.")
+    pattern = params.pattern.removeprefix("./")
+    regex = compile_glob(pattern)
+    by_name = "/" not in pattern
+    found: list[str] = []
+    limited = False
+    for file in walk_files(workspace, start):
+        relative = file.relative_to(start).as_posix()
+        if regex.match(relative.rsplit("/", 1)[-1] if by_name else relative):
+            if len(found) == params.limit:
+                limited = True
+                break
+            found.append(workspace.display(file))
+    found.sort()
+    if not found:
+        text = f"No files match {params.pattern!r} in {workspace.display(start)}."
+    else:
+        text = "\n".join(found)
+        if limited:
+            text += f"\n\n[Stopped at {params.limit} paths; narrow the pattern or path to see the rest.]"
+    return AgentToolResult([{"type": "text", "text": text}], {"count": len(found), "truncated": limited})

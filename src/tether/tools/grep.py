@@ -1,0 +1,190 @@
+"""``grep``: search file contents with a regular expression, skipping what ``.gitignore`` ignores.
+
+Each file is first searched as a whole (one C-level regex scan) and only files with a hit are
+split into lines, which keeps a search over a large tree close to the cost of reading it.
+Results use ripgrep's familiar shape, ``path:line:text`` (context lines ``path-line-text``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.files import walk_files
+from tether.tools.globs import compile_glob
+from tether.tools.sniff import looks_binary
+from tether.tools.truncate import MAX_BYTES, shorten_line
+from tether.tools.workspace import Workspace
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+MAX_FILE_BYTES = 10 * 1024 * 1024
+"""Larger files are skipped (and counted in the result): they are data, not source."""
+MATCH_LINE_CHARS = 500
+
+
+class GrepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="Regular expression (Python syntax) to search for, matched per line.")
+    path: str = Field(default=".", description="File or directory to search (default: the workspace root).")
+    glob: str | None = Field(
+        default=None,
+        description="Only search files whose path matches this glob, e.g. '*.py' or 'src/**/*.ts'. "
+        "A glob without '/' matches file names at any depth.",
+    )
+    ignore_case: bool = Field(default=False, description="Match case-insensitively.")
+    literal: bool = Field(default=False, description="Treat pattern as plain text, not a regular expression.")
+    context: int = Field(default=0, ge=0, le=10, description="Lines of context to show around each match.")
+    limit: int = Field(
+        default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum matches to return (max {MAX_LIMIT})."
+    )
+
+
+DESCRIPTION = (
+    "Search file contents for a regular expression (Python syntax), recursively from a directory, "
+    "skipping files ignored by .gitignore, the .git directory and binary files. Results are "
+    "`path:line:text` lines, context lines `path-line-text`. Narrow a search with glob (e.g. '*.py'). "
+    "Results stop at `limit` matches with a note saying so."
+)
+
+
+def create_grep_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: GrepParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return grep(workspace, params)
+
+    return AgentTool(
+        name="grep",
+        label="Grep",
+        description=DESCRIPTION,
+        parameters=GrepParams,
+        execute=execute,
+        execution_mode="parallel",
+    )
+
+
+def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, Any]]:
+    flags = re.MULTILINE | (re.IGNORECASE if params.ignore_case else 0)
+    source = re.escape(params.pattern) if params.literal else params.pattern
+    try:
+        regex = re.compile(source, flags)
+    except re.error as exc:
+        raise ToolError(
+            f"Invalid regular expression {params.pattern!r}: {exc}. Set literal to search plain text."
+        ) from None
+    start = workspace.resolve(params.path)
+    if not start.exists():
+        raise ToolError(f"Path not found: {workspace.display(start)}")
+    files = [start] if start.is_file() else walk_files(workspace, start)
+    name_filter = _glob_filter(params.glob)
+    base = start.parent if start.is_file() else start
+
+    out: list[str] = []
+    size = 0
+    matches = files_with_matches = skipped_large = 0
+    limited = False
+    for file in files:
+        relative = file.relative_to(base).as_posix()
+        if name_filter is not None and not name_filter(relative):
+            continue
+        try:
+            if file.stat().st_size > MAX_FILE_BYTES:
+                skipped_large += 1
+                continue
+        except OSError:
+            continue
+        text = _read_text(file)
+        if text is None:
+            continue
+        if regex.search(text) is None:
+            continue
+        files_with_matches += 1
+        shown = workspace.display(file)
+        block, found, limited = _file_matches(text, regex, shown, params.context, params.limit - matches)
+        matches += found
+        if params.context and out:
+            out.append("--")
+        for line in block:
+            size += len(line.encode()) + 1
+            if size > MAX_BYTES:
+                limited = True
+                break
+            out.append(line)
+        if limited or size > MAX_BYTES:
+            break
+
+    if not out:
+        text = f"No matches for {params.pattern!r} in {workspace.display(start)}."
+    else:
+        text = "\n".join(out)
+        if limited:
+            text += (
+                f"\n\n[Results stopped after {matches} matches (limit {params.limit} or the "
+                f"{MAX_BYTES // 1024} KB output limit). Narrow the pattern, path or glob to see the rest.]"
+            )
+    if skipped_large:
+        text += f"\n\n[{skipped_large} files over {MAX_FILE_BYTES // (1024 * 1024)} MB were not searched.]"
+    details = {
+        "matches": matches,
+        "files": files_with_matches,
+        "truncated": limited,
+        "skippedLarge": skipped_large,
+    }
+    return AgentToolResult([{"type": "text", "text": text}], details)
+
+
+def _read_text(file: Path) -> str | None:
+    """The file as text; ``None`` for unreadable or binary files."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    if looks_binary(data):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _file_matches(
+    text: str, regex: re.Pattern[str], shown: str, context: int, budget: int
+) -> tuple[list[str], int, bool]:
+    """Output lines for one file, the number of matches taken, and whether ``budget`` ran out."""
+    lines = text.splitlines()
+    hits = [i for i, line in enumerate(lines) if regex.search(line)]
+    limited = len(hits) > budget
+    hits = hits[:budget]
+    if not context:
+        return (
+            [f"{shown}:{i + 1}:{shorten_line(lines[i], MATCH_LINE_CHARS)}" for i in hits],
+            len(hits),
+            limited,
+        )
+    hit_set = set(hits)
+    out: list[str] = []
+    last = -1
+    for i in hits:
+        low, high = max(0, i - context), min(len(lines) - 1, i + context)
+        if last >= 0 and low > last + 1:
+            out.append("--")
+        for j in range(max(low, last + 1), high + 1):
+            sep = ":" if j in hit_set else "-"
+            out.append(f"{shown}{sep}{j + 1}{sep}{shorten_line(lines[j], MATCH_LINE_CHARS)}")
+        last = high
+    return out, len(hits), limited
+
+
+def _glob_filter(glob: str | None) -> Callable[[str], bool] | None:
+    if not glob:
+        return None
+    regex = compile_glob(glob)
+    if "/" in glob:
+        return lambda relative: regex.match(relative) is not None
+    return lambda relative: regex.match(relative.rsplit("/", 1)[-1]) is not None

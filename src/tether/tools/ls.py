@@ -1,0 +1,79 @@
+"""``ls``: the entries of one directory, directories marked with a trailing ``/``.
+
+Unlike ``find`` and ``grep``, ``ls`` shows everything, dotfiles and ignored files included:
+when the model asks what is in a directory, the honest answer is all of it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.workspace import Workspace
+
+DEFAULT_LIMIT = 500
+
+
+class LsParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(default=".", description="Directory to list (default: the workspace root).")
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=5000, description="Maximum entries to return.")
+
+
+DESCRIPTION = (
+    "List one directory: entry names sorted alphabetically, directories with a trailing '/', "
+    "hidden and git-ignored entries included. Use find for recursive listings."
+)
+
+
+def create_ls_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: LsParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return list_directory(workspace, params)
+
+    return AgentTool(
+        name="ls",
+        label="List",
+        description=DESCRIPTION,
+        parameters=LsParams,
+        execute=execute,
+        execution_mode="parallel",
+    )
+
+
+def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[dict[str, Any]]:
+    path = workspace.resolve(params.path)
+    shown = workspace.display(path)
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name.lower())
+    except FileNotFoundError:
+        raise ToolError(f"Directory not found: {shown}") from None
+    except NotADirectoryError:
+        raise ToolError(f"{shown} is a file, not a directory; use read to see it.") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
+    names = [entry.name + ("/" if _is_dir(entry) else "") for entry in entries]
+    shown_names = names[: params.limit]
+    if not names:
+        text = f"{shown} is empty."
+    else:
+        text = "\n".join(shown_names)
+        if len(names) > params.limit:
+            text += f"\n\n[{len(names) - params.limit} more entries not shown; raise limit or use find.]"
+    return AgentToolResult(
+        [{"type": "text", "text": text}], {"count": len(names), "truncated": len(names) > params.limit}
+    )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -1,0 +1,151 @@
+"""Running a command for the model or the user: bounded output, timeout, abort, no orphans.
+
+The command runs in its own session (``start_new_session``), so it leads a fresh process group.
+Timeout and abort signal that whole group, not just the shell: ``bash -c 'sleep 100 | cat'`` must
+not leave a ``sleep`` behind. The group gets SIGTERM first and SIGKILL after a short grace.
+
+A command that starts a background job holding our pipe (``server &``) would keep the read side
+open forever, so once the main process has exited the output is drained for a moment only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal as signals
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.ai.abort import AbortSignal
+from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
+
+KILL_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL of the process group."""
+DRAIN_AFTER_EXIT = 0.2
+"""Seconds to keep reading after the main process exited (background jobs may hold the pipe)."""
+
+_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
+"""Keep interactive pagers and colours out of captured output."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    output: str
+    """Combined stdout and stderr, ANSI-stripped, truncated with a note if too long."""
+    exit_code: int | None
+    """``None`` when the command was killed (timeout or abort)."""
+    truncated: bool
+    timed_out: bool
+    cancelled: bool
+    total_bytes: int
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float | None = None,
+    signal: AbortSignal | None = None,
+    on_output: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_lines: int = MAX_LINES,
+) -> ProcessResult:
+    """Run ``argv`` with stdin closed; stdout and stderr interleaved as the terminal would show."""
+    buffer = OutputBuffer(max_bytes, max_lines)
+    if signal is not None and signal.aborted:
+        return ProcessResult("", None, False, False, True, 0)
+    loop = asyncio.get_running_loop()
+    protocol = _Protocol(loop, buffer, on_output)
+    transport, _ = await loop.subprocess_exec(
+        lambda: protocol,
+        *argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **_QUIET_ENV, **(env or {})},
+    )
+    stop: asyncio.Future[None] = loop.create_future()
+
+    def on_abort(_reason: object) -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    remove = signal.add_listener(on_abort) if signal is not None else None
+    timed_out = cancelled = False
+    try:
+        done, _ = await asyncio.wait(
+            {protocol.exited, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if protocol.exited not in done:
+            cancelled = stop in done
+            timed_out = not cancelled
+            await _kill_group(transport.get_pid(), protocol.exited)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.eof), DRAIN_AFTER_EXIT)
+    finally:
+        if remove is not None:
+            remove()
+        if not protocol.exited.done():  # our caller was cancelled: leave nothing running
+            await _kill_group(transport.get_pid(), protocol.exited)
+        transport.close()
+    tail = buffer.finish()
+    if on_output is not None and tail:
+        on_output(tail)
+    killed = timed_out or cancelled
+    return ProcessResult(
+        output=buffer.text(),
+        exit_code=None if killed else transport.get_returncode(),
+        truncated=buffer.truncated,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        total_bytes=buffer.total_bytes,
+    )
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    """Feeds output straight into the buffer and reports exit and end-of-output separately.
+
+    Exit and end-of-output are distinct events on purpose: ``Process.wait()`` only returns once
+    every pipe is closed, which a background job can postpone forever.
+    """
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, buffer: OutputBuffer, on_output: Callable[[str], None] | None
+    ) -> None:
+        self._buffer = buffer
+        self._on_output = on_output
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.eof: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        text = self._buffer.feed(data if isinstance(data, bytes) else data.encode())
+        if self._on_output is not None and text:
+            self._on_output(text)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.eof.done():
+            self.eof.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _kill_group(pgid: int, exited: asyncio.Future[None]) -> None:
+    """SIGTERM the whole process group, then SIGKILL whatever is left of it after a grace period."""
+    _signal_group(pgid, signals.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE)
+    _signal_group(pgid, signals.SIGKILL)  # children may ignore SIGTERM or outlive the leader
+    await exited
+
+
+def _signal_group(pgid: int, sig: signals.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

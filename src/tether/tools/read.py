@@ -1,0 +1,143 @@
+"""``read``: a file's lines with line numbers, or an image the model can look at.
+
+Large files are read in windows (``offset``/``limit``) and the result always says which lines
+were shown and how to continue, so the model never mistakes a prefix for the whole file. The
+file is streamed line by line: reading the start of a 1 GB log costs the start, not a gigabyte.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, BinaryIO
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
+from tether.tools.truncate import MAX_BYTES, MAX_LINES, shorten_line
+from tether.tools.workspace import Workspace
+from tether.wire import ImageContent, TextContent
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Provider limit for one inline image (Anthropic's, the strictest of the major APIs)."""
+
+
+class ReadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File to read: relative to the workspace root, or absolute.")
+    offset: int | None = Field(
+        default=None, ge=1, description="First line to return (1-based). Omit to start at the top."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description=f"Maximum number of lines to return (at most {MAX_LINES})."
+    )
+
+
+DESCRIPTION = (
+    "Read a file from the workspace. Text comes back with line numbers (`<number>\\t<line>`); the numbers "
+    "are not part of the file. PNG, JPEG, GIF and WebP images come back as images you can see. "
+    f"At most {MAX_LINES} lines or {MAX_BYTES // 1024} KB are returned per call; when a file is longer, "
+    "the result says which lines were shown and which `offset` continues. Read a file before editing it."
+)
+
+
+def create_read_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: ReadParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return read_file(workspace, params)
+
+    return AgentTool(
+        name="read",
+        label="Read",
+        description=DESCRIPTION,
+        parameters=ReadParams,
+        execute=execute,
+        execution_mode="parallel",
+    )
+
+
+def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[str, Any]]:
+    path = workspace.resolve(params.path)
+    shown = workspace.display(path)
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file; use ls to list it.")
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise ToolError(f"File not found: {shown}") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    with handle:
+        head = handle.read(SNIFF_BYTES)
+        mime = image_mime_type(head)
+        size = path.stat().st_size
+        if mime is not None:
+            if size > MAX_IMAGE_BYTES:
+                raise ToolError(
+                    f"{shown} is a {mime} image of {size} bytes, over the {MAX_IMAGE_BYTES} byte limit "
+                    "for images; resize it first (e.g. with a bash command) and read the smaller copy."
+                )
+            data = head + handle.read()
+            image: ImageContent = {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": mime}
+            note: TextContent = {"type": "text", "text": f"Read image {shown} ({mime}, {size} bytes)."}
+            return AgentToolResult([note, image], {"path": shown, "mimeType": mime, "bytes": size})
+        if looks_binary(head):
+            raise ToolError(
+                f"{shown} is a binary file ({size} bytes) and cannot be shown as text; "
+                "inspect it with a bash command such as `file` or `xxd | head`."
+            )
+        handle.seek(0)
+        return _read_lines(handle, shown, params.offset or 1, min(params.limit or MAX_LINES, MAX_LINES))
+
+
+def _read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentToolResult[dict[str, Any]]:
+    lines: list[str] = []
+    size = 0
+    total = 0
+    cut_by_bytes = False
+    for raw in handle:
+        total += 1
+        if total < offset:
+            continue
+        line = shorten_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        numbered = f"{total}\t{line}"
+        cost = len(numbered.encode()) + 1
+        cut_by_bytes = bool(lines) and size + cost > MAX_BYTES
+        if cut_by_bytes or len(lines) >= limit:
+            total += _count_lines(handle)
+            break
+        lines.append(numbered)
+        size += cost
+    if total == 0:
+        return AgentToolResult(
+            [{"type": "text", "text": f"{shown} is empty."}], {"path": shown, "totalLines": 0}
+        )
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines.")
+    last = offset + len(lines) - 1
+    text = "\n".join(lines)
+    if last < total:
+        why = f" (the {MAX_BYTES // 1024} KB output limit was reached)" if cut_by_bytes else ""
+        text += f"\n\n[Showing lines {offset}-{last} of {total}{why}. Use offset={last + 1} to continue.]"
+    details = {
+        "path": shown,
+        "startLine": offset,
+        "endLine": last,
+        "totalLines": total,
+        "truncated": last < total,
+    }
+    return AgentToolResult([{"type": "text", "text": text}], details)
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    """Lines left from the current position, counted in blocks (fast on huge files)."""
+    count = 0
+    last = b"\n"
+    while block := handle.read(1 << 20):
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (last != b"\n")

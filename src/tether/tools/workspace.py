@@ -1,0 +1,89 @@
+"""The workspace policy: which paths the tools may touch and which calls need the user's approval.
+
+Every path a tool receives goes through ``Workspace.resolve``. Relative paths are taken from the
+workspace root; the result is the *real* path (symlinks followed), so ``../x``, ``/etc/passwd``
+and a symlink pointing out of the tree are all recognised as outside. Outside paths are refused
+unless the user allowed them (``allow_outside`` or ``extra_roots``), and a write outside the root
+still asks for approval, like every ``bash`` command, unless ``auto_approve`` (``--yes``) is set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tether.tools.errors import PathOutsideWorkspace, ToolError
+from tether.wire import ToolCall
+
+WRITE_TOOLS = frozenset({"write", "edit"})
+"""Tools whose ``path`` argument is written to."""
+ALWAYS_ASK_TOOLS = frozenset({"bash"})
+"""Tools that can do anything, so every call asks (unless auto-approved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    root: Path
+    extra_roots: tuple[Path, ...] = ()
+    """Further directories the user allowed, as if they were part of the workspace."""
+    allow_outside: bool = False
+    """Allow any path (writes outside the roots still need approval)."""
+    auto_approve: bool = False
+    """Approve every call without asking (``--yes``)."""
+    _real_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        real = tuple(Path(os.path.realpath(p)) for p in (self.root, *self.extra_roots))
+        object.__setattr__(self, "_real_roots", real)
+
+    @property
+    def real_root(self) -> Path:
+        return self._real_roots[0]
+
+    def resolve(self, path: str) -> Path:
+        """The real path a tool argument names; raises ``PathOutsideWorkspace`` for refused paths."""
+        if not path:
+            raise ToolError("path must not be empty")
+        candidate = Path(os.path.expanduser(path))
+        real = Path(os.path.realpath(self.real_root / candidate))
+        if self.allow_outside or self.contains(real):
+            return real
+        via_link = self.contains(Path(os.path.abspath(self.real_root / candidate)))
+        how = " through a symbolic link" if via_link else ""
+        raise PathOutsideWorkspace(
+            f"Path {path!r} resolves{how} to {real}, outside the workspace {self.real_root}. "
+            "Only files inside the workspace can be accessed."
+        )
+
+    def contains(self, real_path: Path) -> bool:
+        """Whether an already-resolved path lies inside one of the allowed roots."""
+        return any(real_path == root or real_path.is_relative_to(root) for root in self._real_roots)
+
+    def display(self, real_path: Path) -> str:
+        """A path as the model should see it: relative to the root when inside it."""
+        try:
+            relative = real_path.relative_to(self.real_root)
+        except ValueError:
+            return str(real_path)
+        return str(relative) if relative.parts else "."
+
+    def needs_approval(self, tool_call: ToolCall) -> bool:
+        """Whether the user must approve this call before it runs."""
+        if self.auto_approve:
+            return False
+        name = tool_call["name"]
+        if name in ALWAYS_ASK_TOOLS:
+            return True
+        if name in WRITE_TOOLS:
+            return not self._inside_roots(tool_call["arguments"])
+        return False
+
+    def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
+        path = arguments.get("path")
+        if not isinstance(path, str) or not path:
+            return True  # validation will reject it; nothing is written
+        real = Path(os.path.realpath(self.real_root / os.path.expanduser(path)))
+        return self.contains(real)

@@ -1,0 +1,61 @@
+"""``write``: create or overwrite a file with the given content, creating parent directories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.workspace import Workspace
+
+
+class WriteParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File to write: relative to the workspace root, or absolute.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+DESCRIPTION = (
+    "Write a file: creates it (and any missing parent directories) or replaces its whole content. "
+    "To change part of an existing file, prefer edit, which cannot lose the rest of the file."
+)
+
+
+def create_write_tool(workspace: Workspace) -> AgentTool:
+    async def execute(
+        _tool_call_id: str, params: WriteParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[dict[str, Any]]:
+        return write_file(workspace, params)
+
+    return AgentTool(
+        name="write",
+        label="Write",
+        description=DESCRIPTION,
+        parameters=WriteParams,
+        execute=execute,
+        execution_mode="sequential",
+    )
+
+
+def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dict[str, Any]]:
+    path = workspace.resolve(params.path)
+    shown = workspace.display(path)
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    data = params.content.encode()
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    verb = "Overwrote" if existed else "Created"
+    lines = params.content.count("\n") + (1 if params.content and not params.content.endswith("\n") else 0)
+    text = f"{verb} {shown} ({len(data)} bytes, {lines} lines)."
+    return AgentToolResult(
+        [{"type": "text", "text": text}], {"path": shown, "bytes": len(data), "created": not existed}
+    )

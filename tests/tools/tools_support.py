@@ -1,0 +1,24 @@
+"""Helpers shared by the tools tests (a plain module: conftest files cannot be imported)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+
+
+async def call(
+    tool: AgentTool,
+    signal: AbortSignal | None = None,
+    on_update: ToolUpdate | None = None,
+    **arguments: Any,
+) -> AgentToolResult[Any]:
+    """Validate ``arguments`` like the agent loop does, then execute the tool."""
+    parameters = tool.parameters
+    assert not isinstance(parameters, dict)
+    return await tool.execute("call-1", parameters.model_validate(arguments), signal, on_update)
+
+
+def text_of(result: AgentToolResult[Any]) -> str:
+    return "\n".join(block["text"] for block in result.content if block["type"] == "text")
