@@ -48,7 +48,14 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
     script = cli.script("s", [{"content": [{"type": "thinking", "chunks": ["hm"]}, {"type": "text", "chunks": ["a", "b"]}]}])
     done = cli.run("--mode", "json", "go", "--no-session", script=script)
     assert done.returncode == 0, done.stderr
-    events = json_lines(done.stdout)
+    header, *events = json_lines(done.stdout)
+    assert header == {
+        "type": "session",
+        "id": None,
+        "cwd": str(cli.project.resolve()),
+        "model": "scripted/s",
+        "thinkingLevel": header["thinkingLevel"],
+    }
     kinds = [e["type"] for e in events]
     assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
     assert kinds.count("turn_start") == kinds.count("turn_end") == 1

@@ -2,8 +2,8 @@
 
 Print mode writes the final assistant text to stdout and everything else (notices, errors) to
 stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
-text streams as it arrives. JSON mode writes every runtime event as one JSON line (the wire
-types, ``message_update`` snapshots included) for scripts. Both exit 1 when the run ended in an
+text streams as it arrives. JSON mode writes a ``session`` line, then every runtime event as one JSON
+line (the wire types, ``message_update`` snapshots included) for scripts. Both exit 1 when the run ended in an
 error or was aborted.
 """
 
@@ -50,6 +50,19 @@ async def run_print(runtime: Runtime, prompt: str, out: TextIO, err: TextIO, *, 
 
 
 async def run_json(runtime: Runtime, prompt: str, out: TextIO, err: TextIO) -> int:
+    """A ``session`` line first (id, cwd, model), then one line per event."""
+    model = runtime.model
+    header = {
+        "type": "session",
+        "id": runtime.session_id,
+        "cwd": str(runtime.cwd),
+        "model": f"{model['provider']}/{model['id']}",
+        "thinkingLevel": runtime.thinking_level,
+    }
+    out.write(dumps(header) + "\n")
+    if runtime.notice:
+        err.write(f"note: {runtime.notice}\n")
+
     def on_event(event: RuntimeEvent) -> None:
         out.write(dumps(event))
         out.write("\n")

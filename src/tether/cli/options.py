@@ -25,6 +25,8 @@ class RunOptions:
     system_prompt: str | None = None
     cwd: Path | None = None
     yes: bool = False
+    stream: bool | None = None
+    """Print mode: write text as it streams. ``None``: when stdout is a terminal."""
 
     @classmethod
     def from_click(cls, words: tuple[str, ...], values: Mapping[str, object]) -> RunOptions:

@@ -1,17 +1,20 @@
 """From parsed options to a running mode: settings, session choice, runtime, then the front end.
 
-User mistakes (a bad settings file, an unknown model, a missing session) end here as one line on
-stderr and exit status 1 — never a traceback.
+User mistakes (a bad settings file, an unknown model or tool, a missing session) end here as one
+line on stderr and exit status 1 — never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tether.cli.options import RunOptions
+
+DEMO_MODEL = "local:"
+"""``tether demo`` always runs the embedded model unless told otherwise (never a paid API)."""
 
 
 def run(options: RunOptions) -> int:
@@ -25,9 +28,11 @@ def run(options: RunOptions) -> int:
 
 
 def run_demo(question: str, model: str | None) -> int:
-    """``tether demo``: the same as ``tether -p QUESTION --no-session``, streaming the answer."""
+    """``tether demo``: ``tether -p QUESTION --no-session --tools ''``, streaming the answer."""
     sys.stderr.write(f"Question: {question}\n")
-    options = RunOptions(prompt=question, mode="print", model=model, no_session=True, tools=())
+    options = RunOptions(
+        prompt=question, mode="print", model=model or DEMO_MODEL, no_session=True, tools=(), stream=True
+    )
     return run(options)
 
 
@@ -37,40 +42,23 @@ async def _run(options: RunOptions) -> int:
     from tether.cli.settings import load_settings
 
     cwd = options.cwd or Path.cwd()
-    mode = options.mode
-    prompt = options.prompt
-    if mode == "interactive" and not sys.stdin.isatty():
-        mode = "print"
-    if mode != "interactive" and prompt is None:
-        if sys.stdin.isatty():
-            sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
-            return 2
-        prompt = sys.stdin.read().strip()
-        if not prompt:
-            sys.stderr.write("tether: empty prompt on stdin\n")
-            return 2
+    options = _with_prompt(options)
+    if options.mode != "interactive" and not options.prompt:
+        sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
+        return 2
     settings = load_settings(config_dir(), cwd)
-    session_id = options.session_id
+    session_id = options.session_id or options.resume or None
     if options.resume == "":
         session_id = _pick_session(cwd)
         if session_id is None:
             return 1
-    elif options.resume:
-        session_id = options.resume
-    choice = SessionChoice(
-        persist=not options.no_session,
-        continue_latest=options.continue_,
-        session_id=session_id,
-        create_if_missing=options.session_id is not None,
-    )
-    ask = None
-    interactive_app = None
-    if mode == "interactive":
+    choice = SessionChoice(persist=not options.no_session, continue_latest=options.continue_, session_id=session_id)
+    app = None
+    if options.mode == "interactive":
         from tether.cli.interactive import InteractiveApp
 
-        interactive_app = InteractiveApp(cwd=cwd)
-        ask = interactive_app.ask_approval
-    runtime = await Runtime.start(
+        app = InteractiveApp(cwd=cwd)
+    runtime = Runtime.start(
         cwd=cwd,
         settings=settings,
         model_spec=options.model,
@@ -78,22 +66,34 @@ async def _run(options: RunOptions) -> int:
         tool_names=options.tools,
         system_prompt=options.system_prompt,
         approval="yes" if options.yes else None,
-        ask=ask,
+        ask=app.ask_approval if app is not None else None,
         session=choice,
     )
     try:
-        if interactive_app is not None:
-            return await interactive_app.run(runtime, prompt)
-        if runtime.notice:
-            sys.stderr.write(f"note: {runtime.notice}\n")
-        assert prompt is not None
+        if app is not None:
+            return await app.run(runtime, options.prompt)
         from tether.cli.headless import run_json, run_print
 
-        if mode == "json":
+        prompt = options.prompt or ""
+        if options.mode == "json":
             return await run_json(runtime, prompt, sys.stdout, sys.stderr)
-        return await run_print(runtime, prompt, sys.stdout, sys.stderr, stream=sys.stdout.isatty())
+        if runtime.notice:
+            sys.stderr.write(f"note: {runtime.notice}\n")
+        stream = options.stream if options.stream is not None else sys.stdout.isatty()
+        return await run_print(runtime, prompt, sys.stdout, sys.stderr, stream=stream)
     finally:
         await runtime.close()
+
+
+def _with_prompt(options: RunOptions) -> RunOptions:
+    """Piped stdin means a script is talking: read the prompt from it and run headless."""
+    if sys.stdin.isatty():
+        return options
+    mode = "print" if options.mode == "interactive" else options.mode
+    prompt = options.prompt
+    if prompt is None:
+        prompt = sys.stdin.read().strip() or None
+    return replace(options, mode=mode, prompt=prompt)
 
 
 def _pick_session(cwd: Path) -> str | None:
@@ -117,22 +117,11 @@ def _pick_session(cwd: Path) -> str | None:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors that are the user's to fix (evaluated only when something is raised)."""
+    from tether.ai.models_file import ModelsFileError
     from tether.cli.model_choice import ModelError
+    from tether.cli.runtime import SetupError
     from tether.cli.settings import SettingsError
+    from tether.session import SessionError
 
-    errors: list[type[BaseException]] = [ModelError, SettingsError]
-    try:
-        from tether.session import SessionError
-
-        errors.append(SessionError)
-    except ImportError:  # pragma: no cover - the session package is always present once merged
-        pass
-    return tuple(errors)
-
-
-def color_enabled(stream: object) -> bool:
-    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError)

@@ -1,12 +1,12 @@
 """The session runtime: one agent, one model, one durable session — no terminal in sight.
 
-Every front end (interactive, print, JSON, and later RPC and ACP) drives a ``Runtime``: it builds
-the ``Agent`` from settings, model, tools and session; persists every finished message through the
-session store as it happens (a crash loses at most the message being streamed); compacts the
+Every front end (interactive, print, JSON, and later RPC and ACP) drives a ``Runtime``. It builds
+the ``Agent`` from settings, model, tools and session; persists every finished message through
+the session store as it happens (a crash loses at most the message being streamed); compacts the
 context when it nears the model's window or the provider reports an overflow; and owns the input
-syntax of a prompt line (``/command``, ``!shell``, ``$python``, ``@file``). Front ends subscribe
-to its events: the agent's own events plus ``queue_update`` (pending steering/follow-ups),
-``compaction_start``/``compaction_end`` and ``notice`` — the same names pi's RPC protocol uses.
+syntax of a prompt line (``!shell``, ``$python``, ``@file``). Front ends subscribe to its events:
+the agent's own events plus ``queue_update`` (pending steering and follow-ups),
+``compaction_start``/``compaction_end`` — the names pi's RPC protocol uses.
 """
 
 from __future__ import annotations
@@ -16,20 +16,25 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
-from tether.agent import Agent, AgentTool
+from tether.agent import Agent, AgentTool, BeforeToolCallContext, BeforeToolCallResult
 from tether.cli.model_choice import ResolvedModel, resolve_model
 from tether.cli.settings import Approval, Settings
 from tether.cli.system_prompt import build_system_prompt
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, UserMessage
+from tether.session import Session, SessionManager
+from tether.tools import Workspace, create_coding_tools, describe_call
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, ToolCall, UserMessage
 
+T = TypeVar("T")
 RuntimeEvent = dict[str, Any]
 Listener = Callable[[RuntimeEvent], Awaitable[None] | None]
-AskApproval = Callable[[str, dict[str, Any], str], Awaitable[bool]]
-"""``ask(tool_name, args, reason) -> allowed``: how a front end asks the user."""
+AskApproval = Callable[[ToolCall, str], Awaitable[bool]]
+"""``ask(tool_call, question) -> allowed``: how a front end asks the user."""
 
-DEFAULT_TOOLS = ("read", "write", "edit", "bash", "grep", "find", "ls")
+
+class SetupError(ValueError):
+    """The run cannot start as asked (unknown tool name, ...); the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +44,6 @@ class SessionChoice:
     persist: bool = True
     continue_latest: bool = False
     session_id: str | None = None
-    create_if_missing: bool = False
-    """``--session ID`` creates the session when it does not exist yet."""
 
 
 @dataclass(slots=True)
@@ -74,7 +77,7 @@ class Pending:
 
 
 class Runtime:
-    """See the module docstring. Create with ``await Runtime.start(...)``; ``close()`` when done."""
+    """See the module docstring. Create with ``Runtime.start(...)``; ``await close()`` when done."""
 
     def __init__(
         self,
@@ -87,18 +90,19 @@ class Runtime:
         system_prompt: str,
         approval: Approval,
         ask: AskApproval | None,
-        sessions: Any,
-        session: Any,
+        sessions: SessionManager | None,
+        session: Session | None,
     ) -> None:
         self.cwd = cwd
         self.settings = settings
-        self.approval = approval
+        self.approval: Approval = approval
+        self.pending = Pending()
         self._ask = ask
         self._resolved = resolved
         self._sessions = sessions
         self._session = session
+        self._workspace = Workspace(cwd)
         self._listeners: list[Listener] = []
-        self.pending = Pending()
         self._run: asyncio.Task[None] | None = None
         self.agent = Agent(
             model=resolved.model,
@@ -110,12 +114,14 @@ class Runtime:
             before_tool_call=self._before_tool_call,
             session_id=session.id if session is not None else None,
         )
+        if session is not None:
+            self.agent.messages = session.messages
         self.agent.subscribe(self._on_agent_event)
 
     # -- construction ------------------------------------------------------------------------------
 
     @classmethod
-    async def start(
+    def start(
         cls,
         *,
         cwd: Path,
@@ -128,39 +134,41 @@ class Runtime:
         ask: AskApproval | None = None,
         session: SessionChoice | None = None,
     ) -> Runtime:
-        from tether.tools import Workspace, create_coding_tools
-
-        choice = session or SessionChoice()
-        sessions, stored = _open_session(choice, cwd)
-        restored_model: ModelInfo | None = None
-        if stored is not None and model_spec is None:
-            restored_model = stored.model
-        resolved = resolve_model(model_spec, settings.model) if restored_model is None else None
-        if resolved is None:
-            resolved = _restore_model(cast(ModelInfo, restored_model), settings)
-        names = tuple(tool_names) if tool_names is not None else (settings.tools or DEFAULT_TOOLS)
-        tools = create_coding_tools(Workspace(cwd), list(names))
-        prompt = build_system_prompt(
-            cwd,
-            [(t.name, t.description) for t in tools],
-            replace=system_prompt or settings.system_prompt,
-            append=settings.append_system_prompt,
-        )
-        level = thinking or (stored.thinking_level if stored is not None else None) or settings.thinking
-        runtime = cls(
-            cwd=cwd,
-            settings=settings,
-            resolved=resolved,
-            thinking=_clamp_thinking(resolved.model, level or "medium"),
-            tools=tools,
-            system_prompt=prompt,
-            approval=approval or settings.approval,
-            ask=ask,
-            sessions=sessions,
-            session=stored,
-        )
-        if stored is not None:
-            runtime.agent.messages = stored.context_messages()
+        """Resolve model, tools, prompt and session; a user mistake raises a one-line error."""
+        names = tool_names if tool_names is not None else settings.tools
+        try:
+            tools = create_coding_tools(Workspace(cwd), list(names) if names is not None else None)
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+        sessions, stored = _open_session(session or SessionChoice(), cwd)
+        try:
+            resolved = _choose_model(model_spec, settings, stored)
+            level = thinking or _stored_thinking(stored) or settings.thinking or "medium"
+            prompt = build_system_prompt(
+                cwd,
+                [(t.name, t.description) for t in tools],
+                replace=system_prompt or settings.system_prompt,
+                append=settings.append_system_prompt,
+            )
+            runtime = cls(
+                cwd=cwd,
+                settings=settings,
+                resolved=resolved,
+                thinking=_clamp_thinking(resolved.model, level),
+                tools=tools,
+                system_prompt=prompt,
+                approval=approval or settings.approval,
+                ask=ask,
+                sessions=sessions,
+                session=stored,
+            )
+        except BaseException:
+            if stored is not None:
+                stored.close()
+            if sessions is not None:
+                sessions.close()
+            raise
+        runtime._record_settings()
         return runtime
 
     # -- state -------------------------------------------------------------------------------------
@@ -176,6 +184,10 @@ class Runtime:
     @property
     def notice(self) -> str | None:
         return self._resolved.notice
+
+    @property
+    def session(self) -> Session | None:
+        return self._session
 
     @property
     def session_id(self) -> str | None:
@@ -197,55 +209,71 @@ class Runtime:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     # -- running -----------------------------------------------------------------------------------
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         """Run the agent on a user prompt to completion (``@path`` mentions attached first)."""
-        from tether.tools import file_mentions
+        from tether.tools.prompt_input import file_mentions
 
         messages: list[AgentMessage] = []
-        mention = file_mentions(text, self.cwd)
+        mention = file_mentions(text, self._workspace)
         if mention is not None:
             messages.append(mention)
         content: Any = text if not images else [{"type": "text", "text": text}, *images]
         user: UserMessage = {"role": "user", "content": content, "timestamp": _now()}
         messages.append(user)
-        await self._start(self.agent.prompt(messages))
+        await self._exclusive(self._prompt_run(messages))
 
-    def start_prompt(self, text: str) -> asyncio.Task[None]:
-        """``prompt`` as a background task (front ends stay responsive while it runs)."""
-        task = asyncio.ensure_future(self.prompt(text))
-        return task
+    async def run_input(self, line: str) -> AgentMessage:
+        """``!cmd``/``!!cmd`` (shell) or ``$code``/``$$code`` (Python): run it and record the result.
+
+        The result becomes part of the conversation (the model sees it with the next prompt)
+        unless doubled (``!!``/``$$``), which records it for the user only.
+        """
+        from tether.tools.prompt_input import run_prompt_command
+
+        async def body() -> AgentMessage:
+            message = await run_prompt_command(line, self._workspace)
+            await self._emit({"type": "message_start", "message": message})
+            self.agent.messages = [*self.agent.messages, message]
+            self._persist(message)
+            await self._emit({"type": "message_end", "message": message})
+            return message
+
+        return await self._exclusive(body())
 
     def steer(self, text: str) -> None:
         self.pending.steering.append(text)
         self.agent.steer({"role": "user", "content": text, "timestamp": _now()})
-        self._emit_queue()
+        self._queue_changed()
 
     def follow_up(self, text: str) -> None:
         self.pending.follow_up.append(text)
         self.agent.follow_up({"role": "user", "content": text, "timestamp": _now()})
-        self._emit_queue()
+        self._queue_changed()
 
     def abort(self) -> None:
         self.agent.abort()
 
-    async def wait_idle(self) -> None:
-        if self._run is not None:
-            await asyncio.shield(self._run)
-
-    async def _start(self, run: Awaitable[None]) -> None:
+    async def _exclusive(self, work: Awaitable[T]) -> T:
         if self.is_running:
-            raise RuntimeError("the agent is already running: steer or queue a follow-up instead")
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise RuntimeError("the agent is already running: steer it or queue a follow-up instead")
+        task: asyncio.Task[T] = asyncio.ensure_future(work)
+        self._run = cast("asyncio.Task[None]", task)
+        return await task
 
-        async def body() -> None:
-            await run
-            await self._after_run()
-
-        self._run = asyncio.ensure_future(body())
-        await self._run
+    async def _prompt_run(self, messages: list[AgentMessage]) -> None:
+        await self.agent.prompt(messages)
+        await self._maybe_compact()
 
     # -- events and persistence --------------------------------------------------------------------
 
@@ -253,7 +281,7 @@ class Runtime:
         kind = event["type"]
         if kind == "message_start" and event["message"]["role"] == "user":
             self._delivered(event["message"])
-        if kind == "message_end":
+        elif kind == "message_end":
             self._persist(event["message"])
         await self._emit(event)
 
@@ -263,78 +291,89 @@ class Runtime:
             if outcome is not None:
                 await outcome
 
-    def _emit_soon(self, event: RuntimeEvent) -> None:
+    def _queue_changed(self) -> None:
+        event = {"type": "queue_update", "steering": list(self.pending.steering), "followUp": list(self.pending.follow_up)}
         for listener in list(self._listeners):
             outcome = listener(event)
-            if outcome is not None:
-                asyncio.ensure_future(outcome)
-
-    def _emit_queue(self) -> None:
-        self._emit_soon(
-            {
-                "type": "queue_update",
-                "steering": list(self.pending.steering),
-                "followUp": list(self.pending.follow_up),
-            }
-        )
+            if asyncio.iscoroutine(outcome):
+                outcome.close()
+                raise TypeError("queue_update listeners must be synchronous")
 
     def _delivered(self, message: AgentMessage) -> None:
         content = message.get("content")
-        text = content if isinstance(content, str) else None
         for queue in (self.pending.steering, self.pending.follow_up):
-            if text in queue:
-                queue.remove(cast(str, text))
-                self._emit_queue()
+            if isinstance(content, str) and content in queue:
+                queue.remove(content)
+                self._queue_changed()
                 return
 
     def _persist(self, message: AgentMessage) -> None:
         if self._session is not None:
             self._session.append_message(message)
 
-    async def _after_run(self) -> None:
-        """Auto-compaction: after a run that overflowed or nears the context window."""
+    def _record_settings(self) -> None:
+        """Store model and thinking level when they differ from what the session had."""
+        session = self._session
+        if session is None:
+            return
+        stored = session.context
+        model = self.model
+        if stored.model is None or (stored.model.provider, stored.model.model_id) != (model["provider"], model["id"]):
+            session.set_model(model)
+        if stored.thinking_level != self.thinking_level:
+            session.set_thinking_level(self.thinking_level)
+
+    async def _before_tool_call(
+        self, context: BeforeToolCallContext, signal: object = None
+    ) -> BeforeToolCallResult | None:
+        call = context.tool_call
+        if self.approval == "yes" or not self._workspace.needs_approval(call):
+            return None
+        question = describe_call(call)
+        if self.approval == "deny":
+            return BeforeToolCallResult(block=True, reason=f"Not allowed by the approval policy 'deny': {question}")
+        if self._ask is None:
+            return BeforeToolCallResult(
+                block=True,
+                reason=f"This call needs the user's approval and nobody can give it here ({question}). "
+                "The user can rerun with --yes to allow it.",
+            )
+        if await self._ask(call, question):
+            return None
+        return BeforeToolCallResult(block=True, reason=f"The user declined this {call['name']} call. Do not retry it as is.")
+
+    # -- compaction --------------------------------------------------------------------------------
+
+    async def _maybe_compact(self) -> None:
+        """After a run: compact when the provider reported an overflow or the window is nearly full."""
+        from tether.session.compaction import is_context_overflow
+
         last = self.last_assistant()
         if last is None or not self.settings.compaction.enabled:
             return
-        from tether.session import is_context_overflow
-
         overflowed = last["stopReason"] == "error" and is_context_overflow(last.get("errorMessage", ""))
         window = self.model.get("contextWindow") or 0
-        used = _context_tokens(last)
-        if overflowed or (window and used > window - self.settings.compaction.reserve_tokens):
-            await self.compact(None)
+        if overflowed or (window and _context_tokens(last) > window - self.settings.compaction.reserve_tokens):
+            await self.compact(None, reason="overflow" if overflowed else "threshold")
 
-    async def _before_tool_call(self, context: Any, signal: object = None) -> Any:
-        from tether.tools import needs_approval
+    async def compact(self, instructions: str | None, *, reason: str = "manual") -> str:
+        """Summarise the older part of the conversation; returns the summary."""
+        from tether.session.compaction import compact
 
-        call = context.tool_call if hasattr(context, "tool_call") else context["toolCall"]
-        reason = needs_approval(self.cwd, call["name"], call["arguments"])
-        if reason is None or self.approval == "yes":
-            return None
-        if self.approval == "deny" or self._ask is None:
-            why = "approval policy is 'deny'" if self.approval == "deny" else "nobody can approve it here"
-            return {"block": True, "reason": f"{reason}: not allowed ({why}; rerun with --yes to allow)"}
-        if await self._ask(call["name"], call["arguments"], reason):
-            return None
-        return {"block": True, "reason": f"{reason}: the user declined"}
-
-    # -- session operations (used by slash commands, RPC and ACP) ----------------------------------
-
-    async def compact(self, instructions: str | None) -> str:
-        from tether.session import compact
-
-        await self._emit({"type": "compaction_start", "reason": "manual" if instructions else "threshold"})
+        await self._emit({"type": "compaction_start", "reason": reason})
         result = await compact(
-            self._session,
             self.agent.messages,
             model=self.model,
             stream_fn=self._resolved.stream_fn,
+            session=self._session,
             instructions=instructions,
             keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
         )
         self.agent.messages = result.messages
-        await self._emit({"type": "compaction_end", "result": result.summary})
+        await self._emit({"type": "compaction_end", "reason": reason, "result": {"summary": result.summary}})
         return result.summary
+
+    # -- settings and session operations (slash commands, RPC, ACP) ---------------------------------
 
     def set_model(self, spec: str) -> ModelInfo:
         resolved = resolve_model(spec, None)
@@ -353,6 +392,51 @@ class Runtime:
             self._session.set_thinking_level(effective)
         return effective
 
+    def new_session(self) -> str | None:
+        """Start over in a fresh session (same model and settings)."""
+        self._attach(self._sessions.create(self.cwd) if self._sessions is not None else None)
+        self._record_settings()
+        return self.session_id
+
+    def switch_session(self, session_id: str) -> None:
+        sessions = self._require_sessions()
+        self._attach(sessions.open(session_id))
+
+    def fork(self, entry_id: str | None) -> str:
+        """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
+        sessions = self._require_sessions()
+        session = self._require_session()
+        self._attach(sessions.fork(session.id, entry_id))
+        return session.id if self._session is None else self._session.id
+
+    async def branch(self, entry_id: str, *, summarize: bool) -> str | None:
+        """Move to an earlier point of this session's tree; optionally summarise the branch left."""
+        session = self._require_session()
+        summary: str | None = None
+        if summarize:
+            from tether.session.compaction import summarize_branch
+
+            summary = await summarize_branch(session, entry_id, model=self.model, stream_fn=self._resolved.stream_fn)
+        session.branch(entry_id, summary=summary)
+        self.agent.messages = session.messages
+        return summary
+
+    def tree_text(self) -> str:
+        from tether.cli.tree import render_tree
+
+        return render_tree(self._require_session())
+
+    def rename(self, title: str) -> None:
+        self._require_session().rename(title)
+
+    def export(self, path: Path) -> Path:
+        session = self._require_session()
+        if path.suffix == ".html":
+            from tether.cli.export_html import write_html
+
+            return write_html(path, session)
+        return self._require_sessions().export(session.id, path)
+
     def stats(self) -> Stats:
         user = assistant = calls = 0
         tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
@@ -365,13 +449,14 @@ class Runtime:
                 calls += sum(1 for block in message["content"] if block["type"] == "toolCall")
                 usage = message["usage"]
                 for key in tokens:
-                    tokens[key] += int(usage.get(key, 0))
+                    tokens[key] += int(usage.get(key, 0) or 0)
                 cost += float(usage["cost"]["total"])
         last = self.last_assistant()
         session = self._session
+        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
         return Stats(
             session_id=self.session_id,
-            session_file=str(self._sessions.path) if self._sessions is not None else None,
+            session_file=str(store_path) if store_path is not None else None,
             title=session.title if session is not None else None,
             messages=len(self.agent.messages),
             user_messages=user,
@@ -387,13 +472,30 @@ class Runtime:
         )
 
     async def close(self) -> None:
-        if self.is_running:
+        if self._run is not None and not self._run.done():
             self.abort()
-            await asyncio.gather(cast(asyncio.Task[None], self._run), return_exceptions=True)
+            await asyncio.gather(self._run, return_exceptions=True)
         if self._session is not None:
             self._session.close()
         if self._sessions is not None:
             self._sessions.close()
+
+    def _attach(self, session: Session | None) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session = session
+        self.agent.messages = session.messages if session is not None else []
+        self.agent.session_id = session.id if session is not None else None
+
+    def _require_sessions(self) -> SessionManager:
+        if self._sessions is None:
+            raise LookupError("sessions are off in this run (--no-session)")
+        return self._sessions
+
+    def _require_session(self) -> Session:
+        if self._session is None:
+            raise LookupError("this run has no session (--no-session)")
+        return self._session
 
 
 def _now() -> int:
@@ -402,9 +504,8 @@ def _now() -> int:
 
 def _context_tokens(message: AssistantMessage) -> int:
     usage = message["usage"]
-    return int(usage.get("totalTokens") or 0) or (
-        int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])
-    )
+    total = int(usage.get("totalTokens") or 0)
+    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> str:
@@ -414,27 +515,37 @@ def _clamp_thinking(model: ModelInfo, level: str) -> str:
 
 
 def _convert_to_llm(messages: list[AgentMessage]) -> Any:
-    from tether.session import convert_to_llm
+    from tether.session.convert import convert_to_llm
 
     return convert_to_llm(messages)
 
 
-def _restore_model(model: ModelInfo, settings: Settings) -> ResolvedModel:
-    return resolve_model(f"{model['provider']}/{model['id']}", settings.model)
+def _stored_thinking(session: Session | None) -> str | None:
+    return session.context.thinking_level if session is not None else None
 
 
-def _open_session(choice: SessionChoice, cwd: Path) -> tuple[Any, Any]:
+def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:
+    """``--model`` wins; a resumed session keeps its model; else settings and defaults."""
+    stored = session.context.model if session is not None else None
+    if spec is None and stored is not None and stored.provider != "scripted":
+        if stored.info is not None and stored.provider == "local":
+            return resolve_model(f"local:{stored.model_id}", None)
+        return resolve_model(f"{stored.provider}/{stored.model_id}", None)
+    return resolve_model(spec, settings.model)
+
+
+def _open_session(choice: SessionChoice, cwd: Path) -> tuple[SessionManager | None, Session | None]:
     if not choice.persist:
         return None, None
-    from tether.session import SessionManager
-
-    sessions = SessionManager.open_default()
-    if choice.session_id is not None:
-        if choice.create_if_missing and not sessions.exists(choice.session_id):
-            return sessions, sessions.create(cwd=str(cwd), session_id=choice.session_id)
-        return sessions, sessions.open(choice.session_id)
-    if choice.continue_latest:
-        latest = sessions.list(cwd=str(cwd), limit=1)
-        if latest:
-            return sessions, sessions.open(latest[0].id)
-    return sessions, sessions.create(cwd=str(cwd))
+    sessions = SessionManager()
+    try:
+        if choice.session_id is not None:
+            return sessions, sessions.open(choice.session_id)
+        if choice.continue_latest:
+            latest = sessions.resume(cwd)
+            if latest is not None:
+                return sessions, latest
+        return sessions, sessions.create(cwd)
+    except BaseException:
+        sessions.close()
+        raise
