@@ -1,0 +1,129 @@
+"""The interactive mode in a real terminal: tmux runs ``tether``, we type and read the screen.
+
+One scripted conversation walks through what a person does: a prompt and its streamed answer, a
+tool call whose long output is folded (then expanded with Ctrl-O), steering typed while a tool
+runs (shown as a pending chip, then delivered), Ctrl-C aborting a running command, ``/session``,
+and Ctrl-D to exit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from cli_support import CliEnv, text_reply, tool_reply
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+
+
+class Terminal:
+    """A detached tmux session on a private server socket, 100x30."""
+
+    def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
+        self.socket = f"tether-test-{uuid.uuid4().hex[:8]}"
+        exports = [f"{key}={value}" for key, value in env.items()]
+        self._tmux(
+            "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "-c", cwd, "env", *exports, *command
+        )
+        self._tmux("set-option", "-t", "t", "remain-on-exit", "on")
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False)
+        return done.stdout
+
+    def send(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-t", "t", "-l", text)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
+
+    def dead(self) -> bool:
+        return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
+
+    def wait_for(self, check: Callable[[str], bool] | str, timeout: float = 20.0) -> str:
+        predicate = (lambda s: check in s) if isinstance(check, str) else check
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {check!r}; screen:\n{screen}")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+def test_interactive_session_in_tmux(cli: CliEnv) -> None:
+    script = cli.script(
+        "chat",
+        [
+            text_reply("Hello from the ", "**scripted** model."),
+            tool_reply("bash", {"command": "seq 1 20"}, "call_seq"),
+            text_reply("Counted to twenty."),
+            tool_reply("bash", {"command": "sleep 2; echo slept"}, "call_nap"),
+            text_reply("Heard you: steering arrived."),
+            tool_reply("bash", {"command": "sleep 60"}, "call_long"),
+            text_reply("this answer is never reached"),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli", "--yes"], str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+
+        terminal.type("hello there")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Hello from the scripted model.")
+        assert "› hello there" in screen
+        assert "**scripted**" not in screen  # markdown was rendered
+
+        terminal.type("count please")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Counted to twenty.")
+        assert "bash command=seq 1 20" in screen
+        assert "more lines" in screen and "Ctrl-O" in screen  # long output folded
+        folded = screen.split("bash command=seq 1 20")[1]
+        assert "\n  │ 20" not in folded
+        terminal.send("C-o")
+        terminal.wait_for(lambda s: "  │ 20" in s.split("Counted to twenty.")[-1])
+
+        terminal.type("take a nap")
+        terminal.send("Enter")
+        terminal.wait_for("sleep 2; echo slept")
+        terminal.type("wake up gently")
+        terminal.send("Enter")
+        terminal.wait_for("steer: wake up gently")  # pending chip while the tool runs
+        screen = terminal.wait_for("Heard you: steering arrived.")
+        assert "› wake up gently" in screen
+        assert "steer: wake up gently" not in screen.split("Heard you")[-1]
+
+        terminal.type("run forever")
+        terminal.send("Enter")
+        terminal.wait_for("command=sleep 60")
+        time.sleep(0.5)
+        terminal.send("C-c")
+        screen = terminal.wait_for("Aborted", timeout=10)
+        assert "this answer is never reached" not in screen
+
+        terminal.type("/session")
+        terminal.send("Enter")
+        screen = terminal.wait_for("tool calls")
+        assert "cost" in screen and "session" in screen
+
+        terminal.send("C-d")
+        deadline = time.monotonic() + 10
+        while not terminal.dead() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert terminal.dead(), terminal.screen()
+    finally:
+        terminal.close()
