@@ -7,13 +7,17 @@ exception's message as text, exactly as the reference does.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
 
-from pydantic import BaseModel
+import pydantic_core
+from pydantic import BaseModel, create_model
 
 from tether.ai.abort import AbortSignal
+from tether.ai.types import Tool
 from tether.wire import ImageContent, TextContent
 
 ToolExecutionMode = Literal["sequential", "parallel"]
@@ -57,3 +61,117 @@ class AgentTool:
     prepare_arguments: Callable[[Any], Any] | None = None
     """Compatibility shim applied to raw arguments before validation."""
     metadata: dict[str, Any] = field(default_factory=lambda: {})
+
+
+# -- the @tool decorator ----------------------------------------------------------------------
+
+INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
+"""Parameter names the loop fills in instead of the model: the call's id, the run's abort
+signal and the partial-result callback. Every other parameter is an argument for the model."""
+
+ToolFunction = Callable[..., Awaitable[Any]]
+
+
+@overload
+def tool(fn: ToolFunction, /) -> AgentTool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> Callable[[ToolFunction], AgentTool]: ...
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> AgentTool | Callable[[ToolFunction], AgentTool]:
+    """Build an ``AgentTool`` from a typed async function.
+
+    The parameters (minus ``tool_call_id``, ``signal`` and ``on_update``, which are injected when
+    declared) become a pydantic model, so type hints, defaults and ``Annotated[..., Field(...)]``
+    describe the arguments to the model. The docstring is the description. The function returns
+    a ``str`` (one text block), an ``AgentToolResult``, or any other value (sent as JSON text);
+    it raises to fail.
+
+        @tool
+        async def add(a: int, b: int) -> str:
+            \"\"\"Add two integers.\"\"\"
+            return str(a + b)
+    """
+
+    def build(function: ToolFunction) -> AgentTool:
+        return _tool_from_function(function, name, label, description, execution_mode)
+
+    return build if fn is None else build(fn)
+
+
+def _tool_from_function(
+    fn: ToolFunction,
+    name: str | None,
+    label: str | None,
+    description: str | None,
+    execution_mode: ToolExecutionMode | None,
+) -> AgentTool:
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@tool needs an async function; {fn.__qualname__} is not one")
+    tool_name = name or fn.__name__
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    injected: list[str] = []
+    for parameter in inspect.signature(fn).parameters.values():
+        if parameter.name in INJECTED_PARAMETERS:
+            injected.append(parameter.name)
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"@tool {tool_name}: *args and **kwargs cannot be tool arguments")
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    model_name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
+    parameters: type[BaseModel] = create_model(model_name, **fields)
+
+    async def execute(
+        tool_call_id: str, params: Any, signal: AbortSignal | None, on_update: ToolUpdate | None
+    ) -> AgentToolResult[Any]:
+        kwargs: dict[str, Any] = dict(params)
+        available = {"tool_call_id": tool_call_id, "signal": signal, "on_update": on_update}
+        for key in injected:
+            kwargs[key] = available[key]
+        return as_tool_result(await fn(**kwargs))
+
+    return AgentTool(
+        name=tool_name,
+        label=label or tool_name,
+        description=description if description is not None else inspect.getdoc(fn) or "",
+        parameters=parameters,
+        execute=execute,
+        execution_mode=execution_mode,
+    )
+
+
+def as_tool_result(value: object) -> AgentToolResult[Any]:
+    """A tool function's return value as a result: text as is, anything else as JSON text."""
+    if isinstance(value, AgentToolResult):
+        return cast(AgentToolResult[Any], value)
+    text = value if isinstance(value, str) else pydantic_core.to_json(value).decode()
+    return AgentToolResult(content=[{"type": "text", "text": text}])
+
+
+# -- what the model sees ------------------------------------------------------------------------
+
+
+def tool_schema(agent_tool: AgentTool) -> Tool:
+    """The tool as sent to the model: name, description and the JSON Schema of its arguments."""
+    parameters = agent_tool.parameters
+    schema = parameters if isinstance(parameters, dict) else _model_schema(parameters)
+    return {"name": agent_tool.name, "description": agent_tool.description, "parameters": schema}
+
+
+@functools.lru_cache(maxsize=256)
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()

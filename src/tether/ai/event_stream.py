@@ -124,6 +124,9 @@ class AssistantMessageEventStream:
         finally:
             self._waiting = None
         if event["type"] == "done" or event["type"] == "error":
+            # The source is suspended at its terminal ``yield``: close it now (releasing e.g. its
+            # HTTP response) instead of leaving it to the garbage collector's finalizer task.
+            await self._close_source()
             return self._finish(event)
         self._partial = event["partial"]
         return event

@@ -7,7 +7,29 @@ prompt hooks edit a transient copy of each request (``PromptEditor``) and persis
 """
 
 from tether.session.branching import BranchError, pending_tool_calls
+from tether.session.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionError,
+    CompactionResult,
+    CompactionSettings,
+    compact,
+    context_tokens,
+    estimate_tokens,
+    is_context_overflow,
+    should_compact,
+    summarize,
+    summarize_branch,
+)
 from tether.session.context import ModelRef, SessionContext, build_context
+from tether.session.convert import (
+    LlmMessage,
+    convert_to_llm,
+    lower_for,
+    lower_message,
+    supports_developer_role,
+    to_provider_messages,
+)
 from tether.session.entries import (
     ENTRY_FORMAT,
     BranchSummaryEntry,
@@ -37,6 +59,7 @@ from tether.session.prompt import (
     run_prompt_hooks,
 )
 from tether.session.replay import replay_events
+from tether.session.runtime import SessionRuntime
 from tether.session.session import ReadOnlySessionError, Session
 from tether.session.sqlite_store import SQLiteStore
 from tether.session.store import (
@@ -54,10 +77,15 @@ from tether.session.store import (
 from tether.session.tree import CorruptSessionError
 
 __all__ = [
+    "DEFAULT_KEEP_RECENT_TOKENS",
+    "DEFAULT_RESERVE_TOKENS",
     "ENTRY_FORMAT",
     "BranchError",
     "BranchSummaryEntry",
     "CompactionEntry",
+    "CompactionError",
+    "CompactionResult",
+    "CompactionSettings",
     "CorruptSessionError",
     "CustomEntry",
     "Entry",
@@ -67,6 +95,7 @@ __all__ = [
     "IdGenerator",
     "ImportFormatError",
     "LabelEntry",
+    "LlmMessage",
     "MessageEntry",
     "ModelChangeEntry",
     "ModelRef",
@@ -88,15 +117,28 @@ __all__ = [
     "SessionManager",
     "SessionNotFoundError",
     "SessionRecord",
+    "SessionRuntime",
     "SessionStore",
     "StoredEntry",
     "SystemPromptChangeEntry",
     "ThinkingLevelChangeEntry",
     "WriterLease",
     "build_context",
+    "compact",
+    "context_tokens",
+    "convert_to_llm",
     "default_db_path",
+    "estimate_tokens",
+    "is_context_overflow",
+    "lower_for",
+    "lower_message",
     "new_id",
     "pending_tool_calls",
     "replay_events",
     "run_prompt_hooks",
+    "should_compact",
+    "summarize",
+    "summarize_branch",
+    "supports_developer_role",
+    "to_provider_messages",
 ]

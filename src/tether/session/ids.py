@@ -10,6 +10,7 @@ another process with a faster clock), it keeps counting up from the larger of th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -59,12 +60,16 @@ class IdGenerator:
         self._lock = threading.Lock()
 
     def new(self, floor: str | None = None) -> str:
-        """A fresh id, greater than every id this generator made and than ``floor``."""
+        """A fresh id, greater than every id this generator made and than ``floor``.
+
+        A ``floor`` that is not an id of ours (imported from elsewhere) is ignored.
+        """
         now = self._clock_ns() // 1_000_000
         with self._lock:
             last = self._last
             if floor is not None:
-                last = max(last, decode(floor))
+                with contextlib.suppress(ValueError):
+                    last = max(last, decode(floor))
             if now > (last >> _RANDOM_BITS):
                 value = (min(now, _MAX_TIME) << _RANDOM_BITS) | _random_start()
             else:

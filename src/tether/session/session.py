@@ -129,6 +129,12 @@ class Session:
             raise EntryNotFoundError(self.id, leaf_id)
         return [node.entry for node in self._tree.path(leaf_id or self.leaf_id)]
 
+    def path_nodes(self, leaf_id: str | None = None) -> list[Node]:
+        """Like ``path`` but as tree nodes (payloads parsed on access); for compaction and tools."""
+        if leaf_id is not None and leaf_id not in self._tree:
+            raise EntryNotFoundError(self.id, leaf_id)
+        return self._tree.path(leaf_id or self.leaf_id)
+
     def children(self, entry_id: str | None) -> list[EntryDict]:
         return [node.entry for node in self._tree.children(entry_id)]
 

@@ -125,7 +125,11 @@ class SQLiteStore:
         if cwd is not None:
             sql += " WHERE cwd = ?"
             params.append(cwd)
-        sql += " ORDER BY updated DESC, id DESC"
+        # Within one millisecond, the session with the newest entry counts as the newer one.
+        sql += (
+            " ORDER BY updated DESC,"
+            " (SELECT max(seq) FROM entries WHERE entries.session_id = sessions.id) DESC, id DESC"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)

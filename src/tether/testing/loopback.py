@@ -84,8 +84,8 @@ class LoopbackServer:
                 reply = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
                 if not await _write_reply(writer, reply):
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return  # a client that went away, or the server shutting down
         finally:
             if task is not None:
                 self._tasks.discard(task)  # pyright: ignore[reportArgumentType]

@@ -1,7 +1,9 @@
 """tether.tools: the built-in coding tools and the prompt-side ``!cmd`` / ``$code`` / ``@path`` helpers.
 
 ``create_coding_tools(workspace)`` gives the agent its tools; every path they touch goes through
-the ``Workspace`` policy, and ``approval_hook`` asks the user before risky calls.
+the ``Workspace`` policy, and ``approval_hook`` asks the user before risky calls. The ``@path``
+completer for prompt-toolkit is in ``tether.tools.completion`` (not imported here: only the
+interactive mode needs prompt-toolkit).
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ from tether.tools.errors import PathOutsideWorkspace, ToolError
 from tether.tools.find import FindParams, create_find_tool
 from tether.tools.grep import GrepParams, create_grep_tool
 from tether.tools.ls import LsParams, create_ls_tool
+from tether.tools.prompt_input import (
+    PythonInput,
+    ShellInput,
+    file_mention_item,
+    file_mentions_message,
+    find_mentions,
+    parse_prompt_input,
+    run_python_input,
+    run_shell_input,
+)
 from tether.tools.read import ReadParams, create_read_tool
 from tether.tools.workspace import Workspace
 from tether.tools.write import WriteParams, create_write_tool
@@ -53,7 +65,9 @@ __all__ = [
     "GrepParams",
     "LsParams",
     "PathOutsideWorkspace",
+    "PythonInput",
     "ReadParams",
+    "ShellInput",
     "ToolError",
     "Workspace",
     "WriteParams",
@@ -67,5 +81,11 @@ __all__ = [
     "create_read_tool",
     "create_write_tool",
     "describe_call",
+    "file_mention_item",
+    "file_mentions_message",
+    "find_mentions",
+    "parse_prompt_input",
+    "run_python_input",
+    "run_shell_input",
     "unified_diff",
 ]

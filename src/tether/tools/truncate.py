@@ -1,12 +1,11 @@
 """Output budgets: what a tool shows the model when the real output is too big.
 
 A model's context is the scarcest resource in a run, so every tool bounds what it returns by
-lines *and* bytes, and says plainly what it left out and how to get the rest. Two shapes:
-
-- ``truncate_head`` keeps the beginning (file reads, search results: continue with an offset);
-- ``OutputBuffer`` keeps the beginning *and* the end of a stream of unknown length (command
-  output: the command line echo is at the top, the error that matters is at the bottom), in
-  bounded memory however much the command prints.
+lines *and* bytes, and says plainly what it left out and how to get the rest. File reads and
+searches keep the beginning (and say which offset continues); command output goes through
+``OutputBuffer``, which keeps the beginning *and* the end of a stream of unknown length (what
+ran is at the top, the error that matters at the bottom) in bounded memory, however much the
+command prints.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import codecs
 import re
 from collections import deque
-from dataclasses import dataclass
 
 MAX_LINES = 2000
 """Default line budget of one tool result."""
@@ -35,27 +33,6 @@ def shorten_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
     if len(line) <= limit:
         return line
     return f"{line[:limit]}… [{len(line) - limit} more characters]"
-
-
-@dataclass(frozen=True, slots=True)
-class HeadTruncation:
-    text: str
-    truncated: bool
-    shown_lines: int
-    """Complete lines kept."""
-
-
-def truncate_head(lines: list[str], max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> HeadTruncation:
-    """Keep whole lines from the start until either budget is spent."""
-    kept: list[str] = []
-    size = 0
-    for line in lines:
-        cost = len(line.encode()) + 1
-        if len(kept) >= max_lines or (kept and size + cost > max_bytes):
-            break
-        kept.append(line)
-        size += cost
-    return HeadTruncation("\n".join(kept), len(kept) < len(lines), len(kept))
 
 
 class OutputBuffer:

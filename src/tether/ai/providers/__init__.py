@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tether.ai.providers import anthropic, local, openai_completions
 from tether.ai.registry import ApiProvider
 
-BUILTIN: tuple[ApiProvider, ...] = ()
+BUILTIN: tuple[ApiProvider, ...] = (openai_completions.PROVIDER, anthropic.PROVIDER, local.PROVIDER)

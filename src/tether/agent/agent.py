@@ -1,0 +1,454 @@
+"""``Agent``: the agent loop with state: transcript, tools, queues and listeners (seed ``AgentState``).
+
+An ``Agent`` owns the transcript, runs one loop at a time, and turns each loop event into state
+(``messages``, ``streaming_message``, ``pending_tool_calls``, ``error_message``) before it awaits
+its listeners, in subscription order. A run is over, and the agent idle, only when the
+``agent_end`` listeners have finished.
+
+While a run is going, ``steer()`` queues messages for the next model call and ``follow_up()``
+queues messages for when the agent would stop. Beyond the reference: a message drained from a
+queue is only *taken* when it is delivered (its ``message_end``); if the run ends first (abort,
+failure), it goes back to the front of its queue, and once the run is aborted the queues are no
+longer drained at all. Nothing typed while the agent worked is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Literal
+
+from tether.agent.loop import run_agent_loop, run_agent_loop_continue
+from tether.agent.tool import AgentTool
+from tether.agent.types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentEvent,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    TurnContext,
+    default_convert_to_llm,
+)
+from tether.ai.abort import AbortController, AbortSignal
+from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
+from tether.wire import AgentMessage, ImageContent, Message, ModelInfo, TextContent, UserMessage
+
+QueueMode = Literal["all", "one-at-a-time"]
+"""``one-at-a-time``: each poll takes the oldest queued message; ``all``: it takes them all."""
+
+Listener = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
+"""Called with every event and the run's abort signal; awaited, in subscription order."""
+
+
+class AgentBusyError(RuntimeError):
+    """``prompt()`` or ``continue_()`` while a run is going."""
+
+
+class _Queue:
+    __slots__ = ("messages", "mode")
+
+    def __init__(self, mode: QueueMode) -> None:
+        self.mode: QueueMode = mode
+        self.messages: deque[AgentMessage] = deque()
+
+    def drain(self) -> list[AgentMessage]:
+        if not self.messages:
+            return []
+        if self.mode == "all":
+            drained = list(self.messages)
+            self.messages.clear()
+            return drained
+        return [self.messages.popleft()]
+
+    def put_back(self, messages: list[AgentMessage]) -> None:
+        self.messages.extendleft(reversed(messages))
+
+
+class _ActiveRun:
+    __slots__ = ("controller", "idle", "in_flight")
+
+    def __init__(self) -> None:
+        self.controller = AbortController()
+        self.idle = asyncio.Event()
+        self.in_flight: list[tuple[_Queue, AgentMessage]] = []
+        """Messages drained from a queue and not delivered (``message_end``) yet."""
+
+
+class Agent:
+    """A stateful agent: ``prompt()`` runs the loop on its transcript with its tools."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelInfo | None = None,
+        system_prompt: str = "",
+        volatile_context: str | None = None,
+        tools: Iterable[AgentTool] = (),
+        messages: Iterable[AgentMessage] = (),
+        thinking_level: ThinkingLevel = "off",
+        service_tier: ServiceTier | None = None,
+        stream_fn: StreamFn | None = None,
+        options: SimpleStreamOptions | None = None,
+        convert_to_llm: Callable[[list[AgentMessage]], list[Message] | Awaitable[list[Message]]] = (
+            default_convert_to_llm
+        ),
+        transform_context: (
+            Callable[[list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+        ) = None,
+        get_api_key: Callable[[str], str | Awaitable[str | None] | None] | None = None,
+        before_tool_call: (
+            Callable[[BeforeToolCallContext, AbortSignal | None], Awaitable[BeforeToolCallResult | None]]
+            | None
+        ) = None,
+        after_tool_call: (
+            Callable[[AfterToolCallContext, AbortSignal | None], Awaitable[AfterToolCallResult | None]] | None
+        ) = None,
+        should_stop_after_turn: Callable[[TurnContext], bool | Awaitable[bool]] | None = None,
+        should_stop_before_turn: Callable[[], bool] | None = None,
+        get_continuation_messages: (
+            Callable[[TurnContext, AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+        ) = None,
+        tool_execution: Literal["sequential", "parallel"] = "parallel",
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+    ) -> None:
+        self.model = model
+        self.system_prompt = system_prompt
+        """Resolved before every model call, so a change applies from the next call on."""
+        self.volatile_context = volatile_context
+        """Resolved before every model call; kept out of every cached prefix."""
+        self.thinking_level: ThinkingLevel = thinking_level
+        self.service_tier: ServiceTier | None = service_tier
+        self.options = options if options is not None else SimpleStreamOptions()
+        """Other stream options (temperature, session id, ...), passed on every model call."""
+        self.stream_fn = stream_fn
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.should_stop_after_turn = should_stop_after_turn
+        self.should_stop_before_turn = should_stop_before_turn
+        self.get_continuation_messages = get_continuation_messages
+        self.tool_execution: Literal["sequential", "parallel"] = tool_execution
+        self._tools = list(tools)
+        self._messages = list(messages)
+        self._steering = _Queue(steering_mode)
+        self._follow_ups = _Queue(follow_up_mode)
+        self._listeners: list[Listener] = []
+        self._active: _ActiveRun | None = None
+        self._streaming_message: AgentMessage | None = None
+        self._pending_tool_calls: frozenset[str] = frozenset()
+        self._error_message: str | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: Iterable[AgentTool]) -> None:
+        self._tools = list(tools)
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        """The transcript; assigning copies the list (later changes to yours do not leak in)."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._messages = list(messages)
+
+    @property
+    def is_streaming(self) -> bool:
+        """True while a run is going, until its ``agent_end`` listeners have finished."""
+        return self._active is not None
+
+    @property
+    def streaming_message(self) -> AgentMessage | None:
+        """The message being streamed (between its ``message_start`` and ``message_end``)."""
+        return self._streaming_message
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        """Ids of the tool calls executing now."""
+        return self._pending_tool_calls
+
+    @property
+    def error_message(self) -> str | None:
+        """The error of the last failed or aborted assistant turn, if the last run had one."""
+        return self._error_message
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The abort signal of the current run, if any."""
+        return self._active.controller.signal if self._active is not None else None
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_ups.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_ups.mode = mode
+
+    # -- listeners and queues ------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event, signal)`` for every event; returns the unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def steer(self, message: AgentMessage) -> None:
+        """Queue a message for the next model call (after the current tool calls finish)."""
+        self._steering.messages.append(message)
+
+    def follow_up(self, message: AgentMessage) -> None:
+        """Queue a message for when the agent would otherwise stop."""
+        self._follow_ups.messages.append(message)
+
+    @property
+    def steering_queue(self) -> tuple[AgentMessage, ...]:
+        return tuple(self._steering.messages)
+
+    @property
+    def follow_up_queue(self) -> tuple[AgentMessage, ...]:
+        return tuple(self._follow_ups.messages)
+
+    def clear_steering_queue(self) -> None:
+        self._steering.messages.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_ups.messages.clear()
+
+    def clear_all_queues(self) -> None:
+        self.clear_steering_queue()
+        self.clear_follow_up_queue()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering.messages or self._follow_ups.messages)
+
+    # -- runs ------------------------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Abort the current run, if any: tools see the signal, the model call ends as aborted."""
+        if self._active is not None:
+            self._active.controller.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return once the current run (and its ``agent_end`` listeners) has finished."""
+        if self._active is not None:
+            await self._active.idle.wait()
+
+    def reset(self) -> None:
+        """Forget the transcript, the run state and both queues."""
+        self._messages = []
+        self._streaming_message = None
+        self._pending_tool_calls = frozenset()
+        self._error_message = None
+        self.clear_all_queues()
+
+    async def prompt(
+        self,
+        prompt: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> list[AgentMessage]:
+        """Run the agent on a text (with optional images), a message or messages; returns the
+        messages the run added."""
+        if self._active is not None:
+            raise AgentBusyError(
+                "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
+                "or await wait_for_idle() first."
+            )
+        return await self._run_prompts(_prompt_messages(prompt, images))
+
+    async def continue_(self) -> list[AgentMessage]:
+        """Continue from the transcript (its last message must be a user or tool-result message).
+
+        After an assistant message, queued steering (else follow-up) messages are run instead.
+        """
+        if self._active is not None:
+            raise AgentBusyError(
+                "Agent is already processing. Use steer() or follow_up() to queue messages, "
+                "or await wait_for_idle() before continuing."
+            )
+        if not self._messages:
+            raise ValueError("No messages to continue from")
+        if self._messages[-1]["role"] == "assistant":
+            if self._steering.messages:
+                return await self._run_prompts(self._steering.drain(), skip_first_steering_poll=True)
+            if self._follow_ups.messages:
+                return await self._run_prompts(self._follow_ups.drain())
+            raise ValueError("Cannot continue from message role: assistant")
+        model = self._require_model()
+        return await self._lifecycle(
+            lambda run: run_agent_loop_continue(
+                self._context(),
+                self._config(model, run, False),
+                self._process,
+                run.controller.signal,
+                self.stream_fn,
+            )
+        )
+
+    async def _run_prompts(
+        self, messages: list[AgentMessage], skip_first_steering_poll: bool = False
+    ) -> list[AgentMessage]:
+        model = self._require_model()
+        return await self._lifecycle(
+            lambda run: run_agent_loop(
+                messages,
+                self._context(),
+                self._config(model, run, skip_first_steering_poll),
+                self._process,
+                run.controller.signal,
+                self.stream_fn,
+            )
+        )
+
+    def _require_model(self) -> ModelInfo:
+        if self.model is None:
+            raise ValueError("Agent.model is not set: assign a ModelInfo before prompting")
+        return self.model
+
+    async def _lifecycle(
+        self, start: Callable[[_ActiveRun], Awaitable[list[AgentMessage]]]
+    ) -> list[AgentMessage]:
+        if self._active is not None:
+            raise AgentBusyError("Agent is already processing.")
+        run = _ActiveRun()
+        self._active = run
+        self._streaming_message = None
+        self._error_message = None
+        try:
+            return await start(run)
+        finally:
+            self._finish(run)
+
+    def _finish(self, run: _ActiveRun) -> None:
+        for queue in (self._steering, self._follow_ups):
+            undelivered = [message for owner, message in run.in_flight if owner is queue]
+            if undelivered:
+                queue.put_back(undelivered)
+        self._streaming_message = None
+        self._pending_tool_calls = frozenset()
+        self._active = None
+        run.idle.set()
+
+    def _context(self) -> AgentContext:
+        return AgentContext(
+            system_prompt=self.system_prompt,
+            messages=list(self._messages),
+            tools=list(self._tools),
+            volatile_context=self.volatile_context,
+        )
+
+    def _config(self, model: ModelInfo, run: _ActiveRun, skip_first_steering_poll: bool) -> AgentLoopConfig:
+        skip = [skip_first_steering_poll]
+
+        async def steering() -> list[AgentMessage]:
+            if skip[0]:
+                skip[0] = False
+                return []
+            return self._take(self._steering, run)
+
+        async def follow_ups() -> list[AgentMessage]:
+            return self._take(self._follow_ups, run)
+
+        options = dataclasses.replace(
+            self.options,
+            reasoning=None if self.thinking_level == "off" else self.thinking_level,
+            service_tier=self.service_tier,
+        )
+        return AgentLoopConfig(
+            model=model,
+            options=options,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_system_prompt=lambda: self.system_prompt,
+            get_volatile_context=lambda: self.volatile_context,
+            get_api_key=self.get_api_key,
+            should_stop_after_turn=self.should_stop_after_turn,
+            should_stop_before_turn=self.should_stop_before_turn,
+            get_steering_messages=steering,
+            get_follow_up_messages=follow_ups,
+            get_continuation_messages=self.get_continuation_messages,
+            tool_execution=self.tool_execution,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+        )
+
+    def _take(self, queue: _Queue, run: _ActiveRun) -> list[AgentMessage]:
+        """Drain for the loop, unless the run is aborted: its next turn would never answer them."""
+        if run.controller.signal.aborted:
+            return []
+        drained = queue.drain()
+        run.in_flight.extend((queue, message) for message in drained)
+        return drained
+
+    async def _process(self, event: AgentEvent) -> None:
+        """Reduce the event into state, then await every listener in order."""
+        run = self._active
+        if run is None:
+            raise RuntimeError("Agent listener invoked outside an active run")
+        match event["type"]:
+            case "message_start" | "message_update":
+                self._streaming_message = event["message"]
+            case "message_end":
+                message = event["message"]
+                self._streaming_message = None
+                self._messages.append(message)
+                if run.in_flight:
+                    run.in_flight = [entry for entry in run.in_flight if entry[1] is not message]
+            case "tool_execution_start":
+                self._pending_tool_calls = self._pending_tool_calls | {event["toolCallId"]}
+            case "tool_execution_end":
+                self._pending_tool_calls = self._pending_tool_calls - {event["toolCallId"]}
+            case "turn_end":
+                message = event["message"]
+                if message["role"] == "assistant" and message.get("errorMessage"):
+                    self._error_message = message.get("errorMessage")
+            case "agent_end":
+                self._streaming_message = None
+            case _:
+                pass
+        signal = run.controller.signal
+        for listener in tuple(self._listeners):
+            pending = listener(event, signal)
+            if inspect.isawaitable(pending):
+                await pending
+
+
+def _prompt_messages(
+    prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] | None
+) -> list[AgentMessage]:
+    if isinstance(prompt, str):
+        content: list[TextContent | ImageContent] = [{"type": "text", "text": prompt}]
+        content.extend(images or ())
+        message: UserMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
+        return [message]
+    if images:
+        raise ValueError("images can only be given with a text prompt; put them in the message instead")
+    if isinstance(prompt, Mapping):
+        return [prompt]
+    return list(prompt)

@@ -1,0 +1,501 @@
+"""The agent loop: prompt → model → tools → model ... until nothing is left to do.
+
+A *run* starts from prompts (``run_agent_loop``) or from the transcript as it is
+(``run_agent_loop_continue``) and reports everything through an awaited ``emit``:
+
+    agent_start
+    turn_start                     (one per assistant response)
+      message_start/end            prompts, then steering or follow-up messages
+      message_start/update*/end    the assistant response as it streams
+      tool_execution_*             its tool calls (see ``tool_execution``)
+      message_start/end            one tool-result message per call
+    turn_end
+    ...
+    agent_end                      carries every message the run added
+
+Steering is polled before the first turn and after each turn; follow-ups, then continuation
+messages, when the agent would stop. An assistant message that ends with ``error`` or ``aborted``
+ends the run (``turn_end``, ``agent_end``). An abort does not end the run by itself: tools see the
+signal, and the next model call reports the abort.
+
+The run never raises for a failing hook, stream function or listener: it ends with an assistant
+error message naming what failed (``message_start``/``message_end``, ``turn_end``, ``agent_end``),
+after giving every started tool call a result. Only cancellation of the caller's task escapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from tether.agent.event_stream import AgentEventStream
+from tether.agent.tool import tool_schema
+from tether.agent.tool_execution import (
+    ToolBatch,
+    emit_tool_result,
+    error_result,
+    execute_tool_calls,
+    tool_result_message,
+)
+from tether.agent.types import (
+    AgentContext,
+    AgentEvent,
+    AgentLoopConfig,
+    Emit,
+    MessagePoll,
+    TurnContext,
+)
+from tether.ai.abort import AbortSignal
+from tether.ai.event_stream import AssistantMessageEventStream, empty_usage
+from tether.ai.types import Context, StreamFn
+from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+
+NO_MESSAGES = "Cannot continue: no messages in context"
+FROM_ASSISTANT = "Cannot continue from message role: assistant"
+
+
+class StepFailed(Exception):
+    """A hook, the stream function or a listener raised; the run ends with this as its error."""
+
+    def __init__(self, step: str, cause: BaseException) -> None:
+        detail = str(cause)
+        super().__init__(f"{step} failed: {type(cause).__name__}{f': {detail}' if detail else ''}")
+        self.step = step
+        self.cause = cause
+
+
+def check_can_continue(context: AgentContext) -> None:
+    """Raise ``ValueError`` when ``context`` cannot be continued (the reference's two messages)."""
+    if not context.messages:
+        raise ValueError(NO_MESSAGES)
+    if context.messages[-1]["role"] == "assistant":
+        raise ValueError(FROM_ASSISTANT)
+
+
+async def run_agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Run from ``prompts`` appended to ``context``; returns the messages the run added."""
+    return await _Run(context, config, emit, signal, stream_fn).run(list(prompts))
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Run from ``context`` as it is (a retry, or answering tool results already there)."""
+    check_can_continue(context)
+    return await _Run(context, config, emit, signal, stream_fn).run(None)
+
+
+def agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> AgentEventStream:
+    """``run_agent_loop`` as an event stream (needs a running event loop)."""
+    return AgentEventStream(lambda emit: run_agent_loop(prompts, context, config, emit, signal, stream_fn))
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> AgentEventStream:
+    """``run_agent_loop_continue`` as an event stream; the preconditions raise here, at once."""
+    check_can_continue(context)
+    return AgentEventStream(lambda emit: run_agent_loop_continue(context, config, emit, signal, stream_fn))
+
+
+def default_stream_fn() -> StreamFn:
+    """``tether.ai.stream_simple``, imported on first use so the loop does not need the providers."""
+    function = getattr(importlib.import_module("tether.ai"), "stream_simple", None)
+    if function is None:
+        raise RuntimeError("no stream_fn was given and tether.ai.stream_simple is not available")
+    return cast(StreamFn, function)
+
+
+async def _call(step: str, function: Callable[..., Any], *args: Any) -> Any:
+    """Call a hook that may be sync or async; whatever it raises becomes ``StepFailed(step)``."""
+    try:
+        value = function(*args)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+    except Exception as exc:
+        raise StepFailed(step, exc) from exc
+
+
+class _Run:
+    """One run of the loop and what its failure handling needs to know about where it is."""
+
+    __slots__ = (
+        "config",
+        "context",
+        "ended",
+        "in_turn",
+        "new_messages",
+        "open_calls",
+        "signal",
+        "sink",
+        "stream_fn",
+        "streaming",
+    )
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        sink: Emit,
+        signal: AbortSignal | None,
+        stream_fn: StreamFn | None,
+    ) -> None:
+        self.context = dataclasses.replace(context, messages=list(context.messages))
+        self.config = config
+        self.sink = sink
+        self.signal = signal
+        self.stream_fn = stream_fn
+        self.new_messages: list[AgentMessage] = []
+        self.in_turn = False
+        """``turn_start`` was emitted and its ``turn_end`` was not."""
+        self.streaming: AssistantMessage | None = None
+        """The assistant message whose ``message_start`` was emitted and ``message_end`` was not."""
+        self.open_calls: tuple[AssistantMessage, list[ToolCall], list[ToolResultMessage]] | None = None
+        """A completed assistant message whose tool calls do not all have results yet."""
+        self.ended = False
+
+    async def emit(self, event: AgentEvent) -> None:
+        try:
+            await self.sink(event)
+        except Exception as exc:
+            raise StepFailed("event listener", exc) from exc
+
+    async def run(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        try:
+            await self.emit({"type": "agent_start"})
+            await self._turn_start()
+            if prompts:
+                self.context.messages.extend(prompts)
+                self.new_messages.extend(prompts)
+                for prompt in prompts:
+                    await self.emit({"type": "message_start", "message": prompt})
+                    await self.emit({"type": "message_end", "message": prompt})
+            await self._turns()
+        except StepFailed as failure:
+            await self._fail(failure)
+        except Exception as exc:  # a bug in the loop itself still ends the run properly
+            await self._fail(StepFailed("agent loop", exc))
+        return self.new_messages
+
+    # -- the turns ---------------------------------------------------------------------------
+
+    async def _turns(self) -> None:
+        config = self.config
+        pending = await self._poll("get_steering_messages", config.get_steering_messages)
+        last_turn: TurnContext | None = None
+        first = True
+        while True:
+            more_tool_calls = True
+            while more_tool_calls or pending:
+                if first:
+                    first = False
+                else:
+                    await self._turn_start()
+                for message in pending:
+                    await self.emit({"type": "message_start", "message": message})
+                    await self.emit({"type": "message_end", "message": message})
+                    self.context.messages.append(message)
+                    self.new_messages.append(message)
+                pending = []
+
+                message = await self._stream_assistant()
+                if message["stopReason"] == "error" or message["stopReason"] == "aborted":
+                    await self._turn_end(message, [])
+                    await self._agent_end()
+                    return
+
+                tool_results: list[ToolResultMessage] = []
+                more_tool_calls = False
+                if self.open_calls is not None:
+                    batch = await self._run_tools()
+                    tool_results = batch.messages
+                    more_tool_calls = not batch.terminate
+                await self._turn_end(message, tool_results)
+
+                last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
+                if config.should_stop_after_turn is not None and await _call(
+                    "should_stop_after_turn", config.should_stop_after_turn, last_turn
+                ):
+                    await self._agent_end()
+                    return
+                if config.should_stop_before_turn is not None and await _call(
+                    "should_stop_before_turn", config.should_stop_before_turn
+                ):
+                    await self._agent_end()
+                    return
+                pending = await self._poll("get_steering_messages", config.get_steering_messages)
+
+            pending = await self._poll("get_follow_up_messages", config.get_follow_up_messages)
+            if pending:
+                continue
+            if config.get_continuation_messages is not None and last_turn is not None:
+                pending = list(
+                    await _call(
+                        "get_continuation_messages", config.get_continuation_messages, last_turn, self.signal
+                    )
+                    or []
+                )
+                if pending:
+                    continue
+            break
+        await self._agent_end()
+
+    async def _poll(self, step: str, poll: MessagePoll | None) -> list[AgentMessage]:
+        if poll is None:
+            return []
+        return list(await _call(step, poll) or [])
+
+    async def _turn_start(self) -> None:
+        self.in_turn = True
+        await self.emit({"type": "turn_start"})
+
+    async def _turn_end(self, message: AssistantMessage, tool_results: list[ToolResultMessage]) -> None:
+        self.in_turn = False
+        await self.emit({"type": "turn_end", "message": message, "toolResults": tool_results})
+
+    async def _agent_end(self) -> None:
+        self.ended = True
+        await self.emit({"type": "agent_end", "messages": self.new_messages})
+
+    # -- one model call ----------------------------------------------------------------------
+
+    async def _stream_assistant(self) -> AssistantMessage:
+        config = self.config
+        context = self.context
+        messages = context.messages
+        if config.transform_context is not None:
+            messages = await _call("transform_context", config.transform_context, messages, self.signal)
+        llm_context: Context = {
+            "systemPrompt": (
+                await _call("get_system_prompt", config.get_system_prompt)
+                if config.get_system_prompt is not None
+                else context.system_prompt
+            ),
+            "messages": await _call("convert_to_llm", config.convert_to_llm, messages),
+            "tools": [tool_schema(t) for t in context.tools],
+        }
+        volatile = (
+            await _call("get_volatile_context", config.get_volatile_context)
+            if config.get_volatile_context is not None
+            else context.volatile_context
+        )
+        if volatile is not None:
+            llm_context["volatileContext"] = volatile
+        api_key = config.options.api_key
+        if config.get_api_key is not None:
+            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"]) or api_key
+        options = dataclasses.replace(config.options, api_key=api_key, signal=self.signal)
+        try:
+            stream_fn = self.stream_fn or default_stream_fn()
+            opened = stream_fn(config.model, llm_context, options)
+            response: AssistantMessageEventStream = await opened if inspect.isawaitable(opened) else opened
+        except Exception as exc:
+            raise StepFailed("stream function", exc) from exc
+        return await self._consume(response)
+
+    async def _consume(self, response: AssistantMessageEventStream) -> AssistantMessage:
+        messages = self.context.messages
+        partial: AssistantMessage | None = None
+        finished = False
+        try:
+            try:
+                async for event in response:
+                    if event["type"] == "start":
+                        partial = event["partial"]
+                        messages.append(partial)
+                        self.streaming = partial
+                        await self.emit({"type": "message_start", "message": partial.copy()})
+                    elif event["type"] == "done" or event["type"] == "error":
+                        break
+                    elif partial is not None:
+                        partial = event["partial"]
+                        messages[-1] = partial
+                        self.streaming = partial
+                        await self.emit(
+                            {
+                                "type": "message_update",
+                                "assistantMessageEvent": event,
+                                "message": partial.copy(),
+                            }
+                        )
+                final = await response.result()
+            except StepFailed:
+                raise
+            except Exception as exc:
+                raise StepFailed("model stream", exc) from exc
+            finished = True
+        finally:
+            if not finished:
+                with contextlib.suppress(Exception):
+                    await response.aclose()
+
+        if partial is None:
+            messages.append(final)
+            self.streaming = final
+            await self.emit({"type": "message_start", "message": final.copy()})
+        else:
+            messages[-1] = final
+        self.streaming = None
+        self.new_messages.append(final)
+        if final["stopReason"] != "error" and final["stopReason"] != "aborted":
+            calls = [block for block in final["content"] if block["type"] == "toolCall"]
+            if calls:
+                self.open_calls = (final, calls, [])
+        await self.emit({"type": "message_end", "message": final})
+        return final
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    async def _run_tools(self) -> ToolBatch:
+        assert self.open_calls is not None
+        message, calls, delivered = self.open_calls
+        if message["stopReason"] == "length":
+            batch = await _reject_truncated_calls(calls, self.emit, delivered)
+        else:
+            batch = await execute_tool_calls(
+                self.context, message, calls, self.config, self.signal, self.emit, delivered
+            )
+        self.open_calls = None
+        self.context.messages.extend(batch.messages)
+        self.new_messages.extend(batch.messages)
+        return batch
+
+    # -- failure ---------------------------------------------------------------------------------
+
+    async def _quiet(self, event: AgentEvent) -> None:
+        """Emit while ending a failed run: a listener that fails again cannot stop the ending."""
+        with contextlib.suppress(Exception):
+            await self.sink(event)
+
+    async def _fail(self, failure: StepFailed) -> None:
+        if self.ended:
+            return
+        text = str(failure)
+        if self.open_calls is not None:
+            await self._close_open_calls(text)
+        if self.streaming is not None:
+            error = _as_error(self.streaming, text)
+            _replace_or_append(self.context.messages, self.streaming, error)
+            _replace_or_append(self.new_messages, self.streaming, error)
+            self.streaming = None
+            await self._quiet({"type": "message_end", "message": error})
+        else:
+            error = _as_error(_empty_assistant(self.config), text)
+            if not self.in_turn:
+                self.in_turn = True
+                await self._quiet({"type": "turn_start"})
+            self.context.messages.append(error)
+            self.new_messages.append(error)
+            await self._quiet({"type": "message_start", "message": error.copy()})
+            await self._quiet({"type": "message_end", "message": error})
+        self.in_turn = False
+        await self._quiet({"type": "turn_end", "message": error, "toolResults": []})
+        self.ended = True
+        await self._quiet({"type": "agent_end", "messages": self.new_messages})
+
+    async def _close_open_calls(self, text: str) -> None:
+        """Give every call of the interrupted batch a result and end its turn, so the transcript
+        never holds a tool call without exactly one result."""
+        assert self.open_calls is not None
+        message, calls, delivered = self.open_calls
+        self.open_calls = None
+        answered = {result["toolCallId"] for result in delivered}
+        for call in calls:
+            if call["id"] not in answered:
+                result = error_result(f"Tool call was not completed: {text}")
+                await emit_tool_result(tool_result_message(call, result, True), self._quiet, delivered)
+        self.context.messages.extend(delivered)
+        self.new_messages.extend(delivered)
+        if self.in_turn:
+            self.in_turn = False
+            await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
+
+
+TRUNCATED_CALL = (
+    'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
+    "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
+)
+
+
+async def _reject_truncated_calls(
+    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
+) -> ToolBatch:
+    """The tool calls of a response cut by the token limit are not run: each gets an error result."""
+    for call in calls:
+        result = error_result(TRUNCATED_CALL.format(name=call["name"]))
+        await emit(
+            {
+                "type": "tool_execution_start",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "args": call["arguments"],
+            }
+        )
+        await emit(
+            {
+                "type": "tool_execution_end",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "result": result,
+                "isError": True,
+            }
+        )
+        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
+    return ToolBatch(messages=list(delivered), terminate=False)
+
+
+def _empty_assistant(config: AgentLoopConfig) -> AssistantMessage:
+    model = config.model
+    return cast(
+        AssistantMessage,
+        {
+            "role": "assistant",
+            "content": [],
+            "api": model["api"],
+            "provider": model["provider"],
+            "model": model["id"],
+            "usage": empty_usage(),
+            "stopReason": "error",
+            "timestamp": int(time.time() * 1000),
+        },
+    )
+
+
+def _as_error(message: AssistantMessage, text: str) -> AssistantMessage:
+    error = message.copy()
+    error["stopReason"] = "error"
+    error["errorMessage"] = text
+    return error
+
+
+def _replace_or_append(messages: list[AgentMessage], old: AgentMessage, new: AgentMessage) -> None:
+    if messages and messages[-1] is old:
+        messages[-1] = new
+    else:
+        messages.append(new)

@@ -1,0 +1,328 @@
+"""Running the tool calls of one assistant message: prepare, execute, finalize, report.
+
+Each call goes through the same steps as in the reference:
+
+1. ``tool_execution_start``;
+2. *prepare*: find the tool (``Tool NAME not found``), apply ``prepare_arguments``, validate the
+   arguments, ask ``before_tool_call`` (a block gives ``Tool execution was blocked`` or the hook's
+   reason). A failure here is an *immediate* error result: the tool never runs;
+3. *execute*: ``execute`` raises to fail; partial results sent through ``on_update`` become
+   ``tool_execution_update`` events, emitted in order and all before the call's end event;
+4. *finalize*: ``after_tool_call`` may override the result field by field; if it raises, its
+   message becomes the error result;
+5. ``tool_execution_end``, then the tool-result message (``message_start``/``message_end``).
+
+Sequential mode runs one call through all steps before the next. Parallel mode prepares every
+call in source order (immediate results report their end at once), then executes the prepared
+ones concurrently: end events come in completion order, result messages in source order.
+A tool whose ``execution_mode`` is ``sequential`` makes the whole batch sequential.
+
+Only the event sink can make this module raise (a failing listener); it then cancels the calls
+still running, so no task outlives the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.agent.tool import AgentTool, AgentToolResult
+from tether.agent.types import (
+    AfterToolCallContext,
+    AgentContext,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    Emit,
+    ToolExecutionUpdateEvent,
+)
+from tether.agent.validation import validate_tool_arguments
+from tether.ai.abort import AbortSignal
+from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
+
+BLOCKED = "Tool execution was blocked"
+
+
+@dataclass(slots=True)
+class ToolBatch:
+    messages: list[ToolResultMessage]
+    terminate: bool
+    """True when every result of the batch asked to stop the run after it."""
+
+
+@dataclass(slots=True)
+class _Prepared:
+    call: ToolCall
+    tool: AgentTool
+    args: Any
+
+
+@dataclass(slots=True)
+class _Finalized:
+    call: ToolCall
+    result: AgentToolResult[Any]
+    is_error: bool
+
+
+def describe_error(exc: BaseException) -> str:
+    """The text of an error result: the exception's message, or its type when it has none."""
+    return str(exc) or type(exc).__name__
+
+
+def error_result(text: str) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": text}], details={})
+
+
+def tool_result_message(call: ToolCall, result: AgentToolResult[Any], is_error: bool) -> ToolResultMessage:
+    message: ToolResultMessage = {
+        "role": "toolResult",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "content": result.content,
+        "isError": is_error,
+        "timestamp": int(time.time() * 1000),
+    }
+    message["details"] = result.details
+    return message
+
+
+async def emit_tool_result(
+    message: ToolResultMessage, emit: Emit, delivered: list[ToolResultMessage]
+) -> None:
+    """Report one result message; it counts as delivered from its ``message_start`` on."""
+    delivered.append(message)
+    await emit({"type": "message_start", "message": message})
+    await emit({"type": "message_end", "message": message})
+
+
+async def execute_tool_calls(
+    context: AgentContext,
+    assistant: AssistantMessage,
+    calls: Sequence[ToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit,
+    delivered: list[ToolResultMessage],
+) -> ToolBatch:
+    """Run ``calls`` and report them. Result messages are appended to ``delivered`` (empty at the
+    start) as they go out, so a caller whose listener failed mid-batch knows which calls are done."""
+    tools = {t.name: t for t in context.tools}
+    sequential = config.tool_execution == "sequential" or any(
+        (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential" for call in calls
+    )
+    run = _Batch(context, assistant, tools, config, signal, emit)
+    finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
+    terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
+    return ToolBatch(messages=list(delivered), terminate=terminate)
+
+
+class _Batch:
+    """The state shared by the calls of one batch."""
+
+    __slots__ = ("assistant", "config", "context", "emit", "signal", "tools")
+
+    def __init__(
+        self,
+        context: AgentContext,
+        assistant: AssistantMessage,
+        tools: dict[str, AgentTool],
+        config: AgentLoopConfig,
+        signal: AbortSignal | None,
+        emit: Emit,
+    ) -> None:
+        self.context = context
+        self.assistant = assistant
+        self.tools = tools
+        self.config = config
+        self.signal = signal
+        self.emit = emit
+
+    async def sequential(
+        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
+    ) -> list[_Finalized]:
+        done: list[_Finalized] = []
+        for call in calls:
+            await self._emit_start(call)
+            prepared = await self._prepare(call)
+            finalized = prepared if isinstance(prepared, _Finalized) else await self._run(prepared)
+            await self._emit_end(finalized)
+            await emit_tool_result(
+                tool_result_message(call, finalized.result, finalized.is_error), self.emit, delivered
+            )
+            done.append(finalized)
+        return done
+
+    async def parallel(
+        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
+    ) -> list[_Finalized]:
+        slots: list[_Finalized | _Prepared] = []
+        for call in calls:
+            await self._emit_start(call)
+            prepared = await self._prepare(call)
+            if isinstance(prepared, _Finalized):
+                await self._emit_end(prepared)
+            slots.append(prepared)
+
+        runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
+        if len(runnable) == 1:  # nothing to run concurrently: spare the task
+            only = await self._run_and_report(runnable[0])
+            done = [only if isinstance(slot, _Prepared) else slot for slot in slots]
+        else:
+            done = await self._run_concurrently(slots)
+
+        for finalized in done:
+            await emit_tool_result(
+                tool_result_message(finalized.call, finalized.result, finalized.is_error),
+                self.emit,
+                delivered,
+            )
+        return done
+
+    async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
+        loop = asyncio.get_running_loop()
+        pending = [
+            loop.create_task(self._run_and_report(slot)) if isinstance(slot, _Prepared) else slot
+            for slot in slots
+        ]
+        tasks = [p for p in pending if isinstance(p, asyncio.Task)]
+        try:
+            return [await p if isinstance(p, asyncio.Task) else p for p in pending]
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
+        finalized = await self._run(prepared)
+        await self._emit_end(finalized)
+        return finalized
+
+    # -- the steps of one call ---------------------------------------------------------------
+
+    async def _prepare(self, call: ToolCall) -> _Prepared | _Finalized:
+        agent_tool = self.tools.get(call["name"])
+        if agent_tool is None:
+            return _Finalized(call, error_result(f"Tool {call['name']} not found"), True)
+        try:
+            arguments: Any = call["arguments"]
+            if agent_tool.prepare_arguments is not None:
+                arguments = agent_tool.prepare_arguments(arguments)
+            args = validate_tool_arguments(agent_tool, call["name"], arguments)
+            if self.config.before_tool_call is not None:
+                decision = await self.config.before_tool_call(
+                    BeforeToolCallContext(self.assistant, call, args, self.context), self.signal
+                )
+                if decision is not None and decision.block:
+                    return _Finalized(call, error_result(decision.reason or BLOCKED), True)
+        except Exception as exc:
+            return _Finalized(call, error_result(describe_error(exc)), True)
+        return _Prepared(call, agent_tool, args)
+
+    async def _run(self, prepared: _Prepared) -> _Finalized:
+        result, is_error = await self._execute(prepared)
+        after = self.config.after_tool_call
+        if after is None:
+            return _Finalized(prepared.call, result, is_error)
+        try:
+            override = await after(
+                AfterToolCallContext(
+                    self.assistant, prepared.call, prepared.args, result, is_error, self.context
+                ),
+                self.signal,
+            )
+        except Exception as exc:
+            return _Finalized(prepared.call, error_result(describe_error(exc)), True)
+        if override is None:
+            return _Finalized(prepared.call, result, is_error)
+        merged = AgentToolResult(
+            content=override.content if override.content is not None else result.content,
+            details=override.details if override.details is not None else result.details,
+            terminate=override.terminate if override.terminate is not None else result.terminate,
+        )
+        return _Finalized(
+            prepared.call, merged, override.is_error if override.is_error is not None else is_error
+        )
+
+    async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult[Any], bool]:
+        updates = _Updates(prepared.call, self.emit)
+        try:
+            result = await prepared.tool.execute(
+                prepared.call["id"], prepared.args, self.signal, updates.push
+            )
+            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                result = error_result(
+                    f"Tool {prepared.call['name']} returned {type(result).__name__}, not an AgentToolResult"
+                )
+                return result, True
+            return result, False
+        except Exception as exc:
+            return error_result(describe_error(exc)), True
+        finally:
+            await updates.close()
+
+    async def _emit_start(self, call: ToolCall) -> None:
+        await self.emit(
+            {
+                "type": "tool_execution_start",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "args": call["arguments"],
+            }
+        )
+
+    async def _emit_end(self, finalized: _Finalized) -> None:
+        await self.emit(
+            {
+                "type": "tool_execution_end",
+                "toolCallId": finalized.call["id"],
+                "toolName": finalized.call["name"],
+                "result": finalized.result,
+                "isError": finalized.is_error,
+            }
+        )
+
+
+class _Updates:
+    """A tool's ``on_update`` callback: it cannot await, so each partial result is emitted by a
+    task that first waits for the previous one. Updates keep their order, the tool never waits
+    for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
+
+    __slots__ = ("_call", "_closed", "_emit", "_tasks")
+
+    def __init__(self, call: ToolCall, emit: Emit) -> None:
+        self._call = call
+        self._emit = emit
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    def push(self, partial: AgentToolResult[Any]) -> None:
+        if self._closed:
+            return
+        event: ToolExecutionUpdateEvent = {
+            "type": "tool_execution_update",
+            "toolCallId": self._call["id"],
+            "toolName": self._call["name"],
+            "args": self._call["arguments"],
+            "partialResult": partial,
+        }
+        previous = self._tasks[-1] if self._tasks else None
+        self._tasks.append(asyncio.get_running_loop().create_task(self._send(previous, event)))
+
+    async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
+        if previous is not None:
+            await previous
+        await self._emit(event)
+
+    async def close(self) -> None:
+        self._closed = True
+        if not self._tasks:
+            return
+        try:
+            await self._tasks[-1]
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,243 @@
+"""Types of the agent loop (seed 001): events, the context it runs on, its configuration and hooks.
+
+Events are plain dicts typed as ``TypedDict``s with the seed's camelCase keys, like every wire
+value in tether: a listener can forward them to a UI or over RPC as they are. The context, the
+configuration and the hook payloads are Python-side objects, so they are snake_case dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolExecutionMode
+from tether.ai.abort import AbortSignal
+from tether.ai.types import SimpleStreamOptions
+from tether.wire import (
+    AgentMessage,
+    AssistantMessage,
+    AssistantMessageEvent,
+    ImageContent,
+    Message,
+    ModelInfo,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+)
+
+# -- events -----------------------------------------------------------------------------------
+
+
+class AgentStartEvent(TypedDict):
+    type: Literal["agent_start"]
+
+
+class AgentEndEvent(TypedDict):
+    """Last event of a run; ``messages`` are all the messages the run added."""
+
+    type: Literal["agent_end"]
+    messages: list[AgentMessage]
+
+
+class TurnStartEvent(TypedDict):
+    type: Literal["turn_start"]
+
+
+class TurnEndEvent(TypedDict):
+    """One assistant response and the results of its tool calls."""
+
+    type: Literal["turn_end"]
+    message: AgentMessage
+    toolResults: list[ToolResultMessage]
+
+
+class MessageStartEvent(TypedDict):
+    type: Literal["message_start"]
+    message: AgentMessage
+
+
+class MessageUpdateEvent(TypedDict):
+    """Only for assistant messages while they stream."""
+
+    type: Literal["message_update"]
+    message: AgentMessage
+    assistantMessageEvent: AssistantMessageEvent
+
+
+class MessageEndEvent(TypedDict):
+    type: Literal["message_end"]
+    message: AgentMessage
+
+
+class ToolExecutionStartEvent(TypedDict):
+    type: Literal["tool_execution_start"]
+    toolCallId: str
+    toolName: str
+    args: Any
+    """The raw arguments of the tool call, before preparation and validation."""
+
+
+class ToolExecutionUpdateEvent(TypedDict):
+    type: Literal["tool_execution_update"]
+    toolCallId: str
+    toolName: str
+    args: Any
+    partialResult: AgentToolResult[Any]
+
+
+class ToolExecutionEndEvent(TypedDict):
+    """Parallel calls end in completion order, not in the order the model wrote them."""
+
+    type: Literal["tool_execution_end"]
+    toolCallId: str
+    toolName: str
+    result: AgentToolResult[Any]
+    isError: bool
+
+
+AgentEvent = (
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+)
+
+Emit = Callable[[AgentEvent], Awaitable[None]]
+"""The loop's event sink. The loop awaits it, so a slow listener slows the loop (back-pressure)."""
+
+# -- context ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class AgentContext:
+    """What a run works on: system prompt, transcript and tools. The loop copies it at the start."""
+
+    system_prompt: str = ""
+    messages: list[AgentMessage] = field(default_factory=lambda: [])
+    tools: Sequence[AgentTool] = ()
+    volatile_context: str | None = None
+    """Content kept out of every cached prefix (placed after the last cache breakpoint)."""
+
+
+# -- hook payloads ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class BeforeToolCallContext:
+    """What ``before_tool_call`` sees: the call after its arguments were validated."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    context: AgentContext
+
+
+@dataclass(slots=True)
+class BeforeToolCallResult:
+    """``block=True`` stops the call; ``reason`` becomes the text of its error result."""
+
+    block: bool = False
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class AfterToolCallContext:
+    """What ``after_tool_call`` sees: the executed result before any override."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    result: AgentToolResult[Any]
+    is_error: bool
+    context: AgentContext
+
+
+@dataclass(slots=True)
+class AfterToolCallResult:
+    """Field-by-field override of an executed result; ``None`` keeps the original field."""
+
+    content: list[TextContent | ImageContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    terminate: bool | None = None
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """What ``should_stop_after_turn`` and ``get_continuation_messages`` see after a turn."""
+
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage]
+    context: AgentContext
+    """The context after the turn's assistant message and tool results were appended."""
+    new_messages: list[AgentMessage]
+    """Messages this run added so far (prompts included; prior context excluded)."""
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+
+def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
+    """Keep what every provider understands: user, assistant and tool-result messages."""
+    return [m for m in messages if m["role"] in ("user", "assistant", "toolResult")]  # pyright: ignore[reportReturnType]
+
+
+MessagePoll = Callable[[], Awaitable[list[AgentMessage]]]
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentLoopConfig:
+    """How a run talks to the model and decides what to do next.
+
+    Every hook is optional except ``model``. Hooks must not raise; if one does anyway, the run
+    ends with an assistant error message naming the hook (tool hooks give an error tool result).
+    """
+
+    model: ModelInfo
+    options: SimpleStreamOptions = field(default_factory=SimpleStreamOptions)
+    """Passed to the stream function on every call (with the run's signal and resolved API key):
+    thinking level (``reasoning``), service tier, temperature, session id, ..."""
+
+    convert_to_llm: Callable[[list[AgentMessage]], list[Message] | Awaitable[list[Message]]] = (
+        default_convert_to_llm
+    )
+    transform_context: (
+        Callable[[list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+    ) = None
+    """Applied to the transcript before ``convert_to_llm`` on every model call (pruning, injection)."""
+    get_system_prompt: Callable[[], str] | None = None
+    """Resolved before every model call; overrides ``AgentContext.system_prompt``."""
+    get_volatile_context: Callable[[], str | None] | None = None
+    """Resolved before every model call; overrides ``AgentContext.volatile_context``."""
+    get_api_key: Callable[[str], str | Awaitable[str | None] | None] | None = None
+    """Called with the model's provider before every model call (short-lived tokens)."""
+
+    should_stop_after_turn: Callable[[TurnContext], bool | Awaitable[bool]] | None = None
+    """After ``turn_end``: true ends the run before any queue is polled."""
+    should_stop_before_turn: Callable[[], bool] | None = None
+    """Synchronous; after a completed turn, before polling for more work. Never before the first turn."""
+    get_steering_messages: MessagePoll | None = None
+    """Polled before the first turn and after each turn; its messages go before the next model call."""
+    get_follow_up_messages: MessagePoll | None = None
+    """Polled when the agent would stop (no tool calls left, no steering)."""
+    get_continuation_messages: (
+        Callable[[TurnContext, AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+    ) = None
+    """Polled when follow-ups came back empty: host-owned continuation (explicit follow-ups win)."""
+
+    tool_execution: ToolExecutionMode = "parallel"
+    before_tool_call: (
+        Callable[[BeforeToolCallContext, AbortSignal | None], Awaitable[BeforeToolCallResult | None]] | None
+    ) = None
+    after_tool_call: (
+        Callable[[AfterToolCallContext, AbortSignal | None], Awaitable[AfterToolCallResult | None]] | None
+    ) = None

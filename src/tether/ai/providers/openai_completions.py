@@ -1,0 +1,625 @@
+"""``openai-completions``: OpenAI Chat Completions and every server that speaks it.
+
+OpenAI, OpenRouter, Groq, Cerebras, xAI, DeepSeek, Together, Mistral, Z.ai, and local servers
+(Ollama, llama.cpp server, vLLM, LM Studio) share this wire format but differ in details; those
+are the ``Compat`` settings, auto-detected from provider and base URL and overridable per model
+through ``model["compat"]`` (camelCase keys, e.g. ``{"maxTokensField": "max_tokens"}``).
+
+The parser tolerates what real servers send: reasoning as ``reasoning_content``/``reasoning``/
+``reasoning_text``; parallel tool calls that all say ``index: 0`` but carry different ids
+(Ollama); fragments repeating id and name (llama.cpp); missing tool-call ids (we generate them);
+the deprecated ``function_call`` delta; usage in ``choice.usage``; errors inside the stream; a
+missing ``[DONE]``. Like the reference, blocks are closed only when the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, fields
+from typing import Any, Literal, cast
+
+from tether.ai.event_stream import AssistantMessageEventStream, error_event
+from tether.ai.jsonish import as_dict, as_int, as_list, as_str
+from tether.ai.partial_json import PartialJson
+from tether.ai.provider import StreamParser, stream_http
+from tether.ai.registry import ApiProvider
+from tether.ai.sanitize import strip_surrogates
+from tether.ai.simple_options import base_fields, effective_effort
+from tether.ai.transport import HttpRequest
+from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
+from tether.ai.usage import set_usage
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason, ToolCall
+
+API = "openai-completions"
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
+
+ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen"]
+
+
+@dataclass(frozen=True, slots=True)
+class Compat:
+    """How a server deviates from OpenAI's own Chat Completions."""
+
+    supportsStore: bool = True
+    supportsDeveloperRole: bool = True
+    """Send the system prompt as ``developer`` to reasoning models."""
+    supportsReasoningEffort: bool = True
+    supportsUsageInStreaming: bool = True
+    """Ask for ``stream_options.include_usage``."""
+    maxTokensField: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    requiresToolResultName: bool = False
+    requiresAssistantAfterToolResult: bool = False
+    requiresThinkingAsText: bool = False
+    requiresReasoningContentOnAssistantMessages: bool = False
+    thinkingFormat: ThinkingFormat = "openai"
+    supportsStrictMode: bool = True
+    anthropicCacheControl: bool = False
+    """OpenRouter's Anthropic models take ``cache_control`` marks like the Messages API."""
+
+
+def detect_compat(model: ModelInfo) -> Compat:
+    """Settings for known providers, from ``provider`` first and the base URL second."""
+    provider, url = model["provider"], model["baseUrl"]
+    zai = provider == "zai" or "api.z.ai" in url
+    xai = provider == "xai" or "api.x.ai" in url
+    deepseek = provider == "deepseek" or "deepseek.com" in url
+    openrouter = provider == "openrouter" or "openrouter.ai" in url
+    mistral = provider == "mistral" or "api.mistral.ai" in url
+    local = provider in ("ollama", "llama.cpp", "llamacpp", "vllm", "lmstudio", "local")
+    nonstandard = (
+        provider in ("cerebras", "groq", "together")
+        or any(host in url for host in ("cerebras.ai", "groq.com", "together.xyz", "chutes.ai"))
+        or xai
+        or zai
+        or deepseek
+        or mistral
+        or local
+    )
+    thinking: ThinkingFormat = "openai"
+    if deepseek:
+        thinking = "deepseek"
+    elif zai:
+        thinking = "zai"
+    elif openrouter:
+        thinking = "openrouter"
+    return Compat(
+        supportsStore=not nonstandard,
+        supportsDeveloperRole=not nonstandard,
+        supportsReasoningEffort=not (xai or zai or mistral),
+        maxTokensField="max_tokens" if (mistral or local or "chutes.ai" in url) else "max_completion_tokens",
+        requiresToolResultName=mistral,
+        requiresReasoningContentOnAssistantMessages=deepseek,
+        thinkingFormat=thinking,
+        supportsStrictMode=not (mistral or local),
+        anthropicCacheControl=openrouter and model["id"].startswith("anthropic/"),
+    )
+
+
+def resolve_compat(model: ModelInfo) -> Compat:
+    """Detected settings overridden by the model's own ``compat`` entries (unknown keys ignored)."""
+    detected = detect_compat(model)
+    overrides = model.get("compat") or {}
+    if not overrides:
+        return detected
+    values = {f.name: overrides.get(f.name, getattr(detected, f.name)) for f in fields(Compat)}
+    return Compat(**values)
+
+
+@dataclass(slots=True)
+class OpenAICompletionsOptions(StreamOptions):
+    reasoning_effort: str | None = None
+    """``minimal``..``xhigh``; ``None`` asks for no reasoning where the API can say so."""
+
+
+# -- request -----------------------------------------------------------------------------------
+
+
+def build_request(
+    model: ModelInfo, context: Context, options: StreamOptions, api_key: str | None
+) -> HttpRequest:
+    compat = resolve_compat(model)
+    effort = options.reasoning_effort if isinstance(options, OpenAICompletionsOptions) else None
+    body: dict[str, Any] = {
+        "model": model["id"],
+        "messages": convert_messages(model, context, compat),
+        "stream": True,
+    }
+    if compat.supportsUsageInStreaming:
+        body["stream_options"] = {"include_usage": True}
+    if compat.supportsStore:
+        body["store"] = False
+    if options.max_tokens:
+        body[compat.maxTokensField] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    tools = context.get("tools") or []
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool["name"],
+                    "description": tool["description"],
+                    "parameters": tool["parameters"],
+                    **({"strict": False} if compat.supportsStrictMode else {}),
+                },
+            }
+            for tool in tools
+        ]
+    elif _has_tool_history(context):
+        body["tools"] = []  # proxies in front of Anthropic reject tool history without tools
+    if options.tool_choice is not None:
+        body["tool_choice"] = options.tool_choice
+    if options.session_id and options.cache_retention != "none" and "api.openai.com" in model["baseUrl"]:
+        body["prompt_cache_key"] = options.session_id
+    if compat.anthropicCacheControl and options.cache_retention != "none":
+        _mark_cache_breakpoints(body)
+    _apply_reasoning(body, model, compat, effort)
+    body.update(options.extra)
+    headers = dict(cast("dict[str, str]", model.get("headers") or {}))
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return HttpRequest(model["baseUrl"].rstrip("/") + "/chat/completions", headers, body)
+
+
+def _apply_reasoning(body: dict[str, Any], model: ModelInfo, compat: Compat, effort: str | None) -> None:
+    if not model["reasoning"]:
+        return
+    if compat.thinkingFormat in ("zai", "qwen"):
+        body["enable_thinking"] = effort is not None
+    elif compat.thinkingFormat == "deepseek":
+        body["thinking"] = {"type": "enabled" if effort else "disabled"}
+        if effort:
+            body["reasoning_effort"] = effort
+    elif compat.thinkingFormat == "openrouter":
+        body["reasoning"] = {"effort": effort or "none"}
+    elif effort and compat.supportsReasoningEffort:
+        body["reasoning_effort"] = effort
+
+
+def _has_tool_history(context: Context) -> bool:
+    for message in context["messages"]:
+        if message["role"] == "toolResult":
+            return True
+        if message["role"] == "assistant" and any(b["type"] == "toolCall" for b in message["content"]):
+            return True
+    return False
+
+
+def _mark_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Anthropic-style caching through OpenRouter: system prompt, last tool, last user/assistant text."""
+    mark = {"type": "ephemeral"}
+    messages: list[dict[str, Any]] = body["messages"]
+    for message in messages:
+        if message["role"] in ("system", "developer"):
+            _mark_text(message, mark)
+            break
+    tools = as_list(body.get("tools"))
+    if tools:
+        tools[-1]["cache_control"] = mark
+    for message in reversed(messages):
+        if message["role"] in ("user", "assistant") and _mark_text(message, mark):
+            break
+
+
+def _mark_text(message: dict[str, Any], mark: dict[str, str]) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": mark}]
+        return True
+    for part in reversed(as_list(content)):
+        if part.get("type") == "text":
+            part["cache_control"] = mark
+            return True
+    return False
+
+
+def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list[dict[str, Any]]:
+    """Our transcript as Chat Completions ``messages``."""
+    accepts_images = "image" in model["input"]
+    out: list[dict[str, Any]] = []
+    system = context.get("systemPrompt")
+    if system:
+        role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
+        out.append({"role": role, "content": strip_surrogates(system)})
+    messages = context["messages"]
+    last_role = ""
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if message["role"] == "user":
+            if compat.requiresAssistantAfterToolResult and last_role == "toolResult":
+                out.append({"role": "assistant", "content": "I have processed the tool results."})
+            content = message["content"]
+            if isinstance(content, str):
+                out.append({"role": "user", "content": strip_surrogates(content)})
+            else:
+                parts: list[dict[str, Any]] = []
+                for block in content:
+                    if block["type"] == "text":
+                        parts.append({"type": "text", "text": strip_surrogates(block["text"])})
+                    elif accepts_images:
+                        url = f"data:{block['mimeType']};base64,{block['data']}"
+                        parts.append({"type": "image_url", "image_url": {"url": url}})
+                    else:
+                        parts.append({"type": "text", "text": IMAGE_PLACEHOLDER})
+                if parts:
+                    out.append({"role": "user", "content": parts})
+            last_role = "user"
+        elif message["role"] == "assistant":
+            converted = _assistant(model, message, compat)
+            if converted is not None:
+                out.append(converted)
+            last_role = "assistant"
+        else:
+            images: list[dict[str, Any]] = []
+            while i < len(messages) and (result := messages[i])["role"] == "toolResult":
+                text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text")
+                has_images = any(b["type"] == "image" for b in result["content"])
+                tool_message: dict[str, Any] = {
+                    "role": "tool",
+                    "content": strip_surrogates(text or ("(see attached image)" if has_images else "")),
+                    "tool_call_id": result["toolCallId"],
+                }
+                if compat.requiresToolResultName and result["toolName"]:
+                    tool_message["name"] = result["toolName"]
+                out.append(tool_message)
+                if accepts_images:
+                    for block in result["content"]:
+                        if block["type"] == "image":
+                            url = f"data:{block['mimeType']};base64,{block['data']}"
+                            images.append({"type": "image_url", "image_url": {"url": url}})
+                i += 1
+            i -= 1
+            last_role = "toolResult"
+            if images:
+                if compat.requiresAssistantAfterToolResult:
+                    out.append({"role": "assistant", "content": "I have processed the tool results."})
+                out.append(
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+                    }
+                )
+                last_role = "user"
+        i += 1
+    return out
+
+
+def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
+    texts = [
+        strip_surrogates(b["text"]) for b in message["content"] if b["type"] == "text" and b["text"].strip()
+    ]
+    thinking = [b for b in message["content"] if b["type"] == "thinking" and b["thinking"].strip()]
+    calls = [b for b in message["content"] if b["type"] == "toolCall"]
+    out: dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if compat.requiresAssistantAfterToolResult else None,
+    }
+    if thinking and compat.requiresThinkingAsText:
+        joined = "\n\n".join(strip_surrogates(b["thinking"]) for b in thinking)
+        out["content"] = [{"type": "text", "text": t} for t in (joined, *texts)]
+    else:
+        if texts:
+            out["content"] = "".join(texts)
+        field = thinking[0].get("thinkingSignature") if thinking else None
+        if field in REASONING_FIELDS:
+            # The reasoning goes back in the field it came in (llama.cpp + gpt-oss, DeepSeek).
+            out[field] = "\n".join(strip_surrogates(b["thinking"]) for b in thinking)
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+                },
+            }
+            for call in calls
+        ]
+        details: list[Any] = []
+        for call in calls:
+            signature = call.get("thoughtSignature")
+            if signature:
+                try:
+                    details.append(json.loads(signature))
+                except ValueError:
+                    continue
+        if details:
+            out["reasoning_details"] = details
+    if (
+        compat.requiresReasoningContentOnAssistantMessages
+        and model["reasoning"]
+        and "reasoning_content" not in out
+    ):
+        out["reasoning_content"] = ""
+    if not out["content"] and not calls:
+        return None  # e.g. an aborted answer with no content: APIs reject empty assistant turns
+    return out
+
+
+# -- response ----------------------------------------------------------------------------------
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "end": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
+
+
+class _ToolState:
+    __slots__ = ("args", "block", "index")
+
+    def __init__(self, block: ToolCall, index: int | None) -> None:
+        self.block = block
+        self.index = index
+        self.args = PartialJson()
+
+
+class OpenAICompletionsParser(StreamParser):
+    """State machine over Chat Completions chunks."""
+
+    def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
+        super().__init__(model, output)
+        self.blocks = output["content"]
+        self.text: dict[str, Any] | None = None
+        self.thinking: dict[str, Any] | None = None
+        self.tools: list[_ToolState] = []
+        self.finished = False
+        """A ``finish_reason`` arrived: the answer is complete even if ``[DONE]`` never comes."""
+        self.extra = cast("dict[str, Any]", output)
+
+    def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
+        chunk = as_dict(data)
+        if chunk is None:
+            return []
+        output = self.output
+        if "responseId" not in output and (chunk_id := as_str(chunk.get("id"))):
+            output["responseId"] = chunk_id
+        chunk_model = as_str(chunk.get("model"))
+        if chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
+            self.extra["responseModel"] = chunk_model
+        upstream = as_str(chunk.get("provider"))
+        if upstream and "upstreamProvider" not in output:
+            output["upstreamProvider"] = upstream
+            if chunk_model:
+                output["upstreamModel"] = chunk_model
+        usage = as_dict(chunk.get("usage"))
+        choices = as_list(chunk.get("choices"))
+        choice = as_dict(choices[0]) if choices else None
+        if usage is None and choice is not None:
+            usage = as_dict(choice.get("usage"))
+        if usage is not None:
+            self._usage(usage)
+        if event == "error" or chunk.get("error"):
+            # The error ends the answer; its usage (read above) is still billed.
+            return self.fail(_error_text(chunk))
+        if choice is None:
+            return []
+        reason = as_str(choice.get("finish_reason"))
+        if reason:
+            self.finished = True
+            mapped = _STOP_REASONS.get(reason)
+            if mapped is None:
+                output["stopReason"] = "error"
+                output["errorMessage"] = f"Provider finish_reason: {reason}"
+            else:
+                output["stopReason"] = mapped
+        delta = as_dict(choice.get("delta"))
+        if delta is None:
+            return []
+        events: list[AssistantMessageEvent] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._text(content, events)
+        for name in REASONING_FIELDS:
+            value = delta.get(name)
+            if isinstance(value, str) and value:
+                self._thinking(name, value, events)
+                break
+        calls = as_list(delta.get("tool_calls"))
+        legacy = as_dict(delta.get("function_call"))
+        if legacy is not None and not calls:
+            calls = [{"function": legacy}]
+        for call in calls:
+            call_object = as_dict(call)
+            if call_object is not None:
+                self._tool_call(call_object, events)
+        for detail in as_list(delta.get("reasoning_details")):
+            detail_object = as_dict(detail)
+            if (
+                detail_object
+                and detail_object.get("type") == "reasoning.encrypted"
+                and detail_object.get("data")
+            ):
+                for state in self.tools:
+                    if state.block["id"] and state.block["id"] == detail_object.get("id"):
+                        state.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
+        return events
+
+    def end(self) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        output = self.output
+        for index, block in enumerate(self.blocks):
+            if block["type"] == "text":
+                events.append(
+                    {"type": "text_end", "contentIndex": index, "content": block["text"], "partial": output}
+                )
+            elif block["type"] == "thinking":
+                events.append(
+                    {
+                        "type": "thinking_end",
+                        "contentIndex": index,
+                        "content": block["thinking"],
+                        "partial": output,
+                    }
+                )
+            elif block["type"] == "toolCall":
+                state = next(s for s in self.tools if s.block is block)
+                block["arguments"] = state.args.finish()
+                if not block["id"]:
+                    block["id"] = f"call_{uuid.uuid4().hex[:24]}"
+                events.append(
+                    {"type": "toolcall_end", "contentIndex": index, "toolCall": block, "partial": output}
+                )
+        if output["stopReason"] == "error":
+            events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
+        elif not self.finished:
+            events.append(error_event(output, "The stream ended before the response was complete"))
+        else:
+            reason = output["stopReason"]
+            assert reason in ("stop", "length", "toolUse")
+            events.append({"type": "done", "reason": reason, "message": output})
+        return events
+
+    # -- blocks ---------------------------------------------------------------------------------
+
+    def _text(self, text: str, events: list[AssistantMessageEvent]) -> None:
+        block = self.text
+        if block is None:
+            block = self.text = {"type": "text", "text": ""}
+            self.blocks.append(cast("Any", block))
+            events.append(
+                {"type": "text_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
+            )
+        block["text"] += text
+        index = self._index(block)
+        events.append({"type": "text_delta", "contentIndex": index, "delta": text, "partial": self.output})
+
+    def _thinking(self, field: str, text: str, events: list[AssistantMessageEvent]) -> None:
+        block = self.thinking
+        if block is None:
+            # The "signature" names the field, so a replay can send the reasoning back in it.
+            block = self.thinking = {"type": "thinking", "thinking": "", "thinkingSignature": field}
+            self.blocks.append(cast("Any", block))
+            events.append(
+                {"type": "thinking_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
+            )
+        block["thinking"] += text
+        index = self._index(block)
+        events.append(
+            {"type": "thinking_delta", "contentIndex": index, "delta": text, "partial": self.output}
+        )
+
+    def _tool_call(self, call: dict[str, Any], events: list[AssistantMessageEvent]) -> None:
+        function = as_dict(call.get("function")) or {}
+        call_id = as_str(call.get("id")) or ""
+        raw_index = call.get("index")
+        stream_index = raw_index if isinstance(raw_index, int) else None
+        state = self._find_tool(call_id, stream_index)
+        if state is None:
+            block: ToolCall = {"type": "toolCall", "id": call_id, "name": "", "arguments": {}}
+            state = _ToolState(block, stream_index)
+            self.tools.append(state)
+            self.blocks.append(block)
+            events.append(
+                {"type": "toolcall_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
+            )
+        block = state.block
+        if call_id and not block["id"]:
+            block["id"] = call_id
+        name = as_str(function.get("name"))
+        if name and not block["name"]:
+            block["name"] = name
+        arguments = as_str(function.get("arguments")) or ""
+        if arguments:
+            block["arguments"] = state.args.add(arguments)
+        events.append(
+            {
+                "type": "toolcall_delta",
+                "contentIndex": self._index(block),
+                "delta": arguments,
+                "partial": self.output,
+            }
+        )
+
+    def _find_tool(self, call_id: str, stream_index: int | None) -> _ToolState | None:
+        if call_id:
+            for state in self.tools:
+                if state.block["id"] == call_id:
+                    return state
+        if stream_index is not None:
+            for state in reversed(self.tools):
+                if state.index == stream_index:
+                    # Same index but another id: a new parallel call (Ollama numbers them all 0).
+                    if call_id and state.block["id"] and state.block["id"] != call_id:
+                        return None
+                    return state
+            return None
+        if not call_id and self.tools:
+            return self.tools[-1]  # legacy function_call fragments, or index-less continuations
+        return None
+
+    def _index(self, block: object) -> int:
+        blocks = self.blocks
+        last = len(blocks) - 1
+        if blocks[last] is block:
+            return last
+        return next(i for i, b in enumerate(blocks) if b is block)
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        prompt = as_int(usage.get("prompt_tokens"))
+        details = as_dict(usage.get("prompt_tokens_details")) or {}
+        cached = as_int(details.get("cached_tokens")) or as_int(usage.get("prompt_cache_hit_tokens"))
+        written = as_int(details.get("cache_write_tokens"))
+        # Some servers (OpenRouter) count this request's cache writes inside cached_tokens.
+        cache_read = max(0, cached - written) if written else cached
+        completion = as_dict(usage.get("completion_tokens_details")) or {}
+        set_usage(
+            self.model,
+            self.output["usage"],
+            input=max(0, prompt - cache_read - written),
+            output=as_int(usage.get("completion_tokens")),
+            cache_read=cache_read,
+            cache_write=written,
+            reasoning=as_int(completion.get("reasoning_tokens")),
+        )
+
+
+def _error_text(chunk: dict[str, Any]) -> str:
+    error: Any = chunk.get("error")
+    error_object = as_dict(error)
+    if error_object is None:
+        text = as_str(chunk.get("message")) or json.dumps(chunk, separators=(",", ":"), ensure_ascii=False)
+        return text
+    message: Any = error_object.get("message")
+    if isinstance(message, str) and message:
+        text = message
+    elif message:
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = json.dumps(error_object, separators=(",", ":"), ensure_ascii=False)
+    raw = as_str((as_dict(error_object.get("metadata")) or {}).get("raw"))
+    return f"{text}\n{raw}" if raw else text
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def stream_openai_completions(
+    model: ModelInfo, context: Context, options: StreamOptions | None = None
+) -> AssistantMessageEventStream:
+    opts = options or OpenAICompletionsOptions()
+    return stream_http(
+        model, opts, lambda key: build_request(model, context, opts, key), OpenAICompletionsParser
+    )
+
+
+def stream_simple_openai_completions(
+    model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
+) -> AssistantMessageEventStream:
+    effort = effective_effort(model, options.reasoning if options else None)
+    if effort == "max":
+        effort = "xhigh"
+    opts = OpenAICompletionsOptions(**base_fields(model, options), reasoning_effort=effort)
+    return stream_openai_completions(model, context, opts)
+
+
+PROVIDER = ApiProvider(API, stream_openai_completions, stream_simple_openai_completions)

@@ -1,0 +1,360 @@
+"""Compaction: keep a long session inside the model's context window.
+
+When the context reaches ``context_window - reserve_tokens`` (defaults: reserve 16,384 tokens
+for the reply and the next prompt, keep the newest ~20,000 tokens verbatim), or when a provider
+rejects a request as too long (``is_context_overflow``), the older part of the active path is
+summarised by the current model into one ``compactionSummary``, and a ``compaction`` entry
+records the summary and the first entry kept verbatim. Nothing is deleted: the rebuild simply
+starts at the newest compaction (``tether.session.context``).
+
+Rules: the cut never lands on a tool result (a call and its result stay together on the kept
+side); an earlier summary is *updated* — it goes to the model as the previous summary together
+with the newly compacted messages — never nested inside the new one.
+
+Token counts are estimates (about four characters per token; images count as 1,200) corrected
+by the provider's own count where an assistant message reports usage.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from tether.ai.abort import AbortSignal
+from tether.ai.types import Context, SimpleStreamOptions, StreamFn
+from tether.session.context import context_message
+from tether.session.session import Session
+from tether.session.store import SessionError
+from tether.session.tree import Node
+from tether.wire import AgentMessage, AssistantMessage, Message, ModelInfo
+
+DEFAULT_RESERVE_TOKENS = 16_384
+DEFAULT_KEEP_RECENT_TOKENS = 20_000
+IMAGE_TOKENS = 1_200
+TOOL_RESULT_CHARS = 4_000
+"""A tool result is cut to this many characters in the text the summariser reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    enabled: bool = True
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+
+
+class CompactionError(SessionError):
+    """The summariser failed (its error message is kept) or there is nothing to compact."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    entry_id: str
+    summary: str
+    first_kept_entry_id: str | None
+    tokens_before: int
+    tokens_after: int
+
+
+# --- token accounting ---------------------------------------------------------------------------
+
+
+def estimate_tokens(message: AgentMessage) -> int:
+    """Rough token count of one message: characters / 4, images at a flat rate."""
+    chars = 0
+    images = 0
+    for value in _texts(cast(dict[str, Any], message)):
+        if value is None:
+            images += 1
+        else:
+            chars += len(value)
+    return chars // 4 + images * IMAGE_TOKENS
+
+
+def context_tokens(messages: Sequence[AgentMessage]) -> int:
+    """Tokens of ``messages`` as the provider counts them: the newest assistant usage plus
+    estimates of what came after it (estimates only when no reply reported usage)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = cast(dict[str, Any], messages[i])
+        if m.get("role") == "assistant" and m.get("stopReason") not in ("error", "aborted"):
+            usage = cast(dict[str, Any], m.get("usage") or {})
+            reported = usage.get("totalTokens") or sum(
+                int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
+            )
+            if reported:
+                return int(reported) + sum(estimate_tokens(x) for x in messages[i + 1 :])
+    return sum(estimate_tokens(x) for x in messages)
+
+
+def should_compact(tokens: int, context_window: int | None, settings: CompactionSettings) -> bool:
+    if not settings.enabled or not context_window:
+        return False
+    return tokens > context_window - settings.reserve_tokens
+
+
+_OVERFLOW = re.compile(
+    "|".join(
+        [
+            r"prompt is too long",
+            r"maximum context length",
+            r"context[_ ]length[_ ]exceeded",
+            r"exceeds? the context window",
+            r"context window (?:is )?exceeded",
+            r"input is too long",
+            r"too many tokens",
+            r"reduce the length of the messages",
+            r"input token count.*exceeds the maximum",
+            r"request too large",
+            r"exceeds the maximum number of tokens",
+            r"string too long",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(message: AssistantMessage, context_window: int | None = None) -> bool:
+    """Did this reply fail because the request was longer than the model accepts?
+
+    Recognises the usual provider messages (Anthropic "prompt is too long", OpenAI "maximum
+    context length" / ``context_length_exceeded``, Gemini "input token count … exceeds the
+    maximum", "exceeds the context window", …) and silent overflows where a successful reply
+    reports more input than the window.
+    """
+    if message.get("stopReason") == "error":
+        return bool(_OVERFLOW.search(message.get("errorMessage") or ""))
+    if context_window and message.get("stopReason") == "stop":
+        usage = message.get("usage")
+        return usage["input"] + usage["cacheRead"] > context_window
+    return False
+
+
+# --- choosing what to summarise -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    to_summarise: list[AgentMessage]
+    first_kept: str | None
+    previous_summary: str | None
+
+
+def _plan(path: list[Node], keep_recent_tokens: int) -> _Plan:
+    """Split the live part of ``path`` into what to summarise and what to keep."""
+    start = 0
+    previous: str | None = None
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].type == "compaction":
+            entry = path[i].entry
+            previous = str(entry.get("summary", ""))
+            kept = entry.get("firstKeptEntryId")
+            start = next((j for j in range(i) if path[j].id == kept), i + 1)
+            live = [n for n in path[start:] if n.id != path[i].id]
+            break
+    else:
+        live = list(path[start:])
+    items = [(n, m) for n in live if (m := context_message(n)) is not None]
+    kept_tokens = 0
+    cut = len(items)
+    for k in range(len(items) - 1, -1, -1):
+        kept_tokens += estimate_tokens(items[k][1])
+        if kept_tokens >= keep_recent_tokens:
+            cut = k
+            break
+    else:
+        cut = 0
+    # Move the cut back until it is not a tool result, so calls keep their results.
+    while 0 < cut < len(items) and items[cut][1]["role"] == "toolResult":
+        cut -= 1
+    first_kept = None if cut == len(items) else items[cut][0].id
+    return _Plan([m for _, m in items[:cut]], first_kept, previous)
+
+
+# --- summarising --------------------------------------------------------------------------------
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You summarise a conversation between a user and an AI coding agent so the agent can continue "
+    "the work without the original messages. Write a concise, structured summary: the user's goal "
+    "and constraints, decisions made, files read or changed (with paths), commands run and their "
+    "outcomes, errors met and how they were resolved, and what remains to be done. Keep exact "
+    "names, paths, numbers and identifiers. Do not continue the conversation; output only the summary."
+)
+
+
+def serialize_for_summary(messages: Sequence[AgentMessage]) -> str:
+    """The conversation as plain text for the summariser (tool results cut)."""
+    lines: list[str] = []
+    for message in messages:
+        m = cast(dict[str, Any], message)
+        role = str(m.get("role"))
+        if role == "assistant":
+            for block in cast(list[Any], m.get("content") or []):
+                b = cast(dict[str, Any], block) if isinstance(block, dict) else {}
+                if b.get("type") == "text":
+                    lines.append(f"[assistant]: {b.get('text', '')}")
+                elif b.get("type") == "toolCall":
+                    args = json.dumps(b.get("arguments", {}), ensure_ascii=False)
+                    lines.append(f"[assistant tool call {b.get('name')}]: {args}")
+        elif role == "toolResult":
+            text = "".join(t for t in _texts(m) if t is not None)
+            if len(text) > TOOL_RESULT_CHARS:
+                text = text[:TOOL_RESULT_CHARS] + f"\n… ({len(text) - TOOL_RESULT_CHARS} more characters)"
+            lines.append(f"[tool result {m.get('toolName')}]: {text}")
+        else:
+            text = "\n".join(t for t in _texts(m) if t is not None)
+            lines.append(f"[{role}]: {text}")
+    return "\n\n".join(lines)
+
+
+def summary_prompt(
+    messages: Sequence[AgentMessage], previous_summary: str | None, instructions: str | None
+) -> str:
+    parts = ["<conversation>", serialize_for_summary(messages), "</conversation>"]
+    if previous_summary:
+        parts += [
+            "",
+            "<previous-summary>",
+            previous_summary,
+            "</previous-summary>",
+            "",
+            "The previous summary covers what came before this conversation. Produce one updated "
+            "summary that merges it with the conversation above; keep what is still relevant.",
+        ]
+    else:
+        parts += ["", "Summarise the conversation above."]
+    if instructions:
+        parts += ["", f"Additional instructions: {instructions}"]
+    return "\n".join(parts)
+
+
+async def summarize(
+    messages: Sequence[AgentMessage],
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    *,
+    previous_summary: str | None = None,
+    instructions: str | None = None,
+    options: SimpleStreamOptions | None = None,
+) -> str:
+    """Ask ``model`` for a summary of ``messages``; ``CompactionError`` if the call fails."""
+    request: Message = cast(
+        Message,
+        {
+            "role": "user",
+            "content": summary_prompt(messages, previous_summary, instructions),
+            "timestamp": 0,
+        },
+    )
+    context: Context = {"systemPrompt": SUMMARY_SYSTEM_PROMPT, "messages": [request]}
+    stream = stream_fn(model, context, options)
+    if inspect.isawaitable(stream):
+        stream = await stream
+    reply = await stream.result()
+    if reply["stopReason"] in ("error", "aborted"):
+        raise CompactionError(f"summarising failed: {reply.get('errorMessage') or reply['stopReason']}")
+    text = "\n".join(
+        cast(str, b.get("text", "")) for b in reply["content"] if b.get("type") == "text"
+    ).strip()
+    if not text:
+        raise CompactionError("summarising failed: the model returned no text")
+    return text
+
+
+async def compact(
+    session: Session,
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    *,
+    instructions: str | None = None,
+    settings: CompactionSettings | None = None,
+    signal: AbortSignal | None = None,
+) -> CompactionResult:
+    """Summarise the older part of the active path and persist a compaction entry."""
+    settings = settings or CompactionSettings()
+    path = session.path_nodes()
+    plan = _plan(path, settings.keep_recent_tokens)
+    if not plan.to_summarise:
+        raise CompactionError("nothing to compact: the whole context is within keep_recent_tokens")
+    tokens_before = context_tokens(session.messages)
+    options = SimpleStreamOptions(signal=signal, session_id=session.id)
+    summary = await summarize(
+        plan.to_summarise,
+        model,
+        stream_fn,
+        previous_summary=plan.previous_summary,
+        instructions=instructions,
+        options=options,
+    )
+    kept = session.messages[_kept_start(session, plan.first_kept) :] if plan.first_kept else []
+    summary_tokens = len(summary) // 4
+    tokens_after = summary_tokens + sum(estimate_tokens(m) for m in kept)
+    entry_id = session.append_compaction(summary, plan.first_kept, tokens_before, tokens_after)
+    return CompactionResult(entry_id, summary, plan.first_kept, tokens_before, tokens_after)
+
+
+def _kept_start(session: Session, first_kept: str) -> int:
+    ids = session.context.entry_ids
+    return ids.index(first_kept) if first_kept in ids else len(ids)
+
+
+async def summarize_branch(
+    session: Session,
+    target: str | None,
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    *,
+    instructions: str | None = None,
+    signal: AbortSignal | None = None,
+) -> str | None:
+    """Move the leaf to ``target``, leaving a ``branch_summary`` of the branch being left.
+
+    The summary covers the entries between the common ancestor of the old leaf and ``target``
+    and the old leaf. Returns the new leaf (the summary entry).
+    """
+    old_path = session.path_nodes()
+    target_ids = {n.id for n in session.path_nodes(target)} if target is not None else set[str]()
+    fork = len(old_path)
+    while fork > 0 and old_path[fork - 1].id not in target_ids:
+        fork -= 1
+    left = [m for n in old_path[fork:] if (m := context_message(n)) is not None]
+    if not left:
+        return session.branch(target)
+    summary = await summarize(
+        left,
+        model,
+        stream_fn,
+        instructions=instructions,
+        options=SimpleStreamOptions(signal=signal, session_id=session.id),
+    )
+    return session.branch(target, summary=summary)
+
+
+def _texts(m: dict[str, Any]) -> list[str | None]:
+    """Text pieces of a message (``None`` for each image), whatever its role."""
+    out: list[str | None] = []
+    for key in ("command", "code", "output", "summary"):
+        value = m.get(key)
+        if isinstance(value, str):
+            out.append(value)
+    content = m.get("content")
+    if isinstance(content, str):
+        out.append(content)
+    elif isinstance(content, list):
+        for block in cast(list[Any], content):
+            b = cast(dict[str, Any], block) if isinstance(block, dict) else {}
+            kind = b.get("type")
+            if kind == "text":
+                out.append(str(b.get("text", "")))
+            elif kind == "thinking":
+                out.append(str(b.get("thinking", "")))
+            elif kind == "toolCall":
+                out.append(str(b.get("name", "")) + json.dumps(b.get("arguments", {})))
+            elif kind == "image":
+                out.append(None)
+    for f in cast(list[Any], m.get("files") or []):
+        if isinstance(f, dict):
+            out.append(str(cast(dict[str, Any], f).get("content", "")))
+    return out

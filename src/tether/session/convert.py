@@ -1,0 +1,183 @@
+"""Lowering the 11 transcript roles to what a model request carries.
+
+Two steps, because only the second depends on the provider:
+
+1. ``convert_to_llm(messages)`` maps every role to ``user``/``assistant``/``toolResult`` or
+   ``developer`` (host-authored context): shell and Python runs become user messages that
+   describe the run; file mentions, custom and hook messages become developer messages (user
+   messages when they carry images, which developer turns cannot); branch and compaction
+   summaries become user messages behind a fixed preamble; steering prompts get a fixed
+   envelope. Every rendering depends only on the message itself, never on its position, so a
+   message's bytes are the same in every request and prompt caches keep hitting.
+2. ``to_provider_messages(messages, model)`` decides what a ``developer`` message is for this
+   model. ``tether.wire.Message`` (what ``Context.messages`` holds) has no developer role, so by
+   default a developer message becomes a ``user`` message with the same content and
+   timestamp. A model whose descriptor sets ``compat.supportsDeveloperRole`` keeps the
+   ``developer`` role, and its provider must send it as its own developer/system role.
+
+``lower_for(model)`` composes both into the ``convert_to_llm`` callable the agent loop takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from tether.wire import AgentMessage, DeveloperMessage, Message, ModelInfo
+
+LlmMessage = Message | DeveloperMessage
+"""Output of the first step: the provider roles plus ``developer``."""
+
+STEERING_PREFIX = "[The user sent this message while you were working. Take it into account.]\n"
+COMPACTION_PREFIX = (
+    "The conversation before this point was compacted into the following summary:\n\n<summary>\n"
+)
+BRANCH_PREFIX = (
+    "The user explored another branch of this conversation and came back. "
+    "Summary of that branch:\n\n<summary>\n"
+)
+SUMMARY_SUFFIX = "\n</summary>"
+
+
+def convert_to_llm(messages: Sequence[AgentMessage]) -> list[LlmMessage]:
+    """Lower transcript messages (any role) to provider roles plus ``developer``."""
+    out: list[LlmMessage] = []
+    for message in messages:
+        lowered = lower_message(message)
+        if lowered is not None:
+            out.append(lowered)
+    return out
+
+
+def lower_message(message: AgentMessage) -> LlmMessage | None:
+    """One message's lowering; ``None`` when it is not for the model."""
+    m = cast(dict[str, Any], message)
+    role = m.get("role")
+    if role == "user":
+        return _steering(m) if m.get("steering") else cast(Message, message)
+    if role in ("assistant", "toolResult", "developer"):
+        return cast(LlmMessage, message)
+    if role == "bashExecution":
+        if m.get("excludeFromContext"):
+            return None
+        text = _execution_text("The user ran a shell command.", "command", m.get("command", ""), m)
+        images = cast(list[Any], m.get("images") or [])
+        content: Any = [{"type": "text", "text": text}, *images] if images else text
+        return _user(content, m)
+    if role == "pythonExecution":
+        if m.get("excludeFromContext"):
+            return None
+        return _user(_execution_text("The user ran Python code.", "code", m.get("code", ""), m), m)
+    if role in ("custom", "hookMessage"):
+        content = m.get("content", "")
+        return _user(content, m) if _has_image(content) else _developer(content, m)
+    if role == "fileMention":
+        return _file_mention(m)
+    if role == "branchSummary":
+        return _user(BRANCH_PREFIX + str(m.get("summary", "")) + SUMMARY_SUFFIX, m)
+    if role == "compactionSummary":
+        return _user(COMPACTION_PREFIX + str(m.get("summary", "")) + SUMMARY_SUFFIX, m)
+    return None  # a role from a newer writer: not ours to show the model
+
+
+def supports_developer_role(model: ModelInfo | None) -> bool:
+    compat: dict[str, Any] = (model.get("compat") or {}) if model is not None else {}
+    return compat.get("supportsDeveloperRole") is True
+
+
+def to_provider_messages(messages: Sequence[LlmMessage], model: ModelInfo | None) -> list[Message]:
+    """Map ``developer`` messages to what ``model`` accepts (see the module docstring)."""
+    if supports_developer_role(model):
+        return cast(list[Message], list(messages))
+    out: list[Message] = []
+    for message in messages:
+        if message["role"] == "developer":
+            out.append(_user(message["content"], cast(dict[str, Any], message)))
+        else:
+            out.append(message)
+    return out
+
+
+def lower_for(
+    model: ModelInfo | Callable[[], ModelInfo | None] | None,
+) -> Callable[[list[AgentMessage]], list[Message]]:
+    """A ``convert_to_llm`` for the agent loop: both steps, for a fixed or current model."""
+
+    def convert(messages: list[AgentMessage]) -> list[Message]:
+        current = model() if callable(model) else model
+        return to_provider_messages(convert_to_llm(messages), current)
+
+    return convert
+
+
+# --- renderings ---------------------------------------------------------------------------------
+
+
+def _user(content: Any, source: dict[str, Any]) -> Message:
+    return cast(Message, {"role": "user", "content": content, "timestamp": source.get("timestamp", 0)})
+
+
+def _developer(content: Any, source: dict[str, Any]) -> DeveloperMessage:
+    return cast(
+        DeveloperMessage, {"role": "developer", "content": content, "timestamp": source.get("timestamp", 0)}
+    )
+
+
+def _steering(m: dict[str, Any]) -> Message:
+    content = m.get("content", "")
+    if isinstance(content, str):
+        wrapped: Any = STEERING_PREFIX + content
+    else:
+        wrapped = [{"type": "text", "text": STEERING_PREFIX.rstrip("\n")}, *cast(list[Any], content)]
+    return cast(Message, {**m, "content": wrapped})
+
+
+def _execution_text(intro: str, tag: str, source: object, m: dict[str, Any]) -> str:
+    output = str(m.get("output", ""))
+    lines = [intro, f"<{tag}>", str(source), f"</{tag}>", "<output>", output, "</output>"]
+    if m.get("cancelled"):
+        lines.append("It was cancelled before it finished.")
+    exit_code = m.get("exitCode")
+    if isinstance(exit_code, int):
+        lines.append(f"Exit status: {exit_code}")
+    elif not m.get("cancelled"):
+        lines.append("Exit status: unknown")
+    if m.get("truncated"):
+        lines.append("The output was truncated; only part of it is shown.")
+    return "\n".join(lines)
+
+
+def _has_image(content: object) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and cast(dict[str, Any], b).get("type") == "image"
+        for b in cast(list[Any], content)
+    )
+
+
+def _file_mention(m: dict[str, Any]) -> LlmMessage | None:
+    files = [cast(dict[str, Any], f) for f in cast(list[Any], m.get("files") or []) if isinstance(f, dict)]
+    if not files:
+        return None
+    texts: list[str] = []
+    images: list[Any] = []
+    for f in files:
+        path = _attr(str(f.get("path", "")))
+        image = f.get("image")
+        skipped = f.get("skippedReason")
+        if isinstance(image, dict):
+            texts.append(f'<file path="{path}" type="image" />')
+            images.append(image)
+        elif isinstance(skipped, str):
+            size = f.get("byteSize")
+            size_attr = f' bytes="{size}"' if isinstance(size, int) else ""
+            texts.append(f'<file path="{path}" skipped="{_attr(skipped)}"{size_attr} />')
+        else:
+            texts.append(f'<file path="{path}">\n{f.get("content", "")}\n</file>')
+    text = "\n".join(texts)
+    if images:
+        return _user([{"type": "text", "text": text}, *images], m)
+    return _developer(text, m)
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")

@@ -1,0 +1,272 @@
+"""A scripted model: a stream function that plays back prepared responses, for tests and demos.
+
+``ScriptedModel`` is a ``StreamFn``. Each call records the request (``requests``) and streams the
+next scripted response as a real provider would, through ``AssistantMessageEventStream``:
+``start``, then per block ``*_start``/``*_delta``.../``*_end``, then ``done`` (or ``error``).
+It yields to the event loop before each block, each delta and the terminal event, and checks the
+abort signal there, so an abort raised by a listener is seen at the next step and ends the
+stream as ``aborted`` with the content so far. This is the model the conformance scenarios
+describe (``shared/conformance/README.md``, "The scripted model").
+
+    model = ScriptedModel([
+        reply(tool_call("echo", {"text": "hi"})),
+        reply("done"),
+    ])
+    await run_agent_loop(prompts, context, AgentLoopConfig(model=model.model), emit, stream_fn=model)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from tether.ai.abort import AbortSignal
+from tether.ai.event_stream import (
+    ABORTED_MESSAGE,
+    AssistantMessageEventStream,
+    error_event,
+    new_assistant_message,
+)
+from tether.ai.types import Context, SimpleStreamOptions
+from tether.wire import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    ModelInfo,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+)
+
+NO_RESPONSE_LEFT = "No scripted response left"
+
+SCRIPTED_MODEL: ModelInfo = {
+    "id": "scripted",
+    "name": "scripted",
+    "api": "scripted",
+    "provider": "scripted",
+    "baseUrl": "",
+    "reasoning": False,
+    "input": ["text"],
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+    "contextWindow": 100000,
+    "maxTokens": 1000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallBlock:
+    name: str
+    arguments: Mapping[str, Any]
+    id: str | None = None
+    """``None``: the model makes one up (``call_<n>``, counting from 1 per model)."""
+
+
+ScriptedBlock = TextBlock | ThinkingBlock | ToolCallBlock
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedResponse:
+    """One model response: its blocks, then ``done`` with ``stop_reason`` or ``error`` with ``error``."""
+
+    content: tuple[ScriptedBlock, ...] = ()
+    stop_reason: StopReason | None = None
+    """Default: ``toolUse`` when a tool call is present, else ``stop``."""
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScriptedResponse:
+        """A response in the conformance scenario format (``content``, ``stopReason``, ``error``)."""
+        blocks: list[ScriptedBlock] = []
+        for raw in data.get("content", []):
+            kind = raw["type"]
+            if kind == "toolCall":
+                blocks.append(ToolCallBlock(raw["name"], raw.get("arguments", {}), raw.get("id")))
+            elif kind in ("text", "thinking"):
+                chunks = tuple(raw.get("chunks", [raw.get(kind, "")]))
+                blocks.append(TextBlock(chunks) if kind == "text" else ThinkingBlock(chunks))
+            else:
+                raise ValueError(f"unknown scripted block type {kind!r}")
+        return cls(tuple(blocks), data.get("stopReason"), data.get("error"))
+
+
+def text(*chunks: str) -> TextBlock:
+    """A text block streamed as these deltas."""
+    return TextBlock(chunks)
+
+
+def thinking(*chunks: str) -> ThinkingBlock:
+    """A thinking block streamed as these deltas."""
+    return ThinkingBlock(chunks)
+
+
+def tool_call(
+    name: str, arguments: Mapping[str, Any] | None = None, *, id: str | None = None
+) -> ToolCallBlock:
+    """A tool call; its arguments arrive in one ``toolcall_delta``."""
+    return ToolCallBlock(name, arguments or {}, id)
+
+
+def reply(
+    *blocks: ScriptedBlock | str, stop_reason: StopReason | None = None, error: str | None = None
+) -> ScriptedResponse:
+    """A response of these blocks; a plain string is a text block with one chunk."""
+    content = tuple(TextBlock((b,)) if isinstance(b, str) else b for b in blocks)
+    return ScriptedResponse(content, stop_reason, error)
+
+
+@dataclass(slots=True)
+class ScriptedRequest:
+    """What one model call received."""
+
+    model: ModelInfo
+    context: Context
+    options: SimpleStreamOptions | None
+
+
+class ScriptedModel:
+    """A ``StreamFn`` that answers each call with the next scripted response.
+
+    ``model`` is the ``ModelInfo`` to configure the loop with; ``requests`` records every call.
+    """
+
+    def __init__(self, responses: Iterable[ScriptedResponse] = (), model: ModelInfo | None = None) -> None:
+        self.responses: deque[ScriptedResponse] = deque(responses)
+        self.model: ModelInfo = model if model is not None else SCRIPTED_MODEL.copy()
+        self.requests: list[ScriptedRequest] = []
+        self._call_ids = 0
+
+    def push(self, *responses: ScriptedResponse) -> None:
+        """Script more responses (after those already queued)."""
+        self.responses.extend(responses)
+
+    def __call__(
+        self, model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AssistantMessageEventStream:
+        request_context = cast(Context, dict(context))
+        request_context["messages"] = list(context["messages"])
+        self.requests.append(ScriptedRequest(model, request_context, options))
+        script = self.responses.popleft() if self.responses else None
+        signal = options.signal if options is not None else None
+        return AssistantMessageEventStream(model, self._play(model, script, signal), signal)
+
+    async def _play(
+        self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        message = new_assistant_message(model)
+        await asyncio.sleep(0)
+        if script is None:
+            yield error_event(message, NO_RESPONSE_LEFT)
+            return
+        if _aborted(signal):
+            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            return
+        yield {"type": "start", "partial": message}
+        for index, block in enumerate(script.content):
+            await asyncio.sleep(0)
+            if _aborted(signal):
+                yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                return
+            if isinstance(block, ToolCallBlock):
+                blocks = self._tool_call(message, index, block, signal)
+            elif isinstance(block, TextBlock):
+                blocks = _text(message, index, block, signal)
+            else:
+                blocks = _thinking(message, index, block, signal)
+            async with contextlib.aclosing(blocks):
+                async for event in blocks:
+                    yield event
+                    if event["type"] == "error":
+                        return
+        await asyncio.sleep(0)
+        if _aborted(signal):
+            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            return
+        if script.error is not None:
+            yield error_event(message, script.error)
+            return
+        has_call = any(isinstance(b, ToolCallBlock) for b in script.content)
+        reason = script.stop_reason or ("toolUse" if has_call else "stop")
+        if reason == "error" or reason == "aborted":
+            yield error_event(message, f"scripted stopReason {reason}", aborted=reason == "aborted")
+            return
+        message["stopReason"] = reason
+        yield {"type": "done", "reason": reason, "message": message}
+
+    async def _tool_call(
+        self, message: AssistantMessage, index: int, block: ToolCallBlock, signal: AbortSignal | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        self._call_ids += 1
+        call: ToolCall = {
+            "type": "toolCall",
+            "id": block.id if block.id is not None else f"call_{self._call_ids}",
+            "name": block.name,
+            "arguments": {},
+        }
+        message["content"].append(call)
+        yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
+        await asyncio.sleep(0)
+        if _aborted(signal):
+            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            return
+        call["arguments"] = copy.deepcopy(dict(block.arguments))
+        delta = canonical_json(call["arguments"])
+        yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
+        yield {"type": "toolcall_end", "contentIndex": index, "toolCall": call.copy(), "partial": message}
+
+
+def _aborted(signal: AbortSignal | None) -> bool:
+    return signal is not None and signal.aborted
+
+
+async def _text(
+    message: AssistantMessage, index: int, block: TextBlock, signal: AbortSignal | None
+) -> AsyncIterator[AssistantMessageEvent]:
+    part: TextContent = {"type": "text", "text": ""}
+    message["content"].append(part)
+    yield {"type": "text_start", "contentIndex": index, "partial": message}
+    for chunk in block.chunks:
+        await asyncio.sleep(0)
+        if _aborted(signal):
+            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            return
+        part["text"] += chunk
+        yield {"type": "text_delta", "contentIndex": index, "delta": chunk, "partial": message}
+    yield {"type": "text_end", "contentIndex": index, "content": part["text"], "partial": message}
+
+
+async def _thinking(
+    message: AssistantMessage, index: int, block: ThinkingBlock, signal: AbortSignal | None
+) -> AsyncIterator[AssistantMessageEvent]:
+    part: ThinkingContent = {"type": "thinking", "thinking": ""}
+    message["content"].append(part)
+    yield {"type": "thinking_start", "contentIndex": index, "partial": message}
+    for chunk in block.chunks:
+        await asyncio.sleep(0)
+        if _aborted(signal):
+            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            return
+        part["thinking"] += chunk
+        yield {"type": "thinking_delta", "contentIndex": index, "delta": chunk, "partial": message}
+    yield {"type": "thinking_end", "contentIndex": index, "content": part["thinking"], "partial": message}
+
+
+def canonical_json(value: object) -> str:
+    """Keys sorted, no whitespace: the conformance format for echoed arguments and deltas."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,32 @@
+"""Every conformance scenario gives exactly the reference's trace (compared as JSON values)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE
+
+from tether.testing.conformance import load_scenario, run_scenario, scenario_paths
+
+
+def _cases() -> list[tuple[Path, Path]]:
+    cases: list[tuple[Path, Path]] = []
+    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE):
+        cases += [(path, root / "traces" / path.name) for path in scenario_paths(root / "scenarios")]
+    return cases
+
+
+def test_the_shared_scenarios_are_there() -> None:
+    found = scenario_paths(SHARED_CONFORMANCE / "scenarios")
+    assert len(found) >= 29, f"expected the 29 public scenarios in {SHARED_CONFORMANCE}"
+
+
+@pytest.mark.parametrize(("scenario", "trace"), _cases(), ids=lambda p: p.stem if isinstance(p, Path) else "")
+async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> None:
+    expected = json.loads(trace.read_text(encoding="utf-8"))
+    actual = await run_scenario(load_scenario(scenario))
+    assert actual["events"] == expected["events"]
+    assert actual["requests"] == expected["requests"]
+    assert actual["result"] == expected["result"]

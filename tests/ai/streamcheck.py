@@ -1,0 +1,209 @@
+"""Helpers shared by the provider tests: fixtures, the README's comparison rule, stream invariants."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from tether.ai import StreamOptions, stream
+from tether.testing.loopback import LoopbackServer, Reply
+from tether.testing.replay import REPLAY_CONTEXT, base_path, fixture_reply, normalize_event, normalize_message
+from tether.wire import AssistantMessageEvent, ModelInfo
+
+STREAMS = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "streams"
+APIS = ("openai-completions", "anthropic-messages")
+
+
+def fixture_paths(apis: Sequence[str] = APIS) -> list[Path]:
+    return [
+        p
+        for api in apis
+        for p in sorted((STREAMS / api).glob("*.json"))
+        if not p.name.endswith(".expected.json")
+    ]
+
+
+def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fixture, expected) for a fixture file."""
+    return json.loads(path.read_text()), json.loads(path.with_name(path.stem + ".expected.json").read_text())
+
+
+# Allowed alternatives from shared/fixtures/README.md: fixture -> fields where either result passes.
+ALLOWED: dict[str, set[str]] = {
+    "openai-reasoning-summary": {"deltas0"},
+    "openrouter-reasoning-text-done-marker": {"events0", "signed0"},
+    "openrouter-error-chunk": {"usage"},
+    "code-execution-parts": {"usage_input"},
+}
+
+# Our own deviations from the reference (fixture, field, what we do, why). Relaxed in `compare`.
+DEVIATIONS: dict[str, dict[str, str]] = {
+    # openrouter-error-chunk, usage: we keep the usage the error chunk carries (43 in, 10 out)
+    # because those tokens were billed; this is the README's listed corrected alternative, so it
+    # lives in ALLOWED above and needs no entry here. No other deviation so far.
+}
+
+
+def _blocks(events: list[dict[str, Any]]) -> tuple[dict[int, list[str]], dict[int, str]]:
+    sequence: dict[int, list[str]] = {}
+    text: dict[int, str] = {}
+    for event in events:
+        index = event.get("contentIndex")
+        if index is None:
+            continue
+        kind = event["type"]
+        seen = sequence.setdefault(index, [])
+        if not (kind.endswith("_delta") and seen and seen[-1] == kind):
+            seen.append(kind)
+        if kind.endswith("_delta"):
+            text[index] = text.get(index, "") + event.get("delta", "")
+    return sequence, text
+
+
+def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
+    """Problems between a normalized result and an expected file, by the README rule."""
+    allowed = ALLOWED.get(name, set())
+    problems: list[str] = []
+    events, wanted = got["events"], want["events"]
+    if events[0]["type"] != "start" and wanted[0]["type"] == "start":
+        problems.append("first event is not start")
+    terminal = [e for e in events if e["type"] in ("done", "error")]
+    if len(terminal) != 1 or events[-1] is not terminal[0]:
+        problems.append("not exactly one terminal event, last")
+    elif terminal[0]["reason"] != wanted[-1]["reason"]:
+        problems.append(f"reason {terminal[0]['reason']} != {wanted[-1]['reason']}")
+    got_seq, got_text = _blocks(events)
+    want_seq, want_text = _blocks(wanted)
+    if "events0" in allowed:
+        got_seq = {i: [t for t in s if t != "thinking_end"] for i, s in got_seq.items()}
+        want_seq = {i: [t for t in s if t != "thinking_end"] for i, s in want_seq.items()}
+    if got_seq != want_seq:
+        problems.append(f"per-block events {got_seq} != {want_seq}")
+    for index, expected_text in want_text.items():
+        actual = got_text.get(index, "")
+        if want_seq[index][0] == "toolcall_start":
+            if json.loads(actual or "null") != json.loads(expected_text or "null"):
+                problems.append(f"block {index}: tool-call delta JSON differs")
+        elif actual != expected_text and not (
+            index == 0 and "deltas0" in allowed and actual + "\n\n" == expected_text
+        ):
+            problems.append(f"block {index}: delta text differs")
+    message, expected = got["message"], want["message"]
+    for key in (
+        "role",
+        "api",
+        "provider",
+        "model",
+        "stopReason",
+        "errorMessage",
+        "responseId",
+        "responseModel",
+    ):
+        if key == "responseModel" and key not in expected:
+            continue
+        if message.get(key) != expected.get(key):
+            problems.append(f"message.{key}: {message.get(key)!r} != {expected.get(key)!r}")
+    content, expected_content = message["content"], expected["content"]
+    if len(content) != len(expected_content):
+        problems.append(f"{len(content)} blocks, want {len(expected_content)}")
+    for index, (block, want_block) in enumerate(zip(content, expected_content, strict=False)):
+        for key in ("type", "text", "thinking", "signed", "redacted", "name", "arguments"):
+            if key == "signed" and index == 0 and "signed0" in allowed:
+                continue
+            if block.get(key) != want_block.get(key):
+                problems.append(f"content[{index}].{key} differs")
+        if want_block["type"] == "toolCall":
+            ids = [b.get("id") for b in content if b["type"] == "toolCall"]
+            if want_block["id"] == "<generated>":
+                if not block.get("id") or ids.count(block.get("id")) > 1:
+                    problems.append(f"content[{index}].id empty or not unique")
+            elif block.get("id") != want_block["id"]:
+                problems.append(f"content[{index}].id differs")
+    if "usage" not in allowed:
+        usage, want_usage = message["usage"], expected["usage"]
+        for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
+            if not (key == "input" and "usage_input" in allowed) and usage[key] != want_usage[key]:
+                problems.append(f"usage.{key} {usage[key]} != {want_usage[key]}")
+        if "usage_input" not in allowed:
+            for key, value in want_usage["cost"].items():
+                if not math.isclose(usage["cost"][key], value, rel_tol=0, abs_tol=1e-12):
+                    problems.append(f"usage.cost.{key} {usage['cost'][key]} != {value}")
+    return problems
+
+
+async def run_fixture(
+    fixture: dict[str, Any],
+    model: dict[str, Any],
+    chunks: Sequence[int] | None = None,
+    delay: float = 0.0,
+) -> tuple[list[AssistantMessageEvent], dict[str, Any]]:
+    """Stream ``fixture`` from loopback; raw events (with partial snapshots) and the final message."""
+    reply: Reply = fixture_reply(fixture, chunks)
+    reply.delay = delay
+    async with LoopbackServer([reply]) as server:
+        spec = dict(model)
+        spec["baseUrl"] = server.url + base_path(fixture)
+        events_stream = stream(
+            cast(ModelInfo, spec), REPLAY_CONTEXT, StreamOptions(api_key="k", max_retries=0)
+        )
+        events: list[AssistantMessageEvent] = []
+        snapshots: list[Any] = []
+        async for event in events_stream:
+            events.append(event)
+            # The partial is one object mutated in place; snapshot it to check it evolves sanely.
+            snapshots.append(copy.deepcopy(cast("dict[str, Any]", event).get("partial")))
+        final = await events_stream.result()
+    check_invariants(events, snapshots, cast("dict[str, Any]", final))
+    return events, cast("dict[str, Any]", final)
+
+
+def normalized(events: list[AssistantMessageEvent], final: dict[str, Any]) -> dict[str, Any]:
+    return {"events": [normalize_event(e) for e in events], "message": normalize_message(cast(Any, final))}
+
+
+def check_invariants(
+    events: list[AssistantMessageEvent], snapshots: list[Any], final: dict[str, Any]
+) -> None:
+    """The stream contract of issue 4, asserted on one run."""
+    kinds = [e["type"] for e in events]
+    terminal = [k for k in kinds if k in ("done", "error")]
+    assert len(terminal) == 1 and kinds[-1] in ("done", "error"), kinds
+    if kinds[0] != "start":
+        assert kinds == ["error"], "only an error may come without start"
+    open_blocks: dict[int, str] = {}
+    closed: set[int] = set()
+    for event, snapshot in zip(events[:-1], snapshots[:-1], strict=True):
+        raw = cast("dict[str, Any]", event)
+        kind = raw["type"]
+        if kind == "start":
+            continue
+        index = raw["contentIndex"]
+        assert 0 <= index < len(snapshot["content"]), (kind, index)
+        family = kind.split("_")[0]
+        if kind.endswith("_start"):
+            assert index not in open_blocks and index not in closed, f"{kind} twice for {index}"
+            open_blocks[index] = family
+        else:
+            assert open_blocks.get(index) == family, f"{kind} for block {index} not open"
+            if kind.endswith("_end"):
+                del open_blocks[index]
+                closed.add(index)
+    last = cast("dict[str, Any]", events[-1])
+    message = last["message"] if last["type"] == "done" else last["error"]
+    assert message is final
+    if last["type"] == "done":
+        assert not open_blocks, f"blocks left open at done: {open_blocks}"
+    if len(events) > 1:
+        # final == last partial + terminal fields
+        previous = snapshots[-2]
+        terminal_fields = {"stopReason", "errorMessage", "errorStatus", "duration", "completedAt", "ttft"}
+        for key in set(previous) | set(final):
+            if key in terminal_fields or key in ("content", "usage"):
+                continue
+            assert previous.get(key) == final.get(key), key
+        # Usage may be updated by the closing event (Anthropic's message_delta); content may not.
+        assert previous["content"] == final["content"]

@@ -1,0 +1,36 @@
+"""Child side of the crash test: append entries to a session until killed.
+
+Each committed append is reported on a pipe as one small message (``E<session id><entry id>``,
+one ``write`` below ``PIPE_BUF``, so it is either wholly there or absent); a created session as
+``S<session id>``. Anything reported was committed before the report was written.
+"""
+
+from __future__ import annotations
+
+import random
+from multiprocessing.connection import Connection
+
+from tether.session import SessionManager
+
+
+def write_until_killed(db_path: str, session_id: str | None, seed: int, report: Connection) -> None:
+    rng = random.Random(seed)
+    manager = SessionManager.at(db_path)
+    if session_id is None:
+        session = manager.create("/crash")
+        report.send_bytes(f"S{session.id}".encode())
+    else:
+        session = manager.open(session_id)
+    while True:
+        size = rng.choice([50, 2_000, 60_000, 400_000])
+        body = "".join(rng.choice("abcdefghij \n") for _ in range(64)) * (size // 64)
+        if rng.random() < 0.5:
+            entry_id = session.append_message({"role": "user", "content": body, "timestamp": 1})
+        else:
+            entry_id = session.append_messages(
+                [
+                    {"role": "user", "content": body[:100], "timestamp": 1},
+                    {"role": "user", "content": body, "timestamp": 2},
+                ]
+            )[-1]
+        report.send_bytes(f"E{session.id}{entry_id}".encode())

@@ -1,0 +1,105 @@
+"""Message builders and a scripted model for the session tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
+from tether.ai.types import Context, SimpleStreamOptions
+from tether.wire import AgentMessage, AssistantMessageEvent, ModelInfo
+
+MODEL: ModelInfo = {
+    "id": "scripted-1",
+    "name": "Scripted",
+    "api": "scripted",
+    "provider": "test",
+    "baseUrl": "http://127.0.0.1",
+    "reasoning": False,
+    "input": ["text"],
+    "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+    "contextWindow": 100_000,
+    "maxTokens": 8_000,
+}
+
+
+def user(text: str, **extra: Any) -> AgentMessage:
+    return cast(AgentMessage, {"role": "user", "content": text, "timestamp": 1_700_000_000_000, **extra})
+
+
+def assistant(
+    *blocks: dict[str, Any], stop: str | None = None, cost: float = 0.0, tokens: int = 0
+) -> AgentMessage:
+    calls = any(b.get("type") == "toolCall" for b in blocks)
+    return cast(
+        AgentMessage,
+        {
+            "role": "assistant",
+            "content": list(blocks),
+            "api": "scripted",
+            "provider": "test",
+            "model": "scripted-1",
+            "usage": {
+                "input": tokens,
+                "output": 0,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": tokens,
+                "cost": {"input": cost, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+            },
+            "stopReason": stop or ("toolUse" if calls else "stop"),
+            "timestamp": 1_700_000_000_001,
+        },
+    )
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def call(call_id: str, name: str = "read", **args: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
+
+
+def result(call_id: str, out: str, name: str = "read", is_error: bool = False) -> AgentMessage:
+    return cast(
+        AgentMessage,
+        {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": name,
+            "content": [{"type": "text", "text": out}],
+            "isError": is_error,
+            "timestamp": 1_700_000_000_002,
+        },
+    )
+
+
+class ScriptedModel:
+    """A stream function that answers each request with the next scripted reply text (or error).
+
+    It records every request's context so tests can check what the model was asked.
+    """
+
+    def __init__(self, *replies: str | Exception) -> None:
+        self.replies = list(replies)
+        self.requests: list[Context] = []
+
+    def __call__(
+        self, model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AssistantMessageEventStream:
+        self.requests.append(context)
+        reply = self.replies.pop(0)
+
+        async def source() -> AsyncIterator[AssistantMessageEvent]:
+            message = new_assistant_message(model)
+            yield {"type": "start", "partial": message}
+            if isinstance(reply, Exception):
+                raise reply
+            message["content"] = [{"type": "text", "text": reply}]
+            yield {"type": "text_start", "contentIndex": 0, "partial": message}
+            yield {"type": "text_delta", "contentIndex": 0, "delta": reply, "partial": message}
+            yield {"type": "text_end", "contentIndex": 0, "content": reply, "partial": message}
+            yield {"type": "done", "reason": "stop", "message": message}
+
+        return AssistantMessageEventStream(model, source(), options.signal if options else None)

@@ -1,0 +1,171 @@
+"""Compaction and branch summaries, driven by a scripted model."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from session_helpers import MODEL, ScriptedModel, assistant, call, result, text, user
+
+from tether.session import (
+    CompactionError,
+    CompactionSettings,
+    Session,
+    SessionManager,
+    compact,
+    context_tokens,
+    estimate_tokens,
+    is_context_overflow,
+    should_compact,
+    summarize_branch,
+)
+from tether.session.compaction import serialize_for_summary
+from tether.wire import AssistantMessage
+
+WORDS = "lorem ipsum dolor sit amet " * 40  # ~1080 chars, ~270 tokens
+
+
+def _long_session(manager: SessionManager, turns: int) -> tuple[Session, list[str]]:
+    s = manager.create("/p", model=MODEL)
+    ids: list[str] = []
+    for i in range(turns):
+        ids.append(s.append_message(user(f"question {i}: {WORDS}")))
+        ids.append(s.append_message(assistant(text(f"reading {i}"), call(f"c{i}", path=f"f{i}"))))
+        ids.append(s.append_message(result(f"c{i}", f"contents {i}: {WORDS}")))
+        ids.append(s.append_message(assistant(text(f"answer {i}: {WORDS}"))))
+    return s, ids
+
+
+def _prompt_of(model: ScriptedModel, i: int) -> str:
+    return cast(str, model.requests[i]["messages"][0]["content"])
+
+
+def test_threshold_uses_reported_usage_plus_estimates() -> None:
+    msgs = [user("x" * 400), assistant(text("ok"), tokens=5_000), user("y" * 4_000)]
+    assert estimate_tokens(msgs[2]) == 1_000
+    assert context_tokens(msgs) == 6_000
+    assert context_tokens(msgs[:1]) == 100  # no usage yet: estimates only
+    settings = CompactionSettings(reserve_tokens=16_384)
+    assert not should_compact(80_000, 100_000, settings)
+    assert should_compact(90_000, 100_000, settings)
+    assert not should_compact(90_000, 100_000, CompactionSettings(enabled=False))
+    assert not should_compact(90_000, None, settings)
+
+
+@pytest.mark.parametrize(
+    ("error", "overflow"),
+    [
+        ("prompt is too long: 213462 tokens > 200000 maximum", True),
+        ("This model's maximum context length is 128000 tokens. However, you requested 130000", True),
+        ('{"error":{"code":"context_length_exceeded"}}', True),
+        ("Your input exceeds the context window of this model", True),
+        ("The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", True),
+        ("rate limit exceeded, retry later", False),
+        ("overloaded_error", False),
+    ],
+)
+def test_overflow_errors_are_recognised(error: str, overflow: bool) -> None:
+    failed = cast(AssistantMessage, {**assistant(text("")), "stopReason": "error", "errorMessage": error})
+    assert is_context_overflow(failed) is overflow
+
+
+def test_silent_overflow_is_recognised_from_usage() -> None:
+    ok = cast(AssistantMessage, assistant(text("fine"), tokens=120_000))
+    assert is_context_overflow(ok, context_window=100_000)
+    assert not is_context_overflow(ok, context_window=200_000)
+
+
+async def test_compact_summarises_the_old_part_and_keeps_recent_tokens(manager: SessionManager) -> None:
+    s, ids = _long_session(manager, turns=12)
+    before = list(s.messages)
+    model = ScriptedModel("SUMMARY ONE")
+    res = await compact(s, MODEL, model, settings=CompactionSettings(keep_recent_tokens=2_000))
+    assert res.summary == "SUMMARY ONE"
+    kept_from = ids.index(cast(str, res.first_kept_entry_id))
+    assert s.messages[0]["role"] == "compactionSummary"
+    assert s.messages[1:] == before[kept_from:]
+    assert s.messages[1]["role"] != "toolResult"
+    kept_tokens = sum(estimate_tokens(m) for m in before[kept_from:])
+    assert kept_tokens >= 2_000 and kept_tokens - estimate_tokens(before[kept_from]) < 2_000 + 600
+    assert res.tokens_after < res.tokens_before
+    # The summariser saw exactly the compacted messages, and the current model was used.
+    prompt = _prompt_of(model, 0)
+    assert prompt.startswith(f"<conversation>\n{serialize_for_summary(before[:kept_from])}\n</conversation>")
+    assert "<previous-summary>" not in prompt
+    # Resume sees the same context.
+    s.close()
+    assert manager.open(s.id).messages == s.messages
+
+
+async def test_second_compaction_updates_the_summary_instead_of_nesting(manager: SessionManager) -> None:
+    s, _ = _long_session(manager, turns=10)
+    model = ScriptedModel("SUMMARY ONE", "SUMMARY TWO")
+    settings = CompactionSettings(keep_recent_tokens=2_000)
+    await compact(s, MODEL, model, settings=settings)
+    for i in range(10, 16):
+        s.append_message(user(f"question {i}: {WORDS}"))
+        s.append_message(assistant(text(f"answer {i}: {WORDS}")))
+    await compact(s, MODEL, model, settings=settings)
+    prompt = _prompt_of(model, 1)
+    conversation, rest = prompt.split("</conversation>")
+    assert "SUMMARY ONE" not in conversation  # not nested as a message
+    assert "<previous-summary>\nSUMMARY ONE\n</previous-summary>" in rest
+    assert "question 0:" not in conversation  # already covered by the previous summary
+    summaries = [m for m in s.messages if m["role"] == "compactionSummary"]
+    assert [m["summary"] for m in summaries] == ["SUMMARY TWO"]  # type: ignore[typeddict-item]
+
+
+async def test_cut_never_separates_a_tool_call_from_its_result(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    s.append_message(user("start " + WORDS))
+    s.append_message(assistant(call("c1")))
+    s.append_message(result("c1", "x" * 8_000))  # ~2,000 tokens: the budget is reached on it
+    s.append_message(assistant(text("end")))
+    res = await compact(s, MODEL, ScriptedModel("S"), settings=CompactionSettings(keep_recent_tokens=1_500))
+    kept = s.messages[1:]
+    assert [m["role"] for m in kept] == ["assistant", "toolResult", "assistant"]
+    assert res.first_kept_entry_id == s.context.entry_ids[1]
+
+
+async def test_instructions_reach_the_summariser(manager: SessionManager) -> None:
+    s, _ = _long_session(manager, turns=4)
+    model = ScriptedModel("S")
+    await compact(
+        s,
+        MODEL,
+        model,
+        instructions="focus on file paths",
+        settings=CompactionSettings(keep_recent_tokens=500),
+    )
+    assert "Additional instructions: focus on file paths" in _prompt_of(model, 0)
+    assert model.requests[0].get("systemPrompt")
+
+
+async def test_failed_summary_persists_nothing(manager: SessionManager) -> None:
+    s, _ = _long_session(manager, turns=4)
+    count = len(s.entries())
+    with pytest.raises(CompactionError, match="summarising failed: RuntimeError: provider down"):
+        await compact(
+            s,
+            MODEL,
+            ScriptedModel(RuntimeError("provider down")),
+            settings=CompactionSettings(keep_recent_tokens=500),
+        )
+    assert len(s.entries()) == count
+    with pytest.raises(CompactionError, match="nothing to compact"):
+        await compact(s, MODEL, ScriptedModel("S"), settings=CompactionSettings(keep_recent_tokens=10**9))
+
+
+async def test_branch_summary_covers_only_the_branch_being_left(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    q = s.append_message(user("shared question"))
+    s.append_message(assistant(text("shared answer")))
+    s.append_message(user("branch-only idea"))
+    s.append_message(assistant(text("branch-only reply")))
+    model = ScriptedModel("BRANCH SUMMARY")
+    leaf = await summarize_branch(s, q, MODEL, model)
+    prompt = _prompt_of(model, 0)
+    assert "branch-only idea" in prompt and "shared question" not in prompt
+    entry: dict[str, Any] = s.entry(cast(str, leaf))
+    assert entry["type"] == "branch_summary" and entry["parentId"] == q
+    assert [m["role"] for m in s.messages] == ["user", "branchSummary"]

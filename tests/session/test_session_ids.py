@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.session.ids import IdGenerator, decode, encode, timestamp_ms
+
+
+def test_ids_sort_in_creation_order_within_one_millisecond() -> None:
+    gen = IdGenerator(clock_ns=lambda: 1_700_000_000_000 * 1_000_000)
+    ids = [gen.new() for _ in range(1000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 1000
+    assert {timestamp_ms(i) for i in ids} == {1_700_000_000_000}
+
+
+def test_clock_going_backwards_never_goes_backwards() -> None:
+    times = iter([5_000, 4_000, 3_000, 6_000])
+    gen = IdGenerator(clock_ns=lambda: next(times) * 1_000_000)
+    ids = [gen.new() for _ in range(4)]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+    assert timestamp_ms(ids[-1]) == 6_000
+
+
+def test_floor_from_a_faster_clock_is_respected() -> None:
+    other = IdGenerator(clock_ns=lambda: 9_000_000 * 1_000_000).new()
+    mine = IdGenerator(clock_ns=lambda: 1_000 * 1_000_000).new(floor=other)
+    assert mine > other
+
+
+@settings(max_examples=60)
+@given(st.integers(min_value=0, max_value=(1 << 128) - 1))
+def test_encode_decode_round_trip(value: int) -> None:
+    text = encode(value)
+    assert len(text) == 26
+    assert decode(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "short", "I" * 26, "8" + "Z" * 25])
+def test_decode_rejects_non_ids(bad: str) -> None:
+    with pytest.raises(ValueError, match="not an id"):
+        decode(bad)

@@ -1,0 +1,153 @@
+"""The session wired into the agent loop, with the scripted model of ``tether.testing``."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from session_helpers import text
+
+from tether.agent import AgentEvent, AgentTool, AgentToolResult
+from tether.ai.abort import AbortSignal
+from tether.session import CompactionSettings, PromptEditor, SessionManager, SessionRuntime
+from tether.session.convert import COMPACTION_PREFIX
+from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
+from tether.wire import ModelInfo
+
+
+async def _echo(
+    call_id: str, params: Any, signal: AbortSignal | None, on_update: Any
+) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": f"echo: {params['text']}"}])
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="Echo",
+    description="Echo the text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=_echo,
+)
+
+
+def _small_model(window: int) -> ModelInfo:
+    return cast(ModelInfo, {**SCRIPTED_MODEL, "contextWindow": window})
+
+
+async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager) -> None:
+    s = manager.create("/p", system_prompt="You are terse.", thinking_level="high")
+    model = ScriptedModel([reply(tool_call("echo", {"text": "hi"})), reply("done")])
+    events: list[AgentEvent] = []
+
+    async def listen(event: AgentEvent) -> None:
+        events.append(event)
+
+    rt = SessionRuntime(s, model.model, model, tools=[ECHO], listener=listen)
+    added = await rt.prompt("say hi")
+    assert [m["role"] for m in added] == ["user", "assistant", "toolResult", "assistant"]
+    assert s.messages == added
+    assert all(i is not None for i in s.message_ids(added))
+    # Settings entries reached the request.
+    request = model.requests[0]
+    assert request.context.get("systemPrompt") == "You are terse."
+    assert request.options is not None and request.options.reasoning == "high"
+    assert request.options.session_id == s.id
+    assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_end"
+    # The model used was recorded as a settings entry before the run.
+    assert [e["type"] for e in s.path()][:3] == [
+        "thinking_level_change",
+        "system_prompt_change",
+        "model_change",
+    ]
+    s.close()
+    resumed = manager.open(s.id)
+    assert resumed.messages == added
+    assert [e["type"] for e in resumed.replay() if e["type"] in ("turn_start", "turn_end")] == [
+        e["type"] for e in events if e["type"] in ("turn_start", "turn_end")
+    ]
+    # Continuing the resumed session sends the whole history.
+    model.push(reply("again"))
+    rt2 = SessionRuntime(resumed, model.model, model, tools=[ECHO])
+    await rt2.prompt("once more")
+    assert len(model.requests[-1].context["messages"]) == len(added) + 1
+
+
+async def test_prompt_hooks_change_the_request_but_not_the_session(manager: SessionManager) -> None:
+    s = manager.create("/p")
+
+    def remind(editor: PromptEditor) -> None:
+        editor.append_to("last-user", [text("(reminder: be brief)")])
+        editor.append({"role": "user", "parts": [text("Transient note")]})
+        first = editor.messages[0]
+        first["content"] = "tampered"
+
+    model = ScriptedModel([reply("ok")])
+    rt = SessionRuntime(s, model.model, model, hooks=[remind])
+    await rt.prompt("question")
+    sent = model.requests[0].context["messages"]
+    assert sent[0]["content"] == "tampered"
+    assert sent[-1]["content"] == [text("Transient note")]
+    assert [m["content"] for m in s.messages if m["role"] == "user"] == ["question"]
+    assert [m["content"] for m in manager.open(s.id, readonly=True).messages if m["role"] == "user"] == [
+        "question"
+    ]
+
+
+async def test_host_messages_are_lowered_for_the_model(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    s.append_message(cast(Any, {"role": "bashExecution", "command": "ls", "output": "a.txt", "exitCode": 0,
+                               "cancelled": False, "truncated": False, "timestamp": 1}))  # fmt: skip
+    s.append_message(
+        cast(
+            Any,
+            {"role": "custom", "customType": "x.note", "content": "ctx", "display": False, "timestamp": 2},
+        )
+    )
+    model = ScriptedModel([reply("seen")])
+    await SessionRuntime(s, model.model, model).prompt("what did I run?")
+    sent = model.requests[0].context["messages"]
+    assert [m["role"] for m in sent] == ["user", "user", "user"]
+    assert "<command>\nls\n</command>" in cast(str, sent[0]["content"])
+    assert sent[1]["content"] == "ctx"
+
+
+async def test_threshold_compaction_happens_before_the_model_call(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    words = "alpha beta gamma delta " * 50  # ~1150 chars
+    model = ScriptedModel([reply(f"answer {i}: {words}") for i in range(3)])
+    small = _small_model(3_000)
+    settings = CompactionSettings(reserve_tokens=1_000, keep_recent_tokens=700)
+    rt = SessionRuntime(s, small, model, compaction=settings)
+    for i in range(3):
+        await rt.prompt(f"question {i}: {words}")
+    assert rt.compactions == 0  # ~1,700 tokens so far: under 3,000 - 1,000
+    model.push(reply("THE SUMMARY"), reply("final"))
+    await rt.prompt(f"question 3: {words}")
+    assert rt.compactions == 1
+    summary_request, final_request = model.requests[-2], model.requests[-1]
+    assert "<conversation>" in cast(str, summary_request.context["messages"][0]["content"])
+    first = final_request.context["messages"][0]
+    assert first["role"] == "user" and first["content"] == COMPACTION_PREFIX + "THE SUMMARY\n</summary>"
+    assert s.messages[0]["role"] == "compactionSummary"
+    assert manager.open(s.id, readonly=True).messages == s.messages
+
+
+async def test_overflow_error_compacts_and_retries_once(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    words = "alpha beta gamma delta " * 50
+    model = ScriptedModel([reply(f"answer {i}: {words}") for i in range(4)])
+    rt = SessionRuntime(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=400))
+    for i in range(4):
+        await rt.prompt(f"question {i}: {words}")
+    model.push(
+        reply(error="prompt is too long: 250000 tokens > 200000 maximum"),
+        reply("SUMMARY"),
+        reply("recovered"),
+    )
+    added = await rt.prompt("one more")
+    assert [m.get("stopReason") for m in added if m["role"] == "assistant"] == ["error", "stop"]
+    assert rt.compactions == 1
+    assert s.messages[0]["role"] == "compactionSummary"
+    assert s.messages[-1]["content"] == [text("recovered")]
+    assert all(m.get("stopReason") != "error" for m in s.messages)  # the failed reply is off the path
+    failed = [e for e in s.entries() if e["type"] == "message" and e["message"].get("stopReason") == "error"]
+    assert len(failed) == 1  # ... but kept in the tree

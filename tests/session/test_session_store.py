@@ -1,0 +1,183 @@
+"""The SQLite store: schema, migrations, writer lock, durability settings, counters."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from session_helpers import assistant, text, user
+
+from tether.session import (
+    ReadOnlySessionError,
+    SchemaVersionError,
+    SessionLockedError,
+    SessionManager,
+    SessionNotFoundError,
+    SQLiteStore,
+    default_db_path,
+)
+from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+
+
+def test_default_path_follows_tether_home_and_env_override(tether_home: Path, tmp_path: Path) -> None:
+    assert default_db_path() == tether_home / "sessions.db"
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    assert default_db_path(env) == tmp_path / "xdg" / "tether" / "sessions.db"
+    assert default_db_path({**env, "TETHER_SESSIONS_DB": "/x/y.db"}) == Path("/x/y.db")
+    store = SQLiteStore()
+    try:
+        assert store.path == tether_home / "sessions.db" and store.path.exists()
+    finally:
+        store.close()
+
+
+def test_database_is_wal_and_at_current_schema(manager: SessionManager, db_path: Path) -> None:
+    db = sqlite3.connect(db_path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert schema_version(db) == SCHEMA_VERSION
+    db.close()
+
+
+def test_counters_and_first_prompt_follow_appends(manager: SessionManager) -> None:
+    s = manager.create("/proj")
+    s.append_message(user("fix the parser please"))
+    s.append_message(assistant(text("ok"), cost=0.25, tokens=100))
+    s.append_message(user("and the lexer"))
+    s.append_message(assistant(text("done"), cost=0.5, tokens=50))
+    rec = manager.list("/proj")[0]
+    assert rec.first_prompt == "fix the parser please"
+    assert rec.message_count == 4 and rec.entry_count == 4
+    assert rec.cost == pytest.approx(0.75)
+    assert rec.input_tokens == 150
+
+
+def test_second_writer_in_the_same_process_is_refused(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    with pytest.raises(SessionLockedError, match=f"pid {os.getpid()}"):
+        manager.open(s.id)
+    ro = manager.open(s.id, readonly=True)
+    with pytest.raises(ReadOnlySessionError):
+        ro.append_message(user("x"))
+    s.close()
+    with manager.open(s.id) as again:
+        again.append_message(user("now I write"))
+    with pytest.raises(ReadOnlySessionError):
+        s.append_message(user("closed handles cannot write"))
+
+
+def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_dies(
+    manager: SessionManager, db_path: Path
+) -> None:
+    s = manager.create("/p")
+    s.close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys, time
+                from tether.session import SessionManager
+                s = SessionManager.at({str(db_path)!r}).open({s.id!r})
+                print("locked", flush=True)
+                time.sleep(60)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(SessionLockedError, match=f"pid {holder.pid}"):
+            manager.open(s.id)
+        with pytest.raises(SessionLockedError):
+            manager.delete(s.id)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with manager.open(s.id) as s2:  # the kernel dropped the dead holder's lock
+        s2.append_message(user("mine now"))
+
+
+def test_unknown_session_is_a_clear_error(manager: SessionManager) -> None:
+    with pytest.raises(SessionNotFoundError, match="no session 'nope'"):
+        manager.open("nope")
+
+
+# --- migrations -----------------------------------------------------------------------------------
+
+
+def _v1_database(path: Path) -> None:
+    """A database as the first schema wrote it, with a session and entries in old shapes."""
+    db = sqlite3.connect(path, isolation_level=None)
+    MIGRATIONS[0](db)
+    db.execute("PRAGMA user_version = 1")
+    db.execute(
+        "INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version) VALUES"
+        " ('S1', '/old', 'old one', 1, 2, 'E3', 1)"
+    )
+    entries = [
+        {"type": "message", "id": "E1", "parentId": None, "timestamp": 1,
+         "message": {"role": "user", "content": "hello from the past", "timestamp": 1, "futureKey": [1]}},
+        {"type": "message", "id": "E2", "parentId": "E1", "timestamp": 2,
+         "message": json.loads(json.dumps(assistant(text("hi"), cost=1.5, tokens=7)))},
+        {"type": "hologram", "id": "E3", "parentId": "E2", "timestamp": 3, "beam": True},
+    ]  # fmt: skip
+    for e in entries:
+        db.execute(
+            "INSERT INTO entries (session_id, id, parent_id, type, created, payload) VALUES ('S1', ?, ?, ?, ?, ?)",
+            (e["id"], e["parentId"], e["type"], e["timestamp"], json.dumps(e).encode()),
+        )
+    db.close()
+
+
+def test_migration_keeps_old_data_and_backfills_counters(db_path: Path) -> None:
+    _v1_database(db_path)
+    with SessionManager.at(db_path) as m:
+        rec = m.list()[0]
+        assert (rec.id, rec.title, rec.cwd) == ("S1", "old one", "/old")
+        assert rec.first_prompt == "hello from the past"
+        assert rec.message_count == 2 and rec.entry_count == 3 and rec.cost == 1.5
+        s = m.open("S1")
+        # Unknown keys and unknown entry types written by others are kept, not fatal.
+        assert [msg["role"] for msg in s.messages] == ["user", "assistant"]
+        assert s.messages[0]["futureKey"] == [1]  # type: ignore[typeddict-item]
+        assert s.entry("E3")["beam"] is True
+        s.append_message(user("and from the present"))
+        assert s.path()[-2]["type"] == "hologram"
+
+
+def test_migrations_are_idempotent(db_path: Path) -> None:
+    _v1_database(db_path)
+    db = sqlite3.connect(db_path, isolation_level=None)
+    assert migrate(db) == SCHEMA_VERSION
+    assert migrate(db) == SCHEMA_VERSION
+    MIGRATIONS[1](db)  # re-running a step whose columns exist changes nothing
+    assert db.execute("SELECT message_count FROM sessions").fetchone()[0] == 2
+    db.close()
+
+
+def test_newer_schema_is_refused_with_a_clear_error(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    db = sqlite3.connect(db_path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaVersionError, match="newer than this tether supports"):
+        SQLiteStore(db_path)
+
+
+def test_full_durability_sets_synchronous_full(db_path: Path) -> None:
+    store = SQLiteStore(db_path, durability="full")
+    try:
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # pyright: ignore[reportPrivateUsage]
+    finally:
+        store.close()

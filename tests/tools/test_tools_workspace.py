@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tools_support import call, text_of
+
+from tether.ai.abort import AbortController
+from tether.tools import (
+    TOOL_FACTORIES,
+    PathOutsideWorkspace,
+    Workspace,
+    approval_hook,
+    create_coding_tools,
+    create_read_tool,
+)
+from tether.wire import ToolCall
+
+
+def tool_call(name: str, **arguments: Any) -> ToolCall:
+    return {"type": "toolCall", "id": "c1", "name": name, "arguments": arguments}
+
+
+@dataclass
+class Context:
+    tool_call: ToolCall
+
+
+def test_relative_paths_resolve_inside_the_root(workspace: Workspace, root: Path) -> None:
+    assert workspace.resolve("a/../b.txt") == root.resolve() / "b.txt"
+    assert workspace.resolve(str(root / "c")) == root.resolve() / "c"
+    assert workspace.display(root.resolve() / "x/y") == "x/y"
+    assert workspace.display(root.resolve()) == "."
+
+
+@pytest.mark.parametrize("path", ["..", "../x", "a/../../x", "/etc/passwd", "~"])
+def test_escapes_are_refused(workspace: Workspace, path: str) -> None:
+    with pytest.raises(PathOutsideWorkspace, match="outside the workspace"):
+        workspace.resolve(path)
+
+
+def test_symlink_escape_is_refused_and_named(workspace: Workspace, root: Path) -> None:
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("s")
+    (root / "link").symlink_to(outside)
+    with pytest.raises(
+        PathOutsideWorkspace, match=re.escape("'link/secret' resolves through a symbolic link to")
+    ):
+        workspace.resolve("link/secret")
+
+
+def test_symlink_inside_the_workspace_is_fine(workspace: Workspace, root: Path) -> None:
+    (root / "real").mkdir()
+    (root / "alias").symlink_to(root / "real")
+    assert workspace.resolve("alias/f") == root.resolve() / "real/f"
+
+
+def test_extra_roots_and_allow_outside(root: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    assert Workspace(root, extra_roots=(other,)).resolve(str(other / "f")) == other.resolve() / "f"
+    assert Workspace(root, allow_outside=True).resolve("/etc/hostname") == Path("/etc/hostname").resolve()
+
+
+async def test_tools_refuse_escapes_with_the_policy_message(workspace: Workspace, root: Path) -> None:
+    (root.parent / "secret.txt").write_text("s")
+    with pytest.raises(PathOutsideWorkspace, match="Only files inside the workspace can be accessed"):
+        await call(create_read_tool(workspace), path="../secret.txt")
+
+
+def test_needs_approval(root: Path, tmp_path: Path) -> None:
+    workspace = Workspace(root, allow_outside=True)
+    assert workspace.needs_approval(tool_call("bash", command="ls"))
+    assert not workspace.needs_approval(tool_call("write", path="inside.txt", content=""))
+    assert workspace.needs_approval(tool_call("write", path=str(tmp_path / "out.txt"), content=""))
+    assert workspace.needs_approval(tool_call("edit", path="../out.txt"))
+    assert not workspace.needs_approval(tool_call("read", path="../out.txt"))
+    assert not Workspace(root, auto_approve=True).needs_approval(tool_call("bash", command="rm -rf /"))
+
+
+async def test_approval_hook_asks_only_when_needed_and_blocks_on_refusal(workspace: Workspace) -> None:
+    asked: list[str] = []
+    answer = False
+
+    async def ask(call: ToolCall, question: str) -> bool:
+        asked.append(question)
+        return answer
+
+    hook = approval_hook(workspace, ask)
+    assert await hook(Context(tool_call("read", path="x")), None) is None
+    assert asked == []
+    decision = await hook(Context(tool_call("bash", command="make")), None)
+    assert decision is not None and decision.block
+    assert decision.reason == "The user declined this bash call. Do not retry it as is."
+    assert asked == ["Run command: make"]
+    answer = True
+    assert await hook(Context(tool_call("bash", command="make")), None) is None
+    controller = AbortController()
+    controller.abort()
+    aborted = await hook(Context(tool_call("bash", command="make")), controller.signal)
+    assert aborted is not None and aborted.block and len(asked) == 2
+
+
+async def test_create_coding_tools(workspace: Workspace, root: Path) -> None:
+    tools = create_coding_tools(workspace)
+    assert [tool.name for tool in tools] == list(TOOL_FACTORIES)
+    for tool in tools:
+        assert not isinstance(tool.parameters, dict)
+        schema = tool.parameters.model_json_schema()
+        assert all(prop.get("description") for prop in schema["properties"].values()), tool.name
+        assert len(tool.description) > 40
+    assert [tool.name for tool in create_coding_tools(workspace, ["ls", "read"])] == ["ls", "read"]
+    with pytest.raises(ValueError, match="Unknown tool"):
+        create_coding_tools(workspace, ["read", "telnet"])
+    (root / "f.txt").write_text("hi\n")
+    read = create_coding_tools(workspace, ["read"])[0]
+    assert text_of(await call(read, path="f.txt")) == "1\thi"
