@@ -72,7 +72,11 @@ def answer_text(message: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize(
     "name",
-    ["openai-completions/openai-text", "openai-completions/deepseek-reasoning-content", "anthropic-messages/text"],
+    [
+        "openai-completions/openai-text",
+        "openai-completions/deepseek-reasoning-content",
+        "anthropic-messages/text",
+    ],
 )
 async def test_print_mode_over_http(cli: CliEnv, name: str) -> None:
     recorded, expected = fixture(name)
@@ -107,7 +111,9 @@ async def test_json_mode_tool_round_trip_over_http(cli: CliEnv) -> None:
     events = json_lines(out)
     tool_end = next(e for e in events if e["type"] == "tool_execution_end")
     assert tool_end["toolName"] == "get_country" and tool_end["isError"] is True
-    assistants = [e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"]
+    assistants = [
+        e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
     assert [m["stopReason"] for m in assistants] == ["toolUse", "stop"]
     assert answer_text(assistants[-1]) == answer_text(text_expected["message"])
     second = json.loads(server.requests[1].body)

@@ -18,7 +18,9 @@ from collections.abc import Callable
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"
+)
 
 
 class Terminal:

@@ -55,7 +55,7 @@ class SessionRow:
 def session_rows(*, cwd: Path | None, limit: int | None = None) -> list[SessionRow]:
     from tether.session import SessionManager
 
-    sessions = SessionManager.open_default()
+    sessions = SessionManager()
     try:
         records = sessions.list(cwd=str(cwd) if cwd is not None else None, limit=limit)
     finally:

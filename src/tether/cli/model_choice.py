@@ -18,10 +18,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from tether.ai.types import StreamFn
-from tether.wire import ModelInfo
+if TYPE_CHECKING:
+    from tether.ai.types import StreamFn
+    from tether.wire import ModelInfo
 
 SCRIPTED_ENV = "TETHER_SCRIPTED"
 
@@ -65,7 +66,7 @@ def resolve_model(spec: str | None, settings_model: str | None) -> ResolvedModel
         if not scripted:
             raise ModelError(f"model {chosen!r} needs {SCRIPTED_ENV}=path/to/script.json")
         return _scripted(Path(scripted))
-    if chosen.startswith("local:"):
+    if chosen == "local" or chosen.startswith(("local:", "local/")):
         return _local(chosen)
     return ResolvedModel(_catalog_model(chosen), None)
 
@@ -100,27 +101,16 @@ def _default_model() -> ResolvedModel:
 
 
 def _local(spec: str) -> ResolvedModel:
-    from tether.ai.providers.local import local_model
+    from tether.ai.providers.local import INSTALL_HINT, is_available, local_model, parse_local_model_ref
 
     try:
-        return ResolvedModel(local_model(spec), None)
-    except (LookupError, ValueError, OSError) as exc:
+        path = parse_local_model_ref(spec)
+        model = local_model(path)
+    except OSError as exc:
         raise ModelError(str(exc)) from None
-
-
-def scripted_model_info(name: str = "scripted") -> ModelInfo:
-    return {
-        "id": name,
-        "name": f"Scripted ({name})",
-        "api": "scripted",
-        "provider": "scripted",
-        "baseUrl": "",
-        "reasoning": True,
-        "input": ["text", "image"],
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": 200_000,
-        "maxTokens": 32_000,
-    }
+    if not is_available():
+        raise ModelError(f"{INSTALL_HINT} (`make demo` does it for you)")
+    return ResolvedModel(model, None)
 
 
 def _scripted(path: Path) -> ResolvedModel:
@@ -129,7 +119,7 @@ def _scripted(path: Path) -> ResolvedModel:
     The file is a list of responses in the conformance scenario format, or an object with a
     ``responses`` list (a whole scenario file works too).
     """
-    from tether.testing.scripted import ScriptedModel
+    from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, ScriptedResponse
 
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -140,6 +130,9 @@ def _scripted(path: Path) -> ResolvedModel:
     responses = data.get("responses") if isinstance(data, dict) else data
     if not isinstance(responses, list):
         raise ModelError(f"{SCRIPTED_ENV}: {path}: expected a list of responses or {{'responses': [...]}}")
-    model = ScriptedModel(cast(list[Any], responses))
-    info = scripted_model_info(path.stem)
-    return ResolvedModel(info, cast(StreamFn, model.stream))
+    try:
+        script = [ScriptedResponse.from_json(r) for r in cast(list[dict[str, Any]], responses)]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelError(f"{SCRIPTED_ENV}: {path}: bad response: {exc}") from None
+    info: ModelInfo = {**SCRIPTED_MODEL, "id": path.stem, "name": f"scripted ({path.name})"}
+    return ResolvedModel(info, ScriptedModel(script, model=info))

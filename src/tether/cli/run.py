@@ -52,7 +52,9 @@ async def _run(options: RunOptions) -> int:
         session_id = _pick_session(cwd)
         if session_id is None:
             return 1
-    choice = SessionChoice(persist=not options.no_session, continue_latest=options.continue_, session_id=session_id)
+    choice = SessionChoice(
+        persist=not options.no_session, continue_latest=options.continue_, session_id=session_id
+    )
     app = None
     if options.mode == "interactive":
         from tether.cli.interactive import InteractiveApp

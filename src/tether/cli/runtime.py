@@ -12,6 +12,7 @@ the agent's own events plus ``queue_update`` (pending steering and follow-ups),
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +20,14 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from tether.agent import Agent, AgentTool, BeforeToolCallContext, BeforeToolCallResult
+from tether.ai.abort import AbortController, AbortSignal
+from tether.ai.types import SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.cli.model_choice import ResolvedModel, resolve_model
 from tether.cli.settings import Approval, Settings
 from tether.cli.system_prompt import build_system_prompt
 from tether.session import Session, SessionManager
+from tether.session.compaction import CompactionError, CompactionSettings, context_tokens, is_context_overflow
+from tether.session.convert import lower_for
 from tether.tools import Workspace, create_coding_tools, describe_call
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, ToolCall, UserMessage
 
@@ -104,18 +109,19 @@ class Runtime:
         self._workspace = Workspace(cwd)
         self._listeners: list[Listener] = []
         self._run: asyncio.Task[None] | None = None
+        self._input_abort: AbortController | None = None
         self.agent = Agent(
             model=resolved.model,
             system_prompt=system_prompt,
-            thinking_level=thinking,
+            thinking_level=cast(ThinkingLevel, thinking),
             tools=tools,
+            messages=session.messages if session is not None else (),
             stream_fn=resolved.stream_fn,
-            convert_to_llm=_convert_to_llm,
+            options=SimpleStreamOptions(session_id=session.id if session is not None else None),
+            convert_to_llm=lower_for(lambda: self.agent.model),
+            transform_context=self._transform_context,
             before_tool_call=self._before_tool_call,
-            session_id=session.id if session is not None else None,
         )
-        if session is not None:
-            self.agent.messages = session.messages
         self.agent.subscribe(self._on_agent_event)
 
     # -- construction ------------------------------------------------------------------------------
@@ -175,7 +181,7 @@ class Runtime:
 
     @property
     def model(self) -> ModelInfo:
-        return self.agent.model
+        return cast(ModelInfo, self.agent.model)
 
     @property
     def thinking_level(self) -> str:
@@ -220,10 +226,10 @@ class Runtime:
 
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         """Run the agent on a user prompt to completion (``@path`` mentions attached first)."""
-        from tether.tools.prompt_input import file_mentions
+        from tether.tools.prompt_input import file_mentions_message
 
         messages: list[AgentMessage] = []
-        mention = file_mentions(text, self._workspace)
+        mention = file_mentions_message(text, self.cwd)
         if mention is not None:
             messages.append(mention)
         content: Any = text if not images else [{"type": "text", "text": text}, *images]
@@ -231,23 +237,50 @@ class Runtime:
         messages.append(user)
         await self._exclusive(self._prompt_run(messages))
 
-    async def run_input(self, line: str) -> AgentMessage:
-        """``!cmd``/``!!cmd`` (shell) or ``$code``/``$$code`` (Python): run it and record the result.
+    async def run_input(self, line: str) -> AgentMessage | None:
+        """``!cmd``/``!!cmd`` (shell) or ``$code``/``$$code`` (Python): run it, record the result.
 
-        The result becomes part of the conversation (the model sees it with the next prompt)
-        unless doubled (``!!``/``$$``), which records it for the user only.
+        The result joins the conversation (the model sees it with the next prompt) unless the
+        marker is doubled, which records it for the user only. ``None``: not such a line.
         """
-        from tether.tools.prompt_input import run_prompt_command
+        from tether.tools.prompt_input import (
+            ShellInput,
+            parse_prompt_input,
+            run_python_input,
+            run_shell_input,
+        )
+
+        parsed = parse_prompt_input(line)
+        if parsed is None:
+            return None
+        controller = AbortController()
+        self._input_abort = controller
 
         async def body() -> AgentMessage:
-            message = await run_prompt_command(line, self._workspace)
+            if isinstance(parsed, ShellInput):
+                message: AgentMessage = await run_shell_input(
+                    parsed.command,
+                    cwd=self.cwd,
+                    exclude_from_context=parsed.exclude_from_context,
+                    signal=controller.signal,
+                )
+            else:
+                message = await run_python_input(
+                    parsed.code,
+                    cwd=self.cwd,
+                    exclude_from_context=parsed.exclude_from_context,
+                    signal=controller.signal,
+                )
             await self._emit({"type": "message_start", "message": message})
             self.agent.messages = [*self.agent.messages, message]
             self._persist(message)
             await self._emit({"type": "message_end", "message": message})
             return message
 
-        return await self._exclusive(body())
+        try:
+            return await self._exclusive(body())
+        finally:
+            self._input_abort = None
 
     def steer(self, text: str) -> None:
         self.pending.steering.append(text)
@@ -261,6 +294,8 @@ class Runtime:
 
     def abort(self) -> None:
         self.agent.abort()
+        if self._input_abort is not None:
+            self._input_abort.abort()
 
     async def _exclusive(self, work: Awaitable[T]) -> T:
         if self.is_running:
@@ -273,11 +308,49 @@ class Runtime:
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> None:
         await self.agent.prompt(messages)
-        await self._maybe_compact()
+        await self._retry_overflow()
+
+    async def _retry_overflow(self) -> None:
+        """A reply that failed because the context overflowed: compact, then continue once.
+
+        The failed reply stays on an abandoned branch of the session (nothing is deleted)."""
+        session, last = self._session, self.last_assistant()
+        if session is None or last is None or not self.settings.compaction.enabled:
+            return
+        if not is_context_overflow(last):
+            return
+        failed = session.message_id(last)
+        if failed is None:
+            return
+        session.branch(session.entry(failed)["parentId"])
+        try:
+            await self.compact(None, reason="overflow")
+        except CompactionError:
+            session.branch(failed)  # nothing to gain: keep the error where the user sees it
+            self.agent.messages = session.messages
+            return
+        await self.agent.continue_()
+
+    async def _transform_context(
+        self, messages: list[AgentMessage], signal: AbortSignal | None
+    ) -> list[AgentMessage]:
+        """Before each model call: compact when the context reached the threshold."""
+        session = self._session
+        if session is None:
+            return messages
+        ids = session.message_ids(messages)
+        unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
+        tokens = context_tokens([*session.messages, *unrecorded])
+        window = self.model.get("contextWindow")
+        if self._compaction.enabled and window and tokens > window - self._compaction.reserve_tokens:
+            # Too little to compact is fine: the provider reports an overflow if it is one.
+            with contextlib.suppress(CompactionError):
+                await self.compact(None, reason="threshold", signal=signal)
+        return [*session.messages, *unrecorded]
 
     # -- events and persistence --------------------------------------------------------------------
 
-    async def _on_agent_event(self, event: Any, *_signal: object) -> None:
+    async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
         kind = event["type"]
         if kind == "message_start" and event["message"]["role"] == "user":
             self._delivered(event["message"])
@@ -292,7 +365,11 @@ class Runtime:
                 await outcome
 
     def _queue_changed(self) -> None:
-        event = {"type": "queue_update", "steering": list(self.pending.steering), "followUp": list(self.pending.follow_up)}
+        event = {
+            "type": "queue_update",
+            "steering": list(self.pending.steering),
+            "followUp": list(self.pending.follow_up),
+        }
         for listener in list(self._listeners):
             outcome = listener(event)
             if asyncio.iscoroutine(outcome):
@@ -318,7 +395,10 @@ class Runtime:
             return
         stored = session.context
         model = self.model
-        if stored.model is None or (stored.model.provider, stored.model.model_id) != (model["provider"], model["id"]):
+        if stored.model is None or (stored.model.provider, stored.model.model_id) != (
+            model["provider"],
+            model["id"],
+        ):
             session.set_model(model)
         if stored.thinking_level != self.thinking_level:
             session.set_thinking_level(self.thinking_level)
@@ -331,7 +411,9 @@ class Runtime:
             return None
         question = describe_call(call)
         if self.approval == "deny":
-            return BeforeToolCallResult(block=True, reason=f"Not allowed by the approval policy 'deny': {question}")
+            return BeforeToolCallResult(
+                block=True, reason=f"Not allowed by the approval policy 'deny': {question}"
+            )
         if self._ask is None:
             return BeforeToolCallResult(
                 block=True,
@@ -340,37 +422,60 @@ class Runtime:
             )
         if await self._ask(call, question):
             return None
-        return BeforeToolCallResult(block=True, reason=f"The user declined this {call['name']} call. Do not retry it as is.")
+        return BeforeToolCallResult(
+            block=True, reason=f"The user declined this {call['name']} call. Do not retry it as is."
+        )
 
     # -- compaction --------------------------------------------------------------------------------
 
-    async def _maybe_compact(self) -> None:
-        """After a run: compact when the provider reported an overflow or the window is nearly full."""
-        from tether.session.compaction import is_context_overflow
+    @property
+    def _compaction(self) -> CompactionSettings:
+        c = self.settings.compaction
+        return CompactionSettings(c.enabled, c.reserve_tokens, c.keep_recent_tokens)
 
-        last = self.last_assistant()
-        if last is None or not self.settings.compaction.enabled:
-            return
-        overflowed = last["stopReason"] == "error" and is_context_overflow(last.get("errorMessage", ""))
-        window = self.model.get("contextWindow") or 0
-        if overflowed or (window and _context_tokens(last) > window - self.settings.compaction.reserve_tokens):
-            await self.compact(None, reason="overflow" if overflowed else "threshold")
+    def stream_fn(self) -> StreamFn:
+        """The model call in use (the registry's ``stream_simple`` for real providers)."""
+        if self._resolved.stream_fn is not None:
+            return self._resolved.stream_fn
+        from tether.ai import stream_simple
 
-    async def compact(self, instructions: str | None, *, reason: str = "manual") -> str:
-        """Summarise the older part of the conversation; returns the summary."""
+        return stream_simple
+
+    async def compact(
+        self, instructions: str | None, *, reason: str = "manual", signal: AbortSignal | None = None
+    ) -> str:
+        """Summarise the older part of the conversation into a compaction entry; returns the summary."""
         from tether.session.compaction import compact
 
+        session = self._require_session()
         await self._emit({"type": "compaction_start", "reason": reason})
-        result = await compact(
-            self.agent.messages,
-            model=self.model,
-            stream_fn=self._resolved.stream_fn,
-            session=self._session,
-            instructions=instructions,
-            keep_recent_tokens=self.settings.compaction.keep_recent_tokens,
+        try:
+            result = await compact(
+                session,
+                self.model,
+                self.stream_fn(),
+                instructions=instructions,
+                settings=self._compaction,
+                signal=signal,
+            )
+        except CompactionError as exc:
+            await self._emit(
+                {"type": "compaction_end", "reason": reason, "aborted": False, "errorMessage": str(exc)}
+            )
+            raise
+        if not self.is_running or reason == "overflow":
+            self.agent.messages = session.messages
+        await self._emit(
+            {
+                "type": "compaction_end",
+                "reason": reason,
+                "result": {
+                    "summary": result.summary,
+                    "tokensBefore": result.tokens_before,
+                    "tokensAfter": result.tokens_after,
+                },
+            }
         )
-        self.agent.messages = result.messages
-        await self._emit({"type": "compaction_end", "reason": reason, "result": {"summary": result.summary}})
         return result.summary
 
     # -- settings and session operations (slash commands, RPC, ACP) ---------------------------------
@@ -380,14 +485,16 @@ class Runtime:
         self._resolved = resolved
         self.agent.model = resolved.model
         self.agent.stream_fn = resolved.stream_fn
-        self.agent.thinking_level = _clamp_thinking(resolved.model, self.agent.thinking_level)
+        self.agent.thinking_level = cast(
+            ThinkingLevel, _clamp_thinking(resolved.model, self.agent.thinking_level)
+        )
         if self._session is not None:
             self._session.set_model(resolved.model)
         return resolved.model
 
     def set_thinking(self, level: str) -> str:
         effective = _clamp_thinking(self.model, level)
-        self.agent.thinking_level = effective
+        self.agent.thinking_level = cast(ThinkingLevel, effective)
         if self._session is not None:
             self._session.set_thinking_level(effective)
         return effective
@@ -412,14 +519,15 @@ class Runtime:
     async def branch(self, entry_id: str, *, summarize: bool) -> str | None:
         """Move to an earlier point of this session's tree; optionally summarise the branch left."""
         session = self._require_session()
-        summary: str | None = None
         if summarize:
             from tether.session.compaction import summarize_branch
 
-            summary = await summarize_branch(session, entry_id, model=self.model, stream_fn=self._resolved.stream_fn)
-        session.branch(entry_id, summary=summary)
+            await summarize_branch(session, entry_id, self.model, self.stream_fn())
+        else:
+            session.branch(entry_id)
         self.agent.messages = session.messages
-        return summary
+        summary = session.messages[-1] if summarize and session.messages else None
+        return summary.get("summary") if summary is not None and summary["role"] == "branchSummary" else None
 
     def tree_text(self) -> str:
         from tether.cli.tree import render_tree
@@ -485,7 +593,7 @@ class Runtime:
             self._session.close()
         self._session = session
         self.agent.messages = session.messages if session is not None else []
-        self.agent.session_id = session.id if session is not None else None
+        self.agent.options.session_id = session.id if session is not None else None
 
     def _require_sessions(self) -> SessionManager:
         if self._sessions is None:
@@ -505,19 +613,15 @@ def _now() -> int:
 def _context_tokens(message: AssistantMessage) -> int:
     usage = message["usage"]
     total = int(usage.get("totalTokens") or 0)
-    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])
+    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(
+        usage["cacheWrite"]
+    )
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> str:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
-
-
-def _convert_to_llm(messages: list[AgentMessage]) -> Any:
-    from tether.session.convert import convert_to_llm
-
-    return convert_to_llm(messages)
 
 
 def _stored_thinking(session: Session | None) -> str | None:
@@ -529,7 +633,7 @@ def _choose_model(spec: str | None, settings: Settings, session: Session | None)
     stored = session.context.model if session is not None else None
     if spec is None and stored is not None and stored.provider != "scripted":
         if stored.info is not None and stored.provider == "local":
-            return resolve_model(f"local:{stored.model_id}", None)
+            return resolve_model(f"local:{stored.info['baseUrl']}", None)
         return resolve_model(f"{stored.provider}/{stored.model_id}", None)
     return resolve_model(spec, settings.model)
 
