@@ -141,6 +141,8 @@ def convert(raw: dict[str, dict[str, dict[str, Any]]]) -> tuple[list[ModelInfo],
 
 def convert_model(source: dict[str, Any]) -> ModelInfo | None:
     entry: dict[str, Any] = {key: source[key] for key in MODEL_KEYS}
+    # OpenRouter prices its auto router at -1 (variable): unknown is 0 here, never a negative cost.
+    entry["cost"] = {name: max(rate, 0) for name, rate in source["cost"].items()}
     compat = dict(source.get("compat") or {})
     if entry["api"] == "mistral-conversations":
         entry["api"] = "openai-completions"

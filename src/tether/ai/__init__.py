@@ -14,7 +14,27 @@ from tether.ai.event_stream import (
     new_assistant_message,
 )
 from tether.ai.keys import ApiKey, env_vars_for, resolve_api_key
+from tether.ai.local_servers import LocalServer, probe_local_servers
+from tether.ai.models import (
+    LOCAL_PROVIDERS,
+    ModelRegistry,
+    ProviderInfo,
+    UnknownModelError,
+    UnknownProviderError,
+    default_model,
+    find_model,
+    get_model,
+    get_provider_info,
+    list_models,
+    list_providers,
+    provider_has_key,
+    providers_with_keys,
+    register_model,
+    register_provider_info,
+)
+from tether.ai.models_file import ModelsFileError
 from tether.ai.partial_json import PartialJson, parse_arguments
+from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.provider import StreamParser, failed_stream, stream_http
 from tether.ai.registry import (
     ApiProvider,
@@ -24,6 +44,17 @@ from tether.ai.registry import (
     unregister_provider,
 )
 from tether.ai.sse import SSEDecoder, SSEEvent
+from tether.ai.thinking import (
+    LEVELS,
+    ThinkingBudget,
+    ThinkingMode,
+    clamp_thinking_level,
+    plan_thinking_budget,
+    supported_thinking_levels,
+    thinking_budget,
+    thinking_config,
+    thinking_effort,
+)
 from tether.ai.transport import HttpRequest, RequestFailed, open_stream, shared_client
 from tether.ai.types import (
     CacheRetention,
@@ -38,6 +69,8 @@ from tether.ai.types import (
 from tether.ai.usage import calculate_cost, set_usage
 
 __all__ = [
+    "LEVELS",
+    "LOCAL_PROVIDERS",
     "AbortController",
     "AbortSignal",
     "ApiKey",
@@ -46,7 +79,11 @@ __all__ = [
     "CacheRetention",
     "Context",
     "HttpRequest",
+    "LocalServer",
+    "ModelRegistry",
+    "ModelsFileError",
     "PartialJson",
+    "ProviderInfo",
     "RequestFailed",
     "SSEDecoder",
     "SSEEvent",
@@ -55,20 +92,40 @@ __all__ = [
     "StreamFn",
     "StreamOptions",
     "StreamParser",
+    "ThinkingBudget",
     "ThinkingLevel",
+    "ThinkingMode",
     "Tool",
+    "UnknownModelError",
+    "UnknownProviderError",
     "calculate_cost",
+    "clamp_thinking_level",
     "complete",
     "complete_simple",
+    "config_dir",
+    "data_dir",
+    "default_model",
     "empty_usage",
     "env_vars_for",
     "error_event",
     "failed_stream",
+    "find_model",
+    "get_model",
     "get_provider",
+    "get_provider_info",
+    "list_models",
+    "list_providers",
+    "models_file",
     "new_assistant_message",
     "open_stream",
     "parse_arguments",
+    "plan_thinking_budget",
+    "probe_local_servers",
+    "provider_has_key",
+    "providers_with_keys",
+    "register_model",
     "register_provider",
+    "register_provider_info",
     "registered_apis",
     "resolve_api_key",
     "set_usage",
@@ -76,5 +133,9 @@ __all__ = [
     "stream",
     "stream_http",
     "stream_simple",
+    "supported_thinking_levels",
+    "thinking_budget",
+    "thinking_config",
+    "thinking_effort",
     "unregister_provider",
 ]

@@ -8,7 +8,7 @@ Three layers, later ones winning for the same ``provider/id``:
 2. ``models.json`` in the config folder (``tether.ai.paths.models_file``; schema in
    ``docs/models.md``): new providers and models, and overrides of shipped ones. The file is
    re-read when it changes, so an edit (or a test's ``TETHER_HOME``) takes effect on the next call;
-3. ``register_model`` / ``register_provider`` calls of the running program.
+3. ``register_model`` / ``register_provider_info`` calls of the running program.
 
 A local server accepts any model id: ``get_model("ollama", "qwen3:8b")`` gives a model with default
 limits even when no file lists it. Everything else is looked up exactly; a miss raises
@@ -20,12 +20,11 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter
 
@@ -50,8 +49,10 @@ class ProviderInfo:
     """Where a provider's models are served and how requests authenticate.
 
     ``api_key_env`` names the environment variable holding the key; ``None`` means the provider
-    takes no key (a local server). ``headers`` and ``compat`` apply to all its models (a model's
-    own values win). ``local`` marks a server on this machine that accepts any model id.
+    takes no key. ``headers`` and ``compat`` apply to all its models (a model's own values win).
+    ``local`` marks a server the user runs (the known local servers, and any provider of
+    ``models.json`` without a key): it serves whatever models it has, so it accepts any model id,
+    and ``probe_local_servers`` asks it which.
     """
 
     name: str
@@ -140,7 +141,7 @@ class ModelRegistry:
 
     # lookups
 
-    def get_provider(self, name: str) -> ProviderInfo:
+    def get_provider_info(self, name: str) -> ProviderInfo:
         """The provider ``name``; ``UnknownProviderError`` lists the known ones on a miss."""
         providers = self.providers()
         if name not in providers:
@@ -186,10 +187,13 @@ class ModelRegistry:
         as a bare id: it must name exactly one model among all providers.
         """
         ref = ref.strip()
-        providers = self.providers()
         provider, sep, rest = ref.partition("/")
+        exact = self._lookup(provider, rest) if sep else None
+        if exact is not None:
+            return exact
+        providers = self.providers()
         if sep and provider in providers and rest:
-            model = self._lookup(provider, rest) or self._lookup_spelling(provider, rest)
+            model = self._lookup_spelling(provider, rest)
             if model is not None:
                 return model
             if providers[provider].local:
@@ -235,14 +239,10 @@ class ModelRegistry:
         self._models[(info["provider"], info["id"])] = info
         return info
 
-    def register_provider(self, provider: ProviderInfo) -> ProviderInfo:
+    def register_provider_info(self, provider: ProviderInfo) -> ProviderInfo:
         """Add (or replace) a provider for the rest of the program."""
         self._providers[provider.name] = provider
         return provider
-
-    def reload(self) -> None:
-        """Forget the user's file so the next lookup reads it again."""
-        self._user_loaded = False
 
     # internals
 
@@ -264,11 +264,12 @@ class ModelRegistry:
         path = self._models_path()
         stamp = _stamp(path)
         if not self._user_loaded or stamp != self._user.stamp:
-            self._user = _UserLayer(stamp, {}, {})  # a failed read is retried on the next call
-            self._user_loaded = True
+            layer = _UserLayer(stamp, {}, {})
             if stamp is not None:
+                # A bad file raises here and stays unloaded: every lookup reports it until fixed.
                 known = frozenset(self.catalog.providers)
-                self._user = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+                layer = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+            self._user, self._user_loaded = layer, True
         return self._user
 
 
@@ -320,7 +321,7 @@ def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | N
         api_key_env=api_key_env,
         headers={**(base.headers if base else {}), **entry.get("headers", {})},
         compat={**(base.compat if base else {}), **entry.get("compat", {})},
-        local=api_key_env is None and is_loopback(base_url),
+        local=api_key_env is None,
     )
 
 
@@ -373,12 +374,6 @@ def default_model(provider: ProviderInfo, model_id: str) -> ModelInfo:
     return model
 
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (``localhost``, ``127.x``, ``::1``)."""
-    host = (urlsplit(url).hostname or "").lower()
-    return host == "localhost" or host.startswith("127.") or host == "::1"
-
-
 # --- module-level API over one shared registry --------------------------------------------------
 
 _registry: ModelRegistry | None = None
@@ -407,9 +402,9 @@ def list_models(provider: str | None = None) -> list[ModelInfo]:
     return default_registry().list_models(provider)
 
 
-def get_provider(name: str) -> ProviderInfo:
+def get_provider_info(name: str) -> ProviderInfo:
     """The provider ``name`` (shipped, local server, the user's or registered)."""
-    return default_registry().get_provider(name)
+    return default_registry().get_provider_info(name)
 
 
 def list_providers() -> list[ProviderInfo]:
@@ -423,9 +418,9 @@ def register_model(model: Mapping[str, Any]) -> ModelInfo:
     return default_registry().register_model(model)
 
 
-def register_provider(provider: ProviderInfo) -> ProviderInfo:
+def register_provider_info(provider: ProviderInfo) -> ProviderInfo:
     """Add (or replace) a provider for the rest of the program."""
-    return default_registry().register_provider(provider)
+    return default_registry().register_provider_info(provider)
 
 
 def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:
@@ -435,8 +430,8 @@ def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = Non
     return bool((os.environ if env is None else env).get(provider.api_key_env))
 
 
-def providers_with_keys(env: Mapping[str, str] | None = None) -> Iterable[ProviderInfo]:
-    """Known non-local providers whose API key is present in the environment."""
+def providers_with_keys(env: Mapping[str, str] | None = None) -> list[ProviderInfo]:
+    """Known providers with a key, whose key is present in the environment."""
     return [p for p in list_providers() if not p.local and provider_has_key(p, env)]
 
 
@@ -453,13 +448,12 @@ __all__ = [
     "default_registry",
     "find_model",
     "get_model",
-    "get_provider",
-    "is_loopback",
+    "get_provider_info",
     "list_models",
     "list_providers",
     "load_catalog",
     "provider_has_key",
     "providers_with_keys",
     "register_model",
-    "register_provider",
+    "register_provider_info",
 ]

@@ -11,6 +11,7 @@ a change (a test's ``monkeypatch.setenv``) takes effect at once; nothing is crea
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,25 +27,36 @@ def tether_home(env: Mapping[str, str] | None = None) -> Path | None:
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path:
     """The folder of user configuration files."""
-    return _dir("config", "XDG_CONFIG_HOME", Path(".config"), env)
+    return _folders(*_key(env))[0]
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
     """The folder of user data (sessions, history)."""
-    return _dir("data", "XDG_DATA_HOME", Path(".local") / "share", env)
+    return _folders(*_key(env))[1]
 
 
 def models_file(env: Mapping[str, str] | None = None) -> Path:
     """The user's model and provider definitions (``docs/models.md``)."""
-    return config_dir(env) / "models.json"
+    return _folders(*_key(env))[2]
 
 
-def _dir(kind: str, xdg_var: str, fallback: Path, env: Mapping[str, str] | None) -> Path:
-    environ = os.environ if env is None else env
-    home = tether_home(environ)
-    if home is not None:
-        return home / kind
-    xdg = environ.get(xdg_var, "")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / APP
-    return Path.home() / fallback / APP
+def _key(env: Mapping[str, str] | None) -> tuple[str, str, str, str]:
+    """The variables the folders depend on (a relative ``TETHER_HOME`` made absolute first)."""
+    get = (os.environ if env is None else env).get
+    home = get("TETHER_HOME", "")
+    if home and not os.path.isabs(home) and not home.startswith("~"):
+        home = os.path.abspath(home)
+    return home, get("XDG_CONFIG_HOME", ""), get("XDG_DATA_HOME", ""), get("HOME", "")
+
+
+@functools.lru_cache(maxsize=64)
+def _folders(home: str, xdg_config: str, xdg_data: str, user_home: str) -> tuple[Path, Path, Path]:
+    """(config, data, models file), cached on the variables: model lookups ask on every call."""
+    base = tether_home({"TETHER_HOME": home})
+    if base is not None:
+        config, data = base / "config", base / "data"
+    else:
+        user = Path(user_home) if user_home else Path.home()
+        config = Path(xdg_config) / APP if os.path.isabs(xdg_config) else user / ".config" / APP
+        data = Path(xdg_data) / APP if os.path.isabs(xdg_data) else user / ".local" / "share" / APP
+    return config, data, config / "models.json"

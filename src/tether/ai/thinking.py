@@ -68,7 +68,10 @@ def thinking_config(model: ModelInfo) -> ThinkingConfig | None:
     """The model's thinking configuration: its own, else the family rule's, else ``None``."""
     if not model["reasoning"]:
         return None
-    return model.get("thinking") or family_thinking_config(model)
+    own = model.get("thinking")
+    if own is not None and own["efforts"]:  # an empty list says nothing: fall back
+        return own
+    return family_thinking_config(model)
 
 
 def supported_thinking_levels(model: ModelInfo) -> list[ThinkingLevel]:
@@ -157,8 +160,9 @@ def plan_thinking_budget(model: ModelInfo, level: ThinkingLevel, max_tokens: int
 
     Anthropic counts thinking inside ``max_tokens``: a budget equal to the limit leaves no room for
     the answer. So the budget is added on top of the answer's ``max_tokens``, capped at the
-    model's ``maxTokens``; when the cap would leave the budget no smaller than the limit, the
-    budget shrinks to keep ``MIN_ANSWER_TOKENS`` for the answer.
+    model's ``maxTokens``; when the cap leaves the answer less than it asked for and less than
+    ``MIN_ANSWER_TOKENS``, the budget shrinks to give the answer that much. A budget of ``0``
+    means there is no room to think: send the request without thinking.
     """
     budget = thinking_budget(model, level)
     if budget == 0:
@@ -167,8 +171,9 @@ def plan_thinking_budget(model: ModelInfo, level: ThinkingLevel, max_tokens: int
     limit = model["maxTokens"]
     if limit is not None:
         total = min(total, limit)
-    if total <= budget:
-        budget = max(0, total - MIN_ANSWER_TOKENS)
+    answer = min(max_tokens, MIN_ANSWER_TOKENS)
+    if total - budget < answer:
+        budget = max(0, total - answer)
     return ThinkingBudget(max_tokens=total, budget_tokens=budget)
 
 
