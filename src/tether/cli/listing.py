@@ -6,37 +6,63 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.wire import ModelInfo
 
 
 def print_models(*, show_all: bool) -> int:
-    """Models whose provider has a key in the environment, or a local server that answers."""
-    from tether.ai.keys import has_api_key
-    from tether.ai.models import list_models, probe_local_servers
+    """Models whose provider has a key in the environment, local servers' models, the embedded one."""
+    import asyncio
 
-    answering = set(probe_local_servers())
+    from tether.ai.local_servers import probe_local_servers
+    from tether.ai.models import get_provider_info, list_models, provider_has_key
+
     rows: list[tuple[str, str, str, str]] = []
+    for server in asyncio.run(probe_local_servers()):
+        for model in server.models():
+            rows.append((f"{model['provider']}/{model['id']}", "local server", _window(model), ""))
+    keyed: dict[str, bool] = {}
     for model in list_models():
-        local = model["provider"] in answering
-        usable = local or has_api_key(model)
-        if not (usable or show_all):
-            continue
-        window = model.get("contextWindow")
-        rows.append(
-            (
-                f"{model['provider']}/{model['id']}",
-                "local" if local else ("key" if usable else "no key"),
-                f"{window // 1000}k" if window else "-",
-                "thinking" if model["reasoning"] else "",
+        provider = model["provider"]
+        if provider not in keyed:
+            info = get_provider_info(provider)
+            keyed[provider] = not info.local and provider_has_key(info)
+        if keyed[provider] or show_all:
+            access = "key" if keyed[provider] else "no key"
+            rows.append(
+                (
+                    f"{provider}/{model['id']}",
+                    access,
+                    _window(model),
+                    "thinking" if model["reasoning"] else "",
+                )
             )
-        )
+    embedded = _embedded_model()
+    if embedded is not None:
+        rows.append((embedded, "embedded", "4k", "smoke test only"))
     if not rows:
         sys.stderr.write(
             "No usable models: set an API key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY), start a local "
-            "server (Ollama, llama.cpp), or run the embedded model with `make demo`.\n"
+            "server (Ollama, llama.cpp), or install the embedded model with `make demo`. "
+            "`tether models --all` lists every known model.\n"
         )
         return 0
     _table(["model", "access", "context", ""], rows)
     return 0
+
+
+def _window(model: ModelInfo) -> str:
+    window = model.get("contextWindow")
+    return f"{window // 1000}k" if window else "-"
+
+
+def _embedded_model() -> str | None:
+    """``local:`` when llama-cpp-python and the SmolLM2 file are both installed."""
+    from tether.ai.providers.local import default_model_path, is_available
+
+    return "local:" if is_available() and default_model_path() is not None else None
 
 
 @dataclass(frozen=True, slots=True)
