@@ -1,9 +1,9 @@
 """The interactive mode in a real terminal: tmux runs ``tether``, we type and read the screen.
 
 One scripted conversation walks through what a person does: a prompt and its streamed answer, a
-tool call whose long output is folded (then expanded with Ctrl-O), steering typed while a tool
-runs (shown as a pending chip, then delivered), Ctrl-C aborting a running command, ``/session``,
-and Ctrl-D to exit.
+command the user declines (``n``), one approved once (``y``) whose long output is folded (then
+expanded with Ctrl-O), "always" (``a``), steering typed while a tool runs (shown as a pending
+chip, then delivered), Ctrl-C aborting a running command, ``/session``, and Ctrl-D to exit.
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         "chat",
         [
             text_reply("Hello from the ", "**scripted** model."),
+            tool_reply("bash", {"command": "echo should-not-run"}, "call_no"),
+            text_reply("Understood, not running it."),
             tool_reply("bash", {"command": "seq 1 20"}, "call_seq"),
             text_reply("Counted to twenty."),
             tool_reply("bash", {"command": "sleep 2; echo slept"}, "call_nap"),
@@ -79,7 +81,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         ],
     )
     env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
-    terminal = Terminal([sys.executable, "-m", "tether.cli", "--yes"], str(cli.project), env)
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
     try:
         terminal.wait_for("/help for commands")
 
@@ -89,8 +91,19 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         assert "› hello there" in screen
         assert "**scripted**" not in screen  # markdown was rendered
 
+        terminal.type("try something")
+        terminal.send("Enter")
+        terminal.wait_for("Run command: echo should-not-run")
+        terminal.send("n")
+        screen = terminal.wait_for("Understood, not running it.")
+        assert "✗ bash command=echo should-not-run" in screen
+        assert "declined" in screen
+        assert "\n  │ should-not-run" not in screen
+
         terminal.type("count please")
         terminal.send("Enter")
+        terminal.wait_for("Run command: seq 1 20")
+        terminal.send("y")
         screen = terminal.wait_for("Counted to twenty.")
         assert "bash command=seq 1 20" in screen
         assert "more lines" in screen and "Ctrl-O" in screen  # long output folded
@@ -101,7 +114,8 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
 
         terminal.type("take a nap")
         terminal.send("Enter")
-        terminal.wait_for("sleep 2; echo slept")
+        terminal.wait_for("Run command: sleep 2; echo slept")
+        terminal.send("a")  # always: no more questions in this session
         terminal.type("wake up gently")
         terminal.send("Enter")
         terminal.wait_for("steer: wake up gently")  # pending chip while the tool runs
@@ -111,7 +125,8 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
 
         terminal.type("run forever")
         terminal.send("Enter")
-        terminal.wait_for("command=sleep 60")
+        screen = terminal.wait_for("command=sleep 60")
+        assert "Run command: sleep 60" not in screen
         time.sleep(0.5)
         terminal.send("C-c")
         screen = terminal.wait_for("Aborted", timeout=10)

@@ -28,7 +28,7 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
+from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
@@ -39,6 +39,7 @@ from prompt_toolkit.styles import Style
 
 from tether.cli import commands, render
 from tether.cli.runtime import Runtime, RuntimeEvent, Stats
+from tether.wire import ToolCall
 
 STYLE = Style.from_dict(
     {
@@ -72,10 +73,10 @@ class InteractiveApp:
 
     # -- public --------------------------------------------------------------------------------------
 
-    async def ask_approval(self, tool: str, args: dict[str, Any], reason: str) -> bool:
+    async def ask_approval(self, tool_call: ToolCall, question: str) -> bool:
         """Show the question in the live area and wait for y (yes), n (no) or a (always)."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._approval = (f"{reason}: {tool} {render.format_args(args)}", future)
+        self._approval = (question, future)
         self._invalidate()
         try:
             return await future
@@ -277,7 +278,7 @@ class InteractiveApp:
         return ANSI(self._live_text_raw())
 
     def _chips(self) -> AnyFormattedText:
-        chips: list[tuple[str, str]] = []
+        chips: list[OneStyleAndTextTuple] = []
         for text in self._steering:
             chips += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
         for text in self._follow_ups:
@@ -353,13 +354,20 @@ class InteractiveApp:
                 aborted = message["stopReason"] == "aborted"
                 self._print(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
         elif role in ("bashExecution", "pythonExecution"):
-            source = message.get("command") if role == "bashExecution" else message.get("code")
-            header = render.tool_header(
-                painter, "!" if role == "bashExecution" else "$", {"run": source}, "ok"
+            shell = role == "bashExecution"
+            source = str(message.get("command") if shell else message.get("code"))
+            failed = message.get("exitCode") not in (0, None) or bool(message.get("cancelled"))
+            status = f"  (exit {message.get('exitCode')})" if message.get("exitCode") not in (0, None) else ""
+            kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
+            header = painter.styled(
+                f"{'!' if shell else '$'} {source}{status}{kept_out}", "bold red" if failed else "bold"
             )
             self._last_result = message["output"]
-            body = render.tool_result(painter, message["output"], is_error=False, expanded=False)
-            self._print(header + "\n" + body)
+            self._print(
+                header
+                + "\n"
+                + render.tool_result(painter, message["output"], is_error=failed, expanded=False)
+            )
         elif role == "fileMention":
             for item in message["files"]:
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""

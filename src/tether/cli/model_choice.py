@@ -81,10 +81,10 @@ def _catalog_model(spec: str) -> ModelInfo:
 
 
 def _default_model() -> ResolvedModel:
-    from tether.ai.models import get_model, get_provider, list_models, provider_has_key
+    from tether.ai.models import get_model, get_provider_info, list_models, provider_has_key
 
     for provider, model_id in PREFERRED_MODELS:
-        if not provider_has_key(get_provider(provider)):
+        if not provider_has_key(get_provider_info(provider)):
             continue
         try:
             return ResolvedModel(get_model(provider, model_id), None)
@@ -127,7 +127,7 @@ def _scripted(path: Path) -> ResolvedModel:
         raise ModelError(f"{SCRIPTED_ENV}: cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{SCRIPTED_ENV}: {path} is not valid JSON: {exc}") from None
-    responses = data.get("responses") if isinstance(data, dict) else data
+    responses: object = cast(dict[str, object], data).get("responses") if isinstance(data, dict) else data
     if not isinstance(responses, list):
         raise ModelError(f"{SCRIPTED_ENV}: {path}: expected a list of responses or {{'responses': [...]}}")
     try:

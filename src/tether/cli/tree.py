@@ -48,7 +48,7 @@ def render_tree(session: Session) -> str:
     labels = session.labels()
     children: dict[str | None, list[dict[str, Any]]] = {}
     for entry in entries:
-        children.setdefault(entry.get("parentId"), []).append(cast(dict[str, Any], entry))
+        children.setdefault(entry.get("parentId"), []).append(entry)
     lines: list[str] = []
 
     def walk(parent: str | None, depth: int) -> None:
