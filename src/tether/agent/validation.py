@@ -18,7 +18,7 @@ import json
 from collections import OrderedDict
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft7Validator, Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.protocols import Validator
 from pydantic import BaseModel
@@ -46,7 +46,8 @@ class _ValidatorCache:
         entry = self._entries.get(id(schema))
         if entry is not None and entry[0] is schema:
             return entry[1]
-        cls = validators.validator_for(schema, default=Draft202012Validator)
+        default = Draft7Validator if _uses_tuple_items(schema) else Draft202012Validator
+        cls = validators.validator_for(schema, default=default)
         validator: Validator = cls(schema)
         self._entries[id(schema)] = (schema, validator)
         if len(self._entries) > self._size:
@@ -55,6 +56,19 @@ class _ValidatorCache:
 
 
 _validators = _ValidatorCache(_CACHE_SIZE)
+
+
+def _uses_tuple_items(schema: object) -> bool:
+    """Whether a schema without ``$schema`` is written in draft 7 style (``items`` as a list),
+    which draft 2020-12 (the default, like the reference's TypeBox) spells ``prefixItems``."""
+    if isinstance(schema, dict):
+        node = cast(dict[str, Any], schema)
+        if isinstance(node.get("items"), list):
+            return True
+        return any(_uses_tuple_items(child) for child in node.values())
+    if isinstance(schema, list):
+        return any(_uses_tuple_items(child) for child in cast(list[Any], schema))
+    return False
 
 
 def _is_valid(value: Any, schema: dict[str, Any]) -> bool:

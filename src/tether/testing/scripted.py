@@ -22,10 +22,11 @@ import contextlib
 import copy
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tether.agent.coercion import js_number_to_python
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
@@ -211,7 +212,7 @@ class ScriptedModel:
 
     async def _tool_call(
         self, message: AssistantMessage, index: int, block: ToolCallBlock, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         self._call_ids += 1
         call: ToolCall = {
             "type": "toolCall",
@@ -237,7 +238,7 @@ def _aborted(signal: AbortSignal | None) -> bool:
 
 async def _text(
     message: AssistantMessage, index: int, block: TextBlock, signal: AbortSignal | None
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     part: TextContent = {"type": "text", "text": ""}
     message["content"].append(part)
     yield {"type": "text_start", "contentIndex": index, "partial": message}
@@ -253,7 +254,7 @@ async def _text(
 
 async def _thinking(
     message: AssistantMessage, index: int, block: ThinkingBlock, signal: AbortSignal | None
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     part: ThinkingContent = {"type": "thinking", "thinking": ""}
     message["content"].append(part)
     yield {"type": "thinking_start", "contentIndex": index, "partial": message}
@@ -268,5 +269,16 @@ async def _thinking(
 
 
 def canonical_json(value: object) -> str:
-    """Keys sorted, no whitespace: the conformance format for echoed arguments and deltas."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Keys sorted, no whitespace, numbers as JavaScript prints them (``2.0`` is ``2``): the
+    conformance format for echoed arguments and tool-call deltas."""
+    return json.dumps(_js_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _js_numbers(value: object) -> object:
+    if isinstance(value, float):
+        return js_number_to_python(value)
+    if isinstance(value, dict):
+        return {key: _js_numbers(item) for key, item in cast(dict[str, object], value).items()}
+    if isinstance(value, list):
+        return [_js_numbers(item) for item in cast(list[object], value)]
+    return value

@@ -1,0 +1,105 @@
+"""Tool-argument validation: the reference's coercion (recorded from the reference itself) and
+pydantic-model parameters."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from agent_support import OWN_CONFORMANCE
+from pydantic import BaseModel, Field
+
+from tether.agent import AgentTool, AgentToolResult, ToolArgumentsError, validate_tool_arguments
+from tether.agent.coercion import js_number, js_string
+from tether.testing.scripted import canonical_json
+
+REFERENCE = OWN_CONFORMANCE / "reference"
+CASES: list[dict[str, Any]] = json.loads((REFERENCE / "coercion_cases.json").read_text())
+EXPECTED: list[dict[str, str]] = json.loads((REFERENCE / "coercion_expected.json").read_text())
+
+
+async def _never(*_: Any) -> AgentToolResult[Any]:
+    raise AssertionError("not executed")
+
+
+def _tool(parameters: Any) -> AgentTool:
+    return AgentTool(name="t", label="t", description="", parameters=parameters, execute=_never)
+
+
+def test_reference_cases_are_paired() -> None:
+    assert len(CASES) == len(EXPECTED) > 90
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=lambda i: canonical_json(CASES[i]["args"])[:40])
+def test_coercion_matches_the_reference(index: int) -> None:
+    case, expected = CASES[index], EXPECTED[index]
+    try:
+        outcome = {"ok": canonical_json(validate_tool_arguments(_tool(case["schema"]), "t", case["args"]))}
+    except ToolArgumentsError as err:
+        outcome = {"error": str(err).split("\n")[0]}
+    assert outcome == expected, f"schema {case['schema']} args {case['args']}"
+
+
+def test_validation_does_not_mutate_the_raw_arguments() -> None:
+    raw = {"v": ["1", "2"]}
+    schema = {"type": "object", "properties": {"v": {"type": "array", "items": {"type": "number"}}}}
+    assert validate_tool_arguments(_tool(schema), "t", raw) == {"v": [1, 2]}
+    assert raw == {"v": ["1", "2"]}
+
+
+def test_error_lists_each_problem_and_the_arguments() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+        "required": ["path"],
+    }
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(_tool(schema), "read", {"limit": 0})
+    lines = str(caught.value).split("\n")
+    assert lines[0] == 'Validation failed for tool "read":'
+    assert "  - limit: 0 is less than the minimum of 1" in lines
+    assert "  - path: required property is missing" in lines
+    assert lines[-4:] == ["Received arguments:", "{", '  "limit": 0', "}"]
+
+
+class ReadArgs(BaseModel):
+    path: str
+    limit: int = Field(default=10, ge=1)
+
+
+def test_pydantic_parameters_give_a_model_instance() -> None:
+    args = validate_tool_arguments(_tool(ReadArgs), "read", {"path": "a.txt", "limit": "5"})
+    assert args == ReadArgs(path="a.txt", limit=5)
+
+
+def test_pydantic_errors_use_the_same_first_line() -> None:
+    with pytest.raises(ToolArgumentsError) as caught:
+        validate_tool_arguments(_tool(ReadArgs), "read", {"limit": 0})
+    lines = str(caught.value).split("\n")
+    assert lines[0] == 'Validation failed for tool "read":'
+    assert any(line.startswith("  - path: ") for line in lines)
+    assert any(line.startswith("  - limit: ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("12", 12.0),
+        (" -1.5e1 ", -15.0),
+        ("0x10", 16.0),
+        ("", 0.0),
+        ("1_0", None),
+        ("nan", None),
+        ("-Infinity", float("-inf")),
+    ],
+)
+def test_js_number(text: str, number: float | None) -> None:
+    assert js_number(text) == number
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(True, "true"), (5, "5"), (5.0, "5"), (0.1, "0.1"), (1e21, "1e+21")]
+)
+def test_js_string(value: bool | float, text: str) -> None:
+    assert js_string(value) == text
