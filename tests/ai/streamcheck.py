@@ -200,7 +200,11 @@ def check_invariants(
     if len(events) > 1:
         # final == last partial + terminal fields
         previous = snapshots[-2]
+        # Fields the closing event may set, and response metadata that arrives without an event
+        # of its own (Anthropic's message_start/message_delta).
         terminal_fields = {"stopReason", "errorMessage", "errorStatus", "duration", "completedAt", "ttft"}
+        terminal_fields |= {"responseId", "responseModel", "upstreamProvider", "upstreamModel"}
+        assert all(cast("dict[str, Any]", e).get("partial", final) is final for e in events[:-1])
         for key in set(previous) | set(final):
             if key in terminal_fields or key in ("content", "usage"):
                 continue

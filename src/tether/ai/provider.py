@@ -26,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 
 import httpx2
 
@@ -35,6 +35,7 @@ from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
     AssistantMessageEventStream,
+    empty_usage,
     error_event,
     new_assistant_message,
 )
@@ -42,7 +43,7 @@ from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
 from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
 from tether.ai.types import StreamOptions
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Usage
 
 DONE_MARKER = "[DONE]"
 
@@ -110,8 +111,7 @@ async def _drive(
     output: AssistantMessage,
 ) -> AsyncIterator[AssistantMessageEvent]:
     signal = options.signal
-    started = time.monotonic()
-    clock = _Clock(output, started)
+    clock = _Clock(output, time.monotonic())
     attempt = 0
     sent_start = False
     while True:
@@ -128,19 +128,40 @@ async def _drive(
             sent_start = True
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
+        chunks = response.aiter_bytes()
+        batches = _event_batches(chunks, parser, signal)
+        terminal: AssistantMessageEvent | None = None
+        retry: RequestFailed | None = None
         try:
-            async for event in _parse_body(response, parser, signal, clock):
-                yield event
-            return
+            async for batch in batches:
+                for event in batch:
+                    if event["type"] == "done" or event["type"] == "error":
+                        terminal = event
+                        break
+                    yield clock.first(event)
+                if terminal is not None:
+                    break
         except _RetryableReadError as failure:
-            delay = retry_delay(failure.failure, attempt, options)
-            if isinstance(delay, RequestFailed):
-                yield clock.stamp(error_event(output, delay.message))
-                return
-            attempt += 1
-            await asyncio.sleep(delay)
+            retry = failure.failure
         finally:
+            # Close explicitly, innermost first: a suspended generator left to the garbage
+            # collector would be finalized later, outside this task.
+            await batches.aclose()
+            await chunks.aclose()
             await response.aclose()
+        if terminal is not None:
+            yield clock.stamp(terminal)
+            return
+        if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
+            yield clock.stamp(error_event(output, "The stream ended without a final event"))
+            return
+        delay = retry_delay(retry, attempt, options)
+        if isinstance(delay, RequestFailed):
+            yield clock.stamp(error_event(output, delay.message))
+            return
+        attempt += 1
+        output["usage"] = cast(Usage, empty_usage())  # nothing was shown; start the attempt afresh
+        await asyncio.sleep(delay)
 
 
 class _RetryableReadError(Exception):
@@ -148,46 +169,56 @@ class _RetryableReadError(Exception):
         self.failure = failure
 
 
-async def _parse_body(
-    response: httpx2.Response, parser: StreamParser, signal: AbortSignal | None, clock: _Clock
-) -> AsyncIterator[AssistantMessageEvent]:
+async def _event_batches(
+    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
+) -> AsyncGenerator[list[AssistantMessageEvent], None]:
+    """Body bytes → the parser's events, one list per SSE event; the last list ends terminal.
+
+    Abort is checked before each SSE event reaches the parser, never inside one event's list:
+    the content a consumer has seen is then always the content of the final message.
+
+    A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
+    was shown, so the request can be repeated); after that it ends the stream as ``error``.
+    """
     decoder = SSEDecoder()
-    chunks = response.aiter_bytes()
     emitted = False
-    finished = False
-    while not finished:
+    while True:
         try:
             chunk = await anext(chunks)
         except StopAsyncIteration:
             batch = decoder.flush()
-            finished = True
+            ended = True
         except httpx2.HTTPError as exc:
             message = f"Connection lost while streaming: {exc or type(exc).__name__}"
             if not emitted:
                 raise _RetryableReadError(RequestFailed(message, retryable=True)) from exc
-            yield clock.stamp(parser.fail(message)[-1])
+            yield parser.fail(message)
             return
         else:
-            if signal is not None and signal.aborted:
-                yield clock.stamp(parser.fail(ABORTED_MESSAGE, aborted=True)[-1])
-                return
             batch = decoder.feed(chunk)
+            ended = False
         for sse in batch:
+            if signal is not None and signal.aborted:
+                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
-                finished = True
-                break
-            for event in events:
+                yield (
+                    parser.fail(ABORTED_MESSAGE, aborted=True) if signal and signal.aborted else parser.end()
+                )
+                return
+            if events:
                 emitted = True
-                if event["type"] == "done" or event["type"] == "error":
-                    yield clock.stamp(event)
+                yield events
+                last = events[-1]["type"]
+                if last == "done" or last == "error":
                     return
-                yield clock.first(event)
-    for event in parser.end():
-        if event["type"] == "done" or event["type"] == "error":
-            yield clock.stamp(event)
+        if ended:
+            if signal is not None and signal.aborted:
+                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+            else:
+                yield parser.end()
             return
-        yield clock.first(event)
 
 
 def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:
