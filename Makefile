@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+LINTED := $(wildcard src tests bench scripts)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test lint typecheck pytest bench schema clean
@@ -31,8 +32,8 @@ demo: $(VENV)/.installed-local
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/pyright src

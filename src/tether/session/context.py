@@ -114,7 +114,7 @@ def _add_messages(ctx: SessionContext, nodes: Sequence[Node]) -> None:
 def context_message(node: Node) -> AgentMessage | None:
     """The message an entry puts in the context, if any (compactions aside)."""
     if node.type == "message":
-        return cast(AgentMessage | None, node.message)
+        return cast("AgentMessage | None", node.message)  # a string: no typing work per call
     if node.type == "branch_summary":
         entry = node.entry
         return cast(

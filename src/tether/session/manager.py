@@ -11,8 +11,8 @@ from tether.session.ids import new_id
 from tether.session.jsonl import read_export, write_export
 from tether.session.session import Session, now_ms
 from tether.session.sqlite_store import SQLiteStore
-from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore
-from tether.session.tree import EntryTree
+from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
+from tether.session.tree import EntryTree, paused_gc
 from tether.wire import ModelInfo
 
 
@@ -57,8 +57,7 @@ class SessionManager:
     def open(self, session_id: str, *, readonly: bool = False) -> Session:
         """Open a session at its persisted leaf; writable unless ``readonly``."""
         if readonly:
-            record = self.store.get_session(session_id)
-            return Session(self.store, record, EntryTree.from_stored(self.store.entries(session_id)), None)
+            return self._load(self.store.get_session(session_id), None)
         return self._writable(self.store.get_session(session_id))
 
     def resume(self, cwd: str | os.PathLike[str]) -> Session | None:
@@ -94,7 +93,7 @@ class SessionManager:
         except BaseException:
             lease.release()
             raise
-        return Session(self.store, record, EntryTree.from_stored(self.store.entries(record.id)), lease)
+        return self._load(record, lease)
 
     def delete(self, session_id: str) -> None:
         """Delete a session; refused (``SessionLockedError``) while someone writes to it."""
@@ -149,12 +148,16 @@ class SessionManager:
     def _writable(self, record: SessionRecord) -> Session:
         lease = self.store.acquire_writer(record.id)
         try:
-            tree = EntryTree.from_stored(self.store.entries(record.id))
-            record = self.store.get_session(record.id)  # the leaf as of holding the lease
+            # Re-read the row: the leaf as of holding the lease.
+            return self._load(self.store.get_session(record.id), lease)
         except BaseException:
             lease.release()
             raise
-        return Session(self.store, record, tree, lease)
+
+    def _load(self, record: SessionRecord, lease: WriterLease | None) -> Session:
+        with paused_gc():
+            tree = EntryTree.from_stored(self.store.entries(record.id))
+            return Session(self.store, record, tree, lease)
 
 
 def _opt_str(value: object) -> str | None:

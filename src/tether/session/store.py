@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from tether.session.entries import EntryDict
 
@@ -90,9 +90,11 @@ class SessionRecord:
     cache_write_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEntry:
-    """An entry as a backend returns it: indexed columns plus the JSON payload, parsed lazily."""
+class StoredEntry(NamedTuple):
+    """An entry as a backend returns it: indexed columns plus the JSON payload, parsed lazily.
+
+    A named tuple because sessions are opened by the ten thousand rows.
+    """
 
     id: str
     parent_id: str | None

@@ -2,17 +2,38 @@
 
 Opening a long session reads every row, but the context rebuild only needs the payloads of the
 active path after the newest compaction (plus the small settings entries), so a node keeps its
-JSON bytes and parses them on first access.
+JSON bytes and parses them on first access, with jiter (about 2.5x faster than ``json.loads``
+on transcript JSON, which is mostly long escaped strings).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+import contextlib
+import gc
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any, cast
+
+import jiter
 
 from tether.session.entries import EntryDict
 from tether.session.store import SessionError, StoredEntry
+
+
+@contextlib.contextmanager
+def paused_gc() -> Generator[None]:
+    """Pause the cyclic garbage collector while loading a session.
+
+    Parsing a long session creates hundreds of thousands of acyclic dicts and lists; each batch
+    of them would trigger a collection that walks the whole growing heap, which cost about a
+    third of the time to open a 10,000-message session. Nothing loaded here forms a cycle.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class CorruptSessionError(SessionError):
@@ -43,7 +64,7 @@ class Node:
     @property
     def entry(self) -> EntryDict:
         if self._entry is None:
-            value: Any = json.loads(self._payload or b"null")
+            value: Any = jiter.from_json(self._payload or b"null")
             if not isinstance(value, dict):
                 raise CorruptSessionError(f"entry {self.id!r}: payload is not a JSON object")
             self._entry = cast(EntryDict, value)
@@ -56,7 +77,7 @@ class Node:
         if self.type != "message":
             return None
         message = self.entry.get("message")
-        return cast(dict[str, Any], message) if isinstance(message, dict) else None
+        return cast("dict[str, Any]", message) if isinstance(message, dict) else None
 
 
 class EntryTree:

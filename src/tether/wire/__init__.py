@@ -12,8 +12,8 @@ from tether.wire.codec import (
     MESSAGES,
     MODEL_INFO,
     USAGE,
+    USER_CONTENT,
     Codec,
-    WireError,
     decode_message,
     decode_messages,
     decode_model_info,
@@ -21,6 +21,7 @@ from tether.wire.codec import (
     dumps,
 )
 from tether.wire.doc import Doc
+from tether.wire.errors import WireError
 from tether.wire.messages import (
     AgentMessage,
     AnthropicServerToolContent,
@@ -84,6 +85,7 @@ __all__ = [
     "MESSAGES",
     "MODEL_INFO",
     "USAGE",
+    "USER_CONTENT",
     "AgentMessage",
     "AnthropicServerToolContent",
     "AssistantContent",

@@ -9,8 +9,6 @@ Validation is strict (no coercion), so a decoded value is byte-for-byte the valu
 The seed's ``number`` is ``int | float`` for the same reason: ``1`` must stay ``1``, not ``1.0``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Discriminator, with_config

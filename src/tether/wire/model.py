@@ -4,8 +4,6 @@ Unlike transcript messages these are *closed* records: unknown keys are dropped 
 are enforced, because a model descriptor is configuration we act on, not history we must keep.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, with_config
