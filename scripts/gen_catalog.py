@@ -104,24 +104,27 @@ def main(argv: list[str] | None = None) -> int:
 def download(version: str, into: Path) -> Path:
     """``npm pack`` the package into ``into`` and unpack it; returns the package folder."""
     spec = f"{PACKAGE}@{version}"
-    out = subprocess.run(
-        ["npm", "pack", spec, "--silent", "--pack-destination", str(into)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    tarball = into / out.stdout.strip().splitlines()[-1]
-    subprocess.run(["tar", "xzf", str(tarball), "-C", str(into)], check=True)
+    out = run(["npm", "pack", spec, "--pack-destination", str(into)])
+    tarball = into / out.strip().splitlines()[-1]
+    run(["tar", "xzf", str(tarball), "-C", str(into)])
     return into / "package"
 
 
 def read_models(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """``MODELS`` of pi-ai's generated module, as JSON via Node."""
     script = f"import {{ MODELS }} from {json.dumps(path.resolve().as_uri())}; process.stdout.write(JSON.stringify(MODELS));"
-    out = subprocess.run(
-        ["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True
-    )
-    return json.loads(out.stdout)
+    return json.loads(run(["node", "--input-type=module", "-e", script]))
+
+
+def run(command: list[str]) -> str:
+    """Run a tool and return its output; a failure stops the script with the tool's own message."""
+    try:
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise SystemExit(f"{command[0]} is not installed (needed to fetch and read pi-ai)") from None
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(f"{' '.join(command[:3])} failed:\n{err.stderr.strip()}") from None
+    return done.stdout
 
 
 def convert(raw: dict[str, dict[str, dict[str, Any]]]) -> tuple[list[ModelInfo], list[str]]:
