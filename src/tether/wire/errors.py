@@ -9,14 +9,22 @@ input itself, keeps the error that got deepest into it, and words it in JSON ter
 
 import json
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast, get_args
 
 from pydantic_core import ValidationError
 
-CONTENT_TYPES = frozenset(
-    ("text", "thinking", "redactedThinking", "fallback", "anthropicServerTool", "image", "toolCall")
-)
+from tether.wire.messages import AssistantContent, AssistantMessageEvent
+
+
+def _type_tags(union: object) -> frozenset[str]:
+    """The ``type`` values of an ``Annotated`` union of ``TypedDict``s."""
+    members: tuple[Any, ...] = get_args(get_args(union)[0])
+    return frozenset(tag for member in members for tag in get_args(member.__annotations__["type"]))
+
+
+CONTENT_TYPES = _type_tags(AssistantContent)
 """Every content block ``type`` (assistant content is a superset of user content)."""
+EVENT_TYPES = _type_tags(AssistantMessageEvent)
 
 _TYPE_PHRASES = {
     "string_type": "a string",
@@ -84,7 +92,7 @@ def _tag_kind(field: str, expected_tags: str) -> str:
     tags = {t.strip().strip("'") for t in expected_tags.split(",")}
     if tags <= CONTENT_TYPES:
         return "content type"
-    return "event type" if "done" in tags else "type"
+    return "event type" if tags <= EVENT_TYPES else "type"
 
 
 def _input_path(value: object, loc: Sequence[int | str]) -> list[int | str]:
@@ -131,4 +139,4 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["CONTENT_TYPES", "WireError", "wire_error"]
+__all__ = ["CONTENT_TYPES", "EVENT_TYPES", "WireError", "wire_error"]

@@ -2,10 +2,13 @@
 
 Every type here is an *open record*: a ``TypedDict`` whose pydantic config keeps unknown keys
 (``extra="allow"``), so a message written by a newer producer survives a decode/encode round trip
-untouched, and one written by an older producer (missing optional fields) still decodes. Values
-are plain dicts at run time: building a message costs a dict literal, and encoding is ``json.dumps``.
+untouched, and one written by an older producer (missing fields the seed added later) still
+decodes: ``tether.wire.codec`` checks only the union discriminator and the types of the fields
+present. The required keys here are what producers must write (the type checker and the JSON
+Schema bundle hold tether's own code to them). Values are plain dicts at run time: building a
+message costs a dict literal, and encoding is plain JSON serialisation.
 
-Validation is strict (no coercion), so a decoded value is byte-for-byte the value that was read.
+Validation is strict (no coercion), so a decoded value equals the value that was read.
 The seed's ``number`` is ``int | float`` for the same reason: ``1`` must stay ``1``, not ``1.0``.
 """
 

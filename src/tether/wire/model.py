@@ -4,16 +4,16 @@ Unlike transcript messages these are *closed* records: unknown keys are dropped 
 are enforced, because a model descriptor is configuration we act on, not history we must keep.
 """
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Literal, NotRequired
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from tether.wire.doc import Doc
+from tether.wire.messages import JsonObject, Number
 
 CLOSED = ConfigDict(extra="ignore", strict=True)
-
-Number = int | float
+"""Pydantic config of closed records: unknown keys dropped, required keys enforced, no coercion."""
 
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 ThinkingLevel = Annotated[
@@ -41,11 +41,11 @@ class ThinkingConfig(TypedDict):
     mode: str
     efforts: list[Effort]
     defaultLevel: NotRequired[Effort]
-    effortMap: NotRequired[dict[str, Any]]
+    effortMap: NotRequired[JsonObject]
     supportsDisplay: NotRequired[bool]
     prefixBinding: NotRequired[bool]
-    effortRouting: NotRequired[dict[str, Any]]
-    effortBudgets: NotRequired[dict[str, Any]]
+    effortRouting: NotRequired[JsonObject]
+    effortBudgets: NotRequired[JsonObject]
     suppressWhenOff: NotRequired[bool]
     requiresEffort: NotRequired[bool]
 
@@ -64,10 +64,10 @@ class ModelInfo(TypedDict):
     cost: ModelCost
     contextWindow: Annotated[int | None, Doc("Null when the provider does not report a limit.")]
     maxTokens: Annotated[int | None, Doc("Null when the provider does not report a limit.")]
-    headers: NotRequired[dict[str, Any]]
+    headers: NotRequired[JsonObject]
     premiumMultiplier: NotRequired[Number]
     preferWebsockets: NotRequired[bool]
     contextPromotionTarget: NotRequired[str]
     priority: NotRequired[int]
     thinking: NotRequired[ThinkingConfig]
-    compat: NotRequired[dict[str, Any]]
+    compat: NotRequired[JsonObject]

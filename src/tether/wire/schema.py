@@ -193,7 +193,7 @@ class _Walker:
             if known is tp:
                 return name
         for known, name in self._names:
-            if _safe_eq(known, tp):
+            if known == tp:
                 return name
         return None
 
@@ -276,13 +276,6 @@ def _strip_required(tp: object) -> object:
 def _is_open(cls: object) -> bool:
     config = cast(Mapping[str, object], getattr(cls, "__pydantic_config__", {}))
     return config.get("extra") == "allow"
-
-
-def _safe_eq(a: object, b: object) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
 
 
 def _name(tp: object) -> str:
