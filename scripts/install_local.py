@@ -24,11 +24,11 @@ def pip(*args: str, show: bool) -> int:
     if not show:
         return subprocess.run(command, check=False).returncode
     start = time.monotonic()
-    process = subprocess.Popen(command + ["-v"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen([*command, "-v"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     tail: list[str] = []
     for line in process.stdout:
-        tail = (tail + [line])[-40:]
+        tail = ([*tail, line])[-40:]
         if PROGRESS.search(line):
             minutes, seconds = divmod(int(time.monotonic() - start), 60)
             print(f"  [{minutes:02d}:{seconds:02d}] {line.strip()[:150]}", flush=True)
