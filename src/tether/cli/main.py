@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tether import __version__
+
+if TYPE_CHECKING:
+    import click
 
 SUBCOMMANDS = ("models", "sessions", "schema", "demo")
 
@@ -24,12 +28,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(f"tether {__version__}\n")
         return
     if args and args[0] in SUBCOMMANDS:
-        _subcommands().main(args, prog_name="tether")
+        subcommands().main(args, prog_name="tether")
     else:
-        _root().main(args, prog_name="tether")
+        root_command().main(args, prog_name="tether")
 
 
-def _root():
+def root_command() -> click.Command:
+    """``tether [options] [prompt...]``: built on call so that click loads only when needed."""
     import click
 
     from tether.cli.options import RunOptions
@@ -89,7 +94,8 @@ def _root():
     return root
 
 
-def _subcommands():
+def subcommands() -> click.Group:
+    """``tether models | sessions | schema | demo``."""
     import click
 
     @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,11 +119,13 @@ def _subcommands():
         sys.exit(print_sessions(show_all=show_all))
 
     @group.command()
-    def schema() -> None:
+    @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")
+    def schema(summary: bool) -> None:
         """Print the JSON Schema bundle of the wire types."""
         from tether.wire.schema import bundle_json
+        from tether.wire.schema import summary as bundle_summary
 
-        sys.stdout.write(bundle_json())
+        sys.stdout.write(bundle_summary() + "\n" if summary else bundle_json())
 
     @group.command()
     @click.option("--model", metavar="PROVIDER/ID", help="Model to use instead of the embedded default.")
