@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from jsonschema import Draft7Validator, Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError as SchemaError
-from jsonschema.protocols import Validator
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from tether.agent.coercion import coerce
 from tether.agent.tool import AgentTool
+
+if TYPE_CHECKING:  # jsonschema loads only when a tool has a JSON Schema dict (start-up time)
+    from jsonschema.exceptions import ValidationError as SchemaError
+    from jsonschema.protocols import Validator
 
 _CACHE_SIZE = 512
 
@@ -46,6 +47,8 @@ class _ValidatorCache:
         entry = self._entries.get(id(schema))
         if entry is not None and entry[0] is schema:
             return entry[1]
+        from jsonschema import Draft7Validator, Draft202012Validator, validators
+
         default = Draft7Validator if _uses_tuple_items(schema) else Draft202012Validator
         cls = validators.validator_for(schema, default=default)
         validator: Validator = cls(schema)
