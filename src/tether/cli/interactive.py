@@ -111,7 +111,6 @@ class InteractiveApp:
     # -- layout and keys -----------------------------------------------------------------------------
 
     def _build(self, buffer: Buffer) -> Application[int]:
-        busy = Condition(lambda: self._busy)
         approving = Condition(lambda: self._approval is not None)
         chips = Condition(lambda: bool(self._steering or self._follow_ups))
         live = Condition(lambda: bool(self._live_text_raw()))
@@ -217,7 +216,6 @@ class InteractiveApp:
                     self._runtime.approval = "yes"
                 self._answer(allowed)
 
-        del busy
         return Application(
             layout=Layout(body, focused_element=body.children[3]),
             key_bindings=keys,
