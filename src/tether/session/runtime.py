@@ -30,11 +30,13 @@ from tether.ai.abort import AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.compaction import (
     CompactionError,
+    CompactionResult,
     CompactionSettings,
     compact,
     context_tokens,
     is_context_overflow,
     should_compact,
+    summarize_branch,
 )
 from tether.session.convert import lower_for
 from tether.session.prompt import PromptHook, run_prompt_hooks
@@ -81,6 +83,29 @@ class SessionRuntime:
             self.agent_context(), self.loop_config(), self._emit, signal, self.stream_fn
         )
         return await self._retry_overflow(added, signal)
+
+    async def compact(
+        self, instructions: str | None = None, signal: AbortSignal | None = None
+    ) -> CompactionResult:
+        """Manual compaction with the runtime's model (``CompactionError`` if nothing to do)."""
+        done = await compact(
+            self.session,
+            self.model,
+            self.stream_fn,
+            instructions=instructions,
+            settings=self.compaction,
+            signal=signal,
+        )
+        self.compactions += 1
+        return done
+
+    async def branch(
+        self, entry_id: str | None, *, summarize: bool = False, signal: AbortSignal | None = None
+    ) -> str | None:
+        """Move the leaf; with ``summarize``, leave a summary of the abandoned branch there."""
+        if not summarize:
+            return self.session.branch(entry_id)
+        return await summarize_branch(self.session, entry_id, self.model, self.stream_fn, signal=signal)
 
     def agent_context(self) -> AgentContext:
         ctx = self.session.context
