@@ -19,6 +19,7 @@ parameter schema, so the arguments always parse.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import importlib.util
 import json
@@ -156,11 +157,20 @@ _loaded: dict[tuple[str, int], _Loaded] = {}
 _loading = threading.Lock()
 
 
+def _close_all() -> None:
+    """Free the models at exit, while ``llama_cpp`` still exists (its ``__del__`` fails later)."""
+    for loaded in _loaded.values():
+        loaded.llama.close()
+    _loaded.clear()
+
+
 def _load(path: str, n_ctx: int) -> _Loaded:
     with _loading:
         key = (path, n_ctx)
         if key not in _loaded:
             llama_cpp = _llama_cpp()
+            if not _loaded:
+                atexit.register(_close_all)
             if not Path(path).is_file():
                 raise FileNotFoundError(f"GGUF model file not found: {path}")
             llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, verbose=False)
@@ -291,6 +301,7 @@ class _End:
 @dataclass(frozen=True, slots=True)
 class _Failure:
     message: str
+    aborted: bool = False
 
 
 _Item = _Piece | _End | _Failure
@@ -304,7 +315,10 @@ def _generate(
     stop: threading.Event,
     emit: Callable[[_Item], None],
 ) -> None:
-    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe)."""
+    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe).
+
+    Every path ends with exactly one ``_End`` or ``_Failure``, so the consumer never waits forever.
+    """
     try:
         loaded = _load(model["baseUrl"], model["contextWindow"] or DEFAULT_CONTEXT)
         llama = loaded.llama
@@ -332,6 +346,7 @@ def _generate(
         with loaded.lock:
             for token in llama.generate(tokens, temp=temperature, grammar=grammar):
                 if stop.is_set() or (options.signal is not None and options.signal.aborted):
+                    emit(_Failure(ABORTED_MESSAGE, aborted=True))
                     return
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
@@ -379,13 +394,16 @@ async def _events(
     try:
         yield {"type": "start", "partial": output}
         while True:
+            if options.signal is not None and options.signal.aborted:
+                yield error_event(output, ABORTED_MESSAGE, aborted=True)
+                return
             item = await queue.get()
             if isinstance(item, _Piece):
                 for event in parser.feed(item.text):
                     yield event
                 continue
             if isinstance(item, _Failure):
-                yield error_event(output, item.message)
+                yield error_event(output, item.message, aborted=item.aborted)
                 return
             for event in parser.finish():
                 yield event
