@@ -82,6 +82,10 @@ async def test_429_with_retry_after_then_success() -> None:
     assert final["stopReason"] == "stop"
     assert final["content"][0]["text"] == "Hello"
     assert len(server.requests) == 2
+    # Clock fields: time to first token, total duration (ms, incl. the retry wait), completion time.
+    assert 0 <= final["ttft"] <= final["duration"] and final["duration"] >= 10
+    assert final["completedAt"] >= final["timestamp"]
+    assert final["responseId"] == "r1"
 
 
 async def test_retry_after_ms_header_is_honoured() -> None:

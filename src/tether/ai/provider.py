@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, cast
 
 import httpx2
+import jiter
 
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
@@ -109,7 +110,7 @@ async def _drive(
     request: HttpRequest,
     make_parser: ParserFactory,
     output: AssistantMessage,
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
     signal = options.signal
     clock = _Clock(output, time.monotonic())
     attempt = 0
@@ -130,17 +131,18 @@ async def _drive(
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         batches = _event_batches(chunks, parser, signal)
-        terminal: AssistantMessageEvent | None = None
+        final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         try:
             async for batch in batches:
-                for event in batch:
-                    if event["type"] == "done" or event["type"] == "error":
-                        terminal = event
-                        break
-                    yield clock.first(event)
-                if terminal is not None:
+                if not batch:
+                    continue
+                clock.first()
+                last = batch[-1]["type"]
+                if last == "done" or last == "error":
+                    final_batch = batch
                     break
+                yield batch
         except _RetryableReadError as failure:
             retry = failure.failure
         finally:
@@ -149,8 +151,9 @@ async def _drive(
             await batches.aclose()
             await chunks.aclose()
             await response.aclose()
-        if terminal is not None:
-            yield clock.stamp(terminal)
+        if final_batch is not None:
+            clock.stamp(final_batch[-1])
+            yield final_batch
             return
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
@@ -172,10 +175,11 @@ class _RetryableReadError(Exception):
 async def _event_batches(
     chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
-    """Body bytes → the parser's events, one list per SSE event; the last list ends terminal.
+    """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
-    Abort is checked before each SSE event reaches the parser, never inside one event's list:
-    the content a consumer has seen is then always the content of the final message.
+    Batching per read (not per event) keeps generator hops off the per-event cost. Abort is
+    checked before each SSE event reaches the parser, never inside one event's list: the content
+    a consumer has seen is then always the content of the final message.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``.
@@ -186,7 +190,7 @@ async def _event_batches(
         try:
             chunk = await anext(chunks)
         except StopAsyncIteration:
-            batch = decoder.flush()
+            sse_events = decoder.flush()
             ended = True
         except httpx2.HTTPError as exc:
             message = f"Connection lost while streaming: {exc or type(exc).__name__}"
@@ -195,30 +199,34 @@ async def _event_batches(
             yield parser.fail(message)
             return
         else:
-            batch = decoder.feed(chunk)
+            sse_events = decoder.feed(chunk)
             ended = False
-        for sse in batch:
+        out: list[AssistantMessageEvent] = []
+        for sse in sse_events:
             if signal is not None and signal.aborted:
-                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                out += parser.fail(ABORTED_MESSAGE, aborted=True)
+                yield out
                 return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
-                yield (
-                    parser.fail(ABORTED_MESSAGE, aborted=True) if signal and signal.aborted else parser.end()
-                )
-                return
+                ended = True
+                break
             if events:
-                emitted = True
-                yield events
+                out += events
                 last = events[-1]["type"]
                 if last == "done" or last == "error":
+                    yield out
                     return
         if ended:
             if signal is not None and signal.aborted:
-                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                out += parser.fail(ABORTED_MESSAGE, aborted=True)
             else:
-                yield parser.end()
+                out += parser.end()
+            yield out
             return
+        if out:
+            emitted = True
+            yield out
 
 
 def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:
@@ -228,10 +236,13 @@ def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessag
     if data == DONE_MARKER:
         return None
     try:
-        payload = json.loads(data)
+        payload = jiter.from_json(data.encode())
     except ValueError:
-        snippet = data if len(data) <= 200 else data[:200] + "…"
-        return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
+        try:  # jiter rejects lone surrogates ("\ud83d"), which the json module accepts
+            payload = json.loads(data)
+        except ValueError:
+            snippet = data if len(data) <= 200 else data[:200] + "…"
+            return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
     return parser.feed(event, payload)
 
 
@@ -245,11 +256,10 @@ class _Clock:
         self._started = started
         self._seen = False
 
-    def first(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
+    def first(self) -> None:
         if not self._seen:
             self._seen = True
             self._output["ttft"] = round((time.monotonic() - self._started) * 1000)
-        return event
 
     def stamp(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
         message = event["message"] if event["type"] == "done" else event.get("error")

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.partial_json import PartialJson
@@ -391,11 +392,11 @@ class AnthropicParser(StreamParser):
         output = self.output
         if kind == "text_delta" and block["type"] == "text":
             text = as_str(delta.get("text")) or ""
-            block["text"] += text
+            append_text(block, "text", text)
             return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": output}]
         if kind == "thinking_delta" and block["type"] == "thinking":
             text = as_str(delta.get("thinking")) or ""
-            block["thinking"] += text
+            append_text(block, "thinking", text)
             return [{"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": output}]
         if kind == "input_json_delta" and block["type"] == "toolCall":
             text = as_str(delta.get("partial_json")) or ""
