@@ -13,6 +13,8 @@ from cli_support import text_reply
 from tether.cli.commands import COMMANDS, execute, parse
 from tether.cli.runtime import Runtime, SessionChoice
 from tether.cli.settings import Compaction, Settings
+from tether.session.compaction import context_tokens
+from tether.testing.scripted import SCRIPTED_MODEL
 
 
 @pytest.fixture
@@ -133,5 +135,78 @@ async def test_no_session_commands_explain_themselves(home: Path, monkeypatch: p
         result = await execute(rt, "/fork")
         assert result.error and "--no-session" in result.text
         assert "not saved" in (await execute(rt, "/session")).text
+    finally:
+        await rt.close()
+
+
+async def start_with(
+    home: Path, monkeypatch: pytest.MonkeyPatch, replies: list[dict[str, object]], **compaction: int
+) -> Runtime:
+    path = home / "auto.json"
+    path.write_text(json.dumps({"responses": replies}))
+    monkeypatch.setenv("TETHER_SCRIPTED", str(path))
+    settings = replace(Settings(), compaction=Compaction(**compaction))
+    return Runtime.start(cwd=home / "project", settings=settings, session=SessionChoice())
+
+
+async def test_threshold_compaction_before_a_model_call(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threshold sits between the first request's size and the second's: only the second
+    request compacts first, with the current model, then goes out."""
+    first = [{"role": "user", "content": "first", "timestamp": 0}]
+    second = [*first, {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}, first[0]]
+    threshold = (context_tokens(first) + context_tokens(second)) // 2
+    assert context_tokens(first) <= threshold < context_tokens(second)
+    replies = [text_reply("first answer"), text_reply("SUMMARY of the start."), text_reply("second answer")]
+    window = SCRIPTED_MODEL["contextWindow"] or 0
+    rt = await start_with(home, monkeypatch, replies, reserve_tokens=window - threshold, keep_recent_tokens=0)
+    events: list[str] = []
+    rt.subscribe(lambda e: events.append(e["type"]))
+    try:
+        await rt.prompt("first")
+        assert "compaction_start" not in events
+        await rt.prompt("first")
+        assert events.count("compaction_start") == events.count("compaction_end") == 1
+        last = rt.last_assistant()
+        assert last is not None and last["content"] == [{"type": "text", "text": "second answer"}]
+        assert rt.session is not None
+        assert rt.session.messages[0]["role"] == "compactionSummary"
+    finally:
+        await rt.close()
+
+
+async def test_context_overflow_compacts_and_retries(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    replies = [
+        text_reply("early answer"),
+        {"content": [], "error": "prompt is too long: 250000 tokens > 200000 maximum"},
+        text_reply("SUMMARY: early talk."),
+        text_reply("answer after compaction"),
+    ]
+    rt = await start_with(home, monkeypatch, replies, keep_recent_tokens=0)
+    try:
+        await rt.prompt("early")
+        await rt.prompt("a very long question")
+        last = rt.last_assistant()
+        assert last is not None and last["stopReason"] == "stop"
+        assert last["content"][0]["text"] == "answer after compaction"
+        assert rt.session is not None
+        roles = [m["role"] for m in rt.session.messages]
+        assert roles[0] == "compactionSummary" and roles[-1] == "assistant"
+        assert all(m.get("stopReason") != "error" for m in rt.session.messages)  # the failure is off the path
+    finally:
+        await rt.close()
+
+
+async def test_tree_summary_leaves_a_branch_summary(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    replies = [text_reply("one"), text_reply("two"), text_reply("BRANCH SUMMARY: we tried two.")]
+    rt = await start_with(home, monkeypatch, replies)
+    try:
+        await rt.prompt("first")
+        await rt.prompt("second")
+        assert rt.session is not None
+        first_answer = [e["id"] for e in rt.session.path() if e.get("type") == "message"][1]
+        result = await execute(rt, f"/tree {first_answer} --summary")
+        assert not result.error, result.text
+        assert "BRANCH SUMMARY: we tried two." in result.text
+        assert [m["role"] for m in rt.messages] == ["user", "assistant", "branchSummary"]
     finally:
         await rt.close()

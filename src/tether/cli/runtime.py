@@ -430,7 +430,12 @@ class Runtime:
 
     @property
     def _compaction(self) -> CompactionSettings:
+        """The settings, scaled down for a small window (e.g. a 4k local model): when reserve and
+        recent part do not fit in the window, each gets a quarter of it."""
         c = self.settings.compaction
+        window = self.model.get("contextWindow") or 0
+        if window and c.reserve_tokens + c.keep_recent_tokens >= window:
+            return CompactionSettings(c.enabled, window // 4, window // 4)
         return CompactionSettings(c.enabled, c.reserve_tokens, c.keep_recent_tokens)
 
     def stream_fn(self) -> StreamFn:
