@@ -155,6 +155,7 @@ class _Run:
         "open_calls",
         "open_message",
         "open_tools",
+        "options",
         "signal",
         "sink",
         "stream_fn",
@@ -174,6 +175,8 @@ class _Run:
         self.sink = sink
         self.signal = signal
         self.stream_fn = stream_fn
+        self.options = dataclasses.replace(config.options, signal=signal)
+        """The stream options of every call: the config's, with the run's signal."""
         self.new_messages: list[AgentMessage] = []
         self.in_turn = False
         """``turn_start`` was emitted and its ``turn_end`` was not."""
@@ -321,10 +324,11 @@ class _Run:
         )
         if volatile is not None:
             llm_context["volatileContext"] = volatile
-        api_key = config.options.api_key
+        options = self.options
         if config.get_api_key is not None:
-            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"]) or api_key
-        options = dataclasses.replace(config.options, api_key=api_key, signal=self.signal)
+            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"])
+            if api_key and api_key != options.api_key:
+                options = dataclasses.replace(options, api_key=api_key)
         try:
             stream_fn = self.stream_fn or default_stream_fn()
             opened = stream_fn(config.model, llm_context, options)
