@@ -24,7 +24,7 @@ from tether.ai.registry import (
     unregister_provider,
 )
 from tether.ai.sse import SSEDecoder, SSEEvent
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, shared_client
+from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay, send, shared_client
 from tether.ai.types import (
     CacheRetention,
     Context,
@@ -107,6 +107,8 @@ __all__ = [
     "register_provider",
     "registered_apis",
     "resolve_api_key",
+    "retry_delay",
+    "send",
     "set_usage",
     "shared_client",
     "stream",

@@ -5,20 +5,28 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
 
 1. **Request builder**: a plain function ``(model, context, options, api_key) -> HttpRequest``
    that maps our transcript to the API's JSON body, URL and headers. Pure, unit-testable.
+   Outgoing text goes through ``sanitize.strip_surrogates``.
 2. **Parser**: a ``StreamParser`` subclass, a small state machine over the partial
    ``AssistantMessage``. ``feed(event, data)`` receives each SSE event's name and its decoded
    JSON and returns the events it causes (``text_delta``, ``toolcall_end``, ...; or a terminal
-   ``error`` for an in-stream error); ``end()`` runs when the body ends (or at ``[DONE]``) and
-   returns the closing events plus exactly one terminal ``done``/``error``. Parsers never do I/O,
-   never emit ``start`` and never raise on provider data they do not understand: they skip it.
+   ``error`` for an in-stream error, via ``fail``); ``end()`` runs when the body ends (or at
+   ``[DONE]``) and returns the closing events plus exactly one terminal ``done``/``error``.
+   Parsers never do I/O, never emit ``start`` and never raise on provider data they do not
+   understand: they skip it. Append streamed text with ``append.append_text`` (``+=`` on a dict
+   value is quadratic), tool arguments with ``partial_json.PartialJson``, price usage with
+   ``usage.set_usage``/``calculate_cost``.
 3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
    (retries, readable HTTP errors), emits ``start``, decodes SSE with ``sse.SSEDecoder``, feeds
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
-   connection failure before the parser emitted anything is retried like an HTTP 5xx; after
-   that it ends the stream as ``error`` with the content so far. Abort is checked between reads.
+   connection failure, or an in-stream error the parser marks ``retryable``, before the parser
+   emitted anything is retried like an HTTP 5xx; after that it ends the stream as ``error``
+   with the content so far. Abort is checked before each SSE event reaches the parser.
+   Events go to the consumer in one batch per network read (see ``event_stream``).
 
-A provider module then exposes ``stream_<api>(model, context, options)`` built on
-``stream_http`` and registers it with ``registry.register_provider``.
+A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
+``stream_http``, wraps them in ``PROVIDER = registry.ApiProvider(...)``, and is listed in
+``providers.BUILTIN``. Its fixtures replay through ``python -m tether.testing.replay`` once
+``testing.replay.ENDPOINTS`` knows the path it appends to ``baseUrl``.
 """
 
 from __future__ import annotations
@@ -36,15 +44,14 @@ from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
     AssistantMessageEventStream,
-    empty_usage,
     error_event,
     new_assistant_message,
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
+from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
 from tether.ai.types import StreamOptions
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Usage
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 DONE_MARKER = "[DONE]"
 
@@ -58,6 +65,10 @@ class StreamParser:
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         self.model = model
         self.output = output
+        self.retryable = False
+        """Set with an in-stream error that waiting may fix (overloaded, rate limit, server error)."""
+        self.done_marker = False
+        """Set by the driver before ``end()`` when the body said ``[DONE]`` (a complete answer)."""
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
         """One SSE event (``event`` name, JSON-decoded ``data``) → the events it causes."""
@@ -119,12 +130,17 @@ async def _drive(
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await open_stream(request, options)
+        response = await send(request, options)
         if isinstance(response, RequestFailed):
-            if response.status is not None:
-                output["errorStatus"] = response.status
-            yield clock.stamp(error_event(output, response.message))
-            return
+            delay = retry_delay(response, attempt, options)
+            if isinstance(delay, RequestFailed):
+                if delay.status is not None:
+                    output["errorStatus"] = delay.status
+                yield clock.stamp(error_event(output, delay.message))
+                return
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
         if not sent_start:
             sent_start = True
             yield {"type": "start", "partial": output}
@@ -158,13 +174,21 @@ async def _drive(
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
             return
-        delay = retry_delay(retry, attempt, options)
+        delay = retry_delay(retry, attempt, options)  # one retry budget for both kinds of failure
         if isinstance(delay, RequestFailed):
             yield clock.stamp(error_event(output, delay.message))
             return
         attempt += 1
-        output["usage"] = cast(Usage, empty_usage())  # nothing was shown; start the attempt afresh
+        _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
         await asyncio.sleep(delay)
+
+
+def _reset(output: AssistantMessage, model: ModelInfo) -> None:
+    raw = cast("dict[str, Any]", output)  # TypedDicts have no clear(); the object must stay the same
+    timestamp = raw["timestamp"]
+    raw.clear()
+    raw.update(new_assistant_message(model))
+    raw["timestamp"] = timestamp
 
 
 class _RetryableReadError(Exception):
@@ -209,11 +233,16 @@ async def _event_batches(
                 return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
+                parser.done_marker = True
                 ended = True
                 break
             if events:
-                out += events
                 last = events[-1]["type"]
+                if last == "error" and parser.retryable and not emitted and not out and len(events) == 1:
+                    # e.g. Anthropic's overloaded_error before any content: like an HTTP 529.
+                    message = events[0].get("error", {}).get("errorMessage") or "Provider error"
+                    raise _RetryableReadError(RequestFailed(message, retryable=True))
+                out += events
                 if last == "done" or last == "error":
                     yield out
                     return

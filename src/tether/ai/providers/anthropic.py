@@ -301,6 +301,8 @@ class AnthropicParser(StreamParser):
             return []
         kind = as_str(payload.get("type")) or event
         if event == "error" or kind == "error":
+            error_type = (as_dict(payload.get("error")) or {}).get("type")
+            self.retryable = error_type in ("overloaded_error", "api_error", "rate_limit_error")
             return self.fail(_error_text(payload))
         if kind == "content_block_delta":
             return self._delta(payload)

@@ -360,10 +360,13 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 class _ToolState:
-    __slots__ = ("args", "block", "index")
+    """One streamed tool call: its block, where it sits, the server's index, its argument text."""
 
-    def __init__(self, block: ToolCall, index: int | None) -> None:
+    __slots__ = ("args", "block", "index", "position")
+
+    def __init__(self, block: ToolCall, position: int, index: int | None) -> None:
         self.block = block
+        self.position = position
         self.index = index
         self.args = PartialJson()
 
@@ -405,6 +408,8 @@ class OpenAICompletionsParser(StreamParser):
             self._usage(usage)
         if event == "error" or chunk.get("error"):
             # The error ends the answer; its usage (read above) is still billed.
+            code: Any = (as_dict(chunk.get("error")) or {}).get("code")
+            self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
             return self.fail(_error_text(chunk))
         if choice is None:
             return []
@@ -465,7 +470,7 @@ class OpenAICompletionsParser(StreamParser):
                 )
         if output["stopReason"] == "error":
             events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
-        elif not self.finished:
+        elif not (self.finished or self.done_marker):  # neither finish_reason nor [DONE]: cut off
             events.append(error_event(output, "The stream ended before the response was complete"))
         else:
             reason = output["stopReason"]
@@ -554,12 +559,10 @@ class OpenAICompletionsParser(StreamParser):
         state = self._find_tool(call_id, stream_index)
         if state is None:
             block: ToolCall = {"type": "toolCall", "id": call_id, "name": "", "arguments": {}}
-            state = _ToolState(block, stream_index)
-            self.tools.append(state)
             self.blocks.append(block)
-            events.append(
-                {"type": "toolcall_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
-            )
+            state = _ToolState(block, len(self.blocks) - 1, stream_index)
+            self.tools.append(state)
+            events.append({"type": "toolcall_start", "contentIndex": state.position, "partial": self.output})
         block = state.block
         if call_id and not block["id"]:
             block["id"] = call_id
@@ -572,7 +575,7 @@ class OpenAICompletionsParser(StreamParser):
         events.append(
             {
                 "type": "toolcall_delta",
-                "contentIndex": self._index(block),
+                "contentIndex": state.position,
                 "delta": arguments,
                 "partial": self.output,
             }
@@ -594,13 +597,6 @@ class OpenAICompletionsParser(StreamParser):
         if not call_id and self.tools:
             return self.tools[-1]  # legacy function_call fragments, or index-less continuations
         return None
-
-    def _index(self, block: object) -> int:
-        blocks = self.blocks
-        last = len(blocks) - 1
-        if blocks[last] is block:
-            return last
-        return next(i for i, b in enumerate(blocks) if b is block)
 
     def _usage(self, usage: Any) -> None:
         prompt = as_int(usage.get("prompt_tokens"))
