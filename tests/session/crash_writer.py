@@ -39,3 +39,10 @@ def write_until_killed(db_path: str, session_id: str | None, seed: int, report: 
                 ]
             )[-1]
         report.send_bytes(f"E{session.id}{entry_id}".encode())
+
+
+def append_n(db_path: str, session_id: str, count: int) -> None:
+    """Append ``count`` messages to one session and exit (concurrent-writers test)."""
+    with SessionManager.at(db_path) as manager, manager.open(session_id) as session:
+        for i in range(count):
+            session.append_message({"role": "user", "content": f"{session_id} {i}", "timestamp": i})

@@ -90,3 +90,22 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
                 assert [e["id"] for e in session.path()] == ids
                 assert len(session.messages) == len(entries)
                 session.append_message({"role": "user", "content": "still writable", "timestamp": 3})
+
+
+def test_writers_of_different_sessions_share_the_database(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "shared.db")
+    with SessionManager.at(db_path) as manager:
+        ids = [manager.create("/p").id for _ in range(3)]  # dropped handles release their lock
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tether.session", "crash_writer"])
+    writers = [ctx.Process(target=crash_writer.append_n, args=(db_path, i, 150)) for i in ids]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    with SessionManager.at(db_path) as manager:
+        for session_id in ids:
+            s = manager.open(session_id, readonly=True)
+            assert [m["content"] for m in s.messages] == [f"{session_id} {i}" for i in range(150)]
+            assert s.record.message_count == 150

@@ -210,3 +210,9 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
         SQLiteStore(bad)
     with pytest.raises(SessionError, match="cannot open the session database"):
         SQLiteStore(tmp_path)  # a directory
+
+
+def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:
+    session_id = manager.create("/p").id  # never closed, only dropped
+    with manager.open(session_id) as s:
+        s.append_message(user("the lock was free"))

@@ -70,6 +70,11 @@ class FileLease:
     def owned_by(self, store: SQLiteStore) -> bool:
         return self._store is store and self._fd is not None
 
+    def __del__(self) -> None:
+        # A session handle dropped without close() must not keep its session locked until exit.
+        with contextlib.suppress(Exception):  # at shutdown the kernel drops the lock anyway
+            self.release()
+
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
