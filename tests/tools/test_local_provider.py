@@ -38,6 +38,11 @@ WEATHER: Tool = {
 }
 
 
+def small_model() -> ModelInfo:
+    """The default model with a small context: less KV-cache memory to allocate on a shared machine."""
+    return local_model(context_window=1024)
+
+
 def question(text: str = "What is the capital of France?") -> Context:
     return {
         "systemPrompt": "You are a helpful assistant.",
@@ -62,7 +67,7 @@ def fake_model(path: str) -> ModelInfo:
 
 @needs_model
 async def test_streams_text_with_usage_from_token_counts() -> None:
-    model = local_model()
+    model = small_model()
     events: list[AssistantMessageEvent] = []
     async for event in stream(model, question(), StreamOptions(max_tokens=12, temperature=0)):
         events.append(event)
@@ -81,7 +86,7 @@ async def test_streams_text_with_usage_from_token_counts() -> None:
 @needs_model
 async def test_token_budget_ends_with_length() -> None:
     result = await stream_local(
-        local_model(), question("Write a long story about a dragon."), StreamOptions(max_tokens=3)
+        small_model(), question("Write a long story about a dragon."), StreamOptions(max_tokens=3)
     ).result()
     assert result["stopReason"] == "length"
     assert result["usage"]["output"] == 3
@@ -92,7 +97,7 @@ async def test_abort_stops_generation_and_frees_the_model() -> None:
     controller = AbortController()
     deltas = 0
     s = stream_local(
-        local_model(),
+        small_model(),
         question("Count from one to one hundred."),
         StreamOptions(max_tokens=200, signal=controller.signal),
     )
@@ -103,7 +108,7 @@ async def test_abort_stops_generation_and_frees_the_model() -> None:
     result = await s.result()
     assert result["stopReason"] == "aborted" and deltas == 1
     # the worker let go of the model: the next request runs to completion
-    after = await stream_local(local_model(), question(), StreamOptions(max_tokens=2)).result()
+    after = await stream_local(small_model(), question(), StreamOptions(max_tokens=2)).result()
     assert after["stopReason"] in ("stop", "length")
 
 
@@ -114,7 +119,7 @@ async def test_forced_tool_is_grammar_constrained() -> None:
     options = StreamOptions(
         max_tokens=40, temperature=0, tool_choice={"type": "function", "function": {"name": "get_weather"}}
     )
-    events = [event async for event in stream_local(local_model(), context, options)]
+    events = [event async for event in stream_local(small_model(), context, options)]
     kinds = [e["type"] for e in events]
     assert kinds[1] == "toolcall_start" and kinds[-2:] == ["toolcall_end", "done"]
     message = events[-1]["message"]

