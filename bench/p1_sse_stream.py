@@ -14,7 +14,12 @@ Rows:
 - ``tether``: ``tether.ai.stream`` with the openai-completions provider, every event consumed;
 - ``openai SDK``: the official ``openai`` package (``pip install -e '.[bench]'``) streaming the same body.
 
-More APIs (Responses, Anthropic) add rows through ``STREAMS``; all rows print in one table.
+The other three APIs get a stream of the same size the same way (issue 7), each from a recorded
+stream with reasoning then text: Responses (``openai-reasoning-summary``: summary deltas, then
+``output_text`` deltas), Anthropic (``thinking-signed``: ``thinking_delta`` then ``text_delta``)
+and Gemini (``thinking-signed``: thought parts, then text parts). Each gets its own floor; the
+official SDK row is added where the SDK is installed (``openai`` for Responses, ``anthropic``).
+All rows print in one table.
 Goal (issue 4): tether <= 1.3x the floor, and >= 1.5x faster than the SDK.
 """
 
@@ -81,16 +86,90 @@ def openai_chat_body(events: int = EVENTS) -> bytes:
     )
 
 
+def sse_blocks(api: str, name: str) -> list[str]:
+    """The recorded body of ``api/name`` as SSE event blocks (``event:`` lines kept)."""
+    fixture = json.loads((FIXTURES / api / f"{name}.json").read_text())
+    body = fixture["response"]["body"].replace("\r\n", "\n")
+    return [block for block in body.split("\n\n") if "data: {" in block]
+
+
+def block_data(block: str) -> dict[str, Any]:
+    return json.loads(block.split("data: ", 1)[1])
+
+
+def repeated_body(blocks: list[str], kind: Callable[[str], str | None], events: int = EVENTS) -> bytes:
+    """Head, ``events // 2`` reasoning deltas, the blocks between, text deltas, tail.
+
+    ``kind`` says which blocks are reasoning or text deltas; they are cycled to the wanted count.
+    Non-delta blocks inside a run (summary part boundaries) are left out: one part each.
+    """
+    kinds = [kind(b) for b in blocks]
+    first_r, last_r = kinds.index("reasoning"), len(kinds) - 1 - kinds[::-1].index("reasoning")
+    first_t, last_t = kinds.index("text"), len(kinds) - 1 - kinds[::-1].index("text")
+    reasoning = [b for b, k in zip(blocks, kinds, strict=True) if k == "reasoning"]
+    text = [b for b, k in zip(blocks, kinds, strict=True) if k == "text"]
+    half = events // 2
+    middle = [b for b in blocks[last_r + 1 : first_t] if kind(b) is None]
+    out = [
+        *blocks[:first_r],
+        *(reasoning[i % len(reasoning)] for i in range(half)),
+        *middle,
+        *(text[i % len(text)] for i in range(events - half)),
+        *blocks[last_t + 1 :],
+    ]
+    return "".join(block + "\n\n" for block in out).encode()
+
+
+def responses_body() -> bytes:
+    deltas = {"response.reasoning_summary_text.delta": "reasoning", "response.output_text.delta": "text"}
+    blocks = sse_blocks("openai-responses", "openai-reasoning-summary")
+    return repeated_body(blocks, lambda b: deltas.get(block_data(b).get("type", "")))
+
+
+def anthropic_body() -> bytes:
+    deltas = {"thinking_delta": "reasoning", "text_delta": "text"}
+    blocks = sse_blocks("anthropic-messages", "thinking-signed")
+    return repeated_body(blocks, lambda b: deltas.get(block_data(b).get("delta", {}).get("type", "")))
+
+
+def gemini_body() -> bytes:
+    """Gemini's last text chunk carries ``finishReason``: cycled chunks drop it, a final one adds it."""
+    blocks = sse_blocks("google-generative-ai", "thinking-signed")
+    chunks = [block_data(b) for b in blocks]
+    final = chunks[-1]
+    for chunk in chunks:
+        chunk["candidates"][0].pop("finishReason", None)
+    final_chunk = {
+        **final,
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}
+        ],
+    }
+
+    def kind(block: str) -> str | None:
+        parts = block_data(block)["candidates"][0]["content"]["parts"]
+        return "reasoning" if parts[0].get("thought") else "text"
+
+    plain = [f"data: {json.dumps(c, separators=(',', ':'))}" for c in chunks]
+    return repeated_body(plain, kind) + f"data: {json.dumps(final_chunk, separators=(',', ':'))}\n\n".encode()
+
+
 @dataclass
 class Stream:
     api: str
     path: str
     body: bytes
     model_id: str
+    provider: str = "deepseek"
 
 
 def streams() -> list[Stream]:
-    return [Stream("openai-completions", "/v1", openai_chat_body(), "deepseek-reasoner")]
+    return [
+        Stream("openai-completions", "/v1", openai_chat_body(), "deepseek-reasoner"),
+        Stream("openai-responses", "/v1", responses_body(), "o3-mini", "openai"),
+        Stream("anthropic-messages", "", anthropic_body(), "claude-sonnet-4-5", "anthropic"),
+        Stream("google-generative-ai", "/v1beta", gemini_body(), "gemini-2.5-pro", "google"),
+    ]
 
 
 STREAMS = streams
@@ -101,7 +180,7 @@ def model_for(stream_spec: Stream, url: str) -> ModelInfo:
         "id": stream_spec.model_id,
         "name": stream_spec.model_id,
         "api": stream_spec.api,
-        "provider": "deepseek",
+        "provider": stream_spec.provider,
         "baseUrl": url + stream_spec.path,
         "reasoning": True,
         "input": ["text"],
@@ -150,6 +229,41 @@ async def sdk_run(url: str) -> int:
     return count
 
 
+async def sdk_responses_run(url: str) -> int:
+    import openai
+
+    count = 0
+    async with openai.AsyncOpenAI(base_url=url + "/v1", api_key="k", max_retries=0) as client:
+        response = await client.responses.create(model="o3-mini", input="hi", stream=True)
+        async for _ in response:
+            count += 1
+    return count
+
+
+async def sdk_anthropic_run(url: str) -> int:
+    import anthropic
+
+    count = 0
+    async with anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0) as client:
+        response = await client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+        )
+        async for _ in response:
+            count += 1
+    return count
+
+
+SDKS: dict[str, tuple[str, str, Callable[[str], Awaitable[int]]]] = {
+    "openai-completions": ("openai", "openai SDK", sdk_run),
+    "openai-responses": ("openai", "openai SDK", sdk_responses_run),
+    "anthropic-messages": ("anthropic", "anthropic SDK", sdk_anthropic_run),
+}
+"""Per API: (module, row name, client) of the official SDK measured next to tether."""
+
+
 def clients_for(spec: Stream, url: str) -> dict[str, Callable[[], Awaitable[int]]]:
     clients: dict[str, Callable[[], Awaitable[int]]] = {
         "floor: httpx2 lines + jiter": lambda: floor_lines(url, jiter_loads),
@@ -157,8 +271,9 @@ def clients_for(spec: Stream, url: str) -> dict[str, Callable[[], Awaitable[int]
         "httpx2 lines only (no JSON)": lambda: floor_lines(url, None),
         "tether": lambda: tether_run(spec, url),
     }
-    if spec.api == "openai-completions" and importlib.util.find_spec("openai") is not None:
-        clients["openai SDK"] = lambda: sdk_run(url)
+    sdk = SDKS.get(spec.api)
+    if sdk is not None and importlib.util.find_spec(sdk[0]) is not None:
+        clients[sdk[1]] = lambda: sdk[2](url)
     return clients
 
 
@@ -175,7 +290,7 @@ def measure(clients: dict[str, Callable[[], Awaitable[int]]]) -> dict[str, tuple
             await run()  # warm-up: connection pool, imports
         for round_number in range(RUNS):
             for name, run in clients.items():
-                if name == "openai SDK" and round_number >= SDK_RUNS:
+                if name.endswith(" SDK") and round_number >= SDK_RUNS:
                     continue  # 20x slower: a few runs suffice
                 wall, cpu = time.perf_counter(), time.process_time()
                 await run()
@@ -207,11 +322,12 @@ def main() -> None:
             rows += [(spec.api, name, wall, cpu, cpu / floor) for name, (wall, cpu) in results.items()]
             ours = results["tether"][1]
             print(f"{spec.api}: tether / floor = {ours / floor:.2f}x CPU (goal <= 1.3x)")
-            if "openai SDK" in results:
-                sdk = results["openai SDK"][1]
-                print(f"{spec.api}: tether is {sdk / ours:.2f}x faster than the openai SDK (goal >= 1.5x)")
-            else:
-                print("openai SDK not installed: pip install -e '.[bench]'")
+            sdk_rows = [name for name in results if name.endswith(" SDK")]
+            for name in sdk_rows:
+                sdk = results[name][1]
+                print(f"{spec.api}: tether is {sdk / ours:.2f}x faster than the {name} (goal >= 1.5x)")
+            if spec.api in SDKS and not sdk_rows:
+                print(f"{spec.api}: {SDKS[spec.api][1]} not installed: pip install -e '.[bench]'")
         finally:
             server.terminate()
             server.wait()

@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -199,7 +200,7 @@ def _tool_result_content(model: ModelInfo, content: list[UserContent]) -> str | 
 def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | None) -> list[dict[str, Any]]:
     """Our transcript as Messages API ``messages`` (consecutive tool results share one user turn)."""
     out: list[dict[str, Any]] = []
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     i = 0
     while i < len(messages):
         message = messages[i]

@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -231,7 +232,7 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
     if volatile:  # a message of its own, so a cached system prompt stays byte-identical
         role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
         out.append({"role": role, "content": strip_surrogates(volatile)})
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     last_role = ""
     i = 0
     while i < len(messages):
