@@ -339,7 +339,8 @@ class InteractiveApp:
         elif kind == "compaction_start":
             self._print(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
-            self._print(painter.styled("conversation compacted", "dim"))
+            done = event.get("compacted", event.get("willRetry", True))
+            self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
         elif kind == "notice":
             self._print(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._runtime is not None:
