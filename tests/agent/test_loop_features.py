@@ -343,16 +343,22 @@ async def test_continue_preconditions(messages: Any, error: str) -> None:
         agent_loop_continue(context, AgentLoopConfig(model=model.model), None, model)
 
 
-async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import tether.ai
 
     model = ScriptedModel([reply("from stream_simple")])
     monkeypatch.setattr(tether.ai, "stream_simple", model, raising=False)
-    result = await run_agent_loop([user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder())
+    result = await run_agent_loop(
+        [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
+    )
     assert result[-1]["content"] == [{"type": "text", "text": "from stream_simple"}]
 
     monkeypatch.delattr(tether.ai, "stream_simple")
-    result = await run_agent_loop([user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder())
+    result = await run_agent_loop(
+        [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
+    )
     error = result[-1]
     assert error["role"] == "assistant" and error["stopReason"] == "error"
     assert "tether.ai.stream_simple is not available" in error.get("errorMessage", "")
