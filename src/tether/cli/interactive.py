@@ -39,7 +39,8 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.cli import commands, render
-from tether.cli.runtime import Runtime, RuntimeEvent, Stats
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.cli.stats import Stats
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
