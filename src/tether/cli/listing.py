@@ -13,32 +13,21 @@ if TYPE_CHECKING:
 
 
 def print_models(*, show_all: bool) -> int:
-    """Models whose provider has a key in the environment, local servers' models, the embedded one."""
+    """Usable models (a key is set, or a local server serves them), the embedded one, and with
+    ``show_all`` every other known model too."""
     import asyncio
 
-    from tether.ai.local_servers import probe_local_servers
-    from tether.ai.models import get_provider_info, list_models, provider_has_key
+    from tether.ai.local_servers import usable_models
+    from tether.ai.models import get_provider_info, list_models
 
+    usable = asyncio.run(usable_models())
     rows: list[tuple[str, str, str, str]] = []
-    for server in asyncio.run(probe_local_servers()):
-        for model in server.models():
-            rows.append((f"{model['provider']}/{model['id']}", "local server", _window(model), ""))
-    keyed: dict[str, bool] = {}
-    for model in list_models():
-        provider = model["provider"]
-        if provider not in keyed:
-            info = get_provider_info(provider)
-            keyed[provider] = not info.local and provider_has_key(info)
-        if keyed[provider] or show_all:
-            access = "key" if keyed[provider] else "no key"
-            rows.append(
-                (
-                    f"{provider}/{model['id']}",
-                    access,
-                    _window(model),
-                    "thinking" if model["reasoning"] else "",
-                )
-            )
+    for model in usable:
+        access = "local server" if get_provider_info(model["provider"]).local else "key"
+        rows.append(_row(model, access))
+    if show_all:
+        seen = {(m["provider"], m["id"]) for m in usable}
+        rows += [_row(m, "no key") for m in list_models() if (m["provider"], m["id"]) not in seen]
     embedded = _embedded_model()
     if embedded is not None:
         rows.append((embedded, "embedded", "4k", "smoke test only"))
@@ -51,6 +40,15 @@ def print_models(*, show_all: bool) -> int:
         return 0
     _table(["model", "access", "context", ""], rows)
     return 0
+
+
+def _row(model: ModelInfo, access: str) -> tuple[str, str, str, str]:
+    return (
+        f"{model['provider']}/{model['id']}",
+        access,
+        _window(model),
+        "thinking" if model["reasoning"] else "",
+    )
 
 
 def _window(model: ModelInfo) -> str:
