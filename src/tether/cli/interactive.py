@@ -330,6 +330,14 @@ class InteractiveApp:
     # -- events ----------------------------------------------------------------------------------
 
     def _on_event(self, event: RuntimeEvent) -> None:
+        """Show an event. A display bug is printed, never raised: it must not end the agent's run."""
+        try:
+            self._show(event)
+        except Exception as exc:
+            self._print(f"(display error: {type(exc).__name__}: {exc})")
+        self._invalidate()
+
+    def _show(self, event: RuntimeEvent) -> None:
         kind = event["type"]
         painter = self._painter()
         if kind == "message_start":
@@ -359,7 +367,6 @@ class InteractiveApp:
             self._print(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._runtime is not None:
             self._stats = self._runtime.stats()
-        self._invalidate()
 
     def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
         role = message["role"]
