@@ -167,7 +167,7 @@ def streams() -> list[Stream]:
     return [
         Stream("openai-completions", "/v1", openai_chat_body(), "deepseek-reasoner"),
         Stream("openai-responses", "/v1", responses_body(), "o3-mini", "openai"),
-        Stream("anthropic-messages", "", anthropic_body(), "claude-sonnet-4-5", "anthropic"),
+        Stream("anthropic-messages", "", anthropic_body(), "claude-sonnet-4-6", "anthropic"),
         Stream("google-generative-ai", "/v1beta", gemini_body(), "gemini-2.5-pro", "google"),
     ]
 
@@ -246,7 +246,7 @@ async def sdk_anthropic_run(url: str) -> int:
     count = 0
     async with anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0) as client:
         response = await client.messages.create(
-            model="claude-sonnet-4-5",
+            model="claude-sonnet-4-6",
             max_tokens=10,
             messages=[{"role": "user", "content": "hi"}],
             stream=True,

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from tether.ai import SimpleStreamOptions, StreamOptions, complete_simple
+from tether.ai.handoff import TOOL_IMAGE_PLACEHOLDER, USER_IMAGE_PLACEHOLDER
 from tether.ai.providers import anthropic, openai_completions
 from tether.ai.providers.openai_completions import (
     OpenAICompletionsOptions,
@@ -36,12 +37,15 @@ def model(provider: str, url: str, api: str = "openai-completions", **extra: Any
     return spec  # type: ignore[return-value]
 
 
-def assistant(*content: dict[str, Any], stop: str = "toolUse") -> AssistantMessage:
+def assistant(
+    *content: dict[str, Any], stop: str = "toolUse", api: str = "openai-completions", provider: str = "openai"
+) -> AssistantMessage:
+    """An earlier answer; the handoff replays signatures only to the model that wrote them."""
     return {
         "role": "assistant",
         "content": list(content),  # type: ignore[typeddict-item]
-        "api": "openai-completions",
-        "provider": "openai",
+        "api": api,
+        "provider": provider,
         "model": "m",
         "usage": {
             "input": 0,
@@ -169,9 +173,10 @@ def test_text_only_model_gets_image_placeholders_and_mistral_names_tool_results(
     }
     body = openai_completions.build_request(spec, context, StreamOptions(max_tokens=10), "k").body
     assert body["max_tokens"] == 10 and "store" not in body
-    assert body["messages"][0]["content"][1] == {"type": "text", "text": openai_completions.IMAGE_PLACEHOLDER}
+    # The cross-provider handoff (tether.ai.handoff) replaces images for text-only models.
+    assert body["messages"][0]["content"][1] == {"type": "text", "text": USER_IMAGE_PLACEHOLDER}
     tool = body["messages"][2]
-    assert tool["name"] == "read" and tool["content"] == "(see attached image)"
+    assert tool["name"] == "read" and tool["content"] == TOOL_IMAGE_PLACEHOLDER
     assert body["tools"] == []  # tool history without tools: proxies need the key
 
 
@@ -197,16 +202,21 @@ def test_openrouter_anthropic_models_get_cache_marks() -> None:
 async def test_stream_simple_maps_thinking_levels_on_the_wire() -> None:
     done = b'data: {"id":"r","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
     async with LoopbackServer([Reply(done)]) as server:
-        spec = model("openai", server.url, reasoning=True, maxTokens=100000)
+        efforts = ["low", "medium", "high", "xhigh", "max"]
+        spec = model(
+            "openai",
+            server.url,
+            reasoning=True,
+            maxTokens=100000,
+            thinking={"mode": "effort", "efforts": efforts},
+        )
         message = await complete_simple(
             spec, {"messages": []}, SimpleStreamOptions(api_key="k", reasoning="max")
         )
         off = await complete_simple(spec, {"messages": []}, SimpleStreamOptions(api_key="k", reasoning="off"))
     assert message["stopReason"] == "stop" and off["stopReason"] == "stop"
     first, second = (json.loads(r.body) for r in server.requests)
-    # A reasoning model without thinking data accepts off..high (thinking.supported_thinking_levels),
-    # so "max" clamps to "high".
-    assert first["reasoning_effort"] == "high"
+    assert first["reasoning_effort"] == "xhigh"  # Chat Completions has no "max"
     assert first["max_completion_tokens"] == 32000  # default: the model's limit, capped
     assert "reasoning_effort" not in second
 
@@ -229,12 +239,9 @@ def test_anthropic_body_caching_and_replay() -> None:
         "volatileContext": "Today is Monday.",
         "messages": [
             {"role": "user", "content": "hi", "timestamp": 0},
-            # Written by this same model: its signatures go back verbatim (see tether.ai.handoff).
-            {
-                **assistant(signed, redacted, unsigned, CALL, CALL_2),
-                "api": "anthropic-messages",
-                "provider": "anthropic",
-            },
+            assistant(
+                signed, redacted, unsigned, CALL, CALL_2, api="anthropic-messages", provider="anthropic"
+            ),
             result("call_1", "ok"),
             result("call_2", "bad", error=True),
         ],
@@ -272,7 +279,7 @@ def test_anthropic_no_cache_marks_when_disabled_and_image_placeholder() -> None:
     spec = model("anthropic", "https://api.anthropic.com", api="anthropic-messages")
     body = anthropic.build_request(spec, CONTEXT, StreamOptions(cache_retention="none"), "k").body
     assert "cache_control" not in json.dumps(body)
-    assert body["messages"][0]["content"][1] == {"type": "text", "text": anthropic.IMAGE_PLACEHOLDER}
+    assert body["messages"][0]["content"][1] == {"type": "text", "text": USER_IMAGE_PLACEHOLDER}
 
 
 def test_anthropic_oauth_token_uses_bearer_and_identity() -> None:

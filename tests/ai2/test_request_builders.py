@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from tether.ai.handoff import TOOL_IMAGE_PLACEHOLDER, USER_IMAGE_PLACEHOLDER
 from tether.ai.providers import gemini, openai_responses
 from tether.ai.providers.gemini_schema import gemini_schema
 from tether.ai.types import Context, StreamOptions
@@ -175,13 +176,13 @@ def test_images_for_a_text_only_model_are_placeholders() -> None:
     own = assistant(blind, [{"type": "toolCall", "id": "call_1|fc_1", "name": "look", "arguments": {}}])
     ctx = context(USER, own, result("call_1|fc_1", "", images=1))
     items = openai_responses.build_request(blind, ctx, StreamOptions(), None).body["input"]
-    placeholder = {"type": "input_text", "text": openai_responses.IMAGE_PLACEHOLDER}
+    placeholder = {"type": "input_text", "text": USER_IMAGE_PLACEHOLDER}
     assert items[0]["content"] == [{"type": "input_text", "text": "look"}, placeholder]
-    assert items[-1]["output"] == openai_responses.IMAGE_PLACEHOLDER
+    assert items[-1]["output"] == TOOL_IMAGE_PLACEHOLDER
     gemini_blind = model("google-generative-ai", "gemini-2.5-flash", "google", vision=False)
     contents = gemini.build_request(gemini_blind, ctx, StreamOptions(), None).body["contents"]
-    assert contents[0]["parts"][1] == {"text": gemini.IMAGE_PLACEHOLDER}
-    assert contents[2]["parts"][0]["functionResponse"]["response"] == {"output": gemini.IMAGE_PLACEHOLDER}
+    assert contents[0]["parts"][1] == {"text": USER_IMAGE_PLACEHOLDER}
+    assert contents[2]["parts"][0]["functionResponse"]["response"] == {"output": TOOL_IMAGE_PLACEHOLDER}
 
 
 # -- gemini ------------------------------------------------------------------------------------------

@@ -41,7 +41,6 @@ CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude
 OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 MIN_BUDGET_TOKENS = 1024
 """The API's smallest ``budget_tokens``; per-level budgets come from ``tether.ai.thinking``."""
 
@@ -181,25 +180,23 @@ def _text_block(text: str, mark: dict[str, str] | None) -> dict[str, Any]:
     return block
 
 
-def _user_blocks(model: ModelInfo, content: list[UserContent]) -> list[dict[str, Any]]:
-    accepts_images = "image" in model["input"]
+def _user_blocks(content: list[UserContent]) -> list[dict[str, Any]]:
+    """Text and image blocks (the handoff already replaced images for models without image input)."""
     blocks: list[dict[str, Any]] = []
     for item in content:
         if item["type"] == "text":
             if item["text"].strip():
                 blocks.append({"type": "text", "text": strip_surrogates(item["text"])})
-        elif accepts_images:
+        else:
             source = {"type": "base64", "media_type": item["mimeType"], "data": item["data"]}
             blocks.append({"type": "image", "source": source})
-        else:
-            blocks.append({"type": "text", "text": IMAGE_PLACEHOLDER})
     return blocks
 
 
-def _tool_result_content(model: ModelInfo, content: list[UserContent]) -> str | list[dict[str, Any]]:
+def _tool_result_content(content: list[UserContent]) -> str | list[dict[str, Any]]:
     if not any(item["type"] == "image" for item in content):
         return strip_surrogates("\n".join(item["text"] for item in content if item["type"] == "text"))
-    blocks = _user_blocks(model, content)
+    blocks = _user_blocks(content)
     if not any(b["type"] == "text" for b in blocks):
         blocks.insert(0, {"type": "text", "text": "(see attached image)"})
     return blocks
@@ -218,7 +215,7 @@ def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | 
                 if content.strip():
                     out.append({"role": "user", "content": strip_surrogates(content)})
             else:
-                blocks = _user_blocks(model, content)
+                blocks = _user_blocks(content)
                 if blocks:
                     out.append({"role": "user", "content": blocks})
         elif message["role"] == "assistant":
@@ -232,7 +229,7 @@ def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | 
                     {
                         "type": "tool_result",
                         "tool_use_id": result["toolCallId"],
-                        "content": _tool_result_content(model, result["content"]),
+                        "content": _tool_result_content(result["content"]),
                         "is_error": result["isError"],
                     }
                 )

@@ -38,11 +38,10 @@ from tether.ai.simple_options import base_fields
 from tether.ai.thinking import clamp_thinking_level, thinking_budget, thinking_config, thinking_effort
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
-from tether.ai.usage import set_usage
+from tether.ai.usage import calculate_cost
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolCall, ToolResultMessage
 
 API = "google-generative-ai"
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's placeholder ``thoughtSignature`` for tool calls Gemini 3 did not make itself."""
 TOOL_CHOICES = {"auto": "AUTO", "none": "NONE", "any": "ANY", "required": "ANY"}
@@ -130,7 +129,7 @@ def convert_contents(model: ModelInfo, context: Context) -> list[dict[str, Any]]
             if isinstance(content, str):
                 parts: list[dict[str, Any]] = [{"text": strip_surrogates(content)}]
             else:
-                parts = [_user_part(block, "image" in model["input"]) for block in content]
+                parts = [_user_part(block) for block in content]
             if parts:
                 contents.append({"role": "user", "parts": parts})
         elif message["role"] == "assistant":
@@ -152,11 +151,10 @@ def convert_contents(model: ModelInfo, context: Context) -> list[dict[str, Any]]
     return contents
 
 
-def _user_part(block: Any, accepts_images: bool = True) -> dict[str, Any]:
+def _user_part(block: Any) -> dict[str, Any]:
+    """A text or inline image part (the handoff already replaced images the model cannot take)."""
     if block["type"] == "text":
         return {"text": strip_surrogates(block["text"])}
-    if not accepts_images:
-        return {"text": IMAGE_PLACEHOLDER}
     return {"inlineData": {"mimeType": block["mimeType"], "data": block["data"]}}
 
 
@@ -206,10 +204,7 @@ def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> l
     loose_images: list[dict[str, Any]] = []
     for result in results:
         text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text" and b["text"])
-        has_images = any(b["type"] == "image" for b in result["content"])
         images = [_user_part(b) for b in result["content"] if b["type"] == "image"] if accepts_images else []
-        if has_images and not accepts_images:
-            text = "\n".join(filter(None, (text, IMAGE_PLACEHOLDER)))
         value = strip_surrogates(text) if text else ("(see attached image)" if images else "")
         response: dict[str, Any] = {
             "name": result["toolName"],
@@ -246,6 +241,7 @@ class GeminiParser(StreamParser):
         """The open text or thinking block (tool calls never stay open)."""
         self.finished = False
         self._last_usage: object = None
+        self._last_counts: tuple[object, ...] = ()
         self._version: object = None
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
@@ -396,18 +392,31 @@ class GeminiParser(StreamParser):
             output["errorMessage"] = f"{text} ({message})" if message else text
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        cached = as_int(usage.get("cachedContentTokenCount"))
-        prompt = as_int(usage.get("promptTokenCount")) + as_int(usage.get("toolUsePromptTokenCount"))
-        thoughts = as_int(usage.get("thoughtsTokenCount"))
-        set_usage(
-            self.model,
-            self.output["usage"],
-            input=max(0, prompt - cached),
-            output=as_int(usage.get("candidatesTokenCount")) + thoughts,
-            cache_read=cached,
-            total=as_int(usage.get("totalTokenCount")),
-            reasoning=thoughts,
+        get = usage.get
+        counts = (
+            get("promptTokenCount"),
+            get("toolUsePromptTokenCount"),
+            get("cachedContentTokenCount"),
+            get("candidatesTokenCount"),
+            get("thoughtsTokenCount"),
+            get("totalTokenCount"),
         )
+        if counts == self._last_counts:
+            return  # Gemini repeats usage on most chunks; only the other fields changed
+        self._last_counts = counts
+        prompt, tool_prompt, cached, candidates, thoughts, total = [
+            c if type(c) is int else as_int(c) for c in counts
+        ]
+        # Written in place rather than through usage.set_usage: this runs on every chunk.
+        target = self.output["usage"]
+        target["input"] = max(0, prompt + tool_prompt - cached)
+        target["output"] = candidates + thoughts
+        target["cacheRead"] = cached
+        target["cacheWrite"] = 0
+        target["totalTokens"] = total
+        if thoughts:
+            target["reasoningTokens"] = thoughts
+        calculate_cost(self.model, target)
 
 
 def _error_text(error: object) -> str:

@@ -50,7 +50,6 @@ from tether.wire import (
 )
 
 API = "openai-responses"
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 SERVICE_TIER_MULTIPLIERS = {"flex": 0.5, "priority": 2.0}
 """Price factor of the tier a response reports it ran on (``auto``/``default``: 1)."""
 
@@ -130,7 +129,7 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
             if isinstance(content, str):
                 parts = [{"type": "input_text", "text": strip_surrogates(content)}]
             else:
-                parts = _input_parts(content, accepts_images)
+                parts = _input_parts(content)
             if parts:
                 items.append({"role": "user", "content": parts})
         elif message["role"] == "assistant":
@@ -141,9 +140,9 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
             has_images = any(b["type"] == "image" for b in message["content"])
             output: str | list[dict[str, Any]] = strip_surrogates(text)
             if has_images and accepts_images:
-                output = _input_parts(message["content"], True)
-            elif has_images:
-                output = strip_surrogates("\n".join(filter(None, (text, IMAGE_PLACEHOLDER))))
+                output = _input_parts(message["content"])
+            elif has_images and not text:
+                output = "(see attached image)"
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
     volatile = context.get("volatileContext")
     if volatile:
@@ -154,13 +153,12 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
     return items
 
 
-def _input_parts(content: list[UserContent], accepts_images: bool) -> list[dict[str, Any]]:
+def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
+    """Text and image parts (the handoff already replaced images for models without image input)."""
     parts: list[dict[str, Any]] = []
     for block in content:
         if block["type"] == "text":
             parts.append({"type": "input_text", "text": strip_surrogates(block["text"])})
-        elif not accepts_images:
-            parts.append({"type": "input_text", "text": IMAGE_PLACEHOLDER})
         else:
             url = f"data:{block['mimeType']};base64,{block['data']}"
             parts.append({"type": "input_image", "detail": block.get("detail", "auto"), "image_url": url})
