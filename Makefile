@@ -19,7 +19,14 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-demo: $(VENV)/.installed
+# The embedded default model runs in-process through llama-cpp-python (the `local` extra): the
+# first install compiles llama.cpp (10-15 min on 2 cores, progress shown); pip's wheel cache
+# makes every later install take seconds. See scripts/install_local.py.
+$(VENV)/.installed-local: pyproject.toml scripts/install_local.py | $(VENV)/.installed
+	$(BIN)/python scripts/install_local.py
+	touch $@
+
+demo: $(VENV)/.installed-local
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from tether.cli.main import cli
+from tether.cli.main import subcommands
 from tether.wire import AgentMessage, Doc, ModelInfo
 from tether.wire.schema import DIALECT, Registry, build_bundle, bundle_json, summary
 
@@ -137,13 +137,13 @@ def test_summary_counts() -> None:
 
 
 def test_cli_schema_prints_the_bundle() -> None:
-    result = CliRunner().invoke(cli, ["schema"])
+    result = CliRunner().invoke(subcommands(), ["schema"])
     assert result.exit_code == 0
     assert result.output == bundle_json()
 
 
-def test_cli_demo_prints_the_summary() -> None:
-    result = CliRunner().invoke(cli, ["demo"])
+def test_cli_schema_summary_prints_the_summary() -> None:
+    result = CliRunner().invoke(subcommands(), ["schema", "--summary"])
     assert result.exit_code == 0
     assert result.output == summary() + "\n"
 

@@ -1,38 +1,137 @@
-"""The ``tether`` command. Heavy modules are imported inside commands so start-up stays fast."""
+"""The ``tether`` command.
+
+Start-up time is a feature of a CLI, so this module imports almost nothing: ``--version`` is
+answered before click is even imported, and each mode imports what it needs when it runs.
+``tether [options] [prompt...]`` runs the agent; a first word naming a subcommand (``models``,
+``sessions``, ``schema``, ``demo``) runs that instead.
+"""
 
 from __future__ import annotations
 
 import sys
 
-import click
-
 from tether import __version__
 
+TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-@click.group(invoke_without_command=True)
-@click.version_option(__version__, prog_name="tether")
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    """tether: a coding agent and Python agent runtime."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+    import click
 
+SUBCOMMANDS = ("models", "sessions", "schema", "demo")
 
-@cli.command()
-def schema() -> None:
-    """Print the JSON Schema bundle of the wire types."""
-    from tether.wire.schema import bundle_json
-
-    sys.stdout.write(bundle_json())
+DEMO_QUESTION = "In two sentences: what is a large language model?"
 
 
-@cli.command()
-def demo() -> None:
-    """Run the main job (for now: a summary of the wire schema)."""
-    from tether.wire.schema import summary
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        sys.stdout.write(f"tether {__version__}\n")
+        return
+    if args and args[0] in SUBCOMMANDS:
+        subcommands().main(args, prog_name="tether")
+    else:
+        root_command().main(args, prog_name="tether")
 
-    click.echo(summary())
+
+def root_command() -> click.Command:
+    """``tether [options] [prompt...]``: built on call so that click loads only when needed."""
+    import click
+
+    from tether.cli.options import RunOptions
+
+    @click.command(
+        context_settings={"help_option_names": ["-h", "--help"]},
+        epilog="Subcommands: tether models | sessions | schema | demo (each with --help).",
+    )
+    @click.argument("prompt", nargs=-1)
+    @click.option(
+        "-p", "--print", "print_mode", is_flag=True, help="Run the prompt, print the final answer, exit."
+    )
+    @click.option(
+        "--mode",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        help="json: every agent event as one JSON line on stdout.",
+    )
+    @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
+    @click.option(
+        "--thinking",
+        type=click.Choice(["off", "minimal", "low", "medium", "high", "xhigh", "max"]),
+        help="Reasoning level (clamped to what the model supports).",
+    )
+    @click.option(
+        "-c", "--continue", "continue_", is_flag=True, help="Continue this directory's latest session."
+    )
+    @click.option(
+        "-r",
+        "--resume",
+        is_flag=False,
+        flag_value="",
+        default=None,
+        metavar="[ID]",
+        help="Resume a session by id; without an id, pick one from a list.",
+    )
+    @click.option("--session", "session_id", metavar="ID", help="Open the session with this id.")
+    @click.option("--no-session", is_flag=True, help="Keep nothing on disk.")
+    @click.option("--tools", metavar="A,B", help="Comma-separated tool names ('' for none).")
+    @click.option("--system-prompt", metavar="TEXT", help="Replace the built-in system prompt.")
+    @click.option(
+        "--cwd",
+        type=click.Path(exists=True, file_okay=False),
+        help="Working directory (the workspace the tools may touch).",
+    )
+    @click.option("-y", "--yes", is_flag=True, help="Approve every tool call without asking.")
+    @click.version_option(__version__, "-V", "--version", prog_name="tether", message="%(prog)s %(version)s")
+    def root(prompt: tuple[str, ...], **kwargs: object) -> None:
+        """tether: a coding agent. Interactive by default; -p or --mode json for scripts."""
+        from tether.cli.run import run
+
+        options = RunOptions.from_click(prompt, kwargs)
+        sys.exit(run(options))
+
+    return root
 
 
-def main() -> None:
-    cli()
+def subcommands() -> click.Group:
+    """``tether models | sessions | schema | demo``."""
+    import click
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    def group() -> None:
+        """tether subcommands."""
+
+    @group.command()
+    @click.option("--all", "show_all", is_flag=True, help="Also list models without a key.")
+    def models(show_all: bool) -> None:
+        """List usable models: a key is present, or a local server answers."""
+        from tether.cli.listing import print_models
+
+        sys.exit(print_models(show_all=show_all))
+
+    @group.command()
+    @click.option("--all", "show_all", is_flag=True, help="Sessions of every directory, not only this one.")
+    def sessions(show_all: bool) -> None:
+        """List stored sessions, newest first."""
+        from tether.cli.listing import print_sessions
+
+        sys.exit(print_sessions(show_all=show_all))
+
+    @group.command()
+    @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")
+    def schema(summary: bool) -> None:
+        """Print the JSON Schema bundle of the wire types."""
+        from tether.wire.schema import bundle_json
+        from tether.wire.schema import summary as bundle_summary
+
+        sys.stdout.write(bundle_summary() + "\n" if summary else bundle_json())
+
+    @group.command()
+    @click.option("--model", metavar="PROVIDER/ID", help="Model to use instead of the embedded default.")
+    def demo(model: str | None) -> None:
+        """Ask the default model a real question and stream the answer."""
+        from tether.cli.run import run_demo
+
+        sys.exit(run_demo(DEMO_QUESTION, model))
+
+    return group

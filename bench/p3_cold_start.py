@@ -1,0 +1,90 @@
+"""Benchmark P3: cold start of the ``tether`` command.
+
+Median wall time (N runs each, after one warm-up run) of:
+- ``python -c pass`` — the floor: no CLI can start faster than the interpreter;
+- ``tether --version``;
+- ``tether -p "hi" --no-session`` with the scripted model (``TETHER_SCRIPTED``): a whole run;
+- ``pi --version`` — the reference, the pi coding agent CLI from npm (installed on first use
+  into ``bench/reference/pi-cli/node_modules``, git-ignored).
+Goal: tether <= 150 ms and at most half of pi's time.
+
+Bytecode caching is on for the measured commands (``PYTHONDONTWRITEBYTECODE`` is dropped from
+their environment): a user's installed tether has its ``.pyc`` files, and the warm-up run writes
+them for an editable install. Without them every run recompiles tether's ~80 modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNS = 15
+HERE = Path(__file__).resolve().parent
+PI_DIR = HERE / "reference" / "pi-cli"
+
+
+def measure(argv: list[str], env: dict[str, str], runs: int = RUNS) -> float:
+    """Median seconds of ``runs`` executions (one extra warm-up run first)."""
+    times: list[float] = []
+    for i in range(runs + 1):
+        start = time.perf_counter()
+        done = subprocess.run(argv, env=env, capture_output=True, check=False)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+        if i:
+            times.append(elapsed)
+    return statistics.median(times)
+
+
+def tether_command() -> list[str]:
+    script = Path(sys.executable).with_name("tether")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tether.cli"]
+
+
+def pi_command() -> list[str] | None:
+    binary = PI_DIR / "node_modules" / ".bin" / "pi"
+    if not binary.exists():
+        if shutil.which("npm") is None:
+            return None
+        print("installing the pi CLI into bench/reference/pi-cli (once) ...", file=sys.stderr)
+        install = ["npm", "ci"] if (PI_DIR / "package-lock.json").exists() else ["npm", "install"]
+        subprocess.run([*install, "--no-audit", "--no-fund"], cwd=PI_DIR, check=True, capture_output=True)
+    return [str(binary)]
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as home:
+        script = Path(home) / "script.json"
+        script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
+        env = {**os.environ, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script), "NO_COLOR": "1"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        tether = tether_command()
+        rows = [
+            ("python -c pass (floor)", measure([sys.executable, "-c", "pass"], env)),
+            ("tether --version", measure([*tether, "--version"], env)),
+            ("tether -p (scripted model)", measure([*tether, "-p", "hi", "--no-session"], env)),
+        ]
+        pi = pi_command()
+        pi_time = measure([*pi, "--version"], env, runs=7) if pi is not None else None
+    floor = rows[0][1]
+    print(f"P3 cold start, median of {RUNS} runs")
+    print(f"{'command':<30} {'ms':>8} {'x floor':>8} {'x pi':>8}")
+    for name, seconds in rows:
+        vs_pi = f"{seconds / pi_time:8.2f}" if pi_time else f"{'-':>8}"
+        print(f"{name:<30} {seconds * 1000:8.1f} {seconds / floor:8.2f} {vs_pi}")
+    if pi_time is not None:
+        print(f"{'pi --version (reference)':<30} {pi_time * 1000:8.1f} {pi_time / floor:8.2f} {1.0:8.2f}")
+    else:
+        print("pi --version: npm not available, reference skipped")
+
+
+if __name__ == "__main__":
+    main()

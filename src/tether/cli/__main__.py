@@ -1,0 +1,5 @@
+"""``python -m tether.cli``: the same as the ``tether`` command."""
+
+from tether.cli.main import main
+
+main()

@@ -1,0 +1,192 @@
+"""Slash commands as plain functions of a ``Runtime``: the interactive mode, RPC and ACP share them.
+
+A handler takes the runtime and the text after the command name and returns a ``CommandResult``
+(plain text, markdown-friendly). Bad arguments are answered with a usage line, never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.cli.model_choice import ModelError
+from tether.cli.render import format_tokens
+from tether.cli.runtime import Runtime
+from tether.cli.settings import THINKING_LEVELS
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    text: str
+    quit: bool = False
+    error: bool = False
+
+
+Handler = Callable[[Runtime, str], Awaitable[CommandResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+
+
+def parse(line: str) -> tuple[str, str] | None:
+    """``"/model a/b"`` → ``("model", "a/b")``; ``None`` when the line is not a command."""
+    if not line.startswith("/") or line.startswith("//"):
+        return None
+    name, _, rest = line[1:].partition(" ")
+    return name.strip().lower(), rest.strip()
+
+
+async def execute(runtime: Runtime, line: str) -> CommandResult:
+    parsed = parse(line)
+    if parsed is None:
+        return CommandResult(f"not a command: {line}", error=True)
+    name, args = parsed
+    command = COMMANDS.get(name)
+    if command is None:
+        return CommandResult(f"unknown command /{name} (try /help)", error=True)
+    if runtime.is_running and name not in ("help", "session", "quit", "exit"):
+        return CommandResult(f"/{name} is not available while the agent runs (Ctrl-C aborts)", error=True)
+    try:
+        return await command.handler(runtime, args)
+    except (ModelError, ValueError, LookupError) as exc:
+        return CommandResult(f"/{name}: {exc}", error=True)
+
+
+async def _model(runtime: Runtime, args: str) -> CommandResult:
+    if not args:
+        model = runtime.model
+        return CommandResult(f"model: {model['provider']}/{model['id']} (change with /model PROVIDER/ID)")
+    model = runtime.set_model(args)
+    return CommandResult(f"model set to {model['provider']}/{model['id']}, thinking {runtime.thinking_level}")
+
+
+async def _thinking(runtime: Runtime, args: str) -> CommandResult:
+    if not args:
+        return CommandResult(f"thinking: {runtime.thinking_level} (levels: {', '.join(THINKING_LEVELS)})")
+    if args not in THINKING_LEVELS:
+        return CommandResult(f"usage: /thinking {'|'.join(THINKING_LEVELS)}", error=True)
+    effective = runtime.set_thinking(args)
+    note = "" if effective == args else f" ({args} is not supported by this model)"
+    return CommandResult(f"thinking set to {effective}{note}")
+
+
+async def _compact(runtime: Runtime, args: str) -> CommandResult:
+    summary = await runtime.compact(args or None)
+    return CommandResult(f"compacted the conversation; summary:\n\n{summary}")
+
+
+async def _tree(runtime: Runtime, args: str) -> CommandResult:
+    if not args:
+        return CommandResult(
+            runtime.tree_text() + "\n\n/tree ID branches there; /tree ID --summary also summarises"
+        )
+    entry_id, _, flag = args.partition(" ")
+    summary = await runtime.branch(entry_id, summarize=flag.strip() == "--summary")
+    text = f"now on entry {entry_id}"
+    return CommandResult(text + (f"; summary of the branch left:\n\n{summary}" if summary else ""))
+
+
+async def _fork(runtime: Runtime, args: str) -> CommandResult:
+    new_id = runtime.fork(args or None)
+    return CommandResult(f"forked into new session {new_id}")
+
+
+async def _new(runtime: Runtime, args: str) -> CommandResult:
+    return CommandResult(f"new session {runtime.new_session()}")
+
+
+async def _resume(runtime: Runtime, args: str) -> CommandResult:
+    from tether.cli.listing import session_rows
+
+    if not args:
+        rows = session_rows(cwd=runtime.cwd, limit=20)
+        if not rows:
+            return CommandResult("no sessions in this directory")
+        lines = [f"{i:>3}  {row}" for i, row in enumerate(rows, 1)]
+        return CommandResult("\n".join(lines) + "\n\n/resume N or /resume ID switches")
+    target = args
+    if args.isdigit():
+        rows = session_rows(cwd=runtime.cwd, limit=20)
+        if not 1 <= int(args) <= len(rows):
+            return CommandResult(f"no session number {args}", error=True)
+        target = rows[int(args) - 1].id
+    runtime.switch_session(target)
+    return CommandResult(f"resumed session {target} ({len(runtime.messages)} messages)")
+
+
+async def _session(runtime: Runtime, args: str) -> CommandResult:
+    s = runtime.stats()
+    percent = s.context_percent
+    lines = [
+        f"session   {s.session_id or '(not saved: --no-session)'}",
+        f"title     {s.title or '-'}",
+        f"file      {s.session_file or '-'}",
+        f"model     {runtime.model['provider']}/{runtime.model['id']}  thinking {runtime.thinking_level}",
+        f"messages  {s.messages} (user {s.user_messages}, assistant {s.assistant_messages}, "
+        f"tool calls {s.tool_calls})",
+        f"tokens    input {format_tokens(s.input_tokens)}, output {format_tokens(s.output_tokens)}, "
+        f"cache read {format_tokens(s.cache_read_tokens)}, cache write {format_tokens(s.cache_write_tokens)}",
+        f"cost      ${s.cost:.4f}",
+        f"context   {format_tokens(s.context_tokens)}"
+        + (f" of {format_tokens(s.context_window or 0)} ({percent:.0f}%)" if percent is not None else ""),
+    ]
+    return CommandResult("\n".join(lines))
+
+
+async def _export(runtime: Runtime, args: str) -> CommandResult:
+    default = f"tether-session-{runtime.session_id or 'unsaved'}.jsonl"
+    path = Path(args or default).expanduser()
+    if not path.is_absolute():
+        path = runtime.cwd / path
+    if path.suffix not in (".jsonl", ".html"):
+        return CommandResult("usage: /export [FILE.jsonl|FILE.html]", error=True)
+    runtime.export(path)
+    return CommandResult(f"exported to {path}")
+
+
+async def _name(runtime: Runtime, args: str) -> CommandResult:
+    if not args:
+        return CommandResult("usage: /name TITLE", error=True)
+    runtime.rename(args)
+    return CommandResult(f"session named {args!r}")
+
+
+async def _help(runtime: Runtime, args: str) -> CommandResult:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    lines = [f"{c.usage.ljust(width)}  {c.summary}" for c in dict.fromkeys(COMMANDS.values())]
+    lines += [
+        "",
+        "!cmd runs a shell command (!!cmd: kept out of the model's context); $code / $$code: Python;",
+        "@path attaches a file. Enter sends; Alt-Enter or Ctrl-J adds a line. While the agent works,",
+        "Enter steers it and Alt-Enter queues a follow-up. Ctrl-C aborts; Ctrl-D exits.",
+        "Ctrl-T shows or folds thinking; Ctrl-O expands the last folded tool result.",
+    ]
+    return CommandResult("\n".join(lines))
+
+
+async def _quit(runtime: Runtime, args: str) -> CommandResult:
+    return CommandResult("bye", quit=True)
+
+
+_LIST = [
+    Command("model", "/model [PROVIDER/ID]", "show or switch the model", _model),
+    Command("thinking", "/thinking [LEVEL]", "show or set the thinking level", _thinking),
+    Command("compact", "/compact [INSTRUCTIONS]", "summarise older messages to free context", _compact),
+    Command("tree", "/tree [ID [--summary]]", "show the session tree, or branch at an entry", _tree),
+    Command("fork", "/fork [ID]", "copy the session (up to an entry) into a new one", _fork),
+    Command("new", "/new", "start a new session", _new),
+    Command("resume", "/resume [N|ID]", "list or switch to another session", _resume),
+    Command("session", "/session", "session stats: tokens, cost, file", _session),
+    Command("export", "/export [FILE]", "write the session as JSONL or HTML", _export),
+    Command("name", "/name TITLE", "name the session", _name),
+    Command("help", "/help", "this help", _help),
+    Command("quit", "/quit", "exit", _quit),
+]
+COMMANDS: dict[str, Command] = {c.name: c for c in _LIST}
+COMMANDS["exit"] = COMMANDS["quit"]

@@ -1,0 +1,96 @@
+"""Print mode (``tether -p``) and JSON mode (``tether --mode json``): one prompt, then exit.
+
+Print mode writes the final assistant text to stdout and everything else (notices, errors) to
+stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
+text streams as it arrives. JSON mode writes a ``session`` line, then every runtime event as one JSON
+line (the wire types, ``message_update`` snapshots included) for scripts. Both exit 1 when the run ended in an
+error or was aborted.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.wire import AssistantMessage, dumps
+
+
+def assistant_text(message: AssistantMessage) -> str:
+    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
+
+
+async def run_print(runtime: Runtime, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
+    """Run ``prompt``; print the answer. ``stream``: write text deltas as they come."""
+    streamed = False
+
+    def on_event(event: RuntimeEvent) -> None:
+        nonlocal streamed
+        kind = event["type"]
+        if stream and kind == "message_update":
+            inner = event["assistantMessageEvent"]
+            if inner["type"] == "text_delta":
+                out.write(inner["delta"])
+                out.flush()
+                streamed = True
+        elif kind == "message_end" and event["message"]["role"] == "assistant" and streamed:
+            out.write("\n")
+            out.flush()
+            streamed = False
+        elif kind == "tool_execution_start":
+            err.write(f"[tool] {event['toolName']}\n")
+        elif kind == "compaction_start":
+            err.write(f"[compacting the conversation: {event['reason']}]\n")
+        elif kind == "notice":
+            err.write(f"{event['message']}\n")
+
+    unsubscribe = runtime.subscribe(on_event)
+    try:
+        await runtime.prompt(prompt)
+    finally:
+        unsubscribe()
+    return _finish(runtime, out if not stream else None, err)
+
+
+async def run_json(runtime: Runtime, prompt: str, out: TextIO, err: TextIO) -> int:
+    """A ``session`` line first (id, cwd, model), then one line per event."""
+    model = runtime.model
+    header = {
+        "type": "session",
+        "id": runtime.session_id,
+        "cwd": str(runtime.cwd),
+        "model": f"{model['provider']}/{model['id']}",
+        "thinkingLevel": runtime.thinking_level,
+    }
+    out.write(dumps(header) + "\n")
+    if runtime.notice:
+        err.write(f"note: {runtime.notice}\n")
+
+    def on_event(event: RuntimeEvent) -> None:
+        out.write(dumps(event))
+        out.write("\n")
+        out.flush()
+
+    unsubscribe = runtime.subscribe(on_event)
+    try:
+        await runtime.prompt(prompt)
+    finally:
+        unsubscribe()
+    return _finish(runtime, None, err)
+
+
+def _finish(runtime: Runtime, out: TextIO | None, err: TextIO) -> int:
+    last = runtime.last_assistant()
+    if last is None:
+        err.write("error: the run produced no answer\n")
+        return 1
+    if last["stopReason"] == "aborted":
+        err.write("aborted\n")
+        return 1
+    if last["stopReason"] == "error":
+        err.write(f"error: {last.get('errorMessage') or 'the model request failed'}\n")
+        return 1
+    if out is not None:
+        text = assistant_text(last)
+        out.write(text if text.endswith("\n") else text + "\n")
+        out.flush()
+    return 0

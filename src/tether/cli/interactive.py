@@ -1,0 +1,529 @@
+"""The interactive mode: a prompt-toolkit input pinned under rich-rendered, streaming output.
+
+The screen has two parts. Finished things (your prompts, answers, tool calls, command output)
+are printed once into the terminal's own scrollback, so they can be scrolled, searched and
+copied like any output. Below them a small live area, redrawn by prompt-toolkit, shows what is
+still changing: the streaming answer, running tools, an approval question, pending steering and
+follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
+
+Keys: Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it
+works and adds a line otherwise (Ctrl-J always adds a line); Ctrl-C aborts the run (clears the
+input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows/folds thinking;
+Ctrl-O expands the last folded tool result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, cast
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.styles import Style
+
+from tether.cli import commands, render
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.cli.stats import Stats
+from tether.tools.completion import MentionCompleter
+from tether.wire import ToolCall
+
+STYLE = Style.from_dict(
+    {
+        "status": "reverse",
+        "chip.steer": "bg:ansiblue fg:ansiwhite",
+        "chip.follow": "bg:ansimagenta fg:ansiwhite",
+        "prompt": "bold ansimagenta",
+        "rule": "ansibrightblack",
+        "approval": "bold ansiyellow",
+    }
+)
+
+
+class InteractiveApp:
+    def __init__(self, *, cwd: Path) -> None:
+        self.cwd = cwd
+        self.color = not os.environ.get("NO_COLOR")
+        self.show_thinking = False
+        self._runtime: Runtime | None = None
+        self._app: Application[int] | None = None
+        self._approval: tuple[str, asyncio.Future[bool]] | None = None
+        self._live: dict[str, Any] | None = None
+        self._tools: dict[str, tuple[str, object]] = {}
+        self._steering: list[str] = []
+        self._follow_ups: list[str] = []
+        self._last_thinking = ""
+        self._last_result: str | None = None
+        self._stats: Stats | None = None
+        self._task: asyncio.Task[None] | None = None
+        """The current prompt, shell input or command; the UI is busy while it runs."""
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._last_interrupt = 0.0
+        self._revision = 0
+        """Bumped on every change the live area shows; keys its render cache."""
+        self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
+
+    # -- public --------------------------------------------------------------------------------------
+
+    async def ask_approval(self, tool_call: ToolCall, question: str) -> bool:
+        """Show the question in the live area and wait for y (yes), n (no) or a (always)."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._approval = (question, future)
+        self._invalidate()
+        try:
+            return await future
+        finally:
+            self._approval = None
+            self._invalidate()
+
+    async def run(self, runtime: Runtime, initial_prompt: str | None) -> int:
+        self._runtime = runtime
+        self._stats = runtime.stats()
+        buffer = Buffer(
+            multiline=True,
+            history=_history(),
+            completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
+            complete_while_typing=False,
+        )
+        self._app = self._build(buffer)
+        unsubscribe = runtime.subscribe(self._on_event)
+        with patch_stdout(raw=True):
+            self._print_header(runtime)
+            if initial_prompt:
+                self._start(initial_prompt)
+            try:
+                return await self._app.run_async()
+            finally:
+                unsubscribe()
+                if self._task is not None and not self._task.done():
+                    runtime.abort()
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await self._task
+
+    # -- layout and keys -----------------------------------------------------------------------------
+
+    def _build(self, buffer: Buffer) -> Application[int]:
+        approving = Condition(lambda: self._approval is not None)
+        chips = Condition(lambda: bool(self._steering or self._follow_ups))
+        live = Condition(lambda: bool(self._live_text_raw()))
+        main = HSplit(
+            [
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._live_text), wrap_lines=True, dont_extend_height=True),
+                    filter=live,
+                ),
+                ConditionalContainer(Window(FormattedTextControl(self._chips), height=1), filter=chips),
+                Window(height=1, char="─", style="class:rule"),
+                VSplit(
+                    [
+                        Window(FormattedTextControl(self._prompt_mark), width=2, dont_extend_width=True),
+                        Window(
+                            BufferControl(buffer),
+                            wrap_lines=True,
+                            height=Dimension(min=1, max=12),
+                            dont_extend_height=True,
+                        ),
+                    ]
+                ),
+                Window(FormattedTextControl(self._status), height=1, style="class:status"),
+            ]
+        )
+        body = FloatContainer(
+            main,
+            floats=[
+                Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))
+            ],
+        )
+        keys = KeyBindings()
+
+        @keys.add("enter", filter=~approving)
+        def _enter(event: KeyPressEvent) -> None:
+            text = buffer.text
+            if text.endswith("\\"):
+                buffer.text = text[:-1]
+                buffer.insert_text("\n")
+                return
+            if not text.strip():
+                return
+            buffer.append_to_history()
+            buffer.reset()
+            if self._busy and commands.parse(text) is None:
+                self._queue(text, follow_up=False)
+            else:
+                self._start(text)
+
+        @keys.add("escape", "enter", filter=~approving)
+        def _alt_enter(event: KeyPressEvent) -> None:
+            if self._busy and buffer.text.strip():
+                text = buffer.text
+                buffer.append_to_history()
+                buffer.reset()
+                self._queue(text, follow_up=True)
+            else:
+                buffer.insert_text("\n")
+
+        @keys.add("c-j")
+        def _newline(event: KeyPressEvent) -> None:
+            buffer.insert_text("\n")
+
+        @keys.add("c-c")
+        def _interrupt(event: KeyPressEvent) -> None:
+            if self._approval is not None:
+                self._answer(False)
+            elif self._busy:
+                assert self._runtime is not None
+                self._runtime.abort()
+            elif buffer.text:
+                buffer.reset()
+            elif time.monotonic() - self._last_interrupt < 1.5:
+                event.app.exit(result=0)
+            else:
+                self._last_interrupt = time.monotonic()
+                self._print(
+                    render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
+                )
+
+        @keys.add("c-d")
+        def _eof(event: KeyPressEvent) -> None:
+            if not buffer.text:
+                if self._busy and self._runtime is not None:
+                    self._runtime.abort()
+                event.app.exit(result=0)
+            else:
+                buffer.delete()
+
+        @keys.add("c-t")
+        def _toggle_thinking(event: KeyPressEvent) -> None:
+            self.show_thinking = not self.show_thinking
+            if self.show_thinking and self._last_thinking:
+                self._print(render.thinking_text(self._painter(), self._last_thinking, expanded=True))
+            self._invalidate()
+
+        @keys.add("c-o")
+        def _expand(event: KeyPressEvent) -> None:
+            if self._last_result is not None:
+                self._print(
+                    render.tool_result(self._painter(), self._last_result, is_error=False, expanded=True)
+                )
+
+        for key, allowed in (("y", True), ("n", False), ("a", True)):
+
+            @keys.add(key, filter=approving)
+            def _approve(event: KeyPressEvent, allowed: bool = allowed, key: str = key) -> None:
+                if key == "a" and self._runtime is not None:
+                    self._runtime.approval = "yes"
+                self._answer(allowed)
+
+        return Application(
+            layout=Layout(body, focused_element=main.children[3]),
+            key_bindings=keys,
+            style=STYLE,
+            full_screen=False,
+            mouse_support=False,
+            color_depth=None if self.color else _monochrome(),
+            min_redraw_interval=0.03,
+            erase_when_done=True,
+        )
+
+    # -- live area -------------------------------------------------------------------------------
+
+    @property
+    def _busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def _width(self) -> int:
+        if self._app is not None:
+            with contextlib.suppress(Exception):
+                return max(20, self._app.output.get_size().columns)
+        return 80
+
+    def _painter(self) -> render.Painter:
+        return render.Painter(self._width, self.color)
+
+    def _live_text_raw(self) -> str:
+        """The live area's text, rendered once per state (prompt-toolkit asks several times per
+        redraw, and re-rendering a long answer's markdown is the expensive part)."""
+        key = (self._revision, self._width, self.show_thinking, self._busy)
+        if self._live_cache is None or self._live_cache[0] != key:
+            self._live_cache = (key, self._render_live())
+        return self._live_cache[1]
+
+    def _render_live(self) -> str:
+        painter = self._painter()
+        parts: list[str] = []
+        if self._live is not None:
+            for block in self._live.get("content", []):
+                kind = block.get("type")
+                if kind == "thinking":
+                    parts.append(
+                        render.thinking_text(painter, block["thinking"], expanded=self.show_thinking)
+                    )
+                elif kind == "text" and block["text"].strip():
+                    parts.append(painter.markdown(block["text"]))
+                elif kind == "toolCall":
+                    parts.append(
+                        render.tool_header(painter, block["name"], block.get("arguments", {}), "running")
+                    )
+        for name, args in self._tools.values():
+            parts.append(render.tool_header(painter, name, args, "running"))
+        if self._approval is not None:
+            question = self._approval[0]
+            parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "bold yellow"))
+        elif self._busy and not parts:
+            parts.append(painter.styled("working… (Ctrl-C to abort)", "dim"))
+        rows = 24
+        if self._app is not None:
+            with contextlib.suppress(Exception):
+                rows = self._app.output.get_size().rows
+        return render.tail_lines("\n".join(p for p in parts if p), max(3, rows - 6))
+
+    def _live_text(self) -> AnyFormattedText:
+        return ANSI(self._live_text_raw())
+
+    def _chips(self) -> AnyFormattedText:
+        chips: list[OneStyleAndTextTuple] = []
+        for text in self._steering:
+            chips += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
+        for text in self._follow_ups:
+            chips += [("class:chip.follow", f" follow-up: {_short(text)} "), ("", " ")]
+        return chips
+
+    def _prompt_mark(self) -> AnyFormattedText:
+        return [("class:prompt", "» " if self._busy else "› ")]
+
+    def _status(self) -> AnyFormattedText:
+        runtime = self._runtime
+        if runtime is None:
+            return ""
+        model = runtime.model
+        parts = [f" {model['provider']}/{model['id']}", f"thinking {runtime.thinking_level}"]
+        stats = self._stats
+        if stats is not None:
+            parts.append(
+                f"↑{render.format_tokens(stats.input_tokens + stats.cache_read_tokens)} "
+                f"↓{render.format_tokens(stats.output_tokens)}"
+            )
+            parts.append(f"${stats.cost:.3f}")
+            percent = stats.context_percent
+            parts.append(f"ctx {percent:.0f}%" if percent is not None else "ctx -")
+        if self._busy:
+            parts.append("● working")
+        return " · ".join(parts) + " "
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _on_event(self, event: RuntimeEvent) -> None:
+        """Show an event. A display bug is printed, never raised: it must not end the agent's run."""
+        try:
+            self._show(event)
+        except Exception as exc:
+            self._print(f"(display error: {type(exc).__name__}: {exc})")
+        self._invalidate()
+
+    def _show(self, event: RuntimeEvent) -> None:
+        kind = event["type"]
+        painter = self._painter()
+        if kind == "message_start":
+            message = event["message"]
+            if message["role"] == "user":
+                self._print(render.user_text(painter, _user_text(message)))
+            elif message["role"] == "assistant":
+                self._live = message
+        elif kind == "message_update":
+            self._live = event["message"]
+        elif kind == "message_end":
+            self._message_end(event["message"], painter)
+        elif kind == "tool_execution_start":
+            self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
+        elif kind == "tool_execution_end":
+            name, args = self._tools.pop(event["toolCallId"], (event["toolName"], {}))
+            self._tool_end(name, args, event, painter)
+        elif kind == "queue_update":
+            self._steering = list(event["steering"])
+            self._follow_ups = list(event["followUp"])
+        elif kind == "compaction_start":
+            self._print(painter.styled("compacting the conversation…", "dim"))
+        elif kind == "compaction_end":
+            done = event.get("compacted", event.get("willRetry", True))
+            self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
+        elif kind == "notice":
+            self._print(painter.styled(str(event["message"]), "yellow"))
+        elif kind in ("agent_end", "turn_end") and self._runtime is not None:
+            self._stats = self._runtime.stats()
+
+    def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
+        role = message["role"]
+        if role == "assistant":
+            self._live = None
+            for block in message["content"]:
+                if block["type"] == "thinking" and block["thinking"].strip():
+                    self._last_thinking = block["thinking"]
+                    self._print(render.thinking_text(painter, block["thinking"], expanded=self.show_thinking))
+                elif block["type"] == "text" and block["text"].strip():
+                    self._print(painter.markdown(block["text"]))
+            if message["stopReason"] in ("error", "aborted"):
+                aborted = message["stopReason"] == "aborted"
+                self._print(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
+        elif role in ("bashExecution", "pythonExecution"):
+            shell = role == "bashExecution"
+            source = str(message.get("command") if shell else message.get("code"))
+            failed = message.get("exitCode") not in (0, None) or bool(message.get("cancelled"))
+            status = f"  (exit {message.get('exitCode')})" if message.get("exitCode") not in (0, None) else ""
+            kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
+            header = painter.styled(
+                f"{'!' if shell else '$'} {source}{status}{kept_out}", "bold red" if failed else "bold"
+            )
+            self._last_result = message["output"]
+            self._print(
+                header
+                + "\n"
+                + render.tool_result(painter, message["output"], is_error=failed, expanded=False)
+            )
+        elif role == "fileMention":
+            for item in message["files"]:
+                note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
+                self._print(painter.styled(f"@ attached {item['path']}{note}", "dim"))
+
+    def _tool_end(self, name: str, args: object, event: RuntimeEvent, painter: render.Painter) -> None:
+        result = event.get("result")
+        content = getattr(result, "content", None)
+        if content is None and isinstance(result, dict):
+            content = cast(dict[str, Any], result).get("content")
+        text = render.result_text(cast(list[dict[str, Any]], content or []))
+        is_error = bool(event.get("isError"))
+        self._last_result = text
+        header = render.tool_header(painter, name, args, "error" if is_error else "ok")
+        self._print(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def _start(self, text: str) -> None:
+        task = asyncio.ensure_future(self._submit(text))
+        task.add_done_callback(lambda _t: self._invalidate())
+        if self._busy:  # a command (/session, /help) while the agent works runs beside the run
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+        else:
+            self._task = task
+        self._invalidate()
+
+    async def _submit(self, text: str) -> None:
+        runtime = self._runtime
+        assert runtime is not None
+        painter = self._painter()
+        try:
+            if commands.parse(text) is not None:
+                self._print(render.user_text(painter, text))
+                result = await commands.execute(runtime, text)
+                self._print(painter.styled(result.text, "red" if result.error else ""))
+                self._stats = runtime.stats()
+                if result.quit and self._app is not None:
+                    self._app.exit(result=0)
+            elif text.startswith(("!", "$")):
+                await runtime.run_input(text)
+            else:
+                await runtime.prompt(text)
+        except Exception as exc:  # a bug must not kill the session: show it and keep going
+            self._print(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
+        finally:
+            self._stats = runtime.stats()
+
+    def _queue(self, text: str, *, follow_up: bool) -> None:
+        runtime = self._runtime
+        assert runtime is not None
+        if follow_up:
+            runtime.follow_up(text)
+        else:
+            runtime.steer(text)
+        self._invalidate()
+
+    def _answer(self, allowed: bool) -> None:
+        """Resolve the question now: the keys typed right after the answer are text again."""
+        if self._approval is not None:
+            future = self._approval[1]
+            self._approval = None
+            if not future.done():
+                future.set_result(allowed)
+            self._invalidate()
+
+    def _print(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def _print_header(self, runtime: Runtime) -> None:
+        painter = self._painter()
+        model = runtime.model
+        session = runtime.session_id or "not saved"
+        self._print(
+            painter.styled(
+                f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
+                "dim",
+            )
+        )
+        if runtime.notice:
+            self._print(painter.styled(runtime.notice, "yellow"))
+        if runtime.messages:
+            self._print(painter.styled(f"resumed: {len(runtime.messages)} messages", "dim"))
+
+    def _invalidate(self) -> None:
+        self._revision += 1
+        if self._app is not None:
+            self._app.invalidate()
+
+
+class _CommandCompleter(Completer):
+    """``/`` at the start of the input completes slash-command names."""
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text:
+            for name in commands.COMMANDS:
+                if name.startswith(text[1:]):
+                    yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
+
+
+def _history() -> History:
+    from tether.ai.paths import data_dir
+
+    directory = data_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return FileHistory(str(directory / "prompt-history"))
+    except OSError:
+        return InMemoryHistory()
+
+
+def _user_text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "[image]") for b in content)
+
+
+def _short(text: str, limit: int = 30) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _monochrome() -> Any:
+    from prompt_toolkit.output.color_depth import ColorDepth
+
+    return ColorDepth.DEPTH_1_BIT

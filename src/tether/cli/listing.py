@@ -1,0 +1,127 @@
+"""``tether models`` and ``tether sessions``: plain aligned tables on stdout."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.wire import ModelInfo
+
+
+def print_models(*, show_all: bool) -> int:
+    """Usable models (a key is set, or a local server serves them), the embedded one, and with
+    ``show_all`` every other known model too."""
+    import asyncio
+
+    from tether.ai.local_servers import usable_models
+    from tether.ai.models import get_provider_info, list_models
+
+    usable = asyncio.run(usable_models())
+    rows: list[tuple[str, str, str, str]] = []
+    for model in usable:
+        access = "local server" if get_provider_info(model["provider"]).local else "key"
+        rows.append(_row(model, access))
+    if show_all:
+        seen = {(m["provider"], m["id"]) for m in usable}
+        rows += [_row(m, "no key") for m in list_models() if (m["provider"], m["id"]) not in seen]
+    embedded = _embedded_model()
+    if embedded is not None:
+        rows.append((embedded, "embedded", "4k", "smoke test only"))
+    if not rows:
+        sys.stderr.write(
+            "No usable models: set an API key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY), start a local "
+            "server (Ollama, llama.cpp), or install the embedded model with `make demo`. "
+            "`tether models --all` lists every known model.\n"
+        )
+        return 0
+    _table(["model", "access", "context", ""], rows)
+    return 0
+
+
+def _row(model: ModelInfo, access: str) -> tuple[str, str, str, str]:
+    return (
+        f"{model['provider']}/{model['id']}",
+        access,
+        _window(model),
+        "thinking" if model["reasoning"] else "",
+    )
+
+
+def _window(model: ModelInfo) -> str:
+    window = model.get("contextWindow")
+    return f"{window // 1000}k" if window else "-"
+
+
+def _embedded_model() -> str | None:
+    """``local:`` when llama-cpp-python and the SmolLM2 file are both installed."""
+    from tether.ai.providers.local import default_model_path, is_available
+
+    return "local:" if is_available() and default_model_path() is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    updated: int
+    title: str
+    messages: int
+    cost: float
+    cwd: str
+
+    def __str__(self) -> str:
+        return f"{self.id}  {_ago(self.updated):>8}  {self.messages:>4} msgs  ${self.cost:.4f}  {self.title}"
+
+
+def session_rows(*, cwd: Path | None, limit: int | None = None) -> list[SessionRow]:
+    from tether.session import SessionManager
+
+    sessions = SessionManager()
+    try:
+        records = sessions.list(cwd=str(cwd) if cwd is not None else None, limit=limit)
+    finally:
+        sessions.close()
+    return [
+        SessionRow(
+            id=r.id,
+            updated=r.updated,
+            title=(r.title or r.first_prompt or "(empty)").replace("\n", " ")[:60],
+            messages=r.message_count,
+            cost=r.cost,
+            cwd=r.cwd,
+        )
+        for r in records
+    ]
+
+
+def print_sessions(*, show_all: bool) -> int:
+    cwd = None if show_all else Path.cwd()
+    rows = session_rows(cwd=cwd)
+    if not rows:
+        where = "" if show_all else f" in {cwd} (--all for every directory)"
+        sys.stderr.write(f"No sessions{where}.\n")
+        return 0
+    table = [
+        (r.id, _ago(r.updated), str(r.messages), f"${r.cost:.4f}", r.title, *((r.cwd,) if show_all else ()))
+        for r in rows
+    ]
+    _table(["id", "updated", "msgs", "cost", "title", *(("cwd",) if show_all else ())], table)
+    return 0
+
+
+def _table(header: list[str], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
+    for row in (tuple(header), *rows):
+        line = "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False))
+        sys.stdout.write(line.rstrip() + "\n")
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, time.time() - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"

@@ -1,0 +1,59 @@
+"""What the user asked for on the command line, as one typed value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Mode = Literal["interactive", "print", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    prompt: str | None = None
+    mode: Mode = "interactive"
+    model: str | None = None
+    thinking: str | None = None
+    continue_: bool = False
+    resume: str | None = None
+    """``None``: not asked; ``""``: pick from a list; else the session id."""
+    session_id: str | None = None
+    no_session: bool = False
+    tools: tuple[str, ...] | None = None
+    system_prompt: str | None = None
+    cwd: Path | None = None
+    yes: bool = False
+    stream: bool | None = None
+    """Print mode: write text as it streams. ``None``: when stdout is a terminal."""
+
+    @classmethod
+    def from_click(cls, words: tuple[str, ...], values: Mapping[str, object]) -> RunOptions:
+        def text(key: str) -> str | None:
+            value = values.get(key)
+            return value if isinstance(value, str) else None
+
+        prompt = " ".join(words) if words else None
+        mode: Mode = "interactive"
+        if values.get("mode") == "json":
+            mode = "json"
+        elif values.get("print_mode"):
+            mode = "print"
+        tools_text = text("tools")
+        tools = None if tools_text is None else tuple(t.strip() for t in tools_text.split(",") if t.strip())
+        cwd = text("cwd")
+        return cls(
+            prompt=prompt,
+            mode=mode,
+            model=text("model"),
+            thinking=text("thinking"),
+            continue_=bool(values.get("continue_")),
+            resume=text("resume"),
+            session_id=text("session_id"),
+            no_session=bool(values.get("no_session")),
+            tools=tools,
+            system_prompt=text("system_prompt"),
+            cwd=Path(cwd).resolve() if cwd else None,
+            yes=bool(values.get("yes")),
+        )

@@ -1,0 +1,134 @@
+"""From parsed options to a running mode: settings, session choice, runtime, then the front end.
+
+User mistakes (a bad settings file, an unknown model or tool, a missing session) end here as one
+line on stderr and exit status 1 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from tether.cli.options import RunOptions
+
+DEMO_MODEL = "local:"
+"""``tether demo`` always runs the embedded model unless told otherwise (never a paid API)."""
+
+
+def run(options: RunOptions) -> int:
+    try:
+        return asyncio.run(_run(options))
+    except KeyboardInterrupt:
+        return 130
+    except _user_errors() as exc:
+        sys.stderr.write(f"tether: {exc}\n")
+        return 1
+
+
+def run_demo(question: str, model: str | None) -> int:
+    """``tether demo``: ``tether -p QUESTION --no-session --tools ''``, streaming the answer."""
+    if model is None:
+        sys.stderr.write(
+            "Model: SmolLM2-135M-Instruct, embedded and offline. It is a smoke-test model: it answers,\n"
+            "but it is far too small to be a useful coding agent (set an API key and use --model).\n"
+        )
+    sys.stderr.write(f"Question: {question}\n")
+    options = RunOptions(
+        prompt=question, mode="print", model=model or DEMO_MODEL, no_session=True, tools=(), stream=True
+    )
+    return run(options)
+
+
+async def _run(options: RunOptions) -> int:
+    from tether.ai.paths import config_dir
+    from tether.cli.runtime import Runtime, SessionChoice
+    from tether.cli.settings import load_settings
+
+    cwd = options.cwd or Path.cwd()
+    options = _with_prompt(options)
+    if options.mode != "interactive" and not options.prompt:
+        sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
+        return 2
+    settings = load_settings(config_dir(), cwd)
+    session_id = options.session_id or options.resume or None
+    if options.resume == "":
+        session_id = _pick_session(cwd)
+        if session_id is None:
+            return 1
+    choice = SessionChoice(
+        persist=not options.no_session, continue_latest=options.continue_, session_id=session_id
+    )
+    app = None
+    if options.mode == "interactive":
+        from tether.cli.interactive import InteractiveApp
+
+        app = InteractiveApp(cwd=cwd)
+    runtime = Runtime.start(
+        cwd=cwd,
+        settings=settings,
+        model_spec=options.model,
+        thinking=options.thinking,
+        tool_names=options.tools,
+        system_prompt=options.system_prompt,
+        approval="yes" if options.yes else None,
+        ask=app.ask_approval if app is not None else None,
+        session=choice,
+    )
+    try:
+        if app is not None:
+            return await app.run(runtime, options.prompt)
+        from tether.cli.headless import run_json, run_print
+
+        prompt = options.prompt or ""
+        if options.mode == "json":
+            return await run_json(runtime, prompt, sys.stdout, sys.stderr)
+        if runtime.notice:
+            sys.stderr.write(f"note: {runtime.notice}\n")
+        stream = options.stream if options.stream is not None else sys.stdout.isatty()
+        return await run_print(runtime, prompt, sys.stdout, sys.stderr, stream=stream)
+    finally:
+        await runtime.close()
+
+
+def _with_prompt(options: RunOptions) -> RunOptions:
+    """Piped stdin means a script is talking: read the prompt from it and run headless."""
+    if sys.stdin.isatty():
+        return options
+    mode = "print" if options.mode == "interactive" else options.mode
+    prompt = options.prompt
+    if prompt is None:
+        prompt = sys.stdin.read().strip() or None
+    return replace(options, mode=mode, prompt=prompt)
+
+
+def _pick_session(cwd: Path) -> str | None:
+    """``--resume`` without an id: list this directory's sessions and read a number."""
+    from tether.cli.listing import session_rows
+
+    rows = session_rows(cwd=cwd, limit=20)
+    if not rows:
+        sys.stderr.write(f"tether: no sessions in {cwd} to resume\n")
+        return None
+    for index, row in enumerate(rows, 1):
+        sys.stderr.write(f"{index:>3}  {row}\n")
+    if not sys.stdin.isatty():
+        sys.stderr.write("tether: --resume without an id needs a terminal; pass the id\n")
+        return None
+    answer = input("Resume which session? [1] ").strip() or "1"
+    if not answer.isdigit() or not 1 <= int(answer) <= len(rows):
+        sys.stderr.write(f"tether: no session number {answer!r}\n")
+        return None
+    return rows[int(answer) - 1].id
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors that are the user's to fix (evaluated only when something is raised)."""
+    from tether.ai.models_file import ModelsFileError
+    from tether.cli.model_choice import ModelError
+    from tether.cli.runtime import SetupError
+    from tether.cli.settings import SettingsError
+    from tether.session import SessionError
+
+    return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError)

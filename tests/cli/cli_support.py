@@ -1,0 +1,69 @@
+"""Helpers for driving the real ``tether`` command in a subprocess with an isolated home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CliEnv:
+    home: Path
+    """``TETHER_HOME``: config, sessions and history of this test only."""
+    project: Path
+    """The working directory the command runs in."""
+
+    def env(self, **extra: str) -> dict[str, str]:
+        # No API keys or scripts from the developer's shell; bytecode caching on, so each of the
+        # many subprocesses does not recompile tether (PYTHONDONTWRITEBYTECODE would force it).
+        dropped = ("TETHER_SCRIPTED", "PYTHONDONTWRITEBYTECODE")
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in dropped}
+        env.update({"TETHER_HOME": str(self.home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+        env.update(extra)
+        return env
+
+    def script(self, name: str, responses: Sequence[Mapping[str, Any]]) -> Path:
+        """Write a scripted-model script (conformance response format)."""
+        path = self.home / f"{name}.json"
+        path.write_text(json.dumps({"responses": list(responses)}))
+        return path
+
+    def run(
+        self,
+        *args: str,
+        script: Path | None = None,
+        stdin: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        extra = dict(env or {})
+        if script is not None:
+            extra["TETHER_SCRIPTED"] = str(script)
+        return subprocess.run(
+            [sys.executable, "-m", "tether.cli", *args],
+            cwd=self.project,
+            env=self.env(**extra),
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+def text_reply(*chunks: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "chunks": list(chunks)}]}
+
+
+def tool_reply(name: str, arguments: Mapping[str, Any], call_id: str = "call_1") -> dict[str, Any]:
+    return {"content": [{"type": "toolCall", "id": call_id, "name": name, "arguments": dict(arguments)}]}
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

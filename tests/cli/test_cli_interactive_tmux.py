@@ -1,0 +1,191 @@
+"""The interactive mode in a real terminal: tmux runs ``tether``, we type and read the screen.
+
+One scripted conversation walks through what a person does: a prompt and its streamed answer, a
+command the user declines (``n``), one approved once (``y``) whose long output is folded (then
+expanded with Ctrl-O), "always" (``a``), steering (Enter) and a follow-up (Alt-Enter) typed while
+a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Ctrl-C aborting it, ``/name`` and ``/session`` again, and Ctrl-D
+to exit.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from cli_support import CliEnv, text_reply, tool_reply
+
+NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
+"""A command that runs until the test lets it end (no race with the typing)."""
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"
+)
+
+
+def colours(screen: str) -> set[str]:
+    """The SGR parameters that set a foreground or background colour (not resets like 39/49)."""
+    params = {p for seq in re.findall(r"\x1b\[([0-9;]*)m", screen) for p in seq.split(";")}
+    return {
+        p for p in params if p.isdigit() and (30 <= int(p) <= 37 or 40 <= int(p) <= 47 or int(p) in (38, 48))
+    }
+
+
+class Terminal:
+    """A detached tmux session on a private server socket, 100x30."""
+
+    def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
+        self.socket = f"tether-test-{uuid.uuid4().hex[:8]}"
+        exports = [f"{key}={value}" for key, value in env.items()]
+        self._tmux(
+            "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "-c", cwd, "env", *exports, *command
+        )
+        self._tmux("set-option", "-t", "t", "remain-on-exit", "on")
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False)
+        return done.stdout
+
+    def send(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-t", "t", "-l", text)
+
+    def screen(self, *, escapes: bool = False) -> str:
+        """The visible screen and scrollback; ``escapes`` keeps colour and style sequences."""
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-200", *(["-e"] if escapes else []), "-t", "t")
+
+    def dead(self) -> bool:
+        return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
+
+    def wait_for(self, check: Callable[[str], bool] | str, timeout: float = 20.0) -> str:
+        predicate = (lambda s: check in s) if isinstance(check, str) else check
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {check!r}; screen:\n{screen}")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+def test_interactive_session_in_tmux(cli: CliEnv) -> None:
+    script = cli.script(
+        "chat",
+        [
+            text_reply("Hello from the ", "**scripted** model."),
+            tool_reply("bash", {"command": "echo should-not-run"}, "call_no"),
+            text_reply("Understood, not running it."),
+            tool_reply("bash", {"command": "seq 1 20"}, "call_seq"),
+            text_reply("Counted to twenty."),
+            tool_reply("bash", {"command": NAP}, "call_nap"),
+            text_reply("Heard you: steering arrived."),
+            text_reply("Following up as asked."),
+            tool_reply("bash", {"command": "sleep 60"}, "call_long"),
+            text_reply("this answer is never reached"),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+
+        terminal.type("hello there")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Hello from the scripted model.")
+        assert "› hello there" in screen
+        assert "**scripted**" not in screen  # markdown was rendered
+        assert not colours(terminal.screen(escapes=True))  # NO_COLOR: no colour at all
+
+        terminal.type("try something")
+        terminal.send("Enter")
+        terminal.wait_for("Run command: echo should-not-run")
+        terminal.send("n")
+        screen = terminal.wait_for("Understood, not running it.")
+        assert "✗ bash command=echo should-not-run" in screen
+        assert "declined" in screen
+        assert "\n  │ should-not-run" not in screen
+
+        terminal.type("count please")
+        terminal.send("Enter")
+        terminal.wait_for("Run command: seq 1 20")
+        terminal.send("y")
+        screen = terminal.wait_for("Counted to twenty.")
+        assert "bash command=seq 1 20" in screen
+        assert "more lines" in screen and "Ctrl-O" in screen  # long output folded
+        folded = screen.split("bash command=seq 1 20")[1]
+        assert "\n  │ 20" not in folded
+        terminal.send("C-o")
+        terminal.wait_for(lambda s: "  │ 20" in s.split("Counted to twenty.")[-1])
+
+        terminal.type("take a nap")
+        terminal.send("Enter")
+        terminal.wait_for(f"Run command: {NAP}")
+        terminal.send("a")  # always: no more questions in this session
+        terminal.type("wake up gently")
+        terminal.send("Enter")
+        terminal.wait_for("steer: wake up gently")  # a pending chip while the tool runs
+        terminal.type("and then this")
+        terminal.send("Escape", "Enter")  # Alt-Enter: a follow-up for when the agent is done
+        screen = terminal.wait_for("follow-up: and then this")
+        assert "steer: wake up gently" in screen
+        (cli.project / "wake").touch()  # the tool ends only now
+        screen = terminal.wait_for("Following up as asked.")
+        after_steer = screen.split("› wake up gently")[1]
+        assert "Heard you: steering arrived." in after_steer
+        assert after_steer.index("Heard you") < after_steer.index("› and then this")
+        last = screen.split("Following up as asked.")[-1]
+        assert "steer:" not in last and "follow-up:" not in last  # chips gone once delivered
+
+        terminal.type("run forever")
+        terminal.send("Enter")
+        screen = terminal.wait_for("command=sleep 60")
+        assert "Run command: sleep 60" not in screen
+        terminal.type("/session")  # a command while the agent works runs beside it
+        terminal.send("Enter")
+        screen = terminal.wait_for("tool calls")
+        assert "● working" in screen  # the status line: still running
+        terminal.send("C-c")
+        screen = terminal.wait_for("Aborted", timeout=10)
+        assert "this answer is never reached" not in screen
+
+        terminal.type("/name tmux test")
+        terminal.send("Enter")
+        terminal.type("/session")
+        terminal.send("Enter")
+        screen = terminal.wait_for("title     tmux test")
+        assert "cost" in screen and "● working" not in screen.split("title     tmux test")[-1]
+
+        terminal.send("C-d")
+        deadline = time.monotonic() + 10
+        while not terminal.dead() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert terminal.dead(), terminal.screen()
+    finally:
+        terminal.close()
+
+
+def test_colour_when_allowed(cli: CliEnv) -> None:
+    script = cli.script("chat", [text_reply("**bold** answer")])
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    del env["NO_COLOR"]
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("hello")
+        terminal.send("Enter")
+        terminal.wait_for("bold answer")
+        coloured = terminal.screen(escapes=True)
+        assert "35" in colours(coloured)  # the prompt marker, magenta
+    finally:
+        terminal.close()

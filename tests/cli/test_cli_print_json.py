@@ -1,0 +1,120 @@
+"""``tether -p`` and ``tether --mode json`` end to end, in a subprocess, with the scripted model."""
+
+from __future__ import annotations
+
+from cli_support import CliEnv, json_lines, text_reply, tool_reply
+
+from tether.wire import decode_message
+
+
+def test_print_mode_prints_only_the_final_answer(cli: CliEnv) -> None:
+    script = cli.script("s", [text_reply("Hello", ", world")])
+    done = cli.run("-p", "say hello", "--no-session", script=script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello, world\n"
+    assert "Traceback" not in done.stderr
+
+
+def test_prompt_from_stdin(cli: CliEnv) -> None:
+    script = cli.script("s", [text_reply("from stdin")])
+    done = cli.run("-p", "--no-session", script=script, stdin="what is on stdin?\n")
+    assert (done.returncode, done.stdout) == (0, "from stdin\n"), done.stderr
+
+
+def test_model_error_exits_1_with_the_providers_text_on_stderr(cli: CliEnv) -> None:
+    script = cli.script(
+        "s", [{"content": [{"type": "text", "chunks": ["partial"]}], "error": "429 rate limited"}]
+    )
+    done = cli.run("-p", "hi", "--no-session", script=script)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "429 rate limited" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_tool_call_then_answer_uses_the_real_read_tool(cli: CliEnv) -> None:
+    (cli.project / "notes.txt").write_text("alpha\nbeta\n")
+    script = cli.script(
+        "s", [tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta.")]
+    )
+    done = cli.run("--mode", "json", "read notes.txt", "--no-session", script=script)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    ends = [e for e in events if e["type"] == "tool_execution_end"]
+    assert len(ends) == 1 and ends[0]["toolName"] == "read" and ends[0]["isError"] is False
+    result_text = "".join(block["text"] for block in ends[0]["result"]["content"])
+    assert "alpha" in result_text and "beta" in result_text
+    finals = [
+        e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert finals[-1]["content"][0]["text"] == "It says alpha and beta."
+
+
+def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
+    script = cli.script(
+        "s", [{"content": [{"type": "thinking", "chunks": ["hm"]}, {"type": "text", "chunks": ["a", "b"]}]}]
+    )
+    done = cli.run("--mode", "json", "go", "--no-session", script=script)
+    assert done.returncode == 0, done.stderr
+    header, *events = json_lines(done.stdout)
+    assert header == {
+        "type": "session",
+        "id": None,
+        "cwd": str(cli.project.resolve()),
+        "model": "scripted/s",
+        "thinkingLevel": header["thinkingLevel"],
+    }
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert kinds.count("turn_start") == kinds.count("turn_end") == 1
+    updates = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"]
+    assert [u["delta"] for u in updates if u["type"].endswith("_delta")] == ["hm", "a", "b"]
+    for event in events:
+        if "message" in event:
+            decode_message(event["message"])  # every message is a valid wire message
+    user = next(e["message"] for e in events if e["type"] == "message_start")
+    assert (user["role"], user["content"]) == ("user", "go")
+
+
+def test_bash_needs_approval_without_a_person_and_runs_with_yes(cli: CliEnv) -> None:
+    replies = [tool_reply("bash", {"command": "echo tether-was-here"}), text_reply("done")]
+    refused = cli.run("--mode", "json", "run it", "--no-session", script=cli.script("a", replies))
+    end = next(e for e in json_lines(refused.stdout) if e["type"] == "tool_execution_end")
+    assert end["isError"] is True
+    assert "--yes" in end["result"]["content"][0]["text"]
+    allowed = cli.run("--mode", "json", "run it", "--no-session", "--yes", script=cli.script("b", replies))
+    end = next(e for e in json_lines(allowed.stdout) if e["type"] == "tool_execution_end")
+    assert end["isError"] is False
+    assert "tether-was-here" in end["result"]["content"][0]["text"]
+
+
+def test_tools_option_limits_the_tools(cli: CliEnv) -> None:
+    script = cli.script("s", [tool_reply("bash", {"command": "true"}), text_reply("ok")])
+    done = cli.run("--mode", "json", "x", "--no-session", "--tools", "read,ls", "--yes", script=script)
+    end = next(e for e in json_lines(done.stdout) if e["type"] == "tool_execution_end")
+    assert end["isError"] is True
+    assert "bash" in end["result"]["content"][0]["text"]
+
+
+def test_user_mistakes_are_one_line_not_a_traceback(cli: CliEnv) -> None:
+    done = cli.run("-p", "hi", "--no-session", "--model", "nosuchprovider/nosuchmodel")
+    assert done.returncode == 1
+    assert done.stderr.startswith("tether: ") and "nosuch" in done.stderr
+    assert "Traceback" not in done.stderr
+    settings = cli.home / "config" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"thinking": "hgih"}')
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("x")]))
+    assert done.returncode == 1
+    assert str(settings) in done.stderr and '"thinking"' in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_version_and_help(cli: CliEnv) -> None:
+    from tether import __version__
+
+    assert cli.run("--version").stdout == f"tether {__version__}\n"
+    help_text = cli.run("--help").stdout
+    for option in ("--model", "--thinking", "--continue", "--resume", "--session", "--no-session", "--tools"):
+        assert option in help_text
+    assert "models" in cli.run("models", "--help").stdout

@@ -1,0 +1,78 @@
+"""Sessions across processes: every message stored, then --continue, --resume, --session."""
+
+from __future__ import annotations
+
+from cli_support import CliEnv, json_lines, text_reply
+
+from tether.session import SessionManager, default_db_path
+
+
+def stored_sessions(cli: CliEnv) -> SessionManager:
+    return SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)}))
+
+
+def roles(cli: CliEnv, session_id: str) -> list[str]:
+    with stored_sessions(cli) as sessions:
+        return [m["role"] for m in sessions.open(session_id, readonly=True).messages]
+
+
+def session_of(events: list[dict[str, object]]) -> str:
+    with_id = [e for e in events if e["type"] == "session"]
+    assert with_id, "json mode starts with a session line"
+    return str(with_id[0]["id"])
+
+
+def test_continue_resume_and_session_id_across_processes(cli: CliEnv) -> None:
+    first = cli.run("-p", "first question", script=cli.script("a", [text_reply("first answer")]))
+    assert first.returncode == 0, first.stderr
+    with stored_sessions(cli) as sessions:
+        records = sessions.list(str(cli.project))
+    assert len(records) == 1
+    session_id = records[0].id
+    assert roles(cli, session_id) == ["user", "assistant"]
+
+    second = cli.run("-c", "-p", "second question", script=cli.script("b", [text_reply("second answer")]))
+    assert second.returncode == 0, second.stderr
+    assert roles(cli, session_id) == ["user", "assistant", "user", "assistant"]
+
+    third = cli.run("--resume", session_id, "-p", "third", script=cli.script("c", [text_reply("3")]))
+    assert third.returncode == 0, third.stderr
+    assert roles(cli, session_id) == ["user", "assistant"] * 3
+
+    listing = cli.run("sessions")
+    assert session_id in listing.stdout and "first question" in listing.stdout
+
+
+def test_json_mode_reports_the_session_and_no_session_stores_nothing(cli: CliEnv) -> None:
+    done = cli.run("--mode", "json", "hello", script=cli.script("a", [text_reply("hi")]))
+    assert done.returncode == 0, done.stderr
+    session_id = session_of(json_lines(done.stdout))
+    assert roles(cli, session_id) == ["user", "assistant"]
+    cli.run("-p", "x", "--no-session", script=cli.script("b", [text_reply("y")]))
+    with stored_sessions(cli) as sessions:
+        assert [r.id for r in sessions.list()] == [session_id]
+
+
+def test_session_option_opens_that_session(cli: CliEnv) -> None:
+    created = cli.run("--mode", "json", "one", script=cli.script("a", [text_reply("1")]))
+    session_id = session_of(json_lines(created.stdout))
+    cli.run("-p", "unrelated", script=cli.script("b", [text_reply("other session")]))
+    reused = cli.run("--session", session_id, "-p", "two", script=cli.script("c", [text_reply("2")]))
+    assert reused.returncode == 0, reused.stderr
+    assert roles(cli, session_id) == ["user", "assistant", "user", "assistant"]
+
+
+def test_resume_of_a_missing_session_is_a_clear_error(cli: CliEnv) -> None:
+    done = cli.run("--resume", "nope", "-p", "x", script=cli.script("a", [text_reply("y")]))
+    assert done.returncode == 1
+    assert "nope" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_resume_picker_lists_sessions_and_needs_a_terminal(cli: CliEnv) -> None:
+    cli.run("-p", "picked question", script=cli.script("a", [text_reply("x")]))
+    done = cli.run("--resume", "-p", "again", script=cli.script("b", [text_reply("y")]))
+    assert done.returncode == 1
+    assert "picked question" in done.stderr  # the list, numbered
+    assert "pass the id" in done.stderr
+    everywhere = cli.run("sessions", "--all")
+    assert "picked question" in everywhere.stdout and str(cli.project.resolve()) in everywhere.stdout

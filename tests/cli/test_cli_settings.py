@@ -1,0 +1,94 @@
+"""Settings files: merge order, documented keys, and errors that name the file and key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.cli.settings import Compaction, Settings, SettingsError, load_settings
+
+
+def write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_no_files_gives_defaults(tmp_path: Path) -> None:
+    assert load_settings(tmp_path / "config", tmp_path) == Settings()
+
+
+def test_project_overrides_user_and_compaction_merges_per_key(tmp_path: Path) -> None:
+    config, project = tmp_path / "config", tmp_path / "proj"
+    user_file = write(
+        config / "settings.json",
+        {
+            "model": "openai/gpt-5",
+            "thinking": "low",
+            "compaction": {"reserveTokens": 1000, "keepRecentTokens": 5},
+        },
+    )
+    project_file = write(
+        project / ".tether" / "settings.json", {"thinking": "high", "compaction": {"enabled": False}}
+    )
+    (project / "sub").mkdir()
+    settings = load_settings(config, project / "sub")  # found in the nearest parent
+    assert settings.model == "openai/gpt-5"
+    assert settings.thinking == "high"
+    assert settings.compaction == Compaction(enabled=False, reserve_tokens=1000, keep_recent_tokens=5)
+    assert settings.sources == (user_file, project_file)
+
+
+def test_all_documented_keys(tmp_path: Path) -> None:
+    write(
+        tmp_path / "c" / "settings.json",
+        {
+            "$schema": "ignored",
+            "model": "anthropic/claude-sonnet-4-5",
+            "thinking": "off",
+            "tools": ["read", "ls"],
+            "approval": "deny",
+            "systemPrompt": "be brief",
+            "appendSystemPrompt": "and kind",
+        },
+    )
+    s = load_settings(tmp_path / "c", tmp_path)
+    assert (s.tools, s.approval, s.system_prompt, s.append_system_prompt) == (
+        ("read", "ls"),
+        "deny",
+        "be brief",
+        "and kind",
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"thinking": "hgih"}, '"thinking": expected one of off, minimal'),
+        ({"tools": "read"}, '"tools": expected a list of tool names'),
+        ({"approval": True}, '"approval": expected one of ask, yes, deny, got true'),
+        ({"modle": "x"}, 'unknown key "modle"'),
+        (
+            {"compaction": {"reserveTokens": -1}},
+            '"compaction.reserveTokens": expected a non-negative integer',
+        ),
+        ({"compaction": {"keep": 1}}, '"compaction.keep": unknown key'),
+        ([1, 2], "expected a JSON object at the top level"),
+    ],
+)
+def test_bad_values_name_file_and_key(tmp_path: Path, data: object, message: str) -> None:
+    path = write(tmp_path / "c" / "settings.json", data)
+    with pytest.raises(SettingsError) as info:
+        load_settings(tmp_path / "c", tmp_path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+def test_invalid_json_is_reported_with_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{ model: 1 }")
+    with pytest.raises(SettingsError, match="not valid JSON"):
+        load_settings(tmp_path / "c", tmp_path)
