@@ -39,7 +39,7 @@ from tether.ai.usage import calculate_cost, set_usage
 
 # isort: split
 # --- model catalog, user models, paths, thinking levels (branch `catalog`) ---------------------
-from tether.ai.local_servers import LocalServer, probe_local_servers
+from tether.ai.local_servers import LocalServer, probe_local_servers, usable_models
 from tether.ai.models import (
     LOCAL_PROVIDERS,
     ModelRegistry,
@@ -147,4 +147,5 @@ __all__ += [
     "thinking_budget",
     "thinking_config",
     "thinking_effort",
+    "usable_models",
 ]
