@@ -26,7 +26,13 @@ from tether.cli.model_choice import ResolvedModel, resolve_model
 from tether.cli.settings import Approval, Settings
 from tether.cli.system_prompt import build_system_prompt
 from tether.session import Session, SessionManager
-from tether.session.compaction import CompactionError, CompactionSettings, context_tokens, is_context_overflow
+from tether.session.compaction import (
+    CompactionError,
+    CompactionResult,
+    CompactionSettings,
+    context_tokens,
+    is_context_overflow,
+)
 from tether.session.convert import lower_for
 from tether.tools import Workspace, create_coding_tools, describe_call
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, ToolCall, UserMessage
@@ -110,6 +116,8 @@ class Runtime:
         self._listeners: list[Listener] = []
         self._run: asyncio.Task[None] | None = None
         self._input_abort: AbortController | None = None
+        self.last_compaction: CompactionResult | None = None
+        """The newest compaction of this run (what ``compact`` summarised, for RPC's answer)."""
         self.agent = Agent(
             model=resolved.model,
             system_prompt=system_prompt,
@@ -459,21 +467,33 @@ class Runtime:
                 signal=signal,
             )
         except CompactionError as exc:
+            aborted = signal is not None and signal.aborted
             await self._emit(
-                {"type": "compaction_end", "reason": reason, "aborted": False, "errorMessage": str(exc)}
+                {
+                    "type": "compaction_end",
+                    "reason": reason,
+                    "result": None,
+                    "aborted": aborted,
+                    "willRetry": False,
+                    "errorMessage": str(exc),
+                }
             )
             raise
         if not self.is_running or reason == "overflow":
             self.agent.messages = session.messages
+        self.last_compaction = result
         await self._emit(
             {
                 "type": "compaction_end",
                 "reason": reason,
                 "result": {
                     "summary": result.summary,
+                    "firstKeptEntryId": result.first_kept_entry_id,
                     "tokensBefore": result.tokens_before,
                     "tokensAfter": result.tokens_after,
                 },
+                "aborted": False,
+                "willRetry": reason == "overflow",
             }
         )
         return result.summary
