@@ -125,6 +125,8 @@ class Runtime:
         self._listeners: list[Listener] = []
         self._run: asyncio.Task[None] | None = None
         self._input_abort: AbortController | None = None
+        self.auto_retry = False
+        """Retry transient model errors (``settings.retry``); front ends opt in (RPC does)."""
         self._retry_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._deferred: list[AgentMessage] = []
@@ -369,7 +371,7 @@ class Runtime:
                 self._record(message)
 
     async def _retry_transient(self) -> None:
-        """A reply that failed for a transient reason: wait, then continue (``settings.retry``).
+        """A reply that failed for a transient reason: wait, then continue (``auto_retry``).
 
         Each failed reply stays on an abandoned branch of the session, as with an overflow. Events
         ``auto_retry_start`` before each wait and one ``auto_retry_end`` when retrying is over."""
@@ -378,7 +380,7 @@ class Runtime:
             last = self.last_assistant()
             retry = self.settings.retry
             transient = last is not None and is_transient_error(last)
-            if last is None or not transient or not retry.enabled or attempt >= retry.max_retries:
+            if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
                 if attempt:
                     ok = last is not None and last["stopReason"] not in ("error", "aborted")
                     end: RuntimeEvent = {"type": "auto_retry_end", "success": ok, "attempt": attempt}
