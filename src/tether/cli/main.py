@@ -49,9 +49,9 @@ def root_command() -> click.Command:
     )
     @click.option(
         "--mode",
-        type=click.Choice(["text", "json"]),
+        type=click.Choice(["text", "json", "rpc"]),
         default="text",
-        help="json: every agent event as one JSON line on stdout.",
+        help="json: every agent event as one JSON line on stdout; rpc: the RPC protocol on stdin/stdout.",
     )
     @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
     @click.option(
