@@ -110,7 +110,7 @@ class RpcClient:
         """Start ``tether --mode rpc ARGS`` (``program`` replaces ``tether``: default, this Python's
         ``-m tether.cli``). Use as ``async with``; the client is usable once ``ready`` arrived."""
         argv = [*(program or (sys.executable, "-m", "tether.cli")), "--mode", "rpc", *args]
-        return _Spawn(argv, cwd, env, ready_timeout)
+        return _Spawn(cls, argv, cwd, env, ready_timeout)
 
     @classmethod
     async def connect(cls, argv: Sequence[str], **kwargs: Any) -> RpcClient:
@@ -414,11 +414,13 @@ class _Spawn:
 
     def __init__(
         self,
+        client_class: type[RpcClient],
         argv: list[str],
         cwd: str | os.PathLike[str] | None,
         env: Mapping[str, str] | None,
         ready_timeout: float,
     ) -> None:
+        self._class = client_class
         self._argv = argv
         self._cwd = cwd
         self._env = dict(env) if env is not None else None
@@ -426,7 +428,7 @@ class _Spawn:
         self._client: RpcClient | None = None
 
     async def __aenter__(self) -> RpcClient:
-        self._client = await RpcClient.connect(
+        self._client = await self._class.connect(
             self._argv, cwd=self._cwd, env=self._env, ready_timeout=self._timeout
         )
         return self._client
