@@ -67,6 +67,8 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
         raise ToolError("old_string is empty; to create a file or replace all of it, use write.")
     if params.old_string == params.new_string:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
