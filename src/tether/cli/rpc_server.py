@@ -14,6 +14,7 @@ The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -39,7 +40,12 @@ class _NoData:
     """A successful response without ``data`` (``None`` means ``data: null``)."""
 
 
+class _Answered(_NoData):
+    """The handler wrote its response itself (``prompt`` answers before its run starts)."""
+
+
 NO_DATA = _NoData()
+_ANSWERED = _Answered()
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
@@ -75,8 +81,6 @@ class RpcServer:
         task.add_done_callback(self._tasks.discard)
 
     async def _handle(self, line: bytes) -> None:
-        import json
-
         try:
             raw: object = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -362,9 +366,6 @@ class RpcServer:
         if "exitCode" in message:
             result["exitCode"] = message["exitCode"]
         result.update(cancelled=message["cancelled"], truncated=message["truncated"])
-        full = message.get("meta", {}).get("fullOutputPath")
-        if isinstance(full, str):
-            result["fullOutputPath"] = full
         return result
 
     async def _cmd_abort_bash(self, params: dict[str, Any]) -> object:
@@ -499,13 +500,6 @@ class RpcServer:
     async def _cmd_shutdown(self, params: dict[str, Any]) -> object:
         self.shutdown_requested.set()
         return NO_DATA
-
-
-class _Answered(_NoData):
-    """The handler wrote its response itself (``prompt`` answers before its run starts)."""
-
-
-_ANSWERED = _Answered()
 
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
