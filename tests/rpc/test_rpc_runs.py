@@ -161,3 +161,31 @@ async def test_event_filter_sends_deltas_without_snapshots(rpc: RpcEnv) -> None:
         await events.aclose()
         with pytest.raises(RpcError, match="unknown event type"):
             await client.set_event_filter(exclude=["no_such_event"])
+
+
+async def test_retries_give_up_after_max_retries(rpc: RpcEnv) -> None:
+    rpc.settings(retry={"baseDelayMs": 1, "maxRetries": 2})
+    overloaded = {"content": [], "error": "429 rate limit reached"}
+    rpc.script([overloaded, overloaded, overloaded])
+    async with rpc.spawn() as client:
+        events = client.events()
+        result = await client.prompt("hi")
+        assert result["status"] == "error" and "429" in result.get("error", "")
+        starts = [await next_of(events, "auto_retry_start") for _ in range(2)]
+        assert [s["attempt"] for s in starts] == [1, 2] and [s["delayMs"] for s in starts] == [1, 2]
+        end = await next_of(events, "auto_retry_end")
+        assert end["success"] is False and end["attempt"] == 2 and "429" in end["finalError"]
+
+
+async def test_unknown_commands_and_bad_parameters_are_errors_naming_them(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn() as client:
+        with pytest.raises(RpcError, match="Unknown command: teleport"):
+            await client.request("teleport")
+        with pytest.raises(
+            RpcError, match=r"bad parameters for set_thinking_level: level: Input should be 'off'"
+        ):
+            await client.request("set_thinking_level", level="extreme")
+        with pytest.raises(RpcError, match="extension UI is not supported"):
+            await client.request("extension_ui_response", value="x")
+        assert (await client.get_state())["isStreaming"] is False  # still serving

@@ -157,3 +157,26 @@ async def test_stats_export_and_model_commands(rpc: RpcEnv) -> None:
         assert (state["steeringMode"], state["followUpMode"]) == ("all", "all")
         assert await client.get_commands() == []
         await client.abort_retry()
+
+
+async def test_context_overflow_compacts_and_continues_by_itself(rpc: RpcEnv) -> None:
+    rpc.settings(compaction={"keepRecentTokens": 1})
+    rpc.script(
+        [
+            text_reply("one"),
+            {"content": [], "error": "prompt is too long: 210000 tokens > 200000 maximum"},
+            text_reply("SUMMARY of one"),
+            text_reply("recovered"),
+        ]
+    )
+    async with rpc.spawn() as client:
+        await client.prompt("first")
+        events = client.events()
+        assert (await client.prompt("second"))["status"] == "completed"
+        assert (await next_of(events, "compaction_start"))["reason"] == "overflow"
+        end = await next_of(events, "compaction_end")
+        assert end["willRetry"] is True and end["result"]["summary"] == "SUMMARY of one"
+        assert await client.get_last_assistant_text() == "recovered"
+        messages = await client.get_messages()
+        assert messages[0]["role"] == "compactionSummary"
+        assert all(m.get("stopReason") != "error" for m in messages)  # the failed reply is off the path
