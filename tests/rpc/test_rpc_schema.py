@@ -74,3 +74,14 @@ def test_cli_prints_the_bundle() -> None:
 def test_the_frame_check_rejects_bad_frames(frame: dict[str, object], why: str) -> None:
     with pytest.raises(AssertionError, match=why):
         check_frame(frame)
+
+
+def test_the_rpc_package_needs_only_the_wire_layer() -> None:
+    """A host application imports the client without the agent runtime (layering: rpc -> wire)."""
+    code = (
+        "import sys, tether.rpc; "
+        "print(sorted(m for m in sys.modules if m.startswith('tether.') "
+        "and not m.startswith(('tether.wire', 'tether.rpc'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
