@@ -153,3 +153,12 @@ def test_line_splitter_keeps_unicode_separators_and_split_utf8() -> None:
     assert out == [record[:-2]]
     assert json.loads(out[0]) == {"t": "a\u2028b\u2029c\r"}
     assert splitter.feed(b"tail") == [] and splitter.finish() == b"tail" and splitter.finish() is None
+
+
+def test_a_prompt_argument_is_refused_in_rpc_mode(rpc: RpcEnv) -> None:
+    rpc.script([])
+    done = subprocess.run(
+        [*rpc.argv(), "hello"], capture_output=True, text=True, cwd=rpc.project, env=rpc.env(), check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "prompts as commands on stdin" in done.stderr

@@ -51,6 +51,10 @@ async def _run(options: RunOptions) -> int:
     if options.mode == "rpc":
         from tether.cli.rpc_mode import take_over_stdout
 
+        if options.prompt:
+            sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
+            return 2
+
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
     else:
         options = _with_prompt(options)
