@@ -71,7 +71,12 @@ class InteractiveApp:
         self._last_result: str | None = None
         self._stats: Stats | None = None
         self._task: asyncio.Task[None] | None = None
+        """The current prompt, shell input or command; the UI is busy while it runs."""
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self._last_interrupt = 0.0
+        self._revision = 0
+        """Bumped on every change the live area shows; keys its render cache."""
+        self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -252,6 +257,14 @@ class InteractiveApp:
         return render.Painter(self._width, self.color)
 
     def _live_text_raw(self) -> str:
+        """The live area's text, rendered once per state (prompt-toolkit asks several times per
+        redraw, and re-rendering a long answer's markdown is the expensive part)."""
+        key = (self._revision, self._width, self.show_thinking, self._busy)
+        if self._live_cache is None or self._live_cache[0] != key:
+            self._live_cache = (key, self._render_live())
+        return self._live_cache[1]
+
+    def _render_live(self) -> str:
         painter = self._painter()
         parts: list[str] = []
         if self._live is not None:
@@ -394,8 +407,13 @@ class InteractiveApp:
     # -- actions ---------------------------------------------------------------------------------
 
     def _start(self, text: str) -> None:
-        self._task = asyncio.ensure_future(self._submit(text))
-        self._task.add_done_callback(lambda _t: self._invalidate())
+        task = asyncio.ensure_future(self._submit(text))
+        task.add_done_callback(lambda _t: self._invalidate())
+        if self._busy:  # a command (/session, /help) while the agent works runs beside the run
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+        else:
+            self._task = task
         self._invalidate()
 
     async def _submit(self, text: str) -> None:
@@ -429,8 +447,13 @@ class InteractiveApp:
         self._invalidate()
 
     def _answer(self, allowed: bool) -> None:
-        if self._approval is not None and not self._approval[1].done():
-            self._approval[1].set_result(allowed)
+        """Resolve the question now: the keys typed right after the answer are text again."""
+        if self._approval is not None:
+            future = self._approval[1]
+            self._approval = None
+            if not future.done():
+                future.set_result(allowed)
+            self._invalidate()
 
     def _print(self, text: str) -> None:
         if text:
@@ -453,6 +476,7 @@ class InteractiveApp:
             self._print(painter.styled(f"resumed: {len(runtime.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:
+        self._revision += 1
         if self._app is not None:
             self._app.invalidate()
 
