@@ -162,3 +162,21 @@ def test_a_prompt_argument_is_refused_in_rpc_mode(rpc: RpcEnv) -> None:
     )
     assert done.returncode == 2 and done.stdout == ""
     assert "prompts as commands on stdin" in done.stderr
+
+
+async def test_close_escalates_to_sigkill_for_a_server_that_will_not_end() -> None:
+    """A server that ignores end of input and SIGTERM is killed and reaped all the same."""
+    stubborn = textwrap.dedent(
+        """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print('{"type":"ready","protocolVersion":1,"version":"x","sessionId":null}', flush=True)
+        sys.stdin.read()
+        time.sleep(60)
+        """
+    )
+    client = await RpcClient.connect([sys.executable, "-c", stubborn])
+    pid = client.process.pid
+    code = await client.close(timeout=0.2)
+    assert code == -signal.SIGKILL
+    assert not _alive(pid)
