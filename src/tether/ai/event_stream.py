@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
