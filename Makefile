@@ -45,7 +45,8 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py
 
 schema: $(VENV)/.installed
-	$(BIN)/tether schema > src/tether/wire/schema.json
+	$(BIN)/python -c 'from tether.wire.schema import bundle_json; print(bundle_json(), end="")' > src/tether/wire/schema.json
+	$(BIN)/tether schema > src/tether/rpc/schema.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

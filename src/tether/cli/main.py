@@ -50,9 +50,9 @@ def root_command() -> click.Command:
     )
     @click.option(
         "--mode",
-        type=click.Choice(["text", "json"]),
+        type=click.Choice(["text", "json", "rpc"]),
         default="text",
-        help="json: every agent event as one JSON line on stdout.",
+        help="json: every agent event as one JSON line on stdout; rpc: the RPC protocol on stdin/stdout.",
     )
     @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
     @click.option(
@@ -120,8 +120,8 @@ def subcommands() -> click.Group:
     @group.command()
     @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")
     def schema(summary: bool) -> None:
-        """Print the JSON Schema bundle of the wire types."""
-        from tether.wire.schema import bundle_json
+        """Print the JSON Schema bundle: the wire types and the RPC protocol."""
+        from tether.rpc.schema import bundle_json
         from tether.wire.schema import summary as bundle_summary
 
         sys.stdout.write(bundle_summary() + "\n" if summary else bundle_json())

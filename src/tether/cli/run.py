@@ -47,8 +47,18 @@ async def _run(options: RunOptions) -> int:
     from tether.cli.settings import load_settings
 
     cwd = options.cwd or Path.cwd()
-    options = _with_prompt(options)
-    if options.mode != "interactive" and not options.prompt:
+    rpc_out = None
+    if options.mode == "rpc":
+        from tether.cli.rpc_mode import take_over_stdout
+
+        if options.prompt:
+            sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
+            return 2
+
+        rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
+    else:
+        options = _with_prompt(options)
+    if options.mode not in ("interactive", "rpc") and not options.prompt:
         sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
         return 2
     settings = load_settings(config_dir(), cwd)
@@ -79,6 +89,11 @@ async def _run(options: RunOptions) -> int:
     try:
         if app is not None:
             return await app.run(runtime, options.prompt)
+        if rpc_out is not None:
+            from tether.cli.rpc_mode import serve
+
+            runtime.auto_retry = settings.retry.enabled
+            return await serve(runtime, stdin_fd=sys.stdin.fileno(), out=rpc_out)
         from tether.cli.headless import run_json, run_print
 
         prompt = options.prompt or ""

@@ -12,6 +12,7 @@ the agent's own events plus ``queue_update`` (pending steering and follow-ups),
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from tether.cli.system_prompt import build_system_prompt
 from tether.session import Session, SessionManager
 from tether.session.compaction import (
     CompactionError,
+    CompactionResult,
     CompactionSettings,
     context_tokens,
     is_context_overflow,
@@ -36,7 +38,15 @@ from tether.session.compaction import (
 from tether.session.convert import lower_for
 from tether.session.wiring import record_message_end, record_settings, recover_from_overflow, request_view
 from tether.tools import Workspace, create_coding_tools, describe_call
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, ToolCall, UserMessage
+from tether.wire import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    ImageContent,
+    ModelInfo,
+    ToolCall,
+    UserMessage,
+)
 
 T = TypeVar("T")
 RuntimeEvent = dict[str, Any]
@@ -93,6 +103,13 @@ class Runtime:
         self._listeners: list[Listener] = []
         self._run: asyncio.Task[None] | None = None
         self._input_abort: AbortController | None = None
+        self.auto_retry = False
+        """Retry transient model errors (``settings.retry``); front ends opt in (RPC does)."""
+        self._retry_abort: AbortController | None = None
+        self._bash_abort: AbortController | None = None
+        self._deferred: list[AgentMessage] = []
+        self.last_compaction: CompactionResult | None = None
+        """The newest compaction of this run (what ``compact`` summarised, for RPC's answer)."""
         self.agent = Agent(
             model=resolved.model,
             system_prompt=system_prompt,
@@ -215,9 +232,7 @@ class Runtime:
         mention = file_mentions_message(text, self.cwd)
         if mention is not None:
             messages.append(mention)
-        content: Any = text if not images else [{"type": "text", "text": text}, *images]
-        user: UserMessage = {"role": "user", "content": content, "timestamp": _now()}
-        messages.append(user)
+        messages.append(_user_message(text, images))
         await self._exclusive(self._prompt_run(messages))
 
     async def run_input(self, line: str) -> AgentMessage | None:
@@ -266,20 +281,55 @@ class Runtime:
         finally:
             self._input_abort = None
 
-    def steer(self, text: str) -> None:
+    def steer(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.pending.steering.append(text)
-        self.agent.steer({"role": "user", "content": text, "timestamp": _now()})
+        self.agent.steer(_user_message(text, images))
         self._queue_changed()
 
-    def follow_up(self, text: str) -> None:
+    def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         self.pending.follow_up.append(text)
-        self.agent.follow_up({"role": "user", "content": text, "timestamp": _now()})
+        self.agent.follow_up(_user_message(text, images))
         self._queue_changed()
 
     def abort(self) -> None:
         self.agent.abort()
+        self.abort_retry()
         if self._input_abort is not None:
             self._input_abort.abort()
+
+    def abort_retry(self) -> None:
+        """Cancel the wait before an automatic retry (the failed reply then stands)."""
+        if self._retry_abort is not None:
+            self._retry_abort.abort()
+
+    async def execute_bash(self, command: str) -> BashExecutionMessage:
+        """Run a shell command for the user and record it for the model's next call.
+
+        No events: the caller gets the message back. While the agent runs, the record joins the
+        conversation when the run settles, so it never lands between a tool call and its result.
+        """
+        from tether.tools.prompt_input import run_shell_input
+
+        controller = AbortController()
+        self._bash_abort = controller
+        try:
+            message = await run_shell_input(command, cwd=self.cwd, signal=controller.signal)
+        finally:
+            self._bash_abort = None
+        if self.is_running:
+            self._deferred.append(message)
+        else:
+            self._record(message)
+        return message
+
+    def abort_bash(self) -> None:
+        if self._bash_abort is not None:
+            self._bash_abort.abort()
+
+    def _record(self, message: AgentMessage) -> None:
+        self.agent.messages = [*self.agent.messages, message]
+        if self._session is not None:
+            self._session.append_message(message)
 
     async def _exclusive(self, work: Awaitable[T]) -> T:
         if self.is_running:
@@ -291,8 +341,78 @@ class Runtime:
         return await task
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> None:
-        await self.agent.prompt(messages)
-        await self._retry_overflow()
+        try:
+            await self.agent.prompt(messages)
+            await self._retry_overflow()
+            await self._retry_transient()
+        finally:
+            deferred, self._deferred = self._deferred, []
+            for message in deferred:
+                self._record(message)
+
+    async def _retry_transient(self) -> None:
+        """A reply that failed for a transient reason: wait, then continue (``auto_retry``).
+
+        Each failed reply stays on an abandoned branch of the session, as with an overflow. Events
+        ``auto_retry_start`` before each wait and one ``auto_retry_end`` when retrying is over."""
+        attempt = 0
+        while True:
+            last = self.last_assistant()
+            retry = self.settings.retry
+            transient = last is not None and is_transient_error(last)
+            if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
+                if attempt:
+                    ok = last is not None and last["stopReason"] not in ("error", "aborted")
+                    end: RuntimeEvent = {"type": "auto_retry_end", "success": ok, "attempt": attempt}
+                    if not ok:
+                        end["finalError"] = (last or {}).get("errorMessage") or "the retry failed"
+                    await self._emit(end)
+                return
+            attempt += 1
+            delay = retry.base_delay_ms * 2 ** (attempt - 1)
+            await self._emit(
+                {
+                    "type": "auto_retry_start",
+                    "attempt": attempt,
+                    "maxAttempts": retry.max_retries,
+                    "delayMs": delay,
+                    "errorMessage": last.get("errorMessage") or "",
+                }
+            )
+            if not await self._retry_wait(delay):
+                await self._emit(
+                    {
+                        "type": "auto_retry_end",
+                        "success": False,
+                        "attempt": attempt,
+                        "finalError": "Retry cancelled",
+                    }
+                )
+                return
+            self._abandon(last)
+            await self.agent.continue_()
+
+    async def _retry_wait(self, delay_ms: int) -> bool:
+        """Sleep before a retry; ``False`` when ``abort``/``abort_retry`` cancelled it."""
+        controller = AbortController()
+        self._retry_abort = controller
+        try:
+            await asyncio.wait_for(controller.signal.wait(), delay_ms / 1000)
+        except TimeoutError:
+            return True
+        finally:
+            self._retry_abort = None
+        return False
+
+    def _abandon(self, failed: AssistantMessage) -> None:
+        """Take a failed reply out of the context (the session keeps it on a side branch)."""
+        session = self._session
+        entry_id = session.message_id(failed) if session is not None else None
+        if session is not None and entry_id is not None:
+            session.branch(session.entry(entry_id)["parentId"])
+            self.agent.messages = session.messages
+        else:
+            self.agent.messages = [m for m in self.agent.messages if m is not failed]
 
     async def _retry_overflow(self) -> None:
         """A reply that failed because the context overflowed: compact, then continue once.
@@ -310,7 +430,7 @@ class Runtime:
             compaction=self._compaction,
             signal=None,
         )
-        await self._emit({"type": "compaction_end", "reason": "overflow", "willRetry": recovered})
+        await self._emit(_compaction_end("overflow", session if recovered else None, will_retry=recovered))
         if recovered:
             self.agent.messages = session.messages
             await self.agent.continue_()
@@ -339,7 +459,8 @@ class Runtime:
             signal=signal,
         )
         if due:
-            await self._emit({"type": "compaction_end", "reason": "threshold", "compacted": compacted})
+            end = _compaction_end("threshold", session if compacted else None, will_retry=False)
+            await self._emit({**end, "compacted": compacted})
         return request
 
     # -- events and persistence --------------------------------------------------------------------
@@ -447,21 +568,33 @@ class Runtime:
                 signal=signal,
             )
         except CompactionError as exc:
+            aborted = signal is not None and signal.aborted
             await self._emit(
-                {"type": "compaction_end", "reason": reason, "aborted": False, "errorMessage": str(exc)}
+                {
+                    "type": "compaction_end",
+                    "reason": reason,
+                    "result": None,
+                    "aborted": aborted,
+                    "willRetry": False,
+                    "errorMessage": str(exc),
+                }
             )
             raise
         if not self.is_running or reason == "overflow":
             self.agent.messages = session.messages
+        self.last_compaction = result
         await self._emit(
             {
                 "type": "compaction_end",
                 "reason": reason,
                 "result": {
                     "summary": result.summary,
+                    "firstKeptEntryId": result.first_kept_entry_id,
                     "tokensBefore": result.tokens_before,
                     "tokensAfter": result.tokens_after,
                 },
+                "aborted": False,
+                "willRetry": reason == "overflow",
             }
         )
         return result.summary
@@ -573,6 +706,56 @@ class Runtime:
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _compaction_end(reason: str, compacted: Session | None, *, will_retry: bool) -> RuntimeEvent:
+    """pi's ``compaction_end``: the newest compaction of ``compacted``, or ``result: null``."""
+    result: dict[str, Any] | None = None
+    if compacted is not None:
+        entry = next((e for e in reversed(compacted.path()) if e["type"] == "compaction"), None)
+        if entry is not None:
+            keys = ("summary", "firstKeptEntryId", "tokensBefore", "tokensAfter")
+            result = {k: entry.get(k) for k in keys if k in entry}
+    event: RuntimeEvent = {
+        "type": "compaction_end",
+        "reason": reason,
+        "result": result,
+        "aborted": False,
+        "willRetry": will_retry,
+    }
+    if result is None:
+        event["errorMessage"] = "nothing to compact: the context is already as small as it gets"
+    return event
+
+
+def _user_message(text: str, images: Sequence[ImageContent]) -> UserMessage:
+    content: Any = text if not images else [{"type": "text", "text": text}, *images]
+    return {"role": "user", "content": content, "timestamp": _now()}
+
+
+_TRANSIENT = re.compile(
+    r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
+    r"|server.?error|internal.?error|network.?error|connection.?(?:error|refused|reset)"
+    r"|fetch failed|socket hang up|timed? ?out|upstream",
+    re.IGNORECASE,
+)
+
+
+def is_transient_error(message: AssistantMessage) -> bool:
+    """Did this reply fail for a reason a later attempt may not meet (load, limits, network)?
+
+    A context overflow is not transient: compaction handles it."""
+    if message["stopReason"] != "error" or is_context_overflow(message):
+        return False
+    return _TRANSIENT.search(message.get("errorMessage") or "") is not None
+
+
+def _context_tokens(message: AssistantMessage) -> int:
+    usage = message["usage"]
+    total = int(usage.get("totalTokens") or 0)
+    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(
+        usage["cacheWrite"]
+    )
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> str:

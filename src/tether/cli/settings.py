@@ -35,6 +35,16 @@ class Compaction:
 
 
 @dataclass(frozen=True, slots=True)
+class Retry:
+    """Automatic retry of a reply that failed for a transient reason (overloaded, rate limit, 5xx)."""
+
+    enabled: bool = True
+    max_retries: int = 3
+    base_delay_ms: int = 2_000
+    """Delay before the first retry; it doubles for each further one."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: str | None = None
     thinking: str | None = None
@@ -45,6 +55,7 @@ class Settings:
     append_system_prompt: str | None = None
     """Added after the built-in prompt and the project context."""
     compaction: Compaction = field(default_factory=Compaction)
+    retry: Retry = field(default_factory=Retry)
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
 
@@ -103,10 +114,12 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["tools"] = tuple(cast(list[str], items))
         elif key == "compaction":
             changes["compaction"] = _compaction(base.compaction, value, path)
+        elif key == "retry":
+            changes["retry"] = _retry(base.retry, value, path)
         elif key == "$schema":
             continue
         else:
-            known = ", ".join(sorted([*_FIELD, "thinking", "approval", "tools", "compaction"]))
+            known = ", ".join(sorted([*_FIELD, "thinking", "approval", "tools", "compaction", "retry"]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
     return replace(base, **changes, sources=sources)  # type: ignore[arg-type]
@@ -132,4 +145,24 @@ def _compaction(base: Compaction, value: object, path: Path) -> Compaction:
             result = replace(result, **{name: item})
         else:
             raise SettingsError(f"{where}: unknown key (known: enabled, reserveTokens, keepRecentTokens)")
+    return result
+
+
+def _retry(base: Retry, value: object, path: Path) -> Retry:
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "retry": expected an object')
+    result = base
+    for key, item in cast(dict[str, object], value).items():
+        where = f'{path}: "retry.{key}"'
+        if key == "enabled":
+            if not isinstance(item, bool):
+                raise SettingsError(f"{where}: expected true or false")
+            result = replace(result, enabled=item)
+        elif key in ("maxRetries", "baseDelayMs"):
+            if not isinstance(item, int) or isinstance(item, bool) or item < 0:
+                raise SettingsError(f"{where}: expected a non-negative integer")
+            name = "max_retries" if key == "maxRetries" else "base_delay_ms"
+            result = replace(result, **{name: item})
+        else:
+            raise SettingsError(f"{where}: unknown key (known: enabled, maxRetries, baseDelayMs)")
     return result

@@ -1,0 +1,221 @@
+"""P8: ``tether --mode rpc`` — start-up, command round trips, and streaming a long answer.
+
+Reference: pi's own ``pi --mode rpc`` (``@mariozechner/pi-coding-agent`` 0.73.1, the package the
+interop test installs into ``tests/rpc/interop/node_modules``; installed there on first use), on
+the same commands, so the ratios compare two servers of one protocol:
+- start: spawn -> first answer to ``get_state`` (median of 5 starts);
+- round trip: one ``get_state`` at a time, 300 times (median and p95);
+- pipelined: 2,000 ``get_state`` written at once -> the last response (commands/s).
+tether only (pi needs a real model to stream): a scripted answer of 2,000 text deltas, from
+``prompt`` to ``prompt_result``, with pi's full ``message_update`` frames and with the ``delta``
+event filter (frames/s and bytes on the wire). Wall-clock times on a shared machine: compare
+the ratios, not the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _table import print_table
+
+HERE = Path(__file__).resolve().parent
+INTEROP = HERE.parent / "tests" / "rpc" / "interop"
+PI_CLI = INTEROP / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+
+
+class Server:
+    """A protocol server in a subprocess; frames are read by a thread into a queue."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        self.process = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.frames: queue.Queue[bytes] = queue.Queue()
+        self.bytes = 0
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in iter(self.process.stdout.readline, b""):
+            self.bytes += len(line)
+            self.frames.put(line)
+
+    def send(self, *frames: dict[str, object]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
+        self.process.stdin.flush()
+
+    def until(self, predicate: object, timeout: float = 60) -> dict[str, object]:
+        while True:
+            frame = json.loads(self.frames.get(timeout=timeout))
+            if callable(predicate) and predicate(frame):
+                return frame
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def is_response(frame: dict[str, object]) -> bool:
+    return frame.get("type") == "response"
+
+
+def start_time(argv: list[str], env: dict[str, str], cwd: str, runs: int = 5) -> float:
+    times: list[float] = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        server = Server(argv, env, cwd)
+        server.send({"id": "s", "type": "get_state"})
+        server.until(is_response)
+        times.append(time.perf_counter() - began)
+        server.close()
+    return statistics.median(times)
+
+
+def round_trips(server: Server, count: int = 300) -> tuple[float, float]:
+    times: list[float] = []
+    for i in range(count):
+        began = time.perf_counter()
+        server.send({"id": f"r{i}", "type": "get_state"})
+        server.until(is_response)
+        times.append(time.perf_counter() - began)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.95)]
+
+
+def pipelined(server: Server, count: int = 2000) -> float:
+    began = time.perf_counter()
+    server.send(*({"id": f"p{i}", "type": "get_state"} for i in range(count)))
+    last = f"p{count - 1}"
+    server.until(lambda f: is_response(f) and f.get("id") == last)
+    return count / (time.perf_counter() - began)
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
+    results = {"start": start_time(argv, env, cwd)}
+    server = Server(argv, env, cwd)
+    try:
+        server.send({"id": "warm", "type": "get_state"})
+        server.until(is_response)
+        results["rt_median"], results["rt_p95"] = round_trips(server)
+        results["pipelined"] = pipelined(server)
+    finally:
+        server.close()
+    return results
+
+
+def stream(argv: list[str], env: dict[str, str], cwd: str, mode: str, deltas: int) -> tuple[float, int, int]:
+    """Seconds from prompt to prompt_result, frames and bytes written, for one scripted answer."""
+    server = Server(argv, env, cwd)
+    try:
+        server.send({"id": "f", "type": "set_event_filter", "messageUpdate": mode})
+        server.until(is_response)
+        before = server.bytes
+        began = time.perf_counter()
+        server.send({"id": "p", "type": "prompt", "message": "stream"})
+        frames = 0
+
+        def settled(frame: dict[str, object]) -> bool:
+            nonlocal frames
+            frames += 1
+            return frame.get("type") == "prompt_result"
+
+        server.until(settled)
+        return time.perf_counter() - began, frames, server.bytes - before
+    finally:
+        server.close()
+
+
+def pi_argv() -> list[str] | None:
+    if not PI_CLI.exists():
+        if shutil.which("npm") is None or shutil.which("node") is None:
+            return None
+        print("installing pi into tests/rpc/interop (once) ...", file=sys.stderr)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=INTEROP, check=True, capture_output=True)
+    return ["node", str(PI_CLI), "--mode", "rpc", "--no-session"]
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as home:
+        deltas = 2000
+        script = Path(home) / "script.json"
+        chunks = [f"word{i} " for i in range(deltas)]
+        script.write_text(json.dumps({"responses": [{"content": [{"type": "text", "chunks": chunks}]}] * 2}))
+        base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        tether_env = {**base, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script)}
+        tether = [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--no-session"]
+        ours = measure(tether, tether_env, home)
+        pi = pi_argv()
+        theirs = None
+        if pi is not None:
+            pi_env = {**base, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / "pi")}
+            theirs = measure(pi, pi_env, home)
+
+        def ratio(key: str, lower_is_better: bool = True) -> str:
+            if theirs is None:
+                return "-"
+            value = ours[key] / theirs[key] if lower_is_better else theirs[key] / ours[key]
+            return f"{value:.2f}x"
+
+        def ref(key: str, unit: float, fmt: str) -> str:
+            return format(theirs[key] * unit, fmt) if theirs is not None else "n/a"
+
+        print_table(
+            "P8 rpc: tether vs pi --mode rpc (ratio = tether / pi time; < 1 is faster)",
+            ["measure", "tether", "pi", "ratio"],
+            [
+                [
+                    "start to first answer (ms)",
+                    f"{ours['start'] * 1e3:.0f}",
+                    ref("start", 1e3, ".0f"),
+                    ratio("start"),
+                ],
+                [
+                    "get_state round trip p50 (ms)",
+                    f"{ours['rt_median'] * 1e3:.2f}",
+                    ref("rt_median", 1e3, ".2f"),
+                    ratio("rt_median"),
+                ],
+                [
+                    "get_state round trip p95 (ms)",
+                    f"{ours['rt_p95'] * 1e3:.2f}",
+                    ref("rt_p95", 1e3, ".2f"),
+                    ratio("rt_p95"),
+                ],
+                [
+                    "pipelined get_state (cmd/s)",
+                    f"{ours['pipelined']:.0f}",
+                    ref("pipelined", 1, ".0f"),
+                    ratio("pipelined", False),
+                ],
+            ],
+        )
+        rows: list[list[str]] = []
+        for mode in ("full", "delta"):
+            seconds, frames, size = stream(tether, tether_env, home, mode, deltas)
+            rows.append([mode, f"{seconds * 1e3:.0f}", f"{frames / seconds:.0f}", f"{size / 1e6:.2f}"])
+        print()
+        print_table(
+            f"P8 rpc: one scripted answer of {deltas} text deltas, prompt -> prompt_result (tether)",
+            ["message_update", "ms", "frames/s", "MB written"],
+            rows,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""``tether --mode rpc``: the RPC protocol over stdin and stdout (see ``docs/rpc.md``).
+
+stdout belongs to the protocol alone: the frames are written to a private copy of file
+descriptor 1, and fd 1 itself is pointed at stderr, so a stray ``print`` or a library's warning
+can never corrupt a frame. stdin is read by a thread with plain ``os.read`` (it works on pipes,
+files and terminals alike) and split into lines on LF only (``tether.rpc.jsonl``).
+
+The server ends on ``shutdown``, end of input, SIGTERM or SIGHUP: it aborts the run in progress,
+lets it record what it has, waits for commands in flight, closes the session, and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from tether import __version__
+from tether.cli.rpc_server import Frame, RpcServer
+from tether.cli.runtime import Runtime
+from tether.rpc.jsonl import LineSplitter, encode_frame
+from tether.rpc.protocol import PROTOCOL_VERSION
+
+_CHUNK = 1 << 16
+
+
+class _Output:
+    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown."""
+
+    def __init__(self, stream: BinaryIO, on_broken: asyncio.Event) -> None:
+        self._stream = stream
+        self._broken = on_broken
+
+    def __call__(self, frame: Frame) -> None:
+        if self._broken.is_set():
+            return
+        try:
+            self._stream.write(encode_frame(frame))
+            self._stream.flush()
+        except OSError:
+            self._broken.set()
+
+
+def take_over_stdout() -> BinaryIO:
+    """A private handle on stdout for frames; fd 1 (and ``sys.stdout``) now go to stderr."""
+    sys.stdout.flush()
+    private = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return private
+
+
+async def serve(runtime: Runtime, *, stdin_fd: int, out: BinaryIO) -> int:
+    """Serve the protocol until shutdown; returns the exit status (0)."""
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+    broken = asyncio.Event()
+    server = RpcServer(runtime, _Output(out, broken))
+    stop = server.shutdown_requested
+
+    def wake() -> None:
+        inbox.put_nowait(None)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, lambda: (stop.set(), wake()))
+    watchers = [asyncio.ensure_future(_when(stop, wake)), asyncio.ensure_future(_when(broken, wake))]
+    threading.Thread(target=_read, args=(stdin_fd, loop, inbox), name="rpc-stdin", daemon=True).start()
+
+    ready: dict[str, Any] = {
+        "type": "ready",
+        "protocolVersion": PROTOCOL_VERSION,
+        "version": __version__,
+        "sessionId": runtime.session_id,
+    }
+    _Output(out, broken)(ready)
+    splitter = LineSplitter()
+    try:
+        while not stop.is_set() and not broken.is_set():
+            chunk = await inbox.get()
+            if chunk is None:
+                continue
+            if not chunk:
+                last = splitter.finish()
+                if last is not None:
+                    server.dispatch(last)
+                break
+            for line in splitter.feed(chunk):
+                if stop.is_set():
+                    break
+                server.dispatch(line)
+        await asyncio.sleep(0)  # let the last dispatched commands start before closing
+        await server.close()
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
+    return 0
+
+
+async def _when(event: asyncio.Event, then: Any) -> None:
+    await event.wait()
+    then()
+
+
+def _read(fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes | None]) -> None:
+    """Thread body: forward stdin's bytes to the loop; ``b""`` at end of input."""
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError:
+            chunk = b""
+        try:
+            loop.call_soon_threadsafe(inbox.put_nowait, chunk)
+        except RuntimeError:  # the loop is gone: the server has ended
+            return
+        if not chunk:
+            return

@@ -1,0 +1,535 @@
+"""The RPC protocol's commands, on a ``Runtime``: one line in, one response out, events between.
+
+``RpcServer.dispatch`` takes one input line and answers it with exactly one ``response`` frame —
+also when the line is not JSON, names no known command, or has bad parameters (the error names
+the command and the field). Each line is handled in its own task, started in arrival order, so
+``abort`` or ``abort_bash`` get through while a ``compact`` or ``bash`` is still working, and
+quick commands still answer in order. The runtime's events go out as frames as they happen,
+shaped by the client's ``set_event_filter``. Nothing a client sends can end the server: only
+``shutdown``, end of input or SIGTERM do (see ``rpc_mode``).
+
+The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`` types them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import TypeAdapter, ValidationError
+
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.rpc import protocol as p
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
+
+Frame = Mapping[str, Any]
+WriteFrame = Callable[[Frame], None]
+
+
+class CommandError(Exception):
+    """A command that cannot be done as asked; the message becomes the response's ``error``."""
+
+
+class _NoData:
+    """A successful response without ``data`` (``None`` means ``data: null``)."""
+
+
+class _Answered(_NoData):
+    """The handler wrote its response itself (``prompt`` answers before its run starts)."""
+
+
+NO_DATA = _NoData()
+_ANSWERED = _Answered()
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def _adapter(command: str) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(command)
+    if adapter is None:
+        adapter = _ADAPTERS[command] = TypeAdapter(p.COMMANDS[command][0])
+    return adapter
+
+
+class RpcServer:
+    """Protocol state over one runtime: the run in progress, the event filter, queued prompts."""
+
+    def __init__(self, runtime: Runtime, write: WriteFrame) -> None:
+        self.runtime = runtime
+        self._write = write
+        self._exclude: set[str] = set()
+        self._message_update: str = "full"
+        self._compacting = 0
+        self._run: asyncio.Task[None] | None = None
+        self._queued_prompts: list[str | None] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.shutdown_requested = asyncio.Event()
+        runtime.subscribe(self._on_event)
+
+    # -- input -------------------------------------------------------------------------------------
+
+    def dispatch(self, line: bytes) -> None:
+        """Handle one input line in its own task (started now, so tasks keep arrival order)."""
+        task = asyncio.ensure_future(self._handle(line))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, line: bytes) -> None:
+        try:
+            raw: object = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._respond(None, "parse", error=f"Failed to parse command: {exc}")
+            return
+        if not isinstance(raw, dict):
+            self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")
+            return
+        command = cast(dict[str, Any], raw)
+        request_id = command.get("id")
+        if request_id is not None and not isinstance(request_id, str):
+            request_id = None
+        kind = command.get("type")
+        if not isinstance(kind, str):
+            self._respond(request_id, "parse", error='a command needs a string "type"')
+            return
+        if kind == "extension_ui_response":
+            self._respond(
+                request_id,
+                kind,
+                error="extension UI is not supported by tether: it never sends extension_ui_request",
+            )
+            return
+        if kind not in p.COMMANDS:
+            self._respond(request_id, kind, error=f"Unknown command: {kind}")
+            return
+        try:
+            params: dict[str, Any] = _adapter(kind).validate_python(command)
+        except ValidationError as exc:
+            self._respond(request_id, kind, error=f"bad parameters for {kind}: {_describe(exc)}")
+            return
+        handler = cast(Callable[[dict[str, Any]], Awaitable[object]], getattr(self, f"_cmd_{kind}"))
+        try:
+            data = await handler(params)
+        except CommandError as exc:
+            self._respond(request_id, kind, error=str(exc))
+        except (ValueError, LookupError, OSError, RuntimeError) as exc:
+            self._respond(request_id, kind, error=str(exc) or type(exc).__name__)
+        except Exception as exc:  # a bug must not end the server: report it, keep serving
+            traceback.print_exc(file=sys.stderr)
+            self._respond(request_id, kind, error=f"internal error: {type(exc).__name__}: {exc}")
+        else:
+            if not isinstance(data, _Answered):
+                self._respond(request_id, kind, data=data)
+
+    def _respond(
+        self, request_id: str | None, command: str, *, data: object = NO_DATA, error: str = ""
+    ) -> None:
+        frame: dict[str, Any] = {} if request_id is None else {"id": request_id}
+        frame.update(type="response", command=command, success=not error)
+        if error:
+            frame["error"] = error
+        elif not isinstance(data, _NoData):
+            frame["data"] = data
+        self._write(frame)
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def _on_event(self, event: RuntimeEvent) -> None:
+        kind = event.get("type")
+        if kind == "compaction_start":
+            self._compacting += 1
+        elif kind == "compaction_end":
+            self._compacting = max(0, self._compacting - 1)
+        if kind not in p.EVENT_TYPES or kind in self._exclude:
+            return
+        if kind == "message_update" and self._message_update == "delta":
+            inner = {k: v for k, v in event["assistantMessageEvent"].items() if k != "partial"}
+            event = {"type": kind, "assistantMessageEvent": inner}
+        self._write(event)
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._run is not None and not self._run.done()
+
+    def _start(self, text: str, images: list[ImageContent], request_id: str | None) -> None:
+        self._run = asyncio.ensure_future(self._prompt(text, images, request_id))
+
+    async def _prompt(self, text: str, images: list[ImageContent], request_id: str | None) -> None:
+        status, error = "completed", None
+        try:
+            await self.runtime.prompt(text, images)
+        except Exception as exc:
+            status, error = "error", str(exc) or type(exc).__name__
+        else:
+            last = self.runtime.last_assistant()
+            if last is not None and last["stopReason"] == "aborted":
+                status = "aborted"
+            elif last is not None and last["stopReason"] == "error":
+                status, error = "error", last.get("errorMessage") or "the model request failed"
+        ids, self._queued_prompts = [request_id, *self._queued_prompts], []
+        for prompt_id in ids:
+            frame: dict[str, Any] = {"type": "prompt_result"}
+            if prompt_id is not None:
+                frame["id"] = prompt_id
+            frame["status"] = status
+            if error is not None:
+                frame["error"] = error
+            self._write(frame)
+
+    async def settle(self) -> None:
+        """Abort the run in progress, if any, and wait until it has ended and been recorded."""
+        run = self._run
+        if run is not None and not run.done():
+            self.runtime.abort()
+            await asyncio.wait([run])
+
+    async def close(self) -> None:
+        """Abort what runs, wait for every command in flight, close the session."""
+        self.runtime.abort_bash()
+        await self.settle()
+        others = [t for t in self._tasks if t is not asyncio.current_task()]
+        if others:
+            await asyncio.wait(others, timeout=10)
+        await self.runtime.close()
+
+    # -- prompting ---------------------------------------------------------------------------------
+
+    async def _cmd_prompt(self, params: dict[str, Any]) -> object:
+        text: str = params["message"]
+        images: list[ImageContent] = params.get("images", [])
+        if not self.running:
+            self._respond(params.get("id"), "prompt")
+            self._start(text, images, params.get("id"))
+            return _ANSWERED
+        behavior = params.get("streamingBehavior")
+        if behavior is None:
+            raise CommandError(
+                "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') "
+                "to queue the message."
+            )
+        if behavior == "steer":
+            self.runtime.steer(text, images)
+        else:
+            self.runtime.follow_up(text, images)
+        self._queued_prompts.append(params.get("id"))
+        return NO_DATA
+
+    async def _cmd_steer(self, params: dict[str, Any]) -> object:
+        self.runtime.steer(params["message"], params.get("images", []))
+        return NO_DATA
+
+    async def _cmd_follow_up(self, params: dict[str, Any]) -> object:
+        self.runtime.follow_up(params["message"], params.get("images", []))
+        return NO_DATA
+
+    async def _cmd_abort(self, params: dict[str, Any]) -> object:
+        self.runtime.abort()
+        await self.settle()
+        return NO_DATA
+
+    async def _cmd_new_session(self, params: dict[str, Any]) -> object:
+        await self.settle()
+        self.runtime.new_session()
+        return {"cancelled": False}
+
+    # -- state -------------------------------------------------------------------------------------
+
+    async def _cmd_get_state(self, params: dict[str, Any]) -> object:
+        runtime = self.runtime
+        session = runtime.session
+        state: dict[str, Any] = {
+            "model": runtime.model,
+            "thinkingLevel": runtime.thinking_level,
+            "isStreaming": self.running,
+            "isCompacting": self._compacting > 0,
+            "steeringMode": runtime.agent.steering_mode,
+            "followUpMode": runtime.agent.follow_up_mode,
+        }
+        stats = runtime.stats()
+        if stats.session_file is not None:
+            state["sessionFile"] = stats.session_file
+        state["sessionId"] = runtime.session_id
+        if session is not None and session.title:
+            state["sessionName"] = session.title
+        state.update(
+            autoCompactionEnabled=runtime.settings.compaction.enabled,
+            autoRetryEnabled=runtime.auto_retry,
+            messageCount=len(runtime.messages),
+            pendingMessageCount=len(runtime.pending.steering) + len(runtime.pending.follow_up),
+        )
+        return state
+
+    async def _cmd_get_messages(self, params: dict[str, Any]) -> object:
+        return {"messages": self.runtime.messages}
+
+    # -- model and thinking ------------------------------------------------------------------------
+
+    async def _cmd_set_model(self, params: dict[str, Any]) -> object:
+        return self._set_model(f"{params['provider']}/{params['modelId']}")
+
+    def _set_model(self, spec: str) -> ModelInfo:
+        from tether.cli.model_choice import ModelError
+
+        try:
+            return self.runtime.set_model(spec)
+        except ModelError as exc:
+            raise CommandError(f"Model not found: {spec} ({exc})") from None
+
+    async def _available_models(self) -> list[ModelInfo]:
+        from tether.ai.local_servers import usable_models
+
+        current = self.runtime.model
+        models = [current]
+        for model in await usable_models():
+            if not any(_same_model(model, m) for m in models):
+                models.append(model)
+        return models
+
+    async def _cmd_get_available_models(self, params: dict[str, Any]) -> object:
+        return {"models": await self._available_models()}
+
+    async def _cmd_cycle_model(self, params: dict[str, Any]) -> object:
+        models = await self._available_models()
+        if len(models) < 2:
+            return None
+        model = self._set_model(f"{models[1]['provider']}/{models[1]['id']}")
+        return {"model": model, "thinkingLevel": self.runtime.thinking_level, "isScoped": False}
+
+    async def _cmd_set_thinking_level(self, params: dict[str, Any]) -> object:
+        self.runtime.set_thinking(params["level"])
+        return NO_DATA
+
+    async def _cmd_cycle_thinking_level(self, params: dict[str, Any]) -> object:
+        from tether.ai.thinking import supported_thinking_levels
+
+        levels = [str(level) for level in supported_thinking_levels(self.runtime.model)]
+        if not self.runtime.model.get("reasoning") or len(levels) < 2:
+            return None
+        current = self.runtime.thinking_level
+        following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
+        return {"level": self.runtime.set_thinking(following)}
+
+    # -- queues, compaction, retry -----------------------------------------------------------------
+
+    async def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
+        self.runtime.agent.steering_mode = params["mode"]
+        return NO_DATA
+
+    async def _cmd_set_follow_up_mode(self, params: dict[str, Any]) -> object:
+        self.runtime.agent.follow_up_mode = params["mode"]
+        return NO_DATA
+
+    async def _cmd_compact(self, params: dict[str, Any]) -> object:
+        from tether.session.compaction import CompactionError
+
+        await self.settle()
+        try:
+            await self.runtime.compact(params.get("customInstructions"))
+        except CompactionError as exc:
+            raise CommandError(f"Compaction failed: {exc}") from None
+        result = self.runtime.last_compaction
+        assert result is not None
+        return {
+            "summary": result.summary,
+            "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "tokensAfter": result.tokens_after,
+        }
+
+    async def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
+        settings = self.runtime.settings
+        self.runtime.settings = replace(
+            settings, compaction=replace(settings.compaction, enabled=params["enabled"])
+        )
+        return NO_DATA
+
+    async def _cmd_set_auto_retry(self, params: dict[str, Any]) -> object:
+        self.runtime.auto_retry = params["enabled"]
+        return NO_DATA
+
+    async def _cmd_abort_retry(self, params: dict[str, Any]) -> object:
+        self.runtime.abort_retry()
+        return NO_DATA
+
+    # -- bash --------------------------------------------------------------------------------------
+
+    async def _cmd_bash(self, params: dict[str, Any]) -> object:
+        message = await self.runtime.execute_bash(params["command"])
+        result: dict[str, Any] = {"output": message["output"]}
+        if "exitCode" in message:
+            result["exitCode"] = message["exitCode"]
+        result.update(cancelled=message["cancelled"], truncated=message["truncated"])
+        return result
+
+    async def _cmd_abort_bash(self, params: dict[str, Any]) -> object:
+        self.runtime.abort_bash()
+        return NO_DATA
+
+    # -- session -----------------------------------------------------------------------------------
+
+    async def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
+        s = self.runtime.stats()
+        results = sum(1 for m in self.runtime.messages if m["role"] == "toolResult")
+        stats: dict[str, Any] = {}
+        if s.session_file is not None:
+            stats["sessionFile"] = s.session_file
+        stats.update(
+            sessionId=s.session_id,
+            userMessages=s.user_messages,
+            assistantMessages=s.assistant_messages,
+            toolCalls=s.tool_calls,
+            toolResults=results,
+            totalMessages=s.messages,
+            tokens={
+                "input": s.input_tokens,
+                "output": s.output_tokens,
+                "cacheRead": s.cache_read_tokens,
+                "cacheWrite": s.cache_write_tokens,
+                "total": s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens,
+            },
+            cost=s.cost,
+        )
+        if s.context_window:
+            percent = s.context_percent
+            stats["contextUsage"] = {
+                "tokens": s.context_tokens,
+                "contextWindow": s.context_window,
+                "percent": round(percent, 1) if percent is not None else None,
+            }
+        return stats
+
+    async def _cmd_export_html(self, params: dict[str, Any]) -> object:
+        return {"path": str(self.runtime.export(self._output_path(params, ".html")))}
+
+    async def _cmd_export(self, params: dict[str, Any]) -> object:
+        return {"path": str(self.runtime.export(self._output_path(params, ".jsonl")))}
+
+    def _output_path(self, params: dict[str, Any], suffix: str) -> Path:
+        given = params.get("outputPath")
+        path = (
+            Path(given).expanduser() if given else Path(f"tether-session-{self.runtime.session_id}{suffix}")
+        )
+        if path.suffix != suffix:
+            raise CommandError(f"outputPath must end in {suffix}: {path}")
+        return path if path.is_absolute() else self.runtime.cwd / path
+
+    async def _cmd_switch_session(self, params: dict[str, Any]) -> object:
+        from tether.session import SessionError
+
+        await self.settle()
+        try:
+            self.runtime.switch_session(params["sessionPath"])
+        except SessionError as exc:
+            raise CommandError(str(exc)) from None
+        return {"cancelled": False}
+
+    async def _cmd_fork(self, params: dict[str, Any]) -> object:
+        from tether.session import SessionError
+
+        await self.settle()
+        entry_id: str = params["entryId"]
+        session = self.runtime.session
+        if session is None:
+            raise CommandError("this run keeps no session (--no-session): nothing to fork")
+        try:
+            entry = session.entry(entry_id)
+        except SessionError as exc:
+            raise CommandError(str(exc)) from None
+        message = cast(AgentMessage | None, entry.get("message"))
+        if entry["type"] != "message" or message is None or message["role"] != "user":
+            raise CommandError(f"entry {entry_id} is not a user message (see get_fork_messages)")
+        parent = entry["parentId"]
+        if parent is None:
+            self.runtime.new_session()
+        else:
+            self.runtime.fork(parent)
+        return {"text": _text_of(message), "cancelled": False}
+
+    async def _cmd_clone(self, params: dict[str, Any]) -> object:
+        await self.settle()
+        session = self.runtime.session
+        if session is None or session.leaf_id is None:
+            raise CommandError("Cannot clone session: no current entry selected")
+        self.runtime.fork(session.leaf_id)
+        return {"cancelled": False}
+
+    async def _cmd_get_fork_messages(self, params: dict[str, Any]) -> object:
+        session = self.runtime.session
+        found: list[dict[str, str]] = []
+        for entry in session.path() if session is not None else []:
+            message = cast(AgentMessage | None, entry.get("message"))
+            if entry["type"] == "message" and message is not None and message["role"] == "user":
+                found.append({"entryId": entry["id"], "text": _text_of(message)})
+        return {"messages": found}
+
+    async def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
+        last: AssistantMessage | None = self.runtime.last_assistant()
+        text = "".join(b["text"] for b in last["content"] if b["type"] == "text") if last else ""
+        return {"text": text or None}
+
+    async def _cmd_set_session_name(self, params: dict[str, Any]) -> object:
+        name = params["name"].strip()
+        if not name:
+            raise CommandError("Session name cannot be empty")
+        self.runtime.rename(name)
+        return NO_DATA
+
+    async def _cmd_get_commands(self, params: dict[str, Any]) -> object:
+        return {"commands": []}
+
+    # -- tether additions --------------------------------------------------------------------------
+
+    async def _cmd_set_event_filter(self, params: dict[str, Any]) -> object:
+        exclude: list[str] = params.get("exclude", sorted(self._exclude))
+        unknown = [kind for kind in exclude if kind not in p.EVENT_TYPES]
+        if unknown:
+            raise CommandError(
+                f"unknown event type(s) in exclude: {', '.join(unknown)} (known: {', '.join(p.EVENT_TYPES)})"
+            )
+        self._exclude = set(exclude)
+        self._message_update = params.get("messageUpdate", self._message_update)
+        return {"exclude": sorted(self._exclude), "messageUpdate": self._message_update}
+
+    async def _cmd_shutdown(self, params: dict[str, Any]) -> object:
+        self.shutdown_requested.set()
+        return NO_DATA
+
+
+def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
+    return (a["provider"], a["id"]) == (b["provider"], b["id"])
+
+
+def _text_of(message: AgentMessage) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = cast(list[dict[str, Any]], content or [])
+    return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _describe(exc: ValidationError) -> str:
+    """``modelId: Field required; level: Input should be 'off', ...`` — field path, then why."""
+    parts: list[str] = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in error["loc"]) or "(command)"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts[:5]) + (f" (and {len(parts) - 5} more)" if len(parts) > 5 else "")

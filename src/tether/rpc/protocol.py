@@ -1,0 +1,739 @@
+"""The RPC protocol's frames as typed dicts: commands in, responses and events out.
+
+This is pi's RPC protocol (``docs/rpc.md``) spelled in Python: one JSON object per line, each
+with a ``type``. A client sends *commands* (``prompt``, ``get_state``, ...; optional ``id``); the
+server answers each with exactly one ``response`` frame and streams *events* (the agent events with
+seed-000 messages, ``queue_update``, ``compaction_*``, ``auto_retry_*``). tether adds three things a
+pi client ignores: a ``ready`` frame on start, a ``prompt_result`` frame after the last event of
+every accepted prompt, and the ``set_event_filter`` command.
+
+These definitions are the source of the schema bundle (``tether.rpc.schema``) and of the client's
+types; the server validates command parameters against them. Frames the server writes are open
+records (``x-open``): a client keeps keys it does not know. Commands ignore unknown keys.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import ConfigDict, Discriminator, with_config
+from typing_extensions import TypedDict
+
+from tether.wire import (
+    AgentMessage,
+    AssistantMessageEvent,
+    Doc,
+    ImageContent,
+    ModelInfo,
+    TextContent,
+    ToolResultMessage,
+)
+
+PROTOCOL_VERSION = 1
+"""Raised when a change would break a client written against the previous version."""
+
+OPEN = ConfigDict(extra="allow", strict=True)
+PARAMS = ConfigDict(extra="ignore", strict=True)
+
+QueueMode = Annotated[
+    Literal["all", "one-at-a-time"],
+    Doc("`all`: deliver every queued message at once; `one-at-a-time`: one per turn."),
+]
+StreamingBehavior = Annotated[
+    Literal["steer", "followUp"],
+    Doc("How a prompt sent while the agent runs is queued: as steering or as a follow-up."),
+]
+ThinkingChoice = Annotated[
+    Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"],
+    Doc("A reasoning level; the server clamps it to what the model supports."),
+]
+RequestId = Annotated[str, Doc("Chosen by the client; echoed in the response (and in prompt_result).")]
+
+# -- commands (client -> server) -----------------------------------------------------------------
+
+
+@with_config(PARAMS)
+class PromptCommand(TypedDict):
+    """Send a user prompt. While the agent runs, ``streamingBehavior`` is required."""
+
+    id: NotRequired[RequestId]
+    type: Literal["prompt"]
+    message: str
+    images: NotRequired[list[ImageContent]]
+    streamingBehavior: NotRequired[StreamingBehavior]
+
+
+@with_config(PARAMS)
+class SteerCommand(TypedDict):
+    """Queue a message for the next model call (after the current tool calls finish)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["steer"]
+    message: str
+    images: NotRequired[list[ImageContent]]
+
+
+@with_config(PARAMS)
+class FollowUpCommand(TypedDict):
+    """Queue a message for when the agent would otherwise stop."""
+
+    id: NotRequired[RequestId]
+    type: Literal["follow_up"]
+    message: str
+    images: NotRequired[list[ImageContent]]
+
+
+@with_config(PARAMS)
+class AbortCommand(TypedDict):
+    """Abort the current run (model call, tools, retry wait)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["abort"]
+
+
+@with_config(PARAMS)
+class NewSessionCommand(TypedDict):
+    """Start a fresh session with the same model and settings."""
+
+    id: NotRequired[RequestId]
+    type: Literal["new_session"]
+    parentSession: NotRequired[Annotated[str, Doc("Accepted for pi compatibility; not recorded.")]]
+
+
+@with_config(PARAMS)
+class GetStateCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_state"]
+
+
+@with_config(PARAMS)
+class GetMessagesCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_messages"]
+
+
+@with_config(PARAMS)
+class SetModelCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_model"]
+    provider: str
+    modelId: str
+
+
+@with_config(PARAMS)
+class CycleModelCommand(TypedDict):
+    """Switch to the next usable model (``null`` data when there is only one)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["cycle_model"]
+
+
+@with_config(PARAMS)
+class GetAvailableModelsCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_available_models"]
+
+
+@with_config(PARAMS)
+class SetThinkingLevelCommand(TypedDict):
+    """Set the reasoning level; it is clamped to what the model supports."""
+
+    id: NotRequired[RequestId]
+    type: Literal["set_thinking_level"]
+    level: ThinkingChoice
+
+
+@with_config(PARAMS)
+class CycleThinkingLevelCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["cycle_thinking_level"]
+
+
+@with_config(PARAMS)
+class SetSteeringModeCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_steering_mode"]
+    mode: QueueMode
+
+
+@with_config(PARAMS)
+class SetFollowUpModeCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_follow_up_mode"]
+    mode: QueueMode
+
+
+@with_config(PARAMS)
+class CompactCommand(TypedDict):
+    """Summarise the older part of the conversation now."""
+
+    id: NotRequired[RequestId]
+    type: Literal["compact"]
+    customInstructions: NotRequired[str]
+
+
+@with_config(PARAMS)
+class SetAutoCompactionCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_auto_compaction"]
+    enabled: bool
+
+
+@with_config(PARAMS)
+class SetAutoRetryCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_auto_retry"]
+    enabled: bool
+
+
+@with_config(PARAMS)
+class AbortRetryCommand(TypedDict):
+    """Cancel the wait before an automatic retry."""
+
+    id: NotRequired[RequestId]
+    type: Literal["abort_retry"]
+
+
+@with_config(PARAMS)
+class BashCommand(TypedDict):
+    """Run a shell command; its output joins the context of the next model call."""
+
+    id: NotRequired[RequestId]
+    type: Literal["bash"]
+    command: str
+
+
+@with_config(PARAMS)
+class AbortBashCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["abort_bash"]
+
+
+@with_config(PARAMS)
+class GetSessionStatsCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_session_stats"]
+
+
+@with_config(PARAMS)
+class ExportHtmlCommand(TypedDict):
+    """Write the session as a self-contained HTML page."""
+
+    id: NotRequired[RequestId]
+    type: Literal["export_html"]
+    outputPath: NotRequired[str]
+
+
+@with_config(PARAMS)
+class ExportCommand(TypedDict):
+    """tether: write the session (every branch) as a JSONL export."""
+
+    id: NotRequired[RequestId]
+    type: Literal["export"]
+    outputPath: NotRequired[str]
+
+
+@with_config(PARAMS)
+class SwitchSessionCommand(TypedDict):
+    """Continue another stored session."""
+
+    id: NotRequired[RequestId]
+    type: Literal["switch_session"]
+    sessionPath: Annotated[str, Doc("In tether: a session id (as listed by `tether sessions`).")]
+
+
+@with_config(PARAMS)
+class ForkCommand(TypedDict):
+    """Copy the session up to just before a user message into a new session and continue there."""
+
+    id: NotRequired[RequestId]
+    type: Literal["fork"]
+    entryId: Annotated[str, Doc("A user message's entry id (see get_fork_messages).")]
+
+
+@with_config(PARAMS)
+class CloneCommand(TypedDict):
+    """Copy the active branch, as it is now, into a new session and continue there."""
+
+    id: NotRequired[RequestId]
+    type: Literal["clone"]
+
+
+@with_config(PARAMS)
+class GetForkMessagesCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_fork_messages"]
+
+
+@with_config(PARAMS)
+class GetLastAssistantTextCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["get_last_assistant_text"]
+
+
+@with_config(PARAMS)
+class SetSessionNameCommand(TypedDict):
+    id: NotRequired[RequestId]
+    type: Literal["set_session_name"]
+    name: str
+
+
+@with_config(PARAMS)
+class GetCommandsCommand(TypedDict):
+    """Commands a prompt may invoke with ``/name`` (tether has none yet: an empty list)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["get_commands"]
+
+
+MessageUpdateMode = Annotated[
+    Literal["full", "delta"],
+    Doc("`full`: message_update as pi sends it; `delta`: without the `message` and `partial` snapshots."),
+]
+
+
+@with_config(PARAMS)
+class SetEventFilterCommand(TypedDict):
+    """tether: choose which events to receive and how big ``message_update`` frames are."""
+
+    id: NotRequired[RequestId]
+    type: Literal["set_event_filter"]
+    exclude: NotRequired[Annotated[list[str], Doc("Event types not to send (responses always come).")]]
+    messageUpdate: NotRequired[MessageUpdateMode]
+
+
+@with_config(PARAMS)
+class ShutdownCommand(TypedDict):
+    """tether: abort any run, finish the session write, answer, and exit 0."""
+
+    id: NotRequired[RequestId]
+    type: Literal["shutdown"]
+
+
+@with_config(PARAMS)
+class ExtensionUiResponse(TypedDict):
+    """pi's answer to an extension dialog. tether has no extensions: answered as not supported."""
+
+    id: str
+    type: Literal["extension_ui_response"]
+    value: NotRequired[str]
+    confirmed: NotRequired[bool]
+    cancelled: NotRequired[bool]
+
+
+# -- command results (the ``data`` of a successful response) ------------------------------------
+
+
+@with_config(OPEN)
+class CancelledResult(TypedDict):
+    """pi lets extensions cancel session changes; in tether ``cancelled`` is always false."""
+
+    cancelled: bool
+
+
+@with_config(OPEN)
+class SessionState(TypedDict):
+    model: ModelInfo | None
+    thinkingLevel: str
+    isStreaming: bool
+    isCompacting: bool
+    steeringMode: QueueMode
+    followUpMode: QueueMode
+    sessionFile: NotRequired[
+        Annotated[str, Doc("The session database (tether keeps sessions in one store).")]
+    ]
+    sessionId: Annotated[str | None, Doc("Null when the run keeps no session (--no-session).")]
+    sessionName: NotRequired[str]
+    autoCompactionEnabled: bool
+    autoRetryEnabled: bool
+    messageCount: int
+    pendingMessageCount: int
+
+
+@with_config(OPEN)
+class MessagesResult(TypedDict):
+    messages: list[AgentMessage]
+
+
+@with_config(OPEN)
+class CycleModelResult(TypedDict):
+    model: ModelInfo
+    thinkingLevel: str
+    isScoped: bool
+
+
+@with_config(OPEN)
+class ModelsResult(TypedDict):
+    models: list[ModelInfo]
+
+
+@with_config(OPEN)
+class ThinkingLevelResult(TypedDict):
+    level: str
+
+
+@with_config(OPEN)
+class CompactionResult(TypedDict):
+    summary: str
+    firstKeptEntryId: str | None
+    tokensBefore: int
+    tokensAfter: NotRequired[int]
+    details: NotRequired[Any]
+
+
+@with_config(OPEN)
+class BashResult(TypedDict):
+    output: str
+    exitCode: NotRequired[int]
+    cancelled: bool
+    truncated: bool
+    fullOutputPath: NotRequired[str]
+
+
+@with_config(OPEN)
+class TokenTotals(TypedDict):
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    total: int
+
+
+@with_config(OPEN)
+class ContextUsage(TypedDict):
+    tokens: int | None
+    contextWindow: int
+    percent: int | float | None
+
+
+@with_config(OPEN)
+class SessionStats(TypedDict):
+    sessionFile: NotRequired[str]
+    sessionId: str | None
+    userMessages: int
+    assistantMessages: int
+    toolCalls: int
+    toolResults: int
+    totalMessages: int
+    tokens: TokenTotals
+    cost: int | float
+    contextUsage: NotRequired[ContextUsage]
+
+
+@with_config(OPEN)
+class PathResult(TypedDict):
+    path: str
+
+
+@with_config(OPEN)
+class ForkResult(TypedDict):
+    text: Annotated[str, Doc("The text of the user message forked before, e.g. to prefill an editor.")]
+    cancelled: bool
+
+
+@with_config(OPEN)
+class ForkMessage(TypedDict):
+    entryId: str
+    text: str
+
+
+@with_config(OPEN)
+class ForkMessagesResult(TypedDict):
+    messages: list[ForkMessage]
+
+
+@with_config(OPEN)
+class LastAssistantTextResult(TypedDict):
+    text: str | None
+
+
+@with_config(OPEN)
+class SlashCommandInfo(TypedDict):
+    name: str
+    description: NotRequired[str]
+    source: str
+
+
+@with_config(OPEN)
+class CommandsResult(TypedDict):
+    commands: list[SlashCommandInfo]
+
+
+@with_config(OPEN)
+class EventFilter(TypedDict):
+    exclude: list[str]
+    messageUpdate: MessageUpdateMode
+
+
+# -- frames the server writes ---------------------------------------------------------------------
+
+
+@with_config(OPEN)
+class ReadyFrame(TypedDict):
+    """tether: the first frame; commands sent before it are buffered, not lost."""
+
+    type: Literal["ready"]
+    protocolVersion: int
+    version: Annotated[str, Doc("tether's version.")]
+    sessionId: str | None
+
+
+@with_config(OPEN)
+class ResponseFrame(TypedDict):
+    """The one answer to a command. ``data`` is the command's result (see x-rpc.commands)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["response"]
+    command: Annotated[str, Doc("The command's type; `parse` when the line was not a command.")]
+    success: bool
+    data: NotRequired[Any]
+    error: NotRequired[str]
+
+
+PromptStatus = Literal["completed", "aborted", "error"]
+
+
+@with_config(OPEN)
+class PromptResultFrame(TypedDict):
+    """tether: sent after the last event of an accepted prompt, when its run has settled."""
+
+    type: Literal["prompt_result"]
+    id: NotRequired[RequestId]
+    status: PromptStatus
+    error: NotRequired[str]
+
+
+@with_config(OPEN)
+class ToolResultPayload(TypedDict):
+    """A tool's result (final or partial so far): content for the model, details for UIs."""
+
+    content: list[TextContent | ImageContent]
+    details: NotRequired[Any]
+
+
+@with_config(OPEN)
+class AgentStartEvent(TypedDict):
+    type: Literal["agent_start"]
+
+
+@with_config(OPEN)
+class AgentEndEvent(TypedDict):
+    """A run ended; ``messages`` are the messages it added."""
+
+    type: Literal["agent_end"]
+    messages: list[AgentMessage]
+
+
+@with_config(OPEN)
+class TurnStartEvent(TypedDict):
+    type: Literal["turn_start"]
+
+
+@with_config(OPEN)
+class TurnEndEvent(TypedDict):
+    type: Literal["turn_end"]
+    message: AgentMessage
+    toolResults: list[ToolResultMessage]
+
+
+@with_config(OPEN)
+class MessageStartEvent(TypedDict):
+    type: Literal["message_start"]
+    message: AgentMessage
+
+
+@with_config(OPEN)
+class AssistantEventDelta(TypedDict):
+    """An assistant streaming event without its ``partial`` snapshot (the `delta` filter)."""
+
+    type: str
+    contentIndex: NotRequired[int]
+    delta: NotRequired[str]
+
+
+@with_config(OPEN)
+class MessageUpdateEvent(TypedDict):
+    """An assistant message streams. Under the `delta` filter ``message`` is left out."""
+
+    type: Literal["message_update"]
+    message: NotRequired[AgentMessage]
+    assistantMessageEvent: AssistantMessageEvent | AssistantEventDelta
+
+
+@with_config(OPEN)
+class MessageEndEvent(TypedDict):
+    type: Literal["message_end"]
+    message: AgentMessage
+
+
+@with_config(OPEN)
+class ToolExecutionStartEvent(TypedDict):
+    type: Literal["tool_execution_start"]
+    toolCallId: str
+    toolName: str
+    args: Any
+
+
+@with_config(OPEN)
+class ToolExecutionUpdateEvent(TypedDict):
+    type: Literal["tool_execution_update"]
+    toolCallId: str
+    toolName: str
+    args: Any
+    partialResult: ToolResultPayload
+
+
+@with_config(OPEN)
+class ToolExecutionEndEvent(TypedDict):
+    type: Literal["tool_execution_end"]
+    toolCallId: str
+    toolName: str
+    result: ToolResultPayload
+    isError: bool
+
+
+@with_config(OPEN)
+class QueueUpdateEvent(TypedDict):
+    """The pending steering and follow-up messages changed."""
+
+    type: Literal["queue_update"]
+    steering: list[str]
+    followUp: list[str]
+
+
+CompactionReason = Literal["manual", "threshold", "overflow"]
+
+
+@with_config(OPEN)
+class CompactionStartEvent(TypedDict):
+    type: Literal["compaction_start"]
+    reason: CompactionReason
+
+
+@with_config(OPEN)
+class CompactionEndEvent(TypedDict):
+    """``result`` is null when the compaction failed (``errorMessage``) or was aborted."""
+
+    type: Literal["compaction_end"]
+    reason: CompactionReason
+    result: CompactionResult | None
+    aborted: bool
+    willRetry: bool
+    errorMessage: NotRequired[str]
+
+
+@with_config(OPEN)
+class AutoRetryStartEvent(TypedDict):
+    type: Literal["auto_retry_start"]
+    attempt: int
+    maxAttempts: int
+    delayMs: int
+    errorMessage: str
+
+
+@with_config(OPEN)
+class AutoRetryEndEvent(TypedDict):
+    type: Literal["auto_retry_end"]
+    success: bool
+    attempt: int
+    finalError: NotRequired[str]
+
+
+Event = Annotated[
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+    | QueueUpdateEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
+    | AutoRetryStartEvent
+    | AutoRetryEndEvent,
+    Discriminator("type"),
+]
+
+ServerFrame = Annotated[
+    ReadyFrame
+    | ResponseFrame
+    | PromptResultFrame
+    | AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+    | QueueUpdateEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
+    | AutoRetryStartEvent
+    | AutoRetryEndEvent,
+    Discriminator("type"),
+]
+
+COMMANDS: dict[str, tuple[type, type | None]] = {
+    "prompt": (PromptCommand, None),
+    "steer": (SteerCommand, None),
+    "follow_up": (FollowUpCommand, None),
+    "abort": (AbortCommand, None),
+    "new_session": (NewSessionCommand, CancelledResult),
+    "get_state": (GetStateCommand, SessionState),
+    "get_messages": (GetMessagesCommand, MessagesResult),
+    "set_model": (SetModelCommand, ModelInfo),
+    "cycle_model": (CycleModelCommand, CycleModelResult),
+    "get_available_models": (GetAvailableModelsCommand, ModelsResult),
+    "set_thinking_level": (SetThinkingLevelCommand, None),
+    "cycle_thinking_level": (CycleThinkingLevelCommand, ThinkingLevelResult),
+    "set_steering_mode": (SetSteeringModeCommand, None),
+    "set_follow_up_mode": (SetFollowUpModeCommand, None),
+    "compact": (CompactCommand, CompactionResult),
+    "set_auto_compaction": (SetAutoCompactionCommand, None),
+    "set_auto_retry": (SetAutoRetryCommand, None),
+    "abort_retry": (AbortRetryCommand, None),
+    "bash": (BashCommand, BashResult),
+    "abort_bash": (AbortBashCommand, None),
+    "get_session_stats": (GetSessionStatsCommand, SessionStats),
+    "export_html": (ExportHtmlCommand, PathResult),
+    "export": (ExportCommand, PathResult),
+    "switch_session": (SwitchSessionCommand, CancelledResult),
+    "fork": (ForkCommand, ForkResult),
+    "clone": (CloneCommand, CancelledResult),
+    "get_fork_messages": (GetForkMessagesCommand, ForkMessagesResult),
+    "get_last_assistant_text": (GetLastAssistantTextCommand, LastAssistantTextResult),
+    "set_session_name": (SetSessionNameCommand, None),
+    "get_commands": (GetCommandsCommand, CommandsResult),
+    "set_event_filter": (SetEventFilterCommand, EventFilter),
+    "shutdown": (ShutdownCommand, None),
+}
+"""Command type -> (its parameters, the ``data`` of its success response; ``None``: no data).
+
+``cycle_model`` and ``cycle_thinking_level`` may answer ``data: null`` (nothing to cycle)."""
+
+NULLABLE_RESULTS = frozenset({"cycle_model", "cycle_thinking_level"})
+
+EVENT_TYPES: tuple[str, ...] = (
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "queue_update",
+    "compaction_start",
+    "compaction_end",
+    "auto_retry_start",
+    "auto_retry_end",
+)

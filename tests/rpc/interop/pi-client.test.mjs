@@ -1,0 +1,103 @@
+// Interop: pi's own RpcClient (@mariozechner/pi-coding-agent 0.73.1) drives `tether --mode rpc`.
+// Every call must succeed as it would against pi. Run by tests/rpc/test_rpc_interop.py, which
+// sets TETHER_COMMAND, TETHER_HOME and TETHER_SCRIPTED (the scripted model's replies below).
+import assert from "node:assert/strict";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { RpcClient } from "@mariozechner/pi-coding-agent";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const client = new RpcClient({ cliPath: path.join(here, "tether-shim.mjs"), cwd: process.cwd(), args: ["--yes"] });
+
+function nextEvent(type, timeout = 30000) {
+	return new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(new Error(`no ${type} event in time`)), timeout);
+		const off = client.onEvent((event) => {
+			if (event.type === type) {
+				clearTimeout(timer);
+				off();
+				resolve(event);
+			}
+		});
+	});
+}
+
+const TETHER_ONLY = new Set(["ready", "prompt_result"]);
+const log = [];
+await client.start();
+try {
+	// 1. prompt and stream events (reply 1: "Hello from tether")
+	// tether's additions (`ready`, `prompt_result`) reach pi's listeners like any event a pi client
+	// does not know; leave them out to compare with what pi itself sends.
+	const events = (await client.promptAndWait("hello")).filter((e) => !TETHER_ONLY.has(e.type));
+	const types = events.map((e) => e.type);
+	assert.equal(types[0], "agent_start");
+	assert.equal(types.at(-1), "agent_end");
+	const text = events
+		.filter((e) => e.type === "message_update" && e.assistantMessageEvent.type === "text_delta")
+		.map((e) => e.assistantMessageEvent.delta)
+		.join("");
+	assert.equal(text, "Hello from tether");
+	log.push("prompt");
+
+	// 2. get_state
+	const state = await client.getState();
+	assert.equal(state.isStreaming, false);
+	assert.equal(state.messageCount, 2);
+	assert.equal(state.model.provider, "scripted");
+	assert.ok(state.sessionId);
+	log.push("get_state");
+
+	// 3. get_messages
+	const messages = await client.getMessages();
+	assert.deepEqual(messages.map((m) => m.role), ["user", "assistant"]);
+	assert.equal(await client.getLastAssistantText(), "Hello from tether");
+	log.push("get_messages");
+
+	// 4. steer while a tool runs (reply 2: bash sleep 1; reply 3: text)
+	const toolStarted = nextEvent("tool_execution_start");
+	const idle1 = client.waitForIdle();
+	await client.prompt("run a tool");
+	await toolStarted;
+	await client.steer("change of plan");
+	await idle1;
+	const afterSteer = await client.getMessages();
+	const users = afterSteer.filter((m) => m.role === "user").map((m) => m.content);
+	assert.deepEqual(users, ["hello", "run a tool", "change of plan"]);
+	assert.equal(afterSteer.at(-1).role, "assistant");
+	log.push("steer");
+
+	// 5. abort a long tool (reply 4: bash sleep 30)
+	const longTool = nextEvent("tool_execution_start");
+	const idle2 = client.waitForIdle();
+	await client.prompt("wait a long time");
+	await longTool;
+	await client.abort();
+	await idle2;
+	const aborted = (await client.getMessages()).filter((m) => m.role === "assistant").at(-1);
+	assert.equal((await client.getState()).isStreaming, false);
+	assert.ok(aborted);
+	log.push("abort");
+
+	// 6. new_session
+	const before = (await client.getState()).sessionId;
+	assert.deepEqual(await client.newSession(), { cancelled: false });
+	const fresh = await client.getState();
+	assert.notEqual(fresh.sessionId, before);
+	assert.equal(fresh.messageCount, 0);
+	assert.deepEqual(await client.getMessages(), []);
+	log.push("new_session");
+
+	// 7. a few more of pi's client methods, answered as pi would
+	await client.setSteeringMode("all");
+	await client.setFollowUpMode("one-at-a-time");
+	await client.setAutoCompaction(true);
+	await client.setAutoRetry(true);
+	assert.deepEqual(await client.getCommands(), []);
+	assert.equal((await client.getSessionStats()).totalMessages, 0);
+	assert.deepEqual(await client.getForkMessages(), []);
+	log.push("misc");
+} finally {
+	await client.stop();
+}
+console.log(JSON.stringify({ ok: true, steps: log }));

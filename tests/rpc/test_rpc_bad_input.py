@@ -1,0 +1,149 @@
+"""Bad input never ends the server: 1,000 random or malformed lines, each answered by one response.
+
+One server process serves every example (lines are streamed to it as hypothesis makes them), so
+the property is also "the server stays up and keeps answering in order". Commands that would start
+real work (a prompt, a bash run, a model probe) only ever appear with bad parameters."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import queue
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rpc_support import RpcEnv, check_frame
+
+from tether.rpc import COMMANDS
+
+
+class LineServer:
+    """``tether --mode rpc`` in a subprocess, driven line by line from synchronous test code."""
+
+    def __init__(self, env: RpcEnv) -> None:
+        self.process = subprocess.Popen(
+            env.argv(),
+            cwd=env.project,
+            env=env.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.frames: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        assert self.next_frame()["type"] == "ready"
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in iter(self.process.stdout.readline, b""):
+            self.frames.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def next_frame(self) -> dict[str, Any]:
+        return json.loads(self.frames.get(timeout=20))
+
+    def next_response(self) -> dict[str, Any]:
+        while True:
+            frame = self.next_frame()
+            check_frame(frame)
+            if frame["type"] == "response":
+                return frame
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineServer]:
+    root = tmp_path_factory.mktemp("bad-input")
+    env = RpcEnv(root / "home", root / "project")
+    env.home.mkdir()
+    env.project.mkdir()
+    env.script([])
+    running = LineServer(env)
+    yield running
+    assert running.process.stdin is not None
+    running.process.stdin.close()
+    assert running.process.wait(timeout=20) == 0
+
+
+NEVER_SENT = {"shutdown", "get_available_models", "cycle_model", "export", "export_html"}
+"""Valid without parameters and not harmless here: ends the server, probes the network, writes files."""
+ONLY_INVALID = {"prompt", "bash", "set_model", "switch_session", "fork"}
+"""Would start real work when valid: sent with parameters of the wrong type only."""
+SAFE_WHEN_VALID = sorted(set(COMMANDS) - NEVER_SENT - ONLY_INVALID)
+"""Commands harmless when the random parameters happen to be valid."""
+
+_ids = itertools.count()
+_json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=4,
+)
+_no_lf = st.characters(blacklist_categories=("Cs",), blacklist_characters="\n")
+
+
+@st.composite
+def command_objects(draw: st.DrawFn) -> dict[str, Any]:
+    """Objects that look like commands: a known type with random parameters, or an unknown type."""
+    kind = draw(
+        st.sampled_from(SAFE_WHEN_VALID)
+        | st.sampled_from(sorted(ONLY_INVALID))
+        | st.text(max_size=12)
+        | st.just("extension_ui_response")
+    )
+    body: dict[str, Any] = draw(st.dictionaries(st.sampled_from(_FIELDS), _json, max_size=3))
+    if kind in ONLY_INVALID:
+        body["message"] = body["command"] = body["modelId"] = draw(st.integers())  # always invalid
+        body["sessionPath"] = body["entryId"] = body["enabled"] = draw(st.integers())
+    return {**body, "type": kind, "id": f"h{next(_ids)}"}
+
+
+_FIELDS = ["message", "images", "level", "mode", "enabled", "name", "exclude", "messageUpdate", "provider"]
+
+lines = (
+    st.text(alphabet=_no_lf, max_size=40).map(str.encode)
+    | st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))
+    | _json.map(lambda v: json.dumps(v).encode())
+    | command_objects().map(lambda v: json.dumps(v, ensure_ascii=False).encode())
+    | st.sampled_from([b"", b"{", b'{"type":', b"\r", b'{"type":"get_state"}\r', b"null", b"[]"])
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(line=lines)
+def test_every_line_gets_exactly_one_response_and_the_server_stays_up(
+    server: LineServer, line: bytes
+) -> None:
+    server.send(line)
+    response = server.next_response()
+    try:
+        sent: object = json.loads(line)
+    except ValueError:
+        sent = None
+    if isinstance(sent, dict) and isinstance(sent.get("id"), str) and isinstance(sent.get("type"), str):
+        assert response["id"] == sent["id"]
+        assert response["command"] == sent["type"]
+    if not response["success"]:
+        assert response["error"]  # says what was wrong
+    assert server.process.poll() is None
+
+
+def test_framing_splits_on_lf_only(server: LineServer, tmp_path: Path) -> None:
+    """U+2028/U+2029 inside a string stay in the record; CRLF is accepted."""
+    name = "line\u2028separator\u2029paragraph\x0cfeed"
+    server.send(
+        json.dumps({"id": "n", "type": "set_session_name", "name": name}, ensure_ascii=False).encode()
+    )
+    assert server.next_response()["success"] is True
+    server.send(b'{"id":"s","type":"get_state"}\r')
+    state = server.next_response()
+    assert state["id"] == "s" and state["data"]["sessionName"] == name

@@ -1,0 +1,64 @@
+"""Interop with a client we did not write: pi's own ``RpcClient`` drives ``tether --mode rpc``.
+
+``interop/pi-client.test.mjs`` uses ``RpcClient`` from ``@mariozechner/pi-coding-agent@0.73.1``
+(installed here with ``npm ci`` when ``node_modules`` is missing; the folder is git-ignored) with
+``cliPath`` pointing at a shim that runs tether. It prompts, streams events, calls ``get_state``,
+``get_messages``, ``steer``, ``abort`` and ``new_session``; every call must succeed as against pi.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rpc_support import RpcEnv, bash_reply, text_reply
+
+INTEROP = Path(__file__).with_name("interop")
+
+
+def _install() -> None:
+    if (INTEROP / "node_modules" / "@mariozechner" / "pi-coding-agent" / "package.json").is_file():
+        return
+    done = subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, f"npm ci failed:\n{done.stderr[-3000:]}"
+
+
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="needs node and npm")
+def test_pi_rpc_client_drives_tether(rpc: RpcEnv) -> None:
+    _install()
+    rpc.script(
+        [
+            text_reply("Hello ", "from ", "tether"),
+            bash_reply("sleep 1; echo tool-ran"),
+            text_reply("steered"),
+            bash_reply("sleep 30"),
+            text_reply("never reached"),
+        ]
+    )
+    env = rpc.env(TETHER_COMMAND=json.dumps([sys.executable, "-m", "tether.cli"]))
+    done = subprocess.run(
+        ["node", str(INTEROP / "pi-client.test.mjs")],
+        cwd=rpc.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, f"pi's client failed against tether:\n{done.stdout}\n{done.stderr[-4000:]}"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {
+        "ok": True,
+        "steps": ["prompt", "get_state", "get_messages", "steer", "abort", "new_session", "misc"],
+    }

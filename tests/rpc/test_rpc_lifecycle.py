@@ -1,0 +1,182 @@
+"""How the server and the client start and end: ready, shutdown, EOF, SIGTERM, no zombie, no orphan,
+unknown frames, and a server that cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
+
+from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_closing_the_client_ends_and_reaps_the_server(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn() as client:
+        pid = client.process.pid
+    assert client.process.returncode == 0
+    assert not _alive(pid)  # reaped: not even a zombie entry is left
+    with pytest.raises(RpcError, match="gone"):
+        await client.get_state()
+
+
+async def test_shutdown_command_answers_then_exits_0(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn() as client:
+        await client.shutdown()
+        assert await asyncio.wait_for(client.process.wait(), 20) == 0
+
+
+async def test_sigterm_during_a_run_records_the_session_and_exits_0(rpc: RpcEnv) -> None:
+    rpc.script([bash_reply("sleep 30"), text_reply("never")])
+    async with rpc.spawn("--yes") as client:
+        session_id = (await client.get_state())["sessionId"]
+        assert session_id is not None
+        events = client.events()
+        run = asyncio.create_task(client.prompt("long task"))
+        await next_of(events, "tool_execution_start")
+        client.process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(client.process.wait(), 20) == 0
+        assert (await run)["status"] == "aborted"  # the run settled before the server went
+    rpc.script([])
+    async with rpc.spawn() as again:
+        await again.switch_session(session_id)
+        messages = await again.get_messages()
+        assert user_texts(messages) == ["long task"]
+        assert messages[-1]["role"] in ("assistant", "toolResult")
+
+
+def test_end_of_input_finishes_pending_commands_and_exits_0(rpc: RpcEnv) -> None:
+    rpc.script([])
+    done = subprocess.run(
+        rpc.argv(),
+        input=b'{"id":"a","type":"get_state"}\n{"id":"b","type":"set_session_name","name":"last line, no LF"}',
+        capture_output=True,
+        cwd=rpc.project,
+        env=rpc.env(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [f["type"] for f in frames] == ["ready", "response", "response"]
+    assert [f["id"] for f in frames[1:]] == ["a", "b"] and frames[2]["success"] is True
+
+
+def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
+    """The client process is killed without closing: the server sees end of input and exits."""
+    rpc.script([])
+    program = textwrap.dedent(
+        f"""
+        import asyncio, os, sys
+        from tether.rpc import RpcClient
+
+        async def main():
+            client = await RpcClient.connect({rpc.argv()!r}, cwd={str(rpc.project)!r})
+            print(client.process.pid, flush=True)
+            await asyncio.sleep(60)
+
+        asyncio.run(main())
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", program], stdout=subprocess.PIPE, env=rpc.env(), text=True
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    assert _alive(child)
+    parent.kill()
+    parent.wait()
+    for _ in range(200):
+        if not _alive(child):
+            break
+        import time
+
+        time.sleep(0.05)
+    else:
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("the server outlived its client")
+
+
+async def test_unknown_frame_types_arrive_as_unknown_frames() -> None:
+    """A newer server's frame type is handed over whole, not dropped; known ones stay dicts."""
+    server = textwrap.dedent(
+        """
+        import sys
+        print('{"type":"ready","protocolVersion":9,"version":"x","sessionId":null,"novel":1}', flush=True)
+        sys.stdin.readline()
+        print('{"type":"hologram","payload":{"a":[1,2]}}', flush=True)
+        print('{"type":"queue_update","steering":[],"followUp":[],"extra":"kept"}', flush=True)
+        print('{"id":"py-1","type":"response","command":"get_state","success":true,"data":{"x":1}}', flush=True)
+        sys.stdin.readline()
+        """
+    )
+    client = await RpcClient.connect([sys.executable, "-c", server])
+    try:
+        assert client.ready is not None and client.ready.get("novel") == 1
+        events = client.events()
+        assert await client.request("get_state") == {"x": 1}
+        first = await events.__anext__()
+        second = await events.__anext__()
+        assert first == UnknownFrame("hologram", {"type": "hologram", "payload": {"a": [1, 2]}})
+        assert second == {"type": "queue_update", "steering": [], "followUp": [], "extra": "kept"}
+    finally:
+        await client.close()
+
+
+async def test_a_server_that_cannot_start_is_an_error_with_its_message(rpc: RpcEnv) -> None:
+    with pytest.raises(RpcError, match="no-such-provider"):
+        async with RpcClient.spawn(["--model", "no-such-provider/x"], cwd=rpc.project, env=rpc.env()):
+            pass
+
+
+def test_line_splitter_keeps_unicode_separators_and_split_utf8() -> None:
+    splitter = LineSplitter()
+    record = json.dumps({"t": "a\u2028b\u2029c\r"}, ensure_ascii=False).encode() + b"\r\n"
+    halves = [record[:5], record[5:9], record[9:]]  # cuts inside multi-byte characters too
+    out = [line for half in halves for line in splitter.feed(half)]
+    assert out == [record[:-2]]
+    assert json.loads(out[0]) == {"t": "a\u2028b\u2029c\r"}
+    assert splitter.feed(b"tail") == [] and splitter.finish() == b"tail" and splitter.finish() is None
+
+
+def test_a_prompt_argument_is_refused_in_rpc_mode(rpc: RpcEnv) -> None:
+    rpc.script([])
+    done = subprocess.run(
+        [*rpc.argv(), "hello"], capture_output=True, text=True, cwd=rpc.project, env=rpc.env(), check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "prompts as commands on stdin" in done.stderr
+
+
+async def test_close_escalates_to_sigkill_for_a_server_that_will_not_end() -> None:
+    """A server that ignores end of input and SIGTERM is killed and reaped all the same."""
+    stubborn = textwrap.dedent(
+        """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print('{"type":"ready","protocolVersion":1,"version":"x","sessionId":null}', flush=True)
+        sys.stdin.read()
+        time.sleep(60)
+        """
+    )
+    client = await RpcClient.connect([sys.executable, "-c", stubborn])
+    pid = client.process.pid
+    code = await client.close(timeout=0.2)
+    assert code == -signal.SIGKILL
+    assert not _alive(pid)

@@ -1,0 +1,182 @@
+"""Session commands over RPC: compaction, fork/clone/switch, bash, stats, export, settings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from rpc_support import RpcEnv, next_of, text_reply, user_texts
+
+from tether.rpc import RpcError
+
+
+async def test_manual_compaction_emits_events_and_answers_with_the_summary(rpc: RpcEnv) -> None:
+    rpc.settings(compaction={"keepRecentTokens": 1})
+    rpc.script([text_reply("one"), text_reply("two"), text_reply("SUMMARY: we said one and two")])
+    async with rpc.spawn() as client:
+        await client.prompt("first")
+        await client.prompt("second")
+        events = client.events()
+        result = await client.compact("keep it short")
+        assert result["summary"] == "SUMMARY: we said one and two"
+        assert result["tokensBefore"] > 0
+        start = await next_of(events, "compaction_start")
+        assert start == {"type": "compaction_start", "reason": "manual"}
+        end = await next_of(events, "compaction_end")
+        assert end["result"]["summary"] == result["summary"] and end["aborted"] is False
+        assert end["willRetry"] is False
+        messages = await client.get_messages()
+        assert messages[0]["role"] == "compactionSummary"
+        assert (await client.get_state())["isCompacting"] is False
+
+
+async def test_compaction_with_nothing_to_compact_is_an_error_response(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("hi")])
+    async with rpc.spawn() as client:
+        await client.prompt("short")
+        events = client.events()
+        with pytest.raises(RpcError, match="Compaction failed: nothing to compact"):
+            await client.compact()
+        end = await next_of(events, "compaction_end")
+        assert end["result"] is None and "nothing to compact" in end["errorMessage"]
+
+
+async def test_threshold_compaction_runs_before_the_model_call(rpc: RpcEnv) -> None:
+    # The scripted model's window is 100000 tokens: reserving 99990 makes any real context "full".
+    rpc.settings(compaction={"reserveTokens": 99_990, "keepRecentTokens": 1})
+    rpc.script([text_reply("one " * 20), text_reply("SUMMARY"), text_reply("two")])
+    async with rpc.spawn() as client:
+        await client.prompt("first " * 20)
+        events = client.events()
+        assert (await client.prompt("second"))["status"] == "completed"
+        assert (await next_of(events, "compaction_start"))["reason"] == "threshold"
+        await client.set_auto_compaction(False)
+        assert (await client.get_state())["autoCompactionEnabled"] is False
+
+
+async def test_fork_switch_and_clone(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("A1"), text_reply("A2")])
+    async with rpc.spawn() as client:
+        await client.prompt("question one")
+        await client.prompt("question two")
+        original = (await client.get_state())["sessionId"]
+        assert original is not None
+        forkable = await client.get_fork_messages()
+        assert [m["text"] for m in forkable] == ["question one", "question two"]
+
+        forked = await client.fork(forkable[1]["entryId"])
+        assert forked == {"text": "question two", "cancelled": False}
+        state = await client.get_state()
+        assert state["sessionId"] not in (None, original)
+        assert user_texts(await client.get_messages()) == ["question one"]
+
+        cloned = await client.clone()
+        assert cloned == {"cancelled": False}
+        clone_id = (await client.get_state())["sessionId"]
+        assert clone_id not in (original, state["sessionId"])
+        assert user_texts(await client.get_messages()) == ["question one"]
+
+        assert await client.switch_session(original) == {"cancelled": False}
+        assert (await client.get_state())["sessionId"] == original
+        assert user_texts(await client.get_messages()) == ["question one", "question two"]
+
+        with pytest.raises(RpcError, match="has no entry 'nope'"):
+            await client.fork("nope")
+        with pytest.raises(RpcError):
+            await client.switch_session("no-such-session")
+
+
+async def test_new_session_starts_empty_and_names_are_kept(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("hello")])
+    async with rpc.spawn() as client:
+        await client.prompt("hi")
+        await client.set_session_name("  my work  ")
+        assert (await client.get_state())["sessionName"] == "my work"
+        with pytest.raises(RpcError, match="cannot be empty"):
+            await client.set_session_name("   ")
+        before = (await client.get_state())["sessionId"]
+        assert await client.new_session() == {"cancelled": False}
+        state = await client.get_state()
+        assert state["sessionId"] != before and state["messageCount"] == 0
+        assert "sessionName" not in state
+
+
+async def test_bash_records_output_for_the_next_prompt_without_events(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("seen")])
+    async with rpc.spawn() as client:
+        events = client.events()
+        result = await client.bash("echo from-bash; exit 3")
+        assert result == {"output": "from-bash\n", "exitCode": 3, "cancelled": False, "truncated": False}
+        messages = await client.get_messages()
+        assert messages[-1]["role"] == "bashExecution" and messages[-1]["command"] == "echo from-bash; exit 3"
+        await client.prompt("what did it print?")
+        first = await asyncio.wait_for(events.__anext__(), 5)
+        assert isinstance(first, dict) and first["type"] == "agent_start"  # nothing for the bash run
+
+
+async def test_abort_bash_cancels_a_running_command(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn() as client:
+        running = asyncio.create_task(client.bash("sleep 30"))
+        await asyncio.sleep(0.5)
+        await client.abort_bash()
+        result = await asyncio.wait_for(running, 10)
+        assert result["cancelled"] is True
+
+
+async def test_stats_export_and_model_commands(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("answer")])
+    async with rpc.spawn() as client:
+        await client.prompt("q")
+        stats = await client.get_session_stats()
+        assert (stats["userMessages"], stats["assistantMessages"], stats["totalMessages"]) == (1, 1, 2)
+        assert stats["contextUsage"]["contextWindow"] == 100000
+
+        html = await client.export_html()
+        assert html.endswith(".html") and "answer" in (rpc.project / html).read_text()
+        exported = await client.export(str(rpc.home / "out.jsonl"))
+        lines = (rpc.home / "out.jsonl").read_text().splitlines()
+        assert exported == str(rpc.home / "out.jsonl") and json.loads(lines[0])
+        with pytest.raises(RpcError, match=r"must end in \.html"):
+            await client.export_html("x.txt")
+
+        models = await client.get_available_models()
+        assert models[0]["provider"] == "scripted"
+        assert await client.cycle_model() is None  # no key in the test env: nothing to cycle to
+        with pytest.raises(RpcError, match="Model not found"):
+            await client.set_model("nowhere", "nothing")
+        assert (await client.set_model("scripted", "script"))["provider"] == "scripted"
+
+        await client.set_thinking_level("high")
+        assert (await client.get_state())["thinkingLevel"] == "off"  # the scripted model does not reason
+        assert await client.cycle_thinking_level() is None
+        await client.set_steering_mode("all")
+        await client.set_follow_up_mode("all")
+        state = await client.get_state()
+        assert (state["steeringMode"], state["followUpMode"]) == ("all", "all")
+        assert await client.get_commands() == []
+        await client.abort_retry()
+
+
+async def test_context_overflow_compacts_and_continues_by_itself(rpc: RpcEnv) -> None:
+    rpc.settings(compaction={"keepRecentTokens": 1})
+    rpc.script(
+        [
+            text_reply("one"),
+            {"content": [], "error": "prompt is too long: 210000 tokens > 200000 maximum"},
+            text_reply("SUMMARY of one"),
+            text_reply("recovered"),
+        ]
+    )
+    async with rpc.spawn() as client:
+        await client.prompt("first")
+        events = client.events()
+        assert (await client.prompt("second"))["status"] == "completed"
+        assert (await next_of(events, "compaction_start"))["reason"] == "overflow"
+        end = await next_of(events, "compaction_end")
+        assert end["willRetry"] is True and end["result"]["summary"] == "SUMMARY of one"
+        assert await client.get_last_assistant_text() == "recovered"
+        messages = await client.get_messages()
+        assert messages[0]["role"] == "compactionSummary"
+        assert all(m.get("stopReason") != "error" for m in messages)  # the failed reply is off the path
