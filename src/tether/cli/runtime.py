@@ -750,14 +750,6 @@ def is_transient_error(message: AssistantMessage) -> bool:
     return _TRANSIENT.search(message.get("errorMessage") or "") is not None
 
 
-def _context_tokens(message: AssistantMessage) -> int:
-    usage = message["usage"]
-    total = int(usage.get("totalTokens") or 0)
-    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(
-        usage["cacheWrite"]
-    )
-
-
 def _clamp_thinking(model: ModelInfo, level: str) -> str:
     from tether.ai.thinking import clamp_thinking_level
 
