@@ -30,7 +30,7 @@ from tether.tools.prompt_input import (
 )
 from tether.tools.read import ReadParams, create_read_tool, read_lines
 from tether.tools.workspace import Workspace
-from tether.tools.write import WriteParams, create_write_tool
+from tether.tools.write import WriteParams, create_write_tool, written
 
 TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
     "read": create_read_tool,
@@ -91,4 +91,5 @@ __all__ = [
     "run_python_input",
     "run_shell_input",
     "unified_diff",
+    "written",
 ]
