@@ -49,9 +49,10 @@ def root_command() -> click.Command:
     )
     @click.option(
         "--mode",
-        type=click.Choice(["text", "json"]),
+        type=click.Choice(["text", "json", "acp"]),
         default="text",
-        help="json: every agent event as one JSON line on stdout.",
+        help="json: every agent event as one JSON line on stdout; "
+        "acp: serve the Agent Client Protocol on stdio (for editors, see docs/acp.md).",
     )
     @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
     @click.option(

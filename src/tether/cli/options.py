@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
-Mode = Literal["interactive", "print", "json"]
+Mode = Literal["interactive", "print", "json", "acp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,8 @@ class RunOptions:
 
         prompt = " ".join(words) if words else None
         mode: Mode = "interactive"
-        if values.get("mode") == "json":
-            mode = "json"
+        if values.get("mode") in ("json", "acp"):
+            mode = cast(Mode, values["mode"])
         elif values.get("print_mode"):
             mode = "print"
         tools_text = text("tools")
