@@ -138,7 +138,7 @@ async def _serve(options: RunOptions) -> None:
     sys.stdout = sys.stderr  # stdout carries JSON-RPC only: a stray print must not corrupt it
     agent = TetherAcpAgent(options)
     # The SDK routes the methods an agent has; the unstable ones (fork, resume, close) we do not.
-    connection = AgentSideConnection(cast("Agent", agent), JsonRpcStdio(reader, writer))
+    connection = AgentSideConnection(cast("Agent", agent), JsonRpcStdio(reader, writer), listening=False)
     try:
         await connection.listen()
     finally:
