@@ -115,7 +115,10 @@ async def test_full_session_then_load_in_a_new_process(acp_env: AcpEnv) -> None:
 
         # 3. Auto mode; a command (which still asks) is allowed, then cancelled while it runs.
         await conn.set_session_mode(session_id=session_id, mode_id="auto")
-        assert client.updates() == [{"sessionUpdate": "current_mode_update", "currentModeId": "auto"}]
+        mode_updates = client.updates()
+        assert kinds(mode_updates) == ["current_mode_update", "config_option_update"]
+        assert mode_updates[0]["currentModeId"] == "auto"
+        assert mode_updates[1]["configOptions"][0]["currentValue"] == "auto"
 
         def cancel_when_running(update: dict[str, Any]) -> None:
             if update.get("toolCallId") == "b1" and update.get("status") == "in_progress":

@@ -34,6 +34,7 @@ from acp.schema import (
     AuthenticateResponse,
     AuthMethodAgent,
     ClientCapabilities,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
@@ -265,9 +266,12 @@ class TetherAcpAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         session = self._session(session_id)
         session.set_mode(mode_id)
-        await session.send(
-            CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode)
+        await session.send(session.mode_update())
+        # The mode is also a config option: a client showing those must see the change too.
+        options = ConfigOptionUpdate(
+            session_update="config_option_update", config_options=session.config_options()
         )
+        await session.send(options)
         return SetSessionModeResponse()
 
     async def set_config_option(
@@ -279,6 +283,8 @@ class TetherAcpAgent:
                 {"details": f"option {config_id!r} takes one of its listed values"}
             )
         session.set_option(config_id, value)
+        if config_id == "mode":
+            await session.send(session.mode_update())
         return SetSessionConfigOptionResponse(config_options=session.config_options())
 
     # -- turns ---------------------------------------------------------------------------------
@@ -395,6 +401,9 @@ class AcpSession:
 
     def mode_state(self) -> SessionModeState:
         return SessionModeState(current_mode_id=self.mode, available_modes=list(MODES))
+
+    def mode_update(self) -> CurrentModeUpdate:
+        return CurrentModeUpdate(session_update="current_mode_update", current_mode_id=self.mode)
 
     def set_mode(self, mode_id: str) -> None:
         if mode_id not in ("ask", "auto"):

@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    ConfigOptionUpdate,
     ContentToolCallContent,
     CurrentModeUpdate,
     FileEditToolCallContent,
@@ -41,6 +42,7 @@ SessionUpdate = (
     | ToolCallStart
     | ToolCallProgress
     | CurrentModeUpdate
+    | ConfigOptionUpdate
 )
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"

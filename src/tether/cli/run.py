@@ -94,6 +94,12 @@ def _run_acp(options: RunOptions) -> int:
     if options.prompt is not None:
         sys.stderr.write("tether: --mode acp takes no prompt: the editor sends the prompts\n")
         return 2
+    if options.no_session or options.continue_ or options.resume is not None or options.session_id:
+        sys.stderr.write(
+            "tether: --mode acp: the editor picks sessions (session/new, session/load) and they are "
+            "always stored; drop --no-session, --continue, --resume and --session\n"
+        )
+        return 2
     try:
         from tether.cli.acp_mode import run_acp
     except ImportError as exc:
