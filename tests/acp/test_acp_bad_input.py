@@ -86,8 +86,38 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
         )
         assert no_session["error"]["code"] == -32602
 
-        created = await agent.ask(request(11, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+        auth = await agent.ask(request(20, "authenticate", {"methodId": "environment"}))
+        assert auth == {"jsonrpc": "2.0", "id": 20, "result": {}}
+        bad_auth = await agent.ask(request(21, "authenticate", {"methodId": "oauth"}))
+        assert bad_auth["error"]["code"] == -32602
+
+        stdio_server = {"name": "files", "command": "mcp-files", "args": [], "env": []}
+        created = await agent.ask(
+            request(11, "session/new", {"cwd": str(acp_env.project), "mcpServers": [stdio_server]})
+        )
         session_id = created["result"]["sessionId"]
+        assert created["result"]["_meta"] == {"tether": {"mcpServers": "unsupported", "ignored": ["files"]}}
+
+        def set_option(request_id: int, config_id: str, value: str) -> str:
+            params = {"sessionId": session_id, "configId": config_id, "value": value}
+            return request(request_id, "session/set_config_option", params)
+
+        bad_model = await agent.ask(set_option(22, "model", "nope/nothing"))
+        assert (
+            bad_model["error"]["code"] == -32602 and "nope/nothing" in bad_model["error"]["data"]["details"]
+        )
+        bad_option = await agent.ask(set_option(23, "colour", "blue"))
+        assert bad_option["error"]["code"] == -32602
+        mode_update = await agent.ask(set_option(24, "mode", "auto"))
+        assert mode_update["params"]["update"] == {
+            "sessionUpdate": "current_mode_update",
+            "currentModeId": "auto",
+        }
+        mode_set = await agent.receive()
+        assert mode_set["id"] == 24
+        assert [o["currentValue"] for o in mode_set["result"]["configOptions"] if o["id"] == "mode"] == [
+            "auto"
+        ]
         bad_mode = await agent.ask(
             request(12, "session/set_mode", {"sessionId": session_id, "modeId": "yolo"})
         )
