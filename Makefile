@@ -27,8 +27,6 @@ $(VENV)/.installed-local: pyproject.toml scripts/install_local.py | $(VENV)/.ins
 	touch $@
 
 demo: $(VENV)/.installed-local
-	@echo "Model: SmolLM2-135M-Instruct, embedded and offline. It is a smoke-test model: it answers,"
-	@echo "but it is far too small to be a useful coding agent. Set an API key and use --model for that."
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _table import print_table
 from tether.session import SessionManager, SQLiteStore
 from tether.wire import AgentMessage
 
@@ -138,26 +139,39 @@ def main() -> None:
                 s.close()
             append_times[durability] = sorted(times)
 
-    def pct(values: list[float], p: float) -> float:
-        return values[min(len(values) - 1, int(p * len(values)))] * 1e3
+    def pct(values: list[float], p: float) -> str:
+        return f"{values[min(len(values) - 1, int(p * len(values)))] * 1e3:.3f}"
 
-    print(f"P4 session store: {MESSAGES} messages, {size_mb:.1f} MB of JSON")
-    print(
-        f"  open + rebuild context (SQLite):  best {open_best * 1e3:7.1f} ms  median {open_median * 1e3:7.1f} ms"
-        f"  cpu {open_cpu * 1e3:7.1f} ms  (goal <= 150 ms)"
-    )
-    print(
-        f"  reference: JSONL + json.loads:    best {jsonl_best * 1e3:7.1f} ms  median {jsonl_median * 1e3:7.1f} ms"
-        f"  cpu {jsonl_cpu * 1e3:7.1f} ms"
-    )
-    print(
-        f"  ratio open / JSONL (median wall): {open_median / jsonl_median:.2f}x   (cpu: {open_cpu / jsonl_cpu:.2f}x)"
-    )
+    def ms(seconds: float) -> str:
+        return f"{seconds * 1e3:.1f}"
+
+    print_table(
+        f"P4 open + rebuild context: {MESSAGES} messages, {size_mb:.1f} MB of JSON (goal <= 150 ms)",
+        ["reader", "best ms", "median ms", "cpu ms", "ratio (median)"],
+        [
+            ["tether SQLite session", ms(open_best), ms(open_median), ms(open_cpu),
+             f"{open_median / jsonl_median:.2f}x"],
+            ["reference: JSONL + json.loads", ms(jsonl_best), ms(jsonl_median), ms(jsonl_cpu), "1.00x"],
+        ],
+    )  # fmt: skip
+    print()
     normal, full = append_times["normal"], append_times["full"]
-    print(
-        f"  append, WAL synchronous=NORMAL:   p50 {pct(normal, 0.5):.3f} ms  p99 {pct(normal, 0.99):.3f} ms  (goal p50 <= 1 ms)"
+    print_table(
+        "P4 append one message durably (goal p50 <= 1 ms)",
+        ["durability", "p50 ms", "p99 ms"],
+        [
+            [
+                "WAL, synchronous=NORMAL (default; survives process crash)",
+                pct(normal, 0.5),
+                pct(normal, 0.99),
+            ],
+            [
+                "WAL, synchronous=FULL (fsync per commit; survives power loss)",
+                pct(full, 0.5),
+                pct(full, 0.99),
+            ],
+        ],
     )
-    print(f"  append, WAL synchronous=FULL:     p50 {pct(full, 0.5):.3f} ms  p99 {pct(full, 0.99):.3f} ms")
 
 
 if __name__ == "__main__":

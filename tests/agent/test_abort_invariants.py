@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE
+from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE, check_invariants
 
 from tether.testing.conformance import load_scenario, run_scenario, scenario_paths
 
@@ -33,29 +33,6 @@ def _quick(scenario: dict[str, Any]) -> dict[str, Any]:
         tools.append({**tool, "behavior": behavior})
     quick["tools"] = tools
     return quick
-
-
-def check_invariants(trace: dict[str, Any]) -> None:
-    events = trace["events"]
-    types = [event["type"] for event in events]
-    assert types[0] == "agent_start"
-    assert types[-1] == "agent_end", "the run must end with agent_end"
-    assert types.count("agent_end") == 1, "nothing may follow agent_end"
-    assert types.count("turn_start") == types.count("turn_end")
-    assert types.count("message_start") == types.count("message_end")
-    starts = Counter(e["toolCallId"] for e in events if e["type"] == "tool_execution_start")
-    ends = Counter(e["toolCallId"] for e in events if e["type"] == "tool_execution_end")
-    assert starts == ends, "every started tool call ends"
-
-    result = trace["result"]
-    assert events[-1]["messages"] == result
-    answered = Counter(m["toolCallId"] for m in result if m["role"] == "toolResult")
-    for message in result:
-        if message["role"] != "assistant" or message["stopReason"] in ("error", "aborted"):
-            continue
-        for block in message["content"]:
-            if block["type"] == "toolCall":
-                assert answered[block["id"]] == 1, f"tool call {block['id']} needs exactly one result"
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)

@@ -82,6 +82,10 @@ async def test_429_with_retry_after_then_success() -> None:
     assert final["stopReason"] == "stop"
     assert final["content"][0]["text"] == "Hello"
     assert len(server.requests) == 2
+    # Clock fields: time to first token, total duration (ms, incl. the retry wait), completion time.
+    assert 0 <= final["ttft"] <= final["duration"] and final["duration"] >= 10
+    assert final["completedAt"] >= final["timestamp"]
+    assert final["responseId"] == "r1"
 
 
 async def test_retry_after_ms_header_is_honoured() -> None:
@@ -149,6 +153,13 @@ async def test_connection_reset_before_first_token_is_retried() -> None:
     assert len(server.requests) == 2
 
 
+async def test_http_and_read_failures_share_one_retry_budget() -> None:
+    async with LoopbackServer([Reply(b"oops", 500), Reply(TEXT_BODY, reset_after=0)]) as server:
+        _, final = await collect(model(server.url), fast(max_retries=3))
+    assert len(server.requests) == 4  # the first try and three retries, whatever failed
+    assert final["stopReason"] == "error"
+
+
 async def test_connection_reset_before_first_token_without_retries() -> None:
     async with LoopbackServer([Reply(TEXT_BODY, reset_after=0)]) as server:
         _, final = await collect(model(server.url), fast(max_retries=0))
@@ -182,6 +193,12 @@ async def test_body_ending_without_finish_reason_is_an_error() -> None:
         _, final = await collect(model(server.url), fast())
     assert final["stopReason"] == "error"
     assert final["errorMessage"] == "The stream ended before the response was complete"
+
+
+async def test_done_marker_without_finish_reason_is_fine() -> None:
+    async with LoopbackServer([Reply(chunk({"content": "Hi"}) + b"data: [DONE]\n\n")]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
 
 
 async def test_missing_done_marker_is_fine() -> None:
@@ -219,8 +236,25 @@ async def test_in_stream_error_event_anthropic() -> None:
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
     )
     async with LoopbackServer([Reply(body)]) as server:
-        _, final = await collect(model(server.url, "anthropic-messages", "anthropic"), fast())
+        _, final = await collect(model(server.url, "anthropic-messages", "anthropic"), fast(max_retries=0))
     assert final["errorMessage"] == "overloaded_error: Overloaded"
+
+
+async def test_anthropic_overloaded_inside_the_stream_before_content_is_retried() -> None:
+    overloaded = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"x","usage":{"input_tokens":1}}}\n\n'
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    )
+    fine = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"y","usage":{"input_tokens":2}}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    async with LoopbackServer([Reply(overloaded), Reply(fine)]) as server:
+        events, final = await collect(model(server.url, "anthropic-messages", "anthropic"), fast())
+    assert len(server.requests) == 2
+    assert final["stopReason"] == "stop" and final["responseId"] == "y"
+    assert final["usage"]["input"] == 2
+    assert [e["type"] for e in events] == ["start", "done"]
 
 
 async def test_anthropic_stream_cut_before_message_stop() -> None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamcheck import compare, fixture_paths, load, normalized, run_fixture
 
+from tether.ai import StreamOptions, stream
 from tether.testing import replay as replay_cli
+from tether.testing.loopback import LoopbackServer, Reply
+from tether.testing.replay import REPLAY_CONTEXT, base_path
+from tether.wire import ModelInfo
 
 PATHS = fixture_paths()
 
@@ -46,6 +51,15 @@ def test_replay_cli_prints_the_expected_form(
     assert keys == set(expected["message"])
 
 
+async def test_error_chunk_usage_takes_the_corrected_alternative() -> None:
+    path = next(p for p in PATHS if p.stem == "openrouter-error-chunk")
+    fixture, expected = load(path)
+    _, final = await run_fixture(fixture, expected["model"])
+    usage = final["usage"]
+    assert (usage["input"], usage["output"], usage["totalTokens"]) == (43, 10, 53)
+    assert final["errorMessage"] == "Token limit reached"
+
+
 def test_replay_cli_without_model_derives_one(capsys: pytest.CaptureFixture[str]) -> None:
     path = next(p for p in PATHS if p.stem == "openrouter-cached-usage")
     assert replay_cli.main([str(path)]) == 0
@@ -68,3 +82,22 @@ async def test_random_byte_splits_give_the_same_result(index: int, cuts: list[in
     size = len(fixture["response"]["body"].encode())
     events, final = await run_fixture(fixture, expected["model"], [c % size for c in cuts], delay=0.0005)
     assert compare(normalized(events, final), expected, PATHS[index].stem) == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=st.integers(0, len(PATHS) - 1), fraction=st.floats(0, 1))
+async def test_a_body_cut_anywhere_ends_in_one_terminal_event(index: int, fraction: float) -> None:
+    fixture, expected = load(PATHS[index])
+    body = fixture["response"]["body"].encode()
+    cut = int(len(body) * fraction)
+    reply = Reply(body, truncate_after=cut, chunks=[cut // 2], delay=0.001)
+    async with LoopbackServer([reply]) as server:
+        spec = dict(expected["model"], baseUrl=server.url + base_path(fixture))
+        events_stream = stream(
+            cast(ModelInfo, spec), REPLAY_CONTEXT, StreamOptions(api_key="k", max_retries=0)
+        )
+        events = [event async for event in events_stream]
+        final = await events_stream.result()
+    assert [e["type"] for e in events].count("done") + [e["type"] for e in events].count("error") == 1
+    if cut < len(body):
+        assert final["stopReason"] == "error" and final.get("errorMessage")

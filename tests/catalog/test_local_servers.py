@@ -9,8 +9,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tether.ai import ProviderInfo, find_model, probe_local_servers
-from tether.ai.local_servers import _model_ids  # pyright: ignore[reportPrivateUsage]
+import pytest
+
+from tether.ai import ProviderInfo, find_model, list_models, list_providers, probe_local_servers
+from tether.ai.keys import env_vars_for
+from tether.ai.local_servers import _model_ids, usable_models  # pyright: ignore[reportPrivateUsage]
+from tether.ai.models import DEFAULT_MAX_TOKENS, LOCAL_PROVIDERS
 
 Handler = Callable[[bytes], bytes | None]
 """Request head → raw HTTP response, or ``None`` to never answer."""
@@ -121,3 +125,42 @@ def test_model_id_shapes() -> None:
     ]
     assert _model_ids([1, 2]) == []
     assert _model_ids({"data": "nope"}) == []
+
+
+async def test_usable_models(config_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for provider in list_providers():
+        for name in (provider.api_key_env, *env_vars_for(provider.name)):
+            if name:
+                monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-x")
+    async with server(lambda head: http(200, '{"data": [{"id": "listed"}, {"id": "pulled"}]}')) as (url, _):
+        (config_dir / "models.json").write_text(
+            json.dumps(
+                {
+                    "providers": {
+                        "mybox": {
+                            "baseUrl": url,
+                            "api": "openai-completions",
+                            "models": [{"id": "listed", "maxTokens": 99}],
+                        },
+                        "gone": {
+                            "baseUrl": f"http://127.0.0.1:{closed_port()}/v1",
+                            "api": "openai-completions",
+                            "models": [{"id": "x"}],
+                        },
+                    }
+                }
+            )
+        )
+        models = await usable_models(timeout=0.3)
+    names = {f"{m['provider']}/{m['id']}": m for m in models}
+    # the keyed provider's whole catalog, the answering server's models; (a developer's own
+    # Ollama on this machine may add its models: the known local servers are probed too)
+    local = {p.name for p in LOCAL_PROVIDERS}
+    assert {n.split("/")[0] for n in names} - local == {"deepseek", "mybox"}
+    assert {n for n in names if n.startswith("deepseek/")} == {
+        f"deepseek/{m['id']}" for m in list_models("deepseek")
+    }
+    assert names["mybox/listed"]["maxTokens"] == 99  # models.json's description
+    assert names["mybox/pulled"]["maxTokens"] == DEFAULT_MAX_TOKENS  # served but not described
+    assert not any(n.startswith("gone/") for n in names)  # not answering: not usable now

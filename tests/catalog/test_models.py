@@ -125,6 +125,7 @@ def test_providers_and_keys() -> None:
     assert not provider_has_key(anthropic, {})
     assert provider_has_key(anthropic, {"ANTHROPIC_API_KEY": "sk-x"})
     assert not provider_has_key(anthropic, {"ANTHROPIC_API_KEY": ""})
+    assert provider_has_key(anthropic, {"ANTHROPIC_OAUTH_TOKEN": "sk-ant-oat-x"})  # as tether.ai.keys reads
     assert provider_has_key(get_provider_info("vllm"), {})
 
 
@@ -329,6 +330,14 @@ BAD_FILES: list[tuple[Any, str]] = [
             }
         },
         r"models\[0\] \('a'\)\.thinking\.efforts\[0\]: Input should be 'minimal', 'low'",
+    ),
+    (
+        {"providers": {"ollama": {"models": [{"id": "a", "cost": {"input": "1.5"}}]}}},
+        r"models\[0\] \('a'\)\.cost\.input: Input should be a number \(got '1\.5'\)",
+    ),
+    (
+        {"providers": {"ollama": {"models": [{"id": "a", "input": ["text", "images"]}]}}},
+        r"models\[0\] \('a'\)\.input\[1\]: Input should be 'text' or 'image' \(got 'images'\)",
     ),
     (
         {"providers": {"ollama": {"apiKeyEnv": "not a name"}}},

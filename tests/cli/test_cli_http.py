@@ -119,3 +119,68 @@ async def test_json_mode_tool_round_trip_over_http(cli: CliEnv) -> None:
     second = json.loads(server.requests[1].body)
     tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
     assert tool_messages and tool_messages[0]["tool_call_id"] == tool_end["toolCallId"]
+
+
+async def test_system_prompt_carries_project_instructions_and_options(cli: CliEnv) -> None:
+    """What the provider receives: built-in prompt + AGENTS.md, or --system-prompt instead."""
+    recorded, expected = fixture("openai-completions/openai-text")
+    (cli.project / "AGENTS.md").write_text("Always answer in haiku.")
+    sub = cli.project / "pkg"
+    sub.mkdir()
+    async with LoopbackServer([reply_of(recorded)]) as server:
+        model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
+        code, _, err = await run_cli(cli, "-p", "q", "--no-session", "--model", model, "--cwd", str(sub))
+        assert code == 0, err
+        code, _, err = await run_cli(
+            cli,
+            "-p",
+            "q",
+            "--no-session",
+            "--model",
+            model,
+            "--system-prompt",
+            "You are terse.",
+            "--tools",
+            "",
+        )
+        assert code == 0, err
+    default, replaced = (json.loads(r.body) for r in server.requests)
+    system = next(m for m in default["messages"] if m["role"] in ("system", "developer"))["content"]
+    assert "Always answer in haiku." in system and f"Working directory: {sub.resolve()}" in system
+    assert {t["function"]["name"] for t in default["tools"]} == {
+        "read",
+        "write",
+        "edit",
+        "bash",
+        "grep",
+        "find",
+        "ls",
+    }
+    system = next(m for m in replaced["messages"] if m["role"] in ("system", "developer"))["content"]
+    assert system.startswith("You are terse.") and "Always answer in haiku." in system
+    assert not replaced.get("tools")
+
+
+async def test_models_lists_keyed_providers_and_answering_local_servers(cli: CliEnv) -> None:
+    listing = Reply(
+        body=json.dumps({"data": [{"id": "served-model"}]}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    async with LoopbackServer([listing]) as server:
+        write_models_json(cli, server.url, "openai-completions", "configured-model")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "models",
+            cwd=cli.project,
+            env=cli.env(OPENAI_API_KEY="sk-test"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+    text = out.decode()
+    assert process.returncode == 0, err.decode()
+    assert "replay/served-model" in text and "local server" in text
+    assert "openai/gpt-4o " in text
+    assert "anthropic/" not in text  # no key: not usable, not listed

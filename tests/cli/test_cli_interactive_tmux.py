@@ -2,8 +2,8 @@
 
 One scripted conversation walks through what a person does: a prompt and its streamed answer, a
 command the user declines (``n``), one approved once (``y``) whose long output is folded (then
-expanded with Ctrl-O), "always" (``a``), steering typed while a tool runs (shown as a pending
-chip, then delivered), Ctrl-C aborting a running command, ``/session``, and Ctrl-D to exit.
+expanded with Ctrl-O), "always" (``a``), steering (Enter) and a follow-up (Alt-Enter) typed while
+a tool runs (shown as pending chips, then delivered in order), Ctrl-C aborting a running command, ``/session``, and Ctrl-D to exit.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from collections.abc import Callable
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
+
+NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
+"""A command that runs until the test lets it end (no race with the typing)."""
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"
@@ -74,8 +77,9 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
             text_reply("Understood, not running it."),
             tool_reply("bash", {"command": "seq 1 20"}, "call_seq"),
             text_reply("Counted to twenty."),
-            tool_reply("bash", {"command": "sleep 2; echo slept"}, "call_nap"),
+            tool_reply("bash", {"command": NAP}, "call_nap"),
             text_reply("Heard you: steering arrived."),
+            text_reply("Following up as asked."),
             tool_reply("bash", {"command": "sleep 60"}, "call_long"),
             text_reply("this answer is never reached"),
         ],
@@ -114,14 +118,22 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
 
         terminal.type("take a nap")
         terminal.send("Enter")
-        terminal.wait_for("Run command: sleep 2; echo slept")
+        terminal.wait_for(f"Run command: {NAP}")
         terminal.send("a")  # always: no more questions in this session
         terminal.type("wake up gently")
         terminal.send("Enter")
-        terminal.wait_for("steer: wake up gently")  # pending chip while the tool runs
-        screen = terminal.wait_for("Heard you: steering arrived.")
-        assert "› wake up gently" in screen
-        assert "steer: wake up gently" not in screen.split("Heard you")[-1]
+        terminal.wait_for("steer: wake up gently")  # a pending chip while the tool runs
+        terminal.type("and then this")
+        terminal.send("Escape", "Enter")  # Alt-Enter: a follow-up for when the agent is done
+        screen = terminal.wait_for("follow-up: and then this")
+        assert "steer: wake up gently" in screen
+        (cli.project / "wake").touch()  # the tool ends only now
+        screen = terminal.wait_for("Following up as asked.")
+        after_steer = screen.split("› wake up gently")[1]
+        assert "Heard you: steering arrived." in after_steer
+        assert after_steer.index("Heard you") < after_steer.index("› and then this")
+        last = screen.split("Following up as asked.")[-1]
+        assert "steer:" not in last and "follow-up:" not in last  # chips gone once delivered
 
         terminal.type("run forever")
         terminal.send("Enter")

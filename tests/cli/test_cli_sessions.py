@@ -66,3 +66,13 @@ def test_resume_of_a_missing_session_is_a_clear_error(cli: CliEnv) -> None:
     done = cli.run("--resume", "nope", "-p", "x", script=cli.script("a", [text_reply("y")]))
     assert done.returncode == 1
     assert "nope" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_resume_picker_lists_sessions_and_needs_a_terminal(cli: CliEnv) -> None:
+    cli.run("-p", "picked question", script=cli.script("a", [text_reply("x")]))
+    done = cli.run("--resume", "-p", "again", script=cli.script("b", [text_reply("y")]))
+    assert done.returncode == 1
+    assert "picked question" in done.stderr  # the list, numbered
+    assert "pass the id" in done.stderr
+    everywhere = cli.run("sessions", "--all")
+    assert "picked question" in everywhere.stdout and str(cli.project.resolve()) in everywhere.stdout

@@ -11,6 +11,11 @@ import random
 from multiprocessing.connection import Connection
 
 from tether.session import SessionManager
+from tether.wire import decode_message
+
+# Build the message validator here, in the forkserver that preloads this module, instead of
+# once per forked child.
+decode_message({"role": "user", "content": "warm-up", "timestamp": 0})
 
 
 def write_until_killed(db_path: str, session_id: str | None, seed: int, report: Connection) -> None:
@@ -22,7 +27,7 @@ def write_until_killed(db_path: str, session_id: str | None, seed: int, report: 
     else:
         session = manager.open(session_id)
     while True:
-        size = rng.choice([50, 2_000, 60_000, 400_000])
+        size = rng.choice([50, 2_000, 30_000, 150_000])
         body = "".join(rng.choice("abcdefghij \n") for _ in range(64)) * (size // 64)
         if rng.random() < 0.5:
             entry_id = session.append_message({"role": "user", "content": body, "timestamp": 1})
@@ -34,3 +39,10 @@ def write_until_killed(db_path: str, session_id: str | None, seed: int, report: 
                 ]
             )[-1]
         report.send_bytes(f"E{session.id}{entry_id}".encode())
+
+
+def append_n(db_path: str, session_id: str, count: int) -> None:
+    """Append ``count`` messages to one session and exit (concurrent-writers test)."""
+    with SessionManager.at(db_path) as manager, manager.open(session_id) as session:
+        for i in range(count):
+            session.append_message({"role": "user", "content": f"{session_id} {i}", "timestamp": i})

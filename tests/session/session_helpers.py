@@ -1,13 +1,10 @@
-"""Message builders and a scripted model for the session tests."""
+"""Message builders for the session tests (the scripted model is ``tether.testing.scripted``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, cast
 
-from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
-from tether.ai.types import Context, SimpleStreamOptions
-from tether.wire import AgentMessage, AssistantMessageEvent, ModelInfo
+from tether.wire import AgentMessage, ModelInfo
 
 MODEL: ModelInfo = {
     "id": "scripted-1",
@@ -73,33 +70,3 @@ def result(call_id: str, out: str, name: str = "read", is_error: bool = False) -
             "timestamp": 1_700_000_000_002,
         },
     )
-
-
-class ScriptedModel:
-    """A stream function that answers each request with the next scripted reply text (or error).
-
-    It records every request's context so tests can check what the model was asked.
-    """
-
-    def __init__(self, *replies: str | Exception) -> None:
-        self.replies = list(replies)
-        self.requests: list[Context] = []
-
-    def __call__(
-        self, model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AssistantMessageEventStream:
-        self.requests.append(context)
-        reply = self.replies.pop(0)
-
-        async def source() -> AsyncIterator[AssistantMessageEvent]:
-            message = new_assistant_message(model)
-            yield {"type": "start", "partial": message}
-            if isinstance(reply, Exception):
-                raise reply
-            message["content"] = [{"type": "text", "text": reply}]
-            yield {"type": "text_start", "contentIndex": 0, "partial": message}
-            yield {"type": "text_delta", "contentIndex": 0, "delta": reply, "partial": message}
-            yield {"type": "text_end", "contentIndex": 0, "content": reply, "partial": message}
-            yield {"type": "done", "reason": "stop", "message": message}
-
-        return AssistantMessageEventStream(model, source(), options.signal if options else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from session_helpers import MODEL, ScriptedModel, assistant, call, result, text, user
+from session_helpers import MODEL, assistant, call, result, text, user
 
 from tether.session import (
     CompactionError,
@@ -20,6 +20,7 @@ from tether.session import (
     summarize_branch,
 )
 from tether.session.compaction import serialize_for_summary
+from tether.testing.scripted import ScriptedModel, reply
 from tether.wire import AssistantMessage
 
 WORDS = "lorem ipsum dolor sit amet " * 40  # ~1080 chars, ~270 tokens
@@ -36,8 +37,12 @@ def _long_session(manager: SessionManager, turns: int) -> tuple[Session, list[st
     return s, ids
 
 
+def scripted(*replies: str) -> ScriptedModel:
+    return ScriptedModel([reply(r) for r in replies], model=MODEL)
+
+
 def _prompt_of(model: ScriptedModel, i: int) -> str:
-    return cast(str, model.requests[i]["messages"][0]["content"])
+    return cast(str, model.requests[i].context["messages"][0]["content"])
 
 
 def test_threshold_uses_reported_usage_plus_estimates() -> None:
@@ -78,7 +83,7 @@ def test_silent_overflow_is_recognised_from_usage() -> None:
 async def test_compact_summarises_the_old_part_and_keeps_recent_tokens(manager: SessionManager) -> None:
     s, ids = _long_session(manager, turns=12)
     before = list(s.messages)
-    model = ScriptedModel("SUMMARY ONE")
+    model = scripted("SUMMARY ONE")
     res = await compact(s, MODEL, model, settings=CompactionSettings(keep_recent_tokens=2_000))
     assert res.summary == "SUMMARY ONE"
     kept_from = ids.index(cast(str, res.first_kept_entry_id))
@@ -99,7 +104,7 @@ async def test_compact_summarises_the_old_part_and_keeps_recent_tokens(manager: 
 
 async def test_second_compaction_updates_the_summary_instead_of_nesting(manager: SessionManager) -> None:
     s, _ = _long_session(manager, turns=10)
-    model = ScriptedModel("SUMMARY ONE", "SUMMARY TWO")
+    model = scripted("SUMMARY ONE", "SUMMARY TWO")
     settings = CompactionSettings(keep_recent_tokens=2_000)
     await compact(s, MODEL, model, settings=settings)
     for i in range(10, 16):
@@ -121,7 +126,7 @@ async def test_cut_never_separates_a_tool_call_from_its_result(manager: SessionM
     s.append_message(assistant(call("c1")))
     s.append_message(result("c1", "x" * 8_000))  # ~2,000 tokens: the budget is reached on it
     s.append_message(assistant(text("end")))
-    res = await compact(s, MODEL, ScriptedModel("S"), settings=CompactionSettings(keep_recent_tokens=1_500))
+    res = await compact(s, MODEL, scripted("S"), settings=CompactionSettings(keep_recent_tokens=1_500))
     kept = s.messages[1:]
     assert [m["role"] for m in kept] == ["assistant", "toolResult", "assistant"]
     assert res.first_kept_entry_id == s.context.entry_ids[1]
@@ -129,7 +134,7 @@ async def test_cut_never_separates_a_tool_call_from_its_result(manager: SessionM
 
 async def test_instructions_reach_the_summariser(manager: SessionManager) -> None:
     s, _ = _long_session(manager, turns=4)
-    model = ScriptedModel("S")
+    model = scripted("S")
     await compact(
         s,
         MODEL,
@@ -138,22 +143,22 @@ async def test_instructions_reach_the_summariser(manager: SessionManager) -> Non
         settings=CompactionSettings(keep_recent_tokens=500),
     )
     assert "Additional instructions: focus on file paths" in _prompt_of(model, 0)
-    assert model.requests[0].get("systemPrompt")
+    assert model.requests[0].context.get("systemPrompt")
 
 
 async def test_failed_summary_persists_nothing(manager: SessionManager) -> None:
     s, _ = _long_session(manager, turns=4)
     count = len(s.entries())
-    with pytest.raises(CompactionError, match="summarising failed: RuntimeError: provider down"):
+    with pytest.raises(CompactionError, match="summarising failed: provider down"):
         await compact(
             s,
             MODEL,
-            ScriptedModel(RuntimeError("provider down")),
+            ScriptedModel([reply(error="provider down")], model=MODEL),
             settings=CompactionSettings(keep_recent_tokens=500),
         )
     assert len(s.entries()) == count
     with pytest.raises(CompactionError, match="nothing to compact"):
-        await compact(s, MODEL, ScriptedModel("S"), settings=CompactionSettings(keep_recent_tokens=10**9))
+        await compact(s, MODEL, scripted("S"), settings=CompactionSettings(keep_recent_tokens=10**9))
 
 
 async def test_branch_summary_covers_only_the_branch_being_left(manager: SessionManager) -> None:
@@ -162,7 +167,7 @@ async def test_branch_summary_covers_only_the_branch_being_left(manager: Session
     s.append_message(assistant(text("shared answer")))
     s.append_message(user("branch-only idea"))
     s.append_message(assistant(text("branch-only reply")))
-    model = ScriptedModel("BRANCH SUMMARY")
+    model = scripted("BRANCH SUMMARY")
     leaf = await summarize_branch(s, q, MODEL, model)
     prompt = _prompt_of(model, 0)
     assert "branch-only idea" in prompt and "shared question" not in prompt

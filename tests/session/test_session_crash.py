@@ -2,8 +2,10 @@
 
 Children come from a ``forkserver`` that imported tether once, so a kill costs milliseconds and
 the whole test stays well under 20 s. Each child opens or creates a session and appends
-entries of random size (single and multi-message transactions) until it is killed after a
-random delay — during start-up, schema creation, lock acquisition, a write or a checkpoint.
+entries of random size (single and multi-message transactions) until it is killed: after a
+random number of its commits (zero: during start-up, schema creation or lock acquisition) plus
+a random few milliseconds, so kills land inside writes and checkpoints whatever the machine's
+load.
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ from tether.session import SessionManager
 KILLS = 100
 
 
-def _drain(conn: Connection) -> list[str]:
+def _drain(conn: Connection, wait_for: int = 0, timeout: float = 10.0) -> list[str]:
+    """Reports available now, waiting until at least ``wait_for`` commit reports arrived."""
     reports: list[str] = []
-    while conn.poll():
+    deadline = time.monotonic() + timeout
+    while conn.poll(max(0.0, deadline - time.monotonic()) if _commits(reports) < wait_for else 0):
         reports.append(conn.recv_bytes().decode())
     return reports
+
+
+def _commits(reports: list[str]) -> int:
+    return sum(1 for r in reports if r.startswith("E"))
 
 
 def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Path) -> None:
@@ -46,11 +54,12 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
                 target=crash_writer.write_until_killed, args=(db_path, target, kill, writer), daemon=True
             )
             child.start()
-            time.sleep(rng.uniform(0.0, 0.06))
+            reports = _drain(reader, wait_for=rng.choice([0, 0, 1, 2, 3, 5]))
+            time.sleep(rng.uniform(0.0, 0.01))
             child.kill()
             child.join()
             assert child.exitcode == -signal.SIGKILL  # it was still writing, not failed
-            for line in _drain(reader):
+            for line in reports + _drain(reader):
                 if line.startswith("S"):
                     sessions.append(line[1:])
                     committed.setdefault(line[1:], [])
@@ -81,3 +90,22 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
                 assert [e["id"] for e in session.path()] == ids
                 assert len(session.messages) == len(entries)
                 session.append_message({"role": "user", "content": "still writable", "timestamp": 3})
+
+
+def test_writers_of_different_sessions_share_the_database(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "shared.db")
+    with SessionManager.at(db_path) as manager:
+        ids = [manager.create("/p").id for _ in range(3)]  # dropped handles release their lock
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tether.session", "crash_writer"])
+    writers = [ctx.Process(target=crash_writer.append_n, args=(db_path, i, 150)) for i in ids]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    with SessionManager.at(db_path) as manager:
+        for session_id in ids:
+            s = manager.open(session_id, readonly=True)
+            assert [m["content"] for m in s.messages] == [f"{session_id} {i}" for i in range(150)]
+            assert s.record.message_count == 150

@@ -86,6 +86,19 @@ def test_branch_moves_the_leaf_and_the_next_append_hangs_off_it(manager: Session
     assert r.messages == [] and r.leaf_id is None
 
 
+def test_resume_never_guesses_the_leaf(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    q1 = s.append_message(user("q1"))
+    a1 = s.append_message(assistant(text("a1")))
+    s.append_message(user("dead end"))
+    s.append_message(assistant(text("newest entry, abandoned branch")))
+    s.branch(a1)  # moved back; nothing appended since
+    s.close()
+    r = manager.open(s.id)
+    assert r.leaf_id == a1
+    assert [e["id"] for e in r.path()] == [q1, a1]
+
+
 def test_branch_into_a_tool_batch_extends_to_its_last_result(manager: SessionManager) -> None:
     s = manager.create("/p")
     s.append_message(user("read two files"))
@@ -95,6 +108,18 @@ def test_branch_into_a_tool_batch_extends_to_its_last_result(manager: SessionMan
     s.append_message(assistant(text("both read")))
     assert s.branch(asked) == last
     assert [m["role"] for m in s.messages] == ["user", "assistant", "toolResult", "toolResult"]
+
+
+def test_branch_extension_looks_through_entries_appended_while_tools_ran(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    s.append_message(user("go"))
+    asked = s.append_message(assistant(call("c1"), call("c2")))
+    s.label(asked, "tools running")
+    s.append_message(result("c1", "1"))
+    s.set_thinking_level("high")
+    last = s.append_message(result("c2", "2"))
+    s.append_message(assistant(text("done")))
+    assert s.branch(asked) == last
 
 
 def test_branch_refuses_a_point_whose_tool_calls_have_no_results(manager: SessionManager) -> None:

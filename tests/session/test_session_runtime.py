@@ -151,3 +151,23 @@ async def test_overflow_error_compacts_and_retries_once(manager: SessionManager)
     assert all(m.get("stopReason") != "error" for m in s.messages)  # the failed reply is off the path
     failed = [e for e in s.entries() if e["type"] == "message" and e["message"].get("stopReason") == "error"]
     assert len(failed) == 1  # ... but kept in the tree
+
+
+async def test_manual_compaction_and_summarised_branching(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    model = ScriptedModel([reply("a1"), reply("a2")])
+    rt = SessionRuntime(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=1))
+    await rt.prompt("q1")
+    first_reply = s.leaf_id
+    await rt.prompt("q2")
+    model.push(reply("MANUAL SUMMARY"))
+    done = await rt.compact("keep the numbers")
+    assert "Additional instructions: keep the numbers" in cast(
+        str, model.requests[-1].context["messages"][0]["content"]
+    )
+    assert done.summary == "MANUAL SUMMARY" and s.messages[0]["role"] == "compactionSummary"
+    model.push(reply("LEFT BRANCH"))
+    leaf = await rt.branch(first_reply, summarize=True)
+    assert s.entry(cast(str, leaf))["summary"] == "LEFT BRANCH"
+    assert [m["role"] for m in s.messages] == ["user", "assistant", "branchSummary"]
+    assert await rt.branch(None) is None and s.messages == []

@@ -17,6 +17,7 @@ from session_helpers import assistant, text, user
 from tether.session import (
     ReadOnlySessionError,
     SchemaVersionError,
+    SessionError,
     SessionLockedError,
     SessionManager,
     SessionNotFoundError,
@@ -27,13 +28,16 @@ from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, sc
 
 
 def test_default_path_follows_tether_home_and_env_override(tether_home: Path, tmp_path: Path) -> None:
-    assert default_db_path() == tether_home / "sessions.db"
+    assert default_db_path() == tether_home / "data" / "sessions.db"
+    assert default_db_path({"XDG_DATA_HOME": "relative", "HOME": "/h"}) == Path(
+        "/h/.local/share/tether/sessions.db"
+    )
     env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
     assert default_db_path(env) == tmp_path / "xdg" / "tether" / "sessions.db"
     assert default_db_path({**env, "TETHER_SESSIONS_DB": "/x/y.db"}) == Path("/x/y.db")
     store = SQLiteStore()
     try:
-        assert store.path == tether_home / "sessions.db" and store.path.exists()
+        assert store.path == tether_home / "data" / "sessions.db" and store.path.exists()
     finally:
         store.close()
 
@@ -181,3 +185,34 @@ def test_full_durability_sets_synchronous_full(db_path: Path) -> None:
         assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # pyright: ignore[reportPrivateUsage]
     finally:
         store.close()
+
+
+def test_a_released_lease_cannot_write(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    try:
+        store.create_session("S", "/p", 1, version=1)
+        lease = store.acquire_writer("S")
+        lease.release()
+        entry = {"type": "label", "id": "E", "parentId": None, "timestamp": 1, "targetId": "x", "label": None}
+        with pytest.raises(SessionError, match="writer lease of session 'S' was released"):
+            store.append(lease, [entry], "E", 2)
+        assert store.entries("S") == []
+    finally:
+        store.close()
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("these are my notes, not a database " * 100)
+    with pytest.raises(
+        SessionError, match=r"cannot open the session database .*notes\.txt: file is not a database"
+    ):
+        SQLiteStore(bad)
+    with pytest.raises(SessionError, match="cannot open the session database"):
+        SQLiteStore(tmp_path)  # a directory
+
+
+def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:
+    session_id = manager.create("/p").id  # never closed, only dropped
+    with manager.open(session_id) as s:
+        s.append_message(user("the lock was free"))

@@ -37,7 +37,7 @@ async def wait_until_dead(pid: int) -> bool:
 async def test_output_and_details(workspace: Workspace) -> None:
     result = await call(create_bash_tool(workspace), command="echo out; echo err >&2")
     assert text_of(result) == "out\nerr\n"
-    assert result.details == {"exitCode": 0, "truncated": False, "totalBytes": 8}
+    assert result.details == {"exitCode": 0, "truncated": False, "totalBytes": 8}  # short: no file kept
 
 
 async def test_runs_in_the_workspace_root_and_in_cwd(workspace: Workspace, root: Path) -> None:
@@ -107,11 +107,15 @@ async def test_long_output_keeps_head_and_tail_with_a_note(workspace: Workspace)
     text = text_of(result)
     lines = text.split("\n")
     assert lines[0] == "1"
-    assert lines[-2:] == ["200000", ""] or lines[-1] == "200000"
+    assert "\n200000\n" in text
     assert "[… output truncated:" in text
     assert result.details["truncated"] is True
     assert result.details["totalBytes"] == len("".join(f"{i}\n" for i in range(1, 200001)))
     assert len(text.encode()) < 60 * 1024
+    full = Path(result.details["fullOutputPath"])
+    assert full.read_text() == "".join(f"{i}\n" for i in range(1, 200001))  # nothing lost on disk
+    assert text.endswith(f"[Full output ({result.details['totalBytes']} bytes) saved to {full}]")
+    full.unlink()
 
 
 async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> None:
@@ -120,6 +124,9 @@ async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> N
     assert "the first 1000 and last 1000 lines are shown" in text
     assert text.startswith("1\n2\n")
     assert "\n4001\n" in text and "\n3999\n" not in text
+    full = Path(result.details["fullOutputPath"])
+    assert full.read_text() == "".join(f"{i}\n" for i in range(1, 5001))
+    full.unlink()
 
 
 async def test_ansi_colours_are_stripped(workspace: Workspace) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import struct
 import zlib
@@ -126,3 +127,9 @@ async def test_invalid_arguments_are_rejected_by_the_schema(workspace: Workspace
 
     with pytest.raises(ValidationError):
         await call(create_read_tool(workspace), path="a", offset=0)
+
+
+async def test_a_fifo_is_refused_instead_of_blocking(workspace: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(create_read_tool(workspace), path="pipe")

@@ -173,6 +173,7 @@ async def test_find_by_name_and_by_path(workspace: Workspace, root: Path) -> Non
     ]
     assert text_of(await call(tool, pattern="src/**/*.py")).splitlines() == ["src/app.py", "src/lib/util.py"]
     assert text_of(await call(tool, pattern="*.py", path="src/lib")) == "src/lib/util.py"
+    assert text_of(await call(tool, pattern="/src/*.py")) == "src/app.py"
     assert text_of(await call(tool, pattern="*.rs")) == "No files match '*.rs' in .."
     limited = await call(tool, pattern="*", limit=2)
     assert "[Stopped at 2 paths" in text_of(limited)
@@ -196,3 +197,19 @@ async def test_ls_lists_everything_with_directory_marks(workspace: Workspace, ro
     with pytest.raises(ToolError, match="Directory not found"):
         await call(tool, path="nope")
     assert "more entries not shown" in text_of(await call(tool, limit=3))
+
+
+async def test_grep_skips_fifos_instead_of_blocking(workspace: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    (root / "a.txt").write_text("needle\n")
+    assert text_of(await call(create_grep_tool(workspace), pattern="needle")) == "a.txt:1:needle"
+
+
+async def test_grep_byte_budget_counts_only_what_is_shown(workspace: Workspace, root: Path) -> None:
+    (root / "wide.txt").write_text(("x" * 400 + " hit\n") * 500)
+    result = await call(create_grep_tool(workspace), pattern="hit", limit=1000)
+    text = text_of(result)
+    shown = text.count("wide.txt:")
+    assert 0 < shown < 500
+    assert result.details["matches"] == shown and result.details["truncated"] is True
+    assert f"[Results stopped after {shown} matches" in text

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tools_support import call, text_of
 
+from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.abort import AbortController
 from tether.tools import (
     TOOL_FACTORIES,
@@ -24,9 +24,9 @@ def tool_call(name: str, **arguments: Any) -> ToolCall:
     return {"type": "toolCall", "id": "c1", "name": name, "arguments": arguments}
 
 
-@dataclass
-class Context:
-    tool_call: ToolCall
+def Context(call: ToolCall) -> BeforeToolCallContext:
+    message: Any = {"role": "assistant", "content": [call]}
+    return BeforeToolCallContext(message, call, call["arguments"], AgentContext())
 
 
 def test_relative_paths_resolve_inside_the_root(workspace: Workspace, root: Path) -> None:

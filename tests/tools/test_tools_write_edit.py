@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -127,3 +128,11 @@ async def test_edit_diff_marks_a_missing_final_newline(workspace: Workspace, roo
     assert result.details["diff"].endswith(
         "-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
     )
+
+
+async def test_fifos_are_refused_instead_of_blocking(workspace: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(create_write_tool(workspace), path="pipe", content="x")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(create_edit_tool(workspace), path="pipe", old_string="a", new_string="b")

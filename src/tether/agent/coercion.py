@@ -198,3 +198,23 @@ def _coerce_array(value: list[Any], schema: dict[str, Any], check: SubschemaChec
     if isinstance(items, dict):
         return [coerce(item, items, check) for item in value]
     return value
+
+
+def has_union(schema: object) -> bool:
+    """Whether ``anyOf``/``oneOf`` appears anywhere in ``schema``: the only place where coercion
+    may change a value that already matches its schema (a union picks its first fitting member)."""
+    if isinstance(schema, dict):
+        node = cast(dict[str, Any], schema)
+        return "anyOf" in node or "oneOf" in node or any(has_union(child) for child in node.values())
+    if isinstance(schema, list):
+        return any(has_union(child) for child in cast(list[Any], schema))
+    return False
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists), much cheaper than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in cast(list[Any], value)]
+    return value

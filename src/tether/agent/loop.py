@@ -48,6 +48,7 @@ from tether.agent.types import (
     AgentLoopConfig,
     Emit,
     MessagePoll,
+    ToolExecutionEndEvent,
     TurnContext,
 )
 from tether.ai.abort import AbortSignal
@@ -152,6 +153,9 @@ class _Run:
         "in_turn",
         "new_messages",
         "open_calls",
+        "open_message",
+        "open_tools",
+        "options",
         "signal",
         "sink",
         "stream_fn",
@@ -171,16 +175,29 @@ class _Run:
         self.sink = sink
         self.signal = signal
         self.stream_fn = stream_fn
+        self.options = dataclasses.replace(config.options, signal=signal)
+        """The stream options of every call: the config's, with the run's signal."""
         self.new_messages: list[AgentMessage] = []
         self.in_turn = False
         """``turn_start`` was emitted and its ``turn_end`` was not."""
         self.streaming: AssistantMessage | None = None
         """The assistant message whose ``message_start`` was emitted and ``message_end`` was not."""
+        self.open_message: AgentMessage | None = None
+        """The message whose ``message_start`` was emitted and ``message_end`` was not."""
+        self.open_tools: dict[str, ToolExecutionEndEvent | None] = {}
+        """Tool calls of the current batch by id: ``None`` once started, their end event once ended."""
         self.open_calls: tuple[AssistantMessage, list[ToolCall], list[ToolResultMessage]] | None = None
         """A completed assistant message whose tool calls do not all have results yet."""
         self.ended = False
 
     async def emit(self, event: AgentEvent) -> None:
+        kind = event["type"]
+        if kind == "message_start" or kind == "message_end":
+            self.open_message = event["message"] if event["type"] == "message_start" else None
+        elif event["type"] == "tool_execution_start":
+            self.open_tools[event["toolCallId"]] = None
+        elif event["type"] == "tool_execution_end":
+            self.open_tools[event["toolCallId"]] = event
         try:
             await self.sink(event)
         except Exception as exc:
@@ -307,10 +324,11 @@ class _Run:
         )
         if volatile is not None:
             llm_context["volatileContext"] = volatile
-        api_key = config.options.api_key
+        options = self.options
         if config.get_api_key is not None:
-            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"]) or api_key
-        options = dataclasses.replace(config.options, api_key=api_key, signal=self.signal)
+            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"])
+            if api_key and api_key != options.api_key:
+                options = dataclasses.replace(options, api_key=api_key)
         try:
             stream_fn = self.stream_fn or default_stream_fn()
             opened = stream_fn(config.model, llm_context, options)
@@ -375,6 +393,7 @@ class _Run:
     async def _run_tools(self) -> ToolBatch:
         assert self.open_calls is not None
         message, calls, delivered = self.open_calls
+        self.open_tools = {}
         if message["stopReason"] == "length":
             batch = await _reject_truncated_calls(calls, self.emit, delivered)
         else:
@@ -397,6 +416,9 @@ class _Run:
         if self.ended:
             return
         text = str(failure)
+        if self.streaming is None and self.open_message is not None:
+            await self._quiet({"type": "message_end", "message": self.open_message})
+        self.open_message = None
         if self.open_calls is not None:
             await self._close_open_calls(text)
         if self.streaming is not None:
@@ -420,16 +442,31 @@ class _Run:
         await self._quiet({"type": "agent_end", "messages": self.new_messages})
 
     async def _close_open_calls(self, text: str) -> None:
-        """Give every call of the interrupted batch a result and end its turn, so the transcript
-        never holds a tool call without exactly one result."""
+        """Give every call of the interrupted batch its result (the real one if it ended, else an
+        error) and end its turn, so the transcript never holds a call without exactly one result."""
         assert self.open_calls is not None
         message, calls, delivered = self.open_calls
         self.open_calls = None
         answered = {result["toolCallId"] for result in delivered}
         for call in calls:
-            if call["id"] not in answered:
-                result = error_result(f"Tool call was not completed: {text}")
-                await emit_tool_result(tool_result_message(call, result, True), self._quiet, delivered)
+            if call["id"] in answered:
+                continue
+            ended = self.open_tools.get(call["id"])
+            if ended is not None:
+                result, is_error = ended["result"], ended["isError"]
+            else:
+                result, is_error = error_result(f"Tool call was not completed: {text}"), True
+                if call["id"] in self.open_tools:
+                    await self._quiet(
+                        {
+                            "type": "tool_execution_end",
+                            "toolCallId": call["id"],
+                            "toolName": call["name"],
+                            "result": result,
+                            "isError": True,
+                        }
+                    )
+            await emit_tool_result(tool_result_message(call, result, is_error), self._quiet, delivered)
         self.context.messages.extend(delivered)
         self.new_messages.extend(delivered)
         if self.in_turn:

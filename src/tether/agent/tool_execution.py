@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
@@ -166,11 +166,13 @@ class _Batch:
             slots.append(prepared)
 
         runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
-        if len(runnable) == 1:  # nothing to run concurrently: spare the task
+        if len(runnable) > 1:
+            done = await self._run_concurrently(slots)
+        elif runnable:  # nothing to run concurrently: spare the task
             only = await self._run_and_report(runnable[0])
             done = [only if isinstance(slot, _Prepared) else slot for slot in slots]
         else:
-            done = await self._run_concurrently(slots)
+            done = cast(list[_Finalized], slots)
 
         for finalized in done:
             await emit_tool_result(
@@ -188,12 +190,22 @@ class _Batch:
         ]
         tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         try:
-            return [await p if isinstance(p, asyncio.Task) else p for p in pending]
-        except BaseException:
-            for task in tasks:
+            # One step for every call (they start in source order); calls that finish at once,
+            # the common case, then need no waiting machinery at all.
+            await asyncio.sleep(0)
+            if not all(task.done() for task in tasks):
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        finally:  # a failed sibling, or our own cancellation: nothing may keep running
+            unfinished = [task for task in tasks if not task.done()]
+            for task in unfinished:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            if unfinished:
+                await asyncio.gather(*unfinished, return_exceptions=True)
+        for task in tasks:
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None:
+                raise failure
+        return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
 
     async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
         finalized = await self._run(prepared)

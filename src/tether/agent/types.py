@@ -186,9 +186,13 @@ class TurnContext:
 # -- configuration ----------------------------------------------------------------------------
 
 
+LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+"""The roles every provider understands."""
+
+
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """Keep what every provider understands: user, assistant and tool-result messages."""
-    return [m for m in messages if m["role"] in ("user", "assistant", "toolResult")]  # pyright: ignore[reportReturnType]
+    return [m for m in messages if m["role"] in LLM_ROLES]  # pyright: ignore[reportReturnType]
 
 
 MessagePoll = Callable[[], Awaitable[list[AgentMessage]]]

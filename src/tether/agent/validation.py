@@ -24,7 +24,8 @@ from jsonschema.protocols import Validator
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
-from tether.agent.coercion import coerce
+from tether.agent.coercion import coerce, copy_json, has_union
+from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
 
 _CACHE_SIZE = 512
@@ -34,28 +35,50 @@ class ToolArgumentsError(ValueError):
     """The arguments of a tool call do not match the tool's parameters."""
 
 
-class _ValidatorCache:
-    """Compiled validators keyed by schema identity. Each entry keeps its schema alive, so an
-    ``id`` cannot be reused by another schema while cached; the oldest entry goes first."""
+class _Compiled:
+    """A schema's fast check (``None`` when it uses keywords the fast path lacks) and its
+    ``jsonschema`` validator, built on first need (errors, unsupported keywords)."""
+
+    __slots__ = ("_validator", "check", "has_union", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.check = compile_check(schema)
+        self.has_union = has_union(schema)
+        self._validator: Validator | None = None
+
+    @property
+    def validator(self) -> Validator:
+        if self._validator is None:
+            default = Draft7Validator if _uses_tuple_items(self.schema) else Draft202012Validator
+            cls = validators.validator_for(self.schema, default=default)
+            self._validator = cls(self.schema)
+        return self._validator
+
+    def is_valid(self, value: Any) -> bool:
+        return self.check(value) if self.check is not None else self.validator.is_valid(value)
+
+
+class _Cache:
+    """Compiled schemas keyed by identity. Each entry keeps its schema alive, so an ``id``
+    cannot be reused by another schema while cached; the oldest entry goes first."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[int, tuple[dict[str, Any], Validator]] = OrderedDict()
+        self._entries: OrderedDict[int, _Compiled] = OrderedDict()
 
-    def get(self, schema: dict[str, Any]) -> Validator:
+    def get(self, schema: dict[str, Any]) -> _Compiled:
         entry = self._entries.get(id(schema))
-        if entry is not None and entry[0] is schema:
-            return entry[1]
-        default = Draft7Validator if _uses_tuple_items(schema) else Draft202012Validator
-        cls = validators.validator_for(schema, default=default)
-        validator: Validator = cls(schema)
-        self._entries[id(schema)] = (schema, validator)
+        if entry is not None and entry.schema is schema:
+            return entry
+        entry = _Compiled(schema)
+        self._entries[id(schema)] = entry
         if len(self._entries) > self._size:
             self._entries.popitem(last=False)
-        return validator
+        return entry
 
 
-_validators = _ValidatorCache(_CACHE_SIZE)
+_compiled = _Cache(_CACHE_SIZE)
 
 
 def _uses_tuple_items(schema: object) -> bool:
@@ -73,7 +96,7 @@ def _uses_tuple_items(schema: object) -> bool:
 
 def _is_valid(value: Any, schema: dict[str, Any]) -> bool:
     try:
-        return _validators.get(schema).is_valid(value)
+        return _compiled.get(schema).is_valid(value)
     except Exception:  # a broken subschema cannot select a union member
         return False
 
@@ -87,9 +110,15 @@ def validate_tool_arguments(tool: AgentTool, tool_name: str, arguments: Any) -> 
 
 
 def _validate_json_schema(schema: dict[str, Any], tool_name: str, arguments: Any) -> Any:
+    compiled = _compiled.get(schema)
+    if compiled.check is not None and not compiled.has_union and compiled.check(arguments):
+        # Coercion only re-types values that do not match their schema, except that a union
+        # may pick another member: without unions, valid arguments come through unchanged.
+        return copy_json(arguments)
     coerced = coerce(arguments, schema, _is_valid)
-    validator = _validators.get(schema)
-    errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    if compiled.check is not None and compiled.check(coerced):
+        return coerced
+    errors = sorted(compiled.validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
     if not errors:
         return coerced
     raise ToolArgumentsError(_message(tool_name, [_schema_problem(e) for e in errors], arguments))

@@ -13,33 +13,9 @@ from tether.ai.event_stream import (
     error_event,
     new_assistant_message,
 )
+from tether.ai.handoff import NO_RESULT_TEXT, is_same_model, target_tool_call_id, transform_messages
 from tether.ai.keys import ApiKey, env_vars_for, resolve_api_key
-from tether.ai.partial_json import PartialJson, parse_arguments
-from tether.ai.provider import StreamParser, failed_stream, stream_http
-from tether.ai.registry import (
-    ApiProvider,
-    get_provider,
-    register_provider,
-    registered_apis,
-    unregister_provider,
-)
-from tether.ai.sse import SSEDecoder, SSEEvent
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, shared_client
-from tether.ai.types import (
-    CacheRetention,
-    Context,
-    ServiceTier,
-    SimpleStreamOptions,
-    StreamFn,
-    StreamOptions,
-    ThinkingLevel,
-    Tool,
-)
-from tether.ai.usage import calculate_cost, set_usage
-
-# isort: split
-# --- model catalog, user models, paths, thinking levels (branch `catalog`) ---------------------
-from tether.ai.local_servers import LocalServer, probe_local_servers
+from tether.ai.local_servers import LocalServer, probe_local_servers, usable_models
 from tether.ai.models import (
     LOCAL_PROVIDERS,
     ModelRegistry,
@@ -58,7 +34,17 @@ from tether.ai.models import (
     register_provider_info,
 )
 from tether.ai.models_file import ModelsFileError
+from tether.ai.partial_json import PartialJson, parse_arguments
 from tether.ai.paths import config_dir, data_dir, models_file
+from tether.ai.provider import StreamParser, failed_stream, stream_http
+from tether.ai.registry import (
+    ApiProvider,
+    get_provider,
+    register_provider,
+    registered_apis,
+    unregister_provider,
+)
+from tether.ai.sse import SSEDecoder, SSEEvent
 from tether.ai.thinking import (
     LEVELS,
     ThinkingBudget,
@@ -70,10 +56,23 @@ from tether.ai.thinking import (
     thinking_config,
     thinking_effort,
 )
-
-# --- end of catalog block -------------------------------------------------------------------
+from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay, send, shared_client
+from tether.ai.types import (
+    CacheRetention,
+    Context,
+    ServiceTier,
+    SimpleStreamOptions,
+    StreamFn,
+    StreamOptions,
+    ThinkingLevel,
+    Tool,
+)
+from tether.ai.usage import calculate_cost, set_usage
 
 __all__ = [
+    "LEVELS",
+    "LOCAL_PROVIDERS",
+    "NO_RESULT_TEXT",
     "AbortController",
     "AbortSignal",
     "ApiKey",
@@ -82,7 +81,11 @@ __all__ = [
     "CacheRetention",
     "Context",
     "HttpRequest",
+    "LocalServer",
+    "ModelRegistry",
+    "ModelsFileError",
     "PartialJson",
+    "ProviderInfo",
     "RequestFailed",
     "SSEDecoder",
     "SSEEvent",
@@ -91,60 +94,56 @@ __all__ = [
     "StreamFn",
     "StreamOptions",
     "StreamParser",
+    "ThinkingBudget",
     "ThinkingLevel",
+    "ThinkingMode",
     "Tool",
+    "UnknownModelError",
+    "UnknownProviderError",
     "calculate_cost",
+    "clamp_thinking_level",
     "complete",
     "complete_simple",
+    "config_dir",
+    "data_dir",
+    "default_model",
     "empty_usage",
     "env_vars_for",
     "error_event",
     "failed_stream",
-    "get_provider",
-    "new_assistant_message",
-    "open_stream",
-    "parse_arguments",
-    "register_provider",
-    "registered_apis",
-    "resolve_api_key",
-    "set_usage",
-    "shared_client",
-    "stream",
-    "stream_http",
-    "stream_simple",
-    "unregister_provider",
-]
-
-# --- catalog block: model catalog, user models, paths, thinking levels ---
-__all__ += [
-    "LEVELS",
-    "LOCAL_PROVIDERS",
-    "LocalServer",
-    "ModelRegistry",
-    "ModelsFileError",
-    "ProviderInfo",
-    "ThinkingBudget",
-    "ThinkingMode",
-    "UnknownModelError",
-    "UnknownProviderError",
-    "clamp_thinking_level",
-    "config_dir",
-    "data_dir",
-    "default_model",
     "find_model",
     "get_model",
+    "get_provider",
     "get_provider_info",
+    "is_same_model",
     "list_models",
     "list_providers",
     "models_file",
+    "new_assistant_message",
+    "open_stream",
+    "parse_arguments",
     "plan_thinking_budget",
     "probe_local_servers",
     "provider_has_key",
     "providers_with_keys",
     "register_model",
+    "register_provider",
     "register_provider_info",
+    "registered_apis",
+    "resolve_api_key",
+    "retry_delay",
+    "send",
+    "set_usage",
+    "shared_client",
+    "stream",
+    "stream_http",
+    "stream_simple",
     "supported_thinking_levels",
+    "target_tool_call_id",
     "thinking_budget",
     "thinking_config",
     "thinking_effort",
+    "transform_messages",
+    "unregister_provider",
+    "usable_models",
 ]

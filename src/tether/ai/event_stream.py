@@ -15,6 +15,9 @@ The wrapper enforces the stream contract, whatever the provider does:
   their own safe points between events; the wrapper only interrupts a blocked wait.
 - cancelling the consumer's task closes the provider (and so its HTTP response) and re-raises;
   ``result()`` then gives the aborted message.
+
+A source may also yield a *list* of events (everything one network read produced): they are
+served one by one without a generator step each, the cheapest path for token-sized events.
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ class AssistantMessageEventStream:
     def __init__(
         self,
         model: ModelInfo,
-        source: AsyncIterator[AssistantMessageEvent],
+        source: AsyncIterator[AssistantMessageEvent]
+        | AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]],
         signal: AbortSignal | None = None,
         describe_error: Callable[[BaseException], str] | None = None,
     ) -> None:
@@ -82,6 +86,7 @@ class AssistantMessageEventStream:
         self._describe = describe_error or _describe
         self._partial: AssistantMessage | None = None
         self._final: AssistantMessage | None = None
+        self._batch: list[AssistantMessageEvent] = []
         self._waiting: asyncio.Task[object] | None = None
         self._abort_requested = False
         self._remove_listener = signal.add_listener(self._on_abort) if signal is not None else None
@@ -105,10 +110,18 @@ class AssistantMessageEventStream:
     async def __anext__(self) -> AssistantMessageEvent:
         if self._final is not None:
             raise StopAsyncIteration
-        task = asyncio.current_task()
+        batch = self._batch
+        if batch:  # events the source handed over together: no await, no generator step
+            event = batch.pop()
+            if event["type"] == "done" or event["type"] == "error":
+                return self._finish(event)
+            self._partial = event["partial"]
+            return event
+        # Only an abort signal needs the task (to cancel the await); skip the lookup without one.
+        task = asyncio.current_task() if self._signal is not None else None
         self._waiting = cast("asyncio.Task[object] | None", task)
         try:
-            event = await self._source.__anext__()
+            item = await self._source.__anext__()
         except StopAsyncIteration:
             return self._finish(error_event(self._current(), "Stream ended without a final event"))
         except asyncio.CancelledError:
@@ -123,6 +136,14 @@ class AssistantMessageEventStream:
             return self._finish(error_event(self._current(), self._describe(exc)))
         finally:
             self._waiting = None
+        if isinstance(item, list):
+            if not item:
+                return await self.__anext__()
+            item.reverse()  # popped from the end, so the batch is served in order at O(1) each
+            self._batch = item
+            event = item.pop()
+        else:
+            event = item
         if event["type"] == "done" or event["type"] == "error":
             # The source is suspended at its terminal ``yield``: close it now (releasing e.g. its
             # HTTP response) instead of leaving it to the garbage collector's finalizer task.

@@ -15,7 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.ai.models import ProviderInfo, default_model, list_providers
+from tether.ai.models import (
+    ProviderInfo,
+    default_model,
+    get_model,
+    list_models,
+    list_providers,
+    providers_with_keys,
+)
 from tether.wire import ModelInfo
 
 if TYPE_CHECKING:
@@ -49,6 +56,18 @@ async def probe_local_servers(
     async with httpx2.AsyncClient(timeout=timeout, trust_env=False) as client:
         answers = await asyncio.gather(*(_probe(client, p) for p in candidates))
     return [server for server in answers if server is not None]
+
+
+async def usable_models(timeout: float = PROBE_TIMEOUT) -> list[ModelInfo]:
+    """The models a request can go to right now (what ``tether models`` lists).
+
+    Those of providers whose API key is set, and those the local servers that answer are serving
+    (described by ``models.json`` when it lists them, else with default limits).
+    """
+    models = [m for p in providers_with_keys() for m in list_models(p.name)]
+    for server in await probe_local_servers(timeout=timeout):
+        models.extend(get_model(server.provider.name, model_id) for model_id in server.model_ids)
+    return models
 
 
 async def _probe(client: httpx2.AsyncClient, provider: ProviderInfo) -> LocalServer | None:

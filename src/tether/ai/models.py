@@ -29,6 +29,7 @@ from typing import Any, cast
 from pydantic import TypeAdapter
 
 from tether.ai import paths
+from tether.ai.keys import env_vars_for
 from tether.ai.models_file import (
     ModelEntry,
     ModelsFile,
@@ -424,10 +425,15 @@ def register_provider_info(provider: ProviderInfo) -> ProviderInfo:
 
 
 def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:
-    """Whether requests to ``provider`` can authenticate: keyless, or its key variable is set."""
+    """Whether requests to ``provider`` can authenticate: keyless, or a key variable is set.
+
+    The variables are its ``api_key_env`` and those ``tether.ai.keys`` reads for the provider's
+    name (e.g. ``ANTHROPIC_OAUTH_TOKEN`` beside ``ANTHROPIC_API_KEY``).
+    """
     if provider.api_key_env is None:
         return True
-    return bool((os.environ if env is None else env).get(provider.api_key_env))
+    environ = os.environ if env is None else env
+    return any(environ.get(name) for name in (provider.api_key_env, *env_vars_for(provider.name)))
 
 
 def providers_with_keys(env: Mapping[str, str] | None = None) -> list[ProviderInfo]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, NotRequired, cast
+from typing import Any, Literal, NotRequired, cast
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
@@ -45,7 +45,7 @@ class ModelEntry(TypedDict):
     api: NotRequired[str]
     baseUrl: NotRequired[str]
     reasoning: NotRequired[bool]
-    input: NotRequired[list[str]]
+    input: NotRequired[list[Literal["text", "image"]]]
     cost: NotRequired[CostEntry]
     contextWindow: NotRequired[int | None]
     maxTokens: NotRequired[int | None]
@@ -108,7 +108,7 @@ def parse_models_file(
     try:
         data = _CODEC.decode_json(text)
     except WireError as err:
-        raise ModelsFileError(file, _name_entries(text, err.path), _reason(err.reason)) from None
+        raise ModelsFileError(file, _name_entries(text, err.path), _reason(err.path, err.reason)) from None
     for name, provider in data.get("providers", {}).items():
         _check_provider(file, name, provider, known_providers)
     return data
@@ -155,9 +155,13 @@ def _check_provider(file: Path, name: str, provider: ProviderEntry, known: froze
             raise ModelsFileError(file, f"{entry}.thinking.efforts", "must list at least one effort")
 
 
-def _reason(reason: str) -> str:
+def _reason(path: str, reason: str) -> str:
+    """pydantic's wording where it fits the file's terms, ours where it does not."""
     if reason.startswith("Extra inputs are not permitted"):
         return "unknown field"
+    if ".cost." in path and reason.startswith("Input should be a valid integer"):
+        # a rate is int | float; pydantic reports the first alternative only
+        return "Input should be a number" + reason.removeprefix("Input should be a valid integer")
     return reason
 
 

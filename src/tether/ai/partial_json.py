@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import jiter
 
-EAGER_LIMIT = 2048
+EAGER_LIMIT = 512
 """Below this many characters every delta is parsed (cheap, and keeps short arguments exact)."""
 GROWTH = 16
 """Above it, parse again once the text has grown by 1/GROWTH of its length at the last parse."""

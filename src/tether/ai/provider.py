@@ -5,20 +5,28 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
 
 1. **Request builder**: a plain function ``(model, context, options, api_key) -> HttpRequest``
    that maps our transcript to the API's JSON body, URL and headers. Pure, unit-testable.
+   Outgoing text goes through ``sanitize.strip_surrogates``.
 2. **Parser**: a ``StreamParser`` subclass, a small state machine over the partial
    ``AssistantMessage``. ``feed(event, data)`` receives each SSE event's name and its decoded
    JSON and returns the events it causes (``text_delta``, ``toolcall_end``, ...; or a terminal
-   ``error`` for an in-stream error); ``end()`` runs when the body ends (or at ``[DONE]``) and
-   returns the closing events plus exactly one terminal ``done``/``error``. Parsers never do I/O,
-   never emit ``start`` and never raise on provider data they do not understand: they skip it.
+   ``error`` for an in-stream error, via ``fail``); ``end()`` runs when the body ends (or at
+   ``[DONE]``) and returns the closing events plus exactly one terminal ``done``/``error``.
+   Parsers never do I/O, never emit ``start`` and never raise on provider data they do not
+   understand: they skip it. Append streamed text with ``append.append_text`` (``+=`` on a dict
+   value is quadratic), tool arguments with ``partial_json.PartialJson``, price usage with
+   ``usage.set_usage``/``calculate_cost``.
 3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
    (retries, readable HTTP errors), emits ``start``, decodes SSE with ``sse.SSEDecoder``, feeds
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
-   connection failure before the parser emitted anything is retried like an HTTP 5xx; after
-   that it ends the stream as ``error`` with the content so far. Abort is checked between reads.
+   connection failure, or an in-stream error the parser marks ``retryable``, before the parser
+   emitted anything is retried like an HTTP 5xx; after that it ends the stream as ``error``
+   with the content so far. Abort is checked before each SSE event reaches the parser.
+   Events go to the consumer in one batch per network read (see ``event_stream``).
 
-A provider module then exposes ``stream_<api>(model, context, options)`` built on
-``stream_http`` and registers it with ``registry.register_provider``.
+A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
+``stream_http``, wraps them in ``PROVIDER = registry.ApiProvider(...)``, and is listed in
+``providers.BUILTIN``. Its fixtures replay through ``python -m tether.testing.replay`` once
+``testing.replay.ENDPOINTS`` knows the path it appends to ``baseUrl``.
 """
 
 from __future__ import annotations
@@ -30,20 +38,20 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, cast
 
 import httpx2
+import jiter
 
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
     AssistantMessageEventStream,
-    empty_usage,
     error_event,
     new_assistant_message,
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import HttpRequest, RequestFailed, open_stream, retry_delay
+from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
 from tether.ai.types import StreamOptions
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Usage
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 DONE_MARKER = "[DONE]"
 
@@ -57,6 +65,10 @@ class StreamParser:
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         self.model = model
         self.output = output
+        self.retryable = False
+        """Set with an in-stream error that waiting may fix (overloaded, rate limit, server error)."""
+        self.done_marker = False
+        """Set by the driver before ``end()`` when the body said ``[DONE]`` (a complete answer)."""
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
         """One SSE event (``event`` name, JSON-decoded ``data``) → the events it causes."""
@@ -109,7 +121,7 @@ async def _drive(
     request: HttpRequest,
     make_parser: ParserFactory,
     output: AssistantMessage,
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
     signal = options.signal
     clock = _Clock(output, time.monotonic())
     attempt = 0
@@ -118,29 +130,35 @@ async def _drive(
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await open_stream(request, options)
+        response = await send(request, options)
         if isinstance(response, RequestFailed):
-            if response.status is not None:
-                output["errorStatus"] = response.status
-            yield clock.stamp(error_event(output, response.message))
-            return
+            delay = retry_delay(response, attempt, options)
+            if isinstance(delay, RequestFailed):
+                if delay.status is not None:
+                    output["errorStatus"] = delay.status
+                yield clock.stamp(error_event(output, delay.message))
+                return
+            attempt += 1
+            await asyncio.sleep(delay)
+            continue
         if not sent_start:
             sent_start = True
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         batches = _event_batches(chunks, parser, signal)
-        terminal: AssistantMessageEvent | None = None
+        final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         try:
             async for batch in batches:
-                for event in batch:
-                    if event["type"] == "done" or event["type"] == "error":
-                        terminal = event
-                        break
-                    yield clock.first(event)
-                if terminal is not None:
+                if not batch:
+                    continue
+                clock.first()
+                last = batch[-1]["type"]
+                if last == "done" or last == "error":
+                    final_batch = batch
                     break
+                yield batch
         except _RetryableReadError as failure:
             retry = failure.failure
         finally:
@@ -149,19 +167,28 @@ async def _drive(
             await batches.aclose()
             await chunks.aclose()
             await response.aclose()
-        if terminal is not None:
-            yield clock.stamp(terminal)
+        if final_batch is not None:
+            clock.stamp(final_batch[-1])
+            yield final_batch
             return
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
             return
-        delay = retry_delay(retry, attempt, options)
+        delay = retry_delay(retry, attempt, options)  # one retry budget for both kinds of failure
         if isinstance(delay, RequestFailed):
             yield clock.stamp(error_event(output, delay.message))
             return
         attempt += 1
-        output["usage"] = cast(Usage, empty_usage())  # nothing was shown; start the attempt afresh
+        _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
         await asyncio.sleep(delay)
+
+
+def _reset(output: AssistantMessage, model: ModelInfo) -> None:
+    raw = cast("dict[str, Any]", output)  # TypedDicts have no clear(); the object must stay the same
+    timestamp = raw["timestamp"]
+    raw.clear()
+    raw.update(new_assistant_message(model))
+    raw["timestamp"] = timestamp
 
 
 class _RetryableReadError(Exception):
@@ -172,10 +199,11 @@ class _RetryableReadError(Exception):
 async def _event_batches(
     chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
-    """Body bytes → the parser's events, one list per SSE event; the last list ends terminal.
+    """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
-    Abort is checked before each SSE event reaches the parser, never inside one event's list:
-    the content a consumer has seen is then always the content of the final message.
+    Batching per read (not per event) keeps generator hops off the per-event cost. Abort is
+    checked before each SSE event reaches the parser, never inside one event's list: the content
+    a consumer has seen is then always the content of the final message.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``.
@@ -186,7 +214,7 @@ async def _event_batches(
         try:
             chunk = await anext(chunks)
         except StopAsyncIteration:
-            batch = decoder.flush()
+            sse_events = decoder.flush()
             ended = True
         except httpx2.HTTPError as exc:
             message = f"Connection lost while streaming: {exc or type(exc).__name__}"
@@ -195,30 +223,39 @@ async def _event_batches(
             yield parser.fail(message)
             return
         else:
-            batch = decoder.feed(chunk)
+            sse_events = decoder.feed(chunk)
             ended = False
-        for sse in batch:
+        out: list[AssistantMessageEvent] = []
+        for sse in sse_events:
             if signal is not None and signal.aborted:
-                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                out += parser.fail(ABORTED_MESSAGE, aborted=True)
+                yield out
                 return
             events = _handle(parser, sse.event, sse.data)
             if events is None:  # [DONE]: whatever follows is not part of the answer
-                yield (
-                    parser.fail(ABORTED_MESSAGE, aborted=True) if signal and signal.aborted else parser.end()
-                )
-                return
+                parser.done_marker = True
+                ended = True
+                break
             if events:
-                emitted = True
-                yield events
                 last = events[-1]["type"]
+                if last == "error" and parser.retryable and not emitted and not out and len(events) == 1:
+                    # e.g. Anthropic's overloaded_error before any content: like an HTTP 529.
+                    message = events[0].get("error", {}).get("errorMessage") or "Provider error"
+                    raise _RetryableReadError(RequestFailed(message, retryable=True))
+                out += events
                 if last == "done" or last == "error":
+                    yield out
                     return
         if ended:
             if signal is not None and signal.aborted:
-                yield parser.fail(ABORTED_MESSAGE, aborted=True)
+                out += parser.fail(ABORTED_MESSAGE, aborted=True)
             else:
-                yield parser.end()
+                out += parser.end()
+            yield out
             return
+        if out:
+            emitted = True
+            yield out
 
 
 def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:
@@ -228,10 +265,13 @@ def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessag
     if data == DONE_MARKER:
         return None
     try:
-        payload = json.loads(data)
+        payload = jiter.from_json(data.encode())
     except ValueError:
-        snippet = data if len(data) <= 200 else data[:200] + "…"
-        return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
+        try:  # jiter rejects lone surrogates ("\ud83d"), which the json module accepts
+            payload = json.loads(data)
+        except ValueError:
+            snippet = data if len(data) <= 200 else data[:200] + "…"
+            return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
     return parser.feed(event, payload)
 
 
@@ -245,11 +285,10 @@ class _Clock:
         self._started = started
         self._seen = False
 
-    def first(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
+    def first(self) -> None:
         if not self._seen:
             self._seen = True
             self._output["ttft"] = round((time.monotonic() - self._started) * 1000)
-        return event
 
     def stamp(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
         message = event["message"] if event["type"] == "done" else event.get("error")

@@ -10,28 +10,25 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tether.ai.thinking import clamp_thinking_level
 from tether.ai.types import SimpleStreamOptions, StreamOptions, ThinkingLevel
 from tether.wire import ModelInfo
 
-EFFORTS: tuple[ThinkingLevel, ...] = ("minimal", "low", "medium", "high", "xhigh", "max")
 DEFAULT_MAX_TOKENS_CAP = 32_000
 
 
 def effective_effort(model: ModelInfo, level: ThinkingLevel | None) -> ThinkingLevel | None:
-    """The effort to request, or ``None`` for no reasoning (level off/absent, or a non-reasoning model)."""
-    if level is None or level == "off" or not model["reasoning"]:
+    """The effort to request, or ``None`` for no reasoning.
+
+    ``None`` when no level was asked for or the model does not reason. Otherwise the level is
+    clamped by ``thinking.clamp_thinking_level`` (the model's own ``thinking`` config, else its
+    family's, upward first), so every provider agrees with ``supported_thinking_levels``: ``off``
+    stays ``None`` where thinking can be turned off and becomes the lowest effort where it cannot.
+    """
+    if level is None or not model["reasoning"]:
         return None
-    thinking = model.get("thinking")
-    supported: list[str] = (
-        list(thinking["efforts"]) if thinking and thinking.get("efforts") else list(EFFORTS)
-    )
-    if level in supported:
-        return level
-    index = EFFORTS.index(level)
-    for candidate in (*EFFORTS[index + 1 :], *reversed(EFFORTS[:index])):
-        if candidate in supported:
-            return candidate
-    return None
+    effective = clamp_thinking_level(model, level)
+    return None if effective == "off" else effective
 
 
 def base_fields(model: ModelInfo, options: SimpleStreamOptions | None) -> dict[str, Any]:

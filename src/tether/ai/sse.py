@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class SSEEvent:
-    """One dispatched event: ``event`` is ``"message"`` unless an ``event:`` field named it."""
+    """One dispatched event: ``event`` is ``"message"`` unless an ``event:`` field named it.
+
+    Not frozen: a frozen dataclass's ``__init__`` costs three times as much, once per event.
+    """
 
     event: str
     data: str

@@ -19,7 +19,6 @@ import email.utils
 import json
 import time
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +75,22 @@ async def open_stream(
     request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None
 ) -> httpx2.Response | RequestFailed:
     """POST ``request`` and return the open 2xx response (the caller closes it), with retries."""
+    attempt = 0
+    while True:
+        outcome = await send(request, options, client)
+        if isinstance(outcome, httpx2.Response):
+            return outcome
+        delay = retry_delay(outcome, attempt, options)
+        if isinstance(delay, RequestFailed):
+            return delay
+        attempt += 1
+        await asyncio.sleep(delay)
+
+
+async def send(
+    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None
+) -> httpx2.Response | RequestFailed:
+    """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next)."""
     client = client or shared_client()
     content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode()
     headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
@@ -85,16 +100,20 @@ async def open_stream(
     timeout = httpx2.Timeout(
         options.timeout, connect=min(_CONNECT_TIMEOUT, options.timeout or _CONNECT_TIMEOUT)
     )
-    attempt = 0
-    while True:
-        outcome = await _attempt(client, request.url, headers, content, timeout)
-        if isinstance(outcome, httpx2.Response):
-            return outcome
-        delay = retry_delay(outcome, attempt, options)
-        if isinstance(delay, RequestFailed):
-            return delay
-        attempt += 1
-        await asyncio.sleep(delay)
+    try:
+        http_request = client.build_request(
+            "POST", request.url, content=content, headers=headers, timeout=timeout
+        )
+        response = await client.send(http_request, stream=True)
+    except httpx2.TimeoutException as exc:
+        return RequestFailed(f"Request timed out: {_text(exc)}", retryable=True)
+    except httpx2.TransportError as exc:
+        return RequestFailed(f"Connection error: {_text(exc)}", retryable=True)
+    except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
+        return RequestFailed(f"Request failed: {_text(exc)}")
+    if response.status_code < 300:
+        return response
+    return await status_failure(response)
 
 
 def retry_delay(failure: RequestFailed, attempt: int, options: StreamOptions) -> float | RequestFailed:
@@ -110,27 +129,6 @@ def retry_delay(failure: RequestFailed, attempt: int, options: StreamOptions) ->
             )
         return failure.retry_after
     return min(options.retry_base_delay * 2**attempt, options.max_retry_delay)
-
-
-async def _attempt(
-    client: httpx2.AsyncClient,
-    url: str,
-    headers: Mapping[str, str],
-    content: bytes,
-    timeout: httpx2.Timeout,
-) -> httpx2.Response | RequestFailed:
-    try:
-        http_request = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
-        response = await client.send(http_request, stream=True)
-    except httpx2.TimeoutException as exc:
-        return RequestFailed(f"Request timed out: {_text(exc)}", retryable=True)
-    except httpx2.TransportError as exc:
-        return RequestFailed(f"Connection error: {_text(exc)}", retryable=True)
-    except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
-        return RequestFailed(f"Request failed: {_text(exc)}")
-    if response.status_code < 300:
-        return response
-    return await status_failure(response)
 
 
 async def status_failure(response: httpx2.Response) -> RequestFailed:

@@ -219,6 +219,10 @@ def _client_write(bridge: ToolBridge) -> Execute:
         shown = workspace.display(path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+        if path.exists() and not path.is_file():
+            raise ToolError(
+                f"{shown} is not a regular file (a pipe, socket or device); it cannot be written."
+            )
         existed = path.exists()
         before = await bridge.old_text(path)
         await bridge.write_text(path, params.content)
@@ -240,6 +244,8 @@ def _client_edit(bridge: ToolBridge) -> Execute:
             raise ToolError(f"{shown} is a directory, not a file.")
         if not path.exists():
             raise ToolError(f"File not found: {shown}. To create a file, use write.")
+        if not path.is_file():
+            raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
         original = await bridge.read_text(path)
         outcome = edit_text(original, params, shown)
         await bridge.write_text(path, outcome.new_text)
@@ -337,6 +343,8 @@ def _bounded(output: str, cut_by_client: bool) -> str:
 
 
 def _is_text_file(path: Path) -> bool:
+    if not path.is_file():
+        return False  # opening a pipe would block; read_file explains what it is
     try:
         with path.open("rb") as handle:
             head = handle.read(SNIFF_BYTES)

@@ -38,6 +38,8 @@ async def run_print(runtime: Runtime, prompt: str, out: TextIO, err: TextIO, *, 
             streamed = False
         elif kind == "tool_execution_start":
             err.write(f"[tool] {event['toolName']}\n")
+        elif kind == "compaction_start":
+            err.write(f"[compacting the conversation: {event['reason']}]\n")
         elif kind == "notice":
             err.write(f"{event['message']}\n")
 

@@ -25,20 +25,22 @@ from typing import Any, cast
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.cli import commands, render
 from tether.cli.runtime import Runtime, RuntimeEvent, Stats
+from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
 STYLE = Style.from_dict(
@@ -90,7 +92,7 @@ class InteractiveApp:
         buffer = Buffer(
             multiline=True,
             history=_history(),
-            completer=_InputCompleter(self.cwd),
+            completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
         self._app = self._build(buffer)
@@ -111,11 +113,10 @@ class InteractiveApp:
     # -- layout and keys -----------------------------------------------------------------------------
 
     def _build(self, buffer: Buffer) -> Application[int]:
-        busy = Condition(lambda: self._busy)
         approving = Condition(lambda: self._approval is not None)
         chips = Condition(lambda: bool(self._steering or self._follow_ups))
         live = Condition(lambda: bool(self._live_text_raw()))
-        body = HSplit(
+        main = HSplit(
             [
                 ConditionalContainer(
                     Window(FormattedTextControl(self._live_text), wrap_lines=True, dont_extend_height=True),
@@ -136,6 +137,12 @@ class InteractiveApp:
                 ),
                 Window(FormattedTextControl(self._status), height=1, style="class:status"),
             ]
+        )
+        body = FloatContainer(
+            main,
+            floats=[
+                Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))
+            ],
         )
         keys = KeyBindings()
 
@@ -217,9 +224,8 @@ class InteractiveApp:
                     self._runtime.approval = "yes"
                 self._answer(allowed)
 
-        del busy
         return Application(
-            layout=Layout(body, focused_element=body.children[3]),
+            layout=Layout(body, focused_element=main.children[3]),
             key_bindings=keys,
             style=STYLE,
             full_screen=False,
@@ -333,7 +339,8 @@ class InteractiveApp:
         elif kind == "compaction_start":
             self._print(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
-            self._print(painter.styled("conversation compacted", "dim"))
+            done = event.get("compacted", event.get("willRetry", True))
+            self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
         elif kind == "notice":
             self._print(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._runtime is not None:
@@ -450,33 +457,15 @@ class InteractiveApp:
             self._app.invalidate()
 
 
-class _InputCompleter(Completer):
-    """``/`` completes command names; ``@`` completes paths under the working directory."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
+class _CommandCompleter(Completer):
+    """``/`` at the start of the input completes slash-command names."""
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
             for name in commands.COMMANDS:
                 if name.startswith(text[1:]):
-                    yield Completion(name, start_position=-(len(text) - 1))
-            return
-        word = text.split()[-1] if text.split() and not text.endswith(" ") else ""
-        if not word.startswith("@"):
-            return
-        partial = word[1:]
-        directory, _, stem = partial.rpartition("/")
-        base = self.cwd / directory if directory else self.cwd
-        try:
-            names = sorted(os.listdir(base))
-        except OSError:
-            return
-        for name in names:
-            if name.startswith(stem) and (stem.startswith(".") or not name.startswith(".")):
-                suffix = "/" if (base / name).is_dir() else ""
-                yield Completion(name + suffix, start_position=-len(stem))
+                    yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 
 
 def _history() -> History:

@@ -31,6 +31,11 @@ def run(options: RunOptions) -> int:
 
 def run_demo(question: str, model: str | None) -> int:
     """``tether demo``: ``tether -p QUESTION --no-session --tools ''``, streaming the answer."""
+    if model is None:
+        sys.stderr.write(
+            "Model: SmolLM2-135M-Instruct, embedded and offline. It is a smoke-test model: it answers,\n"
+            "but it is far too small to be a useful coding agent (set an API key and use --model).\n"
+        )
     sys.stderr.write(f"Question: {question}\n")
     options = RunOptions(
         prompt=question, mode="print", model=model or DEMO_MODEL, no_session=True, tools=(), stream=True

@@ -12,7 +12,6 @@ the agent's own events plus ``queue_update`` (pending steering and follow-ups),
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +25,15 @@ from tether.cli.model_choice import ResolvedModel, resolve_model
 from tether.cli.settings import Approval, Settings
 from tether.cli.system_prompt import build_system_prompt
 from tether.session import Session, SessionManager
-from tether.session.compaction import CompactionError, CompactionSettings, context_tokens, is_context_overflow
+from tether.session.compaction import (
+    CompactionError,
+    CompactionSettings,
+    context_tokens,
+    is_context_overflow,
+    should_compact,
+)
 from tether.session.convert import lower_for
+from tether.session.wiring import record_message_end, record_settings, recover_from_overflow, request_view
 from tether.tools import Workspace, create_coding_tools, describe_call
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, ToolCall, UserMessage
 
@@ -276,7 +282,8 @@ class Runtime:
                 )
             await self._emit({"type": "message_start", "message": message})
             self.agent.messages = [*self.agent.messages, message]
-            self._persist(message)
+            if self._session is not None:
+                self._session.append_message(message)
             await self._emit({"type": "message_end", "message": message})
             return message
 
@@ -318,38 +325,48 @@ class Runtime:
 
         The failed reply stays on an abandoned branch of the session (nothing is deleted)."""
         session, last = self._session, self.last_assistant()
-        if session is None or last is None or not self.settings.compaction.enabled:
+        if session is None or last is None or not self._compaction.enabled or not is_context_overflow(last):
             return
-        if not is_context_overflow(last):
-            return
-        failed = session.message_id(last)
-        if failed is None:
-            return
-        session.branch(session.entry(failed)["parentId"])
-        try:
-            await self.compact(None, reason="overflow")
-        except CompactionError:
-            session.branch(failed)  # nothing to gain: keep the error where the user sees it
+        await self._emit({"type": "compaction_start", "reason": "overflow"})
+        recovered = await recover_from_overflow(
+            session,
+            [last],
+            model=self.model,
+            stream_fn=self.stream_fn(),
+            compaction=self._compaction,
+            signal=None,
+        )
+        await self._emit({"type": "compaction_end", "reason": "overflow", "willRetry": recovered})
+        if recovered:
             self.agent.messages = session.messages
-            return
-        await self.agent.continue_()
+            await self.agent.continue_()
 
     async def _transform_context(
         self, messages: list[AgentMessage], signal: AbortSignal | None
     ) -> list[AgentMessage]:
-        """Before each model call: compact when the context reached the threshold."""
+        """Before each model call: the session's context, compacted first at the threshold."""
         session = self._session
         if session is None:
             return messages
-        ids = session.message_ids(messages)
-        unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
-        tokens = context_tokens([*session.messages, *unrecorded])
-        window = self.model.get("contextWindow")
-        if self._compaction.enabled and window and tokens > window - self._compaction.reserve_tokens:
-            # Too little to compact is fine: the provider reports an overflow if it is one.
-            with contextlib.suppress(CompactionError):
-                await self.compact(None, reason="threshold", signal=signal)
-        return [*session.messages, *unrecorded]
+        recorded = session.message_ids(messages)
+        size = context_tokens(
+            [*session.messages, *(m for m, i in zip(messages, recorded, strict=True) if i is None)]
+        )
+        due = should_compact(size, self.model.get("contextWindow"), self._compaction)
+        if due:
+            await self._emit({"type": "compaction_start", "reason": "threshold"})
+        request, compacted = await request_view(
+            session,
+            messages,
+            model=self.model,
+            stream_fn=self.stream_fn(),
+            hooks=(),
+            compaction=self._compaction,
+            signal=signal,
+        )
+        if due:
+            await self._emit({"type": "compaction_end", "reason": "threshold", "compacted": compacted})
+        return request
 
     # -- events and persistence --------------------------------------------------------------------
 
@@ -357,8 +374,8 @@ class Runtime:
         kind = event["type"]
         if kind == "message_start" and event["message"]["role"] == "user":
             self._delivered(event["message"])
-        elif kind == "message_end":
-            self._persist(event["message"])
+        elif kind == "message_end" and self._session is not None:
+            record_message_end(self._session, event)
         await self._emit(event)
 
     async def _emit(self, event: RuntimeEvent) -> None:
@@ -387,24 +404,15 @@ class Runtime:
                 self._queue_changed()
                 return
 
-    def _persist(self, message: AgentMessage) -> None:
-        if self._session is not None:
-            self._session.append_message(message)
-
     def _record_settings(self) -> None:
-        """Store model and thinking level when they differ from what the session had."""
-        session = self._session
-        if session is None:
-            return
-        stored = session.context
-        model = self.model
-        if stored.model is None or (stored.model.provider, stored.model.model_id) != (
-            model["provider"],
-            model["id"],
-        ):
-            session.set_model(model)
-        if stored.thinking_level != self.thinking_level:
-            session.set_thinking_level(self.thinking_level)
+        """Store model and thinking level (and the system prompt) when they differ from the session's."""
+        if self._session is not None:
+            record_settings(
+                self._session,
+                model=self.model,
+                thinking_level=self.thinking_level,
+                system_prompt=self.agent.system_prompt,
+            )
 
     async def _before_tool_call(
         self, context: BeforeToolCallContext, signal: object = None
@@ -434,16 +442,19 @@ class Runtime:
 
     @property
     def _compaction(self) -> CompactionSettings:
+        """The settings, scaled down for a small window (e.g. a 4k local model): when reserve and
+        recent part do not fit in the window, each gets a quarter of it."""
         c = self.settings.compaction
+        window = self.model.get("contextWindow") or 0
+        if window and c.reserve_tokens + c.keep_recent_tokens >= window:
+            return CompactionSettings(c.enabled, window // 4, window // 4)
         return CompactionSettings(c.enabled, c.reserve_tokens, c.keep_recent_tokens)
 
     def stream_fn(self) -> StreamFn:
         """The model call in use (the registry's ``stream_simple`` for real providers)."""
-        if self._resolved.stream_fn is not None:
-            return self._resolved.stream_fn
-        from tether.ai import stream_simple
+        from tether.agent.loop import default_stream_fn
 
-        return stream_simple
+        return self.agent.stream_fn or default_stream_fn()
 
     async def compact(
         self, instructions: str | None, *, reason: str = "manual", signal: AbortSignal | None = None

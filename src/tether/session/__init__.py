@@ -1,11 +1,18 @@
 """Durable sessions: an append-only entry tree in a database, resume, branch, fork, prompt hooks,
 lowering to the model and compaction.
 
-Stored history is written only by the runtime (ids and timestamps come from the store side);
-prompt hooks edit a transient copy of each request (``PromptEditor``) and persist only through
-``Session.append_synthetic``.
+Stored history is written only by the runtime (ids and timestamps are assigned by ``Session``,
+never by callers); prompt hooks edit a transient copy of each request (``PromptEditor``) and
+persist only through ``Session.append_synthetic``.
+
+    manager = SessionManager()                     # $XDG_DATA_HOME/tether/sessions.db
+    session = manager.resume(cwd) or manager.create(cwd, model=model)
+    bound = AgentSession(Agent(model=model, tools=tools), session, hooks=[my_hook])
+    await bound.prompt("fix the failing test")     # recorded as it runs; compacts when needed
+    bound.close()                                  # releases the session's writer lock
 """
 
+from tether.session.agent_session import AgentSession
 from tether.session.branching import BranchError, pending_tool_calls
 from tether.session.compaction import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -80,6 +87,7 @@ __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",
     "DEFAULT_RESERVE_TOKENS",
     "ENTRY_FORMAT",
+    "AgentSession",
     "BranchError",
     "BranchSummaryEntry",
     "CompactionEntry",

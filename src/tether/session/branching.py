@@ -62,12 +62,14 @@ def settle_leaf(tree: EntryTree, target: str | None) -> str | None:
 
 
 def _result_child(tree: EntryTree, entry_id: str, pending: dict[str, str]) -> Node | None:
+    """The next result of a pending call below ``entry_id``, looking through entries that are not
+    messages (a label or setting appended while the tools ran)."""
     for child in tree.children(entry_id):
         message = child.message
-        if (
-            message is not None
-            and message.get("role") == "toolResult"
-            and message.get("toolCallId") in pending
-        ):
+        if message is None:
+            found = _result_child(tree, child.id, pending)
+            if found is not None:
+                return found
+        elif message.get("role") == "toolResult" and message.get("toolCallId") in pending:
             return child
     return None

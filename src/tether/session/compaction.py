@@ -63,7 +63,7 @@ class CompactionResult:
 
 
 def estimate_tokens(message: AgentMessage) -> int:
-    """Rough token count of one message: characters / 4, images at a flat rate."""
+    """Rough token count of one message: characters / 4 rounded up, images at a flat rate."""
     chars = 0
     images = 0
     for value in _texts(cast(dict[str, Any], message)):
@@ -71,7 +71,7 @@ def estimate_tokens(message: AgentMessage) -> int:
             images += 1
         else:
             chars += len(value)
-    return chars // 4 + images * IMAGE_TOKENS
+    return (chars + 3) // 4 + images * IMAGE_TOKENS
 
 
 def context_tokens(messages: Sequence[AgentMessage]) -> int:

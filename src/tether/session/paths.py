@@ -1,7 +1,9 @@
 """Where the session database lives (XDG data dir; ``TETHER_HOME`` overrides).
 
-A tiny local helper: the catalog branch owns the shared ``tether.ai.paths``; this module follows
-the same rules so both agree, and can delegate to it once that lands.
+A tiny local helper: the catalog branch owns the shared ``tether.ai.paths``, not merged here
+yet; this module follows its rules exactly (data in ``$TETHER_HOME/data``, else
+``$XDG_DATA_HOME/tether`` when that is absolute, else ``~/.local/share/tether``), so switching
+``data_dir`` to ``tether.ai.paths.data_dir`` changes nothing.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ DB_ENV = "TETHER_SESSIONS_DB"
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$TETHER_HOME``, else ``$XDG_DATA_HOME/tether``, else ``~/.local/share/tether``."""
+    """``$TETHER_HOME/data``, else ``$XDG_DATA_HOME/tether``, else ``~/.local/share/tether``."""
     env = os.environ if env is None else env
-    home = env.get("TETHER_HOME")
+    home = env.get("TETHER_HOME", "")
     if home:
-        return Path(home)
-    xdg = env.get("XDG_DATA_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
-    return base / "tether"
+        return Path(home).expanduser().absolute() / "data"
+    xdg = env.get("XDG_DATA_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "tether"
+    user = env.get("HOME", "")
+    return (Path(user) if user else Path.home()) / ".local" / "share" / "tether"
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:

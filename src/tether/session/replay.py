@@ -13,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from tether.wire import AgentMessage
+from tether.agent import AgentEvent, AgentToolResult
+from tether.wire import AgentMessage, ToolResultMessage
 
 
-def replay_events(messages: Sequence[AgentMessage]) -> Iterator[dict[str, Any]]:
+def replay_events(messages: Sequence[AgentMessage]) -> Iterator[AgentEvent]:
     yield {"type": "agent_start"}
     in_turn = False
     assistant: AgentMessage | None = None
-    results: list[AgentMessage] = []
+    results: list[ToolResultMessage] = []
     calls: dict[str, dict[str, Any]] = {}
     for message in messages:
         role = message["role"]
@@ -30,18 +31,18 @@ def replay_events(messages: Sequence[AgentMessage]) -> Iterator[dict[str, Any]]:
         if not in_turn:
             yield {"type": "turn_start"}
             in_turn = True
-        if role == "toolResult":
-            call_id = str(message.get("toolCallId"))
-            name = str(message.get("toolName"))
+        if message["role"] == "toolResult":
+            call_id = message["toolCallId"]
+            name = message["toolName"]
             args = calls.get(call_id, {}).get("arguments", {})
             yield {"type": "tool_execution_start", "toolCallId": call_id, "toolName": name, "args": args}
-            result = {"content": message.get("content", []), "details": message.get("details")}
+            result = AgentToolResult[Any](content=list(message["content"]), details=message.get("details"))
             yield {
                 "type": "tool_execution_end",
                 "toolCallId": call_id,
                 "toolName": name,
                 "result": result,
-                "isError": bool(message.get("isError")),
+                "isError": message["isError"],
             }
             results.append(message)
         yield {"type": "message_start", "message": message}

@@ -28,17 +28,11 @@ from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
 from tether.ai.abort import AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.session.compaction import (
-    CompactionError,
-    CompactionSettings,
-    compact,
-    context_tokens,
-    is_context_overflow,
-    should_compact,
-)
+from tether.session.compaction import CompactionResult, CompactionSettings, compact, summarize_branch
 from tether.session.convert import lower_for
-from tether.session.prompt import PromptHook, run_prompt_hooks
+from tether.session.prompt import PromptHook
 from tether.session.session import Session, now_ms
+from tether.session.wiring import record_message_end, record_settings, recover_from_overflow, request_view
 from tether.wire import AgentMessage, ImageContent, ModelInfo, TextContent
 
 Listener = Callable[[AgentEvent], Awaitable[None]]
@@ -82,6 +76,29 @@ class SessionRuntime:
         )
         return await self._retry_overflow(added, signal)
 
+    async def compact(
+        self, instructions: str | None = None, signal: AbortSignal | None = None
+    ) -> CompactionResult:
+        """Manual compaction with the runtime's model (``CompactionError`` if nothing to do)."""
+        done = await compact(
+            self.session,
+            self.model,
+            self.stream_fn,
+            instructions=instructions,
+            settings=self.compaction,
+            signal=signal,
+        )
+        self.compactions += 1
+        return done
+
+    async def branch(
+        self, entry_id: str | None, *, summarize: bool = False, signal: AbortSignal | None = None
+    ) -> str | None:
+        """Move the leaf; with ``summarize``, leave a summary of the abandoned branch there."""
+        if not summarize:
+            return self.session.branch(entry_id)
+        return await summarize_branch(self.session, entry_id, self.model, self.stream_fn, signal=signal)
+
     def agent_context(self) -> AgentContext:
         ctx = self.session.context
         return AgentContext(
@@ -107,57 +124,46 @@ class SessionRuntime:
         self, messages: list[AgentMessage], signal: AbortSignal | None
     ) -> list[AgentMessage]:
         """The request for one model call: the session's (compacted) context plus hooks' edits."""
-        ids = self.session.message_ids(messages)
-        unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
-        window = self.model.get("contextWindow")
-        tokens = context_tokens([*self.session.messages, *unrecorded])
-        if should_compact(tokens, window, self.compaction):
-            try:
-                await compact(
-                    self.session, self.model, self.stream_fn, settings=self.compaction, signal=signal
-                )
-                self.compactions += 1
-            except CompactionError:
-                pass  # too little to compact: the provider will report an overflow if it is one
-        request = [*self.session.messages, *unrecorded]
-        return await run_prompt_hooks(
-            self.hooks, request, self.session.message_ids(request), model=self.model
+        request, compacted = await request_view(
+            self.session,
+            messages,
+            model=self.model,
+            stream_fn=self.stream_fn,
+            hooks=self.hooks,
+            compaction=self.compaction,
+            signal=signal,
         )
+        self.compactions += compacted
+        return request
 
     # -- internals -------------------------------------------------------------------------------
 
     async def _emit(self, event: AgentEvent) -> None:
-        if event["type"] == "message_end":
-            message = event["message"]
-            if self.session.message_id(message) is None:
-                self.session.append_message(message)
+        record_message_end(self.session, event)
         if self.listener is not None:
             await self.listener(event)
 
     def _record_model(self) -> None:
-        current = self.session.context.model
-        if current is None or (current.provider, current.model_id) != (
-            self.model["provider"],
-            self.model["id"],
-        ):
-            self.session.set_model(self.model)
+        record_settings(
+            self.session,
+            model=self.model,
+            thinking_level=self.session.context.thinking_level,
+            service_tier=self.session.context.service_tier,
+            system_prompt=self.session.context.system_prompt,
+        )
 
     async def _retry_overflow(
         self, added: list[AgentMessage], signal: AbortSignal | None
     ) -> list[AgentMessage]:
-        last = added[-1] if added else None
-        if last is None or last["role"] != "assistant":
-            return added
-        if not is_context_overflow(last):
-            return added
-        failed = self.session.message_id(last)
-        if failed is None:
-            return added
-        self.session.branch(self.session.entry(failed)["parentId"])
-        try:
-            await compact(self.session, self.model, self.stream_fn, settings=self.compaction, signal=signal)
-        except CompactionError:
-            self.session.branch(failed)  # nothing to gain: keep the error where the user sees it
+        recovered = await recover_from_overflow(
+            self.session,
+            added,
+            model=self.model,
+            stream_fn=self.stream_fn,
+            compaction=self.compaction,
+            signal=signal,
+        )
+        if not recovered:
             return added
         self.compactions += 1
         retried = await run_agent_loop_continue(

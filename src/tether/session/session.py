@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
+from tether.agent import AgentEvent
 from tether.session.branching import settle_leaf
 from tether.session.context import SessionContext, build_context, compaction_message, context_message
 from tether.session.entries import CUSTOM_TYPE, EntryDict
@@ -38,7 +39,7 @@ AT_LEAF = _AtLeaf()
 
 class ReadOnlySessionError(SessionError):
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} was opened read-only")
+        super().__init__(f"session {session_id!r} is read-only here (opened read-only, or closed)")
 
 
 def now_ms() -> int:
@@ -152,7 +153,7 @@ class Session:
                         labels.pop(target, None)
         return labels
 
-    def replay(self, *, full_history: bool = True) -> Iterator[dict[str, Any]]:
+    def replay(self, *, full_history: bool = True) -> Iterator[AgentEvent]:
         """Re-emit the active path as agent events (``agent_start`` … ``agent_end``) for UIs.
 
         ``full_history`` replays every message of the path, compacted ones included, with the

@@ -30,6 +30,7 @@ from tether.session.entries import EntryDict
 from tether.session.paths import default_db_path
 from tether.session.sqlite_schema import migrate
 from tether.session.store import (
+    SessionError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
@@ -69,6 +70,11 @@ class FileLease:
     def owned_by(self, store: SQLiteStore) -> bool:
         return self._store is store and self._fd is not None
 
+    def __del__(self) -> None:
+        # A session handle dropped without close() must not keep its session locked until exit.
+        with contextlib.suppress(Exception):  # at shutdown the kernel drops the lock anyway
+            self.release()
+
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
@@ -82,18 +88,21 @@ class SQLiteStore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, durability: Durability = "normal"):
         self.path = Path(path) if path is not None else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
         self._mutex = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        # Reading through a memory map skips a copy per page: about a quarter off opening a
-        # 50 MB session.
-        self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        migrate(self._db)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            # Reading through a memory map skips a copy per page: about a quarter off opening a
+            # 50 MB session.
+            self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            migrate(self._db)
+        except (sqlite3.Error, OSError) as err:
+            raise SessionError(f"cannot open the session database {self.path}: {err}") from None
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -258,8 +267,8 @@ class SQLiteStore:
 
     def _check(self, lease: WriterLease) -> None:
         if not (isinstance(lease, FileLease) and lease.owned_by(self)):
-            raise SessionLockedError(
-                lease.session_id, "nobody: this lease was released or is not this store's"
+            raise SessionError(
+                f"the writer lease of session {lease.session_id!r} was released or belongs to another store"
             )
 
     @contextlib.contextmanager

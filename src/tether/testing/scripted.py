@@ -18,11 +18,9 @@ describe (``shared/conformance/README.md``, "The scripted model").
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import copy
 import json
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,7 +34,6 @@ from tether.ai.event_stream import (
 )
 from tether.ai.types import Context, SimpleStreamOptions
 from tether.wire import (
-    AssistantMessage,
     AssistantMessageEvent,
     ModelInfo,
     StopReason,
@@ -170,33 +167,87 @@ class ScriptedModel:
     async def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
     ) -> AsyncIterator[AssistantMessageEvent]:
+        """The events of one response. Every ``await asyncio.sleep(0)`` is a point where another
+        task (or a listener that just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
+        content = message["content"]
         await asyncio.sleep(0)
         if script is None:
             yield error_event(message, NO_RESPONSE_LEFT)
             return
-        if _aborted(signal):
+        if signal is not None and signal.aborted:
             yield error_event(message, ABORTED_MESSAGE, aborted=True)
             return
         yield {"type": "start", "partial": message}
         for index, block in enumerate(script.content):
             await asyncio.sleep(0)
-            if _aborted(signal):
+            if signal is not None and signal.aborted:
                 yield error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
             if isinstance(block, ToolCallBlock):
-                blocks = self._tool_call(message, index, block, signal)
+                self._call_ids += 1
+                call: ToolCall = {
+                    "type": "toolCall",
+                    "id": block.id if block.id is not None else f"call_{self._call_ids}",
+                    "name": block.name,
+                    "arguments": {},
+                }
+                content.append(call)
+                yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
+                await asyncio.sleep(0)
+                if signal is not None and signal.aborted:
+                    yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                    return
+                delta = canonical_json(block.arguments)
+                call["arguments"] = json.loads(delta)  # what the model "sent", never the script's dict
+                yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
+                yield {
+                    "type": "toolcall_end",
+                    "contentIndex": index,
+                    "toolCall": call.copy(),
+                    "partial": message,
+                }
             elif isinstance(block, TextBlock):
-                blocks = _text(message, index, block, signal)
-            else:
-                blocks = _thinking(message, index, block, signal)
-            async with contextlib.aclosing(blocks):
-                async for event in blocks:
-                    yield event
-                    if event["type"] == "error":
+                text_part: TextContent = {"type": "text", "text": ""}
+                content.append(text_part)
+                yield {"type": "text_start", "contentIndex": index, "partial": message}
+                for chunk in block.chunks:
+                    await asyncio.sleep(0)
+                    if signal is not None and signal.aborted:
+                        yield error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
+                    text_part["text"] += chunk
+                    yield {"type": "text_delta", "contentIndex": index, "delta": chunk, "partial": message}
+                yield {
+                    "type": "text_end",
+                    "contentIndex": index,
+                    "content": text_part["text"],
+                    "partial": message,
+                }
+            else:
+                thinking_part: ThinkingContent = {"type": "thinking", "thinking": ""}
+                content.append(thinking_part)
+                yield {"type": "thinking_start", "contentIndex": index, "partial": message}
+                for chunk in block.chunks:
+                    await asyncio.sleep(0)
+                    if signal is not None and signal.aborted:
+                        yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                        return
+                    thinking_part["thinking"] += chunk
+                    yield {
+                        "type": "thinking_delta",
+                        "contentIndex": index,
+                        "delta": chunk,
+                        "partial": message,
+                    }
+                yield {
+                    "type": "thinking_end",
+                    "contentIndex": index,
+                    "content": thinking_part["thinking"],
+                    "partial": message,
+                }
         await asyncio.sleep(0)
-        if _aborted(signal):
+        if signal is not None and signal.aborted:
             yield error_event(message, ABORTED_MESSAGE, aborted=True)
             return
         if script.error is not None:
@@ -210,68 +261,14 @@ class ScriptedModel:
         message["stopReason"] = reason
         yield {"type": "done", "reason": reason, "message": message}
 
-    async def _tool_call(
-        self, message: AssistantMessage, index: int, block: ToolCallBlock, signal: AbortSignal | None
-    ) -> AsyncGenerator[AssistantMessageEvent, None]:
-        self._call_ids += 1
-        call: ToolCall = {
-            "type": "toolCall",
-            "id": block.id if block.id is not None else f"call_{self._call_ids}",
-            "name": block.name,
-            "arguments": {},
-        }
-        message["content"].append(call)
-        yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
-        await asyncio.sleep(0)
-        if _aborted(signal):
-            yield error_event(message, ABORTED_MESSAGE, aborted=True)
-            return
-        call["arguments"] = copy.deepcopy(dict(block.arguments))
-        delta = canonical_json(call["arguments"])
-        yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
-        yield {"type": "toolcall_end", "contentIndex": index, "toolCall": call.copy(), "partial": message}
 
-
-def _aborted(signal: AbortSignal | None) -> bool:
-    return signal is not None and signal.aborted
-
-
-async def _text(
-    message: AssistantMessage, index: int, block: TextBlock, signal: AbortSignal | None
-) -> AsyncGenerator[AssistantMessageEvent, None]:
-    part: TextContent = {"type": "text", "text": ""}
-    message["content"].append(part)
-    yield {"type": "text_start", "contentIndex": index, "partial": message}
-    for chunk in block.chunks:
-        await asyncio.sleep(0)
-        if _aborted(signal):
-            yield error_event(message, ABORTED_MESSAGE, aborted=True)
-            return
-        part["text"] += chunk
-        yield {"type": "text_delta", "contentIndex": index, "delta": chunk, "partial": message}
-    yield {"type": "text_end", "contentIndex": index, "content": part["text"], "partial": message}
-
-
-async def _thinking(
-    message: AssistantMessage, index: int, block: ThinkingBlock, signal: AbortSignal | None
-) -> AsyncGenerator[AssistantMessageEvent, None]:
-    part: ThinkingContent = {"type": "thinking", "thinking": ""}
-    message["content"].append(part)
-    yield {"type": "thinking_start", "contentIndex": index, "partial": message}
-    for chunk in block.chunks:
-        await asyncio.sleep(0)
-        if _aborted(signal):
-            yield error_event(message, ABORTED_MESSAGE, aborted=True)
-            return
-        part["thinking"] += chunk
-        yield {"type": "thinking_delta", "contentIndex": index, "delta": chunk, "partial": message}
-    yield {"type": "thinking_end", "contentIndex": index, "content": part["thinking"], "partial": message}
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_json(value: object) -> str:
     """Keys sorted, no whitespace, numbers as JavaScript prints them (``2.0`` is ``2``): the
     conformance format for echoed arguments and tool-call deltas."""
-    return json.dumps(_js_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(_js_numbers(value))
 
 
 def _js_numbers(value: object) -> object:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tether.agent.tool import AgentTool
-from tether.tools.approval import ApprovalDecision, AskUser, approval_hook, describe_call
+from tether.tools.approval import AskUser, BeforeToolCall, approval_hook, describe_call
 from tether.tools.bash import BashParams, create_bash_tool
 from tether.tools.edit import EditOutcome, EditParams, create_edit_tool, edit_text, unified_diff
 from tether.tools.errors import PathOutsideWorkspace, ToolError
@@ -57,9 +57,9 @@ def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None
 
 __all__ = [
     "TOOL_FACTORIES",
-    "ApprovalDecision",
     "AskUser",
     "BashParams",
+    "BeforeToolCall",
     "EditOutcome",
     "EditParams",
     "FindParams",

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
 
+from tether.agent.types import BeforeToolCallContext, BeforeToolCallResult
 from tether.ai.abort import AbortSignal
 from tether.tools.workspace import Workspace
 from tether.wire import ToolCall
@@ -20,39 +19,23 @@ from tether.wire import ToolCall
 AskUser = Callable[[ToolCall, str], Awaitable[bool]]
 """``ask(tool_call, question) -> approved``; ``question`` is a one-line summary for the user."""
 
-
-class HasToolCall(Protocol):
-    """The part of the agent's ``BeforeToolCallContext`` this hook reads."""
-
-    @property
-    def tool_call(self) -> ToolCall: ...
-
-
-@dataclass(slots=True)
-class ApprovalDecision:
-    """Same shape as the agent's ``BeforeToolCallResult``: ``block`` and the ``reason`` shown."""
-
-    block: bool = False
-    reason: str | None = None
-
-
-BeforeToolCall = Callable[[HasToolCall, AbortSignal | None], Awaitable[ApprovalDecision | None]]
+BeforeToolCall = Callable[[BeforeToolCallContext, AbortSignal | None], Awaitable[BeforeToolCallResult | None]]
 
 
 def approval_hook(policy: Workspace, ask: AskUser) -> BeforeToolCall:
     """A ``before_tool_call`` that asks ``ask`` about every call ``policy`` says needs approval."""
 
     async def before_tool_call(
-        context: HasToolCall, signal: AbortSignal | None = None
-    ) -> ApprovalDecision | None:
+        context: BeforeToolCallContext, signal: AbortSignal | None = None
+    ) -> BeforeToolCallResult | None:
         tool_call = context.tool_call
         if not policy.needs_approval(tool_call):
             return None
         if signal is not None and signal.aborted:
-            return ApprovalDecision(True, "The run was aborted before the user approved this call.")
+            return BeforeToolCallResult(True, "The run was aborted before the user approved this call.")
         if await ask(tool_call, describe_call(tool_call)):
             return None
-        return ApprovalDecision(
+        return BeforeToolCallResult(
             True, f"The user declined this {tool_call['name']} call. Do not retry it as is."
         )
 

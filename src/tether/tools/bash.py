@@ -46,8 +46,8 @@ class BashParams(BaseModel):
 DESCRIPTION = (
     "Run a shell command (bash -c) in the workspace and return its combined stdout and stderr. stdin is "
     "closed, so interactive programs cannot wait for input. Long output keeps its first and last "
-    f"{MAX_LINES // 2} lines (at most {MAX_BYTES // 1024} KB) with a note in between: pipe through grep, "
-    "head or tail to see specific parts. A non-zero exit status, a timeout or an abort is reported "
+    f"{MAX_LINES // 2} lines (at most {MAX_BYTES // 1024} KB) with a note in between, and the full output "
+    "is saved to a file whose path is given: search that file, or pipe through grep, head or tail. A non-zero exit status, a timeout or an abort is reported "
     "as an error together with the output. Prefer read, grep, find and ls for looking at files."
 )
 
@@ -89,13 +89,18 @@ async def run_bash(
         timeout=timeout,
         signal=signal,
         on_output=live.feed if live is not None else None,
+        keep_full_output=True,
     )
     output = result.output or "(no output)"
+    if result.full_output_path is not None:
+        output += f"\n[Full output ({result.total_bytes} bytes) saved to {result.full_output_path}]"
     details: dict[str, Any] = {
         "exitCode": result.exit_code,
         "truncated": result.truncated,
         "totalBytes": result.total_bytes,
     }
+    if result.full_output_path is not None:
+        details["fullOutputPath"] = str(result.full_output_path)
     if result.cancelled:
         raise ToolError(f"{output}\n\nCommand aborted; its process group was killed.")
     if result.timed_out:

@@ -65,6 +65,8 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
     path = workspace.resolve(params.path)
     shown = workspace.display(path)
     _check_strings(params)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

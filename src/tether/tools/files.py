@@ -116,8 +116,15 @@ def _walk(workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreF
             continue
         if is_dir:
             yield from _walk(workspace, path, root, stack)
-        else:
+        elif _is_regular_file(entry):  # never a FIFO or a device: reading one would block
             yield path
+
+
+def _is_regular_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _ignore_root(workspace: Workspace, start: Path) -> Path:

@@ -58,7 +58,7 @@ def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict
     if not start.is_dir():
         what = "not found" if not start.exists() else "not a directory"
         raise ToolError(f"{workspace.display(start)} is {what}; find searches a directory.")
-    pattern = params.pattern.removeprefix("./")
+    pattern = params.pattern.removeprefix("./").lstrip("/")  # patterns are relative to the search directory
     regex = compile_glob(pattern)
     by_name = "/" not in pattern
     found: list[str] = []

@@ -109,17 +109,18 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
             continue
         files_with_matches += 1
         shown = workspace.display(file)
-        block, found, limited = _file_matches(text, regex, shown, params.context, params.limit - matches)
-        matches += found
+        block, limited = _file_matches(text, regex, shown, params.context, params.limit - matches)
         if params.context and out:
             out.append("--")
+        match_prefix = f"{shown}:"
         for line in block:
             size += len(line.encode()) + 1
             if size > MAX_BYTES:
                 limited = True
                 break
             out.append(line)
-        if limited or size > MAX_BYTES:
+            matches += line.startswith(match_prefix)
+        if limited:
             break
 
     if not out:
@@ -155,18 +156,14 @@ def _read_text(file: Path) -> str | None:
 
 def _file_matches(
     text: str, regex: re.Pattern[str], shown: str, context: int, budget: int
-) -> tuple[list[str], int, bool]:
-    """Output lines for one file, the number of matches taken, and whether ``budget`` ran out."""
+) -> tuple[list[str], bool]:
+    """Output lines for one file (at most ``budget`` matches) and whether more matches were left."""
     lines = text.splitlines()
     hits = [i for i, line in enumerate(lines) if regex.search(line)]
     limited = len(hits) > budget
     hits = hits[:budget]
     if not context:
-        return (
-            [f"{shown}:{i + 1}:{shorten_line(lines[i], MATCH_LINE_CHARS)}" for i in hits],
-            len(hits),
-            limited,
-        )
+        return [f"{shown}:{i + 1}:{shorten_line(lines[i], MATCH_LINE_CHARS)}" for i in hits], limited
     hit_set = set(hits)
     out: list[str] = []
     last = -1
@@ -178,7 +175,7 @@ def _file_matches(
             sep = ":" if j in hit_set else "-"
             out.append(f"{shown}{sep}{j + 1}{sep}{shorten_line(lines[j], MATCH_LINE_CHARS)}")
         last = high
-    return out, len(hits), limited
+    return out, limited
 
 
 def _glob_filter(glob: str | None) -> Callable[[str], bool] | None:

@@ -15,9 +15,11 @@ import contextlib
 import os
 import signal as signals
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tether.ai.abort import AbortSignal
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
@@ -41,6 +43,8 @@ class ProcessResult:
     timed_out: bool
     cancelled: bool
     total_bytes: int
+    full_output_path: Path | None = None
+    """When the output was truncated and ``keep_full_output`` was asked: a temp file with all of it."""
 
 
 async def run_process(
@@ -53,13 +57,19 @@ async def run_process(
     env: Mapping[str, str] | None = None,
     max_bytes: int = MAX_BYTES,
     max_lines: int = MAX_LINES,
+    keep_full_output: bool = False,
 ) -> ProcessResult:
-    """Run ``argv`` with stdin closed; stdout and stderr interleaved as the terminal would show."""
+    """Run ``argv`` with stdin closed; stdout and stderr interleaved as the terminal would show.
+
+    With ``keep_full_output``, output beyond ``max_bytes`` is also written, whole, to a temp file
+    (``full_output_path``) that the model can search; memory stays bounded either way.
+    """
     buffer = OutputBuffer(max_bytes, max_lines)
+    spill = _Spill(max_bytes) if keep_full_output else None
     if signal is not None and signal.aborted:
         return ProcessResult("", None, False, False, True, 0)
     loop = asyncio.get_running_loop()
-    protocol = _Protocol(loop, buffer, on_output)
+    protocol = _Protocol(loop, buffer, on_output, spill)
     transport, _ = await loop.subprocess_exec(
         lambda: protocol,
         *argv,
@@ -94,6 +104,8 @@ async def run_process(
         if not protocol.exited.done():  # our caller was cancelled: leave nothing running
             await _kill_group(transport.get_pid(), protocol.exited)
         transport.close()
+        if spill is not None:
+            spill.close(keep=buffer.truncated)
     tail = buffer.finish()
     if on_output is not None and tail:
         on_output(tail)
@@ -105,6 +117,7 @@ async def run_process(
         timed_out=timed_out,
         cancelled=cancelled,
         total_bytes=buffer.total_bytes,
+        full_output_path=spill.path if spill is not None and buffer.truncated else None,
     )
 
 
@@ -116,15 +129,23 @@ class _Protocol(asyncio.SubprocessProtocol):
     """
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, buffer: OutputBuffer, on_output: Callable[[str], None] | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        buffer: OutputBuffer,
+        on_output: Callable[[str], None] | None,
+        spill: _Spill | None,
     ) -> None:
         self._buffer = buffer
         self._on_output = on_output
+        self._spill = spill
         self.exited: asyncio.Future[None] = loop.create_future()
         self.eof: asyncio.Future[None] = loop.create_future()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        text = self._buffer.feed(data if isinstance(data, bytes) else data.encode())
+        raw = data if isinstance(data, bytes) else data.encode()
+        if self._spill is not None:
+            self._spill.write(raw)
+        text = self._buffer.feed(raw)
         if self._on_output is not None and text:
             self._on_output(text)
 
@@ -135,6 +156,40 @@ class _Protocol(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+
+
+class _Spill:
+    """Keeps raw output in memory up to ``limit`` bytes, then moves it all to a temp file."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._early: list[bytes] = []
+        self._size = 0
+        self._file: BinaryIO | None = None
+        self.path: Path | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._file is not None:
+            self._file.write(data)
+            return
+        self._early.append(data)
+        self._size += len(data)
+        if self._size > self._limit:
+            self._open()
+
+    def close(self, *, keep: bool) -> None:
+        """Finish the file; ``keep`` also saves output that stayed in memory (cut by line count)."""
+        if self._file is None and keep:
+            self._open()
+        if self._file is not None:
+            self._file.close()
+
+    def _open(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="tether-output-", suffix=".log")
+        self._file = os.fdopen(fd, "wb")
+        self.path = Path(name)
+        self._file.write(b"".join(self._early))
+        self._early = []
 
 
 async def _kill_group(pgid: int, exited: asyncio.Future[None]) -> None:

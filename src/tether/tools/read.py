@@ -65,6 +65,8 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
     shown = workspace.display(path)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory, not a file; use ls to list it.")
+    if path.exists() and not path.is_file():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be read.")
     try:
         handle = path.open("rb")
     except FileNotFoundError:

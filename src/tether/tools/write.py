@@ -46,6 +46,8 @@ def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dic
     shown = workspace.display(path)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    if path.exists() and not path.is_file():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be written.")
     data = params.content.encode()
     existed = path.exists()
     try:

@@ -68,8 +68,6 @@ def wire_error(err: ValidationError, value: object, root: str) -> WireError:
         )
     if kind == "missing":
         return WireError(f"{path}.{first['loc'][-1]}", "required field is missing")
-    if kind == "json_invalid":
-        return WireError(path, f"invalid JSON: {ctx.get('error', first['msg'])}")
     if kind == "literal_error":
         return WireError(path, f"expected {ctx.get('expected')} (got {_show(first['input'])})")
     expected = [_TYPE_PHRASES.get(d["type"]) for d in here]

@@ -42,16 +42,17 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 @dataclass(frozen=True, slots=True)
 class Registry:
-    """A named, ordered group of wire definitions: seed name -> Python ``TypedDict`` or alias."""
+    """A named, ordered group of wire definitions: seed name -> Python ``TypedDict`` or alias.
+
+    ``name`` (``messageDefs``) only labels errors; the bundle itself is one flat ``$defs``.
+    """
 
     name: str
-    description: str
     definitions: Mapping[str, object]
 
 
 MESSAGE_DEFS = Registry(
-    "messageDefs",
-    "Open records: transcript content, messages, usage, and assistant streaming events.",
+    "messageDefs",  # open records: transcript content, messages, usage, streaming events
     {
         "Attribution": m.Attribution,
         "StopReason": m.StopReason,
@@ -99,8 +100,7 @@ MESSAGE_DEFS = Registry(
 )
 
 MODEL_DEFS = Registry(
-    "modelDefs",
-    "Model and thinking descriptors.",
+    "modelDefs",  # closed records: model and thinking descriptors
     {
         "Effort": model.Effort,
         "ThinkingLevel": model.ThinkingLevel,
@@ -224,12 +224,15 @@ class _Walker:
             inner, *meta = get_args(tp)
             docs = [x.text for x in meta if isinstance(x, Doc)]
             discriminators = [x.discriminator for x in meta if isinstance(x, Discriminator)]
+            if not all(isinstance(d, str) for d in discriminators):
+                raise TypeError(f"cannot express a callable discriminator in {tp!r}")
             schema = self._schema(inner)
             if discriminators and "anyOf" in schema:
                 schema = {"oneOf": schema.pop("anyOf"), "x-discriminator": discriminators[0], **schema}
             return {"description": docs[0], **schema} if docs else schema
         if is_typeddict(tp):
-            raise TypeError(f"{_name(tp)} is not registered: objects must have a $defs entry")
+            name = cast(str, getattr(tp, "__name__", repr(tp)))
+            raise TypeError(f"{name} is not registered: objects must have a $defs entry")
         if tp is Any:
             return {}
         primitive = _PRIMITIVES.get(tp) if isinstance(tp, type) else None
@@ -243,13 +246,20 @@ class _Walker:
         if origin is list:
             return {"type": "array", "items": self._schema(args[0])}
         if origin is dict:
-            return {"type": "object"}
+            values = args[1] if args else Any
+            return (
+                {"type": "object"}
+                if values is Any
+                else {"type": "object", "additionalProperties": self._schema(values)}
+            )
         raise TypeError(f"cannot express {tp!r} in JSON Schema")
 
     def _union(self, members: tuple[object, ...]) -> JsonSchema:
-        if set(members) == {int, float}:
-            return {"type": "number"}  # the seed's `number`: integer or not
+        if int in members and float in members:  # the seed's `number`: integer or not
+            members = tuple(x for x in members if x is not int)
         schemas = [self._schema(x) for x in members]
+        if len(schemas) == 1:
+            return schemas[0]
         if all(list(s) == ["type"] for s in schemas):
             return {"type": [s["type"] for s in schemas]}
         return {"anyOf": schemas}
@@ -276,7 +286,3 @@ def _strip_required(tp: object) -> object:
 def _is_open(cls: object) -> bool:
     config = cast(Mapping[str, object], getattr(cls, "__pydantic_config__", {}))
     return config.get("extra") == "allow"
-
-
-def _name(tp: object) -> str:
-    return cast(str, getattr(tp, "__name__", repr(tp)))

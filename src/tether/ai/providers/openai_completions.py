@@ -19,7 +19,9 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
+from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
+from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
@@ -226,7 +228,11 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
     if system:
         role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
         out.append({"role": role, "content": strip_surrogates(system)})
-    messages = context["messages"]
+    volatile = context.get("volatileContext")
+    if volatile:  # a message of its own, so a cached system prompt stays byte-identical
+        role = "developer" if model["reasoning"] and compat.supportsDeveloperRole else "system"
+        out.append({"role": role, "content": strip_surrogates(volatile)})
+    messages = transform_messages(context["messages"], model)  # cross-provider handoff
     last_role = ""
     i = 0
     while i < len(messages):
@@ -355,10 +361,13 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 class _ToolState:
-    __slots__ = ("args", "block", "index")
+    """One streamed tool call: its block, where it sits, the server's index, its argument text."""
 
-    def __init__(self, block: ToolCall, index: int | None) -> None:
+    __slots__ = ("args", "block", "index", "position")
+
+    def __init__(self, block: ToolCall, position: int, index: int | None) -> None:
         self.block = block
+        self.position = position
         self.index = index
         self.args = PartialJson()
 
@@ -374,37 +383,39 @@ class OpenAICompletionsParser(StreamParser):
         self.tools: list[_ToolState] = []
         self.finished = False
         """A ``finish_reason`` arrived: the answer is complete even if ``[DONE]`` never comes."""
+        self.seen_metadata = False
+        self.text_index = 0
+        self.thinking_index = 0
         self.extra = cast("dict[str, Any]", output)
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        chunk = as_dict(data)
-        if chunk is None:
+        # Hot path (one call per chunk): ``x.__class__ is dict`` checks keep values typed ``Any``
+        # (``isinstance`` would make pyright see ``dict[Unknown, Unknown]``) and cost no helper
+        # calls; anything of an unexpected shape reads as absent.
+        if data.__class__ is not dict:
             return []
+        chunk: Any = data
         output = self.output
-        if "responseId" not in output and (chunk_id := as_str(chunk.get("id"))):
-            output["responseId"] = chunk_id
-        chunk_model = as_str(chunk.get("model"))
-        if chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
-            self.extra["responseModel"] = chunk_model
-        upstream = as_str(chunk.get("provider"))
-        if upstream and "upstreamProvider" not in output:
-            output["upstreamProvider"] = upstream
-            if chunk_model:
-                output["upstreamModel"] = chunk_model
-        usage = as_dict(chunk.get("usage"))
-        choices = as_list(chunk.get("choices"))
-        choice = as_dict(choices[0]) if choices else None
+        if not self.seen_metadata:
+            self._metadata(chunk)
+        usage: Any = chunk.get("usage")
+        choices: Any = chunk.get("choices")
+        choice: Any = (
+            choices[0] if choices.__class__ is list and choices and choices[0].__class__ is dict else None
+        )
         if usage is None and choice is not None:
-            usage = as_dict(choice.get("usage"))
-        if usage is not None:
+            usage = choice.get("usage")
+        if usage.__class__ is dict:
             self._usage(usage)
         if event == "error" or chunk.get("error"):
             # The error ends the answer; its usage (read above) is still billed.
+            code: Any = (as_dict(chunk.get("error")) or {}).get("code")
+            self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
             return self.fail(_error_text(chunk))
         if choice is None:
             return []
-        reason = as_str(choice.get("finish_reason"))
-        if reason:
+        reason: Any = choice.get("finish_reason")
+        if reason and reason.__class__ is str:
             self.finished = True
             mapped = _STOP_REASONS.get(reason)
             if mapped is None:
@@ -412,36 +423,25 @@ class OpenAICompletionsParser(StreamParser):
                 output["errorMessage"] = f"Provider finish_reason: {reason}"
             else:
                 output["stopReason"] = mapped
-        delta = as_dict(choice.get("delta"))
-        if delta is None:
+        delta: Any = choice.get("delta")
+        if delta.__class__ is not dict:
             return []
         events: list[AssistantMessageEvent] = []
-        content = delta.get("content")
-        if isinstance(content, str) and content:
+        content: Any = delta.get("content")
+        if content and content.__class__ is str:
             self._text(content, events)
         for name in REASONING_FIELDS:
-            value = delta.get(name)
-            if isinstance(value, str) and value:
+            value: Any = delta.get(name)
+            if value and value.__class__ is str:
                 self._thinking(name, value, events)
                 break
-        calls = as_list(delta.get("tool_calls"))
-        legacy = as_dict(delta.get("function_call"))
-        if legacy is not None and not calls:
-            calls = [{"function": legacy}]
-        for call in calls:
-            call_object = as_dict(call)
-            if call_object is not None:
-                self._tool_call(call_object, events)
-        for detail in as_list(delta.get("reasoning_details")):
-            detail_object = as_dict(detail)
-            if (
-                detail_object
-                and detail_object.get("type") == "reasoning.encrypted"
-                and detail_object.get("data")
-            ):
-                for state in self.tools:
-                    if state.block["id"] and state.block["id"] == detail_object.get("id"):
-                        state.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
+        calls: Any = delta.get("tool_calls")
+        legacy: Any = delta.get("function_call")
+        if calls or legacy:
+            self._tool_calls(as_list(calls) or ([{"function": legacy}] if as_dict(legacy) else []), events)
+        details: Any = delta.get("reasoning_details")
+        if details and self.tools:
+            self._reasoning_details(as_list(details))
         return events
 
     def end(self) -> list[AssistantMessageEvent]:
@@ -471,13 +471,49 @@ class OpenAICompletionsParser(StreamParser):
                 )
         if output["stopReason"] == "error":
             events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
-        elif not self.finished:
+        elif not (self.finished or self.done_marker):  # neither finish_reason nor [DONE]: cut off
             events.append(error_event(output, "The stream ended before the response was complete"))
         else:
             reason = output["stopReason"]
             assert reason in ("stop", "length", "toolUse")
             events.append({"type": "done", "reason": reason, "message": output})
         return events
+
+    def _metadata(self, chunk: dict[str, Any]) -> None:
+        """Response id, reported model and upstream provider: read from the first chunk with an id."""
+        output = self.output
+        chunk_id = as_str(chunk.get("id"))
+        if not chunk_id:
+            return
+        self.seen_metadata = True
+        output["responseId"] = chunk_id
+        chunk_model = as_str(chunk.get("model"))
+        if chunk_model and chunk_model != self.model["id"]:
+            self.extra["responseModel"] = chunk_model
+        upstream = as_str(chunk.get("provider"))
+        if upstream:  # a router (OpenRouter) names the provider and model that served us
+            output["upstreamProvider"] = upstream
+            if chunk_model:
+                output["upstreamModel"] = chunk_model
+
+    def _tool_calls(self, calls: list[Any], events: list[AssistantMessageEvent]) -> None:
+        for call in calls:
+            call_object = as_dict(call)
+            if call_object is not None:
+                self._tool_call(call_object, events)
+
+    def _reasoning_details(self, details: list[Any]) -> None:
+        """OpenRouter's encrypted reasoning for a tool call rides along as its signature."""
+        for detail in details:
+            detail_object = as_dict(detail)
+            if (
+                detail_object
+                and detail_object.get("type") == "reasoning.encrypted"
+                and detail_object.get("data")
+            ):
+                for state in self.tools:
+                    if state.block["id"] and state.block["id"] == detail_object.get("id"):
+                        state.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
 
     # -- blocks ---------------------------------------------------------------------------------
 
@@ -486,12 +522,15 @@ class OpenAICompletionsParser(StreamParser):
         if block is None:
             block = self.text = {"type": "text", "text": ""}
             self.blocks.append(cast("Any", block))
-            events.append(
-                {"type": "text_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
-            )
-        block["text"] += text
-        index = self._index(block)
-        events.append({"type": "text_delta", "contentIndex": index, "delta": text, "partial": self.output})
+            self.text_index = len(self.blocks) - 1
+            events.append({"type": "text_start", "contentIndex": self.text_index, "partial": self.output})
+        whole: str = block["text"]  # append_text inlined: this is the per-token hot path
+        block["text"] = ""
+        whole += text
+        block["text"] = whole
+        events.append(
+            {"type": "text_delta", "contentIndex": self.text_index, "delta": text, "partial": self.output}
+        )
 
     def _thinking(self, field: str, text: str, events: list[AssistantMessageEvent]) -> None:
         block = self.thinking
@@ -499,13 +538,18 @@ class OpenAICompletionsParser(StreamParser):
             # The "signature" names the field, so a replay can send the reasoning back in it.
             block = self.thinking = {"type": "thinking", "thinking": "", "thinkingSignature": field}
             self.blocks.append(cast("Any", block))
+            self.thinking_index = len(self.blocks) - 1
             events.append(
-                {"type": "thinking_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
+                {"type": "thinking_start", "contentIndex": self.thinking_index, "partial": self.output}
             )
-        block["thinking"] += text
-        index = self._index(block)
+        append_text(block, "thinking", text)
         events.append(
-            {"type": "thinking_delta", "contentIndex": index, "delta": text, "partial": self.output}
+            {
+                "type": "thinking_delta",
+                "contentIndex": self.thinking_index,
+                "delta": text,
+                "partial": self.output,
+            }
         )
 
     def _tool_call(self, call: dict[str, Any], events: list[AssistantMessageEvent]) -> None:
@@ -516,12 +560,10 @@ class OpenAICompletionsParser(StreamParser):
         state = self._find_tool(call_id, stream_index)
         if state is None:
             block: ToolCall = {"type": "toolCall", "id": call_id, "name": "", "arguments": {}}
-            state = _ToolState(block, stream_index)
-            self.tools.append(state)
             self.blocks.append(block)
-            events.append(
-                {"type": "toolcall_start", "contentIndex": len(self.blocks) - 1, "partial": self.output}
-            )
+            state = _ToolState(block, len(self.blocks) - 1, stream_index)
+            self.tools.append(state)
+            events.append({"type": "toolcall_start", "contentIndex": state.position, "partial": self.output})
         block = state.block
         if call_id and not block["id"]:
             block["id"] = call_id
@@ -534,7 +576,7 @@ class OpenAICompletionsParser(StreamParser):
         events.append(
             {
                 "type": "toolcall_delta",
-                "contentIndex": self._index(block),
+                "contentIndex": state.position,
                 "delta": arguments,
                 "partial": self.output,
             }
@@ -557,14 +599,7 @@ class OpenAICompletionsParser(StreamParser):
             return self.tools[-1]  # legacy function_call fragments, or index-less continuations
         return None
 
-    def _index(self, block: object) -> int:
-        blocks = self.blocks
-        last = len(blocks) - 1
-        if blocks[last] is block:
-            return last
-        return next(i for i, b in enumerate(blocks) if b is block)
-
-    def _usage(self, usage: dict[str, Any]) -> None:
+    def _usage(self, usage: Any) -> None:
         prompt = as_int(usage.get("prompt_tokens"))
         details = as_dict(usage.get("prompt_tokens_details")) or {}
         cached = as_int(details.get("cached_tokens")) or as_int(usage.get("prompt_cache_hit_tokens"))

@@ -1,0 +1,127 @@
+"""P2: the agent loop, 200 turns x 3 parallel tool calls with the scripted model, in events/s.
+
+The same scenario runs on the reference (``bench/reference/p2.mjs``: pi-agent-core with the
+conformance oracle's scripted model) and the two figures are printed side by side. Both sides
+yield to their event loop before each streamed block and delta, execute three instant tools
+per turn in parallel mode, filter the transcript for the model before every call (tether: the
+default ``convert_to_llm``), and count events in an awaited emit sink.
+
+    .venv/bin/python bench/p2_agent_loop.py     # installs bench/reference with npm ci if needed
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
+from tether.testing.scripted import ScriptedModel, ScriptedResponse, reply, text, tool_call
+from tether.wire import AgentMessage
+
+TURNS = 200
+CALLS = 3
+REPEATS = 15
+REFERENCE = Path(__file__).resolve().parent / "reference"
+
+
+def script() -> list[ScriptedResponse]:
+    turns = [
+        reply(*(tool_call("echo", {"text": f"turn {t} call {c}"}, id=f"t{t}c{c}") for c in range(CALLS)))
+        for t in range(TURNS)
+    ]
+    return [*turns, reply(text("all", " done"))]
+
+
+async def echo_execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": params["text"]}], details={})
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="echo",
+    description="Echo text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=echo_execute,
+)
+
+
+async def no_messages() -> list[AgentMessage]:
+    return []
+
+
+async def once() -> tuple[int, float, float]:
+    events = 0
+
+    async def emit(event: AgentEvent) -> None:
+        nonlocal events
+        events += 1
+
+    model = ScriptedModel(script())
+    config = AgentLoopConfig(
+        model=model.model,
+        tool_execution="parallel",
+        get_steering_messages=no_messages,
+        get_follow_up_messages=no_messages,
+    )
+    context = AgentContext(system_prompt="bench", tools=[ECHO])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": int(time.time() * 1000)}
+    cpu_start, start = time.process_time(), time.perf_counter()
+    result = await run_agent_loop([prompt], context, config, emit, None, model)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    if len(result) != 1 + TURNS * (1 + CALLS) + 1:
+        raise RuntimeError(f"unexpected result length {len(result)}")
+    return events, seconds, cpu_seconds
+
+
+async def measure() -> tuple[int, float, float]:
+    """Best of the repeats, by wall clock and by CPU time (the fair figure on a shared machine)."""
+    await once()  # warm-up
+    runs = [await once() for _ in range(REPEATS)]
+    return runs[0][0], min(run[1] for run in runs), min(run[2] for run in runs)
+
+
+def reference() -> dict[str, Any] | None:
+    """Run the Node reference; ``None`` (with the reason printed) when Node is unavailable."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        print("reference: node/npm not found, skipped")
+        return None
+    if not (REFERENCE / "node_modules").exists():
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--silent"], cwd=REFERENCE, check=True)
+    out = subprocess.run([node, "p2.mjs"], cwd=REFERENCE, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    events, seconds, cpu_seconds = asyncio.run(measure())
+    rate, cpu_rate = events / seconds, events / cpu_seconds
+    print(f"P2 agent loop: {TURNS} turns x {CALLS} parallel tool calls, scripted model, best of {REPEATS}")
+    print(f"  {'':10} {'events':>6} {'wall ms':>8} {'events/s':>10} {'cpu ms':>8} {'events/cpu-s':>12}")
+    print(
+        f"  {'tether':10} {events:6d} {seconds * 1e3:8.1f} {rate:10.0f} {cpu_seconds * 1e3:8.1f} {cpu_rate:12.0f}"
+    )
+    ref = reference()
+    if ref is None:
+        return
+    print(
+        f"  {'reference':10} {ref['events']:6d} {ref['seconds'] * 1e3:8.1f} {ref['eventsPerSecond']:10.0f} "
+        f"{ref['cpuSeconds'] * 1e3:8.1f} {ref['eventsPerCpuSecond']:12.0f}   pi-agent-core 0.73.1, Node {_node_version()}"
+    )
+    print(
+        f"  ratio tether/reference: {rate / ref['eventsPerSecond']:.2f}x wall, "
+        f"{cpu_rate / ref['eventsPerCpuSecond']:.2f}x cpu"
+    )
+
+
+def _node_version() -> str:
+    node = shutil.which("node")
+    return subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else "?"
+
+
+if __name__ == "__main__":
+    main()

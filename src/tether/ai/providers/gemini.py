@@ -1,0 +1,455 @@
+"""``google-generative-ai``: Gemini's ``streamGenerateContent?alt=sse`` (Gemini API and Vertex AI).
+
+Each SSE event is a whole ``GenerateContentResponse`` chunk. Parts of the first candidate become
+blocks: a part with a ``text`` key (even ``""``) opens or extends a text block, or a thinking
+block when it says ``thought: true``; a ``functionCall`` part is a complete tool call (Gemini
+sends whole arguments), emitted as start/delta/end at once, with a generated id when Gemini gave
+none. Other parts (``executableCode``, ``codeExecutionResult``, ...) are skipped.
+
+``thoughtSignature`` stays on the block whose part carried it (text, thinking or tool call): the
+signature belongs to that position in the answer and must go back there on the next turn. For
+Gemini 3, a model turn with tool calls but no signature (written by another model) gets Google's
+documented placeholder signature, without which Gemini 3 rejects the history.
+
+``finishReason``: ``STOP`` → stop (toolUse when the answer has tool calls), ``MAX_TOKENS`` →
+length, anything else (``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL``, ...) → error naming
+the reason. Usage comes from the last ``usageMetadata``: input = prompt + tool-use prompt −
+cached, output = candidates + thoughts, total as reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, cast
+from urllib.parse import quote
+
+from tether.ai.append import append_text
+from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.handoff import is_same_model, transform_messages
+from tether.ai.jsonish import as_dict, as_int, as_str
+from tether.ai.provider import StreamParser, stream_http
+from tether.ai.providers.gemini_schema import gemini_schema
+from tether.ai.registry import ApiProvider
+from tether.ai.sanitize import strip_surrogates
+from tether.ai.simple_options import base_fields
+from tether.ai.thinking import clamp_thinking_level, thinking_budget, thinking_config, thinking_effort
+from tether.ai.transport import HttpRequest
+from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
+from tether.ai.usage import set_usage
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolCall, ToolResultMessage
+
+API = "google-generative-ai"
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""Google's placeholder ``thoughtSignature`` for tool calls Gemini 3 did not make itself."""
+TOOL_CHOICES = {"auto": "AUTO", "none": "NONE", "any": "ANY", "required": "ANY"}
+
+
+@dataclass(slots=True)
+class GeminiOptions(StreamOptions):
+    thinking_level: str | None = None
+    """Gemini 3 ``thinkingLevel`` (``MINIMAL``/``LOW``/``MEDIUM``/``HIGH``)."""
+    thinking_budget: int | None = None
+    """Gemini 2.5 ``thinkingBudget`` in tokens (``0`` turns thinking off where allowed)."""
+    include_thoughts: bool = False
+    """Stream thought summaries as thinking blocks."""
+
+
+# -- request -----------------------------------------------------------------------------------
+
+
+def build_request(
+    model: ModelInfo, context: Context, options: StreamOptions, api_key: str | None
+) -> HttpRequest:
+    opts = options if isinstance(options, GeminiOptions) else GeminiOptions()
+    body: dict[str, Any] = {"contents": convert_contents(model, context)}
+    system = context.get("systemPrompt")
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": strip_surrogates(system)}]}
+    generation: dict[str, Any] = {}
+    if options.temperature is not None:
+        generation["temperature"] = options.temperature
+    if options.max_tokens:
+        generation["maxOutputTokens"] = options.max_tokens
+    if model["reasoning"] and (opts.thinking_level is not None or opts.thinking_budget is not None):
+        thinking: dict[str, Any] = {}
+        if opts.include_thoughts:
+            thinking["includeThoughts"] = True
+        if opts.thinking_level is not None:
+            thinking["thinkingLevel"] = opts.thinking_level
+        else:
+            thinking["thinkingBudget"] = opts.thinking_budget
+        generation["thinkingConfig"] = thinking
+    if generation:
+        body["generationConfig"] = generation
+    tools = context.get("tools") or []
+    if tools:
+        declarations: list[dict[str, Any]] = []
+        for tool in tools:
+            declaration: dict[str, Any] = {"name": tool["name"], "description": tool["description"]}
+            parameters = gemini_schema(tool["parameters"])
+            if parameters is not None:
+                declaration["parameters"] = parameters
+            declarations.append(declaration)
+        body["tools"] = [{"functionDeclarations": declarations}]
+        choice = options.tool_choice
+        if isinstance(choice, str) and choice in TOOL_CHOICES:
+            body["toolConfig"] = {"functionCallingConfig": {"mode": TOOL_CHOICES[choice]}}
+        elif isinstance(choice, dict):
+            body["toolConfig"] = choice
+    body.update(options.extra)
+    headers = dict(cast("dict[str, str]", model.get("headers") or {}))
+    if api_key:
+        headers["x-goog-api-key"] = api_key
+    url = f"{model['baseUrl'].rstrip('/')}/models/{quote(model['id'], safe='')}:streamGenerateContent?alt=sse"
+    return HttpRequest(url, headers, body)
+
+
+def gemini_major_version(model_id: str) -> int | None:
+    found = re.match(r"(?:.*/)?gemini(?:-live)?-(\d+)", model_id.lower())
+    return int(found.group(1)) if found else None
+
+
+def requires_tool_call_ids(model: ModelInfo) -> bool:
+    """Claude and gpt-oss behind Google's API match results by id; Gemini itself by order."""
+    return model["id"].startswith(("claude-", "gpt-oss-"))
+
+
+def convert_contents(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
+    """Our transcript as Gemini ``contents`` (after the cross-provider handoff)."""
+    contents: list[dict[str, Any]] = []
+    messages = transform_messages(context["messages"], model)
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                parts: list[dict[str, Any]] = [{"text": strip_surrogates(content)}]
+            else:
+                parts = [_user_part(block) for block in content]
+            if parts:
+                contents.append({"role": "user", "parts": parts})
+        elif message["role"] == "assistant":
+            parts = _model_parts(message, model)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        else:
+            results: list[ToolResultMessage] = []
+            while i < len(messages) and (result := messages[i])["role"] == "toolResult":
+                results.append(result)
+                i += 1
+            i -= 1
+            contents.extend(_function_responses(results, model))
+        i += 1
+    volatile = context.get("volatileContext")
+    if volatile:
+        # Last, so it never invalidates the cached prefix of everything before it.
+        contents.append({"role": "user", "parts": [{"text": strip_surrogates(volatile)}]})
+    return contents
+
+
+def _user_part(block: Any) -> dict[str, Any]:
+    if block["type"] == "text":
+        return {"text": strip_surrogates(block["text"])}
+    return {"inlineData": {"mimeType": block["mimeType"], "data": block["data"]}}
+
+
+def _model_parts(message: AssistantMessage, model: ModelInfo) -> list[dict[str, Any]]:
+    same = is_same_model(message, model)
+    parts: list[dict[str, Any]] = []
+    for block in message["content"]:
+        if block["type"] == "text":
+            signature = block.get("textSignature") if same else None
+            if not block["text"].strip() and not signature:
+                continue
+            part: dict[str, Any] = {"text": strip_surrogates(block["text"])}
+            if signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        elif block["type"] == "thinking":
+            # The handoff leaves thinking only for the same model; others arrive as text.
+            signature = block.get("thinkingSignature")
+            if not block["thinking"].strip() and not signature:
+                continue
+            part = {"thought": True, "text": strip_surrogates(block["thinking"])}
+            if signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        elif block["type"] == "toolCall":
+            call: dict[str, Any] = {"name": block["name"], "args": block["arguments"]}
+            if requires_tool_call_ids(model):
+                call["id"] = block["id"]
+            part = {"functionCall": call}
+            signature = block.get("thoughtSignature")
+            if signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+    calls = [p for p in parts if "functionCall" in p]
+    version = gemini_major_version(model["id"])
+    if calls and version is not None and version >= 3 and not any("thoughtSignature" in p for p in calls):
+        calls[0]["thoughtSignature"] = SKIP_SIGNATURE
+    return parts
+
+
+def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> list[dict[str, Any]]:
+    """One user turn answering every call; images nested (Gemini 3) or in a turn of their own."""
+    accepts_images = "image" in model["input"]
+    version = gemini_major_version(model["id"])
+    nested_images = version is None or version >= 3
+    parts: list[dict[str, Any]] = []
+    loose_images: list[dict[str, Any]] = []
+    for result in results:
+        text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text" and b["text"])
+        images = [_user_part(b) for b in result["content"] if b["type"] == "image"] if accepts_images else []
+        value = strip_surrogates(text) if text else ("(see attached image)" if images else "")
+        response: dict[str, Any] = {
+            "name": result["toolName"],
+            "response": {"error": value} if result["isError"] else {"output": value},
+        }
+        if requires_tool_call_ids(model):
+            response["id"] = result["toolCallId"]
+        if images and nested_images:
+            response["parts"] = images
+        elif images:
+            loose_images.extend(images)
+        parts.append({"functionResponse": response})
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": parts}]
+    if loose_images:
+        contents.append({"role": "user", "parts": [{"text": "Tool result image:"}, *loose_images]})
+    return contents
+
+
+# -- response ----------------------------------------------------------------------------------
+
+
+_TEXT = ("text", "textSignature", "text_start", "text_delta")
+_THINKING = ("thinking", "thinkingSignature", "thinking_start", "thinking_delta")
+"""Per block kind: content key, signature key, start and delta event types."""
+
+
+class GeminiParser(StreamParser):
+    """State machine over ``GenerateContentResponse`` chunks."""
+
+    def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
+        super().__init__(model, output)
+        self.blocks = output["content"]
+        self.current: dict[str, Any] | None = None
+        """The open text or thinking block (tool calls never stay open)."""
+        self.finished = False
+        self._last_usage: object = None
+        self._version: object = None
+
+    def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
+        # The hot path (one call per chunk): plain isinstance checks instead of helper calls.
+        if not isinstance(data, dict):
+            return []
+        chunk = cast("dict[str, Any]", data)
+        error = chunk.get("error")
+        if error:
+            return self.fail(_error_text(error))
+        output = self.output
+        if "responseId" not in output:
+            response_id = chunk.get("responseId")
+            if isinstance(response_id, str) and response_id:
+                output["responseId"] = response_id
+        version = chunk.get("modelVersion")
+        if version != self._version and isinstance(version, str):
+            self._version = version
+            if version != self.model["id"]:
+                cast("dict[str, Any]", output)["responseModel"] = version
+        usage = chunk.get("usageMetadata")
+        if usage != self._last_usage and isinstance(usage, dict):
+            self._last_usage = usage  # Gemini repeats the same usage on most chunks
+            self._usage(cast("dict[str, Any]", usage))
+        events: list[AssistantMessageEvent] = []
+        candidates = chunk.get("candidates")
+        candidate = (
+            as_dict(cast("list[Any]", candidates)[0]) if isinstance(candidates, list) and candidates else None
+        )
+        if candidate is None:
+            blocked = as_str((as_dict(chunk.get("promptFeedback")) or {}).get("blockReason"))
+            if blocked:
+                self.finished = True
+                output["stopReason"] = "error"
+                output["errorMessage"] = f"Gemini blocked the prompt: {blocked}"
+            return events
+        content = as_dict(candidate.get("content"))
+        parts: Any = content.get("parts") if content is not None else None
+        for part in cast("list[Any]", parts) if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
+                continue
+            part = cast("dict[str, Any]", part)
+            text = part.get("text")
+            if isinstance(text, str):
+                self._text(text, part.get("thought") is True, as_str(part.get("thoughtSignature")), events)
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                self._call(cast("dict[str, Any]", call), as_str(part.get("thoughtSignature")), events)
+        reason = candidate.get("finishReason")
+        if isinstance(reason, str) and reason:
+            self.finished = True
+            self._finish_reason(reason, as_str(candidate.get("finishMessage")))
+        return events
+
+    def end(self) -> list[AssistantMessageEvent]:
+        output = self.output
+        if output["stopReason"] == "error":
+            return self.fail(output.get("errorMessage") or "Gemini returned an error")
+        if not self.finished:
+            return self.fail("The stream ended before the response was complete")
+        events: list[AssistantMessageEvent] = []
+        self._close(events)
+        reason = output["stopReason"]
+        assert reason in ("stop", "length", "toolUse")
+        events.append({"type": "done", "reason": reason, "message": output})
+        return events
+
+    def _text(
+        self, text: str, thought: bool, signature: str | None, events: list[AssistantMessageEvent]
+    ) -> None:
+        kind, key, start, delta = _THINKING if thought else _TEXT
+        block = self.current
+        # A second signed part starts a new block: each signature keeps its own position.
+        if block is None or block["type"] != kind or (signature and block.get(key) not in (None, signature)):
+            self._close(events)
+            block = {"type": kind, kind: ""}
+            self.blocks.append(cast("Any", block))
+            self.current = block
+            events.append(
+                cast(
+                    AssistantMessageEvent,
+                    {"type": start, "contentIndex": len(self.blocks) - 1, "partial": self.output},
+                )
+            )
+        append_text(block, kind, text)
+        if signature:
+            block[key] = signature
+        events.append(
+            cast(
+                AssistantMessageEvent,
+                {"type": delta, "contentIndex": len(self.blocks) - 1, "delta": text, "partial": self.output},
+            )
+        )
+
+    def _close(self, events: list[AssistantMessageEvent]) -> None:
+        block = self.current
+        if block is None:
+            return
+        self.current = None
+        kind = block["type"]
+        events.append(
+            cast(
+                AssistantMessageEvent,
+                {
+                    "type": f"{kind}_end",
+                    "contentIndex": len(self.blocks) - 1,
+                    "content": block[kind],
+                    "partial": self.output,
+                },
+            )
+        )
+
+    def _call(self, call: dict[str, Any], signature: str | None, events: list[AssistantMessageEvent]) -> None:
+        self._close(events)
+        name = as_str(call.get("name")) or ""
+        given = as_str(call.get("id"))
+        taken = {b["id"] for b in self.blocks if b["type"] == "toolCall"}
+        arguments = as_dict(call.get("args")) or {}
+        block: ToolCall = {
+            "type": "toolCall",
+            "id": given if given and given not in taken else f"call_{uuid.uuid4().hex[:24]}",
+            "name": name,
+            "arguments": arguments,
+        }
+        if signature:
+            block["thoughtSignature"] = signature
+        self.blocks.append(block)
+        index = len(self.blocks) - 1
+        delta = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        events.append({"type": "toolcall_start", "contentIndex": index, "partial": self.output})
+        events.append(
+            {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": self.output}
+        )
+        events.append(
+            {"type": "toolcall_end", "contentIndex": index, "toolCall": block, "partial": self.output}
+        )
+
+    def _finish_reason(self, reason: str, message: str | None) -> None:
+        output = self.output
+        if reason == "STOP":
+            has_calls = any(b["type"] == "toolCall" for b in self.blocks)
+            output["stopReason"] = "toolUse" if has_calls else "stop"
+        elif reason == "MAX_TOKENS":
+            output["stopReason"] = "length"
+        else:
+            output["stopReason"] = "error"
+            text = f"Gemini stopped the response: finishReason {reason}"
+            output["errorMessage"] = f"{text} ({message})" if message else text
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        cached = as_int(usage.get("cachedContentTokenCount"))
+        prompt = as_int(usage.get("promptTokenCount")) + as_int(usage.get("toolUsePromptTokenCount"))
+        thoughts = as_int(usage.get("thoughtsTokenCount"))
+        set_usage(
+            self.model,
+            self.output["usage"],
+            input=max(0, prompt - cached),
+            output=as_int(usage.get("candidatesTokenCount")) + thoughts,
+            cache_read=cached,
+            total=as_int(usage.get("totalTokenCount")),
+            reasoning=thoughts,
+        )
+
+
+def _error_text(error: object) -> str:
+    detail = as_dict(error)
+    if detail is None:
+        return str(error)
+    message = as_str(detail.get("message")) or json.dumps(detail, separators=(",", ":"), ensure_ascii=False)
+    status = as_str(detail.get("status"))
+    return f"{status}: {message}" if status else message
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def stream_gemini(
+    model: ModelInfo, context: Context, options: StreamOptions | None = None
+) -> AssistantMessageEventStream:
+    opts = options or GeminiOptions()
+    return stream_http(model, opts, lambda key: build_request(model, context, opts, key), GeminiParser)
+
+
+def gemini_options(model: ModelInfo, options: SimpleStreamOptions | None) -> GeminiOptions:
+    """The provider options ``stream_simple`` uses for the requested thinking level.
+
+    The level is clamped to the model (``clamp_thinking_level``). Gemini 3 gets a
+    ``thinkingLevel``; Gemini 2.5 (and unknown models) a ``thinkingBudget``, ``0`` for ``off``.
+    A model that cannot stop thinking (Gemini 3, 2.5 Pro) asked for ``off`` thinks at its lowest
+    level and its thoughts are not streamed.
+    """
+    fields = base_fields(model, options)
+    if not model["reasoning"]:
+        return GeminiOptions(**fields)
+    requested = options.reasoning if options and options.reasoning else "off"
+    level = clamp_thinking_level(model, requested)
+    show = requested != "off"
+    if level == "off":
+        return GeminiOptions(**fields, thinking_budget=0)
+    config = thinking_config(model)
+    if config is not None and config["mode"] == "google-level":
+        wire = thinking_effort(model, level) or level
+        return GeminiOptions(**fields, thinking_level=wire.upper(), include_thoughts=show)
+    return GeminiOptions(**fields, thinking_budget=thinking_budget(model, level), include_thoughts=show)
+
+
+def stream_simple_gemini(
+    model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
+) -> AssistantMessageEventStream:
+    return stream_gemini(model, context, gemini_options(model, options))
+
+
+PROVIDER = ApiProvider(API, stream_gemini, stream_simple_gemini)

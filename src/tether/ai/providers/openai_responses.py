@@ -1,0 +1,592 @@
+"""``openai-responses``: the OpenAI Responses API, streamed, with ``store: false``.
+
+Output items become content blocks, tracked by their ``output_index`` (so an item that finishes
+after the next one started, as OpenRouter sends them, still closes its own block):
+
+- ``reasoning`` → thinking. Summary parts (``reasoning_summary_text``) or raw reasoning text
+  (``reasoning_text``, DeepSeek/OpenRouter/Bedrock) stream as deltas, parts joined by ``\\n\\n``.
+  At ``output_item.done`` the whole item (with ``encrypted_content``) becomes the
+  ``thinkingSignature``: that JSON is sent back verbatim as the reasoning item on the next turn.
+- ``message`` → text (``output_text`` and ``refusal`` deltas). ``textSignature`` records the item
+  id and ``phase`` as ``{"v":1,"id":...,"phase":...}`` so the next turn can replay the message item.
+- ``function_call`` → toolCall with id ``call_id|item_id``; argument deltas go through
+  ``PartialJson``; ``function_call_arguments.done`` overrides what the deltas accumulated.
+
+``response.completed``/``response.incomplete`` carry usage (cached and reasoning tokens; total as
+reported) and the status (``incomplete`` → ``length``); the service tier the response reports
+scales the cost (flex ×0.5, priority ×2). ``response.failed`` and ``error`` events end the stream
+as ``error`` with the provider's message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+from tether.ai.append import append_text
+from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.handoff import is_same_model, transform_messages
+from tether.ai.jsonish import as_dict, as_int, as_list, as_str
+from tether.ai.partial_json import PartialJson, parse_arguments
+from tether.ai.provider import StreamParser, stream_http
+from tether.ai.registry import ApiProvider
+from tether.ai.sanitize import strip_surrogates
+from tether.ai.simple_options import base_fields
+from tether.ai.thinking import clamp_thinking_level, thinking_effort
+from tether.ai.transport import HttpRequest
+from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
+from tether.ai.usage import set_usage
+from tether.wire import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    ModelInfo,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserContent,
+)
+
+API = "openai-responses"
+SERVICE_TIER_MULTIPLIERS = {"flex": 0.5, "priority": 2.0}
+"""Price factor of the tier a response reports it ran on (``auto``/``default``: 1)."""
+
+
+@dataclass(slots=True)
+class OpenAIResponsesOptions(StreamOptions):
+    reasoning_effort: str | None = None
+    """Wire effort (``none``, ``minimal`` … ``xhigh``); ``None`` sends no ``reasoning`` field."""
+    reasoning_summary: str | None = "auto"
+    """``auto``/``concise``/``detailed`` summary of the reasoning, when ``reasoning_effort`` is set."""
+
+
+# -- request -----------------------------------------------------------------------------------
+
+
+def build_request(
+    model: ModelInfo, context: Context, options: StreamOptions, api_key: str | None
+) -> HttpRequest:
+    opts = options if isinstance(options, OpenAIResponsesOptions) else OpenAIResponsesOptions()
+    body: dict[str, Any] = {
+        "model": model["id"],
+        "input": convert_input(model, context),
+        "stream": True,
+        "store": False,
+    }
+    if options.session_id and options.cache_retention != "none":
+        body["prompt_cache_key"] = options.session_id
+        if options.cache_retention == "long" and model["provider"] == "openai":
+            body["prompt_cache_retention"] = "24h"
+    if options.max_tokens:
+        body["max_output_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.service_tier is not None:
+        body["service_tier"] = options.service_tier
+    tools = context.get("tools") or []
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": tool["name"],
+                "description": tool["description"],
+                "parameters": tool["parameters"],
+                "strict": False,
+            }
+            for tool in tools
+        ]
+    if options.tool_choice is not None:
+        body["tool_choice"] = options.tool_choice
+    if model["reasoning"] and opts.reasoning_effort is not None:
+        reasoning: dict[str, Any] = {"effort": opts.reasoning_effort}
+        if opts.reasoning_effort != "none":
+            if opts.reasoning_summary:
+                reasoning["summary"] = opts.reasoning_summary
+            # With store: false the encrypted reasoning is the only way to replay it next turn.
+            body["include"] = ["reasoning.encrypted_content"]
+        body["reasoning"] = reasoning
+    body.update(options.extra)
+    headers = dict(cast("dict[str, str]", model.get("headers") or {}))
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return HttpRequest(model["baseUrl"].rstrip("/") + "/responses", headers, body)
+
+
+def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
+    """Our transcript as Responses ``input`` items (after the cross-provider handoff)."""
+    items: list[dict[str, Any]] = []
+    system = context.get("systemPrompt")
+    if system:
+        items.append(
+            {"role": "developer" if model["reasoning"] else "system", "content": strip_surrogates(system)}
+        )
+    accepts_images = "image" in model["input"]
+    for message in transform_messages(context["messages"], model):
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                parts = [{"type": "input_text", "text": strip_surrogates(content)}]
+            else:
+                parts = _input_parts(content)
+            if parts:
+                items.append({"role": "user", "content": parts})
+        elif message["role"] == "assistant":
+            items.extend(_assistant_items(message, model))
+        else:
+            call_id = message["toolCallId"].partition("|")[0]
+            text = "\n".join(b["text"] for b in message["content"] if b["type"] == "text" and b["text"])
+            has_images = any(b["type"] == "image" for b in message["content"])
+            output: str | list[dict[str, Any]] = strip_surrogates(text)
+            if has_images and accepts_images:
+                output = _input_parts(message["content"])
+            elif has_images and not text:
+                output = "(see attached image)"
+            items.append({"type": "function_call_output", "call_id": call_id, "output": output})
+    volatile = context.get("volatileContext")
+    if volatile:
+        # Last, so it never invalidates the cached prefix of everything before it.
+        items.append(
+            {"role": "developer" if model["reasoning"] else "system", "content": strip_surrogates(volatile)}
+        )
+    return items
+
+
+def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "text":
+            parts.append({"type": "input_text", "text": strip_surrogates(block["text"])})
+        else:
+            url = f"data:{block['mimeType']};base64,{block['data']}"
+            parts.append({"type": "input_image", "detail": block.get("detail", "auto"), "image_url": url})
+    return parts
+
+
+def _assistant_items(message: AssistantMessage, model: ModelInfo) -> list[dict[str, Any]]:
+    same = is_same_model(message, model)
+    items: list[dict[str, Any]] = []
+    for block in message["content"]:
+        if block["type"] == "thinking":
+            item = _reasoning_item(block)
+            if item is not None:
+                items.append(item)
+        elif block["type"] == "text":
+            items.append(_message_item(block))
+        elif block["type"] == "toolCall":
+            call_id, _, item_id = block["id"].partition("|")
+            call: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": block["name"],
+                "arguments": json.dumps(block["arguments"], ensure_ascii=False),
+            }
+            # Only the model that made the call knows its item id (and pairs it with its reasoning).
+            if same and item_id.startswith("fc"):
+                call["id"] = item_id
+            items.append(call)
+    return items
+
+
+def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
+    """The stored reasoning item, verbatim; unsigned thinking cannot be replayed as reasoning."""
+    signature = block.get("thinkingSignature")
+    if not signature:
+        return None
+    try:
+        item = as_dict(json.loads(signature))
+    except ValueError:
+        return None
+    return item if item is not None and item.get("type") == "reasoning" else None
+
+
+def _message_item(block: TextContent) -> dict[str, Any]:
+    text = strip_surrogates(block["text"])
+    message_id, phase = _parse_text_signature(block.get("textSignature"))
+    if message_id is None:
+        return {"role": "assistant", "content": text}
+    if len(message_id) > 64:  # the API's limit on item ids
+        message_id = "msg_" + hashlib.blake2b(message_id.encode(), digest_size=16).hexdigest()
+    item: dict[str, Any] = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+        "status": "completed",
+        "id": message_id,
+    }
+    if phase:
+        item["phase"] = phase
+    return item
+
+
+def encode_text_signature(item_id: str, phase: str | None) -> str:
+    payload: dict[str, Any] = {"v": 1, "id": item_id}
+    if phase:
+        payload["phase"] = phase
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _parse_text_signature(signature: str | None) -> tuple[str | None, str | None]:
+    """(message item id, phase) from a ``textSignature``; a bare string is a legacy plain id."""
+    if not signature:
+        return None, None
+    if signature.startswith("{"):
+        try:
+            payload = as_dict(json.loads(signature))
+        except ValueError:
+            return None, None
+        if payload is not None and payload.get("v") == 1 and isinstance(payload.get("id"), str):
+            data = payload
+            phase = data.get("phase")
+            return data["id"], phase if phase in ("commentary", "final_answer") else None
+        return None, None
+    return signature, None
+
+
+# -- response ----------------------------------------------------------------------------------
+
+_STATUS: dict[str, StopReason] = {
+    "completed": "stop",
+    "incomplete": "length",
+    "failed": "error",
+    "cancelled": "error",
+    "in_progress": "stop",
+    "queued": "stop",
+}
+
+
+class _Item:
+    """One output item being streamed: its block, where it is, and per-kind scratch state."""
+
+    __slots__ = ("args", "block", "parts", "position")
+
+    def __init__(self, block: dict[str, Any], position: int) -> None:
+        self.block = block
+        self.position = position
+        self.parts = 0
+        """Reasoning parts started so far (the separator goes between parts, not after them)."""
+        self.args = PartialJson()
+
+
+class OpenAIResponsesParser(StreamParser):
+    """State machine over Responses stream events."""
+
+    def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
+        super().__init__(model, output)
+        self.blocks = output["content"]
+        self.items: dict[int, _Item] = {}
+        """Open items by ``output_index``."""
+        self.last: _Item | None = None
+        self.finished = False
+
+    def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
+        payload = as_dict(data)
+        if payload is None:
+            return []
+        kind = as_str(payload.get("type")) or event
+        if kind in _DELTAS:
+            return self._delta(kind, payload)
+        if kind == "response.output_item.added":
+            return self._added(payload)
+        if kind == "response.output_item.done":
+            return self._done(payload)
+        if kind in ("response.reasoning_summary_part.added", "response.content_part.added"):
+            return self._part_added(payload)
+        if kind == "response.function_call_arguments.done":
+            return self._arguments_done(payload)
+        if kind in ("response.created", "response.in_progress"):
+            self._response_meta(as_dict(payload.get("response")) or {})
+        elif kind in ("response.completed", "response.incomplete"):
+            self._completed(as_dict(payload.get("response")) or {})
+        elif kind == "response.failed":
+            response = as_dict(payload.get("response")) or {}
+            self._response_meta(response)
+            self._usage(response)
+            return self.fail(_failure_text(response))
+        elif kind == "error" or event == "error":
+            return self.fail(_error_text(payload))
+        return []
+
+    def end(self) -> list[AssistantMessageEvent]:
+        if not self.finished:
+            return self.fail("The stream ended before the response was complete")
+        events: list[AssistantMessageEvent] = []
+        for index in sorted(self.items, key=lambda i: self.items[i].position):
+            events.append(self._close(self.items[index], None))
+        self.items.clear()
+        reason = self.output["stopReason"]
+        if reason == "error" or reason == "aborted":
+            return [*events, *self.fail(self.output.get("errorMessage") or "The response failed")]
+        events.append({"type": "done", "reason": reason, "message": self.output})
+        return events
+
+    # -- items ----------------------------------------------------------------------------------
+
+    def _item(self, payload: dict[str, Any]) -> _Item | None:
+        index = payload.get("output_index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return self.items.get(index)
+        return self.last
+
+    def _added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        item = as_dict(payload.get("item")) or {}
+        block, start = _new_block(item)
+        if block is None:
+            return []  # web search, file search, ...: not content we represent
+        self.blocks.append(cast("Any", block))
+        state = _Item(block, len(self.blocks) - 1)
+        if block["type"] == "toolCall":
+            state.args.add(as_str(item.get("arguments")) or "")
+            block["arguments"] = state.args.value
+        index = payload.get("output_index")
+        self.items[index if isinstance(index, int) else -1 - len(self.blocks)] = state
+        self.last = state
+        return [
+            cast(
+                AssistantMessageEvent, {"type": start, "contentIndex": state.position, "partial": self.output}
+            )
+        ]
+
+    def _part_added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        state = self._item(payload)
+        if state is None or state.block["type"] != "thinking":
+            return []
+        part = as_dict(payload.get("part")) or {}
+        if payload.get("type") == "response.content_part.added" and part.get("type") != "reasoning_text":
+            return []
+        state.parts += 1
+        if state.parts > 1 and state.block["thinking"]:
+            return self._append(state, "\n\n")
+        return []
+
+    def _delta(self, kind: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        state = self._item(payload)
+        if state is None:
+            return []
+        delta = as_str(payload.get("delta")) or ""
+        block_type = state.block["type"]
+        if _DELTAS[kind] != block_type or not delta:
+            return []
+        if block_type == "toolCall":
+            state.block["arguments"] = state.args.add(delta)
+            return [self._event("toolcall_delta", state, delta)]
+        return self._append(state, delta)
+
+    def _append(self, state: _Item, text: str) -> list[AssistantMessageEvent]:
+        block = state.block
+        if block["type"] == "thinking":
+            append_text(block, "thinking", text)
+            return [self._event("thinking_delta", state, text)]
+        append_text(block, "text", text)
+        return [self._event("text_delta", state, text)]
+
+    def _arguments_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        state = self._item(payload)
+        final = as_str(payload.get("arguments"))
+        if state is None or state.block["type"] != "toolCall" or final is None:
+            return []
+        previous = state.args.text
+        state.args = PartialJson(final)
+        state.block["arguments"] = state.args.value
+        if final.startswith(previous) and len(final) > len(previous):
+            return [self._event("toolcall_delta", state, final[len(previous) :])]
+        return []
+
+    def _done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        item = as_dict(payload.get("item")) or {}
+        index = payload.get("output_index")
+        state = self.items.pop(index, None) if isinstance(index, int) else None
+        if state is None:
+            if _new_block(item)[0] is None:
+                return []
+            # An item that was never announced: open it now so it still has start and end.
+            events = self._added({"item": item, "output_index": index})
+            state = self.items.pop(index, None) if isinstance(index, int) else self.last
+            if state is None:
+                return events
+            return [*events, self._close(state, item)]
+        return [self._close(state, item)]
+
+    def _close(self, state: _Item, item: dict[str, Any] | None) -> AssistantMessageEvent:
+        """Finish a block (``item``: the final output item, when the stream sent it)."""
+        block = state.block
+        if self.last is state:
+            self.last = None
+        if block["type"] == "thinking":
+            if item is not None:
+                text = _joined(item.get("summary"), "\n\n") or _joined(item.get("content"), "\n\n")
+                if text:
+                    block["thinking"] = text
+                block["thinkingSignature"] = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+            return {
+                "type": "thinking_end",
+                "contentIndex": state.position,
+                "content": block["thinking"],
+                "partial": self.output,
+            }
+        if block["type"] == "text":
+            if item is not None:
+                parts = [as_dict(p) or {} for p in as_list(item.get("content"))]
+                if parts:
+                    block["text"] = "".join(
+                        as_str(p.get("text")) or as_str(p.get("refusal")) or "" for p in parts
+                    )
+                item_id = as_str(item.get("id"))
+                if item_id:
+                    block["textSignature"] = encode_text_signature(item_id, as_str(item.get("phase")))
+            return {
+                "type": "text_end",
+                "contentIndex": state.position,
+                "content": block["text"],
+                "partial": self.output,
+            }
+        if state.args.text:
+            block["arguments"] = state.args.finish()
+        elif item is not None:
+            block["arguments"] = parse_arguments(as_str(item.get("arguments")) or "")
+        return {
+            "type": "toolcall_end",
+            "contentIndex": state.position,
+            "toolCall": cast(ToolCall, block),
+            "partial": self.output,
+        }
+
+    def _event(self, kind: str, state: _Item, delta: str) -> AssistantMessageEvent:
+        return cast(
+            AssistantMessageEvent,
+            {"type": kind, "contentIndex": state.position, "delta": delta, "partial": self.output},
+        )
+
+    # -- response -------------------------------------------------------------------------------
+
+    def _response_meta(self, response: dict[str, Any]) -> None:
+        response_id = as_str(response.get("id"))
+        if response_id:
+            self.output["responseId"] = response_id
+        reported = as_str(response.get("model"))
+        if reported and reported != self.model["id"]:
+            cast("dict[str, Any]", self.output)["responseModel"] = reported
+
+    def _completed(self, response: dict[str, Any]) -> None:
+        self.finished = True
+        self._response_meta(response)
+        self._usage(response)
+        status = as_str(response.get("status")) or "completed"
+        reason = _STATUS.get(status, "stop")
+        if reason == "stop" and any(b["type"] == "toolCall" for b in self.blocks):
+            reason = "toolUse"
+        self.output["stopReason"] = reason
+        if reason == "error":
+            self.output["errorMessage"] = _failure_text(response)
+
+    def _usage(self, response: dict[str, Any]) -> None:
+        usage = as_dict(response.get("usage"))
+        if usage is None:
+            return
+        cached = as_int((as_dict(usage.get("input_tokens_details")) or {}).get("cached_tokens"))
+        reasoning = as_int((as_dict(usage.get("output_tokens_details")) or {}).get("reasoning_tokens"))
+        target = self.output["usage"]
+        set_usage(
+            self.model,
+            target,
+            input=max(0, as_int(usage.get("input_tokens")) - cached),
+            output=as_int(usage.get("output_tokens")),
+            cache_read=cached,
+            total=as_int(usage.get("total_tokens")),
+            reasoning=reasoning,
+        )
+        multiplier = SERVICE_TIER_MULTIPLIERS.get(as_str(response.get("service_tier")) or "", 1.0)
+        if multiplier != 1.0:
+            cost = target["cost"]
+            for key in ("input", "output", "cacheRead", "cacheWrite"):
+                cost[key] *= multiplier
+            cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
+
+
+_DELTAS: dict[str, str] = {
+    "response.output_text.delta": "text",
+    "response.refusal.delta": "text",
+    "response.reasoning_summary_text.delta": "thinking",
+    "response.reasoning_text.delta": "thinking",
+    "response.function_call_arguments.delta": "toolCall",
+}
+"""Delta event → the block type it extends."""
+
+
+def _new_block(item: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    kind = item.get("type")
+    if kind == "reasoning":
+        return {"type": "thinking", "thinking": ""}, "thinking_start"
+    if kind == "message":
+        return {"type": "text", "text": ""}, "text_start"
+    if kind == "function_call":
+        call_id = as_str(item.get("call_id")) or ""
+        item_id = as_str(item.get("id")) or ""
+        block: dict[str, Any] = {
+            "type": "toolCall",
+            "id": f"{call_id}|{item_id}",
+            "name": as_str(item.get("name")) or "",
+            "arguments": {},
+        }
+        return block, "toolcall_start"
+    return None, ""
+
+
+def _joined(parts: object, separator: str) -> str:
+    return separator.join(as_str((as_dict(p) or {}).get("text")) or "" for p in as_list(parts))
+
+
+def _failure_text(response: dict[str, Any]) -> str:
+    error = as_dict(response.get("error"))
+    if error is not None:
+        code = as_str(error.get("code")) or "unknown"
+        return f"{code}: {as_str(error.get('message')) or 'no message'}"
+    details = as_dict(response.get("incomplete_details"))
+    reason = as_str((details or {}).get("reason"))
+    if reason:
+        return f"incomplete: {reason}"
+    return "The response failed without error details"
+
+
+def _error_text(payload: dict[str, Any]) -> str:
+    error = as_dict(payload.get("error")) or payload
+    message = as_str(error.get("message")) or json.dumps(error, separators=(",", ":"), ensure_ascii=False)
+    code = error.get("code")
+    return (
+        f"{code}: {message}" if isinstance(code, str | int) and code and str(code) not in message else message
+    )
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def stream_openai_responses(
+    model: ModelInfo, context: Context, options: StreamOptions | None = None
+) -> AssistantMessageEventStream:
+    opts = options or OpenAIResponsesOptions()
+    return stream_http(
+        model, opts, lambda key: build_request(model, context, opts, key), OpenAIResponsesParser
+    )
+
+
+def responses_options(model: ModelInfo, options: SimpleStreamOptions | None) -> OpenAIResponsesOptions:
+    """The provider options ``stream_simple`` uses: the level clamped to the model, as its effort.
+
+    ``off`` (or no level) on a model that can stop reasoning sends effort ``none``; on one that
+    cannot, the clamp picks its lowest effort. ``clamp_thinking_level`` gives the same answer.
+    """
+    effort: str | None = None
+    if model["reasoning"]:
+        level = clamp_thinking_level(model, options.reasoning if options and options.reasoning else "off")
+        effort = "none" if level == "off" else thinking_effort(model, level)
+    return OpenAIResponsesOptions(**base_fields(model, options), reasoning_effort=effort)
+
+
+def stream_simple_openai_responses(
+    model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None
+) -> AssistantMessageEventStream:
+    return stream_openai_responses(model, context, responses_options(model, options))
+
+
+PROVIDER = ApiProvider(API, stream_openai_responses, stream_simple_openai_responses)

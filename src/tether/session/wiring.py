@@ -1,0 +1,113 @@
+"""The pieces that connect a ``Session`` to a run of the agent, shared by ``SessionRuntime``
+(the bare loop) and ``AgentSession`` (an ``Agent``).
+
+- ``record_message_end``: every finished message is appended to the session as it ends;
+- ``record_settings``: execution settings that differ from the session's become entries;
+- ``request_view``: before each model call, compact at ``context_window - reserve_tokens``,
+  then let the prompt hooks edit a transient copy of the request;
+- ``recover_from_overflow``: after a run that failed with a context overflow, move the failed
+  reply onto an abandoned branch and compact, so the caller can continue once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tether.agent import AgentEvent
+from tether.ai.abort import AbortSignal
+from tether.ai.types import StreamFn
+from tether.session.compaction import (
+    CompactionError,
+    CompactionSettings,
+    compact,
+    context_tokens,
+    is_context_overflow,
+    should_compact,
+)
+from tether.session.prompt import PromptHook, run_prompt_hooks
+from tether.session.session import Session
+from tether.wire import AgentMessage, ModelInfo
+
+
+def record_message_end(session: Session, event: AgentEvent) -> None:
+    """Append the message of a ``message_end`` event, unless the session already holds it."""
+    if event["type"] == "message_end" and session.message_id(event["message"]) is None:
+        session.append_message(event["message"])
+
+
+def record_settings(
+    session: Session,
+    *,
+    model: ModelInfo | None,
+    thinking_level: str | None = None,
+    service_tier: str | None = None,
+    system_prompt: str | None = None,
+) -> None:
+    """Append a settings entry for each value that differs from the session's current one."""
+    ctx = session.context
+    if model is not None and (
+        ctx.model is None or (ctx.model.provider, ctx.model.model_id) != (model["provider"], model["id"])
+    ):
+        session.set_model(model)
+    if thinking_level is not None and thinking_level != ctx.thinking_level:
+        session.set_thinking_level(thinking_level)
+    if service_tier != ctx.service_tier and not (service_tier is None and ctx.service_tier is None):
+        session.set_service_tier(service_tier)
+    if (system_prompt or None) != (ctx.system_prompt or None):
+        session.set_system_prompt(system_prompt or "")
+
+
+async def request_view(
+    session: Session,
+    messages: Sequence[AgentMessage],
+    *,
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    hooks: Sequence[PromptHook],
+    compaction: CompactionSettings,
+    signal: AbortSignal | None,
+) -> tuple[list[AgentMessage], bool]:
+    """The messages for one model call, and whether a compaction ran first.
+
+    The base is the session's context (so a compaction applies at once) followed by any message
+    of the run the session does not hold; the hooks then edit a transient copy of it.
+    """
+    ids = session.message_ids(messages)
+    unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
+    compacted = False
+    tokens = context_tokens([*session.messages, *unrecorded])
+    if should_compact(tokens, model.get("contextWindow"), compaction):
+        try:
+            await compact(session, model, stream_fn, settings=compaction, signal=signal)
+            compacted = True
+        except CompactionError:
+            pass  # too little to compact: a real overflow comes back as an error and is retried
+    request = [*session.messages, *unrecorded]
+    edited = await run_prompt_hooks(hooks, request, session.message_ids(request), model=model)
+    return edited, compacted
+
+
+async def recover_from_overflow(
+    session: Session,
+    added: Sequence[AgentMessage],
+    *,
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    compaction: CompactionSettings,
+    signal: AbortSignal | None,
+) -> bool:
+    """True when the run ended in a context overflow and the session is now compacted without
+    the failed reply, ready to continue; False (nothing changed) otherwise."""
+    last = added[-1] if added else None
+    if last is None or last["role"] != "assistant" or not is_context_overflow(last):
+        return False
+    failed = session.message_id(last)
+    if failed is None:
+        return False
+    session.branch(session.entry(failed)["parentId"])
+    try:
+        await compact(session, model, stream_fn, settings=compaction, signal=signal)
+    except CompactionError:
+        session.branch(failed)  # nothing to gain: keep the error where the user sees it
+        return False
+    return True

@@ -1,0 +1,374 @@
+"""The stateful ``Agent``: state, listeners, queues, abort, continue."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tether.agent import Agent, AgentBusyError, AgentEvent, tool
+from tether.ai.abort import AbortSignal
+from tether.testing.scripted import ScriptedModel, reply, text, tool_call
+from tether.wire import AgentMessage, ImageContent
+
+
+def user(content: str) -> AgentMessage:
+    return {"role": "user", "content": content, "timestamp": 0}
+
+
+def texts(messages: list[AgentMessage]) -> list[Any]:
+    """Each message as (role, its first text) for compact assertions."""
+    out: list[Any] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append((m["role"], content))
+        elif isinstance(content, list):
+            first = next((b for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
+            out.append((m["role"], first["text"] if first else None))
+        else:
+            out.append((m["role"], None))
+    return out
+
+
+class Gate:
+    """A tool that waits until the test opens it, so the test can act mid-run."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.opened = asyncio.Event()
+
+        @tool(name="gate")
+        async def gate(signal: AbortSignal | None) -> str:
+            """Wait for the test."""
+            self.entered.set()
+            opened = asyncio.ensure_future(self.opened.wait())
+            aborted = asyncio.ensure_future(signal.wait()) if signal else None
+            try:
+                await asyncio.wait([f for f in (opened, aborted) if f], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                opened.cancel()
+                if aborted:
+                    aborted.cancel()
+            if signal is not None and signal.aborted:
+                raise RuntimeError("Tool execution was aborted")
+            return "opened"
+
+        self.tool = gate
+
+
+def make_agent(*responses: Any, **kwargs: Any) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel(list(responses))
+    return Agent(model=model.model, stream_fn=model, **kwargs), model
+
+
+async def test_prompt_runs_and_keeps_the_transcript() -> None:
+    agent, _ = make_agent(reply("hello"))
+    added = await agent.prompt("hi")
+    assert texts(agent.messages) == [("user", "hi"), ("assistant", "hello")]
+    assert added == agent.messages
+    assert not agent.is_streaming and agent.streaming_message is None and agent.error_message is None
+
+
+async def test_prompt_with_images_message_or_messages() -> None:
+    agent, model = make_agent(reply("a"), reply("b"), reply("c"))
+    image: ImageContent = {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+    await agent.prompt("look", images=[image])
+    first = agent.messages[0]
+    assert first["role"] == "user" and first["content"] == [{"type": "text", "text": "look"}, image]
+    await agent.prompt(user("as message"))
+    await agent.prompt([user("one"), user("two")])
+    assert [texts(r.context["messages"])[-2:] for r in model.requests][2] == [
+        ("user", "one"),
+        ("user", "two"),
+    ]
+    with pytest.raises(ValueError, match="images"):
+        await agent.prompt(user("x"), images=[image])
+
+
+async def test_listeners_are_awaited_in_order_with_the_run_signal() -> None:
+    agent, _ = make_agent(reply("ok"))
+    calls: list[tuple[str, str]] = []
+    signals: set[int] = set()
+
+    async def slow(event: AgentEvent, signal: AbortSignal) -> None:
+        await asyncio.sleep(0.001)
+        calls.append(("slow", event["type"]))
+        signals.add(id(signal))
+
+    def fast(event: AgentEvent, signal: AbortSignal) -> None:
+        calls.append(("fast", event["type"]))
+        signals.add(id(signal))
+
+    agent.subscribe(slow)
+    unsubscribe = agent.subscribe(fast)
+    await agent.prompt("go")
+    assert calls[:4] == [
+        ("slow", "agent_start"),
+        ("fast", "agent_start"),
+        ("slow", "turn_start"),
+        ("fast", "turn_start"),
+    ]
+    assert len(signals) == 1
+    unsubscribe()
+    calls.clear()
+    agent.messages = []
+    agent.stream_fn = ScriptedModel([reply("again")])
+    await agent.prompt("go")
+    assert {who for who, _ in calls} == {"slow"}
+
+
+async def test_is_streaming_until_agent_end_listeners_finish() -> None:
+    agent, _ = make_agent(reply("ok"))
+    during: list[bool] = []
+
+    async def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "agent_end":
+            await asyncio.sleep(0.001)
+            during.append(agent.is_streaming)
+
+    agent.subscribe(listener)
+    await agent.prompt("go")
+    assert during == [True]
+    assert agent.is_streaming is False
+
+
+async def test_state_is_copied_on_assignment() -> None:
+    agent, _ = make_agent()
+    messages = [user("a")]
+    tools = [Gate().tool]
+    agent.messages = messages
+    agent.tools = tools
+    messages.append(user("b"))
+    tools.clear()
+    assert len(agent.messages) == 1 and len(agent.tools) == 1
+
+
+async def test_prompt_or_continue_while_running_is_refused_with_advice() -> None:
+    gate = Gate()
+    agent, _ = make_agent(reply(tool_call("gate")), reply("done"), tools=[gate.tool])
+    run = asyncio.create_task(agent.prompt("go"))
+    await gate.entered.wait()
+    assert agent.is_streaming
+    with pytest.raises(AgentBusyError, match=r"steer\(\) or follow_up\(\)"):
+        await agent.prompt("again")
+    with pytest.raises(AgentBusyError, match=r"steer\(\) or follow_up\(\)"):
+        await agent.continue_()
+    gate.opened.set()
+    await run
+    assert texts(agent.messages)[-1] == ("assistant", "done")
+
+
+async def test_runtime_state_while_tools_run() -> None:
+    gate = Gate()
+    agent, _ = make_agent(
+        reply(text("calling"), tool_call("gate", id="g1")), reply("done"), tools=[gate.tool]
+    )
+    streamed: list[str] = []
+
+    def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "message_update" and agent.streaming_message is not None:
+            streamed.append(agent.streaming_message["role"])
+
+    agent.subscribe(listener)
+    run = asyncio.create_task(agent.prompt("go"))
+    await gate.entered.wait()
+    assert agent.pending_tool_calls == frozenset({"g1"})
+    assert agent.streaming_message is None
+    gate.opened.set()
+    await run
+    assert agent.pending_tool_calls == frozenset()
+    assert streamed and set(streamed) == {"assistant"}
+
+
+async def test_steering_goes_before_the_next_model_call_and_follow_ups_after_the_stop() -> None:
+    gate = Gate()
+    agent, model = make_agent(
+        reply(tool_call("gate")), reply("steered"), reply("followed"), tools=[gate.tool]
+    )
+    run = asyncio.create_task(agent.prompt("go"))
+    await gate.entered.wait()
+    agent.follow_up(user("after"))
+    agent.steer(user("now"))
+    gate.opened.set()
+    await run
+    assert texts(model.requests[1].context["messages"])[-1] == ("user", "now")
+    assert texts(model.requests[2].context["messages"])[-2:] == [("assistant", "steered"), ("user", "after")]
+    assert not agent.has_queued_messages()
+
+
+@pytest.mark.parametrize(("mode", "calls"), [("one-at-a-time", 3), ("all", 2)])
+async def test_follow_up_queue_modes(mode: Any, calls: int) -> None:
+    agent, model = make_agent(reply("a"), reply("b"), reply("c"), follow_up_mode=mode)
+    agent.follow_up(user("f1"))
+    agent.follow_up(user("f2"))
+    await agent.prompt("go")
+    assert len(model.requests) == calls
+    assert [t for r, t in texts(agent.messages) if r == "user"] == ["go", "f1", "f2"]
+
+
+async def test_steering_mode_all_delivers_every_message_in_one_turn() -> None:
+    agent, model = make_agent(reply("a"), steering_mode="all")
+    agent.steer(user("s1"))
+    agent.steer(user("s2"))
+    await agent.prompt("go")
+    assert len(model.requests) == 1
+    assert texts(model.requests[0].context["messages"]) == [("user", "go"), ("user", "s1"), ("user", "s2")]
+
+
+async def test_clear_queues() -> None:
+    agent, _ = make_agent()
+    agent.steer(user("s"))
+    agent.follow_up(user("f"))
+    agent.clear_steering_queue()
+    assert agent.follow_up_queue and not agent.steering_queue
+    agent.steer(user("s"))
+    agent.clear_follow_up_queue()
+    assert agent.steering_queue and not agent.follow_up_queue
+    agent.follow_up(user("f"))
+    agent.clear_all_queues()
+    assert not agent.has_queued_messages()
+
+
+async def test_abort_ends_the_run_and_reports_the_error() -> None:
+    gate = Gate()
+    agent, _ = make_agent(reply(tool_call("gate")), reply("never"), tools=[gate.tool])
+    run = asyncio.create_task(agent.prompt("go"))
+    await gate.entered.wait()
+    agent.abort()
+    await agent.wait_for_idle()
+    await run
+    assert agent.error_message == "Request was aborted"
+    assert [m["role"] for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
+    last = agent.messages[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert not agent.is_streaming
+
+
+async def test_queued_messages_survive_an_abort() -> None:
+    gate = Gate()
+    agent, model = make_agent(reply(tool_call("gate")), tools=[gate.tool])
+    run = asyncio.create_task(agent.prompt("go"))
+    await gate.entered.wait()
+    agent.steer(user("steer me"))
+    agent.follow_up(user("then this"))
+    agent.abort()
+    await run
+    assert [m["content"] for m in agent.steering_queue] == ["steer me"]
+    assert [m["content"] for m in agent.follow_up_queue] == ["then this"]
+    assert all(texts(r.context["messages"])[-1] != ("user", "steer me") for r in model.requests)
+
+
+async def test_drained_but_undelivered_messages_go_back_to_the_front() -> None:
+    agent, _ = make_agent(reply("first"), reply("never"), steering_mode="all")
+    turns = [0]
+
+    async def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "turn_end" and turns[0] == 1:
+            agent.steer(user("s1"))
+            agent.steer(user("s2"))
+        if event["type"] == "turn_start":
+            turns[0] += 1
+            if turns[0] == 2:  # the steering messages are drained, not yet delivered
+                agent.steer(user("typed later"))
+                agent.abort()
+                raise RuntimeError("UI crashed")
+
+    agent.subscribe(listener)
+    await agent.prompt("go")
+    assert [m["content"] for m in agent.steering_queue] == ["s1", "s2", "typed later"]
+    assert ("user", "s1") not in texts(agent.messages)
+
+
+async def test_cancelled_run_puts_drained_follow_ups_back() -> None:
+    agent, _ = make_agent(reply("first"), reply("never"))
+    agent.follow_up(user("f1"))
+    agent.follow_up(user("f2"))
+    blocked = asyncio.Event()
+
+    async def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "turn_start" and agent.follow_up_queue == (user("f2"),):
+            blocked.set()
+            await asyncio.sleep(3600)
+
+    agent.subscribe(listener)
+    run = asyncio.create_task(agent.prompt("go"))
+    await blocked.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert [m["content"] for m in agent.follow_up_queue] == ["f1", "f2"]
+    assert not agent.is_streaming
+
+
+async def test_continue_variants() -> None:
+    agent, model = make_agent(reply("answer"), reply("steered"), reply("followed"))
+    with pytest.raises(ValueError, match="No messages to continue from"):
+        await agent.continue_()
+    agent.messages = [user("question")]
+    await agent.continue_()
+    assert texts(agent.messages) == [("user", "question"), ("assistant", "answer")]
+    with pytest.raises(ValueError, match="Cannot continue from message role: assistant"):
+        await agent.continue_()
+    agent.steer(user("s"))
+    await agent.continue_()
+    assert texts(agent.messages)[-2:] == [("user", "s"), ("assistant", "steered")]
+    agent.follow_up(user("f"))
+    await agent.continue_()
+    assert texts(agent.messages)[-2:] == [("user", "f"), ("assistant", "followed")]
+    assert len(model.requests) == 3
+
+
+async def test_state_setters_reach_the_model_call() -> None:
+    agent, model = make_agent(reply(tool_call("change")), reply("done"))
+
+    @tool
+    async def change() -> str:
+        """Change the system prompt mid-run."""
+        agent.system_prompt = "second"
+        return "ok"
+
+    agent.tools = [change]
+    agent.system_prompt = "first"
+    agent.volatile_context = "clock 1"
+    agent.thinking_level = "high"
+    agent.service_tier = "priority"
+    await agent.prompt("go")
+    assert [r.context.get("systemPrompt") for r in model.requests] == ["first", "second"]
+    assert model.requests[0].context.get("volatileContext") == "clock 1"
+    options = model.requests[0].options
+    assert options is not None and options.reasoning == "high" and options.service_tier == "priority"
+    agent.thinking_level = "off"
+    model.push(reply("x"))
+    await agent.prompt("again")
+    assert model.requests[-1].options is not None and model.requests[-1].options.reasoning is None
+
+
+async def test_error_message_and_reset() -> None:
+    agent, _ = make_agent(reply(error="overloaded"))
+    await agent.prompt("go")
+    assert agent.error_message == "overloaded"
+    agent.steer(user("s"))
+    agent.reset()
+    assert agent.messages == [] and agent.error_message is None and not agent.has_queued_messages()
+
+
+async def test_a_model_is_required() -> None:
+    with pytest.raises(ValueError, match="model is not set"):
+        await Agent().prompt("hi")
+
+
+async def test_a_failing_listener_ends_the_run_as_an_error() -> None:
+    agent, _ = make_agent(reply("ok"))
+
+    def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "message_update":
+            raise KeyError("ui")
+
+    agent.subscribe(listener)
+    await agent.prompt("go")
+    assert agent.error_message is not None and agent.error_message.startswith(
+        "event listener failed: KeyError"
+    )
+    assert not agent.is_streaming

@@ -1,0 +1,234 @@
+"""Hooks, stream functions and listeners that break their contract still end the run properly:
+``message_start``/``message_end`` for an assistant error naming what failed, ``turn_end``,
+``agent_end``; every tool call answered; no task left behind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from agent_support import Recorder, check_invariants
+
+from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, TurnContext, run_agent_loop, tool
+from tether.ai.abort import AbortSignal
+from tether.ai.types import Context, SimpleStreamOptions
+from tether.testing.scripted import ScriptedModel, reply, text, tool_call
+from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ModelInfo
+
+
+class Boom(Exception):
+    pass
+
+
+@tool
+async def quick(value: str) -> str:
+    """Answer at once."""
+    return value
+
+
+@tool
+async def slow(value: str) -> str:
+    """Answer after a while."""
+    await asyncio.sleep(3600)
+    return value
+
+
+def user(content: str) -> AgentMessage:
+    return {"role": "user", "content": content, "timestamp": 0}
+
+
+class FailingRecorder(Recorder):
+    """Records every event; raises on the ``nth`` event of type ``kind`` (every later one too
+    when ``keep_failing``)."""
+
+    def __init__(self, kind: str, nth: int = 1, keep_failing: bool = False) -> None:
+        super().__init__()
+        self.kind, self.nth, self.keep_failing = kind, nth, keep_failing
+        self.seen = 0
+        self.failed = False
+
+    async def __call__(self, event: AgentEvent) -> None:
+        await super().__call__(event)
+        if self.failed and self.keep_failing:
+            raise Boom("listener still broken")
+        if event["type"] == self.kind:
+            self.seen += 1
+            if self.seen == self.nth:
+                self.failed = True
+                raise Boom("listener broke")
+
+
+class BrokenStream:
+    """A stream function result that breaks the never-raise contract while iterating."""
+
+    def __aiter__(self) -> AsyncIterator[AssistantMessageEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[AssistantMessageEvent]:
+        raise Boom("socket exploded")
+        yield  # pragma: no cover
+
+    async def result(self) -> AssistantMessage:
+        raise Boom("no result")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _responses() -> list[Any]:
+    return [reply(text("a", "b"), tool_call("quick", {"value": "x"})), reply("second"), reply("third")]
+
+
+async def _run(
+    config: AgentLoopConfig, model: ScriptedModel, emit: Recorder, stream_fn: Any = None
+) -> list[AgentMessage]:
+    tasks_before = asyncio.all_tasks()
+    result = await run_agent_loop(
+        [user("go")], AgentContext(tools=[quick, slow]), config, emit, None, stream_fn or model
+    )
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
+    return result
+
+
+def _assert_ended_with_error(recorder: Recorder, result: list[AgentMessage], step: str) -> None:
+    last = result[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "error"
+    assert last.get("errorMessage", "").startswith(f"{step} failed: Boom"), last.get("errorMessage")
+    assert recorder.types[-2:] == ["turn_end", "agent_end"]
+    assert "message_end" in recorder.types[-3:]
+    check_invariants(recorder.trace(result))
+
+
+def _raises(*_: Any) -> Any:
+    raise Boom("hook broke")
+
+
+async def _async_raises(*_: Any) -> Any:
+    raise Boom("hook broke")
+
+
+def _second_call_raises() -> Any:
+    calls = [0]
+
+    async def poll() -> list[AgentMessage]:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise Boom("poll broke")
+        return []
+
+    return poll
+
+
+HOOKS = {
+    "convert_to_llm": _raises,
+    "transform_context": _async_raises,
+    "get_api_key": _raises,
+    "get_system_prompt": _raises,
+    "get_volatile_context": _raises,
+    "should_stop_after_turn": _raises,
+    "should_stop_before_turn": _raises,
+    "get_follow_up_messages": _async_raises,
+    "get_continuation_messages": _async_raises,
+}
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+async def test_a_raising_hook_ends_the_run_with_an_error_naming_it(hook: str) -> None:
+    model = ScriptedModel(_responses())
+    config = AgentLoopConfig(model=model.model, **{hook: HOOKS[hook]})
+    recorder = Recorder()
+    result = await _run(config, model, recorder)
+    _assert_ended_with_error(recorder, result, hook)
+
+
+@pytest.mark.parametrize("first", [True, False])
+async def test_a_raising_steering_poll_ends_the_run(first: bool) -> None:
+    model = ScriptedModel(_responses())
+    config = AgentLoopConfig(
+        model=model.model, get_steering_messages=_async_raises if first else _second_call_raises()
+    )
+    recorder = Recorder()
+    result = await _run(config, model, recorder)
+    _assert_ended_with_error(recorder, result, "get_steering_messages")
+    assert len(model.requests) == (0 if first else 1)
+
+
+async def test_a_raising_stream_function() -> None:
+    def stream_fn(model: ModelInfo, context: Context, options: SimpleStreamOptions | None) -> Any:
+        raise Boom("provider bug")
+
+    model = ScriptedModel()
+    recorder = Recorder()
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder, stream_fn)
+    _assert_ended_with_error(recorder, result, "stream function")
+    assert recorder.types == [
+        "agent_start", "turn_start", "message_start", "message_end",
+        "message_start", "message_end", "turn_end", "agent_end",
+    ]  # fmt: skip
+
+
+async def test_a_stream_that_raises_while_iterating() -> None:
+    model = ScriptedModel()
+    recorder = Recorder()
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder, lambda *_: BrokenStream())
+    _assert_ended_with_error(recorder, result, "model stream")
+
+
+@pytest.mark.parametrize(
+    ("kind", "nth"),
+    [
+        ("agent_start", 1),
+        ("message_start", 1),
+        ("message_update", 2),
+        ("message_end", 2),  # the assistant message with the tool call
+        ("tool_execution_start", 1),
+        ("tool_execution_end", 1),
+        ("message_start", 3),  # the tool result
+        ("turn_end", 1),
+        ("turn_start", 2),
+    ],
+)
+@pytest.mark.parametrize("keep_failing", [False, True])
+async def test_a_raising_listener_ends_the_run(kind: str, nth: int, keep_failing: bool) -> None:
+    model = ScriptedModel(_responses())
+    recorder = FailingRecorder(kind, nth, keep_failing)
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder)
+    _assert_ended_with_error(recorder, result, "event listener")
+
+
+async def test_a_listener_failing_in_a_parallel_batch_cancels_the_other_calls() -> None:
+    model = ScriptedModel([reply(tool_call("slow", {"value": "s"}), tool_call("quick", {"value": "q"}))])
+    recorder = FailingRecorder("tool_execution_end")
+    result = await _run(AgentLoopConfig(model=model.model, tool_execution="parallel"), model, recorder)
+    _assert_ended_with_error(recorder, result, "event listener")
+    results = {m["toolCallId"]: m for m in result if m["role"] == "toolResult"}
+    assert set(results) == {"call_1", "call_2"}
+    assert results["call_1"]["isError"] is True, "the slow call was cancelled"
+    assert results["call_2"]["isError"] is False, "the quick call ended: its real result is kept"
+    assert results["call_2"]["content"] == [{"type": "text", "text": "q"}]
+
+
+async def test_a_listener_failing_at_agent_end_changes_nothing_after_it() -> None:
+    model = ScriptedModel([reply("only")])
+    recorder = FailingRecorder("agent_end")
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder)
+    assert recorder.types.count("agent_end") == 1
+    assert recorder.types[-1] == "agent_end"
+    assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
+
+
+async def test_continuation_hook_sees_turn_context() -> None:
+    seen: list[TurnContext] = []
+
+    async def continuation(turn: TurnContext, signal: AbortSignal | None) -> list[AgentMessage]:
+        seen.append(turn)
+        return []
+
+    model = ScriptedModel([reply("done")])
+    await _run(AgentLoopConfig(model=model.model, get_continuation_messages=continuation), model, Recorder())
+    assert len(seen) == 1
+    assert seen[0].context.messages[-1] is seen[0].message
+    assert seen[0].tool_results == []

@@ -1,0 +1,101 @@
+"""``@tool``: an ``AgentTool`` from a typed async function."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from tether.agent import (
+    AgentToolResult,
+    ToolArgumentsError,
+    ToolUpdate,
+    tool,
+    tool_schema,
+    validate_tool_arguments,
+)
+from tether.ai.abort import AbortController, AbortSignal
+
+
+@tool
+async def search(query: str, limit: Annotated[int, Field(ge=1, description="How many hits")] = 5) -> str:
+    """Search the notes."""
+    return f"{query}:{limit}"
+
+
+async def test_schema_description_and_defaults_come_from_the_function() -> None:
+    schema = tool_schema(search)
+    assert schema["name"] == "search"
+    assert schema["description"] == "Search the notes."
+    properties = schema["parameters"]["properties"]
+    assert set(properties) == {"query", "limit"}
+    assert properties["limit"]["default"] == 5
+    assert properties["limit"]["description"] == "How many hits"
+    assert schema["parameters"]["required"] == ["query"]
+    assert search.label == "search" and search.execution_mode is None
+
+
+async def test_execute_validates_and_calls_the_function() -> None:
+    args = validate_tool_arguments(search, "search", {"query": "cats", "limit": "2"})
+    result = await search.execute("id-1", args, None, None)
+    assert result.content == [{"type": "text", "text": "cats:2"}]
+    with pytest.raises(ToolArgumentsError, match='Validation failed for tool "search"'):
+        validate_tool_arguments(search, "search", {"limit": 0})
+
+
+async def test_injected_parameters_are_not_arguments() -> None:
+    seen: dict[str, Any] = {}
+
+    @tool(name="run_job", label="Run job", execution_mode="sequential")
+    async def job(
+        steps: int, tool_call_id: str, signal: AbortSignal | None, on_update: ToolUpdate | None
+    ) -> str:
+        seen.update(id=tool_call_id, signal=signal)
+        if on_update is not None:
+            on_update(AgentToolResult(content=[{"type": "text", "text": "half"}]))
+        return "done"
+
+    assert set(tool_schema(job)["parameters"]["properties"]) == {"steps"}
+    assert (job.name, job.label, job.execution_mode) == ("run_job", "Run job", "sequential")
+    updates: list[AgentToolResult[Any]] = []
+    controller = AbortController()
+    args = validate_tool_arguments(job, "run_job", {"steps": 3})
+    await job.execute("call-7", args, controller.signal, updates.append)
+    assert seen == {"id": "call-7", "signal": controller.signal}
+    assert [u.content for u in updates] == [[{"type": "text", "text": "half"}]]
+
+
+class Hit(BaseModel):
+    path: str
+    line: int
+
+
+async def test_return_values_become_results() -> None:
+    @tool
+    async def structured() -> list[Hit]:
+        """Structured output."""
+        return [Hit(path="a.py", line=3)]
+
+    @tool
+    async def custom() -> AgentToolResult[dict[str, int]]:
+        """A full result."""
+        return AgentToolResult(content=[{"type": "text", "text": "x"}], details={"n": 1}, terminate=True)
+
+    out = await structured.execute("1", validate_tool_arguments(structured, "structured", {}), None, None)
+    assert out.content == [{"type": "text", "text": '[{"path":"a.py","line":3}]'}]
+    full = await custom.execute("2", validate_tool_arguments(custom, "custom", {}), None, None)
+    assert full.details == {"n": 1} and full.terminate is True
+
+
+def test_only_async_functions_without_star_args() -> None:
+    def sync(x: int) -> str:
+        return str(x)
+
+    async def star(*values: int) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match="async"):
+        tool(sync)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match=r"\*args"):
+        tool(star)

@@ -1,0 +1,115 @@
+"""Keys, cost, surrogate stripping and the registry."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from tether.ai import (
+    ApiProvider,
+    complete,
+    empty_usage,
+    env_vars_for,
+    register_provider,
+    registered_apis,
+    resolve_api_key,
+)
+from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.keys import is_keyless, missing_key_message
+from tether.ai.registry import unregister_provider
+from tether.ai.sanitize import strip_surrogates
+from tether.ai.usage import set_usage
+from tether.wire import ModelInfo
+
+
+def model(provider: str = "openai", url: str = "https://api.openai.com/v1", **extra: Any) -> ModelInfo:
+    spec: dict[str, Any] = {
+        "id": "m",
+        "name": "m",
+        "api": "openai-completions",
+        "provider": provider,
+        "baseUrl": url,
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+        "contextWindow": 1000,
+        "maxTokens": 100,
+    }
+    spec.update(extra)
+    return spec  # type: ignore[return-value]
+
+
+def test_key_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    assert resolve_api_key(model(), "explicit") is not None
+    assert resolve_api_key(model(), "explicit").value == "explicit"  # type: ignore[union-attr]
+    found = resolve_api_key(model())
+    assert found is not None and (found.value, found.env_var) == ("from-env", "OPENAI_API_KEY")
+
+
+def test_anthropic_oauth_token_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "key")
+    monkeypatch.setenv("ANTHROPIC_OAUTH_TOKEN", "token")
+    found = resolve_api_key(model("anthropic"))
+    assert found is not None and found.env_var == "ANTHROPIC_OAUTH_TOKEN"
+
+
+def test_unknown_provider_variable_and_message() -> None:
+    assert env_vars_for("my-host.ai") == ("MY_HOST_AI_API_KEY",)
+    assert "GROQ_API_KEY" in missing_key_message(model("groq"))
+
+
+def test_keyless_servers() -> None:
+    assert is_keyless(model("ollama", "http://gpu-box:11434/v1"))
+    assert is_keyless(model("custom", "http://127.0.0.1:8080/v1"))
+    assert is_keyless(model("custom", "https://example.com/v1", compat={"apiKey": False}))
+    assert not is_keyless(model("openai"))
+
+
+def test_cost_follows_the_per_million_rates() -> None:
+    usage: Any = empty_usage()
+    set_usage(model(), usage, input=364, output=40, cache_read=1000, cache_write=10, reasoning=12)
+    assert usage["totalTokens"] == 364 + 40 + 1000 + 10
+    assert usage["reasoningTokens"] == 12
+    cost = usage["cost"]
+    assert math.isclose(cost["input"], 364 * 3 / 1e6) and math.isclose(cost["output"], 40 * 15 / 1e6)
+    assert math.isclose(cost["cacheRead"], 1000 * 0.3 / 1e6) and math.isclose(
+        cost["cacheWrite"], 10 * 3.75 / 1e6
+    )
+    assert math.isclose(
+        cost["total"], cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
+    )
+
+
+def test_strip_surrogates() -> None:
+    assert strip_surrogates("a\ud83db\udc4b") == "ab"
+    assert strip_surrogates("ok 👋") == "ok 👋"
+    text = "plain"
+    assert strip_surrogates(text) is text
+
+
+async def test_a_provider_that_raises_becomes_an_error_message() -> None:
+    def broken(*_: Any) -> AssistantMessageEventStream:
+        raise RuntimeError("boom")
+
+    register_provider(ApiProvider("broken-api", broken, broken))
+    try:
+        assert "broken-api" in registered_apis()
+        message = await complete(model(api="broken-api"), {"messages": []})
+    finally:
+        unregister_provider("broken-api")
+    assert message["stopReason"] == "error"
+    assert message.get("errorMessage") == "RuntimeError: boom"
+
+
+async def test_a_request_that_cannot_be_built_is_an_error_message() -> None:
+    bad: Any = {"messages": [{"role": "user"}]}  # no content
+    message = await complete(model(), bad, None)
+    assert message["stopReason"] == "error"
+    assert "OPENAI_API_KEY" in message.get("errorMessage", "")
+    from tether.ai import StreamOptions
+
+    message = await complete(model(), bad, StreamOptions(api_key="k"))
+    assert message.get("errorMessage", "").startswith("Could not build the request")

@@ -1,0 +1,69 @@
+"""Streamed tool arguments: always an object, exact at the end, and a bounded number of parses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jiter
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.ai import partial_json
+from tether.ai.partial_json import PartialJson, parse_arguments
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    value=st.dictionaries(st.text(max_size=10), json_values, max_size=5), cuts=st.lists(st.integers(0, 400))
+)
+def test_any_delta_split_ends_exact_and_is_always_an_object(value: dict[str, Any], cuts: list[int]) -> None:
+    text = json.dumps(value)
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    parsed = PartialJson()
+    for start, end in zip([0, *points], [*points, len(text)], strict=True):
+        assert isinstance(parsed.add(text[start:end]), dict)
+    assert parsed.finish() == value
+
+
+def test_trailing_strings_show_while_streaming() -> None:
+    parsed = PartialJson()
+    for char in '{"path": "a.py", "content": "print(1)':
+        parsed.add(char)
+    assert parsed.value == {"path": "a.py", "content": "print(1)"}
+
+
+def test_invalid_json_keeps_the_best_prefix() -> None:
+    assert parse_arguments('{"a": 1,, "b": 2}') == {}  # not a prefix of any valid JSON
+    assert parse_arguments('{"a": 1, "b": [1, 2') == {"a": 1, "b": [1, 2]}
+    assert parse_arguments("[1, 2]") == {}  # arguments are an object or nothing
+    assert parse_arguments("") == {}
+
+
+def test_parse_count_grows_logarithmically_not_per_delta(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {"n": 0, "bytes": 0}
+    real = jiter.from_json
+
+    def counting(data: bytes, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        calls["bytes"] += len(data)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(partial_json.jiter, "from_json", counting)
+    text = json.dumps({"content": "x" * 200_000})
+    parsed = PartialJson()
+    for char in text:
+        parsed.add(char)
+    parsed.finish()
+    # Every delta below EAGER_LIMIT, then one parse per 1/GROWTH of growth: far fewer than deltas,
+    # and total bytes parsed a constant multiple of the text (linear, not quadratic).
+    assert calls["n"] < partial_json.EAGER_LIMIT + 200
+    eager = partial_json.EAGER_LIMIT
+    assert calls["bytes"] <= eager * eager / 2 + (partial_json.GROWTH + 2) * len(text)

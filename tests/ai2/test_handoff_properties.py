@@ -1,0 +1,364 @@
+"""Property tests of the handoff rules (tether.ai.handoff): random transcripts written by a mix of
+models, replayed on every target. Each test states one rule of issue 7."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tether.ai.handoff import NO_RESULT_TEXT, is_same_model, transform_messages
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def model(
+    provider: str, api: str, model_id: str, base_url: str = "https://example.invalid"
+) -> dict[str, Any]:
+    return {
+        "id": model_id,
+        "name": model_id,
+        "api": api,
+        "provider": provider,
+        "baseUrl": base_url,
+        "reasoning": True,
+        "input": ["text", "image"],
+        "cost": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 100000,
+        "maxTokens": 8000,
+    }
+
+
+MODELS = [
+    model("anthropic", "anthropic-messages", "claude-sonnet-4-5"),
+    model("anthropic", "anthropic-messages", "claude-opus-4-1"),
+    model("openai", "openai-responses", "gpt-5"),
+    model("openai", "openai-responses", "gpt-5-mini"),
+    model("openai", "openai-completions", "gpt-4.1"),
+    model("google", "google-generative-ai", "gemini-2.5-pro"),
+    model("google", "google-generative-ai", "gemini-3-pro-preview"),
+    model("mistral", "openai-completions", "mistral-large-latest", "https://api.mistral.ai/v1"),
+    model("openrouter", "openai-completions", "moonshotai/kimi-k2"),
+]
+
+ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+WEIRD = ALNUM + "+/=.:|-_ "
+
+ID_RULES = {
+    "anthropic-messages": re.compile(r"[A-Za-z0-9_-]{1,64}"),
+    "google-generative-ai": re.compile(r"[A-Za-z0-9_-]{1,64}"),
+    "openai-responses": re.compile(r"[A-Za-z0-9_-]{1,64}\|fc[A-Za-z0-9_-]{0,62}"),
+    "openai-completions": re.compile(r"[A-Za-z0-9_-]{1,40}"),
+    "mistral": re.compile(r"[A-Za-z0-9]{9}"),
+}
+
+
+def id_rule(target: dict[str, Any]) -> re.Pattern[str]:
+    return ID_RULES["mistral" if target["provider"] == "mistral" else target["api"]]
+
+
+@st.composite
+def natural_id(draw: st.DrawFn, source: dict[str, Any]) -> str:
+    """A tool-call id shaped like the ones ``source`` really issues (some are hostile to others)."""
+    api, provider = source["api"], source["provider"]
+    if provider == "mistral":
+        return draw(st.text(ALNUM, min_size=9, max_size=9))
+    if api == "anthropic-messages":
+        return "toolu_" + draw(st.text(ALNUM, min_size=1, max_size=24))
+    if api == "openai-responses":
+        item = draw(st.sampled_from(["fc_", "fc_", "rs_weird+/"])) + draw(
+            st.text(WEIRD, min_size=1, max_size=120)
+        )
+        return "call_" + draw(st.text(ALNUM, min_size=1, max_size=24)) + "|" + item
+    if api == "google-generative-ai":
+        return (
+            draw(st.sampled_from(["get_weather", "search"])) + "_" + draw(st.text("0123456789_", max_size=20))
+        )
+    if provider == "openrouter":
+        return (
+            "functions."
+            + draw(st.sampled_from(["get", "put"]))
+            + ":"
+            + draw(st.text("0123456789", max_size=3))
+        )
+    return "call_" + draw(st.text(ALNUM, min_size=1, max_size=60))
+
+
+@st.composite
+def assistant_turn(draw: st.DrawFn, timestamp: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An assistant message plus the tool results that follow it (some missing, some stray)."""
+    source = draw(st.sampled_from(MODELS))
+    content: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["text", "thinking", "redacted", "redactedThinking", "toolCall"]))
+        sig = draw(st.one_of(st.none(), st.just(""), st.text(WEIRD, min_size=1, max_size=20)))
+        if kind == "text":
+            block: dict[str, Any] = {"type": "text", "text": draw(st.text(max_size=20))}
+            if sig is not None:
+                block["textSignature"] = sig
+        elif kind == "thinking":
+            block = {"type": "thinking", "thinking": draw(st.sampled_from(["", "  ", "hmm", "plan: x"]))}
+            if sig is not None:
+                block["thinkingSignature"] = sig
+        elif kind == "redacted":
+            block = {
+                "type": "thinking",
+                "thinking": "[Reasoning redacted]",
+                "thinkingSignature": "opaque",
+                "redacted": True,
+            }
+        elif kind == "redactedThinking":
+            block = {"type": "redactedThinking", "data": "opaque"}
+        else:
+            block = {
+                "type": "toolCall",
+                "id": draw(natural_id(source)),
+                "name": draw(st.sampled_from(["get", "put"])),
+                "arguments": {"n": draw(st.integers(0, 3))},
+            }
+            if sig is not None:
+                block["thoughtSignature"] = sig
+        content.append(block)
+    # A provider never repeats an id inside one message.
+    seen: set[str] = set()
+    content = [b for b in content if b["type"] != "toolCall" or not (b["id"] in seen or seen.add(b["id"]))]
+    message = {
+        "role": "assistant",
+        "content": content,
+        "api": source["api"],
+        "provider": source["provider"],
+        "model": source["id"],
+        "usage": {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 0,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "stopReason": draw(st.sampled_from(["stop", "toolUse", "toolUse", "length", "error", "aborted"])),
+        "timestamp": timestamp,
+    }
+    results: list[dict[str, Any]] = []
+    for call in [b for b in content if b["type"] == "toolCall"]:
+        if draw(st.booleans()):
+            results.append(tool_result(call["id"], call["name"], timestamp + 1))
+    if draw(st.integers(0, 9)) == 0:
+        results.append(tool_result("stray_" + str(timestamp), "get", timestamp + 1))
+    return message, draw(st.permutations(results))
+
+
+def tool_result(call_id: str, name: str, timestamp: int) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": f"result of {call_id}"}],
+        "isError": False,
+        "timestamp": timestamp,
+    }
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi", "timestamp": 0}]
+    for turn in range(draw(st.integers(1, 6))):
+        message, results = draw(assistant_turn(timestamp=10 * (turn + 1)))
+        messages.append(message)
+        messages.extend(results)
+        if draw(st.booleans()):
+            messages.append({"role": "user", "content": "next", "timestamp": 10 * (turn + 1) + 5})
+    return messages
+
+
+targets = st.sampled_from(MODELS)
+
+
+def tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in message["content"] if b["type"] == "toolCall"]
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_input_is_not_modified_and_output_is_deterministic(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    before = copy.deepcopy(messages)
+    first = transform_messages(messages, target)  # type: ignore[arg-type]
+    assert messages == before
+    assert transform_messages(copy.deepcopy(messages), target) == first  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_failed_turns_are_dropped(messages: list[dict[str, Any]], target: dict[str, Any]) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    kept = [m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")]
+    got = [m for m in out if m["role"] == "assistant"]
+    assert [m["timestamp"] for m in got] == [m["timestamp"] for m in kept]
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_every_tool_call_gets_exactly_one_result_before_the_next_turn(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    open_calls: dict[str, int] = {}
+    for message in [*out, {"role": "user", "content": "end", "timestamp": 10**9}]:
+        if message["role"] == "toolResult":
+            assert open_calls.get(message["toolCallId"]) == 0, "result without a pending call, or twice"
+            open_calls[message["toolCallId"]] = 1
+        else:
+            assert all(n == 1 for n in open_calls.values()), "a tool call was left without a result"
+            open_calls = {}
+            if message["role"] == "assistant":
+                open_calls = {c["id"]: 0 for c in tool_calls(message)}
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_missing_results_are_synthetic_errors_and_real_results_keep_their_content(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    real = {m["content"][0]["text"] for m in messages if m["role"] == "toolResult"}
+    for message in out:
+        if message["role"] != "toolResult":
+            continue
+        text = message["content"][0]["text"]
+        if message["isError"]:
+            assert text == NO_RESULT_TEXT
+        else:
+            assert text in real
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_tool_call_ids_fit_the_target_api(messages: list[dict[str, Any]], target: dict[str, Any]) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    rule = id_rule(target)
+    for message in out:
+        if message["role"] == "assistant" and not is_same_model(message, target):  # type: ignore[arg-type]
+            for call in tool_calls(message):
+                assert rule.fullmatch(call["id"]), (target["api"], call["id"])
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_results_follow_their_call_through_the_id_rewrite(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    """A real result for original call X answers the rewritten id of X (and no other call)."""
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    # Pair original and rewritten calls turn by turn (turns keep their order and calls theirs).
+    kept_in = [
+        m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")
+    ]
+    kept_out = [m for m in out if m["role"] == "assistant"]
+    renamed: dict[tuple[int, str], str] = {}
+    for m_in, m_out in zip(kept_in, kept_out, strict=True):
+        for c_in, c_out in zip(tool_calls(m_in), tool_calls(m_out), strict=True):
+            assert (c_in["name"], c_in["arguments"]) == (c_out["name"], c_out["arguments"])
+            renamed[(m_in["timestamp"], c_in["id"])] = c_out["id"]
+    for message in out:
+        if message["role"] == "toolResult" and not message["isError"]:
+            original = message["content"][0]["text"].removeprefix("result of ")
+            turn = message["timestamp"] - 1
+            assert renamed[(turn, original)] == message["toolCallId"]
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_rewritten_ids_are_unique_across_the_conversation(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    rewritten = [
+        c["id"]
+        for m in out
+        if m["role"] == "assistant" and not is_same_model(m, target)  # type: ignore[arg-type]
+        for c in tool_calls(m)
+    ]
+    assert len(rewritten) == len(set(rewritten))
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_same_model_content_is_replayed_verbatim(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    """Everything from the same model survives unchanged, except unsigned thinking with no text."""
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
+    for message in messages:
+        if message["role"] != "assistant" or message["stopReason"] in ("error", "aborted"):
+            continue
+        if not is_same_model(message, target):  # type: ignore[arg-type]
+            continue
+        expected = [
+            b
+            for b in message["content"]
+            if not (
+                b["type"] == "thinking"
+                and not b.get("thinkingSignature")
+                and not b.get("redacted")
+                and not b["thinking"].strip()
+            )
+        ]
+        assert by_time[message["timestamp"]]["content"] == expected
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_foreign_content_loses_signatures_and_thinking_becomes_plain_text(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
+    for message in messages:
+        if message["role"] != "assistant" or message["stopReason"] in ("error", "aborted"):
+            continue
+        if is_same_model(message, target):  # type: ignore[arg-type]
+            continue
+        got = by_time[message["timestamp"]]["content"]
+        for block in got:
+            assert block["type"] in ("text", "toolCall")
+            assert not {"textSignature", "thinkingSignature", "thoughtSignature"} & block.keys()
+        expected_texts = []
+        for b in message["content"]:
+            if b["type"] == "text":
+                expected_texts.append(b["text"])
+            elif b["type"] == "thinking" and not b.get("redacted") and b["thinking"].strip():
+                expected_texts.append(b["thinking"])  # the text itself, no tags around it
+        assert [b["text"] for b in got if b["type"] == "text"] == expected_texts
+
+
+@SETTINGS
+@given(transcripts(), targets)
+def test_a_longer_history_rewrites_its_prefix_the_same_way(
+    messages: list[dict[str, Any]], target: dict[str, Any]
+) -> None:
+    """Ids depend only on what came before, so a cached prompt prefix stays byte-identical."""
+    full = transform_messages(messages, target)  # type: ignore[arg-type]
+    cut = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    prefix = transform_messages(messages[:cut], target)  # type: ignore[arg-type]
+    ids = lambda ms: [c["id"] for m in ms if m["role"] == "assistant" for c in tool_calls(m)]  # noqa: E731
+    assert ids(full)[: len(ids(prefix))] == ids(prefix)
+
+
+def test_images_become_placeholders_for_a_text_only_model() -> None:
+    target = {**MODELS[0], "input": ["text"]}
+    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, image, image], "timestamp": 1},
+    ]
+    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    assert out[0]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "text", "text": "(image omitted: model does not support images)"},
+    ]
+    assert transform_messages(messages, MODELS[0])[0]["content"] == messages[0]["content"]  # type: ignore[arg-type,index]

@@ -1,0 +1,212 @@
+"""Slash commands on a real runtime (scripted model, real session store in a temporary home)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cli_support import text_reply
+
+from tether.cli.commands import COMMANDS, execute, parse
+from tether.cli.runtime import Runtime, SessionChoice
+from tether.cli.settings import Compaction, Settings
+from tether.session.compaction import context_tokens
+from tether.testing.scripted import SCRIPTED_MODEL
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "project").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+async def runtime(home: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
+    path = home / "script.json"
+    replies = [text_reply(f"answer {i}") for i in range(1, 4)] + [text_reply("SUMMARY: we said hello.")]
+    path.write_text(json.dumps({"responses": replies}))
+    monkeypatch.setenv("TETHER_SCRIPTED", str(path))
+    settings = replace(Settings(), compaction=Compaction(keep_recent_tokens=0))
+    rt = Runtime.start(cwd=home / "project", settings=settings, session=SessionChoice())
+    yield rt
+    await rt.close()
+
+
+def test_parse() -> None:
+    assert parse("/model a/b c") == ("model", "a/b c")
+    assert parse("/HELP") == ("help", "")
+    assert parse("hello /model") is None
+    assert parse("//not a command") is None
+
+
+async def test_help_lists_every_command(runtime: Runtime) -> None:
+    text = (await execute(runtime, "/help")).text
+    for name in COMMANDS:
+        if name != "exit":
+            assert f"/{name}" in text
+    unknown = await execute(runtime, "/frobnicate")
+    assert unknown.error and "/help" in unknown.text
+    assert (await execute(runtime, "/quit")).quit
+
+
+async def test_model_and_thinking(runtime: Runtime) -> None:
+    assert "scripted/script" in (await execute(runtime, "/model")).text
+    switched = await execute(runtime, "/model anthropic/claude-sonnet-4-5")
+    assert not switched.error and runtime.model["id"] == "claude-sonnet-4-5"
+    clamped = await execute(runtime, "/thinking xhigh")
+    assert runtime.thinking_level == "high"
+    assert "not supported" in clamped.text
+    assert (await execute(runtime, "/thinking loud")).error
+    bad = await execute(runtime, "/model nosuch/model-x")
+    assert bad.error and "nosuch" in bad.text
+    assert runtime.session is not None
+    assert runtime.session.context.model is not None
+    assert runtime.session.context.model.model_id == "claude-sonnet-4-5"
+    assert runtime.session.context.thinking_level == "high"
+
+
+async def test_session_name_export(runtime: Runtime, home: Path) -> None:
+    await runtime.prompt("hello")
+    assert not (await execute(runtime, "/name greeting")).error
+    stats = (await execute(runtime, "/session")).text
+    assert "greeting" in stats and "messages  2 (user 1, assistant 1" in stats and "sessions.db" in stats
+    exported = await execute(runtime, "/export out.jsonl")
+    lines = (home / "project" / "out.jsonl").read_text().splitlines()
+    assert not exported.error and len(lines) >= 3 and json.loads(lines[0])
+    await execute(runtime, "/export page.html")
+    page = (home / "project" / "page.html").read_text()
+    assert "<title>greeting</title>" in page and "answer 1" in page
+    assert (await execute(runtime, "/export notes.txt")).error
+
+
+async def test_new_resume_fork(runtime: Runtime) -> None:
+    await runtime.prompt("first")
+    first = runtime.session_id
+    assert (await execute(runtime, "/new")).text.startswith("new session")
+    assert runtime.session_id != first and runtime.messages == []
+    listing = (await execute(runtime, "/resume")).text
+    assert first is not None and first in listing
+    resumed = await execute(runtime, f"/resume {first}")
+    assert not resumed.error and runtime.session_id == first and len(runtime.messages) == 2
+    forked = await execute(runtime, "/fork")
+    assert not forked.error and runtime.session_id != first
+    assert [m["role"] for m in runtime.messages] == ["user", "assistant"]
+
+
+async def test_tree_and_branch(runtime: Runtime) -> None:
+    await runtime.prompt("one")
+    await runtime.prompt("two")
+    tree = (await execute(runtime, "/tree")).text
+    assert "user: one" in tree and "user: two" in tree and "<- you are here" in tree
+    assert runtime.session is not None
+    first_answer = next(
+        e["id"]
+        for e in runtime.session.path()
+        if e.get("type") == "message" and e["message"]["role"] == "assistant"
+    )
+    moved = await execute(runtime, f"/tree {first_answer}")
+    assert not moved.error
+    assert [m["role"] for m in runtime.messages] == ["user", "assistant"]
+    assert (await execute(runtime, "/tree NOPE")).error
+
+
+async def test_compact_summarises_with_the_current_model(runtime: Runtime) -> None:
+    await runtime.prompt("one")
+    await runtime.prompt("two")
+    await runtime.prompt("three")
+    result = await execute(runtime, "/compact keep it short")
+    assert not result.error, result.text
+    assert "SUMMARY: we said hello." in result.text
+    assert runtime.messages[0]["role"] == "compactionSummary"
+
+
+async def test_no_session_commands_explain_themselves(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = home / "s.json"
+    path.write_text(json.dumps([text_reply("x")]))
+    monkeypatch.setenv("TETHER_SCRIPTED", str(path))
+    rt = Runtime.start(cwd=home / "project", settings=Settings(), session=SessionChoice(persist=False))
+    try:
+        result = await execute(rt, "/fork")
+        assert result.error and "--no-session" in result.text
+        assert "not saved" in (await execute(rt, "/session")).text
+    finally:
+        await rt.close()
+
+
+async def start_with(
+    home: Path, monkeypatch: pytest.MonkeyPatch, replies: list[dict[str, object]], **compaction: int
+) -> Runtime:
+    path = home / "auto.json"
+    path.write_text(json.dumps({"responses": replies}))
+    monkeypatch.setenv("TETHER_SCRIPTED", str(path))
+    settings = replace(Settings(), compaction=Compaction(**compaction))
+    return Runtime.start(cwd=home / "project", settings=settings, session=SessionChoice())
+
+
+async def test_threshold_compaction_before_a_model_call(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threshold sits between the first request's size and the second's: only the second
+    request compacts first, with the current model, then goes out."""
+    first = [{"role": "user", "content": "first", "timestamp": 0}]
+    second = [*first, {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}, first[0]]
+    threshold = (context_tokens(first) + context_tokens(second)) // 2
+    assert context_tokens(first) <= threshold < context_tokens(second)
+    replies = [text_reply("first answer"), text_reply("SUMMARY of the start."), text_reply("second answer")]
+    window = SCRIPTED_MODEL["contextWindow"] or 0
+    rt = await start_with(home, monkeypatch, replies, reserve_tokens=window - threshold, keep_recent_tokens=0)
+    events: list[str] = []
+    rt.subscribe(lambda e: events.append(e["type"]))
+    try:
+        await rt.prompt("first")
+        assert "compaction_start" not in events
+        await rt.prompt("first")
+        assert events.count("compaction_start") == events.count("compaction_end") == 1
+        last = rt.last_assistant()
+        assert last is not None and last["content"] == [{"type": "text", "text": "second answer"}]
+        assert rt.session is not None
+        assert rt.session.messages[0]["role"] == "compactionSummary"
+    finally:
+        await rt.close()
+
+
+async def test_context_overflow_compacts_and_retries(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    replies = [
+        text_reply("early answer"),
+        {"content": [], "error": "prompt is too long: 250000 tokens > 200000 maximum"},
+        text_reply("SUMMARY: early talk."),
+        text_reply("answer after compaction"),
+    ]
+    rt = await start_with(home, monkeypatch, replies, keep_recent_tokens=0)
+    try:
+        await rt.prompt("early")
+        await rt.prompt("a very long question")
+        last = rt.last_assistant()
+        assert last is not None and last["stopReason"] == "stop"
+        assert last["content"][0]["text"] == "answer after compaction"
+        assert rt.session is not None
+        roles = [m["role"] for m in rt.session.messages]
+        assert roles[0] == "compactionSummary" and roles[-1] == "assistant"
+        assert all(m.get("stopReason") != "error" for m in rt.session.messages)  # the failure is off the path
+    finally:
+        await rt.close()
+
+
+async def test_tree_summary_leaves_a_branch_summary(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    replies = [text_reply("one"), text_reply("two"), text_reply("BRANCH SUMMARY: we tried two.")]
+    rt = await start_with(home, monkeypatch, replies)
+    try:
+        await rt.prompt("first")
+        await rt.prompt("second")
+        assert rt.session is not None
+        first_answer = [e["id"] for e in rt.session.path() if e.get("type") == "message"][1]
+        result = await execute(rt, f"/tree {first_answer} --summary")
+        assert not result.error, result.text
+        assert "BRANCH SUMMARY: we tried two." in result.text
+        assert [m["role"] for m in rt.messages] == ["user", "assistant", "branchSummary"]
+    finally:
+        await rt.close()

@@ -1,0 +1,71 @@
+"""``AgentSession``: the stateful ``Agent`` on a durable session."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from session_helpers import text
+
+from tether.agent import Agent
+from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager
+from tether.testing.scripted import ScriptedModel, reply
+
+
+async def test_agent_runs_are_recorded_and_resume_into_a_new_agent(manager: SessionManager) -> None:
+    model = ScriptedModel([reply("first answer"), reply("second answer")])
+    s = manager.create("/p")
+    bound = AgentSession(
+        Agent(model=model.model, stream_fn=model, system_prompt="Be kind.", thinking_level="low"), s
+    )
+    await bound.prompt("hello")
+    assert [m["role"] for m in s.messages] == ["user", "assistant"]
+    assert s.messages == bound.agent.messages
+    # The agent's settings became entries at the start of the run.
+    ctx = s.context
+    assert (ctx.system_prompt, ctx.thinking_level) == ("Be kind.", "low")
+    assert ctx.model is not None and ctx.model.model_id == model.model["id"]
+    bound.close()
+
+    resumed = manager.open(s.id)
+    agent = Agent(stream_fn=model)  # no model, default settings: all come from the session
+    again = AgentSession(agent, resumed)
+    assert agent.model == model.model and agent.system_prompt == "Be kind." and agent.thinking_level == "low"
+    assert agent.messages == s.messages
+    await again.prompt("and again")
+    assert len(model.requests[-1].context["messages"]) == 3
+    assert model.requests[-1].options is not None and model.requests[-1].options.reasoning == "low"
+    agent.thinking_level = "high"
+    model.push(reply("third"))
+    await again.prompt("think harder")
+    assert resumed.context.thinking_level == "high"
+    assert [e["type"] for e in resumed.path()][-3:] == ["thinking_level_change", "message", "message"]
+
+
+async def test_hooks_and_overflow_recovery_through_the_agent(manager: SessionManager) -> None:
+    words = "alpha beta gamma delta " * 50
+    model = ScriptedModel([reply(f"answer {i}: {words}") for i in range(3)])
+    s = manager.create("/p")
+
+    def tag(editor: PromptEditor) -> None:
+        editor.append_to("last-user", [text("[tagged]")])
+
+    bound = AgentSession(
+        Agent(model=model.model, stream_fn=model),
+        s,
+        hooks=[tag],
+        compaction=CompactionSettings(keep_recent_tokens=300),
+    )
+    for i in range(3):
+        await bound.prompt(f"question {i}: {words}")
+    assert model.requests[0].context["messages"][-1]["content"][-1] == text("[tagged]")  # type: ignore[index]
+    assert all("[tagged]" not in str(m["content"]) for m in s.messages)
+    model.push(
+        reply(error="This model's maximum context length is 8192 tokens"), reply("SUMMARY"), reply("ok")
+    )
+    added = await bound.prompt("last one")
+    assert [m.get("stopReason") for m in added if m["role"] == "assistant"] == ["error", "stop"]
+    assert bound.compactions == 1
+    assert s.messages[0]["role"] == "compactionSummary"
+    assert bound.agent.messages == s.messages
+    summary_prompt = cast(str, model.requests[-2].context["messages"][0]["content"])
+    assert summary_prompt.startswith("<conversation>")
