@@ -95,3 +95,37 @@ async def test_cancel_while_a_permission_request_is_open(acp_env: AcpEnv) -> Non
         )
     assert response.stop_reason == "cancelled"
     assert status_trail(client.log, "b1") == ["pending", "permission", "failed"]
+
+
+async def test_images_and_embedded_context_reach_the_conversation(acp_env: AcpEnv) -> None:
+    """A prompt with an image and an embedded file is stored as one user message; loading the
+    open session again replays it (text with the inlined context, then the image)."""
+    script = acp_env.script("image", [text_reply("Nice picture")])
+    client = EditorClient()
+    async with acp_env.agent(client, script) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+        )
+        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        blocks = [
+            acp.text_block("What is in "),
+            acp.resource_block(
+                acp.embedded_text_resource("file:///p/a.txt", "apples", mime_type="text/plain")
+            ),
+            acp.image_block("iVBORw0KGgo=", "image/png"),
+        ]
+        response = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=blocks), 30)
+        assert response.stop_reason == "end_turn"
+        client.clear()
+        await conn.load_session(cwd=str(acp_env.project), session_id=session.session_id, mcp_servers=[])
+    replayed = client.updates()
+    assert [u["sessionUpdate"] for u in replayed] == [
+        "user_message_chunk",
+        "user_message_chunk",
+        "agent_message_chunk",
+    ]
+    assert (
+        replayed[0]["content"]["text"] == 'What is in \n<context ref="file:///p/a.txt">\napples\n</context>\n'
+    )
+    assert replayed[1]["content"] == {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    assert replayed[2]["content"]["text"] == "Nice picture"
