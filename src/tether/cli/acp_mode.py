@@ -292,6 +292,9 @@ class TetherAcpAgent:
         session = AcpSession(self._client, self._access)
         try:
             settings = load_settings(config_dir(), directory)
+        except SettingsError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        try:
             runtime = Runtime.start(
                 cwd=directory,
                 settings=settings,
@@ -306,8 +309,11 @@ class TetherAcpAgent:
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None
         except ModelError as exc:
+            if options.model is not None or settings.model is not None:
+                raise RequestError.invalid_params({"details": str(exc)}) from None
+            # No model was asked for and none can be used: the editor should tell about keys.
             raise RequestError.auth_required({"details": f"{exc}. {AUTH_DESCRIPTION}"}) from None
-        except (SettingsError, SessionError, ValueError) as exc:
+        except (SessionError, ValueError) as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         session.attach(runtime)
         self._sessions[session.id] = session
