@@ -9,6 +9,7 @@ import pytest
 
 from tether.agent import Agent, AgentBusyError, AgentEvent, tool
 from tether.ai.abort import AbortSignal
+from tether.ai.event_stream import empty_usage
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
 from tether.wire import AgentMessage, ImageContent
 
@@ -372,3 +373,27 @@ async def test_a_failing_listener_ends_the_run_as_an_error() -> None:
         "event listener failed: KeyError"
     )
     assert not agent.is_streaming
+
+
+async def test_continue_puts_drained_steering_back_if_the_run_never_delivers_it() -> None:
+    agent, _ = make_agent(reply("never"))
+    answer: AgentMessage = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "a"}],
+        "api": "scripted",
+        "provider": "scripted",
+        "model": "scripted",
+        "usage": empty_usage(),  # pyright: ignore[reportAssignmentType]
+        "stopReason": "stop",
+        "timestamp": 0,
+    }
+    agent.messages = [user("q"), answer]
+    agent.steer(user("s"))
+
+    def listener(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "agent_start":
+            raise RuntimeError("UI not ready")
+
+    agent.subscribe(listener)
+    await agent.continue_()
+    assert [m["content"] for m in agent.steering_queue] == ["s"]

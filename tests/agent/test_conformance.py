@@ -13,7 +13,7 @@ from tether.testing.conformance import load_scenario, run_scenario, scenario_pat
 
 def _cases() -> list[tuple[Path, Path]]:
     cases: list[tuple[Path, Path]] = []
-    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE):
+    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE, OWN_CONFORMANCE / "abort_sweep"):
         cases += [(path, root / "traces" / path.name) for path in scenario_paths(root / "scenarios")]
     return cases
 
@@ -30,3 +30,18 @@ async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> 
     assert actual["events"] == expected["events"]
     assert actual["requests"] == expected["requests"]
     assert actual["result"] == expected["result"]
+
+
+def test_cli_prints_a_trace_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tether.testing.conformance import main
+
+    scenario = SHARED_CONFORMANCE / "scenarios" / "text-only.json"
+    assert main([str(scenario)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((SHARED_CONFORMANCE / "traces" / "text-only.json").read_text())
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"prompts": ["go"], "tools": [{"behavior": {}}]}')
+    assert main([str(broken)]) == 1
+    assert "invalid scenario" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.json")]) == 1

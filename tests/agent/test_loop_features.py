@@ -23,6 +23,7 @@ from tether.agent import (
 )
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import SimpleStreamOptions
+from tether.testing.conformance import context_message
 from tether.testing.scripted import ScriptedModel, reply, text, thinking, tool_call
 from tether.wire import AgentMessage
 
@@ -337,7 +338,7 @@ async def test_event_stream_can_be_closed_early() -> None:
 async def test_continue_preconditions(messages: Any, error: str) -> None:
     model = ScriptedModel()
     if messages == "assistant":
-        messages = [user("q"), {**model.model, "role": "assistant", "content": [], "stopReason": "stop"}]
+        messages = [user("q"), context_message({"role": "assistant", "content": []})]
     context = AgentContext(messages=messages)
     with pytest.raises(ValueError, match=error):
         agent_loop_continue(context, AgentLoopConfig(model=model.model), None, model)
@@ -362,3 +363,12 @@ async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(
     error = result[-1]
     assert error["role"] == "assistant" and error["stopReason"] == "error"
     assert "tether.ai.stream_simple is not available" in error.get("errorMessage", "")
+
+
+async def test_a_closed_event_stream_ends_iteration_and_has_no_result() -> None:
+    model = ScriptedModel([reply("a", "b")])
+    stream = agent_loop([user("go")], AgentContext(), AgentLoopConfig(model=model.model), None, model)
+    await stream.aclose()
+    assert [event async for event in stream] == []  # closed before its first step: nothing ran
+    with pytest.raises(RuntimeError, match="closed"):
+        await stream.result()

@@ -71,6 +71,7 @@ def result(call_id: str, text: str, *, images: bool = False, error: bool = False
 
 
 CALL = {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.py"}}
+CALL_2 = {"type": "toolCall", "id": "call_2", "name": "read", "arguments": {"path": "b.py"}}
 TOOLS = [
     {
         "name": "read",
@@ -203,7 +204,9 @@ async def test_stream_simple_maps_thinking_levels_on_the_wire() -> None:
         off = await complete_simple(spec, {"messages": []}, SimpleStreamOptions(api_key="k", reasoning="off"))
     assert message["stopReason"] == "stop" and off["stopReason"] == "stop"
     first, second = (json.loads(r.body) for r in server.requests)
-    assert first["reasoning_effort"] == "xhigh"
+    # A reasoning model without thinking data accepts off..high (thinking.supported_thinking_levels),
+    # so "max" clamps to "high".
+    assert first["reasoning_effort"] == "high"
     assert first["max_completion_tokens"] == 32000  # default: the model's limit, capped
     assert "reasoning_effort" not in second
 
@@ -226,7 +229,12 @@ def test_anthropic_body_caching_and_replay() -> None:
         "volatileContext": "Today is Monday.",
         "messages": [
             {"role": "user", "content": "hi", "timestamp": 0},
-            assistant(signed, redacted, unsigned, CALL),
+            # Written by this same model: its signatures go back verbatim (see tether.ai.handoff).
+            {
+                **assistant(signed, redacted, unsigned, CALL, CALL_2),
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+            },
             result("call_1", "ok"),
             result("call_2", "bad", error=True),
         ],
@@ -248,6 +256,7 @@ def test_anthropic_body_caching_and_replay() -> None:
         {"type": "redacted_thinking", "data": "opaque"},
         {"type": "text", "text": "half a thought"},
         {"type": "tool_use", "id": "call_1", "name": "read", "input": {"path": "a.py"}},
+        {"type": "tool_use", "id": "call_2", "name": "read", "input": {"path": "b.py"}},
     ]
     results = body["messages"][2]
     assert results["role"] == "user" and [r["tool_use_id"] for r in results["content"]] == [

@@ -348,17 +348,3 @@ def test_a_longer_history_rewrites_its_prefix_the_same_way(
     prefix = transform_messages(messages[:cut], target)  # type: ignore[arg-type]
     ids = lambda ms: [c["id"] for m in ms if m["role"] == "assistant" for c in tool_calls(m)]  # noqa: E731
     assert ids(full)[: len(ids(prefix))] == ids(prefix)
-
-
-def test_images_become_placeholders_for_a_text_only_model() -> None:
-    target = {**MODELS[0], "input": ["text"]}
-    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
-    messages = [
-        {"role": "user", "content": [{"type": "text", "text": "look"}, image, image], "timestamp": 1},
-    ]
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
-    assert out[0]["content"] == [
-        {"type": "text", "text": "look"},
-        {"type": "text", "text": "(image omitted: model does not support images)"},
-    ]
-    assert transform_messages(messages, MODELS[0])[0]["content"] == messages[0]["content"]  # type: ignore[arg-type,index]

@@ -170,13 +170,18 @@ def test_responses_replays_its_own_items_and_not_others() -> None:
     assert items[6] == {"type": "function_call", "call_id": "call_2", "name": "look", "arguments": "{}"}
 
 
-def test_responses_tool_image_for_a_text_only_model_is_a_placeholder() -> None:
+def test_images_for_a_text_only_model_are_placeholders() -> None:
     blind = model("openai-responses", "gpt-blind", "openai", vision=False)
     own = assistant(blind, [{"type": "toolCall", "id": "call_1|fc_1", "name": "look", "arguments": {}}])
-    items = openai_responses.build_request(
-        blind, context(own, result("call_1|fc_1", "", images=1)), StreamOptions(), None
-    ).body["input"]
-    assert items[-1]["output"] == "(tool image omitted: model does not support images)"
+    ctx = context(USER, own, result("call_1|fc_1", "", images=1))
+    items = openai_responses.build_request(blind, ctx, StreamOptions(), None).body["input"]
+    placeholder = {"type": "input_text", "text": openai_responses.IMAGE_PLACEHOLDER}
+    assert items[0]["content"] == [{"type": "input_text", "text": "look"}, placeholder]
+    assert items[-1]["output"] == openai_responses.IMAGE_PLACEHOLDER
+    gemini_blind = model("google-generative-ai", "gemini-2.5-flash", "google", vision=False)
+    contents = gemini.build_request(gemini_blind, ctx, StreamOptions(), None).body["contents"]
+    assert contents[0]["parts"][1] == {"text": gemini.IMAGE_PLACEHOLDER}
+    assert contents[2]["parts"][0]["functionResponse"]["response"] == {"output": gemini.IMAGE_PLACEHOLDER}
 
 
 # -- gemini ------------------------------------------------------------------------------------------

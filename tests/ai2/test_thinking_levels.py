@@ -61,6 +61,13 @@ GEMINI = "google-generative-ai"
 @pytest.mark.parametrize(
     ("spec", "level", "effective", "expected"),
     [
+        # No room for the API's minimum budget (1024) next to the answer: no thinking at all.
+        (
+            model(ANTHROPIC, "claude-sonnet-4-5", "anthropic", max_tokens=1500),
+            "high",
+            "high",
+            {"thinking": {"type": "disabled"}, "max_tokens": 1500},
+        ),
         # Anthropic, budget models: the budget is added on top of the answer's max_tokens.
         (
             model(ANTHROPIC, "claude-sonnet-4-5", "anthropic"),

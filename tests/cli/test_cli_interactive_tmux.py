@@ -3,7 +3,8 @@
 One scripted conversation walks through what a person does: a prompt and its streamed answer, a
 command the user declines (``n``), one approved once (``y``) whose long output is folded (then
 expanded with Ctrl-O), "always" (``a``), steering (Enter) and a follow-up (Alt-Enter) typed while
-a tool runs (shown as pending chips, then delivered in order), Ctrl-C aborting a running command, ``/session``, and Ctrl-D to exit.
+a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Ctrl-C aborting it, ``/name`` and ``/session`` again, and Ctrl-D
+to exit.
 """
 
 from __future__ import annotations
@@ -139,15 +140,20 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         terminal.send("Enter")
         screen = terminal.wait_for("command=sleep 60")
         assert "Run command: sleep 60" not in screen
-        time.sleep(0.5)
+        terminal.type("/session")  # a command while the agent works runs beside it
+        terminal.send("Enter")
+        screen = terminal.wait_for("tool calls")
+        assert "● working" in screen  # the status line: still running
         terminal.send("C-c")
         screen = terminal.wait_for("Aborted", timeout=10)
         assert "this answer is never reached" not in screen
 
+        terminal.type("/name tmux test")
+        terminal.send("Enter")
         terminal.type("/session")
         terminal.send("Enter")
-        screen = terminal.wait_for("tool calls")
-        assert "cost" in screen and "session" in screen
+        screen = terminal.wait_for("title     tmux test")
+        assert "cost" in screen and "● working" not in screen.split("title     tmux test")[-1]
 
         terminal.send("C-d")
         deadline = time.monotonic() + 10

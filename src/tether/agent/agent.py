@@ -294,13 +294,15 @@ class Agent:
             )
         if not self._messages:
             raise ValueError("No messages to continue from")
+        model = self._require_model()
         if self._messages[-1]["role"] == "assistant":
             if self._steering.messages:
-                return await self._run_prompts(self._steering.drain(), skip_first_steering_poll=True)
+                return await self._run_prompts(
+                    self._steering.drain(), self._steering, skip_first_steering_poll=True
+                )
             if self._follow_ups.messages:
-                return await self._run_prompts(self._follow_ups.drain())
+                return await self._run_prompts(self._follow_ups.drain(), self._follow_ups)
             raise ValueError("Cannot continue from message role: assistant")
-        model = self._require_model()
         return await self._lifecycle(
             lambda run: run_agent_loop_continue(
                 self._context(),
@@ -312,19 +314,24 @@ class Agent:
         )
 
     async def _run_prompts(
-        self, messages: list[AgentMessage], skip_first_steering_poll: bool = False
+        self,
+        messages: list[AgentMessage],
+        taken_from: _Queue | None = None,
+        skip_first_steering_poll: bool = False,
     ) -> list[AgentMessage]:
+        """Run from ``messages``; when they were drained from a queue, they go back to it if the
+        run ends before delivering them."""
         model = self._require_model()
-        return await self._lifecycle(
-            lambda run: run_agent_loop(
-                messages,
-                self._context(),
-                self._config(model, run, skip_first_steering_poll),
-                self._process,
-                run.controller.signal,
-                self.stream_fn,
+
+        def start(run: _ActiveRun) -> Awaitable[list[AgentMessage]]:
+            if taken_from is not None:
+                run.in_flight.extend((taken_from, message) for message in messages)
+            config = self._config(model, run, skip_first_steering_poll)
+            return run_agent_loop(
+                messages, self._context(), config, self._process, run.controller.signal, self.stream_fn
             )
-        )
+
+        return await self._lifecycle(start)
 
     def _require_model(self) -> ModelInfo:
         if self.model is None:

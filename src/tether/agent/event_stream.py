@@ -48,7 +48,8 @@ class AgentEventStream:
     async def __anext__(self) -> AgentEvent:
         while not self._events:
             if self._task.done():
-                self._task.result()  # surfaces a cancellation or a bug in the run
+                if not self._task.cancelled():
+                    self._task.result()  # surfaces a bug in the run, if it had one
                 raise StopAsyncIteration
             self._waiter = asyncio.get_running_loop().create_future()
             try:
@@ -59,6 +60,8 @@ class AgentEventStream:
 
     async def result(self) -> list[AgentMessage]:
         """The messages the run added (waits for the run to finish)."""
+        if self._task.cancelled():
+            raise RuntimeError("the run was closed (aclose) before it finished: it has no result")
         return await asyncio.shield(self._task)
 
     async def aclose(self) -> None:

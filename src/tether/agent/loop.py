@@ -40,6 +40,7 @@ from tether.agent.tool_execution import (
     emit_tool_result,
     error_result,
     execute_tool_calls,
+    reject_truncated_calls,
     tool_result_message,
 )
 from tether.agent.types import (
@@ -191,9 +192,10 @@ class _Run:
         self.ended = False
 
     async def emit(self, event: AgentEvent) -> None:
-        kind = event["type"]
-        if kind == "message_start" or kind == "message_end":
-            self.open_message = event["message"] if event["type"] == "message_start" else None
+        if event["type"] == "message_start":
+            self.open_message = event["message"]
+        elif event["type"] == "message_end":
+            self.open_message = None
         elif event["type"] == "tool_execution_start":
             self.open_tools[event["toolCallId"]] = None
         elif event["type"] == "tool_execution_end":
@@ -395,7 +397,7 @@ class _Run:
         message, calls, delivered = self.open_calls
         self.open_tools = {}
         if message["stopReason"] == "length":
-            batch = await _reject_truncated_calls(calls, self.emit, delivered)
+            batch = await reject_truncated_calls(calls, self.emit, delivered)
         else:
             batch = await execute_tool_calls(
                 self.context, message, calls, self.config, self.signal, self.emit, delivered
@@ -472,39 +474,6 @@ class _Run:
         if self.in_turn:
             self.in_turn = False
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
-
-
-TRUNCATED_CALL = (
-    'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
-    "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
-)
-
-
-async def _reject_truncated_calls(
-    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
-) -> ToolBatch:
-    """The tool calls of a response cut by the token limit are not run: each gets an error result."""
-    for call in calls:
-        result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        await emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
-        await emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "result": result,
-                "isError": True,
-            }
-        )
-        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
-    return ToolBatch(messages=list(delivered), terminate=False)
 
 
 def _empty_assistant(config: AgentLoopConfig) -> AssistantMessage:

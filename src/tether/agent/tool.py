@@ -121,7 +121,12 @@ def _tool_from_function(
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"@tool needs an async function; {fn.__qualname__} is not one")
     tool_name = name or fn.__name__
-    hints = get_type_hints(fn, include_extras=True)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # e.g. a hint naming a class local to another function
+        raise TypeError(
+            f"@tool {tool_name}: cannot resolve the type hints of {fn.__qualname__}: {exc}"
+        ) from exc
     fields: dict[str, Any] = {}
     injected: list[str] = []
     for parameter in inspect.signature(fn).parameters.values():

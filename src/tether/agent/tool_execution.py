@@ -17,6 +17,9 @@ call in source order (immediate results report their end at once), then executes
 ones concurrently: end events come in completion order, result messages in source order.
 A tool whose ``execution_mode`` is ``sequential`` makes the whole batch sequential.
 
+Beyond the reference: the calls of a response cut by the output token limit (``length``) are not
+run at all (their arguments may be truncated); each gets an error result saying so.
+
 Only the event sink can make this module raise (a failing listener); it then cancels the calls
 still running, so no task outlives the batch.
 """
@@ -338,3 +341,36 @@ class _Updates:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+TRUNCATED_CALL = (
+    'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
+    "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
+)
+
+
+async def reject_truncated_calls(
+    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
+) -> ToolBatch:
+    """The tool calls of a response cut by the token limit are not run: each gets an error result."""
+    for call in calls:
+        result = error_result(TRUNCATED_CALL.format(name=call["name"]))
+        await emit(
+            {
+                "type": "tool_execution_start",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "args": call["arguments"],
+            }
+        )
+        await emit(
+            {
+                "type": "tool_execution_end",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "result": result,
+                "isError": True,
+            }
+        )
+        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
+    return ToolBatch(messages=list(delivered), terminate=False)

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from jsonschema import Draft7Validator, Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError as SchemaError
-from jsonschema.protocols import Validator
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from tether.agent.coercion import coerce, copy_json, has_union
 from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
+
+if TYPE_CHECKING:  # jsonschema itself loads with the first validator (it is slow to import)
+    from jsonschema.exceptions import ValidationError as SchemaError
+    from jsonschema.protocols import Validator
 
 _CACHE_SIZE = 512
 
@@ -50,6 +51,8 @@ class _Compiled:
     @property
     def validator(self) -> Validator:
         if self._validator is None:
+            from jsonschema import Draft7Validator, Draft202012Validator, validators
+
             default = Draft7Validator if _uses_tuple_items(self.schema) else Draft202012Validator
             cls = validators.validator_for(self.schema, default=default)
             self._validator = cls(self.schema)

@@ -20,7 +20,9 @@ conversation can switch model (or provider, or API) at any turn. The rules, and 
   kept tool call. A tool call left without a result before the next user or assistant message
   (or at the end) gets a synthetic error result ``No result provided``: every API rejects a
   dangling call.
-- Images go to a model without image input as a short text placeholder.
+
+Images for a model without image input are each provider's business (placeholders in its own
+request format), not the handoff's.
 """
 
 from __future__ import annotations
@@ -35,16 +37,11 @@ from tether.wire import (
     AssistantMessage,
     Message,
     ModelInfo,
-    TextContent,
     ToolCall,
     ToolResultMessage,
-    UserContent,
-    UserMessage,
 )
 
 NO_RESULT_TEXT = "No result provided"
-USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
-TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
 
 _NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -65,7 +62,6 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
 
     Pure: the input is not modified, and the output depends only on the input and ``target``.
     """
-    vision = "image" in target["input"]
     out: list[Message] = []
     used_ids: set[str] = set()
     pending: list[ToolCall] = []  # tool calls of the last kept assistant message
@@ -75,7 +71,7 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
         if message["role"] == "user":
             _close_pending(out, pending, answered)
             pending, answered = [], set()
-            out.append(message if vision else _user_without_images(message))
+            out.append(message)
         elif message["role"] == "assistant":
             _close_pending(out, pending, answered)
             pending, answered, id_map = [], set(), {}
@@ -92,7 +88,7 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
             result = message
             if call_id != message["toolCallId"]:
                 result = cast(ToolResultMessage, {**message, "toolCallId": call_id})
-            out.append(result if vision else _result_without_images(result))
+            out.append(result)
     _close_pending(out, pending, answered)
     return out
 
@@ -256,40 +252,8 @@ def _hash36(text: str, length: int) -> str:
     return "".join(chars)
 
 
-# -- images -----------------------------------------------------------------------------------------
-
-
-def _user_without_images(message: UserMessage) -> UserMessage:
-    content = message["content"]
-    if isinstance(content, str) or not any(b["type"] == "image" for b in content):
-        return message
-    return {**message, "content": _replace_images(content, USER_IMAGE_PLACEHOLDER)}
-
-
-def _result_without_images(message: ToolResultMessage) -> ToolResultMessage:
-    if not any(b["type"] == "image" for b in message["content"]):
-        return message
-    return {**message, "content": _replace_images(message["content"], TOOL_IMAGE_PLACEHOLDER)}
-
-
-def _replace_images(content: list[UserContent], placeholder: str) -> list[UserContent]:
-    """Each run of images becomes one placeholder text block."""
-    out: list[UserContent] = []
-    for block in content:
-        if block["type"] == "image":
-            last = out[-1] if out else None
-            if not (last is not None and last["type"] == "text" and last["text"] == placeholder):
-                text: TextContent = {"type": "text", "text": placeholder}
-                out.append(text)
-        else:
-            out.append(block)
-    return out
-
-
 __all__ = [
     "NO_RESULT_TEXT",
-    "TOOL_IMAGE_PLACEHOLDER",
-    "USER_IMAGE_PLACEHOLDER",
     "is_same_model",
     "target_tool_call_id",
     "transform_messages",

@@ -71,6 +71,8 @@ class InteractiveApp:
         self._last_result: str | None = None
         self._stats: Stats | None = None
         self._task: asyncio.Task[None] | None = None
+        """The current prompt, shell input or command; the UI is busy while it runs."""
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self._last_interrupt = 0.0
 
     # -- public --------------------------------------------------------------------------------------
@@ -394,8 +396,13 @@ class InteractiveApp:
     # -- actions ---------------------------------------------------------------------------------
 
     def _start(self, text: str) -> None:
-        self._task = asyncio.ensure_future(self._submit(text))
-        self._task.add_done_callback(lambda _t: self._invalidate())
+        task = asyncio.ensure_future(self._submit(text))
+        task.add_done_callback(lambda _t: self._invalidate())
+        if self._busy:  # a command (/session, /help) while the agent works runs beside the run
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
+        else:
+            self._task = task
         self._invalidate()
 
     async def _submit(self, text: str) -> None:

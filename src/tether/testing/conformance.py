@@ -434,6 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except (KeyError, TypeError, AttributeError) as exc:
+        print(
+            f"error: invalid scenario ({type(exc).__name__}: {exc}); see shared/conformance/README.md",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from tether.ai.event_stream import (
 )
 from tether.ai.types import Context, SimpleStreamOptions
 from tether.wire import (
+    AssistantDoneEvent,
     AssistantMessageEvent,
     ModelInfo,
     StopReason,
@@ -255,11 +256,10 @@ class ScriptedModel:
             return
         has_call = any(isinstance(b, ToolCallBlock) for b in script.content)
         reason = script.stop_reason or ("toolUse" if has_call else "stop")
-        if reason == "error" or reason == "aborted":
-            yield error_event(message, f"scripted stopReason {reason}", aborted=reason == "aborted")
-            return
         message["stopReason"] = reason
-        yield {"type": "done", "reason": reason, "message": message}
+        # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
+        # does: a plain ``done`` with that reason and no error text (a misbehaving provider).
+        yield cast(AssistantDoneEvent, {"type": "done", "reason": reason, "message": message})
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -28,6 +28,7 @@ from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields, effective_effort
+from tether.ai.thinking import plan_thinking_budget, thinking_config
 from tether.ai.transport import HttpRequest, provider_error_text
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import calculate_cost
@@ -41,8 +42,8 @@ OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
-THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
-MIN_ANSWER_TOKENS = 1024
+MIN_BUDGET_TOKENS = 1024
+"""The API's smallest ``budget_tokens``; per-level budgets come from ``tether.ai.thinking``."""
 
 
 @dataclass(slots=True)
@@ -62,7 +63,14 @@ def is_oauth_token(key: str) -> bool:
 
 
 def supports_adaptive_thinking(model: ModelInfo) -> bool:
-    """Opus 4.6+/Sonnet 4.6 decide how much to think themselves (``thinking.type: adaptive``)."""
+    """Opus 4.6+/Sonnet 4.6 decide how much to think themselves (``thinking.type: adaptive``).
+
+    The model's thinking configuration (its own or its family's, ``tether.ai.thinking``) decides;
+    ids are the fallback for models it does not know.
+    """
+    config = thinking_config(model)
+    if config is not None:
+        return config["mode"] == "anthropic-adaptive"
     model_id = model["id"]
     return any(
         tag in model_id
@@ -499,15 +507,14 @@ def stream_simple_anthropic(
             model, context, AnthropicOptions(**fields, thinking_enabled=True, effort=mapped)
         )
     # Budget-based thinking: the budget comes out of max_tokens, so leave room for the answer.
-    budget = THINKING_BUDGETS[effort]
-    base = fields.get("max_tokens") or 0
-    limit = model["maxTokens"] or base + budget
-    max_tokens = min(base + budget, limit)
-    if max_tokens <= budget:
-        budget = max(0, max_tokens - MIN_ANSWER_TOKENS)
-    fields["max_tokens"] = max_tokens
+    plan = plan_thinking_budget(model, effort, fields.get("max_tokens") or 0)
+    fields["max_tokens"] = plan.max_tokens
+    if plan.budget_tokens < MIN_BUDGET_TOKENS:  # no room to think within the model's limit
+        return stream_anthropic(model, context, AnthropicOptions(**fields, thinking_enabled=False))
     return stream_anthropic(
-        model, context, AnthropicOptions(**fields, thinking_enabled=True, thinking_budget_tokens=budget)
+        model,
+        context,
+        AnthropicOptions(**fields, thinking_enabled=True, thinking_budget_tokens=plan.budget_tokens),
     )
 
 

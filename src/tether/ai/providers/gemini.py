@@ -42,6 +42,7 @@ from tether.ai.usage import set_usage
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolCall, ToolResultMessage
 
 API = "google-generative-ai"
+IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's placeholder ``thoughtSignature`` for tool calls Gemini 3 did not make itself."""
 TOOL_CHOICES = {"auto": "AUTO", "none": "NONE", "any": "ANY", "required": "ANY"}
@@ -129,7 +130,7 @@ def convert_contents(model: ModelInfo, context: Context) -> list[dict[str, Any]]
             if isinstance(content, str):
                 parts: list[dict[str, Any]] = [{"text": strip_surrogates(content)}]
             else:
-                parts = [_user_part(block) for block in content]
+                parts = [_user_part(block, "image" in model["input"]) for block in content]
             if parts:
                 contents.append({"role": "user", "parts": parts})
         elif message["role"] == "assistant":
@@ -151,9 +152,11 @@ def convert_contents(model: ModelInfo, context: Context) -> list[dict[str, Any]]
     return contents
 
 
-def _user_part(block: Any) -> dict[str, Any]:
+def _user_part(block: Any, accepts_images: bool = True) -> dict[str, Any]:
     if block["type"] == "text":
         return {"text": strip_surrogates(block["text"])}
+    if not accepts_images:
+        return {"text": IMAGE_PLACEHOLDER}
     return {"inlineData": {"mimeType": block["mimeType"], "data": block["data"]}}
 
 
@@ -203,7 +206,10 @@ def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> l
     loose_images: list[dict[str, Any]] = []
     for result in results:
         text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text" and b["text"])
+        has_images = any(b["type"] == "image" for b in result["content"])
         images = [_user_part(b) for b in result["content"] if b["type"] == "image"] if accepts_images else []
+        if has_images and not accepts_images:
+            text = "\n".join(filter(None, (text, IMAGE_PLACEHOLDER)))
         value = strip_surrogates(text) if text else ("(see attached image)" if images else "")
         response: dict[str, Any] = {
             "name": result["toolName"],

@@ -35,7 +35,6 @@ from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, Stop
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 
 ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen"]
 
@@ -222,7 +221,6 @@ def _mark_text(message: dict[str, Any], mark: dict[str, str]) -> bool:
 
 def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list[dict[str, Any]]:
     """Our transcript as Chat Completions ``messages``."""
-    accepts_images = "image" in model["input"]
     out: list[dict[str, Any]] = []
     system = context.get("systemPrompt")
     if system:
@@ -248,11 +246,9 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 for block in content:
                     if block["type"] == "text":
                         parts.append({"type": "text", "text": strip_surrogates(block["text"])})
-                    elif accepts_images:
+                    else:  # the handoff already replaced images for models without image input
                         url = f"data:{block['mimeType']};base64,{block['data']}"
                         parts.append({"type": "image_url", "image_url": {"url": url}})
-                    else:
-                        parts.append({"type": "text", "text": IMAGE_PLACEHOLDER})
                 if parts:
                     out.append({"role": "user", "content": parts})
             last_role = "user"
@@ -274,11 +270,10 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 if compat.requiresToolResultName and result["toolName"]:
                     tool_message["name"] = result["toolName"]
                 out.append(tool_message)
-                if accepts_images:
-                    for block in result["content"]:
-                        if block["type"] == "image":
-                            url = f"data:{block['mimeType']};base64,{block['data']}"
-                            images.append({"type": "image_url", "image_url": {"url": url}})
+                for block in result["content"]:
+                    if block["type"] == "image":
+                        url = f"data:{block['mimeType']};base64,{block['data']}"
+                        images.append({"type": "image_url", "image_url": {"url": url}})
                 i += 1
             i -= 1
             last_role = "toolResult"

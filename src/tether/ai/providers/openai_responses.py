@@ -50,6 +50,7 @@ from tether.wire import (
 )
 
 API = "openai-responses"
+IMAGE_PLACEHOLDER = "(image omitted: this model does not accept images)"
 SERVICE_TIER_MULTIPLIERS = {"flex": 0.5, "priority": 2.0}
 """Price factor of the tier a response reports it ran on (``auto``/``default``: 1)."""
 
@@ -129,7 +130,7 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
             if isinstance(content, str):
                 parts = [{"type": "input_text", "text": strip_surrogates(content)}]
             else:
-                parts = _input_parts(content)
+                parts = _input_parts(content, accepts_images)
             if parts:
                 items.append({"role": "user", "content": parts})
         elif message["role"] == "assistant":
@@ -140,9 +141,9 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
             has_images = any(b["type"] == "image" for b in message["content"])
             output: str | list[dict[str, Any]] = strip_surrogates(text)
             if has_images and accepts_images:
-                output = _input_parts(message["content"])
-            elif has_images and not text:
-                output = "(see attached image)"
+                output = _input_parts(message["content"], True)
+            elif has_images:
+                output = strip_surrogates("\n".join(filter(None, (text, IMAGE_PLACEHOLDER))))
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
     volatile = context.get("volatileContext")
     if volatile:
@@ -153,11 +154,13 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
     return items
 
 
-def _input_parts(content: list[UserContent]) -> list[dict[str, Any]]:
+def _input_parts(content: list[UserContent], accepts_images: bool) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for block in content:
         if block["type"] == "text":
             parts.append({"type": "input_text", "text": strip_surrogates(block["text"])})
+        elif not accepts_images:
+            parts.append({"type": "input_text", "text": IMAGE_PLACEHOLDER})
         else:
             url = f"data:{block['mimeType']};base64,{block['data']}"
             parts.append({"type": "input_image", "detail": block.get("detail", "auto"), "image_url": url})
@@ -340,7 +343,8 @@ class OpenAIResponsesParser(StreamParser):
             state.args.add(as_str(item.get("arguments")) or "")
             block["arguments"] = state.args.value
         index = payload.get("output_index")
-        self.items[index if isinstance(index, int) else -1 - len(self.blocks)] = state
+        # Without an output_index (never seen in practice) the item gets a key no real index has.
+        self.items[index if isinstance(index, int) else -len(self.blocks)] = state
         self.last = state
         return [
             cast(
@@ -395,18 +399,22 @@ class OpenAIResponsesParser(StreamParser):
 
     def _done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
-        index = payload.get("output_index")
-        state = self.items.pop(index, None) if isinstance(index, int) else None
-        if state is None:
-            if _new_block(item)[0] is None:
-                return []
-            # An item that was never announced: open it now so it still has start and end.
-            events = self._added({"item": item, "output_index": index})
-            state = self.items.pop(index, None) if isinstance(index, int) else self.last
-            if state is None:
-                return events
-            return [*events, self._close(state, item)]
-        return [self._close(state, item)]
+        state = self._pop(payload)
+        if state is not None:
+            return [self._close(state, item)]
+        if _new_block(item)[0] is None:
+            return []
+        # An item that was never announced: open it now so it still has a start and an end.
+        events = self._added(payload)
+        state = self._pop(payload)
+        return [*events, self._close(state, item)] if state is not None else events
+
+    def _pop(self, payload: dict[str, Any]) -> _Item | None:
+        """Remove and return the open item an event names (by ``output_index``, else the last)."""
+        state = self._item(payload)
+        if state is not None:
+            self.items = {k: v for k, v in self.items.items() if v is not state}
+        return state
 
     def _close(self, state: _Item, item: dict[str, Any] | None) -> AssistantMessageEvent:
         """Finish a block (``item``: the final output item, when the stream sent it)."""
