@@ -70,6 +70,9 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
         invalid = await agent.ask(request(6, "initialize", {"clientCapabilities": {}}))  # no protocolVersion
         assert invalid["id"] == 6 and invalid["error"]["code"] == -32602
 
+        # Version negotiation: a client asking for a version we do not speak gets ours (1).
+        newer = await agent.ask(request(70, "initialize", {"protocolVersion": 99, "clientCapabilities": {}}))
+        assert newer["id"] == 70 and newer["result"]["protocolVersion"] == 1
         ok = await agent.ask(request(7, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
         assert ok["id"] == 7 and ok["result"]["protocolVersion"] == 1
 
