@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.interfaces import Agent, Client
@@ -76,6 +78,15 @@ AnyMcpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 def run_acp(options: RunOptions) -> int:
     """Serve ACP on stdin/stdout until the client closes stdin."""
+    unsuitable = [
+        name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not _is_stream(stream)
+    ]
+    if unsuitable:
+        sys.stderr.write(
+            f"tether: --mode acp talks over pipes (editors start it that way); its {' and '.join(unsuitable)} "
+            "is a regular file or closed\n"
+        )
+        return 1
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="tether acp: %(message)s")
     try:
         asyncio.run(_serve(options))
@@ -101,6 +112,15 @@ async def _serve(options: RunOptions) -> None:
     finally:
         await agent.close()
         await asyncio.shield(connection.close())
+
+
+def _is_stream(stream: TextIO) -> bool:
+    """A pipe, socket or terminal: what asyncio's pipe transports accept (a regular file is not)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 class TetherAcpAgent:
