@@ -210,3 +210,31 @@ async def test_tree_summary_leaves_a_branch_summary(home: Path, monkeypatch: pyt
         assert [m["role"] for m in rt.messages] == ["user", "assistant", "branchSummary"]
     finally:
         await rt.close()
+
+
+async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streaming (a terminal on stdout): deltas as they come, one newline per answer, no repeat."""
+    import io
+
+    from cli_support import tool_reply
+
+    from tether.cli.headless import run_print
+
+    (home / "project" / "a.txt").write_text("alpha")
+    replies = [
+        {
+            "content": [
+                {"type": "text", "chunks": ["Let me ", "look."]},
+                *tool_reply("read", {"path": "a.txt"})["content"],
+            ]
+        },
+        text_reply("It says ", "alpha."),
+    ]
+    rt = await start_with(home, monkeypatch, replies)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        assert await run_print(rt, "read a.txt", out, err, stream=True) == 0
+    finally:
+        await rt.close()
+    assert out.getvalue() == "Let me look.\nIt says alpha.\n"
+    assert err.getvalue() == "[tool] read\n"

@@ -184,3 +184,19 @@ async def test_models_lists_keyed_providers_and_answering_local_servers(cli: Cli
     assert "replay/served-model" in text and "local server" in text
     assert "openai/gpt-4o " in text
     assert "anthropic/" not in text  # no key: not usable, not listed
+
+
+async def test_continue_keeps_the_sessions_model_even_after_models_json_is_gone(cli: CliEnv) -> None:
+    recorded, expected = fixture("openai-completions/openai-text")
+    answer = answer_text(expected["message"])
+    async with LoopbackServer([reply_of(recorded)]) as server:
+        model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
+        code, out, err = await run_cli(cli, "-p", "first", "--model", model)
+        assert (code, out) == (0, answer + "\n"), err
+        (cli.home / "config" / "models.json").unlink()
+        code, out, err = await run_cli(cli, "-c", "-p", "second")
+        assert (code, out) == (0, answer + "\n"), err
+    second = json.loads(server.requests[1].body)
+    said = [m["content"] for m in second["messages"] if m["role"] == "user"]
+    assert said == ["first", "second"]  # the history went along
+    assert second["model"] == expected["model"]["id"]

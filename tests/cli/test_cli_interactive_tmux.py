@@ -9,6 +9,7 @@ to exit.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,14 @@ NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"
 )
+
+
+def colours(screen: str) -> set[str]:
+    """The SGR parameters that set a foreground or background colour (not resets like 39/49)."""
+    params = {p for seq in re.findall(r"\x1b\[([0-9;]*)m", screen) for p in seq.split(";")}
+    return {
+        p for p in params if p.isdigit() and (30 <= int(p) <= 37 or 40 <= int(p) <= 47 or int(p) in (38, 48))
+    }
 
 
 class Terminal:
@@ -48,8 +57,9 @@ class Terminal:
     def type(self, text: str) -> None:
         self._tmux("send-keys", "-t", "t", "-l", text)
 
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
+    def screen(self, *, escapes: bool = False) -> str:
+        """The visible screen and scrollback; ``escapes`` keeps colour and style sequences."""
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-200", *(["-e"] if escapes else []), "-t", "t")
 
     def dead(self) -> bool:
         return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
@@ -95,6 +105,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         screen = terminal.wait_for("Hello from the scripted model.")
         assert "› hello there" in screen
         assert "**scripted**" not in screen  # markdown was rendered
+        assert not colours(terminal.screen(escapes=True))  # NO_COLOR: no colour at all
 
         terminal.type("try something")
         terminal.send("Enter")
@@ -160,5 +171,21 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         while not terminal.dead() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert terminal.dead(), terminal.screen()
+    finally:
+        terminal.close()
+
+
+def test_colour_when_allowed(cli: CliEnv) -> None:
+    script = cli.script("chat", [text_reply("**bold** answer")])
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    del env["NO_COLOR"]
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("hello")
+        terminal.send("Enter")
+        terminal.wait_for("bold answer")
+        coloured = terminal.screen(escapes=True)
+        assert "35" in colours(coloured)  # the prompt marker, magenta
     finally:
         terminal.close()

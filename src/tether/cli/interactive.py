@@ -74,6 +74,9 @@ class InteractiveApp:
         """The current prompt, shell input or command; the UI is busy while it runs."""
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._last_interrupt = 0.0
+        self._revision = 0
+        """Bumped on every change the live area shows; keys its render cache."""
+        self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -254,6 +257,14 @@ class InteractiveApp:
         return render.Painter(self._width, self.color)
 
     def _live_text_raw(self) -> str:
+        """The live area's text, rendered once per state (prompt-toolkit asks several times per
+        redraw, and re-rendering a long answer's markdown is the expensive part)."""
+        key = (self._revision, self._width, self.show_thinking, self._busy)
+        if self._live_cache is None or self._live_cache[0] != key:
+            self._live_cache = (key, self._render_live())
+        return self._live_cache[1]
+
+    def _render_live(self) -> str:
         painter = self._painter()
         parts: list[str] = []
         if self._live is not None:
@@ -460,6 +471,7 @@ class InteractiveApp:
             self._print(painter.styled(f"resumed: {len(runtime.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:
+        self._revision += 1
         if self._app is not None:
             self._app.invalidate()
 

@@ -644,11 +644,12 @@ def _stored_thinking(session: Session | None) -> str | None:
 
 
 def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:
-    """``--model`` wins; a resumed session keeps its model; else settings and defaults."""
+    """``--model`` wins; a resumed session keeps its model (as stored, so a resume works even
+    when the catalog no longer lists it); else settings and defaults."""
     stored = session.context.model if session is not None else None
     if spec is None and stored is not None and stored.provider != "scripted":
-        if stored.info is not None and stored.provider == "local":
-            return resolve_model(f"local:{stored.info['baseUrl']}", None)
+        if stored.info is not None:
+            return ResolvedModel(stored.info, None)
         return resolve_model(f"{stored.provider}/{stored.model_id}", None)
     return resolve_model(spec, settings.model)
 
