@@ -82,10 +82,12 @@ class AcpSession:
     always_allowed: set[str] = field(default_factory=lambda: set[str]())
     """Tools the user allowed for the rest of the session ("always allow")."""
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    _runtime: Runtime | None = None
-    _bridge: ToolBridge | None = None
-    _announced: set[str] = field(default_factory=lambda: set[str]())
-    _base_approval: Approval = "ask"
+    _runtime: Runtime | None = field(default=None, init=False)
+    _bridge: ToolBridge | None = field(default=None, init=False)
+    _announced: set[str] = field(default_factory=lambda: set[str](), init=False)
+    """Tool calls the client has already been told about (``tool_call`` sent) in this turn."""
+    _base_approval: Approval = field(default="ask", init=False)
+    """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
 
     @property
     def runtime(self) -> Runtime:
@@ -101,6 +103,7 @@ class AcpSession:
         return session_id
 
     def attach(self, runtime: Runtime) -> None:
+        """Start serving ``runtime``: tools bridged to the editor, mode from the approval policy."""
         self._runtime = runtime
         self._base_approval = runtime.approval
         self._bridge = ToolBridge(self.client, self.id, Workspace(runtime.cwd), self.access, self.send)
@@ -197,9 +200,8 @@ class AcpSession:
 
     # -- a turn --------------------------------------------------------------------------------
 
-    async def run_turn(
-        self, text: str, images: list[ImageContent]
-    ) -> Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]:
+    async def run_turn(self, text: str, images: list[ImageContent]) -> StopReason:
+        """Run one prompt to its end; the stop reason the client gets."""
         runtime = self.runtime
         if runtime.is_running:
             raise RequestError.invalid_request({"details": "this session is already running a prompt"})
@@ -250,7 +252,7 @@ class AcpSession:
             return False
         try:
             outcome = request.result().outcome
-        except (RequestError, ConnectionError) as exc:
+        except Exception as exc:  # an error answer, a lost client, a malformed reply: not a yes
             logger.warning("permission request failed, taking it as a refusal: %s", exc)
             return False
         if not isinstance(outcome, AllowedOutcome):
