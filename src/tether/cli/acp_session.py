@@ -34,6 +34,7 @@ from acp.schema import (
 from tether.cli.acp_tools import EditorAccess, ToolBridge, bridge_tools
 from tether.cli.acp_updates import (
     SessionUpdate,
+    StopReason,
     ToolContent,
     TurnFailed,
     diff_content,
