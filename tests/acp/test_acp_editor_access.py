@@ -28,11 +28,12 @@ async def test_reads_edits_and_commands_go_through_the_editor(acp_env: AcpEnv) -
             tool_reply("edit", {"path": "notes.txt", "old_string": "unsaved", "new_string": "saved"}, "e1"),
             tool_reply("write", {"path": "new/file.txt", "content": "fresh\n"}, "w1"),
             tool_reply("bash", {"command": "echo from-the-terminal; exit 3"}, "b1"),
+            tool_reply("bash", {"command": "echo again"}, "b2"),
             text_reply("All done."),
         ],
     )
     client = EditorClient(
-        buffers={str(notes): "unsaved line\n"}, terminals_enabled=True, permission_choices=["allow_once"]
+        buffers={str(notes): "unsaved line\n"}, terminals_enabled=True, permission_choices=["allow_always"]
     )
     async with acp_env.agent(client, script) as conn:
         await conn.initialize(
@@ -63,13 +64,17 @@ async def test_reads_edits_and_commands_go_through_the_editor(acp_env: AcpEnv) -
         {"type": "diff", "path": str(new_file), "newText": "fresh\n"}
     ]
 
-    # bash asked, then ran in the editor's terminal, shown live in the tool call; exit 3 fails it
+    # bash asked (answered: always allow), then ran in the editor's terminal, shown live in the
+    # tool call; exit 3 fails it
     assert status_trail(client.log, "b1") == ["pending", "permission", "in_progress", "-", "failed"]
     assert client.commands[0][1:] == ["-c", "echo from-the-terminal; exit 3"]
     terminal = [{"type": "terminal", "terminalId": "term-1"}]
     assert call_updates(client, "b1")[2]["content"] == terminal
     assert call_updates(client, "b1")[-1]["content"] == terminal
     assert client.terminals["term-1"].output.decode() == "from-the-terminal\n"
+    # "always allow" covered the next command: it ran without asking
+    assert status_trail(client.log, "b2") == ["pending", "in_progress", "-", "completed"]
+    assert client.commands[1][1:] == ["-c", "echo again"]
 
 
 async def test_cancel_while_a_permission_request_is_open(acp_env: AcpEnv) -> None:
