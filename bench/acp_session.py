@@ -79,8 +79,11 @@ async def run_all() -> list[tuple[str, dict[str, float], dict[str, float]]]:
         env = {**os.environ, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script_path), "NO_COLOR": "1"}
         tether = [sys.executable, "-m", "tether.cli", "--mode", "acp"]
         reference = [sys.executable, str(HERE), "--reference-agent"]
-        ours = [await measure(tether, env, home) for _ in range(RUNS)]
-        theirs = [await measure(reference, env, home) for _ in range(RUNS)]
+        ours: list[dict[str, float]] = []
+        theirs: list[dict[str, float]] = []
+        for _ in range(RUNS):  # interleaved, so a change in the machine's load hits both alike
+            ours.append(await measure(tether, env, home))
+            theirs.append(await measure(reference, env, home))
     keys = ("startup", "new", "turn", "rate")
     med = {k: statistics.median(r[k] for r in ours) for k in keys}
     ref = {k: statistics.median(r[k] for r in theirs) for k in keys}
