@@ -85,9 +85,10 @@ async def _run(
     config: AgentLoopConfig, model: ScriptedModel, emit: Recorder, stream_fn: Any = None
 ) -> list[AgentMessage]:
     tasks_before = asyncio.all_tasks()
-    result = await run_agent_loop(
-        [user("go")], AgentContext(tools=[quick, slow]), config, emit, None, stream_fn or model
-    )
+    async with asyncio.timeout(10):  # a regression must fail, not hang on the hour-long tool
+        result = await run_agent_loop(
+            [user("go")], AgentContext(tools=[quick, slow]), config, emit, None, stream_fn or model
+        )
     await asyncio.sleep(0)
     assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
     return result

@@ -374,3 +374,17 @@ async def test_cancelling_the_consumer_task() -> None:
             await task
         final = await events_stream.result()
     assert final["stopReason"] == "aborted"
+
+
+async def test_lone_surrogates_anywhere_in_the_body_are_still_sent() -> None:
+    context: Context = {
+        "messages": [
+            {"role": "user", "content": "cut emoji \ud83d", "timestamp": 0},
+        ]
+    }
+    async with LoopbackServer([Reply(TEXT_BODY)]) as server:
+        final = await complete(model(server.url), context, fast(extra={"metadata": {"note": "x\udc4b"}}))
+    assert final["stopReason"] == "stop"
+    body = json.loads(server.requests[0].body)
+    assert body["messages"][0]["content"] == "cut emoji "  # stripped by the builder
+    assert body["metadata"] == {"note": "x?"}  # replaced by the transport's safety net

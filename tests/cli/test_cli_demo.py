@@ -18,15 +18,3 @@ def test_demo_answers_with_the_embedded_model(cli: CliEnv) -> None:
     assert done.returncode == 0, done.stderr
     assert "smoke-test model" in done.stderr and "Question:" in done.stderr
     assert len(done.stdout.split()) >= 3  # a real answer; its wording is the model's business
-
-
-def test_local_model_by_path_in_json_mode(cli: CliEnv) -> None:
-    path = default_model_path()
-    done = cli.run(
-        "--mode", "json", "Say hello.", "--no-session", "--tools", "", "--model", f"local:{path}", timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert '"type":"message_update"' in done.stdout.replace(" ", "")
-    assert '"stopReason":"stop"' in done.stdout.replace(
-        " ", ""
-    ) or '"stopReason":"length"' in done.stdout.replace(" ", "")

@@ -3,6 +3,9 @@
 A tool's parameters are either a pydantic model class or a JSON Schema dict. ``execute`` raises
 to fail; the loop turns the exception into an error tool result (``isError: true``) with the
 exception's message as text, exactly as the reference does.
+
+``@tool`` builds an ``AgentTool`` from a typed async function; ``tool_schema`` is what the model
+is sent for a tool (name, description, JSON Schema of the arguments).
 """
 
 from __future__ import annotations

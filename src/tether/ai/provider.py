@@ -20,8 +20,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
    connection failure, or an in-stream error the parser marks ``retryable``, before the parser
    emitted anything is retried like an HTTP 5xx; after that it ends the stream as ``error``
-   with the content so far. Abort is checked before each SSE event reaches the parser.
-   Events go to the consumer in one batch per network read (see ``event_stream``).
+   with the content so far. Events go to the consumer in one batch per network read (see
+   ``event_stream``); abort is checked between reads and interrupts a wait for one.
 
 A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
 ``stream_http``, wraps them in ``PROVIDER = registry.ApiProvider(...)``, and is listed in
@@ -202,8 +202,10 @@ async def _event_batches(
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
     Batching per read (not per event) keeps generator hops off the per-event cost. Abort is
-    checked before each SSE event reaches the parser, never inside one event's list: the content
-    a consumer has seen is then always the content of the final message.
+    checked before SSE events reach the parser, and every event the parser produced is
+    delivered: the content a consumer has seen is always the final message's content. So an
+    abort takes effect at the next network read (at once while waiting for one: the event stream
+    cancels that wait), after the rest of the current read's events.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``.

@@ -92,7 +92,9 @@ async def send(
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next)."""
     client = client or shared_client()
-    content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode()
+    # Builders strip lone surrogates from text; "replace" is the safety net for any other field
+    # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
+    content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
     headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
     headers.update(request.headers)
     if options.headers:

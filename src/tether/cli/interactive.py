@@ -39,7 +39,8 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.cli import commands, render
-from tether.cli.runtime import Runtime, RuntimeEvent, Stats
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.cli.stats import Stats
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
@@ -447,8 +448,13 @@ class InteractiveApp:
         self._invalidate()
 
     def _answer(self, allowed: bool) -> None:
-        if self._approval is not None and not self._approval[1].done():
-            self._approval[1].set_result(allowed)
+        """Resolve the question now: the keys typed right after the answer are text again."""
+        if self._approval is not None:
+            future = self._approval[1]
+            self._approval = None
+            if not future.done():
+                future.set_result(allowed)
+            self._invalidate()
 
     def _print(self, text: str) -> None:
         if text:

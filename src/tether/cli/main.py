@@ -73,9 +73,7 @@ def root_command() -> click.Command:
         metavar="[ID]",
         help="Resume a session by id; without an id, pick one from a list.",
     )
-    @click.option(
-        "--session", "session_id", metavar="ID", help="Use this session id (resume it if it exists)."
-    )
+    @click.option("--session", "session_id", metavar="ID", help="Open the session with this id.")
     @click.option("--no-session", is_flag=True, help="Keep nothing on disk.")
     @click.option("--tools", metavar="A,B", help="Comma-separated tool names ('' for none).")
     @click.option("--system-prompt", metavar="TEXT", help="Replace the built-in system prompt.")

@@ -23,6 +23,7 @@ from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.cli.model_choice import ResolvedModel, resolve_model
 from tether.cli.settings import Approval, Settings
+from tether.cli.stats import Stats, conversation_stats
 from tether.cli.system_prompt import build_system_prompt
 from tether.session import Session, SessionManager
 from tether.session.compaction import (
@@ -55,30 +56,6 @@ class SessionChoice:
     persist: bool = True
     continue_latest: bool = False
     session_id: str | None = None
-
-
-@dataclass(slots=True)
-class Stats:
-    session_id: str | None
-    session_file: str | None
-    title: str | None
-    messages: int
-    user_messages: int
-    assistant_messages: int
-    tool_calls: int
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost: float
-    context_tokens: int
-    context_window: int | None
-
-    @property
-    def context_percent(self) -> float | None:
-        if not self.context_window:
-            return None
-        return 100.0 * self.context_tokens / self.context_window
 
 
 @dataclass(slots=True)
@@ -561,37 +538,14 @@ class Runtime:
         return self._require_sessions().export(session.id, path)
 
     def stats(self) -> Stats:
-        user = assistant = calls = 0
-        tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-        cost = 0.0
-        for message in self.agent.messages:
-            if message["role"] == "user":
-                user += 1
-            elif message["role"] == "assistant":
-                assistant += 1
-                calls += sum(1 for block in message["content"] if block["type"] == "toolCall")
-                usage = message["usage"]
-                for key in tokens:
-                    tokens[key] += int(usage.get(key, 0) or 0)
-                cost += float(usage["cost"]["total"])
-        last = self.last_assistant()
         session = self._session
         store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
-        return Stats(
+        return conversation_stats(
+            self.agent.messages,
+            self.model,
             session_id=self.session_id,
             session_file=str(store_path) if store_path is not None else None,
             title=session.title if session is not None else None,
-            messages=len(self.agent.messages),
-            user_messages=user,
-            assistant_messages=assistant,
-            tool_calls=calls,
-            input_tokens=tokens["input"],
-            output_tokens=tokens["output"],
-            cache_read_tokens=tokens["cacheRead"],
-            cache_write_tokens=tokens["cacheWrite"],
-            cost=cost,
-            context_tokens=_context_tokens(last) if last is not None else 0,
-            context_window=self.model.get("contextWindow"),
         )
 
     async def close(self) -> None:
@@ -623,14 +577,6 @@ class Runtime:
 
 def _now() -> int:
     return int(time.time() * 1000)
-
-
-def _context_tokens(message: AssistantMessage) -> int:
-    usage = message["usage"]
-    total = int(usage.get("totalTokens") or 0)
-    return total or int(usage["input"]) + int(usage["output"]) + int(usage["cacheRead"]) + int(
-        usage["cacheWrite"]
-    )
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> str:

@@ -305,15 +305,19 @@ class AnthropicParser(StreamParser):
         self.stopped = False
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        payload = as_dict(data)
-        if payload is None:
+        if data.__class__ is not dict:
             return []
-        kind = as_str(payload.get("type")) or event
+        payload: Any = data
+        kind: Any = payload.get("type")
+        if kind == "content_block_delta":  # the per-token path first, without helper calls
+            return self._delta(payload)
+        if kind.__class__ is not str:
+            kind = event
         if event == "error" or kind == "error":
             error_type = (as_dict(payload.get("error")) or {}).get("type")
             self.retryable = error_type in ("overloaded_error", "api_error", "rate_limit_error")
             return self.fail(_error_text(payload))
-        if kind == "content_block_delta":
+        if kind == "content_block_delta":  # named only by the SSE event
             return self._delta(payload)
         if kind == "content_block_start":
             return self._start(payload)
@@ -393,30 +397,41 @@ class AnthropicParser(StreamParser):
         self.by_index[index] = (position, block)
         return [{"type": start, "contentIndex": position, "partial": output}]
 
-    def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        found = self.by_index.get(as_int(payload.get("index")))
-        if found is None:
+    def _delta(self, payload: Any) -> list[AssistantMessageEvent]:
+        # ``x.__class__ is str`` keeps values typed ``Any`` (no helper calls on the hot path).
+        index: Any = payload.get("index")
+        found = self.by_index.get(index) if index.__class__ is int else None
+        delta: Any = payload.get("delta")
+        if found is None or delta.__class__ is not dict:
             return []
         position, block = found
-        delta = as_dict(payload.get("delta")) or {}
-        kind = delta.get("type")
-        output = self.output
-        if kind == "text_delta" and block["type"] == "text":
-            text = as_str(delta.get("text")) or ""
-            append_text(block, "text", text)
-            return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "thinking_delta" and block["type"] == "thinking":
-            text = as_str(delta.get("thinking")) or ""
+        kind: Any = delta.get("type")
+        block_type = block["type"]
+        if kind == "text_delta" and block_type == "text":
+            text: Any = delta.get("text")
+            if text.__class__ is not str:
+                return []
+            whole: str = block["text"]  # append_text inlined: this is the per-token hot path
+            block["text"] = ""
+            whole += text
+            block["text"] = whole
+            return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": self.output}]
+        if kind == "thinking_delta" and block_type == "thinking":
+            text = delta.get("thinking")
+            if text.__class__ is not str:
+                return []
             append_text(block, "thinking", text)
-            return [{"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "input_json_delta" and block["type"] == "toolCall":
+            return [
+                {"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": self.output}
+            ]
+        if kind == "input_json_delta" and block_type == "toolCall":
             text = as_str(delta.get("partial_json")) or ""
-            block["arguments"] = self.arguments[as_int(payload.get("index"))].add(text)
-            return [{"type": "toolcall_delta", "contentIndex": position, "delta": text, "partial": output}]
-        if kind == "signature_delta" and block["type"] == "thinking":
-            block["thinkingSignature"] = (block.get("thinkingSignature") or "") + (
-                as_str(delta.get("signature")) or ""
-            )
+            block["arguments"] = self.arguments[index].add(text)
+            return [
+                {"type": "toolcall_delta", "contentIndex": position, "delta": text, "partial": self.output}
+            ]
+        if kind == "signature_delta" and block_type == "thinking":
+            append_text(block, "thinkingSignature", as_str(delta.get("signature")) or "")
         return []
 
     def _stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
