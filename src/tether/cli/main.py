@@ -50,9 +50,10 @@ def root_command() -> click.Command:
     )
     @click.option(
         "--mode",
-        type=click.Choice(["text", "json", "rpc"]),
+        type=click.Choice(["text", "json", "rpc", "acp"]),
         default="text",
-        help="json: every agent event as one JSON line on stdout; rpc: the RPC protocol on stdin/stdout.",
+        help="json: every agent event as one JSON line on stdout; rpc: the RPC protocol on stdin/stdout "
+        "(docs/rpc.md); acp: serve the Agent Client Protocol on stdio (for editors, see docs/acp.md).",
     )
     @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
     @click.option(

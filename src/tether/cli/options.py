@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-Mode = Literal["interactive", "print", "json", "rpc"]
+Mode = Literal["interactive", "print", "json", "rpc", "acp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class RunOptions:
 
         prompt = " ".join(words) if words else None
         mode: Mode = "interactive"
-        if values.get("mode") in ("json", "rpc"):
+        if values.get("mode") in ("json", "rpc", "acp"):
             mode = cast(Mode, values["mode"])
         elif values.get("print_mode"):
             mode = "print"

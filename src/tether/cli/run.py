@@ -18,6 +18,8 @@ DEMO_MODEL = "local:"
 
 
 def run(options: RunOptions) -> int:
+    if options.mode == "acp":
+        return _run_acp(options)
     try:
         return asyncio.run(_run(options))
     except KeyboardInterrupt:
@@ -105,6 +107,29 @@ async def _run(options: RunOptions) -> int:
         return await run_print(runtime, prompt, sys.stdout, sys.stderr, stream=stream)
     finally:
         await runtime.close()
+
+
+def _run_acp(options: RunOptions) -> int:
+    """``--mode acp``: stdin and stdout belong to the editor's JSON-RPC from here on."""
+    if options.prompt is not None:
+        sys.stderr.write("tether: --mode acp takes no prompt: the editor sends the prompts\n")
+        return 2
+    if options.no_session or options.continue_ or options.resume is not None or options.session_id:
+        sys.stderr.write(
+            "tether: --mode acp: the editor picks sessions (session/new, session/load) and they are "
+            "always stored; drop --no-session, --continue, --resume and --session\n"
+        )
+        return 2
+    try:
+        from tether.cli.acp_mode import run_acp
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith("acp"):
+            raise
+        sys.stderr.write(
+            "tether: --mode acp needs the Agent Client Protocol SDK: pip install 'tether[acp]'\n"
+        )
+        return 1
+    return run_acp(options)
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:

@@ -94,6 +94,9 @@ class Runtime:
         self.cwd = cwd
         self.settings = settings
         self.approval: Approval = approval
+        self.always_ask: frozenset[str] = frozenset()
+        """Tools that ask before every call, on top of the workspace policy (ACP's "ask before
+        edits" mode puts ``edit`` and ``write`` here)."""
         self.pending = Pending()
         self._ask = ask
         self._resolved = resolved
@@ -513,7 +516,8 @@ class Runtime:
         self, context: BeforeToolCallContext, signal: object = None
     ) -> BeforeToolCallResult | None:
         call = context.tool_call
-        if self.approval == "yes" or not self._workspace.needs_approval(call):
+        needs_approval = call["name"] in self.always_ask or self._workspace.needs_approval(call)
+        if self.approval == "yes" or not needs_approval:
             return None
         question = describe_call(call)
         if self.approval == "deny":

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from tether.agent.tool import AgentTool
 from tether.tools.approval import AskUser, BeforeToolCall, approval_hook, describe_call
 from tether.tools.bash import BashParams, create_bash_tool
-from tether.tools.edit import EditParams, create_edit_tool, unified_diff
+from tether.tools.edit import EditOutcome, EditParams, create_edit_tool, edit_text, unified_diff
 from tether.tools.errors import PathOutsideWorkspace, ToolError
 from tether.tools.find import FindParams, create_find_tool
 from tether.tools.grep import GrepParams, create_grep_tool
@@ -28,9 +28,9 @@ from tether.tools.prompt_input import (
     run_python_input,
     run_shell_input,
 )
-from tether.tools.read import ReadParams, create_read_tool
+from tether.tools.read import ReadParams, create_read_tool, read_lines
 from tether.tools.workspace import Workspace
-from tether.tools.write import WriteParams, create_write_tool
+from tether.tools.write import WriteParams, create_write_tool, written
 
 TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
     "read": create_read_tool,
@@ -60,6 +60,7 @@ __all__ = [
     "AskUser",
     "BashParams",
     "BeforeToolCall",
+    "EditOutcome",
     "EditParams",
     "FindParams",
     "GrepParams",
@@ -81,11 +82,14 @@ __all__ = [
     "create_read_tool",
     "create_write_tool",
     "describe_call",
+    "edit_text",
     "file_mention_item",
     "file_mentions_message",
     "find_mentions",
     "parse_prompt_input",
+    "read_lines",
     "run_python_input",
     "run_shell_input",
     "unified_diff",
+    "written",
 ]

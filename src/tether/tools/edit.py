@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,10 +64,7 @@ def create_edit_tool(workspace: Workspace) -> AgentTool:
 def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[str, Any]]:
     path = workspace.resolve(params.path)
     shown = workspace.display(path)
-    if not params.old_string:
-        raise ToolError("old_string is empty; to create a file or replace all of it, use write.")
-    if params.old_string == params.new_string:
-        raise ToolError("old_string and new_string are identical; there is nothing to change.")
+    _check_strings(params)
     if path.exists() and not path.is_file() and not path.is_dir():
         raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
     try:
@@ -85,7 +83,28 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
         raise ToolError(
             f"{shown} is not valid UTF-8 (byte {exc.start}); edit only works on UTF-8 text."
         ) from None
+    outcome = edit_text(original, params, shown)
+    try:
+        path.write_bytes(outcome.new_text.encode())
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    return outcome.result
 
+
+@dataclass(frozen=True, slots=True)
+class EditOutcome:
+    new_text: str
+    """The whole new file content, in the file's own line endings and byte-order mark."""
+    result: AgentToolResult[dict[str, Any]]
+    """What the tool returns once ``new_text`` is written."""
+
+
+def edit_text(original: str, params: EditParams, shown: str) -> EditOutcome:
+    """The edit applied to a file's text; where the text comes from and goes to is the caller's.
+
+    Raises ``ToolError`` when ``old_string`` is missing or ambiguous.
+    """
+    _check_strings(params)
     has_bom = original.startswith(BOM)
     text = original.removeprefix(BOM)
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
@@ -104,20 +123,23 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
         )
     updated = text.replace(old, new) if params.replace_all else text.replace(old, new, 1)
     first_line = text[: text.index(old)].count("\n") + 1
-
     on_disk = updated.replace("\n", "\r\n") if crlf else updated
-    try:
-        path.write_bytes(((BOM if has_bom else "") + on_disk).encode())
-    except OSError as exc:
-        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
 
     diff = unified_diff(text, updated, shown)
     noun = "occurrence" if count == 1 else "occurrences"
     summary = f"Edited {shown}: replaced {count} {noun}."
-    return AgentToolResult(
+    result = AgentToolResult(
         [{"type": "text", "text": f"{summary}\n\n{diff}"}],
         {"path": shown, "replacements": count, "firstChangedLine": first_line, "diff": diff},
     )
+    return EditOutcome((BOM if has_bom else "") + on_disk, result)
+
+
+def _check_strings(params: EditParams) -> None:
+    if not params.old_string:
+        raise ToolError("old_string is empty; to create a file or replace all of it, use write.")
+    if params.old_string == params.new_string:
+        raise ToolError("old_string and new_string are identical; there is nothing to change.")
 
 
 def unified_diff(before: str, after: str, name: str) -> str:

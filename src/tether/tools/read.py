@@ -93,10 +93,11 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
                 "inspect it with a bash command such as `file` or `xxd | head`."
             )
         handle.seek(0)
-        return _read_lines(handle, shown, params.offset or 1, min(params.limit or MAX_LINES, MAX_LINES))
+        return read_lines(handle, shown, params.offset or 1, min(params.limit or MAX_LINES, MAX_LINES))
 
 
-def _read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentToolResult[dict[str, Any]]:
+def read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentToolResult[dict[str, Any]]:
+    """``read``'s text result for the lines of ``handle`` (also used on text an editor supplies)."""
     lines: list[str] = []
     size = 0
     total = 0

@@ -55,9 +55,15 @@ def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dic
         path.write_bytes(data)
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
+    return written(shown, params.content, existed)
+
+
+def written(shown: str, content: str, existed: bool) -> AgentToolResult[dict[str, Any]]:
+    """The result of writing ``content`` to the file shown as ``shown``, however it was written."""
+    size = len(content.encode())
     verb = "Overwrote" if existed else "Created"
-    lines = params.content.count("\n") + (1 if params.content and not params.content.endswith("\n") else 0)
-    text = f"{verb} {shown} ({len(data)} bytes, {lines} lines)."
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    text = f"{verb} {shown} ({size} bytes, {lines} lines)."
     return AgentToolResult(
-        [{"type": "text", "text": text}], {"path": shown, "bytes": len(data), "created": not existed}
+        [{"type": "text", "text": text}], {"path": shown, "bytes": size, "created": not existed}
     )

@@ -1,0 +1,164 @@
+"""Benchmark: ``tether --mode acp`` as an editor sees it, through the SDK's client.
+
+Measured over stdio against a spawned process, median of several runs:
+- start-up: spawn until the ``initialize`` answer;
+- ``session/new``: a stored session, model and tools resolved;
+- a short turn: ``session/prompt`` of a one-chunk scripted answer, until the response;
+- streaming: a turn of ``CHUNKS`` text deltas, as ``session/update`` notifications per second.
+
+Reference: the same requests against a bare agent written with the same SDK (this file run with
+``--reference-agent``), which answers from the same script without a runtime, session store or
+tools. The ratio is tether's cost on top of the SDK's own floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
+
+RUNS = 5
+TURNS = 10
+CHUNKS = 2000
+HERE = Path(__file__).resolve()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.updates = 0
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates += 1
+
+
+async def measure(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
+    client = Recorder()
+    start = time.perf_counter()
+    async with acp.spawn_agent_process(client, argv[0], *argv[1:], env=env, cwd=cwd) as (conn, _):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        started = time.perf_counter()
+        session = await conn.new_session(cwd=cwd, mcp_servers=[])
+        created = time.perf_counter()
+        turns: list[float] = []
+        for _ in range(TURNS):
+            before = time.perf_counter()
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")])
+            turns.append(time.perf_counter() - before)
+        client.updates = 0
+        before = time.perf_counter()
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("stream")])
+        streamed = time.perf_counter() - before
+        assert client.updates == CHUNKS, client.updates
+    return {
+        "startup": started - start,
+        "new": created - started,
+        "turn": statistics.median(turns),
+        "rate": CHUNKS / streamed,
+    }
+
+
+def script(path: Path) -> None:
+    short = {"content": [{"type": "text", "chunks": ["hello"]}]}
+    stream = {"content": [{"type": "text", "chunks": [f"w{i} " for i in range(CHUNKS)]}]}
+    path.write_text(json.dumps({"responses": [short] * TURNS + [stream]}))
+
+
+async def run_all() -> list[tuple[str, dict[str, float], dict[str, float]]]:
+    with tempfile.TemporaryDirectory() as home:
+        script_path = Path(home) / "script.json"
+        script(script_path)
+        env = {**os.environ, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script_path), "NO_COLOR": "1"}
+        tether = [sys.executable, "-m", "tether.cli", "--mode", "acp"]
+        reference = [sys.executable, str(HERE), "--reference-agent"]
+        ours: list[dict[str, float]] = []
+        theirs: list[dict[str, float]] = []
+        for _ in range(RUNS):  # interleaved, so a change in the machine's load hits both alike
+            ours.append(await measure(tether, env, home))
+            theirs.append(await measure(reference, env, home))
+    keys = ("startup", "new", "turn", "rate")
+    med = {k: statistics.median(r[k] for r in ours) for k in keys}
+    ref = {k: statistics.median(r[k] for r in theirs) for k in keys}
+    return [("tether --mode acp", med, ref)]
+
+
+def main() -> None:
+    from _table import print_table
+
+    [(name, ours, ref)] = asyncio.run(run_all())
+    rows = [
+        (
+            "start-up to initialize (ms)",
+            f"{ours['startup'] * 1000:.0f}",
+            f"{ref['startup'] * 1000:.0f}",
+            f"{ours['startup'] / ref['startup']:.2f}",
+        ),
+        (
+            "session/new (ms)",
+            f"{ours['new'] * 1000:.1f}",
+            f"{ref['new'] * 1000:.1f}",
+            f"{ours['new'] / ref['new']:.2f}",
+        ),
+        (
+            "short turn (ms)",
+            f"{ours['turn'] * 1000:.1f}",
+            f"{ref['turn'] * 1000:.1f}",
+            f"{ours['turn'] / ref['turn']:.2f}",
+        ),
+        (
+            "streamed updates / s",
+            f"{ours['rate']:.0f}",
+            f"{ref['rate']:.0f}",
+            f"{ref['rate'] / ours['rate']:.2f}",
+        ),
+    ]
+    print_table(
+        f"{name}: median of {RUNS} processes ({TURNS} short turns, {CHUNKS}-chunk stream each); "
+        "reference: a bare agent on the same SDK",
+        ["measure", "tether", "SDK floor", "x floor (time)"],
+        rows,
+    )
+
+
+# -- the reference agent ------------------------------------------------------------------------
+
+
+class BareAgent:
+    """Answers each prompt with the next scripted response's text chunks, nothing else."""
+
+    def __init__(self) -> None:
+        data = json.loads(Path(os.environ["TETHER_SCRIPTED"]).read_text())
+        self._responses = [[c for block in r["content"] for c in block["chunks"]] for r in data["responses"]]
+        self._conn: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=protocol_version, agent_capabilities=AgentCapabilities())
+
+    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+        return NewSessionResponse(session_id="bare")
+
+    async def prompt(self, session_id: str, prompt: Any, **_: Any) -> PromptResponse:
+        for chunk in self._responses.pop(0):
+            await self._conn.session_update(
+                session_id=session_id, update=acp.update_agent_message_text(chunk)
+            )
+        return PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--reference-agent"]:
+        asyncio.run(acp.run_agent(BareAgent()))  # type: ignore[arg-type]
+    else:
+        sys.path.insert(0, str(HERE.parent))
+        main()

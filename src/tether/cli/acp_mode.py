@@ -1,0 +1,385 @@
+"""``tether --mode acp``: tether as an Agent Client Protocol agent, for Zed, JetBrains and friends.
+
+The editor starts ``tether --mode acp`` and talks JSON-RPC over its stdin and stdout, through the
+official SDK (``acp``: agent-side connection, schema types); ``acp_transport`` only adds the error
+answers JSON-RPC asks for on unreadable input. Each ACP session is a ``Runtime`` on an ordinary
+tether session: it is stored like any other, listed by ``tether sessions`` and resumable with
+``tether --resume``.
+
+This module answers the protocol's methods; one session's work (updates, permissions, modes,
+options) is ``acp_session``, the updates themselves ``acp_updates``, and the tools' way to the
+editor's files and terminal ``acp_tools``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Agent, Client
+from acp.schema import (
+    AcpMcpServer,
+    AgentCapabilities,
+    AudioContentBlock,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    ClientCapabilities,
+    ConfigOptionUpdate,
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    SseMcpServer,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from tether import __version__
+from tether.cli.acp_session import AcpSession
+from tether.cli.acp_tools import EditorAccess
+from tether.cli.acp_updates import (
+    history_updates,
+)
+from tether.cli.options import RunOptions
+from tether.cli.runtime import Runtime, SessionChoice
+from tether.wire import ImageContent
+
+logger = logging.getLogger("tether.acp")
+
+ENV_AUTH = "environment"
+AUTH_DESCRIPTION = (
+    "tether reads provider API keys from its environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, "
+    "GEMINI_API_KEY, OPENROUTER_API_KEY, ...) and models from its settings and models.json. "
+    "Set them in the environment the editor starts `tether --mode acp` with; there is nothing to "
+    "log in to here."
+)
+AnyMcpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+
+
+def run_acp(options: RunOptions) -> int:
+    """Serve ACP on stdin/stdout until the client closes stdin."""
+    unsuitable = [
+        name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not _is_stream(stream)
+    ]
+    if unsuitable:
+        sys.stderr.write(
+            f"tether: --mode acp talks over pipes (editors start it that way); its {' and '.join(unsuitable)} "
+            "is a regular file or closed\n"
+        )
+        return 1
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="tether acp: %(message)s")
+    try:
+        asyncio.run(_serve(options))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve(options: RunOptions) -> None:
+    from acp.agent.connection import AgentSideConnection
+    from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+    from acp.stdio import stdio_streams
+
+    from tether.cli.acp_transport import JsonRpcStdio
+
+    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    sys.stdout = sys.stderr  # stdout carries JSON-RPC only: a stray print must not corrupt it
+    agent = TetherAcpAgent(options)
+    # The SDK routes the methods an agent has; the unstable ones (fork, resume, close) we do not.
+    connection = AgentSideConnection(cast("Agent", agent), JsonRpcStdio(reader, writer), listening=False)
+    try:
+        await connection.listen()
+    finally:
+        await agent.close()
+        await asyncio.shield(connection.close())
+
+
+def _is_stream(stream: TextIO) -> bool:
+    """A pipe, socket or terminal: what asyncio's pipe transports accept (a regular file is not)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+class TetherAcpAgent:
+    """The ACP agent: the methods the SDK's router calls, by name, with snake_case parameters."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self._options = options
+        self._client: Client | None = None
+        self._access = EditorAccess()
+        self._sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    async def close(self) -> None:
+        for session in list(self._sessions.values()):
+            await session.runtime.close()
+        self._sessions.clear()
+
+    # -- connection ----------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        caps = client_capabilities or ClientCapabilities()
+        fs = caps.fs
+        self._access = EditorAccess(
+            read=bool(fs and fs.read_text_file),
+            write=bool(fs and fs.write_text_file),
+            terminal=bool(caps.terminal),
+        )
+        return InitializeResponse(
+            # We speak version 1, the only stable one: a client asking for another decides.
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=[
+                AuthMethodAgent(
+                    id=ENV_AUTH, name="API keys from the environment", description=AUTH_DESCRIPTION
+                )
+            ],
+            agent_info=Implementation(name="tether", title="tether", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        if method_id != ENV_AUTH:
+            raise RequestError.invalid_params(
+                {"details": f"unknown auth method {method_id!r}; use {ENV_AUTH!r}"}
+            )
+        return AuthenticateResponse()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        **_: Any,
+    ) -> NewSessionResponse:
+        session = self._start(cwd, SessionChoice())
+        meta = _mcp_note(mcp_servers)
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=session.mode_state(),
+            config_options=session.config_options(),
+            field_meta=meta,
+        )
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[AnyMcpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
+    ) -> LoadSessionResponse:
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._start(cwd, SessionChoice(session_id=session_id))
+        elif session.runtime.is_running:
+            raise RequestError.invalid_request({"details": "the session is running a prompt"})
+        for update in history_updates(session.runtime.messages, session.runtime.cwd):
+            await session.send(update)
+        return LoadSessionResponse(
+            modes=session.mode_state(),
+            config_options=session.config_options(),
+            field_meta=_mcp_note(mcp_servers),
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        from datetime import UTC, datetime
+
+        from tether.session import SessionManager
+
+        with SessionManager() as manager:
+            records = manager.list(cwd)
+        infos = [
+            SessionInfo(
+                session_id=r.id,
+                cwd=r.cwd,
+                title=(r.title or r.first_prompt or "").replace("\n", " ")[:80] or None,
+                updated_at=datetime.fromtimestamp(r.updated / 1000, UTC).isoformat(),
+            )
+            for r in records
+        ]
+        return ListSessionsResponse(sessions=infos)
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+        session = self._session(session_id)
+        session.set_mode(mode_id)
+        await session.send(session.mode_update())
+        # The mode is also a config option: a client showing those must see the change too.
+        options = ConfigOptionUpdate(
+            session_update="config_option_update", config_options=session.config_options()
+        )
+        await session.send(options)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        session = self._session(session_id)
+        if not isinstance(value, str):
+            raise RequestError.invalid_params(
+                {"details": f"option {config_id!r} takes one of its listed values"}
+            )
+        session.set_option(config_id, value)
+        if config_id == "mode":
+            await session.send(session.mode_update())
+        return SetSessionConfigOptionResponse(config_options=session.config_options())
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: list[
+            TextContentBlock
+            | ImageContentBlock
+            | AudioContentBlock
+            | ResourceContentBlock
+            | EmbeddedResourceContentBlock
+        ],
+        **_: Any,
+    ) -> PromptResponse:
+        session = self._session(session_id)
+        text, images = prompt_input(prompt)
+        return PromptResponse(stop_reason=await session.run_turn(text, images))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.cancel()
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"details": f"no session {session_id!r} in this connection"})
+        return session
+
+    def _start(self, cwd: str, choice: SessionChoice) -> AcpSession:
+        from tether.ai.paths import config_dir
+        from tether.cli.model_choice import ModelError
+        from tether.cli.settings import SettingsError, load_settings
+        from tether.session import SessionError
+        from tether.session.store import SessionNotFoundError
+
+        if self._client is None:
+            raise RequestError.internal_error({"details": "no client connection"})
+        directory = Path(cwd)
+        if not directory.is_absolute() or not directory.is_dir():
+            raise RequestError.invalid_params(
+                {"details": f"cwd must be an existing absolute directory: {cwd!r}"}
+            )
+        options = self._options
+        session = AcpSession(self._client, self._access)
+        try:
+            settings = load_settings(config_dir(), directory)
+        except SettingsError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        try:
+            runtime = Runtime.start(
+                cwd=directory,
+                settings=settings,
+                model_spec=options.model,
+                thinking=options.thinking,
+                tool_names=options.tools,
+                system_prompt=options.system_prompt,
+                approval="yes" if options.yes else None,
+                ask=session.ask,
+                session=choice,
+            )
+        except SessionNotFoundError:
+            raise RequestError.resource_not_found(choice.session_id) from None
+        except ModelError as exc:
+            if options.model is not None or settings.model is not None:
+                raise RequestError.invalid_params({"details": str(exc)}) from None
+            # No model was asked for and none can be used: the editor should tell about keys.
+            raise RequestError.auth_required({"details": f"{exc}. {AUTH_DESCRIPTION}"}) from None
+        except (SessionError, ValueError) as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        session.attach(runtime)
+        self._sessions[session.id] = session
+        return session
+
+
+def prompt_input(
+    blocks: list[
+        TextContentBlock
+        | ImageContentBlock
+        | AudioContentBlock
+        | ResourceContentBlock
+        | EmbeddedResourceContentBlock
+    ],
+) -> tuple[str, list[ImageContent]]:
+    """An ACP prompt as our user message: text (links and embedded context inlined) and images."""
+    parts: list[str] = []
+    images: list[ImageContent] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ImageContentBlock):
+            images.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[@{block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f'\n<context ref="{resource.uri}">\n{resource.text}\n</context>\n')
+            elif (resource.mime_type or "").startswith("image/"):
+                images.append({"type": "image", "data": resource.blob, "mimeType": resource.mime_type or ""})
+            else:
+                parts.append(
+                    f"[@{resource.uri}] (binary content, {resource.mime_type or 'unknown type'}, not shown)"
+                )
+        else:
+            raise RequestError.invalid_params(
+                {"details": "audio prompts are not supported (see promptCapabilities)"}
+            )
+    return "".join(parts), images
+
+
+def _mcp_note(servers: list[AnyMcpServer] | None) -> dict[str, Any] | None:
+    """MCP servers are accepted but not used yet: say so in ``_meta`` and on stderr."""
+    if not servers:
+        return None
+    names = [str(getattr(server, "name", "?")) for server in servers]
+    logger.warning("MCP servers are not supported yet; ignoring %s", ", ".join(names))
+    return {"tether": {"mcpServers": "unsupported", "ignored": names}}

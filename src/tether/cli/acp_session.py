@@ -1,0 +1,352 @@
+"""One ACP session: a ``Runtime`` plus what the editor needs of it.
+
+It turns the runtime's events into ``session/update``s as they happen (``acp_updates`` builds
+them), asks the editor before risky tool calls (``session/request_permission``: allow once,
+always allow that tool for the rest of the session, or reject), keeps the session mode, and
+offers mode, model and thinking level as session config options.
+
+Modes choose the approval policy: ``ask`` (ask before edits: every ``edit``, ``write`` and
+``bash``) and ``auto`` (edits inside the workspace go ahead; commands and writes outside it still
+ask, or nothing asks under ``--yes``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from acp import RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AllowedOutcome,
+    CurrentModeUpdate,
+    PermissionOption,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
+)
+
+from tether.cli.acp_tools import EditorAccess, ToolBridge, bridge_tools
+from tether.cli.acp_updates import (
+    SessionUpdate,
+    StopReason,
+    ToolContent,
+    TurnFailed,
+    diff_content,
+    finished_locations,
+    permission_subject,
+    result_content,
+    stop_reason,
+    terminal_content,
+    text_chunk,
+    thought_chunk,
+    tool_call_progress,
+    tool_call_start,
+)
+from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.cli.settings import THINKING_LEVELS, Approval
+from tether.tools import Workspace
+from tether.wire import ImageContent, ToolCall
+
+logger = logging.getLogger("tether.acp")
+
+ModeId = Literal["ask", "auto"]
+MODES = (
+    SessionMode(
+        id="ask",
+        name="Ask before edits",
+        description="Ask before every file edit and every shell command.",
+    ),
+    SessionMode(
+        id="auto",
+        name="Auto",
+        description="Edit files in the workspace without asking; shell commands and writes "
+        "outside the workspace still ask (nothing asks when tether runs with --yes).",
+    ),
+)
+ASK_BEFORE_EDITS = frozenset({"edit", "write"})
+ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
+
+
+@dataclass(slots=True)
+class AcpSession:
+    """One ACP session: its runtime, its mode, and what it streams to the client."""
+
+    client: Client
+    access: EditorAccess
+    mode: ModeId = "ask"
+    always_allowed: set[str] = field(default_factory=lambda: set[str]())
+    """Tools the user allowed for the rest of the session ("always allow")."""
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    _runtime: Runtime | None = field(default=None, init=False)
+    _bridge: ToolBridge | None = field(default=None, init=False)
+    _announced: set[str] = field(default_factory=lambda: set[str](), init=False)
+    """Tool calls the client has already been told about (``tool_call`` sent) in this turn."""
+    _base_approval: Approval = field(default="ask", init=False)
+    """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError("session not started")
+        return self._runtime
+
+    @property
+    def id(self) -> str:
+        session_id = self.runtime.session_id
+        if session_id is None:
+            raise RuntimeError("ACP sessions are always stored")
+        return session_id
+
+    def attach(self, runtime: Runtime) -> None:
+        """Start serving ``runtime``: tools bridged to the editor, mode from the approval policy."""
+        self._runtime = runtime
+        self._base_approval = runtime.approval
+        self._bridge = ToolBridge(self.client, self.id, Workspace(runtime.cwd), self.access, self.send)
+        runtime.agent.tools = bridge_tools(runtime.agent.tools, self._bridge)
+        self.set_mode("auto" if runtime.approval == "yes" else "ask")
+
+    async def send(self, update: SessionUpdate) -> None:
+        with contextlib.suppress(ConnectionError):  # the client left; the turn still finishes and is stored
+            await self.client.session_update(session_id=self.id, update=update)
+
+    # -- modes and options ---------------------------------------------------------------------
+
+    def mode_state(self) -> SessionModeState:
+        return SessionModeState(current_mode_id=self.mode, available_modes=list(MODES))
+
+    def mode_update(self) -> CurrentModeUpdate:
+        return CurrentModeUpdate(session_update="current_mode_update", current_mode_id=self.mode)
+
+    def set_mode(self, mode_id: str) -> None:
+        if mode_id not in ("ask", "auto"):
+            known = ", ".join(m.id for m in MODES)
+            raise RequestError.invalid_params({"details": f"unknown mode {mode_id!r}; modes: {known}"})
+        self.mode = "ask" if mode_id == "ask" else "auto"
+        runtime = self.runtime
+        if self.mode == "ask":
+            runtime.always_ask = ASK_BEFORE_EDITS
+            runtime.approval = "deny" if self._base_approval == "deny" else "ask"
+        else:
+            runtime.always_ask = frozenset()
+            runtime.approval = self._base_approval
+
+    def config_options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+        """Mode, model and (for reasoning models) thinking level as session config options."""
+        runtime = self.runtime
+        current = f"{runtime.model['provider']}/{runtime.model['id']}"
+        options: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
+            SessionConfigOptionSelect(
+                type="select",
+                id="mode",
+                name="Mode",
+                category="mode",
+                current_value=self.mode,
+                options=[
+                    SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
+                    for m in MODES
+                ],
+            ),
+            SessionConfigOptionSelect(
+                type="select",
+                id="model",
+                name="Model",
+                category="model",
+                current_value=current,
+                options=[
+                    SessionConfigSelectOption(value=spec, name=name) for spec, name in _model_choices(current)
+                ],
+            ),
+        ]
+        levels = _thinking_levels(runtime)
+        if len(levels) > 1:
+            options.append(
+                SessionConfigOptionSelect(
+                    type="select",
+                    id="thinking",
+                    name="Thinking",
+                    category="thought_level",
+                    current_value=runtime.thinking_level,
+                    options=[SessionConfigSelectOption(value=level, name=level) for level in levels],
+                )
+            )
+        return options
+
+    def set_option(self, config_id: str, value: str) -> None:
+        from tether.cli.model_choice import ModelError
+
+        runtime = self.runtime
+        if config_id == "mode":
+            self.set_mode(value)
+        elif config_id == "model":
+            current = f"{runtime.model['provider']}/{runtime.model['id']}"
+            if value != current:
+                try:
+                    runtime.set_model(value)
+                except ModelError as exc:
+                    raise RequestError.invalid_params({"details": str(exc)}) from None
+        elif config_id == "thinking":
+            if value not in _thinking_levels(runtime):
+                raise RequestError.invalid_params(
+                    {"details": f"{value!r} is not a thinking level of this model"}
+                )
+            runtime.set_thinking(value)
+        else:
+            raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
+
+    # -- a turn --------------------------------------------------------------------------------
+
+    async def run_turn(self, text: str, images: list[ImageContent]) -> StopReason:
+        """Run one prompt to its end; the stop reason the client gets."""
+        runtime = self.runtime
+        if runtime.is_running:
+            raise RequestError.invalid_request({"details": "this session is already running a prompt"})
+        self.cancelled.clear()
+        self._announced.clear()
+        unsubscribe = runtime.subscribe(self._on_event)
+        try:
+            await runtime.prompt(text, images)
+        finally:
+            unsubscribe()
+        try:
+            return stop_reason(runtime.last_assistant(), self.cancelled.is_set())
+        except TurnFailed as exc:
+            raise RequestError(-32603, f"The model request failed: {exc}", {"details": str(exc)}) from None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.runtime.abort()
+
+    async def ask(self, call: ToolCall, _question: str) -> bool:
+        """Our approval hook: ``session/request_permission``, unless the tool is always allowed."""
+        if call["name"] in self.always_allowed:
+            return True
+        bridge = self._bridge
+        preview = await bridge.preview(call) if bridge is not None else None
+        options = [
+            PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
+            PermissionOption(
+                option_id=ALLOW_ALWAYS, name=f"Always allow {call['name']}", kind="allow_always"
+            ),
+            PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
+        ]
+        request = asyncio.ensure_future(
+            self.client.request_permission(
+                session_id=self.id,
+                tool_call=permission_subject(call, self.runtime.cwd, preview),
+                options=options,
+            )
+        )
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait({request, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            if not request.done():
+                request.cancel()
+        if request.cancelled():
+            return False
+        try:
+            outcome = request.result().outcome
+        except Exception as exc:  # an error answer, a lost client, a malformed reply: not a yes
+            logger.warning("permission request failed, taking it as a refusal: %s", exc)
+            return False
+        if not isinstance(outcome, AllowedOutcome):
+            return False  # the client cancelled the request
+        if outcome.option_id == ALLOW_ALWAYS:
+            self.always_allowed.add(call["name"])
+            return True
+        return outcome.option_id == ALLOW_ONCE
+
+    async def _on_event(self, event: RuntimeEvent) -> None:
+        for update in self._updates(event):
+            await self.send(update)
+
+    def _updates(self, event: RuntimeEvent) -> list[SessionUpdate]:
+        kind = event["type"]
+        cwd = self.runtime.cwd
+        if kind == "message_update":
+            inner = event["assistantMessageEvent"]
+            if inner["type"] == "text_delta":
+                return [text_chunk(inner["delta"])]
+            if inner["type"] == "thinking_delta":
+                return [thought_chunk(inner["delta"])]
+            if inner["type"] == "toolcall_end":
+                call: ToolCall = inner["toolCall"]
+                self._announced.add(call["id"])
+                return [tool_call_start(call, cwd)]
+            return []
+        if kind == "tool_execution_start" and event["toolCallId"] not in self._announced:
+            self._announced.add(event["toolCallId"])
+            raw: object = event["args"]
+            args = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+            call = {
+                "type": "toolCall",
+                "id": event["toolCallId"],
+                "name": event["toolName"],
+                "arguments": args,
+            }
+            return [tool_call_start(call, cwd)]
+        bridge = self._bridge
+        if bridge is None:
+            return []
+        if kind == "tool_execution_update" and event["toolCallId"] not in bridge.terminals:
+            return [
+                tool_call_progress(
+                    event["toolCallId"], content=result_content(event["partialResult"].content)
+                )
+            ]
+        if kind == "tool_execution_end":
+            call_id = event["toolCallId"]
+            result, failed = event["result"], bool(event["isError"])
+            diff = bridge.diffs.pop(call_id, None)
+            terminal = bridge.terminals.pop(call_id, None)
+            content: list[ToolContent]
+            if terminal is not None:
+                content = [terminal_content(terminal)]
+            elif diff is not None and not failed:
+                content = [diff_content(diff)]
+            else:
+                content = result_content(result.content)
+            return [
+                tool_call_progress(
+                    call_id,
+                    status="failed" if failed else "completed",
+                    content=content,
+                    locations=finished_locations(event["toolName"], result.details, cwd),
+                )
+            ]
+        return []
+
+
+def _model_choices(current: str) -> list[tuple[str, str]]:
+    """The current model, then every model of a provider with a key in the environment."""
+    from tether.ai.models import get_provider_info, list_models, provider_has_key
+
+    choices = [(current, current)]
+    keyed: dict[str, bool] = {}
+    for model in list_models():
+        provider = model["provider"]
+        if provider not in keyed:
+            info = get_provider_info(provider)
+            keyed[provider] = not info.local and info.api_key_env is not None and provider_has_key(info)
+        spec = f"{provider}/{model['id']}"
+        if keyed[provider] and spec != current:
+            choices.append((spec, f"{model.get('name') or model['id']} ({provider})"))
+    return choices
+
+
+def _thinking_levels(runtime: Runtime) -> list[str]:
+    from tether.ai.thinking import clamp_thinking_level
+
+    levels: list[str] = []
+    for level in THINKING_LEVELS:
+        clamped = clamp_thinking_level(runtime.model, cast(Any, level))
+        if clamped not in levels:
+            levels.append(clamped)
+    return levels

@@ -1,0 +1,146 @@
+"""Bad input gets JSON-RPC errors, and the process stays up to answer the next good request.
+
+Raw lines on the agent's stdin, read back from its stdout: what an editor with a bug (or a human
+with a terminal) would send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from acp_support import AcpEnv, text_reply
+
+
+class RawAgent:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        await self.process.stdin.drain()
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 20)
+        assert line, "the agent closed its stdout"
+        return json.loads(line)
+
+    async def ask(self, line: str) -> dict[str, Any]:
+        await self.send(line)
+        return await self.receive()
+
+
+def request(request_id: int, method: str, params: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: AcpEnv) -> None:
+    script = acp_env.script("s", [text_reply("still here")])
+    process = await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(script)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    agent = RawAgent(process)
+    try:
+        parse = await agent.ask('{"jsonrpc": "2.0", "id": 1, "method": ')
+        assert parse["id"] is None and parse["error"]["code"] == -32700
+
+        for bad, expected_id in (
+            ("[1, 2]", None),
+            ('"initialize"', None),
+            ('{"id": 2, "method": "initialize", "params": {}}', 2),  # no "jsonrpc": "2.0"
+            ('{"jsonrpc": "2.0", "id": 3, "method": 7}', 3),
+            ('{"jsonrpc": "2.0", "id": {"x": 1}, "method": "initialize"}', None),
+            ('{"jsonrpc": "2.0", "id": 4}', 4),
+        ):
+            answer = await agent.ask(bad)
+            assert answer["error"]["code"] == -32600, bad
+            assert answer["id"] == expected_id, bad
+
+        unknown = await agent.ask(request(5, "session/teleport", {}))
+        assert unknown["id"] == 5 and unknown["error"]["code"] == -32601
+
+        invalid = await agent.ask(request(6, "initialize", {"clientCapabilities": {}}))  # no protocolVersion
+        assert invalid["id"] == 6 and invalid["error"]["code"] == -32602
+
+        # Version negotiation: a client asking for a version we do not speak gets ours (1).
+        newer = await agent.ask(request(70, "initialize", {"protocolVersion": 99, "clientCapabilities": {}}))
+        assert newer["id"] == 70 and newer["result"]["protocolVersion"] == 1
+        ok = await agent.ask(request(7, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        assert ok["id"] == 7 and ok["result"]["protocolVersion"] == 1
+
+        bad_cwd = await agent.ask(request(8, "session/new", {"cwd": "relative/dir", "mcpServers": []}))
+        assert bad_cwd["error"]["code"] == -32602 and "absolute" in bad_cwd["error"]["data"]["details"]
+
+        missing = await agent.ask(
+            request(9, "session/load", {"cwd": str(acp_env.project), "sessionId": "nope", "mcpServers": []})
+        )
+        assert missing["error"]["code"] == -32002
+
+        no_session = await agent.ask(
+            request(10, "session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]})
+        )
+        assert no_session["error"]["code"] == -32602
+
+        auth = await agent.ask(request(20, "authenticate", {"methodId": "environment"}))
+        assert auth == {"jsonrpc": "2.0", "id": 20, "result": {}}
+        bad_auth = await agent.ask(request(21, "authenticate", {"methodId": "oauth"}))
+        assert bad_auth["error"]["code"] == -32602
+
+        stdio_server = {"name": "files", "command": "mcp-files", "args": [], "env": []}
+        created = await agent.ask(
+            request(11, "session/new", {"cwd": str(acp_env.project), "mcpServers": [stdio_server]})
+        )
+        session_id = created["result"]["sessionId"]
+        assert created["result"]["_meta"] == {"tether": {"mcpServers": "unsupported", "ignored": ["files"]}}
+
+        def set_option(request_id: int, config_id: str, value: str) -> str:
+            params = {"sessionId": session_id, "configId": config_id, "value": value}
+            return request(request_id, "session/set_config_option", params)
+
+        bad_model = await agent.ask(set_option(22, "model", "nope/nothing"))
+        assert (
+            bad_model["error"]["code"] == -32602 and "nope/nothing" in bad_model["error"]["data"]["details"]
+        )
+        bad_option = await agent.ask(set_option(23, "colour", "blue"))
+        assert bad_option["error"]["code"] == -32602
+        mode_update = await agent.ask(set_option(24, "mode", "auto"))
+        assert mode_update["params"]["update"] == {
+            "sessionUpdate": "current_mode_update",
+            "currentModeId": "auto",
+        }
+        mode_set = await agent.receive()
+        assert mode_set["id"] == 24
+        assert [o["currentValue"] for o in mode_set["result"]["configOptions"] if o["id"] == "mode"] == [
+            "auto"
+        ]
+        bad_mode = await agent.ask(
+            request(12, "session/set_mode", {"sessionId": session_id, "modeId": "yolo"})
+        )
+        assert bad_mode["error"]["code"] == -32602 and "ask, auto" in bad_mode["error"]["data"]["details"]
+
+        await agent.send(
+            request(
+                13, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+            )
+        )
+        messages = [await agent.receive()]
+        while "id" not in messages[-1]:
+            messages.append(await agent.receive())
+        assert messages[-1] == {"jsonrpc": "2.0", "id": 13, "result": {"stopReason": "end_turn"}}
+        assert messages[0]["method"] == "session/update"
+        assert messages[0]["params"]["update"]["content"]["text"] == "still here"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 20)
+    assert process.returncode == 0
+    assert process.stderr is not None
+    assert b"Traceback" not in await process.stderr.read()

@@ -1,0 +1,62 @@
+"""Why a session cannot start, as the JSON-RPC error an editor can show.
+
+In-process: these are answers of ``TetherAcpAgent.new_session`` before any model call, so no
+connection is needed (the client is never called).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+from acp import RequestError
+from acp.interfaces import Client
+
+from tether.cli import model_choice
+from tether.cli.acp_mode import TetherAcpAgent
+from tether.cli.model_choice import ModelError
+from tether.cli.options import RunOptions
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TETHER_SCRIPTED", raising=False)
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+def agent(options: RunOptions) -> TetherAcpAgent:
+    acp_agent = TetherAcpAgent(options)
+    acp_agent.on_connect(cast(Client, object()))
+    return acp_agent
+
+
+async def test_an_unknown_model_is_invalid_params(project: Path) -> None:
+    with pytest.raises(RequestError) as info:
+        await agent(RunOptions(mode="acp", model="nope/nothing")).new_session(cwd=str(project))
+    assert info.value.code == -32602
+    assert "nope/nothing" in str(cast(dict[str, object], info.value.data)["details"])
+
+
+async def test_no_usable_model_asks_for_keys(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def nothing_usable() -> model_choice.ResolvedModel:
+        raise ModelError("no API key found and the embedded model is not installed")
+
+    monkeypatch.setattr(model_choice, "_default_model", nothing_usable)
+    with pytest.raises(RequestError) as info:
+        await agent(RunOptions(mode="acp")).new_session(cwd=str(project))
+    assert info.value.code == -32000
+    details = str(cast(dict[str, object], info.value.data)["details"])
+    assert "ANTHROPIC_API_KEY" in details and "embedded model" in details
+
+
+async def test_a_bad_settings_file_is_invalid_params(project: Path) -> None:
+    (project / ".tether").mkdir()
+    (project / ".tether" / "settings.json").write_text('{"thinking": "very"}')
+    with pytest.raises(RequestError) as info:
+        await agent(RunOptions(mode="acp")).new_session(cwd=str(project))
+    assert info.value.code == -32602
+    assert '"thinking"' in str(cast(dict[str, object], info.value.data)["details"])
