@@ -25,11 +25,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-# The stamp names the pinned version, so changing the pin installs again.
-$(VENV)/.installed-local-$(LLAMA_CPP_VERSION): | $(BIN)/python
+# The stamp names the pinned versions, so changing a pin installs again.
+$(VENV)/.installed-local-$(LLAMA_CPP_VERSION)-$(SMOLLM2_VERSION): | $(BIN)/python
 	@if ! ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
-		echo "note: building llama-cpp-python $(LLAMA_CPP_VERSION): the first build compiles llama.cpp and"; \
-		echo "note: takes about 10-15 minutes on 2 cores; later runs reuse the cached wheel ($(WHEELS))."; \
+		echo "note: llama-cpp-python $(LLAMA_CPP_VERSION) is not in $(WHEELS) yet: unless pip's wheel cache has it,"; \
+		echo "note: pip now compiles llama.cpp, about 10-15 minutes on 2 cores (once: the wheel is kept)."; \
 		$(BIN)/python -m pip wheel --no-deps --progress-bar off -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION); \
 	fi
 	$(BIN)/python -m pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
@@ -47,7 +47,7 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/pyright src
 
-pytest: $(VENV)/.installed-dev $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)
+pytest: $(VENV)/.installed-dev $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)-$(SMOLLM2_VERSION)
 	TETHER_REQUIRE_LOCAL=1 $(BIN)/python -m pytest
 
 test: lint typecheck pytest
