@@ -48,8 +48,8 @@ async def test_streamed_text_stops_at_max_tokens(model: ModelInfo) -> None:
     kinds = [e["type"] for e in events]
     assert kinds[:2] == ["start", "text_start"] and kinds[-2:] == ["text_end", "done"]
     deltas = [e["delta"] for e in events if e["type"] == "text_delta"]
-    # llama.cpp streams one token per chunk (a multi-byte character may take two): the server got
-    # our max_tokens (this provider sends `max_tokens`, not `max_completion_tokens`, to it).
+    # llama.cpp streams a chunk per token (fewer when a character spans tokens): the server got our
+    # max_tokens (the provider sends `max_tokens`, not `max_completion_tokens`, to a local server).
     assert 1 <= len(deltas) <= 8 and "".join(deltas).strip()
     message = events[-1]["message"]
     assert message["content"] == [{"type": "text", "text": "".join(deltas)}]
