@@ -90,6 +90,7 @@ def test_any_provider_can_ask_for_strings_even_with_thinking_as_text() -> None:
     context = transcript()
     answer = dict(context["messages"][1])
     answer["content"] = [{"type": "thinking", "thinking": "Hm."}, {"type": "text", "text": "Sunny."}]
+    answer["provider"] = "my-box"  # the same model wrote it, so the handoff keeps the thinking block
     context["messages"] = [context["messages"][0], answer]  # type: ignore[list-item]
     messages = convert_messages(spec, context, resolve_compat(spec))
     assert [m["content"] for m in messages] == ["Weather in\nParis?", "Hm.\n\nSunny."]
