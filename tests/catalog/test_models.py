@@ -297,7 +297,7 @@ def test_a_file_elsewhere(tmp_path: Path) -> None:
 
 BAD_FILES: list[tuple[Any, str]] = [
     ("{not json", r"invalid JSON: .*line 1 column 2"),
-    ([], r"Input should be an object"),
+    ([], r"expected an object \(got \[\]\)"),
     (
         {"providers": {"x": {"baseURL": "http://h", "api": "openai-completions"}}},
         r"providers\.x\.baseURL: unknown field",
@@ -309,7 +309,7 @@ BAD_FILES: list[tuple[Any, str]] = [
     ({"providers": {"x": {"baseUrl": "http://h"}}}, r"providers\.x\.api: required field is missing"),
     (
         {"providers": {"ollama": {"models": [{"id": "a"}, {"id": "b", "contextWindow": "32k"}]}}},
-        r"providers\.ollama\.models\[1\] \('b'\)\.contextWindow: Input should be a valid integer \(got '32k'\)",
+        r"""providers\.ollama\.models\[1\] \('b'\)\.contextWindow: expected an integer \(got "32k"\)""",
     ),
     (
         {"providers": {"ollama": {"models": [{"name": "no id"}]}}},
@@ -321,7 +321,7 @@ BAD_FILES: list[tuple[Any, str]] = [
     ),
     (
         {"providers": {"ollama": {"models": [{"id": "a", "reasoning": "yes"}]}}},
-        r"models\[0\] \('a'\)\.reasoning: Input should be a valid boolean",
+        r"models\[0\] \('a'\)\.reasoning: expected a boolean",
     ),
     (
         {
@@ -329,15 +329,15 @@ BAD_FILES: list[tuple[Any, str]] = [
                 "ollama": {"models": [{"id": "a", "thinking": {"mode": "effort", "efforts": ["huge"]}}]}
             }
         },
-        r"models\[0\] \('a'\)\.thinking\.efforts\[0\]: Input should be 'minimal', 'low'",
+        r"models\[0\] \('a'\)\.thinking\.efforts\[0\]: expected 'minimal', 'low'",
     ),
     (
         {"providers": {"ollama": {"models": [{"id": "a", "cost": {"input": "1.5"}}]}}},
-        r"models\[0\] \('a'\)\.cost\.input: Input should be a number \(got '1\.5'\)",
+        r"""models\[0\] \('a'\)\.cost\.input: expected a number \(got "1\.5"\)""",
     ),
     (
         {"providers": {"ollama": {"models": [{"id": "a", "input": ["text", "images"]}]}}},
-        r"models\[0\] \('a'\)\.input\[1\]: Input should be 'text' or 'image' \(got 'images'\)",
+        r"""models\[0\] \('a'\)\.input\[1\]: expected 'text' or 'image' \(got "images"\)""",
     ),
     (
         {"providers": {"ollama": {"apiKeyEnv": "not a name"}}},
