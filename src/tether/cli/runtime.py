@@ -293,6 +293,15 @@ class Runtime:
     async def _prompt_run(self, messages: list[AgentMessage]) -> None:
         await self.agent.prompt(messages)
         await self._retry_overflow()
+        # Steering or a follow-up queued after the loop's last poll (typed as the run ended)
+        # would otherwise wait for the next prompt: run it now, as part of this run.
+        while self.agent.has_queued_messages() and self._continuable():
+            await self.agent.continue_()
+            await self._retry_overflow()
+
+    def _continuable(self) -> bool:
+        last = self.last_assistant()
+        return last is not None and last["stopReason"] not in ("error", "aborted")
 
     async def _retry_overflow(self) -> None:
         """A reply that failed because the context overflowed: compact, then continue once.
