@@ -103,12 +103,19 @@ class InteractiveApp:
         )
         self._app = self._build(buffer)
         unsubscribe = runtime.subscribe(self._on_event)
-        with patch_stdout(raw=True):
+
+        def ready() -> None:
+            """Runs once the terminal is in raw mode: keys typed after the header are keys."""
             self._print_header(runtime)
             if initial_prompt:
                 self._start(initial_prompt)
+
+        def pre_run() -> None:  # called just before raw mode; call_soon lands just after it
+            asyncio.get_running_loop().call_soon(ready)
+
+        with patch_stdout(raw=True):
             try:
-                return await self._app.run_async()
+                return await self._app.run_async(pre_run=pre_run)
             finally:
                 unsubscribe()
                 if self._task is not None and not self._task.done():
