@@ -264,3 +264,15 @@ async def test_steering_that_arrives_as_the_run_ends_is_run_not_parked(
         assert not rt.is_running
     finally:
         await rt.close()
+
+
+async def test_resuming_a_session_another_writer_holds_is_a_clear_error(runtime: Runtime, home: Path) -> None:
+    await runtime.prompt("mine")
+    held = runtime.session_id
+    other = Runtime.start(cwd=home / "project", settings=Settings(), session=SessionChoice())
+    try:
+        result = await execute(other, f"/resume {held}")
+        assert result.error and "open for writing" in result.text
+        assert other.session_id != held  # still in its own session
+    finally:
+        await other.close()

@@ -508,10 +508,9 @@ class Runtime:
 
     def fork(self, entry_id: str | None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
-        sessions = self._require_sessions()
-        session = self._require_session()
-        self._attach(sessions.fork(session.id, entry_id))
-        return session.id if self._session is None else self._session.id
+        forked = self._require_sessions().fork(self._require_session().id, entry_id)
+        self._attach(forked)
+        return forked.id
 
     async def branch(self, entry_id: str, *, summarize: bool) -> str | None:
         """Move to an earlier point of this session's tree; optionally summarise the branch left."""
