@@ -27,7 +27,7 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -174,6 +174,12 @@ class InteractiveApp:
                 self._queue(text, follow_up=False)
             else:
                 self._start(text)
+
+        @keys.add("enter", filter=completion_is_selected)  # added later: wins over plain Enter
+        def _accept_completion(event: KeyPressEvent) -> None:
+            state = buffer.complete_state
+            if state is not None and state.current_completion is not None:
+                buffer.apply_completion(state.current_completion)
 
         @keys.add("escape", "enter", filter=~approving)
         def _alt_enter(event: KeyPressEvent) -> None:
