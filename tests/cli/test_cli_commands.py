@@ -238,3 +238,41 @@ async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pyt
         await rt.close()
     assert out.getvalue() == "Let me look.\nIt says alpha.\n"
     assert err.getvalue() == "[tool] read\n"
+
+
+async def test_steering_that_arrives_as_the_run_ends_is_run_not_parked(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Typed just as the agent finished (after the loop's last poll): the run goes on with it."""
+    rt = await start_with(home, monkeypatch, [text_reply("done"), text_reply("late answer")])
+    queues: list[dict[str, object]] = []
+
+    def late(event: dict[str, object]) -> None:
+        if event["type"] == "agent_end" and not queues:
+            rt.steer("one more thing")
+        if event["type"] == "queue_update":
+            queues.append(event)
+
+    rt.subscribe(late)
+    try:
+        await rt.prompt("start")
+        texts = [m.get("content") for m in rt.messages if m["role"] == "user"]
+        assert texts == ["start", "one more thing"]
+        last = rt.last_assistant()
+        assert last is not None and last["content"] == [{"type": "text", "text": "late answer"}]
+        assert queues[-1] == {"type": "queue_update", "steering": [], "followUp": []}
+        assert not rt.is_running
+    finally:
+        await rt.close()
+
+
+async def test_resuming_a_session_another_writer_holds_is_a_clear_error(runtime: Runtime, home: Path) -> None:
+    await runtime.prompt("mine")
+    held = runtime.session_id
+    other = Runtime.start(cwd=home / "project", settings=Settings(), session=SessionChoice())
+    try:
+        result = await execute(other, f"/resume {held}")
+        assert result.error and "open for writing" in result.text
+        assert other.session_id != held  # still in its own session
+    finally:
+        await other.close()

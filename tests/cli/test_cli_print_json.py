@@ -118,3 +118,9 @@ def test_version_and_help(cli: CliEnv) -> None:
     for option in ("--model", "--thinking", "--continue", "--resume", "--session", "--no-session", "--tools"):
         assert option in help_text
     assert "models" in cli.run("models", "--help").stdout
+
+
+def test_no_prompt_is_a_usage_error(cli: CliEnv) -> None:
+    done = cli.run("-p", "--no-session", script=cli.script("s", [text_reply("x")]), stdin="")
+    assert done.returncode == 2
+    assert "no prompt" in done.stderr and done.stdout == ""

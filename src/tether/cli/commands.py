@@ -14,6 +14,7 @@ from tether.cli.model_choice import ModelError
 from tether.cli.render import format_tokens
 from tether.cli.runtime import Runtime
 from tether.cli.settings import THINKING_LEVELS
+from tether.session import SessionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ async def execute(runtime: Runtime, line: str) -> CommandResult:
         return CommandResult(f"/{name} is not available while the agent runs (Ctrl-C aborts)", error=True)
     try:
         return await command.handler(runtime, args)
-    except (ModelError, ValueError, LookupError) as exc:
+    except (ModelError, SessionError, ValueError, LookupError) as exc:
         return CommandResult(f"/{name}: {exc}", error=True)
 
 

@@ -27,7 +27,7 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -103,12 +103,19 @@ class InteractiveApp:
         )
         self._app = self._build(buffer)
         unsubscribe = runtime.subscribe(self._on_event)
-        with patch_stdout(raw=True):
+
+        def ready() -> None:
+            """Runs once the terminal is in raw mode: keys typed after the header are keys."""
             self._print_header(runtime)
             if initial_prompt:
                 self._start(initial_prompt)
+
+        def pre_run() -> None:  # called just before raw mode; call_soon lands just after it
+            asyncio.get_running_loop().call_soon(ready)
+
+        with patch_stdout(raw=True):
             try:
-                return await self._app.run_async()
+                return await self._app.run_async(pre_run=pre_run)
             finally:
                 unsubscribe()
                 if self._task is not None and not self._task.done():
@@ -167,6 +174,12 @@ class InteractiveApp:
                 self._queue(text, follow_up=False)
             else:
                 self._start(text)
+
+        @keys.add("enter", filter=completion_is_selected)  # added later: wins over plain Enter
+        def _accept_completion(event: KeyPressEvent) -> None:
+            state = buffer.complete_state
+            if state is not None and state.current_completion is not None:
+                buffer.apply_completion(state.current_completion)
 
         @keys.add("escape", "enter", filter=~approving)
         def _alt_enter(event: KeyPressEvent) -> None:

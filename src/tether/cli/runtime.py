@@ -348,6 +348,12 @@ class Runtime:
             await self.agent.prompt(messages)
             await self._retry_overflow()
             await self._retry_transient()
+            # Steering or a follow-up queued after the loop's last poll (typed as the run ended)
+            # would otherwise wait for the next prompt: run it now, as part of this run.
+            while self.agent.has_queued_messages() and self._continuable():
+                await self.agent.continue_()
+                await self._retry_overflow()
+                await self._retry_transient()
         finally:
             deferred, self._deferred = self._deferred, []
             for message in deferred:
@@ -416,6 +422,10 @@ class Runtime:
             self.agent.messages = session.messages
         else:
             self.agent.messages = [m for m in self.agent.messages if m is not failed]
+
+    def _continuable(self) -> bool:
+        last = self.last_assistant()
+        return last is not None and last["stopReason"] not in ("error", "aborted")
 
     async def _retry_overflow(self) -> None:
         """A reply that failed because the context overflowed: compact, then continue once.
@@ -636,10 +646,9 @@ class Runtime:
 
     def fork(self, entry_id: str | None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
-        sessions = self._require_sessions()
-        session = self._require_session()
-        self._attach(sessions.fork(session.id, entry_id))
-        return session.id if self._session is None else self._session.id
+        forked = self._require_sessions().fork(self._require_session().id, entry_id)
+        self._attach(forked)
+        return forked.id
 
     async def branch(self, entry_id: str, *, summarize: bool) -> str | None:
         """Move to an earlier point of this session's tree; optionally summarise the branch left."""
