@@ -315,16 +315,8 @@ class TetherAcpAgent:
         except SettingsError as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         try:
-            runtime = Runtime.start(
-                cwd=directory,
-                settings=settings,
-                model_spec=options.model,
-                thinking=options.thinking,
-                tool_names=options.tools,
-                system_prompt=options.system_prompt,
-                approval="yes" if options.yes else None,
-                ask=session.ask,
-                session=choice,
+            runtime = Runtime.for_options(
+                options, cwd=directory, settings=settings, ask=session.ask, session=choice
             )
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None

@@ -44,6 +44,7 @@ from tether.tools.bash import DEFAULT_TIMEOUT, shell_argv
 from tether.tools.read import read_file
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
+from tether.tools.write import refuse_unwritable
 from tether.wire import ToolCall
 
 SNAPSHOT_LIMIT = 2 * 1024 * 1024
@@ -217,12 +218,7 @@ def _client_write(bridge: ToolBridge) -> Execute:
     ) -> AgentToolResult[Any]:
         path = workspace.resolve(params.path)
         shown = workspace.display(path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-        if path.exists() and not path.is_file():
-            raise ToolError(
-                f"{shown} is not a regular file (a pipe, socket or device); it cannot be written."
-            )
+        refuse_unwritable(path, shown)
         existed = path.exists()
         before = await bridge.old_text(path)
         await bridge.write_text(path, params.content)

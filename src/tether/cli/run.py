@@ -77,17 +77,8 @@ async def _run(options: RunOptions) -> int:
         from tether.cli.interactive import InteractiveApp
 
         app = InteractiveApp(cwd=cwd)
-    runtime = Runtime.start(
-        cwd=cwd,
-        settings=settings,
-        model_spec=options.model,
-        thinking=options.thinking,
-        tool_names=options.tools,
-        system_prompt=options.system_prompt,
-        approval="yes" if options.yes else None,
-        ask=app.ask_approval if app is not None else None,
-        session=choice,
-    )
+    ask = app.ask_approval if app is not None else None
+    runtime = Runtime.for_options(options, cwd=cwd, settings=settings, ask=ask, session=choice)
     try:
         if app is not None:
             return await app.run(runtime, options.prompt)

@@ -23,6 +23,7 @@ from tether.agent import Agent, AgentTool, BeforeToolCallContext, BeforeToolCall
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.cli.model_choice import ResolvedModel, resolve_model
+from tether.cli.options import RunOptions
 from tether.cli.settings import Approval, Settings
 from tether.cli.stats import Stats, conversation_stats
 from tether.cli.system_prompt import build_system_prompt
@@ -128,6 +129,29 @@ class Runtime:
         self.agent.subscribe(self._on_agent_event)
 
     # -- construction ------------------------------------------------------------------------------
+
+    @classmethod
+    def for_options(
+        cls,
+        options: RunOptions,
+        *,
+        cwd: Path,
+        settings: Settings,
+        ask: AskApproval | None,
+        session: SessionChoice,
+    ) -> Runtime:
+        """``start`` with the command line's choices, the same for every mode (``--yes``: approve all)."""
+        return cls.start(
+            cwd=cwd,
+            settings=settings,
+            model_spec=options.model,
+            thinking=options.thinking,
+            tool_names=options.tools,
+            system_prompt=options.system_prompt,
+            approval="yes" if options.yes else None,
+            ask=ask,
+            session=session,
+        )
 
     @classmethod
     def start(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, TypeVar, cast
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 APPROVAL_POLICIES = ("ask", "yes", "deny")
@@ -128,41 +128,33 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
 _FIELD = {"model": "model", "systemPrompt": "system_prompt", "appendSystemPrompt": "append_system_prompt"}
 
 
+_Section = TypeVar("_Section", Compaction, Retry)
+
+
 def _compaction(base: Compaction, value: object, path: Path) -> Compaction:
-    if not isinstance(value, dict):
-        raise SettingsError(f'{path}: "compaction": expected an object')
-    result = base
-    for key, item in cast(dict[str, object], value).items():
-        where = f'{path}: "compaction.{key}"'
-        if key == "enabled":
-            if not isinstance(item, bool):
-                raise SettingsError(f"{where}: expected true or false")
-            result = replace(result, enabled=item)
-        elif key in ("reserveTokens", "keepRecentTokens"):
-            if not isinstance(item, int) or isinstance(item, bool) or item < 0:
-                raise SettingsError(f"{where}: expected a non-negative integer")
-            name = "reserve_tokens" if key == "reserveTokens" else "keep_recent_tokens"
-            result = replace(result, **{name: item})
-        else:
-            raise SettingsError(f"{where}: unknown key (known: enabled, reserveTokens, keepRecentTokens)")
-    return result
+    counts = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens"}
+    return _section(base, value, path, "compaction", counts)
 
 
 def _retry(base: Retry, value: object, path: Path) -> Retry:
+    return _section(base, value, path, "retry", {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms"})
+
+
+def _section(base: _Section, value: object, path: Path, name: str, counts: dict[str, str]) -> _Section:
+    """An object of ``enabled`` plus non-negative integers; ``counts`` maps each wire key to its field."""
     if not isinstance(value, dict):
-        raise SettingsError(f'{path}: "retry": expected an object')
+        raise SettingsError(f'{path}: "{name}": expected an object')
     result = base
     for key, item in cast(dict[str, object], value).items():
-        where = f'{path}: "retry.{key}"'
+        where = f'{path}: "{name}.{key}"'
         if key == "enabled":
             if not isinstance(item, bool):
                 raise SettingsError(f"{where}: expected true or false")
             result = replace(result, enabled=item)
-        elif key in ("maxRetries", "baseDelayMs"):
+        elif key in counts:
             if not isinstance(item, int) or isinstance(item, bool) or item < 0:
                 raise SettingsError(f"{where}: expected a non-negative integer")
-            name = "max_retries" if key == "maxRetries" else "base_delay_ms"
-            result = replace(result, **{name: item})
+            result = replace(result, **{counts[key]: item})
         else:
-            raise SettingsError(f"{where}: unknown key (known: enabled, maxRetries, baseDelayMs)")
+            raise SettingsError(f"{where}: unknown key (known: {', '.join(['enabled', *counts])})")
     return result

@@ -639,7 +639,7 @@ class AutoRetryEndEvent(TypedDict):
     finalError: NotRequired[str]
 
 
-Event = Annotated[
+_EventUnion = (
     AgentStartEvent
     | AgentEndEvent
     | TurnStartEvent
@@ -654,31 +654,13 @@ Event = Annotated[
     | CompactionStartEvent
     | CompactionEndEvent
     | AutoRetryStartEvent
-    | AutoRetryEndEvent,
-    Discriminator("type"),
-]
+    | AutoRetryEndEvent
+)
+"""Every event frame; listed once so ``Event`` and ``ServerFrame`` cannot drift apart."""
 
-ServerFrame = Annotated[
-    ReadyFrame
-    | ResponseFrame
-    | PromptResultFrame
-    | AgentStartEvent
-    | AgentEndEvent
-    | TurnStartEvent
-    | TurnEndEvent
-    | MessageStartEvent
-    | MessageUpdateEvent
-    | MessageEndEvent
-    | ToolExecutionStartEvent
-    | ToolExecutionUpdateEvent
-    | ToolExecutionEndEvent
-    | QueueUpdateEvent
-    | CompactionStartEvent
-    | CompactionEndEvent
-    | AutoRetryStartEvent
-    | AutoRetryEndEvent,
-    Discriminator("type"),
-]
+Event = Annotated[_EventUnion, Discriminator("type")]
+
+ServerFrame = Annotated[ReadyFrame | ResponseFrame | PromptResultFrame | _EventUnion, Discriminator("type")]
 
 COMMANDS: dict[str, tuple[type, type | None]] = {
     "prompt": (PromptCommand, None),

@@ -20,13 +20,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NotRequired
+
+from typing_extensions import TypedDict
 
 from tether.ai.abort import AbortSignal
 from tether.tools.bash import shell_argv
 from tether.tools.process import run_process
 from tether.tools.read import MAX_IMAGE_BYTES
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
-from tether.wire import BashExecutionMessage, FileMentionItem, FileMentionMessage, PythonExecutionMessage
+from tether.wire import (
+    BashExecutionMessage,
+    FileMentionItem,
+    FileMentionMessage,
+    JsonObject,
+    PythonExecutionMessage,
+)
 
 MAX_MENTION_BYTES = 256 * 1024
 """Text files larger than this are mentioned by name only (``skippedReason: tooLarge``)."""
@@ -71,24 +80,8 @@ async def run_shell_input(
     timeout: float | None = None,
 ) -> BashExecutionMessage:
     """Run ``command`` with ``bash -c`` in ``cwd`` and record it as a ``bashExecution`` message."""
-    result = await run_process(
-        shell_argv(command), cwd=cwd, timeout=timeout, signal=signal, on_output=on_output
-    )
-    message: BashExecutionMessage = {
-        "role": "bashExecution",
-        "command": command,
-        "output": result.output,
-        "cancelled": result.cancelled or result.timed_out,
-        "truncated": result.truncated,
-        "timestamp": _now_ms(),
-    }
-    if result.exit_code is not None:
-        message["exitCode"] = result.exit_code
-    if result.timed_out:
-        message["meta"] = {"timedOut": True, "timeoutSeconds": timeout}
-    if exclude_from_context:
-        message["excludeFromContext"] = True
-    return message
+    run = await _execute(shell_argv(command), cwd, exclude_from_context, signal, on_output, timeout)
+    return {"role": "bashExecution", "command": command, **run}
 
 
 async def run_python_input(
@@ -102,22 +95,44 @@ async def run_python_input(
 ) -> PythonExecutionMessage:
     """Run ``code`` with this interpreter (unbuffered, so output streams) as ``pythonExecution``."""
     argv = [sys.executable, "-u", "-c", code]
+    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout)
+    return {"role": "pythonExecution", "code": code, **run}
+
+
+class _Execution(TypedDict):
+    """The fields ``bashExecution`` and ``pythonExecution`` messages share, in wire order."""
+
+    output: str
+    cancelled: bool
+    truncated: bool
+    timestamp: int
+    exitCode: NotRequired[int]
+    meta: NotRequired[JsonObject]
+    excludeFromContext: NotRequired[bool]
+
+
+async def _execute(
+    argv: list[str],
+    cwd: Path,
+    exclude_from_context: bool,
+    signal: AbortSignal | None,
+    on_output: Callable[[str], None] | None,
+    timeout: float | None,
+) -> _Execution:
     result = await run_process(argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output)
-    message: PythonExecutionMessage = {
-        "role": "pythonExecution",
-        "code": code,
+    run: _Execution = {
         "output": result.output,
         "cancelled": result.cancelled or result.timed_out,
         "truncated": result.truncated,
         "timestamp": _now_ms(),
     }
     if result.exit_code is not None:
-        message["exitCode"] = result.exit_code
+        run["exitCode"] = result.exit_code
     if result.timed_out:
-        message["meta"] = {"timedOut": True, "timeoutSeconds": timeout}
+        run["meta"] = {"timedOut": True, "timeoutSeconds": timeout}
     if exclude_from_context:
-        message["excludeFromContext"] = True
-    return message
+        run["excludeFromContext"] = True
+    return run
 
 
 def find_mentions(text: str, cwd: Path) -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,10 +45,7 @@ def create_write_tool(workspace: Workspace) -> AgentTool:
 def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dict[str, Any]]:
     path = workspace.resolve(params.path)
     shown = workspace.display(path)
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-    if path.exists() and not path.is_file():
-        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be written.")
+    refuse_unwritable(path, shown)
     data = params.content.encode()
     existed = path.exists()
     try:
@@ -56,6 +54,14 @@ def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dic
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
     return written(shown, params.content, existed)
+
+
+def refuse_unwritable(path: Path, shown: str) -> None:
+    """Refuse a directory or a special file by name before anything is written, wherever it goes."""
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    if path.exists() and not path.is_file():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be written.")
 
 
 def written(shown: str, content: str, existed: bool) -> AgentToolResult[dict[str, Any]]:
