@@ -106,24 +106,30 @@ class EntryTree:
     def __iter__(self) -> Iterator[Node]:
         return iter(self._nodes.values())
 
+    def newest_id(self) -> str | None:
+        """The greatest entry id (ids sort by creation), ``None`` for an empty tree."""
+        return max(self._nodes, default=None)
+
     def get(self, entry_id: str) -> Node | None:
         return self._nodes.get(entry_id)
 
     def path(self, leaf_id: str | None) -> list[Node]:
         """Root-to-leaf entries ending at ``leaf_id`` (empty for ``None``)."""
         path: list[Node] = []
+        append = path.append
         current = leaf_id
         nodes = self._nodes
-        while current is not None:
+        # A path visits each entry at most once, so one more step than there are entries is a cycle.
+        for _ in range(len(nodes) + 1):
+            if current is None:
+                path.reverse()
+                return path
             node = nodes.get(current)
             if node is None:
                 raise CorruptSessionError(f"entry {current!r} is referenced as a parent but missing")
-            path.append(node)
-            if len(path) > len(nodes):
-                raise CorruptSessionError(f"parent links of entry {leaf_id!r} form a cycle")
+            append(node)
             current = node.parent_id
-        path.reverse()
-        return path
+        raise CorruptSessionError(f"parent links of entry {leaf_id!r} form a cycle")
 
     def children(self, entry_id: str | None) -> list[Node]:
         return [n for n in self._nodes.values() if n.parent_id == entry_id]

@@ -1,0 +1,42 @@
+"""EntryTree.path and newest_id on hand-built trees, including the broken ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.session.tree import CorruptSessionError, EntryTree, Node
+
+
+def tree(links: dict[str, str | None]) -> EntryTree:
+    return EntryTree(Node(i, p, "label", 0, payload=b"{}") for i, p in links.items())
+
+
+def test_path_runs_root_to_leaf() -> None:
+    t = tree({"a": None, "b": "a", "c": "b", "x": "a"})
+    assert [n.id for n in t.path("c")] == ["a", "b", "c"]
+    assert [n.id for n in t.path("x")] == ["a", "x"]
+    assert t.path(None) == []
+
+
+def test_path_through_every_entry_is_not_a_cycle() -> None:
+    ids = [f"e{i:03d}" for i in range(50)]
+    t = tree({i: (ids[k - 1] if k else None) for k, i in enumerate(ids)})
+    assert [n.id for n in t.path(ids[-1])] == ids
+
+
+@pytest.mark.parametrize(
+    "links", [{"a": "a"}, {"a": "b", "b": "a"}, {"r": None, "a": "c", "b": "a", "c": "b"}]
+)
+def test_parent_cycle_is_reported(links: dict[str, str | None]) -> None:
+    with pytest.raises(CorruptSessionError, match="form a cycle"):
+        tree(links).path("a")
+
+
+def test_missing_parent_is_reported() -> None:
+    with pytest.raises(CorruptSessionError, match="'gone' is referenced as a parent but missing"):
+        tree({"a": "gone"}).path("a")
+
+
+def test_newest_id_is_the_greatest_id() -> None:
+    assert tree({}).newest_id() is None
+    assert tree({"01B": None, "01C": "01B", "01A": "01B"}).newest_id() == "01C"
