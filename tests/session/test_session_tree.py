@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
-from tether.session.tree import CorruptSessionError, EntryTree, Node
+from tether.session.tree import CorruptSessionError, EntryTree, Node, paused_gc
 
 
 def tree(links: dict[str, str | None]) -> EntryTree:
@@ -40,3 +43,39 @@ def test_missing_parent_is_reported() -> None:
 def test_newest_id_is_the_greatest_id() -> None:
     assert tree({}).newest_id() is None
     assert tree({"01B": None, "01C": "01B", "01A": "01B"}).newest_id() == "01C"
+
+
+class Cell:
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_paused_gc_leaves_no_young_collection_pending_and_still_collects() -> None:
+    with paused_gc():
+        loaded = [{"n": [i]} for i in range(5_000)]  # well above the young threshold
+        a, b = Cell(), Cell()
+        a.other, b.other = b, a  # a cycle made while paused must still be reclaimed
+        probe = weakref.ref(a)
+        collections: list[int] = []
+        gc.callbacks.append(lambda phase, info: collections.append(info["generation"]))
+    try:
+        _ = [[i] for i in range(10)]  # with a young collection pending, this would run it
+    finally:
+        gc.callbacks.pop()
+    assert collections == []
+    assert gc.get_freeze_count() == 0
+    del a, b
+    gc.collect()
+    assert probe() is None
+    assert len(loaded) == 5_000
+
+
+def test_paused_gc_keeps_objects_the_host_froze() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            _ = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
