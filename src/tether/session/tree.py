@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Generator, Iterable, Iterator
+from itertools import starmap
 from typing import Any, cast
 
 import jiter
@@ -94,13 +95,12 @@ class EntryTree:
     """Entries of one session by id, in append order."""
 
     def __init__(self, nodes: Iterable[Node] = ()) -> None:
-        self._nodes: dict[str, Node] = {}
-        for node in nodes:
-            self._nodes[node.id] = node
+        self._nodes: dict[str, Node] = {node.id: node for node in nodes}
 
     @classmethod
     def from_stored(cls, stored: Iterable[StoredEntry]) -> EntryTree:
-        return cls(Node(s.id, s.parent_id, s.type, s.created, payload=s.payload) for s in stored)
+        # A StoredEntry's fields are Node's first parameters, in order: no per-field lookups.
+        return cls(starmap(Node, stored))
 
     def add(self, entry: EntryDict) -> Node:
         node = Node(entry["id"], entry.get("parentId"), entry["type"], entry["timestamp"], entry=entry)
