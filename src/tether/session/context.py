@@ -104,11 +104,13 @@ def build_context(path: Sequence[Node]) -> SessionContext:
 
 
 def _add_messages(ctx: SessionContext, nodes: Sequence[Node]) -> None:
+    messages, entry_ids = ctx.messages, ctx.entry_ids
     for node in nodes:
-        message = context_message(node)
+        # Message entries are nearly all of a path: take them without the general call.
+        message = node.message if node.type == "message" else context_message(node)
         if message is not None:
-            ctx.messages.append(message)
-            ctx.entry_ids.append(node.id)
+            messages.append(cast(AgentMessage, message))
+            entry_ids.append(node.id)
 
 
 def context_message(node: Node) -> AgentMessage | None:

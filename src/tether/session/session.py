@@ -60,7 +60,7 @@ class Session:
         self._record = record
         self._tree = tree
         self._lease = lease
-        self._newest_id = max((n.id for n in tree), default=None)
+        self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
 

@@ -1,0 +1,81 @@
+"""EntryTree.path and newest_id on hand-built trees, including the broken ones."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from tether.session.tree import CorruptSessionError, EntryTree, Node, paused_gc
+
+
+def tree(links: dict[str, str | None]) -> EntryTree:
+    return EntryTree(Node(i, p, "label", 0, payload=b"{}") for i, p in links.items())
+
+
+def test_path_runs_root_to_leaf() -> None:
+    t = tree({"a": None, "b": "a", "c": "b", "x": "a"})
+    assert [n.id for n in t.path("c")] == ["a", "b", "c"]
+    assert [n.id for n in t.path("x")] == ["a", "x"]
+    assert t.path(None) == []
+
+
+def test_path_through_every_entry_is_not_a_cycle() -> None:
+    ids = [f"e{i:03d}" for i in range(50)]
+    t = tree({i: (ids[k - 1] if k else None) for k, i in enumerate(ids)})
+    assert [n.id for n in t.path(ids[-1])] == ids
+
+
+@pytest.mark.parametrize(
+    "links", [{"a": "a"}, {"a": "b", "b": "a"}, {"r": None, "a": "c", "b": "a", "c": "b"}]
+)
+def test_parent_cycle_is_reported(links: dict[str, str | None]) -> None:
+    with pytest.raises(CorruptSessionError, match="form a cycle"):
+        tree(links).path("a")
+
+
+def test_missing_parent_is_reported() -> None:
+    with pytest.raises(CorruptSessionError, match="'gone' is referenced as a parent but missing"):
+        tree({"a": "gone"}).path("a")
+
+
+def test_newest_id_is_the_greatest_id() -> None:
+    assert tree({}).newest_id() is None
+    assert tree({"01B": None, "01C": "01B", "01A": "01B"}).newest_id() == "01C"
+
+
+class Cell:
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_paused_gc_leaves_no_young_collection_pending_and_still_collects() -> None:
+    with paused_gc():
+        loaded = [{"n": [i]} for i in range(5_000)]  # well above the young threshold
+        a, b = Cell(), Cell()
+        a.other, b.other = b, a  # a cycle made while paused must still be reclaimed
+        probe = weakref.ref(a)
+        collections: list[int] = []
+        gc.callbacks.append(lambda phase, info: collections.append(info["generation"]))
+    try:
+        _ = [[i] for i in range(10)]  # with a young collection pending, this would run it
+    finally:
+        gc.callbacks.pop()
+    assert collections == []
+    assert gc.get_freeze_count() == 0
+    del a, b
+    gc.collect()
+    assert probe() is None
+    assert len(loaded) == 5_000
+
+
+def test_paused_gc_keeps_objects_the_host_froze() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            _ = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
