@@ -357,6 +357,7 @@ async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(
     assert result[-1]["content"] == [{"type": "text", "text": "from stream_simple"}]
 
     monkeypatch.delattr(tether.ai, "stream_simple")
+    monkeypatch.delitem(tether.ai._LAZY, "stream_simple")  # else the lazy package loads it again
     result = await run_agent_loop(
         [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
     )

@@ -5,28 +5,79 @@ package depends only on ``tether.wire``, so a host application can drive tether 
 runtime's dependencies being imported.
 """
 
-from tether.rpc.client import KNOWN_FRAME_TYPES, RpcClient, RpcError, ServerEvent, UnknownFrame
-from tether.rpc.jsonl import LineSplitter, encode_frame
-from tether.rpc.protocol import (
-    COMMANDS,
-    EVENT_TYPES,
-    PROTOCOL_VERSION,
-    BashResult,
-    CancelledResult,
-    CompactionResult,
-    CycleModelResult,
-    Event,
-    EventFilter,
-    ForkMessage,
-    ForkResult,
-    PromptResultFrame,
-    ReadyFrame,
-    ResponseFrame,
-    ServerFrame,
-    SessionState,
-    SessionStats,
-    ThinkingLevelResult,
-)
+# Names load on first use (module __getattr__): importing the package costs nothing until then,
+# which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.rpc.client import KNOWN_FRAME_TYPES, RpcClient, RpcError, ServerEvent, UnknownFrame
+    from tether.rpc.jsonl import LineSplitter, encode_frame
+    from tether.rpc.protocol import (
+        COMMANDS,
+        EVENT_TYPES,
+        PROTOCOL_VERSION,
+        BashResult,
+        CancelledResult,
+        CompactionResult,
+        CycleModelResult,
+        Event,
+        EventFilter,
+        ForkMessage,
+        ForkResult,
+        PromptResultFrame,
+        ReadyFrame,
+        ResponseFrame,
+        ServerFrame,
+        SessionState,
+        SessionStats,
+        ThinkingLevelResult,
+    )
+
+_LAZY = {
+    "KNOWN_FRAME_TYPES": "tether.rpc.client",
+    "RpcClient": "tether.rpc.client",
+    "RpcError": "tether.rpc.client",
+    "ServerEvent": "tether.rpc.client",
+    "UnknownFrame": "tether.rpc.client",
+    "LineSplitter": "tether.rpc.jsonl",
+    "encode_frame": "tether.rpc.jsonl",
+    "COMMANDS": "tether.rpc.protocol",
+    "EVENT_TYPES": "tether.rpc.protocol",
+    "PROTOCOL_VERSION": "tether.rpc.protocol",
+    "BashResult": "tether.rpc.protocol",
+    "CancelledResult": "tether.rpc.protocol",
+    "CompactionResult": "tether.rpc.protocol",
+    "CycleModelResult": "tether.rpc.protocol",
+    "Event": "tether.rpc.protocol",
+    "EventFilter": "tether.rpc.protocol",
+    "ForkMessage": "tether.rpc.protocol",
+    "ForkResult": "tether.rpc.protocol",
+    "PromptResultFrame": "tether.rpc.protocol",
+    "ReadyFrame": "tether.rpc.protocol",
+    "ResponseFrame": "tether.rpc.protocol",
+    "ServerFrame": "tether.rpc.protocol",
+    "SessionState": "tether.rpc.protocol",
+    "SessionStats": "tether.rpc.protocol",
+    "ThinkingLevelResult": "tether.rpc.protocol",
+}
+"""Where each lazily loaded public name lives."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "COMMANDS",

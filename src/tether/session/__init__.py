@@ -12,76 +12,167 @@ persist only through ``Session.append_synthetic``.
     bound.close()                                  # releases the session's writer lock
 """
 
-from tether.session.agent_session import AgentSession
-from tether.session.branching import BranchError, pending_tool_calls
-from tether.session.compaction import (
-    DEFAULT_KEEP_RECENT_TOKENS,
-    DEFAULT_RESERVE_TOKENS,
-    CompactionError,
-    CompactionResult,
-    CompactionSettings,
-    compact,
-    context_tokens,
-    estimate_tokens,
-    is_context_overflow,
-    should_compact,
-    summarize,
-    summarize_branch,
-)
-from tether.session.context import ModelRef, SessionContext, build_context
-from tether.session.convert import (
-    LlmMessage,
-    convert_to_llm,
-    lower_for,
-    lower_message,
-    supports_developer_role,
-    to_provider_messages,
-)
-from tether.session.entries import (
-    ENTRY_FORMAT,
-    BranchSummaryEntry,
-    CompactionEntry,
-    CustomEntry,
-    Entry,
-    EntryDict,
-    EntryType,
-    LabelEntry,
-    MessageEntry,
-    ModelChangeEntry,
-    ServiceTierChangeEntry,
-    SessionInfoEntry,
-    SystemPromptChangeEntry,
-    ThinkingLevelChangeEntry,
-)
-from tether.session.ids import IdGenerator, new_id
-from tether.session.jsonl import ImportFormatError
-from tether.session.manager import SessionManager
-from tether.session.paths import default_db_path
-from tether.session.prompt import (
-    PromptEditError,
-    PromptEditor,
-    PromptHook,
-    PromptInput,
-    PromptPart,
-    run_prompt_hooks,
-)
-from tether.session.replay import replay_events
-from tether.session.runtime import SessionRuntime
-from tether.session.session import ReadOnlySessionError, Session
-from tether.session.sqlite_store import SQLiteStore
-from tether.session.store import (
-    EntryNotFoundError,
-    SchemaVersionError,
-    SessionError,
-    SessionExistsError,
-    SessionLockedError,
-    SessionNotFoundError,
-    SessionRecord,
-    SessionStore,
-    StoredEntry,
-    WriterLease,
-)
-from tether.session.tree import CorruptSessionError
+# Names load on first use (module __getattr__): importing the package costs nothing until then,
+# which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.session.agent_session import AgentSession
+    from tether.session.branching import BranchError, pending_tool_calls
+    from tether.session.compaction import (
+        DEFAULT_KEEP_RECENT_TOKENS,
+        DEFAULT_RESERVE_TOKENS,
+        CompactionError,
+        CompactionResult,
+        CompactionSettings,
+        compact,
+        context_tokens,
+        estimate_tokens,
+        is_context_overflow,
+        should_compact,
+        summarize,
+        summarize_branch,
+    )
+    from tether.session.context import ModelRef, SessionContext, build_context
+    from tether.session.convert import (
+        LlmMessage,
+        convert_to_llm,
+        lower_for,
+        lower_message,
+        supports_developer_role,
+        to_provider_messages,
+    )
+    from tether.session.entries import (
+        ENTRY_FORMAT,
+        BranchSummaryEntry,
+        CompactionEntry,
+        CustomEntry,
+        Entry,
+        EntryDict,
+        EntryType,
+        LabelEntry,
+        MessageEntry,
+        ModelChangeEntry,
+        ServiceTierChangeEntry,
+        SessionInfoEntry,
+        SystemPromptChangeEntry,
+        ThinkingLevelChangeEntry,
+    )
+    from tether.session.ids import IdGenerator, new_id
+    from tether.session.jsonl import ImportFormatError
+    from tether.session.manager import SessionManager
+    from tether.session.paths import default_db_path
+    from tether.session.prompt import (
+        PromptEditError,
+        PromptEditor,
+        PromptHook,
+        PromptInput,
+        PromptPart,
+        run_prompt_hooks,
+    )
+    from tether.session.replay import replay_events
+    from tether.session.runtime import SessionRuntime
+    from tether.session.session import ReadOnlySessionError, Session
+    from tether.session.sqlite_store import SQLiteStore
+    from tether.session.store import (
+        EntryNotFoundError,
+        SchemaVersionError,
+        SessionError,
+        SessionExistsError,
+        SessionLockedError,
+        SessionNotFoundError,
+        SessionRecord,
+        SessionStore,
+        StoredEntry,
+        WriterLease,
+    )
+    from tether.session.tree import CorruptSessionError
+
+_LAZY = {
+    "AgentSession": "tether.session.agent_session",
+    "BranchError": "tether.session.branching",
+    "pending_tool_calls": "tether.session.branching",
+    "DEFAULT_KEEP_RECENT_TOKENS": "tether.session.compaction",
+    "DEFAULT_RESERVE_TOKENS": "tether.session.compaction",
+    "CompactionError": "tether.session.compaction",
+    "CompactionResult": "tether.session.compaction",
+    "CompactionSettings": "tether.session.compaction",
+    "compact": "tether.session.compaction",
+    "context_tokens": "tether.session.compaction",
+    "estimate_tokens": "tether.session.compaction",
+    "is_context_overflow": "tether.session.compaction",
+    "should_compact": "tether.session.compaction",
+    "summarize": "tether.session.compaction",
+    "summarize_branch": "tether.session.compaction",
+    "ModelRef": "tether.session.context",
+    "SessionContext": "tether.session.context",
+    "build_context": "tether.session.context",
+    "LlmMessage": "tether.session.convert",
+    "convert_to_llm": "tether.session.convert",
+    "lower_for": "tether.session.convert",
+    "lower_message": "tether.session.convert",
+    "supports_developer_role": "tether.session.convert",
+    "to_provider_messages": "tether.session.convert",
+    "ENTRY_FORMAT": "tether.session.entries",
+    "BranchSummaryEntry": "tether.session.entries",
+    "CompactionEntry": "tether.session.entries",
+    "CustomEntry": "tether.session.entries",
+    "Entry": "tether.session.entries",
+    "EntryDict": "tether.session.entries",
+    "EntryType": "tether.session.entries",
+    "LabelEntry": "tether.session.entries",
+    "MessageEntry": "tether.session.entries",
+    "ModelChangeEntry": "tether.session.entries",
+    "ServiceTierChangeEntry": "tether.session.entries",
+    "SessionInfoEntry": "tether.session.entries",
+    "SystemPromptChangeEntry": "tether.session.entries",
+    "ThinkingLevelChangeEntry": "tether.session.entries",
+    "IdGenerator": "tether.session.ids",
+    "new_id": "tether.session.ids",
+    "ImportFormatError": "tether.session.jsonl",
+    "SessionManager": "tether.session.manager",
+    "default_db_path": "tether.session.paths",
+    "PromptEditError": "tether.session.prompt",
+    "PromptEditor": "tether.session.prompt",
+    "PromptHook": "tether.session.prompt",
+    "PromptInput": "tether.session.prompt",
+    "PromptPart": "tether.session.prompt",
+    "run_prompt_hooks": "tether.session.prompt",
+    "replay_events": "tether.session.replay",
+    "SessionRuntime": "tether.session.runtime",
+    "ReadOnlySessionError": "tether.session.session",
+    "Session": "tether.session.session",
+    "SQLiteStore": "tether.session.sqlite_store",
+    "EntryNotFoundError": "tether.session.store",
+    "SchemaVersionError": "tether.session.store",
+    "SessionError": "tether.session.store",
+    "SessionExistsError": "tether.session.store",
+    "SessionLockedError": "tether.session.store",
+    "SessionNotFoundError": "tether.session.store",
+    "SessionRecord": "tether.session.store",
+    "SessionStore": "tether.session.store",
+    "StoredEntry": "tether.session.store",
+    "WriterLease": "tether.session.store",
+    "CorruptSessionError": "tether.session.tree",
+}
+"""Where each lazily loaded public name lives."""
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "DEFAULT_KEEP_RECENT_TOKENS",

@@ -1,0 +1,82 @@
+"""The package ``__init__``s load their names on first use; these tests hold them to it.
+
+Start-up time of ``tether -p`` depends on what the print path imports, so the laziness is checked
+in fresh interpreters (this test process has imported everything long ago). The public API must
+stay what it was: every name in ``__all__`` resolves, and the two names that share their spelling
+with a submodule (``tether.ai.models_file``, ``tether.agent.tool``) stay the functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGES = ["tether.ai", "tether.wire", "tether.agent", "tether.session", "tether.testing", "tether.rpc"]
+
+
+def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    """Module names in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_public_name_resolves_and_is_listed(package: str) -> None:
+    module = importlib.import_module(package)
+    names: list[str] = module.__all__
+    missing = [name for name in names if getattr(module, name, None) is None]
+    assert missing == []
+    assert set(names) <= set(dir(module))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_an_unknown_name_is_an_attribute_error(package: str) -> None:
+    module = importlib.import_module(package)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018
+
+
+def test_names_spelled_like_submodules_stay_the_functions() -> None:
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import tether.ai.models_file, tether.agent.tool, tether.ai, tether.agent, inspect\n"
+            "print(inspect.isfunction(tether.ai.models_file), inspect.isfunction(tether.agent.tool))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.split() == ["True", "True"]
+
+
+def test_importing_the_packages_loads_no_provider_nor_http_client() -> None:
+    loaded = loaded_after("import tether.ai, tether.wire, tether.agent, tether.session, tether.testing")
+    assert {"httpx2", "tether.ai.models", "tether.ai.api", "tether.ai.transport"} & loaded == set()
+    assert not any(name.startswith("tether.ai.providers") for name in loaded)
+
+
+def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
+    env = {
+        "TETHER_HOME": str(tmp_path),
+        "TETHER_SCRIPTED": str(script),
+        "NO_COLOR": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    run = (
+        "import sys\nfrom tether.cli.main import main\n"
+        "try:\n    main(['-p', 'hi', '--no-session'])\nexcept SystemExit as exit:\n    assert not exit.code\n"
+    )
+    loaded = loaded_after(run, env)
+    heavy = {"httpx2", "rich", "prompt_toolkit", "jsonschema", "tether.ai.models", "tether.ai.transport"}
+    assert heavy & loaded == set()
+    assert "tether.agent.loop" in loaded  # the run did happen
