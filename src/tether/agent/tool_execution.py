@@ -148,7 +148,9 @@ class _Batch:
         done: list[_Finalized] = []
         for call in calls:
             await self._emit_start(call)
-            prepared = await self._prepare(call)
+            prepared = (
+                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            )
             finalized = prepared if isinstance(prepared, _Finalized) else await self._run(prepared)
             await self._emit_end(finalized)
             await emit_tool_result(
@@ -163,7 +165,9 @@ class _Batch:
         slots: list[_Finalized | _Prepared] = []
         for call in calls:
             await self._emit_start(call)
-            prepared = await self._prepare(call)
+            prepared = (
+                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            )
             if isinstance(prepared, _Finalized):
                 await self._emit_end(prepared)
             slots.append(prepared)
@@ -218,6 +222,22 @@ class _Batch:
     # -- the steps of one call ---------------------------------------------------------------
 
     async def _prepare(self, call: ToolCall) -> _Prepared | _Finalized:
+        """``_check``, then ``before_tool_call`` (callers without the hook call ``_check`` alone)."""
+        prepared = self._check(call)
+        if self.config.before_tool_call is None or isinstance(prepared, _Finalized):
+            return prepared
+        try:
+            decision = await self.config.before_tool_call(
+                BeforeToolCallContext(self.assistant, call, prepared.args, self.context), self.signal
+            )
+        except Exception as exc:
+            return _Finalized(call, error_result(describe_error(exc)), True)
+        if decision is not None and decision.block:
+            return _Finalized(call, error_result(decision.reason or BLOCKED), True)
+        return prepared
+
+    def _check(self, call: ToolCall) -> _Prepared | _Finalized:
+        """The synchronous part of preparing: find the tool, prepare and validate the arguments."""
         agent_tool = self.tools.get(call["name"])
         if agent_tool is None:
             return _Finalized(call, error_result(f"Tool {call['name']} not found"), True)
@@ -226,12 +246,6 @@ class _Batch:
             if agent_tool.prepare_arguments is not None:
                 arguments = agent_tool.prepare_arguments(arguments)
             args = validate_tool_arguments(agent_tool, call["name"], arguments)
-            if self.config.before_tool_call is not None:
-                decision = await self.config.before_tool_call(
-                    BeforeToolCallContext(self.assistant, call, args, self.context), self.signal
-                )
-                if decision is not None and decision.block:
-                    return _Finalized(call, error_result(decision.reason or BLOCKED), True)
         except Exception as exc:
             return _Finalized(call, error_result(describe_error(exc)), True)
         return _Prepared(call, agent_tool, args)
@@ -276,7 +290,8 @@ class _Batch:
         except Exception as exc:
             return error_result(describe_error(exc)), True
         finally:
-            await updates.close()
+            if not updates.closed_at_once():
+                await updates.close()
 
     async def _emit_start(self, call: ToolCall) -> None:
         await self.emit(
@@ -330,6 +345,11 @@ class _Updates:
         if previous is not None:
             await previous
         await self._emit(event)
+
+    def closed_at_once(self) -> bool:
+        """Close without waiting when no update was sent; ``False``: ``await close()`` for them."""
+        self._closed = True
+        return not self._tasks
 
     async def close(self) -> None:
         self._closed = True
