@@ -39,6 +39,8 @@ from tether.agent.types import (
     AgentLoopConfig,
     BeforeToolCallContext,
     Emit,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
 from tether.agent.validation import validate_tool_arguments
@@ -147,12 +149,15 @@ class _Batch:
     ) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
-            await self._emit_start(call)
+            await self.emit(_start_event(call))
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
-            finalized = prepared if isinstance(prepared, _Finalized) else await self._run(prepared)
-            await self._emit_end(finalized)
+            if isinstance(prepared, _Finalized):
+                finalized = prepared
+                await self.emit(_end_event(finalized))
+            else:
+                finalized = await self._run_and_report(prepared)
             await emit_tool_result(
                 tool_result_message(call, finalized.result, finalized.is_error), self.emit, delivered
             )
@@ -164,12 +169,12 @@ class _Batch:
     ) -> list[_Finalized]:
         slots: list[_Finalized | _Prepared] = []
         for call in calls:
-            await self._emit_start(call)
+            await self.emit(_start_event(call))
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
-                await self._emit_end(prepared)
+                await self.emit(_end_event(prepared))
             slots.append(prepared)
 
         runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
@@ -215,8 +220,28 @@ class _Batch:
         return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
 
     async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
-        finalized = await self._run(prepared)
-        await self._emit_end(finalized)
+        """Execute, finalize, report the end: the part of a call that runs concurrently."""
+        call = prepared.call
+        updates = _Updates(call, self.emit)
+        try:
+            result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            is_error = False
+            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                result = error_result(
+                    f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
+                )
+                is_error = True
+        except Exception as exc:
+            result, is_error = error_result(describe_error(exc)), True
+        finally:
+            if not updates.closed_at_once():
+                await updates.close()
+        finalized = (
+            _Finalized(prepared.call, result, is_error)
+            if self.config.after_tool_call is None
+            else await self._finalize(prepared, result, is_error)
+        )
+        await self.emit(_end_event(finalized))
         return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
@@ -250,8 +275,10 @@ class _Batch:
             return _Finalized(call, error_result(describe_error(exc)), True)
         return _Prepared(call, agent_tool, args)
 
-    async def _run(self, prepared: _Prepared) -> _Finalized:
-        result, is_error = await self._execute(prepared)
+    async def _finalize(
+        self, prepared: _Prepared, result: AgentToolResult[Any], is_error: bool
+    ) -> _Finalized:
+        """Apply ``after_tool_call`` (callers without the hook skip this step)."""
         after = self.config.after_tool_call
         if after is None:
             return _Finalized(prepared.call, result, is_error)
@@ -275,44 +302,24 @@ class _Batch:
             prepared.call, merged, override.is_error if override.is_error is not None else is_error
         )
 
-    async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult[Any], bool]:
-        updates = _Updates(prepared.call, self.emit)
-        try:
-            result = await prepared.tool.execute(
-                prepared.call["id"], prepared.args, self.signal, updates.push
-            )
-            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                result = error_result(
-                    f"Tool {prepared.call['name']} returned {type(result).__name__}, not an AgentToolResult"
-                )
-                return result, True
-            return result, False
-        except Exception as exc:
-            return error_result(describe_error(exc)), True
-        finally:
-            if not updates.closed_at_once():
-                await updates.close()
 
-    async def _emit_start(self, call: ToolCall) -> None:
-        await self.emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
+def _start_event(call: ToolCall) -> ToolExecutionStartEvent:
+    return {
+        "type": "tool_execution_start",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "args": call["arguments"],
+    }
 
-    async def _emit_end(self, finalized: _Finalized) -> None:
-        await self.emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": finalized.call["id"],
-                "toolName": finalized.call["name"],
-                "result": finalized.result,
-                "isError": finalized.is_error,
-            }
-        )
+
+def _end_event(finalized: _Finalized) -> ToolExecutionEndEvent:
+    return {
+        "type": "tool_execution_end",
+        "toolCallId": finalized.call["id"],
+        "toolName": finalized.call["name"],
+        "result": finalized.result,
+        "isError": finalized.is_error,
+    }
 
 
 class _Updates:
