@@ -167,7 +167,7 @@ class ScriptedModel:
 
     async def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
         """The events of one response. Every ``await _tick()`` is a point where another
         task (or a listener that just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
@@ -201,13 +201,16 @@ class ScriptedModel:
                     return
                 delta = canonical_json(block.arguments)
                 call["arguments"] = json.loads(delta)  # what the model "sent", never the script's dict
-                yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
-                yield {
-                    "type": "toolcall_end",
-                    "contentIndex": index,
-                    "toolCall": call.copy(),
-                    "partial": message,
-                }
+                # Delta and end come together (no tick between them): one batch, one generator step.
+                yield [
+                    {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message},
+                    {
+                        "type": "toolcall_end",
+                        "contentIndex": index,
+                        "toolCall": call.copy(),
+                        "partial": message,
+                    },
+                ]
             elif isinstance(block, TextBlock):
                 text_part: TextContent = {"type": "text", "text": ""}
                 content.append(text_part)
