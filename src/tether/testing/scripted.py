@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import jiter
+
 from tether.agent.coercion import js_number_to_python
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
@@ -200,7 +202,9 @@ class ScriptedModel:
                     yield error_event(message, ABORTED_MESSAGE, aborted=True)
                     return
                 delta = canonical_json(block.arguments)
-                call["arguments"] = json.loads(delta)  # what the model "sent", never the script's dict
+                call["arguments"] = jiter.from_json(
+                    delta.encode()
+                )  # what the model "sent", never the script's dict
                 # Delta and end come together (no tick between them): one batch, one generator step.
                 yield [
                     {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message},
