@@ -205,8 +205,10 @@ class _Batch:
             # One step for every call (they start in source order); calls that finish at once,
             # the common case, then need no waiting machinery at all.
             await asyncio.sleep(0)
-            if not all(task.done() for task in tasks):
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:
+                if not task.done():
+                    await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                    break
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
             unfinished = [task for task in tasks if not task.done()]
             for task in unfinished:
