@@ -4,7 +4,9 @@ The same scenario runs on the reference (``bench/reference/p2.mjs``: pi-agent-co
 conformance oracle's scripted model) and the two figures are printed side by side. Both sides
 yield to their event loop before each streamed block and delta, execute three instant tools
 per turn in parallel mode, filter the transcript for the model before every call (tether: the
-default ``convert_to_llm``), and count events in an awaited emit sink.
+default ``convert_to_llm``, which the loop applies incrementally, reading only the messages
+appended since its previous call; the reference re-reads the whole transcript), and count events
+in an awaited emit sink.
 
     .venv/bin/python bench/p2_agent_loop.py     # installs bench/reference with npm ci if needed
 """

@@ -117,7 +117,14 @@ def _compile(schema: object) -> Check:
         return lambda _v: True
     if len(checks) == 1:
         return checks[0]
-    return lambda v: all(check(v) for check in checks)
+
+    def check_all(value: Any) -> bool:
+        for check in checks:  # noqa: SIM110 (all() over a generator costs a frame per call)
+            if not check(value):
+                return False
+        return True
+
+    return check_all
 
 
 def _add_type(node: dict[str, Any], checks: list[Check]) -> None:
@@ -207,8 +214,12 @@ def _add_objects(node: dict[str, Any], checks: list[Check]) -> None:
     if required is not None:
         if not isinstance(required, list):
             raise _Unsupported
-        names = cast(list[str], required)
-        checks.append(lambda v: not isinstance(v, dict) or all(name in v for name in names))
+        names = cast(list[Any], required)
+        if all(isinstance(name, str) for name in names):
+            wanted = frozenset(cast(list[str], names))
+            checks.append(lambda v: not isinstance(v, dict) or cast(dict[str, Any], v).keys() >= wanted)
+        else:
+            checks.append(lambda v: not isinstance(v, dict) or all(name in v for name in names))
     properties = node.get("properties", {})
     if not isinstance(properties, dict):
         raise _Unsupported

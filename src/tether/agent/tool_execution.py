@@ -39,6 +39,8 @@ from tether.agent.types import (
     AgentLoopConfig,
     BeforeToolCallContext,
     Emit,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
 from tether.agent.validation import validate_tool_arguments
@@ -147,10 +149,15 @@ class _Batch:
     ) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
-            await self._emit_start(call)
-            prepared = await self._prepare(call)
-            finalized = prepared if isinstance(prepared, _Finalized) else await self._run(prepared)
-            await self._emit_end(finalized)
+            await self.emit(_start_event(call))
+            prepared = (
+                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            )
+            if isinstance(prepared, _Finalized):
+                finalized = prepared
+                await self.emit(_end_event(finalized))
+            else:
+                finalized = await self._run_and_report(prepared)
             await emit_tool_result(
                 tool_result_message(call, finalized.result, finalized.is_error), self.emit, delivered
             )
@@ -162,10 +169,12 @@ class _Batch:
     ) -> list[_Finalized]:
         slots: list[_Finalized | _Prepared] = []
         for call in calls:
-            await self._emit_start(call)
-            prepared = await self._prepare(call)
+            await self.emit(_start_event(call))
+            prepared = (
+                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            )
             if isinstance(prepared, _Finalized):
-                await self._emit_end(prepared)
+                await self.emit(_end_event(prepared))
             slots.append(prepared)
 
         runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
@@ -196,8 +205,10 @@ class _Batch:
             # One step for every call (they start in source order); calls that finish at once,
             # the common case, then need no waiting machinery at all.
             await asyncio.sleep(0)
-            if not all(task.done() for task in tasks):
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:
+                if not task.done():
+                    await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                    break
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
             unfinished = [task for task in tasks if not task.done()]
             for task in unfinished:
@@ -211,13 +222,49 @@ class _Batch:
         return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
 
     async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
-        finalized = await self._run(prepared)
-        await self._emit_end(finalized)
+        """Execute, finalize, report the end: the part of a call that runs concurrently."""
+        call = prepared.call
+        updates = _Updates(call, self.emit)
+        try:
+            result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            is_error = False
+            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                result = error_result(
+                    f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
+                )
+                is_error = True
+        except Exception as exc:
+            result, is_error = error_result(describe_error(exc)), True
+        finally:
+            if not updates.closed_at_once():
+                await updates.close()
+        finalized = (
+            _Finalized(prepared.call, result, is_error)
+            if self.config.after_tool_call is None
+            else await self._finalize(prepared, result, is_error)
+        )
+        await self.emit(_end_event(finalized))
         return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
 
     async def _prepare(self, call: ToolCall) -> _Prepared | _Finalized:
+        """``_check``, then ``before_tool_call`` (callers without the hook call ``_check`` alone)."""
+        prepared = self._check(call)
+        if self.config.before_tool_call is None or isinstance(prepared, _Finalized):
+            return prepared
+        try:
+            decision = await self.config.before_tool_call(
+                BeforeToolCallContext(self.assistant, call, prepared.args, self.context), self.signal
+            )
+        except Exception as exc:
+            return _Finalized(call, error_result(describe_error(exc)), True)
+        if decision is not None and decision.block:
+            return _Finalized(call, error_result(decision.reason or BLOCKED), True)
+        return prepared
+
+    def _check(self, call: ToolCall) -> _Prepared | _Finalized:
+        """The synchronous part of preparing: find the tool, prepare and validate the arguments."""
         agent_tool = self.tools.get(call["name"])
         if agent_tool is None:
             return _Finalized(call, error_result(f"Tool {call['name']} not found"), True)
@@ -226,18 +273,14 @@ class _Batch:
             if agent_tool.prepare_arguments is not None:
                 arguments = agent_tool.prepare_arguments(arguments)
             args = validate_tool_arguments(agent_tool, call["name"], arguments)
-            if self.config.before_tool_call is not None:
-                decision = await self.config.before_tool_call(
-                    BeforeToolCallContext(self.assistant, call, args, self.context), self.signal
-                )
-                if decision is not None and decision.block:
-                    return _Finalized(call, error_result(decision.reason or BLOCKED), True)
         except Exception as exc:
             return _Finalized(call, error_result(describe_error(exc)), True)
         return _Prepared(call, agent_tool, args)
 
-    async def _run(self, prepared: _Prepared) -> _Finalized:
-        result, is_error = await self._execute(prepared)
+    async def _finalize(
+        self, prepared: _Prepared, result: AgentToolResult[Any], is_error: bool
+    ) -> _Finalized:
+        """Apply ``after_tool_call`` (callers without the hook skip this step)."""
         after = self.config.after_tool_call
         if after is None:
             return _Finalized(prepared.call, result, is_error)
@@ -261,43 +304,24 @@ class _Batch:
             prepared.call, merged, override.is_error if override.is_error is not None else is_error
         )
 
-    async def _execute(self, prepared: _Prepared) -> tuple[AgentToolResult[Any], bool]:
-        updates = _Updates(prepared.call, self.emit)
-        try:
-            result = await prepared.tool.execute(
-                prepared.call["id"], prepared.args, self.signal, updates.push
-            )
-            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                result = error_result(
-                    f"Tool {prepared.call['name']} returned {type(result).__name__}, not an AgentToolResult"
-                )
-                return result, True
-            return result, False
-        except Exception as exc:
-            return error_result(describe_error(exc)), True
-        finally:
-            await updates.close()
 
-    async def _emit_start(self, call: ToolCall) -> None:
-        await self.emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
+def _start_event(call: ToolCall) -> ToolExecutionStartEvent:
+    return {
+        "type": "tool_execution_start",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "args": call["arguments"],
+    }
 
-    async def _emit_end(self, finalized: _Finalized) -> None:
-        await self.emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": finalized.call["id"],
-                "toolName": finalized.call["name"],
-                "result": finalized.result,
-                "isError": finalized.is_error,
-            }
-        )
+
+def _end_event(finalized: _Finalized) -> ToolExecutionEndEvent:
+    return {
+        "type": "tool_execution_end",
+        "toolCallId": finalized.call["id"],
+        "toolName": finalized.call["name"],
+        "result": finalized.result,
+        "isError": finalized.is_error,
+    }
 
 
 class _Updates:
@@ -330,6 +354,11 @@ class _Updates:
         if previous is not None:
             await previous
         await self._emit(event)
+
+    def closed_at_once(self) -> bool:
+        """Close without waiting when no update was sent; ``False``: ``await close()`` for them."""
+        self._closed = True
+        return not self._tasks
 
     async def close(self) -> None:
         self._closed = True

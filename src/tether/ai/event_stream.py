@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
@@ -87,7 +87,7 @@ class AssistantMessageEventStream:
         self._partial: AssistantMessage | None = None
         self._final: AssistantMessage | None = None
         self._batch: list[AssistantMessageEvent] = []
-        self._waiting: asyncio.Task[object] | None = None
+        self._waiting: asyncio.Task[Any] | None = None
         self._abort_requested = False
         self._remove_listener = signal.add_listener(self._on_abort) if signal is not None else None
 
@@ -120,7 +120,7 @@ class AssistantMessageEventStream:
             return event
         # Only an abort signal needs the task (to cancel the await); skip the lookup without one.
         task = asyncio.current_task() if self._signal is not None else None
-        self._waiting = cast("asyncio.Task[object] | None", task)
+        self._waiting = task
         try:
             item = await self._source.__anext__()
         except StopAsyncIteration:

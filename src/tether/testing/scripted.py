@@ -17,12 +17,14 @@ describe (``shared/conformance/README.md``, "The scripted model").
 
 from __future__ import annotations
 
-import asyncio
 import json
+import types
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
+
+import jiter
 
 from tether.agent.coercion import js_number_to_python
 from tether.ai.abort import AbortSignal
@@ -167,12 +169,12 @@ class ScriptedModel:
 
     async def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        """The events of one response. Every ``await asyncio.sleep(0)`` is a point where another
+    ) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
+        """The events of one response. Every ``await _tick()`` is a point where another
         task (or a listener that just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
         content = message["content"]
-        await asyncio.sleep(0)
+        await _tick()
         if script is None:
             yield error_event(message, NO_RESPONSE_LEFT)
             return
@@ -181,7 +183,7 @@ class ScriptedModel:
             return
         yield {"type": "start", "partial": message}
         for index, block in enumerate(script.content):
-            await asyncio.sleep(0)
+            await _tick()
             if signal is not None and signal.aborted:
                 yield error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
@@ -195,25 +197,30 @@ class ScriptedModel:
                 }
                 content.append(call)
                 yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
-                await asyncio.sleep(0)
+                await _tick()
                 if signal is not None and signal.aborted:
                     yield error_event(message, ABORTED_MESSAGE, aborted=True)
                     return
                 delta = canonical_json(block.arguments)
-                call["arguments"] = json.loads(delta)  # what the model "sent", never the script's dict
-                yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
-                yield {
-                    "type": "toolcall_end",
-                    "contentIndex": index,
-                    "toolCall": call.copy(),
-                    "partial": message,
-                }
+                call["arguments"] = jiter.from_json(
+                    delta.encode()
+                )  # what the model "sent", never the script's dict
+                # Delta and end come together (no tick between them): one batch, one generator step.
+                yield [
+                    {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message},
+                    {
+                        "type": "toolcall_end",
+                        "contentIndex": index,
+                        "toolCall": call.copy(),
+                        "partial": message,
+                    },
+                ]
             elif isinstance(block, TextBlock):
                 text_part: TextContent = {"type": "text", "text": ""}
                 content.append(text_part)
                 yield {"type": "text_start", "contentIndex": index, "partial": message}
                 for chunk in block.chunks:
-                    await asyncio.sleep(0)
+                    await _tick()
                     if signal is not None and signal.aborted:
                         yield error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
@@ -230,7 +237,7 @@ class ScriptedModel:
                 content.append(thinking_part)
                 yield {"type": "thinking_start", "contentIndex": index, "partial": message}
                 for chunk in block.chunks:
-                    await asyncio.sleep(0)
+                    await _tick()
                     if signal is not None and signal.aborted:
                         yield error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
@@ -247,7 +254,7 @@ class ScriptedModel:
                     "content": thinking_part["thinking"],
                     "partial": message,
                 }
-        await asyncio.sleep(0)
+        await _tick()
         if signal is not None and signal.aborted:
             yield error_event(message, ABORTED_MESSAGE, aborted=True)
             return
@@ -260,6 +267,14 @@ class ScriptedModel:
         # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
         # does: a plain ``done`` with that reason and no error text (a misbehaving provider).
         yield cast(AssistantDoneEvent, {"type": "done", "reason": reason, "message": message})
+
+
+@types.coroutine
+def _tick() -> Generator[None]:
+    """One pass of the event loop, as ``asyncio.sleep(0)`` (a bare ``yield`` to the task, which
+    reschedules itself behind what is ready) without that coroutine's frame: ticks are the
+    scripted model's most frequent await."""
+    yield
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
