@@ -2,16 +2,21 @@
 
 A missing key is not an exception: ``missing_key_message`` gives the text of the ``error``
 message a provider ends its stream with, naming the variable to set. Local servers (Ollama,
-llama.cpp, vLLM, LM Studio, anything on loopback) need no key.
+llama.cpp, vLLM, LM Studio, anything on loopback) need no key, and neither does a provider of the
+user's ``models.json`` that names no ``apiKeyEnv``; one that names it is read from that variable.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tether.wire import ModelInfo
+
+if TYPE_CHECKING:
+    from tether.ai.models import ProviderInfo
 
 ENV_VARS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -44,6 +49,30 @@ class ApiKey:
     """The variable it came from; ``None`` when passed explicitly."""
 
 
+def _configured(model: ModelInfo) -> ProviderInfo | None:
+    """The model's provider as the registry knows it (the user's ``models.json`` included).
+
+    ``None`` when the registry has no such provider, or when ``models.json`` is broken: a key
+    lookup never raises, and the broken file is reported by the model lookup itself.
+    """
+    from tether.ai.models import UnknownProviderError, get_provider_info  # models imports keys
+    from tether.ai.models_file import ModelsFileError
+
+    try:
+        return get_provider_info(model["provider"])
+    except (UnknownProviderError, ModelsFileError):
+        return None
+
+
+def _key_vars(model: ModelInfo) -> tuple[str, ...]:
+    """The variables to read for ``model``: its provider's ``apiKeyEnv`` first, then the conventional ones."""
+    info = _configured(model)
+    conventional = env_vars_for(model["provider"])
+    if info is not None and info.api_key_env and info.api_key_env not in conventional:
+        return (info.api_key_env, *conventional)
+    return conventional
+
+
 def env_vars_for(provider: str) -> tuple[str, ...]:
     """The variables consulted for ``provider`` (``<PROVIDER>_API_KEY`` for unknown ones)."""
     known = ENV_VARS.get(provider)
@@ -56,7 +85,7 @@ def resolve_api_key(model: ModelInfo, explicit: str | None = None) -> ApiKey | N
     """The key to use for ``model``: ``explicit`` first, then the environment."""
     if explicit:
         return ApiKey(explicit, None)
-    for name in env_vars_for(model["provider"]):
+    for name in _key_vars(model):
         value = os.environ.get(name)
         if value:
             return ApiKey(value, name)
@@ -69,9 +98,12 @@ def is_keyless(model: ModelInfo) -> bool:
     if compat.get("apiKey") is False or model["provider"] in KEYLESS_PROVIDERS:
         return True
     host = urlsplit(model["baseUrl"]).hostname or ""
-    return host in _LOOPBACK_HOSTS
+    if host in _LOOPBACK_HOSTS:
+        return True
+    info = _configured(model)
+    return info is not None and info.local and info.api_key_env is None
 
 
 def missing_key_message(model: ModelInfo) -> str:
-    names = " or ".join(env_vars_for(model["provider"]))
+    names = " or ".join(_key_vars(model))
     return f"No API key for provider {model['provider']!r}: set {names} or pass api_key."
