@@ -16,8 +16,9 @@ persist only through ``Session.append_synthetic``.
 # which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.session.agent_session import AgentSession
@@ -161,17 +162,7 @@ _LAZY = {
 """Where each lazily loaded public name lives."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

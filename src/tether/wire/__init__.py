@@ -8,8 +8,9 @@ Messages, content blocks and events are plain dicts typed as ``TypedDict``s; see
 # which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.wire.codec import (
@@ -156,17 +157,7 @@ _LAZY = {
 """Where each lazily loaded public name lives."""
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
