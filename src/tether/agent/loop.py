@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import importlib
 import inspect
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -55,7 +54,7 @@ from tether.agent.types import (
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream, empty_usage
+from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, StreamFn
 from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 
@@ -443,7 +442,7 @@ class _Run:
             self.streaming = None
             await self._quiet({"type": "message_end", "message": error})
         else:
-            error = _as_error(_empty_assistant(self.config), text)
+            error = _as_error(new_assistant_message(self.config.model), text)
             if not self.in_turn:
                 self.in_turn = True
                 await self._quiet({"type": "turn_start"})
@@ -487,23 +486,6 @@ class _Run:
         if self.in_turn:
             self.in_turn = False
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
-
-
-def _empty_assistant(config: AgentLoopConfig) -> AssistantMessage:
-    model = config.model
-    return cast(
-        AssistantMessage,
-        {
-            "role": "assistant",
-            "content": [],
-            "api": model["api"],
-            "provider": model["provider"],
-            "model": model["id"],
-            "usage": empty_usage(),
-            "stopReason": "error",
-            "timestamp": int(time.time() * 1000),
-        },
-    )
 
 
 def _as_error(message: AssistantMessage, text: str) -> AssistantMessage:
