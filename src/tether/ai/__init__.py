@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tether._lazy import lazy_exports
+
+# Imported first: the submodule ``models_file`` would otherwise replace the function of that
+# name as a package attribute when something imports it later.
 from tether.ai.models_file import ModelsFileError
 from tether.ai.paths import config_dir, data_dir, models_file
 

@@ -16,17 +16,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal, NotRequired, cast
 
-from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from tether.wire import Codec, ModelCost, ThinkingConfig, WireError
+from tether.wire.records import STRICT, record
 
 Number = int | float
 
-STRICT = ConfigDict(extra="forbid", strict=True)
 
-
-@with_config(STRICT)
+@record(STRICT)
 class CostEntry(TypedDict):
     """Per-million-token USD rates; a missing rate is 0."""
 
@@ -36,7 +34,7 @@ class CostEntry(TypedDict):
     cacheWrite: NotRequired[Number]
 
 
-@with_config(STRICT)
+@record(STRICT)
 class ModelEntry(TypedDict):
     """One model of a provider. Only ``id`` is required; see ``docs/models.md`` for defaults."""
 
@@ -54,7 +52,7 @@ class ModelEntry(TypedDict):
     thinking: NotRequired[ThinkingConfig]
 
 
-@with_config(STRICT)
+@record(STRICT)
 class ProviderEntry(TypedDict):
     """A provider: new (``baseUrl`` and ``api`` required) or an override of a known one."""
 
@@ -66,7 +64,7 @@ class ProviderEntry(TypedDict):
     models: NotRequired[list[ModelEntry]]
 
 
-@with_config(STRICT)
+@record(STRICT)
 class ModelsFile(TypedDict):
     providers: NotRequired[dict[str, ProviderEntry]]
 

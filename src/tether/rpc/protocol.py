@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, Discriminator, with_config
 from typing_extensions import TypedDict
 
 from tether.wire import (
@@ -28,12 +27,13 @@ from tether.wire import (
     TextContent,
     ToolResultMessage,
 )
+from tether.wire.records import CLOSED, OPEN, Tag, record
 
 PROTOCOL_VERSION = 1
 """Raised when a change would break a client written against the previous version."""
 
-OPEN = ConfigDict(extra="allow", strict=True)
-PARAMS = ConfigDict(extra="ignore", strict=True)
+PARAMS = CLOSED
+"""Command parameters: unknown keys are dropped (a newer client may send more), types are strict."""
 
 QueueMode = Annotated[
     Literal["all", "one-at-a-time"],
@@ -52,7 +52,7 @@ RequestId = Annotated[str, Doc("Chosen by the client; echoed in the response (an
 # -- commands (client -> server) -----------------------------------------------------------------
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class PromptCommand(TypedDict):
     """Send a user prompt. While the agent runs, ``streamingBehavior`` is required."""
 
@@ -63,7 +63,7 @@ class PromptCommand(TypedDict):
     streamingBehavior: NotRequired[StreamingBehavior]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SteerCommand(TypedDict):
     """Queue a message for the next model call (after the current tool calls finish)."""
 
@@ -73,7 +73,7 @@ class SteerCommand(TypedDict):
     images: NotRequired[list[ImageContent]]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class FollowUpCommand(TypedDict):
     """Queue a message for when the agent would otherwise stop."""
 
@@ -83,7 +83,7 @@ class FollowUpCommand(TypedDict):
     images: NotRequired[list[ImageContent]]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class AbortCommand(TypedDict):
     """Abort the current run (model call, tools, retry wait)."""
 
@@ -91,7 +91,7 @@ class AbortCommand(TypedDict):
     type: Literal["abort"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class NewSessionCommand(TypedDict):
     """Start a fresh session with the same model and settings."""
 
@@ -100,19 +100,19 @@ class NewSessionCommand(TypedDict):
     parentSession: NotRequired[Annotated[str, Doc("Accepted for pi compatibility; not recorded.")]]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetStateCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_state"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetMessagesCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_messages"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetModelCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_model"]
@@ -120,7 +120,7 @@ class SetModelCommand(TypedDict):
     modelId: str
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class CycleModelCommand(TypedDict):
     """Switch to the next usable model (``null`` data when there is only one)."""
 
@@ -128,13 +128,13 @@ class CycleModelCommand(TypedDict):
     type: Literal["cycle_model"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetAvailableModelsCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_available_models"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetThinkingLevelCommand(TypedDict):
     """Set the reasoning level; it is clamped to what the model supports."""
 
@@ -143,27 +143,27 @@ class SetThinkingLevelCommand(TypedDict):
     level: ThinkingChoice
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class CycleThinkingLevelCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["cycle_thinking_level"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetSteeringModeCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_steering_mode"]
     mode: QueueMode
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetFollowUpModeCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_follow_up_mode"]
     mode: QueueMode
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class CompactCommand(TypedDict):
     """Summarise the older part of the conversation now."""
 
@@ -172,21 +172,21 @@ class CompactCommand(TypedDict):
     customInstructions: NotRequired[str]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetAutoCompactionCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_auto_compaction"]
     enabled: bool
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetAutoRetryCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_auto_retry"]
     enabled: bool
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class AbortRetryCommand(TypedDict):
     """Cancel the wait before an automatic retry."""
 
@@ -194,7 +194,7 @@ class AbortRetryCommand(TypedDict):
     type: Literal["abort_retry"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class BashCommand(TypedDict):
     """Run a shell command; its output joins the context of the next model call."""
 
@@ -203,19 +203,19 @@ class BashCommand(TypedDict):
     command: str
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class AbortBashCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["abort_bash"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetSessionStatsCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_session_stats"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class ExportHtmlCommand(TypedDict):
     """Write the session as a self-contained HTML page."""
 
@@ -224,7 +224,7 @@ class ExportHtmlCommand(TypedDict):
     outputPath: NotRequired[str]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class ExportCommand(TypedDict):
     """tether: write the session (every branch) as a JSONL export."""
 
@@ -233,7 +233,7 @@ class ExportCommand(TypedDict):
     outputPath: NotRequired[str]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SwitchSessionCommand(TypedDict):
     """Continue another stored session."""
 
@@ -242,7 +242,7 @@ class SwitchSessionCommand(TypedDict):
     sessionPath: Annotated[str, Doc("In tether: a session id (as listed by `tether sessions`).")]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class ForkCommand(TypedDict):
     """Copy the session up to just before a user message into a new session and continue there."""
 
@@ -251,7 +251,7 @@ class ForkCommand(TypedDict):
     entryId: Annotated[str, Doc("A user message's entry id (see get_fork_messages).")]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class CloneCommand(TypedDict):
     """Copy the active branch, as it is now, into a new session and continue there."""
 
@@ -259,26 +259,26 @@ class CloneCommand(TypedDict):
     type: Literal["clone"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetForkMessagesCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_fork_messages"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetLastAssistantTextCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["get_last_assistant_text"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetSessionNameCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_session_name"]
     name: str
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class GetCommandsCommand(TypedDict):
     """Commands a prompt may invoke with ``/name`` (tether has none yet: an empty list)."""
 
@@ -292,7 +292,7 @@ MessageUpdateMode = Annotated[
 ]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class SetEventFilterCommand(TypedDict):
     """tether: choose which events to receive and how big ``message_update`` frames are."""
 
@@ -302,7 +302,7 @@ class SetEventFilterCommand(TypedDict):
     messageUpdate: NotRequired[MessageUpdateMode]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class ShutdownCommand(TypedDict):
     """tether: abort any run, finish the session write, answer, and exit 0."""
 
@@ -310,7 +310,7 @@ class ShutdownCommand(TypedDict):
     type: Literal["shutdown"]
 
 
-@with_config(PARAMS)
+@record(PARAMS)
 class ExtensionUiResponse(TypedDict):
     """pi's answer to an extension dialog. tether has no extensions: answered as not supported."""
 
@@ -324,14 +324,14 @@ class ExtensionUiResponse(TypedDict):
 # -- command results (the ``data`` of a successful response) ------------------------------------
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CancelledResult(TypedDict):
     """pi lets extensions cancel session changes; in tether ``cancelled`` is always false."""
 
     cancelled: bool
 
 
-@with_config(OPEN)
+@record(OPEN)
 class SessionState(TypedDict):
     model: ModelInfo | None
     thinkingLevel: str
@@ -350,29 +350,29 @@ class SessionState(TypedDict):
     pendingMessageCount: int
 
 
-@with_config(OPEN)
+@record(OPEN)
 class MessagesResult(TypedDict):
     messages: list[AgentMessage]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CycleModelResult(TypedDict):
     model: ModelInfo
     thinkingLevel: str
     isScoped: bool
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ModelsResult(TypedDict):
     models: list[ModelInfo]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ThinkingLevelResult(TypedDict):
     level: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CompactionResult(TypedDict):
     summary: str
     firstKeptEntryId: str | None
@@ -381,7 +381,7 @@ class CompactionResult(TypedDict):
     details: NotRequired[Any]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class BashResult(TypedDict):
     output: str
     exitCode: NotRequired[int]
@@ -390,7 +390,7 @@ class BashResult(TypedDict):
     fullOutputPath: NotRequired[str]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class TokenTotals(TypedDict):
     input: int
     output: int
@@ -399,14 +399,14 @@ class TokenTotals(TypedDict):
     total: int
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ContextUsage(TypedDict):
     tokens: int | None
     contextWindow: int
     percent: int | float | None
 
 
-@with_config(OPEN)
+@record(OPEN)
 class SessionStats(TypedDict):
     sessionFile: NotRequired[str]
     sessionId: str | None
@@ -420,46 +420,46 @@ class SessionStats(TypedDict):
     contextUsage: NotRequired[ContextUsage]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class PathResult(TypedDict):
     path: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ForkResult(TypedDict):
     text: Annotated[str, Doc("The text of the user message forked before, e.g. to prefill an editor.")]
     cancelled: bool
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ForkMessage(TypedDict):
     entryId: str
     text: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ForkMessagesResult(TypedDict):
     messages: list[ForkMessage]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class LastAssistantTextResult(TypedDict):
     text: str | None
 
 
-@with_config(OPEN)
+@record(OPEN)
 class SlashCommandInfo(TypedDict):
     name: str
     description: NotRequired[str]
     source: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CommandsResult(TypedDict):
     commands: list[SlashCommandInfo]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class EventFilter(TypedDict):
     exclude: list[str]
     messageUpdate: MessageUpdateMode
@@ -468,7 +468,7 @@ class EventFilter(TypedDict):
 # -- frames the server writes ---------------------------------------------------------------------
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ReadyFrame(TypedDict):
     """tether: the first frame; commands sent before it are buffered, not lost."""
 
@@ -478,7 +478,7 @@ class ReadyFrame(TypedDict):
     sessionId: str | None
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ResponseFrame(TypedDict):
     """The one answer to a command. ``data`` is the command's result (see x-rpc.commands)."""
 
@@ -493,7 +493,7 @@ class ResponseFrame(TypedDict):
 PromptStatus = Literal["completed", "aborted", "error"]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class PromptResultFrame(TypedDict):
     """tether: sent after the last event of an accepted prompt, when its run has settled."""
 
@@ -503,7 +503,7 @@ class PromptResultFrame(TypedDict):
     error: NotRequired[str]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolResultPayload(TypedDict):
     """A tool's result (final or partial so far): content for the model, details for UIs."""
 
@@ -511,12 +511,12 @@ class ToolResultPayload(TypedDict):
     details: NotRequired[Any]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AgentStartEvent(TypedDict):
     type: Literal["agent_start"]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AgentEndEvent(TypedDict):
     """A run ended; ``messages`` are the messages it added."""
 
@@ -524,25 +524,25 @@ class AgentEndEvent(TypedDict):
     messages: list[AgentMessage]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class TurnStartEvent(TypedDict):
     type: Literal["turn_start"]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class TurnEndEvent(TypedDict):
     type: Literal["turn_end"]
     message: AgentMessage
     toolResults: list[ToolResultMessage]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class MessageStartEvent(TypedDict):
     type: Literal["message_start"]
     message: AgentMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantEventDelta(TypedDict):
     """An assistant streaming event without its ``partial`` snapshot (the `delta` filter)."""
 
@@ -551,7 +551,7 @@ class AssistantEventDelta(TypedDict):
     delta: NotRequired[str]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class MessageUpdateEvent(TypedDict):
     """An assistant message streams. Under the `delta` filter ``message`` is left out."""
 
@@ -560,13 +560,13 @@ class MessageUpdateEvent(TypedDict):
     assistantMessageEvent: AssistantMessageEvent | AssistantEventDelta
 
 
-@with_config(OPEN)
+@record(OPEN)
 class MessageEndEvent(TypedDict):
     type: Literal["message_end"]
     message: AgentMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolExecutionStartEvent(TypedDict):
     type: Literal["tool_execution_start"]
     toolCallId: str
@@ -574,7 +574,7 @@ class ToolExecutionStartEvent(TypedDict):
     args: Any
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolExecutionUpdateEvent(TypedDict):
     type: Literal["tool_execution_update"]
     toolCallId: str
@@ -583,7 +583,7 @@ class ToolExecutionUpdateEvent(TypedDict):
     partialResult: ToolResultPayload
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolExecutionEndEvent(TypedDict):
     type: Literal["tool_execution_end"]
     toolCallId: str
@@ -592,7 +592,7 @@ class ToolExecutionEndEvent(TypedDict):
     isError: bool
 
 
-@with_config(OPEN)
+@record(OPEN)
 class QueueUpdateEvent(TypedDict):
     """The pending steering and follow-up messages changed."""
 
@@ -604,13 +604,13 @@ class QueueUpdateEvent(TypedDict):
 CompactionReason = Literal["manual", "threshold", "overflow"]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CompactionStartEvent(TypedDict):
     type: Literal["compaction_start"]
     reason: CompactionReason
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CompactionEndEvent(TypedDict):
     """``result`` is null when the compaction failed (``errorMessage``) or was aborted."""
 
@@ -622,7 +622,7 @@ class CompactionEndEvent(TypedDict):
     errorMessage: NotRequired[str]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AutoRetryStartEvent(TypedDict):
     type: Literal["auto_retry_start"]
     attempt: int
@@ -631,7 +631,7 @@ class AutoRetryStartEvent(TypedDict):
     errorMessage: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AutoRetryEndEvent(TypedDict):
     type: Literal["auto_retry_end"]
     success: bool
@@ -658,9 +658,9 @@ _EventUnion = (
 )
 """Every event frame; listed once so ``Event`` and ``ServerFrame`` cannot drift apart."""
 
-Event = Annotated[_EventUnion, Discriminator("type")]
+Event = Annotated[_EventUnion, Tag("type")]
 
-ServerFrame = Annotated[ReadyFrame | ResponseFrame | PromptResultFrame | _EventUnion, Discriminator("type")]
+ServerFrame = Annotated[ReadyFrame | ResponseFrame | PromptResultFrame | _EventUnion, Tag("type")]
 
 COMMANDS: dict[str, tuple[type, type | None]] = {
     "prompt": (PromptCommand, None),

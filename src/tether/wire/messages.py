@@ -14,13 +14,10 @@ The seed's ``number`` is ``int | float`` for the same reason: ``1`` must stay ``
 
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, Discriminator, with_config
 from typing_extensions import TypedDict
 
 from tether.wire.doc import Doc
-
-OPEN = ConfigDict(extra="allow", strict=True)
-"""Pydantic config of every open record: keep unknown keys, coerce nothing."""
+from tether.wire.records import OPEN, Tag, record
 
 Number = int | float
 """The seed's ``number``: JSON numbers keep their integer-ness through a round trip."""
@@ -34,14 +31,14 @@ Attribution = Annotated[
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class TextContent(TypedDict):
     type: Literal["text"]
     text: str
     textSignature: NotRequired[str]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ThinkingContent(TypedDict):
     type: Literal["thinking"]
     thinking: str
@@ -58,13 +55,13 @@ class ThinkingContent(TypedDict):
     ]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class RedactedThinkingContent(TypedDict):
     type: Literal["redactedThinking"]
     data: str
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ImageContent(TypedDict):
     """Inline image; also the shape hosts send with prompts."""
 
@@ -76,7 +73,7 @@ class ImageContent(TypedDict):
     providerFile: NotRequired[JsonObject]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolCall(TypedDict):
     type: Literal["toolCall"]
     id: str
@@ -90,7 +87,7 @@ class ToolCall(TypedDict):
 
 
 # `from` is a Python keyword, so these two use the functional TypedDict form.
-FallbackContent = with_config(OPEN)(
+FallbackContent = record(OPEN)(
     TypedDict(
         "FallbackContent",
         {"type": Literal["fallback"], "from": JsonObject, "to": JsonObject},
@@ -101,13 +98,13 @@ FallbackContent.__doc__ = (
 )
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AnthropicServerToolContent(TypedDict):
     type: Literal["anthropicServerTool"]
     block: JsonObject
 
 
-UserContent = Annotated[TextContent | ImageContent, Discriminator("type")]
+UserContent = Annotated[TextContent | ImageContent, Tag("type")]
 MessageContent = Annotated[str | list[UserContent], Doc("Message content: plain text or content blocks.")]
 AssistantContent = Annotated[
     TextContent
@@ -117,11 +114,11 @@ AssistantContent = Annotated[
     | AnthropicServerToolContent
     | ImageContent
     | ToolCall,
-    Discriminator("type"),
+    Tag("type"),
 ]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class UsageCost(TypedDict):
     input: Number
     output: Number
@@ -130,7 +127,7 @@ class UsageCost(TypedDict):
     total: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class Usage(TypedDict):
     input: int
     output: int
@@ -147,7 +144,7 @@ class Usage(TypedDict):
     cost: UsageCost
 
 
-ParentIrc = with_config(OPEN)(
+ParentIrc = record(OPEN)(
     TypedDict(
         "ParentIrc",
         {
@@ -161,7 +158,7 @@ ParentIrc.__doc__ = (
 )
 
 
-@with_config(OPEN)
+@record(OPEN)
 class UserMessage(TypedDict):
     role: Literal["user"]
     content: MessageContent
@@ -175,7 +172,7 @@ class UserMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class DeveloperMessage(TypedDict):
     role: Literal["developer"]
     content: MessageContent
@@ -186,7 +183,7 @@ class DeveloperMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantMessage(TypedDict):
     role: Literal["assistant"]
     content: list[AssistantContent]
@@ -208,7 +205,7 @@ class AssistantMessage(TypedDict):
     completedAt: NotRequired[Number]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class ToolResultMessage(TypedDict):
     role: Literal["toolResult"]
     toolCallId: str
@@ -222,7 +219,7 @@ class ToolResultMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class BashExecutionMessage(TypedDict):
     role: Literal["bashExecution"]
     command: str
@@ -236,7 +233,7 @@ class BashExecutionMessage(TypedDict):
     excludeFromContext: NotRequired[bool]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class PythonExecutionMessage(TypedDict):
     role: Literal["pythonExecution"]
     code: str
@@ -249,7 +246,7 @@ class PythonExecutionMessage(TypedDict):
     excludeFromContext: NotRequired[bool]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CustomMessage(TypedDict):
     role: Literal["custom"]
     customType: str
@@ -260,7 +257,7 @@ class CustomMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class HookMessage(TypedDict):
     role: Literal["hookMessage"]
     customType: str
@@ -271,7 +268,7 @@ class HookMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class BranchSummaryMessage(TypedDict):
     role: Literal["branchSummary"]
     summary: str
@@ -279,7 +276,7 @@ class BranchSummaryMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class CompactionSummaryMessage(TypedDict):
     role: Literal["compactionSummary"]
     summary: str
@@ -291,7 +288,7 @@ class CompactionSummaryMessage(TypedDict):
     timestamp: Number
 
 
-@with_config(OPEN)
+@record(OPEN)
 class FileMentionItem(TypedDict):
     path: str
     content: str
@@ -301,7 +298,7 @@ class FileMentionItem(TypedDict):
     image: NotRequired[ImageContent]
 
 
-@with_config(OPEN)
+@record(OPEN)
 class FileMentionMessage(TypedDict):
     role: Literal["fileMention"]
     files: list[FileMentionItem]
@@ -320,7 +317,7 @@ AgentMessage = Annotated[
     | BranchSummaryMessage
     | CompactionSummaryMessage
     | FileMentionMessage,
-    Discriminator("role"),
+    Tag("role"),
     Doc("A transcript message, discriminated by `role`."),
 ]
 
@@ -328,20 +325,20 @@ Message = UserMessage | AssistantMessage | ToolResultMessage
 """What a provider understands: the three roles every LLM API has (pi-ai's ``Message``)."""
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantStartEvent(TypedDict):
     type: Literal["start"]
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantTextStartEvent(TypedDict):
     type: Literal["text_start"]
     contentIndex: int
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantTextDeltaEvent(TypedDict):
     type: Literal["text_delta"]
     contentIndex: int
@@ -349,7 +346,7 @@ class AssistantTextDeltaEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantTextEndEvent(TypedDict):
     type: Literal["text_end"]
     contentIndex: int
@@ -357,14 +354,14 @@ class AssistantTextEndEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantThinkingStartEvent(TypedDict):
     type: Literal["thinking_start"]
     contentIndex: int
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantThinkingDeltaEvent(TypedDict):
     type: Literal["thinking_delta"]
     contentIndex: int
@@ -372,7 +369,7 @@ class AssistantThinkingDeltaEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantThinkingEndEvent(TypedDict):
     type: Literal["thinking_end"]
     contentIndex: int
@@ -380,7 +377,7 @@ class AssistantThinkingEndEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantImageEndEvent(TypedDict):
     type: Literal["image_end"]
     contentIndex: int
@@ -388,14 +385,14 @@ class AssistantImageEndEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantToolCallStartEvent(TypedDict):
     type: Literal["toolcall_start"]
     contentIndex: int
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantToolCallDeltaEvent(TypedDict):
     type: Literal["toolcall_delta"]
     contentIndex: int
@@ -403,7 +400,7 @@ class AssistantToolCallDeltaEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantToolCallEndEvent(TypedDict):
     type: Literal["toolcall_end"]
     contentIndex: int
@@ -411,14 +408,14 @@ class AssistantToolCallEndEvent(TypedDict):
     partial: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantDoneEvent(TypedDict):
     type: Literal["done"]
     reason: Literal["stop", "length", "toolUse"]
     message: AssistantMessage
 
 
-@with_config(OPEN)
+@record(OPEN)
 class AssistantErrorEvent(TypedDict):
     type: Literal["error"]
     reason: Literal["aborted", "error"]
@@ -439,6 +436,6 @@ AssistantMessageEvent = Annotated[
     | AssistantToolCallEndEvent
     | AssistantDoneEvent
     | AssistantErrorEvent,
-    Discriminator("type"),
+    Tag("type"),
     Doc("Streaming update for one assistant message, discriminated by `type`."),
 ]

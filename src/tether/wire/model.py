@@ -6,14 +6,11 @@ are enforced, because a model descriptor is configuration we act on, not history
 
 from typing import Annotated, Literal, NotRequired
 
-from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from tether.wire.doc import Doc
 from tether.wire.messages import JsonObject, Number
-
-CLOSED = ConfigDict(extra="ignore", strict=True)
-"""Pydantic config of closed records: unknown keys dropped, required keys enforced, no coercion."""
+from tether.wire.records import CLOSED, record
 
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 ThinkingLevel = Annotated[
@@ -26,7 +23,7 @@ ConfiguredThinkingLevel = Annotated[
 ]
 
 
-@with_config(CLOSED)
+@record(CLOSED)
 class ModelCost(TypedDict):
     """Per-million-token USD rates."""
 
@@ -36,7 +33,7 @@ class ModelCost(TypedDict):
     cacheWrite: Number
 
 
-@with_config(CLOSED)
+@record(CLOSED)
 class ThinkingConfig(TypedDict):
     mode: str
     efforts: list[Effort]
@@ -50,7 +47,7 @@ class ThinkingConfig(TypedDict):
     requiresEffort: NotRequired[bool]
 
 
-@with_config(CLOSED)
+@record(CLOSED)
 class ModelInfo(TypedDict):
     """Model descriptor: the client-relevant subset of the server's model record."""
 

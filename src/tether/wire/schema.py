@@ -28,12 +28,12 @@ from typing import (
     get_type_hints,
 )
 
-from pydantic import Discriminator
 from typing_extensions import is_typeddict
 
 from tether.wire import messages as m
 from tether.wire import model
 from tether.wire.doc import Doc
+from tether.wire.records import Tag
 
 JsonSchema = dict[str, Any]
 
@@ -223,9 +223,7 @@ class _Walker:
         if get_origin(tp) is Annotated:
             inner, *meta = get_args(tp)
             docs = [x.text for x in meta if isinstance(x, Doc)]
-            discriminators = [x.discriminator for x in meta if isinstance(x, Discriminator)]
-            if not all(isinstance(d, str) for d in discriminators):
-                raise TypeError(f"cannot express a callable discriminator in {tp!r}")
+            discriminators = [x.key for x in meta if isinstance(x, Tag)]
             schema = self._schema(inner)
             if discriminators and "anyOf" in schema:
                 schema = {"oneOf": schema.pop("anyOf"), "x-discriminator": discriminators[0], **schema}
