@@ -55,6 +55,7 @@ bench: $(VENV)/.installed-dev
 schema: $(VENV)/.installed
 	$(BIN)/python -c 'from tether.wire.schema import bundle_json; print(bundle_json(), end="")' > src/tether/wire/schema.json
 	$(BIN)/tether schema > src/tether/rpc/schema.json
+	$(BIN)/python -c 'from tether.wire.codec import compiled_json; print(compiled_json(), end="")' > src/tether/wire/validators.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -7,13 +7,16 @@ what was expected, what was found. So the translation follows pydantic's locatio
 input itself, keeps the error that got deepest into it, and words it in JSON terms.
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import Sequence
-from typing import Any, cast, get_args
-
-from pydantic_core import ValidationError
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.wire.messages import AssistantContent, AssistantMessageEvent
+
+if TYPE_CHECKING:
+    from pydantic_core import ValidationError
 
 
 def _type_tags(union: object) -> frozenset[str]:
