@@ -123,10 +123,12 @@ async def test_oversized_image_is_refused_with_the_limit(workspace: Workspace, r
 
 
 async def test_invalid_arguments_are_rejected_by_the_schema(workspace: Workspace) -> None:
-    from pydantic import ValidationError
+    from tether.agent.validation import ToolArgumentsError
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(ToolArgumentsError, match="offset: 0 is less than the minimum of 1"):
         await call(create_read_tool(workspace), path="a", offset=0)
+    with pytest.raises(ToolArgumentsError, match="Additional properties are not allowed"):
+        await call(create_read_tool(workspace), path="a", lines=3)
 
 
 async def test_a_fifo_is_refused_instead_of_blocking(workspace: Workspace, root: Path) -> None:

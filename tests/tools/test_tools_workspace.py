@@ -109,8 +109,8 @@ async def test_create_coding_tools(workspace: Workspace, root: Path) -> None:
     tools = create_coding_tools(workspace)
     assert [tool.name for tool in tools] == list(TOOL_FACTORIES)
     for tool in tools:
-        assert not isinstance(tool.parameters, dict)
-        schema = tool.parameters.model_json_schema()
+        schema = tool.parameters
+        assert isinstance(schema, dict) and schema["additionalProperties"] is False, tool.name
         assert all(prop.get("description") for prop in schema["properties"].values()), tool.name
         assert len(tool.description) > 40
     assert [tool.name for tool in create_coding_tools(workspace, ["ls", "read"])] == ["ls", "read"]

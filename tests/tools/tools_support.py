@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.agent.validation import validate_tool_arguments
 from tether.ai.abort import AbortSignal
 
 
@@ -15,9 +16,8 @@ async def call(
     **arguments: Any,
 ) -> AgentToolResult[Any]:
     """Validate ``arguments`` like the agent loop does, then execute the tool."""
-    parameters = tool.parameters
-    assert not isinstance(parameters, dict)
-    return await tool.execute("call-1", parameters.model_validate(arguments), signal, on_update)
+    params = validate_tool_arguments(tool, tool.name, arguments)
+    return await tool.execute("call-1", params, signal, on_update)
 
 
 def text_of(result: AgentToolResult[Any]) -> str:

@@ -18,16 +18,16 @@ import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel
-from pydantic import ValidationError as ModelError
-
 from tether.agent.coercion import coerce, copy_json, has_union
 from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
 
-if TYPE_CHECKING:  # jsonschema itself loads with the first validator (it is slow to import)
+if (
+    TYPE_CHECKING
+):  # jsonschema and pydantic load with the first validator that needs them (both are slow to import)
     from jsonschema.exceptions import ValidationError as SchemaError
     from jsonschema.protocols import Validator
+    from pydantic import BaseModel
 
 _CACHE_SIZE = 512
 
@@ -108,11 +108,12 @@ def validate_tool_arguments(tool: AgentTool, tool_name: str, arguments: Any) -> 
     """Validated (and coerced) arguments for ``tool``, or ``ToolArgumentsError``."""
     parameters = tool.parameters
     if isinstance(parameters, dict):
-        return _validate_json_schema(parameters, tool_name, arguments)
+        return validate_json_arguments(parameters, tool_name, arguments)
     return _validate_model(parameters, tool_name, arguments)
 
 
-def _validate_json_schema(schema: dict[str, Any], tool_name: str, arguments: Any) -> Any:
+def validate_json_arguments(schema: dict[str, Any], tool_name: str, arguments: Any) -> Any:
+    """Arguments checked (and coerced) against a JSON Schema, or ``ToolArgumentsError``."""
     compiled = _compiled.get(schema)
     if compiled.check is not None and not compiled.has_union and compiled.check(arguments):
         # Coercion only re-types values that do not match their schema, except that a union
@@ -128,6 +129,8 @@ def _validate_json_schema(schema: dict[str, Any], tool_name: str, arguments: Any
 
 
 def _validate_model(model: type[BaseModel], tool_name: str, arguments: Any) -> BaseModel:
+    from pydantic import ValidationError as ModelError
+
     try:
         return model.model_validate(arguments)
     except ModelError as err:

@@ -27,9 +27,12 @@ from acp.interfaces import Client
 
 from tether.agent import AgentTool, AgentToolResult
 from tether.agent.tool import ToolUpdate
+from tether.agent.validation import validate_json_arguments
 from tether.ai.abort import AbortSignal
 from tether.cli.acp_updates import FileDiff, SessionUpdate, terminal_content, tool_call_progress
 from tether.tools import (
+    EDIT_PARAMETERS,
+    WRITE_PARAMETERS,
     BashParams,
     EditParams,
     ReadParams,
@@ -108,12 +111,12 @@ class ToolBridge:
         args = call["arguments"]
         try:
             if call["name"] == "write":
-                params = WriteParams.model_validate(args)
-                path = self.workspace.resolve(params.path)
-                return FileDiff(str(path), await self.old_text(path), params.content)
+                params: WriteParams = validate_json_arguments(WRITE_PARAMETERS, "write", args)
+                path = self.workspace.resolve(params["path"])
+                return FileDiff(str(path), await self.old_text(path), params["content"])
             if call["name"] == "edit":
-                edit = EditParams.model_validate(args)
-                path = self.workspace.resolve(edit.path)
+                edit: EditParams = validate_json_arguments(EDIT_PARAMETERS, "edit", args)
+                path = self.workspace.resolve(edit["path"])
                 if not path.is_file():
                     return None
                 original = await self.read_text(path)
@@ -181,7 +184,7 @@ def _recording_diff(bridge: ToolBridge, execute: Execute) -> Execute:
         tool_call_id: str, params: Any, signal: AbortSignal | None, on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
         try:
-            path: Path | None = bridge.workspace.resolve(params.path)
+            path: Path | None = bridge.workspace.resolve(params["path"])
         except ToolError:
             path = None
         before = _disk_text(path, limit=SNAPSHOT_LIMIT) if path is not None else None
@@ -200,12 +203,13 @@ def _client_read(bridge: ToolBridge) -> Execute:
     async def run(
         _tool_call_id: str, params: ReadParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
-        path = workspace.resolve(params.path)
+        path = workspace.resolve(params["path"])
         if not _is_text_file(path):
             return read_file(workspace, params)  # images, binaries, directories, missing files
         text = await bridge.read_text(path)
-        limit = min(params.limit or MAX_LINES, MAX_LINES)
-        return read_lines(io.BytesIO(text.encode()), workspace.display(path), params.offset or 1, limit)
+        limit = min(params.get("limit") or MAX_LINES, MAX_LINES)
+        offset = params.get("offset") or 1
+        return read_lines(io.BytesIO(text.encode()), workspace.display(path), offset, limit)
 
     return run
 
@@ -216,14 +220,14 @@ def _client_write(bridge: ToolBridge) -> Execute:
     async def run(
         tool_call_id: str, params: WriteParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
-        path = workspace.resolve(params.path)
+        path = workspace.resolve(params["path"])
         shown = workspace.display(path)
         refuse_unwritable(path, shown)
         existed = path.exists()
         before = await bridge.old_text(path)
-        await bridge.write_text(path, params.content)
-        bridge.diffs[tool_call_id] = FileDiff(str(path), before, params.content)
-        return written(shown, params.content, existed)
+        await bridge.write_text(path, params["content"])
+        bridge.diffs[tool_call_id] = FileDiff(str(path), before, params["content"])
+        return written(shown, params["content"], existed)
 
     return run
 
@@ -234,7 +238,7 @@ def _client_edit(bridge: ToolBridge) -> Execute:
     async def run(
         tool_call_id: str, params: EditParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
-        path = workspace.resolve(params.path)
+        path = workspace.resolve(params["path"])
         shown = workspace.display(path)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory, not a file.")
@@ -258,12 +262,12 @@ def _client_bash(bridge: ToolBridge) -> Execute:
     async def run(
         tool_call_id: str, params: BashParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
-        if not params.command.strip():
+        if not params["command"].strip():
             raise ToolError("command is empty.")
-        cwd = workspace.resolve(params.cwd) if params.cwd else workspace.real_root
+        cwd = workspace.resolve(cwd) if (cwd := params.get("cwd")) else workspace.real_root
         if not cwd.is_dir():
             raise ToolError(f"cwd {workspace.display(cwd)} is not a directory.")
-        argv = shell_argv(params.command)
+        argv = shell_argv(params["command"])
         try:
             created = await client.create_terminal(
                 session_id=session_id,
@@ -276,7 +280,7 @@ def _client_bash(bridge: ToolBridge) -> Execute:
             raise ToolError(f"The editor could not start the command: {_client_message(exc)}") from None
         terminal_id = created.terminal_id
         bridge.terminals[tool_call_id] = terminal_id
-        timeout = params.timeout or DEFAULT_TIMEOUT
+        timeout = params.get("timeout") or DEFAULT_TIMEOUT
         try:
             await bridge.send(tool_call_progress(tool_call_id, content=[terminal_content(terminal_id)]))
             ending = await _wait_for_exit(client, session_id, terminal_id, timeout, signal)

@@ -12,12 +12,19 @@ from collections.abc import Callable, Sequence
 
 from tether.agent.tool import AgentTool
 from tether.tools.approval import AskUser, BeforeToolCall, approval_hook, describe_call
-from tether.tools.bash import BashParams, create_bash_tool
-from tether.tools.edit import EditOutcome, EditParams, create_edit_tool, edit_text, unified_diff
+from tether.tools.bash import BASH_PARAMETERS, BashParams, create_bash_tool
+from tether.tools.edit import (
+    EDIT_PARAMETERS,
+    EditOutcome,
+    EditParams,
+    create_edit_tool,
+    edit_text,
+    unified_diff,
+)
 from tether.tools.errors import PathOutsideWorkspace, ToolError
-from tether.tools.find import FindParams, create_find_tool
-from tether.tools.grep import GrepParams, create_grep_tool
-from tether.tools.ls import LsParams, create_ls_tool
+from tether.tools.find import FIND_PARAMETERS, FindParams, create_find_tool
+from tether.tools.grep import GREP_PARAMETERS, GrepParams, create_grep_tool
+from tether.tools.ls import LS_PARAMETERS, LsParams, create_ls_tool
 from tether.tools.prompt_input import (
     PythonInput,
     ShellInput,
@@ -28,9 +35,9 @@ from tether.tools.prompt_input import (
     run_python_input,
     run_shell_input,
 )
-from tether.tools.read import ReadParams, create_read_tool, read_lines
+from tether.tools.read import READ_PARAMETERS, ReadParams, create_read_tool, read_lines
 from tether.tools.workspace import Workspace
-from tether.tools.write import WriteParams, create_write_tool, written
+from tether.tools.write import WRITE_PARAMETERS, WriteParams, create_write_tool, written
 
 TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
     "read": create_read_tool,
@@ -56,7 +63,14 @@ def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None
 
 
 __all__ = [
+    "BASH_PARAMETERS",
+    "EDIT_PARAMETERS",
+    "FIND_PARAMETERS",
+    "GREP_PARAMETERS",
+    "LS_PARAMETERS",
+    "READ_PARAMETERS",
     "TOOL_FACTORIES",
+    "WRITE_PARAMETERS",
     "AskUser",
     "BashParams",
     "BeforeToolCall",

@@ -6,14 +6,12 @@ what was cut. A non-zero exit, a timeout or an abort fails the call, with the ou
 the message: the model needs it most exactly then.
 """
 
-from __future__ import annotations
-
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -28,19 +26,30 @@ UPDATE_INTERVAL = 0.1
 """Seconds between two partial-output updates."""
 
 
-class BashParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BashParams(TypedDict):
+    command: str
+    timeout: NotRequired[float | None]
+    cwd: NotRequired[str | None]
 
-    command: str = Field(description="The command line to run with bash -c.")
-    timeout: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_TIMEOUT,
-        description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g}).",
-    )
-    cwd: str | None = Field(
-        default=None, description="Directory to run in, relative to the workspace root (default: the root)."
-    )
+
+BASH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The command line to run with bash -c."},
+        "timeout": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            "maximum": MAX_TIMEOUT,
+            "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}, max {MAX_TIMEOUT:g}).",
+        },
+        "cwd": {
+            "type": ["string", "null"],
+            "description": "Directory to run in, relative to the workspace root (default: the root).",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -67,7 +76,7 @@ def create_bash_tool(workspace: Workspace) -> AgentTool:
         name="bash",
         label="Bash",
         description=DESCRIPTION,
-        parameters=BashParams,
+        parameters=BASH_PARAMETERS,
         execute=execute,
         execution_mode="sequential",
     )
@@ -76,15 +85,15 @@ def create_bash_tool(workspace: Workspace) -> AgentTool:
 async def run_bash(
     workspace: Workspace, params: BashParams, signal: AbortSignal | None, on_update: ToolUpdate | None
 ) -> AgentToolResult[dict[str, Any]]:
-    if not params.command.strip():
+    if not params["command"].strip():
         raise ToolError("command is empty.")
-    cwd = workspace.resolve(params.cwd) if params.cwd else workspace.real_root
+    cwd = workspace.resolve(cwd) if (cwd := params.get("cwd")) else workspace.real_root
     if not cwd.is_dir():
         raise ToolError(f"cwd {workspace.display(cwd)} is not a directory.")
-    timeout = params.timeout or DEFAULT_TIMEOUT
+    timeout = params.get("timeout") or DEFAULT_TIMEOUT
     live = _LiveOutput(on_update) if on_update is not None else None
     result = await run_process(
-        shell_argv(params.command),
+        shell_argv(params["command"]),
         cwd=Path(cwd),
         timeout=timeout,
         signal=signal,

@@ -7,14 +7,12 @@ Files with Windows line endings or a UTF-8 byte-order mark are matched as the mo
 (``\\n``, no mark) and written back in their own convention.
 """
 
-from __future__ import annotations
-
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -26,16 +24,38 @@ BOM = "\ufeff"
 _LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t", re.MULTILINE)
 
 
-class EditParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EditParams(TypedDict):
+    path: str
+    old_string: str
+    new_string: str
+    replace_all: NotRequired[bool]
 
-    path: str = Field(description="File to edit: relative to the workspace root, or absolute.")
-    old_string: str = Field(
-        description="The exact text to replace, including indentation, without read's line-number prefixes. "
-        "It must occur exactly once unless replace_all is true: add surrounding lines to make it unique."
-    )
-    new_string: str = Field(description="The replacement text (may be empty to delete the passage).")
-    replace_all: bool = Field(default=False, description="Replace every occurrence instead of exactly one.")
+
+EDIT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "File to edit: relative to the workspace root, or absolute.",
+        },
+        "old_string": {
+            "type": "string",
+            "description": "The exact text to replace, including indentation, without read's line-number "
+            "prefixes. It must occur exactly once unless replace_all is true: add surrounding lines to make "
+            "it unique.",
+        },
+        "new_string": {
+            "type": "string",
+            "description": "The replacement text (may be empty to delete the passage).",
+        },
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence instead of exactly one (default false).",
+        },
+    },
+    "required": ["path", "old_string", "new_string"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -55,14 +75,14 @@ def create_edit_tool(workspace: Workspace) -> AgentTool:
         name="edit",
         label="Edit",
         description=DESCRIPTION,
-        parameters=EditParams,
+        parameters=EDIT_PARAMETERS,
         execute=execute,
         execution_mode="sequential",
     )
 
 
 def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params.path)
+    path = workspace.resolve(params["path"])
     shown = workspace.display(path)
     _check_strings(params)
     if path.exists() and not path.is_file() and not path.is_dir():
@@ -108,20 +128,20 @@ def edit_text(original: str, params: EditParams, shown: str) -> EditOutcome:
     has_bom = original.startswith(BOM)
     text = original.removeprefix(BOM)
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    old, new = params.old_string, params.new_string
+    old, new = params["old_string"], params["new_string"]
     if crlf:
         text, old, new = (s.replace("\r\n", "\n") for s in (text, old, new))
 
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string was not found in {shown}.{_not_found_hint(text, old)}")
-    if count > 1 and not params.replace_all:
+    if count > 1 and not params.get("replace_all"):
         lines = ", ".join(str(n) for n in _match_lines(text, old)[:10])
         raise ToolError(
             f"old_string occurs {count} times in {shown} (starting on lines {lines}). Include more "
             "surrounding lines to pick one occurrence, or set replace_all to change them all."
         )
-    updated = text.replace(old, new) if params.replace_all else text.replace(old, new, 1)
+    updated = text.replace(old, new) if params.get("replace_all") else text.replace(old, new, 1)
     first_line = text[: text.index(old)].count("\n") + 1
     on_disk = updated.replace("\n", "\r\n") if crlf else updated
 
@@ -136,9 +156,9 @@ def edit_text(original: str, params: EditParams, shown: str) -> EditOutcome:
 
 
 def _check_strings(params: EditParams) -> None:
-    if not params.old_string:
+    if not params["old_string"]:
         raise ToolError("old_string is empty; to create a file or replace all of it, use write.")
-    if params.old_string == params.new_string:
+    if params["old_string"] == params["new_string"]:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
 
 

@@ -1,10 +1,8 @@
 """``find``: list the files whose path matches a glob, skipping what ``.gitignore`` ignores."""
 
-from __future__ import annotations
+from typing import Any, NotRequired
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -17,17 +15,31 @@ DEFAULT_LIMIT = 1000
 MAX_LIMIT = 5000
 
 
-class FindParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FindParams(TypedDict):
+    pattern: str
+    path: NotRequired[str]
+    limit: NotRequired[int]
 
-    pattern: str = Field(
-        description="Glob to match, e.g. '*.py' (a glob without '/' matches file names at any depth), "
-        "'src/**/*.ts' or 'tests/test_*.py' (a glob with '/' matches the path from the search directory)."
-    )
-    path: str = Field(default=".", description="Directory to search (default: the workspace root).")
-    limit: int = Field(
-        default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum paths to return (max {MAX_LIMIT})."
-    )
+
+FIND_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "description": "Glob to match, e.g. '*.py' (a glob without '/' matches file names at any depth), "
+            "'src/**/*.ts' or 'tests/test_*.py' (a glob with '/' matches the path from the search directory).",
+        },
+        "path": {"type": "string", "description": "Directory to search (default: the workspace root)."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": f"Maximum paths to return (default {DEFAULT_LIMIT}, max {MAX_LIMIT}).",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -47,18 +59,21 @@ def create_find_tool(workspace: Workspace) -> AgentTool:
         name="find",
         label="Find",
         description=DESCRIPTION,
-        parameters=FindParams,
+        parameters=FIND_PARAMETERS,
         execute=execute,
         execution_mode="parallel",
     )
 
 
 def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict[str, Any]]:
-    start = workspace.resolve(params.path)
+    start = workspace.resolve(params.get("path", "."))
+    limit = params.get("limit", DEFAULT_LIMIT)
     if not start.is_dir():
         what = "not found" if not start.exists() else "not a directory"
         raise ToolError(f"{workspace.display(start)} is {what}; find searches a directory.")
-    pattern = params.pattern.removeprefix("./").lstrip("/")  # patterns are relative to the search directory
+    pattern = (
+        params["pattern"].removeprefix("./").lstrip("/")
+    )  # patterns are relative to the search directory
     regex = compile_glob(pattern)
     by_name = "/" not in pattern
     found: list[str] = []
@@ -66,15 +81,15 @@ def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict
     for file in walk_files(workspace, start):
         relative = file.relative_to(start).as_posix()
         if regex.match(relative.rsplit("/", 1)[-1] if by_name else relative):
-            if len(found) == params.limit:
+            if len(found) == limit:
                 limited = True
                 break
             found.append(workspace.display(file))
     found.sort()
     if not found:
-        text = f"No files match {params.pattern!r} in {workspace.display(start)}."
+        text = f"No files match {params['pattern']!r} in {workspace.display(start)}."
     else:
         text = "\n".join(found)
         if limited:
-            text += f"\n\n[Stopped at {params.limit} paths; narrow the pattern or path to see the rest.]"
+            text += f"\n\n[Stopped at {limit} paths; narrow the pattern or path to see the rest.]"
     return AgentToolResult([{"type": "text", "text": text}], {"count": len(found), "truncated": limited})

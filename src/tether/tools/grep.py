@@ -5,14 +5,12 @@ split into lines, which keeps a search over a large tree close to the cost of re
 Results use ripgrep's familiar shape, ``path:line:text`` (context lines ``path-line-text``).
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -30,22 +28,53 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MATCH_LINE_CHARS = 500
 
 
-class GrepParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class GrepParams(TypedDict):
+    pattern: str
+    path: NotRequired[str]
+    glob: NotRequired[str | None]
+    ignore_case: NotRequired[bool]
+    literal: NotRequired[bool]
+    context: NotRequired[int]
+    limit: NotRequired[int]
 
-    pattern: str = Field(description="Regular expression (Python syntax) to search for, matched per line.")
-    path: str = Field(default=".", description="File or directory to search (default: the workspace root).")
-    glob: str | None = Field(
-        default=None,
-        description="Only search files whose path matches this glob, e.g. '*.py' or 'src/**/*.ts'. "
-        "A glob without '/' matches file names at any depth.",
-    )
-    ignore_case: bool = Field(default=False, description="Match case-insensitively.")
-    literal: bool = Field(default=False, description="Treat pattern as plain text, not a regular expression.")
-    context: int = Field(default=0, ge=0, le=10, description="Lines of context to show around each match.")
-    limit: int = Field(
-        default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum matches to return (max {MAX_LIMIT})."
-    )
+
+GREP_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "description": "Regular expression (Python syntax) to search for, matched per line.",
+        },
+        "path": {
+            "type": "string",
+            "description": "File or directory to search (default: the workspace root).",
+        },
+        "glob": {
+            "type": ["string", "null"],
+            "description": "Only search files whose path matches this glob, e.g. '*.py' or 'src/**/*.ts'. "
+            "A glob without '/' matches file names at any depth.",
+        },
+        "ignore_case": {"type": "boolean", "description": "Match case-insensitively (default false)."},
+        "literal": {
+            "type": "boolean",
+            "description": "Treat pattern as plain text, not a regular expression (default false).",
+        },
+        "context": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 10,
+            "description": "Lines of context to show around each match (default 0).",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": f"Maximum matches to return (default {DEFAULT_LIMIT}, max {MAX_LIMIT}).",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -66,26 +95,27 @@ def create_grep_tool(workspace: Workspace) -> AgentTool:
         name="grep",
         label="Grep",
         description=DESCRIPTION,
-        parameters=GrepParams,
+        parameters=GREP_PARAMETERS,
         execute=execute,
         execution_mode="parallel",
     )
 
 
 def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, Any]]:
-    flags = re.MULTILINE | (re.IGNORECASE if params.ignore_case else 0)
-    source = re.escape(params.pattern) if params.literal else params.pattern
+    pattern, context, limit = params["pattern"], params.get("context", 0), params.get("limit", DEFAULT_LIMIT)
+    flags = re.MULTILINE | (re.IGNORECASE if params.get("ignore_case") else 0)
+    source = re.escape(pattern) if params.get("literal") else pattern
     try:
         regex = re.compile(source, flags)
     except re.error as exc:
         raise ToolError(
-            f"Invalid regular expression {params.pattern!r}: {exc}. Set literal to search plain text."
+            f"Invalid regular expression {pattern!r}: {exc}. Set literal to search plain text."
         ) from None
-    start = workspace.resolve(params.path)
+    start = workspace.resolve(params.get("path", "."))
     if not start.exists():
         raise ToolError(f"Path not found: {workspace.display(start)}")
     files = [start] if start.is_file() else walk_files(workspace, start)
-    name_filter = _glob_filter(params.glob)
+    name_filter = _glob_filter(params.get("glob"))
     base = start.parent if start.is_file() else start
 
     out: list[str] = []
@@ -109,8 +139,8 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
             continue
         files_with_matches += 1
         shown = workspace.display(file)
-        block, limited = _file_matches(text, regex, shown, params.context, params.limit - matches)
-        if params.context and out:
+        block, limited = _file_matches(text, regex, shown, context, limit - matches)
+        if context and out:
             out.append("--")
         match_prefix = f"{shown}:"
         for line in block:
@@ -124,12 +154,12 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
             break
 
     if not out:
-        text = f"No matches for {params.pattern!r} in {workspace.display(start)}."
+        text = f"No matches for {pattern!r} in {workspace.display(start)}."
     else:
         text = "\n".join(out)
         if limited:
             text += (
-                f"\n\n[Results stopped after {matches} matches (limit {params.limit} or the "
+                f"\n\n[Results stopped after {matches} matches (limit {limit} or the "
                 f"{MAX_BYTES // 1024} KB output limit). Narrow the pattern, path or glob to see the rest.]"
             )
     if skipped_large:

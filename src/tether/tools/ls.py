@@ -4,12 +4,10 @@ Unlike ``find`` and ``grep``, ``ls`` shows everything, dotfiles and ignored file
 when the model asks what is in a directory, the honest answer is all of it.
 """
 
-from __future__ import annotations
-
 import os
-from typing import Any
+from typing import Any, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -19,11 +17,24 @@ from tether.tools.workspace import Workspace
 DEFAULT_LIMIT = 500
 
 
-class LsParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class LsParams(TypedDict):
+    path: NotRequired[str]
+    limit: NotRequired[int]
 
-    path: str = Field(default=".", description="Directory to list (default: the workspace root).")
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=5000, description="Maximum entries to return.")
+
+LS_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 5000,
+            "description": f"Maximum entries to return (default {DEFAULT_LIMIT}).",
+        },
+    },
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -42,14 +53,15 @@ def create_ls_tool(workspace: Workspace) -> AgentTool:
         name="ls",
         label="List",
         description=DESCRIPTION,
-        parameters=LsParams,
+        parameters=LS_PARAMETERS,
         execute=execute,
         execution_mode="parallel",
     )
 
 
 def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params.path)
+    path = workspace.resolve(params.get("path", "."))
+    limit = params.get("limit", DEFAULT_LIMIT)
     shown = workspace.display(path)
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name.lower())
@@ -60,15 +72,15 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
     names = [entry.name + ("/" if _is_dir(entry) else "") for entry in entries]
-    shown_names = names[: params.limit]
+    shown_names = names[:limit]
     if not names:
         text = f"{shown} is empty."
     else:
         text = "\n".join(shown_names)
-        if len(names) > params.limit:
-            text += f"\n\n[{len(names) - params.limit} more entries not shown; raise limit or use find.]"
+        if len(names) > limit:
+            text += f"\n\n[{len(names) - limit} more entries not shown; raise limit or use find.]"
     return AgentToolResult(
-        [{"type": "text", "text": text}], {"count": len(names), "truncated": len(names) > params.limit}
+        [{"type": "text", "text": text}], {"count": len(names), "truncated": len(names) > limit}
     )
 
 

@@ -5,12 +5,10 @@ were shown and how to continue, so the model never mistakes a prefix for the who
 file is streamed line by line: reading the start of a 1 GB log costs the start, not a gigabyte.
 """
 
-from __future__ import annotations
-
 import base64
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -24,16 +22,33 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Provider limit for one inline image (Anthropic's, the strictest of the major APIs)."""
 
 
-class ReadParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReadParams(TypedDict):
+    path: str
+    offset: NotRequired[int | None]
+    limit: NotRequired[int | None]
 
-    path: str = Field(description="File to read: relative to the workspace root, or absolute.")
-    offset: int | None = Field(
-        default=None, ge=1, description="First line to return (1-based). Omit to start at the top."
-    )
-    limit: int | None = Field(
-        default=None, ge=1, description=f"Maximum number of lines to return (at most {MAX_LINES})."
-    )
+
+READ_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "File to read: relative to the workspace root, or absolute.",
+        },
+        "offset": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": "First line to return (1-based). Omit to start at the top.",
+        },
+        "limit": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": f"Maximum number of lines to return (at most {MAX_LINES}).",
+        },
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -54,14 +69,14 @@ def create_read_tool(workspace: Workspace) -> AgentTool:
         name="read",
         label="Read",
         description=DESCRIPTION,
-        parameters=ReadParams,
+        parameters=READ_PARAMETERS,
         execute=execute,
         execution_mode="parallel",
     )
 
 
 def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params.path)
+    path = workspace.resolve(params["path"])
     shown = workspace.display(path)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory, not a file; use ls to list it.")
@@ -93,7 +108,9 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
                 "inspect it with a bash command such as `file` or `xxd | head`."
             )
         handle.seek(0)
-        return read_lines(handle, shown, params.offset or 1, min(params.limit or MAX_LINES, MAX_LINES))
+        return read_lines(
+            handle, shown, params.get("offset") or 1, min(params.get("limit") or MAX_LINES, MAX_LINES)
+        )
 
 
 def read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentToolResult[dict[str, Any]]:

@@ -1,11 +1,7 @@
 """``write``: create or overwrite a file with the given content, creating parent directories."""
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -13,11 +9,23 @@ from tether.tools.errors import ToolError
 from tether.tools.workspace import Workspace
 
 
-class WriteParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class WriteParams(TypedDict):
+    path: str
+    content: str
 
-    path: str = Field(description="File to write: relative to the workspace root, or absolute.")
-    content: str = Field(description="The complete new content of the file.")
+
+WRITE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "File to write: relative to the workspace root, or absolute.",
+        },
+        "content": {"type": "string", "description": "The complete new content of the file."},
+    },
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
 
 
 DESCRIPTION = (
@@ -36,24 +44,24 @@ def create_write_tool(workspace: Workspace) -> AgentTool:
         name="write",
         label="Write",
         description=DESCRIPTION,
-        parameters=WriteParams,
+        parameters=WRITE_PARAMETERS,
         execute=execute,
         execution_mode="sequential",
     )
 
 
 def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params.path)
+    path = workspace.resolve(params["path"])
     shown = workspace.display(path)
     refuse_unwritable(path, shown)
-    data = params.content.encode()
+    data = params["content"].encode()
     existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
-    return written(shown, params.content, existed)
+    return written(shown, params["content"], existed)
 
 
 def refuse_unwritable(path: Path, shown: str) -> None:
