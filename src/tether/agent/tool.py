@@ -14,14 +14,15 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
-
-import pydantic_core
-from pydantic import BaseModel, create_model
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
 
 from tether.ai.abort import AbortSignal
-from tether.ai.types import Tool
-from tether.wire import ImageContent, TextContent
+
+if TYPE_CHECKING:  # pydantic loads when a model-based tool is built or validated, not before
+    from pydantic import BaseModel
+
+    from tether.ai.types import Tool
+    from tether.wire import ImageContent, TextContent
 
 ToolExecutionMode = Literal["sequential", "parallel"]
 """``sequential``: one call at a time; ``parallel``: prepared in order, executed concurrently."""
@@ -140,6 +141,8 @@ def _tool_from_function(
             raise TypeError(f"@tool {tool_name}: *args and **kwargs cannot be tool arguments")
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    from pydantic import create_model
+
     model_name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
     parameters: type[BaseModel] = create_model(model_name, **fields)
 
@@ -166,7 +169,12 @@ def as_tool_result(value: object) -> AgentToolResult[Any]:
     """A tool function's return value as a result: text as is, anything else as JSON text."""
     if isinstance(value, AgentToolResult):
         return cast(AgentToolResult[Any], value)
-    text = value if isinstance(value, str) else pydantic_core.to_json(value).decode()
+    if isinstance(value, str):
+        text = value
+    else:
+        import pydantic_core
+
+        text = pydantic_core.to_json(value).decode()
     return AgentToolResult(content=[{"type": "text", "text": text}])
 
 
