@@ -13,7 +13,7 @@ from cli_support import text_reply
 from tether.cli.commands import COMMANDS, execute, parse
 from tether.cli.runtime import Runtime, SessionChoice
 from tether.cli.settings import Compaction, Settings
-from tether.session.compaction import context_tokens
+from tether.session.budget import context_tokens
 from tether.testing.scripted import SCRIPTED_MODEL
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether.cli.stats import conversation_stats
-from tether.session.compaction import context_tokens
+from tether.session.budget import context_tokens
 from tether.testing.scripted import SCRIPTED_MODEL
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tether.agent import Agent, AgentTool, BeforeToolCallContext, BeforeToolCallResult
 from tether.ai.abort import AbortController, AbortSignal
@@ -27,17 +27,8 @@ from tether.cli.options import RunOptions
 from tether.cli.settings import Approval, Settings
 from tether.cli.stats import Stats, conversation_stats
 from tether.cli.system_prompt import build_system_prompt
-from tether.session import Session, SessionManager
-from tether.session.compaction import (
-    CompactionError,
-    CompactionResult,
-    CompactionSettings,
-    context_tokens,
-    is_context_overflow,
-    should_compact,
-)
+from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
 from tether.session.convert import lower_for
-from tether.session.wiring import record_message_end, record_settings, recover_from_overflow, request_view
 from tether.tools import Workspace, create_coding_tools, describe_call
 from tether.wire import (
     AgentMessage,
@@ -48,6 +39,10 @@ from tether.wire import (
     ToolCall,
     UserMessage,
 )
+
+if TYPE_CHECKING:  # the store and the summariser load when a run has a session (not with --no-session)
+    from tether.session import Session, SessionManager
+    from tether.session.compaction import CompactionResult
 
 T = TypeVar("T")
 RuntimeEvent = dict[str, Any]
@@ -458,6 +453,8 @@ class Runtime:
         session, last = self._session, self.last_assistant()
         if session is None or last is None or not self._compaction.enabled or not is_context_overflow(last):
             return
+        from tether.session.wiring import recover_from_overflow
+
         await self._emit({"type": "compaction_start", "reason": "overflow"})
         recovered = await recover_from_overflow(
             session,
@@ -479,6 +476,8 @@ class Runtime:
         session = self._session
         if session is None:
             return messages
+        from tether.session.wiring import request_view
+
         recorded = session.message_ids(messages)
         size = context_tokens(
             [*session.messages, *(m for m, i in zip(messages, recorded, strict=True) if i is None)]
@@ -507,6 +506,8 @@ class Runtime:
         if kind == "message_start" and event["message"]["role"] == "user":
             self._delivered(event["message"])
         elif kind == "message_end" and self._session is not None:
+            from tether.session.wiring import record_message_end
+
             record_message_end(self._session, event)
         await self._emit(event)
 
@@ -539,6 +540,8 @@ class Runtime:
     def _record_settings(self) -> None:
         """Store model and thinking level (and the system prompt) when they differ from the session's."""
         if self._session is not None:
+            from tether.session.wiring import record_settings
+
             record_settings(
                 self._session,
                 model=self.model,
@@ -592,7 +595,7 @@ class Runtime:
         self, instructions: str | None, *, reason: str = "manual", signal: AbortSignal | None = None
     ) -> str:
         """Summarise the older part of the conversation into a compaction entry; returns the summary."""
-        from tether.session.compaction import compact
+        from tether.session.compaction import CompactionError, compact
 
         session = self._require_session()
         await self._emit({"type": "compaction_start", "reason": reason})
@@ -811,6 +814,8 @@ def _choose_model(spec: str | None, settings: Settings, session: Session | None)
 def _open_session(choice: SessionChoice, cwd: Path) -> tuple[SessionManager | None, Session | None]:
     if not choice.persist:
         return None, None
+    from tether.session import SessionManager
+
     sessions = SessionManager()
     try:
         if choice.session_id is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tether.session.compaction import context_tokens
+from tether.session.budget import context_tokens
 from tether.wire import AgentMessage, ModelInfo
 
 

@@ -23,17 +23,19 @@ from tether._lazy import lazy_exports
 if TYPE_CHECKING:
     from tether.session.agent_session import AgentSession
     from tether.session.branching import BranchError, pending_tool_calls
-    from tether.session.compaction import (
+    from tether.session.budget import (
         DEFAULT_KEEP_RECENT_TOKENS,
         DEFAULT_RESERVE_TOKENS,
-        CompactionError,
-        CompactionResult,
         CompactionSettings,
-        compact,
         context_tokens,
         estimate_tokens,
         is_context_overflow,
         should_compact,
+    )
+    from tether.session.compaction import (
+        CompactionError,
+        CompactionResult,
+        compact,
         summarize,
         summarize_branch,
     )
@@ -96,16 +98,16 @@ _LAZY = {
     "AgentSession": "tether.session.agent_session",
     "BranchError": "tether.session.branching",
     "pending_tool_calls": "tether.session.branching",
-    "DEFAULT_KEEP_RECENT_TOKENS": "tether.session.compaction",
-    "DEFAULT_RESERVE_TOKENS": "tether.session.compaction",
+    "DEFAULT_KEEP_RECENT_TOKENS": "tether.session.budget",
+    "DEFAULT_RESERVE_TOKENS": "tether.session.budget",
     "CompactionError": "tether.session.compaction",
     "CompactionResult": "tether.session.compaction",
-    "CompactionSettings": "tether.session.compaction",
+    "CompactionSettings": "tether.session.budget",
     "compact": "tether.session.compaction",
-    "context_tokens": "tether.session.compaction",
-    "estimate_tokens": "tether.session.compaction",
-    "is_context_overflow": "tether.session.compaction",
-    "should_compact": "tether.session.compaction",
+    "context_tokens": "tether.session.budget",
+    "estimate_tokens": "tether.session.budget",
+    "is_context_overflow": "tether.session.budget",
+    "should_compact": "tether.session.budget",
     "summarize": "tether.session.compaction",
     "summarize_branch": "tether.session.compaction",
     "ModelRef": "tether.session.context",

@@ -17,7 +17,8 @@ from tether.agent import Agent, AgentEvent
 from tether.agent.loop import default_stream_fn
 from tether.ai.abort import AbortSignal
 from tether.ai.types import ServiceTier, StreamFn, ThinkingLevel
-from tether.session.compaction import CompactionResult, CompactionSettings, compact
+from tether.session.budget import CompactionSettings
+from tether.session.compaction import CompactionResult, compact
 from tether.session.convert import lower_for
 from tether.session.prompt import PromptHook
 from tether.session.session import Session

@@ -11,39 +11,33 @@ Rules: the cut never lands on a tool result (a call and its result stay together
 side); an earlier summary is *updated* — it goes to the model as the previous summary together
 with the newly compacted messages — never nested inside the new one.
 
-Token counts are estimates (about four characters per token; images count as 1,200) corrected
-by the provider's own count where an assistant message reports usage.
+Token counts come from ``tether.session.budget``.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.ai.types import Context, SimpleStreamOptions, StreamFn
+from tether.session.budget import (
+    CompactionSettings,
+    context_tokens,
+    estimate_tokens,
+    message_texts,
+)
 from tether.session.context import context_message
 from tether.session.session import Session
 from tether.session.store import SessionError
 from tether.session.tree import Node
-from tether.wire import AgentMessage, AssistantMessage, Message, ModelInfo
+from tether.wire import AgentMessage, Message, ModelInfo
 
-DEFAULT_RESERVE_TOKENS = 16_384
-DEFAULT_KEEP_RECENT_TOKENS = 20_000
-IMAGE_TOKENS = 1_200
 TOOL_RESULT_CHARS = 4_000
 """A tool result is cut to this many characters in the text the summariser reads."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    enabled: bool = True
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 
 
 class CompactionError(SessionError):
@@ -57,79 +51,6 @@ class CompactionResult:
     first_kept_entry_id: str | None
     tokens_before: int
     tokens_after: int
-
-
-# --- token accounting ---------------------------------------------------------------------------
-
-
-def estimate_tokens(message: AgentMessage) -> int:
-    """Rough token count of one message: characters / 4 rounded up, images at a flat rate."""
-    chars = 0
-    images = 0
-    for value in _texts(cast(dict[str, Any], message)):
-        if value is None:
-            images += 1
-        else:
-            chars += len(value)
-    return (chars + 3) // 4 + images * IMAGE_TOKENS
-
-
-def context_tokens(messages: Sequence[AgentMessage]) -> int:
-    """Tokens of ``messages`` as the provider counts them: the newest assistant usage plus
-    estimates of what came after it (estimates only when no reply reported usage)."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = cast(dict[str, Any], messages[i])
-        if m.get("role") == "assistant" and m.get("stopReason") not in ("error", "aborted"):
-            usage = cast(dict[str, Any], m.get("usage") or {})
-            reported = usage.get("totalTokens") or sum(
-                int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
-            )
-            if reported:
-                return int(reported) + sum(estimate_tokens(x) for x in messages[i + 1 :])
-    return sum(estimate_tokens(x) for x in messages)
-
-
-def should_compact(tokens: int, context_window: int | None, settings: CompactionSettings) -> bool:
-    if not settings.enabled or not context_window:
-        return False
-    return tokens > context_window - settings.reserve_tokens
-
-
-_OVERFLOW = re.compile(
-    "|".join(
-        [
-            r"prompt is too long",
-            r"maximum context length",
-            r"context[_ ]length[_ ]exceeded",
-            r"exceeds? the context window",
-            r"context window (?:is )?exceeded",
-            r"input is too long",
-            r"too many tokens",
-            r"reduce the length of the messages",
-            r"input token count.*exceeds the maximum",
-            r"request too large",
-            r"exceeds the maximum number of tokens",
-            r"string too long",
-        ]
-    ),
-    re.IGNORECASE,
-)
-
-
-def is_context_overflow(message: AssistantMessage, context_window: int | None = None) -> bool:
-    """Did this reply fail because the request was longer than the model accepts?
-
-    Recognises the usual provider messages (Anthropic "prompt is too long", OpenAI "maximum
-    context length" / ``context_length_exceeded``, Gemini "input token count … exceeds the
-    maximum", "exceeds the context window", …) and silent overflows where a successful reply
-    reports more input than the window.
-    """
-    if message.get("stopReason") == "error":
-        return bool(_OVERFLOW.search(message.get("errorMessage") or ""))
-    if context_window and message.get("stopReason") == "stop":
-        usage = message.get("usage")
-        return usage["input"] + usage["cacheRead"] > context_window
-    return False
 
 
 # --- choosing what to summarise -----------------------------------------------------------------
@@ -199,12 +120,12 @@ def serialize_for_summary(messages: Sequence[AgentMessage]) -> str:
                     args = json.dumps(b.get("arguments", {}), ensure_ascii=False)
                     lines.append(f"[assistant tool call {b.get('name')}]: {args}")
         elif role == "toolResult":
-            text = "".join(t for t in _texts(m) if t is not None)
+            text = "".join(t for t in message_texts(m) if t is not None)
             if len(text) > TOOL_RESULT_CHARS:
                 text = text[:TOOL_RESULT_CHARS] + f"\n… ({len(text) - TOOL_RESULT_CHARS} more characters)"
             lines.append(f"[tool result {m.get('toolName')}]: {text}")
         else:
-            text = "\n".join(t for t in _texts(m) if t is not None)
+            text = "\n".join(t for t in message_texts(m) if t is not None)
             lines.append(f"[{role}]: {text}")
     return "\n\n".join(lines)
 
@@ -330,31 +251,3 @@ async def summarize_branch(
         options=SimpleStreamOptions(signal=signal, session_id=session.id),
     )
     return session.branch(target, summary=summary)
-
-
-def _texts(m: dict[str, Any]) -> list[str | None]:
-    """Text pieces of a message (``None`` for each image), whatever its role."""
-    out: list[str | None] = []
-    for key in ("command", "code", "output", "summary"):
-        value = m.get(key)
-        if isinstance(value, str):
-            out.append(value)
-    content = m.get("content")
-    if isinstance(content, str):
-        out.append(content)
-    elif isinstance(content, list):
-        for block in cast(list[Any], content):
-            b = cast(dict[str, Any], block) if isinstance(block, dict) else {}
-            kind = b.get("type")
-            if kind == "text":
-                out.append(str(b.get("text", "")))
-            elif kind == "thinking":
-                out.append(str(b.get("thinking", "")))
-            elif kind == "toolCall":
-                out.append(str(b.get("name", "")) + json.dumps(b.get("arguments", {})))
-            elif kind == "image":
-                out.append(None)
-    for f in cast(list[Any], m.get("files") or []):
-        if isinstance(f, dict):
-            out.append(str(cast(dict[str, Any], f).get("content", "")))
-    return out

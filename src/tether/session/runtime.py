@@ -28,7 +28,8 @@ from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
 from tether.ai.abort import AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.session.compaction import CompactionResult, CompactionSettings, compact, summarize_branch
+from tether.session.budget import CompactionSettings
+from tether.session.compaction import CompactionResult, compact, summarize_branch
 from tether.session.convert import lower_for
 from tether.session.prompt import PromptHook
 from tether.session.session import Session, now_ms

@@ -16,14 +16,8 @@ from collections.abc import Sequence
 from tether.agent import AgentEvent
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
-from tether.session.compaction import (
-    CompactionError,
-    CompactionSettings,
-    compact,
-    context_tokens,
-    is_context_overflow,
-    should_compact,
-)
+from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
+from tether.session.compaction import CompactionError, compact
 from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo

@@ -1,0 +1,129 @@
+"""Token accounting for compaction: how big a context is, and when it is too big.
+
+Kept apart from ``tether.session.compaction`` (which summarises through a model and writes to
+the session store) because every model request asks these questions, sessions or not, and
+should not load the store to answer them.
+
+Token counts are estimates (about four characters per token; images count as 1,200) corrected
+by the provider's own count where an assistant message reports usage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from tether.wire import AgentMessage, AssistantMessage
+
+DEFAULT_RESERVE_TOKENS = 16_384
+DEFAULT_KEEP_RECENT_TOKENS = 20_000
+IMAGE_TOKENS = 1_200
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    enabled: bool = True
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+
+
+def estimate_tokens(message: AgentMessage) -> int:
+    """Rough token count of one message: characters / 4 rounded up, images at a flat rate."""
+    chars = 0
+    images = 0
+    for value in message_texts(cast(dict[str, Any], message)):
+        if value is None:
+            images += 1
+        else:
+            chars += len(value)
+    return (chars + 3) // 4 + images * IMAGE_TOKENS
+
+
+def context_tokens(messages: Sequence[AgentMessage]) -> int:
+    """Tokens of ``messages`` as the provider counts them: the newest assistant usage plus
+    estimates of what came after it (estimates only when no reply reported usage)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = cast(dict[str, Any], messages[i])
+        if m.get("role") == "assistant" and m.get("stopReason") not in ("error", "aborted"):
+            usage = cast(dict[str, Any], m.get("usage") or {})
+            reported = usage.get("totalTokens") or sum(
+                int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
+            )
+            if reported:
+                return int(reported) + sum(estimate_tokens(x) for x in messages[i + 1 :])
+    return sum(estimate_tokens(x) for x in messages)
+
+
+def should_compact(tokens: int, context_window: int | None, settings: CompactionSettings) -> bool:
+    if not settings.enabled or not context_window:
+        return False
+    return tokens > context_window - settings.reserve_tokens
+
+
+_OVERFLOW = re.compile(
+    "|".join(
+        [
+            r"prompt is too long",
+            r"maximum context length",
+            r"context[_ ]length[_ ]exceeded",
+            r"exceeds? the context window",
+            r"context window (?:is )?exceeded",
+            r"input is too long",
+            r"too many tokens",
+            r"reduce the length of the messages",
+            r"input token count.*exceeds the maximum",
+            r"request too large",
+            r"exceeds the maximum number of tokens",
+            r"string too long",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(message: AssistantMessage, context_window: int | None = None) -> bool:
+    """Did this reply fail because the request was longer than the model accepts?
+
+    Recognises the usual provider messages (Anthropic "prompt is too long", OpenAI "maximum
+    context length" / ``context_length_exceeded``, Gemini "input token count … exceeds the
+    maximum", "exceeds the context window", …) and silent overflows where a successful reply
+    reports more input than the window.
+    """
+    if message.get("stopReason") == "error":
+        return bool(_OVERFLOW.search(message.get("errorMessage") or ""))
+    if context_window and message.get("stopReason") == "stop":
+        usage = message.get("usage")
+        return usage["input"] + usage["cacheRead"] > context_window
+    return False
+
+
+def message_texts(m: dict[str, Any]) -> list[str | None]:
+    """Text pieces of a message (``None`` for each image), whatever its role."""
+    out: list[str | None] = []
+    for key in ("command", "code", "output", "summary"):
+        value = m.get(key)
+        if isinstance(value, str):
+            out.append(value)
+    content = m.get("content")
+    if isinstance(content, str):
+        out.append(content)
+    elif isinstance(content, list):
+        for block in cast(list[Any], content):
+            b = cast(dict[str, Any], block) if isinstance(block, dict) else {}
+            kind = b.get("type")
+            if kind == "text":
+                out.append(str(b.get("text", "")))
+            elif kind == "thinking":
+                out.append(str(b.get("thinking", "")))
+            elif kind == "toolCall":
+                out.append(str(b.get("name", "")) + json.dumps(b.get("arguments", {})))
+            elif kind == "image":
+                out.append(None)
+    for f in cast(list[Any], m.get("files") or []):
+        if isinstance(f, dict):
+            out.append(str(cast(dict[str, Any], f).get("content", "")))
+    return out
