@@ -4,6 +4,7 @@ Median wall time (N runs each, after one warm-up run) of:
 - ``python -c pass`` — the floor: no CLI can start faster than the interpreter;
 - ``tether --version``;
 - ``tether -p "hi" --no-session`` with the scripted model (``TETHER_SCRIPTED``): a whole run;
+- ``tether -p "hi"`` the same, storing the session (SQLite, messages validated): what a user runs;
 - ``pi --version`` — the reference, the pi coding agent CLI from npm (installed on first use
   into ``bench/reference/pi-cli/node_modules``, git-ignored).
 Goal: tether <= 150 ms and at most half of pi's time.
@@ -70,7 +71,8 @@ def main() -> None:
         rows = [
             ("python -c pass (floor)", measure([sys.executable, "-c", "pass"], env)),
             ("tether --version", measure([*tether, "--version"], env)),
-            ("tether -p (scripted model)", measure([*tether, "-p", "hi", "--no-session"], env)),
+            ("tether -p --no-session", measure([*tether, "-p", "hi", "--no-session"], env)),
+            ("tether -p (session stored)", measure([*tether, "-p", "hi"], env)),
         ]
         pi = pi_command()
         pi_time = measure([*pi, "--version"], env, runs=7) if pi is not None else None

@@ -63,7 +63,8 @@ def test_importing_the_packages_loads_no_provider_nor_http_client() -> None:
     assert not any(name.startswith("tether.ai.providers") for name in loaded)
 
 
-def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> None:
+def _print_run(tmp_path: Path, *options: str) -> set[str]:
+    """The modules a ``tether -p hi`` with the scripted model loads."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
     env = {
@@ -74,9 +75,23 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     }
     run = (
         "import sys\nfrom tether.cli.main import main\n"
-        "try:\n    main(['-p', 'hi', '--no-session'])\nexcept SystemExit as exit:\n    assert not exit.code\n"
+        f"try:\n    main(['-p', 'hi', *{list(options)!r}])\nexcept SystemExit as exit:\n    assert not exit.code\n"
     )
-    loaded = loaded_after(run, env)
+    return loaded_after(run, env)
+
+
+def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> None:
+    loaded = _print_run(tmp_path, "--no-session")
     heavy = {"httpx2", "rich", "prompt_toolkit", "jsonschema", "tether.ai.models", "tether.ai.transport"}
     assert heavy & loaded == set()
+    # nothing is decoded or stored: neither pydantic nor the session store load
+    assert {"pydantic", "pydantic_core", "sqlite3", "tether.session.store"} & loaded == set()
     assert "tether.agent.loop" in loaded  # the run did happen
+
+
+def test_a_stored_print_run_validates_without_pydantic(tmp_path: Path) -> None:
+    """Storing messages validates them with the shipped pydantic-core schemas (validators.json);
+    pydantic itself, and its schema generation, stay unloaded."""
+    loaded = _print_run(tmp_path)
+    assert {"pydantic_core", "sqlite3", "tether.session.store"} <= loaded
+    assert "pydantic" not in loaded
