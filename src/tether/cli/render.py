@@ -112,6 +112,29 @@ def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) 
     return painter.render(body).rstrip("\n")
 
 
+def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -> str:
+    """A ``!command`` / ``$code`` run: the source line (red when it failed) and its output."""
+    shell = message.get("role") == "bashExecution"
+    source = str(message.get("command") if shell else message.get("code"))
+    exit_code = message.get("exitCode")
+    failed = exit_code not in (0, None) or bool(message.get("cancelled"))
+    status = f"  (exit {exit_code})" if exit_code not in (0, None) else ""
+    kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
+    mark = "!" if shell else "$"
+    header = painter.styled(f"{mark} {source}{status}{kept_out}", "bold red" if failed else "bold")
+    output = str(message.get("output", ""))
+    return header + "\n" + tool_result(painter, output, is_error=failed, expanded=expanded)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """A user message's text on one line (images as ``[image]``)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = cast(list[Mapping[str, Any]], content or [])
+    return " ".join(str(b.get("text", "[image]")) for b in blocks)
+
+
 def error_text(painter: Painter, message: str, *, aborted: bool) -> str:
     if aborted:
         return painter.styled("⏹ Aborted", "bold yellow")
