@@ -25,7 +25,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
-from tether.cli.tree import TreeRow, fit, row_line
+from tether.cli.tree import HERE, TreeRow, fit, row_line
 
 STYLE = Style.from_dict(
     {
@@ -227,9 +227,8 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
             selected = index == view.cursor
             style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
             text = ("› " if selected else "  ") + row_line(row, width - 2)
-            here = "  ← you are here"
-            if row.current and text.endswith(here) and not selected:
-                out.append([(style, text[: -len(here)]), ("class:row.here", here)])
+            if row.current and text.endswith(HERE) and not selected:
+                out.append([(style, text[: -len(HERE)]), ("class:row.here", HERE)])
             else:
                 out.append([(style, text)])
         return out

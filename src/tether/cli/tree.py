@@ -22,6 +22,7 @@ from tether.session import Session
 SHOWN = ("user", "assistant", "branchSummary", "compactionSummary", "bashExecution", "pythonExecution")
 TEXT_LIMIT = 300
 """Characters of an entry's text kept in a row (the screen cuts it further to its width)."""
+HERE = "  ← you are here"
 LEFT_BEHIND = ("message", "compaction", "branch_summary")
 """Entry types whose loss is worth a branch summary."""
 
@@ -174,8 +175,8 @@ def row_line(row: TreeRow, width: int) -> str:
     label and the "you are here" mark (cut with ``…`` when too long)."""
     mark = "•" if row.on_path else " "
     label = f" ({row.label})" if row.label else ""
-    here = "  ← you are here" if row.current else ""
-    return fit(f"{mark} {row.prefix}{row.text}{label}", width - cell_len(here)) + here
+    here = (HERE if width >= 2 * cell_len(HERE) else " ←") if row.current else ""
+    return fit(fit(f"{mark} {row.prefix}{row.text}{label}", width - cell_len(here)) + here, width)
 
 
 def fit(text: str, width: int) -> str:
