@@ -47,6 +47,7 @@ from tether.cli.runtime import Runtime, RuntimeEvent
 from tether.cli.stats import Stats
 from tether.cli.transcript import branch_messages, render_transcript
 from tether.cli.tree import branch_choice, leaves_something, session_rows
+from tether.session import SessionError
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
@@ -397,7 +398,11 @@ class InteractiveApp:
             self._live = None
             for block in message["content"]:
                 if block["type"] == "thinking" and block["thinking"].strip():
-                    self._print(render.thinking_text(painter, block["thinking"], expanded=self.show_thinking))
+                    self._print(
+                        render.thinking_text(
+                            painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
+                        )
+                    )
                 elif block["type"] == "text" and block["text"].strip():
                     self._print(painter.markdown(block["text"]))
             if message["stopReason"] in ("error", "aborted"):
@@ -547,6 +552,9 @@ class InteractiveApp:
                 instructions=instructions or None,
                 signal=self._work_abort.signal,
             )
+        except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
+            self._print(render.error_text(painter, f"{exc}; still where you were", aborted=False))
+            return
         finally:
             self._work_abort = None
         if choice.editor_text is None:

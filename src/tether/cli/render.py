@@ -48,8 +48,9 @@ class Painter:
         return self.render(Text(text, style=style))
 
 
-def thinking_text(painter: Painter, thinking: str, *, expanded: bool) -> str:
-    """Thinking dimmed; folded to one line unless ``expanded`` (Ctrl-T toggles)."""
+def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str = "Ctrl-T to expand") -> str:
+    """Thinking dimmed; folded to one line unless ``expanded`` (Ctrl-T toggles). ``hint`` says
+    how to read the rest: Ctrl-T where the toggle redraws it, Ctrl-O in the scrollback."""
     thinking = thinking.strip()
     if not thinking:
         return ""
@@ -59,7 +60,7 @@ def thinking_text(painter: Painter, thinking: str, *, expanded: bool) -> str:
     first = thinking.splitlines()[0]
     if len(first) > painter.width - 40:
         first = first[: max(10, painter.width - 43)] + "..."
-    return painter.styled(f"▸ thinking ({words} words): {first}  [Ctrl-T to expand]", "dim italic")
+    return painter.styled(f"▸ thinking ({words} words): {first}  [{hint}]", "dim italic")
 
 
 def format_args(args: object, limit: int = 200) -> str:
