@@ -68,8 +68,12 @@ class Terminal:
     def screen(self, *, escapes: bool = False) -> str:
         """The visible screen and scrollback; ``escapes`` keeps colour and style sequences.
         On the alternate screen (a full-screen view), only what is visible."""
-        history = [] if self.full_screen() else ["-S", "-200"]
-        return self._tmux("capture-pane", "-p", "-J", *history, *(["-e"] if escapes else []), "-t", "t")
+        while True:  # the same screen before and after the capture: not mid-switch
+            full = self.full_screen()
+            history = [] if full else ["-S", "-200"]
+            text = self._tmux("capture-pane", "-p", "-J", *history, *(["-e"] if escapes else []), "-t", "t")
+            if self.full_screen() == full:
+                return text
 
     def full_screen(self) -> bool:
         return self._tmux("display-message", "-p", "-t", "t", "#{alternate_on}").strip() == "1"
@@ -140,7 +144,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         assert "\n  │ 20" not in folded
         terminal.type("half-typed draft")
         terminal.send("C-o")  # the transcript view: the same result, nothing folded
-        screen = terminal.wait_for("Transcript")
+        screen = terminal.wait_for("q/Esc close")  # the footer: drawn last
         assert "  │ 20" in screen and "more lines" not in screen
         assert "Ctrl-T thinking (folded)" in screen
         terminal.send("C-t")  # thinking toggles here and stays toggled after
@@ -240,7 +244,7 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
 
         terminal.type("/tree")
         terminal.send("Enter")
-        screen = terminal.wait_for("Session tree")
+        screen = terminal.wait_for("Esc cancel · entry")  # the footer: drawn last
         cursor = [line for line in screen.splitlines() if line.startswith("› ")]
         assert len(cursor) == 1 and "assistant: Second answer." in cursor[0] and "you are here" in cursor[0]
         terminal.send("Up", "Up")
@@ -252,13 +256,14 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
 
         terminal.type("/tree")
         terminal.send("Enter")
-        terminal.wait_for("Session tree")
+        terminal.wait_for("Esc cancel · entry")
         terminal.send("Up")
         screen = terminal.wait_for(
             lambda s: any(line.startswith("› • user: second question") for line in s.splitlines())
         )
         terminal.send("Enter")
-        terminal.wait_for("Summarise the branch you are leaving?")
+        question = terminal.wait_for("Enter choose · Esc cancel")
+        assert "Summarise the branch you are leaving?" in question and "2. Summarise the branch" in question
         terminal.send("2")  # summarise
         screen = terminal.wait_for("BRANCH SUMMARY: we asked a second question.")
         terminal.wait_for(lambda s: input_line(s) == "› second question")  # back for editing

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncGenerator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,8 +47,8 @@ from tether.cli import commands, render, screens
 from tether.cli.runtime import Runtime, RuntimeEvent
 from tether.cli.stats import Stats
 from tether.cli.transcript import branch_messages, render_transcript
-from tether.cli.tree import branch_choice, leaves_something, session_rows
-from tether.session import SessionError
+from tether.cli.tree import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.session import Session, SessionError
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
@@ -61,6 +62,7 @@ STYLE = Style.from_dict(
         "approval": "bold ansiyellow",
     }
 )
+SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
 
 
 class InteractiveApp:
@@ -502,8 +504,7 @@ class InteractiveApp:
             )
 
     async def _navigate_tree(self) -> None:
-        """``/tree``: pick an entry, maybe summarise the branch left, move there. Esc on the
-        summary question goes back to the tree; Esc on the tree changes nothing."""
+        """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
         runtime = self._runtime
         assert runtime is not None
         painter = self._painter()
@@ -511,45 +512,17 @@ class InteractiveApp:
         if session is None:
             self._print(painter.styled("/tree: this run has no session (--no-session)", "red"))
             return
-        rows = session_rows(session)
-        if not rows:
-            self._print(painter.styled("(the session is empty)", "dim"))
+        move = await self._pick_move(session)
+        if move is None:
             return
-        options = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
-        start: str | None = None
-        async with self._full_screen():
-            while True:
-                row = await screens.pick_tree_row(rows, start=start, color=self.color)
-                if row is None:
-                    self._print(painter.styled("tree: cancelled, nothing changed", "dim"))
-                    return
-                start = row.id
-                choice = branch_choice(row)
-                if row.current and choice.editor_text is None:
-                    self._print(painter.styled("tree: already there, nothing changed", "dim"))
-                    return
-                target_path = session.path(choice.target) if choice.target is not None else []
-                answer: int | None = 0
-                if leaves_something(session.path(), target_path):
-                    answer = await screens.pick_option(
-                        "Summarise the branch you are leaving?", options, color=self.color
-                    )
-                instructions: str | None = None
-                if answer == 2:
-                    instructions = await screens.ask_text("Instructions for the summary", color=self.color)
-                    if instructions is None:
-                        continue
-                if answer is not None:
-                    break
-        summarize = bool(answer)
-        if summarize:
+        if move.summarize:
             self._print(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
         self._work_abort = AbortController()
         try:
             summary = await runtime.branch(
-                choice.target,
-                summarize=summarize,
-                instructions=instructions or None,
+                move.choice.target,
+                summarize=move.summarize,
+                instructions=move.instructions,
                 signal=self._work_abort.signal,
             )
         except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
@@ -557,17 +530,54 @@ class InteractiveApp:
             return
         finally:
             self._work_abort = None
-        if choice.editor_text is None:
-            self._print(painter.styled(f"branched: now at {row.text}", "green"))
+        editor_text = move.choice.editor_text
+        if editor_text is None:
+            self._print(painter.styled(f"branched: now at {move.row.text}", "green"))
         else:
             self._print(painter.styled("branched: back before that prompt; edit it below and send", "green"))
         if summary:
             self._print(
                 painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary)
             )
-        if choice.editor_text is not None and self._buffer is not None:
-            self._buffer.text = choice.editor_text
-            self._buffer.cursor_position = len(choice.editor_text)
+        if editor_text is not None and self._buffer is not None:
+            self._buffer.text = editor_text
+            self._buffer.cursor_position = len(editor_text)
+
+    async def _pick_move(self, session: Session) -> _TreeMove | None:
+        """The full-screen part of ``/tree``: the navigator, then (when the move leaves
+        conversation behind) the summary question. Esc on the question returns to the tree;
+        Esc on the tree ends with nothing changed (``None``)."""
+        painter = self._painter()
+        rows = session_rows(session)
+        if not rows:
+            self._print(painter.styled("(the session is empty)", "dim"))
+            return None
+        start: str | None = None
+        async with self._full_screen():
+            while True:
+                row = await screens.pick_tree_row(rows, start=start, color=self.color)
+                if row is None:
+                    self._print(painter.styled("tree: cancelled, nothing changed", "dim"))
+                    return None
+                start = row.id
+                choice = branch_choice(row)
+                if row.current and choice.editor_text is None:
+                    self._print(painter.styled("tree: already there, nothing changed", "dim"))
+                    return None
+                target_path = session.path(choice.target) if choice.target is not None else []
+                if not leaves_something(session.path(), target_path):
+                    return _TreeMove(row, choice)
+                answer = await screens.pick_option(
+                    "Summarise the branch you are leaving?", SUMMARY_OPTIONS, color=self.color
+                )
+                if answer == 2:
+                    instructions = await screens.ask_text("Instructions for the summary", color=self.color)
+                    if instructions is not None:
+                        return _TreeMove(
+                            row, choice, summarize=True, instructions=instructions.strip() or None
+                        )
+                elif answer is not None:
+                    return _TreeMove(row, choice, summarize=answer == 1)
 
     @contextlib.asynccontextmanager
     async def _full_screen(self) -> AsyncGenerator[None]:
@@ -607,6 +617,16 @@ class InteractiveApp:
         self._revision += 1
         if self._app is not None:
             self._app.invalidate()
+
+
+@dataclass(frozen=True, slots=True)
+class _TreeMove:
+    """What the navigator decided: where to go, and whether to summarise the branch left."""
+
+    row: TreeRow
+    choice: BranchChoice
+    summarize: bool = False
+    instructions: str | None = None
 
 
 class _CommandCompleter(Completer):

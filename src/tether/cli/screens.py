@@ -184,7 +184,7 @@ async def show_transcript(make_text: Callable[[int, bool], str], *, show_thinkin
     keys = KeyBindings()
     _navigation_keys(keys, view)
 
-    @keys.add("escape")
+    @keys.add("escape", eager=True)
     @keys.add("q")
     @keys.add("c-o")
     @keys.add("c-c")
@@ -240,7 +240,7 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
     def _pick(event: KeyPressEvent) -> None:
         event.app.exit(result=rows[view.cursor] if view.cursor is not None else None)
 
-    @keys.add("escape")
+    @keys.add("escape", eager=True)
     @keys.add("q")
     @keys.add("c-c")
     def _cancel(event: KeyPressEvent) -> None:
@@ -284,7 +284,7 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
         def _numbered(event: KeyPressEvent, index: int = number - 1) -> None:
             event.app.exit(result=index)
 
-    @keys.add("escape")
+    @keys.add("escape", eager=True)
     @keys.add("q")
     @keys.add("c-c")
     def _cancel(event: KeyPressEvent) -> None:
@@ -310,7 +310,7 @@ async def ask_text(title: str, *, color: bool) -> str | None:
     def _accept(event: KeyPressEvent) -> None:
         event.app.exit(result=buffer.text)
 
-    @keys.add("escape")
+    @keys.add("escape", eager=True)
     @keys.add("c-c")
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=None)
