@@ -87,21 +87,26 @@ class Viewport:
         return max(1, self.height - 1)
 
 
-class _Lines(UIControl):
-    """A scrolled window over lines made for the current width (re-made when it changes)."""
+LineSource = Callable[[int], tuple[int, Callable[[int], StyleAndTextTuples]]]
+"""For a width: how many lines there are, and a function making line ``i`` (asked only for
+the lines on screen, so a tree of thousands of entries costs one screenful per redraw)."""
 
-    def __init__(self, make_lines: Callable[[int], list[StyleAndTextTuples]], view: Viewport) -> None:
-        self._make_lines = make_lines
+
+class _Lines(UIControl):
+    """A scrolled window over the lines of a ``LineSource``."""
+
+    def __init__(self, source: LineSource, view: Viewport) -> None:
+        self._source = source
         self.view = view
 
     def is_focusable(self) -> bool:
         return True
 
     def create_content(self, width: int, height: int) -> UIContent:
-        lines = self._make_lines(width)
-        self.view.resize(len(lines), height)
-        shown = lines[self.view.top : self.view.top + height]
-        return UIContent(get_line=lambda i: shown[i], line_count=len(shown))
+        count, line = self._source(width)
+        self.view.resize(count, height)
+        top = self.view.top
+        return UIContent(get_line=lambda i: line(top + i), line_count=max(0, min(height, count - top)))
 
     def mouse_handler(self, mouse_event: MouseEvent) -> Any:
         if mouse_event.event_type == MouseEventType.SCROLL_UP:
@@ -175,11 +180,11 @@ async def show_transcript(make_text: Callable[[int, bool], str], *, show_thinkin
     cache: dict[tuple[int, bool], list[StyleAndTextTuples]] = {}
     view = Viewport(count=0, top=1 << 30)
 
-    def lines(width: int) -> list[StyleAndTextTuples]:
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         key = (width, state["thinking"])
         if key not in cache:
             cache[key] = list(split_lines(to_formatted_text(ANSI(make_text(width, state["thinking"])))))
-        return cache[key]
+        return len(cache[key]), cache[key].__getitem__
 
     keys = KeyBindings()
     _navigation_keys(keys, view)
@@ -221,17 +226,17 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
     start_at = index.get(start, current) if start is not None else current
     view = Viewport(count=len(rows), cursor=start_at, top=max(0, start_at - 5))
 
-    def lines(width: int) -> list[StyleAndTextTuples]:
-        out: list[StyleAndTextTuples] = []
-        for index, row in enumerate(rows):
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        def line(index: int) -> StyleAndTextTuples:
+            row = rows[index]
             selected = index == view.cursor
             style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
             text = ("› " if selected else "  ") + row_line(row, width - 2)
             if row.current and text.endswith(HERE) and not selected:
-                out.append([(style, text[: -len(HERE)]), ("class:row.here", HERE)])
-            else:
-                out.append([(style, text)])
-        return out
+                return [(style, text[: -len(HERE)]), ("class:row.here", HERE)]
+            return [(style, text)]
+
+        return len(rows), line
 
     keys = KeyBindings()
     _navigation_keys(keys, view)
@@ -260,16 +265,13 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
     """A short menu: the index chosen with Enter (or its number key), ``None`` on Esc/q."""
     view = Viewport(count=len(options), cursor=0)
 
-    def lines(width: int) -> list[StyleAndTextTuples]:
-        return [
-            [
-                (
-                    "class:row.selected" if i == view.cursor else "",
-                    fit(f"{'›' if i == view.cursor else ' '} {i + 1}. {o}", width),
-                )
-            ]
-            for i, o in enumerate(options)
-        ]
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        def line(i: int) -> StyleAndTextTuples:
+            selected = i == view.cursor
+            text = fit(f"{'›' if selected else ' '} {i + 1}. {options[i]}", width)
+            return [("class:row.selected" if selected else "", text)]
+
+        return len(options), line
 
     keys = KeyBindings()
     _navigation_keys(keys, view)

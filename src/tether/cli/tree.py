@@ -183,6 +183,8 @@ def fit(text: str, width: int) -> str:
     """Cut ``text`` to ``width`` terminal cells (wide characters count two), ending with ``…``."""
     if width <= 0:
         return ""
+    if text.isascii() and text.isprintable():  # one cell per character: no measuring
+        return text if len(text) <= width else text[: width - 1] + "…"
     if cell_len(text) <= width:
         return text
     out: list[str] = []
