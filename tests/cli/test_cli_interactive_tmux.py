@@ -44,6 +44,15 @@ def input_line(screen: str) -> str:
     return below[1].rstrip() if len(below) > 1 else ""
 
 
+def footer_lines(screen: str) -> tuple[int, int, int]:
+    """The transcript view's ``lines FIRST-LAST of COUNT`` (zeros while it is not drawn)."""
+    found = re.search(r"lines (\d+)-(\d+) of (\d+)", screen)
+    if found is None:
+        return 0, 0, 0
+    first, last, count = (int(g) for g in found.groups())
+    return first, last, count
+
+
 class Terminal:
     """A detached tmux session on a private server socket, 100x30."""
 
@@ -147,6 +156,10 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         screen = terminal.wait_for("q/Esc close")  # the footer: drawn last
         assert "  │ 20" in screen and "more lines" not in screen
         assert "Ctrl-T thinking (folded)" in screen
+        first = footer_lines(screen)
+        assert first[0] > 3 and first[1] == first[2]  # it opens at the end
+        terminal.type("\x1b[<64;10;5M")  # the mouse wheel, up (SGR mouse report)
+        terminal.wait_for(lambda s: footer_lines(s)[0] == first[0] - 3)
         terminal.send("C-t")  # thinking toggles here and stays toggled after
         terminal.wait_for("Ctrl-T thinking (shown)")
         terminal.send("q")

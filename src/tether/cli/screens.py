@@ -207,7 +207,7 @@ async def show_transcript(make_text: Callable[[int, bool], str], *, show_thinkin
         last = min(view.count, view.top + view.height)
         thinking = "shown" if state["thinking"] else "folded"
         return (
-            f"lines {view.top + 1}-{last} of {view.count} · ↑↓ PgUp PgDn Home End scroll · "
+            f"lines {view.top + 1}-{last} of {view.count} · ↑↓ PgUp PgDn Home End · "
             f"Ctrl-T thinking ({thinking}) · q/Esc close"
         )
 
