@@ -276,3 +276,28 @@ async def test_resuming_a_session_another_writer_holds_is_a_clear_error(runtime:
         assert other.session_id != held  # still in its own session
     finally:
         await other.close()
+
+
+async def test_branch_summary_follows_custom_instructions(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the navigator's "summarise with custom instructions" calls: the instructions reach
+    the summariser's request; ``None`` as the target goes back before the first entry."""
+    from tether.testing.scripted import ScriptedModel
+
+    replies = [text_reply("one"), text_reply("two"), text_reply("SUMMARY in French.")]
+    rt = await start_with(home, monkeypatch, replies)
+    try:
+        await rt.prompt("first")
+        await rt.prompt("second")
+        assert rt.session is not None
+        first_answer = [e["id"] for e in rt.session.path() if e.get("type") == "message"][1]
+        summary = await rt.branch(first_answer, summarize=True, instructions="Write it in French.")
+        assert summary == "SUMMARY in French."
+        model = rt.stream_fn()
+        assert isinstance(model, ScriptedModel)
+        assert "Write it in French." in json.dumps(model.requests[-1].context)
+        assert await rt.branch(None, summarize=False) is None
+        assert rt.messages == [] and rt.session.leaf_id is None
+    finally:
+        await rt.close()

@@ -36,6 +36,23 @@ def colours(screen: str) -> set[str]:
     }
 
 
+def input_line(screen: str) -> str:
+    """The first line of the input box: the line under the last rule above it."""
+    if "─" * 20 not in screen:
+        return ""  # not drawn (yet)
+    below = screen.rsplit("─" * 20, 1)[-1].lstrip("─").split("\n")
+    return below[1].rstrip() if len(below) > 1 else ""
+
+
+def footer_lines(screen: str) -> tuple[int, int, int]:
+    """The transcript view's ``lines FIRST-LAST of COUNT`` (zeros while it is not drawn)."""
+    found = re.search(r"lines (\d+)-(\d+) of (\d+)", screen)
+    if found is None:
+        return 0, 0, 0
+    first, last, count = (int(g) for g in found.groups())
+    return first, last, count
+
+
 class Terminal:
     """A detached tmux session on a private server socket, 100x30."""
 
@@ -58,8 +75,17 @@ class Terminal:
         self._tmux("send-keys", "-t", "t", "-l", text)
 
     def screen(self, *, escapes: bool = False) -> str:
-        """The visible screen and scrollback; ``escapes`` keeps colour and style sequences."""
-        return self._tmux("capture-pane", "-p", "-J", "-S", "-200", *(["-e"] if escapes else []), "-t", "t")
+        """The visible screen and scrollback; ``escapes`` keeps colour and style sequences.
+        On the alternate screen (a full-screen view), only what is visible."""
+        while True:  # the same screen before and after the capture: not mid-switch
+            full = self.full_screen()
+            history = [] if full else ["-S", "-200"]
+            text = self._tmux("capture-pane", "-p", "-J", *history, *(["-e"] if escapes else []), "-t", "t")
+            if self.full_screen() == full:
+                return text
+
+    def full_screen(self) -> bool:
+        return self._tmux("display-message", "-p", "-t", "t", "#{alternate_on}").strip() == "1"
 
     def dead(self) -> bool:
         return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
@@ -125,8 +151,23 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         assert "more lines" in screen and "Ctrl-O" in screen  # long output folded
         folded = screen.split("bash command=seq 1 20")[1]
         assert "\n  │ 20" not in folded
-        terminal.send("C-o")
-        terminal.wait_for(lambda s: "  │ 20" in s.split("Counted to twenty.")[-1])
+        terminal.type("half-typed draft")
+        terminal.send("C-o")  # the transcript view: the same result, nothing folded
+        screen = terminal.wait_for("q/Esc close")  # the footer: drawn last
+        assert "  │ 20" in screen and "more lines" not in screen
+        assert "Ctrl-T thinking (folded)" in screen
+        first = footer_lines(screen)
+        assert first[0] > 3 and first[1] == first[2]  # it opens at the end
+        terminal.type("\x1b[<64;10;5M")  # the mouse wheel, up (SGR mouse report)
+        terminal.wait_for(lambda s: footer_lines(s)[0] == first[0] - 3)
+        terminal.send("C-t")  # thinking toggles here and stays toggled after
+        terminal.wait_for("Ctrl-T thinking (shown)")
+        terminal.send("q")
+        screen = terminal.wait_for(lambda s: input_line(s) == "› half-typed draft")  # as it was
+        assert "Transcript" not in screen and "Counted to twenty." in screen
+        assert "thinking off (shown)" in screen  # the status line
+        terminal.send("C-c")  # idle: clears the input
+        terminal.wait_for(lambda s: input_line(s) == "›")
 
         terminal.type("take a nap")
         terminal.send("Enter")
@@ -189,3 +230,78 @@ def test_colour_when_allowed(cli: CliEnv) -> None:
         assert "35" in colours(coloured)  # the prompt marker, magenta
     finally:
         terminal.close()
+
+
+def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
+    """``/tree``: Esc changes nothing; Enter on an earlier prompt goes back before it with the
+    prompt in the input box, and "summarise" leaves a branch summary of what was left."""
+    script = cli.script(
+        "tree",
+        [
+            text_reply("First answer."),
+            text_reply("Second answer."),
+            text_reply("BRANCH SUMMARY: we asked a second question."),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    try:
+        header = terminal.wait_for("/help for commands")
+        match = re.search(r"session (\w+)", header)
+        assert match is not None
+        session_id = match.group(1)
+        for prompt, answer in (("first question", "First answer."), ("second question", "Second answer.")):
+            terminal.type(prompt)
+            terminal.send("Enter")
+            terminal.wait_for(answer)
+
+        terminal.type("/tree")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Esc cancel · entry")  # the footer: drawn last
+        cursor = [line for line in screen.splitlines() if line.startswith("› ")]
+        assert len(cursor) == 1 and "assistant: Second answer." in cursor[0] and "you are here" in cursor[0]
+        terminal.send("Up", "Up")
+        terminal.send("Escape")
+        terminal.wait_for("tree: cancelled, nothing changed")
+        terminal.type("/session")
+        terminal.send("Enter")
+        terminal.wait_for("messages  4 (user 2, assistant 2")
+
+        terminal.type("/tree")
+        terminal.send("Enter")
+        terminal.wait_for("Esc cancel · entry")
+        terminal.send("Up")
+        screen = terminal.wait_for(
+            lambda s: any(line.startswith("› • user: second question") for line in s.splitlines())
+        )
+        terminal.send("Enter")
+        question = terminal.wait_for("Enter choose · Esc cancel")
+        assert "Summarise the branch you are leaving?" in question and "2. Summarise the branch" in question
+        terminal.send("2")  # summarise
+        screen = terminal.wait_for("BRANCH SUMMARY: we asked a second question.")
+        terminal.wait_for(lambda s: input_line(s) == "› second question")  # back for editing
+
+        terminal.send("C-c")
+        terminal.wait_for(lambda s: input_line(s) == "›")
+        terminal.type("/session")
+        terminal.send("Enter")
+        terminal.wait_for("messages  3 (user 1, assistant 1")
+        terminal.send("C-d")
+        deadline = time.monotonic() + 10
+        while not terminal.dead() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert terminal.dead(), terminal.screen()
+    finally:
+        terminal.close()
+
+    from tether.session import SessionManager, default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        session = sessions.open(session_id, readonly=True)
+        path = session.path()
+        roles = [e["message"]["role"] for e in path if e["type"] == "message"]
+        assert roles == ["user", "assistant"]
+        assert path[-1]["type"] == "branch_summary"
+        assert "second question" in path[-1]["summary"]
+        left = [e for e in session.entries() if e["id"] not in {p["id"] for p in path}]
+        assert [e["message"]["role"] for e in left if e["type"] == "message"] == ["user", "assistant"]

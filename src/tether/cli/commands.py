@@ -166,7 +166,10 @@ async def _help(runtime: Runtime, args: str) -> CommandResult:
         "!cmd runs a shell command (!!cmd: kept out of the model's context); $code / $$code: Python;",
         "@path attaches a file. Enter sends; Alt-Enter or Ctrl-J adds a line. While the agent works,",
         "Enter steers it and Alt-Enter queues a follow-up. Ctrl-C aborts; Ctrl-D exits.",
-        "Ctrl-T shows or folds thinking; Ctrl-O expands the last folded tool result.",
+        "Ctrl-T shows or folds thinking; Ctrl-O opens the transcript, every result and thought in full",
+        "(Up/Down/PgUp/PgDn/Home/End scroll; q or Esc returns). /tree alone opens the tree navigator:",
+        "Enter branches at the entry under the cursor (on a prompt: just before it, the prompt back in",
+        "the input box), then asks whether to summarise the branch left; Esc cancels.",
     ]
     return CommandResult("\n".join(lines))
 
@@ -179,7 +182,7 @@ _LIST = [
     Command("model", "/model [PROVIDER/ID]", "show or switch the model", _model),
     Command("thinking", "/thinking [LEVEL]", "show or set the thinking level", _thinking),
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older messages to free context", _compact),
-    Command("tree", "/tree [ID [--summary]]", "show the session tree, or branch at an entry", _tree),
+    Command("tree", "/tree [ID [--summary]]", "navigate the session tree; with ID: branch there", _tree),
     Command("fork", "/fork [ID]", "copy the session (up to an entry) into a new one", _fork),
     Command("new", "/new", "start a new session", _new),
     Command("resume", "/resume [N|ID]", "list or switch to another session", _resume),

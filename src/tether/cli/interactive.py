@@ -8,8 +8,11 @@ follow-up "chips", the input box and a status line (model, thinking, tokens, cos
 
 Keys: Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it
 works and adds a line otherwise (Ctrl-J always adds a line); Ctrl-C aborts the run (clears the
-input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows/folds thinking;
-Ctrl-O expands the last folded tool result.
+input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows or folds thinking
+(the status line says which); Ctrl-O opens the transcript: the whole branch on the alternate
+screen with every tool result and thinking expanded (Esc or q returns, the input box as it was).
+``/tree`` without an id opens the tree navigator (``screens``): pick an entry, branch there,
+optionally summarising the branch left; picking a prompt puts its text back in the input box.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from prompt_toolkit.application import Application
+from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
@@ -38,9 +42,13 @@ from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
-from tether.cli import commands, render
+from tether.ai.abort import AbortController
+from tether.cli import commands, render, screens
 from tether.cli.runtime import Runtime, RuntimeEvent
 from tether.cli.stats import Stats
+from tether.cli.transcript import branch_messages, render_transcript
+from tether.cli.tree import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.session import Session, SessionError
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
@@ -54,6 +62,7 @@ STYLE = Style.from_dict(
         "approval": "bold ansiyellow",
     }
 )
+SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
 
 
 class InteractiveApp:
@@ -68,8 +77,11 @@ class InteractiveApp:
         self._tools: dict[str, tuple[str, object]] = {}
         self._steering: list[str] = []
         self._follow_ups: list[str] = []
-        self._last_thinking = ""
-        self._last_result: str | None = None
+        self._buffer: Buffer | None = None
+        self._held: list[str] | None = None
+        """Output held back while a full-screen view is up (printed when it closes)."""
+        self._work_abort: AbortController | None = None
+        """Ctrl-C's target besides the agent: a branch summary being written."""
         self._stats: Stats | None = None
         self._task: asyncio.Task[None] | None = None
         """The current prompt, shell input or command; the UI is busy while it runs."""
@@ -101,6 +113,7 @@ class InteractiveApp:
             completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
+        self._buffer = buffer
         self._app = self._build(buffer)
         unsubscribe = runtime.subscribe(self._on_event)
 
@@ -202,6 +215,8 @@ class InteractiveApp:
             elif self._busy:
                 assert self._runtime is not None
                 self._runtime.abort()
+                if self._work_abort is not None:
+                    self._work_abort.abort()
             elif buffer.text:
                 buffer.reset()
             elif time.monotonic() - self._last_interrupt < 1.5:
@@ -224,16 +239,13 @@ class InteractiveApp:
         @keys.add("c-t")
         def _toggle_thinking(event: KeyPressEvent) -> None:
             self.show_thinking = not self.show_thinking
-            if self.show_thinking and self._last_thinking:
-                self._print(render.thinking_text(self._painter(), self._last_thinking, expanded=True))
             self._invalidate()
 
-        @keys.add("c-o")
-        def _expand(event: KeyPressEvent) -> None:
-            if self._last_result is not None:
-                self._print(
-                    render.tool_result(self._painter(), self._last_result, is_error=False, expanded=True)
-                )
+        @keys.add("c-o", filter=~approving)
+        def _transcript(event: KeyPressEvent) -> None:
+            task = asyncio.ensure_future(self._show_transcript())
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
 
         for key, allowed in (("y", True), ("n", False), ("a", True)):
 
@@ -326,7 +338,8 @@ class InteractiveApp:
         if runtime is None:
             return ""
         model = runtime.model
-        parts = [f" {model['provider']}/{model['id']}", f"thinking {runtime.thinking_level}"]
+        shown = "shown" if self.show_thinking else "folded"
+        parts = [f" {model['provider']}/{model['id']}", f"thinking {runtime.thinking_level} ({shown})"]
         stats = self._stats
         if stats is not None:
             parts.append(
@@ -356,7 +369,7 @@ class InteractiveApp:
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self._print(render.user_text(painter, _user_text(message)))
+                self._print(render.user_text(painter, render.message_text(message)))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -387,28 +400,18 @@ class InteractiveApp:
             self._live = None
             for block in message["content"]:
                 if block["type"] == "thinking" and block["thinking"].strip():
-                    self._last_thinking = block["thinking"]
-                    self._print(render.thinking_text(painter, block["thinking"], expanded=self.show_thinking))
+                    self._print(
+                        render.thinking_text(
+                            painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
+                        )
+                    )
                 elif block["type"] == "text" and block["text"].strip():
                     self._print(painter.markdown(block["text"]))
             if message["stopReason"] in ("error", "aborted"):
                 aborted = message["stopReason"] == "aborted"
                 self._print(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
         elif role in ("bashExecution", "pythonExecution"):
-            shell = role == "bashExecution"
-            source = str(message.get("command") if shell else message.get("code"))
-            failed = message.get("exitCode") not in (0, None) or bool(message.get("cancelled"))
-            status = f"  (exit {message.get('exitCode')})" if message.get("exitCode") not in (0, None) else ""
-            kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
-            header = painter.styled(
-                f"{'!' if shell else '$'} {source}{status}{kept_out}", "bold red" if failed else "bold"
-            )
-            self._last_result = message["output"]
-            self._print(
-                header
-                + "\n"
-                + render.tool_result(painter, message["output"], is_error=failed, expanded=False)
-            )
+            self._print(render.shell_run(painter, message, expanded=False))
         elif role == "fileMention":
             for item in message["files"]:
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
@@ -421,7 +424,6 @@ class InteractiveApp:
             content = cast(dict[str, Any], result).get("content")
         text = render.result_text(cast(list[dict[str, Any]], content or []))
         is_error = bool(event.get("isError"))
-        self._last_result = text
         header = render.tool_header(painter, name, args, "error" if is_error else "ok")
         self._print(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
 
@@ -442,7 +444,10 @@ class InteractiveApp:
         assert runtime is not None
         painter = self._painter()
         try:
-            if commands.parse(text) is not None:
+            if commands.parse(text) == ("tree", "") and not runtime.is_running:
+                self._print(render.user_text(painter, text))
+                await self._navigate_tree()
+            elif commands.parse(text) is not None:
                 self._print(render.user_text(painter, text))
                 result = await commands.execute(runtime, text)
                 self._print(painter.styled(result.text, "red" if result.error else ""))
@@ -476,8 +481,120 @@ class InteractiveApp:
                 future.set_result(allowed)
             self._invalidate()
 
+    async def _show_transcript(self) -> None:
+        runtime = self._runtime
+        assert runtime is not None
+        live = self._live
+
+        def make_text(width: int, show_thinking: bool) -> str:
+            session = runtime.session
+            messages = (
+                branch_messages(session)
+                if session is not None
+                else [cast(dict[str, Any], m) for m in runtime.messages]
+            )
+            if live is not None:
+                messages.append(live)
+            painter = render.Painter(width, self.color)
+            return render_transcript(painter, messages, show_thinking=show_thinking)
+
+        async with self._full_screen():
+            self.show_thinking = await screens.show_transcript(
+                make_text, show_thinking=self.show_thinking, color=self.color
+            )
+
+    async def _navigate_tree(self) -> None:
+        """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
+        runtime = self._runtime
+        assert runtime is not None
+        painter = self._painter()
+        session = runtime.session
+        if session is None:
+            self._print(painter.styled("/tree: this run has no session (--no-session)", "red"))
+            return
+        move = await self._pick_move(session)
+        if move is None:
+            return
+        if move.summarize:
+            self._print(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+        self._work_abort = AbortController()
+        try:
+            summary = await runtime.branch(
+                move.choice.target,
+                summarize=move.summarize,
+                instructions=move.instructions,
+                signal=self._work_abort.signal,
+            )
+        except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
+            self._print(render.error_text(painter, f"{exc}; still where you were", aborted=False))
+            return
+        finally:
+            self._work_abort = None
+        editor_text = move.choice.editor_text
+        if editor_text is None:
+            self._print(painter.styled(f"branched: now at {move.row.text}", "green"))
+        else:
+            self._print(painter.styled("branched: back before that prompt; edit it below and send", "green"))
+        if summary:
+            self._print(
+                painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary)
+            )
+        if editor_text is not None and self._buffer is not None:
+            self._buffer.text = editor_text
+            self._buffer.cursor_position = len(editor_text)
+
+    async def _pick_move(self, session: Session) -> _TreeMove | None:
+        """The full-screen part of ``/tree``: the navigator, then (when the move leaves
+        conversation behind) the summary question. Esc on the question returns to the tree;
+        Esc on the tree ends with nothing changed (``None``)."""
+        painter = self._painter()
+        rows = session_rows(session)
+        if not rows:
+            self._print(painter.styled("(the session is empty)", "dim"))
+            return None
+        start: str | None = None
+        async with self._full_screen():
+            while True:
+                row = await screens.pick_tree_row(rows, start=start, color=self.color)
+                if row is None:
+                    self._print(painter.styled("tree: cancelled, nothing changed", "dim"))
+                    return None
+                start = row.id
+                choice = branch_choice(row)
+                if row.current and choice.editor_text is None:
+                    self._print(painter.styled("tree: already there, nothing changed", "dim"))
+                    return None
+                target_path = session.path(choice.target) if choice.target is not None else []
+                if not leaves_something(session.path(), target_path):
+                    return _TreeMove(row, choice)
+                answer = await screens.pick_option(
+                    "Summarise the branch you are leaving?", SUMMARY_OPTIONS, color=self.color
+                )
+                if answer == 2:
+                    instructions = await screens.ask_text("Instructions for the summary", color=self.color)
+                    if instructions is not None:
+                        return _TreeMove(
+                            row, choice, summarize=True, instructions=instructions.strip() or None
+                        )
+                elif answer is not None:
+                    return _TreeMove(row, choice, summarize=answer == 1)
+
+    @contextlib.asynccontextmanager
+    async def _full_screen(self) -> AsyncGenerator[None]:
+        """Suspend the live area for a full-screen view; output made meanwhile waits for it."""
+        self._held = []
+        try:
+            async with in_terminal():
+                yield
+        finally:
+            held, self._held = self._held, None
+            for text in held:
+                self._print(text)
+
     def _print(self, text: str) -> None:
-        if text:
+        if text and self._held is not None:
+            self._held.append(text)
+        elif text:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
 
@@ -502,6 +619,16 @@ class InteractiveApp:
             self._app.invalidate()
 
 
+@dataclass(frozen=True, slots=True)
+class _TreeMove:
+    """What the navigator decided: where to go, and whether to summarise the branch left."""
+
+    row: TreeRow
+    choice: BranchChoice
+    summarize: bool = False
+    instructions: str | None = None
+
+
 class _CommandCompleter(Completer):
     """``/`` at the start of the input completes slash-command names."""
 
@@ -522,13 +649,6 @@ def _history() -> History:
         return FileHistory(str(directory / "prompt-history"))
     except OSError:
         return InMemoryHistory()
-
-
-def _user_text(message: dict[str, Any]) -> str:
-    content = message["content"]
-    if isinstance(content, str):
-        return content
-    return " ".join(b.get("text", "[image]") for b in content)
 
 
 def _short(text: str, limit: int = 30) -> str:

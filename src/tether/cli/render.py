@@ -48,8 +48,9 @@ class Painter:
         return self.render(Text(text, style=style))
 
 
-def thinking_text(painter: Painter, thinking: str, *, expanded: bool) -> str:
-    """Thinking dimmed; folded to one line unless ``expanded`` (Ctrl-T toggles)."""
+def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str = "Ctrl-T to expand") -> str:
+    """Thinking dimmed; folded to one line unless ``expanded`` (Ctrl-T toggles). ``hint`` says
+    how to read the rest: Ctrl-T where the toggle redraws it, Ctrl-O in the scrollback."""
     thinking = thinking.strip()
     if not thinking:
         return ""
@@ -59,7 +60,7 @@ def thinking_text(painter: Painter, thinking: str, *, expanded: bool) -> str:
     first = thinking.splitlines()[0]
     if len(first) > painter.width - 40:
         first = first[: max(10, painter.width - 43)] + "..."
-    return painter.styled(f"▸ thinking ({words} words): {first}  [Ctrl-T to expand]", "dim italic")
+    return painter.styled(f"▸ thinking ({words} words): {first}  [{hint}]", "dim italic")
 
 
 def format_args(args: object, limit: int = 200) -> str:
@@ -110,6 +111,29 @@ def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) 
     if hidden:
         body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="dim italic")
     return painter.render(body).rstrip("\n")
+
+
+def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -> str:
+    """A ``!command`` / ``$code`` run: the source line (red when it failed) and its output."""
+    shell = message.get("role") == "bashExecution"
+    source = str(message.get("command") if shell else message.get("code"))
+    exit_code = message.get("exitCode")
+    failed = exit_code not in (0, None) or bool(message.get("cancelled"))
+    status = f"  (exit {exit_code})" if exit_code not in (0, None) else ""
+    kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
+    mark = "!" if shell else "$"
+    header = painter.styled(f"{mark} {source}{status}{kept_out}", "bold red" if failed else "bold")
+    output = str(message.get("output", ""))
+    return header + "\n" + tool_result(painter, output, is_error=failed, expanded=expanded)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """A user message's text on one line (images as ``[image]``)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    blocks = cast(list[Mapping[str, Any]], content or [])
+    return " ".join(str(b.get("text", "[image]")) for b in blocks)
 
 
 def error_text(painter: Painter, message: str, *, aborted: bool) -> str:

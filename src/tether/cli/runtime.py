@@ -677,13 +677,23 @@ class Runtime:
         self._attach(forked)
         return forked.id
 
-    async def branch(self, entry_id: str, *, summarize: bool) -> str | None:
-        """Move to an earlier point of this session's tree; optionally summarise the branch left."""
+    async def branch(
+        self,
+        entry_id: str | None,
+        *,
+        summarize: bool,
+        instructions: str | None = None,
+        signal: AbortSignal | None = None,
+    ) -> str | None:
+        """Move to another point of this session's tree (``None``: before the first entry);
+        optionally summarise the branch left, steered by ``instructions``."""
         session = self._require_session()
         if summarize:
             from tether.session.compaction import summarize_branch
 
-            await summarize_branch(session, entry_id, self.model, self.stream_fn())
+            await summarize_branch(
+                session, entry_id, self.model, self.stream_fn(), instructions=instructions, signal=signal
+            )
         else:
             session.branch(entry_id)
         self.agent.messages = session.messages

@@ -1,0 +1,323 @@
+"""Full-screen views over the interactive mode: the transcript (Ctrl-O), the tree navigator
+(``/tree``) and the small questions that follow it.
+
+Each view is its own prompt-toolkit application on the terminal's alternate screen, so the
+scrollback underneath is untouched and comes back as it was. The caller runs them inside
+``prompt_toolkit.application.in_terminal()``: that suspends the main application (its input box
+keeps its text) for as long as the views are up. Scrolling state is a plain ``Viewport``, tested
+without a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
+from prompt_toolkit.formatted_text.utils import split_lines
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import HSplit, Layout, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
+from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
+from prompt_toolkit.output.color_depth import ColorDepth
+from prompt_toolkit.styles import Style
+
+from tether.cli.tree import HERE, TreeRow, fit, row_line
+
+STYLE = Style.from_dict(
+    {
+        "bar": "reverse",
+        "row.selected": "reverse",
+        "row.path": "bold",
+        "row.off": "ansibrightblack",
+        "row.here": "bold ansigreen",
+    }
+)
+WHEEL_LINES = 3
+
+
+@dataclass(slots=True)
+class Viewport:
+    """``height`` visible lines out of ``count``, from ``top``; with a ``cursor`` for lists.
+
+    Every move clamps: the view never scrolls past the last line, and a cursor stays visible.
+    """
+
+    count: int
+    height: int = 1
+    top: int = 0
+    cursor: int | None = None
+
+    def resize(self, count: int, height: int) -> None:
+        self.count, self.height = count, max(1, height)
+        if self.cursor is not None:
+            self.move(0)
+        else:
+            self.scroll(0)
+
+    def scroll(self, delta: int) -> None:
+        """Move the view (a pager); a cursor moves with it if it would leave the screen."""
+        self.top = max(0, min(self.top + delta, self.count - self.height))
+        if self.cursor is not None:
+            self.cursor = max(self.top, min(self.cursor, self.top + self.height - 1, self.count - 1))
+
+    def move(self, delta: int) -> None:
+        """Move the cursor (a list); the view follows it."""
+        if self.cursor is None:
+            self.scroll(delta)
+            return
+        self.cursor = max(0, min(self.cursor + delta, self.count - 1))
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + self.height:
+            self.top = self.cursor - self.height + 1
+        self.top = max(0, min(self.top, self.count - self.height))
+
+    def home(self) -> None:
+        self.move(-self.count)
+
+    def end(self) -> None:
+        self.move(self.count)
+
+    @property
+    def page(self) -> int:
+        return max(1, self.height - 1)
+
+
+LineSource = Callable[[int], tuple[int, Callable[[int], StyleAndTextTuples]]]
+"""For a width: how many lines there are, and a function making line ``i`` (asked only for
+the lines on screen, so a tree of thousands of entries costs one screenful per redraw)."""
+
+
+class _Lines(UIControl):
+    """A scrolled window over the lines of a ``LineSource``."""
+
+    def __init__(self, source: LineSource, view: Viewport) -> None:
+        self._source = source
+        self.view = view
+
+    def is_focusable(self) -> bool:
+        return True
+
+    def create_content(self, width: int, height: int) -> UIContent:
+        count, line = self._source(width)
+        self.view.resize(count, height)
+        top = self.view.top
+        return UIContent(get_line=lambda i: line(top + i), line_count=max(0, min(height, count - top)))
+
+    def mouse_handler(self, mouse_event: MouseEvent) -> Any:
+        if mouse_event.event_type == MouseEventType.SCROLL_UP:
+            self.view.scroll(-WHEEL_LINES)
+        elif mouse_event.event_type == MouseEventType.SCROLL_DOWN:
+            self.view.scroll(WHEEL_LINES)
+        else:
+            return NotImplemented
+        return None
+
+
+def _navigation_keys(keys: KeyBindings, view: Viewport) -> None:
+    @keys.add("up")
+    def _up(event: KeyPressEvent) -> None:
+        view.move(-1)
+
+    @keys.add("down")
+    def _down(event: KeyPressEvent) -> None:
+        view.move(1)
+
+    @keys.add("pageup")
+    def _page_up(event: KeyPressEvent) -> None:
+        view.move(-view.page)
+
+    @keys.add("pagedown")
+    def _page_down(event: KeyPressEvent) -> None:
+        view.move(view.page)
+
+    @keys.add("home")
+    def _home(event: KeyPressEvent) -> None:
+        view.home()
+
+    @keys.add("end")
+    def _end(event: KeyPressEvent) -> None:
+        view.end()
+
+
+def _application(
+    title: Callable[[], str], body: Window, footer: Callable[[], str], keys: KeyBindings, *, color: bool
+) -> Application[Any]:
+    layout = HSplit(
+        [
+            Window(FormattedTextControl(lambda: [("class:bar", " " + title())]), height=1, style="class:bar"),
+            body,
+            Window(
+                FormattedTextControl(lambda: [("class:bar", " " + footer())]), height=1, style="class:bar"
+            ),
+        ]
+    )
+    app: Application[Any] = Application(
+        layout=Layout(layout, focused_element=body),
+        key_bindings=keys,
+        style=STYLE,
+        full_screen=True,
+        mouse_support=True,
+        color_depth=None if color else ColorDepth.DEPTH_1_BIT,
+    )
+    app.ttimeoutlen = 0.05  # a lone Esc closes at once, not after half a second
+    return app
+
+
+async def _run(app: Application[Any]) -> Any:
+    # The main application owns Ctrl-C (SIGINT) handling; these views see it as a key.
+    return await app.run_async(handle_sigint=False)
+
+
+async def show_transcript(make_text: Callable[[int, bool], str], *, show_thinking: bool, color: bool) -> bool:
+    """Page through ``make_text(width, show_thinking)`` (ANSI), starting at the end. Ctrl-T
+    toggles thinking; Esc, q or Ctrl-O close. Returns the thinking setting at close."""
+    state = {"thinking": show_thinking}
+    cache: dict[tuple[int, bool], list[StyleAndTextTuples]] = {}
+    view = Viewport(count=0, top=1 << 30)
+
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        key = (width, state["thinking"])
+        if key not in cache:
+            cache[key] = list(split_lines(to_formatted_text(ANSI(make_text(width, state["thinking"])))))
+        return len(cache[key]), cache[key].__getitem__
+
+    keys = KeyBindings()
+    _navigation_keys(keys, view)
+
+    @keys.add("escape", eager=True)
+    @keys.add("q")
+    @keys.add("c-o")
+    @keys.add("c-c")
+    def _close(event: KeyPressEvent) -> None:
+        event.app.exit(result=state["thinking"])
+
+    @keys.add("c-t")
+    def _thinking(event: KeyPressEvent) -> None:
+        at_end = view.top + view.height >= view.count
+        state["thinking"] = not state["thinking"]
+        if at_end:
+            view.top = 1 << 30  # stay at the bottom when the text above grows or shrinks
+
+    def footer() -> str:
+        last = min(view.count, view.top + view.height)
+        thinking = "shown" if state["thinking"] else "folded"
+        return (
+            f"lines {view.top + 1}-{last} of {view.count} · ↑↓ PgUp PgDn Home End · "
+            f"Ctrl-T thinking ({thinking}) · q/Esc close"
+        )
+
+    body = Window(_Lines(lines, view))
+    app = _application(
+        lambda: "Transcript · the current branch, nothing folded", body, footer, keys, color=color
+    )
+    return bool(await _run(app))
+
+
+async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, color: bool) -> TreeRow | None:
+    """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
+    Enter picks, Esc/q cancel."""
+    index = {row.id: i for i, row in enumerate(rows)}
+    current = next((i for i, row in enumerate(rows) if row.current), len(rows) - 1)
+    start_at = index.get(start, current) if start is not None else current
+    view = Viewport(count=len(rows), cursor=start_at, top=max(0, start_at - 5))
+
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        def line(index: int) -> StyleAndTextTuples:
+            row = rows[index]
+            selected = index == view.cursor
+            style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
+            text = ("› " if selected else "  ") + row_line(row, width - 2)
+            if row.current and text.endswith(HERE) and not selected:
+                return [(style, text[: -len(HERE)]), ("class:row.here", HERE)]
+            return [(style, text)]
+
+        return len(rows), line
+
+    keys = KeyBindings()
+    _navigation_keys(keys, view)
+
+    @keys.add("enter")
+    def _pick(event: KeyPressEvent) -> None:
+        event.app.exit(result=rows[view.cursor] if view.cursor is not None else None)
+
+    @keys.add("escape", eager=True)
+    @keys.add("q")
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    def footer() -> str:
+        entry = rows[view.cursor].id if view.cursor is not None else ""
+        return f"↑↓ PgUp PgDn Home End move · Enter branch here · Esc cancel · entry {entry}"
+
+    title = f"Session tree · {len(rows)} entries · • marks the active path"
+    app = _application(lambda: title, Window(_Lines(lines, view)), footer, keys, color=color)
+    result: TreeRow | None = await _run(app)
+    return result
+
+
+async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int | None:
+    """A short menu: the index chosen with Enter (or its number key), ``None`` on Esc/q."""
+    view = Viewport(count=len(options), cursor=0)
+
+    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        def line(i: int) -> StyleAndTextTuples:
+            selected = i == view.cursor
+            text = fit(f"{'›' if selected else ' '} {i + 1}. {options[i]}", width)
+            return [("class:row.selected" if selected else "", text)]
+
+        return len(options), line
+
+    keys = KeyBindings()
+    _navigation_keys(keys, view)
+
+    @keys.add("enter")
+    def _pick(event: KeyPressEvent) -> None:
+        event.app.exit(result=view.cursor)
+
+    for number in range(1, min(len(options), 9) + 1):
+
+        @keys.add(str(number))
+        def _numbered(event: KeyPressEvent, index: int = number - 1) -> None:
+            event.app.exit(result=index)
+
+    @keys.add("escape", eager=True)
+    @keys.add("q")
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    app = _application(
+        lambda: title,
+        Window(_Lines(lines, view)),
+        lambda: "↑↓ move · Enter choose · Esc cancel",
+        keys,
+        color=color,
+    )
+    result: int | None = await _run(app)
+    return result
+
+
+async def ask_text(title: str, *, color: bool) -> str | None:
+    """One line of text (Enter accepts, Esc cancels)."""
+    buffer = Buffer(multiline=False)
+    keys = KeyBindings()
+
+    @keys.add("enter")
+    def _accept(event: KeyPressEvent) -> None:
+        event.app.exit(result=buffer.text)
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    body = Window(BufferControl(buffer), wrap_lines=True)
+    app = _application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
+    result: str | None = await _run(app)
+    return result

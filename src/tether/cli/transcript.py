@@ -1,0 +1,97 @@
+"""The transcript view's text (Ctrl-O): the whole current branch with nothing folded.
+
+The scrollback shows tool results folded to a few lines and thinking folded to one; this is the
+place to read them in full. It covers the branch from its first entry, compacted messages
+included (with the compaction summary where it happened), so it is also the way to see what a
+compaction hid. Pure: messages and a ``Painter`` in, ANSI text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from tether.cli import render
+from tether.session import Session
+
+
+def branch_messages(session: Session) -> list[dict[str, Any]]:
+    """Every message of the active path, compacted ones too, compactions as summary messages."""
+    from tether.session.context import compaction_message, context_message
+
+    out: list[dict[str, Any]] = []
+    for node in session.path_nodes():
+        message = compaction_message(node.entry) if node.type == "compaction" else context_message(node)
+        if message is not None:
+            out.append(cast(dict[str, Any], message))
+    return out
+
+
+def render_transcript(
+    painter: render.Painter, messages: Sequence[dict[str, Any]], *, show_thinking: bool
+) -> str:
+    """The messages as terminal text: prompts, answers, every tool call followed by its whole
+    result, shell runs with all their output, summaries; thinking in full when ``show_thinking``."""
+    results = {
+        str(m.get("toolCallId")): m for m in messages if m.get("role") == "toolResult" and m.get("toolCallId")
+    }
+    called: set[str] = set()
+    parts: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            parts.append(render.user_text(painter, render.message_text(message)))
+        elif role == "assistant":
+            parts.extend(_assistant(painter, message, results, called, show_thinking=show_thinking))
+        elif role == "toolResult" and str(message.get("toolCallId")) not in called:
+            parts.append(_tool(painter, str(message.get("toolName", "?")), {}, message))
+        elif role in ("bashExecution", "pythonExecution"):
+            parts.append(render.shell_run(painter, message, expanded=True))
+        elif role in ("compactionSummary", "branchSummary"):
+            title = "compaction summary" if role == "compactionSummary" else "summary of a branch left"
+            parts.append(painter.styled(f"── {title} ──", "bold yellow"))
+            parts.append(painter.markdown(str(message.get("summary", ""))))
+        elif role == "fileMention":
+            for item in cast(list[dict[str, Any]], message.get("files") or []):
+                note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
+                parts.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "dim"))
+    text = "\n\n".join(stripped for p in parts if (stripped := p.strip("\n")))
+    return text or painter.styled("(nothing in this conversation yet)", "dim")
+
+
+def _assistant(
+    painter: render.Painter,
+    message: dict[str, Any],
+    results: dict[str, dict[str, Any]],
+    called: set[str],
+    *,
+    show_thinking: bool,
+) -> list[str]:
+    parts: list[str] = []
+    for block in cast(list[dict[str, Any]], message.get("content") or []):
+        kind = block.get("type")
+        if kind == "thinking":
+            parts.append(
+                render.thinking_text(painter, str(block.get("thinking", "")), expanded=show_thinking)
+            )
+        elif kind == "text" and str(block.get("text", "")).strip():
+            parts.append(painter.markdown(str(block["text"])))
+        elif kind == "toolCall":
+            call_id = str(block.get("id"))
+            called.add(call_id)
+            parts.append(
+                _tool(painter, str(block.get("name", "?")), block.get("arguments", {}), results.get(call_id))
+            )
+    if message.get("stopReason") in ("error", "aborted"):
+        aborted = message.get("stopReason") == "aborted"
+        parts.append(render.error_text(painter, str(message.get("errorMessage", "")), aborted=aborted))
+    return parts
+
+
+def _tool(painter: render.Painter, name: str, args: object, result: dict[str, Any] | None) -> str:
+    if result is None:
+        return render.tool_header(painter, name, args, "running")
+    is_error = bool(result.get("isError"))
+    text = render.result_text(cast(list[dict[str, Any]], result.get("content") or []))
+    header = render.tool_header(painter, name, args, "error" if is_error else "ok")
+    return header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=True)
