@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streamcheck import compare, fixture_paths, load, normalized, run_fixture
+from streamcheck import (
+    OWN_STREAMS,
+    SHARED_STREAMS,
+    compare,
+    fixture_id,
+    fixture_paths,
+    load,
+    normalized,
+    run_fixture,
+)
 
 from tether.testing import replay as replay_cli
 
@@ -20,21 +29,22 @@ PATHS = fixture_paths(APIS)
 
 
 def by_name(api: str, name: str) -> Path:
-    return next(p for p in PATHS if p.parent.name == api and p.stem == name)
+    return next(p for p in PATHS if fixture_id(p) == f"shared/{api}/{name}")
 
 
 def test_all_fixtures_are_present() -> None:
-    assert len(PATHS) == 20
+    assert len(fixture_paths(APIS, [SHARED_STREAMS])) == 20
+    assert len(fixture_paths(APIS, [OWN_STREAMS])) >= 1
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", PATHS, ids=fixture_id)
 async def test_fixture_matches_reference(path: Path) -> None:
     fixture, expected = load(path)
     events, final = await run_fixture(fixture, expected["model"])
-    assert compare(normalized(events, final), expected, path.stem) == []
+    assert compare(normalized(events, final), expected, fixture_id(path)) == []
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", PATHS, ids=fixture_id)
 def test_replay_cli_prints_the_expected_form(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -43,7 +53,7 @@ def test_replay_cli_prints_the_expected_form(
     model_file.write_text(json.dumps(expected["model"]))
     assert replay_cli.main([str(path), "--model", str(model_file)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert compare(printed, expected, path.stem) == []
+    assert compare(printed, expected, fixture_id(path)) == []
     # Exactly the normalized form: each event type has the keys the reference writes for it.
     want_keys = {e["type"]: sorted(e) for e in expected["events"]}
     assert all(sorted(e) == want_keys.get(e["type"], sorted(e)) for e in printed["events"])
@@ -59,7 +69,7 @@ async def test_random_byte_splits_give_the_same_result(index: int, cuts: list[in
     fixture, expected = load(PATHS[index])
     size = len(fixture["response"]["body"].encode())
     events, final = await run_fixture(fixture, expected["model"], [c % size for c in cuts], delay=0.0005)
-    assert compare(normalized(events, final), expected, PATHS[index].stem) == []
+    assert compare(normalized(events, final), expected, fixture_id(PATHS[index])) == []
 
 
 # -- the corrected alternatives we chose (README table), pinned --------------------------------
