@@ -28,50 +28,22 @@ from typing import Any
 
 import yaml
 
-M = "tests/models/cassettes/"
-T = "tests/cassettes/"
-G = "tests/models/google/cassettes/"
-
-# (api, fixture name, cassette path, interaction index)
-SELECTION: list[tuple[str, str, str, int]] = [
-    # --- OpenAI Chat Completions ---
-    (
-        "openai-completions",
-        "openai-moderation-after-usage",
-        M + "test_openai/test_openai_moderation_stream.yaml",
-        0,
-    ),
-    (
-        "openai-completions",
-        "groq-compound-executed-tools",
-        M + "test_groq/test_groq_model_web_search_tool_stream_single_chunk.yaml",
-        0,
-    ),
-    (
-        "openai-completions",
-        "openrouter-web-search-usage",
-        M + "test_openrouter/test_openrouter_web_search_tool_usage_stream.yaml",
-        0,
-    ),
-    (
-        "openai-completions",
-        "openai-tool-call-strict",
-        M + "test_openai/test_run_stream_sync_streams_real_model.yaml",
-        0,
-    ),
-    (
-        "openai-completions",
-        "openai-text-after-tool-result",
-        M + "test_openai/test_run_stream_sync_streams_real_model.yaml",
-        1,
-    ),
-    # --- OpenAI Responses ---
-    (
-        "openai-responses",
-        "openai-custom-tool-call",
-        M + "test_openai_responses/test_gpt5_freeform_text_streaming.yaml",
-        0,
-    ),
+# api, fixture name, cassette path under tests/, interaction index
+SELECTION_TABLE = """
+openai-completions   openai-moderation-after-usage    models/cassettes/test_openai/test_openai_moderation_stream.yaml 0
+openai-completions   groq-compound-executed-tools     models/cassettes/test_groq/test_groq_model_web_search_tool_stream_single_chunk.yaml 0
+openai-completions   openrouter-web-search-usage      models/cassettes/test_openrouter/test_openrouter_web_search_tool_usage_stream.yaml 0
+openai-completions   openai-tool-call-strict          models/cassettes/test_openai/test_run_stream_sync_streams_real_model.yaml 0
+openai-completions   openai-text-after-tool-result    models/cassettes/test_openai/test_run_stream_sync_streams_real_model.yaml 1
+openai-responses     openai-custom-tool-call          models/cassettes/test_openai_responses/test_gpt5_freeform_text_streaming.yaml 0
+anthropic-messages   client-tool-use-text-editor      models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 0
+anthropic-messages   text-after-tool-result           models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 1
+anthropic-messages   padded-json-usage-in-delta       models/cassettes/test_anthropic/test_anthropic_fable_5_1_drops_a_stale_thinking_block_streamed.yaml 1
+google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
+"""
+SELECTION = [
+    (api, name, "tests/" + path, int(index))
+    for api, name, path, index in (line.split() for line in SELECTION_TABLE.strip().splitlines())
 ]
 
 
