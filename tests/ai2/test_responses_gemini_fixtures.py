@@ -1,7 +1,7 @@
 """Every recorded openai-responses and google-generative-ai stream, replayed from a loopback
 server, matches the reference's result by the README rule, also when the body arrives in random
-pieces. The README's allowed alternatives (``streamcheck.ALLOWED``) are the only relaxations; where
-we take the corrected alternative, a test below pins that we do."""
+pieces. The README's allowed alternatives (``streamcheck.ALLOWED``) are the only relaxations; a
+test below pins which side of each we take."""
 
 from __future__ import annotations
 
@@ -75,14 +75,15 @@ async def test_random_byte_splits_give_the_same_result(index: int, cuts: list[in
 # -- the corrected alternatives we chose (README table), pinned --------------------------------
 
 
-async def test_reasoning_summary_deltas_add_up_to_the_final_thinking() -> None:
+async def test_reasoning_summary_deltas_are_the_references() -> None:
+    """Every finished summary part streams ``\\n\\n`` (as pi-ai); the final thinking joins the parts."""
     fixture, expected = load(by_name("openai-responses", "openai-reasoning-summary"))
     events, final = await run_fixture(fixture, expected["model"])
     deltas = "".join(e["delta"] for e in events if e["type"] == "thinking_delta")  # type: ignore[typeddict-item]
-    assert deltas == final["content"][0]["thinking"]
     summary = json.loads(final["content"][0]["thinkingSignature"])["summary"]
     assert len(summary) == 4
-    assert deltas == "\n\n".join(part["text"] for part in summary)
+    assert final["content"][0]["thinking"] == "\n\n".join(part["text"] for part in summary)
+    assert deltas == final["content"][0]["thinking"] + "\n\n"
 
 
 async def test_late_reasoning_item_done_still_closes_and_signs_its_block() -> None:
