@@ -10,7 +10,16 @@ from typing import cast
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streamcheck import compare, fixture_paths, load, normalized, run_fixture
+from streamcheck import (
+    OWN_STREAMS,
+    SHARED_STREAMS,
+    compare,
+    fixture_id,
+    fixture_paths,
+    load,
+    normalized,
+    run_fixture,
+)
 
 from tether.ai import StreamOptions, stream
 from tether.testing import replay as replay_cli
@@ -22,17 +31,18 @@ PATHS = fixture_paths()
 
 
 def test_all_fixtures_are_present() -> None:
-    assert len(PATHS) == 20
+    assert len(fixture_paths(roots=[SHARED_STREAMS])) == 20
+    assert len(fixture_paths(roots=[OWN_STREAMS])) >= 1
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", PATHS, ids=fixture_id)
 async def test_fixture_matches_reference(path: Path) -> None:
     fixture, expected = load(path)
     events, final = await run_fixture(fixture, expected["model"])
-    assert compare(normalized(events, final), expected, path.stem) == []
+    assert compare(normalized(events, final), expected, fixture_id(path)) == []
 
 
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", PATHS, ids=fixture_id)
 def test_replay_cli_prints_the_expected_form(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -42,7 +52,7 @@ def test_replay_cli_prints_the_expected_form(
     assert replay_cli.main([str(path), "--model", str(model_file)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {"events", "message"}
-    assert compare(printed, expected, path.stem) == []
+    assert compare(printed, expected, fixture_id(path)) == []
     # Exactly the normalized form: same keys per event and per message as the reference writes.
     assert [sorted(e) for e in printed["events"]] == [sorted(e) for e in expected["events"]]
     keys = set(printed["message"])
@@ -51,17 +61,18 @@ def test_replay_cli_prints_the_expected_form(
     assert keys == set(expected["message"])
 
 
-async def test_error_chunk_usage_takes_the_corrected_alternative() -> None:
-    path = next(p for p in PATHS if p.stem == "openrouter-error-chunk")
+async def test_error_chunk_usage_is_the_references() -> None:
+    """The error chunk ends the answer before its own usage is read, as in pi-ai."""
+    path = next(p for p in PATHS if fixture_id(p) == "shared/openai-completions/openrouter-error-chunk")
     fixture, expected = load(path)
     _, final = await run_fixture(fixture, expected["model"])
     usage = final["usage"]
-    assert (usage["input"], usage["output"], usage["totalTokens"]) == (43, 10, 53)
+    assert (usage["input"], usage["output"], usage["totalTokens"]) == (0, 0, 0)
     assert final["errorMessage"] == "Token limit reached"
 
 
 def test_replay_cli_without_model_derives_one(capsys: pytest.CaptureFixture[str]) -> None:
-    path = next(p for p in PATHS if p.stem == "openrouter-cached-usage")
+    path = next(p for p in PATHS if fixture_id(p) == "shared/openai-completions/openrouter-cached-usage")
     assert replay_cli.main([str(path)]) == 0
     message = json.loads(capsys.readouterr().out)["message"]
     assert (message["provider"], message["model"]) == ("openrouter", "google/gemini-2.0-flash-exp:free")
@@ -81,7 +92,7 @@ async def test_random_byte_splits_give_the_same_result(index: int, cuts: list[in
     fixture, expected = load(PATHS[index])
     size = len(fixture["response"]["body"].encode())
     events, final = await run_fixture(fixture, expected["model"], [c % size for c in cuts], delay=0.0005)
-    assert compare(normalized(events, final), expected, PATHS[index].stem) == []
+    assert compare(normalized(events, final), expected, fixture_id(PATHS[index])) == []
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -24,7 +24,7 @@ from typing import Any, cast
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "ai"))
 
-from streamcheck import fixture_paths, load, run_fixture  # noqa: E402
+from streamcheck import SHARED_STREAMS, fixture_paths, load, run_fixture  # noqa: E402
 
 from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses  # noqa: E402
 from tether.ai.transport import HttpRequest  # noqa: E402
@@ -159,7 +159,7 @@ def dump(data: dict[str, Any]) -> str:
 
 async def regenerate() -> int:
     count = 0
-    for path in fixture_paths(APIS):
+    for path in fixture_paths(APIS, [SHARED_STREAMS]):
         out = golden_path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(dump(await build(path)), encoding="utf-8")

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from handoff_golden import APIS, build, dump, golden_path, recorded_answer, source_model, targets_for
-from streamcheck import fixture_paths
+from streamcheck import SHARED_STREAMS, fixture_paths
 
 from tether.ai.handoff import is_same_model
 
-PATHS = fixture_paths(APIS)
+PATHS = fixture_paths(APIS, [SHARED_STREAMS])  # the golden files cover the shared recordings
 ID_RULES = {
     "anthropic-messages": re.compile(r"[A-Za-z0-9_-]{1,64}"),
     "openai-responses": re.compile(r"[A-Za-z0-9_-]{1,64}"),  # the call_id part sent as call_id

@@ -6,15 +6,17 @@ block when it says ``thought: true``; a ``functionCall`` part is a complete tool
 sends whole arguments), emitted as start/delta/end at once, with a generated id when Gemini gave
 none. Other parts (``executableCode``, ``codeExecutionResult``, ...) are skipped.
 
-``thoughtSignature`` stays on the block whose part carried it (text, thinking or tool call): the
-signature belongs to that position in the answer and must go back there on the next turn. For
-Gemini 3, a model turn with tool calls but no signature (written by another model) gets Google's
-documented placeholder signature, without which Gemini 3 rejects the history.
+``thoughtSignature`` stays on the block whose part carried it (text, thinking or tool call); a
+text or thinking block made of several parts keeps the last non-empty signature, as pi-ai does
+(consecutive parts of one kind are one block there, signed or not). For Gemini 3, a model turn
+with tool calls but no signature (written by another model) gets Google's documented placeholder
+signature, without which Gemini 3 rejects the history.
 
-``finishReason``: ``STOP`` → stop (toolUse when the answer has tool calls), ``MAX_TOKENS`` →
-length, anything else (``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL``, ...) → error naming
-the reason. Usage comes from the last ``usageMetadata``: input = prompt + tool-use prompt −
-cached, output = candidates + thoughts, total as reported.
+``finishReason``: toolUse whenever the answer has tool calls; otherwise ``STOP`` → stop,
+``MAX_TOKENS`` → length, anything else (``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL``,
+...) → error naming the reason. Usage comes from the last ``usageMetadata``, counted as pi-ai
+does: input = prompt − cached, output = candidates + thoughts, total as reported (so it also
+holds ``toolUsePromptTokenCount``, which input leaves out).
 """
 
 from __future__ import annotations
@@ -314,8 +316,7 @@ class GeminiParser(StreamParser):
     ) -> None:
         kind, key, start, delta = _THINKING if thought else _TEXT
         block = self.current
-        # A second signed part starts a new block: each signature keeps its own position.
-        if block is None or block["type"] != kind or (signature and block.get(key) not in (None, signature)):
+        if block is None or block["type"] != kind:
             self._close(events)
             block = {"type": kind, kind: ""}
             self.blocks.append(cast("Any", block))
@@ -381,9 +382,10 @@ class GeminiParser(StreamParser):
 
     def _finish_reason(self, reason: str, message: str | None) -> None:
         output = self.output
-        if reason == "STOP":
-            has_calls = any(b["type"] == "toolCall" for b in self.blocks)
-            output["stopReason"] = "toolUse" if has_calls else "stop"
+        if any(b["type"] == "toolCall" for b in self.blocks):
+            output["stopReason"] = "toolUse"
+        elif reason == "STOP":
+            output["stopReason"] = "stop"
         elif reason == "MAX_TOKENS":
             output["stopReason"] = "length"
         else:
@@ -395,7 +397,6 @@ class GeminiParser(StreamParser):
         get = usage.get
         counts = (
             get("promptTokenCount"),
-            get("toolUsePromptTokenCount"),
             get("cachedContentTokenCount"),
             get("candidatesTokenCount"),
             get("thoughtsTokenCount"),
@@ -404,12 +405,10 @@ class GeminiParser(StreamParser):
         if counts == self._last_counts:
             return  # Gemini repeats usage on most chunks; only the other fields changed
         self._last_counts = counts
-        prompt, tool_prompt, cached, candidates, thoughts, total = [
-            c if type(c) is int else as_int(c) for c in counts
-        ]
+        prompt, cached, candidates, thoughts, total = [c if type(c) is int else as_int(c) for c in counts]
         # Written in place rather than through usage.set_usage: this runs on every chunk.
         target = self.output["usage"]
-        target["input"] = max(0, prompt + tool_prompt - cached)
+        target["input"] = max(0, prompt - cached)
         target["output"] = candidates + thoughts
         target["cacheRead"] = cached
         target["cacheWrite"] = 0

@@ -403,6 +403,12 @@ class OpenAICompletionsParser(StreamParser):
             return []
         chunk: Any = data
         output = self.output
+        if event == "error" or chunk.get("error"):
+            # As in pi-ai, the error ends the answer before any other field of the chunk is read
+            # (so the usage an OpenRouter error chunk carries is not counted).
+            code: Any = (as_dict(chunk.get("error")) or {}).get("code")
+            self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
+            return self.fail(_error_text(chunk))
         if not self.seen_metadata:
             self._metadata(chunk)
         usage: Any = chunk.get("usage")
@@ -414,11 +420,6 @@ class OpenAICompletionsParser(StreamParser):
             usage = choice.get("usage")
         if usage.__class__ is dict:
             self._usage(usage)
-        if event == "error" or chunk.get("error"):
-            # The error ends the answer; its usage (read above) is still billed.
-            code: Any = (as_dict(chunk.get("error")) or {}).get("code")
-            self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
-            return self.fail(_error_text(chunk))
         if choice is None:
             return []
         reason: Any = choice.get("finish_reason")

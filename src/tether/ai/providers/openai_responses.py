@@ -4,9 +4,12 @@ Output items become content blocks, tracked by their ``output_index`` (so an ite
 after the next one started, as OpenRouter sends them, still closes its own block):
 
 - ``reasoning`` → thinking. Summary parts (``reasoning_summary_text``) or raw reasoning text
-  (``reasoning_text``, DeepSeek/OpenRouter/Bedrock) stream as deltas, parts joined by ``\\n\\n``.
-  At ``output_item.done`` the whole item (with ``encrypted_content``) becomes the
-  ``thinkingSignature``: that JSON is sent back verbatim as the reasoning item on the next turn.
+  (``reasoning_text``, DeepSeek/OpenRouter/Bedrock) stream as deltas. As in pi-ai, every finished
+  summary part streams a ``\\n\\n`` delta and raw reasoning parts stream no separator; the
+  final thinking is the item's parts joined by ``\\n\\n`` (so the summary deltas end with one
+  ``\\n\\n`` more than it). At ``output_item.done`` the whole item (with ``encrypted_content``)
+  becomes the ``thinkingSignature``: that JSON is sent back verbatim as the reasoning item on the
+  next turn.
 - ``message`` → text (``output_text`` and ``refusal`` deltas). ``textSignature`` records the item
   id and ``phase`` as ``{"v":1,"id":...,"phase":...}`` so the next turn can replay the message item.
 - ``function_call`` → toolCall with id ``call_id|item_id``; argument deltas go through
@@ -266,7 +269,7 @@ class _Item:
         self.block = block
         self.position = position
         self.parts = 0
-        """Reasoning parts started so far (the separator goes between parts, not after them)."""
+        """Reasoning summary parts started so far (a part's end streams a separator)."""
         self.args = PartialJson()
 
 
@@ -292,8 +295,10 @@ class OpenAIResponsesParser(StreamParser):
             return self._added(payload)
         if kind == "response.output_item.done":
             return self._done(payload)
-        if kind in ("response.reasoning_summary_part.added", "response.content_part.added"):
-            return self._part_added(payload)
+        if kind == "response.reasoning_summary_part.added":
+            return self._summary_part(payload, done=False)
+        if kind == "response.reasoning_summary_part.done":
+            return self._summary_part(payload, done=True)
         if kind == "response.function_call_arguments.done":
             return self._arguments_done(payload)
         if kind in ("response.created", "response.in_progress"):
@@ -350,17 +355,15 @@ class OpenAIResponsesParser(StreamParser):
             )
         ]
 
-    def _part_added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+    def _summary_part(self, payload: dict[str, Any], *, done: bool) -> list[AssistantMessageEvent]:
+        """Count summary parts; a finished one streams the ``\\n\\n`` that pi-ai streams."""
         state = self._item(payload)
         if state is None or state.block["type"] != "thinking":
             return []
-        part = as_dict(payload.get("part")) or {}
-        if payload.get("type") == "response.content_part.added" and part.get("type") != "reasoning_text":
+        if not done:
+            state.parts += 1
             return []
-        state.parts += 1
-        if state.parts > 1 and state.block["thinking"]:
-            return self._append(state, "\n\n")
-        return []
+        return self._append(state, "\n\n") if state.parts else []
 
     def _delta(self, kind: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         state = self._item(payload)

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Copy streamed HTTP exchanges out of pydantic-ai's VCR cassettes into tether's stream fixtures.
+
+Each selected interaction becomes ``tests/fixtures/streams/<api>/<name>.json`` in the format of
+``../shared/fixtures/README.md``::
+
+    {"source": "pydantic/pydantic-ai@<commit> <cassette path> (interaction <i>)",
+     "api": "...", "url": <recorded request URL>, "request": <recorded request body>,
+     "response": {"status": <int>, "contentType": <str>, "body": <raw SSE text>}}
+
+``--cassettes`` is a directory laid out like the pydantic-ai repository (``tests/...yaml``). A
+cassette there is either a full VCR cassette or a copy trimmed to the selected interactions: a
+trimmed copy has a top-level ``commit`` (the pydantic-ai commit it was copied from) and each kept
+interaction carries its original ``index`` and the response's ``content_type``. Only recorded data
+(request body and URL, response status, content type and body) is copied, never test code.
+
+Usage: python scripts/extract_stream_fixtures.py --cassettes DIR [--out tests/fixtures/streams]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# api, fixture name, cassette path under tests/, interaction index
+SELECTION_TABLE = """
+openai-completions   openai-moderation-after-usage    models/cassettes/test_openai/test_openai_moderation_stream.yaml 0
+openai-completions   groq-compound-executed-tools     models/cassettes/test_groq/test_groq_model_web_search_tool_stream_single_chunk.yaml 0
+openai-completions   openrouter-web-search-usage      models/cassettes/test_openrouter/test_openrouter_web_search_tool_usage_stream.yaml 0
+openai-completions   openai-tool-call-strict          models/cassettes/test_openai/test_run_stream_sync_streams_real_model.yaml 0
+openai-completions   openai-text-after-tool-result    models/cassettes/test_openai/test_run_stream_sync_streams_real_model.yaml 1
+openai-responses     openai-custom-tool-call          models/cassettes/test_openai_responses/test_gpt5_freeform_text_streaming.yaml 0
+anthropic-messages   client-tool-use-text-editor      models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 0
+anthropic-messages   text-after-tool-result           models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 1
+anthropic-messages   padded-json-usage-in-delta       models/cassettes/test_anthropic/test_anthropic_fable_5_1_drops_a_stale_thinking_block_streamed.yaml 1
+google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
+"""
+SELECTION = [
+    (api, name, "tests/" + path, int(index))
+    for api, name, path, index in (line.split() for line in SELECTION_TABLE.strip().splitlines())
+]
+
+
+def header(headers: dict[str, Any] | None, name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name:
+            return value[0] if isinstance(value, list) else value
+    return None
+
+
+def body_text(body: Any) -> Any:
+    if isinstance(body, dict):
+        body = body.get("string")
+    if isinstance(body, bytes):
+        body = body.decode("utf-8")
+    return body
+
+
+def interaction(cassette: dict[str, Any], index: int) -> dict[str, Any]:
+    found = [it for it in cassette["interactions"] if it.get("index") == index]
+    return found[0] if found else cassette["interactions"][index]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cassettes", required=True, type=Path)
+    parser.add_argument("--out", type=Path, default=Path("tests/fixtures/streams"))
+    args = parser.parse_args()
+    cache: dict[str, dict[str, Any]] = {}
+    for api, name, path, index in SELECTION:
+        if path not in cache:
+            cache[path] = yaml.load(
+                (args.cassettes / path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader
+            )
+        cassette = cache[path]
+        it = interaction(cassette, index)
+        request, response = it["request"], it["response"]
+        body = body_text(response.get("body"))
+        if not isinstance(body, str) or not re.search(r"^(data:|event:)", body, re.M):
+            print(f"{path} #{index}: response body is not SSE", file=sys.stderr)
+            return 1
+        parsed = request.get("parsed_body")
+        status = response["status"]
+        fixture = {
+            "source": f"pydantic/pydantic-ai@{cassette.get('commit', 'unknown')} {path} (interaction {index})",
+            "api": api,
+            "url": request.get("uri"),
+            "request": parsed if parsed is not None else json.loads(body_text(request.get("body"))),
+            "response": {
+                "status": int(status["code"] if isinstance(status, dict) else status),
+                "contentType": response.get("content_type")
+                or header(response.get("headers"), "content-type")
+                or "text/event-stream",
+                "body": body,
+            },
+        }
+        dest = args.out / api / f"{name}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{dest}  ({len(body)} chars)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
