@@ -22,9 +22,8 @@ from tether.agent.coercion import coerce, copy_json, has_union
 from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
 
-if (
-    TYPE_CHECKING
-):  # jsonschema and pydantic load with the first validator that needs them (both are slow to import)
+# jsonschema and pydantic load with the first validator that needs them (both are slow to import)
+if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaError
     from jsonschema.protocols import Validator
     from pydantic import BaseModel

@@ -23,6 +23,7 @@ schema, generate theirs with pydantic on first use.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
@@ -155,9 +156,16 @@ def dumps(value: object) -> str:
 
 def dumpb(value: object) -> bytes:
     """Compact JSON bytes (UTF-8) of a wire value."""
-    from pydantic_core import to_json  # a dict lookup after the first call
+    return _to_json()(value)
 
-    return to_json(value)
+
+@cache
+def _to_json() -> Callable[[object], bytes]:
+    """pydantic-core's encoder, imported on the first call (an import statement in ``dumpb``
+    would cost every call a trip through the import system, twice the encoding of a small value)."""
+    from pydantic_core import to_json
+
+    return to_json
 
 
 MESSAGE: Codec[AgentMessage] = Codec(AgentMessage, "message", compiled="MESSAGE")
