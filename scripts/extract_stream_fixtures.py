@@ -49,6 +49,7 @@ google-generative-ai empty-text-signature-json-output models/cassettes/test_goog
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
 google-generative-ai file-search-grounding            models/cassettes/test_google/test_google_model_file_search_tool_stream.yaml 3
 google-generative-ai vertex-signature-only-parts      models/google/cassettes/test_agentic_video/test_agentic_video_processing_vertex[streaming].yaml 0
+google-generative-ai server-tool-call-response-parts models/google/cassettes/test_agentic_video/test_agentic_video_processing[streaming].yaml 0
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index))
