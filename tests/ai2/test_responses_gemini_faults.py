@@ -294,8 +294,27 @@ async def test_responses_error_event() -> None:
     )
     async with LoopbackServer([Reply(body)]) as server:
         _, final = await collect(model(server.url, RESPONSES), fast())
-    assert final["errorMessage"] == "rate_limit_exceeded: Slow down"
+    assert final["errorMessage"] == "Error Code rate_limit_exceeded: Slow down"  # pi-ai's wording
     assert final["content"] == [{"type": "text", "text": "Hello"}]
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        ({"type": "server_error", "message": "Upstream gave up"}, "Upstream gave up"),
+        ({"code": 502}, '{"code":502}'),
+    ],
+)
+async def test_responses_payload_with_error_key_ends_the_stream(error: dict[str, object], text: str) -> None:
+    """Any event whose data carries a truthy ``error`` ends the stream (the SDK raises on it)."""
+    body = R_TEXT[: R_TEXT.index(b"event: response.output_item.done")] + sse(
+        {"type": "response.output_text.delta", "error": error}, "response.output_text.delta"
+    )
+    async with LoopbackServer([Reply(body)]) as server:
+        events, final = await collect(model(server.url, RESPONSES), fast())
+    assert (final["stopReason"], final["errorMessage"]) == ("error", text)
+    assert final["content"] == [{"type": "text", "text": "Hello"}]
+    assert events[-1]["type"] == "error"
 
 
 async def test_responses_incomplete_is_length() -> None:

@@ -288,6 +288,10 @@ class OpenAIResponsesParser(StreamParser):
         payload = as_dict(data)
         if payload is None:
             return []
+        if payload.get("error"):
+            # The OpenAI SDK pi-ai reads through raises on any event whose data has a truthy
+            # ``error``, before the event's type is looked at.
+            return self.fail(_api_error_text(payload["error"]))
         kind = as_str(payload.get("type")) or event
         if kind in _DELTAS:
             return self._delta(kind, payload)
@@ -559,12 +563,21 @@ def _failure_text(response: dict[str, Any]) -> str:
 
 
 def _error_text(payload: dict[str, Any]) -> str:
-    error = as_dict(payload.get("error")) or payload
-    message = as_str(error.get("message")) or json.dumps(error, separators=(",", ":"), ensure_ascii=False)
-    code = error.get("code")
-    return (
-        f"{code}: {message}" if isinstance(code, str | int) and code and str(code) not in message else message
-    )
+    """An ``error`` event's text as pi-ai words it: ``Error Code <code>: <message>``.
+
+    Without a code pi-ai writes ``Error Code undefined: ...``; we give the message alone.
+    """
+    message = as_str(payload.get("message")) or json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    code = payload.get("code")
+    return f"Error Code {code}: {message}" if isinstance(code, str | int) and code != "" else message
+
+
+def _api_error_text(error: object) -> str:
+    """The SDK's error text for a payload's ``error``: its message, else the JSON of it."""
+    message = (as_dict(error) or {}).get("message")
+    if isinstance(message, str) and message:
+        return message
+    return json.dumps(message or error, separators=(",", ":"), ensure_ascii=False)
 
 
 # -- entry points ------------------------------------------------------------------------------
