@@ -44,6 +44,7 @@ from tether.tools import (
     written,
 )
 from tether.tools.bash import DEFAULT_TIMEOUT, shell_argv
+from tether.tools.edit import refuse_uneditable
 from tether.tools.read import read_file
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
@@ -240,12 +241,7 @@ def _client_edit(bridge: ToolBridge) -> Execute:
     ) -> AgentToolResult[Any]:
         path = workspace.resolve(params["path"])
         shown = workspace.display(path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory, not a file.")
-        if not path.exists():
-            raise ToolError(f"File not found: {shown}. To create a file, use write.")
-        if not path.is_file():
-            raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
+        refuse_uneditable(path, shown)
         original = await bridge.read_text(path)
         outcome = edit_text(original, params, shown)
         await bridge.write_text(path, outcome.new_text)

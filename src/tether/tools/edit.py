@@ -10,6 +10,7 @@ Files with Windows line endings or a UTF-8 byte-order mark are matched as the mo
 import difflib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
@@ -85,14 +86,9 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
     path = workspace.resolve(params["path"])
     shown = workspace.display(path)
     _check_strings(params)
-    if path.exists() and not path.is_file() and not path.is_dir():
-        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
+    refuse_uneditable(path, shown)
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ToolError(f"File not found: {shown}. To create a file, use write.") from None
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory, not a file.") from None
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
     if looks_binary(raw):
@@ -109,6 +105,16 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
     return outcome.result
+
+
+def refuse_uneditable(path: Path, shown: str) -> None:
+    """Refuse what ``edit`` cannot change: a directory, a missing file, a pipe, socket or device."""
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file.")
+    if not path.exists():
+        raise ToolError(f"File not found: {shown}. To create a file, use write.")
+    if not path.is_file():
+        raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be edited.")
 
 
 @dataclass(frozen=True, slots=True)
