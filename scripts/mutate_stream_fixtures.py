@@ -287,6 +287,12 @@ def c_finish_function_call(body: Body, fixture: Json) -> None:
 
 
 @mutation("openai-completions")
+def c_finish_error(body: Body, fixture: Json) -> None:
+    """``finish_reason: "error"`` (OpenRouter: the upstream provider failed mid-answer)."""
+    _set_finish_reason(body, "error")
+
+
+@mutation("openai-completions")
 def c_finish_missing(body: Body, fixture: Json) -> None:
     """No chunk carries a ``finish_reason`` (some OpenAI-compatible servers omit it)."""
     _set_finish_reason(body, None)
@@ -330,6 +336,39 @@ def c_usage_repeated(body: Body, fixture: Json) -> None:
         indexes = _usage_indexes(body)
     require(bool(indexes), "no usage")
     body.frames.insert(indexes[-1] + 1, body.frames[indexes[-1]])
+
+
+def _set_prompt_details(body: Body, details: Callable[[Json], None]) -> None:
+    indexes = _usage_indexes(body)
+    require(bool(indexes), "no usage")
+    for i in indexes:
+        data = body.frames[i].data or {}
+        details(data["usage"])
+        body.frames[i] = body.frames[i].with_data(data)
+
+
+@mutation("openai-completions")
+def c_usage_cache_write(body: Body, fixture: Json) -> None:
+    """Usage reports ``cached_tokens`` and ``cache_write_tokens`` (OpenRouter's prompt caching)."""
+
+    def details(usage: Json) -> None:
+        prompt = usage["prompt_tokens"]
+        usage["prompt_tokens_details"] = {"cached_tokens": prompt // 2, "cache_write_tokens": prompt // 4}
+
+    _set_prompt_details(body, details)
+
+
+@mutation("openai-completions")
+def c_usage_prompt_cache_hit(body: Body, fixture: Json) -> None:
+    """Usage reports ``prompt_cache_hit_tokens``/``prompt_cache_miss_tokens`` (DeepSeek's shape)."""
+
+    def details(usage: Json) -> None:
+        prompt = usage["prompt_tokens"]
+        usage.pop("prompt_tokens_details", None)
+        usage["prompt_cache_hit_tokens"] = prompt // 2
+        usage["prompt_cache_miss_tokens"] = prompt - prompt // 2
+
+    _set_prompt_details(body, details)
 
 
 @mutation("openai-completions")
@@ -522,6 +561,12 @@ def a_stop_pause_turn(body: Body, fixture: Json) -> None:
 def a_stop_sequence(body: Body, fixture: Json) -> None:
     """``stop_reason: "stop_sequence"`` with the matched ``stop_sequence``."""
     _set_stop_reason(body, "stop_sequence", "\n\nHuman:")
+
+
+@mutation("anthropic-messages")
+def a_stop_sensitive(body: Body, fixture: Json) -> None:
+    """``stop_reason: "sensitive"`` (stopped by a safety filter)."""
+    _set_stop_reason(body, "sensitive")
 
 
 @mutation("anthropic-messages")
@@ -899,6 +944,40 @@ def _to_refusal_parts(node: Any) -> bool:
 
 
 @mutation("openai-responses")
+def r_unknown_item(body: Body, fixture: Json) -> None:
+    """A ``web_search_call`` item (added, progress, done) before the first item: no block for it."""
+    added = _responses_indexes(body, "response.output_item.added")
+    require(bool(added), "no output item")
+    first = added[0]
+    item = {
+        "type": "web_search_call",
+        "id": "ws_0mutated0000000000000000000000000001",
+        "status": "in_progress",
+    }
+    done_item = {**item, "status": "completed", "action": {"type": "search", "query": "capital of France"}}
+    inserted = [
+        data_frame(
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            "response.output_item.added",
+        ),
+        data_frame(
+            {"type": "response.web_search_call.in_progress", "output_index": 0, "item_id": item["id"]},
+            "response.web_search_call.in_progress",
+        ),
+        data_frame(
+            {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+            "response.output_item.done",
+        ),
+    ]
+    for i, data in body.datas():
+        if i >= first and isinstance(data.get("output_index"), int):
+            data["output_index"] += 1
+            body.frames[i] = body.frames[i].with_data(data)
+    body.frames[first:first] = inserted
+    _renumber_sequence(body)
+
+
+@mutation("openai-responses")
 def r_unknown_events(body: Body, fixture: Json) -> None:
     """Events of unknown types after ``response.created`` and before ``response.completed``."""
     created = _responses_indexes(body, "response.created")
@@ -1072,7 +1151,7 @@ def g_error_chunk(body: Body, fixture: Json) -> None:
 # -- the plan --------------------------------------------------------------------------------------
 
 PLAN_TABLE = """
-openai-completions shared/openai-text               finish-length finish-content-filter finish-missing finish-repeated
+openai-completions shared/openai-text               finish-length finish-content-filter finish-error finish-missing finish-repeated
 openai-completions shared/openai-text               usage-missing usage-repeated usage-in-choice no-done crlf
 openai-completions shared/openai-text               keepalive-comments error-chunk error-event refusal empty-chunks unicode-text
 openai-completions shared/openai-tool-call          finish-length finish-function-call finish-missing tool-args-empty parallel-tool-call
@@ -1080,8 +1159,9 @@ openai-completions shared/openai-parallel-tool-calls parallel-tool-call usage-re
 openai-completions shared/groq-reasoning-tool-call  finish-length tool-args-empty parallel-tool-call error-chunk no-done
 openai-completions shared/openrouter-reasoning      finish-length error-event crlf
 openai-completions own/openrouter-encrypted-reasoning ascii-escaped
-openai-completions own/openai-tool-call-strict      finish-content-filter usage-missing keepalive-comments
-openai-completions own/openrouter-advisor-server-tool finish-length finish-repeated
+openai-completions own/openai-tool-call-strict      finish-content-filter usage-missing keepalive-comments usage-cache-write
+openai-completions own/openrouter-advisor-server-tool finish-length finish-repeated finish-error usage-cache-write
+openai-completions shared/openrouter-cached-usage  usage-cache-write usage-prompt-cache-hit
 anthropic-messages shared/text                      stop-max-tokens stop-pause-turn stop-sequence
 anthropic-messages shared/text                      error-event no-message-stop usage-output-only usage-cache usage-repeated
 anthropic-messages shared/text                      crlf keepalive-comments unknown-events unicode-text
@@ -1092,9 +1172,9 @@ anthropic-messages own/thinking-then-tool-use       parallel-tool-use crlf
 anthropic-messages own/text-emoji-after-tool-result ascii-escaped
 anthropic-messages shared/redacted-thinking         stop-max-tokens keepalive-comments
 openai-responses   shared/openai-text               failed error-event usage-missing
-openai-responses   shared/openai-text               service-tier-flex service-tier-priority refusal unknown-events
+openai-responses   shared/openai-text               service-tier-flex service-tier-priority refusal unknown-events unknown-item
 openai-responses   shared/openai-text               done-marker crlf keepalive-comments unicode-text
-openai-responses   shared/openai-function-call      function-args-empty parallel-function-call failed service-tier-flex
+openai-responses   shared/openai-function-call      function-args-empty parallel-function-call failed service-tier-flex unknown-item
 openai-responses   shared/openai-reasoning-encrypted-function-call parallel-function-call function-args-empty error-event
 openai-responses   shared/deepseek-reasoning-text   failed error-event usage-missing crlf
 openai-responses   shared/openrouter-reasoning-text-done-marker no-done
@@ -1109,12 +1189,16 @@ google-generative-ai shared/thinking-signed         finish-max-tokens lf
 google-generative-ai own/vertex-signature-only-parts usage-missing finish-max-tokens keepalive-comments
 google-generative-ai shared/usage-every-chunk       finish-max-tokens
 google-generative-ai shared/text-after-tool-result  ascii-escaped
+google-generative-ai shared/function-call-thought-signature finish-max-tokens lf usage-missing
+google-generative-ai shared/text-after-signed-function-call unicode-text keepalive-comments
+google-generative-ai shared/thinking-signed         unknown-parts usage-cached
+google-generative-ai own/url-context-thoughts-tokens finish-max-tokens usage-cached
 """
 """api, origin/fixture, then the mutations applied to it (each gives one variant)."""
 
 HELD_BACK_TABLE = """
 anthropic-messages shared/text                      stop-context-window
-anthropic-messages shared/text                      stop-refusal
+anthropic-messages shared/text                      stop-refusal stop-sensitive
 anthropic-messages own/thinking-then-tool-use       stop-refusal
 openai-responses   shared/openai-text               incomplete-max-tokens no-completed
 openai-responses   shared/deepseek-reasoning-text   incomplete-max-tokens
@@ -1126,7 +1210,8 @@ google-generative-ai shared/thinking-signed         error-chunk
 
 - ``stop-context-window``: pi-ai fails with "Unhandled stop reason" before reading that event's
   usage; the answer simply hit the context limit, so tether reports ``length`` with the usage.
-- ``stop-refusal``: pi-ai's message is "An unknown error occurred"; tether names the refusal.
+- ``stop-refusal``/``stop-sensitive``: pi-ai's message is "An unknown error occurred"; tether
+  names the stop reason.
 - ``incomplete-max-tokens``: pi-ai ignores ``response.incomplete`` (stop, zero usage); tether
   reports ``length`` with its usage (decided).
 - ``no-completed``: pi-ai reports ``stop`` for a stream cut before ``response.completed``;

@@ -83,6 +83,20 @@ def _blocks(events: list[dict[str, Any]]) -> tuple[dict[int, list[str]], dict[in
     return sequence, text
 
 
+def multibyte_cuts(body: str, limit: int = 30) -> list[int]:
+    """Byte offsets inside each of the first ``limit`` multi-byte UTF-8 characters of ``body``:
+    cutting the body there splits those characters across network reads."""
+    cuts: list[int] = []
+    offset = 0
+    for char in body:
+        size = len(char.encode())
+        if size > 1 and limit > 0:
+            cuts.extend(range(offset + 1, offset + size))
+            limit -= 1
+        offset += size
+    return cuts
+
+
 def _json_or_text(text: str) -> object:
     """The JSON value of complete tool-call arguments; the text itself when the stream ended
     inside them (an error mid-call), which must then match exactly."""

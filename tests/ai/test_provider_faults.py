@@ -238,7 +238,9 @@ async def test_in_stream_error_event_anthropic() -> None:
     async with LoopbackServer([Reply(body)]) as server:
         _, final = await collect(model(server.url, "anthropic-messages", "anthropic"), fast(max_retries=0))
     # Verbatim, as pi-ai reports it.
-    assert final["errorMessage"] == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    assert (
+        final["errorMessage"] == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    )
 
 
 async def test_anthropic_overloaded_inside_the_stream_before_content_is_retried() -> None:
