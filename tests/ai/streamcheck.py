@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # The 40 shared recordings, and ours (tests/fixtures/README.md): same format, same rule.
 SHARED_STREAMS = ROOT / ".." / "shared" / "fixtures" / "streams"
 OWN_STREAMS = ROOT / "tests" / "fixtures" / "streams"
-STREAMS = (SHARED_STREAMS, OWN_STREAMS)
+# Real streams edited in one well-defined way each (scripts/mutate_stream_fixtures.py), with the
+# reference's results: the branches the recordings leave untested.
+MUTATED_STREAMS = ROOT / "tests" / "fixtures" / "mutated"
+STREAMS = (SHARED_STREAMS, OWN_STREAMS, MUTATED_STREAMS)
 APIS = ("openai-completions", "anthropic-messages")
 
 
@@ -33,8 +36,12 @@ def fixture_paths(apis: Sequence[str] = APIS, roots: Sequence[Path] = STREAMS) -
 
 
 def fixture_id(path: Path) -> str:
-    """``shared/<api>/<name>`` or ``own/<api>/<name>``: fixture names are unique per API only."""
-    origin = "own" if path.is_relative_to(OWN_STREAMS) else "shared"
+    """``shared/<api>/<name>``, ``own/<api>/<name>`` or ``mutated/<api>/<name>``: fixture names
+    are unique per API only."""
+    if path.is_relative_to(MUTATED_STREAMS):
+        origin = "mutated"
+    else:
+        origin = "own" if path.is_relative_to(OWN_STREAMS) else "shared"
     return f"{origin}/{path.parent.name}/{path.stem}"
 
 
@@ -76,9 +83,37 @@ def _blocks(events: list[dict[str, Any]]) -> tuple[dict[int, list[str]], dict[in
     return sequence, text
 
 
+def multibyte_cuts(body: str, limit: int = 30) -> list[int]:
+    """Byte offsets inside each of the first ``limit`` multi-byte UTF-8 characters of ``body``:
+    cutting the body there splits those characters across network reads."""
+    cuts: list[int] = []
+    offset = 0
+    for char in body:
+        size = len(char.encode())
+        if size > 1 and limit > 0:
+            cuts.extend(range(offset + 1, offset + size))
+            limit -= 1
+        offset += size
+    return cuts
+
+
+def _json_or_text(text: str) -> object:
+    """The JSON value of complete tool-call arguments; the text itself when the stream ended
+    inside them (an error mid-call), which must then match exactly."""
+    try:
+        return json.loads(text or "null")
+    except json.JSONDecodeError:
+        return ("partial", text)
+
+
 def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
     """Problems between a normalized result and an expected file, by the README rule."""
     allowed = ALLOWED.get(name, set()) | set(DEVIATIONS.get(name, {}))
+    if name.startswith("mutated/"):
+        # A variant keeps the allowed alternatives of the stream it was made from.
+        api, stem = name.removeprefix("mutated/").split("/", 1)
+        source = stem.split("--", 1)[0]
+        allowed |= ALLOWED.get(f"shared/{api}/{source}", set()) | ALLOWED.get(f"own/{api}/{source}", set())
     problems: list[str] = []
     events, wanted = got["events"], want["events"]
     if events[0]["type"] != "start" and wanted[0]["type"] == "start":
@@ -98,7 +133,7 @@ def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
     for index, expected_text in want_text.items():
         actual = got_text.get(index, "")
         if want_seq[index][0] == "toolcall_start":
-            if json.loads(actual or "null") != json.loads(expected_text or "null"):
+            if _json_or_text(actual) != _json_or_text(expected_text):
                 problems.append(f"block {index}: tool-call delta JSON differs")
         elif actual != expected_text and not (
             index == 0 and "deltas0" in allowed and actual + "\n\n" == expected_text

@@ -18,6 +18,7 @@ from streamcheck import (
     fixture_id,
     fixture_paths,
     load,
+    multibyte_cuts,
     normalized,
     run_fixture,
 )
@@ -41,6 +42,18 @@ def test_all_fixtures_are_present() -> None:
 async def test_fixture_matches_reference(path: Path) -> None:
     fixture, expected = load(path)
     events, final = await run_fixture(fixture, expected["model"])
+    assert compare(normalized(events, final), expected, fixture_id(path)) == []
+
+
+NON_ASCII = [p for p in PATHS if not load(p)[0]["response"]["body"].isascii()]
+
+
+@pytest.mark.parametrize("path", NON_ASCII, ids=fixture_id)
+async def test_multibyte_characters_split_across_reads(path: Path) -> None:
+    """Every 2-, 3- and 4-byte character cut between reads still decodes to the same result."""
+    fixture, expected = load(path)
+    cuts = multibyte_cuts(fixture["response"]["body"])
+    events, final = await run_fixture(fixture, expected["model"], cuts, delay=0.0005)
     assert compare(normalized(events, final), expected, fixture_id(path)) == []
 
 

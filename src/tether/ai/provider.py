@@ -78,6 +78,11 @@ class StreamParser:
         """The body ended: close open blocks; the last event returned is the terminal one."""
         raise NotImplementedError
 
+    def feed_text(self, event: str, data: str) -> list[AssistantMessageEvent] | None:
+        """An SSE event before its data is decoded as JSON; ``None`` (the default) lets ``feed``
+        have it. For events the reference reports verbatim, such as Anthropic's ``error``."""
+        return None
+
     def fail(self, message: str, *, aborted: bool = False) -> list[AssistantMessageEvent]:
         """End as ``error`` keeping the content so far (open blocks stay open, as pi-ai does)."""
         return [error_event(self.output, message, aborted=aborted)]
@@ -266,6 +271,9 @@ def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessag
         return []
     if data == DONE_MARKER:
         return None
+    verbatim = parser.feed_text(event, data)
+    if verbatim is not None:
+        return verbatim
     try:
         payload = jiter.from_json(data.encode())
     except ValueError:

@@ -310,9 +310,8 @@ class AnthropicParser(StreamParser):
             return self._delta(payload)
         if kind.__class__ is not str:
             kind = event
-        if event == "error" or kind == "error":
-            error_type = (as_dict(payload.get("error")) or {}).get("type")
-            self.retryable = error_type in ("overloaded_error", "api_error", "rate_limit_error")
+        if kind == "error":  # an error payload without an ``event: error`` line
+            self.retryable = _retryable(payload)
             return self.fail(_error_text(payload))
         if kind == "content_block_delta":  # named only by the SSE event
             return self._delta(payload)
@@ -345,10 +344,21 @@ class AnthropicParser(StreamParser):
             self.stopped = True
         return []
 
+    def feed_text(self, event: str, data: str) -> list[AssistantMessageEvent] | None:
+        """``event: error`` ends the answer with its data verbatim as the message, as pi-ai reports it."""
+        if event != "error":
+            return None
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            payload = None
+        self.retryable = isinstance(payload, dict) and _retryable(cast("dict[str, Any]", payload))
+        return self.fail(data)
+
     def end(self) -> list[AssistantMessageEvent]:
         output = self.output
         if self.started and not self.stopped:
-            return self.fail("The Anthropic stream ended before message_stop")
+            return self.fail("Anthropic stream ended before message_stop")
         if output["stopReason"] == "error":
             return self.fail(output.get("errorMessage") or "Provider returned an error")
         if not self.started:
@@ -487,6 +497,12 @@ def _stop_reason_message(reason: str) -> str:
     if reason == "sensitive":
         return "The answer was stopped by a safety filter (stop_reason: sensitive)"
     return f"Unhandled stop reason: {reason}"
+
+
+def _retryable(payload: dict[str, Any]) -> bool:
+    """An error that waiting may fix (overloaded, rate limit, server error)."""
+    error_type = (as_dict(payload.get("error")) or {}).get("type")
+    return error_type in ("overloaded_error", "api_error", "rate_limit_error")
 
 
 def _error_text(payload: dict[str, Any]) -> str:

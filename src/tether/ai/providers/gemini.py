@@ -300,12 +300,13 @@ class GeminiParser(StreamParser):
 
     def end(self) -> list[AssistantMessageEvent]:
         output = self.output
-        if output["stopReason"] == "error":
-            return self.fail(output.get("errorMessage") or "Gemini returned an error")
-        if not self.finished:
+        failed = output["stopReason"] == "error"
+        if not failed and not self.finished:
             return self.fail("The stream ended before the response was complete")
         events: list[AssistantMessageEvent] = []
-        self._close(events)
+        self._close(events)  # as pi-ai, also before reporting a finishReason that is an error
+        if failed:
+            return events + self.fail(output.get("errorMessage") or "Gemini returned an error")
         reason = output["stopReason"]
         assert reason in ("stop", "length", "toolUse")
         events.append({"type": "done", "reason": reason, "message": output})
