@@ -196,15 +196,23 @@ class _Batch:
 
     async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
         loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+        sent: list[asyncio.Task[None]] = []
         pending = [
-            loop.create_task(self._run_and_report(slot)) if isinstance(slot, _Prepared) else slot
+            loop.create_task(self._run_and_report(slot, started, sent))
+            if isinstance(slot, _Prepared)
+            else slot
             for slot in slots
         ]
         tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         try:
-            # One step for every call (they start in source order); calls that finish at once,
-            # the common case, then need no waiting machinery at all.
+            # Every call starts (runs up to its first suspension, in source order) and the updates
+            # sent meanwhile are reported, before any call reports its end: as in the reference,
+            # where each ``execute`` starts synchronously and an update is emitted when sent.
             await asyncio.sleep(0)
+            if sent:
+                await asyncio.wait(list(sent))
+            started.set()
             for task in tasks:
                 if not task.done():
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -221,20 +229,31 @@ class _Batch:
                 raise failure
         return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
 
-    async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
-        """Execute, finalize, report the end: the part of a call that runs concurrently."""
+    async def _run_and_report(
+        self,
+        prepared: _Prepared,
+        started: asyncio.Event | None = None,
+        sent: list[asyncio.Task[None]] | None = None,
+    ) -> _Finalized:
+        """Execute, finalize, report the end: the part of a call that runs concurrently.
+
+        In a concurrent batch, the end waits for ``started`` (every call of the batch started);
+        the tasks reporting updates are also added to ``sent``."""
         call = prepared.call
-        updates = _Updates(call, self.emit)
+        updates = _Updates(call, self.emit, sent)
         try:
-            result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
-            is_error = False
-            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                result = error_result(
-                    f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
-                )
-                is_error = True
-        except Exception as exc:
-            result, is_error = error_result(describe_error(exc)), True
+            try:
+                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+                is_error = False
+                if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    result = error_result(
+                        f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
+                    )
+                    is_error = True
+            except Exception as exc:
+                result, is_error = error_result(describe_error(exc)), True
+            if started is not None and not started.is_set():
+                await started.wait()
         finally:
             if not updates.closed_at_once():
                 await updates.close()
@@ -329,12 +348,14 @@ class _Updates:
     task that first waits for the previous one. Updates keep their order, the tool never waits
     for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
 
-    __slots__ = ("_call", "_closed", "_emit", "_tasks")
+    __slots__ = ("_call", "_closed", "_emit", "_sent", "_tasks")
 
-    def __init__(self, call: ToolCall, emit: Emit) -> None:
+    def __init__(self, call: ToolCall, emit: Emit, sent: list[asyncio.Task[None]] | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tasks: list[asyncio.Task[None]] = []
+        self._sent = sent
+        """The batch's list of update tasks, when the batch waits for them (``_run_concurrently``)."""
         self._closed = False
 
     def push(self, partial: AgentToolResult[Any]) -> None:
@@ -348,7 +369,10 @@ class _Updates:
             "partialResult": partial,
         }
         previous = self._tasks[-1] if self._tasks else None
-        self._tasks.append(asyncio.get_running_loop().create_task(self._send(previous, event)))
+        task = asyncio.get_running_loop().create_task(self._send(previous, event))
+        self._tasks.append(task)
+        if self._sent is not None:
+            self._sent.append(task)
 
     async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:
