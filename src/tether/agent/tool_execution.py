@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult
@@ -69,6 +69,22 @@ class _Finalized:
     call: ToolCall
     result: AgentToolResult[Any]
     is_error: bool
+
+
+@dataclass(slots=True)
+class _Executed:
+    """A call of a concurrent batch that ran before the batch finished starting: not reported yet."""
+
+    prepared: _Prepared
+    outcome: _Finalized
+
+
+@dataclass(slots=True)
+class _Starting:
+    """A concurrent batch while its calls start: the update tasks they create meanwhile."""
+
+    done: bool = False
+    updates: list[asyncio.Task[None]] = field(default_factory=lambda: [])
 
 
 def describe_error(exc: BaseException) -> str:
@@ -195,24 +211,28 @@ class _Batch:
         return done
 
     async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
+        """Every call starts (runs up to its first suspension, in source order) and the updates
+        sent meanwhile are reported before any call reports its end, as in the reference, where
+        each ``execute`` starts synchronously and an update is emitted when it is sent. Calls
+        that finished while starting then report their ends in source order; the others report
+        theirs as they finish."""
         loop = asyncio.get_running_loop()
-        started = asyncio.Event()
-        sent: list[asyncio.Task[None]] = []
-        pending = [
-            loop.create_task(self._run_and_report(slot, started, sent))
-            if isinstance(slot, _Prepared)
-            else slot
+        starting = _Starting()
+        pending: list[_Finalized | asyncio.Task[_Finalized | _Executed]] = [
+            loop.create_task(self._run_in_batch(slot, starting)) if isinstance(slot, _Prepared) else slot
             for slot in slots
         ]
         tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         try:
-            # Every call starts (runs up to its first suspension, in source order) and the updates
-            # sent meanwhile are reported, before any call reports its end: as in the reference,
-            # where each ``execute`` starts synchronously and an update is emitted when sent.
             await asyncio.sleep(0)
-            if sent:
-                await asyncio.wait(list(sent))
-            started.set()
+            if starting.updates:
+                await asyncio.wait(starting.updates)
+            starting.done = True
+            for index, entry in enumerate(pending):
+                if isinstance(entry, asyncio.Task) and entry.done() and not entry.cancelled():
+                    outcome = entry.result()
+                    if isinstance(outcome, _Executed):
+                        pending[index] = await self._report(outcome.prepared, outcome.outcome)
             for task in tasks:
                 if not task.done():
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -227,40 +247,45 @@ class _Batch:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
+        return [cast(_Finalized, p.result()) if isinstance(p, asyncio.Task) else p for p in pending]
 
-    async def _run_and_report(
-        self,
-        prepared: _Prepared,
-        started: asyncio.Event | None = None,
-        sent: list[asyncio.Task[None]] | None = None,
-    ) -> _Finalized:
-        """Execute, finalize, report the end: the part of a call that runs concurrently.
+    async def _run_in_batch(self, prepared: _Prepared, starting: _Starting) -> _Finalized | _Executed:
+        """A call of a concurrent batch: one that finished before every call started leaves
+        reporting its end to the batch (``_run_concurrently``)."""
+        outcome = await self._execute(prepared, starting)
+        if not starting.done:
+            return _Executed(prepared, outcome)
+        return await self._report(prepared, outcome)
 
-        In a concurrent batch, the end waits for ``started`` (every call of the batch started);
-        the tasks reporting updates are also added to ``sent``."""
+    async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
+        """Execute, finalize, report the end."""
+        return await self._report(prepared, await self._execute(prepared))
+
+    async def _execute(self, prepared: _Prepared, starting: _Starting | None = None) -> _Finalized:
+        """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
-        updates = _Updates(call, self.emit, sent)
+        updates = _Updates(call, self.emit, starting)
         try:
-            try:
-                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
-                is_error = False
-                if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                    result = error_result(
-                        f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
-                    )
-                    is_error = True
-            except Exception as exc:
-                result, is_error = error_result(describe_error(exc)), True
-            if started is not None and not started.is_set():
-                await started.wait()
+            result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            is_error = False
+            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                result = error_result(
+                    f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
+                )
+                is_error = True
+        except Exception as exc:
+            result, is_error = error_result(describe_error(exc)), True
         finally:
             if not updates.closed_at_once():
                 await updates.close()
+        return _Finalized(call, result, is_error)
+
+    async def _report(self, prepared: _Prepared, outcome: _Finalized) -> _Finalized:
+        """Finalize (``after_tool_call``) and report the end."""
         finalized = (
-            _Finalized(prepared.call, result, is_error)
+            outcome
             if self.config.after_tool_call is None
-            else await self._finalize(prepared, result, is_error)
+            else await self._finalize(prepared, outcome.result, outcome.is_error)
         )
         await self.emit(_end_event(finalized))
         return finalized
@@ -348,14 +373,14 @@ class _Updates:
     task that first waits for the previous one. Updates keep their order, the tool never waits
     for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
 
-    __slots__ = ("_call", "_closed", "_emit", "_sent", "_tasks")
+    __slots__ = ("_call", "_closed", "_emit", "_starting", "_tasks")
 
-    def __init__(self, call: ToolCall, emit: Emit, sent: list[asyncio.Task[None]] | None = None) -> None:
+    def __init__(self, call: ToolCall, emit: Emit, starting: _Starting | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tasks: list[asyncio.Task[None]] = []
-        self._sent = sent
-        """The batch's list of update tasks, when the batch waits for them (``_run_concurrently``)."""
+        self._starting = starting
+        """The concurrent batch that waits for the updates sent while its calls start."""
         self._closed = False
 
     def push(self, partial: AgentToolResult[Any]) -> None:
@@ -371,8 +396,8 @@ class _Updates:
         previous = self._tasks[-1] if self._tasks else None
         task = asyncio.get_running_loop().create_task(self._send(previous, event))
         self._tasks.append(task)
-        if self._sent is not None:
-            self._sent.append(task)
+        if self._starting is not None and not self._starting.done:
+            self._starting.updates.append(task)
 
     async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:
