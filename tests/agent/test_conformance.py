@@ -13,7 +13,12 @@ from tether.testing.conformance import load_scenario, run_scenario, scenario_pat
 
 def _cases() -> list[tuple[Path, Path]]:
     cases: list[tuple[Path, Path]] = []
-    for root in (SHARED_CONFORMANCE, OWN_CONFORMANCE, OWN_CONFORMANCE / "abort_sweep"):
+    for root in (
+        SHARED_CONFORMANCE,
+        OWN_CONFORMANCE,
+        OWN_CONFORMANCE / "abort_sweep",
+        OWN_CONFORMANCE / "fuzz",
+    ):
         cases += [(path, root / "traces" / path.name) for path in scenario_paths(root / "scenarios")]
     return cases
 
@@ -30,6 +35,21 @@ async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> 
     assert actual["events"] == expected["events"]
     assert actual["requests"] == expected["requests"]
     assert actual["result"] == expected["result"]
+
+
+def test_the_fuzz_corpus_is_the_generators() -> None:
+    """The committed fuzz scenarios are exactly what ``fuzz/generate.py`` writes (none edited)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fuzz_generate", OWN_CONFORMANCE / "fuzz" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    found = scenario_paths(OWN_CONFORMANCE / "fuzz" / "scenarios")
+    assert [p.stem for p in found] == sorted(f"fz-{generate.SEED}-{i:04d}" for i in set(generate.KEPT))
+    for path in found:
+        index = int(path.stem.rsplit("-", 1)[1])
+        assert json.loads(path.read_text(encoding="utf-8")) == generate.generate(generate.SEED, index)
 
 
 def test_cli_prints_a_trace_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

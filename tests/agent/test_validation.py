@@ -99,7 +99,31 @@ def test_js_number(text: str, number: float | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(True, "true"), (5, "5"), (5.0, "5"), (0.1, "0.1"), (1e21, "1e+21")]
+    ("value", "text"),
+    [
+        (True, "true"),
+        (5, "5"),
+        (5.0, "5"),
+        (-0.0, "0"),
+        (0.1, "0.1"),
+        (1e21, "1e+21"),
+        (1.5e21, "1.5e+21"),
+        (1e20, "100000000000000000000"),
+        (1.5e16, "15000000000000000"),
+        (123456789012345678901, "123456789012345680000"),  # a JavaScript number past 2**53
+        (1e-7, "1e-7"),
+        (-2.5e-8, "-2.5e-8"),
+        (0.000001, "0.000001"),
+        (0.00001234, "0.00001234"),
+        (123.456, "123.456"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+    ],
 )
 def test_js_string(value: bool | float, text: str) -> None:
+    """Recorded from Node's ``String(value)``."""
     assert js_string(value) == text
+
+
+def test_canonical_json_prints_numbers_as_javascript() -> None:
+    assert canonical_json({"b": [1e-7, 2.0, None, True], "a": "é\n"}) == '{"a":"é\\n","b":[1e-7,2,null,true]}'

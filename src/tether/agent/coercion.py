@@ -55,9 +55,39 @@ def js_string(value: bool | int | float) -> str:
     """JavaScript's ``String(value)`` for booleans and finite numbers."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
+    return js_number_text(value)
+
+
+def js_number_text(value: int | float) -> str:
+    """How JavaScript prints a finite number (``Number.prototype.toString``, also ``JSON.stringify``).
+
+    Python's ``repr`` finds the same shortest digits but places the point differently: JavaScript
+    writes ``1e-7`` (not ``1e-07``), ``0.00001`` (not ``1e-05``) and ``1e+21`` only from 10**21 on.
+    An ``int`` is a JavaScript number too: past 2**53 it is rounded like one."""
+    if isinstance(value, int) and abs(value) < 2**53:
+        return str(value)
+    number = float(value)
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    mantissa, _, exponent_text = repr(abs(number)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction.rstrip("0")).lstrip("0") if fraction != "0" else whole.lstrip("0")
+    # abs(number) == 0.DIGITS * 10**point
+    point = len(whole) + (int(exponent_text) if exponent_text else 0)
+    if whole == "0":  # 0.000ddd: the leading zeros of the fraction move the point left
+        point = -(len(fraction) - len(fraction.lstrip("0")))
+    digits = digits.rstrip("0") or "0"
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    exponent = point - 1
+    head = digits[0] + ("." + digits[1:] if count > 1 else "")
+    return f"{sign}{head}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
 
 
 def is_number(value: object) -> bool:

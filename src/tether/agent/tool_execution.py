@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult
@@ -69,6 +69,22 @@ class _Finalized:
     call: ToolCall
     result: AgentToolResult[Any]
     is_error: bool
+
+
+@dataclass(slots=True)
+class _Executed:
+    """A call of a concurrent batch that ran before the batch finished starting: not reported yet."""
+
+    prepared: _Prepared
+    outcome: _Finalized
+
+
+@dataclass(slots=True)
+class _Starting:
+    """A concurrent batch while its calls start: the update tasks they create meanwhile."""
+
+    done: bool = False
+    updates: list[asyncio.Task[None]] = field(default_factory=lambda: [])
 
 
 def describe_error(exc: BaseException) -> str:
@@ -195,16 +211,28 @@ class _Batch:
         return done
 
     async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
+        """Every call starts (runs up to its first suspension, in source order) and the updates
+        sent meanwhile are reported before any call reports its end, as in the reference, where
+        each ``execute`` starts synchronously and an update is emitted when it is sent. Calls
+        that finished while starting then report their ends in source order; the others report
+        theirs as they finish."""
         loop = asyncio.get_running_loop()
-        pending = [
-            loop.create_task(self._run_and_report(slot)) if isinstance(slot, _Prepared) else slot
+        starting = _Starting()
+        pending: list[_Finalized | asyncio.Task[_Finalized | _Executed]] = [
+            loop.create_task(self._run_in_batch(slot, starting)) if isinstance(slot, _Prepared) else slot
             for slot in slots
         ]
         tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         try:
-            # One step for every call (they start in source order); calls that finish at once,
-            # the common case, then need no waiting machinery at all.
             await asyncio.sleep(0)
+            if starting.updates:
+                await asyncio.wait(starting.updates)
+            starting.done = True
+            for index, entry in enumerate(pending):
+                if isinstance(entry, asyncio.Task) and entry.done() and not entry.cancelled():
+                    outcome = entry.result()
+                    if isinstance(outcome, _Executed):
+                        pending[index] = await self._report(outcome.prepared, outcome.outcome)
             for task in tasks:
                 if not task.done():
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -219,12 +247,24 @@ class _Batch:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        return [p.result() if isinstance(p, asyncio.Task) else p for p in pending]
+        return [cast(_Finalized, p.result()) if isinstance(p, asyncio.Task) else p for p in pending]
+
+    async def _run_in_batch(self, prepared: _Prepared, starting: _Starting) -> _Finalized | _Executed:
+        """A call of a concurrent batch: one that finished before every call started leaves
+        reporting its end to the batch (``_run_concurrently``)."""
+        outcome = await self._execute(prepared, starting)
+        if not starting.done:
+            return _Executed(prepared, outcome)
+        return await self._report(prepared, outcome)
 
     async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
-        """Execute, finalize, report the end: the part of a call that runs concurrently."""
+        """Execute, finalize, report the end."""
+        return await self._report(prepared, await self._execute(prepared))
+
+    async def _execute(self, prepared: _Prepared, starting: _Starting | None = None) -> _Finalized:
+        """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
-        updates = _Updates(call, self.emit)
+        updates = _Updates(call, self.emit, starting)
         try:
             result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
             is_error = False
@@ -238,10 +278,14 @@ class _Batch:
         finally:
             if not updates.closed_at_once():
                 await updates.close()
+        return _Finalized(call, result, is_error)
+
+    async def _report(self, prepared: _Prepared, outcome: _Finalized) -> _Finalized:
+        """Finalize (``after_tool_call``) and report the end."""
         finalized = (
-            _Finalized(prepared.call, result, is_error)
+            outcome
             if self.config.after_tool_call is None
-            else await self._finalize(prepared, result, is_error)
+            else await self._finalize(prepared, outcome.result, outcome.is_error)
         )
         await self.emit(_end_event(finalized))
         return finalized
@@ -329,12 +373,14 @@ class _Updates:
     task that first waits for the previous one. Updates keep their order, the tool never waits
     for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
 
-    __slots__ = ("_call", "_closed", "_emit", "_tasks")
+    __slots__ = ("_call", "_closed", "_emit", "_starting", "_tasks")
 
-    def __init__(self, call: ToolCall, emit: Emit) -> None:
+    def __init__(self, call: ToolCall, emit: Emit, starting: _Starting | None = None) -> None:
         self._call = call
         self._emit = emit
         self._tasks: list[asyncio.Task[None]] = []
+        self._starting = starting
+        """The concurrent batch that waits for the updates sent while its calls start."""
         self._closed = False
 
     def push(self, partial: AgentToolResult[Any]) -> None:
@@ -348,7 +394,10 @@ class _Updates:
             "partialResult": partial,
         }
         previous = self._tasks[-1] if self._tasks else None
-        self._tasks.append(asyncio.get_running_loop().create_task(self._send(previous, event)))
+        task = asyncio.get_running_loop().create_task(self._send(previous, event))
+        self._tasks.append(task)
+        if self._starting is not None and not self._starting.done:
+            self._starting.updates.append(task)
 
     async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:

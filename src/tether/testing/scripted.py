@@ -18,6 +18,7 @@ describe (``shared/conformance/README.md``, "The scripted model").
 from __future__ import annotations
 
 import json
+import math
 import types
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping
@@ -26,7 +27,7 @@ from typing import Any, cast
 
 import jiter
 
-from tether.agent.coercion import js_number_to_python
+from tether.agent.coercion import js_number_text
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
@@ -277,20 +278,20 @@ def _tick() -> Generator[None]:
     yield
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def canonical_json(value: object) -> str:
-    """Keys sorted, no whitespace, numbers as JavaScript prints them (``2.0`` is ``2``): the
-    conformance format for echoed arguments and tool-call deltas."""
-    return _CANONICAL.encode(_js_numbers(value))
-
-
-def _js_numbers(value: object) -> object:
-    if isinstance(value, float):
-        return js_number_to_python(value)
+    """Keys sorted, no whitespace, numbers as JavaScript prints them (``2.0`` is ``2``, ``1e-7``
+    not ``1e-07``): the conformance format for echoed arguments and tool-call deltas."""
     if isinstance(value, dict):
-        return {key: _js_numbers(item) for key, item in cast(dict[str, object], value).items()}
+        items = sorted(cast(dict[str, object], value).items())
+        return "{" + ",".join(f"{_string(key)}:{canonical_json(item)}" for key, item in items) + "}"
     if isinstance(value, list):
-        return [_js_numbers(item) for item in cast(list[object], value)]
-    return value
+        return "[" + ",".join(canonical_json(item) for item in cast(list[object], value)) + "]"
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    if isinstance(value, int | float):
+        return js_number_text(value) if math.isfinite(value) else "null"
+    return _string(value)
+
+
+def _string(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
