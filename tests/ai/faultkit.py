@@ -172,60 +172,61 @@ class TextAnswer:
     response_id: str
     final_at: int
     """Offset of the ``data:`` line of the event that finishes the response."""
-    unfinished: str
-    """The error message when the body ends before that event."""
     unauthorized: tuple[bytes, str]
     """A 401 body as the service sends it, and the message it becomes."""
     key_variable: str
+    unfinished: str = "The stream ended before the response was complete"
+    """The error message when the body ends before the finishing event."""
 
 
-def _final_data_line(body: bytes, needle: bytes) -> int:
+def final_data_line(body: bytes, needle: bytes) -> int:
+    """Offset of the ``data:`` line of the event that holds ``needle``."""
     return body.rindex(b"data:", 0, body.index(needle))
 
 
-_OPENAI_401 = (
+OPENAI_401 = (
     b'{"error":{"message":"Incorrect API key provided: k.","type":"invalid_request_error"}}',
     "401 Incorrect API key provided: k.",
 )
-_ENDED_EARLY = "The stream ended before the response was complete"
+ANTHROPIC_401 = (
+    b'{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
+    "401 invalid x-api-key",
+)
+GEMINI_401 = (
+    b'[{"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}]',
+    "401 API key not valid. Please pass a valid API key.",
+)
+_BODIES = {
+    COMPLETIONS: completions_text(["Hel", "lo"]),
+    ANTHROPIC: anthropic_text(["Hel", "lo"]),
+    RESPONSES: responses_text(["Hel", "lo"]),
+    GEMINI: gemini_text(["Hel", "lo"]),
+}
 TEXT = {
     COMPLETIONS: TextAnswer(
-        completions_text(["Hel", "lo"]),
+        _BODIES[COMPLETIONS],
         "r1",
-        _final_data_line(completions_text(["Hel", "lo"]), b'"finish_reason": "stop"'),
-        _ENDED_EARLY,
-        _OPENAI_401,
+        final_data_line(_BODIES[COMPLETIONS], b'"stop"'),
+        OPENAI_401,
         "OPENAI_API_KEY",
     ),
     ANTHROPIC: TextAnswer(
-        anthropic_text(["Hel", "lo"]),
+        _BODIES[ANTHROPIC],
         "msg_1",
-        _final_data_line(anthropic_text(["Hel", "lo"]), b'{"type": "message_stop"}'),
-        "Anthropic stream ended before message_stop",
-        (
-            b'{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
-            "401 invalid x-api-key",
-        ),
+        final_data_line(_BODIES[ANTHROPIC], b'"message_stop"}'),
+        ANTHROPIC_401,
         "ANTHROPIC_API_KEY",
+        unfinished="Anthropic stream ended before message_stop",
     ),
     RESPONSES: TextAnswer(
-        responses_text(["Hel", "lo"]),
+        _BODIES[RESPONSES],
         "resp_1",
-        responses_text(["Hel", "lo"]).rindex(b"data:"),
-        _ENDED_EARLY,
-        _OPENAI_401,
+        final_data_line(_BODIES[RESPONSES], b'"response.completed"'),
+        OPENAI_401,
         "OPENAI_API_KEY",
     ),
     GEMINI: TextAnswer(
-        gemini_text(["Hel", "lo"]),
-        "g1",
-        gemini_text(["Hel", "lo"]).rindex(b"data:"),
-        _ENDED_EARLY,
-        (
-            b'[{"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}]',
-            "401 API key not valid. Please pass a valid API key.",
-        ),
-        "GEMINI_API_KEY",
+        _BODIES[GEMINI], "g1", final_data_line(_BODIES[GEMINI], b'"STOP"'), GEMINI_401, "GEMINI_API_KEY"
     ),
 }
 # Forty one-word deltas: long enough to abort anywhere in the middle.
