@@ -22,7 +22,7 @@ OWN_STREAMS = ROOT / "tests" / "fixtures" / "streams"
 # reference's results: the branches the recordings leave untested.
 MUTATED_STREAMS = ROOT / "tests" / "fixtures" / "mutated"
 STREAMS = (SHARED_STREAMS, OWN_STREAMS, MUTATED_STREAMS)
-APIS = ("openai-completions", "anthropic-messages")
+APIS = ("openai-completions", "anthropic-messages", "openai-responses", "google-generative-ai")
 
 
 def fixture_paths(apis: Sequence[str] = APIS, roots: Sequence[Path] = STREAMS) -> list[Path]:
@@ -106,14 +106,20 @@ def _json_or_text(text: str) -> object:
         return ("partial", text)
 
 
-def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
-    """Problems between a normalized result and an expected file, by the README rule."""
+def relaxed(name: str) -> set[str]:
+    """The fields (keys of ``ALLOWED``) where fixture ``name`` may take either alternative."""
     allowed = ALLOWED.get(name, set()) | set(DEVIATIONS.get(name, {}))
     if name.startswith("mutated/"):
         # A variant keeps the allowed alternatives of the stream it was made from.
         api, stem = name.removeprefix("mutated/").split("/", 1)
         source = stem.split("--", 1)[0]
         allowed |= ALLOWED.get(f"shared/{api}/{source}", set()) | ALLOWED.get(f"own/{api}/{source}", set())
+    return allowed
+
+
+def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
+    """Problems between a normalized result and an expected file, by the README rule."""
+    allowed = relaxed(name)
     problems: list[str] = []
     events, wanted = got["events"], want["events"]
     if events[0]["type"] != "start" and wanted[0]["type"] == "start":
@@ -179,6 +185,34 @@ def compare(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
             for key, value in want_usage["cost"].items():
                 if not math.isclose(usage["cost"][key], value, rel_tol=0, abs_tol=1e-12):
                     problems.append(f"usage.cost.{key} {usage['cost'][key]} != {value}")
+    return problems
+
+
+def key_problems(got: dict[str, Any], want: dict[str, Any], name: str) -> list[str]:
+    """Where a printed result's keys differ from the normalized form the reference writes.
+
+    Event by event, each event has exactly the reference's keys. The one alternative that changes
+    the number of events ("events0": a ``thinking_end`` the reference leaves out) is skipped on
+    both sides, as `compare` skips it in the per-block sequences. Independently of position, every
+    event also has the keys the reference writes for its type."""
+    problems: list[str] = []
+    if set(got) != {"events", "message"}:
+        problems.append(f"top-level keys {sorted(got)}")
+    events, wanted = got["events"], want["events"]
+    if "events0" in relaxed(name):
+        events = [e for e in events if e["type"] != "thinking_end"]
+        wanted = [e for e in wanted if e["type"] != "thinking_end"]
+    if [sorted(e) for e in events] != [sorted(e) for e in wanted]:
+        problems.append("event keys differ from the reference's, event by event")
+    by_type = {e["type"]: sorted(e) for e in want["events"]}
+    for event in got["events"]:
+        if sorted(event) != by_type.get(event["type"], sorted(event)):
+            problems.append(f"{event['type']} keys {sorted(event)} != {by_type[event['type']]}")
+    keys = set(got["message"])
+    if "responseModel" not in want["message"]:
+        keys.discard("responseModel")  # allowed alternative: the model the provider reported
+    if keys != set(want["message"]):
+        problems.append(f"message keys {sorted(keys)} != {sorted(want['message'])}")
     return problems
 
 

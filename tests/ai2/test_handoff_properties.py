@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -175,38 +177,41 @@ def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 targets = st.sampled_from(MODELS)
+Message = dict[str, Any]
 
 
-def tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+def tool_calls(message: Message) -> list[Message]:
     return [b for b in message["content"] if b["type"] == "toolCall"]
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_input_is_not_modified_and_output_is_deterministic(
-    messages: list[dict[str, Any]], target: dict[str, Any]
-) -> None:
-    before = copy.deepcopy(messages)
-    first = transform_messages(messages, target)  # type: ignore[arg-type]
-    assert messages == before
-    assert transform_messages(copy.deepcopy(messages), target) == first  # type: ignore[arg-type]
+def kept_turns(messages: list[Message]) -> list[Message]:
+    """The assistant turns a handoff keeps: every one that did not fail."""
+    return [m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")]
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_failed_turns_are_dropped(messages: list[dict[str, Any]], target: dict[str, Any]) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
-    kept = [m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")]
+def transform(messages: list[Message], target: Message) -> list[Message]:
+    return transform_messages(messages, target)  # type: ignore[arg-type,return-value]
+
+
+def same_model(message: Message, target: Message) -> bool:
+    return is_same_model(message, target)  # type: ignore[arg-type]
+
+
+# -- the rules: each gets a random transcript, the target and the transform's output ------------
+
+
+def output_is_deterministic(messages: list[Message], target: Message, out: list[Message]) -> None:
+    assert transform(copy.deepcopy(messages), target) == out
+
+
+def failed_turns_are_dropped(messages: list[Message], target: Message, out: list[Message]) -> None:
     got = [m for m in out if m["role"] == "assistant"]
-    assert [m["timestamp"] for m in got] == [m["timestamp"] for m in kept]
+    assert [m["timestamp"] for m in got] == [m["timestamp"] for m in kept_turns(messages)]
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_every_tool_call_gets_exactly_one_result_before_the_next_turn(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def every_tool_call_gets_exactly_one_result_before_the_next_turn(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     open_calls: dict[str, int] = {}
     for message in [*out, {"role": "user", "content": "end", "timestamp": 10**9}]:
         if message["role"] == "toolResult":
@@ -219,12 +224,9 @@ def test_every_tool_call_gets_exactly_one_result_before_the_next_turn(
                 open_calls = {c["id"]: 0 for c in tool_calls(message)}
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_missing_results_are_synthetic_errors_and_real_results_keep_their_content(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def missing_results_are_synthetic_errors_and_real_results_keep_their_content(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     real = {m["content"][0]["text"] for m in messages if m["role"] == "toolResult"}
     for message in out:
         if message["role"] != "toolResult":
@@ -236,31 +238,22 @@ def test_missing_results_are_synthetic_errors_and_real_results_keep_their_conten
             assert text in real
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_tool_call_ids_fit_the_target_api(messages: list[dict[str, Any]], target: dict[str, Any]) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
+def tool_call_ids_fit_the_target_api(messages: list[Message], target: Message, out: list[Message]) -> None:
     rule = id_rule(target)
     for message in out:
-        if message["role"] == "assistant" and not is_same_model(message, target):  # type: ignore[arg-type]
+        if message["role"] == "assistant" and not same_model(message, target):
             for call in tool_calls(message):
                 assert rule.fullmatch(call["id"]), (target["api"], call["id"])
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_results_follow_their_call_through_the_id_rewrite(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def results_follow_their_call_through_the_id_rewrite(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
     """A real result for original call X answers the rewritten id of X (and no other call)."""
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     # Pair original and rewritten calls turn by turn (turns keep their order and calls theirs).
-    kept_in = [
-        m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")
-    ]
     kept_out = [m for m in out if m["role"] == "assistant"]
     renamed: dict[tuple[int, str], str] = {}
-    for m_in, m_out in zip(kept_in, kept_out, strict=True):
+    for m_in, m_out in zip(kept_turns(messages), kept_out, strict=True):
         for c_in, c_out in zip(tool_calls(m_in), tool_calls(m_out), strict=True):
             assert (c_in["name"], c_in["arguments"]) == (c_out["name"], c_out["arguments"])
             renamed[(m_in["timestamp"], c_in["id"])] = c_out["id"]
@@ -271,33 +264,22 @@ def test_results_follow_their_call_through_the_id_rewrite(
             assert renamed[(turn, original)] == message["toolCallId"]
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_rewritten_ids_are_unique_across_the_conversation(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def rewritten_ids_are_unique_across_the_conversation(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     rewritten = [
-        c["id"]
-        for m in out
-        if m["role"] == "assistant" and not is_same_model(m, target)  # type: ignore[arg-type]
-        for c in tool_calls(m)
+        c["id"] for m in out if m["role"] == "assistant" and not same_model(m, target) for c in tool_calls(m)
     ]
     assert len(rewritten) == len(set(rewritten))
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_same_model_content_is_replayed_verbatim(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def same_model_content_is_replayed_verbatim(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
     """Everything from the same model survives unchanged, except unsigned thinking with no text."""
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
-    for message in messages:
-        if message["role"] != "assistant" or message["stopReason"] in ("error", "aborted"):
-            continue
-        if not is_same_model(message, target):  # type: ignore[arg-type]
+    for message in kept_turns(messages):
+        if not same_model(message, target):
             continue
         expected = [
             b
@@ -312,23 +294,18 @@ def test_same_model_content_is_replayed_verbatim(
         assert by_time[message["timestamp"]]["content"] == expected
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_foreign_content_loses_signatures_and_thinking_becomes_plain_text(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def foreign_content_loses_signatures_and_thinking_becomes_plain_text(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
     by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
-    for message in messages:
-        if message["role"] != "assistant" or message["stopReason"] in ("error", "aborted"):
-            continue
-        if is_same_model(message, target):  # type: ignore[arg-type]
+    for message in kept_turns(messages):
+        if same_model(message, target):
             continue
         got = by_time[message["timestamp"]]["content"]
         for block in got:
             assert block["type"] in ("text", "toolCall")
             assert not {"textSignature", "thinkingSignature", "thoughtSignature"} & block.keys()
-        expected_texts = []
+        expected_texts: list[str] = []
         for b in message["content"]:
             if b["type"] == "text":
                 expected_texts.append(b["text"])
@@ -337,17 +314,40 @@ def test_foreign_content_loses_signatures_and_thinking_becomes_plain_text(
         assert [b["text"] for b in got if b["type"] == "text"] == expected_texts
 
 
-@SETTINGS
-@given(transcripts(), targets)
-def test_a_longer_history_rewrites_its_prefix_the_same_way(
-    messages: list[dict[str, Any]], target: dict[str, Any]
+def a_longer_history_rewrites_its_prefix_the_same_way(
+    messages: list[Message], target: Message, out: list[Message]
 ) -> None:
     """Ids depend only on what came before, so a cached prompt prefix stays byte-identical."""
-    full = transform_messages(messages, target)  # type: ignore[arg-type]
     cut = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-    prefix = transform_messages(messages[:cut], target)  # type: ignore[arg-type]
+    prefix = transform(messages[:cut], target)
     ids = lambda ms: [c["id"] for m in ms if m["role"] == "assistant" for c in tool_calls(m)]  # noqa: E731
-    assert ids(full)[: len(ids(prefix))] == ids(prefix)
+    assert ids(out)[: len(ids(prefix))] == ids(prefix)
+
+
+Rule = Callable[[list[Message], Message, list[Message]], None]
+RULES: list[Rule] = [
+    output_is_deterministic,
+    failed_turns_are_dropped,
+    every_tool_call_gets_exactly_one_result_before_the_next_turn,
+    missing_results_are_synthetic_errors_and_real_results_keep_their_content,
+    tool_call_ids_fit_the_target_api,
+    results_follow_their_call_through_the_id_rewrite,
+    rewritten_ids_are_unique_across_the_conversation,
+    same_model_content_is_replayed_verbatim,
+    foreign_content_loses_signatures_and_thinking_becomes_plain_text,
+    a_longer_history_rewrites_its_prefix_the_same_way,
+]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
+@SETTINGS
+@given(messages=transcripts(), target=targets)
+def test_handoff_rule(rule: Rule, messages: list[Message], target: Message) -> None:
+    """Each rule on its own random transcripts; no rule may modify the caller's input."""
+    before = copy.deepcopy(messages)
+    out = transform(messages, target)
+    assert messages == before
+    rule(messages, target, out)
 
 
 def test_images_become_placeholders_for_a_text_only_model() -> None:

@@ -1,0 +1,172 @@
+"""The faults every provider API meets the same way, injected on a loopback server for each of
+the four: rate limits and server errors with retries, a 401, connection resets before and after
+the first token, truncated and unfinished bodies, a malformed SSE line, no server, no key, and
+aborts. Each ends in exactly one terminal event, never a raise (`faultkit.collect` checks the
+stream contract on every run). Faults only some APIs have live in the per-API modules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from faultkit import APIS, CONTEXT, GEMINI, LONG, TEXT, after_event, collect, event_ends, fast, model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tether.ai import AbortController, StreamOptions, stream
+from tether.testing.loopback import LoopbackServer, Reply
+
+each_api = pytest.mark.parametrize("api", APIS)
+
+
+@each_api
+async def test_429_with_retry_after_then_success(api: str) -> None:
+    limited = Reply(b'{"error":{"message":"Rate limit"}}', 429, {"retry-after": "0.01"})
+    async with LoopbackServer([limited, Reply(TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "stop"
+    assert final["content"][0]["text"] == "Hello"
+    assert len(server.requests) == 2
+    # Clock fields: time to first token, total duration (ms, incl. the retry wait), completion time.
+    assert 0 <= final["ttft"] <= final["duration"] and final["duration"] >= 10
+    assert final["completedAt"] >= final["timestamp"]
+    assert final["responseId"] == TEXT[api].response_id
+
+
+@each_api
+async def test_500_four_times_exhausts_three_retries(api: str) -> None:
+    failing = Reply(b'{"error":{"message":"upstream exploded"}}', 500, {"content-type": "application/json"})
+    async with LoopbackServer([failing]) as server:
+        events, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 4
+    assert [e["type"] for e in events] == ["error"]
+    assert (final["stopReason"], final["errorStatus"]) == ("error", 500)
+    assert final["errorMessage"] == "500 upstream exploded"
+
+
+@each_api
+async def test_401_with_json_error_body(api: str) -> None:
+    body, text = TEXT[api].unauthorized
+    async with LoopbackServer([Reply(body, 401, {"content-type": "application/json"})]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert (final["stopReason"], final["errorStatus"], final["errorMessage"]) == ("error", 401, text)
+
+
+@each_api
+async def test_connection_reset_before_first_token_is_retried(api: str) -> None:
+    body = TEXT[api].body
+    async with LoopbackServer([Reply(body, reset_after=0), Reply(body)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "stop"
+    assert len(server.requests) == 2
+
+
+@each_api
+async def test_connection_reset_after_first_token_keeps_the_partial_answer(api: str) -> None:
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')  # the first text delta has gone out
+    async with LoopbackServer([Reply(body, reset_after=cut, chunks=[cut], delay=0.01)]) as server:
+        events, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1, "never retry after content has streamed"
+    assert final["stopReason"] == "error"
+    assert "Connection lost" in final["errorMessage"]
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+    assert "text_end" not in [e["type"] for e in events]
+
+
+@each_api
+@pytest.mark.parametrize("keep", ["half", "all but 30 bytes"])
+async def test_truncated_body(api: str, keep: str) -> None:
+    body = TEXT[api].body
+    cut = len(body) // 2 if keep == "half" else len(body) - 30
+    async with LoopbackServer([Reply(body, truncate_after=cut, chunks=[cut // 2], delay=0.01)]) as server:
+        _, final = await collect(model(server.url, api), fast(max_retries=0))
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"]
+
+
+@each_api
+async def test_body_without_the_final_event_is_an_error(api: str) -> None:
+    answer = TEXT[api]
+    async with LoopbackServer([Reply(answer.body[: answer.final_at])]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == answer.unfinished
+
+
+@each_api
+async def test_malformed_sse_line(api: str) -> None:
+    answer = TEXT[api]
+    broken = answer.body[: answer.final_at] + b"data: {this is not json\n\n" + answer.body[answer.final_at :]
+    async with LoopbackServer([Reply(broken)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith(f"Invalid JSON in the {api} stream: {{this is not json")
+    # Everything before the bad line is kept (Gemini's last chunk, with "lo", comes after it).
+    assert final["content"][0]["text"] == ("Hel" if api == GEMINI else "Hello")
+
+
+@each_api
+async def test_unreachable_server(api: str) -> None:
+    _, final = await collect(model("http://127.0.0.1:9", api), fast(max_retries=1))
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith("Connection error")
+
+
+@each_api
+async def test_missing_api_key_names_the_variable(api: str) -> None:
+    _, final = await collect(model("https://example.invalid", api), StreamOptions(max_retries=0))
+    assert final["stopReason"] == "error"
+    assert TEXT[api].key_variable in final["errorMessage"]
+
+
+@each_api
+async def test_abort_while_blocked_on_the_network_is_prompt(api: str) -> None:
+    controller = AbortController()
+    body = LONG[api]
+    first = after_event(body, b"w0 ")
+    async with LoopbackServer([Reply(body, chunks=[first], delay=30)]) as server:
+        events_stream = stream(model(server.url, api), CONTEXT, fast(signal=controller.signal))
+        async for event in events_stream:
+            if event["type"] == "text_delta":
+                # The next read blocks for 30 s; the abort must cut it short.
+                asyncio.get_running_loop().call_later(0.05, controller.abort)
+        final = await asyncio.wait_for(events_stream.result(), timeout=10)
+    assert final["stopReason"] == "aborted"
+    assert final["content"] == [{"type": "text", "text": "w0 "}]
+
+
+@each_api
+async def test_abort_during_backoff_sleep(api: str) -> None:
+    controller = AbortController()
+    async with LoopbackServer([Reply(b"busy", 503)]) as server:
+        events_stream = stream(
+            model(server.url, api), CONTEXT, fast(signal=controller.signal, retry_base_delay=30)
+        )
+        asyncio.get_running_loop().call_later(0.05, controller.abort)
+        final = await asyncio.wait_for(events_stream.result(), timeout=10)
+    assert final["stopReason"] == "aborted"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(after=st.integers(0, 45), stride=st.integers(1, 3))
+@each_api
+async def test_abort_after_any_number_of_events(api: str, after: int, stride: int) -> None:
+    """The server writes ``stride`` SSE events at a time; the driver parses what one read brings,
+    so after an abort at most the rest of that read is delivered, then ``error``/``aborted``."""
+    controller = AbortController()
+    body = LONG[api]
+    cuts = event_ends(body)[stride - 1 :: stride]
+    async with LoopbackServer([Reply(body, chunks=cuts, delay=0.0005)]) as server:
+        options = fast(signal=controller.signal)
+        events, final = await collect(model(server.url, api), options, controller, after)
+    if after == 0:
+        assert [e["type"] for e in events] == ["error"]
+    if final["stopReason"] == "aborted":
+        assert final["errorMessage"] == "Request was aborted"
+        # Each SSE event gives at most two events (block start + delta); a read may hold a
+        # couple of writes when the client lags.
+        assert len(events) - max(after, 1) <= 2 * 2 * stride + 1
+    else:
+        assert final["stopReason"] == "stop"
