@@ -38,9 +38,14 @@ openai-completions   openai-text-after-tool-result    models/cassettes/test_open
 openai-completions   openrouter-encrypted-reasoning   models/cassettes/test_openrouter/test_openrouter_stream_with_reasoning.yaml 0
 openai-completions   openrouter-advisor-server-tool   models/cassettes/test_openrouter/test_openrouter_advisor_tool_stream.yaml 0
 openai-completions   groq-error-event-after-text      models/cassettes/test_groq/test_tool_use_failed_error_streaming_with_text.yaml 0
+openai-completions   openrouter-bedrock-processing-comments models/cassettes/test_openrouter/test_openrouter_cache_streaming_e2e.yaml 0
+openai-completions   openrouter-novita-url-annotations models/cassettes/test_openrouter/test_openrouter_web_search_annotations_stream.yaml 0
 openai-responses     openai-custom-tool-call          models/cassettes/test_openai_responses/test_gpt5_freeform_text_streaming.yaml 0
 openai-responses     openai-file-search-annotation    models/cassettes/test_openai_responses/test_openai_responses_model_file_search_tool_stream.yaml 3
 openai-responses     openai-background-queued         models/cassettes/test_openai_responses/test_background_mode_streaming_vcr.yaml 0
+openai-responses     openai-moderation-result         models/cassettes/test_openai_responses/test_openai_responses_moderation_stream.yaml 0
+openai-responses     openai-shell-call-phase          models/cassettes/test_openai/test_openai_responses_shell_tool_stream.yaml 0
+openai-responses     openai-conversation-object       models/cassettes/test_openai_responses/test_openai_conversation_id_streaming_provider_details.yaml 1
 anthropic-messages   client-tool-use-text-editor      models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 0
 anthropic-messages   text-after-tool-result           models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 1
 anthropic-messages   padded-json-usage-in-delta       models/cassettes/test_anthropic/test_anthropic_fable_5_1_drops_a_stale_thinking_block_streamed.yaml 1
