@@ -46,6 +46,8 @@ openai-responses     openai-background-queued         models/cassettes/test_open
 openai-responses     openai-moderation-result         models/cassettes/test_openai_responses/test_openai_responses_moderation_stream.yaml 0
 openai-responses     openai-shell-call-phase          models/cassettes/test_openai/test_openai_responses_shell_tool_stream.yaml 0
 openai-responses     openai-conversation-object       models/cassettes/test_openai_responses/test_openai_conversation_id_streaming_provider_details.yaml 1
+openai-responses     openai-local-shell-call-only     models/cassettes/test_openai/test_openai_responses_local_shell_toolset_stream.yaml 0
+openai-responses     openai-text-no-logprobs-after-shell models/cassettes/test_openai/test_openai_responses_local_shell_toolset_stream.yaml 1
 anthropic-messages   client-tool-use-text-editor      models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 0
 anthropic-messages   text-after-tool-result           models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 1
 anthropic-messages   padded-json-usage-in-delta       models/cassettes/test_anthropic/test_anthropic_fable_5_1_drops_a_stale_thinking_block_streamed.yaml 1
