@@ -49,12 +49,15 @@ anthropic-messages   tool-use-single-json-delta       models/cassettes/test_anth
 anthropic-messages   text-emoji-after-tool-result     models/cassettes/test_anthropic/test_anthropic_local_shell_toolset_stream.yaml 1
 anthropic-messages   thinking-then-tool-use           cassettes/test_claude_code/test_a_real_anthropic_run_streams_thinking_and_a_tool_call.yaml 0
 anthropic-messages   text-after-thinking-tool-turn    cassettes/test_claude_code/test_a_real_anthropic_run_streams_thinking_and_a_tool_call.yaml 1
+anthropic-messages   code-execution-file-output-container models/cassettes/test_anthropic/test_anthropic_code_execution_file_outputs_stream.yaml 0
+anthropic-messages   thinking-text-code-execution-stop-details models/cassettes/test_anthropic/test_anthropic_code_execution_download_file_stream.yaml 0
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
 google-generative-ai file-search-grounding            models/cassettes/test_google/test_google_model_file_search_tool_stream.yaml 3
 google-generative-ai vertex-signature-only-parts      models/google/cassettes/test_agentic_video/test_agentic_video_processing_vertex[streaming].yaml 0
 google-generative-ai server-tool-call-response-parts models/google/cassettes/test_agentic_video/test_agentic_video_processing[streaming].yaml 0
+google-generative-ai second-function-call-after-result models/cassettes/test_google/test_google_model_iter_stream.yaml 1
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index))
