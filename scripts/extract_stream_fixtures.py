@@ -51,6 +51,8 @@ anthropic-messages   thinking-then-tool-use           cassettes/test_claude_code
 anthropic-messages   text-after-thinking-tool-turn    cassettes/test_claude_code/test_a_real_anthropic_run_streams_thinking_and_a_tool_call.yaml 1
 anthropic-messages   code-execution-file-output-container models/cassettes/test_anthropic/test_anthropic_code_execution_file_outputs_stream.yaml 0
 anthropic-messages   thinking-text-code-execution-stop-details models/cassettes/test_anthropic/test_anthropic_code_execution_download_file_stream.yaml 0
+anthropic-messages   text-editor-then-bash-file-output models/cassettes/test_anthropic/test_anthropic_shell_tool_file_outputs_stream.yaml 0
+anthropic-messages   cache-read-diagnostics           models/anthropic/cassettes/test_cache_diagnostics/test_cache_diagnostics_streamed.yaml 1
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
@@ -73,8 +75,10 @@ def header(headers: dict[str, Any] | None, name: str) -> str | None:
 
 
 def body_text(body: Any) -> Any:
+    """The body of a recorded request or response: ``{"string": ...}`` in the older cassette
+    format, ``{"type": "json" | "text", "content": ...}`` in the newer one (JSON already parsed)."""
     if isinstance(body, dict):
-        body = body.get("string")
+        body = body["string"] if "string" in body else body.get("content")
     if isinstance(body, bytes):
         body = body.decode("utf-8")
     return body
@@ -104,12 +108,15 @@ def main() -> int:
             print(f"{path} #{index}: response body is not SSE", file=sys.stderr)
             return 1
         parsed = request.get("parsed_body")
+        if parsed is None:
+            recorded = body_text(request.get("body"))
+            parsed = recorded if isinstance(recorded, dict) else json.loads(recorded)
         status = response["status"]
         fixture = {
             "source": f"pydantic/pydantic-ai@{cassette.get('commit', 'unknown')} {path} (interaction {index})",
             "api": api,
             "url": request.get("uri"),
-            "request": parsed if parsed is not None else json.loads(body_text(request.get("body"))),
+            "request": parsed,
             "response": {
                 "status": int(status["code"] if isinstance(status, dict) else status),
                 "contentType": response.get("content_type")
