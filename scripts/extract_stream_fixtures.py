@@ -69,9 +69,7 @@ google-generative-ai signed-call-empty-args-gemini-3 models/cassettes/test_googl
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
-    for api, name, path, index, *version in (
-        line.split() for line in SELECTION_TABLE.strip().splitlines()
-    )
+    for api, name, path, index, *version in (line.split() for line in SELECTION_TABLE.strip().splitlines())
 ]
 
 
