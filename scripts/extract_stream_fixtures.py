@@ -11,7 +11,9 @@ Each selected interaction becomes ``tests/fixtures/streams/<api>/<name>.json`` i
 ``--cassettes`` is a directory laid out like the pydantic-ai repository (``tests/...yaml``). A
 cassette there is either a full VCR cassette or a copy trimmed to the selected interactions: a
 trimmed copy has a top-level ``commit`` (the pydantic-ai commit it was copied from) and each kept
-interaction carries its original ``index`` and the response's ``content_type``. Only recorded data
+interaction carries its original ``index`` and the response's ``content_type``. A selection line
+with a fifth column (a pydantic-ai commit) reads an older recording of a cassette, stored under
+``DIR/<commit>/tests/...`` next to the current one. Only recorded data
 (request body and URL, response status, content type and body) is copied, never test code.
 
 Usage: python scripts/extract_stream_fixtures.py --cassettes DIR [--out tests/fixtures/streams]
@@ -28,7 +30,7 @@ from typing import Any
 
 import yaml
 
-# api, fixture name, cassette path under tests/, interaction index
+# api, fixture name, cassette path under tests/, interaction index[, pydantic-ai commit]
 SELECTION_TABLE = """
 openai-completions   openai-moderation-after-usage    models/cassettes/test_openai/test_openai_moderation_stream.yaml 0
 openai-completions   groq-compound-executed-tools     models/cassettes/test_groq/test_groq_model_web_search_tool_stream_single_chunk.yaml 0
@@ -56,16 +58,25 @@ anthropic-messages   tool-use-single-json-delta       models/cassettes/test_anth
 anthropic-messages   text-emoji-after-tool-result     models/cassettes/test_anthropic/test_anthropic_local_shell_toolset_stream.yaml 1
 anthropic-messages   thinking-then-tool-use           cassettes/test_claude_code/test_a_real_anthropic_run_streams_thinking_and_a_tool_call.yaml 0
 anthropic-messages   text-after-thinking-tool-turn    cassettes/test_claude_code/test_a_real_anthropic_run_streams_thinking_and_a_tool_call.yaml 1
+anthropic-messages   code-execution-file-output-container models/cassettes/test_anthropic/test_anthropic_code_execution_file_outputs_stream.yaml 0
+anthropic-messages   thinking-text-code-execution-stop-details models/cassettes/test_anthropic/test_anthropic_code_execution_download_file_stream.yaml 0
+anthropic-messages   text-editor-then-bash-file-output models/cassettes/test_anthropic/test_anthropic_shell_tool_file_outputs_stream.yaml 0
+anthropic-messages   cache-read-diagnostics           models/anthropic/cassettes/test_cache_diagnostics/test_cache_diagnostics_streamed.yaml 1
+anthropic-messages   thinking-empty-delta-then-text   models/cassettes/test_anthropic/test_anthropic_model_thinking_part_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
 google-generative-ai file-search-grounding            models/cassettes/test_google/test_google_model_file_search_tool_stream.yaml 3
 google-generative-ai vertex-signature-only-parts      models/google/cassettes/test_agentic_video/test_agentic_video_processing_vertex[streaming].yaml 0
 google-generative-ai server-tool-call-response-parts models/google/cassettes/test_agentic_video/test_agentic_video_processing[streaming].yaml 0
+google-generative-ai second-function-call-after-result models/cassettes/test_google/test_google_model_iter_stream.yaml 1
+google-generative-ai url-context-segment-no-start    models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0 f518769326808ad9053e37d8320156dadc8c2149
+google-generative-ai text-newline-prompt-count-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 8ad533c9dbc220889b914003758c1b82d8297d01
+google-generative-ai signed-call-empty-args-gemini-3 models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 0 5acaebb37859efaed3b6b60009b2f3814a102bd5
 """
 SELECTION = [
-    (api, name, "tests/" + path, int(index))
-    for api, name, path, index in (line.split() for line in SELECTION_TABLE.strip().splitlines())
+    (api, name, "tests/" + path, int(index), version[0] if version else None)
+    for api, name, path, index, *version in (line.split() for line in SELECTION_TABLE.strip().splitlines())
 ]
 
 
@@ -77,8 +88,10 @@ def header(headers: dict[str, Any] | None, name: str) -> str | None:
 
 
 def body_text(body: Any) -> Any:
+    """The body of a recorded request or response: ``{"string": ...}`` in the older cassette
+    format, ``{"type": "json" | "text", "content": ...}`` in the newer one (JSON already parsed)."""
     if isinstance(body, dict):
-        body = body.get("string")
+        body = body["string"] if "string" in body else body.get("content")
     if isinstance(body, bytes):
         body = body.decode("utf-8")
     return body
@@ -95,12 +108,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("tests/fixtures/streams"))
     args = parser.parse_args()
     cache: dict[str, dict[str, Any]] = {}
-    for api, name, path, index in SELECTION:
-        if path not in cache:
-            cache[path] = yaml.load(
-                (args.cassettes / path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader
+    for api, name, path, index, version in SELECTION:
+        stored = f"{version}/{path}" if version else path
+        if stored not in cache:
+            cache[stored] = yaml.load(
+                (args.cassettes / stored).read_text(encoding="utf-8"), Loader=yaml.SafeLoader
             )
-        cassette = cache[path]
+        cassette = cache[stored]
         it = interaction(cassette, index)
         request, response = it["request"], it["response"]
         body = body_text(response.get("body"))
@@ -108,12 +122,15 @@ def main() -> int:
             print(f"{path} #{index}: response body is not SSE", file=sys.stderr)
             return 1
         parsed = request.get("parsed_body")
+        if parsed is None:
+            recorded = body_text(request.get("body"))
+            parsed = recorded if isinstance(recorded, dict) else json.loads(recorded)
         status = response["status"]
         fixture = {
             "source": f"pydantic/pydantic-ai@{cassette.get('commit', 'unknown')} {path} (interaction {index})",
             "api": api,
             "url": request.get("uri"),
-            "request": parsed if parsed is not None else json.loads(body_text(request.get("body"))),
+            "request": parsed,
             "response": {
                 "status": int(status["code"] if isinstance(status, dict) else status),
                 "contentType": response.get("content_type")
