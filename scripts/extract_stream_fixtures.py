@@ -42,6 +42,8 @@ openai-completions   openrouter-advisor-server-tool   models/cassettes/test_open
 openai-completions   groq-error-event-after-text      models/cassettes/test_groq/test_tool_use_failed_error_streaming_with_text.yaml 0
 openai-completions   openrouter-bedrock-processing-comments models/cassettes/test_openrouter/test_openrouter_cache_streaming_e2e.yaml 0
 openai-completions   openrouter-novita-url-annotations models/cassettes/test_openrouter/test_openrouter_web_search_annotations_stream.yaml 0
+openai-completions   openai-tool-call-first-chunk-refusal cassettes/test_dbos/test_complex_agent_run_in_workflow.yaml 1 f077d56ce09d88b03c046985161230fad796aa0d
+openai-completions   openai-structured-args-many-deltas cassettes/test_dbos/test_complex_agent_run_in_workflow.yaml 2 f077d56ce09d88b03c046985161230fad796aa0d
 openai-responses     openai-custom-tool-call          models/cassettes/test_openai_responses/test_gpt5_freeform_text_streaming.yaml 0
 openai-responses     openai-file-search-annotation    models/cassettes/test_openai_responses/test_openai_responses_model_file_search_tool_stream.yaml 3
 openai-responses     openai-background-queued         models/cassettes/test_openai_responses/test_background_mode_streaming_vcr.yaml 0
@@ -50,6 +52,8 @@ openai-responses     openai-shell-call-phase          models/cassettes/test_open
 openai-responses     openai-conversation-object       models/cassettes/test_openai_responses/test_openai_conversation_id_streaming_provider_details.yaml 1
 openai-responses     openai-local-shell-call-only     models/cassettes/test_openai/test_openai_responses_local_shell_toolset_stream.yaml 0
 openai-responses     openai-text-no-logprobs-after-shell models/cassettes/test_openai/test_openai_responses_local_shell_toolset_stream.yaml 1
+openai-responses     openai-function-call-obfuscated-deltas models/cassettes/test_openai_responses/test_openai_responses_stream.yaml 0 111dda9bcd3bb8542d24be815343c17ca133e4e8
+openai-responses     openai-text-logprobs-completed-at models/cassettes/test_openai_responses/test_openai_responses_stream.yaml 1 111dda9bcd3bb8542d24be815343c17ca133e4e8
 anthropic-messages   client-tool-use-text-editor      models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 0
 anthropic-messages   text-after-tool-result           models/cassettes/test_anthropic/test_anthropic_text_editor_toolset_stream.yaml 1
 anthropic-messages   padded-json-usage-in-delta       models/cassettes/test_anthropic/test_anthropic_fable_5_1_drops_a_stale_thinking_block_streamed.yaml 1
