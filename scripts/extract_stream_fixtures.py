@@ -44,6 +44,7 @@ openai-completions   openrouter-bedrock-processing-comments models/cassettes/tes
 openai-completions   openrouter-novita-url-annotations models/cassettes/test_openrouter/test_openrouter_web_search_annotations_stream.yaml 0
 openai-completions   openai-tool-call-first-chunk-refusal cassettes/test_dbos/test_complex_agent_run_in_workflow.yaml 1 f077d56ce09d88b03c046985161230fad796aa0d
 openai-completions   openai-structured-args-many-deltas cassettes/test_dbos/test_complex_agent_run_in_workflow.yaml 2 f077d56ce09d88b03c046985161230fad796aa0d
+openai-completions   openai-parallel-calls-split-args cassettes/test_prefect/test_complex_agent_run_in_flow.yaml 1 f077d56ce09d88b03c046985161230fad796aa0d
 openai-responses     openai-custom-tool-call          models/cassettes/test_openai_responses/test_gpt5_freeform_text_streaming.yaml 0
 openai-responses     openai-file-search-annotation    models/cassettes/test_openai_responses/test_openai_responses_model_file_search_tool_stream.yaml 3
 openai-responses     openai-background-queued         models/cassettes/test_openai_responses/test_background_mode_streaming_vcr.yaml 0
