@@ -63,6 +63,7 @@ anthropic-messages   thinking-text-code-execution-stop-details models/cassettes/
 anthropic-messages   text-editor-then-bash-file-output models/cassettes/test_anthropic/test_anthropic_shell_tool_file_outputs_stream.yaml 0
 anthropic-messages   cache-read-diagnostics           models/anthropic/cassettes/test_cache_diagnostics/test_cache_diagnostics_streamed.yaml 1
 anthropic-messages   thinking-empty-delta-then-text   models/cassettes/test_anthropic/test_anthropic_model_thinking_part_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+anthropic-messages   parallel-text-editor-create-view models/cassettes/test_anthropic/test_anthropic_text_editor_code_execution_tool_stream.yaml 0 14aeef140067518983efc967242377a1a3599e73
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
@@ -73,6 +74,9 @@ google-generative-ai second-function-call-after-result models/cassettes/test_goo
 google-generative-ai url-context-segment-no-start    models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0 f518769326808ad9053e37d8320156dadc8c2149
 google-generative-ai text-newline-prompt-count-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 8ad533c9dbc220889b914003758c1b82d8297d01
 google-generative-ai signed-call-empty-args-gemini-3 models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 0 5acaebb37859efaed3b6b60009b2f3814a102bd5
+google-generative-ai single-chunk-thoughts-tokens    models/cassettes/test_google/test_google_model_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai gemini-1-5-no-index-no-response-id models/cassettes/test_google/test_google_model_stream.yaml 0 745bfa24bff975ae7b366dd617148ef8654fed7e
+google-generative-ai code-execution-empty-text-latex models/google/cassettes/test_code_execution/test_code_execution_stream.yaml 0 1e4741761222eac344227c403289306d2a24e140
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
