@@ -78,6 +78,8 @@ google-generative-ai single-chunk-thoughts-tokens    models/cassettes/test_googl
 google-generative-ai gemini-1-5-no-index-no-response-id models/cassettes/test_google/test_google_model_stream.yaml 0 745bfa24bff975ae7b366dd617148ef8654fed7e
 google-generative-ai code-execution-empty-text-latex models/google/cassettes/test_code_execution/test_code_execution_stream.yaml 0 1e4741761222eac344227c403289306d2a24e140
 google-generative-ai text-after-signed-call-prompt-jump models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 1 5acaebb37859efaed3b6b60009b2f3814a102bd5
+google-generative-ai function-call-with-stop-no-index models/cassettes/test_google/test_google_model_iter_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai text-after-two-results-prompt-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 07b877493d0a132b6037f1a7471e15def6faec44
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
