@@ -64,6 +64,7 @@ anthropic-messages   text-editor-then-bash-file-output models/cassettes/test_ant
 anthropic-messages   cache-read-diagnostics           models/anthropic/cassettes/test_cache_diagnostics/test_cache_diagnostics_streamed.yaml 1
 anthropic-messages   thinking-empty-delta-then-text   models/cassettes/test_anthropic/test_anthropic_model_thinking_part_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
 anthropic-messages   parallel-text-editor-create-view models/cassettes/test_anthropic/test_anthropic_text_editor_code_execution_tool_stream.yaml 0 14aeef140067518983efc967242377a1a3599e73
+anthropic-messages   thinking-code-execution-legacy-result models/cassettes/test_anthropic/test_anthropic_code_execution_tool_stream.yaml 0 f077d56ce09d88b03c046985161230fad796aa0d
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
