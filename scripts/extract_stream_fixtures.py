@@ -81,6 +81,7 @@ google-generative-ai code-execution-empty-text-latex models/google/cassettes/tes
 google-generative-ai text-after-signed-call-prompt-jump models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 1 5acaebb37859efaed3b6b60009b2f3814a102bd5
 google-generative-ai function-call-with-stop-no-index models/cassettes/test_google/test_google_model_iter_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
 google-generative-ai text-after-two-results-prompt-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai thought-summaries-signed-text-gemini-2-5-pro models/cassettes/test_google/test_google_model_thinking_part_iter.yaml 0 111dda9bcd3bb8542d24be815343c17ca133e4e8
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
