@@ -82,6 +82,8 @@ google-generative-ai text-after-signed-call-prompt-jump models/cassettes/test_go
 google-generative-ai function-call-with-stop-no-index models/cassettes/test_google/test_google_model_iter_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
 google-generative-ai text-after-two-results-prompt-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 07b877493d0a132b6037f1a7471e15def6faec44
 google-generative-ai thought-summaries-signed-text-gemini-2-5-pro models/cassettes/test_google/test_google_model_thinking_part_iter.yaml 0 111dda9bcd3bb8542d24be815343c17ca133e4e8
+google-generative-ai signed-call-with-id-native-output models/google/cassettes/test_structured_output/test_native_output_with_function_tools_stream.yaml 0 1e4741761222eac344227c403289306d2a24e140
+google-generative-ai json-output-trailing-space-signed-end models/google/cassettes/test_structured_output/test_native_output_with_function_tools_stream.yaml 1 1e4741761222eac344227c403289306d2a24e140
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
