@@ -68,6 +68,8 @@ anthropic-messages   thinking-text-code-execution-stop-details models/cassettes/
 anthropic-messages   text-editor-then-bash-file-output models/cassettes/test_anthropic/test_anthropic_shell_tool_file_outputs_stream.yaml 0
 anthropic-messages   cache-read-diagnostics           models/anthropic/cassettes/test_cache_diagnostics/test_cache_diagnostics_streamed.yaml 1
 anthropic-messages   thinking-empty-delta-then-text   models/cassettes/test_anthropic/test_anthropic_model_thinking_part_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+anthropic-messages   parallel-text-editor-create-view models/cassettes/test_anthropic/test_anthropic_text_editor_code_execution_tool_stream.yaml 0 14aeef140067518983efc967242377a1a3599e73
+anthropic-messages   thinking-code-execution-legacy-result models/cassettes/test_anthropic/test_anthropic_code_execution_tool_stream.yaml 0 f077d56ce09d88b03c046985161230fad796aa0d
 google-generative-ai url-context-thoughts-tokens      models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0
 google-generative-ai empty-text-signature-json-output models/cassettes/test_google/test_google_auto_native_structured_stream_gemini_3.yaml 0
 google-generative-ai thought-code-execution-two-stops models/cassettes/test_google/test_google_model_builtin_code_execution_stream.yaml 0
@@ -78,6 +80,15 @@ google-generative-ai second-function-call-after-result models/cassettes/test_goo
 google-generative-ai url-context-segment-no-start    models/cassettes/test_google/test_google_model_web_fetch_tool_stream.yaml 0 f518769326808ad9053e37d8320156dadc8c2149
 google-generative-ai text-newline-prompt-count-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 8ad533c9dbc220889b914003758c1b82d8297d01
 google-generative-ai signed-call-empty-args-gemini-3 models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 0 5acaebb37859efaed3b6b60009b2f3814a102bd5
+google-generative-ai single-chunk-thoughts-tokens    models/cassettes/test_google/test_google_model_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai gemini-1-5-no-index-no-response-id models/cassettes/test_google/test_google_model_stream.yaml 0 745bfa24bff975ae7b366dd617148ef8654fed7e
+google-generative-ai code-execution-empty-text-latex models/google/cassettes/test_code_execution/test_code_execution_stream.yaml 0 1e4741761222eac344227c403289306d2a24e140
+google-generative-ai text-after-signed-call-prompt-jump models/cassettes/test_google/test_google_streaming_tool_call_thought_signature.yaml 1 5acaebb37859efaed3b6b60009b2f3814a102bd5
+google-generative-ai function-call-with-stop-no-index models/cassettes/test_google/test_google_model_iter_stream.yaml 0 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai text-after-two-results-prompt-drops models/cassettes/test_google/test_google_model_iter_stream.yaml 2 07b877493d0a132b6037f1a7471e15def6faec44
+google-generative-ai thought-summaries-signed-text-gemini-2-5-pro models/cassettes/test_google/test_google_model_thinking_part_iter.yaml 0 111dda9bcd3bb8542d24be815343c17ca133e4e8
+google-generative-ai signed-call-with-id-native-output models/google/cassettes/test_structured_output/test_native_output_with_function_tools_stream.yaml 0 1e4741761222eac344227c403289306d2a24e140
+google-generative-ai json-output-trailing-space-signed-end models/google/cassettes/test_structured_output/test_native_output_with_function_tools_stream.yaml 1 1e4741761222eac344227c403289306d2a24e140
 """
 SELECTION = [
     (api, name, "tests/" + path, int(index), version[0] if version else None)
