@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.coercion import coerce, copy_json, has_union
+from tether.agent.formats import format_checker
 from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
 
@@ -54,7 +55,7 @@ class _Compiled:
 
             default = Draft7Validator if _uses_tuple_items(self.schema) else Draft202012Validator
             cls = validators.validator_for(self.schema, default=default)
-            self._validator = cls(self.schema)
+            self._validator = cls(self.schema, format_checker=format_checker())
         return self._validator
 
     def is_valid(self, value: Any) -> bool:
