@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE
@@ -37,19 +38,36 @@ async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> 
     assert actual["result"] == expected["result"]
 
 
-def test_the_fuzz_corpus_is_the_generators() -> None:
-    """The committed fuzz scenarios are exactly what ``fuzz/generate.py`` writes (none edited)."""
+def _load_generator(name: str) -> Any:
     import importlib.util
+    import sys
 
-    spec = importlib.util.spec_from_file_location("fuzz_generate", OWN_CONFORMANCE / "fuzz" / "generate.py")
+    fuzz = OWN_CONFORMANCE / "fuzz"
+    if str(fuzz) not in sys.path:
+        sys.path.insert(0, str(fuzz))  # generate2 builds on generate
+    spec = importlib.util.spec_from_file_location(f"fuzz_{name}", fuzz / f"{name}.py")
     assert spec is not None and spec.loader is not None
-    generate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generate)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fuzz_corpus_is_the_generators() -> None:
+    """The committed fuzz scenarios are exactly what ``fuzz/generate.py`` (``fz-``) and
+    ``fuzz/generate2.py`` (``fy-``) write (none edited)."""
+    one, two = _load_generator("generate"), _load_generator("generate2")
     found = scenario_paths(OWN_CONFORMANCE / "fuzz" / "scenarios")
-    assert [p.stem for p in found] == sorted(f"fz-{generate.SEED}-{i:04d}" for i in set(generate.KEPT))
+    expected = [f"fz-{one.SEED}-{i:04d}" for i in set(one.KEPT)] + [
+        f"fy-{two.SEED}-{i:04d}" for i in set(two.KEPT)
+    ]
+    assert [p.stem for p in found] == sorted(expected)
     for path in found:
         index = int(path.stem.rsplit("-", 1)[1])
-        assert json.loads(path.read_text(encoding="utf-8")) == generate.generate(generate.SEED, index)
+        scenario = json.loads(path.read_text(encoding="utf-8"))
+        if path.stem.startswith("fz-"):
+            assert scenario == one.generate(one.SEED, index)
+        else:
+            assert scenario == two.generate(two.SEED, index)[0]
 
 
 def test_cli_prints_a_trace_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -58,8 +58,8 @@ def test_error_lists_each_problem_and_the_arguments() -> None:
         validate_tool_arguments(_tool(schema), "read", {"limit": 0})
     lines = str(caught.value).split("\n")
     assert lines[0] == 'Validation failed for tool "read":'
-    assert "  - limit: 0 is less than the minimum of 1" in lines
-    assert "  - path: required property is missing" in lines
+    # the reference's wording and order (TypeBox): required properties first, then each property
+    assert lines[1:3] == ["  - path: must have required properties path", "  - limit: must be >= 1"]
     assert lines[-4:] == ["Received arguments:", "{", '  "limit": 0', "}"]
 
 
@@ -127,3 +127,46 @@ def test_js_string(value: bool | float, text: str) -> None:
 
 def test_canonical_json_prints_numbers_as_javascript() -> None:
     assert canonical_json({"b": [1e-7, 2.0, None, True], "a": "é\n"}) == '{"a":"é\\n","b":[1e-7,2,null,true]}'
+
+
+VALIDATION_CASES: list[dict[str, Any]] = json.loads((REFERENCE / "validation_cases.json").read_text())
+VALIDATION_EXPECTED: list[dict[str, str]] = json.loads((REFERENCE / "validation_expected.json").read_text())
+
+
+def test_validation_cases_are_paired() -> None:
+    assert len(VALIDATION_CASES) == len(VALIDATION_EXPECTED) > 100
+
+
+@pytest.mark.parametrize("index", range(len(VALIDATION_CASES)))
+def test_round_two_schemas_match_the_reference(index: int) -> None:
+    """Fuzz round 2's schemas (nested, unions, bounds, formats, closed objects): the same verdict,
+    the same coerced arguments, the same error text to the last character."""
+    case, expected = VALIDATION_CASES[index], VALIDATION_EXPECTED[index]
+    try:
+        outcome = {"ok": canonical_json(validate_tool_arguments(_tool(case["schema"]), "t", case["args"]))}
+    except ToolArgumentsError as err:
+        outcome = {"error": str(err)}
+    assert outcome == expected, f"schema {case['schema']} args {case['args']}"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "good", "bad"),
+    [
+        ("email", "a.b@example.org", "a@"),
+        ("date", "2024-02-29", "2023-02-29"),
+        ("date-time", "2020-12-31T23:59:59+01:00", "2020-12-31T23:59:59"),
+        ("uri", "file:///tmp/x", "http//x"),
+        ("uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567"),
+        ("ipv4", "10.0.0.255", "1.2.3"),
+    ],
+)
+def test_string_formats_are_checked(fmt: str, good: str, bad: str) -> None:
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
+    assert validate_tool_arguments(_tool(schema), "t", {"v": good}) == {"v": good}
+    with pytest.raises(ToolArgumentsError):
+        validate_tool_arguments(_tool(schema), "t", {"v": bad})
+
+
+def test_unknown_formats_pass() -> None:
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": "no-such-format"}}}
+    assert validate_tool_arguments(_tool(schema), "t", {"v": "anything"}) == {"v": "anything"}

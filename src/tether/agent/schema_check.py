@@ -29,6 +29,7 @@ UNSUPPORTED = frozenset(
         "if",
         "then",
         "else",
+        "format",
         "maxContains",
         "minContains",
         "multipleOf",

@@ -18,8 +18,10 @@ import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.agent.coercion import coerce, copy_json, has_union
+from tether.agent.coercion import coerce, copy_json, has_union, is_number, js_number_text
+from tether.agent.formats import format_checker
 from tether.agent.schema_check import compile_check
+from tether.agent.schema_errors import schema_problems
 from tether.agent.tool import AgentTool
 
 # jsonschema and pydantic load with the first validator that needs them (both are slow to import)
@@ -54,7 +56,7 @@ class _Compiled:
 
             default = Draft7Validator if _uses_tuple_items(self.schema) else Draft202012Validator
             cls = validators.validator_for(self.schema, default=default)
-            self._validator = cls(self.schema)
+            self._validator = cls(self.schema, format_checker=format_checker())
         return self._validator
 
     def is_valid(self, value: Any) -> bool:
@@ -124,7 +126,8 @@ def validate_json_arguments(schema: dict[str, Any], tool_name: str, arguments: A
     errors = sorted(compiled.validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
     if not errors:
         return coerced
-    raise ToolArgumentsError(_message(tool_name, [_schema_problem(e) for e in errors], arguments))
+    problems = schema_problems(schema, coerced) or [_schema_problem(e) for e in errors]
+    raise ToolArgumentsError(_message(tool_name, problems, arguments))
 
 
 def _validate_model(model: type[BaseModel], tool_name: str, arguments: Any) -> BaseModel:
@@ -151,5 +154,28 @@ def _schema_problem(error: SchemaError) -> str:
 
 def _message(tool_name: str, problems: list[str], arguments: Any) -> str:
     lines = "\n".join(f"  - {problem}" for problem in problems) or "  - unknown validation error"
-    received = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
+    received = _js_json(arguments, "")
     return f'Validation failed for tool "{tool_name}":\n{lines}\n\nReceived arguments:\n{received}'
+
+
+def _js_json(value: Any, indent: str) -> str:
+    """``JSON.stringify(value, null, 2)``: the reference shows the arguments so, numbers as
+    JavaScript prints them (``10``, not ``10.0``)."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items = cast(dict[str, Any], value)
+        if not items:
+            return "{}"
+        body = ",\n".join(
+            f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_js_json(v, inner)}" for k, v in items.items()
+        )
+        return f"{{\n{body}\n{indent}}}"
+    if isinstance(value, list):
+        elements = cast(list[Any], value)
+        if not elements:
+            return "[]"
+        body = ",\n".join(f"{inner}{_js_json(v, inner)}" for v in elements)
+        return f"[\n{body}\n{indent}]"
+    if is_number(value):
+        return js_number_text(value) if value == value and abs(value) != float("inf") else "null"
+    return json.dumps(value, ensure_ascii=False, default=str)
