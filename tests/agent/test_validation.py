@@ -27,6 +27,15 @@ def _tool(parameters: Any) -> AgentTool:
     return AgentTool(name="t", label="t", description="", parameters=parameters, execute=_never)
 
 
+def _outcome(case: dict[str, Any]) -> dict[str, str]:
+    """What ``reference/validation.mjs`` records for a case: the validated arguments as canonical
+    JSON, or the whole error text."""
+    try:
+        return {"ok": canonical_json(validate_tool_arguments(_tool(case["schema"]), "t", case["args"]))}
+    except ToolArgumentsError as err:
+        return {"error": str(err)}
+
+
 def test_reference_cases_are_paired() -> None:
     assert len(CASES) == len(EXPECTED) > 90
 
@@ -34,10 +43,7 @@ def test_reference_cases_are_paired() -> None:
 @pytest.mark.parametrize("index", range(len(CASES)), ids=lambda i: canonical_json(CASES[i]["args"])[:40])
 def test_coercion_matches_the_reference(index: int) -> None:
     case, expected = CASES[index], EXPECTED[index]
-    try:
-        outcome = {"ok": canonical_json(validate_tool_arguments(_tool(case["schema"]), "t", case["args"]))}
-    except ToolArgumentsError as err:
-        outcome = {"error": str(err).split("\n")[0]}
+    outcome = _outcome(case)
     assert outcome == expected, f"schema {case['schema']} args {case['args']}"
 
 
@@ -142,10 +148,7 @@ def test_round_two_schemas_match_the_reference(index: int) -> None:
     """Fuzz round 2's schemas (nested, unions, bounds, formats, closed objects): the same verdict,
     the same coerced arguments, the same error text to the last character."""
     case, expected = VALIDATION_CASES[index], VALIDATION_EXPECTED[index]
-    try:
-        outcome = {"ok": canonical_json(validate_tool_arguments(_tool(case["schema"]), "t", case["args"]))}
-    except ToolArgumentsError as err:
-        outcome = {"error": str(err)}
+    outcome = _outcome(case)
     assert outcome == expected, f"schema {case['schema']} args {case['args']}"
 
 
