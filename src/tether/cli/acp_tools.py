@@ -45,9 +45,9 @@ from tether.tools import (
 )
 from tether.tools.bash import DEFAULT_TIMEOUT, shell_argv
 from tether.tools.edit import refuse_uneditable
-from tether.tools.read import read_file
+from tether.tools.read import line_window, read_file
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
-from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
+from tether.tools.truncate import MAX_BYTES, OutputBuffer
 from tether.tools.write import refuse_unwritable
 from tether.wire import ToolCall
 
@@ -208,9 +208,7 @@ def _client_read(bridge: ToolBridge) -> Execute:
         if not _is_text_file(path):
             return read_file(workspace, params)  # images, binaries, directories, missing files
         text = await bridge.read_text(path)
-        limit = min(params.get("limit") or MAX_LINES, MAX_LINES)
-        offset = params.get("offset") or 1
-        return read_lines(io.BytesIO(text.encode()), workspace.display(path), offset, limit)
+        return read_lines(io.BytesIO(text.encode()), workspace.display(path), *line_window(params))
 
     return run
 

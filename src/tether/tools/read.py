@@ -108,9 +108,12 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
                 "inspect it with a bash command such as `file` or `xxd | head`."
             )
         handle.seek(0)
-        return read_lines(
-            handle, shown, params.get("offset") or 1, min(params.get("limit") or MAX_LINES, MAX_LINES)
-        )
+        return read_lines(handle, shown, *line_window(params))
+
+
+def line_window(params: ReadParams) -> tuple[int, int]:
+    """``(offset, limit)`` of a call: from the top and ``MAX_LINES`` unless asked, never more."""
+    return params.get("offset") or 1, min(params.get("limit") or MAX_LINES, MAX_LINES)
 
 
 def read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentToolResult[dict[str, Any]]:
