@@ -125,7 +125,8 @@ def _storable(schema: object) -> object:
             if key == "cls":
                 continue
             if key in ("ref", "schema_ref") and isinstance(value, str):
-                value = value.rsplit(":", 1)[0] if value.rsplit(":", 1)[-1].isdigit() else value
+                name, colon, suffix = value.rpartition(":")
+                value = name if colon and suffix.isdigit() else value
             out[key] = _storable(value)
         return out
     return schema
