@@ -22,8 +22,8 @@ from typing import Any
 from _table import print_table
 from tether.cli.render import Painter, result_text, thinking_text, tool_header, tool_result
 from tether.cli.transcript import branch_messages, render_transcript
-from tether.cli.tree import row_line, session_rows
 from tether.session import Session, SessionManager
+from tether.session.tree_view import row_line, session_rows
 
 RUNS = 5
 TURNS = 1000

@@ -22,9 +22,9 @@ from acp.schema import (
     TextResourceContents,
 )
 
-from tether.cli.acp_mode import prompt_input
-from tether.cli.acp_transport import message_problem
-from tether.cli.acp_updates import TurnFailed, history_updates, stop_reason, tool_view
+from tether.acp.server import prompt_input
+from tether.acp.transport import message_problem
+from tether.acp.updates import TurnFailed, history_updates, stop_reason, tool_view
 from tether.testing.replay import replay
 from tether.wire import AgentMessage, AssistantMessage
 

@@ -14,9 +14,9 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import SessionConfigOptionSelect
 
-from tether.cli.acp_mode import TetherAcpAgent
-from tether.cli.options import RunOptions
+from tether.acp.server import TetherAcpAgent
 from tether.session import SessionManager, default_db_path
+from tether.session.factory import SessionOptions
 
 
 class QuietClient:
@@ -46,7 +46,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def test_model_and_thinking_options(project: Path, tmp_path: Path) -> None:
-    agent = TetherAcpAgent(RunOptions(mode="acp", model="anthropic/claude-sonnet-4-5", thinking="low"))
+    agent = TetherAcpAgent(SessionOptions(model="anthropic/claude-sonnet-4-5", thinking="low"))
     client = QuietClient()
     agent.on_connect(cast(Client, client))
     try:

@@ -13,10 +13,10 @@ import pytest
 from acp import RequestError
 from acp.interfaces import Client
 
-from tether.cli import model_choice
-from tether.cli.acp_mode import TetherAcpAgent
-from tether.cli.model_choice import ModelError
-from tether.cli.options import RunOptions
+from tether.acp.server import TetherAcpAgent
+from tether.session import model_choice
+from tether.session.factory import SessionOptions
+from tether.session.model_choice import ModelError
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def agent(options: RunOptions) -> TetherAcpAgent:
+def agent(options: SessionOptions) -> TetherAcpAgent:
     acp_agent = TetherAcpAgent(options)
     acp_agent.on_connect(cast(Client, object()))
     return acp_agent
@@ -36,7 +36,7 @@ def agent(options: RunOptions) -> TetherAcpAgent:
 
 async def test_an_unknown_model_is_invalid_params(project: Path) -> None:
     with pytest.raises(RequestError) as info:
-        await agent(RunOptions(mode="acp", model="nope/nothing")).new_session(cwd=str(project))
+        await agent(SessionOptions(model="nope/nothing")).new_session(cwd=str(project))
     assert info.value.code == -32602
     assert "nope/nothing" in str(cast(dict[str, object], info.value.data)["details"])
 
@@ -47,7 +47,7 @@ async def test_no_usable_model_asks_for_keys(project: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(model_choice, "_default_model", nothing_usable)
     with pytest.raises(RequestError) as info:
-        await agent(RunOptions(mode="acp")).new_session(cwd=str(project))
+        await agent(SessionOptions()).new_session(cwd=str(project))
     assert info.value.code == -32000
     details = str(cast(dict[str, object], info.value.data)["details"])
     assert "ANTHROPIC_API_KEY" in details and "embedded model" in details
@@ -57,6 +57,6 @@ async def test_a_bad_settings_file_is_invalid_params(project: Path) -> None:
     (project / ".tether").mkdir()
     (project / ".tether" / "settings.json").write_text('{"thinking": "very"}')
     with pytest.raises(RequestError) as info:
-        await agent(RunOptions(mode="acp")).new_session(cwd=str(project))
+        await agent(SessionOptions()).new_session(cwd=str(project))
     assert info.value.code == -32602
     assert '"thinking"' in str(cast(dict[str, object], info.value.data)["details"])

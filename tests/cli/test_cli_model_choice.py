@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tether.ai.providers.local import default_model_path, is_available
-from tether.cli.model_choice import ModelError, resolve_model
+from tether.session.model_choice import ModelError, resolve_model
 
 
 @pytest.fixture(autouse=True)

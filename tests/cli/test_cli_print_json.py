@@ -22,14 +22,25 @@ def test_prompt_from_stdin(cli: CliEnv) -> None:
 
 
 def test_model_error_exits_1_with_the_providers_text_on_stderr(cli: CliEnv) -> None:
-    script = cli.script(
-        "s", [{"content": [{"type": "text", "chunks": ["partial"]}], "error": "429 rate limited"}]
-    )
+    error = "invalid_request_error: max_tokens: must be positive"  # not transient: no retry
+    script = cli.script("s", [{"content": [{"type": "text", "chunks": ["partial"]}], "error": error}])
     done = cli.run("-p", "hi", "--no-session", script=script)
     assert done.returncode == 1
     assert done.stdout == ""
-    assert "429 rate limited" in done.stderr
+    assert error in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_print_mode_retries_a_transient_error_as_every_mode_does(cli: CliEnv) -> None:
+    """The retry policy lives in the core: print mode backs off and retries like RPC does."""
+    (cli.home / "config").mkdir(exist_ok=True)
+    (cli.home / "config" / "settings.json").write_text('{"retry": {"maxRetries": 2, "baseDelayMs": 10}}')
+    failed = {"content": [{"type": "text", "chunks": ["partial"]}], "error": "429 rate limited"}
+    script = cli.script("s", [failed, failed, text_reply("third time lucky")])
+    done = cli.run("-p", "hi", "--no-session", script=script)
+    assert (done.returncode, done.stdout) == (0, "third time lucky\n"), done.stderr
+    gave_up = cli.run("-p", "hi", "--no-session", script=cli.script("t", [failed, failed, failed]))
+    assert gave_up.returncode == 1 and "429 rate limited" in gave_up.stderr
 
 
 def test_tool_call_then_answer_uses_the_real_read_tool(cli: CliEnv) -> None:

@@ -6,12 +6,12 @@ from tether.cli.render import (
     FOLDED_LINES,
     Painter,
     format_args,
-    format_tokens,
     tail_lines,
     thinking_text,
     tool_header,
     tool_result,
 )
+from tether.session.stats import format_tokens
 
 PLAIN = Painter(width=80, color=False)
 

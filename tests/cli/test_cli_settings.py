@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.cli.settings import Compaction, Settings, SettingsError, load_settings
+from tether.session.budget import CompactionSettings
+from tether.session.settings import Settings, SettingsError, load_settings
 
 
 def write(path: Path, data: object) -> Path:
@@ -37,7 +38,7 @@ def test_project_overrides_user_and_compaction_merges_per_key(tmp_path: Path) ->
     settings = load_settings(config, project / "sub")  # found in the nearest parent
     assert settings.model == "openai/gpt-5"
     assert settings.thinking == "high"
-    assert settings.compaction == Compaction(enabled=False, reserve_tokens=1000, keep_recent_tokens=5)
+    assert settings.compaction == CompactionSettings(enabled=False, reserve_tokens=1000, keep_recent_tokens=5)
     assert settings.sources == (user_file, project_file)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.cli.stats import conversation_stats
 from tether.session.budget import context_tokens
+from tether.session.stats import conversation_stats
 from tether.testing.scripted import SCRIPTED_MODEL
 
 

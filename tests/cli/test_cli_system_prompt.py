@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tether.cli.system_prompt import BASE_PROMPT, build_system_prompt, context_files
+from tether.session.system_prompt import BASE_PROMPT, build_system_prompt, context_files
 
 
 def test_context_files_outermost_first_and_agents_md_preferred(tmp_path: Path) -> None:

@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from tether.cli.screens import Viewport
-from tether.cli.tree import HERE, BranchChoice, branch_choice, fit, leaves_something, row_line, tree_rows
 from tether.session import SessionManager
+from tether.session.tree_view import (
+    HERE,
+    BranchChoice,
+    branch_choice,
+    fit,
+    leaves_something,
+    row_line,
+    tree_rows,
+)
 
 
 def message(entry_id: str, parent: str | None, role: str, text: str = "", **extra: Any) -> dict[str, Any]:
@@ -207,7 +215,7 @@ def test_viewport_cursor_stays_visible() -> None:
 
 
 def test_session_rows_on_a_real_session(tmp_path: Path) -> None:
-    from tether.cli.tree import render_tree, session_rows
+    from tether.session.tree_view import render_tree, session_rows
 
     with SessionManager.at(tmp_path / "s.db") as sessions:
         session = sessions.create(tmp_path)

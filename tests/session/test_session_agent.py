@@ -7,7 +7,7 @@ from typing import cast
 from session_helpers import text
 
 from tether.agent import Agent
-from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager
+from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
 from tether.testing.scripted import ScriptedModel, reply
 
 
@@ -24,7 +24,7 @@ async def test_agent_runs_are_recorded_and_resume_into_a_new_agent(manager: Sess
     ctx = s.context
     assert (ctx.system_prompt, ctx.thinking_level) == ("Be kind.", "low")
     assert ctx.model is not None and ctx.model.model_id == model.model["id"]
-    bound.close()
+    await bound.close()
 
     resumed = manager.open(s.id)
     agent = Agent(stream_fn=model)  # no model, default settings: all come from the session
@@ -53,7 +53,7 @@ async def test_hooks_and_overflow_recovery_through_the_agent(manager: SessionMan
         Agent(model=model.model, stream_fn=model),
         s,
         hooks=[tag],
-        compaction=CompactionSettings(keep_recent_tokens=300),
+        settings=Settings(compaction=CompactionSettings(keep_recent_tokens=300)),
     )
     for i in range(3):
         await bound.prompt(f"question {i}: {words}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from tether.agent import AgentContext, AgentLoopConfig, BeforeToolCallContext, run_agent_loop
 from tether.testing.scripted import ScriptedModel, reply, tool_call
-from tether.tools import Workspace, approval_hook, create_coding_tools
+from tether.tools import ApprovalGate, Workspace, create_coding_tools
 from tether.wire import AgentMessage, ToolCall, ToolResultMessage
 
 
@@ -23,7 +23,7 @@ async def run(
     async def emit(event: Any) -> None:
         events.append(event)
 
-    config = AgentLoopConfig(model=model.model, before_tool_call=approval_hook(workspace, ask))
+    config = AgentLoopConfig(model=model.model, before_tool_call=ApprovalGate(workspace, ask=ask))
     context = AgentContext(tools=create_coding_tools(workspace))
     return await run_agent_loop(
         [{"role": "user", "content": "go", "timestamp": 0}], context, config, emit, None, model
@@ -81,7 +81,7 @@ async def test_hook_signature_matches_the_loop(workspace: Workspace) -> None:
     async def never(call: ToolCall, question: str) -> bool:
         raise AssertionError("read needs no approval")
 
-    hook = approval_hook(workspace, never)
+    hook = ApprovalGate(workspace, ask=never)
     call: ToolCall = {"type": "toolCall", "id": "1", "name": "read", "arguments": {"path": "x"}}
     message: Any = {"role": "assistant", "content": [call]}
     assert await hook(BeforeToolCallContext(message, call, {"path": "x"}, AgentContext()), None) is None

@@ -11,9 +11,9 @@ from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.abort import AbortController
 from tether.tools import (
     TOOL_FACTORIES,
+    ApprovalGate,
     PathOutsideWorkspace,
     Workspace,
-    approval_hook,
     create_coding_tools,
     create_read_tool,
 )
@@ -82,7 +82,7 @@ def test_needs_approval(root: Path, tmp_path: Path) -> None:
     assert not Workspace(root, auto_approve=True).needs_approval(tool_call("bash", command="rm -rf /"))
 
 
-async def test_approval_hook_asks_only_when_needed_and_blocks_on_refusal(workspace: Workspace) -> None:
+async def test_ApprovalGate_asks_only_when_needed_and_blocks_on_refusal(workspace: Workspace) -> None:
     asked: list[str] = []
     answer = False
 
@@ -90,7 +90,7 @@ async def test_approval_hook_asks_only_when_needed_and_blocks_on_refusal(workspa
         asked.append(question)
         return answer
 
-    hook = approval_hook(workspace, ask)
+    hook = ApprovalGate(workspace, ask=ask)
     assert await hook(Context(tool_call("read", path="x")), None) is None
     assert asked == []
     decision = await hook(Context(tool_call("bash", command="make")), None)

@@ -2,16 +2,17 @@
 
 Print mode writes the final assistant text to stdout and everything else (notices, errors) to
 stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
-text streams as it arrives. JSON mode writes a ``session`` line, then every runtime event as one JSON
+text streams as it arrives. JSON mode writes a ``session`` line, then every core event as one JSON
 line (the wire types, ``message_update`` snapshots included) for scripts. Both exit 1 when the run ended in an
 error or was aborted.
 """
 
 from __future__ import annotations
 
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
-from tether.cli.runtime import Runtime, RuntimeEvent
+from tether.session.agent_session import AgentSession
 from tether.wire import AssistantMessage, dumps
 
 
@@ -19,11 +20,11 @@ def assistant_text(message: AssistantMessage) -> str:
     return "".join(block["text"] for block in message["content"] if block["type"] == "text")
 
 
-async def run_print(runtime: Runtime, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
+async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
     """Run ``prompt``; print the answer. ``stream``: write text deltas as they come."""
     streamed = False
 
-    def on_event(event: RuntimeEvent) -> None:
+    def on_event(event: Mapping[str, Any]) -> None:
         nonlocal streamed
         kind = event["type"]
         if stream and kind == "message_update":
@@ -43,43 +44,43 @@ async def run_print(runtime: Runtime, prompt: str, out: TextIO, err: TextIO, *, 
         elif kind == "notice":
             err.write(f"{event['message']}\n")
 
-    unsubscribe = runtime.subscribe(on_event)
+    unsubscribe = core.subscribe(on_event)
     try:
-        await runtime.prompt(prompt)
+        await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
-    return _finish(runtime, out if not stream else None, err)
+    return _finish(core, out if not stream else None, err)
 
 
-async def run_json(runtime: Runtime, prompt: str, out: TextIO, err: TextIO) -> int:
+async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) -> int:
     """A ``session`` line first (id, cwd, model), then one line per event."""
-    model = runtime.model
+    model = core.model
     header = {
         "type": "session",
-        "id": runtime.session_id,
-        "cwd": str(runtime.cwd),
+        "id": core.session_id,
+        "cwd": str(core.cwd),
         "model": f"{model['provider']}/{model['id']}",
-        "thinkingLevel": runtime.thinking_level,
+        "thinkingLevel": core.thinking_level,
     }
     out.write(dumps(header) + "\n")
-    if runtime.notice:
-        err.write(f"note: {runtime.notice}\n")
+    if core.notice:
+        err.write(f"note: {core.notice}\n")
 
-    def on_event(event: RuntimeEvent) -> None:
+    def on_event(event: Mapping[str, Any]) -> None:
         out.write(dumps(event))
         out.write("\n")
         out.flush()
 
-    unsubscribe = runtime.subscribe(on_event)
+    unsubscribe = core.subscribe(on_event)
     try:
-        await runtime.prompt(prompt)
+        await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
-    return _finish(runtime, None, err)
+    return _finish(core, None, err)
 
 
-def _finish(runtime: Runtime, out: TextIO | None, err: TextIO) -> int:
-    last = runtime.last_assistant()
+def _finish(core: AgentSession, out: TextIO | None, err: TextIO) -> int:
+    last = core.last_assistant()
     if last is None:
         err.write("error: the run produced no answer\n")
         return 1

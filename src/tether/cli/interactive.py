@@ -22,7 +22,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -43,12 +43,12 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import commands, render, screens
-from tether.cli.runtime import Runtime, RuntimeEvent
-from tether.cli.stats import Stats
+from tether.cli import render, screens
 from tether.cli.transcript import branch_messages, render_transcript
-from tether.cli.tree import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
-from tether.session import Session, SessionError
+from tether.session import Session, SessionError, commands
+from tether.session.agent_session import AgentSession
+from tether.session.stats import Stats, format_tokens
+from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
 
@@ -70,7 +70,7 @@ class InteractiveApp:
         self.cwd = cwd
         self.color = not os.environ.get("NO_COLOR")
         self.show_thinking = False
-        self._runtime: Runtime | None = None
+        self._core: AgentSession | None = None
         self._app: Application[int] | None = None
         self._approval: tuple[str, asyncio.Future[bool]] | None = None
         self._live: dict[str, Any] | None = None
@@ -104,9 +104,9 @@ class InteractiveApp:
             self._approval = None
             self._invalidate()
 
-    async def run(self, runtime: Runtime, initial_prompt: str | None) -> int:
-        self._runtime = runtime
-        self._stats = runtime.stats()
+    async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
+        self._core = core
+        self._stats = core.stats()
         buffer = Buffer(
             multiline=True,
             history=_history(),
@@ -115,11 +115,11 @@ class InteractiveApp:
         )
         self._buffer = buffer
         self._app = self._build(buffer)
-        unsubscribe = runtime.subscribe(self._on_event)
+        unsubscribe = core.subscribe(self._on_event)
 
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
-            self._print_header(runtime)
+            self._print_header(core)
             if initial_prompt:
                 self._start(initial_prompt)
 
@@ -132,7 +132,7 @@ class InteractiveApp:
             finally:
                 unsubscribe()
                 if self._task is not None and not self._task.done():
-                    runtime.abort()
+                    core.abort()
                     with contextlib.suppress(Exception, asyncio.CancelledError):
                         await self._task
 
@@ -213,8 +213,8 @@ class InteractiveApp:
             if self._approval is not None:
                 self._answer(False)
             elif self._busy:
-                assert self._runtime is not None
-                self._runtime.abort()
+                assert self._core is not None
+                self._core.abort()
                 if self._work_abort is not None:
                     self._work_abort.abort()
             elif buffer.text:
@@ -230,8 +230,8 @@ class InteractiveApp:
         @keys.add("c-d")
         def _eof(event: KeyPressEvent) -> None:
             if not buffer.text:
-                if self._busy and self._runtime is not None:
-                    self._runtime.abort()
+                if self._busy and self._core is not None:
+                    self._core.abort()
                 event.app.exit(result=0)
             else:
                 buffer.delete()
@@ -251,8 +251,8 @@ class InteractiveApp:
 
             @keys.add(key, filter=approving)
             def _approve(event: KeyPressEvent, allowed: bool = allowed, key: str = key) -> None:
-                if key == "a" and self._runtime is not None:
-                    self._runtime.approval = "yes"
+                if key == "a" and self._core is not None and self._core.approval is not None:
+                    self._core.approval.policy = "yes"
                 self._answer(allowed)
 
         return Application(
@@ -334,17 +334,17 @@ class InteractiveApp:
         return [("class:prompt", "» " if self._busy else "› ")]
 
     def _status(self) -> AnyFormattedText:
-        runtime = self._runtime
-        if runtime is None:
+        core = self._core
+        if core is None:
             return ""
-        model = runtime.model
+        model = core.model
         shown = "shown" if self.show_thinking else "folded"
-        parts = [f" {model['provider']}/{model['id']}", f"thinking {runtime.thinking_level} ({shown})"]
+        parts = [f" {model['provider']}/{model['id']}", f"thinking {core.thinking_level} ({shown})"]
         stats = self._stats
         if stats is not None:
             parts.append(
-                f"↑{render.format_tokens(stats.input_tokens + stats.cache_read_tokens)} "
-                f"↓{render.format_tokens(stats.output_tokens)}"
+                f"↑{format_tokens(stats.input_tokens + stats.cache_read_tokens)} "
+                f"↓{format_tokens(stats.output_tokens)}"
             )
             parts.append(f"${stats.cost:.3f}")
             percent = stats.context_percent
@@ -355,7 +355,7 @@ class InteractiveApp:
 
     # -- events ----------------------------------------------------------------------------------
 
-    def _on_event(self, event: RuntimeEvent) -> None:
+    def _on_event(self, event: Mapping[str, Any]) -> None:
         """Show an event. A display bug is printed, never raised: it must not end the agent's run."""
         try:
             self._show(event)
@@ -363,7 +363,7 @@ class InteractiveApp:
             self._print(f"(display error: {type(exc).__name__}: {exc})")
         self._invalidate()
 
-    def _show(self, event: RuntimeEvent) -> None:
+    def _show(self, event: Mapping[str, Any]) -> None:
         kind = event["type"]
         painter = self._painter()
         if kind == "message_start":
@@ -391,8 +391,8 @@ class InteractiveApp:
             self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
         elif kind == "notice":
             self._print(painter.styled(str(event["message"]), "yellow"))
-        elif kind in ("agent_end", "turn_end") and self._runtime is not None:
-            self._stats = self._runtime.stats()
+        elif kind in ("agent_end", "turn_end") and self._core is not None:
+            self._stats = self._core.stats()
 
     def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
         role = message["role"]
@@ -417,7 +417,7 @@ class InteractiveApp:
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
                 self._print(painter.styled(f"@ attached {item['path']}{note}", "dim"))
 
-    def _tool_end(self, name: str, args: object, event: RuntimeEvent, painter: render.Painter) -> None:
+    def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
         content = getattr(result, "content", None)
         if content is None and isinstance(result, dict):
@@ -440,36 +440,34 @@ class InteractiveApp:
         self._invalidate()
 
     async def _submit(self, text: str) -> None:
-        runtime = self._runtime
-        assert runtime is not None
+        core = self._core
+        assert core is not None
         painter = self._painter()
         try:
-            if commands.parse(text) == ("tree", "") and not runtime.is_running:
+            if commands.parse(text) == ("tree", "") and not core.is_running:
                 self._print(render.user_text(painter, text))
                 await self._navigate_tree()
             elif commands.parse(text) is not None:
                 self._print(render.user_text(painter, text))
-                result = await commands.execute(runtime, text)
+                result = await commands.execute(core, text)
                 self._print(painter.styled(result.text, "red" if result.error else ""))
-                self._stats = runtime.stats()
+                self._stats = core.stats()
                 if result.quit and self._app is not None:
                     self._app.exit(result=0)
-            elif text.startswith(("!", "$")):
-                await runtime.run_input(text)
             else:
-                await runtime.prompt(text)
+                await core.submit(text)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
             self._print(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
-            self._stats = runtime.stats()
+            self._stats = core.stats()
 
     def _queue(self, text: str, *, follow_up: bool) -> None:
-        runtime = self._runtime
-        assert runtime is not None
+        core = self._core
+        assert core is not None
         if follow_up:
-            runtime.follow_up(text)
+            core.follow_up(text)
         else:
-            runtime.steer(text)
+            core.steer(text)
         self._invalidate()
 
     def _answer(self, allowed: bool) -> None:
@@ -482,16 +480,16 @@ class InteractiveApp:
             self._invalidate()
 
     async def _show_transcript(self) -> None:
-        runtime = self._runtime
-        assert runtime is not None
+        core = self._core
+        assert core is not None
         live = self._live
 
         def make_text(width: int, show_thinking: bool) -> str:
-            session = runtime.session
+            session = core.session
             messages = (
                 branch_messages(session)
                 if session is not None
-                else [cast(dict[str, Any], m) for m in runtime.messages]
+                else [cast(dict[str, Any], m) for m in core.messages]
             )
             if live is not None:
                 messages.append(live)
@@ -505,10 +503,10 @@ class InteractiveApp:
 
     async def _navigate_tree(self) -> None:
         """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
-        runtime = self._runtime
-        assert runtime is not None
+        core = self._core
+        assert core is not None
         painter = self._painter()
-        session = runtime.session
+        session = core.session
         if session is None:
             self._print(painter.styled("/tree: this run has no session (--no-session)", "red"))
             return
@@ -519,7 +517,7 @@ class InteractiveApp:
             self._print(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
         self._work_abort = AbortController()
         try:
-            summary = await runtime.branch(
+            summary = await core.branch(
                 move.choice.target,
                 summarize=move.summarize,
                 instructions=move.instructions,
@@ -598,20 +596,20 @@ class InteractiveApp:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
 
-    def _print_header(self, runtime: Runtime) -> None:
+    def _print_header(self, core: AgentSession) -> None:
         painter = self._painter()
-        model = runtime.model
-        session = runtime.session_id or "not saved"
+        model = core.model
+        session = core.session_id or "not saved"
         self._print(
             painter.styled(
                 f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
                 "dim",
             )
         )
-        if runtime.notice:
-            self._print(painter.styled(runtime.notice, "yellow"))
-        if runtime.messages:
-            self._print(painter.styled(f"resumed: {len(runtime.messages)} messages", "dim"))
+        if core.notice:
+            self._print(painter.styled(core.notice, "yellow"))
+        if core.messages:
+            self._print(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:
         self._revision += 1

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tether.session.stats import SessionRow, ago
 
 if TYPE_CHECKING:
     from tether.wire import ModelInfo
@@ -63,19 +63,6 @@ def _embedded_model() -> str | None:
     return "local:" if is_available() and default_model_path() is not None else None
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    id: str
-    updated: int
-    title: str
-    messages: int
-    cost: float
-    cwd: str
-
-    def __str__(self) -> str:
-        return f"{self.id}  {_ago(self.updated):>8}  {self.messages:>4} msgs  ${self.cost:.4f}  {self.title}"
-
-
 def session_rows(*, cwd: Path | None, limit: int | None = None) -> list[SessionRow]:
     from tether.session import SessionManager
 
@@ -84,17 +71,7 @@ def session_rows(*, cwd: Path | None, limit: int | None = None) -> list[SessionR
         records = sessions.list(cwd=str(cwd) if cwd is not None else None, limit=limit)
     finally:
         sessions.close()
-    return [
-        SessionRow(
-            id=r.id,
-            updated=r.updated,
-            title=(r.title or r.first_prompt or "(empty)").replace("\n", " ")[:60],
-            messages=r.message_count,
-            cost=r.cost,
-            cwd=r.cwd,
-        )
-        for r in records
-    ]
+    return [SessionRow.of(r) for r in records]
 
 
 def print_sessions(*, show_all: bool) -> int:
@@ -105,7 +82,7 @@ def print_sessions(*, show_all: bool) -> int:
         sys.stderr.write(f"No sessions{where}.\n")
         return 0
     table = [
-        (r.id, _ago(r.updated), str(r.messages), f"${r.cost:.4f}", r.title, *((r.cwd,) if show_all else ()))
+        (r.id, ago(r.updated), str(r.messages), f"${r.cost:.4f}", r.title, *((r.cwd,) if show_all else ()))
         for r in rows
     ]
     _table(["id", "updated", "msgs", "cost", "title", *(("cwd",) if show_all else ())], table)
@@ -117,11 +94,3 @@ def _table(header: list[str], rows: list[tuple[str, ...]]) -> None:
     for row in (tuple(header), *rows):
         line = "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False))
         sys.stdout.write(line.rstrip() + "\n")
-
-
-def _ago(ms: int) -> str:
-    seconds = max(0, time.time() - ms / 1000)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return "just now"

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
+
+if TYPE_CHECKING:
+    from tether.session.factory import SessionOptions
 
 Mode = Literal["interactive", "print", "json", "rpc", "acp"]
 
@@ -27,6 +30,14 @@ class RunOptions:
     yes: bool = False
     stream: bool | None = None
     """Print mode: write text as it streams. ``None``: when stdout is a terminal."""
+
+    def session_options(self) -> SessionOptions:
+        """What every session of this run is started with (``--yes``: approve everything)."""
+        from tether.session.factory import SessionOptions
+
+        return SessionOptions(
+            self.model, self.thinking, self.tools, self.system_prompt, "yes" if self.yes else None
+        )
 
     @classmethod
     def from_click(cls, words: tuple[str, ...], values: Mapping[str, object]) -> RunOptions:

@@ -153,11 +153,3 @@ def tail_lines(text: str, limit: int) -> str:
     """The last ``limit`` lines: the live view must fit the screen."""
     lines = text.split("\n")
     return text if len(lines) <= limit else "\n".join(lines[-limit:])
-
-
-def format_tokens(count: int) -> str:
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.1f}M"

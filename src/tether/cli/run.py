@@ -1,4 +1,4 @@
-"""From parsed options to a running mode: settings, session choice, runtime, then the front end.
+"""From parsed options to a running mode: settings, session choice, core, then the front end.
 
 User mistakes (a bad settings file, an unknown model or tool, a missing session) end here as one
 line on stderr and exit status 1 — never a traceback.
@@ -45,13 +45,13 @@ def run_demo(question: str, model: str | None) -> int:
 
 async def _run(options: RunOptions) -> int:
     from tether.ai.paths import config_dir
-    from tether.cli.runtime import Runtime, SessionChoice
-    from tether.cli.settings import load_settings
+    from tether.session.factory import SessionChoice
+    from tether.session.settings import load_settings
 
     cwd = options.cwd or Path.cwd()
     rpc_out = None
     if options.mode == "rpc":
-        from tether.cli.rpc_mode import take_over_stdout
+        from tether.rpc.mode import take_over_stdout
 
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
@@ -78,26 +78,25 @@ async def _run(options: RunOptions) -> int:
 
         app = InteractiveApp(cwd=cwd)
     ask = app.ask_approval if app is not None else None
-    runtime = Runtime.for_options(options, cwd=cwd, settings=settings, ask=ask, session=choice)
+    core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
     try:
         if app is not None:
-            return await app.run(runtime, options.prompt)
+            return await app.run(core, options.prompt)
         if rpc_out is not None:
-            from tether.cli.rpc_mode import serve
+            from tether.rpc.mode import serve
 
-            runtime.auto_retry = settings.retry.enabled
-            return await serve(runtime, stdin_fd=sys.stdin.fileno(), out=rpc_out)
+            return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
         from tether.cli.headless import run_json, run_print
 
         prompt = options.prompt or ""
         if options.mode == "json":
-            return await run_json(runtime, prompt, sys.stdout, sys.stderr)
-        if runtime.notice:
-            sys.stderr.write(f"note: {runtime.notice}\n")
+            return await run_json(core, prompt, sys.stdout, sys.stderr)
+        if core.notice:
+            sys.stderr.write(f"note: {core.notice}\n")
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
-        return await run_print(runtime, prompt, sys.stdout, sys.stderr, stream=stream)
+        return await run_print(core, prompt, sys.stdout, sys.stderr, stream=stream)
     finally:
-        await runtime.close()
+        await core.close()
 
 
 def _run_acp(options: RunOptions) -> int:
@@ -112,7 +111,7 @@ def _run_acp(options: RunOptions) -> int:
         )
         return 2
     try:
-        from tether.cli.acp_mode import run_acp
+        from tether.acp.server import run_acp
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith("acp"):
             raise
@@ -120,7 +119,7 @@ def _run_acp(options: RunOptions) -> int:
             "tether: --mode acp needs the Agent Client Protocol SDK: pip install 'tether[acp]'\n"
         )
         return 1
-    return run_acp(options)
+    return run_acp(options.session_options())
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:
@@ -157,9 +156,9 @@ def _pick_session(cwd: Path) -> str | None:
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's to fix (evaluated only when something is raised)."""
     from tether.ai.models_file import ModelsFileError
-    from tether.cli.model_choice import ModelError
-    from tether.cli.runtime import SetupError
-    from tether.cli.settings import SettingsError
     from tether.session import SessionError
+    from tether.session.factory import SetupError
+    from tether.session.model_choice import ModelError
+    from tether.session.settings import SettingsError
 
     return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError)

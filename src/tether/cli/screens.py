@@ -25,7 +25,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
-from tether.cli.tree import HERE, TreeRow, fit, row_line
+from tether.session.tree_view import HERE, TreeRow, fit, row_line
 
 STYLE = Style.from_dict(
     {

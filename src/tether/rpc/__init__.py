@@ -1,8 +1,10 @@
-"""tether.rpc: the RPC protocol of ``tether --mode rpc`` — its typed frames and a Python client.
+"""tether.rpc: the RPC protocol of ``tether --mode rpc`` — its typed frames, the server and a
+Python client, side by side.
 
-The protocol is pi's (one JSON object per line on stdin/stdout; see ``docs/rpc.md``); this
-package depends only on ``tether.wire``, so a host application can drive tether without the agent
-runtime's dependencies being imported.
+The protocol is pi's (one JSON object per line on stdin/stdout; see ``docs/rpc.md``). The server
+(``tether.rpc.server`` over an ``AgentSession``, ``tether.rpc.mode`` on stdio) is imported only by
+``tether --mode rpc``; the client and the protocol types depend only on ``tether.wire``, so a
+host application drives tether without importing the agent runtime.
 """
 
 # Names load on first use (module __getattr__): importing the package costs nothing until then,

@@ -7,9 +7,11 @@ persist only through ``Session.append_synthetic``.
 
     manager = SessionManager()                     # $XDG_DATA_HOME/tether/sessions.db
     session = manager.resume(cwd) or manager.create(cwd, model=model)
-    bound = AgentSession(Agent(model=model, tools=tools), session, hooks=[my_hook])
-    await bound.prompt("fix the failing test")     # recorded as it runs; compacts when needed
-    bound.close()                                  # releases the session's writer lock
+    core = AgentSession(Agent(model=model, tools=tools), session, sessions=manager, hooks=[my_hook])
+    await core.prompt("fix the failing test")      # recorded as it runs; compacts when needed
+    await core.close()                             # releases the session's writer lock
+
+``create_agent_session()`` builds the coding agent's ``AgentSession`` from settings, as the CLI does.
 """
 
 # Names load on first use (module __getattr__): importing the package costs nothing until then,
@@ -64,6 +66,16 @@ if TYPE_CHECKING:
         SystemPromptChangeEntry,
         ThinkingLevelChangeEntry,
     )
+    from tether.session.events import (
+        AutoRetryEndEvent,
+        AutoRetryStartEvent,
+        CompactionEndEvent,
+        CompactionStartEvent,
+        QueueUpdateEvent,
+        Run,
+        SessionEvent,
+    )
+    from tether.session.factory import SessionChoice, SessionOptions, SetupError, create_agent_session
     from tether.session.ids import IdGenerator, new_id
     from tether.session.jsonl import ImportFormatError
     from tether.session.manager import SessionManager
@@ -77,8 +89,8 @@ if TYPE_CHECKING:
         run_prompt_hooks,
     )
     from tether.session.replay import replay_events
-    from tether.session.runtime import SessionRuntime
     from tether.session.session import ReadOnlySessionError, Session
+    from tether.session.settings import Settings, SettingsError, load_settings
     from tether.session.sqlite_store import SQLiteStore
     from tether.session.store import (
         EntryNotFoundError,
@@ -119,6 +131,20 @@ _LAZY = {
     "lower_message": "tether.session.convert",
     "supports_developer_role": "tether.session.convert",
     "to_provider_messages": "tether.session.convert",
+    "AutoRetryEndEvent": "tether.session.events",
+    "AutoRetryStartEvent": "tether.session.events",
+    "CompactionEndEvent": "tether.session.events",
+    "CompactionStartEvent": "tether.session.events",
+    "QueueUpdateEvent": "tether.session.events",
+    "Run": "tether.session.events",
+    "SessionEvent": "tether.session.events",
+    "SessionChoice": "tether.session.factory",
+    "SessionOptions": "tether.session.factory",
+    "SetupError": "tether.session.factory",
+    "create_agent_session": "tether.session.factory",
+    "Settings": "tether.session.settings",
+    "SettingsError": "tether.session.settings",
+    "load_settings": "tether.session.settings",
     "ENTRY_FORMAT": "tether.session.entries",
     "BranchSummaryEntry": "tether.session.entries",
     "CompactionEntry": "tether.session.entries",
@@ -145,7 +171,6 @@ _LAZY = {
     "PromptPart": "tether.session.prompt",
     "run_prompt_hooks": "tether.session.prompt",
     "replay_events": "tether.session.replay",
-    "SessionRuntime": "tether.session.runtime",
     "ReadOnlySessionError": "tether.session.session",
     "Session": "tether.session.session",
     "SQLiteStore": "tether.session.sqlite_store",
@@ -172,12 +197,16 @@ __all__ = [
     "DEFAULT_RESERVE_TOKENS",
     "ENTRY_FORMAT",
     "AgentSession",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
     "BranchError",
     "BranchSummaryEntry",
+    "CompactionEndEvent",
     "CompactionEntry",
     "CompactionError",
     "CompactionResult",
     "CompactionSettings",
+    "CompactionStartEvent",
     "CorruptSessionError",
     "CustomEntry",
     "Entry",
@@ -196,21 +225,28 @@ __all__ = [
     "PromptHook",
     "PromptInput",
     "PromptPart",
+    "QueueUpdateEvent",
     "ReadOnlySessionError",
+    "Run",
     "SQLiteStore",
     "SchemaVersionError",
     "ServiceTierChangeEntry",
     "Session",
+    "SessionChoice",
     "SessionContext",
     "SessionError",
+    "SessionEvent",
     "SessionExistsError",
     "SessionInfoEntry",
     "SessionLockedError",
     "SessionManager",
     "SessionNotFoundError",
+    "SessionOptions",
     "SessionRecord",
-    "SessionRuntime",
     "SessionStore",
+    "Settings",
+    "SettingsError",
+    "SetupError",
     "StoredEntry",
     "SystemPromptChangeEntry",
     "ThinkingLevelChangeEntry",
@@ -219,9 +255,11 @@ __all__ = [
     "compact",
     "context_tokens",
     "convert_to_llm",
+    "create_agent_session",
     "default_db_path",
     "estimate_tokens",
     "is_context_overflow",
+    "load_settings",
     "lower_for",
     "lower_message",
     "new_id",

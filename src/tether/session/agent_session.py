@@ -1,147 +1,762 @@
-"""``AgentSession``: an ``Agent`` whose transcript lives in a ``Session``.
+"""``AgentSession``: the one core every front end and every library user drives.
 
-Binding sets the agent up from the session (transcript, and the thinking level, service tier
-and system prompt its settings entries hold) and plugs the session in through the agent's own
-hooks: ``convert_to_llm`` lowers all 11 roles for the agent's current model,
-``transform_context`` compacts at the threshold and runs the prompt hooks, and a listener
-records every finished message. Settings changed on the agent are recorded as entries when the
-next run starts. ``prompt()``/``continue_()`` add the one retry after a context overflow.
+An ``Agent`` bound to a stored ``Session`` (or to none, for ``--no-session`` runs), with
+everything a run *does* beyond the loop itself:
+
+- every finished message is recorded as it ends (a crash loses at most the one being streamed);
+  model, thinking level and system prompt changes are recorded as settings entries;
+- before each model call the context is compacted when it nears the model's window, and the
+  prompt hooks (``PromptEditor``) edit a transient copy of the request;
+- a reply that failed because the context overflowed is compacted away and retried once; one
+  that failed for a transient reason (overload, rate limit, network) is retried with backoff;
+- risky tool calls go through one ``ApprovalGate``;
+- steering and follow-up messages wait in the agent's own queues, the only source of truth;
+  ``queue_update`` reports every change;
+- session operations: new, resume, branch (with or without a summary), fork, tree, compact,
+  export, rename;
+- ``submit()`` is the coding agent's input syntax (``!cmd``, ``$code``, ``@path``), opt-in:
+  ``prompt()`` sends text as it is.
+
+The transcript lives in one place: the session when there is one (the agent's copy is reloaded
+from it after anything that moves the leaf), the agent otherwise. Build one from settings with
+``create_agent_session()`` (``tether.session.factory``), or bind your own ``Agent``.
+
+This file is longer than our usual ~600 lines on purpose: it is the one place that says what a run
+does, and splitting the class across modules would scatter the state its parts share (the run,
+the queues, the session); event shapes and their builders live in ``tether.session.events``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from tether.agent import Agent, AgentEvent
-from tether.agent.loop import default_stream_fn
-from tether.ai.abort import AbortSignal
+from tether.agent import Agent, AgentBusyError
+from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, StreamFn, ThinkingLevel
-from tether.session.budget import CompactionSettings
-from tether.session.compaction import CompactionResult, compact
+from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
 from tether.session.convert import lower_for
-from tether.session.prompt import PromptHook
-from tether.session.session import Session
-from tether.session.wiring import record_message_end, record_settings, recover_from_overflow, request_view
-from tether.wire import AgentMessage, ImageContent, ModelInfo
+from tether.session.events import (
+    CompactionReason,
+    CompactionSummary,
+    Listener,
+    QueueSnapshot,
+    QueueUpdateEvent,
+    Run,
+    SessionEvent,
+    compaction_end,
+    message_text,
+    newest_compaction_end,
+)
+from tether.session.retry import is_transient_error, retry_delay_ms
+from tether.session.settings import Settings
+from tether.tools.approval import ApprovalGate
+from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, ModelInfo
+
+if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
+    from tether.session.compaction import CompactionResult
+    from tether.session.manager import SessionManager
+    from tether.session.prompt import PromptHook
+    from tether.session.session import Session
+    from tether.session.stats import Stats
+    from tether.session.store import SessionRecord
 
 _THINKING: frozenset[str] = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})
 _TIERS: frozenset[str] = frozenset({"auto", "default", "flex", "priority", "scale"})
 
 
 class AgentSession:
-    """Runs ``agent`` on ``session``. ``close()`` unbinds and releases the session."""
+    """An ``Agent`` bound to a stored session; see the module docstring.
+
+    Args:
+        agent: The agent to drive. Binding replaces its ``convert_to_llm``,
+            ``transform_context`` and ``before_tool_call`` hooks, and loads the session's
+            transcript and stored settings (thinking level, service tier, system prompt; the model
+            too when the agent has none) into it.
+        session: The stored session; ``None`` keeps the transcript in memory only.
+        cwd: The workspace: tools and ``@path`` mentions resolve against it. Default: the
+            current directory.
+        settings: Compaction, retry and approval settings (``tether.session.settings``).
+        sessions: The session manager ``session`` came from; needed for ``new_session``,
+            ``switch_session``, ``fork`` and JSONL export.
+        approval: The gate risky tool calls go through (installed as the agent's
+            ``before_tool_call``). ``None`` keeps the agent's own hook: a program that binds its own
+            tools decides itself; ``create_agent_session`` always installs one.
+        hooks: Prompt hooks run before every model call on a transient copy of the request.
+        notice: Something the user should know about this setup (shown by front ends).
+    """
 
     def __init__(
         self,
         agent: Agent,
-        session: Session,
+        session: Session | None = None,
         *,
+        cwd: Path | None = None,
+        settings: Settings | None = None,
+        sessions: SessionManager | None = None,
+        approval: ApprovalGate | None = None,
         hooks: Sequence[PromptHook] = (),
-        compaction: CompactionSettings | None = None,
+        notice: str | None = None,
     ) -> None:
         self.agent = agent
-        self.session = session
-        self.hooks = list(hooks)
-        self.compaction = compaction or CompactionSettings()
+        self.cwd = cwd if cwd is not None else Path.cwd()
+        self.settings = settings if settings is not None else Settings()
+        self.approval = approval
+        self.hooks: list[PromptHook] = list(hooks)
+        self.notice = notice
+        self.auto_retry = self.settings.retry.enabled
+        """Retry replies that failed for a transient reason (``settings.retry``)."""
         self.compactions = 0
-        ctx = session.context
-        agent.messages = session.messages
-        if ctx.thinking_level in _THINKING:
-            agent.thinking_level = cast(ThinkingLevel, ctx.thinking_level)
-        if ctx.service_tier in _TIERS:
-            agent.service_tier = cast(ServiceTier, ctx.service_tier)
-        if ctx.system_prompt is not None:
-            agent.system_prompt = ctx.system_prompt
-        if agent.model is None and ctx.model is not None and ctx.model.info is not None:
-            agent.model = ctx.model.info
+        """How many compactions this object performed (threshold, overflow and manual)."""
+        self.last_compaction: CompactionResult | None = None
+        self._sessions = sessions
+        self._session: Session | None = None
+        self._listeners: list[Listener] = []
+        self._run: asyncio.Future[list[AgentMessage]] | None = None
+        self._added: list[AgentMessage] = []
+        self._deferred: list[AgentMessage] = []
+        self._queued = QueueSnapshot((), ())
+        self._retry_abort: AbortController | None = None
+        self._input_abort: AbortController | None = None
+        self._bash_abort: AbortController | None = None
+        self._compacting = 0
+        self._background: set[asyncio.Future[None]] = set()
+        """``queue_update`` deliveries to async listeners, kept alive until they finish."""
         agent.convert_to_llm = lower_for(lambda: agent.model)
-        agent.transform_context = self._transform
-        self._unsubscribe = agent.subscribe(self._on_event)
+        agent.transform_context = self._transform_context
+        if approval is not None:
+            agent.before_tool_call = approval
+        self._unsubscribe = agent.subscribe(self._on_agent_event)
+        if session is not None:
+            self._attach(session, load_settings=True)
 
-    async def prompt(
-        self,
-        prompt: str | AgentMessage | Sequence[AgentMessage],
-        images: Sequence[ImageContent] | None = None,
-    ) -> list[AgentMessage]:
-        added = await self.agent.prompt(prompt, images)
-        return await self._retry_overflow(added)
+    # -- state -------------------------------------------------------------------------------------
 
-    async def continue_(self) -> list[AgentMessage]:
-        added = await self.agent.continue_()
-        return await self._retry_overflow(added)
+    @property
+    def session(self) -> Session | None:
+        return self._session
 
-    async def compact(self, instructions: str | None = None) -> CompactionResult:
-        """Manual compaction with the agent's model; the agent continues from the new context."""
-        done = await compact(
-            self.session,
-            self._model(),
-            self._stream_fn(),
-            instructions=instructions,
-            settings=self.compaction,
-        )
-        self.compactions += 1
-        self.agent.messages = self.session.messages
-        return done
+    @property
+    def session_id(self) -> str | None:
+        return self._session.id if self._session is not None else None
 
-    def branch(self, entry_id: str | None) -> str | None:
-        """Move the session's leaf and give the agent that context."""
-        leaf = self.session.branch(entry_id)
-        self.agent.messages = self.session.messages
-        return leaf
+    @property
+    def sessions(self) -> SessionManager | None:
+        return self._sessions
 
-    def close(self) -> None:
-        self._unsubscribe()
-        self.session.close()
-
-    # -- internals -------------------------------------------------------------------------------
-
-    def _model(self) -> ModelInfo:
+    @property
+    def model(self) -> ModelInfo:
         if self.agent.model is None:
             raise ValueError("the agent has no model")
         return self.agent.model
 
-    def _stream_fn(self) -> StreamFn:
-        return self.agent.stream_fn or default_stream_fn()
+    @property
+    def thinking_level(self) -> str:
+        return self.agent.thinking_level
 
-    async def _on_event(self, event: AgentEvent, signal: AbortSignal) -> None:
-        if event["type"] == "agent_start":
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.agent.messages
+
+    @property
+    def is_running(self) -> bool:
+        return self._run is not None and not self._run.done()
+
+    @property
+    def is_compacting(self) -> bool:
+        return self._compacting > 0
+
+    @property
+    def compaction(self) -> CompactionSettings:
+        """The compaction settings, scaled down for a small window (e.g. a 4k local model): when
+        reserve and recent part do not fit in the window, each gets a quarter of it."""
+        c = self.settings.compaction
+        window = (self.agent.model or {}).get("contextWindow") or 0
+        if window and c.reserve_tokens + c.keep_recent_tokens >= window:
+            return CompactionSettings(c.enabled, window // 4, window // 4)
+        return c
+
+    def last_assistant(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.messages):
+            if message["role"] == "assistant":
+                return message
+        return None
+
+    def queued(self) -> QueueSnapshot:
+        """The texts of the steering and follow-up messages not delivered yet."""
+        return QueueSnapshot(
+            tuple(message_text(m) for m in self.agent.steering_queue),
+            tuple(message_text(m) for m in self.agent.follow_up_queue),
+        )
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every event; returns the unsubscribe function."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- running -----------------------------------------------------------------------------------
+
+    def prompt(
+        self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] = ()
+    ) -> Run:
+        """Run the agent on a prompt until it settles: ``await`` it, or ``async for`` its events."""
+        messages = _prompt_messages(prompt, images)
+        return self._new_run(lambda: self._prompt_run(messages))
+
+    def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
+        """The coding agent's input syntax, then a prompt.
+
+        ``!cmd``/``!!cmd`` run a shell command and ``$code``/``$$code`` Python (with ``shell``);
+        the result joins the conversation, or with a doubled marker is recorded for the user only.
+        Otherwise ``@path`` mentions are attached as a file message before the prompt.
+        """
+        from tether.tools.prompt_input import file_mentions_message, parse_prompt_input
+
+        parsed = parse_prompt_input(line) if shell else None
+        if parsed is not None:
+            return self._new_run(lambda: self._input_run(parsed))
+        messages: list[AgentMessage] = []
+        mention = file_mentions_message(line, self.cwd)
+        if mention is not None:
+            messages.append(mention)
+        messages.extend(_prompt_messages(line, images))
+        return self._new_run(lambda: self._prompt_run(messages))
+
+    def steer(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+        """Queue a message for the next model call (after the running tool calls finish)."""
+        self.agent.steer(_prompt_messages(text, images)[0])
+        self._check_queue()
+
+    def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+        """Queue a message for when the agent would otherwise stop."""
+        self.agent.follow_up(_prompt_messages(text, images)[0])
+        self._check_queue()
+
+    def abort(self) -> None:
+        """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input."""
+        self.agent.abort()
+        self.abort_retry()
+        if self._input_abort is not None:
+            self._input_abort.abort()
+
+    def abort_retry(self) -> None:
+        """Cancel the wait before an automatic retry (the failed reply then stands)."""
+        if self._retry_abort is not None:
+            self._retry_abort.abort()
+
+    async def execute_bash(self, command: str) -> BashExecutionMessage:
+        """Run a shell command for the user and record it for the model's next call.
+
+        While the agent runs, the record joins the conversation when the run settles, so it never
+        lands between a tool call and its result.
+        """
+        from tether.tools.prompt_input import run_shell_input
+
+        controller = AbortController()
+        self._bash_abort = controller
+        try:
+            message = await run_shell_input(command, cwd=self.cwd, signal=controller.signal)
+        finally:
+            self._bash_abort = None
+        if self.is_running:
+            self._deferred.append(message)
+        else:
+            self._record(message)
+        return message
+
+    def abort_bash(self) -> None:
+        if self._bash_abort is not None:
+            self._bash_abort.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return once the current run, if any, has settled."""
+        if self._run is not None:
+            await asyncio.gather(self._run, return_exceptions=True)
+
+    # -- settings ----------------------------------------------------------------------------------
+
+    def set_model(self, spec: str | ModelInfo, stream_fn: StreamFn | None = None) -> ModelInfo:
+        """Switch model (a ``provider/id`` spec, or a model with its stream function); the thinking
+        level is clamped to what the new model accepts. Recorded in the session."""
+        if isinstance(spec, str):
+            from tether.session.model_choice import resolve_model
+
+            resolved = resolve_model(spec, None)
+            model, stream_fn = resolved.model, resolved.stream_fn
+        else:
+            model = spec
+        self.agent.model = model
+        self.agent.stream_fn = stream_fn
+        self.agent.thinking_level = _clamp_thinking(model, self.agent.thinking_level)
+        self.record_settings()
+        return model
+
+    def set_thinking(self, level: str) -> str:
+        """Set the thinking level, clamped to the model; returns the level in effect."""
+        self.agent.thinking_level = _clamp_thinking(self.model, level)
+        self.record_settings()
+        return self.agent.thinking_level
+
+    def record_settings(self) -> None:
+        """Record model, thinking level, service tier and system prompt where they differ from
+        the session's (also done when a run starts)."""
+        if self._session is not None:
+            from tether.session.wiring import record_settings
+
             agent = self.agent
             record_settings(
-                self.session,
+                self._session,
                 model=agent.model,
                 thinking_level=agent.thinking_level,
                 service_tier=agent.service_tier,
                 system_prompt=agent.system_prompt,
             )
-        record_message_end(self.session, event)
 
-    async def _transform(
+    # -- session operations ------------------------------------------------------------------------
+
+    def new_session(self) -> str | None:
+        """Start over in a fresh session (same model and settings)."""
+        self._attach(self._sessions.create(self.cwd) if self._sessions is not None else None)
+        self.record_settings()
+        return self.session_id
+
+    def switch_session(self, session_id: str) -> None:
+        """Continue another stored session (its settings entries apply)."""
+        self._attach(self._require_sessions().open(session_id), load_settings=True)
+
+    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
+        """This workspace's sessions, newest first."""
+        return self._require_sessions().list(cwd=str(self.cwd), limit=limit)
+
+    def fork(self, entry_id: str | None = None) -> str:
+        """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
+        forked = self._require_sessions().fork(self._require_session().id, entry_id)
+        self._attach(forked)
+        return forked.id
+
+    async def branch(
+        self,
+        entry_id: str | None,
+        *,
+        summarize: bool = False,
+        instructions: str | None = None,
+        signal: AbortSignal | None = None,
+    ) -> str | None:
+        """Move to another point of the tree (``None``: before the first entry); with
+        ``summarize``, leave a summary of the branch left there (steered by ``instructions``) and
+        return it."""
+        session = self._require_session()
+        if not summarize:
+            session.branch(entry_id)
+            self._reload()
+            return None
+        from tether.session.compaction import summarize_branch
+
+        leaf = await summarize_branch(
+            session, entry_id, self.model, self._stream_fn(), instructions=instructions, signal=signal
+        )
+        self._reload()
+        return session.entry(leaf)["summary"] if leaf is not None else None
+
+    async def compact(
+        self,
+        instructions: str | None = None,
+        *,
+        reason: CompactionReason = "manual",
+        signal: AbortSignal | None = None,
+    ) -> CompactionResult:
+        """Summarise the older part of the conversation into a compaction entry.
+
+        Raises ``CompactionError`` when there is nothing to compact."""
+        from tether.session.compaction import CompactionError, compact
+
+        session = self._require_session()
+        await self._emit({"type": "compaction_start", "reason": reason})
+        try:
+            result = await compact(
+                session,
+                self.model,
+                self._stream_fn(),
+                instructions=instructions,
+                settings=self.compaction,
+                signal=signal,
+            )
+        except CompactionError as exc:
+            aborted = signal is not None and signal.aborted
+            await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
+            raise
+        self.compactions += 1
+        self.last_compaction = result
+        if not self.is_running:
+            self._reload()
+        summary: CompactionSummary = {
+            "summary": result.summary,
+            "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "tokensAfter": result.tokens_after,
+        }
+        await self._emit(compaction_end(reason, summary))
+        return result
+
+    def tree_text(self) -> str:
+        from tether.session.tree_view import render_tree
+
+        return render_tree(self._require_session())
+
+    def rename(self, title: str) -> None:
+        self._require_session().rename(title)
+
+    def export(self, path: Path) -> Path:
+        """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
+        session = self._require_session()
+        if path.suffix == ".html":
+            from tether.session.export_html import write_html
+
+            return write_html(path, session)
+        return self._require_sessions().export(session.id, path)
+
+    def stats(self) -> Stats:
+        from tether.session.stats import conversation_stats
+
+        session = self._session
+        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
+        return conversation_stats(
+            self.agent.messages,
+            self.model,
+            session_id=self.session_id,
+            session_file=str(store_path) if store_path is not None else None,
+            title=session.title if session is not None else None,
+        )
+
+    async def close(self) -> None:
+        """Abort a run in progress, let it record what it has, and release the session."""
+        if self.is_running:
+            self.abort()
+            await self.wait_for_idle()
+        self._unsubscribe()
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self._sessions is not None:
+            self._sessions.close()
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    def _new_run(self, body: Callable[[], Awaitable[list[AgentMessage]]]) -> Run:
+        def start() -> asyncio.Future[list[AgentMessage]]:
+            if self.is_running:
+                raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
+            self._added = []
+            self._run = asyncio.ensure_future(self._settled(body()))
+            return self._run
+
+        return Run(start, self.subscribe, self.abort)
+
+    async def _settled(self, body: Awaitable[list[AgentMessage]]) -> list[AgentMessage]:
+        try:
+            await body
+        finally:
+            deferred, self._deferred = self._deferred, []
+            for message in deferred:
+                self._record(message)
+            self._check_queue()
+        return self._added
+
+    async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        await self.agent.prompt(messages)
+        await self._recover()
+        # Steering or a follow-up queued after the loop's last poll (typed as the run ended)
+        # would otherwise wait for the next prompt: run it now, as part of this run.
+        while self.agent.has_queued_messages() and self._continuable():
+            await self.agent.continue_()
+            await self._recover()
+        return self._added
+
+    async def _input_run(self, parsed: Any) -> list[AgentMessage]:
+        from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input
+
+        controller = AbortController()
+        self._input_abort = controller
+        try:
+            if isinstance(parsed, ShellInput):
+                message: AgentMessage = await run_shell_input(
+                    parsed.command,
+                    cwd=self.cwd,
+                    exclude_from_context=parsed.exclude_from_context,
+                    signal=controller.signal,
+                )
+            else:
+                message = await run_python_input(
+                    parsed.code,
+                    cwd=self.cwd,
+                    exclude_from_context=parsed.exclude_from_context,
+                    signal=controller.signal,
+                )
+        finally:
+            self._input_abort = None
+        await self._emit({"type": "message_start", "message": message})
+        self._record(message)
+        await self._emit({"type": "message_end", "message": message})
+        return self._added
+
+    async def _recover(self) -> None:
+        """After a failed reply: compact and retry once on an overflow, back off and retry on a
+        transient error."""
+        await self._retry_overflow()
+        await self._retry_transient()
+
+    async def _retry_overflow(self) -> None:
+        """Compact, then continue once; the failed reply stays on an abandoned branch."""
+        session, last = self._session, self.last_assistant()
+        compaction = self.compaction
+        if session is None or last is None or not compaction.enabled or not is_context_overflow(last):
+            return
+        from tether.session.wiring import recover_from_overflow
+
+        await self._emit({"type": "compaction_start", "reason": "overflow"})
+        recovered = await recover_from_overflow(
+            session, [last], model=self.model, stream_fn=self._stream_fn(), compaction=compaction, signal=None
+        )
+        if recovered:
+            self.compactions += 1
+        await self._emit(newest_compaction_end("overflow", session if recovered else None, recovered))
+        if recovered:
+            self._reload()
+            await self.agent.continue_()
+
+    async def _retry_transient(self) -> None:
+        """Wait, then continue; each failed reply stays on an abandoned branch of the session.
+
+        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over."""
+        attempt = 0
+        retry = self.settings.retry
+        while True:
+            last = self.last_assistant()
+            transient = last is not None and is_transient_error(last)
+            if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
+                if attempt:
+                    ok = last is not None and last["stopReason"] not in ("error", "aborted")
+                    if ok:
+                        await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
+                    else:
+                        final = (last or {}).get("errorMessage") or "the retry failed"
+                        await self._emit(
+                            {
+                                "type": "auto_retry_end",
+                                "success": False,
+                                "attempt": attempt,
+                                "finalError": final,
+                            }
+                        )
+                return
+            attempt += 1
+            delay = retry_delay_ms(retry.base_delay_ms, attempt)
+            await self._emit(
+                {
+                    "type": "auto_retry_start",
+                    "attempt": attempt,
+                    "maxAttempts": retry.max_retries,
+                    "delayMs": delay,
+                    "errorMessage": last.get("errorMessage") or "",
+                }
+            )
+            if not await self._retry_wait(delay):
+                await self._emit(
+                    {
+                        "type": "auto_retry_end",
+                        "success": False,
+                        "attempt": attempt,
+                        "finalError": "Retry cancelled",
+                    }
+                )
+                return
+            self._abandon(last)
+            await self.agent.continue_()
+
+    async def _retry_wait(self, delay_ms: int) -> bool:
+        """Sleep before a retry; ``False`` when ``abort``/``abort_retry`` cancelled it."""
+        controller = AbortController()
+        self._retry_abort = controller
+        try:
+            await asyncio.wait_for(controller.signal.wait(), delay_ms / 1000)
+        except TimeoutError:
+            return True
+        finally:
+            self._retry_abort = None
+        return False
+
+    def _abandon(self, failed: AssistantMessage) -> None:
+        """Take a failed reply out of the context (the session keeps it on a side branch)."""
+        session = self._session
+        entry_id = session.message_id(failed) if session is not None else None
+        if session is not None and entry_id is not None:
+            session.branch(session.entry(entry_id)["parentId"])
+            self._reload()
+        else:
+            self.agent.messages = [m for m in self.agent.messages if m is not failed]
+
+    def _continuable(self) -> bool:
+        last = self.last_assistant()
+        return last is not None and last["stopReason"] not in ("error", "aborted")
+
+    # -- the agent's hooks and events --------------------------------------------------------------
+
+    async def _transform_context(
         self, messages: list[AgentMessage], signal: AbortSignal | None
     ) -> list[AgentMessage]:
+        """Before each model call: the session's context, compacted first at the threshold, then
+        edited by the prompt hooks."""
+        session = self._session
+        if session is None:
+            if not self.hooks:
+                return messages
+            from tether.session.prompt import run_prompt_hooks
+
+            return await run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
+        from tether.session.wiring import request_view
+
+        compaction = self.compaction
+        recorded = session.message_ids(messages)
+        unrecorded = [m for m, i in zip(messages, recorded, strict=True) if i is None]
+        due = should_compact(
+            context_tokens([*session.messages, *unrecorded]), self.model.get("contextWindow"), compaction
+        )
+        if due:
+            await self._emit({"type": "compaction_start", "reason": "threshold"})
         request, compacted = await request_view(
-            self.session,
+            session,
             messages,
-            model=self._model(),
+            model=self.model,
             stream_fn=self._stream_fn(),
             hooks=self.hooks,
-            compaction=self.compaction,
+            compaction=compaction,
             signal=signal,
         )
         self.compactions += compacted
+        if due:
+            await self._emit(newest_compaction_end("threshold", session if compacted else None, False))
         return request
 
-    async def _retry_overflow(self, added: list[AgentMessage]) -> list[AgentMessage]:
-        recovered = await recover_from_overflow(
-            self.session,
-            added,
-            model=self._model(),
-            stream_fn=self._stream_fn(),
-            compaction=self.compaction,
-            signal=None,
-        )
-        if not recovered:
-            return added
-        self.compactions += 1
-        self.agent.messages = self.session.messages
-        return [*added, *await self.agent.continue_()]
+    async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
+        kind = event["type"]
+        if kind == "agent_start":
+            self.record_settings()
+        elif kind == "message_start" and event["message"]["role"] == "user":
+            self._check_queue()
+        elif kind == "message_end":
+            if self._session is not None:
+                from tether.session.wiring import record_message_end
+
+                record_message_end(self._session, event)
+            self._added.append(event["message"])
+        await self._emit(event)
+
+    async def _emit(self, event: SessionEvent) -> None:
+        if event["type"] == "compaction_start":
+            self._compacting += 1
+        elif event["type"] == "compaction_end":
+            self._compacting -= 1
+        for listener in tuple(self._listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                await outcome
+
+    def _check_queue(self) -> None:
+        """Emit ``queue_update`` when the queues changed since the last one. Delivered at once:
+        an async listener's coroutine is scheduled, not awaited (``steer()`` is not async)."""
+        snapshot = self.queued()
+        if snapshot == self._queued:
+            return
+        self._queued = snapshot
+        event: QueueUpdateEvent = {
+            "type": "queue_update",
+            "steering": list(snapshot.steering),
+            "followUp": list(snapshot.follow_up),
+        }
+        for listener in tuple(self._listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                task = asyncio.ensure_future(outcome)
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    # -- the transcript's one source ---------------------------------------------------------------
+
+    def _record(self, message: AgentMessage) -> None:
+        """Add a message that did not come through the loop (``!cmd``, ``$code``, user bash)."""
+        if self._session is not None:
+            self._session.append_message(message)
+            self._reload()
+        else:
+            self.agent.messages = [*self.agent.messages, message]
+        self._added.append(message)
+
+    def _reload(self) -> None:
+        """Give the agent the session's context after anything that moved or rewrote it."""
+        if self._session is not None:
+            self.agent.messages = self._session.messages
+
+    def _attach(self, session: Session | None, *, load_settings: bool = False) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session = session
+        agent = self.agent
+        agent.options.session_id = session.id if session is not None else None
+        if session is None:
+            agent.messages = []
+            return
+        self._reload()
+        if load_settings:
+            ctx = session.context
+            if ctx.thinking_level in _THINKING:
+                agent.thinking_level = cast(ThinkingLevel, ctx.thinking_level)
+            if ctx.service_tier in _TIERS:
+                agent.service_tier = cast(ServiceTier, ctx.service_tier)
+            if ctx.system_prompt is not None:
+                agent.system_prompt = ctx.system_prompt
+            if agent.model is None and ctx.model is not None and ctx.model.info is not None:
+                agent.model = ctx.model.info
+
+    def _stream_fn(self) -> StreamFn:
+        """The model call in use (the registry's ``stream_simple`` for real providers)."""
+        from tether.agent.loop import default_stream_fn
+
+        return self.agent.stream_fn or default_stream_fn()
+
+    def _require_sessions(self) -> SessionManager:
+        if self._sessions is None:
+            raise LookupError("sessions are off in this run (--no-session)")
+        return self._sessions
+
+    def _require_session(self) -> Session:
+        if self._session is None:
+            raise LookupError("this run has no session (--no-session)")
+        return self._session
+
+
+def _prompt_messages(
+    prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
+) -> list[AgentMessage]:
+    """A text becomes a user message (plain string content unless there are images)."""
+    if isinstance(prompt, str):
+        content: Any = prompt if not images else [{"type": "text", "text": prompt}, *images]
+        return [{"role": "user", "content": content, "timestamp": int(time.time() * 1000)}]
+    if images:
+        raise ValueError("images can only be given with a text prompt; put them in the message instead")
+    if isinstance(prompt, dict):
+        return [prompt]
+    return list(prompt)
+
+
+def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
+    from tether.ai.thinking import clamp_thinking_level
+
+    return clamp_thinking_level(model, cast(Any, level))

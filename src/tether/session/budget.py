@@ -26,9 +26,13 @@ IMAGE_TOKENS = 1_200
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
+    """When to compact a session's context, and how much of it survives verbatim."""
+
     enabled: bool = True
     reserve_tokens: int = DEFAULT_RESERVE_TOKENS
+    """Compact when the context grows past ``contextWindow - reserve_tokens``."""
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+    """Roughly how much of the newest conversation survives a compaction verbatim."""
 
 
 def estimate_tokens(message: AgentMessage) -> int:

@@ -1,5 +1,4 @@
-"""The pieces that connect a ``Session`` to a run of the agent, shared by ``SessionRuntime``
-(the bare loop) and ``AgentSession`` (an ``Agent``).
+"""The pieces that connect a ``Session`` to a run of the agent (used by ``AgentSession``).
 
 - ``record_message_end``: every finished message is appended to the session as it ends;
 - ``record_settings``: execution settings that differ from the session's become entries;

@@ -1,7 +1,7 @@
 """tether.tools: the built-in coding tools and the prompt-side ``!cmd`` / ``$code`` / ``@path`` helpers.
 
 ``create_coding_tools(workspace)`` gives the agent its tools; every path they touch goes through
-the ``Workspace`` policy, and ``approval_hook`` asks the user before risky calls. The ``@path``
+the ``Workspace`` policy, and ``ApprovalGate`` asks the user before risky calls. The ``@path``
 completer for prompt-toolkit is in ``tether.tools.completion`` (not imported here: only the
 interactive mode needs prompt-toolkit).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tether.agent.tool import AgentTool
-from tether.tools.approval import AskUser, BeforeToolCall, approval_hook, describe_call
+from tether.tools.approval import APPROVAL_POLICIES, Approval, ApprovalGate, AskUser, describe_call
 from tether.tools.bash import BASH_PARAMETERS, BashParams, create_bash_tool
 from tether.tools.edit import (
     EDIT_PARAMETERS,
@@ -63,6 +63,7 @@ def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None
 
 
 __all__ = [
+    "APPROVAL_POLICIES",
     "BASH_PARAMETERS",
     "EDIT_PARAMETERS",
     "FIND_PARAMETERS",
@@ -71,9 +72,10 @@ __all__ = [
     "READ_PARAMETERS",
     "TOOL_FACTORIES",
     "WRITE_PARAMETERS",
+    "Approval",
+    "ApprovalGate",
     "AskUser",
     "BashParams",
-    "BeforeToolCall",
     "EditOutcome",
     "EditParams",
     "FindParams",
@@ -86,7 +88,6 @@ __all__ = [
     "ToolError",
     "Workspace",
     "WriteParams",
-    "approval_hook",
     "create_bash_tool",
     "create_coding_tools",
     "create_edit_tool",

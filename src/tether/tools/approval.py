@@ -1,8 +1,9 @@
-"""Asking the user before a risky tool call: the ``before_tool_call`` hook the CLI installs.
+"""Asking before a risky tool call: the one approval policy every front end installs.
 
-The policy (which calls are risky) lives in ``Workspace.needs_approval``; this module only wires
-it to a question. ``ask`` is whatever the host uses to ask (a prompt-toolkit dialog, a JSON-RPC
-request); a refusal blocks the call and the model is told the user declined, so it can adapt
+Which calls are risky lives in ``Workspace.needs_approval`` (``bash``, and writes outside the
+workspace); ``ApprovalGate`` turns that into the agent's ``before_tool_call`` hook under a policy
+(``ask``/``yes``/``deny``) and with whatever the host uses to ask (a terminal dialog, an RPC or
+ACP request, or nobody). A refusal blocks the call and the model is told why, so it can adapt
 instead of retrying blindly.
 """
 
@@ -10,36 +11,64 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from tether.agent.types import BeforeToolCallContext, BeforeToolCallResult
 from tether.ai.abort import AbortSignal
 from tether.tools.workspace import Workspace
 from tether.wire import ToolCall
 
+Approval = Literal["ask", "yes", "deny"]
+"""``ask``: ask before ``bash`` and writes outside the workspace (refused when nobody can answer);
+``yes``: allow everything; ``deny``: refuse every call that needs approval."""
+
+APPROVAL_POLICIES: tuple[Approval, ...] = ("ask", "yes", "deny")
+
 AskUser = Callable[[ToolCall, str], Awaitable[bool]]
 """``ask(tool_call, question) -> approved``; ``question`` is a one-line summary for the user."""
 
-BeforeToolCall = Callable[[BeforeToolCallContext, AbortSignal | None], Awaitable[BeforeToolCallResult | None]]
 
+@dataclass(slots=True)
+class ApprovalGate:
+    """A ``before_tool_call`` hook (call it as one) that applies ``policy`` to risky calls.
 
-def approval_hook(policy: Workspace, ask: AskUser) -> BeforeToolCall:
-    """A ``before_tool_call`` that asks ``ask`` about every call ``policy`` says needs approval."""
+    The fields are meant to change while a session runs: ``/yes``-style answers set ``policy``,
+    and ACP's "ask before edits" mode puts ``edit`` and ``write`` in ``always_ask``.
+    """
 
-    async def before_tool_call(
-        context: BeforeToolCallContext, signal: AbortSignal | None = None
+    workspace: Workspace
+    """Decides which calls are risky."""
+    policy: Approval = "ask"
+    ask: AskUser | None = None
+    """How to ask the user; ``None``: nobody can answer, so ``ask`` refuses."""
+    always_ask: frozenset[str] = frozenset()
+    """Tool names that need approval on every call, on top of the workspace policy."""
+
+    async def __call__(
+        self, context: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
-        tool_call = context.tool_call
-        if not policy.needs_approval(tool_call):
+        call = context.tool_call
+        if self.policy == "yes":
             return None
+        if call["name"] not in self.always_ask and not self.workspace.needs_approval(call):
+            return None
+        question = describe_call(call)
+        if self.policy == "deny":
+            return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
+        if self.ask is None:
+            return BeforeToolCallResult(
+                True,
+                f"This call needs the user's approval and nobody can give it here ({question}). "
+                "The user can rerun with --yes to allow it.",
+            )
         if signal is not None and signal.aborted:
             return BeforeToolCallResult(True, "The run was aborted before the user approved this call.")
-        if await ask(tool_call, describe_call(tool_call)):
+        if await self.ask(call, question):
             return None
         return BeforeToolCallResult(
-            True, f"The user declined this {tool_call['name']} call. Do not retry it as is."
+            True, f"The user declined this {call['name']} call. Do not retry it as is."
         )
-
-    return before_tool_call
 
 
 def describe_call(tool_call: ToolCall) -> str:

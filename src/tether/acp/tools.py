@@ -25,11 +25,11 @@ from typing import Any, cast
 from acp import RequestError
 from acp.interfaces import Client
 
+from tether.acp.updates import FileDiff, SessionUpdate, terminal_content, tool_call_progress
 from tether.agent import AgentTool, AgentToolResult
 from tether.agent.tool import ToolUpdate
 from tether.agent.validation import validate_json_arguments
 from tether.ai.abort import AbortSignal
-from tether.cli.acp_updates import FileDiff, SessionUpdate, terminal_content, tool_call_progress
 from tether.tools import (
     EDIT_PARAMETERS,
     WRITE_PARAMETERS,

@@ -1,6 +1,6 @@
 """What an ACP client sees of tether: agent events and stored messages as ``session/update``s.
 
-Pure functions over the wire types and the SDK's schema models; ``acp_mode`` sends what they
+Pure functions over the wire types and the SDK's schema models; ``tether.acp.server`` sends what they
 return. Live runs and replayed history (``session/load``) go through the same builders, so a
 loaded session looks in the editor as it did while it ran: assistant text as
 ``agent_message_chunk``, thinking as ``agent_thought_chunk``, each tool call as ``tool_call``

@@ -1,12 +1,12 @@
-"""The RPC protocol's commands, on a ``Runtime``: one line in, one response out, events between.
+"""The RPC protocol's commands, on an ``AgentSession``: one line in, one response out, events between.
 
 ``RpcServer.dispatch`` takes one input line and answers it with exactly one ``response`` frame —
 also when the line is not JSON, names no known command, or has bad parameters (the error names
 the command and the field). Each line is handled in its own task, started in arrival order, so
 ``abort`` or ``abort_bash`` get through while a ``compact`` or ``bash`` is still working, and
-quick commands still answer in order. The runtime's events go out as frames as they happen,
+quick commands still answer in order. The session's events go out as frames as they happen,
 shaped by the client's ``set_event_filter``. Nothing a client sends can end the server: only
-``shutdown``, end of input or SIGTERM do (see ``rpc_mode``).
+``shutdown``, end of input or SIGTERM do (see ``tether.rpc.mode``).
 
 The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`` types them.
 """
@@ -24,8 +24,9 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from tether.cli.runtime import Runtime, RuntimeEvent
 from tether.rpc import protocol as p
+from tether.session.agent_session import AgentSession
+from tether.session.events import Run, SessionEvent, message_text
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
 
 Frame = Mapping[str, Any]
@@ -58,19 +59,19 @@ def _adapter(command: str) -> TypeAdapter[Any]:
 
 
 class RpcServer:
-    """Protocol state over one runtime: the run in progress, the event filter, queued prompts."""
+    """Protocol state over one session: the prompt awaiting its ``prompt_result``, the event
+    filter, the ids of prompts queued behind it."""
 
-    def __init__(self, runtime: Runtime, write: WriteFrame) -> None:
-        self.runtime = runtime
+    def __init__(self, core: AgentSession, write: WriteFrame) -> None:
+        self.core = core
         self._write = write
         self._exclude: set[str] = set()
         self._message_update: str = "full"
-        self._compacting = 0
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self.shutdown_requested = asyncio.Event()
-        runtime.subscribe(self._on_event)
+        core.subscribe(self._on_event)
 
     # -- input -------------------------------------------------------------------------------------
 
@@ -139,36 +140,31 @@ class RpcServer:
 
     # -- events ------------------------------------------------------------------------------------
 
-    def _on_event(self, event: RuntimeEvent) -> None:
-        kind = event.get("type")
-        if kind == "compaction_start":
-            self._compacting += 1
-        elif kind == "compaction_end":
-            self._compacting = max(0, self._compacting - 1)
+    def _on_event(self, event: SessionEvent) -> None:
+        kind = event["type"]
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
-        if kind == "message_update" and self._message_update == "delta":
+        if event["type"] == "message_update" and self._message_update == "delta":
             inner = {k: v for k, v in event["assistantMessageEvent"].items() if k != "partial"}
-            event = {"type": kind, "assistantMessageEvent": inner}
-        self._write(event)
+            self._write({"type": kind, "assistantMessageEvent": inner})
+        else:
+            self._write(event)
 
     # -- runs --------------------------------------------------------------------------------------
 
-    @property
-    def running(self) -> bool:
-        return self._run is not None and not self._run.done()
-
     def _start(self, text: str, images: list[ImageContent], request_id: str | None) -> None:
-        self._run = asyncio.ensure_future(self._prompt(text, images, request_id))
+        run = self.core.submit(text, images, shell=False)
+        run.start()  # running from now on: a prompt right behind this one is queued, not started
+        self._run = asyncio.ensure_future(self._prompt(run, request_id))
 
-    async def _prompt(self, text: str, images: list[ImageContent], request_id: str | None) -> None:
+    async def _prompt(self, run: Run, request_id: str | None) -> None:
         status, error = "completed", None
         try:
-            await self.runtime.prompt(text, images)
+            await run
         except Exception as exc:
             status, error = "error", str(exc) or type(exc).__name__
         else:
-            last = self.runtime.last_assistant()
+            last = self.core.last_assistant()
             if last is not None and last["stopReason"] == "aborted":
                 status = "aborted"
             elif last is not None and last["stopReason"] == "error":
@@ -187,24 +183,24 @@ class RpcServer:
         """Abort the run in progress, if any, and wait until it has ended and been recorded."""
         run = self._run
         if run is not None and not run.done():
-            self.runtime.abort()
+            self.core.abort()
             await asyncio.wait([run])
 
     async def close(self) -> None:
         """Abort what runs, wait for every command in flight, close the session."""
-        self.runtime.abort_bash()
+        self.core.abort_bash()
         await self.settle()
         others = [t for t in self._tasks if t is not asyncio.current_task()]
         if others:
             await asyncio.wait(others, timeout=10)
-        await self.runtime.close()
+        await self.core.close()
 
     # -- prompting ---------------------------------------------------------------------------------
 
     async def _cmd_prompt(self, params: dict[str, Any]) -> object:
         text: str = params["message"]
         images: list[ImageContent] = params.get("images", [])
-        if not self.running:
+        if not self.core.is_running:
             self._respond(params.get("id"), "prompt")
             self._start(text, images, params.get("id"))
             return _ANSWERED
@@ -215,59 +211,60 @@ class RpcServer:
                 "to queue the message."
             )
         if behavior == "steer":
-            self.runtime.steer(text, images)
+            self.core.steer(text, images)
         else:
-            self.runtime.follow_up(text, images)
+            self.core.follow_up(text, images)
         self._queued_prompts.append(params.get("id"))
         return NO_DATA
 
     async def _cmd_steer(self, params: dict[str, Any]) -> object:
-        self.runtime.steer(params["message"], params.get("images", []))
+        self.core.steer(params["message"], params.get("images", []))
         return NO_DATA
 
     async def _cmd_follow_up(self, params: dict[str, Any]) -> object:
-        self.runtime.follow_up(params["message"], params.get("images", []))
+        self.core.follow_up(params["message"], params.get("images", []))
         return NO_DATA
 
     async def _cmd_abort(self, params: dict[str, Any]) -> object:
-        self.runtime.abort()
+        self.core.abort()
         await self.settle()
         return NO_DATA
 
     async def _cmd_new_session(self, params: dict[str, Any]) -> object:
         await self.settle()
-        self.runtime.new_session()
+        self.core.new_session()
         return {"cancelled": False}
 
     # -- state -------------------------------------------------------------------------------------
 
     async def _cmd_get_state(self, params: dict[str, Any]) -> object:
-        runtime = self.runtime
-        session = runtime.session
+        core = self.core
+        session = core.session
         state: dict[str, Any] = {
-            "model": runtime.model,
-            "thinkingLevel": runtime.thinking_level,
-            "isStreaming": self.running,
-            "isCompacting": self._compacting > 0,
-            "steeringMode": runtime.agent.steering_mode,
-            "followUpMode": runtime.agent.follow_up_mode,
+            "model": core.model,
+            "thinkingLevel": core.thinking_level,
+            "isStreaming": core.is_running,
+            "isCompacting": core.is_compacting,
+            "steeringMode": core.agent.steering_mode,
+            "followUpMode": core.agent.follow_up_mode,
         }
-        stats = runtime.stats()
+        stats = core.stats()
+        queued = core.queued()
         if stats.session_file is not None:
             state["sessionFile"] = stats.session_file
-        state["sessionId"] = runtime.session_id
+        state["sessionId"] = core.session_id
         if session is not None and session.title:
             state["sessionName"] = session.title
         state.update(
-            autoCompactionEnabled=runtime.settings.compaction.enabled,
-            autoRetryEnabled=runtime.auto_retry,
-            messageCount=len(runtime.messages),
-            pendingMessageCount=len(runtime.pending.steering) + len(runtime.pending.follow_up),
+            autoCompactionEnabled=core.settings.compaction.enabled,
+            autoRetryEnabled=core.auto_retry,
+            messageCount=len(core.messages),
+            pendingMessageCount=len(queued.steering) + len(queued.follow_up),
         )
         return state
 
     async def _cmd_get_messages(self, params: dict[str, Any]) -> object:
-        return {"messages": self.runtime.messages}
+        return {"messages": self.core.messages}
 
     # -- model and thinking ------------------------------------------------------------------------
 
@@ -275,17 +272,17 @@ class RpcServer:
         return self._set_model(f"{params['provider']}/{params['modelId']}")
 
     def _set_model(self, spec: str) -> ModelInfo:
-        from tether.cli.model_choice import ModelError
+        from tether.session.model_choice import ModelError
 
         try:
-            return self.runtime.set_model(spec)
+            return self.core.set_model(spec)
         except ModelError as exc:
             raise CommandError(f"Model not found: {spec} ({exc})") from None
 
     async def _available_models(self) -> list[ModelInfo]:
         from tether.ai.local_servers import usable_models
 
-        current = self.runtime.model
+        current = self.core.model
         models = [current]
         for model in await usable_models():
             if not any(_same_model(model, m) for m in models):
@@ -300,30 +297,30 @@ class RpcServer:
         if len(models) < 2:
             return None
         model = self._set_model(f"{models[1]['provider']}/{models[1]['id']}")
-        return {"model": model, "thinkingLevel": self.runtime.thinking_level, "isScoped": False}
+        return {"model": model, "thinkingLevel": self.core.thinking_level, "isScoped": False}
 
     async def _cmd_set_thinking_level(self, params: dict[str, Any]) -> object:
-        self.runtime.set_thinking(params["level"])
+        self.core.set_thinking(params["level"])
         return NO_DATA
 
     async def _cmd_cycle_thinking_level(self, params: dict[str, Any]) -> object:
         from tether.ai.thinking import supported_thinking_levels
 
-        levels = [str(level) for level in supported_thinking_levels(self.runtime.model)]
-        if not self.runtime.model.get("reasoning") or len(levels) < 2:
+        levels = [str(level) for level in supported_thinking_levels(self.core.model)]
+        if not self.core.model.get("reasoning") or len(levels) < 2:
             return None
-        current = self.runtime.thinking_level
+        current = self.core.thinking_level
         following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
-        return {"level": self.runtime.set_thinking(following)}
+        return {"level": self.core.set_thinking(following)}
 
     # -- queues, compaction, retry -----------------------------------------------------------------
 
     async def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
-        self.runtime.agent.steering_mode = params["mode"]
+        self.core.agent.steering_mode = params["mode"]
         return NO_DATA
 
     async def _cmd_set_follow_up_mode(self, params: dict[str, Any]) -> object:
-        self.runtime.agent.follow_up_mode = params["mode"]
+        self.core.agent.follow_up_mode = params["mode"]
         return NO_DATA
 
     async def _cmd_compact(self, params: dict[str, Any]) -> object:
@@ -331,11 +328,9 @@ class RpcServer:
 
         await self.settle()
         try:
-            await self.runtime.compact(params.get("customInstructions"))
+            result = await self.core.compact(params.get("customInstructions"))
         except CompactionError as exc:
             raise CommandError(f"Compaction failed: {exc}") from None
-        result = self.runtime.last_compaction
-        assert result is not None
         return {
             "summary": result.summary,
             "firstKeptEntryId": result.first_kept_entry_id,
@@ -344,24 +339,24 @@ class RpcServer:
         }
 
     async def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
-        settings = self.runtime.settings
-        self.runtime.settings = replace(
+        settings = self.core.settings
+        self.core.settings = replace(
             settings, compaction=replace(settings.compaction, enabled=params["enabled"])
         )
         return NO_DATA
 
     async def _cmd_set_auto_retry(self, params: dict[str, Any]) -> object:
-        self.runtime.auto_retry = params["enabled"]
+        self.core.auto_retry = params["enabled"]
         return NO_DATA
 
     async def _cmd_abort_retry(self, params: dict[str, Any]) -> object:
-        self.runtime.abort_retry()
+        self.core.abort_retry()
         return NO_DATA
 
     # -- bash --------------------------------------------------------------------------------------
 
     async def _cmd_bash(self, params: dict[str, Any]) -> object:
-        message = await self.runtime.execute_bash(params["command"])
+        message = await self.core.execute_bash(params["command"])
         result: dict[str, Any] = {"output": message["output"]}
         if "exitCode" in message:
             result["exitCode"] = message["exitCode"]
@@ -369,14 +364,14 @@ class RpcServer:
         return result
 
     async def _cmd_abort_bash(self, params: dict[str, Any]) -> object:
-        self.runtime.abort_bash()
+        self.core.abort_bash()
         return NO_DATA
 
     # -- session -----------------------------------------------------------------------------------
 
     async def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
-        s = self.runtime.stats()
-        results = sum(1 for m in self.runtime.messages if m["role"] == "toolResult")
+        s = self.core.stats()
+        results = sum(1 for m in self.core.messages if m["role"] == "toolResult")
         stats: dict[str, Any] = {}
         if s.session_file is not None:
             stats["sessionFile"] = s.session_file
@@ -406,26 +401,24 @@ class RpcServer:
         return stats
 
     async def _cmd_export_html(self, params: dict[str, Any]) -> object:
-        return {"path": str(self.runtime.export(self._output_path(params, ".html")))}
+        return {"path": str(self.core.export(self._output_path(params, ".html")))}
 
     async def _cmd_export(self, params: dict[str, Any]) -> object:
-        return {"path": str(self.runtime.export(self._output_path(params, ".jsonl")))}
+        return {"path": str(self.core.export(self._output_path(params, ".jsonl")))}
 
     def _output_path(self, params: dict[str, Any], suffix: str) -> Path:
         given = params.get("outputPath")
-        path = (
-            Path(given).expanduser() if given else Path(f"tether-session-{self.runtime.session_id}{suffix}")
-        )
+        path = Path(given).expanduser() if given else Path(f"tether-session-{self.core.session_id}{suffix}")
         if path.suffix != suffix:
             raise CommandError(f"outputPath must end in {suffix}: {path}")
-        return path if path.is_absolute() else self.runtime.cwd / path
+        return path if path.is_absolute() else self.core.cwd / path
 
     async def _cmd_switch_session(self, params: dict[str, Any]) -> object:
         from tether.session import SessionError
 
         await self.settle()
         try:
-            self.runtime.switch_session(params["sessionPath"])
+            self.core.switch_session(params["sessionPath"])
         except SessionError as exc:
             raise CommandError(str(exc)) from None
         return {"cancelled": False}
@@ -435,7 +428,7 @@ class RpcServer:
 
         await self.settle()
         entry_id: str = params["entryId"]
-        session = self.runtime.session
+        session = self.core.session
         if session is None:
             raise CommandError("this run keeps no session (--no-session): nothing to fork")
         try:
@@ -447,30 +440,30 @@ class RpcServer:
             raise CommandError(f"entry {entry_id} is not a user message (see get_fork_messages)")
         parent = entry["parentId"]
         if parent is None:
-            self.runtime.new_session()
+            self.core.new_session()
         else:
-            self.runtime.fork(parent)
-        return {"text": _text_of(message), "cancelled": False}
+            self.core.fork(parent)
+        return {"text": message_text(message), "cancelled": False}
 
     async def _cmd_clone(self, params: dict[str, Any]) -> object:
         await self.settle()
-        session = self.runtime.session
+        session = self.core.session
         if session is None or session.leaf_id is None:
             raise CommandError("Cannot clone session: no current entry selected")
-        self.runtime.fork(session.leaf_id)
+        self.core.fork(session.leaf_id)
         return {"cancelled": False}
 
     async def _cmd_get_fork_messages(self, params: dict[str, Any]) -> object:
-        session = self.runtime.session
+        session = self.core.session
         found: list[dict[str, str]] = []
         for entry in session.path() if session is not None else []:
             message = cast(AgentMessage | None, entry.get("message"))
             if entry["type"] == "message" and message is not None and message["role"] == "user":
-                found.append({"entryId": entry["id"], "text": _text_of(message)})
+                found.append({"entryId": entry["id"], "text": message_text(message)})
         return {"messages": found}
 
     async def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
-        last: AssistantMessage | None = self.runtime.last_assistant()
+        last: AssistantMessage | None = self.core.last_assistant()
         text = "".join(b["text"] for b in last["content"] if b["type"] == "text") if last else ""
         return {"text": text or None}
 
@@ -478,7 +471,7 @@ class RpcServer:
         name = params["name"].strip()
         if not name:
             raise CommandError("Session name cannot be empty")
-        self.runtime.rename(name)
+        self.core.rename(name)
         return NO_DATA
 
     async def _cmd_get_commands(self, params: dict[str, Any]) -> object:
@@ -504,14 +497,6 @@ class RpcServer:
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
     return (a["provider"], a["id"]) == (b["provider"], b["id"])
-
-
-def _text_of(message: AgentMessage) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    blocks = cast(list[dict[str, Any]], content or [])
-    return "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
 
 
 def _json_kind(value: object) -> str:

@@ -20,10 +20,10 @@ import threading
 from typing import Any, BinaryIO
 
 from tether import __version__
-from tether.cli.rpc_server import Frame, RpcServer
-from tether.cli.runtime import Runtime
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
+from tether.rpc.server import Frame, RpcServer
+from tether.session.agent_session import AgentSession
 
 _CHUNK = 1 << 16
 
@@ -54,12 +54,12 @@ def take_over_stdout() -> BinaryIO:
     return private
 
 
-async def serve(runtime: Runtime, *, stdin_fd: int, out: BinaryIO) -> int:
+async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     """Serve the protocol until shutdown; returns the exit status (0)."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
     broken = asyncio.Event()
-    server = RpcServer(runtime, _Output(out, broken))
+    server = RpcServer(core, _Output(out, broken))
     stop = server.shutdown_requested
 
     def wake() -> None:
@@ -75,7 +75,7 @@ async def serve(runtime: Runtime, *, stdin_fd: int, out: BinaryIO) -> int:
         "type": "ready",
         "protocolVersion": PROTOCOL_VERSION,
         "version": __version__,
-        "sessionId": runtime.session_id,
+        "sessionId": core.session_id,
     }
     _Output(out, broken)(ready)
     splitter = LineSplitter()

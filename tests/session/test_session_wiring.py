@@ -1,4 +1,5 @@
-"""The session wired into the agent loop, with the scripted model of ``tether.testing``."""
+"""``AgentSession``'s wiring of a stored session into the loop: recording, settings entries, prompt
+hooks, lowering, compaction and overflow recovery, with the scripted model of ``tether.testing``."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from typing import Any, cast
 
 from session_helpers import text
 
-from tether.agent import AgentEvent, AgentTool, AgentToolResult
+from tether.agent import Agent, AgentEvent, AgentTool, AgentToolResult
 from tether.ai.abort import AbortSignal
-from tether.session import CompactionSettings, PromptEditor, SessionManager, SessionRuntime
+from tether.session import AgentSession, CompactionSettings, PromptEditor, Session, SessionManager, Settings
 from tether.session.convert import COMPACTION_PREFIX
+from tether.session.prompt import PromptHook
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.wire import ModelInfo
 
@@ -29,6 +31,20 @@ ECHO = AgentTool(
 )
 
 
+def _core(
+    session: Session,
+    model: ModelInfo,
+    stream_fn: ScriptedModel,
+    *,
+    tools: list[AgentTool] | None = None,
+    hooks: list[PromptHook] | None = None,
+    compaction: CompactionSettings | None = None,
+) -> AgentSession:
+    agent = Agent(model=model, stream_fn=stream_fn, tools=tools or [])
+    settings = Settings(compaction=compaction or CompactionSettings())
+    return AgentSession(agent, session, settings=settings, hooks=hooks or [])
+
+
 def _small_model(window: int) -> ModelInfo:
     return cast(ModelInfo, {**SCRIPTED_MODEL, "contextWindow": window})
 
@@ -41,7 +57,8 @@ async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager
     async def listen(event: AgentEvent) -> None:
         events.append(event)
 
-    rt = SessionRuntime(s, model.model, model, tools=[ECHO], listener=listen)
+    rt = _core(s, model.model, model, tools=[ECHO])
+    rt.subscribe(listen)
     added = await rt.prompt("say hi")
     assert [m["role"] for m in added] == ["user", "assistant", "toolResult", "assistant"]
     assert s.messages == added
@@ -58,7 +75,7 @@ async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager
         "system_prompt_change",
         "model_change",
     ]
-    s.close()
+    await rt.close()
     resumed = manager.open(s.id)
     assert resumed.messages == added
     assert [e["type"] for e in resumed.replay() if e["type"] in ("turn_start", "turn_end")] == [
@@ -66,7 +83,7 @@ async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager
     ]
     # Continuing the resumed session sends the whole history.
     model.push(reply("again"))
-    rt2 = SessionRuntime(resumed, model.model, model, tools=[ECHO])
+    rt2 = _core(resumed, model.model, model, tools=[ECHO])
     await rt2.prompt("once more")
     assert len(model.requests[-1].context["messages"]) == len(added) + 1
 
@@ -81,7 +98,7 @@ async def test_prompt_hooks_change_the_request_but_not_the_session(manager: Sess
         first["content"] = "tampered"
 
     model = ScriptedModel([reply("ok")])
-    rt = SessionRuntime(s, model.model, model, hooks=[remind])
+    rt = _core(s, model.model, model, hooks=[remind])
     await rt.prompt("question")
     sent = model.requests[0].context["messages"]
     assert sent[0]["content"] == "tampered"
@@ -103,7 +120,7 @@ async def test_host_messages_are_lowered_for_the_model(manager: SessionManager) 
         )
     )
     model = ScriptedModel([reply("seen")])
-    await SessionRuntime(s, model.model, model).prompt("what did I run?")
+    await _core(s, model.model, model).prompt("what did I run?")
     sent = model.requests[0].context["messages"]
     assert [m["role"] for m in sent] == ["user", "user", "user"]
     assert "<command>\nls\n</command>" in cast(str, sent[0]["content"])
@@ -116,7 +133,7 @@ async def test_threshold_compaction_happens_before_the_model_call(manager: Sessi
     model = ScriptedModel([reply(f"answer {i}: {words}") for i in range(3)])
     small = _small_model(3_000)
     settings = CompactionSettings(reserve_tokens=1_000, keep_recent_tokens=700)
-    rt = SessionRuntime(s, small, model, compaction=settings)
+    rt = _core(s, small, model, compaction=settings)
     for i in range(3):
         await rt.prompt(f"question {i}: {words}")
     assert rt.compactions == 0  # ~1,700 tokens so far: under 3,000 - 1,000
@@ -135,7 +152,7 @@ async def test_overflow_error_compacts_and_retries_once(manager: SessionManager)
     s = manager.create("/p")
     words = "alpha beta gamma delta " * 50
     model = ScriptedModel([reply(f"answer {i}: {words}") for i in range(4)])
-    rt = SessionRuntime(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=400))
+    rt = _core(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=400))
     for i in range(4):
         await rt.prompt(f"question {i}: {words}")
     model.push(
@@ -156,7 +173,7 @@ async def test_overflow_error_compacts_and_retries_once(manager: SessionManager)
 async def test_manual_compaction_and_summarised_branching(manager: SessionManager) -> None:
     s = manager.create("/p")
     model = ScriptedModel([reply("a1"), reply("a2")])
-    rt = SessionRuntime(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=1))
+    rt = _core(s, model.model, model, compaction=CompactionSettings(keep_recent_tokens=1))
     await rt.prompt("q1")
     first_reply = s.leaf_id
     await rt.prompt("q2")
@@ -167,7 +184,7 @@ async def test_manual_compaction_and_summarised_branching(manager: SessionManage
     )
     assert done.summary == "MANUAL SUMMARY" and s.messages[0]["role"] == "compactionSummary"
     model.push(reply("LEFT BRANCH"))
-    leaf = await rt.branch(first_reply, summarize=True)
-    assert s.entry(cast(str, leaf))["summary"] == "LEFT BRANCH"
+    summary = await rt.branch(first_reply, summarize=True)
+    assert summary == "LEFT BRANCH" and s.entry(cast(str, s.leaf_id))["summary"] == "LEFT BRANCH"
     assert [m["role"] for m in s.messages] == ["user", "assistant", "branchSummary"]
-    assert await rt.branch(None) is None and s.messages == []
+    assert await rt.branch(None) is None and s.messages == [] and rt.messages == []

@@ -1,6 +1,6 @@
-"""Slash commands as plain functions of a ``Runtime``: the interactive mode, RPC and ACP share them.
+"""Slash commands as plain functions of an ``AgentSession``: the interactive mode, RPC and ACP share them.
 
-A handler takes the runtime and the text after the command name and returns a ``CommandResult``
+A handler takes the session and the text after the command name and returns a ``CommandResult``
 (plain text, markdown-friendly). Bad arguments are answered with a usage line, never raised.
 """
 
@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.cli.model_choice import ModelError
-from tether.cli.render import format_tokens
-from tether.cli.runtime import Runtime
-from tether.cli.settings import THINKING_LEVELS
-from tether.session import SessionError
+from tether.session.agent_session import AgentSession
+from tether.session.model_choice import ModelError
+from tether.session.settings import THINKING_LEVELS
+from tether.session.stats import SessionRow, format_tokens
+from tether.session.store import SessionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,7 @@ class CommandResult:
     error: bool = False
 
 
-Handler = Callable[[Runtime, str], Awaitable[CommandResult]]
+Handler = Callable[[AgentSession, str], Awaitable[CommandResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ def parse(line: str) -> tuple[str, str] | None:
     return name.strip().lower(), rest.strip()
 
 
-async def execute(runtime: Runtime, line: str) -> CommandResult:
+async def execute(core: AgentSession, line: str) -> CommandResult:
     parsed = parse(line)
     if parsed is None:
         return CommandResult(f"not a command: {line}", error=True)
@@ -51,84 +51,82 @@ async def execute(runtime: Runtime, line: str) -> CommandResult:
     command = COMMANDS.get(name)
     if command is None:
         return CommandResult(f"unknown command /{name} (try /help)", error=True)
-    if runtime.is_running and name not in ("help", "session", "quit", "exit"):
+    if core.is_running and name not in ("help", "session", "quit", "exit"):
         return CommandResult(f"/{name} is not available while the agent runs (Ctrl-C aborts)", error=True)
     try:
-        return await command.handler(runtime, args)
+        return await command.handler(core, args)
     except (ModelError, SessionError, ValueError, LookupError) as exc:
         return CommandResult(f"/{name}: {exc}", error=True)
 
 
-async def _model(runtime: Runtime, args: str) -> CommandResult:
+async def _model(core: AgentSession, args: str) -> CommandResult:
     if not args:
-        model = runtime.model
+        model = core.model
         return CommandResult(f"model: {model['provider']}/{model['id']} (change with /model PROVIDER/ID)")
-    model = runtime.set_model(args)
-    return CommandResult(f"model set to {model['provider']}/{model['id']}, thinking {runtime.thinking_level}")
+    model = core.set_model(args)
+    return CommandResult(f"model set to {model['provider']}/{model['id']}, thinking {core.thinking_level}")
 
 
-async def _thinking(runtime: Runtime, args: str) -> CommandResult:
+async def _thinking(core: AgentSession, args: str) -> CommandResult:
     if not args:
-        return CommandResult(f"thinking: {runtime.thinking_level} (levels: {', '.join(THINKING_LEVELS)})")
+        return CommandResult(f"thinking: {core.thinking_level} (levels: {', '.join(THINKING_LEVELS)})")
     if args not in THINKING_LEVELS:
         return CommandResult(f"usage: /thinking {'|'.join(THINKING_LEVELS)}", error=True)
-    effective = runtime.set_thinking(args)
+    effective = core.set_thinking(args)
     note = "" if effective == args else f" ({args} is not supported by this model)"
     return CommandResult(f"thinking set to {effective}{note}")
 
 
-async def _compact(runtime: Runtime, args: str) -> CommandResult:
-    summary = await runtime.compact(args or None)
-    return CommandResult(f"compacted the conversation; summary:\n\n{summary}")
+async def _compact(core: AgentSession, args: str) -> CommandResult:
+    result = await core.compact(args or None)
+    return CommandResult(f"compacted the conversation; summary:\n\n{result.summary}")
 
 
-async def _tree(runtime: Runtime, args: str) -> CommandResult:
+async def _tree(core: AgentSession, args: str) -> CommandResult:
     if not args:
         return CommandResult(
-            runtime.tree_text() + "\n\n/tree ID branches there; /tree ID --summary also summarises"
+            core.tree_text() + "\n\n/tree ID branches there; /tree ID --summary also summarises"
         )
     entry_id, _, flag = args.partition(" ")
-    summary = await runtime.branch(entry_id, summarize=flag.strip() == "--summary")
+    summary = await core.branch(entry_id, summarize=flag.strip() == "--summary")
     text = f"now on entry {entry_id}"
     return CommandResult(text + (f"; summary of the branch left:\n\n{summary}" if summary else ""))
 
 
-async def _fork(runtime: Runtime, args: str) -> CommandResult:
-    new_id = runtime.fork(args or None)
+async def _fork(core: AgentSession, args: str) -> CommandResult:
+    new_id = core.fork(args or None)
     return CommandResult(f"forked into new session {new_id}")
 
 
-async def _new(runtime: Runtime, args: str) -> CommandResult:
-    return CommandResult(f"new session {runtime.new_session()}")
+async def _new(core: AgentSession, args: str) -> CommandResult:
+    return CommandResult(f"new session {core.new_session()}")
 
 
-async def _resume(runtime: Runtime, args: str) -> CommandResult:
-    from tether.cli.listing import session_rows
-
+async def _resume(core: AgentSession, args: str) -> CommandResult:
     if not args:
-        rows = session_rows(cwd=runtime.cwd, limit=20)
+        rows = [SessionRow.of(r) for r in core.list_sessions(limit=20)]
         if not rows:
             return CommandResult("no sessions in this directory")
         lines = [f"{i:>3}  {row}" for i, row in enumerate(rows, 1)]
         return CommandResult("\n".join(lines) + "\n\n/resume N or /resume ID switches")
     target = args
     if args.isdigit():
-        rows = session_rows(cwd=runtime.cwd, limit=20)
+        rows = [SessionRow.of(r) for r in core.list_sessions(limit=20)]
         if not 1 <= int(args) <= len(rows):
             return CommandResult(f"no session number {args}", error=True)
         target = rows[int(args) - 1].id
-    runtime.switch_session(target)
-    return CommandResult(f"resumed session {target} ({len(runtime.messages)} messages)")
+    core.switch_session(target)
+    return CommandResult(f"resumed session {target} ({len(core.messages)} messages)")
 
 
-async def _session(runtime: Runtime, args: str) -> CommandResult:
-    s = runtime.stats()
+async def _session(core: AgentSession, args: str) -> CommandResult:
+    s = core.stats()
     percent = s.context_percent
     lines = [
         f"session   {s.session_id or '(not saved: --no-session)'}",
         f"title     {s.title or '-'}",
         f"file      {s.session_file or '-'}",
-        f"model     {runtime.model['provider']}/{runtime.model['id']}  thinking {runtime.thinking_level}",
+        f"model     {core.model['provider']}/{core.model['id']}  thinking {core.thinking_level}",
         f"messages  {s.messages} (user {s.user_messages}, assistant {s.assistant_messages}, "
         f"tool calls {s.tool_calls})",
         f"tokens    input {format_tokens(s.input_tokens)}, output {format_tokens(s.output_tokens)}, "
@@ -140,25 +138,25 @@ async def _session(runtime: Runtime, args: str) -> CommandResult:
     return CommandResult("\n".join(lines))
 
 
-async def _export(runtime: Runtime, args: str) -> CommandResult:
-    default = f"tether-session-{runtime.session_id or 'unsaved'}.jsonl"
+async def _export(core: AgentSession, args: str) -> CommandResult:
+    default = f"tether-session-{core.session_id or 'unsaved'}.jsonl"
     path = Path(args or default).expanduser()
     if not path.is_absolute():
-        path = runtime.cwd / path
+        path = core.cwd / path
     if path.suffix not in (".jsonl", ".html"):
         return CommandResult("usage: /export [FILE.jsonl|FILE.html]", error=True)
-    runtime.export(path)
+    core.export(path)
     return CommandResult(f"exported to {path}")
 
 
-async def _name(runtime: Runtime, args: str) -> CommandResult:
+async def _name(core: AgentSession, args: str) -> CommandResult:
     if not args:
         return CommandResult("usage: /name TITLE", error=True)
-    runtime.rename(args)
+    core.rename(args)
     return CommandResult(f"session named {args!r}")
 
 
-async def _help(runtime: Runtime, args: str) -> CommandResult:
+async def _help(core: AgentSession, args: str) -> CommandResult:
     width = max(len(c.usage) for c in COMMANDS.values())
     lines = [f"{c.usage.ljust(width)}  {c.summary}" for c in dict.fromkeys(COMMANDS.values())]
     lines += [
@@ -174,7 +172,7 @@ async def _help(runtime: Runtime, args: str) -> CommandResult:
     return CommandResult("\n".join(lines))
 
 
-async def _quit(runtime: Runtime, args: str) -> CommandResult:
+async def _quit(core: AgentSession, args: str) -> CommandResult:
     return CommandResult("bye", quit=True)
 
 

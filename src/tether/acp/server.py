@@ -1,14 +1,14 @@
 """``tether --mode acp``: tether as an Agent Client Protocol agent, for Zed, JetBrains and friends.
 
 The editor starts ``tether --mode acp`` and talks JSON-RPC over its stdin and stdout, through the
-official SDK (``acp``: agent-side connection, schema types); ``acp_transport`` only adds the error
-answers JSON-RPC asks for on unreadable input. Each ACP session is a ``Runtime`` on an ordinary
+official SDK (``acp``: agent-side connection, schema types); ``tether.acp.transport`` only adds the error
+answers JSON-RPC asks for on unreadable input. Each ACP session is an ``AgentSession`` on an ordinary
 tether session: it is stored like any other, listed by ``tether sessions`` and resumable with
 ``tether --resume``.
 
 This module answers the protocol's methods; one session's work (updates, permissions, modes,
-options) is ``acp_session``, the updates themselves ``acp_updates``, and the tools' way to the
-editor's files and terminal ``acp_tools``.
+options) is ``tether.acp.session``, the updates themselves ``tether.acp.updates``, and the tools' way to the
+editor's files and terminal ``tether.acp.tools``.
 """
 
 from __future__ import annotations
@@ -55,13 +55,12 @@ from acp.schema import (
 )
 
 from tether import __version__
-from tether.cli.acp_session import AcpSession
-from tether.cli.acp_tools import EditorAccess
-from tether.cli.acp_updates import (
+from tether.acp.session import AcpSession
+from tether.acp.tools import EditorAccess
+from tether.acp.updates import (
     history_updates,
 )
-from tether.cli.options import RunOptions
-from tether.cli.runtime import Runtime, SessionChoice
+from tether.session.factory import SessionChoice, SessionOptions
 from tether.wire import ImageContent
 
 logger = logging.getLogger("tether.acp")
@@ -76,7 +75,7 @@ AUTH_DESCRIPTION = (
 AnyMcpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 
-def run_acp(options: RunOptions) -> int:
+def run_acp(options: SessionOptions) -> int:
     """Serve ACP on stdin/stdout until the client closes stdin."""
     unsuitable = [
         name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not _is_stream(stream)
@@ -95,12 +94,12 @@ def run_acp(options: RunOptions) -> int:
     return 0
 
 
-async def _serve(options: RunOptions) -> None:
+async def _serve(options: SessionOptions) -> None:
     from acp.agent.connection import AgentSideConnection
     from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
     from acp.stdio import stdio_streams
 
-    from tether.cli.acp_transport import JsonRpcStdio
+    from tether.acp.transport import JsonRpcStdio
 
     reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     sys.stdout = sys.stderr  # stdout carries JSON-RPC only: a stray print must not corrupt it
@@ -126,7 +125,7 @@ def _is_stream(stream: TextIO) -> bool:
 class TetherAcpAgent:
     """The ACP agent: the methods the SDK's router calls, by name, with snake_case parameters."""
 
-    def __init__(self, options: RunOptions) -> None:
+    def __init__(self, options: SessionOptions) -> None:
         self._options = options
         self._client: Client | None = None
         self._access = EditorAccess()
@@ -137,7 +136,7 @@ class TetherAcpAgent:
 
     async def close(self) -> None:
         for session in list(self._sessions.values()):
-            await session.runtime.close()
+            await session.core.close()
         self._sessions.clear()
 
     # -- connection ----------------------------------------------------------------------------
@@ -209,9 +208,9 @@ class TetherAcpAgent:
         session = self._sessions.get(session_id)
         if session is None:
             session = self._start(cwd, SessionChoice(session_id=session_id))
-        elif session.runtime.is_running:
+        elif session.core.is_running:
             raise RequestError.invalid_request({"details": "the session is running a prompt"})
-        for update in history_updates(session.runtime.messages, session.runtime.cwd):
+        for update in history_updates(session.core.messages, session.core.cwd):
             await session.send(update)
         return LoadSessionResponse(
             modes=session.mode_state(),
@@ -296,9 +295,9 @@ class TetherAcpAgent:
 
     def _start(self, cwd: str, choice: SessionChoice) -> AcpSession:
         from tether.ai.paths import config_dir
-        from tether.cli.model_choice import ModelError
-        from tether.cli.settings import SettingsError, load_settings
         from tether.session import SessionError
+        from tether.session.model_choice import ModelError
+        from tether.session.settings import SettingsError, load_settings
         from tether.session.store import SessionNotFoundError
 
         if self._client is None:
@@ -315,9 +314,7 @@ class TetherAcpAgent:
         except SettingsError as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         try:
-            runtime = Runtime.for_options(
-                options, cwd=directory, settings=settings, ask=session.ask, session=choice
-            )
+            core = options.create(cwd=directory, settings=settings, ask=session.ask, session=choice)
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None
         except ModelError as exc:
@@ -327,7 +324,7 @@ class TetherAcpAgent:
             raise RequestError.auth_required({"details": f"{exc}. {AUTH_DESCRIPTION}"}) from None
         except (SessionError, ValueError) as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
-        session.attach(runtime)
+        session.attach(core)
         self._sessions[session.id] = session
         return session
 

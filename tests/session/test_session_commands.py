@@ -1,4 +1,5 @@
-"""Slash commands on a real runtime (scripted model, real session store in a temporary home)."""
+"""Slash commands and the core's session behaviour on a real ``AgentSession`` (scripted model, real
+session store in a temporary home)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_support import text_reply
 
-from tether.cli.commands import COMMANDS, execute, parse
-from tether.cli.runtime import Runtime, SessionChoice
-from tether.cli.settings import Compaction, Settings
-from tether.session.budget import context_tokens
+from tether.session.agent_session import AgentSession
+from tether.session.budget import CompactionSettings, context_tokens
+from tether.session.commands import COMMANDS, execute, parse
+from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.settings import Settings
 from tether.testing.scripted import SCRIPTED_MODEL
+
+
+def text_reply(*chunks: str) -> dict[str, Any]:
+    """A scripted reply in the conformance scenario format."""
+    return {"content": [{"type": "text", "chunks": list(chunks)}]}
 
 
 @pytest.fixture
@@ -27,13 +34,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-async def runtime(home: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
+async def core(home: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[AgentSession]:
     path = home / "script.json"
     replies = [text_reply(f"answer {i}") for i in range(1, 4)] + [text_reply("SUMMARY: we said hello.")]
     path.write_text(json.dumps({"responses": replies}))
     monkeypatch.setenv("TETHER_SCRIPTED", str(path))
-    settings = replace(Settings(), compaction=Compaction(keep_recent_tokens=0))
-    rt = Runtime.start(cwd=home / "project", settings=settings, session=SessionChoice())
+    settings = replace(Settings(), compaction=CompactionSettings(keep_recent_tokens=0))
+    rt = create_agent_session(cwd=home / "project", settings=settings, session=SessionChoice())
     yield rt
     await rt.close()
 
@@ -45,92 +52,92 @@ def test_parse() -> None:
     assert parse("//not a command") is None
 
 
-async def test_help_lists_every_command(runtime: Runtime) -> None:
-    text = (await execute(runtime, "/help")).text
+async def test_help_lists_every_command(core: AgentSession) -> None:
+    text = (await execute(core, "/help")).text
     for name in COMMANDS:
         if name != "exit":
             assert f"/{name}" in text
-    unknown = await execute(runtime, "/frobnicate")
+    unknown = await execute(core, "/frobnicate")
     assert unknown.error and "/help" in unknown.text
-    assert (await execute(runtime, "/quit")).quit
+    assert (await execute(core, "/quit")).quit
 
 
-async def test_model_and_thinking(runtime: Runtime) -> None:
-    assert "scripted/script" in (await execute(runtime, "/model")).text
-    switched = await execute(runtime, "/model anthropic/claude-sonnet-4-5")
-    assert not switched.error and runtime.model["id"] == "claude-sonnet-4-5"
-    clamped = await execute(runtime, "/thinking xhigh")
-    assert runtime.thinking_level == "high"
+async def test_model_and_thinking(core: AgentSession) -> None:
+    assert "scripted/script" in (await execute(core, "/model")).text
+    switched = await execute(core, "/model anthropic/claude-sonnet-4-5")
+    assert not switched.error and core.model["id"] == "claude-sonnet-4-5"
+    clamped = await execute(core, "/thinking xhigh")
+    assert core.thinking_level == "high"
     assert "not supported" in clamped.text
-    assert (await execute(runtime, "/thinking loud")).error
-    bad = await execute(runtime, "/model nosuch/model-x")
+    assert (await execute(core, "/thinking loud")).error
+    bad = await execute(core, "/model nosuch/model-x")
     assert bad.error and "nosuch" in bad.text
-    assert runtime.session is not None
-    assert runtime.session.context.model is not None
-    assert runtime.session.context.model.model_id == "claude-sonnet-4-5"
-    assert runtime.session.context.thinking_level == "high"
+    assert core.session is not None
+    assert core.session.context.model is not None
+    assert core.session.context.model.model_id == "claude-sonnet-4-5"
+    assert core.session.context.thinking_level == "high"
 
 
-async def test_session_name_export(runtime: Runtime, home: Path) -> None:
-    await runtime.prompt("hello")
-    assert not (await execute(runtime, "/name greeting")).error
-    stats = (await execute(runtime, "/session")).text
+async def test_session_name_export(core: AgentSession, home: Path) -> None:
+    await core.prompt("hello")
+    assert not (await execute(core, "/name greeting")).error
+    stats = (await execute(core, "/session")).text
     assert "greeting" in stats and "messages  2 (user 1, assistant 1" in stats and "sessions.db" in stats
-    exported = await execute(runtime, "/export out.jsonl")
+    exported = await execute(core, "/export out.jsonl")
     lines = (home / "project" / "out.jsonl").read_text().splitlines()
     assert not exported.error and len(lines) >= 3 and json.loads(lines[0])
-    await execute(runtime, "/export page.html")
+    await execute(core, "/export page.html")
     page = (home / "project" / "page.html").read_text()
     assert "<title>greeting</title>" in page and "answer 1" in page
-    assert (await execute(runtime, "/export notes.txt")).error
+    assert (await execute(core, "/export notes.txt")).error
 
 
-async def test_new_resume_fork(runtime: Runtime) -> None:
-    await runtime.prompt("first")
-    first = runtime.session_id
-    assert (await execute(runtime, "/new")).text.startswith("new session")
-    assert runtime.session_id != first and runtime.messages == []
-    listing = (await execute(runtime, "/resume")).text
+async def test_new_resume_fork(core: AgentSession) -> None:
+    await core.prompt("first")
+    first = core.session_id
+    assert (await execute(core, "/new")).text.startswith("new session")
+    assert core.session_id != first and core.messages == []
+    listing = (await execute(core, "/resume")).text
     assert first is not None and first in listing
-    resumed = await execute(runtime, f"/resume {first}")
-    assert not resumed.error and runtime.session_id == first and len(runtime.messages) == 2
-    forked = await execute(runtime, "/fork")
-    assert not forked.error and runtime.session_id != first
-    assert [m["role"] for m in runtime.messages] == ["user", "assistant"]
+    resumed = await execute(core, f"/resume {first}")
+    assert not resumed.error and core.session_id == first and len(core.messages) == 2
+    forked = await execute(core, "/fork")
+    assert not forked.error and core.session_id != first
+    assert [m["role"] for m in core.messages] == ["user", "assistant"]
 
 
-async def test_tree_and_branch(runtime: Runtime) -> None:
-    await runtime.prompt("one")
-    await runtime.prompt("two")
-    tree = (await execute(runtime, "/tree")).text
+async def test_tree_and_branch(core: AgentSession) -> None:
+    await core.prompt("one")
+    await core.prompt("two")
+    tree = (await execute(core, "/tree")).text
     assert "user: one" in tree and "user: two" in tree and "<- you are here" in tree
-    assert runtime.session is not None
+    assert core.session is not None
     first_answer = next(
         e["id"]
-        for e in runtime.session.path()
+        for e in core.session.path()
         if e.get("type") == "message" and e["message"]["role"] == "assistant"
     )
-    moved = await execute(runtime, f"/tree {first_answer}")
+    moved = await execute(core, f"/tree {first_answer}")
     assert not moved.error
-    assert [m["role"] for m in runtime.messages] == ["user", "assistant"]
-    assert (await execute(runtime, "/tree NOPE")).error
+    assert [m["role"] for m in core.messages] == ["user", "assistant"]
+    assert (await execute(core, "/tree NOPE")).error
 
 
-async def test_compact_summarises_with_the_current_model(runtime: Runtime) -> None:
-    await runtime.prompt("one")
-    await runtime.prompt("two")
-    await runtime.prompt("three")
-    result = await execute(runtime, "/compact keep it short")
+async def test_compact_summarises_with_the_current_model(core: AgentSession) -> None:
+    await core.prompt("one")
+    await core.prompt("two")
+    await core.prompt("three")
+    result = await execute(core, "/compact keep it short")
     assert not result.error, result.text
     assert "SUMMARY: we said hello." in result.text
-    assert runtime.messages[0]["role"] == "compactionSummary"
+    assert core.messages[0]["role"] == "compactionSummary"
 
 
 async def test_no_session_commands_explain_themselves(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = home / "s.json"
     path.write_text(json.dumps([text_reply("x")]))
     monkeypatch.setenv("TETHER_SCRIPTED", str(path))
-    rt = Runtime.start(cwd=home / "project", settings=Settings(), session=SessionChoice(persist=False))
+    rt = create_agent_session(cwd=home / "project", settings=Settings(), session=SessionChoice(persist=False))
     try:
         result = await execute(rt, "/fork")
         assert result.error and "--no-session" in result.text
@@ -141,12 +148,12 @@ async def test_no_session_commands_explain_themselves(home: Path, monkeypatch: p
 
 async def start_with(
     home: Path, monkeypatch: pytest.MonkeyPatch, replies: list[dict[str, object]], **compaction: int
-) -> Runtime:
+) -> AgentSession:
     path = home / "auto.json"
     path.write_text(json.dumps({"responses": replies}))
     monkeypatch.setenv("TETHER_SCRIPTED", str(path))
-    settings = replace(Settings(), compaction=Compaction(**compaction))
-    return Runtime.start(cwd=home / "project", settings=settings, session=SessionChoice())
+    settings = replace(Settings(), compaction=CompactionSettings(**compaction))
+    return create_agent_session(cwd=home / "project", settings=settings, session=SessionChoice())
 
 
 async def test_threshold_compaction_before_a_model_call(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,8 +223,6 @@ async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pyt
     """Streaming (a terminal on stdout): deltas as they come, one newline per answer, no repeat."""
     import io
 
-    from cli_support import tool_reply
-
     from tether.cli.headless import run_print
 
     (home / "project" / "a.txt").write_text("alpha")
@@ -225,7 +230,7 @@ async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pyt
         {
             "content": [
                 {"type": "text", "chunks": ["Let me ", "look."]},
-                *tool_reply("read", {"path": "a.txt"})["content"],
+                {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.txt"}},
             ]
         },
         text_reply("It says ", "alpha."),
@@ -266,10 +271,12 @@ async def test_steering_that_arrives_as_the_run_ends_is_run_not_parked(
         await rt.close()
 
 
-async def test_resuming_a_session_another_writer_holds_is_a_clear_error(runtime: Runtime, home: Path) -> None:
-    await runtime.prompt("mine")
-    held = runtime.session_id
-    other = Runtime.start(cwd=home / "project", settings=Settings(), session=SessionChoice())
+async def test_resuming_a_session_another_writer_holds_is_a_clear_error(
+    core: AgentSession, home: Path
+) -> None:
+    await core.prompt("mine")
+    held = core.session_id
+    other = create_agent_session(cwd=home / "project", settings=Settings(), session=SessionChoice())
     try:
         result = await execute(other, f"/resume {held}")
         assert result.error and "open for writing" in result.text
@@ -294,7 +301,7 @@ async def test_branch_summary_follows_custom_instructions(
         first_answer = [e["id"] for e in rt.session.path() if e.get("type") == "message"][1]
         summary = await rt.branch(first_answer, summarize=True, instructions="Write it in French.")
         assert summary == "SUMMARY in French."
-        model = rt.stream_fn()
+        model = rt.agent.stream_fn
         assert isinstance(model, ScriptedModel)
         assert "Write it in French." in json.dumps(model.requests[-1].context)
         assert await rt.branch(None, summarize=False) is None

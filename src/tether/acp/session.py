@@ -1,6 +1,6 @@
-"""One ACP session: a ``Runtime`` plus what the editor needs of it.
+"""One ACP session: an ``AgentSession`` plus what the editor needs of it.
 
-It turns the runtime's events into ``session/update``s as they happen (``acp_updates`` builds
+It turns the session's events into ``session/update``s as they happen (``tether.acp.updates`` builds
 them), asks the editor before risky tool calls (``session/request_permission``: allow once,
 always allow that tool for the rest of the session, or reject), keeps the session mode, and
 offers mode, model and thinking level as session config options.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -31,8 +32,8 @@ from acp.schema import (
     SessionModeState,
 )
 
-from tether.cli.acp_tools import EditorAccess, ToolBridge, bridge_tools
-from tether.cli.acp_updates import (
+from tether.acp.tools import EditorAccess, ToolBridge, bridge_tools
+from tether.acp.updates import (
     SessionUpdate,
     StopReason,
     ToolContent,
@@ -48,9 +49,10 @@ from tether.cli.acp_updates import (
     tool_call_progress,
     tool_call_start,
 )
-from tether.cli.runtime import Runtime, RuntimeEvent
-from tether.cli.settings import THINKING_LEVELS, Approval
+from tether.session.agent_session import AgentSession
+from tether.session.settings import THINKING_LEVELS
 from tether.tools import Workspace
+from tether.tools.approval import Approval, ApprovalGate
 from tether.wire import ImageContent, ToolCall
 
 logger = logging.getLogger("tether.acp")
@@ -75,7 +77,7 @@ ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
 
 @dataclass(slots=True)
 class AcpSession:
-    """One ACP session: its runtime, its mode, and what it streams to the client."""
+    """One ACP session: its core, its mode, and what it streams to the client."""
 
     client: Client
     access: EditorAccess
@@ -83,7 +85,7 @@ class AcpSession:
     always_allowed: set[str] = field(default_factory=lambda: set[str]())
     """Tools the user allowed for the rest of the session ("always allow")."""
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    _runtime: Runtime | None = field(default=None, init=False)
+    _core: AgentSession | None = field(default=None, init=False)
     _bridge: ToolBridge | None = field(default=None, init=False)
     _announced: set[str] = field(default_factory=lambda: set[str](), init=False)
     """Tool calls the client has already been told about (``tool_call`` sent) in this turn."""
@@ -91,25 +93,32 @@ class AcpSession:
     """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
 
     @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
+    def core(self) -> AgentSession:
+        if self._core is None:
             raise RuntimeError("session not started")
-        return self._runtime
+        return self._core
 
     @property
     def id(self) -> str:
-        session_id = self.runtime.session_id
+        session_id = self.core.session_id
         if session_id is None:
             raise RuntimeError("ACP sessions are always stored")
         return session_id
 
-    def attach(self, runtime: Runtime) -> None:
-        """Start serving ``runtime``: tools bridged to the editor, mode from the approval policy."""
-        self._runtime = runtime
-        self._base_approval = runtime.approval
-        self._bridge = ToolBridge(self.client, self.id, Workspace(runtime.cwd), self.access, self.send)
-        runtime.agent.tools = bridge_tools(runtime.agent.tools, self._bridge)
-        self.set_mode("auto" if runtime.approval == "yes" else "ask")
+    @property
+    def gate(self) -> ApprovalGate:
+        gate = self.core.approval
+        if gate is None:
+            raise RuntimeError("ACP sessions always have an approval gate")
+        return gate
+
+    def attach(self, core: AgentSession) -> None:
+        """Start serving ``core``: tools bridged to the editor, mode from the approval policy."""
+        self._core = core
+        self._base_approval = self.gate.policy
+        self._bridge = ToolBridge(self.client, self.id, Workspace(core.cwd), self.access, self.send)
+        core.agent.tools = bridge_tools(core.agent.tools, self._bridge)
+        self.set_mode("auto" if self._base_approval == "yes" else "ask")
 
     async def send(self, update: SessionUpdate) -> None:
         with contextlib.suppress(ConnectionError):  # the client left; the turn still finishes and is stored
@@ -128,18 +137,18 @@ class AcpSession:
             known = ", ".join(m.id for m in MODES)
             raise RequestError.invalid_params({"details": f"unknown mode {mode_id!r}; modes: {known}"})
         self.mode = "ask" if mode_id == "ask" else "auto"
-        runtime = self.runtime
+        gate = self.gate
         if self.mode == "ask":
-            runtime.always_ask = ASK_BEFORE_EDITS
-            runtime.approval = "deny" if self._base_approval == "deny" else "ask"
+            gate.always_ask = ASK_BEFORE_EDITS
+            gate.policy = "deny" if self._base_approval == "deny" else "ask"
         else:
-            runtime.always_ask = frozenset()
-            runtime.approval = self._base_approval
+            gate.always_ask = frozenset()
+            gate.policy = self._base_approval
 
     def config_options(self) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
         """Mode, model and (for reasoning models) thinking level as session config options."""
-        runtime = self.runtime
-        current = f"{runtime.model['provider']}/{runtime.model['id']}"
+        core = self.core
+        current = f"{core.model['provider']}/{core.model['id']}"
         options: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
             SessionConfigOptionSelect(
                 type="select",
@@ -163,7 +172,7 @@ class AcpSession:
                 ],
             ),
         ]
-        levels = _thinking_levels(runtime)
+        levels = _thinking_levels(core)
         if len(levels) > 1:
             options.append(
                 SessionConfigOptionSelect(
@@ -171,31 +180,31 @@ class AcpSession:
                     id="thinking",
                     name="Thinking",
                     category="thought_level",
-                    current_value=runtime.thinking_level,
+                    current_value=core.thinking_level,
                     options=[SessionConfigSelectOption(value=level, name=level) for level in levels],
                 )
             )
         return options
 
     def set_option(self, config_id: str, value: str) -> None:
-        from tether.cli.model_choice import ModelError
+        from tether.session.model_choice import ModelError
 
-        runtime = self.runtime
+        core = self.core
         if config_id == "mode":
             self.set_mode(value)
         elif config_id == "model":
-            current = f"{runtime.model['provider']}/{runtime.model['id']}"
+            current = f"{core.model['provider']}/{core.model['id']}"
             if value != current:
                 try:
-                    runtime.set_model(value)
+                    core.set_model(value)
                 except ModelError as exc:
                     raise RequestError.invalid_params({"details": str(exc)}) from None
         elif config_id == "thinking":
-            if value not in _thinking_levels(runtime):
+            if value not in _thinking_levels(core):
                 raise RequestError.invalid_params(
                     {"details": f"{value!r} is not a thinking level of this model"}
                 )
-            runtime.set_thinking(value)
+            core.set_thinking(value)
         else:
             raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
 
@@ -203,24 +212,24 @@ class AcpSession:
 
     async def run_turn(self, text: str, images: list[ImageContent]) -> StopReason:
         """Run one prompt to its end; the stop reason the client gets."""
-        runtime = self.runtime
-        if runtime.is_running:
+        core = self.core
+        if core.is_running:
             raise RequestError.invalid_request({"details": "this session is already running a prompt"})
         self.cancelled.clear()
         self._announced.clear()
-        unsubscribe = runtime.subscribe(self._on_event)
+        unsubscribe = core.subscribe(self._on_event)
         try:
-            await runtime.prompt(text, images)
+            await core.submit(text, images, shell=False)
         finally:
             unsubscribe()
         try:
-            return stop_reason(runtime.last_assistant(), self.cancelled.is_set())
+            return stop_reason(core.last_assistant(), self.cancelled.is_set())
         except TurnFailed as exc:
             raise RequestError(-32603, f"The model request failed: {exc}", {"details": str(exc)}) from None
 
     def cancel(self) -> None:
         self.cancelled.set()
-        self.runtime.abort()
+        self.core.abort()
 
     async def ask(self, call: ToolCall, _question: str) -> bool:
         """Our approval hook: ``session/request_permission``, unless the tool is always allowed."""
@@ -238,7 +247,7 @@ class AcpSession:
         request = asyncio.ensure_future(
             self.client.request_permission(
                 session_id=self.id,
-                tool_call=permission_subject(call, self.runtime.cwd, preview),
+                tool_call=permission_subject(call, self.core.cwd, preview),
                 options=options,
             )
         )
@@ -263,13 +272,13 @@ class AcpSession:
             return True
         return outcome.option_id == ALLOW_ONCE
 
-    async def _on_event(self, event: RuntimeEvent) -> None:
+    async def _on_event(self, event: Mapping[str, Any]) -> None:
         for update in self._updates(event):
             await self.send(update)
 
-    def _updates(self, event: RuntimeEvent) -> list[SessionUpdate]:
+    def _updates(self, event: Mapping[str, Any]) -> list[SessionUpdate]:
         kind = event["type"]
-        cwd = self.runtime.cwd
+        cwd = self.core.cwd
         if kind == "message_update":
             inner = event["assistantMessageEvent"]
             if inner["type"] == "text_delta":
@@ -341,12 +350,12 @@ def _model_choices(current: str) -> list[tuple[str, str]]:
     return choices
 
 
-def _thinking_levels(runtime: Runtime) -> list[str]:
+def _thinking_levels(core: AgentSession) -> list[str]:
     from tether.ai.thinking import clamp_thinking_level
 
     levels: list[str] = []
     for level in THINKING_LEVELS:
-        clamped = clamp_thinking_level(runtime.model, cast(Any, level))
+        clamped = clamp_thinking_level(core.model, cast(Any, level))
         if clamped not in levels:
             levels.append(clamped)
     return levels

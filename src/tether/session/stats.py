@@ -7,11 +7,16 @@ percentage a user sees is the one that triggers a compaction.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tether.session.budget import context_tokens
 from tether.wire import AgentMessage, ModelInfo
+
+if TYPE_CHECKING:
+    from tether.session.store import SessionRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +80,41 @@ def conversation_stats(
         context_tokens=context_tokens(messages),
         context_window=model.get("contextWindow"),
     )
+
+
+def format_tokens(count: int) -> str:
+    """``950``, ``12.3k``, ``1.2M``: a token count at a glance."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One stored session as lists show it (``tether sessions``, ``/resume``)."""
+
+    id: str
+    updated: int
+    title: str
+    messages: int
+    cost: float
+    cwd: str
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> SessionRow:
+        title = (record.title or record.first_prompt or "(empty)").replace("\n", " ")[:60]
+        return cls(record.id, record.updated, title, record.message_count, record.cost, record.cwd)
+
+    def __str__(self) -> str:
+        return f"{self.id}  {ago(self.updated):>8}  {self.messages:>4} msgs  ${self.cost:.4f}  {self.title}"
+
+
+def ago(ms: int) -> str:
+    """``3h ago``: how long since a millisecond timestamp."""
+    seconds = max(0, time.time() - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"

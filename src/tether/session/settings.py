@@ -11,27 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import TypeVar, cast
+
+from tether.session.budget import CompactionSettings
+from tether.tools.approval import APPROVAL_POLICIES, Approval
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
-APPROVAL_POLICIES = ("ask", "yes", "deny")
-
-Approval = Literal["ask", "yes", "deny"]
-"""``ask``: ask before ``bash`` and writes outside the workspace (refused when nobody can answer);
-``yes``: allow everything; ``deny``: refuse every call that needs approval."""
 
 
 class SettingsError(ValueError):
     """A settings file is unreadable or holds a bad value; the message names the file and key."""
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    enabled: bool = True
-    reserve_tokens: int = 16_384
-    """Compact when the context grows past ``contextWindow - reserve_tokens``."""
-    keep_recent_tokens: int = 20_000
-    """Roughly how much of the newest conversation survives a compaction verbatim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +43,7 @@ class Settings:
     """Replaces the built-in system prompt (project context files are still appended)."""
     append_system_prompt: str | None = None
     """Added after the built-in prompt and the project context."""
-    compaction: Compaction = field(default_factory=Compaction)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
@@ -128,10 +117,10 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
 _FIELD = {"model": "model", "systemPrompt": "system_prompt", "appendSystemPrompt": "append_system_prompt"}
 
 
-_Section = TypeVar("_Section", Compaction, Retry)
+_Section = TypeVar("_Section", CompactionSettings, Retry)
 
 
-def _compaction(base: Compaction, value: object, path: Path) -> Compaction:
+def _compaction(base: CompactionSettings, value: object, path: Path) -> CompactionSettings:
     counts = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens"}
     return _section(base, value, path, "compaction", counts)
 

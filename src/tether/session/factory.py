@@ -1,0 +1,185 @@
+"""``create_agent_session()``: an ``AgentSession`` built from settings, the way the CLI builds it.
+
+Every front end (interactive, print, JSON, RPC, ACP) and any program that wants the coding agent
+as it ships goes through here: settings files, model choice (``--model`` wins, a resumed session
+keeps its model, then settings, then the first provider with a key, then the embedded model),
+the built-in tools in the workspace, the system prompt with the project's context files, the
+approval gate and the session (new, latest of the directory, or by id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tether.agent import Agent, AgentTool
+from tether.ai.types import SimpleStreamOptions
+from tether.session.agent_session import AgentSession
+from tether.session.model_choice import ResolvedModel, resolve_model
+from tether.session.settings import Settings
+from tether.session.system_prompt import build_system_prompt
+from tether.tools import Workspace, create_coding_tools
+from tether.tools.approval import Approval, ApprovalGate, AskUser
+
+if TYPE_CHECKING:  # the store loads only when the run keeps a session
+    from tether.session.manager import SessionManager
+    from tether.session.prompt import PromptHook
+    from tether.session.session import Session
+
+
+class SetupError(ValueError):
+    """The session cannot start as asked (unknown tool name, ...); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChoice:
+    """Which stored session to attach to: a new one, the directory's latest, or a given id."""
+
+    persist: bool = True
+    """``False``: keep nothing on disk (``--no-session``)."""
+    continue_latest: bool = False
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """A front end's choices for every session it starts (``--model``, ``--thinking``, ``--tools``,
+    ``--system-prompt``, ``--yes``); ``None`` defers to the stored session and the settings."""
+
+    model: str | None = None
+    thinking: str | None = None
+    tools: tuple[str, ...] | None = None
+    system_prompt: str | None = None
+    approval: Approval | None = None
+
+    def create(
+        self, *, cwd: Path, settings: Settings, ask: AskUser | None, session: SessionChoice
+    ) -> AgentSession:
+        """``create_agent_session`` with these choices."""
+        return create_agent_session(
+            cwd=cwd,
+            settings=settings,
+            model=self.model,
+            thinking=self.thinking,
+            tools=self.tools,
+            system_prompt=self.system_prompt,
+            approval=self.approval,
+            ask=ask,
+            session=session,
+        )
+
+
+def create_agent_session(
+    *,
+    cwd: Path | None = None,
+    settings: Settings | None = None,
+    model: str | None = None,
+    thinking: str | None = None,
+    tools: Sequence[str] | None = None,
+    extra_tools: Sequence[AgentTool] = (),
+    system_prompt: str | None = None,
+    approval: Approval | None = None,
+    ask: AskUser | None = None,
+    session: SessionChoice | None = None,
+    sessions: SessionManager | None = None,
+    hooks: Sequence[PromptHook] = (),
+) -> AgentSession:
+    """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
+
+    Args:
+        cwd: The workspace (default: the current directory).
+        settings: Default ``Settings()``; the CLI passes ``load_settings(...)``.
+        model: A model spec (``provider/id``, ``local:PATH``, ``scripted:PATH``); default: the
+            resumed session's model, else ``settings.model``, else the first provider with a key.
+        thinking: The thinking level (clamped to the model); default: the session's, the
+            settings', then ``medium``.
+        tools: Names of built-in tools (default: ``settings.tools``, else all of them).
+        extra_tools: Your own tools, added after the built-in ones.
+        system_prompt: Replaces the built-in prompt (project context files are still appended).
+        approval: The approval policy (default: ``settings.approval``).
+        ask: How to ask the user before a risky call; ``None``: nobody can answer.
+        session: Which stored session to use (default: a new one).
+        sessions: The session manager (default: the user's database; opened only if needed).
+        hooks: Prompt hooks run before every model call.
+    """
+    cwd = cwd if cwd is not None else Path.cwd()
+    settings = settings if settings is not None else Settings()
+    names = tools if tools is not None else settings.tools
+    try:
+        built = create_coding_tools(Workspace(cwd), list(names) if names is not None else None)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    built.extend(extra_tools)
+    sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
+    try:
+        resolved = _choose_model(model, settings, stored)
+        prompt = build_system_prompt(
+            cwd,
+            [(t.name, t.description) for t in built],
+            replace=system_prompt or settings.system_prompt,
+            append=settings.append_system_prompt,
+        )
+        agent = Agent(
+            model=resolved.model,
+            tools=built,
+            stream_fn=resolved.stream_fn,
+            options=SimpleStreamOptions(),
+        )
+        gate = ApprovalGate(Workspace(cwd), approval or settings.approval, ask)
+        core = AgentSession(
+            agent,
+            stored,
+            cwd=cwd,
+            settings=settings,
+            sessions=sessions,
+            approval=gate,
+            hooks=hooks,
+            notice=resolved.notice,
+        )
+    except BaseException:
+        if stored is not None:
+            stored.close()
+        if sessions is not None:
+            sessions.close()
+        raise
+    # The session's stored settings are loaded on binding; this run's choices go on top.
+    agent.model = resolved.model
+    agent.system_prompt = prompt
+    level = thinking or (stored.context.thinking_level if stored is not None else None)
+    core.set_thinking(level or settings.thinking or "medium")
+    return core
+
+
+def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:
+    """``model`` wins; a resumed session keeps its model (as stored, so a resume works even when
+    the catalog no longer lists it); else settings and defaults."""
+    stored = session.context.model if session is not None else None
+    if spec is None and stored is not None and stored.provider != "scripted":
+        if stored.info is not None:
+            return ResolvedModel(stored.info, None)
+        return resolve_model(f"{stored.provider}/{stored.model_id}", None)
+    return resolve_model(spec, settings.model)
+
+
+def _open_session(
+    choice: SessionChoice, cwd: Path, sessions: SessionManager | None
+) -> tuple[SessionManager | None, Session | None]:
+    if not choice.persist:
+        return None, None
+    if sessions is None:
+        from tether.session.manager import SessionManager
+
+        sessions = SessionManager()
+    try:
+        if choice.session_id is not None:
+            return sessions, sessions.open(choice.session_id)
+        if choice.continue_latest:
+            latest = sessions.resume(cwd)
+            if latest is not None:
+                return sessions, latest
+        return sessions, sessions.create(cwd)
+    except BaseException:
+        sessions.close()
+        raise

@@ -1,0 +1,32 @@
+"""Which failed replies are worth another attempt, and how long to wait before it.
+
+A reply that failed because the provider was overloaded, rate-limited, or the network dropped
+may well succeed a few seconds later; one that failed on a bad request or a refused key will
+not, and a context overflow is compaction's business, not a retry's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tether.session.budget import is_context_overflow
+from tether.wire import AssistantMessage
+
+_TRANSIENT = re.compile(
+    r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
+    r"|server.?error|internal.?error|network.?error|connection.?(?:error|refused|reset)"
+    r"|fetch failed|socket hang up|timed? ?out|upstream",
+    re.IGNORECASE,
+)
+
+
+def is_transient_error(message: AssistantMessage) -> bool:
+    """Did this reply fail for a reason a later attempt may not meet (load, limits, network)?"""
+    if message["stopReason"] != "error" or is_context_overflow(message):
+        return False
+    return _TRANSIENT.search(message.get("errorMessage") or "") is not None
+
+
+def retry_delay_ms(base_delay_ms: int, attempt: int) -> int:
+    """Exponential backoff: ``base`` before the first retry, doubling for each further one."""
+    return base_delay_ms * 2 ** (attempt - 1)
