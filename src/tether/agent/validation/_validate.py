@@ -2,7 +2,7 @@
 
 Two kinds of parameters, two validators:
 
-- a JSON Schema dict: the reference's primitive coercion (``tether.agent.coercion``), then a
+- a JSON Schema dict: the reference's primitive coercion (``_coercion``), then a
   JSON Schema validator (``jsonschema``, compiled once per schema); the tool receives the
   coerced dict;
 - a pydantic model class: pydantic's own (lax) validation; the tool receives the model instance.
@@ -18,9 +18,9 @@ import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.agent.coercion import coerce, copy_json, has_union, is_number, js_number_text
-from tether.agent.schema_check import compile_check
 from tether.agent.tool import AgentTool
+from tether.agent.validation._coercion import coerce, copy_json, has_union, is_number, js_number_text
+from tether.agent.validation._schema_check import compile_check
 
 # jsonschema and pydantic load with the first validator that needs them (both are slow to import)
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ class _Compiled:
         if self._validator is None:
             from jsonschema import Draft7Validator, Draft202012Validator, validators
 
-            from tether.agent.formats import format_checker  # its patterns compile on import (~7 ms)
+            from tether.agent.validation._formats import (
+                format_checker,  # its patterns compile on import (~7 ms)
+            )
 
             default = Draft7Validator if _uses_tuple_items(self.schema) else Draft202012Validator
             cls = validators.validator_for(self.schema, default=default)
@@ -126,7 +128,7 @@ def validate_json_arguments(schema: dict[str, Any], tool_name: str, arguments: A
     errors = sorted(compiled.validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
     if not errors:
         return coerced
-    from tether.agent.schema_errors import schema_problems  # only a failed call needs the wording
+    from tether.agent.validation._errors import schema_problems  # only a failed call needs the wording
 
     problems = schema_problems(schema, coerced) or [_schema_problem(e) for e in errors]
     raise ToolArgumentsError(_message(tool_name, problems, arguments))
