@@ -7,6 +7,7 @@ that behaviour behind one entry point; its modules are private:
 
 - ``_validate``: the entry functions and ``ToolArgumentsError``'s text;
 - ``_coercion``: the reference's primitive coercion (``"5"`` to ``5``, ...);
+- ``_js``: JavaScript's parsing and printing of numbers, and its JSON text;
 - ``_schema_check``: a compiled fast check for the schemas tools use in practice;
 - ``_errors``: the problems of a failed call, in TypeBox's order and wording;
 - ``_formats``: TypeBox's string formats (``email``, ``date-time``, ...).
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from tether.agent.validation._coercion import js_number_text
+    from tether.agent.validation._js import js_number_text
     from tether.agent.validation._validate import (
         ToolArgumentsError,
         validate_json_arguments,
@@ -34,7 +35,7 @@ _LAZY = {
     "ToolArgumentsError": "tether.agent.validation._validate",
     "validate_json_arguments": "tether.agent.validation._validate",
     "validate_tool_arguments": "tether.agent.validation._validate",
-    "js_number_text": "tether.agent.validation._coercion",
+    "js_number_text": "tether.agent.validation._js",
 }
 """Where each lazily loaded public name lives."""
 

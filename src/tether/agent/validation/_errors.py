@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-from tether.agent.validation._coercion import is_number, js_number_text
 from tether.agent.validation._formats import FORMATS
+from tether.agent.validation._js import is_number, js_number_text
 
 MAX_ERRORS = 8
 

@@ -14,12 +14,12 @@ arguments received, so the model can correct its call.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.tool import AgentTool
-from tether.agent.validation._coercion import coerce, copy_json, has_union, is_number, js_number_text
+from tether.agent.validation._coercion import coerce, copy_json, has_union
+from tether.agent.validation._js import js_json
 from tether.agent.validation._schema_check import compile_check
 
 # jsonschema and pydantic load with the first validator that needs them (both are slow to import)
@@ -158,28 +158,5 @@ def _schema_problem(error: SchemaError) -> str:
 
 def _message(tool_name: str, problems: list[str], arguments: Any) -> str:
     lines = "\n".join(f"  - {problem}" for problem in problems) or "  - unknown validation error"
-    received = _js_json(arguments, "")
+    received = js_json(arguments, "")
     return f'Validation failed for tool "{tool_name}":\n{lines}\n\nReceived arguments:\n{received}'
-
-
-def _js_json(value: Any, indent: str) -> str:
-    """``JSON.stringify(value, null, 2)``: the reference shows the arguments so, numbers as
-    JavaScript prints them (``10``, not ``10.0``)."""
-    inner = indent + "  "
-    if isinstance(value, dict):
-        items = cast(dict[str, Any], value)
-        if not items:
-            return "{}"
-        body = ",\n".join(
-            f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_js_json(v, inner)}" for k, v in items.items()
-        )
-        return f"{{\n{body}\n{indent}}}"
-    if isinstance(value, list):
-        elements = cast(list[Any], value)
-        if not elements:
-            return "[]"
-        body = ",\n".join(f"{inner}{_js_json(v, inner)}" for v in elements)
-        return f"[\n{body}\n{indent}]"
-    if is_number(value):
-        return js_number_text(value) if value == value and abs(value) != float("inf") else "null"
-    return json.dumps(value, ensure_ascii=False, default=str)
