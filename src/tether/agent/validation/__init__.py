@@ -6,6 +6,7 @@ get the same verdict, the same coerced arguments and the same error text here. T
 that behaviour behind one entry point; its modules are private:
 
 - ``_validate``: the entry functions and ``ToolArgumentsError``'s text;
+- ``_compiled``: each schema compiled once (fast check, ``jsonschema`` validator), cached;
 - ``_coercion``: the reference's primitive coercion (``"5"`` to ``5``, ...);
 - ``_js``: JavaScript's parsing and printing of numbers, and its JSON text;
 - ``_schema_check``: a compiled fast check for the schemas tools use in practice;
