@@ -16,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+import tether
+
+SOURCE = str(Path(tether.__file__).resolve().parents[1])
+"""Where this process imports tether from: a fresh interpreter with its own environment must load
+the same code (not, say, the editable install of another checkout)."""
+
 PACKAGES = ["tether.ai", "tether.wire", "tether.agent", "tether.session", "tether.testing", "tether.rpc"]
 
 
@@ -72,6 +78,7 @@ def _print_run(tmp_path: Path, *options: str) -> set[str]:
         "TETHER_SCRIPTED": str(script),
         "NO_COLOR": "1",
         "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": SOURCE,
     }
     run = (
         "import sys\nfrom tether.cli.main import main\n"
