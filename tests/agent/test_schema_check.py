@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from tether.agent.coercion import coerce, has_union
-from tether.agent.schema_check import compile_check, json_equal
+from tether.agent.validation._coercion import coerce, has_union
+from tether.agent.validation._schema_check import compile_check, json_equal
 
 TYPES = ["object", "array", "string", "boolean", "null", "number", "integer"]
 

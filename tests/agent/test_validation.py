@@ -11,7 +11,7 @@ from agent_support import OWN_CONFORMANCE
 from pydantic import BaseModel, Field
 
 from tether.agent import AgentTool, AgentToolResult, ToolArgumentsError, validate_tool_arguments
-from tether.agent.coercion import js_number, js_string
+from tether.agent.validation._js import js_number, js_string
 from tether.testing.scripted import canonical_json
 
 REFERENCE = OWN_CONFORMANCE / "reference"

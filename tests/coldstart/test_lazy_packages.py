@@ -16,7 +16,21 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["tether.ai", "tether.wire", "tether.agent", "tether.session", "tether.testing", "tether.rpc"]
+import tether
+
+SOURCE = str(Path(tether.__file__).resolve().parents[1])
+"""Where this process imports tether from: a fresh interpreter with its own environment must load
+the same code (not, say, the editable install of another checkout)."""
+
+PACKAGES = [
+    "tether.ai",
+    "tether.wire",
+    "tether.agent",
+    "tether.agent.validation",
+    "tether.session",
+    "tether.testing",
+    "tether.rpc",
+]
 
 
 def loaded_after(code: str, env: dict[str, str] | None = None) -> set[str]:
@@ -72,6 +86,7 @@ def _print_run(tmp_path: Path, *options: str) -> set[str]:
         "TETHER_SCRIPTED": str(script),
         "NO_COLOR": "1",
         "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": SOURCE,
     }
     run = (
         "import sys\nfrom tether.cli.main import main\n"
@@ -86,6 +101,8 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert heavy & loaded == set()
     # nothing is decoded or stored: neither pydantic nor the session store load
     assert {"pydantic", "pydantic_core", "sqlite3", "tether.session.store"} & loaded == set()
+    # no call failed nor used a format: the error wording and the format patterns stay unloaded
+    assert {"tether.agent.validation._errors", "tether.agent.validation._formats"} & loaded == set()
     assert "tether.agent.loop" in loaded  # the run did happen
 
 

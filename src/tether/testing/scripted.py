@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import jiter
 
-from tether.agent.coercion import js_number_text
+from tether.agent.validation import js_number_text
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,

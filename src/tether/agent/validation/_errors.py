@@ -15,7 +15,7 @@ model sees e.g. ``  - count: must be integer``. This module walks a schema the s
   required property is named after the first one missing.
 
 A schema with a keyword this module does not know gets ``None``: the caller lists jsonschema's
-problems instead.
+problems instead, each worded by ``jsonschema_problem``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from tether.agent.coercion import is_number, js_number_text
-from tether.agent.formats import FORMATS
+from tether.agent.validation._formats import FORMATS
+from tether.agent.validation._js import is_number, js_number_text
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 MAX_ERRORS = 8
 
@@ -267,6 +270,19 @@ def _equal(a: Any, b: Any) -> bool:
             _equal(v, right_map[k]) for k, v in left_map.items()
         )
     return type(cast(object, a)) is type(cast(object, b)) and a == b
+
+
+def jsonschema_problem(error: SchemaError) -> str:
+    """One of jsonschema's errors as a problem line, for a schema the walk does not know."""
+    path = ".".join(str(part) for part in error.absolute_path)
+    instance: object = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        required = cast(list[str], error.validator_value)
+        instance = cast(dict[str, Any], instance)
+        missing = next((name for name in required if name not in instance), None)
+        if missing is not None:
+            return f"{f'{path}.' if path else ''}{missing}: required property is missing"
+    return f"{path or 'root'}: {error.message}"
 
 
 def _num(value: Any) -> str:
