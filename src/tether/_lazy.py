@@ -8,8 +8,9 @@ package's ``TYPE_CHECKING`` imports.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, MutableMapping
+TYPE_CHECKING = False  # not `from typing import ...`: `import tether` for --version must stay free
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, MutableMapping
 
 
 def lazy_exports(
@@ -21,7 +22,7 @@ def lazy_exports(
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(__import__(module, fromlist=(name,)), name)  # importlib would cost --version
         namespace[name] = value  # cached: the next lookup is a plain module attribute
         return value
 

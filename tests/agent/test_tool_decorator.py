@@ -1,4 +1,4 @@
-"""``@tool``: an ``AgentTool`` from a typed async function."""
+"""``@tool``: an ``AgentTool`` from a typed function, async or plain."""
 
 from __future__ import annotations
 
@@ -88,14 +88,40 @@ async def test_return_values_become_results() -> None:
     assert full.details == {"n": 1} and full.terminate is True
 
 
-def test_only_async_functions_without_star_args() -> None:
-    def sync(x: int) -> str:
-        return str(x)
-
+def test_star_args_cannot_be_tool_arguments() -> None:
     async def star(*values: int) -> str:
         return ""
 
-    with pytest.raises(TypeError, match="async"):
-        tool(sync)  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match=r"\*args"):
         tool(star)
+
+
+async def test_a_plain_function_runs_in_a_worker_thread() -> None:
+    import asyncio
+    import threading
+
+    ran_on: list[str] = []
+
+    @tool
+    def slow_sum(a: int, b: int) -> int:
+        """Add two integers, slowly."""
+        ran_on.append(threading.current_thread().name)
+        threading.Event().wait(0.05)  # blocks this thread only
+        return a + b
+
+    assert tool_schema(slow_sum)["description"] == "Add two integers, slowly."
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    beat = asyncio.ensure_future(ticker())
+    args = validate_tool_arguments(slow_sum, "slow_sum", {"a": 2, "b": "3"})
+    result = await slow_sum.execute("id-1", args, None, None)
+    beat.cancel()
+    assert result.content == [{"type": "text", "text": "5"}]
+    assert ran_on and ran_on[0] != threading.current_thread().name
+    assert ticks > 0  # the event loop kept running while the function blocked

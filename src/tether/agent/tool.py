@@ -4,12 +4,13 @@ A tool's parameters are either a pydantic model class or a JSON Schema dict. ``e
 to fail; the loop turns the exception into an error tool result (``isError: true``) with the
 exception's message as text, exactly as the reference does.
 
-``@tool`` builds an ``AgentTool`` from a typed async function; ``tool_schema`` is what the model
+``@tool`` builds an ``AgentTool`` from a typed function (async, or plain: run in a thread); ``tool_schema`` is what the model
 is sent for a tool (name, description, JSON Schema of the arguments).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -73,7 +74,8 @@ INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
 """Parameter names the loop fills in instead of the model: the call's id, the run's abort
 signal and the partial-result callback. Every other parameter is an argument for the model."""
 
-ToolFunction = Callable[..., Awaitable[Any]]
+ToolFunction = Callable[..., Awaitable[Any]] | Callable[..., Any]
+"""An async function, or a plain one (run in a worker thread, so it cannot block the loop)."""
 
 
 @overload
@@ -95,13 +97,15 @@ def tool(
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
 ) -> AgentTool | Callable[[ToolFunction], AgentTool]:
-    """Build an ``AgentTool`` from a typed async function.
+    """Build an ``AgentTool`` from a typed function, async or plain.
 
     The parameters (minus ``tool_call_id``, ``signal`` and ``on_update``, which are injected when
     declared) become a pydantic model, so type hints, defaults and ``Annotated[..., Field(...)]``
     describe the arguments to the model. The docstring is the description. The function returns
     a ``str`` (one text block), an ``AgentToolResult``, or any other value (sent as JSON text);
-    it raises to fail.
+    it raises to fail. A plain (sync) function runs in a worker thread, so a slow one does not
+    stall other tools or the stream; it cannot be aborted midway, but its result is dropped once
+    the run is.
 
         @tool
         async def add(a: int, b: int) -> str:
@@ -122,8 +126,7 @@ def _tool_from_function(
     description: str | None,
     execution_mode: ToolExecutionMode | None,
 ) -> AgentTool:
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"@tool needs an async function; {fn.__qualname__} is not one")
+    is_async = inspect.iscoroutinefunction(fn)
     tool_name = name or fn.__name__
     try:
         hints = get_type_hints(fn, include_extras=True)
@@ -153,7 +156,9 @@ def _tool_from_function(
         available = {"tool_call_id": tool_call_id, "signal": signal, "on_update": on_update}
         for key in injected:
             kwargs[key] = available[key]
-        return as_tool_result(await fn(**kwargs))
+        if is_async:
+            return as_tool_result(await fn(**kwargs))
+        return as_tool_result(await asyncio.to_thread(fn, **kwargs))
 
     return AgentTool(
         name=tool_name,
