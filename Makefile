@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LINTED := $(wildcard src tests bench scripts)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The local model the tests run for real (tests/localserver, tests/tools/test_local_provider.py).
+# The local model the tests run for real (tests/ai/local).
 # llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
 # wheel lands in pip's wheel cache and in $(WHEELS), so later installs take seconds.
 LLAMA_CPP_VERSION := 0.3.36

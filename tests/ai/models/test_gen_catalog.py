@@ -8,9 +8,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from reference_paths import REPO_ROOT
 from tether.ai.models import load_catalog
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gen_catalog.py"
+SCRIPT = REPO_ROOT / "scripts" / "gen_catalog.py"
 
 
 def _load_script() -> ModuleType:

@@ -1,6 +1,6 @@
 """Cross-provider handoff over real recorded answers: what we would send to every other API.
 
-For each recorded stream in ``shared/fixtures/streams`` (40, four APIs), the answer is replayed
+For each recorded stream in ``reference/fixtures/streams`` (40, four APIs), the answer is replayed
 through its provider, put in a small transcript (user prompt, the answer, a result for each tool
 call, a follow-up), and that transcript is turned into the request body of each target below,
 including the same model that wrote it. The bodies are stored under ``golden/`` and reviewed by
@@ -9,7 +9,7 @@ on every body.
 
 Regenerate (after a deliberate change, then review the diff)::
 
-    .venv/bin/python tests/ai2/handoff_golden.py
+    .venv/bin/python tests/ai/handoff_golden.py
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any, cast
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "ai"))
+# Run as a script, only this folder is on sys.path; pytest adds tests/ (``pythonpath``) itself.
+sys.path.insert(0, str(HERE.parent))
 
-from streamcheck import SHARED_STREAMS, fixture_paths, load, run_fixture  # noqa: E402
+from streamcheck import fixture_paths, load, run_fixture  # noqa: E402
 
+from reference_paths import FIXTURE_STREAMS  # noqa: E402
 from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses  # noqa: E402
 from tether.ai.transport import HttpRequest  # noqa: E402
 from tether.ai.types import Context, StreamOptions  # noqa: E402
@@ -159,7 +161,7 @@ def dump(data: dict[str, Any]) -> str:
 
 async def regenerate() -> int:
     count = 0
-    for path in fixture_paths(APIS, [SHARED_STREAMS]):
+    for path in fixture_paths(APIS, [FIXTURE_STREAMS]):
         out = golden_path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(dump(await build(path)), encoding="utf-8")

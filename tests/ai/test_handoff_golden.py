@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 from handoff_golden import APIS, build, dump, golden_path, recorded_answer, source_model, targets_for
-from streamcheck import SHARED_STREAMS, fixture_paths
+from streamcheck import fixture_paths
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai.handoff import is_same_model
 
-PATHS = fixture_paths(APIS, [SHARED_STREAMS])  # the golden files cover the shared recordings
+PATHS = fixture_paths(APIS, [FIXTURE_STREAMS])  # the golden files cover the reference recordings
 ID_RULES = {
     "anthropic-messages": re.compile(r"[A-Za-z0-9_-]{1,64}"),
     "openai-responses": re.compile(r"[A-Za-z0-9_-]{1,64}"),  # the call_id part sent as call_id

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai import complete, find_model
 from tether.ai.types import Context
 from tether.testing.loopback import LoopbackServer, Reply
 
-STREAMS = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "streams"
-FIXTURE = STREAMS / "openai-completions" / "openai-text.json"
+FIXTURE = FIXTURE_STREAMS / "openai-completions" / "openai-text.json"
 
 CONTEXT: Context = {
     "messages": [{"role": "user", "content": "What is the capital of Mexico?", "timestamp": 1}]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tether.ai.keys import ENV_VARS
 from tether.ai.models import find_model
 from tether.ai.providers.local import default_model_path
 from tether.testing.llama_server import INSTALL_HINT, LlamaServer, llama_server, server_available
@@ -36,10 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 @pytest.fixture
 def model(server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelInfo:
     """The served model as a user defines it: the shipped ``llama.cpp`` provider moved to the
-    server's port in ``models.json``, no key."""
-    for names in ENV_VARS.values():
-        for name in names:
-            monkeypatch.delenv(name, raising=False)
+    server's port in ``models.json``, no key (``tests/ai/conftest.py`` clears the key variables)."""
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     config = tmp_path / "home" / "config"
     config.mkdir(parents=True)

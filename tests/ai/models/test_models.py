@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reference_paths import REPO_ROOT
 from tether.ai import (
     ModelsFileError,
     ProviderInfo,
@@ -370,7 +371,7 @@ def test_an_unreadable_file_is_an_error_too(config_dir: Path) -> None:
 
 
 def test_the_documented_example_works(config_dir: Path) -> None:
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "models.md").read_text()
+    doc = (REPO_ROOT / "docs" / "models.md").read_text()
     example = re.search(r"## `models.json`\n\n```json\n(.*?)\n```", doc, re.S)
     assert example is not None
     (config_dir / "models.json").write_text(example.group(1))

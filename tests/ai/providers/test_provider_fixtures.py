@@ -1,4 +1,4 @@
-"""Every recorded stream of the four provider APIs (the shared recordings, ours, and the mutated
+"""Every recorded stream of the four provider APIs (the reference recordings, ours, and the mutated
 variants), replayed from loopback, matches the reference's result by the README rule, also when
 the body arrives in random pieces. The README's allowed alternatives (``streamcheck.ALLOWED``)
 are the only relaxations; the tests at the end pin which side of each we take."""
@@ -16,7 +16,6 @@ from streamcheck import (
     APIS,
     MUTATED_STREAMS,
     OWN_STREAMS,
-    SHARED_STREAMS,
     compare,
     fixture_id,
     fixture_paths,
@@ -27,6 +26,7 @@ from streamcheck import (
     run_fixture,
 )
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai import StreamOptions, stream
 from tether.testing import replay as replay_cli
 from tether.testing.loopback import LoopbackServer, Reply
@@ -41,12 +41,12 @@ RANDOM = settings(max_examples=30, deadline=None, suppress_health_check=[HealthC
 
 
 def by_name(api: str, name: str) -> Path:
-    return next(p for p in PATHS if fixture_id(p) == f"shared/{api}/{name}")
+    return next(p for p in PATHS if fixture_id(p) == f"reference/{api}/{name}")
 
 
 @each_api
 def test_all_fixtures_are_present(api: str) -> None:
-    assert len(fixture_paths([api], [SHARED_STREAMS])) == 10
+    assert len(fixture_paths([api], [FIXTURE_STREAMS])) == 10
     assert len(fixture_paths([api], [OWN_STREAMS])) >= 1
     assert len(fixture_paths([api], [MUTATED_STREAMS])) >= 1
 
