@@ -18,6 +18,8 @@ from cli_support import CliEnv, json_lines
 from reference_paths import FIXTURE_STREAMS as FIXTURES
 from tether.testing.loopback import LoopbackServer, Reply
 
+pytestmark = pytest.mark.subprocess
+
 
 def fixture(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     recorded = json.loads((FIXTURES / f"{name}.json").read_text())

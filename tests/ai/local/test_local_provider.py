@@ -66,6 +66,7 @@ def fake_model(path: str) -> ModelInfo:
 
 
 @needs_model
+@pytest.mark.local_model
 async def test_streams_text_with_usage_from_token_counts() -> None:
     model = small_model()
     events: list[AssistantMessageEvent] = []
@@ -84,6 +85,7 @@ async def test_streams_text_with_usage_from_token_counts() -> None:
 
 
 @needs_model
+@pytest.mark.local_model
 async def test_token_budget_ends_with_length() -> None:
     result = await stream_local(
         small_model(), question("Write a long story about a dragon."), StreamOptions(max_tokens=3)
@@ -93,6 +95,7 @@ async def test_token_budget_ends_with_length() -> None:
 
 
 @needs_model
+@pytest.mark.local_model
 async def test_abort_stops_generation_and_frees_the_model() -> None:
     controller = AbortController()
     deltas = 0
@@ -113,6 +116,7 @@ async def test_abort_stops_generation_and_frees_the_model() -> None:
 
 
 @needs_model
+@pytest.mark.local_model
 async def test_forced_tool_is_grammar_constrained() -> None:
     context = question("What is the weather in Paris?")
     context["tools"] = [WEATHER]

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tether.agent import Agent, TurnContext, tool
 from tether.ai.types import SimpleStreamOptions
 from tether.wire import ModelInfo
+
+pytestmark = [pytest.mark.local_model, pytest.mark.subprocess]
 
 FORCE_WEATHER = {"type": "function", "function": {"name": "get_weather"}}
 

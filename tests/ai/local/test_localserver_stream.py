@@ -10,12 +10,16 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from tether.ai import stream
 from tether.ai.abort import AbortController
 from tether.ai.local_servers import usable_models
 from tether.ai.types import Context, StreamOptions, Tool
 from tether.testing.llama_server import LlamaServer
 from tether.wire import AssistantMessageEvent, ModelInfo
+
+pytestmark = [pytest.mark.local_model, pytest.mark.subprocess]
 
 WEATHER: Tool = {
     "name": "get_weather",
