@@ -5,4 +5,5 @@ Subpackages, lowest first: ``wire`` (transcript types), ``ai`` (streaming LLM AP
 and ``testing``. Dependencies point downward only.
 """
 
+# The one place the version is written: pyproject.toml reads it from here (hatch's dynamic version).
 __version__ = "0.1.0"
