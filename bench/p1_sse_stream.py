@@ -1,7 +1,7 @@
 """P1: consume a 20,000-event streamed answer from loopback, tether vs the floor vs the SDKs.
 
 The body is built by repeating the chunk pattern of a recorded stream
-(``shared/fixtures/streams/openai-completions/deepseek-reasoning-content``: reasoning deltas,
+(``reference/fixtures/streams/openai-completions/deepseek-reasoning-content``: reasoning deltas,
 then text deltas) until it holds 20,000 content events. A separate process serves it over HTTP
 on 127.0.0.1, so the server does not share the measured process's CPU or event loop.
 
@@ -43,7 +43,7 @@ from tether.ai import StreamOptions, stream
 from tether.wire import ModelInfo
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / ".." / "shared" / "fixtures" / "streams"
+FIXTURES = ROOT / "reference" / "fixtures" / "streams"
 EVENTS = 20_000
 RUNS = 11
 SDK_RUNS = 3

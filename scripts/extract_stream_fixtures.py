@@ -2,7 +2,7 @@
 """Copy streamed HTTP exchanges out of pydantic-ai's VCR cassettes into tether's stream fixtures.
 
 Each selected interaction becomes ``tests/fixtures/streams/<api>/<name>.json`` in the format of
-``../shared/fixtures/README.md``::
+``reference/fixtures/README.md``::
 
     {"source": "pydantic/pydantic-ai@<commit> <cassette path> (interaction <i>)",
      "api": "...", "url": <recorded request URL>, "request": <recorded request body>,

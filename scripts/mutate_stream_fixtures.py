@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Write mutated variants of the recorded provider streams, for differential testing against pi-ai.
 
-The recorded streams (``../shared/fixtures/streams`` and ``tests/fixtures/streams``) leave many
+The recorded streams (``reference/fixtures/streams`` and ``tests/fixtures/streams``) leave many
 parser branches untested: other stop reasons, in-stream errors, missing or repeated usage, empty
 or parallel tool calls, keep-alive comments, other event separators. Each variant written here is
 one real stream edited in one well-defined way, so that it stays something a real server could
 send. ``PLAN`` lists every variant as (api, source fixture, mutation); ``MUTATIONS`` holds the
 edits, one small function each, with a docstring that says what it changes. A variant keeps the
-fixture format (``../shared/fixtures/README.md``); its ``source`` names the real fixture and the
+fixture format (``reference/fixtures/README.md``); its ``source`` names the real fixture and the
 mutation. The expected results come from the reference, never by hand::
 
     python scripts/mutate_stream_fixtures.py            # writes tests/fixtures/mutated/<api>/
@@ -31,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {
-    "shared": ROOT / ".." / "shared" / "fixtures" / "streams",
+    "reference": ROOT / "reference" / "fixtures" / "streams",
     "own": ROOT / "tests" / "fixtures" / "streams",
 }
 OUT = ROOT / "tests" / "fixtures" / "mutated"
@@ -1151,59 +1151,59 @@ def g_error_chunk(body: Body, fixture: Json) -> None:
 # -- the plan --------------------------------------------------------------------------------------
 
 PLAN_TABLE = """
-openai-completions shared/openai-text               finish-length finish-content-filter finish-error finish-missing finish-repeated
-openai-completions shared/openai-text               usage-missing usage-repeated usage-in-choice no-done crlf
-openai-completions shared/openai-text               keepalive-comments error-chunk error-event refusal empty-chunks unicode-text
-openai-completions shared/openai-tool-call          finish-length finish-function-call finish-missing tool-args-empty parallel-tool-call
-openai-completions shared/openai-parallel-tool-calls parallel-tool-call usage-repeated
-openai-completions shared/groq-reasoning-tool-call  finish-length tool-args-empty parallel-tool-call error-chunk no-done
-openai-completions shared/openrouter-reasoning      finish-length error-event crlf
+openai-completions reference/openai-text            finish-length finish-content-filter finish-error finish-missing finish-repeated
+openai-completions reference/openai-text            usage-missing usage-repeated usage-in-choice no-done crlf
+openai-completions reference/openai-text            keepalive-comments error-chunk error-event refusal empty-chunks unicode-text
+openai-completions reference/openai-tool-call       finish-length finish-function-call finish-missing tool-args-empty parallel-tool-call
+openai-completions reference/openai-parallel-tool-calls parallel-tool-call usage-repeated
+openai-completions reference/groq-reasoning-tool-call  finish-length tool-args-empty parallel-tool-call error-chunk no-done
+openai-completions reference/openrouter-reasoning   finish-length error-event crlf
 openai-completions own/openrouter-encrypted-reasoning ascii-escaped
 openai-completions own/openai-tool-call-strict      finish-content-filter usage-missing keepalive-comments usage-cache-write
 openai-completions own/openrouter-advisor-server-tool finish-length finish-repeated finish-error usage-cache-write
-openai-completions shared/openrouter-cached-usage  usage-cache-write usage-prompt-cache-hit
-anthropic-messages shared/text                      stop-max-tokens stop-pause-turn stop-sequence
-anthropic-messages shared/text                      error-event no-message-stop usage-output-only usage-cache usage-repeated
-anthropic-messages shared/text                      crlf keepalive-comments unknown-events unicode-text
-anthropic-messages shared/thinking-signed           stop-max-tokens error-event cut-mid-block unknown-events
+openai-completions reference/openrouter-cached-usage  usage-cache-write usage-prompt-cache-hit
+anthropic-messages reference/text                   stop-max-tokens stop-pause-turn stop-sequence
+anthropic-messages reference/text                   error-event no-message-stop usage-output-only usage-cache usage-repeated
+anthropic-messages reference/text                   crlf keepalive-comments unknown-events unicode-text
+anthropic-messages reference/thinking-signed        stop-max-tokens error-event cut-mid-block unknown-events
 anthropic-messages own/tool-use-single-json-delta   stop-max-tokens tool-input-empty parallel-tool-use usage-cache
 anthropic-messages own/client-tool-use-text-editor  tool-input-empty parallel-tool-use error-event cut-mid-block
 anthropic-messages own/thinking-then-tool-use       parallel-tool-use crlf
 anthropic-messages own/text-emoji-after-tool-result ascii-escaped
-anthropic-messages shared/redacted-thinking         stop-max-tokens keepalive-comments
-openai-responses   shared/openai-text               failed error-event usage-missing
-openai-responses   shared/openai-text               service-tier-flex service-tier-priority refusal unknown-events unknown-item
-openai-responses   shared/openai-text               done-marker crlf keepalive-comments unicode-text
-openai-responses   shared/openai-function-call      function-args-empty parallel-function-call failed service-tier-flex unknown-item
-openai-responses   shared/openai-reasoning-encrypted-function-call parallel-function-call function-args-empty error-event
-openai-responses   shared/deepseek-reasoning-text   failed error-event usage-missing crlf
-openai-responses   shared/openrouter-reasoning-text-done-marker no-done
+anthropic-messages reference/redacted-thinking      stop-max-tokens keepalive-comments
+openai-responses   reference/openai-text            failed error-event usage-missing
+openai-responses   reference/openai-text            service-tier-flex service-tier-priority refusal unknown-events unknown-item
+openai-responses   reference/openai-text            done-marker crlf keepalive-comments unicode-text
+openai-responses   reference/openai-function-call   function-args-empty parallel-function-call failed service-tier-flex unknown-item
+openai-responses   reference/openai-reasoning-encrypted-function-call parallel-function-call function-args-empty error-event
+openai-responses   reference/deepseek-reasoning-text   failed error-event usage-missing crlf
+openai-responses   reference/openrouter-reasoning-text-done-marker no-done
 openai-responses   own/openai-background-queued     refusal keepalive-comments
-openai-responses   shared/deepseek-text-cached      ascii-escaped unicode-text
-google-generative-ai shared/text                    finish-max-tokens
-google-generative-ai shared/text                    usage-missing usage-cached lf keepalive-comments
-google-generative-ai shared/text                    unknown-parts unicode-text
-google-generative-ai shared/function-call           finish-max-tokens finish-malformed-function-call function-call-no-args parallel-function-calls
-google-generative-ai shared/function-call-native-output parallel-function-calls function-call-no-args usage-cached
-google-generative-ai shared/thinking-signed         finish-max-tokens lf
+openai-responses   reference/deepseek-text-cached   ascii-escaped unicode-text
+google-generative-ai reference/text                 finish-max-tokens
+google-generative-ai reference/text                 usage-missing usage-cached lf keepalive-comments
+google-generative-ai reference/text                 unknown-parts unicode-text
+google-generative-ai reference/function-call        finish-max-tokens finish-malformed-function-call function-call-no-args parallel-function-calls
+google-generative-ai reference/function-call-native-output parallel-function-calls function-call-no-args usage-cached
+google-generative-ai reference/thinking-signed      finish-max-tokens lf
 google-generative-ai own/vertex-signature-only-parts usage-missing finish-max-tokens keepalive-comments
-google-generative-ai shared/usage-every-chunk       finish-max-tokens
-google-generative-ai shared/text-after-tool-result  ascii-escaped
-google-generative-ai shared/function-call-thought-signature finish-max-tokens lf usage-missing
-google-generative-ai shared/text-after-signed-function-call unicode-text keepalive-comments
-google-generative-ai shared/thinking-signed         unknown-parts usage-cached
+google-generative-ai reference/usage-every-chunk    finish-max-tokens
+google-generative-ai reference/text-after-tool-result  ascii-escaped
+google-generative-ai reference/function-call-thought-signature finish-max-tokens lf usage-missing
+google-generative-ai reference/text-after-signed-function-call unicode-text keepalive-comments
+google-generative-ai reference/thinking-signed      unknown-parts usage-cached
 google-generative-ai own/url-context-thoughts-tokens finish-max-tokens usage-cached
 """
 """api, origin/fixture, then the mutations applied to it (each gives one variant)."""
 
 HELD_BACK_TABLE = """
-anthropic-messages shared/text                      stop-context-window
-anthropic-messages shared/text                      stop-refusal stop-sensitive
+anthropic-messages reference/text                   stop-context-window
+anthropic-messages reference/text                   stop-refusal stop-sensitive
 anthropic-messages own/thinking-then-tool-use       stop-refusal
-openai-responses   shared/openai-text               incomplete-max-tokens no-completed
-openai-responses   shared/deepseek-reasoning-text   incomplete-max-tokens
-google-generative-ai shared/text                    finish-safety finish-recitation finish-missing prompt-blocked error-chunk
-google-generative-ai shared/thinking-signed         error-chunk
+openai-responses   reference/openai-text            incomplete-max-tokens no-completed
+openai-responses   reference/deepseek-reasoning-text   incomplete-max-tokens
+google-generative-ai reference/text                 finish-safety finish-recitation finish-missing prompt-blocked error-chunk
+google-generative-ai reference/thinking-signed      error-chunk
 """
 """Variants where tether deliberately differs from pi-ai, so they are not in the committed set
 (``--held-back`` writes them, to re-check with the oracle). Why, per mutation:

@@ -1,4 +1,4 @@
-"""Record what llama-cpp-python's server streams back, for ``tests/localserver/recorded/``.
+"""Record what llama-cpp-python's server streams back, for ``tests/ai/local/recorded/``.
 
 Starts ``python -m llama_cpp.server`` on SmolLM2-135M (``tether.testing.llama_server``), sends it
 the exact requests our ``openai-completions`` provider builds, and saves each raw response body
@@ -23,7 +23,7 @@ from tether.ai.providers.openai_completions import build_request
 from tether.ai.types import Context, StreamOptions, Tool
 from tether.testing.llama_server import INSTALL_HINT, llama_server, server_available, server_model
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "localserver" / "recorded"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "ai" / "local" / "recorded"
 WEATHER: Tool = {
     "name": "get_weather",
     "description": "Get the current weather for a city.",

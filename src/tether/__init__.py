@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from tether.testing.scripted import ScriptedModel, reply, tool_call
     from tether.wire import AgentMessage, AssistantMessage
 
+# The one place the version is written: pyproject.toml reads it from here (hatch's dynamic version).
 __version__ = "0.1.0"
 
 _LAZY = {

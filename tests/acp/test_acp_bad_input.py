@@ -10,7 +10,10 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from acp_support import AcpEnv, text_reply
+
+pytestmark = pytest.mark.subprocess
 
 
 class RawAgent:

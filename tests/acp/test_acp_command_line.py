@@ -6,7 +6,10 @@ import subprocess
 import sys
 from typing import IO
 
+import pytest
 from acp_support import AcpEnv
+
+pytestmark = pytest.mark.subprocess
 
 
 def run(acp_env: AcpEnv, *args: str, stdout: int | IO[bytes] = subprocess.PIPE) -> tuple[int, str]:

@@ -11,7 +11,10 @@ import asyncio
 from typing import Any
 
 import acp
+import pytest
 from acp_support import AcpEnv, EditorClient, status_trail, text_reply, tool_reply
+
+pytestmark = pytest.mark.subprocess
 
 
 def call_updates(client: EditorClient, call_id: str) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 and which raw messages the transport refuses.
 
 Stop reasons come from real recorded provider streams replayed through tether's providers (see
-``shared/fixtures``); the refusal, ``length`` and content-filter variants are those recordings
+``reference/fixtures``); the refusal, ``length`` and content-filter variants are those recordings
 with their one stop field changed, since no recording of them exists.
 """
 
@@ -22,13 +22,12 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from reference_paths import FIXTURE_STREAMS as FIXTURES
 from tether.acp.server import prompt_input
 from tether.acp.transport import message_problem
 from tether.acp.updates import TurnFailed, history_updates, stop_reason, tool_view
 from tether.testing.replay import replay
 from tether.wire import AgentMessage, AssistantMessage
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "streams"
 
 
 def fixture(api: str, name: str, replace: tuple[str, str] | None = None) -> dict[str, Any]:

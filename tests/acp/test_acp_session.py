@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import acp
+import pytest
 from acp_support import (
     AcpEnv,
     EditorClient,
@@ -24,6 +25,8 @@ from acp_support import (
 )
 
 from tether.session import SessionManager, default_db_path
+
+pytestmark = pytest.mark.subprocess
 
 TURN_TIMEOUT = 30
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from acp_support import AcpEnv, text_reply
 
+pytestmark = [pytest.mark.node, pytest.mark.subprocess]
+
 CLIENT_DIR = Path(__file__).parent / "ts_client"
 
 

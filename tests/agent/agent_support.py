@@ -10,9 +10,6 @@ from tether.agent import AgentEvent
 from tether.testing.conformance import normalize_event, summarize_message
 from tether.wire import AgentMessage
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_CONFORMANCE = REPO_ROOT.parent / "shared" / "conformance"
-"""The reference scenarios and traces (``../shared`` from the repository root)."""
 OWN_CONFORMANCE = Path(__file__).resolve().parent
 """tether's own scenarios (``scenarios/``) and the reference's traces for them (``traces/``)."""
 

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE, check_invariants
+from agent_support import OWN_CONFORMANCE, check_invariants
 
+from reference_paths import CONFORMANCE
 from tether.testing.conformance import load_scenario, run_scenario, scenario_paths
 
 SCENARIOS = [
-    *scenario_paths(SHARED_CONFORMANCE / "scenarios"),
+    *scenario_paths(CONFORMANCE / "scenarios"),
     *scenario_paths(OWN_CONFORMANCE / "scenarios"),
 ]
 

@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import OWN_CONFORMANCE, SHARED_CONFORMANCE
+from agent_support import OWN_CONFORMANCE
 
+from reference_paths import CONFORMANCE
 from tether.testing.conformance import load_scenario, run_scenario, scenario_paths
 
 
 def _cases() -> list[tuple[Path, Path]]:
     cases: list[tuple[Path, Path]] = []
     for root in (
-        SHARED_CONFORMANCE,
+        CONFORMANCE,
         OWN_CONFORMANCE,
         OWN_CONFORMANCE / "abort_sweep",
         OWN_CONFORMANCE / "fuzz",
@@ -25,8 +26,8 @@ def _cases() -> list[tuple[Path, Path]]:
 
 
 def test_the_shared_scenarios_are_there() -> None:
-    found = scenario_paths(SHARED_CONFORMANCE / "scenarios")
-    assert len(found) >= 29, f"expected the 29 public scenarios in {SHARED_CONFORMANCE}"
+    found = scenario_paths(CONFORMANCE / "scenarios")
+    assert len(found) >= 29, f"expected the 29 public scenarios in {CONFORMANCE}"
 
 
 @pytest.mark.parametrize(("scenario", "trace"), _cases(), ids=lambda p: p.stem if isinstance(p, Path) else "")
@@ -73,10 +74,10 @@ def test_the_fuzz_corpus_is_the_generators() -> None:
 def test_cli_prints_a_trace_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tether.testing.conformance import main
 
-    scenario = SHARED_CONFORMANCE / "scenarios" / "text-only.json"
+    scenario = CONFORMANCE / "scenarios" / "text-only.json"
     assert main([str(scenario)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed == json.loads((SHARED_CONFORMANCE / "traces" / "text-only.json").read_text())
+    assert printed == json.loads((CONFORMANCE / "traces" / "text-only.json").read_text())
 
     broken = tmp_path / "broken.json"
     broken.write_text('{"prompts": ["go"], "tools": [{"behavior": {}}]}')

@@ -1,4 +1,9 @@
-"""Provider tests: small retry delays, no real network, no user keys leaking in."""
+"""Provider tests: no real network, no user keys leaking in.
+
+Applies to the subfolders too (``providers/``, ``models/``, ``local/``). pytest puts this folder on
+``sys.path`` when it loads this file (no ``__init__``: "prepend" import mode), so tests there import
+the helpers ``streamcheck`` and ``faultkit`` by name.
+"""
 
 from __future__ import annotations
 

@@ -9,19 +9,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai import StreamOptions, stream
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.testing.replay import REPLAY_CONTEXT, base_path, fixture_reply, normalize_event, normalize_message
 from tether.wire import AssistantMessageEvent, ModelInfo
 
 ROOT = Path(__file__).resolve().parents[2]
-# The 40 shared recordings, and ours (tests/fixtures/README.md): same format, same rule.
-SHARED_STREAMS = ROOT / ".." / "shared" / "fixtures" / "streams"
+# The 40 reference recordings (reference/fixtures), and ours (tests/fixtures/README.md): same
+# format, same rule.
 OWN_STREAMS = ROOT / "tests" / "fixtures" / "streams"
 # Real streams edited in one well-defined way each (scripts/mutate_stream_fixtures.py), with the
 # reference's results: the branches the recordings leave untested.
 MUTATED_STREAMS = ROOT / "tests" / "fixtures" / "mutated"
-STREAMS = (SHARED_STREAMS, OWN_STREAMS, MUTATED_STREAMS)
+STREAMS = (FIXTURE_STREAMS, OWN_STREAMS, MUTATED_STREAMS)
 APIS = ("openai-completions", "anthropic-messages", "openai-responses", "google-generative-ai")
 
 
@@ -36,12 +37,12 @@ def fixture_paths(apis: Sequence[str] = APIS, roots: Sequence[Path] = STREAMS) -
 
 
 def fixture_id(path: Path) -> str:
-    """``shared/<api>/<name>``, ``own/<api>/<name>`` or ``mutated/<api>/<name>``: fixture names
-    are unique per API only."""
+    """``reference/<api>/<name>``, ``own/<api>/<name>`` or ``mutated/<api>/<name>``: fixture
+    names are unique per API only."""
     if path.is_relative_to(MUTATED_STREAMS):
         origin = "mutated"
     else:
-        origin = "own" if path.is_relative_to(OWN_STREAMS) else "shared"
+        origin = "own" if path.is_relative_to(OWN_STREAMS) else "reference"
     return f"{origin}/{path.parent.name}/{path.stem}"
 
 
@@ -50,20 +51,21 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return json.loads(path.read_text()), json.loads(path.with_name(path.stem + ".expected.json").read_text())
 
 
-# Allowed alternatives from shared/fixtures/README.md: fixture -> fields where either result passes.
+# Allowed alternatives from reference/fixtures/README.md: fixture -> fields where either result passes.
 # Keyed by `fixture_id`.
 ALLOWED: dict[str, set[str]] = {
-    "shared/openai-responses/openai-reasoning-summary": {"deltas0"},
-    "shared/openai-responses/openrouter-reasoning-text-done-marker": {"events0", "signed0"},
-    "shared/openai-completions/openrouter-error-chunk": {"usage"},
-    "shared/google-generative-ai/code-execution-parts": {"usage_input"},
+    "reference/openai-responses/openai-reasoning-summary": {"deltas0"},
+    "reference/openai-responses/openrouter-reasoning-text-done-marker": {"events0", "signed0"},
+    "reference/openai-completions/openrouter-error-chunk": {"usage"},
+    "reference/google-generative-ai/code-execution-parts": {"usage_input"},
 }
 
 # Our own deviations from the reference: fixture -> {field key (as in ALLOWED): why}. Relaxed in
 # `compare` exactly like the allowed alternatives. Empty: every field of the 20 fixtures matches
 # the reference or one of the README's allowed alternatives. We take the reference's side of
 # every alternative except the late reasoning item of openrouter-reasoning-text-done-marker, whose
-# block we still close and sign (tests/ai2 pins each choice).
+# block we still close and sign (the last tests of providers/test_provider_fixtures.py pin each
+# choice).
 DEVIATIONS: dict[str, dict[str, str]] = {}
 
 
@@ -113,7 +115,7 @@ def relaxed(name: str) -> set[str]:
         # A variant keeps the allowed alternatives of the stream it was made from.
         api, stem = name.removeprefix("mutated/").split("/", 1)
         source = stem.split("--", 1)[0]
-        allowed |= ALLOWED.get(f"shared/{api}/{source}", set()) | ALLOWED.get(f"own/{api}/{source}", set())
+        allowed |= ALLOWED.get(f"reference/{api}/{source}", set()) | ALLOWED.get(f"own/{api}/{source}", set())
     return allowed
 
 

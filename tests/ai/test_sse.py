@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai.sse import SSEDecoder, SSEEvent
-
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "streams"
 
 
 def decode(chunks: list[bytes]) -> list[SSEEvent]:
@@ -64,7 +62,7 @@ def test_event_name_resets_after_dispatch() -> None:
 def _fixture_bodies() -> list[bytes]:
     return [
         json.loads(p.read_text())["response"]["body"].encode()
-        for p in sorted(FIXTURES.glob("*/*.json"))
+        for p in sorted(FIXTURE_STREAMS.glob("*/*.json"))
         if not p.name.endswith(".expected.json")
     ]
 

@@ -13,6 +13,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.subprocess
+@pytest.mark.local_model
 def test_demo_answers_with_the_embedded_model(cli: CliEnv) -> None:
     done = cli.run("demo", timeout=300)
     assert done.returncode == 0, done.stderr

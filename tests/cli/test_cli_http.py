@@ -10,16 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import CliEnv, json_lines
 
+from reference_paths import FIXTURE_STREAMS as FIXTURES
 from tether.testing.loopback import LoopbackServer, Reply
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "streams"
-"""``../shared`` beside the checkout, as every developer and CI run has it."""
+pytestmark = pytest.mark.subprocess
 
 
 def fixture(name: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -105,6 +105,7 @@ class Terminal:
         self._tmux("kill-server")
 
 
+@pytest.mark.subprocess
 def test_interactive_session_in_tmux(cli: CliEnv) -> None:
     script = cli.script(
         "chat",
@@ -216,6 +217,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         terminal.close()
 
 
+@pytest.mark.subprocess
 def test_colour_when_allowed(cli: CliEnv) -> None:
     script = cli.script("chat", [text_reply("**bold** answer")])
     env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
@@ -232,6 +234,7 @@ def test_colour_when_allowed(cli: CliEnv) -> None:
         terminal.close()
 
 
+@pytest.mark.subprocess
 def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
     """``/tree``: Esc changes nothing; Enter on an earlier prompt goes back before it with the
     prompt in the input box, and "summarise" leaves a branch summary of what was left."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
 from tether.wire import decode_message
+
+pytestmark = pytest.mark.subprocess
 
 
 def test_print_mode_prints_only_the_final_answer(cli: CliEnv) -> None:

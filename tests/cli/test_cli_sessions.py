@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from cli_support import CliEnv, json_lines, text_reply
 
 from tether.session import SessionManager, default_db_path
+
+pytestmark = pytest.mark.subprocess
 
 
 def stored_sessions(cli: CliEnv) -> SessionManager:

@@ -56,6 +56,7 @@ def test_an_unknown_name_is_an_attribute_error(package: str) -> None:
         module.no_such_name  # noqa: B018
 
 
+@pytest.mark.subprocess
 def test_names_spelled_like_submodules_stay_the_functions() -> None:
     loaded = subprocess.run(
         [
@@ -71,6 +72,7 @@ def test_names_spelled_like_submodules_stay_the_functions() -> None:
     assert loaded.stdout.split() == ["True", "True"]
 
 
+@pytest.mark.subprocess
 def test_importing_the_packages_loads_no_provider_nor_http_client() -> None:
     loaded = loaded_after("import tether.ai, tether.wire, tether.agent, tether.session, tether.testing")
     assert {"httpx2", "tether.ai.models", "tether.ai.api", "tether.ai.transport"} & loaded == set()
@@ -95,6 +97,7 @@ def _print_run(tmp_path: Path, *options: str) -> set[str]:
     return loaded_after(run, env)
 
 
+@pytest.mark.subprocess
 def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> None:
     loaded = _print_run(tmp_path, "--no-session")
     heavy = {"httpx2", "rich", "prompt_toolkit", "jsonschema", "tether.ai.models", "tether.ai.transport"}
@@ -106,6 +109,7 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert "tether.agent.loop" in loaded  # the run did happen
 
 
+@pytest.mark.subprocess
 def test_a_stored_print_run_validates_without_pydantic(tmp_path: Path) -> None:
     """Storing messages validates them with the shipped pydantic-core schemas (validators.json);
     pydantic itself, and its schema generation, stay unloaded."""

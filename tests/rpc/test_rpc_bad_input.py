@@ -120,6 +120,7 @@ lines = (
 
 @settings(max_examples=1000, deadline=None)
 @given(line=lines)
+@pytest.mark.subprocess
 def test_every_line_gets_exactly_one_response_and_the_server_stays_up(
     server: LineServer, line: bytes
 ) -> None:

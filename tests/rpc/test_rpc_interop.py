@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from rpc_support import RpcEnv, bash_reply, text_reply
 
+pytestmark = [pytest.mark.node, pytest.mark.subprocess]
+
 INTEROP = Path(__file__).with_name("interop")
 
 

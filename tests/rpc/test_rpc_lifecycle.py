@@ -25,6 +25,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.subprocess
 async def test_closing_the_client_ends_and_reaps_the_server(rpc: RpcEnv) -> None:
     rpc.script([])
     async with rpc.spawn() as client:
@@ -35,6 +36,7 @@ async def test_closing_the_client_ends_and_reaps_the_server(rpc: RpcEnv) -> None
         await client.get_state()
 
 
+@pytest.mark.subprocess
 async def test_shutdown_command_answers_then_exits_0(rpc: RpcEnv) -> None:
     rpc.script([])
     async with rpc.spawn() as client:
@@ -42,6 +44,7 @@ async def test_shutdown_command_answers_then_exits_0(rpc: RpcEnv) -> None:
         assert await asyncio.wait_for(client.process.wait(), 20) == 0
 
 
+@pytest.mark.subprocess
 async def test_sigterm_during_a_run_records_the_session_and_exits_0(rpc: RpcEnv) -> None:
     rpc.script([bash_reply("sleep 30"), text_reply("never")])
     async with rpc.spawn("--yes") as client:
@@ -61,6 +64,7 @@ async def test_sigterm_during_a_run_records_the_session_and_exits_0(rpc: RpcEnv)
         assert messages[-1]["role"] in ("assistant", "toolResult")
 
 
+@pytest.mark.subprocess
 def test_end_of_input_finishes_pending_commands_and_exits_0(rpc: RpcEnv) -> None:
     rpc.script([])
     done = subprocess.run(
@@ -78,6 +82,7 @@ def test_end_of_input_finishes_pending_commands_and_exits_0(rpc: RpcEnv) -> None
     assert [f["id"] for f in frames[1:]] == ["a", "b"] and frames[2]["success"] is True
 
 
+@pytest.mark.subprocess
 def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
     """The client process is killed without closing: the server sees end of input and exits."""
     rpc.script([])
@@ -113,6 +118,7 @@ def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
         raise AssertionError("the server outlived its client")
 
 
+@pytest.mark.subprocess
 async def test_unknown_frame_types_arrive_as_unknown_frames() -> None:
     """A newer server's frame type is handed over whole, not dropped; known ones stay dicts."""
     server = textwrap.dedent(
@@ -139,6 +145,7 @@ async def test_unknown_frame_types_arrive_as_unknown_frames() -> None:
         await client.close()
 
 
+@pytest.mark.subprocess
 async def test_a_server_that_cannot_start_is_an_error_with_its_message(rpc: RpcEnv) -> None:
     with pytest.raises(RpcError, match="no-such-provider"):
         async with RpcClient.spawn(["--model", "no-such-provider/x"], cwd=rpc.project, env=rpc.env()):
@@ -155,6 +162,7 @@ def test_line_splitter_keeps_unicode_separators_and_split_utf8() -> None:
     assert splitter.feed(b"tail") == [] and splitter.finish() == b"tail" and splitter.finish() is None
 
 
+@pytest.mark.subprocess
 def test_a_prompt_argument_is_refused_in_rpc_mode(rpc: RpcEnv) -> None:
     rpc.script([])
     done = subprocess.run(
@@ -164,6 +172,7 @@ def test_a_prompt_argument_is_refused_in_rpc_mode(rpc: RpcEnv) -> None:
     assert "prompts as commands on stdin" in done.stderr
 
 
+@pytest.mark.subprocess
 async def test_close_escalates_to_sigkill_for_a_server_that_will_not_end() -> None:
     """A server that ignores end of input and SIGTERM is killed and reaped all the same."""
     stubborn = textwrap.dedent(

@@ -10,6 +10,8 @@ from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import RpcError
 
+pytestmark = pytest.mark.subprocess
+
 
 async def test_prompt_streams_pi_events_then_prompt_result(rpc: RpcEnv) -> None:
     rpc.script([text_reply("Hel", "lo ", "there")])

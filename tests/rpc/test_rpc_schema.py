@@ -54,6 +54,7 @@ def test_x_rpc_lists_every_command_and_event() -> None:
     assert consts == set(EVENT_TYPES)
 
 
+@pytest.mark.subprocess
 def test_cli_prints_the_bundle() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tether.cli", "schema"], capture_output=True, text=True, check=True
@@ -76,6 +77,7 @@ def test_the_frame_check_rejects_bad_frames(frame: dict[str, object], why: str) 
         check_frame(frame)
 
 
+@pytest.mark.subprocess
 def test_the_rpc_package_needs_only_the_wire_layer() -> None:
     """A host application imports the client without the agent runtime (layering: rpc -> wire).
 

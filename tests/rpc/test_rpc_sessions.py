@@ -10,6 +10,8 @@ from rpc_support import RpcEnv, next_of, text_reply, user_texts
 
 from tether.rpc import RpcError
 
+pytestmark = pytest.mark.subprocess
+
 
 async def test_manual_compaction_emits_events_and_answers_with_the_summary(rpc: RpcEnv) -> None:
     rpc.settings(compaction={"keepRecentTokens": 1})

@@ -20,8 +20,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import crash_writer
+import pytest
 
 from tether.session import SessionManager
+
+pytestmark = pytest.mark.subprocess
 
 KILLS = 100
 

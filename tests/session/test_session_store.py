@@ -76,6 +76,7 @@ def test_second_writer_in_the_same_process_is_refused(manager: SessionManager) -
         s.append_message(user("closed handles cannot write"))
 
 
+@pytest.mark.subprocess
 def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_dies(
     manager: SessionManager, db_path: Path
 ) -> None:

@@ -7,6 +7,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -72,6 +73,7 @@ async def test_shell_input_abort_and_timeout(tmp_path: Path) -> None:
     assert timed_out["meta"] == {"timedOut": True, "timeoutSeconds": 0.3}
 
 
+@pytest.mark.subprocess
 async def test_python_input_runs_in_a_subprocess_with_this_interpreter(tmp_path: Path) -> None:
     message = await run_python_input("import sys\nprint(sys.executable)\nraise SystemExit(2)", cwd=tmp_path)
     assert decode_message(message) == message
@@ -80,6 +82,7 @@ async def test_python_input_runs_in_a_subprocess_with_this_interpreter(tmp_path:
     assert message["exitCode"] == 2
 
 
+@pytest.mark.subprocess
 async def test_python_traceback_is_captured(tmp_path: Path) -> None:
     message = await run_python_input("1/0", cwd=tmp_path, exclude_from_context=True)
     assert message["exitCode"] == 1
@@ -87,6 +90,7 @@ async def test_python_traceback_is_captured(tmp_path: Path) -> None:
     assert message["excludeFromContext"] is True
 
 
+@pytest.mark.subprocess
 async def test_python_output_streams_before_the_end(tmp_path: Path) -> None:
     seen: list[str] = []
     code = "import time\nprint('first', flush=False)\ntime.sleep(1)\nprint('second')"

@@ -59,6 +59,17 @@ def test_unknown_content_type_names_value_and_path() -> None:
         assert (err.path, err.reason) == ("messages[3].content[1].type", "unknown content type 'video'")
 
 
+def test_decode_messages_names_the_path() -> None:
+    """The plain function, as callers outside the codecs use it, raises the same one-line error."""
+    bad = [
+        {"role": "user", "content": "hi", "timestamp": 1},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "video"}], "timestamp": 1},
+    ]
+    with pytest.raises(WireError) as info:
+        decode_messages(bad)
+    assert str(info.value) == "messages[1].content[1].type: unknown content type 'video'"
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

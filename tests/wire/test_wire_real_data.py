@@ -1,6 +1,6 @@
 """Real messages, events and model descriptors through the decoder and the committed bundle.
 
-Sources (``../shared``): the final ``message``, the ``events`` and the ``model`` of the reference's
+Sources (``reference/``): the final ``message``, the ``events`` and the ``model`` of the reference's
 expected result for each of the 40 recorded provider streams, and every message and assistant event
 in the 29 agent-loop conformance traces. These are normalised by their producers (no
 timestamps, signatures replaced by ``signed``), which is exactly the case the seed's open records
@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from reference_paths import CONFORMANCE, FIXTURE_STREAMS, REPO_ROOT
 from tether.wire import (
     ASSISTANT_EVENT,
     MESSAGE,
@@ -32,10 +33,9 @@ from tether.wire import (
     dumps,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-FIXTURES = sorted((SHARED / "fixtures" / "streams").glob("*/*.expected.json"))
-TRACES = sorted((SHARED / "conformance" / "traces").glob("*.json"))
-COMMITTED = Path(__file__).resolve().parents[2] / "src" / "tether" / "wire" / "schema.json"
+FIXTURES = sorted(FIXTURE_STREAMS.glob("*/*.expected.json"))
+TRACES = sorted((CONFORMANCE / "traces").glob("*.json"))
+COMMITTED = REPO_ROOT / "src" / "tether" / "wire" / "schema.json"
 
 
 def test_real_data_is_there() -> None:

@@ -23,6 +23,7 @@ def test_every_compiled_codec_has_a_distinct_name() -> None:
     assert None not in names and len(set(names)) == len(names)
 
 
+@pytest.mark.subprocess
 def test_decoding_a_message_does_not_import_pydantic() -> None:
     """The point of the file: a session stores its first message without pydantic's schema
     generation (pydantic-core alone validates)."""

@@ -1,4 +1,4 @@
-"""A reader for seed 000 (``../shared/seeds/000_*.txt``), independent of tether's own definitions.
+"""A reader for seed 000 (``reference/seeds/000-wire.txt``), independent of tether's own definitions.
 
 The seed is a TypeScript module whose ``messageDefs`` and ``modelDefs`` objects map each
 definition name to a type expression string (``"'user' | 'agent'"``, ``"UserContent[]"``), an
@@ -13,10 +13,8 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SEEDS = ROOT.parent / "shared" / "seeds"
+from reference_paths import WIRE_SEED
 
 
 @dataclass(frozen=True)
@@ -108,8 +106,7 @@ def _object_source(text: str, name: str) -> str:
 
 @cache
 def seed_text() -> str:
-    (path,) = SEEDS.glob("000_*.txt")
-    return path.read_text(encoding="utf-8")
+    return WIRE_SEED.read_text(encoding="utf-8")
 
 
 @cache

@@ -1,4 +1,5 @@
-"""tether.agent: the agent loop, the stateful ``Agent`` and tool definitions (seed 001)."""
+"""tether.agent: the agent loop, the stateful ``Agent`` and tool definitions (seed 001,
+``reference/seeds/001-agent-loop.txt``)."""
 
 # Names load on first use (module __getattr__): importing the package costs nothing until then,
 # which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.

@@ -1,4 +1,5 @@
-"""``Agent``: the agent loop with state: transcript, tools, queues and listeners (seed ``AgentState``).
+"""``Agent``: the agent loop with state: transcript, tools, queues and listeners (``AgentState``
+of ``reference/seeds/001-agent-loop.txt``).
 
 An ``Agent`` owns the transcript, runs one loop at a time, and turns each loop event into state
 (``messages``, ``streaming_message``, ``pending_tool_calls``, ``error_message``) before it awaits

@@ -1,4 +1,5 @@
-"""Tool definitions for the agent runtime (seed 001's ``AgentTool`` and ``AgentToolResult``).
+"""Tool definitions for the agent runtime (``AgentTool`` and ``AgentToolResult`` of
+``reference/seeds/001-agent-loop.txt``).
 
 A tool's parameters are either a pydantic model class or a JSON Schema dict. ``execute`` raises
 to fail; the loop turns the exception into an error tool result (``isError: true``) with the

@@ -1,4 +1,5 @@
-"""Types of the agent loop (seed 001): events, the context it runs on, its configuration and hooks.
+"""Types of the agent loop (seed 001, ``reference/seeds/001-agent-loop.txt``): events, the context
+it runs on, its configuration and hooks.
 
 Events are plain dicts typed as ``TypedDict``s with the seed's camelCase keys, like every wire
 value in tether: a listener can forward them to a UI or over RPC as they are. The context, the

@@ -4,7 +4,8 @@ Users pick one level (``off`` … ``max``) for every model; each model accepts o
 each API encodes it differently (an effort string, an adaptive effort, a Gemini level, or a token
 budget). The answer for a model comes from, in order:
 
-1. its ``thinking`` (seed ``ThinkingConfig``): shipped in the catalog or written by the user;
+1. its ``thinking`` (``ThinkingConfig`` of ``reference/seeds/000-wire.txt``): shipped in the
+   catalog or written by the user;
 2. family rules for models we know by id (``family_thinking_config``), so a user-defined
    ``claude-opus-4-7`` or ``gemini-2.5-pro`` behaves like the catalog's;
 3. the ``reasoning`` flag: a reasoning model without more data accepts ``off`` to ``high`` (what

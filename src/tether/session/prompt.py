@@ -132,7 +132,8 @@ class MessagesView(Sequence[AgentMessage]):
 
 
 class PromptEditor:
-    """Option 2 of seed 002: prompt mutators over a transient copy of one request."""
+    """Option 2 of seed 002 (``reference/seeds/002-stored-messages.txt``): prompt mutators over a
+    transient copy of one request."""
 
     def __init__(
         self,

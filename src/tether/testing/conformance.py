@@ -1,6 +1,6 @@
 """Runs agent-loop conformance scenarios and prints their normalized traces.
 
-The scenario and trace formats are those of ``shared/conformance/README.md``; the traces of the
+The scenario and trace formats are those of ``reference/conformance/README.md``; the traces of the
 reference implementation live next to the scenarios, so comparing the two as JSON values tells
 whether tether's loop behaves like pi's.
 
@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (KeyError, TypeError, AttributeError) as exc:
         print(
-            f"error: invalid scenario ({type(exc).__name__}: {exc}); see shared/conformance/README.md",
+            f"error: invalid scenario ({type(exc).__name__}: {exc}); see reference/conformance/README.md",
             file=sys.stderr,
         )
         return 1

@@ -2,7 +2,7 @@
 
     python -m tether.testing.replay FIXTURE.json [--model MODEL.json]
 
-serves the fixture's recorded response (format: ``shared/fixtures/README.md``) from a real HTTP
+serves the fixture's recorded response (format: ``reference/fixtures/README.md``) from a real HTTP
 server on 127.0.0.1, streams the provider for the fixture's ``api`` against it, and prints
 ``{"events": [...], "message": {...}}`` normalized exactly like the reference's
 ``*.expected.json`` files (``signed`` booleans instead of signatures, no partials or timestamps).
@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tether.testing.replay",
         description="Replay a recorded provider stream through tether.",
     )
-    parser.add_argument("fixture", type=Path, help="a recorded stream (shared/fixtures format)")
+    parser.add_argument("fixture", type=Path, help="a recorded stream (reference/fixtures format)")
     parser.add_argument("--model", type=Path, help="a ModelInfo-shaped JSON object (baseUrl is replaced)")
     args = parser.parse_args(argv)
     try:

@@ -6,7 +6,7 @@ next scripted response as a real provider would, through ``AssistantMessageEvent
 It yields to the event loop before each block, each delta and the terminal event, and checks the
 abort signal there, so an abort raised by a listener is seen at the next step and ends the
 stream as ``aborted`` with the content so far. This is the model the conformance scenarios
-describe (``shared/conformance/README.md``, "The scripted model").
+describe (``reference/conformance/README.md``, "The scripted model").
 
     model = ScriptedModel([
         reply(tool_call("echo", {"text": "hi"})),

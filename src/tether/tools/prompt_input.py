@@ -1,4 +1,5 @@
-"""Prompt syntax that the host runs itself, turned into seed-000 transcript messages.
+"""Prompt syntax that the host runs itself, turned into transcript messages
+(seed 000, ``reference/seeds/000-wire.txt``).
 
 - ``!cmd`` runs a shell command and records a ``bashExecution`` message; ``!!cmd`` records it
   with ``excludeFromContext`` (the user sees it, the model does not);

@@ -1,4 +1,5 @@
-"""Transcript and protocol wire types (seed 000), their codecs and their JSON Schema bundle.
+"""Transcript and protocol wire types (seed 000, ``reference/seeds/000-wire.txt``), their codecs and
+their JSON Schema bundle.
 
 Messages, content blocks and events are plain dicts typed as ``TypedDict``s; see
 ``tether.wire.messages`` for why. This package depends on nothing else in tether.

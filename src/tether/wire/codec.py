@@ -5,13 +5,13 @@ returns the plain dicts of ``tether.wire.messages``; encoding is JSON text of th
 A failure raises ``WireError`` naming the path of the offending value in the caller's terms
 (``messages[3].content[1].type: unknown content type 'video'``), never a pydantic dump.
 
-Open records (every object of seed 000's ``messageDefs``) are decoded the way the seed asks:
-only the discriminator (``role``, ``type``) of a union member must be present; every other field
-is checked only when present, and unknown keys are kept. So a message persisted before a field
-became required still decodes. The ``TypedDict``s keep the seed's required keys for the type checker and the
-JSON Schema bundle (what producers must write); ``Codec`` relaxes them in the validator it
-builds (what consumers accept). Closed records (``ModelInfo`` and its parts) enforce required
-keys and drop unknown ones.
+Open records (every object of ``messageDefs`` in ``reference/seeds/000-wire.txt``) are decoded the
+way the seed asks: only the discriminator (``role``, ``type``) of a union member must be present;
+every other field is checked only when present, and unknown keys are kept. So a message persisted
+before a field became required still decodes. The ``TypedDict``s keep the seed's required keys for
+the type checker and the JSON Schema bundle (what producers must write); ``Codec`` relaxes them in
+the validator it builds (what consumers accept). Closed records (``ModelInfo`` and its parts)
+enforce required keys and drop unknown ones.
 
 Nothing of pydantic loads on import. The codecs of this module validate with pydantic-core
 schemas generated ahead of time (``validators.json``, kept current by ``make schema`` and a test),

@@ -1,4 +1,5 @@
-"""Transcript wire types of seed 000: content blocks, usage, agent messages, streaming events.
+"""Transcript wire types of seed 000 (``reference/seeds/000-wire.txt``): content blocks, usage,
+agent messages, streaming events.
 
 Every type here is an *open record*: a ``TypedDict`` whose pydantic config keeps unknown keys
 (``extra="allow"``), so a message written by a newer producer survives a decode/encode round trip

@@ -1,4 +1,4 @@
-"""Model and thinking descriptors of seed 000 (``modelDefs``).
+"""Model and thinking descriptors of seed 000 (``modelDefs`` of ``reference/seeds/000-wire.txt``).
 
 Unlike transcript messages these are *closed* records: unknown keys are dropped and required keys
 are enforced, because a model descriptor is configuration we act on, not history we must keep.

@@ -1,7 +1,8 @@
 """The JSON Schema (2020-12) bundle of the wire types, generated from their Python definitions.
 
 The Python ``TypedDict``s and aliases are the single source of truth; this module walks them
-(never a hand-written schema) and writes one ``$defs`` entry per definition of seed 000, under
+(never a hand-written schema) and writes one ``$defs`` entry per definition of seed 000
+(``reference/seeds/000-wire.txt``), under
 the seed's own names and in its order. Definitions refer to each other with ``$ref``;
 ``description`` comes from the ``Doc`` annotations and docstrings that carry the seed's
 ``doc(...)`` texts; open records (pydantic ``extra="allow"``) are marked ``"x-open": true``;

@@ -14,9 +14,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 AGENT_TESTS = HERE.parent
-SHARED = AGENT_TESTS.parents[1].parent / "shared" / "conformance"
+CONFORMANCE = AGENT_TESTS.parents[1] / "reference" / "conformance"
 BASES = [
-    SHARED / "scenarios" / "steering-and-follow-up-together.json",
+    CONFORMANCE / "scenarios" / "steering-and-follow-up-together.json",
     AGENT_TESTS / "scenarios" / "mixed-blocks-one-response.json",
     AGENT_TESTS / "scenarios" / "parallel-updates-with-delays.json",
     AGENT_TESTS / "scenarios" / "sequential-block-and-invalid.json",

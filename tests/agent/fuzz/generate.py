@@ -7,7 +7,7 @@ already there. The reference's traces come from the oracle (see ``../README.md``
     python tests/agent/fuzz/generate.py                           # the committed corpus (KEPT)
     python tests/agent/fuzz/generate.py --count 400 --out DIR     # a fresh sweep: fz-0000 .. fz-0399
 
-The scenarios combine what the format offers (``shared/conformance/README.md``) and keep its
+The scenarios combine what the format offers (``reference/conformance/README.md``) and keep its
 contract:
 
 - no result may depend on Node's microtask order: in a parallel batch with several calls that
