@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-LINTED := $(wildcard src tests bench scripts)
+LINTED := $(wildcard src tests bench scripts examples)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The local model the tests run for real (tests/ai/local).
 # llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
@@ -42,7 +42,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/pyright src
+	$(BIN)/pyright src examples
 
 pytest: $(VENV)/.installed-dev $(LOCAL)
 	TETHER_REQUIRE_LOCAL=1 $(BIN)/python -m pytest

@@ -1,0 +1,33 @@
+"""Stream one reply from the coding agent, token by token.
+
+    python examples/stream_reply.py "What is a monad, in one paragraph?"
+
+The model is $EXAMPLE_MODEL (e.g. anthropic/claude-sonnet-4-5), else tether's default choice.
+"""
+
+import asyncio
+import os
+import sys
+
+import tether
+
+
+async def main(question: str) -> None:
+    core = tether.create_agent_session(
+        model=os.environ.get("EXAMPLE_MODEL"),
+        tools=[],  # no built-in tools: just talk
+        session=tether.SessionChoice(persist=False),  # keep nothing on disk
+    )
+    try:
+        async for event in core.prompt(question):
+            if event["type"] == "message_update":
+                delta = event["assistantMessageEvent"]
+                if delta["type"] == "text_delta":
+                    print(delta["delta"], end="", flush=True)
+        print()
+    finally:
+        await core.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(" ".join(sys.argv[1:]) or "Say hello in five words."))

@@ -1,0 +1,188 @@
+"""Every program in ``examples/`` runs here, as a user runs it: ``python examples/NAME.py ...``
+in a child process, against the scripted model (``EXAMPLE_MODEL=scripted:PATH``) or a real HTTP
+server on 127.0.0.1 (``LoopbackServer``), never the network. The assertions are on what the
+program prints, so an API change that breaks an example (and the docs quoting it) fails here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.testing.loopback import LoopbackServer, Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+class Runner:
+    """An isolated home (sessions, config) and project folder for the examples of one test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.home = tmp / "home"
+        self.project = tmp / "project"
+        self.home.mkdir()
+        self.project.mkdir()
+
+    def script(self, name: str, responses: Sequence[Mapping[str, Any]]) -> str:
+        """A scripted-model script (conformance response format), as a model spec."""
+        path = self.home / f"{name}.json"
+        path.write_text(json.dumps(responses))
+        return f"scripted:{path}"
+
+    async def run(self, example: str, *args: str, model: str | None = None) -> str:
+        """Run ``examples/<example>`` in the project folder; its stdout (it must exit 0)."""
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env.pop("TETHER_SCRIPTED", None)
+        src = str(ROOT / "src")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+        env.update({"TETHER_HOME": str(self.home), "PYTHONUNBUFFERED": "1"})
+        if model is not None:
+            env["EXAMPLE_MODEL"] = model
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(EXAMPLES / example),
+            *args,
+            cwd=self.project,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, f"{example} exited {process.returncode}:\n{err.decode()}"
+        return out.decode()
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Runner:
+    return Runner(tmp_path)
+
+
+def text(*chunks: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "chunks": list(chunks)}]}
+
+
+def calls(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"content": [{"type": "toolCall", "name": n, "arguments": a} for n, a in calls]}
+
+
+async def test_stream_reply_prints_the_streamed_text(runner: Runner) -> None:
+    model = runner.script("hello", [text("Hello ", "from ", "tether.")])
+    out = await runner.run("stream_reply.py", "Say", "hello", model=model)
+    assert out == "Hello from tether.\n"
+
+
+async def test_two_tools_runs_the_async_and_the_plain_tool(runner: Runner) -> None:
+    model = runner.script(
+        "tools",
+        [
+            calls(("weather", {"city": "Lisbon"}), ("multiply", {"a": 17, "b": 23})),
+            text("Clear in Lisbon; 17 * 23 = 391."),
+        ],
+    )
+    out = await runner.run("two_tools.py", model=model)
+    lines = out.splitlines()
+    assert "-> weather({'city': 'Lisbon'})" in lines
+    assert "-> multiply({'a': 17, 'b': 23})" in lines
+    # Results arrive in the order the tools finish; each is the function's real return value.
+    assert "<- multiply: [{'type': 'text', 'text': '391'}]" in lines
+    assert "<- weather: [{'type': 'text', 'text': 'Lisbon: 21°C, clear sky'}]" in lines
+    assert lines[-1] == "Clear in Lisbon; 17 * 23 = 391."
+
+
+async def test_a_session_resumed_in_a_second_process_keeps_the_conversation(runner: Runner) -> None:
+    first = await runner.run(
+        "resume_session.py", "My name is Ana.", model=runner.script("one", [text("Hi Ana.")])
+    )
+    match = re.search(r"^session: (\S+)$", first, re.MULTILINE)
+    assert match is not None, first
+    session_id = match.group(1)
+    assert first.splitlines()[0] == "assistant: Hi Ana."
+
+    second = await runner.run(
+        "resume_session.py",
+        "--resume",
+        session_id,
+        "What is my name?",
+        model=runner.script("two", [text("Your name is Ana.")]),
+    )
+    assert second.splitlines() == [
+        "[earlier] user: My name is Ana.",
+        "[earlier] assistant: Hi Ana.",
+        "assistant: Your name is Ana.",
+        f"session: {session_id}",
+    ]
+
+
+async def test_a_steering_message_reaches_the_next_model_call(runner: Runner) -> None:
+    model = runner.script(
+        "steer", [calls(("slow_search", {"query": "tether"})), text("Trois documents parlent de tether.")]
+    )
+    out = await runner.run("steering.py", model=model)
+    assert out.splitlines() == [
+        "queued for the next model call: ['Answer in French, please.']",
+        "queued for the next model call: []",  # delivered
+        "user: Use slow_search to look for 'tether', then summarise.",
+        "assistant: ",  # the tool call
+        "toolResult: 3 documents match 'tether'",
+        "user: Answer in French, please.",  # after the tool result, before the next reply
+        "assistant: Trois documents parlent de tether.",
+    ]
+
+
+def sse_chunk(delta: Mapping[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+async def test_local_server_streams_from_an_openai_compatible_endpoint(runner: Runner) -> None:
+    body = (
+        sse_chunk({"role": "assistant", "content": "Rayleigh "})
+        + sse_chunk({"content": "scattering."})
+        + sse_chunk({}, "stop")
+        + "data: [DONE]\n\n"
+    )
+    async with LoopbackServer([Reply(body.encode())]) as server:
+        out = await runner.run("local_server.py", f"{server.url}/v1", "qwen3-8b", "Why", "blue?")
+    assert out == "Rayleigh scattering.\n[stop]\n"
+    [request] = server.requests
+    assert request.path == "/v1/chat/completions"
+    sent = json.loads(request.body)
+    assert sent["model"] == "qwen3-8b"
+    assert sent["stream"] is True
+    assert sent["messages"][-1] == {"role": "user", "content": "Why blue?"}
+
+
+async def test_rpc_client_drives_a_tether_child_process(runner: Runner) -> None:
+    (runner.project / "a.py").write_text("")
+    (runner.project / "notes.txt").write_text("")
+    model = runner.script("rpc", [calls(("find", {"pattern": "*.py"})), text("One: ", "a.py.")])
+    out = await runner.run("rpc_client.py", "Which Python files?", model=model)
+    # The text of the second reply, streamed; the find tool ran in the child (4 messages:
+    # prompt, tool call, tool result, answer).
+    assert out.splitlines() == ["One: a.py.", "[completed]", "messages: 4"]
+
+
+async def test_own_agent_runs_its_tool_on_the_scripted_model(runner: Runner) -> None:
+    out = await runner.run("own_agent.py")
+    assert out.splitlines() == [
+        "user How many words are in 'to be or not to be'?",
+        "assistant [{'type': 'toolCall', 'id': 'call_1', 'name': 'word_count',"
+        " 'arguments': {'text': 'to be or not to be'}}]",
+        "toolResult [{'type': 'text', 'text': '6'}]",  # the function really ran
+        "assistant [{'type': 'text', 'text': 'It has 6 words.'}]",
+    ]
+
+
+def test_every_example_is_tested() -> None:
+    tested = set(re.findall(r'"(\w+\.py)"', Path(__file__).read_text()))
+    assert {p.name for p in EXAMPLES.glob("*.py")} <= tested
