@@ -12,7 +12,6 @@ import os
 import sys
 
 import tether
-from tether.session.events import message_text
 
 
 async def main(args: list[str]) -> None:
@@ -25,9 +24,9 @@ async def main(args: list[str]) -> None:
     )
     try:
         for message in core.messages:  # the stored transcript, loaded on resume
-            print(f"[earlier] {message['role']}: {message_text(message)}")
+            print(f"[earlier] {message['role']}: {tether.message_text(message)}")
         await core.prompt(prompt)  # recorded message by message as the run goes
-        print(f"assistant: {message_text(core.messages[-1])}")
+        print(f"assistant: {tether.message_text(core.messages[-1])}")
         print(f"session: {core.session_id}")
     finally:
         await core.close()

@@ -9,7 +9,6 @@ import asyncio
 import os
 
 import tether
-from tether.session.events import message_text
 
 
 @tether.tool
@@ -33,7 +32,7 @@ async def main() -> None:
             elif event["type"] == "queue_update":
                 print(f"queued for the next model call: {event['steering']}")
         for message in core.messages:
-            print(f"{message['role']}: {message_text(message)}")
+            print(f"{message['role']}: {tether.message_text(message)}")
     finally:
         await core.close()
 

@@ -14,7 +14,8 @@ The front door: what a program that builds on tether needs, in one namespace (``
   ``SessionManager``, ``Settings``;
 - models and one-shot calls: ``get_model``, ``find_model``, ``list_models``, ``stream``,
   ``complete``, ``stream_simple``, ``complete_simple``;
-- events and messages: ``AgentEvent``, ``SessionEvent``, ``AgentMessage``, ``AssistantMessage``;
+- events and messages: ``AgentEvent``, ``SessionEvent``, ``AgentMessage``, ``AssistantMessage``,
+  ``message_text`` (the text of any message); ``AgentBusyError`` (a prompt while a run goes on);
 - ``AbortController``; ``RpcClient`` (drive ``tether --mode rpc`` from another process);
 - testing without a provider: ``ScriptedModel``, ``reply``, ``tool_call``.
 
@@ -29,13 +30,13 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
 if TYPE_CHECKING:
-    from tether.agent import Agent, AgentEvent, AgentTool, AgentToolResult, tool
+    from tether.agent import Agent, AgentBusyError, AgentEvent, AgentTool, AgentToolResult, tool
     from tether.ai.abort import AbortController
     from tether.ai.api import complete, complete_simple, stream, stream_simple
     from tether.ai.models import find_model, get_model, list_models
     from tether.rpc.client import RpcClient
     from tether.session.agent_session import AgentSession
-    from tether.session.events import SessionEvent
+    from tether.session.events import SessionEvent, message_text
     from tether.session.factory import SessionChoice, create_agent_session
     from tether.session.manager import SessionManager
     from tether.session.settings import Settings
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Agent": "tether.agent",
+    "AgentBusyError": "tether.agent",
     "AgentEvent": "tether.agent",
     "AgentTool": "tether.agent",
     "AgentToolResult": "tether.agent",
@@ -62,6 +64,7 @@ _LAZY = {
     "RpcClient": "tether.rpc.client",
     "AgentSession": "tether.session.agent_session",
     "SessionEvent": "tether.session.events",
+    "message_text": "tether.session.events",
     "SessionChoice": "tether.session.factory",
     "create_agent_session": "tether.session.factory",
     "SessionManager": "tether.session.manager",
@@ -83,6 +86,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 __all__ = [
     "AbortController",
     "Agent",
+    "AgentBusyError",
     "AgentEvent",
     "AgentMessage",
     "AgentSession",
@@ -102,6 +106,7 @@ __all__ = [
     "find_model",
     "get_model",
     "list_models",
+    "message_text",
     "reply",
     "stream",
     "stream_simple",
