@@ -30,86 +30,38 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
 if TYPE_CHECKING:
-    from tether.agent import Agent, AgentBusyError, AgentEvent, AgentTool, AgentToolResult, tool
-    from tether.ai.abort import AbortController
-    from tether.ai.api import complete, complete_simple, stream, stream_simple
-    from tether.ai.models import find_model, get_model, list_models
-    from tether.rpc.client import RpcClient
-    from tether.session.agent_session import AgentSession
-    from tether.session.events import SessionEvent, message_text
-    from tether.session.factory import SessionChoice, create_agent_session
-    from tether.session.manager import SessionManager
-    from tether.session.settings import Settings
-    from tether.testing.scripted import ScriptedModel, reply, tool_call
-    from tether.wire import AgentMessage, AssistantMessage
+    from tether.agent import (
+        Agent as Agent,
+        AgentBusyError as AgentBusyError,
+        AgentEvent as AgentEvent,
+        AgentTool as AgentTool,
+        AgentToolResult as AgentToolResult,
+        tool as tool,
+    )
+    from tether.ai.abort import AbortController as AbortController
+    from tether.ai.api import (
+        complete as complete,
+        complete_simple as complete_simple,
+        stream as stream,
+        stream_simple as stream_simple,
+    )
+    from tether.ai.models import find_model as find_model, get_model as get_model, list_models as list_models
+    from tether.rpc.client import RpcClient as RpcClient
+    from tether.session.agent_session import AgentSession as AgentSession
+    from tether.session.events import SessionEvent as SessionEvent, message_text as message_text
+    from tether.session.factory import (
+        SessionChoice as SessionChoice,
+        create_agent_session as create_agent_session,
+    )
+    from tether.session.manager import SessionManager as SessionManager
+    from tether.session.settings import Settings as Settings
+    from tether.testing.scripted import ScriptedModel as ScriptedModel, reply as reply, tool_call as tool_call
+    from tether.wire import AgentMessage as AgentMessage, AssistantMessage as AssistantMessage
 
 # The one place the version is written: pyproject.toml reads it from here (hatch's dynamic version).
 __version__ = "0.1.0"
 
-_LAZY = {
-    "Agent": "tether.agent",
-    "AgentBusyError": "tether.agent",
-    "AgentEvent": "tether.agent",
-    "AgentTool": "tether.agent",
-    "AgentToolResult": "tether.agent",
-    "tool": "tether.agent",
-    "AbortController": "tether.ai.abort",
-    "complete": "tether.ai.api",
-    "complete_simple": "tether.ai.api",
-    "stream": "tether.ai.api",
-    "stream_simple": "tether.ai.api",
-    "find_model": "tether.ai.models",
-    "get_model": "tether.ai.models",
-    "list_models": "tether.ai.models",
-    "RpcClient": "tether.rpc.client",
-    "AgentSession": "tether.session.agent_session",
-    "SessionEvent": "tether.session.events",
-    "message_text": "tether.session.events",
-    "SessionChoice": "tether.session.factory",
-    "create_agent_session": "tether.session.factory",
-    "SessionManager": "tether.session.manager",
-    "Settings": "tether.session.settings",
-    "ScriptedModel": "tether.testing.scripted",
-    "reply": "tether.testing.scripted",
-    "tool_call": "tether.testing.scripted",
-    "AgentMessage": "tether.wire",
-    "AssistantMessage": "tether.wire",
-}
-"""Where each public name lives."""
-
 
 from tether._lazy import lazy_exports  # noqa: E402  (after __version__: --version needs nothing else)
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "AbortController",
-    "Agent",
-    "AgentBusyError",
-    "AgentEvent",
-    "AgentMessage",
-    "AgentSession",
-    "AgentTool",
-    "AgentToolResult",
-    "AssistantMessage",
-    "RpcClient",
-    "ScriptedModel",
-    "SessionChoice",
-    "SessionEvent",
-    "SessionManager",
-    "Settings",
-    "__version__",
-    "complete",
-    "complete_simple",
-    "create_agent_session",
-    "find_model",
-    "get_model",
-    "list_models",
-    "message_text",
-    "reply",
-    "stream",
-    "stream_simple",
-    "tool",
-    "tool_call",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

@@ -7,8 +7,7 @@ from typing import Any
 
 import jiter
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from tether.ai import partial_json
 from tether.ai.partial_json import PartialJson, parse_arguments

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from reference_paths import FIXTURE_STREAMS
 from tether.ai.sse import SSEDecoder, SSEEvent

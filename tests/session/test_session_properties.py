@@ -7,8 +7,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from session_helpers import MODEL, assistant, call, result, text, user
 
 from tether.session import BranchError, Session, SessionManager, build_context, pending_tool_calls

@@ -6,8 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from tools_support import call, text_of
 
 from tether.tools import ToolError, Workspace, create_find_tool, create_grep_tool, create_ls_tool

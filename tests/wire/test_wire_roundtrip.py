@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 import wire_seed
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from jsonschema import Draft202012Validator
 from wire_strategies import Pair, pair
 

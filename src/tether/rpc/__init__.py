@@ -8,7 +8,7 @@ host application drives tether without importing the agent runtime.
 """
 
 # Names load on first use (module __getattr__): importing the package costs nothing until then,
-# which keeps `tether -p` start-up fast. The TYPE_CHECKING imports give type checkers the names.
+# which keeps `tether -p` start-up fast. Each `A as A` import names one export (tether/_lazy.py).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,86 +16,34 @@ from typing import TYPE_CHECKING
 from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from tether.rpc.client import KNOWN_FRAME_TYPES, RpcClient, RpcError, ServerEvent, UnknownFrame
-    from tether.rpc.jsonl import LineSplitter, encode_frame
+    from tether.rpc.client import (
+        KNOWN_FRAME_TYPES as KNOWN_FRAME_TYPES,
+        RpcClient as RpcClient,
+        RpcError as RpcError,
+        ServerEvent as ServerEvent,
+        UnknownFrame as UnknownFrame,
+    )
+    from tether.rpc.jsonl import LineSplitter as LineSplitter, encode_frame as encode_frame
     from tether.rpc.protocol import (
-        COMMANDS,
-        EVENT_TYPES,
-        PROTOCOL_VERSION,
-        BashResult,
-        CancelledResult,
-        CompactionResult,
-        CycleModelResult,
-        Event,
-        EventFilter,
-        ForkMessage,
-        ForkResult,
-        PromptResultFrame,
-        ReadyFrame,
-        ResponseFrame,
-        ServerFrame,
-        SessionState,
-        SessionStats,
-        ThinkingLevelResult,
+        COMMANDS as COMMANDS,
+        EVENT_TYPES as EVENT_TYPES,
+        PROTOCOL_VERSION as PROTOCOL_VERSION,
+        BashResult as BashResult,
+        CancelledResult as CancelledResult,
+        CompactionResult as CompactionResult,
+        CycleModelResult as CycleModelResult,
+        Event as Event,
+        EventFilter as EventFilter,
+        ForkMessage as ForkMessage,
+        ForkResult as ForkResult,
+        PromptResultFrame as PromptResultFrame,
+        ReadyFrame as ReadyFrame,
+        ResponseFrame as ResponseFrame,
+        ServerFrame as ServerFrame,
+        SessionState as SessionState,
+        SessionStats as SessionStats,
+        ThinkingLevelResult as ThinkingLevelResult,
     )
 
-_LAZY = {
-    "KNOWN_FRAME_TYPES": "tether.rpc.client",
-    "RpcClient": "tether.rpc.client",
-    "RpcError": "tether.rpc.client",
-    "ServerEvent": "tether.rpc.client",
-    "UnknownFrame": "tether.rpc.client",
-    "LineSplitter": "tether.rpc.jsonl",
-    "encode_frame": "tether.rpc.jsonl",
-    "COMMANDS": "tether.rpc.protocol",
-    "EVENT_TYPES": "tether.rpc.protocol",
-    "PROTOCOL_VERSION": "tether.rpc.protocol",
-    "BashResult": "tether.rpc.protocol",
-    "CancelledResult": "tether.rpc.protocol",
-    "CompactionResult": "tether.rpc.protocol",
-    "CycleModelResult": "tether.rpc.protocol",
-    "Event": "tether.rpc.protocol",
-    "EventFilter": "tether.rpc.protocol",
-    "ForkMessage": "tether.rpc.protocol",
-    "ForkResult": "tether.rpc.protocol",
-    "PromptResultFrame": "tether.rpc.protocol",
-    "ReadyFrame": "tether.rpc.protocol",
-    "ResponseFrame": "tether.rpc.protocol",
-    "ServerFrame": "tether.rpc.protocol",
-    "SessionState": "tether.rpc.protocol",
-    "SessionStats": "tether.rpc.protocol",
-    "ThinkingLevelResult": "tether.rpc.protocol",
-}
-"""Where each lazily loaded public name lives."""
 
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
-
-
-__all__ = [
-    "COMMANDS",
-    "EVENT_TYPES",
-    "KNOWN_FRAME_TYPES",
-    "PROTOCOL_VERSION",
-    "BashResult",
-    "CancelledResult",
-    "CompactionResult",
-    "CycleModelResult",
-    "Event",
-    "EventFilter",
-    "ForkMessage",
-    "ForkResult",
-    "LineSplitter",
-    "PromptResultFrame",
-    "ReadyFrame",
-    "ResponseFrame",
-    "RpcClient",
-    "RpcError",
-    "ServerEvent",
-    "ServerFrame",
-    "SessionState",
-    "SessionStats",
-    "ThinkingLevelResult",
-    "UnknownFrame",
-    "encode_frame",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

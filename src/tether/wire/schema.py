@@ -31,8 +31,7 @@ from typing import (
 
 from typing_extensions import is_typeddict
 
-from tether.wire import messages as m
-from tether.wire import model
+from tether.wire import messages as m, model
 from tether.wire.doc import Doc
 from tether.wire.records import Tag
 

@@ -11,8 +11,7 @@ from typing import Any, cast
 
 import pytest
 from faultkit import ANTHROPIC, CONTEXT, LONG, TEXT, chunk, collect, event_ends, fast, model
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tether.ai import AbortController, complete, stream
 from tether.ai.types import Context

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from streamcheck import (
     APIS,
     MUTATED_STREAMS,

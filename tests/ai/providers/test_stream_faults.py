@@ -10,8 +10,7 @@ import asyncio
 
 import pytest
 from faultkit import APIS, CONTEXT, GEMINI, LONG, TEXT, after_event, collect, event_ends, fast, model
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tether.ai import AbortController, StreamOptions, stream
 from tether.testing.loopback import LoopbackServer, Reply

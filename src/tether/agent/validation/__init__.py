@@ -25,23 +25,15 @@ from typing import TYPE_CHECKING
 from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from tether.agent.validation._js import js_number_text
+    from tether.agent.validation._js import js_number_text as js_number_text
     from tether.agent.validation._validate import (
-        ToolArgumentsError,
-        validate_json_arguments,
-        validate_tool_arguments,
+        ToolArgumentsError as ToolArgumentsError,
+        validate_json_arguments as validate_json_arguments,
+        validate_tool_arguments as validate_tool_arguments,
     )
 
-_LAZY = {
-    "ToolArgumentsError": "tether.agent.validation._validate",
-    "validate_json_arguments": "tether.agent.validation._validate",
-    "validate_tool_arguments": "tether.agent.validation._validate",
-    "js_number_text": "tether.agent.validation._js",
-}
-"""Where each lazily loaded public name lives."""
 
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())
 
 
 __all__ = ["ToolArgumentsError", "js_number_text", "validate_json_arguments", "validate_tool_arguments"]
