@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from tether.ai.types import (
         CacheRetention,
         Context,
+        Retry,
         ServiceTier,
         SimpleStreamOptions,
         StreamFn,
@@ -146,6 +147,7 @@ _LAZY = {
     "shared_client": "tether.ai.transport",
     "CacheRetention": "tether.ai.types",
     "Context": "tether.ai.types",
+    "Retry": "tether.ai.types",
     "ServiceTier": "tether.ai.types",
     "SimpleStreamOptions": "tether.ai.types",
     "StreamFn": "tether.ai.types",
@@ -179,6 +181,7 @@ __all__ = [
     "PartialJson",
     "ProviderInfo",
     "RequestFailed",
+    "Retry",
     "SSEDecoder",
     "SSEEvent",
     "ServiceTier",
