@@ -29,6 +29,7 @@ from tether.agent import (
 from tether.ai.abort import AbortSignal
 from tether.ai.types import SimpleStreamOptions
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
+from tether.testing.spans import span_tree
 from tether.wire import UserMessage
 
 CONTENT_KEYS = {
@@ -390,3 +391,18 @@ async def test_an_instrumented_run_emits_the_same_events(otel: Otel) -> None:
         return events
 
     assert await events_of(True) == await events_of(False)
+
+
+async def test_the_printed_tree(otel: Otel) -> None:
+    await run_with_steering(otel, capture_content=False)
+    tree = span_tree(otel.spans(), ("tether.turn", "gen_ai.tool.call.id", "error.type"))
+    assert tree.splitlines() == [
+        "invoke_agent tether  INTERNAL  UNSET",
+        "  · event tether.message tether.message.role=user tether.turn=2",
+        "  chat scripted  CLIENT  UNSET  tether.turn=1",
+        "  execute_tool echo  INTERNAL  UNSET  gen_ai.tool.call.id=c1",
+        "  execute_tool echo  INTERNAL  UNSET  gen_ai.tool.call.id=c2",
+        "  execute_tool echo  INTERNAL  ERROR (boom!)  gen_ai.tool.call.id=c3 error.type=ValueError",
+        "    · event exception exception.type=ValueError exception.message=boom!",
+        "  chat scripted  CLIENT  UNSET  tether.turn=2",
+    ]

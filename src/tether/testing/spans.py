@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 
+_LONG = frozenset({"exception.stacktrace", "exception.escaped"})
+"""Event attributes left out of a line: a traceback does not fit in one."""
+
+
 def span_tree(spans: Sequence[ReadableSpan], attributes: Collection[str] = ()) -> str:
     """The spans as a tree; ``attributes``: the attribute keys to show (all when empty)."""
     ids = {span.context.span_id for span in spans if span.context is not None}
@@ -31,9 +35,8 @@ def span_tree(spans: Sequence[ReadableSpan], attributes: Collection[str] = ()) -
         for span in sorted(children.get(parent, []), key=lambda s: s.start_time or 0):
             lines.append("  " * depth + _line(span, attributes))
             for event in span.events:
-                lines.append(
-                    "  " * (depth + 1) + f"· event {event.name} {_shown(dict(event.attributes or {}), ())}"
-                )
+                shown = _shown({k: v for k, v in (event.attributes or {}).items() if k not in _LONG}, ())
+                lines.append("  " * (depth + 1) + f"· event {event.name} {shown}")
             if span.context is not None:
                 walk(span.context.span_id, depth + 1)
 
