@@ -406,3 +406,34 @@ async def test_the_printed_tree(otel: Otel) -> None:
         "    · event exception exception.type=ValueError exception.message=boom!",
         "  chat scripted  CLIENT  UNSET  tether.turn=2",
     ]
+
+
+async def test_a_model_call_cut_short_by_its_consumer_still_ends(otel: Otel) -> None:
+    """A listener failing mid-stream, or the caller cancelling, closes the stream early: the
+    ``chat`` span ends as aborted, and the run names the real cause."""
+    model = ScriptedModel([reply(text("a", "b", "c")), reply(text(*["x"] * 1000))])
+    agent = Agent(model=model.model, stream_fn=model, instrumentation=otel.instrumentation())
+
+    def break_on_first_delta(event: AgentEvent, signal: AbortSignal) -> None:
+        if event["type"] == "message_update":
+            raise RuntimeError("listener broke")
+
+    unsubscribe = agent.subscribe(break_on_first_delta)
+    await agent.prompt("first")
+    unsubscribe()
+    updates = asyncio.Event()
+    agent.subscribe(lambda event, signal: updates.set() if event["type"] == "message_update" else None)
+    task = asyncio.create_task(agent.prompt("second"))
+    await updates.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    run1, chat1, run2, chat2 = otel.spans()
+    assert [parent_of(chat1), parent_of(chat2)] == [span_id(run1), span_id(run2)]
+    for chat in (chat1, chat2):
+        assert dict(chat.attributes or {})["error.type"] == "aborted"
+        assert chat.status.status_code is StatusCode.ERROR
+    assert dict(run1.attributes or {})["error.type"] == "RuntimeError"
+    assert run1.status.description == "event listener failed: RuntimeError: listener broke"
+    assert dict(run2.attributes or {})["error.type"] == "cancelled"
