@@ -90,7 +90,6 @@ class RunTrace:
         self.tools = tools
         self.model_attributes = _model_attributes(model)
         """What every model call of the run (span and metrics) is labelled with."""
-        self.conversation_id = options.session_id
         self.turn = 0
         self.model_calls = 0
         self.input_tokens = 0
@@ -105,8 +104,8 @@ class RunTrace:
             sc.PROVIDER_NAME: self.model_attributes[sc.PROVIDER_NAME],
             sc.REQUEST_MODEL: model["id"],
         }
-        if self.conversation_id:
-            attributes[sc.CONVERSATION_ID] = self.conversation_id
+        if options.session_id:
+            attributes[sc.CONVERSATION_ID] = options.session_id
         self.span = recorder.tracer.start_span(
             f"{sc.INVOKE_AGENT} {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
