@@ -23,11 +23,12 @@ from tether.wire import ModelInfo
 USAGE = {
     "prompt_tokens": 100,
     "completion_tokens": 20,
-    "prompt_tokens_details": {"cached_tokens": 40},
+    "prompt_tokens_details": {"cached_tokens": 40, "cache_write_tokens": 10},
     "completion_tokens_details": {"reasoning_tokens": 5},
 }
-COST = (60 * 1 + 40 * 0.5 + 20 * 2) / 1_000_000
-"""60 fresh input tokens at $1/M, 40 cached at $0.5/M, 20 output at $2/M."""
+COST = (60 * 1 + 30 * 0.5 + 10 * 1.25 + 20 * 2) / 1_000_000
+"""Of the 100 input tokens 30 were read from the cache ($0.5/M) and 10 written to it ($1.25/M; this
+server counts them among the cached ones, as OpenRouter does), 60 are fresh ($1/M); 20 output ($2/M)."""
 
 
 def sse(payload: dict[str, Any]) -> bytes:
@@ -58,7 +59,7 @@ def model(url: str) -> ModelInfo:
         "baseUrl": url,
         "reasoning": False,
         "input": ["text"],
-        "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 0},
+        "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 1.25},
         "contextWindow": 1000,
         "maxTokens": 100,
     }
@@ -100,7 +101,8 @@ async def test_a_retried_call_with_usage(otel: Otel) -> None:
         "gen_ai.response.id": "resp-7",
         "gen_ai.usage.input_tokens": 100,
         "gen_ai.usage.output_tokens": 20,
-        "gen_ai.usage.cache_read.input_tokens": 40,
+        "gen_ai.usage.cache_read.input_tokens": 30,
+        "gen_ai.usage.cache_creation.input_tokens": 10,
         "gen_ai.usage.reasoning.output_tokens": 5,
         "tether.request.retries": 1,
     }
