@@ -9,10 +9,16 @@ appended since its previous call; the reference re-reads the whole transcript), 
 in an awaited emit sink.
 
     .venv/bin/python bench/p2_agent_loop.py     # installs bench/reference with npm ci if needed
+    .venv/bin/python bench/p2_agent_loop.py --tracing
+
+``--tracing`` measures tether with OpenTelemetry off and on, side by side, instead of the reference.
+On: the SDK records every span (a batch processor feeding an exporter that drops them) and every
+metric (an in-memory reader), content capture off: what an instrumented production run pays.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import shutil
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
+from tether.telemetry import Instrumentation
 from tether.testing.scripted import ScriptedModel, ScriptedResponse, reply, text, tool_call
 from tether.wire import AgentMessage
 
@@ -56,7 +63,7 @@ async def no_messages() -> list[AgentMessage]:
     return []
 
 
-async def once() -> tuple[int, float, float]:
+async def once(instrumentation: Instrumentation | None = None) -> tuple[int, float, float]:
     events = 0
 
     async def emit(event: AgentEvent) -> None:
@@ -69,6 +76,7 @@ async def once() -> tuple[int, float, float]:
         tool_execution="parallel",
         get_steering_messages=no_messages,
         get_follow_up_messages=no_messages,
+        instrumentation=instrumentation,
     )
     context = AgentContext(system_prompt="bench", tools=[ECHO])
     prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": int(time.time() * 1000)}
@@ -80,11 +88,45 @@ async def once() -> tuple[int, float, float]:
     return events, seconds, cpu_seconds
 
 
-async def measure() -> tuple[int, float, float]:
+async def measure(instrumentation: Instrumentation | None = None) -> tuple[int, float, float]:
     """Best of the repeats, by wall clock and by CPU time (the fair figure on a shared machine)."""
-    await once()  # warm-up
-    runs = [await once() for _ in range(REPEATS)]
+    await once(instrumentation)  # warm-up
+    runs = [await once(instrumentation) for _ in range(REPEATS)]
     return runs[0][0], min(run[1] for run in runs), min(run[2] for run in runs)
+
+
+def recording_instrumentation() -> Instrumentation:
+    """The OpenTelemetry SDK recording everything, exporting nowhere."""
+    from collections.abc import Sequence
+
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Drop()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return Instrumentation(tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+
+def print_tracing() -> None:
+    off = asyncio.run(measure())
+    on = asyncio.run(measure(recording_instrumentation()))
+    print(f"P2 agent loop: {TURNS} turns x {CALLS} parallel tool calls, scripted model, best of {REPEATS}")
+    print(
+        f"  {'tracing':10} {'events':>6} {'wall ms':>8} {'events/s':>10} {'cpu ms':>8} {'events/cpu-s':>12}"
+    )
+    for name, (events, seconds, cpu_seconds) in (("off", off), ("on", on)):
+        print(
+            f"  {name:10} {events:6d} {seconds * 1e3:8.1f} {events / seconds:10.0f} "
+            f"{cpu_seconds * 1e3:8.1f} {events / cpu_seconds:12.0f}"
+        )
+    print(f"  events/s on/off: {off[1] / on[1]:.2f}x wall, {off[2] / on[2]:.2f}x cpu")
 
 
 def reference() -> dict[str, Any] | None:
@@ -100,6 +142,11 @@ def reference() -> dict[str, Any] | None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="P2: the agent loop in events/s")
+    parser.add_argument("--tracing", action="store_true", help="OpenTelemetry off and on, side by side")
+    if parser.parse_args().tracing:
+        print_tracing()
+        return
     events, seconds, cpu_seconds = asyncio.run(measure())
     rate, cpu_rate = events / seconds, events / cpu_seconds
     print(f"P2 agent loop: {TURNS} turns x {CALLS} parallel tool calls, scripted model, best of {REPEATS}")

@@ -9,6 +9,10 @@ Median wall time (N runs each, after one warm-up run) of:
   into ``bench/reference/pi-cli/node_modules``, git-ignored).
 Goal: tether <= 150 ms and at most half of pi's time.
 
+``--tracing`` measures the two ``tether -p`` runs with OpenTelemetry off and on instead, side by
+side: on, ``OTEL_EXPORTER_OTLP_ENDPOINT`` points at an OTLP/HTTP receiver in this process, so each
+run loads the SDK and the exporter, records its spans and metrics and sends them before exiting.
+
 Bytecode caching is on for the measured commands (``PYTHONDONTWRITEBYTECODE`` is dropped from
 their environment): a user's installed tether has its ``.pyc`` files, and the warm-up run writes
 them for an editable install. Without them every run recompiles tether's ~80 modules.
@@ -16,6 +20,7 @@ them for an editable install. Without them every run recompiles tether's ~80 mod
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -61,13 +66,41 @@ def pi_command() -> list[str] | None:
     return [str(binary)]
 
 
+def print_tracing(tether: list[str], env: dict[str, str]) -> None:
+    from tether.testing.otlp_receiver import OtlpReceiver
+
+    commands = [
+        ("tether -p --no-session", ["-p", "hi", "--no-session"]),
+        ("tether -p (session stored)", ["-p", "hi"]),
+    ]
+    plain = {key: value for key, value in env.items() if not key.startswith("OTEL_")}
+    with OtlpReceiver() as receiver:
+        traced = {**plain, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+        rows = [
+            (name, measure([*tether, *args], plain), measure([*tether, *args], traced))
+            for name, args in commands
+        ]
+        if not receiver.bodies("/v1/traces"):
+            raise SystemExit("tracing on exported nothing: is the otel extra installed?")
+    print(f"P3 cold start with OpenTelemetry off and on (OTLP/HTTP to 127.0.0.1), median of {RUNS} runs")
+    print(f"{'command':<30} {'off ms':>8} {'on ms':>8} {'on/off':>8}")
+    for name, off, on in rows:
+        print(f"{name:<30} {off * 1000:8.1f} {on * 1000:8.1f} {on / off:8.2f}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description="P3: cold start of the tether command")
+    parser.add_argument("--tracing", action="store_true", help="OpenTelemetry off and on, side by side")
+    tracing = parser.parse_args().tracing
     with tempfile.TemporaryDirectory() as home:
         script = Path(home) / "script.json"
         script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
         env = {**os.environ, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script), "NO_COLOR": "1"}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         tether = tether_command()
+        if tracing:
+            print_tracing(tether, env)
+            return
         rows = [
             ("python -c pass (floor)", measure([sys.executable, "-c", "pass"], env)),
             ("tether --version", measure([*tether, "--version"], env)),

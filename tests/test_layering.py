@@ -14,13 +14,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
 BELOW: dict[str, set[str]] = {
     "wire": set(),
     "ai": {"wire"},
-    "agent": {"wire", "ai"},
-    "tools": {"wire", "ai", "agent"},
-    "testing": {"wire", "ai", "agent"},
-    "session": {"wire", "ai", "agent", "tools", "testing"},
-    "rpc": {"wire", "ai", "agent", "tools", "testing", "session"},
-    "acp": {"wire", "ai", "agent", "tools", "testing", "session"},
-    "cli": {"wire", "ai", "agent", "tools", "testing", "session", "rpc", "acp"},
+    "telemetry": {"wire", "ai"},
+    "agent": {"wire", "ai", "telemetry"},
+    "tools": {"wire", "ai", "agent", "telemetry"},
+    "testing": {"wire", "ai", "agent", "telemetry"},
+    "session": {"wire", "ai", "agent", "tools", "testing", "telemetry"},
+    "rpc": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry"},
+    "acp": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry"},
+    "cli": {"wire", "ai", "agent", "tools", "testing", "session", "rpc", "acp", "telemetry"},
 }
 
 

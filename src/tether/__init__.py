@@ -20,7 +20,8 @@ The front door: what a program that builds on tether needs, in one namespace (``
 - testing without a provider: ``ScriptedModel``, ``reply``, ``tool_call``.
 
 Everything else lives in the subpackages, lowest first: ``wire`` (transcript types), ``ai``
-(streaming LLM API), ``agent`` (the agent loop), ``session`` (durable sessions and the core),
+(streaming LLM API), ``telemetry`` (OpenTelemetry spans and metrics of runs), ``agent``
+(the agent loop), ``session`` (durable sessions and the core),
 ``tools`` (coding tools), ``rpc`` and ``acp`` (protocol servers), ``cli`` (terminal front ends)
 and ``testing``. Dependencies point downward only. Names load on first use, so ``import tether``
 costs nothing until then (``tether --version`` reads only ``__version__``).

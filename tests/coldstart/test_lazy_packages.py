@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,8 @@ def _print_run(tmp_path: Path, *options: str) -> set[str]:
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": SOURCE,
     }
+    if "PYTHONPATH" in os.environ:  # a worktree's sources, not the editable install's
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     run = (
         "import sys\nfrom tether.cli.main import main\n"
         f"try:\n    main(['-p', 'hi', *{list(options)!r}])\nexcept SystemExit as exit:\n    assert not exit.code\n"
@@ -106,6 +109,8 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert {"pydantic", "pydantic_core", "sqlite3", "tether.session.store"} & loaded == set()
     # no call failed nor used a format: the error wording and the format patterns stay unloaded
     assert {"tether.agent.validation._errors", "tether.agent.validation._formats"} & loaded == set()
+    # no OTLP endpoint configured: telemetry is off and OpenTelemetry is not even imported
+    assert not any(name.startswith("opentelemetry") for name in loaded)
     assert "tether.agent.loop" in loaded  # the run did happen
 
 

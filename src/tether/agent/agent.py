@@ -38,6 +38,7 @@ from tether.agent.types import (
 )
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
+from tether.telemetry import Instrumentation
 from tether.wire import AgentMessage, ImageContent, Message, ModelInfo, TextContent, UserMessage
 
 QueueMode = Literal["all", "one-at-a-time"]
@@ -118,6 +119,7 @@ class Agent:
         tool_execution: Literal["sequential", "parallel"] = "parallel",
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt
@@ -138,6 +140,9 @@ class Agent:
         self.should_stop_before_turn = should_stop_before_turn
         self.get_continuation_messages = get_continuation_messages
         self.tool_execution: Literal["sequential", "parallel"] = tool_execution
+        self.instrumentation = instrumentation
+        """Records each run as OpenTelemetry spans and metrics (``None``: the process-wide setting
+        of ``tether.telemetry.instrument``, if any)."""
         self._tools = list(tools)
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
@@ -404,6 +409,7 @@ class Agent:
             tool_execution=self.tool_execution,
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
+            instrumentation=self.instrumentation,
         )
 
     def _take(self, queue: _Queue, run: _ActiveRun) -> list[AgentMessage]:

@@ -21,6 +21,11 @@ signal, and the next model call reports the abort.
 The run never raises for a failing hook, stream function or listener: it ends with an assistant
 error message naming what failed (``message_start``/``message_end``, ``turn_end``, ``agent_end``),
 after giving every started tool call a result. Only cancellation of the caller's task escapes.
+
+An instrumented run (``tether.telemetry``) is recorded as it goes: an ``invoke_agent`` span for
+the run, a ``chat`` span per model call (the stream function is wrapped), an ``execute_tool``
+span per tool call (from its start event to its end event). Without instrumentation the run
+pays one ``None`` check per step and OpenTelemetry is never imported.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.llm_filter import LlmFilter
@@ -56,7 +61,11 @@ from tether.agent.types import (
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, StreamFn
+from tether.telemetry import instrumentation_for
 from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    from tether.telemetry.spans import RunTrace
 
 NO_MESSAGES = "Cannot continue: no messages in context"
 FROM_ASSISTANT = "Cannot continue from message role: assistant"
@@ -163,6 +172,7 @@ class _Run:
         "sink",
         "stream_fn",
         "streaming",
+        "trace",
     )
 
     def __init__(
@@ -194,6 +204,8 @@ class _Run:
         self.open_calls: tuple[AssistantMessage, list[ToolCall], list[ToolResultMessage]] | None = None
         """A completed assistant message whose tool calls do not all have results yet."""
         self.ended = False
+        self.trace: RunTrace | None = None
+        """The run's spans, when it is instrumented (``tether.telemetry``)."""
 
     async def emit(self, event: AgentEvent) -> None:
         if event["type"] == "message_start":
@@ -204,12 +216,18 @@ class _Run:
             self.open_tools[event["toolCallId"]] = None
         elif event["type"] == "tool_execution_end":
             self.open_tools[event["toolCallId"]] = event
+        if self.trace is not None:
+            self.trace.observe(event)
         try:
             await self.sink(event)
         except Exception as exc:
             raise StepFailed("event listener", exc) from exc
 
     async def run(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        instrumentation = instrumentation_for(self.config.instrumentation)
+        if instrumentation is not None:
+            tools = {t.name: t.description for t in self.context.tools}
+            self.trace = instrumentation.start_run(self.config.model, self.options, tools)
         try:
             await self.emit({"type": "agent_start"})
             await self._turn_start()
@@ -224,6 +242,9 @@ class _Run:
             await self._fail(failure)
         except Exception as exc:  # a bug in the loop itself still ends the run properly
             await self._fail(StepFailed("agent loop", exc))
+        finally:
+            if self.trace is not None:
+                self.trace.end(self.new_messages, self.ended)
         return self.new_messages
 
     # -- the turns ---------------------------------------------------------------------------
@@ -340,6 +361,8 @@ class _Run:
                 options = dataclasses.replace(options, api_key=api_key)
         try:
             stream_fn = self.stream_fn or default_stream_fn()
+            if self.trace is not None:
+                stream_fn = self.trace.traced(stream_fn)
             opened = stream_fn(config.model, llm_context, options)
             response: AssistantMessageEventStream = await opened if inspect.isawaitable(opened) else opened
         except Exception as exc:
@@ -412,7 +435,7 @@ class _Run:
             batch = await reject_truncated_calls(calls, self.emit, delivered)
         else:
             batch = await execute_tool_calls(
-                self.context, message, calls, self.config, self.signal, self.emit, delivered
+                self.context, message, calls, self.config, self.signal, self.emit, delivered, self.trace
             )
         self.open_calls = None
         self.context.messages.extend(batch.messages)
@@ -423,12 +446,16 @@ class _Run:
 
     async def _quiet(self, event: AgentEvent) -> None:
         """Emit while ending a failed run: a listener that fails again cannot stop the ending."""
+        if self.trace is not None:
+            self.trace.observe(event)
         with contextlib.suppress(Exception):
             await self.sink(event)
 
     async def _fail(self, failure: StepFailed) -> None:
         if self.ended:
             return
+        if self.trace is not None:
+            self.trace.failed(failure.cause)
         text = str(failure)
         if self.streaming is None and self.open_message is not None:
             await self._quiet({"type": "message_end", "message": self.open_message})

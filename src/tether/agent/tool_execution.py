@@ -27,10 +27,11 @@ still running, so no task outlives the batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
@@ -47,7 +48,12 @@ from tether.agent.validation import validate_tool_arguments
 from tether.ai.abort import AbortSignal
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
 
+if TYPE_CHECKING:
+    from tether.telemetry.spans import RunTrace
+
 BLOCKED = "Tool execution was blocked"
+
+_UNTRACED = contextlib.nullcontext()
 
 
 @dataclass(slots=True)
@@ -126,14 +132,16 @@ async def execute_tool_calls(
     signal: AbortSignal | None,
     emit: Emit,
     delivered: list[ToolResultMessage],
+    trace: RunTrace | None = None,
 ) -> ToolBatch:
     """Run ``calls`` and report them. Result messages are appended to ``delivered`` (empty at the
-    start) as they go out, so a caller whose listener failed mid-batch knows which calls are done."""
+    start) as they go out, so a caller whose listener failed mid-batch knows which calls are done.
+    With ``trace``, each tool's span is the current one while the tool executes."""
     tools = {t.name: t for t in context.tools}
     sequential = config.tool_execution == "sequential" or any(
         (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential" for call in calls
     )
-    run = _Batch(context, assistant, tools, config, signal, emit)
+    run = _Batch(context, assistant, tools, config, signal, emit, trace)
     finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
     terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
     return ToolBatch(messages=list(delivered), terminate=terminate)
@@ -142,7 +150,7 @@ async def execute_tool_calls(
 class _Batch:
     """The state shared by the calls of one batch."""
 
-    __slots__ = ("assistant", "config", "context", "emit", "signal", "tools")
+    __slots__ = ("assistant", "config", "context", "emit", "signal", "tools", "trace")
 
     def __init__(
         self,
@@ -152,6 +160,7 @@ class _Batch:
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: Emit,
+        trace: RunTrace | None,
     ) -> None:
         self.context = context
         self.assistant = assistant
@@ -159,6 +168,7 @@ class _Batch:
         self.config = config
         self.signal = signal
         self.emit = emit
+        self.trace = trace
 
     async def sequential(
         self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
@@ -265,8 +275,12 @@ class _Batch:
         """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
         updates = _Updates(call, self.emit, starting)
+        running: contextlib.AbstractContextManager[None] = (
+            _UNTRACED if self.trace is None else self.trace.tool_running(call["id"])
+        )
         try:
-            result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            with running:
+                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(

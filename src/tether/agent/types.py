@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolExecutionMode
 from tether.ai.abort import AbortSignal
 from tether.ai.types import SimpleStreamOptions
+from tether.telemetry import Instrumentation
 from tether.wire import (
     AgentMessage,
     AssistantMessage,
@@ -246,3 +247,7 @@ class AgentLoopConfig:
     after_tool_call: (
         Callable[[AfterToolCallContext, AbortSignal | None], Awaitable[AfterToolCallResult | None]] | None
     ) = None
+
+    instrumentation: Instrumentation | None = None
+    """Record the run as OpenTelemetry spans and metrics; ``None``: as ``tether.telemetry.instrument``
+    set for the process, if it did."""

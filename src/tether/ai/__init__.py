@@ -101,6 +101,7 @@ if TYPE_CHECKING:
     from tether.ai.types import (
         CacheRetention as CacheRetention,
         Context as Context,
+        Retry as Retry,
         ServiceTier as ServiceTier,
         SimpleStreamOptions as SimpleStreamOptions,
         StreamFn as StreamFn,

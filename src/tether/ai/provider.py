@@ -50,7 +50,7 @@ from tether.ai.event_stream import (
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
 from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
-from tether.ai.types import StreamOptions
+from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 DONE_MARKER = "[DONE]"
@@ -144,6 +144,7 @@ async def _drive(
                 yield clock.stamp(error_event(output, delay.message))
                 return
             attempt += 1
+            _tell_retry(options, attempt, delay, response)
             await asyncio.sleep(delay)
             continue
         if not sent_start:
@@ -184,8 +185,14 @@ async def _drive(
             yield clock.stamp(error_event(output, delay.message))
             return
         attempt += 1
+        _tell_retry(options, attempt, delay, retry)
         _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
         await asyncio.sleep(delay)
+
+
+def _tell_retry(options: StreamOptions, attempt: int, delay: float, failure: RequestFailed) -> None:
+    if options.on_retry is not None:
+        options.on_retry(Retry(attempt, delay, failure.message, failure.status))
 
 
 def _reset(output: AssistantMessage, model: ModelInfo) -> None:

@@ -39,6 +39,20 @@ class Context(TypedDict):
     tools: NotRequired[list[Tool]]
 
 
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A failed attempt that is about to be repeated: what ``StreamOptions.on_retry`` is told."""
+
+    attempt: int
+    """The retry about to start: 1 for the first."""
+    delay: float
+    """Seconds waited before it."""
+    reason: str
+    """Why the previous attempt failed, as the user would read it."""
+    status: int | None = None
+    """The HTTP status of the failed attempt, when it got one."""
+
+
 @dataclass(slots=True)
 class StreamOptions:
     """Options every provider understands. ``None`` means: the provider's or model's default."""
@@ -60,6 +74,8 @@ class StreamOptions:
     tool_choice: str | dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=lambda: {})
     """Provider-specific request fields merged into the body last."""
+    on_retry: Callable[[Retry], None] | None = None
+    """Told before each retry of a failed attempt (telemetry, progress); must not raise."""
 
 
 @dataclass(slots=True)

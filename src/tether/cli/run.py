@@ -12,12 +12,22 @@ from dataclasses import replace
 from pathlib import Path
 
 from tether.cli.options import RunOptions
+from tether.telemetry.otlp import start_from_env
 
 DEMO_MODEL = "local:"
 """``tether demo`` always runs the embedded model unless told otherwise (never a paid API)."""
 
 
 def run(options: RunOptions) -> int:
+    stop_telemetry = start_from_env()  # exports only when an OTLP endpoint is configured
+    try:
+        return _run_mode(options)
+    finally:
+        if stop_telemetry is not None:
+            stop_telemetry()
+
+
+def _run_mode(options: RunOptions) -> int:
     if options.mode == "acp":
         return _run_acp(options)
     try:
