@@ -16,7 +16,6 @@ from tether.agent import AgentEvent
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
 from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
-from tether.session.compaction import CompactionError, compact
 from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
@@ -70,6 +69,8 @@ async def request_view(
     compacted = False
     tokens = context_tokens([*session.messages, *unrecorded])
     if should_compact(tokens, model.get("contextWindow"), compaction):
+        from tether.session.compaction import CompactionError, compact  # the summariser, when due
+
         try:
             await compact(session, model, stream_fn, settings=compaction, signal=signal)
             compacted = True
@@ -97,6 +98,8 @@ async def recover_from_overflow(
     failed = session.message_id(last)
     if failed is None:
         return False
+    from tether.session.compaction import CompactionError, compact
+
     session.branch(session.entry(failed)["parentId"])
     try:
         await compact(session, model, stream_fn, settings=compaction, signal=signal)
