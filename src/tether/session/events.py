@@ -140,7 +140,8 @@ class Run:
 
     ``await run`` runs it to the end and gives the messages it added (the prompt, replies, tool
     results, retries). ``async for event in run`` runs it and yields its events as they happen;
-    leaving the loop early aborts the run. Either way, a second run cannot start until this one
+    leaving the loop early aborts the run once Python closes the iterator (on the event loop's
+    next turn, or at once inside ``contextlib.aclosing``). Either way, a second run cannot start until this one
     has settled.
     """
 

@@ -1,0 +1,120 @@
+"""``AgentSession`` as a library user drives it: runs as iterators, queues, the input layer, busy."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether import Agent, AgentBusyError, AgentSession, ScriptedModel, reply, tool, tool_call
+from tether.ai.abort import AbortSignal
+from tether.session import SessionManager
+
+
+def _core(model: ScriptedModel, tools: list[Any] | None = None, **kwargs: Any) -> AgentSession:
+    return AgentSession(Agent(model=model.model, stream_fn=model, tools=tools or []), **kwargs)
+
+
+async def test_a_run_iterates_its_events_then_awaits_to_its_messages() -> None:
+    model = ScriptedModel([reply("hello there")])
+    core = _core(model)
+    run = core.prompt("hi")
+    kinds = [event["type"] async for event in run]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "message_update" in kinds
+    added = await run  # the same run, already settled
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    assert core.messages == added and not core.is_running
+
+
+async def test_leaving_the_iteration_early_aborts_the_run() -> None:
+    @tool
+    async def wait_forever(signal: AbortSignal | None) -> str:
+        """Answers only when the run is aborted."""
+        assert signal is not None
+        await signal.wait()
+        raise RuntimeError("aborted")
+
+    model = ScriptedModel([reply(tool_call("wait_forever")), reply("never asked")])
+    core = _core(model, [wait_forever])
+    async for event in core.prompt("go"):
+        if event["type"] == "tool_execution_start":
+            break
+    # Python closes an abandoned async iterator on the event loop's next turn; the run is
+    # aborted then (``contextlib.aclosing`` would close it at once).
+    await asyncio.wait_for(core.wait_for_idle(), 5)
+    assert not core.is_running
+    last = core.last_assistant()
+    assert last is not None and last["stopReason"] == "aborted"
+
+
+async def test_queues_have_one_source_and_every_change_is_reported() -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Waits for the test."""
+        await release.wait()
+        return "done"
+
+    model = ScriptedModel([reply(tool_call("slow")), reply("steered"), reply("followed up")])
+    core = _core(model, [slow])
+    updates: list[tuple[list[str], list[str]]] = []
+
+    def listen(event: Any) -> None:
+        if event["type"] == "queue_update":
+            updates.append((event["steering"], event["followUp"]))
+        elif event["type"] == "tool_execution_start":
+            core.steer("use the other file")
+            core.follow_up("then summarise")
+            assert core.queued().steering == ("use the other file",)
+            release.set()
+
+    core.subscribe(listen)
+    await core.prompt("start")
+    assert updates == [
+        (["use the other file"], []),
+        (["use the other file"], ["then summarise"]),
+        ([], ["then summarise"]),
+        ([], []),
+    ]
+    users = [m["content"] for m in core.messages if m["role"] == "user"]
+    assert users == ["start", "use the other file", "then summarise"]
+
+
+async def test_a_second_prompt_while_running_is_refused_and_the_first_goes_on() -> None:
+    gate = asyncio.Event()
+
+    @tool
+    async def hold() -> str:
+        """Holds the run."""
+        await gate.wait()
+        return "held"
+
+    model = ScriptedModel([reply(tool_call("hold")), reply("finished")])
+    core = _core(model, [hold])
+    first = core.prompt("one").start()
+    await asyncio.sleep(0.05)
+    with pytest.raises(AgentBusyError):
+        await core.prompt("two")
+    gate.set()
+    added = await first
+    assert added[-1]["role"] == "assistant" and core.last_assistant() is added[-1]
+
+
+async def test_submit_runs_shell_input_and_prompt_sends_it_as_text(tmp_path: Path) -> None:
+    model = ScriptedModel([reply("saw it")])
+    manager = SessionManager.at(tmp_path / "sessions.db")
+    session = manager.create(str(tmp_path))
+    core = _core(model, cwd=tmp_path, session=session, sessions=manager)
+    added = await core.submit("!echo from-the-shell")
+    assert [m["role"] for m in added] == ["bashExecution"]
+    assert "from-the-shell" in added[0]["output"]  # type: ignore[typeddict-item]
+    assert model.requests == []  # nothing went to the model
+    await core.prompt("!echo not a command")  # prompt(): plain text, no syntax
+    sent = model.requests[0].context["messages"]
+    assert sent[-1]["content"] == "!echo not a command"
+    assert [m["role"] for m in session.messages] == ["bashExecution", "user", "assistant"]
+    await core.close()
