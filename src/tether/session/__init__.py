@@ -5,7 +5,7 @@ Stored history is written only by the runtime (ids and timestamps are assigned b
 never by callers); prompt hooks edit a transient copy of each request (``PromptEditor``) and
 persist only through ``Session.append_synthetic``.
 
-    manager = SessionManager()                     # $XDG_DATA_HOME/tether/sessions.db
+    manager = SessionManager()                     # $TETHER_DATABASE_URL, else $XDG_DATA_HOME/tether/sessions.db
     session = manager.resume(cwd) or manager.create(cwd, model=model)
     bound = AgentSession(Agent(model=model, tools=tools), session, hooks=[my_hook])
     await bound.prompt("fix the failing test")     # recorded as it runs; compacts when needed
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         supports_developer_role,
         to_provider_messages,
     )
+    from tether.session.database import DATABASE_ENV, open_store
     from tether.session.entries import (
         ENTRY_FORMAT,
         BranchSummaryEntry,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from tether.session.jsonl import ImportFormatError
     from tether.session.manager import SessionManager
     from tether.session.paths import default_db_path
+    from tether.session.postgres_store import PostgresStore
     from tether.session.prompt import (
         PromptEditError,
         PromptEditor,
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SessionRecord,
         SessionStore,
+        SessionWatch,
         StoredEntry,
         WriterLease,
     )
@@ -113,6 +116,8 @@ _LAZY = {
     "ModelRef": "tether.session.context",
     "SessionContext": "tether.session.context",
     "build_context": "tether.session.context",
+    "DATABASE_ENV": "tether.session.database",
+    "open_store": "tether.session.database",
     "LlmMessage": "tether.session.convert",
     "convert_to_llm": "tether.session.convert",
     "lower_for": "tether.session.convert",
@@ -138,6 +143,7 @@ _LAZY = {
     "ImportFormatError": "tether.session.jsonl",
     "SessionManager": "tether.session.manager",
     "default_db_path": "tether.session.paths",
+    "PostgresStore": "tether.session.postgres_store",
     "PromptEditError": "tether.session.prompt",
     "PromptEditor": "tether.session.prompt",
     "PromptHook": "tether.session.prompt",
@@ -157,6 +163,7 @@ _LAZY = {
     "SessionNotFoundError": "tether.session.store",
     "SessionRecord": "tether.session.store",
     "SessionStore": "tether.session.store",
+    "SessionWatch": "tether.session.store",
     "StoredEntry": "tether.session.store",
     "WriterLease": "tether.session.store",
     "CorruptSessionError": "tether.session.tree",
@@ -168,6 +175,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
+    "DATABASE_ENV",
     "DEFAULT_KEEP_RECENT_TOKENS",
     "DEFAULT_RESERVE_TOKENS",
     "ENTRY_FORMAT",
@@ -191,6 +199,7 @@ __all__ = [
     "MessageEntry",
     "ModelChangeEntry",
     "ModelRef",
+    "PostgresStore",
     "PromptEditError",
     "PromptEditor",
     "PromptHook",
@@ -211,6 +220,7 @@ __all__ = [
     "SessionRecord",
     "SessionRuntime",
     "SessionStore",
+    "SessionWatch",
     "StoredEntry",
     "SystemPromptChangeEntry",
     "ThinkingLevelChangeEntry",
@@ -225,6 +235,7 @@ __all__ = [
     "lower_for",
     "lower_message",
     "new_id",
+    "open_store",
     "pending_tool_calls",
     "replay_events",
     "run_prompt_hooks",
