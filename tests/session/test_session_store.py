@@ -26,6 +26,7 @@ from tether.session import (
     SQLiteStore,
     default_db_path,
 )
+from tether.session.database import is_postgres_url, open_store, redact, sqlite_path
 from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 
 
@@ -219,3 +220,35 @@ def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:
     session_id = manager.create("/p").id  # never closed, only dropped
     with manager.open(session_id) as s:
         s.append_message(user("the lock was free"))
+
+
+# --- locations ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("sqlite:///abs/sessions.db", "/abs/sessions.db"),
+        ("sqlite:rel/sessions.db", "rel/sessions.db"),
+        ("SQLITE:///with%20space.db", "/with space.db"),
+        ("/plain/path.db", "/plain/path.db"),
+        ("plain.db", "plain.db"),
+    ],
+)
+def test_sqlite_locations_name_a_file(location: str, path: str) -> None:
+    assert sqlite_path(location) == Path(path)
+    assert not is_postgres_url(location)
+
+
+def test_postgres_urls_and_bad_schemes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert is_postgres_url("postgresql://u@h/db") and is_postgres_url("postgres://h/db")
+    with pytest.raises(
+        SessionError, match=r"unsupported database URL scheme 'mysql' in mysql://u:\*\*\*@h/db"
+    ):
+        open_store("mysql://u:pw@h/db")
+    assert redact("postgresql://u:pw@h:5/db?sslmode=require") == "postgresql://u:***@h:5/db?sslmode=require"
+    assert redact("postgresql://h/db?user=u&password=pw&x=1") == "postgresql://h/db?user=u&password=***&x=1"
+    monkeypatch.setenv("TETHER_DATABASE_URL", f"sqlite:///{tmp_path}/from-env.db")
+    with SessionManager() as manager:
+        manager.create("/p")
+    assert (tmp_path / "from-env.db").exists()

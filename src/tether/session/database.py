@@ -22,6 +22,7 @@ from tether.session.store import SessionError, SessionStore
 
 DATABASE_ENV = "TETHER_DATABASE_URL"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+_PASSWORD_PARAM = re.compile(r"(?i)((?:^|&)password=)[^&]*")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 
 
@@ -75,10 +76,9 @@ def sqlite_path(location: str | os.PathLike[str]) -> Path:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
+    """``url`` without its password (in the user part or a ``password=`` parameter), for messages."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts._replace(query=_PASSWORD_PARAM.sub(r"\1***", parts.query)))
