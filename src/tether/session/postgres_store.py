@@ -328,8 +328,8 @@ class PostgresStore:
             "texts": texts,
             "leaf": leaf_id,
             "updated": updated,
-            "title": _text(c.title),
-            "first_prompt": _text(c.first_prompt),
+            "title": c.title,
+            "first_prompt": c.first_prompt,
             "messages": c.messages,
             "cost": c.cost,
             "input_tokens": c.input_tokens,
@@ -520,11 +520,6 @@ def _get(db: Connection, session_id: str) -> SessionRecord:
     if row is None:
         raise SessionNotFoundError(session_id)
     return SessionRecord(*row)
-
-
-def _text(value: str | None) -> str | None:
-    """A listing column's text: PostgreSQL's text type cannot hold NUL, shown as U+FFFD instead."""
-    return value.replace("\0", "\ufffd") if value is not None else None
 
 
 def _parent(record: SessionRecord) -> tuple[str | None, str | None]:

@@ -217,7 +217,7 @@ def count_entries(entries: Sequence[EntryDict]) -> Counters:
         if kind == "session_info":
             title = entry.get("title")
             if isinstance(title, str):
-                counters.title = title
+                counters.title = listing_text(title)
         message = _obj(entry.get("message")) if kind == "message" else None
         if message is None:
             continue
@@ -242,7 +242,13 @@ def prompt_text(content: object) -> str:
         text = " ".join(str(b.get("text", "")) for b in blocks if b is not None and b.get("type") == "text")
     else:
         text = ""
-    return text[:FIRST_PROMPT_CHARS]
+    return listing_text(text[:FIRST_PROMPT_CHARS])
+
+
+def listing_text(text: str) -> str:
+    """Text for the session row: NUL (which PostgreSQL's text cannot hold) shown as U+FFFD, on
+    every backend alike."""
+    return text.replace("\0", "\ufffd")
 
 
 def _add_usage(counters: Counters, usage: dict[str, Any] | None) -> None:
