@@ -7,10 +7,9 @@
 …
 ```
 
-Entries are written in append order, every branch included, as the compact JSON of the stored
-entry (re-encoded: PostgreSQL's jsonb hands entries back spaced, keys reordered), so
-``export(import(f)) == f`` byte for byte whichever store holds the session. Reading checks the
-header, every entry's common keys and every message (``tether.wire``); errors name the line.
+Entries are written in append order, every branch included, as the exact stored JSON, so
+``export(import(f)) == f`` byte for byte. Reading checks the header, every entry's common keys
+and every message (``tether.wire``); errors name the line.
 """
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import jiter
-
 from tether.session.entries import EntryDict
 from tether.session.store import SessionError, SessionRecord
-from tether.wire import WireError, decode_message, dumpb, dumps
+from tether.wire import WireError, decode_message, dumps
 
 FORMAT = "tether.session"
 VERSION = 1
@@ -57,13 +54,13 @@ def header_of(record: SessionRecord) -> dict[str, Any]:
 
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
-    """Write the header and the stored entry payloads, each as compact JSON, to ``path``."""
+    """Write the header and the stored entry payloads (already compact JSON) to ``path``."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as out:
         out.write(dumps(header_of(record)).encode())
         out.write(b"\n")
         for payload in payloads:
-            out.write(dumpb(jiter.from_json(payload)))
+            out.write(payload)
             out.write(b"\n")
     tmp.replace(path)
 
