@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from tether.session.database import DATABASE_ENV, redact
+from tether.session.paths import DATABASE_ENV
 
 
 def use_database(flag: str | None, cwd: Path | None = None) -> None:
@@ -62,6 +62,7 @@ def copy_to(target: str, session_ids: tuple[str, ...], *, out: TextIO = sys.stdo
     """Copy sessions of the current store into the store at ``target``."""
     from tether.session import SessionError, open_store
     from tether.session.copy import copy_sessions
+    from tether.session.database import redact
 
     try:
         source = open_store()

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         supports_developer_role,
         to_provider_messages,
     )
-    from tether.session.database import DATABASE_ENV, open_store
+    from tether.session.database import open_store
     from tether.session.entries import (
         ENTRY_FORMAT,
         BranchSummaryEntry,
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from tether.session.ids import IdGenerator, new_id
     from tether.session.jsonl import ImportFormatError
     from tether.session.manager import SessionManager
-    from tether.session.paths import default_db_path
+    from tether.session.paths import DATABASE_ENV, default_db_path
     from tether.session.postgres_store import PostgresStore
     from tether.session.prompt import (
         PromptEditError,
@@ -116,7 +116,7 @@ _LAZY = {
     "ModelRef": "tether.session.context",
     "SessionContext": "tether.session.context",
     "build_context": "tether.session.context",
-    "DATABASE_ENV": "tether.session.database",
+    "DATABASE_ENV": "tether.session.paths",
     "open_store": "tether.session.database",
     "LlmMessage": "tether.session.convert",
     "convert_to_llm": "tether.session.convert",

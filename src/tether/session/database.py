@@ -14,22 +14,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from tether.session.paths import database_url
 from tether.session.store import SessionError, SessionStore
 
-DATABASE_ENV = "TETHER_DATABASE_URL"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 _PASSWORD_PARAM = re.compile(r"(?i)((?:^|&)password=)[^&]*")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
-
-
-def database_url(env: Mapping[str, str] | None = None) -> str | None:
-    """``$TETHER_DATABASE_URL`` when set (and not empty)."""
-    env = os.environ if env is None else env
-    return env.get(DATABASE_ENV) or None
 
 
 def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
