@@ -19,10 +19,10 @@ restart), another writer can take the session over; the old holder's next write 
 foreign token and fails with ``SessionError`` instead of interleaving.
 
 Appends: one statement inserts the entries (``json``, see ``postgres_schema``; client-assigned
-ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A statement that fails on
-a lost connection is retried on another; if the first attempt had committed, the retry inserts
-nothing and its counters add nothing (they count only when the entries were new), so a retry
-can neither duplicate an entry nor double a counter.
+ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A
+statement that fails on a lost connection is retried on another; if the first attempt had
+committed, the retry inserts nothing and its counters add nothing (they count only when the
+entries were new), so a retry can neither duplicate an entry nor double a counter.
 
 Following: after each append commits, the writer sends ``NOTIFY "tether.<session id>"``, which
 ``watch`` listens to, from any host. It is a transaction of its own, on purpose: PostgreSQL
