@@ -20,9 +20,10 @@ class CliEnv:
     """The working directory the command runs in."""
 
     def env(self, **extra: str) -> dict[str, str]:
-        # No API keys or scripts from the developer's shell; bytecode caching on, so each of the
-        # many subprocesses does not recompile tether (PYTHONDONTWRITEBYTECODE would force it).
-        dropped = ("TETHER_SCRIPTED", "PYTHONDONTWRITEBYTECODE")
+        # No API keys, scripts or session database from the developer's shell; bytecode caching
+        # on, so each of the many subprocesses does not recompile tether (PYTHONDONTWRITEBYTECODE
+        # would force it).
+        dropped = ("TETHER_SCRIPTED", "PYTHONDONTWRITEBYTECODE", "TETHER_DATABASE_URL")
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in dropped}
         env.update({"TETHER_HOME": str(self.home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
         env.update(extra)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from multiprocessing.connection import Connection
 
+from session_helpers import open_when_free
+
 from tether.session import SessionManager
 from tether.wire import decode_message
 
@@ -18,14 +20,14 @@ from tether.wire import decode_message
 decode_message({"role": "user", "content": "warm-up", "timestamp": 0})
 
 
-def write_until_killed(db_path: str, session_id: str | None, seed: int, report: Connection) -> None:
+def write_until_killed(location: str, session_id: str | None, seed: int, report: Connection) -> None:
     rng = random.Random(seed)
-    manager = SessionManager.at(db_path)
+    manager = SessionManager.at(location)
     if session_id is None:
         session = manager.create("/crash")
         report.send_bytes(f"S{session.id}".encode())
     else:
-        session = manager.open(session_id)
+        session = open_when_free(manager, session_id)  # its killed writer's lock may linger a moment
     while True:
         size = rng.choice([50, 2_000, 30_000, 150_000])
         body = "".join(rng.choice("abcdefghij \n") for _ in range(64)) * (size // 64)
@@ -41,8 +43,8 @@ def write_until_killed(db_path: str, session_id: str | None, seed: int, report: 
         report.send_bytes(f"E{session.id}{entry_id}".encode())
 
 
-def append_n(db_path: str, session_id: str, count: int) -> None:
+def append_n(location: str, session_id: str, count: int) -> None:
     """Append ``count`` messages to one session and exit (concurrent-writers test)."""
-    with SessionManager.at(db_path) as manager, manager.open(session_id) as session:
+    with SessionManager.at(location) as manager, manager.open(session_id) as session:
         for i in range(count):
             session.append_message({"role": "user", "content": f"{session_id} {i}", "timestamp": i})

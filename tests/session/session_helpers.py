@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
+from tether.session import Session, SessionLockedError, SessionManager
 from tether.wire import AgentMessage, ModelInfo
+
+LOCK_RELEASE_TIMEOUT = 10.0
+"""How long a dead writer's lock may outlive it: PostgreSQL frees it when the server notices the
+closed connection, which takes a moment on a loaded machine. A live holder is never waited out."""
 
 MODEL: ModelInfo = {
     "id": "scripted-1",
@@ -70,3 +76,15 @@ def result(call_id: str, out: str, name: str = "read", is_error: bool = False) -
             "timestamp": 1_700_000_000_002,
         },
     )
+
+
+def open_when_free(manager: SessionManager, session_id: str) -> Session:
+    """Open a session for writing once its dead writer's lock is gone (see LOCK_RELEASE_TIMEOUT)."""
+    deadline = time.monotonic() + LOCK_RELEASE_TIMEOUT
+    while True:
+        try:
+            return manager.open(session_id)
+        except SessionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

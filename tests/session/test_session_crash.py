@@ -1,7 +1,8 @@
-"""Crash safety: writers killed with SIGKILL at random points, 100 times, then every session opens.
+"""Crash safety: writers killed with SIGKILL at random points, 100 times, then every session opens;
+on SQLite and on PostgreSQL.
 
-Children come from a ``forkserver`` that imported tether once, so a kill costs milliseconds and
-the whole test stays well under 20 s. Each child opens or creates a session and appends
+Children come from a ``forkserver`` that imported tether (and psycopg) once, so a kill costs
+milliseconds and the whole test stays well under 20 s per backend. Each child opens or creates a session and appends
 entries of random size (single and multi-message transactions) until it is killed: after a
 random number of its commits (zero: during start-up, schema creation or lock acquisition) plus
 a random few milliseconds, so kills land inside writes and checkpoints whatever the machine's
@@ -21,12 +22,14 @@ from pathlib import Path
 
 import crash_writer
 import pytest
+from session_helpers import open_when_free
 
 from tether.session import SessionManager
 
 pytestmark = pytest.mark.subprocess
 
 KILLS = 100
+PRELOAD = ["tether.session", "tether.session.postgres_store", "crash_writer"]
 
 
 def _drain(conn: Connection, wait_for: int = 0, timeout: float = 10.0) -> list[str]:
@@ -42,10 +45,11 @@ def _commits(reports: list[str]) -> int:
     return sum(1 for r in reports if r.startswith("E"))
 
 
-def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Path) -> None:
-    db_path = str(tmp_path / "crash.db")
+def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(
+    store_location: str, db_path: Path
+) -> None:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["tether.session", "crash_writer"])
+    ctx.set_forkserver_preload(PRELOAD)
     rng = random.Random(1234)
     sessions: list[str] = []
     committed: dict[str, list[str]] = {}
@@ -54,7 +58,9 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
         for kill in range(KILLS):
             target = rng.choice(sessions) if sessions and rng.random() < 0.8 else None
             child = ctx.Process(
-                target=crash_writer.write_until_killed, args=(db_path, target, kill, writer), daemon=True
+                target=crash_writer.write_until_killed,
+                args=(store_location, target, kill, writer),
+                daemon=True,
             )
             child.start()
             reports = _drain(reader, wait_for=rng.choice([0, 0, 1, 2, 3, 5]))
@@ -74,14 +80,15 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
 
     assert len(sessions) >= 5 and sum(map(len, committed.values())) >= 50  # the kills hit real work
 
-    db = sqlite3.connect(db_path)
-    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    db.close()
-    with SessionManager.at(db_path) as manager:
+    if store_location == str(db_path):
+        db = sqlite3.connect(db_path)
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        db.close()
+    with SessionManager.at(store_location) as manager:
         records = {r.id: r for r in manager.list()}
         assert set(sessions) <= set(records)
         for record in records.values():
-            with manager.open(record.id) as session:  # writable: no stale lock survived its holder
+            with open_when_free(manager, record.id) as session:  # no stale lock survived its holder
                 entries = session.entries()
                 ids = [e["id"] for e in entries]
                 assert record.entry_count == len(entries)  # counters moved in the same transaction
@@ -95,19 +102,18 @@ def test_sigkilled_writers_never_corrupt_or_lose_committed_entries(tmp_path: Pat
                 session.append_message({"role": "user", "content": "still writable", "timestamp": 3})
 
 
-def test_writers_of_different_sessions_share_the_database(tmp_path: Path) -> None:
-    db_path = str(tmp_path / "shared.db")
-    with SessionManager.at(db_path) as manager:
+def test_writers_of_different_sessions_share_the_database(store_location: str) -> None:
+    with SessionManager.at(store_location) as manager:
         ids = [manager.create("/p").id for _ in range(3)]  # dropped handles release their lock
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["tether.session", "crash_writer"])
-    writers = [ctx.Process(target=crash_writer.append_n, args=(db_path, i, 150)) for i in ids]
+    ctx.set_forkserver_preload(PRELOAD)
+    writers = [ctx.Process(target=crash_writer.append_n, args=(store_location, i, 150)) for i in ids]
     for w in writers:
         w.start()
     for w in writers:
         w.join()
         assert w.exitcode == 0
-    with SessionManager.at(db_path) as manager:
+    with SessionManager.at(store_location) as manager:
         for session_id in ids:
             s = manager.open(session_id, readonly=True)
             assert [m["content"] for m in s.messages] == [f"{session_id} {i}" for i in range(150)]

@@ -1,13 +1,12 @@
 """Property: whatever sequence of operations a session goes through, the context kept
-incrementally in memory equals the one rebuilt from the database, before and after reopening."""
+incrementally in memory equals the one rebuilt from the database, before and after reopening
+(on each backend: every example is a new session of the test's store)."""
 
 from __future__ import annotations
 
 import contextlib
-import tempfile
-from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from session_helpers import MODEL, assistant, call, result, text, user
 
 from tether.session import BranchError, Session, SessionManager, build_context, pending_tool_calls
@@ -56,19 +55,20 @@ def _apply(manager: SessionManager, s: Session, op: str, arg: object) -> Session
     return s
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_incremental_context_equals_rebuilt_context(ops: list[tuple[str, object]]) -> None:
-    with tempfile.TemporaryDirectory() as tmp, SessionManager.at(Path(tmp) / "p.db") as manager:
-        s = manager.create("/p", model=MODEL)
-        for op, arg in ops:
-            s = _apply(manager, s, op, arg)
-            rebuilt = build_context(s.path_nodes())
-            assert s.context == rebuilt
-        live = s.context
-        s.close()
-        reopened = manager.open(s.id, readonly=True)
-        assert reopened.context == live
-        assert reopened.leaf_id == s.leaf_id
-        assert reopened.labels() == s.labels()
-        assert pending_tool_calls(reopened.path_nodes()) == {}  # branching never strands a call
+def test_incremental_context_equals_rebuilt_context(
+    manager: SessionManager, ops: list[tuple[str, object]]
+) -> None:
+    s = manager.create("/p", model=MODEL)
+    for op, arg in ops:
+        s = _apply(manager, s, op, arg)
+        rebuilt = build_context(s.path_nodes())
+        assert s.context == rebuilt
+    live = s.context
+    s.close()
+    reopened = manager.open(s.id, readonly=True)
+    assert reopened.context == live
+    assert reopened.leaf_id == s.leaf_id
+    assert reopened.labels() == s.labels()
+    assert pending_tool_calls(reopened.path_nodes()) == {}  # branching never strands a call

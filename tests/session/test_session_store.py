@@ -1,10 +1,12 @@
-"""The SQLite store: schema, migrations, writer lock, durability settings, counters."""
+"""The stores: writer lock and counters on every backend; SQLite's schema, migrations and
+durability settings (PostgreSQL's are in test_session_postgres.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -12,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from session_helpers import assistant, text, user
+from session_helpers import assistant, open_when_free, text, user
 
 from tether.session import (
     ReadOnlySessionError,
@@ -24,6 +26,7 @@ from tether.session import (
     SQLiteStore,
     default_db_path,
 )
+from tether.session.database import is_postgres_url, open_store, redact, sqlite_path
 from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 
 
@@ -42,7 +45,8 @@ def test_default_path_follows_tether_home_and_env_override(tether_home: Path, tm
         store.close()
 
 
-def test_database_is_wal_and_at_current_schema(manager: SessionManager, db_path: Path) -> None:
+def test_database_is_wal_and_at_current_schema(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
     db = sqlite3.connect(db_path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert schema_version(db) == SCHEMA_VERSION
@@ -78,7 +82,7 @@ def test_second_writer_in_the_same_process_is_refused(manager: SessionManager) -
 
 @pytest.mark.subprocess
 def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_dies(
-    manager: SessionManager, db_path: Path
+    manager: SessionManager, store_location: str
 ) -> None:
     s = manager.create("/p")
     s.close()
@@ -90,7 +94,7 @@ def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_die
                 f"""
                 import sys, time
                 from tether.session import SessionManager
-                s = SessionManager.at({str(db_path)!r}).open({s.id!r})
+                s = SessionManager.at({store_location!r}).open({s.id!r})
                 print("locked", flush=True)
                 time.sleep(60)
                 """
@@ -101,14 +105,16 @@ def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_die
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        with pytest.raises(SessionLockedError, match=f"pid {holder.pid}"):
+        with pytest.raises(SessionLockedError, match=f"by pid {holder.pid} on {socket.gethostname()};"):
             manager.open(s.id)
         with pytest.raises(SessionLockedError):
             manager.delete(s.id)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    with manager.open(s.id) as s2:  # the kernel dropped the dead holder's lock
+    # The lock died with its holder: the kernel drops a flock at once, PostgreSQL an advisory
+    # lock as soon as the server sees the connection closed (a moment later).
+    with open_when_free(manager, s.id) as s2:
         s2.append_message(user("mine now"))
 
 
@@ -188,18 +194,16 @@ def test_full_durability_sets_synchronous_full(db_path: Path) -> None:
         store.close()
 
 
-def test_a_released_lease_cannot_write(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
-    try:
-        store.create_session("S", "/p", 1, version=1)
-        lease = store.acquire_writer("S")
-        lease.release()
-        entry = {"type": "label", "id": "E", "parentId": None, "timestamp": 1, "targetId": "x", "label": None}
-        with pytest.raises(SessionError, match="writer lease of session 'S' was released"):
-            store.append(lease, [entry], "E", 2)
-        assert store.entries("S") == []
-    finally:
-        store.close()
+def test_a_released_lease_cannot_write(manager: SessionManager) -> None:
+    store = manager.store
+    store.create_session("S", "/p", 1, version=1)
+    lease = store.acquire_writer("S")
+    lease.release()
+    assert not lease.active
+    entry = {"type": "label", "id": "E", "parentId": None, "timestamp": 1, "targetId": "x", "label": None}
+    with pytest.raises(SessionError, match="writer lease of session 'S' was released"):
+        store.append(lease, [entry], "E", 2)
+    assert store.entries("S") == []
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
@@ -217,3 +221,35 @@ def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:
     session_id = manager.create("/p").id  # never closed, only dropped
     with manager.open(session_id) as s:
         s.append_message(user("the lock was free"))
+
+
+# --- locations ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("sqlite:///abs/sessions.db", "/abs/sessions.db"),
+        ("sqlite:rel/sessions.db", "rel/sessions.db"),
+        ("SQLITE:///with%20space.db", "/with space.db"),
+        ("/plain/path.db", "/plain/path.db"),
+        ("plain.db", "plain.db"),
+    ],
+)
+def test_sqlite_locations_name_a_file(location: str, path: str) -> None:
+    assert sqlite_path(location) == Path(path)
+    assert not is_postgres_url(location)
+
+
+def test_postgres_urls_and_bad_schemes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert is_postgres_url("postgresql://u@h/db") and is_postgres_url("postgres://h/db")
+    with pytest.raises(
+        SessionError, match=r"unsupported database URL scheme 'mysql' in mysql://u:\*\*\*@h/db"
+    ):
+        open_store("mysql://u:pw@h/db")
+    assert redact("postgresql://u:pw@h:5/db?sslmode=require") == "postgresql://u:***@h:5/db?sslmode=require"
+    assert redact("postgresql://h/db?user=u&password=pw&x=1") == "postgresql://h/db?user=u&password=***&x=1"
+    monkeypatch.setenv("TETHER_DATABASE_URL", f"sqlite:///{tmp_path}/from-env.db")
+    with SessionManager() as manager:
+        manager.create("/p")
+    assert (tmp_path / "from-env.db").exists()

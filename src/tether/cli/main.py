@@ -22,6 +22,11 @@ SUBCOMMANDS = ("models", "sessions", "schema", "demo")
 
 DEMO_QUESTION = "In two sentences: what is a large language model?"
 
+DATABASE_HELP = (
+    "Session store: postgresql://… or a SQLite file (default: $TETHER_DATABASE_URL, "
+    'the "database" setting, else sessions.db in the data dir).'
+)
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
@@ -83,12 +88,16 @@ def root_command() -> click.Command:
         help="Working directory (the workspace the tools may touch).",
     )
     @click.option("-y", "--yes", is_flag=True, help="Approve every tool call without asking.")
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @click.version_option(__version__, "-V", "--version", prog_name="tether", message="%(prog)s %(version)s")
     def root(prompt: tuple[str, ...], **kwargs: object) -> None:
         """tether: a coding agent. Interactive by default; -p or --mode json for scripts."""
         from tether.cli.run import run
+        from tether.cli.sessions_cmd import use_database
 
+        database = kwargs.pop("database")
         options = RunOptions.from_click(prompt, kwargs)
+        use_database(database if isinstance(database, str) else None, options.cwd)
         sys.exit(run(options))
 
     return root
@@ -110,13 +119,38 @@ def subcommands() -> click.Group:
 
         sys.exit(print_models(show_all=show_all))
 
-    @group.command()
+    @group.group(invoke_without_command=True)
     @click.option("--all", "show_all", is_flag=True, help="Sessions of every directory, not only this one.")
-    def sessions(show_all: bool) -> None:
-        """List stored sessions, newest first."""
-        from tether.cli.listing import print_sessions
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @click.pass_context
+    def sessions(ctx: click.Context, show_all: bool, database: str | None) -> None:
+        """List stored sessions, newest first (or follow or copy them: see below)."""
+        from tether.cli.sessions_cmd import use_database
 
-        sys.exit(print_sessions(show_all=show_all))
+        use_database(database)
+        if ctx.invoked_subcommand is None:
+            from tether.cli.listing import print_sessions
+
+            sys.exit(print_sessions(show_all=show_all))
+
+    @sessions.command()
+    @click.argument("session_id")
+    @click.option("--json", "as_json", is_flag=True, help="Each entry as one JSON line, as stored.")
+    @click.option("--new", "new_only", is_flag=True, help="Skip the entries already there.")
+    def follow(session_id: str, as_json: bool, new_only: bool) -> None:
+        """Print a session's entries as they are written, by this host or another (Ctrl-C stops)."""
+        from tether.cli.sessions_cmd import follow_session
+
+        sys.exit(follow_session(session_id, as_json=as_json, history=not new_only))
+
+    @sessions.command()
+    @click.argument("session_ids", nargs=-1, metavar="[ID]...")
+    @click.option("--to", "target", required=True, metavar="URL", help="The store to copy into.")
+    def copy(session_ids: tuple[str, ...], target: str) -> None:
+        """Copy sessions (default: all) into another store, ids and trees intact; safe to re-run."""
+        from tether.cli.sessions_cmd import copy_to
+
+        sys.exit(copy_to(target, session_ids))
 
     @group.command()
     @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")

@@ -5,7 +5,7 @@ Stored history is written only by the runtime (ids and timestamps are assigned b
 never by callers); prompt hooks edit a transient copy of each request (``PromptEditor``) and
 persist only through ``Session.append_synthetic``.
 
-    manager = SessionManager()                     # $XDG_DATA_HOME/tether/sessions.db
+    manager = SessionManager()                     # $TETHER_DATABASE_URL, else $XDG_DATA_HOME/tether/sessions.db
     session = manager.resume(cwd) or manager.create(cwd, model=model)
     core = AgentSession(Agent(model=model, tools=tools), session, sessions=manager, hooks=[my_hook])
     await core.prompt("fix the failing test")      # recorded as it runs; compacts when needed
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         supports_developer_role as supports_developer_role,
         to_provider_messages as to_provider_messages,
     )
+    from tether.session.database import open_store as open_store
     from tether.session.entries import (
         ENTRY_FORMAT as ENTRY_FORMAT,
         BranchSummaryEntry as BranchSummaryEntry,
@@ -88,7 +89,8 @@ if TYPE_CHECKING:
     from tether.session.ids import IdGenerator as IdGenerator, new_id as new_id
     from tether.session.jsonl import ImportFormatError as ImportFormatError
     from tether.session.manager import SessionManager as SessionManager
-    from tether.session.paths import default_db_path as default_db_path
+    from tether.session.paths import DATABASE_ENV as DATABASE_ENV, default_db_path as default_db_path
+    from tether.session.postgres_store import PostgresStore as PostgresStore
     from tether.session.prompt import (
         PromptEditError as PromptEditError,
         PromptEditor as PromptEditor,
@@ -114,6 +116,7 @@ if TYPE_CHECKING:
         SessionNotFoundError as SessionNotFoundError,
         SessionRecord as SessionRecord,
         SessionStore as SessionStore,
+        SessionWatch as SessionWatch,
         StoredEntry as StoredEntry,
         WriterLease as WriterLease,
     )

@@ -6,25 +6,27 @@ import os
 from pathlib import Path
 
 from tether.session.branching import settle_leaf
+from tether.session.database import open_store
 from tether.session.entries import ENTRY_FORMAT, EntryDict
 from tether.session.ids import new_id
 from tether.session.jsonl import read_export, write_export
 from tether.session.session import Session, now_ms
-from tether.session.sqlite_store import SQLiteStore
 from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
 from tether.session.tree import EntryTree, paused_gc
 from tether.wire import ModelInfo
 
 
 class SessionManager:
-    """Sessions in one store (default: the SQLite file under the XDG data dir)."""
+    """Sessions in one store: by default ``$TETHER_DATABASE_URL``'s, else the SQLite file under
+    the XDG data dir (see ``tether.session.database``)."""
 
     def __init__(self, store: SessionStore | None = None) -> None:
-        self.store: SessionStore = store if store is not None else SQLiteStore()
+        self.store: SessionStore = store if store is not None else open_store()
 
     @classmethod
-    def at(cls, path: str | os.PathLike[str]) -> SessionManager:
-        return cls(SQLiteStore(path))
+    def at(cls, location: str | os.PathLike[str]) -> SessionManager:
+        """Sessions at a PostgreSQL URL, a ``sqlite:`` URL or a SQLite file path."""
+        return cls(open_store(location))
 
     def create(
         self,

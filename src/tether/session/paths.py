@@ -1,4 +1,5 @@
-"""Where the session database lives (XDG data dir; ``TETHER_HOME`` overrides).
+"""Where the session database lives (XDG data dir; ``TETHER_HOME`` overrides; a database URL
+in ``TETHER_DATABASE_URL`` replaces the file, see ``tether.session.database``).
 
 A tiny local helper: the catalog branch owns the shared ``tether.ai.paths``, not merged here
 yet; this module follows its rules exactly (data in ``$TETHER_HOME/data``, else
@@ -14,6 +15,8 @@ from pathlib import Path
 
 DB_ENV = "TETHER_SESSIONS_DB"
 """Environment override for the database file itself."""
+DATABASE_ENV = "TETHER_DATABASE_URL"
+"""The store to use instead of the file: a PostgreSQL URL (or a ``sqlite:`` URL, or a path)."""
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -36,3 +39,9 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     if override:
         return Path(override)
     return data_dir(env) / "sessions.db"
+
+
+def database_url(env: Mapping[str, str] | None = None) -> str | None:
+    """``$TETHER_DATABASE_URL`` when set (and not empty)."""
+    env = os.environ if env is None else env
+    return env.get(DATABASE_ENV) or None

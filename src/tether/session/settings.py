@@ -45,6 +45,9 @@ class Settings:
     """Added after the built-in prompt and the project context."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
+    database: str | None = None
+    """Where sessions are stored: a ``postgresql://`` URL or a SQLite file (``TETHER_DATABASE_URL``
+    and ``--database`` win over it)."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
 
@@ -84,7 +87,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
 
     changes: dict[str, object] = {}
     for key, value in data.items():
-        if key in ("model", "systemPrompt", "appendSystemPrompt"):
+        if key in ("model", "systemPrompt", "appendSystemPrompt", "database"):
             if not isinstance(value, str):
                 raise bad(key, "a string")
             changes[_FIELD[key]] = value
@@ -114,7 +117,12 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
     return replace(base, **changes, sources=sources)  # type: ignore[arg-type]
 
 
-_FIELD = {"model": "model", "systemPrompt": "system_prompt", "appendSystemPrompt": "append_system_prompt"}
+_FIELD = {
+    "model": "model",
+    "systemPrompt": "system_prompt",
+    "appendSystemPrompt": "append_system_prompt",
+    "database": "database",
+}
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)

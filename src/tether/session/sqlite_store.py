@@ -10,9 +10,12 @@ One writer per session: SQLite locks the whole file, not a session, and only for
 a transaction, so the per-session writer lock is an exclusive, non-blocking ``flock`` on
 ``<db>.locks/<session id>.lock``. The kernel drops it when the holder exits however it exits,
 so no stale lease outlives a crashed process, and a second writer (another process, or a second
-handle in this one) fails at once with ``SessionLockedError`` naming the holder's pid. POSIX
-only, like the fcntl module. (A PostgreSQL backend gets the same semantics from a session-level
-advisory lock.)
+handle in this one) fails at once with ``SessionLockedError`` naming the holder's pid and host.
+POSIX only, like the fcntl module, and one host only: ``flock`` over a network filesystem is
+not to be trusted (the PostgreSQL store serves several hosts).
+
+Following: SQLite has no notifications, so ``watch`` polls ``PRAGMA data_version`` on a
+connection of its own, which changes whenever another connection commits.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Literal
@@ -43,6 +48,9 @@ from tether.wire import dumpb
 
 Durability = Literal["normal", "full"]
 MMAP_BYTES = 256 * 1024 * 1024
+WATCH_POLL_SECONDS = 0.05
+"""How often a watch reads ``data_version``: a follower sees an append within this, at the cost
+of one tiny query per poll."""
 
 _RECORD_COLUMNS = (
     "id, cwd, title, created, updated, leaf_id, version, parent_session_id, parent_entry_id, "
@@ -81,6 +89,37 @@ class FileLease:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+class PollingWatch:
+    """Wakes when the database file changes, by polling ``PRAGMA data_version`` (single host).
+
+    A connection of its own: ``data_version`` counts commits by *other* connections, so the
+    store's connection would not see the appends of its own process.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._version = self._data_version()
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            version = self._data_version()
+            if version != self._version:
+                self._version = version
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(WATCH_POLL_SECONDS, remaining))
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
 
 class SQLiteStore:
@@ -166,14 +205,14 @@ class SQLiteStore:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            holder = os.pread(fd, 320, 0).decode(errors="replace").split()
             os.close(fd)
-            raise SessionLockedError(session_id, f"pid {holder}" if holder else None) from None
+            raise SessionLockedError(session_id, _holder_text(holder)) from None
         except BaseException:
             os.close(fd)
             raise
         os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}".encode(), 0)
         return FileLease(self, session_id, fd)
 
     # -- entries ---------------------------------------------------------------------------------
@@ -239,6 +278,21 @@ class SQLiteStore:
             ).fetchall()
         return list(map(StoredEntry._make, rows))
 
+    def entries_after(self, session_id: str, entry_id: str | None) -> list[StoredEntry]:
+        if entry_id is None:
+            return self.entries(session_id)
+        with self._mutex:
+            rows = self._db.execute(
+                "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ?"
+                " AND seq > (SELECT seq FROM entries WHERE session_id = ? AND id = ?) ORDER BY seq",
+                (session_id, session_id, entry_id),
+            ).fetchall()
+        return list(map(StoredEntry._make, rows))
+
+    def watch(self, session_id: str) -> PollingWatch:
+        self.get_session(session_id)
+        return PollingWatch(self.path)
+
     def newest_entry_id(self, session_id: str) -> str | None:
         with self._mutex:
             row = self._db.execute(
@@ -280,3 +334,10 @@ class SQLiteStore:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+
+def _holder_text(words: list[str]) -> str | None:
+    """``pid 123 on host``, from a lock file's ``<pid> <host>`` (older tethers wrote the pid only)."""
+    if not words:
+        return None
+    return f"pid {words[0]}" + (f" on {words[1]}" if len(words) > 1 else "")

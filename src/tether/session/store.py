@@ -1,16 +1,19 @@
 """The store interface: what a session backend must do, and the records it returns.
 
-Backends (SQLite here, PostgreSQL later) share one contract, checked by one test suite:
+Backends (SQLite, PostgreSQL) share one contract, checked by one test suite run on both:
 
 - entries are append-only; ``append`` writes entries, the new leaf and the session counters in
   **one transaction**, so a crash leaves either all of an append or none of it, and a resume
   never has to guess the leaf;
 - only the holder of a session's ``WriterLease`` may append to it or move its leaf; a second
-  writer gets ``SessionLockedError`` at once (it never waits and never interleaves);
-- reads need no lease and see only committed data.
+  writer gets ``SessionLockedError`` at once (it never waits and never interleaves), naming the
+  holder's pid (and host, where writers can be on several);
+- reads need no lease and see only committed data; ``watch`` tells a reader (in any process)
+  that a session may have changed, so it can follow the session as it is written.
 
-The interface is synchronous: one append is a sub-millisecond local transaction, cheaper than a
-thread hop. A host that wants a remote backend off its event loop can call it in a thread.
+The interface is synchronous: one append is a sub-millisecond local transaction (about a
+loopback round trip for PostgreSQL), cheaper than a thread hop. A host that wants a remote
+backend off its event loop can call it in a thread.
 """
 
 from __future__ import annotations
@@ -115,6 +118,19 @@ class WriterLease(Protocol):
     def release(self) -> None: ...
 
 
+class SessionWatch(Protocol):
+    """A reader's subscription to one session's appends (see ``SessionStore.watch``)."""
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the session may have changed (True) or ``timeout`` seconds pass (False).
+
+        A True can be spurious; the caller re-reads (``entries_after``) and waits again.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
 class SessionStore(Protocol):
     """A durable home for sessions. See the module docstring for the contract."""
 
@@ -158,7 +174,15 @@ class SessionStore(Protocol):
         """Every entry of the session in append order."""
         ...
 
+    def entries_after(self, session_id: str, entry_id: str | None) -> list[StoredEntry]:
+        """Entries appended after ``entry_id`` (all when ``None``), in append order."""
+        ...
+
     def newest_entry_id(self, session_id: str) -> str | None: ...
+
+    def watch(self, session_id: str) -> SessionWatch:
+        """Start watching a session for appends; appends committed after this call are noticed."""
+        ...
 
     def delete_session(self, lease: WriterLease) -> None:
         """Delete the session and its entries (children forks keep their own copies)."""
@@ -193,7 +217,7 @@ def count_entries(entries: Sequence[EntryDict]) -> Counters:
         if kind == "session_info":
             title = entry.get("title")
             if isinstance(title, str):
-                counters.title = title
+                counters.title = listing_text(title)
         message = _obj(entry.get("message")) if kind == "message" else None
         if message is None:
             continue
@@ -218,7 +242,13 @@ def prompt_text(content: object) -> str:
         text = " ".join(str(b.get("text", "")) for b in blocks if b is not None and b.get("type") == "text")
     else:
         text = ""
-    return text[:FIRST_PROMPT_CHARS]
+    return listing_text(text[:FIRST_PROMPT_CHARS])
+
+
+def listing_text(text: str) -> str:
+    """Text for the session row: NUL (which PostgreSQL's text cannot hold) shown as U+FFFD, on
+    every backend alike."""
+    return text.replace("\0", "\ufffd")
 
 
 def _add_usage(counters: Counters, usage: dict[str, Any] | None) -> None:

@@ -1,0 +1,77 @@
+"""Which store a database location names: a PostgreSQL URL, a SQLite URL or a SQLite file path.
+
+    postgresql://user:pass@host:5432/dbname?sslmode=require   → PostgresStore
+    postgres://…                                               → PostgresStore
+    sqlite:///absolute/path/sessions.db, sqlite:relative.db    → SQLiteStore
+    /any/path/sessions.db                                      → SQLiteStore
+
+With no location, ``$TETHER_DATABASE_URL`` decides, else the default SQLite file (see
+``paths``). The PostgreSQL driver is imported only when a PostgreSQL URL is opened, so the
+embedded default costs nothing extra at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from tether.session.paths import database_url
+from tether.session.store import SessionError, SessionStore
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+_PASSWORD_PARAM = re.compile(r"(?i)((?:^|&)password=)[^&]*")
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+
+
+def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
+    """Open the store at ``location`` (see the module docstring); errors are ``SessionError``."""
+    if location is None:
+        location = database_url()
+    if location is None:
+        from tether.session.sqlite_store import SQLiteStore
+
+        return SQLiteStore()
+    if isinstance(location, str) and is_postgres_url(location):
+        from tether.session.postgres_store import PostgresStore
+
+        return PostgresStore(location)
+    from tether.session.sqlite_store import SQLiteStore
+
+    return SQLiteStore(sqlite_path(location))
+
+
+def is_postgres_url(location: str) -> bool:
+    match = _SCHEME.match(location)
+    return match is not None and match.group(1).lower() in POSTGRES_SCHEMES
+
+
+def sqlite_path(location: str | os.PathLike[str]) -> Path:
+    """The file a SQLite location names; a URL of another scheme is a ``SessionError``."""
+    if not isinstance(location, str):
+        return Path(location)
+    match = _SCHEME.match(location)
+    if match is None or len(match.group(1)) == 1:  # a Windows drive letter is not a scheme
+        return Path(location)
+    scheme = match.group(1).lower()
+    if scheme != "sqlite":
+        raise SessionError(
+            f"unsupported database URL scheme {scheme!r} in {redact(location)}: "
+            "use postgresql://…, sqlite:///path or a file path"
+        )
+    rest = location[len(match.group(0)) :]
+    if rest.startswith("//"):  # sqlite:///abs/path → /abs/path; sqlite://./rel → ./rel
+        rest = rest[2:]
+    if not rest:
+        raise SessionError(f"no file in the database URL {location!r}")
+    return Path(unquote(rest))
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` parameter), for messages."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts._replace(query=_PASSWORD_PARAM.sub(r"\1***", parts.query)))

@@ -1,0 +1,532 @@
+"""PostgreSQL session store: one database for many processes on many hosts (psycopg 3).
+
+Connections: a ``psycopg_pool`` pool serves reads and writes, each a single statement in
+autocommit mode (its own transaction, one round trip), so threads of one process share a few
+connections. One more connection per store, the *lock connection*, holds the writer locks.
+
+One writer per session: ``acquire_writer`` takes a session-level advisory lock (key: a 64-bit
+hash of schema and session id) on the lock connection. The server drops it when that connection
+ends however the holder ended: at once when a process dies (its socket closes), after the TCP
+keepalive set below when a whole host vanishes. A second writer anywhere fails at once with
+``SessionLockedError`` naming the holder's pid and host, which each writer records on the
+session row. In one process, a second handle is refused by the store's own table (advisory locks
+nest within a connection, so the server would grant it).
+
+Fencing: taking the lock also writes a fresh random ``writer_token`` on the session row, and
+every write of the lease (append, leaf move, delete) locks the row and checks that token in the
+same statement. Should the lock connection die while its process lives on (network cut, server
+restart), another writer can take the session over; the old holder's next write then finds a
+foreign token and fails with ``SessionError`` instead of interleaving.
+
+Appends: one statement inserts the entries (``json``, see ``postgres_schema``; client-assigned
+ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A
+statement that fails on a lost connection is retried on another; if the first attempt had
+committed, the retry inserts nothing and its counters add nothing (they count only when the
+entries were new), so a retry can neither duplicate an entry nor double a counter.
+
+Following: after each append commits, the writer sends ``NOTIFY "tether.<session id>"``, which
+``watch`` listens to, from any host. It is a transaction of its own, on purpose: PostgreSQL
+serialises the commits of all notifying transactions on one lock, so a notification inside the
+append would make every append of every session wait for the previous one's disk flush (a third
+of the throughput at 16 writers); alone, it writes no WAL and holds that lock for microseconds.
+A notification lost to a crash between the two costs a follower one idle check (``follow``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import secrets
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, LiteralString, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
+from psycopg_pool import ConnectionPool
+
+from tether.session.database import redact
+from tether.session.entries import EntryDict
+from tether.session.postgres_schema import lock_key, migrate
+from tether.session.store import (
+    SessionError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionRecord,
+    StoredEntry,
+    WriterLease,
+    count_entries,
+)
+from tether.wire import dumpb
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+T = TypeVar("T")
+
+CONNECT_TIMEOUT = 10
+RETRIES = 3
+"""Extra attempts of a statement whose connection failed (each on a fresh connection)."""
+RETRY_DELAY = 0.05
+LOCK_CONNECTION_SETTINGS = (
+    # The lock connection sits idle for as long as a session is open: no idle timeout may end it,
+    # and the server probes it so the locks of a host that vanished free up in about a minute.
+    "SET idle_session_timeout = 0; SET idle_in_transaction_session_timeout = 0; "
+    "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
+)
+
+NOTIFY_PREFIX = "tether."
+"""Channel of a session's append notifications: this plus the session id (33 bytes, under 64)."""
+
+_RECORD_COLUMNS = (
+    "id, cwd, title, created, updated, leaf_id, version, parent_session_id, parent_entry_id, "
+    "first_prompt, entry_count, message_count, cost, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens"
+)
+_ENTRY_COLUMNS = "id, parent_id, type, created, payload"
+
+_APPEND = f"""
+WITH target AS (
+    SELECT id FROM tether_sessions WHERE id = %(session)s AND writer_token = %(token)s FOR UPDATE
+), inserted AS (
+    INSERT INTO tether_entries (session_id, id, parent_id, type, created, payload)
+    SELECT target.id, e.id, e.parent_id, e.type, e.created, e.payload
+    FROM target, unnest(
+        %(ids)s::text[], %(parents)s::text[], %(types)s::text[], %(created)s::bigint[], %(payloads)s::json[]
+    ) WITH ORDINALITY AS e (id, parent_id, type, created, payload, ord)
+    ORDER BY e.ord
+    ON CONFLICT (session_id, id) DO NOTHING
+    RETURNING 1
+), added AS (
+    SELECT count(*) AS entries, least(count(*), 1) AS new FROM inserted
+)
+UPDATE tether_sessions AS s SET
+    leaf_id = %(leaf)s, updated = greatest(s.updated, %(updated)s),
+    title = coalesce(%(title)s, s.title), first_prompt = coalesce(s.first_prompt, %(first_prompt)s),
+    entry_count = s.entry_count + added.entries,
+    message_count = s.message_count + added.new * %(messages)s,
+    cost = s.cost + added.new * %(cost)s,
+    input_tokens = s.input_tokens + added.new * %(input_tokens)s,
+    output_tokens = s.output_tokens + added.new * %(output_tokens)s,
+    cache_read_tokens = s.cache_read_tokens + added.new * %(cache_read_tokens)s,
+    cache_write_tokens = s.cache_write_tokens + added.new * %(cache_write_tokens)s
+FROM target, added WHERE s.id = target.id
+RETURNING {", ".join("s." + c.strip() for c in _RECORD_COLUMNS.split(","))}
+"""
+
+
+class _JsonBytes(Loader):
+    """A json value as the bytes of its text, parsed later (lazily) by the entry tree."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
+
+
+def _configure(db: Connection) -> None:
+    db.adapters.register_loader("json", _JsonBytes)
+
+
+class AdvisoryLease:
+    """A session-level advisory lock on the store's lock connection, plus the fencing token."""
+
+    def __init__(self, store: PostgresStore, session_id: str, key: int, token: str, db: Connection) -> None:
+        self._store = store
+        self._session_id = session_id
+        self.key = key
+        self.token = token
+        self.db = db
+        self.released = False
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def active(self) -> bool:
+        return not self.released and not self.db.closed
+
+    def owned_by(self, store: PostgresStore) -> bool:
+        return self._store is store and not self.released
+
+    def release(self) -> None:
+        self._store.release_writer(self, wait=True)
+
+    def __del__(self) -> None:
+        # A session handle dropped without close() must not keep its session locked; the
+        # collector may run this inside the store's own critical section, so it never blocks.
+        with contextlib.suppress(Exception):
+            self._store.release_writer(self, wait=False)
+
+
+class PostgresStore:
+    """``SessionStore`` on a PostgreSQL database (see the module docstring)."""
+
+    def __init__(self, url: str, *, min_connections: int = 1, max_connections: int = 8) -> None:
+        self.url = url
+        self.where = redact(url)
+        self._host = socket.gethostname()
+        self._lock_mutex = threading.Lock()
+        # Weak: a lease dropped with its session handle must be collected, and then unlock (__del__).
+        self._held: weakref.WeakValueDictionary[str, AdvisoryLease] = weakref.WeakValueDictionary()
+        self._unlock_later: list[AdvisoryLease] = []
+        # The first connection reports a bad URL or password as it is, migrates, then holds locks.
+        self._lock_db = self._connect_locks()
+        try:
+            row = self._lock_db.execute("SELECT current_schema()").fetchone()
+            if row is None or row[0] is None:
+                raise SessionError(
+                    f"session database {self.where}: no schema to create tables in (search_path)"
+                )
+            self.schema: str = row[0]
+            migrate(self._lock_db, self.schema)
+            self._pool: ConnectionPool[Connection] = ConnectionPool(
+                url,
+                min_size=min_connections,
+                max_size=max_connections,
+                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+                configure=_configure,
+                open=True,
+                name="tether-sessions",
+            )
+        except psycopg.Error as err:
+            self._lock_db.close()
+            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+        except BaseException:
+            self._lock_db.close()
+            raise
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str,
+        cwd: str,
+        created: int,
+        *,
+        parent_session_id: str | None = None,
+        parent_entry_id: str | None = None,
+        title: str | None = None,
+        version: int,
+    ) -> SessionRecord:
+        attempt = itertools.count()
+        mine = (cwd, created, parent_session_id, parent_entry_id)
+
+        def work(db: Connection) -> SessionRecord:
+            retried = next(attempt) > 0
+            row = db.execute(
+                f"""INSERT INTO tether_sessions (id, cwd, title, created, updated, version,
+                    parent_session_id, parent_entry_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (id) DO NOTHING RETURNING {_RECORD_COLUMNS}""",
+                (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
+            ).fetchone()
+            if row is not None:
+                return SessionRecord(*row)
+            existing = _get(db, session_id)
+            # A retry after a commit whose answer was lost finds the row it wrote itself.
+            if retried and (existing.cwd, existing.created, *_parent(existing)) == mine:
+                return existing
+            raise SessionExistsError(session_id)
+
+        return self._run(work)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        return self._run(lambda db: _get(db, session_id))
+
+    def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
+        query = f"SELECT {_RECORD_COLUMNS} FROM tether_sessions"
+        params: list[object] = []
+        if cwd is not None:
+            query += " WHERE cwd = %s"
+            params.append(cwd)
+        # Within one millisecond, the session with the newest entry counts as the newer one.
+        query += (
+            " ORDER BY updated DESC, (SELECT max(seq) FROM tether_entries"
+            " WHERE tether_entries.session_id = tether_sessions.id) DESC NULLS LAST, id DESC"
+        )
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
+        return self._run(lambda db: [SessionRecord(*row) for row in db.execute(query, params)])
+
+    def delete_session(self, lease: WriterLease) -> None:
+        held = self._check(lease)
+        deleted = self._run(
+            lambda db: (
+                db.execute(
+                    "DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s",
+                    (held.session_id, held.token),
+                ).rowcount
+            )
+        )
+        if not deleted:
+            raise self._lost(held)
+
+    # -- writer lock -----------------------------------------------------------------------------
+
+    def acquire_writer(self, session_id: str) -> AdvisoryLease:
+        with self._lock_mutex:
+            self._unlock_pending()
+            if session_id in self._held:
+                raise SessionLockedError(session_id, f"pid {os.getpid()} on {self._host}")
+            try:
+                lease = self._try_lock(session_id)
+            except psycopg.OperationalError:
+                # The lock connection was lost, and whatever it held with it: one more try on a
+                # new one (the server restarted, or the network blinked while we were idle).
+                self._lock_db.close()
+                try:
+                    lease = self._try_lock(session_id)
+                except psycopg.Error as err:
+                    raise SessionError(f"session database {self.where}: {_message(err)}") from None
+            except psycopg.Error as err:
+                raise SessionError(f"session database {self.where}: {_message(err)}") from None
+            self._held[session_id] = lease
+            return lease
+
+    def release_writer(self, lease: AdvisoryLease, *, wait: bool) -> None:
+        """Unlock; with ``wait=False`` (the collector), defer to the next lock call if busy."""
+        if lease.released:
+            return
+        lease.released = True
+        if self._held.get(lease.session_id) is lease:
+            del self._held[lease.session_id]
+        if not self._lock_mutex.acquire(blocking=wait):
+            self._unlock_later.append(lease)
+            return
+        try:
+            self._unlock(lease)
+            self._unlock_pending()
+        finally:
+            self._lock_mutex.release()
+
+    # -- entries ---------------------------------------------------------------------------------
+
+    def append(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> SessionRecord:
+        held = self._check(lease)
+        c = count_entries(entries)
+        params = {
+            "session": held.session_id,
+            "token": held.token,
+            "ids": [e["id"] for e in entries],
+            "parents": [e.get("parentId") for e in entries],
+            "types": [e["type"] for e in entries],
+            "created": [e["timestamp"] for e in entries],
+            "payloads": [dumpb(e).decode() for e in entries],
+            "leaf": leaf_id,
+            "updated": updated,
+            "title": c.title,
+            "first_prompt": c.first_prompt,
+            "messages": c.messages,
+            "cost": c.cost,
+            "input_tokens": c.input_tokens,
+            "output_tokens": c.output_tokens,
+            "cache_read_tokens": c.cache_read_tokens,
+            "cache_write_tokens": c.cache_write_tokens,
+        }
+        channel = NOTIFY_PREFIX + held.session_id
+
+        def work(db: Connection) -> tuple[Any, ...] | None:
+            row = db.execute(_APPEND, params).fetchone()
+            if row is not None:
+                db.execute("SELECT pg_notify(%s, '')", (channel,))
+            return row
+
+        row = self._run(work)
+        if row is None:
+            raise self._lost(held)
+        return SessionRecord(*row)
+
+    def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
+        held = self._check(lease)
+        row = self._run(
+            lambda db: db.execute(
+                f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
+                    WHERE id = %s AND writer_token = %s RETURNING {_RECORD_COLUMNS}""",
+                (leaf_id, updated, held.session_id, held.token),
+            ).fetchone()
+        )
+        if row is None:
+            raise self._lost(held)
+        return SessionRecord(*row)
+
+    def entries(self, session_id: str) -> list[StoredEntry]:
+        return self._entries(
+            f"SELECT {_ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s ORDER BY seq", (session_id,)
+        )
+
+    def entries_after(self, session_id: str, entry_id: str | None) -> list[StoredEntry]:
+        if entry_id is None:
+            return self.entries(session_id)
+        return self._entries(
+            f"""SELECT {_ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s AND seq >
+                (SELECT seq FROM tether_entries WHERE session_id = %s AND id = %s) ORDER BY seq""",
+            (session_id, session_id, entry_id),
+        )
+
+    def newest_entry_id(self, session_id: str) -> str | None:
+        row = self._run(
+            lambda db: db.execute(
+                "SELECT max(id) FROM tether_entries WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        )
+        return None if row is None else row[0]
+
+    def watch(self, session_id: str) -> NotifyWatch:
+        self.get_session(session_id)
+        return NotifyWatch(self.connect, session_id)
+
+    def close(self) -> None:
+        with self._lock_mutex:
+            self._held.clear()
+            self._unlock_later.clear()
+            self._lock_db.close()
+        self._pool.close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def connect(self) -> Connection:
+        """A new connection of its own (autocommit); ``SessionError`` saying why if impossible."""
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+        except psycopg.Error as err:
+            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+
+    def _connect_locks(self) -> Connection:
+        db = self.connect()
+        try:
+            db.execute(LOCK_CONNECTION_SETTINGS)
+        except psycopg.Error as err:
+            db.close()
+            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+        return db
+
+    def _run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` on a pooled connection; again on another if the connection fails (see above)."""
+        for attempt in range(RETRIES + 1):
+            try:
+                with self._pool.connection() as db:
+                    return work(db)
+            except psycopg.OperationalError as err:
+                if attempt == RETRIES:
+                    raise SessionError(f"session database {self.where}: {_message(err)}") from None
+                time.sleep(RETRY_DELAY * 2**attempt)
+            except psycopg.Error as err:
+                raise SessionError(f"session database {self.where}: {_message(err)}") from None
+        raise AssertionError("unreachable")
+
+    def _entries(self, query: LiteralString, params: tuple[str, ...]) -> list[StoredEntry]:
+        def work(db: Connection) -> list[StoredEntry]:
+            with db.cursor(binary=True) as cursor:
+                return list(map(StoredEntry._make, cursor.execute(query, params)))
+
+        return self._run(work)
+
+    def _try_lock(self, session_id: str) -> AdvisoryLease:
+        """One attempt on the lock connection (reopened if it was lost); caller holds the mutex."""
+        if self._lock_db.closed:
+            self._lock_db = self._connect_locks()
+        db = self._lock_db
+        key = lock_key("session", self.schema, session_id)
+        row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        if row is None or not row[0]:
+            holder = db.execute(
+                "SELECT writer_pid, writer_host FROM tether_sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if holder is None:
+                raise SessionNotFoundError(session_id)  # locked by its deleter
+            raise SessionLockedError(session_id, f"pid {holder[0]} on {holder[1]}" if holder[0] else None)
+        token = secrets.token_hex(16)
+        taken = db.execute(
+            "UPDATE tether_sessions SET writer_token = %s, writer_host = %s, writer_pid = %s WHERE id = %s",
+            (token, self._host, os.getpid(), session_id),
+        ).rowcount
+        if not taken:
+            db.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            raise SessionNotFoundError(session_id)
+        return AdvisoryLease(self, session_id, key, token, db)
+
+    def _unlock(self, lease: AdvisoryLease) -> None:
+        if lease.db is self._lock_db and not lease.db.closed:
+            with contextlib.suppress(psycopg.Error):
+                lease.db.execute("SELECT pg_advisory_unlock(%s)", (lease.key,))
+
+    def _unlock_pending(self) -> None:
+        while self._unlock_later:
+            self._unlock(self._unlock_later.pop())
+
+    def _check(self, lease: WriterLease) -> AdvisoryLease:
+        if not (isinstance(lease, AdvisoryLease) and lease.owned_by(self)):
+            raise SessionError(
+                f"the writer lease of session {lease.session_id!r} was released or belongs to another store"
+            )
+        return lease
+
+    def _lost(self, lease: AdvisoryLease) -> SessionError:
+        """Why a fenced write matched no row: the session is gone, or another writer took it over."""
+        row = self._run(
+            lambda db: db.execute(
+                "SELECT writer_pid, writer_host FROM tether_sessions WHERE id = %s", (lease.session_id,)
+            ).fetchone()
+        )
+        if row is None:
+            return SessionNotFoundError(lease.session_id)
+        return SessionError(
+            f"session {lease.session_id!r} was taken over by pid {row[0]} on {row[1]} after this "
+            "process lost its database connection; reopen it"
+        )
+
+
+class NotifyWatch:
+    """``LISTEN tether.<session id>`` on a connection of its own."""
+
+    def __init__(self, connect: Callable[[], Connection], session_id: str) -> None:
+        self._connect = connect
+        self._channel = sql.Identifier(NOTIFY_PREFIX + session_id)
+        self._db = self._listen()
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            for _ in self._db.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except psycopg.OperationalError:
+            # Lost connection (server restart): listen again, and have the caller re-read what
+            # may have been appended meanwhile.
+            self._db.close()
+            self._db = self._listen()
+            return True
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _listen(self) -> Connection:
+        db = self._connect()
+        db.execute(sql.SQL("LISTEN {}").format(self._channel))
+        return db
+
+
+def _get(db: Connection, session_id: str) -> SessionRecord:
+    row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM tether_sessions WHERE id = %s", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return SessionRecord(*row)
+
+
+def _parent(record: SessionRecord) -> tuple[str | None, str | None]:
+    return record.parent_session_id, record.parent_entry_id
+
+
+def _message(err: psycopg.Error) -> str:
+    """The server's or libpq's message on one line, without psycopg's multi-line decoration."""
+    text = str(err).strip() or type(err).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())

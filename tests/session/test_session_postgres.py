@@ -1,0 +1,193 @@
+"""What only the PostgreSQL store has: json rows, migrations under a concurrent start, appends
+retried after a lost connection, fencing of a writer that lost its lock, two processes with
+their own pools contending for one session, and connection errors as one clear line."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+
+import psycopg
+import pytest
+import session_children
+from session_helpers import assistant, open_when_free, text, user
+
+from tether.session import (
+    PostgresStore,
+    SchemaVersionError,
+    SessionError,
+    SessionManager,
+)
+from tether.session.postgres_schema import SCHEMA_VERSION
+from tether.testing.postgres import PostgresServer
+from tether.wire import dumpb
+
+PRELOAD = ["tether.session", "tether.session.postgres_store", "session_children"]
+
+
+def _forkserver() -> multiprocessing.context.ForkServerContext:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def test_entries_are_json_rows_in_append_order_exactly_as_written(postgres_url: str) -> None:
+    with SessionManager.at(postgres_url) as manager:
+        s = manager.create("/p")
+        s.append_messages([user("hello"), assistant(text("hi"), cost=0.5)])
+        s.append_message(user("a NUL \x00 inside, as a binary file read by a tool"))
+        with psycopg.connect(postgres_url) as db:
+            kinds = dict(
+                db.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns"
+                    " WHERE table_name = 'tether_entries' AND table_schema = current_schema()"
+                ).fetchall()
+            )
+            assert kinds["payload"] == "json"
+            payloads = db.execute(
+                "SELECT payload::text FROM tether_entries WHERE session_id = %s ORDER BY seq", (s.id,)
+            ).fetchall()
+            # Queryable as JSON (PostgreSQL turns no string with a NUL into text: skip those).
+            roles = db.execute(
+                "SELECT payload->'message'->>'role' FROM tether_entries WHERE session_id = %s"
+                " AND strpos(payload::text, '\\u0000') = 0 ORDER BY seq",
+                (s.id,),
+            ).fetchall()
+        # The very bytes tether wrote, a NUL escape included.
+        assert [p.encode() for (p,) in payloads] == [dumpb(e) for e in s.entries()]
+        assert roles == [("user",), ("assistant",)]
+        reopened = manager.open(s.id, readonly=True)
+        assert reopened.messages[-1]["content"] == "a NUL \x00 inside, as a binary file read by a tool"
+        assert manager.list()[0].first_prompt == "hello"
+
+
+def test_processes_starting_together_migrate_once(postgres_url: str) -> None:
+    ctx = _forkserver()
+    start = ctx.Barrier(6)
+    children = [
+        ctx.Process(target=session_children.open_store_at_once, args=(postgres_url, start)) for _ in range(6)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+    assert [child.exitcode for child in children] == [0] * 6
+    with psycopg.connect(postgres_url) as db:
+        versions = [v for (v,) in db.execute("SELECT version FROM tether_migrations ORDER BY version")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_a_newer_schema_is_refused_with_a_clear_error(postgres_url: str) -> None:
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("INSERT INTO tether_migrations (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SchemaVersionError, match="newer than this tether supports"):
+        PostgresStore(postgres_url)
+
+
+def test_a_retried_append_neither_duplicates_entries_nor_counts_twice(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_session("S", "/p", 1, version=1)
+        lease = store.acquire_writer("S")
+        entries = [
+            {"type": "message", "id": "E1", "parentId": None, "timestamp": 2, "message": user("q")},
+            {
+                "type": "message",
+                "id": "E2",
+                "parentId": "E1",
+                "timestamp": 3,
+                "message": assistant(cost=0.25),
+            },
+        ]
+        first = store.append(lease, entries, "E2", 3)
+        # The same append again: what a retry sends when the first commit's answer was lost.
+        again = store.append(lease, entries, "E2", 3)
+        assert again == first
+        assert (first.entry_count, first.message_count, first.cost) == (2, 2, 0.25)
+        assert [e.id for e in store.entries("S")] == ["E1", "E2"]
+    finally:
+        store.close()
+
+
+def _kill_backends(postgres: PostgresServer, spare: list[int]) -> int:
+    """Terminate every client connection but ``spare`` (and the admin one); how many died."""
+    with psycopg.connect(postgres.url(), autocommit=True) as db:
+        killed = db.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            " AND pid <> pg_backend_pid() AND NOT (pid = ANY(%s))",
+            (spare,),
+        ).fetchone()
+    return killed[0] if killed else 0
+
+
+def test_an_append_is_retried_on_a_new_connection_when_its_own_drops(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
+    with SessionManager.at(postgres_url) as manager:
+        s = manager.create("/p")
+        s.append_message(user("before"))
+        store = manager.store
+        assert isinstance(store, PostgresStore)
+        lock_backend = store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
+        assert _kill_backends(postgres, spare=[lock_backend]) >= 1  # the pool's connections
+        s.append_message(user("after"))
+        assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
+        assert manager.list()[0].entry_count == 2
+
+
+def test_a_writer_that_lost_its_lock_is_fenced_off(postgres: PostgresServer, postgres_url: str) -> None:
+    with SessionManager.at(postgres_url) as first, SessionManager.at(postgres_url) as second:
+        s = first.create("/p")
+        s.append_message(user("first writes"))
+        store = first.store
+        assert isinstance(store, PostgresStore)
+        # The first writer's lock connection dies (a network cut) while its process lives on.
+        with psycopg.connect(postgres.url(), autocommit=True) as db:
+            db.execute("SELECT pg_terminate_backend(%s)", (store._lock_db.info.backend_pid,))  # pyright: ignore[reportPrivateUsage]
+        taker = open_when_free(second, s.id)
+        taker.append_message(user("second writes"))
+        with pytest.raises(SessionError, match=f"taken over by pid {os.getpid()} on {socket.gethostname()}"):
+            s.append_message(user("first again, too late"))
+        contents = [m["content"] for m in second.open(s.id, readonly=True).messages]
+        assert contents == ["first writes", "second writes"]
+
+
+def test_two_processes_with_their_own_pools_take_turns_on_one_session(postgres_url: str) -> None:
+    with SessionManager.at(postgres_url) as manager:
+        session_id = manager.create("/p").id
+    ctx = _forkserver()
+    rounds, batch = 15, 4
+    children = [
+        ctx.Process(target=session_children.contend, args=(postgres_url, session_id, rounds, batch))
+        for _ in range(2)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+    assert [child.exitcode for child in children] == [0, 0]
+    with SessionManager.at(postgres_url) as manager:
+        s = manager.open(session_id, readonly=True)
+        entries = s.entries()
+        # One chain: each holder appended at the leaf the previous one left, never beside it.
+        assert [e["id"] for e in s.path()] == [e["id"] for e in entries]
+        words = [str(e["message"]["content"]).split() for e in entries]
+        assert len(words) == 2 * rounds * batch and s.record.entry_count == len(words)
+        for start in range(0, len(words), batch):  # each holding is one unbroken run
+            pid, r = words[start][:2]
+            assert [w for w in words[start : start + batch]] == [[pid, r, str(i)] for i in range(batch)]
+        assert {w[0] for w in words} == {str(child.pid) for child in children}
+
+
+def test_connection_errors_are_one_line_without_the_password(postgres: PostgresServer) -> None:
+    url = f"postgresql://tether:s3cret@127.0.0.1:{postgres.port}/no_such_db"
+    with pytest.raises(SessionError) as caught:
+        SessionManager.at(url)
+    message = str(caught.value)
+    assert message.startswith(
+        f"cannot open the session database postgresql://tether:***@127.0.0.1:{postgres.port}/no_such_db: "
+    )
+    assert 'database "no_such_db" does not exist' in message
+    assert "s3cret" not in message and "\n" not in message
