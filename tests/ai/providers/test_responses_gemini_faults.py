@@ -1,6 +1,6 @@
 """Fault injection for openai-responses and google-generative-ai on a loopback server: the
-in-stream failures these two APIs have, beyond the faults every API shares (tests/ai/
-test_stream_faults.py: 429 + Retry-After, 500 x4, 401, resets before/after the first token,
+in-stream failures these two APIs have, beyond the faults every API shares
+(test_stream_faults.py: 429 + Retry-After, 500 x4, 401, resets before/after the first token,
 truncated body, malformed SSE, aborts at random points). Each ends in exactly one terminal
 event, never a raise."""
 
