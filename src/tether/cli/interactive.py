@@ -13,6 +13,10 @@ input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows or f
 screen with every tool result and thinking expanded (Esc or q returns, the input box as it was).
 ``/tree`` without an id opens the tree navigator (``screens``): pick an entry, branch there,
 optionally summarising the branch left; picking a prompt puts its text back in the input box.
+
+Past our usual ~600 lines: the screen's layout, keys and live state belong to one
+prompt-toolkit ``Application``; the views (``screens``), rendering (``render``) and everything a
+run does (``tether.session.agent_session``) are elsewhere.
 """
 
 from __future__ import annotations

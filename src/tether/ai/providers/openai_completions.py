@@ -11,6 +11,10 @@ The parser tolerates what real servers send: reasoning as ``reasoning_content``/
 the deprecated ``function_call`` delta; usage in ``choice.usage``; errors inside the stream; a
 missing ``[DONE]``. Like the reference, blocks are closed only when the stream ends. Local servers
 get every ``content`` as a string (``requiresStringContent``): their chat templates concatenate it.
+
+One API, one file (the recipe of ``tether.ai.provider``): past our usual ~600 lines because the
+compatible servers' quirks (usage placement, reasoning fields, tool-call ids) sit beside the
+chunk handling they change.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ after the next one started, as OpenRouter sends them, still closes its own block
 reported) and the status (``incomplete`` → ``length``); the service tier the response reports
 scales the cost (flex ×0.5, priority ×2). ``response.failed`` and ``error`` events end the stream
 as ``error`` with the provider's message.
+
+One API, one file (the recipe of ``tether.ai.provider``: request builder, stream parser): it runs
+past our usual ~600 lines because the Responses event set is that large, and splitting it would
+separate each event from the state it updates.
 """
 
 from __future__ import annotations
