@@ -224,7 +224,8 @@ class AgentSession:
         if parsed is not None:
             return self._new_run(lambda: self._input_run(parsed))
         messages: list[AgentMessage] = []
-        mention = file_mentions_message(line, self.cwd)
+        workspace = self.approval.workspace if self.approval is not None else None
+        mention = file_mentions_message(line, self.cwd, workspace)
         if mention is not None:
             messages.append(mention)
         messages.extend(_prompt_messages(line, images))
