@@ -49,6 +49,8 @@ class Settings:
     """Replaces the built-in system prompt (project context files are still appended)."""
     append_system_prompt: str | None = None
     """Added after the built-in prompt and the project context."""
+    shell_env_passthrough: tuple[str, ...] = ()
+    """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
     sources: tuple[Path, ...] = ()
@@ -113,6 +115,8 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
     allowed = set(user.tools) if user.tools is not None else set(TOOL_FACTORIES)
     if project.tools is not None and not set(project.tools) <= allowed:
         keys.append("tools")
+    if not set(project.shell_env_passthrough) <= set(user.shell_env_passthrough):
+        keys.append("shellEnvPassthrough")
     return tuple(keys)
 
 
@@ -158,11 +162,11 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if value not in APPROVAL_POLICIES:
                 raise bad(key, "one of " + ", ".join(APPROVAL_POLICIES))
             changes["approval"] = value
-        elif key == "tools":
+        elif key in ("tools", "shellEnvPassthrough"):
             items = cast(list[object], value) if isinstance(value, list) else None
             if items is None or not all(isinstance(v, str) for v in items):
-                raise bad(key, "a list of tool names")
-            changes["tools"] = tuple(cast(list[str], items))
+                raise bad(key, "a list of tool names" if key == "tools" else "a list of variable names")
+            changes[_LISTS[key]] = tuple(cast(list[str], items))
         elif key == "compaction":
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
@@ -170,13 +174,14 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "$schema":
             continue
         else:
-            known = ", ".join(sorted([*_FIELD, "thinking", "approval", "tools", "compaction", "retry"]))
+            known = ", ".join(sorted([*_FIELD, *_LISTS, "thinking", "approval", "compaction", "retry"]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
     return replace(base, **changes, sources=sources)  # type: ignore[arg-type]
 
 
 _FIELD = {"model": "model", "systemPrompt": "system_prompt", "appendSystemPrompt": "append_system_prompt"}
+_LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)

@@ -18,7 +18,7 @@ import base64
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired
@@ -80,9 +80,11 @@ async def run_shell_input(
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     timeout: float | None = None,
+    env_passthrough: Collection[str] = (),
 ) -> BashExecutionMessage:
     """Run ``command`` with ``bash -c`` in ``cwd`` and record it as a ``bashExecution`` message."""
-    run = await _execute(shell_argv(command), cwd, exclude_from_context, signal, on_output, timeout)
+    argv = shell_argv(command)
+    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
     return {"role": "bashExecution", "command": command, **run}
 
 
@@ -94,10 +96,11 @@ async def run_python_input(
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     timeout: float | None = None,
+    env_passthrough: Collection[str] = (),
 ) -> PythonExecutionMessage:
     """Run ``code`` with this interpreter (unbuffered, so output streams) as ``pythonExecution``."""
     argv = [sys.executable, "-u", "-c", code]
-    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout)
+    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
     return {"role": "pythonExecution", "code": code, **run}
 
 
@@ -120,8 +123,11 @@ async def _execute(
     signal: AbortSignal | None,
     on_output: Callable[[str], None] | None,
     timeout: float | None,
+    env_passthrough: Collection[str],
 ) -> _Execution:
-    result = await run_process(argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output)
+    result = await run_process(
+        argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output, env_passthrough=env_passthrough
+    )
     run: _Execution = {
         "output": result.output,
         "cancelled": result.cancelled or result.timed_out,
