@@ -52,8 +52,10 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
     )
     agent = RawAgent(process)
     try:
-        parse = await agent.ask('{"jsonrpc": "2.0", "id": 1, "method": ')
-        assert parse["id"] is None and parse["error"]["code"] == -32700
+        parse = await agent.ask(
+            '{"jsonrpc": "2.0", "id": 1, "method": '
+        )  # cut short: the id is still recovered
+        assert parse["id"] == 1 and parse["error"]["code"] == -32700
 
         for bad, expected_id in (
             ("[1, 2]", None),
@@ -147,3 +149,33 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
     assert process.returncode == 0
     assert process.stderr is not None
     assert b"Traceback" not in await process.stderr.read()
+
+
+@pytest.mark.parametrize("depth", [100_000, 5_000])
+async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
+    """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the
+    id it carried), not the end of the process and of every editor session in it."""
+    process = await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=1 << 24,
+    )
+    agent = RawAgent(process)
+    try:
+        nested = "[" * depth + "]" * depth
+        answer = await agent.ask(
+            f'{{"jsonrpc": "2.0", "id": 41, "method": "initialize", "params": {nested}}}'
+        )
+        assert answer["id"] == 41 and answer["error"]["code"] == -32700
+        ok = await agent.ask(request(42, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        assert ok["id"] == 42 and ok["result"]["protocolVersion"] == 1
+        assert process.returncode is None
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr

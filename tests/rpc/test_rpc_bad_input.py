@@ -147,3 +147,18 @@ def test_framing_splits_on_lf_only(server: LineServer, tmp_path: Path) -> None:
     server.send(b'{"id":"s","type":"get_state"}\r')
     state = server.next_response()
     assert state["id"] == "s" and state["data"]["sessionName"] == name
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("depth", [100_000, 5_000])
+def test_deeply_nested_json_is_one_error_with_its_id(server: LineServer, depth: int) -> None:
+    """Issue 14, class 7: nesting deeper than Python's parser allows is a parse error that still
+    names the request's id, and the server answers the next command."""
+    nested = b"[" * depth + b"]" * depth
+    server.send(b'{"type":"prompt","id":"deep","message":' + nested + b"}")
+    response = server.next_response()
+    assert response["id"] == "deep" and response["success"] is False
+    assert "nested too deeply" in response["error"]
+    server.send(b'{"type":"get_state","id":"after"}')
+    assert server.next_response()["id"] == "after"
+    assert server.process.poll() is None

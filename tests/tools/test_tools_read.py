@@ -4,6 +4,8 @@ import base64
 import os
 import re
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -137,3 +139,36 @@ async def test_a_fifo_is_refused_instead_of_blocking(workspace: Workspace, root:
     os.mkfifo(root / "pipe")
     with pytest.raises(ToolError, match="not a regular file"):
         await call(create_read_tool(workspace), path="pipe")
+
+
+@pytest.mark.subprocess
+def test_a_huge_single_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """Issue 14, class 6 (memory): a one-line 200 MB file costs what is shown, not 200 MB.
+
+    A fresh interpreter reads it; its peak RSS (``ru_maxrss``) may grow by far less than the line."""
+    line_bytes = 200 * 1024 * 1024
+    path = tmp_path / "one-line.txt"
+    with path.open("wb") as out:
+        block = b"x" * (1 << 20)
+        for _ in range(line_bytes // len(block)):
+            out.write(block)
+        out.write(b"\nsecond line\n")
+    probe = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from tether.tools import Workspace\n"
+        "from tether.tools.read import read_file\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "result = read_file(Workspace(Path(sys.argv[1]).parent), {'path': sys.argv[1]})\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(after - before, len(result.content[0]['text']))\n"
+        "print(result.content[0]['text'][-120:])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    grown_kb, shown_chars = (int(v) for v in done.stdout.split("\n", 1)[0].split())
+    assert shown_chars < 10_000
+    assert f"[{line_bytes - 2000} more characters]" in done.stdout and "2\tsecond line" in done.stdout
+    assert grown_kb < 20 * 1024, f"peak memory grew by {grown_kb} KB to read a {line_bytes} byte line"

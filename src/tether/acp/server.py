@@ -297,7 +297,7 @@ class TetherAcpAgent:
         from tether.ai.paths import config_dir
         from tether.session import SessionError
         from tether.session.model_choice import ModelError
-        from tether.session.settings import SettingsError, load_settings
+        from tether.session.settings import SettingsError, load_settings, untrusted_note
         from tether.session.store import SessionNotFoundError
 
         if self._client is None:
@@ -313,6 +313,9 @@ class TetherAcpAgent:
             settings = load_settings(config_dir(), directory)
         except SettingsError as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
+        note = untrusted_note(settings, config_dir())
+        if note is not None:  # an editor never asks about trust: the user adds the folder
+            logger.warning("%s", note)
         try:
             core = options.create(cwd=directory, settings=settings, ask=session.ask, session=choice)
         except SessionNotFoundError:

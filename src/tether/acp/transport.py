@@ -16,6 +16,8 @@ import json
 import logging
 from typing import Any, cast
 
+from tether.wire.json_line import load_line, top_level_id
+
 logger = logging.getLogger("tether.acp")
 
 PARSE_ERROR = -32700
@@ -49,9 +51,9 @@ class JsonRpcStdio:
             if not line.strip():
                 continue
             try:
-                message: object = json.loads(line)
+                message: object = load_line(line)
             except ValueError as exc:
-                await self._error(None, PARSE_ERROR, "Parse error", f"not JSON: {exc}")
+                await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
                 continue
             problem = message_problem(message)
             if problem is None:

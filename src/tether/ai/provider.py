@@ -231,7 +231,7 @@ async def _event_batches(
             sse_events = decoder.flush()
             ended = True
         except httpx2.HTTPError as exc:
-            message = f"Connection lost while streaming: {exc or type(exc).__name__}"
+            message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
             if not emitted:
                 raise _RetryableReadError(RequestFailed(message, retryable=True)) from exc
             yield parser.fail(message)

@@ -10,9 +10,13 @@ import asyncio
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.cli.options import RunOptions
 from tether.telemetry.otlp import start_from_env
+
+if TYPE_CHECKING:
+    from tether.session.settings import Settings
 
 DEMO_MODEL = "local:"
 """``tether demo`` always runs the embedded model unless told otherwise (never a paid API)."""
@@ -54,9 +58,7 @@ def run_demo(question: str, model: str | None) -> int:
 
 
 async def _run(options: RunOptions) -> int:
-    from tether.ai.paths import config_dir
     from tether.session.factory import SessionChoice
-    from tether.session.settings import load_settings
 
     cwd = options.cwd or Path.cwd()
     rpc_out = None
@@ -73,7 +75,7 @@ async def _run(options: RunOptions) -> int:
     if options.mode not in ("interactive", "rpc") and not options.prompt:
         sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
         return 2
-    settings = load_settings(config_dir(), cwd)
+    settings = _settings(cwd, interactive=options.mode == "interactive")
     session_id = options.session_id or options.resume or None
     if options.resume == "":
         session_id = _pick_session(cwd)
@@ -141,6 +143,28 @@ def _with_prompt(options: RunOptions) -> RunOptions:
     if prompt is None:
         prompt = sys.stdin.read().strip() or None
     return replace(options, mode=mode, prompt=prompt)
+
+
+def _settings(cwd: Path, *, interactive: bool) -> Settings:
+    """Settings for ``cwd``; a project file that would widen the model's powers is asked about
+    when someone is at the keyboard, and otherwise reported as ignored."""
+    from tether.ai.paths import config_dir
+    from tether.session.settings import load_settings, untrusted_note
+    from tether.session.trust import trust
+
+    settings = load_settings(config_dir(), cwd)
+    if not settings.ignored or settings.project_file is None:
+        return settings
+    folder = settings.project_file.parent.parent
+    if interactive and sys.stdin.isatty():
+        keys = ", ".join(settings.ignored)
+        sys.stderr.write(f"{settings.project_file} asks for more than your own settings allow ({keys}).\n")
+        answer = input(f"Trust {folder} and apply its settings? [y/N] ").strip().lower()
+        if answer in ("y", "yes"):
+            trust(config_dir(), folder)
+            return load_settings(config_dir(), cwd)
+    sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
+    return settings
 
 
 def _pick_session(cwd: Path) -> str | None:

@@ -14,7 +14,6 @@ The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,6 +27,7 @@ from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
 from tether.session.events import Run, SessionEvent, message_text
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
+from tether.wire.json_line import load_line, top_level_id
 
 Frame = Mapping[str, Any]
 WriteFrame = Callable[[Frame], None]
@@ -83,9 +83,11 @@ class RpcServer:
 
     async def _handle(self, line: bytes) -> None:
         try:
-            raw: object = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._respond(None, "parse", error=f"Failed to parse command: {exc}")
+            raw: object = load_line(line)
+        except ValueError as exc:
+            recovered = top_level_id(line)
+            request_id = recovered if isinstance(recovered, str) else None
+            self._respond(request_id, "parse", error=f"Failed to parse command: {exc}")
             return
         if not isinstance(raw, dict):
             self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")

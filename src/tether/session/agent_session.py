@@ -224,7 +224,8 @@ class AgentSession:
         if parsed is not None:
             return self._new_run(lambda: self._input_run(parsed))
         messages: list[AgentMessage] = []
-        mention = file_mentions_message(line, self.cwd)
+        workspace = self.approval.workspace if self.approval is not None else None
+        mention = file_mentions_message(line, self.cwd, workspace)
         if mention is not None:
             messages.append(mention)
         messages.extend(_prompt_messages(line, images))
@@ -263,7 +264,12 @@ class AgentSession:
         controller = AbortController()
         self._bash_abort = controller
         try:
-            message = await run_shell_input(command, cwd=self.cwd, signal=controller.signal)
+            message = await run_shell_input(
+                command,
+                cwd=self.cwd,
+                signal=controller.signal,
+                env_passthrough=self.settings.shell_env_passthrough,
+            )
         finally:
             self._bash_abort = None
         if self.is_running:
@@ -442,6 +448,8 @@ class AgentSession:
             self.abort()
             await self.wait_for_idle()
         self._unsubscribe()
+        if self.approval is not None:  # the bash tool's spools live in the gate's workspace
+            self.approval.workspace.spools.remove()
         if self._session is not None:
             self._session.close()
             self._session = None
@@ -492,6 +500,7 @@ class AgentSession:
                     cwd=self.cwd,
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
+                    env_passthrough=self.settings.shell_env_passthrough,
                 )
             else:
                 message = await run_python_input(
@@ -499,6 +508,7 @@ class AgentSession:
                     cwd=self.cwd,
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
+                    env_passthrough=self.settings.shell_env_passthrough,
                 )
         finally:
             self._input_abort = None

@@ -107,8 +107,9 @@ def create_agent_session(
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
     names = tools if tools is not None else settings.tools
+    workspace = Workspace(cwd, env_passthrough=settings.shell_env_passthrough)
     try:
-        built = create_coding_tools(Workspace(cwd), list(names) if names is not None else None)
+        built = create_coding_tools(workspace, list(names) if names is not None else None)
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     built.extend(extra_tools)
@@ -127,7 +128,7 @@ def create_agent_session(
             stream_fn=resolved.stream_fn,
             options=SimpleStreamOptions(),
         )
-        gate = ApprovalGate(Workspace(cwd), approval or settings.approval, ask)
+        gate = ApprovalGate(workspace, approval or settings.approval, ask)
         core = AgentSession(
             agent,
             stored,

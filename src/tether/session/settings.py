@@ -4,6 +4,10 @@ Settings are small and hand-edited, so they are read with the stdlib ``json`` mo
 by hand: a mistake is reported as ``<file>: "<key>": <what was expected>`` instead of a pydantic
 dump, and nothing here pulls pydantic into the start-up path. The keys are documented in
 ``docs/settings.md``; unknown keys are rejected so a typo does not silently do nothing.
+
+A project file may not widen what the model is allowed to do unless the user trusted the project
+(``tether.session.trust``): its widening keys are validated, then left out and listed in
+``Settings.ignored`` for the front end to report (or, interactively, to ask about).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from tether.session.budget import CompactionSettings
+from tether.session.trust import TrustFileError, is_trusted, trust_file
+from tether.tools import TOOL_FACTORIES
 from tether.tools.approval import APPROVAL_POLICIES, Approval
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -43,6 +49,8 @@ class Settings:
     """Replaces the built-in system prompt (project context files are still appended)."""
     append_system_prompt: str | None = None
     """Added after the built-in prompt and the project context."""
+    shell_env_passthrough: tuple[str, ...] = ()
+    """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
     database: str | None = None
@@ -50,32 +58,92 @@ class Settings:
     and ``--database`` win over it)."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
+    ignored: tuple[str, ...] = ()
+    """Keys of the project file left out: they widen what the model may do and the project is
+    not trusted (see ``untrusted_note``)."""
+    project_file: Path | None = None
+    """The project's ``.tether/settings.json``, when there is one."""
 
 
-def load_settings(config_dir: Path, cwd: Path) -> Settings:
-    """User settings, then the nearest project's ``.tether/settings.json`` on top."""
+_APPROVAL_RANK: dict[str, int] = {"deny": 0, "ask": 1, "yes": 2}
+
+
+def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -> Settings:
+    """User settings, then the nearest project's ``.tether/settings.json`` on top.
+
+    Widening keys of the project file apply only when ``trust_project`` is set or the project is
+    in the user's trusted folders; otherwise they end up in ``Settings.ignored``.
+    """
+    user_file = config_dir / "settings.json"
     settings = Settings()
-    for path in (config_dir / "settings.json", _project_settings(cwd)):
-        if path is not None and path.is_file():
-            settings = _apply(settings, _read(path), path)
-    return settings
+    if user_file.exists():
+        settings = _apply(settings, _read(user_file), user_file)
+    project = _project_settings(cwd)
+    if project is None:
+        return settings
+    data = _read(project)
+    candidate = _apply(settings, data, project)  # validates every key, widening or not
+    widening = _widening(settings, candidate)
+    if not widening or trust_project or _trusted(config_dir, project.parent.parent):
+        return replace(candidate, project_file=project)
+    kept = {key: value for key, value in data.items() if key not in widening}
+    return replace(_apply(settings, kept, project), ignored=widening, project_file=project)
+
+
+def _trusted(config_dir: Path, folder: Path) -> bool:
+    try:
+        return is_trusted(config_dir, folder)
+    except TrustFileError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def untrusted_note(settings: Settings, config_dir: Path) -> str | None:
+    """One line saying which project keys were ignored and how to trust the project."""
+    if not settings.ignored or settings.project_file is None:
+        return None
+    keys = ", ".join(f'"{key}"' for key in settings.ignored)
+    folder = settings.project_file.parent.parent
+    return (
+        f"{settings.project_file}: ignored {keys}: a project file may not widen what the model may do "
+        f"unless you trust {folder} (run tether interactively there to be asked, or add the folder "
+        f"to {trust_file(config_dir)})"
+    )
+
+
+def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
+    """The keys by which ``project`` allows the model more than ``user`` does."""
+    keys: list[str] = []
+    if _APPROVAL_RANK[project.approval] > _APPROVAL_RANK[user.approval]:
+        keys.append("approval")
+    allowed = set(user.tools) if user.tools is not None else set(TOOL_FACTORIES)
+    if project.tools is not None and not set(project.tools) <= allowed:
+        keys.append("tools")
+    if not set(project.shell_env_passthrough) <= set(user.shell_env_passthrough):
+        keys.append("shellEnvPassthrough")
+    if project.database != user.database:
+        keys.append("database")  # a repository must not send the transcripts to a server of its choice
+    return tuple(keys)
 
 
 def _project_settings(cwd: Path) -> Path | None:
     for directory in (cwd, *cwd.parents):
         candidate = directory / ".tether" / "settings.json"
-        if candidate.is_file():
+        if candidate.exists():
             return candidate
     return None
 
 
 def _read(path: Path) -> dict[str, object]:
+    if path.is_dir():
+        raise SettingsError(f"{path}: is a directory, not a settings file; remove it or make it a JSON file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SettingsError(f"{path}: not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path}: expected a JSON object at the top level")
     return cast(dict[str, object], data)
@@ -99,11 +167,11 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if value not in APPROVAL_POLICIES:
                 raise bad(key, "one of " + ", ".join(APPROVAL_POLICIES))
             changes["approval"] = value
-        elif key == "tools":
+        elif key in ("tools", "shellEnvPassthrough"):
             items = cast(list[object], value) if isinstance(value, list) else None
             if items is None or not all(isinstance(v, str) for v in items):
-                raise bad(key, "a list of tool names")
-            changes["tools"] = tuple(cast(list[str], items))
+                raise bad(key, "a list of tool names" if key == "tools" else "a list of variable names")
+            changes[_LISTS[key]] = tuple(cast(list[str], items))
         elif key == "compaction":
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
@@ -111,7 +179,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "$schema":
             continue
         else:
-            known = ", ".join(sorted([*_FIELD, "thinking", "approval", "tools", "compaction", "retry"]))
+            known = ", ".join(sorted([*_FIELD, *_LISTS, "thinking", "approval", "compaction", "retry"]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
     return replace(base, **changes, sources=sources)  # type: ignore[arg-type]
@@ -123,6 +191,7 @@ _FIELD = {
     "appendSystemPrompt": "append_system_prompt",
     "database": "database",
 }
+_LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)

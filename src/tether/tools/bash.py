@@ -17,6 +17,7 @@ from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
 from tether.tools.process import run_process
+from tether.tools.spool import MAX_SPOOL_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
 from tether.tools.workspace import Workspace
 
@@ -98,11 +99,20 @@ async def run_bash(
         timeout=timeout,
         signal=signal,
         on_output=live.feed if live is not None else None,
-        keep_full_output=True,
+        env_passthrough=workspace.env_passthrough,
+        spools=workspace.spools,
     )
     output = result.output or "(no output)"
     if result.full_output_path is not None:
-        output += f"\n[Full output ({result.total_bytes} bytes) saved to {result.full_output_path}]"
+        if result.total_bytes > MAX_SPOOL_BYTES:
+            saved = (
+                f"The first {MAX_SPOOL_BYTES // (1024 * 1024)} MB of the output ({result.total_bytes} bytes)"
+            )
+        else:
+            saved = f"Full output ({result.total_bytes} bytes)"
+        output += f"\n[{saved} saved to {result.full_output_path}]"
+    elif result.spool_error is not None:
+        output += f"\n[The full output ({result.total_bytes} bytes) could not be saved: {result.spool_error}]"
     details: dict[str, Any] = {
         "exitCode": result.exit_code,
         "truncated": result.truncated,

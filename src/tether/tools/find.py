@@ -9,6 +9,7 @@ from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
 from tether.tools.files import walk_files
 from tether.tools.globs import compile_glob
+from tether.tools.search_process import run_search
 from tether.tools.workspace import Workspace
 
 DEFAULT_LIMIT = 1000
@@ -51,9 +52,9 @@ DESCRIPTION = (
 
 def create_find_tool(workspace: Workspace) -> AgentTool:
     async def execute(
-        _tool_call_id: str, params: FindParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+        _tool_call_id: str, params: FindParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[dict[str, Any]]:
-        return find_files(workspace, params)
+        return await run_search("find", workspace, dict(params), signal)
 
     return AgentTool(
         name="find",

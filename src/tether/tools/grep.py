@@ -17,6 +17,7 @@ from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
 from tether.tools.files import walk_files
 from tether.tools.globs import compile_glob
+from tether.tools.search_process import run_search
 from tether.tools.sniff import looks_binary
 from tether.tools.truncate import MAX_BYTES, shorten_line
 from tether.tools.workspace import Workspace
@@ -87,9 +88,9 @@ DESCRIPTION = (
 
 def create_grep_tool(workspace: Workspace) -> AgentTool:
     async def execute(
-        _tool_call_id: str, params: GrepParams, _signal: AbortSignal | None, _on_update: ToolUpdate | None
+        _tool_call_id: str, params: GrepParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[dict[str, Any]]:
-        return grep(workspace, params)
+        return await run_search("grep", workspace, dict(params), signal)
 
     return AgentTool(
         name="grep",

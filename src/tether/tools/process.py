@@ -4,6 +4,15 @@ The command runs in its own session (``start_new_session``), so it leads a fresh
 Timeout and abort signal that whole group, not just the shell: ``bash -c 'sleep 100 | cat'`` must
 not leave a ``sleep`` behind. The group gets SIGTERM first and SIGKILL after a short grace.
 
+If tether itself dies (even by SIGKILL), nothing it started may live on. On Linux the group is
+led by a tiny supervisor (``_SUPERVISOR``, a bare interpreter without site or tether imports) that
+asks the kernel for a signal when its parent dies (``prctl(PR_SET_PDEATHSIG)``) and then kills
+its whole group; a plain parent-death signal on the shell would miss the shell's own children.
+
+Tool processes do not inherit credentials: ``tool_environment`` drops variables that look like
+secrets (names with KEY, TOKEN, SECRET, PASSWORD, ...) and any variable holding the same value,
+unless the user named it in ``shellEnvPassthrough``.
+
 A command that starts a background job holding our pipe (``server &``) would keep the read side
 open forever, so once the main process has exited the output is drained for a moment only.
 """
@@ -13,15 +22,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal as signals
 import subprocess
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from tether.ai.abort import AbortSignal
+from tether.tools.spool import MAX_SPOOL_BYTES, Spools
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
 
 KILL_GRACE = 0.5
@@ -31,6 +42,58 @@ DRAIN_AFTER_EXIT = 0.2
 
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
 """Keep interactive pagers and colours out of captured output."""
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+"""Names of variables that probably hold a credential (Codex's default excludes, and a few more)."""
+_KEEP = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY"})
+"""Matches of ``_SECRET_NAME`` that are locations, not secrets, and that tools need."""
+
+_SUPERVISOR = r"""
+import ctypes, os, signal, sys
+def kill_group(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGHUP, kill_group)
+signal.signal(signal.SIGTERM, lambda *_: None)
+ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGHUP))
+if os.getppid() != int(sys.argv[1]):
+    kill_group()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as exc:
+        os.write(2, f"{sys.argv[2]}: {exc.strerror}\n".encode())
+    os._exit(127)
+_, status = os.waitpid(pid, 0)
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Leads the command's process group: SIGHUP on its parent's death (PR_SET_PDEATHSIG = 1) kills
+the group; our own SIGTERM of the group is left to the command; the command's exit status (or
+death by a signal) is passed on unchanged."""
+
+
+def tool_environment(passthrough: Collection[str] = ()) -> dict[str, str]:
+    """This process's environment minus credentials, for a process the model or user runs."""
+    secrets = {
+        value
+        for name, value in os.environ.items()
+        if name not in passthrough and name not in _KEEP and _SECRET_NAME.search(name) and len(value) >= 8
+    }
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name in passthrough or name in _KEEP or (not _SECRET_NAME.search(name) and value not in secrets)
+    }
+
+
+def supervised(argv: Sequence[str]) -> list[str]:
+    """``argv`` under the parent-death supervisor where the platform has one (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *argv]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +107,10 @@ class ProcessResult:
     cancelled: bool
     total_bytes: int
     full_output_path: Path | None = None
-    """When the output was truncated and ``keep_full_output`` was asked: a temp file with all of it."""
+    """When the output was truncated and ``spools`` were given: a temp file with all of it (up
+    to ``MAX_SPOOL_BYTES``)."""
+    spool_error: str | None = None
+    """Why the full output could not be saved (a full disk), when it could not."""
 
 
 async def run_process(
@@ -55,30 +121,32 @@ async def run_process(
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     env: Mapping[str, str] | None = None,
+    env_passthrough: Collection[str] = (),
     max_bytes: int = MAX_BYTES,
     max_lines: int = MAX_LINES,
-    keep_full_output: bool = False,
+    spools: Spools | None = None,
 ) -> ProcessResult:
     """Run ``argv`` with stdin closed; stdout and stderr interleaved as the terminal would show.
 
-    With ``keep_full_output``, output beyond ``max_bytes`` is also written, whole, to a temp file
-    (``full_output_path``) that the model can search; memory stays bounded either way.
+    The environment is ``tool_environment(env_passthrough)`` plus ``env``. With ``spools``,
+    output beyond ``max_bytes`` is also written to a file there (``full_output_path``) that the
+    model can search; memory stays bounded either way.
     """
     buffer = OutputBuffer(max_bytes, max_lines)
-    spill = _Spill(max_bytes) if keep_full_output else None
+    spill = _Spill(max_bytes, spools) if spools is not None else None
     if signal is not None and signal.aborted:
         return ProcessResult("", None, False, False, True, 0)
     loop = asyncio.get_running_loop()
     protocol = _Protocol(loop, buffer, on_output, spill)
     transport, _ = await loop.subprocess_exec(
         lambda: protocol,
-        *argv,
+        *supervised(argv),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, **_QUIET_ENV, **(env or {})},
+        env={**tool_environment(env_passthrough), **_QUIET_ENV, **(env or {})},
     )
     stop: asyncio.Future[None] = loop.create_future()
 
@@ -118,6 +186,7 @@ async def run_process(
         cancelled=cancelled,
         total_bytes=buffer.total_bytes,
         full_output_path=spill.path if spill is not None and buffer.truncated else None,
+        spool_error=spill.error if spill is not None and buffer.truncated else None,
     )
 
 
@@ -159,18 +228,29 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 class _Spill:
-    """Keeps raw output in memory up to ``limit`` bytes, then moves it all to a temp file."""
+    """Keeps raw output in memory up to ``limit`` bytes, then moves it to a spool file.
 
-    def __init__(self, limit: int) -> None:
+    The file stops at ``MAX_SPOOL_BYTES``. A write that fails (a full disk) deletes the partial
+    file and records why, once: the output still reaches the model, only the copy is lost.
+    """
+
+    def __init__(self, limit: int, spools: Spools) -> None:
         self._limit = limit
+        self._spools = spools
         self._early: list[bytes] = []
         self._size = 0
         self._file: BinaryIO | None = None
         self.path: Path | None = None
+        self.error: str | None = None
 
     def write(self, data: bytes) -> None:
+        if self.error is not None:
+            return
         if self._file is not None:
-            self._file.write(data)
+            room = MAX_SPOOL_BYTES - self._size
+            if room > 0:
+                self._guarded(self._file.write, data[:room])
+            self._size += len(data)
             return
         self._early.append(data)
         self._size += len(data)
@@ -179,17 +259,35 @@ class _Spill:
 
     def close(self, *, keep: bool) -> None:
         """Finish the file; ``keep`` also saves output that stayed in memory (cut by line count)."""
-        if self._file is None and keep:
+        if self._file is None and keep and self.error is None:
             self._open()
         if self._file is not None:
-            self._file.close()
+            self._guarded(self._file.close)
+            self._file = None
 
     def _open(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="tether-output-", suffix=".log")
-        self._file = os.fdopen(fd, "wb")
-        self.path = Path(name)
-        self._file.write(b"".join(self._early))
+        def start() -> None:
+            self.path = self._spools.new_file()
+            self._file = self.path.open("wb")
+            self._file.write(b"".join(self._early)[:MAX_SPOOL_BYTES])
+
+        self._guarded(start)
         self._early = []
+
+    def _guarded(self, action: Callable[..., object], *args: bytes) -> None:
+        try:
+            action(*args)
+        except OSError as exc:
+            where = f" ({self.path.parent})" if self.path is not None else ""
+            self.error = f"{exc.strerror or exc}{where}"
+            if self._file is not None:
+                with contextlib.suppress(OSError):
+                    self._file.close()
+                self._file = None
+            if self.path is not None:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+                self.path = None
 
 
 async def _kill_group(pgid: int, exited: asyncio.Future[None]) -> None:

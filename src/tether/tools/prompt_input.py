@@ -18,7 +18,7 @@ import base64
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired
@@ -30,6 +30,7 @@ from tether.tools.bash import shell_argv
 from tether.tools.process import run_process
 from tether.tools.read import MAX_IMAGE_BYTES
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
+from tether.tools.workspace import Workspace
 from tether.wire import (
     BashExecutionMessage,
     FileMentionItem,
@@ -79,9 +80,11 @@ async def run_shell_input(
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     timeout: float | None = None,
+    env_passthrough: Collection[str] = (),
 ) -> BashExecutionMessage:
     """Run ``command`` with ``bash -c`` in ``cwd`` and record it as a ``bashExecution`` message."""
-    run = await _execute(shell_argv(command), cwd, exclude_from_context, signal, on_output, timeout)
+    argv = shell_argv(command)
+    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
     return {"role": "bashExecution", "command": command, **run}
 
 
@@ -93,10 +96,11 @@ async def run_python_input(
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     timeout: float | None = None,
+    env_passthrough: Collection[str] = (),
 ) -> PythonExecutionMessage:
     """Run ``code`` with this interpreter (unbuffered, so output streams) as ``pythonExecution``."""
     argv = [sys.executable, "-u", "-c", code]
-    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout)
+    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
     return {"role": "pythonExecution", "code": code, **run}
 
 
@@ -119,8 +123,11 @@ async def _execute(
     signal: AbortSignal | None,
     on_output: Callable[[str], None] | None,
     timeout: float | None,
+    env_passthrough: Collection[str],
 ) -> _Execution:
-    result = await run_process(argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output)
+    result = await run_process(
+        argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output, env_passthrough=env_passthrough
+    )
     run: _Execution = {
         "output": result.output,
         "cancelled": result.cancelled or result.timed_out,
@@ -136,13 +143,16 @@ async def _execute(
     return run
 
 
-def find_mentions(text: str, cwd: Path) -> list[Path]:
+def find_mentions(text: str, cwd: Path, workspace: Workspace | None = None) -> list[Path]:
     """Files named by ``@path`` (or ``@"path with spaces"``) tokens that exist, in order, once each.
 
     An ``@`` inside a word (``user@example.com``) is not a mention, and ``@name`` that names no
     file is left alone: it is prose. Trailing punctuation is dropped when the path is followed
-    by it ("look at @notes.md.").
+    by it ("look at @notes.md."). A mention obeys the same workspace policy as the ``read`` tool
+    (default: ``Workspace(cwd)``): ``@/etc/passwd`` or ``@~/.ssh/id_rsa`` outside the allowed
+    roots is left as text, so a prompt cannot send what the model could not read.
     """
+    policy = workspace if workspace is not None else Workspace(cwd)
     found: list[Path] = []
     for match in _MENTION.finditer(text):
         quoted, bare = match.group(1), match.group(2)
@@ -151,6 +161,8 @@ def find_mentions(text: str, cwd: Path) -> list[Path]:
             if not candidate:
                 continue
             path = (cwd / Path(candidate).expanduser()).resolve()
+            if not (policy.allow_outside or policy.contains(path)):
+                continue
             if path.is_file():
                 if path not in found:
                     found.append(path)
@@ -181,9 +193,11 @@ def file_mention_item(path: Path, shown: str) -> FileMentionItem:
     return {"path": shown, "content": text, "lineCount": lines, "byteSize": size}
 
 
-def file_mentions_message(text: str, cwd: Path) -> FileMentionMessage | None:
+def file_mentions_message(
+    text: str, cwd: Path, workspace: Workspace | None = None
+) -> FileMentionMessage | None:
     """The ``fileMention`` message for every file ``text`` mentions, or ``None`` if none."""
-    paths = find_mentions(text, cwd)
+    paths = find_mentions(text, cwd, workspace)
     if not paths:
         return None
     resolved_cwd = cwd.resolve()

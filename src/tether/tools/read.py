@@ -2,10 +2,12 @@
 
 Large files are read in windows (``offset``/``limit``) and the result always says which lines
 were shown and how to continue, so the model never mistakes a prefix for the whole file. The
-file is streamed line by line: reading the start of a 1 GB log costs the start, not a gigabyte.
+file is streamed line by line: reading the start of a 1 GB log costs the start, not a gigabyte,
+and a line is read only as far as it can be shown (a one-line 300 MB file costs a few KB).
 """
 
 import base64
+from collections.abc import Iterator
 from typing import Any, BinaryIO, NotRequired
 
 from typing_extensions import TypedDict
@@ -14,7 +16,7 @@ from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
-from tether.tools.truncate import MAX_BYTES, MAX_LINES, shorten_line
+from tether.tools.truncate import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES, shorten_line
 from tether.tools.workspace import Workspace
 from tether.wire import ImageContent, TextContent
 
@@ -122,11 +124,12 @@ def read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentTo
     size = 0
     total = 0
     cut_by_bytes = False
-    for raw in handle:
+    for raw, rest in _bounded_lines(handle):
         total += 1
         if total < offset:
             continue
-        line = shorten_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        line = shorten_line(text, more=rest)
         numbered = f"{total}\t{line}"
         cost = len(numbered.encode()) + 1
         cut_by_bytes = bool(lines) and size + cost > MAX_BYTES
@@ -154,6 +157,31 @@ def read_lines(handle: BinaryIO, shown: str, offset: int, limit: int) -> AgentTo
         "truncated": last < total,
     }
     return AgentToolResult([{"type": "text", "text": text}], details)
+
+
+_LINE_READ = MAX_LINE_CHARS * 4 + 4
+"""Bytes of one line read at most: enough for ``MAX_LINE_CHARS`` characters of any UTF-8."""
+
+
+def _bounded_lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line's first ``_LINE_READ`` bytes and how many characters of it were skipped unread.
+
+    A one-line 300 MB file is then read in 1 MB steps and never held whole: only the part
+    of a line that can be shown is kept (the rest is counted, UTF-8 continuation bytes aside).
+    """
+    while head := handle.readline(_LINE_READ):
+        rest = 0
+        if len(head) == _LINE_READ and not head.endswith(b"\n"):
+            while chunk := handle.readline(1 << 20):
+                ended = chunk.endswith(b"\n")
+                body = chunk.rstrip(b"\r\n") if ended else chunk
+                rest += len(body.translate(None, _CONTINUATION_BYTES))
+                if ended:
+                    break
+        yield head, rest
+
+
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
 def _count_lines(handle: BinaryIO) -> int:

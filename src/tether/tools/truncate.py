@@ -29,10 +29,11 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def shorten_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
-    if len(line) <= limit:
+def shorten_line(line: str, limit: int = MAX_LINE_CHARS, *, more: int = 0) -> str:
+    """``line`` cut to ``limit`` characters with a note; ``more``: characters already left out."""
+    if len(line) <= limit and not more:
         return line
-    return f"{line[:limit]}… [{len(line) - limit} more characters]"
+    return f"{line[:limit]}… [{len(line) - limit + more} more characters]"
 
 
 class OutputBuffer:

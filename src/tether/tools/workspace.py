@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.tools.errors import PathOutsideWorkspace, ToolError
+from tether.tools.spool import Spools
 from tether.wire import ToolCall
 
 WRITE_TOOLS = frozenset({"write", "edit"})
@@ -33,6 +34,11 @@ class Workspace:
     """Allow any path (writes outside the roots still need approval)."""
     auto_approve: bool = False
     """Approve every call without asking (``--yes``)."""
+    env_passthrough: tuple[str, ...] = ()
+    """Environment variables tool processes see although they look like credentials
+    (``shellEnvPassthrough``; see ``tether.tools.process.tool_environment``)."""
+    spools: Spools = field(default_factory=Spools, repr=False, compare=False)
+    """Where ``bash`` saves long output; removed when the session ends."""
     _real_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,0 +1,37 @@
+"""Where ``bash`` keeps the full output of long commands, and when it goes away.
+
+Each workspace gets one private temp directory, made on first use; the session removes it when
+it ends (``AgentSession.close``), so spools do not pile up in ``/tmp`` run after run. A spool
+stops growing at ``MAX_SPOOL_BYTES``: a command printing without end must not fill the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+MAX_SPOOL_BYTES = 64 * 1024 * 1024
+"""Output beyond this is counted but not saved."""
+
+
+class Spools:
+    """A lazily created temp directory of output files, removed as a whole."""
+
+    def __init__(self) -> None:
+        self._directory: Path | None = None
+
+    def new_file(self) -> Path:
+        """A fresh, empty file path in the directory (created now, with the directory if needed)."""
+        if self._directory is None or not self._directory.is_dir():
+            self._directory = Path(tempfile.mkdtemp(prefix="tether-output-"))
+        fd, name = tempfile.mkstemp(dir=self._directory, prefix="bash-", suffix=".log")
+        os.close(fd)
+        return Path(name)
+
+    def remove(self) -> None:
+        """Delete every spool; safe to call more than once."""
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None

@@ -1,0 +1,44 @@
+"""Issue 14, class 2: ``@path`` attaches only what the ``read`` tool may read, in every mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv, json_lines, text_reply
+
+pytestmark = pytest.mark.subprocess
+
+SECRET = "secret-value-7c1d"
+
+
+def _outside(cli: CliEnv) -> tuple[Path, Path]:
+    """A file outside the workspace, and a fake ``~/.ssh/id_rsa`` under ``HOME``."""
+    outside = cli.project.parent / "outside.txt"
+    outside.write_text(SECRET + "-outside\n")
+    ssh = cli.home / "user" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "id_rsa").write_text(SECRET + "-key\n")
+    (cli.project / "inside.txt").write_text("inside-ok\n")
+    (cli.project / "link.txt").symlink_to(outside)
+    return outside, ssh / "id_rsa"
+
+
+@pytest.mark.parametrize("via", ["argument", "stdin"])
+def test_mentions_outside_the_workspace_are_not_attached(cli: CliEnv, via: str) -> None:
+    outside, _ = _outside(cli)
+    prompt = f"look at @{outside} @~/.ssh/id_rsa @link.txt @/etc/passwd and @inside.txt"
+    script = cli.script("s", [text_reply("ok")])
+    env = {"HOME": str(cli.home / "user")}
+    if via == "argument":
+        done = cli.run("--mode", "json", prompt, "--no-session", script=script, env=env)
+    else:
+        done = cli.run("--mode", "json", "--no-session", script=script, env=env, stdin=prompt)
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout and "root:" not in done.stdout
+    mentions = [
+        e["message"]
+        for e in json_lines(done.stdout)
+        if e["type"] == "message_end" and e["message"]["role"] == "fileMention"
+    ]
+    assert [[f["path"] for f in m["files"]] for m in mentions] == [["inside.txt"]]
