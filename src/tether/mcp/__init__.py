@@ -23,7 +23,11 @@ if TYPE_CHECKING:
         server_config as server_config,
     )
     from tether.mcp.connection import McpConnection as McpConnection
-    from tether.mcp.servers import McpServers as McpServers, ServerStatus as ServerStatus
+    from tether.mcp.servers import (
+        McpServers as McpServers,
+        ServerStatus as ServerStatus,
+        format_statuses as format_statuses,
+    )
     from tether.mcp.tools import tool_name as tool_name
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

@@ -53,6 +53,22 @@ class ServerStatus:
         }
 
 
+def format_statuses(statuses: Sequence[ServerStatus]) -> str:
+    """The servers as text, one block each: name, transport, source, status, tools or error."""
+    if not statuses:
+        return "no MCP servers (docs/mcp.md: mcp.json, .mcp.json in a trusted project, --mcp-config)"
+    lines: list[str] = []
+    for s in statuses:
+        lines.append(f"{s.name} ({s.transport}, {s.source}): {s.status}")
+        if s.error:
+            lines.append(f"  error: {s.error}")
+        if s.tools:
+            lines.append(f"  tools: {', '.join(s.tools)}")
+        if s.log_file is not None and s.status == "failed":
+            lines.append(f"  log: {s.log_file}")
+    return "\n".join(lines)
+
+
 class McpServers:
     """The servers of one session; see the module docstring.
 
