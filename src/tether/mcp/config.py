@@ -184,18 +184,23 @@ def server_config(
     kind = raw.get("type")
     if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
         raise McpConfigError(f"{label}: type {kind!r} is not supported (use stdio or http)")
-    return McpServerConfig(
-        name=name,
-        command=text("command"),
-        args=strings("args"),
-        env=table("env"),
-        cwd=cwd,
-        url=text("url"),
-        headers=table("headers"),
-        enabled=enabled,
-        source=source,
-        startup_timeout=float(timeout),
-    )
+    command, args, env_vars = text("command"), strings("args"), table("env")
+    url, headers = text("url"), table("headers")
+    try:
+        return McpServerConfig(
+            name,
+            command=command,
+            args=args,
+            env=env_vars,
+            cwd=cwd,
+            url=url,
+            headers=headers,
+            enabled=enabled,
+            source=source,
+            startup_timeout=float(timeout),
+        )
+    except McpConfigError as exc:  # the name or the transport: say which file
+        raise McpConfigError(f"{where}: {exc}") from None
 
 
 def expand(value: str, env: Mapping[str, str], where: str) -> str:
