@@ -18,10 +18,11 @@ BELOW: dict[str, set[str]] = {
     "agent": {"wire", "ai", "telemetry"},
     "tools": {"wire", "ai", "agent", "telemetry"},
     "testing": {"wire", "ai", "agent", "telemetry"},
-    "session": {"wire", "ai", "agent", "tools", "testing", "telemetry"},
-    "rpc": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry"},
-    "acp": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry"},
-    "cli": {"wire", "ai", "agent", "tools", "testing", "session", "rpc", "acp", "telemetry"},
+    "mcp": {"wire", "ai", "agent", "tools", "telemetry"},
+    "session": {"wire", "ai", "agent", "tools", "testing", "telemetry", "mcp"},
+    "rpc": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry", "mcp"},
+    "acp": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry", "mcp"},
+    "cli": {"wire", "ai", "agent", "tools", "testing", "session", "rpc", "acp", "telemetry", "mcp"},
 }
 
 

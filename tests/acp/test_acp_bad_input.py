@@ -104,7 +104,8 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
             request(11, "session/new", {"cwd": str(acp_env.project), "mcpServers": [stdio_server]})
         )
         session_id = created["result"]["sessionId"]
-        assert created["result"]["_meta"] == {"tether": {"mcpServers": "unsupported", "ignored": ["files"]}}
+        # taken as the session's server: that its command does not exist fails only its start
+        assert "_meta" not in created["result"]
 
         def set_option(request_id: int, config_id: str, value: str) -> str:
             params = {"sessionId": session_id, "configId": config_id, "value": value}

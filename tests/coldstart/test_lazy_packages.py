@@ -25,6 +25,7 @@ the same code (not, say, the editable install of another checkout)."""
 
 PACKAGES = [
     "tether.ai",
+    "tether.mcp",
     "tether.wire",
     "tether.agent",
     "tether.agent.validation",
@@ -111,6 +112,10 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert {"tether.agent.validation._errors", "tether.agent.validation._formats"} & loaded == set()
     # no OTLP endpoint configured: telemetry is off and OpenTelemetry is not even imported
     assert not any(name.startswith("opentelemetry") for name in loaded)
+    # no MCP server configured: the MCP SDK and tether's client stay unloaded (only the config
+    # reader looked for files)
+    assert not any(name == "mcp" or name.startswith(("mcp.", "mcp_types")) for name in loaded)
+    assert {"tether.mcp.connection", "tether.mcp.servers", "tether.mcp.tools"} & loaded == set()
     assert "tether.agent.loop" in loaded  # the run did happen
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -60,6 +62,7 @@ from tether.acp.tools import EditorAccess
 from tether.acp.updates import (
     history_updates,
 )
+from tether.mcp.config import McpServerConfig
 from tether.session.factory import SessionChoice, SessionOptions
 from tether.wire import ImageContent
 
@@ -161,7 +164,7 @@ class TetherAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[
@@ -188,8 +191,8 @@ class TetherAcpAgent:
         mcp_servers: list[AnyMcpServer] | None = None,
         **_: Any,
     ) -> NewSessionResponse:
-        session = self._start(cwd, SessionChoice())
-        meta = _mcp_note(mcp_servers)
+        servers, meta = _editor_mcp_servers(mcp_servers)
+        session = self._start(cwd, SessionChoice(), servers)
         return NewSessionResponse(
             session_id=session.id,
             modes=session.mode_state(),
@@ -205,9 +208,10 @@ class TetherAcpAgent:
         additional_directories: list[str] | None = None,
         **_: Any,
     ) -> LoadSessionResponse:
+        servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._sessions.get(session_id)
         if session is None:
-            session = self._start(cwd, SessionChoice(session_id=session_id))
+            session = self._start(cwd, SessionChoice(session_id=session_id), servers)
         elif session.core.is_running:
             raise RequestError.invalid_request({"details": "the session is running a prompt"})
         for update in history_updates(session.core.messages, session.core.cwd):
@@ -215,7 +219,7 @@ class TetherAcpAgent:
         return LoadSessionResponse(
             modes=session.mode_state(),
             config_options=session.config_options(),
-            field_meta=_mcp_note(mcp_servers),
+            field_meta=meta,
         )
 
     async def list_sessions(
@@ -293,7 +297,9 @@ class TetherAcpAgent:
             raise RequestError.invalid_params({"details": f"no session {session_id!r} in this connection"})
         return session
 
-    def _start(self, cwd: str, choice: SessionChoice) -> AcpSession:
+    def _start(
+        self, cwd: str, choice: SessionChoice, mcp_servers: Sequence[McpServerConfig] = ()
+    ) -> AcpSession:
         from tether.ai.paths import config_dir
         from tether.session import SessionError
         from tether.session.model_choice import ModelError
@@ -317,7 +323,9 @@ class TetherAcpAgent:
         if note is not None:  # an editor never asks about trust: the user adds the folder
             logger.warning("%s", note)
         try:
-            core = options.create(cwd=directory, settings=settings, ask=session.ask, session=choice)
+            core = options.create(
+                cwd=directory, settings=settings, ask=session.ask, session=choice, mcp_servers=mcp_servers
+            )
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None
         except ModelError as exc:
@@ -368,10 +376,28 @@ def prompt_input(
     return "".join(parts), images
 
 
-def _mcp_note(servers: list[AnyMcpServer] | None) -> dict[str, Any] | None:
-    """MCP servers are accepted but not used yet: say so in ``_meta`` and on stderr."""
-    if not servers:
-        return None
-    names = [str(getattr(server, "name", "?")) for server in servers]
-    logger.warning("MCP servers are not supported yet; ignoring %s", ", ".join(names))
-    return {"tether": {"mcpServers": "unsupported", "ignored": names}}
+def _editor_mcp_servers(
+    servers: list[AnyMcpServer] | None,
+) -> tuple[list[McpServerConfig], dict[str, Any] | None]:
+    """The editor's MCP servers (stdio and HTTP) as this session's, and a ``_meta`` note naming
+    the ones tether cannot use (SSE, ACP-tunnelled); those are also logged on stderr."""
+    configs: list[McpServerConfig] = []
+    ignored: list[str] = []
+    for server in servers or []:
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", server.name) or "server"
+        if isinstance(server, McpServerStdio):
+            env = {v.name: v.value for v in server.env}
+            configs.append(
+                McpServerConfig(
+                    name, command=server.command, args=tuple(server.args), env=env, source="editor"
+                )
+            )
+        elif isinstance(server, HttpMcpServer):
+            headers = {h.name: h.value for h in server.headers}
+            configs.append(McpServerConfig(name, url=server.url, headers=headers, source="editor"))
+        else:
+            ignored.append(server.name)
+    if not ignored:
+        return configs, None
+    logger.warning("MCP servers over %s are not supported; ignoring %s", "SSE or ACP", ", ".join(ignored))
+    return configs, {"tether": {"mcpServers": "partly unsupported (SSE, ACP)", "ignored": ignored}}

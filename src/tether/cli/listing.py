@@ -89,6 +89,31 @@ def print_sessions(*, show_all: bool) -> int:
     return 0
 
 
+def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> int:
+    """``tether mcp list``: start the servers the CLI would start here, report, stop them."""
+    import asyncio
+    import json
+
+    from tether.mcp import McpServers, format_statuses
+    from tether.session.factory import SetupError, load_mcp_files
+
+    try:
+        configs = load_mcp_files(cwd, config_file)
+    except SetupError as exc:
+        sys.stderr.write(f"tether: {exc}\n")
+        return 1
+
+    async def report() -> str:
+        async with McpServers(configs) as servers:
+            statuses = servers.statuses()
+        if as_json:
+            return json.dumps({"servers": [s.as_json() for s in statuses]}, indent=2)
+        return format_statuses(statuses)
+
+    sys.stdout.write(asyncio.run(report()) + "\n")
+    return 0
+
+
 def _table(header: list[str], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
     for row in (tuple(header), *rows):

@@ -3,7 +3,7 @@
 Start-up time is a feature of a CLI, so this module imports almost nothing: ``--version`` is
 answered before click is even imported, and each mode imports what it needs when it runs.
 ``tether [options] [prompt...]`` runs the agent; a first word naming a subcommand (``models``,
-``sessions``, ``schema``, ``demo``) runs that instead.
+``sessions``, ``schema``, ``demo``, ``mcp``) runs that instead.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     import click
 
-SUBCOMMANDS = ("models", "sessions", "schema", "demo")
+SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp")
 
 DEMO_QUESTION = "In two sentences: what is a large language model?"
 
@@ -47,7 +47,7 @@ def root_command() -> click.Command:
 
     @click.command(
         context_settings={"help_option_names": ["-h", "--help"]},
-        epilog="Subcommands: tether models | sessions | schema | demo (each with --help).",
+        epilog="Subcommands: tether models | sessions | schema | demo | mcp (each with --help).",
     )
     @click.argument("prompt", nargs=-1)
     @click.option(
@@ -89,6 +89,12 @@ def root_command() -> click.Command:
     )
     @click.option("-y", "--yes", is_flag=True, help="Approve every tool call without asking.")
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @click.option(
+        "--mcp-config",
+        type=click.Path(exists=True, dir_okay=False),
+        help="An mcpServers JSON file: MCP servers on top of the user's and the project's.",
+    )
+    @click.option("--no-mcp", is_flag=True, help="Start no MCP server from configuration files.")
     @click.version_option(__version__, "-V", "--version", prog_name="tether", message="%(prog)s %(version)s")
     def root(prompt: tuple[str, ...], **kwargs: object) -> None:
         """tether: a coding agent. Interactive by default; -p or --mode json for scripts."""
@@ -104,7 +110,7 @@ def root_command() -> click.Command:
 
 
 def subcommands() -> click.Group:
-    """``tether models | sessions | schema | demo``."""
+    """``tether models | sessions | schema | demo | mcp list``."""
     import click
 
     @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -168,5 +174,22 @@ def subcommands() -> click.Group:
         from tether.cli.run import run_demo
 
         sys.exit(run_demo(DEMO_QUESTION, model))
+
+    @group.group()
+    def mcp() -> None:
+        """MCP servers (docs/mcp.md)."""
+
+    @mcp.command("list")
+    @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+    @click.option(
+        "--mcp-config", type=click.Path(exists=True, dir_okay=False), help="An extra mcpServers file."
+    )
+    def mcp_list(as_json: bool, mcp_config: str | None) -> None:
+        """Start this folder's MCP servers, list their status and tools, stop them."""
+        from pathlib import Path
+
+        from tether.cli.listing import print_mcp_servers
+
+        sys.exit(print_mcp_servers(Path.cwd(), Path(mcp_config) if mcp_config else None, as_json=as_json))
 
     return group

@@ -30,13 +30,21 @@ class RunOptions:
     yes: bool = False
     stream: bool | None = None
     """Print mode: write text as it streams. ``None``: when stdout is a terminal."""
+    mcp_config: Path | None = None
+    no_mcp: bool = False
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
         from tether.session.factory import SessionOptions
 
         return SessionOptions(
-            self.model, self.thinking, self.tools, self.system_prompt, "yes" if self.yes else None
+            self.model,
+            self.thinking,
+            self.tools,
+            self.system_prompt,
+            "yes" if self.yes else None,
+            mcp=not self.no_mcp,
+            mcp_config=self.mcp_config,
         )
 
     @classmethod
@@ -54,6 +62,7 @@ class RunOptions:
         tools_text = text("tools")
         tools = None if tools_text is None else tuple(t.strip() for t in tools_text.split(",") if t.strip())
         cwd = text("cwd")
+        mcp_config = text("mcp_config")
         return cls(
             prompt=prompt,
             mode=mode,
@@ -67,4 +76,6 @@ class RunOptions:
             system_prompt=text("system_prompt"),
             cwd=Path(cwd).resolve() if cwd else None,
             yes=bool(values.get("yes")),
+            mcp_config=Path(mcp_config).resolve() if mcp_config else None,
+            no_mcp=bool(values.get("no_mcp")),
         )

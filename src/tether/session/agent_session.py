@@ -57,6 +57,7 @@ from tether.tools.approval import ApprovalGate
 from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, ModelInfo
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
+    from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
@@ -87,6 +88,9 @@ class AgentSession:
             tools decides itself; ``create_agent_session`` always installs one.
         hooks: Prompt hooks run before every model call on a transient copy of the request.
         notice: Something the user should know about this setup (shown by front ends).
+        mcp: MCP servers whose tools join the agent's. They start when the session does (or at
+            the first prompt, without a running event loop then); each prompt waits for servers
+            still starting, up to their start-up timeout; ``close()`` stops them.
     """
 
     def __init__(
@@ -100,8 +104,11 @@ class AgentSession:
         approval: ApprovalGate | None = None,
         hooks: Sequence[PromptHook] = (),
         notice: str | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self.agent = agent
+        self.mcp = mcp
+        self._mcp_tools: list[Any] = []
         self.cwd = cwd if cwd is not None else Path.cwd()
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
@@ -122,6 +129,7 @@ class AgentSession:
         self._retry_abort: AbortController | None = None
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
+        self._mcp_abort: AbortController | None = None
         self._compacting = 0
         self._background: set[asyncio.Future[None]] = set()
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
@@ -132,6 +140,13 @@ class AgentSession:
         self._unsubscribe = agent.subscribe(self._on_agent_event)
         if session is not None:
             self._attach(session, load_settings=True)
+        if mcp:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                pass  # started by the first prompt
+            else:
+                mcp.start()
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -245,8 +260,9 @@ class AgentSession:
         """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input."""
         self.agent.abort()
         self.abort_retry()
-        if self._input_abort is not None:
-            self._input_abort.abort()
+        for controller in (self._input_abort, self._mcp_abort):
+            if controller is not None:
+                controller.abort()
 
     def abort_retry(self) -> None:
         """Cancel the wait before an automatic retry (the failed reply then stands)."""
@@ -443,10 +459,13 @@ class AgentSession:
         )
 
     async def close(self) -> None:
-        """Abort a run in progress, let it record what it has, and release the session."""
+        """Stop the MCP servers, abort a run in progress, let it record what it has, and release
+        the session."""
         if self.is_running:
             self.abort()
-            await self.wait_for_idle()
+        if self.mcp is not None:
+            await self.mcp.close()
+        await self.wait_for_idle()
         self._unsubscribe()
         if self.approval is not None:  # the bash tool's spools live in the gate's workspace
             self.approval.workspace.spools.remove()
@@ -479,6 +498,8 @@ class AgentSession:
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        if not await self._install_mcp_tools():
+            return self._added  # aborted while MCP servers were starting
         await self.agent.prompt(messages)
         await self._recover()
         # Steering or a follow-up queued after the loop's last poll (typed as the run ended)
@@ -487,6 +508,25 @@ class AgentSession:
             await self.agent.continue_()
             await self._recover()
         return self._added
+
+    async def _install_mcp_tools(self) -> bool:
+        """Wait for MCP servers still starting, then give the agent the tools of every server that
+        has them (a server that failed to start has none; ``mcp.statuses()`` says why).
+        ``False``: the run was aborted while waiting."""
+        if not self.mcp:
+            return True
+        controller = AbortController()
+        self._mcp_abort = controller
+        try:
+            if not await self.mcp.ready(controller.signal):
+                return False
+        finally:
+            self._mcp_abort = None
+        tools = self.mcp.tools()
+        installed = {id(t) for t in self._mcp_tools}
+        self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
+        self._mcp_tools = tools
+        return True
 
     async def _input_run(self, parsed: Any) -> list[AgentMessage]:
         from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input

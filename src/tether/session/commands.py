@@ -156,6 +156,12 @@ async def _name(core: AgentSession, args: str) -> CommandResult:
     return CommandResult(f"session named {args!r}")
 
 
+async def _mcp(core: AgentSession, args: str) -> CommandResult:
+    from tether.mcp.servers import format_statuses
+
+    return CommandResult(format_statuses(core.mcp.statuses() if core.mcp is not None else []))
+
+
 async def _help(core: AgentSession, args: str) -> CommandResult:
     width = max(len(c.usage) for c in COMMANDS.values())
     lines = [f"{c.usage.ljust(width)}  {c.summary}" for c in dict.fromkeys(COMMANDS.values())]
@@ -187,6 +193,7 @@ _LIST = [
     Command("session", "/session", "session stats: tokens, cost, file", _session),
     Command("export", "/export [FILE]", "write the session as JSONL or HTML", _export),
     Command("name", "/name TITLE", "name the session", _name),
+    Command("mcp", "/mcp", "MCP servers: status and tools", _mcp),
     Command("help", "/help", "this help", _help),
     Command("quit", "/quit", "exit", _quit),
 ]

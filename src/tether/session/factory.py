@@ -24,6 +24,7 @@ from tether.tools import Workspace, create_coding_tools
 from tether.tools.approval import Approval, ApprovalGate, AskUser
 
 if TYPE_CHECKING:  # the store loads only when the run keeps a session
+    from tether.mcp import McpServerConfig, McpServers
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
     from tether.session.session import Session
@@ -53,11 +54,25 @@ class SessionOptions:
     tools: tuple[str, ...] | None = None
     system_prompt: str | None = None
     approval: Approval | None = None
+    mcp: bool = True
+    """``False``: no MCP servers from files (``--no-mcp``); servers given to ``create`` still start."""
+    mcp_config: Path | None = None
+    """``--mcp-config FILE``: servers on top of the user's and the (trusted) project's."""
 
     def create(
-        self, *, cwd: Path, settings: Settings, ask: AskUser | None, session: SessionChoice
+        self,
+        *,
+        cwd: Path,
+        settings: Settings,
+        ask: AskUser | None,
+        session: SessionChoice,
+        mcp_servers: Sequence[McpServerConfig] = (),
     ) -> AgentSession:
-        """``create_agent_session`` with these choices."""
+        """``create_agent_session`` with these choices; ``mcp_servers`` (an editor's) come on top
+        of those of the MCP files."""
+        servers = list(mcp_servers)
+        if self.mcp:
+            servers = [*load_mcp_files(cwd, self.mcp_config), *servers]
         return create_agent_session(
             cwd=cwd,
             settings=settings,
@@ -68,7 +83,22 @@ class SessionOptions:
             approval=self.approval,
             ask=ask,
             session=session,
+            mcp_servers=servers,
         )
+
+
+def load_mcp_files(cwd: Path, config_file: Path | None = None) -> list[McpServerConfig]:
+    """The servers of the user's ``mcp.json``, the project's ``.mcp.json`` when the project is
+    trusted, and ``config_file``; a bad file raises ``SetupError``."""
+    from tether.ai.paths import config_dir
+    from tether.mcp.config import McpConfigError, load_mcp_servers
+    from tether.session.trust import TrustFileError, is_trusted
+
+    try:
+        trusted = is_trusted(config_dir(), cwd)  # the same gate as widening project settings
+        return load_mcp_servers(cwd, config_file=config_file, trusted=trusted)
+    except (McpConfigError, TrustFileError) as exc:
+        raise SetupError(str(exc)) from None
 
 
 def create_agent_session(
@@ -85,6 +115,7 @@ def create_agent_session(
     session: SessionChoice | None = None,
     sessions: SessionManager | None = None,
     hooks: Sequence[PromptHook] = (),
+    mcp_servers: Sequence[McpServerConfig] = (),
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -103,6 +134,8 @@ def create_agent_session(
         session: Which stored session to use (default: a new one).
         sessions: The session manager (default: the user's database; opened only if needed).
         hooks: Prompt hooks run before every model call.
+        mcp_servers: MCP servers whose tools join the built-in ones (``mcp__<server>__<tool>``);
+            ``load_mcp_files(cwd)`` gives the ones the CLI reads. Stopped by ``close()``.
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
@@ -138,6 +171,7 @@ def create_agent_session(
             approval=gate,
             hooks=hooks,
             notice=resolved.notice,
+            mcp=_mcp(mcp_servers),
         )
     except BaseException:
         if stored is not None:
@@ -151,6 +185,15 @@ def create_agent_session(
     level = thinking or (stored.context.thinking_level if stored is not None else None)
     core.set_thinking(level or settings.thinking or "medium")
     return core
+
+
+def _mcp(configs: Sequence[McpServerConfig]) -> McpServers | None:
+    """The session's servers; ``None`` without any (the MCP package stays unloaded)."""
+    if not any(c.enabled for c in configs):
+        return None
+    from tether.mcp import McpServers
+
+    return McpServers(configs)
 
 
 def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:

@@ -1,0 +1,251 @@
+"""One MCP server's connection: start, list tools, call, restart after a crash, stop.
+
+The SDK's ``Client`` is an async context manager holding anyio task groups, which must be
+entered and left by the same task; so each connection runs in a task of its own that enters the
+client, lists the tools, then waits to be told to stop. Calls come from the agent's tool tasks
+and go through the client directly (its requests are task-agnostic).
+
+The start-up timeout is a cancel scope around the whole connection whose deadline is lifted once
+the tools are listed: a server that never answers ``initialize`` is stopped (and its process
+killed by the SDK's transport) instead of being waited on forever. A server that exits mid-call
+turns that call into an error that says so; the next call starts it again. A stdio server's
+stderr is appended to ``<log_dir>/<name>.log``, never the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from tether.ai.abort import AbortSignal
+from tether.mcp.config import McpServerConfig
+from tether.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CallToolResult
+
+Status = Literal["stopped", "starting", "ready", "failed"]
+
+_STOP_GRACE = 10.0
+"""Seconds to wait for a connection task to wind down; the SDK bounds its own shutdown (close
+stdin, SIGTERM, SIGKILL: about 6 s at worst), this only guards against a stuck transport."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A tool as the server listed it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class McpConnection:
+    """A live (or stopped, or failed) connection to one server; see the module docstring."""
+
+    def __init__(self, config: McpServerConfig, *, log_dir: Path | None = None) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        self.status: Status = "stopped"
+        self.error: str | None = None
+        """Why the server is not ready, in words for the user and the model."""
+        self.tools: list[ToolInfo] = []
+        """The tools of the last successful start (kept across a crash: calls restart it)."""
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._cancel: Any = None  # the anyio cancel scope of a start in progress
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def log_file(self) -> Path | None:
+        return self.log_dir / f"{self.name}.log" if self.log_dir is not None and self.config.command else None
+
+    def start(self) -> None:
+        """Start connecting in the background (needs a running event loop); no-op when running
+        or closed."""
+        if self._closed or (self._task is not None and not self._task.done()):
+            return
+        self.status, self.error = "starting", None
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"mcp server {self.name}")
+
+    async def wait_ready(self) -> bool:
+        """Wait until the start in progress succeeded or failed (bounded by the start-up timeout)."""
+        if self.status == "starting":
+            await self._ready.wait()
+        return self.status == "ready"
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], signal: AbortSignal | None = None
+    ) -> CallToolResult:
+        """Call a tool; a dead server is started again first. Failures raise ``ToolError``."""
+        if self._closed:
+            raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
+        if self.status != "ready":
+            await self.stop()
+            self.start()
+            if not await self.wait_ready():
+                raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
+        client = self._client
+        assert client is not None
+        call = asyncio.ensure_future(client.call_tool(tool, arguments))
+        remove = signal.add_listener(lambda _reason: _cancel(call)) if signal is not None else None
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if signal is None or not signal.aborted or not call.cancelled():
+                raise
+            raise ToolError(f"The call to {tool!r} on MCP server {self.name!r} was aborted.") from None
+        except Exception as exc:
+            if _connection_lost(exc):
+                self.status = "failed"
+                self.error = f"the server closed the connection during a call to {tool!r}{self._log_hint()}"
+                raise ToolError(
+                    f"MCP server {self.name!r} stopped during the call to {tool!r} (it crashed or "
+                    "exited); it will be started again on the next call."
+                ) from None
+            raise ToolError(f"MCP server {self.name!r}: {tool!r} failed: {describe_error(exc)}") from None
+        finally:
+            if remove is not None:
+                remove()
+
+    async def close(self) -> None:
+        """Stop for good: no call or ``start()`` starts the server again."""
+        self._closed = True
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop the server (its process and children too, for stdio) and wait for it."""
+        task = self._task
+        if task is None:
+            return
+        self._stop.set()
+        if self._cancel is not None:  # still starting: abandon the start
+            self._cancel.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), _STOP_GRACE)
+        except TimeoutError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._task = None
+        if self.status == "ready":
+            self.status = "stopped"
+
+    async def _serve(self) -> None:
+        import anyio
+
+        timeout = self.config.startup_timeout
+        log = None
+        try:
+            if self.log_file is not None:
+                self.log_file.parent.mkdir(parents=True, exist_ok=True)
+                log = self.log_file.open("a", encoding="utf-8", errors="replace")
+                log.write(f"--- tether: starting {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+                log.flush()
+            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+                self._cancel = scope
+                async with AsyncExitStack() as stack:
+                    client = await stack.enter_async_context(self._client_for(log))
+                    self.tools = await _list_tools(client)
+                    scope.deadline = math.inf
+                    self._cancel = None
+                    self._client, self.status = client, "ready"
+                    self._ready.set()
+                    await self._stop.wait()
+            if scope.cancelled_caught and self.status == "starting":
+                self._fail(
+                    "stopped while starting"
+                    if self._stop.is_set()
+                    else f"did not start within {timeout:g} s (no answer to initialize){self._log_hint()}"
+                )
+        except Exception as exc:
+            if self.status != "failed":
+                self._fail(f"{describe_error(exc)}{self._log_hint()}")
+        finally:
+            self._client, self._cancel = None, None
+            if log is not None:
+                log.close()
+            self._ready.set()
+
+    def _client_for(self, log: Any) -> Client:
+        from mcp import Client, StdioServerParameters
+        from mcp_types import Implementation
+
+        from tether import __version__
+
+        config = self.config
+        info = Implementation(name="tether", version=__version__)
+        if config.command is not None:
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) or None,
+                cwd=config.cwd,
+                encoding_error_handler="replace",
+            )
+            return Client(stdio_client(params, errlog=log), client_info=info)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        assert config.url is not None
+        http = create_mcp_http_client(headers=dict(config.headers) or None)
+        return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+
+    def _fail(self, error: str) -> None:
+        self.status, self.error = "failed", error
+
+    def _log_hint(self) -> str:
+        return f" (server log: {self.log_file})" if self.log_file is not None else ""
+
+
+async def _list_tools(client: Client) -> list[ToolInfo]:
+    tools: list[ToolInfo] = []
+    cursor: str | None = None
+    for _ in range(100):  # a paginator that never ends must not hang the start
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(
+            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema)) for t in page.tools
+        )
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    import anyio
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.error.code == CONNECTION_CLOSED
+    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream)
+
+
+def _cancel(call: asyncio.Future[Any]) -> None:
+    call.cancel()
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an error from the SDK or a transport (the first leaf of an exception group)."""
+    while isinstance(exc, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        exc = group.exceptions[0]
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"command not found: {exc.filename}"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,178 @@
+"""``McpServers``: the MCP servers of one session, started together, stopped together.
+
+``start()`` launches every server at once in the background; ``ready()`` waits until each has
+started or failed (each bounded by its own start-up timeout), so the first prompt waits only as
+long as the slowest server that is still worth waiting for. ``tools()`` are the agent tools of
+every server that listed its tools; ``close()`` stops them all (processes included).
+
+For a bare ``Agent``::
+
+    async with McpServers([McpServerConfig("time", command="uvx", args=("mcp-server-time",))]) as mcp:
+        agent = Agent(model=model, tools=[*my_tools, *mcp.tools()])
+        await agent.prompt("What time is it in Tokyo?")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tether.agent.tool import AgentTool
+from tether.ai.abort import AbortSignal
+from tether.mcp.config import McpServerConfig
+from tether.mcp.connection import McpConnection, Status
+from tether.mcp.tools import agent_tool
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """What ``tether mcp list`` and ``/mcp`` show for one server."""
+
+    name: str
+    transport: str
+    source: str
+    status: Status
+    tools: tuple[str, ...]
+    """The agent-side tool names."""
+    error: str | None
+    log_file: Path | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "source": self.source,
+            "status": self.status,
+            "tools": list(self.tools),
+            "error": self.error,
+            "logFile": str(self.log_file) if self.log_file is not None else None,
+        }
+
+
+def format_statuses(statuses: Sequence[ServerStatus]) -> str:
+    """The servers as text, one block each: name, transport, source, status, tools or error."""
+    if not statuses:
+        return "no MCP servers (docs/mcp.md: mcp.json, .mcp.json in a trusted project, --mcp-config)"
+    lines: list[str] = []
+    for s in statuses:
+        lines.append(f"{s.name} ({s.transport}, {s.source}): {s.status}")
+        if s.error:
+            lines.append(f"  error: {s.error}")
+        if s.tools:
+            lines.append(f"  tools: {', '.join(s.tools)}")
+        if s.log_file is not None and s.status == "failed":
+            lines.append(f"  log: {s.log_file}")
+    return "\n".join(lines)
+
+
+class McpServers:
+    """The servers of one session; see the module docstring.
+
+    Args:
+        configs: The servers (disabled ones are skipped; a later one replaces an earlier one of
+            the same name).
+        log_dir: Where stdio servers' stderr goes (``<log_dir>/<name>.log``); default: the
+            ``mcp-logs`` folder of tether's data folder.
+    """
+
+    def __init__(self, configs: Sequence[McpServerConfig], *, log_dir: Path | None = None) -> None:
+        if log_dir is None:
+            from tether.ai.paths import data_dir
+
+            log_dir = data_dir() / "mcp-logs"
+        self.log_dir = log_dir
+        chosen = {c.name: c for c in configs if c.enabled}
+        self.connections = {name: McpConnection(c, log_dir=log_dir) for name, c in chosen.items()}
+        self._started = False
+        self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.connections)
+
+    def start(self) -> None:
+        """Start every server in the background, once (needs a running event loop)."""
+        if self._started:
+            return
+        self._started = True
+        _quiet_sdk_logging(self.log_dir)
+        for connection in self.connections.values():
+            connection.start()
+
+    async def ready(self, signal: AbortSignal | None = None) -> bool:
+        """Start if needed, then wait for every server to be ready or to have failed; ``False``
+        when ``signal`` aborted the wait first."""
+        self.start()
+        waits = asyncio.gather(*(c.wait_ready() for c in self.connections.values()))
+        if signal is None:
+            await waits
+            return True
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({waits, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+            waits.cancel()
+        return not signal.aborted
+
+    def tools(self) -> list[AgentTool]:
+        """The agent tools of every server that listed its tools (a crashed one's too: its next
+        call starts it again). The objects are reused while a server's list stays the same."""
+        tools: list[AgentTool] = []
+        for name, connection in self.connections.items():
+            listed = connection.tools
+            cached = self._tools.get(name)
+            if cached is None or cached[0] is not listed:
+                cached = (listed, [agent_tool(connection, info) for info in listed])
+                self._tools[name] = cached
+            tools.extend(cached[1])
+        return tools
+
+    def statuses(self) -> list[ServerStatus]:
+        from tether.mcp.tools import tool_name
+
+        return [
+            ServerStatus(
+                name=c.name,
+                transport=c.config.transport,
+                source=c.config.source,
+                status=c.status,
+                tools=tuple(tool_name(c.name, t.name) for t in c.tools),
+                error=c.error,
+                log_file=c.log_file,
+            )
+            for c in self.connections.values()
+        ]
+
+    async def close(self) -> None:
+        """Stop every server (in parallel) for good and wait for them to exit."""
+        await asyncio.gather(*(c.close() for c in self.connections.values()))
+
+    async def __aenter__(self) -> McpServers:
+        await self.ready()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+def _quiet_sdk_logging(log_dir: Path) -> None:
+    """The SDK logs a server's protocol garbage and transport trouble through ``logging``; with no
+    handler configured Python would print those warnings on the terminal (or over an RPC/ACP
+    stdout's neighbour, stderr). They go to ``<log_dir>/sdk.log`` instead, unless the program
+    configured the ``mcp`` logger itself."""
+    import logging
+
+    logger = logging.getLogger("mcp")
+    if logger.handlers:
+        return
+    log_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_dir / "sdk.log", encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False

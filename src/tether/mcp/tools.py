@@ -1,0 +1,119 @@
+"""MCP tools as agent tools: names, schemas and results.
+
+A server's tool ``search`` on server ``docs`` becomes ``mcp__docs__search`` (characters providers
+reject become ``_``; a name over 64 characters is cut and given a short hash, so two long names
+stay distinct). Its JSON Schema is the tool's ``parameters``, so the loop validates arguments as
+for the built-in tools. Results map to tool-result content: text stays text, images stay images,
+a structured result without content is sent as its JSON; audio, resources and links become a
+line of text saying what they are. The text goes through the same output budget as command
+output (``OutputBuffer``: head and tail kept, with the same note in between). An ``isError``
+result fails the call with its text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
+from tether.ai.abort import AbortSignal
+from tether.tools.errors import ToolError
+from tether.tools.truncate import OutputBuffer
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+
+    from tether.mcp.connection import McpConnection, ToolInfo
+    from tether.wire import ImageContent, TextContent
+
+PREFIX = "mcp"
+MAX_NAME = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, within what every provider accepts as a tool name."""
+    name = _UNSAFE.sub("_", f"{PREFIX}__{server}__{tool}")
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9]}_{digest}"
+
+
+def agent_tool(connection: McpConnection, info: ToolInfo) -> AgentTool:
+    """The agent tool that calls ``info`` on ``connection``."""
+    server = connection.name
+
+    async def execute(
+        _tool_call_id: str, params: Any, signal: AbortSignal | None, _on_update: ToolUpdate | None
+    ) -> AgentToolResult[Any]:
+        result = await connection.call(info.name, dict(params or {}), signal)
+        return tool_result(result, server=server, tool=info.name)
+
+    return AgentTool(
+        name=tool_name(server, info.name),
+        label=f"{server}: {info.name}",
+        description=info.description or f"The {info.name!r} tool of the MCP server {server!r}.",
+        parameters=_object_schema(info.input_schema),
+        execute=execute,
+        metadata={"mcp": {"server": server, "tool": info.name}},
+    )
+
+
+def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolResult[Any]:
+    """A call's result as tool-result content; ``isError`` raises ``ToolError`` with its text."""
+    import mcp_types
+
+    texts: list[str] = []
+    images: list[ImageContent] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            texts.append(block.text)
+        elif isinstance(block, mcp_types.ImageContent):
+            images.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+        else:
+            texts.append(_describe_block(block))
+    if not texts and not images and result.structured_content is not None:
+        texts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+    text = _within_budget("\n".join(texts))
+    if result.is_error:
+        raise ToolError(text or f"The MCP tool {tool!r} of server {server!r} reported an error.")
+    content: list[TextContent | ImageContent] = []
+    if text or not images:
+        content.append({"type": "text", "text": text})
+    content.extend(images)
+    details: dict[str, Any] = {"server": server, "tool": tool}
+    if result.structured_content is not None:
+        details["structuredContent"] = result.structured_content
+    return AgentToolResult(content=content, details=details)
+
+
+def _describe_block(block: Any) -> str:
+    """Audio, an embedded resource or a resource link, as one line (or the resource's text)."""
+    kind = block.type
+    if kind == "audio":
+        return f"[audio result ({block.mime_type}), not shown]"
+    if kind == "resource":
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        if isinstance(text, str):
+            return text
+        return f"[binary resource {resource.uri} ({resource.mime_type or 'unknown type'}), not shown]"
+    if kind == "resource_link":
+        return f"[resource {block.name}: {block.uri}]"
+    return f"[{kind} result, not shown]"
+
+
+def _within_budget(text: str) -> str:
+    buffer = OutputBuffer()
+    buffer.feed(text.encode("utf-8"))
+    buffer.finish()
+    return buffer.text() if buffer.truncated else text
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's schema, with ``type: object`` made explicit (some servers leave it out and
+    some providers reject a tool schema without it)."""
+    return schema if schema.get("type") == "object" else {"type": "object", **schema}

@@ -1,0 +1,111 @@
+"""``mcpServers`` files: the shape users have, ``${VAR}`` expansion, precedence, trust, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.mcp import McpConfigError, load_mcp_servers, tool_name
+from tether.session.trust import TrustFileError, is_trusted
+
+
+def write(path: Path, servers: dict[str, object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def test_variables_expand_in_every_string_and_defaults_apply(tmp_path: Path) -> None:
+    write(
+        tmp_path / "user" / "mcp.json",
+        {
+            "s": {
+                "command": "${BIN}/server",
+                "args": ["--key", "${KEY}"],
+                "env": {"A": "${NOPE:-fallback}"},
+                "cwd": "sub",
+            },
+            "h": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${KEY}"}},
+        },
+    )
+    env = {"BIN": "/opt", "KEY": "k1", "HOST": "example.com"}
+    s, h = load_mcp_servers(tmp_path, user_dir=tmp_path / "user", trusted=False, env=env)
+    assert (s.command, s.args, dict(s.env), s.cwd) == (
+        "/opt/server",
+        ("--key", "k1"),
+        {"A": "fallback"},
+        tmp_path / "user" / "sub",
+    )
+    assert (h.transport, h.url, dict(h.headers)) == (
+        "http",
+        "https://example.com/mcp",
+        {"Authorization": "Bearer k1"},
+    )
+
+
+def test_later_files_win_disabled_servers_are_dropped_and_untrusted_projects_ignored(tmp_path: Path) -> None:
+    write(tmp_path / "user" / "mcp.json", {"a": {"command": "user-a"}, "b": {"command": "user-b"}})
+    write(
+        tmp_path / "p" / ".mcp.json", {"a": {"command": "project-a"}, "b": {"command": "x", "enabled": False}}
+    )
+    extra = write(tmp_path / "extra.json", {"c": {"url": "http://127.0.0.1:1/mcp"}})
+    trusted = load_mcp_servers(
+        tmp_path / "p", user_dir=tmp_path / "user", config_file=extra, trusted=True, env={}
+    )
+    assert [(s.name, s.source, s.command or s.url) for s in trusted] == [
+        ("a", "project", "project-a"),
+        ("c", "file", "http://127.0.0.1:1/mcp"),
+    ]
+    untrusted = load_mcp_servers(tmp_path / "p", user_dir=tmp_path / "user", trusted=False, env={})
+    assert [(s.name, s.command) for s in untrusted] == [("a", "user-a"), ("b", "user-b")]
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        (
+            {"s": {"command": "x", "env": {"T": "${MISSING}"}}},
+            "'env.T': environment variable MISSING is not set",
+        ),
+        ({"s": {"args": ["x"]}}, "give either a 'command' or a 'url'"),
+        ({"s": {"command": "x", "url": "http://h"}}, "give either a 'command' or a 'url'"),
+        ({"s": {"command": "x", "args": "one"}}, "'args' must be a list of strings"),
+        ({"s": {"command": "x", "enabled": "no"}}, "'enabled' must be true or false"),
+        ({"s": {"url": "http://h", "type": "sse"}}, "type 'sse' is not supported"),
+        ({"bad name": {"command": "x"}}, "use letters, digits"),
+    ],
+)
+def test_a_bad_entry_is_one_message_naming_the_file(
+    tmp_path: Path, servers: dict[str, object], message: str
+) -> None:
+    path = write(tmp_path / "mcp.json", servers)
+    with pytest.raises(McpConfigError) as caught:
+        load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={})
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_invalid_json_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "mcp.json").write_text('{"mcpServers": {\n  "a": }')
+    with pytest.raises(McpConfigError, match=r"mcp.json: invalid JSON at line 2"):
+        load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={})
+
+
+def test_trust_covers_a_listed_folder_and_what_is_below_it(tmp_path: Path) -> None:
+    project = tmp_path / "work" / "repo"
+    project.mkdir(parents=True)
+    assert not is_trusted(tmp_path, project)
+    (tmp_path / "trusted-folders.json").write_text(json.dumps([str(tmp_path / "work")]))
+    assert is_trusted(tmp_path, project) and not is_trusted(tmp_path, tmp_path)
+    (tmp_path / "trusted-folders.json").write_text("not json")
+    with pytest.raises(TrustFileError, match=r"trusted-folders\.json: not valid JSON"):
+        is_trusted(tmp_path, project)  # one line naming the file, never a silent "trusted"
+
+
+def test_tool_names_stay_within_what_providers_accept() -> None:
+    assert tool_name("time", "get_current_time") == "mcp__time__get_current_time"
+    assert tool_name("fs", "read.file v2") == "mcp__fs__read_file_v2"
+    long_a, long_b = tool_name("server", "x" * 80 + "a"), tool_name("server", "x" * 80 + "b")
+    assert len(long_a) == len(long_b) == 64 and long_a != long_b

@@ -1,0 +1,207 @@
+"""MCP tools through an agent run: real servers (the SDK's own server API), the scripted model.
+
+Each test builds an ``AgentSession`` with ``McpServers`` the way a library user does, lets the
+scripted model call the tools, and checks what the model was sent back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.mcp.conftest import alive, toy
+
+from tether.agent import Agent
+from tether.mcp import McpServerConfig, McpServers
+from tether.session import AgentSession
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+from tether.wire import AgentMessage
+
+
+def session(model: ScriptedModel, *configs: McpServerConfig, log_dir: Path | None = None) -> AgentSession:
+    agent = Agent(model=model.model, stream_fn=model)
+    return AgentSession(agent, mcp=McpServers(configs, log_dir=log_dir))
+
+
+def results(messages: list[AgentMessage]) -> list[dict[str, Any]]:
+    return [dict(m) for m in messages if m["role"] == "toolResult"]
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "".join(b["text"] for b in result["content"] if b["type"] == "text")
+
+
+async def test_tools_are_listed_and_called_through_a_run(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(tool_call("mcp__toy__add", {"a": 2, "b": 40})), reply("done")])
+    core = session(model, toy(), log_dir=tmp_path / "logs")
+    try:
+        added = await core.prompt("add")
+    finally:
+        await core.close()
+    sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
+    assert {"mcp__toy__add", "mcp__toy__total", "mcp__toy__pixel", "mcp__toy__crash"} <= sent
+    [result] = results(added)
+    assert (text_of(result), result["isError"]) == ("42", False)
+    # the server's stderr went to its log, not to the terminal
+    assert "toy: serving stdio" in (tmp_path / "logs" / "toy.log").read_text()
+
+
+async def test_text_image_structured_and_error_results() -> None:
+    model = ScriptedModel(
+        [
+            reply(
+                tool_call("mcp__toy__total", {"numbers": [1, 2, 3]}),
+                tool_call("mcp__toy__pixel"),
+                tool_call("mcp__toy__fail", {"reason": "no way"}),
+                tool_call("mcp__toy__add", {"a": "two", "b": 1}),
+            ),
+            reply("done"),
+        ]
+    )
+    core = session(model, toy())
+    try:
+        total, pixel, fail, invalid = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert '"total": 6' in text_of(total)
+    assert total["details"]["structuredContent"] == {"total": 6, "count": 3}
+    [image] = [b for b in pixel["content"] if b["type"] == "image"]
+    assert image["mimeType"] == "image/png" and image["data"].startswith("iVBOR")
+    assert fail["isError"] and "refused: no way" in text_of(fail)
+    # arguments are validated against the server's schema before anything is sent
+    assert invalid["isError"] and "mcp__toy__add" in text_of(invalid) and "integer" in text_of(invalid)
+
+
+async def test_a_large_result_is_truncated_like_command_output() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__toy__big", {"lines": 50000})), reply("done")])
+    core = session(model, toy())
+    try:
+        [big] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    text = text_of(big)
+    assert "output truncated" in text and "line 0\n" in text and "line 49999" in text
+    assert len(text.encode()) < 60 * 1024
+
+
+async def test_a_crashed_server_gives_an_error_result_and_restarts_on_the_next_call() -> None:
+    model = ScriptedModel(
+        [
+            reply(tool_call("mcp__toy__pid")),
+            reply(tool_call("mcp__toy__crash")),
+            reply(tool_call("mcp__toy__pid")),
+            reply("done"),
+        ]
+    )
+    core = session(model, toy())
+    try:
+        first, crashed, second = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+        assert status.status == "ready"
+    finally:
+        await core.close()
+    assert crashed["isError"] and "stopped during the call" in text_of(crashed)
+    assert "started again" in text_of(crashed)
+    assert not first["isError"] and not second["isError"]
+    assert text_of(first) != text_of(second)  # a new process
+    assert not alive(int(text_of(first))) and not alive(int(text_of(second)))
+
+
+async def test_a_server_that_never_answers_times_out_and_the_session_goes_on() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__toy__add", {"a": 1, "b": 1})), reply("done")])
+    core = session(model, toy("mute", "mute", startup_timeout=1.0), toy())
+    try:
+        added = await core.prompt("go")
+        assert core.mcp is not None
+        mute, ready = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert text_of(results(added)[0]) == "2"
+    assert (mute.status, mute.tools) == ("failed", ())
+    assert mute.error is not None and "did not start within 1 s" in mute.error
+    assert ready.status == "ready"
+    assert [s.status for s in core.mcp.statuses()] == ["failed", "stopped"]
+
+
+async def test_garbage_on_stdout_does_not_break_the_server() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__noisy__add", {"a": 1, "b": 2})), reply("done")])
+    core = session(model, toy("noisy", "garbage"))
+    try:
+        [result] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert text_of(result) == "3"
+
+
+async def test_a_missing_command_is_reported_and_has_no_tools() -> None:
+    core = session(ScriptedModel([reply("fine")]), McpServerConfig("gone", command="/nonexistent/mcp-server"))
+    try:
+        await core.prompt("go")
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "failed" and status.error is not None
+    assert "/nonexistent/mcp-server" in status.error
+    assert not any(t.name.startswith("mcp__") for t in core.agent.tools)
+
+
+async def test_abort_cancels_an_in_flight_call(tmp_path: Path) -> None:
+    marks = tmp_path / "sleep.log"
+    model = ScriptedModel([reply(tool_call("mcp__toy__sleep", {"seconds": 60}))])
+    core = session(model, toy(env={"TOY_SLEEP_LOG": str(marks)}))
+    try:
+        run = asyncio.ensure_future(core.prompt("go"))
+        while not (marks.exists() and marks.read_text()):
+            await asyncio.sleep(0.05)
+        core.abort()
+        [aborted] = results(await asyncio.wait_for(run, 30))
+        assert aborted["isError"] and "aborted" in text_of(aborted)
+        # the connection survived the cancelled call
+        model.responses.clear()
+        model.push(reply(tool_call("mcp__toy__add", {"a": 1, "b": 1})), reply("done"))
+        [added] = results(await core.prompt("again"))
+        assert text_of(added) == "2"
+    finally:
+        await core.close()
+
+
+async def test_no_server_process_outlives_the_session(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = {"TOY_PID_DIR": str(pids)}
+    model = ScriptedModel([reply(tool_call("mcp__a__pid"), tool_call("mcp__b__pid")), reply("done")])
+    core = session(
+        model, toy("a", env=env), toy("b", env=env), toy("m", "mute", env=env, startup_timeout=60.0)
+    )
+    assert core.mcp is not None
+    run = asyncio.ensure_future(core.prompt("go"))
+    while len(list(pids.iterdir())) < 3 or core.mcp.connections["a"].status == "starting":
+        await asyncio.sleep(0.05)
+    started = [int(p.name) for p in pids.iterdir()]
+    assert all(alive(pid) for pid in started)
+    # the mute server is still starting: closing does not wait for its 60 s timeout
+    await asyncio.wait_for(core.close(), 20)
+    await asyncio.gather(run, return_exceptions=True)
+    assert [pid for pid in started if alive(pid)] == []
+    assert {s.status for s in core.mcp.statuses()} <= {"stopped", "failed"}
+
+
+async def test_streamable_http_server(http_toy: str) -> None:
+    model = ScriptedModel([reply(tool_call("mcp__web__add", {"a": 5, "b": 6})), reply("done")])
+    core = session(model, McpServerConfig("web", url=http_toy, headers={"X-Test": "1"}))
+    try:
+        [result] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert text_of(result) == "11"
+
+
+async def test_a_bare_agent_takes_the_tools_of_mcp_servers() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__toy__add", {"a": 1, "b": 2})), reply("done")])
+    async with McpServers([toy()]) as servers:
+        agent = Agent(model=model.model, stream_fn=model, tools=servers.tools())
+        await agent.prompt("go")
+    assert text_of(results(agent.messages)[0]) == "3"

@@ -1,0 +1,113 @@
+"""A tiny MCP server built with the SDK's own server API, for the MCP client tests.
+
+Run as ``python toy_server.py [stdio|http PORT|garbage|mute]``: over stdio (the default), over
+streamable HTTP on 127.0.0.1, printing a non-JSON line on stdout before serving, or never
+answering at all (a server stuck before ``initialize``). With ``TOY_PID_DIR`` set it leaves
+a file named by its pid there. ``TOY_MARK`` (environment) is echoed by
+the ``env`` tool so the tests can see ``${VAR}`` expansion reach the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel
+
+PNG_1PX = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer("toy")
+
+
+class Sum(BaseModel):
+    total: int
+    count: int
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def total(numbers: list[int]) -> Sum:
+    """Sum a list of integers (a structured result)."""
+    return Sum(total=sum(numbers), count=len(numbers))
+
+
+@server.tool()
+def pixel() -> Image:
+    """A one-pixel PNG image."""
+    return Image(data=PNG_1PX, format="png")
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(f"refused: {reason}")
+
+
+@server.tool()
+def big(lines: int) -> str:
+    """Return that many numbered lines."""
+    return "".join(f"line {i}\n" for i in range(lines))
+
+
+@server.tool()
+def env() -> str:
+    """The TOY_MARK environment variable and the working directory."""
+    return f"{os.environ.get('TOY_MARK', '')} {os.getcwd()}"
+
+
+@server.tool()
+def pid() -> str:
+    """This server's process id."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep, then say so (long enough to be aborted)."""
+    with open(os.environ.get("TOY_SLEEP_LOG", os.devnull), "a") as log:
+        log.write(f"start {os.getpid()}\n")
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process in the middle of the call."""
+    sys.stderr.write("toy: crashing on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def main(argv: list[str]) -> None:
+    mode = argv[0] if argv else "stdio"
+    if os.environ.get("TOY_PID_DIR"):  # lets a test check that no server outlives its session
+        (Path(os.environ["TOY_PID_DIR"]) / str(os.getpid())).write_text(mode)
+    sys.stderr.write(f"toy: serving {mode}\n")
+    sys.stderr.flush()
+    if mode == "mute":
+        time.sleep(3600)
+    if mode == "garbage":
+        sys.stdout.write("this is not JSON-RPC\n")
+        sys.stdout.flush()
+    if mode == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
