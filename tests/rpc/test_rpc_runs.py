@@ -32,7 +32,7 @@ async def test_prompt_streams_pi_events_then_prompt_result(rpc: RpcEnv) -> None:
             if frame["type"] == "prompt_result":
                 break
         assert kinds[:3] == ["agent_start", "turn_start", "message_start"]
-        assert kinds[-3:] == ["turn_end", "agent_end", "prompt_result"]
+        assert kinds[-4:] == ["turn_end", "agent_end", "agent_settled", "prompt_result"]
         assert deltas == ["Hel", "lo ", "there"]
         messages = await client.get_messages()
         assert [m["role"] for m in messages] == ["user", "assistant"]

@@ -25,6 +25,7 @@ _FRAMES: dict[str, object] = {
     "ToolResultPayload": p.ToolResultPayload,
     "AgentStartEvent": p.AgentStartEvent,
     "AgentEndEvent": p.AgentEndEvent,
+    "AgentSettledEvent": p.AgentSettledEvent,
     "TurnStartEvent": p.TurnStartEvent,
     "TurnEndEvent": p.TurnEndEvent,
     "MessageStartEvent": p.MessageStartEvent,
@@ -51,9 +52,16 @@ _SHARED: dict[str, object] = {
     "StreamingBehavior": p.StreamingBehavior,
     "MessageUpdateMode": p.MessageUpdateMode,
     "PromptStatus": p.PromptStatus,
+    "PromptDisposition": p.PromptDisposition,
 }
 
 _RESULTS: dict[str, object] = {
+    "PromptAccepted": p.PromptAccepted,
+    "QueuedAccepted": p.QueuedAccepted,
+    "ClearedQueue": p.ClearedQueue,
+    "EntriesResult": p.EntriesResult,
+    "TreeNode": p.TreeNode,
+    "TreeResult": p.TreeResult,
     "CancelledResult": p.CancelledResult,
     "SessionState": p.SessionState,
     "MessagesResult": p.MessagesResult,
