@@ -164,6 +164,14 @@ class CycleThinkingLevelCommand(TypedDict):
 
 
 @record(PARAMS)
+class GetAvailableThinkingLevelsCommand(TypedDict):
+    """The thinking levels the current model accepts (``["off"]`` without reasoning)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["get_available_thinking_levels"]
+
+
+@record(PARAMS)
 class SetSteeringModeCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["set_steering_mode"]
@@ -450,6 +458,11 @@ class ModelsResult(TypedDict):
 @record(OPEN)
 class ThinkingLevelResult(TypedDict):
     level: str
+
+
+@record(OPEN)
+class ThinkingLevelsResult(TypedDict):
+    levels: list[str]
 
 
 @record(OPEN)
@@ -771,6 +784,7 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
     "get_available_models": (GetAvailableModelsCommand, ModelsResult),
     "set_thinking_level": (SetThinkingLevelCommand, None),
     "cycle_thinking_level": (CycleThinkingLevelCommand, ThinkingLevelResult),
+    "get_available_thinking_levels": (GetAvailableThinkingLevelsCommand, ThinkingLevelsResult),
     "set_steering_mode": (SetSteeringModeCommand, None),
     "set_follow_up_mode": (SetFollowUpModeCommand, None),
     "compact": (CompactCommand, CompactionResult),

@@ -68,6 +68,7 @@ _RESULTS: dict[str, object] = {
     "CycleModelResult": p.CycleModelResult,
     "ModelsResult": p.ModelsResult,
     "ThinkingLevelResult": p.ThinkingLevelResult,
+    "ThinkingLevelsResult": p.ThinkingLevelsResult,
     "CompactionResult": p.CompactionResult,
     "BashResult": p.BashResult,
     "TokenTotals": p.TokenTotals,

@@ -315,6 +315,11 @@ class RpcServer:
         following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
         return {"level": self.core.set_thinking(following)}
 
+    async def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
+        from tether.ai.thinking import supported_thinking_levels
+
+        return {"levels": [str(level) for level in supported_thinking_levels(self.core.model)]}
+
     # -- queues, compaction, retry -----------------------------------------------------------------
 
     async def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
