@@ -21,29 +21,17 @@ from pathlib import Path
 import pytest
 from rpc_support import RpcEnv, bash_reply, text_reply
 
+from pi_packages import PI_16, installed
+
 pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
-INTEROP = Path(__file__).with_name("interop16")
-NODE_BIN = INTEROP / "node_modules" / ".bin"
-
-
-def _install() -> None:
-    if (INTEROP / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json").is_file():
-        return
-    done = subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=INTEROP,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, f"npm ci failed:\n{done.stderr[-3000:]}"
+INTEROP = PI_16.folder
+NODE_BIN = Path(PI_16.node).parent
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm (it brings its own Node 22)")
 def test_pi16_rpc_client_drives_tether(rpc: RpcEnv) -> None:
-    _install()
+    installed(PI_16)
     rpc.settings(retry={"baseDelayMs": 20}, compaction={"keepRecentTokens": 1})
     rpc.script(
         [

@@ -110,13 +110,42 @@ def subcommands() -> click.Group:
 
         sys.exit(print_models(show_all=show_all))
 
-    @group.command()
+    @group.group(invoke_without_command=True)
     @click.option("--all", "show_all", is_flag=True, help="Sessions of every directory, not only this one.")
-    def sessions(show_all: bool) -> None:
-        """List stored sessions, newest first."""
-        from tether.cli.listing import print_sessions
+    @click.pass_context
+    def sessions(ctx: click.Context, show_all: bool) -> None:
+        """List stored sessions, newest first (or import / export one)."""
+        if ctx.invoked_subcommand is None:
+            from tether.cli.listing import print_sessions
 
-        sys.exit(print_sessions(show_all=show_all))
+            sys.exit(print_sessions(show_all=show_all))
+
+    @sessions.command(name="import")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+    def import_sessions(paths: tuple[str, ...]) -> None:
+        """Import session files: tether exports, or pi session files (JSONL, format v1-v3)."""
+        from tether.cli.session_files import import_files
+
+        sys.exit(import_files(list(paths)))
+
+    @sessions.command(name="export")
+    @click.argument("session_id")
+    @click.option(
+        "--format",
+        "kind",
+        type=click.Choice(["tether", "pi"]),
+        default="tether",
+        show_default=True,
+        help="tether's JSONL export, or a pi session file pi opens and continues.",
+    )
+    @click.option(
+        "-o", "--output", type=click.Path(dir_okay=False), help="Where to write (default: ./<id>.jsonl)."
+    )
+    def export_session(session_id: str, kind: str, output: str | None) -> None:
+        """Export a stored session (every branch) to a JSONL file."""
+        from tether.cli.session_files import export_file
+
+        sys.exit(export_file(session_id, kind, output))
 
     @group.command()
     @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")

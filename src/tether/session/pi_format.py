@@ -12,7 +12,8 @@ puts in the model's context:
   is one, so pi → tether → pi keeps pi's ids (a branch summary's ``fromId`` is model context);
 - names: ``session_info.name`` is tether's ``title``; a retain-none compaction points
   ``firstKeptEntryId`` at itself in pi and is ``None`` in tether;
-- a ``custom_message`` entry is tether's ``custom``-role message;
+- a ``custom_message`` entry is tether's ``custom``-role message (marked ``piType`` so it goes
+  back as one; other ``custom`` messages stay ``message`` entries, as v3 allows);
 - entry types and message roles only one side has travel as the other side's opaque ``custom``
   entries (``pi.<type>`` / ``tether.<type>``; a tether-only message role as a ``custom_message``
   that shows its text to pi's model) and come back as they were. So pi's ``system`` messages,
@@ -86,7 +87,7 @@ def to_pi_entry(entry: EntryDict, pi_ids: dict[str, str] | None = None) -> dict[
         return ids.get(value, value) if isinstance(value, str) else None
 
     kind: str = entry["type"]
-    rest = {k: v for k, v in entry.items() if k not in _BASE and k != "piId"}
+    rest = {k: v for k, v in entry.items() if k not in _BASE and k not in ("piId", "piType")}
     out: dict[str, Any] = {
         "type": kind,
         "id": pid(entry["id"]),
@@ -96,7 +97,7 @@ def to_pi_entry(entry: EntryDict, pi_ids: dict[str, str] | None = None) -> dict[
     if kind == "message":
         message = cast(dict[str, Any], entry["message"])
         role = message.get("role")
-        if role == "custom":
+        if role == "custom" and entry.get("piType") == "custom_message":
             out["type"] = "custom_message"
             out.update({k: v for k, v in message.items() if k not in ("role", "timestamp")})
             return out
@@ -232,7 +233,7 @@ def from_pi_entry(entry: dict[str, Any], new_id: str, tether_ids: dict[str, str]
         message: dict[str, Any] = {"role": "custom", **rest, "timestamp": out["timestamp"]}
         message.setdefault("content", [])
         message.setdefault("display", False)
-        out.update(type="message", message=message)
+        out.update(type="message", piType="custom_message", message=message)
         return out
     if kind == "custom" and str(rest.get("customType", "")).startswith(_TETHER_PREFIX):
         data = cast(dict[str, Any], rest.get("data") or {})
