@@ -9,10 +9,12 @@ committed ``package-lock.json`` the first time a test needs it: 0.73.1
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RPC = Path(__file__).parent / "rpc"
 
@@ -54,3 +56,27 @@ def installed(pi: PiPackage) -> PiPackage:
         )
         assert done.returncode == 0, f"npm ci in {pi.folder} failed:\n{done.stderr[-3000:]}"
     return pi
+
+
+SESSIONS_SCRIPT = Path(__file__).parent / "session" / "pi" / "pi-sessions.mjs"
+"""Writes pi session files with pi's own SessionManager and reads them back (see the script)."""
+
+
+def run_sessions_script(pi: PiPackage, command: str, *args: str) -> Any:
+    """Run ``pi-sessions.mjs COMMAND`` with this pi version; its JSON output."""
+    done = subprocess.run(
+        [pi.node, str(SESSIONS_SCRIPT), command, str(installed(pi).package), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def pi_context(path: Path, *continue_with: str) -> dict[str, Any]:
+    """pi 1.6.0's ``buildSessionContext()`` of a session file (after continuing it, if asked):
+    ``{messages, thinkingLevel, model, leafId, name}``."""
+    extra = ("--continue", *continue_with) if continue_with else ()
+    return run_sessions_script(PI_16, "context", str(path), *extra)

@@ -10,39 +10,19 @@ must continue in pi, and tether's own context of the imported session must be pi
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pi_packages import PI_073, PI_16, PiPackage, installed
+from pi_packages import PI_073, PI_16, PiPackage, installed, pi_context, run_sessions_script
 from tether.session import SessionManager
 from tether.session.pi_files import LEAF_MARKER, export_pi_session, import_pi_session, read_pi_session
 from tether.wire import AgentMessage, ModelInfo
 
 pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
-SCRIPT = Path(__file__).parent / "pi" / "pi-sessions.mjs"
 FILES = ("tree", "linear", "linear-v2", "linear-v1")
-
-
-def _node(pi: PiPackage, *args: str) -> Any:
-    done = subprocess.run(
-        [pi.node, str(SCRIPT), args[0], str(pi.package), *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
-def pi_context(path: Path, *continue_with: str) -> dict[str, Any]:
-    """pi 1.6.0's ``buildSessionContext()`` of the file (after continuing it, if asked)."""
-    extra = ("--continue", *continue_with) if continue_with else ()
-    return _node(installed(PI_16), "context", str(path), *extra)
 
 
 @pytest.fixture(scope="module", params=[PI_073, PI_16], ids=["pi-0.73.1", "pi-1.6.0"])
@@ -50,7 +30,7 @@ def pi_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """The sessions this pi version's SessionManager writes (and the v2/v1 forms of the linear one)."""
     pi: PiPackage = installed(request.param)
     out = tmp_path_factory.mktemp(f"pi-{pi.version}")
-    written = [Path(p) for p in _node(pi, "write", str(out))]
+    written = [Path(p) for p in run_sessions_script(pi, "write", str(out))]
     return dict(zip(FILES, written, strict=True))
 
 
