@@ -1,8 +1,9 @@
 """P8: ``tether --mode rpc`` — start-up, command round trips, and streaming a long answer.
 
-Reference: pi's own ``pi --mode rpc`` (``@mariozechner/pi-coding-agent`` 0.73.1, the package the
-interop test installs into ``tests/rpc/interop/node_modules``; installed there on first use), on
-the same commands, so the ratios compare two servers of one protocol:
+Reference: pi's own ``pi --mode rpc`` in both generations the interop tests install (on first
+use): ``@mariozechner/pi-coding-agent`` 0.73.1 (``tests/rpc/interop``) and
+``@earendil-works/pi-coding-agent`` 1.6.0 (``tests/rpc/interop16``, on the Node 22 that folder's
+npm ``node`` package brings), on the same commands, so the ratios compare servers of one protocol:
 - start: spawn -> first answer to ``get_state`` (median of 5 starts);
 - round trip: one ``get_state`` at a time, 300 times (median and p95);
 - pipelined: 2,000 ``get_state`` written at once -> the last response (commands/s).
@@ -31,6 +32,9 @@ from _table import print_table
 HERE = Path(__file__).resolve().parent
 INTEROP = HERE.parent / "tests" / "rpc" / "interop"
 PI_CLI = INTEROP / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+INTEROP16 = HERE.parent / "tests" / "rpc" / "interop16"
+PI16_CLI = INTEROP16 / "node_modules" / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
+PI16_NODE = INTEROP16 / "node_modules" / ".bin" / "node"
 
 
 class Server:
@@ -141,13 +145,26 @@ def stream(argv: list[str], env: dict[str, str], cwd: str, mode: str, deltas: in
         server.close()
 
 
+def _installed(cli: Path, folder: Path, needs_node: bool) -> bool:
+    if not cli.exists():
+        if shutil.which("npm") is None or (needs_node and shutil.which("node") is None):
+            return False
+        print(f"installing pi into {folder.relative_to(HERE.parent)} (once) ...", file=sys.stderr)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, check=True, capture_output=True)
+    return True
+
+
 def pi_argv() -> list[str] | None:
-    if not PI_CLI.exists():
-        if shutil.which("npm") is None or shutil.which("node") is None:
-            return None
-        print("installing pi into tests/rpc/interop (once) ...", file=sys.stderr)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=INTEROP, check=True, capture_output=True)
+    if not _installed(PI_CLI, INTEROP, needs_node=True):
+        return None
     return ["node", str(PI_CLI), "--mode", "rpc", "--no-session"]
+
+
+def pi16_argv() -> list[str] | None:
+    """pi 1.6.0 on npm's Node 22 (pi 1.x needs Node >= 22.19)."""
+    if not _installed(PI16_CLI, INTEROP16, needs_node=False):
+        return None
+    return [str(PI16_NODE), str(PI16_CLI), "--mode", "rpc", "--no-session"]
 
 
 def main() -> None:
@@ -160,49 +177,33 @@ def main() -> None:
         tether_env = {**base, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script)}
         tether = [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--no-session"]
         ours = measure(tether, tether_env, home)
-        pi = pi_argv()
-        theirs = None
-        if pi is not None:
-            pi_env = {**base, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / "pi")}
-            theirs = measure(pi, pi_env, home)
+        references: dict[str, dict[str, float] | None] = {}
+        for name, argv in (("pi 0.73.1", pi_argv()), ("pi 1.6.0", pi16_argv())):
+            pi_env = {**base, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / name), "PI_OFFLINE": "1"}
+            references[name] = measure(argv, pi_env, home) if argv is not None else None
 
-        def ratio(key: str, lower_is_better: bool = True) -> str:
-            if theirs is None:
-                return "-"
-            value = ours[key] / theirs[key] if lower_is_better else theirs[key] / ours[key]
-            return f"{value:.2f}x"
+        def cells(key: str, unit: float, fmt: str, lower_is_better: bool = True) -> list[str]:
+            """tether's value, then per pi version its value and tether's ratio to it."""
+            row = [format(ours[key] * unit, fmt)]
+            for theirs in references.values():
+                if theirs is None:
+                    row += ["n/a", "-"]
+                    continue
+                value = ours[key] / theirs[key] if lower_is_better else theirs[key] / ours[key]
+                row += [format(theirs[key] * unit, fmt), f"{value:.2f}x"]
+            return row
 
-        def ref(key: str, unit: float, fmt: str) -> str:
-            return format(theirs[key] * unit, fmt) if theirs is not None else "n/a"
-
+        columns = ["measure", "tether"]
+        for name in references:
+            columns += [name, "ratio"]
         print_table(
             "P8 rpc: tether vs pi --mode rpc (ratio = tether / pi time; < 1 is faster)",
-            ["measure", "tether", "pi", "ratio"],
+            columns,
             [
-                [
-                    "start to first answer (ms)",
-                    f"{ours['start'] * 1e3:.0f}",
-                    ref("start", 1e3, ".0f"),
-                    ratio("start"),
-                ],
-                [
-                    "get_state round trip p50 (ms)",
-                    f"{ours['rt_median'] * 1e3:.2f}",
-                    ref("rt_median", 1e3, ".2f"),
-                    ratio("rt_median"),
-                ],
-                [
-                    "get_state round trip p95 (ms)",
-                    f"{ours['rt_p95'] * 1e3:.2f}",
-                    ref("rt_p95", 1e3, ".2f"),
-                    ratio("rt_p95"),
-                ],
-                [
-                    "pipelined get_state (cmd/s)",
-                    f"{ours['pipelined']:.0f}",
-                    ref("pipelined", 1, ".0f"),
-                    ratio("pipelined", False),
-                ],
+                ["start to first answer (ms)", *cells("start", 1e3, ".0f")],
+                ["get_state round trip p50 (ms)", *cells("rt_median", 1e3, ".2f")],
+                ["get_state round trip p95 (ms)", *cells("rt_p95", 1e3, ".2f")],
+                ["pipelined get_state (cmd/s)", *cells("pipelined", 1, ".0f", lower_is_better=False)],
             ],
         )
         rows: list[list[str]] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
@@ -73,14 +75,19 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
     header, *events = json_lines(done.stdout)
     assert header == {
         "type": "session",
+        "version": 3,
         "id": None,
+        "timestamp": header["timestamp"],
         "cwd": str(cli.project.resolve()),
         "model": "scripted/s",
         "thinkingLevel": header["thinkingLevel"],
     }
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", header["timestamp"])
     kinds = [e["type"] for e in events]
-    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert kinds[0] == "agent_start" and kinds[-2:] == ["agent_end", "agent_settled"]
+    assert events[-1] == {"type": "agent_settled", "aborted": False}
     assert kinds.count("turn_start") == kinds.count("turn_end") == 1
+    assert all("usage" in e for e in events if e["type"] == "message_update")
     updates = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"]
     assert [u["delta"] for u in updates if u["type"].endswith("_delta")] == ["hm", "a", "b"]
     for event in events:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from cli_support import CliEnv, json_lines, text_reply
 
@@ -79,3 +82,40 @@ def test_resume_picker_lists_sessions_and_needs_a_terminal(cli: CliEnv) -> None:
     assert "pass the id" in done.stderr
     everywhere = cli.run("sessions", "--all")
     assert "picked question" in everywhere.stdout and str(cli.project.resolve()) in everywhere.stdout
+
+
+def test_sessions_import_and_export_in_both_formats(cli: CliEnv, tmp_path: Path) -> None:
+    """``tether sessions import`` takes pi session files and tether exports alike (a bad file is
+    one error line, the others still go in); ``export --format pi`` writes a pi file."""
+    pi_file = tmp_path / "pi.jsonl"
+    pi_file.write_text(
+        '{"type":"session","version":3,"id":"p","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/p"}\n'
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z",'
+        '"message":{"role":"user","content":"from pi","timestamp":1}}\n'
+    )
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"type":"message"}\n')
+    done = cli.run("sessions", "import", str(pi_file), str(broken))
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == f"error: {broken}: neither a pi session file nor a tether export (no session header first)"
+    )
+    (imported, name) = done.stdout.split()
+    assert name == str(pi_file) and roles(cli, imported) == ["user"]
+
+    tether_out = tmp_path / "tether.jsonl"
+    pi_out = tmp_path / "back-to-pi.jsonl"
+    assert cli.run("sessions", "export", imported, "-o", str(tether_out)).returncode == 0
+    done = cli.run("sessions", "export", imported, "--format", "pi", "-o", str(pi_out))
+    assert done.returncode == 0 and done.stdout.strip() == str(pi_out)
+    header, entry = (json.loads(line) for line in pi_out.read_text().splitlines())
+    assert (header["type"], header["version"], header["cwd"]) == ("session", 3, "/p")
+    assert (entry["id"], entry["message"]["content"]) == ("a1", "from pi")
+
+    with stored_sessions(cli) as sessions:
+        sessions.delete(imported)
+    again = cli.run("sessions", "import", str(tether_out))
+    assert again.returncode == 0 and again.stdout.split()[0] == imported  # a tether export keeps its id
+    missing = cli.run("sessions", "export", "nope", "--format", "pi")
+    assert missing.returncode == 1 and missing.stderr.startswith("error: ")

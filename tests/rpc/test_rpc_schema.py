@@ -48,7 +48,8 @@ def test_x_rpc_lists_every_command_and_event() -> None:
         "params": "#/$defs/GetStateCommand",
         "result": "#/$defs/SessionState",
     }
-    assert rpc["commands"]["prompt"]["result"] is None
+    assert rpc["commands"]["prompt"]["result"] == "#/$defs/PromptAccepted"
+    assert rpc["commands"]["abort"]["result"] is None
     event_refs = {s["$ref"].removeprefix("#/$defs/") for s in BUNDLE["$defs"]["Event"]["oneOf"]}
     consts = {BUNDLE["$defs"][r]["properties"]["type"]["const"] for r in event_refs}
     assert consts == set(EVENT_TYPES)

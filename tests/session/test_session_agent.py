@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from session_helpers import text
 
 from tether.agent import Agent
 from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
+from tether.session.events import QueueSnapshot
+from tether.session.settings import Retry
 from tether.testing.scripted import ScriptedModel, reply
 
 
@@ -69,3 +71,59 @@ async def test_hooks_and_overflow_recovery_through_the_agent(manager: SessionMan
     assert bound.agent.messages == s.messages
     summary_prompt = cast(str, model.requests[-2].context["messages"][0]["content"])
     assert summary_prompt.startswith("<conversation>")
+
+
+async def test_a_run_ends_with_agent_settled_after_its_retries(manager: SessionManager) -> None:
+    """``agent_end`` closes each pass and says whether the session retries it; ``agent_settled``
+    comes once, last, when nothing more runs on its own."""
+    model = ScriptedModel([reply(error="529 overloaded_error: Overloaded"), reply("second time")])
+    bound = AgentSession(
+        Agent(model=model.model, stream_fn=model),
+        manager.create("/p"),
+        settings=Settings(retry=Retry(base_delay_ms=1)),
+    )
+    events: list[dict[str, Any]] = []
+    bound.subscribe(lambda e: events.append(cast(dict[str, Any], e)))
+    await bound.prompt("hi")
+    kinds = [e["type"] for e in events]
+    assert [e["willRetry"] for e in events if e["type"] == "agent_end"] == [True, False]
+    assert kinds.index("auto_retry_start") < kinds.index("auto_retry_end") < kinds.index("agent_settled")
+    assert kinds.count("agent_settled") == 1 and events[-1] == {"type": "agent_settled", "aborted": False}
+
+    bound.auto_retry = False
+    model.push(reply(error="529 overloaded_error: Overloaded"))
+    events.clear()
+    await bound.prompt("again")
+    assert [e["willRetry"] for e in events if e["type"] == "agent_end"] == [False]
+    assert events[-1] == {"type": "agent_settled", "aborted": False}
+    await bound.close()
+
+
+async def test_queued_messages_have_dispositions_clear_queue_takes_them_back_and_abort_settles(
+    manager: SessionManager,
+) -> None:
+    model = ScriptedModel([reply("a long answer " * 50)])
+    bound = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"))
+    events: list[dict[str, Any]] = []
+    taken: list[QueueSnapshot] = []
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if event["type"] == "message_update" and not taken:
+            assert bound.steer("turn left") == "queued"
+            assert bound.follow_up("then stop") == "queued"
+            taken.append(bound.clear_queue())
+            bound.abort()
+
+    bound.subscribe(on_event)
+    await bound.prompt("go")
+    assert taken == [QueueSnapshot(("turn left",), ("then stop",))]
+    assert bound.queued() == QueueSnapshot((), ())
+    assert events[-1] == {"type": "agent_settled", "aborted": True}
+    assert [e for e in events if e["type"] == "queue_update"][-1] == {
+        "type": "queue_update",
+        "steering": [],
+        "followUp": [],
+    }
+    assert not [m for m in bound.messages if m["role"] == "user" and m["content"] != "go"]
+    await bound.close()

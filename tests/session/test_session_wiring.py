@@ -68,7 +68,9 @@ async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager
     assert request.context.get("systemPrompt") == "You are terse."
     assert request.options is not None and request.options.reasoning == "high"
     assert request.options.session_id == s.id
-    assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_end"
+    assert events[0]["type"] == "agent_start"
+    assert events[-2]["type"] == "agent_end" and events[-2]["willRetry"] is False
+    assert events[-1] == {"type": "agent_settled", "aborted": False}
     # The model used was recorded as a settings entry before the run.
     assert [e["type"] for e in s.path()][:3] == [
         "thinking_level_change",

@@ -3,16 +3,20 @@
 Print mode writes the final assistant text to stdout and everything else (notices, errors) to
 stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
 text streams as it arrives. JSON mode writes a ``session`` line, then every core event as one JSON
-line (the wire types, ``message_update`` snapshots included) for scripts. Both exit 1 when the run ended in an
-error or was aborted.
+line for scripts, in the form pi 1.x's JSON mode has (``docs/json.md``: a header with ``version``
+3, ``agent_settled`` last, ``usage`` on ``message_update``) while keeping pi 0.73's
+``message_update`` snapshots. Both exit 1 when the run ended in an error or was aborted.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 from tether.session.agent_session import AgentSession
+from tether.session.events import wire_message_update
+from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import AssistantMessage, dumps
 
 
@@ -53,11 +57,14 @@ async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *
 
 
 async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) -> int:
-    """A ``session`` line first (id, cwd, model), then one line per event."""
+    """A ``session`` line first (pi's header fields, then model and thinking level), then one
+    line per event."""
     model = core.model
     header = {
         "type": "session",
+        "version": PI_SESSION_VERSION,
         "id": core.session_id,
+        "timestamp": iso_timestamp(time.time() * 1000),
         "cwd": str(core.cwd),
         "model": f"{model['provider']}/{model['id']}",
         "thinkingLevel": core.thinking_level,
@@ -67,6 +74,8 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
         err.write(f"note: {core.notice}\n")
 
     def on_event(event: Mapping[str, Any]) -> None:
+        if event["type"] == "message_update":
+            event = wire_message_update(event, snapshots=True)
         out.write(dumps(event))
         out.write("\n")
         out.flush()

@@ -130,7 +130,7 @@ def subcommands() -> click.Group:
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @click.pass_context
     def sessions(ctx: click.Context, show_all: bool, database: str | None) -> None:
-        """List stored sessions, newest first (or follow or copy them: see below)."""
+        """List stored sessions, newest first (or follow, copy, import or export them: see below)."""
         from tether.cli.sessions_cmd import use_database
 
         use_database(database)
@@ -157,6 +157,33 @@ def subcommands() -> click.Group:
         from tether.cli.sessions_cmd import copy_to
 
         sys.exit(copy_to(target, session_ids))
+
+    @sessions.command(name="import")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+    def import_sessions(paths: tuple[str, ...]) -> None:
+        """Import session files: tether exports, or pi session files (JSONL, format v1-v3)."""
+        from tether.cli.session_files import import_files
+
+        sys.exit(import_files(list(paths)))
+
+    @sessions.command(name="export")
+    @click.argument("session_id")
+    @click.option(
+        "--format",
+        "kind",
+        type=click.Choice(["tether", "pi"]),
+        default="tether",
+        show_default=True,
+        help="tether's JSONL export, or a pi session file pi opens and continues.",
+    )
+    @click.option(
+        "-o", "--output", type=click.Path(dir_okay=False), help="Where to write (default: ./<id>.jsonl)."
+    )
+    def export_session(session_id: str, kind: str, output: str | None) -> None:
+        """Export a stored session (every branch) to a JSONL file."""
+        from tether.cli.session_files import export_file
+
+        sys.exit(export_file(session_id, kind, output))
 
     @group.command()
     @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")

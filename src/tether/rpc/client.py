@@ -5,6 +5,11 @@
         result = await client.prompt("Hello")     # returns when the run has settled
         state = await client.get_state()
 
+The same client drives pi's own RPC mode (``pi --mode rpc``, 1.x): ``connect(argv,
+expect_ready=False)`` does not wait for tether's ``ready`` frame, and ``prompt()`` then settles on
+pi's ``agent_settled`` event (building the ``prompt_result`` tether would have sent from it and the
+run's last assistant message) instead of waiting for tether's ``prompt_result``.
+
 Every command has a method that sends it, waits for its response and returns its ``data``
 (raising ``RpcError`` with the server's message on failure). Frames are decoded as plain dicts —
 open records keep every key, also those this version does not know — and a frame whose ``type``
@@ -88,6 +93,9 @@ class RpcClient:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._prompts: dict[str, asyncio.Future[p.PromptResultFrame]] = {}
+        self._settling: dict[str, asyncio.Future[p.PromptResultFrame]] = {}
+        """Prompts to a pi server (no ``prompt_result``): settled by the next ``agent_settled``."""
+        self._last_assistant: dict[str, Any] | None = None
         self._subscribers: list[_Subscription] = []
         self._ready = asyncio.get_running_loop().create_future()
         self._write_lock = asyncio.Lock()
@@ -113,8 +121,9 @@ class RpcClient:
         return _Spawn(cls, argv, cwd, env, ready_timeout)
 
     @classmethod
-    async def connect(cls, argv: Sequence[str], **kwargs: Any) -> RpcClient:
-        """Start ``argv`` as it is (a server of the protocol) and wait for its ``ready`` frame."""
+    async def connect(cls, argv: Sequence[str], *, expect_ready: bool = True, **kwargs: Any) -> RpcClient:
+        """Start ``argv`` as it is (a server of the protocol) and wait for its ``ready`` frame;
+        with ``expect_ready=False`` (pi, which sends none) return at once."""
         ready_timeout: float = kwargs.pop("ready_timeout", 30.0)
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -124,6 +133,8 @@ class RpcClient:
             **kwargs,
         )
         client = cls(process)
+        if not expect_ready:
+            return client
         try:
             client.ready = await asyncio.wait_for(asyncio.shield(client._ready), ready_timeout)
         except BaseException:
@@ -243,14 +254,37 @@ class RpcClient:
             waiter = self._prompts.pop(str(frame.get("id")), None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(cast(p.PromptResultFrame, frame))
+        elif (
+            kind == "message_end"
+            and cast(dict[str, Any], frame.get("message") or {}).get("role") == "assistant"
+        ):
+            self._last_assistant = cast(dict[str, Any], frame["message"])
+        elif kind == "agent_settled" and self.ready is None:
+            self._settle(bool(frame.get("aborted")))
         event: ServerEvent = (
             cast(p.ServerFrame, frame) if kind in KNOWN_FRAME_TYPES else UnknownFrame(str(kind), frame)
         )
         for subscription in self._subscribers:
             subscription.queue.put_nowait(event)
 
+    def _settle(self, aborted: bool) -> None:
+        """A pi server's run settled: every prompt it took gets the ``prompt_result`` tether sends."""
+        last = self._last_assistant or {}
+        error = last.get("errorMessage") or "the model request failed"
+        for request_id, waiter in list(self._settling.items()):
+            if waiter.done():
+                continue
+            result: p.PromptResultFrame = {"type": "prompt_result", "id": request_id, "status": "completed"}
+            if aborted or last.get("stopReason") == "aborted":
+                result["status"] = "aborted"
+            elif last.get("stopReason") == "error":
+                result.update(status="error", error=str(error))
+            waiter.set_result(result)
+        self._settling.clear()
+        self._last_assistant = None
+
     def _fail_all(self, why: str) -> None:
-        for futures in (self._pending, self._prompts):
+        for futures in (self._pending, self._prompts, self._settling):
             for command_id, future in list(futures.items()):
                 if not future.done():
                     future.set_exception(RpcError(f"request {command_id}", why))
@@ -277,10 +311,12 @@ class RpcClient:
         *,
         streaming_behavior: Literal["steer", "followUp"] | None = None,
     ) -> p.PromptResultFrame:
-        """Send a prompt and wait until its run has settled: the ``prompt_result`` frame."""
+        """Send a prompt and wait until its run has settled: the ``prompt_result`` frame (from a pi
+        server, built when ``agent_settled`` comes; at once for a prompt pi ``handled``)."""
         request_id = f"py-{next(self._ids)}"
         settled: asyncio.Future[p.PromptResultFrame] = asyncio.get_running_loop().create_future()
-        self._prompts[request_id] = settled
+        waiters = self._prompts if self.ready is not None else self._settling
+        waiters[request_id] = settled
         accepted: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = accepted
         frame: dict[str, Any] = {"id": request_id, "type": "prompt", "message": message}
@@ -293,15 +329,27 @@ class RpcClient:
             response = await accepted
             if not response.get("success"):
                 raise RpcError("prompt", str(response.get("error") or "failed"))
+            if cast(dict[str, Any], response.get("data") or {}).get("disposition") == "handled":
+                return {"type": "prompt_result", "id": request_id, "status": "completed"}
             return await settled
         finally:
-            self._prompts.pop(request_id, None)
+            waiters.pop(request_id, None)
 
-    async def steer(self, message: str, images: Sequence[ImageContent] | None = None) -> None:
-        await self._send("steer", {"message": message, "images": list(images) if images else None})
+    async def steer(self, message: str, images: Sequence[ImageContent] | None = None) -> str | None:
+        """Queue a steering message; returns its disposition (``queued``; ``None`` from a server
+        older than pi 1.x)."""
+        response = await self._send("steer", {"message": message, "images": list(images) if images else None})
+        return cast(dict[str, Any], response.get("data") or {}).get("disposition")
 
-    async def follow_up(self, message: str, images: Sequence[ImageContent] | None = None) -> None:
-        await self._send("follow_up", {"message": message, "images": list(images) if images else None})
+    async def follow_up(self, message: str, images: Sequence[ImageContent] | None = None) -> str | None:
+        """Queue a follow-up message; returns its disposition, as ``steer``."""
+        response = await self._send(
+            "follow_up", {"message": message, "images": list(images) if images else None}
+        )
+        return cast(dict[str, Any], response.get("data") or {}).get("disposition")
+
+    async def clear_queue(self) -> p.ClearedQueue:
+        return await self.request("clear_queue")
 
     async def abort(self) -> None:
         await self._send("abort", {})
@@ -377,6 +425,12 @@ class RpcClient:
 
     async def clone(self) -> p.CancelledResult:
         return await self.request("clone")
+
+    async def get_entries(self, since: str | None = None) -> p.EntriesResult:
+        return await self.request("get_entries", since=since)
+
+    async def get_tree(self) -> p.TreeResult:
+        return await self.request("get_tree")
 
     async def get_fork_messages(self) -> list[p.ForkMessage]:
         return (await self.request("get_fork_messages"))["messages"]

@@ -3,9 +3,14 @@
 This is pi's RPC protocol (``docs/rpc.md``) spelled in Python: one JSON object per line, each
 with a ``type``. A client sends *commands* (``prompt``, ``get_state``, ...; optional ``id``); the
 server answers each with exactly one ``response`` frame and streams *events* (the agent events with
-seed-000 messages, ``queue_update``, ``compaction_*``, ``auto_retry_*``). tether adds three things a
-pi client ignores: a ``ready`` frame on start, a ``prompt_result`` frame after the last event of
-every accepted prompt, and the ``set_event_filter`` command.
+seed-000 messages, ``queue_update``, ``compaction_*``, ``auto_retry_*``, ``agent_settled``). tether
+adds three things a pi client ignores: a ``ready`` frame on start, a ``prompt_result`` frame after
+the last event of every accepted prompt, and the ``set_event_filter`` command.
+
+One form serves pi 0.73 and pi 1.x clients: 1.x's additions (a prompt's ``disposition``,
+``agent_settled``, ``agent_end.willRetry``, ``message_update.usage``, ``clear_queue``,
+``get_entries``, ``get_tree``) are new fields, events and commands that 0.73 clients never read,
+and 0.73's ``message_update`` snapshots stay unless ``set_event_filter`` asks for 1.x's deltas.
 
 These definitions are the source of the schema bundle (``tether.rpc.schema``) and of the client's
 types; the server validates command parameters against them. Frames the server writes are open
@@ -26,6 +31,7 @@ from tether.wire import (
     ModelInfo,
     TextContent,
     ToolResultMessage,
+    Usage,
 )
 from tether.wire.records import CLOSED, OPEN, Tag, record
 
@@ -92,6 +98,14 @@ class AbortCommand(TypedDict):
 
 
 @record(PARAMS)
+class ClearQueueCommand(TypedDict):
+    """Take back every queued steering and follow-up message (answered with their texts)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["clear_queue"]
+
+
+@record(PARAMS)
 class NewSessionCommand(TypedDict):
     """Start a fresh session with the same model and settings."""
 
@@ -147,6 +161,14 @@ class SetThinkingLevelCommand(TypedDict):
 class CycleThinkingLevelCommand(TypedDict):
     id: NotRequired[RequestId]
     type: Literal["cycle_thinking_level"]
+
+
+@record(PARAMS)
+class GetAvailableThinkingLevelsCommand(TypedDict):
+    """The thinking levels the current model accepts (``["off"]`` without reasoning)."""
+
+    id: NotRequired[RequestId]
+    type: Literal["get_available_thinking_levels"]
 
 
 @record(PARAMS)
@@ -286,9 +308,29 @@ class GetCommandsCommand(TypedDict):
     type: Literal["get_commands"]
 
 
+@record(PARAMS)
+class GetEntriesCommand(TypedDict):
+    """The session's entries in append order, every branch, in pi's entry shapes."""
+
+    id: NotRequired[RequestId]
+    type: Literal["get_entries"]
+    since: NotRequired[Annotated[str, Doc("Only the entries appended after this entry id.")]]
+
+
+@record(PARAMS)
+class GetTreeCommand(TypedDict):
+    """The session's entries as a tree of ``{entry, children, label?, labelTimestamp?}`` nodes."""
+
+    id: NotRequired[RequestId]
+    type: Literal["get_tree"]
+
+
 MessageUpdateMode = Annotated[
     Literal["full", "delta"],
-    Doc("`full`: message_update as pi sends it; `delta`: without the `message` and `partial` snapshots."),
+    Doc(
+        "`full` (default): message_update as pi 0.73 sends it, with pi 1.x's fields added; "
+        "`delta`: pi 1.x's form, without the `message` and `partial` snapshots."
+    ),
 ]
 
 
@@ -322,6 +364,52 @@ class ExtensionUiResponse(TypedDict):
 
 
 # -- command results (the ``data`` of a successful response) ------------------------------------
+
+
+PromptDisposition = Annotated[
+    Literal["started", "queued", "handled"],
+    Doc("`started` a run, `queued` behind the running one, or `handled` without a run (pi 1.x)."),
+]
+
+
+@record(OPEN)
+class PromptAccepted(TypedDict):
+    """pi 1.x: what became of the prompt. `handled`: no run started, do not wait for agent_settled."""
+
+    disposition: PromptDisposition
+
+
+@record(OPEN)
+class QueuedAccepted(TypedDict):
+    """pi 1.x: what became of a steering or follow-up message."""
+
+    disposition: Literal["queued", "handled"]
+
+
+@record(OPEN)
+class ClearedQueue(TypedDict):
+    steering: list[str]
+    followUp: list[str]
+
+
+@record(OPEN)
+class EntriesResult(TypedDict):
+    entries: Annotated[list[Any], Doc("Session entries in pi's shapes (docs/session-format.md).")]
+    leafId: str | None
+
+
+@record(OPEN)
+class TreeNode(TypedDict):
+    entry: Any
+    children: list[TreeNode]
+    label: NotRequired[str]
+    labelTimestamp: NotRequired[str]
+
+
+@record(OPEN)
+class TreeResult(TypedDict):
+    tree: list[TreeNode]
+    leafId: str | None
 
 
 @record(OPEN)
@@ -373,11 +461,17 @@ class ThinkingLevelResult(TypedDict):
 
 
 @record(OPEN)
+class ThinkingLevelsResult(TypedDict):
+    levels: list[str]
+
+
+@record(OPEN)
 class CompactionResult(TypedDict):
     summary: str
     firstKeptEntryId: str | None
     tokensBefore: int
     tokensAfter: NotRequired[int]
+    estimatedTokensAfter: NotRequired[Annotated[int, Doc("pi 1.x's name for tokensAfter.")]]
     details: NotRequired[Any]
 
 
@@ -518,10 +612,20 @@ class AgentStartEvent(TypedDict):
 
 @record(OPEN)
 class AgentEndEvent(TypedDict):
-    """A run ended; ``messages`` are the messages it added."""
+    """One pass of the agent loop ended; ``messages`` are the messages it added. A retry or a
+    queued message may start another pass: ``agent_settled`` ends the run."""
 
     type: Literal["agent_end"]
     messages: list[AgentMessage]
+    willRetry: NotRequired[Annotated[bool, Doc("The session retries this pass on its own.")]]
+
+
+@record(OPEN)
+class AgentSettledEvent(TypedDict):
+    """pi 1.x: the run is over; nothing more runs on its own until the next command."""
+
+    type: Literal["agent_settled"]
+    aborted: bool
 
 
 @record(OPEN)
@@ -549,6 +653,8 @@ class AssistantEventDelta(TypedDict):
     type: str
     contentIndex: NotRequired[int]
     delta: NotRequired[str]
+    id: NotRequired[Annotated[str, Doc("toolcall_start: the call's id.")]]
+    toolName: NotRequired[Annotated[str, Doc("toolcall_start: the tool's name.")]]
 
 
 @record(OPEN)
@@ -557,6 +663,7 @@ class MessageUpdateEvent(TypedDict):
 
     type: Literal["message_update"]
     message: NotRequired[AgentMessage]
+    usage: NotRequired[Annotated[Usage, Doc("The reply's latest cumulative usage (pi 1.x).")]]
     assistantMessageEvent: AssistantMessageEvent | AssistantEventDelta
 
 
@@ -642,6 +749,7 @@ class AutoRetryEndEvent(TypedDict):
 _EventUnion = (
     AgentStartEvent
     | AgentEndEvent
+    | AgentSettledEvent
     | TurnStartEvent
     | TurnEndEvent
     | MessageStartEvent
@@ -663,10 +771,11 @@ Event = Annotated[_EventUnion, Tag("type")]
 ServerFrame = Annotated[ReadyFrame | ResponseFrame | PromptResultFrame | _EventUnion, Tag("type")]
 
 COMMANDS: dict[str, tuple[type, type | None]] = {
-    "prompt": (PromptCommand, None),
-    "steer": (SteerCommand, None),
-    "follow_up": (FollowUpCommand, None),
+    "prompt": (PromptCommand, PromptAccepted),
+    "steer": (SteerCommand, QueuedAccepted),
+    "follow_up": (FollowUpCommand, QueuedAccepted),
     "abort": (AbortCommand, None),
+    "clear_queue": (ClearQueueCommand, ClearedQueue),
     "new_session": (NewSessionCommand, CancelledResult),
     "get_state": (GetStateCommand, SessionState),
     "get_messages": (GetMessagesCommand, MessagesResult),
@@ -675,6 +784,7 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
     "get_available_models": (GetAvailableModelsCommand, ModelsResult),
     "set_thinking_level": (SetThinkingLevelCommand, None),
     "cycle_thinking_level": (CycleThinkingLevelCommand, ThinkingLevelResult),
+    "get_available_thinking_levels": (GetAvailableThinkingLevelsCommand, ThinkingLevelsResult),
     "set_steering_mode": (SetSteeringModeCommand, None),
     "set_follow_up_mode": (SetFollowUpModeCommand, None),
     "compact": (CompactCommand, CompactionResult),
@@ -690,6 +800,8 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
     "fork": (ForkCommand, ForkResult),
     "clone": (CloneCommand, CancelledResult),
     "get_fork_messages": (GetForkMessagesCommand, ForkMessagesResult),
+    "get_entries": (GetEntriesCommand, EntriesResult),
+    "get_tree": (GetTreeCommand, TreeResult),
     "get_last_assistant_text": (GetLastAssistantTextCommand, LastAssistantTextResult),
     "set_session_name": (SetSessionNameCommand, None),
     "get_commands": (GetCommandsCommand, CommandsResult),
@@ -705,6 +817,7 @@ NULLABLE_RESULTS = frozenset({"cycle_model", "cycle_thinking_level"})
 EVENT_TYPES: tuple[str, ...] = (
     "agent_start",
     "agent_end",
+    "agent_settled",
     "turn_start",
     "turn_end",
     "message_start",

@@ -9,6 +9,9 @@ shaped by the client's ``set_event_filter``. Nothing a client sends can end the 
 ``shutdown``, end of input or SIGTERM do (see ``tether.rpc.mode``).
 
 The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`` types them.
+One form serves pi 0.73 and pi 1.x clients: 1.x's additions (``disposition``, ``agent_settled``,
+``willRetry``, ``usage`` on ``message_update``, ``get_entries``/``get_tree``, ``clear_queue``) are
+new fields, events and commands an 0.73 client never looks at (see docs/rpc.md, "pi versions").
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
-from tether.session.events import Run, SessionEvent, message_text
+from tether.session.events import Run, SessionEvent, message_text, wire_message_update
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
 
@@ -146,9 +149,8 @@ class RpcServer:
         kind = event["type"]
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
-        if event["type"] == "message_update" and self._message_update == "delta":
-            inner = {k: v for k, v in event["assistantMessageEvent"].items() if k != "partial"}
-            self._write({"type": kind, "assistantMessageEvent": inner})
+        if event["type"] == "message_update":
+            self._write(wire_message_update(event, snapshots=self._message_update == "full"))
         else:
             self._write(event)
 
@@ -203,7 +205,7 @@ class RpcServer:
         text: str = params["message"]
         images: list[ImageContent] = params.get("images", [])
         if not self.core.is_running:
-            self._respond(params.get("id"), "prompt")
+            self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))
             return _ANSWERED
         behavior = params.get("streamingBehavior")
@@ -212,20 +214,20 @@ class RpcServer:
                 "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') "
                 "to queue the message."
             )
-        if behavior == "steer":
-            self.core.steer(text, images)
-        else:
-            self.core.follow_up(text, images)
+        queue = self.core.steer if behavior == "steer" else self.core.follow_up
+        disposition = queue(text, images)
         self._queued_prompts.append(params.get("id"))
-        return NO_DATA
+        return {"disposition": disposition}
 
     async def _cmd_steer(self, params: dict[str, Any]) -> object:
-        self.core.steer(params["message"], params.get("images", []))
-        return NO_DATA
+        return {"disposition": self.core.steer(params["message"], params.get("images", []))}
 
     async def _cmd_follow_up(self, params: dict[str, Any]) -> object:
-        self.core.follow_up(params["message"], params.get("images", []))
-        return NO_DATA
+        return {"disposition": self.core.follow_up(params["message"], params.get("images", []))}
+
+    async def _cmd_clear_queue(self, params: dict[str, Any]) -> object:
+        taken = self.core.clear_queue()
+        return {"steering": list(taken.steering), "followUp": list(taken.follow_up)}
 
     async def _cmd_abort(self, params: dict[str, Any]) -> object:
         self.core.abort()
@@ -315,6 +317,11 @@ class RpcServer:
         following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
         return {"level": self.core.set_thinking(following)}
 
+    async def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
+        from tether.ai.thinking import supported_thinking_levels
+
+        return {"levels": [str(level) for level in supported_thinking_levels(self.core.model)]}
+
     # -- queues, compaction, retry -----------------------------------------------------------------
 
     async def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
@@ -338,6 +345,7 @@ class RpcServer:
             "firstKeptEntryId": result.first_kept_entry_id,
             "tokensBefore": result.tokens_before,
             "tokensAfter": result.tokens_after,
+            "estimatedTokensAfter": result.tokens_after,
         }
 
     async def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
@@ -463,6 +471,29 @@ class RpcServer:
             if entry["type"] == "message" and message is not None and message["role"] == "user":
                 found.append({"entryId": entry["id"], "text": message_text(message)})
         return {"messages": found}
+
+    async def _cmd_get_entries(self, params: dict[str, Any]) -> object:
+        from tether.session.pi_format import to_pi_entry
+
+        session = self.core.session
+        if session is None:
+            return {"entries": [], "leafId": None}
+        entries = session.entries()
+        since: str | None = params.get("since")
+        if since is not None:
+            at = next((i for i, e in enumerate(entries) if e["id"] == since), None)
+            if at is None:
+                raise CommandError(f"Entry not found: {since}")
+            entries = entries[at + 1 :]
+        return {"entries": [to_pi_entry(e) for e in entries], "leafId": session.leaf_id}
+
+    async def _cmd_get_tree(self, params: dict[str, Any]) -> object:
+        from tether.session.pi_format import pi_tree
+
+        session = self.core.session
+        if session is None:
+            return {"tree": [], "leafId": None}
+        return {"tree": pi_tree(session.entries()), "leafId": session.leaf_id}
 
     async def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
         last: AssistantMessage | None = self.core.last_assistant()

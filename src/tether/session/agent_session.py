@@ -12,6 +12,9 @@ everything a run *does* beyond the loop itself:
 - risky tool calls go through one ``ApprovalGate``;
 - steering and follow-up messages wait in the agent's own queues, the only source of truth;
   ``queue_update`` reports every change;
+- a run ends with ``agent_settled`` once nothing more will run on its own (retries, overflow
+  recovery and queued messages all happen inside the run); each ``agent_end`` says whether the
+  session will retry that pass (``willRetry``);
 - session operations: new, resume, branch (with or without a summary), fork, tree, compact,
   export, rename;
 - ``submit()`` is the coding agent's input syntax (``!cmd``, ``$code``, ``@path``), opt-in:
@@ -40,9 +43,11 @@ from tether.ai.types import ServiceTier, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
 from tether.session.convert import lower_for
 from tether.session.events import (
+    AgentEndSessionEvent,
     CompactionReason,
     CompactionSummary,
     Listener,
+    QueuedInputDisposition,
     QueueSnapshot,
     QueueUpdateEvent,
     Run,
@@ -127,6 +132,11 @@ class AgentSession:
         self._deferred: list[AgentMessage] = []
         self._queued = QueueSnapshot((), ())
         self._retry_abort: AbortController | None = None
+        self._retry_attempt = 0
+        """Transient-error retries so far in this run's current streak (for ``willRetry``)."""
+        self._recovering_overflow = False
+        self._aborted = False
+        """``abort()`` was called during the current run (``agent_settled.aborted``)."""
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
@@ -246,18 +256,30 @@ class AgentSession:
         messages.extend(_prompt_messages(line, images))
         return self._new_run(lambda: self._prompt_run(messages))
 
-    def steer(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+    def steer(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for the next model call (after the running tool calls finish)."""
         self.agent.steer(_prompt_messages(text, images)[0])
         self._check_queue()
+        return "queued"
 
-    def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+    def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for when the agent would otherwise stop."""
         self.agent.follow_up(_prompt_messages(text, images)[0])
         self._check_queue()
+        return "queued"
+
+    def clear_queue(self) -> QueueSnapshot:
+        """Take every queued steering and follow-up message back; returns their texts (a client
+        puts them back in its editor before an abort, so the abort does not run them)."""
+        taken = self.queued()
+        self.agent.clear_all_queues()
+        self._check_queue()
+        return taken
 
     def abort(self) -> None:
         """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input."""
+        if self.is_running:
+            self._aborted = True
         self.agent.abort()
         self.abort_retry()
         for controller in (self._input_abort, self._mcp_abort):
@@ -424,6 +446,7 @@ class AgentSession:
             "firstKeptEntryId": result.first_kept_entry_id,
             "tokensBefore": result.tokens_before,
             "tokensAfter": result.tokens_after,
+            "estimatedTokensAfter": result.tokens_after,
         }
         await self._emit(compaction_end(reason, summary))
         return result
@@ -482,6 +505,8 @@ class AgentSession:
             if self.is_running:
                 raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
             self._added = []
+            self._aborted = False
+            self._retry_attempt = 0
             self._run = asyncio.ensure_future(self._settled(body()))
             return self._run
 
@@ -495,6 +520,11 @@ class AgentSession:
             for message in deferred:
                 self._record(message)
             self._check_queue()
+            last = self.last_assistant()
+            aborted = self._aborted or (
+                last is not None and last in self._added and last["stopReason"] == "aborted"
+            )
+            await self._emit({"type": "agent_settled", "aborted": aborted})
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
@@ -580,7 +610,11 @@ class AgentSession:
         await self._emit(newest_compaction_end("overflow", session if recovered else None, recovered))
         if recovered:
             self._reload()
-            await self.agent.continue_()
+            self._recovering_overflow = True
+            try:
+                await self.agent.continue_()
+            finally:
+                self._recovering_overflow = False
 
     async def _retry_transient(self) -> None:
         """Wait, then continue; each failed reply stays on an abandoned branch of the session.
@@ -592,6 +626,7 @@ class AgentSession:
             last = self.last_assistant()
             transient = last is not None and is_transient_error(last)
             if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
+                self._retry_attempt = 0
                 if attempt:
                     ok = last is not None and last["stopReason"] not in ("error", "aborted")
                     if ok:
@@ -608,6 +643,7 @@ class AgentSession:
                         )
                 return
             attempt += 1
+            self._retry_attempt = attempt
             delay = retry_delay_ms(retry.base_delay_ms, attempt)
             await self._emit(
                 {
@@ -652,6 +688,16 @@ class AgentSession:
             self._reload()
         else:
             self.agent.messages = [m for m in self.agent.messages if m is not failed]
+
+    def _will_retry(self) -> bool:
+        """Whether ``_recover`` will retry the pass that just ended (``agent_end.willRetry``)."""
+        last = self.last_assistant()
+        if last is None or last["stopReason"] != "error":
+            return False
+        if is_context_overflow(last):
+            return self._session is not None and self.compaction.enabled and not self._recovering_overflow
+        retry = self.settings.retry
+        return is_transient_error(last) and self.auto_retry and self._retry_attempt < retry.max_retries
 
     def _continuable(self) -> bool:
         last = self.last_assistant()
@@ -707,6 +753,13 @@ class AgentSession:
 
                 record_message_end(self._session, event)
             self._added.append(event["message"])
+        elif kind == "agent_end":
+            ended: AgentEndSessionEvent = {
+                "type": "agent_end",
+                "messages": event["messages"],
+                "willRetry": self._will_retry(),
+            }
+            event = ended
         await self._emit(event)
 
     async def _emit(self, event: SessionEvent) -> None:

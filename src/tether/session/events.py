@@ -1,15 +1,20 @@
 """What an ``AgentSession`` tells its listeners: the agent's events plus the session's own.
 
 The session-level events carry the names and fields of pi's RPC protocol (``queue_update``,
-``compaction_start``/``compaction_end``, ``auto_retry_start``/``auto_retry_end``), so the RPC
-server forwards them as they are. ``Run`` is one prompt's run: await it for the messages it
-added, or iterate it for its events.
+``compaction_start``/``compaction_end``, ``auto_retry_start``/``auto_retry_end``,
+``agent_settled``), so the RPC server forwards them as they are. ``agent_end`` is the agent's
+event with pi 1.x's ``willRetry`` added. ``Run`` is one prompt's run: await it for the messages
+it added, or iterate it for its events.
+
+A run's last event is ``agent_settled``: ``agent_end`` closes one pass of the agent loop, but a
+retry, an overflow recovery or a queued steering/follow-up message can start another pass within
+the same run; ``agent_settled`` says nothing more will run on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 
@@ -22,6 +27,30 @@ if TYPE_CHECKING:
     from tether.session.session import Session
 
 CompactionReason = Literal["manual", "threshold", "overflow"]
+
+QueuedInputDisposition = Literal["handled", "queued"]
+"""What became of a steering or follow-up message (pi 1.x): ``queued``; ``handled`` when
+something consumed it without queueing (tether has no input handlers, so never today)."""
+
+PromptDisposition = Literal["handled", "queued", "started"]
+"""What became of a prompt: ``started`` a run, ``queued`` behind the running one, or ``handled``."""
+
+
+class AgentEndSessionEvent(TypedDict):
+    """One pass of the agent loop ended; ``willRetry``: the session retries it on its own
+    (transient error with retries left, or a context overflow it compacts away)."""
+
+    type: Literal["agent_end"]
+    messages: list[AgentMessage]
+    willRetry: bool
+
+
+class AgentSettledEvent(TypedDict):
+    """The run is over: no retry, recovery or queued message will start anything on its own.
+    ``aborted``: it ended because it was aborted."""
+
+    type: Literal["agent_settled"]
+    aborted: bool
 
 
 class QueueUpdateEvent(TypedDict):
@@ -42,6 +71,8 @@ class CompactionSummary(TypedDict):
     firstKeptEntryId: str | None
     tokensBefore: int
     tokensAfter: NotRequired[int]
+    estimatedTokensAfter: NotRequired[int]
+    """pi 1.x's name for ``tokensAfter`` (an estimate of the rebuilt context); both are sent."""
 
 
 class CompactionEndEvent(TypedDict):
@@ -72,6 +103,8 @@ class AutoRetryEndEvent(TypedDict):
 
 SessionEvent = (
     AgentEvent
+    | AgentEndSessionEvent
+    | AgentSettledEvent
     | QueueUpdateEvent
     | CompactionStartEvent
     | CompactionEndEvent
@@ -132,7 +165,33 @@ def newest_compaction_end(
         if entry is not None:
             keys = ("summary", "firstKeptEntryId", "tokensBefore", "tokensAfter")
             result = cast(CompactionSummary, {k: entry.get(k) for k in keys if k in entry})
+            if "tokensAfter" in result:
+                result["estimatedTokensAfter"] = result["tokensAfter"]
     return compaction_end(reason, result, will_retry=will_retry)
+
+
+def wire_message_update(event: Mapping[str, Any], *, snapshots: bool) -> dict[str, Any]:
+    """``message_update`` as JSON and RPC output send it: pi 1.x's form (the latest ``usage``
+    beside the nested event; ``toolcall_start`` names its call's ``id`` and ``toolName``), plus,
+    with ``snapshots``, pi 0.73's cumulative ``message`` and ``partial`` fields. Without them the
+    stream grows linearly with the reply instead of quadratically."""
+    inner: dict[str, Any] = dict(event["assistantMessageEvent"])
+    partial = cast(dict[str, Any], inner.get("partial") or event.get("message") or {})
+    if inner.get("type") == "toolcall_start":
+        blocks = cast(list[dict[str, Any]], partial.get("content") or [])
+        index = inner.get("contentIndex")
+        block = blocks[index] if isinstance(index, int) and 0 <= index < len(blocks) else {}
+        inner.setdefault("id", block.get("id", ""))
+        inner.setdefault("toolName", block.get("name", ""))
+    frame: dict[str, Any] = {"type": "message_update"}
+    if snapshots:
+        frame["message"] = event["message"]
+    else:
+        inner.pop("partial", None)
+    if "usage" in partial:
+        frame["usage"] = partial["usage"]
+    frame["assistantMessageEvent"] = inner
+    return frame
 
 
 class Run:
