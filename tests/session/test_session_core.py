@@ -22,7 +22,7 @@ async def test_a_run_iterates_its_events_then_awaits_to_its_messages() -> None:
     core = _core(model)
     run = core.prompt("hi")
     kinds = [event["type"] async for event in run]
-    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert kinds[0] == "agent_start" and kinds[-2:] == ["agent_end", "agent_settled"]
     assert "message_update" in kinds
     added = await run  # the same run, already settled
     assert [m["role"] for m in added] == ["user", "assistant"]
