@@ -80,6 +80,11 @@ def root_command() -> click.Command:
     )
     @click.option("--session", "session_id", metavar="ID", help="Open the session with this id.")
     @click.option("--no-session", is_flag=True, help="Keep nothing on disk.")
+    @click.option(
+        "--follow",
+        is_flag=True,
+        help="With --mode rpc --session ID: watch that session read-only while another process runs it.",
+    )
     @click.option("--tools", metavar="A,B", help="Comma-separated tool names ('' for none).")
     @click.option("--system-prompt", metavar="TEXT", help="Replace the built-in system prompt.")
     @click.option(

@@ -32,6 +32,8 @@ class RunOptions:
     """Print mode: write text as it streams. ``None``: when stdout is a terminal."""
     mcp_config: Path | None = None
     no_mcp: bool = False
+    follow: bool = False
+    """RPC mode: watch ``--session ID`` read-only while another process runs it."""
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
@@ -72,6 +74,7 @@ class RunOptions:
             resume=text("resume"),
             session_id=text("session_id"),
             no_session=bool(values.get("no_session")),
+            follow=bool(values.get("follow")),
             tools=tools,
             system_prompt=text("system_prompt"),
             cwd=Path(cwd).resolve() if cwd else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,6 +73,12 @@ async def _run(options: RunOptions) -> int:
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
     else:
         options = _with_prompt(options)
+    if options.follow and (options.mode != "rpc" or not options.session_id):
+        sys.stderr.write(
+            "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
+            "(or print its entries with `tether sessions follow ID`)\n"
+        )
+        return 2
     if options.mode not in ("interactive", "rpc") and not options.prompt:
         sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
         return 2
@@ -82,7 +89,10 @@ async def _run(options: RunOptions) -> int:
         if session_id is None:
             return 1
     choice = SessionChoice(
-        persist=not options.no_session, continue_latest=options.continue_, session_id=session_id
+        persist=not options.no_session,
+        continue_latest=options.continue_,
+        session_id=session_id,
+        read_only=options.follow,
     )
     app = None
     if options.mode == "interactive":
@@ -97,7 +107,15 @@ async def _run(options: RunOptions) -> int:
         if rpc_out is not None:
             from tether.rpc.mode import serve
 
-            return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
+            if not options.follow:
+                return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
+            stop = threading.Event()
+            watching = asyncio.ensure_future(core.follow(stop))
+            try:
+                return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
+            finally:
+                stop.set()
+                await asyncio.gather(watching, return_exceptions=True)
         from tether.cli.headless import run_json, run_print
 
         prompt = options.prompt or ""

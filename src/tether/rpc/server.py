@@ -29,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
 from tether.session.events import Run, SessionEvent, message_text, wire_message_update
+from tether.session.store import SessionError
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
 
@@ -123,7 +124,7 @@ class RpcServer:
             data = await handler(params)
         except CommandError as exc:
             self._respond(request_id, kind, error=str(exc))
-        except (ValueError, LookupError, OSError, RuntimeError) as exc:
+        except (ValueError, LookupError, OSError, RuntimeError, SessionError) as exc:
             self._respond(request_id, kind, error=str(exc) or type(exc).__name__)
         except Exception as exc:  # a bug must not end the server: report it, keep serving
             traceback.print_exc(file=sys.stderr)
@@ -204,6 +205,7 @@ class RpcServer:
     async def _cmd_prompt(self, params: dict[str, Any]) -> object:
         text: str = params["message"]
         images: list[ImageContent] = params.get("images", [])
+        self.core.require_writable()
         if not self.core.is_running:
             self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))

@@ -32,6 +32,8 @@ the queues, the session); event shapes and their builders live in ``tether.sessi
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -258,12 +260,14 @@ class AgentSession:
 
     def steer(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for the next model call (after the running tool calls finish)."""
+        self.require_writable()
         self.agent.steer(_prompt_messages(text, images)[0])
         self._check_queue()
         return "queued"
 
     def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for when the agent would otherwise stop."""
+        self.require_writable()
         self.agent.follow_up(_prompt_messages(text, images)[0])
         self._check_queue()
         return "queued"
@@ -352,7 +356,7 @@ class AgentSession:
     def record_settings(self) -> None:
         """Record model, thinking level, service tier and system prompt where they differ from
         the session's (also done when a run starts)."""
-        if self._session is not None:
+        if self._session is not None and not self._session.readonly:
             from tether.session.wiring import record_settings
 
             agent = self.agent
@@ -371,6 +375,42 @@ class AgentSession:
         self._attach(self._sessions.create(self.cwd) if self._sessions is not None else None)
         self.record_settings()
         return self.session_id
+
+    @property
+    def read_only(self) -> bool:
+        """The session was opened read-only (another process may be running it)."""
+        return self._session is not None and self._session.readonly
+
+    def require_writable(self) -> None:
+        """Raise ``ReadOnlySessionError`` when this core may only watch its session."""
+        if self._session is not None and self._session.readonly:
+            from tether.session.session import ReadOnlySessionError
+
+            raise ReadOnlySessionError(self._session.id)
+
+    async def follow(self, stop: threading.Event | None = None) -> None:
+        """Watch a read-only session grow: while another process (or host) runs it, reload it
+        after each new entry and tell listeners of each new message (``message_start`` and
+        ``message_end``). Returns when ``stop`` is set or the session is deleted."""
+        from tether.session.follow import follow_async
+        from tether.session.store import SessionNotFoundError
+
+        session, sessions = self._require_session(), self._require_sessions()
+        if not session.readonly:
+            raise ValueError("follow() watches a session opened read-only (SessionChoice(read_only=True))")
+        entries = session.entries()
+        after = entries[-1]["id"] if entries else None
+        try:
+            async for entry in follow_async(
+                sessions.store, session.id, after=after, stop=stop or threading.Event()
+            ):
+                self._attach(sessions.open(session.id, readonly=True))
+                if entry.type == "message":
+                    message = cast(AgentMessage, json.loads(entry.payload)["message"])
+                    await self._emit({"type": "message_start", "message": message})
+                    await self._emit({"type": "message_end", "message": message})
+        except SessionNotFoundError:
+            return
 
     def switch_session(self, session_id: str) -> None:
         """Continue another stored session (its settings entries apply)."""
@@ -502,6 +542,7 @@ class AgentSession:
 
     def _new_run(self, body: Callable[[], Awaitable[list[AgentMessage]]]) -> Run:
         def start() -> asyncio.Future[list[AgentMessage]]:
+            self.require_writable()
             if self.is_running:
                 raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
             self._added = []

@@ -42,6 +42,9 @@ class SessionChoice:
     """``False``: keep nothing on disk (``--no-session``)."""
     continue_latest: bool = False
     session_id: str | None = None
+    read_only: bool = False
+    """Open ``session_id`` read-only, without its writer lock: to watch a session another process
+    runs (``AgentSession.follow``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +221,9 @@ def _open_session(
         sessions = SessionManager()
     try:
         if choice.session_id is not None:
-            return sessions, sessions.open(choice.session_id)
+            return sessions, sessions.open(choice.session_id, readonly=choice.read_only)
+        if choice.read_only:
+            raise SetupError("a read-only session needs its id (--session ID)")
         if choice.continue_latest:
             latest = sessions.resume(cwd)
             if latest is not None:

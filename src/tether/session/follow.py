@@ -11,8 +11,9 @@ query: no entry is skipped or repeated.
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 from tether.session.store import SessionStore, SessionWatch, StoredEntry
 
@@ -62,3 +63,13 @@ def _follow(
             watch.wait(IDLE_CHECK_SECONDS)
     finally:
         watch.close()
+
+
+async def follow_async(
+    store: SessionStore, session_id: str, *, after: str | None, stop: threading.Event
+) -> AsyncIterator[StoredEntry]:
+    """``follow`` for asyncio: each entry committed after entry ``after``, waited for in a worker
+    thread; ends within ``IDLE_CHECK_SECONDS`` of ``stop`` being set."""
+    entries = follow(store, session_id, after=after, stop=stop)
+    while (entry := await asyncio.to_thread(next, entries, None)) is not None:
+        yield entry
