@@ -1150,6 +1150,101 @@ def g_error_chunk(body: Body, fixture: Json) -> None:
 
 # -- the plan --------------------------------------------------------------------------------------
 
+# -- response ids: empty, missing, late (some OpenAI-compatible servers send "id": "") ---------------
+
+
+def _set_everywhere(body: Body, holder: Callable[[Json], Json | None], key: str, value: str | None) -> None:
+    """Set (or with ``None`` remove) ``key`` in the dict ``holder`` finds in every event's data."""
+    found = False
+    for i, data in body.datas():
+        target = holder(data)
+        if target is None or key not in target:
+            continue
+        if value is None:
+            del target[key]
+        else:
+            target[key] = value
+        body.frames[i] = body.frames[i].with_data(data)
+        found = True
+    require(found, f"no {key}")
+
+
+def _top(data: Json) -> Json:
+    return data
+
+
+def _response(data: Json) -> Json | None:
+    response = data.get("response")
+    return response if isinstance(response, dict) else None
+
+
+def _message(data: Json) -> Json | None:
+    message = data.get("message")
+    return message if data.get("type") == "message_start" and isinstance(message, dict) else None
+
+
+@mutation("openai-completions")
+def c_id_empty(body: Body, fixture: Json) -> None:
+    """Every chunk's ``id`` is ``""``."""
+    _set_everywhere(body, _top, "id", "")
+
+
+@mutation("openai-completions")
+def c_id_missing(body: Body, fixture: Json) -> None:
+    """No chunk carries an ``id``."""
+    _set_everywhere(body, _top, "id", None)
+
+
+@mutation("openai-completions")
+def c_id_late(body: Body, fixture: Json) -> None:
+    """The first chunk's ``id`` is ``""``; the later chunks carry the real one."""
+    datas = [(i, d) for i, d in body.datas() if "id" in d]
+    require(len(datas) > 1, "fewer than two chunks with an id")
+    index, data = datas[0]
+    data["id"] = ""
+    body.frames[index] = body.frames[index].with_data(data)
+
+
+@mutation("anthropic-messages")
+def a_id_empty(body: Body, fixture: Json) -> None:
+    """``message_start`` carries ``"id": ""``."""
+    _set_everywhere(body, _message, "id", "")
+
+
+@mutation("anthropic-messages")
+def a_id_missing(body: Body, fixture: Json) -> None:
+    """``message_start``'s message has no ``id``."""
+    _set_everywhere(body, _message, "id", None)
+
+
+@mutation("openai-responses")
+def r_id_empty(body: Body, fixture: Json) -> None:
+    """Every event's ``response.id`` is ``""``."""
+    _set_everywhere(body, _response, "id", "")
+
+
+@mutation("openai-responses")
+def r_id_missing(body: Body, fixture: Json) -> None:
+    """No event's ``response`` carries an ``id``."""
+    _set_everywhere(body, _response, "id", None)
+
+
+@mutation("google-generative-ai")
+def g_id_empty(body: Body, fixture: Json) -> None:
+    """Every chunk's ``responseId`` is ``""``."""
+    _set_everywhere(body, _top, "responseId", "")
+
+
+@mutation("google-generative-ai")
+def g_id_late(body: Body, fixture: Json) -> None:
+    """The first chunk's ``responseId`` is ``""``; the later chunks carry the real one."""
+    datas = [(i, d) for i, d in body.datas() if "responseId" in d]
+    require(len(datas) > 1, "fewer than two chunks with a responseId")
+    index, data = datas[0]
+    data["responseId"] = ""
+    body.frames[index] = body.frames[index].with_data(data)
+
+
 PLAN_TABLE = """
 openai-completions reference/openai-text            finish-length finish-content-filter finish-error finish-missing finish-repeated
 openai-completions reference/openai-text            usage-missing usage-repeated usage-in-choice no-done crlf
@@ -1193,6 +1288,12 @@ google-generative-ai reference/function-call-thought-signature finish-max-tokens
 google-generative-ai reference/text-after-signed-function-call unicode-text keepalive-comments
 google-generative-ai reference/thinking-signed      unknown-parts usage-cached
 google-generative-ai own/url-context-thoughts-tokens finish-max-tokens usage-cached
+openai-completions reference/openai-text            id-empty id-missing id-late
+openai-completions reference/openai-tool-call       id-empty
+anthropic-messages reference/text                   id-empty id-missing
+openai-responses   reference/openai-text            id-empty id-missing
+google-generative-ai reference/text                 id-empty id-late
+google-generative-ai reference/function-call        id-empty
 """
 """api, origin/fixture, then the mutations applied to it (each gives one variant)."""
 

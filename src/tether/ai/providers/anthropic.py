@@ -323,7 +323,7 @@ class AnthropicParser(StreamParser):
             self.started = True
             message = as_dict(payload.get("message")) or {}
             message_id = as_str(message.get("id"))
-            if message_id:
+            if message_id is not None:  # an empty id is kept as "", as the reference does
                 self.output["responseId"] = message_id
             reported = as_str(message.get("model"))
             if reported and reported != self.model["id"]:

@@ -255,9 +255,9 @@ class GeminiParser(StreamParser):
         if error:
             return self.fail(_error_text(error))
         output = self.output
-        if "responseId" not in output:
+        if not output.get("responseId"):  # the first non-empty id; an empty one until then
             response_id = chunk.get("responseId")
-            if isinstance(response_id, str) and response_id:
+            if isinstance(response_id, str) and (response_id or "responseId" not in output):
                 output["responseId"] = response_id
         version = chunk.get("modelVersion")
         if version != self._version and isinstance(version, str):

@@ -394,7 +394,6 @@ class OpenAICompletionsParser(StreamParser):
         self.tools: list[_ToolState] = []
         self.finished = False
         """A ``finish_reason`` arrived: the answer is complete even if ``[DONE]`` never comes."""
-        self.seen_metadata = False
         self.text_index = 0
         self.thinking_index = 0
         self.extra = cast("dict[str, Any]", output)
@@ -413,8 +412,7 @@ class OpenAICompletionsParser(StreamParser):
             code: Any = (as_dict(chunk.get("error")) or {}).get("code")
             self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
             return self.fail(_error_text(chunk))
-        if not self.seen_metadata:
-            self._metadata(chunk)
+        self._metadata(chunk)
         usage: Any = chunk.get("usage")
         choices: Any = chunk.get("choices")
         choice: Any = (
@@ -492,18 +490,18 @@ class OpenAICompletionsParser(StreamParser):
         return events
 
     def _metadata(self, chunk: dict[str, Any]) -> None:
-        """Response id, reported model and upstream provider: read from the first chunk with an id."""
+        """Response id, reported model and upstream provider, read as the reference reads them: the
+        first non-empty id (an empty one is kept until a real one comes), the first reported model
+        that differs from ours, and the provider a router (OpenRouter) says served us."""
         output = self.output
         chunk_id = as_str(chunk.get("id"))
-        if not chunk_id:
-            return
-        self.seen_metadata = True
-        output["responseId"] = chunk_id
+        if chunk_id is not None and not output.get("responseId"):
+            output["responseId"] = chunk_id
         chunk_model = as_str(chunk.get("model"))
-        if chunk_model and chunk_model != self.model["id"]:
+        if chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
             self.extra["responseModel"] = chunk_model
         upstream = as_str(chunk.get("provider"))
-        if upstream:  # a router (OpenRouter) names the provider and model that served us
+        if upstream and "upstreamProvider" not in output:
             output["upstreamProvider"] = upstream
             if chunk_model:
                 output["upstreamModel"] = chunk_model

@@ -310,7 +310,7 @@ class OpenAIResponsesParser(StreamParser):
         if kind == "response.function_call_arguments.done":
             return self._arguments_done(payload)
         if kind in ("response.created", "response.in_progress"):
-            self._response_meta(as_dict(payload.get("response")) or {})
+            self._response_meta(as_dict(payload.get("response")) or {}, created=kind == "response.created")
         elif kind in ("response.completed", "response.incomplete"):
             self._completed(as_dict(payload.get("response")) or {})
         elif kind == "response.failed":
@@ -477,9 +477,11 @@ class OpenAIResponsesParser(StreamParser):
 
     # -- response -------------------------------------------------------------------------------
 
-    def _response_meta(self, response: dict[str, Any]) -> None:
+    def _response_meta(self, response: dict[str, Any], *, created: bool = False) -> None:
+        """Response id and reported model. ``response.created`` sets the id even when it is empty
+        (the reference keeps ""); later events only replace it with a non-empty one."""
         response_id = as_str(response.get("id"))
-        if response_id:
+        if response_id or (created and response_id is not None):
             self.output["responseId"] = response_id
         reported = as_str(response.get("model"))
         if reported and reported != self.model["id"]:
