@@ -54,6 +54,9 @@ from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 DONE_MARKER = "[DONE]"
+# How long and how much ``_finish_body`` reads after ``[DONE]`` to keep the connection alive.
+_DRAIN_SECONDS = 0.25
+_DRAIN_BYTES = 64 * 1024
 
 RequestBuilder = Callable[[str | None], HttpRequest]
 """Given the resolved API key (``None`` for keyless servers), build the request."""
@@ -155,6 +158,7 @@ async def _drive(
         batches = _event_batches(chunks, parser, signal)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
+        after_done = False
         try:
             async for batch in batches:
                 if not batch:
@@ -163,6 +167,7 @@ async def _drive(
                 last = batch[-1]["type"]
                 if last == "done" or last == "error":
                     final_batch = batch
+                    after_done = parser.done_marker
                     break
                 yield batch
         except _RetryableReadError as failure:
@@ -171,11 +176,18 @@ async def _drive(
             # Close explicitly, innermost first: a suspended generator left to the garbage
             # collector would be finalized later, outside this task.
             await batches.aclose()
-            await chunks.aclose()
-            await response.aclose()
+            if not after_done:
+                await chunks.aclose()
+                await response.aclose()
         if final_batch is not None:
             clock.stamp(final_batch[-1])
-            yield final_batch
+            if not after_done:
+                yield final_batch
+                return
+            try:
+                yield final_batch
+            finally:  # runs when the consumer closes us on the terminal event
+                await _finish_body(chunks, response)
             return
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
@@ -188,6 +200,28 @@ async def _drive(
         _tell_retry(options, attempt, delay, retry)
         _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
         await asyncio.sleep(delay)
+
+
+async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Response) -> None:
+    """Read what follows ``[DONE]`` (usually just the end of the body), then close.
+
+    Only a response read to its end returns its connection to the pool; one closed early is
+    dropped, and the next request pays a new TCP (and TLS) handshake. The read is bounded in
+    time and bytes, so a server that keeps the body open costs a connection, not a hang. It
+    runs after the terminal event is stamped, so it never counts in ``duration``.
+    """
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            drained = 0
+            async for chunk in chunks:
+                drained += len(chunk)
+                if drained > _DRAIN_BYTES:
+                    break
+    except (TimeoutError, httpx2.HTTPError):
+        pass  # the connection is dropped by the close below instead of reused
+    finally:
+        await chunks.aclose()
+        await response.aclose()
 
 
 def _tell_retry(options: StreamOptions, attempt: int, delay: float, failure: RequestFailed) -> None:
