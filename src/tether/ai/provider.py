@@ -14,7 +14,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    Parsers never do I/O, never emit ``start`` and never raise on provider data they do not
    understand: they skip it. Append streamed text with ``append.append_text`` (``+=`` on a dict
    value is quadratic), tool arguments with ``partial_json.PartialJson``, price usage with
-   ``usage.set_usage``/``calculate_cost``.
+   ``usage.set_usage``/``calculate_cost`` (in ``settle()``, once per network read, when the
+   API repeats usage on every chunk).
 3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
    (retries, readable HTTP errors), emits ``start``, decodes SSE with ``sse.SSEDecoder``, feeds
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
@@ -80,6 +81,15 @@ class StreamParser:
     def end(self) -> list[AssistantMessageEvent]:
         """The body ended: close open blocks; the last event returned is the terminal one."""
         raise NotImplementedError
+
+    def settle(self) -> None:
+        """Bring fields derived from the chunks so far up to date; the default has none.
+
+        The driver calls it once per network read, after that read's events (and before they
+        reach the consumer), the terminal ones included. The consumer only sees the partial
+        message between reads, so work deferred to here (e.g. pricing usage that changes on
+        every chunk) is invisible to it, and is done once per read instead of once per chunk.
+        """
 
     def feed_text(self, event: str, data: str) -> list[AssistantMessageEvent] | None:
         """An SSE event before its data is decoded as JSON; ``None`` (the default) lets ``feed``
@@ -164,6 +174,7 @@ async def _drive(
                 if not batch:
                     continue
                 clock.first()
+                parser.settle()
                 last = batch[-1]["type"]
                 if last == "done" or last == "error":
                     final_batch = batch
