@@ -23,6 +23,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -141,10 +142,11 @@ def reference() -> dict[str, Any] | None:
     return json.loads(out.stdout)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``argv`` are this benchmark's options; ``bench/run.py`` passes none (its own argv names benchmarks)."""
     parser = argparse.ArgumentParser(description="P2: the agent loop in events/s")
     parser.add_argument("--tracing", action="store_true", help="OpenTelemetry off and on, side by side")
-    if parser.parse_args().tracing:
+    if parser.parse_args(argv or []).tracing:
         print_tracing()
         return
     events, seconds, cpu_seconds = asyncio.run(measure())
@@ -173,4 +175,4 @@ def _node_version() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

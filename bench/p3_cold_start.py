@@ -88,10 +88,11 @@ def print_tracing(tether: list[str], env: dict[str, str]) -> None:
         print(f"{name:<30} {off * 1000:8.1f} {on * 1000:8.1f} {on / off:8.2f}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``argv`` are this benchmark's options; ``bench/run.py`` passes none (its own argv names benchmarks)."""
     parser = argparse.ArgumentParser(description="P3: cold start of the tether command")
     parser.add_argument("--tracing", action="store_true", help="OpenTelemetry off and on, side by side")
-    tracing = parser.parse_args().tracing
+    tracing = parser.parse_args(argv or []).tracing
     with tempfile.TemporaryDirectory() as home:
         script = Path(home) / "script.json"
         script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
@@ -122,4 +123,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -14,7 +14,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    Parsers never do I/O, never emit ``start`` and never raise on provider data they do not
    understand: they skip it. Append streamed text with ``append.append_text`` (``+=`` on a dict
    value is quadratic), tool arguments with ``partial_json.PartialJson``, price usage with
-   ``usage.set_usage``/``calculate_cost``.
+   ``usage.set_usage``/``calculate_cost`` (in ``settle()``, once per network read, when the
+   API repeats usage on every chunk).
 3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
    (retries, readable HTTP errors), emits ``start``, decodes SSE with ``sse.SSEDecoder``, feeds
    the parser, and stamps the timing fields (``ttft``, ``duration``, ``completedAt``). A
@@ -54,6 +55,9 @@ from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 DONE_MARKER = "[DONE]"
+# How long and how much ``_finish_body`` reads after ``[DONE]`` to keep the connection alive.
+_DRAIN_SECONDS = 0.25
+_DRAIN_BYTES = 64 * 1024
 
 RequestBuilder = Callable[[str | None], HttpRequest]
 """Given the resolved API key (``None`` for keyless servers), build the request."""
@@ -77,6 +81,15 @@ class StreamParser:
     def end(self) -> list[AssistantMessageEvent]:
         """The body ended: close open blocks; the last event returned is the terminal one."""
         raise NotImplementedError
+
+    def settle(self) -> None:
+        """Bring fields derived from the chunks so far up to date; the default has none.
+
+        The driver calls it once per network read, after that read's events (and before they
+        reach the consumer), the terminal ones included. The consumer only sees the partial
+        message between reads, so work deferred to here (e.g. pricing usage that changes on
+        every chunk) is invisible to it, and is done once per read instead of once per chunk.
+        """
 
     def feed_text(self, event: str, data: str) -> list[AssistantMessageEvent] | None:
         """An SSE event before its data is decoded as JSON; ``None`` (the default) lets ``feed``
@@ -155,14 +168,17 @@ async def _drive(
         batches = _event_batches(chunks, parser, signal)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
+        after_done = False
         try:
             async for batch in batches:
                 if not batch:
                     continue
                 clock.first()
+                parser.settle()
                 last = batch[-1]["type"]
                 if last == "done" or last == "error":
                     final_batch = batch
+                    after_done = parser.done_marker
                     break
                 yield batch
         except _RetryableReadError as failure:
@@ -171,11 +187,18 @@ async def _drive(
             # Close explicitly, innermost first: a suspended generator left to the garbage
             # collector would be finalized later, outside this task.
             await batches.aclose()
-            await chunks.aclose()
-            await response.aclose()
+            if not after_done:
+                await chunks.aclose()
+                await response.aclose()
         if final_batch is not None:
             clock.stamp(final_batch[-1])
-            yield final_batch
+            if not after_done:
+                yield final_batch
+                return
+            try:
+                yield final_batch
+            finally:  # runs when the consumer closes us on the terminal event
+                await _finish_body(chunks, response)
             return
         if retry is None:  # pragma: no cover - _event_batches always ends with a terminal event
             yield clock.stamp(error_event(output, "The stream ended without a final event"))
@@ -188,6 +211,28 @@ async def _drive(
         _tell_retry(options, attempt, delay, retry)
         _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
         await asyncio.sleep(delay)
+
+
+async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Response) -> None:
+    """Read what follows ``[DONE]`` (usually just the end of the body), then close.
+
+    Only a response read to its end returns its connection to the pool; one closed early is
+    dropped, and the next request pays a new TCP (and TLS) handshake. The read is bounded in
+    time and bytes, so a server that keeps the body open costs a connection, not a hang. It
+    runs after the terminal event is stamped, so it never counts in ``duration``.
+    """
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            drained = 0
+            async for chunk in chunks:
+                drained += len(chunk)
+                if drained > _DRAIN_BYTES:
+                    break
+    except (TimeoutError, httpx2.HTTPError):
+        pass  # the connection is dropped by the close below instead of reused
+    finally:
+        await chunks.aclose()
+        await response.aclose()
 
 
 def _tell_retry(options: StreamOptions, attempt: int, delay: float, failure: RequestFailed) -> None:

@@ -9,7 +9,6 @@ from tether.session.branching import settle_leaf
 from tether.session.database import open_store
 from tether.session.entries import ENTRY_FORMAT, EntryDict
 from tether.session.ids import new_id
-from tether.session.jsonl import read_export, write_export
 from tether.session.session import Session, now_ms
 from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
 from tether.session.tree import EntryTree, paused_gc
@@ -107,6 +106,8 @@ class SessionManager:
 
     def export(self, session_id: str, path: str | os.PathLike[str]) -> Path:
         """Write the session (every branch) to a versioned JSONL file; see ``tether.session.jsonl``."""
+        from tether.session.jsonl import write_export  # export and import only: not on start-up
+
         record = self.store.get_session(session_id)
         out = Path(path)
         write_export(out, record, [e.payload for e in self.store.entries(session_id)])
@@ -114,6 +115,8 @@ class SessionManager:
 
     def import_file(self, path: str | os.PathLike[str]) -> SessionRecord:
         """Recreate an exported session with its ids, times and leaf; errors name the line."""
+        from tether.session.jsonl import read_export
+
         data = read_export(Path(path))
         header = data.header
         record = self.store.create_session(

@@ -2,7 +2,9 @@
 
 Real sockets, real HTTP/1.1, no mocking of the client: each request gets the next ``Reply``
 (the last one repeats), which can also misbehave on purpose: send its body in given pieces,
-stop after some bytes and reset the connection, or promise more bytes than it sends.
+stop after some bytes and reset the connection, promise more bytes than it sends, or stall with
+the body unfinished. ``connections`` counts the TCP connections accepted, so a test can tell
+whether the client kept one alive between requests.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Reply:
     """Close cleanly after this many body bytes although Content-Length promised all of them."""
     delay: float = 0.0
     """Seconds to wait between pieces."""
+    stall_after: int | None = None
+    """Send this many body bytes, then nothing more until the client hangs up (the body never ends)."""
 
 
 @dataclass(slots=True)
@@ -47,6 +51,8 @@ class LoopbackServer:
             raise ValueError("LoopbackServer needs at least one Reply")
         self.replies = list(replies)
         self.requests: list[ReceivedRequest] = []
+        self.connections = 0
+        """TCP connections accepted so far."""
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -75,6 +81,7 @@ class LoopbackServer:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)  # pyright: ignore[reportArgumentType]
+        self.connections += 1
         try:
             while True:
                 request = await _read_request(reader)
@@ -83,6 +90,9 @@ class LoopbackServer:
                 self.requests.append(request)
                 reply = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
                 if not await _write_reply(writer, reply):
+                    return
+                if reply.stall_after is not None:
+                    await reader.read()  # until the client closes its end
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return  # a client that went away, or the server shutting down
@@ -119,10 +129,9 @@ async def _write_reply(writer: asyncio.StreamWriter, reply: Reply) -> bool:
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
     limit = len(body)
     broken = reply.reset_after is not None or reply.truncate_after is not None
-    if reply.reset_after is not None:
-        limit = min(limit, reply.reset_after)
-    if reply.truncate_after is not None:
-        limit = min(limit, reply.truncate_after)
+    for cut_at in (reply.reset_after, reply.truncate_after, reply.stall_after):
+        if cut_at is not None:
+            limit = min(limit, cut_at)
     cuts = sorted({c for c in (reply.chunks or ()) if 0 < c < limit} | {limit})
     start = 0
     for cut in cuts:

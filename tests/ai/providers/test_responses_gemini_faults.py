@@ -10,8 +10,9 @@ import json
 from typing import Any, cast
 
 import pytest
-from faultkit import GEMINI, RESPONSES, collect, fast, g_chunk, model, r_event, responses_text, sse
+from faultkit import CONTEXT, GEMINI, RESPONSES, collect, fast, g_chunk, model, r_event, responses_text, sse
 
+from tether.ai import stream
 from tether.testing.loopback import LoopbackServer, Reply
 
 R_TEXT = responses_text(["Hel", "lo"])
@@ -163,6 +164,27 @@ async def test_gemini_error_chunk() -> None:
         _, final = await collect(model(server.url, GEMINI), fast())
     assert final["errorMessage"] == "UNAVAILABLE: The model is overloaded."
     assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+async def test_gemini_partial_usage_is_current_at_every_delivered_event() -> None:
+    """Usage is priced once per network read rather than per chunk, before the read's events are
+    delivered: a consumer sees the usage (and cost) of the chunk each event came from."""
+    chunks = [
+        g_chunk(
+            [{"text": word}],
+            "STOP" if n == 3 else None,
+            usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": n, "totalTokenCount": 5 + n},
+        )
+        for n, word in enumerate(["a", "b", "c"], 1)
+    ]
+    cuts = [sum(len(c) for c in chunks[: i + 1]) for i in range(len(chunks))]
+    seen: list[tuple[str, int, float]] = []
+    async with LoopbackServer([Reply(b"".join(chunks), chunks=cuts, delay=0.01)]) as server:
+        async for event in stream(model(server.url, GEMINI), CONTEXT, fast()):
+            if event["type"] == "text_delta":
+                usage = event["partial"]["usage"]
+                seen.append((event["delta"], usage["output"], usage["cost"]["output"]))
+    assert seen == [("a", 1, 2e-6), ("b", 2, 4e-6), ("c", 3, 6e-6)]
 
 
 async def test_gemini_duplicate_and_missing_call_ids_are_made_unique() -> None:

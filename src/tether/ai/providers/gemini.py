@@ -242,7 +242,9 @@ class GeminiParser(StreamParser):
         self.current: dict[str, Any] | None = None
         """The open text or thinking block (tool calls never stay open)."""
         self.finished = False
-        self._last_usage: object = None
+        self._usage_metadata: dict[str, Any] | None = None
+        """The latest ``usageMetadata`` not yet counted: ``settle`` prices it (once per read, not
+        per chunk: it changes on almost every chunk)."""
         self._last_counts: tuple[object, ...] = ()
         self._version: object = None
 
@@ -265,9 +267,8 @@ class GeminiParser(StreamParser):
             if version != self.model["id"]:
                 cast("dict[str, Any]", output)["responseModel"] = version
         usage = chunk.get("usageMetadata")
-        if usage != self._last_usage and isinstance(usage, dict):
-            self._last_usage = usage  # Gemini repeats the same usage on most chunks
-            self._usage(cast("dict[str, Any]", usage))
+        if isinstance(usage, dict):
+            self._usage_metadata = cast("dict[str, Any]", usage)
         events: list[AssistantMessageEvent] = []
         candidates = chunk.get("candidates")
         candidate = (
@@ -394,6 +395,12 @@ class GeminiParser(StreamParser):
             text = f"Gemini stopped the response: finishReason {reason}"
             output["errorMessage"] = f"{text} ({message})" if message else text
 
+    def settle(self) -> None:
+        usage = self._usage_metadata
+        if usage is not None:
+            self._usage_metadata = None
+            self._usage(usage)
+
     def _usage(self, usage: dict[str, Any]) -> None:
         get = usage.get
         counts = (
@@ -404,10 +411,10 @@ class GeminiParser(StreamParser):
             get("totalTokenCount"),
         )
         if counts == self._last_counts:
-            return  # Gemini repeats usage on most chunks; only the other fields changed
+            return  # only fields we do not count changed
         self._last_counts = counts
         prompt, cached, candidates, thoughts, total = [c if type(c) is int else as_int(c) for c in counts]
-        # Written in place rather than through usage.set_usage: this runs on every chunk.
+        # Written in place rather than through usage.set_usage: this runs on every network read.
         target = self.output["usage"]
         target["input"] = max(0, prompt - cached)
         target["output"] = candidates + thoughts
