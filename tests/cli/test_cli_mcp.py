@@ -87,3 +87,13 @@ def test_a_bad_config_file_is_one_line_naming_it(cli: CliEnv) -> None:
     assert done.stderr.strip().splitlines() == [
         f"tether: {config}: server 'toy': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set"
     ]
+
+
+@pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])
+def test_a_server_that_fails_to_start_is_a_note_on_stderr(cli: CliEnv, mode: tuple[str, ...]) -> None:
+    config = servers_file(cli.home / "servers.json", toy=toy(), gone={"command": "/nonexistent/server"})
+    script = cli.script("s", [tool_reply("mcp__toy__add", {"a": 1, "b": 2}), text_reply("done")])
+    done = cli.run(*mode, "--no-session", "--mcp-config", str(config), "go", script=script)
+    assert done.returncode == 0, done.stderr
+    [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert note.startswith("note: MCP server 'gone' did not start: ") and "/nonexistent/server" in note

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mcp_packages import time_server
 from tether.testing.loopback import LoopbackServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,13 +39,17 @@ class Runner:
         path.write_text(json.dumps(responses))
         return f"scripted:{path}"
 
-    async def run(self, example: str, *args: str, model: str | None = None) -> str:
-        """Run ``examples/<example>`` in the project folder; its stdout (it must exit 0)."""
+    async def run(
+        self, example: str, *args: str, model: str | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Run ``examples/<example>`` in the project folder (``env`` added to its environment);
+        its stdout (it must exit 0)."""
+        extra = env or {}
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env.pop("TETHER_SCRIPTED", None)
         src = str(ROOT / "src")
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-        env.update({"TETHER_HOME": str(self.home), "PYTHONUNBUFFERED": "1"})
+        env.update({"TETHER_HOME": str(self.home), "PYTHONUNBUFFERED": "1", **extra})
         if model is not None:
             env["EXAMPLE_MODEL"] = model
         process = await asyncio.create_subprocess_exec(
@@ -78,6 +84,35 @@ async def test_stream_reply_prints_the_streamed_text(runner: Runner) -> None:
     model = runner.script("hello", [text("Hello ", "from ", "tether.")])
     out = await runner.run("stream_reply.py", "Say", "hello", model=model)
     assert out == "Hello from tether.\n"
+
+
+@pytest.mark.subprocess  # the first run installs mcp-server-time with pip: not in the fast tier
+async def test_mcp_tools_calls_the_time_server_from_pypi(runner: Runner) -> None:
+    server = time_server()  # mcp-server-time, installed by the tests into its own folder
+    command = ["env", f"PYTHONPATH={server['env']['PYTHONPATH']}", server["command"], *server["args"]]
+    arguments = {"source_timezone": "UTC", "time": "09:00", "target_timezone": "America/New_York"}
+    model = runner.script(
+        "mcp", [calls(("mcp__time__convert_time", arguments)), text("It is 4 or 5 am there.")]
+    )
+    out = await runner.run("mcp_tools.py", model=model, env={"EXAMPLE_MCP_SERVER": shlex.join(command)})
+    *called, status, answer = out.splitlines()
+    name, result = "\n".join(called).split(": ", 1)  # the server's JSON spans lines
+    assert name == "mcp__time__convert_time"
+    converted = json.loads(result)
+    assert converted["source"]["timezone"] == "UTC" and converted["target"]["timezone"] == "America/New_York"
+    assert converted["target"]["datetime"].split("T")[1][:5] in ("04:00", "05:00")  # EDT or EST
+    assert status == "[time: ready, 2 tools, no error]"
+    assert answer == "It is 4 or 5 am there."
+
+
+async def test_mcp_tools_reports_a_server_that_does_not_start(runner: Runner) -> None:
+    model = runner.script("mcp", [text("No tools, but an answer.")])
+    out = await runner.run(
+        "mcp_tools.py", model=model, env={"EXAMPLE_MCP_SERVER": "/nonexistent/time-server"}
+    )
+    status, answer = out.splitlines()
+    assert status.startswith("[time: failed, 0 tools, ") and "/nonexistent/time-server" in status
+    assert answer == "No tools, but an answer."
 
 
 async def test_two_tools_runs_the_async_and_the_plain_tool(runner: Runner) -> None:

@@ -20,16 +20,25 @@ from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import AssistantMessage, dumps
 
 
+def note_failed_servers(core: AgentSession, err: TextIO) -> None:
+    """One stderr line per MCP server that failed to start: without it a script would only see
+    the model miss a tool (``/mcp`` and ``tether mcp list`` are not there to look at)."""
+    for server in core.mcp.statuses() if core.mcp else ():
+        if server.status == "failed":
+            reason = (server.error or "no reason given").splitlines()[0]
+            err.write(f"note: MCP server '{server.name}' did not start: {reason}\n")
+
+
 def assistant_text(message: AssistantMessage) -> str:
     return "".join(block["text"] for block in message["content"] if block["type"] == "text")
 
 
 async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
     """Run ``prompt``; print the answer. ``stream``: write text deltas as they come."""
-    streamed = False
+    streamed = noted = False
 
     def on_event(event: Mapping[str, Any]) -> None:
-        nonlocal streamed
+        nonlocal streamed, noted
         kind = event["type"]
         if stream and kind == "message_update":
             inner = event["assistantMessageEvent"]
@@ -41,6 +50,9 @@ async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *
             out.write("\n")
             out.flush()
             streamed = False
+        elif kind == "agent_start" and not noted:  # the MCP servers have started or failed by now
+            note_failed_servers(core, err)
+            noted = True
         elif kind == "tool_execution_start":
             err.write(f"[tool] {event['toolName']}\n")
         elif kind == "compaction_start":
@@ -73,7 +85,13 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
     if core.notice:
         err.write(f"note: {core.notice}\n")
 
+    noted = False
+
     def on_event(event: Mapping[str, Any]) -> None:
+        nonlocal noted
+        if event["type"] == "agent_start" and not noted:  # the MCP servers have started or failed by now
+            note_failed_servers(core, err)
+            noted = True
         if event["type"] == "message_update":
             event = wire_message_update(event, snapshots=True)
         out.write(dumps(event))
