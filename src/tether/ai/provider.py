@@ -152,7 +152,7 @@ async def _drive(
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
-        batches = _event_batches(chunks, parser, signal)
+        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options))
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         try:
@@ -203,13 +203,22 @@ def _reset(output: AssistantMessage, model: ModelInfo) -> None:
     raw["timestamp"] = timestamp
 
 
+def _idle_timeout(model: ModelInfo, options: StreamOptions) -> float | None:
+    """The provider's own ``streamIdleTimeoutMs`` (``models.json``) over the options' value."""
+    from tether.ai.models import idle_timeout_of  # the registry loads when a stream starts, as in keys
+
+    configured = idle_timeout_of(model["provider"])
+    idle = configured if configured is not None else options.idle_timeout
+    return idle or None  # 0: no limit
+
+
 class _RetryableReadError(Exception):
     def __init__(self, failure: RequestFailed) -> None:
         self.failure = failure
 
 
 async def _event_batches(
-    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
+    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None, idle: float | None
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
@@ -220,18 +229,24 @@ async def _event_batches(
     cancels that wait), after the rest of the current read's events.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
-    was shown, so the request can be repeated); after that it ends the stream as ``error``.
+    was shown, so the request can be repeated); after that it ends the stream as ``error``. So
+    does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
+    session's retry recognises as transient.
     """
     decoder = SSEDecoder()
     emitted = False
     while True:
         try:
-            chunk = await anext(chunks)
+            async with asyncio.timeout(idle):
+                chunk = await anext(chunks)
         except StopAsyncIteration:
             sse_events = decoder.flush()
             ended = True
-        except httpx2.HTTPError as exc:
-            message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
+        except (httpx2.HTTPError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError):
+                message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
+            else:
+                message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
             if not emitted:
                 raise _RetryableReadError(RequestFailed(message, retryable=True)) from exc
             yield parser.fail(message)

@@ -2,7 +2,7 @@
 
 Real sockets, real HTTP/1.1, no mocking of the client: each request gets the next ``Reply``
 (the last one repeats), which can also misbehave on purpose: send its body in given pieces,
-stop after some bytes and reset the connection, or promise more bytes than it sends.
+stop after some bytes and reset the connection, promise more bytes than it sends, or go silent.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ class Reply:
     """Close cleanly after this many body bytes although Content-Length promised all of them."""
     delay: float = 0.0
     """Seconds to wait between pieces."""
+    stall_after: int | None = None
+    """Go silent after this many body bytes, keeping the connection open (a stalled server)."""
 
 
 @dataclass(slots=True)
@@ -123,6 +125,8 @@ async def _write_reply(writer: asyncio.StreamWriter, reply: Reply) -> bool:
         limit = min(limit, reply.reset_after)
     if reply.truncate_after is not None:
         limit = min(limit, reply.truncate_after)
+    if reply.stall_after is not None:
+        limit = min(limit, reply.stall_after)
     cuts = sorted({c for c in (reply.chunks or ()) if 0 < c < limit} | {limit})
     start = 0
     for cut in cuts:
@@ -134,6 +138,9 @@ async def _write_reply(writer: asyncio.StreamWriter, reply: Reply) -> bool:
     if reply.reset_after is not None:
         writer.transport.abort()
         return False
+    if reply.stall_after is not None:
+        await writer.drain()
+        await asyncio.Event().wait()  # until the server shuts down
     await writer.drain()
     if broken:
         writer.close()

@@ -7,13 +7,16 @@ stream contract on every run). Faults only some APIs have live in the per-API mo
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
 from faultkit import APIS, CONTEXT, GEMINI, LONG, TEXT, after_event, collect, event_ends, fast, model
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tether.ai import AbortController, StreamOptions, stream
+from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
+from tether.wire import AssistantMessage
 
 each_api = pytest.mark.parametrize("api", APIS)
 
@@ -72,6 +75,32 @@ async def test_connection_reset_after_first_token_keeps_the_partial_answer(api: 
     assert "Connection lost" in final["errorMessage"]
     assert final["content"] == [{"type": "text", "text": "Hel"}]
     assert "text_end" not in [e["type"] for e in events]
+
+
+@each_api
+async def test_stall_before_the_first_token_is_retried(api: str) -> None:
+    """Issue 14.8: headers, then silence. The idle timeout ends the attempt; nothing was shown, so
+    the request is repeated and the second server answers."""
+    body = TEXT[api].body
+    async with LoopbackServer([Reply(body, stall_after=0), Reply(body)]) as server:
+        _, final = await collect(model(server.url, api), fast(idle_timeout=0.2))
+    assert final["stopReason"] == "stop"
+    assert final["content"][0]["text"] == "Hello"
+    assert len(server.requests) == 2
+
+
+@each_api
+async def test_stall_after_the_first_token_is_a_transient_error(api: str) -> None:
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    async with LoopbackServer([Reply(body, stall_after=cut)]) as server:
+        spec = model(server.url, api)
+        _, final = await collect(spec, fast(idle_timeout=0.2))
+    assert len(server.requests) == 1, "never retry after content has streamed"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.2 s (stream idle timeout)"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+    assert is_transient_error(cast(AssistantMessage, final)), "the session must retry a stalled reply"
 
 
 @each_api
