@@ -355,3 +355,26 @@ def test_the_status_line_counts_a_stalled_models_silence(cli: CliEnv) -> None:
             terminal.wait_for("Aborted", timeout=10)
         finally:
             terminal.close()
+
+
+@pytest.mark.subprocess
+def test_interactive_start_on_a_damaged_database_is_one_line(cli: CliEnv) -> None:
+    """Issue 14.9: at a terminal too, a database with garbage in its middle is one line, no traceback."""
+    script = cli.script("s", [text_reply("noted")])
+    assert cli.run(stdin="x" * 200_000, script=script).returncode == 0
+    db = cli.home / "data" / "sessions.db"
+    data = bytearray(db.read_bytes())
+    data[4096:-4096] = bytes(len(data) - 8192)  # zeros over all but the first and last pages
+    db.write_bytes(bytes(data))
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli", "--continue"], str(cli.project), env)
+    try:
+        deadline = time.monotonic() + 20
+        while not terminal.dead() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        screen = terminal.screen()
+        assert terminal.dead(), screen
+        assert f"tether: {db}: the session database is damaged" in screen
+        assert "Traceback" not in screen
+    finally:
+        terminal.close()

@@ -218,7 +218,7 @@ class ModelRegistry:
         close_ids = set(difflib.get_close_matches(ref, [i for _, i in keys], n=5, cutoff=0.6))
         close += [n for (_, i), n in zip(keys, names, strict=True) if i in close_ids and n not in close]
         close = close[:8]
-        hint = f"; did you mean {', '.join(close)}?" if close else "; see `tether models`"
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownModelError(f"unknown model {ref!r}{hint}", close)
 
     def list_models(self, provider: str | None = None) -> list[ModelInfo]:

@@ -152,7 +152,8 @@ async def _drive(
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
-        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options))
+        arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
+        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options), arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         try:
@@ -218,7 +219,11 @@ class _RetryableReadError(Exception):
 
 
 async def _event_batches(
-    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None, idle: float | None
+    chunks: AsyncIterator[bytes],
+    parser: StreamParser,
+    signal: AbortSignal | None,
+    idle: float | None,
+    arrived: str,
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
@@ -231,10 +236,14 @@ async def _event_batches(
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
     does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
-    session's retry recognises as transient.
+    session's retry recognises as transient. A body without a single SSE event (an HTML page
+    from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
+    content type) and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
+    any_event = False
+    head = b""
     while True:
         try:
             async with asyncio.timeout(idle):
@@ -252,8 +261,11 @@ async def _event_batches(
             yield parser.fail(message)
             return
         else:
+            if len(head) < _HEAD_BYTES:
+                head += chunk[: _HEAD_BYTES - len(head)]
             sse_events = decoder.feed(chunk)
             ended = False
+        any_event = any_event or bool(sse_events)
         out: list[AssistantMessageEvent] = []
         for sse in sse_events:
             if signal is not None and signal.aborted:
@@ -278,6 +290,8 @@ async def _event_batches(
         if ended:
             if signal is not None and signal.aborted:
                 out += parser.fail(ABORTED_MESSAGE, aborted=True)
+            elif not any_event:
+                out += parser.fail(_not_a_stream(arrived, head))
             else:
                 out += parser.end()
             yield out
@@ -285,6 +299,19 @@ async def _event_batches(
         if out:
             emitted = True
             yield out
+
+
+_HEAD_BYTES = 512
+"""Body bytes kept to describe a reply that was not an event stream."""
+
+
+def _not_a_stream(arrived: str, head: bytes) -> str:
+    """What came instead of an event stream, e.g. an HTML error page served with status 200."""
+    first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    if not first:
+        return f"The response had no events: {arrived}, empty body"
+    shown = first if len(first) <= 120 else first[:120] + "…"
+    return f"The response was not an event stream: {arrived}, first line: {shown}"
 
 
 def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:

@@ -136,6 +136,26 @@ async def test_malformed_sse_line(api: str) -> None:
 
 
 @each_api
+async def test_an_html_page_with_status_200_says_what_arrived(api: str) -> None:
+    """Issue 14.10: a proxy's or a wrong baseUrl's page is not "the stream ended early"."""
+    page = b"\n<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head></html>\n"
+    headers = {"content-type": "text/html; charset=utf-8"}
+    async with LoopbackServer([Reply(page, headers=headers)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == (
+        "The response was not an event stream: HTTP 200, text/html; charset=utf-8, first line: <!DOCTYPE html>"
+    )
+
+
+@each_api
+async def test_an_empty_200_body_says_so(api: str) -> None:
+    async with LoopbackServer([Reply(b"")]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["errorMessage"] == "The response had no events: HTTP 200, text/event-stream, empty body"
+
+
+@each_api
 async def test_unreachable_server(api: str) -> None:
     _, final = await collect(model("http://127.0.0.1:9", api), fast(max_retries=1))
     assert final["stopReason"] == "error"
@@ -147,6 +167,7 @@ async def test_missing_api_key_names_the_variable(api: str) -> None:
     _, final = await collect(model("https://example.invalid", api), StreamOptions(max_retries=0))
     assert final["stopReason"] == "error"
     assert TEXT[api].key_variable in final["errorMessage"]
+    assert "api_key" not in final["errorMessage"]  # a shell user has no such parameter
 
 
 @each_api
