@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -174,6 +177,52 @@ async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env:
         assert answer["id"] == 41 and answer["error"]["code"] == -32700
         ok = await agent.ask(request(42, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
         assert ok["id"] == 42 and ok["result"]["protocolVersion"] == 1
+        assert process.returncode is None
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr
+
+
+async def test_a_damaged_database_is_an_error_naming_the_file(acp_env: AcpEnv) -> None:
+    """Issue 14.9: not "Internal error": the message an editor shows names the file and the remedy,
+    and the agent stays up."""
+    script = acp_env.script("s", [text_reply("noted")])
+    stored = subprocess.run(  # a session with a long prompt: a database of many pages
+        [sys.executable, "-m", "tether.cli", "-p"],
+        input="x" * 200_000,
+        env=acp_env.env(TETHER_SCRIPTED=str(script)),
+        cwd=acp_env.project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert stored.returncode == 0, stored.stderr
+    db = acp_env.home / "data" / "sessions.db"
+    data = bytearray(db.read_bytes())  # garbage over all but its first and last pages
+    data[4096:-4096] = random.Random(14).randbytes(len(data) - 8192)
+    db.write_bytes(bytes(data))
+    process = await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    agent = RawAgent(process)
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        for request_id, method, params in (
+            (2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}),
+            (3, "session/list", {}),
+        ):
+            answer = await agent.ask(request(request_id, method, params))
+            error = answer["error"]
+            assert answer["id"] == request_id and error["code"] == -32603, answer
+            assert error["message"].startswith(f"{db}: the session database is damaged"), error
+            assert "move it aside" in error["message"]
         assert process.returncode is None
     finally:
         assert process.stdin is not None

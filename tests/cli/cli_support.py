@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -68,3 +71,21 @@ def tool_reply(name: str, arguments: Mapping[str, Any], call_id: str = "call_1")
 
 def json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def tiny_tmpfs(where: Path, *, read_only_after: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """A 1 MB tmpfs at ``where`` (root only; the test is skipped where mounting is refused).
+
+    ``read_only_after`` fills it first, then the file system is remounted read-only."""
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
+    try:
+        if read_only_after is not None:
+            read_only_after(where)
+            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -198,3 +198,39 @@ async def test_continue_keeps_the_sessions_model_even_after_models_json_is_gone(
     said = [m["content"] for m in second["messages"] if m["role"] == "user"]
     assert said == ["first", "second"]  # the history went along
     assert second["model"] == expected["model"]["id"]
+
+
+def stalled_after_first_token(reply: Reply) -> Reply:
+    """The same reply, going silent once its first text delta ("The") is out (issue 14.8)."""
+    cut = reply.body.index(b"\n\n", reply.body.index(b'"content":"The"')) + 2
+    return Reply(reply.body, reply.status, reply.headers, stall_after=cut)
+
+
+async def test_a_stalled_reply_is_retried_after_the_settings_idle_timeout(cli: CliEnv) -> None:
+    recorded, expected = fixture("openai-completions/openai-text")
+    (cli.home / "config").mkdir(exist_ok=True)
+    settings = {"streamIdleTimeoutMs": 300, "retry": {"baseDelayMs": 10}}
+    (cli.home / "config" / "settings.json").write_text(json.dumps(settings))
+    reply = reply_of(recorded)
+    async with LoopbackServer([stalled_after_first_token(reply), reply]) as server:
+        model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
+        code, out, err = await run_cli(cli, "-p", "question", "--no-session", "--model", model)
+        assert len(server.requests) == 2
+    assert code == 0, err
+    assert out == answer_text(expected["message"]) + "\n"
+
+
+async def test_a_providers_own_idle_timeout_wins(cli: CliEnv) -> None:
+    """models.json's ``streamIdleTimeoutMs`` ends the stall although the setting is 5 minutes."""
+    recorded, expected = fixture("openai-completions/openai-text")
+    (cli.home / "config").mkdir(exist_ok=True)
+    (cli.home / "config" / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
+    async with LoopbackServer([stalled_after_first_token(reply_of(recorded))]) as server:
+        model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
+        models_file = cli.home / "config" / "models.json"
+        models = json.loads(models_file.read_text())
+        models["providers"]["replay"]["streamIdleTimeoutMs"] = 300
+        models_file.write_text(json.dumps(models))
+        code, _, err = await run_cli(cli, "-p", "question", "--no-session", "--model", model)
+    assert code == 1
+    assert "No data from replay for 0.3 s (stream idle timeout)" in err

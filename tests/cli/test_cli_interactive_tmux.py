@@ -9,16 +9,22 @@ to exit.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
+
+from tether.testing.loopback import LoopbackServer, Reply
 
 NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
 """A command that runs until the test lets it end (no race with the typing)."""
@@ -308,3 +314,67 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
         assert "second question" in path[-1]["summary"]
         left = [e for e in session.entries() if e["id"] not in {p["id"] for p in path}]
         assert [e["message"]["role"] for e in left if e["type"] == "message"] == ["user", "assistant"]
+
+
+@contextlib.contextmanager
+def loopback_in_thread(replies: list[Reply]) -> Iterator[LoopbackServer]:
+    """A ``LoopbackServer`` on its own event loop, so the test may block reading the terminal."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = LoopbackServer(replies)
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(5)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(None, None, None), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+@pytest.mark.subprocess
+def test_the_status_line_counts_a_stalled_models_silence(cli: CliEnv) -> None:
+    """Issue 14.8: headers, then nothing. The status line says how long the model has been silent."""
+    head = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Thinking"}}]}\n\n'
+    with loopback_in_thread([Reply(head + b"data: [DONE]\n\n", stall_after=len(head))]) as server:
+        config = cli.home / "config"
+        config.mkdir(exist_ok=True)
+        provider = {"baseUrl": server.url, "api": "openai-completions", "models": [{"id": "slow"}]}
+        (config / "models.json").write_text(json.dumps({"providers": {"stall": provider}}))
+        env = cli.env(TERM="xterm-256color")
+        command = [sys.executable, "-m", "tether.cli", "--model", "stall/slow", "--no-session"]
+        terminal = Terminal(command, str(cli.project), env)
+        try:
+            terminal.wait_for("/help for commands")
+            terminal.type("hello")
+            terminal.send("Enter")
+            screen = terminal.wait_for(lambda s: re.search(r"waiting for the model… [4-9] s", s) is not None)
+            assert "Thinking" in screen  # the part that arrived is shown
+            terminal.send("C-c")
+            terminal.wait_for("Aborted", timeout=10)
+        finally:
+            terminal.close()
+
+
+@pytest.mark.subprocess
+def test_interactive_start_on_a_damaged_database_is_one_line(cli: CliEnv) -> None:
+    """Issue 14.9: at a terminal too, a database with garbage in its middle is one line, no traceback."""
+    script = cli.script("s", [text_reply("noted")])
+    assert cli.run(stdin="x" * 200_000, script=script).returncode == 0
+    db = cli.home / "data" / "sessions.db"
+    data = bytearray(db.read_bytes())
+    data[4096:-4096] = bytes(len(data) - 8192)  # zeros over all but the first and last pages
+    db.write_bytes(bytes(data))
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli", "--continue"], str(cli.project), env)
+    try:
+        deadline = time.monotonic() + 20
+        while not terminal.dead() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        screen = terminal.screen()
+        assert terminal.dead(), screen
+        assert f"tether: {db}: the session database is damaged" in screen
+        assert "Traceback" not in screen
+    finally:
+        terminal.close()

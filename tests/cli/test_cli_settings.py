@@ -76,6 +76,10 @@ def test_all_documented_keys(tmp_path: Path) -> None:
             '"compaction.reserveTokens": expected a non-negative integer',
         ),
         ({"compaction": {"keep": 1}}, '"compaction.keep": unknown key'),
+        (
+            {"streamIdleTimeoutMs": 1.5},
+            '"streamIdleTimeoutMs": expected milliseconds, a non-negative integer',
+        ),
         ([1, 2], "expected a JSON object at the top level"),
     ],
 )

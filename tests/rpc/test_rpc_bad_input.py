@@ -162,3 +162,23 @@ def test_deeply_nested_json_is_one_error_with_its_id(server: LineServer, depth: 
     server.send(b'{"type":"get_state","id":"after"}')
     assert server.next_response()["id"] == "after"
     assert server.process.poll() is None
+
+
+@pytest.mark.subprocess
+def test_numeric_ids_are_echoed_as_sent(server: LineServer) -> None:
+    """Issue 14.7: pi's clients send string ids, JSON-RPC habits send numbers: both come back as
+    they were sent, for an answer, an unknown command, bad parameters and a line cut short."""
+    for line, expected in (
+        (b'{"type":"get_state","id":7}', 7),
+        (b'{"type":"get_state","id":"7"}', "7"),
+        (b'{"type":"get_state","id":2.5}', 2.5),
+        (b'{"type":"teleport","id":8}', 8),
+        (b'{"type":"set_thinking_level","id":9,"level":"enormous"}', 9),
+        (b'{"type":"get_state","id":10,', 10),
+    ):
+        server.send(line)
+        response = server.next_response()
+        assert "id" in response and response["id"] == expected, line
+        assert type(response["id"]) is type(expected), line
+    server.send(b'{"type":"get_state","id":true}')
+    assert "id" not in server.next_response()  # neither a string nor a number: nothing to echo

@@ -280,6 +280,8 @@ async def test_resuming_a_session_another_writer_holds_is_a_clear_error(
     try:
         result = await execute(other, f"/resume {held}")
         assert result.error and "open for writing" in result.text
+        # Issue 14.10: no "open it read-only", which no front end offers; what does exist instead:
+        assert "read-only" not in result.text and f"tether sessions follow {held}" in result.text
         assert other.session_id != held  # still in its own session
     finally:
         await other.close()

@@ -209,12 +209,12 @@ def test_a_released_lease_cannot_write(manager: SessionManager) -> None:
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("these are my notes, not a database " * 100)
-    with pytest.raises(
-        SessionError, match=r"cannot open the session database .*notes\.txt: file is not a database"
-    ):
+    with pytest.raises(SessionError) as info:
         SQLiteStore(bad)
-    with pytest.raises(SessionError, match="cannot open the session database"):
-        SQLiteStore(tmp_path)  # a directory
+    assert str(info.value).startswith(f"{bad}: not an SQLite database (file is not a database); ")
+    assert "choose another file with --database" in str(info.value)
+    with pytest.raises(SessionError, match="is a directory, not a session database"):
+        SQLiteStore(tmp_path)
 
 
 def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:

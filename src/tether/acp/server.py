@@ -228,9 +228,13 @@ class TetherAcpAgent:
         from datetime import UTC, datetime
 
         from tether.session import SessionManager
+        from tether.session.store import SessionDatabaseError
 
-        with SessionManager() as manager:
-            records = manager.list(cwd)
+        try:
+            with SessionManager() as manager:
+                records = manager.list(cwd)
+        except SessionDatabaseError as exc:
+            raise database_failure(exc) from None
         infos = [
             SessionInfo(
                 session_id=r.id,
@@ -304,7 +308,7 @@ class TetherAcpAgent:
         from tether.session import SessionError
         from tether.session.model_choice import ModelError
         from tether.session.settings import SettingsError, load_settings, untrusted_note
-        from tether.session.store import SessionNotFoundError
+        from tether.session.store import SessionDatabaseError, SessionNotFoundError
 
         if self._client is None:
             raise RequestError.internal_error({"details": "no client connection"})
@@ -333,11 +337,19 @@ class TetherAcpAgent:
                 raise RequestError.invalid_params({"details": str(exc)}) from None
             # No model was asked for and none can be used: the editor should tell about keys.
             raise RequestError.auth_required({"details": f"{exc}. {AUTH_DESCRIPTION}"}) from None
+        except SessionDatabaseError as exc:
+            raise database_failure(exc) from None
         except (SessionError, ValueError) as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         session.attach(core)
         self._sessions[session.id] = session
         return session
+
+
+def database_failure(exc: Exception) -> RequestError:
+    """The session database failed: not the editor's request but the file the message names, so
+    an internal error whose message (what an editor shows) is that one line, not "Internal error"."""
+    return RequestError(-32603, str(exc), {"details": str(exc)})
 
 
 def prompt_input(

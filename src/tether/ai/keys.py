@@ -106,4 +106,4 @@ def is_keyless(model: ModelInfo) -> bool:
 
 def missing_key_message(model: ModelInfo) -> str:
     names = " or ".join(_key_vars(model))
-    return f"No API key for provider {model['provider']!r}: set {names} or pass api_key."
+    return f"No API key for provider {model['provider']!r}: set {names} in the environment."

@@ -63,6 +63,8 @@ class ProviderInfo:
     headers: Mapping[str, str] = field(default_factory=lambda: {})
     compat: Mapping[str, Any] = field(default_factory=lambda: {})
     local: bool = False
+    idle_timeout: float | None = None
+    """Seconds a reply may stall (``streamIdleTimeoutMs``; 0: no limit); ``None``: the setting's."""
 
 
 LOCAL_PROVIDERS: tuple[ProviderInfo, ...] = (
@@ -216,7 +218,7 @@ class ModelRegistry:
         close_ids = set(difflib.get_close_matches(ref, [i for _, i in keys], n=5, cutoff=0.6))
         close += [n for (_, i), n in zip(keys, names, strict=True) if i in close_ids and n not in close]
         close = close[:8]
-        hint = f"; did you mean {', '.join(close)}?" if close else "; see `tether models`"
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownModelError(f"unknown model {ref!r}{hint}", close)
 
     def list_models(self, provider: str | None = None) -> list[ModelInfo]:
@@ -323,6 +325,7 @@ def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | N
         headers={**(base.headers if base else {}), **entry.get("headers", {})},
         compat={**(base.compat if base else {}), **entry.get("compat", {})},
         local=api_key_env is None,
+        idle_timeout=entry["streamIdleTimeoutMs"] / 1000 if "streamIdleTimeoutMs" in entry else None,
     )
 
 
@@ -406,6 +409,18 @@ def list_models(provider: str | None = None) -> list[ModelInfo]:
 def get_provider_info(name: str) -> ProviderInfo:
     """The provider ``name`` (shipped, local server, the user's or registered)."""
     return default_registry().get_provider_info(name)
+
+
+def idle_timeout_of(provider: str) -> float | None:
+    """The provider's own idle timeout in seconds (0: none), ``None`` when it sets none.
+
+    Also ``None`` for an unknown provider or a broken ``models.json``: the stream is not the
+    place to report those (choosing the model already did).
+    """
+    try:
+        return get_provider_info(provider).idle_timeout
+    except (UnknownProviderError, ModelsFileError):
+        return None
 
 
 def list_providers() -> list[ProviderInfo]:

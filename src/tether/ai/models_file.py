@@ -61,6 +61,7 @@ class ProviderEntry(TypedDict):
     apiKeyEnv: NotRequired[str | None]
     headers: NotRequired[dict[str, str]]
     compat: NotRequired[dict[str, Any]]
+    streamIdleTimeoutMs: NotRequired[int]
     models: NotRequired[list[ModelEntry]]
 
 
@@ -139,6 +140,11 @@ def _check_provider(file: Path, name: str, provider: ProviderEntry, known: froze
     if env is not None and not _ENV_NAME.fullmatch(env):
         raise ModelsFileError(
             file, f"{where}.apiKeyEnv", f"expected the name of an environment variable, got {env!r}"
+        )
+    idle = provider.get("streamIdleTimeoutMs")
+    if idle is not None and idle < 0:
+        raise ModelsFileError(
+            file, f"{where}.streamIdleTimeoutMs", f"expected milliseconds >= 0 (0: no limit), got {idle}"
         )
     seen: set[str] = set()
     for index, model in enumerate(provider.get("models", [])):

@@ -165,7 +165,8 @@ async def _drive(
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
-        batches = _event_batches(chunks, parser, signal)
+        arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
+        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options), arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False
@@ -248,13 +249,26 @@ def _reset(output: AssistantMessage, model: ModelInfo) -> None:
     raw["timestamp"] = timestamp
 
 
+def _idle_timeout(model: ModelInfo, options: StreamOptions) -> float | None:
+    """The provider's own ``streamIdleTimeoutMs`` (``models.json``) over the options' value."""
+    from tether.ai.models import idle_timeout_of  # the registry loads when a stream starts, as in keys
+
+    configured = idle_timeout_of(model["provider"])
+    idle = configured if configured is not None else options.idle_timeout
+    return idle or None  # 0: no limit
+
+
 class _RetryableReadError(Exception):
     def __init__(self, failure: RequestFailed) -> None:
         self.failure = failure
 
 
 async def _event_batches(
-    chunks: AsyncIterator[bytes], parser: StreamParser, signal: AbortSignal | None
+    chunks: AsyncIterator[bytes],
+    parser: StreamParser,
+    signal: AbortSignal | None,
+    idle: float | None,
+    arrived: str,
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
@@ -265,25 +279,38 @@ async def _event_batches(
     cancels that wait), after the rest of the current read's events.
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
-    was shown, so the request can be repeated); after that it ends the stream as ``error``.
+    was shown, so the request can be repeated); after that it ends the stream as ``error``. So
+    does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
+    session's retry recognises as transient. A body without a single SSE event (an HTML page
+    from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
+    content type) and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
+    any_event = False
+    head = b""
     while True:
         try:
-            chunk = await anext(chunks)
+            async with asyncio.timeout(idle):
+                chunk = await anext(chunks)
         except StopAsyncIteration:
             sse_events = decoder.flush()
             ended = True
-        except httpx2.HTTPError as exc:
-            message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
+        except (httpx2.HTTPError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError):
+                message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
+            else:
+                message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
             if not emitted:
                 raise _RetryableReadError(RequestFailed(message, retryable=True)) from exc
             yield parser.fail(message)
             return
         else:
+            if len(head) < _HEAD_BYTES:
+                head += chunk[: _HEAD_BYTES - len(head)]
             sse_events = decoder.feed(chunk)
             ended = False
+        any_event = any_event or bool(sse_events)
         out: list[AssistantMessageEvent] = []
         for sse in sse_events:
             if signal is not None and signal.aborted:
@@ -308,6 +335,8 @@ async def _event_batches(
         if ended:
             if signal is not None and signal.aborted:
                 out += parser.fail(ABORTED_MESSAGE, aborted=True)
+            elif not any_event:
+                out += parser.fail(_not_a_stream(arrived, head))
             else:
                 out += parser.end()
             yield out
@@ -315,6 +344,19 @@ async def _event_batches(
         if out:
             emitted = True
             yield out
+
+
+_HEAD_BYTES = 512
+"""Body bytes kept to describe a reply that was not an event stream."""
+
+
+def _not_a_stream(arrived: str, head: bytes) -> str:
+    """What came instead of an event stream, e.g. an HTML error page served with status 200."""
+    first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    if not first:
+        return f"The response had no events: {arrived}, empty body"
+    shown = first if len(first) <= 120 else first[:120] + "…"
+    return f"The response was not an event stream: {arrived}, first line: {shown}"
 
 
 def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:

@@ -53,6 +53,11 @@ class Retry:
     """The HTTP status of the failed attempt, when it got one."""
 
 
+DEFAULT_IDLE_TIMEOUT = 300.0
+"""Seconds without a byte of a streaming reply before it counts as stalled. Generous on purpose:
+a reasoning model with hidden thinking (OpenAI's) can send nothing for minutes and still answer."""
+
+
 @dataclass(slots=True)
 class StreamOptions:
     """Options every provider understands. ``None`` means: the provider's or model's default."""
@@ -71,6 +76,10 @@ class StreamOptions:
     max_retry_delay: float = 60.0
     """A server asking us to wait longer than this (seconds) fails at once instead."""
     timeout: float | None = 600.0
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
+    """Seconds a started response body may go without a byte before the request ends as a
+    retryable error (``None``: wait as long as ``timeout``). A stalled server otherwise keeps the
+    user waiting with no sign; a provider's ``streamIdleTimeoutMs`` in ``models.json`` wins."""
     tool_choice: str | dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=lambda: {})
     """Provider-specific request fields merged into the body last."""

@@ -67,6 +67,8 @@ STYLE = Style.from_dict(
     }
 )
 SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
+_QUIET_SHOWN_AFTER = 3.0
+"""Seconds without an event before the status line counts the wait for the model."""
 
 
 class InteractiveApp:
@@ -79,6 +81,8 @@ class InteractiveApp:
         self._approval: tuple[str, asyncio.Future[bool]] | None = None
         self._live: dict[str, Any] | None = None
         self._tools: dict[str, tuple[str, object]] = {}
+        self._last_event = time.monotonic()
+        """When the run last showed a sign of life; the status line counts the silence after it."""
         self._steering: list[str] = []
         self._follow_ups: list[str] = []
         self._buffer: Buffer | None = None
@@ -267,6 +271,7 @@ class InteractiveApp:
             mouse_support=False,
             color_depth=None if self.color else _monochrome(),
             min_redraw_interval=0.03,
+            refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
 
@@ -354,13 +359,22 @@ class InteractiveApp:
             percent = stats.context_percent
             parts.append(f"ctx {percent:.0f}%" if percent is not None else "ctx -")
         if self._busy:
-            parts.append("● working")
+            parts.append(self._activity())
         return " · ".join(parts) + " "
+
+    def _activity(self) -> str:
+        """ "working", or how long the model has been silent (a slow or stalled provider) once
+        that is long enough to wonder; tools and questions have their own display."""
+        silent = time.monotonic() - self._last_event
+        if self._tools or self._approval is not None or silent < _QUIET_SHOWN_AFTER:
+            return "● working"
+        return f"● waiting for the model… {silent:.0f} s"
 
     # -- events ----------------------------------------------------------------------------------
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         """Show an event. A display bug is printed, never raised: it must not end the agent's run."""
+        self._last_event = time.monotonic()
         try:
             self._show(event)
         except Exception as exc:

@@ -8,6 +8,7 @@ answered before click is even imported, and each mode imports what it needs when
 
 from __future__ import annotations
 
+import errno
 import sys
 
 from tether import __version__
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
 SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp")
 
+_DEVICE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+"""A write that failed for want of room, as stdout on a full disk or /dev/full does."""
+
 DEMO_QUESTION = "In two sentences: what is a large language model?"
 
 DATABASE_HELP = (
@@ -30,13 +34,44 @@ DATABASE_HELP = (
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _dispatch(args)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _DEVICE_FULL:
+            raise
+        _quiet_stdout()
+        sys.stderr.write(
+            f"tether: cannot write the output: {exc.strerror}; free space on its device "
+            "or send it elsewhere\n"
+        )
+        sys.exit(1)
+
+
+def _dispatch(args: list[str]) -> None:
     if args in (["--version"], ["-V"]):
         sys.stdout.write(f"tether {__version__}\n")
         return
     if args and args[0] in SUBCOMMANDS:
-        subcommands().main(args, prog_name="tether")
+        try:
+            subcommands().main(args, prog_name="tether")
+        except _user_errors() as exc:  # evaluated only when something was raised
+            sys.stderr.write(f"tether: {exc}\n")
+            sys.exit(1)
     else:
         root_command().main(args, prog_name="tether")
+
+
+def _quiet_stdout() -> None:
+    """If stdout still cannot take what it holds, point it at /dev/null: the interpreter's own
+    flush at exit would otherwise add a second complaint after ours."""
+    import os
+
+    try:
+        sys.stdout.flush()
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def root_command() -> click.Command:
@@ -225,3 +260,9 @@ def subcommands() -> click.Group:
         sys.exit(print_mcp_servers(Path.cwd(), Path(mcp_config) if mcp_config else None, as_json=as_json))
 
     return group
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from tether.cli.run import user_errors
+
+    return user_errors()

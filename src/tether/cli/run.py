@@ -39,7 +39,7 @@ def _run_mode(options: RunOptions) -> int:
         return asyncio.run(_run(options))
     except KeyboardInterrupt:
         return 130
-    except _user_errors() as exc:
+    except user_errors() as exc:
         sys.stderr.write(f"tether: {exc}\n")
         return 1
 
@@ -205,7 +205,7 @@ def _pick_session(cwd: Path) -> str | None:
     return rows[int(answer) - 1].id
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
+def user_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's to fix (evaluated only when something is raised)."""
     from tether.ai.models_file import ModelsFileError
     from tether.session import SessionError

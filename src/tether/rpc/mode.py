@@ -34,6 +34,8 @@ class _Output:
     def __init__(self, stream: BinaryIO, on_broken: asyncio.Event) -> None:
         self._stream = stream
         self._broken = on_broken
+        self.failure: OSError | None = None
+        """Why stdout broke when the reason is the device's (a full disk), not a reader leaving."""
 
     def __call__(self, frame: Frame) -> None:
         if self._broken.is_set():
@@ -41,7 +43,10 @@ class _Output:
         try:
             self._stream.write(encode_frame(frame))
             self._stream.flush()
-        except OSError:
+        except BrokenPipeError:
+            self._broken.set()
+        except OSError as exc:
+            self.failure = exc
             self._broken.set()
 
 
@@ -55,11 +60,12 @@ def take_over_stdout() -> BinaryIO:
 
 
 async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
-    """Serve the protocol until shutdown; returns the exit status (0)."""
+    """Serve the protocol until shutdown; returns the exit status (1 when stdout failed)."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
     broken = asyncio.Event()
-    server = RpcServer(core, _Output(out, broken))
+    output = _Output(out, broken)
+    server = RpcServer(core, output)
     stop = server.shutdown_requested
 
     def wake() -> None:
@@ -77,7 +83,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         "version": __version__,
         "sessionId": core.session_id,
     }
-    _Output(out, broken)(ready)
+    output(ready)
     splitter = LineSplitter()
     try:
         while not stop.is_set() and not broken.is_set():
@@ -101,6 +107,10 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         for signum in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signum)
+    if output.failure is not None:
+        reason = output.failure.strerror or output.failure
+        sys.stderr.write(f"tether: cannot write the RPC frames to standard output: {reason}\n")
+        return 1
     return 0
 
 

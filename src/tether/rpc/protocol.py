@@ -53,7 +53,13 @@ ThinkingChoice = Annotated[
     Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"],
     Doc("A reasoning level; the server clamps it to what the model supports."),
 ]
-RequestId = Annotated[str, Doc("Chosen by the client; echoed in the response (and in prompt_result).")]
+RequestId = Annotated[
+    str | int | float,
+    Doc(
+        "Chosen by the client; echoed as sent in the response (and in prompt_result). pi's clients "
+        "send strings; JSON-RPC habits send numbers, which are echoed as numbers."
+    ),
+]
 
 # -- commands (client -> server) -----------------------------------------------------------------
 

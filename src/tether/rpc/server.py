@@ -89,17 +89,13 @@ class RpcServer:
         try:
             raw: object = load_line(line)
         except ValueError as exc:
-            recovered = top_level_id(line)
-            request_id = recovered if isinstance(recovered, str) else None
-            self._respond(request_id, "parse", error=f"Failed to parse command: {exc}")
+            self._respond(top_level_id(line), "parse", error=f"Failed to parse command: {exc}")
             return
         if not isinstance(raw, dict):
             self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")
             return
         command = cast(dict[str, Any], raw)
-        request_id = command.get("id")
-        if request_id is not None and not isinstance(request_id, str):
-            request_id = None
+        request_id = _request_id(command.get("id"))
         kind = command.get("type")
         if not isinstance(kind, str):
             self._respond(request_id, "parse", error='a command needs a string "type"')
@@ -134,7 +130,7 @@ class RpcServer:
                 self._respond(request_id, kind, data=data)
 
     def _respond(
-        self, request_id: str | None, command: str, *, data: object = NO_DATA, error: str = ""
+        self, request_id: p.RequestId | None, command: str, *, data: object = NO_DATA, error: str = ""
     ) -> None:
         frame: dict[str, Any] = {} if request_id is None else {"id": request_id}
         frame.update(type="response", command=command, success=not error)
@@ -157,12 +153,12 @@ class RpcServer:
 
     # -- runs --------------------------------------------------------------------------------------
 
-    def _start(self, text: str, images: list[ImageContent], request_id: str | None) -> None:
+    def _start(self, text: str, images: list[ImageContent], request_id: p.RequestId | None) -> None:
         run = self.core.submit(text, images, shell=False)
         run.start()  # running from now on: a prompt right behind this one is queued, not started
         self._run = asyncio.ensure_future(self._prompt(run, request_id))
 
-    async def _prompt(self, run: Run, request_id: str | None) -> None:
+    async def _prompt(self, run: Run, request_id: p.RequestId | None) -> None:
         status, error = "completed", None
         try:
             await run
@@ -532,6 +528,13 @@ class RpcServer:
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
     return (a["provider"], a["id"]) == (b["provider"], b["id"])
+
+
+def _request_id(value: object) -> p.RequestId | None:
+    """The command's id to echo: a string or a number, as sent (``true`` is neither)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def _json_kind(value: object) -> str:

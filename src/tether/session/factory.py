@@ -162,7 +162,7 @@ def create_agent_session(
             model=resolved.model,
             tools=built,
             stream_fn=resolved.stream_fn,
-            options=SimpleStreamOptions(),
+            options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
         )
         gate = ApprovalGate(workspace, approval or settings.approval, ask)
         core = AgentSession(

@@ -73,9 +73,12 @@ def resolve_model(spec: str | None, settings_model: str | None) -> ResolvedModel
 
 def _catalog_model(spec: str) -> ModelInfo:
     from tether.ai.models import find_model
+    from tether.ai.models_file import ModelsFileError
 
     try:
         return find_model(spec)
+    except ModelsFileError:
+        raise  # names the file and the field; `tether models` would only repeat it
     except (LookupError, ValueError) as exc:
         raise ModelError(f"{exc} (see `tether models`)") from None
 

@@ -15,7 +15,7 @@ from tether.wire import AssistantMessage
 _TRANSIENT = re.compile(
     r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
     r"|server.?error|internal.?error|network.?error|connection.?(?:error|refused|reset)"
-    r"|fetch failed|socket hang up|timed? ?out|upstream",
+    r"|fetch failed|socket hang up|timed? ?out|upstream|no data from",
     re.IGNORECASE,
 )
 

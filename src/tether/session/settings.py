@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar, cast
 
+from tether.ai.types import DEFAULT_IDLE_TIMEOUT
 from tether.session.budget import CompactionSettings
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
@@ -53,6 +54,9 @@ class Settings:
     """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
+    stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
+    """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
+    provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
     database: str | None = None
     """Where sessions are stored: a ``postgresql://`` URL or a SQLite file (``TETHER_DATABASE_URL``
     and ``--database`` win over it)."""
@@ -176,10 +180,15 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
             changes["retry"] = _retry(base.retry, value, path)
+        elif key == "streamIdleTimeoutMs":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
+            changes["stream_idle_timeout_ms"] = value
         elif key == "$schema":
             continue
         else:
-            known = ", ".join(sorted([*_FIELD, *_LISTS, "thinking", "approval", "compaction", "retry"]))
+            extra = ["thinking", "approval", "compaction", "retry", "streamIdleTimeoutMs"]
+            known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
     return replace(base, **changes, sources=sources)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from tether.session.entries import EntryDict
 from tether.session.paths import default_db_path
 from tether.session.sqlite_schema import migrate
 from tether.session.store import (
+    SessionDatabaseError,
     SessionError,
     SessionExistsError,
     SessionLockedError,
@@ -99,8 +100,12 @@ class PollingWatch:
     """
 
     def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._path = path
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout = 10000")
+        except sqlite3.Error as err:
+            raise database_error(path, err) from None
         self._version = self._data_version()
 
     def wait(self, timeout: float) -> bool:
@@ -119,7 +124,10 @@ class PollingWatch:
         self._db.close()
 
     def _data_version(self) -> int:
-        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        try:
+            return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as err:
+            raise database_error(self._path, err) from None
 
 
 class SQLiteStore:
@@ -129,6 +137,10 @@ class SQLiteStore:
         self.path = Path(path) if path is not None else default_db_path()
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
         self._mutex = threading.Lock()
+        if self.path.is_dir():
+            raise SessionDatabaseError(
+                f"{self.path}: is a directory, not a session database; choose a file with --database"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -140,8 +152,13 @@ class SQLiteStore:
             # 50 MB session.
             self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             migrate(self._db)
-        except (sqlite3.Error, OSError) as err:
-            raise SessionError(f"cannot open the session database {self.path}: {err}") from None
+        except sqlite3.Error as err:
+            raise database_error(self.path, err) from None
+        except OSError as err:
+            raise SessionDatabaseError(
+                f"{self.path}: cannot create the session database's folder ({err.strerror or err}); "
+                'choose another place with --database or the "database" setting'
+            ) from None
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -156,7 +173,7 @@ class SQLiteStore:
         title: str | None = None,
         version: int,
     ) -> SessionRecord:
-        with self._mutex:
+        with self._guarded():
             try:
                 self._db.execute(
                     """INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version,
@@ -168,7 +185,7 @@ class SQLiteStore:
             return self._get(session_id)
 
     def get_session(self, session_id: str) -> SessionRecord:
-        with self._mutex:
+        with self._guarded():
             return self._get(session_id)
 
     def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
@@ -185,12 +202,12 @@ class SQLiteStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        with self._mutex:
+        with self._guarded():
             return [SessionRecord(*row) for row in self._db.execute(sql, params)]
 
     def delete_session(self, lease: WriterLease) -> None:
         self._check(lease)
-        with self._mutex, self._transaction():
+        with self._guarded(), self._transaction():
             self._db.execute("DELETE FROM entries WHERE session_id = ?", (lease.session_id,))
             self._db.execute("DELETE FROM sessions WHERE id = ?", (lease.session_id,))
         with contextlib.suppress(OSError):
@@ -226,7 +243,7 @@ class SQLiteStore:
             (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], dumpb(e)) for e in entries
         ]
         c = count_entries(entries)
-        with self._mutex, self._transaction():
+        with self._guarded(), self._transaction():
             self._db.executemany(
                 "INSERT INTO entries (session_id, id, parent_id, type, created, payload)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -260,7 +277,7 @@ class SQLiteStore:
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         self._check(lease)
-        with self._mutex:
+        with self._guarded():
             row = self._db.execute(
                 f"UPDATE sessions SET leaf_id = ?, updated = max(updated, ?) WHERE id = ?"
                 f" RETURNING {_RECORD_COLUMNS}",
@@ -271,7 +288,7 @@ class SQLiteStore:
         return SessionRecord(*row)
 
     def entries(self, session_id: str) -> list[StoredEntry]:
-        with self._mutex:
+        with self._guarded():
             rows = self._db.execute(
                 "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ? ORDER BY seq",
                 (session_id,),
@@ -281,7 +298,7 @@ class SQLiteStore:
     def entries_after(self, session_id: str, entry_id: str | None) -> list[StoredEntry]:
         if entry_id is None:
             return self.entries(session_id)
-        with self._mutex:
+        with self._guarded():
             rows = self._db.execute(
                 "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ?"
                 " AND seq > (SELECT seq FROM entries WHERE session_id = ? AND id = ?) ORDER BY seq",
@@ -294,17 +311,28 @@ class SQLiteStore:
         return PollingWatch(self.path)
 
     def newest_entry_id(self, session_id: str) -> str | None:
-        with self._mutex:
+        with self._guarded():
             row = self._db.execute(
                 "SELECT max(id) FROM entries WHERE session_id = ?", (session_id,)
             ).fetchone()
         return None if row is None else row[0]
 
     def close(self) -> None:
-        with self._mutex:
+        with self._guarded():
             self._db.close()
 
     # -- internals -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Generator[None]:
+        """The connection to this thread, and SQLite's failures as one ``SessionError`` line."""
+        with self._mutex:
+            try:
+                yield
+            except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+                raise  # a duplicate id or a bug of ours: the caller's business, not the file's
+            except sqlite3.Error as err:
+                raise database_error(self.path, err) from None
 
     def _get(self, session_id: str) -> SessionRecord:
         row = self._db.execute(
@@ -341,3 +369,45 @@ def _holder_text(words: list[str]) -> str | None:
     if not words:
         return None
     return f"pid {words[0]}" + (f" on {words[1]}" if len(words) > 1 else "")
+
+
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
+_LOW_SPACE = 1 << 20
+"""Free bytes under which an I/O error is reported as a full disk (SQLite says "disk I/O error"
+when a write into the WAL's memory map fails for want of space)."""
+
+
+def database_error(path: Path, err: sqlite3.Error) -> SessionDatabaseError:
+    """SQLite's failure as one line naming the file, what is wrong with it and what to do."""
+    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+    if code == _SQLITE_NOTADB:  # perhaps a file of the user's, given by mistake: nothing to "repair"
+        return SessionDatabaseError(
+            f"{path}: not an SQLite database ({err}); if your sessions were there, move it aside and "
+            "tether starts a new one, otherwise choose another file with --database"
+        )
+    if code == _SQLITE_CORRUPT:
+        return SessionDatabaseError(
+            f"{path}: the session database is damaged ({err}); move it aside and tether starts a new "
+            f"one (`sqlite3 {path} .recover` may save what is left), or use another with --database"
+        )
+    if code == _SQLITE_FULL or (code == _SQLITE_IOERR and _free_bytes(path) < _LOW_SPACE):
+        return SessionDatabaseError(f"{path}: the disk holding the session database is full; free some space")
+    if code in (_SQLITE_READONLY, _SQLITE_CANTOPEN, _SQLITE_PERM):
+        return SessionDatabaseError(
+            f"{path}: cannot open the session database for writing ({err}); make it and its folder writable, "
+            "or use another with --database (or --no-session to keep nothing)"
+        )
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return SessionDatabaseError(
+            f"{path}: the session database stayed locked by another process ({err}); try again"
+        )
+    return SessionDatabaseError(f"{path}: session database error: {err}")
+
+
+def _free_bytes(path: Path) -> int:
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return _LOW_SPACE  # cannot tell: do not claim the disk is full
+    return stat.f_bavail * stat.f_frsize

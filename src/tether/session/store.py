@@ -29,6 +29,11 @@ class SessionError(Exception):
     """Base class of the session errors; each message says what and where."""
 
 
+class SessionDatabaseError(SessionError):
+    """The database itself failed (damaged, full disk, not writable); the message names the file
+    and what to do about it."""
+
+
 class SessionNotFoundError(SessionError, LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")
@@ -47,8 +52,8 @@ class SessionLockedError(SessionError):
     def __init__(self, session_id: str, holder: str | None = None) -> None:
         who = f" by {holder}" if holder else ""
         super().__init__(
-            f"session {session_id!r} is open for writing{who}; "
-            "close it there first or open this one read-only"
+            f"session {session_id!r} is open for writing{who}; close it there first "
+            f"(`tether sessions follow {session_id}` shows it as it grows, without writing)"
         )
         self.session_id = session_id
         self.holder = holder

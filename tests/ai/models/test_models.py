@@ -345,6 +345,10 @@ BAD_FILES: list[tuple[Any, str]] = [
         r"providers\.ollama\.apiKeyEnv: expected the name of an environment variable",
     ),
     (
+        {"providers": {"ollama": {"streamIdleTimeoutMs": -1}}},
+        r"providers\.ollama\.streamIdleTimeoutMs: expected milliseconds >= 0 \(0: no limit\), got -1",
+    ),
+    (
         {"providers": {"a/b": {"baseUrl": "http://h", "api": "x"}}},
         r"providers\.a/b: a provider name must .* no '/'",
     ),

@@ -7,13 +7,16 @@ stream contract on every run). Faults only some APIs have live in the per-API mo
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
 from faultkit import APIS, CONTEXT, GEMINI, LONG, TEXT, after_event, collect, event_ends, fast, model
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tether.ai import AbortController, StreamOptions, stream
+from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
+from tether.wire import AssistantMessage
 
 each_api = pytest.mark.parametrize("api", APIS)
 
@@ -75,6 +78,32 @@ async def test_connection_reset_after_first_token_keeps_the_partial_answer(api: 
 
 
 @each_api
+async def test_stall_before_the_first_token_is_retried(api: str) -> None:
+    """Issue 14.8: headers, then silence. The idle timeout ends the attempt; nothing was shown, so
+    the request is repeated and the second server answers."""
+    body = TEXT[api].body
+    async with LoopbackServer([Reply(body, stall_after=0), Reply(body)]) as server:
+        _, final = await collect(model(server.url, api), fast(idle_timeout=0.2))
+    assert final["stopReason"] == "stop"
+    assert final["content"][0]["text"] == "Hello"
+    assert len(server.requests) == 2
+
+
+@each_api
+async def test_stall_after_the_first_token_is_a_transient_error(api: str) -> None:
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    async with LoopbackServer([Reply(body, stall_after=cut)]) as server:
+        spec = model(server.url, api)
+        _, final = await collect(spec, fast(idle_timeout=0.2))
+    assert len(server.requests) == 1, "never retry after content has streamed"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.2 s (stream idle timeout)"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+    assert is_transient_error(cast(AssistantMessage, final)), "the session must retry a stalled reply"
+
+
+@each_api
 @pytest.mark.parametrize("keep", ["half", "all but 30 bytes"])
 async def test_truncated_body(api: str, keep: str) -> None:
     body = TEXT[api].body
@@ -107,6 +136,26 @@ async def test_malformed_sse_line(api: str) -> None:
 
 
 @each_api
+async def test_an_html_page_with_status_200_says_what_arrived(api: str) -> None:
+    """Issue 14.10: a proxy's or a wrong baseUrl's page is not "the stream ended early"."""
+    page = b"\n<!DOCTYPE html>\n<html><head><title>Sign in to the network</title></head></html>\n"
+    headers = {"content-type": "text/html; charset=utf-8"}
+    async with LoopbackServer([Reply(page, headers=headers)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == (
+        "The response was not an event stream: HTTP 200, text/html; charset=utf-8, first line: <!DOCTYPE html>"
+    )
+
+
+@each_api
+async def test_an_empty_200_body_says_so(api: str) -> None:
+    async with LoopbackServer([Reply(b"")]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["errorMessage"] == "The response had no events: HTTP 200, text/event-stream, empty body"
+
+
+@each_api
 async def test_unreachable_server(api: str) -> None:
     _, final = await collect(model("http://127.0.0.1:9", api), fast(max_retries=1))
     assert final["stopReason"] == "error"
@@ -118,6 +167,7 @@ async def test_missing_api_key_names_the_variable(api: str) -> None:
     _, final = await collect(model("https://example.invalid", api), StreamOptions(max_retries=0))
     assert final["stopReason"] == "error"
     assert TEXT[api].key_variable in final["errorMessage"]
+    assert "api_key" not in final["errorMessage"]  # a shell user has no such parameter
 
 
 @each_api

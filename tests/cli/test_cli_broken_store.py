@@ -1,0 +1,189 @@
+"""Issue 14.9 and 14.10: a session database tether cannot use, a broken ``models.json``, stdout on
+a full device. Each is one line on stderr naming the file and what to do, exit status 1, never a
+traceback, in every mode. Real processes, real files; a real tmpfs for the full and read-only
+disks (skipped only where mounting is refused).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv, text_reply, tiny_tmpfs
+
+pytestmark = pytest.mark.subprocess
+
+DAMAGED = "the session database is damaged (database disk image is malformed); move it aside"
+
+
+def one_line(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def damage_middle(db: Path) -> None:
+    """Garbage over every page but the first (the schema) and the last: a disk gone bad."""
+    data = bytearray(db.read_bytes())
+    page = 4096
+    noise = random.Random(14).randbytes(len(data) - 2 * page)
+    data[page : len(data) - page] = noise
+    db.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def damaged(cli: CliEnv) -> Path:
+    script = cli.script("fill", [text_reply("noted")])
+    done = cli.run(stdin="x" * 200_000, script=script)  # overflow pages: a database of some size
+    assert done.returncode == 0, done.stderr
+    db = cli.home / "data" / "sessions.db"
+    damage_middle(db)
+    return db
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-p", "hi"),
+        ("--mode", "json", "hi"),
+        ("--continue", "-p", "hi"),
+        ("sessions",),
+        ("sessions", "--all"),
+    ],
+)
+def test_a_damaged_database_is_one_line_in_every_mode(
+    cli: CliEnv, damaged: Path, args: tuple[str, ...]
+) -> None:
+    done = cli.run(*args, script=cli.script("s", [text_reply("hello")]))
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert line.startswith(f"tether: {damaged}: {DAMAGED}"), line
+    assert "--database" in line  # the other remedy
+
+
+def test_a_damaged_database_in_rpc_mode_is_one_line(cli: CliEnv, damaged: Path) -> None:
+    command = '{"type": "get_state", "id": "1"}\n'
+    done = cli.run("--mode", "rpc", stdin=command, script=cli.script("s", [text_reply("hello")]))
+    assert done.returncode == 1
+    assert one_line(done.stderr).startswith(f"tether: {damaged}: {DAMAGED}")
+
+
+def test_sessions_in_a_read_only_folder_is_one_line(cli: CliEnv, tmp_path: Path) -> None:
+    script = cli.script("s", [text_reply("hello")])
+
+    def store_a_session(mount: Path) -> None:
+        done = cli.run("-p", "hi", "--database", str(mount / "sessions.db"), script=script)
+        assert done.returncode == 0, done.stderr
+
+    with tiny_tmpfs(tmp_path / "ro", read_only_after=store_a_session) as mount:
+        db = mount / "sessions.db"
+        for args in (("sessions", "--database", str(db)), ("-p", "hi", "--database", str(db))):
+            done = cli.run(*args, script=script)
+            assert done.returncode == 1
+            line = one_line(done.stderr)
+            assert line.startswith(f"tether: {db}: cannot open the session database for writing"), line
+            assert "make it and its folder writable" in line
+
+
+def test_a_full_disk_says_so_not_disk_io_error(cli: CliEnv, tmp_path: Path) -> None:
+    script = cli.script("s", [text_reply("hello")] * 3)
+    with tiny_tmpfs(tmp_path / "full") as mount:
+        db = mount / "sessions.db"
+        done = cli.run("-p", "hi", "--database", str(db), script=script)
+        assert done.returncode == 0, done.stderr
+        with (mount / "filler").open("wb") as filler:
+            try:
+                while True:
+                    filler.write(b"\0" * 65536)
+                    filler.flush()
+            except OSError:
+                pass  # the disk is full
+        done = cli.run("-p", "y" * 50_000, "--database", str(db), script=script)
+        assert done.returncode == 1
+        line = one_line(done.stderr)
+        assert line == f"tether: {db}: the disk holding the session database is full; free some space"
+
+
+@pytest.mark.parametrize(
+    "args", [("-p", "hi", "--no-session"), ("--mode", "json", "hi", "--no-session"), ("--version",)]
+)
+def test_stdout_on_a_full_device_is_one_line(cli: CliEnv, args: tuple[str, ...]) -> None:
+    script = cli.script("s", [text_reply("hello")])
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "tether.cli", *args],
+            cwd=cli.project,
+            env=cli.env(TETHER_SCRIPTED=str(script)),
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert one_line(done.stderr) == (
+        "tether: cannot write the output: No space left on device; "
+        "free space on its device or send it elsewhere"
+    )
+
+
+def test_rpc_frames_on_a_full_device_is_one_line(cli: CliEnv) -> None:
+    script = cli.script("s", [text_reply("hello")])
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--no-session"],
+            cwd=cli.project,
+            env=cli.env(TETHER_SCRIPTED=str(script)),
+            input='{"type": "get_state", "id": "1"}\n',
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert one_line(done.stderr) == (
+        "tether: cannot write the RPC frames to standard output: No space left on device"
+    )
+
+
+@pytest.mark.parametrize("args", [("models",), ("models", "--all"), ("-p", "hi", "--model", "openai/gpt-4o")])
+def test_an_invalid_models_file_is_one_line_naming_it(cli: CliEnv, args: tuple[str, ...]) -> None:
+    config = cli.home / "config"
+    config.mkdir()
+    models = config / "models.json"
+    models.write_text(json.dumps({"providers": {"mine": {"baseUrl": 3, "api": "openai-completions"}}}))
+    done = cli.run(*args)
+    assert done.returncode == 1
+    line = one_line(done.stderr)
+    assert line == f"tether: {models}: providers.mine.baseUrl: expected a string (got 3)"
+    assert "tether models" not in line  # it would only print this line again
+
+
+def test_an_unknown_model_points_to_tether_models_once(cli: CliEnv) -> None:
+    done = cli.run("-p", "hi", "--model", "zzzz/qqqq", "--no-session")
+    assert done.returncode == 1
+    assert one_line(done.stderr).count("tether models") == 1
+
+
+def test_a_missing_key_names_the_variable_in_cli_words(cli: CliEnv) -> None:
+    done = cli.run("-p", "hi", "--model", "openai/gpt-4o", "--no-session")
+    assert done.returncode == 1
+    assert "set OPENAI_API_KEY in the environment" in done.stderr
+    assert "api_key" not in done.stderr  # the library's parameter means nothing at a shell
+
+
+def test_a_settings_file_that_is_a_directory_is_one_line(cli: CliEnv) -> None:
+    (cli.home / "config" / "settings.json").mkdir(parents=True)
+    done = cli.run("-p", "hi", "--no-session")
+    assert done.returncode == 1
+    assert one_line(done.stderr) == (
+        f"tether: {cli.home / 'config' / 'settings.json'}: is a directory, not a settings file; "
+        "remove it or make it a JSON file"
+    )
