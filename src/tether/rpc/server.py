@@ -250,10 +250,9 @@ class RpcServer:
             "steeringMode": core.agent.steering_mode,
             "followUpMode": core.agent.follow_up_mode,
         }
-        stats = core.stats()
-        queued = core.queued()
-        if stats.session_file is not None:
-            state["sessionFile"] = stats.session_file
+        session_file = core.session_file  # not core.stats(): that sums every message's usage
+        if session_file is not None:
+            state["sessionFile"] = session_file
         state["sessionId"] = core.session_id
         if session is not None and session.title:
             state["sessionName"] = session.title
@@ -261,7 +260,7 @@ class RpcServer:
             autoCompactionEnabled=core.settings.compaction.enabled,
             autoRetryEnabled=core.auto_retry,
             messageCount=len(core.messages),
-            pendingMessageCount=len(queued.steering) + len(queued.follow_up),
+            pendingMessageCount=len(core.agent.steering_queue) + len(core.agent.follow_up_queue),
         )
         return state
 

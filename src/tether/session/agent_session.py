@@ -508,16 +508,21 @@ class AgentSession:
             return write_html(path, session)
         return self._require_sessions().export(session.id, path)
 
+    @property
+    def session_file(self) -> str | None:
+        """The store's file, when the sessions live in one (``None`` with ``--no-session``)."""
+        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
+        return str(store_path) if store_path is not None else None
+
     def stats(self) -> Stats:
         from tether.session.stats import conversation_stats
 
         session = self._session
-        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
         return conversation_stats(
             self.agent.messages,
             self.model,
             session_id=self.session_id,
-            session_file=str(store_path) if store_path is not None else None,
+            session_file=self.session_file,
             title=session.title if session is not None else None,
         )
 
