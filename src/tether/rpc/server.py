@@ -2,9 +2,10 @@
 
 ``RpcServer.dispatch`` takes one input line and answers it with exactly one ``response`` frame —
 also when the line is not JSON, names no known command, or has bad parameters (the error names
-the command and the field). Each line is handled in its own task, started in arrival order, so
-``abort`` or ``abort_bash`` get through while a ``compact`` or ``bash`` is still working, and
-quick commands still answer in order. The session's events go out as frames as they happen,
+the command and the field). A command that never waits is answered at once; one that waits
+(``bash``, ``compact``, ``abort``, ...) runs in its own task, so ``abort`` or ``abort_bash`` get
+through while a ``compact`` or ``bash`` is still working, and quick commands still answer in
+order. (A task per line cost more than the command itself: about half of a ``get_state``.) The session's events go out as frames as they happen,
 shaped by the client's ``set_event_filter``. Nothing a client sends can end the server: only
 ``shutdown``, end of input or SIGTERM do (see ``tether.rpc.mode``).
 
@@ -17,9 +18,10 @@ new fields, events and commands an 0.73 client never looks at (see docs/rpc.md, 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -35,6 +37,8 @@ from tether.wire.json_line import load_line, top_level_id
 
 Frame = Mapping[str, Any]
 WriteFrame = Callable[[Frame], None]
+_Handler = Callable[[dict[str, Any]], object]
+"""A ``_cmd_*`` method: plain for commands that never wait, ``async`` for those that do."""
 
 
 class CommandError(Exception):
@@ -74,60 +78,113 @@ class RpcServer:
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unstarted = 0
+        """Command tasks dispatched but not yet begun: later lines must wait behind them."""
         self.shutdown_requested = asyncio.Event()
         core.subscribe(self._on_event)
 
     # -- input -------------------------------------------------------------------------------------
 
     def dispatch(self, line: bytes) -> None:
-        """Handle one input line in its own task (started now, so tasks keep arrival order)."""
-        task = asyncio.ensure_future(self._handle(line))
+        """Handle one input line: a command that never waits is answered right here; one that
+        waits (``bash``, ``compact``, ``abort``, ...) gets its own task, started now so tasks keep
+        arrival order. While such a task has not taken its first step, later lines queue behind it
+        in tasks too, so every response still follows the order of the lines."""
+        if self._unstarted:
+            self._spawn(self._handle(line))
+            return
+        call = self._parse(line)
+        if call is None:
+            return
+        handler, request_id, kind, params = call
+        if inspect.iscoroutinefunction(handler):
+            self._spawn(self._finish_async(handler, request_id, kind, params))
+            return
+        try:
+            data = handler(params)
+        except Exception as exc:
+            self._fail(request_id, kind, exc)
+        else:
+            self._succeed(request_id, kind, data)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        self._unstarted += 1
+        task = asyncio.ensure_future(self._started(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _started(self, work: Coroutine[Any, Any, None]) -> None:
+        self._unstarted -= 1
+        await work
+
     async def _handle(self, line: bytes) -> None:
+        call = self._parse(line)
+        if call is None:
+            return
+        handler, request_id, kind, params = call
+        try:
+            data = await handler(params) if inspect.iscoroutinefunction(handler) else handler(params)
+        except Exception as exc:
+            self._fail(request_id, kind, exc)
+        else:
+            self._succeed(request_id, kind, data)
+
+    async def _finish_async(
+        self, handler: _Handler, request_id: p.RequestId | None, kind: str, params: dict[str, Any]
+    ) -> None:
+        try:
+            data = await cast(Awaitable[object], handler(params))
+        except Exception as exc:
+            self._fail(request_id, kind, exc)
+        else:
+            self._succeed(request_id, kind, data)
+
+    def _parse(self, line: bytes) -> tuple[_Handler, p.RequestId | None, str, dict[str, Any]] | None:
+        """The command's handler, id, name and validated parameters; ``None`` when the line was
+        answered with an error already."""
         try:
             raw: object = load_line(line)
         except ValueError as exc:
             self._respond(top_level_id(line), "parse", error=f"Failed to parse command: {exc}")
-            return
+            return None
         if not isinstance(raw, dict):
             self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")
-            return
+            return None
         command = cast(dict[str, Any], raw)
         request_id = _request_id(command.get("id"))
         kind = command.get("type")
         if not isinstance(kind, str):
             self._respond(request_id, "parse", error='a command needs a string "type"')
-            return
+            return None
         if kind == "extension_ui_response":
             self._respond(
                 request_id,
                 kind,
                 error="extension UI is not supported by tether: it never sends extension_ui_request",
             )
-            return
+            return None
         if kind not in p.COMMANDS:
             self._respond(request_id, kind, error=f"Unknown command: {kind}")
-            return
+            return None
         try:
             params: dict[str, Any] = _adapter(kind).validate_python(command)
         except ValidationError as exc:
             self._respond(request_id, kind, error=f"bad parameters for {kind}: {_describe(exc)}")
-            return
-        handler = cast(Callable[[dict[str, Any]], Awaitable[object]], getattr(self, f"_cmd_{kind}"))
-        try:
-            data = await handler(params)
-        except CommandError as exc:
+            return None
+        return cast(_Handler, getattr(self, f"_cmd_{kind}")), request_id, kind, params
+
+    def _succeed(self, request_id: p.RequestId | None, kind: str, data: object) -> None:
+        if not isinstance(data, _Answered):
+            self._respond(request_id, kind, data=data)
+
+    def _fail(self, request_id: p.RequestId | None, kind: str, exc: Exception) -> None:
+        if isinstance(exc, CommandError):
             self._respond(request_id, kind, error=str(exc))
-        except (ValueError, LookupError, OSError, RuntimeError, SessionError) as exc:
+        elif isinstance(exc, ValueError | LookupError | OSError | RuntimeError | SessionError):
             self._respond(request_id, kind, error=str(exc) or type(exc).__name__)
-        except Exception as exc:  # a bug must not end the server: report it, keep serving
-            traceback.print_exc(file=sys.stderr)
+        else:  # a bug must not end the server: report it, keep serving
+            traceback.print_exception(exc, file=sys.stderr)
             self._respond(request_id, kind, error=f"internal error: {type(exc).__name__}: {exc}")
-        else:
-            if not isinstance(data, _Answered):
-                self._respond(request_id, kind, data=data)
 
     def _respond(
         self, request_id: p.RequestId | None, command: str, *, data: object = NO_DATA, error: str = ""
@@ -198,7 +255,7 @@ class RpcServer:
 
     # -- prompting ---------------------------------------------------------------------------------
 
-    async def _cmd_prompt(self, params: dict[str, Any]) -> object:
+    def _cmd_prompt(self, params: dict[str, Any]) -> object:
         text: str = params["message"]
         images: list[ImageContent] = params.get("images", [])
         self.core.require_writable()
@@ -217,13 +274,13 @@ class RpcServer:
         self._queued_prompts.append(params.get("id"))
         return {"disposition": disposition}
 
-    async def _cmd_steer(self, params: dict[str, Any]) -> object:
+    def _cmd_steer(self, params: dict[str, Any]) -> object:
         return {"disposition": self.core.steer(params["message"], params.get("images", []))}
 
-    async def _cmd_follow_up(self, params: dict[str, Any]) -> object:
+    def _cmd_follow_up(self, params: dict[str, Any]) -> object:
         return {"disposition": self.core.follow_up(params["message"], params.get("images", []))}
 
-    async def _cmd_clear_queue(self, params: dict[str, Any]) -> object:
+    def _cmd_clear_queue(self, params: dict[str, Any]) -> object:
         taken = self.core.clear_queue()
         return {"steering": list(taken.steering), "followUp": list(taken.follow_up)}
 
@@ -239,7 +296,7 @@ class RpcServer:
 
     # -- state -------------------------------------------------------------------------------------
 
-    async def _cmd_get_state(self, params: dict[str, Any]) -> object:
+    def _cmd_get_state(self, params: dict[str, Any]) -> object:
         core = self.core
         session = core.session
         state: dict[str, Any] = {
@@ -264,12 +321,12 @@ class RpcServer:
         )
         return state
 
-    async def _cmd_get_messages(self, params: dict[str, Any]) -> object:
+    def _cmd_get_messages(self, params: dict[str, Any]) -> object:
         return {"messages": self.core.messages}
 
     # -- model and thinking ------------------------------------------------------------------------
 
-    async def _cmd_set_model(self, params: dict[str, Any]) -> object:
+    def _cmd_set_model(self, params: dict[str, Any]) -> object:
         return self._set_model(f"{params['provider']}/{params['modelId']}")
 
     def _set_model(self, spec: str) -> ModelInfo:
@@ -300,11 +357,11 @@ class RpcServer:
         model = self._set_model(f"{models[1]['provider']}/{models[1]['id']}")
         return {"model": model, "thinkingLevel": self.core.thinking_level, "isScoped": False}
 
-    async def _cmd_set_thinking_level(self, params: dict[str, Any]) -> object:
+    def _cmd_set_thinking_level(self, params: dict[str, Any]) -> object:
         self.core.set_thinking(params["level"])
         return NO_DATA
 
-    async def _cmd_cycle_thinking_level(self, params: dict[str, Any]) -> object:
+    def _cmd_cycle_thinking_level(self, params: dict[str, Any]) -> object:
         from tether.ai.thinking import supported_thinking_levels
 
         levels = [str(level) for level in supported_thinking_levels(self.core.model)]
@@ -314,18 +371,18 @@ class RpcServer:
         following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
         return {"level": self.core.set_thinking(following)}
 
-    async def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
+    def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
         from tether.ai.thinking import supported_thinking_levels
 
         return {"levels": [str(level) for level in supported_thinking_levels(self.core.model)]}
 
     # -- queues, compaction, retry -----------------------------------------------------------------
 
-    async def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
+    def _cmd_set_steering_mode(self, params: dict[str, Any]) -> object:
         self.core.agent.steering_mode = params["mode"]
         return NO_DATA
 
-    async def _cmd_set_follow_up_mode(self, params: dict[str, Any]) -> object:
+    def _cmd_set_follow_up_mode(self, params: dict[str, Any]) -> object:
         self.core.agent.follow_up_mode = params["mode"]
         return NO_DATA
 
@@ -345,18 +402,18 @@ class RpcServer:
             "estimatedTokensAfter": result.tokens_after,
         }
 
-    async def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
+    def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
         settings = self.core.settings
         self.core.settings = replace(
             settings, compaction=replace(settings.compaction, enabled=params["enabled"])
         )
         return NO_DATA
 
-    async def _cmd_set_auto_retry(self, params: dict[str, Any]) -> object:
+    def _cmd_set_auto_retry(self, params: dict[str, Any]) -> object:
         self.core.auto_retry = params["enabled"]
         return NO_DATA
 
-    async def _cmd_abort_retry(self, params: dict[str, Any]) -> object:
+    def _cmd_abort_retry(self, params: dict[str, Any]) -> object:
         self.core.abort_retry()
         return NO_DATA
 
@@ -370,13 +427,13 @@ class RpcServer:
         result.update(cancelled=message["cancelled"], truncated=message["truncated"])
         return result
 
-    async def _cmd_abort_bash(self, params: dict[str, Any]) -> object:
+    def _cmd_abort_bash(self, params: dict[str, Any]) -> object:
         self.core.abort_bash()
         return NO_DATA
 
     # -- session -----------------------------------------------------------------------------------
 
-    async def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
+    def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
         s = self.core.stats()
         results = sum(1 for m in self.core.messages if m["role"] == "toolResult")
         stats: dict[str, Any] = {}
@@ -407,10 +464,10 @@ class RpcServer:
             }
         return stats
 
-    async def _cmd_export_html(self, params: dict[str, Any]) -> object:
+    def _cmd_export_html(self, params: dict[str, Any]) -> object:
         return {"path": str(self.core.export(self._output_path(params, ".html")))}
 
-    async def _cmd_export(self, params: dict[str, Any]) -> object:
+    def _cmd_export(self, params: dict[str, Any]) -> object:
         return {"path": str(self.core.export(self._output_path(params, ".jsonl")))}
 
     def _output_path(self, params: dict[str, Any], suffix: str) -> Path:
@@ -460,7 +517,7 @@ class RpcServer:
         self.core.fork(session.leaf_id)
         return {"cancelled": False}
 
-    async def _cmd_get_fork_messages(self, params: dict[str, Any]) -> object:
+    def _cmd_get_fork_messages(self, params: dict[str, Any]) -> object:
         session = self.core.session
         found: list[dict[str, str]] = []
         for entry in session.path() if session is not None else []:
@@ -469,7 +526,7 @@ class RpcServer:
                 found.append({"entryId": entry["id"], "text": message_text(message)})
         return {"messages": found}
 
-    async def _cmd_get_entries(self, params: dict[str, Any]) -> object:
+    def _cmd_get_entries(self, params: dict[str, Any]) -> object:
         from tether.session.pi_format import to_pi_entry
 
         session = self.core.session
@@ -484,7 +541,7 @@ class RpcServer:
             entries = entries[at + 1 :]
         return {"entries": [to_pi_entry(e) for e in entries], "leafId": session.leaf_id}
 
-    async def _cmd_get_tree(self, params: dict[str, Any]) -> object:
+    def _cmd_get_tree(self, params: dict[str, Any]) -> object:
         from tether.session.pi_format import pi_tree
 
         session = self.core.session
@@ -492,24 +549,24 @@ class RpcServer:
             return {"tree": [], "leafId": None}
         return {"tree": pi_tree(session.entries()), "leafId": session.leaf_id}
 
-    async def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
+    def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
         last: AssistantMessage | None = self.core.last_assistant()
         text = "".join(b["text"] for b in last["content"] if b["type"] == "text") if last else ""
         return {"text": text or None}
 
-    async def _cmd_set_session_name(self, params: dict[str, Any]) -> object:
+    def _cmd_set_session_name(self, params: dict[str, Any]) -> object:
         name = params["name"].strip()
         if not name:
             raise CommandError("Session name cannot be empty")
         self.core.rename(name)
         return NO_DATA
 
-    async def _cmd_get_commands(self, params: dict[str, Any]) -> object:
+    def _cmd_get_commands(self, params: dict[str, Any]) -> object:
         return {"commands": []}
 
     # -- tether additions --------------------------------------------------------------------------
 
-    async def _cmd_set_event_filter(self, params: dict[str, Any]) -> object:
+    def _cmd_set_event_filter(self, params: dict[str, Any]) -> object:
         exclude: list[str] = params.get("exclude", sorted(self._exclude))
         unknown = [kind for kind in exclude if kind not in p.EVENT_TYPES]
         if unknown:
@@ -520,7 +577,7 @@ class RpcServer:
         self._message_update = params.get("messageUpdate", self._message_update)
         return {"exclude": sorted(self._exclude), "messageUpdate": self._message_update}
 
-    async def _cmd_shutdown(self, params: dict[str, Any]) -> object:
+    def _cmd_shutdown(self, params: dict[str, Any]) -> object:
         self.shutdown_requested.set()
         return NO_DATA
 
