@@ -2,8 +2,9 @@
 
 stdout belongs to the protocol alone: the frames are written to a private copy of file
 descriptor 1, and fd 1 itself is pointed at stderr, so a stray ``print`` or a library's warning
-can never corrupt a frame. stdin is read by a thread with plain ``os.read`` (it works on pipes,
-files and terminals alike) and split into lines on LF only (``tether.rpc.jsonl``).
+can never corrupt a frame. stdin is read by the event loop when it is a pipe or socket (the usual
+case: a client that spawned us), else by a thread with plain ``os.read`` (files and terminals),
+and split into lines on LF only (``tether.rpc.jsonl``).
 
 The server ends on ``shutdown``, end of input, SIGTERM or SIGHUP: it aborts the run in progress,
 lets it record what it has, waits for commands in flight, closes the session, and exits 0.
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 from typing import Any, BinaryIO
@@ -75,7 +77,9 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, lambda: (stop.set(), wake()))
     watchers = [asyncio.ensure_future(_when(stop, wake)), asyncio.ensure_future(_when(broken, wake))]
-    threading.Thread(target=_read, args=(stdin_fd, loop, inbox), name="rpc-stdin", daemon=True).start()
+    transport = await _read_with_loop(stdin_fd, loop, inbox)
+    if transport is None:
+        threading.Thread(target=_read, args=(stdin_fd, loop, inbox), name="rpc-stdin", daemon=True).start()
 
     ready: dict[str, Any] = {
         "type": "ready",
@@ -104,6 +108,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     finally:
         for watcher in watchers:
             watcher.cancel()
+        if transport is not None:
+            transport.close()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signum)
@@ -117,6 +123,37 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
 async def _when(event: asyncio.Event, then: Any) -> None:
     await event.wait()
     then()
+
+
+class _Inbox(asyncio.Protocol):
+    """Forwards a pipe's bytes to the serving loop; ``b""`` at end of input."""
+
+    def __init__(self, inbox: asyncio.Queue[bytes | None]) -> None:
+        self._inbox = inbox
+
+    def data_received(self, data: bytes) -> None:
+        self._inbox.put_nowait(data)
+
+    def eof_received(self) -> None:
+        self._inbox.put_nowait(b"")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:  # a read error ends the input, as end of file does
+            self._inbox.put_nowait(b"")
+
+
+async def _read_with_loop(
+    fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes | None]
+) -> asyncio.BaseTransport | None:
+    """Read a pipe or socket on stdin with the event loop itself: no thread to wake for every
+    chunk. ``None`` for anything else (a file cannot be polled; a terminal's open file is shared
+    with the shell, which must not find it left non-blocking), which the reader thread serves."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: _Inbox(inbox), pipe)
+    return transport
 
 
 def _read(fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes | None]) -> None:
