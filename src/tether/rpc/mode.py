@@ -19,6 +19,7 @@ import signal
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether import __version__
@@ -64,45 +65,47 @@ def take_over_stdout() -> BinaryIO:
 async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     """Serve the protocol until shutdown; returns the exit status (1 when stdout failed)."""
     loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+    finished = asyncio.Event()
     broken = asyncio.Event()
     output = _Output(out, broken)
     server = RpcServer(core, output)
     stop = server.shutdown_requested
+    splitter = LineSplitter()
 
-    def wake() -> None:
-        inbox.put_nowait(None)
+    def take(chunk: bytes) -> None:
+        """Dispatch the complete lines of one chunk of stdin, as it arrives; ``b""`` ends input."""
+        if finished.is_set() or stop.is_set() or broken.is_set():
+            return
+        if not chunk:
+            last = splitter.finish()
+            if last is not None:
+                server.dispatch(last)
+            finished.set()
+            return
+        for line in splitter.feed(chunk):
+            if stop.is_set():
+                break
+            server.dispatch(line)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, lambda: (stop.set(), wake()))
-    watchers = [asyncio.ensure_future(_when(stop, wake)), asyncio.ensure_future(_when(broken, wake))]
-    transport = await _read_with_loop(stdin_fd, loop, inbox)
-    if transport is None:
-        threading.Thread(target=_read, args=(stdin_fd, loop, inbox), name="rpc-stdin", daemon=True).start()
-
+            loop.add_signal_handler(signum, stop.set)
+    watchers = [
+        asyncio.ensure_future(_when(stop, finished.set)),
+        asyncio.ensure_future(_when(broken, finished.set)),
+    ]
     ready: dict[str, Any] = {
         "type": "ready",
         "protocolVersion": PROTOCOL_VERSION,
         "version": __version__,
         "sessionId": core.session_id,
     }
-    output(ready)
-    splitter = LineSplitter()
+    output(ready)  # before any input is read: no answer may come ahead of it
+    transport = await _read_with_loop(stdin_fd, loop, take)
+    if transport is None:
+        threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
     try:
-        while not stop.is_set() and not broken.is_set():
-            chunk = await inbox.get()
-            if chunk is None:
-                continue
-            if not chunk:
-                last = splitter.finish()
-                if last is not None:
-                    server.dispatch(last)
-                break
-            for line in splitter.feed(chunk):
-                if stop.is_set():
-                    break
-                server.dispatch(line)
+        await finished.wait()
         await asyncio.sleep(0)  # let the last dispatched commands start before closing
         await server.close()
     finally:
@@ -125,25 +128,25 @@ async def _when(event: asyncio.Event, then: Any) -> None:
     then()
 
 
-class _Inbox(asyncio.Protocol):
-    """Forwards a pipe's bytes to the serving loop; ``b""`` at end of input."""
+class _StdinPipe(asyncio.Protocol):
+    """Hands a pipe's bytes to the server as they arrive; ``b""`` at end of input."""
 
-    def __init__(self, inbox: asyncio.Queue[bytes | None]) -> None:
-        self._inbox = inbox
+    def __init__(self, take: Callable[[bytes], None]) -> None:
+        self._take = take
 
     def data_received(self, data: bytes) -> None:
-        self._inbox.put_nowait(data)
+        self._take(data)
 
     def eof_received(self) -> None:
-        self._inbox.put_nowait(b"")
+        self._take(b"")
 
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is not None:  # a read error ends the input, as end of file does
-            self._inbox.put_nowait(b"")
+            self._take(b"")
 
 
 async def _read_with_loop(
-    fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes | None]
+    fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]
 ) -> asyncio.BaseTransport | None:
     """Read a pipe or socket on stdin with the event loop itself: no thread to wake for every
     chunk. ``None`` for anything else (a file cannot be polled; a terminal's open file is shared
@@ -152,11 +155,11 @@ async def _read_with_loop(
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
     pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: _Inbox(inbox), pipe)
+    transport, _ = await loop.connect_read_pipe(lambda: _StdinPipe(take), pipe)
     return transport
 
 
-def _read(fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes | None]) -> None:
+def _read(fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:
     """Thread body: forward stdin's bytes to the loop; ``b""`` at end of input."""
     while True:
         try:
@@ -164,7 +167,7 @@ def _read(fd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes |
         except OSError:
             chunk = b""
         try:
-            loop.call_soon_threadsafe(inbox.put_nowait, chunk)
+            loop.call_soon_threadsafe(take, chunk)
         except RuntimeError:  # the loop is gone: the server has ended
             return
         if not chunk:
