@@ -91,9 +91,16 @@ async def run_all() -> list[tuple[str, dict[str, float], dict[str, float]]]:
 
 
 def main() -> None:
+    from _summary import record
     from _table import print_table
 
     [(name, ours, ref)] = asyncio.run(run_all())
+    for key, measure in (
+        ("startup", "start-up to initialize"),
+        ("new", "session/new"),
+        ("turn", "short turn"),
+    ):
+        record(measure, ours[key] / ref[key], name)
     rows = [
         (
             "start-up to initialize (ms)",

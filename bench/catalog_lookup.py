@@ -17,6 +17,8 @@ import tempfile
 import timeit
 from importlib import resources
 
+from _summary import record
+
 
 def best(stmt: object, number: int, repeat: int = 5) -> float:
     """Best per-call seconds over ``repeat`` runs of ``number`` calls."""
@@ -69,6 +71,9 @@ def main() -> None:
     print(
         f"get_model           {get * 1e6:8.2f} µs    dict lookup      {lookup * 1e6:6.3f} µs   ratio {get / lookup:5.0f}x"
     )
+    record("load catalog", load / floor, "json.loads")
+    record("find_model", find / lookup, "dict lookup")
+    record("get_model", get / lookup, "dict lookup")
     print(f"levels + 7 clamps   {thinking * 1e6:8.2f} µs per model")
 
 

@@ -13,6 +13,7 @@ import asyncio
 import statistics
 import time
 
+from _summary import record
 from tether.ai.providers import local
 from tether.ai.types import Context, StreamOptions
 
@@ -61,6 +62,7 @@ def main() -> None:
     print(f"{'path':<36}{'tokens/s':>10}")
     print(f"{'tether local provider (events)':<36}{ours_rate:>10.1f}")
     print(f"{'llama-cpp create_completion stream':<36}{reference_rate:>10.1f}")
+    record("local generation", reference_rate / ours_rate, "llama-cpp-python alone")
     print(f"ratio ours/reference: {ours_rate / reference_rate:.2f} (1.00 = no overhead)")
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import httpx2
 import jiter
 
+from _summary import record
 from tether.ai import StreamOptions, stream
 from tether.wire import ModelInfo
 
@@ -322,10 +323,12 @@ def main() -> None:
             rows += [(spec.api, name, wall, cpu, cpu / floor) for name, (wall, cpu) in results.items()]
             ours = results["tether"][1]
             print(f"{spec.api}: tether / floor = {ours / floor:.2f}x CPU (goal <= 1.3x)")
+            record(f"{spec.api} stream CPU", ours / floor, "httpx2 lines + jiter", "<= 1.3")
             sdk_rows = [name for name in results if name.endswith(" SDK")]
             for name in sdk_rows:
                 sdk = results[name][1]
                 print(f"{spec.api}: tether is {sdk / ours:.2f}x faster than the {name} (goal >= 1.5x)")
+                record(f"{spec.api} stream CPU", ours / sdk, name, "<= 0.67")
             if spec.api in SDKS and not sdk_rows:
                 print(f"{spec.api}: {SDKS[spec.api][1]} not installed: pip install -e '.[bench]'")
         finally:

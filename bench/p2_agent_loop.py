@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _summary import record
 from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
 from tether.telemetry import Instrumentation
 from tether.testing.scripted import ScriptedModel, ScriptedResponse, reply, text, tool_call
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
         f"  {'reference':10} {ref['events']:6d} {ref['seconds'] * 1e3:8.1f} {ref['eventsPerSecond']:10.0f} "
         f"{ref['cpuSeconds'] * 1e3:8.1f} {ref['eventsPerCpuSecond']:12.0f}   pi-agent-core 0.73.1, Node {_node_version()}"
     )
+    record("agent loop wall", ref["eventsPerSecond"] / rate, "pi-agent-core 0.73.1", "<= 1")
+    record("agent loop CPU", ref["eventsPerCpuSecond"] / cpu_rate, "pi-agent-core 0.73.1", "<= 1")
     print(
         f"  ratio tether/reference: {rate / ref['eventsPerSecond']:.2f}x wall, "
         f"{cpu_rate / ref['eventsPerCpuSecond']:.2f}x cpu"

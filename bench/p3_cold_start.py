@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _summary import record
+
 RUNS = 15
 HERE = Path(__file__).resolve().parent
 PI_DIR = HERE / "reference" / "pi-cli"
@@ -115,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'command':<30} {'ms':>8} {'x floor':>8} {'x pi':>8}")
     for name, seconds in rows:
         vs_pi = f"{seconds / pi_time:8.2f}" if pi_time else f"{'-':>8}"
+        if pi_time and seconds is not floor:
+            record(name, seconds / pi_time, "pi --version")
         print(f"{name:<30} {seconds * 1000:8.1f} {seconds / floor:8.2f} {vs_pi}")
     if pi_time is not None:
         print(f"{'pi --version (reference)':<30} {pi_time * 1000:8.1f} {pi_time / floor:8.2f} {1.0:8.2f}")

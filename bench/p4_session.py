@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _summary import record
 from _table import print_table
 from tether.session import SessionManager, SQLiteStore
 from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
@@ -185,12 +186,14 @@ def main() -> None:
     def ms(seconds: float) -> str:
         return f"{seconds * 1e3:.1f}"
 
+    record("open a session (SQLite)", open_median / jsonl_median, "JSONL + json.loads")
     rows = [
         ["tether SQLite session", ms(open_best), ms(open_median), ms(open_cpu),
          f"{open_median / jsonl_median:.2f}x", "1.00x"],
     ]  # fmt: skip
     if postgres is not None:
         (pg_best, pg_median, pg_cpu), _ = postgres
+        record("open a session (PostgreSQL)", pg_median / jsonl_median, "JSONL + json.loads")
         rows.append(
             ["tether PostgreSQL session (loopback)", ms(pg_best), ms(pg_median), ms(pg_cpu),
              f"{pg_median / jsonl_median:.2f}x", f"{pg_median / open_median:.2f}x"]

@@ -18,6 +18,7 @@ import time
 
 import jiter
 
+from _summary import record
 from tether.ai.partial_json import PartialJson
 
 SIZES_KB = (25, 50, 100)
@@ -70,6 +71,7 @@ def main() -> None:
         sample = 1 if size_kb <= 25 else SAMPLE_EVERY
         reference = naive(text, sample)
         note = "" if sample == 1 else f" (sampled 1/{sample})"
+        record(f"{size_kb} KB of arguments", best / reference, "naive re-parse per delta")
         print(
             f"{size_kb:>5}KB {best * 1e3:>10.1f} {best / len(text) * 1e6:>9.3f} {reference * 1e3:>11.0f} "
             f"{reference / best:>12.0f}x{note}"

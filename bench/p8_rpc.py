@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 
+from _summary import record
 from _table import print_table
 
 HERE = Path(__file__).resolve().parent
@@ -193,6 +194,11 @@ def main() -> None:
                 row += [format(theirs[key] * unit, fmt), f"{value:.2f}x"]
             return row
 
+        for name, theirs in references.items():
+            if theirs is not None:
+                record("start to first answer", ours["start"] / theirs["start"], name)
+                record("get_state round trip p50", ours["rt_median"] / theirs["rt_median"], name, "<= 1")
+                record("pipelined get_state", theirs["pipelined"] / ours["pipelined"], name, "<= 1")
         columns = ["measure", "tether"]
         for name in references:
             columns += [name, "ratio"]

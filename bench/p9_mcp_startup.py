@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _summary import record
 from _table import print_table
 
 RUNS = 7
@@ -110,6 +111,9 @@ def main() -> None:
             ready, answered = asyncio.run(rpc_mode(config, env, folder))
             rows.append((name, printed, ready, answered))
     base = rows[0]
+    for name, printed, _ready, answered in rows[1:]:
+        record(f"-p with {name}", printed / base[1], "no MCP server")
+        record(f"rpc 1st answer with {name}", answered / base[3], "no MCP server")
     print_table(
         f"P9 start to first prompt with MCP servers, median of {RUNS} runs (ms; x = ratio to none)",
         ["servers", "-p ms", "x", "rpc ready ms", "x", "rpc 1st answer ms", "x"],

@@ -1,8 +1,9 @@
 """Run the benchmarks: every ``bench/*.py`` module with a ``main()``, or the ones named.
 
 Usage: ``python bench/run.py [NAME ...]`` (names without ``.py``; ``make bench`` runs them all).
-Each benchmark prints its own table and its ratio to the reference it names. Modules whose name
-starts with ``_`` are helpers, not benchmarks. Exit status is non-zero if a benchmark raised.
+Each benchmark prints its own table and its ratio to the reference it names, and records its
+headline ratios (``bench/_summary.py``); the run ends with one table of them all. Modules whose
+name starts with ``_`` are helpers, not benchmarks. Exit status is non-zero if a benchmark raised.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(known)}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(HERE))
+    import _summary
+
     failed: list[str] = []
+    ran: list[str] = []
     for name in names or known:
         module = importlib.import_module(name)
         if not callable(getattr(module, "main", None)):
             continue
+        ran.append(name)
+        _summary.bench = name
         print(f"== {name}")
         start = time.perf_counter()
         try:
@@ -42,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
             failed.append(name)
         print(f"({time.perf_counter() - start:.1f} s)\n")
+    _summary.print_summary(ran)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

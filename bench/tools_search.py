@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _summary import record
 from tether.tools import GrepParams, Workspace
 from tether.tools.files import walk_files
 from tether.tools.grep import grep
@@ -81,6 +82,7 @@ def main() -> None:
         ("grep needle_\\w+", search, search_ref),
     ):
         print(f"{name:<28}{mine * 1000:>10.1f}{ref * 1000:>10.1f}{mine / ref:>8.2f}")
+        record(name, mine / ref, "git")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _summary import record
 from _table import print_table
 from tether.cli.render import Painter, result_text, thinking_text, tool_header, tool_result
 from tether.cli.transcript import branch_messages, render_transcript
@@ -125,6 +126,7 @@ def main() -> None:
         messages = branch_messages(session)[-200:]
         expanded = median_ms(lambda: render_transcript(painter, messages, show_thinking=False))
         scrollback = median_ms(lambda: folded(painter, messages))
+        record("tree rows (whole tree)", tree / floor, "entries() + path()")
         print_table(
             f"{len(session.entries())} entries, {len(rows)} tree rows; transcript of {len(messages)} messages",
             ["step", "ms", "reference ms", "ratio"],

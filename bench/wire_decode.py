@@ -23,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _summary import record
 from _table import print_table
 from tether.wire import MESSAGE, dumpb
 
@@ -319,6 +320,8 @@ def main() -> None:
         ("MESSAGE.decode_json", t_decode, t_decode / t_floor),
         ("decode_json + dumpb", t_ours, t_ours / t_floor),
     ]
+    record("MESSAGE.decode_json", t_decode / t_floor, "json.loads")
+    record("decode_json + dumpb", t_ours / t_floor, "json.loads", "<= 1.6")
     print_table(
         f"wire decode: {n:,} messages, {size_mb:.1f} MB ({path.name})",
         ["", "CPU s", "messages/s", "MB/s", "x floor"],
