@@ -78,6 +78,10 @@ class RpcServer:
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waits = {
+            kind for kind in p.COMMANDS if inspect.iscoroutinefunction(getattr(self, f"_cmd_{kind}"))
+        }
+        """The commands whose handler is ``async``: each gets a task."""
         self._unstarted = 0
         """Command tasks dispatched but not yet begun: later lines must wait behind them."""
         self.shutdown_requested = asyncio.Event()
@@ -97,7 +101,7 @@ class RpcServer:
         if call is None:
             return
         handler, request_id, kind, params = call
-        if inspect.iscoroutinefunction(handler):
+        if kind in self._waits:
             self._spawn(self._finish_async(handler, request_id, kind, params))
             return
         try:
@@ -123,7 +127,7 @@ class RpcServer:
             return
         handler, request_id, kind, params = call
         try:
-            data = await handler(params) if inspect.iscoroutinefunction(handler) else handler(params)
+            data = await cast(Awaitable[object], handler(params)) if kind in self._waits else handler(params)
         except Exception as exc:
             self._fail(request_id, kind, exc)
         else:
