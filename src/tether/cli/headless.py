@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from tether.session.agent_session import AgentSession
-from tether.session.events import wire_message_update
+from tether.session.events import message_text, wire_message_update
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
-from tether.wire import AssistantMessage, dumps
+from tether.wire import dumps
 
 
 def note_failed_servers(core: AgentSession, err: TextIO) -> None:
@@ -27,10 +27,6 @@ def note_failed_servers(core: AgentSession, err: TextIO) -> None:
         if server.status == "failed":
             reason = (server.error or "no reason given").splitlines()[0]
             err.write(f"note: MCP server '{server.name}' did not start: {reason}\n")
-
-
-def assistant_text(message: AssistantMessage) -> str:
-    return "".join(block["text"] for block in message["content"] if block["type"] == "text")
 
 
 async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
@@ -118,7 +114,7 @@ def _finish(core: AgentSession, out: TextIO | None, err: TextIO) -> int:
         err.write(f"error: {last.get('errorMessage') or 'the model request failed'}\n")
         return 1
     if out is not None:
-        text = assistant_text(last)
+        text = message_text(last)
         out.write(text if text.endswith("\n") else text + "\n")
         out.flush()
     return 0

@@ -555,7 +555,7 @@ class RpcServer:
 
     def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
         last: AssistantMessage | None = self.core.last_assistant()
-        text = "".join(b["text"] for b in last["content"] if b["type"] == "text") if last else ""
+        text = message_text(last) if last is not None else ""
         return {"text": text or None}
 
     def _cmd_set_session_name(self, params: dict[str, Any]) -> object:

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
@@ -72,8 +72,8 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.stats import Stats
     from tether.session.store import SessionRecord
 
-_THINKING: frozenset[str] = frozenset({"off", "minimal", "low", "medium", "high", "xhigh", "max"})
-_TIERS: frozenset[str] = frozenset({"auto", "default", "flex", "priority", "scale"})
+_THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
+_TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
 
 
 class AgentSession:
