@@ -170,7 +170,11 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         terminal.send("C-t")  # thinking toggles here and stays toggled after
         terminal.wait_for("Ctrl-T thinking (shown)")
         terminal.send("q")
-        screen = terminal.wait_for(lambda s: input_line(s) == "› half-typed draft")  # as it was
+        screen = terminal.wait_for(  # the draft as it was, and the status line drawn under it
+            lambda s: (
+                input_line(s) == "› half-typed draft" and " · thinking " in s.split("half-typed draft")[-1]
+            )
+        )
         assert "Transcript" not in screen and "Counted to twenty." in screen
         assert "thinking off (shown)" in screen  # the status line
         terminal.send("C-c")  # idle: clears the input
@@ -201,8 +205,12 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         assert "Run command: sleep 60" not in screen
         terminal.type("/session")  # a command while the agent works runs beside it
         terminal.send("Enter")
-        screen = terminal.wait_for("tool calls")
-        assert "● working" in screen  # the status line: still running
+        # The output is printed above the input box, which is then drawn again below it: wait for
+        # the status line under the output, not the output alone (a capture can fall in between).
+        screen = terminal.wait_for(
+            lambda s: "tool calls" in s and " · thinking " in s.split("tool calls")[-1]
+        )
+        assert "● working" in screen.split("tool calls")[-1]  # the status line: still running
         terminal.send("C-c")
         screen = terminal.wait_for("Aborted", timeout=10)
         assert "this answer is never reached" not in screen
@@ -211,7 +219,9 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         terminal.send("Enter")
         terminal.type("/session")
         terminal.send("Enter")
-        screen = terminal.wait_for("title     tmux test")
+        screen = terminal.wait_for(
+            lambda s: "title     tmux test" in s and " · thinking " in s.split("title     tmux test")[-1]
+        )
         assert "cost" in screen and "● working" not in screen.split("title     tmux test")[-1]
 
         terminal.send("C-d")
