@@ -95,7 +95,20 @@ def root_command() -> click.Command:
         help="json: every agent event as one JSON line on stdout; rpc: the RPC protocol on stdin/stdout "
         "(docs/rpc.md); acp: serve the Agent Client Protocol on stdio (for editors, see docs/acp.md).",
     )
-    @click.option("--model", metavar="PROVIDER/ID", help="Model to use (see `tether models`).")
+    @click.option(
+        "--model",
+        metavar="PATTERN",
+        help="Model: provider/id, an id, or part of one (sonnet); :LEVEL sets thinking (opus:high).",
+    )
+    @click.option("--provider", metavar="NAME", help="Match --model among this provider's models only.")
+    @click.option(
+        "--api-key",
+        metavar="KEY",
+        help="API key for the chosen model's provider, this run only (never stored or shown to tools).",
+    )
+    @click.option(
+        "--models", metavar="A,B", help="Models Ctrl-P cycles through (patterns or globs, :LEVEL allowed)."
+    )
     @click.option(
         "--thinking",
         type=click.Choice(["off", "minimal", "low", "medium", "high", "xhigh", "max"]),
@@ -123,11 +136,32 @@ def root_command() -> click.Command:
     @click.option("--tools", metavar="A,B", help="Comma-separated tool names ('' for none).")
     @click.option("--system-prompt", metavar="TEXT", help="Replace the built-in system prompt.")
     @click.option(
+        "--append-system-prompt",
+        metavar="TEXT|FILE",
+        multiple=True,
+        help="Add a text (or a file's text) at the end of the system prompt; repeatable.",
+    )
+    @click.option(
+        "--no-context-files", is_flag=True, help="Leave out AGENTS.md/CLAUDE.md (global and project)."
+    )
+    @click.option(
         "--cwd",
         type=click.Path(exists=True, file_okay=False),
         help="Working directory (the workspace the tools may touch).",
     )
-    @click.option("-y", "--yes", is_flag=True, help="Approve every tool call without asking.")
+    @click.option(
+        "-y", "--yes", is_flag=True, help="Approve every tool call without asking (inside the workspace)."
+    )
+    @click.option(
+        "--allow-outside",
+        is_flag=True,
+        help="Let tools use paths outside the workspace (writes there still need approval).",
+    )
+    @click.option(
+        "--export",
+        metavar="FILE",
+        help="Write a session file (or stored session id) as HTML and exit; output: first argument.",
+    )
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @click.option(
         "--mcp-config",
@@ -224,6 +258,15 @@ def subcommands() -> click.Group:
         from tether.cli.session_files import export_file
 
         sys.exit(export_file(session_id, kind, output))
+
+    @sessions.command(name="delete")
+    @click.argument("session_id")
+    @click.option("-y", "--yes", "-f", "--force", "yes", is_flag=True, help="Delete without asking.")
+    def delete_session(session_id: str, yes: bool) -> None:
+        """Delete a stored session (asks first unless --yes); refused while another process runs it."""
+        from tether.cli.session_files import delete_session
+
+        sys.exit(delete_session(session_id, yes=yes))
 
     @group.command()
     @click.option("--summary", is_flag=True, help="Print counts of the bundled types instead.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -34,6 +34,17 @@ class RunOptions:
     no_mcp: bool = False
     follow: bool = False
     """RPC mode: watch ``--session ID`` read-only while another process runs it."""
+    provider: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """``--api-key``: for this run only; never stored, logged or passed to tool processes."""
+    models: tuple[str, ...] | None = None
+    """``--models a,b``: the patterns of the models Ctrl-P and RPC's ``cycle_model`` go through."""
+    append_system_prompt: tuple[str, ...] = ()
+    """``--append-system-prompt``, each a text or the text of the file it names."""
+    no_context_files: bool = False
+    allow_outside: bool = False
+    export: tuple[str, str | None] | None = None
+    """``--export FILE [OUTPUT]``: write a session file (or stored session) as HTML and exit."""
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
@@ -47,6 +58,12 @@ class RunOptions:
             "yes" if self.yes else None,
             mcp=not self.no_mcp,
             mcp_config=self.mcp_config,
+            provider=self.provider,
+            api_key=self.api_key,
+            models=self.models,
+            append_system_prompt=self.append_system_prompt,
+            context_files=not self.no_context_files,
+            allow_outside=True if self.allow_outside else None,
         )
 
     @classmethod
@@ -55,6 +72,9 @@ class RunOptions:
             value = values.get(key)
             return value if isinstance(value, str) else None
 
+        export_file = text("export")
+        if export_file is not None:  # pi: `--export FILE [OUTPUT]`, the output as the first word
+            return cls(mode="print", export=(export_file, words[0] if words else None))
         prompt = " ".join(words) if words else None
         mode: Mode = "interactive"
         if values.get("mode") in ("json", "rpc", "acp"):
@@ -65,6 +85,9 @@ class RunOptions:
         tools = None if tools_text is None else tuple(t.strip() for t in tools_text.split(",") if t.strip())
         cwd = text("cwd")
         mcp_config = text("mcp_config")
+        models_text = text("models")
+        appended = values.get("append_system_prompt")
+        sources = cast(tuple[str, ...], appended) if isinstance(appended, tuple) else ()
         return cls(
             prompt=prompt,
             mode=mode,
@@ -81,4 +104,24 @@ class RunOptions:
             yes=bool(values.get("yes")),
             mcp_config=Path(mcp_config).resolve() if mcp_config else None,
             no_mcp=bool(values.get("no_mcp")),
+            provider=text("provider"),
+            api_key=text("api_key"),
+            models=tuple(m.strip() for m in models_text.split(",") if m.strip()) if models_text else None,
+            append_system_prompt=tuple(_prompt_text(source) for source in sources),
+            no_context_files=bool(values.get("no_context_files")),
+            allow_outside=bool(values.get("allow_outside")),
         )
+
+
+def _prompt_text(source: str) -> str:
+    """A text, or the text of the file it names; an unreadable file is a usage error."""
+    import click
+
+    from tether.session.system_prompt import prompt_text
+
+    try:
+        return prompt_text(source)
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read {source}: {exc.strerror}", param_hint="--append-system-prompt"
+        ) from None

@@ -33,6 +33,10 @@ def run(options: RunOptions) -> int:
 
 
 def _run_mode(options: RunOptions) -> int:
+    if options.export is not None:
+        from tether.cli.session_files import export_html
+
+        return export_html(*options.export)
     if options.mode == "acp":
         return _run_acp(options)
     try:
@@ -153,13 +157,14 @@ def _run_acp(options: RunOptions) -> int:
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:
-    """Piped stdin means a script is talking: read the prompt from it and run headless."""
+    """Piped stdin means a script is talking: run headless, with the piped text before the
+    prompt (``cat README | tether -p "Summarize"``), as pi does. pi glues the two together
+    without a separator; a blank line keeps the model from reading them as one sentence."""
     if sys.stdin.isatty():
         return options
     mode = "print" if options.mode == "interactive" else options.mode
-    prompt = options.prompt
-    if prompt is None:
-        prompt = sys.stdin.read().strip() or None
+    piped = sys.stdin.read().strip()
+    prompt = "\n\n".join(part for part in (piped, options.prompt) if part) or None
     return replace(options, mode=mode, prompt=prompt)
 
 

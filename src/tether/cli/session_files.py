@@ -1,4 +1,5 @@
-"""``tether sessions import PATH…`` and ``tether sessions export ID``: session files in and out.
+"""``tether sessions import PATH…``, ``tether sessions export ID``, ``tether sessions delete ID``
+and ``tether --export FILE``: session files in and out.
 
 Import tells the two formats apart by the header: a tether export names its ``format``, a pi
 session file does not. Each file is imported on its own; a bad one is reported (one line naming
@@ -52,4 +53,66 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
             sys.stderr.write(f"error: {exc}\n")
             return 1
     sys.stdout.write(f"{path}\n")
+    return 0
+
+
+def export_html(source: str, output: str | None) -> int:
+    """``tether --export FILE [OUTPUT]`` (pi's flag): a session file — a tether export or a pi
+    session file — or the id of a stored session, as one HTML page (default
+    ``tether-session-<name>.html``); print the path."""
+    import tempfile
+
+    from tether.session import SessionError, SessionManager
+    from tether.session.export_html import write_html
+    from tether.session.pi_files import import_pi_session, session_file_kind
+
+    path = Path(source).expanduser()
+    name = path.stem if path.suffix == ".jsonl" else path.name
+    out = Path(output) if output else Path(f"tether-session-{name}.html")
+    try:
+        if not path.is_file():
+            if path.exists() or "/" in source or source.endswith(".jsonl"):
+                raise ValueError("not a session file")
+            with SessionManager() as sessions:  # a stored session's id
+                write_html(out, sessions.open(source, readonly=True))
+        else:
+            kind = session_file_kind(path)
+            if kind is None:
+                raise ValueError("neither a pi session file nor a tether export (no session header first)")
+            with (
+                tempfile.TemporaryDirectory() as scratch,
+                SessionManager.at(Path(scratch) / "x.db") as sessions,
+            ):
+                record = import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
+                write_html(out, sessions.open(record.id, readonly=True))
+    except (SessionError, OSError, ValueError) as exc:
+        sys.stderr.write(f"tether: --export {source}: {exc}\n")
+        return 1
+    sys.stdout.write(f"Exported to: {out}\n")
+    return 0
+
+
+def delete_session(session_id: str, *, yes: bool) -> int:
+    """``tether sessions delete ID``: ask first (on a terminal) unless ``yes``."""
+    from tether.session import SessionError, SessionManager
+    from tether.session.stats import SessionRow
+
+    with SessionManager() as sessions:
+        try:
+            row = SessionRow.of(sessions.store.get_session(session_id))
+            if not yes:
+                if not sys.stdin.isatty():
+                    sys.stderr.write(
+                        "tether: sessions delete asks first; pass --yes to delete without asking\n"
+                    )
+                    return 2
+                sys.stderr.write(f"{row}\n")
+                if input(f"Delete session {session_id}? [y/N] ").strip().lower() not in ("y", "yes"):
+                    sys.stderr.write("kept\n")
+                    return 1
+            sessions.delete(session_id)
+        except SessionError as exc:
+            sys.stderr.write(f"tether: {exc}\n")
+            return 1
+    sys.stdout.write(f"deleted {session_id}\n")
     return 0

@@ -355,25 +355,18 @@ class RpcServer:
         return {"models": await self._available_models()}
 
     async def _cmd_cycle_model(self, params: dict[str, Any]) -> object:
-        models = await self._available_models()
-        if len(models) < 2:
+        cycled = await self.core.cycle_model()
+        if cycled is None:
             return None
-        model = self._set_model(f"{models[1]['provider']}/{models[1]['id']}")
-        return {"model": model, "thinkingLevel": self.core.thinking_level, "isScoped": False}
+        return {"model": cycled.model, "thinkingLevel": cycled.thinking_level, "isScoped": cycled.is_scoped}
 
     def _cmd_set_thinking_level(self, params: dict[str, Any]) -> object:
         self.core.set_thinking(params["level"])
         return NO_DATA
 
     def _cmd_cycle_thinking_level(self, params: dict[str, Any]) -> object:
-        from tether.ai.thinking import supported_thinking_levels
-
-        levels = [str(level) for level in supported_thinking_levels(self.core.model)]
-        if not self.core.model.get("reasoning") or len(levels) < 2:
-            return None
-        current = self.core.thinking_level
-        following = levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
-        return {"level": self.core.set_thinking(following)}
+        level = self.core.cycle_thinking_level()
+        return None if level is None else {"level": level}
 
     def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
         from tether.ai.thinking import supported_thinking_levels

@@ -32,6 +32,8 @@ the queues, the session); event shapes and their builders live in ``tether.sessi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 import json
 import threading
 import time
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
-from tether.ai.types import ServiceTier, StreamFn, ThinkingLevel
+from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
 from tether.session.convert import lower_for
 from tether.session.events import (
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
     from tether.session.manager import SessionManager
+    from tether.session.model_choice import Direction, ModelCycle, ScopedModel
     from tether.session.prompt import PromptHook
     from tether.session.session import Session
     from tether.session.stats import Stats
@@ -121,6 +124,8 @@ class AgentSession:
         self.approval = approval
         self.hooks: list[PromptHook] = list(hooks)
         self.notice = notice
+        self.scoped_models: list[ScopedModel] = []
+        """``--models``: the models ``cycle_model`` goes through (empty: every usable model)."""
         self.auto_retry = self.settings.retry.enabled
         """Retry replies that failed for a transient reason (``settings.retry``)."""
         self.compactions = 0
@@ -334,18 +339,50 @@ class AgentSession:
     def set_model(self, spec: str | ModelInfo, stream_fn: StreamFn | None = None) -> ModelInfo:
         """Switch model (a ``provider/id`` spec, or a model with its stream function); the thinking
         level is clamped to what the new model accepts. Recorded in the session."""
+        level = self.agent.thinking_level
         if isinstance(spec, str):
             from tether.session.model_choice import resolve_model
 
             resolved = resolve_model(spec, None)
             model, stream_fn = resolved.model, resolved.stream_fn
+            level = resolved.thinking or level  # `/model opus:high`
         else:
             model = spec
         self.agent.model = model
         self.agent.stream_fn = stream_fn
-        self.agent.thinking_level = _clamp_thinking(model, self.agent.thinking_level)
+        self.agent.thinking_level = _clamp_thinking(model, level)
         self.record_settings()
         return model
+
+    async def cycle_model(self, direction: Direction = "forward") -> ModelCycle | None:
+        """Switch to the next model (pi's Ctrl-P): of ``scoped_models`` (``--models``) with the
+        level its pattern named, else of every usable model (``tether models``). ``None`` when
+        there is nothing to switch to."""
+        from tether.session.model_choice import ModelCycle, next_model
+
+        scoped = self.scoped_models
+        if scoped:
+            models = [s.model for s in scoped]
+        else:
+            from tether.ai.local_servers import usable_models
+
+            models = await usable_models()
+        index = next_model(models, self.model, direction)
+        if index is None:
+            return None
+        self.set_model(models[index])
+        level = scoped[index].thinking if scoped else None
+        if level is not None:
+            self.set_thinking(level)
+        return ModelCycle(self.model, self.thinking_level, is_scoped=bool(scoped))
+
+    def cycle_thinking_level(self) -> str | None:
+        """Switch to the next thinking level the model accepts (pi's Shift-Tab), wrapping
+        around; ``None`` for a model without reasoning."""
+        from tether.session.model_choice import next_thinking_level
+
+        level = next_thinking_level(self.model, self.thinking_level)
+        return self.set_thinking(level) if level is not None else None
 
     def set_thinking(self, level: str) -> str:
         """Set the thinking level, clamped to the model; returns the level in effect."""
@@ -419,6 +456,13 @@ class AgentSession:
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         """This workspace's sessions, newest first."""
         return self._require_sessions().list(cwd=str(self.cwd), limit=limit)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete another stored session (``/resume``'s delete); the one in use is refused, and
+        so is one another process is running (``SessionLockedError``)."""
+        if session_id == self.session_id:
+            raise ValueError("cannot delete the session in use; switch to another one first")
+        self._require_sessions().delete(session_id)
 
     def fork(self, entry_id: str | None = None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
@@ -878,7 +922,21 @@ class AgentSession:
         """The model call in use (the registry's ``stream_simple`` for real providers)."""
         from tether.agent.loop import default_stream_fn
 
-        return self.agent.stream_fn or default_stream_fn()
+        stream_fn = self.agent.stream_fn or default_stream_fn()
+        get_api_key = self.agent.get_api_key
+        if get_api_key is None:
+            return stream_fn
+
+        async def keyed(model: ModelInfo, context: Any, options: Any = None) -> Any:
+            """Summaries (compaction, branches) use the run's key (``--api-key``) as the loop does."""
+            key = get_api_key(model["provider"])
+            key = await key if inspect.isawaitable(key) else key
+            if key:
+                options = dataclasses.replace(options or SimpleStreamOptions(), api_key=key)
+            stream = stream_fn(model, context, options)
+            return await stream if inspect.isawaitable(stream) else stream
+
+        return keyed
 
     def _require_sessions(self) -> SessionManager:
         if self._sessions is None:

@@ -9,15 +9,16 @@ approval gate and the session (new, latest of the directory, or by id).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.agent import Agent, AgentTool
+from tether.ai.paths import config_dir
 from tether.ai.types import SimpleStreamOptions
 from tether.session.agent_session import AgentSession
-from tether.session.model_choice import ResolvedModel, resolve_model
+from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
 from tether.session.settings import Settings
 from tether.session.system_prompt import build_system_prompt
 from tether.tools import Workspace, create_coding_tools
@@ -61,6 +62,18 @@ class SessionOptions:
     """``False``: no MCP servers from files (``--no-mcp``); servers given to ``create`` still start."""
     mcp_config: Path | None = None
     """``--mcp-config FILE``: servers on top of the user's and the (trusted) project's."""
+    provider: str | None = None
+    """``--provider``: match ``model`` among this provider's models only."""
+    api_key: str | None = field(default=None, repr=False)
+    """``--api-key``: the chosen model's provider uses this key (held in memory only)."""
+    models: tuple[str, ...] | None = None
+    """``--models``: the patterns of the models ``cycle_model`` goes through."""
+    append_system_prompt: tuple[str, ...] = ()
+    """``--append-system-prompt``: texts added at the end of the system prompt."""
+    context_files: bool = True
+    """``False`` (``--no-context-files``): no ``AGENTS.md``/``CLAUDE.md``, global or project."""
+    allow_outside: bool | None = None
+    """``--allow-outside``: tools may use paths outside the workspace; ``None``: the setting."""
 
     def create(
         self,
@@ -87,6 +100,12 @@ class SessionOptions:
             ask=ask,
             session=session,
             mcp_servers=servers,
+            provider=self.provider,
+            api_key=self.api_key,
+            models=self.models,
+            append_system_prompt=self.append_system_prompt,
+            context_files=self.context_files,
+            allow_outside=self.allow_outside,
         )
 
 
@@ -119,6 +138,12 @@ def create_agent_session(
     sessions: SessionManager | None = None,
     hooks: Sequence[PromptHook] = (),
     mcp_servers: Sequence[McpServerConfig] = (),
+    provider: str | None = None,
+    api_key: str | None = None,
+    models: Sequence[str] | None = None,
+    append_system_prompt: Sequence[str] = (),
+    context_files: bool = True,
+    allow_outside: bool | None = None,
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -139,11 +164,26 @@ def create_agent_session(
         hooks: Prompt hooks run before every model call.
         mcp_servers: MCP servers whose tools join the built-in ones (``mcp__<server>__<tool>``);
             ``load_mcp_files(cwd)`` gives the ones the CLI reads. Stopped by ``close()``.
+        provider: Match ``model`` among this provider's models only; without ``model``, the
+            provider's default model.
+        api_key: The key of the chosen model's provider for this session, instead of its
+            environment variable. Kept in memory: never recorded, logged, or passed to tools.
+            Needs a model chosen here (``model``, ``provider`` or ``models``).
+        models: Patterns (``sonnet``, ``anthropic/*``, ``gpt-5:high``) of the models
+            ``AgentSession.cycle_model`` goes through; without ``model``, a new session starts
+            on the first.
+        append_system_prompt: Texts added after the settings' ``appendSystemPrompt``.
+        context_files: ``False``: leave out the global and project ``AGENTS.md``/``CLAUDE.md``.
+        allow_outside: Let tools use paths outside ``cwd`` (writes there still need approval);
+            default: ``settings.allow_outside``.
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
     names = tools if tools is not None else settings.tools
-    workspace = Workspace(cwd, env_passthrough=settings.shell_env_passthrough)
+    if api_key is not None and model is None and provider is None and not models:
+        raise SetupError("--api-key needs the model it is for: add --model, --provider or --models")
+    outside = settings.allow_outside if allow_outside is None else allow_outside
+    workspace = Workspace(cwd, allow_outside=outside, env_passthrough=settings.shell_env_passthrough)
     try:
         built = create_coding_tools(workspace, list(names) if names is not None else None)
     except ValueError as exc:
@@ -151,12 +191,17 @@ def create_agent_session(
     built.extend(extra_tools)
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
-        resolved = _choose_model(model, settings, stored)
+        usable = _no_provider if api_key is not None else None  # the key decides nothing
+        scope = resolve_scope(models, usable=usable) if models else []
+        resolved = _choose_model(model, settings, stored, provider=provider, scope=scope, usable=usable)
+        appended = [settings.append_system_prompt, *append_system_prompt]
         prompt = build_system_prompt(
             cwd,
             [(t.name, t.description) for t in built],
             replace=system_prompt or settings.system_prompt,
-            append=settings.append_system_prompt,
+            append="\n\n".join(a for a in appended if a) or None,
+            context=context_files,
+            user_dir=config_dir() if context_files else None,
         )
         agent = Agent(
             model=resolved.model,
@@ -164,6 +209,8 @@ def create_agent_session(
             stream_fn=resolved.stream_fn,
             options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
         )
+        if api_key is not None:
+            agent.get_api_key = _key_for(resolved.model["provider"], api_key)
         gate = ApprovalGate(workspace, approval or settings.approval, ask)
         core = AgentSession(
             agent,
@@ -185,9 +232,24 @@ def create_agent_session(
     # The session's stored settings are loaded on binding; this run's choices go on top.
     agent.model = resolved.model
     agent.system_prompt = prompt
-    level = thinking or (stored.context.thinking_level if stored is not None else None)
+    core.scoped_models = scope
+    level = thinking or resolved.thinking or (stored.context.thinking_level if stored is not None else None)
     core.set_thinking(level or settings.thinking or "medium")
     return core
+
+
+def _no_provider(provider: str) -> bool:
+    return False
+
+
+def _key_for(provider: str, api_key: str) -> Callable[[str], str | None]:
+    """The agent's ``get_api_key``: ``api_key`` for ``provider`` only, so switching to another
+    provider's model never sends it there."""
+
+    def get_api_key(asked: str) -> str | None:
+        return api_key if asked == provider else None
+
+    return get_api_key
 
 
 def _mcp(configs: Sequence[McpServerConfig]) -> McpServers | None:
@@ -199,15 +261,26 @@ def _mcp(configs: Sequence[McpServerConfig]) -> McpServers | None:
     return McpServers(configs)
 
 
-def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:
-    """``model`` wins; a resumed session keeps its model (as stored, so a resume works even when
-    the catalog no longer lists it); else settings and defaults."""
+def _choose_model(
+    spec: str | None,
+    settings: Settings,
+    session: Session | None,
+    *,
+    provider: str | None,
+    scope: list[ScopedModel],
+    usable: Usable | None,
+) -> ResolvedModel:
+    """``model`` (and ``provider``) wins; a resumed session keeps its model (as stored, so a
+    resume works even when the catalog no longer lists it); then the first ``--models`` model;
+    else settings and defaults."""
     stored = session.context.model if session is not None else None
-    if spec is None and stored is not None and stored.provider != "scripted":
+    if spec is None and provider is None and stored is not None and stored.provider != "scripted":
         if stored.info is not None:
             return ResolvedModel(stored.info, None)
         return resolve_model(f"{stored.provider}/{stored.model_id}", None)
-    return resolve_model(spec, settings.model)
+    if spec is None and provider is None and scope:
+        return ResolvedModel(scope[0].model, None, thinking=scope[0].thinking)
+    return resolve_model(spec, settings.model, provider=provider, usable=usable)
 
 
 def _open_session(

@@ -6,25 +6,37 @@ finally the embedded default: SmolLM2 running in-process through the ``local`` p
 ``tether`` answers offline with nothing configured.
 
 Model specs:
-- ``provider/id`` — a catalog or ``models.json`` model;
+- ``provider/id`` or a bare id — a catalog or ``models.json`` model;
+- a pattern (``sonnet``, ``anthropic/opus``), matched as pi matches ``--model``: an exact id or
+  ``provider/id`` first, then the ids and names containing the text (aliases before dated ids,
+  then the newest; providers with a key break ties), ambiguity reported with the candidates;
+- any of those with a ``:LEVEL`` suffix (``claude-sonnet-4-5:high``) sets the thinking level;
 - ``local:/path/to/model.gguf`` — any GGUF file through llama-cpp-python;
 - ``scripted:/path/to/script.json`` or ``scripted/NAME`` (the script comes from
   ``TETHER_SCRIPTED``) — the scripted model of ``tether.testing.scripted``.
+
+``--models a,b,c`` (``resolve_scope``) is the set Ctrl-P and RPC's ``cycle_model`` go through;
+``next_model`` and ``next_thinking_level`` give the cycling order so every front end cycles alike.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:
     from tether.ai.types import StreamFn
     from tether.wire import ModelInfo
 
 SCRIPTED_ENV = "TETHER_SCRIPTED"
+
+THINKING_SUFFIXES = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The levels a ``:LEVEL`` suffix may name (``tether.ai.types.ThinkingLevel``)."""
 
 PREFERRED_MODELS = (
     ("anthropic", "claude-sonnet-4-5"),
@@ -39,6 +51,11 @@ PREFERRED_MODELS = (
 )
 """Provider and preferred model, in order: the first provider with a key wins."""
 
+Usable = Callable[[str], bool]
+"""``usable(provider)``: whether requests to that provider can authenticate (breaks ties)."""
+
+Direction = Literal["forward", "backward"]
+
 
 class ModelError(ValueError):
     """The requested model cannot be used; the message says why and what to do."""
@@ -51,15 +68,51 @@ class ResolvedModel:
     """``None``: the registry's ``stream_simple`` (every real provider)."""
     notice: str | None = None
     """Something the user should know (e.g. the embedded smoke-test model was chosen)."""
+    thinking: str | None = None
+    """The level a ``:LEVEL`` suffix of the spec asked for (``None``: none given)."""
 
 
-def resolve_model(spec: str | None, settings_model: str | None) -> ResolvedModel:
+@dataclass(frozen=True, slots=True)
+class ScopedModel:
+    """One model of ``--models``, with the thinking level its pattern's suffix asked for."""
+
+    model: ModelInfo
+    thinking: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCycle:
+    """What ``AgentSession.cycle_model`` switched to."""
+
+    model: ModelInfo
+    thinking_level: str
+    is_scoped: bool
+    """The model came from ``--models`` (else from every usable model)."""
+
+
+def resolve_model(
+    spec: str | None,
+    settings_model: str | None,
+    *,
+    provider: str | None = None,
+    usable: Usable | None = None,
+) -> ResolvedModel:
+    """The model ``spec`` (else ``settings_model``, else the default) names.
+
+    Args:
+        spec: A model spec (see the module docstring); ``None``: not given.
+        settings_model: The settings' ``model``, used when ``spec`` is ``None``.
+        provider: ``--provider``: match only this provider's models; alone, its default model.
+        usable: Which providers can authenticate, to break ties between providers offering a
+            match (default: those with a key in the environment). ``--api-key`` passes one that
+            says no to every provider, as the key goes to whichever provider is chosen.
+    """
     scripted = os.environ.get(SCRIPTED_ENV)
-    if spec is None and scripted:
+    if spec is None and scripted and provider is None:
         return _scripted(Path(scripted))
-    chosen = spec or settings_model
+    chosen = spec or (settings_model if provider is None else None)
     if chosen is None:
-        return _default_model()
+        return _provider_default(provider) if provider is not None else _default_model()
     if chosen.startswith("scripted:"):
         return _scripted(Path(chosen.removeprefix("scripted:")))
     if chosen == "scripted" or chosen.startswith("scripted/"):
@@ -68,19 +121,208 @@ def resolve_model(spec: str | None, settings_model: str | None) -> ResolvedModel
         return _scripted(Path(scripted))
     if chosen == "local" or chosen.startswith(("local:", "local/")):
         return _local(chosen)
-    return ResolvedModel(_catalog_model(chosen), None)
+    model, thinking = match_model(chosen, provider=provider, usable=usable)
+    return ResolvedModel(model, None, thinking=thinking)
 
 
-def _catalog_model(spec: str) -> ModelInfo:
-    from tether.ai.models import find_model
+def match_model(
+    text: str, *, provider: str | None = None, usable: Usable | None = None
+) -> tuple[ModelInfo, str | None]:
+    """The catalog (or ``models.json``) model ``text`` names, and its ``:LEVEL`` suffix if any.
+
+    The whole text is tried first (ids such as ``claude-3.7-sonnet:thinking`` contain a colon),
+    then without a valid thinking suffix. Raises ``ModelError`` naming the candidates when the
+    text is ambiguous, or the closest names when nothing matches.
+    """
+    from tether.ai.models import UnknownModelError, default_registry, find_model
     from tether.ai.models_file import ModelsFileError
 
+    text = text.strip()
+    providers = default_registry().providers()
+    if provider is not None and provider not in providers:
+        raise ModelError(f"unknown provider {provider!r} (known: {', '.join(sorted(providers))})")
+    check = usable or _has_key
     try:
-        return find_model(spec)
-    except ModelsFileError:
-        raise  # names the file and the field; `tether models` would only repeat it
+        found = _match(text, provider, check)
+        if found is not None:
+            return found, None
+        base, _, level = text.rpartition(":")
+        if base and level in THINKING_SUFFIXES:
+            found = _match(base, provider, check)
+            if found is not None:
+                return found, level
+        find_model(f"{provider}/{text}" if provider else text)  # raises with the closest names
+    except (ModelsFileError, ModelError):
+        raise  # names the file and the field, or the candidates: `tether models` would only repeat it
     except (LookupError, ValueError) as exc:
-        raise ModelError(f"{exc} (see `tether models`)") from None
+        where = f" of provider {provider!r}" if provider else ""
+        message = str(exc) if isinstance(exc, UnknownModelError) else f"unknown model {text!r}{where}"
+        raise ModelError(f"{message} (see `tether models`)") from None
+    raise ModelError(f"unknown model {text!r} (see `tether models`)")  # find_model found what _match did not
+
+
+def resolve_scope(patterns: Sequence[str], *, usable: Usable | None = None) -> list[ScopedModel]:
+    """``--models a,b,c``: each pattern (a model spec, or a glob such as ``anthropic/*`` or
+    ``*sonnet*``, each with an optional ``:LEVEL``) in order, without duplicates.
+
+    A pattern that matches nothing raises ``ModelError``: a typo must not silently shrink the set.
+    """
+    from tether.ai.models import list_models
+
+    scoped: list[ScopedModel] = []
+
+    def add(model: ModelInfo, thinking: str | None) -> None:
+        if not any(_same(s.model, model) for s in scoped):
+            scoped.append(ScopedModel(model, thinking))
+
+    for raw in patterns:
+        pattern = raw.strip()
+        if not pattern:
+            continue
+        if any(c in pattern for c in "*?["):
+            base, _, level = pattern.rpartition(":")
+            glob, thinking = (base, level) if base and level in THINKING_SUFFIXES else (pattern, None)
+            glob = glob.lower()
+            hits = [
+                m
+                for m in list_models()
+                if fnmatch.fnmatchcase(f"{m['provider']}/{m['id']}".lower(), glob)
+                or fnmatch.fnmatchcase(m["id"].lower(), glob)
+            ]
+            if not hits:
+                raise ModelError(f"--models: no model matches {pattern!r} (see `tether models --all`)")
+            for model in hits:
+                add(model, thinking)
+            continue
+        model, thinking = match_model(pattern, usable=usable)
+        add(model, thinking)
+    return scoped
+
+
+def next_model(models: Sequence[ModelInfo], current: ModelInfo, direction: Direction) -> int | None:
+    """The index of the model after (or before) ``current`` in ``models``, wrapping around;
+    the first (or last) when ``current`` is not among them; ``None`` when there is nothing to
+    switch to."""
+    index = next((i for i, m in enumerate(models) if _same(m, current)), -1)
+    if not models or (index != -1 and len(models) == 1):
+        return None
+    if index == -1:
+        return 0 if direction == "forward" else len(models) - 1
+    step = 1 if direction == "forward" else -1
+    return (index + step) % len(models)
+
+
+def next_thinking_level(model: ModelInfo, current: str) -> str | None:
+    """The level after ``current`` among those ``model`` accepts, wrapping around; ``None`` for
+    a model without reasoning or with a single level."""
+    from tether.ai.thinking import supported_thinking_levels
+
+    levels = [str(level) for level in supported_thinking_levels(model)]
+    if not model.get("reasoning") or len(levels) < 2:
+        return None
+    return levels[(levels.index(current) + 1) % len(levels)] if current in levels else levels[0]
+
+
+def _match(text: str, provider: str | None, usable: Usable) -> ModelInfo | None:
+    """pi's order: the exact id (``provider/id``, or a bare id a single usable provider offers),
+    then the ids and names containing the text. ``None``: nothing matches."""
+    from tether.ai.models import UnknownModelError, default_registry, find_model
+
+    registry = default_registry()
+    try:
+        return find_model(f"{provider}/{text}" if provider else text)
+    except UnknownModelError:
+        pass
+    if provider is None:
+        same_id = [m for m in registry.list_models() if m["id"].lower() == text.lower()]
+        if len({m["provider"] for m in same_id}) > 1:
+            keyed = [m for m in same_id if usable(m["provider"])]
+            if len(keyed) == 1:
+                return keyed[0]
+            raise ModelError(_ambiguous(text, [_name(m) for m in same_id], [_name(m) for m in keyed]))
+    prefix, sep, rest = text.partition("/")
+    if provider is None and sep and rest and prefix in registry.providers():
+        hits = _containing(rest, registry.list_models(prefix))
+        if hits:
+            return _best(text, hits, usable)
+    hits = _containing(text, registry.list_models(provider))
+    return _best(text, hits, usable) if hits else None
+
+
+def _containing(text: str, models: Sequence[ModelInfo]) -> list[ModelInfo]:
+    lower = text.lower()
+    return [m for m in models if lower in m["id"].lower() or lower in m["name"].lower()]
+
+
+def _best(text: str, hits: list[ModelInfo], usable: Usable) -> ModelInfo:
+    """Among models containing the text: those of usable providers when several providers
+    match, aliases (``claude-sonnet-4-5``) before dated ids (``...-20250929``), then the newest
+    id; the same id on several providers is ambiguous."""
+    if len({m["provider"] for m in hits}) > 1:
+        hits = [m for m in hits if usable(m["provider"])] or hits
+    aliases = [m for m in hits if _is_alias(m["id"])] or hits
+    best = max(aliases, key=lambda m: _collation(m["id"]))
+    tied = [m for m in aliases if m["id"] == best["id"]]
+    if len(tied) > 1:
+        keyed = [_name(m) for m in tied if usable(m["provider"])]
+        raise ModelError(_ambiguous(text, [_name(m) for m in tied], keyed))
+    return best
+
+
+def _ambiguous(text: str, candidates: list[str], keyed: list[str]) -> str:
+    why = "no matching provider has a key" if not keyed else "several matching providers have a key"
+    return (
+        f"model {text!r} is ambiguous: {', '.join(sorted(candidates))} ({why}); "
+        "name one as provider/id or add --provider"
+    )
+
+
+def _is_alias(model_id: str) -> bool:
+    """Not a dated snapshot: ``-latest``, or no ``-YYYYMMDD`` at the end."""
+    tail = model_id.rpartition("-")[2]
+    return model_id.endswith("-latest") or not (len(tail) == 8 and tail.isdigit())
+
+
+def _collation(model_id: str) -> tuple[tuple[int, str], ...]:
+    """Sort key close to JavaScript's ``localeCompare`` (pi's): punctuation before digits and
+    letters, case ignored; so ``~anthropic/...`` does not outrank ``claude-...``."""
+    return tuple((1 if c.isalnum() else 0, c.lower()) for c in model_id)
+
+
+def _name(model: ModelInfo) -> str:
+    return f"{model['provider']}/{model['id']}"
+
+
+def _same(a: ModelInfo, b: ModelInfo) -> bool:
+    return a["provider"] == b["provider"] and a["id"] == b["id"]
+
+
+def _has_key(provider: str) -> bool:
+    from tether.ai.models import UnknownProviderError, get_provider_info, provider_has_key
+
+    try:
+        return provider_has_key(get_provider_info(provider))
+    except UnknownProviderError:
+        return False
+
+
+def _provider_default(provider: str) -> ResolvedModel:
+    """``--provider NAME`` alone: that provider's preferred model, else its first one."""
+    from tether.ai.models import default_registry, get_model, list_models
+
+    known = default_registry().providers()
+    if provider not in known:
+        raise ModelError(f"unknown provider {provider!r} (known: {', '.join(sorted(known))})")
+    for name, model_id in PREFERRED_MODELS:
+        if name == provider:
+            try:
+                return ResolvedModel(get_model(name, model_id), None)
+            except LookupError:
+                break
+    offered = list_models(provider)
+    if not offered:
+        raise ModelError(f"provider {provider!r} lists no models: name one with --model")
+    return ResolvedModel(offered[0], None)
 
 
 def _default_model() -> ResolvedModel:

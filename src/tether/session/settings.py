@@ -46,6 +46,9 @@ class Settings:
     thinking: str | None = None
     tools: tuple[str, ...] | None = None
     approval: Approval = "ask"
+    allow_outside: bool = False
+    """Tools may use paths outside the workspace (writes there still need approval); ``approval``
+    alone never widens the workspace."""
     system_prompt: str | None = None
     """Replaces the built-in system prompt (project context files are still appended)."""
     append_system_prompt: str | None = None
@@ -124,6 +127,8 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
         keys.append("tools")
     if not set(project.shell_env_passthrough) <= set(user.shell_env_passthrough):
         keys.append("shellEnvPassthrough")
+    if project.allow_outside and not user.allow_outside:
+        keys.append("allowOutside")
     if project.database != user.database:
         keys.append("database")  # a repository must not send the transcripts to a server of its choice
     return tuple(keys)
@@ -180,6 +185,10 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
             changes["retry"] = _retry(base.retry, value, path)
+        elif key == "allowOutside":
+            if not isinstance(value, bool):
+                raise bad(key, "true or false")
+            changes["allow_outside"] = value
         elif key == "streamIdleTimeoutMs":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
@@ -187,7 +196,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "$schema":
             continue
         else:
-            extra = ["thinking", "approval", "compaction", "retry", "streamIdleTimeoutMs"]
+            extra = ["thinking", "approval", "allowOutside", "compaction", "retry", "streamIdleTimeoutMs"]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)

@@ -2,7 +2,9 @@
 
 Project instructions live in ``AGENTS.md`` (the cross-tool convention) or ``CLAUDE.md``; every one
 found from the filesystem root down to the working directory is included, outermost first, so a
-monorepo's general rules come before a package's specific ones.
+monorepo's general rules come before a package's specific ones. The user's own ``AGENTS.md`` in
+the config folder (pi's ``~/.pi/agent/AGENTS.md``) comes before all of them: personal habits
+that hold in every project, which a project's file may then refine.
 """
 
 from __future__ import annotations
@@ -45,6 +47,26 @@ def context_files(cwd: Path) -> list[Path]:
     return found
 
 
+def user_context_file(user_dir: Path) -> Path | None:
+    """The user's global ``AGENTS.md`` (or ``CLAUDE.md``) in the config folder, if there is one."""
+    for name in CONTEXT_FILES:
+        candidate = user_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def prompt_text(source: str) -> str:
+    """``--append-system-prompt TEXT|FILE``: the file's text when ``source`` names a file, else
+    ``source`` itself (as pi reads it). An unreadable file raises ``OSError``."""
+    path = Path(source).expanduser()
+    try:
+        is_file = path.is_file()
+    except OSError:  # a text too long to be a file name
+        is_file = False
+    return path.read_text(encoding="utf-8", errors="replace") if is_file else source
+
+
 def build_system_prompt(
     cwd: Path,
     tool_lines: Sequence[tuple[str, str]],
@@ -52,20 +74,34 @@ def build_system_prompt(
     replace: str | None = None,
     append: str | None = None,
     today: str | None = None,
+    context: bool = True,
+    user_dir: Path | None = None,
 ) -> str:
-    """Base (or ``replace``) + tools + project context files + ``append``.
+    """Base (or ``replace``) + tools + context files + ``append``.
 
-    ``today`` is kept out by default: a date in the system prompt changes every day and breaks
-    the provider's prompt cache; callers that want it pass it explicitly.
+    Args:
+        cwd: The working directory: its project context files and the line naming it.
+        tool_lines: ``(name, description)`` of each tool the model gets.
+        replace: Replaces the built-in instructions.
+        append: Added at the very end.
+        today: A date line; kept out by default, as a date in the system prompt changes every
+            day and breaks the provider's prompt cache.
+        context: ``False`` (``--no-context-files``): no context file at all.
+        user_dir: The config folder whose ``AGENTS.md`` comes first (``None``: none).
     """
     parts = [replace if replace is not None else BASE_PROMPT, describe_tools(tool_lines)]
-    for path in context_files(cwd):
+    user_file = user_context_file(user_dir) if context and user_dir is not None else None
+    files = [("user", user_file)] if user_file is not None else []
+    files += [("project", path) for path in context_files(cwd)] if context else []
+    for kind, path in files:
+        if kind == "project" and path == user_file:
+            continue  # the config folder is inside the project tree: once is enough
         try:
             text = path.read_text(encoding="utf-8", errors="replace").strip()
         except OSError:
             continue
         if text:
-            parts.append(f'<project-instructions path="{path}">\n{text}\n</project-instructions>')
+            parts.append(f'<{kind}-instructions path="{path}">\n{text}\n</{kind}-instructions>')
     parts.append(f"Working directory: {cwd}")
     if today is not None:
         parts.append(f"Today's date: {today}")
