@@ -26,6 +26,21 @@ def test_prompt_from_stdin(cli: CliEnv) -> None:
     assert (done.returncode, done.stdout) == (0, "from stdin\n"), done.stderr
 
 
+def test_piped_text_comes_before_the_prompt_as_in_pi(cli: CliEnv) -> None:
+    """``cat README | tether -p "Summarize"``: one user message, the piped text first."""
+    readme = "# Project\n\nIt does things.\n"
+    for args in (["-p", "Summarize"], ["--mode", "json", "Summarize"]):
+        script = cli.script("s", [text_reply("summary")])
+        done = cli.run(*args, "--no-session", script=script, stdin=readme)
+        assert done.returncode == 0, done.stderr
+    users = [e["message"] for e in json_lines(done.stdout) if e["type"] == "message_start"]
+    assert [m["content"] for m in users if m["role"] == "user"] == [
+        "# Project\n\nIt does things.\n\nSummarize"
+    ]
+    empty = cli.run("-p", "Summarize", "--no-session", script=cli.script("e", [text_reply("ok")]), stdin="\n")
+    assert (empty.returncode, empty.stdout) == (0, "ok\n"), empty.stderr
+
+
 def test_model_error_exits_1_with_the_providers_text_on_stderr(cli: CliEnv) -> None:
     error = "invalid_request_error: max_tokens: must be positive"  # not transient: no retry
     script = cli.script("s", [{"content": [{"type": "text", "chunks": ["partial"]}], "error": error}])
