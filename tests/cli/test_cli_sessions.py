@@ -119,3 +119,52 @@ def test_sessions_import_and_export_in_both_formats(cli: CliEnv, tmp_path: Path)
     assert again.returncode == 0 and again.stdout.split()[0] == imported  # a tether export keeps its id
     missing = cli.run("sessions", "export", "nope", "--format", "pi")
     assert missing.returncode == 1 and missing.stderr.startswith("error: ")
+
+
+def test_export_flag_writes_html_from_a_file_or_a_stored_session(cli: CliEnv, tmp_path: Path) -> None:
+    """``tether --export FILE [OUTPUT]`` as pi: a pi session file, a tether export, or an id."""
+    pi_file = tmp_path / "talk.jsonl"
+    pi_file.write_text(
+        '{"type":"session","version":3,"id":"p","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/p"}\n'
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z",'
+        '"message":{"role":"user","content":"hello <from> pi","timestamp":1}}\n'
+    )
+    done = cli.run("--export", str(pi_file))
+    assert done.returncode == 0, done.stderr
+    default = cli.project / "tether-session-talk.html"
+    assert done.stdout == f"Exported to: {default.name}\n"
+    assert "hello &lt;from&gt; pi" in default.read_text()
+    with stored_sessions(cli) as sessions:
+        assert sessions.list() == []  # reading the file stored nothing
+
+    first = cli.run("--mode", "json", "stored question", script=cli.script("a", [text_reply("an answer")]))
+    session_id = session_of(json_lines(first.stdout))
+    out = tmp_path / "by-id.html"
+    assert cli.run("--export", session_id, str(out)).returncode == 0
+    assert "stored question" in out.read_text() and "an answer" in out.read_text()
+    exported = tmp_path / "export.jsonl"
+    assert cli.run("sessions", "export", session_id, "-o", str(exported)).returncode == 0
+    again = tmp_path / "from-export.html"
+    assert cli.run("--export", str(exported), str(again)).returncode == 0
+    assert again.read_text() == out.read_text()
+
+    for missing in ("no-such-id", str(tmp_path / "gone.jsonl")):
+        done = cli.run("--export", missing)
+        assert done.returncode == 1 and done.stderr.startswith(f"tether: --export {missing}: ")
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_sessions_delete_asks_unless_yes(cli: CliEnv) -> None:
+    ids = []
+    for name in ("a", "b"):
+        done = cli.run("--mode", "json", f"question {name}", script=cli.script(name, [text_reply("x")]))
+        ids.append(session_of(json_lines(done.stdout)))
+    asked = cli.run("sessions", "delete", ids[0])  # stdin is no terminal: nobody can confirm
+    assert asked.returncode == 2 and "--yes" in asked.stderr
+    for flag in ("--yes", "-f"):
+        done = cli.run("sessions", "delete", flag, ids.pop())
+        assert done.returncode == 0, done.stderr
+    with stored_sessions(cli) as sessions:
+        assert sessions.list() == []
+    gone = cli.run("sessions", "delete", "-y", "no-such-id")
+    assert gone.returncode == 1 and gone.stderr.startswith("tether: ") and "no-such-id" in gone.stderr

@@ -19,6 +19,8 @@ body { font: 15px/1.5 system-ui, sans-serif; max-width: 52rem; margin: 2rem auto
 .user { border-color: #a3c; } .assistant { border-color: #39c; } .toolResult { border-color: #999; }
 .error { color: #b00; } .thinking { color: #777; font-style: italic; } .tool { font-family: monospace; }
 .role { font-size: 12px; text-transform: uppercase; color: #888; }
+.run, .fileMention { border-color: #c93; white-space: normal; }
+.output { background: #f6f6f6; padding: .5rem; margin: .25rem 0; white-space: pre-wrap; overflow-x: auto; }
 """
 
 
@@ -39,6 +41,10 @@ def write_html(path: Path, session: Session) -> Path:
 
 def _message(message: dict[str, Any]) -> str:
     role = str(message.get("role"))
+    if role in ("bashExecution", "pythonExecution"):
+        return _run(message)
+    if role == "fileMention":
+        return _mentions(message)
     body: list[str] = []
     content = message.get("content")
     if isinstance(content, str):
@@ -46,13 +52,52 @@ def _message(message: dict[str, Any]) -> str:
     elif isinstance(content, list):
         for block in cast(list[dict[str, Any]], content):
             body.append(_block(block))
-    for key in ("command", "code", "summary", "output"):
+    for key in ("summary",):
         if isinstance(message.get(key), str):
             body.append(html.escape(str(message[key])))
     if message.get("errorMessage"):
         body.append(f'<div class="error">{html.escape(str(message["errorMessage"]))}</div>')
     css = html.escape(role)
     return f'<div class="msg {css}"><div class="role">{css}</div>{"".join(body)}</div>'
+
+
+def _run(message: dict[str, Any]) -> str:
+    """``!cmd`` / ``$code``: the input as typed, then the output apart from it, then how it ended."""
+    shell = message.get("role") == "bashExecution"
+    marker = "!" if shell else "$"
+    typed = str(message.get("command" if shell else "code", ""))
+    if message.get("excludeFromContext"):
+        marker *= 2
+    notes: list[str] = []
+    if message.get("exitCode") not in (None, 0):
+        notes.append(f"exit code {message['exitCode']}")
+    if message.get("cancelled"):
+        notes.append("cancelled")
+    if message.get("truncated"):
+        notes.append("output truncated")
+    if message.get("excludeFromContext"):
+        notes.append("not sent to the model")
+    note = f'<div class="role">{html.escape(", ".join(notes))}</div>' if notes else ""
+    return (
+        f'<div class="msg run"><div class="role">{"shell" if shell else "python"}</div>'
+        f'<div class="tool">{html.escape(marker + typed)}</div>'
+        f'<pre class="output">{html.escape(str(message.get("output", "")))}</pre>{note}</div>'
+    )
+
+
+def _mentions(message: dict[str, Any]) -> str:
+    """``@path``: each attached file by name, with its text (images and skipped files noted)."""
+    parts: list[str] = []
+    for item in cast(list[dict[str, Any]], message.get("files") or []):
+        path = html.escape(str(item.get("path", "?")))
+        if item.get("skippedReason"):
+            body = f'<div class="role">not attached: {html.escape(str(item["skippedReason"]))}</div>'
+        elif item.get("image"):
+            body = f"[image {html.escape(str(item['image'].get('mimeType', '')))}]"
+        else:
+            body = f'<pre class="output">{html.escape(str(item.get("content", "")))}</pre>'
+        parts.append(f'<details><summary class="tool">@{path}</summary>{body}</details>')
+    return f'<div class="msg fileMention"><div class="role">attached files</div>{"".join(parts)}</div>'
 
 
 def _block(block: dict[str, Any]) -> str:
