@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tether.session.system_prompt import BASE_PROMPT, build_system_prompt, context_files
+import pytest
+from cli_support import CliEnv, json_lines, text_reply
+
+from tether.session import SessionManager, default_db_path
+from tether.session.system_prompt import BASE_PROMPT, build_system_prompt, context_files, prompt_text
 
 
 def test_context_files_outermost_first_and_agents_md_preferred(tmp_path: Path) -> None:
@@ -29,3 +33,50 @@ def test_replace_and_no_tools(tmp_path: Path) -> None:
     assert prompt.startswith("You are terse.")
     assert BASE_PROMPT not in prompt
     assert "no tools" in prompt
+
+
+def test_the_users_global_agents_md_comes_first_and_context_can_be_left_out(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "AGENTS.md").write_text("my own habits")
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / "AGENTS.md").write_text("project rules")
+    prompt = build_system_prompt(project, [], user_dir=config)
+    assert f'<user-instructions path="{config / "AGENTS.md"}">\nmy own habits' in prompt
+    assert prompt.index("my own habits") < prompt.index("project rules")
+    inside = build_system_prompt(config, [], user_dir=config)  # config folder inside the tree
+    assert inside.count("my own habits") == 1
+    bare = build_system_prompt(project, [], user_dir=config, context=False)
+    assert "my own habits" not in bare and "project rules" not in bare
+
+
+def test_prompt_text_reads_a_file_or_keeps_the_text(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.md"
+    extra.write_text("from a file")
+    assert prompt_text(str(extra)) == "from a file"
+    assert prompt_text("Answer in French.") == "Answer in French."
+    assert prompt_text("x" * 5000) == "x" * 5000  # too long to be a file name: a text
+
+
+@pytest.mark.subprocess
+def test_cli_context_options_shape_the_recorded_system_prompt(cli: CliEnv, tmp_path: Path) -> None:
+    (cli.home / "config").mkdir()
+    (cli.home / "config" / "AGENTS.md").write_text("global habit")
+    (cli.project / "AGENTS.md").write_text("project rule")
+    extra = tmp_path / "extra.md"
+    extra.write_text("appended from a file")
+    script = cli.script("s", [text_reply("ok")])
+    appended = ["--append-system-prompt", str(extra), "--append-system-prompt", "appended text"]
+    with_context = cli.run("--mode", "json", "q", *appended, script=script)
+    without = cli.run("--mode", "json", "q", "--no-context-files", script=script)
+    prompts = []
+    for done in (with_context, without):
+        assert done.returncode == 0, done.stderr
+        session_id = json_lines(done.stdout)[0]["id"]
+        with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+            prompts.append(sessions.open(session_id, readonly=True).context.system_prompt or "")
+    full, bare = prompts
+    assert full.index("global habit") < full.index("project rule")
+    assert full.endswith("appended from a file\n\nappended text")
+    assert "global habit" not in bare and "project rule" not in bare and "appended" not in bare
