@@ -3,8 +3,9 @@
 Every path a tool receives goes through ``Workspace.resolve``. Relative paths are taken from the
 workspace root; the result is the *real* path (symlinks followed), so ``../x``, ``/etc/passwd``
 and a symlink pointing out of the tree are all recognised as outside. Outside paths are refused
-unless the user allowed them (``allow_outside`` or ``extra_roots``), and a write outside the root
-still asks for approval, like every ``bash`` command, unless ``auto_approve`` (``--yes``) is set.
+unless the user allowed them (``allow_outside``, i.e. ``--allow-outside``, or ``extra_roots``), and
+a write outside the root still asks for approval, like every ``bash`` command, unless
+``auto_approve`` is set. Approving calls (``--yes``) never widens the workspace by itself.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Workspace:
         how = " through a symbolic link" if via_link else ""
         raise PathOutsideWorkspace(
             f"Path {path!r} resolves{how} to {real}, outside the workspace {self.real_root}. "
-            "Only files inside the workspace can be accessed."
+            "Only files inside the workspace can be accessed (the user can allow more: --allow-outside)."
         )
 
     def contains(self, real_path: Path) -> bool:
