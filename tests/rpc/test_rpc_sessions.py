@@ -182,3 +182,30 @@ async def test_context_overflow_compacts_and_continues_by_itself(rpc: RpcEnv) ->
         messages = await client.get_messages()
         assert messages[0]["role"] == "compactionSummary"
         assert all(m.get("stopReason") != "error" for m in messages)  # the failed reply is off the path
+
+
+async def test_slash_commands_in_a_prompt_run_in_the_core_never_reach_the_model(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("one"), text_reply("two"), text_reply("about frob")])
+    async with rpc.spawn() as client:
+        await client.prompt("first")
+        await client.prompt("second")
+        entries = (await client.get_entries())["entries"]
+        first_answer = next(
+            e for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant"
+        )
+        tree = await client.request("prompt", message="/tree")
+        assert tree["disposition"] == "handled" and first_answer["id"] in tree["text"]
+        branched = await client.request("prompt", message=f"/tree {first_answer['id']}")
+        assert branched["text"] == f"now on entry {first_answer['id']}"
+        assert user_texts(await client.get_messages()) == ["first"]
+        named = await client.request("prompt", message="/name greeting")
+        assert named["text"] == "session named 'greeting'"
+        assert "greeting" in (await client.request("prompt", message="/session"))["text"]
+        with pytest.raises(RpcError, match="/quit does not work over RPC: send the shutdown command"):
+            await client.request("prompt", message="/quit")
+        with pytest.raises(RpcError, match="usage: /thinking"):
+            await client.request("prompt", message="/thinking loud")
+        # an unknown /word is a prompt, as in pi
+        assert (await client.prompt("/frob is a word"))["status"] == "completed"
+        said = user_texts(await client.get_messages())
+        assert said == ["first", "/frob is a word"]  # no command text went to the model

@@ -23,6 +23,7 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     PermissionOption,
     SessionConfigOptionBoolean,
@@ -50,8 +51,8 @@ from tether.acp.updates import (
     tool_call_start,
 )
 from tether.session.agent_session import AgentSession
+from tether.session.commands import execute_remote
 from tether.session.settings import THINKING_LEVELS
-from tether.tools import Workspace
 from tether.tools.approval import Approval, ApprovalGate
 from tether.wire import ImageContent, ToolCall
 
@@ -116,7 +117,7 @@ class AcpSession:
         """Start serving ``core``: tools bridged to the editor, mode from the approval policy."""
         self._core = core
         self._base_approval = self.gate.policy
-        self._bridge = ToolBridge(self.client, self.id, Workspace(core.cwd), self.access, self.send)
+        self._bridge = ToolBridge(self.client, self.id, self.gate.workspace, self.access, self.send)
         core.agent.tools = bridge_tools(core.agent.tools, self._bridge)
         self.set_mode("auto" if self._base_approval == "yes" else "ask")
 
@@ -215,6 +216,15 @@ class AcpSession:
         core = self.core
         if core.is_running:
             raise RequestError.invalid_request({"details": "this session is already running a prompt"})
+        command = await execute_remote(core, text, "acp")
+        if command is not None:  # `/tree`, `/model x`, ...: the core answers, the model never sees it
+            await self.send(text_chunk(command.text))
+            await self.send(
+                ConfigOptionUpdate(
+                    session_update="config_option_update", config_options=self.config_options()
+                )
+            )
+            return "end_turn"
         self.cancelled.clear()
         self._announced.clear()
         unsubscribe = core.subscribe(self._on_event)

@@ -383,6 +383,9 @@ class PromptAccepted(TypedDict):
     """pi 1.x: what became of the prompt. `handled`: no run started, do not wait for agent_settled."""
 
     disposition: PromptDisposition
+    text: NotRequired[
+        Annotated[str, Doc("tether: a slash command's answer (`/tree`, `/session`), handled without a run.")]
+    ]
 
 
 @record(OPEN)

@@ -30,6 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
+from tether.session.commands import execute_remote, named_command
 from tether.session.events import Run, SessionEvent, message_text, wire_message_update
 from tether.session.store import SessionError
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
@@ -263,6 +264,9 @@ class RpcServer:
         text: str = params["message"]
         images: list[ImageContent] = params.get("images", [])
         self.core.require_writable()
+        if named_command(text) is not None:  # run by the core, never sent to the model as text
+            self._spawn(self._finish_async(self._slash_command, params.get("id"), "prompt", params))
+            return _ANSWERED
         if not self.core.is_running:
             self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))
@@ -277,6 +281,14 @@ class RpcServer:
         disposition = queue(text, images)
         self._queued_prompts.append(params.get("id"))
         return {"disposition": disposition}
+
+    async def _slash_command(self, params: dict[str, Any]) -> object:
+        """``/tree``, ``/model x``, ...: answered as a prompt ``handled`` without a run (pi 1.x's
+        disposition), with the command's text; a refused or failed command is an error."""
+        result = await execute_remote(self.core, params["message"], "rpc")
+        if result is None or result.error:
+            raise CommandError(result.text if result is not None else "not a command")
+        return {"disposition": "handled", "text": result.text}
 
     def _cmd_steer(self, params: dict[str, Any]) -> object:
         return {"disposition": self.core.steer(params["message"], params.get("images", []))}

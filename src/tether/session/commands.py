@@ -2,6 +2,10 @@
 
 A handler takes the session and the text after the command name and returns a ``CommandResult``
 (plain text, markdown-friendly). Bad arguments are answered with a usage line, never raised.
+
+RPC and ACP clients type into a prompt box, so their prompts go through ``execute_remote``: a known
+command runs here (or is refused with the reason, when that front end does it its own way) and
+never reaches the model as text; any other line is left to be sent as a prompt, as pi does.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ModelError
@@ -59,10 +64,42 @@ async def execute(core: AgentSession, line: str) -> CommandResult:
         return CommandResult(f"/{name}: {exc}", error=True)
 
 
+Remote = Literal["rpc", "acp"]
+"""A front end whose prompts come from a client program rather than the terminal."""
+
+REMOTE_REFUSALS: dict[str, dict[Remote, str]] = {
+    "quit": {"rpc": "send the shutdown command", "acp": "close the session in the editor"},
+    "new": {"acp": "start a new session from the editor (session/new)"},
+    "resume": {"acp": "open another session from the editor (session/load)"},
+    "fork": {"acp": "the editor keeps its own list of sessions; fork from the terminal or over RPC"},
+}
+"""Commands a remote front end does its own way: the reason names that way. ACP refuses what
+would move the editor's session id to another session behind its back."""
+
+
+def named_command(line: str) -> Command | None:
+    """The command a line names (``/tree``, ``/exit``), or ``None``: a prompt, or an unknown
+    ``/word`` (which an RPC or ACP client sends to the model, as pi does)."""
+    parsed = parse(line)
+    return COMMANDS.get(parsed[0]) if parsed is not None else None
+
+
+async def execute_remote(core: AgentSession, line: str, remote: Remote) -> CommandResult | None:
+    """A prompt from an RPC or ACP client: the result of the slash command it names, or ``None``
+    when it names none (send it to the model)."""
+    command = named_command(line)
+    if command is None:
+        return None
+    refusal = REMOTE_REFUSALS.get(command.name, {}).get(remote)
+    if refusal is not None:
+        return CommandResult(f"/{command.name} does not work over {remote.upper()}: {refusal}", error=True)
+    return await execute(core, line)
+
+
 async def _model(core: AgentSession, args: str) -> CommandResult:
     if not args:
         model = core.model
-        return CommandResult(f"model: {model['provider']}/{model['id']} (change with /model PROVIDER/ID)")
+        return CommandResult(f"model: {model['provider']}/{model['id']} (change with /model PATTERN[:LEVEL])")
     model = core.set_model(args)
     return CommandResult(f"model set to {model['provider']}/{model['id']}, thinking {core.thinking_level}")
 
@@ -183,7 +220,7 @@ async def _quit(core: AgentSession, args: str) -> CommandResult:
 
 
 _LIST = [
-    Command("model", "/model [PROVIDER/ID]", "show or switch the model", _model),
+    Command("model", "/model [PATTERN[:LEVEL]]", "show or switch the model (sonnet, opus:high)", _model),
     Command("thinking", "/thinking [LEVEL]", "show or set the thinking level", _thinking),
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older messages to free context", _compact),
     Command("tree", "/tree [ID [--summary]]", "navigate the session tree; with ID: branch there", _tree),

@@ -21,7 +21,6 @@ Model specs:
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -167,6 +166,8 @@ def resolve_scope(patterns: Sequence[str], *, usable: Usable | None = None) -> l
 
     A pattern that matches nothing raises ``ModelError``: a typo must not silently shrink the set.
     """
+    import fnmatch  # only with --models: not on every start-up
+
     from tether.ai.models import list_models
 
     scoped: list[ScopedModel] = []
