@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,13 +158,38 @@ def test_export_flag_writes_html_from_a_file_or_a_stored_session(cli: CliEnv, tm
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+def delete_at_a_terminal(cli: CliEnv, session_id: str, answer: bytes) -> subprocess.CompletedProcess[str]:
+    primary, secondary = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tether.cli", "sessions", "delete", session_id],
+            cwd=cli.project,
+            env=cli.env(),
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.write(primary, answer)
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
 def test_sessions_delete_asks_unless_yes(cli: CliEnv) -> None:
     ids = []
-    for name in ("a", "b"):
+    for name in ("a", "b", "c"):
         done = cli.run("--mode", "json", f"question {name}", script=cli.script(name, [text_reply("x")]))
         ids.append(session_of(json_lines(done.stdout)))
     asked = cli.run("sessions", "delete", ids[0])  # stdin is no terminal: nobody can confirm
     assert asked.returncode == 2 and "--yes" in asked.stderr
+    for answer, code in (b"n\n", 1), (b"y\n", 0):  # a terminal on stdin: asked, and answered
+        done = delete_at_a_terminal(cli, ids[0], answer)
+        assert done.returncode == code, done.stderr
+        assert f"Delete session {ids[0]}? [y/N]" in done.stdout
+    ids.pop(0)
     for flag in ("--yes", "-f"):
         done = cli.run("sessions", "delete", flag, ids.pop())
         assert done.returncode == 0, done.stderr
