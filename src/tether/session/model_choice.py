@@ -71,22 +71,30 @@ class ResolvedModel:
     """The level a ``:LEVEL`` suffix of the spec asked for (``None``: none given)."""
 
 
-@dataclass(frozen=True, slots=True)
 class ScopedModel:
-    """One model of ``--models``, with the thinking level its pattern's suffix asked for."""
+    """One model of ``--models``, with the thinking level its pattern's suffix asked for.
 
-    model: ModelInfo
-    thinking: str | None = None
+    A plain class rather than a dataclass, as is ``ModelCycle``: this module loads on every
+    start-up, and generating a dataclass costs more than these two small records are worth."""
+
+    __slots__ = ("model", "thinking")
+
+    def __init__(self, model: ModelInfo, thinking: str | None = None) -> None:
+        self.model = model
+        self.thinking = thinking
 
 
-@dataclass(frozen=True, slots=True)
 class ModelCycle:
-    """What ``AgentSession.cycle_model`` switched to."""
+    """What ``AgentSession.cycle_model`` switched to: the model, the thinking level now in
+    effect, and whether the model came from ``--models`` (``is_scoped``) or from every usable
+    model."""
 
-    model: ModelInfo
-    thinking_level: str
-    is_scoped: bool
-    """The model came from ``--models`` (else from every usable model)."""
+    __slots__ = ("is_scoped", "model", "thinking_level")
+
+    def __init__(self, model: ModelInfo, thinking_level: str, *, is_scoped: bool) -> None:
+        self.model = model
+        self.thinking_level = thinking_level
+        self.is_scoped = is_scoped
 
 
 def resolve_model(
