@@ -150,7 +150,10 @@ def root_command() -> click.Command:
         help="Working directory (the workspace the tools may touch).",
     )
     @click.option(
-        "-y", "--yes", is_flag=True, help="Approve every tool call without asking (inside the workspace)."
+        "-y",
+        "--yes",
+        is_flag=True,
+        help="Approve every tool call without asking (the workspace stays as it is: see --allow-outside).",
     )
     @click.option(
         "--allow-outside",
