@@ -118,7 +118,7 @@ class InteractiveApp:
         buffer = Buffer(
             multiline=True,
             history=_history(),
-            completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
+            completer=merge_completers([_CommandCompleter(core), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
         self._buffer = buffer
@@ -465,7 +465,7 @@ class InteractiveApp:
             if commands.parse(text) == ("tree", "") and not core.is_running:
                 self._print(render.user_text(painter, text))
                 await self._navigate_tree()
-            elif commands.parse(text) is not None:
+            elif commands.runs_here(core, text):
                 self._print(render.user_text(painter, text))
                 result = await commands.execute(core, text)
                 self._print(painter.styled(result.text, "red" if result.error else ""))
@@ -646,12 +646,16 @@ class _TreeMove:
 
 
 class _CommandCompleter(Completer):
-    """``/`` at the start of the input completes slash-command names."""
+    """``/`` at the start of the input completes slash-command names (built-in ones, then those
+    of the user's prompts, skills and extensions)."""
+
+    def __init__(self, core: AgentSession) -> None:
+        self._names = [*commands.COMMANDS, *(name for name, _ in commands.user_commands(core))]
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            for name in commands.COMMANDS:
+            for name in self._names:
                 if name.startswith(text[1:]):
                     yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 

@@ -101,6 +101,14 @@ class AutoRetryEndEvent(TypedDict):
     finalError: NotRequired[str]
 
 
+class NoticeEvent(TypedDict):
+    """Something the user should see that is not part of the conversation: an extension's
+    message or failure, a run an extension stopped."""
+
+    type: Literal["notice"]
+    message: str
+
+
 SessionEvent = (
     AgentEvent
     | AgentEndSessionEvent
@@ -110,6 +118,7 @@ SessionEvent = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | NoticeEvent
 )
 
 Listener = Callable[[SessionEvent], Awaitable[None] | None]

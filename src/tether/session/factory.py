@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.mcp import McpServerConfig, McpServers
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
+    from tether.session.resources import Resources
     from tether.session.session import Session
 
 
@@ -61,6 +62,10 @@ class SessionOptions:
     """``False``: no MCP servers from files (``--no-mcp``); servers given to ``create`` still start."""
     mcp_config: Path | None = None
     """``--mcp-config FILE``: servers on top of the user's and the (trusted) project's."""
+    extensions: bool = True
+    """``False`` (``--no-extensions``): load no extension from folders or entry points."""
+    extension_paths: tuple[Path, ...] = ()
+    """``-e PATH``: extensions loaded for this run on top of the others."""
 
     def create(
         self,
@@ -73,9 +78,15 @@ class SessionOptions:
     ) -> AgentSession:
         """``create_agent_session`` with these choices; ``mcp_servers`` (an editor's) come on top
         of those of the MCP files."""
+        from tether.ai.paths import config_dir
+        from tether.session.resources import load_resources
+
         servers = list(mcp_servers)
         if self.mcp:
             servers = [*load_mcp_files(cwd, self.mcp_config), *servers]
+        resources = load_resources(
+            cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
+        )
         return create_agent_session(
             cwd=cwd,
             settings=settings,
@@ -87,6 +98,7 @@ class SessionOptions:
             ask=ask,
             session=session,
             mcp_servers=servers,
+            resources=resources,
         )
 
 
@@ -119,6 +131,7 @@ def create_agent_session(
     sessions: SessionManager | None = None,
     hooks: Sequence[PromptHook] = (),
     mcp_servers: Sequence[McpServerConfig] = (),
+    resources: Resources | None = None,
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -139,6 +152,9 @@ def create_agent_session(
         hooks: Prompt hooks run before every model call.
         mcp_servers: MCP servers whose tools join the built-in ones (``mcp__<server>__<tool>``);
             ``load_mcp_files(cwd)`` gives the ones the CLI reads. Stopped by ``close()``.
+        resources: Skills, prompt templates and extensions (``load_resources(...)`` gives the
+            ones the CLI reads): skills join the system prompt, extension tools the tools,
+            extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
@@ -149,14 +165,19 @@ def create_agent_session(
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     built.extend(extra_tools)
+    host = resources.extensions if resources is not None else None
+    if host is not None:
+        built.extend(host.tools())
+        hooks = [*hooks, *host.prompt_hooks()]
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
-        resolved = _choose_model(model, settings, stored)
+        resolved = _choose_model(model, settings, stored, resources)
         prompt = build_system_prompt(
             cwd,
             [(t.name, t.description) for t in built],
             replace=system_prompt or settings.system_prompt,
             append=settings.append_system_prompt,
+            skills=resources.skills_prompt() if resources is not None else None,
         )
         agent = Agent(
             model=resolved.model,
@@ -173,8 +194,10 @@ def create_agent_session(
             sessions=sessions,
             approval=gate,
             hooks=hooks,
-            notice=resolved.notice,
+            notice="\n".join(filter(None, [resolved.notice, *(resources.warnings if resources else ())]))
+            or None,
             mcp=_mcp(mcp_servers),
+            resources=resources,
         )
     except BaseException:
         if stored is not None:
@@ -199,10 +222,24 @@ def _mcp(configs: Sequence[McpServerConfig]) -> McpServers | None:
     return McpServers(configs)
 
 
-def _choose_model(spec: str | None, settings: Settings, session: Session | None) -> ResolvedModel:
+def _choose_model(
+    spec: str | None, settings: Settings, session: Session | None, resources: Resources | None = None
+) -> ResolvedModel:
     """``model`` wins; a resumed session keeps its model (as stored, so a resume works even when
-    the catalog no longer lists it); else settings and defaults."""
+    the catalog no longer lists it); else settings and defaults. A spec naming an extension's
+    provider is served by that extension."""
     stored = session.context.model if session is not None else None
+    host = resources.extensions if resources is not None else None
+    wanted = (
+        spec or (f"{stored.provider}/{stored.model_id}" if stored is not None else None) or settings.model
+    )
+    if host is not None and wanted is not None:
+        try:
+            served = host.model(wanted)
+        except LookupError as exc:
+            raise SetupError(str(exc)) from None
+        if served is not None:
+            return ResolvedModel(served[0], served[1])
     if spec is None and stored is not None and stored.provider != "scripted":
         if stored.info is not None:
             return ResolvedModel(stored.info, None)

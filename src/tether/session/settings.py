@@ -41,6 +41,25 @@ class Retry:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillSources:
+    """Which folders skills are read from (``"skills"`` in settings; each on by default)."""
+
+    user: bool = True
+    """``skills/`` in tether's config folder."""
+    project: bool = True
+    """``.tether/skills/`` of a trusted project."""
+    agents: bool = True
+    """``.agents/skills/`` of the project and of the home folder."""
+    claude: bool = True
+    """``.claude/skills/`` of the project and of the home folder."""
+    pi: bool = True
+    """``.pi/skills/`` of the project and ``~/.pi/agent/skills/``."""
+
+
+SKILL_SOURCES = ("user", "project", "agents", "claude", "pi")
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: str | None = None
     thinking: str | None = None
@@ -54,6 +73,7 @@ class Settings:
     """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
+    skills: SkillSources = field(default_factory=SkillSources)
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
@@ -180,6 +200,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
             changes["retry"] = _retry(base.retry, value, path)
+        elif key == "skills":
+            changes["skills"] = _skill_sources(base.skills, value, path)
         elif key == "streamIdleTimeoutMs":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
@@ -187,7 +209,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "$schema":
             continue
         else:
-            extra = ["thinking", "approval", "compaction", "retry", "streamIdleTimeoutMs"]
+            extra = ["thinking", "approval", "compaction", "retry", "skills", "streamIdleTimeoutMs"]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
@@ -213,6 +235,20 @@ def _compaction(base: CompactionSettings, value: object, path: Path) -> Compacti
 
 def _retry(base: Retry, value: object, path: Path) -> Retry:
     return _section(base, value, path, "retry", {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms"})
+
+
+def _skill_sources(base: SkillSources, value: object, path: Path) -> SkillSources:
+    """``{"claude": false, ...}``: each source switched on or off."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "skills": expected an object of {", ".join(SKILL_SOURCES)}: true/false')
+    result = base
+    for key, item in cast(dict[str, object], value).items():
+        if key not in SKILL_SOURCES:
+            raise SettingsError(f'{path}: "skills.{key}": unknown source (known: {", ".join(SKILL_SOURCES)})')
+        if not isinstance(item, bool):
+            raise SettingsError(f'{path}: "skills.{key}": expected true or false')
+        result = replace(result, **{key: item})
+    return result
 
 
 def _section(base: _Section, value: object, path: Path, name: str, counts: dict[str, str]) -> _Section:

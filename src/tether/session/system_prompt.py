@@ -52,8 +52,12 @@ def build_system_prompt(
     replace: str | None = None,
     append: str | None = None,
     today: str | None = None,
+    skills: str | None = None,
 ) -> str:
-    """Base (or ``replace``) + tools + project context files + ``append``.
+    """Base (or ``replace``) + tools + project context files + skills + ``append``.
+
+    ``skills`` is the skills' part (``tether.session.skills.skills_prompt``): names,
+    descriptions and where to read each, never their contents.
 
     ``today`` is kept out by default: a date in the system prompt changes every day and breaks
     the provider's prompt cache; callers that want it pass it explicitly.
@@ -66,6 +70,8 @@ def build_system_prompt(
             continue
         if text:
             parts.append(f'<project-instructions path="{path}">\n{text}\n</project-instructions>')
+    if skills:
+        parts.append(skills)
     parts.append(f"Working directory: {cwd}")
     if today is not None:
         parts.append(f"Today's date: {today}")
