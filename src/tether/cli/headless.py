@@ -54,13 +54,15 @@ async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *
         elif kind == "compaction_start":
             err.write(f"[compacting the conversation: {event['reason']}]\n")
         elif kind == "notice":
-            err.write(f"{event['message']}\n")
+            (out if "command" in event else err).write(f"{event['message']}\n")
 
     unsubscribe = core.subscribe(on_event)
     try:
-        await core.submit(prompt, shell=False)
+        added = await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
+    if not added:
+        return 0  # an extension's command answered without running the agent
     return _finish(core, out if not stream else None, err)
 
 
@@ -96,9 +98,11 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
 
     unsubscribe = core.subscribe(on_event)
     try:
-        await core.submit(prompt, shell=False)
+        added = await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
+    if not added:
+        return 0  # an extension's command answered without running the agent
     return _finish(core, None, err)
 
 

@@ -34,6 +34,10 @@ class RunOptions:
     no_mcp: bool = False
     follow: bool = False
     """RPC mode: watch ``--session ID`` read-only while another process runs it."""
+    no_extensions: bool = False
+    """``--no-extensions``: load no extension from folders or installed packages."""
+    extensions: tuple[Path, ...] = ()
+    """``-e PATH``: extensions loaded for this run."""
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
@@ -47,6 +51,8 @@ class RunOptions:
             "yes" if self.yes else None,
             mcp=not self.no_mcp,
             mcp_config=self.mcp_config,
+            extensions=not self.no_extensions,
+            extension_paths=self.extensions,
         )
 
     @classmethod
@@ -81,4 +87,8 @@ class RunOptions:
             yes=bool(values.get("yes")),
             mcp_config=Path(mcp_config).resolve() if mcp_config else None,
             no_mcp=bool(values.get("no_mcp")),
+            no_extensions=bool(values.get("no_extensions")),
+            extensions=tuple(
+                Path(str(p)).resolve() for p in cast(tuple[object, ...], values.get("extension") or ())
+            ),
         )

@@ -646,12 +646,15 @@ class AgentSession:
 
         text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
         if text:
-            host.ui.notify(text)
+            self.notify(text, command=command.name)
         return self._added
 
-    def notify(self, text: str) -> None:
-        """Tell the listeners something the user should see (a ``notice`` event), at once."""
+    def notify(self, text: str, *, command: str | None = None) -> None:
+        """Tell the listeners something the user should see (a ``notice`` event), at once;
+        ``command``: the text is what that extension command answered."""
         event: NoticeEvent = {"type": "notice", "message": text}
+        if command is not None:
+            event["command"] = command
         for listener in tuple(self._listeners):
             outcome = listener(event)
             if outcome is not None:

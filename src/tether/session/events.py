@@ -107,6 +107,9 @@ class NoticeEvent(TypedDict):
 
     type: Literal["notice"]
     message: str
+    command: NotRequired[str]
+    """Set when this is what an extension's slash command answered (its name): print mode
+    writes it to stdout, as the run's answer."""
 
 
 SessionEvent = (
