@@ -3,7 +3,8 @@
 An extension's ``confirm``, ``select`` or ``input`` writes an ``extension_ui_request`` frame and
 waits for the client's ``extension_ui_response`` with the same ``id`` (pi 1.6's
 ``docs/rpc-extension-ui.md``; pi 0.73 clients see the same frames). ``notify`` is written and
-not waited for. A dialog never outlives the run it belongs to: ``abort`` (and the end of the
+not waited for. Each answer gets a response frame (tether's one-response-per-line rule; a pi
+client takes a response it did not ask for as an event and ignores it). A dialog never outlives the run it belongs to: ``abort`` (and the end of the
 input) cancels every open one, which the extension sees as a dismissal (``False`` / ``None``).
 """
 

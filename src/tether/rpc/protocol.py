@@ -361,7 +361,8 @@ class ShutdownCommand(TypedDict):
 @record(PARAMS)
 class ExtensionUiResponse(TypedDict):
     """The client's answer to an ``extension_ui_request`` dialog (``select``, ``confirm``,
-    ``input``), matched by ``id``; ``cancelled`` dismisses it. Not answered in return."""
+    ``input``), matched by ``id``; ``cancelled`` dismisses it. Answered like a command (pi
+    answers nothing; a pi client ignores the response)."""
 
     id: str
     type: Literal["extension_ui_response"]
@@ -844,6 +845,7 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
     "get_last_assistant_text": (GetLastAssistantTextCommand, LastAssistantTextResult),
     "set_session_name": (SetSessionNameCommand, None),
     "get_commands": (GetCommandsCommand, CommandsResult),
+    "extension_ui_response": (ExtensionUiResponse, None),
     "set_event_filter": (SetEventFilterCommand, EventFilter),
     "shutdown": (ShutdownCommand, None),
 }

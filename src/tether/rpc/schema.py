@@ -94,7 +94,6 @@ def _name_of(tp: object) -> str:
 
 
 _COMMANDS: dict[str, object] = {_name_of(params): params for params, _ in p.COMMANDS.values()}
-_COMMANDS["ExtensionUiResponse"] = p.ExtensionUiResponse
 
 RPC_DEFS = Registry("rpcDefs", {**_SHARED, **_COMMANDS, **_RESULTS, **_FRAMES})
 
@@ -111,7 +110,7 @@ def rpc_section() -> dict[str, Any]:
         "protocolVersion": p.PROTOCOL_VERSION,
         "framing": "JSON Lines: one UTF-8 JSON object per line, records split on LF only",
         "commands": commands,
-        "clientFrames": [*(c["params"] for c in commands.values()), _ref(p.ExtensionUiResponse)],
+        "clientFrames": [c["params"] for c in commands.values()],
         "serverFrames": "#/$defs/ServerFrame",
         "events": "#/$defs/Event",
         "eventTypes": list(p.EVENT_TYPES),

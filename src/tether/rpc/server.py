@@ -170,12 +170,6 @@ class RpcServer:
         if not isinstance(kind, str):
             self._respond(request_id, "parse", error='a command needs a string "type"')
             return None
-        if kind == "extension_ui_response":
-            if self.extension_ui is None or not self.extension_ui.answer(command):
-                sys.stderr.write(
-                    f"tether: extension_ui_response for no open dialog (id {command.get('id')!r})\n"
-                )
-            return None  # never answered, as in pi
         if kind not in p.COMMANDS:
             self._respond(request_id, kind, error=f"Unknown command: {kind}")
             return None
@@ -579,6 +573,17 @@ class RpcServer:
         if not name:
             raise CommandError("Session name cannot be empty")
         self.core.rename(name)
+        return NO_DATA
+
+    def _cmd_extension_ui_response(self, params: dict[str, Any]) -> object:
+        """The answer to an extension dialog. pi answers nothing here; tether keeps its rule of one
+        response per line (a pi client takes a response it did not ask for as an event)."""
+        if self.extension_ui is None:
+            raise CommandError(
+                f"no open extension dialog with id {params['id']!r} (this session has no extensions)"
+            )
+        if not self.extension_ui.answer(params):
+            raise CommandError(f"no open extension dialog with id {params['id']!r}")
         return NO_DATA
 
     def _cmd_get_commands(self, params: dict[str, Any]) -> object:
