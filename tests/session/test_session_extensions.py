@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tether.session.extensions.entry_points import CACHE_FILE, installed_entry_points
 from tether.session.extensions.host import HeadlessUI
 from tether.session.factory import SessionChoice, SessionOptions
-from tether.session.resources import load_resources
+from tether.session.resources import ENTRY_POINTS_CACHE, installed_entry_points, load_resources
 from tether.session.settings import Settings
 from tether.session.trust import trust
 from tether.testing.scripted import ScriptedModel
@@ -130,7 +129,7 @@ def test_entry_points_are_found_and_cached(dirs: dict[str, Path], monkeypatch: p
     monkeypatch.syspath_prepend(str(site))
 
     assert ("hello", "hello_ext") in installed_entry_points(dirs["data"])
-    cache = dirs["data"] / CACHE_FILE
+    cache = dirs["data"] / ENTRY_POINTS_CACHE
     cached = json.loads(cache.read_text())
     assert cached["folders"][str(site)] == site.stat().st_mtime_ns
     # The cache answers while the folder is unchanged: a planted answer comes back as is.

@@ -15,7 +15,7 @@ from tether.session.commands import execute, runs_here
 from tether.session.factory import SessionChoice, SessionOptions
 from tether.session.frontmatter import FrontMatterError, split_front_matter
 from tether.session.resources import load_resources
-from tether.session.settings import Settings, SettingsError, SkillSources, load_settings
+from tether.session.settings import Settings, SettingsError, load_settings
 from tether.session.templates import PromptTemplate, split_arguments
 from tether.session.trust import trust
 from tether.testing.scripted import ScriptedModel
@@ -139,10 +139,10 @@ def test_each_skill_source_can_be_switched_off(dirs: dict[str, Path]) -> None:
     skill(config / "skills", "e", "user")
     (config / "settings.json").write_text(json.dumps({"skills": {"claude": False, "pi": False}}))
     settings = load_settings(config, project)
-    assert settings.skills == SkillSources(claude=False, pi=False)
+    assert settings.skills == {"user", "project", "agents"}
     names = [s.name for s in load_resources(project, config, settings, extensions=False).skills]
     assert names == ["a", "b", "e"]
-    off = replace(settings, skills=SkillSources(False, False, False, False, False))
+    off = replace(settings, skills=frozenset[str]())
     assert load_resources(project, config, off, extensions=False).skills == []
 
 

@@ -23,31 +23,56 @@ only when there is something for them.
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from tether.session.extensions.api import ExtensionCommand
     from tether.session.extensions.host import ExtensionHost
     from tether.session.settings import Settings
     from tether.session.skills import Skill
     from tether.session.templates import PromptTemplate
 
-CommandSource = Literal["prompt", "skill", "extension"]
+if TYPE_CHECKING:
+    CommandSource: TypeAlias = Literal["prompt", "skill", "extension"]
 
 
-@dataclass(frozen=True, slots=True)
 class CommandInfo:
-    """A slash command a user's file added (``get_commands``, ``/help``, completion, ACP)."""
+    """A slash command a user's file added (``get_commands``, ``/help``, completion, ACP).
 
+    A plain class rather than a dataclass: this module loads on every start, and building a
+    dataclass costs more than the rest of the module (see ``bench/p3_cold_start.py``)."""
+
+    __slots__ = ("description", "name", "path", "scope", "source")
     name: str
     description: str
     source: CommandSource
     path: str
     """The file it comes from (an extension's origin for its commands)."""
     scope: Literal["user", "project", "temporary"]
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        source: CommandSource,
+        path: str,
+        scope: Literal["user", "project", "temporary"],
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.source = source
+        self.path = path
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"CommandInfo({self.name!r}, {self.source!r}, {self.path!r})"
 
 
 class Resources:
@@ -227,22 +252,22 @@ def _skills(
     switches = settings.skills
     home = Path.home()
     folders: list[tuple[str, Literal["user", "project"], Path | None]] = [
-        ("project", "project", project.tether("skills") if switches.project else None)
+        ("project", "project", project.tether("skills") if "project" in switches else None)
     ]
     for source, relative in (
         ("agents", ".agents/skills"),
         ("claude", ".claude/skills"),
         ("pi", ".pi/skills"),
     ):
-        if getattr(switches, source):
+        if source in switches:
             folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
-    folders.append(("user", "user", config_dir / "skills" if switches.user else None))
+    folders.append(("user", "user", config_dir / "skills" if "user" in switches else None))
     for source, relative in (
         ("agents", ".agents/skills"),
         ("claude", ".claude/skills"),
         ("pi", ".pi/agent/skills"),
     ):
-        if getattr(switches, source):
+        if source in switches:
             folders.append((source, _USER, home / relative))
     present: list[tuple[str, Literal["user", "project"], Path]] = [
         (source, scope, folder) for source, scope, folder in folders if folder is not None and folder.is_dir()
@@ -298,8 +323,6 @@ def _extensions(
     paths: list[Path] = []
     entry_points: list[tuple[str, str]] = []
     if discover:
-        from tether.session.extensions.entry_points import installed_entry_points
-
         user = config_dir / "extensions"
         project_folder = project.tether("extensions")
         for folder in (user, project_folder):
@@ -318,3 +341,52 @@ def _extensions(
     from tether.session.extensions.loader import load_extensions
 
     return load_extensions(project.chain[0], paths, entry_points)
+
+
+# -- installed extensions, without paying for the search on every start ---------------------------
+#
+# ``importlib.metadata`` takes tens of milliseconds to import and to read every installed
+# package's metadata, most of ``tether -p``'s start-up, for a group that is usually empty. So the
+# answer is kept in ``<data dir>/extension-entry-points.json`` with the modification times of the
+# ``site-packages`` folders on ``sys.path``: installing or removing a package adds or removes its
+# ``.dist-info`` folder there, which changes the folder's time, and only then is the search done
+# again. (Other folders on the path, such as the current directory, change for unrelated reasons
+# and hold no installed metadata.)
+
+ENTRY_POINT_GROUP = "tether.extensions"
+ENTRY_POINTS_CACHE = "extension-entry-points.json"
+
+
+def installed_entry_points(data_dir: Path) -> list[tuple[str, str]]:
+    """``(name, "module:attr")`` of every entry point in the group, installed order."""
+    stamps = _folder_stamps()
+    cache = data_dir / ENTRY_POINTS_CACHE
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached.get("folders") == stamps:
+            return [(str(n), str(v)) for n, v in cached["entryPoints"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    from importlib.metadata import entry_points
+
+    found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(cache.name + f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"folders": stamps, "entryPoints": found}), encoding="utf-8")
+        temporary.replace(cache)
+    except OSError:
+        pass  # a read-only data folder: search again next time
+    return found
+
+
+def _folder_stamps() -> dict[str, int]:
+    stamps: dict[str, int] = {}
+    for folder in sys.path:
+        if os.path.basename(folder) not in ("site-packages", "dist-packages"):
+            continue
+        try:
+            stamps[folder] = os.stat(folder).st_mtime_ns
+        except OSError:
+            continue
+    return stamps

@@ -40,23 +40,10 @@ class Retry:
     """Delay before the first retry; it doubles for each further one."""
 
 
-@dataclass(frozen=True, slots=True)
-class SkillSources:
-    """Which folders skills are read from (``"skills"`` in settings; each on by default)."""
-
-    user: bool = True
-    """``skills/`` in tether's config folder."""
-    project: bool = True
-    """``.tether/skills/`` of a trusted project."""
-    agents: bool = True
-    """``.agents/skills/`` of the project and of the home folder."""
-    claude: bool = True
-    """``.claude/skills/`` of the project and of the home folder."""
-    pi: bool = True
-    """``.pi/skills/`` of the project and ``~/.pi/agent/skills/``."""
-
-
 SKILL_SOURCES = ("user", "project", "agents", "claude", "pi")
+"""Where skills are read from (``docs/skills.md``): ``skills/`` in tether's config folder,
+``.tether/skills/`` of a trusted project, and the ``.agents``, ``.claude`` and ``.pi`` folders of
+the project and of the home folder."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +60,8 @@ class Settings:
     """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
-    skills: SkillSources = field(default_factory=SkillSources)
+    skills: frozenset[str] = frozenset(SKILL_SOURCES)
+    """The skill sources switched on (``"skills": {"claude": false}`` takes one out)."""
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
@@ -237,7 +225,7 @@ def _retry(base: Retry, value: object, path: Path) -> Retry:
     return _section(base, value, path, "retry", {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms"})
 
 
-def _skill_sources(base: SkillSources, value: object, path: Path) -> SkillSources:
+def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset[str]:
     """``{"claude": false, ...}``: each source switched on or off."""
     if not isinstance(value, dict):
         raise SettingsError(f'{path}: "skills": expected an object of {", ".join(SKILL_SOURCES)}: true/false')
@@ -247,7 +235,7 @@ def _skill_sources(base: SkillSources, value: object, path: Path) -> SkillSource
             raise SettingsError(f'{path}: "skills.{key}": unknown source (known: {", ".join(SKILL_SOURCES)})')
         if not isinstance(item, bool):
             raise SettingsError(f'{path}: "skills.{key}": expected true or false')
-        result = replace(result, **{key: item})
+        result = result | {key} if item else result - {key}
     return result
 
 
