@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from xml.sax.saxutils import escape, quoteattr
 
 from tether.session.frontmatter import FrontMatterError, split_front_matter
 
@@ -115,6 +114,12 @@ def skills_prompt(skills: list[Skill]) -> str | None:
     )
 
 
+def escape(text: str) -> str:
+    """XML-escape ``text`` for the prompt's tags (``xml.sax.saxutils`` would import
+    ``urllib.request`` and with it half the standard library, for three replacements)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
 def skill_invocation(skill: Skill, args: str) -> str:
     """The prompt ``/skill:NAME args`` sends: the skill's instructions, then the user's text."""
     try:
@@ -122,7 +127,7 @@ def skill_invocation(skill: Skill, args: str) -> str:
     except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
         raise ValueError(f"skill {skill.name}: cannot read {skill.path}: {exc}") from None
     block = (
-        f"<skill name={quoteattr(skill.name)} location={quoteattr(str(skill.path))}>\n"
+        f'<skill name="{escape(skill.name)}" location="{escape(str(skill.path))}">\n'
         f"References are relative to {skill.folder}.\n\n{body.strip()}\n</skill>"
     )
     return f"{block}\n\n{args}" if args else block
