@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import datetime
 
-from tether.session.extensions.api import ExtensionAPI
-from tether.session.prompt import PromptEditor
+from tether.session import ExtensionAPI, PromptEditor
 
 
 def setup(api: ExtensionAPI) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, SimpleStreamOptions
-from tether.session.extensions.api import ExtensionAPI
+from tether.session import ExtensionAPI
 from tether.wire import AssistantMessageEvent, ModelInfo, TextContent
 
 ECHO: ModelInfo = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tether.agent import BeforeToolCallContext, BeforeToolCallResult
-from tether.session.extensions.api import ExtensionAPI
+from tether.session import ExtensionAPI
 
 DANGEROUS = re.compile(r"\brm\s+(-[a-zA-Z]*r[a-zA-Z]*f|-[a-zA-Z]*f[a-zA-Z]*r|-r\s+-f|-f\s+-r)\b")
 

@@ -8,7 +8,7 @@ an ACP message).
 
 from __future__ import annotations
 
-from tether.session.extensions.api import CommandContext, ExtensionAPI
+from tether.session import CommandContext, ExtensionAPI
 
 MARKERS = ("TODO", "FIXME")
 

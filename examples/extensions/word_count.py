@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import Field
 
 from tether.agent import tool
-from tether.session.extensions.api import ExtensionAPI
+from tether.session import ExtensionAPI
 
 
 def setup(api: ExtensionAPI) -> None:
