@@ -307,3 +307,24 @@ def test_no_user_files_load_nothing_new(tmp_path: Path) -> None:
     heavy = {"tether.session.frontmatter", "tether.session.skills", "tether.session.templates", "yaml"}
     heavy |= {"tether.session.extensions.loader", "tether.session.extensions.host", "importlib.metadata"}
     assert heavy & runs[1] == set()
+
+
+async def test_a_skill_whose_file_went_away_is_one_notice(
+    dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = dirs["config"]
+    monkeypatch.setenv("TETHER_HOME", str(config.parent))
+    scripted(tmp_path, monkeypatch, "unused")
+    path = skill(config / "skills", "gone", "Soon deleted")
+    core = SessionOptions().create(
+        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    notices: list[str] = []
+    core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        path.unlink()
+        assert await core.submit("/skill:gone now") == []
+    finally:
+        await core.close()
+    assert len(notices) == 1 and notices[0].startswith(f"skill gone: cannot read {path}")
+    assert sent(core) == []  # no model call

@@ -263,7 +263,11 @@ class AgentSession:
             command = self.resources.extension_command(line)
             if command is not None:
                 return self._new_run(lambda: self._command_run(*command))
-            line = self.resources.expand(line) or line
+            try:
+                line = self.resources.expand(line) or line
+            except ValueError as exc:  # a skill whose file went away since the start
+                problem = str(exc)
+                return self._new_run(lambda: self._notice_run(problem))
         parsed = parse_prompt_input(line) if shell else None
         if parsed is not None:
             return self._new_run(lambda: self._input_run(parsed))
@@ -647,6 +651,11 @@ class AgentSession:
         text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
         if text:
             self.notify(text, command=command.name)
+        return self._added
+
+    async def _notice_run(self, text: str) -> list[AgentMessage]:
+        """A run that only tells the user something (a slash command that could not run)."""
+        self.notify(text)
         return self._added
 
     def notify(self, text: str, *, command: str | None = None) -> None:

@@ -143,9 +143,9 @@ class Resources:
 
     def handles(self, line: str) -> bool:
         """Whether ``line`` is one of these commands (so it is not an unknown built-in one)."""
-        return self.extension_command(line) is not None or self.expand_name(line)
+        return self.extension_command(line) is not None or self._expands(line)
 
-    def expand_name(self, line: str) -> bool:
+    def _expands(self, line: str) -> bool:
         parsed = _parse(line)
         if parsed is None:
             return False
