@@ -149,3 +149,24 @@ def test_templates_and_skills_from_the_cli(cli: CliEnv) -> None:
     assert f"{broken}: invalid front matter (line 2: expected `key: value`" in done.stderr
     done = cli.run(*args, "/skill:tidy now")
     assert done.stdout.startswith('echo: <skill name="tidy"') and done.stdout.endswith("</skill>\n\nnow\n")
+
+
+def test_a_run_an_extension_stops_exits_1_with_the_reason(cli: CliEnv) -> None:
+    stopper = cli.home / "stopper.py"
+    stopper.write_text(
+        "from tether.session import BeforeRunResult\n\n"
+        "def setup(api):\n"
+        "    @api.on('before_run')\n"
+        "    def stop(context):\n"
+        "        if 'password' in context.text:\n"
+        "            return BeforeRunResult(block=True, reason='no passwords in prompts')\n"
+        "    api.register_command('quiet', lambda args, ctx: None)\n"
+    )
+    script = cli.script("s", [text_reply("fine")])
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "my password is x", script=script)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "run stopped: no passwords in prompts" in done.stderr
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "/quiet", script=script)
+    assert (done.returncode, done.stdout) == (0, "")  # a command with nothing to say
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "hello", script=script)
+    assert (done.returncode, done.stdout) == (0, "fine\n")
