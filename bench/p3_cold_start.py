@@ -5,6 +5,8 @@ Median wall time (N runs each, after one warm-up run) of:
 - ``tether --version``;
 - ``tether -p "hi" --no-session`` with the scripted model (``TETHER_SCRIPTED``): a whole run;
 - ``tether -p "hi"`` the same, storing the session (SQLite, messages validated): what a user runs;
+- ``tether -p --no-session`` with 20 skills, 20 prompt templates and 5 extensions in the user's
+  config folder (their own home): what the user's files cost, over the same run without them;
 - ``pi --version`` — the reference, the pi coding agent CLI from npm (installed on first use
   into ``bench/reference/pi-cli/node_modules``, git-ignored).
 Goal: tether <= 150 ms and at most half of pi's time.
@@ -90,6 +92,34 @@ def print_tracing(tether: list[str], env: dict[str, str]) -> None:
         print(f"{name:<30} {off * 1000:8.1f} {on * 1000:8.1f} {on / off:8.2f}")
 
 
+def write_user_files(config: Path, skills: int = 20, templates: int = 20, extensions: int = 5) -> None:
+    """A config folder with ``skills`` skills, ``templates`` prompt templates and ``extensions``
+    extensions, each a small but realistic file (front matter, a body; a tool, a command, a hook)."""
+    for i in range(skills):
+        folder = config / "skills" / f"skill-{i:02}"
+        folder.mkdir(parents=True)
+        body = "\n".join(f"{n}. Step {n} of the procedure, with its details." for n in range(1, 30))
+        (folder / "SKILL.md").write_text(
+            f"---\nname: skill-{i:02}\ndescription: >-\n  Use when the task is of kind {i}: a description\n"
+            f"  folded over two lines.\nlicense: MIT\nmetadata:\n  author: bench\n---\n# Skill {i}\n\n{body}\n"
+        )
+    (config / "prompts").mkdir(parents=True)
+    for i in range(templates):
+        (config / "prompts" / f"prompt-{i:02}.md").write_text(
+            f"---\ndescription: Template number {i}\nargument-hint: FILE\n---\nReview $1 for problem {i}: $ARGUMENTS\n"
+        )
+    (config / "extensions").mkdir(parents=True)
+    for i in range(extensions):
+        (config / "extensions" / f"ext_{i}.py").write_text(
+            "from tether.agent import tool\n\n\n"
+            "def setup(api):\n"
+            f"    @api.register_tool\n    @tool\n    def tool_{i}(text: str, times: int = 1) -> str:\n"
+            f'        """Tool {i}: repeat a text."""\n        return text * times\n\n'
+            f"    api.register_command('cmd-{i}', lambda args, ctx: args, description='command {i}')\n\n"
+            "    @api.on('tool_call')\n    def check(context):\n        return None\n"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     """``argv`` are this benchmark's options; ``bench/run.py`` passes none (its own argv names benchmarks)."""
     parser = argparse.ArgumentParser(description="P3: cold start of the tether command")
@@ -110,6 +140,12 @@ def main(argv: list[str] | None = None) -> None:
             ("tether -p --no-session", measure([*tether, "-p", "hi", "--no-session"], env)),
             ("tether -p (session stored)", measure([*tether, "-p", "hi"], env)),
         ]
+        user_home = Path(home) / "with-user-files"
+        write_user_files(user_home / "config")
+        with_files = {**env, "TETHER_HOME": str(user_home)}
+        rows.append(
+            ("tether -p, 20+20+5 user files", measure([*tether, "-p", "hi", "--no-session"], with_files))
+        )
         pi = pi_command()
         pi_time = measure([*pi, "--version"], env, runs=7) if pi is not None else None
     floor = rows[0][1]
@@ -124,6 +160,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{'pi --version (reference)':<30} {pi_time * 1000:8.1f} {pi_time / floor:8.2f} {1.0:8.2f}")
     else:
         print("pi --version: npm not available, reference skipped")
+    plain, loaded = rows[2][1], rows[-1][1]
+    record("user files (20 skills, 20 templates, 5 ext.)", loaded / plain, "tether -p --no-session")
+    print(
+        f"20 skills, 20 templates, 5 extensions cost {(loaded - plain) * 1000:.1f} ms ({loaded / plain:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -133,6 +133,8 @@ class TetherAcpAgent:
         self._client: Client | None = None
         self._access = EditorAccess()
         self._sessions: dict[str, AcpSession] = {}
+        self._announcements: set[asyncio.Task[None]] = set()
+        """``available_commands_update`` sends in flight (kept alive until they finish)."""
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -193,6 +195,7 @@ class TetherAcpAgent:
     ) -> NewSessionResponse:
         servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._start(cwd, SessionChoice(), servers)
+        self._announce_commands(session)
         return NewSessionResponse(
             session_id=session.id,
             modes=session.mode_state(),
@@ -216,6 +219,7 @@ class TetherAcpAgent:
             raise RequestError.invalid_request({"details": "the session is running a prompt"})
         for update in history_updates(session.core.messages, session.core.cwd):
             await session.send(update)
+        self._announce_commands(session)
         return LoadSessionResponse(
             modes=session.mode_state(),
             config_options=session.config_options(),
@@ -300,6 +304,15 @@ class TetherAcpAgent:
         if session is None:
             raise RequestError.invalid_params({"details": f"no session {session_id!r} in this connection"})
         return session
+
+    def _announce_commands(self, session: AcpSession) -> None:
+        """Send the session's slash commands right after the response that names the session
+        (an update before it would be about a session the client does not know yet)."""
+        update = session.commands_update()
+        if update is not None:
+            task = asyncio.ensure_future(session.send(update))
+            self._announcements.add(task)
+            task.add_done_callback(self._announcements.discard)
 
     def _start(
         self, cwd: str, choice: SessionChoice, mcp_servers: Sequence[McpServerConfig] = ()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -23,6 +23,9 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     PermissionOption,
@@ -31,6 +34,8 @@ from acp.schema import (
     SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    ToolCallUpdate,
+    UnstructuredCommandInput,
 )
 
 from tether.acp.tools import EditorAccess, ToolBridge, bridge_tools
@@ -52,6 +57,7 @@ from tether.acp.updates import (
 )
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote
+from tether.session.extensions.api import NotifyLevel
 from tether.session.settings import THINKING_LEVELS
 from tether.tools.approval import Approval, ApprovalGate
 from tether.wire import ImageContent, ToolCall
@@ -92,6 +98,8 @@ class AcpSession:
     """Tool calls the client has already been told about (``tool_call`` sent) in this turn."""
     _base_approval: Approval = field(default="ask", init=False)
     """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
+    _dialogs: int = field(default=0, init=False)
+    """Extension dialogs asked so far (numbers their permission requests)."""
 
     @property
     def core(self) -> AgentSession:
@@ -120,6 +128,27 @@ class AcpSession:
         self._bridge = ToolBridge(self.client, self.id, self.gate.workspace, self.access, self.send)
         core.agent.tools = bridge_tools(core.agent.tools, self._bridge)
         self.set_mode("auto" if self._base_approval == "yes" else "ask")
+        if core.resources is not None and core.resources.extensions is not None:
+            core.resources.extensions.ui = self  # extension dialogs become permission requests
+
+    def commands_update(self) -> AvailableCommandsUpdate | None:
+        """The user's slash commands (templates, skills, extension commands) for the editor's
+        menu; ``None`` when there are none."""
+        resources = self.core.resources
+        commands = resources.commands() if resources is not None else []
+        if not commands:
+            return None
+        return AvailableCommandsUpdate(
+            session_update="available_commands_update",
+            available_commands=[
+                AvailableCommand(
+                    name=c.name,
+                    description=c.description or c.name,
+                    input=AvailableCommandInput(root=UnstructuredCommandInput(hint="arguments")),
+                )
+                for c in commands
+            ],
+        )
 
     async def send(self, update: SessionUpdate) -> None:
         with contextlib.suppress(ConnectionError):  # the client left; the turn still finishes and is stored
@@ -282,6 +311,62 @@ class AcpSession:
             return True
         return outcome.option_id == ALLOW_ONCE
 
+    # -- extension dialogs (this session is the extensions' ``ExtensionUI``) ---------------------
+
+    async def confirm(self, title: str, message: str = "") -> bool:
+        """A permission request with allow and reject; anything but allow is a no."""
+        options = [
+            PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once"),
+            PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
+        ]
+        return await self._choose(f"{title} {message}".strip(), options) == ALLOW_ONCE
+
+    async def select(self, title: str, options: Sequence[str]) -> str | None:
+        """A permission request whose options are the choices."""
+        choices = [
+            PermissionOption(option_id=str(i), name=o, kind="allow_once") for i, o in enumerate(options)
+        ]
+        picked = await self._choose(title, choices)
+        return (
+            options[int(picked)]
+            if picked is not None and picked.isdigit() and int(picked) < len(options)
+            else None
+        )
+
+    async def input(self, title: str, placeholder: str = "") -> str | None:
+        """ACP has no text prompt for an agent to send: dismissed, and said so."""
+        self.notify(f"{title}: an editor cannot be asked for text; no input")
+        return None
+
+    def notify(self, message: str, level: NotifyLevel = "info") -> None:
+        self.core.notify(message if level == "info" else f"{level}: {message}")
+
+    async def _choose(self, title: str, options: list[PermissionOption]) -> str | None:
+        """The option the user picked in a permission request about ``title``; ``None`` when the
+        request was cancelled, failed, or the turn was."""
+        self._dialogs += 1
+        subject = ToolCallUpdate(
+            tool_call_id=f"extension-{self._dialogs}", title=title, kind="other", status="pending"
+        )
+        request = asyncio.ensure_future(
+            self.client.request_permission(session_id=self.id, tool_call=subject, options=options)
+        )
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait({request, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            if not request.done():
+                request.cancel()
+        if request.cancelled():
+            return None
+        try:
+            outcome = request.result().outcome
+        except Exception as exc:
+            logger.warning("extension dialog failed, taking it as dismissed: %s", exc)
+            return None
+        return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+
     async def _on_event(self, event: Mapping[str, Any]) -> None:
         for update in self._updates(event):
             await self.send(update)
@@ -289,6 +374,8 @@ class AcpSession:
     def _updates(self, event: Mapping[str, Any]) -> list[SessionUpdate]:
         kind = event["type"]
         cwd = self.core.cwd
+        if kind == "notice":  # an extension's message or its command's answer
+            return [text_chunk(f"{event['message']}\n")]
         if kind == "message_update":
             inner = event["assistantMessageEvent"]
             if inner["type"] == "text_delta":

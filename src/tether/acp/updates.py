@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     ConfigOptionUpdate,
     ContentToolCallContent,
     CurrentModeUpdate,
@@ -43,6 +44,7 @@ SessionUpdate = (
     | ToolCallProgress
     | CurrentModeUpdate
     | ConfigOptionUpdate
+    | AvailableCommandsUpdate
 )
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"

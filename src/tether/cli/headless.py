@@ -54,13 +54,15 @@ async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *
         elif kind == "compaction_start":
             err.write(f"[compacting the conversation: {event['reason']}]\n")
         elif kind == "notice":
-            err.write(f"{event['message']}\n")
+            (out if "command" in event else err).write(f"{event['message']}\n")
 
     unsubscribe = core.subscribe(on_event)
     try:
-        await core.submit(prompt, shell=False)
+        added = await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
+    if not added:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
+        return 0 if is_command(core, prompt) else 1
     return _finish(core, out if not stream else None, err)
 
 
@@ -96,10 +98,17 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
 
     unsubscribe = core.subscribe(on_event)
     try:
-        await core.submit(prompt, shell=False)
+        added = await core.submit(prompt, shell=False)
     finally:
         unsubscribe()
+    if not added:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
+        return 0 if is_command(core, prompt) else 1
     return _finish(core, None, err)
+
+
+def is_command(core: AgentSession, prompt: str) -> bool:
+    """Whether ``prompt`` is an extension's slash command (which may finish without the model)."""
+    return core.resources is not None and core.resources.extension_command(prompt) is not None
 
 
 def _finish(core: AgentSession, out: TextIO | None, err: TextIO) -> int:

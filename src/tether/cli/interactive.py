@@ -26,10 +26,10 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
@@ -55,6 +55,9 @@ from tether.session.stats import Stats, format_tokens
 from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
+
+if TYPE_CHECKING:
+    from tether.session.extensions.api import NotifyLevel
 
 STYLE = Style.from_dict(
     {
@@ -103,6 +106,27 @@ class InteractiveApp:
 
     async def ask_approval(self, tool_call: ToolCall, question: str) -> bool:
         """Show the question in the live area and wait for y (yes), n (no) or a (always)."""
+        return await self._ask_yes_no(question)
+
+    # -- extension dialogs (this app is the extensions' ``ExtensionUI``) ------------------------------
+
+    async def confirm(self, title: str, message: str = "") -> bool:
+        """An extension's yes-or-no question, asked like a tool approval."""
+        return await self._ask_yes_no(f"{title} {message}".strip())
+
+    async def select(self, title: str, options: Sequence[str]) -> str | None:
+        async with self._full_screen():
+            index = await screens.pick_option(title, options, color=self.color)
+        return options[index] if index is not None else None
+
+    async def input(self, title: str, placeholder: str = "") -> str | None:
+        async with self._full_screen():
+            return await screens.ask_text(title, color=self.color)
+
+    def notify(self, message: str, level: NotifyLevel = "info") -> None:
+        self._print(self._painter().styled(message, "red" if level == "error" else "yellow"))
+
+    async def _ask_yes_no(self, question: str) -> bool:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._approval = (question, future)
         self._invalidate()
@@ -115,10 +139,12 @@ class InteractiveApp:
     async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
         self._core = core
         self._stats = core.stats()
+        if core.resources is not None and core.resources.extensions is not None:
+            core.resources.extensions.ui = self
         buffer = Buffer(
             multiline=True,
             history=_history(),
-            completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
+            completer=merge_completers([_CommandCompleter(core), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
         self._buffer = buffer
@@ -465,7 +491,7 @@ class InteractiveApp:
             if commands.parse(text) == ("tree", "") and not core.is_running:
                 self._print(render.user_text(painter, text))
                 await self._navigate_tree()
-            elif commands.parse(text) is not None:
+            elif commands.runs_here(core, text):
                 self._print(render.user_text(painter, text))
                 result = await commands.execute(core, text)
                 self._print(painter.styled(result.text, "red" if result.error else ""))
@@ -646,12 +672,16 @@ class _TreeMove:
 
 
 class _CommandCompleter(Completer):
-    """``/`` at the start of the input completes slash-command names."""
+    """``/`` at the start of the input completes slash-command names (built-in ones, then those
+    of the user's prompts, skills and extensions)."""
+
+    def __init__(self, core: AgentSession) -> None:
+        self._names = [*commands.COMMANDS, *(name for name, _ in commands.user_commands(core))]
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            for name in commands.COMMANDS:
+            for name in self._names:
                 if name.startswith(text[1:]):
                     yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import click
 
-SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp")
+SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions")
 
 _DEVICE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """A write that failed for want of room, as stdout on a full disk or /dev/full does."""
@@ -82,7 +82,7 @@ def root_command() -> click.Command:
 
     @click.command(
         context_settings={"help_option_names": ["-h", "--help"]},
-        epilog="Subcommands: tether models | sessions | schema | demo | mcp (each with --help).",
+        epilog="Subcommands: tether models | sessions | schema | demo | mcp | extensions (each with --help).",
     )
     @click.argument("prompt", nargs=-1)
     @click.option(
@@ -172,6 +172,18 @@ def root_command() -> click.Command:
         help="An mcpServers JSON file: MCP servers on top of the user's and the project's.",
     )
     @click.option("--no-mcp", is_flag=True, help="Start no MCP server from configuration files.")
+    @click.option(
+        "-e",
+        "--extension",
+        multiple=True,
+        type=click.Path(exists=True),
+        help="Load this extension (a .py file or a package folder) for this run; repeatable.",
+    )
+    @click.option(
+        "--no-extensions",
+        is_flag=True,
+        help="Load no extension from folders or installed packages (-e still loads).",
+    )
     @click.version_option(__version__, "-V", "--version", prog_name="tether", message="%(prog)s %(version)s")
     def root(prompt: tuple[str, ...], **kwargs: object) -> None:
         """tether: a coding agent. Interactive by default; -p or --mode json for scripts."""
@@ -304,6 +316,24 @@ def subcommands() -> click.Group:
         from tether.cli.listing import print_mcp_servers
 
         sys.exit(print_mcp_servers(Path.cwd(), Path(mcp_config) if mcp_config else None, as_json=as_json))
+
+    @group.group()
+    def extensions() -> None:
+        """Python extensions (docs/extensions.md)."""
+
+    @extensions.command("list")
+    @click.option(
+        "-e", "--extension", multiple=True, type=click.Path(exists=True), help="Also load this one."
+    )
+    @click.option("--no-extensions", is_flag=True, help="Only the -e ones: no folders, no packages.")
+    def extensions_list(extension: tuple[str, ...], no_extensions: bool) -> None:
+        """Load this folder's extensions and list what each registers (and what failed)."""
+        from pathlib import Path
+
+        from tether.cli.extensions_cmd import print_extensions
+
+        paths = tuple(Path(p).resolve() for p in extension)
+        sys.exit(print_extensions(Path.cwd(), paths, discover=not no_extensions))
 
     return group
 

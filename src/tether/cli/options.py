@@ -45,6 +45,10 @@ class RunOptions:
     allow_outside: bool = False
     export: tuple[str, str | None] | None = None
     """``--export FILE [OUTPUT]``: write a session file (or stored session) as HTML and exit."""
+    no_extensions: bool = False
+    """``--no-extensions``: load no extension from folders or installed packages."""
+    extensions: tuple[Path, ...] = ()
+    """``-e PATH``: extensions loaded for this run."""
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
@@ -64,6 +68,8 @@ class RunOptions:
             append_system_prompt=self.append_system_prompt,
             context_files=not self.no_context_files,
             allow_outside=True if self.allow_outside else None,
+            extensions=not self.no_extensions,
+            extension_paths=self.extensions,
         )
 
     @classmethod
@@ -110,6 +116,10 @@ class RunOptions:
             append_system_prompt=tuple(_prompt_text(source) for source in sources),
             no_context_files=bool(values.get("no_context_files")),
             allow_outside=bool(values.get("allow_outside")),
+            no_extensions=bool(values.get("no_extensions")),
+            extensions=tuple(
+                Path(str(p)).resolve() for p in cast(tuple[object, ...], values.get("extension") or ())
+            ),
         )
 
 

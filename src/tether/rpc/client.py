@@ -38,7 +38,7 @@ from tether.rpc import protocol as p
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.wire import AgentMessage, ImageContent, ModelInfo
 
-KNOWN_FRAME_TYPES = frozenset({"ready", "response", "prompt_result", *p.EVENT_TYPES})
+KNOWN_FRAME_TYPES = frozenset({"ready", "response", "prompt_result", "extension_ui_request", *p.EVENT_TYPES})
 _STDERR_KEEP = 8192
 
 
@@ -334,6 +334,25 @@ class RpcClient:
             return await settled
         finally:
             waiters.pop(request_id, None)
+
+    async def answer_extension_ui(
+        self,
+        request_id: str,
+        *,
+        value: str | None = None,
+        confirmed: bool | None = None,
+        cancelled: bool = False,
+    ) -> None:
+        """Answer an ``extension_ui_request`` dialog (from ``events()``): ``confirmed`` for a
+        ``confirm``, ``value`` for a ``select`` or ``input``, or ``cancelled``. No response comes."""
+        frame: dict[str, Any] = {"type": "extension_ui_response", "id": request_id}
+        if cancelled:
+            frame["cancelled"] = True
+        if confirmed is not None:
+            frame["confirmed"] = confirmed
+        if value is not None:
+            frame["value"] = value
+        await self._write(frame)
 
     async def steer(self, message: str, images: Sequence[ImageContent] | None = None) -> str | None:
         """Queue a steering message; returns its disposition (``queued``; ``None`` from a server

@@ -360,7 +360,9 @@ class ShutdownCommand(TypedDict):
 
 @record(PARAMS)
 class ExtensionUiResponse(TypedDict):
-    """pi's answer to an extension dialog. tether has no extensions: answered as not supported."""
+    """The client's answer to an ``extension_ui_request`` dialog (``select``, ``confirm``,
+    ``input``), matched by ``id``; ``cancelled`` dismisses it. Answered like a command (pi
+    answers nothing; a pi client ignores the response)."""
 
     id: str
     type: Literal["extension_ui_response"]
@@ -551,10 +553,24 @@ class LastAssistantTextResult(TypedDict):
 
 
 @record(OPEN)
+class CommandSourceInfo(TypedDict):
+    """Where a command comes from (pi 1.x's ``SourceInfo``)."""
+
+    path: str
+    source: str
+    scope: Literal["user", "project", "temporary"]
+    origin: Literal["package", "top-level"]
+
+
+@record(OPEN)
 class SlashCommandInfo(TypedDict):
+    """A command from the user's files: ``source`` is ``extension``, ``prompt`` (a template) or
+    ``skill`` (named ``skill:NAME``); send ``/NAME args`` as a prompt to run it."""
+
     name: str
     description: NotRequired[str]
     source: str
+    sourceInfo: NotRequired[CommandSourceInfo]
 
 
 @record(OPEN)
@@ -594,6 +610,22 @@ class ResponseFrame(TypedDict):
 
 
 PromptStatus = Literal["completed", "aborted", "error"]
+
+
+@record(OPEN)
+class ExtensionUiRequest(TypedDict):
+    """An extension asks the user (pi's ``docs/rpc-extension-ui.md``). ``select``, ``confirm``
+    and ``input`` wait for an ``extension_ui_response`` with the same ``id``; ``notify`` does
+    not."""
+
+    type: Literal["extension_ui_request"]
+    id: str
+    method: Literal["select", "confirm", "input", "notify"]
+    title: NotRequired[str]
+    message: NotRequired[str]
+    options: NotRequired[list[str]]
+    placeholder: NotRequired[str]
+    notifyType: NotRequired[Literal["info", "warning", "error"]]
 
 
 @record(OPEN)
@@ -777,7 +809,9 @@ _EventUnion = (
 
 Event = Annotated[_EventUnion, Tag("type")]
 
-ServerFrame = Annotated[ReadyFrame | ResponseFrame | PromptResultFrame | _EventUnion, Tag("type")]
+ServerFrame = Annotated[
+    ReadyFrame | ResponseFrame | PromptResultFrame | ExtensionUiRequest | _EventUnion, Tag("type")
+]
 
 COMMANDS: dict[str, tuple[type, type | None]] = {
     "prompt": (PromptCommand, PromptAccepted),
@@ -814,6 +848,7 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
     "get_last_assistant_text": (GetLastAssistantTextCommand, LastAssistantTextResult),
     "set_session_name": (SetSessionNameCommand, None),
     "get_commands": (GetCommandsCommand, CommandsResult),
+    "extension_ui_response": (ExtensionUiResponse, None),
     "set_event_filter": (SetEventFilterCommand, EventFilter),
     "shutdown": (ShutdownCommand, None),
 }

@@ -22,6 +22,7 @@ _FRAMES: dict[str, object] = {
     "ReadyFrame": p.ReadyFrame,
     "ResponseFrame": p.ResponseFrame,
     "PromptResultFrame": p.PromptResultFrame,
+    "ExtensionUiRequest": p.ExtensionUiRequest,
     "ToolResultPayload": p.ToolResultPayload,
     "AgentStartEvent": p.AgentStartEvent,
     "AgentEndEvent": p.AgentEndEvent,
@@ -79,6 +80,7 @@ _RESULTS: dict[str, object] = {
     "ForkMessage": p.ForkMessage,
     "ForkMessagesResult": p.ForkMessagesResult,
     "LastAssistantTextResult": p.LastAssistantTextResult,
+    "CommandSourceInfo": p.CommandSourceInfo,
     "SlashCommandInfo": p.SlashCommandInfo,
     "CommandsResult": p.CommandsResult,
     "EventFilter": p.EventFilter,
@@ -92,7 +94,6 @@ def _name_of(tp: object) -> str:
 
 
 _COMMANDS: dict[str, object] = {_name_of(params): params for params, _ in p.COMMANDS.values()}
-_COMMANDS["ExtensionUiResponse"] = p.ExtensionUiResponse
 
 RPC_DEFS = Registry("rpcDefs", {**_SHARED, **_COMMANDS, **_RESULTS, **_FRAMES})
 
@@ -109,7 +110,7 @@ def rpc_section() -> dict[str, Any]:
         "protocolVersion": p.PROTOCOL_VERSION,
         "framing": "JSON Lines: one UTF-8 JSON object per line, records split on LF only",
         "commands": commands,
-        "clientFrames": [*(c["params"] for c in commands.values()), _ref(p.ExtensionUiResponse)],
+        "clientFrames": [c["params"] for c in commands.values()],
         "serverFrames": "#/$defs/ServerFrame",
         "events": "#/$defs/Event",
         "eventTypes": list(p.EVENT_TYPES),

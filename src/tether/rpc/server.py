@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -35,6 +35,9 @@ from tether.session.events import Run, SessionEvent, message_text, wire_message_
 from tether.session.store import SessionError
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
+
+if TYPE_CHECKING:
+    from tether.rpc.extension_ui import RpcExtensionUI
 
 Frame = Mapping[str, Any]
 WriteFrame = Callable[[Frame], None]
@@ -86,6 +89,13 @@ class RpcServer:
         self._unstarted = 0
         """Command tasks dispatched but not yet begun: later lines must wait behind them."""
         self.shutdown_requested = asyncio.Event()
+        self.extension_ui: RpcExtensionUI | None = None
+        """Extension dialogs as ``extension_ui_request`` frames (only with extensions)."""
+        host = core.resources.extensions if core.resources is not None else None
+        if host is not None:
+            from tether.rpc.extension_ui import RpcExtensionUI
+
+            self.extension_ui = host.ui = RpcExtensionUI(write)
         core.subscribe(self._on_event)
 
     # -- input -------------------------------------------------------------------------------------
@@ -161,13 +171,6 @@ class RpcServer:
         if not isinstance(kind, str):
             self._respond(request_id, "parse", error='a command needs a string "type"')
             return None
-        if kind == "extension_ui_response":
-            self._respond(
-                request_id,
-                kind,
-                error="extension UI is not supported by tether: it never sends extension_ui_request",
-            )
-            return None
         if kind not in p.COMMANDS:
             self._respond(request_id, kind, error=f"Unknown command: {kind}")
             return None
@@ -206,6 +209,9 @@ class RpcServer:
 
     def _on_event(self, event: SessionEvent) -> None:
         kind = event["type"]
+        if event["type"] == "notice" and self.extension_ui is not None:
+            self.extension_ui.notify(event["message"], "info" if "command" in event else "warning")
+            return
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
         if event["type"] == "message_update":
@@ -245,6 +251,8 @@ class RpcServer:
     async def settle(self) -> None:
         """Abort the run in progress, if any, and wait until it has ended and been recorded."""
         run = self._run
+        if self.extension_ui is not None:
+            self.extension_ui.cancel_all()
         if run is not None and not run.done():
             self.core.abort()
             await asyncio.wait([run])
@@ -301,6 +309,8 @@ class RpcServer:
         return {"steering": list(taken.steering), "followUp": list(taken.follow_up)}
 
     async def _cmd_abort(self, params: dict[str, Any]) -> object:
+        if self.extension_ui is not None:
+            self.extension_ui.cancel_all()
         self.core.abort()
         await self.settle()
         return NO_DATA
@@ -570,8 +580,29 @@ class RpcServer:
         self.core.rename(name)
         return NO_DATA
 
+    def _cmd_extension_ui_response(self, params: dict[str, Any]) -> object:
+        """The answer to an extension dialog. pi answers nothing here; tether keeps its rule of one
+        response per line (a pi client takes a response it did not ask for as an event)."""
+        if self.extension_ui is None:
+            raise CommandError(
+                f"no open extension dialog with id {params['id']!r} (this session has no extensions)"
+            )
+        if not self.extension_ui.answer(params):
+            raise CommandError(f"no open extension dialog with id {params['id']!r}")
+        return NO_DATA
+
     def _cmd_get_commands(self, params: dict[str, Any]) -> object:
-        return {"commands": []}
+        resources = self.core.resources
+        commands: list[p.SlashCommandInfo] = [
+            {
+                "name": c.name,
+                "description": c.description,
+                "source": c.source,
+                "sourceInfo": {"path": c.path, "source": c.source, "scope": c.scope, "origin": "top-level"},
+            }
+            for c in (resources.commands() if resources is not None else [])
+        ]
+        return {"commands": commands}
 
     # -- tether additions --------------------------------------------------------------------------
 

@@ -76,9 +76,17 @@ if TYPE_CHECKING:
         AutoRetryStartEvent as AutoRetryStartEvent,
         CompactionEndEvent as CompactionEndEvent,
         CompactionStartEvent as CompactionStartEvent,
+        NoticeEvent as NoticeEvent,
         QueueUpdateEvent as QueueUpdateEvent,
         Run as Run,
         SessionEvent as SessionEvent,
+    )
+    from tether.session.extensions.api import (
+        BeforeRunContext as BeforeRunContext,
+        BeforeRunResult as BeforeRunResult,
+        CommandContext as CommandContext,
+        ExtensionAPI as ExtensionAPI,
+        ExtensionUI as ExtensionUI,
     )
     from tether.session.factory import (
         SessionChoice as SessionChoice,
@@ -100,6 +108,11 @@ if TYPE_CHECKING:
         run_prompt_hooks as run_prompt_hooks,
     )
     from tether.session.replay import replay_events as replay_events
+    from tether.session.resources import (
+        CommandInfo as CommandInfo,
+        Resources as Resources,
+        load_resources as load_resources,
+    )
     from tether.session.session import ReadOnlySessionError as ReadOnlySessionError, Session as Session
     from tether.session.settings import (
         Settings as Settings,

@@ -51,6 +51,7 @@ from tether.session.events import (
     CompactionReason,
     CompactionSummary,
     Listener,
+    NoticeEvent,
     QueuedInputDisposition,
     QueueSnapshot,
     QueueUpdateEvent,
@@ -68,9 +69,11 @@ from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, Im
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
+    from tether.session.extensions.api import ExtensionCommand
     from tether.session.manager import SessionManager
     from tether.session.model_choice import Direction, ModelCycle, ScopedModel
     from tether.session.prompt import PromptHook
+    from tether.session.resources import Resources
     from tether.session.session import Session
     from tether.session.stats import Stats
     from tether.session.store import SessionRecord
@@ -101,6 +104,9 @@ class AgentSession:
         mcp: MCP servers whose tools join the agent's. They start when the session does (or at
             the first prompt, without a running event loop then); each prompt waits for servers
             still starting, up to their start-up timeout; ``close()`` stops them.
+        resources: Skills, prompt templates and extensions (``tether.session.resources``):
+            ``submit()`` expands their slash commands, the extensions' hooks go in front of the
+            approval gate and their reports become ``notice`` events.
     """
 
     def __init__(
@@ -115,8 +121,10 @@ class AgentSession:
         hooks: Sequence[PromptHook] = (),
         notice: str | None = None,
         mcp: McpServers | None = None,
+        resources: Resources | None = None,
     ) -> None:
         self.agent = agent
+        self.resources = resources
         self.mcp = mcp
         self._mcp_tools: list[Any] = []
         self.cwd = cwd if cwd is not None else Path.cwd()
@@ -154,6 +162,10 @@ class AgentSession:
         agent.transform_context = self._transform_context
         if approval is not None:
             agent.before_tool_call = approval
+        host = resources.extensions if resources is not None else None
+        if host is not None:
+            host.install(agent)
+            host.notice = self.notify
         self._unsubscribe = agent.subscribe(self._on_agent_event)
         if session is not None:
             self._attach(session, load_settings=True)
@@ -252,6 +264,15 @@ class AgentSession:
         """
         from tether.tools.prompt_input import file_mentions_message, parse_prompt_input
 
+        if self.resources is not None and line.startswith("/"):
+            command = self.resources.extension_command(line)
+            if command is not None:
+                return self._new_run(lambda: self._command_run(*command))
+            try:
+                line = self.resources.expand(line) or line
+            except ValueError as exc:  # a skill whose file went away since the start
+                problem = str(exc)
+                return self._new_run(lambda: self._notice_run(problem))
         parsed = parse_prompt_input(line) if shell else None
         if parsed is not None:
             return self._new_run(lambda: self._input_run(parsed))
@@ -340,7 +361,11 @@ class AgentSession:
         """Switch model (a ``provider/id`` spec, or a model with its stream function); the thinking
         level is clamped to what the new model accepts. Recorded in the session."""
         level = self.agent.thinking_level
-        if isinstance(spec, str):
+        host = self.resources.extensions if self.resources is not None else None
+        served = host.model(spec) if host is not None and isinstance(spec, str) else None
+        if served is not None:
+            model, stream_fn = served
+        elif isinstance(spec, str):
             from tether.session.model_choice import resolve_model
 
             resolved = resolve_model(spec, None)
@@ -620,6 +645,15 @@ class AgentSession:
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         if not await self._install_mcp_tools():
             return self._added  # aborted while MCP servers were starting
+        host = self.resources.extensions if self.resources is not None else None
+        if host is not None:
+            from tether.session.extensions.api import BeforeRunContext
+
+            context = BeforeRunContext(message_text(messages[-1]) if messages else "", messages)
+            blocked = await host.before_run(context)
+            if blocked is not None:
+                self.notify(f"run stopped: {blocked.reason}")
+                return self._added
         await self.agent.prompt(messages)
         await self._recover()
         # Steering or a follow-up queued after the loop's last poll (typed as the run ended)
@@ -647,6 +681,39 @@ class AgentSession:
         self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
         self._mcp_tools = tools
         return True
+
+    async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
+        """An extension's slash command, as a run: it may prompt the agent through ``ctx.send``."""
+        from tether.session.extensions.api import CommandContext
+
+        host = self.resources.extensions if self.resources is not None else None
+        assert host is not None
+
+        async def send(text: str) -> None:
+            await self._prompt_run(_prompt_messages(text, ()))
+
+        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
+        if text:
+            self.notify(text, command=command.name)
+        return self._added
+
+    async def _notice_run(self, text: str) -> list[AgentMessage]:
+        """A run that only tells the user something (a slash command that could not run)."""
+        self.notify(text)
+        return self._added
+
+    def notify(self, text: str, *, command: str | None = None) -> None:
+        """Tell the listeners something the user should see (a ``notice`` event), at once;
+        ``command``: the text is what that extension command answered."""
+        event: NoticeEvent = {"type": "notice", "message": text}
+        if command is not None:
+            event["command"] = command
+        for listener in tuple(self._listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                task = asyncio.ensure_future(outcome)
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
 
     async def _input_run(self, parsed: Any) -> list[AgentMessage]:
         from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input

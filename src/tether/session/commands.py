@@ -48,6 +48,23 @@ def parse(line: str) -> tuple[str, str] | None:
     return name.strip().lower(), rest.strip()
 
 
+def runs_here(core: AgentSession, line: str) -> bool:
+    """Whether ``execute`` answers ``line``: a built-in (or unknown) command. A prompt template,
+    ``/skill:NAME`` or an extension's command is for ``core.submit`` instead, like any prompt."""
+    parsed = parse(line)
+    if parsed is None or parsed[0] in COMMANDS:
+        return parsed is not None
+    return core.resources is None or not core.resources.handles(line)
+
+
+def user_commands(core: AgentSession) -> list[tuple[str, str]]:
+    """``(name, description)`` of the commands the user's files add (templates, skills,
+    extensions), for ``/help`` and completion."""
+    if core.resources is None:
+        return []
+    return [(c.name, c.description) for c in core.resources.commands() if c.name not in COMMANDS]
+
+
 async def execute(core: AgentSession, line: str) -> CommandResult:
     parsed = parse(line)
     if parsed is None:
@@ -202,6 +219,10 @@ async def _mcp(core: AgentSession, args: str) -> CommandResult:
 async def _help(core: AgentSession, args: str) -> CommandResult:
     width = max(len(c.usage) for c in COMMANDS.values())
     lines = [f"{c.usage.ljust(width)}  {c.summary}" for c in dict.fromkeys(COMMANDS.values())]
+    added = user_commands(core)
+    if added:
+        lines += ["", "From your prompts, skills and extensions:"]
+        lines += [f"{('/' + name).ljust(width)}  {description}" for name, description in added]
     lines += [
         "",
         "!cmd runs a shell command (!!cmd: kept out of the model's context); $code / $$code: Python;",

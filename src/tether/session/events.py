@@ -101,6 +101,17 @@ class AutoRetryEndEvent(TypedDict):
     finalError: NotRequired[str]
 
 
+class NoticeEvent(TypedDict):
+    """Something the user should see that is not part of the conversation: an extension's
+    message or failure, a run an extension stopped."""
+
+    type: Literal["notice"]
+    message: str
+    command: NotRequired[str]
+    """Set when this is what an extension's slash command answered (its name): print mode
+    writes it to stdout, as the run's answer."""
+
+
 SessionEvent = (
     AgentEvent
     | AgentEndSessionEvent
@@ -110,6 +121,7 @@ SessionEvent = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | NoticeEvent
 )
 
 Listener = Callable[[SessionEvent], Awaitable[None] | None]

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.mcp import McpServerConfig, McpServers
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
+    from tether.session.resources import Resources
     from tether.session.session import Session
 
 
@@ -74,6 +75,10 @@ class SessionOptions:
     """``False`` (``--no-context-files``): no ``AGENTS.md``/``CLAUDE.md``, global or project."""
     allow_outside: bool | None = None
     """``--allow-outside``: tools may use paths outside the workspace; ``None``: the setting."""
+    extensions: bool = True
+    """``False`` (``--no-extensions``): load no extension from folders or entry points."""
+    extension_paths: tuple[Path, ...] = ()
+    """``-e PATH``: extensions loaded for this run on top of the others."""
 
     def create(
         self,
@@ -86,9 +91,15 @@ class SessionOptions:
     ) -> AgentSession:
         """``create_agent_session`` with these choices; ``mcp_servers`` (an editor's) come on top
         of those of the MCP files."""
+        from tether.ai.paths import config_dir
+        from tether.session.resources import load_resources
+
         servers = list(mcp_servers)
         if self.mcp:
             servers = [*load_mcp_files(cwd, self.mcp_config), *servers]
+        resources = load_resources(
+            cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
+        )
         return create_agent_session(
             cwd=cwd,
             settings=settings,
@@ -106,6 +117,7 @@ class SessionOptions:
             append_system_prompt=self.append_system_prompt,
             context_files=self.context_files,
             allow_outside=self.allow_outside,
+            resources=resources,
         )
 
 
@@ -144,6 +156,7 @@ def create_agent_session(
     append_system_prompt: Sequence[str] = (),
     context_files: bool = True,
     allow_outside: bool | None = None,
+    resources: Resources | None = None,
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -176,6 +189,9 @@ def create_agent_session(
         context_files: ``False``: leave out the global and project ``AGENTS.md``/``CLAUDE.md``.
         allow_outside: Let tools use paths outside ``cwd`` (writes there still need approval);
             default: ``settings.allow_outside``.
+        resources: Skills, prompt templates and extensions (``load_resources(...)`` gives the
+            ones the CLI reads): skills join the system prompt, extension tools the tools,
+            extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
@@ -189,11 +205,17 @@ def create_agent_session(
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     built.extend(extra_tools)
+    host = resources.extensions if resources is not None else None
+    if host is not None:
+        built.extend(host.tools())
+        hooks = [*hooks, *host.prompt_hooks()]
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
         usable = _no_provider if api_key is not None else None  # the key decides nothing
         scope = resolve_scope(models, usable=usable) if models else []
-        resolved = _choose_model(model, settings, stored, provider=provider, scope=scope, usable=usable)
+        resolved = _choose_model(
+            model, settings, stored, provider=provider, scope=scope, usable=usable, resources=resources
+        )
         appended = [settings.append_system_prompt, *append_system_prompt]
         prompt = build_system_prompt(
             cwd,
@@ -202,6 +224,7 @@ def create_agent_session(
             append="\n\n".join(a for a in appended if a) or None,
             context=context_files,
             user_dir=config_dir() if context_files else None,
+            skills=resources.skills_prompt() if resources is not None else None,
         )
         agent = Agent(
             model=resolved.model,
@@ -220,8 +243,10 @@ def create_agent_session(
             sessions=sessions,
             approval=gate,
             hooks=hooks,
-            notice=resolved.notice,
+            notice="\n".join(filter(None, [resolved.notice, *(resources.warnings if resources else ())]))
+            or None,
             mcp=_mcp(mcp_servers),
+            resources=resources,
         )
     except BaseException:
         if stored is not None:
@@ -269,11 +294,26 @@ def _choose_model(
     provider: str | None,
     scope: list[ScopedModel],
     usable: Usable | None,
+    resources: Resources | None = None,
 ) -> ResolvedModel:
     """``model`` (and ``provider``) wins; a resumed session keeps its model (as stored, so a
     resume works even when the catalog no longer lists it); then the first ``--models`` model;
-    else settings and defaults."""
+    else settings and defaults. A model of an extension's provider is served by that extension."""
     stored = session.context.model if session is not None else None
+    host = resources.extensions if resources is not None else None
+    if provider is not None:
+        wanted = f"{provider}/{spec or ''}"
+    else:
+        wanted = (
+            spec or (f"{stored.provider}/{stored.model_id}" if stored is not None else None) or settings.model
+        )
+    if host is not None and wanted is not None:
+        try:
+            served = host.model(wanted)
+        except LookupError as exc:
+            raise SetupError(str(exc)) from None
+        if served is not None:
+            return ResolvedModel(served[0], served[1])
     if spec is None and provider is None and stored is not None and stored.provider != "scripted":
         if stored.info is not None:
             return ResolvedModel(stored.info, None)

@@ -40,6 +40,12 @@ class Retry:
     """Delay before the first retry; it doubles for each further one."""
 
 
+SKILL_SOURCES = ("user", "project", "agents", "claude", "pi")
+"""Where skills are read from (``docs/skills.md``): ``skills/`` in tether's config folder,
+``.tether/skills/`` of a trusted project, and the ``.agents``, ``.claude`` and ``.pi`` folders of
+the project and of the home folder."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     model: str | None = None
@@ -57,6 +63,8 @@ class Settings:
     """Environment variables tool processes keep although they look like credentials."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
+    skills: frozenset[str] = frozenset(SKILL_SOURCES)
+    """The skill sources switched on (``"skills": {"claude": false}`` takes one out)."""
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
@@ -189,6 +197,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if not isinstance(value, bool):
                 raise bad(key, "true or false")
             changes["allow_outside"] = value
+        elif key == "skills":
+            changes["skills"] = _skill_sources(base.skills, value, path)
         elif key == "streamIdleTimeoutMs":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
@@ -196,7 +206,15 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "$schema":
             continue
         else:
-            extra = ["thinking", "approval", "allowOutside", "compaction", "retry", "streamIdleTimeoutMs"]
+            extra = [
+                "thinking",
+                "approval",
+                "allowOutside",
+                "compaction",
+                "retry",
+                "skills",
+                "streamIdleTimeoutMs",
+            ]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
     sources = (*base.sources, path)
@@ -222,6 +240,20 @@ def _compaction(base: CompactionSettings, value: object, path: Path) -> Compacti
 
 def _retry(base: Retry, value: object, path: Path) -> Retry:
     return _section(base, value, path, "retry", {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms"})
+
+
+def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset[str]:
+    """``{"claude": false, ...}``: each source switched on or off."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "skills": expected an object of {", ".join(SKILL_SOURCES)}: true/false')
+    result = base
+    for key, item in cast(dict[str, object], value).items():
+        if key not in SKILL_SOURCES:
+            raise SettingsError(f'{path}: "skills.{key}": unknown source (known: {", ".join(SKILL_SOURCES)})')
+        if not isinstance(item, bool):
+            raise SettingsError(f'{path}: "skills.{key}": expected true or false')
+        result = result | {key} if item else result - {key}
+    return result
 
 
 def _section(base: _Section, value: object, path: Path, name: str, counts: dict[str, str]) -> _Section:

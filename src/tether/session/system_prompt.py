@@ -76,8 +76,9 @@ def build_system_prompt(
     today: str | None = None,
     context: bool = True,
     user_dir: Path | None = None,
+    skills: str | None = None,
 ) -> str:
-    """Base (or ``replace``) + tools + context files + ``append``.
+    """Base (or ``replace``) + tools + context files + skills + ``append``.
 
     Args:
         cwd: The working directory: its project context files and the line naming it.
@@ -88,6 +89,8 @@ def build_system_prompt(
             day and breaks the provider's prompt cache.
         context: ``False`` (``--no-context-files``): no context file at all.
         user_dir: The config folder whose ``AGENTS.md`` comes first (``None``: none).
+        skills: The skills' part (``tether.session.skills.skills_prompt``): names, descriptions
+            and where to read each, never their contents.
     """
     parts = [replace if replace is not None else BASE_PROMPT, describe_tools(tool_lines)]
     user_file = user_context_file(user_dir) if context and user_dir is not None else None
@@ -102,6 +105,8 @@ def build_system_prompt(
             continue
         if text:
             parts.append(f'<{kind}-instructions path="{path}">\n{text}\n</{kind}-instructions>')
+    if skills:
+        parts.append(skills)
     parts.append(f"Working directory: {cwd}")
     if today is not None:
         parts.append(f"Today's date: {today}")

@@ -1,0 +1,224 @@
+"""The loaded extensions of one session, as the hooks the core installs.
+
+Every call into extension code goes through here, so one rule holds everywhere: an exception in an
+extension is reported once, with the extension's name, and the session goes on. A failing
+``tool_call`` hook blocks that call (a guard that crashed must not wave a command through); any
+other failing hook is skipped for that event.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tether.agent.types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from tether.session.extensions.api import (
+    BeforeRunContext,
+    BeforeRunResult,
+    CommandContext,
+    ExtensionCommand,
+    ExtensionProvider,
+    ExtensionUI,
+    NotifyLevel,
+    Registrations,
+)
+
+if TYPE_CHECKING:
+    from tether.agent import Agent, AgentTool
+    from tether.ai.abort import AbortSignal
+    from tether.ai.types import StreamFn
+    from tether.session.prompt import PromptEditor, PromptHook
+    from tether.wire import ModelInfo
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedExtension:
+    name: str
+    origin: str
+    """Where it came from: a file path, or ``entry point NAME (module)``."""
+    registered: Registrations
+
+
+class HeadlessUI:
+    """Nobody at the keyboard (print and JSON modes): ``confirm`` is ``False``, ``select`` and
+    ``input`` are ``None``, and each question is reported as a notice saying so."""
+
+    def __init__(self, notice: Callable[[str], None]) -> None:
+        self._notice = notice
+
+    async def confirm(self, title: str, message: str = "") -> bool:
+        self._notice(f"{title}: nobody can answer here, taken as no")
+        return False
+
+    async def select(self, title: str, options: Sequence[str]) -> str | None:
+        self._notice(f"{title}: nobody can answer here, nothing selected")
+        return None
+
+    async def input(self, title: str, placeholder: str = "") -> str | None:
+        self._notice(f"{title}: nobody can answer here, no input")
+        return None
+
+    def notify(self, message: str, level: NotifyLevel = "info") -> None:
+        self._notice(message if level == "info" else f"{level}: {message}")
+
+
+class ExtensionHost:
+    """The session's extensions: their tools, commands and providers, and the hooks that call
+    them. ``ui`` is the front end's (``HeadlessUI`` until one installs its own); ``notice`` is
+    where reports go (the core turns them into ``notice`` events)."""
+
+    def __init__(self, extensions: Sequence[LoadedExtension], problems: Sequence[str] = ()) -> None:
+        self.extensions = list(extensions)
+        self.problems = list(problems)
+        """Extensions that could not be loaded, one line each (shown at start-up)."""
+        self.notice: Callable[[str], None] = lambda _text: None
+        self.ui: ExtensionUI = HeadlessUI(lambda text: self.notice(text))
+        self._reported: set[str] = set()
+
+    # -- what they registered ----------------------------------------------------------------------
+
+    def tools(self) -> list[AgentTool]:
+        return [t for e in self.extensions for t in e.registered.tools]
+
+    def commands(self) -> dict[str, ExtensionCommand]:
+        found: dict[str, ExtensionCommand] = {}
+        for extension in self.extensions:
+            for command in extension.registered.commands:
+                found.setdefault(command.name, command)
+        return found
+
+    def providers(self) -> dict[str, ExtensionProvider]:
+        found: dict[str, ExtensionProvider] = {}
+        for extension in self.extensions:
+            for provider in extension.registered.providers:
+                found.setdefault(provider.name, provider)
+        return found
+
+    def _hooks(self, event: str) -> list[tuple[str, Callable[..., Any]]]:
+        return [(e.name, h) for e in self.extensions for h in e.registered.hooks.get(event, [])]
+
+    def model(self, spec: str) -> tuple[ModelInfo, StreamFn] | None:
+        """The model ``PROVIDER/ID`` of an extension's provider (``None``: not one of theirs)."""
+        provider_name, _, model_id = spec.partition("/")
+        provider = self.providers().get(provider_name)
+        if provider is None:
+            return None
+        for model in provider.models:
+            if model["id"] == model_id or not model_id:
+                return model, provider.stream_fn
+        known = ", ".join(f"{provider_name}/{m['id']}" for m in provider.models)
+        raise LookupError(
+            f"the extension provider {provider_name} has no model {model_id!r} (it has: {known})"
+        )
+
+    def install(self, agent: Agent) -> None:
+        """Put the ``tool_call`` and ``tool_result`` hooks in front of the agent's own: an
+        extension sees (and may block or change) a call before the approval gate asks."""
+        if self._hooks("tool_call"):
+            gate = agent.before_tool_call
+
+            async def before(
+                context: BeforeToolCallContext, signal: AbortSignal | None = None
+            ) -> BeforeToolCallResult | None:
+                blocked = await self.before_tool_call(context, signal)
+                if blocked is not None or gate is None:
+                    return blocked
+                return await gate(context, signal)
+
+            agent.before_tool_call = before
+        if self._hooks("tool_result"):
+            agent.after_tool_call = self.after_tool_call
+
+    # -- calling into them -------------------------------------------------------------------------
+
+    def report(self, name: str, where: str, exc: BaseException) -> None:
+        """Tell the user, once per extension, that it failed; later failures stay quiet."""
+        if name in self._reported:
+            return
+        self._reported.add(name)
+        self.notice(f"extension {name} failed in {where}: {type(exc).__name__}: {exc} (reported once)")
+
+    async def before_run(self, context: BeforeRunContext) -> BeforeRunResult | None:
+        for name, hook in self._hooks("before_run"):
+            try:
+                result = await _call(hook, context)
+            except Exception as exc:
+                self.report(name, "before_run", exc)
+                continue
+            if isinstance(result, BeforeRunResult) and result.block:
+                return BeforeRunResult(True, result.reason or f"stopped by extension {name}")
+        return None
+
+    async def before_tool_call(
+        self, context: BeforeToolCallContext, signal: AbortSignal | None = None
+    ) -> BeforeToolCallResult | None:
+        for name, hook in self._hooks("tool_call"):
+            try:
+                result = await _call(hook, context)
+            except Exception as exc:
+                self.report(name, "tool_call", exc)
+                return BeforeToolCallResult(
+                    True, f"Blocked: the extension {name} failed while checking this call."
+                )
+            if isinstance(result, BeforeToolCallResult) and result.block:
+                return result
+        return None
+
+    async def after_tool_call(
+        self, context: AfterToolCallContext, signal: AbortSignal | None = None
+    ) -> AfterToolCallResult | None:
+        """Each hook sees the result as the hooks before it left it; the overrides add up."""
+        merged: AfterToolCallResult | None = None
+        for name, hook in self._hooks("tool_result"):
+            try:
+                result = await _call(hook, context)
+            except Exception as exc:
+                self.report(name, "tool_result", exc)
+                continue
+            if not isinstance(result, AfterToolCallResult):
+                continue
+            merged = merged or AfterToolCallResult()
+            if result.content is not None:
+                merged.content = context.result.content = result.content
+            if result.details is not None:
+                merged.details = context.result.details = result.details
+            if result.is_error is not None:
+                merged.is_error = context.is_error = result.is_error
+            if result.terminate is not None:
+                merged.terminate = context.result.terminate = result.terminate
+        return merged
+
+    def prompt_hooks(self) -> list[PromptHook]:
+        """The ``prompt`` subscribers as prompt hooks, each guarded."""
+        return [self._guarded_prompt_hook(name, hook) for name, hook in self._hooks("prompt")]
+
+    def _guarded_prompt_hook(self, name: str, hook: Callable[..., Any]) -> PromptHook:
+        async def guarded(editor: PromptEditor) -> None:
+            try:
+                await _call(hook, editor)
+            except Exception as exc:
+                self.report(name, "prompt", exc)
+
+        return guarded
+
+    async def run_command(self, command: ExtensionCommand, args: str, context: CommandContext) -> str | None:
+        try:
+            result = await _call(command.handler, args, context)
+        except Exception as exc:
+            self.report(command.extension, f"/{command.name}", exc)
+            return f"/{command.name} failed: {type(exc).__name__}: {exc}"
+        return result if isinstance(result, str) else None
+
+
+async def _call(function: Callable[..., Any], *args: Any) -> Any:
+    result = function(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

@@ -1,0 +1,119 @@
+"""Finding and importing extensions: files and packages in extension folders, entry points, and
+paths given for one run (``-e PATH``).
+
+An extension is a ``.py`` file or a folder with ``__init__.py``; it must define ``setup(api)``.
+Importing runs the extension's code, which is why a project's ``.tether/extensions/`` is only
+read for a trusted project (``tether.session.resources`` decides). Anything that goes wrong while
+loading one extension (a syntax error, a missing ``setup``, an exception in it) becomes one line
+naming the extension, and the others still load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from tether.session.extensions.api import ExtensionAPI, ExtensionUI
+from tether.session.extensions.host import ExtensionHost, LoadedExtension
+
+
+def extension_files(folder: Path) -> list[Path]:
+    """The extensions of a folder: ``*.py`` files and packages (``_``-prefixed names skipped)."""
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return []
+    return [
+        child
+        for child in children
+        if not child.name.startswith(("_", "."))
+        and ((child.suffix == ".py" and child.is_file()) or (child / "__init__.py").is_file())
+    ]
+
+
+def load_extensions(
+    cwd: Path, paths: Sequence[Path], entry_points: Sequence[tuple[str, str]] = ()
+) -> ExtensionHost:
+    """Import each extension and run its ``setup``; problems are kept on the host, one per line."""
+    loaded: list[LoadedExtension] = []
+    problems: list[str] = []
+    host_ref: list[ExtensionHost] = []
+
+    def ui() -> ExtensionUI:
+        return host_ref[0].ui
+
+    for path in paths:
+        name = path.stem if path.suffix == ".py" else path.name
+        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui)
+        loaded += [extension] if extension is not None else []
+        problems += [problem] if problem is not None else []
+    for name, target in entry_points:
+        origin = f"entry point {name} ({target})"
+        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui)
+        loaded += [extension] if extension is not None else []
+        problems += [problem] if problem is not None else []
+    host = ExtensionHost(loaded, problems)
+    host_ref.append(host)
+    return host
+
+
+def _load(
+    name: str,
+    origin: str,
+    load: Callable[[], object],
+    cwd: Path,
+    ui: Callable[[], ExtensionUI],
+) -> tuple[LoadedExtension | None, str | None]:
+    try:
+        target = load()
+        setup = getattr(target, "setup", None) if isinstance(target, ModuleType) else target
+        if not callable(setup):
+            return None, f"extension {name} ({origin}): no setup(api) function; not loaded"
+        api = ExtensionAPI(name, cwd, ui)
+        outcome = setup(api)
+        if inspect.isawaitable(outcome):
+            close = getattr(outcome, "close", None)
+            if callable(close):
+                close()
+            return None, f"extension {name} ({origin}): setup(api) must be a plain function, not async"
+    except Exception as exc:
+        return None, f"extension {name} ({origin}) failed to load: {type(exc).__name__}: {exc}"
+    except SystemExit:
+        return None, f"extension {name} ({origin}) called exit() while loading; not loaded"
+    return LoadedExtension(name, origin, api.registered), None
+
+
+def _import_path(path: Path) -> ModuleType:
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    package = path.is_dir()
+    location = path / "__init__.py" if package else path
+    module_name = f"tether_extension_{abs(hash(str(path.resolve()))):x}_{path.stem}".replace("-", "_")
+    spec = importlib.util.spec_from_file_location(
+        module_name, location, submodule_search_locations=[str(path)] if package else None
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look a module up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def _import_target(target: str) -> object:
+    """``module`` or ``module:attr`` (an entry point's value)."""
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name.strip())
+    result: object = module
+    for part in attribute.strip().split(".") if attribute.strip() else ():
+        result = getattr(result, part)
+    return result

@@ -1,0 +1,392 @@
+"""What the user's files add to a session: skills, prompt templates and extensions.
+
+Where each comes from, first match winning on a name:
+
+- skills: the project's ``.tether/skills/`` (trusted projects only), then ``.agents/skills/``,
+  ``.claude/skills/`` and ``.pi/skills/`` of the working directory and its parents up to the
+  repository root; then the user's ``<config>/skills/``, ``~/.agents/skills/``,
+  ``~/.claude/skills/`` and ``~/.pi/agent/skills/``. Each source is switched in settings
+  (``"skills": {"claude": false}``);
+- prompt templates: the project's ``.tether/prompts/`` (trusted), then ``<config>/prompts/``;
+- extensions: ``<config>/extensions/``, the project's ``.tether/extensions/`` (trusted), the
+  entry-point group ``tether.extensions``, then the paths given for the run (``-e``).
+
+A project's ``.tether/`` folder travels with the repository, so what it would add (instructions
+for the model, commands, code that runs in this process) is taken only from a project the user
+trusted (``tether.session.trust``); otherwise a warning says what was left out. The other agents'
+folders hold instructions only, the files those agents read too.
+
+Start-up cost: this module is stdlib-only, and a session without any of these files pays a few
+``stat`` calls and one small cache read; the parsers and the extension machinery are imported
+only when there is something for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from tether.session.extensions.api import ExtensionCommand
+    from tether.session.extensions.host import ExtensionHost
+    from tether.session.settings import Settings
+    from tether.session.skills import Skill
+    from tether.session.templates import PromptTemplate
+
+if TYPE_CHECKING:
+    CommandSource: TypeAlias = Literal["prompt", "skill", "extension"]
+
+
+class CommandInfo:
+    """A slash command a user's file added (``get_commands``, ``/help``, completion, ACP).
+
+    A plain class rather than a dataclass: this module loads on every start, and building a
+    dataclass costs more than the rest of the module (see ``bench/p3_cold_start.py``)."""
+
+    __slots__ = ("description", "name", "path", "scope", "source")
+    name: str
+    description: str
+    source: CommandSource
+    path: str
+    """The file it comes from (an extension's origin for its commands)."""
+    scope: Literal["user", "project", "temporary"]
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        source: CommandSource,
+        path: str,
+        scope: Literal["user", "project", "temporary"],
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.source = source
+        self.path = path
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"CommandInfo({self.name!r}, {self.source!r}, {self.path!r})"
+
+
+class Resources:
+    """The skills, templates and extensions of one session, and the slash commands they add.
+
+    Args:
+        skills: In precedence order, names unique.
+        templates: In precedence order, names unique.
+        extensions: The loaded extensions (``None``: none were looked for or found).
+        warnings: One line per file that could not be used or was left out.
+    """
+
+    def __init__(
+        self,
+        skills: Sequence[Skill] = (),
+        templates: Sequence[PromptTemplate] = (),
+        extensions: ExtensionHost | None = None,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        self.skills = list(skills)
+        self.templates = {t.name: t for t in templates}
+        self.extensions = extensions
+        self.warnings = list(warnings)
+
+    def commands(self) -> list[CommandInfo]:
+        """Extension commands, then templates, then ``skill:NAME`` for each skill."""
+        found: list[CommandInfo] = []
+        if self.extensions is not None:
+            for command in self.extensions.commands().values():
+                origin = next(e.origin for e in self.extensions.extensions if e.name == command.extension)
+                found.append(CommandInfo(command.name, command.description, "extension", origin, "user"))
+        for template in self.templates.values():
+            scope = "project" if template.source == "project" else "user"
+            found.append(
+                CommandInfo(template.name, template.description, "prompt", str(template.path), scope)
+            )
+        for skill in self.skills:
+            info = CommandInfo(
+                f"skill:{skill.name}", skill.description, "skill", str(skill.path), skill.scope
+            )
+            found.append(info)
+        return found
+
+    def extension_command(self, line: str) -> tuple[ExtensionCommand, str] | None:
+        """``(command, args)`` when ``line`` is ``/NAME args`` of an extension command."""
+        parsed = _parse(line)
+        if parsed is None or self.extensions is None:
+            return None
+        command = self.extensions.commands().get(parsed[0])
+        return (command, parsed[1]) if command is not None else None
+
+    def expand(self, line: str) -> str | None:
+        """The prompt ``/NAME args`` (a template) or ``/skill:NAME args`` stands for; ``None``
+        when ``line`` is neither. A skill whose file vanished raises ``ValueError``."""
+        parsed = _parse(line)
+        if parsed is None:
+            return None
+        name, args = parsed
+        if name.startswith("skill:"):
+            skill = next((s for s in self.skills if s.name == name.removeprefix("skill:")), None)
+            if skill is None:
+                return None
+            from tether.session.skills import skill_invocation
+
+            return skill_invocation(skill, args)
+        template = self.templates.get(name)
+        return template.expand(args) if template is not None else None
+
+    def handles(self, line: str) -> bool:
+        """Whether ``line`` is one of these commands (so it is not an unknown built-in one)."""
+        return self.extension_command(line) is not None or self._expands(line)
+
+    def _expands(self, line: str) -> bool:
+        parsed = _parse(line)
+        if parsed is None:
+            return False
+        name = parsed[0]
+        if name.startswith("skill:"):
+            return any(s.name == name.removeprefix("skill:") for s in self.skills)
+        return name in self.templates
+
+    def skills_prompt(self) -> str | None:
+        if not self.skills:
+            return None
+        from tether.session.skills import skills_prompt
+
+        return skills_prompt(self.skills)
+
+
+def _parse(line: str) -> tuple[str, str] | None:
+    if not line.startswith("/") or line.startswith("//"):
+        return None
+    name, _, rest = line[1:].partition(" ")
+    return (name.strip(), rest.strip()) if name.strip() else None
+
+
+def load_resources(
+    cwd: Path,
+    config_dir: Path,
+    settings: Settings,
+    *,
+    data_dir: Path | None = None,
+    extensions: bool = True,
+    extension_paths: Sequence[Path] = (),
+) -> Resources:
+    """Find and load what the user's files add to a session in ``cwd`` (see the module docstring).
+
+    Args:
+        cwd: The workspace; the project folders are looked for from here up.
+        config_dir: tether's user config folder.
+        settings: Which skill sources are on (``settings.skills``).
+        data_dir: Where the entry-point cache lives (default: tether's data folder).
+        extensions: ``False`` (``--no-extensions``): look for no extension; ``extension_paths``
+            still load.
+        extension_paths: Extensions given for this run (``-e PATH``).
+    """
+    warnings: list[str] = []
+    project = _ProjectFolders(cwd, config_dir, warnings)
+    skills = _skills(project, config_dir, settings, warnings)
+    templates = _templates(project, config_dir, warnings)
+    host = _extensions(project, config_dir, data_dir, extensions, extension_paths)
+    if host is not None:
+        warnings.extend(host.problems)
+    return Resources(skills, templates, host, warnings)
+
+
+class _ProjectFolders:
+    """The working directory's parents up to the repository root, and its ``.tether`` folder's
+    subfolders, each given only when the project is trusted (asked once, and only if needed)."""
+
+    def __init__(self, cwd: Path, config_dir: Path, warnings: list[str]) -> None:
+        self.chain = _project_chain(cwd)
+        self._config_dir = config_dir
+        self._warnings = warnings
+        self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
+        self._trusted: bool | None = None
+
+    def tether(self, name: str) -> Path | None:
+        """``.tether/<name>`` of the nearest project, if it exists and the project is trusted."""
+        if self._tether is None or not (self._tether / name).is_dir():
+            return None
+        if self._trusted is None:
+            from tether.session.trust import TrustFileError, is_trusted, trust_file
+
+            try:
+                self._trusted = is_trusted(self._config_dir, self._tether.parent)
+            except TrustFileError as exc:
+                self._warnings.append(str(exc))
+                self._trusted = False
+            self._hint = (
+                f"the project is not trusted (run tether interactively there to be asked, or add "
+                f"{self._tether.parent} to {trust_file(self._config_dir)})"
+            )
+        if not self._trusted:
+            self._warnings.append(f"{self._tether / name}: ignored: {self._hint}")
+            return None
+        return self._tether / name
+
+
+def _project_chain(cwd: Path) -> list[Path]:
+    """``cwd`` and its parents up to the one holding ``.git``; only ``cwd`` outside a repository."""
+    chain: list[Path] = []
+    for directory in (cwd, *cwd.parents):
+        chain.append(directory)
+        if (directory / ".git").exists():
+            return chain
+    return [cwd]
+
+
+_PROJECT: Literal["project"] = "project"
+_USER: Literal["user"] = "user"
+
+
+def _skills(
+    project: _ProjectFolders, config_dir: Path, settings: Settings, warnings: list[str]
+) -> list[Skill]:
+    switches = settings.skills
+    home = Path.home()
+    folders: list[tuple[str, Literal["user", "project"], Path | None]] = [
+        ("project", "project", project.tether("skills") if "project" in switches else None)
+    ]
+    for source, relative in (
+        ("agents", ".agents/skills"),
+        ("claude", ".claude/skills"),
+        ("pi", ".pi/skills"),
+    ):
+        if source in switches:
+            folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
+    folders.append(("user", "user", config_dir / "skills" if "user" in switches else None))
+    for source, relative in (
+        ("agents", ".agents/skills"),
+        ("claude", ".claude/skills"),
+        ("pi", ".pi/agent/skills"),
+    ):
+        if source in switches:
+            folders.append((source, _USER, home / relative))
+    present: list[tuple[str, Literal["user", "project"], Path]] = [
+        (source, scope, folder) for source, scope, folder in folders if folder is not None and folder.is_dir()
+    ]
+    if not present:
+        return []
+    from tether.session.skills import read_skills
+
+    chosen: dict[str, Skill] = {}
+    seen: set[Path] = set()
+    for source, scope, folder in present:
+        if folder.resolve() in seen:
+            continue  # the home folder is also the project's parent
+        seen.add(folder.resolve())
+        found, problems = read_skills(folder, source, scope)
+        warnings.extend(problems)
+        for skill in found:
+            if skill.name in chosen:
+                warnings.append(f"{skill.path}: skill {skill.name} is shadowed by {chosen[skill.name].path}")
+            else:
+                chosen[skill.name] = skill
+    return list(chosen.values())
+
+
+def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) -> list[PromptTemplate]:
+    folders = [("project", project.tether("prompts")), ("user", config_dir / "prompts")]
+    present = [(source, folder) for source, folder in folders if folder is not None and folder.is_dir()]
+    if not present:
+        return []
+    from tether.session.templates import read_templates
+
+    chosen: dict[str, PromptTemplate] = {}
+    for source, folder in present:
+        found, problems = read_templates(folder, source)
+        warnings.extend(problems)
+        for template in found:
+            if template.name in chosen:
+                warnings.append(
+                    f"{template.path}: /{template.name} is shadowed by {chosen[template.name].path}"
+                )
+            else:
+                chosen[template.name] = template
+    return list(chosen.values())
+
+
+def _extensions(
+    project: _ProjectFolders,
+    config_dir: Path,
+    data_dir: Path | None,
+    discover: bool,
+    extension_paths: Sequence[Path],
+) -> ExtensionHost | None:
+    paths: list[Path] = []
+    entry_points: list[tuple[str, str]] = []
+    if discover:
+        user = config_dir / "extensions"
+        project_folder = project.tether("extensions")
+        for folder in (user, project_folder):
+            if folder is not None and folder.is_dir():
+                from tether.session.extensions.loader import extension_files
+
+                paths += extension_files(folder)
+        if data_dir is None:
+            from tether.ai.paths import data_dir as default_data_dir
+
+            data_dir = default_data_dir()
+        entry_points = installed_entry_points(data_dir)
+    paths += [Path(p).expanduser().absolute() for p in extension_paths]
+    if not paths and not entry_points:
+        return None
+    from tether.session.extensions.loader import load_extensions
+
+    return load_extensions(project.chain[0], paths, entry_points)
+
+
+# -- installed extensions, without paying for the search on every start ---------------------------
+#
+# ``importlib.metadata`` takes tens of milliseconds to import and to read every installed
+# package's metadata, most of ``tether -p``'s start-up, for a group that is usually empty. So the
+# answer is kept in ``<data dir>/extension-entry-points.json`` with the modification times of the
+# ``site-packages`` folders on ``sys.path``: installing or removing a package adds or removes its
+# ``.dist-info`` folder there, which changes the folder's time, and only then is the search done
+# again. (Other folders on the path, such as the current directory, change for unrelated reasons
+# and hold no installed metadata.)
+
+ENTRY_POINT_GROUP = "tether.extensions"
+ENTRY_POINTS_CACHE = "extension-entry-points.json"
+
+
+def installed_entry_points(data_dir: Path) -> list[tuple[str, str]]:
+    """``(name, "module:attr")`` of every entry point in the group, installed order."""
+    stamps = _folder_stamps()
+    cache = data_dir / ENTRY_POINTS_CACHE
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached.get("folders") == stamps:
+            return [(str(n), str(v)) for n, v in cached["entryPoints"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    from importlib.metadata import entry_points
+
+    found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(cache.name + f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"folders": stamps, "entryPoints": found}), encoding="utf-8")
+        temporary.replace(cache)
+    except OSError:
+        pass  # a read-only data folder: search again next time
+    return found
+
+
+def _folder_stamps() -> dict[str, int]:
+    stamps: dict[str, int] = {}
+    for folder in sys.path:
+        if os.path.basename(folder) not in ("site-packages", "dist-packages"):
+            continue
+        try:
+            stamps[folder] = os.stat(folder).st_mtime_ns
+        except OSError:
+            continue
+    return stamps

@@ -1,0 +1,133 @@
+"""Skills in the Agent Skills format: a folder holding ``SKILL.md`` (front matter ``name`` and
+``description``) and whatever files the instructions refer to.
+
+Only names and descriptions go into the system prompt, with where the file is; the model reads a
+skill's files with its ``read`` tool when a task matches, so a hundred installed skills cost a
+hundred lines, not a hundred documents. ``/skill:NAME args`` puts one skill's instructions in the
+prompt directly. Which folders are searched, and in what order, is ``tether.session.resources``'s
+business; this module reads one folder of skills.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from tether.session.frontmatter import FrontMatterError, split_front_matter
+
+SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+"""The Agent Skills rule: lowercase letters, digits and single hyphens."""
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    path: Path
+    """The ``SKILL.md`` file."""
+    source: str
+    """Which settings switch found it: ``user``, ``project``, ``agents``, ``claude`` or ``pi``."""
+    scope: Literal["user", "project"] = "user"
+    """Found in the project's folders or in the user's."""
+    model_invocable: bool = True
+    """``False`` (front matter ``disable-model-invocation: true``): only ``/skill:NAME`` uses it;
+    it is left out of the system prompt."""
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def read_skills(
+    folder: Path, source: str, scope: Literal["user", "project"] = "user"
+) -> tuple[list[Skill], list[str]]:
+    """The skills of ``folder`` (each subfolder with a ``SKILL.md``), sorted by name, and one
+    warning per file that could not be used."""
+    skills: list[Skill] = []
+    warnings: list[str] = []
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as exc:
+        return [], [f"{folder}: cannot list the skills folder: {exc.strerror or exc}"]
+    for child in children:
+        path = child / SKILL_FILE
+        if not path.is_file():
+            continue
+        skill, problem = read_skill(path, source, scope)
+        if problem is not None:
+            warnings.append(f"{path}: {problem}")
+        if skill is not None:
+            skills.append(skill)
+    return skills, warnings
+
+
+def read_skill(
+    path: Path, source: str, scope: Literal["user", "project"] = "user"
+) -> tuple[Skill | None, str | None]:
+    """The skill of one ``SKILL.md`` and a problem to report: a broken file gives no skill; a
+    name that differs from its folder's is reported but the skill still loads."""
+    try:
+        fields, _body = split_front_matter(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read: {exc}"
+    except FrontMatterError as exc:
+        return None, f"invalid front matter ({exc}); skill skipped"
+    name = fields.get("name", "").strip() or path.parent.name
+    description = " ".join(fields.get("description", "").split())
+    if not NAME_PATTERN.match(name) or len(name) > MAX_NAME:
+        return None, (
+            f"invalid skill name {name!r} (lowercase letters, digits and hyphens, at most "
+            f"{MAX_NAME} characters); skill skipped"
+        )
+    if not description:
+        return None, 'no "description" in the front matter; skill skipped'
+    problem = None
+    if len(description) > MAX_DESCRIPTION:
+        description = description[: MAX_DESCRIPTION - 1] + "…"
+        problem = f"description longer than {MAX_DESCRIPTION} characters, shortened"
+    if name != path.parent.name:
+        problem = f"skill name {name!r} differs from its folder {path.parent.name!r}"
+    invocable = fields.get("disable-model-invocation", "").strip().lower() != "true"
+    return Skill(name, description, path, source, scope, invocable), problem
+
+
+def skills_prompt(skills: list[Skill]) -> str | None:
+    """The system prompt's part about skills (``None`` when the model may invoke none)."""
+    listed = [s for s in skills if s.model_invocable]
+    if not listed:
+        return None
+    rows = [
+        f"  <skill>\n    <name>{escape(s.name)}</name>\n    <description>{escape(s.description)}"
+        f"</description>\n    <location>{escape(str(s.path))}</location>\n  </skill>"
+        for s in listed
+    ]
+    return (
+        "Skills: specialised instructions for particular tasks. When a task matches a skill's "
+        "description, read its file (the location below) before you start, and follow it; paths "
+        "in a skill are relative to the skill's folder.\n\n"
+        "<available_skills>\n" + "\n".join(rows) + "\n</available_skills>"
+    )
+
+
+def escape(text: str) -> str:
+    """XML-escape ``text`` for the prompt's tags (``xml.sax.saxutils`` would import
+    ``urllib.request`` and with it half the standard library, for three replacements)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def skill_invocation(skill: Skill, args: str) -> str:
+    """The prompt ``/skill:NAME args`` sends: the skill's instructions, then the user's text."""
+    try:
+        _fields, body = split_front_matter(skill.path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+        raise ValueError(f"skill {skill.name}: cannot read {skill.path}: {exc}") from None
+    block = (
+        f'<skill name="{escape(skill.name)}" location="{escape(str(skill.path))}">\n'
+        f"References are relative to {skill.folder}.\n\n{body.strip()}\n</skill>"
+    )
+    return f"{block}\n\n{args}" if args else block

@@ -1,0 +1,104 @@
+"""The example extensions inside an editor: ``tether --mode acp -e ...`` driven by the SDK's client
+side. The editor sees the user's commands (``available_commands_update``), answers the rm guard's
+question as a permission request, and gets a command's answer and the custom provider's replies
+as agent messages."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+
+import acp
+import pytest
+from acp_support import AcpEnv, EditorClient, text_reply, tool_reply
+
+pytestmark = pytest.mark.subprocess
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+NAMES = ("rm_guard", "word_count", "todo_command", "date_hook", "echo_provider")
+
+
+async def turn(conn: acp.core.ClientSideConnection, session_id: str, text: str) -> str:
+    response = await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[acp.text_block(text)]), 60)
+    return response.stop_reason
+
+
+def message_text(client: EditorClient) -> str:
+    return "".join(
+        u["content"]["text"] for u in client.updates() if u["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+def tool_statuses(client: EditorClient, call_id: str) -> list[str]:
+    return [
+        e["update"]["status"]
+        for e in client.log
+        if e.get("update", {}).get("toolCallId") == call_id and "status" in e["update"]
+    ]
+
+
+async def test_example_extensions_in_an_editor(acp_env: AcpEnv) -> None:
+    project = acp_env.project
+    (project / "build").mkdir()
+    (project / "notes.txt").write_text("a bb ccc dddd eeeee")
+    (project / "app.py").write_text("x = 1  # TODO: rename\n")
+    prompts = acp_env.home / "config" / "prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "review.md").write_text("---\ndescription: Review a file\n---\nReview $1")
+    script = acp_env.script(
+        "s",
+        [
+            tool_reply("bash", {"command": "rm -rf build"}, "b1"),
+            text_reply("kept"),
+            tool_reply("bash", {"command": "rm -rf build"}, "b2"),
+            text_reply("removed"),
+            tool_reply("count_words", {"path": "notes.txt", "min_length": 3}, "w1"),
+            text_reply("counted"),
+        ],
+    )
+    client = EditorClient(permission_choices=["reject_once", "allow_once"])
+    args = [arg for name in NAMES for arg in ("-e", str(EXAMPLES / f"{name}.py"))]
+    async with acp_env.agent(client, script, "--yes", *args) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+        )
+        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        for _ in range(50):  # sent right after the response
+            if client.updates():
+                break
+            await asyncio.sleep(0.05)
+        (announced,) = client.updates()
+        assert announced["sessionUpdate"] == "available_commands_update"
+        assert [(c["name"], c["description"]) for c in announced["availableCommands"]] == [
+            ("todos", "List TODO/FIXME lines; /todos fix asks the agent to fix the first"),
+            ("review", "Review a file"),
+        ]
+        client.clear()
+
+        # rm_guard: the question is a permission request; rejected, then allowed
+        assert await turn(conn, session_id, "clean up") == "end_turn"
+        (asked,) = [e for e in client.log if "permission" in e]
+        assert asked["permission"]["title"] == "Allow dangerous command? rm -rf build"
+        assert [o["optionId"] for o in asked["options"]] == ["allow_once", "reject_once"]
+        assert tool_statuses(client, "b1")[-1] == "failed" and (project / "build").is_dir()
+        assert await turn(conn, session_id, "clean up, really") == "end_turn"
+        assert tool_statuses(client, "b2")[-1] == "completed" and not (project / "build").exists()
+        client.clear()
+
+        # word_count: a tool with its own parameters
+        assert await turn(conn, session_id, "count") == "end_turn"
+        done = [e["update"] for e in client.log if e.get("update", {}).get("toolCallId") == "w1"][-1]
+        assert done["status"] == "completed"
+        assert done["content"][0]["content"]["text"] == "notes.txt: 3 words of at least 3 letters"
+        client.clear()
+
+        # todo_command: its answer is an agent message
+        assert await turn(conn, session_id, "/todos") == "end_turn"
+        assert message_text(client) == "app.py:1: x = 1  # TODO: rename\n"
+        client.clear()
+
+        # echo_provider + date_hook: the extension's model echoes the date the hook added
+        await conn.set_config_option(session_id=session_id, config_id="model", value="echo/echo-1")
+        assert await turn(conn, session_id, "what day is it?") == "end_turn"
+        assert message_text(client) == f"echo: (Today's date: {datetime.date.today().isoformat()})"

@@ -1,0 +1,172 @@
+"""The example extensions (``examples/extensions/``) in print and JSON mode, run as a user runs
+them: ``tether -e FILE -p ...`` in a child process with an isolated home and the scripted model;
+also ``tether extensions list``, ``--no-extensions``, and skills and templates from the CLI."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv, json_lines, text_reply, tool_reply
+
+pytestmark = pytest.mark.subprocess
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+
+
+def example(name: str) -> str:
+    return str(EXAMPLES / f"{name}.py")
+
+
+def tool_results(stdout: str) -> list[dict[str, object]]:
+    return [
+        e["message"]
+        for e in json_lines(stdout)
+        if e["type"] == "message_end" and e["message"]["role"] == "toolResult"
+    ]
+
+
+def test_tool_with_parameters(cli: CliEnv) -> None:
+    (cli.project / "notes.txt").write_text("a bb ccc dddd eeeee")
+    script = cli.script(
+        "s", [tool_reply("count_words", {"path": "notes.txt", "min_length": 3}), text_reply("ok")]
+    )
+    done = cli.run("-e", example("word_count"), "--mode", "json", "--no-session", "count", script=script)
+    assert done.returncode == 0, done.stderr
+    (result,) = tool_results(done.stdout)
+    assert result["content"] == [{"type": "text", "text": "notes.txt: 3 words of at least 3 letters"}]
+    bad = cli.script(
+        "b", [tool_reply("count_words", {"path": "notes.txt", "min_length": 0}), text_reply("ok")]
+    )
+    done = cli.run("-e", example("word_count"), "--mode", "json", "--no-session", "count", script=bad)
+    (result,) = tool_results(done.stdout)
+    assert result["isError"] and "min_length" in json.dumps(result["content"])
+
+
+def test_slash_command(cli: CliEnv) -> None:
+    (cli.project / "app.py").write_text("x = 1\n# TODO: rename x\n")
+    done = cli.run("-e", example("todo_command"), "-p", "--no-session", "/todos")
+    assert (done.returncode, done.stdout) == (0, "app.py:2: # TODO: rename x\n"), done.stderr
+    script = cli.script("s", [text_reply("renamed")])
+    done = cli.run("-e", example("todo_command"), "-p", "--no-session", "/todos fix", script=script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "asked the agent to fix app.py:2\nrenamed\n"
+
+
+def test_rm_guard_says_no_when_nobody_can_answer(cli: CliEnv) -> None:
+    (cli.project / "build").mkdir()
+    script = cli.script("s", [tool_reply("bash", {"command": "rm -rf build"}), text_reply("could not")])
+    done = cli.run(
+        "-e", example("rm_guard"), "--yes", "--mode", "json", "--no-session", "clean", script=script
+    )
+    assert done.returncode == 0, done.stderr
+    (result,) = tool_results(done.stdout)
+    assert result["isError"] and result["content"] == [
+        {"type": "text", "text": "The user did not allow `rm -rf build`."}
+    ]
+    notices = [e["message"] for e in json_lines(done.stdout) if e["type"] == "notice"]
+    assert notices == ["Allow dangerous command?: nobody can answer here, taken as no"]
+    assert (cli.project / "build").is_dir()
+    safe = cli.script("t", [tool_reply("bash", {"command": "echo fine"}), text_reply("ok")])
+    done = cli.run("-e", example("rm_guard"), "--yes", "-p", "--no-session", "say", script=safe)
+    assert done.returncode == 0 and "nobody can answer" not in done.stderr
+
+
+def test_date_hook_reaches_the_model_and_is_not_stored(cli: CliEnv) -> None:
+    args = ("-e", example("date_hook"), "-e", example("echo_provider"), "--model", "echo/echo-1", "-p")
+    done = cli.run(*args, "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"echo: (Today's date: {datetime.date.today().isoformat()})\n"
+    session_id = cli.run("sessions").stdout.splitlines()[1].split()[0]
+    exported = cli.run("sessions", "export", session_id, "-o", str(cli.home / "s.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    entries = json_lines((cli.home / "s.jsonl").read_text())
+    users = [e["message"]["content"] for e in entries if e.get("message", {}).get("role") == "user"]
+    assert users == ["hello"]  # the date went to the model only
+
+
+def test_custom_provider(cli: CliEnv) -> None:
+    done = cli.run("-e", example("echo_provider"), "--model", "echo/echo-1", "-p", "--no-session", "hi there")
+    assert (done.returncode, done.stdout) == (0, "echo: hi there\n"), done.stderr
+    done = cli.run("-e", example("echo_provider"), "--model", "echo/nope", "-p", "--no-session", "hi")
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip() == "tether: the extension provider echo has no model 'nope' (it has: echo/echo-1)"
+    )
+
+
+def test_extensions_list_and_no_extensions(cli: CliEnv) -> None:
+    folder = cli.home / "config" / "extensions"
+    folder.mkdir(parents=True)
+    (folder / "hello.py").write_text(
+        "def setup(api):\n    api.register_command('hello', lambda a, c: 'hello ' + a)\n"
+    )
+    (folder / "broken.py").write_text("def setup(api):\n    raise ValueError('bad config')\n")
+    done = cli.run("extensions", "list", "-e", example("rm_guard"))
+    assert done.returncode == 1
+    assert done.stdout == (
+        f"hello  {folder / 'hello.py'}\n  commands   /hello\nrm_guard  {example('rm_guard')}\n  hooks      tool_call (1)\n"
+    )
+    assert (
+        done.stderr
+        == f"tether: extension broken ({folder / 'broken.py'}) failed to load: ValueError: bad config\n"
+    )
+
+    done = cli.run("-p", "--no-session", "/hello you")
+    assert done.stdout == "hello you\n"
+    assert "extension broken" in done.stderr  # reported, and the rest still works
+    script = cli.script("s", [text_reply("the model got it")])
+    done = cli.run("-p", "--no-session", "--no-extensions", "/hello you", script=script)
+    assert (done.returncode, done.stdout) == (0, "the model got it\n")
+
+
+def test_untrusted_project_extension_never_runs(cli: CliEnv) -> None:
+    marker = cli.home / "ran"
+    folder = cli.project / ".tether" / "extensions"
+    folder.mkdir(parents=True)
+    (folder / "evil.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef setup(api): pass\n")
+    script = cli.script("s", [text_reply("ok")])
+    done = cli.run("-p", "--no-session", "hi", script=script)
+    assert done.returncode == 0 and not marker.exists()
+    assert f"{folder}: ignored: the project is not trusted" in done.stderr
+
+
+def test_templates_and_skills_from_the_cli(cli: CliEnv) -> None:
+    prompts = cli.home / "config" / "prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "shout.md").write_text("---\ndescription: Say it loud\n---\nSay $1 loudly, $ARGUMENTS")
+    skill = cli.project / ".claude" / "skills" / "tidy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy things\n---\nSort the imports.\n")
+    broken = cli.project / ".agents" / "skills" / "broken" / "SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname broken\n---\n")
+    args = ("-e", example("echo_provider"), "--model", "echo/echo-1", "-p", "--no-session")
+    done = cli.run(*args, "/shout hello world")
+    assert done.stdout == "echo: Say hello loudly, hello world\n", done.stderr
+    assert f"{broken}: invalid front matter (line 2: expected `key: value`" in done.stderr
+    done = cli.run(*args, "/skill:tidy now")
+    assert done.stdout.startswith('echo: <skill name="tidy"') and done.stdout.endswith("</skill>\n\nnow\n")
+
+
+def test_a_run_an_extension_stops_exits_1_with_the_reason(cli: CliEnv) -> None:
+    stopper = cli.home / "stopper.py"
+    stopper.write_text(
+        "from tether.session import BeforeRunResult\n\n"
+        "def setup(api):\n"
+        "    @api.on('before_run')\n"
+        "    def stop(context):\n"
+        "        if 'password' in context.text:\n"
+        "            return BeforeRunResult(block=True, reason='no passwords in prompts')\n"
+        "    api.register_command('quiet', lambda args, ctx: None)\n"
+    )
+    script = cli.script("s", [text_reply("fine")])
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "my password is x", script=script)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "run stopped: no passwords in prompts" in done.stderr
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "/quiet", script=script)
+    assert (done.returncode, done.stdout) == (0, "")  # a command with nothing to say
+    done = cli.run("-e", str(stopper), "-p", "--no-session", "hello", script=script)
+    assert (done.returncode, done.stdout) == (0, "fine\n")

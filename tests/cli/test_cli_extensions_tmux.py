@@ -1,0 +1,70 @@
+"""Extensions in the interactive mode, in a real terminal (tmux): the rm guard's question is asked
+like a tool approval (declined with ``n``, then allowed with ``y``), an extension command's answer
+is printed, and ``/help`` lists the user's templates and skills."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv, text_reply, tool_reply
+from test_cli_interactive_tmux import Terminal
+
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"),
+]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+
+
+def test_extension_dialogs_and_commands_in_the_terminal(cli: CliEnv) -> None:
+    (cli.project / "build").mkdir()
+    (cli.project / "app.py").write_text("x = 1  # FIXME: rename x\n")
+    prompts = cli.home / "config" / "prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "review.md").write_text("---\ndescription: Review a file carefully\n---\nReview $1")
+    script = cli.script(
+        "chat",
+        [
+            tool_reply("bash", {"command": "rm -rf build"}, "call_1"),
+            text_reply("Kept the build folder."),
+            tool_reply("bash", {"command": "rm -rf build"}, "call_2"),
+            text_reply("Removed the build folder."),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    command = [sys.executable, "-m", "tether.cli", "-y", "--no-session"]
+    command += ["-e", str(EXAMPLES / "rm_guard.py"), "-e", str(EXAMPLES / "todo_command.py")]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("clean up")
+        terminal.send("Enter")
+        terminal.wait_for("Allow dangerous command? rm -rf build")
+        terminal.send("n")
+        screen = terminal.wait_for("Kept the build folder.")
+        assert "The user did not allow" in screen and (cli.project / "build").is_dir()
+
+        terminal.type("clean up, really")
+        terminal.send("Enter")
+        terminal.wait_for(
+            lambda s: "Allow dangerous command? rm -rf build" in s.split("clean up, really")[-1]
+        )
+        terminal.send("y")
+        terminal.wait_for("Removed the build folder.")
+        assert not (cli.project / "build").exists()
+
+        terminal.type("/todos")
+        terminal.send("Enter")
+        terminal.wait_for("app.py:1: x = 1  # FIXME: rename x")
+
+        terminal.type("/help")
+        terminal.send("Enter")
+        screen = terminal.wait_for("From your prompts, skills and extensions:")
+        assert "/review" in screen and "Review a file carefully" in screen and "/todos" in screen
+        terminal.send("C-d")
+    finally:
+        terminal.close()

@@ -1,0 +1,182 @@
+"""Extensions over RPC: ``get_commands`` lists the user's commands, extension dialogs become
+``extension_ui_request`` frames answered by ``extension_ui_response``, an abort dismisses an open
+dialog, and pi's own clients (0.73.1 and 1.6.0) answer the example extensions' questions.
+
+Every frame tether's client sees is checked against the committed schema (``CheckedClient``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rpc_support import RpcEnv, bash_reply, next_of, text_reply, tool_reply
+
+from pi_packages import PI_073, PI_16, PiPackage, installed
+from tether.rpc import RpcError
+
+pytestmark = pytest.mark.subprocess
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+INTEROP = Path(__file__).with_name("interop")
+
+
+def example(name: str) -> str:
+    return str(EXAMPLES / f"{name}.py")
+
+
+async def test_get_commands_lists_templates_skills_and_extension_commands(rpc: RpcEnv) -> None:
+    prompts = rpc.home / "config" / "prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "review.md").write_text("---\ndescription: Review a file\n---\nReview $1")
+    skill = rpc.project / ".agents" / "skills" / "tidy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: tidy\ndescription: Tidy things up\n---\nSort imports.\n")
+    async with rpc.spawn("-e", example("todo_command")) as client:
+        commands = await client.request("get_commands")
+    assert commands["commands"] == [
+        {
+            "name": "todos",
+            "description": "List TODO/FIXME lines; /todos fix asks the agent to fix the first",
+            "source": "extension",
+            "sourceInfo": {
+                "path": example("todo_command"),
+                "source": "extension",
+                "scope": "user",
+                "origin": "top-level",
+            },
+        },
+        {
+            "name": "review",
+            "description": "Review a file",
+            "source": "prompt",
+            "sourceInfo": {
+                "path": str(prompts / "review.md"),
+                "source": "prompt",
+                "scope": "user",
+                "origin": "top-level",
+            },
+        },
+        {
+            "name": "skill:tidy",
+            "description": "Tidy things up",
+            "source": "skill",
+            "sourceInfo": {"path": str(skill), "source": "skill", "scope": "project", "origin": "top-level"},
+        },
+    ]
+
+
+async def test_dialogs_are_answered_and_an_abort_dismisses_one(rpc: RpcEnv) -> None:
+    (rpc.project / "build").mkdir()
+    rpc.script(
+        [
+            bash_reply("rm -rf build"),
+            text_reply("kept"),
+            bash_reply("rm -rf build"),
+            text_reply("removed"),
+            bash_reply("rm -fr build"),
+            text_reply("never asked to the end"),
+        ]
+    )
+    async with rpc.spawn("--yes", "-e", example("rm_guard")) as client:
+        events = client.events()
+
+        async def answer(confirmed: bool) -> dict[str, Any]:
+            request = await next_of(events, "extension_ui_request")
+            await client.answer_extension_ui(request["id"], confirmed=confirmed)
+            return request
+
+        prompt = asyncio.ensure_future(client.prompt("clean"))
+        request = await answer(False)
+        assert (await prompt)["status"] == "completed"
+        assert {k: request[k] for k in ("method", "title", "message")} == {
+            "method": "confirm",
+            "title": "Allow dangerous command?",
+            "message": "rm -rf build",
+        }
+        assert (rpc.project / "build").is_dir()
+
+        prompt = asyncio.ensure_future(client.prompt("clean, really"))
+        await answer(True)
+        assert (await prompt)["status"] == "completed"
+        assert not (rpc.project / "build").exists()
+
+        prompt = asyncio.ensure_future(client.prompt("once more"))
+        await next_of(events, "extension_ui_request")  # left unanswered: the abort dismisses it
+        await client.abort()
+        await prompt
+        messages = await client.get_messages()
+        results = [m for m in messages if m["role"] == "toolResult"]
+        assert [r["isError"] for r in results] == [True, False, True]
+        assert results[2]["content"][0]["text"] == "The user did not allow `rm -fr build`."
+        # an answer to no open dialog is an error response; the server goes on
+        with pytest.raises(RpcError, match="no open extension dialog with id 'py-"):
+            await client.request("extension_ui_response", confirmed=True)
+        assert (await client.get_state())["isStreaming"] is False
+
+
+def _pi_script(rpc: RpcEnv) -> None:
+    (rpc.project / "build").mkdir()
+    (rpc.project / "notes.txt").write_text("a bb ccc dddd eeeee")
+    (rpc.project / "app.py").write_text("x = 1  # TODO: rename\n")
+    prompts = rpc.home / "config" / "prompts"
+    prompts.mkdir(parents=True)
+    (prompts / "review.md").write_text("---\ndescription: Review a file\n---\nReview $1")
+    rpc.script(
+        [
+            bash_reply("rm -rf build"),
+            text_reply("kept it"),
+            bash_reply("rm -rf build"),
+            text_reply("removed it"),
+            tool_reply("count_words", {"path": "notes.txt", "min_length": 3}),
+            text_reply("counted"),
+        ]
+    )
+
+
+def _run_pi_client(rpc: RpcEnv, pi: PiPackage) -> None:
+    module = pi.package / "dist" / "index.js"
+    env = rpc.env(
+        TETHER_COMMAND=json.dumps([sys.executable, "-m", "tether.cli"]),
+        PI_MODULE=module.as_uri(),
+        EXAMPLES=str(EXAMPLES),
+        TODAY=datetime.date.today().isoformat(),
+        PATH=f"{Path(pi.node).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    done = subprocess.run(
+        [pi.node, str(INTEROP / "extension-ui.test.mjs")],
+        cwd=rpc.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"pi {pi.version}'s client failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {
+        "ok": True,
+        "steps": ["get_commands", "rm_guard", "word_count", "todo_command", "echo_provider_date_hook"],
+    }
+
+
+@pytest.mark.node
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="needs node and npm")
+def test_pi_073_client_answers_extension_dialogs(rpc: RpcEnv) -> None:
+    _pi_script(rpc)
+    _run_pi_client(rpc, installed(PI_073))
+
+
+@pytest.mark.node
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm (it brings its own Node 22)")
+def test_pi_16_client_answers_extension_dialogs(rpc: RpcEnv) -> None:
+    _pi_script(rpc)
+    _run_pi_client(rpc, installed(PI_16))

@@ -1,0 +1,330 @@
+"""Python extensions in a real ``AgentSession`` (scripted model, real store): discovery and trust,
+entry points, the hooks (block, change arguments, change results, prompt edits, stopping a run),
+commands, providers, dialogs, and failures that are reported once and never end the session."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.session.extensions.host import HeadlessUI
+from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.resources import ENTRY_POINTS_CACHE, installed_entry_points, load_resources
+from tether.session.settings import Settings
+from tether.session.trust import trust
+from tether.testing.scripted import ScriptedModel
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    config = tmp_path / "home" / "config"
+    project = tmp_path / "project"
+    config.mkdir(parents=True)
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    return {"config": config, "project": project, "data": tmp_path / "home" / "data", "tmp": tmp_path}
+
+
+def write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+def script(monkeypatch: pytest.MonkeyPatch, folder: Path, responses: Sequence[dict[str, Any]]) -> None:
+    path = folder / "script.json"
+    path.write_text(json.dumps(responses))
+    monkeypatch.setenv("TETHER_SCRIPTED", str(path))
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "chunks": [t]}]}
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"content": [{"type": "toolCall", "id": f"call_{name}", "name": name, "arguments": arguments}]}
+
+
+class Answers:
+    """An ``ExtensionUI`` with answers given in advance; records what it was asked."""
+
+    def __init__(self, *, confirm: bool = True, select: str | None = None, text: str | None = None) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+        self._confirm, self._select, self._text = confirm, select, text
+
+    async def confirm(self, title: str, message: str = "") -> bool:
+        self.asked.append(("confirm", f"{title}|{message}"))
+        return self._confirm
+
+    async def select(self, title: str, options: Sequence[str]) -> str | None:
+        self.asked.append(("select", f"{title}|{','.join(options)}"))
+        return self._select
+
+    async def input(self, title: str, placeholder: str = "") -> str | None:
+        self.asked.append(("input", title))
+        return self._text
+
+    def notify(self, message: str, level: str = "info") -> None:
+        self.notes.append(message)
+
+
+# -- discovery ---------------------------------------------------------------------------------
+
+
+def test_user_and_trusted_project_folders(dirs: dict[str, Path]) -> None:
+    config, project = dirs["config"], dirs["project"]
+    write(
+        config / "extensions" / "mine.py",
+        "def setup(api):\n    api.register_command('mine', lambda a, c: 'm')\n",
+    )
+    write(config / "extensions" / "_private.py", "raise SystemExit('helpers are not extensions')\n")
+    write(
+        config / "extensions" / "pkg" / "__init__.py",
+        "from .impl import setup\n",
+    )
+    write(
+        config / "extensions" / "pkg" / "impl.py",
+        "def setup(api):\n    api.register_command('pkg', lambda a, c: 'p')\n",
+    )
+    marker = dirs["tmp"] / "project-code-ran"
+    write(
+        project / ".tether" / "extensions" / "repo.py",
+        f"open({str(marker)!r}, 'w').close()\ndef setup(api):\n    api.register_command('repo', lambda a, c: 'r')\n",
+    )
+
+    untrusted = load_resources(project, config, Settings(), data_dir=dirs["data"])
+    assert untrusted.extensions is not None
+    assert sorted(untrusted.extensions.commands()) == ["mine", "pkg"]
+    assert not marker.exists()  # the repository's code never ran
+    assert any(w.startswith(f"{project / '.tether' / 'extensions'}: ignored") for w in untrusted.warnings)
+
+    trust(config, project)
+    trusted = load_resources(project, config, Settings(), data_dir=dirs["data"])
+    assert trusted.extensions is not None
+    assert sorted(trusted.extensions.commands()) == ["mine", "pkg", "repo"]
+    assert marker.exists()
+    assert [c.name for c in trusted.commands()] == ["mine", "pkg", "repo"]
+
+    off = load_resources(project, config, Settings(), data_dir=dirs["data"], extensions=False)
+    assert off.extensions is None
+
+
+def test_entry_points_are_found_and_cached(dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    site = dirs["tmp"] / "lib" / "site-packages"
+    write(
+        site / "hello_ext.py", "def setup(api):\n    api.register_command('hello', lambda a, c: 'hi ' + a)\n"
+    )
+    info = site / "hello_ext-1.0.dist-info"
+    write(info / "METADATA", "Metadata-Version: 2.1\nName: hello-ext\nVersion: 1.0\n")
+    write(info / "entry_points.txt", "[tether.extensions]\nhello = hello_ext\n")
+    monkeypatch.syspath_prepend(str(site))
+
+    assert ("hello", "hello_ext") in installed_entry_points(dirs["data"])
+    cache = dirs["data"] / ENTRY_POINTS_CACHE
+    cached = json.loads(cache.read_text())
+    assert cached["folders"][str(site)] == site.stat().st_mtime_ns
+    # The cache answers while the folder is unchanged: a planted answer comes back as is.
+    cached["entryPoints"].append(["planted", "nowhere"])
+    cache.write_text(json.dumps(cached))
+    assert ("planted", "nowhere") in installed_entry_points(dirs["data"])
+    # Installing another package changes the folder: the search runs again.
+    write(site / "other-1.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    found = installed_entry_points(dirs["data"])
+    assert ("hello", "hello_ext") in found and ("planted", "nowhere") not in found
+
+    resources = load_resources(dirs["project"], dirs["config"], Settings(), data_dir=dirs["data"])
+    assert resources.extensions is not None
+    assert [e.origin for e in resources.extensions.extensions] == ["entry point hello (hello_ext)"]
+
+
+def test_broken_extensions_are_one_line_each_and_the_rest_loads(dirs: dict[str, Path]) -> None:
+    folder = dirs["config"] / "extensions"
+    write(folder / "syntax.py", "def setup(api)\n")
+    write(folder / "nosetup.py", "x = 1\n")
+    write(folder / "asyncsetup.py", "async def setup(api):\n    pass\n")
+    write(folder / "raises.py", "def setup(api):\n    raise RuntimeError('no config')\n")
+    write(folder / "exits.py", "import sys\nsys.exit(3)\n")
+    write(folder / "good.py", "def setup(api):\n    api.register_command('good', lambda a, c: 'ok')\n")
+
+    resources = load_resources(dirs["project"], dirs["config"], Settings(), data_dir=dirs["data"])
+
+    assert resources.extensions is not None
+    assert [e.name for e in resources.extensions.extensions] == ["good"]
+    problems = sorted(resources.extensions.problems)
+    assert len(problems) == 5
+    assert "extension asyncsetup" in problems[0] and "must be a plain function" in problems[0]
+    assert "extension exits" in problems[1] and "exit()" in problems[1]
+    assert "extension nosetup" in problems[2] and "no setup(api)" in problems[2]
+    assert "extension raises" in problems[3] and "RuntimeError: no config" in problems[3]
+    assert "extension syntax" in problems[4] and "SyntaxError" in problems[4]
+    assert all(p in resources.warnings for p in problems)
+
+
+# -- in a session ------------------------------------------------------------------------------
+
+
+HOOKS = """
+from tether.agent import AfterToolCallResult, BeforeToolCallResult
+from tether.session.extensions.api import BeforeRunResult
+
+def setup(api):
+    @api.on("before_run")
+    def no_secrets(context):
+        if "password" in context.text:
+            return BeforeRunResult(block=True, reason="prompts may not hold passwords")
+
+    @api.on("tool_call")
+    def rewrite(context):
+        if context.tool_call["name"] == "ls" and context.args.get("path") == "forbidden":
+            return BeforeToolCallResult(block=True, reason="forbidden is off limits")
+        if context.tool_call["name"] == "ls":
+            context.args["path"] = "sub"  # changed in place: the tool sees the new value
+
+    @api.on("tool_result")
+    def tag(context):
+        if context.tool_call["name"] == "ls":
+            first = context.result.content[0]["text"]
+            return AfterToolCallResult(content=[{"type": "text", "text": "[tagged] " + first}])
+
+    @api.on("prompt")
+    def remind(editor):
+        editor.append({"role": "user", "parts": [{"type": "text", "text": "REMINDER"}]})
+"""
+
+
+async def test_hooks_block_change_arguments_and_results_and_edit_the_prompt(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = dirs["project"]
+    (project / "sub").mkdir()
+    (project / "sub" / "inside.txt").write_text("x")
+    extension = write(dirs["tmp"] / "hooks.py", HOOKS)
+    script(monkeypatch, dirs["tmp"], [call("ls", path="."), call("ls", path="forbidden"), text("done")])
+    options = SessionOptions(extension_paths=(extension,))
+    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice())
+    notices: list[str] = []
+    core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        blocked = await core.prompt("my password is hunter2")
+        assert blocked == [] and notices == ["run stopped: prompts may not hold passwords"]
+        await core.prompt("list things")
+        stored = [m for m in core.session.messages] if core.session is not None else []
+    finally:
+        await core.close()
+    results = [m for m in stored if m["role"] == "toolResult"]
+    assert results[0]["content"][0]["text"].startswith("[tagged] inside.txt")
+    assert results[1]["isError"] and results[1]["content"][0]["text"] == "forbidden is off limits"
+    model: ScriptedModel = core.agent.stream_fn  # type: ignore[assignment]
+    sent = model.requests[0].context["messages"]
+    assert sent[-1]["content"] == [{"type": "text", "text": "REMINDER"}]
+    assert all("REMINDER" not in json.dumps(m) for m in stored)  # synthetic: never stored
+
+
+async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extension = write(
+        dirs["tmp"] / "flaky.py",
+        """
+        def setup(api):
+            @api.on("prompt")
+            def broken(editor):
+                raise KeyError("missing")
+
+            @api.on("tool_call")
+            def also_broken(context):
+                raise RuntimeError("guard crashed")
+        """,
+    )
+    script(monkeypatch, dirs["tmp"], [call("ls"), text("one"), text("two")])
+    core = SessionOptions(extension_paths=(extension,)).create(
+        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    notices: list[str] = []
+    core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        await core.prompt("first")
+        await core.prompt("second")
+        messages = list(core.messages)
+    finally:
+        await core.close()
+    assert notices == ["extension flaky failed in prompt: KeyError: 'missing' (reported once)"]
+    result = next(m for m in messages if m["role"] == "toolResult")
+    assert result["isError"] and "the extension flaky failed" in result["content"][0]["text"]  # fails closed
+    assert [
+        m["content"][0]["text"]
+        for m in messages
+        if m["role"] == "assistant" and m["content"][0]["type"] == "text"
+    ] == ["one", "two"]
+
+
+async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    extension = write(
+        dirs["tmp"] / "ask.py",
+        """
+        def setup(api):
+            @api.command("deploy", description="Deploy somewhere")
+            async def deploy(args, ctx):
+                target = await ctx.ui.select("Where to?", ["staging", "production"])
+                if target is None:
+                    return "deploy cancelled"
+                note = await ctx.ui.input("Release note")
+                if not await ctx.ui.confirm("Deploy?", f"{args} to {target}"):
+                    return "not deployed"
+                await ctx.send(f"deploy {args} to {target}: {note}")
+                return f"deployed {args} to {target}"
+        """,
+    )
+    options = SessionOptions(
+        model="echo/echo-1",
+        extension_paths=(extension, EXAMPLES / "echo_provider.py", EXAMPLES / "todo_command.py"),
+    )
+    (dirs["project"] / "app.py").write_text("x = 1  # FIXME: one\n")
+    core = options.create(
+        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    answers = Answers(select="staging", text="first cut")
+    notices: list[tuple[str, str | None]] = []
+    core.subscribe(
+        lambda e: notices.append((e["message"], e.get("command"))) if e["type"] == "notice" else None
+    )
+    try:
+        assert core.model["provider"] == "echo"
+        assert core.resources is not None and core.resources.extensions is not None
+        core.resources.extensions.ui = answers
+        await core.submit("/deploy v2")
+        reply = core.last_assistant()
+        await core.submit("/todos")
+        said: list[str] = []
+        headless = HeadlessUI(said.append)  # print mode: nobody to ask
+        assert not await headless.confirm("Anyone?") and await headless.select("Which?", ["a"]) is None
+        assert said == [
+            "Anyone?: nobody can answer here, taken as no",
+            "Which?: nobody can answer here, nothing selected",
+        ]
+        core.resources.extensions.ui = Answers(select=None)
+        await core.submit("/deploy v3")
+        with pytest.raises(LookupError, match="no model 'nope'"):
+            core.set_model("echo/nope")
+    finally:
+        await core.close()
+    assert answers.asked == [
+        ("select", "Where to?|staging,production"),
+        ("input", "Release note"),
+        ("confirm", "Deploy?|v2 to staging"),
+    ]
+    assert reply is not None and reply["content"][0]["text"] == "echo: deploy v2 to staging: first cut"
+    assert notices == [
+        ("deployed v2 to staging", "deploy"),
+        ("app.py:1: x = 1  # FIXME: one", "todos"),
+        ("deploy cancelled", "deploy"),
+    ]
