@@ -27,7 +27,6 @@ still running, so no task outlives the batch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,8 +52,6 @@ if TYPE_CHECKING:
     from tether.telemetry.spans import RunTrace
 
 BLOCKED = "Tool execution was blocked"
-
-_UNTRACED = contextlib.nullcontext()
 
 
 @dataclass(slots=True)
@@ -372,12 +369,12 @@ class _Batch:
         """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
         updates = _Updates(call, self.emit, starting)
-        running: contextlib.AbstractContextManager[None] = (
-            _UNTRACED if self.trace is None else self.trace.tool_running(call["id"])
-        )
         try:
-            with running:
+            if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
                 result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            else:
+                with self.trace.tool_running(call["id"]):
+                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(
