@@ -285,8 +285,11 @@ def canonical_json(value: object) -> str:
     if isinstance(value, str):  # the most common value first: one check instead of five
         return encode_basestring(value)
     if isinstance(value, dict):
-        items = sorted(cast(dict[str, object], value).items())
-        return "{" + ",".join(f"{_string(key)}:{canonical_json(item)}" for key, item in items) + "}"
+        node = cast(dict[str, object], value)
+        parts: list[str] = []
+        for key in sorted(node):  # a loop, not a generator: no frame per member
+            parts.append(f"{encode_basestring(key)}:{canonical_json(node[key])}")
+        return "{" + ",".join(parts) + "}"
     if isinstance(value, list):
         return "[" + ",".join(canonical_json(item) for item in cast(list[object], value)) + "]"
     if isinstance(value, bool) or value is None:
