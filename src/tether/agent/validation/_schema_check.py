@@ -212,13 +212,13 @@ def _add_objects(node: dict[str, Any], checks: list[Check]) -> None:
     if most is not None:
         checks.append(lambda v: not isinstance(v, dict) or len(cast(dict[str, Any], v)) <= most)
     required = node.get("required")
+    wanted: frozenset[str] = frozenset()
     if required is not None:
         if not isinstance(required, list):
             raise _Unsupported
         names = cast(list[Any], required)
         if all(isinstance(name, str) for name in names):
             wanted = frozenset(cast(list[str], names))
-            checks.append(lambda v: not isinstance(v, dict) or cast(dict[str, Any], v).keys() >= wanted)
         else:
             checks.append(lambda v: not isinstance(v, dict) or all(name in v for name in names))
     properties = node.get("properties", {})
@@ -228,12 +228,19 @@ def _add_objects(node: dict[str, Any], checks: list[Check]) -> None:
     additional = node.get("additionalProperties", True)
     rest = _compile(additional)
     if not compiled and additional is True:
+        if wanted:
+            checks.append(lambda v: not isinstance(v, dict) or v.keys() >= wanted)
         return
 
+    # The required names and every member in one call, and no ``cast`` at run time (in 3.11 it
+    # is a call too, after building its ``dict[str, Any]``): validation runs on every tool call.
     def check_object(value: Any) -> bool:
         if not isinstance(value, dict):
             return True
-        for key, item in cast(dict[str, Any], value).items():
+        members: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType] (a JSON object)
+        if not members.keys() >= wanted:
+            return False
+        for key, item in members.items():
             sub = compiled.get(key, rest)
             if not sub(item):
                 return False
