@@ -178,12 +178,16 @@ async def execute_tool_calls(
     start) as they go out, so a caller whose listener failed mid-batch knows which calls are done.
     With ``trace``, each tool's span is the current one while the tool executes."""
     tools = {t.name: t for t in context.tools}
-    sequential = config.tool_execution == "sequential" or any(
-        (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential" for call in calls
-    )
+    sequential = config.tool_execution == "sequential"
+    for call in calls:  # plain loops here and below: a generator costs a frame per batch
+        if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
+            sequential = True
     run = _Batch(context, assistant, tools, config, signal, emit, trace)
     finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
-    terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
+    terminate = bool(finalized)
+    for outcome in finalized:
+        if outcome.result.terminate is not True:
+            terminate = False
     return ToolBatch(messages=list(delivered), terminate=terminate)
 
 
@@ -324,7 +328,12 @@ class _Batch:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        return [cast(_Finalized, p.result() if isinstance(p, asyncio.Task) else p) for p in pending]
+        done: list[_Finalized] = []
+        for entry in pending:  # every entry is reported by now
+            outcome = entry.result() if isinstance(entry, asyncio.Task) else entry
+            assert isinstance(outcome, _Finalized)
+            done.append(outcome)
+        return done
 
     async def _settle(
         self,
