@@ -176,6 +176,7 @@ class ScriptedModel:
         task (or a listener that just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
         content = message["content"]
+        has_call = False
         await _tick()
         if script is None:
             yield error_event(message, NO_RESPONSE_LEFT)
@@ -190,6 +191,7 @@ class ScriptedModel:
                 yield error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
             if isinstance(block, ToolCallBlock):
+                has_call = True
                 self._call_ids += 1
                 call: ToolCall = {
                     "type": "toolCall",
@@ -263,7 +265,6 @@ class ScriptedModel:
         if script.error is not None:
             yield error_event(message, script.error)
             return
-        has_call = any(isinstance(b, ToolCallBlock) for b in script.content)
         reason = script.stop_reason or ("toolUse" if has_call else "stop")
         message["stopReason"] = reason
         # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
