@@ -63,6 +63,28 @@ async def test_closing_a_suspended_coroutine_cancels_it_and_lets_it_unwind() -> 
     assert unwound == ["cancelled"] and started.ended
 
 
+async def test_closing_what_awaits_a_suspended_coroutine_closes_it() -> None:
+    """As ``await`` does (PEP 380): the coroutine is closed, not sent a ``GeneratorExit`` to handle."""
+    closed: list[str] = []
+
+    async def waits() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            closed.append("closed")
+
+    started = start_eagerly(waits())
+    assert isinstance(started, Suspended)
+
+    async def awaiter() -> None:
+        await started.resume()
+
+    outer = awaiter()
+    outer.send(None)  # suspended on the event's future, as a task would hold it
+    outer.close()
+    assert closed == ["closed"]
+
+
 @tool
 async def timed(seconds: float) -> str:
     """Wait ``seconds`` under a timeout of a hundredth of that."""

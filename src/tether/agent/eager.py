@@ -46,6 +46,9 @@ class Suspended(Generic[T]):
             while True:
                 try:
                     sent = yield yielded
+                except GeneratorExit:  # this awaitable is being closed: close the coroutine (as PEP 380)
+                    run(coro.close)
+                    raise
                 except BaseException as exc:  # thrown into the task: the coroutine's to handle
                     yielded = run(coro.throw, exc)
                 else:
@@ -64,7 +67,7 @@ class Suspended(Generic[T]):
         self.ended = True
         try:
             self._yielded = self._context.run(self._coro.throw, asyncio.CancelledError())
-        except BaseException:  # it ended, by the cancellation or otherwise
+        except (Exception, asyncio.CancelledError):  # it ended, by the cancellation or otherwise
             return
         self.ended = False
         with contextlib.suppress(Exception, asyncio.CancelledError):
