@@ -335,16 +335,21 @@ class _Run:
         messages = context.messages
         if config.transform_context is not None:
             messages = await _call("transform_context", config.transform_context, messages, self.signal)
-        convert = config.convert_to_llm
-        if convert is default_convert_to_llm:
-            convert = self.llm_filter
+        system_prompt = (
+            await _call("get_system_prompt", config.get_system_prompt)
+            if config.get_system_prompt is not None
+            else context.system_prompt
+        )
+        if config.convert_to_llm is default_convert_to_llm:  # synchronous: no ``_call`` needed
+            try:
+                llm_messages = self.llm_filter(messages)
+            except Exception as exc:
+                raise StepFailed("convert_to_llm", exc) from exc
+        else:
+            llm_messages = await _call("convert_to_llm", config.convert_to_llm, messages)
         llm_context: Context = {
-            "systemPrompt": (
-                await _call("get_system_prompt", config.get_system_prompt)
-                if config.get_system_prompt is not None
-                else context.system_prompt
-            ),
-            "messages": await _call("convert_to_llm", convert, messages),
+            "systemPrompt": system_prompt,
+            "messages": llm_messages,
             "tools": [tool_schema(t) for t in context.tools],
         }
         volatile = (
@@ -364,7 +369,12 @@ class _Run:
             if self.trace is not None:
                 stream_fn = self.trace.traced(stream_fn)
             opened = stream_fn(config.model, llm_context, options)
-            response: AssistantMessageEventStream = await opened if inspect.isawaitable(opened) else opened
+            # The common answer first: ``isawaitable`` on anything but a coroutine is an ABC check.
+            response: AssistantMessageEventStream = (
+                opened
+                if isinstance(opened, AssistantMessageEventStream) or not inspect.isawaitable(opened)
+                else await opened
+            )
         except Exception as exc:
             raise StepFailed("stream function", exc) from exc
         return await self._consume(response)

@@ -27,12 +27,12 @@ still running, so no task outlives the batch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
+from tether.agent.eager import Suspended, start_eagerly
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
     AfterToolCallContext,
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     from tether.telemetry.spans import RunTrace
 
 BLOCKED = "Tool execution was blocked"
-
-_UNTRACED = contextlib.nullcontext()
 
 
 @dataclass(slots=True)
@@ -83,6 +81,48 @@ class _Executed:
 
     prepared: _Prepared
     outcome: _Finalized
+
+
+@dataclass(slots=True)
+class _Bound:
+    """The call of a concurrent batch that did not end while starting eagerly: the batch's own
+    task continues it (see ``eager``)."""
+
+    index: int
+    prepared: _Prepared
+    suspended: Suspended[_Finalized]
+
+    async def finish(self, settle: asyncio.Task[None] | None) -> _Finalized | None:
+        """Its outcome; ``None`` when ``settle`` failed meanwhile (a sibling or a listener did),
+        which cancels it, as the batch cancels every call still running when one fails."""
+        task = asyncio.current_task()
+        if settle is None or task is None:
+            return await self.suspended.resume()
+        failed = False
+
+        def on_settled(settled: asyncio.Task[None]) -> None:
+            nonlocal failed
+            if not settled.cancelled() and settled.exception() is not None:
+                failed = True
+                task.cancel()
+
+        settle.add_done_callback(on_settled)
+        try:
+            outcome = await self.suspended.resume()
+        except asyncio.CancelledError:
+            if failed and task.uncancel() == 0:
+                return None
+            raise
+        finally:
+            settle.remove_done_callback(on_settled)
+        if failed:  # it ignored the cancellation: the failure still ends the batch
+            task.uncancel()
+            return None
+        return outcome
+
+
+_Entry: TypeAlias = _Finalized | _Executed | _Bound | asyncio.Task[_Finalized | _Executed]
+"""A call of a concurrent batch, from its start to its end report."""
 
 
 @dataclass(slots=True)
@@ -138,12 +178,16 @@ async def execute_tool_calls(
     start) as they go out, so a caller whose listener failed mid-batch knows which calls are done.
     With ``trace``, each tool's span is the current one while the tool executes."""
     tools = {t.name: t for t in context.tools}
-    sequential = config.tool_execution == "sequential" or any(
-        (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential" for call in calls
-    )
+    sequential = config.tool_execution == "sequential"
+    for call in calls:  # plain loops here and below: a generator costs a frame per batch
+        if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
+            sequential = True
     run = _Batch(context, assistant, tools, config, signal, emit, trace)
     finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
-    terminate = bool(finalized) and all(f.result.terminate is True for f in finalized)
+    terminate = bool(finalized)
+    for outcome in finalized:
+        if outcome.result.terminate is not True:
+            terminate = False
     return ToolBatch(messages=list(delivered), terminate=terminate)
 
 
@@ -225,30 +269,57 @@ class _Batch:
         sent meanwhile are reported before any call reports its end, as in the reference, where
         each ``execute`` starts synchronously and an update is emitted when it is sent. Calls
         that finished while starting then report their ends in source order; the others report
-        theirs as they finish."""
-        loop = asyncio.get_running_loop()
+        theirs as they finish.
+
+        Calls start *eagerly*, in this task (``eager``), as the reference's ``execute`` does: a
+        call that ends at once (an instant tool) costs no task and no pass of the event loop.
+        The first call that does not end at once stays in this task (whatever it tied to its
+        task, a timeout or a cancel scope, stays true), which continues it at once; the calls
+        after it start as tasks, and a task of its own settles the batch (``_settle``). In the
+        P2 benchmark (three instant tools per turn) this removed three tasks and a ``sleep(0)``
+        per turn: 8% of the run's instructions (callgrind, 186 M -> 170 M per run), 12% of its
+        CPU time (interleaved runs)."""
         starting = _Starting()
-        pending: list[_Finalized | asyncio.Task[_Finalized | _Executed]] = [
-            loop.create_task(self._run_in_batch(slot, starting)) if isinstance(slot, _Prepared) else slot
-            for slot in slots
-        ]
-        tasks = [p for p in pending if isinstance(p, asyncio.Task)]
+        pending: list[_Entry] = []
+        bound: _Bound | None = None
+        tasks: list[asyncio.Task[_Finalized | _Executed]] = []
+        settle: asyncio.Task[None] | None = None
         try:
-            await asyncio.sleep(0)
-            if starting.updates:
-                await asyncio.wait(starting.updates)
-            starting.done = True
-            for index, entry in enumerate(pending):
-                if isinstance(entry, asyncio.Task) and entry.done() and not entry.cancelled():
-                    outcome = entry.result()
-                    if isinstance(outcome, _Executed):
-                        pending[index] = await self._report(outcome.prepared, outcome.outcome)
-            for task in tasks:
-                if not task.done():
-                    await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-                    break
+            for slot in slots:
+                if isinstance(slot, _Finalized):
+                    pending.append(slot)
+                elif bound is None:
+                    started = start_eagerly(self._execute(slot, starting))
+                    if isinstance(started, Suspended):
+                        bound = _Bound(len(pending), slot, started)
+                        pending.append(bound)
+                    else:
+                        pending.append(_Executed(slot, started))
+                else:
+                    task = asyncio.get_running_loop().create_task(self._run_in_batch(slot, starting))
+                    tasks.append(task)
+                    pending.append(task)
+            if bound is None:
+                await self._settle(pending, tasks, starting)
+            else:
+                if tasks or starting.updates:
+                    settle = asyncio.get_running_loop().create_task(self._settle(pending, tasks, starting))
+                else:
+                    await self._settle(pending, tasks, starting)
+                outcome = await bound.finish(settle)
+                if outcome is not None:
+                    pending[bound.index] = (
+                        await self._report(bound.prepared, outcome)
+                        if starting.done
+                        else _Executed(bound.prepared, outcome)  # ``_settle`` reports it
+                    )
+                if settle is not None:
+                    await settle
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
-            unfinished = [task for task in tasks if not task.done()]
+            if bound is not None:
+                await bound.suspended.close()
+            running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
+            unfinished = [task for task in running if not task.done()]
             for task in unfinished:
                 task.cancel()
             if unfinished:
@@ -257,7 +328,39 @@ class _Batch:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        return [cast(_Finalized, p.result()) if isinstance(p, asyncio.Task) else p for p in pending]
+        done: list[_Finalized] = []
+        for entry in pending:  # every entry is reported by now
+            outcome = entry.result() if isinstance(entry, asyncio.Task) else entry
+            assert isinstance(outcome, _Finalized)
+            done.append(outcome)
+        return done
+
+    async def _settle(
+        self,
+        pending: list[_Entry],
+        tasks: list[asyncio.Task[_Finalized | _Executed]],
+        starting: _Starting,
+    ) -> None:
+        """Let the tasks start, report the updates sent while starting, then the ends of the calls
+        that finished meanwhile (in source order); then wait for the tasks (or the first failure)."""
+        if tasks:
+            await asyncio.sleep(0)  # the tasks take their first steps
+        if starting.updates:
+            await asyncio.wait(starting.updates)
+        starting.done = True
+        for index, entry in enumerate(pending):
+            if isinstance(entry, asyncio.Task) and entry.done() and not entry.cancelled():
+                entry = entry.result()
+            if isinstance(entry, _Executed):
+                pending[index] = await self._report(entry.prepared, entry.outcome)
+        for task in tasks:
+            if not task.done():
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                break
+        for task in tasks:
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None:
+                raise failure
 
     async def _run_in_batch(self, prepared: _Prepared, starting: _Starting) -> _Finalized | _Executed:
         """A call of a concurrent batch: one that finished before every call started leaves
@@ -275,12 +378,12 @@ class _Batch:
         """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
         updates = _Updates(call, self.emit, starting)
-        running: contextlib.AbstractContextManager[None] = (
-            _UNTRACED if self.trace is None else self.trace.tool_running(call["id"])
-        )
         try:
-            with running:
+            if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
                 result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+            else:
+                with self.trace.tool_running(call["id"]):
+                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(

@@ -23,6 +23,7 @@ import types
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, cast
 
 import jiter
@@ -175,6 +176,7 @@ class ScriptedModel:
         task (or a listener that just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
         content = message["content"]
+        has_call = False
         await _tick()
         if script is None:
             yield error_event(message, NO_RESPONSE_LEFT)
@@ -189,6 +191,7 @@ class ScriptedModel:
                 yield error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
             if isinstance(block, ToolCallBlock):
+                has_call = True
                 self._call_ids += 1
                 call: ToolCall = {
                     "type": "toolCall",
@@ -262,7 +265,6 @@ class ScriptedModel:
         if script.error is not None:
             yield error_event(message, script.error)
             return
-        has_call = any(isinstance(b, ToolCallBlock) for b in script.content)
         reason = script.stop_reason or ("toolUse" if has_call else "stop")
         message["stopReason"] = reason
         # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
@@ -281,9 +283,14 @@ def _tick() -> Generator[None]:
 def canonical_json(value: object) -> str:
     """Keys sorted, no whitespace, numbers as JavaScript prints them (``2.0`` is ``2``, ``1e-7``
     not ``1e-07``): the conformance format for echoed arguments and tool-call deltas."""
+    if isinstance(value, str):  # the most common value first: one check instead of five
+        return encode_basestring(value)
     if isinstance(value, dict):
-        items = sorted(cast(dict[str, object], value).items())
-        return "{" + ",".join(f"{_string(key)}:{canonical_json(item)}" for key, item in items) + "}"
+        node: dict[str, object] = value  # pyright: ignore[reportUnknownVariableType] (no cast: a call)
+        parts: list[str] = []
+        for key in sorted(node):  # a loop, not a generator: no frame per member
+            parts.append(f"{encode_basestring(key)}:{canonical_json(node[key])}")
+        return "{" + ",".join(parts) + "}"
     if isinstance(value, list):
         return "[" + ",".join(canonical_json(item) for item in cast(list[object], value)) + "]"
     if isinstance(value, bool) or value is None:
@@ -294,4 +301,6 @@ def canonical_json(value: object) -> str:
 
 
 def _string(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    # ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (its options
+    # are not the defaults); the escaping function alone is the same text at a tenth of the cost.
+    return encode_basestring(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,85 @@
+"""Starting a coroutine in the current task, as JavaScript starts an async function.
+
+asyncio runs a coroutine only inside a task, and a new task takes its first step on a later pass
+of the event loop. The reference starts each parallel tool call synchronously, and most calls of
+an instant tool end right there; a task per call (and a pass of the loop to start them) was the
+largest cost of the agent loop's parallel batches.
+
+``start_eagerly`` steps a coroutine once, here, in a copy of the current context (as a task
+would run it). Either it ended, or it is suspended and must be continued *by this same task*
+(``Suspended.resume``): whatever its first step tied to the current task (``asyncio.timeout``,
+an anyio cancel scope, ``asyncio.current_task()``) has to stay true, so it cannot move to a task
+of its own. Python 3.12's eager tasks do the same with a new task object; 3.11 has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import types
+from collections.abc import Coroutine, Generator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Suspended(Generic[T]):
+    """A coroutine that suspended during its eager first step; only the task that started it may
+    continue it (``resume``) or cancel it (``close``)."""
+
+    __slots__ = ("_context", "_coro", "_yielded", "ended")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], context: contextvars.Context, yielded: Any) -> None:
+        self._coro = coro
+        self._context = context
+        self._yielded = yielded
+        """What the coroutine handed its task when it suspended: a future to wait for, or ``None``."""
+        self.ended = False
+
+    @types.coroutine
+    def resume(self) -> Generator[Any, Any, T]:
+        """Run it to its end in the awaiting task, as if it had been awaited from the start: the
+        task waits for what it yields, and what the task throws in (a cancellation) goes to it."""
+        coro, run, yielded = self._coro, self._context.run, self._yielded
+        try:
+            while True:
+                try:
+                    sent = yield yielded
+                except GeneratorExit:  # this awaitable is being closed: close the coroutine (as PEP 380)
+                    run(coro.close)
+                    raise
+                except BaseException as exc:  # thrown into the task: the coroutine's to handle
+                    yielded = run(coro.throw, exc)
+                else:
+                    yielded = run(coro.send, sent)
+        except StopIteration as stop:
+            self.ended = True
+            return stop.value
+        except BaseException:
+            self.ended = True
+            raise
+
+    async def close(self) -> None:
+        """Cancel it, if it has not ended, and let it unwind (its errors are of no interest)."""
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            self._yielded = self._context.run(self._coro.throw, asyncio.CancelledError())
+        except (Exception, asyncio.CancelledError):  # it ended, by the cancellation or otherwise
+            return
+        self.ended = False
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await self.resume()
+
+
+def start_eagerly(coro: Coroutine[Any, Any, T]) -> T | Suspended[T]:
+    """Take ``coro``'s first step now: its result if it ended, else the ``Suspended`` coroutine.
+    What it raises propagates."""
+    context = contextvars.copy_context()
+    try:
+        yielded = context.run(coro.send, None)
+    except StopIteration as stop:
+        return stop.value
+    return Suspended(coro, context, yielded)
