@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,10 +36,11 @@ from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition, completion_is_selected
+from prompt_toolkit.filters import Always, Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
 from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -47,11 +49,13 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import render, screens
-from tether.cli.transcript import branch_messages, render_transcript
+from tether.cli import clipboard, external_editor, pickers, render, screens
+from tether.cli.keybindings import Bindings, hotkeys_text, load_bindings
+from tether.cli.transcript import BackwardTranscript, branch_messages_backward
 from tether.session import Session, SessionError, commands
 from tether.session.agent_session import AgentSession
-from tether.session.stats import Stats, format_tokens
+from tether.session.events import message_text
+from tether.session.stats import SessionRow, Stats, format_tokens
 from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
 from tether.tools.completion import MentionCompleter
 from tether.wire import ToolCall
@@ -71,9 +75,21 @@ _QUIET_SHOWN_AFTER = 3.0
 """Seconds without an event before the status line counts the wait for the model."""
 
 
+FRONT_END_COMMANDS = {
+    "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
+    "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
+}
+"""Commands only a terminal has a use for, beside the core's (``tether.session.commands``)."""
+
+
 class InteractiveApp:
-    def __init__(self, *, cwd: Path) -> None:
+    def __init__(self, *, cwd: Path, bindings: Bindings | None = None) -> None:
         self.cwd = cwd
+        if bindings is None:
+            from tether.ai.paths import config_dir
+
+            bindings = load_bindings(config_dir())
+        self._bindings = bindings
         self.color = not os.environ.get("NO_COLOR")
         self.show_thinking = False
         self._core: AgentSession | None = None
@@ -179,8 +195,19 @@ class InteractiveApp:
             ],
         )
         keys = KeyBindings()
+        bound = self._bindings
 
-        @keys.add("enter", filter=~approving)
+        def bind(action: str, *, when: Filter = Always()) -> Callable[[KeyHandler], KeyHandler]:
+            """Register a handler on the keys ``keybindings.json`` gives ``action``."""
+
+            def register(handler: KeyHandler) -> KeyHandler:
+                for sequence in bound.for_action(action):
+                    keys.add(*sequence, filter=when)(handler)
+                return handler
+
+            return register
+
+        @bind("tui.input.submit", when=~approving)
         def _enter(event: KeyPressEvent) -> None:
             text = buffer.text
             if text.endswith("\\"):
@@ -202,7 +229,7 @@ class InteractiveApp:
             if state is not None and state.current_completion is not None:
                 buffer.apply_completion(state.current_completion)
 
-        @keys.add("escape", "enter", filter=~approving)
+        @bind("app.message.followUp", when=~approving)
         def _alt_enter(event: KeyPressEvent) -> None:
             if self._busy and buffer.text.strip():
                 text = buffer.text
@@ -212,11 +239,22 @@ class InteractiveApp:
             else:
                 buffer.insert_text("\n")
 
-        @keys.add("c-j")
+        @bind("tui.input.newLine")
         def _newline(event: KeyPressEvent) -> None:
             buffer.insert_text("\n")
 
-        @keys.add("c-c")
+        @bind("app.interrupt", when=Condition(lambda: self._busy and not buffer.text) & ~approving)
+        def _escape(event: KeyPressEvent) -> None:
+            self._restore_queued()
+            assert self._core is not None
+            self._core.abort()
+
+        @bind("app.message.dequeue", when=~approving)
+        def _dequeue(event: KeyPressEvent) -> None:
+            if not self._restore_queued():
+                self._print(self._painter().styled("(no queued messages to restore)", "dim"))
+
+        @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
             if self._approval is not None:
                 self._answer(False)
@@ -235,7 +273,7 @@ class InteractiveApp:
                     render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
                 )
 
-        @keys.add("c-d")
+        @bind("app.exit")
         def _eof(event: KeyPressEvent) -> None:
             if not buffer.text:
                 if self._busy and self._core is not None:
@@ -244,16 +282,48 @@ class InteractiveApp:
             else:
                 buffer.delete()
 
-        @keys.add("c-t")
+        @bind("app.thinking.toggle")
         def _toggle_thinking(event: KeyPressEvent) -> None:
             self.show_thinking = not self.show_thinking
             self._invalidate()
 
-        @keys.add("c-o", filter=~approving)
+        @bind("app.tools.expand", when=~approving)
         def _transcript(event: KeyPressEvent) -> None:
-            task = asyncio.ensure_future(self._show_transcript())
-            self._side_tasks.add(task)
-            task.add_done_callback(self._side_tasks.discard)
+            self._side_task(self._show_transcript())
+
+        @bind("app.thinking.cycle", when=~approving)
+        def _cycle_thinking(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the thinking level"):
+                assert self._core is not None
+                self._core.cycle_thinking_level()
+                self._invalidate()
+
+        @bind("app.model.cycleForward", when=~approving)
+        def _next_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                self._side_task(self._cycle_model(backward=False))
+
+        @bind("app.model.cycleBackward", when=~approving)
+        def _previous_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                self._side_task(self._cycle_model(backward=True))
+
+        @bind("app.model.select", when=~approving)
+        def _select_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                self._side_task(self._pick_model())
+
+        @bind("app.editor.external", when=~approving)
+        def _external_editor(event: KeyPressEvent) -> None:
+            self._side_task(self._edit_externally())
+
+        @bind("app.message.copy", when=~approving)
+        def _copy(event: KeyPressEvent) -> None:
+            self._copy_last_answer()
+
+        @bind("app.session.resume", when=~approving)
+        def _resume(event: KeyPressEvent) -> None:
+            self._start("/resume")
 
         for key, allowed in (("y", True), ("n", False), ("a", True)):
 
@@ -263,7 +333,7 @@ class InteractiveApp:
                     self._core.approval.policy = "yes"
                 self._answer(allowed)
 
-        return Application(
+        app: Application[int] = Application(
             layout=Layout(body, focused_element=main.children[3]),
             key_bindings=keys,
             style=STYLE,
@@ -274,6 +344,9 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
+        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide quickly.
+        app.ttimeoutlen, app.timeoutlen = 0.1, 0.4
+        return app
 
     # -- live area -------------------------------------------------------------------------------
 
@@ -462,13 +535,25 @@ class InteractiveApp:
         assert core is not None
         painter = self._painter()
         try:
-            if commands.parse(text) == ("tree", "") and not core.is_running:
+            parsed = commands.parse(text)
+            if parsed == ("tree", "") and not core.is_running:
                 self._print(render.user_text(painter, text))
                 await self._navigate_tree()
-            elif commands.parse(text) is not None:
+            elif parsed == ("resume", "") and not core.is_running:
+                self._print(render.user_text(painter, text))
+                await self._resume_picked()
+            elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
+                self._print(render.user_text(painter, text))
+                self._front_end_command(parsed[0])
+            elif parsed is not None:
                 self._print(render.user_text(painter, text))
                 result = await commands.execute(core, text)
-                self._print(painter.styled(result.text, "red" if result.error else ""))
+                extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
+                self._print(
+                    painter.styled(
+                        "\n".join(filter(None, [result.text, extra])), "red" if result.error else ""
+                    )
+                )
                 self._stats = core.stats()
                 if result.quit and self._app is not None:
                     self._app.exit(result=0)
@@ -502,22 +587,136 @@ class InteractiveApp:
         assert core is not None
         live = self._live
 
-        def make_text(width: int, show_thinking: bool) -> str:
+        def make_pages(width: int, show_thinking: bool) -> Callable[[], str | None]:
             session = core.session
-            messages = (
-                branch_messages(session)
+            newest: Iterable[dict[str, Any]] = (
+                branch_messages_backward(session)
                 if session is not None
-                else [cast(dict[str, Any], m) for m in core.messages]
+                else reversed([cast(dict[str, Any], m) for m in core.messages])
             )
             if live is not None:
-                messages.append(live)
+                newest = itertools.chain([live], newest)
             painter = render.Painter(width, self.color)
-            return render_transcript(painter, messages, show_thinking=show_thinking)
+            return BackwardTranscript(painter, newest, show_thinking=show_thinking).older
 
         async with self._full_screen():
             self.show_thinking = await screens.show_transcript(
-                make_text, show_thinking=self.show_thinking, color=self.color
+                make_pages, show_thinking=self.show_thinking, color=self.color
             )
+
+    # -- models, queue, editor, clipboard, sessions ----------------------------------------------
+
+    def _side_task(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the prompt (a view, a model switch); its failure is printed."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception as exc:
+                self._print(render.error_text(self._painter(), f"{type(exc).__name__}: {exc}", aborted=False))
+            self._invalidate()
+
+        task = asyncio.ensure_future(guarded())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    def _idle_or_say(self, what: str) -> bool:
+        """Settings change between runs: while one goes on, say so instead."""
+        if self._busy:
+            self._print(self._painter().styled(f"({what} changes once the agent is done)", "dim"))
+            return False
+        return True
+
+    async def _cycle_model(self, *, backward: bool) -> None:
+        assert self._core is not None
+        await self._core.cycle_model(backward=backward)
+        self._stats = self._core.stats()
+
+    async def _pick_model(self) -> None:
+        core = self._core
+        assert core is not None
+        models = await core.model_candidates()
+        async with self._full_screen():
+            chosen = await pickers.pick_model(models, core.model, color=self.color)
+        if chosen is not None:
+            model = core.set_model(chosen)
+            self._stats = core.stats()
+            self._print(
+                self._painter().styled(
+                    f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}", "dim"
+                )
+            )
+
+    def _restore_queued(self) -> int:
+        """Queued steering and follow-ups leave the queue and go back into the input box (above
+        what is typed there), as pi does; how many there were."""
+        assert self._core is not None and self._buffer is not None
+        queued = self._core.clear_queue()
+        texts = [*queued.steering, *queued.follow_up]
+        if texts:
+            combined = "\n\n".join(t for t in [*texts, self._buffer.text] if t.strip())
+            self._buffer.document = Document(combined, len(combined))
+        self._invalidate()
+        return len(texts)
+
+    async def _edit_externally(self) -> None:
+        buffer = self._buffer
+        assert buffer is not None
+        try:
+            command = external_editor.editor_command()
+            async with in_terminal():
+                text = await asyncio.get_running_loop().run_in_executor(
+                    None, external_editor.edit, buffer.text, command
+                )
+        except external_editor.EditorError as exc:
+            self._print(self._painter().styled(f"editor: {exc}", "red"))
+            return
+        buffer.document = Document(text, len(text))
+
+    def _copy_last_answer(self) -> None:
+        painter = self._painter()
+        core = self._core
+        answer = core.last_assistant() if core is not None else None
+        text = message_text(answer) if answer is not None else ""
+        if not text.strip():
+            self._print(painter.styled("/copy: no answer to copy yet", "red"))
+            return
+        if self._app is not None:
+            self._app.output.write_raw(clipboard.osc52(text))
+            self._app.output.flush()
+        tool = clipboard.copy_locally(text)
+        where = f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
+        self._print(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "dim"))
+
+    def _front_end_command(self, name: str) -> None:
+        if name == "copy":
+            self._copy_last_answer()
+        elif name == "hotkeys":
+            self._print(hotkeys_text(self._bindings, screens.VIEW_KEYS))
+
+    async def _resume_picked(self) -> None:
+        """``/resume`` alone: the session picker (search, sort, rename, delete), then switch."""
+        core = self._core
+        assert core is not None
+        painter = self._painter()
+        if core.sessions is None:
+            self._print(painter.styled("/resume: this run has no sessions (--no-session)", "red"))
+            return
+        actions = pickers.SessionActions(
+            rows=lambda: [SessionRow.of(r) for r in core.list_sessions()],
+            rename=core.rename_session,
+            delete=core.delete_session,
+        )
+        async with self._full_screen():
+            chosen = await pickers.pick_session(actions, current=core.session_id, color=self.color)
+        if chosen is None:
+            self._print(painter.styled("resume: cancelled", "dim"))
+        elif chosen == core.session_id:
+            self._print(painter.styled("resume: already in that session", "dim"))
+        else:
+            core.switch_session(chosen)
+            self._stats = core.stats()
+            self._print(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
 
     async def _navigate_tree(self) -> None:
         """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
@@ -626,6 +825,8 @@ class InteractiveApp:
         )
         if core.notice:
             self._print(painter.styled(core.notice, "yellow"))
+        if self._bindings.warning:
+            self._print(painter.styled(self._bindings.warning, "yellow"))
         if core.messages:
             self._print(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
 
@@ -651,7 +852,7 @@ class _CommandCompleter(Completer):
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            for name in commands.COMMANDS:
+            for name in [*commands.COMMANDS, *FRONT_END_COMMANDS]:
                 if name.startswith(text[1:]):
                     yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 

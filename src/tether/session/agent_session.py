@@ -121,6 +121,8 @@ class AgentSession:
         self.approval = approval
         self.hooks: list[PromptHook] = list(hooks)
         self.notice = notice
+        self.scoped_models: list[str] = []
+        """The models Ctrl-P cycles through (``--models``); empty: every usable model."""
         self.auto_retry = self.settings.retry.enabled
         """Retry replies that failed for a transient reason (``settings.retry``)."""
         self.compactions = 0
@@ -353,6 +355,24 @@ class AgentSession:
         self.record_settings()
         return self.agent.thinking_level
 
+    async def model_candidates(self) -> list[ModelInfo]:
+        """What the model picker lists and cycling walks: ``scoped_models``, else every usable model."""
+        from tether.session.model_choice import model_candidates
+
+        return await model_candidates(self.scoped_models, self.model)
+
+    async def cycle_model(self, *, backward: bool = False) -> ModelInfo:
+        """Switch to the next model of ``model_candidates()`` (the previous one with ``backward``)."""
+        from tether.session.model_choice import next_model
+
+        return self.set_model(next_model(await self.model_candidates(), self.model, backward=backward))
+
+    def cycle_thinking_level(self) -> str:
+        """Switch to the next thinking level the model accepts (after the highest: the lowest)."""
+        from tether.session.model_choice import next_thinking_level
+
+        return self.set_thinking(next_thinking_level(self.model, self.thinking_level))
+
     def record_settings(self) -> None:
         """Record model, thinking level, service tier and system prompt where they differ from
         the session's (also done when a run starts)."""
@@ -419,6 +439,22 @@ class AgentSession:
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         """This workspace's sessions, newest first."""
         return self._require_sessions().list(cwd=str(self.cwd), limit=limit)
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        """Name any stored session (``rename`` names this one)."""
+        if self._session is not None and session_id == self._session.id:
+            self.rename(title)
+            return
+        with self._require_sessions().open(session_id) as session:
+            session.rename(title)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete another stored session; refused for the one in use (start ``/new`` first)."""
+        if self._session is not None and session_id == self._session.id:
+            from tether.session.store import SessionError
+
+            raise SessionError("this is the session in use; switch to another one before deleting it")
+        self._require_sessions().delete(session_id)
 
     def fork(self, entry_id: str | None = None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -139,3 +140,37 @@ def _scripted(path: Path) -> ResolvedModel:
         raise ModelError(f"{SCRIPTED_ENV}: {path}: bad response: {exc}") from None
     info: ModelInfo = {**SCRIPTED_MODEL, "id": path.stem, "name": f"scripted ({path.name})"}
     return ResolvedModel(info, ScriptedModel(script, model=info))
+
+
+async def model_candidates(specs: Sequence[str], current: ModelInfo) -> list[ModelInfo]:
+    """The models Ctrl-P cycles through and the picker lists: ``specs`` (``--models``) resolved,
+    or, when none are given, every usable model (a key is set, or a local server serves it).
+    The current model is always among them, so cycling starts from where the user is."""
+    if specs:
+        models = [resolve_model(spec, None).model for spec in specs]
+    else:
+        from tether.ai.local_servers import usable_models
+
+        models = await usable_models()
+    if not any(_same(m, current) for m in models):
+        models.insert(0, current)
+    return models
+
+
+def next_model(models: Sequence[ModelInfo], current: ModelInfo, *, backward: bool = False) -> ModelInfo:
+    """The model after ``current`` in ``models`` (before it with ``backward``), wrapping around."""
+    index = next((i for i, m in enumerate(models) if _same(m, current)), -1)
+    return models[(index + (-1 if backward else 1)) % len(models)]
+
+
+def next_thinking_level(model: ModelInfo, level: str) -> str:
+    """The next level ``model`` accepts after ``level`` (Shift-Tab), wrapping to the lowest."""
+    from tether.ai.thinking import supported_thinking_levels
+
+    supported = list(supported_thinking_levels(model))
+    index = supported.index(level) if level in supported else -1
+    return supported[(index + 1) % len(supported)]
+
+
+def _same(a: ModelInfo, b: ModelInfo) -> bool:
+    return a["provider"] == b["provider"] and a["id"] == b["id"]
