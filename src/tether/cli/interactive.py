@@ -6,29 +6,29 @@ copied like any output. Below them a small live area, redrawn by prompt-toolkit,
 still changing: the streaming answer, running tools, an approval question, pending steering and
 follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
 
-Keys: Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it
-works and adds a line otherwise (Ctrl-J always adds a line); Ctrl-C aborts the run (clears the
-input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows or folds thinking
-(the status line says which); Ctrl-O opens the transcript: the whole branch on the alternate
-screen with every tool result and thinking expanded (Esc or q returns, the input box as it was).
-``/tree`` without an id opens the tree navigator (``screens``): pick an entry, branch there,
-optionally summarising the branch left; picking a prompt puts its text back in the input box.
+Keys (defaults; ``keybindings.json`` renames them, ``keybindings`` lists every action): Enter
+sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and adds a
+line otherwise (Ctrl-J always adds a line); Esc while it works, with nothing typed, brings the
+queued messages back into the input box and aborts (Alt-Up brings them back without aborting);
+Ctrl-C aborts the run (clears the input when idle; twice quits); Ctrl-D on an empty input exits;
+Ctrl-T shows or folds thinking; Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and
+Alt-P cycle models, Shift-Tab cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``;
+Ctrl-X copies the last answer (``/copy``). ``/tree`` alone opens the tree navigator and
+``/resume`` alone the session picker. What those open is in ``interactive_views``.
 
 Past our usual ~600 lines: the screen's layout, keys and live state belong to one
-prompt-toolkit ``Application``; the views (``screens``), rendering (``render``) and everything a
-run does (``tether.session.agent_session``) are elsewhere.
+prompt-toolkit ``Application``; the views (``screens``, ``pickers``, ``interactive_views``),
+rendering (``render``) and everything a run does (``tether.session.agent_session``) are elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
 import sys
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,7 +36,7 @@ from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Always, Condition, Filter, completion_is_selected
+from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -49,16 +49,13 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import clipboard, external_editor, pickers, render, screens
+from tether.cli import interactive_views as views, render, screens
 from tether.cli.keybindings import Bindings, hotkeys_text, load_bindings
-from tether.cli.transcript import BackwardTranscript, branch_messages_backward
-from tether.session import Session, SessionError, commands
+from tether.session import commands
 from tether.session.agent_session import AgentSession
-from tether.session.events import message_text
-from tether.session.stats import SessionRow, Stats, format_tokens
-from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.session.stats import Stats, format_tokens
 from tether.tools.completion import MentionCompleter
-from tether.wire import ToolCall
+from tether.wire import AgentMessage, ToolCall
 
 STYLE = Style.from_dict(
     {
@@ -70,7 +67,6 @@ STYLE = Style.from_dict(
         "approval": "bold ansiyellow",
     }
 )
-SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
 _QUIET_SHOWN_AFTER = 3.0
 """Seconds without an event before the status line counts the wait for the model."""
 
@@ -197,12 +193,12 @@ class InteractiveApp:
         keys = KeyBindings()
         bound = self._bindings
 
-        def bind(action: str, *, when: Filter = Always()) -> Callable[[KeyHandler], KeyHandler]:
+        def bind(action: str, *, when: Filter | None = None) -> Callable[[KeyHandler], KeyHandler]:
             """Register a handler on the keys ``keybindings.json`` gives ``action``."""
 
             def register(handler: KeyHandler) -> KeyHandler:
                 for sequence in bound.for_action(action):
-                    keys.add(*sequence, filter=when)(handler)
+                    keys.add(*sequence, filter=when if when is not None else True)(handler)
                 return handler
 
             return register
@@ -252,7 +248,7 @@ class InteractiveApp:
         @bind("app.message.dequeue", when=~approving)
         def _dequeue(event: KeyPressEvent) -> None:
             if not self._restore_queued():
-                self._print(self._painter().styled("(no queued messages to restore)", "dim"))
+                self.say(self.painter().styled("(no queued messages to restore)", "dim"))
 
         @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
@@ -269,7 +265,7 @@ class InteractiveApp:
                 event.app.exit(result=0)
             else:
                 self._last_interrupt = time.monotonic()
-                self._print(
+                self.say(
                     render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
                 )
 
@@ -311,7 +307,8 @@ class InteractiveApp:
         @bind("app.model.select", when=~approving)
         def _select_model(event: KeyPressEvent) -> None:
             if self._idle_or_say("the model"):
-                self._side_task(self._pick_model())
+                assert self._core is not None
+                self._side_task(views.pick_model(self, self._core))
 
         @bind("app.editor.external", when=~approving)
         def _external_editor(event: KeyPressEvent) -> None:
@@ -361,7 +358,7 @@ class InteractiveApp:
                 return max(20, self._app.output.get_size().columns)
         return 80
 
-    def _painter(self) -> render.Painter:
+    def painter(self) -> render.Painter:
         return render.Painter(self._width, self.color)
 
     def _live_text_raw(self) -> str:
@@ -373,7 +370,7 @@ class InteractiveApp:
         return self._live_cache[1]
 
     def _render_live(self) -> str:
-        painter = self._painter()
+        painter = self.painter()
         parts: list[str] = []
         if self._live is not None:
             for block in self._live.get("content", []):
@@ -451,16 +448,16 @@ class InteractiveApp:
         try:
             self._show(event)
         except Exception as exc:
-            self._print(f"(display error: {type(exc).__name__}: {exc})")
+            self.say(f"(display error: {type(exc).__name__}: {exc})")
         self._invalidate()
 
     def _show(self, event: Mapping[str, Any]) -> None:
         kind = event["type"]
-        painter = self._painter()
+        painter = self.painter()
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self._print(render.user_text(painter, render.message_text(message)))
+                self.say(render.user_text(painter, render.message_text(message)))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -476,12 +473,12 @@ class InteractiveApp:
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
         elif kind == "compaction_start":
-            self._print(painter.styled("compacting the conversation…", "dim"))
+            self.say(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
             done = event.get("compacted", event.get("willRetry", True))
-            self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
+            self.say(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
         elif kind == "notice":
-            self._print(painter.styled(str(event["message"]), "yellow"))
+            self.say(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
 
@@ -491,22 +488,22 @@ class InteractiveApp:
             self._live = None
             for block in message["content"]:
                 if block["type"] == "thinking" and block["thinking"].strip():
-                    self._print(
+                    self.say(
                         render.thinking_text(
                             painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
                         )
                     )
                 elif block["type"] == "text" and block["text"].strip():
-                    self._print(painter.markdown(block["text"]))
+                    self.say(painter.markdown(block["text"]))
             if message["stopReason"] in ("error", "aborted"):
                 aborted = message["stopReason"] == "aborted"
-                self._print(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
+                self.say(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
         elif role in ("bashExecution", "pythonExecution"):
-            self._print(render.shell_run(painter, message, expanded=False))
+            self.say(render.shell_run(painter, message, expanded=False))
         elif role == "fileMention":
             for item in message["files"]:
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                self._print(painter.styled(f"@ attached {item['path']}{note}", "dim"))
+                self.say(painter.styled(f"@ attached {item['path']}{note}", "dim"))
 
     def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
@@ -516,7 +513,7 @@ class InteractiveApp:
         text = render.result_text(cast(list[dict[str, Any]], content or []))
         is_error = bool(event.get("isError"))
         header = render.tool_header(painter, name, args, "error" if is_error else "ok")
-        self._print(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
+        self.say(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -533,23 +530,26 @@ class InteractiveApp:
     async def _submit(self, text: str) -> None:
         core = self._core
         assert core is not None
-        painter = self._painter()
+        painter = self.painter()
         try:
             parsed = commands.parse(text)
             if parsed == ("tree", "") and not core.is_running:
-                self._print(render.user_text(painter, text))
+                self.say(render.user_text(painter, text))
                 await self._navigate_tree()
             elif parsed == ("resume", "") and not core.is_running:
-                self._print(render.user_text(painter, text))
-                await self._resume_picked()
+                self.say(render.user_text(painter, text))
+                await views.resume_picked(self, core)
             elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
-                self._print(render.user_text(painter, text))
-                self._front_end_command(parsed[0])
+                self.say(render.user_text(painter, text))
+                if parsed[0] == "copy":
+                    self._copy_last_answer()
+                else:
+                    self.say(hotkeys_text(self._bindings, screens.VIEW_KEYS))
             elif parsed is not None:
-                self._print(render.user_text(painter, text))
+                self.say(render.user_text(painter, text))
                 result = await commands.execute(core, text)
                 extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
-                self._print(
+                self.say(
                     painter.styled(
                         "\n".join(filter(None, [result.text, extra])), "red" if result.error else ""
                     )
@@ -560,7 +560,7 @@ class InteractiveApp:
             else:
                 await core.submit(text)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
-            self._print(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
+            self.say(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
             self._stats = core.stats()
 
@@ -583,28 +583,10 @@ class InteractiveApp:
             self._invalidate()
 
     async def _show_transcript(self) -> None:
-        core = self._core
-        assert core is not None
-        live = self._live
+        assert self._core is not None
+        await views.show_transcript(self, self._core, cast(AgentMessage | None, self._live))
 
-        def make_pages(width: int, show_thinking: bool) -> Callable[[], str | None]:
-            session = core.session
-            newest: Iterable[dict[str, Any]] = (
-                branch_messages_backward(session)
-                if session is not None
-                else reversed([cast(dict[str, Any], m) for m in core.messages])
-            )
-            if live is not None:
-                newest = itertools.chain([live], newest)
-            painter = render.Painter(width, self.color)
-            return BackwardTranscript(painter, newest, show_thinking=show_thinking).older
-
-        async with self._full_screen():
-            self.show_thinking = await screens.show_transcript(
-                make_pages, show_thinking=self.show_thinking, color=self.color
-            )
-
-    # -- models, queue, editor, clipboard, sessions ----------------------------------------------
+    # -- models, queue, editor, sessions ---------------------------------------------------------
 
     def _side_task(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` beside the prompt (a view, a model switch); its failure is printed."""
@@ -613,8 +595,11 @@ class InteractiveApp:
             try:
                 await work
             except Exception as exc:
-                self._print(render.error_text(self._painter(), f"{type(exc).__name__}: {exc}", aborted=False))
-            self._invalidate()
+                self.say(render.error_text(self.painter(), f"{type(exc).__name__}: {exc}", aborted=False))
+            finally:
+                if self._core is not None:
+                    self._stats = self._core.stats()
+                self._invalidate()
 
         task = asyncio.ensure_future(guarded())
         self._side_tasks.add(task)
@@ -623,29 +608,13 @@ class InteractiveApp:
     def _idle_or_say(self, what: str) -> bool:
         """Settings change between runs: while one goes on, say so instead."""
         if self._busy:
-            self._print(self._painter().styled(f"({what} changes once the agent is done)", "dim"))
+            self.say(self.painter().styled(f"({what} changes once the agent is done)", "dim"))
             return False
         return True
 
     async def _cycle_model(self, *, backward: bool) -> None:
         assert self._core is not None
         await self._core.cycle_model(backward=backward)
-        self._stats = self._core.stats()
-
-    async def _pick_model(self) -> None:
-        core = self._core
-        assert core is not None
-        models = await core.model_candidates()
-        async with self._full_screen():
-            chosen = await pickers.pick_model(models, core.model, color=self.color)
-        if chosen is not None:
-            model = core.set_model(chosen)
-            self._stats = core.stats()
-            self._print(
-                self._painter().styled(
-                    f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}", "dim"
-                )
-            )
 
     def _restore_queued(self) -> int:
         """Queued steering and follow-ups leave the queue and go back into the input box (above
@@ -660,142 +629,27 @@ class InteractiveApp:
         return len(texts)
 
     async def _edit_externally(self) -> None:
-        buffer = self._buffer
-        assert buffer is not None
-        try:
-            command = external_editor.editor_command()
-            async with in_terminal():
-                text = await asyncio.get_running_loop().run_in_executor(
-                    None, external_editor.edit, buffer.text, command
-                )
-        except external_editor.EditorError as exc:
-            self._print(self._painter().styled(f"editor: {exc}", "red"))
-            return
-        buffer.document = Document(text, len(text))
+        assert self._buffer is not None
+        text = await views.edit_externally(self, self._buffer.text)
+        if text is not None:
+            self._buffer.document = Document(text, len(text))
 
     def _copy_last_answer(self) -> None:
-        painter = self._painter()
-        core = self._core
-        answer = core.last_assistant() if core is not None else None
-        text = message_text(answer) if answer is not None else ""
-        if not text.strip():
-            self._print(painter.styled("/copy: no answer to copy yet", "red"))
-            return
-        if self._app is not None:
-            self._app.output.write_raw(clipboard.osc52(text))
-            self._app.output.flush()
-        tool = clipboard.copy_locally(text)
-        where = f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
-        self._print(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "dim"))
-
-    def _front_end_command(self, name: str) -> None:
-        if name == "copy":
-            self._copy_last_answer()
-        elif name == "hotkeys":
-            self._print(hotkeys_text(self._bindings, screens.VIEW_KEYS))
-
-    async def _resume_picked(self) -> None:
-        """``/resume`` alone: the session picker (search, sort, rename, delete), then switch."""
-        core = self._core
-        assert core is not None
-        painter = self._painter()
-        if core.sessions is None:
-            self._print(painter.styled("/resume: this run has no sessions (--no-session)", "red"))
-            return
-        actions = pickers.SessionActions(
-            rows=lambda: [SessionRow.of(r) for r in core.list_sessions()],
-            rename=core.rename_session,
-            delete=core.delete_session,
-        )
-        async with self._full_screen():
-            chosen = await pickers.pick_session(actions, current=core.session_id, color=self.color)
-        if chosen is None:
-            self._print(painter.styled("resume: cancelled", "dim"))
-        elif chosen == core.session_id:
-            self._print(painter.styled("resume: already in that session", "dim"))
-        else:
-            core.switch_session(chosen)
-            self._stats = core.stats()
-            self._print(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
+        assert self._core is not None
+        views.copy_last_answer(self, self._core, self._app.output if self._app is not None else None)
 
     async def _navigate_tree(self) -> None:
-        """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
-        core = self._core
-        assert core is not None
-        painter = self._painter()
-        session = core.session
-        if session is None:
-            self._print(painter.styled("/tree: this run has no session (--no-session)", "red"))
-            return
-        move = await self._pick_move(session)
-        if move is None:
-            return
-        if move.summarize:
-            self._print(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+        assert self._core is not None
         self._work_abort = AbortController()
         try:
-            summary = await core.branch(
-                move.choice.target,
-                summarize=move.summarize,
-                instructions=move.instructions,
-                signal=self._work_abort.signal,
-            )
-        except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
-            self._print(render.error_text(painter, f"{exc}; still where you were", aborted=False))
-            return
+            editor_text = await views.navigate_tree(self, self._core, self._work_abort)
         finally:
             self._work_abort = None
-        editor_text = move.choice.editor_text
-        if editor_text is None:
-            self._print(painter.styled(f"branched: now at {move.row.text}", "green"))
-        else:
-            self._print(painter.styled("branched: back before that prompt; edit it below and send", "green"))
-        if summary:
-            self._print(
-                painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary)
-            )
         if editor_text is not None and self._buffer is not None:
-            self._buffer.text = editor_text
-            self._buffer.cursor_position = len(editor_text)
-
-    async def _pick_move(self, session: Session) -> _TreeMove | None:
-        """The full-screen part of ``/tree``: the navigator, then (when the move leaves
-        conversation behind) the summary question. Esc on the question returns to the tree;
-        Esc on the tree ends with nothing changed (``None``)."""
-        painter = self._painter()
-        rows = session_rows(session)
-        if not rows:
-            self._print(painter.styled("(the session is empty)", "dim"))
-            return None
-        start: str | None = None
-        async with self._full_screen():
-            while True:
-                row = await screens.pick_tree_row(rows, start=start, color=self.color)
-                if row is None:
-                    self._print(painter.styled("tree: cancelled, nothing changed", "dim"))
-                    return None
-                start = row.id
-                choice = branch_choice(row)
-                if row.current and choice.editor_text is None:
-                    self._print(painter.styled("tree: already there, nothing changed", "dim"))
-                    return None
-                target_path = session.path(choice.target) if choice.target is not None else []
-                if not leaves_something(session.path(), target_path):
-                    return _TreeMove(row, choice)
-                answer = await screens.pick_option(
-                    "Summarise the branch you are leaving?", SUMMARY_OPTIONS, color=self.color
-                )
-                if answer == 2:
-                    instructions = await screens.ask_text("Instructions for the summary", color=self.color)
-                    if instructions is not None:
-                        return _TreeMove(
-                            row, choice, summarize=True, instructions=instructions.strip() or None
-                        )
-                elif answer is not None:
-                    return _TreeMove(row, choice, summarize=answer == 1)
+            self._buffer.document = Document(editor_text, len(editor_text))
 
     @contextlib.asynccontextmanager
-    async def _full_screen(self) -> AsyncGenerator[None]:
+    async def full_screen(self) -> AsyncGenerator[None]:
         """Suspend the live area for a full-screen view; output made meanwhile waits for it."""
         self._held = []
         try:
@@ -804,9 +658,9 @@ class InteractiveApp:
         finally:
             held, self._held = self._held, None
             for text in held:
-                self._print(text)
+                self.say(text)
 
-    def _print(self, text: str) -> None:
+    def say(self, text: str) -> None:
         if text and self._held is not None:
             self._held.append(text)
         elif text:
@@ -814,36 +668,26 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        painter = self._painter()
+        painter = self.painter()
         model = core.model
         session = core.session_id or "not saved"
-        self._print(
+        self.say(
             painter.styled(
                 f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
                 "dim",
             )
         )
         if core.notice:
-            self._print(painter.styled(core.notice, "yellow"))
+            self.say(painter.styled(core.notice, "yellow"))
         if self._bindings.warning:
-            self._print(painter.styled(self._bindings.warning, "yellow"))
+            self.say(painter.styled(self._bindings.warning, "yellow"))
         if core.messages:
-            self._print(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+            self.say(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:
         self._revision += 1
         if self._app is not None:
             self._app.invalidate()
-
-
-@dataclass(frozen=True, slots=True)
-class _TreeMove:
-    """What the navigator decided: where to go, and whether to summarise the branch left."""
-
-    row: TreeRow
-    choice: BranchChoice
-    summarize: bool = False
-    instructions: str | None = None
 
 
 class _CommandCompleter(Completer):
