@@ -18,6 +18,8 @@ import pytest
 from cli_support import CliEnv, text_reply, tool_reply
 from tmux_support import Terminal, input_line, status_line
 
+from tether.session.stats import SessionRow
+
 NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
 
 pytestmark = [
@@ -257,3 +259,83 @@ def test_keybindings_file_changes_keys_and_a_bad_one_is_one_warning(cli: CliEnv)
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+def test_resume_picker_searches_sorts_renames_and_deletes(cli: CliEnv) -> None:
+    for prompt in ("alpha project notes", "beta release plan", "gamma cleanup"):
+        done = cli.run(prompt, script=cli.script("one", [text_reply(f"answer to {prompt}")]))
+        assert done.returncode == 0, done.stderr
+    terminal = start(cli, cli.script("resume", [text_reply("unused")]))
+    try:
+        terminal.type("/resume")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Esc cancel")  # the footer: drawn last
+        assert "newest first" in screen
+        rows = [line for line in screen.splitlines() if "msgs" in line]
+        assert [r.split("$0.0000")[-1].strip() for r in rows] == [
+            "(empty)  ← current",  # this run's own session, not written to yet
+            "gamma cleanup",
+            "beta release plan",
+            "alpha project notes",
+        ]
+        terminal.type("release")  # search: one row left
+        screen = terminal.wait_for(lambda s: " 1 of 4 " in s)
+        assert "beta release plan" in screen and "alpha project" not in screen
+
+        terminal.send("C-r")  # rename it
+        terminal.wait_for("new name, Enter to save")
+        terminal.send("C-u")
+        terminal.type("zeta shipped")
+        terminal.send("Enter")
+        screen = terminal.wait_for("renamed to 'zeta shipped'")
+        terminal.send("C-u")  # clear the search
+        terminal.wait_for(lambda s: " 4 of 4 " in s)
+        terminal.send("C-s")  # by name
+        screen = terminal.wait_for(lambda s: "by name" in s and "renamed" not in s.splitlines()[-1])
+        rows = [line for line in screen.splitlines() if "msgs" in line]
+        assert [r.split("$0.0000")[-1].strip() for r in rows] == [
+            "(empty)  ← current",
+            "alpha project notes",
+            "gamma cleanup",
+            "zeta shipped",
+        ]
+
+        terminal.send("C-d")  # the cursor is on the session in use: refused, said in the footer
+        terminal.wait_for("? y to delete, any key keeps it")
+        terminal.send("y")
+        screen = terminal.wait_for("delete failed")
+        assert "this is the session in use" in words(screen) and " 4 of 4 " in screen
+        terminal.send("Down", "Down")  # gamma
+        terminal.send("C-d")
+        screen = terminal.wait_for("? y to delete, any key keeps it")
+        assert "(gamma cleanup)" in screen
+        terminal.send("n")
+        terminal.wait_for("delete: cancelled")
+        terminal.send("C-d")
+        terminal.wait_for("? y to delete, any key keeps it")
+        terminal.send("y")
+        screen = terminal.wait_for(lambda s: "deleted " in s and " 3 of 3 " in s)
+        assert "gamma cleanup" not in screen
+
+        terminal.send("Enter")  # the cursor is on a row again: zeta
+        screen = terminal.wait_for(lambda s: "resumed session" in s and input_line(s) == "›")
+        assert "(2 messages)" in screen
+        terminal.type("/session")
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "title     zeta shipped" in s and input_line(s) == "›")
+
+        terminal.type("/resume")
+        terminal.send("Enter")
+        terminal.wait_for("Esc cancel")
+        terminal.send("Escape")
+        terminal.wait_for(lambda s: "resume: cancelled" in s and input_line(s) == "›")
+        terminal.send("C-d")
+        terminal.wait_until_dead()
+    finally:
+        terminal.close()
+
+    from tether.session import SessionManager, default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        titles = sorted(SessionRow.of(r).title for r in sessions.list())
+    assert "gamma cleanup" not in titles and "zeta shipped" in titles and "alpha project notes" in titles
