@@ -216,6 +216,10 @@ def test_copy_through_osc52_and_a_local_tool(cli: CliEnv) -> None:
             terminal.tmux("show-buffer") == "The answer is **42**, of course."
         )  # the OSC 52 sequence's text
         assert copied.read_text() == "The answer is **42**, of course."
+        copied.unlink()
+        terminal.send("C-x")  # the key does the same
+        terminal.wait_for(lambda s: s.count("copied the last answer") == 2 and input_line(s) == "›")
+        assert copied.read_text() == "The answer is **42**, of course."
 
         terminal.type("/hotkeys")
         terminal.send("Enter")

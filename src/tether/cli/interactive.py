@@ -110,6 +110,7 @@ class InteractiveApp:
         self._revision = 0
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
+        self._unsubscribe: Callable[[], None] = lambda: None
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -124,18 +125,28 @@ class InteractiveApp:
             self._approval = None
             self._invalidate()
 
-    async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
+    def attach(self, core: AgentSession, *, history: History | None = None) -> Application[int]:
+        """Set the screen up for ``core`` (input box, layout, keys, event listener) without
+        starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
+        ``history``: the input box's (default: the prompt-history file)."""
         self._core = core
         self._stats = core.stats()
-        buffer = Buffer(
+        self._buffer = Buffer(
             multiline=True,
-            history=_history(),
+            history=history if history is not None else _history(),
             completer=merge_completers([_CommandCompleter(), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
-        self._buffer = buffer
-        self._app = self._build(buffer)
-        unsubscribe = core.subscribe(self._on_event)
+        self._app = self._build(self._buffer)
+        self._unsubscribe = core.subscribe(self._on_event)
+        return self._app
+
+    def detach(self) -> None:
+        """Stop listening to the core's events (``run`` does it when it ends)."""
+        self._unsubscribe()
+
+    async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
+        app = self.attach(core)
 
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
@@ -148,9 +159,9 @@ class InteractiveApp:
 
         with patch_stdout(raw=True):
             try:
-                return await self._app.run_async(pre_run=pre_run)
+                return await app.run_async(pre_run=pre_run)
             finally:
-                unsubscribe()
+                self.detach()
                 if self._task is not None and not self._task.done():
                     core.abort()
                     with contextlib.suppress(Exception, asyncio.CancelledError):

@@ -50,9 +50,11 @@ class Screen(Protocol):
         ...
 
 
-async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
-    """Ctrl-O: the branch from its end (with ``live``, the answer streaming now), rendered as it
-    scrolls. Ctrl-T there changes ``ui.show_thinking`` before the live area is drawn again."""
+def transcript_pages(
+    core: AgentSession, live: AgentMessage | None, *, color: bool
+) -> Callable[[int, bool], Callable[[], str | None]]:
+    """For ``screens.show_transcript``: the branch newest first (``live``, the answer streaming
+    now, on top), read from the session lazily and rendered a chunk at a time."""
 
     def make_pages(width: int, thinking: bool) -> Callable[[], str | None]:
         session = core.session
@@ -63,9 +65,15 @@ async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | N
         )
         if live is not None:
             newest = itertools.chain([cast(dict[str, Any], live)], newest)
-        painter = render.Painter(width, ui.color)
-        return BackwardTranscript(painter, newest, show_thinking=thinking).older
+        return BackwardTranscript(render.Painter(width, color), newest, show_thinking=thinking).older
 
+    return make_pages
+
+
+async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
+    """Ctrl-O: the branch from its end, rendered as it scrolls. Ctrl-T there changes
+    ``ui.show_thinking`` before the live area is drawn again."""
+    make_pages = transcript_pages(core, live, color=ui.color)
     async with ui.full_screen():
         ui.show_thinking = await screens.show_transcript(
             make_pages, show_thinking=ui.show_thinking, color=ui.color

@@ -209,6 +209,44 @@ class _Pages:
         return len(added)
 
 
+class TranscriptLines:
+    """The transcript view's ``LineSource``: rendered chunks per (width, thinking), grown upwards
+    while fewer than two screens are rendered above the view, so a page up never waits on one."""
+
+    def __init__(
+        self,
+        make_pages: Callable[[int, bool], Callable[[], str | None]],
+        view: Viewport,
+        *,
+        show_thinking: bool,
+    ) -> None:
+        self._make_pages = make_pages
+        self._view = view
+        self._cache: dict[tuple[int, bool], _Pages] = {}
+        self._shown: _Pages | None = None
+        self.show_thinking = show_thinking
+        self.to_start = False
+        """Render everything up to the first message and move there (Home), on the next call."""
+
+    @property
+    def more(self) -> bool:
+        """Older messages are not rendered yet."""
+        return self._shown is None or not self._shown.done
+
+    def __call__(self, width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        key = (width, self.show_thinking)
+        pages = self._cache.get(key)
+        if pages is None:
+            pages = self._cache[key] = _Pages(self._make_pages(width, self.show_thinking))
+        self._shown = pages
+        view = self._view
+        while not pages.done and (self.to_start or min(view.top, len(pages.lines) - height) < 2 * height):
+            view.top += pages.load()
+        if self.to_start:
+            self.to_start, view.top = False, 0
+        return len(pages.lines), pages.lines.__getitem__
+
+
 async def show_transcript(
     make_pages: Callable[[int, bool], Callable[[], str | None]], *, show_thinking: bool, color: bool
 ) -> bool:
@@ -217,49 +255,34 @@ async def show_transcript(
     chunks needed to fill the screens above the view are rendered, so opening and scrolling cost
     what is on screen, whatever the session's length. Ctrl-T toggles thinking; Esc, q or Ctrl-O
     close. Returns the thinking setting at close."""
-    state = {"thinking": show_thinking, "to_start": False}
-    cache: dict[tuple[int, bool], _Pages] = {}
     view = Viewport(count=0, top=1 << 30)
-    shown: list[_Pages] = []
-
-    def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
-        key = (width, state["thinking"])
-        pages = cache.get(key)
-        if pages is None:
-            pages = cache[key] = _Pages(make_pages(width, state["thinking"]))
-        shown[:] = [pages]
-        # Two screens above the view are kept rendered, so a page up never waits on a chunk.
-        while not pages.done and (state["to_start"] or min(view.top, len(pages.lines) - height) < 2 * height):
-            view.top += pages.load()
-        if state["to_start"]:
-            state["to_start"], view.top = False, 0
-        return len(pages.lines), pages.lines.__getitem__
+    lines = TranscriptLines(make_pages, view, show_thinking=show_thinking)
 
     keys = KeyBindings()
     navigation_keys(keys, view)
 
     @keys.add("home")
     def _start(event: KeyPressEvent) -> None:
-        state["to_start"] = True  # rendered on the next redraw: everything above, then the top
+        lines.to_start = True  # rendered on the next redraw: everything above, then the top
 
     @keys.add("escape", eager=True)
     @keys.add("q")
     @keys.add("c-o")
     @keys.add("c-c")
     def _close(event: KeyPressEvent) -> None:
-        event.app.exit(result=state["thinking"])
+        event.app.exit(result=lines.show_thinking)
 
     @keys.add("c-t")
     def _thinking(event: KeyPressEvent) -> None:
         at_end = view.top + view.height >= view.count
-        state["thinking"] = not state["thinking"]
+        lines.show_thinking = not lines.show_thinking
         if at_end:
             view.top = 1 << 30  # stay at the bottom when the text above grows or shrinks
 
     def footer() -> str:
         last = min(view.count, view.top + view.height)
-        thinking = "shown" if state["thinking"] else "folded"
-        more = "" if shown and shown[-1].done else "+"  # older messages not rendered yet
+        thinking = "shown" if lines.show_thinking else "folded"
+        more = "+" if lines.more else ""  # older messages not rendered yet
         return (
             f"lines {view.top + 1}-{last} of {view.count}{more} · ↑↓ PgUp PgDn Home End · "
             f"Ctrl-T thinking ({thinking}) · q/Esc close"

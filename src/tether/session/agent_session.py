@@ -121,6 +121,10 @@ class AgentSession:
         self.approval = approval
         self.hooks: list[PromptHook] = list(hooks)
         self.notice = notice
+        from tether.session.stats import Tally
+
+        self._tally = Tally()
+        """The conversation's totals, extended as messages arrive (``stats()``)."""
         self.scoped_models: list[str] = []
         """The models Ctrl-P cycles through (``--models``); empty: every usable model."""
         self.auto_retry = self.settings.retry.enabled
@@ -560,6 +564,7 @@ class AgentSession:
             session_id=self.session_id,
             session_file=self.session_file,
             title=session.title if session is not None else None,
+            tally=self._tally,
         )
 
     async def close(self) -> None:
