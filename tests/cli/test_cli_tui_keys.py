@@ -225,6 +225,7 @@ def test_copy_through_osc52_and_a_local_tool(cli: CliEnv) -> None:
         terminal.send("Enter")
         screen = terminal.wait_for(lambda s: "app.model.select" in s and input_line(s) == "›")
         assert "Ctrl+L" in screen and "Shift+Tab" in screen and "Ctrl+G" in screen
+        assert f"Change them in {cli.home / 'config' / 'keybindings.json'}" in words(screen)
         terminal.send("C-d")
     finally:
         terminal.close()

@@ -50,7 +50,7 @@ from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
 from tether.cli import interactive_views as views, render, screens
-from tether.cli.keybindings import Bindings, hotkeys_text, load_bindings
+from tether.cli.keybindings import FILE_NAME, Bindings, hotkeys_text, load_bindings
 from tether.session import commands
 from tether.session.agent_session import AgentSession
 from tether.session.stats import Stats, format_tokens
@@ -140,6 +140,14 @@ class InteractiveApp:
         self._app = self._build(self._buffer)
         self._unsubscribe = core.subscribe(self._on_event)
         return self._app
+
+    def _hotkeys(self) -> str:
+        from tether.ai.paths import config_dir
+
+        where = config_dir() / FILE_NAME
+        return (
+            hotkeys_text(self._bindings, screens.VIEW_KEYS) + f"\n\nChange them in {where} (see docs/cli.md)."
+        )
 
     def detach(self) -> None:
         """Stop listening to the core's events (``run`` does it when it ends)."""
@@ -555,7 +563,7 @@ class InteractiveApp:
                 if parsed[0] == "copy":
                     self._copy_last_answer()
                 else:
-                    self.say(hotkeys_text(self._bindings, screens.VIEW_KEYS))
+                    self.say(self._hotkeys())
             elif parsed is not None:
                 self.say(render.user_text(painter, text))
                 result = await commands.execute(core, text)
