@@ -360,8 +360,10 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
-        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide quickly.
-        app.ttimeoutlen, app.timeoutlen = 0.1, 0.4
+        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
+        # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
+        # full-screen view was up and took the Esc meant for the view.)
+        app.timeoutlen = 0.4
         return app
 
     # -- live area -------------------------------------------------------------------------------
