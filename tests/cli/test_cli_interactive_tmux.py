@@ -14,15 +14,14 @@ import contextlib
 import json
 import re
 import shutil
-import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
+from tmux_support import Terminal, input_line
 
 from tether.testing.loopback import LoopbackServer, Reply
 
@@ -42,14 +41,6 @@ def colours(screen: str) -> set[str]:
     }
 
 
-def input_line(screen: str) -> str:
-    """The first line of the input box: the line under the last rule above it."""
-    if "─" * 20 not in screen:
-        return ""  # not drawn (yet)
-    below = screen.rsplit("─" * 20, 1)[-1].lstrip("─").split("\n")
-    return below[1].rstrip() if len(below) > 1 else ""
-
-
 def footer_lines(screen: str) -> tuple[int, int, int]:
     """The transcript view's ``lines FIRST-LAST of COUNT`` (zeros while it is not drawn)."""
     found = re.search(r"lines (\d+)-(\d+) of (\d+)", screen)
@@ -57,58 +48,6 @@ def footer_lines(screen: str) -> tuple[int, int, int]:
         return 0, 0, 0
     first, last, count = (int(g) for g in found.groups())
     return first, last, count
-
-
-class Terminal:
-    """A detached tmux session on a private server socket, 100x30."""
-
-    def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
-        self.socket = f"tether-test-{uuid.uuid4().hex[:8]}"
-        exports = [f"{key}={value}" for key, value in env.items()]
-        self._tmux(
-            "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "-c", cwd, "env", *exports, *command
-        )
-        self._tmux("set-option", "-t", "t", "remain-on-exit", "on")
-
-    def _tmux(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False)
-        return done.stdout
-
-    def send(self, *keys: str) -> None:
-        self._tmux("send-keys", "-t", "t", *keys)
-
-    def type(self, text: str) -> None:
-        self._tmux("send-keys", "-t", "t", "-l", text)
-
-    def screen(self, *, escapes: bool = False) -> str:
-        """The visible screen and scrollback; ``escapes`` keeps colour and style sequences.
-        On the alternate screen (a full-screen view), only what is visible."""
-        while True:  # the same screen before and after the capture: not mid-switch
-            full = self.full_screen()
-            history = [] if full else ["-S", "-200"]
-            text = self._tmux("capture-pane", "-p", "-J", *history, *(["-e"] if escapes else []), "-t", "t")
-            if self.full_screen() == full:
-                return text
-
-    def full_screen(self) -> bool:
-        return self._tmux("display-message", "-p", "-t", "t", "#{alternate_on}").strip() == "1"
-
-    def dead(self) -> bool:
-        return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
-
-    def wait_for(self, check: Callable[[str], bool] | str, timeout: float = 20.0) -> str:
-        predicate = (lambda s: check in s) if isinstance(check, str) else check
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if predicate(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {check!r}; screen:\n{screen}")
-
-    def close(self) -> None:
-        self._tmux("kill-server")
 
 
 @pytest.mark.subprocess

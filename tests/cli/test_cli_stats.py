@@ -55,3 +55,25 @@ def test_sums_counts_and_context() -> None:
 def test_no_window_no_percentage() -> None:
     model: Any = {**SCRIPTED_MODEL, "contextWindow": None}
     assert conversation_stats([], model).context_percent is None
+
+
+def test_a_tally_counts_only_new_messages_and_starts_over_on_another_list() -> None:
+    from tether.session.stats import Tally
+
+    messages: list[Any] = [
+        {"role": "user", "content": "hi", "timestamp": 1},
+        assistant("a", (1, 2, 0, 0), 0.5),
+    ]
+    tally = Tally()
+    first = conversation_stats(messages, SCRIPTED_MODEL, tally=tally)
+    assert (first.messages, first.output_tokens, tally.count) == (2, 2, 2)
+    messages.append(assistant("b", (1, 3, 0, 0), 0.25, calls=1))
+    grown = conversation_stats(messages, SCRIPTED_MODEL, tally=tally)
+    assert grown == conversation_stats(messages, SCRIPTED_MODEL)  # the same as counting afresh
+    assert (grown.assistant_messages, grown.tool_calls, grown.output_tokens, grown.cost) == (2, 1, 5, 0.75)
+    messages[-1] = assistant("c", (1, 7, 0, 0), 0.0)  # the last counted one replaced: afresh
+    assert conversation_stats(messages, SCRIPTED_MODEL, tally=tally) == conversation_stats(
+        messages, SCRIPTED_MODEL
+    )
+    branch = messages[:1]  # another (shorter) list: afresh
+    assert conversation_stats(branch, SCRIPTED_MODEL, tally=tally).assistant_messages == 0

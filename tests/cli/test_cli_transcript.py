@@ -117,3 +117,40 @@ def test_branch_messages_cover_compacted_history_but_not_other_branches(tmp_path
         assert "abandoned" not in text and "answer one" not in text
         assert left not in {e["id"] for e in session.path()}
         session.close()
+
+
+def test_the_transcript_rendered_backwards_in_chunks_is_the_whole_one(tmp_path: Path) -> None:
+    """Chunk by chunk from the leaf (what the view renders as it scrolls up), joined, the text is
+    the one rendered at once; and the first chunk reads only the messages it shows."""
+    from tether.cli.transcript import CHUNK, BackwardTranscript, branch_messages_backward
+
+    with SessionManager.at(tmp_path / "s.db") as sessions:
+        session = sessions.create(str(tmp_path))
+        for turn in range(40):
+            session.append_message({"role": "user", "content": f"question {turn}", "timestamp": 0})
+            calls = [
+                {"type": "toolCall", "id": f"c{turn}-{n}", "name": "bash", "arguments": {"n": n}}
+                for n in range(turn % 3)
+            ]
+            session.append_message(assistant({"type": "text", "text": f"answer {turn}"}, *calls))  # type: ignore[arg-type]
+            for n in range(turn % 3):
+                session.append_message(result(f"c{turn}-{n}", f"output {turn}.{n}"))  # type: ignore[arg-type]
+        whole = render_transcript(PAINTER, branch_messages(session), show_thinking=False)
+        read: list[dict[str, Any]] = []
+
+        def counted() -> Any:
+            for message in branch_messages_backward(session):
+                read.append(message)
+                yield message
+
+        pages = BackwardTranscript(PAINTER, counted(), show_thinking=False)
+        chunks: list[str] = []
+        while (chunk := pages.older()) is not None:
+            chunks.append(chunk)
+            if len(chunks) == 1:
+                assert CHUNK <= len(read) <= CHUNK + 2  # a chunk ends where no result is cut off its call
+        assert len(chunks) > 3
+        assert "\n\n".join(reversed(chunks)) == whole
+        assert BackwardTranscript(PAINTER, [], show_thinking=False).older() == render_transcript(
+            PAINTER, [], show_thinking=False
+        )

@@ -6,17 +6,19 @@ copied like any output. Below them a small live area, redrawn by prompt-toolkit,
 still changing: the streaming answer, running tools, an approval question, pending steering and
 follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
 
-Keys: Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it
-works and adds a line otherwise (Ctrl-J always adds a line); Ctrl-C aborts the run (clears the
-input when idle; twice quits); Ctrl-D on an empty input exits; Ctrl-T shows or folds thinking
-(the status line says which); Ctrl-O opens the transcript: the whole branch on the alternate
-screen with every tool result and thinking expanded (Esc or q returns, the input box as it was).
-``/tree`` without an id opens the tree navigator (``screens``): pick an entry, branch there,
-optionally summarising the branch left; picking a prompt puts its text back in the input box.
+Keys (defaults; ``keybindings.json`` renames them, ``keybindings`` lists every action): Enter
+sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and adds a
+line otherwise (Ctrl-J always adds a line); Esc while it works, with nothing typed, brings the
+queued messages back into the input box and aborts (Alt-Up brings them back without aborting);
+Ctrl-C aborts the run (clears the input when idle; twice quits); Ctrl-D on an empty input exits;
+Ctrl-T shows or folds thinking; Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and
+Alt-P cycle models, Shift-Tab cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``;
+Ctrl-X copies the last answer (``/copy``). ``/tree`` alone opens the tree navigator and
+``/resume`` alone the session picker. What those open is in ``interactive_views``.
 
 Past our usual ~600 lines: the screen's layout, keys and live state belong to one
-prompt-toolkit ``Application``; the views (``screens``), rendering (``render``) and everything a
-run does (``tether.session.agent_session``) are elsewhere.
+prompt-toolkit ``Application``; the views (``screens``, ``pickers``, ``interactive_views``),
+rendering (``render``) and everything a run does (``tether.session.agent_session``) are elsewhere.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,10 +36,11 @@ from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition, completion_is_selected
+from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
 from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -47,14 +49,13 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import render, screens
-from tether.cli.transcript import branch_messages, render_transcript
-from tether.session import Session, SessionError, commands
+from tether.cli import interactive_views as views, render, screens
+from tether.cli.keybindings import FILE_NAME, Bindings, hotkeys_text, load_bindings
+from tether.session import commands
 from tether.session.agent_session import AgentSession
 from tether.session.stats import Stats, format_tokens
-from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
 from tether.tools.completion import MentionCompleter
-from tether.wire import ToolCall
+from tether.wire import AgentMessage, ToolCall
 
 if TYPE_CHECKING:
     from tether.session.extensions.api import NotifyLevel
@@ -69,14 +70,25 @@ STYLE = Style.from_dict(
         "approval": "bold ansiyellow",
     }
 )
-SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
 _QUIET_SHOWN_AFTER = 3.0
 """Seconds without an event before the status line counts the wait for the model."""
 
 
+FRONT_END_COMMANDS = {
+    "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
+    "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
+}
+"""Commands only a terminal has a use for, beside the core's (``tether.session.commands``)."""
+
+
 class InteractiveApp:
-    def __init__(self, *, cwd: Path) -> None:
+    def __init__(self, *, cwd: Path, bindings: Bindings | None = None) -> None:
         self.cwd = cwd
+        if bindings is None:
+            from tether.ai.paths import config_dir
+
+            bindings = load_bindings(config_dir())
+        self._bindings = bindings
         self.color = not os.environ.get("NO_COLOR")
         self.show_thinking = False
         self._core: AgentSession | None = None
@@ -101,6 +113,7 @@ class InteractiveApp:
         self._revision = 0
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
+        self._unsubscribe: Callable[[], None] = lambda: None
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -115,16 +128,16 @@ class InteractiveApp:
         return await self._ask_yes_no(f"{title} {message}".strip())
 
     async def select(self, title: str, options: Sequence[str]) -> str | None:
-        async with self._full_screen():
+        async with self.full_screen():
             index = await screens.pick_option(title, options, color=self.color)
         return options[index] if index is not None else None
 
     async def input(self, title: str, placeholder: str = "") -> str | None:
-        async with self._full_screen():
+        async with self.full_screen():
             return await screens.ask_text(title, color=self.color)
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        self._print(self._painter().styled(message, "red" if level == "error" else "yellow"))
+        self.say(self.painter().styled(message, "red" if level == "error" else "yellow"))
 
     async def _ask_yes_no(self, question: str) -> bool:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -136,20 +149,38 @@ class InteractiveApp:
             self._approval = None
             self._invalidate()
 
-    async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
+    def attach(self, core: AgentSession, *, history: History | None = None) -> Application[int]:
+        """Set the screen up for ``core`` (input box, layout, keys, event listener) without
+        starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
+        ``history``: the input box's (default: the prompt-history file)."""
         self._core = core
         self._stats = core.stats()
         if core.resources is not None and core.resources.extensions is not None:
             core.resources.extensions.ui = self
-        buffer = Buffer(
+        self._buffer = Buffer(
             multiline=True,
-            history=_history(),
+            history=history if history is not None else _history(),
             completer=merge_completers([_CommandCompleter(core), MentionCompleter(self.cwd)]),
             complete_while_typing=False,
         )
-        self._buffer = buffer
-        self._app = self._build(buffer)
-        unsubscribe = core.subscribe(self._on_event)
+        self._app = self._build(self._buffer)
+        self._unsubscribe = core.subscribe(self._on_event)
+        return self._app
+
+    def _hotkeys(self) -> str:
+        from tether.ai.paths import config_dir
+
+        where = config_dir() / FILE_NAME
+        return (
+            hotkeys_text(self._bindings, screens.VIEW_KEYS) + f"\n\nChange them in {where} (see docs/cli.md)."
+        )
+
+    def detach(self) -> None:
+        """Stop listening to the core's events (``run`` does it when it ends)."""
+        self._unsubscribe()
+
+    async def run(self, core: AgentSession, initial_prompt: str | None) -> int:
+        app = self.attach(core)
 
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
@@ -162,9 +193,9 @@ class InteractiveApp:
 
         with patch_stdout(raw=True):
             try:
-                return await self._app.run_async(pre_run=pre_run)
+                return await app.run_async(pre_run=pre_run)
             finally:
-                unsubscribe()
+                self.detach()
                 if self._task is not None and not self._task.done():
                     core.abort()
                     with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -205,8 +236,19 @@ class InteractiveApp:
             ],
         )
         keys = KeyBindings()
+        bound = self._bindings
 
-        @keys.add("enter", filter=~approving)
+        def bind(action: str, *, when: Filter | None = None) -> Callable[[KeyHandler], KeyHandler]:
+            """Register a handler on the keys ``keybindings.json`` gives ``action``."""
+
+            def register(handler: KeyHandler) -> KeyHandler:
+                for sequence in bound.for_action(action):
+                    keys.add(*sequence, filter=when if when is not None else True)(handler)
+                return handler
+
+            return register
+
+        @bind("tui.input.submit", when=~approving)
         def _enter(event: KeyPressEvent) -> None:
             text = buffer.text
             if text.endswith("\\"):
@@ -228,7 +270,7 @@ class InteractiveApp:
             if state is not None and state.current_completion is not None:
                 buffer.apply_completion(state.current_completion)
 
-        @keys.add("escape", "enter", filter=~approving)
+        @bind("app.message.followUp", when=~approving)
         def _alt_enter(event: KeyPressEvent) -> None:
             if self._busy and buffer.text.strip():
                 text = buffer.text
@@ -238,11 +280,22 @@ class InteractiveApp:
             else:
                 buffer.insert_text("\n")
 
-        @keys.add("c-j")
+        @bind("tui.input.newLine")
         def _newline(event: KeyPressEvent) -> None:
             buffer.insert_text("\n")
 
-        @keys.add("c-c")
+        @bind("app.interrupt", when=Condition(lambda: self._busy and not buffer.text) & ~approving)
+        def _escape(event: KeyPressEvent) -> None:
+            self._restore_queued()
+            assert self._core is not None
+            self._core.abort()
+
+        @bind("app.message.dequeue", when=~approving)
+        def _dequeue(event: KeyPressEvent) -> None:
+            if not self._restore_queued():
+                self.say(self.painter().styled("(no queued messages to restore)", "dim"))
+
+        @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
             if self._approval is not None:
                 self._answer(False)
@@ -257,11 +310,11 @@ class InteractiveApp:
                 event.app.exit(result=0)
             else:
                 self._last_interrupt = time.monotonic()
-                self._print(
+                self.say(
                     render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
                 )
 
-        @keys.add("c-d")
+        @bind("app.exit")
         def _eof(event: KeyPressEvent) -> None:
             if not buffer.text:
                 if self._busy and self._core is not None:
@@ -270,16 +323,49 @@ class InteractiveApp:
             else:
                 buffer.delete()
 
-        @keys.add("c-t")
+        @bind("app.thinking.toggle")
         def _toggle_thinking(event: KeyPressEvent) -> None:
             self.show_thinking = not self.show_thinking
             self._invalidate()
 
-        @keys.add("c-o", filter=~approving)
+        @bind("app.tools.expand", when=~approving)
         def _transcript(event: KeyPressEvent) -> None:
-            task = asyncio.ensure_future(self._show_transcript())
-            self._side_tasks.add(task)
-            task.add_done_callback(self._side_tasks.discard)
+            self._side_task(self._show_transcript())
+
+        @bind("app.thinking.cycle", when=~approving)
+        def _cycle_thinking(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the thinking level"):
+                assert self._core is not None
+                self._core.cycle_thinking_level()
+                self._invalidate()
+
+        @bind("app.model.cycleForward", when=~approving)
+        def _next_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                self._side_task(self._cycle_model(backward=False))
+
+        @bind("app.model.cycleBackward", when=~approving)
+        def _previous_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                self._side_task(self._cycle_model(backward=True))
+
+        @bind("app.model.select", when=~approving)
+        def _select_model(event: KeyPressEvent) -> None:
+            if self._idle_or_say("the model"):
+                assert self._core is not None
+                self._side_task(views.pick_model(self, self._core))
+
+        @bind("app.editor.external", when=~approving)
+        def _external_editor(event: KeyPressEvent) -> None:
+            self._side_task(self._edit_externally())
+
+        @bind("app.message.copy", when=~approving)
+        def _copy(event: KeyPressEvent) -> None:
+            self._copy_last_answer()
+
+        @bind("app.session.resume", when=~approving)
+        def _resume(event: KeyPressEvent) -> None:
+            self._start("/resume")
 
         for key, allowed in (("y", True), ("n", False), ("a", True)):
 
@@ -289,7 +375,7 @@ class InteractiveApp:
                     self._core.approval.policy = "yes"
                 self._answer(allowed)
 
-        return Application(
+        app: Application[int] = Application(
             layout=Layout(body, focused_element=main.children[3]),
             key_bindings=keys,
             style=STYLE,
@@ -300,6 +386,11 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
+        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
+        # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
+        # full-screen view was up and took the Esc meant for the view.)
+        app.timeoutlen = 0.4
+        return app
 
     # -- live area -------------------------------------------------------------------------------
 
@@ -314,7 +405,7 @@ class InteractiveApp:
                 return max(20, self._app.output.get_size().columns)
         return 80
 
-    def _painter(self) -> render.Painter:
+    def painter(self) -> render.Painter:
         return render.Painter(self._width, self.color)
 
     def _live_text_raw(self) -> str:
@@ -326,7 +417,7 @@ class InteractiveApp:
         return self._live_cache[1]
 
     def _render_live(self) -> str:
-        painter = self._painter()
+        painter = self.painter()
         parts: list[str] = []
         if self._live is not None:
             for block in self._live.get("content", []):
@@ -404,16 +495,16 @@ class InteractiveApp:
         try:
             self._show(event)
         except Exception as exc:
-            self._print(f"(display error: {type(exc).__name__}: {exc})")
+            self.say(f"(display error: {type(exc).__name__}: {exc})")
         self._invalidate()
 
     def _show(self, event: Mapping[str, Any]) -> None:
         kind = event["type"]
-        painter = self._painter()
+        painter = self.painter()
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self._print(render.user_text(painter, render.message_text(message)))
+                self.say(render.user_text(painter, render.message_text(message)))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -429,12 +520,12 @@ class InteractiveApp:
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
         elif kind == "compaction_start":
-            self._print(painter.styled("compacting the conversation…", "dim"))
+            self.say(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
             done = event.get("compacted", event.get("willRetry", True))
-            self._print(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
+            self.say(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
         elif kind == "notice":
-            self._print(painter.styled(str(event["message"]), "yellow"))
+            self.say(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
 
@@ -444,22 +535,22 @@ class InteractiveApp:
             self._live = None
             for block in message["content"]:
                 if block["type"] == "thinking" and block["thinking"].strip():
-                    self._print(
+                    self.say(
                         render.thinking_text(
                             painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
                         )
                     )
                 elif block["type"] == "text" and block["text"].strip():
-                    self._print(painter.markdown(block["text"]))
+                    self.say(painter.markdown(block["text"]))
             if message["stopReason"] in ("error", "aborted"):
                 aborted = message["stopReason"] == "aborted"
-                self._print(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
+                self.say(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
         elif role in ("bashExecution", "pythonExecution"):
-            self._print(render.shell_run(painter, message, expanded=False))
+            self.say(render.shell_run(painter, message, expanded=False))
         elif role == "fileMention":
             for item in message["files"]:
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                self._print(painter.styled(f"@ attached {item['path']}{note}", "dim"))
+                self.say(painter.styled(f"@ attached {item['path']}{note}", "dim"))
 
     def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
@@ -469,7 +560,7 @@ class InteractiveApp:
         text = render.result_text(cast(list[dict[str, Any]], content or []))
         is_error = bool(event.get("isError"))
         header = render.tool_header(painter, name, args, "error" if is_error else "ok")
-        self._print(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
+        self.say(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -486,22 +577,37 @@ class InteractiveApp:
     async def _submit(self, text: str) -> None:
         core = self._core
         assert core is not None
-        painter = self._painter()
+        painter = self.painter()
         try:
-            if commands.parse(text) == ("tree", "") and not core.is_running:
-                self._print(render.user_text(painter, text))
+            parsed = commands.parse(text)
+            if parsed == ("tree", "") and not core.is_running:
+                self.say(render.user_text(painter, text))
                 await self._navigate_tree()
+            elif parsed == ("resume", "") and not core.is_running:
+                self.say(render.user_text(painter, text))
+                await views.resume_picked(self, core)
+            elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
+                self.say(render.user_text(painter, text))
+                if parsed[0] == "copy":
+                    self._copy_last_answer()
+                else:
+                    self.say(self._hotkeys())
             elif commands.runs_here(core, text):
-                self._print(render.user_text(painter, text))
+                self.say(render.user_text(painter, text))
                 result = await commands.execute(core, text)
-                self._print(painter.styled(result.text, "red" if result.error else ""))
+                extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
+                self.say(
+                    painter.styled(
+                        "\n".join(filter(None, [result.text, extra])), "red" if result.error else ""
+                    )
+                )
                 self._stats = core.stats()
                 if result.quit and self._app is not None:
                     self._app.exit(result=0)
             else:
                 await core.submit(text)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
-            self._print(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
+            self.say(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
             self._stats = core.stats()
 
@@ -524,105 +630,73 @@ class InteractiveApp:
             self._invalidate()
 
     async def _show_transcript(self) -> None:
-        core = self._core
-        assert core is not None
-        live = self._live
+        assert self._core is not None
+        await views.show_transcript(self, self._core, cast(AgentMessage | None, self._live))
 
-        def make_text(width: int, show_thinking: bool) -> str:
-            session = core.session
-            messages = (
-                branch_messages(session)
-                if session is not None
-                else [cast(dict[str, Any], m) for m in core.messages]
-            )
-            if live is not None:
-                messages.append(live)
-            painter = render.Painter(width, self.color)
-            return render_transcript(painter, messages, show_thinking=show_thinking)
+    # -- models, queue, editor, sessions ---------------------------------------------------------
 
-        async with self._full_screen():
-            self.show_thinking = await screens.show_transcript(
-                make_text, show_thinking=self.show_thinking, color=self.color
-            )
+    def _side_task(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the prompt (a view, a model switch); its failure is printed."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception as exc:
+                self.say(render.error_text(self.painter(), f"{type(exc).__name__}: {exc}", aborted=False))
+            finally:
+                if self._core is not None:
+                    self._stats = self._core.stats()
+                self._invalidate()
+
+        task = asyncio.ensure_future(guarded())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    def _idle_or_say(self, what: str) -> bool:
+        """Settings change between runs: while one goes on, say so instead."""
+        if self._busy:
+            self.say(self.painter().styled(f"({what} changes once the agent is done)", "dim"))
+            return False
+        return True
+
+    async def _cycle_model(self, *, backward: bool) -> None:
+        assert self._core is not None
+        await self._core.cycle_model("backward" if backward else "forward")
+
+    def _restore_queued(self) -> int:
+        """Queued steering and follow-ups leave the queue and go back into the input box (above
+        what is typed there), as pi does; how many there were."""
+        assert self._core is not None and self._buffer is not None
+        queued = self._core.clear_queue()
+        texts = [*queued.steering, *queued.follow_up]
+        if texts:
+            combined = "\n\n".join(t for t in [*texts, self._buffer.text] if t.strip())
+            self._buffer.document = Document(combined, len(combined))
+        self._invalidate()
+        return len(texts)
+
+    async def _edit_externally(self) -> None:
+        assert self._buffer is not None
+        text = await views.edit_externally(self, self._buffer.text)
+        if text is not None:
+            self._buffer.document = Document(text, len(text))
+
+    def _copy_last_answer(self) -> None:
+        assert self._core is not None
+        views.copy_last_answer(self, self._core, self._app.output if self._app is not None else None)
 
     async def _navigate_tree(self) -> None:
-        """``/tree``: pick an entry in the navigator, maybe summarise the branch left, move there."""
-        core = self._core
-        assert core is not None
-        painter = self._painter()
-        session = core.session
-        if session is None:
-            self._print(painter.styled("/tree: this run has no session (--no-session)", "red"))
-            return
-        move = await self._pick_move(session)
-        if move is None:
-            return
-        if move.summarize:
-            self._print(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+        assert self._core is not None
         self._work_abort = AbortController()
         try:
-            summary = await core.branch(
-                move.choice.target,
-                summarize=move.summarize,
-                instructions=move.instructions,
-                signal=self._work_abort.signal,
-            )
-        except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
-            self._print(render.error_text(painter, f"{exc}; still where you were", aborted=False))
-            return
+            editor_text = await views.navigate_tree(self, self._core, self._work_abort)
         finally:
             self._work_abort = None
-        editor_text = move.choice.editor_text
-        if editor_text is None:
-            self._print(painter.styled(f"branched: now at {move.row.text}", "green"))
-        else:
-            self._print(painter.styled("branched: back before that prompt; edit it below and send", "green"))
-        if summary:
-            self._print(
-                painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary)
-            )
         if editor_text is not None and self._buffer is not None:
-            self._buffer.text = editor_text
-            self._buffer.cursor_position = len(editor_text)
-
-    async def _pick_move(self, session: Session) -> _TreeMove | None:
-        """The full-screen part of ``/tree``: the navigator, then (when the move leaves
-        conversation behind) the summary question. Esc on the question returns to the tree;
-        Esc on the tree ends with nothing changed (``None``)."""
-        painter = self._painter()
-        rows = session_rows(session)
-        if not rows:
-            self._print(painter.styled("(the session is empty)", "dim"))
-            return None
-        start: str | None = None
-        async with self._full_screen():
-            while True:
-                row = await screens.pick_tree_row(rows, start=start, color=self.color)
-                if row is None:
-                    self._print(painter.styled("tree: cancelled, nothing changed", "dim"))
-                    return None
-                start = row.id
-                choice = branch_choice(row)
-                if row.current and choice.editor_text is None:
-                    self._print(painter.styled("tree: already there, nothing changed", "dim"))
-                    return None
-                target_path = session.path(choice.target) if choice.target is not None else []
-                if not leaves_something(session.path(), target_path):
-                    return _TreeMove(row, choice)
-                answer = await screens.pick_option(
-                    "Summarise the branch you are leaving?", SUMMARY_OPTIONS, color=self.color
-                )
-                if answer == 2:
-                    instructions = await screens.ask_text("Instructions for the summary", color=self.color)
-                    if instructions is not None:
-                        return _TreeMove(
-                            row, choice, summarize=True, instructions=instructions.strip() or None
-                        )
-                elif answer is not None:
-                    return _TreeMove(row, choice, summarize=answer == 1)
+            self._buffer.document = Document(editor_text, len(editor_text))
 
     @contextlib.asynccontextmanager
-    async def _full_screen(self) -> AsyncGenerator[None]:
+    async def full_screen(self) -> AsyncGenerator[None]:
         """Suspend the live area for a full-screen view; output made meanwhile waits for it."""
         self._held = []
         try:
@@ -631,9 +705,9 @@ class InteractiveApp:
         finally:
             held, self._held = self._held, None
             for text in held:
-                self._print(text)
+                self.say(text)
 
-    def _print(self, text: str) -> None:
+    def say(self, text: str) -> None:
         if text and self._held is not None:
             self._held.append(text)
         elif text:
@@ -641,19 +715,21 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        painter = self._painter()
+        painter = self.painter()
         model = core.model
         session = core.session_id or "not saved"
-        self._print(
+        self.say(
             painter.styled(
                 f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
                 "dim",
             )
         )
         if core.notice:
-            self._print(painter.styled(core.notice, "yellow"))
+            self.say(painter.styled(core.notice, "yellow"))
+        if self._bindings.warning:
+            self.say(painter.styled(self._bindings.warning, "yellow"))
         if core.messages:
-            self._print(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+            self.say(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:
         self._revision += 1
@@ -661,22 +737,16 @@ class InteractiveApp:
             self._app.invalidate()
 
 
-@dataclass(frozen=True, slots=True)
-class _TreeMove:
-    """What the navigator decided: where to go, and whether to summarise the branch left."""
-
-    row: TreeRow
-    choice: BranchChoice
-    summarize: bool = False
-    instructions: str | None = None
-
-
 class _CommandCompleter(Completer):
     """``/`` at the start of the input completes slash-command names (built-in ones, then those
     of the user's prompts, skills and extensions)."""
 
     def __init__(self, core: AgentSession) -> None:
-        self._names = [*commands.COMMANDS, *(name for name, _ in commands.user_commands(core))]
+        self._names = [
+            *commands.COMMANDS,
+            *FRONT_END_COMMANDS,
+            *(name for name, _ in commands.user_commands(core)),
+        ]
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor

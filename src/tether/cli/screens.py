@@ -11,7 +11,7 @@ without a terminal.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prompt_toolkit.application import Application
@@ -19,8 +19,9 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import HSplit, Layout, Window
+from prompt_toolkit.layout import Container, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
+from prompt_toolkit.layout.layout import FocusableElement
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
@@ -37,6 +38,12 @@ STYLE = Style.from_dict(
     }
 )
 WHEEL_LINES = 3
+VIEW_KEYS: tuple[tuple[str, str], ...] = (
+    ("↑↓ PgUp PgDn Home End", "in the transcript, the tree and the pickers: move"),
+    ("Esc, q", "close a view (q: not in the pickers, where it is text to search)"),
+    ("Ctrl-S Ctrl-R Ctrl-D", "in /resume: sort by date or name, rename, delete (then y)"),
+)
+"""The fixed keys of the full-screen views, for ``/hotkeys``."""
 
 
 @dataclass(slots=True)
@@ -87,12 +94,12 @@ class Viewport:
         return max(1, self.height - 1)
 
 
-LineSource = Callable[[int], tuple[int, Callable[[int], StyleAndTextTuples]]]
-"""For a width: how many lines there are, and a function making line ``i`` (asked only for
-the lines on screen, so a tree of thousands of entries costs one screenful per redraw)."""
+LineSource = Callable[[int, int], tuple[int, Callable[[int], StyleAndTextTuples]]]
+"""For a width and a height: how many lines there are, and a function making line ``i`` (asked
+only for the lines on screen, so a tree of thousands of entries costs one screenful per redraw)."""
 
 
-class _Lines(UIControl):
+class Lines(UIControl):
     """A scrolled window over the lines of a ``LineSource``."""
 
     def __init__(self, source: LineSource, view: Viewport) -> None:
@@ -103,7 +110,7 @@ class _Lines(UIControl):
         return True
 
     def create_content(self, width: int, height: int) -> UIContent:
-        count, line = self._source(width)
+        count, line = self._source(width, height)
         self.view.resize(count, height)
         top = self.view.top
         return UIContent(get_line=lambda i: line(top + i), line_count=max(0, min(height, count - top)))
@@ -118,7 +125,7 @@ class _Lines(UIControl):
         return None
 
 
-def _navigation_keys(keys: KeyBindings, view: Viewport) -> None:
+def navigation_keys(keys: KeyBindings, view: Viewport) -> None:
     @keys.add("up")
     def _up(event: KeyPressEvent) -> None:
         view.move(-1)
@@ -144,9 +151,17 @@ def _navigation_keys(keys: KeyBindings, view: Viewport) -> None:
         view.end()
 
 
-def _application(
-    title: Callable[[], str], body: Window, footer: Callable[[], str], keys: KeyBindings, *, color: bool
+def application(
+    title: Callable[[], str],
+    body: Container,
+    footer: Callable[[], str],
+    keys: KeyBindings,
+    *,
+    color: bool,
+    focus: FocusableElement | None = None,
 ) -> Application[Any]:
+    """A full-screen view: a title bar, ``body``, a footer bar; ``focus`` (default: the body) has
+    the keyboard."""
     layout = HSplit(
         [
             Window(FormattedTextControl(lambda: [("class:bar", " " + title())]), height=1, style="class:bar"),
@@ -157,7 +172,7 @@ def _application(
         ]
     )
     app: Application[Any] = Application(
-        layout=Layout(layout, focused_element=body),
+        layout=Layout(layout, focused_element=focus if focus is not None else body),
         key_bindings=keys,
         style=STYLE,
         full_screen=True,
@@ -168,54 +183,116 @@ def _application(
     return app
 
 
-async def _run(app: Application[Any]) -> Any:
+async def run_view(app: Application[Any]) -> Any:
     # The main application owns Ctrl-C (SIGINT) handling; these views see it as a key.
     return await app.run_async(handle_sigint=False)
 
 
-async def show_transcript(make_text: Callable[[int, bool], str], *, show_thinking: bool, color: bool) -> bool:
-    """Page through ``make_text(width, show_thinking)`` (ANSI), starting at the end. Ctrl-T
-    toggles thinking; Esc, q or Ctrl-O close. Returns the thinking setting at close."""
-    state = {"thinking": show_thinking}
-    cache: dict[tuple[int, bool], list[StyleAndTextTuples]] = {}
-    view = Viewport(count=0, top=1 << 30)
+@dataclass(slots=True)
+class _Pages:
+    """The transcript's lines rendered so far (the newest part), grown upwards by ``older()``."""
 
-    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
-        key = (width, state["thinking"])
-        if key not in cache:
-            cache[key] = list(split_lines(to_formatted_text(ANSI(make_text(width, state["thinking"])))))
-        return len(cache[key]), cache[key].__getitem__
+    older: Callable[[], str | None]
+    lines: list[StyleAndTextTuples] = field(default_factory=lambda: [])
+    done: bool = False
+
+    def load(self) -> int:
+        """Render the next older chunk above the rest; how many lines it added (0: none left)."""
+        text = self.older()
+        if text is None:
+            self.done = True
+            return 0
+        added = list(split_lines(to_formatted_text(ANSI(text))))
+        if self.lines:
+            added.append([])  # the blank line between two messages
+        self.lines[:0] = added
+        return len(added)
+
+
+class TranscriptLines:
+    """The transcript view's ``LineSource``: rendered chunks per (width, thinking), grown upwards
+    while fewer than two screens are rendered above the view, so a page up never waits on one."""
+
+    def __init__(
+        self,
+        make_pages: Callable[[int, bool], Callable[[], str | None]],
+        view: Viewport,
+        *,
+        show_thinking: bool,
+    ) -> None:
+        self._make_pages = make_pages
+        self._view = view
+        self._cache: dict[tuple[int, bool], _Pages] = {}
+        self._shown: _Pages | None = None
+        self.show_thinking = show_thinking
+        self.to_start = False
+        """Render everything up to the first message and move there (Home), on the next call."""
+
+    @property
+    def more(self) -> bool:
+        """Older messages are not rendered yet."""
+        return self._shown is None or not self._shown.done
+
+    def __call__(self, width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+        key = (width, self.show_thinking)
+        pages = self._cache.get(key)
+        if pages is None:
+            pages = self._cache[key] = _Pages(self._make_pages(width, self.show_thinking))
+        self._shown = pages
+        view = self._view
+        while not pages.done and (self.to_start or min(view.top, len(pages.lines) - height) < 2 * height):
+            view.top += pages.load()
+        if self.to_start:
+            self.to_start, view.top = False, 0
+        return len(pages.lines), pages.lines.__getitem__
+
+
+async def show_transcript(
+    make_pages: Callable[[int, bool], Callable[[], str | None]], *, show_thinking: bool, color: bool
+) -> bool:
+    """Page through a transcript, starting at the end. ``make_pages(width, show_thinking)`` gives
+    a function returning the ANSI text of older and older chunks (``None`` at the start): only the
+    chunks needed to fill the screens above the view are rendered, so opening and scrolling cost
+    what is on screen, whatever the session's length. Ctrl-T toggles thinking; Esc, q or Ctrl-O
+    close. Returns the thinking setting at close."""
+    view = Viewport(count=0, top=1 << 30)
+    lines = TranscriptLines(make_pages, view, show_thinking=show_thinking)
 
     keys = KeyBindings()
-    _navigation_keys(keys, view)
+    navigation_keys(keys, view)
+
+    @keys.add("home")
+    def _start(event: KeyPressEvent) -> None:
+        lines.to_start = True  # rendered on the next redraw: everything above, then the top
 
     @keys.add("escape", eager=True)
     @keys.add("q")
     @keys.add("c-o")
     @keys.add("c-c")
     def _close(event: KeyPressEvent) -> None:
-        event.app.exit(result=state["thinking"])
+        event.app.exit(result=lines.show_thinking)
 
     @keys.add("c-t")
     def _thinking(event: KeyPressEvent) -> None:
         at_end = view.top + view.height >= view.count
-        state["thinking"] = not state["thinking"]
+        lines.show_thinking = not lines.show_thinking
         if at_end:
             view.top = 1 << 30  # stay at the bottom when the text above grows or shrinks
 
     def footer() -> str:
         last = min(view.count, view.top + view.height)
-        thinking = "shown" if state["thinking"] else "folded"
+        thinking = "shown" if lines.show_thinking else "folded"
+        more = "+" if lines.more else ""  # older messages not rendered yet
         return (
-            f"lines {view.top + 1}-{last} of {view.count} · ↑↓ PgUp PgDn Home End · "
+            f"lines {view.top + 1}-{last} of {view.count}{more} · ↑↓ PgUp PgDn Home End · "
             f"Ctrl-T thinking ({thinking}) · q/Esc close"
         )
 
-    body = Window(_Lines(lines, view))
-    app = _application(
+    body = Window(Lines(lines, view))
+    app = application(
         lambda: "Transcript · the current branch, nothing folded", body, footer, keys, color=color
     )
-    return bool(await _run(app))
+    return bool(await run_view(app))
 
 
 async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, color: bool) -> TreeRow | None:
@@ -226,7 +303,7 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
     start_at = index.get(start, current) if start is not None else current
     view = Viewport(count=len(rows), cursor=start_at, top=max(0, start_at - 5))
 
-    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+    def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         def line(index: int) -> StyleAndTextTuples:
             row = rows[index]
             selected = index == view.cursor
@@ -239,7 +316,7 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
         return len(rows), line
 
     keys = KeyBindings()
-    _navigation_keys(keys, view)
+    navigation_keys(keys, view)
 
     @keys.add("enter")
     def _pick(event: KeyPressEvent) -> None:
@@ -256,8 +333,8 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
         return f"↑↓ PgUp PgDn Home End move · Enter branch here · Esc cancel · entry {entry}"
 
     title = f"Session tree · {len(rows)} entries · • marks the active path"
-    app = _application(lambda: title, Window(_Lines(lines, view)), footer, keys, color=color)
-    result: TreeRow | None = await _run(app)
+    app = application(lambda: title, Window(Lines(lines, view)), footer, keys, color=color)
+    result: TreeRow | None = await run_view(app)
     return result
 
 
@@ -265,7 +342,7 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
     """A short menu: the index chosen with Enter (or its number key), ``None`` on Esc/q."""
     view = Viewport(count=len(options), cursor=0)
 
-    def lines(width: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
+    def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         def line(i: int) -> StyleAndTextTuples:
             selected = i == view.cursor
             text = fit(f"{'›' if selected else ' '} {i + 1}. {options[i]}", width)
@@ -274,7 +351,7 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
         return len(options), line
 
     keys = KeyBindings()
-    _navigation_keys(keys, view)
+    navigation_keys(keys, view)
 
     @keys.add("enter")
     def _pick(event: KeyPressEvent) -> None:
@@ -292,14 +369,14 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=None)
 
-    app = _application(
+    app = application(
         lambda: title,
-        Window(_Lines(lines, view)),
+        Window(Lines(lines, view)),
         lambda: "↑↓ move · Enter choose · Esc cancel",
         keys,
         color=color,
     )
-    result: int | None = await _run(app)
+    result: int | None = await run_view(app)
     return result
 
 
@@ -318,6 +395,6 @@ async def ask_text(title: str, *, color: bool) -> str | None:
         event.app.exit(result=None)
 
     body = Window(BufferControl(buffer), wrap_lines=True)
-    app = _application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
-    result: str | None = await _run(app)
+    app = application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
+    result: str | None = await run_view(app)
     return result

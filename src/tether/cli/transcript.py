@@ -4,11 +4,14 @@ The scrollback shows tool results folded to a few lines and thinking folded to o
 place to read them in full. It covers the branch from its first entry, compacted messages
 included (with the compaction summary where it happened), so it is also the way to see what a
 compaction hid. Pure: messages and a ``Painter`` in, ANSI text out.
+
+A long session is rendered from its end, a chunk of messages at a time (``BackwardTranscript``),
+as the view scrolls up: opening it costs the last screens, not the session's length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from tether.cli import render
@@ -25,6 +28,52 @@ def branch_messages(session: Session) -> list[dict[str, Any]]:
         if message is not None:
             out.append(cast(dict[str, Any], message))
     return out
+
+
+def branch_messages_backward(session: Session) -> Iterator[dict[str, Any]]:
+    """``branch_messages`` newest first, read lazily from the leaf."""
+    from tether.session.context import compaction_message, context_message
+
+    for node in session.walk_back():
+        message = compaction_message(node.entry) if node.type == "compaction" else context_message(node)
+        if message is not None:
+            yield cast(dict[str, Any], message)
+
+
+CHUNK = 12
+"""Messages rendered at a time when the transcript view needs older lines."""
+
+
+class BackwardTranscript:
+    """The transcript of messages given newest first, rendered oldest-last in chunks on demand.
+
+    A chunk never starts with a tool result, so a call and its results are rendered together
+    (a run of many results only makes that chunk longer)."""
+
+    def __init__(
+        self, painter: render.Painter, newest_first: Iterable[dict[str, Any]], *, show_thinking: bool
+    ) -> None:
+        self._painter = painter
+        self._messages = iter(newest_first)
+        self._show_thinking = show_thinking
+        self._started = False
+
+    def older(self) -> str | None:
+        """The text of the next older chunk (to go above what was returned before), ``None`` when
+        the first message has been rendered."""
+        chunk: list[dict[str, Any]] = []
+        for message in self._messages:
+            chunk.append(message)
+            if len(chunk) >= CHUNK and message.get("role") != "toolResult":
+                break
+        if not chunk:
+            if self._started:
+                return None
+            self._started = True
+            return render_transcript(self._painter, [], show_thinking=self._show_thinking)
+        self._started = True
+        chunk.reverse()
+        return render_transcript(self._painter, chunk, show_thinking=self._show_thinking)
 
 
 def render_transcript(

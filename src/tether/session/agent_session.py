@@ -132,6 +132,10 @@ class AgentSession:
         self.approval = approval
         self.hooks: list[PromptHook] = list(hooks)
         self.notice = notice
+        from tether.session.stats import Tally
+
+        self._tally = Tally()
+        """The conversation's totals, extended as messages arrive (``stats()``)."""
         self.scoped_models: list[ScopedModel] = []
         """``--models``: the models ``cycle_model`` goes through (empty: every usable model)."""
         self.auto_retry = self.settings.retry.enabled
@@ -415,6 +419,13 @@ class AgentSession:
         self.record_settings()
         return self.agent.thinking_level
 
+    async def model_candidates(self) -> list[ModelInfo]:
+        """What the model picker lists: ``scoped_models`` (``--models``), else every usable
+        model; the current one always among them."""
+        from tether.session.model_choice import model_candidates
+
+        return await model_candidates([s.model for s in self.scoped_models], self.model)
+
     def record_settings(self) -> None:
         """Record model, thinking level, service tier and system prompt where they differ from
         the session's (also done when a run starts)."""
@@ -481,6 +492,14 @@ class AgentSession:
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         """This workspace's sessions, newest first."""
         return self._require_sessions().list(cwd=str(self.cwd), limit=limit)
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        """Name any stored session (``rename`` names this one)."""
+        if self._session is not None and session_id == self._session.id:
+            self.rename(title)
+            return
+        with self._require_sessions().open(session_id) as session:
+            session.rename(title)
 
     def delete_session(self, session_id: str) -> None:
         """Delete another stored session (``/resume``'s delete); the one in use is refused, and
@@ -593,6 +612,7 @@ class AgentSession:
             session_id=self.session_id,
             session_file=self.session_file,
             title=session.title if session is not None else None,
+            tally=self._tally,
         )
 
     async def close(self) -> None:

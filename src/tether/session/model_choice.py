@@ -390,3 +390,18 @@ def _scripted(path: Path) -> ResolvedModel:
         raise ModelError(f"{SCRIPTED_ENV}: {path}: bad response: {exc}") from None
     info: ModelInfo = {**SCRIPTED_MODEL, "id": path.stem, "name": f"scripted ({path.name})"}
     return ResolvedModel(info, ScriptedModel(script, model=info))
+
+
+async def model_candidates(scoped: Sequence[ModelInfo], current: ModelInfo) -> list[ModelInfo]:
+    """The models the picker lists: ``scoped`` (``--models``), or, when none are given, every
+    usable model (a key is set, or a local server serves it). The current model is always among
+    them, so the list starts from where the user is."""
+    if scoped:
+        models = list(scoped)
+    else:
+        from tether.ai.local_servers import usable_models
+
+        models = await usable_models()
+    if not any(_same(m, current) for m in models):
+        models.insert(0, current)
+    return models

@@ -136,6 +136,10 @@ class Session:
             raise EntryNotFoundError(self.id, leaf_id)
         return self._tree.path(leaf_id or self.leaf_id)
 
+    def walk_back(self) -> Iterator[Node]:
+        """The active path's nodes from the leaf towards the root, lazily (``path_nodes`` reversed)."""
+        return self._tree.walk_back(self.leaf_id)
+
     def children(self, entry_id: str | None) -> list[EntryDict]:
         return [node.entry for node in self._tree.children(entry_id)]
 

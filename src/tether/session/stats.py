@@ -43,6 +43,48 @@ class Stats:
         return 100.0 * self.context_tokens / self.context_window
 
 
+class Tally:
+    """Running totals of a message list (counts, tokens, cost), extended as the list grows.
+
+    The status line shows them after every turn: adding only the new messages keeps that cost
+    independent of the session's length. A different list, a shorter one, or one whose last
+    counted message was replaced (a branch, a compaction, another session) is counted afresh."""
+
+    def __init__(self) -> None:
+        self._source: Sequence[AgentMessage] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._last: AgentMessage | None = None
+        self.count = 0
+        self.user = self.assistant = self.calls = 0
+        self.tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.cost = 0.0
+
+    def update(self, messages: Sequence[AgentMessage]) -> Tally:
+        count = self.count
+        if (
+            messages is not self._source
+            or count > len(messages)
+            or (count and messages[count - 1] is not self._last)
+        ):
+            self._reset()
+            self._source = messages
+        for message in messages[self.count :]:
+            if message["role"] == "user":
+                self.user += 1
+            elif message["role"] == "assistant":
+                self.assistant += 1
+                self.calls += sum(1 for block in message["content"] if block["type"] == "toolCall")
+                usage = message["usage"]
+                for key in self.tokens:
+                    self.tokens[key] += int(usage.get(key) or 0)
+                self.cost += float(usage["cost"]["total"])
+        self.count = len(messages)
+        self._last = messages[-1] if messages else None
+        return self
+
+
 def conversation_stats(
     messages: Sequence[AgentMessage],
     model: ModelInfo,
@@ -50,33 +92,24 @@ def conversation_stats(
     session_id: str | None = None,
     session_file: str | None = None,
     title: str | None = None,
+    tally: Tally | None = None,
 ) -> Stats:
-    user = assistant = calls = 0
-    tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-    cost = 0.0
-    for message in messages:
-        if message["role"] == "user":
-            user += 1
-        elif message["role"] == "assistant":
-            assistant += 1
-            calls += sum(1 for block in message["content"] if block["type"] == "toolCall")
-            usage = message["usage"]
-            for key in tokens:
-                tokens[key] += int(usage.get(key) or 0)
-            cost += float(usage["cost"]["total"])
+    """The numbers ``/session`` and the status line show. ``tally``: the totals kept for this
+    list so far (updated here), so only new messages are counted."""
+    totals = (tally or Tally()).update(messages)
     return Stats(
         session_id=session_id,
         session_file=session_file,
         title=title,
         messages=len(messages),
-        user_messages=user,
-        assistant_messages=assistant,
-        tool_calls=calls,
-        input_tokens=tokens["input"],
-        output_tokens=tokens["output"],
-        cache_read_tokens=tokens["cacheRead"],
-        cache_write_tokens=tokens["cacheWrite"],
-        cost=cost,
+        user_messages=totals.user,
+        assistant_messages=totals.assistant,
+        tool_calls=totals.calls,
+        input_tokens=totals.tokens["input"],
+        output_tokens=totals.tokens["output"],
+        cache_read_tokens=totals.tokens["cacheRead"],
+        cache_write_tokens=totals.tokens["cacheWrite"],
+        cost=totals.cost,
         context_tokens=context_tokens(messages),
         context_window=model.get("contextWindow"),
     )

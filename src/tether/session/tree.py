@@ -141,5 +141,19 @@ class EntryTree:
             current = node.parent_id
         raise CorruptSessionError(f"parent links of entry {leaf_id!r} form a cycle")
 
+    def walk_back(self, leaf_id: str | None) -> Iterator[Node]:
+        """``path(leaf_id)`` from the leaf towards the root, one entry at a time: a reader of the
+        last few entries (a transcript's last screen) pays for those, not for the whole path."""
+        current = leaf_id
+        for _ in range(len(self._nodes) + 1):
+            if current is None:
+                return
+            node = self._nodes.get(current)
+            if node is None:
+                raise CorruptSessionError(f"entry {current!r} is referenced as a parent but missing")
+            yield node
+            current = node.parent_id
+        raise CorruptSessionError(f"parent links of entry {leaf_id!r} form a cycle")
+
     def children(self, entry_id: str | None) -> list[Node]:
         return [n for n in self._nodes.values() if n.parent_id == entry_id]

@@ -1,0 +1,216 @@
+"""What the interactive mode's keys and terminal-only commands open: the transcript (Ctrl-O), the
+tree navigator (``/tree``), the model picker (Ctrl-L), the session picker (``/resume``), the
+external editor (Ctrl-G) and the clipboard (``/copy``).
+
+Each is a function of the core and of a ``Screen``, the few things of the interactive app it
+needs (print above the input box, suspend the live area for a full-screen view); the views
+themselves are in ``screens`` and ``pickers``, the operations on the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from prompt_toolkit.application import in_terminal
+from prompt_toolkit.output import Output
+
+from tether.ai.abort import AbortController
+from tether.cli import clipboard, external_editor, pickers, render, screens
+from tether.cli.transcript import BackwardTranscript, branch_messages_backward
+from tether.session import Session, SessionError
+from tether.session.agent_session import AgentSession
+from tether.session.events import message_text
+from tether.session.stats import SessionRow
+from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.wire import AgentMessage
+
+SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]
+
+
+class Screen(Protocol):
+    """The interactive app, as the views see it."""
+
+    color: bool
+    show_thinking: bool
+    """Thinking shown in full (else folded to a line); Ctrl-T toggles it, in the views too."""
+
+    def say(self, text: str) -> None:
+        """Print ``text`` above the input box (held back while a full-screen view is up)."""
+        ...
+
+    def painter(self) -> render.Painter: ...
+
+    def full_screen(self) -> AbstractAsyncContextManager[None]:
+        """Suspend the live area while a full-screen view runs."""
+        ...
+
+
+def transcript_pages(
+    core: AgentSession, live: AgentMessage | None, *, color: bool
+) -> Callable[[int, bool], Callable[[], str | None]]:
+    """For ``screens.show_transcript``: the branch newest first (``live``, the answer streaming
+    now, on top), read from the session lazily and rendered a chunk at a time."""
+
+    def make_pages(width: int, thinking: bool) -> Callable[[], str | None]:
+        session = core.session
+        newest: Iterable[dict[str, Any]] = (
+            branch_messages_backward(session)
+            if session is not None
+            else reversed([cast(dict[str, Any], m) for m in core.messages])
+        )
+        if live is not None:
+            newest = itertools.chain([cast(dict[str, Any], live)], newest)
+        return BackwardTranscript(render.Painter(width, color), newest, show_thinking=thinking).older
+
+    return make_pages
+
+
+async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
+    """Ctrl-O: the branch from its end, rendered as it scrolls. Ctrl-T there changes
+    ``ui.show_thinking`` before the live area is drawn again."""
+    make_pages = transcript_pages(core, live, color=ui.color)
+    async with ui.full_screen():
+        ui.show_thinking = await screens.show_transcript(
+            make_pages, show_thinking=ui.show_thinking, color=ui.color
+        )
+
+
+async def pick_model(ui: Screen, core: AgentSession) -> None:
+    """Ctrl-L: choose among ``core.model_candidates()``, filtered as you type."""
+    models = await core.model_candidates()
+    async with ui.full_screen():
+        chosen = await pickers.pick_model(models, core.model, color=ui.color)
+    if chosen is not None:
+        model = core.set_model(chosen)
+        text = f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}"
+        ui.say(ui.painter().styled(text, "dim"))
+
+
+async def resume_picked(ui: Screen, core: AgentSession) -> None:
+    """``/resume`` alone: the session picker (search, sort, rename, delete), then switch."""
+    painter = ui.painter()
+    if core.sessions is None:
+        ui.say(painter.styled("/resume: this run has no sessions (--no-session)", "red"))
+        return
+    actions = pickers.SessionActions(
+        rows=lambda: [SessionRow.of(r) for r in core.list_sessions()],
+        rename=core.rename_session,
+        delete=core.delete_session,
+    )
+    async with ui.full_screen():
+        chosen = await pickers.pick_session(actions, current=core.session_id, color=ui.color)
+    if chosen is None:
+        ui.say(painter.styled("resume: cancelled", "dim"))
+    elif chosen == core.session_id:
+        ui.say(painter.styled("resume: already in that session", "dim"))
+    else:
+        core.switch_session(chosen)
+        ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
+
+
+async def edit_externally(ui: Screen, text: str) -> str | None:
+    """Ctrl-G: ``text`` after the user's editor, or ``None`` (said why) when it gave nothing back."""
+    try:
+        command = external_editor.editor_command()
+        async with in_terminal():
+            return await asyncio.get_running_loop().run_in_executor(None, external_editor.edit, text, command)
+    except external_editor.EditorError as exc:
+        ui.say(ui.painter().styled(f"editor: {exc}", "red"))
+        return None
+
+
+def copy_last_answer(ui: Screen, core: AgentSession, output: Output | None) -> None:
+    """``/copy``: the last answer's text to the terminal's clipboard (OSC 52, written straight to
+    the terminal: it shows nothing and moves no cursor) and to a local clipboard tool if any."""
+    painter = ui.painter()
+    answer = core.last_assistant()
+    text = message_text(answer) if answer is not None else ""
+    if not text.strip():
+        ui.say(painter.styled("/copy: no answer to copy yet", "red"))
+        return
+    if output is not None:
+        output.write_raw(clipboard.osc52(text))
+        output.flush()
+    tool = clipboard.copy_locally(text)
+    where = f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
+    ui.say(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "dim"))
+
+
+@dataclass(frozen=True, slots=True)
+class _TreeMove:
+    """What the navigator decided: where to go, and whether to summarise the branch left."""
+
+    row: TreeRow
+    choice: BranchChoice
+    summarize: bool = False
+    instructions: str | None = None
+
+
+async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) -> str | None:
+    """``/tree``: pick an entry in the navigator, maybe summarise the branch left (``abort``
+    stops that), move there. Returns the prompt to put back in the input box, if one was picked."""
+    painter = ui.painter()
+    session = core.session
+    if session is None:
+        ui.say(painter.styled("/tree: this run has no session (--no-session)", "red"))
+        return None
+    move = await _pick_move(ui, session)
+    if move is None:
+        return None
+    if move.summarize:
+        ui.say(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+    try:
+        summary = await core.branch(
+            move.choice.target, summarize=move.summarize, instructions=move.instructions, signal=abort.signal
+        )
+    except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
+        ui.say(render.error_text(painter, f"{exc}; still where you were", aborted=False))
+        return None
+    editor_text = move.choice.editor_text
+    if editor_text is None:
+        ui.say(painter.styled(f"branched: now at {move.row.text}", "green"))
+    else:
+        ui.say(painter.styled("branched: back before that prompt; edit it below and send", "green"))
+    if summary:
+        ui.say(painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary))
+    return editor_text
+
+
+async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
+    """The full-screen part of ``/tree``: the navigator, then (when the move leaves conversation
+    behind) the summary question. Esc on the question returns to the tree; Esc on the tree ends
+    with nothing changed (``None``)."""
+    painter = ui.painter()
+    rows = session_rows(session)
+    if not rows:
+        ui.say(painter.styled("(the session is empty)", "dim"))
+        return None
+    start: str | None = None
+    async with ui.full_screen():
+        while True:
+            row = await screens.pick_tree_row(rows, start=start, color=ui.color)
+            if row is None:
+                ui.say(painter.styled("tree: cancelled, nothing changed", "dim"))
+                return None
+            start = row.id
+            choice = branch_choice(row)
+            if row.current and choice.editor_text is None:
+                ui.say(painter.styled("tree: already there, nothing changed", "dim"))
+                return None
+            target_path = session.path(choice.target) if choice.target is not None else []
+            if not leaves_something(session.path(), target_path):
+                return _TreeMove(row, choice)
+            answer = await screens.pick_option(
+                "Summarise the branch you are leaving?", SUMMARY_OPTIONS, color=ui.color
+            )
+            if answer == 2:
+                instructions = await screens.ask_text("Instructions for the summary", color=ui.color)
+                if instructions is not None:
+                    return _TreeMove(row, choice, summarize=True, instructions=instructions.strip() or None)
+            elif answer is not None:
+                return _TreeMove(row, choice, summarize=answer == 1)

@@ -1,0 +1,115 @@
+"""``keybindings.json``, the key syntax, the pickers' filter and sort, and OSC 52: without a terminal."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.cli.clipboard import osc52
+from tether.cli.keybindings import (
+    ACTIONS,
+    DEFAULTS,
+    UnsendableKeyError,
+    hotkeys_text,
+    load_bindings,
+    to_prompt_toolkit,
+)
+from tether.cli.pickers import matches, sort_sessions
+from tether.session.stats import SessionRow
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("ctrl+l", ("c-l",)),
+        ("alt+enter", ("escape", "enter")),
+        ("alt+up", ("escape", "up")),
+        ("shift+tab", ("s-tab",)),
+        ("ctrl+pageUp", ("c-pageup",)),
+        ("Esc", ("escape",)),
+        ("f5", ("f5",)),
+        ("shift+l", ("L",)),
+        ("x", ("x",)),
+    ],
+)
+def test_pi_key_syntax_becomes_prompt_toolkit_keys(key: str, expected: tuple[str, ...]) -> None:
+    assert to_prompt_toolkit(key) == expected
+
+
+@pytest.mark.parametrize("key", ["ctrl+shift+p", "super+k", "ctrl+", "hyper+x", "ctrl+banana", "shift+1"])
+def test_keys_a_terminal_cannot_send_are_refused(key: str) -> None:
+    with pytest.raises(UnsendableKeyError):
+        to_prompt_toolkit(key)
+
+
+def test_every_default_key_converts() -> None:
+    for action in ACTIONS:
+        DEFAULTS.for_action(action.name)
+
+
+def test_a_file_changes_and_unbinds_keys(tmp_path: Path) -> None:
+    (tmp_path / "keybindings.json").write_text(
+        json.dumps(
+            {
+                "$schema": "x",
+                "app.model.select": "alt+m",
+                "app.message.copy": [],
+                "app.exit": ["ctrl+q", "ctrl+d"],
+            }
+        )
+    )
+    bindings = load_bindings(tmp_path)
+    assert bindings.warning is None
+    assert bindings.for_action("app.model.select") == [("escape", "m")]
+    assert bindings.for_action("app.message.copy") == []
+    assert (
+        bindings.label("app.exit") == "Ctrl+Q, Ctrl+D" and bindings.label("app.message.copy") == "(unbound)"
+    )
+    assert bindings.for_action("app.thinking.cycle") == [("s-tab",)]  # untouched: the default
+    assert "Alt+M" in hotkeys_text(bindings)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{not json", "not valid JSON (line 1"),
+        ('["ctrl+l"]', "expected an object"),
+        ('{"app.nope": "ctrl+l"}', "unknown action 'app.nope'"),
+        ('{"app.model.select": 5}', "app.model.select: expected a key or a list of keys"),
+        ('{"app.model.select": ["ctrl+l", "super+l"]}', "app.model.select: 'super+l'"),
+    ],
+)
+def test_a_bad_file_is_one_line_and_the_defaults_stay(tmp_path: Path, text: str, reason: str) -> None:
+    path = tmp_path / "keybindings.json"
+    path.write_text(text)
+    bindings = load_bindings(tmp_path)
+    assert bindings.keys == DEFAULTS.keys
+    assert bindings.warning is not None and "\n" not in bindings.warning
+    assert bindings.warning.startswith(f"{path}: {reason}") and bindings.warning.endswith(
+        "using the default keys"
+    )
+
+
+def test_no_file_is_the_defaults_without_a_warning(tmp_path: Path) -> None:
+    assert load_bindings(tmp_path) == DEFAULTS
+
+
+def test_picker_filter_and_session_sort() -> None:
+    assert matches("", "anything")
+    assert matches("REL plan", "beta release plan") and not matches("rel alpha", "beta release plan")
+    rows = [
+        SessionRow("a", 3, "zeta", 1, 0.0, "/p"),
+        SessionRow("b", 2, "alpha", 1, 0.0, "/p"),
+        SessionRow("c", 1, "Alpha", 1, 0.0, "/p"),
+    ]
+    assert [r.id for r in sort_sessions(rows, "date")] == ["a", "b", "c"]
+    assert [r.id for r in sort_sessions(rows, "name")] == ["b", "c", "a"]  # A-Z, newest first among equals
+
+
+def test_osc52_carries_the_text_base64_encoded() -> None:
+    sequence = osc52("héllo\nworld")
+    assert sequence.startswith("\x1b]52;c;") and sequence.endswith("\x07")
+    assert base64.b64decode(sequence[7:-1]).decode() == "héllo\nworld"
