@@ -1,0 +1,80 @@
+"""Submitting a durable run and following it, from any process that reaches the databases.
+
+``submit`` enqueues a run with a ``DBOSClient`` (no DBOS launch, no workflow code needed: the
+run is addressed by its registered name); ``follow`` reads the run's event stream as the worker
+writes it, from whichever worker runs it (and from the one that recovers it after a crash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+
+from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.workflow import RunOutcome, RunRequest
+from tether.session.database import open_store
+from tether.session.events import SessionEvent
+
+
+class SubmitError(Exception):
+    """A run could not be submitted or followed; the message says why."""
+
+
+class DurableClient:
+    """Submit and follow runs. ``with DurableClient(config) as client: ...``."""
+
+    def __init__(self, config: DurableConfig) -> None:
+        self.config = config
+        try:
+            self._client = DBOSClient(system_database_url=config.system_database, application_name="tether")
+        except Exception as exc:
+            raise SubmitError(f"durable database {config.system_database}: {exc}") from None
+
+    def submit(self, session_id: str, prompt: str) -> str:
+        """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
+
+        The session must exist in the store the workers use; runs of one session execute one
+        after the other (one writer per session)."""
+        store = open_store(self.config.sessions)
+        try:
+            store.get_session(session_id)
+        finally:
+            store.close()
+        request: RunRequest = {"session": session_id, "prompt": prompt}
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW,
+            "queue_name": QUEUE,
+            "queue_partition_key": session_id,
+        }
+        try:
+            return self._client.enqueue(options, request).get_workflow_id()
+        except Exception as exc:
+            raise SubmitError(
+                f"cannot submit to {self.config.system_database}: {exc} (has a worker started there?)"
+            ) from None
+
+    async def follow(self, run_id: str) -> AsyncIterator[SessionEvent]:
+        """The run's events as they are written, until the run ends."""
+        async for value in self._client.read_stream_async(run_id, EVENTS, polling_interval_sec=0.1):
+            yield cast(SessionEvent, value)
+
+    async def result(self, run_id: str) -> RunOutcome:
+        """Wait for the run to end; a run that failed raises its error."""
+        handle: WorkflowHandleAsync[RunOutcome] = await self._client.retrieve_workflow_async(run_id)
+        return await handle.get_result()
+
+    def status(self, run_id: str) -> str:
+        """``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``..."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
+        return found[0].status if found else "UNKNOWN"
+
+    def close(self) -> None:
+        self._client.destroy()
+
+    def __enter__(self) -> DurableClient:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
