@@ -125,4 +125,4 @@ async def test_an_interrupted_tool_call_is_answered_not_run_again(
     events = [e async for e in DBOS.read_stream_async(fork.get_workflow_id(), EVENTS)]
     ends = [e for e in events if e["type"] == "tool_execution_end" and e["toolName"] == "work"]
     assert [e["isError"] for e in ends] == [True]
-    assert ends[0]["result"].content[0]["text"] == interrupted_text("work")
+    assert ends[0]["result"]["content"][0]["text"] == interrupted_text("work")

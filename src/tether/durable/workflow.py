@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from dbos import DBOS
+from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
 from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
@@ -158,13 +159,13 @@ async def _open(runtime: Runtime, session_id: str, start: _Start, execution: str
 
 
 async def _forward(event: SessionEvent) -> None:
-    """Write a loop event to the run's stream. The assistant's ``message_start`` went out from
+    """Write a loop event to the run's stream, as JSON values (a tool result is a dataclass). The assistant's ``message_start`` went out from
     its model step already; queue updates are not part of a run's record."""
     if event["type"] == "queue_update":
         return
     if event["type"] == "message_start" and event["message"]["role"] == "assistant":
         return
-    await DBOS.write_stream_async(EVENTS, event)
+    await DBOS.write_stream_async(EVENTS, to_jsonable_python(event))
 
 
 class _RunSessions(SessionManager):
