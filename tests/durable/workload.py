@@ -4,13 +4,14 @@ trace of every step they run in a counter file (``TETHER_TEST_COUNTER``), one li
 Used in-process and by ``tether worker --setup workload:setup`` processes. Each run: the model
 calls ``work`` (not rerunnable: sleeps ``TETHER_TEST_TOOL_SECONDS``) and ``look`` (rerunnable) in
 one batch, then answers with text streamed in chunks ``TETHER_TEST_STREAM_DELAY`` apart.
-Lines: ``model-start|model-done PID SESSION TURN``, ``tool-start|tool-done PID SESSION CALL``.
+Lines: ``model-start|model-done PID SESSION TURN TIME``, ``tool-start|tool-done PID SESSION CALL TIME``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,7 +32,7 @@ def trace(kind: str, session: str, what: object) -> None:
     path = os.environ.get("TETHER_TEST_COUNTER")
     if path:
         with open(path, "a", encoding="utf-8") as f:  # one small O_APPEND write per line
-            f.write(f"{kind} {os.getpid()} {session} {what}\n")
+            f.write(f"{kind} {os.getpid()} {session} {what} {time.time():.3f}\n")
 
 
 def stream(model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None) -> Any:
