@@ -72,7 +72,14 @@ def run_worker(
         )
         err.flush()
 
-    serve(runtime, stop, on_ready=ready)
+    from tether.telemetry.otlp import start_from_env
+
+    stop_telemetry = start_from_env()  # run spans and metrics, when an OTLP endpoint is configured
+    try:
+        serve(runtime, stop, on_ready=ready)
+    finally:
+        if stop_telemetry is not None:
+            stop_telemetry()
     return 0
 
 
