@@ -16,7 +16,7 @@ from dbos import DBOS
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
 from tether.durable.worker import launch
-from tether.durable.workflow import Runtime, durable_run
+from tether.durable.workflow import Runtime, durable_run, install
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -35,6 +35,7 @@ def durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
     finally:
         sessions.close()
         DBOS.destroy()
+        install(None)
 
 
 def counter(tmp_path: Path) -> list[str]:
@@ -42,6 +43,11 @@ def counter(tmp_path: Path) -> list[str]:
         " ".join(line.split()[0:1] + line.split()[2:4])
         for line in (tmp_path / "counter").read_text().splitlines()
     ]
+
+
+async def read_events(workflow_id: str) -> list[dict[str, Any]]:
+    """A run's events: its stream holds batches of them."""
+    return [event async for batch in DBOS.read_stream_async(workflow_id, EVENTS) for event in batch]
 
 
 def transcript(sessions: SessionManager, session_id: str) -> list[dict[str, Any]]:
@@ -62,7 +68,7 @@ async def test_a_durable_run_records_the_transcript_and_streams_its_events(
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
     assert [m["content"][0]["text"] for m in messages[2:4]] == ["worked on a", "looked at b"]
     assert messages[4]["content"][0]["text"] == "all work is done"
-    events = [e async for e in DBOS.read_stream_async(handle.get_workflow_id(), EVENTS)]
+    events = await read_events(handle.get_workflow_id())
     kinds = [e["type"] for e in events]
     assert kinds[0] == "agent_start" and kinds[-1] == "agent_settled"
     updates = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"]
@@ -122,7 +128,7 @@ async def test_an_interrupted_tool_call_is_answered_not_run_again(
     await fork.get_result()
     lines = counter(tmp_path)
     assert lines.count(f"tool-start {session.id} {session.id}-work") == 1
-    events = [e async for e in DBOS.read_stream_async(fork.get_workflow_id(), EVENTS)]
+    events = await read_events(fork.get_workflow_id())
     ends = [e for e in events if e["type"] == "tool_execution_end" and e["toolName"] == "work"]
     assert [e["isError"] for e in ends] == [True]
     assert ends[0]["result"]["content"][0]["text"] == interrupted_text("work")

@@ -57,8 +57,9 @@ class DurableClient:
 
     async def follow(self, run_id: str) -> AsyncIterator[SessionEvent]:
         """The run's events as they are written, until the run ends."""
-        async for value in self._client.read_stream_async(run_id, EVENTS, polling_interval_sec=0.1):
-            yield cast(SessionEvent, value)
+        async for batch in self._client.read_stream_async(run_id, EVENTS, polling_interval_sec=0.1):
+            for event in cast(list[SessionEvent], batch):
+                yield event
 
     async def result(self, run_id: str) -> RunOutcome:
         """Wait for the run to end; a run that failed raises its error."""

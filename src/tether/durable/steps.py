@@ -4,7 +4,8 @@ A step's output is checkpointed in the system database when it returns. When a c
 replayed, a checkpointed step is not run again: its recorded output comes back instead. So:
 
 - **model call**: the whole stream is consumed *inside* the step; its events are written to the
-  run's DBOS stream as they arrive (followers see them live); the step's output is the final
+  run's DBOS stream as they arrive, a batch at most ``BATCH_SECONDS`` apart (followers see them
+  live); the step's output is the final
   assistant message, which the loop then receives as a one-event stream. A call cut by a crash
   runs again from the start (the model is asked again; followers see a new ``message_start``).
 - **tool call**: the step's output is the tool's result. A call cut by a crash runs again only
@@ -24,6 +25,7 @@ the same ids on every replay whatever order they finish in.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import AsyncIterator, Collection
 from typing import Any, cast
 
@@ -41,6 +43,29 @@ RERUNNABLE = frozenset({"read", "grep", "find", "ls"})
 """Built-in tools without side effects: running one twice is harmless."""
 RERUN_KEY = "tether.durable.rerun"
 """``AgentTool.metadata`` key: ``True`` lets a tool run again after a crash, ``False`` forbids it."""
+
+
+BATCH_SECONDS = 0.05
+"""Inside a model step, events are written at most this far apart, several per write."""
+
+
+class EventLog:
+    """A run's events on their way to its DBOS stream, written in batches (one stream value is a
+    list of events). The loop's events wait for the next step boundary: they come in quick
+    succession between steps, and a write from the workflow is a checkpoint of its own, so one
+    per boundary instead of one per event. Flushing at step boundaries keeps the writes at the
+    same points of every replay, as checkpoints must be."""
+
+    def __init__(self) -> None:
+        self._pending: list[Any] = []
+
+    def add(self, event: Any) -> None:
+        self._pending.append(event)
+
+    async def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            await DBOS.write_stream_async(EVENTS, batch)
 
 
 class ToolInterruptedError(Exception):
@@ -62,13 +87,14 @@ def may_rerun(tool: AgentTool, extra: Collection[str] = ()) -> bool:
     return tool.name in RERUNNABLE or tool.name in extra
 
 
-def durable_tool(tool: AgentTool, *, rerun: bool, execution: str) -> AgentTool:
+def durable_tool(tool: AgentTool, *, rerun: bool, execution: str, events: EventLog) -> AgentTool:
     """``tool`` with each call run as a DBOS step (see the module docstring).
 
     Args:
         tool: The tool to wrap.
         rerun: Whether an interrupted call may run again (``may_rerun``).
         execution: This execution of the workflow (a fresh id per start or recovery).
+        events: The run's events, flushed before the call.
     """
 
     async def execute(
@@ -76,6 +102,7 @@ def durable_tool(tool: AgentTool, *, rerun: bool, execution: str) -> AgentTool:
     ) -> AgentToolResult[Any]:
         start = None if rerun else DBOS.reserve_step()
         call = DBOS.reserve_step()
+        await events.flush()
         started_by = execution
         if start is not None:
             started_by = await start.run_async({"name": f"tool-start:{tool.name}"}, _same, execution)
@@ -107,10 +134,12 @@ def _same(value: str) -> str:
     return value
 
 
-def durable_stream(stream_fn: StreamFn) -> StreamFn:
-    """``stream_fn`` with each call run as a DBOS step whose output is the final message."""
+def durable_stream(stream_fn: StreamFn, events: EventLog) -> StreamFn:
+    """``stream_fn`` with each call run as a DBOS step whose output is the final message;
+    ``events`` (the run's) are flushed before the call."""
 
     async def call(model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None) -> Any:
+        await events.flush()
         final = await DBOS.run_step_async({"name": "model"}, _stream_step, stream_fn, model, context, options)
         signal = options.signal if options is not None else None
         return AssistantMessageEventStream(model, _recorded(final), signal)
@@ -124,10 +153,18 @@ async def _stream_step(
     """Consume one model stream, forwarding its events live; the final message is the output."""
     opened = stream_fn(model, context, options)
     stream: AssistantMessageEventStream = await opened if inspect.isawaitable(opened) else opened
+    batch: list[dict[str, Any]] = []
+    written = 0.0
     async for event in stream:
         forwarded = stream_event(event)
-        if forwarded is not None:
-            await DBOS.write_stream_async(EVENTS, forwarded)
+        if forwarded is None:
+            continue
+        batch.append(forwarded)
+        if time.monotonic() - written >= BATCH_SECONDS:
+            await DBOS.write_stream_async(EVENTS, batch)
+            batch, written = [], time.monotonic()
+    if batch:
+        await DBOS.write_stream_async(EVENTS, batch)
     return await stream.result()
 
 

@@ -131,4 +131,5 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
                 log.warning("recovering run %s of a dead worker", run_id)
     finally:
         DBOS.destroy()
+        install(None)
         heartbeats.close()

@@ -12,8 +12,9 @@ rewinds the leaf to the recorded one and appends again with the same ids: the en
 stored are recognised and skipped (``Session.use_ids``), the leaf walks the same path, and the
 first entry not stored yet is written as on a first run.
 
-Events go to the run's DBOS stream (``EVENTS``): those of the loop from the workflow (checkpointed,
-so a replay does not send them twice), those of a model stream from inside its step.
+Events go to the run's DBOS stream (``EVENTS``) in batches (``EventLog``): those of the loop from
+the workflow at each step boundary (checkpointed, so a replay does not send them twice), those of
+a model stream from inside its step.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
 from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
-from tether.durable.steps import durable_stream, durable_tool, may_rerun
+from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.session.agent_session import AgentSession
 from tether.session.database import open_store
 from tether.session.events import SessionEvent
@@ -85,12 +86,26 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+_shared_store: SessionStore | None = None
 
 
-def install(runtime: Runtime) -> None:
-    """Make ``runtime`` the one the workflow uses in this process."""
-    global _runtime
-    _runtime = runtime
+def install(runtime: Runtime | None) -> None:
+    """Make ``runtime`` the one the workflow uses in this process (``None``: none; closes the
+    session store the runs shared)."""
+    global _runtime, _shared_store
+    if _shared_store is not None:
+        _shared_store.close()
+    _runtime, _shared_store = runtime, None
+
+
+def _store() -> SessionStore:
+    """The session store of this process's runs: one for all of them, opened on first use. Runs
+    use it from the event loop DBOS runs them on, one call at a time (store calls are
+    synchronous), so they can share it and its connection."""
+    global _shared_store
+    if _shared_store is None:
+        _shared_store = open_store(_current().config.sessions)
+    return _shared_store
 
 
 def _current() -> Runtime:
@@ -105,14 +120,16 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]
-    start = await DBOS.run_step_async({"name": "begin"}, _begin, runtime.config.sessions, session_id)
-    core = await _open(runtime, session_id, start, execution)
+    start = await DBOS.run_step_async({"name": "begin"}, _begin, session_id)
+    events = EventLog()
+    core = await _open(runtime, session_id, start, execution, events)
     try:
-        core.subscribe(_forward)
+        core.subscribe(lambda event: _forward(events, event))
         added = await core.prompt(request["prompt"])
         last = core.last_assistant()
     finally:
         await core.close()
+    await events.flush()
     await DBOS.close_stream_async(EVENTS)
     return {
         "session": session_id,
@@ -121,20 +138,19 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     }
 
 
-def _begin(location: str | None, session_id: str) -> _Start:
+async def _begin(session_id: str) -> _Start:
     """Record the session's leaf and the run's base entry id (greater than every stored id)."""
-    store = open_store(location)
-    try:
-        record = store.get_session(session_id)
-        return {"leaf": record.leaf_id, "base": new_id(store.newest_entry_id(session_id)), "cwd": record.cwd}
-    finally:
-        store.close()
+    store = _store()
+    record = store.get_session(session_id)
+    return {"leaf": record.leaf_id, "base": new_id(store.newest_entry_id(session_id)), "cwd": record.cwd}
 
 
-async def _open(runtime: Runtime, session_id: str, start: _Start, execution: str) -> AgentSession:
+async def _open(
+    runtime: Runtime, session_id: str, start: _Start, execution: str, events: EventLog
+) -> AgentSession:
     """The run's ``AgentSession``, built as the CLI builds one, with its model and tools as steps."""
     cwd = Path(start["cwd"])
-    sessions = _RunSessions(open_store(runtime.config.sessions), start)
+    sessions = _RunSessions(_store(), start)
     core = create_agent_session(
         cwd=cwd,
         settings=load_settings(runtime.config_dir, cwd),
@@ -149,23 +165,27 @@ async def _open(runtime: Runtime, session_id: str, start: _Start, execution: str
             if inspect.isawaitable(outcome):
                 await outcome
         agent = core.agent
-        agent.stream_fn = durable_stream(agent.stream_fn or default_stream_fn())
+        agent.stream_fn = durable_stream(agent.stream_fn or default_stream_fn(), events)
         rerun = runtime.config.rerun_tools
-        agent.tools = [durable_tool(t, rerun=may_rerun(t, rerun), execution=execution) for t in agent.tools]
+        agent.tools = [
+            durable_tool(t, rerun=may_rerun(t, rerun), execution=execution, events=events)
+            for t in agent.tools
+        ]
     except BaseException:
         await core.close()
         raise
     return core
 
 
-async def _forward(event: SessionEvent) -> None:
-    """Write a loop event to the run's stream, as JSON values (a tool result is a dataclass). The assistant's ``message_start`` went out from
-    its model step already; queue updates are not part of a run's record."""
+def _forward(events: EventLog, event: SessionEvent) -> None:
+    """Queue a loop event for the run's stream, as JSON values (a tool result is a dataclass).
+    The assistant's ``message_start`` went out from its model step already; queue updates are not
+    part of a run's record."""
     if event["type"] == "queue_update":
         return
     if event["type"] == "message_start" and event["message"]["role"] == "assistant":
         return
-    await DBOS.write_stream_async(EVENTS, to_jsonable_python(event))
+    events.add(to_jsonable_python(event))
 
 
 class _RunSessions(SessionManager):
@@ -175,6 +195,9 @@ class _RunSessions(SessionManager):
     def __init__(self, store: SessionStore, start: _Start) -> None:
         super().__init__(store)
         self._start = start
+
+    def close(self) -> None:
+        """Leave the store open: it is the worker's, shared by its runs (``_store``)."""
 
     def open(self, session_id: str, *, readonly: bool = False) -> Session:
         session = super().open(session_id, readonly=readonly)
