@@ -146,17 +146,43 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[str, str], Cluster]]:
         c.stop()
 
 
-def submit_all(cluster: Cluster) -> dict[str, str]:
-    """20 sessions, a run submitted on each: session id → run id."""
+def new_session(cluster: Cluster) -> str:
     workspace = cluster.tmp / "workspace"
     workspace.mkdir(exist_ok=True)
-    runs: dict[str, str] = {}
-    with SessionManager.at(cluster.sessions) as sessions, DurableClient(config(cluster)) as client:
-        for _ in range(RUNS):
-            session = sessions.create(workspace)
-            session.close()
-            runs[session.id] = client.submit(session.id, "go")
-    return runs
+    with SessionManager.at(cluster.sessions) as sessions:
+        session = sessions.create(workspace)
+        session.close()
+    return session.id
+
+
+def submit_all(cluster: Cluster, count: int = RUNS) -> dict[str, str]:
+    """``count`` sessions, a run submitted on each (the library call): session id -> run id."""
+    with DurableClient(config(cluster)) as client:
+        return {
+            session: client.submit(session, "go") for session in [new_session(cluster) for _ in range(count)]
+        }
+
+
+@dataclass
+class Follower:
+    """``tether submit SESSION go --follow --json`` in a process of its own."""
+
+    process: subprocess.Popen[bytes]
+    run_id: str
+    out: Path
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.read_text().splitlines()]
+
+
+def follow(cluster: Cluster, session: str) -> Follower:
+    out, err = cluster.tmp / "follow.out", cluster.tmp / "follow.err"
+    command = [sys.executable, "-m", "tether.cli", "submit", session, "go", "--follow", "--json"]
+    process = subprocess.Popen(
+        command, env=cluster.env(), cwd=cluster.tmp, stdout=out.open("wb"), stderr=err.open("wb")
+    )
+    wait_for(lambda: err.read_text().startswith("run "), 60, "the follower's run id")
+    return Follower(process, err.read_text().split()[1], out)
 
 
 def config(cluster: Cluster) -> DurableConfig:
@@ -238,7 +264,9 @@ def test_postgres_workers_killed_mid_stream_and_mid_tool(
     c = cluster(url, url)
     first = c.start("w1")
     second = c.start("w2")
-    runs = submit_all(c)
+    followed = new_session(c)
+    follower = follow(c, followed)
+    runs = {followed: follower.run_id, **submit_all(c, RUNS - 1)}
 
     wait_for(lambda: len(open_calls(c, first, "model")) >= IN_FLIGHT, 60, "w1 mid-stream")
     streaming = {s for s, _ in open_calls(c, first, "model")}
@@ -254,6 +282,14 @@ def test_postgres_workers_killed_mid_stream_and_mid_tool(
     endings = check_transcripts(c, runs)
     assert all(endings[session] == "interrupted" for session in working)
     check_counter(c, endings)
+    # The follower saw the run from whichever worker ran it, to its end.
+    assert follower.process.wait(30) == 0
+    events = follower.events()
+    assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_settled"
+    ends = [
+        e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert ends[-1]["content"][0]["text"] == "all work is done"
 
 
 def test_sqlite_worker_restarted_finishes_its_own_runs(

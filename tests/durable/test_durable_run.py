@@ -4,6 +4,7 @@ first steps from their checkpoints and runs the rest again, as recovery after a 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,3 +133,14 @@ async def test_an_interrupted_tool_call_is_answered_not_run_again(
     ends = [e for e in events if e["type"] == "tool_execution_end" and e["toolName"] == "work"]
     assert [e["isError"] for e in ends] == [True]
     assert ends[0]["result"]["content"][0]["text"] == interrupted_text("work")
+
+
+async def test_a_run_waits_for_a_session_held_elsewhere(durable: SessionManager, tmp_path: Path) -> None:
+    """As a recovered run does while a dead worker's lease lingers (see docs/durable.md)."""
+    held = durable.create(tmp_path)
+    handle = await DBOS.start_workflow_async(durable_run, {"session": held.id, "prompt": "go"})
+    await asyncio.sleep(1.5)
+    assert transcript(durable, held.id) == []
+    held.close()
+    assert (await handle.get_result())["stopReason"] == "stop"
+    assert len(transcript(durable, held.id)) == 5

@@ -50,6 +50,9 @@ class DurableConfig:
     """How often a worker records that it is alive."""
     dead_after_seconds: float = 10.0
     """A worker silent this long is dead: a live worker recovers its runs."""
+    lock_wait_seconds: float = 60.0
+    """How long a run waits for its session's writer lock (held by a dead worker's lingering
+    database connection, or by a person's open ``tether``) before it fails."""
 
     @property
     def executor_id(self) -> str:

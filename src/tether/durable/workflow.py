@@ -19,6 +19,7 @@ a model stream from inside its step.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
@@ -40,7 +41,7 @@ from tether.session.ids import decode, encode, new_id
 from tether.session.manager import SessionManager
 from tether.session.session import Session
 from tether.session.settings import load_settings
-from tether.session.store import SessionStore
+from tether.session.store import SessionLockedError, SessionStore
 from tether.tools.approval import Approval
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]
@@ -150,15 +151,25 @@ async def _open(
 ) -> AgentSession:
     """The run's ``AgentSession``, built as the CLI builds one, with its model and tools as steps."""
     cwd = Path(start["cwd"])
-    sessions = _RunSessions(_store(), start)
-    core = create_agent_session(
-        cwd=cwd,
-        settings=load_settings(runtime.config_dir, cwd),
-        session=SessionChoice(session_id=session_id),
-        sessions=sessions,
-        model=runtime.model,
-        approval=runtime.approval,
-    )
+    settings = load_settings(runtime.config_dir, cwd)
+    waited = 0.0
+    while True:
+        try:
+            core = create_agent_session(
+                cwd=cwd,
+                settings=settings,
+                session=SessionChoice(session_id=session_id),
+                sessions=_RunSessions(_store(), start),
+                model=runtime.model,
+                approval=runtime.approval,
+            )
+            break
+        except SessionLockedError:
+            # A dead worker's lease outlives it until its database connection is noticed gone.
+            if waited >= runtime.config.lock_wait_seconds:
+                raise
+            await asyncio.sleep(1.0)
+            waited += 1.0
     try:
         if runtime.setup is not None:
             outcome = runtime.setup(core)
