@@ -83,3 +83,30 @@ def test_a_bad_setup_hook_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     assert err.count("\n") == 1
     code, err = run_cli(["worker", "--setup", "nocolon"], capsys)
     assert (code, err) == (1, "tether: --setup 'nocolon': expected MODULE:FUNCTION\n")
+
+
+def test_submitting_before_any_worker_started_is_one_line(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    from tether.session.manager import SessionManager
+
+    with SessionManager() as sessions:
+        session = sessions.create(tmp_path)
+        session.close()
+    code, err = run_cli(["submit", session.id, "hi"], capsys)
+    where = f"sqlite:///{home / 'data' / 'durable.sqlite'}"
+    assert (code, err) == (
+        1,
+        f"tether: no worker has started on {where} yet: start `tether worker` there first\n",
+    )
+
+
+def test_an_unreachable_database_is_one_line_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    url = "postgresql://me:secret@127.0.0.1:1/x"
+    for command in (["worker"], ["submit", "S", "hi"]):
+        code, err = run_cli([*command, "--durable-database", url], capsys)
+        assert code == 1 and err.count("\n") == 1, err
+        assert (
+            err.startswith("tether: durable database postgresql://me:***@127.0.0.1:1/x: ")
+            and "secret" not in err
+        )

@@ -58,16 +58,15 @@ def run_worker(
     def stop_serving(number: int, frame: object) -> None:
         stop.set()
 
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, stop_serving)
+    started = threading.Event()
 
     def ready() -> None:
-        from tether.session.database import is_postgres_url, redact
+        started.set()
+        from tether.durable.client import shown
 
-        where = config.system_database
         limit = config.worker_concurrency or "no limit"
         err.write(
-            f"tether worker {config.executor_id}: taking runs from {redact(where) if is_postgres_url(where) else where} "
+            f"tether worker {config.executor_id}: taking runs from {shown(config.system_database)} "
             f"(at most {limit} at once)\n"
         )
         err.flush()
@@ -75,9 +74,20 @@ def run_worker(
     from tether.telemetry.otlp import start_from_env
 
     stop_telemetry = start_from_env()  # run spans and metrics, when an OTLP endpoint is configured
+    previous = {number: signal.signal(number, stop_serving) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         serve(runtime, stop, on_ready=ready)
+    except Exception as exc:
+        if started.is_set():
+            raise
+        from tether.durable.client import first_line, shown
+
+        raise DurableCommandError(
+            f"durable database {shown(config.system_database)}: {first_line(exc)}"
+        ) from None
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if stop_telemetry is not None:
             stop_telemetry()
     return 0
@@ -95,7 +105,11 @@ def submit_run(
 ) -> int:
     """Enqueue a run; with ``follow``, print its events as they happen and wait for its end."""
     config = _config(durable_database)
+    import logging
+
     from tether.durable.client import DurableClient, SubmitError
+
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)  # its errors reach the user as SubmitError
 
     try:
         with DurableClient(config) as client:

@@ -14,7 +14,7 @@ from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import RunOutcome, RunRequest
-from tether.session.database import open_store
+from tether.session.database import is_postgres_url, open_store, redact
 from tether.session.events import SessionEvent
 
 
@@ -22,15 +22,28 @@ class SubmitError(Exception):
     """A run could not be submitted or followed; the message says why."""
 
 
+def shown(url: str) -> str:
+    """A database URL for messages: without its password."""
+    return redact(url) if is_postgres_url(url) else url
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's own message, when a database error wraps one, on one line."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
 class DurableClient:
     """Submit and follow runs. ``with DurableClient(config) as client: ...``."""
 
     def __init__(self, config: DurableConfig) -> None:
         self.config = config
+        self._where = shown(config.system_database)
         try:
             self._client = DBOSClient(system_database_url=config.system_database, application_name="tether")
         except Exception as exc:
-            raise SubmitError(f"durable database {config.system_database}: {exc}") from None
+            raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
 
     def submit(self, session_id: str, prompt: str) -> str:
         """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
@@ -42,6 +55,14 @@ class DurableClient:
             store.get_session(session_id)
         finally:
             store.close()
+        try:
+            ready = self._client.retrieve_queue(QUEUE) is not None
+        except Exception:  # no DBOS tables at all
+            ready = False
+        if not ready:
+            raise SubmitError(
+                f"no worker has started on {self._where} yet: start `tether worker` there first"
+            )
         request: RunRequest = {"session": session_id, "prompt": prompt}
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW,
@@ -51,9 +72,7 @@ class DurableClient:
         try:
             return self._client.enqueue(options, request).get_workflow_id()
         except Exception as exc:
-            raise SubmitError(
-                f"cannot submit to {self.config.system_database}: {exc} (has a worker started there?)"
-            ) from None
+            raise SubmitError(f"cannot submit to {self._where}: {first_line(exc)}") from None
 
     async def follow(self, run_id: str) -> AsyncIterator[SessionEvent]:
         """The run's events as they are written, until the run ends."""
