@@ -1,8 +1,8 @@
 """Durable runs survive SIGKILLed workers: real `tether worker` processes, real databases.
 
-PostgreSQL: two workers take 20 runs; one is killed mid-stream, a third starts, the second is
-killed mid-tool; the live worker recovers both dead workers' runs (within 30 s of each kill) and
-every run completes. SQLite: two workers, one killed mid-stream and restarted under its name,
+PostgreSQL: two workers take 20 runs; one is killed mid-stream, the other mid-tool, and a third
+starts; the live worker recovers both dead workers' runs (within 30 s of each kill) and every run
+completes. SQLite: two workers, one killed mid-stream and restarted under its name,
 which resumes its own runs. Each time: every transcript is valid (each tool call has exactly one
 result, nothing duplicated or missing) and the workload's counter file shows that no finished
 step ran twice (``workload.py``).
@@ -39,7 +39,9 @@ MODEL = "anthropic/claude-sonnet-4-5"
 RUNS = 20
 RECOVERY_SECONDS = 30
 IN_FLIGHT = 3
-"""A worker is killed once this many of its calls are under way."""
+"""A worker is killed once this many of its calls are under way..."""
+FRESH_SECONDS = 1.5
+"""... and, for model calls, none started longer ago than this (a stream lasts 2.5 s or more)."""
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ class Cluster:
             "TETHER_DURABLE_DATABASE_URL": self.system,
             "TETHER_TEST_COUNTER": str(self.counter),
             "TETHER_TEST_TOOL_SECONDS": "3",
-            "TETHER_TEST_STREAM_DELAY": "0.3",
+            "TETHER_TEST_STREAM_DELAY": "0.5",
         }
 
     def start(self, name: str) -> int:
@@ -118,18 +120,36 @@ def wait_for(done: Callable[[], bool], seconds: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def open_calls(cluster: Cluster, pid: int, kind: str) -> set[tuple[str, str]]:
-    """(session, what) started by ``pid`` and not finished by it (``kind``: model or tool)."""
-    started: set[tuple[str, str]] = set()
+def open_calls(cluster: Cluster, pid: int, kind: str) -> dict[tuple[str, str], float]:
+    """(session, what) started by ``pid`` and not finished by it (``kind``: model or tool), with
+    the time each started."""
+    started: dict[tuple[str, str], float] = {}
     for line in cluster.lines():
         key = (line[2], line[3])
         if line[1] == str(pid) and line[0] == f"{kind}-start":
-            started.add(key)
+            started[key] = float(line[4])
         elif line[1] == str(pid) and line[0] == f"{kind}-done":
-            started.discard(key)
+            started.pop(key, None)
     if kind == "tool":
-        started = {(s, w) for s, w in started if w.endswith("-work")}
+        started = {(s, w): t for (s, w), t in started.items() if w.endswith("-work")}
     return started
+
+
+def well_inside(cluster: Cluster, pid: int, kind: str) -> bool:
+    """At least ``IN_FLIGHT`` calls of ``pid`` of ``kind`` under way, and no model call of
+    ``pid`` near its end.
+
+    A kill in the instant between a model call's last event and its checkpoint makes that call
+    run again, as it must (it had not finished); the test times its kills away from that instant
+    so that the counter can say that no *finished* step ran twice. (A tool call cut there is
+    answered "interrupted", not run again, so any moment of a tool call will do.)"""
+    if len(open_calls(cluster, pid, kind)) < IN_FLIGHT:
+        return False
+    now = time.time()
+    streams = open_calls(cluster, pid, "model").values()
+    ended = [float(line[4]) for line in cluster.lines() if line[0] == "model-done" and line[1] == str(pid)]
+    # neither a stream about to end nor one that just ended (its checkpoint may not be written yet)
+    return all(now - started < FRESH_SECONDS for started in streams) and all(now - t > 0.5 for t in ended)
 
 
 @pytest.fixture
@@ -268,13 +288,13 @@ def test_postgres_workers_killed_mid_stream_and_mid_tool(
     follower = follow(c, followed)
     runs = {followed: follower.run_id, **submit_all(c, RUNS - 1)}
 
-    wait_for(lambda: len(open_calls(c, first, "model")) >= IN_FLIGHT, 60, "w1 mid-stream")
+    wait_for(lambda: well_inside(c, first, "model"), 60, "w1 mid-stream")
     streaming = {s for s, _ in open_calls(c, first, "model")}
     first_killed = c.kill("w1")
-    c.start("w3")
-    wait_for(lambda: len(open_calls(c, second, "tool")) >= IN_FLIGHT, 60, "w2 mid-tool")
+    wait_for(lambda: well_inside(c, second, "tool"), 60, "w2 mid-tool")
     working = {s for s, _ in open_calls(c, second, "tool")}
     second_killed = c.kill("w2")
+    c.start("w3")  # the live worker: it finishes the runs of both
 
     wait_for_runs(c, runs, 120)
     assert recovered_within(c, streaming, first, first_killed) < RECOVERY_SECONDS
@@ -300,7 +320,7 @@ def test_sqlite_worker_restarted_finishes_its_own_runs(
     c.start("w2")
     runs = submit_all(c)
 
-    wait_for(lambda: len(open_calls(c, first, "model")) >= IN_FLIGHT, 60, "w1 mid-stream")
+    wait_for(lambda: well_inside(c, first, "model"), 60, "w1 mid-stream")
     streaming = {s for s, _ in open_calls(c, first, "model")}
     killed = c.kill("w1")
     restarted = c.start("w1")
