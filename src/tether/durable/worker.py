@@ -2,7 +2,7 @@
 watching the other workers so the runs of a dead one are finished.
 
 DBOS recovers a worker's own unfinished runs when it launches under the same executor id (a
-restarted worker with the same ``--name``). Runs of a worker that never comes back are
+restarted worker with the same ``--name``): it puts them back in their queue at once. Runs of a worker that never comes back are
 recovered by the live ones: every worker records a heartbeat (``tether_workers`` in the system
 database) every ``heartbeat_seconds``; when a run is still pending under an executor whose
 heartbeat is older than ``dead_after_seconds`` (or that has none), a live worker asks DBOS to
