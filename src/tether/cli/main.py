@@ -3,7 +3,8 @@
 Start-up time is a feature of a CLI, so this module imports almost nothing: ``--version`` is
 answered before click is even imported, and each mode imports what it needs when it runs.
 ``tether [options] [prompt...]`` runs the agent; a first word naming a subcommand (``models``,
-``sessions``, ``schema``, ``demo``, ``mcp``, ``worker``, ``submit``) runs that instead.
+``sessions``, ``schema``, ``demo``, ``mcp``, ``extensions``, ``worker``, ``submit``) runs that
+instead.
 """
 
 from __future__ import annotations
