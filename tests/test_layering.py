@@ -20,9 +20,22 @@ BELOW: dict[str, set[str]] = {
     "testing": {"wire", "ai", "agent", "telemetry"},
     "mcp": {"wire", "ai", "agent", "tools", "telemetry"},
     "session": {"wire", "ai", "agent", "tools", "testing", "telemetry", "mcp"},
-    "rpc": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry", "mcp"},
-    "acp": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry", "mcp"},
-    "cli": {"wire", "ai", "agent", "tools", "testing", "session", "rpc", "acp", "telemetry", "mcp"},
+    "durable": {"wire", "ai", "agent", "tools", "testing", "session", "telemetry", "mcp"},
+    "rpc": {"wire", "ai", "agent", "tools", "testing", "session", "durable", "telemetry", "mcp"},
+    "acp": {"wire", "ai", "agent", "tools", "testing", "session", "durable", "telemetry", "mcp"},
+    "cli": {
+        "wire",
+        "ai",
+        "agent",
+        "tools",
+        "testing",
+        "session",
+        "durable",
+        "rpc",
+        "acp",
+        "telemetry",
+        "mcp",
+    },
 }
 
 

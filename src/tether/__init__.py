@@ -21,8 +21,8 @@ The front door: what a program that builds on tether needs, in one namespace (``
 
 Everything else lives in the subpackages, lowest first: ``wire`` (transcript types), ``ai``
 (streaming LLM API), ``telemetry`` (OpenTelemetry spans and metrics of runs), ``agent``
-(the agent loop), ``session`` (durable sessions and the core),
-``tools`` (coding tools), ``rpc`` and ``acp`` (protocol servers), ``cli`` (terminal front ends)
+(the agent loop), ``session`` (durable sessions and the core), ``durable`` (runs that survive a
+crash, on DBOS workers; the ``durable`` extra), ``tools`` (coding tools), ``rpc`` and ``acp`` (protocol servers), ``cli`` (terminal front ends)
 and ``testing``. Dependencies point downward only. Names load on first use, so ``import tether``
 costs nothing until then (``tether --version`` reads only ``__version__``).
 """

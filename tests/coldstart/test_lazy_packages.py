@@ -32,6 +32,7 @@ PACKAGES = [
     "tether.session",
     "tether.testing",
     "tether.rpc",
+    "tether.durable",
 ]
 
 
@@ -116,6 +117,8 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     # reader looked for files)
     assert not any(name == "mcp" or name.startswith(("mcp.", "mcp_types")) for name in loaded)
     assert {"tether.mcp.connection", "tether.mcp.servers", "tether.mcp.tools"} & loaded == set()
+    # durable runs are for `tether worker`/`tether submit`: DBOS (and SQLAlchemy) stay unloaded
+    assert not any(name.startswith(("dbos", "sqlalchemy", "tether.durable")) for name in loaded)
     assert "tether.agent.loop" in loaded  # the run did happen
 
 

@@ -3,7 +3,8 @@
 Start-up time is a feature of a CLI, so this module imports almost nothing: ``--version`` is
 answered before click is even imported, and each mode imports what it needs when it runs.
 ``tether [options] [prompt...]`` runs the agent; a first word naming a subcommand (``models``,
-``sessions``, ``schema``, ``demo``, ``mcp``) runs that instead.
+``sessions``, ``schema``, ``demo``, ``mcp``, ``extensions``, ``worker``, ``submit``) runs that
+instead.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from tether import __version__
 TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     import click
 
-SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions")
+SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions", "worker", "submit")
 
 _DEVICE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """A write that failed for want of room, as stdout on a full disk or /dev/full does."""
@@ -82,7 +84,7 @@ def root_command() -> click.Command:
 
     @click.command(
         context_settings={"help_option_names": ["-h", "--help"]},
-        epilog="Subcommands: tether models | sessions | schema | demo | mcp | extensions (each with --help).",
+        epilog="Subcommands: tether models | sessions | schema | demo | mcp | extensions | worker | submit (each with --help).",
     )
     @click.argument("prompt", nargs=-1)
     @click.option(
@@ -334,6 +336,53 @@ def subcommands() -> click.Group:
 
         paths = tuple(Path(p).resolve() for p in extension)
         sys.exit(print_extensions(Path.cwd(), paths, discover=not no_extensions))
+
+    durable_database = click.option(
+        "--durable-database",
+        metavar="URL",
+        help="DBOS system database: postgresql://… or sqlite:///… (default: the durable.database "
+        "setting, else the session store's PostgreSQL database, else durable.sqlite in the data dir).",
+    )
+
+    @group.command()
+    @click.option(
+        "--name", default="", help="This worker's id; a restart under the same name resumes its runs."
+    )
+    @click.option("--concurrency", type=click.IntRange(min=0), help="Runs per worker at once (0: no limit).")
+    @click.option(
+        "--global-concurrency", type=click.IntRange(min=0), help="Runs over all workers (0: no limit)."
+    )
+    @click.option(
+        "--setup", metavar="MODULE:FUNCTION", help="Called with each run's AgentSession before it runs."
+    )
+    @click.option("--model", metavar="PROVIDER/ID", help="Model of every run (default: the session's).")
+    @click.option("-y", "--yes", is_flag=True, help="Approve every tool call (nobody can answer a question).")
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @durable_database
+    def worker(database: str | None, **flags: Any) -> None:
+        """Run submitted agent runs durably (docs/durable.md): a crashed run resumes on a live worker."""
+        from tether.cli.durable_cmd import run_worker
+        from tether.cli.sessions_cmd import use_database
+
+        use_database(database)
+        sys.exit(run_worker(**flags))
+
+    @group.command()
+    @click.argument("session_id")
+    @click.argument("prompt")
+    @click.option(
+        "-f", "--follow", is_flag=True, help="Print the run's events as they happen; wait for its end."
+    )
+    @click.option("--json", "as_json", is_flag=True, help="With --follow: each event as one JSON line.")
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @durable_database
+    def submit(session_id: str, prompt: str, database: str | None, **flags: Any) -> None:
+        """Queue a durable run of PROMPT on a stored session; prints the run id (docs/durable.md)."""
+        from tether.cli.durable_cmd import submit_run
+        from tether.cli.sessions_cmd import use_database
+
+        use_database(database)
+        sys.exit(submit_run(session_id, prompt, **flags))
 
     return group
 

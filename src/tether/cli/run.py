@@ -213,9 +213,10 @@ def _pick_session(cwd: Path) -> str | None:
 def user_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's to fix (evaluated only when something is raised)."""
     from tether.ai.models_file import ModelsFileError
+    from tether.cli.durable_cmd import DurableCommandError
     from tether.session import SessionError
     from tether.session.factory import SetupError
     from tether.session.model_choice import ModelError
     from tether.session.settings import SettingsError
 
-    return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError)
+    return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError, DurableCommandError)

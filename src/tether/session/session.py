@@ -9,7 +9,7 @@ store's writer lease for its whole life; a read-only one can look but not append
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 from tether.agent import AgentEvent
@@ -63,6 +63,7 @@ class Session:
         self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
+        self._next_id: Callable[[], str] | None = None
 
     # -- identity and state ----------------------------------------------------------------------
 
@@ -266,6 +267,16 @@ class Session:
         self._context = build_context(self._tree.path(leaf))
         return leaf
 
+    def use_ids(self, next_id: Callable[[], str] | None) -> None:
+        """Take entry ids from ``next_id`` instead of the clock (``None``: the clock again).
+
+        For a durable run (``tether.durable``), whose ids are deterministic per workflow step: when
+        a crashed run is replayed, an append whose id the tree already holds is the same entry
+        written before the crash, so it is not written again (the leaf still moves onto it). A
+        held id of another entry type means the replay diverged: ``SessionError``.
+        """
+        self._next_id = next_id
+
     def close(self) -> None:
         """Release the writer lease (the handle stays readable)."""
         if self._lease is not None:
@@ -296,21 +307,37 @@ class Session:
         timestamp = now_ms()
         entries: list[EntryDict] = []
         for partial in partials:
-            entry_id = new_id(self._newest_id)
-            self._newest_id = entry_id
+            entry_id = self._next_id() if self._next_id is not None else new_id(self._newest_id)
+            self._newest_id = max(entry_id, self._newest_id or entry_id)
             entries.append(
                 {"type": partial["type"], "id": entry_id, "parentId": parent, "timestamp": timestamp}
                 | partial
             )
             parent = entry_id
-        self._record = self._store.append(self._lease, entries, cast(str, parent), timestamp)
-        nodes: list[Node] = [self._tree.add(e) for e in entries]
+        fresh = [e for e in entries if not self._replayed(e)]
+        if fresh:
+            self._record = self._store.append(self._lease, fresh, cast(str, parent), timestamp)
+        else:
+            self._record = self._store.set_leaf(self._lease, parent, timestamp)
+        nodes: list[Node] = [self._tree.get(e["id"]) or self._tree.add(e) for e in entries]
         if moved or any(n.type == "compaction" for n in nodes):
             self._context = build_context(self._tree.path(self.leaf_id))
         else:
             for node in nodes:
                 self._context.add(node)
         return [e["id"] for e in entries]
+
+    def _replayed(self, entry: EntryDict) -> bool:
+        """Whether a durable replay's entry is already stored (see ``use_ids``)."""
+        held = self._tree.get(entry["id"]) if self._next_id is not None else None
+        if held is None:
+            return False
+        if held.type != entry["type"] or held.parent_id != entry.get("parentId"):
+            raise SessionError(
+                f"session {self.id!r}: entry {entry['id']} replayed as a {entry['type']} "
+                f"where a {held.type} is stored: the durable run did not replay as it first ran"
+            )
+        return True
 
 
 def _history_message(node: Node) -> AgentMessage | None:

@@ -47,6 +47,21 @@ the project and of the home folder."""
 
 
 @dataclass(frozen=True, slots=True)
+class Durable:
+    """Durable runs (``tether worker``/``tether submit``, ``docs/durable.md``)."""
+
+    database: str | None = None
+    """The DBOS system database: ``postgresql://…`` or ``sqlite:///…`` (default: the session store's
+    PostgreSQL database, else ``durable.sqlite`` in the data dir)."""
+    worker_concurrency: int = 4
+    """Runs one worker process executes at once."""
+    global_concurrency: int = 0
+    """Runs executing at once over every worker (0: no limit)."""
+    rerun_tools: tuple[str, ...] = ()
+    """Tools a crashed run may call again, beyond ``read``, ``grep``, ``find`` and ``ls``."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: str | None = None
     thinking: str | None = None
@@ -68,6 +83,7 @@ class Settings:
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
+    durable: Durable = field(default_factory=Durable)
     database: str | None = None
     """Where sessions are stored: a ``postgresql://`` URL or a SQLite file (``TETHER_DATABASE_URL``
     and ``--database`` win over it)."""
@@ -139,6 +155,8 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
         keys.append("allowOutside")
     if project.database != user.database:
         keys.append("database")  # a repository must not send the transcripts to a server of its choice
+    if project.durable != user.durable:
+        keys.append("durable")  # nor pick the run database, nor let risky tools run twice
     return tuple(keys)
 
 
@@ -199,6 +217,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["allow_outside"] = value
         elif key == "skills":
             changes["skills"] = _skill_sources(base.skills, value, path)
+        elif key == "durable":
+            changes["durable"] = _durable(base.durable, value, path)
         elif key == "streamIdleTimeoutMs":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
@@ -213,6 +233,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "compaction",
                 "retry",
                 "skills",
+                "durable",
                 "streamIdleTimeoutMs",
             ]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
@@ -253,6 +274,33 @@ def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset
         if not isinstance(item, bool):
             raise SettingsError(f'{path}: "skills.{key}": expected true or false')
         result = result | {key} if item else result - {key}
+    return result
+
+
+def _durable(base: Durable, value: object, path: Path) -> Durable:
+    """``{"database", "workerConcurrency", "globalConcurrency", "rerunTools"}``."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "durable": expected an object')
+    result = base
+    counts = {"workerConcurrency": "worker_concurrency", "globalConcurrency": "global_concurrency"}
+    for key, item in cast(dict[str, object], value).items():
+        where = f'{path}: "durable.{key}"'
+        if key == "database":
+            if not isinstance(item, str):
+                raise SettingsError(f"{where}: expected a string")
+            result = replace(result, database=item)
+        elif key in counts:
+            if not isinstance(item, int) or isinstance(item, bool) or item < 0:
+                raise SettingsError(f"{where}: expected a non-negative integer")
+            result = replace(result, **{counts[key]: item})
+        elif key == "rerunTools":
+            items = cast(list[object], item) if isinstance(item, list) else None
+            if items is None or not all(isinstance(v, str) for v in items):
+                raise SettingsError(f"{where}: expected a list of tool names")
+            result = replace(result, rerun_tools=tuple(cast(list[str], items)))
+        else:
+            known = ", ".join(["database", *counts, "rerunTools"])
+            raise SettingsError(f"{where}: unknown key (known: {known})")
     return result
 
 

@@ -1,0 +1,192 @@
+"""``tether worker`` and ``tether submit``: the terminal side of durable runs (``tether.durable``).
+
+Thin on purpose: configuration comes from settings and flags, the work from ``tether.durable``.
+DBOS is imported only here, when one of these commands runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+if TYPE_CHECKING:
+    from tether.durable.client import DurableClient
+    from tether.durable.config import DurableConfig
+    from tether.durable.workflow import Setup
+
+MISSING = "durable runs need the durable extra: pip install 'tether[durable]'"
+
+
+class DurableCommandError(Exception):
+    """A mistake in a ``worker``/``submit`` invocation; the message says what and where."""
+
+
+def run_worker(
+    *,
+    name: str,
+    concurrency: int | None,
+    global_concurrency: int | None,
+    durable_database: str | None,
+    setup: str | None,
+    model: str | None,
+    yes: bool,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Serve runs until SIGINT/SIGTERM; the unfinished ones are resumed by the next worker."""
+    config = _config(
+        durable_database, name=name, worker_concurrency=concurrency, global_concurrency=global_concurrency
+    )
+    from tether.ai.paths import config_dir
+    from tether.durable.worker import serve
+    from tether.durable.workflow import Runtime
+
+    runtime = Runtime(
+        config,
+        config_dir(),
+        setup=_load_setup(setup) if setup else None,
+        model=model,
+        approval="yes" if yes else None,
+    )
+    stop = threading.Event()
+
+    def stop_serving(number: int, frame: object) -> None:
+        stop.set()
+
+    started = threading.Event()
+
+    def ready() -> None:
+        started.set()
+        from tether.durable.client import shown
+
+        limit = config.worker_concurrency or "no limit"
+        err.write(
+            f"tether worker {config.executor_id}: taking runs from {shown(config.system_database)} "
+            f"(at most {limit} at once)\n"
+        )
+        err.flush()
+
+    from tether.telemetry.otlp import start_from_env
+
+    stop_telemetry = start_from_env()  # run spans and metrics, when an OTLP endpoint is configured
+    previous = {number: signal.signal(number, stop_serving) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        serve(runtime, stop, on_ready=ready)
+    except Exception as exc:
+        if started.is_set():
+            raise
+        from tether.durable.client import first_line, shown
+
+        raise DurableCommandError(
+            f"durable database {shown(config.system_database)}: {first_line(exc)}"
+        ) from None
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if stop_telemetry is not None:
+            stop_telemetry()
+    return 0
+
+
+def submit_run(
+    session_id: str,
+    prompt: str,
+    *,
+    follow: bool,
+    as_json: bool,
+    durable_database: str | None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Enqueue a run; with ``follow``, print its events as they happen and wait for its end."""
+    config = _config(durable_database)
+    import logging
+
+    from tether.durable.client import DurableClient, SubmitError
+
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)  # its errors reach the user as SubmitError
+
+    try:
+        with DurableClient(config) as client:
+            run_id = client.submit(session_id, prompt)
+            if not follow:
+                out.write(run_id + "\n")
+                return 0
+            err.write(f"run {run_id}\n")
+            err.flush()
+            return asyncio.run(_follow(client, run_id, as_json, out, err))
+    except SubmitError as exc:
+        raise DurableCommandError(str(exc)) from None
+
+
+async def _follow(client: DurableClient, run_id: str, as_json: bool, out: TextIO, err: TextIO) -> int:
+    async for event in client.follow(run_id):
+        if as_json:
+            out.write(json.dumps(event) + "\n")
+        else:
+            _show(event, out, err)
+        out.flush()
+    try:
+        outcome = await client.result(run_id)
+    except Exception as exc:
+        err.write(f"tether: run {run_id} failed: {exc}\n")
+        return 1
+    if not as_json:
+        out.write("\n")
+    return 1 if outcome["stopReason"] in ("error", "aborted") else 0
+
+
+def _show(event: Any, out: TextIO, err: TextIO) -> None:
+    """Text mode: the reply's text on stdout, tool calls and failures on stderr."""
+    kind = event["type"]
+    if kind == "message_update":
+        update = event["assistantMessageEvent"]
+        if update["type"] == "text_delta":
+            out.write(update["delta"])
+    elif kind == "tool_execution_start":
+        err.write(f"\n[{event['toolName']}]\n")
+    elif kind == "tool_execution_end" and event["isError"]:
+        texts = [b.get("text", "") for b in event["result"]["content"]]
+        err.write(f"[{event['toolName']} failed] {' '.join(texts)}\n")
+    elif kind == "message_end" and event["message"].get("stopReason") == "error":
+        err.write(f"[error] {event['message'].get('errorMessage', '')}\n")
+
+
+def _config(durable_database: str | None, **flags: Any) -> DurableConfig:
+    try:
+        from tether.durable.config import config_from_settings
+    except ImportError:
+        raise DurableCommandError(MISSING) from None
+    try:
+        importlib.import_module("dbos")
+    except ImportError:
+        raise DurableCommandError(MISSING) from None
+    from tether.ai.paths import config_dir
+    from tether.session.settings import load_settings
+
+    settings = load_settings(config_dir(), Path.cwd())
+    try:
+        return config_from_settings(settings, durable_database=durable_database, **flags)
+    except ValueError as exc:
+        raise DurableCommandError(str(exc)) from None
+
+
+def _load_setup(spec: str) -> Setup:
+    """``module:function`` → the function (imported from ``sys.path``, the current directory first)."""
+    module_name, _, function_name = spec.partition(":")
+    if not module_name or not function_name:
+        raise DurableCommandError(f"--setup {spec!r}: expected MODULE:FUNCTION")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DurableCommandError(f"--setup {spec!r}: cannot import {module_name}: {exc}") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise DurableCommandError(f"--setup {spec!r}: {module_name} has no function {function_name}")
+    return cast("Setup", function)

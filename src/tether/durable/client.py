@@ -1,0 +1,100 @@
+"""Submitting a durable run and following it, from any process that reaches the databases.
+
+``submit`` enqueues a run with a ``DBOSClient`` (no DBOS launch, no workflow code needed: the
+run is addressed by its registered name); ``follow`` reads the run's event stream as the worker
+writes it, from whichever worker runs it (and from the one that recovers it after a crash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+
+from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.workflow import RunOutcome, RunRequest
+from tether.session.database import is_postgres_url, open_store, redact
+from tether.session.events import SessionEvent
+
+
+class SubmitError(Exception):
+    """A run could not be submitted or followed; the message says why."""
+
+
+def shown(url: str) -> str:
+    """A database URL for messages: without its password."""
+    return redact(url) if is_postgres_url(url) else url
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's own message, when a database error wraps one, on one line."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
+class DurableClient:
+    """Submit and follow runs. ``with DurableClient(config) as client: ...``."""
+
+    def __init__(self, config: DurableConfig) -> None:
+        self.config = config
+        self._where = shown(config.system_database)
+        try:
+            self._client = DBOSClient(system_database_url=config.system_database, application_name="tether")
+        except Exception as exc:
+            raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
+
+    def submit(self, session_id: str, prompt: str) -> str:
+        """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
+
+        The session must exist in the store the workers use; runs of one session execute one
+        after the other (one writer per session)."""
+        store = open_store(self.config.sessions)
+        try:
+            store.get_session(session_id)
+        finally:
+            store.close()
+        try:
+            ready = self._client.retrieve_queue(QUEUE) is not None
+        except Exception:  # no DBOS tables at all
+            ready = False
+        if not ready:
+            raise SubmitError(
+                f"no worker has started on {self._where} yet: start `tether worker` there first"
+            )
+        request: RunRequest = {"session": session_id, "prompt": prompt}
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW,
+            "queue_name": QUEUE,
+            "queue_partition_key": session_id,
+        }
+        try:
+            return self._client.enqueue(options, request).get_workflow_id()
+        except Exception as exc:
+            raise SubmitError(f"cannot submit to {self._where}: {first_line(exc)}") from None
+
+    async def follow(self, run_id: str) -> AsyncIterator[SessionEvent]:
+        """The run's events as they are written, until the run ends."""
+        async for batch in self._client.read_stream_async(run_id, EVENTS, polling_interval_sec=0.1):
+            for event in cast(list[SessionEvent], batch):
+                yield event
+
+    async def result(self, run_id: str) -> RunOutcome:
+        """Wait for the run to end; a run that failed raises its error."""
+        handle: WorkflowHandleAsync[RunOutcome] = await self._client.retrieve_workflow_async(run_id)
+        return await handle.get_result()
+
+    def status(self, run_id: str) -> str:
+        """``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``..."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_input=False, load_output=False)
+        return found[0].status if found else "UNKNOWN"
+
+    def close(self) -> None:
+        self._client.destroy()
+
+    def __enter__(self) -> DurableClient:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()

@@ -1,0 +1,103 @@
+"""Where durable runs keep their state and how many run at once; no DBOS import here.
+
+A durable run needs two databases: the session store (where transcripts live, as for every
+tether run) and DBOS's *system database* (workflow status, step outputs, queues, event streams).
+With a PostgreSQL session store both live in the same database (DBOS uses its own ``dbos``
+schema); with the SQLite store the system database is ``durable.sqlite`` next to it, which is
+for one machine only.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.session.database import is_postgres_url
+from tether.session.paths import data_dir, database_url
+from tether.session.settings import Settings
+
+QUEUE = "tether_runs"
+"""The DBOS queue submitted runs wait in."""
+WORKFLOW = "tether.durable.run"
+"""The registered name of the run workflow: submitters enqueue it by name."""
+EVENTS = "events"
+"""The DBOS stream key a run's events are written to."""
+APP_NAME = "tether"
+
+DURABLE_DATABASE_ENV = "TETHER_DURABLE_DATABASE_URL"
+"""The system database to use instead of the settings' (``--durable-database`` wins)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DurableConfig:
+    """Everything a worker or a submitter needs to agree on, and a worker's own limits."""
+
+    system_database: str
+    """DBOS's system database URL (``postgresql://…`` or ``sqlite:///…``)."""
+    sessions: str | None = None
+    """The session store (``tether.session.database.open_store``); ``None``: the default."""
+    worker_concurrency: int = 4
+    global_concurrency: int = 0
+    """0: no global limit."""
+    rerun_tools: tuple[str, ...] = ()
+    """Tools that may run again after a crash, beyond the read-only built-ins."""
+    name: str = ""
+    """This worker's DBOS executor id: give a worker the same name when it restarts and it
+    resumes its own unfinished runs at once. Default: ``host-pid``."""
+    heartbeat_seconds: float = 2.0
+    """How often a worker records that it is alive."""
+    dead_after_seconds: float = 10.0
+    """A worker silent this long is dead: a live worker recovers its runs."""
+    lock_wait_seconds: float = 60.0
+    """How long a run waits for its session's writer lock (held by a dead worker's lingering
+    database connection, or by a person's open ``tether``) before it fails."""
+
+    @property
+    def executor_id(self) -> str:
+        return self.name or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def config_from_settings(
+    settings: Settings,
+    *,
+    database: str | None = None,
+    durable_database: str | None = None,
+    name: str = "",
+    worker_concurrency: int | None = None,
+    global_concurrency: int | None = None,
+) -> DurableConfig:
+    """The durable configuration of ``settings``, with a front end's flags on top.
+
+    Args:
+        settings: Loaded settings (their ``durable`` section and ``database``).
+        database: The session store (``--database``); default: ``$TETHER_DATABASE_URL``, then
+            the ``database`` setting, then the SQLite file.
+        durable_database: The system database (``--durable-database``); default:
+            ``$TETHER_DURABLE_DATABASE_URL``, then ``durable.database``, then the session store's
+            PostgreSQL database, then ``durable.sqlite`` in the data dir.
+        name: The worker's name (its DBOS executor id).
+        worker_concurrency: Runs at once in this worker (default: the setting).
+        global_concurrency: Runs at once over every worker (default: the setting).
+    """
+    durable = settings.durable
+    sessions = database or database_url() or settings.database
+    system = durable_database or os.environ.get(DURABLE_DATABASE_ENV) or durable.database
+    if not system:
+        if sessions is not None and is_postgres_url(sessions):
+            system = sessions
+        else:
+            system = "sqlite:///" + str(data_dir() / "durable.sqlite")
+    if system.startswith("sqlite:///"):
+        Path(system.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    elif not is_postgres_url(system):
+        raise ValueError(f"durable database {system!r}: use postgresql://… or sqlite:///path")
+    return DurableConfig(
+        system_database=system,
+        sessions=sessions,
+        worker_concurrency=durable.worker_concurrency if worker_concurrency is None else worker_concurrency,
+        global_concurrency=durable.global_concurrency if global_concurrency is None else global_concurrency,
+        rerun_tools=durable.rerun_tools,
+        name=name,
+    )

@@ -1,0 +1,112 @@
+"""Durable settings and flags, and the one-line errors of `tether worker` and `tether submit`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.cli.main import main
+from tether.durable.config import config_from_settings
+from tether.session.settings import Durable, Settings, SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    for name in ("TETHER_DATABASE_URL", "TETHER_DURABLE_DATABASE_URL", "TETHER_SESSIONS_DB"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "home"
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def test_the_durable_section_is_read_and_checked(tmp_path: Path) -> None:
+    durable = {
+        "database": "sqlite:///x.sqlite",
+        "workerConcurrency": 8,
+        "globalConcurrency": 20,
+        "rerunTools": ["web"],
+    }
+    write(tmp_path / "c" / "settings.json", {"durable": durable})
+    assert load_settings(tmp_path / "c", tmp_path).durable == Durable("sqlite:///x.sqlite", 8, 20, ("web",))
+    write(tmp_path / "c" / "settings.json", {"durable": {"workerConcurrency": -1}})
+    with pytest.raises(SettingsError, match=r'"durable.workerConcurrency": expected a non-negative integer'):
+        load_settings(tmp_path / "c", tmp_path)
+    write(tmp_path / "c" / "settings.json", {"durable": {"workers": 2}})
+    with pytest.raises(SettingsError, match=r'"durable.workers": unknown key'):
+        load_settings(tmp_path / "c", tmp_path)
+
+
+def test_an_untrusted_project_cannot_change_durable_runs(tmp_path: Path) -> None:
+    """A repository must not pick where runs are recorded, nor let risky tools run twice."""
+    write(tmp_path / "proj" / ".tether" / "settings.json", {"durable": {"rerunTools": ["bash"]}})
+    settings = load_settings(tmp_path / "c", tmp_path / "proj")
+    assert settings.ignored == ("durable",) and settings.durable == Durable()
+
+
+def test_the_system_database_follows_the_session_store(tmp_path: Path, home: Path) -> None:
+    pg = "postgresql://u@db.example/tether"
+    assert config_from_settings(Settings(), database=pg).system_database == pg
+    assert config_from_settings(Settings()).system_database == f"sqlite:///{home / 'data' / 'durable.sqlite'}"
+    mine = "sqlite:///" + str(tmp_path / "runs.sqlite")
+    flags = config_from_settings(
+        Settings(durable=Durable(worker_concurrency=2)), durable_database=mine, name="w1"
+    )
+    assert (flags.system_database, flags.worker_concurrency, flags.executor_id) == (mine, 2, "w1")
+    with pytest.raises(
+        ValueError, match=r"durable database 'mysql://x': use postgresql://… or sqlite:///path"
+    ):
+        config_from_settings(Settings(), durable_database="mysql://x")
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    code = exited.value.code
+    return code if isinstance(code, int) else 1, capsys.readouterr().err
+
+
+def test_submitting_to_an_unknown_session_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(["submit", "NOPE", "hi"], capsys)
+    assert (code, err) == (1, "tether: no session 'NOPE'\n")
+
+
+def test_a_bad_setup_hook_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(["worker", "--setup", "no_such_module_here:setup"], capsys)
+    assert code == 1
+    assert err.startswith("tether: --setup 'no_such_module_here:setup': cannot import no_such_module_here")
+    assert err.count("\n") == 1
+    code, err = run_cli(["worker", "--setup", "nocolon"], capsys)
+    assert (code, err) == (1, "tether: --setup 'nocolon': expected MODULE:FUNCTION\n")
+
+
+def test_submitting_before_any_worker_started_is_one_line(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    from tether.session.manager import SessionManager
+
+    with SessionManager() as sessions:
+        session = sessions.create(tmp_path)
+        session.close()
+    code, err = run_cli(["submit", session.id, "hi"], capsys)
+    where = f"sqlite:///{home / 'data' / 'durable.sqlite'}"
+    assert (code, err) == (
+        1,
+        f"tether: no worker has started on {where} yet: start `tether worker` there first\n",
+    )
+
+
+def test_an_unreachable_database_is_one_line_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    url = "postgresql://me:secret@127.0.0.1:1/x"
+    for command in (["worker"], ["submit", "S", "hi"]):
+        code, err = run_cli([*command, "--durable-database", url], capsys)
+        assert code == 1 and err.count("\n") == 1, err
+        assert (
+            err.startswith("tether: durable database postgresql://me:***@127.0.0.1:1/x: ")
+            and "secret" not in err
+        )

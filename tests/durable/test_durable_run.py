@@ -1,0 +1,146 @@
+"""A durable run in this process (DBOS on SQLite): the transcript, the event stream, and replays
+that neither duplicate an entry nor run a finished step again (``fork_workflow`` replays a run's
+first steps from their checkpoints and runs the rest again, as recovery after a crash does)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import workload
+from dbos import DBOS
+
+from tether.durable.config import EVENTS, DurableConfig
+from tether.durable.steps import interrupted_text
+from tether.durable.worker import launch
+from tether.durable.workflow import Runtime, durable_run, install
+from tether.session.manager import SessionManager
+
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+@pytest.fixture
+def durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SessionManager]:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TETHER_TEST_COUNTER", str(tmp_path / "counter"))
+    sessions_db = str(tmp_path / "sessions.db")
+    config = DurableConfig(system_database=f"sqlite:///{tmp_path / 'durable.sqlite'}", sessions=sessions_db)
+    launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
+    sessions = SessionManager.at(sessions_db)
+    try:
+        yield sessions
+    finally:
+        sessions.close()
+        DBOS.destroy()
+        install(None)
+
+
+def counter(tmp_path: Path) -> list[str]:
+    return [
+        " ".join(line.split()[0:1] + line.split()[2:4])
+        for line in (tmp_path / "counter").read_text().splitlines()
+    ]
+
+
+async def read_events(workflow_id: str) -> list[dict[str, Any]]:
+    """A run's events: its stream holds batches of them."""
+    return [event async for batch in DBOS.read_stream_async(workflow_id, EVENTS) for event in batch]
+
+
+def transcript(sessions: SessionManager, session_id: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(e.payload)["message"] for e in sessions.store.entries(session_id) if e.type == "message"
+    ]
+
+
+async def test_a_durable_run_records_the_transcript_and_streams_its_events(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    session = durable.create(tmp_path)
+    session.close()
+    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    outcome = await handle.get_result()
+    assert outcome == {"session": session.id, "stopReason": "stop", "messages": 5}
+    messages = transcript(durable, session.id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert [m["content"][0]["text"] for m in messages[2:4]] == ["worked on a", "looked at b"]
+    assert messages[4]["content"][0]["text"] == "all work is done"
+    events = await read_events(handle.get_workflow_id())
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_settled"
+    updates = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"]
+    assert "".join(u["delta"] for u in updates if u["type"] == "text_delta") == "all work is done"
+    assert kinds.count("message_start") == kinds.count("message_end") == 5
+    assert kinds.count("tool_execution_end") == 2
+    assert sorted(counter(tmp_path)) == sorted(
+        [
+            "model-start " + f"{session.id} 0",
+            "model-done " + f"{session.id} 0",
+            f"tool-start {session.id} {session.id}-work",
+            f"tool-start {session.id} {session.id}-look",
+            f"tool-done {session.id} {session.id}-look",
+            f"tool-done {session.id} {session.id}-work",
+            f"model-start {session.id} 1",
+            f"model-done {session.id} 1",
+        ]
+    )
+
+
+async def _steps(workflow_id: str) -> list[tuple[str, int]]:
+    """(step name, function id) of a run, in order."""
+    return [(s["function_name"], s["function_id"]) for s in await DBOS.list_workflow_steps_async(workflow_id)]
+
+
+async def test_a_replay_skips_checkpointed_steps_and_writes_no_entry_twice(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    session = durable.create(tmp_path)
+    session.close()
+    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    await handle.get_result()
+    entries = durable.store.entries(session.id)
+    steps = await _steps(handle.get_workflow_id())
+    # Replay everything up to the final model call, which runs again.
+    last_model = [number for name, number in steps if name == "model"][-1]
+    fork = await DBOS.fork_workflow_async(handle.get_workflow_id(), last_model)
+    await fork.get_result()
+    assert durable.store.entries(session.id) == entries
+    lines = counter(tmp_path)
+    assert lines.count(f"tool-done {session.id} {session.id}-work") == 1
+    assert lines.count(f"model-done {session.id} 0") == 1
+    assert lines.count(f"model-done {session.id} 1") == 2
+
+
+async def test_an_interrupted_tool_call_is_answered_not_run_again(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    session = durable.create(tmp_path)
+    session.close()
+    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    await handle.get_result()
+    steps = await _steps(handle.get_workflow_id())
+    # From the `work` call's own step: its start step is an earlier execution's, as after a crash.
+    work = next(number for name, number in steps if name == "tool:work")
+    fork = await DBOS.fork_workflow_async(handle.get_workflow_id(), work)
+    await fork.get_result()
+    lines = counter(tmp_path)
+    assert lines.count(f"tool-start {session.id} {session.id}-work") == 1
+    events = await read_events(fork.get_workflow_id())
+    ends = [e for e in events if e["type"] == "tool_execution_end" and e["toolName"] == "work"]
+    assert [e["isError"] for e in ends] == [True]
+    assert ends[0]["result"]["content"][0]["text"] == interrupted_text("work")
+
+
+async def test_a_run_waits_for_a_session_held_elsewhere(durable: SessionManager, tmp_path: Path) -> None:
+    """As a recovered run does while a dead worker's lease lingers (see docs/durable.md)."""
+    held = durable.create(tmp_path)
+    handle = await DBOS.start_workflow_async(durable_run, {"session": held.id, "prompt": "go"})
+    await asyncio.sleep(1.5)
+    assert transcript(durable, held.id) == []
+    held.close()
+    assert (await handle.get_result())["stopReason"] == "stop"
+    assert len(transcript(durable, held.id)) == 5
