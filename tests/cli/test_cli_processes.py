@@ -26,6 +26,9 @@ CREDENTIALS = {
     "DB_PASSWORD": "hunter2-test-0003",
     "AWS_SECRET_ACCESS_KEY": "aws-test-0004",
     "COPY_OF_KEY_VALUE": "sk-test-openai-0001",
+    # No secret in the name, a password in the value (tether's own database settings look so).
+    "TETHER_DATABASE_URL": "postgresql://app:pg-test-0005@db.internal/app",
+    "PGCONN": "host=db.internal password=pg-test-0006 user=app",
 }
 
 

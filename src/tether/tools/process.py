@@ -10,8 +10,9 @@ asks the kernel for a signal when its parent dies (``prctl(PR_SET_PDEATHSIG)``) 
 its whole group; a plain parent-death signal on the shell would miss the shell's own children.
 
 Tool processes do not inherit credentials: ``tool_environment`` drops variables that look like
-secrets (names with KEY, TOKEN, SECRET, PASSWORD, ...) and any variable holding the same value,
-unless the user named it in ``shellEnvPassthrough``.
+secrets (names with KEY, TOKEN, SECRET, PASSWORD, ..., or a value with a password in it, as a
+database URL has) and any variable holding the same value, unless the user named it in
+``shellEnvPassthrough``.
 
 A command that starts a background job holding our pipe (``server &``) would keep the read side
 open forever, so once the main process has exited the output is drained for a moment only.
@@ -47,6 +48,12 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECA
 """Names of variables that probably hold a credential (Codex's default excludes, and a few more)."""
 _KEEP = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY"})
 """Matches of ``_SECRET_NAME`` that are locations, not secrets, and that tools need."""
+_SECRET_VALUE = re.compile(
+    r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@|(^|\s)password\s*=", re.IGNORECASE
+)
+"""Values that carry a password whatever the variable is called: a URL with one in its user part
+(``DATABASE_URL=postgresql://app:pw@db/app``, a proxy's ``http://user:pw@proxy``) or a libpq
+connection string (``host=db password=pw``)."""
 
 _SUPERVISOR = r"""
 import ctypes, os, signal, sys
@@ -80,13 +87,17 @@ def tool_environment(passthrough: Collection[str] = ()) -> dict[str, str]:
     secrets = {
         value
         for name, value in os.environ.items()
-        if name not in passthrough and name not in _KEEP and _SECRET_NAME.search(name) and len(value) >= 8
+        if name not in passthrough and name not in _KEEP and _is_secret(name, value) and len(value) >= 8
     }
     return {
         name: value
         for name, value in os.environ.items()
-        if name in passthrough or name in _KEEP or (not _SECRET_NAME.search(name) and value not in secrets)
+        if name in passthrough or name in _KEEP or (not _is_secret(name, value) and value not in secrets)
     }
+
+
+def _is_secret(name: str, value: str) -> bool:
+    return _SECRET_NAME.search(name) is not None or _SECRET_VALUE.search(value) is not None
 
 
 def supervised(argv: Sequence[str]) -> list[str]:
