@@ -149,6 +149,11 @@ def create_agent_session(
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     built.extend(extra_tools)
+    if settings.max_connections:
+        from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
+
+        for provider, limit in settings.max_connections.items():
+            set_connection_limit(limit or None, None if provider == "*" else provider)
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
         resolved = _choose_model(model, settings, stored)
