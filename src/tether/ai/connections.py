@@ -15,6 +15,11 @@ client each, created on first use, all sharing one TLS context), and the limit i
 its session (``StreamOptions.session_id``): the requests of one conversation follow each other on
 one lane and keep reusing its connection. Requests without a session id share lane 0.
 
+A provider has one lane per ``LANE_SIZE`` slots of its limit (``LANES`` without a limit), so a
+limit below ``LANE_SIZE`` is one pool: a slot freed is the connection the next request reuses,
+and no more than ``limit`` connections are ever open. With several lanes, a lane keeps its idle
+connections (for ``keepalive_expiry``, 5 s) while another lane opens one.
+
 Pools belong to an event loop (their sockets do), so each running loop has its own.
 """
 
@@ -32,8 +37,10 @@ DEFAULT_MAX_CONNECTIONS = 1_000
 streaming at once never wait for each other, few enough to stay far below a process's usual
 file-descriptor limit."""
 LANES = 256
-"""Pools per provider. At 10,000 concurrent sessions a lane holds about 40 connections, so a
-pool change examines 40, not 10,000."""
+"""Pools per provider at most. At 10,000 concurrent sessions without a limit a lane holds about
+40 connections, so a pool change examines 40, not 10,000."""
+LANE_SIZE = 32
+"""Slots of a provider's limit per lane: a pool change examines about this many connections."""
 CONNECT_TIMEOUT = 30.0
 
 _limits: dict[str | None, int | None] = {}
@@ -91,11 +98,12 @@ class ProviderPool:
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self._slots = asyncio.Semaphore(limit) if limit is not None else None
+        self._lane_count = LANES if limit is None else min(LANES, -(-limit // LANE_SIZE))
         self._lanes: dict[int, httpx2.AsyncClient] = {}
 
     def client(self, session_id: str | None = None) -> httpx2.AsyncClient:
         """The client of ``session_id``'s lane (lane 0 without one)."""
-        lane = hash(session_id) % LANES if session_id else 0
+        lane = hash(session_id) % self._lane_count if session_id else 0
         client = self._lanes.get(lane)
         if client is None or client.is_closed:
             client = self._lanes[lane] = new_client()
