@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tether.ai.connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    connection_limit,
+    reset_connection_limits,
+)
 from tether.session.budget import CompactionSettings
+from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.settings import Settings, SettingsError, load_settings
 
 
@@ -80,6 +86,8 @@ def test_all_documented_keys(tmp_path: Path) -> None:
             {"streamIdleTimeoutMs": 1.5},
             '"streamIdleTimeoutMs": expected milliseconds, a non-negative integer',
         ),
+        ({"maxConnections": -1}, '"maxConnections": expected a non-negative integer (0: no limit)'),
+        ({"maxConnections": {"openai": "10"}}, '"maxConnections.openai": expected a non-negative integer'),
         ([1, 2], "expected a JSON object at the top level"),
     ],
 )
@@ -89,6 +97,27 @@ def test_bad_values_name_file_and_key(tmp_path: Path, data: object, message: str
         load_settings(tmp_path / "c", tmp_path)
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
+
+
+def test_max_connections_per_provider_merge_and_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "c" / "settings.json", {"maxConnections": {"openai": 10, "anthropic": 20}})
+    write(tmp_path / ".tether" / "settings.json", {"maxConnections": 0})
+    settings = load_settings(tmp_path / "c", tmp_path)
+    assert settings.max_connections == {"openai": 10, "anthropic": 20, "*": 0}
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    reset_connection_limits()
+    try:
+        create_agent_session(cwd=tmp_path, settings=settings, session=SessionChoice(persist=False))
+        assert connection_limit("openai") == 10
+        assert connection_limit("anthropic") == 20
+        assert connection_limit("google") is None, '"*": 0 lifts the default limit'
+    finally:
+        reset_connection_limits()
+    assert connection_limit("google") == DEFAULT_MAX_CONNECTIONS
 
 
 def test_invalid_json_is_reported_with_the_file(tmp_path: Path) -> None:

@@ -197,6 +197,19 @@ async def test_local_server_streams_from_an_openai_compatible_endpoint(runner: R
     assert sent["messages"][-1] == {"role": "user", "content": "Why blue?"}
 
 
+async def test_many_sessions_share_the_connection_limit(runner: Runner) -> None:
+    body = sse_chunk({"role": "assistant", "content": "An "}) + sse_chunk({"content": "answer."})
+    body += sse_chunk({}, "stop") + "data: [DONE]\n\n"
+    reply = Reply(body.encode(), chunks=[len(body) // 2], delay=0.02)  # long enough to overlap
+    async with LoopbackServer([reply]) as server:
+        out = await runner.run("many_sessions.py", f"{server.url}/v1", "qwen3-8b", "12")
+    assert out.splitlines() == ["An answer."] * 12 + ["12 sessions stored, 24 messages"]
+    assert len(server.requests) == 12
+    assert server.most_open == 4, "the example's limit: four replies streaming at once"
+    asked = sorted(json.loads(r.body)["messages"][-1]["content"] for r in server.requests)
+    assert asked == sorted(f"Question {i}?" for i in range(12))
+
+
 async def test_rpc_client_drives_a_tether_child_process(runner: Runner) -> None:
     (runner.project / "a.py").write_text("")
     (runner.project / "notes.txt").write_text("")

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
         stream as stream,
         stream_simple as stream_simple,
     )
+    from tether.ai.connections import (
+        DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS,
+        connection_limit as connection_limit,
+        set_connection_limit as set_connection_limit,
+    )
     from tether.ai.event_stream import (
         AssistantMessageEventStream as AssistantMessageEventStream,
         empty_usage as empty_usage,

@@ -148,7 +148,7 @@ async def _drive(
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options)
+        response = await send(request, options, provider=model["provider"])
         if isinstance(response, RequestFailed):
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):

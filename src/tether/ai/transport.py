@@ -9,7 +9,8 @@ the backoff; one above ``max_retry_delay`` fails at once, saying so. Quota, bill
 authentication errors are never retried: waiting does not fix them.
 
 Waits are plain ``await``s, so an abort (which cancels the consumer's pending ``await``, see
-``event_stream``) interrupts a backoff sleep or a connect at once.
+``event_stream``) interrupts a backoff sleep, a wait for a connection slot or a connect at once.
+Which connection a request takes, and how many run at once, is ``connections``' business.
 """
 
 from __future__ import annotations
@@ -18,37 +19,24 @@ import asyncio
 import email.utils
 import json
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
+from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.types import StreamOptions
 
 USER_AGENT = "tether"
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _NEVER_RETRY_WORDS = ("insufficient_quota", "quota", "billing", "credit balance", "payment")
-_CONNECT_TIMEOUT = 30.0
-
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
 
 
-def shared_client() -> httpx2.AsyncClient:
-    """The process's client for the running event loop (a pool is bound to its loop)."""
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None or client.is_closed:
-        client = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(600.0, connect=_CONNECT_TIMEOUT),
-            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
-            follow_redirects=True,
-        )
-        _clients[loop] = client
-    return client
+def shared_client(provider: str = "") -> httpx2.AsyncClient:
+    """The running event loop's client for requests to ``provider`` without a session id (a
+    pool is bound to its loop). Requests sent through it directly skip the provider's limit."""
+    return provider_pool(provider).client()
 
 
 @dataclass(slots=True)
@@ -72,12 +60,15 @@ class RequestFailed:
 
 
 async def open_stream(
-    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None
+    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None, provider: str = ""
 ) -> httpx2.Response | RequestFailed:
-    """POST ``request`` and return the open 2xx response (the caller closes it), with retries."""
+    """POST ``request`` and return the open 2xx response (the caller closes it), with retries.
+
+    ``provider`` names whose connections and limit to use (see ``connections``); a ``client``
+    given is used as it is instead."""
     attempt = 0
     while True:
-        outcome = await send(request, options, client)
+        outcome = await send(request, options, client, provider)
         if isinstance(outcome, httpx2.Response):
             return outcome
         delay = retry_delay(outcome, attempt, options)
@@ -88,10 +79,16 @@ async def open_stream(
 
 
 async def send(
-    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None
+    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None, provider: str = ""
 ) -> httpx2.Response | RequestFailed:
-    """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next)."""
-    client = client or shared_client()
+    """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
+
+    Without a ``client``, the request takes its session's lane of ``provider``'s pool, once
+    one of the provider's connection slots is free."""
+    pool = None
+    if client is None:
+        pool = provider_pool(provider)
+        client = pool.client(options.session_id)
     # Builders strip lone surrogates from text; "replace" is the safety net for any other field
     # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
     content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
@@ -100,13 +97,16 @@ async def send(
     if options.headers:
         headers.update(options.headers)
     timeout = httpx2.Timeout(
-        options.timeout, connect=min(_CONNECT_TIMEOUT, options.timeout or _CONNECT_TIMEOUT)
+        options.timeout, connect=min(CONNECT_TIMEOUT, options.timeout or CONNECT_TIMEOUT)
     )
     try:
         http_request = client.build_request(
             "POST", request.url, content=content, headers=headers, timeout=timeout
         )
-        response = await client.send(http_request, stream=True)
+        if pool is not None:
+            response = await pool.send(client, http_request)
+        else:
+            response = await client.send(http_request, stream=True)
     except httpx2.TimeoutException as exc:
         return RequestFailed(f"Request timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:

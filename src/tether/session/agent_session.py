@@ -642,12 +642,20 @@ class AgentSession:
             self._added = []
             self._aborted = False
             self._retry_attempt = 0
-            self._run = asyncio.ensure_future(self._settled(body()))
+            if self._session is not None:
+                self._session.defer_writes()  # committed off the event loop; settled below
+            self._run = asyncio.ensure_future(self._settled(body(), self._session))
             return self._run
 
         return Run(start, self.subscribe, self.abort)
 
-    async def _settled(self, body: Awaitable[list[AgentMessage]]) -> list[AgentMessage]:
+    async def _settled(
+        self, body: Awaitable[list[AgentMessage]], session: Session | None
+    ) -> list[AgentMessage]:
+        """Run ``body``; then record what waited for the run, wait until everything the run
+        recorded is on disk, and say ``agent_settled`` (also when the disk failed: the run then
+        raises that failure after it)."""
+        write_failure: Exception | None = None
         try:
             await body
         finally:
@@ -655,11 +663,18 @@ class AgentSession:
             for message in deferred:
                 self._record(message)
             self._check_queue()
+            if session is not None:
+                try:
+                    await session.settle_writes()
+                except Exception as exc:  # raised below, once listeners know the run ended
+                    write_failure = exc
             last = self.last_assistant()
             aborted = self._aborted or (
                 last is not None and last in self._added and last["stopReason"] == "aborted"
             )
             await self._emit({"type": "agent_settled", "aborted": aborted})
+        if write_failure is not None:
+            raise write_failure
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:

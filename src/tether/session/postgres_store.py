@@ -43,6 +43,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
@@ -345,6 +346,16 @@ class PostgresStore:
         if row is None:
             raise self._lost(held)
         return SessionRecord(*row)
+
+    def append_later(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> Future[None]:
+        """``append``, at once (failing as it does): a round trip to the server, done before this
+        returns. Batching appends of several sessions here is left for when it is measured."""
+        self.append(lease, entries, leaf_id, updated)
+        done = Future[None]()
+        done.set_result(None)
+        return done
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)

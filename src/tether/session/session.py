@@ -4,12 +4,21 @@ All history is written here, by the runtime: entry ids come from the monotonic i
 (seeded with the newest stored id, so they keep sorting even across processes with skewed
 clocks) and timestamps from the clock, never from the caller. A writable session holds the
 store's writer lease for its whole life; a read-only one can look but not append.
+
+Appends are committed before they return, unless writes are deferred (``defer_writes``, what
+``AgentSession`` does for the length of a run): then the store's writer thread commits them,
+in order, and ``settle_writes`` waits for them without blocking the event loop. Until then they
+are in this handle's tree and context but not yet in the database for other readers; anything
+that moves the leaf or closes the session waits for them first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any, cast
 
 from tether.agent import AgentEvent
@@ -25,6 +34,7 @@ from tether.session.store import (
     SessionRecord,
     SessionStore,
     WriterLease,
+    advanced_record,
 )
 from tether.session.tree import EntryTree, Node
 from tether.wire import AgentMessage, ModelInfo, decode_message
@@ -64,6 +74,9 @@ class Session:
         self._context = build_context(tree.path(record.leaf_id))
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
         self._next_id: Callable[[], str] | None = None
+        self._deferring = False
+        self._pending: list[Future[None]] = []
+        """Deferred appends not known to be committed yet, oldest first."""
 
     # -- identity and state ----------------------------------------------------------------------
 
@@ -263,6 +276,7 @@ class Session:
                 [{"type": "branch_summary", "fromId": old_leaf or "", "summary": summary}], parent=leaf
             )[0]
         assert self._lease is not None
+        self.flush_writes()
         self._record = self._store.set_leaf(self._lease, leaf, now_ms())
         self._context = build_context(self._tree.path(leaf))
         return leaf
@@ -277,10 +291,35 @@ class Session:
         """
         self._next_id = next_id
 
+    def defer_writes(self) -> None:
+        """Let the store's writer thread commit the next appends (see the module docstring)."""
+        self._writable()
+        self._deferring = True
+
+    async def settle_writes(self) -> None:
+        """Wait until every deferred append is committed, without blocking the event loop; then
+        appends are committed before they return again. Raises the first append's failure."""
+        self._deferring = False
+        if self._pending:
+            with contextlib.suppress(Exception):  # the last one done means all are: one queue
+                await asyncio.wrap_future(self._pending[-1])
+            self._raise_failed_write()
+
+    def flush_writes(self) -> None:
+        """``settle_writes`` for a caller that may block: wait for the deferred appends."""
+        self._deferring = False
+        if self._pending:
+            with contextlib.suppress(Exception):
+                self._pending[-1].result()
+            self._raise_failed_write()
+
     def close(self) -> None:
-        """Release the writer lease (the handle stays readable)."""
-        if self._lease is not None:
-            self._lease.release()
+        """Wait for deferred appends, then release the writer lease (the handle stays readable)."""
+        try:
+            self.flush_writes()
+        finally:
+            if self._lease is not None:
+                self._lease.release()
 
     def __enter__(self) -> Session:
         return self
@@ -315,10 +354,16 @@ class Session:
             )
             parent = entry_id
         fresh = [e for e in entries if not self._replayed(e)]
-        if fresh:
-            self._record = self._store.append(self._lease, fresh, cast(str, parent), timestamp)
+        if self._deferring and fresh:
+            self._raise_failed_write()  # a later entry must not hang off one that was not written
+            self._pending.append(self._store.append_later(self._lease, fresh, cast(str, parent), timestamp))
+            self._record = advanced_record(self._record, fresh, cast(str, parent), timestamp)
         else:
-            self._record = self._store.set_leaf(self._lease, parent, timestamp)
+            self.flush_writes()  # after the deferred ones, in order
+            if fresh:
+                self._record = self._store.append(self._lease, fresh, cast(str, parent), timestamp)
+            else:
+                self._record = self._store.set_leaf(self._lease, parent, timestamp)
         nodes: list[Node] = [self._tree.get(e["id"]) or self._tree.add(e) for e in entries]
         if moved or any(n.type == "compaction" for n in nodes):
             self._context = build_context(self._tree.path(self.leaf_id))
@@ -338,6 +383,14 @@ class Session:
                 f"where a {held.type} is stored: the durable run did not replay as it first ran"
             )
         return True
+
+    def _raise_failed_write(self) -> None:
+        """Forget the committed deferred appends; raise the failure of the first that failed."""
+        while self._pending and self._pending[0].done():
+            failure = self._pending[0].exception()
+            if failure is not None:
+                raise failure  # left queued: every later call says it again
+            self._pending.pop(0)
 
 
 def _history_message(node: Node) -> AgentMessage | None:

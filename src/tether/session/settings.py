@@ -84,6 +84,9 @@ class Settings:
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
     durable: Durable = field(default_factory=Durable)
+    max_connections: dict[str, int] = field(default_factory=lambda: {})
+    """Provider name (``*``: every provider without its own) → requests streaming at once (0: no
+    limit); applied with ``tether.ai.set_connection_limit`` when a session is set up."""
     database: str | None = None
     """Where sessions are stored: a ``postgresql://`` URL or a SQLite file (``TETHER_DATABASE_URL``
     and ``--database`` win over it)."""
@@ -223,6 +226,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
             changes["stream_idle_timeout_ms"] = value
+        elif key == "maxConnections":
+            changes["max_connections"] = base.max_connections | _max_connections(value, path)
         elif key == "$schema":
             continue
         else:
@@ -235,6 +240,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "skills",
                 "durable",
                 "streamIdleTimeoutMs",
+                "maxConnections",
             ]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
@@ -249,6 +255,26 @@ _FIELD = {
     "database": "database",
 }
 _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
+
+
+def _max_connections(value: object, path: Path) -> dict[str, int]:
+    """An integer (every provider) or an object of provider name → integer; 0 is no limit."""
+    expected = "a non-negative integer (0: no limit)"
+    if not isinstance(value, dict):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SettingsError(
+                f'{path}: "maxConnections": expected {expected}, or an object of provider name to that, '
+                f"got {json.dumps(value)}"
+            )
+        return {"*": value}
+    limits: dict[str, int] = {}
+    for provider, limit in cast(dict[str, object], value).items():
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise SettingsError(
+                f'{path}: "maxConnections.{provider}": expected {expected}, got {json.dumps(limit)}'
+            )
+        limits[provider] = limit
+    return limits
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)

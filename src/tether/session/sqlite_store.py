@@ -28,6 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Generator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Literal
 
@@ -45,6 +46,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
+from tether.session.writer import BatchWriter, PendingAppend
 from tether.wire import dumpb
 
 Durability = Literal["normal", "full"]
@@ -137,6 +139,7 @@ class SQLiteStore:
         self.path = Path(path) if path is not None else default_db_path()
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
         self._mutex = threading.Lock()
+        self._writer: BatchWriter | None = None
         if self.path.is_dir():
             raise SessionDatabaseError(
                 f"{self.path}: is a directory, not a session database; choose a file with --database"
@@ -238,41 +241,67 @@ class SQLiteStore:
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:
         self._check(lease)
-        session_id = lease.session_id
+        with self._guarded(), self._transaction():
+            return self._insert(lease.session_id, entries, leaf_id, updated)
+
+    def append_later(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> Future[None]:
+        """``append`` by the store's writer thread, in one transaction with the appends queued
+        with it (``writer.BatchWriter``); the future is done once it is committed."""
+        self._check(lease)
+        if self._writer is None:
+            self._writer = BatchWriter(
+                self._append_batch, self._append_one, f"tether-sqlite {self.path.name}"
+            )
+        return self._writer.submit(lease, entries, leaf_id, updated)
+
+    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        with self._guarded(), self._transaction():
+            for pending in batch:
+                self._check(pending.lease)
+                self._insert(pending.lease.session_id, pending.entries, pending.leaf_id, pending.updated)
+
+    def _append_one(self, pending: PendingAppend) -> None:
+        self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
+
+    def _insert(
+        self, session_id: str, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> SessionRecord:
+        """The entries, the new leaf and the counters; inside the caller's transaction."""
         rows = [
             (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], dumpb(e)) for e in entries
         ]
         c = count_entries(entries)
-        with self._guarded(), self._transaction():
-            self._db.executemany(
-                "INSERT INTO entries (session_id, id, parent_id, type, created, payload)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            row = self._db.execute(
-                f"""UPDATE sessions SET leaf_id = ?, updated = max(updated, ?),
-                    title = coalesce(?, title), first_prompt = coalesce(first_prompt, ?),
-                    entry_count = entry_count + ?, message_count = message_count + ?,
-                    cost = cost + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-                    cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?
-                    WHERE id = ? RETURNING {_RECORD_COLUMNS}""",
-                (
-                    leaf_id,
-                    updated,
-                    c.title,
-                    c.first_prompt,
-                    c.entries,
-                    c.messages,
-                    c.cost,
-                    c.input_tokens,
-                    c.output_tokens,
-                    c.cache_read_tokens,
-                    c.cache_write_tokens,
-                    session_id,
-                ),
-            ).fetchone()
-            if row is None:
-                raise SessionNotFoundError(session_id)
+        self._db.executemany(
+            "INSERT INTO entries (session_id, id, parent_id, type, created, payload)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        row = self._db.execute(
+            f"""UPDATE sessions SET leaf_id = ?, updated = max(updated, ?),
+                title = coalesce(?, title), first_prompt = coalesce(first_prompt, ?),
+                entry_count = entry_count + ?, message_count = message_count + ?,
+                cost = cost + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+                cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?
+                WHERE id = ? RETURNING {_RECORD_COLUMNS}""",
+            (
+                leaf_id,
+                updated,
+                c.title,
+                c.first_prompt,
+                c.entries,
+                c.messages,
+                c.cost,
+                c.input_tokens,
+                c.output_tokens,
+                c.cache_read_tokens,
+                c.cache_write_tokens,
+                session_id,
+            ),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
         return SessionRecord(*row)
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
@@ -318,6 +347,8 @@ class SQLiteStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # what is queued is committed first
         with self._guarded():
             self._db.close()
 

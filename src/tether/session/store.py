@@ -19,7 +19,8 @@ backend off its event loop can call it in a thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, cast
 
 from tether.session.entries import EntryDict
@@ -171,6 +172,13 @@ class SessionStore(Protocol):
         """Append entries, set the leaf and bump counters in one transaction."""
         ...
 
+    def append_later(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> Future[None]:
+        """``append``, perhaps committed later by another thread (with other appends), in the
+        order of the calls; the future is done once it is committed, or holds why not."""
+        ...
+
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         """Move the leaf (branching) without writing an entry."""
         ...
@@ -197,6 +205,28 @@ class SessionStore(Protocol):
 
 
 # --- counters shared by every backend -----------------------------------------------------------
+
+
+def advanced_record(
+    record: SessionRecord, entries: Sequence[EntryDict], leaf_id: str, updated: int
+) -> SessionRecord:
+    """The session row after appending ``entries``, as every backend's ``append`` computes it:
+    for a writer that has the row before its append is committed (``append_later``)."""
+    c = count_entries(entries)
+    return replace(
+        record,
+        leaf_id=leaf_id,
+        updated=max(record.updated, updated),
+        title=c.title if c.title is not None else record.title,
+        first_prompt=record.first_prompt if record.first_prompt is not None else c.first_prompt,
+        entry_count=record.entry_count + c.entries,
+        message_count=record.message_count + c.messages,
+        cost=record.cost + c.cost,
+        input_tokens=record.input_tokens + c.input_tokens,
+        output_tokens=record.output_tokens + c.output_tokens,
+        cache_read_tokens=record.cache_read_tokens + c.cache_read_tokens,
+        cache_write_tokens=record.cache_write_tokens + c.cache_write_tokens,
+    )
 
 
 @dataclass(slots=True)

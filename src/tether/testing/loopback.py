@@ -4,7 +4,8 @@ Real sockets, real HTTP/1.1, no mocking of the client: each request gets the nex
 (the last one repeats), which can also misbehave on purpose: send its body in given pieces,
 stop after some bytes and reset the connection, promise more bytes than it sends, or stall with
 the body unfinished. ``connections`` counts the TCP connections accepted, so a test can tell
-whether the client kept one alive between requests.
+whether the client kept one alive between requests; ``open_connections`` those the client has
+not closed yet, and ``most_open`` the most that were open at once.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ class LoopbackServer:
         self.requests: list[ReceivedRequest] = []
         self.connections = 0
         """TCP connections accepted so far."""
+        self.open_connections = 0
+        """Accepted connections still open (the client has not hung up)."""
+        self.most_open = 0
+        """The most connections open at the same time so far."""
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -82,6 +87,8 @@ class LoopbackServer:
         if task is not None:
             self._tasks.add(task)  # pyright: ignore[reportArgumentType]
         self.connections += 1
+        self.open_connections += 1
+        self.most_open = max(self.most_open, self.open_connections)
         try:
             while True:
                 request = await _read_request(reader)
@@ -97,6 +104,7 @@ class LoopbackServer:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return  # a client that went away, or the server shutting down
         finally:
+            self.open_connections -= 1
             if task is not None:
                 self._tasks.discard(task)  # pyright: ignore[reportArgumentType]
             with contextlib.suppress(Exception):

@@ -1,0 +1,260 @@
+"""P6: 1,000 and 10,000 agent sessions in one process against a streaming model server.
+
+Each session runs 3 prompts; the model answers each with a call of the ``echo`` tool, then with
+a 10-word text (openai-completions, a chunk every 2 ms, from ``_p6_server.py`` in a process of its
+own). So a session makes 6 streamed requests and stores 12 messages.
+
+- ``tether``: an ``AgentSession`` per session, each with a stored session (one SQLite file for
+  all, default durability), all in one event loop, default connection settings.
+- ``floor``: the least a program doing the same must do: per session one httpx2 client (one
+  connection, no pool contention; all sharing a TLS context), at most 1,000 requests streaming
+  at once (tether's default limit per provider), ``aiter_lines`` + ``jiter`` on each
+  ``data:`` line, the tool call's arguments joined and run, and each message appended to one
+  SQLite table (WAL, ``synchronous=NORMAL``, autocommit: one commit per message, on the event
+  loop's thread: the simple program; tether commits batches on a thread of its own).
+
+Both also run without storing anything (``tether``: an ``Agent`` per session). Each run is a
+fresh process; CPU is its user+system time from start of the sessions to the end (the server's
+is not counted), "loop thread CPU" the part spent on the event loop's thread, RSS its peak
+(``ru_maxrss``). Runs alternate tether/floor so machine noise hits both. At 10,000 sessions the process needs more file descriptors than usual: one socket per
+concurrent stream plus one lock file per open stored session.
+
+Goals (issue 16): tether <= 1.2x the floor's CPU with stored sessions at 1,000; 10,000 stored
+sessions finish with peak RSS <= 1 GB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jiter
+
+from _summary import record
+from _table import print_table
+
+HERE = Path(__file__).resolve().parent
+PROMPTS = 3
+REPEATS = {1_000: 3, 10_000: 1}
+ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+# -- the floor ------------------------------------------------------------------------------------
+
+
+async def floor_call(
+    client: httpx2.AsyncClient, url: str, messages: list[dict[str, Any]], slots: asyncio.Semaphore
+) -> dict[str, Any]:
+    """One streamed request: the assistant message (text or one tool call) it produced."""
+    body = {"model": "m", "messages": messages, "stream": True, "tools": [{"type": "function",
+            "function": {"name": "echo", "parameters": ECHO_SCHEMA}}]}  # fmt: skip
+    text: list[str] = []
+    call: dict[str, Any] | None = None
+    arguments: list[str] = []
+    async with slots, client.stream("POST", url, json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = jiter.from_json(line[6:].encode())
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                if delta.get("content"):
+                    text.append(delta["content"])
+                for tool in delta.get("tool_calls") or ():
+                    if "id" in tool:
+                        call = {
+                            "id": tool["id"],
+                            "type": "function",
+                            "function": {"name": tool["function"]["name"]},
+                        }
+                    arguments.append(tool["function"].get("arguments") or "")
+    if call is not None:
+        call["function"]["arguments"] = "".join(arguments)
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {"role": "assistant", "content": "".join(text)}
+
+
+async def floor_session(
+    index: int, url: str, db: sqlite3.Connection | None, tls: Any, slots: asyncio.Semaphore
+) -> None:
+    async with httpx2.AsyncClient(verify=tls, timeout=600, limits=httpx2.Limits(max_connections=1)) as client:
+        messages: list[dict[str, Any]] = []
+
+        def keep(message: dict[str, Any]) -> None:
+            messages.append(message)
+            if db is not None:
+                db.execute("INSERT INTO entries VALUES (?, ?)", (f"s{index}", json.dumps(message)))
+
+        for prompt in range(PROMPTS):
+            keep({"role": "user", "content": f"session {index} prompt {prompt}: call echo"})
+            while True:
+                answer = await floor_call(client, url, messages, slots)
+                keep(answer)
+                if not answer.get("tool_calls"):
+                    break
+                call = answer["tool_calls"][0]
+                result = json.loads(call["function"]["arguments"])["text"]
+                keep({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+
+async def run_floor(sessions: int, url: str, store: Path | None) -> None:
+    db = None
+    if store is not None:
+        db = sqlite3.connect(store, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("CREATE TABLE entries (session TEXT, payload TEXT)")
+    tls = httpx2.create_ssl_context()
+    slots = asyncio.Semaphore(1_000)
+    await asyncio.gather(
+        *(floor_session(i, url + "/chat/completions", db, tls, slots) for i in range(sessions))
+    )
+    if db is not None:
+        assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == sessions * PROMPTS * 4
+        db.close()
+
+
+# -- tether ---------------------------------------------------------------------------------------
+
+
+async def run_tether(sessions: int, url: str, store: Path | None) -> None:
+    from tether.agent import Agent, AgentTool, AgentToolResult
+    from tether.ai import SimpleStreamOptions
+    from tether.session import AgentSession, SessionManager
+
+    async def echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
+
+    tool = AgentTool(name="echo", label="echo", description="Echo text", parameters=ECHO_SCHEMA, execute=echo)
+    model: Any = {"id": "m", "name": "m", "api": "openai-completions", "provider": "bench", "baseUrl": url,
+                  "reasoning": False, "input": ["text"], "contextWindow": 100_000, "maxTokens": 1_000,
+                  "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}  # fmt: skip
+
+    def agent(i: int) -> Agent:
+        return Agent(model=model, tools=[tool], options=SimpleStreamOptions(api_key="k", session_id=f"s{i}"))
+
+    async def conversation(i: int, run: Any) -> None:
+        for prompt in range(PROMPTS):
+            await run(f"session {i} prompt {prompt}: call echo")
+
+    if store is None:
+        agents = [agent(i) for i in range(sessions)]
+        await asyncio.gather(*(conversation(i, a.prompt) for i, a in enumerate(agents)))
+        assert all(len(a.messages) == PROMPTS * 4 for a in agents)
+        return
+    manager = SessionManager.at(store)
+    cores = [AgentSession(agent(i), manager.create(f"/bench/{i}"), cwd=HERE) for i in range(sessions)]
+    await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
+    ids = [core.session_id for core in cores]
+    for core in cores:
+        await core.close()
+    for session_id in ids[:: max(1, sessions // 50)]:
+        assert session_id is not None
+        assert len(manager.open(session_id, readonly=True).messages) == PROMPTS * 4
+    manager.close()
+
+
+# -- one measured run, in a fresh process ---------------------------------------------------------
+
+
+def worker(kind: str, sessions: int, url: str, stored: bool) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "sessions.db" if stored else None
+        run = run_tether if kind == "tether" else run_floor
+        if kind == "tether":  # imports are start-up, not the sessions' cost
+            import tether.agent
+            import tether.ai.providers.openai_completions
+            import tether.session  # noqa: F401
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        loop_cpu = asyncio.run(on_loop_thread(run(sessions, url, store)))
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    json.dump({"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": after.ru_maxrss / 1024}, sys.stdout)
+
+
+async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
+    """Run ``run``; the CPU seconds the event loop's thread spent meanwhile (threads excluded)."""
+    start = time.thread_time()
+    await run
+    return time.thread_time() - start
+
+
+def measure(kind: str, sessions: int, url: str, stored: bool) -> dict[str, float]:
+    args = [sys.executable, __file__, "--worker", kind, str(sessions), url, "store" if stored else "none"]
+    out = subprocess.run(args, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} x{sessions} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "_p6_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
+    rows: list[list[str]] = []
+    try:
+        for sessions, repeats in REPEATS.items():
+            for stored in (True, False):
+                results: dict[str, list[dict[str, float]]] = {"tether": [], "floor": []}
+                for _ in range(repeats):
+                    for kind in results:
+                        results[kind].append(measure(kind, sessions, url, stored))
+                cpu = {k: statistics.median(r["cpu"] for r in v) for k, v in results.items()}
+                label = "stored" if stored else "in memory"
+                for kind, runs in results.items():
+                    rows.append([f"{sessions:,}", label, kind, f"{cpu[kind]:.2f}",
+                                 f"{statistics.median(r['loop_cpu'] for r in runs):.2f}",
+                                 f"{statistics.median(r['wall'] for r in runs):.2f}",
+                                 f"{max(r['rss_mb'] for r in runs):.0f}",
+                                 f"{cpu[kind] / cpu['floor']:.2f}x"])  # fmt: skip
+                ratio = cpu["tether"] / cpu["floor"]
+                goal = "<= 1.2" if stored and sessions == 1_000 else ""
+                record(f"{sessions:,} sessions, {label}: CPU", ratio, "httpx2 + jiter + sqlite3 floor", goal)
+                if stored and sessions == 10_000:
+                    rss = max(r["rss_mb"] for r in results["tether"])
+                    record("10,000 stored sessions: peak RSS / 1 GB", rss / 1024, "1 GB", "<= 1.0")
+    finally:
+        server.stdin.close()
+        server.wait()
+    print_table(
+        f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms; median of runs",
+        [
+            "sessions",
+            "sessions are",
+            "client",
+            "CPU s",
+            "loop thread CPU s",
+            "wall s",
+            "peak RSS MB",
+            "x floor",
+        ],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "store")
+    else:
+        sys.path.insert(0, str(HERE))
+        main()

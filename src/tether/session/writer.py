@@ -1,0 +1,135 @@
+"""Appends committed by a thread, many sessions' at once: session writes off the event loop.
+
+A service running 1,000 agents in one event loop would otherwise commit every entry on the
+loop's thread, one transaction each. ``BatchWriter`` takes appends from any thread, in order,
+and one thread of its own commits whatever has queued up since its last commit in a single
+transaction (``commit_batch``): entries keep their order (one queue, one committing thread), and
+the cost of a commit is shared by the sessions that wrote meanwhile.
+
+Each append gets a ``concurrent.futures.Future``, done once its transaction committed (or failed:
+then it holds the error). If the batch's transaction fails, each of its appends is retried in a
+transaction of its own (``commit_one``), so one bad append (a session deleted meanwhile, a lost
+lease) fails only itself. After a failure, a session's later appends fail without being tried:
+they would hang off an entry that is not there.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from tether.session.entries import EntryDict
+from tether.session.store import WriterLease
+
+BATCH_WINDOW = 0.005
+"""Seconds the thread waits after an append arrives before it commits what has queued up: one
+transaction, and one handover of the interpreter lock, for every append of those 5 ms instead
+of one per append (which cost more CPU than the commits themselves). A run waits for its last
+entries about this much longer when it settles."""
+
+
+@dataclass(slots=True)
+class PendingAppend:
+    """An append waiting for the writer thread; ``done`` says how it went."""
+
+    lease: WriterLease
+    entries: Sequence[EntryDict]
+    leaf_id: str
+    updated: int
+    done: Future[None] = field(default_factory=lambda: Future[None]())
+
+
+class BatchWriter:
+    """One thread committing queued appends, a batch per transaction (see the module docstring).
+
+    Args:
+        commit_batch: Write every append given in one transaction; raise if it failed (nothing
+            of it is then written).
+        commit_one: Write one append in its own transaction; raise if it failed.
+        name: The thread's name (in tracebacks and ``py-spy``).
+    """
+
+    def __init__(
+        self,
+        commit_batch: Callable[[Sequence[PendingAppend]], None],
+        commit_one: Callable[[PendingAppend], None],
+        name: str,
+    ) -> None:
+        self._commit_batch = commit_batch
+        self._commit_one = commit_one
+        self._name = name
+        self._queue: list[PendingAppend] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._failed: dict[int, tuple[WriterLease, BaseException]] = {}
+        """``id(lease)`` → the lease and the failure its later appends inherit."""
+
+    def submit(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> Future[None]:
+        """Queue an append; the future is done once it is committed (or failed)."""
+        pending = PendingAppend(lease, entries, leaf_id, updated)
+        with self._wake:
+            if self._closing:
+                raise RuntimeError("the session store is closed")
+            self._queue.append(pending)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            if len(self._queue) == 1:  # the thread waits for the first; it then takes all there are
+                self._wake.notify()
+        return pending.done
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the thread."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and not self._closing:
+                    self._wake.wait()
+                if not self._queue:
+                    return
+            if not self._closing:
+                time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
+            with self._wake:
+                batch, self._queue = self._queue, []
+            self._commit(batch)
+
+    def _commit(self, batch: list[PendingAppend]) -> None:
+        tried = [p for p in batch if not self._inherit_failure(p)]
+        if not tried:
+            return
+        try:
+            self._commit_batch(tried)
+        except Exception:  # which append is to blame? each tries alone
+            for pending in tried:
+                if self._inherit_failure(pending):
+                    continue
+                try:
+                    self._commit_one(pending)
+                except Exception as exc:  # for its waiter to raise
+                    self._failed[id(pending.lease)] = (pending.lease, exc)
+                    pending.done.set_exception(exc)
+                else:
+                    pending.done.set_result(None)
+            return
+        for pending in tried:
+            pending.done.set_result(None)
+
+    def _inherit_failure(self, pending: PendingAppend) -> bool:
+        failed = self._failed.get(id(pending.lease))
+        if failed is None or failed[0] is not pending.lease:
+            return False
+        pending.done.set_exception(failed[1])
+        return True

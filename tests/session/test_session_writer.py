@@ -1,0 +1,182 @@
+"""Session writes off the event loop: ``AgentSession`` defers its appends during a run to the
+store's writer thread (``session.writer``), which commits them in batches, in order; every entry
+of a run is in the database when the run settles, and a failed write fails the run, once
+``agent_settled`` is out."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.agent import Agent, AgentTool, AgentToolResult
+from tether.session import AgentSession, SessionManager
+from tether.session.entries import EntryDict
+from tether.session.sqlite_store import SQLiteStore
+from tether.session.store import SessionError, SessionRecord, WriterLease
+from tether.session.writer import BatchWriter, PendingAppend
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+
+
+async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="Echo",
+    description="Echo the text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=_echo,
+)
+
+
+class WatchedStore(SQLiteStore):
+    """A SQLite store noting which thread committed each append, and each batch's size."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.append_threads: list[int] = []
+        self.batch_sizes: list[int] = []
+
+    def append(
+        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+    ) -> SessionRecord:
+        self.append_threads.append(threading.get_ident())
+        return super().append(lease, entries, leaf_id, updated)
+
+    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        self.append_threads += [threading.get_ident()] * len(batch)
+        self.batch_sizes.append(len(batch))
+        super()._append_batch(batch)
+
+
+def core_of(manager: SessionManager, turns: int, index: int = 0) -> AgentSession:
+    script = [reply(tool_call("echo", {"text": f"{index}-{t}"})) for t in range(turns)] + [
+        reply(f"done {index}")
+    ]
+    model = ScriptedModel(script)
+    agent = Agent(model=model.model, stream_fn=model, tools=[ECHO])
+    return AgentSession(agent, manager.create(f"/p/{index}"))
+
+
+async def test_a_runs_entries_are_committed_off_the_loop_and_on_disk_when_it_settles(db_path: Path) -> None:
+    store = WatchedStore(db_path)
+    manager = SessionManager(store)
+    core = core_of(manager, turns=3)
+    before = len(store.append_threads)  # the settings entries, written before the run
+    loop_thread = threading.get_ident()
+    added = await core.prompt("go")
+    assert len(added) == 1 + 3 * 2 + 1
+    run_threads = store.append_threads[before:]
+    assert len(run_threads) >= len(added)
+    assert loop_thread not in run_threads, "no append of the run was committed on the event loop's thread"
+    session = core.session
+    assert session is not None
+    # Another connection sees all of it at once, with the counters the handle computed itself.
+    with sqlite3.connect(db_path) as other:
+        count, leaf = other.execute(
+            "SELECT count(*), (SELECT leaf_id FROM sessions WHERE id = ?) FROM entries WHERE session_id = ?",
+            (session.id, session.id),
+        ).fetchone()
+    assert count == len(session.entries())
+    assert leaf == session.leaf_id
+    assert store.get_session(session.id) == session.record
+    await core.close()
+    manager.close()
+
+
+async def test_concurrent_runs_share_commits_and_keep_every_sessions_order(db_path: Path) -> None:
+    store = WatchedStore(db_path)
+    manager = SessionManager(store)
+    cores = [core_of(manager, turns=4, index=i) for i in range(20)]
+    await asyncio.gather(*(core.prompt(f"go {i}") for i, core in enumerate(cores)))
+    assert max(store.batch_sizes) > 1, "appends of several sessions went into one transaction"
+    expected = {core.session_id: [e["id"] for e in core.session.entries()] for core in cores if core.session}
+    records = {core.session_id: core.session.record for core in cores if core.session}
+    for core in cores:
+        await core.close()
+    manager.close()
+    with SessionManager.at(db_path) as fresh:
+        for session_id, ids in expected.items():
+            assert session_id is not None
+            reopened = fresh.open(session_id, readonly=True)
+            assert [e["id"] for e in reopened.entries()] == ids
+            assert [e["id"] for e in reopened.path()] == ids, "one chain, in append order"
+            assert reopened.record == records[session_id]
+
+
+async def test_a_failed_write_fails_the_run_after_it_settled(db_path: Path) -> None:
+    manager = SessionManager.at(db_path)
+    core = core_of(manager, turns=2)
+    session = core.session
+    assert session is not None
+    events: list[str] = []
+
+    def listen(event: Any) -> None:
+        events.append(event["type"])
+        if event["type"] == "turn_start" and events.count("turn_start") == 2:
+            with sqlite3.connect(db_path) as other:  # the session vanishes under the running agent
+                other.execute("DELETE FROM entries WHERE session_id = ?", (session.id,))
+                other.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
+
+    core.subscribe(listen)
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):  # its entries have no session now
+        await core.prompt("go")
+    assert events[-1] == "agent_settled"
+    with pytest.raises(sqlite3.IntegrityError):  # later appends would hang off a missing entry
+        session.append_message({"role": "user", "content": "more", "timestamp": 0})
+    with pytest.raises(sqlite3.IntegrityError):
+        session.close()
+    manager.close()
+
+
+def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_session() -> None:
+    committed: list[str] = []
+
+    class Lease:
+        def __init__(self, session_id: str) -> None:
+            self.session_id = session_id
+            self.active = True
+
+        def release(self) -> None:
+            self.active = False
+
+    def commit_one(pending: PendingAppend) -> None:
+        if pending.lease.session_id == "bad":
+            raise SessionError("bad session")
+        committed.append(pending.entries[0]["id"])
+
+    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+        if any(p.lease.session_id == "bad" for p in batch):
+            raise SessionError("the batch's transaction failed")
+        committed.extend(p.entries[0]["id"] for p in batch)
+
+    gate = threading.Event()
+
+    def slow_batch(batch: Sequence[PendingAppend]) -> None:
+        gate.wait(5)  # hold the first batch so the next appends queue up behind it
+        commit_batch(batch)
+
+    writer = BatchWriter(slow_batch, commit_one, "test-writer")
+    good, bad = Lease("good"), Lease("bad")
+    entry: Any = lambda i: [{"type": "message", "id": i}]  # noqa: E731
+    first = writer.submit(good, entry("g0"), "g0", 0)
+    futures = [
+        writer.submit(good, entry("g1"), "g1", 0),
+        writer.submit(bad, entry("b1"), "b1", 0),
+        writer.submit(good, entry("g2"), "g2", 0),
+        writer.submit(bad, entry("b2"), "b2", 0),
+    ]
+    gate.set()
+    first.result(5)
+    assert [f.exception(5) is None for f in futures] == [True, False, True, False]
+    assert str(futures[1].exception()) == "bad session"
+    assert futures[3].exception() is futures[1].exception(), "b2 inherits b1's failure, untried"
+    writer.close()
+    assert committed == ["g0", "g1", "g2"]
