@@ -48,12 +48,6 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECA
 """Names of variables that probably hold a credential (Codex's default excludes, and a few more)."""
 _KEEP = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY"})
 """Matches of ``_SECRET_NAME`` that are locations, not secrets, and that tools need."""
-_SECRET_VALUE = re.compile(
-    r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@|(^|\s)password\s*=", re.IGNORECASE
-)
-"""Values that carry a password whatever the variable is called: a URL with one in its user part
-(``DATABASE_URL=postgresql://app:pw@db/app``, a proxy's ``http://user:pw@proxy``) or a libpq
-connection string (``host=db password=pw``)."""
 
 _SUPERVISOR = r"""
 import ctypes, os, signal, sys
@@ -97,7 +91,20 @@ def tool_environment(passthrough: Collection[str] = ()) -> dict[str, str]:
 
 
 def _is_secret(name: str, value: str) -> bool:
-    return _SECRET_NAME.search(name) is not None or _SECRET_VALUE.search(value) is not None
+    return _SECRET_NAME.search(name) is not None or _carries_password(value)
+
+
+def _carries_password(value: str) -> bool:
+    """A value with a password in it whatever the variable is called: a URL with one in its user
+    part (``DATABASE_URL=postgresql://app:pw@db/app``, a proxy's ``http://user:pw@proxy``) or a
+    libpq connection string (``host=db password=pw``). String tests, not a regular expression:
+    this module loads on every start, and compiling one costs more than the check."""
+    scheme, is_url, rest = value.partition("://")
+    if is_url and scheme[:1].isalpha():
+        user, at, _ = rest.split("/", 1)[0].rpartition("@")
+        if at and ":" in user:
+            return True
+    return "password=" in value.replace(" ", "").lower()
 
 
 def supervised(argv: Sequence[str]) -> list[str]:
