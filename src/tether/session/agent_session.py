@@ -32,6 +32,7 @@ the queues, the session); event shapes and their builders live in ``tether.sessi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -937,6 +938,8 @@ class AgentSession:
         kind = event["type"]
         if kind == "agent_start":
             self.record_settings()
+            if self._session is not None and not self._session.readonly:
+                self._session.defer_writes()  # this pass's entries: committed off the event loop
         elif kind == "message_start" and event["message"]["role"] == "user":
             self._check_queue()
         elif kind == "message_end":
@@ -946,6 +949,12 @@ class AgentSession:
                 record_message_end(self._session, event)
             self._added.append(event["message"])
         elif kind == "agent_end":
+            if self._session is not None:
+                # On disk before anyone hears the pass ended: a client that asks for the state
+                # on agent_end must find the run over, not waiting for the writer thread. A
+                # failed write is raised once the run settles (``_settled``).
+                with contextlib.suppress(Exception):
+                    await self._session.settle_writes()
             ended: AgentEndSessionEvent = {
                 "type": "agent_end",
                 "messages": event["messages"],

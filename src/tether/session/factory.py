@@ -212,8 +212,8 @@ def create_agent_session(
     if settings.max_connections:
         from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
 
-        for provider, limit in settings.max_connections.items():
-            set_connection_limit(limit or None, None if provider == "*" else provider)
+        for name, limit in settings.max_connections.items():
+            set_connection_limit(limit or None, None if name == "*" else name)
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
         usable = _no_provider if api_key is not None else None  # the key decides nothing
