@@ -283,33 +283,15 @@ class AcpSession:
             ),
             PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
         ]
-        request = asyncio.ensure_future(
-            self.client.request_permission(
-                session_id=self.id,
-                tool_call=permission_subject(call, self.core.cwd, preview),
-                options=options,
-            )
+        picked = await self._request_permission(
+            permission_subject(call, self.core.cwd, preview),
+            options,
+            "permission request failed, taking it as a refusal",
         )
-        cancelled = asyncio.ensure_future(self.cancelled.wait())
-        try:
-            await asyncio.wait({request, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancelled.cancel()
-            if not request.done():
-                request.cancel()
-        if request.cancelled():
-            return False
-        try:
-            outcome = request.result().outcome
-        except Exception as exc:  # an error answer, a lost client, a malformed reply: not a yes
-            logger.warning("permission request failed, taking it as a refusal: %s", exc)
-            return False
-        if not isinstance(outcome, AllowedOutcome):
-            return False  # the client cancelled the request
-        if outcome.option_id == ALLOW_ALWAYS:
+        if picked == ALLOW_ALWAYS:
             self.always_allowed.add(call["name"])
             return True
-        return outcome.option_id == ALLOW_ONCE
+        return picked == ALLOW_ONCE
 
     # -- extension dialogs (this session is the extensions' ``ExtensionUI``) ---------------------
 
@@ -348,6 +330,16 @@ class AcpSession:
         subject = ToolCallUpdate(
             tool_call_id=f"extension-{self._dialogs}", title=title, kind="other", status="pending"
         )
+        return await self._request_permission(
+            subject, options, "extension dialog failed, taking it as dismissed"
+        )
+
+    async def _request_permission(
+        self, subject: ToolCallUpdate, options: list[PermissionOption], failed: str
+    ) -> str | None:
+        """Send ``session/request_permission`` and wait for it or for the turn's cancellation: the
+        id of the option the user picked; ``None`` when the turn or the client cancelled it, or it
+        failed (an error answer, a lost client, a malformed reply: logged with ``failed``)."""
         request = asyncio.ensure_future(
             self.client.request_permission(session_id=self.id, tool_call=subject, options=options)
         )
@@ -363,7 +355,7 @@ class AcpSession:
         try:
             outcome = request.result().outcome
         except Exception as exc:
-            logger.warning("extension dialog failed, taking it as dismissed: %s", exc)
+            logger.warning("%s: %s", failed, exc)
             return None
         return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
 
