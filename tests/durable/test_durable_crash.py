@@ -29,7 +29,7 @@ from tether.durable.client import DurableClient
 from tether.durable.config import DurableConfig
 from tether.durable.steps import interrupted_text
 from tether.session.manager import SessionManager
-from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+from tether.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.subprocess
 
@@ -43,17 +43,6 @@ IN_FLIGHT = 3
 """A worker is killed once this many of its calls are under way..."""
 FRESH_SECONDS = 1.5
 """... and, for model calls, none started longer ago than this (a stream lasts 2.5 s or more)."""
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES"):
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES is set but the PostgreSQL tests {INSTALL_HINT}")
-        pytest.skip(f"the PostgreSQL tests {INSTALL_HINT}")
-    with postgres_server(bin_dir) as server:
-        yield server
 
 
 @dataclass

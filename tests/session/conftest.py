@@ -4,16 +4,12 @@
 through ``SessionManager`` only, so each of them runs on SQLite (a file per test) and on
 PostgreSQL (a schema per test, in one private server for the whole run).
 
-The PostgreSQL server is real: ``initdb`` into a temporary folder, ``postgres`` on 127.0.0.1
-(``tether.testing.postgres``). A developer without the server programs sees those tests skipped
-with what to install; under ``make test`` (``TETHER_REQUIRE_POSTGRES=1``) that is a failure, so
-CI cannot go green by skipping them.
+The PostgreSQL server is real: the ``postgres`` fixture of ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +17,7 @@ import psycopg
 import pytest
 
 from tether.session import SessionManager
-from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+from tether.testing.postgres import PostgresServer
 
 BACKENDS = ("sqlite", "postgres")
 _schemas = itertools.count(1)
@@ -38,17 +34,6 @@ def tether_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "sessions.db"
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES"):
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES is set but the PostgreSQL tests {INSTALL_HINT}")
-        pytest.skip(f"the PostgreSQL tests {INSTALL_HINT}")
-    with postgres_server(bin_dir) as server:
-        yield server
 
 
 @pytest.fixture

@@ -1,0 +1,28 @@
+"""Fixtures every test folder may use.
+
+``postgres`` is one real PostgreSQL server for the whole run: ``initdb`` into a temporary folder,
+``postgres`` on 127.0.0.1 (``tether.testing.postgres``); tests give themselves a schema or a
+database of their own in it. A developer without the server programs sees those tests skipped
+with what to install; under ``make test`` (``TETHER_REQUIRE_POSTGRES=1``) that is a failure, so
+CI cannot go green by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        if os.environ.get("TETHER_REQUIRE_POSTGRES"):
+            pytest.fail(f"TETHER_REQUIRE_POSTGRES is set but the PostgreSQL tests {INSTALL_HINT}")
+        pytest.skip(f"the PostgreSQL tests {INSTALL_HINT}")
+    with postgres_server(bin_dir) as server:
+        yield server
