@@ -100,13 +100,13 @@ def test_template_placeholders() -> None:
 def test_skills_from_every_source_with_precedence(dirs: dict[str, Path]) -> None:
     home, config, project = dirs["home"], dirs["config"], dirs["project"]
     trust(config, project)
-    skill(project / ".tether" / "skills", "shared", "from the project's .tether")
-    skill(project / ".agents" / "skills", "shared", "from the project's .agents")
+    skill(project / ".tether" / "skills", "common", "from the project's .tether")
+    skill(project / ".agents" / "skills", "common", "from the project's .agents")
     skill(project / ".agents" / "skills", "p-agents", "project agents")
     skill(project.parent / ".claude" / "skills", "outside-repo", "above the repository root")
     skill(project / ".claude" / "skills", "p-claude", "project claude")
     skill(project / ".pi" / "skills", "p-pi", "project pi")
-    skill(config / "skills", "shared", "from the user's config")
+    skill(config / "skills", "common", "from the user's config")
     skill(config / "skills", "u-tether", "user tether")
     skill(home / ".agents" / "skills", "u-agents", "user agents")
     skill(home / ".claude" / "skills", "u-claude", "user claude")
@@ -116,7 +116,7 @@ def test_skills_from_every_source_with_precedence(dirs: dict[str, Path]) -> None
 
     found = {s.name: (s.description, s.source, s.scope) for s in resources.skills}
     assert found == {
-        "shared": ("from the project's .tether", "project", "project"),
+        "common": ("from the project's .tether", "project", "project"),
         "p-agents": ("project agents", "agents", "project"),
         "p-claude": ("project claude", "claude", "project"),
         "p-pi": ("project pi", "pi", "project"),
@@ -126,7 +126,7 @@ def test_skills_from_every_source_with_precedence(dirs: dict[str, Path]) -> None
         "u-pi": ("user pi", "pi", "user"),
     }
     shadowed = [w for w in resources.warnings if "shadowed" in w]
-    assert len(shadowed) == 2 and all("skill shared" in w for w in shadowed)
+    assert len(shadowed) == 2 and all("skill common" in w for w in shadowed)
 
 
 def test_each_skill_source_can_be_switched_off(dirs: dict[str, Path]) -> None:
