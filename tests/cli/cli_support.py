@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -59,6 +60,23 @@ class CliEnv:
             timeout=timeout,
             check=False,
         )
+
+    async def run_async(self, *args: str, timeout: float = 60) -> tuple[int, str, str]:
+        """``run`` for a test whose event loop must keep serving (a loopback server in the same
+        process): exit code, stdout and stderr."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tether.cli",
+            *args,
+            cwd=self.project,
+            env=self.env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        return process.returncode or 0, out.decode(), err.decode()
 
 
 def text_reply(*chunks: str) -> dict[str, Any]:

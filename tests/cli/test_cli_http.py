@@ -48,22 +48,6 @@ def write_models_json(cli: CliEnv, url: str, api: str, model_id: str) -> str:
     return f"replay/{model_id}"
 
 
-async def run_cli(cli: CliEnv, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tether.cli",
-        *args,
-        cwd=cli.project,
-        env=cli.env(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    return process.returncode or 0, out.decode(), err.decode()
-
-
 def answer_text(message: dict[str, Any]) -> str:
     return "".join(block["text"] for block in message["content"] if block["type"] == "text")
 
@@ -80,7 +64,7 @@ async def test_print_mode_over_http(cli: CliEnv, name: str) -> None:
     recorded, expected = fixture(name)
     async with LoopbackServer([reply_of(recorded)]) as server:
         model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
-        code, out, err = await run_cli(cli, "-p", "question", "--no-session", "--model", model)
+        code, out, err = await cli.run_async("-p", "question", "--no-session", "--model", model)
         assert len(server.requests) == 1
     assert code == 0, err
     assert out == answer_text(expected["message"]) + "\n"
@@ -92,7 +76,7 @@ async def test_provider_error_exits_1_with_its_text(cli: CliEnv) -> None:
     recorded, expected = fixture("openai-completions/openrouter-error-chunk")
     async with LoopbackServer([reply_of(recorded)]) as server:
         model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
-        code, out, err = await run_cli(cli, "-p", "hi", "--no-session", "--model", model)
+        code, out, err = await cli.run_async("-p", "hi", "--no-session", "--model", model)
     assert code == 1
     assert out == ""
     assert expected["message"]["errorMessage"] in err
@@ -104,7 +88,7 @@ async def test_json_mode_tool_round_trip_over_http(cli: CliEnv) -> None:
     text, text_expected = fixture("openai-completions/openai-text")
     async with LoopbackServer([reply_of(call), reply_of(text)]) as server:
         model = write_models_json(cli, server.url, call["api"], call_expected["model"]["id"])
-        code, out, err = await run_cli(cli, "--mode", "json", "where?", "--no-session", "--model", model)
+        code, out, err = await cli.run_async("--mode", "json", "where?", "--no-session", "--model", model)
     assert code == 0, err
     events = json_lines(out)
     tool_end = next(e for e in events if e["type"] == "tool_execution_end")
@@ -127,10 +111,9 @@ async def test_system_prompt_carries_project_instructions_and_options(cli: CliEn
     sub.mkdir()
     async with LoopbackServer([reply_of(recorded)]) as server:
         model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
-        code, _, err = await run_cli(cli, "-p", "q", "--no-session", "--model", model, "--cwd", str(sub))
+        code, _, err = await cli.run_async("-p", "q", "--no-session", "--model", model, "--cwd", str(sub))
         assert code == 0, err
-        code, _, err = await run_cli(
-            cli,
+        code, _, err = await cli.run_async(
             "-p",
             "q",
             "--no-session",
@@ -189,10 +172,10 @@ async def test_continue_keeps_the_sessions_model_even_after_models_json_is_gone(
     answer = answer_text(expected["message"])
     async with LoopbackServer([reply_of(recorded)]) as server:
         model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
-        code, out, err = await run_cli(cli, "-p", "first", "--model", model)
+        code, out, err = await cli.run_async("-p", "first", "--model", model)
         assert (code, out) == (0, answer + "\n"), err
         (cli.home / "config" / "models.json").unlink()
-        code, out, err = await run_cli(cli, "-c", "-p", "second")
+        code, out, err = await cli.run_async("-c", "-p", "second")
         assert (code, out) == (0, answer + "\n"), err
     second = json.loads(server.requests[1].body)
     said = [m["content"] for m in second["messages"] if m["role"] == "user"]
@@ -214,7 +197,7 @@ async def test_a_stalled_reply_is_retried_after_the_settings_idle_timeout(cli: C
     reply = reply_of(recorded)
     async with LoopbackServer([stalled_after_first_token(reply), reply]) as server:
         model = write_models_json(cli, server.url, recorded["api"], expected["model"]["id"])
-        code, out, err = await run_cli(cli, "-p", "question", "--no-session", "--model", model)
+        code, out, err = await cli.run_async("-p", "question", "--no-session", "--model", model)
         assert len(server.requests) == 2
     assert code == 0, err
     assert out == answer_text(expected["message"]) + "\n"
@@ -231,6 +214,6 @@ async def test_a_providers_own_idle_timeout_wins(cli: CliEnv) -> None:
         models = json.loads(models_file.read_text())
         models["providers"]["replay"]["streamIdleTimeoutMs"] = 300
         models_file.write_text(json.dumps(models))
-        code, _, err = await run_cli(cli, "-p", "question", "--no-session", "--model", model)
+        code, _, err = await cli.run_async("-p", "question", "--no-session", "--model", model)
     assert code == 1
     assert "No data from replay for 0.3 s (stream idle timeout)" in err

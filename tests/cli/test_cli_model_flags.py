@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -51,27 +49,11 @@ def models_json(cli: CliEnv, url: str) -> None:
     (config / "models.json").write_text(json.dumps({"providers": {"keyed": provider}}))
 
 
-async def run_cli(cli: CliEnv, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tether.cli",
-        *args,
-        cwd=cli.project,
-        env=cli.env(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    return process.returncode or 0, out.decode(), err.decode()
-
-
 async def test_api_key_reaches_the_provider_and_nothing_else(cli: CliEnv) -> None:
     async with LoopbackServer([bash_call("env"), recorded_text()]) as server:
         models_json(cli, server.url)
-        code, out, err = await run_cli(
-            cli, "--mode", "json", "--yes", "--model", "keyed", "--api-key", SECRET, "show the env"
+        code, out, err = await cli.run_async(
+            "--mode", "json", "--yes", "--model", "keyed", "--api-key", SECRET, "show the env"
         )
         assert code == 0, err
         assert [r.headers.get("authorization") for r in server.requests] == [f"Bearer {SECRET}"] * 2
@@ -91,25 +73,25 @@ async def test_pattern_with_a_level_provider_and_scope(cli: CliEnv) -> None:
         models_json(cli, server.url)
         key = f"--api-key={SECRET}"
         # a part of the id; the dated id loses to the alias; `:high` sets the level
-        code, out, err = await run_cli(
-            cli, "--mode", "json", "--no-session", "--model", "keyed:high", key, "q"
+        code, out, err = await cli.run_async(
+            "--mode", "json", "--no-session", "--model", "keyed:high", key, "q"
         )
         assert code == 0, err
         session = json_lines(out)[0]
         assert (session["model"], session["thinkingLevel"]) == ("keyed/keyed-1", "high")
-        code, out, err = await run_cli(
-            cli, "--mode", "json", "--no-session", "--provider", "keyed", "--model", "2025", key, "q"
+        code, out, err = await cli.run_async(
+            "--mode", "json", "--no-session", "--provider", "keyed", "--model", "2025", key, "q"
         )
         assert code == 0, err
         assert json_lines(out)[0]["model"] == "keyed/keyed-2-20250101"
-        code, out, err = await run_cli(
-            cli, "--mode", "json", "--no-session", "--models", "keyed/keyed-2*,keyed-1", key, "q"
+        code, out, err = await cli.run_async(
+            "--mode", "json", "--no-session", "--models", "keyed/keyed-2*,keyed-1", key, "q"
         )
         assert code == 0, err
         assert json_lines(out)[0]["model"] == "keyed/keyed-2-20250101"  # the first of the scope
     for args in (["--model", "keyed-nope"], ["--provider", "nope", "--model", "x"], ["--models", "zz*"]):
-        code, out, err = await run_cli(cli, "-p", "--no-session", *args, "q")
+        code, out, err = await cli.run_async("-p", "--no-session", *args, "q")
         assert code == 1 and out == ""
         assert err.startswith("tether: ") and err.count("\n") == 1 and "Traceback" not in err
-    code, _, err = await run_cli(cli, "-p", "--no-session", "--api-key", SECRET, "q")
+    code, _, err = await cli.run_async("-p", "--no-session", "--api-key", SECRET, "q")
     assert code == 1 and "--api-key needs" in err and SECRET not in err
