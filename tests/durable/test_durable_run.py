@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import workload
-from dbos import DBOS
+from dbos import DBOS, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
@@ -57,15 +57,20 @@ def transcript(sessions: SessionManager, session_id: str) -> list[dict[str, Any]
     ]
 
 
+async def start_run(durable: SessionManager, cwd: Path) -> tuple[str, WorkflowHandleAsync[Any]]:
+    """A new, empty session and a durable run of the prompt "go" on it."""
+    session = durable.create(cwd)
+    session.close()
+    return session.id, await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+
+
 async def test_a_durable_run_records_the_transcript_and_streams_its_events(
     durable: SessionManager, tmp_path: Path
 ) -> None:
-    session = durable.create(tmp_path)
-    session.close()
-    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    session_id, handle = await start_run(durable, tmp_path)
     outcome = await handle.get_result()
-    assert outcome == {"session": session.id, "stopReason": "stop", "messages": 5}
-    messages = transcript(durable, session.id)
+    assert outcome == {"session": session_id, "stopReason": "stop", "messages": 5}
+    messages = transcript(durable, session_id)
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
     assert [m["content"][0]["text"] for m in messages[2:4]] == ["worked on a", "looked at b"]
     assert messages[4]["content"][0]["text"] == "all work is done"
@@ -78,14 +83,14 @@ async def test_a_durable_run_records_the_transcript_and_streams_its_events(
     assert kinds.count("tool_execution_end") == 2
     assert sorted(counter(tmp_path)) == sorted(
         [
-            "model-start " + f"{session.id} 0",
-            "model-done " + f"{session.id} 0",
-            f"tool-start {session.id} {session.id}-work",
-            f"tool-start {session.id} {session.id}-look",
-            f"tool-done {session.id} {session.id}-look",
-            f"tool-done {session.id} {session.id}-work",
-            f"model-start {session.id} 1",
-            f"model-done {session.id} 1",
+            "model-start " + f"{session_id} 0",
+            "model-done " + f"{session_id} 0",
+            f"tool-start {session_id} {session_id}-work",
+            f"tool-start {session_id} {session_id}-look",
+            f"tool-done {session_id} {session_id}-look",
+            f"tool-done {session_id} {session_id}-work",
+            f"model-start {session_id} 1",
+            f"model-done {session_id} 1",
         ]
     )
 
@@ -98,29 +103,25 @@ async def _steps(workflow_id: str) -> list[tuple[str, int]]:
 async def test_a_replay_skips_checkpointed_steps_and_writes_no_entry_twice(
     durable: SessionManager, tmp_path: Path
 ) -> None:
-    session = durable.create(tmp_path)
-    session.close()
-    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    session_id, handle = await start_run(durable, tmp_path)
     await handle.get_result()
-    entries = durable.store.entries(session.id)
+    entries = durable.store.entries(session_id)
     steps = await _steps(handle.get_workflow_id())
     # Replay everything up to the final model call, which runs again.
     last_model = [number for name, number in steps if name == "model"][-1]
     fork = await DBOS.fork_workflow_async(handle.get_workflow_id(), last_model)
     await fork.get_result()
-    assert durable.store.entries(session.id) == entries
+    assert durable.store.entries(session_id) == entries
     lines = counter(tmp_path)
-    assert lines.count(f"tool-done {session.id} {session.id}-work") == 1
-    assert lines.count(f"model-done {session.id} 0") == 1
-    assert lines.count(f"model-done {session.id} 1") == 2
+    assert lines.count(f"tool-done {session_id} {session_id}-work") == 1
+    assert lines.count(f"model-done {session_id} 0") == 1
+    assert lines.count(f"model-done {session_id} 1") == 2
 
 
 async def test_an_interrupted_tool_call_is_answered_not_run_again(
     durable: SessionManager, tmp_path: Path
 ) -> None:
-    session = durable.create(tmp_path)
-    session.close()
-    handle = await DBOS.start_workflow_async(durable_run, {"session": session.id, "prompt": "go"})
+    session_id, handle = await start_run(durable, tmp_path)
     await handle.get_result()
     steps = await _steps(handle.get_workflow_id())
     # From the `work` call's own step: its start step is an earlier execution's, as after a crash.
@@ -128,7 +129,7 @@ async def test_an_interrupted_tool_call_is_answered_not_run_again(
     fork = await DBOS.fork_workflow_async(handle.get_workflow_id(), work)
     await fork.get_result()
     lines = counter(tmp_path)
-    assert lines.count(f"tool-start {session.id} {session.id}-work") == 1
+    assert lines.count(f"tool-start {session_id} {session_id}-work") == 1
     events = await read_events(fork.get_workflow_id())
     ends = [e for e in events if e["type"] == "tool_execution_end" and e["toolName"] == "work"]
     assert [e["isError"] for e in ends] == [True]

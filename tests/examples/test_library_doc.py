@@ -6,32 +6,17 @@ and the guide's code is always code that ran."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
+from doc_quotes import code_blocks, quoted_from
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "library.md"
 EXAMPLES = ROOT / "examples"
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", GUIDE.read_text(encoding="utf-8"), re.S | re.M)
-
-
-def quoted_from(block: str) -> list[str]:
-    """The example files holding ``block`` as consecutive whole lines."""
-    lines = block.rstrip("\n").split("\n")
-    found: list[str] = []
-    for path in sorted(EXAMPLES.glob("*.py")):
-        source = path.read_text(encoding="utf-8").split("\n")
-        if any(source[i : i + len(lines)] == lines for i in range(len(source) - len(lines) + 1)):
-            found.append(path.name)
-    return found
-
-
-PYTHON_BLOCKS = blocks("python")
+PYTHON_BLOCKS = code_blocks(GUIDE, "python")
 
 
 def test_the_guide_has_code() -> None:
@@ -40,7 +25,7 @@ def test_the_guide_has_code() -> None:
 
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.split("\n")[0].strip()[:40] for b in PYTHON_BLOCKS])
 def test_each_python_block_is_quoted_from_an_example(block: str) -> None:
-    assert quoted_from(block), f"not a run of lines of any examples/*.py:\n{block}"
+    assert quoted_from(block, EXAMPLES), f"not a run of lines of any examples/*.py:\n{block}"
 
 
 def test_the_guide_names_every_example() -> None:
@@ -51,7 +36,7 @@ def test_the_guide_names_every_example() -> None:
 def test_the_models_json_in_the_guide_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tether.ai.models import ModelRegistry
 
-    [document] = blocks("json")
+    [document] = code_blocks(GUIDE, "json")
     config = tmp_path / "config"
     config.mkdir()
     (config / "models.json").write_text(document)
