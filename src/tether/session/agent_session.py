@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -463,26 +462,30 @@ class AgentSession:
             raise ReadOnlySessionError(self._session.id)
 
     async def follow(self, stop: threading.Event | None = None) -> None:
-        """Watch a read-only session grow: while another process (or host) runs it, reload it
-        after each new entry and tell listeners of each new message (``message_start`` and
-        ``message_end``). Returns when ``stop`` is set or the session is deleted."""
-        from tether.session.follow import follow_async
+        """Watch a read-only session grow: while another process (or host) runs it, take in each
+        new entry (``Session.catch_up``: the cost of the entry, not of the session) and tell
+        listeners of each new message (``message_start`` and ``message_end``). Returns when
+        ``stop`` is set or the session is deleted."""
+        from tether.session.follow import follow_changes_async
         from tether.session.store import SessionNotFoundError
 
         session, sessions = self._require_session(), self._require_sessions()
         if not session.readonly:
             raise ValueError("follow() watches a session opened read-only (SessionChoice(read_only=True))")
-        entries = session.entries()
-        after = entries[-1]["id"] if entries else None
+        after = session.last_entry_id
         try:
-            async for entry in follow_async(
+            async for change in follow_changes_async(
                 sessions.store, session.id, after=after, stop=stop or threading.Event()
             ):
-                self._attach(sessions.open(session.id, readonly=True))
-                if entry.type == "message":
-                    message = cast(AgentMessage, json.loads(entry.payload)["message"])
-                    await self._emit({"type": "message_start", "message": message})
-                    await self._emit({"type": "message_end", "message": message})
+                if self._session is not session:
+                    return  # the session was switched away from: nothing to follow any more
+                nodes = session.catch_up(change.record, change.entries)
+                self._reload()
+                for node in nodes:
+                    message = cast(AgentMessage | None, node.message)
+                    if message is not None:
+                        await self._emit({"type": "message_start", "message": message})
+                        await self._emit({"type": "message_end", "message": message})
         except SessionNotFoundError:
             return
 

@@ -7,19 +7,37 @@ PostgreSQL wakes the follower by ``NOTIFY`` on each append, from any host; SQLit
 (``PRAGMA data_version``), so on one host only. Either way the follower re-reads what was
 appended after the last entry it yielded, so a missed or spurious wake-up costs nothing but a
 query: no entry is skipped or repeated.
+
+``follow_changes`` is the same watch for a follower that keeps the session open (``Session
+.catch_up``): per wake-up, the session row as well as the new entries, so the follower's leaf,
+title and counters move with the writer's, each wake-up costing two small queries however long
+the session is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
+from typing import NamedTuple
 
-from tether.session.store import SessionStore, SessionWatch, StoredEntry
+from tether.session.store import SessionRecord, SessionStore, SessionWatch, StoredEntry
 
 IDLE_CHECK_SECONDS = 1.0
 """How long a watch waits before checking anyway: that the session still exists, and whether
 anything arrived that its wake-up missed."""
+
+
+class SessionChange(NamedTuple):
+    """What one wake-up of a follower found: the session row, then the entries appended since
+    the last change (possibly none: a leaf move, or a spurious wake-up)."""
+
+    record: SessionRecord
+    """Read *before* ``entries``: its leaf is among the entries the follower has seen (an append
+    writes its entries and the leaf in one transaction); ``entries`` may run past it, when the
+    writer appended in between, and the next change brings the row that says so."""
+    entries: list[StoredEntry]
 
 
 def follow(
@@ -42,7 +60,17 @@ def follow(
     except BaseException:
         watch.close()
         raise
-    return _follow(store, session_id, watch, last, stop)
+    return (entry for change in _follow(store, session_id, watch, last, stop) for entry in change.entries)
+
+
+def follow_changes(
+    store: SessionStore, session_id: str, *, after: str | None, stop: threading.Event | None = None
+) -> Generator[SessionChange]:
+    """Each change of the session after entry ``after`` (``None``: from the start), one per
+    wake-up that found the session row or its entries changed, until ``stop`` is set; ends with
+    ``SessionNotFoundError`` once the session is deleted. Watching starts before this returns."""
+    watch = store.watch(session_id)
+    return _follow(store, session_id, watch, after, stop)
 
 
 def _follow(
@@ -51,25 +79,32 @@ def _follow(
     watch: SessionWatch,
     last: str | None,
     stop: threading.Event | None,
-) -> Iterator[StoredEntry]:
+) -> Generator[SessionChange]:
+    seen: SessionRecord | None = None
     try:
         while stop is None or not stop.is_set():
+            record = store.get_session(session_id)  # raises once the session is gone
             new = store.entries_after(session_id, last)
             if new:
                 last = new[-1].id
-                yield from new
-            else:
-                store.get_session(session_id)  # raises once the session is gone
+            if new or record != seen:
+                seen = record
+                yield SessionChange(record, new)
             watch.wait(IDLE_CHECK_SECONDS)
     finally:
         watch.close()
 
 
-async def follow_async(
+async def follow_changes_async(
     store: SessionStore, session_id: str, *, after: str | None, stop: threading.Event
-) -> AsyncIterator[StoredEntry]:
-    """``follow`` for asyncio: each entry committed after entry ``after``, waited for in a worker
-    thread; ends within ``IDLE_CHECK_SECONDS`` of ``stop`` being set."""
-    entries = follow(store, session_id, after=after, stop=stop)
-    while (entry := await asyncio.to_thread(next, entries, None)) is not None:
-        yield entry
+) -> AsyncIterator[SessionChange]:
+    """``follow_changes`` for asyncio, waited for in a worker thread; ends within
+    ``IDLE_CHECK_SECONDS`` of ``stop`` being set (the way to end it: a task cancelled while the
+    thread waits leaves that thread to notice ``stop``)."""
+    changes = await asyncio.to_thread(follow_changes, store, session_id, after=after, stop=stop)
+    try:
+        while (change := await asyncio.to_thread(next, changes, None)) is not None:
+            yield change
+    finally:
+        with contextlib.suppress(ValueError):  # still running in its thread: it ends on ``stop``
+            changes.close()  # a consumer that left early: release the watch now

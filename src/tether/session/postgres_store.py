@@ -359,13 +359,18 @@ class PostgresStore:
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)
-        row = self._run(
-            lambda db: db.execute(
+
+        def work(db: Connection) -> tuple[Any, ...] | None:
+            row = db.execute(
                 f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
                     WHERE id = %s AND writer_token = %s RETURNING {_RECORD_COLUMNS}""",
                 (leaf_id, updated, held.session_id, held.token),
             ).fetchone()
-        )
+            if row is not None:  # a follower's view moves with the leaf (a branch), as on an append
+                db.execute("SELECT pg_notify(%s, '')", (NOTIFY_PREFIX + held.session_id,))
+            return row
+
+        row = self._run(work)
         if row is None:
             raise self._lost(held)
         return SessionRecord(*row)

@@ -33,6 +33,7 @@ from tether.session.store import (
     SessionError,
     SessionRecord,
     SessionStore,
+    StoredEntry,
     WriterLease,
     advanced_record,
 )
@@ -77,6 +78,9 @@ class Session:
         self._deferring = False
         self._pending: list[Future[None]] = []
         """Deferred appends not known to be committed yet, oldest first."""
+        self._unplaced = 0
+        """Entries ``catch_up`` added that the context has not taken in (yet): how far back from
+        a new leaf the old one can be, when the new leaf descends from it."""
 
     # -- identity and state ----------------------------------------------------------------------
 
@@ -96,6 +100,11 @@ class Session:
     @property
     def leaf_id(self) -> str | None:
         return self._record.leaf_id
+
+    @property
+    def last_entry_id(self) -> str | None:
+        """The entry appended last (on any branch), ``None`` for an empty session."""
+        return self._tree.last_id()
 
     @property
     def title(self) -> str | None:
@@ -182,6 +191,54 @@ class Session:
         else:
             messages = list(self._context.messages)
         return replay_events(messages)
+
+    # -- following another writer ----------------------------------------------------------------
+
+    def catch_up(self, record: SessionRecord, entries: Sequence[StoredEntry]) -> list[Node]:
+        """Take in what another process wrote to this read-only session (a change of
+        ``tether.session.follow.follow_changes``): the new entries join the tree, the row's leaf
+        becomes this handle's. Returns the nodes of the entries that were new here.
+
+        It costs what was appended, not the session's length: when the new leaf descends from
+        the old one through new entries, the context is extended by them, as an append by this
+        handle would; only a leaf that moved elsewhere (a branch) or past a compaction rebuilds
+        it, from the tree in memory. Either way nothing is read again from the store.
+        """
+        if not self.readonly:
+            raise SessionError(
+                f"session {self.id!r} is open for writing here; only a read-only handle follows another writer"
+            )
+        nodes = [self._tree.add_stored(stored) for stored in entries if stored.id not in self._tree]
+        self._unplaced += len(nodes)
+        old_leaf = self.leaf_id
+        self._record = record
+        if record.leaf_id != old_leaf:
+            steps = self._steps_down(old_leaf, record.leaf_id)
+            if steps is None:
+                self._context = build_context(self._tree.path(record.leaf_id))
+                self._unplaced = 0
+            else:
+                for node in steps:
+                    self._context.add(node)
+                self._unplaced -= len(steps)
+        return nodes
+
+    def _steps_down(self, old_leaf: str | None, new_leaf: str | None) -> list[Node] | None:
+        """The nodes after ``old_leaf`` down to ``new_leaf``, root side first, when ``new_leaf``
+        descends from it through unplaced entries none of which is a compaction; else ``None``.
+        Walks at most as many entries as are unplaced."""
+        steps: list[Node] = []
+        for node in self._tree.walk_back(new_leaf):
+            if node.id == old_leaf:
+                break
+            if len(steps) == self._unplaced or node.type == "compaction":
+                return None
+            steps.append(node)
+        else:
+            if old_leaf is not None:  # reached the root: the new leaf is on another branch
+                return None
+        steps.reverse()
+        return steps
 
     # -- writing ---------------------------------------------------------------------------------
 

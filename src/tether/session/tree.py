@@ -107,6 +107,12 @@ class EntryTree:
         self._nodes[node.id] = node
         return node
 
+    def add_stored(self, stored: StoredEntry) -> Node:
+        """An entry as read from the store (one another process appended), parsed on access."""
+        node = Node(*stored)
+        self._nodes[node.id] = node
+        return node
+
     def __contains__(self, entry_id: object) -> bool:
         return entry_id in self._nodes
 
@@ -119,6 +125,10 @@ class EntryTree:
     def newest_id(self) -> str | None:
         """The greatest entry id (ids sort by creation), ``None`` for an empty tree."""
         return max(self._nodes, default=None)
+
+    def last_id(self) -> str | None:
+        """The id of the entry added last (for a tree read from the store: appended last)."""
+        return next(reversed(self._nodes), None)
 
     def get(self, entry_id: str) -> Node | None:
         return self._nodes.get(entry_id)
