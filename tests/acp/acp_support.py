@@ -205,12 +205,14 @@ class AcpEnv:
 
     @contextlib.asynccontextmanager
     async def agent(
-        self, client: EditorClient, script: Path, *args: str
+        self, client: EditorClient, script: Path, *args: str, env: Mapping[str, str] | None = None
     ) -> AsyncIterator[acp.core.ClientSideConnection]:
-        """``tether --mode acp`` in a subprocess, connected to ``client`` through the SDK."""
+        """``tether --mode acp`` in a subprocess, connected to ``client`` through the SDK (with
+        ``env`` added to its environment)."""
         command = self.command(*args)
+        environment = self.env(TETHER_SCRIPTED=str(script), **(env or {}))
         async with acp.spawn_agent_process(
-            client, command[0], *command[1:], env=self.env(TETHER_SCRIPTED=str(script)), cwd=self.project
+            client, command[0], *command[1:], env=environment, cwd=self.project
         ) as (connection, _process):
             yield connection
 

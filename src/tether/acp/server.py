@@ -4,7 +4,9 @@ The editor starts ``tether --mode acp`` and talks JSON-RPC over its stdin and st
 official SDK (``acp``: agent-side connection, schema types); ``tether.acp.transport`` only adds the error
 answers JSON-RPC asks for on unreadable input. Each ACP session is an ``AgentSession`` on an ordinary
 tether session: it is stored like any other, listed by ``tether sessions`` and resumable with
-``tether --resume``.
+``tether --resume``. ``session/load`` of a session another process is running (a terminal, an RPC
+client, another editor) loads it read-only and keeps the client up to date as that process
+stores new messages (``AcpSession.start_following``).
 
 This module answers the protocol's methods; one session's work (updates, permissions, modes,
 options) is ``tether.acp.session``, the updates themselves ``tether.acp.updates``, and the tools' way to the
@@ -14,6 +16,7 @@ editor's files and terminal ``tether.acp.tools``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import re
@@ -141,7 +144,7 @@ class TetherAcpAgent:
 
     async def close(self) -> None:
         for session in list(self._sessions.values()):
-            await session.core.close()
+            await session.close()
         self._sessions.clear()
 
     # -- connection ----------------------------------------------------------------------------
@@ -213,13 +216,24 @@ class TetherAcpAgent:
     ) -> LoadSessionResponse:
         servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._sessions.get(session_id)
+        if session is not None and session.holder is not None:
+            # Loaded again while followed: its writer may have closed it since, so start over,
+            # writable if the lock is free now.
+            del self._sessions[session_id]
+            await session.close()
+            session = None
         if session is None:
             session = self._start(cwd, SessionChoice(session_id=session_id), servers)
         elif session.core.is_running:
             raise RequestError.invalid_request({"details": "the session is running a prompt"})
         for update in history_updates(session.core.messages, session.core.cwd):
             await session.send(update)
-        self._announce_commands(session)
+        if session.holder is not None:
+            session.start_following()  # from where the history ends: nothing missed, nothing twice
+            note = {"readOnly": True, "writer": session.holder}
+            meta = {"tether": {**(meta or {}).get("tether", {}), **note}}
+        else:
+            self._announce_commands(session)
         return LoadSessionResponse(
             modes=session.mode_state(),
             config_options=session.config_options(),
@@ -321,7 +335,7 @@ class TetherAcpAgent:
         from tether.session import SessionError
         from tether.session.model_choice import ModelError
         from tether.session.settings import SettingsError, load_settings, untrusted_note
-        from tether.session.store import SessionDatabaseError, SessionNotFoundError
+        from tether.session.store import SessionDatabaseError, SessionLockedError, SessionNotFoundError
 
         if self._client is None:
             raise RequestError.internal_error({"details": "no client connection"})
@@ -340,9 +354,18 @@ class TetherAcpAgent:
         if note is not None:  # an editor never asks about trust: the user adds the folder
             logger.warning("%s", note)
         try:
-            core = options.create(
-                cwd=directory, settings=settings, ask=session.ask, session=choice, mcp_servers=mcp_servers
-            )
+            try:
+                core = options.create(
+                    cwd=directory, settings=settings, ask=session.ask, session=choice, mcp_servers=mcp_servers
+                )
+            except SessionLockedError as exc:
+                if choice.session_id is None:
+                    raise
+                # Another process runs it: load it read-only, to follow it. No MCP servers: it
+                # never prompts.
+                choice = dataclasses.replace(choice, read_only=True)
+                core = options.create(cwd=directory, settings=settings, ask=session.ask, session=choice)
+                session.holder = exc.holder or "another process"
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None
         except ModelError as exc:

@@ -5,6 +5,10 @@ them), asks the editor before risky tool calls (``session/request_permission``: 
 always allow that tool for the rest of the session, or reject), keeps the session mode, and
 offers mode, model and thinking level as session config options.
 
+A session another process is running (its writer lock is held) is loaded read-only and
+*followed*: each message its writer stores is sent as the updates a live turn would have sent,
+and prompts are refused with an error naming the writer.
+
 Modes choose the approval policy: ``ask`` (ask before edits: every ``edit``, ``write`` and
 ``bash``) and ``auto`` (edits inside the workspace go ahead; commands and writes outside it still
 ask, or nothing asks under ``--yes``).
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -46,6 +51,7 @@ from tether.acp.updates import (
     TurnFailed,
     diff_content,
     finished_locations,
+    history_updates,
     permission_subject,
     result_content,
     stop_reason,
@@ -100,6 +106,11 @@ class AcpSession:
     """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
     _dialogs: int = field(default=0, init=False)
     """Extension dialogs asked so far (numbers their permission requests)."""
+    holder: str | None = None
+    """Who was writing the session when it was loaded (``pid 123 on host``), when another
+    process was: then this connection follows it read-only. ``None``: this connection writes it."""
+    _stop_following: threading.Event | None = field(default=None, init=False)
+    _following: asyncio.Task[None] | None = field(default=None, init=False)
 
     @property
     def core(self) -> AgentSession:
@@ -149,6 +160,11 @@ class AcpSession:
                 for c in commands
             ],
         )
+
+    async def close(self) -> None:
+        """Stop following (if this session does), then close the core."""
+        await self.stop_following()
+        await self.core.close()
 
     async def send(self, update: SessionUpdate) -> None:
         with contextlib.suppress(ConnectionError):  # the client left; the turn still finishes and is stored
@@ -222,6 +238,8 @@ class AcpSession:
         core = self.core
         if config_id == "mode":
             self.set_mode(value)
+        elif self.holder is not None and config_id in ("model", "thinking"):
+            raise self.read_only_refusal()  # the writer's model and thinking level are its own
         elif config_id == "model":
             current = f"{core.model['provider']}/{core.model['id']}"
             if value != current:
@@ -238,11 +256,59 @@ class AcpSession:
         else:
             raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
 
+    # -- following a session another process runs ----------------------------------------------
+
+    def start_following(self) -> None:
+        """Send each message the writer stores from now on, as the updates the client would have
+        seen live (user turns included: this client did not send them), until ``cancel``,
+        ``close`` or the session's deletion."""
+        stop = self._stop_following = threading.Event()
+        self._following = asyncio.ensure_future(self._follow(stop))
+
+    async def stop_following(self) -> None:
+        """Stop sending the writer's messages; returns once the watch is closed (within a second)."""
+        if self._stop_following is not None:
+            self._stop_following.set()
+        if self._following is not None:
+            await asyncio.gather(self._following, return_exceptions=True)
+
+    async def _follow(self, stop: threading.Event) -> None:
+        core = self.core
+
+        async def on_event(event: Mapping[str, Any]) -> None:
+            if event["type"] == "message_end" and not stop.is_set():
+                for update in history_updates([event["message"]], core.cwd):
+                    await self.send(update)
+
+        unsubscribe = core.subscribe(on_event)
+        try:
+            await core.follow(stop)
+        except Exception as exc:  # the database failed: say so where the user looks, and stop
+            logger.warning("following session %s stopped: %s", self.id, exc)
+            await self.send(text_chunk(f"\n[following this session stopped: {exc}]\n"))
+            return
+        finally:
+            unsubscribe()
+        if not stop.is_set():  # ``follow`` ended by itself: the session was deleted
+            await self.send(text_chunk("\n[this session was deleted; there is nothing more to follow]\n"))
+
+    def read_only_refusal(self) -> RequestError:
+        """The answer to a prompt (or a model change) while following: one line naming the
+        writer, as the error's message (what an editor shows)."""
+        line = (
+            f"session {self.id} is read-only here: {self.holder} was running it when it was loaded, "
+            "so this connection follows it (its new messages appear as they are stored) and cannot "
+            "prompt it; prompt it there, or load it again once it is closed there"
+        )
+        return RequestError(-32600, line, {"details": line, "writer": self.holder})
+
     # -- a turn --------------------------------------------------------------------------------
 
     async def run_turn(self, text: str, images: list[ImageContent]) -> StopReason:
         """Run one prompt to its end; the stop reason the client gets."""
         core = self.core
+        if self.holder is not None:
+            raise self.read_only_refusal()
         if core.is_running:
             raise RequestError.invalid_request({"details": "this session is already running a prompt"})
         command = await execute_remote(core, text, "acp")
@@ -267,6 +333,10 @@ class AcpSession:
             raise RequestError(-32603, f"The model request failed: {exc}", {"details": str(exc)}) from None
 
     def cancel(self) -> None:
+        """Cancel the turn; while following, stop following (nothing more is sent)."""
+        if self._stop_following is not None:
+            self._stop_following.set()
+            return
         self.cancelled.set()
         self.core.abort()
 
