@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from acp import RequestError
 from acp_support import AcpEnv, EditorClient, text_reply, tool_reply
 
 from tether.rpc import RpcClient
-from tether.session import SessionManager
+from tether.session import SessionLockedError, SessionManager
 from tether.session.paths import default_db_path
 from tether.testing.postgres import PostgresServer
 
@@ -30,6 +31,9 @@ pytestmark = pytest.mark.subprocess
 
 UPDATE_TIMEOUT = 30.0
 """Only a guard against a hung follower; an update normally comes within one wake-up."""
+LOCK_RELEASE_TIMEOUT = 10.0
+"""How long a writer's lock may outlive its exit: PostgreSQL frees it once the server has noticed
+the closed connection, which takes a moment on a loaded machine."""
 _schemas = itertools.count(1)
 
 
@@ -55,6 +59,18 @@ def store(request: pytest.FixtureRequest, acp_env: AcpEnv) -> Iterator[Store]:
     yield Store({"TETHER_DATABASE_URL": url}, url)
     with psycopg.connect(server.url(), autocommit=True) as db:
         db.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _delete_when_free(sessions: SessionManager, session_id: str) -> None:
+    """Delete a session once its writer's lock is gone (see ``LOCK_RELEASE_TIMEOUT``)."""
+    deadline = time.monotonic() + LOCK_RELEASE_TIMEOUT
+    while True:
+        try:
+            return sessions.delete(session_id)
+        except SessionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _writer(acp_env: AcpEnv, store: Store, script: Path) -> Any:
@@ -133,9 +149,17 @@ async def test_an_editor_follows_a_session_another_process_runs(acp_env: AcpEnv,
             assert state["sessionId"] == session_id and state["messageCount"] == 6
 
             await writer.close()  # the writer is done: loading again takes the session over
-            client.clear()
-            again = await conn.load_session(cwd=str(acp_env.project), session_id=session_id, mcp_servers=[])
-            assert again is not None and again.field_meta is None
+            deadline = time.monotonic() + LOCK_RELEASE_TIMEOUT
+            while True:
+                client.clear()
+                again = await conn.load_session(
+                    cwd=str(acp_env.project), session_id=session_id, mcp_servers=[]
+                )
+                assert again is not None
+                if again.field_meta is None or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)  # the server has not noticed the writer's exit yet
+            assert again.field_meta is None
             assert _texts(client.updates())[-1] == "all done"
             client.clear()
             response = await conn.prompt(session_id=session_id, prompt=[acp.text_block("and now?")])
@@ -173,7 +197,7 @@ async def test_following_ends_on_cancel_and_when_the_session_is_deleted(
             await writer.close()
             deleted = _until(watching, _is_text("deleted"))
             with SessionManager.at(store.location) as sessions:
-                sessions.delete(session_id)
+                await asyncio.to_thread(_delete_when_free, sessions, session_id)
             await asyncio.wait_for(deleted.wait(), UPDATE_TIMEOUT)
             assert _texts(watching.updates()) == [
                 "second",

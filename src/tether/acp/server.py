@@ -143,8 +143,8 @@ class TetherAcpAgent:
         self._client = conn
 
     async def close(self) -> None:
-        for session in list(self._sessions.values()):
-            await session.close()
+        # Together: a followed session takes up to a second to stop watching.
+        await asyncio.gather(*(session.close() for session in self._sessions.values()))
         self._sessions.clear()
 
     # -- connection ----------------------------------------------------------------------------
