@@ -60,7 +60,15 @@ def follow(
     except BaseException:
         watch.close()
         raise
-    return (entry for change in _follow(store, session_id, watch, last, stop) for entry in change.entries)
+    return _entries(_follow(store, session_id, watch, last, stop))
+
+
+def _entries(changes: Generator[SessionChange]) -> Iterator[StoredEntry]:
+    try:
+        for change in changes:
+            yield from change.entries
+    finally:
+        changes.close()  # closing this closes the watch too
 
 
 def follow_changes(
