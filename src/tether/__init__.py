@@ -57,7 +57,11 @@ if TYPE_CHECKING:
     from tether.session.manager import SessionManager as SessionManager
     from tether.session.settings import Settings as Settings
     from tether.testing.scripted import ScriptedModel as ScriptedModel, reply as reply, tool_call as tool_call
-    from tether.wire import AgentMessage as AgentMessage, AssistantMessage as AssistantMessage
+    from tether.wire import (
+        AgentMessage as AgentMessage,
+        AssistantMessage as AssistantMessage,
+        WireError as WireError,
+    )
 
 # The one place the version is written: pyproject.toml reads it from here (hatch's dynamic version).
 __version__ = "0.1.0"

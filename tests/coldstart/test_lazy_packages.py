@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,10 +83,13 @@ def test_importing_the_packages_loads_no_provider_nor_http_client() -> None:
     assert not any(name.startswith("tether.ai.providers") for name in loaded)
 
 
-def _print_run(tmp_path: Path, *options: str) -> set[str]:
+HELLO = [{"content": [{"type": "text", "chunks": ["hello"]}]}]
+
+
+def _print_run(tmp_path: Path, *options: str, responses: list[dict[str, Any]] = HELLO) -> set[str]:
     """The modules a ``tether -p hi`` with the scripted model loads."""
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
+    script.write_text(json.dumps(responses))
     env = {
         "TETHER_HOME": str(tmp_path),
         "TETHER_SCRIPTED": str(script),
@@ -123,9 +127,20 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
 
 
 @pytest.mark.subprocess
-def test_a_stored_print_run_validates_without_pydantic(tmp_path: Path) -> None:
-    """Storing messages validates them with the shipped pydantic-core schemas (validators.json);
-    pydantic itself, and its schema generation, stay unloaded."""
+def test_a_stored_print_run_stores_tethers_own_messages_unchecked(tmp_path: Path) -> None:
+    """The prompt the core built and the reply of tether's own model are valid by construction:
+    storing them loads the store, not pydantic-core (``AgentSession._checked``)."""
     loaded = _print_run(tmp_path)
-    assert {"pydantic_core", "sqlite3", "tether.session.store"} <= loaded
+    assert {"sqlite3", "tether.session.store"} <= loaded
+    assert {"pydantic", "pydantic_core"} & loaded == set()
+
+
+@pytest.mark.subprocess
+def test_a_stored_run_checks_tool_results_with_the_shipped_schemas(tmp_path: Path) -> None:
+    """A tool's content is its author's: the session validates tool results as it stores them,
+    with the shipped pydantic-core schemas (validators.json); pydantic itself stays unloaded."""
+    (tmp_path / "notes.txt").write_text("x\n")
+    call = {"type": "toolCall", "name": "read", "arguments": {"path": str(tmp_path / "notes.txt")}}
+    loaded = _print_run(tmp_path, responses=[{"content": [call]}, *HELLO])
+    assert {"pydantic_core", "tether.session.store"} <= loaded
     assert "pydantic" not in loaded

@@ -31,6 +31,7 @@ class ApiProvider:
 
 _providers: dict[str, ApiProvider] = {}
 _builtins_loaded = False
+_builtin: dict[str, ApiProvider] = {}
 
 
 def register_provider(provider: ApiProvider) -> None:
@@ -48,6 +49,14 @@ def get_provider(api: str) -> ApiProvider | None:
     return _providers.get(api)
 
 
+def is_builtin(api: str) -> bool:
+    """Whether ``api`` is served by the provider tether ships (not one a program or extension
+    registered, nor a replacement of a built-in one)."""
+    _load_builtins()
+    provider = _providers.get(api)
+    return provider is not None and provider is _builtin.get(api)
+
+
 def registered_apis() -> list[str]:
     _load_builtins()
     return sorted(_providers)
@@ -61,4 +70,5 @@ def _load_builtins() -> None:
     from tether.ai.providers import BUILTIN
 
     for provider in BUILTIN:
+        _builtin[provider.api] = provider
         _providers.setdefault(provider.api, provider)

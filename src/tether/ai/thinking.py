@@ -204,11 +204,11 @@ def _base_id(model_id: str) -> str:
     return model_id.rsplit("/", 1)[-1].lower().replace(".", "-")
 
 
-_CLAUDE = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
+_CLAUDE = r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|$)"  # compiled on first use (re's cache)
 
 
 def _anthropic_config(base: str) -> ThinkingConfig | None:
-    match = _CLAUDE.search(base)
+    match = re.search(_CLAUDE, base)
     if match is None:
         return _budget_config(ANTHROPIC_BUDGETS) if base.startswith("claude-3-7") else None
     family, major, minor = match.group(1), int(match.group(2)), int(match.group(3) or 0)

@@ -64,7 +64,14 @@ from tether.session.events import (
 from tether.session.retry import is_transient_error, retry_delay_ms
 from tether.session.settings import Settings
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, ModelInfo
+from tether.wire import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    ImageContent,
+    ModelInfo,
+    decode_message,
+)
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from tether.mcp import McpServers
@@ -75,7 +82,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
     from tether.session.session import Session
-    from tether.session.stats import Stats
+    from tether.session.stats import Stats, Tally
     from tether.session.store import SessionRecord
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
@@ -132,10 +139,9 @@ class AgentSession:
         self.approval = approval
         self.hooks: list[PromptHook] = list(hooks)
         self.notice = notice
-        from tether.session.stats import Tally
-
-        self._tally = Tally()
-        """The conversation's totals, extended as messages arrive (``stats()``)."""
+        self._tally: Tally | None = None
+        """The conversation's totals, extended at each ``stats()`` (made on the first: print mode
+        never asks, and ``tether.session.stats`` stays unloaded)."""
         self.scoped_models: list[ScopedModel] = []
         """``--models``: the models ``cycle_model`` goes through (empty: every usable model)."""
         self.auto_retry = self.settings.retry.enabled
@@ -148,6 +154,8 @@ class AgentSession:
         self._listeners: list[Listener] = []
         self._run: asyncio.Future[list[AgentMessage]] | None = None
         self._added: list[AgentMessage] = []
+        self._vouched: dict[int, AgentMessage] = {}
+        """Messages this core built or checked on their way in, by identity: stored unchecked."""
         self._deferred: list[AgentMessage] = []
         self._queued = QueueSnapshot((), ())
         self._retry_abort: AbortController | None = None
@@ -256,7 +264,7 @@ class AgentSession:
         self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] = ()
     ) -> Run:
         """Run the agent on a prompt until it settles: ``await`` it, or ``async for`` its events."""
-        messages = _prompt_messages(prompt, images)
+        messages = self._inputs(prompt, images)
         return self._new_run(lambda: self._prompt_run(messages))
 
     def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
@@ -284,21 +292,21 @@ class AgentSession:
         workspace = self.approval.workspace if self.approval is not None else None
         mention = file_mentions_message(line, self.cwd, workspace)
         if mention is not None:
-            messages.append(mention)
-        messages.extend(_prompt_messages(line, images))
+            messages.extend(self._vouch([mention]))
+        messages.extend(self._inputs(line, images))
         return self._new_run(lambda: self._prompt_run(messages))
 
     def steer(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for the next model call (after the running tool calls finish)."""
         self.require_writable()
-        self.agent.steer(_prompt_messages(text, images)[0])
+        self.agent.steer(self._inputs(text, images)[0])
         self._check_queue()
         return "queued"
 
     def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a message for when the agent would otherwise stop."""
         self.require_writable()
-        self.agent.follow_up(_prompt_messages(text, images)[0])
+        self.agent.follow_up(self._inputs(text, images)[0])
         self._check_queue()
         return "queued"
 
@@ -607,7 +615,10 @@ class AgentSession:
         return str(store_path) if store_path is not None else None
 
     def stats(self) -> Stats:
-        from tether.session.stats import conversation_stats
+        from tether.session.stats import Tally, conversation_stats
+
+        if self._tally is None:
+            self._tally = Tally()
 
         session = self._session
         return conversation_stats(
@@ -729,7 +740,7 @@ class AgentSession:
         assert host is not None
 
         async def send(text: str) -> None:
-            await self._prompt_run(_prompt_messages(text, ()))
+            await self._prompt_run(self._inputs(text, ()))
 
         text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
         if text:
@@ -949,7 +960,7 @@ class AgentSession:
             if self._session is not None:
                 from tether.session.wiring import record_message_end
 
-                record_message_end(self._session, event)
+                record_message_end(self._session, event, checked=self._checked(event["message"]))
             self._added.append(event["message"])
         elif kind == "agent_end":
             if self._session is not None:
@@ -994,6 +1005,57 @@ class AgentSession:
                 task = asyncio.ensure_future(outcome)
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
+
+    # -- what enters the transcript ---------------------------------------------------------------
+
+    def _inputs(
+        self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
+    ) -> list[AgentMessage]:
+        """The messages of a prompt, steer or follow-up. A text becomes a user message (plain
+        string content unless there are images); images and messages from the caller are checked
+        here, so a malformed one fails at the call that passed it (``WireError`` naming the path)."""
+        if isinstance(prompt, str):
+            if not images:
+                message: AgentMessage = {
+                    "role": "user",
+                    "content": prompt,
+                    "timestamp": int(time.time() * 1000),
+                }
+                return self._vouch([message])
+            content: Any = [{"type": "text", "text": prompt}, *images]
+            built: AgentMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
+            return self._vouch([decode_message(built, "prompt")])
+        if images:
+            raise ValueError("images can only be given with a text prompt; put them in the message instead")
+        given = [prompt] if isinstance(prompt, dict) else list(prompt)
+        return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
+
+    def _vouch(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        for message in messages:
+            self._vouched[id(message)] = message
+        return messages
+
+    def _checked(self, message: AgentMessage) -> bool:
+        """Whether a finished message is known to be valid, so the session stores it unchecked.
+
+        Validation belongs where a message enters the runtime from code tether does not own:
+        what this core built or checked on the way in (``_inputs``), and the replies of tether's
+        own providers (the registry's built-in APIs, the scripted model), are valid by
+        construction. Replies of other stream functions (a program's, an extension's) and tool
+        results (a tool's content is its author's) are checked by the session as they are stored.
+        Skipping the check on the common path keeps pydantic-core out of a short run's start.
+        """
+        if self._vouched.pop(id(message), None) is message:
+            return True
+        if message["role"] != "assistant":
+            return False
+        stream_fn = self.agent.stream_fn
+        if stream_fn is not None:
+            return getattr(stream_fn, "builtin", False) is True
+        from tether.ai.registry import is_builtin
+
+        model = self.agent.model
+        return model is not None and is_builtin(model["api"])
 
     # -- the transcript's one source ---------------------------------------------------------------
 
@@ -1061,20 +1123,6 @@ class AgentSession:
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
-
-
-def _prompt_messages(
-    prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
-) -> list[AgentMessage]:
-    """A text becomes a user message (plain string content unless there are images)."""
-    if isinstance(prompt, str):
-        content: Any = prompt if not images else [{"type": "text", "text": prompt}, *images]
-        return [{"role": "user", "content": content, "timestamp": int(time.time() * 1000)}]
-    if images:
-        raise ValueError("images can only be given with a text prompt; put them in the message instead")
-    if isinstance(prompt, dict):
-        return [prompt]
-    return list(prompt)
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:

@@ -16,6 +16,7 @@ types they do not know, so a database or export written by a newer tether still 
 # a ForwardRef whose string is compiled at class creation, a third of this module's import time,
 # which every stored ``tether -p`` pays. Every name below is defined before it is used.
 
+import json
 import re
 from typing import Any, Literal, NotRequired
 
@@ -161,3 +162,23 @@ Entry = (
 
 EntryDict = dict[str, Any]
 """An entry as read back, whatever its type: the open-record view of ``Entry``."""
+
+
+def encode_entry(entry: EntryDict) -> bytes:
+    """An entry's stored JSON: compact UTF-8, keys in insertion order.
+
+    The standard library's encoder rather than pydantic-core's (``tether.wire.dumpb``): a short
+    run stores a handful of entries, and importing pydantic-core for them would cost more than
+    all its encoding. Values JSON has no type for (a tool's ``details`` holding a set, bytes or a
+    dataclass) are converted as ``dumpb`` would convert them.
+    """
+    return _ENCODER.encode(entry).encode()
+
+
+def _jsonable(value: object) -> object:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable)

@@ -54,7 +54,7 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
 from tether.session.database import redact
-from tether.session.entries import EntryDict
+from tether.session.entries import EntryDict, encode_entry
 from tether.session.postgres_schema import lock_key, migrate
 from tether.session.store import (
     SessionError,
@@ -66,7 +66,6 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
-from tether.wire import dumpb
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -322,7 +321,7 @@ class PostgresStore:
             "parents": [e.get("parentId") for e in entries],
             "types": [e["type"] for e in entries],
             "created": [e["timestamp"] for e in entries],
-            "payloads": [dumpb(e).decode() for e in entries],
+            "payloads": [encode_entry(e).decode() for e in entries],
             "leaf": leaf_id,
             "updated": updated,
             "title": c.title,

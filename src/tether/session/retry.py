@@ -12,19 +12,19 @@ import re
 from tether.session.budget import is_context_overflow
 from tether.wire import AssistantMessage
 
-_TRANSIENT = re.compile(
+_TRANSIENT = (
     r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
     r"|server.?error|internal.?error|network.?error|connection.?(?:error|refused|reset)"
-    r"|fetch failed|socket hang up|timed? ?out|upstream|no data from",
-    re.IGNORECASE,
+    r"|fetch failed|socket hang up|timed? ?out|upstream|no data from"
 )
+"""Compiled on first use (``re``'s cache), not at import: only a failed reply needs it."""
 
 
 def is_transient_error(message: AssistantMessage) -> bool:
     """Did this reply fail for a reason a later attempt may not meet (load, limits, network)?"""
     if message["stopReason"] != "error" or is_context_overflow(message):
         return False
-    return _TRANSIENT.search(message.get("errorMessage") or "") is not None
+    return re.search(_TRANSIENT, message.get("errorMessage") or "", re.IGNORECASE) is not None
 
 
 def retry_delay_ms(base_delay_ms: int, attempt: int) -> int:

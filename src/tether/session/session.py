@@ -246,10 +246,16 @@ class Session:
         """Persist a message produced by the runtime (validated first); returns its entry id."""
         return self.append_messages([message])[0]
 
-    def append_messages(self, messages: Sequence[AgentMessage]) -> list[str]:
-        """Persist several messages in one transaction, in order."""
-        for i, message in enumerate(messages):
-            decode_message(message, f"messages[{i}]" if len(messages) > 1 else "message")
+    def append_messages(self, messages: Sequence[AgentMessage], *, checked: bool = False) -> list[str]:
+        """Persist several messages in one transaction, in order.
+
+        Each is validated first (``WireError`` naming the path), so the store never holds a
+        message a later load would choke on; ``checked=True`` skips that for messages the caller
+        knows to be valid (built by tether, or validated where they came in: ``AgentSession``).
+        """
+        if not checked:
+            for i, message in enumerate(messages):
+                decode_message(message, f"messages[{i}]" if len(messages) > 1 else "message")
         ids = self._append([{"type": "message", "message": m} for m in messages])
         for message, entry_id in zip(messages, ids, strict=True):
             self._ids_by_object[id(message)] = (message, entry_id)

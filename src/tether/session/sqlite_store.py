@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Literal
 
-from tether.session.entries import EntryDict
+from tether.session.entries import EntryDict, encode_entry
 from tether.session.paths import default_db_path
 from tether.session.sqlite_schema import migrate
 from tether.session.store import (
@@ -47,7 +47,6 @@ from tether.session.store import (
     count_entries,
 )
 from tether.session.writer import BatchWriter, PendingAppend
-from tether.wire import dumpb
 
 Durability = Literal["normal", "full"]
 MMAP_BYTES = 256 * 1024 * 1024
@@ -270,7 +269,8 @@ class SQLiteStore:
     ) -> SessionRecord:
         """The entries, the new leaf and the counters; inside the caller's transaction."""
         rows = [
-            (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], dumpb(e)) for e in entries
+            (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], encode_entry(e))
+            for e in entries
         ]
         c = count_entries(entries)
         self._db.executemany(

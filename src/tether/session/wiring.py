@@ -21,10 +21,11 @@ from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
 
 
-def record_message_end(session: Session, event: AgentEvent) -> None:
-    """Append the message of a ``message_end`` event, unless the session already holds it."""
+def record_message_end(session: Session, event: AgentEvent, *, checked: bool = False) -> None:
+    """Append the message of a ``message_end`` event, unless the session already holds it;
+    ``checked``: the message is known to be valid (see ``Session.append_messages``)."""
     if event["type"] == "message_end" and session.message_id(event["message"]) is None:
-        session.append_message(event["message"])
+        session.append_messages([event["message"]], checked=checked)
 
 
 def record_settings(

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring
-from typing import Any, cast
+from typing import Any, ClassVar, TypeVar, cast, get_args
 
 import jiter
 
@@ -46,6 +46,8 @@ from tether.wire import (
     ThinkingContent,
     ToolCall,
 )
+
+T = TypeVar("T")
 
 NO_RESPONSE_LEFT = "No scripted response left"
 
@@ -95,18 +97,44 @@ class ScriptedResponse:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScriptedResponse:
-        """A response in the conformance scenario format (``content``, ``stopReason``, ``error``)."""
+        """A response in the conformance scenario format (``content``, ``stopReason``, ``error``).
+
+        Every value is type-checked here, where the script enters, so the messages the model
+        plays are valid by construction (a session stores them unchecked: ``ScriptedModel.builtin``).
+        """
         blocks: list[ScriptedBlock] = []
-        for raw in data.get("content", []):
-            kind = raw["type"]
+        content: object = data.get("content", [])
+        for raw in cast(list[object], _checked(content, list, "content")):
+            block = cast(dict[str, Any], _checked(raw, dict, "content block"))
+            kind = block.get("type")
             if kind == "toolCall":
-                blocks.append(ToolCallBlock(raw["name"], raw.get("arguments", {}), raw.get("id")))
+                call_id = block.get("id")
+                blocks.append(
+                    ToolCallBlock(
+                        _checked(block.get("name"), str, "toolCall name"),
+                        cast(
+                            dict[str, Any], _checked(block.get("arguments", {}), dict, "toolCall arguments")
+                        ),
+                        None if call_id is None else _checked(call_id, str, "toolCall id"),
+                    )
+                )
             elif kind in ("text", "thinking"):
-                chunks = tuple(raw.get("chunks", [raw.get(kind, "")]))
-                blocks.append(TextBlock(chunks) if kind == "text" else ThinkingBlock(chunks))
+                chunks: object = block.get("chunks", [block.get(kind, "")])
+                checked = cast(list[object], _checked(chunks, list, f"{kind} chunks"))
+                typed = tuple(_checked(c, str, f"{kind} chunk") for c in checked)
+                blocks.append(TextBlock(typed) if kind == "text" else ThinkingBlock(typed))
             else:
                 raise ValueError(f"unknown scripted block type {kind!r}")
-        return cls(tuple(blocks), data.get("stopReason"), data.get("error"))
+        stop_reason, error = data.get("stopReason"), data.get("error")
+        if stop_reason is not None and stop_reason not in get_args(StopReason):
+            raise ValueError(f"unknown stopReason {stop_reason!r}")
+        return cls(tuple(blocks), stop_reason, None if error is None else _checked(error, str, "error"))
+
+
+def _checked(value: object, kind: type[T], what: str) -> T:
+    if not isinstance(value, kind):
+        raise ValueError(f"{what} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
 
 
 def text(*chunks: str) -> TextBlock:
@@ -148,6 +176,10 @@ class ScriptedModel:
 
     ``model`` is the ``ModelInfo`` to configure the loop with; ``requests`` records every call.
     """
+
+    builtin: ClassVar[bool] = True
+    """tether's own stream function: its replies are built from typed blocks, so a session
+    stores them without checking them again (``AgentSession._checked``)."""
 
     def __init__(self, responses: Iterable[ScriptedResponse] = (), model: ModelInfo | None = None) -> None:
         self.responses: deque[ScriptedResponse] = deque(responses)
