@@ -334,8 +334,8 @@ class GetTreeCommand(TypedDict):
 MessageUpdateMode = Annotated[
     Literal["full", "delta"],
     Doc(
-        "`full` (default): message_update as pi 0.73 sends it, with pi 1.x's fields added; "
-        "`delta`: pi 1.x's form, without the `message` and `partial` snapshots."
+        "`delta` (default): pi 1.x's form, without the cumulative `message` and `partial` "
+        "snapshots; `full`: as pi 0.73 sends it (the snapshots), with pi 1.x's fields added."
     ),
 ]
 
@@ -700,7 +700,8 @@ class AssistantEventDelta(TypedDict):
 
 @record(OPEN)
 class MessageUpdateEvent(TypedDict):
-    """An assistant message streams. Under the `delta` filter ``message`` is left out."""
+    """An assistant message streams. ``message`` (and ``partial`` inside the nested event) only
+    under the ``full`` filter."""
 
     type: Literal["message_update"]
     message: NotRequired[AgentMessage]

@@ -78,7 +78,8 @@ class RpcServer:
         self.core = core
         self._write = write
         self._exclude: set[str] = set()
-        self._message_update: str = "full"
+        self._message_update: str = "delta"
+        """pi 1.x's ``message_update`` unless a client asks for 0.73's snapshots (``full``)."""
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
         self._tasks: set[asyncio.Task[None]] = set()
