@@ -224,11 +224,15 @@ class AbortRetryCommand(TypedDict):
 
 @record(PARAMS)
 class BashCommand(TypedDict):
-    """Run a shell command; its output joins the context of the next model call."""
+    """Run a shell command; its output joins the context of the next model call. The output
+    streams meanwhile as ``bash_execution_update`` events carrying this command's ``id``."""
 
     id: NotRequired[RequestId]
     type: Literal["bash"]
     command: str
+    excludeFromContext: NotRequired[
+        Annotated[bool, Doc("Keep the output in the session but out of the model's context.")]
+    ]
 
 
 @record(PARAMS)
@@ -483,6 +487,7 @@ class CompactionResult(TypedDict):
     tokensBefore: int
     tokensAfter: NotRequired[int]
     estimatedTokensAfter: NotRequired[Annotated[int, Doc("pi 1.x's name for tokensAfter.")]]
+    usage: NotRequired[Annotated[Usage, Doc("What the summarising call cost (pi 1.x).")]]
     details: NotRequired[Any]
 
 
@@ -788,6 +793,31 @@ class AutoRetryEndEvent(TypedDict):
     finalError: NotRequired[str]
 
 
+@record(OPEN)
+class ThinkingLevelChangedEvent(TypedDict):
+    """The thinking level in effect changed (a command, or a model switch that clamped it)."""
+
+    type: Literal["thinking_level_changed"]
+    level: str
+
+
+@record(OPEN)
+class SessionInfoChangedEvent(TypedDict):
+    """The session's display name changed."""
+
+    type: Literal["session_info_changed"]
+    name: NotRequired[str]
+
+
+@record(OPEN)
+class BashExecutionUpdateEvent(TypedDict):
+    """A chunk of a ``bash`` command's output, as it runs (pi 1.x)."""
+
+    type: Literal["bash_execution_update"]
+    id: NotRequired[Annotated[RequestId, Doc("The bash command's id, when it had one.")]]
+    delta: str
+
+
 _EventUnion = (
     AgentStartEvent
     | AgentEndEvent
@@ -805,6 +835,9 @@ _EventUnion = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | ThinkingLevelChangedEvent
+    | SessionInfoChangedEvent
+    | BashExecutionUpdateEvent
 )
 """Every event frame; listed once so ``Event`` and ``ServerFrame`` cannot drift apart."""
 
@@ -876,4 +909,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "compaction_end",
     "auto_retry_start",
     "auto_retry_end",
+    "thinking_level_changed",
+    "session_info_changed",
+    "bash_execution_update",
 )

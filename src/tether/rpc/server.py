@@ -33,7 +33,7 @@ from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
 from tether.session.events import Run, SessionEvent, message_text, wire_message_update
 from tether.session.store import SessionError
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
+from tether.wire import AgentMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
 
 if TYPE_CHECKING:
@@ -414,13 +414,16 @@ class RpcServer:
             result = await self.core.compact(params.get("customInstructions"))
         except CompactionError as exc:
             raise CommandError(f"Compaction failed: {exc}") from None
-        return {
+        answer: dict[str, Any] = {
             "summary": result.summary,
             "firstKeptEntryId": result.first_kept_entry_id,
             "tokensBefore": result.tokens_before,
             "tokensAfter": result.tokens_after,
             "estimatedTokensAfter": result.tokens_after,
         }
+        if result.usage is not None:
+            answer["usage"] = result.usage
+        return answer
 
     def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
         settings = self.core.settings
@@ -440,7 +443,19 @@ class RpcServer:
     # -- bash --------------------------------------------------------------------------------------
 
     async def _cmd_bash(self, params: dict[str, Any]) -> object:
-        message = await self.core.execute_bash(params["command"])
+        head: dict[str, Any] = {"type": "bash_execution_update"}
+        if params.get("id") is not None:
+            head["id"] = params["id"]
+
+        def stream(chunk: str) -> None:
+            if "bash_execution_update" not in self._exclude:
+                self._write({**head, "delta": chunk})
+
+        message = await self.core.execute_bash(
+            params["command"],
+            exclude_from_context=params.get("excludeFromContext", False),
+            on_output=stream,
+        )
         result: dict[str, Any] = {"output": message["output"]}
         if "exitCode" in message:
             result["exitCode"] = message["exitCode"]
@@ -570,9 +585,15 @@ class RpcServer:
         return {"tree": pi_tree(session.entries()), "leafId": session.leaf_id}
 
     def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
-        last: AssistantMessage | None = self.core.last_assistant()
-        text = message_text(last) if last is not None else ""
-        return {"text": text or None}
+        """As pi 1.6 answers: the last reply that ended normally or has text, so an aborted or
+        failed turn without text, or one that only called tools, does not hide the answer before it."""
+        for message in reversed(self.core.messages):
+            if message["role"] != "assistant":
+                continue
+            texts = [b["text"] for b in message["content"] if b["type"] == "text"]
+            if message["stopReason"] == "stop" or any(t.strip() for t in texts):
+                return {"text": "".join(texts).strip() or None}
+        return {"text": None}
 
     def _cmd_set_session_name(self, params: dict[str, Any]) -> object:
         name = params["name"].strip()

@@ -326,8 +326,15 @@ class AgentSession:
         if self._retry_abort is not None:
             self._retry_abort.abort()
 
-    async def execute_bash(self, command: str) -> BashExecutionMessage:
-        """Run a shell command for the user and record it for the model's next call.
+    async def execute_bash(
+        self,
+        command: str,
+        *,
+        exclude_from_context: bool = False,
+        on_output: Callable[[str], None] | None = None,
+    ) -> BashExecutionMessage:
+        """Run a shell command for the user and record it for the model's next call (unless
+        ``exclude_from_context``: recorded, never sent). ``on_output`` gets the output as it comes.
 
         While the agent runs, the record joins the conversation when the run settles, so it never
         lands between a tool call and its result.
@@ -340,7 +347,9 @@ class AgentSession:
             message = await run_shell_input(
                 command,
                 cwd=self.cwd,
+                exclude_from_context=exclude_from_context,
                 signal=controller.signal,
+                on_output=on_output,
                 env_passthrough=self.settings.shell_env_passthrough,
             )
         finally:
@@ -378,10 +387,12 @@ class AgentSession:
             level = resolved.thinking or level  # `/model opus:high`
         else:
             model = spec
+        before = self.agent.thinking_level
         self.agent.model = model
         self.agent.stream_fn = stream_fn
         self.agent.thinking_level = _clamp_thinking(model, level)
         self.record_settings()
+        self._thinking_changed(before)
         return model
 
     async def cycle_model(self, direction: Direction = "forward") -> ModelCycle | None:
@@ -416,9 +427,16 @@ class AgentSession:
 
     def set_thinking(self, level: str) -> str:
         """Set the thinking level, clamped to the model; returns the level in effect."""
+        before = self.agent.thinking_level
         self.agent.thinking_level = _clamp_thinking(self.model, level)
         self.record_settings()
+        self._thinking_changed(before)
         return self.agent.thinking_level
+
+    def _thinking_changed(self, before: str) -> None:
+        level = self.agent.thinking_level
+        if level != before:
+            self._emit_now({"type": "thinking_level_changed", "level": level})
 
     async def model_candidates(self) -> list[ModelInfo]:
         """What the model picker lists: ``scoped_models`` (``--models``), else every usable
@@ -577,6 +595,8 @@ class AgentSession:
             "tokensAfter": result.tokens_after,
             "estimatedTokensAfter": result.tokens_after,
         }
+        if result.usage is not None:
+            summary["usage"] = result.usage
         await self._emit(compaction_end(reason, summary))
         return result
 
@@ -587,6 +607,7 @@ class AgentSession:
 
     def rename(self, title: str) -> None:
         self._require_session().rename(title)
+        self._emit_now({"type": "session_info_changed", "name": title})
 
     def export(self, path: Path) -> Path:
         """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
@@ -974,8 +995,7 @@ class AgentSession:
                 await outcome
 
     def _check_queue(self) -> None:
-        """Emit ``queue_update`` when the queues changed since the last one. Delivered at once:
-        an async listener's coroutine is scheduled, not awaited (``steer()`` is not async)."""
+        """Emit ``queue_update`` when the queues changed since the last one, at once."""
         snapshot = self.queued()
         if snapshot == self._queued:
             return
@@ -985,6 +1005,11 @@ class AgentSession:
             "steering": list(snapshot.steering),
             "followUp": list(snapshot.follow_up),
         }
+        self._emit_now(event)
+
+    def _emit_now(self, event: SessionEvent) -> None:
+        """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
+        ``rename()``): an async listener's coroutine is scheduled, not awaited."""
         for listener in tuple(self._listeners):
             outcome = listener(event)
             if outcome is not None:
