@@ -8,7 +8,10 @@ import asyncio
 import pytest
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
+from tether.agent import StepFailed
 from tether.rpc import RpcError
+from tether.rpc.server import run_error
+from tether.session.store import SessionDatabaseError
 
 pytestmark = pytest.mark.subprocess
 
@@ -150,7 +153,8 @@ async def test_event_filter_excludes_events_and_gives_back_pi073_snapshots(rpc: 
         await client.prompt("hi")
         updates = [f for f in client.frames if isinstance(f, dict) and f["type"] == "message_update"]
         assert updates and all(
-            set(f) == {"type", "usage", "assistantMessageEvent"} and "partial" not in f["assistantMessageEvent"]
+            set(f) == {"type", "usage", "assistantMessageEvent"}
+            and "partial" not in f["assistantMessageEvent"]
             for f in updates
         )  # pi 1.x's frame by default
         applied = await client.set_event_filter(exclude=["turn_start", "turn_end"], message_update="full")
@@ -174,6 +178,18 @@ async def test_event_filter_excludes_events_and_gives_back_pi073_snapshots(rpc: 
         await events.aclose()
         with pytest.raises(RpcError, match="unknown event type"):
             await client.set_event_filter(exclude=["no_such_event"])
+
+
+def test_a_failed_run_is_one_line_without_the_loop_step_around_a_session_error() -> None:
+    full = SessionDatabaseError(
+        "/home/ana/sessions.db: the disk holding the session database is full; free some space"
+    )
+    assert run_error(StepFailed("event listener", full)) == str(full)
+    assert (
+        run_error(StepFailed("stream function", ValueError("bad\nmore")))
+        == "stream function failed: ValueError: bad"
+    )
+    assert run_error(RuntimeError()) == "RuntimeError"
 
 
 async def test_retries_give_up_after_max_retries(rpc: RpcEnv) -> None:

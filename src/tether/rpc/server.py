@@ -232,7 +232,7 @@ class RpcServer:
         try:
             await run
         except Exception as exc:
-            status, error = "error", str(exc) or type(exc).__name__
+            status, error = "error", run_error(exc)
         else:
             last = self.core.last_assistant()
             if last is not None and last["stopReason"] == "aborted":
@@ -364,18 +364,8 @@ class RpcServer:
         except ModelError as exc:
             raise CommandError(f"Model not found: {spec} ({exc})") from None
 
-    async def _available_models(self) -> list[ModelInfo]:
-        from tether.ai.local_servers import usable_models
-
-        current = self.core.model
-        models = [current]
-        for model in await usable_models():
-            if not any(_same_model(model, m) for m in models):
-                models.append(model)
-        return models
-
     async def _cmd_get_available_models(self, params: dict[str, Any]) -> object:
-        return {"models": await self._available_models()}
+        return {"models": await self.core.available_models()}
 
     async def _cmd_cycle_model(self, params: dict[str, Any]) -> object:
         cycled = await self.core.cycle_model()
@@ -644,8 +634,16 @@ class RpcServer:
         return NO_DATA
 
 
-def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
-    return (a["provider"], a["id"]) == (b["provider"], b["id"])
+def run_error(exc: BaseException) -> str:
+    """One line for a run that raised. The session's own errors (a database that cannot be
+    written, ...) already say what is wrong and what to do: the loop's wrapping ("event listener
+    failed: SessionDatabaseError: ...") only hides that."""
+    from tether.agent import StepFailed
+
+    if isinstance(exc, StepFailed) and isinstance(exc.cause, SessionError):
+        exc = exc.cause
+    text = str(exc) or type(exc).__name__
+    return text.strip().splitlines()[0]
 
 
 def _request_id(value: object) -> p.RequestId | None:

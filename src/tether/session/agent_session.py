@@ -407,11 +407,13 @@ class AgentSession:
         else:
             from tether.ai.local_servers import usable_models
 
-            models = await usable_models()
+            models = _distinct([*await usable_models(), *self.extension_models()])
         index = next_model(models, self.model, direction)
         if index is None:
             return None
-        self.set_model(models[index])
+        chosen = models[index]
+        served = any(_same_model(chosen, m) for m in self.extension_models())
+        self.set_model(f"{chosen['provider']}/{chosen['id']}" if served else chosen)
         level = scoped[index].thinking if scoped else None
         if level is not None:
             self.set_thinking(level)
@@ -437,6 +439,20 @@ class AgentSession:
         level = self.agent.thinking_level
         if level != before:
             self._emit_now({"type": "thinking_level_changed", "level": level})
+
+    def extension_models(self) -> list[ModelInfo]:
+        """The models extensions serve (``register_provider``): usable whatever keys are set."""
+        host = self.resources.extensions if self.resources is not None else None
+        if host is None:
+            return []
+        return [model for provider in host.providers().values() for model in provider.models]
+
+    async def available_models(self) -> list[ModelInfo]:
+        """Every model a request can go to now, once each: the current one, those of providers
+        with a key or of local servers that answer (``tether models``), those extensions serve."""
+        from tether.ai.local_servers import usable_models
+
+        return _distinct([self.model, *await usable_models(), *self.extension_models()])
 
     async def model_candidates(self) -> list[ModelInfo]:
         """What the model picker lists: ``scoped_models`` (``--models``), else every usable
@@ -1097,6 +1113,19 @@ def _prompt_messages(
     if isinstance(prompt, dict):
         return [prompt]
     return list(prompt)
+
+
+def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
+    return (a["provider"], a["id"]) == (b["provider"], b["id"])
+
+
+def _distinct(models: Sequence[ModelInfo]) -> list[ModelInfo]:
+    """``models`` without repeats (same provider and id), first occurrence kept."""
+    kept: list[ModelInfo] = []
+    for model in models:
+        if not any(_same_model(model, k) for k in kept):
+            kept.append(model)
+    return kept
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
