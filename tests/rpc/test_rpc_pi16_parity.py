@@ -1,0 +1,89 @@
+"""tether's RPC frames have pi 1.6.0's shapes: the same conversation, driven the same way, against
+real ``pi --mode rpc`` (Node 22 from npm) and ``tether --mode rpc``, both on one faux
+OpenAI-compatible server (``pi16_parity``). Every step's frames — responses and events, in order —
+must have the same skeleton: the same frame types in the same order, the same keys, the same JSON
+types. What differs on purpose is left out by name in ``pi16_parity.comparable`` (and said in
+docs/rpc.md); anything else fails here with both sides' frames.
+
+The steps cover what a pi 1.6 client does: a prompt with streamed deltas, a tool call with steering,
+follow-ups, a queued prompt, ``clear_queue`` and an unqueued prompt refused; abort during a tool;
+state, messages, entries (with and without ``since``, and an unknown cursor), tree, fork messages,
+last text, stats, commands, thinking levels and models; model and thinking commands with their
+events, an unknown model; queue modes, auto compaction and retry switches; ``bash`` with its
+streamed output; ``compact``; ``export_html``; session name, ``fork``, ``clone``,
+``new_session``, ``switch_session``; a line that is not JSON and an unknown command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pi16_parity import (
+    REPLIES,
+    TETHER_ADDITIONS,
+    Agent,
+    comparable,
+    conversation,
+    faux_openai,
+    pi_agent,
+    tether_agent,
+)
+
+from pi_packages import PI_16, installed
+
+pytestmark = [pytest.mark.node, pytest.mark.subprocess]
+
+
+async def _converse(make: Any, session_ref: str, root: Path) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    with faux_openai(REPLIES) as faux:
+        agent: Agent = make(faux.base_url, root)
+        driver = await agent.start()
+        try:
+            steps = await conversation(driver, session_ref)
+        finally:
+            await driver.close()
+        return steps, len(faux.requests)
+
+
+async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) -> None:
+    pi = installed(PI_16)
+    pi_steps, pi_calls = await _converse(
+        lambda url, root: pi_agent(pi.node, pi.package, url, root), "sessionFile", tmp_path / "pi"
+    )
+    tether_steps, tether_calls = await _converse(tether_agent, "sessionId", tmp_path / "tether")
+    assert list(tether_steps) == list(pi_steps)
+    for step, pi_frames in pi_steps.items():
+        theirs, ours = comparable(pi_frames, "pi"), comparable(tether_steps[step], "tether")
+        if theirs != ours:
+            at = next((i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b), None)
+            at = min(len(theirs), len(ours)) if at is None else at
+            pytest.fail(
+                f"step {step!r}: frame {at} differs from pi 1.6's "
+                f"({len(theirs)} frames from pi, {len(ours)} from tether)\n"
+                f"pi:     {json.dumps(pi_frames[at : at + 3])[:1500]}\n"
+                f"tether: {json.dumps(tether_steps[step][at : at + 3])[:1500]}\n"
+                f"skeletons:\n  pi:     {json.dumps(theirs[at : at + 1])[:1500]}\n"
+                f"  tether: {json.dumps(ours[at : at + 1])[:1500]}"
+            )
+    # the same replies went to both: pi's compaction splits the turn it cuts and asks twice
+    assert (pi_calls, tether_calls) == (len(REPLIES), len(REPLIES) - 1)
+    # what each step is about, beyond shapes
+    prompt = tether_steps["prompt"]
+    deltas = [f["assistantMessageEvent"].get("delta") for f in prompt if f["type"] == "message_update"]
+    assert "".join(d for d in deltas if d) == "Hello there"
+    assert [f for f in prompt if f["type"] not in TETHER_ADDITIONS][-1] == {
+        "type": "agent_settled",
+        "aborted": False,
+    }
+    assert [f for f in tether_steps["abort"] if f["type"] == "agent_settled"] == [
+        {"type": "agent_settled", "aborted": True}
+    ]
+    last_text = [f for f in tether_steps["queries"] if f.get("command") == "get_last_assistant_text"]
+    assert last_text[0]["data"] == {"text": "followed up"}  # the aborted turn's empty reply skipped
+    changed = [f for f in tether_steps["model_thinking"] if f["type"] == "thinking_level_changed"]
+    assert changed == [{"type": "thinking_level_changed", "level": lv} for lv in ("high", "off")]
+    bash = tether_steps["bash"]
+    assert bash[0] == {"type": "bash_execution_update", "id": bash[1]["id"], "delta": "hi\n"}
