@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -284,6 +285,7 @@ _ONE_SIDED: dict[str, frozenset[str]] = {
     "compaction": frozenset({"tokensAfter", "details"}),  # 0.73's name kept; pi's file lists
     "state": frozenset({"autoRetryEnabled"}),  # tether addition
     "model_change": frozenset({"model"}),  # tether keeps the whole model in the entry
+    "header": frozenset({"model", "thinkingLevel"}),  # tether's JSON-mode header says them too
 }
 
 
@@ -304,6 +306,8 @@ def _kind(value: Mapping[str, Any]) -> str | None:
         return "state"
     if value.get("type") == "model_change":
         return "model_change"
+    if value.get("type") == "session":
+        return "header"
     return None
 
 
@@ -377,6 +381,15 @@ def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
             frame = {**frame, "data": {"commands": []}}
         kept.append(skeleton(frame))
     return kept
+
+
+def json_mode(agent: Agent, prompt: str) -> list[Frame]:
+    """The lines of one ``--mode json`` run of ``agent`` with ``prompt``."""
+    at = agent.argv.index("--mode") + 1
+    argv = [*agent.argv[:at], "json", *agent.argv[at + 1 :], prompt]
+    done = subprocess.run(argv, cwd=agent.cwd, env=agent.env, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{agent.name} --mode json failed: {done.stderr.decode()[-2000:]}"
+    return [json.loads(line) for line in done.stdout.split(b"\n") if line.strip()]
 
 
 # -- the conversation ------------------------------------------------------------------------------

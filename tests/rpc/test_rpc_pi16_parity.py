@@ -25,11 +25,14 @@ from pi16_parity import (
     REPLIES,
     TETHER_ADDITIONS,
     Agent,
+    bash_call,
     comparable,
     conversation,
     faux_openai,
+    json_mode,
     pi_agent,
     tether_agent,
+    text,
 )
 
 from pi_packages import PI_16, installed
@@ -87,3 +90,18 @@ async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) ->
     assert changed == [{"type": "thinking_level_changed", "level": lv} for lv in ("high", "off")]
     bash = tether_steps["bash"]
     assert bash[0] == {"type": "bash_execution_update", "id": bash[1]["id"], "delta": "hi\n"}
+
+
+def test_tether_json_mode_writes_pi16s_lines(tmp_path: Path) -> None:
+    """``--mode json`` with a tool call: header, then the same events with the same shapes, so a
+    consumer written for pi 1.6 (deltas only in ``message_update``) reads tether's the same way."""
+    pi = installed(PI_16)
+    replies = [bash_call("echo tool-ran", "call_1"), text("all ", "done")]
+    with faux_openai(replies) as faux:
+        theirs = json_mode(pi_agent(pi.node, pi.package, faux.base_url, tmp_path / "pi"), "run a tool")
+    with faux_openai(replies) as faux:
+        ours = json_mode(tether_agent(faux.base_url, tmp_path / "tether"), "run a tool")
+    assert comparable(ours, "tether") == comparable(theirs, "pi")
+    assert ours[0]["type"] == "session" and ours[-1] == {"type": "agent_settled", "aborted": False}
+    updates = [f["assistantMessageEvent"] for f in ours if f["type"] == "message_update"]
+    assert "".join(u["delta"] for u in updates if u["type"] == "text_delta") == "all done"
