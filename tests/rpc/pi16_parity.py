@@ -498,5 +498,8 @@ async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame
     driver.write(b"{not json")
     driver.write({"id": "e1", "type": "no_such_command"})
     await driver.wait_for(lambda f: f.get("id") == "e1", since)
+    await driver.command("set_model", provider="faux")  # no modelId
+    await driver.command("fork", entryId="no-such-entry")
+    await driver.command("set_session_name", name="  ")
     steps["errors"] = driver.frames[since:]
     return steps
