@@ -35,6 +35,17 @@ def text(*chunks: str) -> dict[str, Any]:
     return {"text": list(chunks)}
 
 
+def failure(status: int, message: str) -> dict[str, Any]:
+    """A faux reply that is an HTTP error with an OpenAI-style body."""
+    return {"status": status, "message": message}
+
+
+def broken_stream(first: str, message: str) -> dict[str, Any]:
+    """A faux reply that streams ``first``, then an in-stream error: too late for a provider to
+    retry the request, so the agent's own retry (``auto_retry_*``) takes over."""
+    return {"text": [first], "error": message}
+
+
 def bash_call(command: str, call_id: str) -> dict[str, Any]:
     """A faux reply calling the bash tool."""
     return {"tool": {"id": call_id, "name": "bash", "arguments": {"command": command}}}
@@ -61,6 +72,15 @@ class _FauxHandler(BaseHTTPRequestHandler):
         with self.lock:
             self.requests.append(body)
             reply = self.replies.pop(0) if self.replies else text("(no reply left)")
+        if "status" in reply:
+            kind = "server_error" if reply["status"] >= 500 else "invalid_request_error"
+            payload = json.dumps({"error": {"message": reply["message"], "type": kind}}).encode()
+            self.send_response(reply["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -87,6 +107,10 @@ class _FauxHandler(BaseHTTPRequestHandler):
         else:
             for piece in reply["text"]:
                 self._chunk({"delta": {"content": piece}})
+            if "error" in reply:
+                self._chunk_raw({"error": {"message": reply["error"], "type": "server_error", "code": 503}})
+                self.wfile.write(b"data: [DONE]\n\n")
+                return
             finish = "stop"
         self._chunk({"delta": {}, "finish_reason": finish})
         self._chunk_raw(
@@ -148,6 +172,10 @@ def models_json(base_url: str, **key: str) -> dict[str, Any]:
             }
         }
     }
+
+
+SETTINGS = {"compaction": {"keepRecentTokens": 1}, "retry": {"baseDelayMs": 20, "maxRetries": 2}}
+"""The same settings for both (pi's and tether's settings files share these keys)."""
 
 
 class Driver:
@@ -241,7 +269,7 @@ def pi_agent(node: str, package: Path, base_url: str, root: Path) -> Agent:
     for folder in (agent_dir, home, work):
         folder.mkdir(parents=True)
     (agent_dir / "models.json").write_text(json.dumps(models_json(base_url, apiKey="faux-key")))
-    (agent_dir / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    (agent_dir / "settings.json").write_text(json.dumps(SETTINGS))
     env = {
         "PATH": f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(home),
@@ -258,7 +286,7 @@ def tether_agent(base_url: str, root: Path) -> Agent:
     for folder in (home / "config", work):
         folder.mkdir(parents=True)
     (home / "config" / "models.json").write_text(json.dumps(models_json(base_url, apiKeyEnv="FAUX_KEY")))
-    (home / "config" / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    (home / "config" / "settings.json").write_text(json.dumps(SETTINGS))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "TETHER_SCRIPTED"}
     env.update({"TETHER_HOME": str(home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "FAUX_KEY": "faux-key"})
     argv = [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--yes"]
@@ -276,7 +304,17 @@ _ONE_SIDED: dict[str, frozenset[str]] = {
     # protocol's): pi 1.6 adds durationMs, thinkingLevel, rawStopReason; tether keeps duration,
     # completedAt, ttft; tool results carry each side's own details.
     "message": frozenset(
-        {"durationMs", "thinkingLevel", "rawStopReason", "duration", "completedAt", "ttft", "details"}
+        {
+            "durationMs",
+            "thinkingLevel",
+            "rawStopReason",
+            "duration",
+            "completedAt",
+            "ttft",
+            "details",
+            "tokensAfter",
+            "errorStatus",
+        }
     ),
     "usage": frozenset({"reasoning"}),  # pi-ai 1.6's reasoning token count
     "cost": frozenset({"totalFromProvider"}),
@@ -346,6 +384,12 @@ def skeleton(value: object) -> object:
             item = {**item, "content": [{"type": "text", "text": item["content"]}]}
         if isinstance(item.get("tree"), list):
             item = {**item, "tree": _flat_tree(item["tree"])}
+        if "contextWindow" in item and "percent" in item:
+            # pi says null until a reply after a compaction reports usage; tether estimates at once
+            return {
+                k: "number|null" if item[k] is None or k != "contextWindow" else "number"
+                for k in sorted(item)
+            }
         drop = _ONE_SIDED.get(_kind(item) or "", frozenset())
         return {k: skeleton(item[k]) for k in sorted(item) if k not in drop}
     if isinstance(value, list):
@@ -359,11 +403,19 @@ def skeleton(value: object) -> object:
     return "string"
 
 
+def _pi_only(frame: Frame) -> bool:
+    if frame["type"] == "tool_execution_update":
+        return not frame["partialResult"]["content"]
+    return frame["type"] == "entry_appended" and frame["entry"]["type"] == "context_edit"
+
+
 def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
     """The skeletons of one step's frames, less what differs on purpose (docs/rpc.md, "pi
     versions"): tether's additions; pi's system-prompt message events; pi's first, empty
     ``tool_execution_update`` (its bash tool reports "no output yet"; tether's first update
-    comes with output). ``get_commands`` lists each agent's own commands (pi has built-in
+    comes with output); pi's ``entry_appended`` for the ``context_edit`` entry that takes a failed
+    reply out of the context before a retry (tether moves the session's leaf instead: no new
+    entry). ``get_commands`` lists each agent's own commands (pi has built-in
     extension commands), so only its form counts."""
     kept: list[object] = []
     for frame in frames:
@@ -371,11 +423,7 @@ def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
             continue
         if agent == "pi" and _is_system_prompt(frame):
             continue
-        if (
-            agent == "pi"
-            and frame["type"] == "tool_execution_update"
-            and not frame["partialResult"]["content"]
-        ):
+        if agent == "pi" and _pi_only(frame):
             continue
         if frame.get("command") == "get_commands" and frame.get("success"):
             frame = {**frame, "data": {"commands": []}}
@@ -394,6 +442,10 @@ def json_mode(agent: Agent, prompt: str) -> list[Frame]:
 
 # -- the conversation ------------------------------------------------------------------------------
 
+SPLIT_TURN_SUMMARY = text("SUMMARY: the turn cut in two")
+"""pi summarises the turn its compaction cuts in two with a second call; tether keeps whole turns,
+so its replies are ``REPLIES`` without this one."""
+
 REPLIES = [
     text("Hello ", "there"),  # 1. prompt
     bash_call("sleep 1; echo tool-ran", "call_1"),  # 2. a tool call; steer and follow up meanwhile
@@ -401,7 +453,10 @@ REPLIES = [
     text("followed up"),
     bash_call("sleep 30", "call_2"),  # 3. abort during the tool
     text("SUMMARY: a short talk"),  # 7. compact
-    text("SUMMARY: the turn cut in two"),  # pi summarises a turn it splits apart in a second call
+    SPLIT_TURN_SUMMARY,
+    broken_stream("Hel", "503 Service Unavailable: overloaded"),  # 8. a retry that works
+    text("second time lucky"),
+    failure(400, "faux refuses"),  # 9. a failure that is not retried
 ]
 
 
@@ -479,10 +534,21 @@ async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame
         ("get_state", {}),
     )
     await step("bash", ("bash", {"command": "echo hi"}), ("abort_bash", {}))
-    await step("compact", ("compact", {}))
-    await asyncio.sleep(0.3)
-    steps["compact"] = steps["compact"] + driver.frames[driver.mark() :]
+    await step("compact", ("compact", {}), ("get_session_stats", {}), ("get_messages", {}))
     await step("export_html", ("export_html", {"outputPath": "out.html"}))
+
+    since = driver.mark()
+    await driver.command("prompt", message="try again")
+    await driver.settled(since)
+    await driver.command("get_session_stats")
+    steps["retry"] = driver.frames[since:]
+
+    since = driver.mark()
+    await driver.command("prompt", message="this fails")
+    await driver.settled(since)
+    await driver.command("abort")  # idle: nothing to abort
+    await driver.command("get_last_assistant_text")
+    steps["model_error"] = driver.frames[since:]
 
     fork_from = (await driver.command("get_fork_messages"))["data"]["messages"][-1]["entryId"]
     await step(
@@ -491,6 +557,8 @@ async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame
         ("fork", {"entryId": fork_from}),
         ("clone", {}),
         ("new_session", {}),
+        ("get_messages", {}),
+        ("get_entries", {}),
         ("switch_session", {"sessionPath": first_state["data"][session_ref]}),
         ("get_state", {}),
     )

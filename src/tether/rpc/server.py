@@ -459,26 +459,31 @@ class RpcServer:
     # -- session -----------------------------------------------------------------------------------
 
     def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
+        """As pi 1.6 counts: every message of the session, every branch, compacted ones too (the
+        tokens and cost spent so far), with the context's use now."""
+        from tether.session.stats import Tally
+
         s = self.core.stats()
-        results = sum(1 for m in self.core.messages if m["role"] == "toolResult")
+        session = self.core.session
+        messages: list[AgentMessage] = (
+            [cast(AgentMessage, e["message"]) for e in session.entries() if e["type"] == "message"]
+            if session is not None
+            else list(self.core.messages)
+        )
+        totals = Tally().update(messages)
+        tokens = totals.tokens
         stats: dict[str, Any] = {}
         if s.session_file is not None:
             stats["sessionFile"] = s.session_file
         stats.update(
             sessionId=s.session_id,
-            userMessages=s.user_messages,
-            assistantMessages=s.assistant_messages,
-            toolCalls=s.tool_calls,
-            toolResults=results,
-            totalMessages=s.messages,
-            tokens={
-                "input": s.input_tokens,
-                "output": s.output_tokens,
-                "cacheRead": s.cache_read_tokens,
-                "cacheWrite": s.cache_write_tokens,
-                "total": s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens,
-            },
-            cost=s.cost,
+            userMessages=totals.user,
+            assistantMessages=totals.assistant,
+            toolCalls=totals.calls,
+            toolResults=sum(1 for m in messages if m["role"] == "toolResult"),
+            totalMessages=len(messages),
+            tokens={**tokens, "total": sum(tokens.values())},
+            cost=totals.cost,
         )
         if s.context_window:
             percent = s.context_percent

@@ -849,19 +849,21 @@ class AgentSession:
     async def _retry_transient(self) -> None:
         """Wait, then continue; each failed reply stays on an abandoned branch of the session.
 
-        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over."""
+        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over: as pi
+        does, right after the first reply that works (before its ``turn_end``), else at the end."""
         attempt = 0
         retry = self.settings.retry
         while True:
             last = self.last_assistant()
             transient = last is not None and is_transient_error(last)
             if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
+                told = attempt and not self._retry_attempt  # the reply that worked said so already
                 self._retry_attempt = 0
                 if attempt:
                     ok = last is not None and last["stopReason"] not in ("error", "aborted")
-                    if ok:
+                    if ok and not told:
                         await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
-                    else:
+                    elif not ok:
                         final = (last or {}).get("errorMessage") or "the retry failed"
                         await self._emit(
                             {
@@ -999,6 +1001,10 @@ class AgentSession:
             }
             event = ended
         await self._emit(event)
+        if kind == "message_end" and self._retry_attempt and event["message"]["role"] == "assistant":
+            if event["message"]["stopReason"] not in ("error", "aborted"):
+                attempt, self._retry_attempt = self._retry_attempt, 0
+                await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
