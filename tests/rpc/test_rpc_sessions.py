@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -104,6 +105,24 @@ async def test_new_session_starts_empty_and_names_are_kept(rpc: RpcEnv) -> None:
         state = await client.get_state()
         assert state["sessionId"] != before and state["messageCount"] == 0
         assert "sessionName" not in state
+
+
+async def test_name_option_names_the_session_as_pi_does(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn("-n", "  my task ") as client:
+        assert (await client.get_state())["sessionName"] == "my task"
+    refused = subprocess.run(
+        [*rpc.argv("--name", "x", "--no-session")],
+        cwd=rpc.project,
+        env=rpc.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert (
+        refused.stderr
+        == "tether: --name names the stored session this run writes: drop --no-session/--follow\n"
+    )
 
 
 async def test_bash_streams_its_output_and_records_it_for_the_next_prompt(rpc: RpcEnv) -> None:

@@ -1001,10 +1001,14 @@ class AgentSession:
             }
             event = ended
         await self._emit(event)
-        if kind == "message_end" and self._retry_attempt and event["message"]["role"] == "assistant":
-            if event["message"]["stopReason"] not in ("error", "aborted"):
-                attempt, self._retry_attempt = self._retry_attempt, 0
-                await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
+        message = event.get("message") if kind == "message_end" and self._retry_attempt else None
+        if (
+            message is not None
+            and message["role"] == "assistant"
+            and message["stopReason"] not in ("error", "aborted")
+        ):
+            attempt, self._retry_attempt = self._retry_attempt, 0  # the retry worked: say so now, as pi does
+            await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
