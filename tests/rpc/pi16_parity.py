@@ -477,6 +477,13 @@ async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame
             await driver.command(kind, **params)
         steps[name] = driver.frames[since:]
 
+    await step(
+        "idle",
+        ("compact", {}),  # nothing to compact yet: an error, and compaction_end without a result
+        ("steer", {"message": "early"}),
+        ("follow_up", {"message": "later"}),
+        ("clear_queue", {}),
+    )
     since = driver.mark()
     await driver.command("prompt", message="hello")
     await driver.settled(since)

@@ -766,11 +766,11 @@ class CompactionStartEvent(TypedDict):
 
 @record(OPEN)
 class CompactionEndEvent(TypedDict):
-    """``result`` is null when the compaction failed (``errorMessage``) or was aborted."""
+    """``result`` is absent when the compaction failed (``errorMessage``) or was aborted."""
 
     type: Literal["compaction_end"]
     reason: CompactionReason
-    result: CompactionResult | None
+    result: NotRequired[CompactionResult]
     aborted: bool
     willRetry: bool
     errorMessage: NotRequired[str]

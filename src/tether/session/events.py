@@ -80,8 +80,8 @@ class CompactionSummary(TypedDict):
 class CompactionEndEvent(TypedDict):
     type: Literal["compaction_end"]
     reason: CompactionReason
-    result: CompactionSummary | None
-    """``None``: nothing was compacted (``errorMessage`` says why)."""
+    result: NotRequired[CompactionSummary]
+    """Absent when nothing was compacted (``errorMessage`` says why), as both pi versions send it."""
     aborted: bool
     willRetry: bool
     """The failed request is retried on the compacted context (overflow recovery)."""
@@ -173,16 +173,21 @@ def compaction_end(
     aborted: bool = False,
     error: str | None = None,
 ) -> CompactionEndEvent:
-    event: CompactionEndEvent = {
+    if result is not None:
+        return {
+            "type": "compaction_end",
+            "reason": reason,
+            "result": result,
+            "aborted": aborted,
+            "willRetry": will_retry,
+        }
+    return {
         "type": "compaction_end",
         "reason": reason,
-        "result": result,
         "aborted": aborted,
         "willRetry": will_retry,
+        "errorMessage": error or "nothing to compact: the context is already as small as it gets",
     }
-    if result is None:
-        event["errorMessage"] = error or "nothing to compact: the context is already as small as it gets"
-    return event
 
 
 def newest_compaction_end(
