@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
@@ -250,7 +250,6 @@ class Agent:
     argv: list[str]
     env: dict[str, str]
     cwd: Path
-    extra: dict[str, Any] = field(default_factory=lambda: {})
 
     async def start(self) -> Driver:
         process = await asyncio.create_subprocess_exec(
