@@ -640,15 +640,10 @@ class RpcServer:
 
 
 def run_error(exc: BaseException) -> str:
-    """One line for a run that raised. The session's own errors (a database that cannot be
-    written, ...) already say what is wrong and what to do: the loop's wrapping ("event listener
-    failed: SessionDatabaseError: ...") only hides that."""
-    from tether.agent import StepFailed
-
-    if isinstance(exc, StepFailed) and isinstance(exc.cause, SessionError):
-        exc = exc.cause
-    text = str(exc) or type(exc).__name__
-    return text.strip().splitlines()[0]
+    """One line for a run that raised (the core raises a session error as itself, not wrapped
+    in the loop's "event listener failed: ...")."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
 
 
 def _request_id(value: object) -> p.RequestId | None:

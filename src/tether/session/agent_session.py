@@ -64,6 +64,7 @@ from tether.session.events import (
 )
 from tether.session.retry import is_transient_error, retry_delay_ms
 from tether.session.settings import Settings
+from tether.session.store import SessionError
 from tether.tools.approval import ApprovalGate
 from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, ModelInfo
 
@@ -156,6 +157,8 @@ class AgentSession:
         """Transient-error retries so far in this run's current streak (for ``willRetry``)."""
         self._recovering_overflow = False
         self._aborted = False
+        self._session_failure: SessionError | None = None
+        """A session error an event listener raised in this run: the run raises it when settled."""
         """``abort()`` was called during the current run (``agent_settled.aborted``)."""
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
@@ -692,8 +695,11 @@ class AgentSession:
     ) -> list[AgentMessage]:
         """Run ``body``; then record what waited for the run, wait until everything the run
         recorded is on disk, and say ``agent_settled`` (also when the disk failed: the run then
-        raises that failure after it)."""
+        raises that failure after it). So is a session error that stopped the loop (an event
+        could not be recorded): its message says what is wrong and what to do, where the reply
+        the loop makes of it reads "event listener failed: SessionDatabaseError: ..."."""
         write_failure: Exception | None = None
+        self._session_failure = None
         try:
             await body
         finally:
@@ -711,8 +717,9 @@ class AgentSession:
                 last is not None and last in self._added and last["stopReason"] == "aborted"
             )
             await self._emit({"type": "agent_settled", "aborted": aborted})
-        if write_failure is not None:
-            raise write_failure
+        failure = self._session_failure or write_failure
+        if failure is not None:
+            raise failure
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
@@ -974,6 +981,14 @@ class AgentSession:
         return request
 
     async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
+        try:
+            await self._forward(event)
+        except SessionError as exc:  # the loop ends the run; the run raises this once settled
+            self._session_failure = exc
+            raise
+
+    async def _forward(self, event: Any) -> None:
+        """Record the agent's event where it belongs, then tell the listeners."""
         kind = event["type"]
         if kind == "agent_start":
             self.record_settings()
