@@ -5,12 +5,14 @@ must have the same skeleton: the same frame types in the same order, the same ke
 types. What differs on purpose is left out by name in ``pi16_parity.comparable`` (and said in
 docs/rpc.md); anything else fails here with both sides' frames.
 
-The steps cover what a pi 1.6 client does: a prompt with streamed deltas, a tool call with steering,
+The steps cover what a pi 1.6 client does: commands on an idle agent (a compaction with nothing
+to compact, queueing and clearing), a prompt with streamed deltas, a tool call with steering,
 follow-ups, a queued prompt, ``clear_queue`` and an unqueued prompt refused; abort during a tool;
 state, messages, entries (with and without ``since``, and an unknown cursor), tree, fork messages,
 last text, stats, commands, thinking levels and models; model and thinking commands with their
 events, an unknown model; queue modes, auto compaction and retry switches; ``bash`` with its
-streamed output; ``compact``; ``export_html``; session name, ``fork``, ``clone``,
+streamed output; ``compact`` and the stats after it; ``export_html``; an automatic retry of a
+broken stream; a model error with an idle ``abort``; session name, ``fork``, ``clone``,
 ``new_session``, ``switch_session``; a line that is not JSON and an unknown command.
 """
 
