@@ -63,7 +63,10 @@ async def test_example_extensions_in_an_editor(acp_env: AcpEnv) -> None:
         await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
         )
-        session_id = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        created = await conn.new_session(cwd=str(project), mcp_servers=[])
+        session_id = created.session_id
+        (model_option,) = [o for o in created.config_options or [] if o.id == "model"]
+        assert "echo/echo-1" in [c.value for c in model_option.options]  # the extension's model
         for _ in range(50):  # sent right after the response
             if client.updates():
                 break

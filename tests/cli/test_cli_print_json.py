@@ -102,7 +102,11 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
     assert kinds[0] == "agent_start" and kinds[-2:] == ["agent_end", "agent_settled"]
     assert events[-1] == {"type": "agent_settled", "aborted": False}
     assert kinds.count("turn_start") == kinds.count("turn_end") == 1
-    assert all("usage" in e for e in events if e["type"] == "message_update")
+    assert all(
+        list(e) == ["type", "usage", "assistantMessageEvent"] and "partial" not in e["assistantMessageEvent"]
+        for e in events
+        if e["type"] == "message_update"
+    )  # pi 1.x's delta-only frame
     updates = [e["assistantMessageEvent"] for e in events if e["type"] == "message_update"]
     assert [u["delta"] for u in updates if u["type"].endswith("_delta")] == ["hm", "a", "b"]
     for event in events:

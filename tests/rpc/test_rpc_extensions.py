@@ -33,6 +33,22 @@ def example(name: str) -> str:
     return str(EXAMPLES / f"{name}.py")
 
 
+async def test_models_an_extension_serves_are_listed_cycled_to_and_set(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn("-e", example("echo_provider")) as client:
+        listed = [(m["provider"], m["id"]) for m in await client.get_available_models()]
+        assert listed[0] == ("scripted", "script") and ("echo", "echo-1") in listed
+        cycled = await client.cycle_model()
+        assert cycled is not None and (cycled["model"]["provider"], cycled["model"]["id"]) == (
+            "echo",
+            "echo-1",
+        )
+        await client.prompt("hi there")  # served by the extension's stream function
+        assert await client.get_last_assistant_text() == "echo: hi there"
+        await client.set_model("scripted", "script")
+        assert (await client.set_model("echo", "echo-1"))["name"] == "Echo"
+
+
 async def test_get_commands_lists_templates_skills_and_extension_commands(rpc: RpcEnv) -> None:
     prompts = rpc.home / "config" / "prompts"
     prompts.mkdir(parents=True)

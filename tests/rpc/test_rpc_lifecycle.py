@@ -78,8 +78,9 @@ def test_end_of_input_finishes_pending_commands_and_exits_0(rpc: RpcEnv) -> None
     )
     assert done.returncode == 0, done.stderr
     frames = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [f["type"] for f in frames] == ["ready", "response", "response"]
-    assert [f["id"] for f in frames[1:]] == ["a", "b"] and frames[2]["success"] is True
+    assert [f["type"] for f in frames] == ["ready", "response", "session_info_changed", "response"]
+    assert frames[2] == {"type": "session_info_changed", "name": "last line, no LF"}
+    assert [f["id"] for f in frames[1::2]] == ["a", "b"] and frames[3]["success"] is True
 
 
 @pytest.mark.subprocess

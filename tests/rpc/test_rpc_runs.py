@@ -9,6 +9,7 @@ import pytest
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import RpcError
+from tether.rpc.server import run_error
 
 pytestmark = pytest.mark.subprocess
 
@@ -28,7 +29,7 @@ async def test_prompt_streams_pi_events_then_prompt_result(rpc: RpcEnv) -> None:
             kinds.append(frame["type"])
             if frame["type"] == "message_update" and frame["assistantMessageEvent"]["type"] == "text_delta":
                 deltas.append(frame["assistantMessageEvent"]["delta"])
-                assert "partial" in frame["assistantMessageEvent"] and "message" in frame
+                assert "partial" not in frame["assistantMessageEvent"] and "message" not in frame
             if frame["type"] == "prompt_result":
                 break
         assert kinds[:3] == ["agent_start", "turn_start", "message_start"]
@@ -143,28 +144,43 @@ async def test_retry_disabled_leaves_the_error_and_prompt_result_says_so(rpc: Rp
         assert result["status"] == "error" and "503" in result.get("error", "")
 
 
-async def test_event_filter_sends_deltas_without_snapshots(rpc: RpcEnv) -> None:
-    rpc.script([text_reply("a", "b")])
+async def test_event_filter_excludes_events_and_gives_back_pi073_snapshots(rpc: RpcEnv) -> None:
+    rpc.script([text_reply("a", "b"), text_reply("c")])
     async with rpc.spawn() as client:
-        applied = await client.set_event_filter(exclude=["turn_start", "turn_end"], message_update="delta")
-        assert applied == {"exclude": ["turn_end", "turn_start"], "messageUpdate": "delta"}
-        events = client.events()
+        assert (await client.set_event_filter()) == {"exclude": [], "messageUpdate": "delta"}
         await client.prompt("hi")
-        seen = [f for f in client.frames if isinstance(f, dict)]
+        updates = [f for f in client.frames if isinstance(f, dict) and f["type"] == "message_update"]
+        assert updates and all(
+            set(f) == {"type", "usage", "assistantMessageEvent"}
+            and "partial" not in f["assistantMessageEvent"]
+            for f in updates
+        )  # pi 1.x's frame by default
+        applied = await client.set_event_filter(exclude=["turn_start", "turn_end"], message_update="full")
+        assert applied == {"exclude": ["turn_end", "turn_start"], "messageUpdate": "full"}
+        events = client.events()
+        since = len(client.frames)
+        await client.prompt("again")
+        seen = [f for f in client.frames[since:] if isinstance(f, dict)]
         updates = [f for f in seen if f["type"] == "message_update"]
         assert updates and all(
-            set(f) == {"type", "usage", "assistantMessageEvent"} for f in updates
-        )  # pi 1.x's frame
-        assert all("partial" not in f["assistantMessageEvent"] for f in updates)
+            list(f) == ["type", "message", "usage", "assistantMessageEvent"]
+            and "partial" in f["assistantMessageEvent"]
+            for f in updates
+        )  # pi 0.73's snapshots, with 1.x's usage
         assert [
             f["assistantMessageEvent"].get("delta")
             for f in updates
             if f["assistantMessageEvent"]["type"] == "text_delta"
-        ] == ["a", "b"]
+        ] == ["c"]
         assert not any(f["type"] in ("turn_start", "turn_end") for f in seen)
         await events.aclose()
         with pytest.raises(RpcError, match="unknown event type"):
             await client.set_event_filter(exclude=["no_such_event"])
+
+
+def test_a_failed_run_is_reported_in_one_line() -> None:
+    assert run_error(ValueError("bad\nmore")) == "bad"
+    assert run_error(RuntimeError()) == "RuntimeError"
 
 
 async def test_retries_give_up_after_max_retries(rpc: RpcEnv) -> None:

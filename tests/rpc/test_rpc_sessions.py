@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from rpc_support import RpcEnv, next_of, text_reply, user_texts
@@ -41,7 +44,7 @@ async def test_compaction_with_nothing_to_compact_is_an_error_response(rpc: RpcE
         with pytest.raises(RpcError, match="Compaction failed: nothing to compact"):
             await client.compact()
         end = await next_of(events, "compaction_end")
-        assert end["result"] is None and "nothing to compact" in end["errorMessage"]
+        assert "result" not in end and "nothing to compact" in end["errorMessage"]  # as pi sends it
 
 
 async def test_threshold_compaction_runs_before_the_model_call(rpc: RpcEnv) -> None:
@@ -104,17 +107,55 @@ async def test_new_session_starts_empty_and_names_are_kept(rpc: RpcEnv) -> None:
         assert "sessionName" not in state
 
 
-async def test_bash_records_output_for_the_next_prompt_without_events(rpc: RpcEnv) -> None:
+async def test_name_option_names_the_session_as_pi_does(rpc: RpcEnv) -> None:
+    rpc.script([])
+    async with rpc.spawn("-n", "  my task ") as client:
+        assert (await client.get_state())["sessionName"] == "my task"
+    refused = subprocess.run(
+        [*rpc.argv("--name", "x", "--no-session")],
+        cwd=rpc.project,
+        env=rpc.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert (
+        refused.stderr
+        == "tether: --name names the stored session this run writes: drop --no-session/--follow\n"
+    )
+
+
+async def test_bash_streams_its_output_and_records_it_for_the_next_prompt(rpc: RpcEnv) -> None:
     rpc.script([text_reply("seen")])
     async with rpc.spawn() as client:
         events = client.events()
-        result = await client.bash("echo from-bash; exit 3")
-        assert result == {"output": "from-bash\n", "exitCode": 3, "cancelled": False, "truncated": False}
+        result = await client.bash("echo from-bash; sleep 0.2; echo more; exit 3")
+        assert result == {
+            "output": "from-bash\nmore\n",
+            "exitCode": 3,
+            "cancelled": False,
+            "truncated": False,
+        }
+        (bash_id,) = {f["id"] for f in client.frames if f.get("command") == "bash"}
+        updates = [f for f in client.frames if f["type"] == "bash_execution_update"]
+        assert len(updates) == 2 and all(list(f) == ["type", "id", "delta"] for f in updates)  # pi 1.6's
+        assert {f["id"] for f in updates} == {bash_id}
+        assert "".join(f["delta"] for f in updates) == result["output"]
         messages = await client.get_messages()
-        assert messages[-1]["role"] == "bashExecution" and messages[-1]["command"] == "echo from-bash; exit 3"
+        assert messages[-1]["role"] == "bashExecution" and "excludeFromContext" not in messages[-1]
+        await client.bash("echo private", exclude_from_context=True)
+        assert (await client.get_messages())[-1]["excludeFromContext"] is True
         await client.prompt("what did it print?")
-        first = await asyncio.wait_for(events.__anext__(), 5)
-        assert isinstance(first, dict) and first["type"] == "agent_start"  # nothing for the bash run
+        kinds = [f["type"] async for f in _until_settled(events)]
+        assert kinds.count("bash_execution_update") == 3 and "agent_start" in kinds
+
+
+async def _until_settled(events: AsyncIterator[Any]) -> AsyncIterator[dict[str, Any]]:
+    async for frame in events:
+        if isinstance(frame, dict):
+            yield frame
+            if frame["type"] == "agent_settled":
+                return
 
 
 async def test_abort_bash_cancels_a_running_command(rpc: RpcEnv) -> None:

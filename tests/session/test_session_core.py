@@ -11,6 +11,7 @@ import pytest
 from tether import Agent, AgentBusyError, AgentSession, ScriptedModel, reply, tool, tool_call
 from tether.ai.abort import AbortSignal
 from tether.session import SessionManager
+from tether.session.store import SessionDatabaseError
 
 
 def _core(model: ScriptedModel, tools: list[Any] | None = None, **kwargs: Any) -> AgentSession:
@@ -27,6 +28,26 @@ async def test_a_run_iterates_its_events_then_awaits_to_its_messages() -> None:
     added = await run  # the same run, already settled
     assert [m["role"] for m in added] == ["user", "assistant"]
     assert core.messages == added and not core.is_running
+
+
+async def test_a_session_error_in_a_listener_ends_the_run_as_itself() -> None:
+    """Not as the loop's "event listener failed: SessionDatabaseError: ..." (front ends show the
+    session error's own line: what is wrong, what to do)."""
+    full = SessionDatabaseError(
+        "/home/ana/sessions.db: the disk holding the session database is full; free some space"
+    )
+    core = _core(ScriptedModel([reply("hello there")]))
+    seen: list[str] = []
+
+    def listener(event: Any) -> None:
+        seen.append(event["type"])
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            raise full
+
+    core.subscribe(listener)
+    with pytest.raises(SessionDatabaseError) as raised:
+        await core.prompt("hi")
+    assert raised.value is full and seen[-1] == "agent_settled"
 
 
 async def test_leaving_the_iteration_early_aborts_the_run() -> None:

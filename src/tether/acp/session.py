@@ -66,7 +66,7 @@ from tether.session.commands import execute_remote
 from tether.session.extensions.api import NotifyLevel
 from tether.session.settings import THINKING_LEVELS
 from tether.tools.approval import Approval, ApprovalGate
-from tether.wire import ImageContent, ToolCall
+from tether.wire import ImageContent, ModelInfo, ToolCall
 
 logger = logging.getLogger("tether.acp")
 
@@ -214,7 +214,8 @@ class AcpSession:
                 category="model",
                 current_value=current,
                 options=[
-                    SessionConfigSelectOption(value=spec, name=name) for spec, name in _model_choices(current)
+                    SessionConfigSelectOption(value=spec, name=name)
+                    for spec, name in _model_choices(current, core.extension_models())
                 ],
             ),
         ]
@@ -492,8 +493,9 @@ class AcpSession:
         return []
 
 
-def _model_choices(current: str) -> list[tuple[str, str]]:
-    """The current model, then every model of a provider with a key in the environment."""
+def _model_choices(current: str, served: Sequence[ModelInfo]) -> list[tuple[str, str]]:
+    """The current model, every model of a provider with a key in the environment, then the
+    models extensions serve (``served``)."""
     from tether.ai.models import get_provider_info, list_models, provider_has_key
 
     choices = [(current, current)]
@@ -506,6 +508,10 @@ def _model_choices(current: str) -> list[tuple[str, str]]:
         spec = f"{provider}/{model['id']}"
         if keyed[provider] and spec != current:
             choices.append((spec, f"{model.get('name') or model['id']} ({provider})"))
+    for model in served:
+        spec = f"{model['provider']}/{model['id']}"
+        if all(spec != known for known, _ in choices):
+            choices.append((spec, f"{model.get('name') or model['id']} ({model['provider']})"))
     return choices
 
 

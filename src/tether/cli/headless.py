@@ -4,8 +4,9 @@ Print mode writes the final assistant text to stdout and everything else (notice
 stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
 text streams as it arrives. JSON mode writes a ``session`` line, then every core event as one JSON
 line for scripts, in the form pi 1.x's JSON mode has (``docs/json.md``: a header with ``version``
-3, ``agent_settled`` last, ``usage`` on ``message_update``) while keeping pi 0.73's
-``message_update`` snapshots. Both exit 1 when the run ended in an error or was aborted.
+3, ``agent_settled`` last, ``message_update`` with deltas and ``usage`` only, not 0.73's cumulative
+snapshots, which made the output grow with the square of the answer). Both exit 1 when the run
+ended in an error or was aborted.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
             note_failed_servers(core, err)
             noted = True
         if event["type"] == "message_update":
-            event = wire_message_update(event, snapshots=True)
+            event = wire_message_update(event, snapshots=False)
         out.write(dumps(event))
         out.write("\n")
         out.flush()

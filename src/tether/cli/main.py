@@ -130,6 +130,7 @@ def root_command() -> click.Command:
     )
     @click.option("--session", "session_id", metavar="ID", help="Open the session with this id.")
     @click.option("--no-session", is_flag=True, help="Keep nothing on disk.")
+    @click.option("-n", "--name", metavar="NAME", help="Name the session (as /name does).")
     @click.option(
         "--follow",
         is_flag=True,

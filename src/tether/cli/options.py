@@ -24,6 +24,8 @@ class RunOptions:
     """``None``: not asked; ``""``: pick from a list; else the session id."""
     session_id: str | None = None
     no_session: bool = False
+    name: str | None = None
+    """``--name``: the session's display name, set once it is open (pi's ``--name``)."""
     tools: tuple[str, ...] | None = None
     system_prompt: str | None = None
     cwd: Path | None = None
@@ -103,6 +105,7 @@ class RunOptions:
             resume=text("resume"),
             session_id=text("session_id"),
             no_session=bool(values.get("no_session")),
+            name=text("name"),
             follow=bool(values.get("follow")),
             tools=tools,
             system_prompt=text("system_prompt"),

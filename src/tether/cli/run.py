@@ -83,6 +83,11 @@ async def _run(options: RunOptions) -> int:
             "(or print its entries with `tether sessions follow ID`)\n"
         )
         return 2
+    if options.name is not None and (options.no_session or options.follow):
+        sys.stderr.write(
+            "tether: --name names the stored session this run writes: drop --no-session/--follow\n"
+        )
+        return 2
     if options.mode not in ("interactive", "rpc") and not options.prompt:
         sys.stderr.write("tether: no prompt: pass it as an argument or on stdin\n")
         return 2
@@ -106,6 +111,8 @@ async def _run(options: RunOptions) -> int:
     ask = app.ask_approval if app is not None else None
     core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
     try:
+        if options.name is not None and options.name.strip():
+            core.rename(options.name.strip())
         if app is not None:
             return await app.run(core, options.prompt)
         if rpc_out is not None:

@@ -419,8 +419,10 @@ class RpcClient:
     async def abort_retry(self) -> None:
         await self._send("abort_retry", {})
 
-    async def bash(self, command: str) -> p.BashResult:
-        return await self.request("bash", command=command)
+    async def bash(self, command: str, *, exclude_from_context: bool = False) -> p.BashResult:
+        """Run ``command``; its output also streams as ``bash_execution_update`` events.
+        ``exclude_from_context``: record it in the session but never send it to the model."""
+        return await self.request("bash", command=command, excludeFromContext=exclude_from_context or None)
 
     async def abort_bash(self) -> None:
         await self._send("abort_bash", {})

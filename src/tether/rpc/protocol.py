@@ -224,11 +224,15 @@ class AbortRetryCommand(TypedDict):
 
 @record(PARAMS)
 class BashCommand(TypedDict):
-    """Run a shell command; its output joins the context of the next model call."""
+    """Run a shell command; its output joins the context of the next model call. The output
+    streams meanwhile as ``bash_execution_update`` events carrying this command's ``id``."""
 
     id: NotRequired[RequestId]
     type: Literal["bash"]
     command: str
+    excludeFromContext: NotRequired[
+        Annotated[bool, Doc("Keep the output in the session but out of the model's context.")]
+    ]
 
 
 @record(PARAMS)
@@ -334,8 +338,8 @@ class GetTreeCommand(TypedDict):
 MessageUpdateMode = Annotated[
     Literal["full", "delta"],
     Doc(
-        "`full` (default): message_update as pi 0.73 sends it, with pi 1.x's fields added; "
-        "`delta`: pi 1.x's form, without the `message` and `partial` snapshots."
+        "`delta` (default): pi 1.x's form, without the cumulative `message` and `partial` "
+        "snapshots; `full`: as pi 0.73 sends it (the snapshots), with pi 1.x's fields added."
     ),
 ]
 
@@ -483,6 +487,7 @@ class CompactionResult(TypedDict):
     tokensBefore: int
     tokensAfter: NotRequired[int]
     estimatedTokensAfter: NotRequired[Annotated[int, Doc("pi 1.x's name for tokensAfter.")]]
+    usage: NotRequired[Annotated[Usage, Doc("What the summarising call cost (pi 1.x).")]]
     details: NotRequired[Any]
 
 
@@ -700,7 +705,8 @@ class AssistantEventDelta(TypedDict):
 
 @record(OPEN)
 class MessageUpdateEvent(TypedDict):
-    """An assistant message streams. Under the `delta` filter ``message`` is left out."""
+    """An assistant message streams. ``message`` (and ``partial`` inside the nested event) only
+    under the ``full`` filter."""
 
     type: Literal["message_update"]
     message: NotRequired[AgentMessage]
@@ -760,11 +766,11 @@ class CompactionStartEvent(TypedDict):
 
 @record(OPEN)
 class CompactionEndEvent(TypedDict):
-    """``result`` is null when the compaction failed (``errorMessage``) or was aborted."""
+    """``result`` is absent when the compaction failed (``errorMessage``) or was aborted."""
 
     type: Literal["compaction_end"]
     reason: CompactionReason
-    result: CompactionResult | None
+    result: NotRequired[CompactionResult]
     aborted: bool
     willRetry: bool
     errorMessage: NotRequired[str]
@@ -787,6 +793,31 @@ class AutoRetryEndEvent(TypedDict):
     finalError: NotRequired[str]
 
 
+@record(OPEN)
+class ThinkingLevelChangedEvent(TypedDict):
+    """The thinking level in effect changed (a command, or a model switch that clamped it)."""
+
+    type: Literal["thinking_level_changed"]
+    level: str
+
+
+@record(OPEN)
+class SessionInfoChangedEvent(TypedDict):
+    """The session's display name changed."""
+
+    type: Literal["session_info_changed"]
+    name: NotRequired[str]
+
+
+@record(OPEN)
+class BashExecutionUpdateEvent(TypedDict):
+    """A chunk of a ``bash`` command's output, as it runs (pi 1.x)."""
+
+    type: Literal["bash_execution_update"]
+    id: NotRequired[Annotated[RequestId, Doc("The bash command's id, when it had one.")]]
+    delta: str
+
+
 _EventUnion = (
     AgentStartEvent
     | AgentEndEvent
@@ -804,6 +835,9 @@ _EventUnion = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | ThinkingLevelChangedEvent
+    | SessionInfoChangedEvent
+    | BashExecutionUpdateEvent
 )
 """Every event frame; listed once so ``Event`` and ``ServerFrame`` cannot drift apart."""
 
@@ -875,4 +909,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "compaction_end",
     "auto_retry_start",
     "auto_retry_end",
+    "thinking_level_changed",
+    "session_info_changed",
+    "bash_execution_update",
 )

@@ -42,6 +42,9 @@ _FRAMES: dict[str, object] = {
     "CompactionEndEvent": p.CompactionEndEvent,
     "AutoRetryStartEvent": p.AutoRetryStartEvent,
     "AutoRetryEndEvent": p.AutoRetryEndEvent,
+    "ThinkingLevelChangedEvent": p.ThinkingLevelChangedEvent,
+    "SessionInfoChangedEvent": p.SessionInfoChangedEvent,
+    "BashExecutionUpdateEvent": p.BashExecutionUpdateEvent,
     "Event": p.Event,
     "ServerFrame": p.ServerFrame,
 }

@@ -33,7 +33,7 @@ from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
 from tether.session.events import Run, SessionEvent, message_text, wire_message_update
 from tether.session.store import SessionError
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo
+from tether.wire import AgentMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ class RpcServer:
         self.core = core
         self._write = write
         self._exclude: set[str] = set()
-        self._message_update: str = "full"
+        self._message_update: str = "delta"
+        """pi 1.x's ``message_update`` unless a client asks for 0.73's snapshots (``full``)."""
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -231,7 +232,7 @@ class RpcServer:
         try:
             await run
         except Exception as exc:
-            status, error = "error", str(exc) or type(exc).__name__
+            status, error = "error", run_error(exc)
         else:
             last = self.core.last_assistant()
             if last is not None and last["stopReason"] == "aborted":
@@ -363,18 +364,8 @@ class RpcServer:
         except ModelError as exc:
             raise CommandError(f"Model not found: {spec} ({exc})") from None
 
-    async def _available_models(self) -> list[ModelInfo]:
-        from tether.ai.local_servers import usable_models
-
-        current = self.core.model
-        models = [current]
-        for model in await usable_models():
-            if not any(_same_model(model, m) for m in models):
-                models.append(model)
-        return models
-
     async def _cmd_get_available_models(self, params: dict[str, Any]) -> object:
-        return {"models": await self._available_models()}
+        return {"models": await self.core.available_models()}
 
     async def _cmd_cycle_model(self, params: dict[str, Any]) -> object:
         cycled = await self.core.cycle_model()
@@ -413,13 +404,16 @@ class RpcServer:
             result = await self.core.compact(params.get("customInstructions"))
         except CompactionError as exc:
             raise CommandError(f"Compaction failed: {exc}") from None
-        return {
+        answer: dict[str, Any] = {
             "summary": result.summary,
             "firstKeptEntryId": result.first_kept_entry_id,
             "tokensBefore": result.tokens_before,
             "tokensAfter": result.tokens_after,
             "estimatedTokensAfter": result.tokens_after,
         }
+        if result.usage is not None:
+            answer["usage"] = result.usage
+        return answer
 
     def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
         settings = self.core.settings
@@ -439,7 +433,19 @@ class RpcServer:
     # -- bash --------------------------------------------------------------------------------------
 
     async def _cmd_bash(self, params: dict[str, Any]) -> object:
-        message = await self.core.execute_bash(params["command"])
+        head: dict[str, Any] = {"type": "bash_execution_update"}
+        if params.get("id") is not None:
+            head["id"] = params["id"]
+
+        def stream(chunk: str) -> None:
+            if "bash_execution_update" not in self._exclude:
+                self._write({**head, "delta": chunk})
+
+        message = await self.core.execute_bash(
+            params["command"],
+            exclude_from_context=params.get("excludeFromContext", False),
+            on_output=stream,
+        )
         result: dict[str, Any] = {"output": message["output"]}
         if "exitCode" in message:
             result["exitCode"] = message["exitCode"]
@@ -453,26 +459,31 @@ class RpcServer:
     # -- session -----------------------------------------------------------------------------------
 
     def _cmd_get_session_stats(self, params: dict[str, Any]) -> object:
+        """As pi 1.6 counts: every message of the session, every branch, compacted ones too (the
+        tokens and cost spent so far), with the context's use now."""
+        from tether.session.stats import Tally
+
         s = self.core.stats()
-        results = sum(1 for m in self.core.messages if m["role"] == "toolResult")
+        session = self.core.session
+        messages: list[AgentMessage] = (
+            [cast(AgentMessage, e["message"]) for e in session.entries() if e["type"] == "message"]
+            if session is not None
+            else list(self.core.messages)
+        )
+        totals = Tally().update(messages)
+        tokens = totals.tokens
         stats: dict[str, Any] = {}
         if s.session_file is not None:
             stats["sessionFile"] = s.session_file
         stats.update(
             sessionId=s.session_id,
-            userMessages=s.user_messages,
-            assistantMessages=s.assistant_messages,
-            toolCalls=s.tool_calls,
-            toolResults=results,
-            totalMessages=s.messages,
-            tokens={
-                "input": s.input_tokens,
-                "output": s.output_tokens,
-                "cacheRead": s.cache_read_tokens,
-                "cacheWrite": s.cache_write_tokens,
-                "total": s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens,
-            },
-            cost=s.cost,
+            userMessages=totals.user,
+            assistantMessages=totals.assistant,
+            toolCalls=totals.calls,
+            toolResults=sum(1 for m in messages if m["role"] == "toolResult"),
+            totalMessages=len(messages),
+            tokens={**tokens, "total": sum(tokens.values())},
+            cost=totals.cost,
         )
         if s.context_window:
             percent = s.context_percent
@@ -569,9 +580,15 @@ class RpcServer:
         return {"tree": pi_tree(session.entries()), "leafId": session.leaf_id}
 
     def _cmd_get_last_assistant_text(self, params: dict[str, Any]) -> object:
-        last: AssistantMessage | None = self.core.last_assistant()
-        text = message_text(last) if last is not None else ""
-        return {"text": text or None}
+        """As pi 1.6 answers: the last reply that ended normally or has text, so an aborted or
+        failed turn without text, or one that only called tools, does not hide the answer before it."""
+        for message in reversed(self.core.messages):
+            if message["role"] != "assistant":
+                continue
+            texts = [b["text"] for b in message["content"] if b["type"] == "text"]
+            if message["stopReason"] == "stop" or any(t.strip() for t in texts):
+                return {"text": "".join(texts).strip() or None}
+        return {"text": None}
 
     def _cmd_set_session_name(self, params: dict[str, Any]) -> object:
         name = params["name"].strip()
@@ -622,8 +639,11 @@ class RpcServer:
         return NO_DATA
 
 
-def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
-    return (a["provider"], a["id"]) == (b["provider"], b["id"])
+def run_error(exc: BaseException) -> str:
+    """One line for a run that raised (the core raises a session error as itself, not wrapped
+    in the loop's "event listener failed: ...")."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
 
 
 def _request_id(value: object) -> p.RequestId | None:

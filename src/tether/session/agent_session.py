@@ -63,6 +63,7 @@ from tether.session.events import (
 )
 from tether.session.retry import is_transient_error, retry_delay_ms
 from tether.session.settings import Settings
+from tether.session.store import SessionError
 from tether.tools.approval import ApprovalGate
 from tether.wire import (
     AgentMessage,
@@ -163,6 +164,8 @@ class AgentSession:
         """Transient-error retries so far in this run's current streak (for ``willRetry``)."""
         self._recovering_overflow = False
         self._aborted = False
+        self._session_failure: SessionError | None = None
+        """A session error an event listener raised in this run: the run raises it when settled."""
         """``abort()`` was called during the current run (``agent_settled.aborted``)."""
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
@@ -333,8 +336,15 @@ class AgentSession:
         if self._retry_abort is not None:
             self._retry_abort.abort()
 
-    async def execute_bash(self, command: str) -> BashExecutionMessage:
-        """Run a shell command for the user and record it for the model's next call.
+    async def execute_bash(
+        self,
+        command: str,
+        *,
+        exclude_from_context: bool = False,
+        on_output: Callable[[str], None] | None = None,
+    ) -> BashExecutionMessage:
+        """Run a shell command for the user and record it for the model's next call (unless
+        ``exclude_from_context``: recorded, never sent). ``on_output`` gets the output as it comes.
 
         While the agent runs, the record joins the conversation when the run settles, so it never
         lands between a tool call and its result.
@@ -347,7 +357,9 @@ class AgentSession:
             message = await run_shell_input(
                 command,
                 cwd=self.cwd,
+                exclude_from_context=exclude_from_context,
                 signal=controller.signal,
+                on_output=on_output,
                 env_passthrough=self.settings.shell_env_passthrough,
             )
         finally:
@@ -385,10 +397,12 @@ class AgentSession:
             level = resolved.thinking or level  # `/model opus:high`
         else:
             model = spec
+        before = self.agent.thinking_level
         self.agent.model = model
         self.agent.stream_fn = stream_fn
         self.agent.thinking_level = _clamp_thinking(model, level)
         self.record_settings()
+        self._thinking_changed(before)
         return model
 
     async def cycle_model(self, direction: Direction = "forward") -> ModelCycle | None:
@@ -403,11 +417,13 @@ class AgentSession:
         else:
             from tether.ai.local_servers import usable_models
 
-            models = await usable_models()
+            models = _distinct([*await usable_models(), *self.extension_models()])
         index = next_model(models, self.model, direction)
         if index is None:
             return None
-        self.set_model(models[index])
+        chosen = models[index]
+        served = any(_same_model(chosen, m) for m in self.extension_models())
+        self.set_model(f"{chosen['provider']}/{chosen['id']}" if served else chosen)
         level = scoped[index].thinking if scoped else None
         if level is not None:
             self.set_thinking(level)
@@ -423,9 +439,30 @@ class AgentSession:
 
     def set_thinking(self, level: str) -> str:
         """Set the thinking level, clamped to the model; returns the level in effect."""
+        before = self.agent.thinking_level
         self.agent.thinking_level = _clamp_thinking(self.model, level)
         self.record_settings()
+        self._thinking_changed(before)
         return self.agent.thinking_level
+
+    def _thinking_changed(self, before: str) -> None:
+        level = self.agent.thinking_level
+        if level != before:
+            self._emit_now({"type": "thinking_level_changed", "level": level})
+
+    def extension_models(self) -> list[ModelInfo]:
+        """The models extensions serve (``register_provider``): usable whatever keys are set."""
+        host = self.resources.extensions if self.resources is not None else None
+        if host is None:
+            return []
+        return [model for provider in host.providers().values() for model in provider.models]
+
+    async def available_models(self) -> list[ModelInfo]:
+        """Every model a request can go to now, once each: the current one, those of providers
+        with a key or of local servers that answer (``tether models``), those extensions serve."""
+        from tether.ai.local_servers import usable_models
+
+        return _distinct([self.model, *await usable_models(), *self.extension_models()])
 
     async def model_candidates(self) -> list[ModelInfo]:
         """What the model picker lists: ``scoped_models`` (``--models``), else every usable
@@ -588,6 +625,8 @@ class AgentSession:
             "tokensAfter": result.tokens_after,
             "estimatedTokensAfter": result.tokens_after,
         }
+        if result.usage is not None:
+            summary["usage"] = result.usage
         await self._emit(compaction_end(reason, summary))
         return result
 
@@ -598,6 +637,7 @@ class AgentSession:
 
     def rename(self, title: str) -> None:
         self._require_session().rename(title)
+        self._emit_now({"type": "session_info_changed", "name": title})
 
     def export(self, path: Path) -> Path:
         """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
@@ -669,8 +709,11 @@ class AgentSession:
     ) -> list[AgentMessage]:
         """Run ``body``; then record what waited for the run, wait until everything the run
         recorded is on disk, and say ``agent_settled`` (also when the disk failed: the run then
-        raises that failure after it)."""
+        raises that failure after it). So is a session error that stopped the loop (an event
+        could not be recorded): its message says what is wrong and what to do, where the reply
+        the loop makes of it reads "event listener failed: SessionDatabaseError: ..."."""
         write_failure: Exception | None = None
+        self._session_failure = None
         try:
             await body
         finally:
@@ -688,8 +731,9 @@ class AgentSession:
                 last is not None and last in self._added and last["stopReason"] == "aborted"
             )
             await self._emit({"type": "agent_settled", "aborted": aborted})
-        if write_failure is not None:
-            raise write_failure
+        failure = self._session_failure or write_failure
+        if failure is not None:
+            raise failure
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
@@ -826,19 +870,21 @@ class AgentSession:
     async def _retry_transient(self) -> None:
         """Wait, then continue; each failed reply stays on an abandoned branch of the session.
 
-        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over."""
+        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over: as pi
+        does, right after the first reply that works (before its ``turn_end``), else at the end."""
         attempt = 0
         retry = self.settings.retry
         while True:
             last = self.last_assistant()
             transient = last is not None and is_transient_error(last)
             if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
+                told = attempt and not self._retry_attempt  # the reply that worked said so already
                 self._retry_attempt = 0
                 if attempt:
                     ok = last is not None and last["stopReason"] not in ("error", "aborted")
-                    if ok:
+                    if ok and not told:
                         await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
-                    else:
+                    elif not ok:
                         final = (last or {}).get("errorMessage") or "the retry failed"
                         await self._emit(
                             {
@@ -949,6 +995,14 @@ class AgentSession:
         return request
 
     async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
+        try:
+            await self._forward(event)
+        except SessionError as exc:  # the loop ends the run; the run raises this once settled
+            self._session_failure = exc
+            raise
+
+    async def _forward(self, event: Any) -> None:
+        """Record the agent's event where it belongs, then tell the listeners."""
         kind = event["type"]
         if kind == "agent_start":
             self.record_settings()
@@ -976,6 +1030,14 @@ class AgentSession:
             }
             event = ended
         await self._emit(event)
+        message = event.get("message") if kind == "message_end" and self._retry_attempt else None
+        if (
+            message is not None
+            and message["role"] == "assistant"
+            and message["stopReason"] not in ("error", "aborted")
+        ):
+            attempt, self._retry_attempt = self._retry_attempt, 0  # the retry worked: say so now, as pi does
+            await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
@@ -988,8 +1050,7 @@ class AgentSession:
                 await outcome
 
     def _check_queue(self) -> None:
-        """Emit ``queue_update`` when the queues changed since the last one. Delivered at once:
-        an async listener's coroutine is scheduled, not awaited (``steer()`` is not async)."""
+        """Emit ``queue_update`` when the queues changed since the last one, at once."""
         snapshot = self.queued()
         if snapshot == self._queued:
             return
@@ -999,6 +1060,11 @@ class AgentSession:
             "steering": list(snapshot.steering),
             "followUp": list(snapshot.follow_up),
         }
+        self._emit_now(event)
+
+    def _emit_now(self, event: SessionEvent) -> None:
+        """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
+        ``rename()``): an async listener's coroutine is scheduled, not awaited."""
         for listener in tuple(self._listeners):
             outcome = listener(event)
             if outcome is not None:
@@ -1123,6 +1189,19 @@ class AgentSession:
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
+
+
+def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
+    return (a["provider"], a["id"]) == (b["provider"], b["id"])
+
+
+def _distinct(models: Sequence[ModelInfo]) -> list[ModelInfo]:
+    """``models`` without repeats (same provider and id), first occurrence kept."""
+    kept: list[ModelInfo] = []
+    for model in models:
+        if not any(_same_model(model, k) for k in kept):
+            kept.append(model)
+    return kept
 
 
 def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:

@@ -34,7 +34,7 @@ from tether.session.context import context_message
 from tether.session.session import Session
 from tether.session.store import SessionError
 from tether.session.tree import Node
-from tether.wire import AgentMessage, Message, ModelInfo
+from tether.wire import AgentMessage, Message, ModelInfo, Usage
 
 TOOL_RESULT_CHARS = 4_000
 """A tool result is cut to this many characters in the text the summariser reads."""
@@ -51,6 +51,8 @@ class CompactionResult:
     first_kept_entry_id: str | None
     tokens_before: int
     tokens_after: int
+    usage: Usage | None = None
+    """What the summarising call cost (pi 1.x's ``usage`` of a compaction)."""
 
 
 # --- choosing what to summarise -----------------------------------------------------------------
@@ -161,6 +163,19 @@ async def summarize(
     options: SimpleStreamOptions | None = None,
 ) -> str:
     """Ask ``model`` for a summary of ``messages``; ``CompactionError`` if the call fails."""
+    text, _ = await _summary_reply(messages, model, stream_fn, previous_summary, instructions, options)
+    return text
+
+
+async def _summary_reply(
+    messages: Sequence[AgentMessage],
+    model: ModelInfo,
+    stream_fn: StreamFn,
+    previous_summary: str | None,
+    instructions: str | None,
+    options: SimpleStreamOptions | None,
+) -> tuple[str, Usage]:
+    """The summary's text and the usage of the call that wrote it."""
     request: Message = cast(
         Message,
         {
@@ -181,7 +196,7 @@ async def summarize(
     ).strip()
     if not text:
         raise CompactionError("summarising failed: the model returned no text")
-    return text
+    return text, reply["usage"]
 
 
 async def compact(
@@ -201,19 +216,14 @@ async def compact(
         raise CompactionError("nothing to compact: the whole context is within keep_recent_tokens")
     tokens_before = context_tokens(session.messages)
     options = SimpleStreamOptions(signal=signal, session_id=session.id)
-    summary = await summarize(
-        plan.to_summarise,
-        model,
-        stream_fn,
-        previous_summary=plan.previous_summary,
-        instructions=instructions,
-        options=options,
+    summary, usage = await _summary_reply(
+        plan.to_summarise, model, stream_fn, plan.previous_summary, instructions, options
     )
     kept = session.messages[_kept_start(session, plan.first_kept) :] if plan.first_kept else []
     summary_tokens = len(summary) // 4
     tokens_after = summary_tokens + sum(estimate_tokens(m) for m in kept)
     entry_id = session.append_compaction(summary, plan.first_kept, tokens_before, tokens_after)
-    return CompactionResult(entry_id, summary, plan.first_kept, tokens_before, tokens_after)
+    return CompactionResult(entry_id, summary, plan.first_kept, tokens_before, tokens_after, usage)
 
 
 def _kept_start(session: Session, first_kept: str) -> int:

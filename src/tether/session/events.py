@@ -2,7 +2,7 @@
 
 The session-level events carry the names and fields of pi's RPC protocol (``queue_update``,
 ``compaction_start``/``compaction_end``, ``auto_retry_start``/``auto_retry_end``,
-``agent_settled``), so the RPC server forwards them as they are. ``agent_end`` is the agent's
+``agent_settled``, ``thinking_level_changed``, ``session_info_changed``), so the RPC server forwards them as they are. ``agent_end`` is the agent's
 event with pi 1.x's ``willRetry`` added. ``Run`` is one prompt's run: await it for the messages
 it added, or iterate it for its events.
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 from typing_extensions import TypedDict
 
 from tether.agent import AgentEvent
-from tether.wire import AgentMessage
+from tether.wire import AgentMessage, Usage
 
 if TYPE_CHECKING:
     from tether.session.session import Session
@@ -73,13 +73,15 @@ class CompactionSummary(TypedDict):
     tokensAfter: NotRequired[int]
     estimatedTokensAfter: NotRequired[int]
     """pi 1.x's name for ``tokensAfter`` (an estimate of the rebuilt context); both are sent."""
+    usage: NotRequired[Usage]
+    """What the summarising call cost, when this process made it."""
 
 
 class CompactionEndEvent(TypedDict):
     type: Literal["compaction_end"]
     reason: CompactionReason
-    result: CompactionSummary | None
-    """``None``: nothing was compacted (``errorMessage`` says why)."""
+    result: NotRequired[CompactionSummary]
+    """Absent when nothing was compacted (``errorMessage`` says why), as both pi versions send it."""
     aborted: bool
     willRetry: bool
     """The failed request is retried on the compacted context (overflow recovery)."""
@@ -99,6 +101,20 @@ class AutoRetryEndEvent(TypedDict):
     success: bool
     attempt: int
     finalError: NotRequired[str]
+
+
+class ThinkingLevelChangedEvent(TypedDict):
+    """The thinking level in effect changed (a command, or a model switch that clamped it)."""
+
+    type: Literal["thinking_level_changed"]
+    level: str
+
+
+class SessionInfoChangedEvent(TypedDict):
+    """The session's display name changed (pi 1.x); no ``name`` when it was cleared."""
+
+    type: Literal["session_info_changed"]
+    name: NotRequired[str]
 
 
 class NoticeEvent(TypedDict):
@@ -121,6 +137,8 @@ SessionEvent = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | ThinkingLevelChangedEvent
+    | SessionInfoChangedEvent
     | NoticeEvent
 )
 
@@ -155,16 +173,21 @@ def compaction_end(
     aborted: bool = False,
     error: str | None = None,
 ) -> CompactionEndEvent:
-    event: CompactionEndEvent = {
+    if result is not None:
+        return {
+            "type": "compaction_end",
+            "reason": reason,
+            "result": result,
+            "aborted": aborted,
+            "willRetry": will_retry,
+        }
+    return {
         "type": "compaction_end",
         "reason": reason,
-        "result": result,
         "aborted": aborted,
         "willRetry": will_retry,
+        "errorMessage": error or "nothing to compact: the context is already as small as it gets",
     }
-    if result is None:
-        event["errorMessage"] = error or "nothing to compact: the context is already as small as it gets"
-    return event
 
 
 def newest_compaction_end(
