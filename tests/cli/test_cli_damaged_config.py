@@ -1,0 +1,33 @@
+"""Issue 14 (class 9) on the user's own JSON files that landed after it: one that is not text, or
+nested deeper than Python's parser recurses, is one line naming the file, never a traceback.
+
+``tether -p`` runs in a subprocess with a scripted model; the file under test sits where tether
+reads it (the trusted-folders list is read when the project has a ``.tether`` folder).
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_support import CliEnv, text_reply
+
+pytestmark = pytest.mark.subprocess
+
+DAMAGED = {
+    "nested 100k deep": b"[" * 100_000 + b"]" * 100_000,
+    "an object nested 100k deep": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "not UTF-8": b'{"\xff": 1}',
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+@pytest.mark.parametrize("name", ["trusted-folders.json", "mcp.json"])
+def test_a_damaged_user_file_is_one_line_naming_it(cli: CliEnv, name: str, damage: str) -> None:
+    config = cli.home / "config"
+    config.mkdir()
+    (config / name).write_bytes(DAMAGED[damage])
+    (cli.project / ".tether" / "prompts").mkdir(parents=True)  # makes tether ask whether it is trusted
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]))
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"tether: {config / name}: "), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "JSON" in done.stderr
