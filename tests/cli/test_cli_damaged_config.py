@@ -7,6 +7,8 @@ reads it (the trusted-folders list is read when the project has a ``.tether`` fo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cli_support import CliEnv, text_reply
 
@@ -31,3 +33,28 @@ def test_a_damaged_user_file_is_one_line_naming_it(cli: CliEnv, name: str, damag
     assert done.returncode == 1
     assert done.stderr.startswith(f"tether: {config / name}: "), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "JSON" in done.stderr
+
+
+def _sparse(path: Path, size: int, head: bytes) -> Path:
+    """A file of ``size`` bytes that costs no disk: ``head``, then a hole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as file:
+        file.write(head)
+        file.truncate(size)
+    return path
+
+
+@pytest.mark.parametrize("where", ["untrusted project skill", "user prompt template"])
+def test_a_huge_skill_or_template_is_skipped_unread(cli: CliEnv, where: str) -> None:
+    """A repository's ``.pi/skills`` is read on every start without trust: a 1 GB ``SKILL.md``
+    (sparse: anyone can make one) is skipped with a note instead of being read into memory
+    (which took 2 GB of memory and over 30 s, this test's timeout)."""
+    head = b"---\nname: big\ndescription: a big one\n---\n"
+    if where == "untrusted project skill":
+        huge = _sparse(cli.project / ".pi" / "skills" / "big" / "SKILL.md", 1 << 30, head)
+    else:
+        huge = _sparse(cli.home / "config" / "prompts" / "big.md", 1 << 30, head)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine\n"
+    assert f"note: {huge}: cannot read: larger than 1 MB, not read;" in done.stderr
