@@ -10,6 +10,7 @@ a real SQLite store; afterwards nothing was stored (``tether sessions --all`` li
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,13 @@ def test_a_sound_file_still_imports_with_odd_but_valid_values(cli: CliEnv, tmp_p
     assert shown.returncode == 0, shown.stderr
     back = [json.loads(line) for line in (tmp_path / "back.jsonl").read_text().splitlines()]
     assert [e.get("id") for e in back[1:]] == ["a", "b", "l"]
+
+
+def test_a_pipe_or_a_device_is_refused_unread(cli: CliEnv, tmp_path: Path) -> None:
+    """A FIFO blocked the import forever (nothing writes to it); ``/dev/zero`` never ends."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    done = cli.run("sessions", "import", str(fifo), "/dev/zero", timeout=30)
+    assert done.returncode == 1
+    reason = "not a regular file (a pipe or a device cannot be imported)"
+    assert done.stderr == f"error: {fifo}: {reason}\nerror: /dev/zero: {reason}\n"
