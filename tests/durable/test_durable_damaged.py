@@ -81,3 +81,20 @@ def test_a_file_that_is_not_a_database_is_said_so(tmp_path: Path) -> None:
         done = tether(home, *args, "--durable-database", url)
         assert done.returncode == 1
         assert done.stderr == f"tether: durable database {url}: file is not a database\n", done.stderr
+
+
+def test_a_count_too_large_for_the_database_is_the_settings_fault(tmp_path: Path) -> None:
+    """``workerConcurrency: 1e30`` failed inside the durable database ("Python int too large to
+    convert to SQLite INTEGER"), as if the database were broken; the setting and the flag say it."""
+    home = tmp_path / "home"
+    settings = home / "config" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"durable": {"workerConcurrency": 1' + "0" * 30 + "}}")
+    done = tether(home, "worker")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f'tether: {settings}: "durable.workerConcurrency": expected a non-negative integer up to 2147483647\n'
+    )
+    settings.unlink()
+    flag = tether(home, "worker", "--concurrency", "1" + "0" * 30)
+    assert flag.returncode == 2 and "is not in the range 0<=x<=2147483647" in flag.stderr
