@@ -58,3 +58,13 @@ def test_a_huge_skill_or_template_is_skipped_unread(cli: CliEnv, where: str) -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fine\n"
     assert f"note: {huge}: cannot read: larger than 1 MB, not read;" in done.stderr
+
+
+def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) -> None:
+    """Every ``AGENTS.md`` from the root down is read, so any parent (a shared ``/tmp``) may hold
+    one: a sparse 1 GB one cost 3 GB of memory and half a minute before the first request."""
+    huge = _sparse(cli.project.parent / "AGENTS.md", 1 << 30, b"# Rules\n")
+    (cli.project / "AGENTS.md").write_text("Answer briefly.\n")
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert done.stderr == f"note: {huge}: larger than 1 MB, left out of the system prompt\n"
