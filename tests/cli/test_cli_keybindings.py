@@ -85,7 +85,26 @@ def test_a_file_changes_and_unbinds_keys(tmp_path: Path) -> None:
 def test_a_bad_file_is_one_line_and_the_defaults_stay(tmp_path: Path, text: str, reason: str) -> None:
     path = tmp_path / "keybindings.json"
     path.write_text(text)
-    bindings = load_bindings(tmp_path)
+    _check_ignored(path, reason)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b'{"app.\xff": "x"}', "not valid JSON (not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "not valid JSON (nested too deeply)"),
+        (b'{"app.model.select":' * 100_000 + b'"x"' + b"}" * 100_000, "not valid JSON (nested too deeply)"),
+    ],
+)
+def test_a_damaged_file_is_one_line_too(tmp_path: Path, data: bytes, reason: str) -> None:
+    """Not text, or nested deeper than the parser recurses: the same warning, not a traceback."""
+    path = tmp_path / "keybindings.json"
+    path.write_bytes(data)
+    _check_ignored(path, reason)
+
+
+def _check_ignored(path: Path, reason: str) -> None:
+    bindings = load_bindings(path.parent)
     assert bindings.keys == DEFAULTS.keys
     assert bindings.warning is not None and "\n" not in bindings.warning
     assert bindings.warning.startswith(f"{path}: {reason}") and bindings.warning.endswith(

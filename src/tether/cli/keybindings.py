@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from tether.wire.json_line import load_line
+
 FILE_NAME = "keybindings.json"
 
 
@@ -131,7 +133,7 @@ def load_bindings(config_dir: Path) -> Bindings:
     leaves the defaults and says why in ``warning``."""
     path = config_dir / FILE_NAME
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes()
     except FileNotFoundError:
         return DEFAULTS
     except OSError as exc:
@@ -142,11 +144,13 @@ def load_bindings(config_dir: Path) -> Bindings:
         return Bindings(DEFAULTS.keys, f"{path}: {exc}; using the default keys")
 
 
-def _parse(text: str) -> dict[str, tuple[str, ...]]:
+def _parse(text: bytes) -> dict[str, tuple[str, ...]]:
     try:
-        data: object = json.loads(text)
+        data: object = load_line(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:  # not UTF-8, nested too deeply
+        raise ValueError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError('expected an object like {"app.model.select": "ctrl+l"}')
     out: dict[str, tuple[str, ...]] = {}

@@ -345,14 +345,14 @@ def subcommands() -> click.Group:
         "setting, else the session store's PostgreSQL database, else durable.sqlite in the data dir).",
     )
 
+    count = click.IntRange(min=0, max=2**31 - 1)  # what the settings take (settings.MAX_COUNT)
+
     @group.command()
     @click.option(
         "--name", default="", help="This worker's id; a restart under the same name resumes its runs."
     )
-    @click.option("--concurrency", type=click.IntRange(min=0), help="Runs per worker at once (0: no limit).")
-    @click.option(
-        "--global-concurrency", type=click.IntRange(min=0), help="Runs over all workers (0: no limit)."
-    )
+    @click.option("--concurrency", type=count, help="Runs per worker at once (0: no limit).")
+    @click.option("--global-concurrency", type=count, help="Runs over all workers (0: no limit).")
     @click.option(
         "--setup", metavar="MODULE:FUNCTION", help="Called with each run's AgentSession before it runs."
     )

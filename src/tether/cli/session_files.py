@@ -23,6 +23,8 @@ def import_files(paths: list[str]) -> int:
         for name in paths:
             path = Path(name)
             try:
+                if not path.is_file():  # a FIFO would block the read forever, /dev/zero never end
+                    raise ValueError("not a regular file (a pipe or a device cannot be imported)")
                 kind = session_file_kind(path)
                 if kind is None:
                     raise ValueError(

@@ -34,6 +34,13 @@ def first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(cause).__name__
 
 
+def _no_tables(exc: BaseException) -> bool:
+    """Whether a query failed because DBOS's tables are not there yet (no worker ever started
+    on the database), as opposed to a database that cannot be used at all."""
+    cause = getattr(exc, "orig", None) or exc
+    return type(cause).__name__ == "UndefinedTable" or "no such table" in str(cause)
+
+
 class DurableClient:
     """Submit and follow runs. ``with DurableClient(config) as client: ...``."""
 
@@ -57,7 +64,9 @@ class DurableClient:
             store.close()
         try:
             ready = self._client.retrieve_queue(QUEUE) is not None
-        except Exception:  # no DBOS tables at all
+        except Exception as exc:
+            if not _no_tables(exc):  # not a database, unreachable, refused: say so, not "no worker"
+                raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
             ready = False
         if not ready:
             raise SubmitError(

@@ -89,10 +89,9 @@ def config_from_settings(
             system = sessions
         else:
             system = "sqlite:///" + str(data_dir() / "durable.sqlite")
+    check_system_database(system)
     if system.startswith("sqlite:///"):
         Path(system.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    elif not is_postgres_url(system):
-        raise ValueError(f"durable database {system!r}: use postgresql://… or sqlite:///path")
     return DurableConfig(
         system_database=system,
         sessions=sessions,
@@ -101,3 +100,26 @@ def config_from_settings(
         rerun_tools=durable.rerun_tools,
         name=name,
     )
+
+
+def check_system_database(url: str) -> None:
+    """``ValueError`` (one line, without the password) for a system database URL DBOS would choke
+    on with its own words or a traceback: another scheme, a SQLite URL without a file or naming
+    a folder, a PostgreSQL URL that does not parse."""
+    from urllib.parse import urlsplit
+
+    from tether.session.database import redact
+
+    shown = f"durable database {redact(url) if is_postgres_url(url) else url!r}"
+    if url.startswith("sqlite:///"):
+        file = Path(url.removeprefix("sqlite:///"))
+        if not url.removeprefix("sqlite:///") or file.is_dir():
+            raise ValueError(f"{shown}: name a file: sqlite:///relative/path or sqlite:////absolute/path")
+        return
+    if not is_postgres_url(url):
+        raise ValueError(f"{shown}: use postgresql://… or sqlite:///path")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{shown}: not a valid URL ({exc})") from None

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from tether.wire.json_line import load_line
+
 USER_FILE = "mcp.json"
 """The user's servers, in tether's config folder (``tether.ai.paths.config_dir``)."""
 PROJECT_FILE = ".mcp.json"
@@ -114,11 +116,13 @@ def load_mcp_servers(
 def read_mcp_file(path: Path, source: Source, env: Mapping[str, str] | None = None) -> list[McpServerConfig]:
     """The servers of one ``mcpServers`` file, disabled ones included, variables expanded."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise McpConfigError(f"{path}: cannot read: {exc}") from None
+        data = load_line(path.read_bytes())
+    except OSError as exc:
+        raise McpConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise McpConfigError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # not UTF-8, nested too deeply
+        raise McpConfigError(f"{path}: invalid JSON: {exc}") from None
     servers: object = cast(dict[str, object], data).get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise McpConfigError(f"{path}: expected an object with an 'mcpServers' object")

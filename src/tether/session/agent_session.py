@@ -582,7 +582,12 @@ class AgentSession:
         from tether.session.compaction import summarize_branch
 
         leaf = await summarize_branch(
-            session, entry_id, self.model, self._stream_fn(), instructions=instructions, signal=signal
+            session,
+            entry_id,
+            self.model,
+            self._stream_fn("branch_summary"),
+            instructions=instructions,
+            signal=signal,
         )
         self._reload()
         return session.entry(leaf)["summary"] if leaf is not None else None
@@ -1160,11 +1165,16 @@ class AgentSession:
             if agent.model is None and ctx.model is not None and ctx.model.info is not None:
                 agent.model = ctx.model.info
 
-    def _stream_fn(self) -> StreamFn:
-        """The model call in use (the registry's ``stream_simple`` for real providers)."""
+    def _stream_fn(self, purpose: str = "compaction") -> StreamFn:
+        """The model call of a summary (the registry's ``stream_simple`` for real providers),
+        traced like the loop's calls when the agent is instrumented (``purpose`` labels its span)."""
         from tether.agent.loop import default_stream_fn
+        from tether.telemetry import instrumentation_for
 
+        instrumentation = instrumentation_for(self.agent.instrumentation)
         stream_fn = self.agent.stream_fn or default_stream_fn()
+        if instrumentation is not None:
+            stream_fn = instrumentation.traced(stream_fn, purpose)
         get_api_key = self.agent.get_api_key
         if get_api_key is None:
             return stream_fn

@@ -23,6 +23,7 @@ from tether.session.store import SessionError, SessionStore
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 _PASSWORD_PARAM = re.compile(r"(?i)((?:^|&)password=)[^&]*")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+_USER_PASSWORD = re.compile(r"(//[^/@:]*:)[^/@]*@")
 
 
 def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
@@ -69,8 +70,15 @@ def sqlite_path(location: str | os.PathLike[str]) -> Path:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter), for messages."""
-    parts = urlsplit(url)
+    """``url`` without its password (in the user part or a ``password=`` parameter), for messages.
+
+    A URL too broken to parse (``postgresql://u:p@[::1``) is redacted by pattern instead: the
+    message about it must not fail, nor show the password."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # parsing the port raises for a broken one
+    except ValueError:
+        return _PASSWORD_PARAM.sub(r"\1***", _USER_PASSWORD.sub(r"\1***@", url))
     if parts.password is not None:
         host = parts.netloc.rsplit("@", 1)[1]
         parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")

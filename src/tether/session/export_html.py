@@ -50,8 +50,10 @@ def _message(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         body.append(html.escape(content))
     elif isinstance(content, list):
-        for block in cast(list[dict[str, Any]], content):
-            body.append(_block(block))
+        for block in cast(list[object], content):  # an imported file's may be anything
+            body.append(
+                _block(cast(dict[str, Any], block)) if isinstance(block, dict) else html.escape(str(block))
+            )
     for key in ("summary",):
         if isinstance(message.get(key), str):
             body.append(html.escape(str(message[key])))

@@ -222,6 +222,7 @@ def create_agent_session(
             model, settings, stored, provider=provider, scope=scope, usable=usable, resources=resources
         )
         appended = [settings.append_system_prompt, *append_system_prompt]
+        left_out: list[str] = []
         prompt = build_system_prompt(
             cwd,
             [(t.name, t.description) for t in built],
@@ -230,6 +231,7 @@ def create_agent_session(
             context=context_files,
             user_dir=config_dir() if context_files else None,
             skills=resources.skills_prompt() if resources is not None else None,
+            left_out=left_out,
         )
         agent = Agent(
             model=resolved.model,
@@ -248,7 +250,9 @@ def create_agent_session(
             sessions=sessions,
             approval=gate,
             hooks=hooks,
-            notice="\n".join(filter(None, [resolved.notice, *(resources.warnings if resources else ())]))
+            notice="\n".join(
+                filter(None, [resolved.notice, *left_out, *(resources.warnings if resources else ())])
+            )
             or None,
             mcp=_mcp(mcp_servers),
             resources=resources,

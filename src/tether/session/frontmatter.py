@@ -11,12 +11,34 @@ else is an error naming the line, so a broken file is reported instead of half-r
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+MAX_FILE_BYTES = 1 << 20
+"""Skill and prompt files larger than this are refused unread. A repository's ``.pi/skills`` is
+read on every start without any trust (it holds instructions only), so a 1 GB ``SKILL.md`` (a
+sparse file costs nothing to make) must not be read into memory; real ones are a few KB."""
 
 _KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
 
 
 class FrontMatterError(ValueError):
     """The front matter is not the ``key: value`` subset; the message names the line."""
+
+
+class FileTooLargeError(ValueError):
+    """A skill or prompt file is larger than ``MAX_FILE_BYTES``."""
+
+
+def read_markdown(path: Path) -> str:
+    """The text of a skill or prompt file, read no further than ``MAX_FILE_BYTES``.
+
+    Raises ``FileTooLargeError`` for a larger file, ``UnicodeDecodeError`` for one that is not
+    UTF-8, ``OSError`` for one that cannot be read."""
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise FileTooLargeError(f"larger than {MAX_FILE_BYTES // (1 << 20)} MB, not read")
+    return data.decode("utf-8")
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:

@@ -14,7 +14,8 @@ and every message (``tether.wire``); errors name the line.
 
 from __future__ import annotations
 
-import json
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +23,7 @@ from typing import Any, cast
 from tether.session.entries import EntryDict
 from tether.session.store import SessionError, SessionRecord
 from tether.wire import WireError, decode_message, dumps
+from tether.wire.json_line import load_line
 
 FORMAT = "tether.session"
 VERSION = 1
@@ -75,7 +77,7 @@ def read_export(path: Path) -> SessionExport:
                 continue
             where = f"{path.name}:{number}"
             try:
-                value: Any = json.loads(line)
+                value: Any = load_line(line)
             except ValueError as err:
                 raise ImportFormatError(f"{where}: invalid JSON: {err}") from None
             if not isinstance(value, dict):
@@ -88,7 +90,7 @@ def read_export(path: Path) -> SessionExport:
     if header is None:
         raise ImportFormatError(f"{path.name}: empty file, expected a session header")
     leaf = header.get("leafId")
-    if leaf is not None and leaf not in seen:
+    if leaf is not None and (not isinstance(leaf, str) or leaf not in seen):
         raise ImportFormatError(f"{path.name}: header leafId {leaf!r} is not an entry of the file")
     return SessionExport(header, entries)
 
@@ -110,7 +112,7 @@ def _check_entry(obj: dict[str, Any], where: str, seen: set[str]) -> EntryDict:
         if not isinstance(obj.get(key), kind):
             raise ImportFormatError(f"{where}: entry.{key} must be a {kind.__name__}")
     parent = obj.get("parentId")
-    if parent is not None and parent not in seen:
+    if parent is not None and (not isinstance(parent, str) or parent not in seen):
         raise ImportFormatError(f"{where}: entry {obj['id']!r} has parentId {parent!r}, not an earlier entry")
     if obj["id"] in seen:
         raise ImportFormatError(f"{where}: duplicate entry id {obj['id']!r}")
@@ -119,5 +121,79 @@ def _check_entry(obj: dict[str, Any], where: str, seen: set[str]) -> EntryDict:
             decode_message(obj.get("message"), "message")
         except WireError as err:
             raise ImportFormatError(f"{where}: {err}") from None
+    problem = entry_problem(obj)
+    if problem is not None:
+        raise ImportFormatError(f"{where}: {problem}")
+    check_storable(obj, where)
     seen.add(obj["id"])
     return obj
+
+
+_Kinds = tuple[type, ...]
+_TEXT: _Kinds = (str,)
+_TEXT_OR_NONE: _Kinds = (str, type(None))
+_NUMBER: _Kinds = (int, float)
+
+ENTRY_FIELDS: dict[str, dict[str, tuple[_Kinds, bool]]] = {
+    "model_change": {"provider": (_TEXT, True), "modelId": (_TEXT, True)},
+    "thinking_level_change": {"thinkingLevel": (_TEXT, True)},
+    "service_tier_change": {"serviceTier": (_TEXT_OR_NONE, False)},
+    "system_prompt_change": {"systemPrompt": (_TEXT, True)},
+    "compaction": {
+        "summary": (_TEXT, True),
+        "firstKeptEntryId": (_TEXT_OR_NONE, False),
+        "tokensBefore": (_NUMBER, False),
+        "tokensAfter": (_NUMBER, False),
+    },
+    "branch_summary": {"summary": (_TEXT, True), "fromId": (_TEXT_OR_NONE, False)},
+    "label": {"targetId": (_TEXT, True), "label": (_TEXT_OR_NONE, False)},
+    "session_info": {"title": (_TEXT, False)},
+    "custom": {"customType": (_TEXT, True)},
+}
+"""Per entry type, the fields tether reads (field → accepted kinds, required): an imported file
+is checked against them so a damaged one is refused at the line that is wrong, instead of being
+stored and failing each time the session is opened."""
+
+
+def entry_problem(entry: dict[str, Any]) -> str | None:
+    """What is wrong with the type's own fields of ``entry`` (``ENTRY_FIELDS``), or ``None``."""
+    kind = entry["type"]
+    for name, (kinds, required) in ENTRY_FIELDS.get(kind, {}).items():
+        if name not in entry:
+            if required:
+                return f"a {kind} entry needs {name!r}"
+            continue
+        value: object = entry[name]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            expected = " or ".join(dict.fromkeys(_json_kind(k) for k in kinds))
+            return f"{kind}.{name} must be {expected}, not {_json_kind(type(value))}"
+    return None
+
+
+def _json_kind(kind: type) -> str:
+    names = {str: "a string", int: "a number", float: "a number", bool: "true or false", list: "a list"}
+    return "null" if kind is type(None) else names.get(kind, "an object")
+
+
+def check_storable(value: object, where: str) -> None:
+    """Entries are stored as JSON text, which holds neither a value nested deeper than the
+    encoder goes nor a lone surrogate (``"\\ud800"`` is valid JSON, not valid UTF-8), and their
+    numbers are summed and compared as 64-bit integers and finite floats (``1e999`` and ``NaN``
+    parse; an integer of 30 digits too). Such a line is refused here, by its number, rather
+    than by the store without one or each time the session is opened."""
+    try:
+        dumps(value)
+    except ValueError as err:
+        reason = re.sub(r"^Error serializing to JSON: (\w+: )?", "", str(err))
+        raise ImportFormatError(f"{where}: cannot be stored ({reason})") from None
+    pending = [value]  # no recursion: the encoder just accepted the depth, this need not
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(cast(dict[str, object], item).values())
+        elif isinstance(item, list):
+            pending.extend(cast(list[object], item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ImportFormatError(f"{where}: holds {item}, not a number tether can store")
+        elif isinstance(item, int) and not -(2**63) <= item < 2**63:
+            raise ImportFormatError(f"{where}: holds a number beyond 64 bits, which tether cannot store")

@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 
 from tether.session.entries import ENTRY_FORMAT, EntryDict
 from tether.session.ids import new_id
-from tether.session.jsonl import ImportFormatError
+from tether.session.jsonl import ImportFormatError, check_storable, entry_problem
 from tether.session.manager import SessionManager
 from tether.session.pi_format import (
     PI_SESSION_VERSION,
@@ -38,7 +38,9 @@ from tether.wire import WireError, decode_message, dumps
 
 LEAF_MARKER = "tether.leaf"
 
-_CHECKED_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom"})
+_CHECKED_ROLES = frozenset(
+    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
 """Roles tether checks on import; messages of other roles (pi's ``system``, roles an extension
 added) are kept as they are."""
 
@@ -52,7 +54,7 @@ def session_file_kind(path: Path) -> Literal["pi", "tether"] | None:
                 continue
             try:
                 first: Any = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             if not isinstance(first, dict) or cast(dict[str, Any], first).get("type") != "session":
                 return None
@@ -69,6 +71,8 @@ def read_pi_session(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 continue
             try:
                 value: Any = json.loads(line)
+            except RecursionError:  # valid JSON to pi, but deeper than tether can store
+                raise ImportFormatError(f"{path.name}:{number}: nested too deeply to import") from None
             except ValueError:
                 continue  # pi skips a damaged line (e.g. a half-written last one)
             if isinstance(value, dict):
@@ -77,25 +81,49 @@ def read_pi_session(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ImportFormatError(
             f"{path.name}: not a pi session file (its first record must be a session header)"
         )
-    header = records[0][1]
+    header_line, header = records[0]
+    version = header.get("version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise ImportFormatError(f"{path.name}:{header_line}: the header's version must be a number")
     entries = [record for _, record in records[1:]]
     migrate_pi_entries(header, entries)
     seen: set[str] = set()
     for number, entry in records[1:]:  # migrated in place
-        where = f"{path.name}:{number}"
-        entry_id = entry.get("id")
-        if not isinstance(entry_id, str) or not isinstance(entry.get("type"), str):
-            raise ImportFormatError(f"{where}: an entry needs a string id and type")
-        if entry_id in seen:
-            raise ImportFormatError(f"{where}: duplicate entry id {entry_id!r}")
-        seen.add(entry_id)
-        message = cast(dict[str, Any] | None, entry.get("message") if entry["type"] == "message" else None)
-        if message is not None and message.get("role") in _CHECKED_ROLES:
-            try:
-                decode_message(message, "message")
-            except WireError as err:
-                raise ImportFormatError(f"{where}: {err}") from None
+        _check_entry(entry, f"{path.name}:{number}", seen)
     return header, entries
+
+
+def _check_entry(entry: dict[str, Any], where: str, seen: set[str]) -> None:
+    """An entry tether can store and open again: a tree link to an earlier entry, the fields
+    tether reads of its type, a valid message; ``seen`` collects the ids so far."""
+    entry_id, kind = entry.get("id"), entry.get("type")
+    if not isinstance(entry_id, str) or not isinstance(kind, str):
+        raise ImportFormatError(f"{where}: an entry needs a string id and type")
+    if entry_id in seen:
+        raise ImportFormatError(f"{where}: duplicate entry id {entry_id!r}")
+    parent = entry.get("parentId")
+    if parent is not None and (not isinstance(parent, str) or parent not in seen):
+        raise ImportFormatError(f"{where}: entry {entry_id!r} has parentId {parent!r}, not an earlier entry")
+    seen.add(entry_id)
+    if kind == "message" and not isinstance(entry.get("message"), dict):
+        raise ImportFormatError(f"{where}: a message entry needs a message object")
+    if kind == "message" and not isinstance(entry["message"].get("role"), str):
+        raise ImportFormatError(f"{where}: message.role must be a string")
+    if kind == "custom_message" and not isinstance(entry.get("details", {}), dict | None):
+        raise ImportFormatError(f"{where}: custom_message.details must be an object")
+    if kind == "custom" and not isinstance(entry.get("data", {}), dict | None):
+        raise ImportFormatError(f"{where}: custom.data must be an object")
+    converted = from_pi_entry(entry, entry_id, {})
+    problem = entry_problem(converted)
+    if problem is not None:
+        raise ImportFormatError(f"{where}: {problem}")
+    message = cast(dict[str, Any] | None, entry.get("message") if kind == "message" else None)
+    if message is not None and message.get("role") in _CHECKED_ROLES:
+        try:
+            decode_message(message, "message")
+        except WireError as err:
+            raise ImportFormatError(f"{where}: {err}") from None
+    check_storable(entry, where)
 
 
 def import_pi_session(manager: SessionManager, path: str | os.PathLike[str]) -> SessionRecord:

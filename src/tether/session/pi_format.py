@@ -55,6 +55,10 @@ _TETHER_PREFIX = "tether."
 _PI_PREFIX = "pi."
 
 
+_LATEST_MS = 8_640_000_000_000_000
+"""The largest JavaScript ``Date`` (±100 million days), in ms."""
+
+
 def iso_timestamp(ms: int | float) -> str:
     """``1733234400000`` -> ``2024-12-03T14:00:00.000Z`` (JavaScript's ``toISOString``)."""
     moment = datetime.fromtimestamp(ms / 1000, UTC)
@@ -62,9 +66,10 @@ def iso_timestamp(ms: int | float) -> str:
 
 
 def ms_timestamp(iso: object) -> int:
-    """An ISO 8601 entry timestamp as Unix ms (``0`` when missing or unreadable)."""
+    """An ISO 8601 entry timestamp as Unix ms (``0`` when missing or unreadable: a number beyond
+    JavaScript's dates, infinity and NaN too)."""
     if isinstance(iso, int | float):
-        return int(iso)
+        return int(iso) if abs(iso) <= _LATEST_MS else 0  # NaN fails the comparison
     if not isinstance(iso, str):
         return 0
     try:

@@ -365,8 +365,8 @@ def installed_entry_points(data_dir: Path) -> list[tuple[str, str]]:
         cached = json.loads(cache.read_text(encoding="utf-8"))
         if cached.get("folders") == stamps:
             return [(str(n), str(v)) for n, v in cached["entryPoints"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass  # no cache, or a damaged one: search again and rewrite it
     from importlib.metadata import entry_points
 
     found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]

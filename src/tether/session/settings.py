@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar, cast
 
+from typing_extensions import TypeIs
+
 from tether.ai.types import DEFAULT_IDLE_TIMEOUT
 from tether.session.budget import CompactionSettings
 from tether.session.trust import TrustFileError, is_trusted, trust_file
@@ -100,6 +102,16 @@ class Settings:
 
 
 _APPROVAL_RANK: dict[str, int] = {"deny": 0, "ask": 1, "yes": 2}
+
+MAX_COUNT = 2**31 - 1
+"""The largest count, limit or duration a setting takes: JSON has no integer limit, but a
+database column, a semaphore or a timer has (``1e30`` workers failed inside the durable
+database, as if the database were at fault)."""
+
+
+def _is_count(value: object) -> TypeIs[int]:
+    """A non-negative integer up to ``MAX_COUNT`` (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -> Settings:
@@ -223,8 +235,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key == "durable":
             changes["durable"] = _durable(base.durable, value, path)
         elif key == "streamIdleTimeoutMs":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise bad(key, "milliseconds, a non-negative integer (0: no limit)")
+            if not _is_count(value):
+                raise bad(key, f"milliseconds, a non-negative integer (0: no limit) up to {MAX_COUNT}")
             changes["stream_idle_timeout_ms"] = value
         elif key == "maxConnections":
             changes["max_connections"] = base.max_connections | _max_connections(value, path)
@@ -259,9 +271,9 @@ _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
 
 def _max_connections(value: object, path: Path) -> dict[str, int]:
     """An integer (every provider) or an object of provider name → integer; 0 is no limit."""
-    expected = "a non-negative integer (0: no limit)"
+    expected = f"a non-negative integer (0: no limit) up to {MAX_COUNT}"
     if not isinstance(value, dict):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        if not _is_count(value):
             raise SettingsError(
                 f'{path}: "maxConnections": expected {expected}, or an object of provider name to that, '
                 f"got {json.dumps(value)}"
@@ -269,7 +281,7 @@ def _max_connections(value: object, path: Path) -> dict[str, int]:
         return {"*": value}
     limits: dict[str, int] = {}
     for provider, limit in cast(dict[str, object], value).items():
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        if not _is_count(limit):
             raise SettingsError(
                 f'{path}: "maxConnections.{provider}": expected {expected}, got {json.dumps(limit)}'
             )
@@ -316,8 +328,8 @@ def _durable(base: Durable, value: object, path: Path) -> Durable:
                 raise SettingsError(f"{where}: expected a string")
             result = replace(result, database=item)
         elif key in counts:
-            if not isinstance(item, int) or isinstance(item, bool) or item < 0:
-                raise SettingsError(f"{where}: expected a non-negative integer")
+            if not _is_count(item):
+                raise SettingsError(f"{where}: expected a non-negative integer up to {MAX_COUNT}")
             result = replace(result, **{counts[key]: item})
         elif key == "rerunTools":
             items = cast(list[object], item) if isinstance(item, list) else None
@@ -342,8 +354,8 @@ def _section(base: _Section, value: object, path: Path, name: str, counts: dict[
                 raise SettingsError(f"{where}: expected true or false")
             result = replace(result, enabled=item)
         elif key in counts:
-            if not isinstance(item, int) or isinstance(item, bool) or item < 0:
-                raise SettingsError(f"{where}: expected a non-negative integer")
+            if not _is_count(item):
+                raise SettingsError(f"{where}: expected a non-negative integer up to {MAX_COUNT}")
             result = replace(result, **{counts[key]: item})
         else:
             raise SettingsError(f"{where}: unknown key (known: {', '.join(['enabled', *counts])})")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tether.session.frontmatter import FrontMatterError, split_front_matter
+from tether.session.frontmatter import FileTooLargeError, FrontMatterError, read_markdown, split_front_matter
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -72,9 +72,9 @@ def read_skill(
     """The skill of one ``SKILL.md`` and a problem to report: a broken file gives no skill; a
     name that differs from its folder's is reported but the skill still loads."""
     try:
-        fields, _body = split_front_matter(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"cannot read: {exc}"
+        fields, _body = split_front_matter(read_markdown(path))
+    except (OSError, UnicodeDecodeError, FileTooLargeError) as exc:
+        return None, f"cannot read: {exc}; skill skipped"
     except FrontMatterError as exc:
         return None, f"invalid front matter ({exc}); skill skipped"
     name = fields.get("name", "").strip() or path.parent.name
@@ -123,8 +123,8 @@ def escape(text: str) -> str:
 def skill_invocation(skill: Skill, args: str) -> str:
     """The prompt ``/skill:NAME args`` sends: the skill's instructions, then the user's text."""
     try:
-        _fields, body = split_front_matter(skill.path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+        _fields, body = split_front_matter(read_markdown(skill.path))
+    except (OSError, UnicodeDecodeError, FrontMatterError, FileTooLargeError) as exc:
         raise ValueError(f"skill {skill.name}: cannot read {skill.path}: {exc}") from None
     block = (
         f'<skill name="{escape(skill.name)}" location="{escape(str(skill.path))}">\n'

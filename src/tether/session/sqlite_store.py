@@ -21,6 +21,7 @@ connection of its own, which changes whenever another connection commits.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import socket
@@ -219,8 +220,12 @@ class SQLiteStore:
 
     def acquire_writer(self, session_id: str) -> FileLease:
         self.get_session(session_id)
-        self._locks_dir.mkdir(exist_ok=True)
-        fd = os.open(self._lock_path(session_id), os.O_RDWR | os.O_CREAT, 0o644)
+        path = self._lock_path(session_id)
+        try:
+            self._locks_dir.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _lock_file_error(path, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -230,8 +235,12 @@ class SQLiteStore:
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}".encode(), 0)
+        except OSError as exc:  # a full disk: the lock holds, but say so now, not as "stdout is full"
+            os.close(fd)
+            raise _lock_file_error(path, exc) from None
         return FileLease(self, session_id, fd)
 
     # -- entries ---------------------------------------------------------------------------------
@@ -434,6 +443,16 @@ def database_error(path: Path, err: sqlite3.Error) -> SessionDatabaseError:
             f"{path}: the session database stayed locked by another process ({err}); try again"
         )
     return SessionDatabaseError(f"{path}: session database error: {err}")
+
+
+def _lock_file_error(path: Path, exc: OSError) -> SessionDatabaseError:
+    """A session's lock file could not be made or written (it sits beside the database)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return SessionDatabaseError(f"{path}: the disk holding the session database is full; free some space")
+    return SessionDatabaseError(
+        f"{path}: cannot write the session's lock file ({exc.strerror}); make {path.parent} writable, "
+        "or use another store with --database (or --no-session to keep nothing)"
+    )
 
 
 def _free_bytes(path: Path) -> int:

@@ -5,12 +5,18 @@ found from the filesystem root down to the working directory is included, outerm
 monorepo's general rules come before a package's specific ones. The user's own ``AGENTS.md`` in
 the config folder (pi's ``~/.pi/agent/AGENTS.md``) comes before all of them: personal habits
 that hold in every project, which a project's file may then refine.
+
+A context file larger than ``MAX_FILE_BYTES`` (1 MB, some 250k tokens: more than a context
+window) is left out unread, and reported: any parent folder may hold one (a shared ``/tmp``), and
+a sparse 1 GB file cost 3 GB of memory and half a minute before the first request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+
+from tether.session.frontmatter import MAX_FILE_BYTES
 
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
@@ -77,6 +83,7 @@ def build_system_prompt(
     context: bool = True,
     user_dir: Path | None = None,
     skills: str | None = None,
+    left_out: list[str] | None = None,
 ) -> str:
     """Base (or ``replace``) + tools + context files + skills + ``append``.
 
@@ -91,6 +98,7 @@ def build_system_prompt(
         user_dir: The config folder whose ``AGENTS.md`` comes first (``None``: none).
         skills: The skills' part (``tether.session.skills.skills_prompt``): names, descriptions
             and where to read each, never their contents.
+        left_out: Gets one line per context file left out for its size (for the front end).
     """
     parts = [replace if replace is not None else BASE_PROMPT, describe_tools(tool_lines)]
     user_file = user_context_file(user_dir) if context and user_dir is not None else None
@@ -100,9 +108,15 @@ def build_system_prompt(
         if kind == "project" and path == user_file:
             continue  # the config folder is inside the project tree: once is enough
         try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            with path.open("rb") as file:
+                data = file.read(MAX_FILE_BYTES + 1)
         except OSError:
             continue
+        if len(data) > MAX_FILE_BYTES:
+            if left_out is not None:
+                left_out.append(f"{path}: larger than 1 MB, left out of the system prompt")
+            continue
+        text = data.decode("utf-8", errors="replace").strip()
         if text:
             parts.append(f'<{kind}-instructions path="{path}">\n{text}\n</{kind}-instructions>')
     if skills:

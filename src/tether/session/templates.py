@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.session.frontmatter import FrontMatterError, split_front_matter
+from tether.session.frontmatter import FileTooLargeError, FrontMatterError, read_markdown, split_front_matter
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 _PLACEHOLDER = re.compile(r"\$\{@:(\d+)\}|\$(\d+)|\$ARGUMENTS|\$@")
@@ -65,9 +65,9 @@ def read_templates(folder: Path, source: str) -> tuple[list[PromptTemplate], lis
             warnings.append(f"{path}: {path.stem!r} cannot be a command name; template skipped")
             continue
         try:
-            fields, body = split_front_matter(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            warnings.append(f"{path}: cannot read: {exc}")
+            fields, body = split_front_matter(read_markdown(path))
+        except (OSError, UnicodeDecodeError, FileTooLargeError) as exc:
+            warnings.append(f"{path}: cannot read: {exc}; template skipped")
             continue
         except FrontMatterError as exc:
             warnings.append(f"{path}: invalid front matter ({exc}); template skipped")

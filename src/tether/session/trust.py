@@ -30,14 +30,16 @@ def trust_file(config_dir: Path) -> Path:
 
 def trusted_folders(config_dir: Path) -> list[Path]:
     """The folders the user trusted (missing file: none)."""
+    from tether.wire.json_line import load_line  # only for a project with a .tether folder
+
     path = trust_file(config_dir)
     try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
+        data: object = load_line(path.read_bytes())
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise TrustFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:
         raise TrustFileError(f"{path}: not valid JSON ({exc}); fix or delete it") from None
     items = cast(list[object], data) if isinstance(data, list) else None
     if items is None or not all(isinstance(item, str) for item in items):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-    from tether.ai.types import SimpleStreamOptions
+    from tether.ai.types import SimpleStreamOptions, StreamFn
     from tether.telemetry.spans import Recorder, RunTrace
     from tether.wire import ModelInfo
 
@@ -62,11 +62,25 @@ class Instrumentation:
         """Open the ``invoke_agent`` span of a run (``tools``: each tool's description by name).
 
         The tracer, meter and instruments are made by the first run (importing OpenTelemetry)."""
-        from tether.telemetry.spans import Recorder, RunTrace
+        from tether.telemetry.spans import RunTrace
+
+        return RunTrace(self._recorder_once(), model, options, tools)
+
+    def traced(self, stream_fn: StreamFn, purpose: str) -> StreamFn:
+        """``stream_fn`` with a ``chat`` span per call, for the model calls a session makes
+        outside the agent loop (``purpose``: ``compaction`` or ``branch_summary``); the span's
+        parent is the current span, a run's ``invoke_agent`` when the run compacts."""
+        from tether.telemetry.spans import traced_calls
+
+        return traced_calls(self._recorder_once(), stream_fn, purpose)
+
+    def _recorder_once(self) -> Recorder:
+        """The tracer, meter and instruments, made by the first use (importing OpenTelemetry)."""
+        from tether.telemetry.spans import Recorder
 
         if self._recorder is None:
             self._recorder = Recorder(self)
-        return RunTrace(self._recorder, model, options, tools)
+        return self._recorder
 
 
 _instrumentation: Instrumentation | None = None

@@ -13,6 +13,9 @@ The loop hands it three things:
 - each tool's execution (``tool_running``), during which the tool's span is current and an
   exception it raises is recorded.
 
+A session's model calls outside the loop (compaction and branch summaries) get the same ``chat``
+spans through ``traced_calls``, labelled ``tether.purpose`` and parented on the current span.
+
 Failures follow the conventions: the span's status is ERROR with the error text, ``error.type``
 is the HTTP status, the exception's class name or one of tether's values (``semconv``).
 """
@@ -114,20 +117,7 @@ class RunTrace:
 
     def traced(self, stream_fn: StreamFn) -> StreamFn:
         """``stream_fn`` with a ``chat`` span around each call, ended by its final message."""
-
-        async def call(
-            model: ModelInfo, context: Context, options: SimpleStreamOptions | None
-        ) -> AssistantMessageEventStream:
-            model_call = _ModelCall(self, model, context, options)
-            try:
-                opened = stream_fn(model, context, model_call.options)
-                stream = await opened if inspect.isawaitable(opened) else opened
-            except BaseException as exc:
-                model_call.raised(exc)
-                raise
-            return AssistantMessageEventStream(model, model_call.observe(stream))
-
-        return call
+        return _traced(self.recorder, stream_fn, self, None)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -196,26 +186,71 @@ class RunTrace:
         span.end()
 
 
-class _ModelCall:
-    """One model call: its ``chat`` span from the request to the final message, and its metrics."""
+def traced_calls(recorder: Recorder, stream_fn: StreamFn, purpose: str) -> StreamFn:
+    """``stream_fn`` with a ``chat`` span around each call made outside a run's loop (a
+    compaction's or a branch summary's), labelled ``tether.purpose``. Its parent is the span
+    current where the call is made: the run's ``invoke_agent`` when a run compacts before a
+    model call, none when the user compacts between runs."""
+    return _traced(recorder, stream_fn, None, purpose)
 
-    __slots__ = ("_first_chunk", "_on_retry", "_retries", "_run", "_started", "options", "span")
+
+def _traced(recorder: Recorder, stream_fn: StreamFn, run: RunTrace | None, purpose: str | None) -> StreamFn:
+    async def call(
+        model: ModelInfo, context: Context, options: SimpleStreamOptions | None
+    ) -> AssistantMessageEventStream:
+        model_call = _ModelCall(recorder, model, context, options, run, purpose)
+        try:
+            opened = stream_fn(model, context, model_call.options)
+            stream = await opened if inspect.isawaitable(opened) else opened
+        except BaseException as exc:
+            model_call.raised(exc)
+            raise
+        return AssistantMessageEventStream(model, model_call.observe(stream))
+
+    return call
+
+
+class _ModelCall:
+    """One model call: its ``chat`` span from the request to the final message, and its metrics.
+
+    ``run``: the run whose loop makes the call (its turn, its totals, its span as the parent);
+    ``None`` for a call of its own (``purpose`` says which), parented on the current span."""
+
+    __slots__ = (
+        "_first_chunk",
+        "_labels",
+        "_on_retry",
+        "_recorder",
+        "_retries",
+        "_run",
+        "_started",
+        "options",
+        "span",
+    )
 
     def __init__(
-        self, run: RunTrace, model: ModelInfo, context: Context, options: SimpleStreamOptions | None
+        self,
+        recorder: Recorder,
+        model: ModelInfo,
+        context: Context,
+        options: SimpleStreamOptions | None,
+        run: RunTrace | None,
+        purpose: str | None,
     ) -> None:
+        self._recorder = recorder
         self._run = run
-        run.model_calls += 1
+        self._labels = run.model_attributes if run is not None else _model_attributes(model)
+        """What the span and the metrics are labelled with: the model called."""
         given = options if options is not None else SimpleStreamOptions()
         self._on_retry = given.on_retry
         self.options = dataclasses.replace(given, on_retry=self._retried)
         """The caller's options, telling this call about retries (and the caller, if it asked)."""
-        attributes: Attributes = {
-            sc.OPERATION_NAME: sc.CHAT,
-            **run.model_attributes,
-            sc.REQUEST_STREAM: True,
-            sc.TURN: run.turn,
-        }
+        attributes: Attributes = {sc.OPERATION_NAME: sc.CHAT, **self._labels, sc.REQUEST_STREAM: True}
+        if run is not None:
+            run.model_calls += 1
+            attributes[sc.TURN] = run.turn
+        if purpose is not None:
+            attributes[sc.PURPOSE] = purpose
         if given.session_id:
             attributes[sc.CONVERSATION_ID] = given.session_id
         if given.temperature is not None:
@@ -224,7 +259,7 @@ class _ModelCall:
             attributes[sc.REQUEST_MAX_TOKENS] = given.max_tokens
         if given.reasoning is not None:
             attributes[sc.REQUEST_THINKING] = given.reasoning
-        if run.recorder.capture_content:
+        if recorder.capture_content:
             system_prompt = context.get("systemPrompt")
             if system_prompt:
                 attributes[sc.SYSTEM_INSTRUCTIONS] = content.system_instructions(system_prompt)
@@ -232,8 +267,8 @@ class _ModelCall:
             tools = context.get("tools")
             if tools:
                 attributes[sc.TOOL_DEFINITIONS] = content.tool_definitions(tools)
-        self.span = run.recorder.tracer.start_span(
-            f"{sc.CHAT} {model['id']}", run.context, SpanKind.CLIENT, attributes
+        self.span = recorder.tracer.start_span(
+            f"{sc.CHAT} {model['id']}", run.context if run is not None else None, SpanKind.CLIENT, attributes
         )
         self._started = time.perf_counter()
         self._first_chunk: float | None = None
@@ -274,13 +309,13 @@ class _ModelCall:
         self.span.record_exception(exc)
         _set_error(self.span, type(exc).__qualname__, str(exc) or None)
         self.span.end()
-        self._run.recorder.duration.record(
+        self._recorder.duration.record(
             time.perf_counter() - self._started,
-            {sc.OPERATION_NAME: sc.CHAT, **self._run.model_attributes, sc.ERROR_TYPE: type(exc).__qualname__},
+            {sc.OPERATION_NAME: sc.CHAT, **self._labels, sc.ERROR_TYPE: type(exc).__qualname__},
         )
 
     def _end(self, final: AssistantMessage) -> None:
-        run, span, recorder = self._run, self.span, self._run.recorder
+        run, span, recorder = self._run, self.span, self._recorder
         usage = final["usage"]
         input_tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
         output_tokens = usage["output"]
@@ -316,11 +351,7 @@ class _ModelCall:
         span.set_attributes(attributes)
         span.end()
 
-        labels: Attributes = {
-            sc.OPERATION_NAME: sc.CHAT,
-            **run.model_attributes,
-            sc.RESPONSE_MODEL: response_model,
-        }
+        labels: Attributes = {sc.OPERATION_NAME: sc.CHAT, **self._labels, sc.RESPONSE_MODEL: response_model}
         recorder.duration.record(
             time.perf_counter() - self._started, labels if error is None else {**labels, sc.ERROR_TYPE: error}
         )
@@ -331,9 +362,10 @@ class _ModelCall:
             recorder.token_usage.record(output_tokens, {**labels, sc.TOKEN_TYPE: "output"})
         if cost:
             recorder.cost.add(cost, labels)
-        run.input_tokens += input_tokens
-        run.output_tokens += output_tokens
-        run.cost += cost
+        if run is not None:  # a compaction's call is not one of the run's own
+            run.input_tokens += input_tokens
+            run.output_tokens += output_tokens
+            run.cost += cost
 
 
 class _ToolSpan:

@@ -1,8 +1,10 @@
-"""Reading one JSON line from a peer that may send anything, including JSON nested 100k deep.
+"""Reading one JSON value from a peer or a file that may hold anything, including JSON nested 100k deep.
 
 Python's ``json`` parser recurses, so deeply nested input raises ``RecursionError`` rather than a
-``ValueError``; a server that only catches the latter dies, or answers nothing. ``load_line``
-turns every failure into ``ValueError`` with a short reason, and ``top_level_id`` recovers a
+``ValueError``; a server that only catches the latter dies, or answers nothing, and a command
+reading a damaged file prints a traceback. ``load_line`` turns every failure into ``ValueError``
+with a short reason: it reads protocol lines (RPC, ACP), the lines of session files and whole
+small files (settings-like JSON files of the user and of projects). ``top_level_id`` recovers a
 request's ``id`` from a line that could not be parsed, so the error response can still carry it.
 """
 
@@ -16,8 +18,9 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
 _ID_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
 
 
-def load_line(line: bytes) -> object:
-    """The JSON value of ``line``; ``ValueError`` for anything that is not JSON."""
+def load_line(line: bytes | str) -> object:
+    """The JSON value of ``line`` (a line, or a whole file's text); ``ValueError`` for anything
+    that is not JSON (``json.JSONDecodeError``, with its position, for a syntax error)."""
     try:
         return json.loads(line)
     except RecursionError:

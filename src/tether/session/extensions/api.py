@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from tether.agent.types import (
     AfterToolCallContext,
@@ -155,12 +155,20 @@ class ExtensionAPI:
 
     def register_tool(self, tool: AgentTool) -> AgentTool:
         """Give the model a tool (build it with ``tether.agent.tool``); returns it, so it can be
-        used as a decorator below ``@tool``."""
+        used as a decorator below ``@tool``)."""
+        from tether.agent.tool import AgentTool as ToolClass
+
+        if not isinstance(tool, ToolClass):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"register_tool takes an AgentTool (make one with tether.agent.tool), not {type(tool).__name__}"
+            )
         self.registered.tools.append(tool)
         return tool
 
     def register_command(self, name: str, handler: CommandHandler, *, description: str = "") -> None:
         """``/name args`` runs ``handler(args, ctx)``; its text result is shown to the user."""
+        if not name.lstrip("/") or any(c.isspace() for c in name) or not callable(handler):
+            raise ValueError(f"register_command needs a name without spaces and a handler, got {name!r}")
         self.registered.commands.append(ExtensionCommand(name.lstrip("/"), description, handler, self.name))
 
     def command(self, name: str, *, description: str = "") -> Callable[[CommandHandler], CommandHandler]:
@@ -175,6 +183,14 @@ class ExtensionAPI:
     def register_provider(self, name: str, models: Sequence[ModelInfo], stream_fn: StreamFn) -> None:
         """Serve ``models`` (their ``provider`` should be ``name``) through ``stream_fn``, the
         agent loop's model call (it never raises: failures end the stream as ``error``)."""
+        given = cast(Sequence[object], models)  # what an extension passes is not type-checked
+        well_formed = all(
+            isinstance(m, dict) and isinstance(cast(dict[str, object], m).get("id"), str) for m in given
+        )
+        if not well_formed or not callable(stream_fn):
+            raise TypeError(
+                f"register_provider({name!r}): models must be ModelInfo dicts and stream_fn a function"
+            )
         self.registered.providers.append(ExtensionProvider(name, tuple(models), stream_fn, self.name))
 
     def on(self, event: EventName) -> Callable[[_Hook], _Hook]:

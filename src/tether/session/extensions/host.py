@@ -3,14 +3,18 @@
 Every call into extension code goes through here, so one rule holds everywhere: an exception in an
 extension is reported once, with the extension's name, and the session goes on. A failing
 ``tool_call`` hook blocks that call (a guard that crashed must not wave a command through); any
-other failing hook is skipped for that event.
+other failing hook is skipped for that event. ``exit()`` (``SystemExit``) and other exceptions
+outside ``Exception`` count as failures too (``ExtensionExit``): an extension's hook, tool or
+command must not end the process, and with it every session an RPC or ACP server holds. Only
+the user's Ctrl-C (``KeyboardInterrupt``) and a real cancellation pass through.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.types import (
@@ -31,7 +35,7 @@ from tether.session.extensions.api import (
 )
 
 if TYPE_CHECKING:
-    from tether.agent import Agent, AgentTool
+    from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
     from tether.ai.abort import AbortSignal
     from tether.ai.types import StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
@@ -85,7 +89,9 @@ class ExtensionHost:
     # -- what they registered ----------------------------------------------------------------------
 
     def tools(self) -> list[AgentTool]:
-        return [t for e in self.extensions for t in e.registered.tools]
+        """The extensions' tools, each run through ``_call`` (a tool that calls ``exit()`` fails
+        its call instead of ending the process)."""
+        return [replace(t, execute=_guarded(t)) for e in self.extensions for t in e.registered.tools]
 
     def commands(self) -> dict[str, ExtensionCommand]:
         found: dict[str, ExtensionCommand] = {}
@@ -217,8 +223,32 @@ class ExtensionHost:
         return result if isinstance(result, str) else None
 
 
+class ExtensionExit(Exception):
+    """Extension code raised ``SystemExit`` (called ``exit()``) or another exception outside
+    ``Exception``; it is reported like any failure of that extension."""
+
+
 async def _call(function: Callable[..., Any], *args: Any) -> Any:
-    result = function(*args)
-    if inspect.isawaitable(result):
-        result = await result
+    """Call extension code (plain or async); see the module docstring for what it may raise."""
+    try:
+        result = function(*args)
+        if inspect.isawaitable(result):
+            result = await result
+    except (Exception, KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except SystemExit as exc:
+        raise ExtensionExit(f"called exit({exc.code if exc.code is not None else ''})") from None
+    except BaseException as exc:
+        raise ExtensionExit(f"raised {type(exc).__name__}: {exc}") from None
     return result
+
+
+def _guarded(tool: AgentTool) -> Callable[..., Any]:
+    execute = tool.execute
+
+    async def guarded(
+        call_id: str, params: Any, signal: AbortSignal | None, on_update: ToolUpdate | None
+    ) -> AgentToolResult[Any]:
+        return await _call(execute, call_id, params, signal, on_update)
+
+    return guarded

@@ -85,6 +85,10 @@ def _load(
         return None, f"extension {name} ({origin}) failed to load: {type(exc).__name__}: {exc}"
     except SystemExit:
         return None, f"extension {name} ({origin}) called exit() while loading; not loaded"
+    except KeyboardInterrupt:  # the user's Ctrl-C stops tether, whatever was loading
+        raise
+    except BaseException as exc:  # GeneratorExit, a bare BaseException: a failure like the others
+        return None, f"extension {name} ({origin}) failed to load: {type(exc).__name__}: {exc}"
     return LoadedExtension(name, origin, api.registered), None
 
 

@@ -1,0 +1,70 @@
+"""Issue 14 (class 9) on the user's own JSON files that landed after it: one that is not text, or
+nested deeper than Python's parser recurses, is one line naming the file, never a traceback.
+
+``tether -p`` runs in a subprocess with a scripted model; the file under test sits where tether
+reads it (the trusted-folders list is read when the project has a ``.tether`` folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv, text_reply
+
+pytestmark = pytest.mark.subprocess
+
+DAMAGED = {
+    "nested 100k deep": b"[" * 100_000 + b"]" * 100_000,
+    "an object nested 100k deep": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "not UTF-8": b'{"\xff": 1}',
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+@pytest.mark.parametrize("name", ["trusted-folders.json", "mcp.json"])
+def test_a_damaged_user_file_is_one_line_naming_it(cli: CliEnv, name: str, damage: str) -> None:
+    config = cli.home / "config"
+    config.mkdir()
+    (config / name).write_bytes(DAMAGED[damage])
+    (cli.project / ".tether" / "prompts").mkdir(parents=True)  # makes tether ask whether it is trusted
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]))
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"tether: {config / name}: "), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "JSON" in done.stderr
+
+
+def _sparse(path: Path, size: int, head: bytes) -> Path:
+    """A file of ``size`` bytes that costs no disk: ``head``, then a hole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as file:
+        file.write(head)
+        file.truncate(size)
+    return path
+
+
+@pytest.mark.parametrize("where", ["untrusted project skill", "user prompt template"])
+def test_a_huge_skill_or_template_is_skipped_unread(cli: CliEnv, where: str) -> None:
+    """A repository's ``.pi/skills`` is read on every start without trust: a 1 GB ``SKILL.md``
+    (sparse: anyone can make one) is skipped with a note instead of being read into memory
+    (which took 2 GB of memory and over 30 s, this test's timeout)."""
+    head = b"---\nname: big\ndescription: a big one\n---\n"
+    if where == "untrusted project skill":
+        huge = _sparse(cli.project / ".pi" / "skills" / "big" / "SKILL.md", 1 << 30, head)
+    else:
+        huge = _sparse(cli.home / "config" / "prompts" / "big.md", 1 << 30, head)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine\n"
+    assert f"note: {huge}: cannot read: larger than 1 MB, not read;" in done.stderr
+
+
+def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) -> None:
+    """Every ``AGENTS.md`` from the root down is read, so any parent (a shared ``/tmp``) may hold
+    one: a sparse 1 GB one cost 3 GB of memory and half a minute before the first request."""
+    huge = _sparse(cli.project.parent / "AGENTS.md", 1 << 30, b"# Rules\n")
+    (cli.project / "AGENTS.md").write_text("Answer briefly.\n")
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert done.stderr == f"note: {huge}: larger than 1 MB, left out of the system prompt\n"

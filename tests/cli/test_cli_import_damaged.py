@@ -1,0 +1,207 @@
+"""Issue 14 (classes 7 and 9) on ``tether sessions import``: a damaged or hostile session file is
+one line naming the file and its line, never a traceback, and never a stored session that fails
+each time it is opened.
+
+Each file below is a pi session file (or a tether export) with one thing wrong, as a clumsy
+editor, a truncated copy or an attacker would leave it. The command runs in a subprocess against
+a real SQLite store; afterwards nothing was stored (``tether sessions --all`` lists no session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from cli_support import CliEnv
+
+pytestmark = pytest.mark.subprocess
+
+HEADER = {"type": "session", "version": 3, "id": "p", "timestamp": "2024-12-03T14:00:00.000Z", "cwd": "/p"}
+
+
+def _message(entry_id: str, parent: str | None, message: object) -> dict[str, object]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2024-12-03T14:00:01.000Z",
+        "message": message,
+    }
+
+
+def _user(entry_id: str, parent: str | None, content: object = "hi") -> dict[str, object]:
+    return _message(entry_id, parent, {"role": "user", "content": content, "timestamp": 1})
+
+
+def _nested(depth: int) -> object:
+    value: object = "bottom"
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+# name -> (the lines after the header, the line the error names, what it says)
+DAMAGED: dict[str, tuple[list[str], int, str]] = {
+    "a line nested 100k deep": (["[" * 100_000 + "]" * 100_000], 2, "nested too deeply to import"),
+    "an object nested 100k deep": (
+        ['{"a":' * 100_000 + "1" + "}" * 100_000],
+        2,
+        "nested too deeply to import",
+    ),
+    "content nested deeper than the store goes": (
+        [json.dumps(_user("a", None, [{"type": "text", "text": "x", "extra": _nested(900)}]))],
+        2,
+        "cannot be stored (Maximum serialization depth exceeded)",
+    ),
+    "a lone surrogate": (
+        [
+            '{"type":"message","id":"a","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z",'
+            '"message":{"role":"user","content":"\\ud800","timestamp":1}}'
+        ],
+        2,
+        "cannot be stored",
+    ),
+    "a message that is not an object": (
+        [json.dumps(_message("a", None, "text"))],
+        2,
+        "needs a message object",
+    ),
+    "a role that is not a string": (
+        [json.dumps(_message("a", None, {"role": ["user"], "content": "x"}))],
+        2,
+        "message.role must be a string",
+    ),
+    "a parent that is no entry": ([json.dumps(_user("a", "zz"))], 2, "parentId 'zz', not an earlier entry"),
+    "a parent that comes later (a cycle)": (
+        [json.dumps(_user("a", "b")), json.dumps(_user("b", "a"))],
+        2,
+        "parentId 'b', not an earlier entry",
+    ),
+    "a parent that is an object": ([json.dumps(_user("a", {"id": "x"}))], 2, "not an earlier entry"),
+    "a compaction without a text summary": (
+        [
+            json.dumps(_user("a", None)),
+            json.dumps(
+                {
+                    "type": "compaction",
+                    "id": "c",
+                    "parentId": "a",
+                    "timestamp": "2024-12-03T14:00:02.000Z",
+                    "summary": 5,
+                    "firstKeptEntryId": "a",
+                }
+            ),
+        ],
+        3,
+        "compaction.summary must be a string, not a number",
+    ),
+    "a model change without its model": (
+        [json.dumps({"type": "model_change", "id": "m", "parentId": None, "timestamp": "x"})],
+        2,
+        "a model_change entry needs 'provider'",
+    ),
+    "usage beyond 64 bits": (
+        [
+            json.dumps(_user("a", None)),
+            '{"type":"message","id":"b","parentId":"a","timestamp":"2024-12-03T14:00:02.000Z","message":'
+            '{"role":"assistant","content":[],"api":"x","provider":"x","model":"x","stopReason":"stop",'
+            '"timestamp":2,"usage":{"input":1' + "0" * 30 + ',"output":0,"cacheRead":0,"cacheWrite":0,'
+            '"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}}',
+        ],
+        3,
+        "a number beyond 64 bits",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGED))
+def test_a_damaged_pi_file_is_one_line_naming_its_line(cli: CliEnv, tmp_path: Path, name: str) -> None:
+    lines, line_number, reason = DAMAGED[name]
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([json.dumps(HEADER), *lines]) + "\n")
+    done = cli.run("sessions", "import", str(damaged), timeout=120)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    error = done.stderr.strip()
+    assert "\n" not in error and "Traceback" not in error
+    assert error.startswith(f"error: {damaged}: damaged.jsonl:{line_number}: "), error
+    assert reason in error
+    assert "01" not in cli.run("sessions", "--all").stdout  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [
+        ({**HEADER, "version": "three"}, "damaged.jsonl:1: the header's version must be a number"),
+        ("[" * 100_000 + "]" * 100_000, "neither a pi session file nor a tether export"),
+    ],
+)
+def test_a_damaged_header_is_one_line(cli: CliEnv, tmp_path: Path, header: object, reason: str) -> None:
+    damaged = tmp_path / "damaged.jsonl"
+    first = header if isinstance(header, str) else json.dumps(header)
+    damaged.write_text(first + "\n" + json.dumps(_user("a", None)) + "\n")
+    done = cli.run("sessions", "import", str(damaged))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error: {damaged}: ") and reason in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_damaged_tether_export_is_one_line(cli: CliEnv, tmp_path: Path) -> None:
+    """The same checks guard tether's own export format."""
+    header = {"type": "session", "format": "tether.session", "version": 1, "id": "s", "cwd": "/p"}
+    header |= {"created": 1, "updated": 1, "leafId": ["not", "an", "id"]}
+    entry = {"type": "message", "id": "a", "parentId": None, "timestamp": 1}
+    cases = {
+        "deep": (header, "[" * 100_000 + "]" * 100_000, "export.jsonl:2: invalid JSON: nested too deeply"),
+        "parent": (header, json.dumps({**entry, "parentId": [1]}), "not an earlier entry"),
+        "label": (
+            header,
+            json.dumps({"type": "label", "id": "l", "parentId": None, "timestamp": 1, "targetId": 7}),
+            "label.targetId must be a string, not a number",
+        ),
+        "leaf": (
+            header,
+            json.dumps({**entry, "message": {"role": "user", "content": "x", "timestamp": 1}}),
+            "header leafId ['not', 'an', 'id'] is not an entry of the file",
+        ),
+    }
+    for name, (head, line, reason) in cases.items():
+        export = tmp_path / "export.jsonl"
+        export.write_text(json.dumps(head) + "\n" + line + "\n")
+        done = cli.run("sessions", "import", str(export))
+        assert done.returncode == 1, name
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, name
+        assert reason in done.stderr, (name, done.stderr)
+
+
+def test_a_sound_file_still_imports_with_odd_but_valid_values(cli: CliEnv, tmp_path: Path) -> None:
+    """What pi itself writes or tolerates goes in: a damaged line pi would skip, a timestamp
+    beyond JavaScript's dates (read as unknown), a label without text."""
+    sound = tmp_path / "sound.jsonl"
+    lines = [
+        json.dumps(HEADER),
+        json.dumps(_user("a", None)),
+        "{half a line",
+        json.dumps({**_user("b", "a", "again"), "timestamp": 1e300}),
+        json.dumps({"type": "label", "id": "l", "parentId": "b", "timestamp": "x", "targetId": "a"}),
+    ]
+    sound.write_text("\n".join(lines) + "\n")
+    done = cli.run("sessions", "import", str(sound))
+    assert done.returncode == 0, done.stderr
+    session_id = done.stdout.split()[0]
+    shown = cli.run("sessions", "export", session_id, "--format", "pi", "-o", str(tmp_path / "back.jsonl"))
+    assert shown.returncode == 0, shown.stderr
+    back = [json.loads(line) for line in (tmp_path / "back.jsonl").read_text().splitlines()]
+    assert [e.get("id") for e in back[1:]] == ["a", "b", "l"]
+
+
+def test_a_pipe_or_a_device_is_refused_unread(cli: CliEnv, tmp_path: Path) -> None:
+    """A FIFO blocked the import forever (nothing writes to it); ``/dev/zero`` never ends."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    done = cli.run("sessions", "import", str(fifo), "/dev/zero", timeout=30)
+    assert done.returncode == 1
+    reason = "not a regular file (a pipe or a device cannot be imported)"
+    assert done.stderr == f"error: {fifo}: {reason}\nerror: /dev/zero: {reason}\n"

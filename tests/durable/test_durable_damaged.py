@@ -1,0 +1,100 @@
+"""Issue 14 (classes 9 and 10) on durable runs: ``tether worker`` and ``tether submit`` given a
+broken system database URL or a file that is not a database answer in one line that names it
+(without its password), never a traceback, DBOS's own words about engine arguments, or a claim
+that no worker has started on a database that cannot be used at all.
+
+Each command runs in a child process with its own ``TETHER_HOME``; nothing listens on the
+PostgreSQL URLs, which fail before any connection is tried.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
+
+def tether(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    env["TETHER_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        cwd=home.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///", "tether: durable database 'sqlite:///': name a file: "),
+        (
+            "postgresql://me:secret@[::1",
+            "tether: durable database 'postgresql://me:***@[::1': not a valid URL",
+        ),
+        (
+            "postgresql://me:secret@db:99999/x",
+            "tether: durable database 'postgresql://me:***@db:99999/x': not a valid URL (Port out of range",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["worker", "submit"])
+def test_a_broken_url_is_one_line(tmp_path: Path, url: str, expected: str, command: str) -> None:
+    args = ["worker"] if command == "worker" else ["submit", "S", "hi"]
+    done = tether(tmp_path / "home", *args, "--durable-database", url)
+    assert done.returncode == 1
+    assert done.stderr.startswith(expected), done.stderr
+    assert done.stderr.count("\n") == 1 and "secret" not in done.stderr
+
+
+def test_a_folder_is_not_a_database_file(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    done = tether(tmp_path / "home", "worker", "--durable-database", f"sqlite:///{folder}")
+    assert done.returncode == 1
+    assert done.stderr == f"tether: durable database 'sqlite:///{folder}': name a file: " + (
+        "sqlite:///relative/path or sqlite:////absolute/path\n"
+    )
+
+
+def test_a_file_that_is_not_a_database_is_said_so(tmp_path: Path) -> None:
+    """``submit`` said "no worker has started on it yet", which sends the user to start one."""
+    home = tmp_path / "home"
+    damaged = tmp_path / "durable.sqlite"
+    damaged.write_bytes(os.urandom(8192))
+    from tether.session.manager import SessionManager
+
+    with SessionManager.at(home / "data" / "sessions.db") as sessions:
+        session = sessions.create(tmp_path)
+        session.close()
+    url = f"sqlite:///{damaged}"
+    for args in (["submit", session.id, "hi"], ["worker"]):
+        done = tether(home, *args, "--durable-database", url)
+        assert done.returncode == 1
+        assert done.stderr == f"tether: durable database {url}: file is not a database\n", done.stderr
+
+
+def test_a_count_too_large_for_the_database_is_the_settings_fault(tmp_path: Path) -> None:
+    """``workerConcurrency: 1e30`` failed inside the durable database ("Python int too large to
+    convert to SQLite INTEGER"), as if the database were broken; the setting and the flag say it."""
+    home = tmp_path / "home"
+    settings = home / "config" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"durable": {"workerConcurrency": 1' + "0" * 30 + "}}")
+    done = tether(home, "worker")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f'tether: {settings}: "durable.workerConcurrency": expected a non-negative integer up to 2147483647\n'
+    )
+    settings.unlink()
+    flag = tether(home, "worker", "--concurrency", "1" + "0" * 30)
+    assert flag.returncode == 2 and "is not in the range 0<=x<=2147483647" in flag.stderr
