@@ -21,14 +21,16 @@ Beyond the reference: the calls of a response cut by the output token limit (``l
 run at all (their arguments may be truncated); each gets an error result saying so.
 
 Only the event sink can make this module raise (a failing listener); it then cancels the calls
-still running, so no task outlives the batch.
+still running, so no task outlives the batch, and ``BatchReport`` says what went out.
+Events go straight to the sink (no wrapper coroutine per event): the bookkeeping a failure
+needs is written into the batch's ``BatchReport`` before each event is awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
@@ -59,6 +61,20 @@ class ToolBatch:
     messages: list[ToolResultMessage]
     terminate: bool
     """True when every result of the batch asked to stop the run after it."""
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """What a batch has reported so far, so that a run whose listener failed mid-batch can give
+    every call exactly one end and one result (``loop``). Each entry is written before its event
+    is awaited: an event whose listener raised counts as sent."""
+
+    delivered: list[ToolResultMessage] = field(default_factory=lambda: [])
+    """Result messages, each from its ``message_start`` on, in the order they went out."""
+    started: dict[str, ToolExecutionEndEvent | None] = field(default_factory=lambda: {})
+    """Calls whose ``tool_execution_start`` went out: ``None``, then their end event once sent."""
+    open_result: ToolResultMessage | None = None
+    """The result whose ``message_start`` went out and whose ``message_end`` did not."""
 
 
 @dataclass(slots=True)
@@ -155,12 +171,12 @@ def tool_result_message(call: ToolCall, result: AgentToolResult[Any], is_error: 
     return message
 
 
-async def emit_tool_result(
-    message: ToolResultMessage, emit: Emit, delivered: list[ToolResultMessage]
-) -> None:
+async def emit_tool_result(message: ToolResultMessage, emit: Emit, report: BatchReport) -> None:
     """Report one result message; it counts as delivered from its ``message_start`` on."""
-    delivered.append(message)
+    report.delivered.append(message)
+    report.open_result = message
     await emit({"type": "message_start", "message": message})
+    report.open_result = None
     await emit({"type": "message_end", "message": message})
 
 
@@ -171,30 +187,30 @@ async def execute_tool_calls(
     config: AgentLoopConfig,
     signal: AbortSignal | None,
     emit: Emit,
-    delivered: list[ToolResultMessage],
+    report: BatchReport,
     trace: RunTrace | None = None,
 ) -> ToolBatch:
-    """Run ``calls`` and report them. Result messages are appended to ``delivered`` (empty at the
-    start) as they go out, so a caller whose listener failed mid-batch knows which calls are done.
+    """Run ``calls`` and report them through ``emit``, writing what went out into ``report`` (new
+    for the batch), so a caller whose listener failed mid-batch knows which calls are done.
     With ``trace``, each tool's span is the current one while the tool executes."""
     tools = {t.name: t for t in context.tools}
     sequential = config.tool_execution == "sequential"
     for call in calls:  # plain loops here and below: a generator costs a frame per batch
         if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
             sequential = True
-    run = _Batch(context, assistant, tools, config, signal, emit, trace)
-    finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
+    run = _Batch(context, assistant, tools, config, signal, emit, report, trace)
+    finalized = await (run.sequential(calls) if sequential else run.parallel(calls))
     terminate = bool(finalized)
     for outcome in finalized:
         if outcome.result.terminate is not True:
             terminate = False
-    return ToolBatch(messages=list(delivered), terminate=terminate)
+    return ToolBatch(messages=list(report.delivered), terminate=terminate)
 
 
 class _Batch:
     """The state shared by the calls of one batch."""
 
-    __slots__ = ("assistant", "config", "context", "emit", "signal", "tools", "trace")
+    __slots__ = ("assistant", "config", "context", "emit", "report", "signal", "tools", "trace")
 
     def __init__(
         self,
@@ -204,6 +220,7 @@ class _Batch:
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: Emit,
+        report: BatchReport,
         trace: RunTrace | None,
     ) -> None:
         self.context = context
@@ -212,39 +229,47 @@ class _Batch:
         self.config = config
         self.signal = signal
         self.emit = emit
+        self.report = report
         self.trace = trace
 
-    async def sequential(
-        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
-    ) -> list[_Finalized]:
+    # Synchronous: note the event in the report, hand back the listener's awaitable (the caller
+    # awaits it), no coroutine of our own per event.
+    def _emit_start(self, call: ToolCall) -> Awaitable[None]:
+        self.report.started[call["id"]] = None
+        return self.emit(_start_event(call))
+
+    def _emit_end(self, finalized: _Finalized) -> Awaitable[None]:
+        event = _end_event(finalized)
+        self.report.started[finalized.call["id"]] = event
+        return self.emit(event)
+
+    async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
-            await self.emit(_start_event(call))
+            await self._emit_start(call)
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
                 finalized = prepared
-                await self.emit(_end_event(finalized))
+                await self._emit_end(finalized)
             else:
                 finalized = await self._run_and_report(prepared)
             await emit_tool_result(
-                tool_result_message(call, finalized.result, finalized.is_error), self.emit, delivered
+                tool_result_message(call, finalized.result, finalized.is_error), self.emit, self.report
             )
             done.append(finalized)
         return done
 
-    async def parallel(
-        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
-    ) -> list[_Finalized]:
+    async def parallel(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         slots: list[_Finalized | _Prepared] = []
         for call in calls:
-            await self.emit(_start_event(call))
+            await self._emit_start(call)
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
-                await self.emit(_end_event(prepared))
+                await self._emit_end(prepared)
             slots.append(prepared)
 
         runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
@@ -260,7 +285,7 @@ class _Batch:
             await emit_tool_result(
                 tool_result_message(finalized.call, finalized.result, finalized.is_error),
                 self.emit,
-                delivered,
+                self.report,
             )
         return done
 
@@ -404,7 +429,7 @@ class _Batch:
             if self.config.after_tool_call is None
             else await self._finalize(prepared, outcome.result, outcome.is_error)
         )
-        await self.emit(_end_event(finalized))
+        await self._emit_end(finalized)
         return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
@@ -544,28 +569,14 @@ TRUNCATED_CALL = (
 )
 
 
-async def reject_truncated_calls(
-    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
-) -> ToolBatch:
+async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: BatchReport) -> ToolBatch:
     """The tool calls of a response cut by the token limit are not run: each gets an error result."""
     for call in calls:
         result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        await emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
-        await emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "result": result,
-                "isError": True,
-            }
-        )
-        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
-    return ToolBatch(messages=list(delivered), terminate=False)
+        report.started[call["id"]] = None
+        await emit(_start_event(call))
+        end = _end_event(_Finalized(call, result, True))
+        report.started[call["id"]] = end
+        await emit(end)
+        await emit_tool_result(tool_result_message(call, result, True), emit, report)
+    return ToolBatch(messages=list(report.delivered), terminate=False)
