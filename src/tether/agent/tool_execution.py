@@ -232,21 +232,31 @@ class _Batch:
         self.report = report
         self.trace = trace
 
-    # Synchronous: note the event in the report, hand back the listener's awaitable (the caller
-    # awaits it), no coroutine of our own per event.
-    def _emit_start(self, call: ToolCall) -> Awaitable[None]:
-        self.report.started[call["id"]] = None
-        return self.emit(_start_event(call))
+    # Events are awaited where they happen, each noted in the report first: a coroutine of our
+    # own per event (or per result message) cost more than the events themselves.
 
     def _emit_end(self, finalized: _Finalized) -> Awaitable[None]:
+        """Note the end in the report and hand back the listener's awaitable (to be awaited)."""
         event = _end_event(finalized)
         self.report.started[finalized.call["id"]] = event
         return self.emit(event)
 
+    async def _emit_results(self, done: list[_Finalized]) -> None:
+        """The result messages of ``done``, in order; each counts as delivered from its start on."""
+        report, emit = self.report, self.emit
+        for finalized in done:
+            message = tool_result_message(finalized.call, finalized.result, finalized.is_error)
+            report.delivered.append(message)
+            report.open_result = message
+            await emit({"type": "message_start", "message": message})
+            report.open_result = None
+            await emit({"type": "message_end", "message": message})
+
     async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
-            await self._emit_start(call)
+            self.report.started[call["id"]] = None
+            await self.emit(_start_event(call))
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
@@ -255,38 +265,35 @@ class _Batch:
                 await self._emit_end(finalized)
             else:
                 finalized = await self._run_and_report(prepared)
-            await emit_tool_result(
-                tool_result_message(call, finalized.result, finalized.is_error), self.emit, self.report
-            )
+            await self._emit_results([finalized])
             done.append(finalized)
         return done
 
     async def parallel(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         slots: list[_Finalized | _Prepared] = []
+        runnable = 0
+        started = self.report.started
         for call in calls:
-            await self._emit_start(call)
+            started[call["id"]] = None
+            await self.emit(_start_event(call))
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
                 await self._emit_end(prepared)
+            else:
+                runnable += 1
             slots.append(prepared)
 
-        runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
-        if len(runnable) > 1:
+        if runnable > 1:
             done = await self._run_concurrently(slots)
         elif runnable:  # nothing to run concurrently: spare the task
-            only = await self._run_and_report(runnable[0])
-            done = [only if isinstance(slot, _Prepared) else slot for slot in slots]
+            done = [
+                slot if isinstance(slot, _Finalized) else await self._run_and_report(slot) for slot in slots
+            ]
         else:
             done = cast(list[_Finalized], slots)
-
-        for finalized in done:
-            await emit_tool_result(
-                tool_result_message(finalized.call, finalized.result, finalized.is_error),
-                self.emit,
-                self.report,
-            )
+        await self._emit_results(done)
         return done
 
     async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
@@ -324,6 +331,16 @@ class _Batch:
                     task = asyncio.get_running_loop().create_task(self._run_in_batch(slot, starting))
                     tasks.append(task)
                     pending.append(task)
+            if bound is None and not tasks and not starting.updates:
+                # Every call ended while starting (instant tools): their ends, in source order.
+                starting.done = True
+                done: list[_Finalized] = []
+                for entry in pending:
+                    if isinstance(entry, _Executed):
+                        entry = await self._report(entry.prepared, entry.outcome)
+                    assert isinstance(entry, _Finalized)
+                    done.append(entry)
+                return done
             if bound is None:
                 await self._settle(pending, tasks, starting)
             else:
@@ -343,17 +360,18 @@ class _Batch:
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
             if bound is not None:
                 await bound.suspended.close()
-            running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
-            unfinished = [task for task in running if not task.done()]
-            for task in unfinished:
-                task.cancel()
-            if unfinished:
-                await asyncio.gather(*unfinished, return_exceptions=True)
+            if tasks or settle is not None:
+                running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
+                unfinished = [task for task in running if not task.done()]
+                for task in unfinished:
+                    task.cancel()
+                if unfinished:
+                    await asyncio.gather(*unfinished, return_exceptions=True)
         for task in tasks:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        done: list[_Finalized] = []
+        done = []
         for entry in pending:  # every entry is reported by now
             outcome = entry.result() if isinstance(entry, asyncio.Task) else entry
             assert isinstance(outcome, _Finalized)
@@ -402,13 +420,23 @@ class _Batch:
     async def _execute(self, prepared: _Prepared, starting: _Starting | None = None) -> _Finalized:
         """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
-        updates = _Updates(call, self.emit, starting)
+        updates: _Updates | None = None  # most tools send none: made on the first
+        ended = False
+
+        def on_update(partial: AgentToolResult[Any]) -> None:
+            nonlocal updates
+            if ended:  # sent after the tool returned: dropped
+                return
+            if updates is None:
+                updates = _Updates(call, self.emit, starting)
+            updates.push(partial)
+
         try:
             if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
-                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
             else:
                 with self.trace.tool_running(call["id"]):
-                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(
@@ -418,7 +446,8 @@ class _Batch:
         except Exception as exc:
             result, is_error = error_result(describe_error(exc)), True
         finally:
-            if not updates.closed_at_once():
+            ended = True
+            if updates is not None:
                 await updates.close()
         return _Finalized(call, result, is_error)
 
@@ -511,11 +540,11 @@ def _end_event(finalized: _Finalized) -> ToolExecutionEndEvent:
 
 
 class _Updates:
-    """A tool's ``on_update`` callback: it cannot await, so each partial result is emitted by a
-    task that first waits for the previous one. Updates keep their order, the tool never waits
-    for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
+    """The updates of one tool call: ``on_update`` cannot await, so each partial result is
+    emitted by a task that first waits for the previous one. Updates keep their order, the tool
+    never waits for a listener, and ``close()`` waits for them all."""
 
-    __slots__ = ("_call", "_closed", "_emit", "_starting", "_tasks")
+    __slots__ = ("_call", "_emit", "_starting", "_tasks")
 
     def __init__(self, call: ToolCall, emit: Emit, starting: _Starting | None = None) -> None:
         self._call = call
@@ -523,11 +552,8 @@ class _Updates:
         self._tasks: list[asyncio.Task[None]] = []
         self._starting = starting
         """The concurrent batch that waits for the updates sent while its calls start."""
-        self._closed = False
 
     def push(self, partial: AgentToolResult[Any]) -> None:
-        if self._closed:
-            return
         event: ToolExecutionUpdateEvent = {
             "type": "tool_execution_update",
             "toolCallId": self._call["id"],
@@ -546,15 +572,7 @@ class _Updates:
             await previous
         await self._emit(event)
 
-    def closed_at_once(self) -> bool:
-        """Close without waiting when no update was sent; ``False``: ``await close()`` for them."""
-        self._closed = True
-        return not self._tasks
-
     async def close(self) -> None:
-        self._closed = True
-        if not self._tasks:
-            return
         try:
             await self._tasks[-1]
         finally:
