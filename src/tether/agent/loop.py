@@ -304,9 +304,12 @@ class _Run:
                     await self._agent_end()
                     return
 
-                last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
-                if config.should_stop_after_turn is not None and await _call(
-                    "should_stop_after_turn", config.should_stop_after_turn, last_turn
+                if config.should_stop_after_turn is not None or config.get_continuation_messages is not None:
+                    last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
+                if (
+                    last_turn is not None
+                    and config.should_stop_after_turn is not None
+                    and await _call("should_stop_after_turn", config.should_stop_after_turn, last_turn)
                 ):
                     await self._agent_end()
                     return
@@ -333,9 +336,16 @@ class _Run:
         await self._agent_end()
 
     async def _poll(self, step: str, poll: MessagePoll | None) -> list[AgentMessage]:
+        """``_call`` for a queue, inline: polled after every turn, one coroutine fewer each time."""
         if poll is None:
             return []
-        return list(await _call(step, poll) or [])
+        try:
+            value: Any = poll()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            raise StepFailed(step, exc) from exc
+        return list(value or [])
 
     async def _agent_end(self) -> None:
         self.ended = True
