@@ -42,6 +42,7 @@ from tether.agent.llm_filter import LlmFilter
 from tether.agent.tool import tool_schema
 from tether.agent.tool_execution import (
     BatchReport,
+    ListenerError,
     ToolBatch,
     emit_tool_result,
     error_result,
@@ -446,19 +447,23 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await response.aclose()
 
+        if partial is None:
+            messages.append(final)
+            self.streaming = final
+            started = {"type": "message_start", "message": final.copy()}
+            try:
+                await sink(started)
+            except Exception as exc:
+                raise StepFailed("event listener", exc) from exc
+        else:
+            messages[-1] = final
+        self.streaming = None
+        self.new_messages.append(final)
+        if final["stopReason"] != "error" and final["stopReason"] != "aborted":
+            calls = [block for block in final["content"] if block["type"] == "toolCall"]
+            if calls:
+                self.open_calls = (final, calls, BatchReport())
         try:
-            if partial is None:
-                messages.append(final)
-                self.streaming = final
-                await sink({"type": "message_start", "message": final.copy()})
-            else:
-                messages[-1] = final
-            self.streaming = None
-            self.new_messages.append(final)
-            if final["stopReason"] != "error" and final["stopReason"] != "aborted":
-                calls = [block for block in final["content"] if block["type"] == "toolCall"]
-                if calls:
-                    self.open_calls = (final, calls, BatchReport())
             await sink({"type": "message_end", "message": final})
         except Exception as exc:
             raise StepFailed("event listener", exc) from exc
@@ -476,8 +481,8 @@ class _Run:
                 batch = await execute_tool_calls(
                     self.context, message, calls, self.config, self.signal, self.sink, report, self.trace
                 )
-        except Exception as exc:  # only a listener makes a batch raise (``tool_execution``)
-            raise StepFailed("event listener", exc) from exc
+        except ListenerError as failure:
+            raise StepFailed("event listener", failure.cause) from failure.cause
         self.open_calls = None
         self.context.messages.extend(batch.messages)
         self.new_messages.extend(batch.messages)

@@ -20,10 +20,11 @@ A tool whose ``execution_mode`` is ``sequential`` makes the whole batch sequenti
 Beyond the reference: the calls of a response cut by the output token limit (``length``) are not
 run at all (their arguments may be truncated); each gets an error result saying so.
 
-Only the event sink can make this module raise (a failing listener); it then cancels the calls
-still running, so no task outlives the batch, and ``BatchReport`` says what went out.
-Events go straight to the sink (no wrapper coroutine per event): the bookkeeping a failure
-needs is written into the batch's ``BatchReport`` before each event is awaited.
+A failing listener stops the batch with ``ListenerError``; the batch then cancels the calls still
+running, so no task outlives it, and ``BatchReport`` says what went out. Events go straight to
+the sink (no wrapper coroutine per event): the bookkeeping a failure needs is written into the
+batch's ``BatchReport`` before each event is awaited, and the listener's exception is wrapped
+where it is awaited.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ class ToolBatch:
     messages: list[ToolResultMessage]
     terminate: bool
     """True when every result of the batch asked to stop the run after it."""
+
+
+class ListenerError(Exception):
+    """The event sink raised ``cause`` while the batch reported; the batch stopped there."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 @dataclass(slots=True)
@@ -175,9 +184,12 @@ async def emit_tool_result(message: ToolResultMessage, emit: Emit, report: Batch
     """Report one result message; it counts as delivered from its ``message_start`` on."""
     report.delivered.append(message)
     report.open_result = message
-    await emit({"type": "message_start", "message": message})
-    report.open_result = None
-    await emit({"type": "message_end", "message": message})
+    try:
+        await emit({"type": "message_start", "message": message})
+        report.open_result = None
+        await emit({"type": "message_end", "message": message})
+    except Exception as exc:
+        raise ListenerError(exc) from exc
 
 
 async def execute_tool_calls(
@@ -248,21 +260,31 @@ class _Batch:
             message = tool_result_message(finalized.call, finalized.result, finalized.is_error)
             report.delivered.append(message)
             report.open_result = message
-            await emit({"type": "message_start", "message": message})
-            report.open_result = None
-            await emit({"type": "message_end", "message": message})
+            try:
+                await emit({"type": "message_start", "message": message})
+                report.open_result = None
+                await emit({"type": "message_end", "message": message})
+            except Exception as exc:
+                raise ListenerError(exc) from exc
 
     async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
+            event = _start_event(call)
             self.report.started[call["id"]] = None
-            await self.emit(_start_event(call))
+            try:
+                await self.emit(event)
+            except Exception as exc:
+                raise ListenerError(exc) from exc
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
                 finalized = prepared
-                await self._emit_end(finalized)
+                try:
+                    await self._emit_end(finalized)
+                except Exception as exc:
+                    raise ListenerError(exc) from exc
             else:
                 finalized = await self._run_and_report(prepared)
             await self._emit_results([finalized])
@@ -274,13 +296,20 @@ class _Batch:
         runnable = 0
         started = self.report.started
         for call in calls:
+            event = _start_event(call)
             started[call["id"]] = None
-            await self.emit(_start_event(call))
+            try:
+                await self.emit(event)
+            except Exception as exc:
+                raise ListenerError(exc) from exc
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
-                await self._emit_end(prepared)
+                try:
+                    await self._emit_end(prepared)
+                except Exception as exc:
+                    raise ListenerError(exc) from exc
             else:
                 runnable += 1
             slots.append(prepared)
@@ -458,7 +487,10 @@ class _Batch:
             if self.config.after_tool_call is None
             else await self._finalize(prepared, outcome.result, outcome.is_error)
         )
-        await self._emit_end(finalized)
+        try:
+            await self._emit_end(finalized)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
         return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
@@ -570,7 +602,10 @@ class _Updates:
     async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:
             await previous
-        await self._emit(event)
+        try:
+            await self._emit(event)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
 
     async def close(self) -> None:
         try:
@@ -591,10 +626,13 @@ async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: Batc
     """The tool calls of a response cut by the token limit are not run: each gets an error result."""
     for call in calls:
         result = error_result(TRUNCATED_CALL.format(name=call["name"]))
+        start, end = _start_event(call), _end_event(_Finalized(call, result, True))
         report.started[call["id"]] = None
-        await emit(_start_event(call))
-        end = _end_event(_Finalized(call, result, True))
-        report.started[call["id"]] = end
-        await emit(end)
+        try:
+            await emit(start)
+            report.started[call["id"]] = end
+            await emit(end)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
         await emit_tool_result(tool_result_message(call, result, True), emit, report)
     return ToolBatch(messages=list(report.delivered), terminate=False)
