@@ -84,3 +84,34 @@ def test_a_message_without_a_role_raises_and_leaves_the_filter_usable() -> None:
     check(llm_filter, messages)
     messages.append(message("toolResult", 3))
     check(llm_filter, messages)
+
+
+RESULT_CHANGES = st.sampled_from(["pop", "append", "replace_first", "clear", "reverse", "none"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(ROLES), max_size=8), st.lists(st.tuples(RESULT_CHANGES, st.sampled_from(ROLES)))
+)
+def test_a_caller_changing_the_returned_list_changes_nothing(
+    start: list[str], rounds: list[tuple[str, str]]
+) -> None:
+    """The filter may keep the list it returned as its memory of the transcript: whatever the
+    caller (a stream function) does to that list, the next answers stay the default's."""
+    counter = iter(range(10_000))
+    messages = [message(role, next(counter)) for role in start]
+    llm_filter = LlmFilter()
+    for change, role in rounds:
+        returned = llm_filter(messages)
+        if change == "pop" and returned:
+            returned.pop()
+        elif change == "append":
+            returned.append(message(role, next(counter)))  # type: ignore[arg-type]
+        elif change == "replace_first" and returned:
+            returned[0] = message(role, next(counter))  # type: ignore[assignment]
+        elif change == "clear":
+            returned.clear()
+        elif change == "reverse":
+            returned.reverse()
+        messages.append(message(role, next(counter)))
+        check(llm_filter, messages)

@@ -188,6 +188,7 @@ async def test_a_stream_that_raises_while_iterating() -> None:
         ("tool_execution_start", 1),
         ("tool_execution_end", 1),
         ("message_start", 3),  # the tool result
+        ("message_end", 3),
         ("turn_end", 1),
         ("turn_start", 2),
     ],
@@ -233,3 +234,29 @@ async def test_continuation_hook_sees_turn_context() -> None:
     assert len(seen) == 1
     assert seen[0].context.messages[-1] is seen[0].message
     assert seen[0].tool_results == []
+
+
+@pytest.mark.parametrize("tool_execution", ["parallel", "sequential"])
+async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: str) -> None:
+    from tether.agent import AgentTool, AgentToolResult
+
+    async def progress(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        on_update(AgentToolResult(content=[{"type": "text", "text": "half"}], details={}))
+        await asyncio.sleep(0)
+        return AgentToolResult(content=[{"type": "text", "text": "done"}], details={})
+
+    steps = AgentTool(
+        name="steps", label="steps", description="", parameters={"type": "object"}, execute=progress
+    )
+    model = ScriptedModel([reply(tool_call("steps"), tool_call("quick", {"value": "q"})), reply("never")])
+    recorder = FailingRecorder("tool_execution_update")
+    result = await run_agent_loop(
+        [user("go")],
+        AgentContext(tools=[steps, quick]),
+        AgentLoopConfig(model=model.model, tool_execution=tool_execution),  # type: ignore[arg-type]
+        recorder,
+        None,
+        model,
+    )
+    _assert_ended_with_error(recorder, result, "event listener")
+    assert {m["toolCallId"] for m in result if m["role"] == "toolResult"} == {"call_1", "call_2"}

@@ -173,3 +173,24 @@ def test_string_formats_are_checked(fmt: str, good: str, bad: str) -> None:
 def test_unknown_formats_pass() -> None:
     schema = {"type": "object", "properties": {"v": {"type": "string", "format": "no-such-format"}}}
     assert validate_tool_arguments(_tool(schema), "t", {"v": "anything"}) == {"v": "anything"}
+
+
+def test_valid_arguments_come_back_as_a_deep_copy() -> None:
+    """The tool gets its own copy: changing it, at any depth, leaves the model's call as it was."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "edits": {"type": "array", "items": {"type": "object"}},
+            "options": {"type": "object", "properties": {"tags": {"type": "array"}}},
+        },
+    }
+    arguments = {"path": "a", "edits": [{"old": "x", "new": [1, {"y": 2}]}], "options": {"tags": ["t"]}}
+    original = json.loads(json.dumps(arguments))
+    copied = validate_tool_arguments(_tool(schema), "t", arguments)
+    assert copied == original
+    copied["edits"][0]["new"][1]["y"] = 3
+    copied["edits"].append({})
+    copied["options"]["tags"].clear()
+    copied["path"] = "b"
+    assert arguments == original

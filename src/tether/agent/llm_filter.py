@@ -36,13 +36,16 @@ class LlmFilter:
 
     def __call__(self, messages: list[AgentMessage]) -> list[Message]:
         known = len(self._seen)
-        if known <= len(messages) and messages[:known] == self._seen:
+        # ``_seen`` may be the list last returned (below), which a caller could have changed:
+        # then its length or its members differ, and the filter starts over.
+        if known <= len(messages) and known == len(self._keep) and messages[:known] == self._seen:
             keep, dropped = self._keep, self._dropped
         else:
             known, keep, dropped = 0, [], 0
         tail = [message["role"] in LLM_ROLES for message in messages[known:]]  # may raise: no state yet
         keep.extend(tail)
-        self._keep, self._dropped, self._seen = keep, dropped + tail.count(False), messages[:]
-        if self._dropped == 0:
-            return messages[:]  # pyright: ignore[reportReturnType]
+        seen = messages[:]
+        self._keep, self._dropped, self._seen = keep, dropped + tail.count(False), seen
+        if self._dropped == 0:  # the copy is the answer too: one copy of the transcript per call
+            return seen  # pyright: ignore[reportReturnType]
         return list(compress(messages, keep))  # pyright: ignore[reportReturnType]

@@ -41,6 +41,8 @@ from tether.agent.event_stream import AgentEventStream
 from tether.agent.llm_filter import LlmFilter
 from tether.agent.tool import tool_schema
 from tether.agent.tool_execution import (
+    BatchReport,
+    ListenerError,
     ToolBatch,
     emit_tool_result,
     error_result,
@@ -54,7 +56,6 @@ from tether.agent.types import (
     AgentLoopConfig,
     Emit,
     MessagePoll,
-    ToolExecutionEndEvent,
     TurnContext,
     default_convert_to_llm,
 )
@@ -166,13 +167,13 @@ class _Run:
         "new_messages",
         "open_calls",
         "open_message",
-        "open_tools",
         "options",
         "signal",
         "sink",
         "stream_fn",
         "streaming",
         "trace",
+        "user_sink",
     )
 
     def __init__(
@@ -185,7 +186,9 @@ class _Run:
     ) -> None:
         self.context = dataclasses.replace(context, messages=list(context.messages))
         self.config = config
+        self.user_sink = sink
         self.sink = sink
+        """Where events go: ``user_sink``, or ``_traced_sink`` in an instrumented run."""
         self.signal = signal
         self.stream_fn = stream_fn
         self.options = dataclasses.replace(config.options, signal=signal)
@@ -199,27 +202,39 @@ class _Run:
         """The assistant message whose ``message_start`` was emitted and ``message_end`` was not."""
         self.open_message: AgentMessage | None = None
         """The message whose ``message_start`` was emitted and ``message_end`` was not."""
-        self.open_tools: dict[str, ToolExecutionEndEvent | None] = {}
-        """Tool calls of the current batch by id: ``None`` once started, their end event once ended."""
-        self.open_calls: tuple[AssistantMessage, list[ToolCall], list[ToolResultMessage]] | None = None
-        """A completed assistant message whose tool calls do not all have results yet."""
+        self.open_calls: tuple[AssistantMessage, list[ToolCall], BatchReport] | None = None
+        """A completed assistant message whose tool calls do not all have results yet, and what
+        its batch reported so far."""
         self.ended = False
         self.trace: RunTrace | None = None
         """The run's spans, when it is instrumented (``tether.telemetry``)."""
 
-    async def emit(self, event: AgentEvent) -> None:
-        if event["type"] == "message_start":
-            self.open_message = event["message"]
-        elif event["type"] == "message_end":
-            self.open_message = None
-        elif event["type"] == "tool_execution_start":
-            self.open_tools[event["toolCallId"]] = None
-        elif event["type"] == "tool_execution_end":
-            self.open_tools[event["toolCallId"]] = event
-        if self.trace is not None:
-            self.trace.observe(event)
+    # -- events ----------------------------------------------------------------------------------
+    # Events go straight to the sink: the hot ones (several per turn) are awaited where they
+    # happen, with what a failure needs to know (``in_turn``, ``open_message``, the batch's
+    # report) written just before, and a listener's exception turned into ``StepFailed`` there.
+    # A wrapper coroutine per event cost 5% of a run's instructions (P2).
+
+    async def _traced_sink(self, event: AgentEvent) -> None:
+        """The sink of an instrumented run: the trace sees every event first."""
+        assert self.trace is not None
+        self.trace.observe(event)
+        await self.user_sink(event)
+
+    async def _emit(self, event: AgentEvent) -> None:
+        """A once-per-run event (``agent_start``, ``agent_end``)."""
         try:
             await self.sink(event)
+        except Exception as exc:
+            raise StepFailed("event listener", exc) from exc
+
+    async def _announce(self, message: AgentMessage) -> None:
+        """``message_start`` and ``message_end`` of a prompt, steering or follow-up message."""
+        try:
+            self.open_message = message
+            await self.sink({"type": "message_start", "message": message})
+            self.open_message = None
+            await self.sink({"type": "message_end", "message": message})
         except Exception as exc:
             raise StepFailed("event listener", exc) from exc
 
@@ -228,15 +243,16 @@ class _Run:
         if instrumentation is not None:
             tools = {t.name: t.description for t in self.context.tools}
             self.trace = instrumentation.start_run(self.config.model, self.options, tools)
+            self.sink = self._traced_sink
         try:
-            await self.emit({"type": "agent_start"})
-            await self._turn_start()
+            await self._emit({"type": "agent_start"})
+            self.in_turn = True
+            await self._emit({"type": "turn_start"})
             if prompts:
                 self.context.messages.extend(prompts)
                 self.new_messages.extend(prompts)
                 for prompt in prompts:
-                    await self.emit({"type": "message_start", "message": prompt})
-                    await self.emit({"type": "message_end", "message": prompt})
+                    await self._announce(prompt)
             await self._turns()
         except StepFailed as failure:
             await self._fail(failure)
@@ -251,6 +267,7 @@ class _Run:
 
     async def _turns(self) -> None:
         config = self.config
+        sink = self.sink
         pending = await self._poll("get_steering_messages", config.get_steering_messages)
         last_turn: TurnContext | None = None
         first = True
@@ -260,31 +277,40 @@ class _Run:
                 if first:
                     first = False
                 else:
-                    await self._turn_start()
+                    self.in_turn = True
+                    try:
+                        await sink({"type": "turn_start"})
+                    except Exception as exc:
+                        raise StepFailed("event listener", exc) from exc
                 for message in pending:
-                    await self.emit({"type": "message_start", "message": message})
-                    await self.emit({"type": "message_end", "message": message})
+                    await self._announce(message)
                     self.context.messages.append(message)
                     self.new_messages.append(message)
                 pending = []
 
                 message = await self._stream_assistant()
-                if message["stopReason"] == "error" or message["stopReason"] == "aborted":
-                    await self._turn_end(message, [])
-                    await self._agent_end()
-                    return
-
                 tool_results: list[ToolResultMessage] = []
                 more_tool_calls = False
-                if self.open_calls is not None:
+                failed = message["stopReason"] == "error" or message["stopReason"] == "aborted"
+                if self.open_calls is not None:  # never after a failed response
                     batch = await self._run_tools()
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
-                await self._turn_end(message, tool_results)
+                self.in_turn = False
+                try:
+                    await sink({"type": "turn_end", "message": message, "toolResults": tool_results})
+                except Exception as exc:
+                    raise StepFailed("event listener", exc) from exc
+                if failed:
+                    await self._agent_end()
+                    return
 
-                last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
-                if config.should_stop_after_turn is not None and await _call(
-                    "should_stop_after_turn", config.should_stop_after_turn, last_turn
+                if config.should_stop_after_turn is not None or config.get_continuation_messages is not None:
+                    last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
+                if (
+                    last_turn is not None
+                    and config.should_stop_after_turn is not None
+                    and await _call("should_stop_after_turn", config.should_stop_after_turn, last_turn)
                 ):
                     await self._agent_end()
                     return
@@ -311,21 +337,20 @@ class _Run:
         await self._agent_end()
 
     async def _poll(self, step: str, poll: MessagePoll | None) -> list[AgentMessage]:
+        """``_call`` for a queue, inline: polled after every turn, one coroutine fewer each time."""
         if poll is None:
             return []
-        return list(await _call(step, poll) or [])
-
-    async def _turn_start(self) -> None:
-        self.in_turn = True
-        await self.emit({"type": "turn_start"})
-
-    async def _turn_end(self, message: AssistantMessage, tool_results: list[ToolResultMessage]) -> None:
-        self.in_turn = False
-        await self.emit({"type": "turn_end", "message": message, "toolResults": tool_results})
+        try:
+            value: Any = poll()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            raise StepFailed(step, exc) from exc
+        return list(value or [])
 
     async def _agent_end(self) -> None:
         self.ended = True
-        await self.emit({"type": "agent_end", "messages": self.new_messages})
+        await self._emit({"type": "agent_end", "messages": self.new_messages})
 
     # -- one model call ----------------------------------------------------------------------
 
@@ -391,15 +416,17 @@ class _Run:
                         partial = event["partial"]
                         messages.append(partial)
                         self.streaming = partial
-                        await self.emit({"type": "message_start", "message": partial.copy()})
+                        started: AgentEvent = {"type": "message_start", "message": partial.copy()}
+                        try:
+                            await sink(started)
+                        except Exception as exc:
+                            raise StepFailed("event listener", exc) from exc
                     elif event["type"] == "done" or event["type"] == "error":
                         break
                     elif partial is not None:
                         partial = event["partial"]
                         messages[-1] = partial
                         self.streaming = partial
-                        # The hottest emit of a run, and one ``emit`` keeps no books on: straight
-                        # to the sink, sparing a coroutine per streamed event.
                         update: AgentEvent = {
                             "type": "message_update",
                             "assistantMessageEvent": event,
@@ -423,7 +450,11 @@ class _Run:
         if partial is None:
             messages.append(final)
             self.streaming = final
-            await self.emit({"type": "message_start", "message": final.copy()})
+            started = {"type": "message_start", "message": final.copy()}
+            try:
+                await sink(started)
+            except Exception as exc:
+                raise StepFailed("event listener", exc) from exc
         else:
             messages[-1] = final
         self.streaming = None
@@ -431,22 +462,27 @@ class _Run:
         if final["stopReason"] != "error" and final["stopReason"] != "aborted":
             calls = [block for block in final["content"] if block["type"] == "toolCall"]
             if calls:
-                self.open_calls = (final, calls, [])
-        await self.emit({"type": "message_end", "message": final})
+                self.open_calls = (final, calls, BatchReport())
+        try:
+            await sink({"type": "message_end", "message": final})
+        except Exception as exc:
+            raise StepFailed("event listener", exc) from exc
         return final
 
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(self) -> ToolBatch:
         assert self.open_calls is not None
-        message, calls, delivered = self.open_calls
-        self.open_tools = {}
-        if message["stopReason"] == "length":
-            batch = await reject_truncated_calls(calls, self.emit, delivered)
-        else:
-            batch = await execute_tool_calls(
-                self.context, message, calls, self.config, self.signal, self.emit, delivered, self.trace
-            )
+        message, calls, report = self.open_calls
+        try:
+            if message["stopReason"] == "length":
+                batch = await reject_truncated_calls(calls, self.sink, report)
+            else:
+                batch = await execute_tool_calls(
+                    self.context, message, calls, self.config, self.signal, self.sink, report, self.trace
+                )
+        except ListenerError as failure:
+            raise StepFailed("event listener", failure.cause) from failure.cause
         self.open_calls = None
         self.context.messages.extend(batch.messages)
         self.new_messages.extend(batch.messages)
@@ -456,8 +492,6 @@ class _Run:
 
     async def _quiet(self, event: AgentEvent) -> None:
         """Emit while ending a failed run: a listener that fails again cannot stop the ending."""
-        if self.trace is not None:
-            self.trace.observe(event)
         with contextlib.suppress(Exception):
             await self.sink(event)
 
@@ -467,8 +501,11 @@ class _Run:
         if self.trace is not None:
             self.trace.failed(failure.cause)
         text = str(failure)
-        if self.streaming is None and self.open_message is not None:
-            await self._quiet({"type": "message_end", "message": self.open_message})
+        open_message = self.open_message
+        if open_message is None and self.open_calls is not None:
+            open_message = self.open_calls[2].open_result
+        if self.streaming is None and open_message is not None:
+            await self._quiet({"type": "message_end", "message": open_message})
         self.open_message = None
         if self.open_calls is not None:
             await self._close_open_calls(text)
@@ -496,18 +533,20 @@ class _Run:
         """Give every call of the interrupted batch its result (the real one if it ended, else an
         error) and end its turn, so the transcript never holds a call without exactly one result."""
         assert self.open_calls is not None
-        message, calls, delivered = self.open_calls
+        message, calls, report = self.open_calls
         self.open_calls = None
+        report.open_result = None
+        delivered = report.delivered
         answered = {result["toolCallId"] for result in delivered}
         for call in calls:
             if call["id"] in answered:
                 continue
-            ended = self.open_tools.get(call["id"])
+            ended = report.started.get(call["id"])
             if ended is not None:
                 result, is_error = ended["result"], ended["isError"]
             else:
                 result, is_error = error_result(f"Tool call was not completed: {text}"), True
-                if call["id"] in self.open_tools:
+                if call["id"] in report.started:
                     await self._quiet(
                         {
                             "type": "tool_execution_end",
@@ -517,7 +556,7 @@ class _Run:
                             "isError": True,
                         }
                     )
-            await emit_tool_result(tool_result_message(call, result, is_error), self._quiet, delivered)
+            await emit_tool_result(tool_result_message(call, result, is_error), self._quiet, report)
         self.context.messages.extend(delivered)
         self.new_messages.extend(delivered)
         if self.in_turn:

@@ -20,15 +20,18 @@ A tool whose ``execution_mode`` is ``sequential`` makes the whole batch sequenti
 Beyond the reference: the calls of a response cut by the output token limit (``length``) are not
 run at all (their arguments may be truncated); each gets an error result saying so.
 
-Only the event sink can make this module raise (a failing listener); it then cancels the calls
-still running, so no task outlives the batch.
+A failing listener stops the batch with ``ListenerError``; the batch then cancels the calls still
+running, so no task outlives it, and ``BatchReport`` says what went out. Events go straight to
+the sink (no wrapper coroutine per event): the bookkeeping a failure needs is written into the
+batch's ``BatchReport`` before each event is awaited, and the listener's exception is wrapped
+where it is awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
@@ -59,6 +62,28 @@ class ToolBatch:
     messages: list[ToolResultMessage]
     terminate: bool
     """True when every result of the batch asked to stop the run after it."""
+
+
+class ListenerError(Exception):
+    """The event sink raised ``cause`` while the batch reported; the batch stopped there."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """What a batch has reported so far, so that a run whose listener failed mid-batch can give
+    every call exactly one end and one result (``loop``). Each entry is written before its event
+    is awaited: an event whose listener raised counts as sent."""
+
+    delivered: list[ToolResultMessage] = field(default_factory=lambda: [])
+    """Result messages, each from its ``message_start`` on, in the order they went out."""
+    started: dict[str, ToolExecutionEndEvent | None] = field(default_factory=lambda: {})
+    """Calls whose ``tool_execution_start`` went out: ``None``, then their end event once sent."""
+    open_result: ToolResultMessage | None = None
+    """The result whose ``message_start`` went out and whose ``message_end`` did not."""
 
 
 @dataclass(slots=True)
@@ -155,13 +180,16 @@ def tool_result_message(call: ToolCall, result: AgentToolResult[Any], is_error: 
     return message
 
 
-async def emit_tool_result(
-    message: ToolResultMessage, emit: Emit, delivered: list[ToolResultMessage]
-) -> None:
+async def emit_tool_result(message: ToolResultMessage, emit: Emit, report: BatchReport) -> None:
     """Report one result message; it counts as delivered from its ``message_start`` on."""
-    delivered.append(message)
-    await emit({"type": "message_start", "message": message})
-    await emit({"type": "message_end", "message": message})
+    report.delivered.append(message)
+    report.open_result = message
+    try:
+        await emit({"type": "message_start", "message": message})
+        report.open_result = None
+        await emit({"type": "message_end", "message": message})
+    except Exception as exc:
+        raise ListenerError(exc) from exc
 
 
 async def execute_tool_calls(
@@ -171,30 +199,30 @@ async def execute_tool_calls(
     config: AgentLoopConfig,
     signal: AbortSignal | None,
     emit: Emit,
-    delivered: list[ToolResultMessage],
+    report: BatchReport,
     trace: RunTrace | None = None,
 ) -> ToolBatch:
-    """Run ``calls`` and report them. Result messages are appended to ``delivered`` (empty at the
-    start) as they go out, so a caller whose listener failed mid-batch knows which calls are done.
+    """Run ``calls`` and report them through ``emit``, writing what went out into ``report`` (new
+    for the batch), so a caller whose listener failed mid-batch knows which calls are done.
     With ``trace``, each tool's span is the current one while the tool executes."""
     tools = {t.name: t for t in context.tools}
     sequential = config.tool_execution == "sequential"
     for call in calls:  # plain loops here and below: a generator costs a frame per batch
         if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
             sequential = True
-    run = _Batch(context, assistant, tools, config, signal, emit, trace)
-    finalized = await (run.sequential(calls, delivered) if sequential else run.parallel(calls, delivered))
+    run = _Batch(context, assistant, tools, config, signal, emit, report, trace)
+    finalized = await (run.sequential(calls) if sequential else run.parallel(calls))
     terminate = bool(finalized)
     for outcome in finalized:
         if outcome.result.terminate is not True:
             terminate = False
-    return ToolBatch(messages=list(delivered), terminate=terminate)
+    return ToolBatch(messages=list(report.delivered), terminate=terminate)
 
 
 class _Batch:
     """The state shared by the calls of one batch."""
 
-    __slots__ = ("assistant", "config", "context", "emit", "signal", "tools", "trace")
+    __slots__ = ("assistant", "config", "context", "emit", "report", "signal", "tools", "trace")
 
     def __init__(
         self,
@@ -204,6 +232,7 @@ class _Batch:
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: Emit,
+        report: BatchReport,
         trace: RunTrace | None,
     ) -> None:
         self.context = context
@@ -212,56 +241,88 @@ class _Batch:
         self.config = config
         self.signal = signal
         self.emit = emit
+        self.report = report
         self.trace = trace
 
-    async def sequential(
-        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
-    ) -> list[_Finalized]:
+    # Events are awaited where they happen, each noted in the report first: a coroutine of our
+    # own per event (or per result message) cost more than the events themselves.
+
+    def _emit_end(self, finalized: _Finalized) -> Awaitable[None]:
+        """Note the end in the report and hand back the listener's awaitable (to be awaited)."""
+        event = _end_event(finalized)
+        self.report.started[finalized.call["id"]] = event
+        return self.emit(event)
+
+    async def _emit_results(self, done: list[_Finalized]) -> None:
+        """The result messages of ``done``, in order; each counts as delivered from its start on."""
+        report, emit = self.report, self.emit
+        for finalized in done:
+            message = tool_result_message(finalized.call, finalized.result, finalized.is_error)
+            report.delivered.append(message)
+            report.open_result = message
+            try:
+                await emit({"type": "message_start", "message": message})
+                report.open_result = None
+                await emit({"type": "message_end", "message": message})
+            except Exception as exc:
+                raise ListenerError(exc) from exc
+
+    async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         done: list[_Finalized] = []
         for call in calls:
-            await self.emit(_start_event(call))
+            event = _start_event(call)
+            self.report.started[call["id"]] = None
+            try:
+                await self.emit(event)
+            except Exception as exc:
+                raise ListenerError(exc) from exc
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
                 finalized = prepared
-                await self.emit(_end_event(finalized))
+                try:
+                    await self._emit_end(finalized)
+                except Exception as exc:
+                    raise ListenerError(exc) from exc
             else:
                 finalized = await self._run_and_report(prepared)
-            await emit_tool_result(
-                tool_result_message(call, finalized.result, finalized.is_error), self.emit, delivered
-            )
+            await self._emit_results([finalized])
             done.append(finalized)
         return done
 
-    async def parallel(
-        self, calls: Sequence[ToolCall], delivered: list[ToolResultMessage]
-    ) -> list[_Finalized]:
+    async def parallel(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         slots: list[_Finalized | _Prepared] = []
+        runnable = 0
+        started = self.report.started
         for call in calls:
-            await self.emit(_start_event(call))
+            event = _start_event(call)
+            started[call["id"]] = None
+            try:
+                await self.emit(event)
+            except Exception as exc:
+                raise ListenerError(exc) from exc
             prepared = (
                 self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             )
             if isinstance(prepared, _Finalized):
-                await self.emit(_end_event(prepared))
+                try:
+                    await self._emit_end(prepared)
+                except Exception as exc:
+                    raise ListenerError(exc) from exc
+            else:
+                runnable += 1
             slots.append(prepared)
 
-        runnable = [slot for slot in slots if isinstance(slot, _Prepared)]
-        if len(runnable) > 1:
+        if runnable > 1:
             done = await self._run_concurrently(slots)
         elif runnable:  # nothing to run concurrently: spare the task
-            only = await self._run_and_report(runnable[0])
-            done = [only if isinstance(slot, _Prepared) else slot for slot in slots]
+            done = [
+                slot if isinstance(slot, _Finalized) else await self._run_and_report(slot) for slot in slots
+            ]
         else:
             done = cast(list[_Finalized], slots)
-
-        for finalized in done:
-            await emit_tool_result(
-                tool_result_message(finalized.call, finalized.result, finalized.is_error),
-                self.emit,
-                delivered,
-            )
+        await self._emit_results(done)
         return done
 
     async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
@@ -299,6 +360,16 @@ class _Batch:
                     task = asyncio.get_running_loop().create_task(self._run_in_batch(slot, starting))
                     tasks.append(task)
                     pending.append(task)
+            if bound is None and not tasks and not starting.updates:
+                # Every call ended while starting (instant tools): their ends, in source order.
+                starting.done = True
+                done: list[_Finalized] = []
+                for entry in pending:
+                    if isinstance(entry, _Executed):
+                        entry = await self._report(entry.prepared, entry.outcome)
+                    assert isinstance(entry, _Finalized)
+                    done.append(entry)
+                return done
             if bound is None:
                 await self._settle(pending, tasks, starting)
             else:
@@ -318,17 +389,18 @@ class _Batch:
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
             if bound is not None:
                 await bound.suspended.close()
-            running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
-            unfinished = [task for task in running if not task.done()]
-            for task in unfinished:
-                task.cancel()
-            if unfinished:
-                await asyncio.gather(*unfinished, return_exceptions=True)
+            if tasks or settle is not None:
+                running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
+                unfinished = [task for task in running if not task.done()]
+                for task in unfinished:
+                    task.cancel()
+                if unfinished:
+                    await asyncio.gather(*unfinished, return_exceptions=True)
         for task in tasks:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        done: list[_Finalized] = []
+        done = []
         for entry in pending:  # every entry is reported by now
             outcome = entry.result() if isinstance(entry, asyncio.Task) else entry
             assert isinstance(outcome, _Finalized)
@@ -377,13 +449,23 @@ class _Batch:
     async def _execute(self, prepared: _Prepared, starting: _Starting | None = None) -> _Finalized:
         """Run the tool; its updates are reported (in order) by the time this returns."""
         call = prepared.call
-        updates = _Updates(call, self.emit, starting)
+        updates: _Updates | None = None  # most tools send none: made on the first
+        ended = False
+
+        def on_update(partial: AgentToolResult[Any]) -> None:
+            nonlocal updates
+            if ended:  # sent after the tool returned: dropped
+                return
+            if updates is None:
+                updates = _Updates(call, self.emit, starting)
+            updates.push(partial)
+
         try:
             if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
-                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
             else:
                 with self.trace.tool_running(call["id"]):
-                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, updates.push)
+                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(
@@ -393,7 +475,8 @@ class _Batch:
         except Exception as exc:
             result, is_error = error_result(describe_error(exc)), True
         finally:
-            if not updates.closed_at_once():
+            ended = True
+            if updates is not None:
                 await updates.close()
         return _Finalized(call, result, is_error)
 
@@ -404,7 +487,10 @@ class _Batch:
             if self.config.after_tool_call is None
             else await self._finalize(prepared, outcome.result, outcome.is_error)
         )
-        await self.emit(_end_event(finalized))
+        try:
+            await self._emit_end(finalized)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
         return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
@@ -486,11 +572,11 @@ def _end_event(finalized: _Finalized) -> ToolExecutionEndEvent:
 
 
 class _Updates:
-    """A tool's ``on_update`` callback: it cannot await, so each partial result is emitted by a
-    task that first waits for the previous one. Updates keep their order, the tool never waits
-    for a listener, and ``close()`` waits for them all (and drops any sent after the tool ended)."""
+    """The updates of one tool call: ``on_update`` cannot await, so each partial result is
+    emitted by a task that first waits for the previous one. Updates keep their order, the tool
+    never waits for a listener, and ``close()`` waits for them all."""
 
-    __slots__ = ("_call", "_closed", "_emit", "_starting", "_tasks")
+    __slots__ = ("_call", "_emit", "_starting", "_tasks")
 
     def __init__(self, call: ToolCall, emit: Emit, starting: _Starting | None = None) -> None:
         self._call = call
@@ -498,11 +584,8 @@ class _Updates:
         self._tasks: list[asyncio.Task[None]] = []
         self._starting = starting
         """The concurrent batch that waits for the updates sent while its calls start."""
-        self._closed = False
 
     def push(self, partial: AgentToolResult[Any]) -> None:
-        if self._closed:
-            return
         event: ToolExecutionUpdateEvent = {
             "type": "tool_execution_update",
             "toolCallId": self._call["id"],
@@ -519,17 +602,12 @@ class _Updates:
     async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:
             await previous
-        await self._emit(event)
-
-    def closed_at_once(self) -> bool:
-        """Close without waiting when no update was sent; ``False``: ``await close()`` for them."""
-        self._closed = True
-        return not self._tasks
+        try:
+            await self._emit(event)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
 
     async def close(self) -> None:
-        self._closed = True
-        if not self._tasks:
-            return
         try:
             await self._tasks[-1]
         finally:
@@ -544,28 +622,17 @@ TRUNCATED_CALL = (
 )
 
 
-async def reject_truncated_calls(
-    calls: list[ToolCall], emit: Emit, delivered: list[ToolResultMessage]
-) -> ToolBatch:
+async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: BatchReport) -> ToolBatch:
     """The tool calls of a response cut by the token limit are not run: each gets an error result."""
     for call in calls:
         result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        await emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
-        await emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "result": result,
-                "isError": True,
-            }
-        )
-        await emit_tool_result(tool_result_message(call, result, True), emit, delivered)
-    return ToolBatch(messages=list(delivered), terminate=False)
+        start, end = _start_event(call), _end_event(_Finalized(call, result, True))
+        report.started[call["id"]] = None
+        try:
+            await emit(start)
+            report.started[call["id"]] = end
+            await emit(end)
+        except Exception as exc:
+            raise ListenerError(exc) from exc
+        await emit_tool_result(tool_result_message(call, result, True), emit, report)
+    return ToolBatch(messages=list(report.delivered), terminate=False)

@@ -21,7 +21,7 @@ import json
 import math
 import types
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any, ClassVar, TypeVar, cast, get_args
@@ -199,17 +199,18 @@ class ScriptedModel:
         self.requests.append(ScriptedRequest(model, request_context, options))
         script = self.responses.popleft() if self.responses else None
         signal = options.signal if options is not None else None
-        return AssistantMessageEventStream(model, self._play(model, script, signal), signal)
+        return AssistantMessageEventStream(model, _Playback(self._play(model, script, signal)), signal)
 
-    async def _play(
+    def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
-        """The events of one response. Every ``await _tick()`` is a point where another
-        task (or a listener that just ran) may have aborted; the signal is checked right after."""
+    ) -> Generator[AssistantMessageEvent | list[AssistantMessageEvent] | None]:
+        """The events of one response, and a ``TICK`` (``None``) where the stream yields to the
+        event loop (``_Playback``). Each tick is a point where another task (or a listener that
+        just ran) may have aborted; the signal is checked right after."""
         message = new_assistant_message(model)
         content = message["content"]
         has_call = False
-        await _tick()
+        yield TICK
         if script is None:
             yield error_event(message, NO_RESPONSE_LEFT)
             return
@@ -218,7 +219,7 @@ class ScriptedModel:
             return
         yield {"type": "start", "partial": message}
         for index, block in enumerate(script.content):
-            await _tick()
+            yield TICK
             if signal is not None and signal.aborted:
                 yield error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
@@ -233,7 +234,7 @@ class ScriptedModel:
                 }
                 content.append(call)
                 yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
-                await _tick()
+                yield TICK
                 if signal is not None and signal.aborted:
                     yield error_event(message, ABORTED_MESSAGE, aborted=True)
                     return
@@ -256,7 +257,7 @@ class ScriptedModel:
                 content.append(text_part)
                 yield {"type": "text_start", "contentIndex": index, "partial": message}
                 for chunk in block.chunks:
-                    await _tick()
+                    yield TICK
                     if signal is not None and signal.aborted:
                         yield error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
@@ -273,7 +274,7 @@ class ScriptedModel:
                 content.append(thinking_part)
                 yield {"type": "thinking_start", "contentIndex": index, "partial": message}
                 for chunk in block.chunks:
-                    await _tick()
+                    yield TICK
                     if signal is not None and signal.aborted:
                         yield error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
@@ -290,7 +291,7 @@ class ScriptedModel:
                     "content": thinking_part["thinking"],
                     "partial": message,
                 }
-        await _tick()
+        yield TICK
         if signal is not None and signal.aborted:
             yield error_event(message, ABORTED_MESSAGE, aborted=True)
             return
@@ -304,12 +305,38 @@ class ScriptedModel:
         yield cast(AssistantDoneEvent, {"type": "done", "reason": reason, "message": message})
 
 
-@types.coroutine
-def _tick() -> Generator[None]:
-    """One pass of the event loop, as ``asyncio.sleep(0)`` (a bare ``yield`` to the task, which
-    reschedules itself behind what is ready) without that coroutine's frame: ticks are the
-    scripted model's most frequent await."""
-    yield
+TICK = None
+"""What ``ScriptedModel._play`` yields where the stream passes once through the event loop."""
+
+
+class _Playback:
+    """A scripted response as a provider's event source: an async iterator over ``_play``.
+
+    ``_play`` is a plain generator: where a provider would wait, it yields ``TICK``, and
+    ``__anext__`` hands that to the task as a bare ``yield`` (as ``asyncio.sleep(0)`` does: the
+    task reschedules itself behind what is ready); anything else is the next item. An async
+    generator did the same, but each of its items cost a ``StopIteration`` raised and caught,
+    and each response a registration in asyncio's set of live async generators."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Generator[AssistantMessageEvent | list[AssistantMessageEvent] | None]) -> None:
+        self._steps = steps
+
+    def __aiter__(self) -> _Playback:
+        return self
+
+    @types.coroutine
+    def __anext__(self) -> Generator[None, None, AssistantMessageEvent | list[AssistantMessageEvent]]:
+        for step in self._steps:
+            if step is None:  # TICK
+                yield  # one pass of the event loop; a cancellation is thrown in here
+            else:
+                return step
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._steps.close()
 
 
 def canonical_json(value: object) -> str:
