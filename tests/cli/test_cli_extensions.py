@@ -170,3 +170,32 @@ def test_a_run_an_extension_stops_exits_1_with_the_reason(cli: CliEnv) -> None:
     assert (done.returncode, done.stdout) == (0, "")  # a command with nothing to say
     done = cli.run("-e", str(stopper), "-p", "--no-session", "hello", script=script)
     assert (done.returncode, done.stdout) == (0, "fine\n")
+
+
+def test_the_model_reads_a_user_skill_outside_the_workspace_and_writes_nothing_there(cli: CliEnv) -> None:
+    """The system prompt tells the model where a skill's files are; the reading tools may use
+    those folders wherever they are, the writing ones may not, nor may anything read beside them."""
+    skill = cli.home / "config" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it\n---\nRun make ship.\n")
+    (skill / "steps.md").write_text("1. make ship\n")
+    secret = cli.home / "config" / "private.txt"
+    secret.write_text("not a skill\n")
+    calls = [
+        tool_reply("read", {"path": str(skill / "SKILL.md")}, "c1"),
+        tool_reply("ls", {"path": str(skill)}, "c2"),
+        tool_reply("grep", {"pattern": "make", "path": str(skill)}, "c3"),
+        tool_reply("write", {"path": str(skill / "SKILL.md"), "content": "owned"}, "c4"),
+        tool_reply("read", {"path": str(secret)}, "c5"),
+        text_reply("done"),
+    ]
+    script = cli.script("s", calls)
+    done = cli.run("--mode", "json", "--no-session", "--yes", "deploy please", script=script)
+    assert done.returncode == 0, done.stderr
+    read, listed, found, write, outside = tool_results(done.stdout)
+    assert not read["isError"] and "Run make ship." in json.dumps(read["content"])
+    assert not listed["isError"] and "steps.md" in json.dumps(listed["content"])
+    assert not found["isError"] and "1. make ship" in json.dumps(found["content"])
+    assert write["isError"] and "outside the workspace" in json.dumps(write["content"])
+    assert outside["isError"] and "outside the workspace" in json.dumps(outside["content"])
+    assert (skill / "SKILL.md").read_text().endswith("Run make ship.\n")

@@ -199,7 +199,10 @@ def create_agent_session(
     if api_key is not None and model is None and provider is None and not models:
         raise SetupError("--api-key needs the model it is for: add --model, --provider or --models")
     outside = settings.allow_outside if allow_outside is None else allow_outside
-    workspace = Workspace(cwd, allow_outside=outside, env_passthrough=settings.shell_env_passthrough)
+    skill_folders = resources.skill_folders() if resources is not None else ()
+    workspace = Workspace(
+        cwd, read_roots=skill_folders, allow_outside=outside, env_passthrough=settings.shell_env_passthrough
+    )
     try:
         built = create_coding_tools(workspace, list(names) if names is not None else None)
     except ValueError as exc:

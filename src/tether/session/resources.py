@@ -154,6 +154,11 @@ class Resources:
             return any(s.name == name.removeprefix("skill:") for s in self.skills)
         return name in self.templates
 
+    def skill_folders(self) -> tuple[Path, ...]:
+        """The folders of the skills the system prompt lists: the model reads their files when
+        a task matches one, so the reading tools may use them wherever they are."""
+        return tuple(s.folder for s in self.skills if s.model_invocable)
+
     def skills_prompt(self) -> str | None:
         if not self.skills:
             return None

@@ -67,7 +67,7 @@ def create_find_tool(workspace: Workspace) -> AgentTool:
 
 
 def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict[str, Any]]:
-    start = workspace.resolve(params.get("path", "."))
+    start = workspace.resolve(params.get("path", "."), reading=True)
     limit = params.get("limit", DEFAULT_LIMIT)
     if not start.is_dir():
         what = "not found" if not start.exists() else "not a directory"

@@ -112,7 +112,7 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
         raise ToolError(
             f"Invalid regular expression {pattern!r}: {exc}. Set literal to search plain text."
         ) from None
-    start = workspace.resolve(params.get("path", "."))
+    start = workspace.resolve(params.get("path", "."), reading=True)
     if not start.exists():
         raise ToolError(f"Path not found: {workspace.display(start)}")
     files = [start] if start.is_file() else walk_files(workspace, start)

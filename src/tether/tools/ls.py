@@ -60,7 +60,7 @@ def create_ls_tool(workspace: Workspace) -> AgentTool:
 
 
 def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params.get("path", "."))
+    path = workspace.resolve(params.get("path", "."), reading=True)
     limit = params.get("limit", DEFAULT_LIMIT)
     shown = workspace.display(path)
     try:

@@ -78,7 +78,7 @@ def create_read_tool(workspace: Workspace) -> AgentTool:
 
 
 def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[str, Any]]:
-    path = workspace.resolve(params["path"])
+    path = workspace.resolve(params["path"], reading=True)
     shown = workspace.display(path)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory, not a file; use ls to list it.")

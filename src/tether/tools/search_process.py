@@ -39,6 +39,7 @@ async def run_search(
         "tool": tool,
         "root": str(workspace.root),
         "extra_roots": [str(p) for p in workspace.extra_roots],
+        "read_roots": [str(p) for p in workspace.read_roots],
         "allow_outside": workspace.allow_outside,
         "params": params,
     }
@@ -97,6 +98,7 @@ def _serve() -> None:
     workspace = Workspace(
         Path(request["root"]),
         tuple(Path(p) for p in request["extra_roots"]),
+        tuple(Path(p) for p in request["read_roots"]),
         allow_outside=request["allow_outside"],
     )
     try:

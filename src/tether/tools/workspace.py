@@ -6,6 +6,8 @@ and a symlink pointing out of the tree are all recognised as outside. Outside pa
 unless the user allowed them (``allow_outside``, i.e. ``--allow-outside``, or ``extra_roots``), and
 a write outside the root still asks for approval, like every ``bash`` command, unless
 ``auto_approve`` is set. Approving calls (``--yes``) never widens the workspace by itself.
+``read_roots`` may be read but not written: the folders of the user's skills, which the system
+prompt tells the model to read when a task matches one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ class Workspace:
     root: Path
     extra_roots: tuple[Path, ...] = ()
     """Further directories the user allowed, as if they were part of the workspace."""
+    read_roots: tuple[Path, ...] = ()
+    """Further directories the reading tools (``read``, ``ls``, ``find``, ``grep``) may use,
+    never the writing ones: the folders of the skills the system prompt lists."""
     allow_outside: bool = False
     """Allow any path (writes outside the roots still need approval)."""
     auto_approve: bool = False
@@ -41,22 +46,27 @@ class Workspace:
     spools: Spools = field(default_factory=Spools, repr=False, compare=False)
     """Where ``bash`` saves long output; removed when the session ends."""
     _real_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+    _real_read_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         real = tuple(Path(os.path.realpath(p)) for p in (self.root, *self.extra_roots))
         object.__setattr__(self, "_real_roots", real)
+        object.__setattr__(
+            self, "_real_read_roots", tuple(Path(os.path.realpath(p)) for p in self.read_roots)
+        )
 
     @property
     def real_root(self) -> Path:
         return self._real_roots[0]
 
-    def resolve(self, path: str) -> Path:
-        """The real path a tool argument names; raises ``PathOutsideWorkspace`` for refused paths."""
+    def resolve(self, path: str, *, reading: bool = False) -> Path:
+        """The real path a tool argument names; raises ``PathOutsideWorkspace`` for refused paths.
+        ``reading``: the tool only reads there, so ``read_roots`` are allowed too."""
         if not path:
             raise ToolError("path must not be empty")
         candidate = Path(os.path.expanduser(path))
         real = Path(os.path.realpath(self.real_root / candidate))
-        if self.allow_outside or self.contains(real):
+        if self.allow_outside or self.contains(real) or (reading and _within(real, self._real_read_roots)):
             return real
         via_link = self.contains(Path(os.path.abspath(self.real_root / candidate)))
         how = " through a symbolic link" if via_link else ""
@@ -67,7 +77,7 @@ class Workspace:
 
     def contains(self, real_path: Path) -> bool:
         """Whether an already-resolved path lies inside one of the allowed roots."""
-        return any(real_path == root or real_path.is_relative_to(root) for root in self._real_roots)
+        return _within(real_path, self._real_roots)
 
     def display(self, real_path: Path) -> str:
         """A path as the model should see it: relative to the root when inside it."""
@@ -94,3 +104,7 @@ class Workspace:
             return True  # validation will reject it; nothing is written
         real = Path(os.path.realpath(self.real_root / os.path.expanduser(path)))
         return self.contains(real)
+
+
+def _within(real_path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(real_path == root or real_path.is_relative_to(root) for root in roots)
