@@ -32,7 +32,7 @@ from tether.tools.errors import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult
+    from mcp_types import CallToolResult, ToolAnnotations
 
 Status = Literal["stopped", "starting", "ready", "failed"]
 
@@ -48,6 +48,9 @@ class ToolInfo:
     name: str
     description: str
     input_schema: dict[str, Any]
+    read_only: bool = False
+    """The server marks it read-only (``readOnlyHint``) and not destructive (``destructiveHint``):
+    a call needs no approval (``tether.mcp.tools``)."""
 
 
 class McpConnection:
@@ -228,12 +231,23 @@ async def _list_tools(client: Client) -> list[ToolInfo]:
     for _ in range(100):  # a paginator that never ends must not hang the start
         page = await client.list_tools(cursor=cursor)
         tools.extend(
-            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema)) for t in page.tools
+            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema), _read_only(t.annotations))
+            for t in page.tools
         )
         cursor = page.next_cursor
         if cursor is None:
             break
     return tools
+
+
+def _read_only(annotations: ToolAnnotations | None) -> bool:
+    """Codex's rule: read-only only when the server says so and does not also say destructive
+    (the MCP specification's defaults: not read-only, destructive)."""
+    return (
+        annotations is not None
+        and annotations.read_only_hint is True
+        and annotations.destructive_hint is not True
+    )
 
 
 def _connection_lost(exc: BaseException) -> bool:
