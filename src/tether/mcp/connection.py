@@ -154,13 +154,13 @@ class McpConnection:
         loop = asyncio.get_running_loop()
         started = loop.time()
         timeout = self.config.startup_timeout
-        sdk.load_in_background()
         log = None
         process: asyncio.subprocess.Process | None = None
         try:
             log = self._open_log()
             if self.config.command is not None:
                 process = await spawn(self.config, log)  # before the SDK is loaded: see stdio.py
+            sdk.load_in_background()  # not before: a command that does not exist needs no SDK
             import anyio
 
             with anyio.CancelScope(deadline=started + timeout) as scope:

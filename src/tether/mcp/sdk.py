@@ -36,7 +36,9 @@ def load_in_background() -> Future[None]:
             if all(name in sys.modules for name in MODULES):
                 _loading.set_result(None)
             else:
-                threading.Thread(target=_load, args=(_loading,), name="mcp sdk import", daemon=True).start()
+                # not a daemon: a process ending mid-import (a session closed at once) waits for
+                # it, where killing the thread would abort the interpreter at exit
+                threading.Thread(target=_load, args=(_loading,), name="mcp sdk import").start()
         return _loading
 
 
