@@ -27,14 +27,14 @@ def toy_server(mark: str) -> McpServerStdio:
 
 
 def call_text(client: EditorClient, call_id: str) -> str:
-    done = [e["update"] for e in for_call(client.log, call_id)][-1]
+    done = [e["update"] for e in for_call(client.log, call_id) if "update" in e][-1]
     assert done["status"] == "completed", done
     return "".join(c["content"]["text"] for c in done["content"] if c["content"]["type"] == "text")
 
 
 async def test_editor_mcp_servers_serve_tools_in_new_and_loaded_sessions(acp_env: AcpEnv) -> None:
     script = acp_env.script("new", [tool_reply("mcp__toy_box__env", {}, "m1"), text_reply("ok")])
-    client = EditorClient()
+    client = EditorClient(permission_choices=["allow_once", "allow_once"])
     async with acp_env.agent(client, script) as conn:
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         caps = init.agent_capabilities
@@ -56,3 +56,24 @@ async def test_editor_mcp_servers_serve_tools_in_new_and_loaded_sessions(acp_env
         )
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")]), 60)
         assert call_text(client, "m2").startswith("loaded ")
+
+
+async def test_an_mcp_tool_call_is_a_permission_request_unless_the_server_says_read_only(
+    acp_env: AcpEnv,
+) -> None:
+    calls = [("r1", "mcp__toy_box__add", {"a": 1, "b": 2}), ("p1", "mcp__toy_box__pid", {})]
+    calls += [("p2", "mcp__toy_box__pid", {}), ("p3", "mcp__toy_box__pid", {})]
+    replies = [tool_reply(name, arguments, call_id) for call_id, name, arguments in calls]
+    script = acp_env.script("s", [*replies, text_reply("ok")])
+    client = EditorClient(permission_choices=["reject_once", "allow_always"])
+    async with acp_env.agent(client, script) as conn:
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[toy_server("m")])
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")]), 60)
+    asked = [e["permission"] for e in client.log if "permission" in e]
+    # add is read-only; the first pid call is rejected, the second allowed always, the third not asked
+    assert [a["toolCallId"] for a in asked] == ["p1", "p2"]
+    assert asked[0]["rawInput"] == {} and "pid" in asked[0]["title"]
+    assert call_text(client, "r1") == "3"
+    assert [e["update"]["status"] for e in for_call(client.log, "p1") if "update" in e][-1] == "failed"
+    assert call_text(client, "p2") == call_text(client, "p3")  # the same server process

@@ -34,7 +34,7 @@ def editor_server(name: str, entry: dict[str, Any]) -> McpServerStdio:
 
 
 def call_text(client: EditorClient, call_id: str) -> str:
-    done = [e["update"] for e in for_call(client.log, call_id)][-1]
+    done = [e["update"] for e in for_call(client.log, call_id) if "update" in e][-1]
     assert done["status"] == "completed", done
     return "".join(c["content"]["text"] for c in done["content"] if c["content"]["type"] == "text")
 
@@ -63,7 +63,7 @@ async def test_editor_sends_three_third_party_servers_and_their_tools_are_called
             text_reply("ok"),
         ],
     )
-    client = EditorClient()
+    client = EditorClient(permission_choices=["allow_once"])
     servers = [
         editor_server("time", time_server()),
         editor_server("fs", filesystem_server(files)),
@@ -77,6 +77,8 @@ async def test_editor_sends_three_third_party_servers_and_their_tools_are_called
         )
         assert done.stop_reason == "end_turn"
     assert json.loads(call_text(client, "t1"))["target"]["datetime"].split("T")[1].startswith("23:15")
+    # the write (not read-only, unlike the other two) was a permission request first
+    assert [e["permission"]["toolCallId"] for e in client.log if "permission" in e] == ["f1"]
     assert "from-editor.txt" in call_text(client, "f1")
     assert (files / "from-editor.txt").read_text() == "acp"
     assert call_text(client, "e1") == "The sum of 40 and 2 is 42."

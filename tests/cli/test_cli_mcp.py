@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
+from tmux_support import Terminal
 
 pytestmark = pytest.mark.subprocess
 
@@ -37,7 +39,9 @@ def test_json_mode_calls_a_tool_of_a_config_file_server_with_expanded_variables(
     config = servers_file(cli.home / "extra.json", toy=toy(env={"TOY_MARK": "${MARK}-${UNSET_ONE:-dflt}"}))
     script = cli.script("s", [tool_reply("mcp__toy__env", {}), text_reply("done")])
     done = cli.run(
-        "--mode", "json", "--no-session", "--mcp-config", str(config), "go", script=script, env={"MARK": "m1"}
+        *("--mode", "json", "--no-session", "--yes", "--mcp-config", str(config), "go"),
+        script=script,
+        env={"MARK": "m1"},
     )
     assert done.returncode == 0, done.stderr
     [result] = tool_results(done.stdout)
@@ -97,3 +101,80 @@ def test_a_server_that_fails_to_start_is_a_note_on_stderr(cli: CliEnv, mode: tup
     assert done.returncode == 0, done.stderr
     [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
     assert note.startswith("note: MCP server 'gone' did not start: ") and "/nonexistent/server" in note
+
+
+def calls_reply(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "content": [
+            {"type": "toolCall", "id": f"call_{i}", "name": name, "arguments": arguments}
+            for i, (name, arguments) in enumerate(calls)
+        ]
+    }
+
+
+def test_json_mode_refuses_mcp_calls_that_need_approval_and_runs_read_only_ones(cli: CliEnv) -> None:
+    config = servers_file(cli.home / "servers.json", toy=toy())
+    calls = calls_reply(("mcp__toy__add", {"a": 1, "b": 2}), ("mcp__toy__pid", {}), ("mcp__toy__forget", {}))
+    script = cli.script("s", [calls, text_reply("done")])
+    run = ("--mode", "json", "--no-session", "--mcp-config", str(config), "go")
+    added, pid, forget = tool_results(cli.run(*run, script=script).stdout)
+    assert (added["isError"], added["content"][0]["text"]) == (False, "3")  # the server says read-only
+    for refused, tool in ((pid, "pid"), (forget, "forget")):  # unannotated; read-only but destructive
+        text = refused["content"][0]["text"]
+        assert refused["isError"] and "needs the user's approval" in text, text
+        assert f"Call {tool} of MCP server toy: {{}}" in text and "allowTools" in text
+    assert not any(r["isError"] for r in tool_results(cli.run("--yes", *run, script=script).stdout))
+
+
+def test_print_mode_runs_a_risky_mcp_tool_with_yes_or_a_user_allow_tools_setting(cli: CliEnv) -> None:
+    marks = cli.home / "sleep.log"
+    config = servers_file(cli.home / "servers.json", toy=toy(env={"TOY_SLEEP_LOG": str(marks)}))
+    script = cli.script("s", [tool_reply("mcp__toy__sleep", {"seconds": 0}), text_reply("done")])
+
+    notes: list[str] = []
+
+    def called(*extra: str) -> bool:
+        marks.unlink(missing_ok=True)
+        done = cli.run("-p", "--no-session", *extra, "--mcp-config", str(config), "go", script=script)
+        assert done.returncode == 0, done.stderr
+        notes.append(done.stderr)
+        return marks.exists()
+
+    assert not called()
+    assert called("--yes")
+    # a project file may not allow it in a folder the user did not trust
+    (cli.project / ".tether").mkdir()
+    (cli.project / ".tether" / "settings.json").write_text(json.dumps({"allowTools": ["mcp__toy__sleep"]}))
+    assert not called()
+    assert 'ignored "allowTools"' in notes[-1]
+    (cli.home / "config").mkdir()
+    (cli.home / "config" / "settings.json").write_text(json.dumps({"allowTools": ["mcp__toy"]}))
+    assert called()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_interactive_mode_asks_before_a_risky_mcp_call(cli: CliEnv) -> None:
+    config = servers_file(cli.home / "servers.json", toy=toy())
+    script = cli.script(
+        "s",
+        [
+            tool_reply("mcp__toy__add", {"a": 4, "b": 5}, "c1"),
+            tool_reply("mcp__toy__pid", {}, "c2"),
+            text_reply("declined, fine"),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    terminal = Terminal(
+        [sys.executable, "-m", "tether.cli", "--mcp-config", str(config)], str(cli.project), env
+    )
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("go")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Call pid of MCP server toy: {}", timeout=60)
+        assert "Call add" not in screen  # read-only: not asked about
+        terminal.send("n")
+        screen = terminal.wait_for("declined, fine")
+        assert "declined" in screen.split("Call pid of MCP server toy")[-1]
+    finally:
+        terminal.close()

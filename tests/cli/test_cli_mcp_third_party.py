@@ -52,7 +52,12 @@ def test_print_mode_calls_tools_of_three_third_party_servers(cli: CliEnv) -> Non
             text_reply("all done"),
         ],
     )
-    done = cli.run("-p", "--no-session", "--mcp-config", str(servers_file(cli, files)), "go", script=script)
+    config = str(servers_file(cli, files))
+    # the write is not read-only (the other two are): nobody can approve it without --yes
+    refused = cli.run("-p", "--no-session", "--mcp-config", config, "go", script=script)
+    assert refused.returncode == 0, refused.stderr
+    assert not (files / "note.txt").exists()
+    done = cli.run("-p", "--no-session", "--yes", "--mcp-config", config, "go", script=script)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "all done\n"
     assert done.stderr.splitlines() == [

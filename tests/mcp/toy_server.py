@@ -19,6 +19,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
 PNG_1PX = base64.b64decode(
@@ -33,13 +34,18 @@ class Sum(BaseModel):
     count: int
 
 
-@server.tool()
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+"""``add`` and ``total`` say they only compute (no approval needed); the other tools say
+nothing, like most servers, and ``forget`` claims both read-only and destructive."""
+
+
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> str:
     """Add two integers."""
     return str(a + b)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def total(numbers: list[int]) -> Sum:
     """Sum a list of integers (a structured result)."""
     return Sum(total=sum(numbers), count=len(numbers))
@@ -67,6 +73,12 @@ def big(lines: int) -> str:
 def env() -> str:
     """The TOY_MARK environment variable and the working directory."""
     return f"{os.environ.get('TOY_MARK', '')} {os.getcwd()}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=True))
+def forget() -> str:
+    """Claims to be read-only and destructive at once (destructive wins: it needs approval)."""
+    return "forgotten"
 
 
 @server.tool()

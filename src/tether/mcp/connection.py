@@ -1,15 +1,17 @@
 """One MCP server's connection: start, list tools, call, restart after a crash, stop.
 
 The SDK's ``Client`` is an async context manager holding anyio task groups, which must be
-entered and left by the same task; so each connection runs in a task of its own that enters the
-client, lists the tools, then waits to be told to stop. Calls come from the agent's tool tasks
-and go through the client directly (its requests are task-agnostic).
+entered and left by the same task; so each connection runs in a task of its own that spawns a
+stdio server's process at once (``tether.mcp.stdio``: the server starts while the SDK loads in a
+thread, ``tether.mcp.sdk``), enters the client, lists the tools, then waits to be told to stop.
+Calls come from the agent's tool tasks and go through the client directly (its requests are
+task-agnostic).
 
-The start-up timeout is a cancel scope around the whole connection whose deadline is lifted once
-the tools are listed: a server that never answers ``initialize`` is stopped (and its process
-killed by the SDK's transport) instead of being waited on forever. A server that exits mid-call
-turns that call into an error that says so; the next call starts it again. A stdio server's
-stderr is appended to ``<log_dir>/<name>.log``, never the terminal.
+The start-up timeout is a cancel scope around the whole start (the SDK's load included) whose
+deadline is lifted once the tools are listed: a server that never answers ``initialize`` is
+stopped (its process group killed) instead of being waited on forever. A server that exits
+mid-call turns that call into an error that says so; the next call starts it again. A stdio
+server's stderr is appended to ``<log_dir>/<name>.log``, never the terminal.
 """
 
 from __future__ import annotations
@@ -20,21 +22,23 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from tether.ai.abort import AbortSignal
+from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
+from tether.mcp.stdio import process_transport, spawn, stop_process
 from tether.tools.errors import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult
+    from mcp_types import CallToolResult, ToolAnnotations
 
 Status = Literal["stopped", "starting", "ready", "failed"]
 
 _STOP_GRACE = 10.0
-"""Seconds to wait for a connection task to wind down; the SDK bounds its own shutdown (close
-stdin, SIGTERM, SIGKILL: about 6 s at worst), this only guards against a stuck transport."""
+"""Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
+(close stdin, SIGTERM, SIGKILL: about 6 s at worst), this only guards against a stuck transport."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,9 @@ class ToolInfo:
     name: str
     description: str
     input_schema: dict[str, Any]
+    read_only: bool = False
+    """The server marks it read-only (``readOnlyHint``) and not destructive (``destructiveHint``):
+    a call needs no approval (``tether.mcp.tools``)."""
 
 
 class McpConnection:
@@ -144,20 +151,25 @@ class McpConnection:
             self.status = "stopped"
 
     async def _serve(self) -> None:
-        import anyio
-
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         timeout = self.config.startup_timeout
         log = None
+        process: asyncio.subprocess.Process | None = None
         try:
-            if self.log_file is not None:
-                self.log_file.parent.mkdir(parents=True, exist_ok=True)
-                log = self.log_file.open("a", encoding="utf-8", errors="replace")
-                log.write(f"--- tether: starting {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
-                log.flush()
-            with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+            log = self._open_log()
+            if self.config.command is not None:
+                process = await spawn(self.config, log)  # before the SDK is loaded: see stdio.py
+            sdk.load_in_background()  # not before: a command that does not exist needs no SDK
+            import anyio
+
+            with anyio.CancelScope(deadline=started + timeout) as scope:
                 self._cancel = scope
+                if self._stop.is_set():  # stop() came while spawning
+                    scope.cancel()
+                await sdk.loaded()
                 async with AsyncExitStack() as stack:
-                    client = await stack.enter_async_context(self._client_for(log))
+                    client = await stack.enter_async_context(self._client_for(process))
                     self.tools = await _list_tools(client)
                     scope.deadline = math.inf
                     self._cancel = None
@@ -175,35 +187,36 @@ class McpConnection:
                 self._fail(f"{describe_error(exc)}{self._log_hint()}")
         finally:
             self._client, self._cancel = None, None
+            if process is not None and process.returncode is None:  # the transport never took it
+                await stop_process(process)
             if log is not None:
                 log.close()
             self._ready.set()
 
-    def _client_for(self, log: Any) -> Client:
-        from mcp import Client, StdioServerParameters
+    def _open_log(self) -> TextIO | None:
+        if self.log_file is None:
+            return None
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_file.open("a", encoding="utf-8", errors="replace")
+        log.write(f"--- tether: starting {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        log.flush()
+        return log
+
+    def _client_for(self, process: asyncio.subprocess.Process | None) -> Client:
+        from mcp import Client
         from mcp_types import Implementation
 
         from tether import __version__
 
-        config = self.config
         info = Implementation(name="tether", version=__version__)
-        if config.command is not None:
-            from mcp.client.stdio import stdio_client
-
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) or None,
-                cwd=config.cwd,
-                encoding_error_handler="replace",
-            )
-            return Client(stdio_client(params, errlog=log), client_info=info)
+        if process is not None:
+            return Client(process_transport(process), client_info=info)
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        assert config.url is not None
-        http = create_mcp_http_client(headers=dict(config.headers) or None)
-        return Client(streamable_http_client(config.url, http_client=http), client_info=info)
+        assert self.config.url is not None
+        http = create_mcp_http_client(headers=dict(self.config.headers) or None)
+        return Client(streamable_http_client(self.config.url, http_client=http), client_info=info)
 
     def _fail(self, error: str) -> None:
         self.status, self.error = "failed", error
@@ -218,12 +231,23 @@ async def _list_tools(client: Client) -> list[ToolInfo]:
     for _ in range(100):  # a paginator that never ends must not hang the start
         page = await client.list_tools(cursor=cursor)
         tools.extend(
-            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema)) for t in page.tools
+            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema), _read_only(t.annotations))
+            for t in page.tools
         )
         cursor = page.next_cursor
         if cursor is None:
             break
     return tools
+
+
+def _read_only(annotations: ToolAnnotations | None) -> bool:
+    """Codex's rule: read-only only when the server says so and does not also say destructive
+    (the MCP specification's defaults: not read-only, destructive)."""
+    return (
+        annotations is not None
+        and annotations.read_only_hint is True
+        and annotations.destructive_hint is not True
+    )
 
 
 def _connection_lost(exc: BaseException) -> bool:

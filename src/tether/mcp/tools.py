@@ -8,6 +8,10 @@ a structured result without content is sent as its JSON; audio, resources and li
 line of text saying what they are. The text goes through the same output budget as command
 output (``OutputBuffer``: head and tail kept, with the same note in between). An ``isError``
 result fails the call with its text.
+
+Every tool is marked ``needs_approval`` (``tether.tools.approval``: it asks like ``bash``) unless
+the server annotates it read-only and not destructive, as Codex decides: a server's tool can do
+anything its process can, and only the server can say otherwise.
 """
 
 from __future__ import annotations
@@ -58,7 +62,10 @@ def agent_tool(connection: McpConnection, info: ToolInfo) -> AgentTool:
         description=info.description or f"The {info.name!r} tool of the MCP server {server!r}.",
         parameters=_object_schema(info.input_schema),
         execute=execute,
-        metadata={"mcp": {"server": server, "tool": info.name}},
+        metadata={
+            "mcp": {"server": server, "tool": info.name, "readOnly": info.read_only},
+            "needs_approval": not info.read_only,
+        },
     )
 
 

@@ -244,7 +244,7 @@ def create_agent_session(
         )
         if api_key is not None:
             agent.get_api_key = _key_for(resolved.model["provider"], api_key)
-        gate = ApprovalGate(workspace, approval or settings.approval, ask)
+        gate = ApprovalGate(workspace, approval or settings.approval, ask, allow_tools=settings.allow_tools)
         core = AgentSession(
             agent,
             stored,

@@ -23,7 +23,7 @@ from tether.ai.types import DEFAULT_IDLE_TIMEOUT
 from tether.session.budget import CompactionSettings
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
-from tether.tools.approval import APPROVAL_POLICIES, Approval
+from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -78,6 +78,9 @@ class Settings:
     """Added after the built-in prompt and the project context."""
     shell_env_passthrough: tuple[str, ...] = ()
     """Environment variables tool processes keep although they look like credentials."""
+    allow_tools: tuple[str, ...] = ()
+    """MCP tools that run without asking: ``mcp__<server>`` (every tool of a server),
+    ``mcp__<server>__<tool>``, ``*`` wildcards (``tether.tools.approval.allowed_by``)."""
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     retry: Retry = field(default_factory=Retry)
     skills: frozenset[str] = frozenset(SKILL_SOURCES)
@@ -166,6 +169,8 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
         keys.append("tools")
     if not set(project.shell_env_passthrough) <= set(user.shell_env_passthrough):
         keys.append("shellEnvPassthrough")
+    if not set(project.allow_tools) <= set(user.allow_tools):
+        keys.append("allowTools")
     if project.allow_outside and not user.allow_outside:
         keys.append("allowOutside")
     if project.database != user.database:
@@ -222,6 +227,11 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if items is None or not all(isinstance(v, str) for v in items):
                 raise bad(key, "a list of tool names" if key == "tools" else "a list of variable names")
             changes[_LISTS[key]] = tuple(cast(list[str], items))
+        elif key == "allowTools":
+            items = cast(list[object], value) if isinstance(value, list) else None
+            if items is None or not all(isinstance(v, str) and TOOL_PATTERN.match(v) for v in items):
+                raise bad(key, "a list of MCP tool names or patterns (mcp__<server>, mcp__<server>__<tool>)")
+            changes["allow_tools"] = (*base.allow_tools, *cast(list[str], items))
         elif key == "compaction":
             changes["compaction"] = _compaction(base.compaction, value, path)
         elif key == "retry":
@@ -247,6 +257,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "thinking",
                 "approval",
                 "allowOutside",
+                "allowTools",
                 "compaction",
                 "retry",
                 "skills",

@@ -1,19 +1,24 @@
 """Asking before a risky tool call: the one approval policy every front end installs.
 
-Which calls are risky lives in ``Workspace.needs_approval`` (``bash``, and writes outside the
-workspace); ``ApprovalGate`` turns that into the agent's ``before_tool_call`` hook under a policy
-(``ask``/``yes``/``deny``) and with whatever the host uses to ask (a terminal dialog, an RPC or
-ACP request, or nobody). A refusal blocks the call and the model is told why, so it can adapt
-instead of retrying blindly.
+Which calls are risky: ``Workspace.needs_approval`` (``bash``, and writes outside the workspace),
+and tools whose ``metadata`` says ``needs_approval`` (MCP tools, unless their server marks them
+read-only; ``tether.mcp.tools``) and that the user did not allow by name (``allow_tools``, the
+``allowTools`` setting). ``ApprovalGate`` turns that into the agent's ``before_tool_call`` hook
+under a policy (``ask``/``yes``/``deny``) and with whatever the host uses to ask (a terminal
+dialog, an ACP request, or nobody). A refusal blocks the call and the model is told why, so it
+can adapt instead of retrying blindly.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from fnmatch import fnmatchcase
+from typing import Literal, cast
 
+from tether.agent.tool import AgentTool
 from tether.agent.types import BeforeToolCallContext, BeforeToolCallResult
 from tether.ai.abort import AbortSignal
 from tether.tools.workspace import Workspace
@@ -44,6 +49,9 @@ class ApprovalGate:
     """How to ask the user; ``None``: nobody can answer, so ``ask`` refuses."""
     always_ask: frozenset[str] = frozenset()
     """Tool names that need approval on every call, on top of the workspace policy."""
+    allow_tools: tuple[str, ...] = ()
+    """Patterns (``allowed_by``) of the tools marked ``needs_approval`` that the user allows
+    without asking."""
 
     async def __call__(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
@@ -51,16 +59,21 @@ class ApprovalGate:
         call = context.tool_call
         if self.policy == "yes":
             return None
-        if call["name"] not in self.always_ask and not self.workspace.needs_approval(call):
+        tool = _find(context.context.tools, call["name"])
+        if not self.needs_approval(call, tool):
             return None
-        question = describe_call(call)
+        question = describe_call(call, tool)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
         if self.ask is None:
             return BeforeToolCallResult(
                 True,
                 f"This call needs the user's approval and nobody can give it here ({question}). "
-                "The user can rerun with --yes to allow it.",
+                + (
+                    "The user can rerun with --yes, or allow the tool in the allowTools setting."
+                    if _marked(tool)
+                    else "The user can rerun with --yes to allow it."
+                ),
             )
         if signal is not None and signal.aborted:
             return BeforeToolCallResult(True, "The run was aborted before the user approved this call.")
@@ -70,11 +83,40 @@ class ApprovalGate:
             True, f"The user declined this {call['name']} call. Do not retry it as is."
         )
 
+    def needs_approval(self, call: ToolCall, tool: AgentTool | None) -> bool:
+        """Whether ``call`` (of ``tool``, when the agent has it) is risky under this gate."""
+        if call["name"] in self.always_ask or self.workspace.needs_approval(call):
+            return True
+        return _marked(tool) and not allowed_by(self.allow_tools, call["name"])
 
-def describe_call(tool_call: ToolCall) -> str:
-    """One line telling the user what the call would do."""
+
+TOOL_PATTERN = re.compile(r"^mcp__[A-Za-z0-9_-]+(__\S+)?$")
+"""What ``allowTools`` accepts: ``mcp__<server>`` (every tool of the server), or a tool name with
+``*`` wildcards, such as ``mcp__<server>__*`` or ``mcp__<server>__<tool>``."""
+
+
+def allowed_by(patterns: Sequence[str], name: str) -> bool:
+    """Whether a tool named ``name`` matches one of ``patterns`` (``TOOL_PATTERN``)."""
+    return any(fnmatchcase(name, p if "__" in p.removeprefix("mcp__") else f"{p}__*") for p in patterns)
+
+
+def _find(tools: Sequence[AgentTool], name: str) -> AgentTool | None:
+    return next((t for t in tools if t.name == name), None)
+
+
+def _marked(tool: AgentTool | None) -> bool:
+    return tool is not None and tool.metadata.get("needs_approval") is True
+
+
+def describe_call(tool_call: ToolCall, tool: AgentTool | None = None) -> str:
+    """One line telling the user what the call would do (``tool``: the tool it calls, when known)."""
     args = tool_call["arguments"]
     name = tool_call["name"]
+    mcp: object = tool.metadata.get("mcp") if tool is not None else None
+    if isinstance(mcp, dict):
+        info = cast(dict[str, object], mcp)
+        arguments = json.dumps(args, ensure_ascii=False)
+        return f"Call {info.get('tool')} of MCP server {info.get('server')}: {arguments}"
     if name == "bash" and isinstance(args.get("command"), str):
         return f"Run command: {args['command']}"
     if name in ("write", "edit") and isinstance(args.get("path"), str):

@@ -1,0 +1,192 @@
+"""A stdio MCP server started before the SDK is loaded, and the transport the SDK talks through.
+
+The SDK's own ``stdio_client`` spawns the server itself, so with it a server could only start
+once ``import mcp`` (about a second here) is done, and a server's own start (another interpreter
+importing its SDK, or Node) is usually the longest part of a session's start: the two would be
+paid in a row. Here ``spawn`` starts the process with plain asyncio at once, while
+``tether.mcp.sdk`` loads the SDK in a thread; ``process_transport`` then hands the running
+process to the SDK's ``Client`` as a transport (the read and write streams it takes).
+
+The contract is the SDK's stdio one: newline-delimited JSON-RPC on stdin and stdout, the server
+in a session (process group) of its own, and the environment limited to a few variables plus
+the configured ones (a server does not see the user's API keys). ``stop_process`` shuts it down
+as the MCP specification asks: close stdin, give it time to exit, then SIGTERM the process
+group, then SIGKILL; the whole group goes, so a wrapper's children (``npx`` starting ``node``)
+do not outlive the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TextIO
+
+from tether.mcp.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
+
+INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""The variables a server gets from tether's environment (the SDK's choice on POSIX); the
+configured ``env`` comes on top."""
+
+EXIT_GRACE = 2.0
+"""Seconds a server gets to exit after its stdin closes, and again after SIGTERM."""
+
+_CHUNK = 1 << 16
+_POLL = 0.01
+
+log = logging.getLogger("mcp.tether.stdio")
+"""Under the ``mcp`` logger, so it goes where the SDK's own warnings go (``mcp-logs/sdk.log``)."""
+
+
+async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subprocess.Process:
+    """Start the server of ``config`` (a stdio one); its stderr goes to ``errlog`` (discarded
+    when ``None``). Raises ``OSError`` when the command cannot be started."""
+    assert config.command is not None
+    env = {k: v for k in INHERITED_ENV if (v := os.environ.get(k)) is not None and not v.startswith("()")}
+    return await asyncio.create_subprocess_exec(
+        config.command,
+        *config.args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,
+        env=env | dict(config.env),
+        cwd=config.cwd,
+        start_new_session=True,
+    )
+
+
+@asynccontextmanager
+async def process_transport(
+    process: asyncio.subprocess.Process,
+) -> AsyncGenerator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
+    """The SDK transport (``(read_stream, write_stream)``) over a spawned server's stdin and
+    stdout; leaving it stops the process. Needs the SDK loaded (``tether.mcp.sdk``).
+
+    A line that is not JSON-RPC reaches the SDK as an exception item, which it logs and skips,
+    so a server printing garbage keeps working. The end of stdout (the server exited) closes
+    the read stream: calls in flight fail with the SDK's connection-closed error.
+    """
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_read, process, incoming_writer)
+        tasks.start_soon(_write, process, outgoing_reader, incoming_writer)
+        try:
+            yield incoming, outgoing
+        finally:
+            incoming.close()  # a reader blocked on delivery goes on to drain stdout
+            outgoing.close()
+            with anyio.CancelScope(shield=True):
+                await stop_process(process)
+            tasks.cancel_scope.cancel()  # a survivor outside the group may hold stdout open
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    """Close stdin, wait up to ``EXIT_GRACE`` for the server to exit, then SIGTERM its process
+    group and, after ``EXIT_GRACE`` more, SIGKILL it. Returns at once for a process already
+    stopped."""
+    if process.stdin is not None and not process.stdin.is_closing():
+        process.stdin.close()
+    await _wait_until(lambda: process.returncode is not None, EXIT_GRACE)
+    group = process.pid  # start_new_session: the server leads a group of its own
+    if not _signal_group(group, signal.SIGTERM):
+        return  # the whole group is gone
+    if not await _wait_until(lambda: not _signal_group(group, 0), EXIT_GRACE):
+        _signal_group(group, signal.SIGKILL)
+        await _wait_until(lambda: process.returncode is not None, EXIT_GRACE)
+
+
+async def _read(
+    process: asyncio.subprocess.Process, incoming: MemoryObjectSendStream[SessionMessage | Exception]
+) -> None:
+    """Stdout lines to ``incoming``; once nobody listens, stdout is still read to its end, so a
+    server writing to a full pipe is not kept from exiting."""
+    import anyio
+
+    assert process.stdout is not None
+    pending = bytearray()
+    listening = True
+    async with incoming:
+        while chunk := await process.stdout.read(_CHUNK):
+            if not listening:
+                continue
+            searched = len(pending)
+            pending += chunk
+            while (end := pending.find(b"\n", searched)) != -1:
+                line = pending[:end].decode("utf-8", errors="replace")
+                del pending[: end + 1]
+                searched = 0
+                if not line.strip():
+                    continue
+                try:
+                    await incoming.send(_parse(line))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    listening = False
+                    break
+
+
+async def _write(
+    process: asyncio.subprocess.Process,
+    outgoing: MemoryObjectReceiveStream[SessionMessage],
+    incoming: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    """Messages to stdin; a server that stopped reading ends the connection (the read stream
+    closes) rather than leaving requests to wait forever."""
+    assert process.stdin is not None
+    try:
+        async with outgoing:
+            async for message in outgoing:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                process.stdin.write(data.encode("utf-8") + b"\n")
+                await process.stdin.drain()
+    except (OSError, RuntimeError):  # a closed pipe: BrokenPipeError, or writing after close
+        await incoming.aclose()
+
+
+def _parse(line: str) -> SessionMessage | Exception:
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # pydantic's ValidationError, for a line that is not JSON-RPC
+        log.warning("not a JSON-RPC message on the server's stdout: %.200s", line)
+        return exc
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Send ``signum`` to a process group; ``False`` when the group no longer exists."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # members we may not signal (or zombies): not proof they are gone
+        pass
+    return True
+
+
+async def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``done()`` until it is true (``True``) or ``timeout`` passes (``False``).
+
+    Polling, not ``process.wait()``: since Python 3.11 that also waits for the pipes to close,
+    which a child that inherited them can keep open after the server itself exited.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not done():
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(_POLL)
+    return True

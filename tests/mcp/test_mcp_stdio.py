@@ -1,0 +1,93 @@
+"""The stdio transport of tether.mcp.stdio: servers spawned before the SDK loads, and stopped
+with everything they left in their process group."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tests.mcp.conftest import TOY, alive
+from tests.mcp.test_mcp_session import results, session, text_of
+
+from tether.mcp import McpServerConfig
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+
+
+@pytest.mark.subprocess
+def test_a_server_is_spawned_while_the_sdk_is_still_loading(tmp_path: Path) -> None:
+    """A fresh interpreter (this one has the SDK loaded already) holds the import of ``mcp``
+    until the toy server has written its pid file: the server ran while tether had no SDK, and
+    the event loop kept running meanwhile (the wait for the file is on the loop)."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    program = textwrap.dedent(
+        f"""
+        import asyncio, importlib.abc, importlib.machinery, sys, threading
+        from pathlib import Path
+
+        release = threading.Event()
+
+        class HoldTheSdk(importlib.abc.MetaPathFinder):
+            # delays running mcp/__init__.py (find_spec itself runs under the global import lock)
+            def find_spec(self, name, path, target=None):
+                if name != "mcp":
+                    return None
+                spec = importlib.machinery.PathFinder.find_spec(name, path)
+                run = spec.loader.exec_module
+
+                def exec_module(module):
+                    release.wait(60)
+                    run(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+
+        sys.meta_path.insert(0, HoldTheSdk())
+        from tether.mcp import McpServerConfig, McpServers
+
+        async def main():
+            config = McpServerConfig(
+                "toy", command=sys.executable, args=({str(TOY)!r},), env={{"TOY_PID_DIR": {str(pids)!r}}}
+            )
+            servers = McpServers([config], log_dir=Path({str(tmp_path / "logs")!r}))
+            servers.start()
+            for _ in range(600):
+                if any(Path({str(pids)!r}).iterdir()):
+                    break
+                await asyncio.sleep(0.05)
+            print("server ran before the SDK loaded:", not hasattr(sys.modules.get("mcp"), "Client"), flush=True)
+            release.set()
+            await servers.ready()
+            [status] = servers.statuses()
+            print(status.status, "mcp__toy__add" in status.tools, flush=True)
+            await servers.close()
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["server ran before the SDK loaded: True", "ready True"]
+
+
+async def test_stopping_a_server_stops_what_it_left_in_its_process_group(tmp_path: Path) -> None:
+    """A wrapper that started a helper and then became the server: when the session closes, the
+    server exits on its closed stdin, and the helper it left behind is stopped too."""
+    helper_pid = tmp_path / "helper.pid"
+    wrapper = f"sleep 300 & echo $! > {helper_pid}; exec {sys.executable} {TOY}"
+    config = McpServerConfig("wrapped", command="/bin/sh", args=("-c", wrapper))
+    model = ScriptedModel([reply(tool_call("mcp__wrapped__add", {"a": 1, "b": 2})), reply("done")])
+    core = session(model, config, log_dir=tmp_path / "logs")
+    try:
+        [result] = results(await core.prompt("go"))
+        helper = int(helper_pid.read_text())
+        assert alive(helper)
+    finally:
+        await core.close()
+    assert text_of(result) == "3"
+    assert not alive(helper)
