@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, cast
 
 from tether.session.entries import EntryDict
@@ -213,19 +213,26 @@ def advanced_record(
     """The session row after appending ``entries``, as every backend's ``append`` computes it:
     for a writer that has the row before its append is committed (``append_later``)."""
     c = count_entries(entries)
-    return replace(
-        record,
-        leaf_id=leaf_id,
-        updated=max(record.updated, updated),
-        title=c.title if c.title is not None else record.title,
-        first_prompt=record.first_prompt if record.first_prompt is not None else c.first_prompt,
-        entry_count=record.entry_count + c.entries,
-        message_count=record.message_count + c.messages,
-        cost=record.cost + c.cost,
-        input_tokens=record.input_tokens + c.input_tokens,
-        output_tokens=record.output_tokens + c.output_tokens,
-        cache_read_tokens=record.cache_read_tokens + c.cache_read_tokens,
-        cache_write_tokens=record.cache_write_tokens + c.cache_write_tokens,
+    # Built directly, not with ``dataclasses.replace`` (a field walk and a keyword call): this
+    # runs for every entry a run records.
+    return SessionRecord(
+        record.id,
+        record.cwd,
+        c.title if c.title is not None else record.title,
+        record.created,
+        max(record.updated, updated),
+        leaf_id,
+        record.version,
+        record.parent_session_id,
+        record.parent_entry_id,
+        record.first_prompt if record.first_prompt is not None else c.first_prompt,
+        record.entry_count + c.entries,
+        record.message_count + c.messages,
+        record.cost + c.cost,
+        record.input_tokens + c.input_tokens,
+        record.output_tokens + c.output_tokens,
+        record.cache_read_tokens + c.cache_read_tokens,
+        record.cache_write_tokens + c.cache_write_tokens,
     )
 
 
