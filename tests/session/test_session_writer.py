@@ -180,3 +180,36 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
     assert futures[3].exception() is futures[1].exception(), "b2 inherits b1's failure, untried"
     writer.close()
     assert committed == ["g0", "g1", "g2"]
+
+
+def test_batch_writer_commits_an_append_whose_waiter_gave_up_and_keeps_serving() -> None:
+    """A waiter cancelled while its append is queued (a run cancelled in ``settle_writes``
+    cancels the future ``asyncio.wrap_future`` chained to it) must not stop the thread: the
+    append is still committed, and so are the ones after it."""
+    committed: list[str] = []
+
+    class Lease:
+        session_id = "s"
+        active = True
+
+    committing, gate = threading.Event(), threading.Event()
+
+    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+        committing.set()
+        gate.wait(5)  # the thread is busy: what is submitted now waits in the queue
+        committed.extend(p.entries[0]["id"] for p in batch)
+
+    def commit_one(pending: PendingAppend) -> None:
+        committed.append(pending.entries[0]["id"])
+
+    writer = BatchWriter(commit_batch, commit_one, "test-writer")
+    entry: Any = lambda i: [{"type": "message", "id": i}]  # noqa: E731
+    writer.submit(Lease(), entry("e0"), "e0", 0)
+    assert committing.wait(5)
+    given_up = writer.submit(Lease(), entry("e1"), "e1", 0)
+    assert given_up.cancel()
+    gate.set()
+    later = writer.submit(Lease(), entry("e2"), "e2", 0)
+    assert later.exception(5) is None
+    writer.close()
+    assert committed == ["e0", "e1", "e2"]
