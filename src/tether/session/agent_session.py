@@ -934,8 +934,14 @@ class AgentSession:
             await self._emit(newest_compaction_end("threshold", session if compacted else None, False))
         return request
 
-    async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
+    def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> Awaitable[None] | None:
+        """Record what the event changes, then pass it on. An awaitable comes back only when
+        there is something to wait for (``agent_end``'s writes, a listener's awaitable): most
+        events are streamed deltas, and a coroutine for each cost more than the rest of their
+        way from the agent to the listeners."""
         kind = event["type"]
+        if kind == "agent_end":
+            return self._on_agent_end(event)
         if kind == "agent_start":
             self.record_settings()
             if self._session is not None and not self._session.readonly:
@@ -948,20 +954,31 @@ class AgentSession:
 
                 record_message_end(self._session, event)
             self._added.append(event["message"])
-        elif kind == "agent_end":
-            if self._session is not None:
-                # On disk before anyone hears the pass ended: a client that asks for the state
-                # on agent_end must find the run over, not waiting for the writer thread. A
-                # failed write is raised once the run settles (``_settled``).
-                with contextlib.suppress(Exception):
-                    await self._session.settle_writes()
-            ended: AgentEndSessionEvent = {
-                "type": "agent_end",
-                "messages": event["messages"],
-                "willRetry": self._will_retry(),
-            }
-            event = ended
-        await self._emit(event)
+        return self._deliver(event)
+
+    async def _on_agent_end(self, event: Any) -> None:
+        if self._session is not None:
+            # On disk before anyone hears the pass ended: a client that asks for the state on
+            # agent_end must find the run over, not waiting for the writer thread. A failed
+            # write is raised once the run settles (``_settled``).
+            with contextlib.suppress(Exception):
+                await self._session.settle_writes()
+        ended: AgentEndSessionEvent = {
+            "type": "agent_end",
+            "messages": event["messages"],
+            "willRetry": self._will_retry(),
+        }
+        await self._emit(ended)
+
+    def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
+        """``_emit`` for an agent event (never a compaction one), without a coroutine while the
+        listeners answer synchronously; from the first awaitable on, the rest wait for it."""
+        listeners = tuple(self._listeners)
+        for i, listener in enumerate(listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                return _deliver_after(outcome, event, listeners[i + 1 :])
+        return None
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
@@ -1078,3 +1095,13 @@ def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
+
+
+async def _deliver_after(pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]) -> None:
+    """The rest of ``AgentSession._deliver``: await ``pending``, then each remaining listener in
+    order (awaiting what it returns)."""
+    await pending
+    for listener in rest:
+        outcome = listener(event)
+        if outcome is not None:
+            await outcome
