@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
+from tether.session.budget import CompactionSettings, is_context_overflow
 from tether.session.convert import lower_for
 from tether.session.events import (
     AgentEndSessionEvent,
@@ -912,22 +912,22 @@ class AgentSession:
             return await run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
         from tether.session.wiring import request_view
 
-        compaction = self.compaction
-        recorded = session.message_ids(messages)
-        unrecorded = [m for m, i in zip(messages, recorded, strict=True) if i is None]
-        due = should_compact(
-            context_tokens([*session.messages, *unrecorded]), self.model.get("contextWindow"), compaction
-        )
-        if due:
+        due = False
+
+        async def on_due() -> None:
+            nonlocal due
+            due = True
             await self._emit({"type": "compaction_start", "reason": "threshold"})
+
         request, compacted = await request_view(
             session,
             messages,
             model=self.model,
             stream_fn=self._stream_fn(),
             hooks=self.hooks,
-            compaction=compaction,
+            compaction=self.compaction,
             signal=signal,
+            on_due=on_due,
         )
         self.compactions += compacted
         if due:
