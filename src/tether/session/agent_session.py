@@ -954,7 +954,7 @@ class AgentSession:
 
                 record_message_end(self._session, event)
             self._added.append(event["message"])
-        return self._deliver(event)
+        return self._deliver(event) if self._listeners else None
 
     async def _on_agent_end(self, event: Any) -> None:
         if self._session is not None:
