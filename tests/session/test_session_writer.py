@@ -180,3 +180,88 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
     assert futures[3].exception() is futures[1].exception(), "b2 inherits b1's failure, untried"
     writer.close()
     assert committed == ["g0", "g1", "g2"]
+
+
+def test_batch_writer_commits_an_append_whose_waiter_gave_up_and_keeps_serving() -> None:
+    """A waiter cancelled while its append is queued (a run cancelled in ``settle_writes``
+    cancels the future ``asyncio.wrap_future`` chained to it) must not stop the thread: the
+    append is still committed, and so are the ones after it."""
+    committed: list[str] = []
+
+    class Lease:
+        session_id = "s"
+        active = True
+
+    committing, gate = threading.Event(), threading.Event()
+
+    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+        committing.set()
+        gate.wait(5)  # the thread is busy: what is submitted now waits in the queue
+        committed.extend(p.entries[0]["id"] for p in batch)
+
+    def commit_one(pending: PendingAppend) -> None:
+        committed.append(pending.entries[0]["id"])
+
+    writer = BatchWriter(commit_batch, commit_one, "test-writer")
+    entry: Any = lambda i: [{"type": "message", "id": i}]  # noqa: E731
+    writer.submit(Lease(), entry("e0"), "e0", 0)
+    assert committing.wait(5)
+    given_up = writer.submit(Lease(), entry("e1"), "e1", 0)
+    assert given_up.cancel()
+    gate.set()
+    later = writer.submit(Lease(), entry("e2"), "e2", 0)
+    assert later.exception(5) is None
+    writer.close()
+    assert committed == ["e0", "e1", "e2"]
+
+
+def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_one_stores(
+    tmp_path: Path,
+) -> None:
+    """The writer thread's batch updates each session's row once (counters summed, last leaf):
+    entries, their order and the row must be those of the same appends made one at a time."""
+
+    def user(text: str) -> Any:
+        return {"role": "user", "content": text, "timestamp": 1}
+
+    def assistant(cost: float) -> Any:
+        usage = {"input": 10, "output": 2, "cacheRead": 1, "cacheWrite": 0, "totalTokens": 13,
+                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}}  # fmt: skip
+        return {"role": "assistant", "content": [], "api": "a", "provider": "p", "model": "m",
+                "usage": usage, "stopReason": "stop", "timestamp": 2}  # fmt: skip
+
+    def entry(i: str, parent: str | None, **fields: Any) -> Any:
+        return {"id": i, "parentId": parent, "timestamp": int(i[1:]), **fields}
+
+    appends: list[tuple[str, list[Any], str, int]] = [
+        ("a", [entry("a1", None, type="message", message=user("first"))], "a1", 1),
+        ("b", [entry("b2", None, type="session_info", title="B")], "b2", 2),
+        ("a", [entry("a3", "a1", type="message", message=assistant(0.5))], "a3", 3),
+        (
+            "a",
+            [
+                entry("a4", "a3", type="message", message=user("second")),
+                entry("a5", "a4", type="session_info", title="A"),
+            ],
+            "a5",
+            5,
+        ),
+        ("b", [entry("b6", "b2", type="message", message=assistant(0.25))], "b6", 4),
+    ]
+    stores = [SQLiteStore(tmp_path / "batched.db"), SQLiteStore(tmp_path / "one_by_one.db")]
+    leases: list[dict[str, Any]] = []
+    for store in stores:
+        for session_id in ("a", "b"):
+            store.create_session(session_id, "/w", 0, version=1)
+        leases.append({s: store.acquire_writer(s) for s in ("a", "b")})
+    stores[0]._append_batch([PendingAppend(leases[0][s], e, leaf, t) for s, e, leaf, t in appends])  # pyright: ignore[reportPrivateUsage]
+    for s, e, leaf, t in appends:
+        stores[1].append(leases[1][s], e, leaf, t)
+    for session_id in ("a", "b"):
+        batched, one_by_one = (store.get_session(session_id) for store in stores)
+        assert batched == one_by_one
+        assert [e.id for e in stores[0].entries(session_id)] == [e.id for e in stores[1].entries(session_id)]
+    assert stores[0].get_session("a").title == "A" and stores[0].get_session("a").first_prompt == "first"
+    assert stores[0].get_session("a").leaf_id == "a5" and stores[0].get_session("a").updated == 5
+    for store in stores:
+        store.close()

@@ -449,7 +449,7 @@ class Agent:
         signal = run.controller.signal
         for listener in tuple(self._listeners):
             pending = listener(event, signal)
-            if inspect.isawaitable(pending):
+            if pending is not None and inspect.isawaitable(pending):  # most listeners answer None
                 await pending
 
 

@@ -146,11 +146,19 @@ class ModelRegistry:
 
     def get_provider_info(self, name: str) -> ProviderInfo:
         """The provider ``name``; ``UnknownProviderError`` lists the known ones on a miss."""
-        providers = self.providers()
-        if name not in providers:
-            known = ", ".join(sorted(providers))
+        # Looked up layer by layer, newest first, as ``providers`` merges them: every stream
+        # asks (its idle timeout), and merging every provider into a new dict for one name
+        # cost more than the rest of the request's set-up.
+        user = self._user_layer()
+        found = self._providers.get(name)
+        if found is None:
+            found = user.providers.get(name)
+        if found is None:
+            found = self.catalog.providers.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.providers()))
             raise UnknownProviderError(f"unknown provider {name!r}; known providers: {known}")
-        return providers[name]
+        return found
 
     def providers(self) -> dict[str, ProviderInfo]:
         """Every provider by name: shipped, local servers, the user's, registered ones."""

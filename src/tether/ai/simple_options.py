@@ -15,6 +15,8 @@ from tether.ai.types import SimpleStreamOptions, StreamOptions, ThinkingLevel
 from tether.wire import ModelInfo
 
 DEFAULT_MAX_TOKENS_CAP = 32_000
+_STREAM_FIELDS = tuple(f.name for f in dataclasses.fields(StreamOptions))
+"""Read once: ``dataclasses.fields`` walks the class's fields anew on every call (every request)."""
 
 
 def effective_effort(model: ModelInfo, level: ThinkingLevel | None) -> ThinkingLevel | None:
@@ -35,7 +37,7 @@ def base_fields(model: ModelInfo, options: SimpleStreamOptions | None) -> dict[s
     """The ``StreamOptions`` fields of ``options``, with ``max_tokens`` defaulted from the model."""
     fields: dict[str, Any] = {}
     if options is not None:
-        fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(StreamOptions)}
+        fields = {name: getattr(options, name) for name in _STREAM_FIELDS}
     if fields.get("max_tokens") is None and model["maxTokens"]:
         fields["max_tokens"] = min(model["maxTokens"], DEFAULT_MAX_TOKENS_CAP)
     return fields

@@ -37,15 +37,16 @@ import dataclasses
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
+from tether.session.budget import CompactionSettings, is_context_overflow
 from tether.session.convert import lower_for
+from tether.session.errors import SessionError
 from tether.session.events import (
     AgentEndSessionEvent,
     CompactionReason,
@@ -63,7 +64,6 @@ from tether.session.events import (
 )
 from tether.session.retry import is_transient_error, retry_delay_ms
 from tether.session.settings import Settings
-from tether.session.store import SessionError
 from tether.tools.approval import ApprovalGate
 from tether.wire import (
     AgentMessage,
@@ -977,72 +977,114 @@ class AgentSession:
             return await run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
         from tether.session.wiring import request_view
 
-        compaction = self.compaction
-        recorded = session.message_ids(messages)
-        unrecorded = [m for m, i in zip(messages, recorded, strict=True) if i is None]
-        due = should_compact(
-            context_tokens([*session.messages, *unrecorded]), self.model.get("contextWindow"), compaction
-        )
-        if due:
+        due = False
+
+        async def on_due() -> None:
+            nonlocal due
+            due = True
             await self._emit({"type": "compaction_start", "reason": "threshold"})
+
         request, compacted = await request_view(
             session,
             messages,
             model=self.model,
             stream_fn=self._stream_fn(),
             hooks=self.hooks,
-            compaction=compaction,
+            compaction=self.compaction,
             signal=signal,
+            on_due=on_due,
         )
         self.compactions += compacted
         if due:
             await self._emit(newest_compaction_end("threshold", session if compacted else None, False))
         return request
 
-    async def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> None:
+    def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> Awaitable[None] | None:
+        """Record what the event changes, then pass it on. An awaitable comes back only when
+        there is something to wait for (``agent_end``'s writes, a listener's awaitable, a retry's
+        success to report): most events are streamed deltas, and a coroutine for each cost more
+        than the rest of their way from the agent to the listeners."""
+        kind = event["type"]
+        if kind == "agent_end":
+            return self._on_agent_end(event)
         try:
-            await self._forward(event)
-        except SessionError as exc:  # the loop ends the run; the run raises this once settled
+            if kind == "agent_start":
+                self.record_settings()
+                if self._session is not None and not self._session.readonly:
+                    self._session.defer_writes()  # this pass's entries: committed off the event loop
+            elif kind == "message_start" and event["message"]["role"] == "user":
+                self._check_queue()
+            elif kind == "message_end":
+                if self._session is not None:
+                    from tether.session.wiring import record_message_end
+
+                    record_message_end(self._session, event, checked=self._checked(event["message"]))
+                self._added.append(event["message"])
+                message = event["message"]
+                if self._retry_attempt and message["role"] == "assistant" and not _failed(message):
+                    return self._retry_worked(event)
+            return self._deliver(event) if self._listeners else None
+        except SessionError as exc:
             self._session_failure = exc
             raise
 
-    async def _forward(self, event: Any) -> None:
-        """Record the agent's event where it belongs, then tell the listeners."""
-        kind = event["type"]
-        if kind == "agent_start":
-            self.record_settings()
-            if self._session is not None and not self._session.readonly:
-                self._session.defer_writes()  # this pass's entries: committed off the event loop
-        elif kind == "message_start" and event["message"]["role"] == "user":
-            self._check_queue()
-        elif kind == "message_end":
-            if self._session is not None:
-                from tether.session.wiring import record_message_end
+    async def _on_agent_end(self, event: Any) -> None:
+        with self._session_failure_kept():
+            await self._end_pass(event)
 
-                record_message_end(self._session, event, checked=self._checked(event["message"]))
-            self._added.append(event["message"])
-        elif kind == "agent_end":
-            if self._session is not None:
-                # On disk before anyone hears the pass ended: a client that asks for the state
-                # on agent_end must find the run over, not waiting for the writer thread. A
-                # failed write is raised once the run settles (``_settled``).
-                with contextlib.suppress(Exception):
-                    await self._session.settle_writes()
-            ended: AgentEndSessionEvent = {
-                "type": "agent_end",
-                "messages": event["messages"],
-                "willRetry": self._will_retry(),
-            }
-            event = ended
-        await self._emit(event)
-        message = event.get("message") if kind == "message_end" and self._retry_attempt else None
-        if (
-            message is not None
-            and message["role"] == "assistant"
-            and message["stopReason"] not in ("error", "aborted")
-        ):
-            attempt, self._retry_attempt = self._retry_attempt, 0  # the retry worked: say so now, as pi does
+    async def _end_pass(self, event: Any) -> None:
+        if self._session is not None:
+            # On disk before anyone hears the pass ended: a client that asks for the state on
+            # agent_end must find the run over, not waiting for the writer thread. A failed
+            # write is raised once the run settles (``_settled``).
+            with contextlib.suppress(Exception):
+                await self._session.settle_writes()
+        ended: AgentEndSessionEvent = {
+            "type": "agent_end",
+            "messages": event["messages"],
+            "willRetry": self._will_retry(),
+        }
+        await self._emit(ended)
+
+    async def _retry_worked(self, event: SessionEvent) -> None:
+        """Pass on the reply a retry got, then say at once that the retry worked, as pi does."""
+        with self._session_failure_kept():
+            await self._emit(event)
+            attempt, self._retry_attempt = self._retry_attempt, 0
             await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
+
+    @contextlib.contextmanager
+    def _session_failure_kept(self) -> Generator[None]:
+        """A session error (a full disk, a lost database), raised while recording an event or by
+        a listener, ends the run as itself: the loop reports the failed event, and the run raises
+        the error once settled (``_settled``), not as "event listener failed: ..."."""
+        try:
+            yield
+        except SessionError as exc:
+            self._session_failure = exc
+            raise
+
+    def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
+        """``_emit`` for an agent event (never a compaction one), without a coroutine while the
+        listeners answer synchronously; from the first awaitable on, the rest wait for it."""
+        listeners = tuple(self._listeners)
+        for i, listener in enumerate(listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                return self._deliver_after(outcome, event, listeners[i + 1 :])
+        return None
+
+    async def _deliver_after(
+        self, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
+    ) -> None:
+        """The rest of ``_deliver``: await ``pending``, then each remaining listener in order
+        (awaiting what it returns)."""
+        with self._session_failure_kept():
+            await pending
+            for listener in rest:
+                outcome = listener(event)
+                if outcome is not None:
+                    await outcome
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
@@ -1218,3 +1260,7 @@ def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
+
+
+def _failed(message: AgentMessage) -> bool:
+    return cast(AssistantMessage, message)["stopReason"] in ("error", "aborted")

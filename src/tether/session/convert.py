@@ -51,12 +51,12 @@ def convert_to_llm(messages: Sequence[AgentMessage]) -> list[LlmMessage]:
 
 def lower_message(message: AgentMessage) -> LlmMessage | None:
     """One message's lowering; ``None`` when it is not for the model."""
-    m = cast(dict[str, Any], message)
+    m: Any = message  # read as a plain dict; typed ``Any`` rather than ``cast`` (a call per message)
     role = m.get("role")
     if role == "user":
-        return _steering(m) if m.get("steering") else cast(Message, message)
+        return _steering(m) if m.get("steering") else m
     if role in ("assistant", "toolResult", "developer"):
-        return cast(LlmMessage, message)
+        return m
     if role == "bashExecution":
         if m.get("excludeFromContext"):
             return None

@@ -11,7 +11,7 @@ another process with a faster clock), it keeps counting up from the larger of th
 from __future__ import annotations
 
 import contextlib
-import os
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +57,7 @@ class IdGenerator:
     def __init__(self, clock_ns: Callable[[], int] = time.time_ns) -> None:
         self._clock_ns = clock_ns
         self._last = 0
+        self._last_text = ""
         self._lock = threading.Lock()
 
     def new(self, floor: str | None = None) -> str:
@@ -67,7 +68,9 @@ class IdGenerator:
         now = self._clock_ns() // 1_000_000
         with self._lock:
             last = self._last
-            if floor is not None:
+            # Ids sort as text, so a floor not above the last id cannot raise it: the usual case
+            # (a session passes its newest id, made here) costs a comparison, not a decode.
+            if floor is not None and floor > self._last_text:
                 with contextlib.suppress(ValueError):
                     last = max(last, decode(floor))
             if now > (last >> _RANDOM_BITS):
@@ -75,12 +78,19 @@ class IdGenerator:
             else:
                 value = last + 1
             self._last = value
-        return encode(value)
+            self._last_text = text = encode(value)
+        return text
 
 
 def _random_start() -> int:
-    # Leave headroom so a burst inside one millisecond never overflows into the time bits.
-    return int.from_bytes(os.urandom(10)) >> 1
+    """The random low bits of a millisecond's first id.
+
+    From ``random`` (seeded from the OS at start-up, reseeded in a forked child), not
+    ``os.urandom``: ids must be unique, not secret, and a system call per millisecond also let
+    another thread take the interpreter lock. One bit below 80 leaves headroom, so a burst
+    inside one millisecond never overflows into the time bits.
+    """
+    return random.getrandbits(_RANDOM_BITS - 1)
 
 
 _GENERATOR = IdGenerator()

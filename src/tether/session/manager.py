@@ -40,7 +40,10 @@ class SessionManager:
         record = self.store.create_session(
             new_id(), str(cwd if cwd is not None else Path.cwd()), now_ms(), title=title, version=ENTRY_FORMAT
         )
-        session = self._writable(record)
+        lease = self.store.acquire_writer(record.id)
+        # Nothing to read back: nobody else knows the new id, so the row is as created and the
+        # tree empty (``open`` re-reads both once it holds the lease).
+        session = Session(self.store, record, EntryTree(), lease)
         if model is not None:
             session.set_model(model)
         if thinking_level is not None:

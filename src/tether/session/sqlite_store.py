@@ -62,6 +62,17 @@ _RECORD_COLUMNS = (
 )
 
 
+_INSERT_ENTRY = (
+    "INSERT INTO entries (session_id, id, parent_id, type, created, payload) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_COUNTERS = """UPDATE sessions SET leaf_id = ?, updated = max(updated, ?),
+    title = coalesce(?, title), first_prompt = coalesce(first_prompt, ?),
+    entry_count = entry_count + ?, message_count = message_count + ?,
+    cost = cost + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+    cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?
+    WHERE id = ?"""
+
+
 class FileLease:
     """An exclusive ``flock`` on one session's lock file (see the module docstring)."""
 
@@ -265,10 +276,26 @@ class SQLiteStore:
         return self._writer.submit(lease, entries, leaf_id, updated)
 
     def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        """Every append of ``batch`` in one transaction: one insert of all their entries, in
+        order, then one row update per session (its appends' counters summed, the last one's
+        leaf). The update, with the two indexes on ``updated``, was most of an append's cost,
+        and a run's tool call and its result usually reach the same batch."""
+        by_session: dict[str, list[PendingAppend]] = {}
+        for pending in batch:
+            self._check(pending.lease)
+            by_session.setdefault(pending.lease.session_id, []).append(pending)
         with self._guarded(), self._transaction():
-            for pending in batch:
-                self._check(pending.lease)
-                self._insert(pending.lease.session_id, pending.entries, pending.leaf_id, pending.updated)
+            self._db.executemany(
+                _INSERT_ENTRY, [row for p in batch for row in _entry_rows(p.lease.session_id, p.entries)]
+            )
+            for session_id, appends in by_session.items():
+                entries = [e for p in appends for e in p.entries]
+                updated = max(p.updated for p in appends)
+                cursor = self._db.execute(
+                    _UPDATE_COUNTERS, _counter_values(session_id, entries, appends[-1].leaf_id, updated)
+                )
+                if cursor.rowcount != 1:
+                    raise SessionNotFoundError(session_id)
 
     def _append_one(self, pending: PendingAppend) -> None:
         self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
@@ -277,37 +304,10 @@ class SQLiteStore:
         self, session_id: str, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:
         """The entries, the new leaf and the counters; inside the caller's transaction."""
-        rows = [
-            (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], encode_entry(e))
-            for e in entries
-        ]
-        c = count_entries(entries)
-        self._db.executemany(
-            "INSERT INTO entries (session_id, id, parent_id, type, created, payload)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        self._db.executemany(_INSERT_ENTRY, _entry_rows(session_id, entries))
         row = self._db.execute(
-            f"""UPDATE sessions SET leaf_id = ?, updated = max(updated, ?),
-                title = coalesce(?, title), first_prompt = coalesce(first_prompt, ?),
-                entry_count = entry_count + ?, message_count = message_count + ?,
-                cost = cost + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-                cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?
-                WHERE id = ? RETURNING {_RECORD_COLUMNS}""",
-            (
-                leaf_id,
-                updated,
-                c.title,
-                c.first_prompt,
-                c.entries,
-                c.messages,
-                c.cost,
-                c.input_tokens,
-                c.output_tokens,
-                c.cache_read_tokens,
-                c.cache_write_tokens,
-                session_id,
-            ),
+            f"{_UPDATE_COUNTERS} RETURNING {_RECORD_COLUMNS}",
+            _counter_values(session_id, entries, leaf_id, updated),
         ).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
@@ -402,6 +402,34 @@ class SQLiteStore:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+
+def _entry_rows(session_id: str, entries: Sequence[EntryDict]) -> list[tuple[object, ...]]:
+    """``_INSERT_ENTRY``'s parameters for ``entries``."""
+    return [
+        (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], encode_entry(e)) for e in entries
+    ]
+
+
+def _counter_values(
+    session_id: str, entries: Sequence[EntryDict], leaf_id: str, updated: int
+) -> tuple[object, ...]:
+    """``_UPDATE_COUNTERS``'s parameters for appending ``entries``."""
+    c = count_entries(entries)
+    return (
+        leaf_id,
+        updated,
+        c.title,
+        c.first_prompt,
+        c.entries,
+        c.messages,
+        c.cost,
+        c.input_tokens,
+        c.output_tokens,
+        c.cache_read_tokens,
+        c.cache_write_tokens,
+        session_id,
+    )
 
 
 def _holder_text(words: list[str]) -> str | None:

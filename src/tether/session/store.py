@@ -20,55 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, cast
 
 from tether.session.entries import EntryDict
-
-
-class SessionError(Exception):
-    """Base class of the session errors; each message says what and where."""
-
-
-class SessionDatabaseError(SessionError):
-    """The database itself failed (damaged, full disk, not writable); the message names the file
-    and what to do about it."""
-
-
-class SessionNotFoundError(SessionError, LookupError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"no session {session_id!r}")
-        self.session_id = session_id
-
-
-class SessionExistsError(SessionError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} already exists")
-        self.session_id = session_id
-
-
-class SessionLockedError(SessionError):
-    """Another writer (process or handle) holds the session."""
-
-    def __init__(self, session_id: str, holder: str | None = None) -> None:
-        who = f" by {holder}" if holder else ""
-        super().__init__(
-            f"session {session_id!r} is open for writing{who}; close it there first "
-            f"(`tether sessions follow {session_id}` shows it as it grows, without writing)"
-        )
-        self.session_id = session_id
-        self.holder = holder
-
-
-class EntryNotFoundError(SessionError, LookupError):
-    def __init__(self, session_id: str, entry_id: str) -> None:
-        super().__init__(f"session {session_id!r} has no entry {entry_id!r}")
-        self.session_id = session_id
-        self.entry_id = entry_id
-
-
-class SchemaVersionError(SessionError):
-    """The database was written by a newer tether than this one."""
+from tether.session.errors import (
+    EntryNotFoundError as EntryNotFoundError,
+    SchemaVersionError as SchemaVersionError,
+    SessionDatabaseError as SessionDatabaseError,
+    SessionError as SessionError,
+    SessionExistsError as SessionExistsError,
+    SessionLockedError as SessionLockedError,
+    SessionNotFoundError as SessionNotFoundError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,19 +177,26 @@ def advanced_record(
     """The session row after appending ``entries``, as every backend's ``append`` computes it:
     for a writer that has the row before its append is committed (``append_later``)."""
     c = count_entries(entries)
-    return replace(
-        record,
-        leaf_id=leaf_id,
-        updated=max(record.updated, updated),
-        title=c.title if c.title is not None else record.title,
-        first_prompt=record.first_prompt if record.first_prompt is not None else c.first_prompt,
-        entry_count=record.entry_count + c.entries,
-        message_count=record.message_count + c.messages,
-        cost=record.cost + c.cost,
-        input_tokens=record.input_tokens + c.input_tokens,
-        output_tokens=record.output_tokens + c.output_tokens,
-        cache_read_tokens=record.cache_read_tokens + c.cache_read_tokens,
-        cache_write_tokens=record.cache_write_tokens + c.cache_write_tokens,
+    # Built directly, not with ``dataclasses.replace`` (a field walk and a keyword call): this
+    # runs for every entry a run records.
+    return SessionRecord(
+        record.id,
+        record.cwd,
+        c.title if c.title is not None else record.title,
+        record.created,
+        max(record.updated, updated),
+        leaf_id,
+        record.version,
+        record.parent_session_id,
+        record.parent_entry_id,
+        record.first_prompt if record.first_prompt is not None else c.first_prompt,
+        record.entry_count + c.entries,
+        record.message_count + c.messages,
+        record.cost + c.cost,
+        record.input_tokens + c.input_tokens,
+        record.output_tokens + c.output_tokens,
+        record.cache_read_tokens + c.cache_read_tokens,
+        record.cache_write_tokens + c.cache_write_tokens,
     )
 
 

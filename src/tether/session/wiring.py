@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from tether.agent import AgentEvent
 from tether.ai.abort import AbortSignal
@@ -59,11 +59,13 @@ async def request_view(
     hooks: Sequence[PromptHook],
     compaction: CompactionSettings,
     signal: AbortSignal | None,
+    on_due: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[list[AgentMessage], bool]:
     """The messages for one model call, and whether a compaction ran first.
 
     The base is the session's context (so a compaction applies at once) followed by any message
-    of the run the session does not hold; the hooks then edit a transient copy of it.
+    of the run the session does not hold; the hooks then edit a transient copy of it. ``on_due``
+    is awaited first when the context is due for compaction (before it is tried).
     """
     ids = session.message_ids(messages)
     unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
@@ -72,12 +74,16 @@ async def request_view(
     if should_compact(tokens, model.get("contextWindow"), compaction):
         from tether.session.compaction import CompactionError, compact  # the summariser, when due
 
+        if on_due is not None:
+            await on_due()
         try:
             await compact(session, model, stream_fn, settings=compaction, signal=signal)
             compacted = True
         except CompactionError:
             pass  # too little to compact: a real overflow comes back as an error and is retried
     request = [*session.messages, *unrecorded]
+    if not hooks:  # the usual case: no copy to edit, no ids to look up
+        return request, compacted
     edited = await run_prompt_hooks(hooks, request, session.message_ids(request), model=model)
     return edited, compacted
 

@@ -104,6 +104,8 @@ class BatchWriter:
                 time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
             with self._wake:
                 batch, self._queue = self._queue, []
+            for pending in batch:  # from now on a waiter cannot cancel (see ``_finish``)
+                pending.done.set_running_or_notify_cancel()
             self._commit(batch)
 
     def _commit(self, batch: list[PendingAppend]) -> None:
@@ -120,16 +122,29 @@ class BatchWriter:
                     self._commit_one(pending)
                 except Exception as exc:  # for its waiter to raise
                     self._failed[id(pending.lease)] = (pending.lease, exc)
-                    pending.done.set_exception(exc)
+                    _finish(pending, exc)
                 else:
-                    pending.done.set_result(None)
+                    _finish(pending, None)
             return
         for pending in tried:
-            pending.done.set_result(None)
+            _finish(pending, None)
 
     def _inherit_failure(self, pending: PendingAppend) -> bool:
         failed = self._failed.get(id(pending.lease))
         if failed is None or failed[0] is not pending.lease:
             return False
-        pending.done.set_exception(failed[1])
+        _finish(pending, failed[1])
         return True
+
+
+def _finish(pending: PendingAppend, failure: BaseException | None) -> None:
+    """Tell the append's waiter how it went, unless the waiter gave up first: a run cancelled
+    while it waits in ``settle_writes`` cancels the future chained to this one. The append was
+    tried all the same; setting a cancelled future would raise and end the thread, leaving every
+    later append waiting forever."""
+    if pending.done.cancelled():
+        return
+    if failure is None:
+        pending.done.set_result(None)
+    else:
+        pending.done.set_exception(failure)
