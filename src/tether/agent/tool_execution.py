@@ -258,14 +258,7 @@ class _Batch:
         report, emit = self.report, self.emit
         for finalized in done:
             message = tool_result_message(finalized.call, finalized.result, finalized.is_error)
-            report.delivered.append(message)
-            report.open_result = message
-            try:
-                await emit({"type": "message_start", "message": message})
-                report.open_result = None
-                await emit({"type": "message_end", "message": message})
-            except Exception as exc:
-                raise ListenerError(exc) from exc
+            await emit_tool_result(message, emit, report)
 
     async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
         done: list[_Finalized] = []
