@@ -65,13 +65,19 @@ async def test_a_compaction_before_a_model_call_is_a_chat_span_of_the_run(otel: 
     await core.close()
 
 
-async def test_a_manual_compaction_and_a_branch_summary_are_traces_of_their_own(
-    otel: Otel, tmp_path: Path
-) -> None:
+async def _three_turns(otel: Otel, tmp_path: Path) -> tuple[ScriptedModel, AgentSession]:
+    """A stored session of three long turns, ready for a summary of its first ones."""
     model = ScriptedModel([reply(f"answer {i}: {WORDS}") for i in range(3)])
     core = _session(otel, tmp_path, model, Settings(compaction=CompactionSettings(keep_recent_tokens=300)))
     for i in range(3):
         await core.prompt(f"question {i}: {WORDS}")
+    return model, core
+
+
+async def test_a_manual_compaction_and_a_branch_summary_are_traces_of_their_own(
+    otel: Otel, tmp_path: Path
+) -> None:
+    model, core = await _three_turns(otel, tmp_path)
     session = core.session
     assert session is not None
     target = session.path()[3]["id"]
@@ -107,10 +113,7 @@ async def test_a_manual_compaction_and_a_branch_summary_are_traces_of_their_own(
 async def test_the_overflow_recovery_summary_is_traced_between_the_two_runs(
     otel: Otel, tmp_path: Path
 ) -> None:
-    model = ScriptedModel([reply(f"answer {i}: {WORDS}") for i in range(3)])
-    core = _session(otel, tmp_path, model, Settings(compaction=CompactionSettings(keep_recent_tokens=300)))
-    for i in range(3):
-        await core.prompt(f"question {i}: {WORDS}")
+    model, core = await _three_turns(otel, tmp_path)
     otel.exporter.clear()
     model.push(
         reply(error="This model's maximum context length is 8192 tokens"), reply("SUMMARY"), reply("ok")
