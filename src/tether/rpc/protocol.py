@@ -15,6 +15,10 @@ and 0.73's ``message_update`` snapshots stay unless ``set_event_filter`` asks fo
 These definitions are the source of the schema bundle (``tether.rpc.schema``) and of the client's
 types; the server validates command parameters against them. Frames the server writes are open
 records (``x-open``): a client keeps keys it does not know. Commands ignore unknown keys.
+
+Longer than our usual ~600 lines on purpose: it is one declaration per frame of pi's protocol
+(about 40 commands, their responses and the events), read as a reference and turned into the
+schema bundle; split by topic, a command would sit apart from its response.
 """
 
 from __future__ import annotations
