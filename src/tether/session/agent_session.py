@@ -807,12 +807,7 @@ class AgentSession:
         event: NoticeEvent = {"type": "notice", "message": text}
         if command is not None:
             event["command"] = command
-        for listener in tuple(self._listeners):
-            outcome = listener(event)
-            if outcome is not None:
-                task = asyncio.ensure_future(outcome)
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+        self._emit_now(event)
 
     async def _input_run(self, parsed: Any) -> list[AgentMessage]:
         from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input
