@@ -91,6 +91,15 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def tool_results(stdout: str) -> list[dict[str, Any]]:
+    """The tool-result messages of a ``--mode json`` run, in order."""
+    return [
+        e["message"]
+        for e in json_lines(stdout)
+        if e["type"] == "message_end" and e["message"]["role"] == "toolResult"
+    ]
+
+
 @contextlib.contextmanager
 def tiny_tmpfs(where: Path, *, read_only_after: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """A 1 MB tmpfs at ``where`` (root only; the test is skipped where mounting is refused).

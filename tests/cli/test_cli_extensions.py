@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import CliEnv, json_lines, text_reply, tool_reply
+from cli_support import CliEnv, json_lines, text_reply, tool_reply, tool_results
 
 pytestmark = pytest.mark.subprocess
 
@@ -18,14 +18,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
 
 def example(name: str) -> str:
     return str(EXAMPLES / f"{name}.py")
-
-
-def tool_results(stdout: str) -> list[dict[str, object]]:
-    return [
-        e["message"]
-        for e in json_lines(stdout)
-        if e["type"] == "message_end" and e["message"]["role"] == "toolResult"
-    ]
 
 
 def test_tool_with_parameters(cli: CliEnv) -> None:

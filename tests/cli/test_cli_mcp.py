@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import CliEnv, json_lines, text_reply, tool_reply
+from cli_support import CliEnv, text_reply, tool_reply, tool_results
 from tmux_support import Terminal
 
 pytestmark = pytest.mark.subprocess
@@ -25,14 +25,6 @@ def servers_file(path: Path, **servers: dict[str, Any]) -> Path:
 
 def toy(**extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(TOY)], **extra}
-
-
-def tool_results(stdout: str) -> list[dict[str, Any]]:
-    return [
-        e["message"]
-        for e in json_lines(stdout)
-        if e["type"] == "message_end" and e["message"]["role"] == "toolResult"
-    ]
 
 
 def test_json_mode_calls_a_tool_of_a_config_file_server_with_expanded_variables(cli: CliEnv) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,3 +129,21 @@ async def next_of(events: Any, kind: str, timeout: float = 20) -> dict[str, Any]
 
 def user_texts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "user" and isinstance(m["content"], str)]
+
+
+def run_node_client(
+    node: str, script: Path, *, cwd: Path, env: Mapping[str, str], timeout: float, who: str
+) -> Any:
+    """Run one of the ``interop/*.test.mjs`` clients against tether; its last line of output is
+    its JSON result. ``who`` names the client in the failure message."""
+    done = subprocess.run(
+        [node, str(script)],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"{who} failed against tether:\n{done.stdout}\n{done.stderr[-4000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -12,13 +12,12 @@ import datetime
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rpc_support import RpcEnv, bash_reply, next_of, text_reply, tool_reply
+from rpc_support import RpcEnv, bash_reply, next_of, run_node_client, text_reply, tool_reply
 
 from pi_packages import PI_073, PI_16, PiPackage, installed
 from tether.rpc import RpcError
@@ -167,17 +166,10 @@ def _run_pi_client(rpc: RpcEnv, pi: PiPackage) -> None:
         TODAY=datetime.date.today().isoformat(),
         PATH=f"{Path(pi.node).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    done = subprocess.run(
-        [pi.node, str(INTEROP / "extension-ui.test.mjs")],
-        cwd=rpc.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    script = INTEROP / "extension-ui.test.mjs"
+    result = run_node_client(
+        pi.node, script, cwd=rpc.project, env=env, timeout=300, who=f"pi {pi.version}'s client"
     )
-    assert done.returncode == 0, f"pi {pi.version}'s client failed:\n{done.stdout}\n{done.stderr[-4000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {
         "ok": True,
         "steps": ["get_commands", "rm_guard", "word_count", "todo_command", "echo_provider_date_hook"],

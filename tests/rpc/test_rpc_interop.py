@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rpc_support import RpcEnv, bash_reply, text_reply
+from rpc_support import RpcEnv, bash_reply, run_node_client, text_reply
 
 pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
@@ -49,17 +49,8 @@ def test_pi_rpc_client_drives_tether(rpc: RpcEnv) -> None:
         ]
     )
     env = rpc.env(TETHER_COMMAND=json.dumps([sys.executable, "-m", "tether.cli"]))
-    done = subprocess.run(
-        ["node", str(INTEROP / "pi-client.test.mjs")],
-        cwd=rpc.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, f"pi's client failed against tether:\n{done.stdout}\n{done.stderr[-4000:]}"
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    script = INTEROP / "pi-client.test.mjs"
+    result = run_node_client("node", script, cwd=rpc.project, env=env, timeout=180, who="pi's client")
     assert result == {
         "ok": True,
         "steps": ["prompt", "get_state", "get_messages", "steer", "abort", "new_session", "misc"],

@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from rpc_support import RpcEnv, bash_reply, text_reply
+from rpc_support import RpcEnv, bash_reply, run_node_client, text_reply
 
 from pi_packages import PI_16, installed
 
@@ -51,19 +50,10 @@ def test_pi16_rpc_client_drives_tether(rpc: RpcEnv) -> None:
         TETHER_COMMAND=json.dumps([sys.executable, "-m", "tether.cli"]),
         PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    done = subprocess.run(
-        [str(NODE_BIN / "node"), str(INTEROP / "pi16-client.test.mjs")],
-        cwd=rpc.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    script = INTEROP / "pi16-client.test.mjs"
+    result = run_node_client(
+        str(NODE_BIN / "node"), script, cwd=rpc.project, env=env, timeout=300, who="pi 1.6's client"
     )
-    assert done.returncode == 0, (
-        f"pi 1.6's client failed against tether:\n{done.stdout}\n{done.stderr[-4000:]}"
-    )
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {
         "ok": True,
         "steps": [
