@@ -726,6 +726,7 @@ class AgentSession:
             for message in deferred:
                 self._record(message)
             self._check_queue()
+            self._forget_unrecorded_inputs()
             if session is not None:
                 try:
                     await session.settle_writes()
@@ -1137,6 +1138,12 @@ class AgentSession:
             raise ValueError("images can only be given with a text prompt; put them in the message instead")
         given = [prompt] if isinstance(prompt, dict) else list(prompt)
         return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
+
+    def _forget_unrecorded_inputs(self) -> None:
+        """Drop what ``_vouch`` holds for inputs that will never be recorded (a prompt the run
+        refused, a steer taken back by ``clear_queue``): only what still waits in a queue stays."""
+        waiting = {id(m) for m in (*self.agent.steering_queue, *self.agent.follow_up_queue)}
+        self._vouched = {key: m for key, m in self._vouched.items() if key in waiting}
 
     def _vouch(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         for message in messages:
