@@ -6,7 +6,6 @@ what was cut. A non-zero exit, a timeout or an abort fails the call, with the ou
 the message: the model needs it most exactly then.
 """
 
-import shutil
 import time
 from pathlib import Path
 from typing import Any, NotRequired
@@ -16,7 +15,6 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
-from tether.tools.process import run_process
 from tether.tools.spool import MAX_SPOOL_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
 from tether.tools.workspace import Workspace
@@ -64,6 +62,8 @@ DESCRIPTION = (
 
 def shell_argv(command: str) -> list[str]:
     """``bash -c command``, or ``sh -c`` where bash is not installed."""
+    import shutil  # with its archive modules, loads with the first command rather than at start-up
+
     return [shutil.which("bash") or "/bin/sh", "-c", command]
 
 
@@ -92,6 +92,8 @@ async def run_bash(
     if not cwd.is_dir():
         raise ToolError(f"cwd {workspace.display(cwd)} is not a directory.")
     timeout = params.get("timeout") or DEFAULT_TIMEOUT
+    from tether.tools.process import run_process  # subprocess and signal handling load with the first command
+
     live = _LiveOutput(on_update) if on_update is not None else None
     result = await run_process(
         shell_argv(params["command"]),

@@ -7,7 +7,6 @@ Files with Windows line endings or a UTF-8 byte-order mark are matched as the mo
 (``\\n``, no mark) and written back in their own convention.
 """
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +169,8 @@ def _check_strings(params: EditParams) -> None:
 
 def unified_diff(before: str, after: str, name: str) -> str:
     """A ``git diff``-style unified diff with three lines of context."""
+    import difflib  # loads with the first edit's diff, not at start-up
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),

@@ -7,9 +7,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
-from tether.tools.files import walk_files
 from tether.tools.globs import compile_glob
-from tether.tools.search_process import run_search
 from tether.tools.workspace import Workspace
 
 DEFAULT_LIMIT = 1000
@@ -54,6 +52,10 @@ def create_find_tool(workspace: Workspace) -> AgentTool:
     async def execute(
         _tool_call_id: str, params: FindParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[dict[str, Any]]:
+        from tether.tools.search_process import (
+            run_search,  # the search process machinery loads with the first search
+        )
+
         return await run_search("find", workspace, dict(params), signal)
 
     return AgentTool(
@@ -75,6 +77,8 @@ def find_files(workspace: Workspace, params: FindParams) -> AgentToolResult[dict
     pattern = (
         params["pattern"].removeprefix("./").lstrip("/")
     )  # patterns are relative to the search directory
+    from tether.tools.files import walk_files  # runs in the search process, not at start-up
+
     regex = compile_glob(pattern)
     by_name = "/" not in pattern
     found: list[str] = []

@@ -15,9 +15,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.tools.errors import ToolError
-from tether.tools.files import walk_files
 from tether.tools.globs import compile_glob
-from tether.tools.search_process import run_search
 from tether.tools.sniff import looks_binary
 from tether.tools.truncate import MAX_BYTES, shorten_line
 from tether.tools.workspace import Workspace
@@ -90,6 +88,10 @@ def create_grep_tool(workspace: Workspace) -> AgentTool:
     async def execute(
         _tool_call_id: str, params: GrepParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[dict[str, Any]]:
+        from tether.tools.search_process import (
+            run_search,  # the search process machinery loads with the first search
+        )
+
         return await run_search("grep", workspace, dict(params), signal)
 
     return AgentTool(
@@ -115,6 +117,8 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
     start = workspace.resolve(params.get("path", "."), reading=True)
     if not start.exists():
         raise ToolError(f"Path not found: {workspace.display(start)}")
+    from tether.tools.files import walk_files  # runs in the search process, not at start-up
+
     files = [start] if start.is_file() else walk_files(workspace, start)
     name_filter = _glob_filter(params.get("glob"))
     base = start.parent if start.is_file() else start

@@ -27,7 +27,6 @@ from typing_extensions import TypedDict
 
 from tether.ai.abort import AbortSignal
 from tether.tools.bash import shell_argv
-from tether.tools.process import run_process
 from tether.tools.read import MAX_IMAGE_BYTES
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.workspace import Workspace
@@ -125,6 +124,8 @@ async def _execute(
     timeout: float | None,
     env_passthrough: Collection[str],
 ) -> _Execution:
+    from tether.tools.process import run_process  # loads with the first `!` command, not at start-up
+
     result = await run_process(
         argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output, env_passthrough=env_passthrough
     )

@@ -8,8 +8,6 @@ stops growing at ``MAX_SPOOL_BYTES``: a command printing without end must not fi
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 MAX_SPOOL_BYTES = 64 * 1024 * 1024
@@ -24,6 +22,8 @@ class Spools:
 
     def new_file(self) -> Path:
         """A fresh, empty file path in the directory (created now, with the directory if needed)."""
+        import tempfile  # loads with the first long output, not with every start
+
         if self._directory is None or not self._directory.is_dir():
             self._directory = Path(tempfile.mkdtemp(prefix="tether-output-"))
         fd, name = tempfile.mkstemp(dir=self._directory, prefix="bash-", suffix=".log")
@@ -33,5 +33,7 @@ class Spools:
     def remove(self) -> None:
         """Delete every spool; safe to call more than once."""
         if self._directory is not None:
+            import shutil  # only a session that spooled output has anything to remove
+
             shutil.rmtree(self._directory, ignore_errors=True)
             self._directory = None
