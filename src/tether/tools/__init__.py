@@ -6,105 +6,78 @@ completer for prompt-toolkit is in ``tether.tools.completion`` (not imported her
 interactive mode needs prompt-toolkit).
 """
 
+# Names load on first use (module __getattr__): a run that never reads a `!cmd` or an `@path`
+# does not load their helpers. Each `A as A` import names one export (tether/_lazy.py).
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from tether.agent.tool import AgentTool
-from tether.tools.approval import APPROVAL_POLICIES, Approval, ApprovalGate, AskUser, describe_call
-from tether.tools.bash import BASH_PARAMETERS, BashParams, create_bash_tool
-from tether.tools.edit import (
-    EDIT_PARAMETERS,
-    EditOutcome,
-    EditParams,
-    create_edit_tool,
-    edit_text,
-    unified_diff,
-)
-from tether.tools.errors import PathOutsideWorkspace, ToolError
-from tether.tools.find import FIND_PARAMETERS, FindParams, create_find_tool
-from tether.tools.grep import GREP_PARAMETERS, GrepParams, create_grep_tool
-from tether.tools.ls import LS_PARAMETERS, LsParams, create_ls_tool
-from tether.tools.prompt_input import (
-    PythonInput,
-    ShellInput,
-    file_mention_item,
-    file_mentions_message,
-    find_mentions,
-    parse_prompt_input,
-    run_python_input,
-    run_shell_input,
-)
-from tether.tools.read import READ_PARAMETERS, ReadParams, create_read_tool, read_lines
-from tether.tools.workspace import Workspace
-from tether.tools.write import WRITE_PARAMETERS, WriteParams, create_write_tool, written
+from tether._lazy import lazy_exports
 
-TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
-    "read": create_read_tool,
-    "bash": create_bash_tool,
-    "edit": create_edit_tool,
-    "write": create_write_tool,
-    "grep": create_grep_tool,
-    "find": create_find_tool,
-    "ls": create_ls_tool,
-}
-"""Every built-in tool by name, in the order the model sees them."""
+if TYPE_CHECKING:
+    from tether.tools.approval import (
+        APPROVAL_POLICIES as APPROVAL_POLICIES,
+        Approval as Approval,
+        ApprovalGate as ApprovalGate,
+        AskUser as AskUser,
+        describe_call as describe_call,
+    )
+    from tether.tools.bash import (
+        BASH_PARAMETERS as BASH_PARAMETERS,
+        BashParams as BashParams,
+        create_bash_tool as create_bash_tool,
+    )
+    from tether.tools.coding import (
+        TOOL_FACTORIES as TOOL_FACTORIES,
+        create_coding_tools as create_coding_tools,
+    )
+    from tether.tools.edit import (
+        EDIT_PARAMETERS as EDIT_PARAMETERS,
+        EditOutcome as EditOutcome,
+        EditParams as EditParams,
+        create_edit_tool as create_edit_tool,
+        edit_text as edit_text,
+        unified_diff as unified_diff,
+    )
+    from tether.tools.errors import PathOutsideWorkspace as PathOutsideWorkspace, ToolError as ToolError
+    from tether.tools.find import (
+        FIND_PARAMETERS as FIND_PARAMETERS,
+        FindParams as FindParams,
+        create_find_tool as create_find_tool,
+    )
+    from tether.tools.grep import (
+        GREP_PARAMETERS as GREP_PARAMETERS,
+        GrepParams as GrepParams,
+        create_grep_tool as create_grep_tool,
+    )
+    from tether.tools.ls import (
+        LS_PARAMETERS as LS_PARAMETERS,
+        LsParams as LsParams,
+        create_ls_tool as create_ls_tool,
+    )
+    from tether.tools.prompt_input import (
+        PythonInput as PythonInput,
+        ShellInput as ShellInput,
+        file_mention_item as file_mention_item,
+        file_mentions_message as file_mentions_message,
+        find_mentions as find_mentions,
+        parse_prompt_input as parse_prompt_input,
+        run_python_input as run_python_input,
+        run_shell_input as run_shell_input,
+    )
+    from tether.tools.read import (
+        READ_PARAMETERS as READ_PARAMETERS,
+        ReadParams as ReadParams,
+        create_read_tool as create_read_tool,
+        read_lines as read_lines,
+    )
+    from tether.tools.workspace import Workspace as Workspace
+    from tether.tools.write import (
+        WRITE_PARAMETERS as WRITE_PARAMETERS,
+        WriteParams as WriteParams,
+        create_write_tool as create_write_tool,
+        written as written,
+    )
 
 
-def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None) -> list[AgentTool]:
-    """The built-in tools bound to ``workspace``; ``names`` picks a subset (in the given order)."""
-    if names is None:
-        return [factory(workspace) for factory in TOOL_FACTORIES.values()]
-    unknown = [name for name in names if name not in TOOL_FACTORIES]
-    if unknown:
-        known = ", ".join(TOOL_FACTORIES)
-        raise ValueError(f"Unknown tool(s): {', '.join(unknown)}. Built-in tools: {known}.")
-    return [TOOL_FACTORIES[name](workspace) for name in names]
-
-
-__all__ = [
-    "APPROVAL_POLICIES",
-    "BASH_PARAMETERS",
-    "EDIT_PARAMETERS",
-    "FIND_PARAMETERS",
-    "GREP_PARAMETERS",
-    "LS_PARAMETERS",
-    "READ_PARAMETERS",
-    "TOOL_FACTORIES",
-    "WRITE_PARAMETERS",
-    "Approval",
-    "ApprovalGate",
-    "AskUser",
-    "BashParams",
-    "EditOutcome",
-    "EditParams",
-    "FindParams",
-    "GrepParams",
-    "LsParams",
-    "PathOutsideWorkspace",
-    "PythonInput",
-    "ReadParams",
-    "ShellInput",
-    "ToolError",
-    "Workspace",
-    "WriteParams",
-    "create_bash_tool",
-    "create_coding_tools",
-    "create_edit_tool",
-    "create_find_tool",
-    "create_grep_tool",
-    "create_ls_tool",
-    "create_read_tool",
-    "create_write_tool",
-    "describe_call",
-    "edit_text",
-    "file_mention_item",
-    "file_mentions_message",
-    "find_mentions",
-    "parse_prompt_input",
-    "read_lines",
-    "run_python_input",
-    "run_shell_input",
-    "unified_diff",
-    "written",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__, globals())
