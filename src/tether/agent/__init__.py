@@ -28,6 +28,13 @@ if TYPE_CHECKING:
         QueueMode as QueueMode,
     )
     from tether.agent.event_stream import AgentEventStream as AgentEventStream
+    from tether.agent.hooks import (
+        AfterToolCallContext as AfterToolCallContext,
+        AfterToolCallResult as AfterToolCallResult,
+        BeforeToolCallContext as BeforeToolCallContext,
+        BeforeToolCallResult as BeforeToolCallResult,
+        TurnContext as TurnContext,
+    )
     from tether.agent.loop import (
         StepFailed as StepFailed,
         agent_loop as agent_loop,
@@ -39,15 +46,11 @@ if TYPE_CHECKING:
     )
     from tether.agent.tool_execution import BLOCKED as BLOCKED, ToolBatch as ToolBatch
     from tether.agent.types import (
-        AfterToolCallContext as AfterToolCallContext,
-        AfterToolCallResult as AfterToolCallResult,
         AgentContext as AgentContext,
         AgentEndEvent as AgentEndEvent,
         AgentEvent as AgentEvent,
         AgentLoopConfig as AgentLoopConfig,
         AgentStartEvent as AgentStartEvent,
-        BeforeToolCallContext as BeforeToolCallContext,
-        BeforeToolCallResult as BeforeToolCallResult,
         Emit as Emit,
         MessageEndEvent as MessageEndEvent,
         MessagePoll as MessagePoll,
@@ -56,7 +59,6 @@ if TYPE_CHECKING:
         ToolExecutionEndEvent as ToolExecutionEndEvent,
         ToolExecutionStartEvent as ToolExecutionStartEvent,
         ToolExecutionUpdateEvent as ToolExecutionUpdateEvent,
-        TurnContext as TurnContext,
         TurnEndEvent as TurnEndEvent,
         TurnStartEvent as TurnStartEvent,
         default_convert_to_llm as default_convert_to_llm,

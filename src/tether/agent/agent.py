@@ -21,25 +21,24 @@ import inspect
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
 from tether.agent.tool import AgentTool
-from tether.agent.types import (
-    AfterToolCallContext,
-    AfterToolCallResult,
-    AgentContext,
-    AgentEvent,
-    AgentLoopConfig,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
-    TurnContext,
-    default_convert_to_llm,
-)
+from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.telemetry import Instrumentation
 from tether.wire import AgentMessage, ImageContent, Message, ModelInfo, TextContent, UserMessage
+
+if TYPE_CHECKING:
+    from tether.agent.hooks import (
+        AfterToolCallContext,
+        AfterToolCallResult,
+        BeforeToolCallContext,
+        BeforeToolCallResult,
+        TurnContext,
+    )
 
 QueueMode = Literal["all", "one-at-a-time"]
 """``one-at-a-time``: each poll takes the oldest queued message; ``all``: it takes them all."""

@@ -40,23 +40,12 @@ from typing import TYPE_CHECKING, Any, cast
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.llm_filter import LlmFilter
 from tether.agent.tool import tool_schema
-from tether.agent.tool_execution import (
-    BatchReport,
-    ListenerError,
-    ToolBatch,
-    emit_tool_result,
-    error_result,
-    execute_tool_calls,
-    reject_truncated_calls,
-    tool_result_message,
-)
 from tether.agent.types import (
     AgentContext,
     AgentEvent,
     AgentLoopConfig,
     Emit,
     MessagePoll,
-    TurnContext,
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
@@ -66,6 +55,8 @@ from tether.telemetry import instrumentation_for
 from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
+    from tether.agent.hooks import TurnContext
+    from tether.agent.tool_execution import BatchReport, ToolBatch
     from tether.telemetry.spans import RunTrace
 
 NO_MESSAGES = "Cannot continue: no messages in context"
@@ -306,6 +297,8 @@ class _Run:
                     return
 
                 if config.should_stop_after_turn is not None or config.get_continuation_messages is not None:
+                    from tether.agent.hooks import TurnContext  # loads only where a turn hook is set
+
                     last_turn = TurnContext(message, tool_results, self.context, self.new_messages)
                 if (
                     last_turn is not None
@@ -462,6 +455,9 @@ class _Run:
         if final["stopReason"] != "error" and final["stopReason"] != "aborted":
             calls = [block for block in final["content"] if block["type"] == "toolCall"]
             if calls:
+                # tool execution loads with the first call: a run that only answers never needs it
+                from tether.agent.tool_execution import BatchReport
+
                 self.open_calls = (final, calls, BatchReport())
         try:
             await sink({"type": "message_end", "message": final})
@@ -472,6 +468,8 @@ class _Run:
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(self) -> ToolBatch:
+        from tether.agent.tool_execution import ListenerError, execute_tool_calls, reject_truncated_calls
+
         assert self.open_calls is not None
         message, calls, report = self.open_calls
         try:
@@ -532,6 +530,8 @@ class _Run:
     async def _close_open_calls(self, text: str) -> None:
         """Give every call of the interrupted batch its result (the real one if it ended, else an
         error) and end its turn, so the transcript never holds a call without exactly one result."""
+        from tether.agent.tool_execution import emit_tool_result, error_result, tool_result_message
+
         assert self.open_calls is not None
         message, calls, report = self.open_calls
         self.open_calls = None

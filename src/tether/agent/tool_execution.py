@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from tether.agent.eager import Suspended, start_eagerly
+from tether.agent.hooks import AfterToolCallContext, BeforeToolCallContext
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
-    AfterToolCallContext,
     AgentContext,
     AgentLoopConfig,
-    BeforeToolCallContext,
     Emit,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,

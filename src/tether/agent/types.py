@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypedDict
 
@@ -20,15 +20,20 @@ from tether.ai.types import SimpleStreamOptions
 from tether.telemetry import Instrumentation
 from tether.wire import (
     AgentMessage,
-    AssistantMessage,
     AssistantMessageEvent,
-    ImageContent,
     Message,
     ModelInfo,
-    TextContent,
-    ToolCall,
     ToolResultMessage,
 )
+
+if TYPE_CHECKING:
+    from tether.agent.hooks import (
+        AfterToolCallContext,
+        AfterToolCallResult,
+        BeforeToolCallContext,
+        BeforeToolCallResult,
+        TurnContext,
+    )
 
 # -- events -----------------------------------------------------------------------------------
 
@@ -128,61 +133,6 @@ class AgentContext:
     tools: Sequence[AgentTool] = ()
     volatile_context: str | None = None
     """Content kept out of every cached prefix (placed after the last cache breakpoint)."""
-
-
-# -- hook payloads ----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class BeforeToolCallContext:
-    """What ``before_tool_call`` sees: the call after its arguments were validated."""
-
-    assistant_message: AssistantMessage
-    tool_call: ToolCall
-    args: Any
-    context: AgentContext
-
-
-@dataclass(slots=True)
-class BeforeToolCallResult:
-    """``block=True`` stops the call; ``reason`` becomes the text of its error result."""
-
-    block: bool = False
-    reason: str | None = None
-
-
-@dataclass(slots=True)
-class AfterToolCallContext:
-    """What ``after_tool_call`` sees: the executed result before any override."""
-
-    assistant_message: AssistantMessage
-    tool_call: ToolCall
-    args: Any
-    result: AgentToolResult[Any]
-    is_error: bool
-    context: AgentContext
-
-
-@dataclass(slots=True)
-class AfterToolCallResult:
-    """Field-by-field override of an executed result; ``None`` keeps the original field."""
-
-    content: list[TextContent | ImageContent] | None = None
-    details: Any = None
-    is_error: bool | None = None
-    terminate: bool | None = None
-
-
-@dataclass(slots=True)
-class TurnContext:
-    """What ``should_stop_after_turn`` and ``get_continuation_messages`` see after a turn."""
-
-    message: AssistantMessage
-    tool_results: list[ToolResultMessage]
-    context: AgentContext
-    """The context after the turn's assistant message and tool results were appended."""
-    new_messages: list[AgentMessage]
-    """Messages this run added so far (prompts included; prior context excluded)."""
 
 
 # -- configuration ----------------------------------------------------------------------------

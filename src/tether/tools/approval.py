@@ -16,13 +16,15 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from tether.agent.tool import AgentTool
-from tether.agent.types import BeforeToolCallContext, BeforeToolCallResult
 from tether.ai.abort import AbortSignal
 from tether.tools.workspace import Workspace
 from tether.wire import ToolCall
+
+if TYPE_CHECKING:
+    from tether.agent.hooks import BeforeToolCallContext, BeforeToolCallResult
 
 Approval = Literal["ask", "yes", "deny"]
 """``ask``: ask before ``bash`` and writes outside the workspace (refused when nobody can answer);
@@ -56,6 +58,8 @@ class ApprovalGate:
     async def __call__(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
+        from tether.agent.hooks import BeforeToolCallResult  # loads with the first tool call
+
         call = context.tool_call
         if self.policy == "yes":
             return None

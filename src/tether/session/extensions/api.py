@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-from tether.agent.types import (
+from tether.agent.hooks import (
     AfterToolCallContext,
     AfterToolCallResult,
     BeforeToolCallContext,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tether.agent.types import (
+from tether.agent.hooks import (
     AfterToolCallContext,
     AfterToolCallResult,
     BeforeToolCallContext,
