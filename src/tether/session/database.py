@@ -21,9 +21,10 @@ from tether.session.paths import database_url
 from tether.session.store import SessionError, SessionStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-_PASSWORD_PARAM = re.compile(r"(?i)((?:^|&)password=)[^&]*")
-_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
-_USER_PASSWORD = re.compile(r"(//[^/@:]*:)[^/@]*@")
+# compiled on first use (re's cache): the default SQLite store never needs them
+_PASSWORD_PARAM = r"(?i)((?:^|&)password=)[^&]*"
+_SCHEME = r"^([a-zA-Z][a-zA-Z0-9+.-]*):"
+_USER_PASSWORD = r"(//[^/@:]*:)[^/@]*@"
 
 
 def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
@@ -44,7 +45,7 @@ def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
 
 
 def is_postgres_url(location: str) -> bool:
-    match = _SCHEME.match(location)
+    match = re.match(_SCHEME, location)
     return match is not None and match.group(1).lower() in POSTGRES_SCHEMES
 
 
@@ -52,7 +53,7 @@ def sqlite_path(location: str | os.PathLike[str]) -> Path:
     """The file a SQLite location names; a URL of another scheme is a ``SessionError``."""
     if not isinstance(location, str):
         return Path(location)
-    match = _SCHEME.match(location)
+    match = re.match(_SCHEME, location)
     if match is None or len(match.group(1)) == 1:  # a Windows drive letter is not a scheme
         return Path(location)
     scheme = match.group(1).lower()
@@ -78,8 +79,8 @@ def redact(url: str) -> str:
         parts = urlsplit(url)
         _ = parts.port  # parsing the port raises for a broken one
     except ValueError:
-        return _PASSWORD_PARAM.sub(r"\1***", _USER_PASSWORD.sub(r"\1***@", url))
+        return re.sub(_PASSWORD_PARAM, r"\1***", re.sub(_USER_PASSWORD, r"\1***@", url))
     if parts.password is not None:
         host = parts.netloc.rsplit("@", 1)[1]
         parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-    return urlunsplit(parts._replace(query=_PASSWORD_PARAM.sub(r"\1***", parts.query)))
+    return urlunsplit(parts._replace(query=re.sub(_PASSWORD_PARAM, r"\1***", parts.query)))
