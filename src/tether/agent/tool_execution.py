@@ -25,6 +25,12 @@ running, so no task outlives it, and ``BatchReport`` says what went out. Events 
 the sink (no wrapper coroutine per event): the bookkeeping a failure needs is written into the
 batch's ``BatchReport`` before each event is awaited, and the listener's exception is wrapped
 where it is awaited.
+
+A little past our usual ~600 lines: the five steps, both modes and the failure bookkeeping share
+one batch's state, and the order of their events is what the conformance traces check.
+
+This module loads with a run's first tool call (``loop`` imports it there): a run that only
+answers never pays for it.
 """
 
 from __future__ import annotations
