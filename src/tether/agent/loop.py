@@ -455,10 +455,12 @@ class _Run:
         if final["stopReason"] != "error" and final["stopReason"] != "aborted":
             calls = [block for block in final["content"] if block["type"] == "toolCall"]
             if calls:
-                # tool execution loads with the first call: a run that only answers never needs it
-                from tether.agent.tool_execution import BatchReport
+                # Tool execution (and argument validation, the hook payloads) loads with the first
+                # call: a run that only answers never needs it (~5% of `tether -p`'s start-up).
+                # Per turn this costs the two `import` statements (~3k instructions each, <1% of P2).
+                import tether.agent.tool_execution as execution
 
-                self.open_calls = (final, calls, BatchReport())
+                self.open_calls = (final, calls, execution.BatchReport())
         try:
             await sink({"type": "message_end", "message": final})
         except Exception as exc:
@@ -468,18 +470,18 @@ class _Run:
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(self) -> ToolBatch:
-        from tether.agent.tool_execution import ListenerError, execute_tool_calls, reject_truncated_calls
+        import tether.agent.tool_execution as execution  # loaded: see `_stream_assistant`
 
         assert self.open_calls is not None
         message, calls, report = self.open_calls
         try:
             if message["stopReason"] == "length":
-                batch = await reject_truncated_calls(calls, self.sink, report)
+                batch = await execution.reject_truncated_calls(calls, self.sink, report)
             else:
-                batch = await execute_tool_calls(
+                batch = await execution.execute_tool_calls(
                     self.context, message, calls, self.config, self.signal, self.sink, report, self.trace
                 )
-        except ListenerError as failure:
+        except execution.ListenerError as failure:
             raise StepFailed("event listener", failure.cause) from failure.cause
         self.open_calls = None
         self.context.messages.extend(batch.messages)
