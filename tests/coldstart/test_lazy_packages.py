@@ -123,6 +123,14 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert {"tether.mcp.connection", "tether.mcp.servers", "tether.mcp.tools"} & loaded == set()
     # durable runs are for `tether worker`/`tether submit`: DBOS (and SQLAlchemy) stay unloaded
     assert not any(name.startswith(("dbos", "sqlalchemy", "tether.durable")) for name in loaded)
+    # no tool was called: tool execution, the hook payloads, the tools' process supervision,
+    # output spooling and diffing, and the search walker stay unloaded
+    idle = {"tether.agent.tool_execution", "tether.agent.hooks", "tether.tools.process"}
+    idle |= {"tether.tools.search_process", "tether.tools.files"}
+    assert idle & loaded == set()
+    # (the first run in a fresh home searched the installed extension entry points, which loads
+    # zipfile, shutil and tempfile; a later run reads the cached answer)
+    assert {"tempfile", "shutil"} & _print_run(tmp_path, "--no-session") == set()
     assert "tether.agent.loop" in loaded  # the run did happen
 
 
@@ -144,3 +152,4 @@ def test_a_stored_run_checks_tool_results_with_the_shipped_schemas(tmp_path: Pat
     loaded = _print_run(tmp_path, responses=[{"content": [call]}, *HELLO])
     assert {"pydantic_core", "tether.session.store"} <= loaded
     assert "pydantic" not in loaded
+    assert {"tether.agent.tool_execution", "tether.agent.hooks"} <= loaded  # loaded by the call
