@@ -58,14 +58,14 @@ class ApprovalGate:
     async def __call__(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
-        from tether.agent.hooks import BeforeToolCallResult  # loads with the first tool call
-
         call = context.tool_call
         if self.policy == "yes":
             return None
         tool = _find(context.context.tools, call["name"])
         if not self.needs_approval(call, tool):
             return None
+        from tether.agent.hooks import BeforeToolCallResult  # loaded by now: the loop ran a tool call
+
         question = describe_call(call, tool)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
