@@ -101,8 +101,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         "sessionId": core.session_id,
     }
     output(ready)  # before any input is read: no answer may come ahead of it
-    transport = await _read_with_loop(stdin_fd, loop, take)
-    if transport is None:
+    stop_reading = _read_with_loop(stdin_fd, loop, take)
+    if stop_reading is None:
         threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
     try:
         await finished.wait()
@@ -111,8 +111,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     finally:
         for watcher in watchers:
             watcher.cancel()
-        if transport is not None:
-            transport.close()
+        if stop_reading is not None:
+            stop_reading()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signum)
@@ -128,35 +128,32 @@ async def _when(event: asyncio.Event, then: Any) -> None:
     then()
 
 
-class _StdinPipe(asyncio.Protocol):
-    """Hands a pipe's bytes to the server as they arrive; ``b""`` at end of input."""
-
-    def __init__(self, take: Callable[[bytes], None]) -> None:
-        self._take = take
-
-    def data_received(self, data: bytes) -> None:
-        self._take(data)
-
-    def eof_received(self) -> None:
-        self._take(b"")
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if exc is not None:  # a read error ends the input, as end of file does
-            self._take(b"")
-
-
-async def _read_with_loop(
+def _read_with_loop(
     fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]
-) -> asyncio.BaseTransport | None:
+) -> Callable[[], object] | None:
     """Read a pipe or socket on stdin with the event loop itself: no thread to wake for every
-    chunk. ``None`` for anything else (a file cannot be polled; a terminal's open file is shared
-    with the shell, which must not find it left non-blocking), which the reader thread serves."""
+    chunk, and no transport and protocol between the ready file and ``take`` (each read is one
+    ``os.read`` in the loop's callback). Returns what stops the reading; ``None`` for anything
+    else (a file cannot be polled; a terminal's open file is shared with the shell, which must
+    not find it left non-blocking), which the reader thread serves."""
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: _StdinPipe(take), pipe)
-    return transport
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # a read error ends the input, as end of file does
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+        take(chunk)
+
+    loop.add_reader(fd, readable)
+    return lambda: loop.remove_reader(fd)
 
 
 def _read(fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:
