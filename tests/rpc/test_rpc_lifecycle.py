@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
+from tether.rpc.mode import write_all
 
 
 def _alive(pid: int) -> bool:
@@ -182,6 +184,29 @@ def test_line_splitter_gives_the_same_lines_however_the_bytes_are_cut(data: byte
     last = splitter.finish()
     assert out + ([last] if last is not None else []) == expected
     assert all(type(line) is bytes for line in out)
+
+
+def test_write_all_waits_on_a_full_non_blocking_descriptor_instead_of_failing() -> None:
+    """stdout can be non-blocking (one socket as stdin and stdout; the loop reads stdin
+    non-blocking): a frame larger than the pipe's buffer still goes out whole, in order."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    frame = bytes(range(256)) * 8192  # 2 MiB: many times a pipe's buffer
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 1 << 14):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        write_all(write_end, frame)
+    finally:
+        os.close(write_end)
+        reader.join(timeout=20)
+        os.close(read_end)
+    assert bytes(received) == frame
 
 
 @pytest.mark.subprocess

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import stat
 import sys
@@ -32,10 +33,14 @@ _CHUNK = 1 << 16
 
 
 class _Output:
-    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown."""
+    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown.
+
+    Straight to the file descriptor, one ``os.write`` per frame: a buffered file would copy
+    every frame into its buffer and out again, and each frame is flushed at once anyway."""
 
     def __init__(self, stream: BinaryIO, on_broken: asyncio.Event) -> None:
-        self._stream = stream
+        self._stream = stream  # owns the descriptor: it stays open while the server writes
+        self._fd = stream.fileno()
         self._broken = on_broken
         self.failure: OSError | None = None
         """Why stdout broke when the reason is the device's (a full disk), not a reader leaving."""
@@ -44,13 +49,31 @@ class _Output:
         if self._broken.is_set():
             return
         try:
-            self._stream.write(encode_frame(frame))
-            self._stream.flush()
+            write_all(self._fd, encode_frame(frame))
         except BrokenPipeError:
             self._broken.set()
         except OSError as exc:
             self.failure = exc
             self._broken.set()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``, however many calls the descriptor takes: one for a frame on a
+    blocking pipe. A non-blocking one (a socket that is stdin too: the loop reads stdin
+    non-blocking) is waited on until it can take more, rather than failing with EAGAIN."""
+    try:
+        written = os.write(fd, data)
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    rest = memoryview(data)[written:]
+    while rest:
+        select.select([], [fd], [])
+        try:
+            rest = rest[os.write(fd, rest) :]
+        except BlockingIOError:
+            continue
 
 
 def take_over_stdout() -> BinaryIO:
