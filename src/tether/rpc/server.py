@@ -346,14 +346,15 @@ class RpcServer:
 
     def _cmd_get_state(self, params: dict[str, Any]) -> object:
         core = self.core
+        agent = core.agent
         session = core.session
         state: dict[str, Any] = {
             "model": core.model,
             "thinkingLevel": core.thinking_level,
             "isStreaming": core.is_running,
             "isCompacting": core.is_compacting,
-            "steeringMode": core.agent.steering_mode,
-            "followUpMode": core.agent.follow_up_mode,
+            "steeringMode": agent.steering_mode,
+            "followUpMode": agent.follow_up_mode,
         }
         session_file = core.session_file  # not core.stats(): that sums every message's usage
         if session_file is not None:
@@ -361,12 +362,10 @@ class RpcServer:
         state["sessionId"] = core.session_id
         if session is not None and session.title:
             state["sessionName"] = session.title
-        state.update(
-            autoCompactionEnabled=core.settings.compaction.enabled,
-            autoRetryEnabled=core.auto_retry,
-            messageCount=len(core.messages),
-            pendingMessageCount=len(core.agent.steering_queue) + len(core.agent.follow_up_queue),
-        )
+        state["autoCompactionEnabled"] = core.settings.compaction.enabled
+        state["autoRetryEnabled"] = core.auto_retry
+        state["messageCount"] = len(core.messages)
+        state["pendingMessageCount"] = len(agent.steering_queue) + len(agent.follow_up_queue)
         return state
 
     def _cmd_get_messages(self, params: dict[str, Any]) -> object:
