@@ -30,6 +30,9 @@ from tether.rpc.server import Frame, RpcServer
 from tether.session.agent_session import AgentSession
 
 _CHUNK = 1 << 16
+"""Bytes asked of each stdin read: under glibc's 128 KiB mmap threshold, so the buffer comes from
+the heap. (asyncio's pipe transport asks 256 KiB: an mmap, mremap and munmap for every line read,
+kernel time that made up much of a ``get_state`` round trip.)"""
 
 
 class _Output:
