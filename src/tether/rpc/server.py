@@ -77,8 +77,8 @@ def _validator(command: str) -> Callable[[object], Any]:
 
 
 def _load(line: bytes) -> object:
-    """The line's JSON value: pydantic-core's parser (one native call, about a tenth of
-    ``json.loads`` on a command line), else ``load_line``, which also accepts what that parser
+    """The line's JSON value: pydantic-core's parser (one native call: 3.5k instructions on a
+    ``get_state`` line where ``json.loads`` takes 20k), else ``load_line``, which also accepts what that parser
     refuses but JSON allows (lone surrogate escapes, a UTF-16 line) and words its errors."""
     try:
         return from_json(line)
