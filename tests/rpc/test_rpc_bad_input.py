@@ -182,3 +182,19 @@ def test_numeric_ids_are_echoed_as_sent(server: LineServer) -> None:
         assert type(response["id"]) is type(expected), line
     server.send(b'{"type":"get_state","id":true}')
     assert "id" not in server.next_response()  # neither a string nor a number: nothing to echo
+
+
+@pytest.mark.subprocess
+def test_json_the_fast_parser_refuses_is_still_read_as_json_reads_it(server: LineServer) -> None:
+    """Lines are parsed natively first; what that parser refuses but JSON allows (a lone surrogate
+    escape, a byte-order mark) is still a command, and a real syntax error keeps json's wording."""
+    server.send(b'{"type":"get_state","id":"lone","note":"\\ud800"}')
+    response = server.next_response()
+    assert response["id"] == "lone" and response["success"] is True
+    server.send(b'\xef\xbb\xbf{"type":"get_state","id":"bom"}')
+    response = server.next_response()
+    assert response["id"] == "bom" and response["success"] is True
+    server.send(b'{"type":"get_state","id":"cut",')
+    response = server.next_response()
+    assert response["id"] == "cut" and response["success"] is False
+    assert response["error"].startswith("Failed to parse command: Expecting property name")

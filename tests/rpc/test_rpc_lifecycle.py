@@ -4,17 +4,21 @@ unknown frames, and a server that cannot start."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
+from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
+from tether.rpc.mode import write_all
 
 
 def _alive(pid: int) -> bool:
@@ -161,6 +165,48 @@ def test_line_splitter_keeps_unicode_separators_and_split_utf8() -> None:
     assert out == [record[:-2]]
     assert json.loads(out[0]) == {"t": "a\u2028b\u2029c\r"}
     assert splitter.feed(b"tail") == [] and splitter.finish() == b"tail" and splitter.finish() is None
+
+
+@given(
+    data=st.binary(max_size=60).map(lambda b: b.replace(b"x", b"\n").replace(b"y", b"\r")),
+    cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+)
+def test_line_splitter_gives_the_same_lines_however_the_bytes_are_cut(data: bytes, cuts: list[int]) -> None:
+    """Whole lines in one chunk take a shorter path than lines spread over chunks: both give
+    the records split on LF, one trailing CR dropped, and the unterminated rest at the end."""
+    *records, rest = data.split(b"\n")
+    expected = [r[:-1] if r.endswith(b"\r") else r for r in records]
+    if rest:
+        expected.append(rest[:-1] if rest.endswith(b"\r") else rest)
+    splitter = LineSplitter()
+    bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
+    out = [line for a, b in itertools.pairwise(bounds) for line in splitter.feed(data[a:b])]
+    last = splitter.finish()
+    assert out + ([last] if last is not None else []) == expected
+    assert all(type(line) is bytes for line in out)
+
+
+def test_write_all_waits_on_a_full_non_blocking_descriptor_instead_of_failing() -> None:
+    """stdout can be non-blocking (one socket as stdin and stdout; the loop reads stdin
+    non-blocking): a frame larger than the pipe's buffer still goes out whole, in order."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    frame = bytes(range(256)) * 8192  # 2 MiB: many times a pipe's buffer
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 1 << 14):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        write_all(write_end, frame)
+    finally:
+        os.close(write_end)
+        reader.join(timeout=20)
+        os.close(read_end)
+    assert bytes(received) == frame
 
 
 @pytest.mark.subprocess

@@ -20,12 +20,20 @@ class LineSplitter:
         self._buffer = bytearray()
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        self._buffer += chunk
-        if b"\n" not in chunk:
-            return []
-        *lines, rest = self._buffer.split(b"\n")
-        self._buffer = bytearray(rest)
-        return [_strip_cr(line) for line in lines]
+        if self._buffer:
+            self._buffer += chunk
+            if b"\n" not in chunk:
+                return []
+            chunk = bytes(self._buffer)
+            self._buffer.clear()
+        # With nothing buffered and the chunk ending at a line's end (one command per read, the
+        # usual case), the lines are the chunk's own pieces: no copy through the buffer.
+        if chunk.endswith(b"\n"):
+            lines = chunk[:-1].split(b"\n")
+        else:
+            lines = chunk.split(b"\n")
+            self._buffer += lines.pop()
+        return lines if b"\r" not in chunk else [_strip_cr(line) for line in lines]
 
     def finish(self) -> bytes | None:
         """At end of input: the last line when it had no terminator, else ``None``."""
@@ -35,8 +43,8 @@ class LineSplitter:
         return _strip_cr(line)
 
 
-def _strip_cr(line: bytes | bytearray) -> bytes:
-    return bytes(line[:-1] if line.endswith(b"\r") else line)
+def _strip_cr(line: bytes) -> bytes:
+    return line[:-1] if line.endswith(b"\r") else line
 
 
 def encode_frame(frame: object) -> bytes:

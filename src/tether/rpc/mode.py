@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import stat
 import sys
@@ -29,13 +30,20 @@ from tether.rpc.server import Frame, RpcServer
 from tether.session.agent_session import AgentSession
 
 _CHUNK = 1 << 16
+"""Bytes asked of each stdin read: under glibc's 128 KiB mmap threshold, so the buffer comes from
+the heap. (asyncio's pipe transport asks 256 KiB: an mmap, mremap and munmap for every line read,
+kernel time that made up much of a ``get_state`` round trip.)"""
 
 
 class _Output:
-    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown."""
+    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown.
+
+    Straight to the file descriptor, one ``os.write`` per frame: a buffered file would copy
+    every frame into its buffer and out again, and each frame is flushed at once anyway."""
 
     def __init__(self, stream: BinaryIO, on_broken: asyncio.Event) -> None:
-        self._stream = stream
+        self._stream = stream  # owns the descriptor: it stays open while the server writes
+        self._fd = stream.fileno()
         self._broken = on_broken
         self.failure: OSError | None = None
         """Why stdout broke when the reason is the device's (a full disk), not a reader leaving."""
@@ -44,13 +52,31 @@ class _Output:
         if self._broken.is_set():
             return
         try:
-            self._stream.write(encode_frame(frame))
-            self._stream.flush()
+            write_all(self._fd, encode_frame(frame))
         except BrokenPipeError:
             self._broken.set()
         except OSError as exc:
             self.failure = exc
             self._broken.set()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``, however many calls the descriptor takes: one for a frame on a
+    blocking pipe. A non-blocking one (a socket that is stdin too: the loop reads stdin
+    non-blocking) is waited on until it can take more, rather than failing with EAGAIN."""
+    try:
+        written = os.write(fd, data)
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    rest = memoryview(data)[written:]
+    while rest:
+        select.select([], [fd], [])
+        try:
+            rest = rest[os.write(fd, rest) :]
+        except BlockingIOError:
+            continue
 
 
 def take_over_stdout() -> BinaryIO:
@@ -101,8 +127,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         "sessionId": core.session_id,
     }
     output(ready)  # before any input is read: no answer may come ahead of it
-    transport = await _read_with_loop(stdin_fd, loop, take)
-    if transport is None:
+    stop_reading = _read_with_loop(stdin_fd, loop, take)
+    if stop_reading is None:
         threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
     try:
         await finished.wait()
@@ -111,8 +137,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     finally:
         for watcher in watchers:
             watcher.cancel()
-        if transport is not None:
-            transport.close()
+        if stop_reading is not None:
+            stop_reading()
         for signum in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signum)
@@ -128,35 +154,32 @@ async def _when(event: asyncio.Event, then: Any) -> None:
     then()
 
 
-class _StdinPipe(asyncio.Protocol):
-    """Hands a pipe's bytes to the server as they arrive; ``b""`` at end of input."""
-
-    def __init__(self, take: Callable[[bytes], None]) -> None:
-        self._take = take
-
-    def data_received(self, data: bytes) -> None:
-        self._take(data)
-
-    def eof_received(self) -> None:
-        self._take(b"")
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if exc is not None:  # a read error ends the input, as end of file does
-            self._take(b"")
-
-
-async def _read_with_loop(
+def _read_with_loop(
     fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]
-) -> asyncio.BaseTransport | None:
+) -> Callable[[], object] | None:
     """Read a pipe or socket on stdin with the event loop itself: no thread to wake for every
-    chunk. ``None`` for anything else (a file cannot be polled; a terminal's open file is shared
-    with the shell, which must not find it left non-blocking), which the reader thread serves."""
+    chunk, and no transport and protocol between the ready file and ``take`` (each read is one
+    ``os.read`` in the loop's callback). Returns what stops the reading; ``None`` for anything
+    else (a file cannot be polled; a terminal's open file is shared with the shell, which must
+    not find it left non-blocking), which the reader thread serves."""
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: _StdinPipe(take), pipe)
-    return transport
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # a read error ends the input, as end of file does
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+        take(chunk)
+
+    loop.add_reader(fd, readable)
+    return lambda: loop.remove_reader(fd)
 
 
 def _read(fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:
