@@ -71,8 +71,10 @@ def write_all(fd: int, data: bytes) -> None:
     if written == len(data):
         return
     rest = memoryview(data)[written:]
+    writable = select.poll()  # not select.select: a descriptor past 1023 is fine here
+    writable.register(fd, select.POLLOUT)
     while rest:
-        select.select([], [fd], [])
+        writable.poll()
         try:
             rest = rest[os.write(fd, rest) :]
         except BlockingIOError:
