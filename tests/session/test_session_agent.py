@@ -151,3 +151,15 @@ async def test_a_closed_core_and_its_agent_are_freed_without_the_garbage_collect
         assert [ref() for ref in watched] == [None, None]
     finally:
         gc.enable()
+
+
+async def test_closing_a_core_leaves_the_hooks_of_a_core_that_took_its_agent_over(
+    manager: SessionManager,
+) -> None:
+    model = ScriptedModel([reply("Hi.")])
+    agent = Agent(model=model.model, stream_fn=model)
+    first = AgentSession(agent, manager.create("/p"))
+    second = AgentSession(agent, None)
+    await first.close()
+    assert agent.transform_context == second._transform_context  # pyright: ignore[reportPrivateUsage]
+    await second.close()

@@ -690,9 +690,10 @@ class AgentSession:
         # frees them (and the conversation) when the caller lets go, not a full collection later.
         self._unsubscribe()
         self._unsubscribe = _already_unsubscribed
-        self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
-            self._agent_hooks
-        )
+        if self.agent.transform_context == self._transform_context:  # not taken over by another core
+            self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
+                self._agent_hooks
+            )
         if self.approval is not None:  # the bash tool's spools live in the gate's workspace
             self.approval.workspace.spools.remove()
         if self._session is not None:
