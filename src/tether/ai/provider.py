@@ -48,7 +48,6 @@ from tether.ai.event_stream import (
     error_event,
     new_assistant_message,
 )
-from tether.ai.idle import IdleWatch
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
 from tether.ai.transport import EncodedRequest, HttpRequest, RequestFailed, encode_request, retry_delay, send
@@ -167,9 +166,7 @@ async def _drive(
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
-        idle = _idle_timeout(model, options)
-        watch = IdleWatch(idle) if idle is not None else None
-        batches = _event_batches(chunks, parser, signal, watch, arrived)
+        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options), arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False
@@ -191,8 +188,6 @@ async def _drive(
             # Close explicitly, innermost first: a suspended generator left to the garbage
             # collector would be finalized later, outside this task.
             await batches.aclose()
-            if watch is not None:
-                watch.close()
             if not after_done:
                 await chunks.aclose()
                 await response.aclose()
@@ -272,7 +267,7 @@ async def _event_batches(
     chunks: AsyncIterator[bytes],
     parser: StreamParser,
     signal: AbortSignal | None,
-    watch: IdleWatch | None,
+    idle: float | None,
     arrived: str,
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
@@ -285,8 +280,8 @@ async def _event_batches(
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
-    does a body that sends nothing for ``watch``'s seconds (a stalled server; the caller closes
-    the watch), with a message the session's retry recognises as transient. A body without a single SSE event (an HTML page
+    does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
+    session's retry recognises as transient. A body without a single SSE event (an HTML page
     from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
     content type) and the body's first line.
     """
@@ -296,15 +291,14 @@ async def _event_batches(
     head = b""
     while True:
         try:
-            chunk = await (anext(chunks) if watch is None else watch.read(anext(chunks)))
+            async with asyncio.timeout(idle):
+                chunk = await anext(chunks)
         except StopAsyncIteration:
             sse_events = decoder.flush()
             ended = True
         except (httpx2.HTTPError, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError) and watch is not None:
-                message = (
-                    f"No data from {parser.model['provider']} for {watch.seconds:g} s (stream idle timeout)"
-                )
+            if isinstance(exc, TimeoutError):
+                message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
             else:
                 message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
             if not emitted:
