@@ -21,11 +21,18 @@ concurrent stream plus one lock file per open stored session.
 
 Goals (issue 16): tether <= 1.2x the floor's CPU with stored sessions at 1,000; 10,000 stored
 sessions finish with peak RSS <= 1 GB.
+
+``--gc-threshold N`` runs both sides with the garbage collector's young threshold at ``N``
+(``gc.set_threshold(N)``, what ``docs/library.md`` advises a service with many sessions) instead
+of Python's 700; the table's title says which.
+
+    python bench/p6_concurrency.py [--gc-threshold 10000]
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import resource
 import sqlite3
@@ -168,9 +175,11 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
 # -- one measured run, in a fresh process ---------------------------------------------------------
 
 
-def worker(kind: str, sessions: int, url: str, stored: bool) -> None:
+def worker(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int | None) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if gc_threshold is not None:
+        gc.set_threshold(gc_threshold)
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "sessions.db" if stored else None
         run = run_tether if kind == "tether" else run_floor
@@ -194,15 +203,16 @@ async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
     return time.thread_time() - start
 
 
-def measure(kind: str, sessions: int, url: str, stored: bool) -> dict[str, float]:
+def measure(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int | None) -> dict[str, float]:
     args = [sys.executable, __file__, "--worker", kind, str(sessions), url, "store" if stored else "none"]
+    args.append(str(gc_threshold) if gc_threshold is not None else "default")
     out = subprocess.run(args, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} x{sessions} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)
 
 
-def main() -> None:
+def main(gc_threshold: int | None = None) -> None:
     server = subprocess.Popen(
         [sys.executable, str(HERE / "_p6_server.py")],
         stdin=subprocess.PIPE,
@@ -218,7 +228,7 @@ def main() -> None:
                 results: dict[str, list[dict[str, float]]] = {"tether": [], "floor": []}
                 for _ in range(repeats):
                     for kind in results:
-                        results[kind].append(measure(kind, sessions, url, stored))
+                        results[kind].append(measure(kind, sessions, url, stored, gc_threshold))
                 cpu = {k: statistics.median(r["cpu"] for r in v) for k, v in results.items()}
                 label = "stored" if stored else "in memory"
                 for kind, runs in results.items():
@@ -229,15 +239,24 @@ def main() -> None:
                                  f"{cpu[kind] / cpu['floor']:.2f}x"])  # fmt: skip
                 ratio = cpu["tether"] / cpu["floor"]
                 goal = "<= 1.2" if stored and sessions == 1_000 else ""
-                record(f"{sessions:,} sessions, {label}: CPU", ratio, "httpx2 + jiter + sqlite3 floor", goal)
+                tuned = f", gc.set_threshold({gc_threshold})" if gc_threshold is not None else ""
+                record(
+                    f"{sessions:,} sessions, {label}{tuned}: CPU",
+                    ratio,
+                    "httpx2 + jiter + sqlite3 floor",
+                    goal,
+                )
                 if stored and sessions == 10_000:
                     rss = max(r["rss_mb"] for r in results["tether"])
                     record("10,000 stored sessions: peak RSS / 1 GB", rss / 1024, "1 GB", "<= 1.0")
     finally:
         server.stdin.close()
         server.wait()
+    collector = (
+        f"gc.set_threshold({gc_threshold})" if gc_threshold is not None else "Python's default collector"
+    )
     print_table(
-        f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms; median of runs",
+        f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms, {collector}; median of runs",
         [
             "sessions",
             "sessions are",
@@ -254,7 +273,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "store")
+        threshold = None if sys.argv[6] == "default" else int(sys.argv[6])
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "store", threshold)
     else:
         sys.path.insert(0, str(HERE))
-        main()
+        given = sys.argv[1:]
+        if given and (len(given) != 2 or given[0] != "--gc-threshold" or not given[1].isdigit()):
+            sys.exit("usage: python bench/p6_concurrency.py [--gc-threshold N]")
+        main(int(given[1]) if given else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any, cast
 
 from session_helpers import text
@@ -127,3 +129,37 @@ async def test_queued_messages_have_dispositions_clear_queue_takes_them_back_and
     }
     assert not [m for m in bound.messages if m["role"] == "user" and m["content"] != "go"]
     await bound.close()
+
+
+async def test_a_closed_core_and_its_agent_are_freed_without_the_garbage_collector(
+    manager: SessionManager,
+) -> None:
+    """A service closes thousands of sessions: each, once closed and let go, is freed at once by
+    reference counting (no cycle between the core and its agent left for a full collection),
+    and the agent has its own hooks back."""
+    model = ScriptedModel([reply("Hi.")])
+    agent = Agent(model=model.model, stream_fn=model)
+    own_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
+    core = AgentSession(agent, manager.create("/p"))
+    await core.prompt("hello")
+    await core.close()
+    assert (agent.convert_to_llm, agent.transform_context, agent.before_tool_call) == own_hooks
+    gc.disable()
+    try:
+        watched = weakref.ref(core), weakref.ref(agent)
+        del core, agent
+        assert [ref() for ref in watched] == [None, None]
+    finally:
+        gc.enable()
+
+
+async def test_closing_a_core_leaves_the_hooks_of_a_core_that_took_its_agent_over(
+    manager: SessionManager,
+) -> None:
+    model = ScriptedModel([reply("Hi.")])
+    agent = Agent(model=model.model, stream_fn=model)
+    first = AgentSession(agent, manager.create("/p"))
+    second = AgentSession(agent, None)
+    await first.close()
+    assert agent.transform_context == second._transform_context  # pyright: ignore[reportPrivateUsage]
+    await second.close()

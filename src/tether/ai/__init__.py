@@ -96,8 +96,10 @@ if TYPE_CHECKING:
         thinking_effort as thinking_effort,
     )
     from tether.ai.transport import (
+        EncodedRequest as EncodedRequest,
         HttpRequest as HttpRequest,
         RequestFailed as RequestFailed,
+        encode_request as encode_request,
         open_stream as open_stream,
         retry_delay as retry_delay,
         send as send,

@@ -146,18 +146,27 @@ class ModelRegistry:
 
     def get_provider_info(self, name: str) -> ProviderInfo:
         """The provider ``name``; ``UnknownProviderError`` lists the known ones on a miss."""
-        # Looked up layer by layer, newest first, as ``providers`` merges them: every stream
-        # asks (its idle timeout), and merging every provider into a new dict for one name
-        # cost more than the rest of the request's set-up.
+        found = self.find_provider_info(name)
+        if found is None:
+            known = ", ".join(sorted(self.providers()))
+            raise UnknownProviderError(f"unknown provider {name!r}; known providers: {known}")
+        return found
+
+    def find_provider_info(self, name: str) -> ProviderInfo | None:
+        """The provider ``name``, or ``None``: for a caller to whom a miss is no error.
+
+        Every stream asks (its idle timeout), also for a model of a provider nobody registered
+        (a model dict of the caller's own): building and raising ``get_provider_info``'s error,
+        with every known provider's name, cost that request more than the rest of its set-up.
+        """
+        # Looked up layer by layer, newest first, as ``providers`` merges them: merging every
+        # provider into a new dict for one name cost as much again.
         user = self._user_layer()
         found = self._providers.get(name)
         if found is None:
             found = user.providers.get(name)
         if found is None:
             found = self.catalog.providers.get(name)
-        if found is None:
-            known = ", ".join(sorted(self.providers()))
-            raise UnknownProviderError(f"unknown provider {name!r}; known providers: {known}")
         return found
 
     def providers(self) -> dict[str, ProviderInfo]:
@@ -426,9 +435,10 @@ def idle_timeout_of(provider: str) -> float | None:
     place to report those (choosing the model already did).
     """
     try:
-        return get_provider_info(provider).idle_timeout
-    except (UnknownProviderError, ModelsFileError):
+        found = default_registry().find_provider_info(provider)
+    except ModelsFileError:
         return None
+    return found.idle_timeout if found is not None else None
 
 
 def list_providers() -> list[ProviderInfo]:

@@ -50,7 +50,7 @@ from tether.ai.event_stream import (
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import HttpRequest, RequestFailed, retry_delay, send
+from tether.ai.transport import EncodedRequest, HttpRequest, RequestFailed, encode_request, retry_delay, send
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -125,7 +125,7 @@ def stream_http(
     if key is None and not is_keyless(model):
         return failed_stream(model, missing_key_message(model))
     try:
-        request = build_request(key.value if key else None)
+        request = encode_request(build_request(key.value if key else None))
     except (ValueError, TypeError, KeyError) as exc:
         return failed_stream(model, f"Could not build the request: {exc}")
     output = new_assistant_message(model)
@@ -136,7 +136,7 @@ def stream_http(
 async def _drive(
     model: ModelInfo,
     options: StreamOptions,
-    request: HttpRequest,
+    request: EncodedRequest,
     make_parser: ParserFactory,
     output: AssistantMessage,
 ) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:

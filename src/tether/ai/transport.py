@@ -48,6 +48,28 @@ class HttpRequest:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedRequest:
+    """An ``HttpRequest`` whose body is encoded once, for a request that stays open a while.
+
+    A streaming reply keeps its request for retries as long as it streams; as bytes, the body
+    holds nothing for the garbage collector to walk (as a dict it was one or more objects per
+    message of the conversation, alive for the whole reply), and a retry sends the same bytes.
+    """
+
+    url: str
+    headers: dict[str, str]
+    content: bytes
+
+
+def encode_request(request: HttpRequest) -> EncodedRequest:
+    """``request`` with its body as the bytes ``send`` posts (``TypeError``: not JSON)."""
+    # Builders strip lone surrogates from text; "replace" is the safety net for any other field
+    # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
+    content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+    return EncodedRequest(request.url, request.headers, content)
+
+
 @dataclass(slots=True)
 class RequestFailed:
     """Why a request produced no stream; ``message`` is what the user reads."""
@@ -60,15 +82,19 @@ class RequestFailed:
 
 
 async def open_stream(
-    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None, provider: str = ""
+    request: HttpRequest | EncodedRequest,
+    options: StreamOptions,
+    client: httpx2.AsyncClient | None = None,
+    provider: str = "",
 ) -> httpx2.Response | RequestFailed:
     """POST ``request`` and return the open 2xx response (the caller closes it), with retries.
 
     ``provider`` names whose connections and limit to use (see ``connections``); a ``client``
     given is used as it is instead."""
+    encoded = request if isinstance(request, EncodedRequest) else encode_request(request)
     attempt = 0
     while True:
-        outcome = await send(request, options, client, provider)
+        outcome = await send(encoded, options, client, provider)
         if isinstance(outcome, httpx2.Response):
             return outcome
         delay = retry_delay(outcome, attempt, options)
@@ -79,7 +105,10 @@ async def open_stream(
 
 
 async def send(
-    request: HttpRequest, options: StreamOptions, client: httpx2.AsyncClient | None = None, provider: str = ""
+    request: HttpRequest | EncodedRequest,
+    options: StreamOptions,
+    client: httpx2.AsyncClient | None = None,
+    provider: str = "",
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
 
@@ -89,9 +118,8 @@ async def send(
     if client is None:
         pool = provider_pool(provider)
         client = pool.client(options.session_id)
-    # Builders strip lone surrogates from text; "replace" is the safety net for any other field
-    # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
-    content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+    if isinstance(request, HttpRequest):
+        request = encode_request(request)
     headers = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
     headers.update(request.headers)
     if options.headers:
@@ -101,7 +129,7 @@ async def send(
     )
     try:
         http_request = client.build_request(
-            "POST", request.url, content=content, headers=headers, timeout=timeout
+            "POST", request.url, content=request.content, headers=headers, timeout=timeout
         )
         if pool is not None:
             response = await pool.send(client, http_request)

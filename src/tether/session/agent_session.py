@@ -173,6 +173,8 @@ class AgentSession:
         self._compacting = 0
         self._background: set[asyncio.Future[None]] = set()
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
+        self._agent_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
+        """The agent's own hooks, given back by ``close``."""
         agent.convert_to_llm = lower_for(lambda: agent.model)
         agent.transform_context = self._transform_context
         if approval is not None:
@@ -683,7 +685,15 @@ class AgentSession:
         if self.mcp is not None:
             await self.mcp.close()
         await self.wait_for_idle()
+        # The subscription and the hooks refer back to this object and to the agent: dropped and
+        # given back, a closed core and its agent hold no reference cycle, so reference counting
+        # frees them (and the conversation) when the caller lets go, not a full collection later.
         self._unsubscribe()
+        self._unsubscribe = _already_unsubscribed
+        if self.agent.transform_context == self._transform_context:  # not taken over by another core
+            self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
+                self._agent_hooks
+            )
         if self.approval is not None:  # the bash tool's spools live in the gate's workspace
             self.approval.workspace.spools.remove()
         if self._session is not None:
@@ -1262,6 +1272,10 @@ def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
+
+
+def _already_unsubscribed() -> None:
+    """``AgentSession._unsubscribe`` once ``close`` has unsubscribed."""
 
 
 def _failed(message: AgentMessage) -> bool:

@@ -352,7 +352,7 @@ class PostgresStore:
         """``append``, at once (failing as it does): a round trip to the server, done before this
         returns. Batching appends of several sessions here is left for when it is measured."""
         self.append(lease, entries, leaf_id, updated)
-        done = Future[None]()
+        done: Future[None] = Future()  # not Future[None](): see writer.PendingAppend.done
         done.set_result(None)
         return done
 

@@ -25,7 +25,13 @@ from tether.ai import (
     register_model,
     register_provider_info,
 )
-from tether.ai.models import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, ModelRegistry, load_catalog
+from tether.ai.models import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_TOKENS,
+    ModelRegistry,
+    idle_timeout_of,
+    load_catalog,
+)
 from tether.wire import MODEL_INFO, WireError
 
 
@@ -59,6 +65,19 @@ def test_unknown_provider() -> None:
         get_model("nope", "x")
     with pytest.raises(UnknownProviderError, match="unknown provider 'nope'"):
         get_provider_info("nope")
+
+
+def test_a_streams_idle_timeout_lookup_takes_a_miss_quietly() -> None:
+    """Every stream looks its provider's idle timeout up, also for a model dict of a provider
+    nobody registered: a miss is ``None``, not an error built and raised per request."""
+    registry = ModelRegistry()
+    assert registry.find_provider_info("nope") is None
+    assert registry.find_provider_info("anthropic") is registry.get_provider_info("anthropic")
+    assert idle_timeout_of("nope") is None
+    register_provider_info(
+        ProviderInfo("slow", "openai-completions", "http://127.0.0.1:1/v1", None, idle_timeout=0)
+    )
+    assert idle_timeout_of("slow") == 0
 
 
 def test_list_models_sorted_and_filtered() -> None:

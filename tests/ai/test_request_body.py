@@ -1,0 +1,38 @@
+"""A streaming reply keeps its request (for retries) as long as it streams: as encoded bytes, so
+the body's objects (a dict or more per message of the conversation) are freed once it is built
+instead of staying alive, for the garbage collector to walk, until the reply ends."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from faultkit import COMPLETIONS, TEXT, fast, model
+
+from tether.ai.provider import stream_http
+from tether.ai.providers.openai_completions import OpenAICompletionsParser
+from tether.ai.transport import HttpRequest, encode_request
+from tether.testing.loopback import LoopbackServer, Reply
+
+
+class _Messages(list[dict[str, Any]]):
+    """A list a weak reference can watch."""
+
+
+async def test_the_body_is_let_go_once_built_and_a_retry_sends_the_same_bytes() -> None:
+    failing = Reply(b'{"error":{"message":"try again"}}', 503, {"content-type": "application/json"})
+    async with LoopbackServer([failing, Reply(TEXT[COMPLETIONS].body)]) as server:
+        url = server.url + "/chat/completions"
+        bodies = [{"model": "m", "messages": _Messages([{"role": "user", "content": "Hi"}])}]
+        watched = weakref.ref(bodies[0]["messages"])
+        expected = encode_request(HttpRequest(url, {}, bodies[0])).content
+        stream = stream_http(
+            model(server.url, COMPLETIONS),
+            fast(),
+            lambda key: HttpRequest(url, {}, bodies.pop()),
+            OpenAICompletionsParser,
+        )
+        assert watched() is None, "only the encoded bytes are kept"
+        final = await stream.result()
+    assert final["stopReason"] == "stop"
+    assert [r.body for r in server.requests] == [expected, expected]
