@@ -117,10 +117,16 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     assert {"tether.agent.validation._errors", "tether.agent.validation._formats"} & loaded == set()
     # no OTLP endpoint configured: telemetry is off and OpenTelemetry is not even imported
     assert not any(name.startswith("opentelemetry") for name in loaded)
-    # no MCP server configured: the MCP SDK and tether's client stay unloaded (only the config
-    # reader looked for files)
+    # no MCP server configured: the MCP SDK, tether's client and the file reader stay unloaded
+    # (only `tether.mcp.files` looked for files)
     assert not any(name == "mcp" or name.startswith(("mcp.", "mcp_types")) for name in loaded)
-    assert {"tether.mcp.connection", "tether.mcp.servers", "tether.mcp.tools"} & loaded == set()
+    assert {
+        "tether.mcp.connection",
+        "tether.mcp.servers",
+        "tether.mcp.tools",
+        "tether.mcp.config",
+    } & loaded == set()
+    assert "tether.mcp.files" in loaded
     # durable runs are for `tether worker`/`tether submit`: DBOS (and SQLAlchemy) stay unloaded
     assert not any(name.startswith(("dbos", "sqlalchemy", "tether.durable")) for name in loaded)
     # no tool was called: tool execution, the hook payloads, the tools' process supervision,

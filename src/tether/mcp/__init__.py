@@ -16,13 +16,12 @@ from tether._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tether.mcp.config import (
-        McpConfigError as McpConfigError,
         McpServerConfig as McpServerConfig,
-        load_mcp_servers as load_mcp_servers,
         read_mcp_file as read_mcp_file,
         server_config as server_config,
     )
     from tether.mcp.connection import McpConnection as McpConnection
+    from tether.mcp.files import McpConfigError as McpConfigError, load_mcp_servers as load_mcp_servers
     from tether.mcp.servers import (
         McpServers as McpServers,
         ServerStatus as ServerStatus,

@@ -13,7 +13,7 @@ A server has a ``command`` (stdio: ``args``, ``env``, ``cwd``) or a ``url`` (str
 value; an unset variable without a default is an error naming it, not a silent empty string
 (an ``Authorization: Bearer `` header would fail far from its cause).
 
-Files, later ones winning by server name: ``mcp.json`` in tether's user config folder, then the
+Files (``tether.mcp.files``), later ones winning by server name: ``mcp.json`` in tether's user config folder, then the
 project's ``.mcp.json`` (only in a trusted project: a project file that starts programs widens
 what opening a folder does), then ``--mcp-config FILE``. Nothing here imports the MCP SDK: a run
 without servers never loads it.
@@ -29,21 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from tether.mcp.files import McpConfigError
 from tether.wire.json_line import load_line
-
-USER_FILE = "mcp.json"
-"""The user's servers, in tether's config folder (``tether.ai.paths.config_dir``)."""
-PROJECT_FILE = ".mcp.json"
-"""The project's servers, at the workspace root."""
 
 Source = Literal["user", "project", "file", "editor", "library"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-class McpConfigError(ValueError):
-    """An MCP configuration that cannot be used; the message names the file and the server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,43 +66,6 @@ class McpServerConfig:
     @property
     def transport(self) -> Literal["stdio", "http"]:
         return "stdio" if self.command is not None else "http"
-
-
-def load_mcp_servers(
-    cwd: Path,
-    *,
-    user_dir: Path | None = None,
-    config_file: Path | None = None,
-    trusted: bool,
-    env: Mapping[str, str] | None = None,
-) -> list[McpServerConfig]:
-    """The enabled servers of the user file, the project file (trusted projects only) and
-    ``config_file``; a later file's server replaces an earlier one of the same name.
-
-    Args:
-        cwd: The project folder (its ``.mcp.json``).
-        user_dir: tether's config folder (default: ``tether.ai.paths.config_dir()``).
-        config_file: ``--mcp-config FILE``; it must exist.
-        trusted: Whether the project's file may start servers (the caller's trust policy).
-        env: Where ``${VAR}`` values come from (default: the environment).
-    """
-    if user_dir is None:
-        from tether.ai.paths import config_dir
-
-        user_dir = config_dir()
-    env = os.environ if env is None else env
-    found: dict[str, McpServerConfig] = {}
-    files: list[tuple[Path, Source]] = [(user_dir / USER_FILE, "user")]
-    if trusted:
-        files.append((cwd / PROJECT_FILE, "project"))
-    for path, source in files:
-        if path.is_file():
-            found.update((s.name, s) for s in read_mcp_file(path, source, env))
-    if config_file is not None:
-        if not config_file.is_file():
-            raise McpConfigError(f"--mcp-config {config_file}: no such file")
-        found.update((s.name, s) for s in read_mcp_file(config_file, "file", env))
-    return [server for server in found.values() if server.enabled]
 
 
 def read_mcp_file(path: Path, source: Source, env: Mapping[str, str] | None = None) -> list[McpServerConfig]:

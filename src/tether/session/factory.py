@@ -125,7 +125,7 @@ def load_mcp_files(cwd: Path, config_file: Path | None = None) -> list[McpServer
     """The servers of the user's ``mcp.json``, the project's ``.mcp.json`` when the project is
     trusted, and ``config_file``; a bad file raises ``SetupError``."""
     from tether.ai.paths import config_dir
-    from tether.mcp.config import McpConfigError, load_mcp_servers
+    from tether.mcp.files import McpConfigError, load_mcp_servers
     from tether.session.trust import TrustFileError, is_trusted
 
     try:

@@ -1,0 +1,66 @@
+"""Which ``mcp.json`` files a session reads, in order, and the servers they give.
+
+Apart from the reader (``config``) because most runs have no MCP file at all: finding that out
+costs two ``stat`` calls here, while the reader's records and patterns would load with it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.mcp.config import McpServerConfig, Source
+
+USER_FILE = "mcp.json"
+"""The user's servers, in tether's config folder (``tether.ai.paths.config_dir``)."""
+
+PROJECT_FILE = ".mcp.json"
+"""The project's servers, at the workspace root."""
+
+
+class McpConfigError(ValueError):
+    """An MCP configuration that cannot be used; the message names the file and the server."""
+
+
+def load_mcp_servers(
+    cwd: Path,
+    *,
+    user_dir: Path | None = None,
+    config_file: Path | None = None,
+    trusted: bool,
+    env: Mapping[str, str] | None = None,
+) -> list[McpServerConfig]:
+    """The enabled servers of the user file, the project file (trusted projects only) and
+    ``config_file``; a later file's server replaces an earlier one of the same name.
+
+    Args:
+        cwd: The project folder (its ``.mcp.json``).
+        user_dir: tether's config folder (default: ``tether.ai.paths.config_dir()``).
+        config_file: ``--mcp-config FILE``; it must exist.
+        trusted: Whether the project's file may start servers (the caller's trust policy).
+        env: Where ``${VAR}`` values come from (default: the environment).
+    """
+    if user_dir is None:
+        from tether.ai.paths import config_dir
+
+        user_dir = config_dir()
+    files: list[tuple[Path, Source]] = [(user_dir / USER_FILE, "user")]
+    if trusted:
+        files.append((cwd / PROJECT_FILE, "project"))
+    files = [(path, source) for path, source in files if path.is_file()]
+    if config_file is not None:
+        files.append((config_file, "file"))
+    if not files:
+        return []  # the usual run: no file, and the reader (with its records) never loads
+    from tether.mcp.config import read_mcp_file
+
+    env = os.environ if env is None else env
+    found: dict[str, McpServerConfig] = {}
+    for path, source in files:
+        if source == "file" and not path.is_file():
+            raise McpConfigError(f"--mcp-config {path}: no such file")
+        found.update((s.name, s) for s in read_mcp_file(path, source, env))
+    return [server for server in found.values() if server.enabled]
