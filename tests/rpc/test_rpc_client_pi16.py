@@ -11,13 +11,11 @@ included, which tether keeps aside).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from pi16_parity import FauxOpenAI, failure, faux_openai as serve_faux_openai, text
 
 from pi_packages import PI_16, installed, pi_context
 from tether.rpc import RpcClient
@@ -27,67 +25,16 @@ from tether.session.pi_files import export_pi_session, import_pi_session
 pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
 
-class _FauxOpenAI(BaseHTTPRequestHandler):
-    """``/v1/chat/completions`` streaming "Hello from faux"; a prompt containing "fail" gets a 400."""
-
-    requests: list[dict[str, Any]]
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.requests.append(body)
-        if "fail" in json.dumps(body["messages"][-1]):
-            payload = json.dumps(
-                {"error": {"message": "faux refuses", "type": "invalid_request_error"}}
-            ).encode()
-            self.send_response(400)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for piece in ("Hello ", "from ", "faux"):
-            self._chunk({"delta": {"content": piece}})
-        self._chunk(
-            {"delta": {}, "finish_reason": "stop"}, usage={"prompt_tokens": 5, "completion_tokens": 3}
-        )
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def _chunk(self, choice: dict[str, Any], **extra: Any) -> None:
-        chunk = {
-            "id": "c1",
-            "object": "chat.completion.chunk",
-            "model": "faux-1",
-            "choices": [{"index": 0, **choice}],
-        }
-        self.wfile.write(b"data: " + json.dumps({**chunk, **extra}).encode() + b"\n\n")
-        self.wfile.flush()
-
-
 @pytest.fixture
-def faux_openai() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    requests: list[dict[str, Any]] = []
-    handler = type("Handler", (_FauxOpenAI,), {"requests": requests})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
-        server.server_close()
+def faux_openai() -> Iterator[FauxOpenAI]:
+    """Streams "Hello from faux", then refuses the next request with a 400."""
+    with serve_faux_openai([text("Hello ", "from ", "faux"), failure(400, "faux refuses")]) as faux:
+        yield faux
 
 
-async def test_python_client_drives_pi16(
-    faux_openai: tuple[str, list[dict[str, Any]]], tmp_path: Path
-) -> None:
+async def test_python_client_drives_pi16(faux_openai: FauxOpenAI, tmp_path: Path) -> None:
     pi = installed(PI_16)
-    base_url, requests = faux_openai
+    base_url, requests = faux_openai.base_url, faux_openai.requests
     agent_dir, sessions_dir, home = tmp_path / "agent", tmp_path / "sessions", tmp_path / "home"
     for folder in (agent_dir, sessions_dir, home):
         folder.mkdir()
