@@ -164,9 +164,9 @@ class AgentSession:
         """Transient-error retries so far in this run's current streak (for ``willRetry``)."""
         self._recovering_overflow = False
         self._aborted = False
+        """``abort()`` was called during the current run (``agent_settled.aborted``)."""
         self._session_failure: SessionError | None = None
         """A session error an event listener raised in this run: the run raises it when settled."""
-        """``abort()`` was called during the current run (``agent_settled.aborted``)."""
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
