@@ -134,6 +134,8 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     idle = {"tether.agent.tool_execution", "tether.agent.hooks", "tether.tools.process"}
     idle |= {"tether.tools.search_process", "tether.tools.files"}
     assert idle & loaded == set()
+    # a plain prompt ("hi": no `!`, `$` nor `@`) does not load the prompt syntax
+    assert "tether.tools.prompt_input" not in loaded
     # (the first run in a fresh home searched the installed extension entry points, which loads
     # zipfile, shutil and tempfile; a later run reads the cached answer)
     assert {"tempfile", "shutil"} & _print_run(tmp_path, "--no-session") == set()
