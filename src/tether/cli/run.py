@@ -7,6 +7,7 @@ line on stderr and exit status 1 — never a traceback.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 from dataclasses import replace
@@ -38,6 +39,7 @@ def _run_mode(options: RunOptions) -> int:
 
         return export_html(*options.export)
     if options.mode == "acp":
+        gc.enable()  # an editor's server runs for hours (cli/main.py paused the collector)
         return _run_acp(options)
     try:
         return asyncio.run(_run(options))
@@ -110,6 +112,7 @@ async def _run(options: RunOptions) -> int:
         app = InteractiveApp(cwd=cwd)
     ask = app.ask_approval if app is not None else None
     core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
+    gc.enable()  # start-up is over (cli/main.py paused the collector while the modules loaded)
     try:
         if options.name is not None and options.name.strip():
             core.rename(options.name.strip())
