@@ -1,5 +1,5 @@
 """``python -m tether.cli``: the same as the ``tether`` command."""
 
-from tether.cli.main import main
+from tether.cli.main import command
 
-main()
+command()

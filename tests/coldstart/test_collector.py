@@ -1,8 +1,10 @@
-"""``tether``'s start-up runs with Python's cyclic collector paused, and the run itself with it on.
+"""``tether`` and Python's cyclic collector: paused while starting, on for the run, and out of the
+way at exit.
 
 The pause (``cli/main.py``) saves the collections that the loading of a run's modules would
 trigger; the run (``cli/run.py``, once the session core is built) must collect as any long-lived
-process does, or an hour-long interactive session would never free a cycle.
+process does, or an hour-long interactive session would never free a cycle. At exit, the command
+freezes what is left, so that the interpreter's shutdown frees it without collecting it first.
 """
 
 from __future__ import annotations
@@ -94,3 +96,30 @@ def test_the_acp_server_runs_with_the_collector_on(tmp_path: Path) -> None:
         [sys.executable, "-c", ACP_PROBE], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(done.stdout.splitlines()[-1]) == [True]
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+from tether.cli.main import command, main
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))
+sys.argv = ["tether", "-p", "hi", "--no-session"]
+{entry}()
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(("entry", "frozen"), [("command", True), ("main", False)])
+def test_the_command_freezes_what_is_left_before_exiting(tmp_path: Path, entry: str, frozen: bool) -> None:
+    """The console script does; ``main``, which tests call in their own process, does not."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
+    env = {
+        "TETHER_HOME": str(tmp_path),
+        "TETHER_SCRIPTED": str(script),
+        "NO_COLOR": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", SOURCE)
+    probe = EXIT_PROBE.replace("{entry}", entry)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.splitlines() == ["hello", f"frozen at exit: {frozen}"]
