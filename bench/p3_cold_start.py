@@ -1,6 +1,6 @@
 """Benchmark P3: cold start of the ``tether`` command.
 
-Median wall time (N runs each, after one warm-up run) of:
+Median wall time (N rounds of one run each, after one warm-up round) of:
 - ``python -c pass`` — the floor: no CLI can start faster than the interpreter;
 - ``tether --version``;
 - ``tether -p "hi" --no-session`` with the scripted model (``TETHER_SCRIPTED``): a whole run;
@@ -42,16 +42,26 @@ PI_DIR = HERE / "reference" / "pi-cli"
 
 def measure(argv: list[str], env: dict[str, str], runs: int = RUNS) -> float:
     """Median seconds of ``runs`` executions (one extra warm-up run first)."""
-    times: list[float] = []
+    return measure_together([(argv, env)], runs)[0]
+
+
+def measure_together(commands: list[tuple[list[str], dict[str, str]]], runs: int = RUNS) -> list[float]:
+    """Median seconds of each command over ``runs`` rounds (after a warm-up round), one run of each
+    per round: this machine's speed drifts by a quarter within a minute, and taking the commands
+    in turn spreads the drift over all of them instead of whichever ran last."""
+    times: list[list[float]] = [[] for _ in commands]
     for i in range(runs + 1):
-        start = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, check=False)
-        elapsed = time.perf_counter() - start
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
-        if i:
-            times.append(elapsed)
-    return statistics.median(times)
+        for (argv, env), samples in zip(commands, times, strict=True):
+            start = time.perf_counter()
+            done = subprocess.run(argv, env=env, capture_output=True, check=False)
+            elapsed = time.perf_counter() - start
+            if done.returncode != 0:
+                raise SystemExit(
+                    f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-500:]}"
+                )
+            if i:
+                samples.append(elapsed)
+    return [statistics.median(samples) for samples in times]
 
 
 def tether_command() -> list[str]:
@@ -134,22 +144,22 @@ def main(argv: list[str] | None = None) -> None:
         if tracing:
             print_tracing(tether, env)
             return
-        rows = [
-            ("python -c pass (floor)", measure([sys.executable, "-c", "pass"], env)),
-            ("tether --version", measure([*tether, "--version"], env)),
-            ("tether -p --no-session", measure([*tether, "-p", "hi", "--no-session"], env)),
-            ("tether -p (session stored)", measure([*tether, "-p", "hi"], env)),
-        ]
         user_home = Path(home) / "with-user-files"
         write_user_files(user_home / "config")
         with_files = {**env, "TETHER_HOME": str(user_home)}
-        rows.append(
-            ("tether -p, 20+20+5 user files", measure([*tether, "-p", "hi", "--no-session"], with_files))
-        )
+        commands = [
+            ("python -c pass (floor)", [sys.executable, "-c", "pass"], env),
+            ("tether --version", [*tether, "--version"], env),
+            ("tether -p --no-session", [*tether, "-p", "hi", "--no-session"], env),
+            ("tether -p (session stored)", [*tether, "-p", "hi"], env),
+            ("tether -p, 20+20+5 user files", [*tether, "-p", "hi", "--no-session"], with_files),
+        ]
+        medians = measure_together([(argv, command_env) for _, argv, command_env in commands])
+        rows = [(name, seconds) for (name, _, _), seconds in zip(commands, medians, strict=True)]
         pi = pi_command()
         pi_time = measure([*pi, "--version"], env, runs=7) if pi is not None else None
     floor = rows[0][1]
-    print(f"P3 cold start, median of {RUNS} runs")
+    print(f"P3 cold start, median of {RUNS} rounds; Python {sys.version.split()[0]} ({sys.executable})")
     print(f"{'command':<30} {'ms':>8} {'x floor':>8} {'x pi':>8}")
     for name, seconds in rows:
         vs_pi = f"{seconds / pi_time:8.2f}" if pi_time else f"{'-':>8}"
