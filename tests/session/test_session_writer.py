@@ -281,3 +281,46 @@ def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_
     assert stores[0].get_session("a").leaf_id == "a5" and stores[0].get_session("a").updated == 5
     for store in stores:
         store.close()
+
+
+class _Lease:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.active = True
+
+
+def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session writing alone gets each append committed at once (a `tether -p` run would
+    otherwise wait the batch window for its last entries); once a batch held appends of two
+    sessions, the writer waits the window before the next one, to let them share a commit."""
+    import tether.session.writer as writer_module
+
+    waits: list[float] = []
+    monkeypatch.setattr(writer_module.time, "sleep", waits.append)
+    gate, held = threading.Event(), threading.Event()
+
+    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+        held.set()
+        gate.wait(5)  # hold this batch, so that the next appends queue up together behind it
+
+    writer = BatchWriter(commit_batch, lambda pending: None, "test-writer")
+    alone, other = _Lease("alone"), _Lease("other")
+    writer.submit(alone, [], "e0", 0)
+    assert held.wait(5)
+    second = writer.submit(alone, [], "e1", 0)
+    gate.set()
+    second.result(5)
+    assert waits == []  # one session: no window, before or after its batches
+    gate.clear()
+    held.clear()
+    writer.submit(alone, [], "e2", 0)
+    assert held.wait(5)
+    writer.submit(alone, [], "e3", 0)  # queued behind the held batch, with another session's
+    last = writer.submit(other, [], "e4", 0)
+    gate.set()
+    last.result(5)
+    writer.submit(other, [], "e5", 0).result(5)  # after a shared batch: the window
+    assert waits == [writer_module.BATCH_WINDOW]
+    writer.close()

@@ -27,8 +27,10 @@ from tether.session.store import WriterLease
 BATCH_WINDOW = 0.005
 """Seconds the thread waits after an append arrives before it commits what has queued up: one
 transaction, and one handover of the interpreter lock, for every append of those 5 ms instead
-of one per append (which cost more CPU than the commits themselves). A run waits for its last
-entries about this much longer when it settles."""
+of one per append (which cost more CPU than the commits themselves). It waits only while sessions
+share the writer (its last batch held appends of more than one): a session writing alone, as a
+``tether -p`` run does, has nothing to share a commit with, and would wait the window at the end
+of every run for its last entries."""
 
 
 def _new_done() -> Future[None]:
@@ -101,16 +103,18 @@ class BatchWriter:
             thread.join()
 
     def _run(self) -> None:
+        shared = False  # the last batch held appends of more than one session
         while True:
             with self._wake:
                 while not self._queue and not self._closing:
                     self._wake.wait()
                 if not self._queue:
                     return
-            if not self._closing:
+            if shared and not self._closing:
                 time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
             with self._wake:
                 batch, self._queue = self._queue, []
+            shared = any(pending.lease is not batch[0].lease for pending in batch)
             for pending in batch:  # from now on a waiter cannot cancel (see ``_finish``)
                 pending.done.set_running_or_notify_cancel()
             self._commit(batch)
