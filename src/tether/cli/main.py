@@ -36,15 +36,25 @@ DATABASE_HELP = (
 
 
 def command() -> None:
-    """The ``tether`` command as a process runs it (the console script, ``python -m tether.cli``).
+    """The ``tether`` command as a process runs it (the console script, ``python -m tether.cli``):
+    ``main``, with two settings of Python's cyclic collector that only a process of its own may
+    make, not ``main``, which tests and programs call in theirs.
 
-    Python's exit would then collect every object the run made, several times, before freeing
-    them: 7% of a ``tether -p`` run's instructions, to free memory that the exit returns anyway.
-    Frozen (``gc.freeze``), they are only freed. Not in ``main``, which tests call in their own
-    process: a frozen object is never collected while the process lives on.
+    - A run starts with the collector paused (``run.start_up_done`` resumes it once the session
+      core is built): loading ~250 modules would set off ~50 collections that find nothing, as
+      modules, classes and functions live as long as the process. What the start-up made is then
+      frozen (``gc.freeze``): later collections, an hour of them in an interactive session, need
+      not examine it again.
+    - At exit, what is left is frozen too: the interpreter's shutdown would collect every object,
+      several times, before freeing them, to free memory that the exit returns anyway.
+
+    Together 8% of a ``tether -p`` run's instructions, 10% of a stored one's.
     """
+    args = sys.argv[1:]
+    if not args or args[0] not in SUBCOMMANDS:  # a run: subcommands keep the collector as it is
+        gc.disable()
     try:
-        main()
+        main(args)
     finally:
         gc.freeze()
 
@@ -75,14 +85,7 @@ def _dispatch(args: list[str]) -> None:
             sys.stderr.write(f"tether: {exc}\n")
             sys.exit(1)
     else:
-        # Python's cyclic collector would run ~50 times while a run's ~250 modules load, 4% of a
-        # `tether -p` start-up, and find nothing to free: modules, classes and functions live as
-        # long as the process. It is paused until the session core is built (cli/run.py).
-        gc.disable()
-        try:
-            root_command().main(args, prog_name="tether")
-        finally:
-            gc.enable()
+        root_command().main(args, prog_name="tether")
 
 
 def _quiet_stdout() -> None:

@@ -37,9 +37,10 @@ def _run_mode(options: RunOptions) -> int:
     if options.export is not None:
         from tether.cli.session_files import export_html
 
+        start_up_done()
         return export_html(*options.export)
     if options.mode == "acp":
-        gc.enable()  # an editor's server runs for hours (cli/main.py paused the collector)
+        start_up_done()  # an editor's server runs for hours
         return _run_acp(options)
     try:
         return asyncio.run(_run(options))
@@ -48,6 +49,15 @@ def _run_mode(options: RunOptions) -> int:
     except user_errors() as exc:
         sys.stderr.write(f"tether: {exc}\n")
         return 1
+
+
+def start_up_done() -> None:
+    """The modules are loaded and the core is built: if the ``tether`` command paused the cyclic
+    collector for the start-up (``cli/main.py`` ``command``), freeze what the start-up made and
+    let the collector run."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def run_demo(question: str, model: str | None) -> int:
@@ -112,7 +122,7 @@ async def _run(options: RunOptions) -> int:
         app = InteractiveApp(cwd=cwd)
     ask = app.ask_approval if app is not None else None
     core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
-    gc.enable()  # start-up is over (cli/main.py paused the collector while the modules loaded)
+    start_up_done()
     try:
         if options.name is not None and options.name.strip():
             core.rename(options.name.strip())
