@@ -54,7 +54,8 @@ def _run_mode(options: RunOptions) -> int:
 def start_up_done() -> None:
     """The modules are loaded and the core is built: if the ``tether`` command paused the cyclic
     collector for the start-up (``cli/main.py`` ``command``), freeze what the start-up made and
-    let the collector run."""
+    let the collector run. (A cycle among the frozen objects that dies later stays in memory: the
+    first core's, say, after ``/new`` in the interactive mode; one start-up's worth at most.)"""
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
