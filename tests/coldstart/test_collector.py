@@ -53,16 +53,21 @@ else:
 """
 
 
-def run_probe(tmp_path: Path, *args: str) -> list[list[object]]:
+def probe_env(tmp_path: Path) -> dict[str, str]:
+    """A fresh home, a scripted model answering "hello", and this checkout's tether."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
-    env = {
+    return {
         "TETHER_HOME": str(tmp_path),
         "TETHER_SCRIPTED": str(script),
         "NO_COLOR": "1",
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": os.environ.get("PYTHONPATH", SOURCE),
     }
+
+
+def run_probe(tmp_path: Path, *args: str) -> list[list[object]]:
+    env = probe_env(tmp_path)
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "hello"
@@ -91,15 +96,7 @@ def test_main_leaves_the_collector_alone(tmp_path: Path) -> None:
     ids=["run", "subcommand", "version"],
 )
 def test_the_command_freezes_what_is_left_before_exiting(tmp_path: Path, args: list[str]) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
-    env = {
-        "TETHER_HOME": str(tmp_path),
-        "TETHER_SCRIPTED": str(script),
-        "NO_COLOR": "1",
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", SOURCE),
-    }
+    env = probe_env(tmp_path)
     probe = "import atexit, gc, sys\nfrom tether.cli.main import command\n"
     probe += 'atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))\n'
     probe += f"sys.argv = ['tether', *{args!r}]\ncommand()\n"
@@ -130,8 +127,7 @@ finally:
 
 @pytest.mark.subprocess
 def test_the_acp_server_runs_with_the_collector_on(tmp_path: Path) -> None:
-    env = {"TETHER_HOME": str(tmp_path), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", SOURCE)
+    env = probe_env(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", ACP_PROBE], capture_output=True, text=True, env=env, check=True
     )
