@@ -216,11 +216,10 @@ class RpcServer:
     def _respond(
         self, request_id: p.RequestId | None, command: str, *, data: object = NO_DATA, error: str = ""
     ) -> None:
-        frame: dict[str, Any] = (
-            {"type": "response", "command": command, "success": not error}
-            if request_id is None
-            else {"id": request_id, "type": "response", "command": command, "success": not error}
-        )
+        frame: dict[str, Any] = {} if request_id is None else {"id": request_id}
+        frame["type"] = "response"
+        frame["command"] = command
+        frame["success"] = not error
         if error:
             frame["error"] = error
         elif not isinstance(data, _NoData):
