@@ -52,9 +52,8 @@ def create_find_tool(workspace: Workspace) -> AgentTool:
     async def execute(
         _tool_call_id: str, params: FindParams, signal: AbortSignal | None, _on_update: ToolUpdate | None
     ) -> AgentToolResult[dict[str, Any]]:
-        from tether.tools.search_process import (
-            run_search,  # the search process machinery loads with the first search
-        )
+        # the search process machinery loads with the first search
+        from tether.tools.search_process import run_search
 
         return await run_search("find", workspace, dict(params), signal)
 
