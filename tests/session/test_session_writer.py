@@ -324,3 +324,76 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     writer.submit(other, [], "e5", 0).result(5)  # after a shared batch: the window
     assert waits == [writer_module.BATCH_WINDOW]
     writer.close()
+
+
+def _many_sessions_batch(store: SQLiteStore, sessions: int) -> list[PendingAppend]:
+    """Two appends per session (a user message, then an assistant reply with a cost), in turn."""
+    pending: list[PendingAppend] = []
+    leases: dict[int, WriterLease] = {}
+    for s in range(sessions):
+        store.create_session(f"s{s}", "/w", 0, version=1)
+        leases[s] = store.acquire_writer(f"s{s}")
+    for turn in range(2):
+        for s in range(sessions):
+            entry_id = f"s{s}e{turn}"
+            message: Any = {"role": "user", "content": f"prompt {s}", "timestamp": 1}
+            if turn:
+                usage = {"input": s, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": s + 2,
+                         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": s / 7}}  # fmt: skip
+                message = {"role": "assistant", "content": [{"type": "text", "text": f"reply {s}"}],
+                           "api": "a", "provider": "p", "model": "m", "usage": usage, "stopReason": "stop",
+                           "timestamp": 2}  # fmt: skip
+            parent = f"s{s}e0" if turn else None
+            entry: Any = {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": turn + 1,
+                "message": message,
+            }
+            pending.append(PendingAppend(leases[s], [entry], entry_id, turn + 1))
+    return pending
+
+
+def test_a_batch_of_many_sessions_takes_a_few_statements_and_stores_what_one_by_one_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows go in many at a time: a statement execution per row would hand the interpreter lock
+    back and forth with the event loop's thread once per row. Chunks of 8 rows here (the real
+    size is larger), so 150 sessions' 300 entries span full chunks and a power-of-two rest; the
+    result must equal appending one by one: entries in order, counters and leaves."""
+    import tether.session.sqlite_store as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "ROWS_PER_STATEMENT", 8)
+    batched, one_by_one = SQLiteStore(tmp_path / "batched.db"), SQLiteStore(tmp_path / "one.db")
+    appends = _many_sessions_batch(batched, 150)
+    statements: list[str] = []
+    batched._db.set_trace_callback(statements.append)  # pyright: ignore[reportPrivateUsage]
+    batched._append_batch(appends)  # pyright: ignore[reportPrivateUsage]
+    batched._db.set_trace_callback(None)  # pyright: ignore[reportPrivateUsage]
+    # 300 entries: 37 chunks of 8, then 4; 150 sessions: 18 of 8, then 4 and 2; BEGIN, COMMIT
+    assert len(statements) == 38 + 20 + 2
+    for pending in _many_sessions_batch(one_by_one, 150):
+        one_by_one.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
+    for s in range(150):
+        assert batched.get_session(f"s{s}") == one_by_one.get_session(f"s{s}")
+        assert batched.entries(f"s{s}") == one_by_one.entries(f"s{s}")
+    assert batched.get_session("s149").cost == 149 / 7 and batched.get_session("s149").input_tokens == 149
+    assert [row[0] for row in batched._db.execute("SELECT id FROM entries ORDER BY seq")] == [  # pyright: ignore[reportPrivateUsage]
+        p.entries[0]["id"] for p in appends
+    ]
+    for store in (batched, one_by_one):
+        store.close()
+
+
+def test_a_batch_naming_a_deleted_session_fails_whole(tmp_path: Path) -> None:
+    """The batch is one transaction: a session deleted meanwhile fails it (its entries' foreign
+    key), leaving nothing of it written; the writer then retries each append alone, so only that
+    session's appends fail (``test_batch_writer_retries_a_failed_batch_one_by_one_...``)."""
+    store = SQLiteStore(tmp_path / "s.db")
+    appends = _many_sessions_batch(store, 3)
+    store._db.execute("DELETE FROM sessions WHERE id = 's1'")  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(sqlite3.IntegrityError):
+        store._append_batch(appends)  # pyright: ignore[reportPrivateUsage]
+    assert store.entries("s0") == [] and store.get_session("s0").entry_count == 0
+    store.close()
