@@ -217,6 +217,18 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
         SQLiteStore(tmp_path)
 
 
+def test_sqlites_in_memory_name_is_a_clear_error_not_a_stray_lock_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite3`` reads ``:memory:`` as a database in memory, which would lose every session at
+    exit while the lock files went to ``./:memory:.locks``."""
+    monkeypatch.chdir(tmp_path)
+    for location in (":memory:", "sqlite::memory:"):
+        with pytest.raises(SessionError, match=r"^:memory:: sessions in memory would be gone"):
+            SessionManager.at(location)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_dropped_handle_releases_its_lock(manager: SessionManager) -> None:
     session_id = manager.create("/p").id  # never closed, only dropped
     with manager.open(session_id) as s:

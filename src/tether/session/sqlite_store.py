@@ -157,6 +157,12 @@ class SQLiteStore:
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
         self._mutex = threading.Lock()
         self._writer: BatchWriter | None = None
+        if str(path) == ":memory:":
+            raise SessionDatabaseError(
+                ":memory:: sessions in memory would be gone when the process ends, and their lock"
+                " files would land in the working folder; choose a file with --database (or run"
+                " with --no-session)"
+            )
         if self.path.is_dir():
             raise SessionDatabaseError(
                 f"{self.path}: is a directory, not a session database; choose a file with --database"
