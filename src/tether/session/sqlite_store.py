@@ -454,7 +454,9 @@ def _insert_entries(rows: int) -> str:
 
 @functools.cache
 def _update_counters(rows: int) -> str:
-    """``_UPDATE_COUNTERS`` for ``rows`` sessions at once (``_counter_values`` rows, one per session)."""
+    """``_UPDATE_COUNTERS`` for ``rows`` sessions at once (``_counter_values`` rows, one per session).
+    Not used for one session: ``UPDATE ... FROM`` materialises its rows first, and a single append
+    through it took twice as long (180 against 90 µs)."""
     values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * rows)
     return f"""UPDATE sessions SET leaf_id = u.column1, updated = max(updated, u.column2),
     title = coalesce(u.column3, title), first_prompt = coalesce(first_prompt, u.column4),
