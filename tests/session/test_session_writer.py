@@ -183,52 +183,66 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
     assert committed == ["g0", "g1", "g2"]
 
 
-def test_an_appends_future_is_a_plain_future() -> None:
-    """Thousands of appends wait at once with 1,000 sessions: their futures carry nothing extra
-    for the garbage collector to examine (``Future[None]()`` would keep a ``GenericAlias``)."""
-
-    class Lease:
-        session_id = "s"
-        active = True
-
-    writer = BatchWriter(lambda batch: None, lambda pending: None, "test-writer")
-    done = writer.submit(Lease(), [], "e0", 0)
-    assert vars(done).keys() == vars(Future()).keys()
-    assert done.exception(5) is None
-    writer.close()
-
-
-def test_batch_writer_commits_an_append_whose_waiter_gave_up_and_keeps_serving() -> None:
-    """A waiter cancelled while its append is queued (a run cancelled in ``settle_writes``
-    cancels the future ``asyncio.wrap_future`` chained to it) must not stop the thread: the
-    append is still committed, and so are the ones after it."""
-    committed: list[str] = []
-
-    class Lease:
-        session_id = "s"
-        active = True
-
-    committing, gate = threading.Event(), threading.Event()
+def test_the_appends_of_a_batch_share_one_plain_future() -> None:
+    """Thousands of appends wait at once with 1,000 sessions: one future per batch, not per
+    append, and a plain one (``Future[None]()`` would keep a ``GenericAlias`` on it)."""
+    held, gate = threading.Event(), threading.Event()
 
     def commit_batch(batch: Sequence[PendingAppend]) -> None:
-        committing.set()
-        gate.wait(5)  # the thread is busy: what is submitted now waits in the queue
-        committed.extend(p.entries[0]["id"] for p in batch)
+        held.set()
+        gate.wait(5)  # hold the first batch so the next appends queue up behind it
 
-    def commit_one(pending: PendingAppend) -> None:
-        committed.append(pending.entries[0]["id"])
-
-    writer = BatchWriter(commit_batch, commit_one, "test-writer")
-    entry: Any = lambda i: [{"type": "message", "id": i}]  # noqa: E731
-    writer.submit(Lease(), entry("e0"), "e0", 0)
-    assert committing.wait(5)
-    given_up = writer.submit(Lease(), entry("e1"), "e1", 0)
-    assert given_up.cancel()
+    writer = BatchWriter(commit_batch, lambda pending: None, "test-writer")
+    first = writer.submit(_Lease("a"), [], "e0", 0)
+    assert held.wait(5)
+    queued = [writer.submit(_Lease(s), [], f"e{i}", 0) for i, s in enumerate("abcab", start=1)]
+    assert all(p.committed is queued[0].committed for p in queued)
+    assert queued[0].committed is not first.committed
+    assert vars(queued[0].committed).keys() == vars(Future()).keys()
     gate.set()
-    later = writer.submit(Lease(), entry("e2"), "e2", 0)
-    assert later.exception(5) is None
+    assert [p.exception(5) for p in [first, *queued]] == [None] * 6
     writer.close()
-    assert committed == ["e0", "e1", "e2"]
+
+
+async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_commit_alone(
+    tmp_path: Path,
+) -> None:
+    """A run cancelled in ``settle_writes`` must not cancel the future its batch shares with
+    other sessions' appends: they are still committed and their waiters told so, and the
+    writer keeps serving."""
+    held, gate = threading.Event(), threading.Event()
+
+    class HeldStore(SQLiteStore):
+        def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+            held.set()
+            gate.wait(5)  # the thread is busy: what is appended now waits in the queue
+            super()._append_batch(batch)
+
+    manager = SessionManager(HeldStore(tmp_path / "s.db"))
+    first, second = manager.create("/a"), manager.create("/b")
+    message: Any = lambda text: {"role": "user", "content": text, "timestamp": 1}  # noqa: E731
+    for session in (first, second):
+        session.defer_writes()
+    first.append_message(message("held"))
+    assert await asyncio.to_thread(held.wait, 5)
+    first.append_message(message("a"))  # both queued behind the held batch: one batch, one future
+    second.append_message(message("b"))
+    given_up = asyncio.ensure_future(first.settle_writes())
+    waiting = asyncio.ensure_future(second.settle_writes())
+    await asyncio.sleep(0.01)
+    given_up.cancel()
+    gate.set()
+    await asyncio.wait_for(waiting, 5)  # not cancelled with the other waiter
+    with pytest.raises(asyncio.CancelledError):
+        await given_up
+    await first.settle_writes()
+    first.append_message(message("after"))
+    first.close()
+    second.close()
+    with SessionManager.at(tmp_path / "s.db") as fresh:
+        assert [m["content"] for m in fresh.open(first.id, readonly=True).messages] == ["held", "a", "after"]
+        assert [m["content"] for m in fresh.open(second.id, readonly=True).messages] == ["b"]
+    manager.close()
 
 
 def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_one_stores(

@@ -43,7 +43,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
@@ -66,6 +65,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
+from tether.session.writer import PendingAppend, written_at_once
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -348,13 +348,11 @@ class PostgresStore:
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> Future[None]:
+    ) -> PendingAppend:
         """``append``, at once (failing as it does): a round trip to the server, done before this
         returns. Batching appends of several sessions here is left for when it is measured."""
         self.append(lease, entries, leaf_id, updated)
-        done: Future[None] = Future()  # not Future[None](): see writer.PendingAppend.done
-        done.set_result(None)
-        return done
+        return written_at_once(lease, entries, leaf_id, updated)
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)

@@ -15,11 +15,9 @@ that moves the leaf or closes the session waits for them first.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import AgentEvent
 from tether.session.branching import settle_leaf
@@ -39,6 +37,9 @@ from tether.session.store import (
 )
 from tether.session.tree import EntryTree, Node
 from tether.wire import AgentMessage, ModelInfo, decode_message
+
+if TYPE_CHECKING:
+    from tether.session.writer import PendingAppend
 
 
 class _AtLeaf:
@@ -76,7 +77,7 @@ class Session:
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
         self._next_id: Callable[[], str] | None = None
         self._deferring = False
-        self._pending: list[Future[None]] = []
+        self._pending: list[PendingAppend] = []
         """Deferred appends not known to be committed yet, oldest first."""
         self._unplaced = 0
         """Entries ``catch_up`` added that the context has not taken in (yet): how far back from
@@ -364,16 +365,18 @@ class Session:
         appends are committed before they return again. Raises the first append's failure."""
         self._deferring = False
         if self._pending:
-            with contextlib.suppress(Exception):  # the last one done means all are: one queue
-                await asyncio.wrap_future(self._pending[-1])
+            last = self._pending[-1].committed  # the last one done means all are: one queue
+            if not last.done():
+                # Shielded: a waiter cancelled here must not cancel the commit its batch shares
+                # with other sessions' appends (``wrap_future`` would pass the cancellation on).
+                await asyncio.shield(asyncio.wrap_future(last))
             self._raise_failed_write()
 
     def flush_writes(self) -> None:
         """``settle_writes`` for a caller that may block: wait for the deferred appends."""
         self._deferring = False
         if self._pending:
-            with contextlib.suppress(Exception):
-                self._pending[-1].result()
+            self._pending[-1].committed.result()
             self._raise_failed_write()
 
     def close(self) -> None:
@@ -449,8 +452,8 @@ class Session:
 
     def _raise_failed_write(self) -> None:
         """Forget the committed deferred appends; raise the failure of the first that failed."""
-        while self._pending and self._pending[0].done():
-            failure = self._pending[0].exception()
+        while self._pending and self._pending[0].committed.done():
+            failure = self._pending[0].failure
             if failure is not None:
                 raise failure  # left queued: every later call says it again
             self._pending.pop(0)

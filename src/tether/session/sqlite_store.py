@@ -30,7 +30,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Generator, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Literal
 
@@ -277,9 +276,9 @@ class SQLiteStore:
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> Future[None]:
+    ) -> PendingAppend:
         """``append`` by the store's writer thread, in one transaction with the appends queued
-        with it (``writer.BatchWriter``); the future is done once it is committed."""
+        with it (``writer.BatchWriter``); done once that transaction ended."""
         self._check(lease)
         if self._writer is None:
             self._writer = BatchWriter(

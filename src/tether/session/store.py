@@ -19,9 +19,8 @@ backend off its event loop can call it in a thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from tether.session.entries import EntryDict
 from tether.session.errors import (
@@ -33,6 +32,9 @@ from tether.session.errors import (
     SessionLockedError as SessionLockedError,
     SessionNotFoundError as SessionNotFoundError,
 )
+
+if TYPE_CHECKING:
+    from tether.session.writer import PendingAppend
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +140,9 @@ class SessionStore(Protocol):
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> Future[None]:
+    ) -> PendingAppend:
         """``append``, perhaps committed later by another thread (with other appends), in the
-        order of the calls; the future is done once it is committed, or holds why not."""
+        order of the calls; done once committed, or its ``failure`` says why not."""
         ...
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:

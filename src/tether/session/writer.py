@@ -6,11 +6,16 @@ and one thread of its own commits whatever has queued up since its last commit i
 transaction (``commit_batch``): entries keep their order (one queue, one committing thread), and
 the cost of a commit is shared by the sessions that wrote meanwhile.
 
-Each append gets a ``concurrent.futures.Future``, done once its transaction committed (or failed:
-then it holds the error). If the batch's transaction fails, each of its appends is retried in a
-transaction of its own (``commit_one``), so one bad append (a session deleted meanwhile, a lost
-lease) fails only itself. After a failure, a session's later appends fail without being tried:
-they would hang off an entry that is not there.
+Each append is a ``PendingAppend``; the appends of one batch share one
+``concurrent.futures.Future`` (``committed``), done once their transaction ended. If the batch's
+transaction fails, each of its appends is retried in a transaction of its own (``commit_one``),
+so one bad append (a session deleted meanwhile, a lost lease) fails only itself: its ``failure``
+says why. After a failure, a session's later appends fail without being tried: they would hang
+off an entry that is not there.
+
+One future per batch, not per append: with 1,000 sessions thousands of appends wait at once,
+and a future is a condition, a lock and their bound methods (~10 objects for the garbage
+collector, surviving long enough to reach its oldest generation).
 """
 
 from __future__ import annotations
@@ -33,22 +38,46 @@ share the writer (its last batch held appends of more than one): a session writi
 of every run for its last entries."""
 
 
-def _new_done() -> Future[None]:
+def _new_commit() -> Future[None]:
     """A plain ``Future()``: ``Future[None]()`` would also build a ``GenericAlias`` and keep it on
-    the future (``__orig_class__``), one more object per append for the garbage collector to
-    examine while the append waits (thousands at once with 1,000 sessions)."""
+    the future (``__orig_class__``)."""
     return Future()
 
 
 @dataclass(slots=True)
 class PendingAppend:
-    """An append waiting for the writer thread; ``done`` says how it went."""
+    """An append on its way to the database; once ``committed`` is done, ``failure`` says
+    whether it was written (``None``) or why not."""
 
     lease: WriterLease
     entries: Sequence[EntryDict]
     leaf_id: str
     updated: int
-    done: Future[None] = field(default_factory=_new_done)
+    committed: Future[None] = field(default_factory=_new_commit)
+    """Shared by the appends of one batch: done once their transaction ended, however it went."""
+    failure: BaseException | None = None
+
+    def result(self, timeout: float | None = None) -> None:
+        """Wait (blocking) until the append's batch ended; raise the append's failure, if any."""
+        self.committed.result(timeout)
+        if self.failure is not None:
+            raise self.failure
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Wait (blocking) until the append's batch ended; the append's failure, if any."""
+        self.committed.result(timeout)
+        return self.failure
+
+
+def written_at_once(
+    lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+) -> PendingAppend:
+    """The ``PendingAppend`` of a store that commits an append before ``append_later`` returns."""
+    return PendingAppend(lease, entries, leaf_id, updated, _COMMITTED)
+
+
+_COMMITTED = _new_commit()
+_COMMITTED.set_result(None)
 
 
 class BatchWriter:
@@ -71,6 +100,8 @@ class BatchWriter:
         self._commit_one = commit_one
         self._name = name
         self._queue: list[PendingAppend] = []
+        self._next_commit = _new_commit()
+        """The future of the appends queued now: they go into the next batch together."""
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -79,19 +110,19 @@ class BatchWriter:
 
     def submit(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> Future[None]:
-        """Queue an append; the future is done once it is committed (or failed)."""
-        pending = PendingAppend(lease, entries, leaf_id, updated)
+    ) -> PendingAppend:
+        """Queue an append; it is done once its batch's transaction ended."""
         with self._wake:
             if self._closing:
                 raise RuntimeError("the session store is closed")
+            pending = PendingAppend(lease, entries, leaf_id, updated, self._next_commit)
             self._queue.append(pending)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
             if len(self._queue) == 1:  # the thread waits for the first; it then takes all there are
                 self._wake.notify()
-        return pending.done
+        return pending
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread."""
@@ -114,10 +145,17 @@ class BatchWriter:
                 time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
             with self._wake:
                 batch, self._queue = self._queue, []
+                committed, self._next_commit = self._next_commit, _new_commit()
             shared = any(pending.lease is not batch[0].lease for pending in batch)
-            for pending in batch:  # from now on a waiter cannot cancel (see ``_finish``)
-                pending.done.set_running_or_notify_cancel()
-            self._commit(batch)
+            try:
+                self._commit(batch)
+            except BaseException as exc:  # a bug, or the interpreter exiting: no waiter may take
+                for pending in batch:  # its append for written, nor wait for it forever
+                    if pending.failure is None:
+                        pending.failure = exc
+                raise
+            finally:
+                committed.set_result(None)
 
     def _commit(self, batch: list[PendingAppend]) -> None:
         tried = [p for p in batch if not self._inherit_failure(p)]
@@ -133,29 +171,11 @@ class BatchWriter:
                     self._commit_one(pending)
                 except Exception as exc:  # for its waiter to raise
                     self._failed[id(pending.lease)] = (pending.lease, exc)
-                    _finish(pending, exc)
-                else:
-                    _finish(pending, None)
-            return
-        for pending in tried:
-            _finish(pending, None)
+                    pending.failure = exc
 
     def _inherit_failure(self, pending: PendingAppend) -> bool:
         failed = self._failed.get(id(pending.lease))
         if failed is None or failed[0] is not pending.lease:
             return False
-        _finish(pending, failed[1])
+        pending.failure = failed[1]
         return True
-
-
-def _finish(pending: PendingAppend, failure: BaseException | None) -> None:
-    """Tell the append's waiter how it went, unless the waiter gave up first: a run cancelled
-    while it waits in ``settle_writes`` cancels the future chained to this one. The append was
-    tried all the same; setting a cancelled future would raise and end the thread, leaving every
-    later append waiting forever."""
-    if pending.done.cancelled():
-        return
-    if failure is None:
-        pending.done.set_result(None)
-    else:
-        pending.done.set_exception(failure)
