@@ -175,10 +175,11 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
         writer.submit(bad, entry("b2"), "b2", 0),
     ]
     gate.set()
-    first.result(5)
-    assert [f.exception(5) is None for f in futures] == [True, False, True, False]
-    assert str(futures[1].exception()) == "bad session"
-    assert futures[3].exception() is futures[1].exception(), "b2 inherits b1's failure, untried"
+    first.committed.result(5)
+    futures[-1].committed.result(5)
+    assert [f.failure is None for f in futures] == [True, False, True, False]
+    assert str(futures[1].failure) == "bad session"
+    assert futures[3].failure is futures[1].failure, "b2 inherits b1's failure, untried"
     writer.close()
     assert committed == ["g0", "g1", "g2"]
 
@@ -200,7 +201,9 @@ def test_the_appends_of_a_batch_share_one_plain_future() -> None:
     assert queued[0].committed is not first.committed
     assert vars(queued[0].committed).keys() == vars(Future()).keys()
     gate.set()
-    assert [p.exception(5) for p in [first, *queued]] == [None] * 6
+    for pending in (first, *queued):
+        pending.committed.result(5)
+    assert [p.failure for p in [first, *queued]] == [None] * 6
     writer.close()
 
 
@@ -325,7 +328,7 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     assert held.wait(5)
     second = writer.submit(alone, [], "e1", 0)
     gate.set()
-    second.result(5)
+    second.committed.result(5)
     assert waits == []  # one session: no window, before or after its batches
     gate.clear()
     held.clear()
@@ -334,8 +337,8 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     writer.submit(alone, [], "e3", 0)  # queued behind the held batch, with another session's
     last = writer.submit(other, [], "e4", 0)
     gate.set()
-    last.result(5)
-    writer.submit(other, [], "e5", 0).result(5)  # after a shared batch: the window
+    last.committed.result(5)
+    writer.submit(other, [], "e5", 0).committed.result(5)  # after a shared batch: the window
     assert waits == [writer_module.BATCH_WINDOW]
     writer.close()
 

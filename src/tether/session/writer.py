@@ -57,17 +57,6 @@ class PendingAppend:
     """Shared by the appends of one batch: done once their transaction ended, however it went."""
     failure: BaseException | None = None
 
-    def result(self, timeout: float | None = None) -> None:
-        """Wait (blocking) until the append's batch ended; raise the append's failure, if any."""
-        self.committed.result(timeout)
-        if self.failure is not None:
-            raise self.failure
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        """Wait (blocking) until the append's batch ended; the append's failure, if any."""
-        self.committed.result(timeout)
-        return self.failure
-
 
 def written_at_once(
     lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
