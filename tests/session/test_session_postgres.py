@@ -1,26 +1,36 @@
 """What only the PostgreSQL store has: json rows, migrations under a concurrent start, appends
 retried after a lost connection, fencing of a writer that lost its lock, two processes with
-their own pools contending for one session, and connection errors as one clear line."""
+their own pools contending for one session, connection errors as one clear line, and the writer
+thread committing a run's appends, many sessions' at once, while the event loop goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import socket
+import threading
+from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 import pytest
 import session_children
 from session_helpers import assistant, open_when_free, text, user
 
+from tether.agent import Agent, AgentTool, AgentToolResult
 from tether.session import (
+    AgentSession,
     PostgresStore,
     SchemaVersionError,
     SessionError,
     SessionManager,
 )
+from tether.session.entries import EntryDict
 from tether.session.postgres_schema import SCHEMA_VERSION
+from tether.session.writer import PendingAppend
 from tether.testing.postgres import PostgresServer
+from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import dumpb
 
 PRELOAD = ["tether.session", "tether.session.postgres_store", "session_children"]
@@ -191,3 +201,137 @@ def test_connection_errors_are_one_line_without_the_password(postgres: PostgresS
     )
     assert 'database "no_such_db" does not exist' in message
     assert "s3cret" not in message and "\n" not in message
+
+
+# -- the writer thread -----------------------------------------------------------------------------
+
+
+def _message_entry(entry_id: str, parent: str | None, content: str) -> EntryDict:
+    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": 2, "message": user(content)}
+
+
+def test_a_deferred_append_waits_for_the_server_on_the_writer_thread_not_the_callers(
+    postgres_url: str,
+) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        store.create_session("S", "/p", 1, version=1)
+        lease = store.acquire_writer("S")
+        watch = store.watch("S")
+        queued: list[PendingAppend] = []
+        returned = threading.Event()
+
+        def append_later() -> None:
+            queued.append(store.append_later(lease, [_message_entry("E1", None, "q")], "E1", 2))
+            returned.set()
+
+        with psycopg.connect(postgres_url) as blocker:  # a transaction holding the session's row
+            blocker.execute("SELECT 1 FROM tether_sessions WHERE id = 'S' FOR UPDATE")
+            caller = threading.Thread(target=append_later, daemon=True)
+            caller.start()
+            returned_at_once = returned.wait(5)
+            committed_meanwhile = bool(queued) and queued[0].committed.done()
+            blocker.rollback()
+        caller.join()
+        assert returned_at_once, "append_later waited for the server"
+        assert not committed_meanwhile
+        queued[0].committed.result(timeout=10)
+        assert queued[0].failure is None
+        assert [e.id for e in store.entries("S")] == ["E1"]
+        assert store.get_session("S").leaf_id == "E1"
+        assert watch.wait(5), "a follower hears of a batched append"
+        watch.close()
+    finally:
+        store.close()
+
+
+def test_a_batch_with_a_session_taken_over_writes_nothing_and_then_fails_only_that_one(
+    postgres_url: str,
+) -> None:
+    store = PostgresStore(postgres_url)
+    try:
+        leases = []
+        for i in range(3):
+            store.create_session(f"s{i}", "/p", 1, version=1)
+            leases.append(store.acquire_writer(f"s{i}"))
+        with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took s1 over
+            db.execute("UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = 's1'")
+        batch = [
+            PendingAppend(lease, [_message_entry(f"E{i}", None, f"to s{i}")], f"E{i}", 2)
+            for i, lease in enumerate(leases)
+        ]
+        with pytest.raises(Exception):  # noqa: B017 - which exception is the store's own business
+            store._append_batch(batch)  # pyright: ignore[reportPrivateUsage]
+        assert [store.get_session(f"s{i}").entry_count for i in range(3)] == [0, 0, 0]
+        queued = [
+            store.append_later(lease, [_message_entry(f"F{i}", None, f"to s{i}")], f"F{i}", 3)
+            for i, lease in enumerate(leases)
+        ]
+        for pending in queued:
+            pending.committed.result(timeout=10)
+        assert queued[0].failure is None and queued[2].failure is None
+        assert isinstance(queued[1].failure, SessionError)
+        assert "taken over by pid 7" in str(queued[1].failure)
+        assert [[e.id for e in store.entries(f"s{i}")] for i in range(3)] == [["F0"], [], ["F2"]]
+        assert [store.get_session(f"s{i}").message_count for i in range(3)] == [1, 0, 1]
+    finally:
+        store.close()
+
+
+class _WatchedStore(PostgresStore):
+    """Notes the thread and the number of sessions of each batch it commits."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.batches: list[tuple[int, int]] = []
+
+    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        self.batches.append((threading.get_ident(), len({p.lease.session_id for p in batch})))
+        super()._append_batch(batch)
+
+
+async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="Echo",
+    description="Echo the text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=_echo,
+)
+
+
+async def test_concurrent_runs_commit_off_the_loop_in_shared_batches_and_keep_each_sessions_order(
+    postgres_url: str,
+) -> None:
+    store = _WatchedStore(postgres_url)
+    manager = SessionManager(store)
+    cores = []
+    for i in range(20):
+        model = ScriptedModel(
+            [reply(tool_call("echo", {"text": f"{i}-{t}"})) for t in range(4)] + [reply(f"done {i}")]
+        )
+        cores.append(
+            AgentSession(Agent(model=model.model, stream_fn=model, tools=[ECHO]), manager.create(f"/p/{i}"))
+        )
+    await asyncio.gather(*(core.prompt(f"go {i}") for i, core in enumerate(cores)))
+    loop_thread = threading.get_ident()
+    assert store.batches and all(thread != loop_thread for thread, _ in store.batches)
+    assert max(sessions for _, sessions in store.batches) > 1, (
+        "appends of several sessions in one transaction"
+    )
+    expected = {}
+    for core in cores:
+        assert core.session is not None
+        expected[core.session.id] = ([e["id"] for e in core.session.entries()], core.session.record)
+        await core.close()
+    manager.close()
+    with SessionManager.at(postgres_url) as fresh:
+        for session_id, (ids, record) in expected.items():
+            reopened = fresh.open(session_id, readonly=True)
+            # the two settings entries, the prompt, four calls and their results, the answer
+            assert len(ids) == 2 + 1 + 4 * 2 + 1 and [e["id"] for e in reopened.entries()] == ids
+            assert [e["id"] for e in reopened.path()] == ids, "one chain, in append order"
+            assert reopened.record == record

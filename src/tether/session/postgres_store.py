@@ -24,6 +24,12 @@ statement that fails on a lost connection is retried on another; if the first at
 committed, the retry inserts nothing and its counters add nothing (they count only when the
 entries were new), so a retry can neither duplicate an entry nor double a counter.
 
+Appends during a run (``append_later``) go to a thread of the store's own (``writer.BatchWriter``),
+which commits what has queued up meanwhile in one transaction: a statement per session, sent
+together in one round trip (``executemany``, pipelined). On the event loop's thread each append
+would wait for the server, holding up every other session in the process: 1,000 sessions with
+a local server took 13.6-20.9 s instead of 2.6-2.9 s on SQLite, the loop stalled for seconds.
+
 Following: after each append commits, the writer sends ``NOTIFY "tether.<session id>"``, which
 ``watch`` listens to, from any host. It is a transaction of its own, on purpose: PostgreSQL
 serialises the commits of all notifying transactions on one lock, so a notification inside the
@@ -65,7 +71,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
-from tether.session.writer import PendingAppend, written_at_once
+from tether.session.writer import BatchWriter, PendingAppend
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -177,6 +183,7 @@ class PostgresStore:
         # Weak: a lease dropped with its session handle must be collected, and then unlock (__del__).
         self._held: weakref.WeakValueDictionary[str, AdvisoryLease] = weakref.WeakValueDictionary()
         self._unlock_later: list[AdvisoryLease] = []
+        self._writer: BatchWriter | None = None
         # The first connection reports a bad URL or password as it is, migrates, then holds locks.
         self._lock_db = self._connect_locks()
         try:
@@ -313,26 +320,7 @@ class PostgresStore:
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:
         held = self._check(lease)
-        c = count_entries(entries)
-        params = {
-            "session": held.session_id,
-            "token": held.token,
-            "ids": [e["id"] for e in entries],
-            "parents": [e.get("parentId") for e in entries],
-            "types": [e["type"] for e in entries],
-            "created": [e["timestamp"] for e in entries],
-            "payloads": [encode_entry(e).decode() for e in entries],
-            "leaf": leaf_id,
-            "updated": updated,
-            "title": c.title,
-            "first_prompt": c.first_prompt,
-            "messages": c.messages,
-            "cost": c.cost,
-            "input_tokens": c.input_tokens,
-            "output_tokens": c.output_tokens,
-            "cache_read_tokens": c.cache_read_tokens,
-            "cache_write_tokens": c.cache_write_tokens,
-        }
+        params = _append_params(held, entries, leaf_id, updated)
         channel = NOTIFY_PREFIX + held.session_id
 
         def work(db: Connection) -> tuple[Any, ...] | None:
@@ -349,10 +337,47 @@ class PostgresStore:
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> PendingAppend:
-        """``append``, at once (failing as it does): a round trip to the server, done before this
-        returns. Batching appends of several sessions here is left for when it is measured."""
-        self.append(lease, entries, leaf_id, updated)
-        return written_at_once(lease, entries, leaf_id, updated)
+        """``append`` by the store's writer thread, in one transaction with the appends queued
+        with it (see the module docstring); done once that transaction ended."""
+        self._check(lease)
+        if self._writer is None:
+            self._writer = BatchWriter(self._append_batch, self._append_one, "tether-postgres")
+        return self._writer.submit(lease, entries, leaf_id, updated)
+
+    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        """Every append of ``batch`` in one transaction, one ``_APPEND`` per session (its appends'
+        entries in order, counters summed, the last one's leaf), all sent at once; then one
+        notification per session. A session whose lease was lost matches no row: the whole
+        batch is rolled back and the writer tries each append alone, so only that one fails."""
+        by_session: dict[str, list[PendingAppend]] = {}
+        for pending in batch:
+            self._check(pending.lease)
+            by_session.setdefault(pending.lease.session_id, []).append(pending)
+        params = [
+            _append_params(
+                self._check(appends[0].lease),
+                [entry for pending in appends for entry in pending.entries],
+                appends[-1].leaf_id,
+                max(pending.updated for pending in appends),
+            )
+            for appends in by_session.values()
+        ]
+        channels = [NOTIFY_PREFIX + session_id for session_id in by_session]
+
+        def work(db: Connection) -> None:
+            with db.transaction(), db.cursor() as cursor:
+                cursor.executemany(_APPEND, params, returning=True)
+                while True:
+                    if cursor.fetchone() is None:
+                        raise _FencedOff
+                    if not cursor.nextset():
+                        break
+            db.execute("SELECT pg_notify(channel, '') FROM unnest(%s::text[]) AS channel", (channels,))
+
+        self._run(work)
+
+    def _append_one(self, pending: PendingAppend) -> None:
+        self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)
@@ -399,6 +424,8 @@ class PostgresStore:
         return NotifyWatch(self.connect, session_id)
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # what is queued is committed first
         with self._lock_mutex:
             self._held.clear()
             self._unlock_later.clear()
@@ -526,6 +553,36 @@ class NotifyWatch:
         db = self._connect()
         db.execute(sql.SQL("LISTEN {}").format(self._channel))
         return db
+
+
+class _FencedOff(Exception):
+    """A batched append matched no session row (deleted, or its writer lost the lease)."""
+
+
+def _append_params(
+    held: AdvisoryLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
+) -> dict[str, Any]:
+    """``_APPEND``'s parameters: the entries as columns, the new leaf, what the counters add."""
+    c = count_entries(entries)
+    return {
+        "session": held.session_id,
+        "token": held.token,
+        "ids": [e["id"] for e in entries],
+        "parents": [e.get("parentId") for e in entries],
+        "types": [e["type"] for e in entries],
+        "created": [e["timestamp"] for e in entries],
+        "payloads": [encode_entry(e).decode() for e in entries],
+        "leaf": leaf_id,
+        "updated": updated,
+        "title": c.title,
+        "first_prompt": c.first_prompt,
+        "messages": c.messages,
+        "cost": c.cost,
+        "input_tokens": c.input_tokens,
+        "output_tokens": c.output_tokens,
+        "cache_read_tokens": c.cache_read_tokens,
+        "cache_write_tokens": c.cache_write_tokens,
+    }
 
 
 def _get(db: Connection, session_id: str) -> SessionRecord:

@@ -58,17 +58,6 @@ class PendingAppend:
     failure: BaseException | None = None
 
 
-def written_at_once(
-    lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-) -> PendingAppend:
-    """The ``PendingAppend`` of a store that commits an append before ``append_later`` returns."""
-    return PendingAppend(lease, entries, leaf_id, updated, _COMMITTED)
-
-
-_COMMITTED = _new_commit()
-_COMMITTED.set_result(None)
-
-
 class BatchWriter:
     """One thread committing queued appends, a batch per transaction (see the module docstring).
 

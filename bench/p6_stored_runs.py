@@ -1,0 +1,158 @@
+"""P6b: 1,000 ``AgentSession`` runs at once in one event loop, stored on SQLite and on PostgreSQL.
+
+Each session runs 3 prompts with the scripted model (a call of the ``echo`` tool, then a text),
+so it stores 12 entries: what the store costs a service running many agents, without a network
+model in the way (``p6_concurrency.py`` has that). A run's appends go to the store's writer
+thread, which commits those of all sessions that wrote meanwhile in one transaction; on
+PostgreSQL (a private server on loopback, default durable settings) each commit is a round trip
+and a disk flush, so the event loop must never wait for one. Measured per run, each in a fresh
+process: wall time of the runs, CPU of the process and of the event loop's thread, and the
+loop's stalls (a task sleeping 1 ms and noting how late it woke: p99 and worst). Afterwards
+every session's row must count its 12 entries. Runs alternate SQLite/PostgreSQL, medians shown;
+the ratio is PostgreSQL's over SQLite's.
+
+    python bench/p6_stored_runs.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from _summary import record
+from _table import print_table
+from tether.agent import Agent, AgentTool, AgentToolResult
+from tether.session import AgentSession, SessionManager
+from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
+from tether.testing.scripted import ScriptedModel, reply, text, tool_call
+
+SESSIONS = 1_000
+PROMPTS = 3
+ROUNDS = 3
+ENTRIES = 2 + PROMPTS * 4
+"""Per session: the two settings entries, then per prompt the prompt, the call, its result, the text."""
+
+
+async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="echo",
+    description="Echo text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=_echo,
+)
+
+
+async def run(location: str) -> dict[str, float]:
+    manager = SessionManager.at(location)
+    cores = []
+    for i in range(SESSIONS):
+        model = ScriptedModel(
+            [
+                r
+                for k in range(PROMPTS)
+                for r in (reply(tool_call("echo", {"text": f"s{i} k{k}"})), reply(text("done")))
+            ]
+        )
+        agent = Agent(model=model.model, stream_fn=model, tools=[ECHO])
+        cores.append(AgentSession(agent, manager.create(f"/bench/{i}"), cwd=Path(__file__).parent))
+    stalls: list[float] = []
+    running = True
+
+    async def heartbeat() -> None:
+        while running:
+            start = time.perf_counter()
+            await asyncio.sleep(0.001)
+            stalls.append(time.perf_counter() - start - 0.001)
+
+    async def conversation(i: int, core: AgentSession) -> None:
+        for k in range(PROMPTS):
+            await core.prompt(f"session {i} prompt {k}: call echo")
+
+    beat = asyncio.create_task(heartbeat())
+    wall, cpu, loop_cpu = time.perf_counter(), time.process_time(), time.thread_time()
+    await asyncio.gather(*(conversation(i, core) for i, core in enumerate(cores)))
+    wall, cpu, loop_cpu = time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - loop_cpu
+    running = False
+    await beat
+    for core in cores:
+        await core.close()
+    counts = [record.entry_count for record in manager.list()]
+    manager.close()
+    if counts != [ENTRIES] * SESSIONS:
+        raise RuntimeError(f"expected {SESSIONS} sessions of {ENTRIES} entries, found {sorted(set(counts))}")
+    stalls.sort()
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "loop_cpu": loop_cpu,
+        "stall_p99": stalls[int(len(stalls) * 0.99)],
+        "stall_max": stalls[-1],
+    }
+
+
+def spawn(location: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", location], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out)
+
+
+def fresh_schema(server_url: str, name: str) -> str:
+    with psycopg.connect(server_url, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {name}")
+    return f"{server_url}?options=-csearch_path%3D{name}"
+
+
+def main() -> None:
+    if find_bin_dir() is None:
+        print(f"P6b skipped: the benchmark {INSTALL_HINT}")
+        return
+    results: dict[str, list[dict[str, float]]] = {"SQLite": [], "PostgreSQL": []}
+    with tempfile.TemporaryDirectory() as tmp, postgres_server(settings={}) as server:
+        for r in range(ROUNDS):
+            results["SQLite"].append(spawn(str(Path(tmp) / f"sessions-{r}.db")))
+            results["PostgreSQL"].append(spawn(fresh_schema(server.url(), f"bench_{r}")))
+    median = {
+        store: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        for store, runs in results.items()
+    }
+    rows = [
+        [
+            store,
+            f"{m['wall']:.2f}",
+            f"{m['cpu']:.2f}",
+            f"{m['loop_cpu']:.2f}",
+            f"{m['stall_p99'] * 1e3:.0f}",
+            f"{m['stall_max'] * 1e3:.0f}",
+        ]
+        for store, m in median.items()
+    ]
+    ratio = median["PostgreSQL"]["wall"] / median["SQLite"]["wall"]
+    rows.append(["PostgreSQL / SQLite", f"{ratio:.2f}x", "", "", "", ""])
+    print_table(
+        f"P6b {SESSIONS} AgentSession runs at once x {PROMPTS} prompts, scripted model, "
+        f"{ENTRIES} entries each (medians of {ROUNDS}, alternating)",
+        ["store", "wall s", "CPU s", "loop thread CPU s", "stall p99 ms", "worst stall ms"],
+        rows,
+    )
+    record("stored runs wall, PostgreSQL", ratio, "the same runs on SQLite")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(asyncio.run(run(sys.argv[2]))))
+    else:
+        main()
