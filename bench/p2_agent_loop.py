@@ -11,6 +11,11 @@ in an awaited emit sink.
     .venv/bin/python bench/p2_agent_loop.py     # installs bench/reference with npm ci if needed
     .venv/bin/python bench/p2_agent_loop.py --tracing
 
+A third row is P2's Python floor (``_p2_floor.py``): the same events and event-loop passes with
+nothing else an agent loop does. Tether over the floor is what tether's loop costs; the floor over
+the reference is what CPython and asyncio cost on this workload, whatever the loop does (on this
+machine the floor alone takes longer than pi-agent-core, so tether cannot reach the reference).
+
 ``--tracing`` measures tether with OpenTelemetry off and on, side by side, instead of the reference.
 On: the SDK records every span (a batch processor feeding an exporter that drops them) and every
 metric (an in-memory reader), content capture off: what an instrumented production run pays.
@@ -28,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _p2_floor
 from _summary import record
 from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
 from tether.telemetry import Instrumentation
@@ -97,6 +103,22 @@ async def measure(instrumentation: Instrumentation | None = None) -> tuple[int, 
     return runs[0][0], min(run[1] for run in runs), min(run[2] for run in runs)
 
 
+async def floor_once() -> tuple[int, float, float]:
+    cpu_start, start = time.process_time(), time.perf_counter()
+    events, messages = await _p2_floor.run(TURNS, CALLS)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    if messages != 1 + TURNS * (1 + CALLS) + 1:
+        raise RuntimeError(f"the floor's transcript has {messages} messages")
+    return events, seconds, cpu_seconds
+
+
+async def measure_floor() -> tuple[int, float, float]:
+    """``measure`` for the Python floor."""
+    await floor_once()
+    runs = [await floor_once() for _ in range(REPEATS)]
+    return runs[0][0], min(run[1] for run in runs), min(run[2] for run in runs)
+
+
 def recording_instrumentation() -> Instrumentation:
     """The OpenTelemetry SDK recording everything, exporting nowhere."""
     from collections.abc import Sequence
@@ -151,24 +173,33 @@ def main(argv: list[str] | None = None) -> None:
         print_tracing()
         return
     events, seconds, cpu_seconds = asyncio.run(measure())
+    floor_events, floor_seconds, floor_cpu = asyncio.run(measure_floor())
+    if floor_events != events:
+        raise RuntimeError(f"the floor emitted {floor_events} events, tether {events}")
     rate, cpu_rate = events / seconds, events / cpu_seconds
     print(f"P2 agent loop: {TURNS} turns x {CALLS} parallel tool calls, scripted model, best of {REPEATS}")
-    print(f"  {'':10} {'events':>6} {'wall ms':>8} {'events/s':>10} {'cpu ms':>8} {'events/cpu-s':>12}")
+    print(f"  {'':12} {'events':>6} {'wall ms':>8} {'events/s':>10} {'cpu ms':>8} {'events/cpu-s':>12}")
     print(
-        f"  {'tether':10} {events:6d} {seconds * 1e3:8.1f} {rate:10.0f} {cpu_seconds * 1e3:8.1f} {cpu_rate:12.0f}"
+        f"  {'tether':12} {events:6d} {seconds * 1e3:8.1f} {rate:10.0f} {cpu_seconds * 1e3:8.1f} {cpu_rate:12.0f}"
     )
+    print(
+        f"  {'Python floor':12} {events:6d} {floor_seconds * 1e3:8.1f} {events / floor_seconds:10.0f} "
+        f"{floor_cpu * 1e3:8.1f} {events / floor_cpu:12.0f}   bench/_p2_floor.py"
+    )
+    record("agent loop CPU", cpu_seconds / floor_cpu, "P2's Python floor")
     ref = reference()
     if ref is None:
         return
     print(
-        f"  {'reference':10} {ref['events']:6d} {ref['seconds'] * 1e3:8.1f} {ref['eventsPerSecond']:10.0f} "
+        f"  {'reference':12} {ref['events']:6d} {ref['seconds'] * 1e3:8.1f} {ref['eventsPerSecond']:10.0f} "
         f"{ref['cpuSeconds'] * 1e3:8.1f} {ref['eventsPerCpuSecond']:12.0f}   pi-agent-core 0.73.1, Node {_node_version()}"
     )
     record("agent loop wall", ref["eventsPerSecond"] / rate, "pi-agent-core 0.73.1", "<= 1")
     record("agent loop CPU", ref["eventsPerCpuSecond"] / cpu_rate, "pi-agent-core 0.73.1", "<= 1")
     print(
         f"  ratio tether/reference: {rate / ref['eventsPerSecond']:.2f}x wall, "
-        f"{cpu_rate / ref['eventsPerCpuSecond']:.2f}x cpu"
+        f"{cpu_rate / ref['eventsPerCpuSecond']:.2f}x cpu; tether/floor {floor_cpu / cpu_seconds:.2f}x cpu, "
+        f"floor/reference {ref['cpuSeconds'] / floor_cpu:.2f}x cpu (events per CPU second)"
     )
 
 
