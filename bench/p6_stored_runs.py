@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from _summary import record
 from _table import print_table
@@ -57,7 +58,7 @@ ECHO = AgentTool(
 
 async def run(location: str) -> dict[str, float]:
     manager = SessionManager.at(location)
-    cores = []
+    cores: list[AgentSession] = []
     for i in range(SESSIONS):
         model = ScriptedModel(
             [
@@ -112,7 +113,7 @@ def spawn(location: str) -> dict[str, float]:
 
 def fresh_schema(server_url: str, name: str) -> str:
     with psycopg.connect(server_url, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {name}")
+        db.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     return f"{server_url}?options=-csearch_path%3D{name}"
 
 
