@@ -97,6 +97,9 @@ _RECORD_COLUMNS = (
 )
 _ENTRY_COLUMNS = "id, parent_id, type, created, payload"
 
+# The entries' columns go as binary arrays (``%b``): as text, each array is a literal in which
+# psycopg escapes every quote of every JSON payload, a regular-expression substitution each
+# (1,000 sessions' runs: 752,000 of them, half the writer thread's CPU).
 _APPEND = f"""
 WITH target AS (
     SELECT id FROM tether_sessions WHERE id = %(session)s AND writer_token = %(token)s FOR UPDATE
@@ -104,7 +107,7 @@ WITH target AS (
     INSERT INTO tether_entries (session_id, id, parent_id, type, created, payload)
     SELECT target.id, e.id, e.parent_id, e.type, e.created, e.payload
     FROM target, unnest(
-        %(ids)s::text[], %(parents)s::text[], %(types)s::text[], %(created)s::bigint[], %(payloads)s::json[]
+        %(ids)b::text[], %(parents)b::text[], %(types)b::text[], %(created)b::bigint[], %(payloads)b::json[]
     ) WITH ORDINALITY AS e (id, parent_id, type, created, payload, ord)
     ORDER BY e.ord
     ON CONFLICT (session_id, id) DO NOTHING
