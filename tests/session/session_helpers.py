@@ -1,10 +1,12 @@
-"""Message builders for the session tests (the scripted model is ``tether.testing.scripted``)."""
+"""Message builders and an echo tool for the session tests (the scripted model is
+``tether.testing.scripted``)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, cast
 
+from tether.agent import AgentTool, AgentToolResult
 from tether.session import Session, SessionLockedError, SessionManager
 from tether.wire import AgentMessage, ModelInfo
 
@@ -88,3 +90,17 @@ def open_when_free(manager: SessionManager, session_id: str) -> Session:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
+
+
+ECHO = AgentTool(
+    name="echo",
+    label="Echo",
+    description="Echo the text",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    execute=_echo,
+)
+"""A tool answering with the text it was given."""

@@ -11,14 +11,13 @@ import os
 import socket
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import psycopg
 import pytest
 import session_children
-from session_helpers import assistant, open_when_free, text, user
+from session_helpers import ECHO, assistant, open_when_free, text, user
 
-from tether.agent import Agent, AgentTool, AgentToolResult
+from tether.agent import Agent
 from tether.session import (
     AgentSession,
     PostgresStore,
@@ -288,19 +287,6 @@ class _WatchedStore(PostgresStore):
     def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
         self.batches.append((threading.get_ident(), len({p.lease.session_id for p in batch})))
         super()._append_batch(batch)
-
-
-async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
-    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
-
-
-ECHO = AgentTool(
-    name="echo",
-    label="Echo",
-    description="Echo the text",
-    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    execute=_echo,
-)
 
 
 async def test_concurrent_runs_commit_off_the_loop_in_shared_batches_and_keep_each_sessions_order(

@@ -14,27 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from session_helpers import ECHO
 
-from tether.agent import Agent, AgentTool, AgentToolResult
+from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
 from tether.session.entries import EntryDict
 from tether.session.sqlite_store import SQLiteStore
 from tether.session.store import SessionError, SessionRecord, WriterLease
 from tether.session.writer import BatchWriter, PendingAppend
 from tether.testing.scripted import ScriptedModel, reply, tool_call
-
-
-async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
-    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
-
-
-ECHO = AgentTool(
-    name="echo",
-    label="Echo",
-    description="Echo the text",
-    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    execute=_echo,
-)
 
 
 class WatchedStore(SQLiteStore):
