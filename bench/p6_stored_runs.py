@@ -24,14 +24,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from _summary import record
 from _table import print_table
-from tether.agent import Agent, AgentTool, AgentToolResult
+from p2_agent_loop import ECHO
+from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
 from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
@@ -41,19 +41,6 @@ PROMPTS = 3
 ROUNDS = 3
 ENTRIES = 2 + PROMPTS * 4
 """Per session: the two settings entries, then per prompt the prompt, the call, its result, the text."""
-
-
-async def _echo(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
-    return AgentToolResult(content=[{"type": "text", "text": params["text"]}])
-
-
-ECHO = AgentTool(
-    name="echo",
-    label="echo",
-    description="Echo text",
-    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    execute=_echo,
-)
 
 
 async def run(location: str) -> dict[str, float]:
