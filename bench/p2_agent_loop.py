@@ -14,7 +14,8 @@ in an awaited emit sink.
 A third row is P2's Python floor (``_p2_floor.py``): the same events and event-loop passes with
 nothing else an agent loop does. Tether over the floor is what tether's loop costs; the floor over
 the reference is what CPython and asyncio cost on this workload, whatever the loop does (on this
-machine the floor alone takes longer than pi-agent-core, so tether cannot reach the reference).
+machine the floor alone costs about as much CPU as pi-agent-core or more, so tether, which does
+more than the floor, cannot reach the reference).
 
 ``--tracing`` measures tether with OpenTelemetry off and on, side by side, instead of the reference.
 On: the SDK records every span (a batch processor feeding an exporter that drops them) and every
