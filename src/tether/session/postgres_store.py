@@ -27,8 +27,9 @@ entries were new), so a retry can neither duplicate an entry nor double a counte
 Appends during a run (``append_later``) go to a thread of the store's own (``writer.BatchWriter``),
 which commits what has queued up meanwhile in one transaction: a statement per session, sent
 together in one round trip (``executemany``, pipelined). On the event loop's thread each append
-would wait for the server, holding up every other session in the process: 1,000 sessions with
-a local server took 13.6-20.9 s instead of 2.6-2.9 s on SQLite, the loop stalled for seconds.
+would wait for the server, holding up every other session in the process: 1,000 sessions' runs
+against a local server took 26-29 s instead of 2.3-3 s on SQLite, the loop stalled for 5-7 s at
+a time (``bench/p6_stored_runs.py``; 4-5 s with the writer thread).
 
 Following: after each append commits, the writer sends ``NOTIFY "tether.<session id>"``, which
 ``watch`` listens to, from any host. It is a transaction of its own, on purpose: PostgreSQL
@@ -352,18 +353,18 @@ class PostgresStore:
         entries in order, counters summed, the last one's leaf), all sent at once; then one
         notification per session. A session whose lease was lost matches no row: the whole
         batch is rolled back and the writer tries each append alone, so only that one fails."""
-        by_session: dict[str, list[PendingAppend]] = {}
+        by_session: dict[str, tuple[AdvisoryLease, list[PendingAppend]]] = {}
         for pending in batch:
-            self._check(pending.lease)
-            by_session.setdefault(pending.lease.session_id, []).append(pending)
+            held = self._check(pending.lease)
+            by_session.setdefault(held.session_id, (held, []))[1].append(pending)
         params = [
             _append_params(
-                self._check(appends[0].lease),
+                held,
                 [entry for pending in appends for entry in pending.entries],
                 appends[-1].leaf_id,
                 max(pending.updated for pending in appends),
             )
-            for appends in by_session.values()
+            for held, appends in by_session.values()
         ]
         channels = [NOTIFY_PREFIX + session_id for session_id in by_session]
 
