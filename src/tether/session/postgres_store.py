@@ -72,7 +72,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
-from tether.session.writer import BatchWriter, PendingAppend
+from tether.session.writer import BatchWriter, PendingAppend, by_session
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
@@ -353,20 +353,14 @@ class PostgresStore:
         entries in order, counters summed, the last one's leaf), all sent at once; then one
         notification per session. A session whose lease was lost matches no row: the whole
         batch is rolled back and the writer tries each append alone, so only that one fails."""
-        by_session: dict[str, tuple[AdvisoryLease, list[PendingAppend]]] = {}
         for pending in batch:
-            held = self._check(pending.lease)
-            by_session.setdefault(held.session_id, (held, []))[1].append(pending)
+            self._check(pending.lease)
+        groups = by_session(batch)
         params = [
-            _append_params(
-                held,
-                [entry for pending in appends for entry in pending.entries],
-                appends[-1].leaf_id,
-                max(pending.updated for pending in appends),
-            )
-            for held, appends in by_session.values()
+            _append_params(self._check(group.lease), group.entries, group.leaf_id, group.updated)
+            for group in groups
         ]
-        channels = [NOTIFY_PREFIX + session_id for session_id in by_session]
+        channels = [NOTIFY_PREFIX + group.lease.session_id for group in groups]
 
         def work(db: Connection) -> None:
             with db.transaction(), db.cursor() as cursor:

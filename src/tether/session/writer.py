@@ -58,6 +58,34 @@ class PendingAppend:
     failure: BaseException | None = None
 
 
+@dataclass(slots=True)
+class SessionAppends:
+    """The appends of one session in a batch, as one: their entries in order, the last one's
+    leaf, the latest time. A store writes a batch as one of these per session (a run's tool call
+    and its result usually reach the same batch)."""
+
+    lease: WriterLease
+    entries: list[EntryDict]
+    leaf_id: str
+    updated: int
+
+
+def by_session(batch: Sequence[PendingAppend]) -> list[SessionAppends]:
+    """``batch``'s appends merged per session, in the order each session first appears."""
+    merged: dict[str, SessionAppends] = {}
+    for pending in batch:
+        group = merged.get(pending.lease.session_id)
+        if group is None:
+            merged[pending.lease.session_id] = SessionAppends(
+                pending.lease, list(pending.entries), pending.leaf_id, pending.updated
+            )
+        else:
+            group.entries += pending.entries
+            group.leaf_id = pending.leaf_id
+            group.updated = max(group.updated, pending.updated)
+    return list(merged.values())
+
+
 class BatchWriter:
     """One thread committing queued appends, a batch per transaction (see the module docstring).
 
