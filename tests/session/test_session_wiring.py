@@ -5,30 +5,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from session_helpers import text
+from session_helpers import ECHO, text
 
-from tether.agent import Agent, AgentEvent, AgentTool, AgentToolResult
-from tether.ai.abort import AbortSignal
+from tether.agent import Agent, AgentEvent, AgentTool
 from tether.session import AgentSession, CompactionSettings, PromptEditor, Session, SessionManager, Settings
 from tether.session.convert import COMPACTION_PREFIX
 from tether.session.prompt import PromptHook
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.wire import ModelInfo
-
-
-async def _echo(
-    call_id: str, params: Any, signal: AbortSignal | None, on_update: Any
-) -> AgentToolResult[Any]:
-    return AgentToolResult(content=[{"type": "text", "text": f"echo: {params['text']}"}])
-
-
-ECHO = AgentTool(
-    name="echo",
-    label="Echo",
-    description="Echo the text",
-    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    execute=_echo,
-)
 
 
 def _core(
