@@ -39,10 +39,18 @@ MODEL = "anthropic/claude-sonnet-4-5"
 RUNS = 20
 RECOVERY_SECONDS = 30
 DEAD_AFTER_SECONDS = DurableConfig(system_database="").dead_after_seconds
+STREAM_DELAY = 0.5
+"""Seconds before each event of a model stream but the last: a stream, 8 events, lasts 3.5 s
+or more (``workload.py``)."""
 IN_FLIGHT = 3
 """A worker is killed once this many of its calls are under way..."""
-FRESH_SECONDS = 1.5
-"""... and, for model calls, none started longer ago than this (a stream lasts 2.5 s or more)."""
+FRESH_SECONDS = 7 * STREAM_DELAY - 1
+"""... and, for model calls, none started longer ago than this: a second or more before any of
+them can end. (At 1.5 s a loaded machine could miss every moment: the first run, submitted
+before the others, may start its streams more than 1.5 s before theirs, in both turns; no moment
+then had three fresh streams and no stale one.)"""
+ENDED_SECONDS = 0.5
+"""... and none ended more recently than this (its checkpoint may not be written yet)."""
 
 
 @dataclass
@@ -67,7 +75,7 @@ class Cluster:
             "TETHER_DURABLE_DATABASE_URL": self.system,
             "TETHER_TEST_COUNTER": str(self.counter),
             "TETHER_TEST_TOOL_SECONDS": "3",
-            "TETHER_TEST_STREAM_DELAY": "0.5",
+            "TETHER_TEST_STREAM_DELAY": str(STREAM_DELAY),
         }
 
     def start(self, name: str) -> int:
@@ -138,8 +146,9 @@ def well_inside(cluster: Cluster, pid: int, kind: str) -> bool:
     now = time.time()
     streams = open_calls(cluster, pid, "model").values()
     ended = [float(line[4]) for line in cluster.lines() if line[0] == "model-done" and line[1] == str(pid)]
-    # neither a stream about to end nor one that just ended (its checkpoint may not be written yet)
-    return all(now - started < FRESH_SECONDS for started in streams) and all(now - t > 0.5 for t in ended)
+    return all(now - started < FRESH_SECONDS for started in streams) and all(
+        now - t > ENDED_SECONDS for t in ended
+    )
 
 
 @pytest.fixture
