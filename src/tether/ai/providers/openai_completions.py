@@ -489,19 +489,22 @@ class OpenAICompletionsParser(StreamParser):
             events.append({"type": "done", "reason": reason, "message": output})
         return events
 
-    def _metadata(self, chunk: dict[str, Any]) -> None:
+    def _metadata(self, chunk: Any) -> None:
         """Response id, reported model and upstream provider, read as the reference reads them: the
         first non-empty id (an empty one is kept until a real one comes), the first reported model
-        that differs from ours, and the provider a router (OpenRouter) says served us."""
+        that differs from ours, and the provider a router (OpenRouter) says served us. (Once per
+        chunk: class checks, as in ``feed``, rather than ``as_str`` calls.)"""
         output = self.output
-        chunk_id = as_str(chunk.get("id"))
-        if chunk_id is not None and not output.get("responseId"):
+        chunk_id: Any = chunk.get("id")
+        if chunk_id.__class__ is str and not output.get("responseId"):
             output["responseId"] = chunk_id
-        chunk_model = as_str(chunk.get("model"))
-        if chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
+        chunk_model: Any = chunk.get("model")
+        if chunk_model.__class__ is not str:
+            chunk_model = None
+        elif chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
             self.extra["responseModel"] = chunk_model
-        upstream = as_str(chunk.get("provider"))
-        if upstream and "upstreamProvider" not in output:
+        upstream: Any = chunk.get("provider")
+        if upstream and upstream.__class__ is str and "upstreamProvider" not in output:
             output["upstreamProvider"] = upstream
             if chunk_model:
                 output["upstreamModel"] = chunk_model
