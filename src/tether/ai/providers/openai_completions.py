@@ -24,7 +24,6 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
-from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
 from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
@@ -555,7 +554,10 @@ class OpenAICompletionsParser(StreamParser):
             events.append(
                 {"type": "thinking_start", "contentIndex": self.thinking_index, "partial": self.output}
             )
-        append_text(block, "thinking", text)
+        whole: str = block["thinking"]  # append_text inlined, as in ``_text``
+        block["thinking"] = ""
+        whole += text
+        block["thinking"] = whole
         events.append(
             {
                 "type": "thinking_delta",
