@@ -32,7 +32,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
@@ -289,16 +288,21 @@ class OpenAIResponsesParser(StreamParser):
         self.finished = False
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        payload = as_dict(data)
-        if payload is None:
+        # Hot path for deltas (one call per token): class checks keep values typed ``Any`` and
+        # cost no helper calls, as in ``openai_completions.feed``.
+        if data.__class__ is not dict:
             return []
+        payload: dict[str, Any] = data
         if payload.get("error"):
             # The OpenAI SDK pi-ai reads through raises on any event whose data has a truthy
             # ``error``, before the event's type is looked at.
             return self.fail(_api_error_text(payload["error"]))
-        kind = as_str(payload.get("type")) or event
-        if kind in _DELTAS:
-            return self._delta(kind, payload)
+        kind: Any = payload.get("type")
+        if kind.__class__ is not str or not kind:
+            kind = event
+        block_type = _DELTAS.get(kind)
+        if block_type is not None:
+            return self._delta(block_type, payload)
         if kind == "response.output_item.added":
             return self._added(payload)
         if kind == "response.output_item.done":
@@ -373,13 +377,13 @@ class OpenAIResponsesParser(StreamParser):
             return []
         return self._append(state, "\n\n") if state.parts else []
 
-    def _delta(self, kind: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        state = self._item(payload)
+    def _delta(self, block_type: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index: Any = payload.get("output_index")
+        state = self.items.get(index) if index.__class__ is int else self.last  # ``_item``, inlined
         if state is None:
             return []
-        delta = as_str(payload.get("delta")) or ""
-        block_type = state.block["type"]
-        if _DELTAS[kind] != block_type or not delta:
+        delta: Any = payload.get("delta")
+        if not delta or delta.__class__ is not str or state.block["type"] != block_type:
             return []
         if block_type == "toolCall":
             state.block["arguments"] = state.args.add(delta)
@@ -388,11 +392,21 @@ class OpenAIResponsesParser(StreamParser):
 
     def _append(self, state: _Item, text: str) -> list[AssistantMessageEvent]:
         block = state.block
-        if block["type"] == "thinking":
-            append_text(block, "thinking", text)
-            return [self._event("thinking_delta", state, text)]
-        append_text(block, "text", text)
-        return [self._event("text_delta", state, text)]
+        kind = "thinking" if block["type"] == "thinking" else "text"
+        whole: str = block[kind]  # append_text inlined: this is the per-token hot path
+        block[kind] = ""
+        whole += text
+        block[kind] = whole
+        if kind == "thinking":
+            return [
+                {
+                    "type": "thinking_delta",
+                    "contentIndex": state.position,
+                    "delta": text,
+                    "partial": self.output,
+                }
+            ]
+        return [{"type": "text_delta", "contentIndex": state.position, "delta": text, "partial": self.output}]
 
     def _arguments_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         state = self._item(payload)
