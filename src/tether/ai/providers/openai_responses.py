@@ -342,10 +342,8 @@ class OpenAIResponsesParser(StreamParser):
     # -- items ----------------------------------------------------------------------------------
 
     def _item(self, payload: dict[str, Any]) -> _Item | None:
-        index = payload.get("output_index")
-        if isinstance(index, int) and not isinstance(index, bool):
-            return self.items.get(index)
-        return self.last
+        index: Any = payload.get("output_index")
+        return self.items.get(index) if index.__class__ is int else self.last  # a bool is no index
 
     def _added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
@@ -378,8 +376,7 @@ class OpenAIResponsesParser(StreamParser):
         return self._append(state, "\n\n") if state.parts else []
 
     def _delta(self, block_type: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        index: Any = payload.get("output_index")
-        state = self.items.get(index) if index.__class__ is int else self.last  # ``_item``, inlined
+        state = self._item(payload)
         if state is None:
             return []
         delta: Any = payload.get("delta")
