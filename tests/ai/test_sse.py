@@ -44,6 +44,16 @@ def test_crlf_split_between_chunks_is_one_break() -> None:
     ]
 
 
+def test_a_cut_after_a_line_break_dispatches_nothing_early() -> None:
+    # An event ends at its blank line, whichever line endings the body uses and wherever the
+    # chunks end: a body cut after one line's CRLF still holds a line break of that event.
+    lf = b"event: x\ndata: a\ndata: b\n\ndata: 2\n\n"
+    expected = [SSEEvent("x", "a\nb"), SSEEvent("message", "2")]
+    for body in (lf, lf.replace(b"\n", b"\r\n"), lf.replace(b"\n", b"\r")):
+        for cut in range(1, len(body)):
+            assert decode([body[:cut], body[cut:]]) == expected, (body, cut)
+
+
 def test_utf8_sequence_split_across_chunks() -> None:
     body = "data: héllo 👋\n\n".encode()
     cut = body.index("👋".encode()) + 2

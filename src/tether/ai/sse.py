@@ -53,11 +53,15 @@ class SSEDecoder:
         self._buffer = buffer[cut + 1 :]
         if buffer[cut] == 13:  # b"\r"
             self._pending_cr = True
-        # Line breaks are ASCII, so everything before the last break is whole UTF-8 text.
-        text = buffer[:cut].decode("utf-8", "replace")
+        # Line breaks are ASCII, so everything up to the last break is whole UTF-8 text. The break
+        # is decoded with it: without it, the CR of a CRLF ending the piece would read as a break
+        # of its own, and the empty "line" after it as the blank line that dispatches the event.
+        text = buffer[: cut + 1].decode("utf-8", "replace")
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        return self._lines(text.split("\n"))
+        lines = text.split("\n")
+        lines.pop()  # what follows the last break: nothing
+        return self._lines(lines)
 
     def flush(self) -> list[SSEEvent]:
         """End of body: a last line without a break is processed, an unterminated event dispatched.
