@@ -32,7 +32,7 @@ from typing import Any
 
 from _table import print_table
 from tether.session import Session, SessionManager
-from tether.session.postgres_store import PostgresStore
+from tether.store.postgres_store import PostgresStore
 from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
 from tether.wire import AgentMessage
 

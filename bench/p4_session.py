@@ -29,7 +29,8 @@ from typing import Any
 
 from _summary import record
 from _table import print_table
-from tether.session import SessionManager, SQLiteStore
+from tether.session import SessionManager
+from tether.store import SQLiteStore
 from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
 from tether.wire import AgentMessage
 

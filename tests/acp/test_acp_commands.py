@@ -13,8 +13,9 @@ from acp.interfaces import Client
 from acp.schema import AgentMessageChunk, ConfigOptionUpdate, TextContentBlock
 
 from tether.acp.server import TetherAcpAgent
-from tether.session import SessionManager, default_db_path
+from tether.session import SessionManager
 from tether.session.factory import SessionOptions
+from tether.store import default_db_path
 
 
 class QuietClient:

@@ -23,8 +23,9 @@ from acp import RequestError
 from acp_support import AcpEnv, EditorClient, text_reply, tool_reply
 
 from tether.rpc import RpcClient
-from tether.session import SessionLockedError, SessionManager
-from tether.session.paths import default_db_path
+from tether.session import SessionManager
+from tether.store import SessionLockedError
+from tether.store.paths import default_db_path
 from tether.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.subprocess

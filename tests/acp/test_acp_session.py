@@ -24,7 +24,8 @@ from acp_support import (
     tool_reply,
 )
 
-from tether.session import SessionManager, default_db_path
+from tether.session import SessionManager
+from tether.store import default_db_path
 
 pytestmark = pytest.mark.subprocess
 

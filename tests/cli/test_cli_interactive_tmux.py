@@ -252,7 +252,8 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
     finally:
         terminal.close()
 
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         session = sessions.open(session_id, readonly=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from cli_support import CliEnv, json_lines, text_reply
 
-from tether.session import SessionManager, default_db_path
+from tether.session import SessionManager
+from tether.store import default_db_path
 
 pytestmark = pytest.mark.subprocess
 

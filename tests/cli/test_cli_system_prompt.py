@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from cli_support import CliEnv, json_lines, text_reply
 
-from tether.session import SessionManager, default_db_path
+from tether.session import SessionManager
 from tether.session.system_prompt import BASE_PROMPT, build_system_prompt, context_files, prompt_text
+from tether.store import default_db_path
 
 
 def test_context_files_outermost_first_and_agents_md_preferred(tmp_path: Path) -> None:

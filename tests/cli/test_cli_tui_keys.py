@@ -151,7 +151,8 @@ def test_escape_and_alt_up_bring_queued_messages_back(cli: CliEnv) -> None:
     finally:
         terminal.close()
 
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         (record,) = sessions.list()
@@ -339,7 +340,8 @@ def test_resume_picker_searches_sorts_renames_and_deletes(cli: CliEnv) -> None:
     finally:
         terminal.close()
 
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         titles = sorted(SessionRow.of(r).title for r in sessions.list())

@@ -112,7 +112,7 @@ def test_the_print_path_with_the_scripted_model_stays_light(tmp_path: Path) -> N
     heavy = {"httpx2", "rich", "prompt_toolkit", "jsonschema", "tether.ai.models", "tether.ai.transport"}
     assert heavy & loaded == set()
     # nothing is decoded or stored: neither pydantic nor the session store load
-    assert {"pydantic", "pydantic_core", "sqlite3", "tether.session.store"} & loaded == set()
+    assert {"pydantic", "pydantic_core", "sqlite3", "tether.store.store"} & loaded == set()
     # no call failed nor used a format: the error wording and the format patterns stay unloaded
     assert {"tether.agent.validation._errors", "tether.agent.validation._formats"} & loaded == set()
     # no OTLP endpoint configured: telemetry is off and OpenTelemetry is not even imported
@@ -147,7 +147,7 @@ def test_a_stored_print_run_stores_tethers_own_messages_unchecked(tmp_path: Path
     """The prompt the core built and the reply of tether's own model are valid by construction:
     storing them loads the store, not pydantic-core (``AgentSession._checked``)."""
     loaded = _print_run(tmp_path)
-    assert {"sqlite3", "tether.session.store"} <= loaded
+    assert {"sqlite3", "tether.store.store"} <= loaded
     assert {"pydantic", "pydantic_core"} & loaded == set()
 
 
@@ -158,6 +158,6 @@ def test_a_stored_run_checks_tool_results_with_the_shipped_schemas(tmp_path: Pat
     (tmp_path / "notes.txt").write_text("x\n")
     call = {"type": "toolCall", "name": "read", "arguments": {"path": str(tmp_path / "notes.txt")}}
     loaded = _print_run(tmp_path, responses=[{"content": [call]}, *HELLO])
-    assert {"pydantic_core", "tether.session.store"} <= loaded
+    assert {"pydantic_core", "tether.store.store"} <= loaded
     assert "pydantic" not in loaded
     assert {"tether.agent.tool_execution", "tether.agent.hooks"} <= loaded  # loaded by the call

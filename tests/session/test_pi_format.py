@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tether.session import SessionManager
-from tether.session.jsonl import ImportFormatError
 from tether.session.pi_files import export_pi_session, import_pi_session, read_pi_session
 from tether.session.pi_format import from_pi_entry, iso_timestamp, ms_timestamp, pi_tree, to_pi_entry
+from tether.store.jsonl import ImportFormatError
 
 HEADER = {"type": "session", "version": 3, "id": "s-1", "timestamp": "2024-12-03T14:00:00.000Z", "cwd": "/p"}
 

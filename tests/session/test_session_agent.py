@@ -7,7 +7,6 @@ import weakref
 from typing import Any, cast
 
 from session_helpers import text
-
 from tether.agent import Agent
 from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
 from tether.session.events import QueueSnapshot

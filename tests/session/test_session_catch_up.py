@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from session_helpers import MODEL, assistant, call, result, text, user
-
 from tether.agent import Agent
 from tether.session import Session, SessionManager
 from tether.session.agent_session import AgentSession
-from tether.session.follow import SessionChange, follow_changes
-from tether.session.store import SessionStore, StoredEntry
+from tether.store.follow import SessionChange, follow_changes
+from tether.store.store import SessionStore, StoredEntry
 
 CHANGE_TIMEOUT = 30.0
 """Only a guard against a hung follower; a change normally arrives within one wake-up."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from session_helpers import MODEL, assistant, call, result, text, user
 
+from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import (
     CompactionError,
     CompactionSettings,

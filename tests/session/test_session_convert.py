@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 from session_helpers import MODEL, assistant, result, text, user
-
 from tether.session import convert_to_llm, lower_for, to_provider_messages
 from tether.session.convert import BRANCH_PREFIX, COMPACTION_PREFIX, STEERING_PREFIX, lower_message
 from tether.wire import AgentMessage, ModelInfo, decode_messages

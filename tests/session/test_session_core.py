@@ -11,7 +11,7 @@ import pytest
 from tether import Agent, AgentBusyError, AgentSession, ScriptedModel, reply, tool, tool_call
 from tether.ai.abort import AbortSignal
 from tether.session import SessionManager
-from tether.session.store import SessionDatabaseError
+from tether.store.store import SessionDatabaseError
 
 
 def _core(model: ScriptedModel, tools: list[Any] | None = None, **kwargs: Any) -> AgentSession:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tether.session.factory import SessionChoice, create_agent_session
-from tether.session.store import SessionNotFoundError
+from tether.store.store import SessionNotFoundError
 
 
 class Blocks(HTMLParser):

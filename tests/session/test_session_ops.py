@@ -8,17 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_helpers import MODEL, assistant, call, result, text, user
 
-from tether.session import (
-    BranchError,
-    EntryNotFoundError,
-    ImportFormatError,
-    SessionExistsError,
-    SessionManager,
-    SessionNotFoundError,
-)
-from tether.session.ids import timestamp_ms
+from session_helpers import MODEL, assistant, call, result, text, user
+from tether.session import BranchError, SessionManager
+from tether.store import EntryNotFoundError, ImportFormatError, SessionExistsError, SessionNotFoundError
+from tether.store.ids import timestamp_ms
 
 
 def test_resume_rebuilds_the_context_at_the_persisted_leaf(manager: SessionManager) -> None:

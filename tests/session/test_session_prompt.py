@@ -7,8 +7,8 @@ import json
 from typing import Any, cast
 
 import pytest
-from session_helpers import MODEL, assistant, call, result, text, user
 
+from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import PromptEditError, PromptEditor, SessionManager, run_prompt_hooks
 from tether.wire import AgentMessage
 

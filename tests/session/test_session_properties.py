@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 
 from hypothesis import HealthCheck, given, settings, strategies as st
-from session_helpers import MODEL, assistant, call, result, text, user
 
+from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import BranchError, Session, SessionManager, build_context, pending_tool_calls
 
 OPS = st.lists(

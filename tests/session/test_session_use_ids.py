@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tether.session import SessionManager
-from tether.session.ids import decode, encode, new_id
-from tether.session.store import SessionError
+from tether.store.ids import decode, encode, new_id
+from tether.store.store import SessionError
 from tether.wire import AgentMessage
 
 

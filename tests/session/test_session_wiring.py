@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 from session_helpers import ECHO, text
-
 from tether.agent import Agent, AgentEvent, AgentTool
 from tether.session import AgentSession, CompactionSettings, PromptEditor, Session, SessionManager, Settings
 from tether.session.convert import COMPACTION_PREFIX

@@ -246,7 +246,7 @@ class TetherAcpAgent:
         from datetime import UTC, datetime
 
         from tether.session import SessionManager
-        from tether.session.store import SessionDatabaseError
+        from tether.store.store import SessionDatabaseError
 
         try:
             with SessionManager() as manager:
@@ -332,10 +332,10 @@ class TetherAcpAgent:
         self, cwd: str, choice: SessionChoice, mcp_servers: Sequence[McpServerConfig] = ()
     ) -> AcpSession:
         from tether.ai.paths import config_dir
-        from tether.session import SessionError
         from tether.session.model_choice import ModelError
         from tether.session.settings import SettingsError, load_settings, untrusted_note
-        from tether.session.store import SessionDatabaseError, SessionLockedError, SessionNotFoundError
+        from tether.store import SessionError
+        from tether.store.store import SessionDatabaseError, SessionLockedError, SessionNotFoundError
 
         if self._client is None:
             raise RequestError.internal_error({"details": "no client connection"})

@@ -22,11 +22,12 @@ from prompt_toolkit.output import Output
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens
 from tether.cli.transcript import BackwardTranscript, branch_messages_backward
-from tether.session import Session, SessionError
+from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
 from tether.session.stats import SessionRow
 from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.store import SessionError
 from tether.wire import AgentMessage
 
 SUMMARY_OPTIONS = ["No summary", "Summarise the branch", "Summarise with custom instructions"]

@@ -235,9 +235,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's to fix (evaluated only when something is raised)."""
     from tether.ai.models_file import ModelsFileError
     from tether.cli.durable_cmd import DurableCommandError
-    from tether.session import SessionError
     from tether.session.factory import SetupError
     from tether.session.model_choice import ModelError
     from tether.session.settings import SettingsError
+    from tether.store import SessionError
 
     return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError, DurableCommandError)

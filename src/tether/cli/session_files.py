@@ -15,8 +15,9 @@ from pathlib import Path
 
 def import_files(paths: list[str]) -> int:
     """Import every file; print ``<new id>  <file>`` per success. Exit 1 if any failed."""
-    from tether.session import SessionError, SessionManager
+    from tether.session import SessionManager
     from tether.session.pi_files import import_pi_session, session_file_kind
+    from tether.store import SessionError
 
     failed = 0
     with SessionManager() as sessions:
@@ -41,8 +42,9 @@ def import_files(paths: list[str]) -> int:
 
 def export_file(session_id: str, kind: str, output: str | None) -> int:
     """Write one session to ``output`` (default ``./<id>.jsonl``); print the path."""
-    from tether.session import SessionError, SessionManager
+    from tether.session import SessionManager
     from tether.session.pi_files import export_pi_session
+    from tether.store import SessionError
 
     path = Path(output) if output else Path(f"{session_id}.jsonl")
     with SessionManager() as sessions:
@@ -64,9 +66,10 @@ def export_html(source: str, output: str | None) -> int:
     ``tether-session-<name>.html``); print the path."""
     import tempfile
 
-    from tether.session import SessionError, SessionManager
+    from tether.session import SessionManager
     from tether.session.export_html import write_html
     from tether.session.pi_files import import_pi_session, session_file_kind
+    from tether.store import SessionError
 
     path = Path(source).expanduser()
     name = path.stem if path.suffix == ".jsonl" else path.name
@@ -96,8 +99,9 @@ def export_html(source: str, output: str | None) -> int:
 
 def delete_session(session_id: str, *, yes: bool) -> int:
     """``tether sessions delete ID``: ask first (on a terminal) unless ``yes``."""
-    from tether.session import SessionError, SessionManager
+    from tether.session import SessionManager
     from tether.session.stats import SessionRow
+    from tether.store import SessionError
 
     with SessionManager() as sessions:
         try:

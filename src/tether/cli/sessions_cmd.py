@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from tether.session.paths import DATABASE_ENV
+from tether.store.paths import DATABASE_ENV
 
 
 def use_database(flag: str | None, cwd: Path | None = None) -> None:
@@ -38,8 +38,9 @@ def use_database(flag: str | None, cwd: Path | None = None) -> None:
 
 def follow_session(session_id: str, *, as_json: bool, history: bool, out: TextIO = sys.stdout) -> int:
     """Print the session's entries as they land, until Ctrl-C or the session is deleted."""
-    from tether.session import SessionError, SessionManager
-    from tether.session.follow import follow
+    from tether.session import SessionManager
+    from tether.store import SessionError
+    from tether.store.follow import follow
 
     try:
         with SessionManager() as manager:
@@ -60,9 +61,9 @@ def follow_session(session_id: str, *, as_json: bool, history: bool, out: TextIO
 
 def copy_to(target: str, session_ids: tuple[str, ...], *, out: TextIO = sys.stdout) -> int:
     """Copy sessions of the current store into the store at ``target``."""
-    from tether.session import SessionError, open_store
-    from tether.session.copy import copy_sessions
-    from tether.session.database import redact
+    from tether.store import SessionError, open_store
+    from tether.store.copy import copy_sessions
+    from tether.store.database import redact
 
     try:
         source = open_store()

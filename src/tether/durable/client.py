@@ -14,8 +14,8 @@ from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import RunOutcome, RunRequest
-from tether.session.database import is_postgres_url, open_store, redact
 from tether.session.events import SessionEvent
+from tether.store.database import is_postgres_url, open_store, redact
 
 
 class SubmitError(Exception):

@@ -14,9 +14,9 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.session.database import is_postgres_url
-from tether.session.paths import data_dir, database_url
 from tether.session.settings import Settings
+from tether.store.database import is_postgres_url
+from tether.store.paths import data_dir, database_url
 
 QUEUE = "tether_runs"
 """The DBOS queue submitted runs wait in."""
@@ -37,7 +37,7 @@ class DurableConfig:
     system_database: str
     """DBOS's system database URL (``postgresql://…`` or ``sqlite:///…``)."""
     sessions: str | None = None
-    """The session store (``tether.session.database.open_store``); ``None``: the default."""
+    """The session store (``tether.store.database.open_store``); ``None``: the default."""
     worker_concurrency: int = 4
     global_concurrency: int = 0
     """0: no global limit."""
@@ -108,7 +108,7 @@ def check_system_database(url: str) -> None:
     a folder, a PostgreSQL URL that does not parse."""
     from urllib.parse import urlsplit
 
-    from tether.session.database import redact
+    from tether.store.database import redact
 
     shown = f"durable database {redact(url) if is_postgres_url(url) else url!r}"
     if url.startswith("sqlite:///"):

@@ -34,14 +34,14 @@ from tether.agent.loop import default_stream_fn
 from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.session.agent_session import AgentSession
-from tether.session.database import open_store
 from tether.session.events import SessionEvent
 from tether.session.factory import SessionChoice, create_agent_session
-from tether.session.ids import decode, encode, new_id
 from tether.session.manager import SessionManager
 from tether.session.session import Session
 from tether.session.settings import load_settings
-from tether.session.store import SessionLockedError, SessionStore
+from tether.store.database import open_store
+from tether.store.ids import decode, encode, new_id
+from tether.store.store import SessionLockedError, SessionStore
 from tether.tools.approval import Approval
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]

@@ -36,7 +36,7 @@ from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
 from tether.session.events import Run, SessionEvent, message_text, wire_message_update
-from tether.session.store import SessionError
+from tether.store.store import SessionError
 from tether.wire import AgentMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
 
@@ -527,7 +527,7 @@ class RpcServer:
         return path if path.is_absolute() else self.core.cwd / path
 
     async def _cmd_switch_session(self, params: dict[str, Any]) -> object:
-        from tether.session import SessionError
+        from tether.store import SessionError
 
         await self.settle()
         try:
@@ -537,7 +537,7 @@ class RpcServer:
         return {"cancelled": False}
 
     async def _cmd_fork(self, params: dict[str, Any]) -> object:
-        from tether.session import SessionError
+        from tether.store import SessionError
 
         await self.settle()
         entry_id: str = params["entryId"]

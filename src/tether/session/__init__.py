@@ -54,23 +54,6 @@ if TYPE_CHECKING:
         supports_developer_role as supports_developer_role,
         to_provider_messages as to_provider_messages,
     )
-    from tether.session.database import open_store as open_store
-    from tether.session.entries import (
-        ENTRY_FORMAT as ENTRY_FORMAT,
-        BranchSummaryEntry as BranchSummaryEntry,
-        CompactionEntry as CompactionEntry,
-        CustomEntry as CustomEntry,
-        Entry as Entry,
-        EntryDict as EntryDict,
-        EntryType as EntryType,
-        LabelEntry as LabelEntry,
-        MessageEntry as MessageEntry,
-        ModelChangeEntry as ModelChangeEntry,
-        ServiceTierChangeEntry as ServiceTierChangeEntry,
-        SessionInfoEntry as SessionInfoEntry,
-        SystemPromptChangeEntry as SystemPromptChangeEntry,
-        ThinkingLevelChangeEntry as ThinkingLevelChangeEntry,
-    )
     from tether.session.events import (
         AutoRetryEndEvent as AutoRetryEndEvent,
         AutoRetryStartEvent as AutoRetryStartEvent,
@@ -94,11 +77,7 @@ if TYPE_CHECKING:
         SetupError as SetupError,
         create_agent_session as create_agent_session,
     )
-    from tether.session.ids import IdGenerator as IdGenerator, new_id as new_id
-    from tether.session.jsonl import ImportFormatError as ImportFormatError
     from tether.session.manager import SessionManager as SessionManager
-    from tether.session.paths import DATABASE_ENV as DATABASE_ENV, default_db_path as default_db_path
-    from tether.session.postgres_store import PostgresStore as PostgresStore
     from tether.session.prompt import (
         PromptEditError as PromptEditError,
         PromptEditor as PromptEditor,
@@ -119,21 +98,6 @@ if TYPE_CHECKING:
         SettingsError as SettingsError,
         load_settings as load_settings,
     )
-    from tether.session.sqlite_store import SQLiteStore as SQLiteStore
-    from tether.session.store import (
-        EntryNotFoundError as EntryNotFoundError,
-        SchemaVersionError as SchemaVersionError,
-        SessionError as SessionError,
-        SessionExistsError as SessionExistsError,
-        SessionLockedError as SessionLockedError,
-        SessionNotFoundError as SessionNotFoundError,
-        SessionRecord as SessionRecord,
-        SessionStore as SessionStore,
-        SessionWatch as SessionWatch,
-        StoredEntry as StoredEntry,
-        WriterLease as WriterLease,
-    )
-    from tether.session.tree import CorruptSessionError as CorruptSessionError
 
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

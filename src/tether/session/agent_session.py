@@ -46,7 +46,6 @@ from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings, is_context_overflow
 from tether.session.convert import lower_for
-from tether.session.errors import SessionError
 from tether.session.events import (
     AgentEndSessionEvent,
     CompactionReason,
@@ -64,6 +63,7 @@ from tether.session.events import (
 )
 from tether.session.retry import is_transient_error, retry_delay_ms
 from tether.session.settings import Settings
+from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
 from tether.wire import (
     AgentMessage,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.resources import Resources
     from tether.session.session import Session
     from tether.session.stats import Stats, Tally
-    from tether.session.store import SessionRecord
+    from tether.store.store import SessionRecord
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
@@ -516,8 +516,8 @@ class AgentSession:
         new entry (``Session.catch_up``: the cost of the entry, not of the session) and tell
         listeners of each new message (``message_start`` and ``message_end``). Returns when
         ``stop`` is set or the session is deleted."""
-        from tether.session.follow import follow_changes_async
-        from tether.session.store import SessionNotFoundError
+        from tether.store.follow import follow_changes_async
+        from tether.store.store import SessionNotFoundError
 
         session, sessions = self._require_session(), self._require_sessions()
         if not session.readonly:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from tether.session.store import SessionError
-from tether.session.tree import EntryTree, Node
+from tether.store.store import SessionError
+from tether.store.tree import EntryTree, Node
 
 
 class BranchError(SessionError):

@@ -19,7 +19,7 @@ from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ModelError
 from tether.session.settings import THINKING_LEVELS
 from tether.session.stats import SessionRow, format_tokens
-from tether.session.store import SessionError
+from tether.store.store import SessionError
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,8 +32,8 @@ from tether.session.budget import (
 )
 from tether.session.context import context_message
 from tether.session.session import Session
-from tether.session.store import SessionError
-from tether.session.tree import Node
+from tether.store.store import SessionError
+from tether.store.tree import Node
 from tether.wire import AgentMessage, Message, ModelInfo, Usage
 
 TOOL_RESULT_CHARS = 4_000

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tether.session.entries import SETTINGS_TYPES, EntryDict
-from tether.session.tree import Node
+from tether.store.entries import SETTINGS_TYPES, EntryDict
+from tether.store.tree import Node
 from tether.wire import AgentMessage, ModelInfo
 
 

@@ -6,18 +6,18 @@ import os
 from pathlib import Path
 
 from tether.session.branching import settle_leaf
-from tether.session.database import open_store
-from tether.session.entries import ENTRY_FORMAT, EntryDict
-from tether.session.ids import new_id
 from tether.session.session import Session, now_ms
-from tether.session.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
-from tether.session.tree import EntryTree, paused_gc
+from tether.store.database import open_store
+from tether.store.entries import ENTRY_FORMAT, EntryDict
+from tether.store.ids import new_id
+from tether.store.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
+from tether.store.tree import EntryTree, paused_gc
 from tether.wire import ModelInfo
 
 
 class SessionManager:
     """Sessions in one store: by default ``$TETHER_DATABASE_URL``'s, else the SQLite file under
-    the XDG data dir (see ``tether.session.database``)."""
+    the XDG data dir (see ``tether.store.database``)."""
 
     def __init__(self, store: SessionStore | None = None) -> None:
         self.store: SessionStore = store if store is not None else open_store()
@@ -108,8 +108,8 @@ class SessionManager:
             lease.release()
 
     def export(self, session_id: str, path: str | os.PathLike[str]) -> Path:
-        """Write the session (every branch) to a versioned JSONL file; see ``tether.session.jsonl``."""
-        from tether.session.jsonl import write_export  # export and import only: not on start-up
+        """Write the session (every branch) to a versioned JSONL file; see ``tether.store.jsonl``."""
+        from tether.store.jsonl import write_export  # export and import only: not on start-up
 
         record = self.store.get_session(session_id)
         out = Path(path)
@@ -118,7 +118,7 @@ class SessionManager:
 
     def import_file(self, path: str | os.PathLike[str]) -> SessionRecord:
         """Recreate an exported session with its ids, times and leaf; errors name the line."""
-        from tether.session.jsonl import read_export
+        from tether.store.jsonl import read_export
 
         data = read_export(Path(path))
         header = data.header

@@ -19,9 +19,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from tether.session.entries import ENTRY_FORMAT, EntryDict
-from tether.session.ids import new_id
-from tether.session.jsonl import ImportFormatError, check_storable, entry_problem
 from tether.session.manager import SessionManager
 from tether.session.pi_format import (
     PI_SESSION_VERSION,
@@ -33,7 +30,10 @@ from tether.session.pi_format import (
     to_pi_entry,
 )
 from tether.session.session import now_ms
-from tether.session.store import SessionRecord
+from tether.store.entries import ENTRY_FORMAT, EntryDict
+from tether.store.ids import new_id
+from tether.store.jsonl import ImportFormatError, check_storable, entry_problem
+from tether.store.store import SessionRecord
 from tether.wire import WireError, decode_message, dumps
 
 LEAF_MARKER = "tether.leaf"

@@ -25,8 +25,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from tether.session.entries import EntryDict
 from tether.session.events import message_text
+from tether.store.entries import EntryDict
 
 PI_SESSION_VERSION = 3
 """The newest pi session format (v1 linear, v2 tree, v3 ``hookMessage`` renamed ``custom``)."""

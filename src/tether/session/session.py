@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, cast
 from tether.agent import AgentEvent
 from tether.session.branching import settle_leaf
 from tether.session.context import SessionContext, build_context, compaction_message, context_message
-from tether.session.entries import CUSTOM_TYPE, EntryDict
-from tether.session.ids import new_id
 from tether.session.prompt import PromptInput, synthetic_message
 from tether.session.replay import replay_events
-from tether.session.store import (
+from tether.store.entries import CUSTOM_TYPE, EntryDict
+from tether.store.ids import new_id
+from tether.store.store import (
     EntryNotFoundError,
     SessionError,
     SessionRecord,
@@ -35,11 +35,11 @@ from tether.session.store import (
     WriterLease,
     advanced_record,
 )
-from tether.session.tree import EntryTree, Node
+from tether.store.tree import EntryTree, Node
 from tether.wire import AgentMessage, ModelInfo, decode_message
 
 if TYPE_CHECKING:
-    from tether.session.writer import PendingAppend
+    from tether.store.writer import PendingAppend
 
 
 class _AtLeaf:
@@ -197,7 +197,7 @@ class Session:
 
     def catch_up(self, record: SessionRecord, entries: Sequence[StoredEntry]) -> list[Node]:
         """Take in what another process wrote to this read-only session (a change of
-        ``tether.session.follow.follow_changes``): the new entries join the tree, the row's leaf
+        ``tether.store.follow.follow_changes``): the new entries join the tree, the row's leaf
         becomes this handle's. Returns the nodes of the entries that were new here.
 
         It costs what was appended, not the session's length: when the new leaf descends from

@@ -16,7 +16,7 @@ from tether.session.budget import context_tokens
 from tether.wire import AgentMessage, ModelInfo
 
 if TYPE_CHECKING:
-    from tether.session.store import SessionRecord
+    from tether.store.store import SessionRecord
 
 
 @dataclass(frozen=True, slots=True)

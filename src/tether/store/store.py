@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from tether.session.entries import EntryDict
-from tether.session.errors import (
+from tether.store.entries import EntryDict
+from tether.store.errors import (
     EntryNotFoundError as EntryNotFoundError,
     SchemaVersionError as SchemaVersionError,
     SessionDatabaseError as SessionDatabaseError,
@@ -34,7 +34,7 @@ from tether.session.errors import (
 )
 
 if TYPE_CHECKING:
-    from tether.session.writer import PendingAppend
+    from tether.store.writer import PendingAppend
 
 
 @dataclass(frozen=True, slots=True)

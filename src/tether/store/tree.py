@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import jiter
 
-from tether.session.entries import EntryDict
-from tether.session.store import SessionError, StoredEntry
+from tether.store.entries import EntryDict
+from tether.store.store import SessionError, StoredEntry
 
 
 @contextlib.contextmanager

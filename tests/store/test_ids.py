@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tether.session.ids import IdGenerator, decode, encode, timestamp_ms
+from tether.store.ids import IdGenerator, decode, encode, timestamp_ms
 
 
 def test_ids_sort_in_creation_order_within_one_millisecond() -> None:

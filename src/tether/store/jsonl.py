@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from tether.session.entries import EntryDict
-from tether.session.store import SessionError, SessionRecord
+from tether.store.entries import EntryDict
+from tether.store.store import SessionError, SessionRecord
 from tether.wire import WireError, decode_message, dumps
 from tether.wire.json_line import load_line
 

@@ -33,10 +33,10 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from tether.session.entries import EntryDict, encode_entry
-from tether.session.paths import default_db_path
-from tether.session.sqlite_schema import migrate
-from tether.session.store import (
+from tether.store.entries import EntryDict, encode_entry
+from tether.store.paths import default_db_path
+from tether.store.sqlite_schema import migrate
+from tether.store.store import (
     SessionDatabaseError,
     SessionError,
     SessionExistsError,
@@ -47,7 +47,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
-from tether.session.writer import BatchWriter, PendingAppend, by_session
+from tether.store.writer import BatchWriter, PendingAppend, by_session
 
 Durability = Literal["normal", "full"]
 MMAP_BYTES = 256 * 1024 * 1024

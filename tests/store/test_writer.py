@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_helpers import ECHO
 
+from session_helpers import ECHO
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
-from tether.session.entries import EntryDict
-from tether.session.sqlite_store import SQLiteStore
-from tether.session.store import SessionError, SessionRecord, WriterLease
-from tether.session.writer import BatchWriter, PendingAppend
+from tether.store.entries import EntryDict
+from tether.store.sqlite_store import SQLiteStore
+from tether.store.store import SessionError, SessionRecord, WriterLease
+from tether.store.writer import BatchWriter, PendingAppend
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 
 
@@ -300,7 +300,7 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     """A session writing alone gets each append committed at once (a `tether -p` run would
     otherwise wait the batch window for its last entries); once a batch held appends of two
     sessions, the writer waits the window before the next one, to let them share a commit."""
-    import tether.session.writer as writer_module
+    import tether.store.writer as writer_module
 
     waits: list[float] = []
     monkeypatch.setattr(writer_module.time, "sleep", waits.append)
@@ -367,7 +367,7 @@ def test_a_batch_of_many_sessions_takes_a_few_statements_and_stores_what_one_by_
     back and forth with the event loop's thread once per row. Chunks of 8 rows here (the real
     size is larger), so 150 sessions' 300 entries span full chunks and a power-of-two rest; the
     result must equal appending one by one: entries in order, counters and leaves."""
-    import tether.session.sqlite_store as sqlite_store
+    import tether.store.sqlite_store as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "ROWS_PER_STATEMENT", 8)
     batched, one_by_one = SQLiteStore(tmp_path / "batched.db"), SQLiteStore(tmp_path / "one.db")

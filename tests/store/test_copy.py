@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import jiter
-from session_helpers import MODEL, assistant, call, result, text, user
 
-from tether.session import SessionManager, SessionStore
-from tether.session.copy import copy_sessions
+from session_helpers import MODEL, assistant, call, result, text, user
+from tether.session import SessionManager
+from tether.store import SessionStore
+from tether.store.copy import copy_sessions
 
 
 def _rich_sessions(manager: SessionManager) -> list[str]:

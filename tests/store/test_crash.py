@@ -22,14 +22,14 @@ from pathlib import Path
 
 import crash_writer
 import pytest
-from session_helpers import open_when_free
 
+from session_helpers import open_when_free
 from tether.session import SessionManager
 
 pytestmark = pytest.mark.subprocess
 
 KILLS = 100
-PRELOAD = ["tether.session", "tether.session.postgres_store", "crash_writer"]
+PRELOAD = ["tether.session", "tether.store.postgres_store", "crash_writer"]
 
 
 def _drain(conn: Connection, wait_for: int = 0, timeout: float = 10.0) -> list[str]:

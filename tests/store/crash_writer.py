@@ -11,7 +11,6 @@ import random
 from multiprocessing.connection import Connection
 
 from session_helpers import open_when_free
-
 from tether.session import SessionManager
 from tether.wire import decode_message
 

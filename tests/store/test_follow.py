@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import IO
 
 from session_helpers import assistant, call, result, text, user
-
 from tether.cli.sessions_cmd import entry_line
-from tether.session import SessionManager, SessionNotFoundError
-from tether.session.follow import follow
+from tether.session import SessionManager
+from tether.store import SessionNotFoundError
+from tether.store.follow import follow
 
 LINE_TIMEOUT = 60.0
 """Only a guard against a hung follower; a line normally comes within one wake-up."""

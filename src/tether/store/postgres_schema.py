@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from tether.session.store import SchemaVersionError
+from tether.store.store import SchemaVersionError
 
 Migration = Callable[[psycopg.Connection[tuple[object, ...]]], None]
 

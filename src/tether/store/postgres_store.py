@@ -59,10 +59,10 @@ from psycopg.adapt import Loader
 from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
-from tether.session.database import redact
-from tether.session.entries import EntryDict, encode_entry
-from tether.session.postgres_schema import lock_key, migrate
-from tether.session.store import (
+from tether.store.database import redact
+from tether.store.entries import EntryDict, encode_entry
+from tether.store.postgres_schema import lock_key, migrate
+from tether.store.store import (
     SessionError,
     SessionExistsError,
     SessionLockedError,
@@ -72,7 +72,7 @@ from tether.session.store import (
     WriterLease,
     count_entries,
 )
-from tether.session.writer import BatchWriter, PendingAppend, by_session
+from tether.store.writer import BatchWriter, PendingAppend, by_session
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """Where the session database lives (XDG data dir; ``TETHER_HOME`` overrides; a database URL
-in ``TETHER_DATABASE_URL`` replaces the file, see ``tether.session.database``).
+in ``TETHER_DATABASE_URL`` replaces the file, see ``tether.store.database``).
 
 A tiny local helper: the catalog branch owns the shared ``tether.ai.paths``, not merged here
 yet; this module follows its rules exactly (data in ``$TETHER_HOME/data``, else

@@ -15,24 +15,19 @@ from collections.abc import Sequence
 import psycopg
 import pytest
 import session_children
-from session_helpers import ECHO, assistant, open_when_free, text, user
 
+from session_helpers import ECHO, assistant, open_when_free, text, user
 from tether.agent import Agent
-from tether.session import (
-    AgentSession,
-    PostgresStore,
-    SchemaVersionError,
-    SessionError,
-    SessionManager,
-)
-from tether.session.entries import EntryDict
-from tether.session.postgres_schema import SCHEMA_VERSION
-from tether.session.writer import PendingAppend
+from tether.session import AgentSession, SessionManager
+from tether.store import PostgresStore, SchemaVersionError, SessionError
+from tether.store.entries import EntryDict
+from tether.store.postgres_schema import SCHEMA_VERSION
+from tether.store.writer import PendingAppend
 from tether.testing.postgres import PostgresServer
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import dumpb
 
-PRELOAD = ["tether.session", "tether.session.postgres_store", "session_children"]
+PRELOAD = ["tether.session", "tether.store.postgres_store", "session_children"]
 
 
 def _forkserver() -> multiprocessing.context.ForkServerContext:

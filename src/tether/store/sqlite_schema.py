@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from tether.session.store import SchemaVersionError, count_entries
+from tether.store.store import SchemaVersionError, count_entries
 
 Migration = Callable[[sqlite3.Connection], None]
 

@@ -14,20 +14,19 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from session_helpers import assistant, open_when_free, text, user
 
-from tether.session import (
-    ReadOnlySessionError,
+from session_helpers import assistant, open_when_free, text, user
+from tether.session import ReadOnlySessionError, SessionManager
+from tether.store import (
     SchemaVersionError,
     SessionError,
     SessionLockedError,
-    SessionManager,
     SessionNotFoundError,
     SQLiteStore,
     default_db_path,
 )
-from tether.session.database import is_postgres_url, open_store, redact, sqlite_path
-from tether.session.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
+from tether.store.database import is_postgres_url, open_store, redact, sqlite_path
+from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 
 
 def test_default_path_follows_tether_home_and_env_override(tether_home: Path, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import AsyncIterator, Generator, Iterator
 from typing import NamedTuple
 
-from tether.session.store import SessionRecord, SessionStore, SessionWatch, StoredEntry
+from tether.store.store import SessionRecord, SessionStore, SessionWatch, StoredEntry
 
 IDLE_CHECK_SECONDS = 1.0
 """How long a watch waits before checking anyway: that the session still exists, and whether

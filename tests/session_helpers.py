@@ -7,7 +7,8 @@ import time
 from typing import Any, cast
 
 from tether.agent import AgentTool, AgentToolResult
-from tether.session import Session, SessionLockedError, SessionManager
+from tether.session import Session, SessionManager
+from tether.store import SessionLockedError
 from tether.wire import AgentMessage, ModelInfo
 
 LOCK_RELEASE_TIMEOUT = 10.0

@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from tether.session.tree import CorruptSessionError, EntryTree, Node, paused_gc
+from tether.store.tree import CorruptSessionError, EntryTree, Node, paused_gc
 
 
 def tree(links: dict[str, str | None]) -> EntryTree:

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from tether.session.entries import EntryDict
-from tether.session.store import WriterLease
+from tether.store.entries import EntryDict
+from tether.store.store import WriterLease
 
 BATCH_WINDOW = 0.005
 """Seconds the thread waits after an append arrives before it commits what has queued up: one

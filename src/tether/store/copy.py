@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import jiter
 
-from tether.session.entries import EntryDict
-from tether.session.store import (
+from tether.store.entries import EntryDict
+from tether.store.store import (
     SessionExistsError,
     SessionLockedError,
     SessionRecord,

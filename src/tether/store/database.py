@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from tether.session.paths import database_url
-from tether.session.store import SessionError, SessionStore
+from tether.store.paths import database_url
+from tether.store.store import SessionError, SessionStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 # compiled on first use (re's cache): the default SQLite store never needs them
@@ -32,14 +32,14 @@ def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
     if location is None:
         location = database_url()
     if location is None:
-        from tether.session.sqlite_store import SQLiteStore
+        from tether.store.sqlite_store import SQLiteStore
 
         return SQLiteStore()
     if isinstance(location, str) and is_postgres_url(location):
-        from tether.session.postgres_store import PostgresStore
+        from tether.store.postgres_store import PostgresStore
 
         return PostgresStore(location)
-    from tether.session.sqlite_store import SQLiteStore
+    from tether.store.sqlite_store import SQLiteStore
 
     return SQLiteStore(sqlite_path(location))
 

@@ -7,7 +7,8 @@ import os
 import time
 from multiprocessing.synchronize import Barrier
 
-from tether.session import PostgresStore, SessionLockedError, SessionManager
+from tether.session import SessionManager
+from tether.store import PostgresStore, SessionLockedError
 
 
 def open_store_at_once(url: str, start: Barrier) -> None:

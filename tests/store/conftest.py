@@ -1,0 +1,5 @@
+"""The store tests run on every backend: the fixtures are ``store_fixtures``'."""
+
+from store_fixtures import db_path, manager, postgres_url, store_location, tether_home
+
+__all__ = ["db_path", "manager", "postgres_url", "store_location", "tether_home"]
