@@ -16,18 +16,27 @@ The front door: what a program that builds on tether needs, in one namespace (``
   ``complete``, ``stream_simple``, ``complete_simple``;
 - events and messages: ``AgentEvent``, ``SessionEvent``, ``AgentMessage``, ``AssistantMessage``,
   ``message_text`` (the text of any message); ``AgentBusyError`` (a prompt while a run goes on);
+- errors: ``TetherError``, the root of every exception tether raises on purpose, and its
+  families ``UserError``, ``ModelError``, ``TransportError``, ``ToolError``, ``SessionError``
+  (``tether.errors``);
 - ``AbortController``; ``RpcClient`` (drive ``tether --mode rpc`` from another process);
 - testing without a provider: ``ScriptedModel``, ``reply``, ``tool_call``.
 
 Everything else lives in the subpackages, lowest first: ``wire`` (transcript types), ``ai``
 (streaming LLM API), ``telemetry`` (OpenTelemetry spans and metrics of runs), ``agent``
-(the agent loop), ``session`` (durable sessions and the core), ``durable`` (runs that survive a
-crash, on DBOS workers; the ``durable`` extra), ``tools`` (coding tools), ``rpc`` and ``acp`` (protocol servers), ``cli`` (terminal front ends)
-and ``testing``. Dependencies point downward only. Names load on first use, so ``import tether``
-costs nothing until then (``tether --version`` reads only ``__version__``).
+(the agent loop), ``tools`` (coding tools), ``mcp`` (MCP servers' tools), ``store`` (where
+sessions are kept: SQLite, PostgreSQL), ``session`` (durable sessions and the core), ``durable``
+(runs that survive a crash, on DBOS workers; the ``durable`` extra), ``rpc`` and ``acp``
+(protocol servers), ``cli`` (terminal front ends) and ``testing``. Under them all lie three leaf
+modules: ``_version``, ``errors`` (the ``TetherError`` family) and ``_lazy``. Dependencies point
+downward only. Names load on first use, so ``import tether``
+costs nothing until then (``tether --version`` reads only ``tether._version``).
 """
 
 from __future__ import annotations
+
+from tether._lazy import lazy_exports
+from tether._version import __version__ as __version__
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
 if TYPE_CHECKING:
@@ -47,6 +56,13 @@ if TYPE_CHECKING:
         stream_simple as stream_simple,
     )
     from tether.ai.models import find_model as find_model, get_model as get_model, list_models as list_models
+    from tether.errors import (
+        ModelError as ModelError,
+        TetherError as TetherError,
+        ToolError as ToolError,
+        TransportError as TransportError,
+        UserError as UserError,
+    )
     from tether.rpc.client import RpcClient as RpcClient
     from tether.session.agent_session import AgentSession as AgentSession
     from tether.session.events import SessionEvent as SessionEvent, message_text as message_text
@@ -56,6 +72,7 @@ if TYPE_CHECKING:
     )
     from tether.session.manager import SessionManager as SessionManager
     from tether.session.settings import Settings as Settings
+    from tether.store.errors import SessionError as SessionError
     from tether.testing.scripted import ScriptedModel as ScriptedModel, reply as reply, tool_call as tool_call
     from tether.wire import (
         AgentMessage as AgentMessage,
@@ -63,10 +80,5 @@ if TYPE_CHECKING:
         WireError as WireError,
     )
 
-# The one place the version is written: pyproject.toml reads it from here (hatch's dynamic version).
-__version__ = "0.1.0"
-
-
-from tether._lazy import lazy_exports  # noqa: E402  (after __version__: --version needs nothing else)
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

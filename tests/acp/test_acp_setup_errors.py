@@ -14,9 +14,9 @@ from acp import RequestError
 from acp.interfaces import Client
 
 from tether.acp.server import TetherAcpAgent
+from tether.errors import ModelError
 from tether.session import model_choice
 from tether.session.factory import SessionOptions
-from tether.session.model_choice import ModelError
 
 
 @pytest.fixture

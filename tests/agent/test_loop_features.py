@@ -344,26 +344,17 @@ async def test_continue_preconditions(messages: Any, error: str) -> None:
         agent_loop_continue(context, AgentLoopConfig(model=model.model), None, model)
 
 
-async def test_without_stream_fn_the_loop_uses_tether_ai_stream_simple(
+async def test_without_stream_fn_the_loop_uses_the_registry_stream_simple(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tether.ai
+    import tether.ai.api
 
     model = ScriptedModel([reply("from stream_simple")])
-    monkeypatch.setattr(tether.ai, "stream_simple", model, raising=False)
+    monkeypatch.setattr(tether.ai.api, "stream_simple", model)
     result = await run_agent_loop(
         [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
     )
     assert result[-1]["content"] == [{"type": "text", "text": "from stream_simple"}]
-
-    monkeypatch.delattr(tether.ai, "stream_simple")
-    monkeypatch.delitem(tether.ai._LAZY, "stream_simple")  # else the lazy package loads it again
-    result = await run_agent_loop(
-        [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
-    )
-    error = result[-1]
-    assert error["role"] == "assistant" and error["stopReason"] == "error"
-    assert "tether.ai.stream_simple is not available" in error.get("errorMessage", "")
 
 
 async def test_a_closed_event_stream_ends_iteration_and_has_no_result() -> None:

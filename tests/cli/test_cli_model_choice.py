@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tether.ai.providers.local import default_model_path, is_available
-from tether.session.model_choice import ModelError, resolve_model
+from tether.errors import ModelError
+from tether.session.model_choice import resolve_model
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ import pytest
 
 from tether.ai.models import list_models
 from tether.ai.thinking import supported_thinking_levels
+from tether.errors import ModelError
 from tether.session.factory import SessionChoice, SetupError, create_agent_session
 from tether.session.model_choice import (
-    ModelError,
     match_model,
     next_model,
     next_thinking_level,

@@ -10,7 +10,8 @@ from tools_support import call, text_of
 
 from tether.agent.tool import AgentToolResult
 from tether.ai.abort import AbortController
-from tether.tools import PathOutsideWorkspace, ToolError, Workspace, create_bash_tool
+from tether.errors import ToolError
+from tether.tools import PathOutsideWorkspace, Workspace, create_bash_tool
 
 
 def alive(pid: int) -> bool:

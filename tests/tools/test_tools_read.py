@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from tools_support import call, text_of
 
-from tether.tools import ToolError, Workspace, create_read_tool
+from tether.errors import ToolError
+from tether.tools import Workspace, create_read_tool
 from tether.tools.read import MAX_IMAGE_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from tools_support import call, text_of
 
-from tether.tools import ToolError, Workspace, create_find_tool, create_grep_tool, create_ls_tool
+from tether.errors import ToolError
+from tether.tools import Workspace, create_find_tool, create_grep_tool, create_ls_tool
 from tether.tools.files import walk_files
 
 TREE = [

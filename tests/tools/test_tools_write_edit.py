@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from tools_support import call, text_of
 
-from tether.tools import PathOutsideWorkspace, ToolError, Workspace, create_edit_tool, create_write_tool
+from tether.errors import ToolError
+from tether.tools import PathOutsideWorkspace, Workspace, create_edit_tool, create_write_tool
 
 SOURCE = "def f():\n    return 1\n\n\ndef g():\n    return 1\n"
 

@@ -59,7 +59,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
-from tether import __version__
+from tether._version import __version__
 from tether.acp.session import AcpSession
 from tether.acp.tools import EditorAccess
 from tether.acp.updates import (
@@ -332,7 +332,7 @@ class TetherAcpAgent:
         self, cwd: str, choice: SessionChoice, mcp_servers: Sequence[McpServerConfig] = ()
     ) -> AcpSession:
         from tether.ai.paths import config_dir
-        from tether.session.model_choice import ModelError
+        from tether.errors import ModelError
         from tether.session.settings import SettingsError, load_settings, untrusted_note
         from tether.store import SessionError
         from tether.store.store import SessionDatabaseError, SessionLockedError, SessionNotFoundError

@@ -234,7 +234,7 @@ class AcpSession:
         return options
 
     def set_option(self, config_id: str, value: str) -> None:
-        from tether.session.model_choice import ModelError
+        from tether.errors import ModelError
 
         core = self.core
         if config_id == "mode":

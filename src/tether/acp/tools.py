@@ -30,13 +30,13 @@ from tether.agent import AgentTool, AgentToolResult
 from tether.agent.tool import ToolUpdate
 from tether.agent.validation import validate_json_arguments
 from tether.ai.abort import AbortSignal
+from tether.errors import ToolError
 from tether.tools import (
     EDIT_PARAMETERS,
     WRITE_PARAMETERS,
     BashParams,
     EditParams,
     ReadParams,
-    ToolError,
     Workspace,
     WriteParams,
     edit_text,

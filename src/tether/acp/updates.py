@@ -34,6 +34,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from tether.errors import TetherError
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, TextContent, ToolCall
 
 SessionUpdate = (
@@ -215,7 +216,7 @@ def thought_chunk(text: str) -> AgentThoughtChunk:
     )
 
 
-class TurnFailed(Exception):
+class TurnFailed(TetherError):
     """The turn ended in an error the client must see as one (``session/prompt`` fails)."""
 
 

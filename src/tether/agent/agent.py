@@ -28,6 +28,7 @@ from tether.agent.tool import AgentTool
 from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
+from tether.errors import TetherError
 from tether.telemetry import Instrumentation
 from tether.wire import AgentMessage, ImageContent, Message, ModelInfo, TextContent, UserMessage
 
@@ -47,7 +48,7 @@ Listener = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
 """Called with every event and the run's abort signal; awaited, in subscription order."""
 
 
-class AgentBusyError(RuntimeError):
+class AgentBusyError(TetherError, RuntimeError):
     """``prompt()`` or ``continue_()`` while a run is going."""
 
 

@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.llm_filter import LlmFilter
@@ -51,6 +50,7 @@ from tether.agent.types import (
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, StreamFn
+from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
 from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 
@@ -63,7 +63,7 @@ NO_MESSAGES = "Cannot continue: no messages in context"
 FROM_ASSISTANT = "Cannot continue from message role: assistant"
 
 
-class StepFailed(Exception):
+class StepFailed(TetherError):
     """A hook, the stream function or a listener raised; the run ends with this as its error."""
 
     def __init__(self, step: str, cause: BaseException) -> None:
@@ -128,11 +128,11 @@ def agent_loop_continue(
 
 
 def default_stream_fn() -> StreamFn:
-    """``tether.ai.stream_simple``, imported on first use so the loop does not need the providers."""
-    function = getattr(importlib.import_module("tether.ai"), "stream_simple", None)
-    if function is None:
-        raise RuntimeError("no stream_fn was given and tether.ai.stream_simple is not available")
-    return cast(StreamFn, function)
+    """``tether.ai.api.stream_simple`` (the providers' registry), imported on first use: a loop
+    given its own stream function never loads the registry."""
+    from tether.ai.api import stream_simple
+
+    return stream_simple
 
 
 async def _call(step: str, function: Callable[..., Any], *args: Any) -> Any:

@@ -54,6 +54,7 @@ from tether.agent.types import (
 )
 from tether.agent.validation import validate_tool_arguments
 from tether.ai.abort import AbortSignal
+from tether.errors import TetherError
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class ToolBatch:
     """True when every result of the batch asked to stop the run after it."""
 
 
-class ListenerError(Exception):
+class ListenerError(TetherError):
     """The event sink raised ``cause`` while the batch reported; the batch stopped there."""
 
     def __init__(self, cause: Exception) -> None:

@@ -38,6 +38,7 @@ from tether.ai.models_file import (
     cost_of,
     read_models_file,
 )
+from tether.errors import ModelError
 from tether.wire import MODEL_INFO, ModelInfo, WireError
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -76,7 +77,7 @@ LOCAL_PROVIDERS: tuple[ProviderInfo, ...] = (
 """OpenAI-compatible servers people run on their own machine, at their default ports."""
 
 
-class UnknownModelError(LookupError):
+class UnknownModelError(ModelError, LookupError):
     """No model (or several) answer a lookup. ``candidates`` are close ``provider/id`` names."""
 
     def __init__(self, message: str, candidates: list[str] | None = None) -> None:
@@ -84,7 +85,7 @@ class UnknownModelError(LookupError):
         self.candidates = candidates or []
 
 
-class UnknownProviderError(LookupError):
+class UnknownProviderError(ModelError, LookupError):
     """No provider of that name."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, NotRequired, cast
 
 from typing_extensions import TypedDict
 
+from tether.errors import ModelError
 from tether.wire import Codec, ModelCost, ThinkingConfig, WireError
 from tether.wire.records import STRICT, record
 
@@ -75,7 +76,7 @@ _CODEC: Codec[ModelsFile] = Codec(ModelsFile, "")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class ModelsFileError(ValueError):
+class ModelsFileError(ModelError):
     """``models.json`` could not be used. The message names the file, the entry and the field."""
 
     def __init__(self, file: Path, path: str, reason: str) -> None:

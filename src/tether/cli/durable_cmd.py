@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from tether.errors import UserError
+
 if TYPE_CHECKING:
     from tether.durable.client import DurableClient
     from tether.durable.config import DurableConfig
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 MISSING = "durable runs need the durable extra: pip install 'tether[durable]'"
 
 
-class DurableCommandError(Exception):
+class DurableCommandError(UserError):
     """A mistake in a ``worker``/``submit`` invocation; the message says what and where."""
 
 

@@ -14,11 +14,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from tether.errors import UserError
+
 FALLBACKS = ("editor", "nano", "vi")
 """Tried in order when neither ``VISUAL`` nor ``EDITOR`` is set (Debian's ``editor`` first)."""
 
 
-class EditorError(Exception):
+class EditorError(UserError):
     """The editor did not give text back; the message says why, in one line."""
 
 

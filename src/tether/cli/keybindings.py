@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from tether.errors import UserError
 from tether.wire.json_line import load_line
 
 FILE_NAME = "keybindings.json"
@@ -72,7 +73,7 @@ _CTRL_NAMED = {"up", "down", "left", "right", "home", "end", "pageup", "pagedown
 _SHIFT_NAMED = {"tab", *_CTRL_NAMED}
 
 
-class UnsendableKeyError(ValueError):
+class UnsendableKeyError(UserError, ValueError):
     """A key the terminal cannot send as written (e.g. ``ctrl+shift+p``)."""
 
 

@@ -13,7 +13,8 @@ import errno
 import gc
 import sys
 
-from tether import __version__
+from tether._version import __version__
+from tether.errors import TetherError
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing alone costs --version a third of its time
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def _dispatch(args: list[str]) -> None:
     if args and args[0] in SUBCOMMANDS:
         try:
             subcommands().main(args, prog_name="tether")
-        except _user_errors() as exc:  # evaluated only when something was raised
+        except TetherError as exc:  # each message says what and where: one line, no traceback
             sys.stderr.write(f"tether: {exc}\n")
             sys.exit(1)
     else:
@@ -411,9 +412,3 @@ def subcommands() -> click.Group:
         sys.exit(submit_run(session_id, prompt, **flags))
 
     return group
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from tether.cli.run import user_errors
-
-    return user_errors()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.options import RunOptions
+from tether.errors import TetherError
 from tether.telemetry.otlp import start_from_env
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def _run_mode(options: RunOptions) -> int:
         return asyncio.run(_run(options))
     except KeyboardInterrupt:
         return 130
-    except user_errors() as exc:
+    except TetherError as exc:  # each message says what and where: one line, no traceback
         sys.stderr.write(f"tether: {exc}\n")
         return 1
 
@@ -229,15 +230,3 @@ def _pick_session(cwd: Path) -> str | None:
         sys.stderr.write(f"tether: no session number {answer!r}\n")
         return None
     return rows[int(answer) - 1].id
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Errors that are the user's to fix (evaluated only when something is raised)."""
-    from tether.ai.models_file import ModelsFileError
-    from tether.cli.durable_cmd import DurableCommandError
-    from tether.session.factory import SetupError
-    from tether.session.model_choice import ModelError
-    from tether.session.settings import SettingsError
-    from tether.store import SessionError
-
-    return (ModelError, SettingsError, SetupError, SessionError, ModelsFileError, DurableCommandError)

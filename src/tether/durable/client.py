@@ -14,11 +14,12 @@ from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import RunOutcome, RunRequest
+from tether.errors import TransportError
 from tether.session.events import SessionEvent
 from tether.store.database import is_postgres_url, open_store, redact
 
 
-class SubmitError(Exception):
+class SubmitError(TransportError):
     """A run could not be submitted or followed; the message says why."""
 
 

@@ -37,6 +37,7 @@ from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.types import Context, SimpleStreamOptions, StreamFn
 from tether.durable.config import EVENTS
+from tether.errors import ToolError
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 RERUNNABLE = frozenset({"read", "grep", "find", "ls"})
@@ -68,7 +69,7 @@ class EventLog:
             await DBOS.write_stream_async(EVENTS, batch)
 
 
-class ToolInterruptedError(Exception):
+class ToolInterruptedError(ToolError):
     """A tool call cut by a worker crash, not run again (its text is the error tool result)."""
 
 

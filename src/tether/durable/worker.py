@@ -23,7 +23,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from dbos import DBOS
 
-from tether import __version__
+from tether._version import __version__
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import Runtime, install
 

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from tether.ai.abort import AbortSignal
+from tether.errors import ToolError
 from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
 from tether.mcp.stdio import process_transport, spawn, stop_process
-from tether.tools.errors import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -206,7 +206,7 @@ class McpConnection:
         from mcp import Client
         from mcp_types import Implementation
 
-        from tether import __version__
+        from tether._version import __version__
 
         info = Implementation(name="tether", version=__version__)
         if process is not None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tether.errors import UserError
+
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig, Source
 
@@ -21,7 +23,7 @@ PROJECT_FILE = ".mcp.json"
 """The project's servers, at the workspace root."""
 
 
-class McpConfigError(ValueError):
+class McpConfigError(UserError, ValueError):
     """An MCP configuration that cannot be used; the message names the file and the server."""
 
 

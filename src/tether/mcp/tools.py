@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.truncate import OutputBuffer
 
 if TYPE_CHECKING:

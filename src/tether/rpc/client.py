@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, cast
 
+from tether.errors import TransportError
 from tether.rpc import protocol as p
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.wire import AgentMessage, ImageContent, ModelInfo
@@ -42,7 +43,7 @@ KNOWN_FRAME_TYPES = frozenset({"ready", "response", "prompt_result", "extension_
 _STDERR_KEEP = 8192
 
 
-class RpcError(Exception):
+class RpcError(TransportError):
     """A command failed (``success: false``) or the server is gone; ``command`` names the command."""
 
     def __init__(self, command: str, message: str) -> None:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from tether import __version__
+from tether._version import __version__
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
 from tether.rpc.server import Frame, RpcServer

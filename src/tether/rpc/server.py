@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from tether.errors import UserError
 from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
@@ -49,7 +50,7 @@ _Handler = Callable[[dict[str, Any]], object]
 """A ``_cmd_*`` method: plain for commands that never wait, ``async`` for those that do."""
 
 
-class CommandError(Exception):
+class CommandError(UserError):
     """A command that cannot be done as asked; the message becomes the response's ``error``."""
 
 
@@ -376,7 +377,7 @@ class RpcServer:
         return self._set_model(f"{params['provider']}/{params['modelId']}")
 
     def _set_model(self, spec: str) -> ModelInfo:
-        from tether.session.model_choice import ModelError
+        from tether.errors import ModelError
 
         try:
             return self.core.set_model(spec)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from tether.errors import ModelError
 from tether.session.agent_session import AgentSession
-from tether.session.model_choice import ModelError
 from tether.session.settings import THINKING_LEVELS
 from tether.session.stats import SessionRow, format_tokens
 from tether.store.store import SessionError

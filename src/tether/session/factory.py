@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from tether.agent import Agent, AgentTool
 from tether.ai.paths import config_dir
 from tether.ai.types import SimpleStreamOptions
+from tether.errors import UserError
 from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
 from tether.session.settings import Settings
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.session.session import Session
 
 
-class SetupError(ValueError):
+class SetupError(UserError, ValueError):
     """The session cannot start as asked (unknown tool name, ...); the message says why."""
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tether.errors import UserError
+
 MAX_FILE_BYTES = 1 << 20
 """Skill and prompt files larger than this are refused unread. A repository's ``.pi/skills`` is
 read on every start without any trust (it holds instructions only), so a 1 GB ``SKILL.md`` (a
@@ -21,11 +23,11 @@ sparse file costs nothing to make) must not be read into memory; real ones are a
 _KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(UserError, ValueError):
     """The front matter is not the ``key: value`` subset; the message names the line."""
 
 
-class FileTooLargeError(ValueError):
+class FileTooLargeError(UserError, ValueError):
     """A skill or prompt file is larger than ``MAX_FILE_BYTES``."""
 
 

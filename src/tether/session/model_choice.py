@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from tether.errors import ModelError
+
 if TYPE_CHECKING:
     from tether.ai.types import StreamFn
     from tether.wire import ModelInfo
@@ -54,10 +56,6 @@ Usable = Callable[[str], bool]
 """``usable(provider)``: whether requests to that provider can authenticate (breaks ties)."""
 
 Direction = Literal["forward", "backward"]
-
-
-class ModelError(ValueError):
-    """The requested model cannot be used; the message says why and what to do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +140,6 @@ def match_model(
     text is ambiguous, or the closest names when nothing matches.
     """
     from tether.ai.models import UnknownModelError, default_registry, find_model
-    from tether.ai.models_file import ModelsFileError
 
     text = text.strip()
     providers = default_registry().providers()
@@ -159,9 +156,9 @@ def match_model(
             if found is not None:
                 return found, level
         find_model(f"{provider}/{text}" if provider else text)  # raises with the closest names
-    except (ModelsFileError, ModelError):
-        raise  # names the file and the field, or the candidates: `tether models` would only repeat it
     except (LookupError, ValueError) as exc:
+        if isinstance(exc, ModelError) and not isinstance(exc, LookupError):
+            raise  # names the file and the field, or the candidates: `tether models` would only repeat it
         where = f" of provider {provider!r}" if provider else ""
         message = str(exc) if isinstance(exc, UnknownModelError) else f"unknown model {text!r}{where}"
         raise ModelError(f"{message} (see `tether models`)") from None

@@ -20,6 +20,7 @@ from typing import Any, Literal, cast, overload
 from typing_extensions import TypedDict
 
 from tether.ai.event_stream import empty_usage
+from tether.errors import TetherError
 from tether.wire import AgentMessage, ImageContent, ModelInfo, TextContent, ThinkingContent
 
 PromptPart = TextContent | ImageContent | ThinkingContent
@@ -37,7 +38,7 @@ PromptHook = Callable[["PromptEditor"], Awaitable[None] | None]
 """A hook edits the request in place through the editor; it may be sync or async."""
 
 
-class PromptEditError(ValueError):
+class PromptEditError(TetherError, ValueError):
     """A hook asked for something the request cannot do (unknown id, bad part)."""
 
 

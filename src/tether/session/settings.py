@@ -20,6 +20,7 @@ from typing import TypeVar, cast
 from typing_extensions import TypeIs
 
 from tether.ai.types import DEFAULT_IDLE_TIMEOUT
+from tether.errors import UserError
 from tether.session.budget import CompactionSettings
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
@@ -28,7 +29,7 @@ from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A settings file is unreadable or holds a bad value; the message names the file and key."""
 
 

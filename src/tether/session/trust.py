@@ -17,10 +17,12 @@ import os
 from pathlib import Path
 from typing import cast
 
+from tether.errors import UserError
+
 TRUST_FILE = "trusted-folders.json"
 
 
-class TrustFileError(ValueError):
+class TrustFileError(UserError, ValueError):
     """The trusted-folders file exists but is not a JSON list of paths; the message names it."""
 
 

@@ -6,8 +6,10 @@ run, also with ``--no-session``, where nothing of the store should load.
 
 from __future__ import annotations
 
+from tether.errors import TetherError
 
-class SessionError(Exception):
+
+class SessionError(TetherError):
     """Base class of the session errors; each message says what and where."""
 
 

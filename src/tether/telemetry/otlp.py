@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from tether import __version__
+from tether._version import __version__
 from tether.telemetry import instrument, uninstrument
 
 if TYPE_CHECKING:

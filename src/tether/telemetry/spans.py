@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from opentelemetry import context as otel_context, metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tether import __version__
+from tether._version import __version__
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.types import Context, Retry, SimpleStreamOptions, StreamFn
 from tether.telemetry import content, semconv as sc

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx2
 
+from tether.errors import TetherError
 from tether.wire import ModelInfo
 
 INSTALL_HINT = (
@@ -37,7 +38,7 @@ STARTUP_TIMEOUT = 90.0
 seconds, much longer on a machine busy with other builds."""
 
 
-class LlamaServerError(RuntimeError):
+class LlamaServerError(TetherError, RuntimeError):
     """The server exited or did not answer in time; the message ends with its log."""
 
 

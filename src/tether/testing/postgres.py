@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tether.errors import TetherError
 from tether.testing.llama_server import free_port
 
 BIN_ENV = "TETHER_PG_BIN"
@@ -43,7 +44,7 @@ TEST_SETTINGS: Mapping[str, str] = {"fsync": "off", "synchronous_commit": "off",
 crashes of clients (what the tests kill) lose nothing either way: a commit is the server's."""
 
 
-class PostgresServerError(RuntimeError):
+class PostgresServerError(TetherError, RuntimeError):
     """initdb failed, or the server exited or did not answer in time; the message ends with its log."""
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         edit_text as edit_text,
         unified_diff as unified_diff,
     )
-    from tether.tools.errors import PathOutsideWorkspace as PathOutsideWorkspace, ToolError as ToolError
+    from tether.tools.errors import PathOutsideWorkspace as PathOutsideWorkspace
     from tether.tools.find import (
         FIND_PARAMETERS as FIND_PARAMETERS,
         FindParams as FindParams,

@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.spool import MAX_SPOOL_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
 from tether.tools.workspace import Workspace

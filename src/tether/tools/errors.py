@@ -1,13 +1,7 @@
-"""The one exception type the tools raise on purpose.
+"""The tools' own error beside the family's ``ToolError`` (``tether.errors``), which is the one
+exception type the tools raise on purpose."""
 
-The agent loop turns any exception from ``execute`` into an error tool result whose text is the
-exception's message, so a ``ToolError`` message is written for the model: what went wrong, where,
-and what to do instead.
-"""
-
-
-class ToolError(Exception):
-    """A tool call that cannot be carried out; the message tells the model why."""
+from tether.errors import ToolError
 
 
 class PathOutsideWorkspace(ToolError):

@@ -6,7 +6,7 @@ from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.globs import compile_glob
 from tether.tools.workspace import Workspace
 

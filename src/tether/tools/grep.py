@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.globs import compile_glob
 from tether.tools.sniff import looks_binary
 from tether.tools.truncate import MAX_BYTES, shorten_line

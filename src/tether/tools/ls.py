@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.workspace import Workspace
 
 DEFAULT_LIMIT = 500

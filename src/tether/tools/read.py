@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.truncate import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES, shorten_line
 from tether.tools.workspace import Workspace

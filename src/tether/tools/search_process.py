@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from tether.agent.tool import AgentToolResult
 from tether.ai.abort import AbortSignal
-from tether.tools.errors import ToolError
+from tether.errors import ToolError
 from tether.tools.process import supervised
 from tether.tools.workspace import Workspace
 

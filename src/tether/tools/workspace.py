@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.tools.errors import PathOutsideWorkspace, ToolError
+from tether.errors import ToolError
+from tether.tools.errors import PathOutsideWorkspace
 from tether.tools.spool import Spools
 from tether.wire import ToolCall
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from tether.errors import TetherError
 from tether.wire.messages import AssistantContent, AssistantMessageEvent
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ _TYPE_PHRASES = {
 }
 
 
-class WireError(ValueError):
+class WireError(TetherError, ValueError):
     """A wire value failed to decode. ``path`` names where, ``reason`` says what was wrong."""
 
     def __init__(self, path: str, reason: str) -> None:

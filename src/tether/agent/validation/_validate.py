@@ -20,13 +20,14 @@ from tether.agent.tool import AgentTool
 from tether.agent.validation._coercion import coerce, copy_json
 from tether.agent.validation._compiled import COMPILED, is_valid
 from tether.agent.validation._js import js_json
+from tether.errors import ToolError
 
 # pydantic loads with the first model that needs it (it is slow to import)
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
-class ToolArgumentsError(ValueError):
+class ToolArgumentsError(ToolError, ValueError):
     """The arguments of a tool call do not match the tool's parameters."""
 
 

@@ -23,6 +23,7 @@ from tether.agent.hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from tether.errors import TetherError
 from tether.session.extensions.api import (
     BeforeRunContext,
     BeforeRunResult,
@@ -223,7 +224,7 @@ class ExtensionHost:
         return result if isinstance(result, str) else None
 
 
-class ExtensionExit(Exception):
+class ExtensionExit(TetherError):
     """Extension code raised ``SystemExit`` (called ``exit()``) or another exception outside
     ``Exception``; it is reported like any failure of that extension."""
 
