@@ -54,11 +54,17 @@ def cmake_args() -> str:
         simd = {"avx", "avx2", "fma", "f16c", "bmi2"} <= flags or not flags
         on_off = "ON" if simd else "OFF"
         args += [f"-DGGML_{name}={on_off}" for name in ("SSE42", "AVX", "AVX2", "BMI2", "FMA", "F16C")]
-        args += [
-            f"-DGGML_{name}=OFF"
-            for name in ("AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16", "AVX_VNNI")
-            + ("AMX_TILE", "AMX_INT8", "AMX_BF16")
-        ]
+        never = (
+            "AVX512",
+            "AVX512_VBMI",
+            "AVX512_VNNI",
+            "AVX512_BF16",
+            "AVX_VNNI",
+            "AMX_TILE",
+            "AMX_INT8",
+            "AMX_BF16",
+        )
+        args += [f"-DGGML_{name}=OFF" for name in never]
     return " ".join(args)
 
 
@@ -167,7 +173,15 @@ def main(argv: list[str]) -> int:
             flush=True,
         )
         code = run(
-            [*pip, "wheel", "--no-deps", "--no-cache-dir", "-w", str(wheels), f"llama-cpp-python=={llama_version}"],
+            [
+                *pip,
+                "wheel",
+                "--no-deps",
+                "--no-cache-dir",
+                "-w",
+                str(wheels),
+                f"llama-cpp-python=={llama_version}",
+            ],
             env=build_env(),
             show_progress=True,
         )
