@@ -7,6 +7,8 @@ around), so below 1.00 tether is cheaper and every row of the summary reads the 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from _table import print_table
@@ -19,6 +21,8 @@ class Ratio:
     ratio: float
     reference: str
     goal: str
+    spread: tuple[float, float] | None
+    """The lowest and highest ratio over the repetitions, when the benchmark repeated."""
 
 
 RATIOS: list[Ratio] = []
@@ -26,9 +30,33 @@ bench = ""
 """The benchmark running now; ``bench/run.py`` sets it before each ``main()``."""
 
 
-def record(measure: str, ratio: float, reference: str, goal: str = "") -> None:
-    """Note one comparison: ``ratio`` is tether's cost / the reference's (< 1: tether is cheaper)."""
-    RATIOS.append(Ratio(bench, measure, ratio, reference, goal))
+LOAD_AT_START = os.getloadavg() if hasattr(os, "getloadavg") else None
+"""The machine's load when the benchmarks began: a loaded machine stretches every figure."""
+
+
+def record(measure: str, ratio: float, reference: str, goal: str = "", samples: Sequence[float] = ()) -> None:
+    """Note one comparison: ``ratio`` is tether's cost / the reference's (< 1: tether is cheaper);
+    ``samples``: the ratio of each repetition (paired runs), printed as the spread."""
+    spread = (min(samples), max(samples)) if samples else None
+    RATIOS.append(Ratio(bench, measure, ratio, reference, goal, spread))
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident set (``VmHWM``), in MB.
+
+    Not ``ru_maxrss``: Linux carries it over ``fork`` and ``exec``, so a child of a big process
+    (``make bench`` runs every benchmark in one) reports its parent's peak as its own.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def print_summary(ran: list[str]) -> None:
@@ -37,11 +65,19 @@ def print_summary(ran: list[str]) -> None:
     rows: list[list[str]] = []
     for name in ran:
         mine = [r for r in RATIOS if r.bench == name]
-        rows += [[name, r.measure, f"{r.ratio:.2f}x", r.reference, r.goal] for r in mine]
+        rows += [[name, r.measure, f"{r.ratio:.2f}x", _spread(r), r.reference, r.goal] for r in mine]
         if not mine:
-            rows.append([name, "(no ratio recorded)", "-", "", ""])
+            rows.append([name, "(no ratio recorded)", "-", "", "", ""])
     print_table(
         "Summary: tether's cost / the reference's (< 1.00x: tether is cheaper)",
-        ["bench", "measure", "ratio", "reference", "goal"],
+        ["bench", "measure", "ratio", "spread", "reference", "goal"],
         rows,
     )
+    if LOAD_AT_START is not None:
+        start = " ".join(f"{x:.2f}" for x in LOAD_AT_START)
+        end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average (1, 5, 15 min) at start: {start}; at end: {end}; cores: {os.cpu_count()}")
+
+
+def _spread(ratio: Ratio) -> str:
+    return f"{ratio.spread[0]:.2f}-{ratio.spread[1]:.2f}" if ratio.spread is not None else "-"

@@ -10,7 +10,7 @@ A turn is user prompt, assistant tool call, tool result, assistant answer: 12 ap
 12,000 in all. Afterwards every session is read back from a fresh store and must hold exactly its
 12 messages, in order, as one chain, with matching counters: nothing lost, nothing duplicated.
 
-Each configuration runs in fresh processes, so its peak RSS (``ru_maxrss``) is its own; the RSS
+Each configuration runs in fresh processes, so its peak RSS (``VmHWM``; ``ru_maxrss`` would include the parent's) is its own; the RSS
 before opening the sessions (imports, store) is shown for reference. The PostgreSQL server is a
 private one (``tether.testing.postgres``) with default, durable settings (fsync per commit).
 """
@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from _summary import peak_rss_mb
 from _table import print_table
 from tether.session import Session, SessionManager
 from tether.store.postgres_store import PostgresStore
@@ -102,7 +103,7 @@ async def run_sessions(location: str, first: int, count: int) -> dict[str, Any]:
         if location.startswith("postgresql:")
         else SessionManager.at(location)
     )
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = peak_rss_mb()
     sessions = [manager.create(f"/bench/{i}") for i in range(first, first + count)]
     latencies: list[float] = []
     rng = random.Random(first)
@@ -110,14 +111,14 @@ async def run_sessions(location: str, first: int, count: int) -> dict[str, Any]:
     with ThreadPoolExecutor(THREADS) as pool:
         await asyncio.gather(*(converse(s, first + i, pool, rng, latencies) for i, s in enumerate(sessions)))
     elapsed = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_mb()
     ids = [s.id for s in sessions]
     for s in sessions:
         s.close()
     manager.close()
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     return {"ids": ids, "seconds": elapsed, "appends": len(latencies), "latencies": sorted(latencies),
-            "rss_before_mb": rss_before / 1024, "peak_rss_mb": peak / 1024}  # fmt: skip
+            "rss_before_mb": rss_before, "peak_rss_mb": peak}  # fmt: skip
 
 
 def verify(location: str, first: int, ids: list[str]) -> None:

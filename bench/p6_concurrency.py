@@ -16,7 +16,7 @@ own). So a session makes 6 streamed requests and stores 12 messages.
 Both also run without storing anything (``tether``: an ``Agent`` per session). Each run is a
 fresh process; CPU is its user+system time from start of the sessions to the end (the server's
 is not counted), "loop thread CPU" the part spent on the event loop's thread, RSS its peak
-(``ru_maxrss``). Runs alternate tether/floor so machine noise hits both. At 10,000 sessions the process needs more file descriptors than usual: one socket per
+(``VmHWM``: ``ru_maxrss`` would include the parent's peak). Runs alternate tether/floor so machine noise hits both. At 10,000 sessions the process needs more file descriptors than usual: one socket per
 concurrent stream plus one lock file per open stored session.
 
 Goals (issue 16): tether <= 1.2x the floor's CPU with stored sessions at 1,000; 10,000 stored
@@ -48,7 +48,7 @@ from typing import Any
 import httpx2
 import jiter
 
-from _summary import record
+from _summary import peak_rss_mb, record
 from _table import print_table
 
 HERE = Path(__file__).resolve().parent
@@ -193,7 +193,7 @@ def worker(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int |
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    json.dump({"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": after.ru_maxrss / 1024}, sys.stdout)
+    json.dump({"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": peak_rss_mb()}, sys.stdout)
 
 
 async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
@@ -240,11 +240,15 @@ def main(gc_threshold: int | None = None) -> None:
                 ratio = cpu["tether"] / cpu["floor"]
                 goal = "<= 1.2" if stored and sessions == 1_000 else ""
                 tuned = f", gc.set_threshold({gc_threshold})" if gc_threshold is not None else ""
+                paired = [
+                    t["cpu"] / f["cpu"] for t, f in zip(results["tether"], results["floor"], strict=True)
+                ]
                 record(
                     f"{sessions:,} sessions, {label}{tuned}: CPU",
                     ratio,
                     "httpx2 + jiter + sqlite3 floor",
                     goal,
+                    samples=paired,
                 )
                 if stored and sessions == 10_000:
                     rss = max(r["rss_mb"] for r in results["tether"])
