@@ -52,9 +52,9 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/pyright src examples
 
-# The REQUIRE flags turn a missing local model or PostgreSQL server into failures, not skips.
+# The REQUIRE flags turn a missing local model, PostgreSQL server or sandbox into failures, not skips.
 pytest: $(VENV)/.installed-dev $(LOCAL)
-	TETHER_REQUIRE_LOCAL=1 TETHER_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest
+	TETHER_REQUIRE_LOCAL=1 TETHER_REQUIRE_POSTGRES=1 TETHER_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest
 
 test: lint typecheck pytest
 

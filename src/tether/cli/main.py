@@ -190,6 +190,12 @@ def root_command() -> click.Command:
         help="Let tools use paths outside the workspace (writes there still need approval).",
     )
     @click.option(
+        "--sandbox",
+        type=click.Choice(["read-only", "workspace-write", "off"]),
+        help="Run bash and !commands confined: read-only, workspace-write (the default setting) or off.",
+    )
+    @click.option("--sandbox-network", is_flag=True, help="Let sandboxed commands use the network.")
+    @click.option(
         "--export",
         metavar="FILE",
         help="Write a session file (or stored session id) as HTML and exit; output: first argument.",

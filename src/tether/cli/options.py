@@ -45,6 +45,10 @@ class RunOptions:
     """``--append-system-prompt``, each a text or the text of the file it names."""
     no_context_files: bool = False
     allow_outside: bool = False
+    sandbox: str | None = None
+    """``--sandbox MODE``: overrides the ``sandbox`` setting's mode for this run."""
+    sandbox_network: bool = False
+    """``--sandbox-network``: confined commands may use the network."""
     export: tuple[str, str | None] | None = None
     """``--export FILE [OUTPUT]``: write a session file (or stored session) as HTML and exit."""
     no_extensions: bool = False
@@ -70,6 +74,8 @@ class RunOptions:
             append_system_prompt=self.append_system_prompt,
             context_files=not self.no_context_files,
             allow_outside=True if self.allow_outside else None,
+            sandbox=self.sandbox,
+            sandbox_network=True if self.sandbox_network else None,
             extensions=not self.no_extensions,
             extension_paths=self.extensions,
         )
@@ -119,6 +125,8 @@ class RunOptions:
             append_system_prompt=tuple(_prompt_text(source) for source in sources),
             no_context_files=bool(values.get("no_context_files")),
             allow_outside=bool(values.get("allow_outside")),
+            sandbox=text("sandbox"),
+            sandbox_network=bool(values.get("sandbox_network")),
             no_extensions=bool(values.get("no_extensions")),
             extensions=tuple(
                 Path(str(p)).resolve() for p in cast(tuple[object, ...], values.get("extension") or ())

@@ -85,6 +85,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.session import Session
     from tether.session.stats import Stats, Tally
     from tether.store.store import SessionRecord
+    from tether.tools.sandbox import Sandbox
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
@@ -362,6 +363,7 @@ class AgentSession:
             message = await run_shell_input(
                 command,
                 cwd=self.cwd,
+                sandbox=self._confinement(),
                 exclude_from_context=exclude_from_context,
                 signal=controller.signal,
                 on_output=on_output,
@@ -833,6 +835,7 @@ class AgentSession:
                 message: AgentMessage = await run_shell_input(
                     parsed.command,
                     cwd=self.cwd,
+                    sandbox=self._confinement(),
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
                     env_passthrough=self.settings.shell_env_passthrough,
@@ -841,6 +844,7 @@ class AgentSession:
                 message = await run_python_input(
                     parsed.code,
                     cwd=self.cwd,
+                    sandbox=self._confinement(),
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
                     env_passthrough=self.settings.shell_env_passthrough,
@@ -1117,6 +1121,10 @@ class AgentSession:
             "followUp": list(snapshot.follow_up),
         }
         self._emit_now(event)
+
+    def _confinement(self) -> Sandbox | None:
+        """The sandbox of the user's ``!cmd`` and ``$code``: the tools' own (``tether.tools.sandbox``)."""
+        return self.approval.workspace.confinement() if self.approval is not None else None
 
     def _emit_now(self, event: SessionEvent) -> None:
         """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,

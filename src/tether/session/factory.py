@@ -10,12 +10,12 @@ approval gate and the session (new, latest of the directory, or by id).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from tether.agent import Agent, AgentTool
-from tether.ai.paths import config_dir
+from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.types import SimpleStreamOptions
 from tether.errors import UserError
 from tether.session.agent_session import AgentSession
@@ -24,6 +24,7 @@ from tether.session.settings import Settings
 from tether.session.system_prompt import build_system_prompt
 from tether.tools import Workspace, create_coding_tools
 from tether.tools.approval import Approval, ApprovalGate, AskUser
+from tether.tools.sandbox import SandboxMode, SandboxPolicy, missing, secret_paths
 
 if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.mcp import McpServerConfig, McpServers
@@ -76,6 +77,10 @@ class SessionOptions:
     """``False`` (``--no-context-files``): no ``AGENTS.md``/``CLAUDE.md``, global or project."""
     allow_outside: bool | None = None
     """``--allow-outside``: tools may use paths outside the workspace; ``None``: the setting."""
+    sandbox: str | None = None
+    """``--sandbox MODE``: the sandbox mode instead of the setting's (the user's own choice)."""
+    sandbox_network: bool | None = None
+    """``--sandbox-network``: sandboxed commands may use the network; ``None``: the setting."""
     extensions: bool = True
     """``False`` (``--no-extensions``): load no extension from folders or entry points."""
     extension_paths: tuple[Path, ...] = ()
@@ -95,6 +100,11 @@ class SessionOptions:
         from tether.ai.paths import config_dir
         from tether.session.resources import load_resources
 
+        if self.sandbox is not None or self.sandbox_network is not None:
+            policy = settings.sandbox
+            mode = cast(SandboxMode, self.sandbox) if self.sandbox is not None else policy.mode
+            network = self.sandbox_network if self.sandbox_network is not None else policy.network
+            settings = replace(settings, sandbox=replace(policy, mode=mode, network=network))
         servers = list(mcp_servers)
         if self.mcp:
             servers = [*load_mcp_files(cwd, self.mcp_config), *servers]
@@ -120,6 +130,31 @@ class SessionOptions:
             allow_outside=self.allow_outside,
             resources=resources,
         )
+
+
+def _sandbox(settings: Settings) -> SandboxPolicy:
+    """The settings' sandbox, hiding the credentials of the home folder and tether's own data:
+    the session database (with its lock files), history, and the models file that may hold keys."""
+    own = [data_dir(), models_file()]
+    if settings.database is not None and "://" not in settings.database:
+        database = Path(settings.database).expanduser()
+        own += [
+            database,
+            database.with_name(database.name + "-wal"),
+            database.with_name(database.name + ".locks"),
+        ]
+    policy = settings.sandbox
+    return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide))
+
+
+def _sandbox_warning(workspace: Workspace, tools: Sequence[AgentTool]) -> str | None:
+    """One line when commands should be confined and cannot be: they are approved one by one."""
+    if workspace.sandbox is None or not workspace.sandbox.active or not any(t.name == "bash" for t in tools):
+        return None
+    reason = missing()
+    if reason is None:
+        return None
+    return f"sandbox unavailable: {reason}; bash asks before every command (--sandbox off: no confinement)"
 
 
 def load_mcp_files(cwd: Path, config_file: Path | None = None) -> list[McpServerConfig]:
@@ -202,7 +237,11 @@ def create_agent_session(
     outside = settings.allow_outside if allow_outside is None else allow_outside
     skill_folders = resources.skill_folders() if resources is not None else ()
     workspace = Workspace(
-        cwd, read_roots=skill_folders, allow_outside=outside, env_passthrough=settings.shell_env_passthrough
+        cwd,
+        read_roots=skill_folders,
+        allow_outside=outside,
+        env_passthrough=settings.shell_env_passthrough,
+        sandbox=_sandbox(settings),
     )
     try:
         built = create_coding_tools(workspace, list(names) if names is not None else None)
@@ -255,7 +294,15 @@ def create_agent_session(
             approval=gate,
             hooks=hooks,
             notice="\n".join(
-                filter(None, [resolved.notice, *left_out, *(resources.warnings if resources else ())])
+                filter(
+                    None,
+                    [
+                        resolved.notice,
+                        _sandbox_warning(workspace, built),
+                        *left_out,
+                        *(resources.warnings if resources else ()),
+                    ],
+                )
             )
             or None,
             mcp=_mcp(mcp_servers),

@@ -25,6 +25,7 @@ from tether.session.budget import CompactionSettings
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
 from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
+from tether.tools.sandbox import SANDBOX_MODES, SandboxPolicy, stricter
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -90,6 +91,9 @@ class Settings:
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
     durable: Durable = field(default_factory=Durable)
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """How ``bash`` and ``!cmd`` are confined (``docs/sandbox.md``). A project file can only narrow
+    it, trusted or not."""
     max_connections: dict[str, int] = field(default_factory=lambda: {})
     """Provider name (``*``: every provider without its own) → requests streaming at once (0: no
     limit); applied with ``tether.ai.set_connection_limit`` when a session is set up."""
@@ -133,6 +137,8 @@ def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -
         return settings
     data = _read(project)
     candidate = _apply(settings, data, project)  # validates every key, widening or not
+    # A repository's files never widen the sandbox, not even once trusted.
+    candidate = replace(candidate, sandbox=stricter(settings.sandbox, candidate.sandbox))
     widening = _widening(settings, candidate)
     if not widening or trust_project or _trusted(config_dir, project.parent.parent):
         return replace(candidate, project_file=project)
@@ -245,6 +251,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["skills"] = _skill_sources(base.skills, value, path)
         elif key == "durable":
             changes["durable"] = _durable(base.durable, value, path)
+        elif key == "sandbox":
+            changes["sandbox"] = _sandbox(base.sandbox, value, path)
         elif key == "streamIdleTimeoutMs":
             if not _is_count(value):
                 raise bad(key, f"milliseconds, a non-negative integer (0: no limit) up to {MAX_COUNT}")
@@ -263,6 +271,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "retry",
                 "skills",
                 "durable",
+                "sandbox",
                 "streamIdleTimeoutMs",
                 "maxConnections",
             ]
@@ -279,6 +288,43 @@ _FIELD = {
     "database": "database",
 }
 _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
+
+
+def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
+    """``"workspace-write"`` (a mode) or ``{"mode", "network", "hide", "pidsMax"}``."""
+    modes = ", ".join(SANDBOX_MODES)
+    if isinstance(value, str):
+        value = {"mode": value}
+    if not isinstance(value, dict):
+        raise SettingsError(
+            f'{path}: "sandbox": expected one of {modes}, or an object, got {json.dumps(value)}'
+        )
+    changes: dict[str, object] = {}
+    for key, item in cast(dict[str, object], value).items():
+        where = f'{path}: "sandbox.{key}"'
+        if key == "mode":
+            if item not in SANDBOX_MODES:
+                raise SettingsError(f"{where}: expected one of {modes}, got {json.dumps(item)}")
+            changes["mode"] = item
+        elif key == "network":
+            if not isinstance(item, bool):
+                raise SettingsError(f"{where}: expected true or false, got {json.dumps(item)}")
+            changes["network"] = item
+        elif key == "hide":
+            items = cast(list[object], item) if isinstance(item, list) else None
+            if items is None or not all(isinstance(v, str) and v for v in items):
+                raise SettingsError(f"{where}: expected a list of paths, got {json.dumps(item)}")
+            hidden = tuple(Path(v).expanduser() for v in cast(list[str], items))
+            if not all(h.is_absolute() for h in hidden):
+                raise SettingsError(f"{where}: paths must be absolute (or start with ~)")
+            changes["hide"] = (*base.hide, *hidden)
+        elif key == "pidsMax":
+            if not _is_count(item) or item < 16:
+                raise SettingsError(f"{where}: expected a count of at least 16, got {json.dumps(item)}")
+            changes["pids_max"] = item
+        else:
+            raise SettingsError(f"{where}: unknown key (known: mode, network, hide, pidsMax)")
+    return replace(base, **changes)  # type: ignore[arg-type]
 
 
 def _max_connections(value: object, path: Path) -> dict[str, int]:

@@ -122,6 +122,10 @@ def describe_call(tool_call: ToolCall, tool: AgentTool | None = None) -> str:
         arguments = json.dumps(args, ensure_ascii=False)
         return f"Call {info.get('tool')} of MCP server {info.get('server')}: {arguments}"
     if name == "bash" and isinstance(args.get("command"), str):
+        if args.get("escalate") is True:
+            why = args.get("justification")
+            reason = f" (reason: {why})" if isinstance(why, str) and why.strip() else ""
+            return f"Run command OUTSIDE the sandbox: {args['command']}{reason}"
         return f"Run command: {args['command']}"
     if name in ("write", "edit") and isinstance(args.get("path"), str):
         return f"{name.capitalize()} file outside the workspace: {args['path']}"

@@ -15,6 +15,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.sandbox import SandboxPolicy
 from tether.tools.spool import MAX_SPOOL_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
 from tether.tools.workspace import Workspace
@@ -29,6 +30,8 @@ class BashParams(TypedDict):
     command: str
     timeout: NotRequired[float | None]
     cwd: NotRequired[str | None]
+    escalate: NotRequired[bool | None]
+    justification: NotRequired[str | None]
 
 
 BASH_PARAMETERS: dict[str, Any] = {
@@ -60,6 +63,30 @@ DESCRIPTION = (
 )
 
 
+SANDBOX_PARAMETERS: dict[str, Any] = {
+    "escalate": {
+        "type": ["boolean", "null"],
+        "description": "Run outside the sandbox (writes anywhere, network). The user is asked first: "
+        "use it only after the command failed because the sandbox refused something.",
+    },
+    "justification": {
+        "type": ["string", "null"],
+        "description": "With escalate: one sentence telling the user why the command needs it.",
+    },
+}
+
+
+def sandbox_note(policy: SandboxPolicy) -> str:
+    """What the model should know of the sandbox before it runs a command."""
+    writable = "the workspace and /tmp are" if policy.mode == "workspace-write" else "only /tmp is"
+    network = "the network is reachable" if policy.network else "there is no network"
+    return (
+        f" Commands run in a sandbox: {writable} writable, everything else is read-only, credentials "
+        f"are hidden and {network}. If a command fails because the sandbox refused it, run it again "
+        "with escalate: true and a justification (the user is asked)."
+    )
+
+
 def shell_argv(command: str) -> list[str]:
     """``bash -c command``, or ``sh -c`` where bash is not installed."""
     import shutil  # with its archive modules, loads with the first command rather than at start-up
@@ -73,11 +100,16 @@ def create_bash_tool(workspace: Workspace) -> AgentTool:
     ) -> AgentToolResult[dict[str, Any]]:
         return await run_bash(workspace, params, signal, on_update)
 
+    parameters, description = BASH_PARAMETERS, DESCRIPTION
+    policy = workspace.sandbox
+    if policy is not None and policy.active:
+        parameters = {**parameters, "properties": {**parameters["properties"], **SANDBOX_PARAMETERS}}
+        description += sandbox_note(policy)
     return AgentTool(
         name="bash",
         label="Bash",
-        description=DESCRIPTION,
-        parameters=BASH_PARAMETERS,
+        description=description,
+        parameters=parameters,
         execute=execute,
         execution_mode="sequential",
     )
@@ -95,6 +127,8 @@ async def run_bash(
     from tether.tools.process import run_process  # subprocess and signal handling load with the first command
 
     live = _LiveOutput(on_update) if on_update is not None else None
+    # An escalated call reaches here only once the user approved it (Workspace.needs_approval).
+    sandbox = None if params.get("escalate") is True else workspace.confinement()
     result = await run_process(
         shell_argv(params["command"]),
         cwd=Path(cwd),
@@ -103,6 +137,7 @@ async def run_bash(
         on_output=live.feed if live is not None else None,
         env_passthrough=workspace.env_passthrough,
         spools=workspace.spools,
+        sandbox=sandbox,
     )
     output = result.output or "(no output)"
     if result.full_output_path is not None:
@@ -129,7 +164,10 @@ async def run_bash(
             f"{output}\n\nCommand timed out after {timeout:g} seconds; its process group was killed."
         )
     if result.exit_code != 0:
-        raise ToolError(f"{output}\n\nCommand exited with code {result.exit_code}.")
+        hint = sandbox.hint(result.output) if sandbox is not None else None
+        raise ToolError(
+            f"{output}\n\nCommand exited with code {result.exit_code}." + (f"\n{hint}" if hint else "")
+        )
     return AgentToolResult([{"type": "text", "text": output}], details)
 
 

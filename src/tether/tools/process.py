@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tether.ai.abort import AbortSignal
+from tether.tools.sandbox import Sandbox
 from tether.tools.spool import MAX_SPOOL_BYTES, Spools
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
 
@@ -143,13 +144,37 @@ async def run_process(
     max_bytes: int = MAX_BYTES,
     max_lines: int = MAX_LINES,
     spools: Spools | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ProcessResult:
     """Run ``argv`` with stdin closed; stdout and stderr interleaved as the terminal would show.
 
     The environment is ``tool_environment(env_passthrough)`` plus ``env``. With ``spools``,
     output beyond ``max_bytes`` is also written to a file there (``full_output_path``) that the
-    model can search; memory stays bounded either way.
+    model can search; memory stays bounded either way. With ``sandbox``, the command runs confined
+    (``tether.tools.sandbox``).
     """
+    if sandbox is None:
+        return await _run(
+            argv, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
+        )
+    with sandbox.confine(argv, cwd) as confined:
+        return await _run(
+            confined, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
+        )
+
+
+async def _run(
+    argv: Sequence[str],
+    cwd: Path,
+    timeout: float | None,
+    signal: AbortSignal | None,
+    on_output: Callable[[str], None] | None,
+    env: Mapping[str, str] | None,
+    env_passthrough: Collection[str],
+    max_bytes: int,
+    max_lines: int,
+    spools: Spools | None,
+) -> ProcessResult:
     buffer = OutputBuffer(max_bytes, max_lines)
     spill = _Spill(max_bytes, spools) if spools is not None else None
     if signal is not None and signal.aborted:

@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 from tether.ai.abort import AbortSignal
 from tether.tools.bash import shell_argv
 from tether.tools.read import MAX_IMAGE_BYTES
+from tether.tools.sandbox import Sandbox
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.workspace import Workspace
 from tether.wire import (
@@ -75,15 +76,19 @@ async def run_shell_input(
     command: str,
     *,
     cwd: Path,
+    sandbox: Sandbox | None = None,
     exclude_from_context: bool = False,
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
     timeout: float | None = None,
     env_passthrough: Collection[str] = (),
 ) -> BashExecutionMessage:
-    """Run ``command`` with ``bash -c`` in ``cwd`` and record it as a ``bashExecution`` message."""
+    """Run ``command`` with ``bash -c`` in ``cwd`` (confined by ``sandbox``, when given) and record it
+    as a ``bashExecution`` message."""
     argv = shell_argv(command)
-    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
+    run = await _execute(
+        argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough, sandbox
+    )
     return {"role": "bashExecution", "command": command, **run}
 
 
@@ -91,6 +96,7 @@ async def run_python_input(
     code: str,
     *,
     cwd: Path,
+    sandbox: Sandbox | None = None,
     exclude_from_context: bool = False,
     signal: AbortSignal | None = None,
     on_output: Callable[[str], None] | None = None,
@@ -99,7 +105,9 @@ async def run_python_input(
 ) -> PythonExecutionMessage:
     """Run ``code`` with this interpreter (unbuffered, so output streams) as ``pythonExecution``."""
     argv = [sys.executable, "-u", "-c", code]
-    run = await _execute(argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough)
+    run = await _execute(
+        argv, cwd, exclude_from_context, signal, on_output, timeout, env_passthrough, sandbox
+    )
     return {"role": "pythonExecution", "code": code, **run}
 
 
@@ -123,11 +131,18 @@ async def _execute(
     on_output: Callable[[str], None] | None,
     timeout: float | None,
     env_passthrough: Collection[str],
+    sandbox: Sandbox | None,
 ) -> _Execution:
     from tether.tools.process import run_process  # loads with the first `!` command, not at start-up
 
     result = await run_process(
-        argv, cwd=cwd, timeout=timeout, signal=signal, on_output=on_output, env_passthrough=env_passthrough
+        argv,
+        cwd=cwd,
+        timeout=timeout,
+        signal=signal,
+        on_output=on_output,
+        env_passthrough=env_passthrough,
+        sandbox=sandbox,
     )
     run: _Execution = {
         "output": result.output,

@@ -20,6 +20,11 @@ class Spools:
     def __init__(self) -> None:
         self._directory: Path | None = None
 
+    @property
+    def directory(self) -> Path | None:
+        """The directory, once made (a sandbox shows it read-only so commands can search spools)."""
+        return self._directory
+
     def new_file(self) -> Path:
         """A fresh, empty file path in the directory (created now, with the directory if needed)."""
         import tempfile  # loads with the first long output, not with every start

@@ -8,6 +8,11 @@ a write outside the root still asks for approval, like every ``bash`` command, u
 ``auto_approve`` is set. Approving calls (``--yes``) never widens the workspace by itself.
 ``read_roots`` may be read but not written: the folders of the user's skills, which the system
 prompt tells the model to read when a task matches one.
+
+With a sandbox (``sandbox``, ``tether.tools.sandbox``) commands run confined, so ``bash`` no longer
+asks unless the model asks to run a command outside it (``escalate``). The file tools then agree
+with the sandbox: what it hides (credentials, the session database) they refuse even with
+``allow_outside``, and in ``read-only`` mode they write nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from tether.errors import ToolError
 from tether.tools.errors import PathOutsideWorkspace
+from tether.tools.sandbox import Sandbox, SandboxPolicy, unavailable
 from tether.tools.spool import Spools
 from tether.wire import ToolCall
 
@@ -46,6 +52,9 @@ class Workspace:
     (``shellEnvPassthrough``; see ``tether.tools.process.tool_environment``)."""
     spools: Spools = field(default_factory=Spools, repr=False, compare=False)
     """Where ``bash`` saves long output; removed when the session ends."""
+    sandbox: SandboxPolicy | None = None
+    """How commands are confined (``None`` or mode ``off``: not at all). Its ``hide`` list should
+    hold every secret path (``tether.tools.sandbox.secret_paths``): the file tools refuse them too."""
     _real_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
     _real_read_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
@@ -67,6 +76,8 @@ class Workspace:
             raise ToolError("path must not be empty")
         candidate = Path(os.path.expanduser(path))
         real = Path(os.path.realpath(self.real_root / candidate))
+        if self.sandbox is not None and self.sandbox.active:
+            self._check_sandbox(path, real, reading=reading)
         if self.allow_outside or self.contains(real) or (reading and _within(real, self._real_read_roots)):
             return real
         via_link = self.contains(Path(os.path.abspath(self.real_root / candidate)))
@@ -74,6 +85,28 @@ class Workspace:
         raise PathOutsideWorkspace(
             f"Path {path!r} resolves{how} to {real}, outside the workspace {self.real_root}. "
             "Only files inside the workspace can be accessed (the user can allow more: --allow-outside)."
+        )
+
+    def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
+        assert self.sandbox is not None
+        hidden = next((h for h in self.sandbox.hide if _within(real, (Path(os.path.realpath(h)),))), None)
+        if hidden is not None and not any(root.is_relative_to(hidden) for root in self._real_roots):
+            raise PathOutsideWorkspace(
+                f"Path {path!r} is hidden by the sandbox ({hidden} holds credentials or session data)."
+            )
+        if not reading and self.sandbox.mode == "read-only":
+            raise ToolError(f"Cannot write {path!r}: the sandbox is read-only (--sandbox read-only).")
+
+    def confinement(self) -> Sandbox | None:
+        """The sandbox commands run in, or ``None`` when they run unconfined (off or unavailable)."""
+        if self.sandbox is None or not self.sandbox.active or unavailable() is not None:
+            return None
+        spools = self.spools.directory
+        return Sandbox(
+            self.sandbox,
+            writable=self._real_roots,
+            readable=(spools,) if spools is not None else (),
+            hidden=self.sandbox.hide,
         )
 
     def contains(self, real_path: Path) -> bool:
@@ -94,7 +127,7 @@ class Workspace:
             return False
         name = tool_call["name"]
         if name in ALWAYS_ASK_TOOLS:
-            return True
+            return tool_call["arguments"].get("escalate") is True or self.confinement() is None
         if name in WRITE_TOOLS:
             return not self._inside_roots(tool_call["arguments"])
         return False

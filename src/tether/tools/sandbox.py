@@ -1,0 +1,323 @@
+"""Confining what the model runs: ``bash`` and ``!cmd`` inside an OS sandbox (bubblewrap).
+
+A prompt before every command is a poor guard: people stop reading it. Codex and Claude Code
+confine commands instead, and so do we. A confined command sees:
+
+- the whole file system **read-only**, with the workspace writable (``workspace-write``) or not
+  (``read-only``), and a private, empty ``/tmp``;
+- **no credentials**: ``~/.ssh``, ``~/.aws``, ``~/.config/gh`` and the like, ``/etc/shadow``, the
+  tether home's data (the session database) and its key files are replaced by empty ones, as is
+  anything the user adds (``sandbox.hide``: on a shared worker, the folder of every run's
+  workspace, so a run sees only its own);
+- **no network** unless allowed: its own network namespace, where even ``127.0.0.1`` is its own;
+- its own PID namespace (``/proc`` shows only its processes; when the command ends, everything it
+  left running dies with the namespace), no new privileges (setuid binaries do not elevate), no
+  capabilities, and at most ``pids_max`` processes (a fork bomb stops there).
+
+Why bubblewrap: Debian ships it, it needs no daemon and no root, it does mounts, namespaces and
+``PR_SET_NO_NEW_PRIVS`` in one exec, and it is what Claude Code uses on Linux. Landlock would
+confine paths but not hide them nor the network on the kernels we meet, so it is not a fallback
+we rely on. The process limit uses the cgroup ``pids`` controller where this process may create a
+cgroup (cgroup v2 delegated, or v1), and ``RLIMIT_NPROC`` otherwise; both are set up before the
+exec and undone after.
+
+Where no sandbox can run (no ``bwrap``, no user namespaces, not Linux), ``unavailable()`` says
+why in one line: the front end prints it and the approval gate asks before every command, as
+without a sandbox. Nothing ever falls back to full access silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+SandboxMode = Literal["read-only", "workspace-write", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
+"""From the strictest to the widest: a project may only move a user's choice to the left."""
+
+DEFAULT_PIDS_MAX = 1024
+"""Processes (and threads) a confined command may have at once: plenty for a build, finite for a
+fork bomb."""
+
+CREDENTIAL_PATHS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube",
+    ".pypirc",
+    ".npmrc",
+    ".config/gh",
+    ".config/gcloud",
+    ".config/hub",
+    ".password-store",
+)
+"""Relative to the home folder: what a command never needs to see to work on a repository."""
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh")
+"""Readable to a command run by root (containers, CI): the sandbox keeps root's uid."""
+
+SANDBOX_HINT_MARKERS = (
+    "Read-only file system",
+    "Permission denied",
+    "Operation not permitted",
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Connection refused",
+    "No such file or directory",
+)
+"""Phrases in a failed command's output that suggest the sandbox refused something."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """How commands the model or the user runs are confined (``docs/sandbox.md``)."""
+
+    mode: SandboxMode = "workspace-write"
+    network: bool = False
+    """Let confined commands reach the network (the host's, including its loopback)."""
+    hide: tuple[Path, ...] = ()
+    """Further paths replaced by empty ones inside the sandbox."""
+    pids_max: int = DEFAULT_PIDS_MAX
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "off"
+
+    def describe(self) -> str:
+        """A few words for prompts and hints: ``workspace-write, network off``."""
+        if not self.active:
+            return "off"
+        return f"{self.mode}, network {'on' if self.network else 'off'}"
+
+
+def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
+    """The narrower of two policies, field by field (a project never widens the user's)."""
+    mode = a.mode if SANDBOX_MODES.index(a.mode) <= SANDBOX_MODES.index(b.mode) else b.mode
+    return SandboxPolicy(
+        mode=mode,
+        network=a.network and b.network,
+        hide=tuple(dict.fromkeys((*a.hide, *b.hide))),
+        pids_max=min(a.pids_max, b.pids_max),
+    )
+
+
+def missing() -> str | None:
+    """Why no sandbox can run here, as far as a cheap look tells (platform, ``bwrap`` on PATH):
+    what a front end checks at start-up, where probing namespaces would cost an exec."""
+    import shutil  # loaded with the first command anyway
+
+    if not sys.platform.startswith("linux"):
+        return f"no sandbox on {sys.platform} yet (tether confines commands with bubblewrap on Linux)"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    return None
+
+
+@cache
+def unavailable() -> str | None:
+    """Why no sandbox can run here (one line), or ``None`` when bubblewrap really works."""
+    import subprocess  # loads with the first command, not at start-up
+
+    reason = missing()
+    if reason is not None:
+        return reason
+    import shutil
+
+    bwrap = shutil.which("bwrap") or "bwrap"
+    try:
+        probe = subprocess.run(
+            [bwrap, *_namespaces(network=False), "--ro-bind", "/", "/", "--", "/bin/true"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap does not start: {exc}"
+    if probe.returncode != 0:
+        last = probe.stderr.strip().splitlines()[-1:] or [f"exit status {probe.returncode}"]
+        return f"bubblewrap cannot create namespaces here ({last[0]})"
+    return None
+
+
+def secret_paths(home: Path, tether_dirs: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """The default hidden paths: the home folder's credentials, the system's, tether's own."""
+    return (
+        *(home / relative for relative in CREDENTIAL_PATHS),
+        *(Path(p) for p in SYSTEM_SECRETS),
+        *tether_dirs,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """A policy bound to one workspace: turns a command line into its confined form."""
+
+    policy: SandboxPolicy
+    writable: tuple[Path, ...]
+    """The workspace roots: writable in ``workspace-write``, readable in ``read-only``."""
+    readable: tuple[Path, ...] = ()
+    """Further folders to show read-only although they may live in ``/tmp`` (bash's spools)."""
+    hidden: tuple[Path, ...] = ()
+    """Paths replaced by empty ones (``secret_paths`` plus the policy's ``hide``)."""
+
+    def argv(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``."""
+        import shutil
+
+        bwrap = shutil.which("bwrap") or "bwrap"
+        args = [bwrap, *_namespaces(network=self.policy.network)]
+        args += [
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/var/tmp",
+        ]
+        bind = "--bind" if self.policy.mode == "workspace-write" else "--ro-bind"
+        for root in self.writable:
+            args += [bind, str(root), str(root)]
+        for folder in self.readable:
+            args += ["--ro-bind-try", str(folder), str(folder)]
+        args += _hiding(self.hidden, keep=self.writable)
+        args += ["--chdir", str(cwd), "--setenv", "TMPDIR", "/tmp", "--"]
+        return [*args, *argv]
+
+    @contextlib.contextmanager
+    def confine(self, argv: Sequence[str], cwd: Path) -> Generator[list[str]]:
+        """The confined command line, inside a fresh ``pids`` cgroup while the block runs."""
+        group = _PidsGroup.create(self.policy.pids_max)
+        try:
+            confined = self.argv(argv, cwd)
+            if group is not None:
+                yield [
+                    "/bin/sh",
+                    "-c",
+                    'echo $$ > "$1" && shift && exec "$@"',
+                    "sh",
+                    str(group.procs),
+                    *confined,
+                ]
+            else:
+                yield ["prlimit", f"--nproc={self.policy.pids_max}", "--", *confined]
+        finally:
+            if group is not None:
+                group.remove()
+
+    def hint(self, output: str) -> str | None:
+        """A note for the model when a failed command may have been stopped by the sandbox."""
+        if not any(marker in output for marker in SANDBOX_HINT_MARKERS):
+            return None
+        return (
+            f"This command ran in a sandbox ({self.policy.describe()}; writable: the workspace and /tmp"
+            f"{'' if self.policy.mode == 'workspace-write' else ' only'}). If it failed because the sandbox "
+            "refused a write, a path or the network, run it again with escalate: true and a "
+            "justification; the user is asked before it runs outside the sandbox."
+        )
+
+
+def _namespaces(*, network: bool) -> list[str]:
+    args = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+
+
+def _hiding(paths: Sequence[Path], *, keep: Sequence[Path]) -> list[str]:
+    """Mounts replacing each existing path by an empty one; a path holding a workspace root (the
+    user chose to work there) is not hidden, but what lies inside the root is."""
+    args: list[str] = []
+    for path in dict.fromkeys(paths):
+        if any(root == path or root.is_relative_to(path) for root in keep):
+            continue
+        if path.is_symlink() or not path.exists():
+            continue  # a symlink is resolved by the mount below it; nothing to hide otherwise
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+@dataclass(frozen=True, slots=True)
+class _PidsGroup:
+    path: Path
+
+    @property
+    def procs(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    @classmethod
+    def create(cls, limit: int) -> _PidsGroup | None:
+        """A new cgroup capped at ``limit`` tasks, or ``None`` where we may not make one."""
+        import uuid
+
+        for parent in _pids_parents():
+            path = parent / f"tether-{uuid.uuid4().hex[:12]}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            try:
+                (path / "pids.max").write_text(f"{limit}\n")
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            return cls(path)
+        return None
+
+    def remove(self) -> None:
+        """Delete the group; the kernel refuses while a task lingers, so kill those first."""
+        with contextlib.suppress(OSError):
+            for line in self.procs.read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(line), 9)
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                import time  # rare: only when a task is still being reaped
+
+                time.sleep(0.01)
+
+
+@cache
+def _pids_parents() -> tuple[Path, ...]:
+    """Cgroup folders where a child with a ``pids.max`` can be made: our own cgroup v2 folder when
+    it has the controller delegated, else the v1 ``pids`` hierarchy's root."""
+    candidates: list[Path] = []
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return ()
+    for line in lines:
+        _, controllers, relative = line.split(":", 2)
+        if controllers == "":
+            unified = Path("/sys/fs/cgroup") / relative.lstrip("/")
+            for base in (unified, Path("/sys/fs/cgroup/unified") / relative.lstrip("/")):
+                controls = base / "cgroup.subtree_control"
+                with contextlib.suppress(OSError):
+                    if "pids" in controls.read_text().split():
+                        candidates.append(base)
+        elif "pids" in controllers.split(","):
+            candidates.append(Path("/sys/fs/cgroup/pids") / relative.lstrip("/"))
+    return tuple(c for c in candidates if os.access(c, os.W_OK))

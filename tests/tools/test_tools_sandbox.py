@@ -1,0 +1,273 @@
+"""Real escape attempts against the sandbox (bubblewrap): each fails confined and works with it off.
+
+Each attempt is run twice through the real ``bash`` tool, once in ``workspace-write`` and once
+with the sandbox ``off``, so a test cannot pass because the attempt was broken to begin with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tools_support import call, text_of
+
+from tether.ai.paths import data_dir
+from tether.tools import ToolError, Workspace, create_bash_tool
+from tether.tools.approval import describe_call
+from tether.tools.errors import PathOutsideWorkspace
+from tether.tools.prompt_input import run_shell_input
+from tether.tools.sandbox import SandboxPolicy, secret_paths, stricter, unavailable
+
+pytestmark = pytest.mark.skipif(
+    unavailable() is not None and not os.environ.get("TETHER_REQUIRE_SANDBOX"),
+    reason=f"no sandbox here: {unavailable()}",
+)
+
+
+@pytest.fixture
+def real_dir() -> Iterator[Path]:
+    """A folder outside /tmp (which the sandbox replaces by a private one): in the home folder."""
+    path = Path(tempfile.mkdtemp(prefix="tether-sandbox-test-", dir=Path.home()))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A home folder with a private key and a tether database in it, like a user's."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    (home / "data").mkdir()
+    (home / "data" / "sessions.db").write_text("SESSION-DATABASE\n")
+    return home
+
+
+def policy(home: Path, mode: str = "workspace-write", **changes: object) -> SandboxPolicy:
+    return replace(
+        SandboxPolicy(mode=mode, hide=secret_paths(home, [home / "data"])),  # type: ignore[arg-type]
+        **changes,
+    )
+
+
+def confined(root: Path, home: Path, mode: str = "workspace-write", **changes: object) -> Workspace:
+    return Workspace(root, sandbox=policy(home, mode, **changes))
+
+
+async def outcome(workspace: Workspace, command: str) -> tuple[bool, str]:
+    """(succeeded, output) of ``command`` run by the bash tool."""
+    try:
+        return True, text_of(await call(create_bash_tool(workspace), command=command))
+    except ToolError as failure:
+        return False, str(failure)
+
+
+async def both(root: Path, home: Path, command: str) -> tuple[tuple[bool, str], tuple[bool, str]]:
+    """The outcome inside the sandbox and with the sandbox off."""
+    inside = await outcome(confined(root, home), command)
+    outside = await outcome(confined(root, home, "off"), command)
+    return inside, outside
+
+
+async def test_writes_go_to_the_workspace_and_nowhere_else(
+    root: Path, home: Path, tmp_path: Path, real_dir: Path
+) -> None:
+    (ok, _), _ = await both(root, home, "echo made > inside.txt")
+    assert ok and (root / "inside.txt").read_text() == "made\n"
+    # beside the workspace (in the sandbox's private /tmp: written there, gone with it) and in the
+    # user's home folder (read-only: refused, and the model is told how to ask for more)
+    for target in (tmp_path / "outside.txt", real_dir / "outside.txt"):
+        inside = await outcome(confined(root, home), f"echo escaped > {target}")
+        assert not target.exists()
+        ok, _ = await outcome(confined(root, home, "off"), f"echo escaped > {target}")
+        assert ok and target.read_text() == "escaped\n"
+    ok, said = inside
+    assert not ok and "Read-only file system" in said and "escalate: true" in said
+
+
+async def test_symlinks_and_dot_dot_do_not_lead_out(root: Path, home: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    for command, name in (("echo x > link/a.txt", "a.txt"), ("echo x > ../elsewhere/b.txt", "b.txt")):
+        ok, _ = await outcome(confined(root, home), command)
+        assert not ok and not (outside / name).exists(), command
+        ok, _ = await outcome(confined(root, home, "off"), command)
+        assert ok and (outside / name).exists(), command
+
+
+async def test_credentials_and_the_session_database_are_invisible(root: Path, home: Path) -> None:
+    for path, secret in ((".ssh/id_ed25519", "PRIVATE-KEY"), ("data/sessions.db", "SESSION-DATABASE")):
+        (ok_in, said_in), (ok_off, said_off) = await both(root, home, f"cat {home / path}")
+        assert secret not in said_in and not ok_in
+        assert ok_off and secret in said_off
+
+
+async def test_file_tools_refuse_what_the_sandbox_hides(root: Path, home: Path) -> None:
+    workspace = replace(confined(root, home), allow_outside=True)
+    with pytest.raises(PathOutsideWorkspace, match="hidden by the sandbox"):
+        workspace.resolve(str(home / ".ssh" / "id_ed25519"), reading=True)
+    assert workspace.resolve(str(root / "x.txt")) == root.resolve() / "x.txt"
+    with pytest.raises(ToolError, match="read-only"):
+        confined(root, home, "read-only").resolve("x.txt")
+    # and with the sandbox off, the same paths are as the workspace policy says
+    off = replace(confined(root, home, "off"), allow_outside=True)
+    assert off.resolve(str(home / ".ssh" / "id_ed25519"), reading=True).name == "id_ed25519"
+
+
+async def test_read_only_mode_writes_nothing_but_tmp(root: Path, home: Path) -> None:
+    workspace = confined(root, home, "read-only")
+    ok, said = await outcome(workspace, "echo x > in-workspace.txt")
+    assert not ok and "Read-only file system" in said
+    ok, said = await outcome(
+        workspace, "echo scratch > /tmp/t && cat /tmp/t && cat " + str(root / "seen.txt")
+    )
+    assert not ok or "scratch" in said  # /tmp is private and writable
+    (root / "seen.txt").write_text("readable\n")
+    ok, said = await outcome(workspace, f"cat {root / 'seen.txt'}")
+    assert ok and said == "readable\n"
+
+
+async def test_other_processes_are_invisible(root: Path, home: Path) -> None:
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (ok_in, _), (ok_off, said_off) = await both(root, home, f"cat /proc/{other.pid}/cmdline")
+        assert not ok_in
+        assert ok_off and "sleep" in said_off
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that answers every connection with 'hello'."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.sendall(b"hello")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+async def test_no_network_unless_allowed(root: Path, home: Path, listener: int) -> None:
+    command = (
+        'python3 -c \'import socket; s = socket.create_connection(("127.0.0.1", '
+        f"{listener}), 2); print(s.recv(5).decode())'"
+    )
+    (ok_in, said_in), (ok_off, said_off) = await both(root, home, command)
+    assert not ok_in and "hello" not in said_in
+    assert ok_off and "hello" in said_off
+    ok, said = await outcome(confined(root, home, network=True), command)
+    assert ok and "hello" in said
+
+
+async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) -> None:
+    command = "for i in $(seq 300); do sleep 3 & done; jobs -p | wc -l; kill $(jobs -p)"
+    ok, said = await outcome(confined(root, home, pids_max=64), command)
+    assert not ok and "fork" in said and "Resource temporarily unavailable" in said
+    ok, said = await outcome(confined(root, home, "off"), command)
+    assert ok and said.split()[0] == "300"
+
+
+def running(marker: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False)
+    return found.returncode == 0
+
+
+async def test_nothing_it_started_outlives_the_command(root: Path, home: Path) -> None:
+    marker = "sleep 3171.5"
+    ok, _ = await outcome(confined(root, home), f"setsid {marker} > /dev/null 2>&1 & echo started")
+    assert ok
+    for _ in range(100):
+        if not running(marker):
+            break
+        await asyncio.sleep(0.02)
+    assert not running(marker)
+    ok, _ = await outcome(confined(root, home, "off"), f"setsid {marker} > /dev/null 2>&1 & echo started")
+    try:
+        assert ok and running(marker)
+    finally:
+        subprocess.run(["pkill", "-f", marker], check=False)
+
+
+async def test_setuid_programs_gain_nothing(root: Path, home: Path) -> None:
+    (ok_in, said_in), (ok_off, said_off) = await both(root, home, "grep NoNewPrivs /proc/self/status")
+    assert ok_in and said_in.split() == ["NoNewPrivs:", "1"]
+    assert ok_off and said_off.split() == ["NoNewPrivs:", "0"]
+
+
+async def test_user_commands_are_confined_too(root: Path, home: Path, real_dir: Path) -> None:
+    target = real_dir / "bang.txt"
+    sandbox = confined(root, home).confinement()
+    assert sandbox is not None
+    message = await run_shell_input(f"echo x > {target}", cwd=root, sandbox=sandbox)
+    assert message["exitCode"] != 0 and not target.exists()
+    message = await run_shell_input(f"echo x > {target}", cwd=root)
+    assert message["exitCode"] == 0 and target.exists()
+
+
+def test_confined_commands_need_no_approval_but_escalation_does(root: Path, home: Path) -> None:
+    workspace = confined(root, home)
+    plain = {"type": "toolCall", "id": "1", "name": "bash", "arguments": {"command": "make"}}
+    escalated = {
+        **plain,
+        "arguments": {"command": "make", "escalate": True, "justification": "needs ~/.cache"},
+    }
+    assert not workspace.needs_approval(plain)  # type: ignore[arg-type]
+    assert workspace.needs_approval(escalated)  # type: ignore[arg-type]
+    assert "OUTSIDE the sandbox" in describe_call(escalated) and "needs ~/.cache" in describe_call(escalated)  # type: ignore[arg-type]
+    assert confined(root, home, "off").needs_approval(plain)  # type: ignore[arg-type]
+    assert Workspace(root).needs_approval(plain)  # type: ignore[arg-type]
+
+
+def test_without_bubblewrap_every_command_asks(
+    root: Path, home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    unavailable.cache_clear()
+    try:
+        assert "bubblewrap is not installed" in (unavailable() or "")
+        workspace = confined(root, home)
+        assert workspace.confinement() is None
+        assert workspace.needs_approval(
+            {"type": "toolCall", "id": "1", "name": "bash", "arguments": {"command": "ls"}}
+        )
+    finally:
+        unavailable.cache_clear()
+
+
+def test_a_project_never_widens_the_sandbox() -> None:
+    user = SandboxPolicy("workspace-write", network=False)
+    assert stricter(user, SandboxPolicy("off", network=True)) == SandboxPolicy(
+        "workspace-write", network=False
+    )
+    assert stricter(user, SandboxPolicy("read-only")).mode == "read-only"
+
+
+def test_the_default_hidden_paths_cover_tether_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path))
+    hidden = secret_paths(Path.home(), [data_dir()])
+    assert Path.home() / ".ssh" in hidden and tmp_path / "data" in hidden and Path("/etc/shadow") in hidden
