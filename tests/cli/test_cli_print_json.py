@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
@@ -118,14 +121,48 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
 
 def test_bash_needs_approval_without_a_person_and_runs_with_yes(cli: CliEnv) -> None:
     replies = [tool_reply("bash", {"command": "echo tether-was-here"}), text_reply("done")]
-    refused = cli.run("--mode", "json", "run it", "--no-session", script=cli.script("a", replies))
+    off = ("--sandbox", "off")
+    refused = cli.run("--mode", "json", "run it", "--no-session", *off, script=cli.script("a", replies))
     end = next(e for e in json_lines(refused.stdout) if e["type"] == "tool_execution_end")
     assert end["isError"] is True
     assert "--yes" in end["result"]["content"][0]["text"]
-    allowed = cli.run("--mode", "json", "run it", "--no-session", "--yes", script=cli.script("b", replies))
+    allowed = cli.run(
+        "--mode", "json", "run it", "--no-session", "--yes", *off, script=cli.script("b", replies)
+    )
     end = next(e for e in json_lines(allowed.stdout) if e["type"] == "tool_execution_end")
     assert end["isError"] is False
     assert "tether-was-here" in end["result"]["content"][0]["text"]
+
+
+def test_sandboxed_bash_runs_without_asking_and_escalation_asks(cli: CliEnv) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="tether-sandbox-test-", dir=Path.home()))  # not under /tmp
+    outside = folder / "outside.txt"
+    try:
+        _sandboxed_and_escalated(cli, outside)
+    finally:
+        shutil.rmtree(folder)
+
+
+def _sandboxed_and_escalated(cli: CliEnv, outside: Path) -> None:
+    write = f"echo escaped > {outside}"
+    replies = [
+        tool_reply("bash", {"command": "echo tether-was-here"}),
+        tool_reply("bash", {"command": write}),
+        tool_reply("bash", {"command": write, "escalate": True, "justification": "the test asks"}),
+        text_reply("done"),
+    ]
+    run = cli.run("--mode", "json", "run it", "--no-session", script=cli.script("a", replies))
+    ends = [e for e in json_lines(run.stdout) if e["type"] == "tool_execution_end"]
+    texts = [e["result"]["content"][0]["text"] for e in ends]
+    assert [e["isError"] for e in ends] == [False, True, True]
+    assert "tether-was-here" in texts[0]
+    assert "Read-only file system" in texts[1] and "escalate" in texts[1]
+    assert "OUTSIDE the sandbox" in texts[2] and "--yes" in texts[2]
+    assert not outside.exists()
+    approved = cli.run("--mode", "json", "run it", "--no-session", "--yes", script=cli.script("b", replies))
+    ends = [e for e in json_lines(approved.stdout) if e["type"] == "tool_execution_end"]
+    assert [e["isError"] for e in ends] == [False, True, False]
+    assert outside.read_text() == "escaped\n"
 
 
 def test_tools_option_limits_the_tools(cli: CliEnv) -> None:

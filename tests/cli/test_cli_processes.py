@@ -78,15 +78,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _pids_of(marker: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    return [int(pid) for pid in found.stdout.split()]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals are Linux's")
-def test_children_die_when_tether_is_killed(cli: CliEnv) -> None:
-    pids = cli.project / "pids"
-    command = (
-        f"sleep 300 & echo $! >> {pids}; (sleep 300 | cat) & echo $! >> {pids}; echo $$ >> {pids}; sleep 300"
-    )
+@pytest.mark.parametrize("sandbox", ["off", "workspace-write"])
+def test_children_die_when_tether_is_killed(cli: CliEnv, sandbox: str) -> None:
+    # found by their command lines: inside the sandbox, $$ and $! are another PID namespace's numbers
+    marker = f"sleep 300.{os.getpid()}{len(sandbox)}"
+    command = f"{marker} & ({marker} | cat) & {marker}"
     script = cli.script("s", [tool_reply("bash", {"command": command}), text_reply("done")])
     process = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "-p", "go", "--no-session", "--yes"],
+        [sys.executable, "-m", "tether.cli", "-p", "go", "--no-session", "--yes", "--sandbox", sandbox],
         cwd=cli.project,
         env=cli.env(TETHER_SCRIPTED=str(script)),
         stdin=subprocess.DEVNULL,
@@ -95,10 +100,10 @@ def test_children_die_when_tether_is_killed(cli: CliEnv) -> None:
     )
     try:
         deadline = time.monotonic() + 30
-        while len(pids.read_text().split() if pids.exists() else []) < 3:
+        while len(_pids_of(marker)) < 3:
             assert time.monotonic() < deadline, "the bash tool never started"
             time.sleep(0.05)
-        children = [int(pid) for pid in pids.read_text().split()]
+        children = _pids_of(marker)
         assert all(_alive(pid) for pid in children)
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
@@ -109,6 +114,7 @@ def test_children_die_when_tether_is_killed(cli: CliEnv) -> None:
     finally:
         if process.poll() is None:
             process.kill()
+        subprocess.run(["pkill", "-f", marker], check=False)
 
 
 def test_spools_are_deleted_when_the_session_ends(cli: CliEnv) -> None:

@@ -19,8 +19,11 @@ pytestmark = pytest.mark.subprocess
 
 
 def _bash_run(cli: CliEnv) -> dict[str, object]:
+    """A bash call under the approval policy alone (a sandboxed call needs no approval)."""
     replies = [tool_reply("bash", {"command": "echo ran-$((6*7))"}), text_reply("done")]
-    done = cli.run("--mode", "json", "go", "--no-session", script=cli.script("s", replies))
+    done = cli.run(
+        "--mode", "json", "go", "--no-session", "--sandbox", "off", script=cli.script("s", replies)
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     end = next(e for e in json_lines(done.stdout) if e["type"] == "tool_execution_end")

@@ -10,9 +10,10 @@ from typing import Any, get_type_hints
 import pytest
 
 from tether import tools
+from tether.tools.bash import SANDBOXED_BASH_PARAMETERS
 
 PAIRS = [
-    (tools.BashParams, tools.BASH_PARAMETERS),
+    (tools.BashParams, SANDBOXED_BASH_PARAMETERS),
     (tools.EditParams, tools.EDIT_PARAMETERS),
     (tools.FindParams, tools.FIND_PARAMETERS),
     (tools.GrepParams, tools.GREP_PARAMETERS),

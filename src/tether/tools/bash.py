@@ -76,6 +76,13 @@ SANDBOX_PARAMETERS: dict[str, Any] = {
 }
 
 
+SANDBOXED_BASH_PARAMETERS: dict[str, Any] = {
+    **BASH_PARAMETERS,
+    "properties": {**BASH_PARAMETERS["properties"], **SANDBOX_PARAMETERS},
+}
+"""What the model is sent when commands run confined: it may ask to run one outside."""
+
+
 def sandbox_note(policy: SandboxPolicy) -> str:
     """What the model should know of the sandbox before it runs a command."""
     writable = "the workspace and /tmp are" if policy.mode == "workspace-write" else "only /tmp is"
@@ -103,7 +110,7 @@ def create_bash_tool(workspace: Workspace) -> AgentTool:
     parameters, description = BASH_PARAMETERS, DESCRIPTION
     policy = workspace.sandbox
     if policy is not None and policy.active:
-        parameters = {**parameters, "properties": {**parameters["properties"], **SANDBOX_PARAMETERS}}
+        parameters = SANDBOXED_BASH_PARAMETERS
         description += sandbox_note(policy)
     return AgentTool(
         name="bash",
