@@ -271,3 +271,42 @@ def test_the_default_hidden_paths_cover_tether_data(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("TETHER_HOME", str(tmp_path))
     hidden = secret_paths(Path.home(), [data_dir()])
     assert Path.home() / ".ssh" in hidden and tmp_path / "data" in hidden and Path("/etc/shadow") in hidden
+
+
+@pytest.fixture
+def web() -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 answering every GET with 'page'."""
+    import http.server
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            self.wfile.write(b"page")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+async def test_allowed_hosts_are_reachable_through_the_proxy_and_nothing_else(
+    root: Path, home: Path, web: int
+) -> None:
+    workspace = confined(root, home, allow_hosts=("localhost",))
+    fetch = "python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "
+    ok, said = await outcome(workspace, fetch + f"http://localhost:{web}/")
+    assert ok and said.strip() == "page"
+    ok, said = await outcome(workspace, fetch + f"http://127.0.0.1:{web}/")  # the same server, not allowed
+    assert not ok and "HTTP Error 403" in said
+    direct = f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {web}), 2)'"
+    ok, _ = await outcome(workspace, direct)  # ignoring the proxy reaches nothing
+    assert not ok
+    ok, said = await outcome(confined(root, home), fetch + f"http://localhost:{web}/")  # no allow list
+    assert not ok and "page" not in said

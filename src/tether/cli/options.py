@@ -49,6 +49,8 @@ class RunOptions:
     """``--sandbox MODE``: overrides the ``sandbox`` setting's mode for this run."""
     sandbox_network: bool = False
     """``--sandbox-network``: confined commands may use the network."""
+    sandbox_allow_hosts: tuple[str, ...] = ()
+    """``--sandbox-allow-host HOST``: hosts confined commands may reach over HTTP(S)."""
     export: tuple[str, str | None] | None = None
     """``--export FILE [OUTPUT]``: write a session file (or stored session) as HTML and exit."""
     no_extensions: bool = False
@@ -76,6 +78,7 @@ class RunOptions:
             allow_outside=True if self.allow_outside else None,
             sandbox=self.sandbox,
             sandbox_network=True if self.sandbox_network else None,
+            sandbox_allow_hosts=self.sandbox_allow_hosts,
             extensions=not self.no_extensions,
             extension_paths=self.extensions,
         )
@@ -127,6 +130,9 @@ class RunOptions:
             allow_outside=bool(values.get("allow_outside")),
             sandbox=text("sandbox"),
             sandbox_network=bool(values.get("sandbox_network")),
+            sandbox_allow_hosts=tuple(
+                str(h) for h in cast(tuple[object, ...], values.get("sandbox_allow_host") or ())
+            ),
             no_extensions=bool(values.get("no_extensions")),
             extensions=tuple(
                 Path(str(p)).resolve() for p in cast(tuple[object, ...], values.get("extension") or ())

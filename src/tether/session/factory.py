@@ -81,6 +81,8 @@ class SessionOptions:
     """``--sandbox MODE``: the sandbox mode instead of the setting's (the user's own choice)."""
     sandbox_network: bool | None = None
     """``--sandbox-network``: sandboxed commands may use the network; ``None``: the setting."""
+    sandbox_allow_hosts: tuple[str, ...] = ()
+    """``--sandbox-allow-host``: hosts reachable through the sandbox's proxy, on top of the setting's."""
     extensions: bool = True
     """``False`` (``--no-extensions``): load no extension from folders or entry points."""
     extension_paths: tuple[Path, ...] = ()
@@ -100,11 +102,14 @@ class SessionOptions:
         from tether.ai.paths import config_dir
         from tether.session.resources import load_resources
 
-        if self.sandbox is not None or self.sandbox_network is not None:
+        if self.sandbox is not None or self.sandbox_network is not None or self.sandbox_allow_hosts:
             policy = settings.sandbox
             mode = cast(SandboxMode, self.sandbox) if self.sandbox is not None else policy.mode
             network = self.sandbox_network if self.sandbox_network is not None else policy.network
-            settings = replace(settings, sandbox=replace(policy, mode=mode, network=network))
+            hosts = (*policy.allow_hosts, *self.sandbox_allow_hosts)
+            settings = replace(
+                settings, sandbox=replace(policy, mode=mode, network=network, allow_hosts=hosts)
+            )
         servers = list(mcp_servers)
         if self.mcp:
             servers = [*load_mcp_files(cwd, self.mcp_config), *servers]

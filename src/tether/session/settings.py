@@ -291,7 +291,7 @@ _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
 
 
 def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
-    """``"workspace-write"`` (a mode) or ``{"mode", "network", "hide", "pidsMax"}``."""
+    """``"workspace-write"`` (a mode) or ``{"mode", "network", "allowHosts", "hide", "pidsMax"}``."""
     modes = ", ".join(SANDBOX_MODES)
     if isinstance(value, str):
         value = {"mode": value}
@@ -318,12 +318,17 @@ def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
             if not all(h.is_absolute() for h in hidden):
                 raise SettingsError(f"{where}: paths must be absolute (or start with ~)")
             changes["hide"] = (*base.hide, *hidden)
+        elif key == "allowHosts":
+            items = cast(list[object], item) if isinstance(item, list) else None
+            if items is None or not all(isinstance(v, str) and v and "/" not in v for v in items):
+                raise SettingsError(f"{where}: expected a list of host names (*.example.com for subdomains)")
+            changes["allow_hosts"] = (*base.allow_hosts, *cast(list[str], items))
         elif key == "pidsMax":
             if not _is_count(item) or item < 16:
                 raise SettingsError(f"{where}: expected a count of at least 16, got {json.dumps(item)}")
             changes["pids_max"] = item
         else:
-            raise SettingsError(f"{where}: unknown key (known: mode, network, hide, pidsMax)")
+            raise SettingsError(f"{where}: unknown key (known: mode, network, allowHosts, hide, pidsMax)")
     return replace(base, **changes)  # type: ignore[arg-type]
 
 

@@ -157,7 +157,13 @@ async def run_process(
         return await _run(
             argv, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
         )
-    with sandbox.confine(argv, cwd) as confined:
+    async with contextlib.AsyncExitStack() as stack:
+        proxy = None
+        if sandbox.policy.proxied:
+            from tether.tools.sandbox_proxy import host_proxy
+
+            proxy = await stack.enter_async_context(host_proxy(sandbox.policy.allow_hosts))
+        confined = stack.enter_context(sandbox.confine(argv, cwd, proxy))
         return await _run(
             confined, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
         )

@@ -89,6 +89,14 @@ class SandboxPolicy:
     hide: tuple[Path, ...] = ()
     """Further paths replaced by empty ones inside the sandbox."""
     pids_max: int = DEFAULT_PIDS_MAX
+    allow_hosts: tuple[str, ...] = ()
+    """Without ``network``: hosts (``*.example.com`` for subdomains) reachable over HTTP(S)
+    through tether's proxy (``tether.tools.sandbox_proxy``)."""
+
+    @property
+    def proxied(self) -> bool:
+        """Whether commands get the allow-list proxy (some hosts allowed, not the whole network)."""
+        return self.active and not self.network and bool(self.allow_hosts)
 
     @property
     def active(self) -> bool:
@@ -98,7 +106,10 @@ class SandboxPolicy:
         """A few words for prompts and hints: ``workspace-write, network off``."""
         if not self.active:
             return "off"
-        return f"{self.mode}, network {'on' if self.network else 'off'}"
+        network = "on" if self.network else "off"
+        if self.proxied:
+            network = "only " + ", ".join(self.allow_hosts)
+        return f"{self.mode}, network {network}"
 
 
 def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
@@ -109,6 +120,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         network=a.network and b.network,
         hide=tuple(dict.fromkeys((*a.hide, *b.hide))),
         pids_max=min(a.pids_max, b.pids_max),
+        allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
     )
 
 
@@ -172,8 +184,9 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()
     """Paths replaced by empty ones (``secret_paths`` plus the policy's ``hide``)."""
 
-    def argv(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``."""
+    def argv(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> list[str]:
+        """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``; with ``proxy`` (the Unix
+        socket of ``sandbox_proxy.host_proxy``), HTTP(S) to the allowed hosts goes through it."""
         import shutil
 
         bwrap = shutil.which("bwrap") or "bwrap"
@@ -197,15 +210,22 @@ class Sandbox:
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
         args += _hiding(self.hidden, keep=self.writable)
-        args += ["--chdir", str(cwd), "--setenv", "TMPDIR", "/tmp", "--"]
-        return [*args, *argv]
+        args += ["--chdir", str(cwd), "--setenv", "TMPDIR", "/tmp"]
+        if proxy is not None:
+            from tether.tools.sandbox_proxy import forwarded, proxy_environment
+
+            args += ["--ro-bind", str(proxy.parent), str(proxy.parent)]
+            for name, value in proxy_environment().items():
+                args += ["--setenv", name, value]
+            argv = forwarded(argv, proxy, sys.executable)
+        return [*args, "--", *argv]
 
     @contextlib.contextmanager
-    def confine(self, argv: Sequence[str], cwd: Path) -> Generator[list[str]]:
+    def confine(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> Generator[list[str]]:
         """The confined command line, inside a fresh ``pids`` cgroup while the block runs."""
         group = _PidsGroup.create(self.policy.pids_max)
         try:
-            confined = self.argv(argv, cwd)
+            confined = self.argv(argv, cwd, proxy)
             if group is not None:
                 yield [
                     "/bin/sh",

@@ -1,0 +1,200 @@
+"""Network for a sandboxed command, limited to the hosts the user allowed (``sandbox.allowHosts``).
+
+A confined command has its own network namespace: nothing outside is reachable, not even the
+host's loopback. To let it reach a few hosts (a package index, a git server), tether runs an HTTP
+proxy for the length of the command, listening on a Unix socket that is the namespace's only way
+out. Inside, a tiny forwarder (``FORWARDER``, the standard library only) listens on
+``127.0.0.1:PROXY_PORT`` and passes each connection to that socket, and ``HTTP_PROXY``/
+``HTTPS_PROXY`` point there, so curl, pip, npm, git and Python's urllib go through it. The proxy
+answers ``CONNECT host:port`` (HTTPS) and absolute-URI requests (plain HTTP) for allowed hosts
+and refuses the rest with a 403 that names the setting. This is how Claude Code's sandbox opens
+the network by domain; a program that ignores the proxy variables reaches nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncGenerator, Sequence
+from pathlib import Path
+
+PROXY_PORT = 3128
+"""Where the forwarder listens inside the namespace (private to it, so never taken)."""
+
+MAX_HEAD = 16 * 1024
+"""The longest request head we read before deciding (a request line and its headers)."""
+
+FORWARDER = r"""
+import os, socket, sys, threading
+path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", port))
+server.listen(128)
+if os.fork():
+    server.close()
+    os.execvp(argv[0], argv)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+while True:
+    client, _ = server.accept()
+    upstream = socket.socket(socket.AF_UNIX)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close()
+        continue
+    for a, b in ((client, upstream), (upstream, client)):
+        threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+"""
+"""Binds first, then the parent execs the command (so the port is listening before it runs) and
+the child forwards until the namespace ends with the command."""
+
+
+def allowed(host: str, patterns: Sequence[str]) -> bool:
+    """``host`` equals a pattern, or a pattern ``*.example.com`` covers it (any depth)."""
+    host = host.lower().rstrip(".")
+    for pattern in patterns:
+        pattern = pattern.lower().rstrip(".")
+        if pattern.startswith("*."):
+            if host.endswith(pattern[1:]):
+                return True
+        elif host == pattern:
+            return True
+    return False
+
+
+@contextlib.asynccontextmanager
+async def host_proxy(patterns: Sequence[str]) -> AsyncGenerator[Path]:
+    """A proxy for ``patterns`` on a fresh Unix socket (its path), stopped when the block ends."""
+    folder = Path(tempfile.mkdtemp(prefix="tether-proxy-"))
+    path = folder / "proxy.sock"
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            tasks.add(task)
+        try:
+            await _serve(reader, writer, patterns)
+        finally:
+            if task is not None:
+                tasks.discard(task)
+
+    server = await asyncio.start_unix_server(handle, path=str(path))
+    try:
+        yield path
+    finally:
+        server.close()
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, patterns: Sequence[str]) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    if len(head) > MAX_HEAD:
+        await _refuse(writer, 431, "request head too large")
+        return
+    request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = request_line.split(" ")
+    if len(parts) != 3:
+        await _refuse(writer, 400, "not an HTTP request")
+        return
+    method, target, _ = parts
+    if method == "CONNECT":
+        host, _, port = target.rpartition(":")
+        tunnel = True
+    else:
+        scheme, _, rest = target.partition("://")
+        if scheme.lower() != "http" or not rest:
+            await _refuse(writer, 400, "only CONNECT and http:// requests go through the sandbox proxy")
+            return
+        authority = rest.split("/", 1)[0]
+        host, colon, port = authority.rpartition(":")
+        if not colon or not port.isdigit():
+            host, port = authority, "80"
+        tunnel = False
+    host = host.strip("[]")
+    if not port.isdigit() or not host:
+        await _refuse(writer, 400, f"bad target {target!r}")
+        return
+    if not allowed(host, patterns):
+        await _refuse(writer, 403, f"{host} is not in the sandbox's allowHosts ({', '.join(patterns)})")
+        return
+    try:
+        up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 15)
+    except (OSError, TimeoutError) as exc:
+        await _refuse(writer, 502, f"cannot reach {host}:{port}: {exc}")
+        return
+    if tunnel:
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    else:
+        up_writer.write(head)
+    await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.close()
+
+
+async def _refuse(writer: asyncio.StreamWriter, status: int, why: str) -> None:
+    body = f"tether sandbox: {why}\n".encode()
+    reason = {
+        400: "Bad Request",
+        403: "Forbidden",
+        431: "Request Header Fields Too Large",
+        502: "Bad Gateway",
+    }
+    writer.write(
+        f"HTTP/1.1 {status} {reason[status]}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n".encode()
+        + body
+    )
+    with contextlib.suppress(ConnectionError, OSError):
+        await writer.drain()
+    writer.close()
+
+
+def proxy_environment() -> dict[str, str]:
+    """The variables that send a confined command's HTTP(S) through the forwarder."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+    return {**dict.fromkeys(names, url), "NO_PROXY": "", "no_proxy": ""}
+
+
+def forwarded(argv: Sequence[str], socket_path: Path, python: str) -> list[str]:
+    """``argv`` behind the forwarder, run by ``python`` (this interpreter: readable inside)."""
+    return [python, "-I", "-S", "-c", FORWARDER, str(socket_path), str(PROXY_PORT), *argv]
