@@ -21,7 +21,8 @@ import pytest
 from tools_support import call, text_of
 
 from tether.ai.paths import data_dir
-from tether.tools import ToolError, Workspace, create_bash_tool
+from tether.errors import ToolError
+from tether.tools import Workspace, create_bash_tool
 from tether.tools.approval import describe_call
 from tether.tools.errors import PathOutsideWorkspace
 from tether.tools.prompt_input import run_shell_input

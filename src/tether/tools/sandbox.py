@@ -305,19 +305,34 @@ class _PidsGroup:
         return None
 
     def remove(self) -> None:
-        """Delete the group; the kernel refuses while a task lingers, so kill those first."""
+        """Delete the group. Its last tasks are still being reaped when the command's process has
+        ended (the PID namespace's init goes last), so the kernel may refuse for a few
+        milliseconds: a thread retries then, and the command's result is not held up for it."""
+        if not self._try_remove():
+            import threading
+
+            threading.Thread(target=self._retry, name="tether-cgroup-cleanup").start()
+
+    def _try_remove(self) -> bool:
+        try:
+            self.path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+
+    def _retry(self) -> None:
+        import time
+
         with contextlib.suppress(OSError):
             for line in self.procs.read_text().split():
                 with contextlib.suppress(OSError):
                     os.kill(int(line), 9)
-        for _ in range(50):
-            try:
-                self.path.rmdir()
+        for _ in range(500):
+            if self._try_remove():
                 return
-            except OSError:
-                import time  # rare: only when a task is still being reaped
-
-                time.sleep(0.01)
+            time.sleep(0.01)
 
 
 @cache
