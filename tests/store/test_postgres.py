@@ -19,7 +19,7 @@ import session_children
 from session_helpers import ECHO, assistant, open_when_free, text, user
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
-from tether.store import PostgresStore, SchemaVersionError, SessionError
+from tether.store import PostgresStore, SchemaVersionError, SessionError, SessionLockedError
 from tether.store.entries import EntryDict
 from tether.store.postgres_schema import SCHEMA_VERSION
 from tether.store.writer import PendingAppend
@@ -141,7 +141,9 @@ def test_an_append_is_retried_on_a_new_connection_when_its_own_drops(
         assert manager.list()[0].entry_count == 2
 
 
-def test_a_writer_that_lost_its_lock_is_fenced_off(postgres: PostgresServer, postgres_url: str) -> None:
+def test_a_writer_that_lost_its_lock_keeps_its_session_and_writes_again(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
     with SessionManager.at(postgres_url) as first, SessionManager.at(postgres_url) as second:
         s = first.create("/p")
         s.append_message(user("first writes"))
@@ -150,12 +152,30 @@ def test_a_writer_that_lost_its_lock_is_fenced_off(postgres: PostgresServer, pos
         # The first writer's lock connection dies (a network cut) while its process lives on.
         with psycopg.connect(postgres.url(), autocommit=True) as db:
             db.execute("SELECT pg_terminate_backend(%s)", (store._lock_db.info.backend_pid,))  # pyright: ignore[reportPrivateUsage]
-        taker = open_when_free(second, s.id)
+        # The lock is free, but its holder is alive: a second writer is refused...
+        with pytest.raises(SessionLockedError, match=f"pid {os.getpid()} on {socket.gethostname()}"):
+            second.open(s.id)
+        # ... and the first takes its lease back at its next write, which lands.
+        s.append_message(user("first again"))
+        with pytest.raises(SessionLockedError):
+            second.open(s.id)
+        s.close()
+        taker = second.open(s.id)  # released cleanly: free at once
         taker.append_message(user("second writes"))
-        with pytest.raises(SessionError, match=f"taken over by pid {os.getpid()} on {socket.gethostname()}"):
-            s.append_message(user("first again, too late"))
         contents = [m["content"] for m in second.open(s.id, readonly=True).messages]
-        assert contents == ["first writes", "second writes"]
+        assert contents == ["first writes", "first again", "second writes"]
+
+
+def test_a_writer_whose_session_was_taken_over_is_fenced_off(postgres_url: str) -> None:
+    with SessionManager.at(postgres_url) as first:
+        s = first.create("/p")
+        s.append_message(user("first writes"))
+        with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took it over
+            db.execute("UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = %s", (s.id,))
+        with pytest.raises(SessionError, match="taken over by pid 7"):
+            s.append_message(user("first again, too late"))
+        contents = [m["content"] for m in first.open(s.id, readonly=True).messages]
+        assert contents == ["first writes"]
 
 
 def test_two_processes_with_their_own_pools_take_turns_on_one_session(postgres_url: str) -> None:

@@ -13,10 +13,22 @@ session row. In one process, a second handle is refused by the store's own table
 nest within a connection, so the server would grant it).
 
 Fencing: taking the lock also writes a fresh random ``writer_token`` on the session row, and
-every write of the lease (append, leaf move, delete) locks the row and checks that token in the
-same statement. Should the lock connection die while its process lives on (network cut, server
-restart), another writer can take the session over; the old holder's next write then finds a
-foreign token and fails with ``SessionError`` instead of interleaving.
+every write of the lease (append, leaf move, delete) checks, in the same statement, that the row
+still holds that token *and* that the lock connection it was taken on is still alive (its backend
+pid and start time, ``pg_stat_get_activity``): a write never lands without the lock held. When
+the lock connection died while the process lives on (a server restart, a network cut), the write
+matches no row; the writer then reconnects, takes the lock again and, if the row still holds its
+token, writes (``_take_back``): a run rides out the restart and its paid answer is stored. Only
+if another writer took the session meanwhile does the write fail with ``SessionError``.
+
+Orphaned leases: a lock freed by a dead connection leaves its token on the row (a clean release
+clears it). A new writer that finds one refuses while the holder may still be alive and about to
+take it back: a holder on this host whose process is alive (another store of this process: while
+its lease is held), or on another host within ``LEASE_GRACE_SECONDS`` of the server's start.
+
+Outages: a statement that fails because the server is unreachable is tried again on a new
+connection, with backoff, for up to ``outage_seconds`` (a restart, a failover) before it fails;
+one warning is logged when the database goes away, one line when it is back.
 
 Appends: one statement inserts the entries (``json``, see ``postgres_schema``; client-assigned
 ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A
@@ -31,18 +43,19 @@ would wait for the server, holding up every other session in the process: 1,000 
 against a local server took 26-29 s instead of 2.3-3 s on SQLite, the loop stalled for 5-7 s at
 a time (``bench/p6_stored_runs.py``; 4-5 s with the writer thread).
 
-Following: after each append commits, the writer sends ``NOTIFY "tether.<session id>"``, which
-``watch`` listens to, from any host. It is a transaction of its own, on purpose: PostgreSQL
-serialises the commits of all notifying transactions on one lock, so a notification inside the
-append would make every append of every session wait for the previous one's disk flush (a third
-of the throughput at 16 writers); alone, it writes no WAL and holds that lock for microseconds.
-A notification lost to a crash between the two costs a follower one idle check (``follow``).
+Following: each append (and leaf move) sends ``NOTIFY "tether.<session id>"`` from the same
+statement (``pg_notify`` in its ``RETURNING``), which ``watch`` listens to, from any host: one
+round trip an append, and no notification without its commit. (PostgreSQL serialises the commits
+of notifying transactions on one lock, so under many concurrent writers each commit waits for the
+previous one's flush; the batch writer commits many sessions' appends in one transaction, which
+keeps those commits few.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import secrets
 import socket
@@ -57,7 +70,7 @@ from psycopg import sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.pq import Format
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.store.database import redact
 from tether.store.entries import EntryDict, encode_entry
@@ -78,15 +91,26 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
 
 CONNECT_TIMEOUT = 10
-RETRIES = 3
-"""Extra attempts of a statement whose connection failed (each on a fresh connection)."""
+OUTAGE_SECONDS = 60.0
+"""How long a statement keeps trying while the server is unreachable (a restart, a failover)
+before it fails: long enough for a restart, bounded so that nothing waits forever."""
 RETRY_DELAY = 0.05
+"""The first pause before trying again; it doubles up to ``MAX_RETRY_DELAY``."""
+MAX_RETRY_DELAY = 2.0
+LEASE_GRACE_SECONDS = 30.0
+"""After a server start, how long an orphaned lease of another host stays its holder's (see the
+module docstring): the holder takes it back at its next write, within its retry delay."""
 LOCK_CONNECTION_SETTINGS = (
     # The lock connection sits idle for as long as a session is open: no idle timeout may end it,
     # and the server probes it so the locks of a host that vanished free up in about a minute.
     "SET idle_session_timeout = 0; SET idle_in_transaction_session_timeout = 0; "
     "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 )
+
+log = logging.getLogger("tether.session")
+
+_LIVE_TOKENS: set[str] = set()
+"""The writer tokens held by the stores of this process (for ``_holder_alive``)."""
 
 NOTIFY_PREFIX = "tether."
 """Channel of a session's append notifications: this plus the session id (33 bytes, under 64)."""
@@ -103,7 +127,9 @@ _ENTRY_COLUMNS = "id, parent_id, type, created, payload"
 # (1,000 sessions' runs: 752,000 of them, half the writer thread's CPU).
 _APPEND = f"""
 WITH target AS (
-    SELECT id FROM tether_sessions WHERE id = %(session)s AND writer_token = %(token)s FOR UPDATE
+    SELECT id FROM tether_sessions WHERE id = %(session)s AND writer_token = %(token)s AND EXISTS (
+        SELECT 1 FROM pg_stat_get_activity(%(lock_pid)s::int) AS a WHERE a.backend_start = %(lock_start)s::timestamptz
+    ) FOR UPDATE
 ), inserted AS (
     INSERT INTO tether_entries (session_id, id, parent_id, type, created, payload)
     SELECT target.id, e.id, e.parent_id, e.type, e.created, e.payload
@@ -127,7 +153,7 @@ UPDATE tether_sessions AS s SET
     cache_read_tokens = s.cache_read_tokens + added.new * %(cache_read_tokens)s,
     cache_write_tokens = s.cache_write_tokens + added.new * %(cache_write_tokens)s
 FROM target, added WHERE s.id = target.id
-RETURNING {", ".join("s." + c.strip() for c in _RECORD_COLUMNS.split(","))}
+RETURNING {", ".join("s." + c.strip() for c in _RECORD_COLUMNS.split(","))}, pg_notify(%(channel)s, '')
 """
 
 
@@ -144,16 +170,26 @@ def _configure(db: Connection) -> None:
     db.adapters.register_loader("json", _JsonBytes)
 
 
+BackendId = tuple[int, Any]
+"""A server backend, for good: its pid and its start time (a pid alone is reused)."""
+
+
 class AdvisoryLease:
     """A session-level advisory lock on the store's lock connection, plus the fencing token."""
 
-    def __init__(self, store: PostgresStore, session_id: str, key: int, token: str, db: Connection) -> None:
+    def __init__(
+        self, store: PostgresStore, session_id: str, key: int, token: str, db: Connection, backend: BackendId
+    ) -> None:
         self._store = store
         self._session_id = session_id
         self.key = key
         self.token = token
         self.db = db
+        self.backend = backend
+        """The lock connection's backend holding the lock: every write checks it is alive."""
         self.released = False
+        self.lost = False
+        """Another writer took the session over: no write of this lease can succeed again."""
 
     @property
     def session_id(self) -> str:
@@ -161,7 +197,8 @@ class AdvisoryLease:
 
     @property
     def active(self) -> bool:
-        return not self.released and not self.db.closed
+        # A dead lock connection does not end the lease: its next write takes it back if it can.
+        return not self.released and not self.lost
 
     def owned_by(self, store: PostgresStore) -> bool:
         return self._store is store and not self.released
@@ -179,9 +216,21 @@ class AdvisoryLease:
 class PostgresStore:
     """``SessionStore`` on a PostgreSQL database (see the module docstring)."""
 
-    def __init__(self, url: str, *, min_connections: int = 1, max_connections: int = 8) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_connections: int = 1,
+        max_connections: int = 8,
+        outage_seconds: float = OUTAGE_SECONDS,
+    ) -> None:
         self.url = url
         self.where = redact(url)
+        self.outage_seconds = outage_seconds
+        self._away_since: float | None = None
+        """When the database became unreachable (monotonic), while it is."""
+        self._away_mutex = threading.Lock()
+        self._lock_backend: BackendId = (0, None)
         self._host = socket.gethostname()
         self._lock_mutex = threading.Lock()
         # Weak: a lease dropped with its session handle must be collected, and then unlock (__del__).
@@ -269,15 +318,14 @@ class PostgresStore:
 
     def delete_session(self, lease: WriterLease) -> None:
         held = self._check(lease)
-        deleted = self._run(
-            lambda db: (
-                db.execute(
-                    "DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s",
-                    (held.session_id, held.token),
-                ).rowcount
-            )
-        )
-        if not deleted:
+
+        def work(db: Connection) -> int:
+            return db.execute(
+                f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {_LOCK_ALIVE}",
+                (held.session_id, held.token, *held.backend),
+            ).rowcount
+
+        if not self._fenced(held, work):
             raise self._lost(held)
 
     # -- writer lock -----------------------------------------------------------------------------
@@ -290,9 +338,9 @@ class PostgresStore:
             try:
                 lease = self._try_lock(session_id)
             except psycopg.OperationalError:
-                # The lock connection was lost, and whatever it held with it: one more try on a
-                # new one (the server restarted, or the network blinked while we were idle).
-                self._lock_db.close()
+                # The lock connection was lost, and whatever it held with it: take those back on
+                # a new one (the server restarted, or the network blinked while we were idle).
+                self._reconnect_locks()
                 try:
                     lease = self._try_lock(session_id)
                 except psycopg.Error as err:
@@ -300,6 +348,7 @@ class PostgresStore:
             except psycopg.Error as err:
                 raise SessionError(f"session database {self.where}: {_message(err)}") from None
             self._held[session_id] = lease
+            _LIVE_TOKENS.add(lease.token)
             return lease
 
     def release_writer(self, lease: AdvisoryLease, *, wait: bool) -> None:
@@ -307,6 +356,7 @@ class PostgresStore:
         if lease.released:
             return
         lease.released = True
+        _LIVE_TOKENS.discard(lease.token)
         if self._held.get(lease.session_id) is lease:
             del self._held[lease.session_id]
         if not self._lock_mutex.acquire(blocking=wait):
@@ -325,18 +375,15 @@ class PostgresStore:
     ) -> SessionRecord:
         held = self._check(lease)
         params = _append_params(held, entries, leaf_id, updated)
-        channel = NOTIFY_PREFIX + held.session_id
 
         def work(db: Connection) -> tuple[Any, ...] | None:
-            row = db.execute(_APPEND, params).fetchone()
-            if row is not None:
-                db.execute("SELECT pg_notify(%s, '')", (channel,))
-            return row
+            params["lock_pid"], params["lock_start"] = held.backend  # taken back: a new backend
+            return db.execute(_APPEND, params).fetchone()
 
-        row = self._run(work)
+        row = self._fenced(held, work)
         if row is None:
             raise self._lost(held)
-        return SessionRecord(*row)
+        return SessionRecord(*row[:-1])  # the last column: pg_notify's
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
@@ -350,9 +397,9 @@ class PostgresStore:
 
     def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
         """Every append of ``batch`` in one transaction, one ``_APPEND`` per session (its appends'
-        entries in order, counters summed, the last one's leaf), all sent at once; then one
-        notification per session. A session whose lease was lost matches no row: the whole
-        batch is rolled back and the writer tries each append alone, so only that one fails."""
+        entries in order, counters summed, the last one's leaf, its notification), all sent at
+        once. A session whose lease was lost matches no row: the whole batch is rolled back and
+        the writer tries each append alone, so only that one fails (or takes its lease back)."""
         for pending in batch:
             self._check(pending.lease)
         groups = by_session(batch)
@@ -360,7 +407,6 @@ class PostgresStore:
             _append_params(self._check(group.lease), group.entries, group.leaf_id, group.updated)
             for group in groups
         ]
-        channels = [NOTIFY_PREFIX + group.lease.session_id for group in groups]
 
         def work(db: Connection) -> None:
             with db.transaction(), db.cursor() as cursor:
@@ -370,7 +416,6 @@ class PostgresStore:
                         raise _FencedOff
                     if not cursor.nextset():
                         break
-            db.execute("SELECT pg_notify(channel, '') FROM unnest(%s::text[]) AS channel", (channels,))
 
         self._run(work)
 
@@ -379,21 +424,21 @@ class PostgresStore:
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)
+        channel = NOTIFY_PREFIX + held.session_id
 
         def work(db: Connection) -> tuple[Any, ...] | None:
-            row = db.execute(
+            # A follower's view moves with the leaf (a branch), as on an append.
+            return db.execute(
                 f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
-                    WHERE id = %s AND writer_token = %s RETURNING {_RECORD_COLUMNS}""",
-                (leaf_id, updated, held.session_id, held.token),
+                    WHERE id = %s AND writer_token = %s AND {_LOCK_ALIVE}
+                    RETURNING {_RECORD_COLUMNS}, pg_notify(%s, '')""",
+                (leaf_id, updated, held.session_id, held.token, *held.backend, channel),
             ).fetchone()
-            if row is not None:  # a follower's view moves with the leaf (a branch), as on an append
-                db.execute("SELECT pg_notify(%s, '')", (NOTIFY_PREFIX + held.session_id,))
-            return row
 
-        row = self._run(work)
+        row = self._fenced(held, work)
         if row is None:
             raise self._lost(held)
-        return SessionRecord(*row)
+        return SessionRecord(*row[:-1])
 
     def entries(self, session_id: str) -> list[StoredEntry]:
         return self._entries(
@@ -419,12 +464,16 @@ class PostgresStore:
 
     def watch(self, session_id: str) -> NotifyWatch:
         self.get_session(session_id)
-        return NotifyWatch(self.connect, session_id)
+        return NotifyWatch(self, session_id)
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()  # what is queued is committed first
         with self._lock_mutex:
+            for lease in list(self._held.values()):
+                lease.released = True
+                _LIVE_TOKENS.discard(lease.token)
+                self._unlock(lease)
             self._held.clear()
             self._unlock_later.clear()
             self._lock_db.close()
@@ -439,28 +488,140 @@ class PostgresStore:
         except psycopg.Error as err:
             raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
 
+    def reconnect(self) -> Connection:
+        """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
+        return self._patiently(self.connect, lambda err: isinstance(err, SessionError) and _unreachable(err))
+
     def _connect_locks(self) -> Connection:
         db = self.connect()
         try:
             db.execute(LOCK_CONNECTION_SETTINGS)
+            row = db.execute(
+                "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+            ).fetchone()
         except psycopg.Error as err:
             db.close()
             raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+        assert row is not None
+        self._lock_backend = (row[0], row[1])
         return db
 
-    def _run(self, work: Callable[[Connection], T]) -> T:
-        """``work`` on a pooled connection; again on another if the connection fails (see above)."""
-        for attempt in range(RETRIES + 1):
+    def _reconnect_locks(self) -> None:
+        """A new lock connection (the old one is dead), then every held lease taken back on it
+        (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
+        self._lock_db.close()
+        self._lock_db = self._patiently(
+            self._connect_locks, lambda err: isinstance(err, SessionError) and _unreachable(err)
+        )
+        for lease in list(self._held.values()):
+            with contextlib.suppress(psycopg.Error):
+                self._relock(lease)
+
+    def _relock(self, lease: AdvisoryLease) -> bool:
+        """Take ``lease``'s lock again on the current lock connection; True if it is held again
+        (the row still holds its token), else it is lost. Caller holds the lock mutex."""
+        db = self._lock_db
+        if lease.backend == self._lock_backend:
+            return True
+        row = db.execute("SELECT pg_try_advisory_lock(%s)", (lease.key,)).fetchone()
+        if row is None or not row[0]:
+            lease.lost = True
+            return False
+        kept = db.execute(
+            "UPDATE tether_sessions SET writer_host = %s, writer_pid = %s WHERE id = %s AND writer_token = %s",
+            (self._host, os.getpid(), lease.session_id, lease.token),
+        ).rowcount
+        if not kept:
+            db.execute("SELECT pg_advisory_unlock(%s)", (lease.key,))
+            lease.lost = True
+            return False
+        lease.db, lease.backend = db, self._lock_backend
+        return True
+
+    def _take_back(self, lease: AdvisoryLease) -> bool:
+        """After a fenced write matched no row: True if the lease was only cut off from a dead
+        lock connection and is held again now (write again), False if it is lost."""
+        with self._lock_mutex:
+            if lease.released or lease.lost:
+                return False
+            if lease.backend == self._lock_backend and not self._lock_db.closed:
+                try:  # is the lock connection we think holds the lease alive?
+                    self._lock_db.execute("SELECT 1")
+                    return False  # it is: the token is gone (deleted, or taken over)
+                except psycopg.Error:
+                    pass
+            if self._lock_db.closed or lease.backend == self._lock_backend:
+                self._reconnect_locks()
             try:
-                with self._pool.connection() as db:
-                    return work(db)
-            except psycopg.OperationalError as err:
-                if attempt == RETRIES:
-                    raise SessionError(f"session database {self.where}: {_message(err)}") from None
-                time.sleep(RETRY_DELAY * 2**attempt)
-            except psycopg.Error as err:
-                raise SessionError(f"session database {self.where}: {_message(err)}") from None
-        raise AssertionError("unreachable")
+                return self._relock(lease)
+            except psycopg.OperationalError:
+                self._reconnect_locks()
+                return self._relock(lease)
+
+    def _fenced(self, lease: AdvisoryLease, work: Callable[[Connection], T]) -> T:
+        """A fenced write; when it matched nothing, again once the lease is taken back if it can
+        be (a falsy result: the lease is lost)."""
+        result = self._run(work)
+        if not result and self._take_back(lease):
+            result = self._run(work)
+        return result
+
+    def _run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` on a pooled connection; again on another while the server is unreachable."""
+
+        def attempt() -> T:
+            with self._pool.connection(timeout=CONNECT_TIMEOUT) as db:
+                return work(db)
+
+        try:
+            return self._patiently(attempt, _unreachable)
+        except (psycopg.Error, PoolTimeout) as err:
+            raise SessionError(f"session database {self.where}: {_message(err)}") from None
+
+    def _patiently(self, attempt: Callable[[], T], unreachable: Callable[[BaseException], bool]) -> T:
+        """``attempt()``, again with backoff while it fails with ``unreachable`` errors, for up to
+        ``outage_seconds``; one warning when the database goes away, one line when it is back."""
+        delay = RETRY_DELAY
+        deadline: float | None = None
+        while True:
+            try:
+                result = attempt()
+            except Exception as err:
+                if not unreachable(err):
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.outage_seconds
+                    self._went_away(err)
+                if now >= deadline:
+                    raise
+                time.sleep(min(delay, deadline - now))
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+                continue
+            if deadline is not None:
+                self._came_back()
+            return result
+
+    def _went_away(self, err: BaseException) -> None:
+        with self._away_mutex:
+            if self._away_since is not None:
+                return
+            self._away_since = time.monotonic()
+        detail = _message(err) if isinstance(err, psycopg.Error) else str(err)
+        log.warning(
+            "session database %s unreachable (%s): retrying for up to %.0f s",
+            self.where,
+            detail,
+            self.outage_seconds,
+        )
+
+    def _came_back(self) -> None:
+        with self._away_mutex:
+            since, self._away_since = self._away_since, None
+        if since is not None:
+            log.warning(
+                "session database %s reachable again after %.1f s", self.where, time.monotonic() - since
+            )
 
     def _entries(self, query: LiteralString, params: tuple[str, ...]) -> list[StoredEntry]:
         def work(db: Connection) -> list[StoredEntry]:
@@ -472,17 +633,26 @@ class PostgresStore:
     def _try_lock(self, session_id: str) -> AdvisoryLease:
         """One attempt on the lock connection (reopened if it was lost); caller holds the mutex."""
         if self._lock_db.closed:
-            self._lock_db = self._connect_locks()
+            self._reconnect_locks()
         db = self._lock_db
         key = lock_key("session", self.schema, session_id)
         row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if row is None or not row[0]:
-            holder = db.execute(
-                "SELECT writer_pid, writer_host FROM tether_sessions WHERE id = %s", (session_id,)
-            ).fetchone()
-            if holder is None:
-                raise SessionNotFoundError(session_id)  # locked by its deleter
-            raise SessionLockedError(session_id, f"pid {holder[0]} on {holder[1]}" if holder[0] else None)
+        holder = db.execute(
+            """SELECT writer_token, writer_pid, writer_host,
+                      extract(epoch FROM now() - pg_postmaster_start_time())::float8
+               FROM tether_sessions WHERE id = %s""",
+            (session_id,),
+        ).fetchone()
+        locked = row is None or not row[0]
+        if holder is None:
+            if not locked:
+                db.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            raise SessionNotFoundError(session_id)  # or locked by its deleter
+        token, pid, host, uptime = holder
+        if locked or (token is not None and self._holder_alive(token, pid, host, uptime)):
+            if not locked:
+                db.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            raise SessionLockedError(session_id, f"pid {pid} on {host}" if pid else None)
         token = secrets.token_hex(16)
         taken = db.execute(
             "UPDATE tether_sessions SET writer_token = %s, writer_host = %s, writer_pid = %s WHERE id = %s",
@@ -491,11 +661,25 @@ class PostgresStore:
         if not taken:
             db.execute("SELECT pg_advisory_unlock(%s)", (key,))
             raise SessionNotFoundError(session_id)
-        return AdvisoryLease(self, session_id, key, token, db)
+        return AdvisoryLease(self, session_id, key, token, db, self._lock_backend)
+
+    def _holder_alive(self, token: str, pid: int | None, host: str | None, uptime: float) -> bool:
+        """Whether the holder of an orphaned lease (its lock gone with its connection) may still
+        be alive and about to take it back (see the module docstring)."""
+        if host == self._host and pid is not None:
+            if pid == os.getpid():
+                return token in _LIVE_TOKENS
+            return _pid_alive(pid)
+        return uptime < LEASE_GRACE_SECONDS
 
     def _unlock(self, lease: AdvisoryLease) -> None:
-        if lease.db is self._lock_db and not lease.db.closed:
+        """Clear the lease's token (a clean release leaves no orphan) and unlock."""
+        if lease.db is self._lock_db and not lease.db.closed and lease.backend == self._lock_backend:
             with contextlib.suppress(psycopg.Error):
+                lease.db.execute(
+                    "UPDATE tether_sessions SET writer_token = NULL WHERE id = %s AND writer_token = %s",
+                    (lease.session_id, lease.token),
+                )
                 lease.db.execute("SELECT pg_advisory_unlock(%s)", (lease.key,))
 
     def _unlock_pending(self) -> None:
@@ -511,6 +695,7 @@ class PostgresStore:
 
     def _lost(self, lease: AdvisoryLease) -> SessionError:
         """Why a fenced write matched no row: the session is gone, or another writer took it over."""
+        lease.lost = True
         row = self._run(
             lambda db: db.execute(
                 "SELECT writer_pid, writer_host FROM tether_sessions WHERE id = %s", (lease.session_id,)
@@ -525,12 +710,12 @@ class PostgresStore:
 
 
 class NotifyWatch:
-    """``LISTEN tether.<session id>`` on a connection of its own."""
+    """``LISTEN tether.<session id>`` on a connection of its own, listening again after a restart."""
 
-    def __init__(self, connect: Callable[[], Connection], session_id: str) -> None:
-        self._connect = connect
+    def __init__(self, store: PostgresStore, session_id: str) -> None:
+        self._store = store
         self._channel = sql.Identifier(NOTIFY_PREFIX + session_id)
-        self._db = self._listen()
+        self._db = self._listen(store.connect())
 
     def wait(self, timeout: float) -> bool:
         try:
@@ -538,23 +723,28 @@ class NotifyWatch:
                 return True
             return False
         except psycopg.OperationalError:
-            # Lost connection (server restart): listen again, and have the caller re-read what
-            # may have been appended meanwhile.
+            # Lost connection (server restart): listen again once the server is back (the store's
+            # patience), and have the caller re-read what may have been appended meanwhile.
             self._db.close()
-            self._db = self._listen()
+            self._db = self._listen(self._store.reconnect())
             return True
 
     def close(self) -> None:
         self._db.close()
 
-    def _listen(self) -> Connection:
-        db = self._connect()
+    def _listen(self, db: Connection) -> Connection:
         db.execute(sql.SQL("LISTEN {}").format(self._channel))
         return db
 
 
 class _FencedOff(Exception):
     """A batched append matched no session row (deleted, or its writer lost the lease)."""
+
+
+_LOCK_ALIVE = (
+    "EXISTS (SELECT 1 FROM pg_stat_get_activity(%s::int) AS a WHERE a.backend_start = %s::timestamptz)"
+)
+"""The fence's second half: the lease's lock connection (pid, start) is alive, so holds the lock."""
 
 
 def _append_params(
@@ -565,6 +755,9 @@ def _append_params(
     return {
         "session": held.session_id,
         "token": held.token,
+        "lock_pid": held.backend[0],
+        "lock_start": held.backend[1],
+        "channel": NOTIFY_PREFIX + held.session_id,
         "ids": [e["id"] for e in entries],
         "parents": [e.get("parentId") for e in entries],
         "types": [e["type"] for e in entries],
@@ -581,6 +774,37 @@ def _append_params(
         "cache_read_tokens": c.cache_read_tokens,
         "cache_write_tokens": c.cache_write_tokens,
     }
+
+
+def _unreachable(err: BaseException) -> bool:
+    """Whether ``err`` says the server cannot be reached now (gone, restarting, a broken
+    connection) rather than that the statement or its data is wrong."""
+    if isinstance(err, PoolTimeout):
+        return True
+    if isinstance(err, SessionError):  # ``connect``'s, from a refused or failed connection
+        return "connection" in str(err) or "the database system is" in str(err)
+    if not isinstance(err, psycopg.OperationalError):
+        return False
+    state = err.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host is alive (a zombie is not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _get(db: Connection, session_id: str) -> SessionRecord:
