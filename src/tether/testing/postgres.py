@@ -11,6 +11,8 @@ socket.
 
     with postgres_server() as server:
         url = server.url()            # postgresql://tether@127.0.0.1:<port>/postgres
+        server.crash()                # pg_ctl stop -m immediate: every client connection cut
+        server.start_again()          # the same cluster on the same port
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.errors import TetherError
@@ -42,19 +44,54 @@ STARTUP_TIMEOUT = 60.0
 TEST_SETTINGS: Mapping[str, str] = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 """Fast and crash-unsafe: for a throw-away cluster whose data dies with the test run. Process
 crashes of clients (what the tests kill) lose nothing either way: a commit is the server's."""
+CRASH_SAFE_SETTINGS: Mapping[str, str] = {**TEST_SETTINGS, "synchronous_commit": "on"}
+"""For a server the test crashes (``PostgresServer.crash``): a commit is written out before it is
+answered (the machine does not crash, so ``fsync`` may stay off)."""
 
 
 class PostgresServerError(TetherError, RuntimeError):
     """initdb failed, or the server exited or did not answer in time; the message ends with its log."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PostgresServer:
     """A running private server: trust authentication for ``tether``, on 127.0.0.1 only."""
 
     process: subprocess.Popen[bytes]
     port: int
     folder: Path
+    bin_dir: Path | None = None
+    user: pwd.struct_passwd | None = None
+    settings: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    def crash(self) -> None:
+        """``pg_ctl stop -m immediate``: the server stops at once, as in a crash (clients' connections
+        cut, no checkpoint; the next start recovers from the WAL)."""
+        if self.bin_dir is None:
+            raise PostgresServerError("this server cannot be stopped and started again")
+        run_as = _RunAs.of(self.user)
+        result = subprocess.run(
+            [str(self.bin_dir / "pg_ctl"), "stop", "-D", str(self.folder / "data"), "-m", "immediate", "-w"],
+            cwd=self.folder,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            user=run_as.user,
+            group=run_as.group,
+            extra_groups=run_as.extra_groups,
+        )
+        if result.returncode != 0:
+            raise PostgresServerError(f"pg_ctl stop failed with status {result.returncode}:\n{result.stderr}")
+        self.process.wait(timeout=30)
+
+    def start_again(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Start the stopped cluster again on the same port (clients reconnect to the same URL)."""
+        if self.bin_dir is None:
+            raise PostgresServerError("this server cannot be stopped and started again")
+        self.process = _spawn(self.bin_dir, self.folder, self.user, self.settings, self.port)
+        if not _wait_until_ready(self, timeout):
+            raise PostgresServerError(f"postgres could not bind port {self.port} again:\n{_tail(self)}")
 
     def url(self, database: str = "postgres", **params: str) -> str:
         query = "&".join(f"{key}={value}" for key, value in params.items())
@@ -169,41 +206,49 @@ def _start(
     settings: Mapping[str, str],
     timeout: float,
 ) -> PostgresServer:
-    run_as = _RunAs.of(user)
     attempts = 3  # the free port can be taken between choosing and binding it
     while True:
         attempts -= 1
         port = free_port()
-        command = [
-            str(bin_dir / "postgres"),
-            "-D",
-            str(folder / "data"),
-            "-p",
-            str(port),
-            "-c",
-            "listen_addresses=127.0.0.1",
-            "-c",
-            "unix_socket_directories=",
-        ]
-        for name, value in settings.items():
-            command += ["-c", f"{name}={value}"]
-        with (folder / "server.log").open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # a Ctrl-C of the tests reaches the server through _stop only
-                user=run_as.user,
-                group=run_as.group,
-                extra_groups=run_as.extra_groups,
-            )
-        server = PostgresServer(process, port, folder)
+        server = PostgresServer(
+            _spawn(bin_dir, folder, user, settings, port), port, folder, bin_dir, user, settings
+        )
         if _wait_until_ready(server, timeout):
             return server
         if not attempts:
             raise PostgresServerError(f"postgres could not bind a free port:\n{_tail(server)}")
+
+
+def _spawn(
+    bin_dir: Path, folder: Path, user: pwd.struct_passwd | None, settings: Mapping[str, str], port: int
+) -> subprocess.Popen[bytes]:
+    run_as = _RunAs.of(user)
+    command = [
+        str(bin_dir / "postgres"),
+        "-D",
+        str(folder / "data"),
+        "-p",
+        str(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+    ]
+    for name, value in settings.items():
+        command += ["-c", f"{name}={value}"]
+    with (folder / "server.log").open("ab") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C of the tests reaches the server through _stop only
+            user=run_as.user,
+            group=run_as.group,
+            extra_groups=run_as.extra_groups,
+        )
+    return process
 
 
 def _wait_until_ready(server: PostgresServer, timeout: float) -> bool:

@@ -1,0 +1,115 @@
+"""The PostgreSQL store rides out a server restart (``pg_ctl stop -m immediate``, then started
+again): a writer's append made while the server is down lands once it is back, under the lease
+the writer held (taken back on a new lock connection); no second writer gets the session in
+between; a follower goes on from the last entry it saw; one warning says the database is away.
+
+A private server per test: crashing the shared one would cut every other test's connections."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from session_helpers import assistant, text, user
+
+from tether.session import PostgresStore, SessionLockedError, SessionManager
+from tether.session.follow import follow
+from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
+
+DOWN_SECONDS = 2.0
+"""A short outage: long enough that every connection is refused for a while."""
+
+
+@pytest.fixture
+def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # needs the shared one's binaries
+    with postgres_server(postgres.bin_dir, CRASH_SAFE_SETTINGS) as own:
+        yield own
+
+
+def _outage(server: PostgresServer, seconds: float) -> threading.Thread:
+    """Crash the server now and start it again ``seconds`` later, in the background."""
+    server.crash()
+
+    def later() -> None:
+        time.sleep(seconds)
+        server.start_again()
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("seconds", [0.1, DOWN_SECONDS])
+def test_a_writer_rides_out_a_restart_and_keeps_its_session(
+    server: PostgresServer, seconds: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = server.url()
+    with SessionManager.at(url) as first, SessionManager.at(url) as second:
+        s = first.create("/p")
+        s.append_message(user("before"))
+        restarting = _outage(server, seconds)
+        with caplog.at_level(logging.WARNING, logger="tether.session"):
+            # The paid answer of a run, appended while the server is down: it waits, then lands.
+            s.append_message(assistant(text("a paid answer"), cost=0.5))
+        restarting.join()
+        away = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
+        assert len(away) == 1 and url.split("@")[1] in away[0], away
+        # The lock connection died with the server: the lease was taken back, so no one else gets it.
+        with pytest.raises(SessionLockedError):
+            second.open(s.id)
+        s.append_message(user("after"))
+        stored = second.open(s.id, readonly=True)
+        assert [m["content"] for m in stored.messages][::2] == ["before", "after"]
+        assert stored.record.cost == 0.5 and stored.record.entry_count == 3
+
+
+def test_a_second_writer_during_the_outage_is_refused_and_the_first_writes_on(server: PostgresServer) -> None:
+    url = server.url()
+    with SessionManager.at(url) as first, SessionManager.at(url) as second:
+        s = first.create("/p")
+        s.append_message(user("before"))
+        _outage(server, 0.1).join()
+        # The server is back; the first writer has not written since, so its lock is gone.
+        with pytest.raises(SessionLockedError):
+            second.open(s.id)
+        s.append_message(user("after"))
+        s.close()
+        second.open(s.id).append_message(user("the second, once the first closed"))
+        assert [m["content"] for m in second.open(s.id, readonly=True).messages] == [
+            "before",
+            "after",
+            "the second, once the first closed",
+        ]
+
+
+def test_a_follower_goes_on_after_a_restart_from_the_last_entry_it_saw(server: PostgresServer) -> None:
+    url = server.url()
+    store = PostgresStore(url)
+    try:
+        with SessionManager.at(url) as writer:
+            s = writer.create("/p")
+            s.append_message(user("one"))
+            stop = threading.Event()
+            seen: list[str] = []
+            entries = follow(store, s.id, stop=stop)
+
+            def read() -> None:
+                for entry in entries:
+                    seen.append(entry.id)
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            _outage(server, DOWN_SECONDS).join()
+            s.append_message(user("two"))
+            s.append_message(user("three"))
+            deadline = time.monotonic() + 30
+            while len(seen) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stop.set()
+            reader.join()
+            assert seen == [e["id"] for e in s.entries()]
+    finally:
+        store.close()
