@@ -9,10 +9,19 @@ heartbeat is older than ``dead_after_seconds`` (or that has none), a live worker
 recover that executor's runs. DBOS re-enqueues them and exactly one live worker dequeues each;
 the replay then skips every checkpointed step. Several workers noticing the same death at once
 is harmless: recovery is idempotent.
+
+A database outage (a restart, a failover) stops no worker and cancels no run: DBOS's own calls
+wait for the database and go on, the session store's too (``PostgresStore.outage_seconds``), and
+the heartbeat logs one line when the database goes away and one when it is back. Every worker's
+heartbeat lapses during an outage, so a worker takes another for dead only after it has itself
+been connected for ``dead_after_seconds`` since the database came back: the others had that long
+to beat again. (Otherwise the first worker back would recover the runs the others are still
+running, and run them twice.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -22,8 +31,10 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 from dbos import DBOS
+from sqlalchemy.exc import DBAPIError
 
 from tether._version import __version__
+from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import Runtime, install
 
@@ -66,26 +77,65 @@ def launch(runtime: Runtime) -> None:
     )
 
 
+CONNECT_TIMEOUT = 5
+"""Seconds a heartbeat waits for a connection: an unreachable host must not hold up the loop."""
+
+
 class Heartbeats:
     """This worker's heartbeat row, and the others' (see the module docstring)."""
 
     def __init__(self, config: DurableConfig) -> None:
         self.config = config
         url = sa.make_url(config.system_database)
+        connect_args: dict[str, object] = {}
         if url.drivername in ("postgresql", "postgres"):
             url = url.set(drivername="postgresql+psycopg")
-        self._engine = sa.create_engine(url)
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT
+        # Pre-ping: after a server restart, pooled connections are dead; a beat takes a live one.
+        self._engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
         _METADATA.create_all(self._engine)
+        self._away_since: float | None = None
+        """When a beat first failed (monotonic), while the database is away."""
+        self._back_since = float("-inf")
+        """When the database came back after an outage this worker saw (monotonic)."""
 
-    def beat(self) -> None:
+    def beat(self) -> bool:
+        """Record that this worker is alive; False (and one log line an outage) if the database
+        cannot be reached now."""
         me = self.config.executor_id
-        with self._engine.begin() as db:
-            db.execute(_WORKERS.delete().where(_WORKERS.c.executor_id == me))
-            db.execute(
-                _WORKERS.insert().values(
-                    executor_id=me, host=socket.gethostname(), pid=os.getpid(), seen=time.time()
+        try:
+            with self._engine.begin() as db:
+                db.execute(_WORKERS.delete().where(_WORKERS.c.executor_id == me))
+                db.execute(
+                    _WORKERS.insert().values(
+                        executor_id=me, host=socket.gethostname(), pid=os.getpid(), seen=time.time()
+                    )
                 )
+        except DBAPIError as exc:
+            if self._away_since is None:
+                self._away_since = time.monotonic()
+                log.warning(
+                    "durable database %s unreachable (%s): runs wait for it; nothing is cancelled",
+                    shown(self.config.system_database),
+                    first_line(exc),
+                )
+            return False
+        if self._away_since is not None:
+            log.warning(
+                "durable database %s reachable again after %.1f s",
+                shown(self.config.system_database),
+                time.monotonic() - self._away_since,
             )
+            self._away_since = None
+            self._back_since = time.monotonic()
+        return True
+
+    def settled(self) -> bool:
+        """Whether this worker may judge the others by their heartbeats: connected now, and for
+        ``dead_after_seconds`` since the last outage it saw."""
+        return (
+            self._away_since is None and time.monotonic() - self._back_since >= self.config.dead_after_seconds
+        )
 
     def live(self) -> set[str]:
         """Executors heard from within ``dead_after_seconds``."""
@@ -99,14 +149,18 @@ class Heartbeats:
             db.execute(_WORKERS.delete().where(_WORKERS.c.executor_id == executor_id))
 
     def close(self) -> None:
-        self.forget(self.config.executor_id)
+        with contextlib.suppress(DBAPIError):  # the database may be away: the row ages out
+            self.forget(self.config.executor_id)
         self._engine.dispose()
 
 
 def recover_dead(heartbeats: Heartbeats) -> list[str]:
     """Ask DBOS to recover the pending runs of every silent executor; returns the run ids."""
-    live = heartbeats.live() | {heartbeats.config.executor_id}
     pending = DBOS.list_workflows(status="PENDING", name=WORKFLOW, load_input=False, load_output=False)
+    # Judged after the listing, which waits out an outage: heartbeats as of now.
+    if not heartbeats.settled():
+        return []
+    live = heartbeats.live() | {heartbeats.config.executor_id}
     dead = sorted({w.executor_id for w in pending if w.executor_id and w.executor_id not in live})
     recovered: list[str] = []
     for executor in dead:
@@ -116,9 +170,37 @@ def recover_dead(heartbeats: Heartbeats) -> list[str]:
     return recovered
 
 
+_OUTAGE_WORDS = (
+    "OperationalError",
+    "connection failed",
+    "server closed the connection",
+    "Connection refused",
+)
+
+
+class _OutageNoise(logging.Filter):
+    """Drops the warnings DBOS's threads and psycopg's pool log on every retry while the database
+    is away (each with the driver's multi-line message, some with a traceback): the heartbeat
+    says so once, and again when it is back."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        message = record.getMessage()
+        return (
+            not any(word in message for word in _OUTAGE_WORDS)
+            and "discarding closed connection" not in message
+        )
+
+
+_NOISE = _OutageNoise()
+
+
 def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] | None = None) -> None:
     """Run a worker until ``stop`` is set: heartbeat first (so no live worker takes this one for
     dead), then DBOS, then a heartbeat and a look for dead workers every ``heartbeat_seconds``."""
+    for name in ("dbos", "psycopg.pool"):
+        logging.getLogger(name).addFilter(_NOISE)
     heartbeats = Heartbeats(runtime.config)
     heartbeats.beat()
     launch(runtime)
@@ -126,9 +208,13 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
         on_ready()
     try:
         while not stop.wait(runtime.config.heartbeat_seconds):
-            heartbeats.beat()
-            for run_id in recover_dead(heartbeats):
-                log.warning("recovering run %s of a dead worker", run_id)
+            if not heartbeats.beat():
+                continue  # the database is away: nothing to judge, nothing to stop
+            try:
+                for run_id in recover_dead(heartbeats):
+                    log.warning("recovering run %s of a dead worker", run_id)
+            except Exception as exc:  # a passing database fault: the next beat tries again
+                log.warning("looking for dead workers failed: %s", first_line(exc))
     finally:
         DBOS.destroy()
         install(None)

@@ -598,7 +598,7 @@ class PostgresStore:
                 time.sleep(min(delay, deadline - now))
                 delay = min(delay * 2, MAX_RETRY_DELAY)
                 continue
-            if deadline is not None:
+            if self._away_since is not None:  # back, whichever call noticed it first
                 self._came_back()
             return result
 
