@@ -145,3 +145,45 @@ async def test_a_run_waits_for_a_session_held_elsewhere(durable: SessionManager,
     held.close()
     assert (await handle.get_result())["stopReason"] == "stop"
     assert len(transcript(durable, held.id)) == 5
+
+
+async def test_a_run_queued_behind_a_person_starts_from_their_last_message(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    """The run's start is taken once it holds the lock, not when it was submitted: no fork."""
+    held = durable.create(tmp_path)
+    handle = await DBOS.start_workflow_async(durable_run, {"session": held.id, "prompt": "go"})
+    await asyncio.sleep(1.5)  # the run waits for the lock meanwhile
+    held.append_message({"role": "user", "content": "a person's question", "timestamp": 1})
+    held.close()
+    assert (await handle.get_result())["stopReason"] == "stop"
+    on_path = durable.open(held.id, readonly=True).messages
+    assert [m["role"] for m in on_path] == [
+        "user",
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
+    assert on_path[0]["content"] == "a person's question"
+
+
+async def test_a_replay_after_the_session_moved_on_is_refused_not_forked(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    session_id, first = await start_run(durable, tmp_path)
+    await first.get_result()
+    second = await DBOS.start_workflow_async(durable_run, {"session": session_id, "prompt": "go"})
+    await second.get_result()
+    leaf = durable.store.get_session(session_id).leaf_id
+    # The first run replayed (as `resume` of a cancelled run would): the second's messages are
+    # after its own, so rewinding to its start would leave them on an abandoned branch.
+    steps = await _steps(first.get_workflow_id())
+    fork = await DBOS.fork_workflow_async(
+        first.get_workflow_id(), [n for name, n in steps if name == "model"][-1]
+    )
+    with pytest.raises(Exception, match="moved on since this run started"):
+        await fork.get_result()
+    assert durable.store.get_session(session_id).leaf_id == leaf
+    assert len(durable.open(session_id, readonly=True).messages) == 5 + 2  # the second: prompt, answer

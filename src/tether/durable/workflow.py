@@ -6,11 +6,19 @@ The workflow *is* the agent loop: it builds the session's ``AgentSession`` as th
 decisions, session appends) is deterministic given the steps' outputs, so a replay after a crash
 takes the same path and reaches the point of the crash without calling anything again.
 
-Replaying must not write the transcript twice. The first step (``begin``) records the session's
-leaf and a base entry id; every entry the run appends takes the next id after that base. A replay
-rewinds the leaf to the recorded one and appends again with the same ids: the entries already
-stored are recognised and skipped (``Session.use_ids``), the leaf walks the same path, and the
-first entry not stored yet is written as on a first run.
+A run never forks its session: it first takes the session's writer lock (waiting up to
+``lock_wait_seconds`` while someone else, a person's open ``tether`` say, holds it), and only then
+records, in its first step (``begin``), the session's leaf and a base entry id: it starts from
+whatever the holder before it left, the person's last messages included. Every entry the run
+appends takes the next id after that base.
+
+Replaying must not write the transcript twice. A replay rewinds the leaf to the recorded one and
+appends again with the same ids: the entries already stored are recognised and skipped
+(``Session.use_ids``), the leaf walks the same path, and the first entry not stored yet is written
+as on a first run. That rewind is safe only while the session's leaf is the run's start or one of
+the run's own entries; when something else was appended after them (a later run, after this one
+was cancelled and then resumed), the replay is refused rather than leave that on an abandoned
+branch (``_check_replay``).
 
 Events go to the run's DBOS stream (``EVENTS``) in batches (``EventLog``): those of the loop from
 the workflow at each step boundary (checkpointed, so a replay does not send them twice), those of
@@ -41,7 +49,7 @@ from tether.session.session import Session
 from tether.session.settings import load_settings
 from tether.store.database import open_store
 from tether.store.ids import decode, encode, new_id
-from tether.store.store import SessionLockedError, SessionStore
+from tether.store.store import SessionError, SessionLockedError, SessionRecord, SessionStore, WriterLease
 from tether.tools.approval import Approval
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]
@@ -121,9 +129,14 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]
-    start = await DBOS.run_step_async({"name": "begin"}, _begin, session_id)
+    lease = await _lock(runtime, session_id)
+    try:
+        start = await DBOS.run_step_async({"name": "begin"}, _begin, session_id)
+    except BaseException:
+        lease.release()
+        raise
     events = EventLog()
-    core = await _open(runtime, session_id, start, execution, events)
+    core = await _open(runtime, session_id, start, lease, execution, events)
     try:
         core.subscribe(lambda event: _forward(events, event))
         added = await core.prompt(request["prompt"])
@@ -139,37 +152,49 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     }
 
 
+async def _lock(runtime: Runtime, session_id: str) -> WriterLease:
+    """The session's writer lease, waited for while another writer holds it: a person's open
+    session (the run queues behind them), or a dead worker's lease until its connection is gone."""
+    waited = 0.0
+    while True:
+        try:
+            return _store().acquire_writer(session_id)
+        except SessionLockedError as exc:
+            if waited >= runtime.config.lock_wait_seconds:
+                raise SessionLockedError(
+                    session_id, f"{exc.holder or 'another writer'}, for all of {waited:.0f} s this run waited"
+                ) from None
+            await asyncio.sleep(1.0)
+            waited += 1.0
+
+
 async def _begin(session_id: str) -> _Start:
-    """Record the session's leaf and the run's base entry id (greater than every stored id)."""
+    """Record the session's leaf and the run's base entry id (greater than every stored id), as
+    of holding its writer lease."""
     store = _store()
     record = store.get_session(session_id)
     return {"leaf": record.leaf_id, "base": new_id(store.newest_entry_id(session_id)), "cwd": record.cwd}
 
 
 async def _open(
-    runtime: Runtime, session_id: str, start: _Start, execution: str, events: EventLog
+    runtime: Runtime, session_id: str, start: _Start, lease: WriterLease, execution: str, events: EventLog
 ) -> AgentSession:
-    """The run's ``AgentSession``, built as the CLI builds one, with its model and tools as steps."""
+    """The run's ``AgentSession``, built as the CLI builds one, with its model and tools as steps;
+    it takes over ``lease`` (closing it releases the lease)."""
     cwd = Path(start["cwd"])
-    settings = load_settings(runtime.config_dir, cwd)
-    waited = 0.0
-    while True:
-        try:
-            core = create_agent_session(
-                cwd=cwd,
-                settings=settings,
-                session=SessionChoice(session_id=session_id),
-                sessions=_RunSessions(_store(), start),
-                model=runtime.model,
-                approval=runtime.approval,
-            )
-            break
-        except SessionLockedError:
-            # A dead worker's lease outlives it until its database connection is noticed gone.
-            if waited >= runtime.config.lock_wait_seconds:
-                raise
-            await asyncio.sleep(1.0)
-            waited += 1.0
+    try:
+        settings = load_settings(runtime.config_dir, cwd)
+        core = create_agent_session(
+            cwd=cwd,
+            settings=settings,
+            session=SessionChoice(session_id=session_id),
+            sessions=_RunSessions(_store(), start, lease),
+            model=runtime.model,
+            approval=runtime.approval,
+        )
+    except BaseException:
+        lease.release()
+        raise
     try:
         if runtime.setup is not None:
             outcome = runtime.setup(core)
@@ -200,12 +225,19 @@ def _forward(events: EventLog, event: SessionEvent) -> None:
 
 
 class _RunSessions(SessionManager):
-    """The session manager of one run: the session it opens for writing is rewound to the run's
-    start and takes the run's deterministic entry ids (see the module docstring)."""
+    """The session manager of one run: the session it opens for writing is the run's, under the
+    lease the run holds already, rewound to the run's start and taking the run's deterministic
+    entry ids (see the module docstring)."""
 
-    def __init__(self, store: SessionStore, start: _Start) -> None:
+    def __init__(self, store: SessionStore, start: _Start, lease: WriterLease) -> None:
         super().__init__(store)
         self._start = start
+        self._lease = lease
+
+    def _writable(self, record: SessionRecord) -> Session:
+        if record.id != self._lease.session_id:
+            return super()._writable(record)
+        return self._load(self.store.get_session(record.id), self._lease)
 
     def close(self) -> None:
         """Leave the store open: it is the worker's, shared by its runs (``_store``)."""
@@ -215,8 +247,22 @@ class _RunSessions(SessionManager):
         if not readonly:
             session.use_ids(_step_ids(self._start["base"]))
             if session.leaf_id != self._start["leaf"]:
+                _check_replay(session, self._start)
                 session.branch(self._start["leaf"])
         return session
+
+
+def _check_replay(session: Session, start: _Start) -> None:
+    """``SessionError`` unless every entry from the run's start to the session's leaf is the
+    run's own (its ids, in order, from ``base``): only then is rewinding to the start no fork."""
+    path = [entry["id"] for entry in session.path()]
+    begin = 0 if start["leaf"] is None else path.index(start["leaf"]) + 1 if start["leaf"] in path else -1
+    own = _step_ids(start["base"])
+    if begin < 0 or any(entry_id != own() for entry_id in path[begin:]):
+        raise SessionError(
+            f"session {session.id!r} moved on since this run started (its leaf is now "
+            f"{session.leaf_id}): not replaying the run onto a branch of its own; submit it again"
+        )
 
 
 def _step_ids(base: str) -> Callable[[], str]:
