@@ -24,6 +24,17 @@ from tether.testing import ScriptedModel, reply, text, tool_call
 from tether.wire import AssistantMessageEvent, ModelInfo
 
 
+USAGE: Any = {
+    "input": 100,
+    "output": 20,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 120,
+    "cost": {"input": 0.0003, "output": 0.0003, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0006},
+}
+"""Each model call's usage."""
+
+
 def _seconds(name: str) -> float:
     return float(os.environ.get(name) or 0)
 
@@ -59,6 +70,7 @@ async def _slow(
         if delay and event["type"] not in ("done", "error"):
             await asyncio.sleep(delay)
         if event["type"] == "done":
+            event["message"]["usage"] = dict(USAGE)  # what `tether runs show` adds up
             trace("model-done", session, turn)
         yield event
 

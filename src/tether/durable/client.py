@@ -18,6 +18,9 @@ from tether.errors import TransportError
 from tether.session.events import SessionEvent
 from tether.store.database import is_postgres_url, open_store, redact
 
+KEY_PREFIX = "key-"
+"""The id of a run submitted with a key: this plus the key."""
+
 
 class SubmitError(TransportError):
     """A run could not be submitted or followed; the message says why."""
@@ -53,11 +56,26 @@ class DurableClient:
         except Exception as exc:
             raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
 
-    def submit(self, session_id: str, prompt: str) -> str:
+    @property
+    def dbos(self) -> DBOSClient:
+        """The DBOS client underneath (``tether.durable.runs`` uses it)."""
+        return self._client
+
+    def submit(
+        self, session_id: str, prompt: str, *, key: str | None = None, timeout: float | None = None
+    ) -> str:
         """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
 
         The session must exist in the store the workers use; runs of one session execute one
-        after the other (one writer per session)."""
+        after the other (one writer per session).
+
+        Args:
+            key: Makes the submit idempotent: submitting again with the same key (a retry after a
+                lost answer, a duplicate request) returns the first run's id instead of making a
+                second run. The run's id is ``KEY_PREFIX`` plus the key.
+            timeout: Seconds after it starts when the run is cancelled (default: the
+                ``durable.runTimeoutSeconds`` setting; 0: no limit).
+        """
         store = open_store(self.config.sessions)
         try:
             store.get_session(session_id)
@@ -79,10 +97,21 @@ class DurableClient:
             "queue_name": QUEUE,
             "queue_partition_key": session_id,
         }
+        seconds = self.config.run_timeout_seconds if timeout is None else timeout
+        if seconds:
+            options["workflow_timeout"] = seconds
+        if key is not None:
+            options["workflow_id"] = KEY_PREFIX + key  # DBOS returns the existing run for a known id
         try:
-            return self._client.enqueue(options, request).get_workflow_id()
+            run_id = self._client.enqueue(options, request).get_workflow_id()
         except Exception as exc:
             raise SubmitError(f"cannot submit to {self._where}: {first_line(exc)}") from None
+        if key is not None:
+            found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+            inputs = found[0].input if found else None
+            if inputs is not None and list(inputs["args"]) != [request]:
+                raise SubmitError(f"key {key!r} was used for another run ({run_id}): a key names one run")
+        return run_id
 
     async def follow(self, run_id: str) -> AsyncIterator[SessionEvent]:
         """The run's events as they are written, until the run ends."""

@@ -50,6 +50,10 @@ class DurableConfig:
     """How often a worker records that it is alive."""
     dead_after_seconds: float = 10.0
     """A worker silent this long is dead: a live worker recovers its runs."""
+    keep_runs_days: int = 30
+    """Finished runs older than this are pruned (``tether.durable.runs.prune``; 0: never)."""
+    run_timeout_seconds: int = 0
+    """Submitted runs are cancelled this long after they start (0: no limit)."""
     lock_wait_seconds: float = 60.0
     """How long a run waits for its session's writer lock (held by a dead worker's lingering
     database connection, or by a person's open ``tether``) before it fails."""
@@ -98,6 +102,8 @@ def config_from_settings(
         worker_concurrency=durable.worker_concurrency if worker_concurrency is None else worker_concurrency,
         global_concurrency=durable.global_concurrency if global_concurrency is None else global_concurrency,
         rerun_tools=durable.rerun_tools,
+        keep_runs_days=durable.keep_runs_days,
+        run_timeout_seconds=durable.run_timeout_seconds,
         name=name,
     )
 

@@ -34,7 +34,7 @@ from dbos import DBOS
 from tether.agent import AgentTool
 from tether.agent.tool import AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream
+from tether.ai.event_stream import AssistantMessageEventStream, error_event, new_assistant_message
 from tether.ai.types import Context, SimpleStreamOptions, StreamFn
 from tether.durable.config import EVENTS
 from tether.errors import ToolError
@@ -80,6 +80,19 @@ def interrupted_text(name: str) -> str:
     )
 
 
+class RunCancelledError(Exception):
+    """A call of a run that was cancelled (its text is the error tool result)."""
+
+
+CANCELLED_TEXT = "The run was cancelled (`tether runs cancel`, or its timeout) during this call."
+
+
+def cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is DBOS saying the workflow was cancelled (raised by the first step or
+    stream write after a cancel; a ``BaseException``, from a private module, hence the name)."""
+    return type(exc).__name__ == "DBOSWorkflowCancelledError"
+
+
 def may_rerun(tool: AgentTool, extra: Collection[str] = ()) -> bool:
     """Whether a call of ``tool`` cut by a crash may simply run again."""
     declared = tool.metadata.get(RERUN_KEY)
@@ -103,6 +116,16 @@ def durable_tool(tool: AgentTool, *, rerun: bool, execution: str, events: EventL
     ) -> AgentToolResult[Any]:
         start = None if rerun else DBOS.reserve_step()
         call = DBOS.reserve_step()
+        try:
+            return await record(start, call, call_id, params, signal)
+        except BaseException as exc:
+            if cancelled(exc):  # the call is answered, so the session stays consistent
+                raise RunCancelledError(CANCELLED_TEXT) from None
+            raise
+
+    async def record(
+        start: Any, call: Any, call_id: str, params: Any, signal: AbortSignal | None
+    ) -> AgentToolResult[Any]:
         await events.flush()
         started_by = execution
         if start is not None:
@@ -115,7 +138,8 @@ def durable_tool(tool: AgentTool, *, rerun: bool, execution: str, events: EventL
             result = await tool.execute(call_id, params, signal, None)
             return {"content": result.content, "details": result.details, "terminate": result.terminate}
 
-        recorded = await call.run_async({"name": f"tool:{tool.name}"}, run)
+        # Preemptible: cancelling the run (``tether runs cancel``, its timeout) cancels the call.
+        recorded = await call.run_async({"name": f"tool:{tool.name}", "preemptible": True}, run)
         return AgentToolResult(recorded["content"], recorded["details"], recorded["terminate"])
 
     return AgentTool(
@@ -140,8 +164,16 @@ def durable_stream(stream_fn: StreamFn, events: EventLog) -> StreamFn:
     ``events`` (the run's) are flushed before the call."""
 
     async def call(model: ModelInfo, context: Context, options: SimpleStreamOptions | None = None) -> Any:
-        await events.flush()
-        final = await DBOS.run_step_async({"name": "model"}, _stream_step, stream_fn, model, context, options)
+        try:
+            await events.flush()
+            final = await DBOS.run_step_async(
+                {"name": "model", "preemptible": True}, _stream_step, stream_fn, model, context, options
+            )
+        except BaseException as exc:
+            if not cancelled(exc):
+                raise
+            final = new_assistant_message(model)  # the prompt's answer: aborted, saying why
+            error_event(final, CANCELLED_TEXT, aborted=True)
         signal = options.signal if options is not None else None
         return AssistantMessageEventStream(model, _recorded(final), signal)
 

@@ -63,6 +63,11 @@ class Durable:
     """Runs executing at once over every worker (0: no limit)."""
     rerun_tools: tuple[str, ...] = ()
     """Tools a crashed run may call again, beyond ``read``, ``grep``, ``find`` and ``ls``."""
+    keep_runs_days: int = 30
+    """Finished runs' records (DBOS's steps and streams) older than this are pruned by the
+    workers and ``tether runs prune`` (0: kept for good). Transcripts stay in the session store."""
+    run_timeout_seconds: int = 0
+    """A submitted run still unfinished this long after it started is cancelled (0: no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,11 +384,17 @@ def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset
 
 
 def _durable(base: Durable, value: object, path: Path) -> Durable:
-    """``{"database", "workerConcurrency", "globalConcurrency", "rerunTools"}``."""
+    """``{"database", "workerConcurrency", "globalConcurrency", "rerunTools", "keepRunsDays",
+    "runTimeoutSeconds"}``."""
     if not isinstance(value, dict):
         raise SettingsError(f'{path}: "durable": expected an object')
     result = base
-    counts = {"workerConcurrency": "worker_concurrency", "globalConcurrency": "global_concurrency"}
+    counts = {
+        "workerConcurrency": "worker_concurrency",
+        "globalConcurrency": "global_concurrency",
+        "keepRunsDays": "keep_runs_days",
+        "runTimeoutSeconds": "run_timeout_seconds",
+    }
     for key, item in cast(dict[str, object], value).items():
         where = f'{path}: "durable.{key}"'
         if key == "database":

@@ -1,0 +1,227 @@
+"""What an operator does with durable runs: list, inspect, cancel, resume, retry, prune.
+
+Each function takes a ``DurableClient`` (any process that reaches the system database; no worker
+needed) and returns plain data that ``tether runs … --json`` prints as it is. A run is a DBOS
+workflow of ``WORKFLOW``; its record (status, steps, stream) lives in the system database, its
+transcript in the session store.
+
+- ``cancel``: DBOS marks the run cancelled; the worker running it notices within
+  ``CANCEL_POLL_SECONDS`` and aborts it as a person's Esc would: the model call and the tool stop,
+  the interrupted answer is stored marked aborted, so the session stays consistent and can be
+  continued.
+- ``resume``: a cancelled (or failed) run goes on from its last checkpoint, refused by the run
+  itself if its session moved on meanwhile (``workflow._check_replay``).
+- ``retry``: the same prompt again as a new run, from the session's current leaf.
+- ``prune``: finished runs' records older than a cutoff are deleted (transcripts stay).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
+
+from dbos import WorkflowStatus
+
+from tether.durable.client import DurableClient
+from tether.durable.config import WORKFLOW
+
+FINISHED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+STATUSES = ("ENQUEUED", "PENDING", *FINISHED)
+
+
+class RunNotFoundError(LookupError):
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no durable run {run_id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One run as ``tether runs list`` shows it."""
+
+    id: str
+    status: str
+    session: str | None
+    prompt: str | None
+    worker: str | None
+    """The executor (worker name) that ran it last."""
+    created: float | None
+    """Unix seconds."""
+    updated: float | None
+    error: str | None
+    timeout_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    number: int
+    name: str
+    started: float | None
+    ended: float | None
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetail:
+    """One run as ``tether runs show`` shows it: the run, its steps, and what its model calls cost."""
+
+    run: RunInfo
+    steps: list[StepInfo] = field(default_factory=list[StepInfo])
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _info(status: WorkflowStatus) -> RunInfo:
+    request = _request(status)
+    error = status.error
+    return RunInfo(
+        id=status.workflow_id,
+        status=status.status,
+        session=request.get("session") if request else status.queue_partition_key,
+        prompt=request.get("prompt") if request else None,
+        worker=status.executor_id,
+        created=status.created_at / 1000 if status.created_at else None,
+        updated=(status.completed_at or status.updated_at or 0) / 1000 or None,
+        error=_one_line(error) if error is not None else None,
+        timeout_seconds=status.workflow_timeout_ms / 1000 if status.workflow_timeout_ms else None,
+    )
+
+
+def _request(status: WorkflowStatus) -> dict[str, Any] | None:
+    inputs = status.input
+    args = inputs["args"] if inputs else ()
+    return cast(dict[str, Any], args[0]) if args and isinstance(args[0], dict) else None
+
+
+def _one_line(error: object) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def list_runs(
+    client: DurableClient,
+    *,
+    status: str | None = None,
+    session: str | None = None,
+    worker: str | None = None,
+    newer_than: float | None = None,
+    older_than: float | None = None,
+    limit: int | None = 100,
+) -> list[RunInfo]:
+    """Runs, newest first. ``newer_than``/``older_than``: their age in seconds (by creation)."""
+    now = time.time()
+    found = client.dbos.list_workflows(
+        name=WORKFLOW,
+        status=status,
+        executor_id=worker,
+        start_time=_iso(now - newer_than) if newer_than is not None else None,
+        end_time=_iso(now - older_than) if older_than is not None else None,
+        sort_desc=True,
+        limit=None if session is not None else limit,
+        load_output=False,
+    )
+    runs = [_info(w) for w in found]
+    if session is not None:
+        runs = [r for r in runs if r.session == session][:limit]
+    return runs
+
+
+def show(client: DurableClient, run_id: str) -> RunDetail:
+    """The run with its steps, their timings, and the tokens and cost of its model calls."""
+    found = client.dbos.list_workflows(workflow_ids=[run_id], load_output=False)
+    if not found:
+        raise RunNotFoundError(run_id)
+    steps: list[StepInfo] = []
+    for step in client.dbos.list_workflow_steps(run_id):
+        usage = _usage(step["output"]) if step["function_name"] == "model" else {}
+        cost = usage.get("cost")
+        steps.append(
+            StepInfo(
+                number=step["function_id"],
+                name=step["function_name"],
+                started=_seconds(step["started_at_epoch_ms"]),
+                ended=_seconds(step["completed_at_epoch_ms"]),
+                error=_one_line(step["error"]) if step["error"] is not None else None,
+                input_tokens=int(usage.get("input") or 0),
+                output_tokens=int(usage.get("output") or 0),
+                cost=float(cast(dict[str, Any], cost).get("total") or 0) if isinstance(cost, dict) else 0.0,
+            )
+        )
+    return RunDetail(
+        run=_info(found[0]),
+        steps=steps,
+        input_tokens=sum(s.input_tokens for s in steps),
+        output_tokens=sum(s.output_tokens for s in steps),
+        cost=sum(s.cost for s in steps),
+    )
+
+
+def _usage(output: object) -> dict[str, Any]:
+    if isinstance(output, dict):
+        usage = cast(dict[str, Any], output).get("usage")
+        if isinstance(usage, dict):
+            return cast(dict[str, Any], usage)
+    return {}
+
+
+def cancel(client: DurableClient, run_id: str) -> RunInfo:
+    """Cancel the run (see the module docstring); a finished run is left as it is."""
+    run = _get(client, run_id)
+    if run.status not in FINISHED:
+        client.dbos.cancel_workflow(run_id)
+    return _get(client, run_id)
+
+
+def resume(client: DurableClient, run_id: str) -> RunInfo:
+    """Put a cancelled or failed run back in the queue, to go on from its last checkpoint."""
+    run = _get(client, run_id)
+    if run.status == "SUCCESS":
+        raise ValueError(f"run {run_id} has finished: `tether runs retry {run_id}` runs its prompt again")
+    client.dbos.resume_workflow(run_id)
+    return _get(client, run_id)
+
+
+def retry(client: DurableClient, run_id: str) -> str:
+    """Submit the run's prompt again on its session, as a new run; returns the new run's id."""
+    run = _get(client, run_id)
+    if run.session is None or run.prompt is None:
+        raise ValueError(f"run {run_id} has no recorded session and prompt to run again")
+    return client.submit(run.session, run.prompt, timeout=run.timeout_seconds)
+
+
+def prune(client: DurableClient, older_than_days: float) -> list[str]:
+    """Delete the records of finished runs that ended more than ``older_than_days`` ago (their
+    steps, events and status; transcripts stay in the session store); returns their ids."""
+    cutoff = _iso(time.time() - older_than_days * 86400)
+    old = client.dbos.list_workflows(
+        name=WORKFLOW, status=list(FINISHED), completed_before=cutoff, load_input=False, load_output=False
+    )
+    ids = [w.workflow_id for w in old]
+    if ids:
+        client.dbos.delete_workflows(ids)
+    return ids
+
+
+def _get(client: DurableClient, run_id: str) -> RunInfo:
+    found = client.dbos.list_workflows(workflow_ids=[run_id], load_output=False)
+    if not found:
+        raise RunNotFoundError(run_id)
+    return _info(found[0])
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d}Z"
+
+
+def _seconds(ms: int | None) -> float | None:
+    return ms / 1000 if ms else None

@@ -1,0 +1,139 @@
+"""The operator's library calls (``tether.durable.runs``) on runs in this process (DBOS on SQLite):
+listing and filtering, a run's steps with their tokens and cost, cancel stopping the tool under
+way and leaving the session consistent, resume after cancel, retry, idempotent submit, prune."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import workload
+from dbos import DBOS
+
+from tether.durable import runs
+from tether.durable.client import DurableClient, SubmitError
+from tether.durable.config import DurableConfig
+from tether.durable.worker import launch
+from tether.durable.workflow import Runtime, install
+from tether.session.manager import SessionManager
+
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DurableConfig]:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TETHER_TEST_COUNTER", str(tmp_path / "counter"))
+    monkeypatch.setenv("TETHER_TEST_TOOL_SECONDS", "30")
+    config = DurableConfig(
+        system_database=f"sqlite:///{tmp_path / 'durable.sqlite'}",
+        sessions=str(tmp_path / "sessions.db"),
+        name="w1",
+    )
+    launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
+    try:
+        yield config
+    finally:
+        DBOS.destroy()
+        install(None)
+
+
+def new_session(config: DurableConfig, cwd: Path) -> str:
+    with SessionManager.at(config.sessions) as sessions:
+        session = sessions.create(cwd)
+        session.close()
+    return session.id
+
+
+async def wait_status(client: DurableClient, run_id: str, *wanted: str) -> str:
+    deadline = time.monotonic() + 60
+    while (status := client.status(run_id)) not in wanted:
+        assert time.monotonic() < deadline, f"run {run_id} still {status}"
+        await asyncio.sleep(0.1)
+    return status
+
+
+def tool_started(tmp_path: Path) -> bool:
+    counter = tmp_path / "counter"
+    return counter.exists() and "-work " in counter.read_text()
+
+
+async def test_cancel_stops_the_tool_and_leaves_the_session_consistent(
+    config: DurableConfig, tmp_path: Path
+) -> None:
+    session_id = new_session(config, tmp_path)
+    with DurableClient(config) as client:
+        run_id = client.submit(session_id, "go")
+        deadline = time.monotonic() + 60
+        while not tool_started(tmp_path):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        cancelled_at = time.monotonic()
+        assert runs.cancel(client, run_id).status == "CANCELLED"
+        # The `work` tool sleeps 30 s: the run stops long before, the tool aborted.
+        with SessionManager.at(config.sessions) as sessions:
+            while True:
+                messages = sessions.open(session_id, readonly=True).messages
+                if len(messages) >= 5 or time.monotonic() - cancelled_at > 20:
+                    break
+                await asyncio.sleep(0.1)
+        assert f"tool-done {session_id} {session_id}-work" not in (tmp_path / "counter").read_text()
+        roles = [m["role"] for m in messages]
+        assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"], roles
+        # Every tool call is answered, the prompt too (aborted, saying why): nothing is left
+        # pending for the next prompt.
+        assert messages[-1]["stopReason"] == "aborted" and "cancelled" in messages[-1]["errorMessage"]
+        work = next(m for m in messages if m["role"] == "toolResult" and m["toolName"] == "work")
+        assert work["isError"] and "cancelled" in work["content"][0]["text"]
+        assert {m["toolCallId"] for m in messages[2:4]} == {
+            b["id"] for b in messages[1]["content"] if b["type"] == "toolCall"
+        }
+        listed = runs.list_runs(client, status="CANCELLED")
+        assert [r.id for r in listed] == [run_id] and listed[0].session == session_id
+
+
+async def test_list_show_retry_and_an_idempotent_submit(
+    config: DurableConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_TEST_TOOL_SECONDS", "0")
+    first, second = new_session(config, tmp_path), new_session(config, tmp_path)
+    with DurableClient(config) as client:
+        run_id = client.submit(first, "go", key="order-17")
+        assert client.submit(first, "go", key="order-17") == run_id  # the same run, not a second
+        with pytest.raises(SubmitError, match="order-17"):
+            client.submit(second, "go", key="order-17")
+        other = client.submit(second, "go")
+        await wait_status(client, run_id, "SUCCESS")
+        await wait_status(client, other, "SUCCESS")
+        assert {r.id for r in runs.list_runs(client)} == {run_id, other}
+        assert [r.id for r in runs.list_runs(client, session=second)] == [other]
+        assert [r.id for r in runs.list_runs(client, worker="w1", status="SUCCESS", newer_than=3600)] == [
+            other,
+            run_id,
+        ]
+        assert runs.list_runs(client, older_than=3600) == []
+        detail = runs.show(client, run_id)
+        names = [s.name for s in detail.steps]
+        assert names[0] == "begin" and names.count("model") == 2 and "tool:work" in names
+        with SessionManager.at(config.sessions) as sessions:
+            record = sessions.store.get_session(first)
+        assert (
+            (detail.input_tokens, detail.output_tokens)
+            == (record.input_tokens, record.output_tokens)
+            == (200, 40)
+        )
+        assert detail.cost == pytest.approx(record.cost) and record.cost == pytest.approx(0.0012)
+        assert all(
+            s.started is not None and s.ended is not None and s.ended >= s.started for s in detail.steps
+        )
+        again = runs.retry(client, run_id)
+        assert again != run_id
+        await wait_status(client, again, "SUCCESS")
+        with SessionManager.at(config.sessions) as sessions:
+            assert len(sessions.open(first, readonly=True).messages) == 5 + 2
+        assert runs.prune(client, older_than_days=1) == []
+        assert sorted(runs.prune(client, older_than_days=0)) == sorted([run_id, other, again])
+        assert runs.list_runs(client) == []
