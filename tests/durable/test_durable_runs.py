@@ -5,6 +5,8 @@ way and leaving the session consistent, resume after cancel, retry, idempotent s
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,8 @@ import pytest
 import workload
 from dbos import DBOS
 
+from tether.cli.durable_cmd import DurableCommandError
+from tether.cli.runs_cmd import parse_age, run_command
 from tether.durable import runs
 from tether.durable.client import DurableClient, SubmitError
 from tether.durable.config import DurableConfig
@@ -137,3 +141,38 @@ async def test_list_show_retry_and_an_idempotent_submit(
         assert runs.prune(client, older_than_days=1) == []
         assert sorted(runs.prune(client, older_than_days=0)) == sorted([run_id, other, again])
         assert runs.list_runs(client) == []
+
+
+async def test_the_runs_commands_print_json_and_text(
+    config: DurableConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_TEST_TOOL_SECONDS", "0")
+    monkeypatch.setenv("TETHER_DATABASE_URL", str(config.sessions))
+    session_id = new_session(config, tmp_path)
+    with DurableClient(config) as client:
+        run_id = client.submit(session_id, "go")
+        await wait_status(client, run_id, "SUCCESS")
+
+    def run(action: str, as_json: bool = True, **args: object) -> str:
+        out = io.StringIO()
+        code = run_command(action, durable_database=config.system_database, as_json=as_json, out=out, **args)
+        assert code == 0
+        return out.getvalue()
+
+    listed = json.loads(await asyncio.to_thread(run, "list", session=session_id))
+    assert [(r["id"], r["status"], r["session"], r["prompt"]) for r in listed] == [
+        (run_id, "SUCCESS", session_id, "go")
+    ]
+    shown = json.loads(await asyncio.to_thread(run, "show", run_id=run_id))
+    assert shown["run"]["id"] == run_id and shown["input_tokens"] == 200
+    text = await asyncio.to_thread(run, "show", False, run_id=run_id)
+    assert text.startswith(run_id) and "tool:work" in text and "total: 200→40 tokens $0.0012" in text
+    assert json.loads(await asyncio.to_thread(run, "cancel", run_id=run_id))["status"] == "SUCCESS"
+    with pytest.raises(DurableCommandError, match="has finished: `tether runs retry"):
+        await asyncio.to_thread(run, "resume", run_id=run_id)
+    with pytest.raises(DurableCommandError, match="no durable run 'nope'"):
+        await asyncio.to_thread(run, "show", run_id="nope")
+    assert json.loads(await asyncio.to_thread(run, "prune", older_than_days=None)) == []
+    assert parse_age("2h", "--older-than") == 7200
+    with pytest.raises(DurableCommandError, match="--older-than 'soon'"):
+        parse_age("soon", "--older-than")

@@ -23,7 +23,6 @@ from tether.session.agent_session import AgentSession
 from tether.testing import ScriptedModel, reply, text, tool_call
 from tether.wire import AssistantMessageEvent, ModelInfo
 
-
 USAGE: Any = {
     "input": 100,
     "output": 20,

@@ -41,7 +41,7 @@ def run_worker(
     err: TextIO = sys.stderr,
 ) -> int:
     """Serve runs until SIGINT/SIGTERM; the unfinished ones are resumed by the next worker."""
-    config = _config(
+    config = durable_config(
         durable_database, name=name, worker_concurrency=concurrency, global_concurrency=global_concurrency
     )
     from tether.ai.paths import config_dir
@@ -102,11 +102,13 @@ def submit_run(
     follow: bool,
     as_json: bool,
     durable_database: str | None,
+    key: str | None = None,
+    timeout: float | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
     """Enqueue a run; with ``follow``, print its events as they happen and wait for its end."""
-    config = _config(durable_database)
+    config = durable_config(durable_database)
     import logging
 
     from tether.durable.client import DurableClient, SubmitError
@@ -115,7 +117,7 @@ def submit_run(
 
     try:
         with DurableClient(config) as client:
-            run_id = client.submit(session_id, prompt)
+            run_id = client.submit(session_id, prompt, key=key, timeout=timeout)
             if not follow:
                 out.write(run_id + "\n")
                 return 0
@@ -127,11 +129,12 @@ def submit_run(
 
 
 async def _follow(client: DurableClient, run_id: str, as_json: bool, out: TextIO, err: TextIO) -> int:
+    shown = _Shown()
     async for event in client.follow(run_id):
         if as_json:
             out.write(json.dumps(event) + "\n")
         else:
-            _show(event, out, err)
+            _show(event, out, err, shown)
         out.flush()
     try:
         outcome = await client.result(run_id)
@@ -143,13 +146,30 @@ async def _follow(client: DurableClient, run_id: str, as_json: bool, out: TextIO
     return 1 if outcome["stopReason"] in ("error", "aborted") else 0
 
 
-def _show(event: Any, out: TextIO, err: TextIO) -> None:
-    """Text mode: the reply's text on stdout, tool calls and failures on stderr."""
+class _Shown:
+    """What text mode has printed of the reply under way."""
+
+    text = False
+    """Some of its text, and no end yet."""
+
+
+def _show(event: Any, out: TextIO, err: TextIO, shown: _Shown) -> None:
+    """Text mode: the reply's text on stdout, tool calls and failures on stderr. A model call cut
+    by a worker crash is asked again from the start on another worker: its text starts again on a
+    line of its own, after a note, not glued to the cut one ("job job T9 done")."""
     kind = event["type"]
+    if kind == "message_start" and event["message"].get("role") == "assistant" and shown.text:
+        out.write("\n")
+        out.flush()
+        err.write("[the model call was cut by a worker crash; asked again]\n")
+        shown.text = False
+    elif kind == "message_end":
+        shown.text = False
     if kind == "message_update":
         update = event["assistantMessageEvent"]
         if update["type"] == "text_delta":
             out.write(update["delta"])
+            shown.text = True
     elif kind == "tool_execution_start":
         err.write(f"\n[{event['toolName']}]\n")
     elif kind == "tool_execution_end" and event["isError"]:
@@ -159,7 +179,7 @@ def _show(event: Any, out: TextIO, err: TextIO) -> None:
         err.write(f"[error] {event['message'].get('errorMessage', '')}\n")
 
 
-def _config(durable_database: str | None, **flags: Any) -> DurableConfig:
+def durable_config(durable_database: str | None, **flags: Any) -> DurableConfig:
     try:
         from tether.durable.config import config_from_settings
     except ImportError:

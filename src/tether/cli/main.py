@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     import click
 
-SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions", "worker", "submit")
+SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions", "worker", "submit", "runs")
 
 _DEVICE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """A write that failed for want of room, as stdout on a full disk or /dev/full does."""
@@ -110,7 +110,7 @@ def root_command() -> click.Command:
 
     @click.command(
         context_settings={"help_option_names": ["-h", "--help"]},
-        epilog="Subcommands: tether models | sessions | schema | demo | mcp | extensions | worker | submit (each with --help).",
+        epilog="Subcommands: tether models | sessions | schema | demo | mcp | extensions | worker | submit | runs (each with --help).",
     )
     @click.argument("prompt", nargs=-1)
     @click.option(
@@ -407,6 +407,14 @@ def subcommands() -> click.Group:
         "-f", "--follow", is_flag=True, help="Print the run's events as they happen; wait for its end."
     )
     @click.option("--json", "as_json", is_flag=True, help="With --follow: each event as one JSON line.")
+    @click.option(
+        "--key", help="Idempotency key: submitting again with the same key returns the first run's id."
+    )
+    @click.option(
+        "--timeout",
+        type=click.FloatRange(min=0),
+        help="Cancel the run this many seconds after it starts (default: durable.runTimeoutSeconds).",
+    )
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @durable_database
     def submit(session_id: str, prompt: str, database: str | None, **flags: Any) -> None:
@@ -416,5 +424,72 @@ def subcommands() -> click.Group:
 
         use_database(database)
         sys.exit(submit_run(session_id, prompt, **flags))
+
+    as_json = click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+
+    @group.group()
+    def runs() -> None:
+        """Durable runs: list, show, cancel, resume, retry, prune (docs/durable.md)."""
+
+    def runs_command(action: str, database: str | None, **flags: Any) -> None:
+        from tether.cli.runs_cmd import run_command
+        from tether.cli.sessions_cmd import use_database
+
+        use_database(database)
+        sys.exit(run_command(action, **flags))
+
+    @runs.command("list")
+    @click.option(
+        "--status",
+        type=click.Choice(["ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED"], case_sensitive=False),
+    )
+    @click.option("--session", "session", metavar="ID", help="Only the runs of this session.")
+    @click.option("--worker", metavar="NAME", help="Only the runs of this worker.")
+    @click.option("--newer-than", metavar="AGE", help="Submitted within AGE (90s, 15m, 2h, 7d).")
+    @click.option("--older-than", metavar="AGE", help="Submitted more than AGE ago.")
+    @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+    @as_json
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @durable_database
+    def runs_list(status: str | None, newer_than: str | None, older_than: str | None, **flags: Any) -> None:
+        """List runs, newest first."""
+        from tether.cli.runs_cmd import parse_age
+
+        ages = {
+            "newer_than": parse_age(newer_than, "--newer-than") if newer_than else None,
+            "older_than": parse_age(older_than, "--older-than") if older_than else None,
+        }
+        runs_command("list", status=status.upper() if status else None, **ages, **flags)
+
+    for action, summary in (
+        ("show", "A run's steps with their timings, its tokens, cost and error."),
+        ("cancel", "Cancel a run: its model call and tool stop, the session stays consistent."),
+        ("resume", "Resume a cancelled or failed run from its last checkpoint."),
+        ("retry", "Run a run's prompt again on its session, as a new run (prints its id)."),
+    ):
+
+        def one_run(run_id: str, *, _action: str = action, **flags: Any) -> None:
+            runs_command(_action, run_id=run_id, **flags)
+
+        one_run.__doc__ = summary
+        command = durable_database(one_run)
+        command = click.option("--database", metavar="URL", help=DATABASE_HELP)(command)
+        command = as_json(command)
+        command = click.argument("run_id")(command)
+        runs.command(action)(command)
+
+    @runs.command("prune")
+    @click.option(
+        "--older-than", metavar="AGE", help="Finished more than AGE ago (default: durable.keepRunsDays)."
+    )
+    @as_json
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    @durable_database
+    def runs_prune(older_than: str | None, **flags: Any) -> None:
+        """Delete finished runs' records (steps, events); transcripts stay in the session store."""
+        from tether.cli.runs_cmd import parse_age
+
+        days = parse_age(older_than, "--older-than") / 86400 if older_than else None
+        runs_command("prune", older_than_days=days, **flags)
 
     return group

@@ -202,13 +202,18 @@ def retry(client: DurableClient, run_id: str) -> str:
 def prune(client: DurableClient, older_than_days: float) -> list[str]:
     """Delete the records of finished runs that ended more than ``older_than_days`` ago (their
     steps, events and status; transcripts stay in the session store); returns their ids."""
+    return prune_with(client.dbos, older_than_days)
+
+
+def prune_with(dbos: Any, older_than_days: float) -> list[str]:
+    """``prune`` through ``dbos``: a ``DBOSClient``, or the ``DBOS`` class in a worker."""
     cutoff = _iso(time.time() - older_than_days * 86400)
-    old = client.dbos.list_workflows(
+    old = dbos.list_workflows(
         name=WORKFLOW, status=list(FINISHED), completed_before=cutoff, load_input=False, load_output=False
     )
-    ids = [w.workflow_id for w in old]
+    ids = [cast(WorkflowStatus, w).workflow_id for w in old]
     if ids:
-        client.dbos.delete_workflows(ids)
+        dbos.delete_workflows(ids)
     return ids
 
 

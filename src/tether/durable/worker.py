@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError
 from tether._version import __version__
 from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.runs import prune_with
 from tether.durable.workflow import Runtime, install
 
 _METADATA = sa.MetaData()
@@ -77,6 +78,9 @@ def launch(runtime: Runtime) -> None:
     )
 
 
+PRUNE_EVERY_SECONDS = 3600.0
+"""How often a worker deletes the records of runs older than ``durable.keepRunsDays`` (every
+worker does; deleting what another deleted already is nothing)."""
 CONNECT_TIMEOUT = 5
 """Seconds a heartbeat waits for a connection: an unreachable host must not hold up the loop."""
 
@@ -206,10 +210,17 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
     launch(runtime)
     if on_ready is not None:
         on_ready()
+    pruned = float("-inf")
     try:
         while not stop.wait(runtime.config.heartbeat_seconds):
             if not heartbeats.beat():
                 continue  # the database is away: nothing to judge, nothing to stop
+            if runtime.config.keep_runs_days and time.monotonic() - pruned >= PRUNE_EVERY_SECONDS:
+                pruned = time.monotonic()
+                try:
+                    prune_with(DBOS, runtime.config.keep_runs_days)
+                except Exception as exc:
+                    log.warning("pruning old runs failed: %s", first_line(exc))
             try:
                 for run_id in recover_dead(heartbeats):
                     log.warning("recovering run %s of a dead worker", run_id)
