@@ -27,9 +27,9 @@ from psycopg import sql
 
 from _summary import record
 from _table import print_table
-from tether.session.database import open_store
-from tether.session.entries import EntryDict
-from tether.session.ids import new_id
+from tether.store.database import open_store
+from tether.store.entries import EntryDict
+from tether.store.ids import new_id
 
 SESSIONS = 1_000
 ENTRIES = 20

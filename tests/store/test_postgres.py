@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import session_children
 
-from session_helpers import ECHO, assistant, open_when_free, text, user
+from session_helpers import ECHO, assistant, text, user
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
 from tether.store import PostgresStore, SchemaVersionError, SessionError, SessionLockedError
@@ -171,7 +171,9 @@ def test_a_writer_whose_session_was_taken_over_is_fenced_off(postgres_url: str) 
         s = first.create("/p")
         s.append_message(user("first writes"))
         with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took it over
-            db.execute("UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = %s", (s.id,))
+            db.execute(
+                "UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = %s", (s.id,)
+            )
         with pytest.raises(SessionError, match="taken over by pid 7"):
             s.append_message(user("first again, too late"))
         contents = [m["content"] for m in first.open(s.id, readonly=True).messages]

@@ -107,7 +107,7 @@ LOCK_CONNECTION_SETTINGS = (
     "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 )
 
-log = logging.getLogger("tether.session")
+log = logging.getLogger("tether.store")
 
 _LIVE_TOKENS: set[str] = set()
 """The writer tokens held by the stores of this process (for ``_holder_alive``)."""

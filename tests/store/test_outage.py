@@ -13,10 +13,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from session_helpers import assistant, text, user
 
-from tether.session import PostgresStore, SessionLockedError, SessionManager
-from tether.session.follow import follow
+from session_helpers import assistant, text, user
+from tether.session import SessionManager
+from tether.store import PostgresStore, SessionLockedError
+from tether.store.follow import follow
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
 DOWN_SECONDS = 2.0
@@ -51,7 +52,7 @@ def test_a_writer_rides_out_a_restart_and_keeps_its_session(
         s = first.create("/p")
         s.append_message(user("before"))
         restarting = _outage(server, seconds)
-        with caplog.at_level(logging.WARNING, logger="tether.session"):
+        with caplog.at_level(logging.WARNING, logger="tether.store"):
             # The paid answer of a run, appended while the server is down: it waits, then lands.
             s.append_message(assistant(text("a paid answer"), cost=0.5))
         restarting.join()
