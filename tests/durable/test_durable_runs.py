@@ -176,3 +176,31 @@ async def test_the_runs_commands_print_json_and_text(
     assert parse_age("2h", "--older-than") == 7200
     with pytest.raises(DurableCommandError, match="--older-than 'soon'"):
         parse_age("soon", "--older-than")
+
+
+def test_text_follow_starts_a_model_call_asked_again_on_a_line_of_its_own() -> None:
+    """After a worker crash mid-stream the model is asked again and its text streams from the
+    start: not glued to the cut text ("job job T9 done")."""
+    from tether.cli.durable_cmd import _show, _Shown  # pyright: ignore[reportPrivateUsage]
+
+    def start() -> dict[str, object]:
+        return {"type": "message_start", "message": {"role": "assistant", "content": []}}
+
+    def delta(text: str) -> dict[str, object]:
+        return {"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "delta": text}}
+
+    out, err, shown = io.StringIO(), io.StringIO(), _Shown()
+    end = {"type": "message_end", "message": {"role": "assistant", "stopReason": "stop"}}
+    for event in [
+        start(),
+        delta("job "),
+        start(),
+        delta("job "),
+        delta("T9 done"),
+        end,
+        start(),
+        delta("ok"),
+    ]:
+        _show(event, out, err, shown)
+    assert out.getvalue() == "job \njob T9 doneok"
+    assert err.getvalue().count("cut by a worker crash") == 1
