@@ -55,12 +55,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import secrets
 import socket
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, LiteralString, TypeVar
@@ -74,6 +72,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.store.database import redact
 from tether.store.entries import EntryDict, encode_entry
+from tether.store.outage import Patience
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,
@@ -94,9 +93,6 @@ CONNECT_TIMEOUT = 10
 OUTAGE_SECONDS = 60.0
 """How long a statement keeps trying while the server is unreachable (a restart, a failover)
 before it fails: long enough for a restart, bounded so that nothing waits forever."""
-RETRY_DELAY = 0.05
-"""The first pause before trying again; it doubles up to ``MAX_RETRY_DELAY``."""
-MAX_RETRY_DELAY = 2.0
 LEASE_GRACE_SECONDS = 30.0
 """After a server start, how long an orphaned lease of another host stays its holder's (see the
 module docstring): the holder takes it back at its next write, within its retry delay."""
@@ -106,8 +102,6 @@ LOCK_CONNECTION_SETTINGS = (
     "SET idle_session_timeout = 0; SET idle_in_transaction_session_timeout = 0; "
     "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 )
-
-log = logging.getLogger("tether.store")
 
 _LIVE_TOKENS: set[str] = set()
 """The writer tokens held by the stores of this process (for ``_holder_alive``)."""
@@ -227,9 +221,7 @@ class PostgresStore:
         self.url = url
         self.where = redact(url)
         self.outage_seconds = outage_seconds
-        self._away_since: float | None = None
-        """When the database became unreachable (monotonic), while it is."""
-        self._away_mutex = threading.Lock()
+        self._patience = Patience(self.where, outage_seconds, _describe)
         self._lock_backend: BackendId = (0, None)
         self._host = socket.gethostname()
         self._lock_mutex = threading.Lock()
@@ -490,7 +482,9 @@ class PostgresStore:
 
     def reconnect(self) -> Connection:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
-        return self._patiently(self.connect, lambda err: isinstance(err, SessionError) and _unreachable(err))
+        return self._patience.run(
+            self.connect, lambda err: isinstance(err, SessionError) and _unreachable(err)
+        )
 
     def _connect_locks(self) -> Connection:
         db = self.connect()
@@ -510,7 +504,7 @@ class PostgresStore:
         """A new lock connection (the old one is dead), then every held lease taken back on it
         (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
         self._lock_db.close()
-        self._lock_db = self._patiently(
+        self._lock_db = self._patience.run(
             self._connect_locks, lambda err: isinstance(err, SessionError) and _unreachable(err)
         )
         for lease in list(self._held.values()):
@@ -574,54 +568,9 @@ class PostgresStore:
                 return work(db)
 
         try:
-            return self._patiently(attempt, _unreachable)
+            return self._patience.run(attempt, _unreachable)
         except (psycopg.Error, PoolTimeout) as err:
             raise SessionError(f"session database {self.where}: {_message(err)}") from None
-
-    def _patiently(self, attempt: Callable[[], T], unreachable: Callable[[BaseException], bool]) -> T:
-        """``attempt()``, again with backoff while it fails with ``unreachable`` errors, for up to
-        ``outage_seconds``; one warning when the database goes away, one line when it is back."""
-        delay = RETRY_DELAY
-        deadline: float | None = None
-        while True:
-            try:
-                result = attempt()
-            except Exception as err:
-                if not unreachable(err):
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self.outage_seconds
-                    self._went_away(err)
-                if now >= deadline:
-                    raise
-                time.sleep(min(delay, deadline - now))
-                delay = min(delay * 2, MAX_RETRY_DELAY)
-                continue
-            if self._away_since is not None:  # back, whichever call noticed it first
-                self._came_back()
-            return result
-
-    def _went_away(self, err: BaseException) -> None:
-        with self._away_mutex:
-            if self._away_since is not None:
-                return
-            self._away_since = time.monotonic()
-        detail = _message(err) if isinstance(err, psycopg.Error) else str(err)
-        log.warning(
-            "session database %s unreachable (%s): retrying for up to %.0f s",
-            self.where,
-            detail,
-            self.outage_seconds,
-        )
-
-    def _came_back(self) -> None:
-        with self._away_mutex:
-            since, self._away_since = self._away_since, None
-        if since is not None:
-            log.warning(
-                "session database %s reachable again after %.1f s", self.where, time.monotonic() - since
-            )
 
     def _entries(self, query: LiteralString, params: tuple[str, ...]) -> list[StoredEntry]:
         def work(db: Connection) -> list[StoredEntry]:
@@ -774,6 +723,10 @@ def _append_params(
         "cache_read_tokens": c.cache_read_tokens,
         "cache_write_tokens": c.cache_write_tokens,
     }
+
+
+def _describe(err: BaseException) -> str:
+    return _message(err) if isinstance(err, psycopg.Error) else str(err)
 
 
 def _unreachable(err: BaseException) -> bool:
