@@ -463,11 +463,9 @@ def _is(kind: str) -> Any:
     return lambda f: f.get("type") == kind
 
 
-async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame]]:
-    """Every step a pi 1.6 client takes, the same for both agents; the frames of each step.
-
-    ``session_ref`` names the ``get_state`` field whose value ``switch_session`` takes (pi: the
-    session file; tether: the session id)."""
+async def conversation(driver: Driver) -> dict[str, list[Frame]]:
+    """Every step a pi 1.6 client takes, the same for both agents; the frames of each step
+    (``switch_session`` gets back the ``sessionFile`` the first ``get_state`` reported)."""
     steps: dict[str, list[Frame]] = {}
 
     async def step(name: str, *commands: tuple[str, dict[str, Any]]) -> None:
@@ -565,7 +563,7 @@ async def conversation(driver: Driver, session_ref: str) -> dict[str, list[Frame
         ("new_session", {}),
         ("get_messages", {}),
         ("get_entries", {}),
-        ("switch_session", {"sessionPath": first_state["data"][session_ref]}),
+        ("switch_session", {"sessionPath": first_state["data"]["sessionFile"]}),
         ("get_state", {}),
     )
     since = driver.mark()

@@ -53,5 +53,14 @@ def test_pi_rpc_client_drives_tether(rpc: RpcEnv) -> None:
     result = run_node_client("node", script, cwd=rpc.project, env=env, timeout=180, who="pi's client")
     assert result == {
         "ok": True,
-        "steps": ["prompt", "get_state", "get_messages", "steer", "abort", "new_session", "misc"],
+        "steps": [
+            "prompt",
+            "get_state",
+            "get_messages",
+            "steer",
+            "abort",
+            "new_session",
+            "switch_session",
+            "misc",
+        ],
     }

@@ -44,13 +44,13 @@ pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
 
 async def _converse(
-    make: Any, session_ref: str, root: Path, replies: list[dict[str, Any]]
+    make: Any, root: Path, replies: list[dict[str, Any]]
 ) -> tuple[dict[str, list[dict[str, Any]]], int]:
     with faux_openai(replies) as faux:
         agent: Agent = make(faux.base_url, root)
         driver = await agent.start()
         try:
-            steps = await conversation(driver, session_ref)
+            steps = await conversation(driver)
         finally:
             await driver.close()
         return steps, len(faux.requests)
@@ -59,11 +59,11 @@ async def _converse(
 async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) -> None:
     pi = installed(PI_16)
     pi_steps, pi_calls = await _converse(
-        lambda url, root: pi_agent(pi.node, pi.package, url, root), "sessionFile", tmp_path / "pi", REPLIES
+        lambda url, root: pi_agent(pi.node, pi.package, url, root), tmp_path / "pi", REPLIES
     )
     tether_replies = [r for r in REPLIES if r is not SPLIT_TURN_SUMMARY]
     tether_steps, tether_calls = await _converse(
-        tether_agent, "sessionId", tmp_path / "tether", tether_replies
+        tether_agent, tmp_path / "tether", tether_replies
     )
     assert list(tether_steps) == list(pi_steps)
     for step, pi_frames in pi_steps.items():

@@ -8,7 +8,9 @@
 The same client drives pi's own RPC mode (``pi --mode rpc``, 1.x): ``connect(argv,
 expect_ready=False)`` does not wait for tether's ``ready`` frame, and ``prompt()`` then settles on
 pi's ``agent_settled`` event (building the ``prompt_result`` tether would have sent from it and the
-run's last assistant message) instead of waiting for tether's ``prompt_result``.
+run's last assistant message) instead of waiting for tether's ``prompt_result``; pi 0.73 sends no
+``agent_settled``, so there its ``agent_end`` (the one without 1.x's ``willRetry``) settles it.
+Accessors tolerate pi's empty answers (``data: {}`` when there is nothing to report).
 
 Every command has a method that sends it, waits for its response and returns its ``data``
 (raising ``RpcError`` with the server's message on failure). Frames are decoded as plain dicts —
@@ -262,6 +264,10 @@ class RpcClient:
             self._last_assistant = cast(dict[str, Any], frame["message"])
         elif kind == "agent_settled" and self.ready is None:
             self._settle(bool(frame.get("aborted")))
+        elif kind == "agent_end" and self.ready is None and "willRetry" not in frame:
+            # pi before 1.0 (0.73) sends no agent_settled: its own client waits for agent_end,
+            # which there comes once a run is over (1.x marks each agent_end with willRetry).
+            self._settle(False)
         event: ServerEvent = (
             cast(p.ServerFrame, frame) if kind in KNOWN_FRAME_TYPES else UnknownFrame(str(kind), frame)
         )
@@ -383,7 +389,7 @@ class RpcClient:
         return await self.request("get_state")
 
     async def get_messages(self) -> list[AgentMessage]:
-        return (await self.request("get_messages"))["messages"]
+        return _field(await self.request("get_messages"), "messages", [])
 
     async def set_model(self, provider: str, model_id: str) -> ModelInfo:
         return await self.request("set_model", provider=provider, modelId=model_id)
@@ -392,7 +398,7 @@ class RpcClient:
         return await self.request("cycle_model")
 
     async def get_available_models(self) -> list[ModelInfo]:
-        return (await self.request("get_available_models"))["models"]
+        return _field(await self.request("get_available_models"), "models", [])
 
     async def set_thinking_level(self, level: str) -> None:
         await self._send("set_thinking_level", {"level": level})
@@ -434,13 +440,15 @@ class RpcClient:
         return await self.request("get_session_stats")
 
     async def export_html(self, output_path: str | None = None) -> str:
-        return (await self.request("export_html", outputPath=output_path))["path"]
+        return _field(await self.request("export_html", outputPath=output_path), "path", "")
 
     async def export(self, output_path: str | None = None) -> str:
-        return (await self.request("export", outputPath=output_path))["path"]
+        return _field(await self.request("export", outputPath=output_path), "path", "")
 
-    async def switch_session(self, session_id: str) -> p.CancelledResult:
-        return await self.request("switch_session", sessionPath=session_id)
+    async def switch_session(self, session_path: str) -> p.CancelledResult:
+        """Continue another session: what ``get_state`` reported as ``sessionFile`` (pi and
+        tether), or a tether session id."""
+        return await self.request("switch_session", sessionPath=session_path)
 
     async def fork(self, entry_id: str) -> p.ForkResult:
         return await self.request("fork", entryId=entry_id)
@@ -455,16 +463,16 @@ class RpcClient:
         return await self.request("get_tree")
 
     async def get_fork_messages(self) -> list[p.ForkMessage]:
-        return (await self.request("get_fork_messages"))["messages"]
+        return _field(await self.request("get_fork_messages"), "messages", [])
 
     async def get_last_assistant_text(self) -> str | None:
-        return (await self.request("get_last_assistant_text"))["text"]
+        return _field(await self.request("get_last_assistant_text"), "text", None)
 
     async def set_session_name(self, name: str) -> None:
         await self._send("set_session_name", {"name": name})
 
     async def get_commands(self) -> list[p.SlashCommandInfo]:
-        return (await self.request("get_commands"))["commands"]
+        return _field(await self.request("get_commands"), "commands", [])
 
     # -- tether additions --------------------------------------------------------------------------
 
@@ -483,6 +491,16 @@ class RpcClient:
     async def shutdown(self) -> None:
         """Ask the server to exit (it answers first); ``close`` still reaps it."""
         await self._send("shutdown", {})
+
+
+def _field(data: object, key: str, default: Any) -> Any:
+    """``data[key]``, or ``default`` where the server left it out: pi answers ``data: {}`` (or no
+    ``data``) when there is nothing to say, e.g. ``get_last_assistant_text`` before any reply."""
+    if isinstance(data, dict):
+        value = cast(dict[str, Any], data).get(key)
+        if value is not None:
+            return value
+    return default
 
 
 class _Spawn:

@@ -275,7 +275,13 @@ class SwitchSessionCommand(TypedDict):
 
     id: NotRequired[RequestId]
     type: Literal["switch_session"]
-    sessionPath: Annotated[str, Doc("In tether: a session id (as listed by `tether sessions`).")]
+    sessionPath: Annotated[
+        str,
+        Doc(
+            "The `sessionFile` `get_state` reported for it, or a session id (as listed by"
+            " `tether sessions`)."
+        ),
+    ]
 
 
 @record(PARAMS)
@@ -447,7 +453,13 @@ class SessionState(TypedDict):
     steeringMode: QueueMode
     followUpMode: QueueMode
     sessionFile: NotRequired[
-        Annotated[str, Doc("The session database (tether keeps sessions in one store).")]
+        Annotated[
+            str,
+            Doc(
+                "This session's path, `<session database>/<session id>` (tether keeps sessions in"
+                " one database); `switch_session` takes it back, as pi's clients do."
+            ),
+        ]
     ]
     sessionId: Annotated[str | None, Doc("Null when the run keeps no session (--no-session).")]
     sessionName: NotRequired[str]

@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
@@ -541,9 +542,23 @@ class AgentSession:
         except SessionNotFoundError:
             return
 
-    def switch_session(self, session_id: str) -> None:
-        """Continue another stored session (its settings entries apply)."""
-        self._attach(self._require_sessions().open(session_id), load_settings=True)
+    def switch_session(self, session: str) -> None:
+        """Continue another stored session (its settings entries apply): ``session`` is its id or
+        the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``)."""
+        sessions = self._require_sessions()
+        self._attach(sessions.open(self._session_id_of(session)), load_settings=True)
+
+    def _session_id_of(self, session: str) -> str:
+        """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path
+        into another store is refused by name: opening the id here would continue a different
+        conversation than the one the caller means (or none)."""
+        store_path = self.store_path
+        if store_path is None or ("/" not in session and os.sep not in session):
+            return session
+        folder, _, session_id = session.replace(os.sep, "/").rpartition("/")
+        if Path(folder).expanduser().resolve() != Path(store_path).resolve():
+            raise SessionError(f"not a session of this store ({store_path}): {session}")
+        return session_id
 
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         """This workspace's sessions, newest first."""
@@ -661,10 +676,22 @@ class AgentSession:
         return self._require_sessions().export(session.id, path)
 
     @property
-    def session_file(self) -> str | None:
-        """The store's file, when the sessions live in one (``None`` with ``--no-session``)."""
+    def store_path(self) -> str | None:
+        """The store's file, when the sessions live in one (``None`` with ``--no-session`` or on
+        PostgreSQL)."""
         store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
         return str(store_path) if store_path is not None else None
+
+    @property
+    def session_file(self) -> str | None:
+        """A path naming this session: ``<store file>/<session id>``. pi keeps a file per session
+        and its clients hand ``get_state``'s ``sessionFile`` back to ``switch_session``; tether
+        keeps every session in one database, so a session's path is the database's with its id
+        under it (``switch_session`` takes that, and a bare id). ``None`` without a session."""
+        store_path = self.store_path
+        if store_path is None or self._session is None:
+            return None
+        return f"{store_path}/{self._session.id}"
 
     def stats(self) -> Stats:
         from tether.session.stats import Tally, conversation_stats

@@ -80,7 +80,8 @@ try {
 	log.push("abort");
 
 	// 6. new_session
-	const before = (await client.getState()).sessionId;
+	const first = await client.getState();
+	const before = first.sessionId;
 	assert.deepEqual(await client.newSession(), { cancelled: false });
 	const fresh = await client.getState();
 	assert.notEqual(fresh.sessionId, before);
@@ -88,7 +89,21 @@ try {
 	assert.deepEqual(await client.getMessages(), []);
 	log.push("new_session");
 
-	// 7. a few more of pi's client methods, answered as pi would
+	// 7. back to the first session by the file getState reported, as pi's clients do
+	assert.deepEqual(await client.switchSession(first.sessionFile), { cancelled: false });
+	const back = await client.getState();
+	assert.equal(back.sessionId, before);
+	assert.equal(back.messageCount, first.messageCount);
+	const forkable = await client.getForkMessages();
+	assert.equal(forkable[0].text, "hello");
+	assert.equal((await client.fork(forkable.at(-1).entryId)).cancelled, false);
+	assert.deepEqual(await client.clone(), { cancelled: false });
+	assert.equal((await client.bash("echo from-bash")).output, "from-bash\n");
+	assert.match((await client.exportHtml("out.html")).path, /out\.html$/);
+	await client.switchSession(fresh.sessionFile);
+	log.push("switch_session");
+
+	// 8. a few more of pi's client methods, answered as pi would
 	await client.setSteeringMode("all");
 	await client.setFollowUpMode("one-at-a-time");
 	await client.setAutoCompaction(true);

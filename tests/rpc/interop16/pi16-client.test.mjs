@@ -209,15 +209,33 @@ try {
 		assert.ok(stats.totalMessages > 0 && stats.sessionId === (await client.getState()).sessionId);
 		const forkable = await client.getForkMessages();
 		assert.ok(forkable.length > 0 && forkable.every((m) => typeof m.entryId === "string"));
-		const before = (await client.getState()).sessionId;
+		const state = await client.getState();
+		const before = state.sessionId;
+		const messageCount = state.messageCount;
 		assert.deepEqual(await client.newSession(), { cancelled: false });
 		const fresh = await client.getState();
 		assert.notEqual(fresh.sessionId, before);
+		assert.notEqual(fresh.sessionFile, state.sessionFile);
 		assert.equal(fresh.messageCount, 0);
 		assert.deepEqual(await client.getMessages(), []);
 		const { entries, leafId } = await client.getEntries();
 		assert.ok(entries.every((e) => e.type !== "message"));
 		assert.equal(leafId, entries.at(-1)?.id ?? null);
+		// pi's usual flow: remember getState().sessionFile, hand it back to switchSession
+		assert.deepEqual(await client.switchSession(state.sessionFile), { cancelled: false });
+		const back = await client.getState();
+		assert.equal(back.sessionId, before);
+		assert.equal(back.sessionFile, state.sessionFile);
+		assert.equal(back.messageCount, messageCount);
+		assert.deepEqual(await client.switchSession(fresh.sessionId), { cancelled: false });
+		assert.equal((await client.getState()).sessionId, fresh.sessionId);
+		await assert.rejects(client.switchSession("/nowhere/sessions.db/" + before), /not a session of this store/);
+		await client.switchSession(state.sessionFile);
+		const forked = await client.fork(forkable[0].entryId);
+		assert.equal(forked.cancelled, false);
+		assert.equal(typeof forked.text, "string");
+		assert.notEqual((await client.getState()).sessionId, before);
+		assert.deepEqual(await client.clone(), { cancelled: false });
 		log.push("session");
 	}
 
@@ -228,6 +246,14 @@ try {
 		await client.setAutoCompaction(true);
 		await client.setAutoRetry(true);
 		await client.abortRetry();
+		const ran = await client.bash("echo from-bash");
+		assert.equal(ran.output, "from-bash\n");
+		assert.equal(ran.exitCode, 0);
+		await client.abortBash();
+		const exported = await client.exportHtml("out.html");
+		assert.match(exported.path, /out\.html$/);
+		const cycled = await client.cycleModel();
+		assert.ok(cycled === null || typeof cycled.model.id === "string");
 		assert.deepEqual(await client.getCommands(), []);
 		assert.deepEqual(await client.clearQueue(), { steering: [], followUp: [] });
 		log.push("misc");
