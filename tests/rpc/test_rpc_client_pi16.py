@@ -35,7 +35,9 @@ def faux_openai() -> Iterator[FauxOpenAI]:
 
 
 @pytest.mark.parametrize("pi_version", [PI_16, PI_073], ids=lambda pi: pi.version)
-async def test_python_client_drives_pi(pi_version: PiPackage, faux_openai: FauxOpenAI, tmp_path: Path) -> None:
+async def test_python_client_drives_pi(
+    pi_version: PiPackage, faux_openai: FauxOpenAI, tmp_path: Path
+) -> None:
     pi = installed(pi_version)
     legacy = pi is PI_073  # no agent_settled, no get_entries/get_tree
     base_url, requests = faux_openai.base_url, faux_openai.requests

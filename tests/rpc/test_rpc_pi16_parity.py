@@ -62,9 +62,7 @@ async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) ->
         lambda url, root: pi_agent(pi.node, pi.package, url, root), tmp_path / "pi", REPLIES
     )
     tether_replies = [r for r in REPLIES if r is not SPLIT_TURN_SUMMARY]
-    tether_steps, tether_calls = await _converse(
-        tether_agent, tmp_path / "tether", tether_replies
-    )
+    tether_steps, tether_calls = await _converse(tether_agent, tmp_path / "tether", tether_replies)
     assert list(tether_steps) == list(pi_steps)
     for step, pi_frames in pi_steps.items():
         theirs, ours = comparable(pi_frames, "pi"), comparable(tether_steps[step], "tether")

@@ -170,10 +170,8 @@ def test_import_then_export_keeps_pi_ids_and_the_leaf(tmp_path: Path) -> None:
     with SessionManager.at(tmp_path / "db") as sessions:
         record = import_pi_session(sessions, path)
         session = sessions.open(record.id, readonly=True)
-        assert [m["role"] for m in session.messages] == [
-            "user",
-            "custom",
-        ]  # pi's system message is kept aside
+        # pi's system message is kept aside; the context edit leaves the user message out
+        assert [m["role"] for m in session.messages] == ["custom"]
         session.close()
         out = export_pi_session(sessions, record.id, tmp_path / "out.jsonl")
     original = [json.loads(line) for line in path.read_text().splitlines()[1:-1]]

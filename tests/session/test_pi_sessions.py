@@ -178,3 +178,58 @@ def _reply(text: str, timestamp: int) -> AgentMessage:
 def _plain(entry: dict[str, Any]) -> dict[str, Any]:
     """An entry without what the store assigns (ids, parent ids) and pi's own id."""
     return {k: v for k, v in entry.items() if k not in ("id", "parentId", "piId", "targetId")}
+
+
+@pytest.mark.parametrize("index", [0, 2, 4, 9])
+def test_a_v1_compaction_index_migrates_as_pi_migrates_it(
+    sessions: SessionManager, tmp_path: Path, index: int
+) -> None:
+    """pi turns a v1 compaction's ``firstKeptEntryIndex`` into an id in the same pass that gives
+    the entries their ids: the header (0), the compaction itself (4), an entry after it (9, not
+    there) or a missing one keep nothing, an earlier entry keeps from there. pi 1.6 is the judge."""
+    installed(PI_16)
+
+    def message(role: str, text: str, at: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"role": role, "content": text, "timestamp": at}
+        if role == "assistant":
+            body.update(
+                content=[{"type": "text", "text": text}],
+                api="openai-completions",
+                provider="faux",
+                model="faux-1",
+                usage={
+                    "input": 1,
+                    "output": 1,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 2,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                stopReason="stop",
+            )
+        return {"type": "message", "timestamp": f"2024-01-01T00:00:0{at}.000Z", "message": body}
+
+    records = [
+        {"type": "session", "id": "old", "timestamp": "2024-01-01T00:00:00.000Z", "cwd": "/p"},
+        message("user", "one", 1),
+        message("assistant", "two", 2),
+        message("user", "three", 3),
+        {
+            "type": "compaction",
+            "timestamp": "2024-01-01T00:00:04.000Z",
+            "summary": "s",
+            "firstKeptEntryIndex": index,
+            "tokensBefore": 9,
+        },
+        message("user", "four", 5),
+        message("assistant", "five", 6),
+    ]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    record = import_pi_session(sessions, path)
+    session = sessions.open(record.id, readonly=True)
+    try:
+        mine = json.loads(json.dumps(session.messages))
+    finally:
+        session.close()
+    assert mine == pi_context(path)["messages"]

@@ -278,8 +278,7 @@ class SwitchSessionCommand(TypedDict):
     sessionPath: Annotated[
         str,
         Doc(
-            "The `sessionFile` `get_state` reported for it, or a session id (as listed by"
-            " `tether sessions`)."
+            "The `sessionFile` `get_state` reported for it, or a session id (as listed by `tether sessions`)."
         ),
     ]
 

@@ -6,6 +6,13 @@ level, service tier and system prompt; the newest compaction replaces everything
 ``branchSummary`` messages where they hang; labels, titles and custom entries are not context.
 Every context message remembers the id of the entry it came from, which is what prompt hooks
 address with ``insert_after``/``insert_before``.
+
+pi 1.6's ``context_edit`` entries (kept by an import as ``pi.context_edit`` custom entries; tether
+writes none of its own) then change what their target puts in the context, as pi's
+``buildSessionProjection`` does: among the entries the context is built from (so an edit the
+newest compaction summarised away no longer counts), the latest edit of a target wins;
+``replacement: null`` leaves the target out, otherwise its content is replaced (a string as one
+text block for assistant and tool results, whose content must be a list) and the rest kept.
 """
 
 from __future__ import annotations
@@ -87,6 +94,7 @@ def build_context(path: Sequence[Node]) -> SessionContext:
             ctx.apply_setting(node.entry)
     if compaction_at < 0:
         _add_messages(ctx, path)
+        _apply_edits(ctx, path)
         return ctx
     compaction = path[compaction_at]
     ctx.messages.append(compaction_message(compaction.entry))
@@ -100,7 +108,50 @@ def build_context(path: Sequence[Node]) -> SessionContext:
                 break
     _add_messages(ctx, path[start:compaction_at])
     _add_messages(ctx, path[compaction_at + 1 :])
+    _apply_edits(ctx, path[start:])
     return ctx
+
+
+PI_CONTEXT_EDIT = "pi.context_edit"
+"""The custom type an imported pi ``context_edit`` entry is kept as (``pi_format``)."""
+
+_EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+_LIST_ROLES = frozenset({"assistant", "toolResult"})
+
+
+def _apply_edits(ctx: SessionContext, nodes: Sequence[Node]) -> None:
+    """Apply the ``context_edit`` entries among ``nodes`` (see the module docstring)."""
+    edits: dict[str, object] = {}
+    for node in nodes:
+        if node.type == "custom" and node.entry.get("customType") == PI_CONTEXT_EDIT:
+            data = node.entry.get("data")
+            if isinstance(data, dict):
+                edit = cast(dict[str, Any], data)
+                if isinstance(edit.get("targetId"), str):
+                    edits[edit["targetId"]] = edit.get("replacement")
+    if not edits:
+        return
+    messages: list[AgentMessage] = []
+    entry_ids: list[str] = []
+    for message, entry_id in zip(ctx.messages, ctx.entry_ids, strict=True):
+        if entry_id in edits:
+            replacement = edits[entry_id]
+            if replacement is None:
+                continue
+            message = _replaced(message, replacement)
+        messages.append(message)
+        entry_ids.append(entry_id)
+    ctx.messages, ctx.entry_ids = messages, entry_ids
+
+
+def _replaced(message: AgentMessage, replacement: object) -> AgentMessage:
+    role = message.get("role")
+    if role not in _EDITABLE_ROLES:
+        return message
+    content = cast(dict[str, Any], replacement).get("content") if isinstance(replacement, dict) else None
+    if role in _LIST_ROLES and isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return cast(AgentMessage, {**message, "content": content})
 
 
 def _add_messages(ctx: SessionContext, nodes: Sequence[Node]) -> None:
@@ -119,6 +170,8 @@ def context_message(node: Node) -> AgentMessage | None:
         return cast("AgentMessage | None", node.message)  # a string: no typing work per call
     if node.type == "branch_summary":
         entry = node.entry
+        if not entry.get("summary"):
+            return None  # pi puts no message in for an empty summary
         return cast(
             AgentMessage,
             {

@@ -16,8 +16,9 @@ puts in the model's context:
   back as one; other ``custom`` messages stay ``message`` entries, as v3 allows);
 - entry types and message roles only one side has travel as the other side's opaque ``custom``
   entries (``pi.<type>`` / ``tether.<type>``; a tether-only message role as a ``custom_message``
-  that shows its text to pi's model) and come back as they were. So pi's ``system`` messages,
-  ``usage`` and ``context_edit`` entries are kept by tether but do not shape tether's context.
+  that shows its text to pi's model) and come back as they were. So pi's ``system`` messages and
+  ``usage`` entries are kept by tether but do not shape tether's context; its ``context_edit``
+  entries (kept as ``pi.context_edit``) do, as in pi (``context``).
 """
 
 from __future__ import annotations
@@ -189,10 +190,10 @@ def migrate_pi_entries(header: dict[str, Any], entries: list[dict[str, Any]]) ->
             entry["id"] = f"{index + 1:08x}"
             entry["parentId"] = previous
             previous = entry["id"]
-        for entry in entries:
             at = entry.pop("firstKeptEntryIndex", None) if entry["type"] == "compaction" else None
-            # pi's index counts the header line as entry 0
-            if isinstance(at, int) and 1 <= at <= len(entries):
+            # pi's index counts the header line as entry 0, and pi converts it in the same pass
+            # that gives out the ids: an index past the compaction finds no id yet (keeps none)
+            if isinstance(at, int) and not isinstance(at, bool) and 1 <= at <= index + 1:
                 entry["firstKeptEntryId"] = entries[at - 1]["id"]
     if version < 3:
         for entry in entries:

@@ -3,7 +3,7 @@
 //   node pi-sessions.mjs write   <pi-coding-agent package dir> <out dir>
 //       Writes, through pi's SessionManager, a session with every entry kind that pi version has
 //       (tree.jsonl: branches, labels, a branch summary, a compaction, model and thinking changes,
-//       custom messages and entries, a name) and a linear one (linear.jsonl). From the linear one
+//       custom messages and entries, a name; in 1.6 also context edits) and a linear one (linear.jsonl). From the linear one
 //       it derives the older formats pi still reads (v2: `hookMessage` role; v1: no ids, a
 //       compaction by index), as pi's migration undoes them. Prints the file names.
 //   node pi-sessions.mjs context <pi-coding-agent package dir> <file> [--continue TEXT]
@@ -60,7 +60,7 @@ function writeTree(dir) {
 		stopReason: "toolUse",
 		timestamp: tick(),
 	});
-	s.appendMessage({
+	const listed = s.appendMessage({
 		role: "toolResult",
 		toolCallId: "call_1",
 		toolName: "ls",
@@ -71,7 +71,7 @@ function writeTree(dir) {
 	s.appendMessage(assistant("Two files: a.py and b.py."));
 	s.appendLabelChange(first, "start");
 	s.appendCustomEntry("demo-extension", { count: 1 });
-	s.appendCustomMessageEntry("demo-extension", "Injected note for the model.", true, { source: "test" });
+	const note = s.appendCustomMessageEntry("demo-extension", "Injected note for the model.", true, { source: "test" });
 	const ran = s.appendMessage({
 		role: "bashExecution",
 		command: "echo hi",
@@ -91,8 +91,16 @@ function writeTree(dir) {
 	s.appendMessage(assistant("Renamed b.py to c.py.", { model: "faux-2" }));
 	// a compaction that keeps everything from the first prompt on, so all of the above stays in context
 	s.appendCompaction("Files a.py and c.py exist; b.py was renamed.", first, 1234, { readFiles: ["a.py"], modifiedFiles: ["c.py"] });
-	s.appendMessage(user("thanks"));
-	s.appendMessage(assistant("You are welcome.", { model: "faux-2" }));
+	const thanks = s.appendMessage(user("thanks"));
+	const welcome = s.appendMessage(assistant("You are welcome.", { model: "faux-2" }));
+	if (typeof s.appendContextEdit === "function") {
+		// pi 1.6: edits of earlier context (the latest per target wins; null leaves it out)
+		s.appendContextEdit(listed, { content: "(listing cleared)" });
+		s.appendContextEdit(note, null);
+		s.appendContextEdit(thanks, { content: "thank you" });
+		s.appendContextEdit(thanks, { content: [{ type: "text", text: "thanks a lot" }] });
+		s.appendContextEdit(welcome, { content: [{ type: "text", text: "Glad to help." }] });
+	}
 	s.appendLabelChange(renamed, "renamed");
 	s.appendLabelChange(first, undefined);
 	s.appendSessionInfo("rename work");
