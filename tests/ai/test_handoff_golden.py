@@ -122,11 +122,12 @@ async def test_handoff_rules_hold_on_every_body(path: Path, built: dict[Path, di
             for b in answer["content"]
             if b["type"] == "thinking" and not b.get("redacted") and b["thinking"].strip()
         ]
-        if not same and not failed:
+        if not same:
+            texts = [b["text"] for b in answer["content"] if b["type"] == "text"]
             for thought in thinking:
-                # Another model's thinking arrives as plain text, verbatim, with no tags.
-                assert json.dumps(thought, ensure_ascii=False)[1:-1] in text
-            assert "<thinking>" not in text
+                # Another model's thinking is not sent (pi 1.6: it would read as visible reply).
+                if not any(thought in t for t in texts):
+                    assert json.dumps(thought, ensure_ascii=False)[1:-1] not in text, name
         if failed:
             assert "result of" not in text, "a failed turn's tool calls were replayed"
         seq = calls_and_results(target["api"], body)

@@ -8,9 +8,11 @@ conversation can switch model (or provider, or API) at any turn. The rules, and 
   ``thoughtSignature``) meaningful; the model needs them back verbatim to continue its own
   reasoning, so they are kept, including a thinking block that is empty but signed (OpenAI's
   encrypted reasoning has no visible text).
-- From another model, thinking becomes plain text (no ``<thinking>`` tags: models imitate tags);
-  redacted thinking and unsigned empty thinking are dropped; signatures are removed, because the
-  target would reject (or, worse, misread) another model's signature.
+- From another model, thinking is dropped, as pi 1.6 drops it: signatures and encrypted
+  reasoning are only valid for the model that produced them, and readable thinking sent as plain
+  text makes the new model treat it as part of the visible reply (it glued onto the reply with no
+  separator, and the model went on from it). Signatures of what is kept (text, tool calls) are
+  removed, because the target would reject (or, worse, misread) another model's signature.
 - Tool-call ids are rewritten to what the target API accepts, and the same rewrite is applied to
   the matching tool results. Ids that already fit are kept; the rest are sanitised, and hashed
   when they are too long or would collide, so the mapping is deterministic and a longer history
@@ -134,11 +136,7 @@ def _foreign_block(
 ) -> AssistantContent | None:
     if block["type"] == "text":
         return {"type": "text", "text": block["text"]}
-    if block["type"] == "thinking":
-        if block.get("redacted") is True or not block["thinking"].strip():
-            return None
-        return {"type": "text", "text": block["thinking"]}
-    if block["type"] == "redactedThinking":
+    if block["type"] in ("thinking", "redactedThinking"):
         return None
     if block["type"] == "anthropicServerTool":
         # Server-tool blocks mean something only to the API that ran the tool.

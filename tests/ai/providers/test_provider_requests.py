@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tether.ai import SimpleStreamOptions, StreamOptions, complete_simple
 from tether.ai.handoff import TOOL_IMAGE_PLACEHOLDER, USER_IMAGE_PLACEHOLDER
 from tether.ai.providers import anthropic, openai_completions
@@ -133,6 +135,25 @@ def test_compat_detection_by_provider_and_url() -> None:
         model("openrouter", "https://openrouter.ai/api/v1", id="anthropic/claude-sonnet-4.5")
     ).anthropicCacheControl
     assert not detect_compat(model("xai", "https://api.x.ai/v1")).supportsReasoningEffort
+
+
+@pytest.mark.parametrize(
+    ("provider", "url", "role"),
+    [
+        ("openai", "https://api.openai.com/v1", "developer"),
+        ("custom", "https://api.openai.com/v1", "developer"),
+        ("openrouter", "https://openrouter.ai/api/v1", "system"),
+        ("faux", "http://127.0.0.1:9/v1", "system"),
+        ("groq", "https://api.groq.com/openai/v1", "system"),
+    ],
+)
+def test_a_reasoning_models_instructions_go_as_developer_only_to_openai(
+    provider: str, url: str, role: str
+) -> None:
+    """pi 1.6: the developer role is OpenAI's; other hosts' chat templates often reject it."""
+    spec = model(provider, url, reasoning=True)
+    body = openai_completions.build_request(spec, CONTEXT, OpenAICompletionsOptions(), "key").body
+    assert body["messages"][0] == {"role": role, "content": "Be brief."}
 
 
 def test_model_compat_overrides_detection() -> None:

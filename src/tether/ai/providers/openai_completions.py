@@ -49,7 +49,9 @@ class Compat:
 
     supportsStore: bool = True
     supportsDeveloperRole: bool = True
-    """Send the system prompt as ``developer`` to reasoning models."""
+    """Send the system prompt as ``developer`` to reasoning models. Detected only for OpenAI's own
+    API, as pi 1.6 does: the role is OpenAI's, other hosts' chat templates often reject it, and
+    every host accepts ``system``."""
     supportsReasoningEffort: bool = True
     supportsUsageInStreaming: bool = True
     """Ask for ``stream_options.include_usage``."""
@@ -78,6 +80,7 @@ def detect_compat(model: ModelInfo) -> Compat:
     openrouter = provider == "openrouter" or "openrouter.ai" in url
     mistral = provider == "mistral" or "api.mistral.ai" in url
     local = provider in ("ollama", "llama.cpp", "llamacpp", "vllm", "lmstudio", "local")
+    openai = provider == "openai" or "api.openai.com" in url
     nonstandard = (
         provider in ("cerebras", "groq", "together")
         or any(host in url for host in ("cerebras.ai", "groq.com", "together.xyz", "chutes.ai"))
@@ -96,7 +99,7 @@ def detect_compat(model: ModelInfo) -> Compat:
         thinking = "openrouter"
     return Compat(
         supportsStore=not nonstandard,
-        supportsDeveloperRole=not nonstandard,
+        supportsDeveloperRole=openai,
         supportsReasoningEffort=not (xai or zai or mistral),
         maxTokensField="max_tokens" if (mistral or local or "chutes.ai" in url) else "max_completion_tokens",
         requiresToolResultName=mistral,

@@ -120,14 +120,22 @@ def build_request(
     return HttpRequest(model["baseUrl"].rstrip("/") + "/responses", headers, body)
 
 
+def instruction_role(model: ModelInfo) -> str:
+    """``developer`` for a reasoning model unless its ``compat`` says the server refuses the role
+    (the Responses API is OpenAI's own, which takes it), as pi 1.6 decides."""
+    compat = cast("dict[str, Any]", model.get("compat") or {})
+    return (
+        "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
+    )
+
+
 def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
     """Our transcript as Responses ``input`` items (after the cross-provider handoff)."""
     items: list[dict[str, Any]] = []
+    role = instruction_role(model)
     system = context.get("systemPrompt")
     if system:
-        items.append(
-            {"role": "developer" if model["reasoning"] else "system", "content": strip_surrogates(system)}
-        )
+        items.append({"role": role, "content": strip_surrogates(system)})
     accepts_images = "image" in model["input"]
     for message in transform_messages(context["messages"], model):
         if message["role"] == "user":
@@ -153,9 +161,7 @@ def convert_input(model: ModelInfo, context: Context) -> list[dict[str, Any]]:
     volatile = context.get("volatileContext")
     if volatile:
         # Last, so it never invalidates the cached prefix of everything before it.
-        items.append(
-            {"role": "developer" if model["reasoning"] else "system", "content": strip_surrogates(volatile)}
-        )
+        items.append({"role": role, "content": strip_surrogates(volatile)})
     return items
 
 
