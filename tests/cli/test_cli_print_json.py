@@ -114,7 +114,12 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
     assert [u["delta"] for u in updates if u["type"].endswith("_delta")] == ["hm", "a", "b"]
     for event in events:
         if "message" in event:
-            decode_message(event["message"])  # every message is a valid wire message
+            message = event["message"]
+            if event["type"] == "message_start" and message["role"] == "assistant":
+                # pi 1.6's reply in progress: no stop reason yet (not one of the wire's)
+                assert message["stopReason"] == "pending"
+                message = {**message, "stopReason": "stop"}
+            decode_message(message)  # every message is otherwise a valid wire message
     user = next(e["message"] for e in events if e["type"] == "message_start")
     assert (user["role"], user["content"]) == ("user", "go")
 
@@ -201,3 +206,77 @@ def test_no_prompt_is_a_usage_error(cli: CliEnv) -> None:
     done = cli.run("-p", "--no-session", script=cli.script("s", [text_reply("x")]), stdin="")
     assert done.returncode == 2
     assert "no prompt" in done.stderr and done.stdout == ""
+
+
+def test_json_mode_runs_each_positional_prompt_in_turn_as_pi_does(cli: CliEnv) -> None:
+    script = cli.script("s", [text_reply("first answer"), text_reply("second answer")])
+    done = cli.run("--mode", "json", "--no-session", "one", "two", script=script)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)[1:]
+    users = [
+        e["message"]["content"]
+        for e in events
+        if e["type"] == "message_end" and e["message"]["role"] == "user"
+    ]
+    assert users == ["one", "two"]
+    assert [e["type"] for e in events].count("agent_settled") == 2
+    replies = [
+        e["message"] for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert [r["content"][0]["text"] for r in replies] == ["first answer", "second answer"]
+
+
+def test_print_mode_runs_each_positional_prompt_and_prints_the_last_answer(cli: CliEnv) -> None:
+    script = cli.script("s", [text_reply("first answer"), text_reply("second answer")])
+    done = cli.run("-p", "--no-session", "one", "two", script=script)
+    assert (done.returncode, done.stdout) == (0, "second answer\n"), done.stderr
+
+
+def test_json_mode_exits_0_on_a_model_error_which_the_stream_reports(cli: CliEnv) -> None:
+    error = "invalid_request_error: max_tokens: must be positive"  # not transient: no retry
+    script = cli.script("s", [{"content": [{"type": "text", "chunks": ["partial"]}], "error": error}])
+    done = cli.run("--mode", "json", "--no-session", "hi", script=script)
+    assert done.returncode == 0, done.stderr
+    end = [e for e in json_lines(done.stdout) if e["type"] == "message_end"][-1]
+    assert (end["message"]["stopReason"], end["message"]["errorMessage"]) == ("error", error)
+    assert error in done.stderr
+
+
+def test_json_mode_sends_pi_16s_pending_stop_reason_and_tool_durations(cli: CliEnv) -> None:
+    script = cli.script("s", [tool_reply("ls", {"path": "."}), text_reply("listed")])
+    done = cli.run("--mode", "json", "--no-session", "list", script=script)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    starts = [
+        e["message"] for e in events if e["type"] == "message_start" and e["message"]["role"] == "assistant"
+    ]
+    assert [m["stopReason"] for m in starts] == ["pending", "pending"]
+    ends = [
+        e["message"]["stopReason"]
+        for e in events
+        if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert ends == ["toolUse", "stop"]
+    (tool_end,) = [e for e in events if e["type"] == "tool_execution_end"]
+    assert isinstance(tool_end["durationMs"], int) and tool_end["durationMs"] >= 0
+
+
+def test_bash_calls_of_one_turn_run_concurrently_as_in_pi(cli: CliEnv) -> None:
+    """The first call waits (up to 10 s) for a file the second one makes: one after the other it
+    would give up before the second started."""
+    waits = "for i in $(seq 200); do [ -f flag ] && break; sleep 0.05; done; [ -f flag ] && echo saw-flag"
+    both = {
+        "content": [
+            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": waits}},
+            {"type": "toolCall", "id": "c2", "name": "bash", "arguments": {"command": "touch flag"}},
+        ]
+    }
+    done = cli.run(
+        "--mode", "json", "--no-session", "--yes", "go", script=cli.script("s", [both, text_reply("ok")])
+    )
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    ends = {e["toolCallId"]: e for e in events if e["type"] == "tool_execution_end"}
+    assert "saw-flag" in ends["c1"]["result"]["content"][0]["text"]
+    kinds = [(e["type"], e.get("toolCallId")) for e in events if e["type"].startswith("tool_execution_")]
+    assert kinds.index(("tool_execution_start", "c2")) < kinds.index(("tool_execution_end", "c1"))

@@ -318,7 +318,6 @@ _ONE_SIDED: dict[str, frozenset[str]] = {
     "usage": frozenset({"reasoning"}),  # pi-ai 1.6's reasoning token count
     "cost": frozenset({"totalFromProvider"}),
     "tool_result": frozenset({"details", "terminate", "structuredContent"}),
-    "tool_execution_end": frozenset({"durationMs"}),  # pi 1.6's tool timing (agent loop)
     "compaction": frozenset({"tokensAfter", "details"}),  # 0.73's name kept; pi's file lists
     "state": frozenset({"autoRetryEnabled"}),  # tether addition
     "model_change": frozenset({"model"}),  # tether keeps the whole model in the entry
@@ -333,8 +332,6 @@ def _kind(value: Mapping[str, Any]) -> str | None:
         return "usage"
     if "cacheWrite" in value and "total" in value:
         return "cost"
-    if value.get("type") == "tool_execution_end":
-        return "tool_execution_end"
     if "content" in value and {"details", "terminate", "structuredContent"} & value.keys():
         return "tool_result"
     if "firstKeptEntryId" in value:

@@ -238,7 +238,7 @@ async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pyt
     rt = await start_with(home, monkeypatch, replies)
     out, err = io.StringIO(), io.StringIO()
     try:
-        assert await run_print(rt, "read a.txt", out, err, stream=True) == 0
+        assert await run_print(rt, ["read a.txt"], out, err, stream=True) == 0
     finally:
         await rt.close()
     assert out.getvalue() == "Let me look.\nIt says alpha.\n"

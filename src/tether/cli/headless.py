@@ -1,22 +1,27 @@
-"""Print mode (``tether -p``) and JSON mode (``tether --mode json``): one prompt, then exit.
+"""Print mode (``tether -p``) and JSON mode (``tether --mode json``): the prompts, then exit.
+
+Each positional word after the first is a prompt of its own, run once the one before has
+settled, as pi runs them (``tether -p "read a.py" "now test it"``).
 
 Print mode writes the final assistant text to stdout and everything else (notices, errors) to
 stderr, so ``answer=$(tether -p ...)`` captures exactly the answer; when stdout is a terminal the
 text streams as it arrives. JSON mode writes a ``session`` line, then every core event as one JSON
 line for scripts, in the form pi 1.x's JSON mode has (``docs/json.md``: a header with ``version``
 3, ``agent_settled`` last, ``message_update`` with deltas and ``usage`` only, not 0.73's cumulative
-snapshots, which made the output grow with the square of the answer). Both exit 1 when the run
-ended in an error or was aborted.
+snapshots, which made the output grow with the square of the answer). Print mode exits 1 when
+the last reply ended in an error, was aborted or was cut at the output limit; JSON mode exits 0
+then, as pi's does: the error is in the event stream, where a script reads it (a line on stderr
+says it too).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from tether.session.agent_session import AgentSession
-from tether.session.events import message_text, wire_message_update
+from tether.session.events import WireEvents, message_text
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import dumps
 
@@ -30,8 +35,11 @@ def note_failed_servers(core: AgentSession, err: TextIO) -> None:
             err.write(f"note: MCP server '{server.name}' did not start: {reason}\n")
 
 
-async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *, stream: bool) -> int:
-    """Run ``prompt``; print the answer. ``stream``: write text deltas as they come."""
+async def run_print(
+    core: AgentSession, prompts: Sequence[str], out: TextIO, err: TextIO, *, stream: bool
+) -> int:
+    """Run the ``prompts`` in turn; print the last answer. ``stream``: write text deltas as they
+    come (each answer's, then)."""
     streamed = noted = False
 
     def on_event(event: Mapping[str, Any]) -> None:
@@ -59,17 +67,17 @@ async def run_print(core: AgentSession, prompt: str, out: TextIO, err: TextIO, *
 
     unsubscribe = core.subscribe(on_event)
     try:
-        added = await core.submit(prompt, shell=False)
+        added = [await core.submit(prompt, shell=False) for prompt in prompts]
     finally:
         unsubscribe()
-    if not added:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
-        return 0 if is_command(core, prompt) else 1
+    if not added[-1]:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
+        return 0 if is_command(core, prompts[-1]) else 1
     return _finish(core, out if not stream else None, err)
 
 
-async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) -> int:
+async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err: TextIO) -> int:
     """A ``session`` line first (pi's header fields, then model and thinking level), then one
-    line per event."""
+    line per event of each prompt's run, in turn."""
     model = core.model
     header = {
         "type": "session",
@@ -85,26 +93,25 @@ async def run_json(core: AgentSession, prompt: str, out: TextIO, err: TextIO) ->
         err.write(f"note: {core.notice}\n")
 
     noted = False
+    wire = WireEvents(pending=True)
 
     def on_event(event: Mapping[str, Any]) -> None:
         nonlocal noted
         if event["type"] == "agent_start" and not noted:  # the MCP servers have started or failed by now
             note_failed_servers(core, err)
             noted = True
-        if event["type"] == "message_update":
-            event = wire_message_update(event, snapshots=False)
-        out.write(dumps(event))
+        out.write(dumps(wire(event)))
         out.write("\n")
         out.flush()
 
     unsubscribe = core.subscribe(on_event)
     try:
-        added = await core.submit(prompt, shell=False)
+        added = [await core.submit(prompt, shell=False) for prompt in prompts]
     finally:
         unsubscribe()
-    if not added:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
-        return 0 if is_command(core, prompt) else 1
-    return _finish(core, None, err)
+    if added[-1]:
+        _finish(core, None, err)  # the stderr line; the stream already said it
+    return 0
 
 
 def is_command(core: AgentSession, prompt: str) -> bool:
@@ -127,4 +134,7 @@ def _finish(core: AgentSession, out: TextIO | None, err: TextIO) -> int:
         text = message_text(last)
         out.write(text if text.endswith("\n") else text + "\n")
         out.flush()
+    if last["stopReason"] == "length":  # pi: the answer is printed, and the cut is an error
+        err.write("error: the reply was cut off: the model reached its output token limit\n")
+        return 1
     return 0

@@ -16,6 +16,9 @@ Mode = Literal["interactive", "print", "json", "rpc", "acp"]
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     prompt: str | None = None
+    more_prompts: tuple[str, ...] = ()
+    """Print and JSON modes: the positional words after the first, each a prompt of its own run
+    after the one before, as pi runs them (interactive mode joins the words into one prompt)."""
     mode: Mode = "interactive"
     model: str | None = None
     thinking: str | None = None
@@ -92,12 +95,15 @@ class RunOptions:
         export_file = text("export")
         if export_file is not None:  # pi: `--export FILE [OUTPUT]`, the output as the first word
             return cls(mode="print", export=(export_file, words[0] if words else None))
-        prompt = " ".join(words) if words else None
         mode: Mode = "interactive"
         if values.get("mode") in ("json", "rpc", "acp"):
             mode = cast(Mode, values["mode"])
         elif values.get("print_mode"):
             mode = "print"
+        prompt = " ".join(words) if words else None
+        more_prompts: tuple[str, ...] = ()
+        if mode in ("print", "json") and words:
+            prompt, more_prompts = words[0], words[1:]
         tools_text = text("tools")
         tools = None if tools_text is None else tuple(t.strip() for t in tools_text.split(",") if t.strip())
         cwd = text("cwd")
@@ -107,6 +113,7 @@ class RunOptions:
         sources = cast(tuple[str, ...], appended) if isinstance(appended, tuple) else ()
         return cls(
             prompt=prompt,
+            more_prompts=more_prompts,
             mode=mode,
             model=text("model"),
             thinking=text("thinking"),

@@ -144,13 +144,13 @@ async def _run(options: RunOptions) -> int:
                 await asyncio.gather(watching, return_exceptions=True)
         from tether.cli.headless import run_json, run_print
 
-        prompt = options.prompt or ""
+        prompts = [options.prompt or "", *options.more_prompts]
         if options.mode == "json":
-            return await run_json(core, prompt, sys.stdout, sys.stderr)
+            return await run_json(core, prompts, sys.stdout, sys.stderr)
         if core.notice:
             sys.stderr.write(f"note: {core.notice}\n")
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
-        return await run_print(core, prompt, sys.stdout, sys.stderr, stream=stream)
+        return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
     finally:
         await core.close()
 

@@ -759,6 +759,7 @@ class ToolExecutionEndEvent(TypedDict):
     toolName: str
     result: ToolResultPayload
     isError: bool
+    durationMs: NotRequired[Annotated[int, Doc("The call's wall time in ms (pi 1.6).")]]
 
 
 @record(OPEN)

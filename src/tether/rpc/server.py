@@ -36,7 +36,7 @@ from tether.errors import UserError
 from tether.rpc import protocol as p
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
-from tether.session.events import Run, SessionEvent, message_text, wire_message_update
+from tether.session.events import Run, SessionEvent, WireEvents, message_text
 from tether.store.store import SessionError
 from tether.wire import AgentMessage, ImageContent, ModelInfo
 from tether.wire.json_line import load_line, top_level_id
@@ -96,6 +96,11 @@ class RpcServer:
         self._write = write
         self._exclude: set[str] = set()
         self._message_update: str = "delta"
+        self._wire = WireEvents()
+        self._command_runs = 0
+        """Extension commands running (answered ``handled`` when done, see ``_extension_command``)."""
+        self._agent_started = False
+        """An ``agent_start`` came since the last ``agent_settled``."""
         """pi 1.x's ``message_update`` unless a client asks for 0.73's snapshots (``full``)."""
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
@@ -236,10 +241,13 @@ class RpcServer:
             return
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
-        if event["type"] == "message_update":
-            self._write(wire_message_update(event, snapshots=self._message_update == "full"))
-        else:
-            self._write(event)
+        if kind == "agent_start":
+            self._agent_started = True
+        elif kind == "agent_settled":
+            started, self._agent_started = self._agent_started, False
+            if self._command_runs and not started:
+                return  # an extension command's run that never ran the agent: pi says "handled" only
+        self._write(self._wire(event))
 
     # -- runs --------------------------------------------------------------------------------------
 
@@ -297,6 +305,11 @@ class RpcServer:
         if named_command(text) is not None:  # run by the core, never sent to the model as text
             self._spawn(self._finish_async(self._slash_command, params.get("id"), "prompt", params))
             return _ANSWERED
+        resources = self.core.resources
+        if not self.core.is_running and resources is not None and resources.extension_command(text):
+            self._command_runs += 1
+            self._spawn(self._finish_async(self._extension_command, params.get("id"), "prompt", params))
+            return _ANSWERED
         if not self.core.is_running:
             self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))
@@ -311,6 +324,16 @@ class RpcServer:
         disposition = queue(text, images)
         self._queued_prompts.append(params.get("id"))
         return {"disposition": disposition}
+
+    async def _extension_command(self, params: dict[str, Any]) -> object:
+        """An extension's slash command: answered ``handled`` once it has run, as pi 1.6 answers
+        it, with no ``agent_settled`` of its own (``_on_event``); a prompt the command sends
+        starts a run with all of a run's events."""
+        try:
+            await self.core.submit(params["message"], params.get("images", []), shell=False)
+        finally:
+            self._command_runs -= 1
+        return {"disposition": "handled"}
 
     async def _slash_command(self, params: dict[str, Any]) -> object:
         """``/tree``, ``/model x``, ...: answered as a prompt ``handled`` without a run (pi 1.x's
@@ -652,6 +675,7 @@ class RpcServer:
             )
         self._exclude = set(exclude)
         self._message_update = params.get("messageUpdate", self._message_update)
+        self._wire.snapshots = self._message_update == "full"
         return {"exclude": sorted(self._exclude), "messageUpdate": self._message_update}
 
     def _cmd_shutdown(self, params: dict[str, Any]) -> object:

@@ -14,6 +14,7 @@ the same run; ``agent_settled`` says nothing more will run on its own.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
@@ -227,6 +228,41 @@ def wire_message_update(event: Mapping[str, Any], *, snapshots: bool) -> dict[st
         frame["usage"] = partial["usage"]
     frame["assistantMessageEvent"] = inner
     return frame
+
+
+class WireEvents:
+    """Session events as the JSON and RPC modes send them: pi 1.6's forms of what the agent loop
+    reports in pi-agent-core 0.73's (the loop's reference traces keep that form, so the additions
+    are made here, at the edge):
+
+    - ``message_update`` as ``wire_message_update`` makes it;
+    - with ``pending``, an assistant ``message_start`` has ``stopReason: "pending"`` (pi 1.6: a
+      reply in progress has no stop reason yet; 0.73 said ``stop`` until it knew). JSON mode
+      sends it; RPC does not, since its frames are typed by the wire schema, whose stop reasons
+      (pinned by the seed) have no ``pending``;
+    - ``tool_execution_end`` carries ``durationMs``, the call's wall time from its
+      ``tool_execution_start``.
+
+    One per output stream: it remembers when each running call started."""
+
+    def __init__(self, *, snapshots: bool = False, pending: bool = False) -> None:
+        self.snapshots = snapshots
+        self.pending = pending
+        self._started: dict[str, float] = {}
+
+    def __call__(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        kind = event["type"]
+        if kind == "message_update":
+            return wire_message_update(event, snapshots=self.snapshots)
+        if kind == "message_start" and self.pending and event["message"].get("role") == "assistant":
+            return {**event, "message": {**event["message"], "stopReason": "pending"}}
+        if kind == "tool_execution_start":
+            self._started[event["toolCallId"]] = time.monotonic()
+        elif kind == "tool_execution_end":
+            started = self._started.pop(event["toolCallId"], None)
+            if started is not None:
+                return {**event, "durationMs": round((time.monotonic() - started) * 1000)}
+        return event
 
 
 class Run:

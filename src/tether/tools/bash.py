@@ -118,7 +118,9 @@ def create_bash_tool(workspace: Workspace) -> AgentTool:
         description=description,
         parameters=parameters,
         execute=execute,
-        execution_mode="sequential",
+        # pi 1.6 runs a turn's bash calls concurrently (approval is still asked call by call,
+        # in order, before any of them runs)
+        execution_mode="parallel",
     )
 
 

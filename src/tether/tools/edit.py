@@ -77,7 +77,10 @@ def create_edit_tool(workspace: Workspace) -> AgentTool:
         description=DESCRIPTION,
         parameters=EDIT_PARAMETERS,
         execute=execute,
-        execution_mode="sequential",
+        # concurrent with the turn's other calls, as in pi 1.6; an edit never yields to the event
+        # loop, so a turn's edits and writes still apply one after another, in order (what pi's
+        # per-file mutation queue gives)
+        execution_mode="parallel",
     )
 
 
