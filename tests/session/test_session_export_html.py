@@ -82,3 +82,97 @@ async def test_shell_runs_and_mentions_render_as_typed_and_attached(project: Pat
     assert ("tool", "@notes.txt") in found and ("output", "line <one>\nline two\n") in found
     user = [text for css, text in found if css == "msg user"]
     assert user and "what is in @notes.txt?" in user[0]
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _usage() -> dict[str, object]:
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.002}
+    return {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15, "cost": cost}
+
+
+def _reply(*content: dict[str, object], stop: str = "stop") -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "content": list(content),
+        "api": "openai-completions",
+        "provider": "faux",
+        "model": "faux-1",
+        "usage": _usage(),
+        "stopReason": stop,
+        "timestamp": 2,
+    }
+
+
+def test_the_page_shows_every_branch_and_what_a_compaction_summarised(tmp_path: Path) -> None:
+    """pi's export is the whole session, rendered: markdown, highlighted code, thinking folded,
+    tool calls with their results (an edit's diff red and green), images inline; nothing from the
+    conversation runs or loads, whatever it says."""
+    from tether.session import SessionManager
+    from tether.session.export_html import write_html
+
+    diff = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    with SessionManager.at(tmp_path / "s.db") as sessions:
+        session = sessions.create(tmp_path)
+        first = session.append_message(
+            {"role": "user", "content": "fix <script>alert(1)</script> app.py", "timestamp": 1}
+        )
+        session.append_message(
+            _reply(
+                {"type": "thinking", "thinking": "The *value* is wrong."},
+                {"type": "text", "text": "I will **edit** it:\n\n```python\ndef f():\n    return 2\n```"},
+                {"type": "toolCall", "id": "c1", "name": "edit", "arguments": {"path": "app.py"}},
+                stop="toolUse",
+            )
+        )
+        session.append_message(
+            {
+                "role": "toolResult",
+                "toolCallId": "c1",
+                "toolName": "edit",
+                "content": [{"type": "text", "text": diff}],
+                "isError": False,
+                "timestamp": 3,
+            }
+        )
+        session.append_message(_reply({"type": "text", "text": "the abandoned branch's answer"}))
+        session.branch(first)
+        session.append_message(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look at this"},
+                    {"type": "image", "data": PNG, "mimeType": "image/png"},
+                ],
+                "timestamp": 4,
+            }
+        )
+        kept = session.append_message(
+            _reply({"type": "text", "text": "[a link](javascript:alert(1)) ![x](http://example.com/x.png)"})
+        )
+        session.append_compaction("SUMMARY of the talk", kept, 1234)
+        session.append_message({"role": "user", "content": "after the compaction", "timestamp": 5})
+        page = write_html(tmp_path / "page.html", session).read_text()
+        session.close()
+
+    for text in (
+        "the abandoned branch&#x27;s answer",
+        "after the compaction",
+        "SUMMARY of the talk",
+        "look at this",
+    ):
+        assert text in page or text.replace("&#x27;", "'") in page, text
+    assert page.count("branch 1 of 2") == 1 and "branch 2 of 2 (current)" in page
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert 'href="javascript' not in page and "[a link](javascript:alert(1))" in page  # no link made
+    assert 'src="http' not in page  # no remote image: the page opens offline
+    assert f'src="data:image/png;base64,{PNG}"' in page
+    assert "<strong>edit</strong>" in page
+    assert '<pre class="hl"><code><span class="k">def</span>' in page  # highlighted python
+    assert '<details class="thinking"><summary>thinking</summary><p>The <em>value</em> is wrong.</p>' in page
+    call = page[page.index('<div class="tool-call">') :]
+    call = call[: call.index("</div></div>")]
+    assert '<span class="diff-del">-x = 1\n</span><span class="diff-add">+x = 2\n</span>' in call
+    assert "result of edit" not in page  # shown with its call, not again
+    assert "faux/faux-1" in page and "$0.0060" in page

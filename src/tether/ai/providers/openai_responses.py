@@ -123,7 +123,7 @@ def build_request(
 def instruction_role(model: ModelInfo) -> str:
     """``developer`` for a reasoning model unless its ``compat`` says the server refuses the role
     (the Responses API is OpenAI's own, which takes it), as pi 1.6 decides."""
-    compat = cast("dict[str, Any]", model.get("compat") or {})
+    compat = model.get("compat") or {}
     return (
         "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
     )

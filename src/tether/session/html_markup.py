@@ -1,0 +1,112 @@
+"""Text to safe HTML: markdown, highlighted code and coloured diffs, for pages that show a session
+(``export_html``'s page now, a ``tether serve`` web page later).
+
+Everything a conversation holds is untrusted: a model can be asked to write ``<script>``. So the
+markdown renderer runs with raw HTML off (tags come out as text), images off (a page must open
+offline and fetch nothing: a remote image would also tell its server who read the page) and
+markdown-it's own link check (no ``javascript:`` links); code goes through Pygments, which escapes
+what it highlights. Both libraries come with rich, which the CLI already needs.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+CODE_CLASS = "hl"
+"""The CSS class of highlighted code; ``code_css`` styles it."""
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable("table").enable("strikethrough").disable("image")
+    md.options["highlight"] = _highlight_fence
+    return md
+
+
+def _highlight_fence(code: str, language: str, _attrs: object) -> str:
+    return code_block(code, language or None)
+
+
+def markdown(text: str) -> str:
+    """``text`` rendered as markdown (see the module docstring for what is left out)."""
+    return _markdown().render(text)
+
+
+def _pygments(module: str = "") -> Any:
+    """Pygments or one of its modules, loaded when a page is made (its stubs leave options
+    untyped, so it is used untyped)."""
+    import importlib
+
+    return importlib.import_module(f"pygments.{module}" if module else "pygments")
+
+
+def _lexer(language: str | None, filename: str | None, code: str) -> Any:
+    lexers = _pygments("lexers")
+    try:
+        if language:
+            return lexers.get_lexer_by_name(language)
+        if filename:
+            return lexers.get_lexer_for_filename(filename, code)
+    except _pygments("util").ClassNotFound:
+        return None
+    return None
+
+
+def code_block(code: str, language: str | None = None, *, filename: str | None = None) -> str:
+    """``code`` highlighted for ``language`` (or by ``filename``) in ``<pre class="hl"><code>``
+    (markdown-it keeps a highlighted fence that comes wrapped); plain escaped text when neither
+    names a known lexer."""
+    lexer = _lexer(language, filename, code)
+    inner: str
+    if lexer is not None and (language in ("diff", "udiff", "patch") or lexer.name == "Diff"):
+        inner = diff_lines(code)
+    elif lexer is not None:
+        formatter = _pygments("formatters").HtmlFormatter(nowrap=True)
+        inner = str(_pygments().highlight(code, lexer, formatter))
+    else:
+        inner = html.escape(code)
+    return f'<pre class="{CODE_CLASS}"><code>{inner}</code></pre>'
+
+
+def diff_lines(diff: str) -> str:
+    """A unified diff, each line escaped and marked: added green, removed red, hunks blue."""
+    out: list[str] = []
+    for line in diff.splitlines(keepends=True):
+        css = ""
+        if line.startswith(("+++", "---")):
+            css = "diff-file"
+        elif line.startswith("+"):
+            css = "diff-add"
+        elif line.startswith("-"):
+            css = "diff-del"
+        elif line.startswith("@@"):
+            css = "diff-hunk"
+        text = html.escape(line)
+        out.append(f'<span class="{css}">{text}</span>' if css else text)
+    return "".join(out)
+
+
+def looks_like_diff(text: str) -> bool:
+    """Whether a tool's text output is a unified diff (what the edit tool returns)."""
+    lines = text.splitlines()
+    return any(line.startswith("@@ ") for line in lines) and any(
+        line.startswith(("+", "-")) for line in lines
+    )
+
+
+def code_css() -> str:
+    """The styles of highlighted code and diffs (Pygments' default theme, scoped)."""
+    formatter = _pygments("formatters").HtmlFormatter(style="default")
+    return str(formatter.get_style_defs(f".{CODE_CLASS}")) + (
+        "\n.diff-add { color: #116329; background: #dafbe1; }"
+        "\n.diff-del { color: #82071e; background: #ffebe9; }"
+        "\n.diff-hunk { color: #0550ae; } .diff-file { font-weight: bold; }"
+    )
