@@ -48,7 +48,18 @@ def broken_stream(first: str, message: str) -> dict[str, Any]:
 
 def bash_call(command: str, call_id: str) -> dict[str, Any]:
     """A faux reply calling the bash tool."""
-    return {"tool": {"id": call_id, "name": "bash", "arguments": {"command": command}}}
+    return {"tools": [{"id": call_id, "name": "bash", "arguments": {"command": command}}]}
+
+
+def bash_calls(*commands: tuple[str, str]) -> dict[str, Any]:
+    """A faux reply calling the bash tool once per ``(command, call id)``, in one turn."""
+    return {"tools": [{"id": i, "name": "bash", "arguments": {"command": c}} for c, i in commands]}
+
+
+def thinking_text(thinking: str, *chunks: str) -> dict[str, Any]:
+    """A faux reply that reasons first (``reasoning_content``, as DeepSeek-style servers stream
+    it), then streams ``chunks`` as text."""
+    return {"thinking": [thinking], "text": list(chunks)}
 
 
 class _FauxHandler(BaseHTTPRequestHandler):
@@ -84,25 +95,19 @@ class _FauxHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        if "tool" in reply:
-            tool = reply["tool"]
-            self._chunk(
-                {
-                    "delta": {
-                        "role": "assistant",
-                        "tool_calls": [
-                            {
-                                "index": 0,
-                                "id": tool["id"],
-                                "type": "function",
-                                "function": {"name": tool["name"], "arguments": ""},
-                            }
-                        ],
-                    }
+        for piece in reply.get("thinking", ()):
+            self._chunk({"delta": {"role": "assistant", "reasoning_content": piece}})
+        if "tools" in reply:
+            for index, tool in enumerate(reply["tools"]):
+                call = {
+                    "index": index,
+                    "id": tool["id"],
+                    "type": "function",
+                    "function": {"name": tool["name"], "arguments": ""},
                 }
-            )
-            arguments = json.dumps(tool["arguments"])
-            self._chunk({"delta": {"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}})
+                self._chunk({"delta": {"role": "assistant", "tool_calls": [call]}})
+                arguments = json.dumps(tool["arguments"])
+                self._chunk({"delta": {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}})
             finish = "tool_calls"
         else:
             for piece in reply["text"]:
@@ -427,10 +432,11 @@ def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
     return kept
 
 
-def json_mode(agent: Agent, prompt: str) -> list[Frame]:
-    """The lines of one ``--mode json`` run of ``agent`` with ``prompt``."""
+def json_mode(agent: Agent, *prompts: str, args: Sequence[str] = ()) -> list[Frame]:
+    """The lines of one ``--mode json`` run of ``agent`` with ``prompts`` (and ``args`` before
+    them)."""
     at = agent.argv.index("--mode") + 1
-    argv = [*agent.argv[:at], "json", *agent.argv[at + 1 :], prompt]
+    argv = [*agent.argv[:at], "json", *agent.argv[at + 1 :], *args, *prompts]
     done = subprocess.run(argv, cwd=agent.cwd, env=agent.env, capture_output=True, timeout=120, check=False)
     assert done.returncode == 0, f"{agent.name} --mode json failed: {done.stderr.decode()[-2000:]}"
     return [json.loads(line) for line in done.stdout.split(b"\n") if line.strip()]
