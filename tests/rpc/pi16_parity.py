@@ -107,7 +107,9 @@ class _FauxHandler(BaseHTTPRequestHandler):
                 }
                 self._chunk({"delta": {"role": "assistant", "tool_calls": [call]}})
                 arguments = json.dumps(tool["arguments"])
-                self._chunk({"delta": {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}})
+                self._chunk(
+                    {"delta": {"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}}
+                )
             finish = "tool_calls"
         else:
             for piece in reply["text"]:
