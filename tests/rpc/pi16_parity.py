@@ -325,7 +325,7 @@ _ONE_SIDED: dict[str, frozenset[str]] = {
     "usage": frozenset({"reasoning"}),  # pi-ai 1.6's reasoning token count
     "cost": frozenset({"totalFromProvider"}),
     "tool_result": frozenset({"details", "terminate", "structuredContent"}),
-    "compaction": frozenset({"tokensAfter", "details"}),  # 0.73's name kept; pi's file lists
+    "compaction": frozenset({"tokensAfter"}),  # 0.73's name kept
     "state": frozenset({"autoRetryEnabled"}),  # tether addition
     "model_change": frozenset({"model"}),  # tether keeps the whole model in the entry
     "header": frozenset({"model", "thinkingLevel"}),  # tether's JSON-mode header says them too

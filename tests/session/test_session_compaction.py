@@ -174,3 +174,27 @@ async def test_branch_summary_covers_only_the_branch_being_left(manager: Session
     entry: dict[str, Any] = s.entry(cast(str, leaf))
     assert entry["type"] == "branch_summary" and entry["parentId"] == q
     assert [m["role"] for m in s.messages] == ["user", "branchSummary"]
+
+
+async def test_a_compaction_lists_the_files_read_and_changed_as_pi_does(manager: SessionManager) -> None:
+    """pi 1.6's ``details``: files only read apart from changed ones, sorted, carried over from
+    the compaction before."""
+    s = manager.create("/p", model=MODEL)
+    s.append_message(user("start " + WORDS))
+    s.append_message(assistant(call("c1", name="read", path="b.py"), call("c2", name="read", path="a.py")))
+    s.append_message(result("c1", "b"))
+    s.append_message(result("c2", "a"))
+    s.append_message(assistant(call("c3", name="edit", path="b.py")))
+    s.append_message(result("c3", "edited"))
+    s.append_message(user("more " + WORDS))
+    s.append_message(assistant(text("end " + WORDS)))
+    settings = CompactionSettings(keep_recent_tokens=300)
+    first = await compact(s, MODEL, scripted("S1"), settings=settings)
+    assert first.details == {"readFiles": ["a.py"], "modifiedFiles": ["b.py"]}
+    assert s.entry(first.entry_id)["details"] == first.details
+    s.append_message(assistant(call("c4", name="write", path="c.py")))
+    s.append_message(result("c4", "written"))
+    s.append_message(user("again " + WORDS))
+    s.append_message(assistant(text("done " + WORDS)))
+    second = await compact(s, MODEL, scripted("S2"), settings=settings)
+    assert second.details == {"readFiles": ["a.py"], "modifiedFiles": ["b.py", "c.py"]}

@@ -503,7 +503,7 @@ class CompactionResult(TypedDict):
     tokensAfter: NotRequired[int]
     estimatedTokensAfter: NotRequired[Annotated[int, Doc("pi 1.x's name for tokensAfter.")]]
     usage: NotRequired[Annotated[Usage, Doc("What the summarising call cost (pi 1.x).")]]
-    details: NotRequired[Any]
+    details: NotRequired[Annotated[Any, Doc("`{readFiles, modifiedFiles}` of what was summarised (pi 1.6).")]]
 
 
 @record(OPEN)

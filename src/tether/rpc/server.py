@@ -456,6 +456,8 @@ class RpcServer:
         }
         if result.usage is not None:
             answer["usage"] = result.usage
+        if result.details is not None:
+            answer["details"] = result.details
         return answer
 
     def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:

@@ -654,6 +654,8 @@ class AgentSession:
         }
         if result.usage is not None:
             summary["usage"] = result.usage
+        if result.details is not None:
+            summary["details"] = result.details
         await self._emit(compaction_end(reason, summary))
         return result
 

@@ -53,6 +53,8 @@ class CompactionResult:
     tokens_after: int
     usage: Usage | None = None
     """What the summarising call cost (pi 1.x's ``usage`` of a compaction)."""
+    details: dict[str, list[str]] | None = None
+    """``{readFiles, modifiedFiles}`` of what was summarised (``file_lists``), as pi 1.6 reports."""
 
 
 # --- choosing what to summarise -----------------------------------------------------------------
@@ -63,16 +65,19 @@ class _Plan:
     to_summarise: list[AgentMessage]
     first_kept: str | None
     previous_summary: str | None
+    previous_details: object = None
 
 
 def _plan(path: list[Node], keep_recent_tokens: int) -> _Plan:
     """Split the live part of ``path`` into what to summarise and what to keep."""
     start = 0
     previous: str | None = None
+    previous_details: object = None
     for i in range(len(path) - 1, -1, -1):
         if path[i].type == "compaction":
             entry = path[i].entry
             previous = str(entry.get("summary", ""))
+            previous_details = entry.get("details")
             kept = entry.get("firstKeptEntryId")
             start = next((j for j in range(i) if path[j].id == kept), i + 1)
             live = [n for n in path[start:] if n.id != path[i].id]
@@ -93,7 +98,33 @@ def _plan(path: list[Node], keep_recent_tokens: int) -> _Plan:
     while 0 < cut < len(items) and items[cut][1]["role"] == "toolResult":
         cut -= 1
     first_kept = None if cut == len(items) else items[cut][0].id
-    return _Plan([m for _, m in items[:cut]], first_kept, previous)
+    return _Plan([m for _, m in items[:cut]], first_kept, previous, previous_details)
+
+
+def file_lists(messages: Sequence[AgentMessage], previous: object = None) -> dict[str, list[str]]:
+    """``{readFiles, modifiedFiles}``: the paths the summarised part's ``read``, ``write`` and
+    ``edit`` calls named, plus those of the compaction before (its ``details``), as pi 1.6 lists
+    them on a compaction: read-only files apart from changed ones, each list sorted."""
+    read: set[str] = set()
+    changed: set[str] = set()
+    if isinstance(previous, dict):
+        before = cast(dict[str, Any], previous)
+        read.update(p for p in before.get("readFiles") or () if isinstance(p, str))
+        changed.update(p for p in before.get("modifiedFiles") or () if isinstance(p, str))
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        for block in message["content"]:
+            if block["type"] != "toolCall":
+                continue
+            path = block["arguments"].get("path")
+            if not isinstance(path, str) or not path:
+                continue
+            if block["name"] == "read":
+                read.add(path)
+            elif block["name"] in ("write", "edit"):
+                changed.add(path)
+    return {"readFiles": sorted(read - changed), "modifiedFiles": sorted(changed)}
 
 
 # --- summarising --------------------------------------------------------------------------------
@@ -222,8 +253,9 @@ async def compact(
     kept = session.messages[_kept_start(session, plan.first_kept) :] if plan.first_kept else []
     summary_tokens = len(summary) // 4
     tokens_after = summary_tokens + sum(estimate_tokens(m) for m in kept)
-    entry_id = session.append_compaction(summary, plan.first_kept, tokens_before, tokens_after)
-    return CompactionResult(entry_id, summary, plan.first_kept, tokens_before, tokens_after, usage)
+    details = file_lists(plan.to_summarise, plan.previous_details)
+    entry_id = session.append_compaction(summary, plan.first_kept, tokens_before, tokens_after, details)
+    return CompactionResult(entry_id, summary, plan.first_kept, tokens_before, tokens_after, usage, details)
 
 
 def _kept_start(session: Session, first_kept: str) -> int:

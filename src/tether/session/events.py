@@ -76,6 +76,8 @@ class CompactionSummary(TypedDict):
     """pi 1.x's name for ``tokensAfter`` (an estimate of the rebuilt context); both are sent."""
     usage: NotRequired[Usage]
     """What the summarising call cost, when this process made it."""
+    details: NotRequired[dict[str, list[str]]]
+    """``{readFiles, modifiedFiles}`` of what was summarised (pi 1.6)."""
 
 
 class CompactionEndEvent(TypedDict):
