@@ -21,9 +21,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from tether.session.entries import EntryDict
 from tether.session.html_markup import code_block, code_css, diff_lines, looks_like_diff, markdown
 from tether.session.pi_format import iso_timestamp
+from tether.store.entries import EntryDict
 
 STYLE = """
 body { font: 15px/1.55 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
