@@ -38,8 +38,9 @@ from pathlib import Path
 # Bump when the build flags change: a new folder, a new Makefile stamp, a fresh install.
 BUILD_TAG = "portable-1"
 
-# Ninja prints "[n/N] Building ..."; pip and scikit-build-core their own milestones.
-PROGRESS = re.compile(r"^\s*\[\d+/\d+\]|Building wheel|Successfully|Saved|ERROR|error:")
+# Ninja prints "[n/N] <what it runs>"; pip and scikit-build-core their own milestones.
+NINJA_STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]\s*(.*)")
+MILESTONE = re.compile(r"Building wheel|Successfully|Saved|ERROR|error:")
 
 # Instructions that a portable x86-64 build must not contain: any use of the 512-bit zmm or mask
 # registers (AVX-512) or of the AMX tile registers and tile configuration.
@@ -109,13 +110,32 @@ def run(command: list[str], *, env: dict[str, str] | None = None, show_progress:
     tail: list[str] = []
     for line in process.stdout:
         tail = [*tail, line][-40:]
-        if PROGRESS.search(line):
+        shown = progress_line(line)
+        if shown is not None:
             minutes, seconds = divmod(int(time.monotonic() - start), 60)
-            print(f"  [{minutes:02d}:{seconds:02d}] {line.strip()[:150]}", flush=True)
+            print(f"  [{minutes:02d}:{seconds:02d}] {shown}", flush=True)
     code = process.wait()
     if code != 0:
         print("".join(tail), file=sys.stderr)
     return code
+
+
+def progress_line(line: str) -> str | None:
+    """The short form of a build output line worth showing, or ``None``.
+
+    A Ninja step becomes ``[n/N] file``: the name of what it produces (``-o FILE`` of a compiler
+    command in verbose mode, else the last word of ``Building CXX object DIR/FILE.o``), not a
+    command line of several hundred characters. pip's own milestones are shown as they are.
+    """
+    step = NINJA_STEP.match(line)
+    if step is not None:
+        done, total, rest = step.groups()
+        words = rest.split()
+        target = words[words.index("-o") + 1] if "-o" in words[:-1] else (words[-1] if words else "")
+        return f"[{done}/{total}] {Path(target).name}".rstrip()
+    if MILESTONE.search(line):
+        return line.strip()[:150]
+    return None
 
 
 def installed_libraries() -> list[Path]:
@@ -144,9 +164,10 @@ def portability_problems(libraries: list[Path]) -> list[str]:
         listing = subprocess.run(
             [objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True, text=True, check=False
         )
-        hits = NOT_PORTABLE.findall(listing.stdout)
+        hits = [line for line in listing.stdout.splitlines() if NOT_PORTABLE.search(line)]
         if hits:
-            problems.append(f"{library.name}: {len(hits)} AVX-512/AMX instructions (e.g. {hits[0]})")
+            example = hits[0].partition(":")[2].strip()
+            problems.append(f"{library.name}: {len(hits)} AVX-512/AMX instructions (e.g. {example})")
     return problems
 
 
