@@ -43,7 +43,9 @@ LANE_SIZE = 4
 """Slots of a provider's limit per lane. Small, because each pool change also probes the idle
 connections of its pool (a system call each): at 1,000 sessions, lanes of ~31 connections cost
 the whole run about 25% more CPU than lanes of ~4 (``bench/p6_concurrency.py``)."""
-CONNECT_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 10.0
+"""Seconds to set up a connection (TCP and TLS): a provider does it in well under one; a server
+that is down or behind a black hole should not keep a run silent for half a minute per attempt."""
 
 _limits: dict[str | None, int | None] = {}
 """Provider name → its limit (``None``: no limit); the key ``None`` is every other provider's."""

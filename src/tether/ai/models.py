@@ -21,7 +21,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
@@ -77,6 +77,44 @@ LOCAL_PROVIDERS: tuple[ProviderInfo, ...] = (
 """OpenAI-compatible servers people run on their own machine, at their default ports."""
 
 
+BASE_URL_ENV: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_BASE_URL", ""),
+    "anthropic": ("ANTHROPIC_BASE_URL", ""),
+    "google": ("GOOGLE_GEMINI_BASE_URL", "/v1beta"),
+}
+"""Provider → the variable its official SDK reads for another endpoint (a proxy, a gateway, an
+OpenAI-compatible server), and what tether's base URL adds to it: google-genai appends the API
+version to ``GOOGLE_GEMINI_BASE_URL``, whereas the catalog's Gemini URL includes it. As in the
+SDKs, an explicit URL (``models.json``, a model of your own) wins over the variable."""
+
+
+def base_urls_from_env(env: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """``(provider, base URL)`` for each ``BASE_URL_ENV`` variable that is set."""
+    environ = os.environ if env is None else env
+    moved: list[tuple[str, str]] = []
+    for provider, (name, suffix) in BASE_URL_ENV.items():
+        value = environ.get(name, "").strip()
+        if value:
+            moved.append((provider, value.rstrip("/") + suffix))
+    return tuple(moved)
+
+
+def _moved(catalog: Catalog, moved: tuple[tuple[str, str], ...]) -> Catalog:
+    """``catalog`` with the providers of ``moved`` (and their models) at their new base URLs."""
+    if not moved:
+        return catalog
+    urls = dict(moved)
+    providers = {
+        name: replace(info, base_url=urls[name]) if name in urls else info
+        for name, info in catalog.providers.items()
+    }
+    models = {
+        key: cast(ModelInfo, {**model, "baseUrl": urls[key[0]]}) if key[0] in urls else model
+        for key, model in catalog.models.items()
+    }
+    return Catalog(providers, models)
+
+
 class UnknownModelError(ModelError, LookupError):
     """No model (or several) answer a lookup. ``candidates`` are close ``provider/id`` names."""
 
@@ -130,7 +168,9 @@ class ModelRegistry:
     share one registry; tests and embedders may build their own."""
 
     def __init__(self, catalog: Catalog | None = None, models_path: Callable[[], Path] = paths.models_file):
+        self._shipped = catalog
         self._catalog = catalog
+        self._moved_by: tuple[tuple[str, str], ...] = ()
         self._models_path = models_path
         self._user = _UserLayer(None, {}, {})
         self._user_loaded = False
@@ -139,8 +179,14 @@ class ModelRegistry:
 
     @property
     def catalog(self) -> Catalog:
-        if self._catalog is None:
-            self._catalog = load_catalog()
+        """The shipped catalog, with the providers whose base-URL variable is set moved there
+        (``BASE_URL_ENV``; re-read on every lookup, as the key variables are)."""
+        if self._shipped is None:
+            self._shipped = load_catalog()
+        moved = base_urls_from_env()
+        if self._catalog is None or moved != self._moved_by:
+            self._catalog, self._moved_by = _moved(self._shipped, moved), moved
+            self._user_loaded = False  # built over the catalog: shipped models it overrides moved too
         return self._catalog
 
     # lookups
@@ -282,14 +328,15 @@ class ModelRegistry:
         return {**self.catalog.models, **self._user_layer().models, **self._models}
 
     def _user_layer(self) -> _UserLayer:
+        catalog = self.catalog  # first: a change of the base-URL variables rebuilds this layer too
         path = self._models_path()
         stamp = _stamp(path)
         if not self._user_loaded or stamp != self._user.stamp:
             layer = _UserLayer(stamp, {}, {})
             if stamp is not None:
                 # A bad file raises here and stays unloaded: every lookup reports it until fixed.
-                known = frozenset(self.catalog.providers)
-                layer = _build_user_layer(path, stamp, read_models_file(path, known), self.catalog)
+                known = frozenset(catalog.providers)
+                layer = _build_user_layer(path, stamp, read_models_file(path, known), catalog)
             self._user, self._user_loaded = layer, True
         return self._user
 
@@ -476,6 +523,7 @@ def providers_with_keys(env: Mapping[str, str] | None = None) -> list[ProviderIn
 
 
 __all__ = [
+    "BASE_URL_ENV",
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_MAX_TOKENS",
     "LOCAL_PROVIDERS",
@@ -484,6 +532,7 @@ __all__ = [
     "ProviderInfo",
     "UnknownModelError",
     "UnknownProviderError",
+    "base_urls_from_env",
     "default_model",
     "default_registry",
     "find_model",

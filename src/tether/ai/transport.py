@@ -3,7 +3,8 @@
 ``open_stream`` sends a JSON body and returns the streaming response once the status is 2xx, or a
 ``RequestFailed`` describing why not (failures are data here, never exceptions). It retries what
 is worth retrying *before anything was streamed*: HTTP 408/409/429/5xx, Anthropic's
-``overloaded_error`` and connection errors, with exponential backoff (``retry_base_delay`` × 2^n,
+``overloaded_error`` and connection errors (not a refused connection, an unreachable host or an
+unknown host name: nobody serves there, so that fails at once, naming the URL), with exponential backoff (``retry_base_delay`` × 2^n,
 ``max_retries`` times). A server-requested delay (``retry-after-ms`` / ``Retry-After``) wins over
 the backoff; one above ``max_retry_delay`` fails at once, saying so. Quota, billing and
 authentication errors are never retried: waiting does not fix them.
@@ -17,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -136,9 +140,9 @@ async def send(
         else:
             response = await client.send(http_request, stream=True)
     except httpx2.TimeoutException as exc:
-        return RequestFailed(f"Request timed out: {_text(exc)}", retryable=True)
+        return RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:
-        return RequestFailed(f"Connection error: {_text(exc)}", retryable=True)
+        return connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
         return RequestFailed(f"Request failed: {_text(exc)}")
     if response.status_code < 300:
@@ -227,6 +231,30 @@ def _retry_after(headers: httpx2.Headers) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(when.timestamp() - time.time(), 0.0)
+
+
+_NOBODY_THERE = {
+    errno.ECONNREFUSED: "connection refused: is the server running?",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
+"""Connect errors that say nobody serves at that address: another attempt a few seconds later
+meets the same (a server that is not running, a wrong port, a host that is down)."""
+
+
+def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
+    """A connection error naming ``url``: retried, unless the address itself is wrong (refused,
+    unreachable, a host name that does not exist), which fails at once instead of after every
+    retry's back-off; the message then does not read as transient to the session's retry."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME:
+            host = urlsplit(url).hostname
+            return RequestFailed(f"Cannot reach {url}: unknown host {host!r}")
+        if isinstance(cause, OSError) and cause.errno in _NOBODY_THERE:
+            return RequestFailed(f"Cannot reach {url}: {_NOBODY_THERE[cause.errno]}")
+        cause = cause.__cause__ or cause.__context__
+    return RequestFailed(f"Connection error ({url}): {_text(exc)}", retryable=True)
 
 
 def _text(exc: BaseException) -> str:

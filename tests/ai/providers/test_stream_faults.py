@@ -7,6 +7,7 @@ stream contract on every run). Faults only some APIs have live in the per-API mo
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import cast
 
 import pytest
@@ -14,6 +15,7 @@ from faultkit import APIS, CONTEXT, GEMINI, LONG, TEXT, after_event, collect, ev
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tether.ai import AbortController, StreamOptions, stream
+from tether.ai.transport import HttpRequest, RequestFailed, send
 from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.wire import AssistantMessage
@@ -155,11 +157,33 @@ async def test_an_empty_200_body_says_so(api: str) -> None:
     assert final["errorMessage"] == "The response had no events: HTTP 200, text/event-stream, empty body"
 
 
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_a_refused_connection_is_not_retried_and_names_the_url() -> None:
+    """Nobody serves there: no retry (a server that is not running stays so for a while), and
+    the message says where tether tried, so a wrong base URL or port shows."""
+    url = f"http://127.0.0.1:{closed_port()}/v1/chat/completions"
+    failure = await send(HttpRequest(url, {}, {"model": "m"}), fast())
+    assert isinstance(failure, RequestFailed)
+    assert failure.message == f"Cannot reach {url}: connection refused: is the server running?"
+    assert not failure.retryable
+
+
 @each_api
-async def test_unreachable_server(api: str) -> None:
-    _, final = await collect(model("http://127.0.0.1:9", api), fast(max_retries=1))
+async def test_a_refused_connection_ends_the_stream_naming_the_server(api: str) -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}"
+    _, final = await collect(model(base_url, api), fast(max_retries=3))
     assert final["stopReason"] == "error"
-    assert final["errorMessage"].startswith("Connection error")
+    message = final["errorMessage"] or ""
+    assert message.startswith(f"Cannot reach {base_url}/")
+    assert message.endswith("connection refused: is the server running?")
+    # The session's retry does not take it for a passing fault either.
+    assert not is_transient_error(final)
 
 
 @each_api
