@@ -14,7 +14,7 @@ import tether
 from tether.ai.models import ProviderInfo, register_provider_info
 
 
-async def main(base_url: str, model_id: str, question: str) -> None:
+async def main(base_url: str, model_id: str, question: str) -> str | None:
     # No api_key_env: the server takes no key, and it accepts any model id.
     register_provider_info(ProviderInfo("my-server", "openai-completions", base_url, None, local=True))
     core = tether.create_agent_session(
@@ -28,10 +28,16 @@ async def main(base_url: str, model_id: str, question: str) -> None:
                     print(delta["delta"], end="", flush=True)
             elif event["type"] == "message_end" and event["message"]["role"] == "assistant":
                 print(f"\n[{event['message']['stopReason']}]")
+        answer = core.last_assistant()
+        if answer is not None and answer["stopReason"] in ("error", "aborted"):
+            return f"error: {answer.get('errorMessage')}"  # a failed reply: exit 1 saying why
     finally:
         await core.close()
 
 
 if __name__ == "__main__":
     url, model, *words = sys.argv[1:] or ["http://127.0.0.1:8080/v1", "default"]
-    asyncio.run(main(url, model, " ".join(words) or "Say hello."))
+    try:
+        sys.exit(asyncio.run(main(url, model, " ".join(words) or "Say hello.")))
+    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+        sys.exit(f"error: {exc}")

@@ -25,7 +25,7 @@ def answer_text(message: tether.AssistantMessage | None) -> str:
     return "".join(b["text"] for b in message["content"] if b["type"] == "text") if message else ""
 
 
-async def main(question: str) -> None:
+async def main(question: str) -> str | None:
     core = tether.create_agent_session(
         model=os.environ.get("EXAMPLE_MODEL"),
         tools=[],  # none of the built-in coding tools: only the server's
@@ -41,10 +41,16 @@ async def main(question: str) -> None:
         for server in core.mcp.statuses():  # a server that failed to start says why here
             error = server.error or "no error"
             print(f"[{server.name}: {server.status}, {len(server.tools)} tools, {error}]")
+        answer = core.last_assistant()
+        if answer is not None and answer["stopReason"] in ("error", "aborted"):
+            return f"error: {answer.get('errorMessage')}"  # a failed reply: exit 1 saying why
         print(answer_text(core.last_assistant()))
     finally:
         await core.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(" ".join(sys.argv[1:]) or "What time is it in Tokyo?"))
+    try:
+        sys.exit(asyncio.run(main(" ".join(sys.argv[1:]) or "What time is it in Tokyo?")))
+    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+        sys.exit(f"error: {exc}")

@@ -14,7 +14,7 @@ import sys
 import tether
 
 
-async def main(args: list[str]) -> None:
+async def main(args: list[str]) -> str | None:
     resume = args[1] if args[:1] == ["--resume"] else None
     prompt = " ".join(args[2:] if resume else args) or "Hello!"
     core = tether.create_agent_session(
@@ -26,6 +26,9 @@ async def main(args: list[str]) -> None:
         for message in core.messages:  # the stored transcript, loaded on resume
             print(f"[earlier] {message['role']}: {tether.message_text(message)}")
         await core.prompt(prompt)  # recorded message by message as the run goes
+        answer = core.last_assistant()
+        if answer is not None and answer["stopReason"] in ("error", "aborted"):
+            return f"error: {answer.get('errorMessage')}"  # a failed reply: exit 1 saying why
         print(f"assistant: {tether.message_text(core.messages[-1])}")
         print(f"session: {core.session_id}")
     finally:
@@ -33,4 +36,7 @@ async def main(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:]))
+    try:
+        sys.exit(asyncio.run(main(sys.argv[1:])))
+    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+        sys.exit(f"error: {exc}")

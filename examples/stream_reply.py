@@ -12,7 +12,7 @@ import sys
 import tether
 
 
-async def main(question: str) -> None:
+async def main(question: str) -> str | None:
     core = tether.create_agent_session(
         model=os.environ.get("EXAMPLE_MODEL"),
         tools=[],  # no built-in tools: just talk
@@ -25,9 +25,15 @@ async def main(question: str) -> None:
                 if delta["type"] == "text_delta":
                     print(delta["delta"], end="", flush=True)
         print()
+        answer = core.last_assistant()
+        if answer is not None and answer["stopReason"] in ("error", "aborted"):
+            return f"error: {answer.get('errorMessage')}"  # a failed reply: exit 1 saying why
     finally:
         await core.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(" ".join(sys.argv[1:]) or "Say hello in five words."))
+    try:
+        sys.exit(asyncio.run(main(" ".join(sys.argv[1:]) or "Say hello in five words.")))
+    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+        sys.exit(f"error: {exc}")

@@ -29,7 +29,7 @@ def answer_text(message: tether.AssistantMessage | None) -> str:
     return "".join(b["text"] for b in message["content"] if b["type"] == "text") if message else ""
 
 
-async def main(question: str) -> None:
+async def main(question: str) -> str | None:
     core = tether.create_agent_session(
         model=os.environ.get("EXAMPLE_MODEL"),
         tools=[],  # none of the built-in coding tools, only ours
@@ -42,10 +42,16 @@ async def main(question: str) -> None:
                 print(f"-> {event['toolName']}({event['args']})")
             elif event["type"] == "tool_execution_end":
                 print(f"<- {event['toolName']}: {event['result'].content}")
+        answer = core.last_assistant()
+        if answer is not None and answer["stopReason"] in ("error", "aborted"):
+            return f"error: {answer.get('errorMessage')}"  # a failed reply: exit 1 saying why
         print(answer_text(core.last_assistant()))
     finally:
         await core.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(" ".join(sys.argv[1:]) or "Weather in Lisbon? And 17 * 23?"))
+    try:
+        sys.exit(asyncio.run(main(" ".join(sys.argv[1:]) or "Weather in Lisbon? And 17 * 23?")))
+    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+        sys.exit(f"error: {exc}")

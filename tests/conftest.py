@@ -14,7 +14,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from tether.ai.models import BASE_URL_ENV
 from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+
+
+@pytest.fixture(autouse=True)
+def _no_base_url_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's ``OPENAI_BASE_URL`` (or another provider's) moves no test's provider."""
+    for name, _ in BASE_URL_ENV.values():
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")

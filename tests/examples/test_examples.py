@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,8 @@ class Runner:
         self.project = tmp / "project"
         self.home.mkdir()
         self.project.mkdir()
+        self.returncode: int | None = None
+        self.stderr = ""
 
     def script(self, name: str, responses: Sequence[Mapping[str, Any]]) -> str:
         """A scripted-model script (conformance response format), as a model spec."""
@@ -40,10 +43,15 @@ class Runner:
         return f"scripted:{path}"
 
     async def run(
-        self, example: str, *args: str, model: str | None = None, env: Mapping[str, str] | None = None
+        self,
+        example: str,
+        *args: str,
+        model: str | None = None,
+        env: Mapping[str, str] | None = None,
+        expect_failure: bool = False,
     ) -> str:
         """Run ``examples/<example>`` in the project folder (``env`` added to its environment);
-        its stdout (it must exit 0)."""
+        its stdout (it must exit 0, or not at all with ``expect_failure``; then ``stderr`` says why)."""
         extra = env or {}
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env.pop("TETHER_SCRIPTED", None)
@@ -63,7 +71,11 @@ class Runner:
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(process.communicate(), 60)
-        assert process.returncode == 0, f"{example} exited {process.returncode}:\n{err.decode()}"
+        self.returncode, self.stderr = process.returncode, err.decode()
+        if expect_failure:
+            assert process.returncode != 0, f"{example} exited 0:\n{out.decode()}"
+        else:
+            assert process.returncode == 0, f"{example} exited {process.returncode}:\n{self.stderr}"
         return out.decode()
 
 
@@ -195,6 +207,33 @@ async def test_local_server_streams_from_an_openai_compatible_endpoint(runner: R
     assert sent["model"] == "qwen3-8b"
     assert sent["stream"] is True
     assert sent["messages"][-1] == {"role": "user", "content": "Why blue?"}
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_a_server_that_is_not_running_is_named_and_the_example_fails(runner: Runner) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    out = await runner.run("local_server.py", url, "qwen3-8b", "Hi", expect_failure=True)
+    assert out == "\n[error]\n"
+    assert runner.returncode == 1
+    assert runner.stderr == (
+        f"error: Cannot reach {url}/chat/completions: connection refused: is the server running?\n"
+    )
+
+
+async def test_no_usable_model_is_one_error_line_not_a_traceback(runner: Runner) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    await runner.run("stream_reply.py", "Hi", env={"OPENAI_BASE_URL": url}, expect_failure=True)
+    assert runner.returncode == 1
+    assert (
+        runner.stderr
+        == f"error: OPENAI_BASE_URL is {url}, but nothing answers there ([Errno 111] Connection refused)\n"
+    )
 
 
 async def test_many_sessions_share_the_connection_limit(runner: Runner) -> None:
