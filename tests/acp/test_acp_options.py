@@ -73,9 +73,13 @@ async def test_model_and_thinking_options(project: Path, tmp_path: Path) -> None
         )
         assert switched is not None
         assert by_id(switched.config_options)["model"].current_value == "anthropic/claude-haiku-4-5"
+        # Recorded in the session, which is stored with its first message (none here).
+        session = agent._sessions[created.session_id].core.session  # pyright: ignore[reportPrivateUsage]
+        assert session is not None
+        context = session.context
+        assert context.model is not None and context.model.model_id == "claude-haiku-4-5"
+        assert context.thinking_level == "high"
     finally:
         await agent.close()
     with SessionManager.at(default_db_path({"TETHER_HOME": str(tmp_path / "home")})) as sessions:
-        context = sessions.open(created.session_id, readonly=True).context
-    assert context.model is not None and context.model.model_id == "claude-haiku-4-5"
-    assert context.thinking_level == "high"
+        assert sessions.list() == []

@@ -250,7 +250,7 @@ class TetherAcpAgent:
 
         try:
             with SessionManager() as manager:
-                records = manager.list(cwd)
+                records = manager.list(cwd, empty=False)
         except SessionDatabaseError as exc:
             raise database_failure(exc) from None
         infos = [

@@ -68,7 +68,7 @@ def session_rows(*, cwd: Path | None, limit: int | None = None) -> list[SessionR
 
     sessions = SessionManager()
     try:
-        records = sessions.list(cwd=str(cwd) if cwd is not None else None, limit=limit)
+        records = sessions.list(cwd=str(cwd) if cwd is not None else None, limit=limit, empty=False)
     finally:
         sessions.close()
     return [SessionRow.of(r) for r in records]

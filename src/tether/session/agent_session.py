@@ -498,7 +498,7 @@ class AgentSession:
 
     def new_session(self) -> str | None:
         """Start over in a fresh session (same model and settings)."""
-        self._attach(self._sessions.create(self.cwd) if self._sessions is not None else None)
+        self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
         self.record_settings()
         return self.session_id
 
@@ -561,8 +561,8 @@ class AgentSession:
         return session_id
 
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
-        """This workspace's sessions, newest first."""
-        return self._require_sessions().list(cwd=str(self.cwd), limit=limit)
+        """This workspace's sessions with a message, newest first."""
+        return self._require_sessions().list(cwd=str(self.cwd), limit=limit, empty=False)
 
     def rename_session(self, session_id: str, title: str) -> None:
         """Name any stored session (``rename`` names this one)."""

@@ -406,7 +406,7 @@ def _open_session(
             latest = sessions.resume(cwd)
             if latest is not None:
                 return sessions, latest
-        return sessions, sessions.create(cwd)
+        return sessions, sessions.create(cwd, deferred=True)  # stored with its first message
     except BaseException:
         sessions.close()
         raise

@@ -35,15 +35,41 @@ class SessionManager:
         model: ModelInfo | None = None,
         thinking_level: str | None = None,
         system_prompt: str | None = None,
+        deferred: bool = False,
     ) -> Session:
-        """A new, empty, writable session; initial settings become its first entries."""
-        record = self.store.create_session(
-            new_id(), str(cwd if cwd is not None else Path.cwd()), now_ms(), title=title, version=ENTRY_FORMAT
-        )
-        lease = self.store.acquire_writer(record.id)
-        # Nothing to read back: nobody else knows the new id, so the row is as created and the
-        # tree empty (``open`` re-reads both once it holds the lease).
-        session = Session(self.store, record, EntryTree(), lease)
+        """A new, empty, writable session; initial settings become its first entries.
+
+        ``deferred``: store nothing until the first message is appended (see ``Session``), so a
+        run that fails before it, or a start left at once, leaves no empty session behind. Every
+        front end creates its sessions so."""
+        session_id, where, created = new_id(), str(cwd if cwd is not None else Path.cwd()), now_ms()
+        if deferred:
+            record = SessionRecord(
+                session_id,
+                where,
+                title,
+                created,
+                created,
+                None,
+                ENTRY_FORMAT,
+                None,
+                None,
+                None,
+                0,
+                0,
+                0.0,
+                0,
+                0,
+                0,
+                0,
+            )
+            session = Session(self.store, record, EntryTree(), None, unstored=True)
+        else:
+            record = self.store.create_session(session_id, where, created, title=title, version=ENTRY_FORMAT)
+            lease = self.store.acquire_writer(record.id)
+            # Nothing to read back: nobody else knows the new id, so the row is as created and
+            # the tree empty (``open`` re-reads both once it holds the lease).
+            session = Session(self.store, record, EntryTree(), lease)
         if model is not None:
             session.set_model(model)
         if thinking_level is not None:
@@ -53,10 +79,20 @@ class SessionManager:
         return session
 
     def list(
-        self, cwd: str | os.PathLike[str] | None = None, limit: int | None = None
+        self, cwd: str | os.PathLike[str] | None = None, limit: int | None = None, *, empty: bool = True
     ) -> list[SessionRecord]:
-        """Sessions newest first (all, or those of ``cwd``) with title, first prompt, counts, cost."""
-        return self.store.list_sessions(str(cwd) if cwd is not None else None, limit)
+        """Sessions newest first (all, or those of ``cwd``) with title, first prompt, counts, cost.
+
+        ``empty=False`` leaves out the sessions without a message (made by an older tether or
+        a ``create`` without ``deferred``): nothing to resume there."""
+        where = str(cwd) if cwd is not None else None
+        records = self.store.list_sessions(where, limit)
+        if empty:
+            return records
+        kept = [r for r in records if r.message_count]
+        if limit is not None and len(kept) < len(records):  # empty ones took places: read on
+            kept = [r for r in self.store.list_sessions(where) if r.message_count][:limit]
+        return kept
 
     def open(self, session_id: str, *, readonly: bool = False) -> Session:
         """Open a session at its persisted leaf; writable unless ``readonly``."""
@@ -65,8 +101,8 @@ class SessionManager:
         return self._writable(self.store.get_session(session_id))
 
     def resume(self, cwd: str | os.PathLike[str]) -> Session | None:
-        """Open the most recently updated session of ``cwd``, if any."""
-        newest = self.list(cwd, limit=1)
+        """Open the most recently updated session of ``cwd`` that has a message, if any."""
+        newest = self.list(cwd, limit=1, empty=False)
         return self.open(newest[0].id) if newest else None
 
     def fork(self, session_id: str, entry_id: str | None = None) -> Session:

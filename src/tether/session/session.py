@@ -5,6 +5,12 @@ All history is written here, by the runtime: entry ids come from the monotonic i
 clocks) and timestamps from the clock, never from the caller. A writable session holds the
 store's writer lease for its whole life; a read-only one can look but not append.
 
+A session created with ``deferred=True`` (``SessionManager.create``; what every front end does)
+is not in the store until its first message: the entries before it (model, thinking level,
+system prompt, a title) are held in this handle, and the first message's append creates the
+session, takes its writer lease and writes them all. A run that fails before any message, or an
+interactive start left at once, stores nothing.
+
 Appends are committed before they return, unless writes are deferred (``defer_writes``, what
 ``AgentSession`` does for the length of a run): then the store's writer thread commits them,
 in order, and ``settle_writes`` waits for them without blocking the event loop. Until then they
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import AgentEvent
@@ -67,11 +74,19 @@ class Session:
         record: SessionRecord,
         tree: EntryTree,
         lease: WriterLease | None,
+        *,
+        unstored: bool = False,
     ) -> None:
         self._store = store
         self._record = record
         self._tree = tree
         self._lease = lease
+        self._unstored = unstored
+        """Not in the store yet: created when the first message is appended (module docstring)."""
+        self._held: list[EntryDict] = []
+        """The entries appended while unstored, written with the first message."""
+        self._created_title = record.title
+        """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
@@ -96,7 +111,15 @@ class Session:
 
     @property
     def readonly(self) -> bool:
+        if self._unstored:
+            return False
         return self._lease is None or not self._lease.active
+
+    @property
+    def stored(self) -> bool:
+        """Whether the session is in the store (``False`` until the first message of a session
+        created with ``deferred=True``)."""
+        return not self._unstored
 
     @property
     def leaf_id(self) -> str | None:
@@ -339,9 +362,12 @@ class Session:
             return self._append(
                 [{"type": "branch_summary", "fromId": old_leaf or "", "summary": summary}], parent=leaf
             )[0]
-        assert self._lease is not None
-        self.flush_writes()
-        self._record = self._store.set_leaf(self._lease, leaf, now_ms())
+        if self._unstored:
+            self._record = replace(self._record, leaf_id=leaf, updated=now_ms())
+        else:
+            assert self._lease is not None
+            self.flush_writes()
+            self._record = self._store.set_leaf(self._lease, leaf, now_ms())
         self._context = build_context(self._tree.path(leaf))
         return leaf
 
@@ -380,7 +406,10 @@ class Session:
             self._raise_failed_write()
 
     def close(self) -> None:
-        """Wait for deferred appends, then release the writer lease (the handle stays readable)."""
+        """Wait for deferred appends, then release the writer lease (the handle stays readable).
+        A session still unstored (no message) is dropped: nothing of it was ever written."""
+        self._unstored = False  # read-only from now on, whether or not it was stored
+        self._held = []
         try:
             self.flush_writes()
         finally:
@@ -396,8 +425,25 @@ class Session:
     # -- internals -------------------------------------------------------------------------------
 
     def _writable(self) -> None:
-        if self._lease is None or not self._lease.active:
+        if self.readonly:
             raise ReadOnlySessionError(self.id)
+
+    def _store_now(self) -> None:
+        """Create the session in the store and take its writer lease: the first message came."""
+        record = self._record
+        # The row as the store has it (no entries, no counters): the append of the held entries
+        # and the message brings it to what this handle has.
+        self._record = self._store.create_session(
+            record.id,
+            record.cwd,
+            record.created,
+            parent_session_id=record.parent_session_id,
+            parent_entry_id=record.parent_entry_id,
+            title=self._created_title,
+            version=record.version,
+        )
+        self._lease = self._store.acquire_writer(record.id)
+        self._unstored = False
 
     def _append(self, partials: list[dict[str, Any]], *, parent: str | _AtLeaf | None = AT_LEAF) -> list[str]:
         """Give entries ids, parents and timestamps, write them in one transaction, update state.
@@ -405,7 +451,6 @@ class Session:
         Entries chain from ``parent`` (default: the current leaf); the last becomes the leaf.
         """
         self._writable()
-        assert self._lease is not None
         moved = not isinstance(parent, _AtLeaf)
         if isinstance(parent, _AtLeaf):
             parent = self.leaf_id
@@ -420,16 +465,14 @@ class Session:
             )
             parent = entry_id
         fresh = [e for e in entries if not self._replayed(e)]
-        if self._deferring and fresh:
-            self._raise_failed_write()  # a later entry must not hang off one that was not written
-            self._pending.append(self._store.append_later(self._lease, fresh, cast(str, parent), timestamp))
+        if self._unstored and not any(e["type"] == "message" for e in fresh):
+            self._held.extend(fresh)  # no message yet: nothing is stored (module docstring)
             self._record = advanced_record(self._record, fresh, cast(str, parent), timestamp)
         else:
-            self.flush_writes()  # after the deferred ones, in order
-            if fresh:
-                self._record = self._store.append(self._lease, fresh, cast(str, parent), timestamp)
-            else:
-                self._record = self._store.set_leaf(self._lease, parent, timestamp)
+            if self._unstored:
+                self._store_now()
+                fresh, self._held = [*self._held, *fresh], []
+            self._write(fresh, cast(str, parent), timestamp)
         nodes: list[Node] = [self._tree.get(e["id"]) or self._tree.add(e) for e in entries]
         if moved or any(n.type == "compaction" for n in nodes):
             self._context = build_context(self._tree.path(self.leaf_id))
@@ -437,6 +480,21 @@ class Session:
             for node in nodes:
                 self._context.add(node)
         return [e["id"] for e in entries]
+
+    def _write(self, fresh: list[EntryDict], leaf: str, timestamp: int) -> None:
+        """Store ``fresh`` with ``leaf`` as the new leaf: now, or by the writer thread when
+        writes are deferred; only the leaf moves when every entry was a durable replay's."""
+        assert self._lease is not None
+        if self._deferring and fresh:
+            self._raise_failed_write()  # a later entry must not hang off one that was not written
+            self._pending.append(self._store.append_later(self._lease, fresh, leaf, timestamp))
+            self._record = advanced_record(self._record, fresh, leaf, timestamp)
+        else:
+            self.flush_writes()  # after the deferred ones, in order
+            if fresh:
+                self._record = self._store.append(self._lease, fresh, leaf, timestamp)
+            else:
+                self._record = self._store.set_leaf(self._lease, leaf, timestamp)
 
     def _replayed(self, entry: EntryDict) -> bool:
         """Whether a durable replay's entry is already stored (see ``use_ids``)."""
