@@ -85,6 +85,8 @@ class Session:
         """Not in the store yet: created when the first message is appended (module docstring)."""
         self._held: list[EntryDict] = []
         """The entries appended while unstored, written with the first message."""
+        self._dropped = False
+        """Closed while unstored: nothing was written, nothing will be."""
         self._created_title = record.title
         """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
@@ -112,7 +114,7 @@ class Session:
     @property
     def readonly(self) -> bool:
         if self._unstored:
-            return False
+            return self._dropped
         return self._lease is None or not self._lease.active
 
     @property
@@ -408,8 +410,7 @@ class Session:
     def close(self) -> None:
         """Wait for deferred appends, then release the writer lease (the handle stays readable).
         A session still unstored (no message) is dropped: nothing of it was ever written."""
-        self._unstored = False  # read-only from now on, whether or not it was stored
-        self._held = []
+        self._dropped, self._held = True, []  # an unstored session is read-only from now on
         try:
             self.flush_writes()
         finally:
