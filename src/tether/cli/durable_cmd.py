@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tether.durable.config import DurableConfig
     from tether.durable.workflow import Setup
 
-MISSING = "durable runs need the durable extra: pip install 'tether[durable]'"
+MISSING = "durable runs need the durable extra: pip install 'dbos>=3.4,<4'"
 
 
 class DurableCommandError(UserError):

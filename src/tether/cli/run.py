@@ -172,7 +172,8 @@ def _run_acp(options: RunOptions) -> int:
         if exc.name is None or not exc.name.startswith("acp"):
             raise
         sys.stderr.write(
-            "tether: --mode acp needs the Agent Client Protocol SDK: pip install 'tether[acp]'\n"
+            "tether: --mode acp needs the Agent Client Protocol SDK (the acp extra): "
+            "pip install 'agent-client-protocol>=0.12.1,<0.13'\n"
         )
         return 1
     return run_acp(options.session_options())

