@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, json_lines, text_reply
+from tmux_support import Terminal
 
 from tether.session import SessionManager
 from tether.store import default_db_path
@@ -198,3 +199,35 @@ def test_sessions_delete_asks_unless_yes(cli: CliEnv) -> None:
         assert sessions.list() == []
     gone = cli.run("sessions", "delete", "-y", "no-such-id")
     assert gone.returncode == 1 and gone.stderr.startswith("tether: ") and "no-such-id" in gone.stderr
+
+
+def test_a_failed_or_empty_start_stores_no_session_and_continue_takes_one_with_content(cli: CliEnv) -> None:
+    """No empty sessions: not from a run that fails before its prompt, not from an interactive
+    start left at once (Ctrl-D); ``-c`` continues the newest session that has a message, even
+    when an empty one (as older versions left behind) is newer."""
+    failed = cli.run("-p", "hello", "--model", "nosuchprovider/x")
+    assert failed.returncode == 1 and "nosuchprovider" in failed.stderr
+    terminal = Terminal(
+        [sys.executable, "-m", "tether.cli"],
+        str(cli.project),
+        cli.env(TETHER_SCRIPTED=str(cli.script("idle", [text_reply("unused")])), TERM="xterm-256color"),
+    )
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.send("C-d")
+        terminal.wait_until_dead()
+    finally:
+        terminal.close()
+    with stored_sessions(cli) as sessions:
+        assert sessions.list() == []
+
+    first = cli.run("-p", "remember 42", script=cli.script("a", [text_reply("noted")]))
+    assert first.returncode == 0, first.stderr
+    with stored_sessions(cli) as sessions:
+        (talked,) = sessions.list()
+        sessions.create(cli.project).close()  # an empty session, newer
+    again = cli.run("-c", "-p", "what number?", script=cli.script("b", [text_reply("42")]))
+    assert again.returncode == 0, again.stderr
+    assert roles(cli, talked.id) == ["user", "assistant", "user", "assistant"]
+    listing = cli.run("sessions")
+    assert talked.id in listing.stdout and listing.stdout.count("\n") == 2  # header and one row
