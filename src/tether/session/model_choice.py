@@ -402,11 +402,8 @@ def _base_url_server() -> ResolvedModel | None:
     except (httpx2.HTTPError, ValueError) as exc:
         raise ModelError(f"{variable} is {url}: {exc}") from None
     data: object = cast(dict[str, Any], listed).get("data") if isinstance(listed, dict) else None
-    ids = (
-        [m["id"] for m in cast(list[Any], data) if isinstance(m, dict) and isinstance(m.get("id"), str)]
-        if isinstance(data, list)
-        else []
-    )
+    entries = cast(list[dict[str, Any]], data) if isinstance(data, list) else []
+    ids: list[str] = [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]  # pyright: ignore[reportUnnecessaryIsInstance]
     if not ids:
         status = response.status_code
         raise ModelError(

