@@ -39,5 +39,5 @@ if __name__ == "__main__":
     url, model, *words = sys.argv[1:] or ["http://127.0.0.1:8080/v1", "default"]
     try:
         sys.exit(asyncio.run(main(url, model, " ".join(words) or "Say hello.")))
-    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+    except tether.TetherError as exc:  # no usable model, a bad setting: the message says what to do
         sys.exit(f"error: {exc}")

@@ -52,5 +52,5 @@ async def main(question: str) -> str | None:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main(" ".join(sys.argv[1:]) or "What time is it in Tokyo?")))
-    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+    except tether.TetherError as exc:  # no usable model, a bad setting: the message says what to do
         sys.exit(f"error: {exc}")

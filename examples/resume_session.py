@@ -38,5 +38,5 @@ async def main(args: list[str]) -> str | None:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main(sys.argv[1:])))
-    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+    except tether.TetherError as exc:  # no usable model, a bad setting: the message says what to do
         sys.exit(f"error: {exc}")

@@ -35,5 +35,5 @@ async def main(question: str) -> str | None:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main(" ".join(sys.argv[1:]) or "Say hello in five words.")))
-    except ValueError as exc:  # no usable model, a bad setting: the message says what to do
+    except tether.TetherError as exc:  # no usable model, a bad setting: the message says what to do
         sys.exit(f"error: {exc}")

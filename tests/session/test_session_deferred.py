@@ -8,11 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from session_helpers import MODEL, assistant, text, user
 
-from tether.session import SessionManager, SessionNotFoundError
+from session_helpers import MODEL, assistant, text, user
+from tether.session import SessionManager
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.settings import Settings
+from tether.store import SessionNotFoundError
 
 
 def test_nothing_is_stored_until_the_first_message_then_everything_is(manager: SessionManager) -> None:
