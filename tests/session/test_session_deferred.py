@@ -13,7 +13,7 @@ from session_helpers import MODEL, assistant, text, user
 from tether.session import SessionManager
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.settings import Settings
-from tether.store import SessionNotFoundError
+from tether.store import SessionError, SessionNotFoundError
 
 
 def test_nothing_is_stored_until_the_first_message_then_everything_is(manager: SessionManager) -> None:
@@ -114,3 +114,23 @@ def _script(folder: Path) -> Path:
     path = folder / "script.json"
     path.write_text('[{"content": [{"type": "text", "text": "hi"}]}]')
     return path
+
+
+async def test_fork_and_export_of_a_session_without_a_message_say_so(tmp_path: Path) -> None:
+    core = create_agent_session(
+        cwd=tmp_path,
+        settings=Settings(),
+        model=f"scripted:{_script(tmp_path)}",
+        session=SessionChoice(),
+        sessions=SessionManager.at(tmp_path / "sessions.db"),
+    )
+    try:
+        with pytest.raises(SessionError, match=r"^nothing to fork: this session has no message yet$"):
+            core.fork()
+        with pytest.raises(SessionError, match=r"^nothing to export: this session has no message yet$"):
+            core.export(tmp_path / "out.jsonl")
+        await core.prompt("hello")
+        assert core.session is not None and core.session.stored
+        assert core.export(tmp_path / "out.jsonl").is_file()
+    finally:
+        await core.close()

@@ -581,7 +581,7 @@ class AgentSession:
 
     def fork(self, entry_id: str | None = None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
-        forked = self._require_sessions().fork(self._require_session().id, entry_id)
+        forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
         self._attach(forked)
         return forked.id
 
@@ -675,7 +675,15 @@ class AgentSession:
             from tether.session.export_html import write_html
 
             return write_html(path, session)
-        return self._require_sessions().export(session.id, path)
+        return self._require_sessions().export(self._stored_session("export").id, path)
+
+    def _stored_session(self, operation: str) -> Session:
+        """The session, for an operation that reads it back from the store: one without a
+        message is not stored yet (``SessionManager.create(deferred=True)``), so say so."""
+        session = self._require_session()
+        if not session.stored:
+            raise SessionError(f"nothing to {operation}: this session has no message yet")
+        return session
 
     @property
     def store_path(self) -> str | None:
