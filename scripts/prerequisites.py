@@ -11,7 +11,7 @@ pyright's Node (``pyright[nodejs]``), and cmake and Ninja for the llama.cpp buil
 fetches them from PyPI when the system has none). What is left is below: a C/C++ compiler and
 binutils for the one-time llama.cpp build (not needed once it is built: ``--local-stamp`` is the
 venv's stamp, ``--wheels`` the folder of the kept wheel), and for the tests the PostgreSQL server
-programs, tmux, and Node 20.6+ with npm (the tests that run pi's own code and the npm MCP servers).
+programs, tmux, bubblewrap, and Node 20.6+ with npm (the tests that run pi's own code and the npm MCP servers).
 """
 
 from __future__ import annotations
@@ -88,6 +88,10 @@ def test_problems() -> list[str]:
         )
     if shutil.which("tmux") is None:
         problems.append("tmux, for the terminal UI tests: apt-get install tmux")
+    if shutil.which("bwrap") is None:
+        problems.append(
+            "bubblewrap, the sandbox of the tools' commands (docs/sandbox.md): apt-get install bubblewrap"
+        )
     node = shutil.which("node")
     version = node_version(node) if node is not None else None
     wanted = ".".join(map(str, NODE_MIN))
