@@ -186,7 +186,8 @@ async def test_no_network_unless_allowed(root: Path, home: Path, listener: int) 
 
 
 async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) -> None:
-    command = "for i in $(seq 300); do sleep 3 & done; jobs -p | wc -l; kill $(jobs -p)"
+    # sleeps that outlast the loop however slow the machine, so they all exist at once
+    command = "for i in $(seq 300); do sleep 60 & done; jobs -p | wc -l; kill $(jobs -p)"
     ok, said = await outcome(confined(root, home, pids_max=64), command)
     assert not ok and "fork" in said and "Resource temporarily unavailable" in said
     ok, said = await outcome(confined(root, home, "off"), command)
