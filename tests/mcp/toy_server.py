@@ -1,7 +1,7 @@
 """A tiny MCP server built with the SDK's own server API, for the MCP client tests.
 
-Run as ``python toy_server.py [stdio|http PORT|garbage|mute]``: over stdio (the default), over
-streamable HTTP on 127.0.0.1, printing a non-JSON line on stdout before serving, or never
+Run as ``python toy_server.py [stdio|http PORT|sse PORT|garbage|mute]``: over stdio (the
+default), over streamable HTTP or the older HTTP+SSE transport on 127.0.0.1, printing a non-JSON line on stdout before serving, or never
 answering at all (a server stuck before ``initialize``). With ``TOY_PID_DIR`` set it leaves
 a file named by its pid there. ``TOY_MARK`` (environment) is echoed by
 the ``env`` tool so the tests can see ``${VAR}`` expansion reach the server.
@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import ToolAnnotations
+from mcp_types import Tool, ToolAnnotations, ToolExecution
 from pydantic import BaseModel
 
 PNG_1PX = base64.b64decode(
@@ -104,6 +104,48 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool()
+async def steps(count: int, pause: float, ctx: Context) -> str:
+    """Take ``count`` steps of ``pause`` seconds, reporting progress after each."""
+    for step in range(1, count + 1):
+        await asyncio.sleep(pause)
+        await ctx.report_progress(step, count, f"step {step}")
+    return f"took {count} steps"
+
+
+@server.tool(name="get.time")
+def get_time_dotted() -> str:
+    """A dotted name, as SEP-986 allows; it collides with ``get_time`` once made provider-safe."""
+    return "dotted"
+
+
+@server.tool()
+def get_time() -> str:
+    """The plain name that ``get.time`` also becomes."""
+    return "plain"
+
+
+@server.tool()
+def queued() -> str:
+    """Listed as requiring task-augmented execution (see ``list_tools`` below)."""
+    return "queued"
+
+
+_list_tools = server.list_tools
+
+
+async def list_tools_with_a_task_tool() -> list[Tool]:
+    """The SDK's list with ``queued`` marked ``taskSupport: required``, as a server that only runs
+    it as a task lists it."""
+    return [
+        t.model_copy(update={"execution": ToolExecution(task_support="required")}) if t.name == "queued" else t
+        for t in await _list_tools()
+    ]
+
+
+server.list_tools = list_tools_with_a_task_tool
+
+
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "stdio"
     if os.environ.get("TOY_PID_DIR"):  # lets a test check that no server outlives its session
@@ -117,6 +159,8 @@ def main(argv: list[str]) -> None:
         sys.stdout.flush()
     if mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    elif mode == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[1]))
     else:
         server.run("stdio")
 

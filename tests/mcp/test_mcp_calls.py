@@ -1,0 +1,142 @@
+"""Calls that could hang or mislead: the per-call timeout and the progress that resets it, a
+server that died while idle, tools that need task support, names that collide, SSE servers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.mcp.conftest import TOY, alive, free_port, toy
+from tests.mcp.test_mcp_session import results, session, text_of
+
+from tether.mcp import McpServerConfig, McpServers
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+
+
+async def test_a_call_without_answer_or_progress_times_out_and_the_server_keeps_serving() -> None:
+    model = ScriptedModel(
+        [
+            reply(tool_call("mcp__toy__sleep", {"seconds": 600})),
+            reply(tool_call("mcp__toy__add", {"a": 1, "b": 2})),
+            reply("done"),
+        ]
+    )
+    core = session(model, toy(tool_timeout=0.5))
+    try:
+        slept, added = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert slept["isError"]
+    assert "'sleep' did not answer within 0.5 s" in text_of(slept) and "'toolTimeout'" in text_of(slept)
+    assert (added["isError"], text_of(added)) == (False, "3")
+
+
+async def test_progress_notifications_reset_the_timeout_and_become_tool_updates() -> None:
+    """20 steps of 0.15 s (3 s at least) under a 1.5 s timeout: only the progress after each
+    step keeps the call alive."""
+    model = ScriptedModel([reply(tool_call("mcp__toy__steps", {"count": 20, "pause": 0.15})), reply("done")])
+    core = session(model, toy(tool_timeout=1.5))
+    updates: list[Any] = []
+    core.subscribe(lambda e: updates.append(e) if e["type"] == "tool_execution_update" else None)
+    try:
+        [result] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert (result["isError"], text_of(result)) == (False, "took 20 steps")
+    texts = [u["partialResult"].content[0]["text"] for u in updates]
+    assert texts[0] == "progress 1/20: step 1" and texts[-1] == "progress 20/20: step 20"
+    assert updates[-1]["partialResult"].details["progress"] == 20
+
+
+async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(tmp_path: Path) -> None:
+    model = ScriptedModel([reply(tool_call("mcp__toy__pid")), reply("one"), reply(tool_call("mcp__toy__pid")), reply("two")])
+    core = session(model, toy(), log_dir=tmp_path)
+    try:
+        [first] = results(await core.prompt("first"))
+        pid = int(text_of(first))
+        os.kill(pid, signal.SIGKILL)
+        assert core.mcp is not None
+        deadline = time.monotonic() + 10
+        while core.mcp.statuses()[0].status != "failed" and time.monotonic() < deadline:
+            await __import__("asyncio").sleep(0.05)
+        [status] = core.mcp.statuses()
+        assert status.status == "failed" and status.error is not None and "exited (code -9)" in status.error
+        [second] = results(await core.prompt("second"))
+    finally:
+        await core.close()
+    assert not second["isError"], text_of(second)
+    assert int(text_of(second)) != pid and not alive(int(text_of(second)))
+
+
+async def test_task_required_tools_are_not_offered_and_colliding_names_are_settled() -> None:
+    model = ScriptedModel([reply("nothing to do")])
+    core = session(model, toy())
+    try:
+        await core.prompt("list")
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+        notes = core.mcp.notes
+    finally:
+        await core.close()
+    sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
+    assert "mcp__toy__queued" not in sent and "mcp__toy__queued" not in status.tools
+    assert status.left_out == ("queued: it requires MCP task-augmented execution, which tether does not use",)
+    # get_time keeps its own name; get.time gets a hash of its exact name, the same every time
+    assert "mcp__toy__get_time" in sent
+    [renamed] = [name for name in sent if name.startswith("mcp__toy__get_time_")]
+    assert renamed in status.tools and len(renamed) == len("mcp__toy__get_time_") + 8
+    assert notes == [f"MCP tool 'get.time' of server 'toy' is offered as {renamed} (its plain name mcp__toy__get_time is taken by another tool)"]
+
+
+async def test_the_renamed_tool_calls_the_tool_it_stands_for() -> None:
+    async with McpServers([toy()]) as servers:
+        by_name = {t.name: t for t in servers.tools()}
+        [renamed] = [n for n in by_name if n.startswith("mcp__toy__get_time_")]
+        dotted = await by_name[renamed].execute("c1", {}, None, None)
+        plain = await by_name["mcp__toy__get_time"].execute("c2", {}, None, None)
+    assert [dotted.content[0].get("text"), plain.content[0].get("text")] == ["dotted", "plain"]
+    assert renamed == "mcp__toy__get_time_" + __import__("hashlib").sha1(b"mcp__toy__get.time").hexdigest()[:8]
+
+
+@pytest.fixture
+def sse_toy(tmp_path: Path) -> Iterator[str]:
+    """The toy server over the older HTTP+SSE transport on 127.0.0.1; yields its URL."""
+    import socket
+
+    port = free_port()
+    log = (tmp_path / "sse-toy.log").open("w")
+    process = subprocess.Popen([sys.executable, str(TOY), "sse", str(port)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError(f"the SSE toy server did not start: {(tmp_path / 'sse-toy.log').read_text()}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/sse"
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
+
+
+async def test_an_sse_server(sse_toy: str) -> None:
+    model = ScriptedModel([reply(tool_call("mcp__old__add", {"a": 5, "b": 6})), reply("done")])
+    core = session(model, McpServerConfig("old", url=sse_toy, sse=True))
+    try:
+        [result] = results(await core.prompt("go"))
+        assert core.mcp is not None
+        assert core.mcp.statuses()[0].transport == "sse"
+    finally:
+        await core.close()
+    assert text_of(result) == "11"
