@@ -75,9 +75,26 @@ async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(t
     assert int(text_of(second)) != pid and not alive(int(text_of(second)))
 
 
-async def test_task_required_tools_are_not_offered_and_colliding_names_are_settled() -> None:
+async def test_task_required_tools_are_not_offered() -> None:
+    tasks = McpServerConfig("tasks", command=sys.executable, args=(str(TOY.with_name("tasks_server.py")),))
+    model = ScriptedModel([reply(tool_call("mcp__tasks__echo", {"text": "hi"})), reply("done")])
+    core = session(model, tasks)
+    try:
+        [echoed] = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
+    assert "mcp__tasks__echo" in sent and "mcp__tasks__research" not in sent
+    assert status.tools == ("mcp__tasks__echo",)
+    assert status.left_out == ("research: it requires MCP task-augmented execution, which tether does not use",)
+    assert text_of(echoed) == "echo: hi"
+
+
+async def test_colliding_tool_names_are_settled_and_reported() -> None:
     model = ScriptedModel([reply("nothing to do")])
-    core = session(model, toy())
+    core = session(model, toy("toy", "collide"))
     try:
         await core.prompt("list")
         assert core.mcp is not None
@@ -86,17 +103,18 @@ async def test_task_required_tools_are_not_offered_and_colliding_names_are_settl
     finally:
         await core.close()
     sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
-    assert "mcp__toy__queued" not in sent and "mcp__toy__queued" not in status.tools
-    assert status.left_out == ("queued: it requires MCP task-augmented execution, which tether does not use",)
     # get_time keeps its own name; get.time gets a hash of its exact name, the same every time
     assert "mcp__toy__get_time" in sent
     [renamed] = [name for name in sent if name.startswith("mcp__toy__get_time_")]
-    assert renamed in status.tools and len(renamed) == len("mcp__toy__get_time_") + 8
-    assert notes == [f"MCP tool 'get.time' of server 'toy' is offered as {renamed} (its plain name mcp__toy__get_time is taken by another tool)"]
+    assert renamed in status.tools
+    assert notes == [
+        f"MCP tool 'get.time' of server 'toy' is offered as {renamed} (its plain name "
+        "mcp__toy__get_time is taken by another tool)"
+    ]
 
 
 async def test_the_renamed_tool_calls_the_tool_it_stands_for() -> None:
-    async with McpServers([toy()]) as servers:
+    async with McpServers([toy("toy", "collide")]) as servers:
         by_name = {t.name: t for t in servers.tools()}
         [renamed] = [n for n in by_name if n.startswith("mcp__toy__get_time_")]
         dotted = await by_name[renamed].execute("c1", {}, None, None)

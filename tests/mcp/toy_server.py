@@ -1,7 +1,8 @@
 """A tiny MCP server built with the SDK's own server API, for the MCP client tests.
 
-Run as ``python toy_server.py [stdio|http PORT|sse PORT|garbage|mute]``: over stdio (the
-default), over streamable HTTP or the older HTTP+SSE transport on 127.0.0.1, printing a non-JSON line on stdout before serving, or never
+Run as ``python toy_server.py [stdio|http PORT|sse PORT|garbage|mute|collide]``: over stdio
+(the default), over streamable HTTP or the older HTTP+SSE transport on 127.0.0.1, with a tool
+``get.time`` whose safe name collides with ``get_time``, printing a non-JSON line on stdout before serving, or never
 answering at all (a server stuck before ``initialize``). With ``TOY_PID_DIR`` set it leaves
 a file named by its pid there. ``TOY_MARK`` (environment) is echoed by
 the ``env`` tool so the tests can see ``${VAR}`` expansion reach the server.
@@ -19,7 +20,7 @@ from pathlib import Path
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import Tool, ToolAnnotations, ToolExecution
+from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
 PNG_1PX = base64.b64decode(
@@ -113,37 +114,15 @@ async def steps(count: int, pause: float, ctx: Context) -> str:
     return f"took {count} steps"
 
 
-@server.tool(name="get.time")
-def get_time_dotted() -> str:
-    """A dotted name, as SEP-986 allows; it collides with ``get_time`` once made provider-safe."""
-    return "dotted"
-
-
 @server.tool()
 def get_time() -> str:
-    """The plain name that ``get.time`` also becomes."""
+    """A plain name that ``get.time`` (mode ``collide``) also becomes once made provider-safe."""
     return "plain"
 
 
-@server.tool()
-def queued() -> str:
-    """Listed as requiring task-augmented execution (see ``list_tools`` below)."""
-    return "queued"
-
-
-_list_tools = server.list_tools
-
-
-async def list_tools_with_a_task_tool() -> list[Tool]:
-    """The SDK's list with ``queued`` marked ``taskSupport: required``, as a server that only runs
-    it as a task lists it."""
-    return [
-        t.model_copy(update={"execution": ToolExecution(task_support="required")}) if t.name == "queued" else t
-        for t in await _list_tools()
-    ]
-
-
-server.list_tools = list_tools_with_a_task_tool
+def get_time_dotted() -> str:
+    """A dotted name, as SEP-986 allows."""
+    return "dotted"
 
 
 def main(argv: list[str]) -> None:
@@ -152,6 +131,8 @@ def main(argv: list[str]) -> None:
         (Path(os.environ["TOY_PID_DIR"]) / str(os.getpid())).write_text(mode)
     sys.stderr.write(f"toy: serving {mode}\n")
     sys.stderr.flush()
+    if mode == "collide":
+        server.add_tool(get_time_dotted, name="get.time")
     if mode == "mute":
         time.sleep(3600)
     if mode == "garbage":

@@ -105,13 +105,18 @@ class McpServers:
 
     @property
     def notes(self) -> list[str]:
-        """The notes given, then one line for each tool renamed to resolve a name collision."""
-        renamed = [
+        """The notes given, then ``renames``."""
+        return [*self._given_notes, *self.renames]
+
+    @property
+    def renames(self) -> list[str]:
+        """One line for each tool renamed to settle a name collision (known once servers listed
+        their tools: ``tools()`` or ``statuses()`` works them out)."""
+        return [
             f"MCP tool {tool!r} of server {server!r} is offered as {name} (its plain name "
             f"{tool_name(server, tool)} is taken by another tool)"
             for (server, tool), name in sorted(self._renamed.items())
         ]
-        return [*self._given_notes, *renamed]
 
     def __bool__(self) -> bool:
         return bool(self.connections)

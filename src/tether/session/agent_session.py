@@ -137,6 +137,7 @@ class AgentSession:
         self.resources = resources
         self.mcp = mcp
         self._mcp_tools: list[Any] = []
+        self._mcp_noted: set[str] = set()
         self.cwd = cwd if cwd is not None else Path.cwd()
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
@@ -824,6 +825,10 @@ class AgentSession:
         installed = {id(t) for t in self._mcp_tools}
         self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
         self._mcp_tools = tools
+        for line in self.mcp.renames:  # once each: the model sees a name the user did not write
+            if line not in self._mcp_noted:
+                self._mcp_noted.add(line)
+                self.notify(line)
         return True
 
     async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
