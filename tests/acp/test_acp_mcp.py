@@ -95,7 +95,9 @@ async def test_bad_mcp_entries_and_an_untrusted_project_file_are_a_notice_not_a_
             }
         )
     )
-    (acp_env.project / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": "repo-server"}}}))
+    (acp_env.project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"repo": {"command": "repo-server"}}})
+    )
     script = acp_env.script("s", [tool_reply("mcp__toy__env", {}, "e1"), text_reply("ok")])
     client = EditorClient(permission_choices=["allow_once"])
     async with acp_env.agent(client, script) as conn:
@@ -103,7 +105,9 @@ async def test_bad_mcp_entries_and_an_untrusted_project_file_are_a_notice_not_a_
         session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
         assert session.field_meta is not None
         notice = session.field_meta["tether"]["notice"]
-        assert "server 'needs.key': 'env.KEY': environment variable TETHER_TEST_UNSET_KEY is not set" in notice
+        assert (
+            "server 'needs.key': 'env.KEY': environment variable TETHER_TEST_UNSET_KEY is not set" in notice
+        )
         assert f"{acp_env.project / '.mcp.json'}: not trusted" in notice and "'off'" not in notice
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")]), 60)
         assert call_text(client, "e1").startswith("user ")

@@ -78,7 +78,9 @@ BAD_ENTRY = {"command": "x", "env": {"TOKEN": "${NOT_SET_ANYWHERE}"}}
 
 
 @pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])
-def test_a_bad_entry_is_one_note_and_the_other_servers_still_serve(cli: CliEnv, mode: tuple[str, ...]) -> None:
+def test_a_bad_entry_is_one_note_and_the_other_servers_still_serve(
+    cli: CliEnv, mode: tuple[str, ...]
+) -> None:
     config = servers_file(
         cli.home / "servers.json",
         bad=BAD_ENTRY,
@@ -104,7 +106,11 @@ def test_rpc_mode_tells_a_bad_entry_in_a_notify_frame_after_ready(cli: CliEnv) -
     assert done.returncode == 0, done.stderr
     ready, notify = [json.loads(line) for line in done.stdout.splitlines()]
     assert ready["type"] == "ready"
-    assert (notify["type"], notify["method"], notify["notifyType"]) == ("extension_ui_request", "notify", "warning")
+    assert (notify["type"], notify["method"], notify["notifyType"]) == (
+        "extension_ui_request",
+        "notify",
+        "warning",
+    )
     assert notify["message"].startswith(f"{config}: server 'bad'") and "NOT_SET_ANYWHERE" in notify["message"]
     assert f"note: {config}: server 'bad'" in done.stderr
 
@@ -119,9 +125,14 @@ def test_mcp_list_names_skipped_entries_and_an_untrusted_project_file_and_exits_
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "toy (stdio, user): ready"
-    assert f"note: {user}: server 'bad': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set (skipped)" in lines
+    assert (
+        f"note: {user}: server 'bad': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set (skipped)"
+        in lines
+    )
     [untrusted] = [line for line in lines if "not trusted" in line]
-    assert untrusted.startswith(f"note: {cli.project / '.mcp.json'}: not trusted, its MCP servers are not started")
+    assert untrusted.startswith(
+        f"note: {cli.project / '.mcp.json'}: not trusted, its MCP servers are not started"
+    )
     assert str(cli.home / "config" / "trusted-folders.json") in untrusted
     # trusted, the project's file is found from the subfolder too
     (cli.home / "config" / "trusted-folders.json").write_text(json.dumps([str(cli.project)]))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {
         "name": "research",
         "description": "Only runs as a task.",
@@ -22,7 +23,7 @@ TOOLS = [
 ]
 
 
-def answer(request: dict[str, object]) -> dict[str, object] | None:
+def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     method = request.get("method")
     if "id" not in request:
         return None  # a notification
@@ -35,8 +36,7 @@ def answer(request: dict[str, object]) -> dict[str, object] | None:
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
-        params = request.get("params")
-        arguments = params.get("arguments", {}) if isinstance(params, dict) else {}
+        arguments: dict[str, Any] = request.get("params", {}).get("arguments", {})
         result = {"content": [{"type": "text", "text": f"echo: {arguments.get('text')}"}]}
     elif method == "ping":
         result = {}

@@ -56,7 +56,9 @@ async def test_progress_notifications_reset_the_timeout_and_become_tool_updates(
 
 
 async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(tmp_path: Path) -> None:
-    model = ScriptedModel([reply(tool_call("mcp__toy__pid")), reply("one"), reply(tool_call("mcp__toy__pid")), reply("two")])
+    model = ScriptedModel(
+        [reply(tool_call("mcp__toy__pid")), reply("one"), reply(tool_call("mcp__toy__pid")), reply("two")]
+    )
     core = session(model, toy(), log_dir=tmp_path)
     try:
         [first] = results(await core.prompt("first"))
@@ -88,7 +90,9 @@ async def test_task_required_tools_are_not_offered() -> None:
     sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
     assert "mcp__tasks__echo" in sent and "mcp__tasks__research" not in sent
     assert status.tools == ("mcp__tasks__echo",)
-    assert status.left_out == ("research: it requires MCP task-augmented execution, which tether does not use",)
+    assert status.left_out == (
+        "research: it requires MCP task-augmented execution, which tether does not use",
+    )
     assert text_of(echoed) == "echo: hi"
 
 
@@ -120,7 +124,9 @@ async def test_the_renamed_tool_calls_the_tool_it_stands_for() -> None:
         dotted = await by_name[renamed].execute("c1", {}, None, None)
         plain = await by_name["mcp__toy__get_time"].execute("c2", {}, None, None)
     assert [dotted.content[0].get("text"), plain.content[0].get("text")] == ["dotted", "plain"]
-    assert renamed == "mcp__toy__get_time_" + __import__("hashlib").sha1(b"mcp__toy__get.time").hexdigest()[:8]
+    assert (
+        renamed == "mcp__toy__get_time_" + __import__("hashlib").sha1(b"mcp__toy__get.time").hexdigest()[:8]
+    )
 
 
 @pytest.fixture
@@ -139,7 +145,9 @@ def sse_toy(tmp_path: Path) -> Iterator[str]:
                 break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"the SSE toy server did not start: {(tmp_path / 'sse-toy.log').read_text()}") from None
+                    raise RuntimeError(
+                        f"the SSE toy server did not start: {(tmp_path / 'sse-toy.log').read_text()}"
+                    ) from None
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/sse"
     finally:

@@ -133,7 +133,11 @@ def test_bad_entries_are_reported_once_each_and_the_rest_are_kept(tmp_path: Path
     servers = load_mcp_servers(
         tmp_path / "p", user_dir=tmp_path / "user", trusted=True, env={}, problems=problems
     )
-    assert [(s.name, s.transport) for s in servers] == [("time", "stdio"), ("legacy", "sse"), ("my.docs", "http")]
+    assert [(s.name, s.transport) for s in servers] == [
+        ("time", "stdio"),
+        ("legacy", "sse"),
+        ("my.docs", "http"),
+    ]
     assert servers[1].headers == {"X": "none"} and servers[2].slug == "my_docs"
     assert problems == [
         f"{user}: server 'github': 'env.GITHUB_TOKEN': environment variable GITHUB_TOKEN is not set (skipped)",

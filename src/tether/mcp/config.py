@@ -125,9 +125,12 @@ def read_mcp_file(
     base = path.parent
     found: list[McpServerConfig] = []
     for name, entry in entries.items():
-        disabled = isinstance(entry, dict) and cast(dict[str, object], entry).get("enabled", True) is False
+        fields = cast(dict[str, object], entry) if isinstance(entry, dict) else {}
+        disabled = fields.get("enabled", True) is False
         try:
-            found.append(server_config(name, entry, source=source, env=env, base=base, where=str(path)))
+            found.append(
+                server_config(name, cast(object, entry), source=source, env=env, base=base, where=str(path))
+            )
         except McpConfigError as exc:
             if disabled:  # switched off: it still switches off a same-named server of an earlier file
                 with contextlib.suppress(McpConfigError):
@@ -180,6 +183,7 @@ def server_config(
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
         raise McpConfigError(f"{label}: 'enabled' must be true or false")
+
     def seconds(key: str, default: float) -> float:
         value = raw.get(key, default)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:

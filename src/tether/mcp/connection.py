@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from contextlib import AsyncExitStack
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
@@ -87,7 +87,11 @@ class McpConnection:
 
     @property
     def log_file(self) -> Path | None:
-        return self.log_dir / f"{self.config.slug}.log" if self.log_dir is not None and self.config.command else None
+        return (
+            self.log_dir / f"{self.config.slug}.log"
+            if self.log_dir is not None and self.config.command
+            else None
+        )
 
     def start(self) -> None:
         """Start connecting in the background (needs a running event loop); no-op when running
@@ -126,11 +130,11 @@ class McpConnection:
         loop = asyncio.get_running_loop()
         heard = loop.time()
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
             nonlocal heard
             heard = loop.time()
             if on_progress is not None:
-                on_progress(done, total, message)
+                on_progress(progress, total, message)
 
         call = asyncio.ensure_future(client.call_tool(tool, arguments, progress_callback=progress))
         remove = signal.add_listener(lambda _reason: _cancel(call)) if signal is not None else None

@@ -154,10 +154,18 @@ class McpServers:
         for name, connection in self.connections.items():
             listed = connection.tools
             cached = self._tools.get(name)
-            if cached is None or cached[0] is not listed or any(
-                t.name != names[(name, info.name)] for t, info in zip(cached[1], offered(listed), strict=True)
+            if (
+                cached is None
+                or cached[0] is not listed
+                or any(
+                    t.name != names[(name, info.name)]
+                    for t, info in zip(cached[1], offered(listed), strict=True)
+                )
             ):
-                cached = (listed, [agent_tool(connection, info, names[(name, info.name)]) for info in offered(listed)])
+                cached = (
+                    listed,
+                    [agent_tool(connection, info, names[(name, info.name)]) for info in offered(listed)],
+                )
                 self._tools[name] = cached
             tools.extend(cached[1])
         return tools
