@@ -75,7 +75,7 @@ def test_later_files_win_disabled_servers_are_dropped_and_untrusted_projects_ign
         ({"s": {"command": "x", "enabled": "no"}}, "'enabled' must be true or false"),
         ({"s": {"url": "http://h", "type": "ws"}}, "type 'ws' is not supported (use stdio, http or sse)"),
         ({"s": {"command": "x", "type": "sse"}}, "type 'sse' needs a 'url'"),
-        ({"s": {"command": "x", "toolTimeout": 0}}, "'toolTimeout' must be a positive number of seconds"),
+        ({"s": {"command": "x", "timeout": 0}}, "'timeout' must be a positive number of seconds"),
         ({"a/b": {"command": "x"}}, "no '/'"),
     ],
 )

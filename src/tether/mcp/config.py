@@ -12,7 +12,7 @@ A server has a ``command`` (stdio: ``args``, ``env``, ``cwd``) or a ``url`` (str
 or the older SSE transport with ``"type": "sse"``: ``headers``). ``${VAR}`` and
 ``${VAR:-default}`` expand from the environment in every string value; an unset variable without
 a default is an error naming it, not a silent empty string (an ``Authorization: Bearer `` header
-would fail far from its cause). ``startupTimeout`` and ``toolTimeout`` are seconds.
+would fail far from its cause). ``startupTimeout`` and ``timeout`` (a call's, pi's name) are seconds.
 
 A bad entry is one problem, not a failed run: ``read_mcp_file`` given a ``problems`` list puts
 one line there for each entry it cannot use and returns the others (Claude Code's and pi's
@@ -190,7 +190,7 @@ def server_config(
             raise McpConfigError(f"{label}: '{key}' must be a positive number of seconds")
         return float(value)
 
-    timeout, tool_timeout = seconds("startupTimeout", 30.0), seconds("toolTimeout", DEFAULT_TOOL_TIMEOUT)
+    timeout, tool_timeout = seconds("startupTimeout", 30.0), seconds("timeout", DEFAULT_TOOL_TIMEOUT)
     cwd_text = text("cwd")
     cwd = None
     if cwd_text is not None:

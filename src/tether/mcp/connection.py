@@ -148,7 +148,7 @@ class McpConnection:
                     raise ToolError(
                         f"MCP server {self.name!r}: {tool!r} did not answer within {timeout:g} s (nor "
                         "report progress), so the call was cancelled; give the server a longer "
-                        "'toolTimeout' (seconds) in its MCP config if it needs more time."
+                        "'timeout' (seconds) in its MCP config if it needs more time."
                     )
                 await asyncio.wait({call}, timeout=left)
             return call.result()

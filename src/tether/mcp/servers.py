@@ -25,7 +25,7 @@ from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import McpConnection, Status
-from tether.mcp.tools import PREFIX, agent_tool, offered, tool_name
+from tether.mcp.tools import agent_tool, offered, tool_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +113,8 @@ class McpServers:
         """One line for each tool renamed to settle a name collision (known once servers listed
         their tools: ``tools()`` or ``statuses()`` works them out)."""
         return [
-            f"MCP tool {tool!r} of server {server!r} is offered as {name} (its plain name "
-            f"{tool_name(server, tool)} is taken by another tool)"
+            f"MCP tool {tool!r} of server {server!r} is offered as {name} ({tool_name(server, tool)} "
+            "would name another tool too)"
             for (server, tool), name in sorted(self._renamed.items())
         ]
 
@@ -172,9 +172,9 @@ class McpServers:
 
     def _names(self) -> dict[tuple[str, str], str]:
         """Every offered tool's agent-side name. Names that collide once made safe (``get.time``
-        and ``get_time``, or servers ``a.b`` and ``a_b``) are settled the same way whatever the
-        order: the tool whose own name is already the safe one keeps it (else the first in
-        sorted order), the others get a hash of their own name (``tool_name(..., unique=True)``)."""
+        and ``get_time``, or servers ``a.b`` and ``a_b``) all get a hash of their exact names
+        (``tool_name(..., unique=True)``), as pi does: the same names whatever the order, and
+        neither tool is the one a model guessing ``mcp__c__get_time`` would reach by chance."""
         wanted: dict[str, list[tuple[str, str]]] = {}
         for server, connection in self.connections.items():
             for info in offered(connection.tools):
@@ -182,9 +182,10 @@ class McpServers:
         names: dict[tuple[str, str], str] = {}
         self._renamed = {}
         for plain, claims in wanted.items():
-            claims.sort(key=lambda claim: (f"{PREFIX}__{claim[0]}__{claim[1]}" != plain, claim))
-            names[claims[0]] = plain
-            for claim in claims[1:]:
+            if len(claims) == 1:
+                names[claims[0]] = plain
+                continue
+            for claim in claims:
                 names[claim] = self._renamed[claim] = tool_name(*claim, unique=True)
         return names
 
