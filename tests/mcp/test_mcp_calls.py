@@ -110,7 +110,9 @@ async def test_colliding_tool_names_are_settled_and_reported() -> None:
     sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
     # both get a hash of their exact names (pi's rule): the same names every time
     dotted, plain = (f"mcp__toy__get_time_{digest(f'mcp__toy__{t}')}" for t in ("get.time", "get_time"))
-    assert "mcp__toy__get_time" not in sent and {dotted, plain} <= sent and {dotted, plain} <= set(status.tools)
+    assert (
+        "mcp__toy__get_time" not in sent and {dotted, plain} <= sent and {dotted, plain} <= set(status.tools)
+    )
     assert notes == [
         f"MCP tool 'get.time' of server 'toy' is offered as {dotted} (mcp__toy__get_time would name another tool too)",
         f"MCP tool 'get_time' of server 'toy' is offered as {plain} (mcp__toy__get_time would name another tool too)",
@@ -120,8 +122,12 @@ async def test_colliding_tool_names_are_settled_and_reported() -> None:
 async def test_the_renamed_tools_call_the_tools_they_stand_for() -> None:
     async with McpServers([toy("toy", "collide")]) as servers:
         by_name = {t.name: t for t in servers.tools()}
-        dotted = await by_name[f"mcp__toy__get_time_{digest('mcp__toy__get.time')}"].execute("c1", {}, None, None)
-        plain = await by_name[f"mcp__toy__get_time_{digest('mcp__toy__get_time')}"].execute("c2", {}, None, None)
+        dotted = await by_name[f"mcp__toy__get_time_{digest('mcp__toy__get.time')}"].execute(
+            "c1", {}, None, None
+        )
+        plain = await by_name[f"mcp__toy__get_time_{digest('mcp__toy__get_time')}"].execute(
+            "c2", {}, None, None
+        )
     assert [dotted.content[0].get("text"), plain.content[0].get("text")] == ["dotted", "plain"]
 
 
