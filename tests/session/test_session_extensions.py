@@ -328,3 +328,58 @@ async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch
         ("app.py:1: x = 1  # FIXME: one", "todos"),
         ("deploy cancelled", "deploy"),
     ]
+
+
+GUARD = """
+from tether.agent import BeforeToolCallResult
+
+def setup(api):
+    @api.on("tool_call")
+    def guard(context):
+        # one generic guard for every tool: context.args is a dict for @tool tools too
+        if type(context.args) is not dict:
+            raise TypeError(f"args of {context.tool_call['name']} are a {type(context.args).__name__}")
+        path = context.args.get("path")
+        if path == "secret.txt":
+            return BeforeToolCallResult(block=True, reason="secret.txt is off limits")
+        if path == "a.txt" and context.tool_call["name"] == "count_words":
+            context.args["path"] = "b.txt"
+        if context.args.get("min_length") == 99:
+            context.args["min_length"] = "not a number"
+
+    @api.on("tool_result")
+    def look(context):
+        if type(context.args) is not dict:
+            raise TypeError(f"result args of {context.tool_call['name']} are a {type(context.args).__name__}")
+"""
+
+
+async def test_hooks_see_a_dict_of_arguments_for_every_kind_of_tool(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = dirs["project"]
+    (project / "a.txt").write_text("one two")
+    (project / "b.txt").write_text("one two three four")
+    guard = write(dirs["tmp"] / "guard.py", GUARD)
+    calls = [
+        call("count_words", path="a.txt"),
+        call("count_words", path="secret.txt"),
+        call("count_words", path="a.txt", min_length=99),
+        call("read", path="a.txt"),
+    ]
+    script(monkeypatch, dirs["tmp"], [*calls, text("done")])
+    options = SessionOptions(extension_paths=(EXAMPLES / "word_count.py", guard))
+    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False))
+    notices: list[str] = []
+    core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        await core.prompt("count")
+        messages = list(core.messages)
+    finally:
+        await core.close()
+    counted, secret, invalid, read = [m for m in messages if m["role"] == "toolResult"]
+    assert not counted["isError"] and "4" in counted["content"][0]["text"]  # the guard's b.txt
+    assert secret["isError"] and secret["content"][0]["text"] == "secret.txt is off limits"
+    assert invalid["isError"] and "changed the arguments into invalid ones" in invalid["content"][0]["text"]
+    assert not read["isError"]
+    assert notices == []  # neither hook ever saw anything but a dict

@@ -80,7 +80,7 @@ def split_arguments(args: str) -> list[str]:
             continue
         quote = args[i]
         if quote in "\"'":
-            j, text = i + 1, []
+            j, text = i + 1, list[str]()
             while j < n and args[j] != quote:
                 if args[j] == "\\" and j + 1 < n and args[j + 1] == quote:
                     j += 1

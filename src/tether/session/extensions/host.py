@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ValidationError
+
 from tether.agent.hooks import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -166,22 +168,43 @@ class ExtensionHost:
     async def before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
-        for name, hook in self._hooks("tool_call"):
-            try:
-                result = await _call(hook, context)
-            except Exception as exc:
-                self.report(name, "tool_call", exc)
-                return BeforeToolCallResult(
-                    True, f"Blocked: the extension {name} failed while checking this call."
-                )
-            if isinstance(result, BeforeToolCallResult) and result.block:
-                return result
-        return None
+        """Each hook sees ``context.args`` as a dict, whatever the tool (a ``@tool`` function's
+        are a pydantic model to the tool): one guard works for every tool, as in pi. What the
+        hooks change in that dict is validated and put back into the model the tool gets."""
+        original = context.args
+        model = original if isinstance(original, BaseModel) else None
+        if model is not None:
+            context.args = model.model_dump(mode="python")
+        try:
+            for name, hook in self._hooks("tool_call"):
+                try:
+                    result = await _call(hook, context)
+                except Exception as exc:
+                    self.report(name, "tool_call", exc)
+                    return BeforeToolCallResult(
+                        True, f"Blocked: the extension {name} failed while checking this call."
+                    )
+                if isinstance(result, BeforeToolCallResult) and result.block:
+                    return result
+            if model is not None and context.args != model.model_dump(mode="python"):
+                try:
+                    changed = type(model).model_validate(context.args)
+                except ValidationError as exc:
+                    return BeforeToolCallResult(
+                        True, f"Blocked: an extension changed the arguments into invalid ones: {exc}"
+                    )
+                vars(model).update(vars(changed))  # the loop holds this very object
+            return None
+        finally:
+            context.args = original
 
     async def after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal | None = None
     ) -> AfterToolCallResult | None:
-        """Each hook sees the result as the hooks before it left it; the overrides add up."""
+        """Each hook sees the result as the hooks before it left it; the overrides add up.
+        ``context.args`` is a dict here too."""
+        if isinstance(context.args, BaseModel):
+            context.args = context.args.model_dump(mode="python")
         merged: AfterToolCallResult | None = None
         for name, hook in self._hooks("tool_result"):
             try:
