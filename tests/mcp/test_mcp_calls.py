@@ -4,6 +4,7 @@ server that died while idle, tools that need task support, names that collide, S
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -172,3 +173,49 @@ async def test_an_sse_server(sse_toy: str) -> None:
     finally:
         await core.close()
     assert text_of(result) == "11"
+
+
+async def test_resources_are_listed_and_read_through_the_resource_tools() -> None:
+    reads = [
+        ("list_mcp_resources", {}),
+        ("list_mcp_resource_templates", {"server": "toy"}),
+        ("read_mcp_resource", {"server": "toy", "uri": "toy://greeting"}),
+        ("read_mcp_resource", {"server": "toy", "uri": "toy://items/42"}),
+        ("read_mcp_resource", {"server": "toy", "uri": "toy://pixel.png"}),
+        ("read_mcp_resource", {"server": "nope", "uri": "toy://greeting"}),
+    ]
+    model = ScriptedModel([*(reply(tool_call(name, args)) for name, args in reads), reply("done")])
+    core = session(
+        model,
+        toy(),
+        McpServerConfig("tasks", command=sys.executable, args=(str(TOY.with_name("tasks_server.py")),)),
+    )
+    try:
+        listed, templates, greeting, item, pixel, unknown = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    sent = {t["name"] for t in model.requests[0].context.get("tools") or []}
+    assert {"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"} <= sent
+    resources = json.loads(text_of(listed))["resources"]  # the tasks server has none: only the toy's
+    assert [(r["server"], r["uri"], r["name"]) for r in resources] == [
+        ("toy", "toy://greeting", "greeting"),
+        ("toy", "toy://pixel.png", "pixel"),
+    ]
+    assert resources[0]["description"] == "A friendly line" and resources[0]["mimeType"] == "text/plain"
+    assert json.loads(text_of(templates)) == {
+        "server": "toy",
+        "resourceTemplates": [
+            {
+                "server": "toy",
+                "uriTemplate": "toy://items/{item}",
+                "name": "item",
+                "description": "One item by its id",
+                "mimeType": "text/plain",  # the SDK's default
+            }
+        ],
+    }
+    assert (text_of(greeting), text_of(item)) == ("hello from the toy", "item 42")
+    assert pixel["content"][0]["type"] == "image" and pixel["content"][0]["mimeType"] == "image/png"
+    assert unknown[
+        "isError"
+    ] and "No MCP server 'nope' with resources (servers with resources: toy)" in text_of(unknown)

@@ -125,6 +125,21 @@ def get_time_dotted() -> str:
     return "dotted"
 
 
+@server.resource("toy://greeting", name="greeting", description="A friendly line", mime_type="text/plain")
+def greeting() -> str:
+    return "hello from the toy"
+
+
+@server.resource("toy://pixel.png", name="pixel", mime_type="image/png")
+def pixel_resource() -> bytes:
+    return PNG_1PX
+
+
+@server.resource("toy://items/{item}", name="item", description="One item by its id")
+def item(item: str) -> str:
+    return f"item {item}"
+
+
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "stdio"
     if os.environ.get("TOY_PID_DIR"):  # lets a test check that no server outlives its session

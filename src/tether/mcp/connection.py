@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar, cast
 
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
@@ -42,6 +42,7 @@ Progress = Callable[[float, float | None, str | None], None]
 """``(progress, total, message)`` of a progress notification during a call."""
 
 Status = Literal["stopped", "starting", "ready", "failed"]
+_T = TypeVar("_T")
 
 _STOP_GRACE = 10.0
 """Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
@@ -73,6 +74,8 @@ class McpConnection:
         """Why the server is not ready, in words for the user and the model."""
         self.tools: list[ToolInfo] = []
         """The tools of the last successful start (kept across a crash: calls restart it)."""
+        self.has_resources = False
+        """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -118,15 +121,7 @@ class McpConnection:
     ) -> CallToolResult:
         """Call a tool; a dead server is started again first. Failures raise ``ToolError``;
         so does ``tool_timeout`` seconds without an answer or a progress notification."""
-        if self._closed:
-            raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
-        if self.status != "ready" or self._exited():
-            await self.stop()
-            self.start()
-            if not await self.wait_ready():
-                raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
-        client = self._client
-        assert client is not None
+        client = await self._ready_client()
         loop = asyncio.get_running_loop()
         heard = loop.time()
 
@@ -172,6 +167,34 @@ class McpConnection:
                 call.cancel()
             if remove is not None:
                 remove()
+
+    async def request(self, what: str, make: Callable[[Client], Awaitable[_T]]) -> _T:
+        """A request other than a tool call (``make(client)``: list or read resources), with the
+        same restart-before-sending and ``tool_timeout`` as a call; failures raise ``ToolError``
+        naming ``what``."""
+        client = await self._ready_client()
+        timeout = self.config.tool_timeout
+        try:
+            return await asyncio.wait_for(make(client), timeout)
+        except TimeoutError:
+            raise ToolError(f"MCP server {self.name!r}: {what} got no answer within {timeout:g} s.") from None
+        except Exception as exc:
+            if _connection_lost(exc):
+                self._fail(f"the server closed the connection during {what}{self._log_hint()}")
+            raise ToolError(f"MCP server {self.name!r}: {what} failed: {describe_error(exc)}") from None
+
+    async def _ready_client(self) -> Client:
+        """The client, the server (re)started first when it is not running."""
+        if self._closed:
+            raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
+        if self.status != "ready" or self._exited():
+            await self.stop()
+            self.start()
+            if not await self.wait_ready():
+                raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
+        client = self._client
+        assert client is not None
+        return client
 
     def _exited(self) -> bool:
         """The stdio server's process has exited (before its watcher in ``_serve`` saw it)."""
@@ -221,6 +244,7 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._client_for(process))
                     self.tools = await _list_tools(client)
+                    self.has_resources = client.server_capabilities.resources is not None
                     scope.deadline = math.inf
                     self._cancel = None
                     self._client, self.status = client, "ready"

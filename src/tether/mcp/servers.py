@@ -100,6 +100,7 @@ class McpServers:
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
         self._given_notes = list(notes)
+        self._resource_tools: list[AgentTool] | None = None
         self._renamed: dict[tuple[str, str], str] = {}
         """(server, tool) -> agent-side name, for the tools whose plain names collided."""
 
@@ -148,7 +149,8 @@ class McpServers:
 
     def tools(self) -> list[AgentTool]:
         """The agent tools of every server that listed its tools (a crashed one's too: its next
-        call starts it again). The objects are reused while a server's list stays the same."""
+        call starts it again), and the resource tools (``tether.mcp.resources``) when a server
+        has resources. The objects are reused while a server's list stays the same."""
         names = self._names()
         tools: list[AgentTool] = []
         for name, connection in self.connections.items():
@@ -168,6 +170,12 @@ class McpServers:
                 )
                 self._tools[name] = cached
             tools.extend(cached[1])
+        if any(c.has_resources for c in self.connections.values()):
+            if self._resource_tools is None:
+                from tether.mcp.resources import resource_tools
+
+                self._resource_tools = resource_tools(lambda: list(self.connections.values()))
+            tools.extend(self._resource_tools)
         return tools
 
     def _names(self) -> dict[tuple[str, str], str]:

@@ -111,7 +111,7 @@ def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolR
             texts.append(_describe_block(block))
     if not texts and not images and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    text = _within_budget("\n".join(texts))
+    text = within_budget("\n".join(texts))
     if result.is_error:
         raise ToolError(text or f"The MCP tool {tool!r} of server {server!r} reported an error.")
     content: list[TextContent | ImageContent] = []
@@ -140,7 +140,8 @@ def _describe_block(block: Any) -> str:
     return f"[{kind} result, not shown]"
 
 
-def _within_budget(text: str) -> str:
+def within_budget(text: str) -> str:
+    """``text`` within the output budget of command output (head and tail kept)."""
     buffer = OutputBuffer()
     buffer.feed(text.encode("utf-8"))
     buffer.finish()
