@@ -71,7 +71,7 @@ def test_extension_dialogs_and_commands_in_the_terminal(cli: CliEnv) -> None:
 
 
 def test_always_answers_that_extension_question_and_nothing_else(cli: CliEnv) -> None:
-    """"a" to the rm guard's question skips that same question later in the session; the tool
+    """ "a" to the rm guard's question skips that same question later in the session; the tool
     approvals are still asked (it is not "approve every call")."""
     (cli.project / "build").mkdir()
     script = cli.script(

@@ -186,6 +186,7 @@ class AgentSession:
         if host is not None:
             host.install(agent)
             host.notice = self.notify
+            host.attach(self, self.subscribe)
         self._unsubscribe = agent.subscribe(self._on_agent_event)
         if session is not None:
             self._attach(session, load_settings=True)
@@ -720,6 +721,9 @@ class AgentSession:
         if self.mcp is not None:
             await self.mcp.close()
         await self.wait_for_idle()
+        host = self.resources.extensions if self.resources is not None else None
+        if host is not None and host.session is self:
+            host.detach()
         # The subscription and the hooks refer back to this object and to the agent: dropped and
         # given back, a closed core and its agent hold no reference cycle, so reference counting
         # frees them (and the conversation) when the caller lets go, not a full collection later.
@@ -841,7 +845,7 @@ class AgentSession:
         async def send(text: str) -> None:
             await self._prompt_run(self._inputs(text, ()))
 
-        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
+        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send, self))
         if text:
             self.notify(text, command=command.name)
         return self._added
