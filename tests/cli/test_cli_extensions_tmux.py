@@ -84,7 +84,9 @@ def test_always_answers_that_extension_question_and_nothing_else(cli: CliEnv) ->
         ],
     )
     env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
-    command = [sys.executable, "-m", "tether.cli", "--no-session", "-e", str(EXAMPLES / "rm_guard.py")]
+    # --sandbox off: a confined command needs no approval, and this is about the approvals
+    command = [sys.executable, "-m", "tether.cli", "--no-session", "--sandbox", "off"]
+    command += ["-e", str(EXAMPLES / "rm_guard.py")]
     terminal = Terminal(command, str(cli.project), env)
     try:
         terminal.wait_for("/help for commands")

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
+from tether.errors import ToolError
 from tether.mcp.tools import within_budget
-from tether.tools.errors import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client
