@@ -4,6 +4,7 @@ session's, and their tools are called like tether's own (real stdio server, scri
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -39,12 +40,11 @@ async def test_editor_mcp_servers_serve_tools_in_new_and_loaded_sessions(acp_env
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         caps = init.agent_capabilities
         assert caps is not None and caps.mcp_capabilities is not None
-        assert (caps.mcp_capabilities.http, caps.mcp_capabilities.sse) == (True, False)
+        assert (caps.mcp_capabilities.http, caps.mcp_capabilities.sse) == (True, True)
+        # an SSE server that is not there fails on its own; the session and the other server work
         sse = SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])
         session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[toy_server("new"), sse])
-        assert session.field_meta == {
-            "tether": {"mcpServers": "partly unsupported (SSE, ACP)", "ignored": ["old"]}
-        }
+        assert session.field_meta is None
         await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")]), 60)
         assert call_text(client, "m1").startswith("new ")
     # a new process loads the session with the editor's servers of now
@@ -77,3 +77,37 @@ async def test_an_mcp_tool_call_is_a_permission_request_unless_the_server_says_r
     assert call_text(client, "r1") == "3"
     assert [e["update"]["status"] for e in for_call(client.log, "p1") if "update" in e][-1] == "failed"
     assert call_text(client, "p2") == call_text(client, "p3")  # the same server process
+
+
+async def test_bad_mcp_entries_and_an_untrusted_project_file_are_a_notice_not_a_failed_session(
+    acp_env: AcpEnv,
+) -> None:
+    config = acp_env.home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "toy": {"command": sys.executable, "args": [str(TOY)], "env": {"TOY_MARK": "user"}},
+                    "needs.key": {"command": "x", "env": {"KEY": "${TETHER_TEST_UNSET_KEY}"}},
+                    "off": {"type": "websocket", "enabled": False},
+                }
+            }
+        )
+    )
+    (acp_env.project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"repo": {"command": "repo-server"}}})
+    )
+    script = acp_env.script("s", [tool_reply("mcp__toy__env", {}, "e1"), text_reply("ok")])
+    client = EditorClient(permission_choices=["allow_once"])
+    async with acp_env.agent(client, script) as conn:
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        assert session.field_meta is not None
+        notice = session.field_meta["tether"]["notice"]
+        assert (
+            "server 'needs.key': 'env.KEY': environment variable TETHER_TEST_UNSET_KEY is not set" in notice
+        )
+        assert f"{acp_env.project / '.mcp.json'}: not trusted" in notice and "'off'" not in notice
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")]), 60)
+        assert call_text(client, "e1").startswith("user ")

@@ -46,13 +46,14 @@ class CliEnv:
         stdin: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = 60,
+        cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
         extra = dict(env or {})
         if script is not None:
             extra["TETHER_SCRIPTED"] = str(script)
         return subprocess.run(
             [sys.executable, "-m", "tether.cli", *args],
-            cwd=self.project,
+            cwd=cwd or self.project,
             env=self.env(**extra),
             input=stdin if stdin is not None else "",
             capture_output=True,

@@ -68,3 +68,45 @@ def test_extension_dialogs_and_commands_in_the_terminal(cli: CliEnv) -> None:
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+def test_always_answers_that_extension_question_and_nothing_else(cli: CliEnv) -> None:
+    """ "a" to the rm guard's question skips that same question later in the session; the tool
+    approvals are still asked (it is not "approve every call")."""
+    (cli.project / "build").mkdir()
+    script = cli.script(
+        "chat",
+        [
+            tool_reply("bash", {"command": "rm -rf build"}, "call_1"),
+            text_reply("First done."),
+            tool_reply("bash", {"command": "rm -rf build"}, "call_2"),
+            text_reply("Second done."),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    # --sandbox off: a confined command needs no approval, and this is about the approvals
+    command = [sys.executable, "-m", "tether.cli", "--no-session", "--sandbox", "off"]
+    command += ["-e", str(EXAMPLES / "rm_guard.py")]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("clean up")
+        terminal.send("Enter")
+        terminal.wait_for("Allow dangerous command? rm -rf build")
+        terminal.send("a")
+        terminal.wait_for("Run command: rm -rf build")  # the tool approval is still asked
+        terminal.send("y")
+        terminal.wait_for("First done.")
+        assert not (cli.project / "build").exists()
+
+        (cli.project / "build").mkdir()
+        terminal.type("again")
+        terminal.send("Enter")
+        screen = terminal.wait_for(lambda s: "Run command: rm -rf build" in s.split("again")[-1])
+        assert "Allow dangerous command?" not in screen.split("again")[-1]  # remembered
+        terminal.send("y")
+        terminal.wait_for("Second done.")
+        assert not (cli.project / "build").exists()
+        terminal.send("C-d")
+    finally:
+        terminal.close()

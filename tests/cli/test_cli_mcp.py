@@ -67,22 +67,84 @@ def test_mcp_list_reports_servers_their_tools_and_disabled_ones_not_at_all(cli: 
         gone={"command": "/nonexistent/server"},
     )
     done = cli.run("mcp", "list", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # "gone" failed: a setup check must not read success
     servers = {s["name"]: s for s in json.loads(done.stdout)["servers"]}
     assert set(servers) == {"toy", "gone"}
     assert servers["toy"]["status"] == "ready" and "mcp__toy__add" in servers["toy"]["tools"]
     assert servers["gone"]["status"] == "failed" and "/nonexistent/server" in servers["gone"]["error"]
 
 
-def test_a_bad_config_file_is_one_line_naming_it(cli: CliEnv) -> None:
-    config = servers_file(cli.home / "bad.json", toy=toy(env={"TOKEN": "${NOT_SET_ANYWHERE}"}))
-    done = cli.run(
-        "-p", "--no-session", "--mcp-config", str(config), "go", script=cli.script("s", [text_reply("x")])
+BAD_ENTRY = {"command": "x", "env": {"TOKEN": "${NOT_SET_ANYWHERE}"}}
+
+
+@pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])
+def test_a_bad_entry_is_one_note_and_the_other_servers_still_serve(
+    cli: CliEnv, mode: tuple[str, ...]
+) -> None:
+    config = servers_file(
+        cli.home / "servers.json",
+        bad=BAD_ENTRY,
+        legacy={"type": "sse", "url": "http://127.0.0.1:9/sse", "enabled": False},
+        toy=toy(),
     )
-    assert done.returncode == 1
-    assert done.stderr.strip().splitlines() == [
-        f"tether: {config}: server 'toy': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set"
+    script = cli.script("s", [tool_reply("mcp__toy__add", {"a": 1, "b": 2}), text_reply("done")])
+    done = cli.run(*mode, "--no-session", "--mcp-config", str(config), "go", script=script)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith("[tool]")] == [
+        f"note: {config}: server 'bad': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set (skipped)"
     ]
+    if mode == ("--mode", "json"):
+        assert tool_results(done.stdout)[0]["content"][0]["text"] == "3"
+    else:
+        assert done.stdout == "done\n"
+
+
+def test_rpc_mode_tells_a_bad_entry_in_a_notify_frame_after_ready(cli: CliEnv) -> None:
+    config = servers_file(cli.home / "servers.json", bad=BAD_ENTRY, toy=toy())
+    script = cli.script("s", [text_reply("unused")])
+    done = cli.run("--mode", "rpc", "--no-session", "--mcp-config", str(config), script=script)
+    assert done.returncode == 0, done.stderr
+    ready, notify = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ready["type"] == "ready"
+    assert (notify["type"], notify["method"], notify["notifyType"]) == (
+        "extension_ui_request",
+        "notify",
+        "warning",
+    )
+    assert notify["message"].startswith(f"{config}: server 'bad'") and "NOT_SET_ANYWHERE" in notify["message"]
+    assert f"note: {config}: server 'bad'" in done.stderr
+
+
+def test_mcp_list_names_skipped_entries_and_an_untrusted_project_file_and_exits_1(cli: CliEnv) -> None:
+    (cli.home / "config").mkdir()
+    user = servers_file(cli.home / "config" / "mcp.json", bad=BAD_ENTRY, toy=toy())
+    servers_file(cli.project / ".mcp.json", proj=toy())
+    below = cli.project / "src" / "deep"
+    below.mkdir(parents=True)
+    done = cli.run("mcp", "list", cwd=below)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "toy (stdio, user): ready"
+    assert (
+        f"note: {user}: server 'bad': 'env.TOKEN': environment variable NOT_SET_ANYWHERE is not set (skipped)"
+        in lines
+    )
+    [untrusted] = [line for line in lines if "not trusted" in line]
+    assert untrusted.startswith(
+        f"note: {cli.project / '.mcp.json'}: not trusted, its MCP servers are not started"
+    )
+    assert str(cli.home / "config" / "trusted-folders.json") in untrusted
+    # trusted, the project's file is found from the subfolder too
+    (cli.home / "config" / "trusted-folders.json").write_text(json.dumps([str(cli.project)]))
+    servers_file(user, toy=toy())
+    done = cli.run("mcp", "list", "--json", cwd=below)
+    assert done.returncode == 0, done.stdout
+    listed = json.loads(done.stdout)
+    assert [(s["name"], s["source"], s["status"]) for s in listed["servers"]] == [
+        ("toy", "user", "ready"),
+        ("proj", "project", "ready"),
+    ]
+    assert listed["notes"] == [] and "mcp__toy__add" in listed["servers"][0]["tools"]
 
 
 @pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])

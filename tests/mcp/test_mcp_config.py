@@ -73,8 +73,10 @@ def test_later_files_win_disabled_servers_are_dropped_and_untrusted_projects_ign
         ({"s": {"command": "x", "url": "http://h"}}, "give either a 'command' or a 'url'"),
         ({"s": {"command": "x", "args": "one"}}, "'args' must be a list of strings"),
         ({"s": {"command": "x", "enabled": "no"}}, "'enabled' must be true or false"),
-        ({"s": {"url": "http://h", "type": "sse"}}, "type 'sse' is not supported"),
-        ({"bad name": {"command": "x"}}, "use letters, digits"),
+        ({"s": {"url": "http://h", "type": "ws"}}, "type 'ws' is not supported (use stdio, http or sse)"),
+        ({"s": {"command": "x", "type": "sse"}}, "type 'sse' needs a 'url'"),
+        ({"s": {"command": "x", "timeout": 0}}, "'timeout' must be a positive number of seconds"),
+        ({"a/b": {"command": "x"}}, "no '/'"),
     ],
 )
 def test_a_bad_entry_is_one_message_naming_the_file(
@@ -109,3 +111,46 @@ def test_tool_names_stay_within_what_providers_accept() -> None:
     assert tool_name("fs", "read.file v2") == "mcp__fs__read_file_v2"
     long_a, long_b = tool_name("server", "x" * 80 + "a"), tool_name("server", "x" * 80 + "b")
     assert len(long_a) == len(long_b) == 64 and long_a != long_b
+
+
+def test_bad_entries_are_reported_once_each_and_the_rest_are_kept(tmp_path: Path) -> None:
+    """A config copied from Claude Code: an SSE server, a dotted name, an unset variable, a
+    disabled entry of another tool's shape, a bad project file; the good servers survive."""
+    user = write(
+        tmp_path / "user" / "mcp.json",
+        {
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+            "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X": "${TOKEN:-none}"}},
+            "my.docs": {"url": "http://127.0.0.1:9/mcp"},
+            "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+            "old": {"transport": "websocket", "enabled": False},
+            "broken": {"command": "x", "args": "not a list"},
+        },
+    )
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / ".mcp.json").write_text("{not json")
+    problems: list[str] = []
+    servers = load_mcp_servers(
+        tmp_path / "p", user_dir=tmp_path / "user", trusted=True, env={}, problems=problems
+    )
+    assert [(s.name, s.transport) for s in servers] == [
+        ("time", "stdio"),
+        ("legacy", "sse"),
+        ("my.docs", "http"),
+    ]
+    assert servers[1].headers == {"X": "none"} and servers[2].slug == "my_docs"
+    assert problems == [
+        f"{user}: server 'github': 'env.GITHUB_TOKEN': environment variable GITHUB_TOKEN is not set (skipped)",
+        f"{user}: server 'broken': 'args' must be a list of strings (skipped)",
+        f"{tmp_path / 'p' / '.mcp.json'}: invalid JSON at line 1: Expecting property name enclosed in "
+        "double quotes (its servers are skipped)",
+    ]
+
+
+def test_the_project_file_is_found_from_a_subfolder(tmp_path: Path) -> None:
+    write(tmp_path / "repo" / ".mcp.json", {"p": {"command": "project-server"}})
+    below = tmp_path / "repo" / "src" / "pkg"
+    below.mkdir(parents=True)
+    found = load_mcp_servers(below, user_dir=tmp_path / "user", trusted=True, env={})
+    assert [(s.name, s.source) for s in found] == [("p", "project")]
+    assert load_mcp_servers(below, user_dir=tmp_path / "user", trusted=False, env={}) == []

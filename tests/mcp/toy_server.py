@@ -1,7 +1,8 @@
 """A tiny MCP server built with the SDK's own server API, for the MCP client tests.
 
-Run as ``python toy_server.py [stdio|http PORT|garbage|mute]``: over stdio (the default), over
-streamable HTTP on 127.0.0.1, printing a non-JSON line on stdout before serving, or never
+Run as ``python toy_server.py [stdio|http PORT|sse PORT|garbage|mute|collide]``: over stdio
+(the default), over streamable HTTP or the older HTTP+SSE transport on 127.0.0.1, with a tool
+``get.time`` whose safe name collides with ``get_time``, printing a non-JSON line on stdout before serving, or never
 answering at all (a server stuck before ``initialize``). With ``TOY_PID_DIR`` set it leaves
 a file named by its pid there. ``TOY_MARK`` (environment) is echoed by
 the ``env`` tool so the tests can see ``${VAR}`` expansion reach the server.
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import ToolAnnotations
@@ -104,12 +105,49 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool()
+async def steps(count: int, pause: float, ctx: Context) -> str:
+    """Take ``count`` steps of ``pause`` seconds, reporting progress after each."""
+    for step in range(1, count + 1):
+        await asyncio.sleep(pause)
+        await ctx.report_progress(step, count, f"step {step}")
+    return f"took {count} steps"
+
+
+@server.tool()
+def get_time() -> str:
+    """A plain name that ``get.time`` (mode ``collide``) also becomes once made provider-safe."""
+    return "plain"
+
+
+def get_time_dotted() -> str:
+    """A dotted name, as SEP-986 allows."""
+    return "dotted"
+
+
+@server.resource("toy://greeting", name="greeting", description="A friendly line", mime_type="text/plain")
+def greeting() -> str:
+    return "hello from the toy"
+
+
+@server.resource("toy://pixel.png", name="pixel", mime_type="image/png")
+def pixel_resource() -> bytes:
+    return PNG_1PX
+
+
+@server.resource("toy://items/{item}", name="item", description="One item by its id")
+def item(item: str) -> str:
+    return f"item {item}"
+
+
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "stdio"
     if os.environ.get("TOY_PID_DIR"):  # lets a test check that no server outlives its session
         (Path(os.environ["TOY_PID_DIR"]) / str(os.getpid())).write_text(mode)
     sys.stderr.write(f"toy: serving {mode}\n")
     sys.stderr.flush()
+    if mode == "collide":
+        server.add_tool(get_time_dotted, name="get.time")
     if mode == "mute":
         time.sleep(3600)
     if mode == "garbage":
@@ -117,6 +155,8 @@ def main(argv: list[str]) -> None:
         sys.stdout.flush()
     if mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    elif mode == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[1]))
     else:
         server.run("stdio")
 

@@ -4,6 +4,7 @@ commands, providers, dialogs, and failures that are reported once and never end 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from collections.abc import Sequence
@@ -328,3 +329,166 @@ async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch
         ("app.py:1: x = 1  # FIXME: one", "todos"),
         ("deploy cancelled", "deploy"),
     ]
+
+
+GUARD = """
+from tether.agent import BeforeToolCallResult
+
+def setup(api):
+    @api.on("tool_call")
+    def guard(context):
+        # one generic guard for every tool: context.args is a dict for @tool tools too
+        if type(context.args) is not dict:
+            raise TypeError(f"args of {context.tool_call['name']} are a {type(context.args).__name__}")
+        path = context.args.get("path")
+        if path == "secret.txt":
+            return BeforeToolCallResult(block=True, reason="secret.txt is off limits")
+        if path == "a.txt" and context.tool_call["name"] == "count_words":
+            context.args["path"] = "b.txt"
+        if context.args.get("min_length") == 99:
+            context.args["min_length"] = "not a number"
+
+    @api.on("tool_result")
+    def look(context):
+        if type(context.args) is not dict:
+            raise TypeError(f"result args of {context.tool_call['name']} are a {type(context.args).__name__}")
+"""
+
+
+async def test_hooks_see_a_dict_of_arguments_for_every_kind_of_tool(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = dirs["project"]
+    (project / "a.txt").write_text("one two")
+    (project / "b.txt").write_text("one two three four")
+    guard = write(dirs["tmp"] / "guard.py", GUARD)
+    calls = [
+        call("count_words", path="a.txt"),
+        call("count_words", path="secret.txt"),
+        call("count_words", path="a.txt", min_length=99),
+        call("read", path="a.txt"),
+    ]
+    script(monkeypatch, dirs["tmp"], [*calls, text("done")])
+    options = SessionOptions(extension_paths=(EXAMPLES / "word_count.py", guard))
+    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False))
+    notices: list[str] = []
+    core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        await core.prompt("count")
+        messages = list(core.messages)
+    finally:
+        await core.close()
+    counted, secret, invalid, read = [m for m in messages if m["role"] == "toolResult"]
+    assert not counted["isError"] and "4" in counted["content"][0]["text"]  # the guard's b.txt
+    assert secret["isError"] and secret["content"][0]["text"] == "secret.txt is off limits"
+    assert invalid["isError"] and "changed the arguments into invalid ones" in invalid["content"][0]["text"]
+    assert not read["isError"]
+    assert notices == []  # neither hook ever saw anything but a dict
+
+
+LIFECYCLE = """
+import json
+from pathlib import Path
+
+LOG = Path(__file__).with_suffix(".log")
+
+def log(*parts):
+    with LOG.open("a") as f:
+        f.write(json.dumps(parts) + "\\n")
+
+def setup(api):
+    @api.on("session_start")
+    def started(event):
+        log("session_start", api.get_active_tools())
+
+    @api.on("turn_end")
+    def turn(event):
+        api.append_entry("lifecycle.turn", {"role": event["message"]["role"]})
+
+    @api.on("tool_execution_start")
+    async def tool_started(event):
+        log("tool", event["toolName"])
+
+    @api.on("agent_end")
+    def ended(event):
+        if api.get_session_name() is None:
+            api.set_session_name("named by an extension")
+
+    @api.on("session_info_changed")
+    def renamed(event):
+        log("renamed", event["name"])
+
+    @api.command("solo")
+    def solo(args, ctx):
+        api.set_active_tools(["read"])
+        return ",".join(api.get_active_tools())
+
+    @api.command("all-tools")
+    def all_tools(args, ctx):
+        api.set_active_tools(api.get_all_tools())
+        return str(len(api.get_active_tools()))
+
+    @api.command("think")
+    def think(args, ctx):
+        return api.set_thinking_level(args)
+
+    @api.command("again")
+    async def again(args, ctx):
+        await ctx.wait_for_idle()  # the agent's run: none now (the command itself is not one)
+        api.send_user_message("said by the extension")  # runs once this command has ended
+        return "sent"
+
+    @api.on("session_shutdown")
+    def shutdown(event):
+        log("session_shutdown")
+"""
+
+
+async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_messages(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = dirs["project"]
+    (project / "a.txt").write_text("alpha")
+    extension = write(dirs["tmp"] / "lifecycle.py", LIFECYCLE)
+    script(
+        monkeypatch,
+        dirs["tmp"],
+        [call("read", path="a.txt"), text("read it"), text("answered the extension")],
+    )
+    options = SessionOptions(extension_paths=(extension,))
+    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice())
+    answers: list[str] = []
+    core.subscribe(lambda e: answers.append(e["message"]) if e["type"] == "notice" else None)
+    try:
+        await core.prompt("read a.txt")
+        await core.submit("/solo")
+        sent_tools = [t.name for t in core.agent.tools]
+        await core.submit("/all-tools")
+        await core.submit("/think low")
+        await core.submit("/again")
+        for _ in range(1000):  # the message's run starts once the command's has ended
+            if not core.is_running and "said by the extension" in json.dumps(core.messages):
+                break
+            await asyncio.sleep(0.01)
+        await core.wait_for_idle()
+        assert core.session is not None
+        stored = list(core.session.entries())
+        title = core.session.title
+        messages = list(core.messages)
+    finally:
+        await core.close()
+    log = [json.loads(line) for line in (dirs["tmp"] / "lifecycle.log").read_text().splitlines()]
+    assert log[0][0] == "session_start" and "read" in log[0][1] and "bash" in log[0][1]
+    assert ["tool", "read"] in log and ["renamed", "named by an extension"] in log
+    assert log[-1] == ["session_shutdown"]
+    assert sent_tools == ["read"]
+    # the scripted model has no reasoning: the level asked for is clamped to "off"
+    assert answers[0] == "read" and int(answers[1]) > 1 and answers[2] == "off" and answers[3] == "sent"
+    turns = [e["data"] for e in stored if e["type"] == "custom" and e["customType"] == "lifecycle.turn"]
+    assert turns and all(t == {"role": "assistant"} for t in turns)
+    assert title == "named by an extension"
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert users[-1] in ("said by the extension", [{"type": "text", "text": "said by the extension"}])
+    assert (
+        messages[-1]["role"] == "assistant" and messages[-1]["content"][0]["text"] == "answered the extension"
+    )

@@ -87,11 +87,80 @@ def test_template_placeholders() -> None:
         "t", "", "one=$1 two=$2 three=$3 all=$ARGUMENTS at=$@ rest=${@:2}", Path("t.md"), "user"
     )
     assert template.expand('first "second word" third') == (
-        'one=first two=second word three=third all=first "second word" third '
-        'at=first "second word" third rest=second word third'
+        "one=first two=second word three=third all=first second word third "
+        "at=first second word third rest=second word third"
     )
     assert template.expand("") == "one= two= three= all= at= rest="
     assert split_arguments("a 'b c' \"d\"") == ["a", "b c", "d"]
+
+
+PI_REVIEW = """---
+description: Review staged git changes
+argument-hint: "[focus]"
+---
+Review the staged changes. Focus on ${1:-correctness, security, and error handling}.
+"""
+"""pi 1.6's own example (docs/prompt-templates.md), as a user would have it in ~/.pi/agent/prompts."""
+
+
+@pytest.mark.parametrize(
+    ("body", "args", "expected"),
+    [
+        ("${1:-dflt}|${2:-two}", "a", "a|two"),
+        ("${1:-dflt}", '""', "dflt"),  # empty counts as missing, as in the shell
+        ("${@:-nothing given}", "", "nothing given"),
+        ("${@:-x}", "p q", "p q"),
+        ("${@:2}", "a b c d", "b c d"),
+        ("${@:2:2}", "a b c d", "b c"),
+        ("${@:3:5}", "a b c d", "c d"),
+        ("$1 $ARGUMENTS", "one two", "one one two"),
+        ("[$1]", "doesn't matter", "[doesn't]"),  # a quote inside a word is text
+        ("[$1][$2]", "'unclosed here", "['unclosed][here]"),
+        ("[$1]", r'"the \"fast\" path"', '[the "fast" path]'),
+        ("$10|$1", "a b c d e f g h i j", "j|a"),
+    ],
+)
+def test_pi_template_substitutions(body: str, args: str, expected: str) -> None:
+    assert PromptTemplate("t", "", body, Path("t.md"), "user").expand(args) == expected
+
+
+def test_pi_and_claude_code_template_folders(dirs: dict[str, Path]) -> None:
+    home, config, project = dirs["home"], dirs["config"], dirs["project"]
+    prompt_file(home / ".pi" / "agent" / "prompts", "review", PI_REVIEW)
+    prompt_file(project / ".pi" / "prompts", "plan", "Plan $@")
+    prompt_file(project / ".claude" / "commands" / "frontend", "component", "Make a $1 component")
+    prompt_file(home / ".claude" / "commands", "fixissue", "Fix issue #$ARGUMENTS")
+    prompt_file(home / ".pi" / "agent" / "prompts" / "nested", "ignored", "pi reads direct children only")
+    below = project / "src"
+    below.mkdir()
+
+    resources = load_resources(below, config, Settings(), extensions=False)
+
+    assert sorted(resources.templates) == ["component", "fixissue", "plan", "review"]
+    assert resources.templates["review"].description == "Review staged git changes"
+    assert resources.expand("/review") == (
+        "Review the staged changes. Focus on correctness, security, and error handling."
+    )
+    assert (
+        resources.expand('/review "API compatibility"')
+        == "Review the staged changes. Focus on API compatibility."
+    )
+    assert resources.expand("/component button") == "Make a button component"
+    assert resources.expand("/fixissue 123") == "Fix issue #123"
+    assert resources.expand("/plan the move") == "Plan the move"
+
+
+def test_skills_in_grouping_folders_are_found(dirs: dict[str, Path]) -> None:
+    home, config, project = dirs["home"], dirs["config"], dirs["project"]
+    skill(home / ".pi" / "agent" / "skills" / "docs", "pdf", "fill PDF forms")
+    skill(project / ".claude" / "skills" / "team" / "backend", "migrations", "write migrations")
+    inner = skill(project / ".claude" / "skills", "outer", "a skill with a folder of its own")
+    skill(inner.parent / "examples", "not-a-skill", "a skill's own files are not more skills")
+    skill(project / ".agents" / "skills" / "node_modules", "vendored", "never looked at")
+
+    resources = load_resources(project, config, Settings(), extensions=False)
+
+    assert sorted(s.name for s in resources.skills) == ["migrations", "outer", "pdf"]
 
 
 # -- discovery ---------------------------------------------------------------------------------

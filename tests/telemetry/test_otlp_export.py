@@ -238,3 +238,25 @@ def test_a_configuration_it_cannot_honour_runs_without_telemetry(
         assert receiver.requests == []
     notes = [line for line in done.stderr.splitlines() if line.startswith("tether:")]
     assert notes == ([f"tether: {message} (only http/protobuf); not exporting"] if message else [])
+
+
+@pytest.mark.parametrize("bound", [None, "0.2"])
+def test_a_collector_that_is_down_costs_one_line_and_a_bounded_exit(
+    tmp_path: Path, bound: str | None
+) -> None:
+    """Nothing listens on the port: the exporters' retries would take ~10 s per signal and log a
+    warning each; the run ends with its answer and one line saying what was dropped."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    extra = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+    if bound is not None:
+        extra["TETHER_OTEL_EXIT_TIMEOUT"] = bound
+    done = tether_command(tmp_path, extra, "-p", "read a.txt and b.txt")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "alpha and beta\n"
+    [line] = [line for line in done.stderr.splitlines() if not line.startswith("[tool]")]
+    assert line.startswith(f"tether: telemetry not exported to http://127.0.0.1:{port} within {bound or 1} s")
+    assert line.endswith("(dropped; TETHER_OTEL_EXIT_TIMEOUT sets the wait)")

@@ -169,7 +169,7 @@ class TetherAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[
@@ -198,6 +198,8 @@ class TetherAcpAgent:
     ) -> NewSessionResponse:
         servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._start(cwd, SessionChoice(), servers)
+        if session.core.notice:  # what the setup skipped (bad MCP entries, an untrusted project)
+            meta = {"tether": {**(meta or {}).get("tether", {}), "notice": session.core.notice}}
         self._announce_commands(session)
         return NewSessionResponse(
             session_id=session.id,
@@ -379,6 +381,8 @@ class TetherAcpAgent:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         session.attach(core)
         self._sessions[session.id] = session
+        if core.notice:  # stderr is the editor's log; the response's _meta carries it too
+            logger.warning("%s", core.notice)
         return session
 
 
@@ -440,12 +444,13 @@ def _editor_mcp_servers(
                     name, command=server.command, args=tuple(server.args), env=env, source="editor"
                 )
             )
-        elif isinstance(server, HttpMcpServer):
+        elif isinstance(server, HttpMcpServer | SseMcpServer):
             headers = {h.name: h.value for h in server.headers}
-            configs.append(McpServerConfig(name, url=server.url, headers=headers, source="editor"))
+            sse = isinstance(server, SseMcpServer)
+            configs.append(McpServerConfig(name, url=server.url, headers=headers, source="editor", sse=sse))
         else:
             ignored.append(server.name)
     if not ignored:
         return configs, None
-    logger.warning("MCP servers over %s are not supported; ignoring %s", "SSE or ACP", ", ".join(ignored))
-    return configs, {"tether": {"mcpServers": "partly unsupported (SSE, ACP)", "ignored": ignored}}
+    logger.warning("MCP servers over ACP are not supported; ignoring %s", ", ".join(ignored))
+    return configs, {"tether": {"mcpServers": "partly unsupported (ACP)", "ignored": ignored}}

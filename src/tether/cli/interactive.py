@@ -94,6 +94,9 @@ class InteractiveApp:
         self._core: AgentSession | None = None
         self._app: Application[int] | None = None
         self._approval: tuple[str, asyncio.Future[bool]] | None = None
+        self._always: Callable[[], None] = lambda: None
+        self._always_confirmed: set[str] = set()
+        """Extension questions answered "always" in this session."""
         self._live: dict[str, Any] | None = None
         self._tools: dict[str, tuple[str, object]] = {}
         self._last_event = time.monotonic()
@@ -118,14 +121,23 @@ class InteractiveApp:
     # -- public --------------------------------------------------------------------------------------
 
     async def ask_approval(self, tool_call: ToolCall, question: str) -> bool:
-        """Show the question in the live area and wait for y (yes), n (no) or a (always)."""
-        return await self._ask_yes_no(question)
+        """Show the question in the live area and wait for y (yes), n (no) or a (always: no
+        more questions about tool calls in this session)."""
+        return await self._ask_yes_no(question, self._approve_all)
+
+    def _approve_all(self) -> None:
+        if self._core is not None and self._core.approval is not None:
+            self._core.approval.policy = "yes"
 
     # -- extension dialogs (this app is the extensions' ``ExtensionUI``) ------------------------------
 
     async def confirm(self, title: str, message: str = "") -> bool:
-        """An extension's yes-or-no question, asked like a tool approval."""
-        return await self._ask_yes_no(f"{title} {message}".strip())
+        """An extension's yes-or-no question, asked like a tool approval; "always" answers this
+        same question yes for the rest of the session (and changes nothing about tool calls)."""
+        question = f"{title} {message}".strip()
+        if question in self._always_confirmed:
+            return True
+        return await self._ask_yes_no(question, lambda: self._always_confirmed.add(question))
 
     async def select(self, title: str, options: Sequence[str]) -> str | None:
         async with self.full_screen():
@@ -139,9 +151,11 @@ class InteractiveApp:
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
         self.say(self.painter().styled(message, "red" if level == "error" else "yellow"))
 
-    async def _ask_yes_no(self, question: str) -> bool:
+    async def _ask_yes_no(self, question: str, always: Callable[[], None]) -> bool:
+        """``always``: what the "a" answer remembers besides saying yes."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._approval = (question, future)
+        self._always = always
         self._invalidate()
         try:
             return await future
@@ -371,8 +385,8 @@ class InteractiveApp:
 
             @keys.add(key, filter=approving)
             def _approve(event: KeyPressEvent, allowed: bool = allowed, key: str = key) -> None:
-                if key == "a" and self._core is not None and self._core.approval is not None:
-                    self._core.approval.policy = "yes"
+                if key == "a":
+                    self._always()
                 self._answer(allowed)
 
         app: Application[int] = Application(

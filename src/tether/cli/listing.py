@@ -90,28 +90,35 @@ def print_sessions(*, show_all: bool) -> int:
 
 
 def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> int:
-    """``tether mcp list``: start the servers the CLI would start here, report, stop them."""
+    """``tether mcp list``: start the servers the CLI would start here, report, stop them.
+    Exits 1 when an entry was skipped, a project file is not trusted or a server failed: a
+    script checking its setup must not read "fine" from a list with holes in it."""
     import asyncio
     import json
 
     from tether.mcp import McpServers, format_statuses
     from tether.session.factory import SetupError, load_mcp_files
 
+    problems: list[str] = []
     try:
-        configs = load_mcp_files(cwd, config_file)
+        configs = load_mcp_files(cwd, config_file, problems=problems)
     except SetupError as exc:
         sys.stderr.write(f"tether: {exc}\n")
         return 1
+    failed = False
 
     async def report() -> str:
-        async with McpServers(configs) as servers:
+        nonlocal failed
+        async with McpServers(configs, notes=problems) as servers:
             statuses = servers.statuses()
+            notes = servers.notes
+        failed = any(s.status == "failed" for s in statuses)
         if as_json:
-            return json.dumps({"servers": [s.as_json() for s in statuses]}, indent=2)
-        return format_statuses(statuses)
+            return json.dumps({"servers": [s.as_json() for s in statuses], "notes": notes}, indent=2)
+        return format_statuses(statuses, notes)
 
     sys.stdout.write(asyncio.run(report()) + "\n")
-    return 0
+    return 1 if failed or problems else 0
 
 
 def _table(header: list[str], rows: list[tuple[str, ...]]) -> None:

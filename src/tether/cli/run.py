@@ -133,6 +133,9 @@ async def _run(options: RunOptions) -> int:
         if rpc_out is not None:
             from tether.rpc.mode import serve
 
+            if core.notice:
+                sys.stderr.write(f"note: {core.notice}\n")
+
             if not options.follow:
                 return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
             stop = threading.Event()

@@ -8,10 +8,16 @@ The format is the one Claude Code and pi read, so a user's existing file works u
         "off":  {"command": "old-server", "enabled": false}
     }}
 
-A server has a ``command`` (stdio: ``args``, ``env``, ``cwd``) or a ``url`` (streamable HTTP:
-``headers``). ``${VAR}`` and ``${VAR:-default}`` expand from the environment in every string
-value; an unset variable without a default is an error naming it, not a silent empty string
-(an ``Authorization: Bearer `` header would fail far from its cause).
+A server has a ``command`` (stdio: ``args``, ``env``, ``cwd``) or a ``url`` (streamable HTTP,
+or the older SSE transport with ``"type": "sse"``: ``headers``). ``${VAR}`` and
+``${VAR:-default}`` expand from the environment in every string value; an unset variable without
+a default is an error naming it, not a silent empty string (an ``Authorization: Bearer `` header
+would fail far from its cause). ``startupTimeout`` and ``timeout`` (a call's, pi's name) are seconds.
+
+A bad entry is one problem, not a failed run: ``read_mcp_file`` given a ``problems`` list puts
+one line there for each entry it cannot use and returns the others (Claude Code's and pi's
+configs carry entries from other tools; one of them must not take every server down). A
+disabled entry is never reported, whatever it holds.
 
 Files (``tether.mcp.files``), later ones winning by server name: ``mcp.json`` in tether's user config folder, then the
 project's ``.mcp.json`` (only in a trusted project: a project file that starts programs widens
@@ -21,6 +27,7 @@ without servers never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,9 +40,20 @@ from tether.mcp.files import McpConfigError
 from tether.wire.json_line import load_line
 
 Source = Literal["user", "project", "file", "editor", "library"]
+Transport = Literal["stdio", "http", "sse"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = re.compile(r"^[^\x00-\x1f/\\]+$")
+_TYPES: dict[str, Transport] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
+DEFAULT_TOOL_TIMEOUT = 60.0
+"""Seconds a tool call may go without an answer or a progress notification (the TypeScript SDK's
+default request timeout, which pi and Claude Code keep)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,22 +72,43 @@ class McpServerConfig:
     source: Source = "library"
     startup_timeout: float = 30.0
     """Seconds for the server to start and list its tools before it is reported as failed."""
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    """Seconds a call may wait without an answer or a progress notification (each one restarts
+    the wait); then the call fails with an error saying so."""
+    sse: bool = False
+    """A ``url`` server speaks the older HTTP+SSE transport (``"type": "sse"``)."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise McpConfigError(
-                f"MCP server name {self.name!r}: use letters, digits, '_' and '-' (it becomes part of tool names)"
+                f"MCP server name {self.name!r}: no '/', '\\' or control characters (it names a log file)"
             )
         if (self.command is None) == (self.url is None):
             raise McpConfigError(f"MCP server {self.name!r}: give either a 'command' or a 'url'")
+        if self.sse and self.url is None:
+            raise McpConfigError(f"MCP server {self.name!r}: type 'sse' needs a 'url'")
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.command is not None else "http"
+    def transport(self) -> Transport:
+        if self.command is not None:
+            return "stdio"
+        return "sse" if self.sse else "http"
+
+    @property
+    def slug(self) -> str:
+        """The name as tool names and log files use it (other characters become ``_``)."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", self.name)
 
 
-def read_mcp_file(path: Path, source: Source, env: Mapping[str, str] | None = None) -> list[McpServerConfig]:
-    """The servers of one ``mcpServers`` file, disabled ones included, variables expanded."""
+def read_mcp_file(
+    path: Path, source: Source, env: Mapping[str, str] | None = None, problems: list[str] | None = None
+) -> list[McpServerConfig]:
+    """The servers of one ``mcpServers`` file, variables expanded; a disabled one is kept (it
+    switches off a same-named server of an earlier file) and is never reported as bad.
+
+    Without ``problems`` the first bad entry raises ``McpConfigError``; with it, each bad entry
+    adds its line there and is skipped (a file that cannot be read at all raises either way).
+    """
     try:
         data = load_line(path.read_bytes())
     except OSError as exc:
@@ -84,10 +123,23 @@ def read_mcp_file(path: Path, source: Source, env: Mapping[str, str] | None = No
     entries = cast(dict[str, object], servers)
     env = os.environ if env is None else env
     base = path.parent
-    return [
-        server_config(name, entry, source=source, env=env, base=base, where=str(path))
-        for name, entry in entries.items()
-    ]
+    found: list[McpServerConfig] = []
+    for name, entry in entries.items():
+        fields = cast(dict[str, object], entry) if isinstance(entry, dict) else {}
+        disabled = fields.get("enabled", True) is False
+        try:
+            found.append(
+                server_config(name, cast(object, entry), source=source, env=env, base=base, where=str(path))
+            )
+        except McpConfigError as exc:
+            if disabled:  # switched off: it still switches off a same-named server of an earlier file
+                with contextlib.suppress(McpConfigError):
+                    found.append(McpServerConfig(name, command="", enabled=False, source=source))
+            elif problems is None:
+                raise
+            else:
+                problems.append(f"{exc} (skipped)")
+    return found
 
 
 def server_config(
@@ -131,9 +183,14 @@ def server_config(
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
         raise McpConfigError(f"{label}: 'enabled' must be true or false")
-    timeout = raw.get("startupTimeout", 30.0)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise McpConfigError(f"{label}: 'startupTimeout' must be a positive number of seconds")
+
+    def seconds(key: str, default: float) -> float:
+        value = raw.get(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            raise McpConfigError(f"{label}: '{key}' must be a positive number of seconds")
+        return float(value)
+
+    timeout, tool_timeout = seconds("startupTimeout", 30.0), seconds("timeout", DEFAULT_TOOL_TIMEOUT)
     cwd_text = text("cwd")
     cwd = None
     if cwd_text is not None:
@@ -141,8 +198,8 @@ def server_config(
         if not cwd.is_absolute() and base is not None:
             cwd = base / cwd
     kind = raw.get("type")
-    if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-        raise McpConfigError(f"{label}: type {kind!r} is not supported (use stdio or http)")
+    if kind is not None and kind not in _TYPES:
+        raise McpConfigError(f"{label}: type {kind!r} is not supported (use stdio, http or sse)")
     command, args, env_vars = text("command"), strings("args"), table("env")
     url, headers = text("url"), table("headers")
     try:
@@ -156,7 +213,9 @@ def server_config(
             headers=headers,
             enabled=enabled,
             source=source,
-            startup_timeout=float(timeout),
+            startup_timeout=timeout,
+            tool_timeout=tool_timeout,
+            sse=kind is not None and _TYPES[kind] == "sse",
         )
     except McpConfigError as exc:  # the name or the transport: say which file
         raise McpConfigError(f"{where}: {exc}") from None

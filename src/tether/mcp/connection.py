@@ -9,9 +9,12 @@ task-agnostic).
 
 The start-up timeout is a cancel scope around the whole start (the SDK's load included) whose
 deadline is lifted once the tools are listed: a server that never answers ``initialize`` is
-stopped (its process group killed) instead of being waited on forever. A server that exits
-mid-call turns that call into an error that says so; the next call starts it again. A stdio
-server's stderr is appended to ``<log_dir>/<name>.log``, never the terminal.
+stopped (its process group killed) instead of being waited on forever. A call waits at most
+``tool_timeout`` seconds without an answer or a progress notification (each restarts the wait),
+then is cancelled and fails saying so. A stdio server whose process exits while idle is marked
+failed at once, so the next call starts it again before sending anything; one that exits
+mid-call turns that call into an error that says so. A stdio server's stderr is appended to
+``<log_dir>/<name>.log``, never the terminal.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar, cast
 
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
@@ -32,9 +36,13 @@ from tether.mcp.stdio import process_transport, spawn, stop_process
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult, ToolAnnotations
+    from mcp_types import CallToolResult, Tool, ToolAnnotations
+
+Progress = Callable[[float, float | None, str | None], None]
+"""``(progress, total, message)`` of a progress notification during a call."""
 
 Status = Literal["stopped", "starting", "ready", "failed"]
+_T = TypeVar("_T")
 
 _STOP_GRACE = 10.0
 """Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
@@ -51,6 +59,8 @@ class ToolInfo:
     read_only: bool = False
     """The server marks it read-only (``readOnlyHint``) and not destructive (``destructiveHint``):
     a call needs no approval (``tether.mcp.tools``)."""
+    left_out: str | None = None
+    """Why the tool is not offered to the agent (``None``: it is)."""
 
 
 class McpConnection:
@@ -64,12 +74,15 @@ class McpConnection:
         """Why the server is not ready, in words for the user and the model."""
         self.tools: list[ToolInfo] = []
         """The tools of the last successful start (kept across a crash: calls restart it)."""
+        self.has_resources = False
+        """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._cancel: Any = None  # the anyio cancel scope of a start in progress
         self._closed = False
+        self._process: asyncio.subprocess.Process | None = None
 
     @property
     def name(self) -> str:
@@ -77,7 +90,11 @@ class McpConnection:
 
     @property
     def log_file(self) -> Path | None:
-        return self.log_dir / f"{self.name}.log" if self.log_dir is not None and self.config.command else None
+        return (
+            self.log_dir / f"{self.config.slug}.log"
+            if self.log_dir is not None and self.config.command
+            else None
+        )
 
     def start(self) -> None:
         """Start connecting in the background (needs a running event loop); no-op when running
@@ -95,26 +112,47 @@ class McpConnection:
         return self.status == "ready"
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], signal: AbortSignal | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        signal: AbortSignal | None = None,
+        *,
+        on_progress: Progress | None = None,
     ) -> CallToolResult:
-        """Call a tool; a dead server is started again first. Failures raise ``ToolError``."""
-        if self._closed:
-            raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
-        if self.status != "ready":
-            await self.stop()
-            self.start()
-            if not await self.wait_ready():
-                raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
-        client = self._client
-        assert client is not None
-        call = asyncio.ensure_future(client.call_tool(tool, arguments))
+        """Call a tool; a dead server is started again first. Failures raise ``ToolError``;
+        so does ``tool_timeout`` seconds without an answer or a progress notification."""
+        client = await self._ready_client()
+        loop = asyncio.get_running_loop()
+        heard = loop.time()
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal heard
+            heard = loop.time()
+            if on_progress is not None:
+                on_progress(progress, total, message)
+
+        call = asyncio.ensure_future(client.call_tool(tool, arguments, progress_callback=progress))
         remove = signal.add_listener(lambda _reason: _cancel(call)) if signal is not None else None
+        timeout = self.config.tool_timeout
         try:
-            return await call
+            while not call.done():
+                left = heard + timeout - loop.time()
+                if left <= 0:
+                    call.cancel()
+                    await asyncio.gather(call, return_exceptions=True)
+                    raise ToolError(
+                        f"MCP server {self.name!r}: {tool!r} did not answer within {timeout:g} s (nor "
+                        "report progress), so the call was cancelled; give the server a longer "
+                        "'timeout' (seconds) in its MCP config if it needs more time."
+                    )
+                await asyncio.wait({call}, timeout=left)
+            return call.result()
         except asyncio.CancelledError:
             if signal is None or not signal.aborted or not call.cancelled():
                 raise
             raise ToolError(f"The call to {tool!r} on MCP server {self.name!r} was aborted.") from None
+        except ToolError:
+            raise
         except Exception as exc:
             if _connection_lost(exc):
                 self.status = "failed"
@@ -125,8 +163,42 @@ class McpConnection:
                 ) from None
             raise ToolError(f"MCP server {self.name!r}: {tool!r} failed: {describe_error(exc)}") from None
         finally:
+            if not call.done():  # this task was cancelled: the call goes with it
+                call.cancel()
             if remove is not None:
                 remove()
+
+    async def request(self, what: str, make: Callable[[Client], Awaitable[_T]]) -> _T:
+        """A request other than a tool call (``make(client)``: list or read resources), with the
+        same restart-before-sending and ``tool_timeout`` as a call; failures raise ``ToolError``
+        naming ``what``."""
+        client = await self._ready_client()
+        timeout = self.config.tool_timeout
+        try:
+            return await asyncio.wait_for(make(client), timeout)
+        except TimeoutError:
+            raise ToolError(f"MCP server {self.name!r}: {what} got no answer within {timeout:g} s.") from None
+        except Exception as exc:
+            if _connection_lost(exc):
+                self._fail(f"the server closed the connection during {what}{self._log_hint()}")
+            raise ToolError(f"MCP server {self.name!r}: {what} failed: {describe_error(exc)}") from None
+
+    async def _ready_client(self) -> Client:
+        """The client, the server (re)started first when it is not running."""
+        if self._closed:
+            raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
+        if self.status != "ready" or self._exited():
+            await self.stop()
+            self.start()
+            if not await self.wait_ready():
+                raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
+        client = self._client
+        assert client is not None
+        return client
+
+    def _exited(self) -> bool:
+        """The stdio server's process has exited (before its watcher in ``_serve`` saw it)."""
+        return self._process is not None and self._process.returncode is not None
 
     async def close(self) -> None:
         """Stop for good: no call or ``start()`` starts the server again."""
@@ -160,6 +232,7 @@ class McpConnection:
             log = self._open_log()
             if self.config.command is not None:
                 process = await spawn(self.config, log)  # before the SDK is loaded: see stdio.py
+                self._process = process
             sdk.load_in_background()  # not before: a command that does not exist needs no SDK
             import anyio
 
@@ -171,11 +244,12 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._client_for(process))
                     self.tools = await _list_tools(client)
+                    self.has_resources = client.server_capabilities.resources is not None
                     scope.deadline = math.inf
                     self._cancel = None
                     self._client, self.status = client, "ready"
                     self._ready.set()
-                    await self._stop.wait()
+                    await self._until_stopped_or_exited(process)
             if scope.cancelled_caught and self.status == "starting":
                 self._fail(
                     "stopped while starting"
@@ -186,12 +260,28 @@ class McpConnection:
             if self.status != "failed":
                 self._fail(f"{describe_error(exc)}{self._log_hint()}")
         finally:
-            self._client, self._cancel = None, None
+            self._client, self._cancel, self._process = None, None, None
             if process is not None and process.returncode is None:  # the transport never took it
                 await stop_process(process)
             if log is not None:
                 log.close()
             self._ready.set()
+
+    async def _until_stopped_or_exited(self, process: asyncio.subprocess.Process | None) -> None:
+        """Serve until ``stop()``, or until the server's process exits by itself: then the
+        server is failed at once, so the next call restarts it instead of being sent to it."""
+        stopped = asyncio.ensure_future(self._stop.wait())
+        waits: set[asyncio.Future[Any]] = {stopped}
+        if process is not None:
+            waits.add(asyncio.ensure_future(process.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if process is not None and process.returncode is not None and not self._stop.is_set():
+            self._client = None
+            self._fail(f"the server exited (code {process.returncode}){self._log_hint()}")
 
     def _open_log(self) -> TextIO | None:
         if self.log_file is None:
@@ -215,7 +305,12 @@ class McpConnection:
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         assert self.config.url is not None
-        http = create_mcp_http_client(headers=dict(self.config.headers) or None)
+        headers = dict(self.config.headers) or None
+        if self.config.sse:
+            from mcp.client.sse import sse_client
+
+            return Client(sse_client(self.config.url, headers=headers), client_info=info)
+        http = create_mcp_http_client(headers=headers)
         return Client(streamable_http_client(self.config.url, http_client=http), client_info=info)
 
     def _fail(self, error: str) -> None:
@@ -231,13 +326,25 @@ async def _list_tools(client: Client) -> list[ToolInfo]:
     for _ in range(100):  # a paginator that never ends must not hang the start
         page = await client.list_tools(cursor=cursor)
         tools.extend(
-            ToolInfo(t.name, t.description or t.title or "", dict(t.input_schema), _read_only(t.annotations))
+            ToolInfo(
+                t.name,
+                t.description or t.title or "",
+                dict(t.input_schema),
+                _read_only(t.annotations),
+                _left_out(t),
+            )
             for t in page.tools
         )
         cursor = page.next_cursor
         if cursor is None:
             break
     return tools
+
+
+def _left_out(tool: Tool) -> str | None:
+    if tool.execution is not None and tool.execution.task_support == "required":
+        return "it requires MCP task-augmented execution, which tether does not use"
+    return None
 
 
 def _read_only(annotations: ToolAnnotations | None) -> bool:

@@ -20,11 +20,22 @@ USER_FILE = "mcp.json"
 """The user's servers, in tether's config folder (``tether.ai.paths.config_dir``)."""
 
 PROJECT_FILE = ".mcp.json"
-"""The project's servers, at the workspace root."""
+"""The project's servers: the nearest one in the workspace or a folder above it, as the
+project's ``.tether/settings.json`` is found (tether run from ``repo/src`` reads
+``repo/.mcp.json``)."""
 
 
 class McpConfigError(UserError, ValueError):
     """An MCP configuration that cannot be used; the message names the file and the server."""
+
+
+def project_mcp_file(cwd: Path) -> Path | None:
+    """The nearest ``.mcp.json`` in ``cwd`` or a folder above it."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def load_mcp_servers(
@@ -34,24 +45,29 @@ def load_mcp_servers(
     config_file: Path | None = None,
     trusted: bool,
     env: Mapping[str, str] | None = None,
+    problems: list[str] | None = None,
 ) -> list[McpServerConfig]:
     """The enabled servers of the user file, the project file (trusted projects only) and
     ``config_file``; a later file's server replaces an earlier one of the same name.
 
     Args:
-        cwd: The project folder (its ``.mcp.json``).
+        cwd: The project folder (the nearest ``.mcp.json`` at or above it).
         user_dir: tether's config folder (default: ``tether.ai.paths.config_dir()``).
         config_file: ``--mcp-config FILE``; it must exist.
         trusted: Whether the project's file may start servers (the caller's trust policy).
         env: Where ``${VAR}`` values come from (default: the environment).
+        problems: Given, a bad entry or an unreadable file adds a line here and is skipped
+            instead of raising ``McpConfigError`` (a missing ``config_file`` still raises: it
+            was asked for by name).
     """
     if user_dir is None:
         from tether.ai.paths import config_dir
 
         user_dir = config_dir()
     files: list[tuple[Path, Source]] = [(user_dir / USER_FILE, "user")]
-    if trusted:
-        files.append((cwd / PROJECT_FILE, "project"))
+    project = project_mcp_file(cwd) if trusted else None
+    if project is not None:
+        files.append((project, "project"))
     files = [(path, source) for path, source in files if path.is_file()]
     if config_file is not None:
         files.append((config_file, "file"))
@@ -64,5 +80,10 @@ def load_mcp_servers(
     for path, source in files:
         if source == "file" and not path.is_file():
             raise McpConfigError(f"--mcp-config {path}: no such file")
-        found.update((s.name, s) for s in read_mcp_file(path, source, env))
+        try:
+            found.update((s.name, s) for s in read_mcp_file(path, source, env, problems))
+        except McpConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{exc} (its servers are skipped)")
     return [server for server in found.values() if server.enabled]

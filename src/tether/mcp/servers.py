@@ -25,7 +25,7 @@ from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import McpConnection, Status
-from tether.mcp.tools import agent_tool
+from tether.mcp.tools import agent_tool, offered, tool_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,8 @@ class ServerStatus:
     """The agent-side tool names."""
     error: str | None
     log_file: Path | None
+    left_out: tuple[str, ...] = ()
+    """Tools the server lists but that are not offered, each with why (``name: reason``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -50,12 +52,14 @@ class ServerStatus:
             "tools": list(self.tools),
             "error": self.error,
             "logFile": str(self.log_file) if self.log_file is not None else None,
+            "leftOut": list(self.left_out),
         }
 
 
-def format_statuses(statuses: Sequence[ServerStatus]) -> str:
-    """The servers as text, one block each: name, transport, source, status, tools or error."""
-    if not statuses:
+def format_statuses(statuses: Sequence[ServerStatus], notes: Sequence[str] = ()) -> str:
+    """The servers as text, one block each: name, transport, source, status, tools or error;
+    then ``notes`` (entries skipped, files not trusted, tools renamed)."""
+    if not statuses and not notes:
         return "no MCP servers (docs/mcp.md: mcp.json, .mcp.json in a trusted project, --mcp-config)"
     lines: list[str] = []
     for s in statuses:
@@ -64,8 +68,10 @@ def format_statuses(statuses: Sequence[ServerStatus]) -> str:
             lines.append(f"  error: {s.error}")
         if s.tools:
             lines.append(f"  tools: {', '.join(s.tools)}")
+        lines.extend(f"  not offered: {reason}" for reason in s.left_out)
         if s.log_file is not None and s.status == "failed":
             lines.append(f"  log: {s.log_file}")
+    lines.extend(f"note: {note}" for note in notes)
     return "\n".join(lines)
 
 
@@ -77,9 +83,13 @@ class McpServers:
             the same name).
         log_dir: Where stdio servers' stderr goes (``<log_dir>/<name>.log``); default: the
             ``mcp-logs`` folder of tether's data folder.
+        notes: Lines about servers that are not here (skipped entries, an untrusted project
+            file), listed by ``/mcp`` after the servers.
     """
 
-    def __init__(self, configs: Sequence[McpServerConfig], *, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, configs: Sequence[McpServerConfig], *, log_dir: Path | None = None, notes: Sequence[str] = ()
+    ) -> None:
         if log_dir is None:
             from tether.ai.paths import data_dir
 
@@ -89,6 +99,25 @@ class McpServers:
         self.connections = {name: McpConnection(c, log_dir=log_dir) for name, c in chosen.items()}
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
+        self._given_notes = list(notes)
+        self._resource_tools: list[AgentTool] | None = None
+        self._renamed: dict[tuple[str, str], str] = {}
+        """(server, tool) -> agent-side name, for the tools whose plain names collided."""
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes given, then ``renames``."""
+        return [*self._given_notes, *self.renames]
+
+    @property
+    def renames(self) -> list[str]:
+        """One line for each tool renamed to settle a name collision (known once servers listed
+        their tools: ``tools()`` or ``statuses()`` works them out)."""
+        return [
+            f"MCP tool {tool!r} of server {server!r} is offered as {name} ({tool_name(server, tool)} "
+            "would name another tool too)"
+            for (server, tool), name in sorted(self._renamed.items())
+        ]
 
     def __bool__(self) -> bool:
         return bool(self.connections)
@@ -120,29 +149,66 @@ class McpServers:
 
     def tools(self) -> list[AgentTool]:
         """The agent tools of every server that listed its tools (a crashed one's too: its next
-        call starts it again). The objects are reused while a server's list stays the same."""
+        call starts it again), and the resource tools (``tether.mcp.resources``) when a server
+        has resources. The objects are reused while a server's list stays the same."""
+        names = self._names()
         tools: list[AgentTool] = []
         for name, connection in self.connections.items():
             listed = connection.tools
             cached = self._tools.get(name)
-            if cached is None or cached[0] is not listed:
-                cached = (listed, [agent_tool(connection, info) for info in listed])
+            if (
+                cached is None
+                or cached[0] is not listed
+                or any(
+                    t.name != names[(name, info.name)]
+                    for t, info in zip(cached[1], offered(listed), strict=True)
+                )
+            ):
+                cached = (
+                    listed,
+                    [agent_tool(connection, info, names[(name, info.name)]) for info in offered(listed)],
+                )
                 self._tools[name] = cached
             tools.extend(cached[1])
+        if any(c.has_resources for c in self.connections.values()):
+            if self._resource_tools is None:
+                from tether.mcp.resources import resource_tools
+
+                self._resource_tools = resource_tools(lambda: list(self.connections.values()))
+            tools.extend(self._resource_tools)
         return tools
 
-    def statuses(self) -> list[ServerStatus]:
-        from tether.mcp.tools import tool_name
+    def _names(self) -> dict[tuple[str, str], str]:
+        """Every offered tool's agent-side name. Names that collide once made safe (``get.time``
+        and ``get_time``, or servers ``a.b`` and ``a_b``) all get a hash of their exact names
+        (``tool_name(..., unique=True)``), as pi does: the same names whatever the order, and
+        neither tool is the one a model guessing ``mcp__c__get_time`` would reach by chance."""
+        wanted: dict[str, list[tuple[str, str]]] = {}
+        for server, connection in self.connections.items():
+            for info in offered(connection.tools):
+                wanted.setdefault(tool_name(server, info.name), []).append((server, info.name))
+        names: dict[tuple[str, str], str] = {}
+        self._renamed = {}
+        for plain, claims in wanted.items():
+            if len(claims) == 1:
+                names[claims[0]] = plain
+                continue
+            for claim in claims:
+                names[claim] = self._renamed[claim] = tool_name(*claim, unique=True)
+        return names
 
+    def statuses(self) -> list[ServerStatus]:
+        names = self._names()
         return [
             ServerStatus(
                 name=c.name,
                 transport=c.config.transport,
                 source=c.config.source,
                 status=c.status,
-                tools=tuple(tool_name(c.name, t.name) for t in c.tools),
+                tools=tuple(names[(c.name, t.name)] for t in offered(c.tools)),
                 error=c.error,
                 log_file=c.log_file,
+                left_out=tuple(f"{t.name}: {t.left_out}" for t in c.tools if t.left_out),
             )
             for c in self.connections.values()
         ]

@@ -2,7 +2,9 @@
 
 A server's tool ``search`` on server ``docs`` becomes ``mcp__docs__search`` (characters providers
 reject become ``_``; a name over 64 characters is cut and given a short hash, so two long names
-stay distinct). Its JSON Schema is the tool's ``parameters``, so the loop validates arguments as
+stay distinct; two names that become the same are told apart by ``McpServers``). A tool the
+server says needs task-augmented execution (``execution.taskSupport: "required"``) is not offered:
+tether calls tools directly, so every call would fail. Its JSON Schema is the tool's ``parameters``, so the loop validates arguments as
 for the built-in tools. Results map to tool-result content: text stays text, images stay images,
 a structured result without content is sent as its JSON; audio, resources and links become a
 line of text saying what they are. The text goes through the same output budget as command
@@ -37,27 +39,39 @@ MAX_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def tool_name(server: str, tool: str) -> str:
-    """``mcp__<server>__<tool>``, within what every provider accepts as a tool name."""
-    name = _UNSAFE.sub("_", f"{PREFIX}__{server}__{tool}")
-    if len(name) <= MAX_NAME:
+def tool_name(server: str, tool: str, *, unique: bool = False) -> str:
+    """``mcp__<server>__<tool>``, within what every provider accepts as a tool name; ``unique``:
+    with a short hash of the exact names, for a tool whose plain name another one took."""
+    raw = f"{PREFIX}__{server}__{tool}"
+    name = _UNSAFE.sub("_", raw)
+    if len(name) <= MAX_NAME and not unique:
         return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    digest = hashlib.sha1((raw if unique else name).encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
-def agent_tool(connection: McpConnection, info: ToolInfo) -> AgentTool:
-    """The agent tool that calls ``info`` on ``connection``."""
+def offered(listed: list[ToolInfo]) -> list[ToolInfo]:
+    """The tools a server listed that the agent gets (``ToolInfo.left_out`` says why not)."""
+    return [info for info in listed if info.left_out is None]
+
+
+def agent_tool(connection: McpConnection, info: ToolInfo, name: str | None = None) -> AgentTool:
+    """The agent tool that calls ``info`` on ``connection``, named ``name`` (default: its
+    ``tool_name``). Progress notifications become tool updates (``progress 3/10: message``)."""
     server = connection.name
 
     async def execute(
-        _tool_call_id: str, params: Any, signal: AbortSignal | None, _on_update: ToolUpdate | None
+        _tool_call_id: str, params: Any, signal: AbortSignal | None, on_update: ToolUpdate | None
     ) -> AgentToolResult[Any]:
-        result = await connection.call(info.name, dict(params or {}), signal)
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            if on_update is not None:
+                on_update(progress_update(done, total, message, server=server, tool=info.name))
+
+        result = await connection.call(info.name, dict(params or {}), signal, on_progress=progress)
         return tool_result(result, server=server, tool=info.name)
 
     return AgentTool(
-        name=tool_name(server, info.name),
+        name=name or tool_name(server, info.name),
         label=f"{server}: {info.name}",
         description=info.description or f"The {info.name!r} tool of the MCP server {server!r}.",
         parameters=_object_schema(info.input_schema),
@@ -67,6 +81,19 @@ def agent_tool(connection: McpConnection, info: ToolInfo) -> AgentTool:
             "needs_approval": not info.read_only,
         },
     )
+
+
+def progress_update(
+    done: float, total: float | None, message: str | None, *, server: str, tool: str
+) -> AgentToolResult[Any]:
+    """A progress notification as a partial result: ``progress 3/10: copying`` (numbers as the
+    server sent them; ``total`` may be unknown)."""
+    amount = f"{done:g}/{total:g}" if total is not None else f"{done:g}"
+    text = f"progress {amount}" + (f": {message}" if message else "")
+    details: dict[str, Any] = {"server": server, "tool": tool, "progress": done, "total": total}
+    if message:
+        details["message"] = message
+    return AgentToolResult(content=[{"type": "text", "text": text}], details=details)
 
 
 def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolResult[Any]:
@@ -84,7 +111,7 @@ def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolR
             texts.append(_describe_block(block))
     if not texts and not images and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    text = _within_budget("\n".join(texts))
+    text = within_budget("\n".join(texts))
     if result.is_error:
         raise ToolError(text or f"The MCP tool {tool!r} of server {server!r} reported an error.")
     content: list[TextContent | ImageContent] = []
@@ -113,7 +140,8 @@ def _describe_block(block: Any) -> str:
     return f"[{kind} result, not shown]"
 
 
-def _within_budget(text: str) -> str:
+def within_budget(text: str) -> str:
+    """``text`` within the output budget of command output (head and tail kept)."""
     buffer = OutputBuffer()
     buffer.feed(text.encode("utf-8"))
     buffer.finish()

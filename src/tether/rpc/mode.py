@@ -129,6 +129,10 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         "sessionId": core.session_id,
     }
     output(ready)  # before any input is read: no answer may come ahead of it
+    if core.notice:  # what the setup skipped (bad MCP entries, an untrusted project): pi's notify frame
+        from tether.rpc.extension_ui import RpcExtensionUI
+
+        (server.extension_ui or RpcExtensionUI(output)).notify(core.notice, "warning")
     stop_reading = _read_with_loop(stdin_fd, loop, take)
     if stop_reading is None:
         threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()

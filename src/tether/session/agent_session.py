@@ -137,6 +137,7 @@ class AgentSession:
         self.resources = resources
         self.mcp = mcp
         self._mcp_tools: list[Any] = []
+        self._mcp_noted: set[str] = set()
         self.cwd = cwd if cwd is not None else Path.cwd()
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
@@ -185,6 +186,7 @@ class AgentSession:
         if host is not None:
             host.install(agent)
             host.notice = self.notify
+            host.attach(self, self.subscribe)
         self._unsubscribe = agent.subscribe(self._on_agent_event)
         if session is not None:
             self._attach(session, load_settings=True)
@@ -727,6 +729,9 @@ class AgentSession:
         if self.mcp is not None:
             await self.mcp.close()
         await self.wait_for_idle()
+        host = self.resources.extensions if self.resources is not None else None
+        if host is not None and host.session is self:
+            host.detach()
         # The subscription and the hooks refer back to this object and to the agent: dropped and
         # given back, a closed core and its agent hold no reference cycle, so reference counting
         # frees them (and the conversation) when the caller lets go, not a full collection later.
@@ -832,6 +837,10 @@ class AgentSession:
         installed = {id(t) for t in self._mcp_tools}
         self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
         self._mcp_tools = tools
+        for line in self.mcp.renames:  # once each: the model sees a name the user did not write
+            if line not in self._mcp_noted:
+                self._mcp_noted.add(line)
+                self.notify(line)
         return True
 
     async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
@@ -844,7 +853,7 @@ class AgentSession:
         async def send(text: str) -> None:
             await self._prompt_run(self._inputs(text, ()))
 
-        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send))
+        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send, self))
         if text:
             self.notify(text, command=command.name)
         return self._added

@@ -213,7 +213,9 @@ async def _name(core: AgentSession, args: str) -> CommandResult:
 async def _mcp(core: AgentSession, args: str) -> CommandResult:
     from tether.mcp.servers import format_statuses
 
-    return CommandResult(format_statuses(core.mcp.statuses() if core.mcp is not None else []))
+    if core.mcp is None:
+        return CommandResult(format_statuses([]))
+    return CommandResult(format_statuses(core.mcp.statuses(), core.mcp.notes))
 
 
 async def _help(core: AgentSession, args: str) -> CommandResult:

@@ -111,8 +111,9 @@ class SessionOptions:
                 settings, sandbox=replace(policy, mode=mode, network=network, allow_hosts=hosts)
             )
         servers = list(mcp_servers)
+        notes: list[str] = []
         if self.mcp:
-            servers = [*load_mcp_files(cwd, self.mcp_config), *servers]
+            servers = [*load_mcp_files(cwd, self.mcp_config, problems=notes), *servers]
         resources = load_resources(
             cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
         )
@@ -134,6 +135,7 @@ class SessionOptions:
             context_files=self.context_files,
             allow_outside=self.allow_outside,
             resources=resources,
+            mcp_notes=notes,
         )
 
 
@@ -162,16 +164,27 @@ def _sandbox_warning(workspace: Workspace, tools: Sequence[AgentTool]) -> str | 
     return f"sandbox unavailable: {reason}; bash asks before every command (--sandbox off: no confinement)"
 
 
-def load_mcp_files(cwd: Path, config_file: Path | None = None) -> list[McpServerConfig]:
-    """The servers of the user's ``mcp.json``, the project's ``.mcp.json`` when the project is
-    trusted, and ``config_file``; a bad file raises ``SetupError``."""
+def load_mcp_files(
+    cwd: Path, config_file: Path | None = None, *, problems: list[str] | None = None
+) -> list[McpServerConfig]:
+    """The servers of the user's ``mcp.json``, the project's nearest ``.mcp.json`` when the
+    project is trusted, and ``config_file``. Without ``problems`` a bad file or entry raises
+    ``SetupError``; with it, each adds a line there and is skipped, and so does an untrusted
+    project's file (a line saying how to trust it: never a silent "no servers")."""
     from tether.ai.paths import config_dir
-    from tether.mcp.files import McpConfigError, load_mcp_servers
-    from tether.session.trust import TrustFileError, is_trusted
+    from tether.mcp.files import McpConfigError, load_mcp_servers, project_mcp_file
+    from tether.session.trust import TrustFileError, is_trusted, trust_file
 
     try:
-        trusted = is_trusted(config_dir(), cwd)  # the same gate as widening project settings
-        return load_mcp_servers(cwd, config_file=config_file, trusted=trusted)
+        project = project_mcp_file(cwd)
+        # the same gate as widening project settings, on the folder that holds the file
+        trusted = project is not None and is_trusted(config_dir(), project.parent)
+        if project is not None and not trusted and problems is not None:
+            problems.append(
+                f"{project}: not trusted, its MCP servers are not started (run tether in "
+                f"{project.parent} to be asked, or add that folder to {trust_file(config_dir())})"
+            )
+        return load_mcp_servers(cwd, config_file=config_file, trusted=trusted, problems=problems)
     except (McpConfigError, TrustFileError) as exc:
         raise SetupError(str(exc)) from None
 
@@ -198,6 +211,7 @@ def create_agent_session(
     context_files: bool = True,
     allow_outside: bool | None = None,
     resources: Resources | None = None,
+    mcp_notes: Sequence[str] = (),
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -233,6 +247,8 @@ def create_agent_session(
         resources: Skills, prompt templates and extensions (``load_resources(...)`` gives the
             ones the CLI reads): skills join the system prompt, extension tools the tools,
             extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
+        mcp_notes: What ``load_mcp_files(..., problems=...)`` skipped and why: they join
+            ``AgentSession.notice`` and ``/mcp``'s list.
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
@@ -306,11 +322,12 @@ def create_agent_session(
                         _sandbox_warning(workspace, built),
                         *left_out,
                         *(resources.warnings if resources else ()),
+                        *mcp_notes,
                     ],
                 )
             )
             or None,
-            mcp=_mcp(mcp_servers),
+            mcp=_mcp(mcp_servers, mcp_notes),
             resources=resources,
         )
     except BaseException:
@@ -342,13 +359,14 @@ def _key_for(provider: str, api_key: str) -> Callable[[str], str | None]:
     return get_api_key
 
 
-def _mcp(configs: Sequence[McpServerConfig]) -> McpServers | None:
-    """The session's servers; ``None`` without any (the MCP package stays unloaded)."""
-    if not any(c.enabled for c in configs):
+def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str]) -> McpServers | None:
+    """The session's servers; ``None`` without any server or note (the MCP package stays
+    unloaded)."""
+    if not any(c.enabled for c in configs) and not notes:
         return None
     from tether.mcp import McpServers
 
-    return McpServers(configs)
+    return McpServers(configs, notes=notes)
 
 
 def _choose_model(

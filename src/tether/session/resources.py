@@ -7,7 +7,10 @@ Where each comes from, first match winning on a name:
   repository root; then the user's ``<config>/skills/``, ``~/.agents/skills/``,
   ``~/.claude/skills/`` and ``~/.pi/agent/skills/``. Each source is switched in settings
   (``"skills": {"claude": false}``);
-- prompt templates: the project's ``.tether/prompts/`` (trusted), then ``<config>/prompts/``;
+- prompt templates: the project's ``.tether/prompts/`` (trusted), then pi's ``.pi/prompts/`` and
+  Claude Code's ``.claude/commands/`` (subfolders too) of the working directory and its parents
+  up to the repository root; then ``<config>/prompts/``, ``~/.pi/agent/prompts/`` and
+  ``~/.claude/commands/``;
 - extensions: ``<config>/extensions/``, the project's ``.tether/extensions/`` (trusted), the
   entry-point group ``tether.extensions``, then the paths given for the run (``-e``).
 
@@ -298,15 +301,30 @@ def _skills(
 
 
 def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) -> list[PromptTemplate]:
-    folders = [("project", project.tether("prompts")), ("user", config_dir / "prompts")]
-    present = [(source, folder) for source, folder in folders if folder is not None and folder.is_dir()]
+    home = Path.home()
+    folders: list[tuple[str, Path | None, bool]] = [("project", project.tether("prompts"), False)]
+    for directory in project.chain:  # pi's and Claude Code's, as their skills are found
+        folders += [
+            ("project", directory / ".pi" / "prompts", False),
+            ("project", directory / ".claude" / "commands", True),
+        ]
+    folders += [
+        ("user", config_dir / "prompts", False),
+        ("user", home / ".pi" / "agent" / "prompts", False),
+        ("user", home / ".claude" / "commands", True),
+    ]
+    present = [(s, f, nested) for s, f, nested in folders if f is not None and f.is_dir()]
     if not present:
         return []
     from tether.session.templates import read_templates
 
     chosen: dict[str, PromptTemplate] = {}
-    for source, folder in present:
-        found, problems = read_templates(folder, source)
+    seen: set[Path] = set()
+    for source, folder, nested in present:
+        if folder.resolve() in seen:
+            continue  # the home folder is also the project's parent
+        seen.add(folder.resolve())
+        found, problems = read_templates(folder, source, nested=nested)
         warnings.extend(problems)
         for template in found:
             if template.name in chosen:

@@ -43,26 +43,41 @@ class Skill:
         return self.path.parent
 
 
+MAX_DEPTH = 6
+"""How deep below a skills folder a ``SKILL.md`` is looked for (grouping folders, as pi and
+Claude Code allow: ``skills/docs/pdf/SKILL.md``)."""
+
+
 def read_skills(
     folder: Path, source: str, scope: Literal["user", "project"] = "user"
 ) -> tuple[list[Skill], list[str]]:
-    """The skills of ``folder`` (each subfolder with a ``SKILL.md``), sorted by name, and one
-    warning per file that could not be used."""
+    """The skills below ``folder`` (each folder with a ``SKILL.md``, found at any depth up to
+    ``MAX_DEPTH``; a skill's own subfolders are its files, not more skills; hidden folders and
+    ``node_modules`` are skipped), sorted by path, and one warning per file that could not be used."""
     skills: list[Skill] = []
     warnings: list[str] = []
-    try:
-        children = sorted(folder.iterdir())
-    except OSError as exc:
-        return [], [f"{folder}: cannot list the skills folder: {exc.strerror or exc}"]
-    for child in children:
-        path = child / SKILL_FILE
-        if not path.is_file():
-            continue
-        skill, problem = read_skill(path, source, scope)
-        if problem is not None:
-            warnings.append(f"{path}: {problem}")
-        if skill is not None:
-            skills.append(skill)
+
+    def walk(directory: Path, depth: int) -> None:
+        try:
+            children = sorted(c for c in directory.iterdir() if c.is_dir())
+        except OSError as exc:
+            warnings.append(f"{directory}: cannot list the skills folder: {exc.strerror or exc}")
+            return
+        for child in children:
+            if child.name.startswith(".") or child.name == "node_modules":
+                continue
+            path = child / SKILL_FILE
+            if not path.is_file():
+                if depth < MAX_DEPTH:
+                    walk(child, depth + 1)
+                continue
+            skill, problem = read_skill(path, source, scope)
+            if problem is not None:
+                warnings.append(f"{path}: {problem}")
+            if skill is not None:
+                skills.append(skill)
+
+    walk(folder, 1)
     return skills, warnings
 
 

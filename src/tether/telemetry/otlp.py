@@ -9,13 +9,21 @@ name the resource (``service.name`` defaults to ``tether``), ``OTEL_SDK_DISABLED
 ``OTEL_{TRACES,METRICS}_EXPORTER=none`` turn a signal off, and
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` records message content.
 
+The flush at exit is bounded: ``TETHER_OTEL_EXIT_TIMEOUT`` seconds (default 1). The exporters
+retry a collector that is down for as long as their own timeout (10 s by default, at each of
+the two signals), which would be added to every command's exit; past the bound whatever was not
+sent is dropped. Their warnings (one per retry, through ``logging``) do not reach the terminal:
+the first failure is one line on ``err`` at exit.
+
 Without an endpoint this module imports nothing: the check is a look at the environment.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
@@ -31,6 +39,8 @@ ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 METRICS_ENDPOINT = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+EXIT_TIMEOUT = "TETHER_OTEL_EXIT_TIMEOUT"
+DEFAULT_EXIT_TIMEOUT = 1.0
 SUPPORTED_PROTOCOL = "http/protobuf"
 PROTOCOLS = (
     "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -57,6 +67,8 @@ def start_from_env(err: TextIO = sys.stderr) -> Callable[[], None] | None:
                 f"tether: {variable}={protocol} is not supported (only {SUPPORTED_PROTOCOL}); not exporting\n"
             )
             return None
+    bound = _exit_timeout(environ, err)
+    failures = _Failures()
     try:
         resource = _resource()
         tracer_provider = _tracer_provider(resource) if traces else None
@@ -70,15 +82,69 @@ def start_from_env(err: TextIO = sys.stderr) -> Callable[[], None] | None:
         return None
     capture = environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"
     instrument(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=capture)
+    failures.install()
 
-    def shutdown() -> None:
-        uninstrument()
+    def flush() -> None:
         if tracer_provider is not None:
             tracer_provider.shutdown()
         if meter_provider is not None:
             meter_provider.shutdown()
 
+    def shutdown() -> None:
+        uninstrument()
+        # a daemon thread: the interpreter's exit does not wait for an export still retrying
+        flushing = threading.Thread(target=flush, name="otel flush", daemon=True)
+        flushing.start()
+        flushing.join(bound)
+        where = environ.get(TRACES_ENDPOINT) or environ.get(METRICS_ENDPOINT) or environ.get(ENDPOINT)
+        if flushing.is_alive():
+            reason = f": {failures.first}" if failures.first else ""
+            err.write(
+                f"tether: telemetry not exported to {where} within {bound:g} s{reason} "
+                f"(dropped; {EXIT_TIMEOUT} sets the wait)\n"
+            )
+        elif failures.first:
+            err.write(f"tether: telemetry export to {where} failed: {failures.first}\n")
+
     return shutdown
+
+
+class _Failures(logging.Handler):
+    """Takes the OpenTelemetry SDK's log records (export retries and failures) off the terminal
+    and keeps the first warning's text for the one line at exit."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.first: str | None = None
+
+    def install(self) -> None:
+        logger = logging.getLogger("opentelemetry")
+        logger.addHandler(self)
+        logger.propagate = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().strip()
+        if self.first is None and text:
+            # "Transient error <why> encountered while exporting spans batch, retrying in 1.2s."
+            self.first = (
+                text.splitlines()[0].split(" encountered while", 1)[0].removeprefix("Transient error ")
+            )
+
+
+def _exit_timeout(environ: Mapping[str, str], err: TextIO) -> float:
+    text = environ.get(EXIT_TIMEOUT, "").strip()
+    if not text:
+        return DEFAULT_EXIT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        err.write(
+            f"tether: {EXIT_TIMEOUT}={text} is not a number of seconds; using {DEFAULT_EXIT_TIMEOUT:g}\n"
+        )
+        return DEFAULT_EXIT_TIMEOUT
+    return value
 
 
 def _wanted(environ: Mapping[str, str], endpoint: str, exporter: str) -> bool:
@@ -100,7 +166,7 @@ def _tracer_provider(resource: Resource) -> TracerProvider:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # shutdown() bounds it
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return provider
 
@@ -111,5 +177,7 @@ def _meter_provider(resource: Resource) -> MeterProvider:
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     return MeterProvider(
-        resource=resource, metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())]
+        resource=resource,
+        metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())],
+        shutdown_on_exit=False,  # shutdown() bounds it
     )

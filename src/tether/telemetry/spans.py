@@ -27,7 +27,7 @@ import dataclasses
 import inspect
 import time
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context, metrics, trace
@@ -320,7 +320,9 @@ class _ModelCall:
         input_tokens = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
         output_tokens = usage["output"]
         cost = float(usage["cost"]["total"])
-        response_model = final.get("upstreamModel") or final["model"]
+        # the model the server says answered (a dated snapshot, an alias resolved), else the one asked
+        answered = cast("dict[str, Any]", final).get("responseModel")
+        response_model = final.get("upstreamModel") or answered or final["model"]
         attributes: Attributes = {
             sc.RESPONSE_MODEL: response_model,
             sc.RESPONSE_FINISH_REASONS: [content.finish_reason(final)],

@@ -14,13 +14,24 @@ subscribes to the points where it may intercept a run:
   synthetic and never stored.
 
 These are the library's own hook types, so a hook written for a program that drives an ``Agent``
-works unchanged in an extension. ``api.ui`` asks the user; how depends on the front end (a
+works unchanged in an extension. A hook sees ``context.args`` as a dict for every tool.
+
+The session's lifecycle events (``LIFECYCLE_EVENTS``, pi's names: ``session_start``,
+``agent_start``, ``turn_end``, ``message_end``, ``tool_execution_start``, ...)
+can be observed with ``api.on`` too: the hook gets the event (a dict, as front ends see it) and
+what it returns is ignored. While the session runs, ``api`` also controls it as pi's
+``ExtensionAPI`` does (``docs/extensions.md`` has the side-by-side): ``send_user_message``,
+``append_entry``, ``set_session_name``/``get_session_name``, ``get_active_tools``/
+``set_active_tools``/``get_all_tools``, ``set_model``, ``get_thinking_level``/
+``set_thinking_level``; a command's ``ctx`` has ``wait_for_idle``, ``new_session`` and
+``compact``. ``api.ui`` asks the user; how depends on the front end (a
 terminal dialog, an RPC ``extension_ui_request``, an ACP permission request), and where nobody can
 answer (print mode) ``confirm`` is ``False`` and ``select``/``input`` are ``None``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +91,28 @@ class BeforeRunResult:
     reason: str | None = None
 
 
+class SessionControl(Protocol):
+    """What of the running ``AgentSession`` the extension API uses (it is one)."""
+
+    @property
+    def is_running(self) -> bool: ...
+    @property
+    def thinking_level(self) -> str: ...
+    @property
+    def agent(self) -> Any: ...
+    @property
+    def session(self) -> Any: ...
+    def prompt(self, prompt: str) -> Any: ...
+    def follow_up(self, text: str) -> Any: ...
+    def steer(self, text: str) -> Any: ...
+    def rename(self, title: str) -> None: ...
+    def set_model(self, spec: str) -> ModelInfo: ...
+    def set_thinking(self, level: str) -> str: ...
+    def new_session(self) -> str | None: ...
+    async def wait_for_idle(self) -> None: ...
+    async def compact(self, instructions: str | None = None) -> Any: ...
+
+
 @dataclass(slots=True)
 class CommandContext:
     """What a slash command's handler gets besides its arguments."""
@@ -88,6 +121,31 @@ class CommandContext:
     ui: ExtensionUI
     send: Callable[[str], Awaitable[None]]
     """Run the agent on a prompt (as if the user had typed it) and wait until it settles."""
+    session: SessionControl | None = None
+
+    async def wait_for_idle(self) -> None:
+        """Wait until the agent's run in progress, if any, has ended (pi's ``ctx.waitForIdle``;
+        the command itself is not one)."""
+        if self.session is not None:
+            await self.session.agent.wait_for_idle()
+
+    def new_session(self) -> str | None:
+        """Start a new stored session (pi's ``ctx.newSession``); its id, ``None`` without storage."""
+        return _control(self.session, "new_session").new_session()
+
+    async def compact(self, instructions: str | None = None) -> Any:
+        """Compact the conversation now (pi's ``ctx.compact``)."""
+        return await _control(self.session, "compact").compact(instructions)
+
+
+_SENDING: set[asyncio.Task[None]] = set()
+"""``send_user_message`` runs waiting for the session (kept referenced until they end)."""
+
+
+def _control(session: SessionControl | None, what: str) -> SessionControl:
+    if session is None:
+        raise RuntimeError(f"{what} needs a running session (not available during setup)")
+    return session
 
 
 BeforeRunHook = Callable[[BeforeRunContext], Awaitable[BeforeRunResult | None] | BeforeRunResult | None]
@@ -101,7 +159,31 @@ PromptHookFn = Callable[["PromptEditor"], Awaitable[None] | None]
 CommandHandler = Callable[[str, CommandContext], Awaitable[str | None] | str | None]
 """``handler(args, ctx)``: returns text to show the user (or ``None``)."""
 
-EventName = Literal["before_run", "tool_call", "tool_result", "prompt"]
+INTERCEPTING_EVENTS = ("before_run", "tool_call", "tool_result", "prompt")
+LIFECYCLE_EVENTS = (
+    "session_start",
+    "session_shutdown",
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "thinking_level_select",
+    "session_info_changed",
+    "compaction_start",
+    "compaction_end",
+)
+"""Observed, never intercepted: the session's events of these types (``session_start`` when the
+session is set up, ``session_shutdown`` when it closes, ``thinking_level_select`` for the
+session's ``thinking_level_changed``)."""
+EVENT_ALIASES = {"thinking_level_changed": "thinking_level_select"}
+"""Session event type -> the lifecycle event name extensions subscribe to (pi's)."""
+EventName = str
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 
@@ -142,11 +224,100 @@ class ExtensionAPI:
         ui: How to ask the user (the front end's, possibly replaced once it is running).
     """
 
-    def __init__(self, name: str, cwd: Path, ui: Callable[[], ExtensionUI]) -> None:
+    def __init__(
+        self,
+        name: str,
+        cwd: Path,
+        ui: Callable[[], ExtensionUI],
+        session: Callable[[], SessionControl | None] = lambda: None,
+    ) -> None:
         self.name = name
         self.cwd = cwd
         self._ui = ui
+        self._session = session
         self.registered = Registrations()
+
+    # -- controlling the session (pi's ExtensionAPI; not during setup) -----------------------------
+
+    def _running(self, what: str) -> SessionControl:
+        return _control(self._session(), what)
+
+    def send_user_message(
+        self, text: str, *, deliver_as: Literal["steer", "follow_up"] = "follow_up"
+    ) -> None:
+        """Send ``text`` as the user (pi's ``sendUserMessage``): while the agent works it is queued
+        as a follow-up (or ``deliver_as="steer"``); otherwise it starts a run, once what runs now
+        (a slash command, say) has ended."""
+        session = self._running("send_user_message")
+        if session.agent.is_streaming:
+            (session.steer if deliver_as == "steer" else session.follow_up)(text)
+            return
+
+        async def when_idle() -> None:
+            await session.wait_for_idle()
+            await session.prompt(text)
+
+        task = asyncio.get_running_loop().create_task(when_idle())
+        _SENDING.add(task)
+        task.add_done_callback(_SENDING.discard)
+
+    def append_entry(self, custom_type: str, data: Any) -> str | None:
+        """Store ``data`` in the session as a custom entry (pi's ``appendEntry``: extension state,
+        never sent to the model); ``custom_type`` is namespaced (``myext.state``). Its id, or
+        ``None`` when the session is not stored."""
+        stored = self._running("append_entry").session
+        return stored.append_custom(custom_type, data) if stored is not None else None
+
+    def get_session_name(self) -> str | None:
+        stored = self._running("get_session_name").session
+        return stored.title if stored is not None else None
+
+    def set_session_name(self, name: str) -> None:
+        self._running("set_session_name").rename(name)
+
+    def get_all_tools(self) -> list[str]:
+        """Every tool's name, active or not."""
+        agent = self._running("get_all_tools").agent
+        return [t.name for t in agent.tools] + [
+            n for n in self._inactive(agent) if n not in {t.name for t in agent.tools}
+        ]
+
+    def get_active_tools(self) -> list[str]:
+        return [t.name for t in self._running("get_active_tools").agent.tools]
+
+    def set_active_tools(self, names: Sequence[str]) -> None:
+        """Offer the model only these tools (pi's ``setActiveTools``); the others stay known and
+        come back when named again. An unknown name raises ``ValueError``."""
+        agent = self._running("set_active_tools").agent
+        known = {t.name: t for t in agent.tools} | self._inactive(agent)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"set_active_tools: no tool {', '.join(unknown)} (known: {', '.join(known)})")
+        wanted = set(names)
+        self._inactive(agent).update({n: t for n, t in known.items() if n not in wanted})
+        for name in wanted:
+            self._inactive(agent).pop(name, None)
+        agent.tools = [t for n, t in known.items() if n in wanted]
+
+    @staticmethod
+    def _inactive(agent: Any) -> dict[str, Any]:
+        """The tools switched off, kept on the agent so every extension sees the same set."""
+        found = getattr(agent, "_extension_inactive_tools", None)
+        if found is None:
+            found = {}
+            agent._extension_inactive_tools = found
+        return cast(dict[str, Any], found)
+
+    def set_model(self, spec: str) -> ModelInfo:
+        """Switch the model (``provider/id``, as ``--model`` takes it); pi's ``setModel``."""
+        return self._running("set_model").set_model(spec)
+
+    def get_thinking_level(self) -> str:
+        return self._running("get_thinking_level").thinking_level
+
+    def set_thinking_level(self, level: str) -> str:
+        """Set the thinking level (clamped to the model); the level set."""
+        return self._running("set_thinking_level").set_thinking(level)
 
     @property
     def ui(self) -> ExtensionUI:
@@ -195,9 +366,9 @@ class ExtensionAPI:
 
     def on(self, event: EventName) -> Callable[[_Hook], _Hook]:
         """Decorator: subscribe the function to ``event`` (see the module docstring)."""
-        if event not in ("before_run", "tool_call", "tool_result", "prompt"):
+        if event not in INTERCEPTING_EVENTS and event not in LIFECYCLE_EVENTS:
             raise ValueError(
-                f"unknown extension event {event!r} (before_run, tool_call, tool_result, prompt)"
+                f"unknown extension event {event!r} ({', '.join((*INTERCEPTING_EVENTS, *LIFECYCLE_EVENTS))})"
             )
 
         def subscribe(hook: _Hook) -> _Hook:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
 
 from tether.agent.hooks import (
     AfterToolCallContext,
@@ -25,6 +27,8 @@ from tether.agent.hooks import (
 )
 from tether.errors import TetherError
 from tether.session.extensions.api import (
+    EVENT_ALIASES,
+    LIFECYCLE_EVENTS,
     BeforeRunContext,
     BeforeRunResult,
     CommandContext,
@@ -33,6 +37,7 @@ from tether.session.extensions.api import (
     ExtensionUI,
     NotifyLevel,
     Registrations,
+    SessionControl,
 )
 
 if TYPE_CHECKING:
@@ -85,7 +90,57 @@ class ExtensionHost:
         """Extensions that could not be loaded, one line each (shown at start-up)."""
         self.notice: Callable[[str], None] = lambda _text: None
         self.ui: ExtensionUI = HeadlessUI(lambda text: self.notice(text))
+        self.session: SessionControl | None = None
+        """The running session (``attach``): what ``api.send_user_message`` and the like control."""
         self._reported: set[str] = set()
+        self._observing: set[asyncio.Task[None]] = set()
+
+    # -- the session's lifecycle -------------------------------------------------------------------
+
+    def attach(
+        self, session: SessionControl, subscribe: Callable[[Callable[[Any], None]], Callable[[], None]]
+    ) -> None:
+        """Give the extensions the running session, pass its events to the lifecycle hooks, and
+        tell them ``session_start``."""
+        self.session = session
+        if any(e.registered.hooks.get(name) for e in self.extensions for name in LIFECYCLE_EVENTS):
+            self._unsubscribe = subscribe(self.observe)
+        self.observe({"type": "session_start"})
+
+    def detach(self) -> None:
+        """``session_shutdown``, then no more events."""
+        self.observe({"type": "session_shutdown"})
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            unsubscribe()
+        self.session = None
+
+    def observe(self, event: Any) -> None:
+        """Call the hooks of ``event``'s type (a copy each: an observer cannot change what the
+        front ends see); an async hook runs as a task, a failing one is reported once."""
+        kind = str(event["type"])
+        kind = EVENT_ALIASES.get(kind, kind)
+        for name, hook in self._hooks(kind):
+            try:
+                outcome = hook(dict(event, type=kind))
+            except Exception as exc:
+                self.report(name, kind, exc)
+                continue
+            if inspect.isawaitable(outcome):
+                try:
+                    task = asyncio.get_running_loop().create_task(self._observed(name, kind, outcome))
+                except RuntimeError:  # no loop yet (a session built outside one): a sync hook only
+                    getattr(outcome, "close", lambda: None)()
+                    self.report(name, kind, RuntimeError("an async hook needs a running event loop here"))
+                    continue
+                self._observing.add(task)
+                task.add_done_callback(self._observing.discard)
+
+    async def _observed(self, name: str, kind: str, outcome: Awaitable[Any]) -> None:
+        try:
+            await outcome
+        except Exception as exc:
+            self.report(name, kind, exc)
 
     # -- what they registered ----------------------------------------------------------------------
 
@@ -166,22 +221,43 @@ class ExtensionHost:
     async def before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
-        for name, hook in self._hooks("tool_call"):
-            try:
-                result = await _call(hook, context)
-            except Exception as exc:
-                self.report(name, "tool_call", exc)
-                return BeforeToolCallResult(
-                    True, f"Blocked: the extension {name} failed while checking this call."
-                )
-            if isinstance(result, BeforeToolCallResult) and result.block:
-                return result
-        return None
+        """Each hook sees ``context.args`` as a dict, whatever the tool (a ``@tool`` function's
+        are a pydantic model to the tool): one guard works for every tool, as in pi. What the
+        hooks change in that dict is validated and put back into the model the tool gets."""
+        original = context.args
+        model = original if isinstance(original, BaseModel) else None
+        if model is not None:
+            context.args = model.model_dump(mode="python")
+        try:
+            for name, hook in self._hooks("tool_call"):
+                try:
+                    result = await _call(hook, context)
+                except Exception as exc:
+                    self.report(name, "tool_call", exc)
+                    return BeforeToolCallResult(
+                        True, f"Blocked: the extension {name} failed while checking this call."
+                    )
+                if isinstance(result, BeforeToolCallResult) and result.block:
+                    return result
+            if model is not None and context.args != model.model_dump(mode="python"):
+                try:
+                    changed = type(model).model_validate(context.args)
+                except ValidationError as exc:
+                    return BeforeToolCallResult(
+                        True, f"Blocked: an extension changed the arguments into invalid ones: {exc}"
+                    )
+                vars(model).update(vars(changed))  # the loop holds this very object
+            return None
+        finally:
+            context.args = original
 
     async def after_tool_call(
         self, context: AfterToolCallContext, signal: AbortSignal | None = None
     ) -> AfterToolCallResult | None:
-        """Each hook sees the result as the hooks before it left it; the overrides add up."""
+        """Each hook sees the result as the hooks before it left it; the overrides add up.
+        ``context.args`` is a dict here too."""
+        if isinstance(context.args, BaseModel):
+            context.args = context.args.model_dump(mode="python")
         merged: AfterToolCallResult | None = None
         for name, hook in self._hooks("tool_result"):
             try:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from tether.session.extensions.api import ExtensionAPI, ExtensionUI
+from tether.session.extensions.api import ExtensionAPI, ExtensionUI, SessionControl
 from tether.session.extensions.host import ExtensionHost, LoadedExtension
 
 
@@ -47,14 +47,17 @@ def load_extensions(
     def ui() -> ExtensionUI:
         return host_ref[0].ui
 
+    def session() -> SessionControl | None:
+        return host_ref[0].session if host_ref else None
+
     for path in paths:
         name = path.stem if path.suffix == ".py" else path.name
-        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui)
+        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     for name, target in entry_points:
         origin = f"entry point {name} ({target})"
-        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui)
+        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui, session)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     host = ExtensionHost(loaded, problems)
@@ -68,13 +71,14 @@ def _load(
     load: Callable[[], object],
     cwd: Path,
     ui: Callable[[], ExtensionUI],
+    session: Callable[[], SessionControl | None],
 ) -> tuple[LoadedExtension | None, str | None]:
     try:
         target = load()
         setup = getattr(target, "setup", None) if isinstance(target, ModuleType) else target
         if not callable(setup):
             return None, f"extension {name} ({origin}): no setup(api) function; not loaded"
-        api = ExtensionAPI(name, cwd, ui)
+        api = ExtensionAPI(name, cwd, ui, session)
         outcome = setup(api)
         if inspect.isawaitable(outcome):
             close = getattr(outcome, "close", None)
