@@ -3,7 +3,7 @@
 One scripted conversation walks through what a person does: a prompt and its streamed answer, a
 command the user declines (``n``), one approved once (``y``) whose long output is folded (then
 expanded with Ctrl-O), "always" (``a``), steering (Enter) and a follow-up (Alt-Enter) typed while
-a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Ctrl-C aborting it, ``/name`` and ``/session`` again, and Ctrl-D
+a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Esc aborting it, ``/name`` and ``/session`` again, and Ctrl-D
 to exit.
 """
 
@@ -150,7 +150,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
             lambda s: "tool calls" in s and " · thinking " in s.split("tool calls")[-1]
         )
         assert "● working" in screen.split("tool calls")[-1]  # the status line: still running
-        terminal.send("C-c")
+        terminal.send("Escape")
         screen = terminal.wait_for("Aborted", timeout=10)
         assert "this answer is never reached" not in screen
 
@@ -301,7 +301,7 @@ def test_the_status_line_counts_a_stalled_models_silence(cli: CliEnv) -> None:
             terminal.send("Enter")
             screen = terminal.wait_for(lambda s: re.search(r"waiting for the model… [4-9] s", s) is not None)
             assert "Thinking" in screen  # the part that arrived is shown
-            terminal.send("C-c")
+            terminal.send("Escape")
             terminal.wait_for("Aborted", timeout=10)
         finally:
             terminal.close()

@@ -256,7 +256,7 @@ def test_keybindings_file_changes_keys_and_a_bad_one_is_one_warning(cli: CliEnv)
         screen = terminal.screen()
         warning = (
             f"{config / 'keybindings.json'}: app.model.cycleForward: 'ctrl+shift+p': "
-            "a terminal does not send that combination; using the default keys"
+            "a terminal does not send that combination (default kept); the rest is applied"
         )
         assert warning in words(screen)
         assert "Traceback" not in screen

@@ -50,12 +50,20 @@ from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
 from tether.cli import interactive_views as views, render, screens
-from tether.cli.keybindings import FILE_NAME, Bindings, hotkeys_text, load_bindings
+from tether.cli.keybindings import (
+    FILE_NAME,
+    MODIFY_OTHER_KEYS_OFF,
+    MODIFY_OTHER_KEYS_ON,
+    Bindings,
+    hotkeys_text,
+    install_sequences,
+    load_bindings,
+)
 from tether.session import commands
 from tether.session.agent_session import AgentSession
 from tether.session.stats import Stats, format_tokens
 from tether.tools.completion import MentionCompleter
-from tether.wire import AgentMessage, ToolCall
+from tether.wire import AgentMessage, ImageContent, ToolCall
 
 if TYPE_CHECKING:
     from tether.session.extensions.api import NotifyLevel
@@ -65,6 +73,7 @@ STYLE = Style.from_dict(
         "status": "reverse",
         "chip.steer": "bg:ansiblue fg:ansiwhite",
         "chip.follow": "bg:ansimagenta fg:ansiwhite",
+        "chip.image": "bg:ansicyan fg:ansiblack",
         "prompt": "bold ansimagenta",
         "rule": "ansibrightblack",
         "approval": "bold ansiyellow",
@@ -114,6 +123,10 @@ class InteractiveApp:
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
         self._unsubscribe: Callable[[], None] = lambda: None
+        self._compaction_reports = 0
+        self._images: list[ImageContent] = []
+        """Images pasted with Ctrl+V, sent with the next message."""
+        """``compaction_end`` events shown: ``/compact`` prints nothing more when one was."""
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -153,6 +166,7 @@ class InteractiveApp:
         """Set the screen up for ``core`` (input box, layout, keys, event listener) without
         starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
         ``history``: the input box's (default: the prompt-history file)."""
+        install_sequences()
         self._core = core
         self._stats = core.stats()
         if core.resources is not None and core.resources.extensions is not None:
@@ -184,6 +198,7 @@ class InteractiveApp:
 
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
+            app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
             self._print_header(core)
             if initial_prompt:
                 self._start(initial_prompt)
@@ -195,6 +210,8 @@ class InteractiveApp:
             try:
                 return await app.run_async(pre_run=pre_run)
             finally:
+                app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
+                app.output.flush()
                 self.detach()
                 if self._task is not None and not self._task.done():
                     core.abort()
@@ -205,7 +222,7 @@ class InteractiveApp:
 
     def _build(self, buffer: Buffer) -> Application[int]:
         approving = Condition(lambda: self._approval is not None)
-        chips = Condition(lambda: bool(self._steering or self._follow_ups))
+        chips = Condition(lambda: bool(self._steering or self._follow_ups or self._images))
         live = Condition(lambda: bool(self._live_text_raw()))
         main = HSplit(
             [
@@ -262,7 +279,7 @@ class InteractiveApp:
             if self._busy and commands.parse(text) is None:
                 self._queue(text, follow_up=False)
             else:
-                self._start(text)
+                self._start(text, self._take_images() if commands.parse(text) is None else [])
 
         @keys.add("enter", filter=completion_is_selected)  # added later: wins over plain Enter
         def _accept_completion(event: KeyPressEvent) -> None:
@@ -284,11 +301,19 @@ class InteractiveApp:
         def _newline(event: KeyPressEvent) -> None:
             buffer.insert_text("\n")
 
-        @bind("app.interrupt", when=Condition(lambda: self._busy and not buffer.text) & ~approving)
+        menu_open = Condition(lambda: buffer.complete_state is not None)
+
+        @bind("app.interrupt", when=Condition(lambda: self._busy) & ~approving & ~menu_open)
         def _escape(event: KeyPressEvent) -> None:
             self._restore_queued()
             assert self._core is not None
             self._core.abort()
+            if self._work_abort is not None:
+                self._work_abort.abort()
+
+        @keys.add("escape", filter=menu_open, eager=True)
+        def _close_menu(event: KeyPressEvent) -> None:
+            buffer.cancel_completion()
 
         @bind("app.message.dequeue", when=~approving)
         def _dequeue(event: KeyPressEvent) -> None:
@@ -297,22 +322,31 @@ class InteractiveApp:
 
         @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
+            """pi's Ctrl-C: it clears the input and never stops a run (Esc does); twice on an
+            empty input, it exits. A pending question is declined."""
             if self._approval is not None:
                 self._answer(False)
-            elif self._busy:
-                assert self._core is not None
-                self._core.abort()
-                if self._work_abort is not None:
-                    self._work_abort.abort()
             elif buffer.text:
                 buffer.reset()
+                self._images.clear()
             elif time.monotonic() - self._last_interrupt < 1.5:
                 event.app.exit(result=0)
             else:
                 self._last_interrupt = time.monotonic()
-                self.say(
-                    render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
+                hint = (
+                    "(Ctrl-C again to exit; Esc aborts the run)"
+                    if self._busy
+                    else "(Ctrl-C again or Ctrl-D to exit)"
                 )
+                self.say(render.Painter(self._width, self.color).styled(hint, "dim"))
+
+        @bind("app.clipboard.pasteImage", when=~approving)
+        def _paste_image(event: KeyPressEvent) -> None:
+            self._paste_image()
+
+        @bind("app.session.tree", when=~approving)
+        def _tree(event: KeyPressEvent) -> None:
+            self._start("/tree")
 
         @bind("app.exit")
         def _eof(event: KeyPressEvent) -> None:
@@ -408,6 +442,12 @@ class InteractiveApp:
     def painter(self) -> render.Painter:
         return render.Painter(self._width, self.color)
 
+    def rows(self) -> int:
+        if self._app is not None:
+            with contextlib.suppress(Exception):
+                return max(5, self._app.output.get_size().rows)
+        return 24
+
     def _live_text_raw(self) -> str:
         """The live area's text, rendered once per state (prompt-toolkit asks several times per
         redraw, and re-rendering a long answer's markdown is the expensive part)."""
@@ -439,11 +479,7 @@ class InteractiveApp:
             parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "bold yellow"))
         elif self._busy and not parts:
             parts.append(painter.styled("working… (Ctrl-C to abort)", "dim"))
-        rows = 24
-        if self._app is not None:
-            with contextlib.suppress(Exception):
-                rows = self._app.output.get_size().rows
-        return render.tail_lines("\n".join(p for p in parts if p), max(3, rows - 6))
+        return render.tail_lines("\n".join(p for p in parts if p), max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:
         return ANSI(self._live_text_raw())
@@ -454,6 +490,8 @@ class InteractiveApp:
             chips += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
         for text in self._follow_ups:
             chips += [("class:chip.follow", f" follow-up: {_short(text)} "), ("", " ")]
+        for number, image in enumerate(self._images, 1):
+            chips += [("class:chip.image", f" image {number}: {image['mimeType']} "), ("", " ")]
         return chips
 
     def _prompt_mark(self) -> AnyFormattedText:
@@ -522,8 +560,8 @@ class InteractiveApp:
         elif kind == "compaction_start":
             self.say(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
-            done = event.get("compacted", event.get("willRetry", True))
-            self.say(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
+            self._compaction_reports += 1
+            self.say(render.compaction_report(painter, event))
         elif kind == "notice":
             self.say(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
@@ -554,18 +592,38 @@ class InteractiveApp:
 
     def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
-        content = getattr(result, "content", None)
-        if content is None and isinstance(result, dict):
-            content = cast(dict[str, Any], result).get("content")
-        text = render.result_text(cast(list[dict[str, Any]], content or []))
-        is_error = bool(event.get("isError"))
-        header = render.tool_header(painter, name, args, "error" if is_error else "ok")
-        self.say(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
+        if not isinstance(result, Mapping):  # an AgentToolResult
+            result = {
+                "content": getattr(result, "content", None),
+                "details": getattr(result, "details", None),
+            }
+        shown = {**cast(Mapping[str, Any], result), "isError": bool(event.get("isError"))}
+        self.say(render.finished_tool(painter, name, args, shown, expanded=False))
 
     # -- actions ---------------------------------------------------------------------------------
 
-    def _start(self, text: str) -> None:
-        task = asyncio.ensure_future(self._submit(text))
+    def _take_images(self) -> list[ImageContent]:
+        images, self._images = self._images, []
+        return images
+
+    def _paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image goes with the next message (a chip shows it)."""
+        import base64
+
+        from tether.cli import clipboard
+
+        try:
+            data, mime = clipboard.paste_image()
+        except clipboard.ClipboardError as exc:
+            self.say(self.painter().styled(f"paste: {exc}", "yellow"))
+            return
+        self._images.append(
+            {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}
+        )
+        self._invalidate()
+
+    def _start(self, text: str, images: list[ImageContent] | None = None) -> None:
+        task = asyncio.ensure_future(self._submit(text, images or []))
         task.add_done_callback(lambda _t: self._invalidate())
         if self._busy:  # a command (/session, /help) while the agent works runs beside the run
             self._side_tasks.add(task)
@@ -574,7 +632,7 @@ class InteractiveApp:
             self._task = task
         self._invalidate()
 
-    async def _submit(self, text: str) -> None:
+    async def _submit(self, text: str, images: list[ImageContent]) -> None:
         core = self._core
         assert core is not None
         painter = self.painter()
@@ -594,7 +652,10 @@ class InteractiveApp:
                     self.say(self._hotkeys())
             elif commands.runs_here(core, text):
                 self.say(render.user_text(painter, text))
+                reports = self._compaction_reports
                 result = await commands.execute(core, text)
+                if self._compaction_reports != reports:  # /compact: its compaction_end said it all
+                    result = commands.CommandResult("", quit=result.quit)
                 extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
                 self.say(
                     painter.styled(
@@ -605,7 +666,7 @@ class InteractiveApp:
                 if result.quit and self._app is not None:
                     self._app.exit(result=0)
             else:
-                await core.submit(text)
+                await core.submit(text, images)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
             self.say(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
@@ -615,9 +676,9 @@ class InteractiveApp:
         core = self._core
         assert core is not None
         if follow_up:
-            core.follow_up(text)
+            core.follow_up(text, self._take_images())
         else:
-            core.steer(text)
+            core.steer(text, self._take_images())
         self._invalidate()
 
     def _answer(self, allowed: bool) -> None:
@@ -729,6 +790,9 @@ class InteractiveApp:
         if self._bindings.warning:
             self.say(painter.styled(self._bindings.warning, "yellow"))
         if core.messages:
+            history = views.history_text(core, painter, self.rows())
+            if history:
+                self.say(history)
             self.say(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
 
     def _invalidate(self) -> None:

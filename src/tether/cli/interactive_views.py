@@ -21,7 +21,7 @@ from prompt_toolkit.output import Output
 
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens
-from tether.cli.transcript import BackwardTranscript, branch_messages_backward
+from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
 from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
@@ -46,6 +46,10 @@ class Screen(Protocol):
 
     def painter(self) -> render.Painter: ...
 
+    def rows(self) -> int:
+        """The terminal's height."""
+        ...
+
     def full_screen(self) -> AbstractAsyncContextManager[None]:
         """Suspend the live area while a full-screen view runs."""
         ...
@@ -69,6 +73,43 @@ def transcript_pages(
         return BackwardTranscript(render.Painter(width, color), newest, show_thinking=thinking).older
 
     return make_pages
+
+
+HISTORY_SCREENS = 2
+"""Screens of the conversation drawn on resume; Ctrl-O (the transcript) reads everything."""
+
+
+def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
+    """The end of the branch as the scrollback would have shown it, for a resumed session: read
+    newest first and rendered a chunk at a time until ``HISTORY_SCREENS`` screens are filled, so
+    resuming a 10,000-message session costs what resuming a 40-message one does. Empty when the
+    conversation is."""
+    session = core.session
+    newest: Iterable[dict[str, Any]] = (
+        branch_messages_backward(session)
+        if session is not None
+        else reversed([cast(dict[str, Any], m) for m in core.messages])
+    )
+    pages = BackwardTranscript(painter, newest, show_thinking=False, folded=True)
+    chunks: list[str] = []
+    lines = 0
+    while lines < HISTORY_SCREENS * rows and not pages.exhausted:
+        text = pages.older()
+        if text is None:
+            break
+        chunks.insert(0, text)
+        lines += text.count("\n") + 2
+    if not chunks or (pages.exhausted and chunks == [render_empty(painter)]):
+        return ""
+    body = "\n\n".join(chunks)
+    if not pages.exhausted:
+        note = "── earlier messages above this point: Ctrl-O (the transcript) shows them ──"
+        body = painter.styled(note, "dim") + "\n\n" + body
+    return body
+
+
+def render_empty(painter: render.Painter) -> str:
+    return render_transcript(painter, [], show_thinking=False)
 
 
 async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
@@ -111,6 +152,9 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
         ui.say(painter.styled("resume: already in that session", "dim"))
     else:
         core.switch_session(chosen)
+        history = history_text(core, painter, ui.rows())
+        if history:
+            ui.say(history)
         ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
 
 
@@ -164,7 +208,7 @@ async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) 
     if move is None:
         return None
     if move.summarize:
-        ui.say(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+        ui.say(painter.styled("summarising the branch you left… (Esc to stop)", "dim"))
     try:
         summary = await core.branch(
             move.choice.target, summarize=move.summarize, instructions=move.instructions, signal=abort.signal
