@@ -13,6 +13,8 @@ import json
 import re
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -289,3 +291,70 @@ def test_an_edit_shows_its_diff_in_colour_with_the_changed_words_marked(cli: Cli
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+def visible(terminal: Terminal, check: Callable[[str], bool]) -> str:
+    """Wait until the visible screen (not the scrollback) passes ``check``."""
+    deadline = time.monotonic() + 10
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = terminal.tmux("capture-pane", "-p", "-t", "t")
+        if check(screen):
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"timed out; screen:\n{screen}")
+
+
+def test_resize_mid_stream_leaves_one_copy_and_80_columns_keep_ctx_and_working(cli: CliEnv) -> None:
+    """A partial answer of long lines, then the model stalls; the terminal narrows (tmux reflows
+    what it shows) and widens again: one copy of the answer on screen, and the status line keeps
+    the context's fill and the working indicator at 80 columns. (What tmux's reflow pushed into
+    the scrollback is the terminal's: only the screen is checked.)"""
+    from test_cli_interactive_tmux import loopback_in_thread
+
+    from tether.testing.loopback import Reply
+
+    text = " ".join(f"word{n}" for n in range(60)) + "\\n\\nMARKER-END"
+    head = (
+        'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"' + text + '"}}]}\n\n'
+    ).encode()
+    with loopback_in_thread([Reply(head + b"data: [DONE]\n\n", stall_after=len(head))]) as server:
+        config = cli.home / "config"
+        config.mkdir(exist_ok=True)
+        provider = {
+            "baseUrl": server.url,
+            "api": "openai-completions",
+            "models": [{"id": "a-rather-long-model-name"}],
+        }
+        (config / "models.json").write_text(json.dumps({"providers": {"stall": provider}}))
+        command = [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "--model",
+            "stall/a-rather-long-model-name",
+            "--no-session",
+        ]
+        terminal = Terminal(command, str(cli.project), cli.env(TERM="xterm-256color"))
+        try:
+            terminal.wait_for("/help for commands")
+            terminal.type("hello")
+            terminal.send("Enter")
+            terminal.wait_for(lambda s: "MARKER-END" in s and "● working" in status_line(s))
+            for width in ("80", "60", "100"):
+                terminal.tmux("resize-window", "-t", "t", "-x", width)
+                visible(
+                    terminal,
+                    lambda s: s.count("word0 ") == 1 and "ctx 0% · ● " in s.rstrip().splitlines()[-1],
+                )
+            terminal.tmux("resize-window", "-t", "t", "-x", "80")
+            screen = terminal.wait_for(
+                lambda s: re.search(r"waiting for the model… \d+ s", status_line(s)) is not None
+            )
+            status = status_line(screen)
+            assert "ctx " in status and len(status) <= 80
+            visible(terminal, lambda s: s.count("word0 ") == 1)
+            terminal.send("Escape")
+            terminal.wait_for("Aborted", timeout=10)
+        finally:
+            terminal.close()

@@ -49,7 +49,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import interactive_views as views, render, screens
+from tether.cli import footer, interactive_views as views, render, screens
 from tether.cli.keybindings import (
     FILE_NAME,
     MODIFY_OTHER_KEYS_OFF,
@@ -61,7 +61,7 @@ from tether.cli.keybindings import (
 )
 from tether.session import commands
 from tether.session.agent_session import AgentSession
-from tether.session.stats import Stats, format_tokens
+from tether.session.stats import Stats
 from tether.tools.completion import MentionCompleter
 from tether.wire import AgentMessage, ImageContent, ToolCall
 
@@ -124,6 +124,7 @@ class InteractiveApp:
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
         self._unsubscribe: Callable[[], None] = lambda: None
         self._compaction_reports = 0
+        self._spent_cache: tuple[str | None, footer.Spent] | None = None
         self._images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
         """``compaction_end`` events shown: ``/compact`` prints nothing more when one was."""
@@ -420,11 +421,31 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
+        app._on_resize = self._on_resize_of(app)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
         # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
         # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
         # full-screen view was up and took the Esc meant for the view.)
         app.timeoutlen = 0.4
         return app
+
+    def _on_resize_of(self, app: Application[int]) -> Callable[[], None]:
+        """prompt-toolkit's resize handler, first moving the cursor up over the rows the terminal
+        added by reflowing the live area (most terminals, tmux too, rewrap lines that no longer
+        fit): prompt-toolkit moves up only as many rows as it drew, and the top of a streaming
+        answer was left behind as a stale copy."""
+        original = app._on_resize  # pyright: ignore[reportPrivateUsage]
+
+        def on_resize() -> None:
+            renderer = app.renderer
+            screen = getattr(renderer, "_last_screen", None)
+            cursor = getattr(renderer, "_cursor_pos", None)
+            if screen is not None and cursor is not None:
+                extra = render.reflowed_rows(screen, cursor.y, app.output.get_size().columns)
+                if extra:
+                    app.output.cursor_up(extra)
+            original()
+
+        return on_resize
 
     # -- live area -------------------------------------------------------------------------------
 
@@ -502,20 +523,30 @@ class InteractiveApp:
         if core is None:
             return ""
         model = core.model
-        shown = "shown" if self.show_thinking else "folded"
-        parts = [f" {model['provider']}/{model['id']}", f"thinking {core.thinking_level} ({shown})"]
-        stats = self._stats
-        if stats is not None:
-            parts.append(
-                f"↑{format_tokens(stats.input_tokens + stats.cache_read_tokens)} "
-                f"↓{format_tokens(stats.output_tokens)}"
-            )
-            parts.append(f"${stats.cost:.3f}")
-            percent = stats.context_percent
-            parts.append(f"ctx {percent:.0f}%" if percent is not None else "ctx -")
-        if self._busy:
-            parts.append(self._activity())
-        return " · ".join(parts) + " "
+        percent = self._stats.context_percent if self._stats is not None else None
+        return footer.status_text(
+            model=f"{model['provider']}/{model['id']}",
+            thinking=str(core.thinking_level),
+            shown=self.show_thinking,
+            spent=self._spent(),
+            context_percent=percent,
+            activity=self._activity() if self._busy else None,
+            width=self._width,
+        )
+
+    def _spent(self) -> footer.Spent:
+        """The session's totals, counted afresh only when the session changes."""
+        assert self._core is not None
+        key = self._core.session_id
+        if self._spent_cache is None or self._spent_cache[0] != key:
+            session = self._core.session
+            entries = session.entries() if session is not None else []
+            spent = footer.Spent.of(entries)
+            if session is None:  # --no-session: the conversation is all there is
+                for message in self._core.messages:
+                    spent.add(cast(Mapping[str, Any], message))
+            self._spent_cache = (key, spent)
+        return self._spent_cache[1]
 
     def _activity(self) -> str:
         """ "working", or how long the model has been silent (a slow or stalled provider) once
@@ -548,6 +579,7 @@ class InteractiveApp:
         elif kind == "message_update":
             self._live = event["message"]
         elif kind == "message_end":
+            self._spent().add(event["message"])
             self._message_end(event["message"], painter)
         elif kind == "tool_execution_start":
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))

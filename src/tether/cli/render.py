@@ -257,6 +257,18 @@ def _tokens(count: object) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
+def reflowed_rows(screen: Any, rows: int, width: int) -> int:
+    """How many rows more than ``rows`` the first ``rows`` rows of a prompt-toolkit ``Screen``
+    take once a terminal ``width`` columns wide has rewrapped them."""
+    extra = 0
+    for row in range(rows):
+        cells = cast(Mapping[int, Any], screen.data_buffer[row])
+        used = max((column + 1 for column, cell in cells.items() if cell.char != " "), default=0)
+        if used > width:
+            extra += (used - 1) // width
+    return extra
+
+
 def tail_lines(text: str, limit: int) -> str:
     """The last ``limit`` lines: the live view must fit the screen."""
     lines = text.split("\n")
