@@ -28,20 +28,20 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
+from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
-from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
@@ -50,6 +50,8 @@ from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
 from tether.cli import footer, interactive_views as views, render, screens
+from tether.cli.completers import CommandCompleter, FileCompleter
+from tether.cli.file_index import FileIndex
 from tether.cli.keybindings import (
     FILE_NAME,
     MODIFY_OTHER_KEYS_OFF,
@@ -62,7 +64,6 @@ from tether.cli.keybindings import (
 from tether.session import commands
 from tether.session.agent_session import AgentSession
 from tether.session.stats import Stats
-from tether.tools.completion import MentionCompleter
 from tether.wire import AgentMessage, ImageContent, ToolCall
 
 if TYPE_CHECKING:
@@ -124,6 +125,8 @@ class InteractiveApp:
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
         self._unsubscribe: Callable[[], None] = lambda: None
         self._compaction_reports = 0
+        self._files = FileIndex(cwd)
+        """What ``@`` offers; listed on a thread once the screen is up."""
         self._spent_cache: tuple[str | None, footer.Spent] | None = None
         self._images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
@@ -175,12 +178,20 @@ class InteractiveApp:
         self._buffer = Buffer(
             multiline=True,
             history=history if history is not None else _history(),
-            completer=merge_completers([_CommandCompleter(core), MentionCompleter(self.cwd)]),
-            complete_while_typing=False,
+            completer=merge_completers(
+                [CommandCompleter(self._command_list(core)), FileCompleter(self._files)]
+            ),
+            complete_while_typing=True,
         )
         self._app = self._build(self._buffer)
         self._unsubscribe = core.subscribe(self._on_event)
         return self._app
+
+    @staticmethod
+    def _command_list(core: AgentSession) -> list[tuple[str, str]]:
+        builtin = [(name, command.summary) for name, command in commands.COMMANDS.items()]
+        front_end = [(name, text.split("  ", 1)[-1].strip()) for name, text in FRONT_END_COMMANDS.items()]
+        return [*builtin, *front_end, *commands.user_commands(core)]
 
     def _hotkeys(self) -> str:
         from tether.ai.paths import config_dir
@@ -200,6 +211,7 @@ class InteractiveApp:
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
             app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
+            self._files.start()
             self._print_header(core)
             if initial_prompt:
                 self._start(initial_prompt)
@@ -232,8 +244,11 @@ class InteractiveApp:
                     filter=live,
                 ),
                 ConditionalContainer(Window(FormattedTextControl(self._chips), height=1), filter=chips),
+                # The menu of completions as you type: a row of the layout above the input, so it
+                # pushes the conversation up instead of covering the status line.
+                CompletionsMenu(max_height=8, scroll_offset=1),
                 Window(height=1, char="─", style="class:rule"),
-                VSplit(
+                input_row := VSplit(
                     [
                         Window(FormattedTextControl(self._prompt_mark), width=2, dont_extend_width=True),
                         Window(
@@ -246,12 +261,6 @@ class InteractiveApp:
                 ),
                 Window(FormattedTextControl(self._status), height=1, style="class:status"),
             ]
-        )
-        body = FloatContainer(
-            main,
-            floats=[
-                Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))
-            ],
         )
         keys = KeyBindings()
         bound = self._bindings
@@ -411,7 +420,7 @@ class InteractiveApp:
                 self._answer(allowed)
 
         app: Application[int] = Application(
-            layout=Layout(body, focused_element=main.children[3]),
+            layout=Layout(main, focused_element=input_row),
             key_bindings=keys,
             style=STYLE,
             full_screen=False,
@@ -831,25 +840,6 @@ class InteractiveApp:
         self._revision += 1
         if self._app is not None:
             self._app.invalidate()
-
-
-class _CommandCompleter(Completer):
-    """``/`` at the start of the input completes slash-command names (built-in ones, then those
-    of the user's prompts, skills and extensions)."""
-
-    def __init__(self, core: AgentSession) -> None:
-        self._names = [
-            *commands.COMMANDS,
-            *FRONT_END_COMMANDS,
-            *(name for name, _ in commands.user_commands(core)),
-        ]
-
-    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
-        text = document.text_before_cursor
-        if text.startswith("/") and " " not in text:
-            for name in self._names:
-                if name.startswith(text[1:]):
-                    yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 
 
 def _history() -> History:
