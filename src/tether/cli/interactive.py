@@ -6,15 +6,17 @@ copied like any output. Below them a small live area, redrawn by prompt-toolkit,
 still changing: the streaming answer, running tools, an approval question, pending steering and
 follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
 
-Keys (defaults; ``keybindings.json`` renames them, ``keybindings`` lists every action): Enter
-sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and adds a
-line otherwise (Ctrl-J always adds a line); Esc while it works, with nothing typed, brings the
-queued messages back into the input box and aborts (Alt-Up brings them back without aborting);
-Ctrl-C aborts the run (clears the input when idle; twice quits); Ctrl-D on an empty input exits;
-Ctrl-T shows or folds thinking; Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and
-Alt-P cycle models, Shift-Tab cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``;
-Ctrl-X copies the last answer (``/copy``). ``/tree`` alone opens the tree navigator and
-``/resume`` alone the session picker. What those open is in ``interactive_views``.
+Keys (defaults, pi's; ``keybindings.json`` renames them, ``keybindings`` lists every action):
+Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and
+adds a line otherwise (Shift-Enter and Ctrl-J always add a line); Esc while it works aborts the
+run and brings the queued messages back into the input box (Alt-Up brings them back without
+aborting); Ctrl-C clears the input and never stops a run (twice on an empty input: quits); Ctrl-D
+on an empty input exits; Ctrl-V attaches the clipboard's image; Ctrl-T shows or folds thinking;
+Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and Alt-P cycle models, Shift-Tab
+cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``; Ctrl-X copies the last answer
+(``/copy``). ``/`` and ``@`` open their completion menus as you type (``completers``).
+``/tree`` alone opens the tree navigator and ``/resume`` alone the session picker. What those
+open is in ``interactive_views``; the status line is ``footer``'s.
 
 Past our usual ~600 lines: the screen's layout, keys and live state belong to one
 prompt-toolkit ``Application``; the views (``screens``, ``pickers``, ``interactive_views``),
@@ -508,7 +510,7 @@ class InteractiveApp:
             question = self._approval[0]
             parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "bold yellow"))
         elif self._busy and not parts:
-            parts.append(painter.styled("working… (Ctrl-C to abort)", "dim"))
+            parts.append(painter.styled("working… (Esc to abort)", "dim"))
         return render.tail_lines("\n".join(p for p in parts if p), max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:

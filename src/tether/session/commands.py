@@ -74,7 +74,7 @@ async def execute(core: AgentSession, line: str) -> CommandResult:
     if command is None:
         return CommandResult(f"unknown command /{name} (try /help)", error=True)
     if core.is_running and name not in ("help", "session", "quit", "exit"):
-        return CommandResult(f"/{name} is not available while the agent runs (Ctrl-C aborts)", error=True)
+        return CommandResult(f"/{name} is not available while the agent runs (Esc aborts it)", error=True)
     try:
         return await command.handler(core, args)
     except (ModelError, SessionError, ValueError, LookupError) as exc:
@@ -227,7 +227,7 @@ async def _help(core: AgentSession, args: str) -> CommandResult:
         "",
         "!cmd runs a shell command (!!cmd: kept out of the model's context); $code / $$code: Python;",
         "@path attaches a file. Enter sends; Alt-Enter or Ctrl-J adds a line. While the agent works,",
-        "Enter steers it and Alt-Enter queues a follow-up. Ctrl-C aborts; Ctrl-D exits.",
+        "Enter steers it and Alt-Enter queues a follow-up. Esc aborts; Ctrl-C clears the input; Ctrl-D exits.",
         "Ctrl-T shows or folds thinking; Ctrl-O opens the transcript, every result and thought in full",
         "(Up/Down/PgUp/PgDn/Home/End scroll; q or Esc returns). /tree alone opens the tree navigator:",
         "Enter branches at the entry under the cursor (on a prompt: just before it, the prompt back in",
