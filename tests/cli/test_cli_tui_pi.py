@@ -148,7 +148,9 @@ def test_ctrl_c_clears_the_input_while_the_run_goes_on_and_esc_aborts(cli: CliEn
         assert "● working" in status_line(screen) and "Aborted" not in screen
         terminal.send("C-c")  # on an empty input: the hint, still working
         terminal.wait_for(  # the hint printed, and the live area drawn again under it: still working
-            lambda s: "Esc aborts the run" in s and "● working" in status_line(s.split("Esc aborts the run")[-1])
+            lambda s: (
+                "Esc aborts the run" in s and "● working" in status_line(s.split("Esc aborts the run")[-1])
+            )
         )
         terminal.type("typed text")
         terminal.send("Escape")  # Esc aborts, whatever is typed; the text stays
@@ -387,3 +389,77 @@ def test_completion_menus_open_as_you_type_above_the_status_line(cli: CliEnv) ->
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+def sessions_here(cli: CliEnv) -> list[tuple[str, list[str]]]:
+    """Each stored session's id and user prompts, oldest session first."""
+    from tether.session import SessionManager, default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        out: list[tuple[str, list[str]]] = []
+        for record in sorted(sessions.list(), key=lambda r: r.id):
+            messages = sessions.open(record.id, readonly=True).messages
+            out.append((record.id, [str(m["content"]) for m in messages if m["role"] == "user"]))
+        return out
+
+
+def test_resume_picker_fork_picker_clone_share_and_trust(cli: CliEnv) -> None:
+    for prompt in ("alpha project notes", "beta release plan"):
+        cli.run("-p", prompt, script=cli.script(prompt.split()[0], [text_reply(f"answer to {prompt}")]))
+    script = cli.script("more", [text_reply("second answer"), text_reply("unused")])
+    terminal = Terminal(
+        [sys.executable, "-m", "tether.cli", "-r"],
+        str(cli.project),
+        cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color"),
+    )
+    try:
+        terminal.wait_for("Resume a session · type to search")  # -r: the searchable picker
+        terminal.type("alpha")
+        terminal.wait_for(lambda s: "1 of 2" in s)
+        terminal.send("Enter")
+        screen = terminal.wait_for(lambda s: "resumed: 2 messages" in s and input_line(s) == "›")
+        assert "› alpha project notes" in screen and "answer to alpha project notes" in screen
+        terminal.type("second question")
+        terminal.send("Enter")
+        terminal.wait_for("second answer")
+
+        terminal.type("/fork")  # pi's /fork: pick one of your messages
+        terminal.send("Enter")
+        terminal.wait_for("Fork from which message?")
+        terminal.send("Up", "Enter")  # the cursor starts on the newest: up to the first
+        terminal.wait_for(
+            lambda s: "forked into new session" in s and input_line(s) == "› alpha project notes"
+        )
+        terminal.send("C-c")
+        terminal.type("/clone")
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "cloned into new session" in s and input_line(s) == "›")
+
+        terminal.type("/share")
+        terminal.send("Enter")
+        screen = terminal.wait_for(
+            lambda s: "shared as file://" in " ".join(s.split()) and input_line(s) == "›"
+        )
+        address = re.search(r"shared as (file://\S+) \(a local file", "".join(screen.split("\n")))
+        assert address is not None
+        page = Path(address.group(1).removeprefix("file://"))
+        assert page.read_text().startswith("<!doctype html>")
+
+        terminal.type("/trust")
+        terminal.send("Enter")
+        terminal.wait_for("may then widen what the model may do")
+        terminal.send("y")
+        terminal.wait_for(
+            lambda s: "it applies from the next start" in " ".join(s.split()) and input_line(s) == "›"
+        )
+        terminal.send("C-d")
+        terminal.wait_until_dead()
+    finally:
+        terminal.close()
+    trusted = json.loads((cli.home / "config" / "trusted-folders.json").read_text())
+    assert trusted == [str(cli.project.resolve())]
+    stored = sessions_here(cli)
+    prompts = [users for _, users in stored if users]
+    # Resumed and continued; the fork before the first message and the clone of it hold nothing
+    # (the message went back to the input box).
+    assert sorted(prompts) == [["alpha project notes", "second question"], ["beta release plan"]]

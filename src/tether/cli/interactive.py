@@ -89,6 +89,8 @@ _QUIET_SHOWN_AFTER = 3.0
 FRONT_END_COMMANDS = {
     "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
     "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
+    "share": "/share              write the session as a standalone HTML page and print its file:// address",
+    "trust": "/trust              trust this folder: its .tether/settings.json may widen approvals and tools",
 }
 """Commands only a terminal has a use for, beside the core's (``tether.session.commands``)."""
 
@@ -687,10 +689,17 @@ class InteractiveApp:
             elif parsed == ("resume", "") and not core.is_running:
                 self.say(render.user_text(painter, text))
                 await views.resume_picked(self, core)
+            elif parsed == ("fork", "") and not core.is_running:
+                self.say(render.user_text(painter, text))
+                self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
                 self.say(render.user_text(painter, text))
                 if parsed[0] == "copy":
                     self._copy_last_answer()
+                elif parsed[0] == "share":
+                    views.share(self, core)
+                elif parsed[0] == "trust":
+                    await views.trust_folder(self, self.cwd, self._ask_yes_no)
                 else:
                     self.say(self._hotkeys())
             elif commands.runs_here(core, text):
@@ -778,6 +787,10 @@ class InteractiveApp:
             self._buffer.document = Document(combined, len(combined))
         self._invalidate()
         return len(texts)
+
+    def _put_in_input(self, text: str | None) -> None:
+        if text is not None and self._buffer is not None:
+            self._buffer.document = Document(text, len(text))
 
     async def _edit_externally(self) -> None:
         assert self._buffer is not None

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from prompt_toolkit.application import in_terminal
@@ -156,6 +157,86 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
         if history:
             ui.say(history)
         ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
+
+
+async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
+    """``/fork`` alone, as pi's: pick one of your messages of this branch; a new session holds
+    the conversation before it, and its text comes back into the input box to edit and send.
+    Returns that text (``None``: cancelled). ``/clone`` copies everything at once instead."""
+    painter = ui.painter()
+    session = core.session
+    if session is None:
+        ui.say(painter.styled("/fork: this run has no session (--no-session)", "red"))
+        return None
+    prompts = [
+        (node.entry, text)
+        for node in session.path_nodes()
+        if node.type == "message"
+        and (message := node.entry.get("message")) is not None
+        and message.get("role") == "user"
+        and (text := render.message_text(message)).strip()
+    ]
+    if not prompts:
+        ui.say(painter.styled("/fork: no message of yours to fork from yet", "dim"))
+        return None
+    labels = [" ".join(text.split())[:200] for _, text in prompts]
+    async with ui.full_screen():
+        index = await pickers.pick_line(
+            "Fork from which message? (the new session starts just before it)",
+            labels,
+            start=len(labels) - 1,
+            noun="messages",
+            color=ui.color,
+        )
+    if index is None:
+        ui.say(painter.styled("fork: cancelled", "dim"))
+        return None
+    entry, text = prompts[index]
+    parent = entry.get("parentId")
+    new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
+    ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "green"))
+    return text
+
+
+def share(ui: Screen, core: AgentSession) -> None:
+    """``/share``: pi uploads the session to a gist; tether writes the same standalone HTML page
+    as ``/export FILE.html`` into the data folder and prints its ``file://`` address, so nothing
+    leaves the machine unless the user sends the file."""
+    from tether.ai.paths import data_dir
+
+    painter = ui.painter()
+    if core.session is None:
+        ui.say(painter.styled("/share: this run has no session (--no-session)", "red"))
+        return
+    target = data_dir() / "shared" / f"{core.session.id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = core.export(target)
+    ui.say(
+        painter.styled(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "green")
+    )
+
+
+async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[bool]]) -> None:
+    """``/trust``: record ``folder`` as trusted after a question naming what that grants; it
+    applies from the next start, when the project's settings are read."""
+    from tether.ai.paths import config_dir
+    from tether.session.trust import is_trusted, trust
+
+    painter = ui.painter()
+    if is_trusted(config_dir(), folder):
+        ui.say(painter.styled(f"{folder} is already trusted", "dim"))
+        return
+    question = (
+        f"Trust {folder}? Its .tether/settings.json may then widen what the model may do "
+        "(approval, tools) for every run started here"
+    )
+    if not await ask(question):
+        ui.say(painter.styled("trust: not changed", "dim"))
+        return
+    written = trust(config_dir(), folder)
+    ui.say(
+        painter.styled(f"trusted {folder} (recorded in {written}); it applies from the next start", "green")
+    )
 
 
 async def edit_externally(ui: Screen, text: str) -> str | None:

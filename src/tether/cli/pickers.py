@@ -128,6 +128,30 @@ async def pick_model(models: Sequence[ModelInfo], current: ModelInfo, *, color: 
     return result
 
 
+async def pick_line(title: str, labels: Sequence[str], *, start: int, noun: str, color: bool) -> int | None:
+    """A searchable list of ``labels`` (the cursor on ``start``): the index picked, ``None`` on Esc."""
+    picker = _Picker(lambda: list(labels))
+    picker.refresh()
+    picker.view.cursor = start
+    keys = _list_keys(picker)
+
+    @keys.add("enter")
+    def _pick(event: KeyPressEvent) -> None:
+        event.app.exit(result=picker.selected)
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    def footer() -> str:
+        return f"{len(picker.shown)} of {len(labels)} {noun} · type to filter · ↑↓ move · Enter choose · Esc cancel"
+
+    app = application(lambda: title, _list_layout(picker), footer, keys, color=color, focus=picker.query)
+    result: int | None = await run_view(app)
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class SessionActions:
     """What the session picker may do to stored sessions (the core's operations)."""

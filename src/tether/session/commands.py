@@ -89,6 +89,7 @@ REMOTE_REFUSALS: dict[str, dict[Remote, str]] = {
     "new": {"acp": "start a new session from the editor (session/new)"},
     "resume": {"acp": "open another session from the editor (session/load)"},
     "fork": {"acp": "the editor keeps its own list of sessions; fork from the terminal or over RPC"},
+    "clone": {"acp": "the editor keeps its own list of sessions; clone from the terminal or over RPC"},
 }
 """Commands a remote front end does its own way: the reason names that way. ACP refuses what
 would move the editor's session id to another session behind its back."""
@@ -150,6 +151,14 @@ async def _tree(core: AgentSession, args: str) -> CommandResult:
 async def _fork(core: AgentSession, args: str) -> CommandResult:
     new_id = core.fork(args or None)
     return CommandResult(f"forked into new session {new_id}")
+
+
+async def _clone(core: AgentSession, args: str) -> CommandResult:
+    if args:
+        return CommandResult(
+            "usage: /clone (it copies the session as it is now; /fork ID picks a point)", error=True
+        )
+    return CommandResult(f"cloned into new session {core.fork(None)}")
 
 
 async def _new(core: AgentSession, args: str) -> CommandResult:
@@ -246,6 +255,7 @@ _LIST = [
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older messages to free context", _compact),
     Command("tree", "/tree [ID [--summary]]", "navigate the session tree; with ID: branch there", _tree),
     Command("fork", "/fork [ID]", "copy the session (up to an entry) into a new one", _fork),
+    Command("clone", "/clone", "copy the session as it is now into a new one and continue there", _clone),
     Command("new", "/new", "start a new session", _new),
     Command("resume", "/resume [N|ID]", "list or switch to another session", _resume),
     Command("session", "/session", "session stats: tokens, cost, file", _session),
