@@ -102,10 +102,20 @@ def test_model_picker_cycling_and_thinking_levels(cli: CliEnv) -> None:
             lambda s: not terminal.full_screen() and status_line(s).startswith("alpha/")
         )
         assert status_line(screen).startswith("alpha/a3 · ")
+
+        terminal.send("C-l")
+        terminal.wait_for("Esc cancel")
+        terminal.type("a2")
+        terminal.wait_for("1 of 3 models")
+        terminal.send("C-s")  # switch, and save as the default (pi's app.models.save)
+        screen = terminal.wait_for(
+            lambda s: "saved as the default model" in s and status_line(s).startswith("alpha/a2 · ")
+        )
         terminal.send("C-d")
         terminal.wait_until_dead()
     finally:
         terminal.close()
+    assert json.loads((cli.home / "config" / "settings.json").read_text())["model"] == "alpha/a2"
 
 
 def test_escape_and_alt_up_bring_queued_messages_back(cli: CliEnv) -> None:

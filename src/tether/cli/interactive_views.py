@@ -124,14 +124,25 @@ async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | N
 
 
 async def pick_model(ui: Screen, core: AgentSession) -> None:
-    """Ctrl-L: choose among ``core.model_candidates()``, filtered as you type."""
+    """Ctrl-L: choose among ``core.model_candidates()``, filtered as you type; Ctrl-S there
+    also saves the choice as the default model in the user's ``settings.json``."""
     models = await core.model_candidates()
     async with ui.full_screen():
         chosen = await pickers.pick_model(models, core.model, color=ui.color)
     if chosen is not None:
-        model = core.set_model(chosen)
+        model = core.set_model(chosen[0])
         text = f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}"
         ui.say(ui.painter().styled(text, "dim"))
+        if chosen[1]:
+            from tether.ai.paths import config_dir
+            from tether.session.settings import SettingsError, save_user_setting
+
+            try:
+                written = save_user_setting(config_dir(), "model", f"{model['provider']}/{model['id']}")
+            except (OSError, SettingsError) as exc:
+                ui.say(ui.painter().styled(f"not saved as the default: {exc}", "red"))
+            else:
+                ui.say(ui.painter().styled(f"saved as the default model in {written}", "green"))
 
 
 async def resume_picked(ui: Screen, core: AgentSession) -> None:
