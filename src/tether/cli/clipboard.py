@@ -16,6 +16,8 @@ import subprocess
 import sys
 from collections.abc import Mapping
 
+from tether.wire import ImageContent
+
 LOCAL_TOOLS: tuple[tuple[str, tuple[str, ...], str | None], ...] = (
     ("wl-copy", (), "WAYLAND_DISPLAY"),
     ("xclip", ("-selection", "clipboard"), "DISPLAY"),
@@ -100,6 +102,12 @@ def paste_image(env: Mapping[str, str] | None = None) -> tuple[bytes, str]:
             raise ClipboardError(f"the clipboard's image is over {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
         return data, mime
     raise ClipboardError(f"no clipboard reachable ({', '.join(tried)}); paste a file path with @ instead")
+
+
+def paste_image_content(env: Mapping[str, str] | None = None) -> ImageContent:
+    """``paste_image`` as the image block a message carries."""
+    data, mime = paste_image(env)
+    return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}
 
 
 def _run(program: str, args: tuple[str, ...]) -> bytes | None:

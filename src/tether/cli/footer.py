@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tether.session.agent_session import AgentSession
 from tether.session.stats import format_tokens
 
 
@@ -49,6 +50,24 @@ class Spent:
         if isinstance(cost, Mapping):
             total = cast(Mapping[str, Any], cost).get("total")
             self.cost += float(total) if isinstance(total, int | float) else 0.0
+
+
+class SessionSpend:
+    """The ``Spent`` of the session a core is in, counted afresh only when it changes session."""
+
+    def __init__(self) -> None:
+        self._cache: tuple[str | None, Spent] | None = None
+
+    def of(self, core: AgentSession) -> Spent:
+        key = core.session_id
+        if self._cache is None or self._cache[0] != key:
+            session = core.session
+            spent = Spent.of(session.entries() if session is not None else [])
+            if session is None:  # --no-session: the conversation is all there is
+                for message in core.messages:
+                    spent.add(cast(Mapping[str, Any], message))
+            self._cache = (key, spent)
+        return self._cache[1]
 
 
 def _number(value: object) -> int:

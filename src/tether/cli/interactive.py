@@ -131,7 +131,7 @@ class InteractiveApp:
         self._compaction_reports = 0
         self._files = FileIndex(cwd)
         """What ``@`` offers; listed on a thread once the screen is up."""
-        self._spent_cache: tuple[str | None, footer.Spent] | None = None
+        self._spent = footer.SessionSpend()
         self._images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
         """``compaction_end`` events shown: ``/compact`` prints nothing more when one was."""
@@ -434,31 +434,12 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
-        app._on_resize = self._on_resize_of(app)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
+        screens.follow_reflow(app)
         # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
         # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
         # full-screen view was up and took the Esc meant for the view.)
         app.timeoutlen = 0.4
         return app
-
-    def _on_resize_of(self, app: Application[int]) -> Callable[[], None]:
-        """prompt-toolkit's resize handler, first moving the cursor up over the rows the terminal
-        added by reflowing the live area (most terminals, tmux too, rewrap lines that no longer
-        fit): prompt-toolkit moves up only as many rows as it drew, and the top of a streaming
-        answer was left behind as a stale copy."""
-        original = app._on_resize  # pyright: ignore[reportPrivateUsage]
-
-        def on_resize() -> None:
-            renderer = app.renderer
-            screen = getattr(renderer, "_last_screen", None)
-            cursor = getattr(renderer, "_cursor_pos", None)
-            if screen is not None and cursor is not None:
-                extra = render.reflowed_rows(screen, cursor.y, app.output.get_size().columns)
-                if extra:
-                    app.output.cursor_up(extra)
-            original()
-
-        return on_resize
 
     # -- live area -------------------------------------------------------------------------------
 
@@ -541,25 +522,11 @@ class InteractiveApp:
             model=f"{model['provider']}/{model['id']}",
             thinking=str(core.thinking_level),
             shown=self.show_thinking,
-            spent=self._spent(),
+            spent=self._spent.of(core),
             context_percent=percent,
             activity=self._activity() if self._busy else None,
             width=self._width,
         )
-
-    def _spent(self) -> footer.Spent:
-        """The session's totals, counted afresh only when the session changes."""
-        assert self._core is not None
-        key = self._core.session_id
-        if self._spent_cache is None or self._spent_cache[0] != key:
-            session = self._core.session
-            entries = session.entries() if session is not None else []
-            spent = footer.Spent.of(entries)
-            if session is None:  # --no-session: the conversation is all there is
-                for message in self._core.messages:
-                    spent.add(cast(Mapping[str, Any], message))
-            self._spent_cache = (key, spent)
-        return self._spent_cache[1]
 
     def _activity(self) -> str:
         """ "working", or how long the model has been silent (a slow or stalled provider) once
@@ -592,7 +559,8 @@ class InteractiveApp:
         elif kind == "message_update":
             self._live = event["message"]
         elif kind == "message_end":
-            self._spent().add(event["message"])
+            if self._core is not None:
+                self._spent.of(self._core).add(event["message"])
             self._message_end(event["message"], painter)
         elif kind == "tool_execution_start":
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
@@ -653,18 +621,12 @@ class InteractiveApp:
 
     def _paste_image(self) -> None:
         """Ctrl+V: the clipboard's image goes with the next message (a chip shows it)."""
-        import base64
-
         from tether.cli import clipboard
 
         try:
-            data, mime = clipboard.paste_image()
+            self._images.append(clipboard.paste_image_content())
         except clipboard.ClipboardError as exc:
             self.say(self.painter().styled(f"paste: {exc}", "yellow"))
-            return
-        self._images.append(
-            {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}
-        )
         self._invalidate()
 
     def _start(self, text: str, images: list[ImageContent] | None = None) -> None:
