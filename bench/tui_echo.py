@@ -23,12 +23,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from _summary import record
 from _table import print_table
-from tether.session import SessionManager, default_db_path
+from tether.session import SessionManager
+from tether.store import default_db_path
 
 SIZES = (40, 10_000)
 LAUNCHES = 3
@@ -93,7 +95,7 @@ class Tmux:
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", "t")
 
-    def wait(self, check: Any, timeout: float = 60) -> float:
+    def wait(self, check: Callable[[str], bool], timeout: float = 60) -> float:
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
             if check(self.screen()):

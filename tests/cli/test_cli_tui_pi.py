@@ -43,7 +43,8 @@ def start(cli: CliEnv, script: Path, *args: str, colour: bool = False, **env: st
 def stored_session(cli: CliEnv, turns: int) -> str:
     """A session of ``turns`` prompt / answer-with-a-tool-call / result turns (3 messages each)
     in this project, stored as a run would store it."""
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         session = sessions.create(cli.project)
@@ -183,7 +184,8 @@ def test_shift_enter_adds_a_line_in_its_terminal_forms_and_under_tmux(cli: CliEn
         assert "S-Enter" not in screen and "27;2;13" not in screen
     finally:
         terminal.close()
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         (record,) = sessions.list()
@@ -217,7 +219,8 @@ def test_ctrl_v_attaches_the_clipboards_image(cli: CliEnv) -> None:
         terminal.wait_for("a one-pixel image")
     finally:
         terminal.close()
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         (record,) = sessions.list()
@@ -393,7 +396,8 @@ def test_completion_menus_open_as_you_type_above_the_status_line(cli: CliEnv) ->
 
 def sessions_here(cli: CliEnv) -> list[tuple[str, list[str]]]:
     """Each stored session's id and user prompts, oldest session first."""
-    from tether.session import SessionManager, default_db_path
+    from tether.session import SessionManager
+    from tether.store import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
         out: list[tuple[str, list[str]]] = []

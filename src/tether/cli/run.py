@@ -249,4 +249,3 @@ async def _pick_session(cwd: Path) -> str | None:
     if chosen is None:
         sys.stderr.write("tether: resume cancelled\n")
     return chosen
-
