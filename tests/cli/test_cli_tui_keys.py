@@ -330,6 +330,8 @@ def test_resume_picker_searches_sorts_renames_and_deletes(cli: CliEnv) -> None:
         terminal.send("Enter")  # the cursor is on a row again: zeta
         screen = terminal.wait_for(lambda s: "resumed session" in s and input_line(s) == "›")
         assert "(2 messages)" in screen
+        redrawn = screen.rsplit("resumed session", 1)[0].rsplit("› /resume", 1)[-1]
+        assert "answer to " in redrawn  # its conversation drawn again before the line saying so
         terminal.type("/session")
         terminal.send("Enter")
         terminal.wait_for(lambda s: "title     zeta shipped" in s and input_line(s) == "›")
