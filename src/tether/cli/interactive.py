@@ -581,27 +581,10 @@ class InteractiveApp:
             self._stats = self._core.stats()
 
     def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             self._live = None
-            for block in message["content"]:
-                if block["type"] == "thinking" and block["thinking"].strip():
-                    self.say(
-                        render.thinking_text(
-                            painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
-                        )
-                    )
-                elif block["type"] == "text" and block["text"].strip():
-                    self.say(painter.markdown(block["text"]))
-            if message["stopReason"] in ("error", "aborted"):
-                aborted = message["stopReason"] == "aborted"
-                self.say(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
-        elif role in ("bashExecution", "pythonExecution"):
-            self.say(render.shell_run(painter, message, expanded=False))
-        elif role == "fileMention":
-            for item in message["files"]:
-                note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                self.say(painter.styled(f"@ attached {item['path']}{note}", "dim"))
+        for text in render.ended_message(painter, message, show_thinking=self.show_thinking):
+            self.say(text)
 
     def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
@@ -794,24 +777,8 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        painter = self.painter()
-        model = core.model
-        session = core.session_id or "not saved"
-        self.say(
-            painter.styled(
-                f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
-                "dim",
-            )
-        )
-        if core.notice:
-            self.say(painter.styled(core.notice, "yellow"))
-        if self._bindings.warning:
-            self.say(painter.styled(self._bindings.warning, "yellow"))
-        if core.messages:
-            history = views.history_text(core, painter, self.rows())
-            if history:
-                self.say(history)
-            self.say(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+        for text in views.header(core, self.painter(), self.rows(), self._bindings.warning):
+            self.say(text)
 
     def _invalidate(self) -> None:
         self._revision += 1

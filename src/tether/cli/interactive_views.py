@@ -76,6 +76,24 @@ def transcript_pages(
     return make_pages
 
 
+def header(core: AgentSession, painter: render.Painter, rows: int, warning: str | None) -> list[str]:
+    """The lines printed at start: what runs where, notices, a ``keybindings.json`` warning, and
+    for a resumed session the end of its conversation (``history_text``)."""
+    model = core.model
+    session = core.session_id or "not saved"
+    out = [
+        painter.styled(
+            f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands", "dim"
+        )
+    ]
+    out += [painter.styled(note, "yellow") for note in (core.notice, warning) if note]
+    if core.messages:
+        history = history_text(core, painter, rows)
+        out += [history] if history else []
+        out.append(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+    return out
+
+
 HISTORY_SCREENS = 2
 """Screens of the conversation drawn on resume; Ctrl-O (the transcript) reads everything."""
 

@@ -226,6 +226,31 @@ def user_text(painter: Painter, text: str) -> str:
     return painter.render(line)
 
 
+def ended_message(painter: Painter, message: Mapping[str, Any], *, show_thinking: bool) -> list[str]:
+    """What the scrollback gets when a message ends: an answer's thinking (folded unless shown)
+    and text, and why it stopped if it failed; a shell run; the files an ``@`` attached. Tool
+    calls and user prompts are shown by their own events."""
+    role = message.get("role")
+    out: list[str] = []
+    if role == "assistant":
+        for block in cast(list[Mapping[str, Any]], message.get("content") or []):
+            if block.get("type") == "thinking" and str(block.get("thinking", "")).strip():
+                thinking = str(block["thinking"])
+                out.append(thinking_text(painter, thinking, expanded=show_thinking, hint="Ctrl-O to read"))
+            elif block.get("type") == "text" and str(block.get("text", "")).strip():
+                out.append(painter.markdown(str(block["text"])))
+        if message.get("stopReason") in ("error", "aborted"):
+            aborted = message.get("stopReason") == "aborted"
+            out.append(error_text(painter, str(message.get("errorMessage", "")), aborted=aborted))
+    elif role in ("bashExecution", "pythonExecution"):
+        out.append(shell_run(painter, message, expanded=False))
+    elif role == "fileMention":
+        for item in cast(list[Mapping[str, Any]], message.get("files") or []):
+            note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
+            out.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "dim"))
+    return out
+
+
 def compaction_report(painter: Painter, event: Mapping[str, Any]) -> str:
     """A ``compaction_end`` event as the scrollback shows it: what it saved and the summary folded
     to its first line (Ctrl-O reads it whole), or why nothing was compacted. The event carries
