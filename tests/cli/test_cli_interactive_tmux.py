@@ -218,6 +218,15 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
         screen = terminal.wait_for("Esc cancel · entry")  # the footer: drawn last
         cursor = [line for line in screen.splitlines() if line.startswith("› ")]
         assert len(cursor) == 1 and "assistant: Second answer." in cursor[0] and "you are here" in cursor[0]
+        terminal.type("second")  # typing searches the rows
+        screen = terminal.wait_for("2/4 · ")
+        assert "first question" not in screen and "user: second question" in screen
+        terminal.send("C-u")  # only your messages
+        screen = terminal.wait_for("1/4 · only user")
+        assert "Second answer." not in screen
+        terminal.send("C-u")
+        terminal.send("Escape")  # clears the search first
+        terminal.wait_for(lambda s: "4/4 · " in s and "user: first question" in s)
         terminal.send("Up", "Up")
         terminal.send("Escape")
         terminal.wait_for("tree: cancelled, nothing changed")
