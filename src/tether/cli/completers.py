@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from tether.cli.file_index import FileIndex
+from tether.cli.file_index import FileIndex, in_order
 from tether.tools.completion import MentionCompleter
 
 
@@ -22,25 +22,16 @@ def rank(query: str, names: Iterable[str]) -> list[str]:
     query = query.lower()
     prefix: list[str] = []
     inside: list[str] = []
-    in_order: list[str] = []
+    scattered: list[str] = []
     for name in names:
         lowered = name.lower()
         if lowered.startswith(query):
             prefix.append(name)
         elif query in lowered:
             inside.append(name)
-        elif _in_order(query, lowered):
-            in_order.append(name)
-    return prefix + inside + in_order
-
-
-def _in_order(needle: str, haystack: str) -> bool:
-    position = 0
-    for char in needle:
-        position = haystack.find(char, position) + 1
-        if position == 0:
-            return False
-    return True
+        elif in_order(query, lowered):
+            scattered.append(name)
+    return prefix + inside + scattered
 
 
 class CommandCompleter(Completer):

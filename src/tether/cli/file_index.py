@@ -109,7 +109,7 @@ class FileIndex:
             lowered = self._lowered
             fuzzy: list[int] = []
             for index, mask in enumerate(self._masks):  # the mask test skips most paths cheaply
-                if mask & wanted == wanted and index not in seen and _in_order(needle, lowered[index]):
+                if mask & wanted == wanted and index not in seen and in_order(needle, lowered[index]):
                     fuzzy.append(index)
                     if len(fuzzy) >= CANDIDATES:
                         break
@@ -141,7 +141,8 @@ def _mask(text: str) -> int:
     return mask
 
 
-def _in_order(needle: str, haystack: str) -> bool:
+def in_order(needle: str, haystack: str) -> bool:
+    """The characters of ``needle`` appear in ``haystack`` in that order (a fuzzy match)."""
     position = 0
     for char in needle:
         position = haystack.find(char, position) + 1
