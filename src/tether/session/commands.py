@@ -202,7 +202,7 @@ async def _session(core: AgentSession, args: str) -> CommandResult:
 
 
 async def _export(core: AgentSession, args: str) -> CommandResult:
-    default = f"tether-session-{core.session_id or 'unsaved'}.jsonl"
+    default = f"tether-session-{core.session_id or 'unsaved'}.html"  # pi's default: the HTML page
     path = Path(args or default).expanduser()
     if not path.is_absolute():
         path = core.cwd / path
@@ -259,7 +259,7 @@ _LIST = [
     Command("new", "/new", "start a new session", _new),
     Command("resume", "/resume [N|ID]", "list or switch to another session", _resume),
     Command("session", "/session", "session stats: tokens, cost, file", _session),
-    Command("export", "/export [FILE]", "write the session as JSONL or HTML", _export),
+    Command("export", "/export [FILE]", "write the session as an HTML page (or JSONL: FILE.jsonl)", _export),
     Command("name", "/name TITLE", "name the session", _name),
     Command("mcp", "/mcp", "MCP servers: status and tools", _mcp),
     Command("help", "/help", "this help", _help),
