@@ -138,8 +138,9 @@ def test_ctrl_c_clears_the_input_while_the_run_goes_on_and_esc_aborts(cli: CliEn
     try:
         terminal.type("take a nap")
         terminal.send("Enter")
-        terminal.wait_for(f"Run command: {NAP}")
-        terminal.send("y")
+        screen = terminal.wait_for(lambda s: f"Run command: {NAP}" in s or f"… bash command={NAP}" in s)
+        if "Run command" in screen:  # asked unless the sandbox confines the command
+            terminal.send("y")
         terminal.wait_for(
             lambda s: "● working" in status_line(s) and "Run command" not in s.split("take a nap")[-1]
         )
