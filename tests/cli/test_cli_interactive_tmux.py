@@ -68,7 +68,8 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         ],
     )
     env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
-    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    # Unconfined, so bash asks before it runs (the approvals are what this test walks through).
+    terminal = Terminal([sys.executable, "-m", "tether.cli", "--sandbox", "off"], str(cli.project), env)
     try:
         terminal.wait_for("/help for commands")
 

@@ -126,8 +126,9 @@ def test_escape_and_alt_up_bring_queued_messages_back(cli: CliEnv) -> None:
     try:
         terminal.type("take a nap")
         terminal.send("Enter")
-        terminal.wait_for(f"Run command: {NAP}")
-        terminal.send("y")
+        screen = terminal.wait_for(lambda s: f"Run command: {NAP}" in s or f"… bash command={NAP}" in s)
+        if "Run command" in screen:  # asked unless the sandbox confines the command
+            terminal.send("y")
         terminal.wait_for(
             lambda s: "● working" in status_line(s) and "Run command" not in s.split("take a nap")[-1]
         )
