@@ -3,7 +3,7 @@
 One scripted conversation walks through what a person does: a prompt and its streamed answer, a
 command the user declines (``n``), one approved once (``y``) whose long output is folded (then
 expanded with Ctrl-O), "always" (``a``), steering (Enter) and a follow-up (Alt-Enter) typed while
-a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Ctrl-C aborting it, ``/name`` and ``/session`` again, and Ctrl-D
+a tool runs (shown as pending chips, then delivered in order), ``/session`` while a command runs, Esc aborting it, ``/name`` and ``/session`` again, and Ctrl-D
 to exit.
 """
 
@@ -68,7 +68,8 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
         ],
     )
     env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
-    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    # Unconfined, so bash asks before it runs (the approvals are what this test walks through).
+    terminal = Terminal([sys.executable, "-m", "tether.cli", "--sandbox", "off"], str(cli.project), env)
     try:
         terminal.wait_for("/help for commands")
 
@@ -150,7 +151,7 @@ def test_interactive_session_in_tmux(cli: CliEnv) -> None:
             lambda s: "tool calls" in s and " · thinking " in s.split("tool calls")[-1]
         )
         assert "● working" in screen.split("tool calls")[-1]  # the status line: still running
-        terminal.send("C-c")
+        terminal.send("Escape")
         screen = terminal.wait_for("Aborted", timeout=10)
         assert "this answer is never reached" not in screen
 
@@ -218,6 +219,15 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
         screen = terminal.wait_for("Esc cancel · entry")  # the footer: drawn last
         cursor = [line for line in screen.splitlines() if line.startswith("› ")]
         assert len(cursor) == 1 and "assistant: Second answer." in cursor[0] and "you are here" in cursor[0]
+        terminal.type("second")  # typing searches the rows
+        screen = terminal.wait_for("2/4 · ")
+        assert "first question" not in screen and "user: second question" in screen
+        terminal.send("C-u")  # only your messages
+        screen = terminal.wait_for("1/4 · only user")
+        assert "Second answer." not in screen
+        terminal.send("C-u")
+        terminal.send("Escape")  # clears the search first
+        terminal.wait_for(lambda s: "4/4 · " in s and "user: first question" in s)
         terminal.send("Up", "Up")
         terminal.send("Escape")
         terminal.wait_for("tree: cancelled, nothing changed")
@@ -301,7 +311,7 @@ def test_the_status_line_counts_a_stalled_models_silence(cli: CliEnv) -> None:
             terminal.send("Enter")
             screen = terminal.wait_for(lambda s: re.search(r"waiting for the model… [4-9] s", s) is not None)
             assert "Thinking" in screen  # the part that arrived is shown
-            terminal.send("C-c")
+            terminal.send("Escape")
             terminal.wait_for("Aborted", timeout=10)
         finally:
             terminal.close()

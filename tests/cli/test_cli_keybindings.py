@@ -77,9 +77,6 @@ def test_a_file_changes_and_unbinds_keys(tmp_path: Path) -> None:
     [
         ("{not json", "not valid JSON (line 1"),
         ('["ctrl+l"]', "expected an object"),
-        ('{"app.nope": "ctrl+l"}', "unknown action 'app.nope'"),
-        ('{"app.model.select": 5}', "app.model.select: expected a key or a list of keys"),
-        ('{"app.model.select": ["ctrl+l", "super+l"]}', "app.model.select: 'super+l'"),
     ],
 )
 def test_a_bad_file_is_one_line_and_the_defaults_stay(tmp_path: Path, text: str, reason: str) -> None:
@@ -109,6 +106,37 @@ def _check_ignored(path: Path, reason: str) -> None:
     assert bindings.warning is not None and "\n" not in bindings.warning
     assert bindings.warning.startswith(f"{path}: {reason}") and bindings.warning.endswith(
         "using the default keys"
+    )
+
+
+def test_a_pi_file_applies_what_tether_has_and_names_the_rest_in_one_line(tmp_path: Path) -> None:
+    """A pi user's file: actions tether lacks and keys a terminal cannot send are skipped (the
+    action keeps its default), everything else applies."""
+    path = tmp_path / "keybindings.json"
+    path.write_text(
+        json.dumps(
+            {
+                "$schema": "https://pi.dev/schemas/keybindings.schema.json",
+                "app.session.new": "ctrl+shift+n",
+                "tui.editor.cursorLeft": ["left", "ctrl+b"],
+                "app.model.select": "alt+m",
+                "app.model.cycleForward": ["ctrl+n", "super+n"],
+                "app.thinking.cycle": 5,
+                "tui.input.newLine": "shift+enter",
+            }
+        )
+    )
+    bindings = load_bindings(tmp_path)
+    assert bindings.for_action("app.model.select") == [("escape", "m")]
+    assert bindings.for_action("tui.input.newLine") == [("f24",)]  # Shift+Enter's sequences
+    assert bindings.keys["app.model.cycleForward"] == DEFAULTS.keys["app.model.cycleForward"]
+    assert bindings.keys["app.thinking.cycle"] == DEFAULTS.keys["app.thinking.cycle"]
+    warning = bindings.warning
+    assert warning is not None and "\n" not in warning
+    assert warning == (
+        f"{path}: ignored 2 actions tether does not have ('app.session.new', 'tui.editor.cursorLeft'); "
+        "app.model.cycleForward: 'super+n': not a key (modifiers are ctrl, alt, shift) (default kept); "
+        "app.thinking.cycle: expected a key or a list of keys (default kept); the rest is applied"
     )
 
 

@@ -90,6 +90,9 @@ async def test_session_name_export(core: AgentSession, home: Path) -> None:
     page = (home / "project" / "page.html").read_text()
     assert "<title>greeting</title>" in page and "answer 1" in page
     assert (await execute(core, "/export notes.txt")).error
+    default = await execute(core, "/export")  # as pi: the HTML page by default
+    written = home / "project" / f"tether-session-{core.session_id}.html"
+    assert default.text == f"exported to {written}" and "<title>greeting</title>" in written.read_text()
 
 
 async def test_new_resume_fork(core: AgentSession) -> None:

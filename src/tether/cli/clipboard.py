@@ -1,4 +1,5 @@
-"""``/copy``: put text on the clipboard, through the terminal and through a local tool.
+"""``/copy``: put text on the clipboard, through the terminal and through a local tool; Ctrl+V:
+read an image from it.
 
 OSC 52 asks the terminal itself to set the clipboard, so it works over SSH and inside tmux
 (``set-clipboard on``); terminals that do not support it ignore the sequence. A local clipboard
@@ -14,6 +15,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+
+from tether.wire import ImageContent
 
 LOCAL_TOOLS: tuple[tuple[str, tuple[str, ...], str | None], ...] = (
     ("wl-copy", (), "WAYLAND_DISPLAY"),
@@ -54,3 +57,64 @@ def copy_locally(text: str, env: Mapping[str, str] | None = None) -> str | None:
         if done.returncode == 0:
             return program
     return None
+
+
+IMAGE_TOOLS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
+    ("wl-paste", ("--list-types",), ("--type",), "WAYLAND_DISPLAY"),
+    (
+        "xclip",
+        ("-selection", "clipboard", "-t", "TARGETS", "-o"),
+        ("-selection", "clipboard", "-o", "-t"),
+        "DISPLAY",
+    ),
+)
+"""Program, arguments listing the clipboard's types, arguments before the type to read, and the
+environment variable that says its display exists. A terminal cannot hand an image over (it
+pastes text only), so an image is read where the clipboard lives: on this machine."""
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+
+
+class ClipboardError(Exception):
+    """Why no image came from the clipboard (one line for the user)."""
+
+
+def paste_image(env: Mapping[str, str] | None = None) -> tuple[bytes, str]:
+    """The clipboard's image and its MIME type, read with the first usable local tool."""
+    environ = os.environ if env is None else env
+    tried: list[str] = []
+    for program, list_args, read_args, display in IMAGE_TOOLS:
+        found = shutil.which(program, path=environ.get("PATH"))
+        if found is None or not environ.get(display):
+            tried.append(f"{program} (needs {display})" if found else program)
+            continue
+        types = _run(found, list_args)
+        if types is None:
+            continue
+        offered = types.decode("utf-8", "replace").split()
+        mime = next((t for t in IMAGE_TYPES if t in offered), None)
+        if mime is None:
+            raise ClipboardError("the clipboard holds no image")
+        data = _run(found, (*read_args, mime))
+        if not data:
+            raise ClipboardError(f"{program} gave no {mime} data")
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ClipboardError(f"the clipboard's image is over {MAX_IMAGE_BYTES // (1024 * 1024)} MB")
+        return data, mime
+    raise ClipboardError(f"no clipboard reachable ({', '.join(tried)}); paste a file path with @ instead")
+
+
+def paste_image_content(env: Mapping[str, str] | None = None) -> ImageContent:
+    """``paste_image`` as the image block a message carries."""
+    data, mime = paste_image(env)
+    return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}
+
+
+def _run(program: str, args: tuple[str, ...]) -> bytes | None:
+    try:
+        done = subprocess.run(
+            [program, *args], stdin=subprocess.DEVNULL, capture_output=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None

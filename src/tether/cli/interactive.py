@@ -6,15 +6,17 @@ copied like any output. Below them a small live area, redrawn by prompt-toolkit,
 still changing: the streaming answer, running tools, an approval question, pending steering and
 follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
 
-Keys (defaults; ``keybindings.json`` renames them, ``keybindings`` lists every action): Enter
-sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and adds a
-line otherwise (Ctrl-J always adds a line); Esc while it works, with nothing typed, brings the
-queued messages back into the input box and aborts (Alt-Up brings them back without aborting);
-Ctrl-C aborts the run (clears the input when idle; twice quits); Ctrl-D on an empty input exits;
-Ctrl-T shows or folds thinking; Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and
-Alt-P cycle models, Shift-Tab cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``;
-Ctrl-X copies the last answer (``/copy``). ``/tree`` alone opens the tree navigator and
-``/resume`` alone the session picker. What those open is in ``interactive_views``.
+Keys (defaults, pi's; ``keybindings.json`` renames them, ``keybindings`` lists every action):
+Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and
+adds a line otherwise (Shift-Enter and Ctrl-J always add a line); Esc while it works aborts the
+run and brings the queued messages back into the input box (Alt-Up brings them back without
+aborting); Ctrl-C clears the input and never stops a run (twice on an empty input: quits); Ctrl-D
+on an empty input exits; Ctrl-V attaches the clipboard's image; Ctrl-T shows or folds thinking;
+Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and Alt-P cycle models, Shift-Tab
+cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``; Ctrl-X copies the last answer
+(``/copy``). ``/`` and ``@`` open their completion menus as you type (``completers``).
+``/tree`` alone opens the tree navigator and ``/resume`` alone the session picker. What those
+open is in ``interactive_views``; the status line is ``footer``'s.
 
 Past our usual ~600 lines: the screen's layout, keys and live state belong to one
 prompt-toolkit ``Application``; the views (``screens``, ``pickers``, ``interactive_views``),
@@ -28,20 +30,20 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
+from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
-from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
@@ -49,13 +51,22 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
 from tether.ai.abort import AbortController
-from tether.cli import interactive_views as views, render, screens
-from tether.cli.keybindings import FILE_NAME, Bindings, hotkeys_text, load_bindings
+from tether.cli import footer, interactive_views as views, render, screens
+from tether.cli.completers import CommandCompleter, FileCompleter
+from tether.cli.file_index import FileIndex
+from tether.cli.keybindings import (
+    FILE_NAME,
+    MODIFY_OTHER_KEYS_OFF,
+    MODIFY_OTHER_KEYS_ON,
+    Bindings,
+    hotkeys_text,
+    install_sequences,
+    load_bindings,
+)
 from tether.session import commands
 from tether.session.agent_session import AgentSession
-from tether.session.stats import Stats, format_tokens
-from tether.tools.completion import MentionCompleter
-from tether.wire import AgentMessage, ToolCall
+from tether.session.stats import Stats
+from tether.wire import AgentMessage, ImageContent, ToolCall
 
 if TYPE_CHECKING:
     from tether.session.extensions.api import NotifyLevel
@@ -65,6 +76,7 @@ STYLE = Style.from_dict(
         "status": "reverse",
         "chip.steer": "bg:ansiblue fg:ansiwhite",
         "chip.follow": "bg:ansimagenta fg:ansiwhite",
+        "chip.image": "bg:ansicyan fg:ansiblack",
         "prompt": "bold ansimagenta",
         "rule": "ansibrightblack",
         "approval": "bold ansiyellow",
@@ -77,6 +89,8 @@ _QUIET_SHOWN_AFTER = 3.0
 FRONT_END_COMMANDS = {
     "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
     "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
+    "share": "/share              write the session as a standalone HTML page and print its file:// address",
+    "trust": "/trust              trust this folder: its .tether/settings.json may widen approvals and tools",
 }
 """Commands only a terminal has a use for, beside the core's (``tether.session.commands``)."""
 
@@ -117,6 +131,13 @@ class InteractiveApp:
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
         self._unsubscribe: Callable[[], None] = lambda: None
+        self._compaction_reports = 0
+        self._files = FileIndex(cwd)
+        """What ``@`` offers; listed on a thread once the screen is up."""
+        self._spent = footer.SessionSpend()
+        self._images: list[ImageContent] = []
+        """Images pasted with Ctrl+V, sent with the next message."""
+        """``compaction_end`` events shown: ``/compact`` prints nothing more when one was."""
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -167,6 +188,7 @@ class InteractiveApp:
         """Set the screen up for ``core`` (input box, layout, keys, event listener) without
         starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
         ``history``: the input box's (default: the prompt-history file)."""
+        install_sequences()
         self._core = core
         self._stats = core.stats()
         if core.resources is not None and core.resources.extensions is not None:
@@ -174,12 +196,20 @@ class InteractiveApp:
         self._buffer = Buffer(
             multiline=True,
             history=history if history is not None else _history(),
-            completer=merge_completers([_CommandCompleter(core), MentionCompleter(self.cwd)]),
-            complete_while_typing=False,
+            completer=merge_completers(
+                [CommandCompleter(self._command_list(core)), FileCompleter(self._files)]
+            ),
+            complete_while_typing=True,
         )
         self._app = self._build(self._buffer)
         self._unsubscribe = core.subscribe(self._on_event)
         return self._app
+
+    @staticmethod
+    def _command_list(core: AgentSession) -> list[tuple[str, str]]:
+        builtin = [(name, command.summary) for name, command in commands.COMMANDS.items()]
+        front_end = [(name, text.split("  ", 1)[-1].strip()) for name, text in FRONT_END_COMMANDS.items()]
+        return [*builtin, *front_end, *commands.user_commands(core)]
 
     def _hotkeys(self) -> str:
         from tether.ai.paths import config_dir
@@ -198,6 +228,8 @@ class InteractiveApp:
 
         def ready() -> None:
             """Runs once the terminal is in raw mode: keys typed after the header are keys."""
+            app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
+            self._files.start()
             self._print_header(core)
             if initial_prompt:
                 self._start(initial_prompt)
@@ -209,6 +241,8 @@ class InteractiveApp:
             try:
                 return await app.run_async(pre_run=pre_run)
             finally:
+                app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
+                app.output.flush()
                 self.detach()
                 if self._task is not None and not self._task.done():
                     core.abort()
@@ -219,7 +253,7 @@ class InteractiveApp:
 
     def _build(self, buffer: Buffer) -> Application[int]:
         approving = Condition(lambda: self._approval is not None)
-        chips = Condition(lambda: bool(self._steering or self._follow_ups))
+        chips = Condition(lambda: bool(self._steering or self._follow_ups or self._images))
         live = Condition(lambda: bool(self._live_text_raw()))
         main = HSplit(
             [
@@ -228,8 +262,11 @@ class InteractiveApp:
                     filter=live,
                 ),
                 ConditionalContainer(Window(FormattedTextControl(self._chips), height=1), filter=chips),
+                # The menu of completions as you type: a row of the layout above the input, so it
+                # pushes the conversation up instead of covering the status line.
+                CompletionsMenu(max_height=8, scroll_offset=1),
                 Window(height=1, char="─", style="class:rule"),
-                VSplit(
+                input_row := VSplit(
                     [
                         Window(FormattedTextControl(self._prompt_mark), width=2, dont_extend_width=True),
                         Window(
@@ -242,12 +279,6 @@ class InteractiveApp:
                 ),
                 Window(FormattedTextControl(self._status), height=1, style="class:status"),
             ]
-        )
-        body = FloatContainer(
-            main,
-            floats=[
-                Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))
-            ],
         )
         keys = KeyBindings()
         bound = self._bindings
@@ -276,7 +307,7 @@ class InteractiveApp:
             if self._busy and commands.parse(text) is None:
                 self._queue(text, follow_up=False)
             else:
-                self._start(text)
+                self._start(text, self._take_images() if commands.parse(text) is None else [])
 
         @keys.add("enter", filter=completion_is_selected)  # added later: wins over plain Enter
         def _accept_completion(event: KeyPressEvent) -> None:
@@ -298,11 +329,19 @@ class InteractiveApp:
         def _newline(event: KeyPressEvent) -> None:
             buffer.insert_text("\n")
 
-        @bind("app.interrupt", when=Condition(lambda: self._busy and not buffer.text) & ~approving)
+        menu_open = Condition(lambda: buffer.complete_state is not None)
+
+        @bind("app.interrupt", when=Condition(lambda: self._busy) & ~approving & ~menu_open)
         def _escape(event: KeyPressEvent) -> None:
             self._restore_queued()
             assert self._core is not None
             self._core.abort()
+            if self._work_abort is not None:
+                self._work_abort.abort()
+
+        @keys.add("escape", filter=menu_open, eager=True)
+        def _close_menu(event: KeyPressEvent) -> None:
+            buffer.cancel_completion()
 
         @bind("app.message.dequeue", when=~approving)
         def _dequeue(event: KeyPressEvent) -> None:
@@ -311,22 +350,31 @@ class InteractiveApp:
 
         @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
+            """pi's Ctrl-C: it clears the input and never stops a run (Esc does); twice on an
+            empty input, it exits. A pending question is declined."""
             if self._approval is not None:
                 self._answer(False)
-            elif self._busy:
-                assert self._core is not None
-                self._core.abort()
-                if self._work_abort is not None:
-                    self._work_abort.abort()
             elif buffer.text:
                 buffer.reset()
+                self._images.clear()
             elif time.monotonic() - self._last_interrupt < 1.5:
                 event.app.exit(result=0)
             else:
                 self._last_interrupt = time.monotonic()
-                self.say(
-                    render.Painter(self._width, self.color).styled("(Ctrl-C again or Ctrl-D to exit)", "dim")
+                hint = (
+                    "(Ctrl-C again to exit; Esc aborts the run)"
+                    if self._busy
+                    else "(Ctrl-C again or Ctrl-D to exit)"
                 )
+                self.say(render.Painter(self._width, self.color).styled(hint, "dim"))
+
+        @bind("app.clipboard.pasteImage", when=~approving)
+        def _paste_image(event: KeyPressEvent) -> None:
+            self._paste_image()
+
+        @bind("app.session.tree", when=~approving)
+        def _tree(event: KeyPressEvent) -> None:
+            self._start("/tree")
 
         @bind("app.exit")
         def _eof(event: KeyPressEvent) -> None:
@@ -390,7 +438,7 @@ class InteractiveApp:
                 self._answer(allowed)
 
         app: Application[int] = Application(
-            layout=Layout(body, focused_element=main.children[3]),
+            layout=Layout(main, focused_element=input_row),
             key_bindings=keys,
             style=STYLE,
             full_screen=False,
@@ -400,6 +448,7 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
+        screens.follow_reflow(app)
         # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
         # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
         # full-screen view was up and took the Esc meant for the view.)
@@ -421,6 +470,12 @@ class InteractiveApp:
 
     def painter(self) -> render.Painter:
         return render.Painter(self._width, self.color)
+
+    def rows(self) -> int:
+        if self._app is not None:
+            with contextlib.suppress(Exception):
+                return max(5, self._app.output.get_size().rows)
+        return 24
 
     def _live_text_raw(self) -> str:
         """The live area's text, rendered once per state (prompt-toolkit asks several times per
@@ -452,12 +507,8 @@ class InteractiveApp:
             question = self._approval[0]
             parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "bold yellow"))
         elif self._busy and not parts:
-            parts.append(painter.styled("working… (Ctrl-C to abort)", "dim"))
-        rows = 24
-        if self._app is not None:
-            with contextlib.suppress(Exception):
-                rows = self._app.output.get_size().rows
-        return render.tail_lines("\n".join(p for p in parts if p), max(3, rows - 6))
+            parts.append(painter.styled("working… (Esc to abort)", "dim"))
+        return render.tail_lines("\n".join(p for p in parts if p), max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:
         return ANSI(self._live_text_raw())
@@ -468,6 +519,8 @@ class InteractiveApp:
             chips += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
         for text in self._follow_ups:
             chips += [("class:chip.follow", f" follow-up: {_short(text)} "), ("", " ")]
+        for number, image in enumerate(self._images, 1):
+            chips += [("class:chip.image", f" image {number}: {image['mimeType']} "), ("", " ")]
         return chips
 
     def _prompt_mark(self) -> AnyFormattedText:
@@ -478,20 +531,16 @@ class InteractiveApp:
         if core is None:
             return ""
         model = core.model
-        shown = "shown" if self.show_thinking else "folded"
-        parts = [f" {model['provider']}/{model['id']}", f"thinking {core.thinking_level} ({shown})"]
-        stats = self._stats
-        if stats is not None:
-            parts.append(
-                f"↑{format_tokens(stats.input_tokens + stats.cache_read_tokens)} "
-                f"↓{format_tokens(stats.output_tokens)}"
-            )
-            parts.append(f"${stats.cost:.3f}")
-            percent = stats.context_percent
-            parts.append(f"ctx {percent:.0f}%" if percent is not None else "ctx -")
-        if self._busy:
-            parts.append(self._activity())
-        return " · ".join(parts) + " "
+        percent = self._stats.context_percent if self._stats is not None else None
+        return footer.status_text(
+            model=f"{model['provider']}/{model['id']}",
+            thinking=str(core.thinking_level),
+            shown=self.show_thinking,
+            spent=self._spent.of(core),
+            context_percent=percent,
+            activity=self._activity() if self._busy else None,
+            width=self._width,
+        )
 
     def _activity(self) -> str:
         """ "working", or how long the model has been silent (a slow or stalled provider) once
@@ -524,6 +573,8 @@ class InteractiveApp:
         elif kind == "message_update":
             self._live = event["message"]
         elif kind == "message_end":
+            if self._core is not None:
+                self._spent.of(self._core).add(event["message"])
             self._message_end(event["message"], painter)
         elif kind == "tool_execution_start":
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
@@ -536,50 +587,47 @@ class InteractiveApp:
         elif kind == "compaction_start":
             self.say(painter.styled("compacting the conversation…", "dim"))
         elif kind == "compaction_end":
-            done = event.get("compacted", event.get("willRetry", True))
-            self.say(painter.styled("conversation compacted" if done else "nothing to compact", "dim"))
+            self._compaction_reports += 1
+            self.say(render.compaction_report(painter, event))
         elif kind == "notice":
             self.say(painter.styled(str(event["message"]), "yellow"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
 
     def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
-        role = message["role"]
-        if role == "assistant":
+        if message["role"] == "assistant":
             self._live = None
-            for block in message["content"]:
-                if block["type"] == "thinking" and block["thinking"].strip():
-                    self.say(
-                        render.thinking_text(
-                            painter, block["thinking"], expanded=self.show_thinking, hint="Ctrl-O to read"
-                        )
-                    )
-                elif block["type"] == "text" and block["text"].strip():
-                    self.say(painter.markdown(block["text"]))
-            if message["stopReason"] in ("error", "aborted"):
-                aborted = message["stopReason"] == "aborted"
-                self.say(render.error_text(painter, message.get("errorMessage", ""), aborted=aborted))
-        elif role in ("bashExecution", "pythonExecution"):
-            self.say(render.shell_run(painter, message, expanded=False))
-        elif role == "fileMention":
-            for item in message["files"]:
-                note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                self.say(painter.styled(f"@ attached {item['path']}{note}", "dim"))
+        for text in render.ended_message(painter, message, show_thinking=self.show_thinking):
+            self.say(text)
 
     def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
         result = event.get("result")
-        content = getattr(result, "content", None)
-        if content is None and isinstance(result, dict):
-            content = cast(dict[str, Any], result).get("content")
-        text = render.result_text(cast(list[dict[str, Any]], content or []))
-        is_error = bool(event.get("isError"))
-        header = render.tool_header(painter, name, args, "error" if is_error else "ok")
-        self.say(header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=False))
+        if not isinstance(result, Mapping):  # an AgentToolResult
+            result = {
+                "content": getattr(result, "content", None),
+                "details": getattr(result, "details", None),
+            }
+        shown = {**cast(Mapping[str, Any], result), "isError": bool(event.get("isError"))}
+        self.say(render.finished_tool(painter, name, args, shown, expanded=False))
 
     # -- actions ---------------------------------------------------------------------------------
 
-    def _start(self, text: str) -> None:
-        task = asyncio.ensure_future(self._submit(text))
+    def _take_images(self) -> list[ImageContent]:
+        images, self._images = self._images, []
+        return images
+
+    def _paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image goes with the next message (a chip shows it)."""
+        from tether.cli import clipboard
+
+        try:
+            self._images.append(clipboard.paste_image_content())
+        except clipboard.ClipboardError as exc:
+            self.say(self.painter().styled(f"paste: {exc}", "yellow"))
+        self._invalidate()
+
+    def _start(self, text: str, images: list[ImageContent] | None = None) -> None:
+        task = asyncio.ensure_future(self._submit(text, images or []))
         task.add_done_callback(lambda _t: self._invalidate())
         if self._busy:  # a command (/session, /help) while the agent works runs beside the run
             self._side_tasks.add(task)
@@ -588,7 +636,7 @@ class InteractiveApp:
             self._task = task
         self._invalidate()
 
-    async def _submit(self, text: str) -> None:
+    async def _submit(self, text: str, images: list[ImageContent]) -> None:
         core = self._core
         assert core is not None
         painter = self.painter()
@@ -600,15 +648,25 @@ class InteractiveApp:
             elif parsed == ("resume", "") and not core.is_running:
                 self.say(render.user_text(painter, text))
                 await views.resume_picked(self, core)
+            elif parsed == ("fork", "") and not core.is_running:
+                self.say(render.user_text(painter, text))
+                self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
                 self.say(render.user_text(painter, text))
                 if parsed[0] == "copy":
                     self._copy_last_answer()
+                elif parsed[0] == "share":
+                    views.share(self, core)
+                elif parsed[0] == "trust":
+                    await views.trust_folder(self, self.cwd, self._ask_yes_no)
                 else:
                     self.say(self._hotkeys())
             elif commands.runs_here(core, text):
                 self.say(render.user_text(painter, text))
+                reports = self._compaction_reports
                 result = await commands.execute(core, text)
+                if self._compaction_reports != reports:  # /compact: its compaction_end said it all
+                    result = commands.CommandResult("", quit=result.quit)
                 extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
                 self.say(
                     painter.styled(
@@ -619,7 +677,7 @@ class InteractiveApp:
                 if result.quit and self._app is not None:
                     self._app.exit(result=0)
             else:
-                await core.submit(text)
+                await core.submit(text, images)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
             self.say(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
@@ -629,9 +687,9 @@ class InteractiveApp:
         core = self._core
         assert core is not None
         if follow_up:
-            core.follow_up(text)
+            core.follow_up(text, self._take_images())
         else:
-            core.steer(text)
+            core.steer(text, self._take_images())
         self._invalidate()
 
     def _answer(self, allowed: bool) -> None:
@@ -689,6 +747,10 @@ class InteractiveApp:
         self._invalidate()
         return len(texts)
 
+    def _put_in_input(self, text: str | None) -> None:
+        if text is not None and self._buffer is not None:
+            self._buffer.document = Document(text, len(text))
+
     async def _edit_externally(self) -> None:
         assert self._buffer is not None
         text = await views.edit_externally(self, self._buffer.text)
@@ -729,45 +791,13 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        painter = self.painter()
-        model = core.model
-        session = core.session_id or "not saved"
-        self.say(
-            painter.styled(
-                f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands",
-                "dim",
-            )
-        )
-        if core.notice:
-            self.say(painter.styled(core.notice, "yellow"))
-        if self._bindings.warning:
-            self.say(painter.styled(self._bindings.warning, "yellow"))
-        if core.messages:
-            self.say(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+        for text in views.header(core, self.painter(), self.rows(), self._bindings.warning):
+            self.say(text)
 
     def _invalidate(self) -> None:
         self._revision += 1
         if self._app is not None:
             self._app.invalidate()
-
-
-class _CommandCompleter(Completer):
-    """``/`` at the start of the input completes slash-command names (built-in ones, then those
-    of the user's prompts, skills and extensions)."""
-
-    def __init__(self, core: AgentSession) -> None:
-        self._names = [
-            *commands.COMMANDS,
-            *FRONT_END_COMMANDS,
-            *(name for name, _ in commands.user_commands(core)),
-        ]
-
-    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
-        text = document.text_before_cursor
-        if text.startswith("/") and " " not in text:
-            for name in self._names:
-                if name.startswith(text[1:]):
-                    yield Completion(name, start_position=-(len(text) - 1), display=f"/{name}")
 
 
 def _history() -> History:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from prompt_toolkit.application import in_terminal
@@ -21,7 +22,7 @@ from prompt_toolkit.output import Output
 
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens
-from tether.cli.transcript import BackwardTranscript, branch_messages_backward
+from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
 from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
@@ -45,6 +46,10 @@ class Screen(Protocol):
         ...
 
     def painter(self) -> render.Painter: ...
+
+    def rows(self) -> int:
+        """The terminal's height."""
+        ...
 
     def full_screen(self) -> AbstractAsyncContextManager[None]:
         """Suspend the live area while a full-screen view runs."""
@@ -71,6 +76,61 @@ def transcript_pages(
     return make_pages
 
 
+def header(core: AgentSession, painter: render.Painter, rows: int, warning: str | None) -> list[str]:
+    """The lines printed at start: what runs where, notices, a ``keybindings.json`` warning, and
+    for a resumed session the end of its conversation (``history_text``)."""
+    model = core.model
+    session = core.session_id or "not saved"
+    out = [
+        painter.styled(
+            f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands", "dim"
+        )
+    ]
+    out += [painter.styled(note, "yellow") for note in (core.notice, warning) if note]
+    if core.messages:
+        history = history_text(core, painter, rows)
+        out += [history] if history else []
+        out.append(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+    return out
+
+
+HISTORY_SCREENS = 2
+"""Screens of the conversation drawn on resume; Ctrl-O (the transcript) reads everything."""
+
+
+def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
+    """The end of the branch as the scrollback would have shown it, for a resumed session: read
+    newest first and rendered a chunk at a time until ``HISTORY_SCREENS`` screens are filled, so
+    resuming a 10,000-message session costs what resuming a 40-message one does. Empty when the
+    conversation is."""
+    session = core.session
+    newest: Iterable[dict[str, Any]] = (
+        branch_messages_backward(session)
+        if session is not None
+        else reversed([cast(dict[str, Any], m) for m in core.messages])
+    )
+    pages = BackwardTranscript(painter, newest, show_thinking=False, folded=True)
+    chunks: list[str] = []
+    lines = 0
+    while lines < HISTORY_SCREENS * rows and not pages.exhausted:
+        text = pages.older()
+        if text is None:
+            break
+        chunks.insert(0, text)
+        lines += text.count("\n") + 2
+    if not chunks or (pages.exhausted and chunks == [render_empty(painter)]):
+        return ""
+    body = "\n\n".join(chunks)
+    if not pages.exhausted:
+        note = "── earlier messages above this point: Ctrl-O (the transcript) shows them ──"
+        body = painter.styled(note, "dim") + "\n\n" + body
+    return body
+
+
+def render_empty(painter: render.Painter) -> str:
+    return render_transcript(painter, [], show_thinking=False)
+
+
 async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
     """Ctrl-O: the branch from its end, rendered as it scrolls. Ctrl-T there changes
     ``ui.show_thinking`` before the live area is drawn again."""
@@ -82,14 +142,25 @@ async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | N
 
 
 async def pick_model(ui: Screen, core: AgentSession) -> None:
-    """Ctrl-L: choose among ``core.model_candidates()``, filtered as you type."""
+    """Ctrl-L: choose among ``core.model_candidates()``, filtered as you type; Ctrl-S there
+    also saves the choice as the default model in the user's ``settings.json``."""
     models = await core.model_candidates()
     async with ui.full_screen():
         chosen = await pickers.pick_model(models, core.model, color=ui.color)
     if chosen is not None:
-        model = core.set_model(chosen)
+        model = core.set_model(chosen[0])
         text = f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}"
         ui.say(ui.painter().styled(text, "dim"))
+        if chosen[1]:
+            from tether.ai.paths import config_dir
+            from tether.session.settings import SettingsError, save_user_setting
+
+            try:
+                written = save_user_setting(config_dir(), "model", f"{model['provider']}/{model['id']}")
+            except (OSError, SettingsError) as exc:
+                ui.say(ui.painter().styled(f"not saved as the default: {exc}", "red"))
+            else:
+                ui.say(ui.painter().styled(f"saved as the default model in {written}", "green"))
 
 
 async def resume_picked(ui: Screen, core: AgentSession) -> None:
@@ -111,7 +182,90 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
         ui.say(painter.styled("resume: already in that session", "dim"))
     else:
         core.switch_session(chosen)
+        history = history_text(core, painter, ui.rows())
+        if history:
+            ui.say(history)
         ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
+
+
+async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
+    """``/fork`` alone, as pi's: pick one of your messages of this branch; a new session holds
+    the conversation before it, and its text comes back into the input box to edit and send.
+    Returns that text (``None``: cancelled). ``/clone`` copies everything at once instead."""
+    painter = ui.painter()
+    session = core.session
+    if session is None:
+        ui.say(painter.styled("/fork: this run has no session (--no-session)", "red"))
+        return None
+    prompts = [
+        (node.entry, text)
+        for node in session.path_nodes()
+        if node.type == "message"
+        and (message := node.entry.get("message")) is not None
+        and message.get("role") == "user"
+        and (text := render.message_text(message)).strip()
+    ]
+    if not prompts:
+        ui.say(painter.styled("/fork: no message of yours to fork from yet", "dim"))
+        return None
+    labels = [" ".join(text.split())[:200] for _, text in prompts]
+    async with ui.full_screen():
+        index = await pickers.pick_line(
+            "Fork from which message? (the new session starts just before it)",
+            labels,
+            start=len(labels) - 1,
+            noun="messages",
+            color=ui.color,
+        )
+    if index is None:
+        ui.say(painter.styled("fork: cancelled", "dim"))
+        return None
+    entry, text = prompts[index]
+    parent = entry.get("parentId")
+    new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
+    ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "green"))
+    return text
+
+
+def share(ui: Screen, core: AgentSession) -> None:
+    """``/share``: pi uploads the session to a gist; tether writes the same standalone HTML page
+    as ``/export FILE.html`` into the data folder and prints its ``file://`` address, so nothing
+    leaves the machine unless the user sends the file."""
+    from tether.ai.paths import data_dir
+
+    painter = ui.painter()
+    if core.session is None:
+        ui.say(painter.styled("/share: this run has no session (--no-session)", "red"))
+        return
+    target = data_dir() / "shared" / f"{core.session.id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = core.export(target)
+    ui.say(
+        painter.styled(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "green")
+    )
+
+
+async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[bool]]) -> None:
+    """``/trust``: record ``folder`` as trusted after a question naming what that grants; it
+    applies from the next start, when the project's settings are read."""
+    from tether.ai.paths import config_dir
+    from tether.session.trust import is_trusted, trust
+
+    painter = ui.painter()
+    if is_trusted(config_dir(), folder):
+        ui.say(painter.styled(f"{folder} is already trusted", "dim"))
+        return
+    question = (
+        f"Trust {folder}? Its .tether/settings.json may then widen what the model may do "
+        "(approval, tools) for every run started here"
+    )
+    if not await ask(question):
+        ui.say(painter.styled("trust: not changed", "dim"))
+        return
+    written = trust(config_dir(), folder)
+    ui.say(
+        painter.styled(f"trusted {folder} (recorded in {written}); it applies from the next start", "green")
+    )
 
 
 async def edit_externally(ui: Screen, text: str) -> str | None:
@@ -164,7 +318,7 @@ async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) 
     if move is None:
         return None
     if move.summarize:
-        ui.say(painter.styled("summarising the branch you left… (Ctrl-C to stop)", "dim"))
+        ui.say(painter.styled("summarising the branch you left… (Esc to stop)", "dim"))
     try:
         summary = await core.branch(
             move.choice.target, summarize=move.summarize, instructions=move.instructions, signal=abort.signal

@@ -2,9 +2,15 @@
 
 The action names and the key syntax are pi's (``app.model.select``, ``"ctrl+l"``), so a pi user's
 file mostly carries over: ``keybindings.json`` in the config folder maps an action to one key or
-a list of keys (``[]`` unbinds it). A file that cannot be used as a whole (not JSON, an unknown
-action, a key the terminal cannot send) is reported in one warning line and ignored: the defaults
-stay, rather than half a file's worth of surprises.
+a list of keys (``[]`` unbinds it). As in pi, what can be used is applied and the rest is named
+in one warning line: an action tether does not have (pi has editor and tree actions tether leaves
+to prompt-toolkit) is skipped, an entry with a key the terminal cannot send keeps its default
+keys. Only a file that is not a JSON object at all leaves every default.
+
+``shift+enter`` is a key here although prompt-toolkit has no name for it: terminals that report
+it send ``CSI 13;2u`` (the kitty protocol, tmux's ``extended-keys-format csi-u``) or
+``CSI 27;2;13~`` (xterm's modifyOtherKeys, tmux 3.2-3.4's ``extended-keys``); ``install_sequences``
+teaches prompt-toolkit's parser both as ``SHIFT_ENTER``, a function key no keyboard sends.
 """
 
 from __future__ import annotations
@@ -19,6 +25,26 @@ from tether.errors import UserError
 from tether.wire.json_line import load_line
 
 FILE_NAME = "keybindings.json"
+SHIFT_ENTER = "f24"
+"""The prompt-toolkit key Shift+Enter's sequences are parsed as (see ``install_sequences``)."""
+SHIFT_ENTER_SEQUENCES = ("\x1b[13;2u", "\x1b[27;2;13~")
+ALT_ENTER_SEQUENCES = ("\x1b[13;3u", "\x1b[27;3;13~")
+MODIFY_OTHER_KEYS_ON = "\x1b[>4;1m"
+"""Asks xterm-like terminals (and tmux with ``extended-keys on``) to report the modified keys
+that have no code of their own, such as Shift+Enter; keys that have one (Ctrl-C) are unchanged."""
+MODIFY_OTHER_KEYS_OFF = "\x1b[>4m"
+
+
+def install_sequences() -> None:
+    """Teach prompt-toolkit's input parser Shift+Enter and the extended forms of Alt+Enter
+    (it reads ``CSI 27;2;13~`` as a plain Enter, which would send the message)."""
+    from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+    from prompt_toolkit.keys import Keys
+
+    for sequence in SHIFT_ENTER_SEQUENCES:
+        ANSI_SEQUENCES[sequence] = Keys.F24
+    for sequence in ALT_ENTER_SEQUENCES:
+        ANSI_SEQUENCES[sequence] = (Keys.Escape, Keys.ControlM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +58,12 @@ class Action:
 ACTIONS: tuple[Action, ...] = (
     Action("tui.input.submit", ("enter",), "send (while the agent works: steer it)"),
     Action("app.message.followUp", ("alt+enter",), "queue a follow-up while the agent works"),
-    Action("tui.input.newLine", ("ctrl+j",), "add a line"),
-    Action("app.interrupt", ("escape",), "while the agent works: queued messages back to the input, abort"),
+    Action("tui.input.newLine", ("shift+enter", "ctrl+j"), "add a line"),
+    Action(
+        "app.interrupt", ("escape",), "while the agent works: abort it (queued messages back to the input)"
+    ),
     Action("app.message.dequeue", ("alt+up",), "queued messages back to the input (the run goes on)"),
-    Action("app.clear", ("ctrl+c",), "abort the run; clear the input; twice: exit"),
+    Action("app.clear", ("ctrl+c",), "clear the input (the run goes on); twice on an empty input: exit"),
     Action("app.exit", ("ctrl+d",), "exit (on an empty input)"),
     Action("app.model.select", ("ctrl+l",), "open the model picker"),
     Action("app.model.cycleForward", ("ctrl+p",), "next model (of --models, or every usable model)"),
@@ -45,7 +73,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.tools.expand", ("ctrl+o",), "open the transcript, nothing folded"),
     Action("app.editor.external", ("ctrl+g",), "edit the input in $VISUAL / $EDITOR"),
     Action("app.message.copy", ("ctrl+x",), "copy the last answer (like /copy)"),
+    Action("app.clipboard.pasteImage", ("ctrl+v",), "attach the clipboard's image to the next message"),
     Action("app.session.resume", (), "open the session picker (like /resume)"),
+    Action("app.session.tree", (), "open the tree navigator (like /tree)"),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 
@@ -83,6 +113,8 @@ def to_prompt_toolkit(key: str) -> tuple[str, ...]:
     on letters) or does not know."""
     parts = key.strip().lower().split("+")
     base, modifiers = parts[-1], set(parts[:-1])
+    if base in ("enter", "return") and modifiers == {"shift"}:
+        return (SHIFT_ENTER,)
     if not base or len(modifiers) != len(parts) - 1 or not modifiers <= {"ctrl", "alt", "shift"}:
         raise UnsendableKeyError(f"{key!r}: not a key (modifiers are ctrl, alt, shift)")
     alt = ("escape",) if "alt" in modifiers else ()
@@ -114,7 +146,7 @@ class Bindings:
     keys: Mapping[str, tuple[str, ...]]
     """Action name → its keys in pi's syntax (checked: each converts)."""
     warning: str | None = None
-    """Why the file was not used (one line), or ``None``."""
+    """What in the file was not used and why (one line), or ``None``."""
 
     def for_action(self, name: str) -> list[tuple[str, ...]]:
         """The prompt-toolkit key sequences of action ``name``."""
@@ -130,8 +162,8 @@ DEFAULTS = Bindings({a.name: a.keys for a in ACTIONS})
 
 
 def load_bindings(config_dir: Path) -> Bindings:
-    """The defaults with ``config_dir/keybindings.json`` applied; a file that is wrong anywhere
-    leaves the defaults and says why in ``warning``."""
+    """The defaults with what can be used of ``config_dir/keybindings.json`` applied; what
+    cannot is named in ``warning``."""
     path = config_dir / FILE_NAME
     try:
         text = path.read_bytes()
@@ -140,12 +172,16 @@ def load_bindings(config_dir: Path) -> Bindings:
     except OSError as exc:
         return Bindings(DEFAULTS.keys, f"{path}: cannot read it ({exc.strerror}); using the default keys")
     try:
-        return Bindings({**DEFAULTS.keys, **_parse(text)})
+        keys, problems = _parse(text)
     except ValueError as exc:
         return Bindings(DEFAULTS.keys, f"{path}: {exc}; using the default keys")
+    warning = f"{path}: {'; '.join(problems)}; the rest is applied" if problems else None
+    return Bindings({**DEFAULTS.keys, **keys}, warning)
 
 
-def _parse(text: bytes) -> dict[str, tuple[str, ...]]:
+def _parse(text: bytes) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """The usable entries and what was wrong with the others; ``ValueError`` when the file is
+    not a JSON object."""
     try:
         data: object = load_line(text)
     except json.JSONDecodeError as exc:
@@ -155,22 +191,30 @@ def _parse(text: bytes) -> dict[str, tuple[str, ...]]:
     if not isinstance(data, dict):
         raise ValueError('expected an object like {"app.model.select": "ctrl+l"}')
     out: dict[str, tuple[str, ...]] = {}
+    unknown: list[str] = []
+    problems: list[str] = []
     for name, value in cast(dict[str, object], data).items():
         if name == "$schema":
             continue
         if name not in BY_NAME:
-            raise ValueError(f"unknown action {name!r} (/hotkeys lists them)")
+            unknown.append(repr(name))
+            continue
         keys = [value] if isinstance(value, str) else value
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in cast(list[object], keys)):
-            raise ValueError(f"{name}: expected a key or a list of keys")
+            problems.append(f"{name}: expected a key or a list of keys (default kept)")
+            continue
         checked = tuple(cast(list[str], keys))
-        for key in checked:
-            try:
+        try:
+            for key in checked:
                 to_prompt_toolkit(key)
-            except UnsendableKeyError as exc:
-                raise ValueError(f"{name}: {exc}") from None
+        except UnsendableKeyError as exc:
+            problems.append(f"{name}: {exc} (default kept)")
+            continue
         out[name] = checked
-    return out
+    if unknown:
+        noun = "action" if len(unknown) == 1 else "actions"
+        problems.insert(0, f"ignored {len(unknown)} {noun} tether does not have ({', '.join(unknown)})")
+    return out, problems
 
 
 def hotkeys_text(bindings: Bindings, extra: Sequence[tuple[str, str]] = ()) -> str:

@@ -96,8 +96,12 @@ def _list_keys(picker: _Picker) -> KeyBindings:
     return keys
 
 
-async def pick_model(models: Sequence[ModelInfo], current: ModelInfo, *, color: bool) -> ModelInfo | None:
-    """The model picker: ``provider/id`` rows (the current one marked), filtered as you type."""
+async def pick_model(
+    models: Sequence[ModelInfo], current: ModelInfo, *, color: bool
+) -> tuple[ModelInfo, bool] | None:
+    """The model picker: ``provider/id`` rows (the current one marked), filtered as you type.
+    Enter picks; Ctrl-S picks and asks to save it as the default (pi's ``app.models.save``):
+    ``(model, save)``, ``None`` when cancelled."""
     labels = [
         f"{m['provider']}/{m['id']}"
         + ("  · thinking" if m.get("reasoning") else "")
@@ -110,9 +114,11 @@ async def pick_model(models: Sequence[ModelInfo], current: ModelInfo, *, color: 
     keys = _list_keys(picker)
 
     @keys.add("enter")
+    @keys.add("c-s")
     def _pick(event: KeyPressEvent) -> None:
         index = picker.selected
-        event.app.exit(result=models[index] if index is not None else None)
+        save = event.key_sequence[0].key == "c-s"
+        event.app.exit(result=(models[index], save) if index is not None else None)
 
     @keys.add("escape", eager=True)
     @keys.add("c-c")
@@ -120,11 +126,38 @@ async def pick_model(models: Sequence[ModelInfo], current: ModelInfo, *, color: 
         event.app.exit(result=None)
 
     def footer() -> str:
-        return f"{len(picker.shown)} of {len(models)} models · type to filter · ↑↓ move · Enter switch · Esc cancel"
+        return (
+            f"{len(picker.shown)} of {len(models)} models · type to filter · ↑↓ move · Enter switch · "
+            "Ctrl-S also save as default · Esc cancel"
+        )
 
     body = _list_layout(picker)
     app = application(lambda: "Select a model", body, footer, keys, color=color, focus=picker.query)
-    result: ModelInfo | None = await run_view(app)
+    result: tuple[ModelInfo, bool] | None = await run_view(app)
+    return result
+
+
+async def pick_line(title: str, labels: Sequence[str], *, start: int, noun: str, color: bool) -> int | None:
+    """A searchable list of ``labels`` (the cursor on ``start``): the index picked, ``None`` on Esc."""
+    picker = _Picker(lambda: list(labels))
+    picker.refresh()
+    picker.view.cursor = start
+    keys = _list_keys(picker)
+
+    @keys.add("enter")
+    def _pick(event: KeyPressEvent) -> None:
+        event.app.exit(result=picker.selected)
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    def footer() -> str:
+        return f"{len(picker.shown)} of {len(labels)} {noun} · type to filter · ↑↓ move · Enter choose · Esc cancel"
+
+    app = application(lambda: title, _list_layout(picker), footer, keys, color=color, focus=picker.query)
+    result: int | None = await run_view(app)
     return result
 
 

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from rich.console import Console, RenderableType
-from rich.markdown import Markdown
 from rich.text import Text
+
+from tether.cli.markdown import AnswerMarkdown
 
 FOLDED_LINES = 4
 """Lines of a tool result shown before it is folded."""
+FOLDED_DIFF_LINES = 20
+"""Lines of an edit's diff shown before it is folded: the diff is what a reader checks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,7 @@ class Painter:
         return buffer.getvalue()
 
     def markdown(self, text: str) -> str:
-        return self.render(Markdown(text, code_theme="ansi_dark"))
+        return self.render(AnswerMarkdown(text, code_theme="ansi_dark"))
 
     def styled(self, text: str, style: str) -> str:
         return self.render(Text(text, style=style))
@@ -113,6 +116,80 @@ def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) 
     return painter.render(body).rstrip("\n")
 
 
+def finished_tool(
+    painter: Painter, name: str, args: object, result: Mapping[str, Any], *, expanded: bool
+) -> str:
+    """A finished tool call: its header, then its result; an edit's diff coloured (``diff_text``)."""
+    is_error = bool(result.get("isError"))
+    header = tool_header(painter, name, args, "error" if is_error else "ok")
+    details = result.get("details")
+    diff = cast(Mapping[str, Any], details).get("diff") if isinstance(details, Mapping) else None
+    text = result_text(cast(list[dict[str, Any]], result.get("content") or []))
+    if isinstance(diff, str) and diff and not is_error:
+        summary = text.split("\n", 1)[0]
+        body = painter.styled("  │ " + summary, "dim") if summary else ""
+        return "\n".join(p for p in (header, body, diff_text(painter, diff, expanded=expanded)) if p)
+    return header + "\n" + tool_result(painter, text, is_error=is_error, expanded=expanded)
+
+
+def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
+    """A unified diff as pi shows an edit: removed lines red, added lines green, the words that
+    changed between a removed line and the added line replacing it in reverse video; the file
+    header dropped (the tool line names the file). Folded after ``FOLDED_DIFF_LINES`` lines."""
+    lines = [line for line in diff.splitlines() if not line.startswith(("--- ", "+++ "))]
+    hidden = 0 if expanded else max(0, len(lines) - FOLDED_DIFF_LINES)
+    shown = lines if hidden == 0 else lines[:FOLDED_DIFF_LINES]
+    body = Text()
+    index = 0
+    while index < len(shown):
+        line = shown[index]
+        if line.startswith("-"):
+            removed = _run_of(shown, index, "-")
+            added = _run_of(shown, index + len(removed), "+")
+            pairs = min(len(removed), len(added))
+            for n, old in enumerate(removed):
+                _diff_line(body, "-", old[1:], added[n][1:] if n < pairs else None, "red")
+            for n, new in enumerate(added):
+                _diff_line(body, "+", new[1:], removed[n][1:] if n < pairs else None, "green")
+            index += len(removed) + len(added)
+            continue
+        if line.startswith("+"):
+            body.append(f"  {line}\n", style="green")
+        elif line.startswith("@@"):
+            body.append(f"  {line}\n", style="cyan")
+        else:
+            body.append(f"  {line}\n", style="dim")
+        index += 1
+    if hidden:
+        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="dim italic")
+    return painter.render(body).rstrip("\n")
+
+
+def _run_of(lines: Sequence[str], start: int, mark: str) -> list[str]:
+    end = start
+    while end < len(lines) and lines[end].startswith(mark):
+        end += 1
+    return list(lines[start:end])
+
+
+def _diff_line(body: Text, mark: str, text: str, other: str | None, style: str) -> None:
+    """One removed or added line; with ``other`` (the line it pairs with), the words that differ
+    from it marked."""
+    import difflib
+    import re
+
+    body.append(f"  {mark}", style=style)
+    if other is None:
+        body.append(text + "\n", style=style)
+        return
+    mine, theirs = re.findall(r"\w+|\W", text), re.findall(r"\w+|\W", other)
+    matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
+    for tag, start, end, _, _ in matcher.get_opcodes():
+        piece = "".join(mine[start:end])
+        body.append(piece, style=style if tag == "equal" else f"bold reverse {style}")
+    body.append("\n")
+
+
 def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -> str:
     """A ``!command`` / ``$code`` run: the source line (red when it failed) and its output."""
     shell = message.get("role") == "bashExecution"
@@ -147,6 +224,74 @@ def user_text(painter: Painter, text: str) -> str:
     line.append("› ", style="bold magenta")
     line.append(text, style="bold")
     return painter.render(line)
+
+
+def ended_message(painter: Painter, message: Mapping[str, Any], *, show_thinking: bool) -> list[str]:
+    """What the scrollback gets when a message ends: an answer's thinking (folded unless shown)
+    and text, and why it stopped if it failed; a shell run; the files an ``@`` attached. Tool
+    calls and user prompts are shown by their own events."""
+    role = message.get("role")
+    out: list[str] = []
+    if role == "assistant":
+        for block in cast(list[Mapping[str, Any]], message.get("content") or []):
+            if block.get("type") == "thinking" and str(block.get("thinking", "")).strip():
+                thinking = str(block["thinking"])
+                out.append(thinking_text(painter, thinking, expanded=show_thinking, hint="Ctrl-O to read"))
+            elif block.get("type") == "text" and str(block.get("text", "")).strip():
+                out.append(painter.markdown(str(block["text"])))
+        if message.get("stopReason") in ("error", "aborted"):
+            aborted = message.get("stopReason") == "aborted"
+            out.append(error_text(painter, str(message.get("errorMessage", "")), aborted=aborted))
+    elif role in ("bashExecution", "pythonExecution"):
+        out.append(shell_run(painter, message, expanded=False))
+    elif role == "fileMention":
+        for item in cast(list[Mapping[str, Any]], message.get("files") or []):
+            note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
+            out.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "dim"))
+    return out
+
+
+def compaction_report(painter: Painter, event: Mapping[str, Any]) -> str:
+    """A ``compaction_end`` event as the scrollback shows it: what it saved and the summary folded
+    to its first line (Ctrl-O reads it whole), or why nothing was compacted. The event carries
+    ``result`` only when a compaction happened (pi's shape)."""
+    result = cast(Mapping[str, Any] | None, event.get("result"))
+    if result is None:
+        if event.get("aborted"):
+            return painter.styled("compaction stopped; nothing changed", "yellow")
+        return painter.styled(f"compaction: {event.get('errorMessage') or 'nothing to compact'}", "yellow")
+    before, after = result.get("tokensBefore"), result.get("tokensAfter")
+    sizes = f" ({_tokens(before)} → {_tokens(after)} tokens)" if isinstance(after, int) else ""
+    if isinstance(before, int) and not sizes:
+        sizes = f" (from {_tokens(before)} tokens)"
+    header = painter.styled(f"✓ compacted the conversation{sizes}", "green")
+    summary = str(result.get("summary") or "").strip()
+    if not summary:
+        return header
+    first = summary.splitlines()[0].lstrip("# ")
+    if len(first) > painter.width - 30:
+        first = first[: max(10, painter.width - 33)] + "..."
+    words = len(summary.split())
+    folded = painter.styled(f"▸ summary ({words} words): {first}  [Ctrl-O to read]", "dim italic")
+    return header + "\n" + folded
+
+
+def _tokens(count: object) -> str:
+    if not isinstance(count, int):
+        return "?"
+    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
+def reflowed_rows(screen: Any, rows: int, width: int) -> int:
+    """How many rows more than ``rows`` the first ``rows`` rows of a prompt-toolkit ``Screen``
+    take once a terminal ``width`` columns wide has rewrapped them."""
+    extra = 0
+    for row in range(rows):
+        cells = cast(Mapping[int, Any], screen.data_buffer[row])
+        used = max((column + 1 for column, cell in cells.items() if cell.char != " "), default=0)
+        if used > width:
+            extra += (used - 1) // width
+    return extra
 
 
 def tail_lines(text: str, limit: int) -> str:

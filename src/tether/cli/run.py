@@ -108,7 +108,7 @@ async def _run(options: RunOptions) -> int:
     settings = _settings(cwd, interactive=options.mode == "interactive")
     session_id = options.session_id or options.resume or None
     if options.resume == "":
-        session_id = _pick_session(cwd)
+        session_id = await _pick_session(cwd)
         if session_id is None:
             return 1
     choice = SessionChoice(
@@ -216,21 +216,39 @@ def _settings(cwd: Path, *, interactive: bool) -> Settings:
     return settings
 
 
-def _pick_session(cwd: Path) -> str | None:
-    """``--resume`` without an id: list this directory's sessions and read a number."""
-    from tether.cli.listing import session_rows
+async def _pick_session(cwd: Path) -> str | None:
+    """``--resume`` without an id: the session picker ``/resume`` opens (search, sort, rename,
+    delete), over this directory's sessions, before anything else starts."""
+    import os
 
-    rows = session_rows(cwd=cwd, limit=20)
-    if not rows:
-        sys.stderr.write(f"tether: no sessions in {cwd} to resume\n")
-        return None
-    for index, row in enumerate(rows, 1):
-        sys.stderr.write(f"{index:>3}  {row}\n")
-    if not sys.stdin.isatty():
-        sys.stderr.write("tether: --resume without an id needs a terminal; pass the id\n")
-        return None
-    answer = input("Resume which session? [1] ").strip() or "1"
-    if not answer.isdigit() or not 1 <= int(answer) <= len(rows):
-        sys.stderr.write(f"tether: no session number {answer!r}\n")
-        return None
-    return rows[int(answer) - 1].id
+    from tether.cli.pickers import SessionActions, pick_session
+    from tether.session import SessionManager
+    from tether.session.stats import SessionRow
+
+    sessions = SessionManager()
+    try:
+
+        def rows() -> list[SessionRow]:
+            return [SessionRow.of(r) for r in sessions.list(cwd=str(cwd))]
+
+        found = rows()
+        if not found:
+            sys.stderr.write(f"tether: no sessions in {cwd} to resume\n")
+            return None
+        if not sys.stdin.isatty() or not sys.stdout.isatty():
+            for row in found[:20]:
+                sys.stderr.write(f"  {row}\n")
+            sys.stderr.write("tether: --resume without an id needs a terminal; pass the id\n")
+            return None
+
+        def rename(session_id: str, title: str) -> None:
+            with sessions.open(session_id) as session:
+                session.rename(title)
+
+        actions = SessionActions(rows=rows, rename=rename, delete=sessions.delete)
+        chosen = await pick_session(actions, current=None, color=not os.environ.get("NO_COLOR"))
+    finally:
+        sessions.close()
+    if chosen is None:
+        sys.stderr.write("tether: resume cancelled\n")
+    return chosen

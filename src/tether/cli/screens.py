@@ -16,10 +16,11 @@ from typing import Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import Container, HSplit, Layout, Window
+from prompt_toolkit.layout import Container, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
 from prompt_toolkit.layout.layout import FocusableElement
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
@@ -183,6 +184,28 @@ def application(
     return app
 
 
+def follow_reflow(app: Application[Any]) -> None:
+    """Wrap the resize handler of ``app`` (an inline, not full-screen, application) so it first
+    moves the cursor up over the rows the terminal added by rewrapping the live area: most
+    terminals (tmux too) rewrap lines that no longer fit, prompt-toolkit moves up only as many
+    rows as it drew, and the top of a streaming answer was left behind as a stale copy."""
+    from tether.cli.render import reflowed_rows
+
+    original = app._on_resize  # pyright: ignore[reportPrivateUsage]
+
+    def on_resize() -> None:
+        renderer = app.renderer
+        screen = getattr(renderer, "_last_screen", None)
+        cursor = getattr(renderer, "_cursor_pos", None)
+        if screen is not None and cursor is not None:
+            extra = reflowed_rows(screen, cursor.y, app.output.get_size().columns)
+            if extra:
+                app.output.cursor_up(extra)
+        original()
+
+    app._on_resize = on_resize  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
+
+
 async def run_view(app: Application[Any]) -> Any:
     # The main application owns Ctrl-C (SIGINT) handling; these views see it as a key.
     return await app.run_async(handle_sigint=False)
@@ -297,15 +320,44 @@ async def show_transcript(
 
 async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, color: bool) -> TreeRow | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
-    Enter picks, Esc/q cancel."""
-    index = {row.id: i for i, row in enumerate(rows)}
-    current = next((i for i, row in enumerate(rows) if row.current), len(rows) - 1)
-    start_at = index.get(start, current) if start is not None else current
-    view = Viewport(count=len(rows), cursor=start_at, top=max(0, start_at - 5))
+    Enter picks, Esc/q cancel. Typing searches (every word typed must appear in a row's text or
+    label; q is then text, Esc clears the search first); Ctrl-U shows only your messages and
+    Ctrl-L only labelled entries (pi's filters), each toggled."""
+    query = Buffer(multiline=False)
+    filters: dict[str, bool] = {"user": False, "labelled": False}
+    shown: list[int] = []
+    view = Viewport(count=len(rows), cursor=0)
+
+    def refresh(keep: str | None) -> None:
+        shown[:] = [
+            i
+            for i, row in enumerate(rows)
+            if all(word in f"{row.text} {row.label or ''}".lower() for word in query.text.lower().split())
+            and (not filters["user"] or row.kind == "user")
+            and (not filters["labelled"] or row.label)
+        ]
+        view.count = len(shown)
+        at = next((n for n, i in enumerate(shown) if rows[i].id == keep), None)
+        if at is None:
+            at = next((n for n, i in enumerate(shown) if rows[i].current), len(shown) - 1)
+        view.cursor = max(0, at)
+        view.top = max(0, view.cursor - 5)
+        view.move(0)
+
+    def selected() -> TreeRow | None:
+        cursor = view.cursor
+        return rows[shown[cursor]] if cursor is not None and 0 <= cursor < len(shown) else None
+
+    refresh(start)
+
+    def searched(_buffer: Buffer) -> None:
+        refresh(row.id if (row := selected()) else None)
+
+    query.on_text_changed += searched
 
     def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         def line(index: int) -> StyleAndTextTuples:
-            row = rows[index]
+            row = rows[shown[index]]
             selected = index == view.cursor
             style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
             text = ("› " if selected else "  ") + row_line(row, width - 2)
@@ -313,27 +365,51 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
                 return [(style, text[: -len(HERE)]), ("class:row.here", HERE)]
             return [(style, text)]
 
-        return len(rows), line
+        return len(shown), line
 
     keys = KeyBindings()
     navigation_keys(keys, view)
+    searching = Condition(lambda: bool(query.text))
 
     @keys.add("enter")
     def _pick(event: KeyPressEvent) -> None:
-        event.app.exit(result=rows[view.cursor] if view.cursor is not None else None)
+        event.app.exit(result=selected())
 
-    @keys.add("escape", eager=True)
-    @keys.add("q")
+    @keys.add("escape", eager=True, filter=searching)
+    def _clear(event: KeyPressEvent) -> None:
+        query.text = ""  # (reset() would not tell the list)
+
+    @keys.add("escape", eager=True, filter=~searching)
+    @keys.add("q", filter=~searching)
     @keys.add("c-c")
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=None)
 
+    for key, name in (("c-u", "user"), ("c-l", "labelled")):
+
+        @keys.add(key)
+        def _toggle(event: KeyPressEvent, name: str = name) -> None:
+            filters[name] = not filters[name]
+            refresh(row.id if (row := selected()) else None)
+
     def footer() -> str:
-        entry = rows[view.cursor].id if view.cursor is not None else ""
-        return f"↑↓ PgUp PgDn Home End move · Enter branch here · Esc cancel · entry {entry}"
+        row = selected()
+        on = [name for name, value in filters.items() if value]
+        only = f" · only {' and '.join(on)}" if on else ""
+        return (
+            f"{len(shown)}/{len(rows)}{only} · ^U yours ^L labelled · Enter branch here · Esc cancel · "
+            f"entry {row.id if row else '-'}"
+        )
 
     title = f"Session tree · {len(rows)} entries · • marks the active path"
-    app = application(lambda: title, Window(Lines(lines, view)), footer, keys, color=color)
+    search = VSplit(
+        [
+            Window(FormattedTextControl("search: "), width=8, dont_extend_width=True),
+            Window(BufferControl(query), height=1),
+        ]
+    )
+    body = HSplit([search, Window(Lines(lines, view))])
+    app = application(lambda: title, body, footer, keys, color=color, focus=query)
     result: TreeRow | None = await run_view(app)
     return result
 

@@ -51,12 +51,20 @@ class BackwardTranscript:
     (a run of many results only makes that chunk longer)."""
 
     def __init__(
-        self, painter: render.Painter, newest_first: Iterable[dict[str, Any]], *, show_thinking: bool
+        self,
+        painter: render.Painter,
+        newest_first: Iterable[dict[str, Any]],
+        *,
+        show_thinking: bool,
+        folded: bool = False,
     ) -> None:
         self._painter = painter
         self._messages = iter(newest_first)
         self._show_thinking = show_thinking
+        self._folded = folded
         self._started = False
+        self.exhausted = False
+        """The first message has been read: nothing older is left."""
 
     def older(self) -> str | None:
         """The text of the next older chunk (to go above what was returned before), ``None`` when
@@ -66,6 +74,8 @@ class BackwardTranscript:
             chunk.append(message)
             if len(chunk) >= CHUNK and message.get("role") != "toolResult":
                 break
+        else:
+            self.exhausted = True
         if not chunk:
             if self._started:
                 return None
@@ -73,14 +83,15 @@ class BackwardTranscript:
             return render_transcript(self._painter, [], show_thinking=self._show_thinking)
         self._started = True
         chunk.reverse()
-        return render_transcript(self._painter, chunk, show_thinking=self._show_thinking)
+        return render_transcript(self._painter, chunk, show_thinking=self._show_thinking, folded=self._folded)
 
 
 def render_transcript(
-    painter: render.Painter, messages: Sequence[dict[str, Any]], *, show_thinking: bool
+    painter: render.Painter, messages: Sequence[dict[str, Any]], *, show_thinking: bool, folded: bool = False
 ) -> str:
     """The messages as terminal text: prompts, answers, every tool call followed by its whole
-    result, shell runs with all their output, summaries; thinking in full when ``show_thinking``."""
+    result, shell runs with all their output, summaries; thinking in full when ``show_thinking``.
+    ``folded``: as the scrollback shows them instead (long results and thinking folded)."""
     results = {
         str(m.get("toolCallId")): m for m in messages if m.get("role") == "toolResult" and m.get("toolCallId")
     }
@@ -91,11 +102,13 @@ def render_transcript(
         if role == "user":
             parts.append(render.user_text(painter, render.message_text(message)))
         elif role == "assistant":
-            parts.extend(_assistant(painter, message, results, called, show_thinking=show_thinking))
+            parts.extend(
+                _assistant(painter, message, results, called, show_thinking=show_thinking, folded=folded)
+            )
         elif role == "toolResult" and str(message.get("toolCallId")) not in called:
-            parts.append(_tool(painter, str(message.get("toolName", "?")), {}, message))
+            parts.append(_tool(painter, str(message.get("toolName", "?")), {}, message, folded=folded))
         elif role in ("bashExecution", "pythonExecution"):
-            parts.append(render.shell_run(painter, message, expanded=True))
+            parts.append(render.shell_run(painter, message, expanded=not folded))
         elif role in ("compactionSummary", "branchSummary"):
             title = "compaction summary" if role == "compactionSummary" else "summary of a branch left"
             parts.append(painter.styled(f"── {title} ──", "bold yellow"))
@@ -115,21 +128,26 @@ def _assistant(
     called: set[str],
     *,
     show_thinking: bool,
+    folded: bool,
 ) -> list[str]:
     parts: list[str] = []
     for block in cast(list[dict[str, Any]], message.get("content") or []):
         kind = block.get("type")
         if kind == "thinking":
+            hint = "Ctrl-O to read" if folded else "Ctrl-T to expand"
             parts.append(
-                render.thinking_text(painter, str(block.get("thinking", "")), expanded=show_thinking)
+                render.thinking_text(
+                    painter, str(block.get("thinking", "")), expanded=show_thinking, hint=hint
+                )
             )
         elif kind == "text" and str(block.get("text", "")).strip():
             parts.append(painter.markdown(str(block["text"])))
         elif kind == "toolCall":
             call_id = str(block.get("id"))
             called.add(call_id)
+            arguments = block.get("arguments", {})
             parts.append(
-                _tool(painter, str(block.get("name", "?")), block.get("arguments", {}), results.get(call_id))
+                _tool(painter, str(block.get("name", "?")), arguments, results.get(call_id), folded=folded)
             )
     if message.get("stopReason") in ("error", "aborted"):
         aborted = message.get("stopReason") == "aborted"
@@ -137,10 +155,9 @@ def _assistant(
     return parts
 
 
-def _tool(painter: render.Painter, name: str, args: object, result: dict[str, Any] | None) -> str:
+def _tool(
+    painter: render.Painter, name: str, args: object, result: dict[str, Any] | None, *, folded: bool
+) -> str:
     if result is None:
         return render.tool_header(painter, name, args, "running")
-    is_error = bool(result.get("isError"))
-    text = render.result_text(cast(list[dict[str, Any]], result.get("content") or []))
-    header = render.tool_header(painter, name, args, "error" if is_error else "ok")
-    return header + "\n" + render.tool_result(painter, text, is_error=is_error, expanded=True)
+    return render.finished_tool(painter, name, args, result, expanded=not folded)

@@ -74,7 +74,7 @@ async def execute(core: AgentSession, line: str) -> CommandResult:
     if command is None:
         return CommandResult(f"unknown command /{name} (try /help)", error=True)
     if core.is_running and name not in ("help", "session", "quit", "exit"):
-        return CommandResult(f"/{name} is not available while the agent runs (Ctrl-C aborts)", error=True)
+        return CommandResult(f"/{name} is not available while the agent runs (Esc aborts it)", error=True)
     try:
         return await command.handler(core, args)
     except (ModelError, SessionError, ValueError, LookupError) as exc:
@@ -89,6 +89,7 @@ REMOTE_REFUSALS: dict[str, dict[Remote, str]] = {
     "new": {"acp": "start a new session from the editor (session/new)"},
     "resume": {"acp": "open another session from the editor (session/load)"},
     "fork": {"acp": "the editor keeps its own list of sessions; fork from the terminal or over RPC"},
+    "clone": {"acp": "the editor keeps its own list of sessions; clone from the terminal or over RPC"},
 }
 """Commands a remote front end does its own way: the reason names that way. ACP refuses what
 would move the editor's session id to another session behind its back."""
@@ -152,6 +153,14 @@ async def _fork(core: AgentSession, args: str) -> CommandResult:
     return CommandResult(f"forked into new session {new_id}")
 
 
+async def _clone(core: AgentSession, args: str) -> CommandResult:
+    if args:
+        return CommandResult(
+            "usage: /clone (it copies the session as it is now; /fork ID picks a point)", error=True
+        )
+    return CommandResult(f"cloned into new session {core.fork(None)}")
+
+
 async def _new(core: AgentSession, args: str) -> CommandResult:
     return CommandResult(f"new session {core.new_session()}")
 
@@ -193,7 +202,7 @@ async def _session(core: AgentSession, args: str) -> CommandResult:
 
 
 async def _export(core: AgentSession, args: str) -> CommandResult:
-    default = f"tether-session-{core.session_id or 'unsaved'}.jsonl"
+    default = f"tether-session-{core.session_id or 'unsaved'}.html"  # pi's default: the HTML page
     path = Path(args or default).expanduser()
     if not path.is_absolute():
         path = core.cwd / path
@@ -229,7 +238,7 @@ async def _help(core: AgentSession, args: str) -> CommandResult:
         "",
         "!cmd runs a shell command (!!cmd: kept out of the model's context); $code / $$code: Python;",
         "@path attaches a file. Enter sends; Alt-Enter or Ctrl-J adds a line. While the agent works,",
-        "Enter steers it and Alt-Enter queues a follow-up. Ctrl-C aborts; Ctrl-D exits.",
+        "Enter steers it and Alt-Enter queues a follow-up. Esc aborts; Ctrl-C clears the input; Ctrl-D exits.",
         "Ctrl-T shows or folds thinking; Ctrl-O opens the transcript, every result and thought in full",
         "(Up/Down/PgUp/PgDn/Home/End scroll; q or Esc returns). /tree alone opens the tree navigator:",
         "Enter branches at the entry under the cursor (on a prompt: just before it, the prompt back in",
@@ -248,10 +257,11 @@ _LIST = [
     Command("compact", "/compact [INSTRUCTIONS]", "summarise older messages to free context", _compact),
     Command("tree", "/tree [ID [--summary]]", "navigate the session tree; with ID: branch there", _tree),
     Command("fork", "/fork [ID]", "copy the session (up to an entry) into a new one", _fork),
+    Command("clone", "/clone", "copy the session as it is now into a new one and continue there", _clone),
     Command("new", "/new", "start a new session", _new),
     Command("resume", "/resume [N|ID]", "list or switch to another session", _resume),
     Command("session", "/session", "session stats: tokens, cost, file", _session),
-    Command("export", "/export [FILE]", "write the session as JSONL or HTML", _export),
+    Command("export", "/export [FILE]", "write the session as an HTML page (or JSONL: FILE.jsonl)", _export),
     Command("name", "/name TITLE", "name the session", _name),
     Command("mcp", "/mcp", "MCP servers: status and tools", _mcp),
     Command("help", "/help", "this help", _help),

@@ -200,6 +200,21 @@ def _project_settings(cwd: Path) -> Path | None:
     return None
 
 
+def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
+    """Set one key of the user's ``settings.json`` (the model picker's "save as default"),
+    keeping the rest; the result is checked as a start-up would read it before it replaces the
+    file. Returns the file written."""
+    path = config_dir / "settings.json"
+    data = _read(path) if path.exists() else {}
+    data[key] = value
+    _apply(Settings(), data, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
 def _read(path: Path) -> dict[str, object]:
     if path.is_dir():
         raise SettingsError(f"{path}: is a directory, not a settings file; remove it or make it a JSON file")
