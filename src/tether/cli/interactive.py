@@ -658,7 +658,9 @@ class InteractiveApp:
                 elif parsed[0] == "share":
                     views.share(self, core)
                 elif parsed[0] == "trust":
-                    await views.trust_folder(self, self.cwd, self._ask_yes_no)
+                    await views.trust_folder(
+                        self, self.cwd, lambda question: self._ask_yes_no(question, lambda: None)
+                    )
                 else:
                     self.say(self._hotkeys())
             elif commands.runs_here(core, text):
