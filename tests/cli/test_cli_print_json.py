@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
+from tether.session.events import SESSION_EVENT_TYPES
 from tether.wire import decode_message
 
 pytestmark = pytest.mark.subprocess
@@ -102,6 +103,7 @@ def test_json_mode_emits_every_event_as_a_decodable_line(cli: CliEnv) -> None:
     }
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", header["timestamp"])
     kinds = [e["type"] for e in events]
+    assert set(kinds) <= set(SESSION_EVENT_TYPES)  # nothing outside the one vocabulary
     assert kinds[0] == "agent_start" and kinds[-2:] == ["agent_end", "agent_settled"]
     assert events[-1] == {"type": "agent_settled", "aborted": False}
     assert kinds.count("turn_start") == kinds.count("turn_end") == 1

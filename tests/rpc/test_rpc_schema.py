@@ -82,11 +82,13 @@ def test_the_frame_check_rejects_bad_frames(frame: dict[str, object], why: str) 
 def test_the_rpc_package_needs_only_the_wire_layer() -> None:
     """A host application imports the client without the agent runtime (layering: rpc -> wire).
 
-    ``tether._lazy`` is the root package's lazy-export helper, below every layer."""
+    ``tether._lazy``, ``tether._version`` and ``tether.errors`` are the root leaves, below every
+    layer."""
     code = (
-        "import sys, tether.rpc; "
+        "import sys, tether.rpc; from tether.rpc import RpcClient; "
         "print(sorted(m for m in sys.modules if m.startswith('tether.') "
-        "and not m.startswith(('tether.wire', 'tether.rpc')) and m not in ('tether._lazy', 'tether._version')))"
+        "and not m.startswith(('tether.wire', 'tether.rpc')) "
+        "and m not in ('tether._lazy', 'tether._version', 'tether.errors')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

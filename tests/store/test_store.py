@@ -25,7 +25,8 @@ from tether.store import (
     SQLiteStore,
     default_db_path,
 )
-from tether.store.database import is_postgres_url, open_store, redact, sqlite_path
+from tether.store.database import is_postgres_url, open_store, sqlite_path
+from tether.store.paths import redact
 from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 
 

@@ -23,8 +23,16 @@ from tether.wire import (
     AssistantMessageEvent,
     Message,
     ModelInfo,
-    ToolResultMessage,
 )
+from tether.wire.events import (
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecutionStartEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from tether.wire.records import type_tags
 
 if TYPE_CHECKING:
     from tether.agent.hooks import (
@@ -38,32 +46,11 @@ if TYPE_CHECKING:
 # -- events -----------------------------------------------------------------------------------
 
 
-class AgentStartEvent(TypedDict):
-    type: Literal["agent_start"]
-
-
 class AgentEndEvent(TypedDict):
     """Last event of a run; ``messages`` are all the messages the run added."""
 
     type: Literal["agent_end"]
     messages: list[AgentMessage]
-
-
-class TurnStartEvent(TypedDict):
-    type: Literal["turn_start"]
-
-
-class TurnEndEvent(TypedDict):
-    """One assistant response and the results of its tool calls."""
-
-    type: Literal["turn_end"]
-    message: AgentMessage
-    toolResults: list[ToolResultMessage]
-
-
-class MessageStartEvent(TypedDict):
-    type: Literal["message_start"]
-    message: AgentMessage
 
 
 class MessageUpdateEvent(TypedDict):
@@ -72,19 +59,6 @@ class MessageUpdateEvent(TypedDict):
     type: Literal["message_update"]
     message: AgentMessage
     assistantMessageEvent: AssistantMessageEvent
-
-
-class MessageEndEvent(TypedDict):
-    type: Literal["message_end"]
-    message: AgentMessage
-
-
-class ToolExecutionStartEvent(TypedDict):
-    type: Literal["tool_execution_start"]
-    toolCallId: str
-    toolName: str
-    args: Any
-    """The raw arguments of the tool call, before preparation and validation."""
 
 
 class ToolExecutionUpdateEvent(TypedDict):
@@ -117,6 +91,9 @@ AgentEvent = (
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
 )
+
+AGENT_EVENT_TYPES = type_tags(AgentEvent)
+"""The loop's event vocabulary (its ``type`` values), declared by ``AgentEvent`` alone."""
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 """The loop's event sink. The loop awaits it, so a slow listener slows the loop (back-pressure)."""

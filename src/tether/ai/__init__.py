@@ -100,10 +100,8 @@ if TYPE_CHECKING:
         HttpRequest as HttpRequest,
         RequestFailed as RequestFailed,
         encode_request as encode_request,
-        open_stream as open_stream,
         retry_delay as retry_delay,
         send as send,
-        shared_client as shared_client,
     )
     from tether.ai.types import (
         CacheRetention as CacheRetention,

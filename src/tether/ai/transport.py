@@ -1,13 +1,16 @@
-"""HTTP for providers: one shared client, a streaming POST with retries, readable failures.
+"""HTTP for providers: a streaming POST, when to retry it, readable failures.
 
-``open_stream`` sends a JSON body and returns the streaming response once the status is 2xx, or a
-``RequestFailed`` describing why not (failures are data here, never exceptions). It retries what
-is worth retrying *before anything was streamed*: HTTP 408/409/429/5xx, Anthropic's
-``overloaded_error`` and connection errors (not a refused connection, an unreachable host or an
-unknown host name: nobody serves there, so that fails at once, naming the URL), with exponential backoff (``retry_base_delay`` × 2^n,
-``max_retries`` times). A server-requested delay (``retry-after-ms`` / ``Retry-After``) wins over
-the backoff; one above ``max_retry_delay`` fails at once, saying so. Quota, billing and
-authentication errors are never retried: waiting does not fix them.
+``send`` posts a JSON body and returns the streaming response once the status is 2xx, or a
+``RequestFailed`` describing why not (failures are data here, never exceptions); the client is
+the caller's when ``StreamOptions.http_client`` names one, else the provider's pool
+(``connections``). ``retry_delay`` says what is worth retrying *before anything was streamed*:
+HTTP 408/409/429/5xx, Anthropic's ``overloaded_error`` and connection errors (not a refused
+connection, an unreachable host or an unknown host name: nobody serves there, so that fails at
+once, naming the URL), with exponential backoff (``retry_base_delay`` × 2^n, ``max_retries``
+times). A server-requested delay (``retry-after-ms`` / ``Retry-After``) wins over the backoff; one
+above ``max_retry_delay`` fails at once, saying so. Quota, billing and authentication errors are
+never retried: waiting does not fix them. The retry loop itself is the provider driver's
+(``provider._drive``).
 
 Waits are plain ``await``s, so an abort (which cancels the consumer's pending ``await``, see
 ``event_stream``) interrupts a backoff sleep, a wait for a connection slot or a connect at once.
@@ -16,7 +19,6 @@ Which connection a request takes, and how many run at once, is ``connections``' 
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import errno
 import json
@@ -35,12 +37,6 @@ from tether.ai.types import StreamOptions
 USER_AGENT = "tether"
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _NEVER_RETRY_WORDS = ("insufficient_quota", "quota", "billing", "credit balance", "payment")
-
-
-def shared_client(provider: str = "") -> httpx2.AsyncClient:
-    """The running event loop's client for requests to ``provider`` without a session id (a
-    pool is bound to its loop). Requests sent through it directly skip the provider's limit."""
-    return provider_pool(provider).client()
 
 
 @dataclass(slots=True)
@@ -85,29 +81,6 @@ class RequestFailed:
     """Seconds the server asked us to wait, when it said."""
 
 
-async def open_stream(
-    request: HttpRequest | EncodedRequest,
-    options: StreamOptions,
-    client: httpx2.AsyncClient | None = None,
-    provider: str = "",
-) -> httpx2.Response | RequestFailed:
-    """POST ``request`` and return the open 2xx response (the caller closes it), with retries.
-
-    ``provider`` names whose connections and limit to use (see ``connections``); a ``client``
-    given is used as it is instead."""
-    encoded = request if isinstance(request, EncodedRequest) else encode_request(request)
-    attempt = 0
-    while True:
-        outcome = await send(encoded, options, client, provider)
-        if isinstance(outcome, httpx2.Response):
-            return outcome
-        delay = retry_delay(outcome, attempt, options)
-        if isinstance(delay, RequestFailed):
-            return delay
-        attempt += 1
-        await asyncio.sleep(delay)
-
-
 async def send(
     request: HttpRequest | EncodedRequest,
     options: StreamOptions,
@@ -116,9 +89,13 @@ async def send(
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
 
-    Without a ``client``, the request takes its session's lane of ``provider``'s pool, once
-    one of the provider's connection slots is free."""
+    The client is ``client``, else the options' ``http_client`` (the socket: a caller's own
+    client or transport, a ``tether.testing.MockProvider``), used as they are; else the request
+    takes its session's lane of ``provider``'s pool, once one of the provider's connection slots
+    is free."""
     pool = None
+    if client is None:
+        client = options.http_client
     if client is None:
         pool = provider_pool(provider)
         client = pool.client(options.session_id)

@@ -11,6 +11,8 @@ from typing_extensions import TypedDict
 from tether.wire import Message, ModelInfo
 
 if TYPE_CHECKING:
+    import httpx2
+
     from tether.ai.abort import AbortSignal
     from tether.ai.event_stream import AssistantMessageEventStream
 
@@ -85,6 +87,11 @@ class StreamOptions:
     """Provider-specific request fields merged into the body last."""
     on_retry: Callable[[Retry], None] | None = None
     """Told before each retry of a failed attempt (telemetry, progress); must not raise."""
+    http_client: httpx2.AsyncClient | None = None
+    """The HTTP client the request goes through, used as it is (``None``: the provider's pool,
+    with its connection limit). Give one built on your own transport (a proxy, recording, a
+    ``tether.testing.MockProvider``) for one call here, or for every call of an agent in
+    ``Agent(options=...)``; the caller closes it."""
 
 
 @dataclass(slots=True)

@@ -63,7 +63,7 @@ def copy_to(target: str, session_ids: tuple[str, ...], *, out: TextIO = sys.stdo
     """Copy sessions of the current store into the store at ``target``."""
     from tether.store import SessionError, open_store
     from tether.store.copy import copy_sessions
-    from tether.store.database import redact
+    from tether.store.paths import redact
 
     try:
         source = open_store()

@@ -16,7 +16,8 @@ from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.workflow import RunOutcome, RunRequest
 from tether.errors import TransportError
 from tether.session.events import SessionEvent
-from tether.store.database import is_postgres_url, open_store, redact
+from tether.store.database import is_postgres_url, open_store
+from tether.store.paths import redact
 
 KEY_PREFIX = "key-"
 """The id of a run submitted with a key: this plus the key."""

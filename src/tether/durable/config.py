@@ -114,7 +114,7 @@ def check_system_database(url: str) -> None:
     a folder, a PostgreSQL URL that does not parse."""
     from urllib.parse import urlsplit
 
-    from tether.store.database import redact
+    from tether.store.paths import redact
 
     shown = f"durable database {redact(url) if is_postgres_url(url) else url!r}"
     if url.startswith("sqlite:///"):

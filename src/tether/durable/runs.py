@@ -25,12 +25,13 @@ from dbos import WorkflowStatus
 
 from tether.durable.client import DurableClient
 from tether.durable.config import WORKFLOW
+from tether.errors import UserError
 
 FINISHED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 STATUSES = ("ENQUEUED", "PENDING", *FINISHED)
 
 
-class RunNotFoundError(LookupError):
+class RunNotFoundError(UserError, LookupError):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no durable run {run_id!r}")
 

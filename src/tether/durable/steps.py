@@ -80,7 +80,7 @@ def interrupted_text(name: str) -> str:
     )
 
 
-class RunCancelledError(Exception):
+class RunCancelledError(ToolError):
     """A call of a run that was cancelled (its text is the error tool result)."""
 
 

@@ -34,10 +34,25 @@ from tether.wire import (
     ImageContent,
     ModelInfo,
     TextContent,
-    ToolResultMessage,
     Usage,
 )
-from tether.wire.records import CLOSED, OPEN, Tag, record
+from tether.wire.events import (
+    AgentSettledEvent,
+    AgentStartEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionReason,
+    CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    QueueUpdateEvent,
+    SessionInfoChangedEvent,
+    ThinkingLevelChangedEvent,
+    ToolExecutionStartEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from tether.wire.records import CLOSED, OPEN, Tag, record, type_tags
 
 PROTOCOL_VERSION = 1
 """Raised when a change would break a client written against the previous version."""
@@ -666,9 +681,14 @@ class ToolResultPayload(TypedDict):
     details: NotRequired[Any]
 
 
-@record(OPEN)
-class AgentStartEvent(TypedDict):
-    type: Literal["agent_start"]
+# -- events -----------------------------------------------------------------------------------------
+# The events are the session's vocabulary (``tether.session.events``); those whose in-process form
+# is their wire form are declared once in ``tether.wire.events`` and imported above. Five are
+# declared here in their wire form, which differs from the in-process one on purpose:
+# ``agent_end`` (``willRetry`` optional: pi 0.73 sends none), ``message_update`` (the ``delta``
+# filter drops ``message`` and ``partial``), ``tool_execution_update``/``_end`` (a tool's result is
+# a dataclass in process, ``ToolResultPayload`` on the wire) and ``compaction_end`` (its ``result``
+# is the ``compact`` command's ``CompactionResult``). ``bash_execution_update`` is the RPC's own.
 
 
 @record(OPEN)
@@ -679,32 +699,6 @@ class AgentEndEvent(TypedDict):
     type: Literal["agent_end"]
     messages: list[AgentMessage]
     willRetry: NotRequired[Annotated[bool, Doc("The session retries this pass on its own.")]]
-
-
-@record(OPEN)
-class AgentSettledEvent(TypedDict):
-    """pi 1.x: the run is over; nothing more runs on its own until the next command."""
-
-    type: Literal["agent_settled"]
-    aborted: bool
-
-
-@record(OPEN)
-class TurnStartEvent(TypedDict):
-    type: Literal["turn_start"]
-
-
-@record(OPEN)
-class TurnEndEvent(TypedDict):
-    type: Literal["turn_end"]
-    message: AgentMessage
-    toolResults: list[ToolResultMessage]
-
-
-@record(OPEN)
-class MessageStartEvent(TypedDict):
-    type: Literal["message_start"]
-    message: AgentMessage
 
 
 @record(OPEN)
@@ -730,20 +724,6 @@ class MessageUpdateEvent(TypedDict):
 
 
 @record(OPEN)
-class MessageEndEvent(TypedDict):
-    type: Literal["message_end"]
-    message: AgentMessage
-
-
-@record(OPEN)
-class ToolExecutionStartEvent(TypedDict):
-    type: Literal["tool_execution_start"]
-    toolCallId: str
-    toolName: str
-    args: Any
-
-
-@record(OPEN)
 class ToolExecutionUpdateEvent(TypedDict):
     type: Literal["tool_execution_update"]
     toolCallId: str
@@ -763,24 +743,6 @@ class ToolExecutionEndEvent(TypedDict):
 
 
 @record(OPEN)
-class QueueUpdateEvent(TypedDict):
-    """The pending steering and follow-up messages changed."""
-
-    type: Literal["queue_update"]
-    steering: list[str]
-    followUp: list[str]
-
-
-CompactionReason = Literal["manual", "threshold", "overflow"]
-
-
-@record(OPEN)
-class CompactionStartEvent(TypedDict):
-    type: Literal["compaction_start"]
-    reason: CompactionReason
-
-
-@record(OPEN)
 class CompactionEndEvent(TypedDict):
     """``result`` is absent when the compaction failed (``errorMessage``) or was aborted."""
 
@@ -790,39 +752,6 @@ class CompactionEndEvent(TypedDict):
     aborted: bool
     willRetry: bool
     errorMessage: NotRequired[str]
-
-
-@record(OPEN)
-class AutoRetryStartEvent(TypedDict):
-    type: Literal["auto_retry_start"]
-    attempt: int
-    maxAttempts: int
-    delayMs: int
-    errorMessage: str
-
-
-@record(OPEN)
-class AutoRetryEndEvent(TypedDict):
-    type: Literal["auto_retry_end"]
-    success: bool
-    attempt: int
-    finalError: NotRequired[str]
-
-
-@record(OPEN)
-class ThinkingLevelChangedEvent(TypedDict):
-    """The thinking level in effect changed (a command, or a model switch that clamped it)."""
-
-    type: Literal["thinking_level_changed"]
-    level: str
-
-
-@record(OPEN)
-class SessionInfoChangedEvent(TypedDict):
-    """The session's display name changed."""
-
-    type: Literal["session_info_changed"]
-    name: NotRequired[str]
 
 
 @record(OPEN)
@@ -908,24 +837,9 @@ COMMANDS: dict[str, tuple[type, type | None]] = {
 
 NULLABLE_RESULTS = frozenset({"cycle_model", "cycle_thinking_level"})
 
-EVENT_TYPES: tuple[str, ...] = (
-    "agent_start",
-    "agent_end",
-    "agent_settled",
-    "turn_start",
-    "turn_end",
-    "message_start",
-    "message_update",
-    "message_end",
-    "tool_execution_start",
-    "tool_execution_update",
-    "tool_execution_end",
-    "queue_update",
-    "compaction_start",
-    "compaction_end",
-    "auto_retry_start",
-    "auto_retry_end",
-    "thinking_level_changed",
-    "session_info_changed",
-    "bash_execution_update",
-)
+EVENT_TYPES: tuple[str, ...] = type_tags(_EventUnion)
+"""Every event type a client may receive, in the order of ``Event``."""
+
+RPC_ONLY_EVENT_TYPES = frozenset({"bash_execution_update"})
+"""The events only the RPC server emits; every other event frame is one of the session's
+(``tether.session.events.SESSION_EVENT_TYPES``; a test keeps the two together)."""

@@ -23,11 +23,21 @@ from typing_extensions import TypedDict
 
 from tether.agent import AgentEvent
 from tether.wire import AgentMessage, Usage
+from tether.wire.events import (
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionReason,
+    CompactionStartEvent,
+    QueueUpdateEvent,
+    SessionInfoChangedEvent,
+    ThinkingLevelChangedEvent,
+)
+from tether.wire.records import type_tags
 
 if TYPE_CHECKING:
     from tether.session.session import Session
 
-CompactionReason = Literal["manual", "threshold", "overflow"]
 
 QueuedInputDisposition = Literal["handled", "queued"]
 """What became of a steering or follow-up message (pi 1.x): ``queued``; ``handled`` when
@@ -44,27 +54,6 @@ class AgentEndSessionEvent(TypedDict):
     type: Literal["agent_end"]
     messages: list[AgentMessage]
     willRetry: bool
-
-
-class AgentSettledEvent(TypedDict):
-    """The run is over: no retry, recovery or queued message will start anything on its own.
-    ``aborted``: it ended because it was aborted."""
-
-    type: Literal["agent_settled"]
-    aborted: bool
-
-
-class QueueUpdateEvent(TypedDict):
-    """The pending steering and follow-up texts changed (queued, delivered, or put back)."""
-
-    type: Literal["queue_update"]
-    steering: list[str]
-    followUp: list[str]
-
-
-class CompactionStartEvent(TypedDict):
-    type: Literal["compaction_start"]
-    reason: CompactionReason
 
 
 class CompactionSummary(TypedDict):
@@ -91,35 +80,6 @@ class CompactionEndEvent(TypedDict):
     errorMessage: NotRequired[str]
 
 
-class AutoRetryStartEvent(TypedDict):
-    type: Literal["auto_retry_start"]
-    attempt: int
-    maxAttempts: int
-    delayMs: int
-    errorMessage: str
-
-
-class AutoRetryEndEvent(TypedDict):
-    type: Literal["auto_retry_end"]
-    success: bool
-    attempt: int
-    finalError: NotRequired[str]
-
-
-class ThinkingLevelChangedEvent(TypedDict):
-    """The thinking level in effect changed (a command, or a model switch that clamped it)."""
-
-    type: Literal["thinking_level_changed"]
-    level: str
-
-
-class SessionInfoChangedEvent(TypedDict):
-    """The session's display name changed (pi 1.x); no ``name`` when it was cleared."""
-
-    type: Literal["session_info_changed"]
-    name: NotRequired[str]
-
-
 class NoticeEvent(TypedDict):
     """Something the user should see that is not part of the conversation: an extension's
     message or failure, a run an extension stopped."""
@@ -144,6 +104,11 @@ SessionEvent = (
     | SessionInfoChangedEvent
     | NoticeEvent
 )
+
+SESSION_EVENT_TYPES = type_tags(SessionEvent)
+"""The event vocabulary of every front end (the loop's events and the session's own): what an
+``AgentSession`` may emit. The RPC protocol forwards all of them but ``notice`` and adds only
+its own ``bash_execution_update`` (``tether.rpc.protocol.RPC_ONLY_EVENT_TYPES``)."""
 
 Listener = Callable[[SessionEvent], Awaitable[None] | None]
 """Called with every event, in subscription order; an awaitable result is awaited (back-pressure)."""

@@ -15,16 +15,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
-from tether.store.paths import database_url
+from tether.store.paths import database_url, redact
 from tether.store.store import SessionError, SessionStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-# compiled on first use (re's cache): the default SQLite store never needs them
-_PASSWORD_PARAM = r"(?i)((?:^|&)password=)[^&]*"
-_SCHEME = r"^([a-zA-Z][a-zA-Z0-9+.-]*):"
-_USER_PASSWORD = r"(//[^/@:]*:)[^/@]*@"
+_SCHEME = r"^([a-zA-Z][a-zA-Z0-9+.-]*):"  # compiled on first use (re's cache)
 
 
 def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
@@ -68,19 +65,3 @@ def sqlite_path(location: str | os.PathLike[str]) -> Path:
     if not rest:
         raise SessionError(f"no file in the database URL {location!r}")
     return Path(unquote(rest))
-
-
-def redact(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` parameter), for messages.
-
-    A URL too broken to parse (``postgresql://u:p@[::1``) is redacted by pattern instead: the
-    message about it must not fail, nor show the password."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # parsing the port raises for a broken one
-    except ValueError:
-        return re.sub(_PASSWORD_PARAM, r"\1***", re.sub(_USER_PASSWORD, r"\1***@", url))
-    if parts.password is not None:
-        host = parts.netloc.rsplit("@", 1)[1]
-        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-    return urlunsplit(parts._replace(query=re.sub(_PASSWORD_PARAM, r"\1***", parts.query)))

@@ -1,6 +1,8 @@
 """Where the session database lives (XDG data dir; ``TETHER_HOME`` overrides; a database URL
 in ``TETHER_DATABASE_URL`` replaces the file, see ``tether.store.database``).
 
+Also ``redact``: a database URL without its password, for every message that names one.
+
 A tiny local helper: the catalog branch owns the shared ``tether.ai.paths``, not merged here
 yet; this module follows its rules exactly (data in ``$TETHER_HOME/data``, else
 ``$XDG_DATA_HOME/tether`` when that is absolute, else ``~/.local/share/tether``), so switching
@@ -10,8 +12,10 @@ yet; this module follows its rules exactly (data in ``$TETHER_HOME/data``, else
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 DB_ENV = "TETHER_SESSIONS_DB"
 """Environment override for the database file itself."""
@@ -45,3 +49,24 @@ def database_url(env: Mapping[str, str] | None = None) -> str | None:
     """``$TETHER_DATABASE_URL`` when set (and not empty)."""
     env = os.environ if env is None else env
     return env.get(DATABASE_ENV) or None
+
+
+# compiled on first use (re's cache): the default SQLite store never needs them
+_PASSWORD_PARAM = r"(?i)((?:^|&)password=)[^&]*"
+_USER_PASSWORD = r"(//[^/@:]*:)[^/@]*@"
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` parameter), for messages.
+
+    A URL too broken to parse (``postgresql://u:p@[::1``) is redacted by pattern instead: the
+    message about it must not fail, nor show the password."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # parsing the port raises for a broken one
+    except ValueError:
+        return re.sub(_PASSWORD_PARAM, r"\1***", re.sub(_USER_PASSWORD, r"\1***@", url))
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts._replace(query=re.sub(_PASSWORD_PARAM, r"\1***", parts.query)))

@@ -70,9 +70,9 @@ from psycopg.adapt import Loader
 from psycopg.pq import Format
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from tether.store.database import redact
 from tether.store.entries import EntryDict, encode_entry
 from tether.store.outage import Patience
+from tether.store.paths import redact
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,

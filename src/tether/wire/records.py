@@ -12,9 +12,10 @@ decode anything. So the rules are stated here in the two forms pydantic reads on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, get_args
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -61,3 +62,21 @@ class Tag:
         from pydantic import Discriminator
 
         return Discriminator(self.key).__get_pydantic_core_schema__(source, handler)
+
+
+def type_tags(union: object) -> tuple[str, ...]:
+    """The ``type`` values of a union of ``TypedDict``s (or of one), in the union's order: the
+    vocabulary a union of events declares. Works on postponed annotations too (``Literal["x"]``
+    as text, or in a ``ForwardRef``)."""
+    tags: list[str] = []
+    for member in get_args(union) or (union,):  # one TypedDict: its own tag
+        annotation: object = member.__annotations__["type"]
+        text = getattr(annotation, "__forward_arg__", annotation)  # a ForwardRef's source text
+        if isinstance(text, str):
+            tags.extend(_LITERAL_VALUE.findall(text))
+        else:
+            tags.extend(get_args(annotation))
+    return tuple(dict.fromkeys(tags))
+
+
+_LITERAL_VALUE = re.compile(r"""["']([^"']+)["']""")
