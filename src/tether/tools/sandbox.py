@@ -126,12 +126,12 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
 
 def missing() -> str | None:
     """Why no sandbox can run here, as far as a cheap look tells (platform, ``bwrap`` on PATH):
-    what a front end checks at start-up, where probing namespaces would cost an exec."""
-    import shutil  # loaded with the first command anyway
-
+    what a front end checks at start-up, where probing namespaces would cost an exec (and
+    ``shutil``, which ``tether -p`` otherwise never loads)."""
     if not sys.platform.startswith("linux"):
         return f"no sandbox on {sys.platform} yet (tether confines commands with bubblewrap on Linux)"
-    if shutil.which("bwrap") is None:
+    folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    if not any(os.access(os.path.join(folder, "bwrap"), os.X_OK) for folder in folders if folder):
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     return None
 
