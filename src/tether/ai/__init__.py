@@ -83,6 +83,11 @@ if TYPE_CHECKING:
         registered_apis as registered_apis,
         unregister_provider as unregister_provider,
     )
+    from tether.ai.retry import (
+        RequestFailed as RequestFailed,
+        retry_after as retry_after,
+        retry_delay as retry_delay,
+    )
     from tether.ai.sse import SSEDecoder as SSEDecoder, SSEEvent as SSEEvent
     from tether.ai.thinking import (
         LEVELS as LEVELS,
@@ -98,9 +103,7 @@ if TYPE_CHECKING:
     from tether.ai.transport import (
         EncodedRequest as EncodedRequest,
         HttpRequest as HttpRequest,
-        RequestFailed as RequestFailed,
         encode_request as encode_request,
-        retry_delay as retry_delay,
         send as send,
     )
     from tether.ai.types import (

@@ -49,8 +49,9 @@ from tether.ai.event_stream import (
     new_assistant_message,
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
+from tether.ai.retry import RequestFailed, retry_delay
 from tether.ai.sse import SSEDecoder
-from tether.ai.transport import EncodedRequest, HttpRequest, RequestFailed, encode_request, retry_delay, send
+from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, send
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -158,7 +159,9 @@ async def _drive(
                 return
             attempt += 1
             _tell_retry(options, attempt, delay, response)
-            await asyncio.sleep(delay)
+            if not await _wait_to_retry(delay, options):
+                yield clock.stamp(error_event(output, response.message))
+                return
             continue
         if not sent_start:
             sent_start = True
@@ -211,7 +214,9 @@ async def _drive(
         attempt += 1
         _tell_retry(options, attempt, delay, retry)
         _reset(output, model)  # nothing was shown: start the attempt afresh, in the same object
-        await asyncio.sleep(delay)
+        if not await _wait_to_retry(delay, options):
+            yield clock.stamp(error_event(output, retry.message))
+            return
 
 
 async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Response) -> None:
@@ -234,6 +239,21 @@ async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Res
     finally:
         await chunks.aclose()
         await response.aclose()
+
+
+async def _wait_to_retry(delay: float, options: StreamOptions) -> bool:
+    """Sleep before a retry; ``False`` when ``options.retry_signal`` cancelled the retry."""
+    cancel = options.retry_signal
+    if cancel is None:
+        await asyncio.sleep(delay)
+        return True
+    if cancel.aborted:
+        return False
+    try:
+        await asyncio.wait_for(cancel.wait(), delay)
+    except TimeoutError:
+        return True
+    return False
 
 
 def _tell_retry(options: StreamOptions, attempt: int, delay: float, failure: RequestFailed) -> None:

@@ -3,14 +3,10 @@
 ``send`` posts a JSON body and returns the streaming response once the status is 2xx, or a
 ``RequestFailed`` describing why not (failures are data here, never exceptions); the client is
 the caller's when ``StreamOptions.http_client`` names one, else the provider's pool
-(``connections``). ``retry_delay`` says what is worth retrying *before anything was streamed*:
-HTTP 408/409/429/5xx, Anthropic's ``overloaded_error`` and connection errors (not a refused
-connection, an unreachable host or an unknown host name: nobody serves there, so that fails at
-once, naming the URL), with exponential backoff (``retry_base_delay`` × 2^n, ``max_retries``
-times). A server-requested delay (``retry-after-ms`` / ``Retry-After``) wins over the backoff; one
-above ``max_retry_delay`` fails at once, saying so. Quota, billing and authentication errors are
-never retried: waiting does not fix them. The retry loop itself is the provider driver's
-(``provider._drive``).
+(``connections``). What is worth retrying, and when, is the one retry policy's
+(``tether.ai.retry``); a refused connection, an unreachable host or an unknown host name is
+never retried (nobody serves there, so that fails at once, naming the URL). The retry loop itself
+is the provider driver's (``provider._drive``).
 
 Waits are plain ``await``s, so an abort (which cancels the consumer's pending ``await``, see
 ``event_stream``) interrupts a backoff sleep, a wait for a connection slot or a connect at once.
@@ -19,11 +15,9 @@ Which connection a request takes, and how many run at once, is ``connections``' 
 
 from __future__ import annotations
 
-import email.utils
 import errno
 import json
 import socket
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,11 +26,10 @@ import httpx2
 
 from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
+from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.types import StreamOptions
 
 USER_AGENT = "tether"
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
-_NEVER_RETRY_WORDS = ("insufficient_quota", "quota", "billing", "credit balance", "payment")
 
 
 @dataclass(slots=True)
@@ -68,17 +61,6 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
     # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
     content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
     return EncodedRequest(request.url, request.headers, content)
-
-
-@dataclass(slots=True)
-class RequestFailed:
-    """Why a request produced no stream; ``message`` is what the user reads."""
-
-    message: str
-    status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-    """Seconds the server asked us to wait, when it said."""
 
 
 async def send(
@@ -127,21 +109,6 @@ async def send(
     return await status_failure(response)
 
 
-def retry_delay(failure: RequestFailed, attempt: int, options: StreamOptions) -> float | RequestFailed:
-    """Seconds to wait before retry number ``attempt + 1``, or the failure to report instead."""
-    if not failure.retryable or attempt >= options.max_retries:
-        return failure
-    if failure.retry_after is not None:
-        if failure.retry_after > options.max_retry_delay:
-            return RequestFailed(
-                f"{failure.message} (the server asked to retry after {failure.retry_after:g} s, "
-                f"more than max_retry_delay {options.max_retry_delay:g} s)",
-                failure.status,
-            )
-        return failure.retry_after
-    return min(options.retry_base_delay * 2**attempt, options.max_retry_delay)
-
-
 async def status_failure(response: httpx2.Response) -> RequestFailed:
     """Read an error response and describe it: status plus the provider's own error text."""
     try:
@@ -152,13 +119,8 @@ async def status_failure(response: httpx2.Response) -> RequestFailed:
         await response.aclose()
     status = response.status_code
     detail = provider_error_text(body) or response.reason_phrase or "HTTP error"
-    lowered = body.lower()
-    retryable = (status in _RETRY_STATUSES or "overloaded" in lowered) and not any(
-        word in lowered for word in _NEVER_RETRY_WORDS
-    )
-    if status in (401, 403):
-        retryable = False
-    return RequestFailed(f"{status} {detail}", status, retryable, _retry_after(response.headers))
+    retryable = status_retryable(status, body)
+    return RequestFailed(f"{status} {detail}", status, retryable, retry_after(response.headers))
 
 
 def provider_error_text(body: str) -> str:
@@ -189,36 +151,6 @@ def provider_error_text(body: str) -> str:
     return text[:2000]
 
 
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-_NOBODY_THERE = {
-    errno.ECONNREFUSED: "connection refused: is the server running?",
-    errno.EHOSTUNREACH: "host unreachable",
-    errno.ENETUNREACH: "network unreachable",
-}
-"""Connect errors that say nobody serves at that address: another attempt a few seconds later
-meets the same (a server that is not running, a wrong port, a host that is down)."""
-
-
 def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
     """A connection error naming ``url``: retried, unless the address itself is wrong (refused,
     unreachable, a host name that does not exist), which fails at once instead of after every
@@ -236,3 +168,12 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
 
 def _text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+_NOBODY_THERE = {
+    errno.ECONNREFUSED: "connection refused: is the server running?",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
+"""Connect errors that say nobody serves at that address: another attempt a few seconds later
+meets the same (a server that is not running, a wrong port, a host that is down)."""

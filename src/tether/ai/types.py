@@ -74,9 +74,15 @@ class StreamOptions:
     cache_retention: CacheRetention = "short"
     service_tier: ServiceTier | None = None
     max_retries: int = 3
+    """Retries of a failed request (``tether.ai.retry`` says which failures): at most
+    ``max_retries + 1`` requests for one reply; 0 sends one."""
     retry_base_delay: float = 1.0
+    """Seconds before the first retry; doubled for each further one, up to ``max_retry_delay``."""
     max_retry_delay: float = 60.0
-    """A server asking us to wait longer than this (seconds) fails at once instead."""
+    """The longest wait before a retry (seconds); a server asking for longer fails at once."""
+    retry_signal: AbortSignal | None = None
+    """Aborting it cancels a wait before a retry (the failed attempt then stands) without
+    aborting the run: ``AgentSession.abort_retry``."""
     timeout: float | None = 600.0
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     """Seconds a started response body may go without a byte before the request ends as a

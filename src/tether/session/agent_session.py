@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
+from tether.ai.retry import backoff
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings, is_context_overflow
 from tether.session.convert import lower_for
@@ -62,8 +63,8 @@ from tether.session.events import (
     message_text,
     newest_compaction_end,
 )
-from tether.session.retry import is_transient_error, retry_delay_ms
-from tether.session.settings import Settings
+from tether.session.retry import is_transient_error
+from tether.session.settings import Retry as RetrySettings, Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
 from tether.wire import (
@@ -76,6 +77,7 @@ from tether.wire import (
 )
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
+    from tether.ai.types import Retry as ProviderRetry
     from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
     from tether.session.extensions.api import ExtensionCommand
@@ -164,7 +166,13 @@ class AgentSession:
         self._queued = QueueSnapshot((), ())
         self._retry_abort: AbortController | None = None
         self._retry_attempt = 0
-        """Transient-error retries so far in this run's current streak (for ``willRetry``)."""
+        """Retries of the current reply so far, by the provider or by this core: one budget."""
+        self._caller_on_retry: Callable[[ProviderRetry], None] | None = None
+        self._retry_relay = _RetryRelay(self)
+        """The provider's ``on_retry``: copies of the options outlive a run (a scripted model keeps
+        each request's), so they hold this relay, cut at ``close``, not the core itself."""
+        self._run_retry = self.settings.retry
+        """The retry policy of the current run: the settings', or the prompt's own."""
         self._recovering_overflow = False
         self._aborted = False
         """``abort()`` was called during the current run (``agent_settled.aborted``)."""
@@ -270,11 +278,18 @@ class AgentSession:
     # -- running -----------------------------------------------------------------------------------
 
     def prompt(
-        self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] = ()
+        self,
+        prompt: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] = (),
+        *,
+        retry: RetrySettings | None = None,
     ) -> Run:
-        """Run the agent on a prompt until it settles: ``await`` it, or ``async for`` its events."""
+        """Run the agent on a prompt until it settles: ``await`` it, or ``async for`` its events.
+
+        ``retry`` replaces ``settings.retry`` for this run only (``RetrySettings(enabled=False)``:
+        one request per reply)."""
         messages = self._inputs(prompt, images)
-        return self._new_run(lambda: self._prompt_run(messages))
+        return self._new_run(lambda: self._prompt_run(messages), retry)
 
     def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
         """The coding agent's input syntax, then a prompt.
@@ -344,6 +359,7 @@ class AgentSession:
         """Cancel the wait before an automatic retry (the failed reply then stands)."""
         if self._retry_abort is not None:
             self._retry_abort.abort()
+            self._retry_abort = None
 
     async def execute_bash(
         self,
@@ -741,6 +757,10 @@ class AgentSession:
             self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
                 self._agent_hooks
             )
+        self._retry_relay.core = None
+        if self.agent.options.on_retry is self._retry_relay:
+            self.agent.options.on_retry = self._caller_on_retry
+            self.agent.options.retry_signal = None
         if self.approval is not None:  # the bash tool's spools live in the gate's workspace
             self.approval.workspace.spools.remove()
         if self._session is not None:
@@ -751,7 +771,9 @@ class AgentSession:
 
     # -- runs --------------------------------------------------------------------------------------
 
-    def _new_run(self, body: Callable[[], Awaitable[list[AgentMessage]]]) -> Run:
+    def _new_run(
+        self, body: Callable[[], Awaitable[list[AgentMessage]]], retry: RetrySettings | None = None
+    ) -> Run:
         def start() -> asyncio.Future[list[AgentMessage]]:
             self.require_writable()
             if self.is_running:
@@ -759,6 +781,8 @@ class AgentSession:
             self._added = []
             self._aborted = False
             self._retry_attempt = 0
+            self._run_retry = retry if retry is not None else self.settings.retry
+            self._retry_options()
             if self._session is not None:
                 self._session.defer_writes()  # committed off the event loop; settled below
             self._run = asyncio.ensure_future(self._settled(body(), self._session))
@@ -931,24 +955,64 @@ class AgentSession:
             finally:
                 self._recovering_overflow = False
 
+    def _retries_allowed(self) -> int:
+        """Retries the current run's policy allows a reply (0 with ``auto_retry`` off)."""
+        return self._run_retry.retries if self.auto_retry else 0
+
+    def _retry_options(self) -> None:
+        """Give the agent's requests the run's retry policy with what is left of the reply's budget.
+
+        The provider retries a request that failed before anything streamed (it alone sees the
+        status and ``Retry-After``); this core retries the rest (a reply cut off midway, a stream
+        function's transient error). Both spend one budget, ``_retry_attempt``, so a reply makes
+        at most ``max_retries + 1`` requests whoever retries."""
+        policy = self._run_retry
+        options = self.agent.options
+        options.max_retries = max(self._retries_allowed() - self._retry_attempt, 0)
+        options.retry_base_delay = policy.base_delay_ms / 1000
+        options.max_retry_delay = policy.max_delay_ms / 1000
+        if options.on_retry is not self._retry_relay:
+            self._caller_on_retry = options.on_retry
+        options.on_retry = self._retry_relay
+        self._retry_abort = AbortController()
+        options.retry_signal = self._retry_abort.signal
+
+    def _provider_retried(self, retry: ProviderRetry) -> None:
+        """The provider is about to repeat a failed request: announce it as ours (``auto_retry_start``)."""
+        if self._caller_on_retry is not None:
+            self._caller_on_retry(retry)
+        self._retry_attempt += 1
+        self._emit_now(
+            {
+                "type": "auto_retry_start",
+                "attempt": self._retry_attempt,
+                "maxAttempts": self._retries_allowed(),
+                "delayMs": round(retry.delay * 1000),
+                "errorMessage": retry.reason,
+            }
+        )
+
+    def _retryable(self, message: AssistantMessage) -> bool:
+        """A failed reply this core should repeat: transient, and not an HTTP failure the
+        provider already judged (retried to the budget, or refused to: ``Retry-After`` past
+        ``max_delay_ms``, a quota error)."""
+        return "errorStatus" not in message and is_transient_error(message)
+
     async def _retry_transient(self) -> None:
         """Wait, then continue; each failed reply stays on an abandoned branch of the session.
 
         ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over: as pi
         does, right after the first reply that works (before its ``turn_end``), else at the end."""
-        attempt = 0
-        retry = self.settings.retry
         while True:
             last = self.last_assistant()
-            transient = last is not None and is_transient_error(last)
-            if last is None or not transient or not self.auto_retry or attempt >= retry.max_retries:
-                told = attempt and not self._retry_attempt  # the reply that worked said so already
+            attempt = self._retry_attempt
+            if last is None or not self._retryable(last) or attempt >= self._retries_allowed():
                 self._retry_attempt = 0
-                if attempt:
+                if attempt:  # the reply that worked said so already (_retry_worked)
                     ok = last is not None and last["stopReason"] not in ("error", "aborted")
-                    if ok and not told:
+                    if ok:
                         await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
-                    elif not ok:
+                    else:
                         final = (last or {}).get("errorMessage") or "the retry failed"
                         await self._emit(
                             {
@@ -961,17 +1025,18 @@ class AgentSession:
                 return
             attempt += 1
             self._retry_attempt = attempt
-            delay = retry_delay_ms(retry.base_delay_ms, attempt)
+            delay = round(backoff(attempt - 1, self.agent.options) * 1000)
             await self._emit(
                 {
                     "type": "auto_retry_start",
                     "attempt": attempt,
-                    "maxAttempts": retry.max_retries,
+                    "maxAttempts": self._retries_allowed(),
                     "delayMs": delay,
                     "errorMessage": last.get("errorMessage") or "",
                 }
             )
             if not await self._retry_wait(delay):
+                self._retry_attempt = 0
                 await self._emit(
                     {
                         "type": "auto_retry_end",
@@ -982,6 +1047,7 @@ class AgentSession:
                 )
                 return
             self._abandon(last)
+            self._retry_options()
             await self.agent.continue_()
 
     async def _retry_wait(self, delay_ms: int) -> bool:
@@ -1013,8 +1079,7 @@ class AgentSession:
             return False
         if is_context_overflow(last):
             return self._session is not None and self.compaction.enabled and not self._recovering_overflow
-        retry = self.settings.retry
-        return is_transient_error(last) and self.auto_retry and self._retry_attempt < retry.max_retries
+        return self._retryable(last) and self._retry_attempt < self._retries_allowed()
 
     def _continuable(self) -> bool:
         last = self.last_assistant()
@@ -1329,6 +1394,19 @@ def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
+
+
+class _RetryRelay:
+    """Tells a core of the provider's retries until the core closes."""
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: AgentSession) -> None:
+        self.core: AgentSession | None = core
+
+    def __call__(self, retry: ProviderRetry) -> None:
+        if self.core is not None:
+            self.core._provider_retried(retry)  # pyright: ignore[reportPrivateUsage]
 
 
 def _already_unsubscribed() -> None:

@@ -36,12 +36,29 @@ class SettingsError(UserError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Automatic retry of a reply that failed for a transient reason (overloaded, rate limit, 5xx)."""
+    """Automatic retry of a reply that failed for a transient reason (overloaded, rate limit, 5xx,
+    a dropped connection, a stalled stream): the one policy of ``tether.ai.retry``, for a session
+    (``Settings.retry``) or one prompt (``AgentSession.prompt(..., retry=...)``). ``tether``
+    exports it as ``RetrySettings``.
+
+    One reply makes at most ``max_retries + 1`` requests, each retry announced by an
+    ``auto_retry_start`` event, and waits at most ``max_retries × max_delay_ms`` between them.
+    """
 
     enabled: bool = True
+    """``False``: one request per reply, whatever ``max_retries`` says."""
     max_retries: int = 3
+    """Retries after the first attempt."""
     base_delay_ms: int = 2_000
-    """Delay before the first retry; it doubles for each further one."""
+    """Delay before the first retry; it doubles for each further one, up to ``max_delay_ms``."""
+    max_delay_ms: int = 60_000
+    """The longest wait before a retry. A server asking (``Retry-After``) for longer is not
+    waited for: the reply fails at once with an error saying what the server asked."""
+
+    @property
+    def retries(self) -> int:
+        """Retries this policy allows: ``max_retries``, or 0 when disabled."""
+        return max(self.max_retries, 0) if self.enabled else 0
 
 
 SKILL_SOURCES = ("user", "project", "agents", "claude", "pi")
@@ -381,7 +398,8 @@ def _compaction(base: CompactionSettings, value: object, path: Path) -> Compacti
 
 
 def _retry(base: Retry, value: object, path: Path) -> Retry:
-    return _section(base, value, path, "retry", {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms"})
+    counts = {"maxRetries": "max_retries", "baseDelayMs": "base_delay_ms", "maxDelayMs": "max_delay_ms"}
+    return _section(base, value, path, "retry", counts)
 
 
 def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset[str]:
