@@ -105,8 +105,14 @@ def tool(
     describe the arguments to the model. The docstring is the description. The function returns
     a ``str`` (one text block), an ``AgentToolResult``, or any other value (sent as JSON text);
     it raises to fail. A plain (sync) function runs in a worker thread, so a slow one does not
-    stall other tools or the stream; it cannot be aborted midway, but its result is dropped once
-    the run is.
+    stall other tools or the stream.
+
+    On abort, a tool that declares ``signal`` should stop (``signal.aborted``, ``await
+    signal.wait()``, ``signal.add_listener``) and raise; a tool that returns within
+    ``ABORT_GRACE`` (1 s) of the abort has its result recorded as usual. One still running then
+    is left behind (an async one is cancelled; a plain function's thread cannot be, and runs to
+    its end), its call ends as an error result ("Tool execution was aborted ...") and whatever it
+    returns later is dropped, never recorded.
 
         @tool
         async def add(a: int, b: int) -> str:

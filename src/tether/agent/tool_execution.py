@@ -164,6 +164,51 @@ class _Starting:
     updates: list[asyncio.Task[None]] = field(default_factory=lambda: [])
 
 
+ABORT_GRACE = 1.0
+"""Seconds a tool may take to stop once the run is aborted. One that has not returned by then
+is left behind: an async tool is cancelled, a plain function's thread finishes on its own, and
+whatever it returns later is dropped. Its call ends at once with an error result saying so, so an
+abort (and ``close``) returns within about this long whatever the tool does with its signal."""
+
+
+class ToolAbandonedError(Exception):
+    """A tool kept running past ``ABORT_GRACE`` after the run was aborted."""
+
+
+async def until_abort_grace(
+    work: Awaitable[AgentToolResult[Any]], signal: AbortSignal | None
+) -> AgentToolResult[Any]:
+    """``await work``, but give up on it ``ABORT_GRACE`` seconds after ``signal`` aborts."""
+    if signal is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    remove = signal.add_listener(lambda _: aborted.done() or aborted.set_result(None))
+    try:
+        await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            await asyncio.wait((task,), timeout=ABORT_GRACE)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        remove()
+    if task.done():
+        return task.result()
+    task.cancel()
+    task.add_done_callback(_forget)
+    raise ToolAbandonedError(
+        f"Tool execution was aborted (the tool did not stop within {ABORT_GRACE:g} s; "
+        "its late result is dropped)"
+    )
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """Read an abandoned tool's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 def describe_error(exc: BaseException) -> str:
     """The text of an error result: the exception's message, or its type when it has none."""
     return str(exc) or type(exc).__name__
@@ -461,10 +506,14 @@ class _Batch:
 
         try:
             if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
-                result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
+                result = await until_abort_grace(
+                    prepared.tool.execute(call["id"], prepared.args, self.signal, on_update), self.signal
+                )
             else:
                 with self.trace.tool_running(call["id"]):
-                    result = await prepared.tool.execute(call["id"], prepared.args, self.signal, on_update)
+                    result = await until_abort_grace(
+                        prepared.tool.execute(call["id"], prepared.args, self.signal, on_update), self.signal
+                    )
             is_error = False
             if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                 result = error_result(

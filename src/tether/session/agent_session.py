@@ -176,6 +176,8 @@ class AgentSession:
         self._recovering_overflow = False
         self._aborted = False
         """``abort()`` was called during the current run (``agent_settled.aborted``)."""
+        self._aborting: asyncio.Future[list[AgentMessage]] | None = None
+        """The run ``abort()`` stopped, while it settles: a new prompt waits for it."""
         self._session_failure: SessionError | None = None
         """A session error an event listener raised in this run: the run raises it when settled."""
         self._input_abort: AbortController | None = None
@@ -349,6 +351,7 @@ class AgentSession:
         """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input."""
         if self.is_running:
             self._aborted = True
+            self._aborting = self._run
         self.agent.abort()
         self.abort_retry()
         for controller in (self._input_abort, self._mcp_abort):
@@ -776,19 +779,32 @@ class AgentSession:
     ) -> Run:
         def start() -> asyncio.Future[list[AgentMessage]]:
             self.require_writable()
-            if self.is_running:
+            previous = self._run if self.is_running else None
+            if previous is not None and previous is not self._aborting:
                 raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
-            self._added = []
-            self._aborted = False
-            self._retry_attempt = 0
-            self._run_retry = retry if retry is not None else self.settings.retry
-            self._retry_options()
-            if self._session is not None:
-                self._session.defer_writes()  # committed off the event loop; settled below
-            self._run = asyncio.ensure_future(self._settled(body(), self._session))
+            self._run = asyncio.ensure_future(self._run_after(previous, body, retry))
             return self._run
 
         return Run(start, self.subscribe, self.abort)
+
+    async def _run_after(
+        self,
+        previous: asyncio.Future[list[AgentMessage]] | None,
+        body: Callable[[], Awaitable[list[AgentMessage]]],
+        retry: RetrySettings | None,
+    ) -> list[AgentMessage]:
+        """Start a run once an aborted one before it has settled (bounded: ``ABORT_GRACE``)."""
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        self._added = []
+        self._aborted = False
+        self._aborting = None
+        self._retry_attempt = 0
+        self._run_retry = retry if retry is not None else self.settings.retry
+        self._retry_options()
+        if self._session is not None:
+            self._session.defer_writes()  # committed off the event loop; settled below
+        return await self._settled(body(), self._session)
 
     async def _settled(
         self, body: Awaitable[list[AgentMessage]], session: Session | None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 
@@ -236,10 +236,11 @@ class Run:
     """One run of an ``AgentSession``, started on first use.
 
     ``await run`` runs it to the end and gives the messages it added (the prompt, replies, tool
-    results, retries). ``async for event in run`` runs it and yields its events as they happen;
-    leaving the loop early aborts the run once Python closes the iterator (on the event loop's
-    next turn, or at once inside ``contextlib.aclosing``). Either way, a second run cannot start until this one
-    has settled.
+    results, retries). ``async for event in run`` runs it and yields its events as they happen.
+    Leaving the loop early (``break``, an exception, the task cancelled) aborts the run at once,
+    as does cancelling a task that awaits it; the aborted run settles within about a second
+    (``tether.agent.tool_execution.ABORT_GRACE``) and the session's next prompt waits for that
+    instead of raising ``AgentBusyError``.
     """
 
     def __init__(
@@ -254,24 +255,22 @@ class Run:
         self._future: asyncio.Future[list[AgentMessage]] | None = None
 
     def __await__(self) -> Generator[Any, None, list[AgentMessage]]:
-        return self._started().__await__()
+        return self._wait().__await__()
 
-    async def __aiter__(self) -> AsyncIterator[SessionEvent]:
-        if self._future is not None:
-            raise RuntimeError("this run has already started: iterate it before awaiting it")
-        events: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
-        unsubscribe = self._subscribe(events.put_nowait)
+    async def _wait(self) -> list[AgentMessage]:
         future = self._started()
-        future.add_done_callback(lambda _: events.put_nowait(None))
         try:
-            while (event := await events.get()) is not None:
-                yield event
-            future.result()  # a run that raised raises here too
-        finally:
-            unsubscribe()
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
             if not future.done():
                 self._abort()
-                await asyncio.gather(future, return_exceptions=True)
+                future.add_done_callback(_retrieve)
+            raise
+
+    def __aiter__(self) -> RunEvents:
+        if self._future is not None:
+            raise RuntimeError("this run has already started: iterate it before awaiting it")
+        return RunEvents(self._subscribe, self._started(), self._abort)
 
     def start(self) -> asyncio.Future[list[AgentMessage]]:
         """Start the run now, without waiting for it (a host that answers first, then streams)."""
@@ -281,3 +280,62 @@ class Run:
         if self._future is None:
             self._future = self._start()
         return self._future
+
+
+class RunEvents:
+    """The events of one ``Run`` as an async iterator. A plain object, not an async generator:
+    one dropped after ``break`` aborts its run at once (``__del__``), where a generator would only
+    be closed on a later turn of the event loop."""
+
+    def __init__(
+        self,
+        subscribe: Callable[[Listener], Callable[[], None]],
+        future: asyncio.Future[list[AgentMessage]],
+        abort: Callable[[], None],
+    ) -> None:
+        self._events: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+        self._future = future
+        self._abort = abort
+        events = self._events  # the callbacks hold the queue, not this object: dropped, it goes at once
+        self._unsubscribe: Callable[[], None] | None = subscribe(events.put_nowait)
+        future.add_done_callback(lambda _: events.put_nowait(None))
+
+    def __aiter__(self) -> RunEvents:
+        return self
+
+    async def __anext__(self) -> SessionEvent:
+        if self._unsubscribe is None:
+            raise StopAsyncIteration
+        try:
+            event = await self._events.get()
+        except BaseException:
+            self._leave()
+            raise
+        if event is None:
+            self._leave()
+            self._future.result()  # a run that raised raises here too
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """Stop listening; abort the run if it still goes, and wait until it has settled."""
+        self._leave()
+        await asyncio.gather(self._future, return_exceptions=True)
+
+    def _leave(self) -> None:
+        if self._unsubscribe is None:
+            return
+        self._unsubscribe()
+        self._unsubscribe = None
+        if not self._future.done():
+            self._abort()
+            self._future.add_done_callback(_retrieve)
+
+    def __del__(self) -> None:
+        self._leave()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Read the outcome of a run nobody waits for any more, so asyncio does not log it."""
+    if not future.cancelled():
+        future.exception()

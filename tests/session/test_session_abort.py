@@ -1,0 +1,129 @@
+"""Abort that returns: a run stops within ``ABORT_GRACE`` of ``abort()`` even when a tool ignores
+its signal (the test holds the tool until the run has settled, so a run that waited for it
+would never settle), the late result is dropped, and leaving ``async for`` early (break, an
+exception, the task cancelled) leaves the session ready for the next prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+import tether
+from tether.agent import Agent
+from tether.agent.tool_execution import ABORT_GRACE
+from tether.session.agent_session import AgentSession
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+
+release = threading.Event()
+started = threading.Event()
+
+
+@tether.tool
+def stubborn() -> str:
+    """Blocks in its thread until the test releases it; never looks at a signal."""
+    started.set()
+    release.wait(30)
+    return "finished anyway"
+
+
+@tether.tool
+async def deaf() -> str:
+    """Waits for an event nobody sets, shielded from cancellation requests it ignores."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def core(*tools: tether.AgentTool, replies: int = 1) -> tuple[AgentSession, ScriptedModel]:
+    script = [reply(tool_call(tools[0].name, {})) for _ in range(replies)] if tools else []
+    model = ScriptedModel([*script, reply("done"), reply("again")])
+    return AgentSession(Agent(model=model.model, stream_fn=model, tools=list(tools))), model
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    release.clear()
+    started.clear()
+
+
+def tool_results(session: AgentSession) -> list[str]:
+    return [tether.message_text(m) for m in session.messages if m["role"] == "toolResult"]
+
+
+async def test_abort_settles_without_waiting_for_a_sync_tool_that_ignores_it() -> None:
+    session, _ = core(stubborn)
+    run = asyncio.ensure_future(session.prompt("go"))
+    await asyncio.to_thread(started.wait, 10)
+    session.abort()
+    await run  # the tool is still blocked: only giving up on it lets the run settle
+    assert not release.is_set() and not session.is_running
+    assert tool_results(session) == [
+        f"Tool execution was aborted (the tool did not stop within {ABORT_GRACE:g} s; its late result is dropped)"
+    ]
+    release.set()
+    await asyncio.sleep(0.05)
+    assert "finished anyway" not in str(session.messages)  # dropped, as the @tool docstring says
+    await session.close()
+
+
+async def test_close_returns_while_an_async_tool_ignores_the_abort() -> None:
+    session, _ = core(deaf)
+    async for event in session.prompt("go"):
+        if event["type"] == "tool_execution_start":
+            await session.close()  # aborts, waits for the run to settle, releases
+            break
+    assert not session.is_running
+
+
+@pytest.mark.parametrize("leave", ["break", "exception", "cancel"])
+async def test_leaving_the_event_loop_early_leaves_the_session_ready(leave: str) -> None:
+    session, model = core(stubborn)
+
+    async def consume() -> None:
+        async for event in session.prompt("go"):
+            if event["type"] == "tool_execution_start":
+                if leave == "break":
+                    break
+                if leave == "exception":
+                    raise LookupError("the consumer failed")
+                await asyncio.sleep(30)  # cancelled from outside
+
+    task = asyncio.ensure_future(consume())
+    if leave == "cancel":
+        await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+    with pytest.raises((LookupError, asyncio.CancelledError)) if leave != "break" else _nothing():
+        await task
+    # At once, not after wait_for_idle(): the next prompt waits for the aborted run itself.
+    added = await session.prompt("next")
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    assert added[-1]["stopReason"] == "stop" and tool_results(session)[0].startswith(
+        "Tool execution was aborted"
+    )
+    assert not release.is_set()
+    release.set()
+    await session.close()
+    assert model.requests[-1].context["messages"][-1]["content"] == "next"
+
+
+async def test_cancelling_an_awaited_prompt_aborts_the_run() -> None:
+    session, _ = core(stubborn)
+    task = asyncio.ensure_future(session.prompt("go"))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await session.wait_for_idle()
+    assert tool_results(session)[0].startswith("Tool execution was aborted")
+    assert (await session.prompt("next"))[-1]["stopReason"] == "stop"
+    release.set()
+    await session.close()
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
