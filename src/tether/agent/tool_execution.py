@@ -183,7 +183,12 @@ async def until_abort_grace(
         return await work
     task = asyncio.ensure_future(work)
     aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    remove = signal.add_listener(lambda _: aborted.done() or aborted.set_result(None))
+
+    def wake(_: object) -> None:
+        if not aborted.done():
+            aborted.set_result(None)
+
+    remove = signal.add_listener(wake)
     try:
         await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
         if not task.done():
