@@ -38,9 +38,9 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
@@ -107,7 +107,8 @@ class AgentSession:
             current directory.
         settings: Compaction, retry and approval settings (``tether.session.settings``).
         sessions: The session manager ``session`` came from; needed for ``new_session``,
-            ``switch_session``, ``fork`` and JSONL export.
+            ``switch_session``, ``fork`` and JSONL export. It stays yours: ``close()`` leaves it
+            open (unless ``owns`` says otherwise), so sibling sessions of one manager live on.
         approval: The gate risky tool calls go through (installed as the agent's
             ``before_tool_call``). ``None`` keeps the agent's own hook: a program that binds its own
             tools decides itself; ``create_agent_session`` always installs one.
@@ -119,6 +120,12 @@ class AgentSession:
         resources: Skills, prompt templates and extensions (``tether.session.resources``):
             ``submit()`` expands their slash commands, the extensions' hooks go in front of the
             approval gate and their reports become ``notice`` events.
+        owns: What ``close()`` closes besides the session handle: ``"sessions"`` (the manager)
+            and/or ``"mcp"`` (the servers). Default: neither, since what a caller passes in stays
+            the caller's to close; ``create_agent_session`` names what it opened itself.
+
+    The ``session`` handle itself is the core's once bound: ``close()`` (and switching to
+    another session) releases it and its writer lock.
     """
 
     def __init__(
@@ -134,8 +141,10 @@ class AgentSession:
         notice: str | None = None,
         mcp: McpServers | None = None,
         resources: Resources | None = None,
+        owns: Collection[Literal["sessions", "mcp"]] = (),
     ) -> None:
         self.agent = agent
+        self._owns = frozenset(owns)
         self.resources = resources
         self.mcp = mcp
         self._mcp_tools: list[Any] = []
@@ -176,6 +185,8 @@ class AgentSession:
         self._recovering_overflow = False
         self._aborted = False
         """``abort()`` was called during the current run (``agent_settled.aborted``)."""
+        self._raised_failure = False
+        """A run raised a failure to store: ``close`` does not raise it a second time."""
         self._aborting: asyncio.Future[list[AgentMessage]] | None = None
         """The run ``abort()`` stopped, while it settles: a new prompt waits for it."""
         self._session_failure: SessionError | None = None
@@ -741,11 +752,12 @@ class AgentSession:
         )
 
     async def close(self) -> None:
-        """Stop the MCP servers, abort a run in progress, let it record what it has, and release
-        the session."""
+        """Abort a run in progress, let it record what it has (within about a second:
+        ``ABORT_GRACE``), and release the session; close what this core owns (``owns``), never
+        what was passed in."""
         if self.is_running:
             self.abort()
-        if self.mcp is not None:
+        if self.mcp is not None and "mcp" in self._owns:
             await self.mcp.close()
         await self.wait_for_idle()
         host = self.resources.extensions if self.resources is not None else None
@@ -767,9 +779,13 @@ class AgentSession:
         if self.approval is not None:  # the bash tool's spools live in the gate's workspace
             self.approval.workspace.spools.remove()
         if self._session is not None:
-            self._session.close()
-            self._session = None
-        if self._sessions is not None:
+            session, self._session = self._session, None
+            try:
+                session.close()
+            except Exception:
+                if not self._raised_failure:  # a run raised this failure already: said once
+                    raise
+        if self._sessions is not None and "sessions" in self._owns:
             self._sessions.close()
 
     # -- runs --------------------------------------------------------------------------------------
@@ -828,7 +844,7 @@ class AgentSession:
                 try:
                     await session.settle_writes()
                 except Exception as exc:  # raised below, once listeners know the run ended
-                    write_failure = exc
+                    write_failure = _store_failure(exc, session.id)
             last = self.last_assistant()
             aborted = self._aborted or (
                 last is not None and last in self._added and last["stopReason"] == "aborted"
@@ -836,6 +852,7 @@ class AgentSession:
             await self._emit({"type": "agent_settled", "aborted": aborted})
         failure = self._session_failure or write_failure
         if failure is not None:
+            self._raised_failure = True
             raise failure
         return self._added
 
@@ -1156,9 +1173,7 @@ class AgentSession:
                 self._check_queue()
             elif kind == "message_end":
                 if self._session is not None:
-                    from tether.session.wiring import record_message_end
-
-                    record_message_end(self._session, event, checked=self._checked(event["message"]))
+                    self._store_message_end(event)
                 self._added.append(event["message"])
                 message = event["message"]
                 if self._retry_attempt and message["role"] == "assistant" and not _failed(message):
@@ -1167,6 +1182,19 @@ class AgentSession:
         except SessionError as exc:
             self._session_failure = exc
             raise
+
+    def _store_message_end(self, event: Any) -> None:
+        """Record a finished message; any failure to store it ends the run as a ``SessionError``
+        that ``prompt()`` raises once settled, never as a reply that only listeners would see."""
+        from tether.session.wiring import record_message_end
+
+        assert self._session is not None
+        try:
+            record_message_end(self._session, event, checked=self._checked(event["message"]))
+        except SessionError:
+            raise
+        except Exception as exc:
+            raise _store_failure(exc, self._session.id) from exc
 
     async def _on_agent_end(self, event: Any) -> None:
         with self._session_failure_kept():
@@ -1410,6 +1438,17 @@ def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
     from tether.ai.thinking import clamp_thinking_level
 
     return clamp_thinking_level(model, cast(Any, level))
+
+
+def _store_failure(exc: Exception, session_id: str) -> SessionError:
+    """A failure to store (whatever the store raised) as the ``SessionError`` a run raises."""
+    if isinstance(exc, SessionError):
+        return exc
+    from tether.session.errors import SessionDatabaseError
+
+    failure = SessionDatabaseError(f"could not store session {session_id}: {type(exc).__name__}: {exc}")
+    failure.__cause__ = exc
+    return failure
 
 
 class _RetryRelay:

@@ -229,6 +229,7 @@ def create_agent_session(
         ask: How to ask the user before a risky call; ``None``: nobody can answer.
         session: Which stored session to use (default: a new one).
         sessions: The session manager (default: the user's database; opened only if needed).
+            One you pass stays yours: the session never closes it.
         hooks: Prompt hooks run before every model call.
         mcp_servers: MCP servers whose tools join the built-in ones (``mcp__<server>__<tool>``);
             ``load_mcp_files(cwd)`` gives the ones the CLI reads. Stopped by ``close()``.
@@ -278,6 +279,7 @@ def create_agent_session(
 
         for name, limit in settings.max_connections.items():
             set_connection_limit(limit or None, None if name == "*" else name)
+    opened_sessions = sessions is None  # a manager given stays the caller's to close
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
         usable = _no_provider if api_key is not None else None  # the key decides nothing
@@ -329,11 +331,12 @@ def create_agent_session(
             or None,
             mcp=_mcp(mcp_servers, mcp_notes),
             resources=resources,
+            owns=("mcp", "sessions") if opened_sessions else ("mcp",),
         )
     except BaseException:
         if stored is not None:
             stored.close()
-        if sessions is not None:
+        if sessions is not None and opened_sessions:
             sessions.close()
         raise
     # The session's stored settings are loaded on binding; this run's choices go on top.
@@ -411,6 +414,7 @@ def _open_session(
 ) -> tuple[SessionManager | None, Session | None]:
     if not choice.persist:
         return None, None
+    opened = sessions is None
     if sessions is None:
         from tether.session.manager import SessionManager
 
@@ -429,5 +433,6 @@ def _open_session(
         sessions.list(cwd, limit=1)
         return sessions, sessions.create(cwd, deferred=True)
     except BaseException:
-        sessions.close()
+        if opened:
+            sessions.close()
         raise

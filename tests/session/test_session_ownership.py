@@ -1,0 +1,58 @@
+"""Ownership: what a caller passes to a session stays the caller's (closing one session leaves a
+shared manager and MCP servers open), what the session opened itself it closes, and a message
+that cannot be stored makes ``prompt()`` raise instead of returning an empty result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.agent import Agent
+from tether.session import SessionManager
+from tether.session.agent_session import AgentSession
+from tether.session.errors import SessionError
+from tether.session.factory import SessionChoice, create_agent_session
+from tether.testing.scripted import ScriptedModel, reply
+
+
+def bound(manager: SessionManager, *answers: str) -> AgentSession:
+    model = ScriptedModel([reply(a) for a in answers])
+    return AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"), sessions=manager)
+
+
+async def test_closing_one_session_leaves_a_shared_manager_open(manager: SessionManager) -> None:
+    first, second = bound(manager, "one"), bound(manager, "two")
+    await first.prompt("hi")
+    await first.close()
+    added = await second.prompt("hello")
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    stored = second.session_id
+    await second.close()
+    with manager.open(stored or "") as session:  # the manager still serves, and kept both
+        assert [m["role"] for m in session.messages] == ["user", "assistant"]
+
+
+async def test_a_message_that_cannot_be_stored_raises_from_prompt(manager: SessionManager) -> None:
+    core = bound(manager, "lost")
+    manager.close()  # the caller closed what it owns under the session's feet
+    with pytest.raises(SessionError):
+        await core.prompt("hi")
+    await core.close()
+
+
+async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text('[{"content": [{"type": "text", "chunks": ["ok"]}]}]')
+    given = SessionManager.at(tmp_path / "given.db")
+    core = create_agent_session(cwd=tmp_path, model=f"scripted:{script}", sessions=given, tools=[])
+    await core.prompt("hi")
+    stored = core.session_id
+    await core.close()
+    assert [r.id for r in given.list()] == [stored]  # still open, still usable
+    given.close()
+    own = create_agent_session(cwd=tmp_path, model=f"scripted:{script}", session=SessionChoice(), tools=[])
+    assert own.sessions is not None
+    await own.close()
+    with pytest.raises(Exception):  # noqa: B017, PT011 - closed: any use fails
+        own.sessions.list()
