@@ -35,7 +35,9 @@ def gated_session(
 
     agent = Agent(model=model.model, stream_fn=model)
     gate = ApprovalGate(Workspace(tmp_path), policy, ask, allow_tools=allow)
-    return AgentSession(agent, approval=gate, mcp=McpServers([toy()], log_dir=tmp_path / "logs"))
+    return AgentSession(
+        agent, approval=gate, mcp=McpServers([toy()], log_dir=tmp_path / "logs"), owns=("mcp",)
+    )
 
 
 CALLS = reply(

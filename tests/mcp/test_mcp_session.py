@@ -21,7 +21,7 @@ from tether.wire import AgentMessage
 
 def session(model: ScriptedModel, *configs: McpServerConfig, log_dir: Path | None = None) -> AgentSession:
     agent = Agent(model=model.model, stream_fn=model)
-    return AgentSession(agent, mcp=McpServers(configs, log_dir=log_dir))
+    return AgentSession(agent, mcp=McpServers(configs, log_dir=log_dir), owns=("mcp",))
 
 
 def results(messages: list[AgentMessage]) -> list[dict[str, Any]]:

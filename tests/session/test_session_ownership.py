@@ -11,7 +11,7 @@ import pytest
 from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
-from tether.session.errors import SessionError
+from tether.store.errors import SessionError
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.testing.scripted import ScriptedModel, reply
 
@@ -54,5 +54,5 @@ async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: 
     own = create_agent_session(cwd=tmp_path, model=f"scripted:{script}", session=SessionChoice(), tools=[])
     assert own.sessions is not None
     await own.close()
-    with pytest.raises(Exception):  # noqa: B017, PT011 - closed: any use fails
+    with pytest.raises(Exception):  # noqa: B017 - closed: any use fails
         own.sessions.list()

@@ -19,6 +19,7 @@ from session_helpers import ECHO
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
 from tether.store.entries import EntryDict
+from tether.store.errors import SessionDatabaseError
 from tether.store.sqlite_store import SQLiteStore
 from tether.store.store import SessionError, SessionRecord, WriterLease
 from tether.store.writer import BatchWriter, PendingAppend
@@ -115,8 +116,10 @@ async def test_a_failed_write_fails_the_run_after_it_settled(db_path: Path) -> N
                 other.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
 
     core.subscribe(listen)
-    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):  # its entries have no session now
+    # Its entries have no session now: the store's error, as the session error a run raises.
+    with pytest.raises(SessionDatabaseError, match="FOREIGN KEY") as raised:
         await core.prompt("go")
+    assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
     assert events[-1] == "agent_settled"
     with pytest.raises(sqlite3.IntegrityError):  # later appends would hang off a missing entry
         session.append_message({"role": "user", "content": "more", "timestamp": 0})

@@ -73,6 +73,7 @@ from tether.wire import (
     BashExecutionMessage,
     ImageContent,
     ModelInfo,
+    WireError,
     decode_message,
 )
 
@@ -1191,7 +1192,7 @@ class AgentSession:
         assert self._session is not None
         try:
             record_message_end(self._session, event, checked=self._checked(event["message"]))
-        except SessionError:
+        except (SessionError, WireError):  # a malformed message ends the run as an error reply
             raise
         except Exception as exc:
             raise _store_failure(exc, self._session.id) from exc
@@ -1444,7 +1445,7 @@ def _store_failure(exc: Exception, session_id: str) -> SessionError:
     """A failure to store (whatever the store raised) as the ``SessionError`` a run raises."""
     if isinstance(exc, SessionError):
         return exc
-    from tether.session.errors import SessionDatabaseError
+    from tether.store.errors import SessionDatabaseError
 
     failure = SessionDatabaseError(f"could not store session {session_id}: {type(exc).__name__}: {exc}")
     failure.__cause__ = exc
