@@ -21,7 +21,7 @@ import inspect
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
 from tether.agent.tool import AgentTool
@@ -44,8 +44,24 @@ if TYPE_CHECKING:
 QueueMode = Literal["all", "one-at-a-time"]
 """``one-at-a-time``: each poll takes the oldest queued message; ``all``: it takes them all."""
 
-Listener = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
-"""Called with every event and the run's abort signal; awaited, in subscription order."""
+Listener = (
+    Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
+    | Callable[[AgentEvent], Awaitable[None] | None]
+)
+"""Called with every event, and the run's abort signal if it takes a second parameter; awaited,
+in subscription order. ``AgentSession.subscribe`` calls its listeners the same way."""
+
+
+def listener_wants_signal(listener: Callable[..., object]) -> bool:
+    """Whether ``listener`` takes a second positional parameter (the run's abort signal)."""
+    try:
+        parameters = list(inspect.signature(listener).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: the one-argument form
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2
 
 
 class AgentBusyError(TetherError, RuntimeError):
@@ -83,7 +99,42 @@ class _ActiveRun:
 
 
 class Agent:
-    """A stateful agent: ``prompt()`` runs the loop on its transcript with its tools."""
+    """A stateful agent: ``prompt()`` runs the loop on its transcript with its tools.
+
+    Every parameter is also an attribute of the same name, read at each run (``tools`` and
+    ``messages`` as copies), so changing one between runs changes the next run.
+
+    Args:
+        model: The model to call (``tether.find_model("provider/id")``); needed before ``prompt``.
+        system_prompt: The system prompt, sent with every model call.
+        volatile_context: Text sent after the last prompt-cache breakpoint (changes each turn
+            without spoiling the cached prefix).
+        tools: The tools the model may call (``@tether.tool`` functions, ``AgentTool`` objects).
+        messages: A transcript to start from.
+        thinking_level: ``off`` to ``max``; mapped to each provider's reasoning setting.
+        service_tier: The provider's service tier, where it has one.
+        stream_fn: The model call (default: the registry's ``stream_simple`` for ``model``'s
+            API); a ``ScriptedModel`` plays prepared replies instead.
+        options: Other stream options (temperature, max tokens, timeouts, retries, headers, ...),
+            passed on every model call.
+        convert_to_llm: Turns the transcript into the messages the model sees (drop or lower
+            messages of your own kinds here).
+        transform_context: ``(messages, signal) -> messages`` before each call: trim or edit
+            the context the model sees (the transcript itself is unchanged).
+        get_api_key: ``provider -> key`` per call, instead of environment variables.
+        before_tool_call: ``(context, signal) -> BeforeToolCallResult | None`` before a tool
+            runs: block it (``block=True``, ``reason``) or let it run (``None``).
+        after_tool_call: ``(context, signal) -> AfterToolCallResult | None`` after a tool ran:
+            override its result field by field.
+        should_stop_after_turn: ``(turn) -> bool``: end the run after a turn although tools ran.
+        should_stop_before_turn: ``() -> bool``: end the run before the next model call.
+        get_continuation_messages: ``(turn, signal) -> messages`` to continue with when the
+            model would stop (an empty list stops).
+        tool_execution: ``parallel`` (the tools of one reply run concurrently) or ``sequential``.
+        steering_mode: How steered messages are taken: ``one-at-a-time`` or ``all``.
+        follow_up_mode: The same for ``follow_up()``.
+        instrumentation: OpenTelemetry spans and metrics of runs (``tether.telemetry``).
+    """
 
     def __init__(
         self,
@@ -147,7 +198,7 @@ class Agent:
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
-        self._listeners: list[Listener] = []
+        self._listeners: list[tuple[Listener, bool]] = []
         self._active: _ActiveRun | None = None
         self._streaming_message: AgentMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
@@ -216,22 +267,25 @@ class Agent:
     # -- listeners and queues ------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(event, signal)`` for every event; returns the unsubscribe function."""
-        self._listeners.append(listener)
+        """Call ``listener(event)`` for every event, or ``listener(event, signal)`` (the run's abort
+        signal) when it takes two parameters; returns the unsubscribe function."""
+        entry = (listener, listener_wants_signal(listener))
+        self._listeners.append(entry)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if entry in self._listeners:
+                self._listeners.remove(entry)
 
         return unsubscribe
 
-    def steer(self, message: AgentMessage) -> None:
-        """Queue a message for the next model call (after the current tool calls finish)."""
-        self._steering.messages.append(message)
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a message (or a text, as a user message) for the next model call, after the
+        current tool calls finish."""
+        self._steering.messages.append(_as_message(message))
 
-    def follow_up(self, message: AgentMessage) -> None:
-        """Queue a message for when the agent would otherwise stop."""
-        self._follow_ups.messages.append(message)
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message (or a text, as a user message) for when the agent would otherwise stop."""
+        self._follow_ups.messages.append(_as_message(message))
 
     @property
     def steering_queue(self) -> tuple[AgentMessage, ...]:
@@ -447,10 +501,17 @@ class Agent:
             case _:
                 pass
         signal = run.controller.signal
-        for listener in tuple(self._listeners):
-            pending = listener(event, signal)
+        for listener, wants_signal in tuple(self._listeners):
+            call = cast(Callable[..., "Awaitable[None] | None"], listener)
+            pending = call(event, signal) if wants_signal else call(event)
             if pending is not None and inspect.isawaitable(pending):  # most listeners answer None
                 await pending
+
+
+def _as_message(message: str | AgentMessage) -> AgentMessage:
+    if isinstance(message, str):
+        return _prompt_messages(message, None)[0]
+    return message
 
 
 def _prompt_messages(

@@ -279,13 +279,29 @@ class AgentSession:
             tuple(message_text(m) for m in self.agent.follow_up_queue),
         )
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` with every event; returns the unsubscribe function."""
-        self._listeners.append(listener)
+    def subscribe(
+        self, listener: Listener | Callable[[SessionEvent, AbortSignal | None], Any]
+    ) -> Callable[[], None]:
+        """Call ``listener(event)`` with every event, or ``listener(event, signal)`` (the current
+        run's abort signal, ``None`` between runs) when it takes two parameters, as
+        ``Agent.subscribe`` does; an awaitable it returns is awaited. Returns the unsubscribe
+        function."""
+        from tether.agent.agent import listener_wants_signal
+
+        if listener_wants_signal(listener):
+            two = cast(Callable[[SessionEvent, AbortSignal | None], Any], listener)
+
+            def one(event: SessionEvent) -> Any:
+                return two(event, self.agent.signal)
+
+            entry: Listener = one
+        else:
+            entry = cast(Listener, listener)
+        self._listeners.append(entry)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if entry in self._listeners:
+                self._listeners.remove(entry)
 
         return unsubscribe
 
@@ -337,15 +353,18 @@ class AgentSession:
         messages.extend(self._inputs(line, images))
         return self._new_run(lambda: self._prompt_run(messages))
 
-    def steer(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
-        """Queue a message for the next model call (after the running tool calls finish)."""
+    def steer(self, text: str | AgentMessage, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
+        """Queue a text (as a user message) or a message for the next model call, after the
+        running tool calls finish."""
         self.require_writable()
         self.agent.steer(self._inputs(text, images)[0])
         self._check_queue()
         return "queued"
 
-    def follow_up(self, text: str, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
-        """Queue a message for when the agent would otherwise stop."""
+    def follow_up(
+        self, text: str | AgentMessage, images: Sequence[ImageContent] = ()
+    ) -> QueuedInputDisposition:
+        """Queue a text (as a user message) or a message for when the agent would otherwise stop."""
         self.require_writable()
         self.agent.follow_up(self._inputs(text, images)[0])
         self._check_queue()
