@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         AgentToolResult as AgentToolResult,
         tool as tool,
     )
-    from tether.ai.abort import AbortController as AbortController
+    from tether.ai.abort import AbortController as AbortController, AbortSignal as AbortSignal
     from tether.ai.api import (
         complete as complete,
         complete_simple as complete_simple,
@@ -68,12 +68,24 @@ if TYPE_CHECKING:
     from tether.session.events import SessionEvent as SessionEvent, message_text as message_text
     from tether.session.factory import (
         SessionChoice as SessionChoice,
+        SetupError as SetupError,
         create_agent_session as create_agent_session,
     )
     from tether.session.manager import SessionManager as SessionManager
-    from tether.session.settings import Settings as Settings
+    from tether.session.output import OutputError as OutputError
+    from tether.session.settings import (
+        RetrySettings as RetrySettings,
+        Settings as Settings,
+        SettingsError as SettingsError,
+    )
+    from tether.session.sync import run_sync as run_sync
     from tether.store.errors import SessionError as SessionError
     from tether.testing.scripted import ScriptedModel as ScriptedModel, reply as reply, tool_call as tool_call
+    from tether.tools.coding import (
+        CODING_TOOLS as CODING_TOOLS,
+        READ_ONLY_TOOLS as READ_ONLY_TOOLS,
+        coding_tools as coding_tools,
+    )
     from tether.wire import (
         AgentMessage as AgentMessage,
         AssistantMessage as AssistantMessage,

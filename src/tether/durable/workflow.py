@@ -51,6 +51,7 @@ from tether.store.database import open_store
 from tether.store.ids import decode, encode, new_id
 from tether.store.store import SessionError, SessionLockedError, SessionRecord, SessionStore, WriterLease
 from tether.tools.approval import Approval
+from tether.tools.coding import CODING_TOOLS
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]
 """Called with each run's ``AgentSession`` before it runs: add tools, set the model (``--setup``)."""
@@ -191,6 +192,7 @@ async def _open(
             sessions=_RunSessions(_store(), start, lease),
             model=runtime.model,
             approval=runtime.approval,
+            tools=settings.tools if settings.tools is not None else CODING_TOOLS,  # as the CLI
         )
     except BaseException:
         lease.release()

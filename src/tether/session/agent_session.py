@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
@@ -78,6 +78,8 @@ from tether.wire import (
 )
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
+    from pydantic import BaseModel
+
     from tether.ai.types import Retry as ProviderRetry
     from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
@@ -92,6 +94,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.tools.sandbox import Sandbox
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
+M = TypeVar("M", bound="BaseModel")
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
 
 
@@ -320,6 +323,72 @@ class AgentSession:
         one request per reply)."""
         messages = self._inputs(prompt, images)
         return self._new_run(lambda: self._prompt_run(messages), retry)
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        output: type[M],
+        max_reasks: int = 2,
+        retry: RetrySettings | None = None,
+    ) -> M:
+        """Run a prompt and return the answer as a validated ``output`` instance (a pydantic model).
+
+        The model answers through a ``final_answer`` tool whose schema is ``output``'s (on every
+        API); an answer that does not validate, or a reply without one, is asked again at most
+        ``max_reasks`` times. Raises ``OutputError`` (``reason``: ``failed``, ``aborted``,
+        ``invalid``, ``missing``) when there is no valid answer; the transcript keeps the
+        exchange either way (``tether.session.output``)."""
+        from tether.session.output import (
+            FINAL_ANSWER,
+            INSTRUCTION,
+            REMINDER,
+            AnswerSlot,
+            OutputError,
+            final_answer_tool,
+        )
+
+        slot = AnswerSlot(output)
+        answer_tool = final_answer_tool(slot)
+
+        def count_invalid(event: SessionEvent) -> None:
+            if (
+                event["type"] == "tool_execution_end"
+                and event["toolName"] == FINAL_ANSWER
+                and event["isError"]
+            ):
+                slot.invalid += 1
+                slot.errors.append(message_text(cast(Any, {"content": event["result"].content})))
+                if slot.invalid > max_reasks:
+                    self.abort()
+
+        unsubscribe = self.subscribe(count_invalid)
+        self.agent.tools = [*self.agent.tools, answer_tool]
+        try:
+            text = prompt + INSTRUCTION
+            while True:
+                await self.prompt(text, retry=retry)
+                if slot.answer is not None:
+                    return slot.answer
+                last = self.last_assistant()
+                if slot.invalid > max_reasks:
+                    raise OutputError(
+                        f"no valid {output.__name__} after {slot.invalid} answers; the last: {slot.errors[-1]}",
+                        "invalid",
+                    )
+                if last is not None and last["stopReason"] == "aborted":
+                    raise OutputError("the run was aborted before an answer", "aborted")
+                if last is not None and last["stopReason"] == "error":
+                    raise OutputError(
+                        f"the model call failed: {last.get('errorMessage') or 'error'}", "failed"
+                    )
+                slot.invalid += 1  # a reply without the tool call counts as a re-ask too
+                if slot.invalid > max_reasks:
+                    raise OutputError(f"the model gave no {output.__name__} answer", "missing")
+                text = REMINDER
+        finally:
+            unsubscribe()
+            _drop_tool(self.agent, answer_tool)
 
     def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
         """The coding agent's input syntax, then a prompt.
@@ -1439,6 +1508,10 @@ class AgentSession:
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
+
+
+def _drop_tool(agent: Agent, tool: object) -> None:
+    agent.tools = [t for t in agent.tools if t is not tool]
 
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:

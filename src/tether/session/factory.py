@@ -117,12 +117,14 @@ class SessionOptions:
         resources = load_resources(
             cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
         )
+        from tether.tools import CODING_TOOLS
+
         return create_agent_session(
             cwd=cwd,
             settings=settings,
             model=self.model,
             thinking=self.thinking,
-            tools=self.tools,
+            tools=_first_set(self.tools, settings.tools, CODING_TOOLS),  # the CLI's agent codes
             system_prompt=self.system_prompt,
             approval=self.approval,
             ask=ask,
@@ -195,7 +197,7 @@ def create_agent_session(
     settings: Settings | None = None,
     model: str | None = None,
     thinking: str | None = None,
-    tools: Sequence[str] | None = None,
+    tools: Sequence[str | AgentTool] | None = None,
     extra_tools: Sequence[AgentTool] = (),
     system_prompt: str | None = None,
     approval: Approval | None = None,
@@ -222,11 +224,17 @@ def create_agent_session(
             resumed session's model, else ``settings.model``, else the first provider with a key.
         thinking: The thinking level (clamped to the model); default: the session's, the
             settings', then ``medium``.
-        tools: Names of built-in tools (default: ``settings.tools``, else all of them).
-        extra_tools: Your own tools, added after the built-in ones.
+        tools: Built-in tools by name (``tether.CODING_TOOLS``: all of them) and/or tools of
+            your own (``tether.coding_tools(cwd)``, ``@tether.tool`` functions). Default:
+            ``settings.tools``, else only the tools that neither write nor execute
+            (``tether.READ_ONLY_TOOLS``: read, grep, find, ls): a program gets a writing or
+            executing tool only by asking for it. The CLI asks for all of them.
+        extra_tools: Your own tools, added after ``tools``.
         system_prompt: Replaces the built-in prompt (project context files are still appended).
         approval: The approval policy (default: ``settings.approval``).
-        ask: How to ask the user before a risky call; ``None``: nobody can answer.
+        ask: The approval callback, ``async (tool_call, question) -> bool``, asked before a risky
+            call (``bash``, a write outside ``cwd``, an MCP tool not marked read-only) under the
+            ``ask`` policy; ``None``: nobody can answer, so such calls are refused.
         session: Which stored session to use (default: a new one).
         sessions: The session manager (default: the user's database; opened only if needed).
             One you pass stays yours: the session never closes it.
@@ -253,7 +261,10 @@ def create_agent_session(
     """
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
-    names = tools if tools is not None else settings.tools
+    from tether.tools import READ_ONLY_TOOLS
+
+    chosen = _first_set(tools, settings.tools, READ_ONLY_TOOLS)
+    names = [t for t in chosen if isinstance(t, str)]
     if api_key is not None and model is None and provider is None and not models:
         raise SetupError("--api-key needs the model it is for: add --model, --provider or --models")
     outside = settings.allow_outside if allow_outside is None else allow_outside
@@ -266,9 +277,10 @@ def create_agent_session(
         sandbox=_sandbox(settings),
     )
     try:
-        built = create_coding_tools(workspace, list(names) if names is not None else None)
+        named = iter(create_coding_tools(workspace, names))
     except ValueError as exc:
         raise SetupError(str(exc)) from None
+    built = [next(named) if isinstance(t, str) else t for t in chosen]  # in the order given
     built.extend(extra_tools)
     host = resources.extensions if resources is not None else None
     if host is not None:
@@ -346,6 +358,11 @@ def create_agent_session(
     level = thinking or resolved.thinking or (stored.context.thinking_level if stored is not None else None)
     core.set_thinking(level or settings.thinking or "medium")
     return core
+
+
+def _first_set(*choices: Sequence[str | AgentTool] | None) -> Sequence[str | AgentTool]:
+    """The first choice made (``()`` is a choice: no tools)."""
+    return next(c for c in choices if c is not None)
 
 
 def _no_provider(provider: str) -> bool:

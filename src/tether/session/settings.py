@@ -61,6 +61,10 @@ class Retry:
         return max(self.max_retries, 0) if self.enabled else 0
 
 
+RetrySettings = Retry
+"""The name ``tether`` exports ``Retry`` under (``Retry`` alone is the provider's retry event)."""
+
+
 SKILL_SOURCES = ("user", "project", "agents", "claude", "pi")
 """Where skills are read from (``docs/skills.md``): ``skills/`` in tether's config folder,
 ``.tether/skills/`` of a trusted project, and the ``.agents``, ``.claude`` and ``.pi`` folders of

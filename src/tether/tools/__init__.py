@@ -28,7 +28,10 @@ if TYPE_CHECKING:
         create_bash_tool as create_bash_tool,
     )
     from tether.tools.coding import (
+        CODING_TOOLS as CODING_TOOLS,
+        READ_ONLY_TOOLS as READ_ONLY_TOOLS,
         TOOL_FACTORIES as TOOL_FACTORIES,
+        coding_tools as coding_tools,
         create_coding_tools as create_coding_tools,
     )
     from tether.tools.edit import (

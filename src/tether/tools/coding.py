@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tether.agent.tool import AgentTool
 from tether.tools.bash import create_bash_tool
@@ -24,6 +25,20 @@ TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
     "ls": create_ls_tool,
 }
 """Every built-in tool by name, in the order the model sees them."""
+
+READ_ONLY_TOOLS = ("read", "grep", "find", "ls")
+"""The built-in tools that neither write nor execute: what a library's ``create_agent_session()``
+gets unless the program asks for more (``tools=CODING_TOOLS``)."""
+
+CODING_TOOLS = tuple(TOOL_FACTORIES)
+"""Every built-in tool: the coding agent as the CLI ships it (``bash`` asks first)."""
+
+
+def coding_tools(cwd: str | Path | None = None, names: Sequence[str] = CODING_TOOLS) -> list[AgentTool]:
+    """The built-in tools (default: all of them, writing and executing ones included) working in
+    ``cwd`` (default: the current directory), for ``create_agent_session(tools=...)`` or an
+    ``Agent`` of your own. ``create_agent_session`` also takes the names alone."""
+    return create_coding_tools(Workspace(Path(cwd) if cwd is not None else Path.cwd()), names)
 
 
 def create_coding_tools(workspace: Workspace, names: Sequence[str] | None = None) -> list[AgentTool]:

@@ -1,0 +1,62 @@
+"""Safe defaults for library users: a default ``create_agent_session()`` gets only tools that
+neither write nor execute; a program asks for the rest, and risky calls go through its approval
+callback. (The CLI asks for every tool: ``tests/cli`` runs its agents with them.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tether
+from tether.session.factory import SessionChoice, SessionOptions, create_agent_session
+from tether.session.settings import Settings
+from tether.wire import ToolCall
+
+NOWHERE = SessionChoice(persist=False)
+
+
+def script(tmp_path: Path, *replies: str) -> str:
+    path = tmp_path / "script.json"
+    path.write_text("[" + ",".join(replies) + "]")
+    return f"scripted:{path}"
+
+
+def test_a_default_library_session_can_neither_write_nor_execute(tmp_path: Path) -> None:
+    core = create_agent_session(cwd=tmp_path, model=script(tmp_path), session=NOWHERE)
+    assert [t.name for t in core.agent.tools] == list(tether.READ_ONLY_TOOLS)
+
+
+def test_the_cli_and_a_program_that_asks_get_every_tool(tmp_path: Path) -> None:
+    cli = SessionOptions(model=script(tmp_path)).create(
+        cwd=tmp_path, settings=Settings(), ask=None, session=NOWHERE
+    )
+    asked = create_agent_session(
+        cwd=tmp_path, model=script(tmp_path), session=NOWHERE, tools=tether.coding_tools(tmp_path)
+    )
+    named = create_agent_session(
+        cwd=tmp_path, model=script(tmp_path), session=NOWHERE, tools=tether.CODING_TOOLS
+    )
+    for core in (cli, asked, named):
+        assert [t.name for t in core.agent.tools] == list(tether.CODING_TOOLS)
+
+
+async def test_risky_calls_go_through_the_programs_approval_callback(tmp_path: Path) -> None:
+    call = (
+        '{"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "echo hi > made.txt"}}]}'
+    )
+    done = '{"content": [{"type": "text", "chunks": ["ok"]}]}'
+    asked: list[str] = []
+
+    async def approve(tool_call: ToolCall, question: str) -> bool:
+        asked.append(tool_call["name"])
+        return False  # refused: the command never runs
+
+    core = create_agent_session(
+        cwd=tmp_path,
+        model=script(tmp_path, call, done),
+        session=NOWHERE,
+        tools=tether.CODING_TOOLS,
+        ask=approve,
+    )
+    await core.prompt("make a file")
+    await core.close()
+    assert asked == ["bash"] and not (tmp_path / "made.txt").exists()
