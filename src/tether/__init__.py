@@ -65,6 +65,10 @@ if TYPE_CHECKING:
     )
     from tether.rpc.client import RpcClient as RpcClient
     from tether.session.agent_session import AgentSession as AgentSession
+    from tether.session.compaction import (
+        CompactionError as CompactionError,
+        NothingToCompactError as NothingToCompactError,
+    )
     from tether.session.events import SessionEvent as SessionEvent, message_text as message_text
     from tether.session.factory import (
         SessionChoice as SessionChoice,
@@ -89,6 +93,7 @@ if TYPE_CHECKING:
     from tether.wire import (
         AgentMessage as AgentMessage,
         AssistantMessage as AssistantMessage,
+        ToolCall as ToolCall,
         WireError as WireError,
     )
 

@@ -273,3 +273,39 @@ async def test_own_agent_runs_its_tool_on_the_scripted_model(runner: Runner) -> 
 def test_every_example_is_tested() -> None:
     tested = set(re.findall(r'"(\w+\.py)"', Path(__file__).read_text()))
     assert {p.name for p in EXAMPLES.glob("*.py")} <= tested
+
+
+async def test_hello_sync_prints_a_plain_and_a_typed_answer(runner: Runner) -> None:
+    typed = calls(("final_answer", {"name": "Paris", "country": "France"}))
+    model = runner.script("hello", [text("Bon", "jour !"), typed])
+    out = await runner.run("hello_sync.py", model=model)
+    assert out == "Bonjour !\nParis is in France\n"
+
+
+async def test_careful_agent_asks_before_bash_and_returns_a_typed_summary(runner: Runner) -> None:
+    (runner.project / "notes.txt").write_text("one\ntwo\n")
+    summary = {"files": ["notes.txt"], "verdict": "tidy"}
+    model = runner.script(
+        "careful",
+        [
+            calls(("bash", {"command": "rm -rf ."}), ("slow_count", {"path": "notes.txt"})),
+            calls(("final_answer", summary)),
+        ],
+    )
+    out = await runner.run("careful_agent.py", model=model)
+    assert out.startswith("approve? ") and "-> no" in out
+    assert out.endswith("files: ['notes.txt']; verdict: tidy\n")
+    assert (runner.project / "notes.txt").exists()
+
+
+async def test_careful_agent_reports_a_failed_model_call_as_an_exception(runner: Runner) -> None:
+    failed = {"content": [], "error": "invalid_request_error: no such model"}
+    out = await runner.run("careful_agent.py", model=runner.script("fails", [failed]))
+    assert out == "no summary (failed): the model call failed: invalid_request_error: no such model\n"
+
+
+def test_the_readme_opens_with_a_program_from_examples() -> None:
+    from doc_quotes import code_blocks, quoted_from
+
+    first = code_blocks(ROOT / "README.md", "python")[0]
+    assert quoted_from(first, EXAMPLES) == ["hello_sync.py"] and len(first.splitlines()) <= 12

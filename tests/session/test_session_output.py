@@ -146,7 +146,7 @@ def scripted_core(*replies: Any) -> tuple[AgentSession, ScriptedModel]:
 
 async def test_invalid_answers_are_asked_again_a_bounded_number_of_times() -> None:
     bad = reply(tool_call("final_answer", BAD))
-    core, scripted = scripted_core(bad, bad, bad, bad, reply(tool_call("final_answer", GOOD)))
+    core, _ = scripted_core(bad, bad, bad, bad, reply(tool_call("final_answer", GOOD)))
     with pytest.raises(OutputError, match="no valid City after 2 answers") as raised:
         await core.run("Capital of France?", output=City, max_reasks=1)
     results = [m for m in core.messages if m["role"] == "toolResult"]

@@ -744,7 +744,9 @@ class AgentSession:
     ) -> CompactionResult:
         """Summarise the older part of the conversation into a compaction entry.
 
-        Raises ``CompactionError`` when there is nothing to compact."""
+        Raises ``NothingToCompactError`` (a ``CompactionError``) on a conversation still short
+        enough to be kept whole (``settings.compaction.keep_recent_tokens``), with a message
+        saying so; ``CompactionError`` when the summariser failed."""
         from tether.session.compaction import CompactionError, compact
 
         session = self._require_session()

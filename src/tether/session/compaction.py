@@ -44,6 +44,12 @@ class CompactionError(SessionError):
     """The summariser failed (its error message is kept) or there is nothing to compact."""
 
 
+class NothingToCompactError(CompactionError):
+    """The conversation is still short: all of it lies in the part compaction always keeps
+    (``keep_recent_tokens``), so there is nothing older to summarise. Not a failure of anything:
+    a program that compacts on a schedule may ignore it."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
     entry_id: str
@@ -244,7 +250,10 @@ async def compact(
     path = session.path_nodes()
     plan = _plan(path, settings.keep_recent_tokens)
     if not plan.to_summarise:
-        raise CompactionError("nothing to compact: the whole context is within keep_recent_tokens")
+        raise NothingToCompactError(
+            f"nothing to compact yet: the conversation ({context_tokens(session.messages)} tokens) lies "
+            f"within the {settings.keep_recent_tokens} most recent tokens compaction always keeps"
+        )
     tokens_before = context_tokens(session.messages)
     options = SimpleStreamOptions(signal=signal, session_id=session.id)
     summary, usage = await _summary_reply(
