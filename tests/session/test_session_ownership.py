@@ -11,8 +11,8 @@ import pytest
 from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
-from tether.store.errors import SessionError
 from tether.session.factory import SessionChoice, create_agent_session
+from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply
 
 

@@ -54,7 +54,7 @@ from tether.agent.types import (
 )
 from tether.agent.validation import validate_tool_arguments
 from tether.ai.abort import AbortSignal
-from tether.errors import TetherError
+from tether.errors import TetherError, ToolError
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ whatever it returns later is dropped. Its call ends at once with an error result
 abort (and ``close``) returns within about this long whatever the tool does with its signal."""
 
 
-class ToolAbandonedError(Exception):
+class ToolAbandonedError(ToolError):
     """A tool kept running past ``ABORT_GRACE`` after the run was aborted."""
 
 

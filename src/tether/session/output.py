@@ -10,7 +10,8 @@ That works the same on every API, since every API has tool calls. What is bounde
   ``max_reasks``;
 - a failed or aborted reply (after the session's retries): raised at once.
 
-Each outcome that is not an answer raises ``OutputError`` saying which.
+Each outcome that is not an answer raises ``OutputError`` saying which: a ``TetherError`` that
+is not a ``UserError`` (the program did nothing wrong; the model or its provider did).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from tether.agent import AgentTool, AgentToolResult
+from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -30,7 +32,7 @@ FINAL_ANSWER = "final_answer"
 OutputFailure = Literal["failed", "aborted", "invalid", "missing"]
 
 
-class OutputError(Exception):
+class OutputError(TetherError):
     """A typed run ended without a valid answer; ``reason`` says how (the message says why):
     ``failed`` (the model call failed, retries included), ``aborted``, ``invalid`` (the answers
     did not validate ``max_reasks + 1`` times), ``missing`` (the model never gave one)."""
