@@ -19,7 +19,7 @@ from tether.session import (
     should_compact,
     summarize_branch,
 )
-from tether.session.compaction import serialize_for_summary
+from tether.session.compaction import NothingToCompactError, serialize_for_summary
 from tether.testing.scripted import ScriptedModel, reply
 from tether.wire import AssistantMessage
 
@@ -157,7 +157,7 @@ async def test_failed_summary_persists_nothing(manager: SessionManager) -> None:
             settings=CompactionSettings(keep_recent_tokens=500),
         )
     assert len(s.entries()) == count
-    with pytest.raises(CompactionError, match="nothing to compact"):
+    with pytest.raises(NothingToCompactError, match="nothing to compact yet: the conversation .* tokens"):
         await compact(s, MODEL, scripted("S"), settings=CompactionSettings(keep_recent_tokens=10**9))
 
 

@@ -339,56 +339,9 @@ class AgentSession:
         ``max_reasks`` times. Raises ``OutputError`` (``reason``: ``failed``, ``aborted``,
         ``invalid``, ``missing``) when there is no valid answer; the transcript keeps the
         exchange either way (``tether.session.output``)."""
-        from tether.session.output import (
-            FINAL_ANSWER,
-            INSTRUCTION,
-            REMINDER,
-            AnswerSlot,
-            OutputError,
-            final_answer_tool,
-        )
+        from tether.session.output import run_for_output
 
-        slot = AnswerSlot(output)
-        answer_tool = final_answer_tool(slot)
-
-        def count_invalid(event: SessionEvent) -> None:
-            if (
-                event["type"] == "tool_execution_end"
-                and event["toolName"] == FINAL_ANSWER
-                and event["isError"]
-            ):
-                slot.invalid += 1
-                slot.errors.append(message_text(cast(Any, {"content": event["result"].content})))
-                if slot.invalid > max_reasks:
-                    self.abort()
-
-        unsubscribe = self.subscribe(count_invalid)
-        self.agent.tools = [*self.agent.tools, answer_tool]
-        try:
-            text = prompt + INSTRUCTION
-            while True:
-                await self.prompt(text, retry=retry)
-                if slot.answer is not None:
-                    return slot.answer
-                last = self.last_assistant()
-                if slot.invalid > max_reasks:
-                    raise OutputError(
-                        f"no valid {output.__name__} after {slot.invalid} answers; the last: {slot.errors[-1]}",
-                        "invalid",
-                    )
-                if last is not None and last["stopReason"] == "aborted":
-                    raise OutputError("the run was aborted before an answer", "aborted")
-                if last is not None and last["stopReason"] == "error":
-                    raise OutputError(
-                        f"the model call failed: {last.get('errorMessage') or 'error'}", "failed"
-                    )
-                slot.invalid += 1  # a reply without the tool call counts as a re-ask too
-                if slot.invalid > max_reasks:
-                    raise OutputError(f"the model gave no {output.__name__} answer", "missing")
-                text = REMINDER
-        finally:
-            unsubscribe()
-            _drop_tool(self.agent, answer_tool)
+        return await run_for_output(self, prompt, output, max_reasks, retry)
 
     def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
         """The coding agent's input syntax, then a prompt.
@@ -1510,10 +1463,6 @@ class AgentSession:
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
-
-
-def _drop_tool(agent: Agent, tool: object) -> None:
-    agent.tools = [t for t in agent.tools if t is not tool]
 
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
