@@ -21,7 +21,7 @@ class Summary(BaseModel):
 
 
 async def approve(tool_call: tether.ToolCall, question: str) -> bool:
-    """Asked before a risky call (bash, a write outside the workspace): here, always no."""
+    """Asked before a risky call (a write outside the workspace, bash unsandboxed): here, no."""
     print(f"approve? {question} -> no")
     return False
 

@@ -282,20 +282,22 @@ async def test_hello_sync_prints_a_plain_and_a_typed_answer(runner: Runner) -> N
     assert out == "Bonjour !\nParis is in France\n"
 
 
-async def test_careful_agent_asks_before_bash_and_returns_a_typed_summary(runner: Runner) -> None:
+async def test_careful_agent_asks_before_a_write_outside_and_returns_a_typed_summary(runner: Runner) -> None:
     (runner.project / "notes.txt").write_text("one\ntwo\n")
     summary = {"files": ["notes.txt"], "verdict": "tidy"}
     model = runner.script(
         "careful",
         [
-            calls(("bash", {"command": "rm -rf ."}), ("slow_count", {"path": "notes.txt"})),
+            calls(
+                ("write", {"path": "../outside.txt", "content": "x"}), ("slow_count", {"path": "notes.txt"})
+            ),
             calls(("final_answer", summary)),
         ],
     )
     out = await runner.run("careful_agent.py", model=model)
     assert out.startswith("approve? ") and "-> no" in out
     assert out.endswith("files: ['notes.txt']; verdict: tidy\n")
-    assert (runner.project / "notes.txt").exists()
+    assert not (runner.project.parent / "outside.txt").exists()
 
 
 async def test_careful_agent_reports_a_failed_model_call_as_an_exception(runner: Runner) -> None:

@@ -4,6 +4,7 @@ callback. (The CLI asks for every tool: ``tests/cli`` runs its agents with them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import tether
@@ -40,15 +41,15 @@ def test_the_cli_and_a_program_that_asks_get_every_tool(tmp_path: Path) -> None:
 
 
 async def test_risky_calls_go_through_the_programs_approval_callback(tmp_path: Path) -> None:
-    call = (
-        '{"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "echo hi > made.txt"}}]}'
-    )
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    arguments = json.dumps({"path": str(outside), "content": "x"})
+    call = '{"content": [{"type": "toolCall", "name": "write", "arguments": ' + arguments + "}]}"
     done = '{"content": [{"type": "text", "chunks": ["ok"]}]}'
     asked: list[str] = []
 
     async def approve(tool_call: ToolCall, question: str) -> bool:
         asked.append(tool_call["name"])
-        return False  # refused: the command never runs
+        return False  # refused: nothing is written
 
     core = create_agent_session(
         cwd=tmp_path,
@@ -57,6 +58,6 @@ async def test_risky_calls_go_through_the_programs_approval_callback(tmp_path: P
         tools=tether.CODING_TOOLS,
         ask=approve,
     )
-    await core.prompt("make a file")
+    await core.prompt("write outside")
     await core.close()
-    assert asked == ["bash"] and not (tmp_path / "made.txt").exists()
+    assert asked == ["write"] and not outside.exists()

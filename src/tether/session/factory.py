@@ -233,7 +233,7 @@ def create_agent_session(
         system_prompt: Replaces the built-in prompt (project context files are still appended).
         approval: The approval policy (default: ``settings.approval``).
         ask: The approval callback, ``async (tool_call, question) -> bool``, asked before a risky
-            call (``bash``, a write outside ``cwd``, an MCP tool not marked read-only) under the
+            call (a write outside ``cwd``, ``bash`` unsandboxed, an MCP tool not marked read-only) under the
             ``ask`` policy; ``None``: nobody can answer, so such calls are refused.
         session: Which stored session to use (default: a new one).
         sessions: The session manager (default: the user's database; opened only if needed).
