@@ -1,5 +1,7 @@
 """Issue 14 (class 9) on the user's own JSON files that landed after it: one that is not text, or
-nested deeper than Python's parser recurses, is one line naming the file, never a traceback.
+nested deeper than Python's parser recurses, is one line naming the file, never a traceback, and
+(issue 37: a bad entry never stops a run) the run goes on without it: no MCP servers from a
+damaged ``mcp.json``, no trusted folders from a damaged list.
 
 ``tether -p`` runs in a subprocess with a scripted model; the file under test sits where tether
 reads it (the trusted-folders list is read when the project has a ``.tether`` folder).
@@ -30,9 +32,14 @@ def test_a_damaged_user_file_is_one_line_naming_it(cli: CliEnv, name: str, damag
     (cli.project / ".tether" / "prompts").mkdir(parents=True)  # makes tether ask whether it is trusted
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]))
     assert "Traceback" not in done.stderr
-    assert done.returncode == 1
-    assert done.stderr.startswith(f"tether: {config / name}: "), done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "JSON" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine\n"
+    about = [
+        line
+        for line in done.stderr.splitlines()
+        if line.removeprefix("note: ").startswith(f"{config / name}: ")
+    ]
+    assert len(about) == 1 and "JSON" in about[0], done.stderr
 
 
 def _sparse(path: Path, size: int, head: bytes) -> Path:
