@@ -85,7 +85,8 @@ async def test_cancel_while_a_permission_request_is_open(acp_env: AcpEnv) -> Non
     refused and the prompt reports ``cancelled``."""
     script = acp_env.script(
         "pending",
-        [tool_reply("bash", {"command": "echo never"}, "b1"), text_reply("not reached")],
+        # confined bash asks nobody; run outside the sandbox, it asks
+        [tool_reply("bash", {"command": "echo never", "escalate": True}, "b1"), text_reply("not reached")],
     )
     client = EditorClient(permission_choices=[])
     async with acp_env.agent(client, script) as conn:

@@ -56,7 +56,7 @@ async def test_full_session_then_load_in_a_new_process(acp_env: AcpEnv) -> None:
             tool_reply("edit", edit, "e1"),
             tool_reply("edit", edit, "e2"),
             text_reply("Fixed."),
-            tool_reply("bash", {"command": "sleep 30"}, "b1"),
+            tool_reply("bash", {"command": "sleep 30", "escalate": True}, "b1"),  # outside the sandbox: asks
             text_reply("(the loop asks once more after the abort: the model sees it and stops)"),
         ],
     )

@@ -48,7 +48,12 @@ def test_the_typescript_sdk_client_holds_a_session(acp_env: AcpEnv) -> None:
             {
                 "content": [
                     {"type": "thinking", "chunks": ["Let me look"]},
-                    {"type": "toolCall", "id": "b1", "name": "bash", "arguments": {"command": "echo hi"}},
+                    {
+                        "type": "toolCall",
+                        "id": "b1",
+                        "name": "bash",
+                        "arguments": {"command": "echo hi", "escalate": True},
+                    },
                 ]
             },
             text_reply("It says ", "alpha."),

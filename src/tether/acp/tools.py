@@ -43,7 +43,7 @@ from tether.tools import (
     read_lines,
     written,
 )
-from tether.tools.bash import DEFAULT_TIMEOUT, shell_argv
+from tether.tools.bash import BASH_PARAMETERS, DEFAULT_TIMEOUT, DESCRIPTION as BASH_DESCRIPTION, shell_argv
 from tether.tools.edit import refuse_uneditable
 from tether.tools.read import line_window, read_file
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
@@ -143,6 +143,11 @@ def bridge_tools(tools: list[AgentTool], bridge: ToolBridge) -> list[AgentTool]:
     bridged: list[AgentTool] = []
     for tool in tools:
         execute = tool.execute
+        description, parameters, metadata = tool.description, tool.parameters, tool.metadata
+        if tool.name == "bash" and bridge.access.terminal:
+            # The editor runs the command, outside our sandbox: described and gated as unconfined.
+            description, parameters = BASH_DESCRIPTION, BASH_PARAMETERS
+            metadata = {**metadata, "needs_approval": True}
         if tool.name == "read" and bridge.access.read:
             execute = _client_read(bridge)
         elif tool.name == "write" and bridge.access.write:
@@ -157,12 +162,12 @@ def bridge_tools(tools: list[AgentTool], bridge: ToolBridge) -> list[AgentTool]:
             AgentTool(
                 name=tool.name,
                 label=tool.label,
-                description=tool.description,
-                parameters=tool.parameters,
+                description=description,
+                parameters=parameters,
                 execute=_reporting_start(bridge, execute),
                 execution_mode=tool.execution_mode,
                 prepare_arguments=tool.prepare_arguments,
-                metadata=tool.metadata,
+                metadata=metadata,
             )
         )
     return bridged
