@@ -618,9 +618,13 @@ class AgentSession:
 
     def switch_session(self, session: str) -> None:
         """Continue another stored session (its settings entries apply): ``session`` is its id or
-        the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``)."""
+        the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``).
+        Switching to the session already open changes nothing, as in pi."""
         sessions = self._require_sessions()
-        self._attach(sessions.open(self._session_id_of(session)), load_settings=True)
+        session_id = self._session_id_of(session)
+        if self._session is not None and self._session.id == session_id:
+            return
+        self._attach(sessions.open(session_id), load_settings=True)
 
     def _session_id_of(self, session: str) -> str:
         """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path

@@ -100,7 +100,8 @@ try {
 	assert.deepEqual(await client.clone(), { cancelled: false });
 	assert.equal((await client.bash("echo from-bash")).output, "from-bash\n");
 	assert.match((await client.exportHtml("out.html")).path, /out\.html$/);
-	await client.switchSession(fresh.sessionFile);
+	await client.switchSession(first.sessionFile); // to the current session: nothing changes
+	await client.newSession(); // the fresh one had no message, so it was never stored: a new one
 	log.push("switch_session");
 
 	// 8. a few more of pi's client methods, answered as pi would

@@ -227,8 +227,10 @@ try {
 		assert.equal(back.sessionId, before);
 		assert.equal(back.sessionFile, state.sessionFile);
 		assert.equal(back.messageCount, messageCount);
-		assert.deepEqual(await client.switchSession(fresh.sessionId), { cancelled: false });
-		assert.equal((await client.getState()).sessionId, fresh.sessionId);
+		// by a bare id too (the fresh session was never stored: it has no message)
+		await client.newSession();
+		assert.deepEqual(await client.switchSession(before), { cancelled: false });
+		assert.equal((await client.getState()).sessionId, before);
 		await assert.rejects(client.switchSession("/nowhere/sessions.db/" + before), /not a session of this store/);
 		await client.switchSession(state.sessionFile);
 		const forked = await client.fork(forkable[0].entryId);
