@@ -2,14 +2,19 @@
 
 Where each comes from, first match winning on a name:
 
-- skills: the project's ``.tether/skills/`` (trusted projects only), then ``.agents/skills/``,
-  ``.claude/skills/`` and ``.pi/skills/`` of the working directory and its parents up to the
-  repository root; then the user's ``<config>/skills/``, ``~/.agents/skills/``,
-  ``~/.claude/skills/`` and ``~/.pi/agent/skills/``. Each source is switched in settings
+- skills: the user's ``<config>/skills/``, ``~/.agents/skills/``, ``~/.claude/skills/`` and
+  ``~/.pi/agent/skills/``; then the project's ``.tether/skills/`` (trusted projects only),
+  ``.agents/skills/``, ``.claude/skills/`` and ``.pi/skills/`` of the working directory and its
+  parents up to the repository root. Each source is switched in settings
   (``"skills": {"claude": false}``);
-- prompt templates: the project's ``.tether/prompts/`` (trusted), then ``<config>/prompts/``;
+- prompt templates: ``<config>/prompts/``, then the project's ``.tether/prompts/`` (trusted);
 - extensions: ``<config>/extensions/``, the project's ``.tether/extensions/`` (trusted), the
   entry-point group ``tether.extensions``, then the paths given for the run (``-e``).
+
+The user's own come first: a cloned repository must not replace a skill or command the user
+relies on by giving its own the same name (the repository's is reported as shadowed). A
+project's files are read under ``tether.session.own_files``'s policy: a ``SKILL.md`` linking out
+of the repository is refused.
 
 A project's ``.tether/`` folder travels with the repository, so what it would add (instructions
 for the model, commands, code that runs in this process) is taken only from a project the user
@@ -198,7 +203,7 @@ def load_resources(
     project = _ProjectFolders(cwd, config_dir, warnings)
     skills = _skills(project, config_dir, settings, warnings)
     templates = _templates(project, config_dir, warnings)
-    host = _extensions(project, config_dir, data_dir, extensions, extension_paths)
+    host = _extensions(project, config_dir, data_dir, extensions, extension_paths, warnings)
     if host is not None:
         warnings.extend(host.problems)
     return Resources(skills, templates, host, warnings)
@@ -210,6 +215,9 @@ class _ProjectFolders:
 
     def __init__(self, cwd: Path, config_dir: Path, warnings: list[str]) -> None:
         self.chain = _project_chain(cwd)
+        self.roots = (self.chain[-1], config_dir)
+        """Where a file found in the project may really lie: the repository and the user's
+        config folder, never a link out to the rest of the user's files."""
         self._config_dir = config_dir
         self._warnings = warnings
         self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
@@ -254,19 +262,13 @@ _USER: Literal["user"] = "user"
 def _skills(
     project: _ProjectFolders, config_dir: Path, settings: Settings, warnings: list[str]
 ) -> list[Skill]:
+    """The user's folders come first: a repository's skill never replaces the user's own skill of
+    the same name (it is reported as shadowed instead)."""
     switches = settings.skills
     home = Path.home()
     folders: list[tuple[str, Literal["user", "project"], Path | None]] = [
-        ("project", "project", project.tether("skills") if "project" in switches else None)
+        ("user", "user", config_dir / "skills" if "user" in switches else None)
     ]
-    for source, relative in (
-        ("agents", ".agents/skills"),
-        ("claude", ".claude/skills"),
-        ("pi", ".pi/skills"),
-    ):
-        if source in switches:
-            folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
-    folders.append(("user", "user", config_dir / "skills" if "user" in switches else None))
     for source, relative in (
         ("agents", ".agents/skills"),
         ("claude", ".claude/skills"),
@@ -274,6 +276,14 @@ def _skills(
     ):
         if source in switches:
             folders.append((source, _USER, home / relative))
+    folders.append(("project", "project", project.tether("skills") if "project" in switches else None))
+    for source, relative in (
+        ("agents", ".agents/skills"),
+        ("claude", ".claude/skills"),
+        ("pi", ".pi/skills"),
+    ):
+        if source in switches:
+            folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
     present: list[tuple[str, Literal["user", "project"], Path]] = [
         (source, scope, folder) for source, scope, folder in folders if folder is not None and folder.is_dir()
     ]
@@ -287,18 +297,24 @@ def _skills(
         if folder.resolve() in seen:
             continue  # the home folder is also the project's parent
         seen.add(folder.resolve())
-        found, problems = read_skills(folder, source, scope)
+        roots = project.roots if scope == "project" else None
+        found, problems = read_skills(folder, source, scope, roots)
         warnings.extend(problems)
         for skill in found:
             if skill.name in chosen:
-                warnings.append(f"{skill.path}: skill {skill.name} is shadowed by {chosen[skill.name].path}")
+                warnings.append(_shadowed(f"skill {skill.name}", skill.path, chosen[skill.name].path))
             else:
                 chosen[skill.name] = skill
     return list(chosen.values())
 
 
+def _shadowed(what: str, path: Path, winner: Path) -> str:
+    return f"{path}: {what} is shadowed by {winner} (your own files win over a repository's)"
+
+
 def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) -> list[PromptTemplate]:
-    folders = [("project", project.tether("prompts")), ("user", config_dir / "prompts")]
+    """The user's templates first, as for skills: a repository never replaces the user's own."""
+    folders = [("user", config_dir / "prompts"), ("project", project.tether("prompts"))]
     present = [(source, folder) for source, folder in folders if folder is not None and folder.is_dir()]
     if not present:
         return []
@@ -306,13 +322,12 @@ def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) 
 
     chosen: dict[str, PromptTemplate] = {}
     for source, folder in present:
-        found, problems = read_templates(folder, source)
+        roots = project.roots if source == "project" else None
+        found, problems = read_templates(folder, source, roots)
         warnings.extend(problems)
         for template in found:
             if template.name in chosen:
-                warnings.append(
-                    f"{template.path}: /{template.name} is shadowed by {chosen[template.name].path}"
-                )
+                warnings.append(_shadowed(f"/{template.name}", template.path, chosen[template.name].path))
             else:
                 chosen[template.name] = template
     return list(chosen.values())
@@ -324,17 +339,25 @@ def _extensions(
     data_dir: Path | None,
     discover: bool,
     extension_paths: Sequence[Path],
+    warnings: list[str],
 ) -> ExtensionHost | None:
     paths: list[Path] = []
     entry_points: list[tuple[str, str]] = []
     if discover:
         user = config_dir / "extensions"
         project_folder = project.tether("extensions")
+        names: dict[str, Path] = {}
         for folder in (user, project_folder):
             if folder is not None and folder.is_dir():
-                from tether.session.extensions.loader import extension_files
+                from tether.session.extensions.loader import extension_files, extension_name
 
-                paths += extension_files(folder)
+                for path in extension_files(folder):
+                    name = extension_name(path)
+                    if name in names:  # the user's folder came first: theirs wins
+                        warnings.append(_shadowed(f"extension {name}", path, names[name]))
+                        continue
+                    names[name] = path
+                    paths.append(path)
         if data_dir is None:
             from tether.ai.paths import data_dir as default_data_dir
 

@@ -9,10 +9,12 @@ first line). The conventions are pi's and Claude Code's, so a prompts folder wor
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.session.frontmatter import FileTooLargeError, FrontMatterError, read_markdown, split_front_matter
+from tether.session.frontmatter import FrontMatterError, read_markdown, split_front_matter
+from tether.session.own_files import RefusedFile
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 _PLACEHOLDER = re.compile(r"\$\{@:(\d+)\}|\$(\d+)|\$ARGUMENTS|\$@")
@@ -51,9 +53,11 @@ def split_arguments(args: str) -> list[str]:
 _WORD = re.compile(r'"([^"]*)"|\'([^\']*)\'|(\S+)')
 
 
-def read_templates(folder: Path, source: str) -> tuple[list[PromptTemplate], list[str]]:
+def read_templates(
+    folder: Path, source: str, roots: Sequence[Path] | None = None
+) -> tuple[list[PromptTemplate], list[str]]:
     """The templates of ``folder`` (its ``*.md`` files), sorted by name, and one warning per file
-    that could not be used."""
+    that could not be used; ``roots``: where a file may really lie, ``None``: anywhere."""
     templates: list[PromptTemplate] = []
     warnings: list[str] = []
     try:
@@ -65,8 +69,8 @@ def read_templates(folder: Path, source: str) -> tuple[list[PromptTemplate], lis
             warnings.append(f"{path}: {path.stem!r} cannot be a command name; template skipped")
             continue
         try:
-            fields, body = split_front_matter(read_markdown(path))
-        except (OSError, UnicodeDecodeError, FileTooLargeError) as exc:
+            fields, body = split_front_matter(read_markdown(path, roots))
+        except (OSError, UnicodeDecodeError, RefusedFile) as exc:
             warnings.append(f"{path}: cannot read: {exc}; template skipped")
             continue
         except FrontMatterError as exc:
