@@ -7,6 +7,7 @@ line on stderr and exit status 1 — never a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
 import threading
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.options import RunOptions
+from tether.cli.stdout import take_over_stdout, text_output
 from tether.errors import TetherError
 from tether.telemetry.otlp import start_from_env
 
@@ -81,9 +83,8 @@ async def _run(options: RunOptions) -> int:
 
     cwd = options.cwd or Path.cwd()
     rpc_out = None
+    json_out = None
     if options.mode == "rpc":
-        from tether.rpc.mode import take_over_stdout
-
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
             return 2
@@ -91,6 +92,8 @@ async def _run(options: RunOptions) -> int:
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
     else:
         options = _with_prompt(options)
+        if options.mode == "json":
+            json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -145,8 +148,12 @@ async def _run(options: RunOptions) -> int:
         from tether.cli.headless import run_json, run_print
 
         prompts = [options.prompt or "", *options.more_prompts]
-        if options.mode == "json":
-            return await run_json(core, prompts, sys.stdout, sys.stderr)
+        if json_out is not None:
+            try:
+                return await run_json(core, prompts, json_out, sys.stderr)
+            finally:
+                with contextlib.suppress(OSError, ValueError):
+                    json_out.close()
         if core.notice:
             sys.stderr.write(f"note: {core.notice}\n")
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
@@ -176,7 +183,7 @@ def _run_acp(options: RunOptions) -> int:
             "pip install 'agent-client-protocol>=0.12.1,<0.13'\n"
         )
         return 1
-    return run_acp(options.session_options())
+    return run_acp(options.session_options(), take_over_stdout)
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:
