@@ -18,7 +18,9 @@ pytestmark = pytest.mark.subprocess
 
 
 def request(request_id: int, method: str, params: Any) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
+    )
 
 
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}

@@ -13,19 +13,30 @@ the configured ones (a server does not see the user's API keys). ``stop_process`
 as the MCP specification asks: close stdin, give it time to exit, then SIGTERM the process
 group, then SIGKILL; the whole group goes, so a wrapper's children (``npx`` starting ``node``)
 do not outlive the session.
+
+Nor do they outlive tether when it dies without stopping them (``kill -9``, a crash): the group
+is led by the ``bash`` tool's supervisor (``tether.tools.process.supervised``), a bare interpreter
+that asks the kernel for a signal on its parent's death (``PR_SET_PDEATHSIG``) and then kills
+its whole group. The parent-death signal set on the server itself (a ``preexec_fn``) would kill
+the server but not its children, and ``preexec_fn`` is unsafe with threads; a watchdog thread of
+ours dies with us. (The signal comes when the *thread* that started the server ends: servers are
+started on the event loop's thread, which lives as long as the session.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import shutil
 import signal
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TextIO
 
 from tether.mcp.config import McpServerConfig
+from tether.tools.process import supervised
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -50,13 +61,16 @@ async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subpr
     when ``None``). Raises ``OSError`` when the command cannot be started."""
     assert config.command is not None
     env = {k: v for k in INHERITED_ENV if (v := os.environ.get(k)) is not None and not v.startswith("()")}
+    env |= dict(config.env)
+    command = shutil.which(config.command, path=env.get("PATH"))
+    if command is None:  # said here: under the supervisor, exec's own error would come too late
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), config.command)
     return await asyncio.create_subprocess_exec(
-        config.command,
-        *config.args,
+        *supervised([command, *config.args]),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,
-        env=env | dict(config.env),
+        env=env,
         cwd=config.cwd,
         start_new_session=True,
     )
