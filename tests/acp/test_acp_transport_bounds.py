@@ -134,3 +134,39 @@ async def test_a_childs_stdout_goes_to_stderr(acp_env: AcpEnv, tmp_path: Path) -
     stderr = await _end(process)
     for marker in (b"PRINTED-AT-IMPORT", b"FD1-AT-IMPORT", b"CHILD-AT-IMPORT", b"PRINTED-IN-SETUP"):
         assert marker in stderr, marker
+
+
+HUNG_HOOK = """\
+import asyncio
+
+def setup(api):
+    @api.on("before_run")
+    async def hang(context):
+        await asyncio.Event().wait()  # never returns, ignores aborts
+"""
+
+
+async def test_cancel_is_answered_and_stdin_closes_while_a_hook_hangs(acp_env: AcpEnv) -> None:
+    extensions = acp_env.home / "config" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "hang.py").write_text(HUNG_HOOK)
+    process = await _start(acp_env)
+    assert process.stdin is not None
+    process.stdin.write(request(1, "initialize", INITIALIZE))
+    process.stdin.write(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+    await process.stdin.drain()
+    created = await _receive(process)
+    while created.get("id") != 2:
+        created = await _receive(process)
+    session_id = created["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    process.stdin.write(request(3, "session/prompt", prompt))
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    process.stdin.write(json.dumps(cancel).encode() + b"\n")
+    await process.stdin.drain()
+    answer = await _receive(process)
+    while answer.get("id") != 3:
+        answer = await _receive(process)
+    assert answer["result"] == {"stopReason": "cancelled"}
+    stderr = await _end(process)
+    assert b"Traceback" not in stderr

@@ -36,3 +36,33 @@ def test_json_mode_stdout_holds_events_only(cli: CliEnv) -> None:
     for marker in ("PRINTED-AT-IMPORT", "FD1-AT-IMPORT", "CHILD-AT-IMPORT", "PRINTED-IN-SETUP"):
         assert marker in done.stderr, marker
     assert "PRINTED-IN-HOOK" in done.stderr and "CHILD-IN-HOOK" in done.stderr
+
+
+def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
+    """``tether -p`` reading a pipe nobody writes to or closes: one SIGINT ends it (130)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "-p", "question"],
+        cwd=cli.project,
+        env=cli.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        syscall = Path(f"/proc/{process.pid}/syscall")
+        deadline = time.monotonic() + 60
+        while not syscall.read_text().startswith("0 0x0 "):  # blocked in read(0, ...)
+            assert process.poll() is None and time.monotonic() < deadline, "never read stdin"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()

@@ -42,6 +42,10 @@ MAX_MESSAGE_BYTES = 50 * 1024 * 1024
 """The longest line read as a message (the SDK's own limit): a prompt with a few large images."""
 WRITE_HIGH_WATER = 1 << 20
 """Bytes of output buffered before a send waits for the client to read."""
+MAX_WAITING_SENDS = 64
+"""Messages waiting to be sent before no more requests are read: the SDK answers each request
+in a task of its own, so the answers of requests read faster than they can be sent would pile
+up in memory, one task each, as long as the client is not reading."""
 _CHUNK = 1 << 16
 
 
@@ -92,17 +96,29 @@ class JsonRpcStdio:
         """How far ``_buffer`` is known to hold no LF."""
         self._skipping = False
         """Inside an oversized line: drop bytes up to its LF."""
+        self._waiting_sends = 0
+        self._fewer_sends = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        async with self._lock:
-            if self._output.closed:
-                return  # the client stopped listening; receive() ends the connection
-            self._transport.write(data)
-            await self._output.writable()
+        self._waiting_sends += 1
+        try:
+            async with self._lock:
+                if self._output.closed:
+                    return  # the client stopped listening; receive() ends the connection
+                self._transport.write(data)
+                await self._output.writable()
+        finally:
+            self._waiting_sends -= 1
+            if self._waiting_sends <= MAX_WAITING_SENDS:
+                self._fewer_sends.set()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; ``None`` at end of input (or of output)."""
+        await asyncio.sleep(0)  # the tasks of the messages read so far take a step: to their send
+        while self._waiting_sends > MAX_WAITING_SENDS:
+            self._fewer_sends.clear()
+            await self._fewer_sends.wait()
         while True:
             line = await self._next_line()
             if line is None:

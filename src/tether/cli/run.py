@@ -21,6 +21,7 @@ from tether.errors import TetherError
 from tether.telemetry.otlp import start_from_env
 
 if TYPE_CHECKING:
+    from tether.session.agent_session import AgentSession
     from tether.session.settings import Settings
 
 DEMO_MODEL = "local:"
@@ -46,6 +47,10 @@ def _run_mode(options: RunOptions) -> int:
         start_up_done()  # an editor's server runs for hours
         return _run_acp(options)
     try:
+        if options.mode != "rpc":
+            # Before the event loop: its SIGINT handler only cancels the main task, which a
+            # blocking read of an open pipe never notices (it took a second Ctrl-C).
+            options = _with_prompt(options)
         return asyncio.run(_run(options))
     except KeyboardInterrupt:
         return 130
@@ -90,10 +95,8 @@ async def _run(options: RunOptions) -> int:
             return 2
 
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
-    else:
-        options = _with_prompt(options)
-        if options.mode == "json":
-            json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
+    elif options.mode == "json":
+        json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -159,7 +162,22 @@ async def _run(options: RunOptions) -> int:
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
         return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
     finally:
-        await core.close()
+        await _close(core)
+
+
+CLOSE_WAIT = 10.0
+"""Seconds the end of a run waits for the session to close (a run stuck on a dead dependency
+is aborted and left behind rather than keeping the process alive)."""
+
+
+async def _close(core: AgentSession) -> None:
+    """``core.close()``, bounded: shielded, so a close that ends late is not cut in half."""
+    closing = asyncio.ensure_future(core.close())
+    done, _ = await asyncio.wait([closing], timeout=CLOSE_WAIT)
+    if not done:
+        sys.stderr.write(f"tether: the session did not close within {CLOSE_WAIT:g} s; exiting\n")
+        return
+    closing.result()
 
 
 def _run_acp(options: RunOptions) -> int:
