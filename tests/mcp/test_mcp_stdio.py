@@ -152,3 +152,43 @@ def test_nothing_outlives_a_kill_9_of_tether(tmp_path: Path) -> None:
         for name in ("server", "helper"):  # a failed run must not leave them behind either
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int((pids / name).read_text()), signal.SIGKILL)
+
+
+@pytest.mark.subprocess
+def test_a_huge_result_costs_about_its_size_not_six_times_it(tmp_path: Path) -> None:
+    """A ~50 MB result line (the text twice: content and structuredContent) through a real
+    server, in a fresh interpreter: the peak over the start stays within 3x the line (it was
+    6-7x: the line decoded to a str, parsed by pydantic, encoded again whole), and the 25 MB
+    structured copy is not kept in the details recorded with the session."""
+    program = textwrap.dedent(
+        f"""
+        import asyncio, json, resource, sys
+        from pathlib import Path
+        from tether.mcp import McpServerConfig, McpServers
+
+        async def main():
+            config = McpServerConfig("toy", command=sys.executable, args=({str(TOY)!r},))
+            servers = McpServers([config], log_dir=Path({str(tmp_path / "logs")!r}))
+            servers.start()
+            await servers.ready()
+            big = next(t for t in servers.tools() if t.name.endswith("__big"))
+            base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            result = await big.execute("c1", {{"lines": 2_000_000}}, None, None)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            print(json.dumps({{"kib": peak - base, "text": len(result.content[0]["text"]), "details": result.details}}))
+            await servers.close()
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    report = json.loads(done.stdout.splitlines()[-1])
+    line_kib = 2 * 24_888_890 // 1024  # the text (sum of "line i\\n"), twice, as JSON
+    assert report["kib"] < 3 * line_kib, report
+    assert report["text"] < 60_000  # what the model sees: head and tail
+    assert "structuredContent" not in report["details"] and "structuredContentOmitted" in report["details"]

