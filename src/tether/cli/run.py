@@ -217,24 +217,22 @@ def _with_prompt(options: RunOptions) -> RunOptions:
 
 
 def _settings(cwd: Path, *, interactive: bool) -> Settings:
-    """Settings for ``cwd``; a project file that would widen the model's powers is asked about
-    when someone is at the keyboard, and otherwise reported as ignored."""
+    """Settings for ``cwd``. With someone at the keyboard, what the project would add and was
+    not granted (widening settings, extensions, MCP servers, skills, templates) is named and
+    asked about kind by kind (``tether.cli.trust_prompt``); otherwise ignored widening settings
+    are reported (the rest is reported as the session loads it)."""
     from tether.ai.paths import config_dir
     from tether.session.settings import load_settings, untrusted_note
-    from tether.session.trust import trust
 
     settings = load_settings(config_dir(), cwd)
-    if not settings.ignored or settings.project_file is None:
-        return settings
-    folder = settings.project_file.parent.parent
     if interactive and sys.stdin.isatty():
-        keys = ", ".join(settings.ignored)
-        sys.stderr.write(f"{settings.project_file} asks for more than your own settings allow ({keys}).\n")
-        answer = input(f"Trust {folder} and apply its settings? [y/N] ").strip().lower()
-        if answer in ("y", "yes"):
-            trust(config_dir(), folder)
-            return load_settings(config_dir(), cwd)
-    sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
+        from tether.cli.trust_prompt import ask_grants, offered
+
+        offers = offered(cwd, settings, config_dir())
+        if offers and ask_grants(offers, config_dir(), sys.stderr):
+            settings = load_settings(config_dir(), cwd)
+    if settings.ignored and settings.project_file is not None:
+        sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
     return settings
 
 

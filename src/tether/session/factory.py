@@ -170,7 +170,7 @@ def load_mcp_files(cwd: Path, config_file: Path | None = None) -> list[McpServer
     from tether.session.trust import TrustFileError, is_trusted
 
     try:
-        trusted = is_trusted(config_dir(), cwd)  # the same gate as widening project settings
+        trusted = is_trusted(config_dir(), cwd, "mcp")  # its servers are programs started here
         return load_mcp_servers(cwd, config_file=config_file, trusted=trusted)
     except (McpConfigError, TrustFileError) as exc:
         raise SetupError(str(exc)) from None

@@ -221,26 +221,27 @@ class _ProjectFolders:
         self._config_dir = config_dir
         self._warnings = warnings
         self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
-        self._trusted: bool | None = None
+        self._granted: frozenset[str] | None = None
 
-    def tether(self, name: str) -> Path | None:
-        """``.tether/<name>`` of the nearest project, if it exists and the project is trusted."""
+    def tether(self, name: Literal["skills", "prompts", "extensions"]) -> Path | None:
+        """``.tether/<name>`` of the nearest project, if it exists and the project was granted
+        ``name`` (``tether.session.trust``: each kind on its own)."""
         if self._tether is None or not (self._tether / name).is_dir():
             return None
-        if self._trusted is None:
-            from tether.session.trust import TrustFileError, is_trusted, trust_file
+        from tether.session.trust import TrustFileError, granted, trust_file
 
+        if self._granted is None:
             try:
-                self._trusted = is_trusted(self._config_dir, self._tether.parent)
+                self._granted = granted(self._config_dir, self._tether.parent)
             except TrustFileError as exc:
                 self._warnings.append(str(exc))
-                self._trusted = False
-            self._hint = (
-                f"the project is not trusted (run tether interactively there to be asked, or add "
-                f"{self._tether.parent} to {trust_file(self._config_dir)})"
+                self._granted = frozenset()
+        if name not in self._granted:
+            self._warnings.append(
+                f"{self._tether / name}: ignored: the project is not trusted with its {name} (run "
+                f"tether interactively there to be asked, or add {self._tether.parent} to "
+                f"{trust_file(self._config_dir)})"
             )
-        if not self._trusted:
-            self._warnings.append(f"{self._tether / name}: ignored: {self._hint}")
             return None
         return self._tether / name
 
