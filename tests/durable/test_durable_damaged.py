@@ -141,7 +141,7 @@ def test_submit_follow_says_when_no_worker_is_polling(tmp_path: Path) -> None:
         worker.send_signal(signal.SIGTERM)
         worker.communicate(timeout=60)
     from tether.session.manager import SessionManager
-    from tether.session.paths import default_db_path
+    from tether.store.paths import default_db_path
 
     with SessionManager.at(default_db_path({"TETHER_HOME": str(home)})) as sessions:
         session = sessions.create(tmp_path)
