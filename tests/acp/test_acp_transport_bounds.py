@@ -26,7 +26,9 @@ def request(request_id: int, method: str, params: Any) -> bytes:
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
-async def _start(acp_env: AcpEnv, *args: str) -> asyncio.subprocess.Process:
+async def _start(acp_env: AcpEnv, *args: str, limit: int = 1 << 24) -> asyncio.subprocess.Process:
+    """The agent; ``limit``: how much of its output this side buffers (asyncio reads a pipe
+    until twice that is buffered, whether or not the test reads it)."""
     script = acp_env.script("s", [text_reply("ok")])
     return await asyncio.create_subprocess_exec(
         *acp_env.command(*args),
@@ -35,7 +37,7 @@ async def _start(acp_env: AcpEnv, *args: str) -> asyncio.subprocess.Process:
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        limit=1 << 24,
+        limit=limit,
     )
 
 
@@ -80,7 +82,7 @@ def _rss_kib(pid: int) -> int:
 async def test_a_client_that_stops_reading_holds_the_agent_still(acp_env: AcpEnv) -> None:
     """60k requests never read: the agent stops reading them once its answers back up, so the
     client's writes stall and the agent's memory stays put; reading the answers lets it go on."""
-    process = await _start(acp_env)
+    process = await _start(acp_env, limit=1 << 16)  # this side stops reading at 128 KiB
     assert process.stdin is not None
     await process.stdin.drain()
     total = 60_000
