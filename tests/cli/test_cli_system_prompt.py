@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,72 @@ def test_cli_context_options_shape_the_recorded_system_prompt(cli: CliEnv, tmp_p
     assert full.index("global habit") < full.index("project rule")
     assert full.endswith("appended from a file\n\nappended text")
     assert "global habit" not in bare and "project rule" not in bare and "appended" not in bare
+
+
+def _hostile_repository(root: Path, outside: Path) -> Path:
+    """A clone whose context files point where a repository must not reach: the process's
+    environment, a file outside it, a FIFO (opening it would block), a huge sparse file."""
+    repo = root / "evil"
+    repo.mkdir()
+    (repo / ".git").mkdir()
+    (repo / "CLAUDE.md").symlink_to("/proc/self/environ")
+    (repo / "out").mkdir()
+    (repo / "out" / "AGENTS.md").symlink_to(outside)
+    (repo / "out" / "fifo").mkdir()
+    os.mkfifo(repo / "out" / "fifo" / "AGENTS.md")
+    huge = repo / "out" / "fifo" / "huge"
+    huge.mkdir()
+    with (huge / "AGENTS.md").open("wb") as file:
+        file.truncate(2 << 30)
+    inner = huge / "ok"
+    inner.mkdir()
+    (inner / "rules.md").write_text("inner rule kept")
+    (inner / "AGENTS.md").symlink_to("rules.md")  # a link within the repository is fine
+    return inner
+
+
+def test_context_files_under_the_read_policy(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("OUTSIDE-SECRET")
+    inner = _hostile_repository(tmp_path, outside)
+    os.environ["PROBE_SECRET_33"] = "sk-probe-environ"
+    left_out: list[str] = []
+    try:
+        prompt = build_system_prompt(inner, [], user_dir=tmp_path / "config", left_out=left_out)
+    finally:
+        del os.environ["PROBE_SECRET_33"]
+    assert "sk-probe-environ" not in prompt and "OUTSIDE-SECRET" not in prompt
+    assert "inner rule kept" in prompt
+    reasons = "\n".join(left_out)
+    assert len(left_out) == 4, reasons
+    assert "/proc" in reasons and str(outside) in reasons
+    assert "not a regular file" in reasons and "larger than 1 MB" in reasons
+
+
+@pytest.mark.subprocess
+def test_cli_a_hostile_repository_leaks_no_environment(cli: CliEnv, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("OUTSIDE-SECRET")
+    inner = _hostile_repository(cli.project, outside)
+    script = cli.script("s", [text_reply("ok")])
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "--mode", "json", "hello"],
+        cwd=inner,
+        env=cli.env(TETHER_SCRIPTED=str(script), PROBE_SECRET_33="sk-probe-environ"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sk-probe-environ" not in done.stdout + done.stderr
+    assert "CLAUDE.md: resolves to /proc/" in done.stderr and "left out of the system prompt" in done.stderr
+    session_id = json_lines(done.stdout)[0]["id"]
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        prompt = sessions.open(session_id, readonly=True).context.system_prompt or ""
+    assert "inner rule kept" in prompt and "OUTSIDE-SECRET" not in prompt
+    database = default_db_path({"TETHER_HOME": str(cli.home)})
+    for path in database.parent.iterdir():
+        if path.is_file():
+            assert b"sk-probe-environ" not in path.read_bytes(), path

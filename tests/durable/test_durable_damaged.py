@@ -98,3 +98,72 @@ def test_a_count_too_large_for_the_database_is_the_settings_fault(tmp_path: Path
     settings.unlink()
     flag = tether(home, "worker", "--concurrency", "1" + "0" * 30)
     assert flag.returncode == 2 and "is not in the range 0<=x<=2147483647" in flag.stderr
+
+
+@pytest.mark.parametrize("command", ["worker", "submit"])
+def test_other_schemes_and_uncreatable_folders_are_one_line(tmp_path: Path, command: str) -> None:
+    args = ["worker"] if command == "worker" else ["submit", "S", "hi"]
+    mysql = tether(tmp_path / "home", *args, "--durable-database", "mysql://bob:hunter2@db/runs")
+    assert mysql.returncode == 1
+    assert (
+        mysql.stderr
+        == "tether: durable database 'mysql://bob:***@db/runs': use postgresql://… or sqlite:///path\n"
+    )
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where a folder should be")
+    url = f"sqlite:///{blocked / 'runs' / 'durable.sqlite'}"
+    done = tether(tmp_path / "home", *args, "--durable-database", url)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        f"tether: durable database {url!r}: cannot create its folder {blocked / 'runs'}"
+    )
+
+
+def test_submit_follow_says_when_no_worker_is_polling(tmp_path: Path) -> None:
+    """A worker started once (the queue exists) and stopped: ``submit --follow`` says, within a
+    few heartbeats, that nobody is taking runs, instead of waiting in silence."""
+    import signal
+
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")} | {"TETHER_HOME": str(home)}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "worker"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stderr is not None
+        assert "taking runs from" in worker.stderr.readline()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=60)
+    from tether.session.manager import SessionManager
+    from tether.store.paths import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(home)})) as sessions:
+        session = sessions.create(tmp_path)
+        session.close()
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "submit", "--follow", session.id, "hi"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert follow.stderr is not None
+        lines = [follow.stderr.readline(), follow.stderr.readline()]
+    finally:
+        follow.send_signal(signal.SIGINT)
+        try:
+            follow.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            follow.kill()
+            follow.communicate()
+    assert lines[0].startswith("run "), lines
+    assert lines[1].startswith("tether: no worker is polling sqlite:///"), lines
+    assert "the run waits in the queue" in lines[1]

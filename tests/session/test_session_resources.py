@@ -185,7 +185,7 @@ def test_skills_from_every_source_with_precedence(dirs: dict[str, Path]) -> None
 
     found = {s.name: (s.description, s.source, s.scope) for s in resources.skills}
     assert found == {
-        "common": ("from the project's .tether", "project", "project"),
+        "common": ("from the user's config", "user", "user"),  # a repository never replaces it
         "p-agents": ("project agents", "agents", "project"),
         "p-claude": ("project claude", "claude", "project"),
         "p-pi": ("project pi", "pi", "project"),
@@ -196,6 +196,7 @@ def test_skills_from_every_source_with_precedence(dirs: dict[str, Path]) -> None
     }
     shadowed = [w for w in resources.warnings if "shadowed" in w]
     assert len(shadowed) == 2 and all("skill common" in w for w in shadowed)
+    assert all(str(config / "skills") in w and "your own files win" in w for w in shadowed)
 
 
 def test_each_skill_source_can_be_switched_off(dirs: dict[str, Path]) -> None:
@@ -210,7 +211,7 @@ def test_each_skill_source_can_be_switched_off(dirs: dict[str, Path]) -> None:
     settings = load_settings(config, project)
     assert settings.skills == {"user", "project", "agents"}
     names = [s.name for s in load_resources(project, config, settings, extensions=False).skills]
-    assert names == ["a", "b", "e"]
+    assert names == ["e", "a", "b"]  # the user's own first
     off = replace(settings, skills=frozenset[str]())
     assert load_resources(project, config, off, extensions=False).skills == []
 
@@ -261,7 +262,7 @@ def test_invalid_front_matter_warns_with_the_file_and_the_rest_loads(dirs: dict[
     assert 'no "description"' in warned[str(undescribed)]
 
 
-def test_templates_project_before_user(dirs: dict[str, Path]) -> None:
+def test_templates_the_users_own_win_over_the_projects(dirs: dict[str, Path]) -> None:
     config, project = dirs["config"], dirs["project"]
     trust(config, project)
     prompt_file(config / "prompts", "review", "---\ndescription: user review\n---\nReview $1")
@@ -276,16 +277,16 @@ def test_templates_project_before_user(dirs: dict[str, Path]) -> None:
     resources = load_resources(project, config, Settings(), extensions=False)
 
     assert {n: t.description for n, t in resources.templates.items()} == {
-        "review": "project review",
+        "review": "user review",
         "explain": "Explain the code",
     }
-    assert resources.expand("/review main.py") == "Project review of main.py"
+    assert resources.expand("/review main.py") == "Review main.py"
     assert resources.expand("/explain the parser") == "# Explain the code\nExplain the parser"
     assert resources.expand("/unknown x") is None
-    assert any("shadowed" in w for w in resources.warnings)
+    assert any("review.md: /review is shadowed by" in w for w in resources.warnings)
     assert any("'bad name!' cannot be a command name" in w for w in resources.warnings)
     listed = [(c.name, c.source, c.scope) for c in resources.commands()]
-    assert listed == [("review", "prompt", "project"), ("explain", "prompt", "user")]
+    assert listed == [("explain", "prompt", "user"), ("review", "prompt", "user")]
 
 
 # -- in a session ------------------------------------------------------------------------------
@@ -397,3 +398,44 @@ async def test_a_skill_whose_file_went_away_is_one_notice(
         await core.close()
     assert len(notices) == 1 and notices[0].startswith(f"skill gone: cannot read {path}")
     assert sent(core) == []  # no model call
+
+
+def test_a_repositorys_skill_or_template_linking_out_is_refused(
+    dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    config, project = dirs["config"], dirs["project"]
+    trust(config, project)
+    elsewhere = skill(tmp_path / "elsewhere", "stolen", "looks like a skill", body="PRIVATE NOTES")
+    linked = project / ".agents" / "skills" / "stolen"
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(elsewhere.parent)
+    (project / ".tether" / "prompts").mkdir(parents=True)
+    (project / ".tether" / "prompts" / "env.md").symlink_to("/proc/self/environ")
+    inside = skill(project / "docs", "kept", "a skill elsewhere in the repository")
+    (project / ".claude" / "skills").mkdir(parents=True)
+    (project / ".claude" / "skills" / "kept").symlink_to(inside.parent)
+
+    resources = load_resources(project, config, Settings(), extensions=False)
+
+    assert [s.name for s in resources.skills] == ["kept"]
+    assert "env" not in resources.templates
+    warnings = "\n".join(resources.warnings)
+    assert f"resolves through a symbolic link to {elsewhere}" in warnings
+    assert "env.md: cannot read: resolves to /proc/" in warnings
+    assert "PRIVATE NOTES" not in warnings
+
+
+def test_a_repositorys_extension_never_replaces_the_users(dirs: dict[str, Path]) -> None:
+    config, project = dirs["config"], dirs["project"]
+    trust(config, project)
+    for folder, word in ((config / "extensions", "user"), (project / ".tether" / "extensions", "project")):
+        folder.mkdir(parents=True)
+        (folder / "helper.py").write_text(
+            f"def setup(api):\n    api.register_command('who', lambda args, ctx: {word!r}, description={word!r})\n"
+        )
+    resources = load_resources(project, config, Settings(), data_dir=dirs["home"] / "data")
+    assert resources.extensions is not None
+    assert [e.origin for e in resources.extensions.extensions] == [str(config / "extensions" / "helper.py")]
+    assert any(
+        "extension helper is shadowed by" in w and "your own files win" in w for w in resources.warnings
+    )

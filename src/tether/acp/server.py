@@ -22,9 +22,9 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, BinaryIO, TextIO, cast
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.interfaces import Agent, Client
@@ -81,8 +81,12 @@ AUTH_DESCRIPTION = (
 AnyMcpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 
-def run_acp(options: SessionOptions) -> int:
-    """Serve ACP on stdin/stdout until the client closes stdin."""
+def run_acp(options: SessionOptions, take_over_stdout: Callable[[], BinaryIO]) -> int:
+    """Serve ACP on stdin/stdout until the client closes stdin (or stdout).
+
+    ``take_over_stdout`` gives the protocol's private handle on stdout and points fd 1 at
+    stderr (``tether.cli.stdout``): what an extension or a child process writes to stdout must
+    not get into the JSON-RPC stream."""
     unsuitable = [
         name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not _is_stream(stream)
     ]
@@ -92,26 +96,24 @@ def run_acp(options: SessionOptions) -> int:
             "is a regular file or closed\n"
         )
         return 1
+    out = take_over_stdout()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="tether acp: %(message)s")
     try:
-        asyncio.run(_serve(options))
+        asyncio.run(_serve(options, out))
     except KeyboardInterrupt:
         return 130
     return 0
 
 
-async def _serve(options: SessionOptions) -> None:
+async def _serve(options: SessionOptions, out: BinaryIO) -> None:
     from acp.agent.connection import AgentSideConnection
-    from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
-    from acp.stdio import stdio_streams
 
-    from tether.acp.transport import JsonRpcStdio
+    from tether.acp.transport import open_stdio
 
-    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-    sys.stdout = sys.stderr  # stdout carries JSON-RPC only: a stray print must not corrupt it
+    transport = await open_stdio(sys.stdin, out)
     agent = TetherAcpAgent(options)
     # The SDK routes the methods an agent has; the unstable ones (fork, resume, close) we do not.
-    connection = AgentSideConnection(cast("Agent", agent), JsonRpcStdio(reader, writer), listening=False)
+    connection = AgentSideConnection(cast("Agent", agent), transport, listening=False)
     try:
         await connection.listen()
     finally:

@@ -88,6 +88,18 @@ ASK_BEFORE_EDITS = frozenset({"edit", "write"})
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
 
 
+CANCEL_ANSWER_WAIT = 1.0
+"""Seconds a cancelled prompt waits for its run to end before it answers ``cancelled`` anyway."""
+CLOSE_WAIT = 5.0
+"""Seconds closing a session waits for its core (a run stuck on a dead dependency is left)."""
+
+
+def _consume(done: asyncio.Future[Any]) -> None:
+    """Retrieve a run's outcome left behind, so asyncio does not report it as never retrieved."""
+    if not done.cancelled():
+        done.exception()
+
+
 @dataclass(slots=True)
 class AcpSession:
     """One ACP session: its core, its mode, and what it streams to the client."""
@@ -164,7 +176,12 @@ class AcpSession:
     async def close(self) -> None:
         """Stop following (if this session does), then close the core."""
         await self.stop_following()
-        await self.core.close()
+        closing = asyncio.ensure_future(self.core.close())
+        done, _ = await asyncio.wait([closing], timeout=CLOSE_WAIT)
+        if done:
+            closing.result()
+        else:
+            logger.warning("session %s did not close within %g s; left behind", self.id, CLOSE_WAIT)
 
     async def send(self, update: SessionUpdate) -> None:
         with contextlib.suppress(ConnectionError):  # the client left; the turn still finishes and is stored
@@ -324,14 +341,33 @@ class AcpSession:
         self.cancelled.clear()
         self._announced.clear()
         unsubscribe = core.subscribe(self._on_event)
-        try:
-            await core.submit(text, images, shell=False)
-        finally:
-            unsubscribe()
+        submitted = asyncio.ensure_future(core.submit(text, images, shell=False))
+        if not await self._ended_or_cancelled(submitted):
+            # Stuck past the cancellation (a hung hook, a dead database): the client gets its
+            # answer now; the run still ends, and is recorded, when what holds it lets go.
+            submitted.add_done_callback(lambda done: (unsubscribe(), _consume(done)))
+            return "cancelled"
+        unsubscribe()
+        submitted.result()
         try:
             return stop_reason(core.last_assistant(), self.cancelled.is_set())
         except TurnFailed as exc:
             raise RequestError(-32603, f"The model request failed: {exc}", {"details": str(exc)}) from None
+
+    async def _ended_or_cancelled(self, submitted: asyncio.Future[Any]) -> bool:
+        """Wait for the run, or for a cancellation and then ``CANCEL_ANSWER_WAIT`` more;
+        whether the run has ended. A cancelled request cancels the run, as before."""
+        cancelled = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait({submitted, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+            if not submitted.done():
+                await asyncio.wait({submitted}, timeout=CANCEL_ANSWER_WAIT)
+        except asyncio.CancelledError:
+            submitted.cancel()
+            raise
+        finally:
+            cancelled.cancel()
+        return submitted.done()
 
     def cancel(self) -> None:
         """Cancel the turn; while following, stop following (nothing more is sent)."""

@@ -1,4 +1,5 @@
-"""Newline-delimited JSON-RPC over stdio, answering what is not JSON-RPC instead of dropping it.
+"""Newline-delimited JSON-RPC over stdio, answering what is not JSON-RPC instead of dropping it,
+with memory bounded whatever the client does.
 
 The SDK's own stdio transport logs a line that is not JSON and skips it, and takes any object for
 a message, so a client that sent garbage would wait forever for an answer. JSON-RPC 2.0 asks for
@@ -7,6 +8,19 @@ an error response instead: ``-32700`` (parse error) for text that is not JSON, `
 request's ``id`` when it can be read, else ``null``. This transport does exactly that and hands
 everything else, untouched, to the SDK's ``Connection``, which still does all the dispatching
 (unknown methods, invalid params).
+
+Bounds, as the RPC transport has them (``tether.rpc.mode``):
+
+- a line longer than ``MAX_MESSAGE_BYTES`` gets one ``-32600`` error and is skipped *to its end*:
+  its bytes are dropped as they arrive (memory stays at one chunk), and whatever stood at its tail
+  (a request padded in front) never runs; the next line is read normally. (asyncio's
+  ``readline``, which the SDK uses, drops only what it has buffered and reads the rest as new
+  lines: two errors, and the tail ran.)
+- output goes through a pipe transport whose buffer is capped (``WRITE_HIGH_WATER``): a send
+  waits while the client is not reading, and so does the reading of further requests, so a
+  client that sends without ever reading holds us still instead of growing our memory (each
+  request's answer would otherwise be buffered: 150k requests cost half a gigabyte).
+- the client closing our stdout ends the connection like the end of stdin does.
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, cast
+from typing import Any, BinaryIO, TextIO, cast
 
 from tether.wire.json_line import load_line, top_level_id
 
@@ -24,29 +38,90 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
 
-class JsonRpcStdio:
-    """An ``acp`` message ``Transport`` (``send``/``receive``/``close``) over a reader and writer."""
+MAX_MESSAGE_BYTES = 50 * 1024 * 1024
+"""The longest line read as a message (the SDK's own limit): a prompt with a few large images."""
+WRITE_HIGH_WATER = 1 << 20
+"""Bytes of output buffered before a send waits for the client to read."""
+MAX_WAITING_SENDS = 64
+"""Messages waiting to be sent before no more requests are read: the SDK answers each request
+in a task of its own, so the answers of requests read faster than they can be sent would pile
+up in memory, one task each, as long as the client is not reading."""
+_CHUNK = 1 << 16
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+
+class _Output(asyncio.Protocol):
+    """The write side's flow control: ``writable()`` waits while the buffer is over its limit."""
+
+    def __init__(self) -> None:
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self.closed = False
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._writable.set()
+
+    async def writable(self) -> None:
+        await self._writable.wait()
+
+
+async def open_stdio(stdin: TextIO, stdout: BinaryIO) -> JsonRpcStdio:
+    """The transport over ``stdin`` and ``stdout`` (the protocol's private copy of fd 1)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_CHUNK)  # reading pauses past 2 chunks buffered
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    transport, output = await loop.connect_write_pipe(_Output, stdout)
+    transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+    return JsonRpcStdio(reader, transport, output)
+
+
+class JsonRpcStdio:
+    """An ``acp`` message ``Transport`` (``send``/``receive``/``close``) over a reader and a pipe."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, transport: asyncio.WriteTransport, output: _Output
+    ) -> None:
         self._reader = reader
-        self._writer = writer
+        self._transport = transport
+        self._output = output
         self._lock = asyncio.Lock()
+        self._buffer = bytearray()
+        self._scanned = 0
+        """How far ``_buffer`` is known to hold no LF."""
+        self._skipping = False
+        """Inside an oversized line: drop bytes up to its LF."""
+        self._waiting_sends = 0
+        self._fewer_sends = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        async with self._lock:
-            self._writer.write(data)
-            await self._writer.drain()
+        self._waiting_sends += 1
+        try:
+            async with self._lock:
+                if self._output.closed:
+                    return  # the client stopped listening; receive() ends the connection
+                self._transport.write(data)
+                await self._output.writable()
+        finally:
+            self._waiting_sends -= 1
+            if self._waiting_sends <= MAX_WAITING_SENDS:
+                self._fewer_sends.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message; ``None`` at end of input."""
+        """The next well-formed message; ``None`` at end of input (or of output)."""
+        await asyncio.sleep(0)  # the tasks of the messages read so far take a step: to their send
+        while self._waiting_sends > MAX_WAITING_SENDS:
+            self._fewer_sends.clear()
+            await self._fewer_sends.wait()
         while True:
-            try:
-                line = await self._reader.readline()
-            except ValueError:  # longer than the reader's limit; readline dropped it
-                await self._error(None, INVALID_REQUEST, "Invalid request", "message too large")
-                continue
-            if not line:
+            line = await self._next_line()
+            if line is None:
                 return None
             if not line.strip():
                 continue
@@ -60,8 +135,44 @@ class JsonRpcStdio:
                 return cast(dict[str, Any], message)
             await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
 
+    async def _next_line(self) -> bytes | None:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                if self._skipping:
+                    self._skipping = False  # the oversized line's end: the next one is read normally
+                    continue
+                if len(line) > MAX_MESSAGE_BYTES:
+                    await self._too_large()
+                    continue
+                return line
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > MAX_MESSAGE_BYTES and not self._skipping:
+                self._skipping = True
+                await self._too_large()
+            if self._skipping:
+                self._buffer.clear()
+                self._scanned = 0
+            await self._output.writable()  # no more requests while the client is not reading answers
+            if self._output.closed:
+                return None
+            chunk = await self._reader.read(_CHUNK)
+            if not chunk:
+                if self._skipping or not self._buffer:
+                    return None
+                line, self._buffer = bytes(self._buffer), bytearray()
+                return line
+            self._buffer += chunk
+
     async def close(self) -> None:
-        self._writer.close()
+        self._transport.close()
+
+    async def _too_large(self) -> None:
+        detail = f"message longer than {MAX_MESSAGE_BYTES // (1 << 20)} MiB; skipped to its end"
+        await self._error(None, INVALID_REQUEST, "Invalid request", detail)
 
     async def _error(self, request_id: object, code: int, message: str, details: str) -> None:
         logger.warning("answered a bad JSON-RPC message with %s: %s", code, details)

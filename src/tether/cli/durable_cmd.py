@@ -123,19 +123,26 @@ def submit_run(
                 return 0
             err.write(f"run {run_id}\n")
             err.flush()
-            return asyncio.run(_follow(client, run_id, as_json, out, err))
+            return asyncio.run(_follow(client, run_id, as_json, out, err, config))
     except SubmitError as exc:
         raise DurableCommandError(str(exc)) from None
 
 
-async def _follow(client: DurableClient, run_id: str, as_json: bool, out: TextIO, err: TextIO) -> int:
+async def _follow(
+    client: DurableClient, run_id: str, as_json: bool, out: TextIO, err: TextIO, config: DurableConfig
+) -> int:
     shown = _Shown()
-    async for event in client.follow(run_id):
-        if as_json:
-            out.write(json.dumps(event) + "\n")
-        else:
-            _show(event, out, err, shown)
-        out.flush()
+    watching = asyncio.ensure_future(_say_when_no_worker(config, err))
+    try:
+        async for event in client.follow(run_id):
+            if as_json:
+                out.write(json.dumps(event) + "\n")
+            else:
+                _show(event, out, err, shown)
+            out.flush()
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
     try:
         outcome = await client.result(run_id)
     except Exception as exc:
@@ -144,6 +151,33 @@ async def _follow(client: DurableClient, run_id: str, as_json: bool, out: TextIO
     if not as_json:
         out.write("\n")
     return 1 if outcome["stopReason"] in ("error", "aborted") else 0
+
+
+async def _say_when_no_worker(config: DurableConfig, err: TextIO) -> None:
+    """While following: one line on stderr when no worker has recorded a heartbeat within
+    ``dead_after_seconds`` (none started, or the last one died), instead of a silent wait."""
+    from tether.durable.client import shown
+    from tether.durable.worker import Heartbeats
+
+    try:
+        heartbeats = await asyncio.to_thread(Heartbeats, config)
+    except Exception:  # the follow itself reports an unreachable database
+        return
+    try:
+        while True:
+            await asyncio.sleep(config.heartbeat_seconds * 2)
+            if not await asyncio.to_thread(heartbeats.live):
+                err.write(
+                    f"tether: no worker is polling {shown(config.system_database)} (no heartbeat "
+                    f"within {config.dead_after_seconds:g} s): the run waits in the queue until "
+                    "`tether worker` runs there\n"
+                )
+                err.flush()
+                return
+    except Exception:
+        return
+    finally:
+        await asyncio.to_thread(heartbeats.close)
 
 
 class _Shown:

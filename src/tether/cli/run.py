@@ -7,6 +7,7 @@ line on stderr and exit status 1 — never a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
 import threading
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.cli.options import RunOptions
+from tether.cli.stdout import take_over_stdout, text_output
 from tether.errors import TetherError
 from tether.telemetry.otlp import start_from_env
 
 if TYPE_CHECKING:
+    from tether.session.agent_session import AgentSession
     from tether.session.settings import Settings
 
 DEMO_MODEL = "local:"
@@ -44,6 +47,10 @@ def _run_mode(options: RunOptions) -> int:
         start_up_done()  # an editor's server runs for hours
         return _run_acp(options)
     try:
+        if options.mode != "rpc":
+            # Before the event loop: its SIGINT handler only cancels the main task, which a
+            # blocking read of an open pipe never notices (it took a second Ctrl-C).
+            options = _with_prompt(options)
         return asyncio.run(_run(options))
     except KeyboardInterrupt:
         return 130
@@ -81,16 +88,15 @@ async def _run(options: RunOptions) -> int:
 
     cwd = options.cwd or Path.cwd()
     rpc_out = None
+    json_out = None
     if options.mode == "rpc":
-        from tether.rpc.mode import take_over_stdout
-
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
             return 2
 
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
-    else:
-        options = _with_prompt(options)
+    elif options.mode == "json":
+        json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -148,14 +154,33 @@ async def _run(options: RunOptions) -> int:
         from tether.cli.headless import run_json, run_print
 
         prompts = [options.prompt or "", *options.more_prompts]
-        if options.mode == "json":
-            return await run_json(core, prompts, sys.stdout, sys.stderr)
+        if json_out is not None:
+            try:
+                return await run_json(core, prompts, json_out, sys.stderr)
+            finally:
+                with contextlib.suppress(OSError, ValueError):
+                    json_out.close()
         if core.notice:
             sys.stderr.write(f"note: {core.notice}\n")
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
         return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
     finally:
-        await core.close()
+        await _close(core)
+
+
+CLOSE_WAIT = 10.0
+"""Seconds the end of a run waits for the session to close (a run stuck on a dead dependency
+is aborted and left behind rather than keeping the process alive)."""
+
+
+async def _close(core: AgentSession) -> None:
+    """``core.close()``, bounded: shielded, so a close that ends late is not cut in half."""
+    closing = asyncio.ensure_future(core.close())
+    done, _ = await asyncio.wait([closing], timeout=CLOSE_WAIT)
+    if not done:
+        sys.stderr.write(f"tether: the session did not close within {CLOSE_WAIT:g} s; exiting\n")
+        return
+    closing.result()
 
 
 def _run_acp(options: RunOptions) -> int:
@@ -179,7 +204,7 @@ def _run_acp(options: RunOptions) -> int:
             "pip install 'agent-client-protocol>=0.12.1,<0.13'\n"
         )
         return 1
-    return run_acp(options.session_options())
+    return run_acp(options.session_options(), take_over_stdout)
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:
@@ -195,24 +220,22 @@ def _with_prompt(options: RunOptions) -> RunOptions:
 
 
 def _settings(cwd: Path, *, interactive: bool) -> Settings:
-    """Settings for ``cwd``; a project file that would widen the model's powers is asked about
-    when someone is at the keyboard, and otherwise reported as ignored."""
+    """Settings for ``cwd``. With someone at the keyboard, what the project would add and was
+    not granted (widening settings, extensions, MCP servers, skills, templates) is named and
+    asked about kind by kind (``tether.cli.trust_prompt``); otherwise ignored widening settings
+    are reported (the rest is reported as the session loads it)."""
     from tether.ai.paths import config_dir
     from tether.session.settings import load_settings, untrusted_note
-    from tether.session.trust import trust
 
     settings = load_settings(config_dir(), cwd)
-    if not settings.ignored or settings.project_file is None:
-        return settings
-    folder = settings.project_file.parent.parent
     if interactive and sys.stdin.isatty():
-        keys = ", ".join(settings.ignored)
-        sys.stderr.write(f"{settings.project_file} asks for more than your own settings allow ({keys}).\n")
-        answer = input(f"Trust {folder} and apply its settings? [y/N] ").strip().lower()
-        if answer in ("y", "yes"):
-            trust(config_dir(), folder)
-            return load_settings(config_dir(), cwd)
-    sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
+        from tether.cli.trust_prompt import ask_grants, offered
+
+        offers = offered(cwd, settings, config_dir())
+        if offers and ask_grants(offers, config_dir(), sys.stderr):
+            settings = load_settings(config_dir(), cwd)
+    if settings.ignored and settings.project_file is not None:
+        sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
     return settings
 
 

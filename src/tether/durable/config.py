@@ -95,7 +95,13 @@ def config_from_settings(
             system = "sqlite:///" + str(data_dir() / "durable.sqlite")
     check_system_database(system)
     if system.startswith("sqlite:///"):
-        Path(system.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(system.removeprefix("sqlite:///")).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"durable database {system!r}: cannot create its folder {folder}: {exc.strerror or exc}"
+            ) from None
     return DurableConfig(
         system_database=system,
         sessions=sessions,
@@ -116,7 +122,8 @@ def check_system_database(url: str) -> None:
 
     from tether.store.paths import redact
 
-    shown = f"durable database {redact(url) if is_postgres_url(url) else url!r}"
+    safe = redact(url) if "@" in url else url  # any scheme's password: mysql://u:pw@… too
+    shown = f"durable database {safe!r}"
     if url.startswith("sqlite:///"):
         file = Path(url.removeprefix("sqlite:///"))
         if not url.removeprefix("sqlite:///") or file.is_dir():

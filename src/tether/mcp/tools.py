@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
@@ -120,8 +120,39 @@ def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolR
     content.extend(images)
     details: dict[str, Any] = {"server": server, "tool": tool}
     if result.structured_content is not None:
-        details["structuredContent"] = result.structured_content
+        if _smaller_than(result.structured_content, STRUCTURED_LIMIT):
+            details["structuredContent"] = result.structured_content
+        else:  # stored with the session: a 50 MB copy of the text would be kept for ever
+            details["structuredContentOmitted"] = f"larger than {STRUCTURED_LIMIT // 1024} KB"
     return AgentToolResult(content=content, details=details)
+
+
+STRUCTURED_LIMIT = 256 * 1024
+"""Characters of a result's ``structuredContent`` kept in the tool result's details (which are
+recorded in the session); the model sees the text either way."""
+
+
+def _smaller_than(value: object, limit: int) -> bool:
+    """Whether ``value``'s strings and keys add up to fewer than ``limit`` characters; stops
+    counting once past it, without serialising anything."""
+    left = limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            left -= len(item)
+        elif isinstance(item, dict):
+            for key, inner in cast(dict[str, object], item).items():
+                left -= len(key) + 4
+                stack.append(inner)
+        elif isinstance(item, list):
+            left -= 2
+            stack.extend(cast(list[object], item))
+        else:
+            left -= 8
+        if left < 0:
+            return False
+    return True
 
 
 def _describe_block(block: Any) -> str:
@@ -140,10 +171,15 @@ def _describe_block(block: Any) -> str:
     return f"[{kind} result, not shown]"
 
 
+_FEED = 1 << 20
+"""Characters encoded at a time for ``OutputBuffer``: a 50 MB text is never encoded whole."""
+
+
 def within_budget(text: str) -> str:
     """``text`` within the output budget of command output (head and tail kept)."""
     buffer = OutputBuffer()
-    buffer.feed(text.encode("utf-8"))
+    for start in range(0, len(text), _FEED):
+        buffer.feed(text[start : start + _FEED].encode("utf-8", errors="surrogatepass"))
     buffer.finish()
     return buffer.text() if buffer.truncated else text
 

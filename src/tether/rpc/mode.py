@@ -1,8 +1,8 @@
 """``tether --mode rpc``: the RPC protocol over stdin and stdout (see ``docs/rpc.md``).
 
 stdout belongs to the protocol alone: the frames are written to a private copy of file
-descriptor 1, and fd 1 itself is pointed at stderr, so a stray ``print`` or a library's warning
-can never corrupt a frame. stdin is read by the event loop when it is a pipe or socket (the usual
+descriptor 1, and fd 1 itself is pointed at stderr (``tether.cli.stdout``), so a stray ``print``,
+a library's warning or a child's output can never corrupt a frame. stdin is read by the event loop when it is a pipe or socket (the usual
 case: a client that spawned us), else by a thread with plain ``os.read`` (files and terminals),
 and split into lines on LF only (``tether.rpc.jsonl``).
 
@@ -79,15 +79,6 @@ def write_all(fd: int, data: bytes) -> None:
             rest = rest[os.write(fd, rest) :]
         except BlockingIOError:
             continue
-
-
-def take_over_stdout() -> BinaryIO:
-    """A private handle on stdout for frames; fd 1 (and ``sys.stdout``) now go to stderr."""
-    sys.stdout.flush()
-    private = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return private
 
 
 async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:

@@ -63,6 +63,13 @@ class _Answered(_NoData):
 
 
 NO_DATA = _NoData()
+
+ABORT_ANSWER_WAIT = 1.0
+"""Seconds ``abort`` waits for the run to end before it answers anyway. A run that ends at once
+(the usual case) ends before the answer, as in pi; one stuck on something that cannot be
+interrupted (a hung extension hook, a database outage) must not keep the answer from coming."""
+CLOSE_WAIT = 5.0
+"""Seconds the server waits, at shutdown, for an aborted run and the commands in flight."""
 _ANSWERED = _Answered()
 
 _VALIDATORS: dict[str, Callable[[object], Any]] = {}
@@ -278,23 +285,36 @@ class RpcServer:
                 frame["error"] = error
             self._write(frame)
 
-    async def settle(self) -> None:
-        """Abort the run in progress, if any, and wait until it has ended and been recorded."""
+    async def settle(self, timeout: float | None = None) -> bool:
+        """Abort the run in progress, if any, and wait until it has ended and been recorded (at
+        most ``timeout`` seconds); whether it has."""
         run = self._run
         if self.extension_ui is not None:
             self.extension_ui.cancel_all()
         if run is not None and not run.done():
             self.core.abort()
-            await asyncio.wait([run])
+            await asyncio.wait([run], timeout=timeout)
+            return run.done()
+        return True
 
     async def close(self) -> None:
-        """Abort what runs, wait for every command in flight, close the session."""
+        """Abort what runs, wait for every command in flight, close the session; a run that
+        does not end within ``CLOSE_WAIT`` (stuck on a dead dependency) is left behind, said in
+        one line, so closing stdin always ends the process."""
         self.core.abort_bash()
-        await self.settle()
+        settled = await self.settle(CLOSE_WAIT)
         others = [t for t in self._tasks if t is not asyncio.current_task()]
         if others:
-            await asyncio.wait(others, timeout=10)
-        await self.core.close()
+            await asyncio.wait(others, timeout=CLOSE_WAIT)
+        if not settled:
+            sys.stderr.write(
+                f"tether: the aborted run did not end within {CLOSE_WAIT:g} s; exiting without it\n"
+            )
+            return
+        try:  # shielded: a close cut short would leave the session half closed
+            await asyncio.wait_for(asyncio.shield(self.core.close()), CLOSE_WAIT)
+        except TimeoutError:
+            sys.stderr.write(f"tether: the session did not close within {CLOSE_WAIT:g} s; exiting\n")
 
     # -- prompting ---------------------------------------------------------------------------------
 
@@ -354,10 +374,12 @@ class RpcServer:
         return {"steering": list(taken.steering), "followUp": list(taken.follow_up)}
 
     async def _cmd_abort(self, params: dict[str, Any]) -> object:
+        """Answered once the run has ended, or after ``ABORT_ANSWER_WAIT`` whatever it is stuck
+        on (it still ends, and says so with ``agent_end``, when what holds it lets go)."""
         if self.extension_ui is not None:
             self.extension_ui.cancel_all()
         self.core.abort()
-        await self.settle()
+        await self.settle(ABORT_ANSWER_WAIT)
         return NO_DATA
 
     async def _cmd_new_session(self, params: dict[str, Any]) -> object:

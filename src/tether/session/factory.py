@@ -179,8 +179,8 @@ def load_mcp_files(
 
     try:
         project = project_mcp_file(cwd)
-        # the same gate as widening project settings, on the folder that holds the file
-        trusted = project is not None and is_trusted(config_dir(), project.parent)
+        # its servers are programs started here: the "mcp" grant, on the folder that holds the file
+        trusted = project is not None and is_trusted(config_dir(), project.parent, "mcp")
         if project is not None and not trusted and problems is not None:
             problems.append(
                 f"{project}: not trusted, its MCP servers are not started (run tether in "

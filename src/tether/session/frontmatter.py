@@ -11,14 +11,11 @@ else is an error naming the line, so a broken file is reported instead of half-r
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from tether.errors import UserError
-
-MAX_FILE_BYTES = 1 << 20
-"""Skill and prompt files larger than this are refused unread. A repository's ``.pi/skills`` is
-read on every start without any trust (it holds instructions only), so a 1 GB ``SKILL.md`` (a
-sparse file costs nothing to make) must not be read into memory; real ones are a few KB."""
+from tether.session.own_files import read_own_file
 
 _KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
 
@@ -27,20 +24,14 @@ class FrontMatterError(UserError, ValueError):
     """The front matter is not the ``key: value`` subset; the message names the line."""
 
 
-class FileTooLargeError(UserError, ValueError):
-    """A skill or prompt file is larger than ``MAX_FILE_BYTES``."""
+def read_markdown(path: Path, roots: Sequence[Path] | None = None) -> str:
+    """The text of a skill or prompt file, read under ``tether.session.own_files``'s policy
+    (a repository's ``.pi/skills`` is read on every start without any trust): real path within
+    ``roots`` (``None``: anywhere), a regular file, no larger than ``own_files.MAX_FILE_BYTES``.
 
-
-def read_markdown(path: Path) -> str:
-    """The text of a skill or prompt file, read no further than ``MAX_FILE_BYTES``.
-
-    Raises ``FileTooLargeError`` for a larger file, ``UnicodeDecodeError`` for one that is not
-    UTF-8, ``OSError`` for one that cannot be read."""
-    with path.open("rb") as file:
-        data = file.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise FileTooLargeError(f"larger than {MAX_FILE_BYTES // (1 << 20)} MB, not read")
-    return data.decode("utf-8")
+    Raises ``RefusedFile`` (``FileTooLargeError`` for a larger file), ``UnicodeDecodeError`` for
+    one that is not UTF-8, ``OSError`` for one that cannot be read."""
+    return read_own_file(path, roots).decode("utf-8")
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:

@@ -2,17 +2,22 @@
 
 Where each comes from, first match winning on a name:
 
-- skills: the project's ``.tether/skills/`` (trusted projects only), then ``.agents/skills/``,
-  ``.claude/skills/`` and ``.pi/skills/`` of the working directory and its parents up to the
-  repository root; then the user's ``<config>/skills/``, ``~/.agents/skills/``,
-  ``~/.claude/skills/`` and ``~/.pi/agent/skills/``. Each source is switched in settings
+- skills: the user's ``<config>/skills/``, ``~/.agents/skills/``, ``~/.claude/skills/`` and
+  ``~/.pi/agent/skills/``; then the project's ``.tether/skills/`` (trusted projects only),
+  ``.agents/skills/``, ``.claude/skills/`` and ``.pi/skills/`` of the working directory and its
+  parents up to the repository root. Each source is switched in settings
   (``"skills": {"claude": false}``);
-- prompt templates: the project's ``.tether/prompts/`` (trusted), then pi's ``.pi/prompts/`` and
-  Claude Code's ``.claude/commands/`` (subfolders too) of the working directory and its parents
-  up to the repository root; then ``<config>/prompts/``, ``~/.pi/agent/prompts/`` and
-  ``~/.claude/commands/``;
+- prompt templates: ``<config>/prompts/``, ``~/.pi/agent/prompts/`` and ``~/.claude/commands/``
+  first (a repository never replaces the user's own), then the project's ``.tether/prompts/``
+  (trusted), pi's ``.pi/prompts/`` and Claude Code's ``.claude/commands/`` (subfolders too) of
+  the working directory and its parents up to the repository root;
 - extensions: ``<config>/extensions/``, the project's ``.tether/extensions/`` (trusted), the
   entry-point group ``tether.extensions``, then the paths given for the run (``-e``).
+
+The user's own come first: a cloned repository must not replace a skill or command the user
+relies on by giving its own the same name (the repository's is reported as shadowed). A
+project's files are read under ``tether.session.own_files``'s policy: a ``SKILL.md`` linking out
+of the repository is refused.
 
 A project's ``.tether/`` folder travels with the repository, so what it would add (instructions
 for the model, commands, code that runs in this process) is taken only from a project the user
@@ -201,7 +206,7 @@ def load_resources(
     project = _ProjectFolders(cwd, config_dir, warnings)
     skills = _skills(project, config_dir, settings, warnings)
     templates = _templates(project, config_dir, warnings)
-    host = _extensions(project, config_dir, data_dir, extensions, extension_paths)
+    host = _extensions(project, config_dir, data_dir, extensions, extension_paths, warnings)
     if host is not None:
         warnings.extend(host.problems)
     return Resources(skills, templates, host, warnings)
@@ -213,29 +218,33 @@ class _ProjectFolders:
 
     def __init__(self, cwd: Path, config_dir: Path, warnings: list[str]) -> None:
         self.chain = _project_chain(cwd)
+        self.roots = (self.chain[-1], config_dir)
+        """Where a file found in the project may really lie: the repository and the user's
+        config folder, never a link out to the rest of the user's files."""
         self._config_dir = config_dir
         self._warnings = warnings
         self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
-        self._trusted: bool | None = None
+        self._granted: frozenset[str] | None = None
 
-    def tether(self, name: str) -> Path | None:
-        """``.tether/<name>`` of the nearest project, if it exists and the project is trusted."""
+    def tether(self, name: Literal["skills", "prompts", "extensions"]) -> Path | None:
+        """``.tether/<name>`` of the nearest project, if it exists and the project was granted
+        ``name`` (``tether.session.trust``: each kind on its own)."""
         if self._tether is None or not (self._tether / name).is_dir():
             return None
-        if self._trusted is None:
-            from tether.session.trust import TrustFileError, is_trusted, trust_file
+        from tether.session.trust import TrustFileError, granted, trust_file
 
+        if self._granted is None:
             try:
-                self._trusted = is_trusted(self._config_dir, self._tether.parent)
+                self._granted = granted(self._config_dir, self._tether.parent)
             except TrustFileError as exc:
                 self._warnings.append(str(exc))
-                self._trusted = False
-            self._hint = (
-                f"the project is not trusted (run tether interactively there to be asked, or add "
-                f"{self._tether.parent} to {trust_file(self._config_dir)})"
+                self._granted = frozenset()
+        if name not in self._granted:
+            self._warnings.append(
+                f"{self._tether / name}: ignored: the project is not trusted with its {name} (run "
+                f"tether interactively there to be asked, or add {self._tether.parent} to "
+                f"{trust_file(self._config_dir)})"
             )
-        if not self._trusted:
-            self._warnings.append(f"{self._tether / name}: ignored: {self._hint}")
             return None
         return self._tether / name
 
@@ -257,19 +266,13 @@ _USER: Literal["user"] = "user"
 def _skills(
     project: _ProjectFolders, config_dir: Path, settings: Settings, warnings: list[str]
 ) -> list[Skill]:
+    """The user's folders come first: a repository's skill never replaces the user's own skill of
+    the same name (it is reported as shadowed instead)."""
     switches = settings.skills
     home = Path.home()
     folders: list[tuple[str, Literal["user", "project"], Path | None]] = [
-        ("project", "project", project.tether("skills") if "project" in switches else None)
+        ("user", "user", config_dir / "skills" if "user" in switches else None)
     ]
-    for source, relative in (
-        ("agents", ".agents/skills"),
-        ("claude", ".claude/skills"),
-        ("pi", ".pi/skills"),
-    ):
-        if source in switches:
-            folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
-    folders.append(("user", "user", config_dir / "skills" if "user" in switches else None))
     for source, relative in (
         ("agents", ".agents/skills"),
         ("claude", ".claude/skills"),
@@ -277,6 +280,14 @@ def _skills(
     ):
         if source in switches:
             folders.append((source, _USER, home / relative))
+    folders.append(("project", "project", project.tether("skills") if "project" in switches else None))
+    for source, relative in (
+        ("agents", ".agents/skills"),
+        ("claude", ".claude/skills"),
+        ("pi", ".pi/skills"),
+    ):
+        if source in switches:
+            folders.extend((source, _PROJECT, directory / relative) for directory in project.chain)
     present: list[tuple[str, Literal["user", "project"], Path]] = [
         (source, scope, folder) for source, scope, folder in folders if folder is not None and folder.is_dir()
     ]
@@ -290,29 +301,35 @@ def _skills(
         if folder.resolve() in seen:
             continue  # the home folder is also the project's parent
         seen.add(folder.resolve())
-        found, problems = read_skills(folder, source, scope)
+        roots = project.roots if scope == "project" else None
+        found, problems = read_skills(folder, source, scope, roots)
         warnings.extend(problems)
         for skill in found:
             if skill.name in chosen:
-                warnings.append(f"{skill.path}: skill {skill.name} is shadowed by {chosen[skill.name].path}")
+                warnings.append(_shadowed(f"skill {skill.name}", skill.path, chosen[skill.name].path))
             else:
                 chosen[skill.name] = skill
     return list(chosen.values())
 
 
+def _shadowed(what: str, path: Path, winner: Path) -> str:
+    return f"{path}: {what} is shadowed by {winner} (your own files win over a repository's)"
+
+
 def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) -> list[PromptTemplate]:
+    """The user's templates first, as for skills: a repository never replaces the user's own."""
     home = Path.home()
-    folders: list[tuple[str, Path | None, bool]] = [("project", project.tether("prompts"), False)]
+    folders: list[tuple[str, Path | None, bool]] = [
+        ("user", config_dir / "prompts", False),
+        ("user", home / ".pi" / "agent" / "prompts", False),
+        ("user", home / ".claude" / "commands", True),
+        ("project", project.tether("prompts"), False),
+    ]
     for directory in project.chain:  # pi's and Claude Code's, as their skills are found
         folders += [
             ("project", directory / ".pi" / "prompts", False),
             ("project", directory / ".claude" / "commands", True),
         ]
-    folders += [
-        ("user", config_dir / "prompts", False),
-        ("user", home / ".pi" / "agent" / "prompts", False),
-        ("user", home / ".claude" / "commands", True),
-    ]
     present = [(s, f, nested) for s, f, nested in folders if f is not None and f.is_dir()]
     if not present:
         return []
@@ -324,13 +341,12 @@ def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) 
         if folder.resolve() in seen:
             continue  # the home folder is also the project's parent
         seen.add(folder.resolve())
-        found, problems = read_templates(folder, source, nested=nested)
+        roots = project.roots if source == "project" else None
+        found, problems = read_templates(folder, source, roots, nested=nested)
         warnings.extend(problems)
         for template in found:
             if template.name in chosen:
-                warnings.append(
-                    f"{template.path}: /{template.name} is shadowed by {chosen[template.name].path}"
-                )
+                warnings.append(_shadowed(f"/{template.name}", template.path, chosen[template.name].path))
             else:
                 chosen[template.name] = template
     return list(chosen.values())
@@ -342,17 +358,25 @@ def _extensions(
     data_dir: Path | None,
     discover: bool,
     extension_paths: Sequence[Path],
+    warnings: list[str],
 ) -> ExtensionHost | None:
     paths: list[Path] = []
     entry_points: list[tuple[str, str]] = []
     if discover:
         user = config_dir / "extensions"
         project_folder = project.tether("extensions")
+        names: dict[str, Path] = {}
         for folder in (user, project_folder):
             if folder is not None and folder.is_dir():
-                from tether.session.extensions.loader import extension_files
+                from tether.session.extensions.loader import extension_files, extension_name
 
-                paths += extension_files(folder)
+                for path in extension_files(folder):
+                    name = extension_name(path)
+                    if name in names:  # the user's folder came first: theirs wins
+                        warnings.append(_shadowed(f"extension {name}", path, names[name]))
+                        continue
+                    names[name] = path
+                    paths.append(path)
         if data_dir is None:
             from tether.ai.paths import data_dir as default_data_dir
 

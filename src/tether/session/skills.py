@@ -11,11 +11,13 @@ business; this module reads one folder of skills.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tether.session.frontmatter import FileTooLargeError, FrontMatterError, read_markdown, split_front_matter
+from tether.session.frontmatter import FrontMatterError, read_markdown, split_front_matter
+from tether.session.own_files import RefusedFile
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -37,6 +39,8 @@ class Skill:
     model_invocable: bool = True
     """``False`` (front matter ``disable-model-invocation: true``): only ``/skill:NAME`` uses it;
     it is left out of the system prompt."""
+    roots: tuple[Path, ...] | None = None
+    """Where its file may really lie (``tether.session.own_files``); ``None``: anywhere."""
 
     @property
     def folder(self) -> Path:
@@ -49,11 +53,16 @@ Claude Code allow: ``skills/docs/pdf/SKILL.md``)."""
 
 
 def read_skills(
-    folder: Path, source: str, scope: Literal["user", "project"] = "user"
+    folder: Path,
+    source: str,
+    scope: Literal["user", "project"] = "user",
+    roots: Sequence[Path] | None = None,
 ) -> tuple[list[Skill], list[str]]:
     """The skills below ``folder`` (each folder with a ``SKILL.md``, found at any depth up to
     ``MAX_DEPTH``; a skill's own subfolders are its files, not more skills; hidden folders and
-    ``node_modules`` are skipped), sorted by path, and one warning per file that could not be used."""
+    ``node_modules`` are skipped), sorted by path, and one warning per file that could not be used;
+    ``roots``: where a ``SKILL.md`` may really lie (a repository's skill must not be a link to the
+    user's secrets), ``None``: anywhere."""
     skills: list[Skill] = []
     warnings: list[str] = []
 
@@ -71,7 +80,7 @@ def read_skills(
                 if depth < MAX_DEPTH:
                     walk(child, depth + 1)
                 continue
-            skill, problem = read_skill(path, source, scope)
+            skill, problem = read_skill(path, source, scope, roots)
             if problem is not None:
                 warnings.append(f"{path}: {problem}")
             if skill is not None:
@@ -82,13 +91,16 @@ def read_skills(
 
 
 def read_skill(
-    path: Path, source: str, scope: Literal["user", "project"] = "user"
+    path: Path,
+    source: str,
+    scope: Literal["user", "project"] = "user",
+    roots: Sequence[Path] | None = None,
 ) -> tuple[Skill | None, str | None]:
     """The skill of one ``SKILL.md`` and a problem to report: a broken file gives no skill; a
     name that differs from its folder's is reported but the skill still loads."""
     try:
-        fields, _body = split_front_matter(read_markdown(path))
-    except (OSError, UnicodeDecodeError, FileTooLargeError) as exc:
+        fields, _body = split_front_matter(read_markdown(path, roots))
+    except (OSError, UnicodeDecodeError, RefusedFile) as exc:
         return None, f"cannot read: {exc}; skill skipped"
     except FrontMatterError as exc:
         return None, f"invalid front matter ({exc}); skill skipped"
@@ -108,7 +120,8 @@ def read_skill(
     if name != path.parent.name:
         problem = f"skill name {name!r} differs from its folder {path.parent.name!r}"
     invocable = fields.get("disable-model-invocation", "").strip().lower() != "true"
-    return Skill(name, description, path, source, scope, invocable), problem
+    frozen_roots = tuple(roots) if roots is not None else None
+    return Skill(name, description, path, source, scope, invocable, frozen_roots), problem
 
 
 def skills_prompt(skills: list[Skill]) -> str | None:
@@ -138,8 +151,8 @@ def escape(text: str) -> str:
 def skill_invocation(skill: Skill, args: str) -> str:
     """The prompt ``/skill:NAME args`` sends: the skill's instructions, then the user's text."""
     try:
-        _fields, body = split_front_matter(read_markdown(skill.path))
-    except (OSError, UnicodeDecodeError, FrontMatterError, FileTooLargeError) as exc:
+        _fields, body = split_front_matter(read_markdown(skill.path, skill.roots))
+    except (OSError, UnicodeDecodeError, FrontMatterError, RefusedFile) as exc:
         raise ValueError(f"skill {skill.name}: cannot read {skill.path}: {exc}") from None
     block = (
         f'<skill name="{escape(skill.name)}" location="{escape(str(skill.path))}">\n'

@@ -6,17 +6,24 @@ monorepo's general rules come before a package's specific ones. The user's own `
 the config folder (pi's ``~/.pi/agent/AGENTS.md``) comes before all of them: personal habits
 that hold in every project, which a project's file may then refine.
 
-A context file larger than ``MAX_FILE_BYTES`` (1 MB, some 250k tokens: more than a context
-window) is left out unread, and reported: any parent folder may hold one (a shared ``/tmp``), and
-a sparse 1 GB file cost 3 GB of memory and half a minute before the first request.
+Context files are read under ``tether.session.own_files``'s policy, as the ``read`` tool reads:
+a cloned repository's ``CLAUDE.md`` may be a symbolic link to ``/proc/self/environ`` or to the
+user's credentials, and whatever it holds goes to the provider and into the session store. A
+project's file must really lie in the repository, the user's config folder, or (for a file in a
+parent folder above the repository, such as a shared ``/tmp``) the folder it was found in; it
+must be a regular file (a FIFO would block the start for ever) of at most 1 MB (some 250k
+tokens, more than a context window: a sparse 1 GB file cost 3 GB of memory and half a minute).
+A refused file is left out and reported in one line; the user's own global file may link
+anywhere (into a dotfiles repository) but must still be a regular file within the size limit.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from tether.session.frontmatter import MAX_FILE_BYTES
+from tether.session.own_files import RefusedFile, read_own_file
 
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
@@ -47,17 +54,22 @@ def context_files(cwd: Path) -> list[Path]:
     for directory in reversed((cwd, *cwd.parents)):
         for name in CONTEXT_FILES:
             candidate = directory / name
-            if candidate.is_file():
+            if _present(candidate):
                 found.append(candidate)
                 break
     return found
+
+
+def project_root(cwd: Path) -> Path:
+    """The repository holding ``cwd`` (the nearest folder with ``.git``), else ``cwd``."""
+    return next((d for d in (cwd, *cwd.parents) if (d / ".git").exists()), cwd)
 
 
 def user_context_file(user_dir: Path) -> Path | None:
     """The user's global ``AGENTS.md`` (or ``CLAUDE.md``) in the config folder, if there is one."""
     for name in CONTEXT_FILES:
         candidate = user_dir / name
-        if candidate.is_file():
+        if _present(candidate):
             return candidate
     return None
 
@@ -98,23 +110,29 @@ def build_system_prompt(
         user_dir: The config folder whose ``AGENTS.md`` comes first (``None``: none).
         skills: The skills' part (``tether.session.skills.skills_prompt``): names, descriptions
             and where to read each, never their contents.
-        left_out: Gets one line per context file left out for its size (for the front end).
+        left_out: Gets one line per context file left out (too large, a link out of the
+            project, not a regular file), for the front end.
     """
     parts = [replace if replace is not None else BASE_PROMPT, describe_tools(tool_lines)]
     user_file = user_context_file(user_dir) if context and user_dir is not None else None
-    files = [("user", user_file)] if user_file is not None else []
-    files += [("project", path) for path in context_files(cwd)] if context else []
-    for kind, path in files:
+    files: list[tuple[str, Path, tuple[Path, ...] | None]] = []
+    if user_file is not None:
+        files.append(("user", user_file, None))
+    if context:
+        project = project_root(cwd)
+        mine = () if user_dir is None else (user_dir,)
+        for path in context_files(cwd):
+            files.append(("project", path, (path.parent, project, *mine)))
+    for kind, path, roots in files:
         if kind == "project" and path == user_file:
             continue  # the config folder is inside the project tree: once is enough
         try:
-            with path.open("rb") as file:
-                data = file.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            continue
-        if len(data) > MAX_FILE_BYTES:
+            data = read_own_file(path, roots)
+        except RefusedFile as exc:
             if left_out is not None:
-                left_out.append(f"{path}: larger than 1 MB, left out of the system prompt")
+                left_out.append(f"{path}: {exc}; left out of the system prompt")
+            continue
+        except OSError:
             continue
         text = data.decode("utf-8", errors="replace").strip()
         if text:
@@ -127,6 +145,15 @@ def build_system_prompt(
     if append:
         parts.append(append)
     return "\n\n".join(parts)
+
+
+def _present(candidate: Path) -> bool:
+    """Whether there is something by that name other than a folder: a FIFO or a link to
+    ``/proc`` counts, so that reading it is refused and reported rather than passed over."""
+    try:
+        return os.path.lexists(candidate) and not candidate.is_dir()
+    except OSError:
+        return False
 
 
 def _first_line(text: str) -> str:

@@ -17,10 +17,12 @@ of pi's or a commands folder of Claude Code's works here unchanged.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.session.frontmatter import FileTooLargeError, FrontMatterError, read_markdown, split_front_matter
+from tether.session.frontmatter import FrontMatterError, read_markdown, split_front_matter
+from tether.session.own_files import RefusedFile
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 _PLACEHOLDER = re.compile(
@@ -99,11 +101,12 @@ def split_arguments(args: str) -> list[str]:
 
 
 def read_templates(
-    folder: Path, source: str, *, nested: bool = False
+    folder: Path, source: str, roots: Sequence[Path] | None = None, *, nested: bool = False
 ) -> tuple[list[PromptTemplate], list[str]]:
     """The templates of ``folder`` (its ``*.md`` files), sorted by name, and one warning per file
-    that could not be used. ``nested``: subfolders' files too, named by their file name (Claude
-    Code's ``.claude/commands/frontend/component.md`` is ``/component``)."""
+    that could not be used. ``roots``: where a file may really lie, ``None``: anywhere.
+    ``nested``: subfolders' files too, named by their file name (Claude Code's
+    ``.claude/commands/frontend/component.md`` is ``/component``)."""
     templates: list[PromptTemplate] = []
     warnings: list[str] = []
     try:
@@ -118,8 +121,8 @@ def read_templates(
             warnings.append(f"{path}: {path.stem!r} cannot be a command name; template skipped")
             continue
         try:
-            fields, body = split_front_matter(read_markdown(path))
-        except (OSError, UnicodeDecodeError, FileTooLargeError) as exc:
+            fields, body = split_front_matter(read_markdown(path, roots))
+        except (OSError, UnicodeDecodeError, RefusedFile) as exc:
             warnings.append(f"{path}: cannot read: {exc}; template skipped")
             continue
         except FrontMatterError as exc:

@@ -49,12 +49,17 @@ round trip an append, and no notification without its commit. (PostgreSQL serial
 of notifying transactions on one lock, so under many concurrent writers each commit waits for the
 previous one's flush; the batch writer commits many sessions' appends in one transaction, which
 keeps those commits few.)
+
+While the server is unreachable, the pool's own reconnection attempts would log a line each (32
+in 15 s on an RPC client's stderr): ``_OutageLog`` lets the first of an outage through, naming
+the database, and holds back the rest until a statement succeeds again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import secrets
 import socket
@@ -248,6 +253,7 @@ class PostgresStore:
                 open=True,
                 name="tether-sessions",
             )
+            _OUTAGE_LOG.install(self.where)
         except psycopg.Error as err:
             self._lock_db.close()
             raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
@@ -568,9 +574,11 @@ class PostgresStore:
                 return work(db)
 
         try:
-            return self._patience.run(attempt, _unreachable)
+            result = self._patience.run(attempt, _unreachable)
         except (psycopg.Error, PoolTimeout) as err:
             raise SessionError(f"session database {self.where}: {_message(err)}") from None
+        _OUTAGE_LOG.recovered()  # the pool's next connection error is a new outage's first line
+        return result
 
     def _entries(self, query: LiteralString, params: tuple[str, ...]) -> list[StoredEntry]:
         def work(db: Connection) -> list[StoredEntry]:
@@ -656,6 +664,44 @@ class PostgresStore:
             f"session {lease.session_id!r} was taken over by pid {row[0]} on {row[1]} after this "
             "process lost its database connection; reopen it"
         )
+
+
+class _OutageLog(logging.Filter):
+    """On the pool's logger: one line per outage, not one per reconnection attempt (32 lines in
+    15 s were seen on stderr, in the middle of an RPC client's terminal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reported = False
+        self._installed = False
+        self._where = "(unknown)"
+
+    def install(self, where: str) -> None:
+        """Filter the pool's logger; ``where``: the database (redacted) its lines are about."""
+        self._where = where
+        if not self._installed:
+            self._installed = True
+            logging.getLogger("psycopg.pool").addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        if self._reported:
+            return False
+        self._reported = True
+        detail = " ".join(record.getMessage().split())
+        record.msg = (
+            "tether: session database %s: %s (further connection errors are not shown until it is back)"
+        )
+        record.args = (self._where, detail)
+        return True
+
+    def recovered(self) -> None:
+        if self._reported:
+            self._reported = False
+
+
+_OUTAGE_LOG = _OutageLog()
 
 
 class NotifyWatch:

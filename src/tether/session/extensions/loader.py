@@ -36,6 +36,11 @@ def extension_files(folder: Path) -> list[Path]:
     ]
 
 
+def extension_name(path: Path) -> str:
+    """An extension file's name: ``x.py`` and the package folder ``x/`` are both ``x``."""
+    return path.stem if path.suffix == ".py" else path.name
+
+
 def load_extensions(
     cwd: Path, paths: Sequence[Path], entry_points: Sequence[tuple[str, str]] = ()
 ) -> ExtensionHost:
@@ -51,7 +56,7 @@ def load_extensions(
         return host_ref[0].session if host_ref else None
 
     for path in paths:
-        name = path.stem if path.suffix == ".py" else path.name
+        name = extension_name(path)
         extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []

@@ -1,0 +1,31 @@
+"""Machine-readable modes own stdout: JSON, RPC and ACP write their records to a private copy
+of file descriptor 1, and fd 1 itself is pointed at stderr.
+
+Anything else that writes to stdout, an extension's ``print()``, a library's warning, and above
+all a child process (an MCP server, an extension's subprocess, which inherit fd 1 and write to
+it directly, out of Python's reach), then lands on stderr instead of corrupting a record. Done
+before the session is built, so an extension printing while it is imported is caught too.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import BinaryIO
+
+
+def take_over_stdout() -> BinaryIO:
+    """A private handle on stdout for the protocol; fd 1 (and ``sys.stdout``) now go to stderr.
+
+    The private descriptor is close-on-exec (``os.dup``'s default), so children never get it."""
+    sys.stdout.flush()
+    private = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return private
+
+
+def text_output(private: BinaryIO) -> io.TextIOWrapper:
+    """The private handle as text, for a mode that writes ``str`` records (JSON mode)."""
+    return io.TextIOWrapper(private, encoding="utf-8", newline="\n", write_through=False)

@@ -1,0 +1,103 @@
+"""Files tether reads into a prompt on its own: context files, skills, prompt templates.
+
+Nobody named these files: tether finds them by where they are, often in folders a cloned
+repository controls, and their text goes to the provider and into the session store. So they
+follow the same policy as the ``read`` tool (``tether.tools.workspace``) rather than "whatever
+the name points at":
+
+- the file's real path (symbolic links followed) lies inside one of the allowed folders (the
+  project, the user's config folder), so ``CLAUDE.md -> ~/.aws/credentials`` is refused;
+- it is a regular file: not a FIFO (opening one for reading blocks until a writer comes), a
+  device, a socket, nor anything under ``/proc``, ``/sys`` or ``/dev``, whose files claim a size
+  of 0 and hold, for ``/proc/self/environ``, every API key of this process;
+- it is at most ``MAX_FILE_BYTES`` (a sparse 1 GB file costs nothing to make).
+
+The checks are made on the opened descriptor (its ``/proc/self/fd`` link and ``fstat``), so a
+link swapped between the check and the read does not get through; the open itself never blocks
+(``O_NONBLOCK``) and never makes a terminal ours (``O_NOCTTY``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from tether.errors import UserError
+
+MAX_FILE_BYTES = 1 << 20
+"""Context, skill and prompt files larger than this are refused unread: real ones are a few KB,
+and 1 MB is some 250k tokens, more than a context window."""
+
+_SPECIAL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+class RefusedFile(UserError, ValueError):
+    """A file tether would read on its own is not one it may read; the message says why."""
+
+
+class FileTooLargeError(RefusedFile):
+    """The file is larger than the limit."""
+
+
+def read_own_file(path: Path, roots: Sequence[Path] | None, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path`` under the policy above.
+
+    Args:
+        path: The file, as found.
+        roots: Folders its real path must lie in; ``None``: anywhere (the user's own files, such
+            as their global ``AGENTS.md``, which may well link into a dotfiles repository). The
+            special-file and size checks apply either way.
+        limit: The largest size read.
+
+    Raises ``RefusedFile`` (one line, naming the reason but never the content) or ``OSError``
+    (missing, unreadable)."""
+    _check_real(Path(os.path.realpath(path)), roots)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        opened = _opened_path(fd)
+        if opened is not None:
+            _check_real(opened, roots)  # the file actually opened, whatever the link said a moment ago
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFile("not a regular file (a pipe, socket or device)")
+        if info.st_size > limit:
+            raise FileTooLargeError(f"larger than {_size(limit)}, not read")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:  # grew since fstat
+            raise FileTooLargeError(f"larger than {_size(limit)}, not read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _check_real(real: Path, roots: Sequence[Path] | None) -> None:
+    if any(real == tree or real.is_relative_to(tree) for tree in _SPECIAL_TREES):
+        raise RefusedFile(f"resolves to {real}, a system file (/proc, /sys, /dev), not read")
+    if roots is None:
+        return
+    real_roots = [Path(os.path.realpath(root)) for root in roots]
+    if not any(real == root or real.is_relative_to(root) for root in real_roots):
+        where = ", ".join(str(root) for root in real_roots)
+        raise RefusedFile(f"resolves through a symbolic link to {real}, outside {where}; not read")
+
+
+def _opened_path(fd: int) -> Path | None:
+    """Where the descriptor really points (Linux); ``None`` where ``/proc`` cannot tell."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return Path(target) if target.startswith("/") else None
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit} bytes"

@@ -1,0 +1,174 @@
+"""The ACP transport's bounds, on a real ``tether --mode acp`` process: an oversized line is one
+error and its tail never runs; a client that stops reading holds the agent still instead of
+growing its memory; what a child process writes to fd 1 never reaches the protocol stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_support import AcpEnv, text_reply
+
+from tether.acp.transport import MAX_MESSAGE_BYTES
+
+pytestmark = pytest.mark.subprocess
+
+
+def request(request_id: int, method: str, params: Any) -> bytes:
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
+    )
+
+
+INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
+
+
+async def _start(acp_env: AcpEnv, *args: str, limit: int = 1 << 24) -> asyncio.subprocess.Process:
+    """The agent; ``limit``: how much of its output this side buffers (asyncio reads a pipe
+    until twice that is buffered, whether or not the test reads it)."""
+    script = acp_env.script("s", [text_reply("ok")])
+    return await asyncio.create_subprocess_exec(
+        *acp_env.command(*args),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(script)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=limit,
+    )
+
+
+async def _receive(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert line, "the agent closed its stdout"
+    return json.loads(line)
+
+
+async def _end(process: asyncio.subprocess.Process) -> bytes:
+    assert process.stdin is not None
+    process.stdin.close()
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode()
+    return stderr
+
+
+async def test_an_oversized_line_is_one_error_and_its_tail_never_runs(acp_env: AcpEnv) -> None:
+    process = await _start(acp_env)
+    assert process.stdin is not None
+    padding = b" " * (MAX_MESSAGE_BYTES + (3 << 20))  # whitespace: what is left after a cut parses
+    process.stdin.write(padding + request(99, "initialize", INITIALIZE))
+    process.stdin.write(request(7, "initialize", INITIALIZE))
+    await process.stdin.drain()
+    first = await _receive(process)
+    assert first["id"] is None and first["error"]["code"] == -32600
+    assert "skipped to its end" in first["error"]["data"]["details"]
+    second = await _receive(process)
+    assert second["id"] == 7 and second["result"]["protocolVersion"] == 1  # id 99 never answered
+    stderr = await _end(process)
+    assert b"Traceback" not in stderr
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+async def test_a_client_that_stops_reading_holds_the_agent_still(acp_env: AcpEnv) -> None:
+    """60k requests never read: the agent stops reading them once its answers back up, so the
+    client's writes stall and the agent's memory stays put; reading the answers lets it go on."""
+    process = await _start(acp_env, limit=1 << 16)  # this side stops reading at 128 KiB
+    assert process.stdin is not None
+    await process.stdin.drain()
+    total = 60_000
+    line = request(1, "session/teleport", {"padding": "x" * 200})
+    before = _rss_kib(process.pid)
+
+    async def flood() -> None:
+        assert process.stdin is not None
+        for _ in range(total):
+            process.stdin.write(line)
+            await process.stdin.drain()
+
+    writing = asyncio.ensure_future(flood())
+    done, _ = await asyncio.wait([writing], timeout=15)
+    assert not done, "all requests went in although their answers were never read"
+    held = _rss_kib(process.pid)
+    assert held - before < 64 * 1024, (before, held)  # KiB: the backlog is not in memory
+    answers = 0
+    while answers < total:
+        answer = await _receive(process)
+        assert answer["error"]["code"] == -32601
+        answers += 1
+    await writing
+    await _end(process)
+
+
+async def test_a_childs_stdout_goes_to_stderr(acp_env: AcpEnv, tmp_path: Path) -> None:
+    """An extension that prints and starts a child writing to fd 1, at load time and in a tool:
+    the protocol stream holds JSON-RPC lines only."""
+    extensions = acp_env.home / "config" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "noisy.py").write_text(
+        "import os, subprocess\n"
+        "print('PRINTED-AT-IMPORT')\n"
+        "os.write(1, b'FD1-AT-IMPORT\\n')\n"
+        "subprocess.run(['echo', 'CHILD-AT-IMPORT'], check=True)\n"
+        "def setup(api):\n"
+        "    print('PRINTED-IN-SETUP')\n"
+    )
+    process = await _start(acp_env)
+    assert process.stdin is not None
+    process.stdin.write(request(1, "initialize", INITIALIZE))
+    process.stdin.write(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+    await process.stdin.drain()
+    first = await _receive(process)
+    assert first["id"] == 1
+    second = await _receive(process)
+    while "id" not in second:
+        second = await _receive(process)
+    assert second["id"] == 2 and "sessionId" in second["result"], second
+    stderr = await _end(process)
+    for marker in (b"PRINTED-AT-IMPORT", b"FD1-AT-IMPORT", b"CHILD-AT-IMPORT", b"PRINTED-IN-SETUP"):
+        assert marker in stderr, marker
+
+
+HUNG_HOOK = """\
+import asyncio
+
+def setup(api):
+    @api.on("before_run")
+    async def hang(context):
+        await asyncio.Event().wait()  # never returns, ignores aborts
+"""
+
+
+async def test_cancel_is_answered_and_stdin_closes_while_a_hook_hangs(acp_env: AcpEnv) -> None:
+    extensions = acp_env.home / "config" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "hang.py").write_text(HUNG_HOOK)
+    process = await _start(acp_env)
+    assert process.stdin is not None
+    process.stdin.write(request(1, "initialize", INITIALIZE))
+    process.stdin.write(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+    await process.stdin.drain()
+    created = await _receive(process)
+    while created.get("id") != 2:
+        created = await _receive(process)
+    session_id = created["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    process.stdin.write(request(3, "session/prompt", prompt))
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    process.stdin.write(json.dumps(cancel).encode() + b"\n")
+    await process.stdin.drain()
+    answer = await _receive(process)
+    while answer.get("id") != 3:
+        answer = await _receive(process)
+    assert answer["result"] == {"stopReason": "cancelled"}
+    stderr = await _end(process)
+    assert b"Traceback" not in stderr

@@ -1,0 +1,68 @@
+"""``--mode json`` owns stdout: an extension's ``print()``, a raw write to fd 1 and a child
+process's output (at import, in ``setup`` and in a hook while the run goes on) all land on
+stderr, and stdout holds the event lines alone."""
+
+from __future__ import annotations
+
+import pytest
+from cli_support import CliEnv, json_lines, text_reply
+
+pytestmark = pytest.mark.subprocess
+
+NOISY = """\
+import os, subprocess
+print('PRINTED-AT-IMPORT')
+os.write(1, b'FD1-AT-IMPORT\\n')
+subprocess.run(['echo', 'CHILD-AT-IMPORT'], check=True)
+
+def setup(api):
+    print('PRINTED-IN-SETUP')
+
+    @api.on('before_run')
+    def noisy(context):
+        print('PRINTED-IN-HOOK')
+        subprocess.run(['echo', 'CHILD-IN-HOOK'], check=True)
+"""
+
+
+def test_json_mode_stdout_holds_events_only(cli: CliEnv) -> None:
+    extensions = cli.home / "config" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "noisy.py").write_text(NOISY)
+    done = cli.run("--mode", "json", "hello", script=cli.script("s", [text_reply("answer")]))
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)  # every line is JSON: nothing else got in
+    assert events[0]["type"] == "session" and any(e["type"] == "agent_end" for e in events)
+    for marker in ("PRINTED-AT-IMPORT", "FD1-AT-IMPORT", "CHILD-AT-IMPORT", "PRINTED-IN-SETUP"):
+        assert marker in done.stderr, marker
+    assert "PRINTED-IN-HOOK" in done.stderr and "CHILD-IN-HOOK" in done.stderr
+
+
+def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
+    """``tether -p`` reading a pipe nobody writes to or closes: one SIGINT ends it (130)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "-p", "question"],
+        cwd=cli.project,
+        env=cli.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        syscall = Path(f"/proc/{process.pid}/syscall")
+        deadline = time.monotonic() + 60
+        while not syscall.read_text().startswith("0 0x0 "):  # blocked in read(0, ...)
+            assert process.poll() is None and time.monotonic() < deadline, "never read stdin"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()

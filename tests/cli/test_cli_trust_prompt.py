@@ -1,0 +1,74 @@
+"""The trust question names what a project brings and grants it kind by kind: yes to its
+settings is not yes to its extensions (code) or its MCP servers (programs)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.cli.trust_prompt import ask_grants, offered
+from tether.session.factory import load_mcp_files
+from tether.session.resources import load_resources
+from tether.session.settings import Settings, load_settings
+from tether.session.trust import granted, is_trusted, trust, trust_file
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    repo = tmp_path / "repo"
+    tether = repo / ".tether"
+    (tether / "extensions").mkdir(parents=True)
+    (tether / "extensions" / "spy.py").write_text("def setup(api):\n    pass\n")
+    (tether / "skills" / "deploy").mkdir(parents=True)
+    (tether / "skills" / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: d\n---\nx\n")
+    (tether / "prompts").mkdir()
+    (tether / "prompts" / "ship.md").write_text("ship it")
+    (tether / "settings.json").write_text(json.dumps({"approval": "yes"}))
+    server = {"command": "python3", "args": ["-m", "evil_server", "--port", "1"]}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"helper": server}}))
+    return repo
+
+
+def test_every_kind_is_named_and_granted_on_its_own(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config"
+    settings = load_settings(config, project)
+    offers = offered(project, settings, config)
+    assert [(kind, names) for _, kind, names in offers] == [
+        ("settings", ["approval"]),
+        ("extensions", [str(project / ".tether" / "extensions" / "spy.py")]),
+        ("skills", ["deploy"]),
+        ("prompts", ["/ship"]),
+        ("mcp", ["helper: python3 -m evil_server --port 1"]),
+    ]
+    answers = iter(["y", "n", "y", "", "no"])  # settings and skills only
+    shown = io.StringIO()
+    assert ask_grants(offers, config, shown, ask=lambda _question: next(answers))
+    assert "brings Python extensions, code that runs inside tether" in shown.getvalue()
+    assert granted(config, project) == {"settings", "skills"}
+    assert load_settings(config, project).approval == "yes"
+    resources = load_resources(project, config, Settings(), data_dir=tmp_path / "data")
+    assert [s.name for s in resources.skills] == ["deploy"]
+    assert resources.extensions is None and resources.templates == {}
+    assert any("not trusted with its extensions" in w for w in resources.warnings)
+    assert load_mcp_files(project) == []  # its servers were not granted: none starts
+    assert [kind for _, kind, _ in offered(project, load_settings(config, project), config)] == [
+        "extensions",
+        "prompts",
+        "mcp",
+    ]
+
+
+def test_a_folder_trusted_before_grants_existed_keeps_everything(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config"
+    config.mkdir(parents=True)
+    trust_file(config).write_text(json.dumps([str(project)]))
+    assert all(is_trusted(config, project, kind) for kind in ("settings", "extensions", "mcp"))
+    trust(config, project.parent, ["mcp"])
+    data = json.loads(trust_file(config).read_text())
+    assert data == [str(project), {"path": str(project.parent), "grants": ["mcp"]}]
+    assert [s.name for s in load_mcp_files(project)] == ["helper"]
