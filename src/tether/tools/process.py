@@ -68,7 +68,8 @@ if pid == 0:
     os._exit(127)
 _, status = os.waitpid(pid, 0)
 if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    if os.WTERMSIG(status) not in (signal.SIGKILL, signal.SIGSTOP):  # no handler to reset there
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
     os.kill(os.getpid(), os.WTERMSIG(status))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
