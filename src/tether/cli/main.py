@@ -23,7 +23,18 @@ if TYPE_CHECKING:
 
     import click
 
-SUBCOMMANDS = ("models", "sessions", "schema", "demo", "mcp", "extensions", "worker", "submit", "runs")
+SUBCOMMANDS = (
+    "models",
+    "sessions",
+    "schema",
+    "demo",
+    "mcp",
+    "extensions",
+    "worker",
+    "submit",
+    "runs",
+    "serve",
+)
 
 _DEVICE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """A write that failed for want of room, as stdout on a full disk or /dev/full does."""
@@ -424,6 +435,26 @@ def subcommands() -> click.Group:
 
         use_database(database)
         sys.exit(submit_run(session_id, prompt, **flags))
+
+    @group.command()
+    @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on; any but loopback needs a token.")
+    @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port.")
+    @click.option("--token", help='Bearer token every API request must carry (default: the "serve.token" setting).')
+    @click.option("--read-only-token", help="A second token that may only read and follow sessions.")
+    @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN", help="Allow this origin (repeatable).")
+    @click.option("--model", metavar="PROVIDER/ID", help="Model of the sessions this server starts.")
+    @click.option(
+        "--prompt-rate", type=count, default=30, show_default=True, help="Prompts a minute per token (0: no limit)."
+    )
+    @click.option("-y", "--yes", is_flag=True, help="Approve every tool call (nobody can answer a question).")
+    @click.option("--database", metavar="URL", help=DATABASE_HELP)
+    def serve(database: str | None, **flags: Any) -> None:
+        """Serve the HTTP API and web page over the stored sessions (docs/serve.md)."""
+        from tether.cli.serve_cmd import run_server
+        from tether.cli.sessions_cmd import use_database
+
+        use_database(database)
+        sys.exit(run_server(**flags))
 
     as_json = click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 

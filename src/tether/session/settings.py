@@ -126,6 +126,8 @@ class Settings:
     database: str | None = None
     """Where sessions are stored: a ``postgresql://`` URL or a SQLite file (``TETHER_DATABASE_URL``
     and ``--database`` win over it)."""
+    serve_token: str | None = field(default=None, repr=False)
+    """``serve.token``: the bearer token ``tether serve`` requires (``--token`` wins over it)."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
     ignored: tuple[str, ...] = ()
@@ -210,6 +212,8 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
         keys.append("database")  # a repository must not send the transcripts to a server of its choice
     if project.durable != user.durable:
         keys.append("durable")  # nor pick the run database, nor let risky tools run twice
+    if project.serve_token != user.serve_token:
+        keys.append("serve")  # nor choose the token that opens the sessions to the network
     return tuple(keys)
 
 
@@ -294,6 +298,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["durable"] = _durable(base.durable, value, path)
         elif key == "sandbox":
             changes["sandbox"] = _sandbox(base.sandbox, value, path)
+        elif key == "serve":
+            changes["serve_token"] = _serve_token(value, path)
         elif key == "streamIdleTimeoutMs":
             if not _is_count(value):
                 raise bad(key, f"milliseconds, a non-negative integer (0: no limit) up to {MAX_COUNT}")
@@ -313,6 +319,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "skills",
                 "durable",
                 "sandbox",
+                "serve",
                 "streamIdleTimeoutMs",
                 "maxConnections",
             ]
@@ -418,6 +425,20 @@ def _skill_sources(base: frozenset[str], value: object, path: Path) -> frozenset
             raise SettingsError(f'{path}: "skills.{key}": expected true or false')
         result = result | {key} if item else result - {key}
     return result
+
+
+def _serve_token(value: object, path: Path) -> str | None:
+    """``{"token": "..."}``: the only key of ``serve`` so far."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "serve": expected an object')
+    token: str | None = None
+    for key, item in cast(dict[str, object], value).items():
+        if key != "token":
+            raise SettingsError(f'{path}: "serve.{key}": unknown key (known: token)')
+        if not isinstance(item, str) or not item:
+            raise SettingsError(f'{path}: "serve.token": expected a non-empty string')
+        token = item
+    return token
 
 
 def _durable(base: Durable, value: object, path: Path) -> Durable:

@@ -1,0 +1,430 @@
+"""The ASGI application of ``tether serve``: JSON routes, the SSE follow stream, the web page.
+
+Every ``/api`` route and ``/openapi.json`` need a bearer token once the server has one; the page
+itself (``/`` and ``/static``) holds no data and is served to anyone, so that a browser can load it
+and then send the token it was given (``#token=...`` in the address, never sent to the server).
+``EventSource`` cannot send headers, so the follow stream also takes ``?access_token=``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tether.serve.auth import RateLimit, Tokens
+from tether.serve.hub import Live, SessionHub
+from tether.serve.openapi import openapi_document
+from tether.session.html_page import render_session_page, session_meta
+from tether.store import SessionLockedError, SessionNotFoundError
+from tether.store.entries import EntryDict
+from tether.store.follow import follow_changes_async
+from tether.store.store import SessionRecord, SessionStore
+
+KEEP_ALIVE_SECONDS = 15.0
+"""A comment line this often on a quiet follow stream: proxies close idle connections."""
+
+MAX_MESSAGE_CHARS = 100_000
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "frame-src 'self' about:; object-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+"""The page's policy: its own script only. The conversation is shown in a sandboxed frame (no
+scripts) whose inline styles come from the exported page, hence ``style-src 'unsafe-inline'``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """What the server needs: the store to read, the hub that writes, who may do what."""
+
+    store: SessionStore
+    hub: SessionHub
+    tokens: Tokens = field(default_factory=Tokens)
+    prompts_per_minute: int = 30
+    cors_origins: tuple[str, ...] = ()
+    model: str | None = None
+
+
+class ApiError(Exception):
+    """An answer other than success: ``status`` and one line saying what was wrong and where."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class PromptBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    streamingBehavior: Literal["steer", "followUp"] | None = None
+
+
+class MessageBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+
+
+B = TypeVar("B", bound=BaseModel)
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
+    api = _Api(config)
+    routes: list[BaseRoute] = [
+        Route("/", _index, methods=["GET"]),
+        Mount("/static", app=StaticFiles(packages=[("tether.serve", "static")]), name="static"),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+        Route("/api/sessions", api.list_sessions, methods=["GET"]),
+        Route("/api/sessions", api.create_session, methods=["POST"]),
+        Route("/api/sessions/{session_id}", api.read_session, methods=["GET"]),
+        Route("/api/sessions/{session_id}/tree", api.tree, methods=["GET"]),
+        Route("/api/sessions/{session_id}/html", api.html, methods=["GET"]),
+        Route("/api/sessions/{session_id}/events", api.events, methods=["GET"]),
+        Route("/api/sessions/{session_id}/state", api.state, methods=["GET"]),
+        Route("/api/sessions/{session_id}/prompt", api.prompt, methods=["POST"]),
+        Route("/api/sessions/{session_id}/steer", api.steer, methods=["POST"]),
+        Route("/api/sessions/{session_id}/follow-up", api.follow_up, methods=["POST"]),
+        Route("/api/sessions/{session_id}/abort", api.abort, methods=["POST"]),
+        Route("/api/models", api.models, methods=["GET"]),
+    ]
+    middleware = [Middleware(_Guard, tokens=config.tokens)]
+    if config.cors_origins:  # outermost: a preflight is answered before the token is asked for
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            ),
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await config.hub.close()
+
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={ApiError: _api_error, 404: _not_found, 405: _not_allowed},
+    )
+
+
+class _Guard:
+    """Bearer auth on the API (read-only tokens refused on POST) and the page's security headers."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path.startswith("/api/") or path == "/openapi.json":
+            request = Request(scope)
+            presented = _bearer(request)
+            access = self.tokens.access(presented)
+            if access == "none":
+                answer = _error(401, "a bearer token is required" if presented is None else "wrong token")
+                answer.headers["WWW-Authenticate"] = "Bearer"
+                await answer(scope, receive, send)
+                return
+            if access == "read" and scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+                await _error(403, "this token may only read")(scope, receive, send)
+                return
+            scope.setdefault("state", {})["client_key"] = presented or "local"
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"content-security-policy", PAGE_CSP.encode()),
+                ]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, value = header.partition(" ")
+        return value.strip() or None if scheme.lower() == "bearer" else None
+    if request.url.path.endswith("/events"):  # EventSource sends no headers of its own
+        return request.query_params.get("access_token") or None
+    return None
+
+
+class _Api:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.store = config.store
+        self.hub = config.hub
+        self.limit = RateLimit(config.prompts_per_minute)
+
+    async def openapi(self, _request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def list_sessions(self, request: Request) -> Response:
+        query = (request.query_params.get("q") or "").strip().lower()
+        limit = _int_param(request, "limit", 100, 1, 1000)
+        records = await asyncio.to_thread(self.store.list_sessions)
+        found = [r for r in records if not query or query in _haystack(r)]
+        return JSONResponse({"sessions": [_record(r) for r in found[:limit]], "total": len(found)})
+
+    async def read_session(self, request: Request) -> Response:
+        record, entries = await self._session(request)
+        return JSONResponse({"session": _record(record), "entries": entries})
+
+    async def tree(self, request: Request) -> Response:
+        record, entries = await self._session(request)
+        nodes = [
+            {"id": e["id"], "parentId": e.get("parentId"), "type": e["type"], "timestamp": e.get("timestamp")}
+            for e in entries
+        ]
+        parents = {e["id"]: e.get("parentId") for e in entries}
+        path: list[str] = []
+        at = record.leaf_id
+        while at is not None and at in parents and len(path) <= len(parents):
+            path.append(at)
+            at = parents[at]
+        return JSONResponse({"leafId": record.leaf_id, "nodes": nodes, "currentPath": path[::-1]})
+
+    async def html(self, request: Request) -> Response:
+        record, entries = await self._session(request)
+        title = record.title or record.first_prompt or record.id
+        meta = session_meta(record.id, record.cwd, record.created, entries)
+        page = render_session_page(entries, record.leaf_id, title=title[:200], meta=meta)
+        return HTMLResponse(page)
+
+    async def state(self, request: Request) -> Response:
+        record, _ = await self._session(request, entries=False)
+        return JSONResponse(
+            {
+                "sessionId": record.id,
+                "open": self.hub.is_open(record.id),
+                "running": self.hub.running(record.id),
+                "leafId": record.leaf_id,
+            }
+        )
+
+    async def events(self, request: Request) -> StreamingResponse:
+        session_id = request.path_params["session_id"]
+        after = request.headers.get("last-event-id") or request.query_params.get("lastEventId") or None
+        history = request.query_params.get("history", "true") != "false"
+        record, entries = await self._session(request)
+        if after is not None and after not in {e["id"] for e in entries}:
+            raise ApiError(400, f"Last-Event-ID: no entry {after!r} in session {session_id}")
+        if after is None and not history:
+            after = record.leaf_id if not entries else entries[-1]["id"]
+        return StreamingResponse(
+            self._stream(session_id, after),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _stream(self, session_id: str, after: str | None) -> AsyncIterator[str]:
+        queue: asyncio.Queue[Live | tuple[str, bytes] | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        async def pump() -> None:
+            try:
+                async for change in follow_changes_async(self.store, session_id, after=after, stop=stop):
+                    for entry in change.entries:
+                        queue.put_nowait((entry.id, entry.payload))
+            except SessionNotFoundError:
+                queue.put_nowait({"type": "deleted"})
+            finally:
+                queue.put_nowait(None)
+
+        live = cast(asyncio.Queue[Live], queue)
+        unlisten = self.hub.listen(session_id, live)
+        task = asyncio.get_running_loop().create_task(pump())
+        try:
+            yield "retry: 2000\n\n"
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_SECONDS)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is None:
+                    return
+                if isinstance(item, tuple):
+                    entry_id, payload = item
+                    yield f"id: {entry_id}\nevent: entry\ndata: {payload.decode()}\n\n"
+                else:
+                    yield f"event: {item['type']}\ndata: {json.dumps(item)}\n\n"
+        finally:
+            unlisten()
+            stop.set()
+            task.cancel()
+
+    async def create_session(self, request: Request) -> Response:
+        body = await _body(request, MessageBody)
+        self._spend(request)
+        session_id = await self.hub.new_session(body.message)
+        return JSONResponse({"sessionId": session_id, "disposition": "started"}, status_code=201)
+
+    async def prompt(self, request: Request) -> Response:
+        body = await _body(request, PromptBody)
+        core = await self._core(request)
+        self._spend(request)
+        if not core.is_running:
+            self.hub.prompt(request.path_params["session_id"], core, body.message)
+            return JSONResponse({"disposition": "started"}, status_code=202)
+        if body.streamingBehavior is None:
+            raise ApiError(409, "the session is running: give streamingBehavior 'steer' or 'followUp'")
+        queue = core.steer if body.streamingBehavior == "steer" else core.follow_up
+        return JSONResponse({"disposition": queue(body.message)}, status_code=202)
+
+    async def steer(self, request: Request) -> Response:
+        body = await _body(request, MessageBody)
+        core = await self._core(request)
+        self._spend(request)
+        return JSONResponse({"disposition": core.steer(body.message)}, status_code=202)
+
+    async def follow_up(self, request: Request) -> Response:
+        body = await _body(request, MessageBody)
+        core = await self._core(request)
+        self._spend(request)
+        return JSONResponse({"disposition": core.follow_up(body.message)}, status_code=202)
+
+    async def abort(self, request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await self._session(request, entries=False)
+        if not self.hub.running(session_id):
+            return JSONResponse({"aborted": False})
+        core = await self.hub.core(session_id)
+        core.abort()
+        return JSONResponse({"aborted": True})
+
+    async def models(self, _request: Request) -> Response:
+        from tether.ai.local_servers import usable_models
+
+        models = await usable_models()
+        listed = [{"provider": m["provider"], "id": m["id"], "name": m.get("name", m["id"])} for m in models]
+        return JSONResponse({"default": self.config.model, "models": listed})
+
+    async def _session(self, request: Request, *, entries: bool = True) -> tuple[SessionRecord, list[EntryDict]]:
+        session_id = request.path_params["session_id"]
+        try:
+            record = await asyncio.to_thread(self.store.get_session, session_id)
+            stored = await asyncio.to_thread(self.store.entries, session_id) if entries else []
+        except SessionNotFoundError:
+            raise ApiError(404, f"no session {session_id!r}") from None
+        parsed: list[EntryDict] = []
+        for entry in stored:
+            with contextlib.suppress(ValueError):  # a bad entry is skipped, never fatal to the rest
+                parsed.append(cast(EntryDict, json.loads(entry.payload)))
+        return record, parsed
+
+    async def _core(self, request: Request) -> Any:
+        session_id = request.path_params["session_id"]
+        await self._session(request, entries=False)
+        try:
+            return await self.hub.core(session_id)
+        except SessionLockedError:
+            raise ApiError(409, f"session {session_id} is being written by another process") from None
+
+    def _spend(self, request: Request) -> None:
+        key = cast(str, request.scope.get("state", {}).get("client_key", "local"))
+        wait = self.limit.take(key)
+        if wait is not None:
+            raise ApiError(429, f"too many prompts: {self.limit.per_minute} a minute; retry in {wait:.0f}s")
+
+
+async def _body(request: Request, model: type[B]) -> B:
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise ApiError(400, "body: not valid JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise ApiError(422, f"{where}: {first['msg']}") from None
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ApiError(422, f"{name}: expected an integer from {low} to {high}")
+    return int(raw)
+
+
+def _haystack(record: SessionRecord) -> str:
+    return " ".join(filter(None, [record.id, record.title, record.first_prompt, record.cwd])).lower()
+
+
+def _record(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "cwd": record.cwd,
+        "title": record.title,
+        "created": record.created,
+        "updated": record.updated,
+        "leafId": record.leaf_id,
+        "parentSessionId": record.parent_session_id,
+        "firstPrompt": record.first_prompt,
+        "entryCount": record.entry_count,
+        "messageCount": record.message_count,
+        "cost": record.cost,
+        "inputTokens": record.input_tokens,
+        "outputTokens": record.output_tokens,
+    }
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _api_error(_request: Request, exc: Exception) -> Response:
+    error = cast(ApiError, exc)
+    response = _error(error.status, error.message)
+    if error.status == 429:
+        response.headers["Retry-After"] = "60"
+    return response
+
+
+async def _not_found(request: Request, _exc: Exception) -> Response:
+    return _error(404, f"no route {request.url.path}")
+
+
+async def _not_allowed(request: Request, _exc: Exception) -> Response:
+    return _error(405, f"{request.method} is not allowed on {request.url.path}")
+
+
+async def _index(_request: Request) -> Response:
+    page = resources.files("tether.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+    return HTMLResponse(page)

@@ -1,0 +1,176 @@
+"""The OpenAPI 3.1 document of the API, written out by hand: the routes are few and each answer's
+shape is stated once here, where a client's author reads it (``GET /openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether._version import __version__
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_SESSION_ID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    reasons = {
+        400: "Malformed request (not JSON, unknown Last-Event-ID)",
+        401: "No token, or a wrong one",
+        403: "A read-only token on a route that changes something",
+        404: "No such session",
+        409: "The session is running, or written by another process",
+        422: "A field is missing or invalid",
+        429: "Too many prompts for this token",
+    }
+    return {str(code): _json(_ERROR, reasons[code]) for code in codes}
+
+
+def _op(summary: str, ok: dict[str, Any], *errors: int, body: str | None = None, path: bool = True) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {"200": ok, **_errors(401, *errors)}}
+    if path:
+        op["parameters"] = [_SESSION_ID]
+    if body is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
+        }
+    return op
+
+
+def openapi_document() -> dict[str, Any]:
+    accepted = _json({"$ref": "#/components/schemas/Disposition"}, "Accepted")
+    mutating = (403, 404, 409, 422, 429)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "tether serve", "version": __version__},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+                "Session": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "cwd": {"type": "string"},
+                        "title": {"type": ["string", "null"]},
+                        "created": {"type": "integer", "description": "Unix ms"},
+                        "updated": {"type": "integer", "description": "Unix ms"},
+                        "leafId": {"type": ["string", "null"]},
+                        "parentSessionId": {"type": ["string", "null"]},
+                        "firstPrompt": {"type": ["string", "null"]},
+                        "entryCount": {"type": "integer"},
+                        "messageCount": {"type": "integer"},
+                        "cost": {"type": "number"},
+                        "inputTokens": {"type": "integer"},
+                        "outputTokens": {"type": "integer"},
+                    },
+                },
+                "Entry": {
+                    "type": "object",
+                    "description": "A stored session entry (docs/sessions.md)",
+                    "required": ["id", "type"],
+                    "properties": {"id": {"type": "string"}, "parentId": {"type": ["string", "null"]}},
+                },
+                "Prompt": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["message"],
+                    "properties": {
+                        "message": {"type": "string", "minLength": 1, "maxLength": 100000},
+                        "streamingBehavior": {"enum": ["steer", "followUp"]},
+                    },
+                },
+                "Message": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["message"],
+                    "properties": {"message": {"type": "string", "minLength": 1, "maxLength": 100000}},
+                },
+                "Disposition": {
+                    "type": "object",
+                    "properties": {"disposition": {"enum": ["started", "queued"]}, "sessionId": {"type": "string"}},
+                },
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/sessions": {
+                "get": {
+                    "summary": "List sessions, newest first; q searches id, title, first prompt, folder",
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"type": "string"}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
+                                    "total": {"type": "integer"},
+                                },
+                            }
+                        ),
+                        **_errors(401, 422),
+                    },
+                },
+                "post": _op("Start a new session on a first prompt", accepted, 403, 422, 429, body="Message", path=False),
+            },
+            "/api/sessions/{session_id}": {
+                "get": _op(
+                    "A session and all its entries, in append order",
+                    _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "session": {"$ref": "#/components/schemas/Session"},
+                                "entries": {"type": "array", "items": {"$ref": "#/components/schemas/Entry"}},
+                            },
+                        }
+                    ),
+                    404,
+                )
+            },
+            "/api/sessions/{session_id}/tree": {
+                "get": _op("The entry tree: nodes, leaf and the path from the root to it", _json({"type": "object"}), 404)
+            },
+            "/api/sessions/{session_id}/html": {
+                "get": _op(
+                    "The whole session as one self-contained HTML page (the export's renderer)",
+                    {"description": "OK", "content": {"text/html": {"schema": {"type": "string"}}}},
+                    404,
+                )
+            },
+            "/api/sessions/{session_id}/events": {
+                "get": {
+                    **_op(
+                        "Follow the session over SSE: `entry` events (id = entry id, data = the entry), "
+                        "`delta` and `status` (live only, no id), `deleted`. Resume with Last-Event-ID "
+                        "(or ?lastEventId=); ?history=false starts at the end; ?access_token= for EventSource",
+                        {"description": "OK", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                        400,
+                        404,
+                    )
+                }
+            },
+            "/api/sessions/{session_id}/state": {
+                "get": _op("Whether this server has the session open and running", _json({"type": "object"}), 404)
+            },
+            "/api/sessions/{session_id}/prompt": {"post": _op("Prompt the session", accepted, *mutating, body="Prompt")},
+            "/api/sessions/{session_id}/steer": {
+                "post": _op("Queue a message for the next model call", accepted, *mutating, body="Message")
+            },
+            "/api/sessions/{session_id}/follow-up": {
+                "post": _op("Queue a message for when the run would stop", accepted, *mutating, body="Message")
+            },
+            "/api/sessions/{session_id}/abort": {
+                "post": _op("Abort the session's run (answered at once)", _json({"type": "object"}), 403, 404)
+            },
+            "/api/models": {
+                "get": _op("Models a request can go to now", _json({"type": "object"}), path=False)
+            },
+        },
+    }
