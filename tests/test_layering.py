@@ -32,6 +32,7 @@ BELOW: dict[str, set[str]] = {
     "durable": {"wire", "ai", "agent", "tools", "testing", "store", "session", "telemetry", "mcp"},
     "rpc": {"wire", "ai", "agent", "tools", "testing", "store", "session", "durable", "telemetry", "mcp"},
     "acp": {"wire", "ai", "agent", "tools", "testing", "store", "session", "durable", "telemetry", "mcp"},
+    "serve": {"wire", "ai", "agent", "tools", "testing", "store", "session", "durable", "telemetry", "mcp"},
     "cli": {
         "wire",
         "ai",
@@ -43,6 +44,7 @@ BELOW: dict[str, set[str]] = {
         "durable",
         "rpc",
         "acp",
+        "serve",
         "telemetry",
         "mcp",
     },

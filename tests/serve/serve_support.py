@@ -1,0 +1,120 @@
+"""A real ``tether serve`` application on uvicorn, in the test's event loop, on 127.0.0.1:0.
+
+The sessions it starts run the scripted model of a script file (``scripted:PATH``), in an
+isolated ``TETHER_HOME`` and project folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import uvicorn
+
+from tether.serve import ServeConfig, create_app
+from tether.serve.auth import Tokens
+from tether.serve.hub import SessionHub
+from tether.session.factory import SessionOptions
+from tether.session.settings import Settings
+from tether.store import open_store
+
+WAIT_SECONDS = 20.0
+"""Bound on every wait for the server: a hang fails the test instead of stalling the run."""
+
+
+@dataclass
+class Served:
+    url: str
+    config: ServeConfig
+
+    def client(self, token: str | None = None) -> httpx2.AsyncClient:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx2.AsyncClient(base_url=self.url, headers=headers, timeout=WAIT_SECONDS)
+
+
+def write_script(path: Path, responses: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps({"responses": responses}), encoding="utf-8")
+    return path
+
+
+def text(*chunks: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "chunks": list(chunks)}]}
+
+
+@asynccontextmanager
+async def serving(
+    project: Path,
+    script: Path,
+    *,
+    tokens: Tokens | None = None,
+    prompts_per_minute: int = 30,
+    cors_origins: tuple[str, ...] = (),
+    yes: bool = False,
+) -> AsyncIterator[Served]:
+    store = open_store()
+    options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
+    config = ServeConfig(
+        store=store,
+        hub=SessionHub(options, Settings(), project),
+        tokens=tokens or Tokens(),
+        prompts_per_minute=prompts_per_minute,
+        cors_origins=cors_origins,
+    )
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    )
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # pytest owns them
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}", config)
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(WAIT_SECONDS):
+            await task
+        sock.close()
+        store.close()
+
+
+async def settled(client: httpx2.AsyncClient, session_id: str) -> dict[str, Any]:
+    """The session once this server's run of it has ended (bounded by ``WAIT_SECONDS``)."""
+    async with asyncio.timeout(WAIT_SECONDS):
+        while True:
+            state = (await client.get(f"/api/sessions/{session_id}/state")).json()
+            if not state["running"]:
+                return (await client.get(f"/api/sessions/{session_id}")).json()
+            await asyncio.sleep(0.02)
+
+
+async def sse_events(
+    client: httpx2.AsyncClient, path: str, count: int, headers: dict[str, str] | None = None
+) -> list[tuple[str | None, str, str]]:
+    """The first ``count`` events of an SSE stream as (id, event, data)."""
+    events: list[tuple[str | None, str, str]] = []
+    async with asyncio.timeout(WAIT_SECONDS), client.stream("GET", path, headers=headers) as response:
+        assert response.status_code == 200, response.status_code
+        assert response.headers["content-type"].startswith("text/event-stream")
+        fields: dict[str, str] = {}
+        async for line in response.aiter_lines():
+            if line:
+                name, _, value = line.partition(":")
+                if name:  # a line starting with ":" is a comment
+                    fields[name] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                events.append((fields.get("id"), fields.get("event", "message"), fields["data"]))
+                if len(events) == count:
+                    break
+            fields = {}
+    return events

@@ -1,0 +1,206 @@
+"""The JSON API and the SSE follow stream of ``tether serve`` on a real uvicorn (127.0.0.1:0)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from serve_support import WAIT_SECONDS, serving, settled, sse_events, text, write_script
+
+from tether.serve.auth import Tokens
+
+
+async def test_a_session_started_over_http_is_listed_searched_and_read(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("Hello ", "<b>there</b>")])
+    async with serving(project, script) as served, served.client() as client:
+        started = await client.post("/api/sessions", json={"message": "fix the <script>alert(1)</script> bug"})
+        assert started.status_code == 201
+        session_id = started.json()["sessionId"]
+        read = await settled(client, session_id)
+        messages = [e["message"] for e in read["entries"] if e["type"] == "message"]
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[1]["content"][0]["text"] == "Hello <b>there</b>"
+        assert read["session"]["firstPrompt"] == "fix the <script>alert(1)</script> bug"
+
+        listed = (await client.get("/api/sessions")).json()
+        assert [s["id"] for s in listed["sessions"]] == [session_id]
+        assert (await client.get("/api/sessions", params={"q": "ALERT(1)"})).json()["total"] == 1
+        assert (await client.get("/api/sessions", params={"q": "nothing like it"})).json()["sessions"] == []
+
+        tree = (await client.get(f"/api/sessions/{session_id}/tree")).json()
+        assert tree["currentPath"][-1] == tree["leafId"] == read["session"]["leafId"]
+        assert {n["id"] for n in tree["nodes"]} == {e["id"] for e in read["entries"]}
+
+        page = (await client.get(f"/api/sessions/{session_id}/html")).text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert "<script>" not in page
+        assert "Hello &lt;b&gt;there&lt;/b&gt;" in page
+
+
+async def test_follow_streams_entries_with_their_ids_and_resumes_after_last_event_id(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("one"), text("two")])
+    async with serving(project, script) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "first"})).json()["sessionId"]
+        entries = (await settled(client, session_id))["entries"]
+        path = f"/api/sessions/{session_id}/events"
+        history = await sse_events(client, path, len(entries))
+        assert [(i, kind) for i, kind, _ in history] == [(e["id"], "entry") for e in entries]
+        assert [json.loads(data) for _, _, data in history] == entries
+
+        resumed = await sse_events(client, path, len(entries) - 2, headers={"Last-Event-ID": entries[1]["id"]})
+        assert [i for i, _, _ in resumed] == [e["id"] for e in entries[2:]]
+
+        unknown = await client.get(path, headers={"Last-Event-ID": "no-such-entry"})
+        assert unknown.status_code == 400
+        assert "no-such-entry" in unknown.json()["error"]
+
+        # live: a follower from the end sees the next prompt's entries, and its streamed text
+        async def follow_live() -> list[tuple[str | None, str, str]]:
+            return await sse_events(client, f"{path}?history=false", 6)
+
+        follower = asyncio.create_task(follow_live())
+        await asyncio.sleep(0.3)  # the follower's watch is set up before its response starts
+        answer = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "second"})
+        assert answer.status_code == 202 and answer.json() == {"disposition": "started"}
+        live = await follower
+        kinds = [kind for _, kind, _ in live]
+        assert "entry" in kinds
+        new_ids = [i for i, kind, _ in live if kind == "entry"]
+        assert entries[-1]["id"] not in new_ids
+        texts = [json.loads(data) for _, kind, data in live if kind == "entry"]
+        assert any(e.get("message", {}).get("role") == "user" for e in texts)
+
+
+async def test_tokens_guard_every_api_route_and_read_only_tokens_cannot_write(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    tokens = Tokens(full="full-secret", read_only="read-secret")
+    async with serving(project, script, tokens=tokens) as served:
+        async with served.client() as anonymous:
+            for path in ("/api/sessions", "/openapi.json", "/api/models", "/api/sessions/x/events"):
+                refused = await anonymous.get(path)
+                assert refused.status_code == 401, path
+                assert refused.json() == {"error": "a bearer token is required"}
+                assert refused.headers["www-authenticate"] == "Bearer"
+            assert (await anonymous.post("/api/sessions", json={"message": "hi"})).status_code == 401
+            # the page itself holds no data: it loads without a token
+            page = await anonymous.get("/")
+            assert page.status_code == 200 and "/static/app.js" in page.text
+            assert "script-src 'self'" in page.headers["content-security-policy"]
+            # only the event stream takes the token in its address (EventSource sends no headers)
+            assert (await anonymous.get("/api/sessions", params={"access_token": "full-secret"})).status_code == 401
+            missing = await anonymous.get("/api/sessions/x/events", params={"access_token": "read-secret"})
+            assert missing.status_code == 404
+        async with served.client("wrong") as wrong:
+            assert (await wrong.get("/api/sessions")).json() == {"error": "wrong token"}
+        async with served.client("read-secret") as reader:
+            assert (await reader.get("/api/sessions")).status_code == 200
+            refused = await reader.post("/api/sessions", json={"message": "hi"})
+            assert refused.status_code == 403
+            assert refused.json() == {"error": "this token may only read"}
+        async with served.client("full-secret") as writer:
+            started = await writer.post("/api/sessions", json={"message": "hi"})
+            assert started.status_code == 201
+            session_id = started.json()["sessionId"]
+            await settled(writer, session_id)
+        async with served.client("read-secret") as reader:
+            assert (await reader.post(f"/api/sessions/{session_id}/abort")).status_code == 403
+
+
+async def test_bad_input_gets_one_clear_json_error(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        cases = [
+            ("POST", "/api/sessions", b"{not json", 400, "body: not valid JSON"),
+            ("POST", "/api/sessions", b"{}", 422, "message: Field required"),
+            ("POST", "/api/sessions", b'{"message": ""}', 422, "message: String should have at least 1 character"),
+            ("POST", "/api/sessions", b'{"message": 3}', 422, "message: Input should be a valid string"),
+            ("POST", "/api/sessions", b'{"message": "x", "extra": 1}', 422, "extra: Extra inputs are not permitted"),
+            ("GET", "/api/sessions?limit=0", b"", 422, "limit: expected an integer from 1 to 1000"),
+            ("GET", "/api/sessions?limit=many", b"", 422, "limit: expected an integer from 1 to 1000"),
+            ("GET", "/api/sessions/nope", b"", 404, "no session 'nope'"),
+            ("POST", "/api/sessions/nope/prompt", b'{"message": "x"}', 404, "no session 'nope'"),
+            ("GET", "/api/nothing", b"", 404, "no route /api/nothing"),
+            ("DELETE", "/api/sessions", b"", 405, "DELETE is not allowed on /api/sessions"),
+        ]
+        for method, path, body, status, error in cases:
+            answer = await client.request(method, path, content=body)
+            assert (answer.status_code, answer.json()) == (status, {"error": error}), (method, path, body)
+        prompt = b'{"message": "x", "streamingBehavior": "later"}'
+        answer = await client.post("/api/sessions", content=prompt)
+        assert answer.status_code == 422  # a new session takes no streamingBehavior
+
+
+async def test_prompts_are_rate_limited_per_token(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    tokens = Tokens(full="a")
+    async with serving(project, script, tokens=tokens, prompts_per_minute=1) as served:
+        async with served.client("a") as client:
+            session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+            await settled(client, session_id)
+            limited = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "two"})
+            assert limited.status_code == 429
+            assert limited.json()["error"].startswith("too many prompts: 1 a minute")
+            assert limited.headers["retry-after"] == "60"
+            assert (await client.get(f"/api/sessions/{session_id}")).status_code == 200  # reads are not
+
+
+async def test_a_running_session_queues_steers_and_answers_abort(project: Path, tmp_path: Path) -> None:
+    slow = {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "sleep 30"}}]}
+    script = write_script(tmp_path / "s.json", [slow, text("stopped")])
+    async with serving(project, script, yes=True) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "wait"})).json()["sessionId"]
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (await client.get(f"/api/sessions/{session_id}/state")).json()["running"]:
+                await asyncio.sleep(0.02)
+        busy = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "again"})
+        assert busy.status_code == 409
+        assert "streamingBehavior" in busy.json()["error"]
+        steer = await client.post(
+            f"/api/sessions/{session_id}/prompt", json={"message": "hurry", "streamingBehavior": "steer"}
+        )
+        assert (steer.status_code, steer.json()) == (202, {"disposition": "queued"})
+        aborted = await client.post(f"/api/sessions/{session_id}/abort")
+        assert aborted.json() == {"aborted": True}
+        read = await settled(client, session_id)  # ended within WAIT_SECONDS, not after the sleep
+        assistant = [e["message"] for e in read["entries"] if e.get("message", {}).get("role") == "assistant"]
+        assert assistant[-1]["stopReason"] == "aborted"
+        assert (await client.post(f"/api/sessions/{session_id}/abort")).json() == {"aborted": False}
+
+
+async def test_the_openapi_document_names_every_api_route(project: Path, tmp_path: Path) -> None:
+    from starlette.routing import Route
+
+    from tether.serve import create_app
+
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        document = (await client.get("/openapi.json")).json()
+        app = create_app(served.config)
+        routes = {
+            (route.path, method.lower())
+            for route in app.routes
+            if isinstance(route, Route) and route.path.startswith("/api/")
+            for method in (route.methods or set()) - {"HEAD"}
+        }
+        documented = {(path, method) for path, item in document["paths"].items() for method in item}
+        assert documented == routes
+        assert document["openapi"].startswith("3.1")
+
+
+async def test_cors_only_for_the_configured_origin(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    preflight = {"Origin": "https://team.example", "Access-Control-Request-Method": "POST"}
+    async with serving(project, script) as served, served.client() as client:
+        answer = await client.get("/api/sessions", headers={"Origin": "https://team.example"})
+        assert "access-control-allow-origin" not in answer.headers
+    async with serving(project, script, cors_origins=("https://team.example",)) as served:
+        async with served.client() as client:
+            answer = await client.options("/api/sessions", headers=preflight)
+            assert answer.headers["access-control-allow-origin"] == "https://team.example"
+            other = await client.options("/api/sessions", headers={**preflight, "Origin": "https://evil.example"})
+            assert "access-control-allow-origin" not in other.headers
