@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,16 +97,28 @@ async def settled(client: httpx2.AsyncClient, session_id: str) -> dict[str, Any]
             await asyncio.sleep(0.02)
 
 
+Event = tuple[str | None, str, str]
+"""An SSE event: (id, event, data)."""
+
+
 async def sse_events(
-    client: httpx2.AsyncClient, path: str, count: int, headers: dict[str, str] | None = None
-) -> list[tuple[str | None, str, str]]:
-    """The first ``count`` events of an SSE stream as (id, event, data)."""
+    client: httpx2.AsyncClient,
+    path: str,
+    count: int | None = None,
+    headers: dict[str, str] | None = None,
+    until: Callable[[Event], bool] | None = None,
+    opened: asyncio.Event | None = None,
+) -> list[Event]:
+    """The events of an SSE stream: the first ``count``, or up to the one ``until`` accepts;
+    ``opened`` is set once the stream's first line came (the server is following by then)."""
     events: list[tuple[str | None, str, str]] = []
     async with asyncio.timeout(WAIT_SECONDS), client.stream("GET", path, headers=headers) as response:
         assert response.status_code == 200, response.status_code
         assert response.headers["content-type"].startswith("text/event-stream")
         fields: dict[str, str] = {}
         async for line in response.aiter_lines():
+            if opened is not None:
+                opened.set()
             if line:
                 name, _, value = line.partition(":")
                 if name:  # a line starting with ":" is a comment
@@ -114,7 +126,7 @@ async def sse_events(
                 continue
             if "data" in fields:
                 events.append((fields.get("id"), fields.get("event", "message"), fields["data"]))
-                if len(events) == count:
+                if len(events) == count or (until is not None and until(events[-1])):
                     break
             fields = {}
     return events

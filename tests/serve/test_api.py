@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from serve_support import WAIT_SECONDS, serving, settled, sse_events, text, write_script
+from serve_support import WAIT_SECONDS, Event, serving, settled, sse_events, text, write_script
 
 from tether.serve.auth import Tokens
 
@@ -58,16 +58,25 @@ async def test_follow_streams_entries_with_their_ids_and_resumes_after_last_even
         assert "no-such-entry" in unknown.json()["error"]
 
         # live: a follower from the end sees the next prompt's entries, and its streamed text
-        async def follow_live() -> list[tuple[str | None, str, str]]:
-            return await sse_events(client, f"{path}?history=false", 6)
+        def assistant_entry(event: Event) -> bool:
+            return event[1] == "entry" and json.loads(event[2]).get("message", {}).get("role") == "assistant"
 
-        follower = asyncio.create_task(follow_live())
-        await asyncio.sleep(0.3)  # the follower's watch is set up before its response starts
+        opened = asyncio.Event()
+        last = {"Last-Event-ID": entries[-1]["id"]}
+        follower = asyncio.create_task(
+            sse_events(client, path, headers=last, until=assistant_entry, opened=opened)
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            await opened.wait()  # listening for deltas from here on
         answer = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "second"})
         assert answer.status_code == 202 and answer.json() == {"disposition": "started"}
         live = await follower
         kinds = [kind for _, kind, _ in live]
-        assert "entry" in kinds
+        assert kinds.index("delta") < kinds.index("entry", kinds.index("delta"))  # streamed, then stored
+        assert [json.loads(data) for _, kind, data in live if kind == "delta"] == [
+            {"type": "delta", "kind": "text_delta", "delta": "two"}
+        ]
+        assert {"type": "status", "running": True} in [json.loads(d) for _, kind, d in live if kind == "status"]
         new_ids = [i for i, kind, _ in live if kind == "entry"]
         assert entries[-1]["id"] not in new_ids
         texts = [json.loads(data) for _, kind, data in live if kind == "entry"]
