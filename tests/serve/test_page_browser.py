@@ -1,0 +1,109 @@
+"""The web page of ``tether serve`` in a real headless browser: Debian's chromium driven by
+Playwright (``executable_path``; no browser is ever downloaded), against a real ``tether serve``
+process on 127.0.0.1:0 whose sessions run a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from serve_support import WAIT_SECONDS, text, write_script
+
+pytestmark = pytest.mark.subprocess
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TOKEN = "page-test-token"
+
+
+@pytest.fixture
+async def server(project: Path, tmp_path: Path) -> AsyncIterator[str]:
+    """``tether serve --port 0 --token ...`` as a child process; its URL."""
+    slow = {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "sleep 30"}}]}
+    script = write_script(tmp_path / "s.json", [text("Streamed ", "answer ", "<i>here</i>"), slow, text("late")])
+    command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", "--token", TOKEN, "--yes"]
+    command += ["--model", f"scripted:{script}"]
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        async with asyncio.timeout(WAIT_SECONDS):
+            line = (await process.stderr.readline()).decode()
+        found = re.search(r"listening on (http://\S+)", line)
+        assert found, line
+        yield found.group(1)
+    finally:
+        process.terminate()
+        async with asyncio.timeout(WAIT_SECONDS):
+            await process.wait()
+
+
+async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs_the_token(server: str) -> None:
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)")
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(server + "#token=" + TOKEN)
+            await expect(page.locator("#sessions")).to_be_attached()
+            assert "token" not in page.url  # taken out of the address at once
+
+            await page.fill("#prompt", "explain <script>window.pwned = 1</script> please")
+            await page.click("#send")
+            conversation = page.frame_locator("#conversation")
+            # the scripted model's streamed answer, its markup shown as text
+            await expect(conversation.get_by_text("Streamed answer <i>here</i>")).to_be_visible(timeout=20_000)
+            await expect(conversation.locator("main p", has_text="explain <script>window.pwned = 1</script> please")).to_be_visible()
+            assert await conversation.locator("script, i").count() == 0
+            assert await page.evaluate("window.pwned") is None
+            await expect(page.locator("#sessions li")).to_have_count(1)
+            await expect(page.locator("#sessions li").first).to_contain_text("explain <script>")
+
+            # the prompt reached the model: the store holds the user's text and the reply
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            async with httpx2.AsyncClient(base_url=server, headers=headers, timeout=WAIT_SECONDS) as client:
+                listed = (await client.get("/api/sessions")).json()["sessions"]
+                session_id = listed[0]["id"]
+                entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
+                roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
+                assert roles == ["user", "assistant"]
+
+                # a run that would take 30 s, aborted from the page
+                await page.fill("#prompt", "now wait")
+                await page.click("#send")
+                await expect(page.locator("#status")).to_have_text("running", timeout=20_000)
+                await page.click("#abort")
+                await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
+                state = (await client.get(f"/api/sessions/{session_id}/state")).json()
+                assert state["running"] is False
+
+            # without the token: the API refuses, and the page says what is missing
+            refused = await page.request.get(server + "api/sessions")
+            assert refused.status == 401
+            assert await refused.json() == {"error": "a bearer token is required"}
+            stranger = await browser.new_page()
+            await stranger.goto(server)
+            await expect(stranger.locator("#notice")).to_contain_text("a bearer token is required")
+            await expect(stranger.locator("#sessions li")).to_have_count(0)
+        finally:
+            await browser.close()
