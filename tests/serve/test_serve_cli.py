@@ -1,0 +1,98 @@
+"""``tether serve`` as a command: the token rule, the ``serve.token`` setting, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from serve_support import WAIT_SECONDS
+
+from tether.cli.serve_cmd import is_loopback
+
+
+def test_only_loopback_addresses_may_go_without_a_token() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("127.0.0.2")
+    assert not is_loopback("0.0.0.0")
+    assert not is_loopback("192.168.1.5")
+    assert not is_loopback("localhost")  # a name: a resolver could send it anywhere
+
+
+@asynccontextmanager
+async def tether_serve(project: Path, *flags: str) -> AsyncIterator[tuple[str, list[str]]]:
+    """A ``tether serve`` process; its URL and the stderr lines before it listened."""
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "tether.cli", "serve", "--port", "0", *flags],
+        cwd=project,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        lines: list[str] = []
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (found := re.search(r"listening on (http://\S+)", lines[-1] if lines else "")):
+                line = (await process.stderr.readline()).decode()
+                assert line, f"tether serve ended: {lines}"
+                lines.append(line)
+        yield found.group(1), lines
+    finally:
+        process.terminate()
+        async with asyncio.timeout(WAIT_SECONDS):
+            await process.wait()
+    assert process.stdout is not None
+    assert await process.stdout.read() == b""  # nothing on stdout: it is nobody's protocol here
+
+
+@pytest.mark.subprocess
+async def test_a_read_only_token_alone_gets_a_generated_full_token_printed_once(project: Path) -> None:
+    async with tether_serve(project, "--read-only-token", "ro") as (url, lines):
+        printed = [re.search(r"token \(shown once\): (\S+)", line) for line in lines]
+        tokens = [m.group(1) for m in printed if m]
+        assert len(tokens) == 1 and len(tokens[0]) >= 32
+        async with httpx2.AsyncClient(base_url=url, timeout=WAIT_SECONDS) as client:
+            assert (await client.get("/api/sessions")).status_code == 401
+            reader = {"Authorization": "Bearer ro"}
+            assert (await client.get("/api/sessions", headers=reader)).status_code == 200
+            assert (await client.post("/api/sessions", headers=reader, json={})).status_code == 403
+            writer = {"Authorization": f"Bearer {tokens[0]}"}
+            answer = await client.post("/api/sessions", headers=writer, json={})
+            assert answer.json() == {"error": "message: Field required"}  # past the guard
+
+
+@pytest.mark.subprocess
+async def test_the_serve_token_setting_is_the_default_token(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config"
+    config.mkdir(parents=True)
+    (config / "settings.json").write_text(json.dumps({"serve": {"token": "from-settings"}}))
+    async with tether_serve(project) as (url, lines):
+        assert not any("shown once" in line for line in lines)
+        async with httpx2.AsyncClient(base_url=url, timeout=WAIT_SECONDS) as client:
+            assert (await client.get("/api/sessions")).status_code == 401
+            ok = await client.get("/api/sessions", headers={"Authorization": "Bearer from-settings"})
+            assert ok.status_code == 200
+
+
+@pytest.mark.subprocess
+def test_a_bad_serve_setting_is_one_line(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config"
+    config.mkdir(parents=True)
+    (config / "settings.json").write_text(json.dumps({"serve": {"token": ""}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "serve", "--port", "0"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and '"serve.token": expected a non-empty string' in done.stderr
