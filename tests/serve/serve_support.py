@@ -57,6 +57,7 @@ async def serving(
     prompts_per_minute: int = 30,
     cors_origins: tuple[str, ...] = (),
     yes: bool = False,
+    max_followers: int = 256,
 ) -> AsyncIterator[Served]:
     store = open_store()
     options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
@@ -66,6 +67,7 @@ async def serving(
         tokens=tokens or Tokens(),
         prompts_per_minute=prompts_per_minute,
         cors_origins=cors_origins,
+        max_followers=max_followers,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

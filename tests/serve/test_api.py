@@ -14,7 +14,9 @@ from tether.serve.auth import Tokens
 async def test_a_session_started_over_http_is_listed_searched_and_read(project: Path, tmp_path: Path) -> None:
     script = write_script(tmp_path / "s.json", [text("Hello ", "<b>there</b>")])
     async with serving(project, script) as served, served.client() as client:
-        started = await client.post("/api/sessions", json={"message": "fix the <script>alert(1)</script> bug"})
+        started = await client.post(
+            "/api/sessions", json={"message": "fix the <script>alert(1)</script> bug"}
+        )
         assert started.status_code == 201
         session_id = started.json()["sessionId"]
         read = await settled(client, session_id)
@@ -50,7 +52,9 @@ async def test_follow_streams_entries_with_their_ids_and_resumes_after_last_even
         assert [(i, kind) for i, kind, _ in history] == [(e["id"], "entry") for e in entries]
         assert [json.loads(data) for _, _, data in history] == entries
 
-        resumed = await sse_events(client, path, len(entries) - 2, headers={"Last-Event-ID": entries[1]["id"]})
+        resumed = await sse_events(
+            client, path, len(entries) - 2, headers={"Last-Event-ID": entries[1]["id"]}
+        )
         assert [i for i, _, _ in resumed] == [e["id"] for e in entries[2:]]
 
         unknown = await client.get(path, headers={"Last-Event-ID": "no-such-entry"})
@@ -76,7 +80,9 @@ async def test_follow_streams_entries_with_their_ids_and_resumes_after_last_even
         assert [json.loads(data) for _, kind, data in live if kind == "delta"] == [
             {"type": "delta", "kind": "text_delta", "delta": "two"}
         ]
-        assert {"type": "status", "running": True} in [json.loads(d) for _, kind, d in live if kind == "status"]
+        assert {"type": "status", "running": True} in [
+            json.loads(d) for _, kind, d in live if kind == "status"
+        ]
         new_ids = [i for i, kind, _ in live if kind == "entry"]
         assert entries[-1]["id"] not in new_ids
         texts = [json.loads(data) for _, kind, data in live if kind == "entry"]
@@ -101,7 +107,9 @@ async def test_tokens_guard_every_api_route_and_read_only_tokens_cannot_write(
             assert page.status_code == 200 and "/static/app.js" in page.text
             assert "script-src 'self'" in page.headers["content-security-policy"]
             # only the event stream takes the token in its address (EventSource sends no headers)
-            assert (await anonymous.get("/api/sessions", params={"access_token": "full-secret"})).status_code == 401
+            assert (
+                await anonymous.get("/api/sessions", params={"access_token": "full-secret"})
+            ).status_code == 401
             missing = await anonymous.get("/api/sessions/x/events", params={"access_token": "read-secret"})
             assert missing.status_code == 404
         async with served.client("wrong") as wrong:
@@ -126,9 +134,21 @@ async def test_bad_input_gets_one_clear_json_error(project: Path, tmp_path: Path
         cases = [
             ("POST", "/api/sessions", b"{not json", 400, "body: not valid JSON"),
             ("POST", "/api/sessions", b"{}", 422, "message: Field required"),
-            ("POST", "/api/sessions", b'{"message": ""}', 422, "message: String should have at least 1 character"),
+            (
+                "POST",
+                "/api/sessions",
+                b'{"message": ""}',
+                422,
+                "message: String should have at least 1 character",
+            ),
             ("POST", "/api/sessions", b'{"message": 3}', 422, "message: Input should be a valid string"),
-            ("POST", "/api/sessions", b'{"message": "x", "extra": 1}', 422, "extra: Extra inputs are not permitted"),
+            (
+                "POST",
+                "/api/sessions",
+                b'{"message": "x", "extra": 1}',
+                422,
+                "extra: Extra inputs are not permitted",
+            ),
             ("GET", "/api/sessions?limit=0", b"", 422, "limit: expected an integer from 1 to 1000"),
             ("GET", "/api/sessions?limit=many", b"", 422, "limit: expected an integer from 1 to 1000"),
             ("GET", "/api/sessions/nope", b"", 404, "no session 'nope'"),
@@ -147,15 +167,17 @@ async def test_bad_input_gets_one_clear_json_error(project: Path, tmp_path: Path
 async def test_prompts_are_rate_limited_per_token(project: Path, tmp_path: Path) -> None:
     script = write_script(tmp_path / "s.json", [text("ok")])
     tokens = Tokens(full="a")
-    async with serving(project, script, tokens=tokens, prompts_per_minute=1) as served:
-        async with served.client("a") as client:
-            session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
-            await settled(client, session_id)
-            limited = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "two"})
-            assert limited.status_code == 429
-            assert limited.json()["error"].startswith("too many prompts: 1 a minute")
-            assert limited.headers["retry-after"] == "60"
-            assert (await client.get(f"/api/sessions/{session_id}")).status_code == 200  # reads are not
+    async with (
+        serving(project, script, tokens=tokens, prompts_per_minute=1) as served,
+        served.client("a") as client,
+    ):
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        await settled(client, session_id)
+        limited = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "two"})
+        assert limited.status_code == 429
+        assert limited.json()["error"].startswith("too many prompts: 1 a minute")
+        assert limited.headers["retry-after"] == "60"
+        assert (await client.get(f"/api/sessions/{session_id}")).status_code == 200  # reads are not
 
 
 async def test_a_running_session_queues_steers_and_answers_abort(project: Path, tmp_path: Path) -> None:
@@ -207,9 +229,41 @@ async def test_cors_only_for_the_configured_origin(project: Path, tmp_path: Path
     async with serving(project, script) as served, served.client() as client:
         answer = await client.get("/api/sessions", headers={"Origin": "https://team.example"})
         assert "access-control-allow-origin" not in answer.headers
-    async with serving(project, script, cors_origins=("https://team.example",)) as served:
-        async with served.client() as client:
-            answer = await client.options("/api/sessions", headers=preflight)
-            assert answer.headers["access-control-allow-origin"] == "https://team.example"
-            other = await client.options("/api/sessions", headers={**preflight, "Origin": "https://evil.example"})
-            assert "access-control-allow-origin" not in other.headers
+    async with (
+        serving(project, script, cors_origins=("https://team.example",)) as served,
+        served.client() as client,
+    ):
+        answer = await client.options("/api/sessions", headers=preflight)
+        assert answer.headers["access-control-allow-origin"] == "https://team.example"
+        other = await client.options("/api/sessions", headers={**preflight, "Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+
+
+async def test_many_followers_leave_room_for_reads_and_too_many_are_refused(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, max_followers=12) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        entries = (await settled(client, session_id))["entries"]
+        path = f"/api/sessions/{session_id}/events"
+
+        async def follower(opened: asyncio.Event) -> list[Event]:
+            return await sse_events(client, path, until=lambda e: e[0] == "never", opened=opened)
+
+        # more followers than asyncio's default pool has threads (cpu_count + 4), all waiting
+        openings = [asyncio.Event() for _ in range(12)]
+        followers = [asyncio.create_task(follower(opened)) for opened in openings]
+        try:
+            async with asyncio.timeout(WAIT_SECONDS):
+                for opened in openings:
+                    await opened.wait()
+            refused = await client.get(path)
+            assert refused.status_code == 503
+            assert "follows 12 streams already" in refused.json()["error"]
+            read = await client.get(f"/api/sessions/{session_id}")  # answered: a thread was free
+            assert len(read.json()["entries"]) == len(entries)
+        finally:
+            for task in followers:
+                task.cancel()
+            await asyncio.gather(*followers, return_exceptions=True)

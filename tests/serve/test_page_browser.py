@@ -36,7 +36,9 @@ TOKEN = "page-test-token"
 async def server(project: Path, tmp_path: Path) -> AsyncIterator[str]:
     """``tether serve --port 0 --token ...`` as a child process; its URL."""
     slow = {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "sleep 30"}}]}
-    script = write_script(tmp_path / "s.json", [text("Streamed ", "answer ", "<i>here</i>"), slow, text("late")])
+    script = write_script(
+        tmp_path / "s.json", [text("Streamed ", "answer ", "<i>here</i>"), slow, text("late")]
+    )
     command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", "--token", TOKEN, "--yes"]
     command += ["--model", f"scripted:{script}"]
     process = await asyncio.create_subprocess_exec(
@@ -55,7 +57,9 @@ async def server(project: Path, tmp_path: Path) -> AsyncIterator[str]:
             await process.wait()
 
 
-async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs_the_token(server: str) -> None:
+async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs_the_token(
+    server: str,
+) -> None:
     if shutil.which(CHROMIUM) is None:
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)")
     from playwright.async_api import async_playwright, expect
@@ -72,8 +76,12 @@ async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs
             await page.click("#send")
             conversation = page.frame_locator("#conversation")
             # the scripted model's streamed answer, its markup shown as text
-            await expect(conversation.get_by_text("Streamed answer <i>here</i>")).to_be_visible(timeout=20_000)
-            await expect(conversation.locator("main p", has_text="explain <script>window.pwned = 1</script> please")).to_be_visible()
+            await expect(conversation.get_by_text("Streamed answer <i>here</i>")).to_be_visible(
+                timeout=20_000
+            )
+            await expect(
+                conversation.locator("main p", has_text="explain <script>window.pwned = 1</script> please")
+            ).to_be_visible()
             assert await conversation.locator("script, i").count() == 0
             assert await page.evaluate("window.pwned") is None
             await expect(page.locator("#sessions li")).to_have_count(1)

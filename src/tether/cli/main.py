@@ -437,14 +437,33 @@ def subcommands() -> click.Group:
         sys.exit(submit_run(session_id, prompt, **flags))
 
     @group.command()
-    @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on; any but loopback needs a token.")
-    @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port.")
-    @click.option("--token", help='Bearer token every API request must carry (default: the "serve.token" setting).')
+    @click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="Address to listen on; any but loopback needs a token.",
+    )
+    @click.option(
+        "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
+    )
+    @click.option(
+        "--token", help='Bearer token every API request must carry (default: the "serve.token" setting).'
+    )
     @click.option("--read-only-token", help="A second token that may only read and follow sessions.")
-    @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN", help="Allow this origin (repeatable).")
+    @click.option(
+        "--cors-origin",
+        "cors_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="Allow this origin (repeatable).",
+    )
     @click.option("--model", metavar="PROVIDER/ID", help="Model of the sessions this server starts.")
     @click.option(
-        "--prompt-rate", type=count, default=30, show_default=True, help="Prompts a minute per token (0: no limit)."
+        "--prompt-rate",
+        type=count,
+        default=30,
+        show_default=True,
+        help="Prompts a minute per token (0: no limit).",
     )
     @click.option("-y", "--yes", is_flag=True, help="Approve every tool call (nobody can answer a question).")
     @click.option("--database", metavar="URL", help=DATABASE_HELP)

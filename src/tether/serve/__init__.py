@@ -5,5 +5,4 @@ opens through the same ``AgentSession`` core, built by the same factory. Nothing
 ``tether.cli``. Starlette and uvicorn come with the ``serve`` extra.
 """
 
-from tether.serve.app import ServeConfig as ServeConfig
-from tether.serve.app import create_app as create_app
+from tether.serve.app import ServeConfig as ServeConfig, create_app as create_app

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -59,6 +60,9 @@ class ServeConfig:
     prompts_per_minute: int = 30
     cors_origins: tuple[str, ...] = ()
     model: str | None = None
+    max_followers: int = 256
+    """Follow streams open at once; more are answered 503. Each waits for the store in a thread
+    of its own (``tether.store.follow``), so this also sizes the server's thread pool."""
 
 
 class ApiError(Exception):
@@ -118,6 +122,10 @@ def create_app(config: ServeConfig) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # asyncio's default pool has os.cpu_count() + 4 threads: six followers waiting on the
+        # store would leave no thread for a read. Threads are started only when needed.
+        threads = ThreadPoolExecutor(config.max_followers + 16, thread_name_prefix="tether-serve")
+        asyncio.get_running_loop().set_default_executor(threads)
         try:
             yield
         finally:
@@ -187,6 +195,7 @@ class _Api:
         self.store = config.store
         self.hub = config.hub
         self.limit = RateLimit(config.prompts_per_minute)
+        self.followers = 0
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -243,6 +252,8 @@ class _Api:
             raise ApiError(400, f"Last-Event-ID: no entry {after!r} in session {session_id}")
         if after is None and not history:
             after = record.leaf_id if not entries else entries[-1]["id"]
+        if self.followers >= self.config.max_followers:
+            raise ApiError(503, f"this server follows {self.followers} streams already: try again later")
         return StreamingResponse(
             self._stream(session_id, after),
             media_type="text/event-stream",
@@ -264,6 +275,7 @@ class _Api:
                 queue.put_nowait(None)
 
         live = cast(asyncio.Queue[Live], queue)
+        self.followers += 1
         unlisten = self.hub.listen(session_id, live)
         task = asyncio.get_running_loop().create_task(pump())
         try:
@@ -282,6 +294,7 @@ class _Api:
                 else:
                     yield f"event: {item['type']}\ndata: {json.dumps(item)}\n\n"
         finally:
+            self.followers -= 1
             unlisten()
             stop.set()
             task.cancel()
@@ -332,7 +345,9 @@ class _Api:
         listed = [{"provider": m["provider"], "id": m["id"], "name": m.get("name", m["id"])} for m in models]
         return JSONResponse({"default": self.config.model, "models": listed})
 
-    async def _session(self, request: Request, *, entries: bool = True) -> tuple[SessionRecord, list[EntryDict]]:
+    async def _session(
+        self, request: Request, *, entries: bool = True
+    ) -> tuple[SessionRecord, list[EntryDict]]:
         session_id = request.path_params["session_id"]
         try:
             record = await asyncio.to_thread(self.store.get_session, session_id)

@@ -24,11 +24,14 @@ def _errors(*codes: int) -> dict[str, Any]:
         409: "The session is running, or written by another process",
         422: "A field is missing or invalid",
         429: "Too many prompts for this token",
+        503: "Too many follow streams open on this server",
     }
     return {str(code): _json(_ERROR, reasons[code]) for code in codes}
 
 
-def _op(summary: str, ok: dict[str, Any], *errors: int, body: str | None = None, path: bool = True) -> dict[str, Any]:
+def _op(
+    summary: str, ok: dict[str, Any], *errors: int, body: str | None = None, path: bool = True
+) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary, "responses": {"200": ok, **_errors(401, *errors)}}
     if path:
         op["parameters"] = [_SESSION_ID]
@@ -49,7 +52,11 @@ def openapi_document() -> dict[str, Any]:
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
-                "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "string"}},
+                },
                 "Session": {
                     "type": "object",
                     "properties": {
@@ -91,7 +98,10 @@ def openapi_document() -> dict[str, Any]:
                 },
                 "Disposition": {
                     "type": "object",
-                    "properties": {"disposition": {"enum": ["started", "queued"]}, "sessionId": {"type": "string"}},
+                    "properties": {
+                        "disposition": {"enum": ["started", "queued"]},
+                        "sessionId": {"type": "string"},
+                    },
                 },
             },
         },
@@ -102,14 +112,21 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "List sessions, newest first; q searches id, title, first prompt, folder",
                     "parameters": [
                         {"name": "q", "in": "query", "schema": {"type": "string"}},
-                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        },
                     ],
                     "responses": {
                         "200": _json(
                             {
                                 "type": "object",
                                 "properties": {
-                                    "sessions": {"type": "array", "items": {"$ref": "#/components/schemas/Session"}},
+                                    "sessions": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/Session"},
+                                    },
                                     "total": {"type": "integer"},
                                 },
                             }
@@ -117,7 +134,15 @@ def openapi_document() -> dict[str, Any]:
                         **_errors(401, 422),
                     },
                 },
-                "post": _op("Start a new session on a first prompt", accepted, 403, 422, 429, body="Message", path=False),
+                "post": _op(
+                    "Start a new session on a first prompt",
+                    accepted,
+                    403,
+                    422,
+                    429,
+                    body="Message",
+                    path=False,
+                ),
             },
             "/api/sessions/{session_id}": {
                 "get": _op(
@@ -135,7 +160,11 @@ def openapi_document() -> dict[str, Any]:
                 )
             },
             "/api/sessions/{session_id}/tree": {
-                "get": _op("The entry tree: nodes, leaf and the path from the root to it", _json({"type": "object"}), 404)
+                "get": _op(
+                    "The entry tree: nodes, leaf and the path from the root to it",
+                    _json({"type": "object"}),
+                    404,
+                )
             },
             "/api/sessions/{session_id}/html": {
                 "get": _op(
@@ -150,21 +179,31 @@ def openapi_document() -> dict[str, Any]:
                         "Follow the session over SSE: `entry` events (id = entry id, data = the entry), "
                         "`delta` and `status` (live only, no id), `deleted`. Resume with Last-Event-ID "
                         "(or ?lastEventId=); ?history=false starts at the end; ?access_token= for EventSource",
-                        {"description": "OK", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                        {
+                            "description": "OK",
+                            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        },
                         400,
                         404,
+                        503,
                     )
                 }
             },
             "/api/sessions/{session_id}/state": {
-                "get": _op("Whether this server has the session open and running", _json({"type": "object"}), 404)
+                "get": _op(
+                    "Whether this server has the session open and running", _json({"type": "object"}), 404
+                )
             },
-            "/api/sessions/{session_id}/prompt": {"post": _op("Prompt the session", accepted, *mutating, body="Prompt")},
+            "/api/sessions/{session_id}/prompt": {
+                "post": _op("Prompt the session", accepted, *mutating, body="Prompt")
+            },
             "/api/sessions/{session_id}/steer": {
                 "post": _op("Queue a message for the next model call", accepted, *mutating, body="Message")
             },
             "/api/sessions/{session_id}/follow-up": {
-                "post": _op("Queue a message for when the run would stop", accepted, *mutating, body="Message")
+                "post": _op(
+                    "Queue a message for when the run would stop", accepted, *mutating, body="Message"
+                )
             },
             "/api/sessions/{session_id}/abort": {
                 "post": _op("Abort the session's run (answered at once)", _json({"type": "object"}), 403, 404)
