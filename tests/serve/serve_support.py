@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +58,7 @@ async def serving(
     cors_origins: tuple[str, ...] = (),
     yes: bool = False,
     max_followers: int = 256,
-) -> AsyncIterator[Served]:
+) -> AsyncGenerator[Served]:
     store = open_store()
     options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
     config = ServeConfig(

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -27,7 +27,7 @@ def test_only_loopback_addresses_may_go_without_a_token() -> None:
 
 
 @asynccontextmanager
-async def tether_serve(project: Path, *flags: str) -> AsyncIterator[tuple[str, list[str]]]:
+async def tether_serve(project: Path, *flags: str) -> AsyncGenerator[tuple[str, list[str]]]:
     """A ``tether serve`` process; its URL and the stderr lines before it listened."""
     process = await asyncio.create_subprocess_exec(
         *[sys.executable, "-m", "tether.cli", "serve", "--port", "0", *flags],

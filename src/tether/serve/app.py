@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import json
 import threading
+from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal, TypeVar, cast
@@ -121,7 +121,7 @@ def create_app(config: ServeConfig) -> Starlette:
         )
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
         # asyncio's default pool has os.cpu_count() + 4 threads: six followers waiting on the
         # store would leave no thread for a read. Threads are started only when needed.
         threads = ThreadPoolExecutor(config.max_followers + 16, thread_name_prefix="tether-serve")

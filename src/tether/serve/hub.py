@@ -17,7 +17,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, SessionOptions
@@ -129,7 +129,7 @@ class SessionHub:
         kind = event.get("type")
         live: Live | None = None
         if kind == "message_update":
-            inner = event.get("assistantMessageEvent") or {}
+            inner = cast(dict[str, Any], event.get("assistantMessageEvent") or {})
             if inner.get("type") in ("text_delta", "thinking_delta"):
                 live = {"type": "delta", "kind": inner["type"], "delta": inner.get("delta", "")}
         elif kind in ("agent_start", "agent_end"):
