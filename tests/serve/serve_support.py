@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 import uvicorn
 
+from tether.durable.config import DurableConfig
 from tether.serve import ServeConfig, create_app
 from tether.serve.auth import Tokens
 from tether.serve.hub import SessionHub
@@ -58,6 +59,7 @@ async def serving(
     cors_origins: tuple[str, ...] = (),
     yes: bool = False,
     max_followers: int = 256,
+    durable: DurableConfig | None = None,
 ) -> AsyncGenerator[Served]:
     store = open_store()
     options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
@@ -68,6 +70,7 @@ async def serving(
         prompts_per_minute=prompts_per_minute,
         cors_origins=cors_origins,
         max_followers=max_followers,
+        durable=durable,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

@@ -12,8 +12,12 @@ import secrets
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.errors import UserError
+
+if TYPE_CHECKING:
+    from tether.durable.config import DurableConfig
 
 MISSING = "tether serve needs the serve extra: pip install 'tether[serve]'"
 
@@ -64,6 +68,7 @@ def run_server(
     if token is None and (read_only_token is not None or not is_loopback(host)):
         token = secrets.token_urlsafe(32)
         sys.stderr.write(f"tether serve: token (shown once): {token}\n")
+    durable = _durable()
     sock = _listen(host, port)
     store = open_store()
     try:
@@ -75,6 +80,7 @@ def run_server(
             prompts_per_minute=prompt_rate,
             cors_origins=cors_origins,
             model=model,
+            durable=durable,
         )
         server = uvicorn.Server(
             uvicorn.Config(
@@ -110,6 +116,17 @@ async def _serve(server: object, sock: socket.socket, url: str) -> None:
         await server.serve(sockets=[sock])
     finally:
         task.cancel()
+
+
+def _durable() -> DurableConfig | None:
+    """Where ``/api/runs`` finds the runs; ``None`` (said once on stderr) when it cannot."""
+    from tether.cli.durable_cmd import DurableCommandError, durable_config
+
+    try:
+        return durable_config(None)
+    except DurableCommandError as exc:
+        sys.stderr.write(f"tether serve: no /api/runs: {exc}\n")
+        return None
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -31,11 +31,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tether.serve.auth import RateLimit, Tokens
 from tether.serve.hub import Live, SessionHub
 from tether.serve.openapi import openapi_document
+from tether.serve.runs_api import RunsApi, RunsError
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
 from tether.store.follow import follow_changes_async
 from tether.store.store import SessionRecord, SessionStore
+
+if TYPE_CHECKING:
+    from tether.durable.config import DurableConfig
 
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
@@ -60,6 +64,8 @@ class ServeConfig:
     prompts_per_minute: int = 30
     cors_origins: tuple[str, ...] = ()
     model: str | None = None
+    durable: DurableConfig | None = None
+    """Where durable runs are (``/api/runs``); ``None``: not set up on this server."""
     max_followers: int = 256
     """Follow streams open at once; more are answered 503. Each waits for the store in a thread
     of its own (``tether.store.follow``), so this also sizes the server's thread pool."""
@@ -91,6 +97,7 @@ B = TypeVar("B", bound=BaseModel)
 def create_app(config: ServeConfig) -> Starlette:
     """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
     api = _Api(config)
+    runs = RunsApi(config.durable)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
         Mount("/static", app=StaticFiles(packages=[("tether.serve", "static")]), name="static"),
@@ -107,6 +114,9 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/sessions/{session_id}/follow-up", api.follow_up, methods=["POST"]),
         Route("/api/sessions/{session_id}/abort", api.abort, methods=["POST"]),
         Route("/api/models", api.models, methods=["GET"]),
+        Route("/api/runs", runs.list, methods=["GET"]),
+        Route("/api/runs/{run_id}", runs.show, methods=["GET"]),
+        Route("/api/runs/{run_id}/cancel", runs.cancel, methods=["POST"]),
     ]
     middleware = [Middleware(_Guard, tokens=config.tokens)]
     if config.cors_origins:  # outermost: a preflight is answered before the token is asked for
@@ -135,7 +145,7 @@ def create_app(config: ServeConfig) -> Starlette:
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={ApiError: _api_error, 404: _not_found, 405: _not_allowed},
+        exception_handlers={ApiError: _api_error, RunsError: _api_error, 404: _not_found, 405: _not_allowed},
     )
 
 
@@ -425,7 +435,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
-    error = cast(ApiError, exc)
+    error = cast(ApiError | RunsError, exc)
     response = _error(error.status, error.message)
     if error.status == 429:
         response.headers["Retry-After"] = "60"

@@ -8,6 +8,7 @@ from typing import Any
 from tether._version import __version__
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _SESSION_ID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -24,7 +25,8 @@ def _errors(*codes: int) -> dict[str, Any]:
         409: "The session is running, or written by another process",
         422: "A field is missing or invalid",
         429: "Too many prompts for this token",
-        503: "Too many follow streams open on this server",
+        501: "Durable runs are not set up on this server",
+        503: "Too many follow streams open, or the durable database failed",
     }
     return {str(code): _json(_ERROR, reasons[code]) for code in codes}
 
@@ -207,6 +209,47 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/sessions/{session_id}/abort": {
                 "post": _op("Abort the session's run (answered at once)", _json({"type": "object"}), 403, 404)
+            },
+            "/api/runs": {
+                "get": {
+                    "summary": "Durable runs, newest first (docs/durable.md)",
+                    "parameters": [
+                        {
+                            "name": "status",
+                            "in": "query",
+                            "schema": {"enum": ["ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED"]},
+                        },
+                        {"name": "session", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": _json({"type": "object"}), **_errors(401, 422, 501, 503)},
+                }
+            },
+            "/api/runs/{run_id}": {
+                "get": {
+                    **_op(
+                        "A run with its steps, tokens and cost",
+                        _json({"type": "object"}),
+                        404,
+                        501,
+                        503,
+                        path=False,
+                    ),
+                    "parameters": [_RUN_ID],
+                }
+            },
+            "/api/runs/{run_id}/cancel": {
+                "post": {
+                    **_op(
+                        "Cancel a run (a finished one is left as it is)",
+                        _json({"type": "object"}),
+                        403,
+                        404,
+                        501,
+                        503,
+                        path=False,
+                    ),
+                    "parameters": [_RUN_ID],
+                }
             },
             "/api/models": {
                 "get": _op("Models a request can go to now", _json({"type": "object"}), path=False)

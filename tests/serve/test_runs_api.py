@@ -1,0 +1,63 @@
+"""``/api/runs``: durable runs (DBOS on SQLite) listed, shown and cancelled over HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dbos import DBOS
+from serve_support import serving, settled, text, write_script
+
+from tether.durable.client import DurableClient
+from tether.durable.config import DurableConfig
+from tether.durable.worker import launch
+from tether.durable.workflow import Runtime, install
+from tether.serve.auth import Tokens
+
+
+@pytest.fixture
+def durable(project: Path, tmp_path: Path) -> DurableConfig:
+    """A run database where a worker started (making its tables) and stopped: a run submitted
+    then waits in the queue."""
+    config = DurableConfig(system_database=f"sqlite:///{tmp_path / 'durable.sqlite'}")
+    launch(Runtime(config, tmp_path / "home" / "config"))
+    DBOS.destroy()
+    install(None)
+    return config
+
+
+async def test_runs_are_listed_shown_and_cancelled(
+    project: Path, tmp_path: Path, durable: DurableConfig
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    tokens = Tokens(full="w", read_only="r")
+    async with serving(project, script, tokens=tokens) as served, served.client("w") as client:
+        session_id = (await client.post("/api/sessions", json={"message": "hi"})).json()["sessionId"]
+        await settled(client, session_id)
+        with DurableClient(durable) as submitter:
+            run_id = submitter.submit(session_id, "a durable prompt")
+
+        off = await client.get("/api/runs")
+        assert off.status_code == 501 and "tether[durable]" in off.json()["error"]
+
+    async with (
+        serving(project, script, tokens=tokens, durable=durable) as served,
+        served.client("w") as client,
+    ):
+        listed = (await client.get("/api/runs")).json()["runs"]
+        assert [(r["id"], r["status"], r["session"], r["prompt"]) for r in listed] == [
+            (run_id, "ENQUEUED", session_id, "a durable prompt")
+        ]
+        assert (await client.get("/api/runs", params={"session": "other"})).json() == {"runs": []}
+        assert (await client.get("/api/runs", params={"status": "done"})).status_code == 422
+        shown = (await client.get(f"/api/runs/{run_id}")).json()
+        assert (shown["run"]["id"], shown["steps"], shown["cost"]) == (run_id, [], 0.0)
+        missing = await client.get("/api/runs/no-such-run")
+        assert (missing.status_code, missing.json()) == (404, {"error": "no durable run 'no-such-run'"})
+        async with served.client("r") as reader:
+            assert (await reader.post(f"/api/runs/{run_id}/cancel")).status_code == 403
+        cancelled = await client.post(f"/api/runs/{run_id}/cancel")
+        assert cancelled.json()["status"] == "CANCELLED"
+        assert (await client.get("/api/runs", params={"status": "cancelled"})).json()["runs"][0][
+            "id"
+        ] == run_id
