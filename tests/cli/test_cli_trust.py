@@ -103,3 +103,12 @@ def test_bad_trust_file_is_one_line(cli: CliEnv) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("tether: ") and "trusted-folders.json" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_untrusted_project_cannot_choose_the_serve_token(tmp_path: Path) -> None:
+    """A repository naming the token would know the key to the sessions `tether serve` opens."""
+    config, project = tmp_path / "config", tmp_path / "work"
+    _write(config, {"serve": {"token": "mine"}})
+    _write(project / ".tether", {"serve": {"token": "known-to-the-repository"}})
+    settings = load_settings(config, project)
+    assert settings.ignored == ("serve",) and settings.serve_token == "mine"
