@@ -267,3 +267,13 @@ async def test_many_followers_leave_room_for_reads_and_too_many_are_refused(
             for task in followers:
                 task.cancel()
             await asyncio.gather(*followers, return_exceptions=True)
+
+
+async def test_a_session_the_server_cannot_start_is_one_line_not_a_traceback(
+    project: Path, tmp_path: Path
+) -> None:
+    async with serving(project, tmp_path / "missing.json") as served, served.client() as client:
+        answer = await client.post("/api/sessions", json={"message": "hi"})
+        assert answer.status_code == 500
+        error = answer.json()["error"]
+        assert "missing.json" in error and "\n" not in error and "Traceback" not in error

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens
 from tether.serve.hub import Live, SessionHub
 from tether.serve.openapi import openapi_document
@@ -145,7 +147,13 @@ def create_app(config: ServeConfig) -> Starlette:
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={ApiError: _api_error, RunsError: _api_error, 404: _not_found, 405: _not_allowed},
+        exception_handlers={
+            ApiError: _api_error,
+            RunsError: _api_error,
+            UserError: _setup_error,
+            404: _not_found,
+            405: _not_allowed,
+        },
     )
 
 
@@ -440,6 +448,13 @@ async def _api_error(_request: Request, exc: Exception) -> Response:
     if error.status == 429:
         response.headers["Retry-After"] = "60"
     return response
+
+
+async def _setup_error(_request: Request, exc: Exception) -> Response:
+    """The server cannot start the session as configured (a bad ``--model``, ...): the operator's
+    mistake, said in one line to the client and on stderr, not a traceback."""
+    sys.stderr.write(f"tether serve: {exc}\n")
+    return _error(500, str(exc))
 
 
 async def _not_found(request: Request, _exc: Exception) -> Response:
