@@ -65,11 +65,11 @@ def run_server(
     token = token or settings.serve_token
     if read_only_token is not None and read_only_token == token:
         raise ServeError("--read-only-token must differ from the full token")
+    sock = _listen(host, port)  # first: no token is shown for a server that cannot start
     if token is None and (read_only_token is not None or not is_loopback(host)):
         token = secrets.token_urlsafe(32)
         sys.stderr.write(f"tether serve: token (shown once): {token}\n")
     durable = _durable()
-    sock = _listen(host, port)
     store = open_store()
     try:
         options = SessionOptions(model=model, approval="yes" if yes else None)
