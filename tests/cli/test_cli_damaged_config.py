@@ -74,4 +74,4 @@ def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) 
     (cli.project / "AGENTS.md").write_text("Answer briefly.\n")
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
-    assert done.stderr == f"note: {huge}: larger than 1 MB, left out of the system prompt\n"
+    assert done.stderr == f"note: {huge}: larger than 1 MB, not read; left out of the system prompt\n"
