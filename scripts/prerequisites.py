@@ -88,6 +88,8 @@ def test_problems() -> list[str]:
         )
     if shutil.which("tmux") is None:
         problems.append("tmux, for the terminal UI tests: apt-get install tmux")
+    if shutil.which("chromium") is None:
+        problems.append("chromium, the browser the tether serve page is tested in: apt-get install chromium")
     if shutil.which("bwrap") is None:
         problems.append(
             "bubblewrap, the sandbox of the tools' commands (docs/sandbox.md): apt-get install bubblewrap"

@@ -52,7 +52,7 @@ def _run(tmp_path: Path, target: str, bin_dir: Path, *args: str, pg_bin: Path | 
 
 
 ALL_BUILD = {"cc": "true", "c__": "true", "objdump": "true"}
-ALL_TEST = {"tmux": "true", "bwrap": "true", "npm": "true", "node": "echo v22.1.0"}
+ALL_TEST = {"tmux": "true", "chromium": "true", "bwrap": "true", "npm": "true", "node": "echo v22.1.0"}
 
 
 @pytest.fixture
@@ -72,7 +72,17 @@ def test_a_bare_machine_gets_one_line_per_program_with_its_debian_package(tmp_pa
     lines = _run(tmp_path, "test", _programs(tmp_path / "empty"))
 
     packages = [line.rpartition("apt-get install ")[2].split()[0] for line in lines[:-1]]
-    assert packages == ["gcc", "g++", "binutils", "postgresql", "tmux", "bubblewrap", "nodejs", "npm"]
+    assert packages == [
+        "gcc",
+        "g++",
+        "binutils",
+        "postgresql",
+        "tmux",
+        "chromium",
+        "bubblewrap",
+        "nodejs",
+        "npm",
+    ]
     assert all(line.startswith("missing: ") for line in lines[:-1])
     assert lines[-1] == "`make test` stops here: install the above and run it again."
 
