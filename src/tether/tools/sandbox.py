@@ -217,7 +217,13 @@ class Sandbox:
             args += ["--ro-bind", str(proxy.parent), str(proxy.parent)]
             for name, value in proxy_environment().items():
                 args += ["--setenv", name, value]
-            argv = forwarded(argv, proxy, sys.executable)
+            # The base interpreter runs the forwarder (-I -S: the standard library only): a venv's
+            # own folder may lie in /tmp, which the sandbox replaces (a CI clone does); the base
+            # is shown too when it lives there.
+            python = os.path.realpath(sys.executable)
+            if Path(python).is_relative_to("/tmp") or Path(python).is_relative_to("/var/tmp"):
+                args += ["--ro-bind", sys.base_prefix, sys.base_prefix]
+            argv = forwarded(argv, proxy, python)
         return [*args, "--", *argv]
 
     @contextlib.contextmanager
