@@ -13,6 +13,7 @@ from streamcheck import APIS, check_invariants
 
 from tether.ai import AbortController, StreamOptions, stream
 from tether.ai.types import Context
+from tether.testing.loopback import loopback_model
 from tether.wire import AssistantMessageEvent, ModelInfo
 
 CONTEXT: Context = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
@@ -21,18 +22,13 @@ PROVIDERS = {COMPLETIONS: "openai", ANTHROPIC: "anthropic", RESPONSES: "openai",
 
 
 def model(url: str, api: str = COMPLETIONS, provider: str | None = None) -> ModelInfo:
-    return {
-        "id": "m",
-        "name": "m",
-        "api": api,
-        "provider": provider or PROVIDERS.get(api, "openai"),
-        "baseUrl": url,
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": 1000,
-        "maxTokens": 100,
-    }
+    return loopback_model(
+        url,
+        api,
+        provider=provider or PROVIDERS.get(api, "openai"),
+        contextWindow=1000,
+        cost={"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+    )
 
 
 def fast(**overrides: Any) -> StreamOptions:

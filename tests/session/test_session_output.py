@@ -17,9 +17,8 @@ from tether.agent import Agent
 from tether.ai.types import SimpleStreamOptions
 from tether.session.agent_session import AgentSession
 from tether.session.output import OutputError
-from tether.testing.loopback import LoopbackServer, Reply
+from tether.testing.loopback import LoopbackServer, Reply, loopback_model
 from tether.testing.scripted import ScriptedModel, reply, tool_call
-from tether.wire import ModelInfo
 
 
 class City(BaseModel):
@@ -109,26 +108,11 @@ WIRE = {
 }
 
 
-def model(url: str, api: str) -> ModelInfo:
-    return {
-        "id": "m",
-        "name": "m",
-        "api": api,
-        "provider": "loopback",
-        "baseUrl": url,
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": 100_000,
-        "maxTokens": 100,
-    }
-
-
 @pytest.mark.parametrize("api", sorted(WIRE))
 async def test_a_typed_answer_on_every_api_after_one_invalid_one(api: str) -> None:
     body = WIRE[api]
     async with LoopbackServer([Reply(body(BAD)), Reply(body(GOOD))]) as server:
-        agent = Agent(model=model(server.url, api), options=SimpleStreamOptions(api_key="k"))
+        agent = Agent(model=loopback_model(server.url, api), options=SimpleStreamOptions(api_key="k"))
         core = AgentSession(agent)
         city = await core.run("Which city is the capital of France?", output=City)
         await core.close()

@@ -15,30 +15,14 @@ from tether.agent import Agent
 from tether.ai.types import SimpleStreamOptions
 from tether.session.agent_session import AgentSession
 from tether.session.settings import Retry, Settings
-from tether.testing.loopback import LoopbackServer, Reply
-from tether.wire import ModelInfo
+from tether.testing.loopback import LoopbackServer, Reply, loopback_model
 
 APIS = ("openai-completions", "anthropic-messages", "openai-responses", "google-generative-ai")
 FAST = Retry(max_retries=2, base_delay_ms=1, max_delay_ms=5_000)
 
 
-def model(url: str, api: str) -> ModelInfo:
-    return {
-        "id": "m",
-        "name": "m",
-        "api": api,
-        "provider": "loopback",
-        "baseUrl": url,
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": 100_000,
-        "maxTokens": 100,
-    }
-
-
 def core(url: str, api: str, retry: Retry = FAST) -> AgentSession:
-    agent = Agent(model=model(url, api), options=SimpleStreamOptions(api_key="k", timeout=10))
+    agent = Agent(model=loopback_model(url, api), options=SimpleStreamOptions(api_key="k", timeout=10))
     return AgentSession(agent, settings=Settings(retry=retry))
 
 

@@ -17,7 +17,7 @@ from telemetry_support import Otel
 
 from tether.agent import Agent
 from tether.ai.types import SimpleStreamOptions
-from tether.testing.loopback import LoopbackServer, Reply
+from tether.testing.loopback import LoopbackServer, Reply, loopback_model
 from tether.wire import ModelInfo
 
 USAGE = {
@@ -55,18 +55,12 @@ ANSWER = (
 
 
 def model(url: str) -> ModelInfo:
-    return {
-        "id": "m",
-        "name": "m",
-        "api": "openai-completions",
-        "provider": "openai",
-        "baseUrl": url,
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 1.25},
-        "contextWindow": 1000,
-        "maxTokens": 100,
-    }
+    return loopback_model(
+        url,
+        provider="openai",
+        contextWindow=1000,
+        cost={"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 1.25},
+    )
 
 
 def options() -> SimpleStreamOptions:

@@ -237,7 +237,7 @@ def share(ui: Screen, core: AgentSession) -> None:
     if core.session is None:
         ui.say(painter.styled("/share: this run has no session (--no-session)", "red"))
         return
-    target = data_dir() / "shared" / f"{core.session.id}.html"
+    target = data_dir() / "shares" / f"{core.session.id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     written = core.export(target)
     ui.say(

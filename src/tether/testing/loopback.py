@@ -15,6 +15,9 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import cast
+
+from tether.wire import ModelInfo
 
 
 @dataclass(slots=True)
@@ -42,6 +45,25 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+
+
+def loopback_model(url: str, api: str = "openai-completions", **fields: object) -> ModelInfo:
+    """A small free model served at ``url`` (a ``LoopbackServer``'s), speaking ``api``: the model
+    record every test against a loopback server needs; ``fields`` override any key (cost, provider)."""
+    model: dict[str, object] = {
+        "id": "m",
+        "name": "m",
+        "api": api,
+        "provider": "loopback",
+        "baseUrl": url,
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 100_000,
+        "maxTokens": 100,
+    }
+    model.update(fields)
+    return cast(ModelInfo, model)
 
 
 class LoopbackServer:
