@@ -24,81 +24,56 @@ The transcript lives in one place: the session when there is one (the agent's co
 from it after anything that moves the leaf), the agent otherwise. Build one from settings with
 ``create_agent_session()`` (``tether.session.factory``), or bind your own ``Agent``.
 
-This file is longer than our usual ~600 lines on purpose: it is the one place that says what a run
-does, and splitting the class across modules would scatter the state its parts share (the run,
-the queues, the session); event shapes and their builders live in ``tether.session.events``.
+
+The class is one object to its users, built from parts that each read alone: this module runs
+prompts (the run's life, the queues, the agent's hooks and events); ``recovery`` retries failed
+replies; ``model_control`` switches model and thinking level; ``operations`` holds the session
+operations; ``core_state`` the state they share. Event shapes and their builders live in
+``tether.session.events``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import inspect
-import os
-import threading
-import time
-from collections.abc import Awaitable, Callable, Collection, Generator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
-from tether.ai.retry import backoff
-from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.session.budget import CompactionSettings, is_context_overflow
 from tether.session.convert import lower_for
 from tether.session.events import (
     AgentEndSessionEvent,
-    CompactionReason,
-    CompactionSummary,
-    Listener,
-    NoticeEvent,
     QueuedInputDisposition,
     QueueSnapshot,
-    QueueUpdateEvent,
     Run,
-    SessionEvent,
-    compaction_end,
     message_text,
     newest_compaction_end,
 )
-from tether.session.retry import is_transient_error
+from tether.session.model_control import ModelControl
+from tether.session.operations import SessionOperations
+from tether.session.recovery import Recovery, RetryRelay
 from tether.session.settings import Retry as RetrySettings, Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import (
-    AgentMessage,
-    AssistantMessage,
-    BashExecutionMessage,
-    ImageContent,
-    ModelInfo,
-    WireError,
-    decode_message,
-)
+from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, WireError
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from pydantic import BaseModel
 
-    from tether.ai.types import Retry as ProviderRetry
     from tether.mcp import McpServers
-    from tether.session.compaction import CompactionResult
     from tether.session.extensions.api import ExtensionCommand
     from tether.session.manager import SessionManager
-    from tether.session.model_choice import Direction, ModelCycle, ScopedModel
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
     from tether.session.session import Session
-    from tether.session.stats import Stats, Tally
-    from tether.store.store import SessionRecord
     from tether.tools.sandbox import Sandbox
 
-_THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 M = TypeVar("M", bound="BaseModel")
-_TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
 
 
-class AgentSession:
+class AgentSession(Recovery, SessionOperations, ModelControl):
     """An ``Agent`` bound to a stored session; see the module docstring.
 
     Args:
@@ -156,32 +131,32 @@ class AgentSession:
         self.cwd = cwd if cwd is not None else Path.cwd()
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
-        self.hooks: list[PromptHook] = list(hooks)
+        self.hooks = list(hooks)
         self.notice = notice
-        self._tally: Tally | None = None
+        self._tally = None
         """The conversation's totals, extended at each ``stats()`` (made on the first: print mode
         never asks, and ``tether.session.stats`` stays unloaded)."""
-        self.scoped_models: list[ScopedModel] = []
+        self.scoped_models = []
         """``--models``: the models ``cycle_model`` goes through (empty: every usable model)."""
         self.auto_retry = self.settings.retry.enabled
         """Retry replies that failed for a transient reason (``settings.retry``)."""
         self.compactions = 0
         """How many compactions this object performed (threshold, overflow and manual)."""
-        self.last_compaction: CompactionResult | None = None
+        self.last_compaction = None
         self._sessions = sessions
-        self._session: Session | None = None
-        self._listeners: list[Listener] = []
-        self._run: asyncio.Future[list[AgentMessage]] | None = None
-        self._added: list[AgentMessage] = []
-        self._vouched: dict[int, AgentMessage] = {}
+        self._session = None
+        self._listeners = []
+        self._run = None
+        self._added = []
+        self._vouched = {}
         """Messages this core built or checked on their way in, by identity: stored unchecked."""
         self._deferred: list[AgentMessage] = []
         self._queued = QueueSnapshot((), ())
-        self._retry_abort: AbortController | None = None
+        self._retry_abort = None
         self._retry_attempt = 0
         """Retries of the current reply so far, by the provider or by this core: one budget."""
-        self._caller_on_retry: Callable[[ProviderRetry], None] | None = None
-        self._retry_relay = _RetryRelay(self)
+        self._caller_on_retry = None
+        self._retry_relay = RetryRelay(self)
         """The provider's ``on_retry``: copies of the options outlive a run (a scripted model keeps
         each request's), so they hold this relay, cut at ``close``, not the core itself."""
         self._run_retry = self.settings.retry
@@ -193,13 +168,13 @@ class AgentSession:
         """A run raised a failure to store: ``close`` does not raise it a second time."""
         self._aborting: asyncio.Future[list[AgentMessage]] | None = None
         """The run ``abort()`` stopped, while it settles: a new prompt waits for it."""
-        self._session_failure: SessionError | None = None
+        self._session_failure = None
         """A session error an event listener raised in this run: the run raises it when settled."""
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
         self._compacting = 0
-        self._background: set[asyncio.Future[None]] = set()
+        self._background = set()
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
         self._agent_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
         """The agent's own hooks, given back by ``close``."""
@@ -223,92 +198,7 @@ class AgentSession:
             else:
                 mcp.start()
 
-    # -- state -------------------------------------------------------------------------------------
-
-    @property
-    def session(self) -> Session | None:
-        return self._session
-
-    @property
-    def session_id(self) -> str | None:
-        return self._session.id if self._session is not None else None
-
-    @property
-    def sessions(self) -> SessionManager | None:
-        return self._sessions
-
-    @property
-    def model(self) -> ModelInfo:
-        if self.agent.model is None:
-            raise ValueError("the agent has no model")
-        return self.agent.model
-
-    @property
-    def thinking_level(self) -> str:
-        return self.agent.thinking_level
-
-    @property
-    def messages(self) -> list[AgentMessage]:
-        return self.agent.messages
-
-    @property
-    def is_running(self) -> bool:
-        return self._run is not None and not self._run.done()
-
-    @property
-    def is_compacting(self) -> bool:
-        return self._compacting > 0
-
-    @property
-    def compaction(self) -> CompactionSettings:
-        """The compaction settings, scaled down for a small window (e.g. a 4k local model): when
-        reserve and recent part do not fit in the window, each gets a quarter of it."""
-        c = self.settings.compaction
-        window = (self.agent.model or {}).get("contextWindow") or 0
-        if window and c.reserve_tokens + c.keep_recent_tokens >= window:
-            return CompactionSettings(c.enabled, window // 4, window // 4)
-        return c
-
-    def last_assistant(self) -> AssistantMessage | None:
-        for message in reversed(self.agent.messages):
-            if message["role"] == "assistant":
-                return message
-        return None
-
-    def queued(self) -> QueueSnapshot:
-        """The texts of the steering and follow-up messages not delivered yet."""
-        return QueueSnapshot(
-            tuple(message_text(m) for m in self.agent.steering_queue),
-            tuple(message_text(m) for m in self.agent.follow_up_queue),
-        )
-
-    def subscribe(
-        self, listener: Listener | Callable[[SessionEvent, AbortSignal | None], Any]
-    ) -> Callable[[], None]:
-        """Call ``listener(event)`` with every event, or ``listener(event, signal)`` (the current
-        run's abort signal, ``None`` between runs) when it takes two parameters, as
-        ``Agent.subscribe`` does; an awaitable it returns is awaited. Returns the unsubscribe
-        function."""
-        from tether.agent.agent import listener_wants_signal
-
-        if listener_wants_signal(listener):
-            two = cast(Callable[[SessionEvent, AbortSignal | None], Any], listener)
-
-            def one(event: SessionEvent) -> Any:
-                return two(event, self.agent.signal)
-
-            entry: Listener = one
-        else:
-            entry = cast(Listener, listener)
-        self._listeners.append(entry)
-
-        def unsubscribe() -> None:
-            if entry in self._listeners:
-                self._listeners.remove(entry)
-
-        return unsubscribe
-
-    # -- running -----------------------------------------------------------------------------------
+    # -- running -------------------------------------------------------------------------------------
 
     def prompt(
         self,
@@ -411,12 +301,6 @@ class AgentSession:
             if controller is not None:
                 controller.abort()
 
-    def abort_retry(self) -> None:
-        """Cancel the wait before an automatic retry (the failed reply then stands)."""
-        if self._retry_abort is not None:
-            self._retry_abort.abort()
-            self._retry_abort = None
-
     async def execute_bash(
         self,
         command: str,
@@ -461,344 +345,6 @@ class AgentSession:
         if self._run is not None:
             await asyncio.gather(self._run, return_exceptions=True)
 
-    # -- settings ----------------------------------------------------------------------------------
-
-    def set_model(self, spec: str | ModelInfo, stream_fn: StreamFn | None = None) -> ModelInfo:
-        """Switch model (a ``provider/id`` spec, or a model with its stream function); the thinking
-        level is clamped to what the new model accepts. Recorded in the session."""
-        level = self.agent.thinking_level
-        host = self.resources.extensions if self.resources is not None else None
-        served = host.model(spec) if host is not None and isinstance(spec, str) else None
-        if served is not None:
-            model, stream_fn = served
-        elif isinstance(spec, str):
-            from tether.session.model_choice import resolve_model
-
-            resolved = resolve_model(spec, None)
-            model, stream_fn = resolved.model, resolved.stream_fn
-            level = resolved.thinking or level  # `/model opus:high`
-        else:
-            model = spec
-        before = self.agent.thinking_level
-        self.agent.model = model
-        self.agent.stream_fn = stream_fn
-        self.agent.thinking_level = _clamp_thinking(model, level)
-        self.record_settings()
-        self._thinking_changed(before)
-        return model
-
-    async def cycle_model(self, direction: Direction = "forward") -> ModelCycle | None:
-        """Switch to the next model (pi's Ctrl-P): of ``scoped_models`` (``--models``) with the
-        level its pattern named, else of every usable model (``tether models``). ``None`` when
-        there is nothing to switch to."""
-        from tether.session.model_choice import ModelCycle, next_model
-
-        scoped = self.scoped_models
-        if scoped:
-            models = [s.model for s in scoped]
-        else:
-            from tether.ai.local_servers import usable_models
-
-            models = _distinct([*await usable_models(), *self.extension_models()])
-        index = next_model(models, self.model, direction)
-        if index is None:
-            return None
-        chosen = models[index]
-        served = any(_same_model(chosen, m) for m in self.extension_models())
-        self.set_model(f"{chosen['provider']}/{chosen['id']}" if served else chosen)
-        level = scoped[index].thinking if scoped else None
-        if level is not None:
-            self.set_thinking(level)
-        return ModelCycle(self.model, self.thinking_level, is_scoped=bool(scoped))
-
-    def cycle_thinking_level(self) -> str | None:
-        """Switch to the next thinking level the model accepts (pi's Shift-Tab), wrapping
-        around; ``None`` for a model without reasoning."""
-        from tether.session.model_choice import next_thinking_level
-
-        level = next_thinking_level(self.model, self.thinking_level)
-        return self.set_thinking(level) if level is not None else None
-
-    def set_thinking(self, level: str) -> str:
-        """Set the thinking level, clamped to the model; returns the level in effect."""
-        before = self.agent.thinking_level
-        self.agent.thinking_level = _clamp_thinking(self.model, level)
-        self.record_settings()
-        self._thinking_changed(before)
-        return self.agent.thinking_level
-
-    def _thinking_changed(self, before: str) -> None:
-        level = self.agent.thinking_level
-        if level != before:
-            self._emit_now({"type": "thinking_level_changed", "level": level})
-
-    def extension_models(self) -> list[ModelInfo]:
-        """The models extensions serve (``register_provider``): usable whatever keys are set."""
-        host = self.resources.extensions if self.resources is not None else None
-        if host is None:
-            return []
-        return [model for provider in host.providers().values() for model in provider.models]
-
-    async def available_models(self) -> list[ModelInfo]:
-        """Every model a request can go to now, once each: the current one, those of providers
-        with a key or of local servers that answer (``tether models``), those extensions serve."""
-        from tether.ai.local_servers import usable_models
-
-        return _distinct([self.model, *await usable_models(), *self.extension_models()])
-
-    async def model_candidates(self) -> list[ModelInfo]:
-        """What the model picker lists: ``scoped_models`` (``--models``), else every usable
-        model; the current one always among them."""
-        from tether.session.model_choice import model_candidates
-
-        return await model_candidates([s.model for s in self.scoped_models], self.model)
-
-    def record_settings(self) -> None:
-        """Record model, thinking level, service tier and system prompt where they differ from
-        the session's (also done when a run starts)."""
-        if self._session is not None and not self._session.readonly:
-            from tether.session.wiring import record_settings
-
-            agent = self.agent
-            record_settings(
-                self._session,
-                model=agent.model,
-                thinking_level=agent.thinking_level,
-                service_tier=agent.service_tier,
-                system_prompt=agent.system_prompt,
-            )
-
-    # -- session operations ------------------------------------------------------------------------
-
-    def new_session(self) -> str | None:
-        """Start over in a fresh session (same model and settings)."""
-        self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
-        self.record_settings()
-        return self.session_id
-
-    @property
-    def read_only(self) -> bool:
-        """The session was opened read-only (another process may be running it)."""
-        return self._session is not None and self._session.readonly
-
-    def require_writable(self) -> None:
-        """Raise ``ReadOnlySessionError`` when this core may only watch its session."""
-        if self._session is not None and self._session.readonly:
-            from tether.session.session import ReadOnlySessionError
-
-            raise ReadOnlySessionError(self._session.id)
-
-    async def follow(self, stop: threading.Event | None = None) -> None:
-        """Watch a read-only session grow: while another process (or host) runs it, take in each
-        new entry (``Session.catch_up``: the cost of the entry, not of the session) and tell
-        listeners of each new message (``message_start`` and ``message_end``). Returns when
-        ``stop`` is set or the session is deleted."""
-        from tether.store.follow import follow_changes_async
-        from tether.store.store import SessionNotFoundError
-
-        session, sessions = self._require_session(), self._require_sessions()
-        if not session.readonly:
-            raise ValueError("follow() watches a session opened read-only (SessionChoice(read_only=True))")
-        after = session.last_entry_id
-        try:
-            async for change in follow_changes_async(
-                sessions.store, session.id, after=after, stop=stop or threading.Event()
-            ):
-                if self._session is not session:
-                    return  # the session was switched away from: nothing to follow any more
-                nodes = session.catch_up(change.record, change.entries)
-                self._reload()
-                for node in nodes:
-                    message = cast(AgentMessage | None, node.message)
-                    if message is not None:
-                        await self._emit({"type": "message_start", "message": message})
-                        await self._emit({"type": "message_end", "message": message})
-        except SessionNotFoundError:
-            return
-
-    def switch_session(self, session: str) -> None:
-        """Continue another stored session (its settings entries apply): ``session`` is its id or
-        the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``).
-        Switching to the session already open changes nothing, as in pi."""
-        sessions = self._require_sessions()
-        session_id = self._session_id_of(session)
-        if self._session is not None and self._session.id == session_id:
-            return
-        self._attach(sessions.open(session_id), load_settings=True)
-
-    def _session_id_of(self, session: str) -> str:
-        """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path
-        into another store is refused by name: opening the id here would continue a different
-        conversation than the one the caller means (or none)."""
-        store_path = self.store_path
-        if store_path is None or ("/" not in session and os.sep not in session):
-            return session
-        folder, _, session_id = session.replace(os.sep, "/").rpartition("/")
-        if Path(folder).expanduser().resolve() != Path(store_path).resolve():
-            raise SessionError(f"not a session of this store ({store_path}): {session}")
-        return session_id
-
-    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
-        """This workspace's sessions with a message, newest first."""
-        return self._require_sessions().list(cwd=str(self.cwd), limit=limit, empty=False)
-
-    def rename_session(self, session_id: str, title: str) -> None:
-        """Name any stored session (``rename`` names this one)."""
-        if self._session is not None and session_id == self._session.id:
-            self.rename(title)
-            return
-        with self._require_sessions().open(session_id) as session:
-            session.rename(title)
-
-    def delete_session(self, session_id: str) -> None:
-        """Delete another stored session (``/resume``'s delete); the one in use is refused, and
-        so is one another process is running (``SessionLockedError``)."""
-        if session_id == self.session_id:
-            raise ValueError("cannot delete the session in use; switch to another one first")
-        self._require_sessions().delete(session_id)
-
-    def fork(self, entry_id: str | None = None) -> str:
-        """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
-        forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
-        self._attach(forked)
-        return forked.id
-
-    async def branch(
-        self,
-        entry_id: str | None,
-        *,
-        summarize: bool = False,
-        instructions: str | None = None,
-        signal: AbortSignal | None = None,
-    ) -> str | None:
-        """Move to another point of the tree (``None``: before the first entry); with
-        ``summarize``, leave a summary of the branch left there (steered by ``instructions``) and
-        return it."""
-        session = self._require_session()
-        if not summarize:
-            session.branch(entry_id)
-            self._reload()
-            return None
-        from tether.session.compaction import summarize_branch
-
-        leaf = await summarize_branch(
-            session,
-            entry_id,
-            self.model,
-            self._stream_fn("branch_summary"),
-            instructions=instructions,
-            signal=signal,
-        )
-        self._reload()
-        return session.entry(leaf)["summary"] if leaf is not None else None
-
-    async def compact(
-        self,
-        instructions: str | None = None,
-        *,
-        reason: CompactionReason = "manual",
-        signal: AbortSignal | None = None,
-    ) -> CompactionResult:
-        """Summarise the older part of the conversation into a compaction entry.
-
-        Raises ``NothingToCompactError`` (a ``CompactionError``) on a conversation still short
-        enough to be kept whole (``settings.compaction.keep_recent_tokens``), with a message
-        saying so; ``CompactionError`` when the summariser failed."""
-        from tether.session.compaction import CompactionError, compact
-
-        session = self._require_session()
-        await self._emit({"type": "compaction_start", "reason": reason})
-        try:
-            result = await compact(
-                session,
-                self.model,
-                self._stream_fn(),
-                instructions=instructions,
-                settings=self.compaction,
-                signal=signal,
-            )
-        except CompactionError as exc:
-            aborted = signal is not None and signal.aborted
-            await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
-            raise
-        self.compactions += 1
-        self.last_compaction = result
-        if not self.is_running:
-            self._reload()
-        summary: CompactionSummary = {
-            "summary": result.summary,
-            "firstKeptEntryId": result.first_kept_entry_id,
-            "tokensBefore": result.tokens_before,
-            "tokensAfter": result.tokens_after,
-            "estimatedTokensAfter": result.tokens_after,
-        }
-        if result.usage is not None:
-            summary["usage"] = result.usage
-        if result.details is not None:
-            summary["details"] = result.details
-        await self._emit(compaction_end(reason, summary))
-        return result
-
-    def tree_text(self) -> str:
-        from tether.session.tree_view import render_tree
-
-        return render_tree(self._require_session())
-
-    def rename(self, title: str) -> None:
-        self._require_session().rename(title)
-        self._emit_now({"type": "session_info_changed", "name": title})
-
-    def export(self, path: Path) -> Path:
-        """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
-        session = self._require_session()
-        if path.suffix == ".html":
-            from tether.session.export_html import write_html
-
-            return write_html(path, session)
-        return self._require_sessions().export(self._stored_session("export").id, path)
-
-    def _stored_session(self, operation: str) -> Session:
-        """The session, for an operation that reads it back from the store: one without a
-        message is not stored yet (``SessionManager.create(deferred=True)``), so say so."""
-        session = self._require_session()
-        if not session.stored:
-            raise SessionError(f"nothing to {operation}: this session has no message yet")
-        return session
-
-    @property
-    def store_path(self) -> str | None:
-        """The store's file, when the sessions live in one (``None`` with ``--no-session`` or on
-        PostgreSQL)."""
-        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
-        return str(store_path) if store_path is not None else None
-
-    @property
-    def session_file(self) -> str | None:
-        """A path naming this session: ``<store file>/<session id>``. pi keeps a file per session
-        and its clients hand ``get_state``'s ``sessionFile`` back to ``switch_session``; tether
-        keeps every session in one database, so a session's path is the database's with its id
-        under it (``switch_session`` takes that, and a bare id). ``None`` without a session."""
-        store_path = self.store_path
-        if store_path is None or self._session is None:
-            return None
-        return f"{store_path}/{self._session.id}"
-
-    def stats(self) -> Stats:
-        from tether.session.stats import Tally, conversation_stats
-
-        if self._tally is None:
-            self._tally = Tally()
-
-        session = self._session
-        return conversation_stats(
-            self.agent.messages,
-            self.model,
-            session_id=self.session_id,
-            session_file=self.session_file,
-            title=session.title if session is not None else None,
-            tally=self._tally,
-        )
-
     async def close(self) -> None:
         """Abort a run in progress, let it record what it has (within about a second:
         ``ABORT_GRACE``), and release the session; close what this core owns (``owns``), never
@@ -836,7 +382,7 @@ class AgentSession:
         if self._sessions is not None and "sessions" in self._owns:
             self._sessions.close()
 
-    # -- runs --------------------------------------------------------------------------------------
+    # -- runs ----------------------------------------------------------------------------------------
 
     def _new_run(
         self, body: Callable[[], Awaitable[list[AgentMessage]]], retry: RetrySettings | None = None
@@ -968,14 +514,6 @@ class AgentSession:
         self.notify(text)
         return self._added
 
-    def notify(self, text: str, *, command: str | None = None) -> None:
-        """Tell the listeners something the user should see (a ``notice`` event), at once;
-        ``command``: the text is what that extension command answered."""
-        event: NoticeEvent = {"type": "notice", "message": text}
-        if command is not None:
-            event["command"] = command
-        self._emit_now(event)
-
     async def _input_run(self, parsed: Any) -> list[AgentMessage]:
         from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input
 
@@ -1007,166 +545,15 @@ class AgentSession:
         await self._emit({"type": "message_end", "message": message})
         return self._added
 
-    async def _recover(self) -> None:
-        """After a failed reply: compact and retry once on an overflow, back off and retry on a
-        transient error."""
-        await self._retry_overflow()
-        await self._retry_transient()
-
-    async def _retry_overflow(self) -> None:
-        """Compact, then continue once; the failed reply stays on an abandoned branch."""
-        session, last = self._session, self.last_assistant()
-        compaction = self.compaction
-        if session is None or last is None or not compaction.enabled or not is_context_overflow(last):
-            return
-        from tether.session.wiring import recover_from_overflow
-
-        await self._emit({"type": "compaction_start", "reason": "overflow"})
-        recovered = await recover_from_overflow(
-            session, [last], model=self.model, stream_fn=self._stream_fn(), compaction=compaction, signal=None
-        )
-        if recovered:
-            self.compactions += 1
-        await self._emit(newest_compaction_end("overflow", session if recovered else None, recovered))
-        if recovered:
-            self._reload()
-            self._recovering_overflow = True
-            try:
-                await self.agent.continue_()
-            finally:
-                self._recovering_overflow = False
-
-    def _retries_allowed(self) -> int:
-        """Retries the current run's policy allows a reply (0 with ``auto_retry`` off)."""
-        return self._run_retry.retries if self.auto_retry else 0
-
-    def _retry_options(self) -> None:
-        """Give the agent's requests the run's retry policy with what is left of the reply's budget.
-
-        The provider retries a request that failed before anything streamed (it alone sees the
-        status and ``Retry-After``); this core retries the rest (a reply cut off midway, a stream
-        function's transient error). Both spend one budget, ``_retry_attempt``, so a reply makes
-        at most ``max_retries + 1`` requests whoever retries."""
-        policy = self._run_retry
-        options = self.agent.options
-        options.max_retries = max(self._retries_allowed() - self._retry_attempt, 0)
-        options.retry_base_delay = policy.base_delay_ms / 1000
-        options.max_retry_delay = policy.max_delay_ms / 1000
-        if options.on_retry is not self._retry_relay:
-            self._caller_on_retry = options.on_retry
-        options.on_retry = self._retry_relay
-        self._retry_abort = AbortController()
-        options.retry_signal = self._retry_abort.signal
-
-    def _provider_retried(self, retry: ProviderRetry) -> None:
-        """The provider is about to repeat a failed request: announce it as ours (``auto_retry_start``)."""
-        if self._caller_on_retry is not None:
-            self._caller_on_retry(retry)
-        self._retry_attempt += 1
-        self._emit_now(
-            {
-                "type": "auto_retry_start",
-                "attempt": self._retry_attempt,
-                "maxAttempts": self._retries_allowed(),
-                "delayMs": round(retry.delay * 1000),
-                "errorMessage": retry.reason,
-            }
-        )
-
-    def _retryable(self, message: AssistantMessage) -> bool:
-        """A failed reply this core should repeat: transient, and not an HTTP failure the
-        provider already judged (retried to the budget, or refused to: ``Retry-After`` past
-        ``max_delay_ms``, a quota error)."""
-        return "errorStatus" not in message and is_transient_error(message)
-
-    async def _retry_transient(self) -> None:
-        """Wait, then continue; each failed reply stays on an abandoned branch of the session.
-
-        ``auto_retry_start`` before each wait, one ``auto_retry_end`` when retrying is over: as pi
-        does, right after the first reply that works (before its ``turn_end``), else at the end."""
-        while True:
-            last = self.last_assistant()
-            attempt = self._retry_attempt
-            if last is None or not self._retryable(last) or attempt >= self._retries_allowed():
-                self._retry_attempt = 0
-                if attempt:  # the reply that worked said so already (_retry_worked)
-                    ok = last is not None and last["stopReason"] not in ("error", "aborted")
-                    if ok:
-                        await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
-                    else:
-                        final = (last or {}).get("errorMessage") or "the retry failed"
-                        await self._emit(
-                            {
-                                "type": "auto_retry_end",
-                                "success": False,
-                                "attempt": attempt,
-                                "finalError": final,
-                            }
-                        )
-                return
-            attempt += 1
-            self._retry_attempt = attempt
-            delay = round(backoff(attempt - 1, self.agent.options) * 1000)
-            await self._emit(
-                {
-                    "type": "auto_retry_start",
-                    "attempt": attempt,
-                    "maxAttempts": self._retries_allowed(),
-                    "delayMs": delay,
-                    "errorMessage": last.get("errorMessage") or "",
-                }
-            )
-            if not await self._retry_wait(delay):
-                self._retry_attempt = 0
-                await self._emit(
-                    {
-                        "type": "auto_retry_end",
-                        "success": False,
-                        "attempt": attempt,
-                        "finalError": "Retry cancelled",
-                    }
-                )
-                return
-            self._abandon(last)
-            self._retry_options()
-            await self.agent.continue_()
-
-    async def _retry_wait(self, delay_ms: int) -> bool:
-        """Sleep before a retry; ``False`` when ``abort``/``abort_retry`` cancelled it."""
-        controller = AbortController()
-        self._retry_abort = controller
-        try:
-            await asyncio.wait_for(controller.signal.wait(), delay_ms / 1000)
-        except TimeoutError:
-            return True
-        finally:
-            self._retry_abort = None
-        return False
-
-    def _abandon(self, failed: AssistantMessage) -> None:
-        """Take a failed reply out of the context (the session keeps it on a side branch)."""
-        session = self._session
-        entry_id = session.message_id(failed) if session is not None else None
-        if session is not None and entry_id is not None:
-            session.branch(session.entry(entry_id)["parentId"])
-            self._reload()
-        else:
-            self.agent.messages = [m for m in self.agent.messages if m is not failed]
-
-    def _will_retry(self) -> bool:
-        """Whether ``_recover`` will retry the pass that just ended (``agent_end.willRetry``)."""
-        last = self.last_assistant()
-        if last is None or last["stopReason"] != "error":
-            return False
-        if is_context_overflow(last):
-            return self._session is not None and self.compaction.enabled and not self._recovering_overflow
-        return self._retryable(last) and self._retry_attempt < self._retries_allowed()
-
     def _continuable(self) -> bool:
         last = self.last_assistant()
         return last is not None and last["stopReason"] not in ("error", "aborted")
 
-    # -- the agent's hooks and events --------------------------------------------------------------
+    def _confinement(self) -> Sandbox | None:
+        """The sandbox of the user's ``!cmd`` and ``$code``: the tools' own (``tether.tools.sandbox``)."""
+        return self.approval.workspace.confinement() if self.approval is not None else None
+
+    # -- the agent's hooks and events ----------------------------------------------------------------
 
     async def _transform_context(
         self, messages: list[AgentMessage], signal: AbortSignal | None
@@ -1262,231 +649,6 @@ class AgentSession:
         }
         await self._emit(ended)
 
-    async def _retry_worked(self, event: SessionEvent) -> None:
-        """Pass on the reply a retry got, then say at once that the retry worked, as pi does."""
-        with self._session_failure_kept():
-            await self._emit(event)
-            attempt, self._retry_attempt = self._retry_attempt, 0
-            await self._emit({"type": "auto_retry_end", "success": True, "attempt": attempt})
-
-    @contextlib.contextmanager
-    def _session_failure_kept(self) -> Generator[None]:
-        """A session error (a full disk, a lost database), raised while recording an event or by
-        a listener, ends the run as itself: the loop reports the failed event, and the run raises
-        the error once settled (``_settled``), not as "event listener failed: ..."."""
-        try:
-            yield
-        except SessionError as exc:
-            self._session_failure = exc
-            raise
-
-    def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
-        """``_emit`` for an agent event (never a compaction one), without a coroutine while the
-        listeners answer synchronously; from the first awaitable on, the rest wait for it."""
-        listeners = tuple(self._listeners)
-        for i, listener in enumerate(listeners):
-            outcome = listener(event)
-            if outcome is not None:
-                return self._deliver_after(outcome, event, listeners[i + 1 :])
-        return None
-
-    async def _deliver_after(
-        self, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
-    ) -> None:
-        """The rest of ``_deliver``: await ``pending``, then each remaining listener in order
-        (awaiting what it returns)."""
-        with self._session_failure_kept():
-            await pending
-            for listener in rest:
-                outcome = listener(event)
-                if outcome is not None:
-                    await outcome
-
-    async def _emit(self, event: SessionEvent) -> None:
-        if event["type"] == "compaction_start":
-            self._compacting += 1
-        elif event["type"] == "compaction_end":
-            self._compacting -= 1
-        for listener in tuple(self._listeners):
-            outcome = listener(event)
-            if outcome is not None:
-                await outcome
-
-    def _check_queue(self) -> None:
-        """Emit ``queue_update`` when the queues changed since the last one, at once."""
-        snapshot = self.queued()
-        if snapshot == self._queued:
-            return
-        self._queued = snapshot
-        event: QueueUpdateEvent = {
-            "type": "queue_update",
-            "steering": list(snapshot.steering),
-            "followUp": list(snapshot.follow_up),
-        }
-        self._emit_now(event)
-
-    def _confinement(self) -> Sandbox | None:
-        """The sandbox of the user's ``!cmd`` and ``$code``: the tools' own (``tether.tools.sandbox``)."""
-        return self.approval.workspace.confinement() if self.approval is not None else None
-
-    def _emit_now(self, event: SessionEvent) -> None:
-        """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
-        ``rename()``): an async listener's coroutine is scheduled, not awaited."""
-        for listener in tuple(self._listeners):
-            outcome = listener(event)
-            if outcome is not None:
-                task = asyncio.ensure_future(outcome)
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-
-    # -- what enters the transcript ---------------------------------------------------------------
-
-    def _inputs(
-        self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
-    ) -> list[AgentMessage]:
-        """The messages of a prompt, steer or follow-up. A text becomes a user message (plain
-        string content unless there are images); images and messages from the caller are checked
-        here, so a malformed one fails at the call that passed it (``WireError`` naming the path)."""
-        if isinstance(prompt, str):
-            if not images:
-                message: AgentMessage = {
-                    "role": "user",
-                    "content": prompt,
-                    "timestamp": int(time.time() * 1000),
-                }
-                return self._vouch([message])
-            content: Any = [{"type": "text", "text": prompt}, *images]
-            built: AgentMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
-            return self._vouch([decode_message(built, "prompt")])
-        if images:
-            raise ValueError("images can only be given with a text prompt; put them in the message instead")
-        given = [prompt] if isinstance(prompt, dict) else list(prompt)
-        return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
-
-    def _forget_unrecorded_inputs(self) -> None:
-        """Drop what ``_vouch`` holds for inputs that will never be recorded (a prompt the run
-        refused, a steer taken back by ``clear_queue``): only what still waits in a queue stays."""
-        waiting = {id(m) for m in (*self.agent.steering_queue, *self.agent.follow_up_queue)}
-        self._vouched = {key: m for key, m in self._vouched.items() if key in waiting}
-
-    def _vouch(self, messages: list[AgentMessage]) -> list[AgentMessage]:
-        for message in messages:
-            self._vouched[id(message)] = message
-        return messages
-
-    def _checked(self, message: AgentMessage) -> bool:
-        """Whether a finished message is known to be valid, so the session stores it unchecked.
-
-        Validation belongs where a message enters the runtime from code tether does not own:
-        what this core built or checked on the way in (``_inputs``), and the replies of tether's
-        own providers (the registry's built-in APIs, the scripted model), are valid by
-        construction. Replies of other stream functions (a program's, an extension's) and tool
-        results (a tool's content is its author's) are checked by the session as they are stored.
-        Skipping the check on the common path keeps pydantic-core out of a short run's start.
-        """
-        if self._vouched.pop(id(message), None) is message:
-            return True
-        if message["role"] != "assistant":
-            return False
-        stream_fn = self.agent.stream_fn
-        if stream_fn is not None:
-            return getattr(stream_fn, "builtin", False) is True
-        from tether.ai.registry import is_builtin
-
-        model = self.agent.model
-        return model is not None and is_builtin(model["api"])
-
-    # -- the transcript's one source ---------------------------------------------------------------
-
-    def _record(self, message: AgentMessage) -> None:
-        """Add a message that did not come through the loop (``!cmd``, ``$code``, user bash)."""
-        if self._session is not None:
-            self._session.append_message(message)
-            self._reload()
-        else:
-            self.agent.messages = [*self.agent.messages, message]
-        self._added.append(message)
-
-    def _reload(self) -> None:
-        """Give the agent the session's context after anything that moved or rewrote it."""
-        if self._session is not None:
-            self.agent.messages = self._session.messages
-
-    def _attach(self, session: Session | None, *, load_settings: bool = False) -> None:
-        if self._session is not None:
-            self._session.close()
-        self._session = session
-        agent = self.agent
-        agent.options.session_id = session.id if session is not None else None
-        if session is None:
-            agent.messages = []
-            return
-        self._reload()
-        if load_settings:
-            ctx = session.context
-            if ctx.thinking_level in _THINKING:
-                agent.thinking_level = cast(ThinkingLevel, ctx.thinking_level)
-            if ctx.service_tier in _TIERS:
-                agent.service_tier = cast(ServiceTier, ctx.service_tier)
-            if ctx.system_prompt is not None:
-                agent.system_prompt = ctx.system_prompt
-            if agent.model is None and ctx.model is not None and ctx.model.info is not None:
-                agent.model = ctx.model.info
-
-    def _stream_fn(self, purpose: str = "compaction") -> StreamFn:
-        """The model call of a summary (the registry's ``stream_simple`` for real providers),
-        traced like the loop's calls when the agent is instrumented (``purpose`` labels its span)."""
-        from tether.agent.loop import default_stream_fn
-        from tether.telemetry import instrumentation_for
-
-        instrumentation = instrumentation_for(self.agent.instrumentation)
-        stream_fn = self.agent.stream_fn or default_stream_fn()
-        if instrumentation is not None:
-            stream_fn = instrumentation.traced(stream_fn, purpose)
-        get_api_key = self.agent.get_api_key
-        if get_api_key is None:
-            return stream_fn
-
-        async def keyed(model: ModelInfo, context: Any, options: Any = None) -> Any:
-            """Summaries (compaction, branches) use the run's key (``--api-key``) as the loop does."""
-            key = get_api_key(model["provider"])
-            key = await key if inspect.isawaitable(key) else key
-            if key:
-                options = dataclasses.replace(options or SimpleStreamOptions(), api_key=key)
-            stream = stream_fn(model, context, options)
-            return await stream if inspect.isawaitable(stream) else stream
-
-        return keyed
-
-    def _require_sessions(self) -> SessionManager:
-        if self._sessions is None:
-            raise LookupError("sessions are off in this run (--no-session)")
-        return self._sessions
-
-    def _require_session(self) -> Session:
-        if self._session is None:
-            raise LookupError("this run has no session (--no-session)")
-        return self._session
-
-
-def _same_model(a: ModelInfo, b: ModelInfo) -> bool:
-    return (a["provider"], a["id"]) == (b["provider"], b["id"])
-
-
-def _distinct(models: Sequence[ModelInfo]) -> list[ModelInfo]:
-    """``models`` without repeats (same provider and id), first occurrence kept."""
-    kept: list[ModelInfo] = []
-    for model in models:
-        if not any(_same_model(model, k) for k in kept):
-            kept.append(model)
-    return kept
-
-
-def _clamp_thinking(model: ModelInfo, level: str) -> ThinkingLevel:
-    from tether.ai.thinking import clamp_thinking_level
-
-    return clamp_thinking_level(model, cast(Any, level))
-
 
 def _store_failure(exc: Exception, session_id: str) -> SessionError:
     """A failure to store (whatever the store raised) as the ``SessionError`` a run raises."""
@@ -1497,19 +659,6 @@ def _store_failure(exc: Exception, session_id: str) -> SessionError:
     failure = SessionDatabaseError(f"could not store session {session_id}: {type(exc).__name__}: {exc}")
     failure.__cause__ = exc
     return failure
-
-
-class _RetryRelay:
-    """Tells a core of the provider's retries until the core closes."""
-
-    __slots__ = ("core",)
-
-    def __init__(self, core: AgentSession) -> None:
-        self.core: AgentSession | None = core
-
-    def __call__(self, retry: ProviderRetry) -> None:
-        if self.core is not None:
-            self.core._provider_retried(retry)  # pyright: ignore[reportPrivateUsage]
 
 
 def _already_unsubscribed() -> None:

@@ -1,0 +1,396 @@
+"""The state every part of an ``AgentSession`` shares, and the few things they all do with it.
+
+``AgentSession`` is one object to its users, but what it does falls into parts that read best
+apart: running prompts (``agent_session``), recovering failed replies (``recovery``), switching
+model and thinking level (``model_control``) and the session operations (``operations``). Each is
+a class of its own module over this one, so every part sees the same state under the same names
+(the run, the queues, the session) without handing it around. What lives here is what more than
+one part uses: the state's declarations (``AgentSession.__init__`` sets them, with why), delivering
+events to the listeners, what may enter the transcript, and the transcript's one source (the
+session when there is one, the agent otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast, get_args
+
+from tether.agent import Agent
+from tether.ai.abort import AbortSignal
+from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
+from tether.session.budget import CompactionSettings
+from tether.session.events import (
+    Listener,
+    NoticeEvent,
+    QueueSnapshot,
+    QueueUpdateEvent,
+    SessionEvent,
+    message_text,
+)
+from tether.session.settings import Settings
+from tether.store.errors import SessionError
+from tether.tools.approval import ApprovalGate
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, decode_message
+
+if TYPE_CHECKING:
+    from tether.mcp import McpServers
+    from tether.session.compaction import CompactionResult
+    from tether.session.manager import SessionManager
+    from tether.session.model_choice import ScopedModel
+    from tether.session.prompt import PromptHook
+    from tether.session.resources import Resources
+    from tether.session.session import Session
+    from tether.session.stats import Tally
+
+_THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
+_TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
+
+
+class CoreState:
+    """What the parts of ``AgentSession`` share; not built on its own (``AgentSession`` is)."""
+
+    agent: Agent
+    resources: Resources | None
+    mcp: McpServers | None
+    cwd: Path
+    settings: Settings
+    approval: ApprovalGate | None
+    hooks: list[PromptHook]
+    notice: str | None
+    scoped_models: list[ScopedModel]
+    compactions: int
+    last_compaction: CompactionResult | None
+    _tally: Tally | None
+    _sessions: SessionManager | None
+    _session: Session | None
+    _listeners: list[Listener]
+    _run: asyncio.Future[list[AgentMessage]] | None
+    _added: list[AgentMessage]
+    _vouched: dict[int, AgentMessage]
+    _queued: QueueSnapshot
+    _session_failure: SessionError | None
+    _compacting: int
+    _background: set[asyncio.Future[None]]
+
+    # -- state ---------------------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session | None:
+        return self._session
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session.id if self._session is not None else None
+
+    @property
+    def sessions(self) -> SessionManager | None:
+        return self._sessions
+
+    @property
+    def model(self) -> ModelInfo:
+        if self.agent.model is None:
+            raise ValueError("the agent has no model")
+        return self.agent.model
+
+    @property
+    def thinking_level(self) -> str:
+        return self.agent.thinking_level
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.agent.messages
+
+    @property
+    def is_running(self) -> bool:
+        return self._run is not None and not self._run.done()
+
+    @property
+    def is_compacting(self) -> bool:
+        return self._compacting > 0
+
+    @property
+    def compaction(self) -> CompactionSettings:
+        """The compaction settings, scaled down for a small window (e.g. a 4k local model): when
+        reserve and recent part do not fit in the window, each gets a quarter of it."""
+        c = self.settings.compaction
+        window = (self.agent.model or {}).get("contextWindow") or 0
+        if window and c.reserve_tokens + c.keep_recent_tokens >= window:
+            return CompactionSettings(c.enabled, window // 4, window // 4)
+        return c
+
+    def last_assistant(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.messages):
+            if message["role"] == "assistant":
+                return message
+        return None
+
+    def queued(self) -> QueueSnapshot:
+        """The texts of the steering and follow-up messages not delivered yet."""
+        return QueueSnapshot(
+            tuple(message_text(m) for m in self.agent.steering_queue),
+            tuple(message_text(m) for m in self.agent.follow_up_queue),
+        )
+
+    @property
+    def read_only(self) -> bool:
+        """The session was opened read-only (another process may be running it)."""
+        return self._session is not None and self._session.readonly
+
+    def require_writable(self) -> None:
+        """Raise ``ReadOnlySessionError`` when this core may only watch its session."""
+        if self._session is not None and self._session.readonly:
+            from tether.session.session import ReadOnlySessionError
+
+            raise ReadOnlySessionError(self._session.id)
+
+    def record_settings(self) -> None:
+        """Record model, thinking level, service tier and system prompt where they differ from
+        the session's (also done when a run starts)."""
+        if self._session is not None and not self._session.readonly:
+            from tether.session.wiring import record_settings
+
+            agent = self.agent
+            record_settings(
+                self._session,
+                model=agent.model,
+                thinking_level=agent.thinking_level,
+                service_tier=agent.service_tier,
+                system_prompt=agent.system_prompt,
+            )
+
+    # -- events to the listeners ---------------------------------------------------------------------
+
+    def subscribe(
+        self, listener: Listener | Callable[[SessionEvent, AbortSignal | None], Any]
+    ) -> Callable[[], None]:
+        """Call ``listener(event)`` with every event, or ``listener(event, signal)`` (the current
+        run's abort signal, ``None`` between runs) when it takes two parameters, as
+        ``Agent.subscribe`` does; an awaitable it returns is awaited. Returns the unsubscribe
+        function."""
+        from tether.agent.agent import listener_wants_signal
+
+        if listener_wants_signal(listener):
+            two = cast(Callable[[SessionEvent, AbortSignal | None], Any], listener)
+
+            def one(event: SessionEvent) -> Any:
+                return two(event, self.agent.signal)
+
+            entry: Listener = one
+        else:
+            entry = cast(Listener, listener)
+        self._listeners.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+
+        return unsubscribe
+
+    def notify(self, text: str, *, command: str | None = None) -> None:
+        """Tell the listeners something the user should see (a ``notice`` event), at once;
+        ``command``: the text is what that extension command answered."""
+        event: NoticeEvent = {"type": "notice", "message": text}
+        if command is not None:
+            event["command"] = command
+        self._emit_now(event)
+
+    async def _emit(self, event: SessionEvent) -> None:
+        if event["type"] == "compaction_start":
+            self._compacting += 1
+        elif event["type"] == "compaction_end":
+            self._compacting -= 1
+        for listener in tuple(self._listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                await outcome
+
+    def _emit_now(self, event: SessionEvent) -> None:
+        """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
+        ``rename()``): an async listener's coroutine is scheduled, not awaited."""
+        for listener in tuple(self._listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                task = asyncio.ensure_future(outcome)
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
+        """``_emit`` for an agent event (never a compaction one), without a coroutine while the
+        listeners answer synchronously; from the first awaitable on, the rest wait for it."""
+        listeners = tuple(self._listeners)
+        for i, listener in enumerate(listeners):
+            outcome = listener(event)
+            if outcome is not None:
+                return self._deliver_after(outcome, event, listeners[i + 1 :])
+        return None
+
+    async def _deliver_after(
+        self, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
+    ) -> None:
+        """The rest of ``_deliver``: await ``pending``, then each remaining listener in order
+        (awaiting what it returns)."""
+        with self._session_failure_kept():
+            await pending
+            for listener in rest:
+                outcome = listener(event)
+                if outcome is not None:
+                    await outcome
+
+    def _check_queue(self) -> None:
+        """Emit ``queue_update`` when the queues changed since the last one, at once."""
+        snapshot = self.queued()
+        if snapshot == self._queued:
+            return
+        self._queued = snapshot
+        event: QueueUpdateEvent = {
+            "type": "queue_update",
+            "steering": list(snapshot.steering),
+            "followUp": list(snapshot.follow_up),
+        }
+        self._emit_now(event)
+
+    @contextlib.contextmanager
+    def _session_failure_kept(self) -> Generator[None]:
+        """A session error (a full disk, a lost database), raised while recording an event or by
+        a listener, ends the run as itself: the loop reports the failed event, and the run raises
+        the error once settled (``_settled``), not as "event listener failed: ..."."""
+        try:
+            yield
+        except SessionError as exc:
+            self._session_failure = exc
+            raise
+
+    # -- what enters the transcript ------------------------------------------------------------------
+
+    def _inputs(
+        self, prompt: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
+    ) -> list[AgentMessage]:
+        """The messages of a prompt, steer or follow-up. A text becomes a user message (plain
+        string content unless there are images); images and messages from the caller are checked
+        here, so a malformed one fails at the call that passed it (``WireError`` naming the path)."""
+        if isinstance(prompt, str):
+            if not images:
+                message: AgentMessage = {
+                    "role": "user",
+                    "content": prompt,
+                    "timestamp": int(time.time() * 1000),
+                }
+                return self._vouch([message])
+            content: Any = [{"type": "text", "text": prompt}, *images]
+            built: AgentMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
+            return self._vouch([decode_message(built, "prompt")])
+        if images:
+            raise ValueError("images can only be given with a text prompt; put them in the message instead")
+        given = [prompt] if isinstance(prompt, dict) else list(prompt)
+        return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
+
+    def _forget_unrecorded_inputs(self) -> None:
+        """Drop what ``_vouch`` holds for inputs that will never be recorded (a prompt the run
+        refused, a steer taken back by ``clear_queue``): only what still waits in a queue stays."""
+        waiting = {id(m) for m in (*self.agent.steering_queue, *self.agent.follow_up_queue)}
+        self._vouched = {key: m for key, m in self._vouched.items() if key in waiting}
+
+    def _vouch(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        for message in messages:
+            self._vouched[id(message)] = message
+        return messages
+
+    def _checked(self, message: AgentMessage) -> bool:
+        """Whether a finished message is known to be valid, so the session stores it unchecked.
+
+        Validation belongs where a message enters the runtime from code tether does not own:
+        what this core built or checked on the way in (``_inputs``), and the replies of tether's
+        own providers (the registry's built-in APIs, the scripted model), are valid by
+        construction. Replies of other stream functions (a program's, an extension's) and tool
+        results (a tool's content is its author's) are checked by the session as they are stored.
+        Skipping the check on the common path keeps pydantic-core out of a short run's start.
+        """
+        if self._vouched.pop(id(message), None) is message:
+            return True
+        if message["role"] != "assistant":
+            return False
+        stream_fn = self.agent.stream_fn
+        if stream_fn is not None:
+            return getattr(stream_fn, "builtin", False) is True
+        from tether.ai.registry import is_builtin
+
+        model = self.agent.model
+        return model is not None and is_builtin(model["api"])
+
+    # -- the transcript's one source -----------------------------------------------------------------
+
+    def _record(self, message: AgentMessage) -> None:
+        """Add a message that did not come through the loop (``!cmd``, ``$code``, user bash)."""
+        if self._session is not None:
+            self._session.append_message(message)
+            self._reload()
+        else:
+            self.agent.messages = [*self.agent.messages, message]
+        self._added.append(message)
+
+    def _reload(self) -> None:
+        """Give the agent the session's context after anything that moved or rewrote it."""
+        if self._session is not None:
+            self.agent.messages = self._session.messages
+
+    def _attach(self, session: Session | None, *, load_settings: bool = False) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session = session
+        agent = self.agent
+        agent.options.session_id = session.id if session is not None else None
+        if session is None:
+            agent.messages = []
+            return
+        self._reload()
+        if load_settings:
+            ctx = session.context
+            if ctx.thinking_level in _THINKING:
+                agent.thinking_level = cast(ThinkingLevel, ctx.thinking_level)
+            if ctx.service_tier in _TIERS:
+                agent.service_tier = cast(ServiceTier, ctx.service_tier)
+            if ctx.system_prompt is not None:
+                agent.system_prompt = ctx.system_prompt
+            if agent.model is None and ctx.model is not None and ctx.model.info is not None:
+                agent.model = ctx.model.info
+
+    def _stream_fn(self, purpose: str = "compaction") -> StreamFn:
+        """The model call of a summary (the registry's ``stream_simple`` for real providers),
+        traced like the loop's calls when the agent is instrumented (``purpose`` labels its span)."""
+        from tether.agent.loop import default_stream_fn
+        from tether.telemetry import instrumentation_for
+
+        instrumentation = instrumentation_for(self.agent.instrumentation)
+        stream_fn = self.agent.stream_fn or default_stream_fn()
+        if instrumentation is not None:
+            stream_fn = instrumentation.traced(stream_fn, purpose)
+        get_api_key = self.agent.get_api_key
+        if get_api_key is None:
+            return stream_fn
+
+        async def keyed(model: ModelInfo, context: Any, options: Any = None) -> Any:
+            """Summaries (compaction, branches) use the run's key (``--api-key``) as the loop does."""
+            key = get_api_key(model["provider"])
+            key = await key if inspect.isawaitable(key) else key
+            if key:
+                options = dataclasses.replace(options or SimpleStreamOptions(), api_key=key)
+            stream = stream_fn(model, context, options)
+            return await stream if inspect.isawaitable(stream) else stream
+
+        return keyed
+
+    def _require_sessions(self) -> SessionManager:
+        if self._sessions is None:
+            raise LookupError("sessions are off in this run (--no-session)")
+        return self._sessions
+
+    def _require_session(self) -> Session:
+        if self._session is None:
+            raise LookupError("this run has no session (--no-session)")
+        return self._session

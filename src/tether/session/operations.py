@@ -1,0 +1,248 @@
+"""The session operations of ``AgentSession``: new, resume (switch), list, rename, delete, fork,
+branch (with or without a summary), compact, tree, export, follow a session another process runs,
+and the conversation's stats.
+
+A part of ``AgentSession`` (see ``tether.session.core_state``): each operation moves or reads the
+stored session, then gives the agent the session's context again (``_reload``), so the transcript
+keeps its one source. Operations that need the store say so by name with ``--no-session``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from tether.ai.abort import AbortSignal
+from tether.session.core_state import CoreState
+from tether.session.events import CompactionReason, CompactionSummary, compaction_end
+from tether.store.errors import SessionError
+from tether.wire import AgentMessage
+
+if TYPE_CHECKING:
+    from tether.session.compaction import CompactionResult
+    from tether.session.session import Session
+    from tether.session.stats import Stats
+    from tether.store.store import SessionRecord
+
+
+class SessionOperations(CoreState):
+    """What a user does to the session itself, as opposed to running prompts in it."""
+
+    def new_session(self) -> str | None:
+        """Start over in a fresh session (same model and settings)."""
+        self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
+        self.record_settings()
+        return self.session_id
+
+    def switch_session(self, session: str) -> None:
+        """Continue another stored session (its settings entries apply): ``session`` is its id or
+        the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``).
+        Switching to the session already open changes nothing, as in pi."""
+        sessions = self._require_sessions()
+        session_id = self._session_id_of(session)
+        if self._session is not None and self._session.id == session_id:
+            return
+        self._attach(sessions.open(session_id), load_settings=True)
+
+    def _session_id_of(self, session: str) -> str:
+        """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path
+        into another store is refused by name: opening the id here would continue a different
+        conversation than the one the caller means (or none)."""
+        store_path = self.store_path
+        if store_path is None or ("/" not in session and os.sep not in session):
+            return session
+        folder, _, session_id = session.replace(os.sep, "/").rpartition("/")
+        if Path(folder).expanduser().resolve() != Path(store_path).resolve():
+            raise SessionError(f"not a session of this store ({store_path}): {session}")
+        return session_id
+
+    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
+        """This workspace's sessions with a message, newest first."""
+        return self._require_sessions().list(cwd=str(self.cwd), limit=limit, empty=False)
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        """Name any stored session (``rename`` names this one)."""
+        if self._session is not None and session_id == self._session.id:
+            self.rename(title)
+            return
+        with self._require_sessions().open(session_id) as session:
+            session.rename(title)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete another stored session (``/resume``'s delete); the one in use is refused, and
+        so is one another process is running (``SessionLockedError``)."""
+        if session_id == self.session_id:
+            raise ValueError("cannot delete the session in use; switch to another one first")
+        self._require_sessions().delete(session_id)
+
+    async def follow(self, stop: threading.Event | None = None) -> None:
+        """Watch a read-only session grow: while another process (or host) runs it, take in each
+        new entry (``Session.catch_up``: the cost of the entry, not of the session) and tell
+        listeners of each new message (``message_start`` and ``message_end``). Returns when
+        ``stop`` is set or the session is deleted."""
+        from tether.store.follow import follow_changes_async
+        from tether.store.store import SessionNotFoundError
+
+        session, sessions = self._require_session(), self._require_sessions()
+        if not session.readonly:
+            raise ValueError("follow() watches a session opened read-only (SessionChoice(read_only=True))")
+        after = session.last_entry_id
+        try:
+            async for change in follow_changes_async(
+                sessions.store, session.id, after=after, stop=stop or threading.Event()
+            ):
+                if self._session is not session:
+                    return  # the session was switched away from: nothing to follow any more
+                nodes = session.catch_up(change.record, change.entries)
+                self._reload()
+                for node in nodes:
+                    message = cast(AgentMessage | None, node.message)
+                    if message is not None:
+                        await self._emit({"type": "message_start", "message": message})
+                        await self._emit({"type": "message_end", "message": message})
+        except SessionNotFoundError:
+            return
+
+    def fork(self, entry_id: str | None = None) -> str:
+        """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
+        forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
+        self._attach(forked)
+        return forked.id
+
+    async def branch(
+        self,
+        entry_id: str | None,
+        *,
+        summarize: bool = False,
+        instructions: str | None = None,
+        signal: AbortSignal | None = None,
+    ) -> str | None:
+        """Move to another point of the tree (``None``: before the first entry); with
+        ``summarize``, leave a summary of the branch left there (steered by ``instructions``) and
+        return it."""
+        session = self._require_session()
+        if not summarize:
+            session.branch(entry_id)
+            self._reload()
+            return None
+        from tether.session.compaction import summarize_branch
+
+        leaf = await summarize_branch(
+            session,
+            entry_id,
+            self.model,
+            self._stream_fn("branch_summary"),
+            instructions=instructions,
+            signal=signal,
+        )
+        self._reload()
+        return session.entry(leaf)["summary"] if leaf is not None else None
+
+    async def compact(
+        self,
+        instructions: str | None = None,
+        *,
+        reason: CompactionReason = "manual",
+        signal: AbortSignal | None = None,
+    ) -> CompactionResult:
+        """Summarise the older part of the conversation into a compaction entry.
+
+        Raises ``NothingToCompactError`` (a ``CompactionError``) on a conversation still short
+        enough to be kept whole (``settings.compaction.keep_recent_tokens``), with a message
+        saying so; ``CompactionError`` when the summariser failed."""
+        from tether.session.compaction import CompactionError, compact
+
+        session = self._require_session()
+        await self._emit({"type": "compaction_start", "reason": reason})
+        try:
+            result = await compact(
+                session,
+                self.model,
+                self._stream_fn(),
+                instructions=instructions,
+                settings=self.compaction,
+                signal=signal,
+            )
+        except CompactionError as exc:
+            aborted = signal is not None and signal.aborted
+            await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
+            raise
+        self.compactions += 1
+        self.last_compaction = result
+        if not self.is_running:
+            self._reload()
+        summary: CompactionSummary = {
+            "summary": result.summary,
+            "firstKeptEntryId": result.first_kept_entry_id,
+            "tokensBefore": result.tokens_before,
+            "tokensAfter": result.tokens_after,
+            "estimatedTokensAfter": result.tokens_after,
+        }
+        if result.usage is not None:
+            summary["usage"] = result.usage
+        if result.details is not None:
+            summary["details"] = result.details
+        await self._emit(compaction_end(reason, summary))
+        return result
+
+    def tree_text(self) -> str:
+        from tether.session.tree_view import render_tree
+
+        return render_tree(self._require_session())
+
+    def rename(self, title: str) -> None:
+        self._require_session().rename(title)
+        self._emit_now({"type": "session_info_changed", "name": title})
+
+    def export(self, path: Path) -> Path:
+        """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
+        session = self._require_session()
+        if path.suffix == ".html":
+            from tether.session.export_html import write_html
+
+            return write_html(path, session)
+        return self._require_sessions().export(self._stored_session("export").id, path)
+
+    def _stored_session(self, operation: str) -> Session:
+        """The session, for an operation that reads it back from the store: one without a
+        message is not stored yet (``SessionManager.create(deferred=True)``), so say so."""
+        session = self._require_session()
+        if not session.stored:
+            raise SessionError(f"nothing to {operation}: this session has no message yet")
+        return session
+
+    @property
+    def store_path(self) -> str | None:
+        """The store's file, when the sessions live in one (``None`` with ``--no-session`` or on
+        PostgreSQL)."""
+        store_path = getattr(self._sessions.store, "path", None) if self._sessions is not None else None
+        return str(store_path) if store_path is not None else None
+
+    @property
+    def session_file(self) -> str | None:
+        """A path naming this session: ``<store file>/<session id>``. pi keeps a file per session
+        and its clients hand ``get_state``'s ``sessionFile`` back to ``switch_session``; tether
+        keeps every session in one database, so a session's path is the database's with its id
+        under it (``switch_session`` takes that, and a bare id). ``None`` without a session."""
+        store_path = self.store_path
+        if store_path is None or self._session is None:
+            return None
+        return f"{store_path}/{self._session.id}"
+
+    def stats(self) -> Stats:
+        from tether.session.stats import Tally, conversation_stats
+
+        if self._tally is None:
+            self._tally = Tally()
+
+        session = self._session
+        return conversation_stats(
+            self.agent.messages,
+            self.model,
+            session_id=self.session_id,
+            session_file=self.session_file,
+            title=session.title if session is not None else None,
+            tally=self._tally,
+        )
