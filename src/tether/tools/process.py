@@ -27,13 +27,13 @@ import re
 import signal as signals
 import subprocess
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from tether.ai.abort import AbortSignal
-from tether.tools.sandbox import Sandbox
+from tether.tools.sandbox import Confined, Sandbox
 from tether.tools.spool import MAX_SPOOL_BYTES, Spools
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, OutputBuffer
 
@@ -59,12 +59,22 @@ signal.signal(signal.SIGTERM, lambda *_: None)
 ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGHUP))
 if os.getppid() != int(sys.argv[1]):
     kill_group()
+gate, nproc, argv = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+joined = b""
+if gate >= 0:
+    joined = os.read(gate, 1)
+    os.close(gate)
+    if not joined:
+        kill_group()
+if nproc > 0 and joined != b"1":
+    import resource
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 pid = os.fork()
 if pid == 0:
     try:
-        os.execvp(sys.argv[2], sys.argv[2:])
+        os.execvp(argv[0], argv)
     except OSError as exc:
-        os.write(2, f"{sys.argv[2]}: {exc.strerror}\n".encode())
+        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
     os._exit(127)
 _, status = os.waitpid(pid, 0)
 if os.WIFSIGNALED(status):
@@ -75,7 +85,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 """Leads the command's process group: SIGHUP on its parent's death (PR_SET_PDEATHSIG = 1) kills
 the group; our own SIGTERM of the group is left to the command; the command's exit status (or
-death by a signal) is passed on unchanged."""
+death by a signal) is passed on unchanged. For a sandboxed command it also waits at a gate (a pipe)
+until its parent has moved it into the command's ``pids`` cgroup (byte ``1``), and caps its user's
+processes with ``RLIMIT_NPROC`` when that did not happen (``tether.tools.sandbox.Confined``)."""
 
 
 def tool_environment(passthrough: Collection[str] = ()) -> dict[str, str]:
@@ -109,11 +121,13 @@ def _carries_password(value: str) -> bool:
     return "password=" in value.replace(" ", "").lower()
 
 
-def supervised(argv: Sequence[str]) -> list[str]:
-    """``argv`` under the parent-death supervisor where the platform has one (Linux)."""
+def supervised(argv: Sequence[str], *, gate: int = -1, nproc: int = 0) -> list[str]:
+    """``argv`` under the parent-death supervisor where the platform has one (Linux). With
+    ``gate`` (a pipe's read end passed to the child), the supervisor starts ``argv`` only once a
+    byte arrives there; with ``nproc``, it caps processes unless that byte was ``1``."""
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *argv]
+    return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), str(gate), str(nproc), *argv]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +170,7 @@ async def run_process(
     """
     if sandbox is None:
         return await _run(
-            argv, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
+            argv, None, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
         )
     async with contextlib.AsyncExitStack() as stack:
         proxy = None
@@ -166,12 +180,64 @@ async def run_process(
             proxy = await stack.enter_async_context(host_proxy(sandbox.policy.allow_hosts))
         confined = stack.enter_context(sandbox.confine(argv, cwd, proxy))
         return await _run(
-            confined, cwd, timeout, signal, on_output, env, env_passthrough, max_bytes, max_lines, spools
+            confined.argv,
+            confined,
+            cwd,
+            timeout,
+            signal,
+            on_output,
+            env,
+            env_passthrough,
+            max_bytes,
+            max_lines,
+            spools,
         )
+
+
+async def _spawn(
+    loop: asyncio.AbstractEventLoop,
+    protocol: _Protocol,
+    argv: Sequence[str],
+    confined: Confined | None,
+    cwd: Path,
+    env: dict[str, str],
+) -> asyncio.SubprocessTransport:
+    """Start ``argv`` under its supervisor; a confined one with a cgroup is held at the gate until
+    it has joined the group (``Confined``), the join overlapping the supervisor's start-up."""
+
+    def start(gate: int = -1) -> Awaitable[tuple[asyncio.SubprocessTransport, asyncio.BaseProtocol]]:
+        nproc = confined.pids_max if confined is not None else 0
+        return loop.subprocess_exec(
+            lambda: protocol,
+            *supervised(argv, gate=gate, nproc=nproc),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            pass_fds=(gate,) if gate >= 0 else (),
+        )
+
+    if confined is None or confined.group is None:
+        transport, _ = await start()
+        return transport
+    gate, opener = os.pipe()
+    try:
+        try:
+            transport, _ = await start(gate)
+        finally:
+            os.close(gate)
+        joined = await asyncio.to_thread(confined.join, transport.get_pid())
+        os.write(opener, b"1" if joined else b"0")
+    finally:
+        os.close(opener)  # unopened, the gate reads as closed: the supervisor ends its group
+    return transport
 
 
 async def _run(
     argv: Sequence[str],
+    confined: Confined | None,
     cwd: Path,
     timeout: float | None,
     signal: AbortSignal | None,
@@ -188,15 +254,13 @@ async def _run(
         return ProcessResult("", None, False, False, True, 0)
     loop = asyncio.get_running_loop()
     protocol = _Protocol(loop, buffer, on_output, spill)
-    transport, _ = await loop.subprocess_exec(
-        lambda: protocol,
-        *supervised(argv),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**tool_environment(env_passthrough), **_QUIET_ENV, **(env or {})},
+    transport = await _spawn(
+        loop,
+        protocol,
+        argv,
+        confined,
+        cwd,
+        {**tool_environment(env_passthrough), **_QUIET_ENV, **(env or {})},
     )
     stop: asyncio.Future[None] = loop.create_future()
 
