@@ -223,7 +223,7 @@ class Sandbox:
     @contextlib.contextmanager
     def confine(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> Generator[Confined]:
         """The confined command line, with a fresh ``pids`` cgroup for it while the block runs."""
-        group = _PidsGroup.create(self.policy.pids_max)
+        group = PidsGroup.create(self.policy.pids_max)
         try:
             yield Confined(self.argv(argv, cwd, proxy), self.policy.pids_max, group)
         finally:
@@ -256,7 +256,7 @@ class Confined:
 
     argv: list[str]
     pids_max: int
-    group: _PidsGroup | None
+    group: PidsGroup | None
 
     def join(self, pid: int) -> bool:
         """Move ``pid`` (the held supervisor) into the group; ``False`` when there is none or the
@@ -302,7 +302,9 @@ def _hiding(paths: Sequence[Path], *, keep: Sequence[Path]) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class _PidsGroup:
+class PidsGroup:
+    """One command's ``pids`` cgroup: its processes and threads, capped at a number."""
+
     path: Path
 
     @property
@@ -310,7 +312,7 @@ class _PidsGroup:
         return self.path / "cgroup.procs"
 
     @classmethod
-    def create(cls, limit: int) -> _PidsGroup | None:
+    def create(cls, limit: int) -> PidsGroup | None:
         """A new cgroup capped at ``limit`` tasks, or ``None`` where we may not make one."""
         import uuid
 
