@@ -7,12 +7,14 @@ with the sandbox ``off``, so a test cannot pass because the attempt was broken t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -22,11 +24,12 @@ from tools_support import call, text_of
 
 from tether.ai.paths import data_dir
 from tether.errors import ToolError
-from tether.tools import Workspace, create_bash_tool
+from tether.tools import Workspace, create_bash_tool, sandbox as sandbox_module
 from tether.tools.approval import describe_call
 from tether.tools.errors import PathOutsideWorkspace
+from tether.tools.process import supervised
 from tether.tools.prompt_input import run_shell_input
-from tether.tools.sandbox import SandboxPolicy, secret_paths, stricter, unavailable
+from tether.tools.sandbox import Confined, SandboxPolicy, secret_paths, stricter, unavailable
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None and not os.environ.get("TETHER_REQUIRE_SANDBOX"),
@@ -192,6 +195,53 @@ async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) ->
     assert not ok and "fork" in said and "Resource temporarily unavailable" in said
     ok, said = await outcome(confined(root, home, "off"), command)
     assert ok and said.split()[0] == "300"
+
+
+async def test_the_command_joins_its_cgroup_or_gets_a_process_rlimit(
+    root: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the supervisor joins the command's cgroup at a gate; where the join is refused it caps the
+    # processes with RLIMIT_NPROC itself, which `ulimit -u` inside shows
+    if not sandbox_module.pids_parents():
+        pytest.skip("no writable pids cgroup here: every command gets the rlimit")
+    ok, said = await outcome(confined(root, home, pids_max=77), "ulimit -u")
+    assert ok and said.split()[0] != "77"
+    monkeypatch.setattr(Confined, "join", lambda self, pid: False)  # type: ignore[misc]
+    ok, said = await outcome(confined(root, home, pids_max=77), "ulimit -u")
+    assert ok and said.split()[0] == "77"
+
+
+def test_a_closed_gate_runs_nothing(tmp_path: Path) -> None:
+    # tether died (or gave up) before the supervisor joined its cgroup: the command never starts
+    marker = tmp_path / "ran"
+    for byte, runs in ((b"", False), (b"1", True)):
+        gate, opener = os.pipe()
+        child = subprocess.Popen(
+            supervised(["touch", str(marker)], gate=gate, nproc=10), pass_fds=(gate,), start_new_session=True
+        )
+        os.close(gate)
+        os.write(opener, byte)
+        os.close(opener)
+        child.wait(timeout=30)
+        assert marker.exists() is runs
+
+
+def test_groups_a_killed_tether_left_are_swept() -> None:
+    parents = sandbox_module.pids_parents()
+    if not parents:
+        pytest.skip("no writable pids cgroup here")
+    stale, fresh = parents[0] / "tether-stale-test", parents[0] / "tether-fresh-test"
+    stale.mkdir()
+    fresh.mkdir()
+    try:
+        hour_ago = time.time() - 3600
+        os.utime(stale, (hour_ago, hour_ago))
+        sandbox_module.sweep.__wrapped__(parents[0])
+        assert not stale.exists() and fresh.exists()
+    finally:
+        for group in (stale, fresh):
+            with contextlib.suppress(FileNotFoundError):
+                group.rmdir()
 
 
 def running(marker: str) -> bool:

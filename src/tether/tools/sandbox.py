@@ -316,8 +316,8 @@ class PidsGroup:
         """A new cgroup capped at ``limit`` tasks, or ``None`` where we may not make one."""
         import uuid
 
-        for parent in _pids_parents():
-            _sweep(parent)
+        for parent in pids_parents():
+            sweep(parent)
             path = parent / f"tether-{uuid.uuid4().hex[:12]}"
             try:
                 path.mkdir()
@@ -369,7 +369,7 @@ its creation and the join a few milliseconds later, or after its command ended."
 
 
 @cache
-def _sweep(parent: Path) -> None:
+def sweep(parent: Path) -> None:
     """Remove the empty groups a killed tether left behind (once a process, per parent). The
     kernel refuses to remove a group with tasks in it, so a running command's group survives."""
     import time
@@ -384,7 +384,7 @@ def _sweep(parent: Path) -> None:
 
 
 @cache
-def _pids_parents() -> tuple[Path, ...]:
+def pids_parents() -> tuple[Path, ...]:
     """Cgroup folders where a child with a ``pids.max`` can be made: our own cgroup v2 folder when
     it has the controller delegated, else the v1 ``pids`` hierarchy's root."""
     candidates: list[Path] = []
