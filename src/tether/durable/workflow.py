@@ -31,7 +31,7 @@ import asyncio
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict
 
@@ -185,6 +185,11 @@ async def _open(
     cwd = Path(start["cwd"])
     try:
         settings = load_settings(runtime.config_dir, cwd)
+        # the database this worker keeps runs in, wherever it came from (flag, environment), so
+        # that the run's sandbox hides it as it hides the session database
+        settings = replace(
+            settings, durable=replace(settings.durable, database=runtime.config.system_database)
+        )
         core = create_agent_session(
             cwd=cwd,
             settings=settings,

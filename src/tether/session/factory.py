@@ -143,17 +143,43 @@ class SessionOptions:
 
 def _sandbox(settings: Settings) -> SandboxPolicy:
     """The settings' sandbox, hiding the credentials of the home folder and tether's own data:
-    the session database (with its lock files), history, and the models file that may hold keys."""
-    own = [data_dir(), models_file()]
-    if settings.database is not None and "://" not in settings.database:
-        database = Path(settings.database).expanduser()
-        own += [
-            database,
-            database.with_name(database.name + "-wal"),
-            database.with_name(database.name + ".locks"),
-        ]
+    the session and run databases (with their companion files), history, and the models file
+    that may hold keys."""
+    own = [data_dir(), models_file(), *_database_files(settings)]
     policy = settings.sandbox
     return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide))
+
+
+def _database_files(settings: Settings) -> list[Path]:
+    """The SQLite files sessions and runs are kept in when they are not in the data folder: the
+    ``database`` setting, ``$TETHER_DATABASE_URL`` or ``$TETHER_SESSIONS_DB`` (a worker's store,
+    ``sqlite:///…`` or a path), ``durable.database`` (DBOS's ``sqlite:///relative`` or
+    ``sqlite:////absolute``); a PostgreSQL server is out of reach anyway (no network). Resolved,
+    so that a symlink's target is hidden too."""
+    import os
+
+    from tether.store.paths import DB_ENV, database_url
+
+    stores = [settings.database, database_url(), os.environ.get(DB_ENV)]
+    runs = settings.durable.database
+    if not any(stores) and not runs:
+        return []
+    from tether.store.database import is_postgres_url, sqlite_path
+    from tether.store.store import SessionError
+
+    files: list[str] = []
+    for location in filter(None, stores):
+        if is_postgres_url(location):
+            continue
+        try:
+            files.append(str(sqlite_path(location).expanduser()))
+        except SessionError:
+            continue  # the store itself reports a bad location
+    if runs is not None and runs.startswith("sqlite:///"):
+        files.append(runs.removeprefix("sqlite:///"))
+    return [
+        Path(os.path.realpath(file + suffix)) for file in files for suffix in ("", "-wal", "-shm", ".locks")
+    ]
 
 
 def _sandbox_warning(workspace: Workspace, tools: Sequence[AgentTool]) -> str | None:
