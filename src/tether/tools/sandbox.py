@@ -18,8 +18,9 @@ Why bubblewrap: Debian ships it, it needs no daemon and no root, it does mounts,
 ``PR_SET_NO_NEW_PRIVS`` in one exec, and it is what Claude Code uses on Linux. Landlock would
 confine paths but not hide them nor the network on the kernels we meet, so it is not a fallback
 we rely on. The process limit uses the cgroup ``pids`` controller where this process may create a
-cgroup (cgroup v2 delegated, or v1), and ``RLIMIT_NPROC`` otherwise; both are set up before the
-exec and undone after.
+cgroup (cgroup v2 delegated, or v1), and ``RLIMIT_NPROC`` otherwise; the command's supervisor
+(``tether.tools.process``) joins the group or sets the limit before it starts ``bwrap``
+(``Confined`` says why there), and the group is removed after.
 
 Where no sandbox can run (no ``bwrap``, no user namespaces, not Linux), ``unavailable()`` says
 why in one line: the front end prints it and the approval gate asks before every command, as
