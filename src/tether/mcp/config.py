@@ -34,10 +34,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.mcp.files import McpConfigError
 from tether.wire.json_line import load_line
+
+if TYPE_CHECKING:
+    from tether.tools.sandbox import Sandbox
 
 Source = Literal["user", "project", "file", "editor", "library"]
 Transport = Literal["stdio", "http", "sse"]
@@ -77,6 +80,9 @@ class McpServerConfig:
     the wait); then the call fails with an error saying so."""
     sse: bool = False
     """A ``url`` server speaks the older HTTP+SSE transport (``"type": "sse"``)."""
+    sandbox: Sandbox | None = None
+    """Start a stdio server inside this sandbox (``sandbox.mcp`` in settings): set by the session
+    from its own sandbox, never read from a file."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -21,6 +21,9 @@ its whole group. The parent-death signal set on the server itself (a ``preexec_f
 the server but not its children, and ``preexec_fn`` is unsafe with threads; a watchdog thread of
 ours dies with us. (The signal comes when the *thread* that started the server ends: servers are
 started on the event loop's thread, which lives as long as the session.)
+
+With ``sandbox.mcp`` in settings, a server starts inside the session's sandbox (``bwrap``, as
+``bash`` commands do; ``McpServerConfig.sandbox``), its processes capped by ``RLIMIT_NPROC``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import shutil
 import signal
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from tether.mcp.config import McpServerConfig
@@ -65,8 +69,12 @@ async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subpr
     command = shutil.which(config.command, path=env.get("PATH"))
     if command is None:  # said here: under the supervisor, exec's own error would come too late
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), config.command)
+    argv, nproc = [command, *config.args], 0
+    if config.sandbox is not None:  # confined like bash, for as long as the server lives
+        argv = config.sandbox.argv(argv, config.cwd or Path.cwd())
+        nproc = config.sandbox.policy.pids_max
     return await asyncio.create_subprocess_exec(
-        *supervised([command, *config.args]),
+        *supervised(argv, nproc=nproc),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,

@@ -367,7 +367,7 @@ def create_agent_session(
                 )
             )
             or None,
-            mcp=_mcp(mcp_servers, mcp_notes),
+            mcp=_mcp(mcp_servers, mcp_notes, workspace),
             resources=resources,
             owns=("mcp", "sessions") if opened_sessions else ("mcp",),
         )
@@ -405,13 +405,19 @@ def _key_for(provider: str, api_key: str) -> Callable[[str], str | None]:
     return get_api_key
 
 
-def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str]) -> McpServers | None:
+def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Workspace) -> McpServers | None:
     """The session's servers; ``None`` without any server or note (the MCP package stays
-    unloaded)."""
+    unloaded). With ``sandbox.mcp``, stdio servers start in the commands' sandbox."""
     if not any(c.enabled for c in configs) and not notes:
         return None
     from tether.mcp import McpServers
 
+    policy = workspace.sandbox
+    if policy is not None and policy.active and policy.mcp:
+        sandbox = workspace.confinement()
+        if sandbox is None:  # said, never silently unconfined
+            notes = [*notes, "sandbox unavailable: MCP servers start unconfined (sandbox.mcp)"]
+        configs = [replace(c, sandbox=sandbox) if c.command is not None else c for c in configs]
     return McpServers(configs, notes=notes)
 
 

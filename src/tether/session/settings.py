@@ -339,7 +339,7 @@ _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
 
 
 def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
-    """``"workspace-write"`` (a mode) or ``{"mode", "network", "allowHosts", "hide", "pidsMax"}``."""
+    """``"workspace-write"`` (a mode) or ``{"mode", "network", "allowHosts", "hide", "pidsMax", "mcp"}``."""
     modes = ", ".join(SANDBOX_MODES)
     if isinstance(value, str):
         value = {"mode": value}
@@ -375,8 +375,14 @@ def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
             if not _is_count(item) or item < 16:
                 raise SettingsError(f"{where}: expected a count of at least 16, got {json.dumps(item)}")
             changes["pids_max"] = item
+        elif key == "mcp":
+            if not isinstance(item, bool):
+                raise SettingsError(f"{where}: expected true or false, got {json.dumps(item)}")
+            changes["mcp"] = item
         else:
-            raise SettingsError(f"{where}: unknown key (known: mode, network, allowHosts, hide, pidsMax)")
+            raise SettingsError(
+                f"{where}: unknown key (known: mode, network, allowHosts, hide, pidsMax, mcp)"
+            )
     return replace(base, **changes)  # type: ignore[arg-type]
 
 

@@ -93,6 +93,10 @@ class SandboxPolicy:
     allow_hosts: tuple[str, ...] = ()
     """Without ``network``: hosts (``*.example.com`` for subdomains) reachable over HTTP(S)
     through tether's proxy (``tether.tools.sandbox_proxy``)."""
+    mcp: bool = False
+    """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
+    but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
+    servers write caches in the home folder or need the network."""
 
     @property
     def proxied(self) -> bool:
@@ -122,6 +126,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         hide=tuple(dict.fromkeys((*a.hide, *b.hide))),
         pids_max=min(a.pids_max, b.pids_max),
         allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
+        mcp=a.mcp or b.mcp,
     )
 
 
