@@ -1,12 +1,12 @@
 """The RPC protocol's events are the session's vocabulary: it forwards every event an
 ``AgentSession`` emits but ``notice`` (shown through the extension UI instead), adds only its own
-``bash_execution_update``, and the five events it declares in their own wire form name every key
+``bash_execution_update``, and the six events it declares in their own wire form name every key
 the in-process declaration names. (Each frame the server writes is checked against the schema
 built from these declarations by ``rpc_support.CheckedClient``.)"""
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import get_args, get_type_hints
 
 from tether.rpc import protocol
 from tether.session.events import SESSION_EVENT_TYPES, SessionEvent
@@ -39,7 +39,28 @@ def test_the_shared_events_are_the_same_classes() -> None:
     from tether.session import events as session_events
     from tether.wire import events
 
-    for name in ("AgentStartEvent", "TurnEndEvent", "MessageStartEvent", "ToolExecutionStartEvent"):
+    for name in ("AgentStartEvent", "TurnEndEvent", "MessageEndEvent", "ToolExecutionStartEvent"):
         assert getattr(protocol, name) is getattr(agent_types, name) is getattr(events, name)
-    for name in ("AgentSettledEvent", "QueueUpdateEvent", "CompactionStartEvent", "SessionInfoChangedEvent"):
+    for name in (
+        "AgentSettledEvent",
+        "QueueUpdateEvent",
+        "CompactionStartEvent",
+        "SessionInfoChangedEvent",
+        "EntryAppendedEvent",
+        "ExtensionErrorEvent",
+        "SummarizationRetryScheduledEvent",
+        "SummarizationRetryAttemptStartEvent",
+        "SummarizationRetryFinishedEvent",
+    ):
         assert getattr(protocol, name) is getattr(session_events, name) is getattr(events, name)
+
+
+def test_message_start_on_the_wire_is_the_loops_or_a_pending_reply() -> None:
+    """The one wire form that widens its in-process event: a reply that has just begun."""
+    from tether.wire import events
+
+    wire_form = get_type_hints(protocol.MessageStartEvent)["message"]
+    assert get_args(wire_form) == (
+        *get_args(get_type_hints(events.MessageStartEvent)["message"]),
+        protocol.PendingReply,
+    )

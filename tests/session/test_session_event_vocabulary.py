@@ -1,7 +1,7 @@
 """One event vocabulary: what an ``AgentSession`` emits (and so what every front end forwards) is
 declared by ``SessionEvent``, the loop's events in ``tether.agent.types`` and the session's in
 ``tether.session.events``. A run that goes through a tool call, a retry and an overflow recovery
-emits nothing else, and no event carries a key its declaration does not name."""
+(whose summary is retried once) emits nothing else, and no event carries a key its declaration does not name."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ async def test_a_run_emits_only_the_vocabulary_and_only_declared_keys(manager: S
             reply(error="529 overloaded_error: Overloaded"),
             reply(f"answer: {words}"),
             reply(error="This model's maximum context length is 8192 tokens"),
+            reply(error="503 Service Unavailable"),  # the summary's first try
             reply("SUMMARY"),
             reply("ok"),
         ]
@@ -53,7 +54,7 @@ async def test_a_run_emits_only_the_vocabulary_and_only_declared_keys(manager: S
         Agent(model=model.model, stream_fn=model, tools=[ECHO]),
         manager.create("/p"),
         settings=Settings(
-            compaction=CompactionSettings(keep_recent_tokens=300), retry=Retry(base_delay_ms=1)
+            compaction=CompactionSettings(keep_recent_tokens=100), retry=Retry(base_delay_ms=1)
         ),
     )
     events: list[dict[str, Any]] = []
@@ -64,6 +65,12 @@ async def test_a_run_emits_only_the_vocabulary_and_only_declared_keys(manager: S
 
     kinds = {e["type"] for e in events}
     assert {"tool_execution_end", "auto_retry_end", "compaction_end", "agent_settled"} <= kinds
+    assert {
+        "summarization_retry_scheduled",
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
+    } <= kinds
+    assert any("result" in e for e in events if e["type"] == "compaction_end")  # it compacted
     assert kinds <= set(SESSION_EVENT_TYPES)
     keys = declared_keys()
     undeclared = {(e["type"], key) for e in events for key in e if key not in keys[e["type"]]}

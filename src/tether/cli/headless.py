@@ -97,9 +97,15 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
 
     def on_event(event: Mapping[str, Any]) -> None:
         nonlocal noted
-        if event["type"] == "agent_start" and not noted:  # the MCP servers have started or failed by now
+        kind = event["type"]
+        if kind == "agent_start" and not noted:  # the MCP servers have started or failed by now
             note_failed_servers(core, err)
             noted = True
+        elif kind == "extension_error":  # pi 1.6's JSON mode: stderr, not the stream
+            err.write(f"Extension error ({event['extensionPath']}): {event['error']}\n")
+            return
+        elif kind == "notice" and event.get("failure"):
+            return  # the extension_error line said it
         out.write(dumps(wire(event)))
         out.write("\n")
         out.flush()

@@ -43,10 +43,14 @@ from tether.wire.events import (
     AutoRetryStartEvent,
     CompactionReason,
     CompactionStartEvent,
+    EntryAppendedEvent,
+    ExtensionErrorEvent,
     MessageEndEvent,
-    MessageStartEvent,
     QueueUpdateEvent,
     SessionInfoChangedEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
     ThinkingLevelChangedEvent,
     ToolExecutionStartEvent,
     TurnEndEvent,
@@ -683,12 +687,29 @@ class ToolResultPayload(TypedDict):
 
 # -- events -----------------------------------------------------------------------------------------
 # The events are the session's vocabulary (``tether.session.events``); those whose in-process form
-# is their wire form are declared once in ``tether.wire.events`` and imported above. Five are
+# is their wire form are declared once in ``tether.wire.events`` and imported above. Six are
 # declared here in their wire form, which differs from the in-process one on purpose:
-# ``agent_end`` (``willRetry`` optional: pi 0.73 sends none), ``message_update`` (the ``delta``
-# filter drops ``message`` and ``partial``), ``tool_execution_update``/``_end`` (a tool's result is
-# a dataclass in process, ``ToolResultPayload`` on the wire) and ``compaction_end`` (its ``result``
-# is the ``compact`` command's ``CompactionResult``). ``bash_execution_update`` is the RPC's own.
+# ``agent_end`` (``willRetry`` optional: pi 0.73 sends none), ``message_start`` (a reply that has
+# just begun says ``stopReason: "pending"``, as pi 1.6 says it; the loop's traces keep 0.73's
+# ``stop``), ``message_update`` (the ``delta`` filter drops ``message`` and ``partial``),
+# ``tool_execution_update``/``_end`` (a tool's result is a dataclass in process,
+# ``ToolResultPayload`` on the wire) and ``compaction_end`` (its ``result`` is the ``compact``
+# command's ``CompactionResult``). ``bash_execution_update`` is the RPC's own.
+
+
+@record(OPEN)
+class PendingReply(TypedDict):
+    """An assistant message as its reply begins (pi 1.6): an ``AssistantMessage`` in every other
+    field, with ``stopReason: "pending"`` (seed 000's stop reasons name only finished replies)."""
+
+    role: Literal["assistant"]
+    stopReason: Literal["pending"]
+
+
+@record(OPEN)
+class MessageStartEvent(TypedDict):
+    type: Literal["message_start"]
+    message: AgentMessage | PendingReply
 
 
 @record(OPEN)
@@ -782,6 +803,11 @@ _EventUnion = (
     | AutoRetryEndEvent
     | ThinkingLevelChangedEvent
     | SessionInfoChangedEvent
+    | SummarizationRetryScheduledEvent
+    | SummarizationRetryAttemptStartEvent
+    | SummarizationRetryFinishedEvent
+    | EntryAppendedEvent
+    | ExtensionErrorEvent
     | BashExecutionUpdateEvent
 )
 """Every event frame; listed once so ``Event`` and ``ServerFrame`` cannot drift apart."""

@@ -103,7 +103,7 @@ class RpcServer:
         self._write = write
         self._exclude: set[str] = set()
         self._message_update: str = "delta"
-        self._wire = WireEvents()
+        self._wire = WireEvents(pending=True)
         self._command_runs = 0
         """Extension commands running (answered ``handled`` when done, see ``_extension_command``)."""
         self._agent_started = False
@@ -243,8 +243,10 @@ class RpcServer:
 
     def _on_event(self, event: SessionEvent) -> None:
         kind = event["type"]
-        if event["type"] == "notice" and self.extension_ui is not None:
-            self.extension_ui.notify(event["message"], "info" if "command" in event else "warning")
+        if event["type"] == "notice":
+            # an extension's failure went out as extension_error already (pi 1.6 sends only that)
+            if self.extension_ui is not None and not event.get("failure"):
+                self.extension_ui.notify(event["message"], "info" if "command" in event else "warning")
             return
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return

@@ -186,6 +186,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         if host is not None:
             host.install(agent)
             host.notice = self.notify
+            host.failed = self._extension_failed
             host.attach(self, self.subscribe)
         self._unsubscribe = agent.subscribe(self._on_agent_event)
         if session is not None:
@@ -580,7 +581,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
             session,
             messages,
             model=self.model,
-            stream_fn=self._stream_fn(),
+            stream_fn=self._stream_fn(reason="threshold"),
             hooks=self.hooks,
             compaction=self.compaction,
             signal=signal,

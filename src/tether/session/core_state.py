@@ -26,6 +26,7 @@ from tether.ai.abort import AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings
 from tether.session.events import (
+    CompactionReason,
     Listener,
     NoticeEvent,
     QueueSnapshot,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from tether.session.resources import Resources
     from tether.session.session import Session
     from tether.session.stats import Tally
+    from tether.wire.events import SummarizationRetryAttemptStartEvent
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
@@ -65,6 +67,7 @@ class CoreState:
     notice: str | None
     scoped_models: list[ScopedModel]
     compactions: int
+    auto_retry: bool
     last_compaction: CompactionResult | None
     _tally: Tally | None
     _sessions: SessionManager | None
@@ -192,12 +195,15 @@ class CoreState:
 
         return unsubscribe
 
-    def notify(self, text: str, *, command: str | None = None) -> None:
+    def notify(self, text: str, *, command: str | None = None, failure: bool = False) -> None:
         """Tell the listeners something the user should see (a ``notice`` event), at once;
-        ``command``: the text is what that extension command answered."""
+        ``command``: the text is what that extension command answered; ``failure``: it reports
+        an extension's failure, just sent as ``extension_error``."""
         event: NoticeEvent = {"type": "notice", "message": text}
         if command is not None:
             event["command"] = command
+        if failure:
+            event["failure"] = True
         self._emit_now(event)
 
     async def _emit(self, event: SessionEvent) -> None:
@@ -360,9 +366,32 @@ class CoreState:
             if agent.model is None and ctx.model is not None and ctx.model.info is not None:
                 agent.model = ctx.model.info
 
-    def _stream_fn(self, purpose: str = "compaction") -> StreamFn:
+    def _extension_failed(self, origin: str, where: str, error: str, line: str | None) -> None:
+        """An extension failed: ``extension_error`` every time (pi 1.6), the line once."""
+        self._emit_now({"type": "extension_error", "extensionPath": origin, "event": where, "error": error})
+        if line is not None:
+            self.notify(line, failure=True)
+
+    def _stream_fn(self, purpose: str = "compaction", reason: CompactionReason = "manual") -> StreamFn:
         """The model call of a summary (the registry's ``stream_simple`` for real providers),
-        traced like the loop's calls when the agent is instrumented (``purpose`` labels its span)."""
+        traced like the loop's calls when the agent is instrumented (``purpose`` labels its span),
+        retried on ``settings.retry`` with ``summarization_retry_*`` events (``reason``: the
+        compaction's)."""
+        from tether.session.summary_retry import retrying_summaries
+
+        start: SummarizationRetryAttemptStartEvent = (
+            {"type": "summarization_retry_attempt_start", "source": "branchSummary"}
+            if purpose == "branch_summary"
+            else {"type": "summarization_retry_attempt_start", "source": "compaction", "reason": reason}
+        )
+        policy = (
+            self.settings.retry
+            if self.auto_retry
+            else dataclasses.replace(self.settings.retry, enabled=False)
+        )
+        return retrying_summaries(self._keyed_stream_fn(purpose), policy, self._emit, start)
+
+    def _keyed_stream_fn(self, purpose: str) -> StreamFn:
         from tether.agent.loop import default_stream_fn
         from tether.telemetry import instrumentation_for
 

@@ -2,7 +2,9 @@
 
 The session-level events carry the names and fields of pi's RPC protocol (``queue_update``,
 ``compaction_start``/``compaction_end``, ``auto_retry_start``/``auto_retry_end``,
-``agent_settled``, ``thinking_level_changed``, ``session_info_changed``), so the RPC server forwards them as they are. ``agent_end`` is the agent's
+``summarization_retry_*``, ``agent_settled``, ``thinking_level_changed``, ``session_info_changed``,
+``entry_appended``, ``extension_error``), so the RPC server forwards them as they are (only
+``notice`` is tether's own). ``agent_end`` is the agent's
 event with pi 1.x's ``willRetry`` added. ``Run`` is one prompt's run: await it for the messages
 it added, or iterate it for its events.
 
@@ -29,8 +31,13 @@ from tether.wire.events import (
     AutoRetryStartEvent,
     CompactionReason,
     CompactionStartEvent,
+    EntryAppendedEvent,
+    ExtensionErrorEvent,
     QueueUpdateEvent,
     SessionInfoChangedEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
     ThinkingLevelChangedEvent,
 )
 from tether.wire.records import type_tags
@@ -89,6 +96,9 @@ class NoticeEvent(TypedDict):
     command: NotRequired[str]
     """Set when this is what an extension's slash command answered (its name): print mode
     writes it to stdout, as the run's answer."""
+    failure: NotRequired[bool]
+    """The line that reports an extension's failure, once per extension, for text front ends;
+    the ``extension_error`` event before it says the same for programs (RPC, JSON mode)."""
 
 
 SessionEvent = (
@@ -102,6 +112,11 @@ SessionEvent = (
     | AutoRetryEndEvent
     | ThinkingLevelChangedEvent
     | SessionInfoChangedEvent
+    | SummarizationRetryScheduledEvent
+    | SummarizationRetryAttemptStartEvent
+    | SummarizationRetryFinishedEvent
+    | EntryAppendedEvent
+    | ExtensionErrorEvent
     | NoticeEvent
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.session.core_state import CoreState
@@ -160,7 +160,7 @@ class SessionOperations(CoreState):
             result = await compact(
                 session,
                 self.model,
-                self._stream_fn(),
+                self._stream_fn(reason=reason),
                 instructions=instructions,
                 settings=self.compaction,
                 signal=signal,
@@ -195,6 +195,18 @@ class SessionOperations(CoreState):
     def rename(self, title: str) -> None:
         self._require_session().rename(title)
         self._emit_now({"type": "session_info_changed", "name": title})
+
+    def append_entry(self, custom_type: str, data: Any) -> str | None:
+        """Store extension data as a ``custom`` entry and announce it (``entry_appended``); its
+        id, or ``None`` when this session is not stored."""
+        session = self._session
+        if session is None:
+            return None
+        from tether.session.pi_format import to_pi_entry
+
+        entry_id = session.append_custom(custom_type, data)
+        self._emit_now({"type": "entry_appended", "entry": to_pi_entry(session.entry(entry_id))})
+        return entry_id
 
     def export(self, path: Path) -> Path:
         """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""

@@ -59,7 +59,12 @@ class Recovery(CoreState):
 
         await self._emit({"type": "compaction_start", "reason": "overflow"})
         recovered = await recover_from_overflow(
-            session, [last], model=self.model, stream_fn=self._stream_fn(), compaction=compaction, signal=None
+            session,
+            [last],
+            model=self.model,
+            stream_fn=self._stream_fn(reason="overflow"),
+            compaction=compaction,
+            signal=None,
         )
         if recovered:
             self.compactions += 1

@@ -12,11 +12,12 @@ itself.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from tether.wire.messages import AgentMessage, ToolResultMessage
+from tether.wire.doc import Doc
+from tether.wire.messages import AgentMessage, JsonObject, ToolResultMessage
 from tether.wire.records import OPEN, record
 
 # -- the agent loop's ----------------------------------------------------------------------------
@@ -122,3 +123,54 @@ class SessionInfoChangedEvent(TypedDict):
 
     type: Literal["session_info_changed"]
     name: NotRequired[str]
+
+
+@record(OPEN)
+class EntryAppendedEvent(TypedDict):
+    """An entry that is not a message joined the session (pi 1.6): what an extension stored with
+    ``append_entry``. Messages are announced by their own events, never by this one."""
+
+    type: Literal["entry_appended"]
+    entry: Annotated[JsonObject, Doc("The entry in pi's shape (docs/session-format.md), as get_entries.")]
+
+
+@record(OPEN)
+class ExtensionErrorEvent(TypedDict):
+    """An extension failed (pi 1.6): a hook, a command or a tool of the extension at
+    ``extensionPath`` raised while handling ``event``. Sent every time, unlike the one
+    ``notice`` a text front end shows per extension."""
+
+    type: Literal["extension_error"]
+    extensionPath: str
+    event: Annotated[str, Doc("What it was handling: a hook's event name, or `/command`.")]
+    error: str
+
+
+@record(OPEN)
+class SummarizationRetryScheduledEvent(TypedDict):
+    """A summarising call (a compaction's or a branch summary's) failed for a transient reason:
+    it is tried again after ``delayMs``, on the same ``settings.retry`` budget as a reply."""
+
+    type: Literal["summarization_retry_scheduled"]
+    attempt: int
+    maxAttempts: int
+    delayMs: int
+    errorMessage: str
+
+
+@record(OPEN)
+class SummarizationRetryAttemptStartEvent(TypedDict):
+    """The wait is over and the summarising call starts again; ``source`` says which one
+    (``reason``: the compaction's, for ``compaction``)."""
+
+    type: Literal["summarization_retry_attempt_start"]
+    source: Literal["compaction", "branchSummary"]
+    reason: NotRequired[CompactionReason]
+
+
+@record(OPEN)
+class SummarizationRetryFinishedEvent(TypedDict):
+    """Retrying the summarising call is over (it worked, failed for good, or was aborted): sent
+    once, after the last ``summarization_retry_*``, as pi sends it (no fields)."""
+
+    type: Literal["summarization_retry_finished"]

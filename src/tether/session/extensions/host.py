@@ -89,6 +89,10 @@ class ExtensionHost:
         self.problems = list(problems)
         """Extensions that could not be loaded, one line each (shown at start-up)."""
         self.notice: Callable[[str], None] = lambda _text: None
+        self.failed: Callable[[str, str, str, str | None], None] = self._show_failure
+        """Told of every failure: the extension's origin, what it was handling, the error, and
+        the line to show the user (the first failure of each extension only, else ``None``). The
+        core makes each an ``extension_error`` event and shows the line as a ``notice``."""
         self.ui: ExtensionUI = HeadlessUI(lambda text: self.notice(text))
         self.session: SessionControl | None = None
         """The running session (``attach``): what ``api.send_user_message`` and the like control."""
@@ -200,12 +204,20 @@ class ExtensionHost:
 
     # -- calling into them -------------------------------------------------------------------------
 
+    def _show_failure(self, _origin: str, _where: str, _error: str, line: str | None) -> None:
+        if line is not None:
+            self.notice(line)
+
     def report(self, name: str, where: str, exc: BaseException) -> None:
-        """Tell the user, once per extension, that it failed; later failures stay quiet."""
-        if name in self._reported:
-            return
-        self._reported.add(name)
-        self.notice(f"extension {name} failed in {where}: {type(exc).__name__}: {exc} (reported once)")
+        """Report every failure to ``failed``; tell the user (``notice``) once per extension,
+        later failures stay quiet there."""
+        origin = next((e.origin for e in self.extensions if e.name == name), name)
+        error = f"{type(exc).__name__}: {exc}"
+        line = None
+        if name not in self._reported:
+            self._reported.add(name)
+            line = f"extension {name} failed in {where}: {error} (reported once)"
+        self.failed(origin, where, error, line)
 
     async def before_run(self, context: BeforeRunContext) -> BeforeRunResult | None:
         for name, hook in self._hooks("before_run"):
