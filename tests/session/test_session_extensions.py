@@ -251,7 +251,13 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
         cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
     )
     notices: list[str] = []
+    errors: list[tuple[str, str, str]] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+    core.subscribe(
+        lambda e: errors.append((e["extensionPath"], e["event"], e["error"]))
+        if e["type"] == "extension_error"
+        else None
+    )
     try:
         await core.prompt("first")
         await core.prompt("second")
@@ -259,6 +265,15 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
     finally:
         await core.close()
     assert notices == ["extension flaky failed in prompt: KeyError: 'missing' (reported once)"]
+    # every failure, as pi 1.6's extension_error: the path, what it handled, the error (the
+    # prompt hook runs before each of the three model calls)
+    prompt_failed = (str(extension), "prompt", "KeyError: 'missing'")
+    assert errors == [
+        prompt_failed,
+        (str(extension), "tool_call", "RuntimeError: guard crashed"),
+        prompt_failed,
+        prompt_failed,
+    ]
     result = next(m for m in messages if m["role"] == "toolResult")
     assert result["isError"] and "the extension flaky failed" in result["content"][0]["text"]  # fails closed
     assert [
@@ -458,7 +473,9 @@ async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_me
     options = SessionOptions(extension_paths=(extension,))
     core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice())
     answers: list[str] = []
+    appended: list[dict[str, Any]] = []
     core.subscribe(lambda e: answers.append(e["message"]) if e["type"] == "notice" else None)
+    core.subscribe(lambda e: appended.append(dict(e["entry"])) if e["type"] == "entry_appended" else None)
     try:
         await core.prompt("read a.txt")
         await core.submit("/solo")
@@ -486,6 +503,11 @@ async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_me
     assert answers[0] == "read" and int(answers[1]) > 1 and answers[2] == "off" and answers[3] == "sent"
     turns = [e["data"] for e in stored if e["type"] == "custom" and e["customType"] == "lifecycle.turn"]
     assert turns and all(t == {"role": "assistant"} for t in turns)
+    # each announced as pi 1.6 announces it (entry_appended, the entry in pi's shape), and only those
+    ids = [e["id"] for e in stored if e["type"] == "custom" and e["customType"] == "lifecycle.turn"]
+    assert [(e["id"], e["type"], e["customType"], e["data"]) for e in appended] == [
+        (i, "custom", "lifecycle.turn", t) for i, t in zip(ids, turns, strict=True)
+    ]
     assert title == "named by an extension"
     users = [m["content"] for m in messages if m["role"] == "user"]
     assert users[-1] in ("said by the extension", [{"type": "text", "text": "said by the extension"}])
