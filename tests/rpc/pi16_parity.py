@@ -376,11 +376,18 @@ def _flat_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return flat
 
 
-def skeleton(value: object) -> object:
+BY_VALUE = frozenset({"type", "role", "stopReason", "reason", "source", "event"})
+"""Keys whose string values are compared as they are, not by type: what kind of frame, message,
+block or entry it is, why a reply stopped (``pending`` while it streams), why a compaction ran,
+what a summary retry or an extension error was about."""
+
+
+def skeleton(value: object, key: str | None = None) -> object:
     """The skeleton of a JSON value: objects become their keys (sorted, less the fields one side
     records and the other does not, ``_ONE_SIDED``) with their values' skeletons, lists their
-    elements' skeletons (system-prompt messages and entries left out), scalars their JSON type.
-    A user message's plain-string content counts as its one text block (both are pi's forms)."""
+    elements' skeletons (system-prompt messages and entries left out), scalars their JSON type
+    (the strings under a ``BY_VALUE`` key themselves). A user message's plain-string content
+    counts as its one text block (both are pi's forms)."""
     if isinstance(value, dict):
         item = cast(dict[str, Any], value)
         if item.get("role") == "user" and isinstance(item.get("content"), str):
@@ -394,7 +401,7 @@ def skeleton(value: object) -> object:
                 for k in sorted(item)
             }
         drop = _ONE_SIDED.get(_kind(item) or "", frozenset())
-        return {k: skeleton(item[k]) for k in sorted(item) if k not in drop}
+        return {k: skeleton(item[k], k) for k in sorted(item) if k not in drop}
     if isinstance(value, list):
         return [skeleton(v) for v in cast(list[object], value) if not _is_system_prompt(v)]
     if value is None:
@@ -403,7 +410,7 @@ def skeleton(value: object) -> object:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return "string"
+    return value if key in BY_VALUE else "string"
 
 
 def _pi_only(frame: Frame) -> bool:

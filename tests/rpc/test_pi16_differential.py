@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from pi16_parity import (
+    SPLIT_TURN_SUMMARY,
     Agent,
     bash_call,
     bash_calls,
@@ -176,3 +177,107 @@ def test_a_pi_session_continued_on_another_model_sends_pis_request(tmp_path: Pat
     assert _conversation(tether_request) == conversation
     assert "private reasoning" not in json.dumps(tether_request)  # another model's thinking
     assert conversation[0] == {"role": "system"}  # not developer: the host is not OpenAI's
+
+
+# -- over RPC: the events a JSON-mode run does not show ---------------------------------------------
+
+PI_EXTENSION = """
+export default function (pi) {
+  pi.on("agent_start", () => {
+    throw new Error("boom");
+  });
+  pi.registerCommand("note", {
+    description: "store a note",
+    handler: async (args) => {
+      pi.appendEntry("demo.note", { args });
+    },
+  });
+}
+"""
+TETHER_EXTENSION = """
+def setup(api):
+    @api.on("agent_start")
+    def boom(event):
+        raise RuntimeError("boom")
+
+    @api.command("note", description="store a note")
+    def note(args, ctx):
+        api.append_entry("demo.note", {"args": args})
+"""
+
+
+async def _rpc_steps(agent: Agent, steps: list[tuple[str, dict[str, Any], bool]]) -> list[dict[str, Any]]:
+    """Send each ``(command, params, runs)``; when ``runs``, wait for the run it starts to settle.
+    Every frame from the first command on."""
+    driver = await agent.start()
+    try:
+        since = driver.mark()
+        for kind, params, runs in steps:
+            at = driver.mark()
+            await driver.command(kind, **params)
+            if runs:
+                await driver.settled(at)
+        return driver.frames[since:]
+    finally:
+        await driver.close()
+
+
+def _with_extension(agent: Agent, path: Path) -> Agent:
+    return Agent(agent.name, [*agent.argv, "-e", str(path)], agent.env, agent.cwd)
+
+
+async def test_a_summary_retried_and_an_extensions_error_and_entry_are_pi16s(tmp_path: Path) -> None:
+    """Over RPC: a compaction whose summary call fails once with a 503 and is retried
+    (``summarization_retry_*`` between ``compaction_start`` and ``compaction_end``); an extension
+    whose ``agent_start`` hook throws (``extension_error``, every run) and whose command stores an
+    entry (``entry_appended``, the command answered ``handled``); replies that begin ``pending``.
+    Frames compared as the other scenarios are (``stopReason``, ``reason``, ``source`` and every
+    ``type`` by value); the summary's retry resends the failed request unchanged on both sides."""
+    pi = installed(PI_16)
+    (tmp_path / "ext").mkdir()
+    pi_ext = tmp_path / "ext" / "boom.ts"
+    pi_ext.write_text(PI_EXTENSION)
+    tether_ext = tmp_path / "ext" / "boom.py"
+    tether_ext.write_text(TETHER_EXTENSION)
+    steps: list[tuple[str, dict[str, Any], bool]] = [
+        ("prompt", {"message": "first"}, True),
+        ("prompt", {"message": "second"}, True),
+        ("compact", {}, False),
+        ("prompt", {"message": "/note kept"}, False),
+        ("get_entries", {}, False),
+    ]
+    replies = [text("one"), text("two"), failure(503, "Service Unavailable"), text("SUMMARY: a talk")]
+    with faux_openai([*replies, SPLIT_TURN_SUMMARY]) as faux:
+        agent = _with_extension(pi_agent(pi.node, pi.package, faux.base_url, tmp_path / "pi"), pi_ext)
+        theirs = await _rpc_steps(agent, steps)
+        pi_requests = list(faux.requests)
+    with faux_openai(replies) as faux:
+        agent = _with_extension(tether_agent(faux.base_url, tmp_path / "tether"), tether_ext)
+        ours = await _rpc_steps(agent, steps)
+        tether_requests = list(faux.requests)
+
+    kinds = {f["type"] for f in ours}
+    assert {"extension_error", "summarization_retry_scheduled", "entry_appended"} <= kinds
+    assert [f for f in ours if f["type"] == "message_start" and f["message"]["role"] == "assistant"][0][
+        "message"
+    ]["stopReason"] == "pending"
+    # get_entries differs by pi's system-prompt entry and its split-turn compaction: its own check
+    _same_stream(_without_entries(theirs), _without_entries(ours))
+    entries = {a: _custom_entries(frames) for a, frames in (("pi", theirs), ("tether", ours))}
+    assert entries["pi"] == entries["tether"] == [{"customType": "demo.note", "data": {"args": "kept"}}]
+    # the two replies' requests are the same conversation; the summary's retry repeats its request
+    assert [_conversation(r) for r in tether_requests[:2]] == [_conversation(r) for r in pi_requests[:2]]
+    assert tether_requests[2] == tether_requests[3] and pi_requests[2] == pi_requests[3]
+
+
+def _without_entries(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [f for f in frames if f.get("command") != "get_entries"]
+
+
+def _custom_entries(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (listed,) = [f for f in frames if f.get("command") == "get_entries"]
+    return [
+        {"customType": e["customType"], "data": e["data"]}
+        for e in listed["data"]["entries"]
+        if e["type"] == "custom" and e["customType"] != "tether.system_prompt_change"
+    ]

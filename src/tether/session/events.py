@@ -219,9 +219,9 @@ class WireEvents:
 
     - ``message_update`` as ``wire_message_update`` makes it;
     - with ``pending``, an assistant ``message_start`` has ``stopReason: "pending"`` (pi 1.6: a
-      reply in progress has no stop reason yet; 0.73 said ``stop`` until it knew). JSON mode
-      sends it; RPC does not, since its frames are typed by the wire schema, whose stop reasons
-      (pinned by the seed) have no ``pending``;
+      reply in progress has no stop reason yet; 0.73 said ``stop`` until it knew), unless the
+      reply failed before anything streamed (it starts and ends as ``error``/``aborted``, as in
+      pi). JSON mode and RPC send it (the RPC's ``message_start`` admits a ``PendingReply``);
     - ``tool_execution_end`` carries ``durationMs``, the call's wall time from its
       ``tool_execution_start``.
 
@@ -236,7 +236,12 @@ class WireEvents:
         kind = event["type"]
         if kind == "message_update":
             return wire_message_update(event, snapshots=self.snapshots)
-        if kind == "message_start" and self.pending and event["message"].get("role") == "assistant":
+        if (
+            kind == "message_start"
+            and self.pending
+            and event["message"].get("role") == "assistant"
+            and event["message"].get("stopReason") not in ("error", "aborted")
+        ):
             return {**event, "message": {**event["message"], "stopReason": "pending"}}
         if kind == "tool_execution_start":
             self._started[event["toolCallId"]] = time.monotonic()
