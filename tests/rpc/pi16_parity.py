@@ -307,12 +307,11 @@ TETHER_ADDITIONS = frozenset({"ready", "prompt_result"})
 
 _ONE_SIDED: dict[str, frozenset[str]] = {
     # Message fields the agent loops record differently (agent/ and ai/ territory, not the
-    # protocol's): pi 1.6 adds durationMs, thinkingLevel, rawStopReason; tether keeps duration,
-    # completedAt, ttft; tool results carry each side's own details.
+    # protocol's): pi 1.6 adds rawStopReason (the provider's own finish reason); tether keeps
+    # duration, completedAt, ttft; tool results carry each side's own details. Both stamp
+    # durationMs and thinkingLevel (tether.session.message_stamps).
     "message": frozenset(
         {
-            "durationMs",
-            "thinkingLevel",
             "rawStopReason",
             "duration",
             "completedAt",

@@ -254,9 +254,11 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
     errors: list[tuple[str, str, str]] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
     core.subscribe(
-        lambda e: errors.append((e["extensionPath"], e["event"], e["error"]))
-        if e["type"] == "extension_error"
-        else None
+        lambda e: (
+            errors.append((e["extensionPath"], e["event"], e["error"]))
+            if e["type"] == "extension_error"
+            else None
+        )
     )
     try:
         await core.prompt("first")

@@ -51,6 +51,7 @@ from tether.session.events import (
     message_text,
     newest_compaction_end,
 )
+from tether.session.message_stamps import MessageClock
 from tether.session.model_control import ModelControl
 from tether.session.operations import SessionOperations
 from tether.session.recovery import Recovery, RetryRelay
@@ -174,6 +175,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
         self._compacting = 0
+        self._clock = MessageClock()
         self._background = set()
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
         self._agent_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
@@ -605,9 +607,15 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 self.record_settings()
                 if self._session is not None and not self._session.readonly:
                     self._session.defer_writes()  # this pass's entries: committed off the event loop
-            elif kind == "message_start" and event["message"]["role"] == "user":
-                self._check_queue()
+            elif kind == "message_start":
+                if event["message"]["role"] == "user":
+                    self._check_queue()
+                else:
+                    self._clock.started(event["message"], self.agent.thinking_level)
+            elif kind == "tool_execution_start":
+                self._clock.tool_started(event["toolCallId"])
             elif kind == "message_end":
+                self._clock.stamp(event["message"], self.agent.thinking_level)  # pi 1.6's fields
                 if self._session is not None:
                     self._store_message_end(event)
                 self._added.append(event["message"])
