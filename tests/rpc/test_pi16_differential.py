@@ -258,9 +258,8 @@ async def test_a_summary_retried_and_an_extensions_error_and_entry_are_pi16s(tmp
 
     kinds = {f["type"] for f in ours}
     assert {"extension_error", "summarization_retry_scheduled", "entry_appended"} <= kinds
-    assert [f for f in ours if f["type"] == "message_start" and f["message"]["role"] == "assistant"][0][
-        "message"
-    ]["stopReason"] == "pending"
+    reply = next(f for f in ours if f["type"] == "message_start" and f["message"]["role"] == "assistant")
+    assert reply["message"]["stopReason"] == "pending"
     # get_entries differs by pi's system-prompt entry and its split-turn compaction: its own check
     _same_stream(_without_entries(theirs), _without_entries(ours))
     entries = {a: _custom_entries(frames) for a, frames in (("pi", theirs), ("tether", ours))}
