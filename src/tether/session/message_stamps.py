@@ -16,17 +16,17 @@ effect, ``off`` for a model without reasoning, as pi says it.
 from __future__ import annotations
 
 import time
-from typing import Any, NotRequired
+from typing import Any
 
 from typing_extensions import TypedDict
 
 
-class MessageStamps(TypedDict):
+class MessageStamps(TypedDict, total=False):
     """The keys this module adds to a message (pi 1.6's names)."""
 
-    durationMs: NotRequired[int]
+    durationMs: int
     """Assistant and tool-result messages: milliseconds the reply or the tool call took."""
-    thinkingLevel: NotRequired[str]
+    thinkingLevel: str
     """Assistant messages: the thinking level the reply was asked for."""
 
 
