@@ -15,6 +15,7 @@ importing pi's file) in tether: the request must be pi's, the other model's thin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,32 @@ def _custom_entries(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for e in listed["data"]["entries"]
         if e["type"] == "custom" and e["customType"] != "tether.system_prompt_change"
     ]
+
+
+def _json_run(agent: Agent, extension: Path, prompt: str) -> tuple[list[dict[str, Any]], str]:
+    """One ``--mode json`` run with ``extension`` loaded: its stdout lines and its stderr."""
+    at = agent.argv.index("--mode") + 1
+    argv = [*agent.argv[:at], "json", *agent.argv[at + 1 :], "-e", str(extension), prompt]
+    done = subprocess.run(argv, cwd=agent.cwd, env=agent.env, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{agent.name} --mode json failed: {done.stderr.decode()[-2000:]}"
+    lines = [json.loads(line) for line in done.stdout.split(b"\n") if line.strip()]
+    return lines, done.stderr.decode()
+
+
+def test_an_extensions_error_in_json_mode_is_a_stderr_line_as_in_pi16(tmp_path: Path) -> None:
+    """JSON mode keeps the stream to the session's events: pi 1.6 writes an extension's failure
+    to stderr (``Extension error (PATH): ERROR``), and so does tether; the streams match."""
+    pi = installed(PI_16)
+    (tmp_path / "ext").mkdir()
+    (tmp_path / "ext" / "boom.ts").write_text(PI_EXTENSION)
+    (tmp_path / "ext" / "boom.py").write_text(TETHER_EXTENSION)
+    with faux_openai([text("hello")]) as faux:
+        agent = pi_agent(pi.node, pi.package, faux.base_url, tmp_path / "pi")
+        theirs, pi_err = _json_run(agent, tmp_path / "ext" / "boom.ts", "hi")
+    with faux_openai([text("hello")]) as faux:
+        agent = tether_agent(faux.base_url, tmp_path / "tether")
+        ours, tether_err = _json_run(agent, tmp_path / "ext" / "boom.py", "hi")
+    _same_stream(theirs, ours)
+    assert "extension_error" not in {f["type"] for f in ours}
+    for err, suffix in ((pi_err, "ts"), (tether_err, "py")):
+        assert re.search(rf"Extension error \(\S*boom\.{suffix}\): .*boom", err), err
