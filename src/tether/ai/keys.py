@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from tether.ai.auth_file import stored_key
 from tether.wire import ModelInfo
 
 if TYPE_CHECKING:
@@ -82,9 +83,14 @@ def env_vars_for(provider: str) -> tuple[str, ...]:
 
 
 def resolve_api_key(model: ModelInfo, explicit: str | None = None) -> ApiKey | None:
-    """The key to use for ``model``: ``explicit`` first, then the environment."""
+    """The key to use for ``model``: ``explicit`` first, then the one ``/login`` saved
+    (``tether.ai.auth_file``, as pi's ``auth.json`` comes before the environment), then the
+    environment."""
     if explicit:
         return ApiKey(explicit, None)
+    saved = stored_key(model["provider"])
+    if saved is not None:
+        return ApiKey(saved, None)
     for name in _key_vars(model):
         value = os.environ.get(name)
         if value:

@@ -29,6 +29,7 @@ from typing import Any, cast
 from pydantic import TypeAdapter
 
 from tether.ai import paths
+from tether.ai.auth_file import stored_key
 from tether.ai.keys import env_vars_for
 from tether.ai.models_file import (
     ModelEntry,
@@ -512,6 +513,8 @@ def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = Non
     name (e.g. ``ANTHROPIC_OAUTH_TOKEN`` beside ``ANTHROPIC_API_KEY``).
     """
     if provider.api_key_env is None:
+        return True
+    if env is None and stored_key(provider.name) is not None:  # saved with /login
         return True
     environ = os.environ if env is None else env
     return any(environ.get(name) for name in (provider.api_key_env, *env_vars_for(provider.name)))

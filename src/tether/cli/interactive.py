@@ -170,7 +170,7 @@ class InteractiveApp:
             return await screens.ask_text(title, color=self.color)
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        self.say(self.painter().styled(message, "red" if level == "error" else "yellow"))
+        self.say(self.painter().styled(message, "error" if level == "error" else "warning"))
 
     async def _ask_yes_no(self, question: str, always: Callable[[], None]) -> bool:
         """``always``: what the "a" answer remembers besides saying yes."""
@@ -346,7 +346,7 @@ class InteractiveApp:
         @bind("app.message.dequeue", when=~approving)
         def _dequeue(event: KeyPressEvent) -> None:
             if not self._restore_queued():
-                self.say(self.painter().styled("(no queued messages to restore)", "dim"))
+                self.say(self.painter().styled("(no queued messages to restore)", "muted"))
 
         @bind("app.clear")
         def _interrupt(event: KeyPressEvent) -> None:
@@ -366,7 +366,7 @@ class InteractiveApp:
                     if self._busy
                     else "(Ctrl-C again or Ctrl-D to exit)"
                 )
-                self.say(render.Painter(self._width, self.color).styled(hint, "dim"))
+                self.say(render.Painter(self._width, self.color).styled(hint, "muted"))
 
         @bind("app.clipboard.pasteImage", when=~approving)
         def _paste_image(event: KeyPressEvent) -> None:
@@ -505,9 +505,9 @@ class InteractiveApp:
             parts.append(render.tool_header(painter, name, args, "running"))
         if self._approval is not None:
             question = self._approval[0]
-            parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "bold yellow"))
+            parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "warning.strong"))
         elif self._busy and not parts:
-            parts.append(painter.styled("working… (Esc to abort)", "dim"))
+            parts.append(painter.styled("working… (Esc to abort)", "muted"))
         return render.tail_lines("\n".join(p for p in parts if p), max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:
@@ -585,12 +585,12 @@ class InteractiveApp:
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
         elif kind == "compaction_start":
-            self.say(painter.styled("compacting the conversation…", "dim"))
+            self.say(painter.styled("compacting the conversation…", "muted"))
         elif kind == "compaction_end":
             self._compaction_reports += 1
             self.say(render.compaction_report(painter, event))
         elif kind == "notice":
-            self.say(painter.styled(str(event["message"]), "yellow"))
+            self.say(painter.styled(str(event["message"]), "warning"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
 
@@ -623,7 +623,7 @@ class InteractiveApp:
         try:
             self._images.append(clipboard.paste_image_content())
         except clipboard.ClipboardError as exc:
-            self.say(self.painter().styled(f"paste: {exc}", "yellow"))
+            self.say(self.painter().styled(f"paste: {exc}", "warning"))
         self._invalidate()
 
     def _start(self, text: str, images: list[ImageContent] | None = None) -> None:
@@ -672,7 +672,7 @@ class InteractiveApp:
                 extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
                 self.say(
                     painter.styled(
-                        "\n".join(filter(None, [result.text, extra])), "red" if result.error else ""
+                        "\n".join(filter(None, [result.text, extra])), "error" if result.error else ""
                     )
                 )
                 self._stats = core.stats()
@@ -729,7 +729,7 @@ class InteractiveApp:
     def _idle_or_say(self, what: str) -> bool:
         """Settings change between runs: while one goes on, say so instead."""
         if self._busy:
-            self.say(self.painter().styled(f"({what} changes once the agent is done)", "dim"))
+            self.say(self.painter().styled(f"({what} changes once the agent is done)", "muted"))
             return False
         return True
 

@@ -83,14 +83,14 @@ def header(core: AgentSession, painter: render.Painter, rows: int, warning: str 
     session = core.session_id or "not saved"
     out = [
         painter.styled(
-            f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands", "dim"
+            f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands", "muted"
         )
     ]
-    out += [painter.styled(note, "yellow") for note in (core.notice, warning) if note]
+    out += [painter.styled(note, "warning") for note in (core.notice, warning) if note]
     if core.messages:
         history = history_text(core, painter, rows)
         out += [history] if history else []
-        out.append(painter.styled(f"resumed: {len(core.messages)} messages", "dim"))
+        out.append(painter.styled(f"resumed: {len(core.messages)} messages", "muted"))
     return out
 
 
@@ -123,7 +123,7 @@ def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
     body = "\n\n".join(chunks)
     if not pages.exhausted:
         note = "── earlier messages above this point: Ctrl-O (the transcript) shows them ──"
-        body = painter.styled(note, "dim") + "\n\n" + body
+        body = painter.styled(note, "muted") + "\n\n" + body
     return body
 
 
@@ -150,7 +150,7 @@ async def pick_model(ui: Screen, core: AgentSession) -> None:
     if chosen is not None:
         model = core.set_model(chosen[0])
         text = f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}"
-        ui.say(ui.painter().styled(text, "dim"))
+        ui.say(ui.painter().styled(text, "muted"))
         if chosen[1]:
             from tether.ai.paths import config_dir
             from tether.session.settings import SettingsError, save_user_setting
@@ -158,16 +158,16 @@ async def pick_model(ui: Screen, core: AgentSession) -> None:
             try:
                 written = save_user_setting(config_dir(), "model", f"{model['provider']}/{model['id']}")
             except (OSError, SettingsError) as exc:
-                ui.say(ui.painter().styled(f"not saved as the default: {exc}", "red"))
+                ui.say(ui.painter().styled(f"not saved as the default: {exc}", "error"))
             else:
-                ui.say(ui.painter().styled(f"saved as the default model in {written}", "green"))
+                ui.say(ui.painter().styled(f"saved as the default model in {written}", "success"))
 
 
 async def resume_picked(ui: Screen, core: AgentSession) -> None:
     """``/resume`` alone: the session picker (search, sort, rename, delete), then switch."""
     painter = ui.painter()
     if core.sessions is None:
-        ui.say(painter.styled("/resume: this run has no sessions (--no-session)", "red"))
+        ui.say(painter.styled("/resume: this run has no sessions (--no-session)", "error"))
         return
     actions = pickers.SessionActions(
         rows=lambda: [SessionRow.of(r) for r in core.list_sessions()],
@@ -177,15 +177,15 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
     async with ui.full_screen():
         chosen = await pickers.pick_session(actions, current=core.session_id, color=ui.color)
     if chosen is None:
-        ui.say(painter.styled("resume: cancelled", "dim"))
+        ui.say(painter.styled("resume: cancelled", "muted"))
     elif chosen == core.session_id:
-        ui.say(painter.styled("resume: already in that session", "dim"))
+        ui.say(painter.styled("resume: already in that session", "muted"))
     else:
         core.switch_session(chosen)
         history = history_text(core, painter, ui.rows())
         if history:
             ui.say(history)
-        ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "green"))
+        ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "success"))
 
 
 async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
@@ -195,7 +195,7 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
     painter = ui.painter()
     session = core.session
     if session is None:
-        ui.say(painter.styled("/fork: this run has no session (--no-session)", "red"))
+        ui.say(painter.styled("/fork: this run has no session (--no-session)", "error"))
         return None
     prompts = [
         (node.entry, text)
@@ -206,7 +206,7 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
         and (text := render.message_text(message)).strip()
     ]
     if not prompts:
-        ui.say(painter.styled("/fork: no message of yours to fork from yet", "dim"))
+        ui.say(painter.styled("/fork: no message of yours to fork from yet", "muted"))
         return None
     labels = [" ".join(text.split())[:200] for _, text in prompts]
     async with ui.full_screen():
@@ -218,12 +218,12 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
             color=ui.color,
         )
     if index is None:
-        ui.say(painter.styled("fork: cancelled", "dim"))
+        ui.say(painter.styled("fork: cancelled", "muted"))
         return None
     entry, text = prompts[index]
     parent = entry.get("parentId")
     new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
-    ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "green"))
+    ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "success"))
     return text
 
 
@@ -235,13 +235,13 @@ def share(ui: Screen, core: AgentSession) -> None:
 
     painter = ui.painter()
     if core.session is None:
-        ui.say(painter.styled("/share: this run has no session (--no-session)", "red"))
+        ui.say(painter.styled("/share: this run has no session (--no-session)", "error"))
         return
     target = data_dir() / "shares" / f"{core.session.id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     written = core.export(target)
     ui.say(
-        painter.styled(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "green")
+        painter.styled(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success")
     )
 
 
@@ -253,18 +253,18 @@ async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[
 
     painter = ui.painter()
     if is_trusted(config_dir(), folder):
-        ui.say(painter.styled(f"{folder} is already trusted", "dim"))
+        ui.say(painter.styled(f"{folder} is already trusted", "muted"))
         return
     question = (
         f"Trust {folder}? Its .tether/settings.json may then widen what the model may do "
         "(approval, tools) for every run started here"
     )
     if not await ask(question):
-        ui.say(painter.styled("trust: not changed", "dim"))
+        ui.say(painter.styled("trust: not changed", "muted"))
         return
     written = trust(config_dir(), folder)
     ui.say(
-        painter.styled(f"trusted {folder} (recorded in {written}); it applies from the next start", "green")
+        painter.styled(f"trusted {folder} (recorded in {written}); it applies from the next start", "success")
     )
 
 
@@ -275,7 +275,7 @@ async def edit_externally(ui: Screen, text: str) -> str | None:
         async with in_terminal():
             return await asyncio.get_running_loop().run_in_executor(None, external_editor.edit, text, command)
     except external_editor.EditorError as exc:
-        ui.say(ui.painter().styled(f"editor: {exc}", "red"))
+        ui.say(ui.painter().styled(f"editor: {exc}", "error"))
         return None
 
 
@@ -286,14 +286,14 @@ def copy_last_answer(ui: Screen, core: AgentSession, output: Output | None) -> N
     answer = core.last_assistant()
     text = message_text(answer) if answer is not None else ""
     if not text.strip():
-        ui.say(painter.styled("/copy: no answer to copy yet", "red"))
+        ui.say(painter.styled("/copy: no answer to copy yet", "error"))
         return
     if output is not None:
         output.write_raw(clipboard.osc52(text))
         output.flush()
     tool = clipboard.copy_locally(text)
     where = f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
-    ui.say(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "dim"))
+    ui.say(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "muted"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,13 +312,13 @@ async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) 
     painter = ui.painter()
     session = core.session
     if session is None:
-        ui.say(painter.styled("/tree: this run has no session (--no-session)", "red"))
+        ui.say(painter.styled("/tree: this run has no session (--no-session)", "error"))
         return None
     move = await _pick_move(ui, session)
     if move is None:
         return None
     if move.summarize:
-        ui.say(painter.styled("summarising the branch you left… (Esc to stop)", "dim"))
+        ui.say(painter.styled("summarising the branch you left… (Esc to stop)", "muted"))
     try:
         summary = await core.branch(
             move.choice.target, summarize=move.summarize, instructions=move.instructions, signal=abort.signal
@@ -328,11 +328,11 @@ async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) 
         return None
     editor_text = move.choice.editor_text
     if editor_text is None:
-        ui.say(painter.styled(f"branched: now at {move.row.text}", "green"))
+        ui.say(painter.styled(f"branched: now at {move.row.text}", "success"))
     else:
-        ui.say(painter.styled("branched: back before that prompt; edit it below and send", "green"))
+        ui.say(painter.styled("branched: back before that prompt; edit it below and send", "success"))
     if summary:
-        ui.say(painter.styled("summary of the branch left:", "dim") + "\n" + painter.markdown(summary))
+        ui.say(painter.styled("summary of the branch left:", "muted") + "\n" + painter.markdown(summary))
     return editor_text
 
 
@@ -343,19 +343,19 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     painter = ui.painter()
     rows = session_rows(session)
     if not rows:
-        ui.say(painter.styled("(the session is empty)", "dim"))
+        ui.say(painter.styled("(the session is empty)", "muted"))
         return None
     start: str | None = None
     async with ui.full_screen():
         while True:
             row = await screens.pick_tree_row(rows, start=start, color=ui.color)
             if row is None:
-                ui.say(painter.styled("tree: cancelled, nothing changed", "dim"))
+                ui.say(painter.styled("tree: cancelled, nothing changed", "muted"))
                 return None
             start = row.id
             choice = branch_choice(row)
             if row.current and choice.editor_text is None:
-                ui.say(painter.styled("tree: already there, nothing changed", "dim"))
+                ui.say(painter.styled("tree: already there, nothing changed", "muted"))
                 return None
             target_path = session.path(choice.target) if choice.target is not None else []
             if not leaves_something(session.path(), target_path):

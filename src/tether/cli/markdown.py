@@ -31,9 +31,9 @@ class _LeftHeading(Heading):
 class _FencedCode(CodeBlock):
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         language = "" if self.lexer_name == "text" else self.lexer_name
-        yield Text(f"```{language}", style="dim")
+        yield Text(f"```{language}", style="muted")
         yield Syntax(str(self.text).rstrip("\n"), self.lexer_name, theme=self.theme, word_wrap=True)
-        yield Text("```", style="dim")
+        yield Text("```", style="muted")
 
 
 class AnswerMarkdown(Markdown):

@@ -18,6 +18,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from tether.cli.markdown import AnswerMarkdown
+from tether.cli.themes import DARK, Theme
 
 FOLDED_LINES = 4
 """Lines of a tool result shown before it is folded."""
@@ -27,8 +28,11 @@ FOLDED_DIFF_LINES = 20
 
 @dataclass(frozen=True, slots=True)
 class Painter:
+    """Renders with ``theme``: styles here are its role names (``error``, ``tool.title`` …)."""
+
     width: int
     color: bool
+    theme: Theme = DARK
 
     def render(self, renderable: RenderableType) -> str:
         buffer = io.StringIO()
@@ -37,15 +41,16 @@ class Painter:
             width=self.width,
             force_terminal=self.color,
             no_color=not self.color,
-            color_system="standard" if self.color else None,
+            color_system=cast(Any, self.theme.color_system) if self.color else None,
             highlight=False,
             soft_wrap=False,
+            theme=self.theme.rich,
         )
         console.print(renderable, end="")
         return buffer.getvalue()
 
     def markdown(self, text: str) -> str:
-        return self.render(AnswerMarkdown(text, code_theme="ansi_dark"))
+        return self.render(AnswerMarkdown(text, code_theme=self.theme.code_theme))
 
     def styled(self, text: str, style: str) -> str:
         return self.render(Text(text, style=style))
@@ -58,12 +63,12 @@ def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str 
     if not thinking:
         return ""
     if expanded:
-        return painter.styled(thinking, "dim italic")
+        return painter.styled(thinking, "muted.italic")
     words = len(thinking.split())
     first = thinking.splitlines()[0]
     if len(first) > painter.width - 40:
         first = first[: max(10, painter.width - 43)] + "..."
-    return painter.styled(f"▸ thinking ({words} words): {first}  [{hint}]", "dim italic")
+    return painter.styled(f"▸ thinking ({words} words): {first}  [{hint}]", "muted.italic")
 
 
 def format_args(args: object, limit: int = 200) -> str:
@@ -84,11 +89,11 @@ def format_args(args: object, limit: int = 200) -> str:
 
 def tool_header(painter: Painter, name: str, args: object, state: str) -> str:
     """``⚙ name key=value`` with a state mark: running, ok or error."""
-    mark, style = {"running": ("…", "yellow"), "ok": ("✓", "green"), "error": ("✗", "red")}[state]
+    mark, style = {"running": ("…", "warning"), "ok": ("✓", "success"), "error": ("✗", "error")}[state]
     line = Text()
     line.append(f"{mark} ", style=style)
-    line.append(name, style="bold cyan")
-    line.append(" " + format_args(args), style="cyan")
+    line.append(name, style="tool.title")
+    line.append(" " + format_args(args), style="tool.args")
     return painter.render(line)
 
 
@@ -107,12 +112,12 @@ def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) 
     lines = text.splitlines() or ["(no output)"]
     hidden = 0 if expanded else max(0, len(lines) - FOLDED_LINES)
     shown = lines if hidden == 0 else lines[:FOLDED_LINES]
-    style = "red" if is_error else "dim"
+    style = "error" if is_error else "muted"
     body = Text()
     for line in shown:
         body.append("  │ " + line + "\n", style=style)
     if hidden:
-        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="dim italic")
+        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
 
 
@@ -127,7 +132,7 @@ def finished_tool(
     text = result_text(cast(list[dict[str, Any]], result.get("content") or []))
     if isinstance(diff, str) and diff and not is_error:
         summary = text.split("\n", 1)[0]
-        body = painter.styled("  │ " + summary, "dim") if summary else ""
+        body = painter.styled("  │ " + summary, "muted") if summary else ""
         return "\n".join(p for p in (header, body, diff_text(painter, diff, expanded=expanded)) if p)
     return header + "\n" + tool_result(painter, text, is_error=is_error, expanded=expanded)
 
@@ -148,20 +153,20 @@ def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
             added = _run_of(shown, index + len(removed), "+")
             pairs = min(len(removed), len(added))
             for n, old in enumerate(removed):
-                _diff_line(body, "-", old[1:], added[n][1:] if n < pairs else None, "red")
+                _diff_line(body, "-", old[1:], added[n][1:] if n < pairs else None, "diff.removed")
             for n, new in enumerate(added):
-                _diff_line(body, "+", new[1:], removed[n][1:] if n < pairs else None, "green")
+                _diff_line(body, "+", new[1:], removed[n][1:] if n < pairs else None, "diff.added")
             index += len(removed) + len(added)
             continue
         if line.startswith("+"):
-            body.append(f"  {line}\n", style="green")
+            body.append(f"  {line}\n", style="diff.added")
         elif line.startswith("@@"):
-            body.append(f"  {line}\n", style="cyan")
+            body.append(f"  {line}\n", style="diff.hunk")
         else:
-            body.append(f"  {line}\n", style="dim")
+            body.append(f"  {line}\n", style="diff.context")
         index += 1
     if hidden:
-        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="dim italic")
+        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
 
 
@@ -186,7 +191,9 @@ def _diff_line(body: Text, mark: str, text: str, other: str | None, style: str) 
     matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
     for tag, start, end, _, _ in matcher.get_opcodes():
         piece = "".join(mine[start:end])
-        body.append(piece, style=style if tag == "equal" else f"bold reverse {style}")
+        body.append(piece, style=style)
+        if tag != "equal":  # the changed words: reversed on top of the line's colour
+            body.stylize("bold reverse", len(body) - len(piece), len(body))
     body.append("\n")
 
 
@@ -199,7 +206,7 @@ def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -
     status = f"  (exit {exit_code})" if exit_code not in (0, None) else ""
     kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
     mark = "!" if shell else "$"
-    header = painter.styled(f"{mark} {source}{status}{kept_out}", "bold red" if failed else "bold")
+    header = painter.styled(f"{mark} {source}{status}{kept_out}", "error.strong" if failed else "strong")
     output = str(message.get("output", ""))
     return header + "\n" + tool_result(painter, output, is_error=failed, expanded=expanded)
 
@@ -215,14 +222,14 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 def error_text(painter: Painter, message: str, *, aborted: bool) -> str:
     if aborted:
-        return painter.styled("⏹ Aborted", "bold yellow")
-    return painter.styled(f"✗ Error: {message}", "bold red")
+        return painter.styled("⏹ Aborted", "warning.strong")
+    return painter.styled(f"✗ Error: {message}", "error.strong")
 
 
 def user_text(painter: Painter, text: str) -> str:
     line = Text()
-    line.append("› ", style="bold magenta")
-    line.append(text, style="bold")
+    line.append("› ", style="user.mark")
+    line.append(text, style="user.text")
     return painter.render(line)
 
 
@@ -247,7 +254,7 @@ def ended_message(painter: Painter, message: Mapping[str, Any], *, show_thinking
     elif role == "fileMention":
         for item in cast(list[Mapping[str, Any]], message.get("files") or []):
             note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-            out.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "dim"))
+            out.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "muted"))
     return out
 
 
@@ -258,13 +265,13 @@ def compaction_report(painter: Painter, event: Mapping[str, Any]) -> str:
     result = cast(Mapping[str, Any] | None, event.get("result"))
     if result is None:
         if event.get("aborted"):
-            return painter.styled("compaction stopped; nothing changed", "yellow")
-        return painter.styled(f"compaction: {event.get('errorMessage') or 'nothing to compact'}", "yellow")
+            return painter.styled("compaction stopped; nothing changed", "warning")
+        return painter.styled(f"compaction: {event.get('errorMessage') or 'nothing to compact'}", "warning")
     before, after = result.get("tokensBefore"), result.get("tokensAfter")
     sizes = f" ({_tokens(before)} → {_tokens(after)} tokens)" if isinstance(after, int) else ""
     if isinstance(before, int) and not sizes:
         sizes = f" (from {_tokens(before)} tokens)"
-    header = painter.styled(f"✓ compacted the conversation{sizes}", "green")
+    header = painter.styled(f"✓ compacted the conversation{sizes}", "success")
     summary = str(result.get("summary") or "").strip()
     if not summary:
         return header
@@ -272,7 +279,7 @@ def compaction_report(painter: Painter, event: Mapping[str, Any]) -> str:
     if len(first) > painter.width - 30:
         first = first[: max(10, painter.width - 33)] + "..."
     words = len(summary.split())
-    folded = painter.styled(f"▸ summary ({words} words): {first}  [Ctrl-O to read]", "dim italic")
+    folded = painter.styled(f"▸ summary ({words} words): {first}  [Ctrl-O to read]", "muted.italic")
     return header + "\n" + folded
 
 

@@ -111,14 +111,14 @@ def render_transcript(
             parts.append(render.shell_run(painter, message, expanded=not folded))
         elif role in ("compactionSummary", "branchSummary"):
             title = "compaction summary" if role == "compactionSummary" else "summary of a branch left"
-            parts.append(painter.styled(f"── {title} ──", "bold yellow"))
+            parts.append(painter.styled(f"── {title} ──", "warning.strong"))
             parts.append(painter.markdown(str(message.get("summary", ""))))
         elif role == "fileMention":
             for item in cast(list[dict[str, Any]], message.get("files") or []):
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                parts.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "dim"))
+                parts.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "muted"))
     text = "\n\n".join(stripped for p in parts if (stripped := p.strip("\n")))
-    return text or painter.styled("(nothing in this conversation yet)", "dim")
+    return text or painter.styled("(nothing in this conversation yet)", "muted")
 
 
 def _assistant(

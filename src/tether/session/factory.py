@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from tether.agent import Agent, AgentTool
+from tether.agent import Agent, AgentTool, QueueMode
 from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.types import SimpleStreamOptions
-from tether.errors import UserError
+from tether.errors import ModelError, UserError
 from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
 from tether.session.settings import Settings
@@ -318,10 +318,11 @@ def create_agent_session(
         for name, limit in settings.max_connections.items():
             set_connection_limit(limit or None, None if name == "*" else name)
     opened_sessions = sessions is None  # a manager given stays the caller's to close
+    scope_notes: list[str] = []
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
         usable = _no_provider if api_key is not None else None  # the key decides nothing
-        scope = resolve_scope(models, usable=usable) if models else []
+        scope = resolve_scope(models, usable=usable) if models else _settings_scope(settings, scope_notes)
         resolved = _choose_model(
             model, settings, stored, provider=provider, scope=scope, usable=usable, resources=resources
         )
@@ -342,6 +343,8 @@ def create_agent_session(
             tools=built,
             stream_fn=resolved.stream_fn,
             options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
+            steering_mode=cast(QueueMode, settings.steering_mode),
+            follow_up_mode=cast(QueueMode, settings.follow_up_mode),
         )
         if api_key is not None:
             agent.get_api_key = _key_for(resolved.model["provider"], api_key)
@@ -362,6 +365,7 @@ def create_agent_session(
                         _sandbox_warning(workspace, built),
                         *left_out,
                         *(resources.warnings if resources else ()),
+                        *scope_notes,
                         *mcp_notes,
                     ],
                 )
@@ -384,6 +388,24 @@ def create_agent_session(
     level = thinking or resolved.thinking or (stored.context.thinking_level if stored is not None else None)
     core.set_thinking(level or settings.thinking or "medium")
     return core
+
+
+def _settings_scope(settings: Settings, notes: list[str]) -> list[ScopedModel]:
+    """The ``enabledModels`` setting's models (``/scoped-models`` writes it): a pattern that
+    no longer matches a model is one note, the others still apply."""
+    scope: list[ScopedModel] = []
+    for pattern in settings.enabled_models:
+        try:
+            found = resolve_scope([pattern])
+        except ModelError as exc:
+            notes.append(f"enabledModels: {exc}")
+            continue
+        scope += [s for s in found if not any(_same_scoped(s, t) for t in scope)]
+    return scope
+
+
+def _same_scoped(a: ScopedModel, b: ScopedModel) -> bool:
+    return (a.model["provider"], a.model["id"]) == (b.model["provider"], b.model["id"])
 
 
 def _first_set(*choices: Sequence[str | AgentTool] | None) -> Sequence[str | AgentTool]:

@@ -28,6 +28,8 @@ from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
 from tether.tools.sandbox import SANDBOX_MODES, SandboxPolicy, stricter
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+QUEUE_MODES = ("one-at-a-time", "all")
+"""How queued steering and follow-up messages are delivered (``steeringMode``, ``followUpMode``)."""
 
 
 class SettingsError(UserError, ValueError):
@@ -128,6 +130,16 @@ class Settings:
     and ``--database`` win over it)."""
     serve_token: str | None = field(default=None, repr=False)
     """``serve.token``: the bearer token ``tether serve`` requires (``--token`` wins over it)."""
+    theme: str | None = None
+    """The interactive mode's colours: ``dark``, ``light`` or a theme file's name
+    (``tether.cli.themes``); ``None``: ``dark``."""
+    steering_mode: str = "one-at-a-time"
+    """How queued steering messages are delivered: one per turn, or ``all`` at once (pi's)."""
+    follow_up_mode: str = "one-at-a-time"
+    """The same for follow-up messages."""
+    enabled_models: tuple[str, ...] = ()
+    """pi's ``enabledModels``: the model patterns Ctrl-P cycles through (``--models`` wins);
+    empty: every usable model."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from, lowest precedence first."""
     ignored: tuple[str, ...] = ()
@@ -226,12 +238,17 @@ def _project_settings(cwd: Path) -> Path | None:
 
 
 def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
-    """Set one key of the user's ``settings.json`` (the model picker's "save as default"),
-    keeping the rest; the result is checked as a start-up would read it before it replaces the
+    """Set one key of the user's ``settings.json`` (the model picker's "save as default",
+    ``/settings``; ``a.b`` sets key ``b`` of object ``a``), keeping the rest; the result is checked as a start-up would read it before it replaces the
     file. Returns the file written."""
     path = config_dir / "settings.json"
     data = _read(path) if path.exists() else {}
-    data[key] = value
+    parent, _, leaf = key.rpartition(".")  # "compaction.enabled": one key of an object
+    if parent:
+        inner = data.get(parent)
+        data[parent] = {**cast(dict[str, object], inner), leaf: value} if isinstance(inner, dict) else {leaf: value}
+    else:
+        data[key] = value
     _apply(Settings(), data, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
@@ -262,7 +279,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
 
     changes: dict[str, object] = {}
     for key, value in data.items():
-        if key in ("model", "systemPrompt", "appendSystemPrompt", "database"):
+        if key in ("model", "systemPrompt", "appendSystemPrompt", "database", "theme"):
             if not isinstance(value, str):
                 raise bad(key, "a string")
             changes[_FIELD[key]] = value
@@ -274,10 +291,15 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             if value not in APPROVAL_POLICIES:
                 raise bad(key, "one of " + ", ".join(APPROVAL_POLICIES))
             changes["approval"] = value
-        elif key in ("tools", "shellEnvPassthrough"):
+        elif key in ("steeringMode", "followUpMode"):
+            if value not in QUEUE_MODES:
+                raise bad(key, "one of " + ", ".join(QUEUE_MODES))
+            changes["steering_mode" if key == "steeringMode" else "follow_up_mode"] = value
+        elif key in ("tools", "shellEnvPassthrough", "enabledModels"):
             items = cast(list[object], value) if isinstance(value, list) else None
             if items is None or not all(isinstance(v, str) for v in items):
-                raise bad(key, "a list of tool names" if key == "tools" else "a list of variable names")
+                expected = {"tools": "tool names", "enabledModels": "model patterns"}.get(key, "variable names")
+                raise bad(key, f"a list of {expected}")
             changes[_LISTS[key]] = tuple(cast(list[str], items))
         elif key == "allowTools":
             items = cast(list[object], value) if isinstance(value, list) else None
@@ -322,6 +344,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "serve",
                 "streamIdleTimeoutMs",
                 "maxConnections",
+                "steeringMode",
+                "followUpMode",
             ]
             known = ", ".join(sorted([*_FIELD, *_LISTS, *extra]))
             raise SettingsError(f'{path}: unknown key "{key}" (known keys: {known})')
@@ -334,8 +358,9 @@ _FIELD = {
     "systemPrompt": "system_prompt",
     "appendSystemPrompt": "append_system_prompt",
     "database": "database",
+    "theme": "theme",
 }
-_LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough"}
+_LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough", "enabledModels": "enabled_models"}
 
 
 def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
