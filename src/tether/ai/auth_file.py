@@ -103,4 +103,3 @@ def _write(data: dict[str, Any]) -> Path:
     os.replace(temporary, path)
     _cache.pop(path, None)
     return path
-

@@ -11,9 +11,12 @@ context's fill and the working indicator) stay, the rest shortens first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from tether.session.agent_session import AgentSession
 from tether.session.stats import format_tokens
@@ -115,3 +118,34 @@ def status_text(
 
 MODEL_MIN = 8
 """Columns the model's name keeps before the status line drops more than the tokens."""
+
+
+QUIET_SHOWN_AFTER = 3.0
+"""Seconds without an event before the status line counts the wait for the model."""
+
+
+def activity(last_event: float, showing_something: bool) -> str:
+    """ "working", or how long the model has been silent since ``last_event`` (monotonic time; a
+    slow or stalled provider) once that is long enough to wonder; running tools and questions
+    (``showing_something``) have their own display."""
+    silent = time.monotonic() - last_event
+    if showing_something or silent < QUIET_SHOWN_AFTER:
+        return "● working"
+    return f"● waiting for the model… {silent:.0f} s"
+
+
+def chips(steering: Sequence[str], follow_ups: Sequence[str], images: Sequence[str]) -> StyleAndTextTuples:
+    """The row above the input: queued steering and follow-ups, pasted images (their types)."""
+    row: StyleAndTextTuples = []
+    for text in steering:
+        row += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
+    for text in follow_ups:
+        row += [("class:chip.follow", f" follow-up: {_short(text)} "), ("", " ")]
+    for number, mime_type in enumerate(images, 1):
+        row += [("class:chip.image", f" image {number}: {mime_type} "), ("", " ")]
+    return row
+
+
+def _short(text: str, limit: int = 30) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

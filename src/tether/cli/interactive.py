@@ -6,21 +6,14 @@ copied like any output. Below them a small live area, redrawn by prompt-toolkit,
 still changing: the streaming answer, running tools, an approval question, pending steering and
 follow-up "chips", the input box and a status line (model, thinking, tokens, cost, context %).
 
-Keys (defaults, pi's; ``keybindings.json`` renames them, ``keybindings`` lists every action):
-Enter sends (while the agent works: steers it); Alt-Enter queues a follow-up while it works and
-adds a line otherwise (Shift-Enter and Ctrl-J always add a line); Esc while it works aborts the
-run and brings the queued messages back into the input box (Alt-Up brings them back without
-aborting); Ctrl-C clears the input and never stops a run (twice on an empty input: quits); Ctrl-D
-on an empty input exits; Ctrl-V attaches the clipboard's image; Ctrl-T shows or folds thinking;
-Ctrl-O opens the transcript; Ctrl-L the model picker, Ctrl-P and Alt-P cycle models, Shift-Tab
-cycles the thinking level; Ctrl-G edits the input in ``$EDITOR``; Ctrl-X copies the last answer
-(``/copy``). ``/`` and ``@`` open their completion menus as you type (``completers``).
-``/tree`` alone opens the tree navigator and ``/resume`` alone the session picker. What those
-open is in ``interactive_views``; the status line is ``footer``'s.
+The keys are pi's (``keybindings`` lists every action and its default; ``keybindings.json``
+renames them): Enter sends (while the agent works: steers), Alt-Enter queues a follow-up, Esc
+aborts a run, Ctrl-C clears the input and never stops a run, Ctrl-D on an empty input exits.
+``/`` and ``@`` open their completion menus as you type (``completers``); the status line is
+``footer``'s.
 
-Past our usual ~600 lines: the screen's layout, keys and live state belong to one
-prompt-toolkit ``Application``; the views (``screens``, ``pickers``, ``interactive_views``),
-rendering (``render``) and everything a run does (``tether.session.agent_session``) are elsewhere.
+The terminal-only commands are ``interactive_commands``'s (``/settings`` ``interactive_settings``'s);
+the views are ``screens``, ``pickers`` and ``interactive_views``; rendering is ``render``'s.
 """
 
 from __future__ import annotations
@@ -30,7 +23,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,7 +32,7 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, Filter, completion_is_selected
-from prompt_toolkit.formatted_text import ANSI, AnyFormattedText, OneStyleAndTextTuple
+from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
@@ -47,11 +40,12 @@ from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, 
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.patch_stdout import patch_stdout
-from prompt_toolkit.styles import Style
+from prompt_toolkit.styles import DynamicStyle
 
 from tether.ai.abort import AbortController
-from tether.cli import footer, interactive_views as views, render, screens
+from tether.cli import footer, interactive_commands, interactive_views as views, render, screens, themes
 from tether.cli.completers import CommandCompleter, FileCompleter
 from tether.cli.file_index import FileIndex
 from tether.cli.keybindings import (
@@ -71,38 +65,27 @@ from tether.wire import AgentMessage, ImageContent, ToolCall
 if TYPE_CHECKING:
     from tether.session.extensions.api import NotifyLevel
 
-STYLE = Style.from_dict(
-    {
-        "status": "reverse",
-        "chip.steer": "bg:ansiblue fg:ansiwhite",
-        "chip.follow": "bg:ansimagenta fg:ansiwhite",
-        "chip.image": "bg:ansicyan fg:ansiblack",
-        "prompt": "bold ansimagenta",
-        "rule": "ansibrightblack",
-        "approval": "bold ansiyellow",
-    }
-)
-_QUIET_SHOWN_AFTER = 3.0
-"""Seconds without an event before the status line counts the wait for the model."""
-
-
-FRONT_END_COMMANDS = {
-    "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
-    "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
-    "share": "/share              write the session as a standalone HTML page and print its file:// address",
-    "trust": "/trust              trust this folder: its .tether/settings.json may widen approvals and tools",
-}
-"""Commands only a terminal has a use for, beside the core's (``tether.session.commands``)."""
-
 
 class InteractiveApp:
-    def __init__(self, *, cwd: Path, bindings: Bindings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: Path,
+        bindings: Bindings | None = None,
+        theme: str | None = None,
+        rebuild: interactive_commands.Rebuild | None = None,
+    ) -> None:
+        """``theme``: the setting's name (``themes.load_theme``); ``rebuild``: what ``/reload``
+        calls (without it, ``/reload`` says it cannot)."""
+        from tether.ai.paths import config_dir
+
         self.cwd = cwd
         if bindings is None:
-            from tether.ai.paths import config_dir
-
             bindings = load_bindings(config_dir())
         self._bindings = bindings
+        self._theme_name = theme or "dark"
+        self.theme, self._theme_warning = themes.load_theme(theme, config_dir())
+        self._rebuild = rebuild
         self.color = not os.environ.get("NO_COLOR")
         self.show_thinking = False
         self._core: AgentSession | None = None
@@ -145,6 +128,36 @@ class InteractiveApp:
         """Show the question in the live area and wait for y (yes), n (no) or a (always: no
         more questions about tool calls in this session)."""
         return await self._ask_yes_no(question, self._approve_all)
+
+    def ask_yes_no(self, question: str) -> Awaitable[bool]:
+        """A yes-or-no question in the live area ("always" is a plain yes)."""
+        return self._ask_yes_no(question, lambda: None)
+
+    @property
+    def core(self) -> AgentSession | None:
+        """The core on screen: ``/reload`` replaces the one ``run`` was given."""
+        return self._core
+
+    async def reload(self) -> None:
+        """``/reload`` (``interactive_commands.reload``), then the keys and the theme read again."""
+        from tether.ai.paths import config_dir
+
+        assert self._core is not None and self._app is not None and self._buffer is not None
+        if self._rebuild is None:
+            self.say(self.painter().styled("/reload: not available here", "error"))
+            return
+        fresh = await interactive_commands.reload(self, self._core, self._rebuild, self.detach)
+        if fresh is None:
+            return
+        self._use(fresh)
+        self._bindings = load_bindings(config_dir())
+        self._app.key_bindings = self._keys(self._buffer)
+        self._theme_name = fresh.settings.theme or "dark"
+        theme, warning = themes.load_theme(fresh.settings.theme, config_dir())
+        self.set_theme(theme)
+        for note in (self._bindings.warning, warning):
+            if note:
+                self.say(self.painter().styled(note, "warning"))
 
     def _approve_all(self) -> None:
         if self._core is not None and self._core.approval is not None:
@@ -189,29 +202,36 @@ class InteractiveApp:
         starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
         ``history``: the input box's (default: the prompt-history file)."""
         install_sequences()
+        self._buffer = Buffer(
+            multiline=True, history=history if history is not None else _history(), complete_while_typing=True
+        )
+        self._app = self._build(self._buffer)
+        self._use(core)
+        return self._app
+
+    def _use(self, core: AgentSession) -> None:
+        """Show ``core``: its events, its commands in the completion menu, its extensions'
+        dialogs here."""
         self._core = core
         self._stats = core.stats()
         if core.resources is not None and core.resources.extensions is not None:
             core.resources.extensions.ui = self
-        self._buffer = Buffer(
-            multiline=True,
-            history=history if history is not None else _history(),
-            completer=merge_completers(
-                [CommandCompleter(self._command_list(core)), FileCompleter(self._files)]
-            ),
-            complete_while_typing=True,
+        assert self._buffer is not None
+        self._buffer.completer = merge_completers(
+            [CommandCompleter(self._command_list(core)), FileCompleter(self._files)]
         )
-        self._app = self._build(self._buffer)
         self._unsubscribe = core.subscribe(self._on_event)
-        return self._app
 
     @staticmethod
     def _command_list(core: AgentSession) -> list[tuple[str, str]]:
         builtin = [(name, command.summary) for name, command in commands.COMMANDS.items()]
-        front_end = [(name, text.split("  ", 1)[-1].strip()) for name, text in FRONT_END_COMMANDS.items()]
+        front_end = [
+            (name, text.split("  ", 1)[-1].strip())
+            for name, text in interactive_commands.FRONT_END_COMMANDS.items()
+        ]
         return [*builtin, *front_end, *commands.user_commands(core)]
 
-    def _hotkeys(self) -> str:
+    def hotkeys(self) -> str:
         from tether.ai.paths import config_dir
 
         where = config_dir() / FILE_NAME
@@ -227,16 +247,20 @@ class InteractiveApp:
         app = self.attach(core)
 
         def ready() -> None:
-            """Runs once the terminal is in raw mode: keys typed after the header are keys."""
+            """Runs once the terminal is in raw mode."""
             app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
             self._files.start()
-            self._print_header(core)
             if initial_prompt:
                 self._start(initial_prompt)
 
         def pre_run() -> None:  # called just before raw mode; call_soon lands just after it
             asyncio.get_running_loop().call_soon(ready)
 
+        # The header (and a resumed conversation) is printed before the first frame, so no frame
+        # shows the input box and status line alone at the top, then pushed down by the header.
+        # The keys typed meanwhile wait in the terminal unechoed (raw mode), for the input box.
+        with app.input.raw_mode():
+            self._print_header(core)
         with patch_stdout(raw=True):
             try:
                 return await app.run_async(pre_run=pre_run)
@@ -244,15 +268,14 @@ class InteractiveApp:
                 app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
                 app.output.flush()
                 self.detach()
-                if self._task is not None and not self._task.done():
-                    core.abort()
+                if self._task is not None and not self._task.done() and self._core is not None:
+                    self._core.abort()
                     with contextlib.suppress(Exception, asyncio.CancelledError):
                         await self._task
 
     # -- layout and keys -----------------------------------------------------------------------------
 
     def _build(self, buffer: Buffer) -> Application[int]:
-        approving = Condition(lambda: self._approval is not None)
         chips = Condition(lambda: bool(self._steering or self._follow_ups or self._images))
         live = Condition(lambda: bool(self._live_text_raw()))
         main = HSplit(
@@ -280,6 +303,27 @@ class InteractiveApp:
                 Window(FormattedTextControl(self._status), height=1, style="class:status"),
             ]
         )
+        app: Application[int] = Application(
+            layout=Layout(main, focused_element=input_row),
+            key_bindings=self._keys(buffer),
+            style=DynamicStyle(lambda: self.theme.toolkit_style()),
+            full_screen=False,
+            mouse_support=False,
+            color_depth=None if self.color else ColorDepth.DEPTH_1_BIT,
+            min_redraw_interval=0.03,
+            refresh_interval=1.0,  # the status line's count of the model's silence
+            erase_when_done=True,
+        )
+        screens.follow_reflow(app)
+        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
+        # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
+        # full-screen view was up and took the Esc meant for the view.)
+        app.timeoutlen = 0.4
+        return app
+
+    def _keys(self, buffer: Buffer) -> KeyBindings:
+        """The keys, as ``keybindings.json`` names them (``/reload`` reads it again)."""
+        approving = Condition(lambda: self._approval is not None)
         keys = KeyBindings()
         bound = self._bindings
 
@@ -366,7 +410,7 @@ class InteractiveApp:
                     if self._busy
                     else "(Ctrl-C again or Ctrl-D to exit)"
                 )
-                self.say(render.Painter(self._width, self.color).styled(hint, "muted"))
+                self.say(self.painter().styled(hint, "muted"))
 
         @bind("app.clipboard.pasteImage", when=~approving)
         def _paste_image(event: KeyPressEvent) -> None:
@@ -392,7 +436,8 @@ class InteractiveApp:
 
         @bind("app.tools.expand", when=~approving)
         def _transcript(event: KeyPressEvent) -> None:
-            self._side_task(self._show_transcript())
+            assert self._core is not None
+            self._side_task(views.show_transcript(self, self._core, cast(AgentMessage | None, self._live)))
 
         @bind("app.thinking.cycle", when=~approving)
         def _cycle_thinking(event: KeyPressEvent) -> None:
@@ -404,12 +449,14 @@ class InteractiveApp:
         @bind("app.model.cycleForward", when=~approving)
         def _next_model(event: KeyPressEvent) -> None:
             if self._idle_or_say("the model"):
-                self._side_task(self._cycle_model(backward=False))
+                assert self._core is not None
+                self._side_task(self._core.cycle_model("forward"))
 
         @bind("app.model.cycleBackward", when=~approving)
         def _previous_model(event: KeyPressEvent) -> None:
             if self._idle_or_say("the model"):
-                self._side_task(self._cycle_model(backward=True))
+                assert self._core is not None
+                self._side_task(self._core.cycle_model("backward"))
 
         @bind("app.model.select", when=~approving)
         def _select_model(event: KeyPressEvent) -> None:
@@ -423,7 +470,7 @@ class InteractiveApp:
 
         @bind("app.message.copy", when=~approving)
         def _copy(event: KeyPressEvent) -> None:
-            self._copy_last_answer()
+            self.copy_last_answer()
 
         @bind("app.session.resume", when=~approving)
         def _resume(event: KeyPressEvent) -> None:
@@ -437,23 +484,7 @@ class InteractiveApp:
                     self._always()
                 self._answer(allowed)
 
-        app: Application[int] = Application(
-            layout=Layout(main, focused_element=input_row),
-            key_bindings=keys,
-            style=STYLE,
-            full_screen=False,
-            mouse_support=False,
-            color_depth=None if self.color else _monochrome(),
-            min_redraw_interval=0.03,
-            refresh_interval=1.0,  # the status line's count of the model's silence
-            erase_when_done=True,
-        )
-        screens.follow_reflow(app)
-        # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
-        # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
-        # full-screen view was up and took the Esc meant for the view.)
-        app.timeoutlen = 0.4
-        return app
+        return keys
 
     # -- live area -------------------------------------------------------------------------------
 
@@ -469,7 +500,15 @@ class InteractiveApp:
         return 80
 
     def painter(self) -> render.Painter:
-        return render.Painter(self._width, self.color)
+        return render.Painter(self._width, self.color, self.theme)
+
+    def theme_name(self) -> str:
+        return self._theme_name
+
+    def set_theme(self, theme: themes.Theme) -> None:
+        """Draw with ``theme`` from now on (what was printed keeps its colours)."""
+        self.theme, self._theme_name = theme, theme.name
+        self._invalidate()
 
     def rows(self) -> int:
         if self._app is not None:
@@ -486,42 +525,17 @@ class InteractiveApp:
         return self._live_cache[1]
 
     def _render_live(self) -> str:
-        painter = self.painter()
-        parts: list[str] = []
-        if self._live is not None:
-            for block in self._live.get("content", []):
-                kind = block.get("type")
-                if kind == "thinking":
-                    parts.append(
-                        render.thinking_text(painter, block["thinking"], expanded=self.show_thinking)
-                    )
-                elif kind == "text" and block["text"].strip():
-                    parts.append(painter.markdown(block["text"]))
-                elif kind == "toolCall":
-                    parts.append(
-                        render.tool_header(painter, block["name"], block.get("arguments", {}), "running")
-                    )
-        for name, args in self._tools.values():
-            parts.append(render.tool_header(painter, name, args, "running"))
-        if self._approval is not None:
-            question = self._approval[0]
-            parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "warning.strong"))
-        elif self._busy and not parts:
-            parts.append(painter.styled("working… (Esc to abort)", "muted"))
-        return render.tail_lines("\n".join(p for p in parts if p), max(3, self.rows() - 6))
+        question = self._approval[0] if self._approval is not None else None
+        text = render.live_area(
+            self.painter(), self._live, self._tools.values(), question, self._busy, self.show_thinking
+        )
+        return render.tail_lines(text, max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:
         return ANSI(self._live_text_raw())
 
     def _chips(self) -> AnyFormattedText:
-        chips: list[OneStyleAndTextTuple] = []
-        for text in self._steering:
-            chips += [("class:chip.steer", f" steer: {_short(text)} "), ("", " ")]
-        for text in self._follow_ups:
-            chips += [("class:chip.follow", f" follow-up: {_short(text)} "), ("", " ")]
-        for number, image in enumerate(self._images, 1):
-            chips += [("class:chip.image", f" image {number}: {image['mimeType']} "), ("", " ")]
-        return chips
+        return footer.chips(self._steering, self._follow_ups, [i["mimeType"] for i in self._images])
 
     def _prompt_mark(self) -> AnyFormattedText:
         return [("class:prompt", "» " if self._busy else "› ")]
@@ -538,17 +552,11 @@ class InteractiveApp:
             shown=self.show_thinking,
             spent=self._spent.of(core),
             context_percent=percent,
-            activity=self._activity() if self._busy else None,
+            activity=footer.activity(self._last_event, bool(self._tools or self._approval))
+            if self._busy
+            else None,
             width=self._width,
         )
-
-    def _activity(self) -> str:
-        """ "working", or how long the model has been silent (a slow or stalled provider) once
-        that is long enough to wonder; tools and questions have their own display."""
-        silent = time.monotonic() - self._last_event
-        if self._tools or self._approval is not None or silent < _QUIET_SHOWN_AFTER:
-            return "● working"
-        return f"● waiting for the model… {silent:.0f} s"
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -580,7 +588,7 @@ class InteractiveApp:
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
         elif kind == "tool_execution_end":
             name, args = self._tools.pop(event["toolCallId"], (event["toolName"], {}))
-            self._tool_end(name, args, event, painter)
+            self.say(render.tool_end(painter, name, args, event))
         elif kind == "queue_update":
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
@@ -599,16 +607,6 @@ class InteractiveApp:
             self._live = None
         for text in render.ended_message(painter, message, show_thinking=self.show_thinking):
             self.say(text)
-
-    def _tool_end(self, name: str, args: object, event: Mapping[str, Any], painter: render.Painter) -> None:
-        result = event.get("result")
-        if not isinstance(result, Mapping):  # an AgentToolResult
-            result = {
-                "content": getattr(result, "content", None),
-                "details": getattr(result, "details", None),
-            }
-        shown = {**cast(Mapping[str, Any], result), "isError": bool(event.get("isError"))}
-        self.say(render.finished_tool(painter, name, args, shown, expanded=False))
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -651,25 +649,20 @@ class InteractiveApp:
             elif parsed == ("fork", "") and not core.is_running:
                 self.say(render.user_text(painter, text))
                 self._put_in_input(await views.fork_picked(self, core))
-            elif parsed is not None and parsed[0] in FRONT_END_COMMANDS:
+            elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:
                 self.say(render.user_text(painter, text))
-                if parsed[0] == "copy":
-                    self._copy_last_answer()
-                elif parsed[0] == "share":
-                    views.share(self, core)
-                elif parsed[0] == "trust":
-                    await views.trust_folder(
-                        self, self.cwd, lambda question: self._ask_yes_no(question, lambda: None)
-                    )
-                else:
-                    self.say(self._hotkeys())
+                await interactive_commands.run(self, core, *parsed)
             elif commands.runs_here(core, text):
                 self.say(render.user_text(painter, text))
                 reports = self._compaction_reports
                 result = await commands.execute(core, text)
                 if self._compaction_reports != reports:  # /compact: its compaction_end said it all
                     result = commands.CommandResult("", quit=result.quit)
-                extra = "\n".join(FRONT_END_COMMANDS.values()) if parsed == ("help", "") else ""
+                extra = (
+                    "\n".join(interactive_commands.FRONT_END_COMMANDS.values())
+                    if parsed == ("help", "")
+                    else ""
+                )
                 self.say(
                     painter.styled(
                         "\n".join(filter(None, [result.text, extra])), "error" if result.error else ""
@@ -703,13 +696,9 @@ class InteractiveApp:
                 future.set_result(allowed)
             self._invalidate()
 
-    async def _show_transcript(self) -> None:
-        assert self._core is not None
-        await views.show_transcript(self, self._core, cast(AgentMessage | None, self._live))
-
     # -- models, queue, editor, sessions ---------------------------------------------------------
 
-    def _side_task(self, work: Coroutine[Any, Any, None]) -> None:
+    def _side_task(self, work: Coroutine[Any, Any, object]) -> None:
         """Run ``work`` beside the prompt (a view, a model switch); its failure is printed."""
 
         async def guarded() -> None:
@@ -733,10 +722,6 @@ class InteractiveApp:
             return False
         return True
 
-    async def _cycle_model(self, *, backward: bool) -> None:
-        assert self._core is not None
-        await self._core.cycle_model("backward" if backward else "forward")
-
     def _restore_queued(self) -> int:
         """Queued steering and follow-ups leave the queue and go back into the input box (above
         what is typed there), as pi does; how many there were."""
@@ -755,11 +740,9 @@ class InteractiveApp:
 
     async def _edit_externally(self) -> None:
         assert self._buffer is not None
-        text = await views.edit_externally(self, self._buffer.text)
-        if text is not None:
-            self._buffer.document = Document(text, len(text))
+        self._put_in_input(await views.edit_externally(self, self._buffer.text))
 
-    def _copy_last_answer(self) -> None:
+    def copy_last_answer(self) -> None:
         assert self._core is not None
         views.copy_last_answer(self, self._core, self._app.output if self._app is not None else None)
 
@@ -770,8 +753,7 @@ class InteractiveApp:
             editor_text = await views.navigate_tree(self, self._core, self._work_abort)
         finally:
             self._work_abort = None
-        if editor_text is not None and self._buffer is not None:
-            self._buffer.document = Document(editor_text, len(editor_text))
+        self._put_in_input(editor_text)
 
     @contextlib.asynccontextmanager
     async def full_screen(self) -> AsyncGenerator[None]:
@@ -793,7 +775,8 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        for text in views.header(core, self.painter(), self.rows(), self._bindings.warning):
+        warnings = "\n".join(w for w in (self._bindings.warning, self._theme_warning) if w) or None
+        for text in views.header(core, self.painter(), self.rows(), warnings):
             self.say(text)
 
     def _invalidate(self) -> None:
@@ -811,14 +794,3 @@ def _history() -> History:
         return FileHistory(str(directory / "prompt-history"))
     except OSError:
         return InMemoryHistory()
-
-
-def _short(text: str, limit: int = 30) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _monochrome() -> Any:
-    from prompt_toolkit.output.color_depth import ColorDepth
-
-    return ColorDepth.DEPTH_1_BIT

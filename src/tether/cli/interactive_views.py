@@ -241,7 +241,9 @@ def share(ui: Screen, core: AgentSession) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     written = core.export(target)
     ui.say(
-        painter.styled(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success")
+        painter.styled(
+            f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success"
+        )
     )
 
 
@@ -336,6 +338,22 @@ async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) 
     return editor_text
 
 
+async def _edit_label(ui: Screen, session: Session, row: TreeRow) -> bool:
+    """Shift-L in ``/tree``: ask for ``row``'s label (empty: remove it) and store it as pi does,
+    a ``label`` entry naming its target. Whether a label entry was written."""
+    text = await screens.ask_text(
+        f"Label for: {row.text[:70]} (empty removes it)", color=ui.color, default=row.label or ""
+    )
+    if text is None or text.strip() == (row.label or ""):
+        return False
+    try:
+        session.label(row.id, text.strip() or None)
+    except SessionError as exc:
+        ui.say(ui.painter().styled(f"label not saved: {exc}", "error"))
+        return False
+    return True
+
+
 async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     """The full-screen part of ``/tree``: the navigator, then (when the move leaves conversation
     behind) the summary question. Esc on the question returns to the tree; Esc on the tree ends
@@ -349,6 +367,11 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     async with ui.full_screen():
         while True:
             row = await screens.pick_tree_row(rows, start=start, color=ui.color)
+            if isinstance(row, screens.EditLabel):
+                start = row.row.id
+                if await _edit_label(ui, session, row.row):
+                    rows = session_rows(session)
+                continue
             if row is None:
                 ui.say(painter.styled("tree: cancelled, nothing changed", "muted"))
                 return None

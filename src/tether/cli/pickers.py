@@ -161,6 +161,63 @@ async def pick_line(title: str, labels: Sequence[str], *, start: int, noun: str,
     return result
 
 
+async def pick_many(
+    title: str, labels: Sequence[str], chosen: Sequence[int], *, color: bool
+) -> tuple[list[int], bool] | None:
+    """pi's scoped-models selector: ``labels`` with a check box each, filtered as you type.
+    Enter ticks or unticks the row, Ctrl-A ticks every row shown, Ctrl-X unticks them; Esc ends
+    (``(ticked, False)``: for this session), Ctrl-S ends and saves (``(ticked, True)``), Ctrl-C
+    cancels (``None``). The ticked rows come in the order they were ticked: the cycle's order."""
+    ticked = [i for i in chosen if 0 <= i < len(labels)]
+
+    def rows() -> list[str]:
+        return [("[x] " if i in ticked else "[ ] ") + label for i, label in enumerate(labels)]
+
+    picker = _Picker(rows)
+    picker.refresh()
+    keys = _list_keys(picker)
+
+    def tick(indexes: Sequence[int], on: bool) -> None:
+        for index in indexes:
+            if on and index not in ticked:
+                ticked.append(index)
+            elif not on and index in ticked:
+                ticked.remove(index)
+
+    @keys.add("enter")
+    def _toggle(event: KeyPressEvent) -> None:
+        index = picker.selected
+        if index is not None:
+            tick([index], index not in ticked)
+
+    @keys.add("c-a")
+    def _all(event: KeyPressEvent) -> None:
+        tick(picker.shown, True)
+
+    @keys.add("c-x")
+    def _none(event: KeyPressEvent) -> None:
+        tick(picker.shown, False)
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-s")
+    def _done(event: KeyPressEvent) -> None:
+        event.app.exit(result=(list(ticked), event.key_sequence[0].key == "c-s"))
+
+    @keys.add("c-c")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    def footer() -> str:
+        return (
+            f"{len(ticked)} of {len(labels)} ticked · Enter tick · ^A all ^X none · "
+            "Esc done (this session) · ^S save · ^C cancel"
+        )
+
+    app = application(lambda: title, _list_layout(picker), footer, keys, color=color, focus=picker.query)
+    result: tuple[list[int], bool] | None = await run_view(app)
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class SessionActions:
     """What the session picker may do to stored sessions (the core's operations)."""

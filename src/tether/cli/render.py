@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -305,3 +305,40 @@ def tail_lines(text: str, limit: int) -> str:
     """The last ``limit`` lines: the live view must fit the screen."""
     lines = text.split("\n")
     return text if len(lines) <= limit else "\n".join(lines[-limit:])
+
+
+def live_area(
+    painter: Painter,
+    live: Mapping[str, Any] | None,
+    tools: Iterable[tuple[str, object]],
+    question: str | None,
+    busy: bool,
+    show_thinking: bool,
+) -> str:
+    """The interactive mode's live area: the answer streaming now (``live``), the tools running
+    (name, arguments), a pending approval ``question``, or while ``busy`` with nothing to show, a
+    line saying the agent works."""
+    parts: list[str] = []
+    for block in cast(list[dict[str, Any]], (live or {}).get("content", [])):
+        kind = block.get("type")
+        if kind == "thinking":
+            parts.append(thinking_text(painter, block["thinking"], expanded=show_thinking))
+        elif kind == "text" and block["text"].strip():
+            parts.append(painter.markdown(block["text"]))
+        elif kind == "toolCall":
+            parts.append(tool_header(painter, block["name"], block.get("arguments", {}), "running"))
+    parts += [tool_header(painter, name, args, "running") for name, args in tools]
+    if question is not None:
+        parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "warning.strong"))
+    elif busy and not parts:
+        parts.append(painter.styled("working… (Esc to abort)", "muted"))
+    return "\n".join(p for p in parts if p)
+
+
+def tool_end(painter: Painter, name: str, args: object, event: Mapping[str, Any]) -> str:
+    """A ``tool_execution_end`` event as printed: the tool's line and its (folded) result."""
+    result = event.get("result")
+    if not isinstance(result, Mapping):  # an AgentToolResult
+        result = {"content": getattr(result, "content", None), "details": getattr(result, "details", None)}
+    shown = {**cast(Mapping[str, Any], result), "isError": bool(event.get("isError"))}
+    return finished_tool(painter, name, args, shown, expanded=False)

@@ -127,7 +127,19 @@ async def _run(options: RunOptions) -> int:
     if options.mode == "interactive":
         from tether.cli.interactive import InteractiveApp
 
-        app = InteractiveApp(cwd=cwd)
+        def rebuild(session_id: str | None, settings_now: Settings | None) -> AgentSession:
+            """``/reload``'s core: the files read again (settings too, unless given)."""
+            from tether.ai.paths import config_dir
+            from tether.session.settings import load_settings
+
+            fresh = settings_now if settings_now is not None else load_settings(config_dir(), cwd)
+            again = SessionChoice(persist=True, session_id=session_id)
+            assert app is not None
+            return options.session_options().create(
+                cwd=cwd, settings=fresh, ask=app.ask_approval, session=again
+            )
+
+        app = InteractiveApp(cwd=cwd, theme=settings.theme, rebuild=rebuild)
     ask = app.ask_approval if app is not None else None
     core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
     start_up_done()
@@ -165,7 +177,7 @@ async def _run(options: RunOptions) -> int:
         stream = options.stream if options.stream is not None else sys.stdout.isatty()
         return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
     finally:
-        await _close(core)
+        await _close(app.core if app is not None and app.core is not None else core)
 
 
 CLOSE_WAIT = 10.0

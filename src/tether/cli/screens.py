@@ -16,6 +16,7 @@ from typing import Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
@@ -23,6 +24,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import Container, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
 from prompt_toolkit.layout.layout import FocusableElement
+from prompt_toolkit.layout.processors import PasswordProcessor, Processor
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
@@ -318,11 +320,21 @@ async def show_transcript(
     return bool(await run_view(app))
 
 
-async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, color: bool) -> TreeRow | None:
+@dataclass(frozen=True, slots=True)
+class EditLabel:
+    """What the tree navigator returns for Shift-L: edit ``row``'s label, then come back."""
+
+    row: TreeRow
+
+
+async def pick_tree_row(
+    rows: Sequence[TreeRow], *, start: str | None = None, color: bool
+) -> TreeRow | EditLabel | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
-    Enter picks, Esc/q cancel. Typing searches (every word typed must appear in a row's text or
-    label; q is then text, Esc clears the search first); Ctrl-U shows only your messages and
-    Ctrl-L only labelled entries (pi's filters), each toggled."""
+    Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``).
+    Typing searches (every word typed must appear in a row's text or label, case ignored: type
+    it in lower case, as L is taken; q is then text, Esc clears the search first); Ctrl-U shows
+    only your messages and Ctrl-L only labelled entries (pi's filters), each toggled."""
     query = Buffer(multiline=False)
     filters: dict[str, bool] = {"user": False, "labelled": False}
     shown: list[int] = []
@@ -375,6 +387,12 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
     def _pick(event: KeyPressEvent) -> None:
         event.app.exit(result=selected())
 
+    @keys.add("L")
+    def _label(event: KeyPressEvent) -> None:
+        row = selected()
+        if row is not None:
+            event.app.exit(result=EditLabel(row))
+
     @keys.add("escape", eager=True, filter=searching)
     def _clear(event: KeyPressEvent) -> None:
         query.text = ""  # (reset() would not tell the list)
@@ -397,7 +415,7 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
         on = [name for name, value in filters.items() if value]
         only = f" · only {' and '.join(on)}" if on else ""
         return (
-            f"{len(shown)}/{len(rows)}{only} · ^U yours ^L labelled · Enter branch here · Esc cancel · "
+            f"{len(shown)}/{len(rows)}{only} · ^U yours ^L labelled · L label · Enter branch here · Esc cancel · "
             f"entry {row.id if row else '-'}"
         )
 
@@ -410,13 +428,15 @@ async def pick_tree_row(rows: Sequence[TreeRow], *, start: str | None = None, co
     )
     body = HSplit([search, Window(Lines(lines, view))])
     app = application(lambda: title, body, footer, keys, color=color, focus=query)
-    result: TreeRow | None = await run_view(app)
+    result: TreeRow | EditLabel | None = await run_view(app)
     return result
 
 
-async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int | None:
-    """A short menu: the index chosen with Enter (or its number key), ``None`` on Esc/q."""
+async def pick_option(title: str, options: Sequence[str], *, color: bool, start: int = 0) -> int | None:
+    """A short menu: the index chosen with Enter (or its number key), ``None`` on Esc/q; the
+    cursor starts on ``start``."""
     view = Viewport(count=len(options), cursor=0)
+    view.move(start)
 
     def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         def line(i: int) -> StyleAndTextTuples:
@@ -456,9 +476,10 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
     return result
 
 
-async def ask_text(title: str, *, color: bool) -> str | None:
-    """One line of text (Enter accepts, Esc cancels)."""
-    buffer = Buffer(multiline=False)
+async def ask_text(title: str, *, color: bool, default: str = "", secret: bool = False) -> str | None:
+    """One line of text (Enter accepts, Esc cancels), starting as ``default``; ``secret`` (an
+    API key) shows each character as ``*``."""
+    buffer = Buffer(multiline=False, document=Document(default, len(default)))
     keys = KeyBindings()
 
     @keys.add("enter")
@@ -470,7 +491,8 @@ async def ask_text(title: str, *, color: bool) -> str | None:
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=None)
 
-    body = Window(BufferControl(buffer), wrap_lines=True)
+    processors: list[Processor] = [PasswordProcessor()] if secret else []
+    body = Window(BufferControl(buffer, input_processors=processors), wrap_lines=True)
     app = application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
     result: str | None = await run_view(app)
     return result

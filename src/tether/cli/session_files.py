@@ -11,12 +11,29 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.session import SessionManager
+    from tether.store import SessionRecord
+
+
+def import_session_file(sessions: SessionManager, path: Path) -> SessionRecord:
+    """Store a pi session file or a tether export (``tether sessions import``, ``/import``);
+    raises ``ValueError``, ``OSError`` or ``SessionError`` saying what is wrong with it."""
+    from tether.session.pi_files import import_pi_session, session_file_kind
+
+    if not path.is_file():  # a FIFO would block the read forever, /dev/zero never end
+        raise ValueError("not a regular file (a pipe or a device cannot be imported)")
+    kind = session_file_kind(path)
+    if kind is None:
+        raise ValueError("neither a pi session file nor a tether export (no session header first)")
+    return import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
 
 
 def import_files(paths: list[str]) -> int:
     """Import every file; print ``<new id>  <file>`` per success. Exit 1 if any failed."""
     from tether.session import SessionManager
-    from tether.session.pi_files import import_pi_session, session_file_kind
     from tether.store import SessionError
 
     failed = 0
@@ -24,14 +41,7 @@ def import_files(paths: list[str]) -> int:
         for name in paths:
             path = Path(name)
             try:
-                if not path.is_file():  # a FIFO would block the read forever, /dev/zero never end
-                    raise ValueError("not a regular file (a pipe or a device cannot be imported)")
-                kind = session_file_kind(path)
-                if kind is None:
-                    raise ValueError(
-                        "neither a pi session file nor a tether export (no session header first)"
-                    )
-                record = import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
+                record = import_session_file(sessions, path)
             except (SessionError, OSError, ValueError) as exc:
                 sys.stderr.write(f"error: {name}: {exc}\n")
                 failed += 1

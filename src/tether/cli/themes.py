@@ -161,7 +161,7 @@ def theme_folders(config_dir: Path) -> list[Path]:
 
 def available(config_dir: Path) -> list[str]:
     """The built-in names, then the theme files' (for ``/settings``)."""
-    names = list(BUILT_IN)
+    names: list[str] = list(BUILT_IN)
     for folder in theme_folders(config_dir):
         if folder.is_dir():
             names += sorted(p.stem for p in folder.glob("*.json") if p.stem not in names)
@@ -258,7 +258,7 @@ def _colour(value: object, variables: dict[str, Any], seen: tuple[str, ...]) -> 
         if text in seen:
             raise ThemeError(f"variables refer to each other in a loop ({' → '.join((*seen, text))})")
         return _colour(variables[text], variables, (*seen, text))
-    raise ThemeError(f"{text!r} is neither a colour (#hex, 0-255, oklch(), okhsl(), \"\") nor a variable")
+    raise ThemeError(f'{text!r} is neither a colour (#hex, 0-255, oklch(), okhsl(), "") nor a variable')
 
 
 def _number(text: str) -> float:
@@ -266,7 +266,9 @@ def _number(text: str) -> float:
 
 
 def _oklch(lightness: float, chroma: float, hue: float) -> tuple[float, float, float]:
-    return _oklab_to_srgb(lightness, chroma * math.cos(math.radians(hue)), chroma * math.sin(math.radians(hue)))
+    return _oklab_to_srgb(
+        lightness, chroma * math.cos(math.radians(hue)), chroma * math.sin(math.radians(hue))
+    )
 
 
 def _okhsl(hue: float, saturation: float, lightness: float) -> tuple[float, float, float]:

@@ -246,7 +246,9 @@ def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
     parent, _, leaf = key.rpartition(".")  # "compaction.enabled": one key of an object
     if parent:
         inner = data.get(parent)
-        data[parent] = {**cast(dict[str, object], inner), leaf: value} if isinstance(inner, dict) else {leaf: value}
+        data[parent] = (
+            {**cast(dict[str, object], inner), leaf: value} if isinstance(inner, dict) else {leaf: value}
+        )
     else:
         data[key] = value
     _apply(Settings(), data, path)
@@ -298,7 +300,9 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
         elif key in ("tools", "shellEnvPassthrough", "enabledModels"):
             items = cast(list[object], value) if isinstance(value, list) else None
             if items is None or not all(isinstance(v, str) for v in items):
-                expected = {"tools": "tool names", "enabledModels": "model patterns"}.get(key, "variable names")
+                expected = {"tools": "tool names", "enabledModels": "model patterns"}.get(
+                    key, "variable names"
+                )
                 raise bad(key, f"a list of {expected}")
             changes[_LISTS[key]] = tuple(cast(list[str], items))
         elif key == "allowTools":
