@@ -1,10 +1,10 @@
 """The interactive mode's colours: the ``theme`` setting, two built-in themes and pi's theme files.
 
 Everything the screen colours is named by its role (``error``, ``tool.title``, ``diff.added``,
-``markdown.code`` …): ``render.Painter`` hands the theme to rich, the status line and the
-chips take theirs from ``Theme.toolkit_style``. ``dark`` (the default) keeps the terminal's own
-16 colours, bright where a dark background needs it; ``light`` uses the darker ones and a code
-theme for a light background.
+``markdown.code`` …): ``render.Painter`` hands the theme to rich, the prompt mark and the rule
+take theirs from ``Theme.toolkit_style``. ``dark`` (the default) is what tether always drew, in
+the terminal's own 16 colours; ``light`` uses darker colours of the 256 and a code theme for a
+light background.
 
 A name other than those is a theme file: ``<name>.json`` in tether's ``themes`` folder (config
 dir), else in pi's (``~/.pi/agent/themes``, or ``$PI_CODING_AGENT_DIR/themes``), in pi's format
@@ -115,7 +115,8 @@ class Theme:
     """Role name → rich style."""
     light: bool = False
     color_system: str = "standard"
-    """rich's colour system: the 16 palette colours for the built-ins, more for a file's."""
+    """rich's colour system: the terminal's 16 palette colours for ``dark``, 256 or true colour
+    for ``light`` and theme files."""
     prompt: str = "bold ansimagenta"
     rule: str = "ansibrightblack"
     approval: str = "bold ansiyellow"
@@ -145,7 +146,8 @@ class Theme:
 
 
 DARK = Theme("dark", ROLES_DARK)
-LIGHT = Theme("light", ROLES_LIGHT, light=True, prompt="bold ansimagenta", rule="ansigray")
+LIGHT = Theme("light", ROLES_LIGHT, light=True, color_system="256", rule="ansigray")
+"""Darker colours than the 16 a light background gets from most palettes: from the 256."""
 
 
 class ThemeError(ValueError):
