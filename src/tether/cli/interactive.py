@@ -34,7 +34,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, KeyPressEvent
 from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
@@ -86,6 +86,7 @@ class InteractiveApp:
         self._theme_name = theme or "dark"
         self.theme, self._theme_warning = themes.load_theme(theme, config_dir())
         self._rebuild = rebuild
+        self._keymap = KeyBindings()
         self.color = not os.environ.get("NO_COLOR")
         self.show_thinking = False
         self._core: AgentSession | None = None
@@ -151,7 +152,7 @@ class InteractiveApp:
             return
         self._use(fresh)
         self._bindings = load_bindings(config_dir())
-        self._app.key_bindings = self._keys(self._buffer)
+        self._keymap = self._keys(self._buffer)  # the application's DynamicKeyBindings sees it
         self._theme_name = fresh.settings.theme or "dark"
         theme, warning = themes.load_theme(fresh.settings.theme, config_dir())
         self.set_theme(theme)
@@ -276,6 +277,7 @@ class InteractiveApp:
     # -- layout and keys -----------------------------------------------------------------------------
 
     def _build(self, buffer: Buffer) -> Application[int]:
+        self._keymap = self._keys(buffer)
         chips = Condition(lambda: bool(self._steering or self._follow_ups or self._images))
         live = Condition(lambda: bool(self._live_text_raw()))
         main = HSplit(
@@ -305,7 +307,7 @@ class InteractiveApp:
         )
         app: Application[int] = Application(
             layout=Layout(main, focused_element=input_row),
-            key_bindings=self._keys(buffer),
+            key_bindings=DynamicKeyBindings(lambda: self._keymap),
             style=DynamicStyle(lambda: self.theme.toolkit_style()),
             full_screen=False,
             mouse_support=False,
@@ -508,7 +510,7 @@ class InteractiveApp:
     def set_theme(self, theme: themes.Theme) -> None:
         """Draw with ``theme`` from now on (what was printed keeps its colours)."""
         self.theme, self._theme_name = theme, theme.name
-        self._invalidate()
+        self._revision += 1  # drawn anew when the live area is next (after a full-screen view)
 
     def rows(self) -> int:
         if self._app is not None:

@@ -204,7 +204,7 @@ async def reload(
         ui.say(render.error_text(painter, f"/reload: {exc}; nothing reloaded", aborted=False))
         return None
     session_id = old.session_id if old.messages else None
-    model, thinking = old.model, old.thinking_level
+    model, stream_fn, thinking = old.model, old.agent.stream_fn, old.thinking_level
     detach()
     await old.close()
     try:
@@ -212,9 +212,16 @@ async def reload(
     except TetherError as exc:
         ui.say(render.error_text(painter, f"/reload: {exc}; kept the settings", aborted=False))
         fresh = rebuild(session_id, old.settings)
-    with contextlib.suppress(TetherError, LookupError, ValueError):
-        fresh.set_model(model)
-        fresh.set_thinking(thinking)
+    if (fresh.model["provider"], fresh.model["id"]) != (model["provider"], model["id"]):
+        served = any(
+            (m["provider"], m["id"]) == (model["provider"], model["id"]) for m in fresh.extension_models()
+        )
+        with contextlib.suppress(TetherError, LookupError, ValueError):  # an extension's, now gone
+            if served:
+                fresh.set_model(f"{model['provider']}/{model['id']}")
+            else:
+                fresh.set_model(model, stream_fn)
+    fresh.set_thinking(thinking)
     resources = fresh.resources
     host = resources.extensions if resources is not None else None
     counts = (

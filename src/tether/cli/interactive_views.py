@@ -364,11 +364,13 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
         ui.say(painter.styled("(the session is empty)", "muted"))
         return None
     start: str | None = None
+    search = ""
     async with ui.full_screen():
         while True:
-            row = await screens.pick_tree_row(rows, start=start, color=ui.color)
+            row = await screens.pick_tree_row(rows, start=start, search=search, color=ui.color)
+            search = ""
             if isinstance(row, screens.EditLabel):
-                start = row.row.id
+                start, search = row.row.id, row.search
                 if await _edit_label(ui, session, row.row):
                     rows = session_rows(session)
                 continue

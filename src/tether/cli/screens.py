@@ -325,17 +325,19 @@ class EditLabel:
     """What the tree navigator returns for Shift-L: edit ``row``'s label, then come back."""
 
     row: TreeRow
+    search: str
+    """What was typed in the search line, to come back to."""
 
 
 async def pick_tree_row(
-    rows: Sequence[TreeRow], *, start: str | None = None, color: bool
+    rows: Sequence[TreeRow], *, start: str | None = None, search: str = "", color: bool
 ) -> TreeRow | EditLabel | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
     Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``).
     Typing searches (every word typed must appear in a row's text or label, case ignored: type
     it in lower case, as L is taken; q is then text, Esc clears the search first); Ctrl-U shows
     only your messages and Ctrl-L only labelled entries (pi's filters), each toggled."""
-    query = Buffer(multiline=False)
+    query = Buffer(multiline=False, document=Document(search, len(search)))
     filters: dict[str, bool] = {"user": False, "labelled": False}
     shown: list[int] = []
     view = Viewport(count=len(rows), cursor=0)
@@ -391,7 +393,7 @@ async def pick_tree_row(
     def _label(event: KeyPressEvent) -> None:
         row = selected()
         if row is not None:
-            event.app.exit(result=EditLabel(row))
+            event.app.exit(result=EditLabel(row, query.text))
 
     @keys.add("escape", eager=True, filter=searching)
     def _clear(event: KeyPressEvent) -> None:
@@ -420,13 +422,13 @@ async def pick_tree_row(
         )
 
     title = f"Session tree · {len(rows)} entries · • marks the active path"
-    search = VSplit(
+    search_line = VSplit(
         [
             Window(FormattedTextControl("search: "), width=8, dont_extend_width=True),
             Window(BufferControl(query), height=1),
         ]
     )
-    body = HSplit([search, Window(Lines(lines, view))])
+    body = HSplit([search_line, Window(Lines(lines, view))])
     app = application(lambda: title, body, footer, keys, color=color, focus=query)
     result: TreeRow | EditLabel | None = await run_view(app)
     return result
