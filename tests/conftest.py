@@ -25,6 +25,14 @@ def _no_base_url_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_saved_keys(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A developer's keys saved with ``/login`` (``auth.json`` in the data folder, used before
+    the environment) reach no test: without ``TETHER_HOME``, the data folder is a temporary one."""
+    if not os.environ.get("TETHER_HOME"):
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.getbasetemp() / "xdg-data"))
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     bin_dir = find_bin_dir()

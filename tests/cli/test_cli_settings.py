@@ -89,6 +89,9 @@ def test_all_documented_keys(tmp_path: Path) -> None:
         ({"maxConnections": -1}, '"maxConnections": expected a non-negative integer (0: no limit)'),
         ({"maxConnections": {"openai": "10"}}, '"maxConnections.openai": expected a non-negative integer'),
         ([1, 2], "expected a JSON object at the top level"),
+        ({"steeringMode": "some"}, '"steeringMode": expected one of one-at-a-time, all, got "some"'),
+        ({"enabledModels": "a/*"}, '"enabledModels": expected a list of model patterns'),
+        ({"theme": 3}, '"theme": expected a string, got 3'),
     ],
 )
 def test_bad_values_name_file_and_key(tmp_path: Path, data: object, message: str) -> None:
@@ -126,3 +129,42 @@ def test_invalid_json_is_reported_with_the_file(tmp_path: Path) -> None:
     path.write_text("{ model: 1 }")
     with pytest.raises(SettingsError, match="not valid JSON"):
         load_settings(tmp_path / "c", tmp_path)
+
+
+def test_pi_settings_keys_and_saving_one_key_of_an_object(tmp_path: Path) -> None:
+    from tether.session.settings import save_user_setting
+
+    config = tmp_path / "c"
+    write(config / "settings.json", {"compaction": {"reserveTokens": 100}, "theme": "light"})
+    save_user_setting(config, "compaction.enabled", False)
+    save_user_setting(config, "steeringMode", "all")
+    save_user_setting(config, "enabledModels", ["openai/*", "anthropic/claude-sonnet-4-5:high"])
+    assert json.loads((config / "settings.json").read_text())["compaction"] == {
+        "reserveTokens": 100,
+        "enabled": False,
+    }
+    s = load_settings(config, tmp_path)
+    assert (s.theme, s.steering_mode, s.follow_up_mode) == ("light", "all", "one-at-a-time")
+    assert s.compaction == CompactionSettings(enabled=False, reserve_tokens=100)
+    assert s.enabled_models == ("openai/*", "anthropic/claude-sonnet-4-5:high")
+    with pytest.raises(SettingsError):  # checked before the file is replaced
+        save_user_setting(config, "followUpMode", "never")
+    assert load_settings(config, tmp_path).follow_up_mode == "one-at-a-time"
+
+
+def test_queue_modes_and_enabled_models_reach_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``steeringMode``/``followUpMode`` set the agent's queues; ``enabledModels`` is the Ctrl-P
+    scope (and the start-up model), a pattern matching nothing one note, not a failure."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.delenv("TETHER_SCRIPTED", raising=False)
+    settings = Settings(
+        steering_mode="all", follow_up_mode="all", enabled_models=("nosuchmodel-xyz", "openai/gpt-4o-mini")
+    )
+    core = create_agent_session(cwd=tmp_path, settings=settings, session=SessionChoice(persist=False))
+    assert (core.agent.steering_mode, core.agent.follow_up_mode) == ("all", "all")
+    assert [f"{s.model['provider']}/{s.model['id']}" for s in core.scoped_models] == ["openai/gpt-4o-mini"]
+    assert core.model["id"] == "gpt-4o-mini"
+    assert core.notice is not None and "enabledModels:" in core.notice and "nosuchmodel-xyz" in core.notice

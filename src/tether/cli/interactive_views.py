@@ -21,7 +21,7 @@ from prompt_toolkit.application import in_terminal
 from prompt_toolkit.output import Output
 
 from tether.ai.abort import AbortController
-from tether.cli import clipboard, external_editor, pickers, render, screens
+from tether.cli import clipboard, external_editor, pickers, render, screens, themes
 from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
 from tether.session import Session
 from tether.session.agent_session import AgentSession
@@ -57,7 +57,7 @@ class Screen(Protocol):
 
 
 def transcript_pages(
-    core: AgentSession, live: AgentMessage | None, *, color: bool
+    core: AgentSession, live: AgentMessage | None, *, color: bool, theme: themes.Theme = themes.DARK
 ) -> Callable[[int, bool], Callable[[], str | None]]:
     """For ``screens.show_transcript``: the branch newest first (``live``, the answer streaming
     now, on top), read from the session lazily and rendered a chunk at a time."""
@@ -71,7 +71,7 @@ def transcript_pages(
         )
         if live is not None:
             newest = itertools.chain([cast(dict[str, Any], live)], newest)
-        return BackwardTranscript(render.Painter(width, color), newest, show_thinking=thinking).older
+        return BackwardTranscript(render.Painter(width, color, theme), newest, show_thinking=thinking).older
 
     return make_pages
 
@@ -134,7 +134,7 @@ def render_empty(painter: render.Painter) -> str:
 async def show_transcript(ui: Screen, core: AgentSession, live: AgentMessage | None) -> None:
     """Ctrl-O: the branch from its end, rendered as it scrolls. Ctrl-T there changes
     ``ui.show_thinking`` before the live area is drawn again."""
-    make_pages = transcript_pages(core, live, color=ui.color)
+    make_pages = transcript_pages(core, live, color=ui.color, theme=ui.painter().theme)
     async with ui.full_screen():
         ui.show_thinking = await screens.show_transcript(
             make_pages, show_thinking=ui.show_thinking, color=ui.color
