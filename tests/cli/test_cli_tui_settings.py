@@ -174,7 +174,7 @@ def test_scoped_models_choose_what_ctrl_p_cycles_and_are_saved(cli: CliEnv) -> N
         terminal.send("C-s")  # keep and save
         screen = terminal.wait_for(lambda s: not terminal.full_screen() and "Ctrl-P cycles through" in s)
         assert "Ctrl-P cycles through: alpha/a3, alpha/a1" in " ".join(screen.split())
-        seen = []
+        seen: list[str] = []
         for _ in range(3):
             terminal.send("C-p")
             before = seen[-1] if seen else status_line(screen).split(" ")[0]
