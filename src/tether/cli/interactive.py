@@ -83,8 +83,9 @@ class InteractiveApp:
         if bindings is None:
             bindings = load_bindings(config_dir())
         self._bindings = bindings
-        self._theme_name = theme or "dark"
         self.theme, self._theme_warning = themes.load_theme(theme, config_dir())
+        self._style = self.theme.toolkit_style()
+        """Made once per theme: a new ``Style`` object empties prompt-toolkit's style caches."""
         self._rebuild = rebuild
         self._keymap = KeyBindings()
         self.color = not os.environ.get("NO_COLOR")
@@ -153,7 +154,6 @@ class InteractiveApp:
         self._use(fresh)
         self._bindings = load_bindings(config_dir())
         self._keymap = self._keys(self._buffer)  # the application's DynamicKeyBindings sees it
-        self._theme_name = fresh.settings.theme or "dark"
         theme, warning = themes.load_theme(fresh.settings.theme, config_dir())
         self.set_theme(theme)
         for note in (self._bindings.warning, warning):
@@ -308,7 +308,7 @@ class InteractiveApp:
         app: Application[int] = Application(
             layout=Layout(main, focused_element=input_row),
             key_bindings=DynamicKeyBindings(lambda: self._keymap),
-            style=DynamicStyle(lambda: self.theme.toolkit_style()),
+            style=DynamicStyle(lambda: self._style),
             full_screen=False,
             mouse_support=False,
             color_depth=None if self.color else ColorDepth.DEPTH_1_BIT,
@@ -505,11 +505,11 @@ class InteractiveApp:
         return render.Painter(self._width, self.color, self.theme)
 
     def theme_name(self) -> str:
-        return self._theme_name
+        return self.theme.name
 
     def set_theme(self, theme: themes.Theme) -> None:
         """Draw with ``theme`` from now on (what was printed keeps its colours)."""
-        self.theme, self._theme_name = theme, theme.name
+        self.theme, self._style = theme, theme.toolkit_style()
         self._revision += 1  # drawn anew when the live area is next (after a full-screen view)
 
     def rows(self) -> int:

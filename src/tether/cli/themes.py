@@ -221,7 +221,7 @@ def theme_from_file(path: Path) -> Theme:
     light = appearance == "light" if appearance in ("light", "dark") else _looks_light(resolved)
     truecolor = os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit")
     return Theme(
-        str(data.get("name") or path.stem),
+        path.stem,  # the name it is chosen by (pi asks for the same in "name")
         roles,
         light=light,
         color_system="truecolor" if truecolor else "256",
