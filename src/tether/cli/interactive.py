@@ -42,7 +42,6 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.patch_stdout import patch_stdout
-from prompt_toolkit.styles import DynamicStyle
 
 from tether.ai.abort import AbortController
 from tether.cli import footer, interactive_commands, interactive_views as views, render, screens, themes
@@ -84,8 +83,6 @@ class InteractiveApp:
             bindings = load_bindings(config_dir())
         self._bindings = bindings
         self.theme, self._theme_warning = themes.load_theme(theme, config_dir())
-        self._style = self.theme.toolkit_style()
-        """Made once per theme: a new ``Style`` object empties prompt-toolkit's style caches."""
         self._rebuild = rebuild
         self._keymap = KeyBindings()
         self.color = not os.environ.get("NO_COLOR")
@@ -308,7 +305,7 @@ class InteractiveApp:
         app: Application[int] = Application(
             layout=Layout(main, focused_element=input_row),
             key_bindings=DynamicKeyBindings(lambda: self._keymap),
-            style=DynamicStyle(lambda: self._style),
+            style=self.theme.toolkit_style(),
             full_screen=False,
             mouse_support=False,
             color_depth=None if self.color else ColorDepth.DEPTH_1_BIT,
@@ -509,7 +506,9 @@ class InteractiveApp:
 
     def set_theme(self, theme: themes.Theme) -> None:
         """Draw with ``theme`` from now on (what was printed keeps its colours)."""
-        self.theme, self._style = theme, theme.toolkit_style()
+        self.theme = theme
+        if self._app is not None:  # made once per theme: a new Style empties prompt-toolkit's caches
+            self._app.style = theme.toolkit_style()
         self._revision += 1  # drawn anew when the live area is next (after a full-screen view)
 
     def rows(self) -> int:

@@ -57,8 +57,6 @@ class CommandScreen(SettingsScreen, Protocol):
 
     def hotkeys(self) -> str: ...
 
-    def theme_name(self) -> str: ...
-
     async def reload(self) -> None:
         """``/reload``: the core built again from the files, in the same session."""
         ...
@@ -76,7 +74,7 @@ async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> No
     elif name == "trust":
         await views.trust_folder(ui, ui.cwd, ui.ask_yes_no)
     elif name == "settings":
-        await interactive_settings.settings_menu(ui, core, ui.theme_name)
+        await interactive_settings.settings_menu(ui, core)
     elif name == "scoped-models":
         await interactive_settings.scoped_models(ui, core)
     elif name == "reload":

@@ -8,7 +8,6 @@ cannot be saved still applies, and one line says why it was not saved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol, cast
 
@@ -23,6 +22,8 @@ class SettingsScreen(Screen, Protocol):
     """The interactive app, as ``/settings`` sees it: a ``Screen`` whose theme can change."""
 
     def set_theme(self, theme: themes.Theme) -> None: ...
+
+    def theme_name(self) -> str: ...
 
 
 def _save(ui: Screen, key: str, value: object) -> None:
@@ -50,14 +51,14 @@ def _rows(core: AgentSession, theme: str) -> list[tuple[str, str]]:
     ]
 
 
-async def settings_menu(ui: SettingsScreen, core: AgentSession, theme_name: Callable[[], str]) -> None:
+async def settings_menu(ui: SettingsScreen, core: AgentSession) -> None:
     """``/settings``: the menu, then the choices for the row picked, until Esc."""
     from tether.ai.paths import config_dir
 
     cursor = 0
     async with ui.full_screen():
         while True:
-            rows = _rows(core, theme_name())
+            rows = _rows(core, ui.theme_name())
             width = max(len(label) for label, _ in rows)
             index = await screens.pick_option(
                 "Settings (saved to your settings.json)",
