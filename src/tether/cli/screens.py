@@ -16,6 +16,7 @@ from typing import Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
@@ -456,12 +457,13 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool) -> int
     return result
 
 
-async def ask_text(title: str, *, color: bool) -> str | None:
-    """One line of text (Enter accepts, Esc cancels)."""
-    buffer = Buffer(multiline=False)
+async def ask_text(title: str, *, color: bool, prefill: str = "", multiline: bool = False) -> str | None:
+    """One line of text (Enter accepts, Esc cancels); ``multiline``: several, Enter adds a line
+    and Ctrl-S accepts (an extension's ``ui.editor``)."""
+    buffer = Buffer(multiline=multiline, document=Document(prefill, len(prefill)))
     keys = KeyBindings()
 
-    @keys.add("enter")
+    @keys.add("c-s" if multiline else "enter")
     def _accept(event: KeyPressEvent) -> None:
         event.app.exit(result=buffer.text)
 
@@ -471,6 +473,7 @@ async def ask_text(title: str, *, color: bool) -> str | None:
         event.app.exit(result=None)
 
     body = Window(BufferControl(buffer), wrap_lines=True)
-    app = application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
+    hint = "Ctrl-S accept · Esc cancel" if multiline else "Enter accept · Esc cancel"
+    app = application(lambda: title, body, lambda: hint, keys, color=color)
     result: str | None = await run_view(app)
     return result

@@ -34,18 +34,20 @@ from tether.session.extensions.api import (
     CommandContext,
     ExtensionCommand,
     ExtensionProvider,
-    ExtensionUI,
-    NotifyLevel,
+    ExtensionShortcut,
+    InputEvent,
+    InputResult,
     Registrations,
     SessionControl,
 )
+from tether.session.extensions.ui import Dialogs, ExtensionUI, HeadlessUI
 
 if TYPE_CHECKING:
     from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
     from tether.ai.abort import AbortSignal
     from tether.ai.types import StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
-    from tether.wire import ModelInfo
+    from tether.wire import AgentMessage, ModelInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,35 +58,17 @@ class LoadedExtension:
     registered: Registrations
 
 
-class HeadlessUI:
-    """Nobody at the keyboard (print and JSON modes): ``confirm`` is ``False``, ``select`` and
-    ``input`` are ``None``, and each question is reported as a notice saying so."""
-
-    def __init__(self, notice: Callable[[str], None]) -> None:
-        self._notice = notice
-
-    async def confirm(self, title: str, message: str = "") -> bool:
-        self._notice(f"{title}: nobody can answer here, taken as no")
-        return False
-
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
-        self._notice(f"{title}: nobody can answer here, nothing selected")
-        return None
-
-    async def input(self, title: str, placeholder: str = "") -> str | None:
-        self._notice(f"{title}: nobody can answer here, no input")
-        return None
-
-    def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        self._notice(message if level == "info" else f"{level}: {message}")
-
-
 class ExtensionHost:
     """The session's extensions: their tools, commands and providers, and the hooks that call
     them. ``ui`` is the front end's (``HeadlessUI`` until one installs its own); ``notice`` is
     where reports go (the core turns them into ``notice`` events)."""
 
-    def __init__(self, extensions: Sequence[LoadedExtension], problems: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        extensions: Sequence[LoadedExtension],
+        problems: Sequence[str] = (),
+        next_turn: list[AgentMessage] | None = None,
+    ) -> None:
         self.extensions = list(extensions)
         self.problems = list(problems)
         """Extensions that could not be loaded, one line each (shown at start-up)."""
@@ -98,6 +82,13 @@ class ExtensionHost:
         """The running session (``attach``): what ``api.send_user_message`` and the like control."""
         self._reported: set[str] = set()
         self._observing: set[asyncio.Task[None]] = set()
+        self._next_turn = next_turn if next_turn is not None else []
+        """Messages ``send_message`` holds for the next prompt (shared with every ``api``)."""
+
+    @property
+    def dialogs(self) -> Dialogs:
+        """The front end's ``ui`` as extensions call it (with dialog timeouts)."""
+        return Dialogs(self.ui)
 
     # -- the session's lifecycle -------------------------------------------------------------------
 
@@ -160,6 +151,22 @@ class ExtensionHost:
                 found.setdefault(command.name, command)
         return found
 
+    def shortcuts(self) -> list[ExtensionShortcut]:
+        """Every extension's keys, first registration of a key first."""
+        return [s for e in self.extensions for s in e.registered.shortcuts]
+
+    def command_context(
+        self, session: SessionControl, send: Callable[[str], Awaitable[None]]
+    ) -> CommandContext:
+        """What a command's (or a shortcut's) handler gets."""
+        return CommandContext(session.cwd, self.dialogs, send, session)
+
+    async def run_shortcut(self, shortcut: ExtensionShortcut, context: CommandContext) -> None:
+        try:
+            await _call(shortcut.handler, context)
+        except Exception as exc:
+            self.report(shortcut.extension, shortcut.key, exc)
+
     def providers(self) -> dict[str, ExtensionProvider]:
         found: dict[str, ExtensionProvider] = {}
         for extension in self.extensions:
@@ -219,7 +226,29 @@ class ExtensionHost:
             line = f"extension {name} failed in {where}: {error} (reported once)"
         self.failed(origin, where, error, line)
 
+    async def input(self, text: str, source: str) -> str | None:
+        """The ``input`` hooks on a line the user sent: the text to go on with (transformed, or
+        as it was), ``None`` when a hook handled it. A failing hook is skipped."""
+        for name, hook in self._hooks("input"):
+            try:
+                result = await _call(hook, InputEvent(text, source))
+            except Exception as exc:
+                self.report(name, "input", exc)
+                continue
+            if isinstance(result, InputResult) and result.action == "handled":
+                return None
+            if isinstance(result, InputResult) and result.action == "transform" and result.text is not None:
+                text = result.text
+        return text
+
+    def has_input_hooks(self) -> bool:
+        return bool(self._hooks("input"))
+
     async def before_run(self, context: BeforeRunContext) -> BeforeRunResult | None:
+        """The ``before_run`` hooks; first, what ``send_message`` held for this prompt goes in
+        front of it."""
+        held, self._next_turn[:] = list(self._next_turn), []
+        context.messages[:0] = held
         for name, hook in self._hooks("before_run"):
             try:
                 result = await _call(hook, context)
