@@ -195,3 +195,41 @@ async def test_input_model_select_messages_and_session_operations(
         ("custom", "a reminder from the extension"),
     ]
     assert users == ["hello"]  # back at the first prompt
+
+
+FLAGS = """
+import json
+from pathlib import Path
+
+def setup(api):
+    api.register_flag("plan", description="start in plan mode")
+    api.register_flag("depth", type="string", default="1")
+    api.register_flag("quiet")
+    seen_in_setup = api.get_flag("plan")
+
+    @api.on("session_start")
+    def started(event):
+        values = [seen_in_setup, api.get_flag("plan"), api.get_flag("depth"), api.get_flag("quiet")]
+        Path(__file__).with_suffix(".log").write_text(json.dumps(values))
+"""
+
+
+async def test_flags_from_the_command_line(dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    script(monkeypatch, dirs["tmp"], [])
+    extension = dirs["tmp"] / "flags.py"
+    extension.write_text(textwrap.dedent(FLAGS))
+    given = ("plan", "depth=3", "nope", "quiet=maybe")
+    core = SessionOptions(extension_paths=(extension,), extension_flags=given).create(
+        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    try:
+        assert core.resources is not None
+        warnings = list(core.resources.warnings)
+    finally:
+        await core.close()
+    # in setup a flag is its default; from session_start on, what the command line gave
+    assert json.loads((dirs["tmp"] / "flags.log").read_text()) == [None, True, "3", None]
+    assert warnings == [
+        "--flag nope: no extension registered that flag (depth, plan, quiet)",
+        "--flag quiet=maybe: quiet is a yes/no flag (give it as --flag quiet)",
+    ]

@@ -102,6 +102,28 @@ class InputResult:
     text: str | None = None
 
 
+@dataclass(slots=True)
+class Shared:
+    """What every extension's ``api`` and the host share: the messages ``send_message`` holds for
+    the next prompt, and the flags registered and the values given on the command line."""
+
+    next_turn: list[AgentMessage] = field(default_factory=lambda: [])
+    flags: dict[str, ExtensionFlag] = field(default_factory=lambda: {})
+    flag_values: dict[str, bool | str] = field(default_factory=lambda: {})
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionFlag:
+    """A command-line flag of an extension (pi's ``registerFlag``): ``--flag NAME`` sets a
+    ``boolean`` one, ``--flag NAME=VALUE`` a ``string`` one."""
+
+    name: str
+    description: str
+    type: Literal["boolean", "string"]
+    default: bool | str | None
+    extension: str
+
+
 _SENDING: set[asyncio.Task[None]] = set()
 """``send_user_message`` runs waiting for the session (kept referenced until they end)."""
 
@@ -205,14 +227,14 @@ class ExtensionAPI:
         cwd: Path,
         ui: Callable[[], ExtensionUI],
         session: Callable[[], SessionControl | None] = lambda: None,
-        next_turn: list[AgentMessage] | None = None,
+        shared: Shared | None = None,
     ) -> None:
         self.name = name
         self.cwd = cwd
         self._ui = ui
         self._session = session
         self.registered = Registrations()
-        self._next_turn = next_turn if next_turn is not None else []
+        self._shared = shared if shared is not None else Shared()
 
     # -- controlling the session (pi's ExtensionAPI; not during setup) -----------------------------
 
@@ -263,7 +285,7 @@ class ExtensionAPI:
         elif deliver_as != "next_turn" and trigger_turn:
             self._when_idle(session, custom)
         else:
-            self._next_turn.append(custom)
+            self._shared.next_turn.append(custom)
 
     def _when_idle(self, session: SessionControl, prompt: str | AgentMessage) -> None:
         """Run ``prompt`` once what runs now (a slash command, say) has ended."""
@@ -299,6 +321,30 @@ class ExtensionAPI:
         if not key or not callable(handler):
             raise ValueError(f"register_shortcut needs a key and a handler, got {key!r}")
         self.registered.shortcuts.append(ExtensionShortcut(key.lower(), description, handler, self.name))
+
+    def register_flag(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        type: Literal["boolean", "string"] = "boolean",
+        default: bool | str | None = None,
+    ) -> None:
+        """A command-line flag for this extension (pi's ``registerFlag``): ``tether --flag NAME``
+        (boolean) or ``--flag NAME=VALUE`` (string); ``get_flag`` reads it once the session runs
+        (in ``setup`` it is the default). A flag given that no extension registered is reported."""
+        if not name or not all(c.isalnum() or c in "-_" for c in name) or type not in ("boolean", "string"):
+            raise ValueError(f"register_flag needs a name of letters, digits, - and _, got {name!r}")
+        if name in self._shared.flags:
+            raise ValueError(f"flag {name!r} is already registered by {self._shared.flags[name].extension}")
+        self._shared.flags[name] = ExtensionFlag(name, description, type, default, self.name)
+
+    def get_flag(self, name: str) -> bool | str | None:
+        """The flag's value from the command line, else its default (pi's ``getFlag``)."""
+        flag = self._shared.flags.get(name)
+        if flag is None:
+            raise KeyError(f"no flag {name!r} is registered")
+        return self._shared.flag_values.get(name, flag.default)
 
     def append_entry(self, custom_type: str, data: Any) -> str | None:
         """Store ``data`` in the session as a custom entry (pi's ``appendEntry``: extension state,

@@ -33,12 +33,14 @@ from tether.session.extensions.api import (
     BeforeRunResult,
     CommandContext,
     ExtensionCommand,
+    ExtensionFlag,
     ExtensionProvider,
     ExtensionShortcut,
     InputEvent,
     InputResult,
     Registrations,
     SessionControl,
+    Shared,
 )
 from tether.session.extensions.ui import Dialogs, ExtensionUI, HeadlessUI
 
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from tether.ai.abort import AbortSignal
     from tether.ai.types import StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
-    from tether.wire import AgentMessage, ModelInfo
+    from tether.wire import ModelInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ class ExtensionHost:
         self,
         extensions: Sequence[LoadedExtension],
         problems: Sequence[str] = (),
-        next_turn: list[AgentMessage] | None = None,
+        shared: Shared | None = None,
     ) -> None:
         self.extensions = list(extensions)
         self.problems = list(problems)
@@ -82,8 +84,8 @@ class ExtensionHost:
         """The running session (``attach``): what ``api.send_user_message`` and the like control."""
         self._reported: set[str] = set()
         self._observing: set[asyncio.Task[None]] = set()
-        self._next_turn = next_turn if next_turn is not None else []
-        """Messages ``send_message`` holds for the next prompt (shared with every ``api``)."""
+        self._shared = shared if shared is not None else Shared()
+        """What every ``api`` shares with the host (held messages, flags)."""
 
     @property
     def dialogs(self) -> Dialogs:
@@ -150,6 +152,30 @@ class ExtensionHost:
             for command in extension.registered.commands:
                 found.setdefault(command.name, command)
         return found
+
+    def set_flags(self, given: Sequence[str]) -> list[str]:
+        """Take ``--flag NAME[=VALUE]`` from the command line (before ``session_start``, so hooks
+        there see them, as in pi). A flag no extension registered, or a value of the wrong kind,
+        is one problem line and left out: the lines returned."""
+        problems: list[str] = []
+        for text in given:
+            name, has_value, value = text.partition("=")
+            flag = self._shared.flags.get(name)
+            if flag is None:
+                known = ", ".join(sorted(self._shared.flags)) or "none registered"
+                problems.append(f"--flag {name}: no extension registered that flag ({known})")
+            elif flag.type == "boolean" and has_value and value not in ("true", "false"):
+                problems.append(f"--flag {text}: {name} is a yes/no flag (give it as --flag {name})")
+            elif flag.type == "boolean":
+                self._shared.flag_values[name] = value != "false"
+            elif not has_value:
+                problems.append(f"--flag {name}: {name} takes a value (--flag {name}=VALUE)")
+            else:
+                self._shared.flag_values[name] = value
+        return problems
+
+    def flags(self) -> list[ExtensionFlag]:
+        return list(self._shared.flags.values())
 
     def shortcuts(self) -> list[ExtensionShortcut]:
         """Every extension's keys, first registration of a key first."""
@@ -247,7 +273,7 @@ class ExtensionHost:
     async def before_run(self, context: BeforeRunContext) -> BeforeRunResult | None:
         """The ``before_run`` hooks; first, what ``send_message`` held for this prompt goes in
         front of it."""
-        held, self._next_turn[:] = list(self._next_turn), []
+        held, self._shared.next_turn[:] = list(self._shared.next_turn), []
         context.messages[:0] = held
         for name, hook in self._hooks("before_run"):
             try:
