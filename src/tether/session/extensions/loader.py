@@ -58,16 +58,12 @@ def load_extensions(
 
     for path in paths:
         name = extension_name(path)
-        extension, problem = _load(
-            name, str(path), lambda p=path: _import_path(p), cwd, ui, session, shared
-        )
+        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session, shared)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     for name, target in entry_points:
         origin = f"entry point {name} ({target})"
-        extension, problem = _load(
-            name, origin, lambda t=target: _import_target(t), cwd, ui, session, shared
-        )
+        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui, session, shared)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     host = ExtensionHost(loaded, problems, shared)
