@@ -32,6 +32,7 @@ from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
+from tether.mcp.prompts import PromptInfo, list_prompts
 from tether.mcp.stdio import process_transport, spawn, stop_process
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class McpConnection:
         """The tools of the last successful start (kept across a crash: calls restart it)."""
         self.has_resources = False
         """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
+        self.prompts: list[PromptInfo] = []
+        """The prompts of the last successful start (``tether.mcp.prompts``: slash commands)."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -245,6 +248,7 @@ class McpConnection:
                     client = await stack.enter_async_context(self._client_for(process))
                     self.tools = await _list_tools(client)
                     self.has_resources = client.server_capabilities.resources is not None
+                    self.prompts = await _prompts(client)
                     scope.deadline = math.inf
                     self._cancel = None
                     self._client, self.status = client, "ready"
@@ -318,6 +322,17 @@ class McpConnection:
 
     def _log_hint(self) -> str:
         return f" (server log: {self.log_file})" if self.log_file is not None else ""
+
+
+async def _prompts(client: Client) -> list[PromptInfo]:
+    """The server's prompts, if it has any; a server whose list fails still serves its tools
+    (its prompts are simply not offered: a broken extra must not cost the rest)."""
+    if client.server_capabilities.prompts is None:
+        return []
+    try:
+        return await list_prompts(client)
+    except Exception:
+        return []
 
 
 async def _list_tools(client: Client) -> list[ToolInfo]:

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
+from tether.errors import ToolError
 from tether.session.convert import lower_for
 from tether.session.events import (
     AgentEndSessionEvent,
@@ -253,6 +255,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self, line: str, images: Sequence[ImageContent], shell: bool
     ) -> Callable[[], Awaitable[list[AgentMessage]]]:
         """The run ``submit`` makes of a line."""
+        if self.mcp and line.startswith("/mcp__"):
+            return lambda: self._mcp_prompt_run(line, images)
         if self.resources is not None and line.startswith("/"):
             command = self.resources.extension_command(line)
             if command is not None:
@@ -516,6 +520,23 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 self._mcp_noted.add(line)
                 self.notify(line)
         return True
+
+    async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
+        """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the
+        user's message; a prompt that cannot be had is a notice, not a run."""
+        if not await self._install_mcp_tools() or not self.mcp:
+            return self._added
+        try:
+            content = await self.mcp.run_prompt(line)
+        except ToolError as exc:
+            self.notify(str(exc))
+            return self._added
+        message: AgentMessage = {
+            "role": "user",
+            "content": [*content, *images],
+            "timestamp": int(time.time() * 1000),
+        }
+        return await self._prompt_run(self._inputs(message, ()))
 
     async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
         """An extension's slash command, as a run: it may prompt the agent through ``ctx.send``."""
