@@ -67,9 +67,17 @@ class ToolInfo:
 class McpConnection:
     """A live (or stopped, or failed) connection to one server; see the module docstring."""
 
-    def __init__(self, config: McpServerConfig, *, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        log_dir: Path | None = None,
+        notify: Callable[[str], None] = lambda _text: None,
+    ) -> None:
         self.config = config
         self.log_dir = log_dir
+        self.notify = notify
+        """Where a sign-in address goes (the session's notices)."""
         self.status: Status = "stopped"
         self.error: str | None = None
         """Why the server is not ready, in words for the user and the model."""
@@ -314,8 +322,25 @@ class McpConnection:
             from mcp.client.sse import sse_client
 
             return Client(sse_client(self.config.url, headers=headers), client_info=info)
-        http = create_mcp_http_client(headers=headers)
+        auth = None
+        if self.config.uses_oauth:
+            from tether.ai.paths import data_dir
+            from tether.mcp.oauth import oauth_for
+
+            auth = oauth_for(self.config, data_dir(), self._signing_in)
+        http = create_mcp_http_client(headers=headers, auth=auth)
         return Client(streamable_http_client(self.config.url, http_client=http), client_info=info)
+
+    def _signing_in(self, url: str) -> None:
+        """The server wants a sign-in: say where, and give the user ``SIGN_IN_TIMEOUT`` for it
+        instead of what is left of the start-up timeout."""
+        import anyio
+
+        from tether.mcp.oauth import SIGN_IN_TIMEOUT
+
+        if self._cancel is not None:
+            self._cancel.deadline = anyio.current_time() + SIGN_IN_TIMEOUT
+        self.notify(f"MCP server {self.name!r} asks you to sign in: open {url}")
 
     def _fail(self, error: str) -> None:
         self.status, self.error = "failed", error

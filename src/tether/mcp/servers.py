@@ -15,7 +15,7 @@ For a bare ``Agent``::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -106,7 +106,12 @@ class McpServers:
             log_dir = data_dir() / "mcp-logs"
         self.log_dir = log_dir
         chosen = {c.name: c for c in configs if c.enabled}
-        self.connections = {name: McpConnection(c, log_dir=log_dir) for name, c in chosen.items()}
+        self.notify: Callable[[str], None] = lambda _text: None
+        """Where servers' messages for the user go (a sign-in address); a session sets its own."""
+        self.connections = {
+            name: McpConnection(c, log_dir=log_dir, notify=lambda text: self.notify(text))
+            for name, c in chosen.items()
+        }
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
         self._given_notes = list(notes)

@@ -130,6 +130,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self._owns = frozenset(owns)
         self.resources = resources
         self.mcp = mcp
+        if mcp is not None:
+            mcp.notify = self.notify  # a server's sign-in address reaches the user as a notice
         self._mcp_tools: list[Any] = []
         self._mcp_noted: set[str] = set()
         self.cwd = cwd if cwd is not None else Path.cwd()
