@@ -233,3 +233,62 @@ async def test_flags_from_the_command_line(dirs: dict[str, Path], monkeypatch: p
         "--flag nope: no extension registered that flag (depth, plan, quiet)",
         "--flag quiet=maybe: quiet is a yes/no flag (give it as --flag quiet)",
     ]
+
+
+PROVIDER_HOOKS = """
+from pathlib import Path
+from tether.session.extensions.api import ProviderResponse
+
+def setup(api):
+    @api.on("before_provider_headers")
+    def headers(request):
+        request.headers["x-trace"] = "ext-1"
+        request.headers["content-type"] = None
+
+    @api.on("before_provider_request")
+    def payload(request):
+        return {**request.payload, "temperature": 0}
+
+    @api.on("after_provider_response")
+    def response(answer: ProviderResponse):
+        Path(__file__).with_suffix(".log").write_text(f"{answer.status} {answer.headers.get('x-request-id')}")
+"""
+
+
+async def test_provider_request_hooks_change_the_http_request(dirs: dict[str, Path]) -> None:
+    """``before_provider_headers``/``before_provider_request``/``after_provider_response`` on a
+    real provider's HTTP request (openai-completions), answered in process by ``MockProvider``."""
+    from tether.agent import Agent
+    from tether.ai import SimpleStreamOptions
+    from tether.session import AgentSession
+    from tether.session.resources import load_resources
+    from tether.testing import MockProvider, Reply
+
+    extension = dirs["tmp"] / "provider_hooks.py"
+    extension.write_text(textwrap.dedent(PROVIDER_HOOKS))
+    body = (
+        b'data: {"id":"r1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
+        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    provider = MockProvider([Reply(body, headers={"x-request-id": "req-7"})])
+    model: Any = {
+        "id": "m", "name": "m", "api": "openai-completions", "provider": "openai",
+        "baseUrl": "https://api.example.invalid/v1", "reasoning": False, "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 1000, "maxTokens": 100,
+    }  # fmt: skip
+    resources = load_resources(
+        dirs["project"], dirs["tmp"] / "home" / "config", Settings(), extension_paths=(extension,)
+    )
+    async with provider.client() as client:
+        agent = Agent(model=model, options=SimpleStreamOptions(api_key="k", http_client=client))
+        core = AgentSession(agent, resources=resources, cwd=dirs["project"])
+        try:
+            await core.prompt("hello")
+        finally:
+            await core.close()
+    [request] = provider.requests
+    assert request.headers["x-trace"] == "ext-1" and "content-type" not in request.headers
+    assert json.loads(request.content)["temperature"] == 0
+    assert (dirs["tmp"] / "provider_hooks.log").read_text() == "200 req-7"
+    assert core.last_assistant() is not None

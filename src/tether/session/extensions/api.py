@@ -124,6 +124,14 @@ class ExtensionFlag:
     extension: str
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderResponse:
+    """What ``after_provider_response`` hooks see: the HTTP status and the response headers."""
+
+    status: int
+    headers: dict[str, str]
+
+
 _SENDING: set[asyncio.Task[None]] = set()
 """``send_user_message`` runs waiting for the session (kept referenced until they end)."""
 
@@ -139,7 +147,21 @@ PromptHookFn = Callable[["PromptEditor"], Awaitable[None] | None]
 CommandHandler = Callable[[str, CommandContext], Awaitable[str | None] | str | None]
 """``handler(args, ctx)``: returns text to show the user (or ``None``)."""
 
-INTERCEPTING_EVENTS = ("input", "before_run", "tool_call", "tool_result", "prompt")
+INTERCEPTING_EVENTS = (
+    "input",
+    "before_run",
+    "tool_call",
+    "tool_result",
+    "prompt",
+    "before_provider_headers",
+    "before_provider_request",
+    "after_provider_response",
+)
+"""``before_provider_headers`` and ``before_provider_request`` get the HTTP request to the
+provider (``tether.ai.types.ProviderRequest``: change ``headers`` in place, ``None`` removes
+one; a ``before_provider_request`` hook that returns a value replaces ``payload``);
+``after_provider_response`` gets a ``ProviderResponse`` (status, headers) before the body is
+read. They fire for each attempt, retries included, and only for providers over HTTP."""
 LIFECYCLE_EVENTS = (
     "session_start",
     "session_shutdown",

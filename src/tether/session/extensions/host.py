@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from tether.session.extensions.api import (
     ExtensionShortcut,
     InputEvent,
     InputResult,
+    ProviderResponse,
     Registrations,
     SessionControl,
     Shared,
@@ -47,7 +48,7 @@ from tether.session.extensions.ui import Dialogs, ExtensionUI, HeadlessUI
 if TYPE_CHECKING:
     from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
     from tether.ai.abort import AbortSignal
-    from tether.ai.types import StreamFn
+    from tether.ai.types import ProviderRequest, StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
     from tether.wire import ModelInfo
 
@@ -219,7 +220,12 @@ class ExtensionHost:
 
     def install(self, agent: Agent) -> None:
         """Put the ``tool_call`` and ``tool_result`` hooks in front of the agent's own: an
-        extension sees (and may block or change) a call before the approval gate asks."""
+        extension sees (and may block or change) a call before the approval gate asks. The
+        provider hooks go into the agent's stream options (every model call of the agent)."""
+        if any(self._hooks(e) for e in ("before_provider_headers", "before_provider_request")):
+            agent.options = replace(agent.options, on_request=self.provider_request)
+        if self._hooks("after_provider_response"):
+            agent.options = replace(agent.options, on_response=self.provider_response)
         if self._hooks("tool_call"):
             gate = agent.before_tool_call
 
@@ -284,6 +290,31 @@ class ExtensionHost:
             if isinstance(result, BeforeRunResult) and result.block:
                 return BeforeRunResult(True, result.reason or f"stopped by extension {name}")
         return None
+
+    async def provider_request(self, request: ProviderRequest) -> None:
+        """``before_provider_headers`` hooks, then ``before_provider_request`` ones (a value
+        returned replaces the payload for the next hooks and the request); a failing hook is
+        reported and skipped."""
+        for name, hook in self._hooks("before_provider_headers"):
+            try:
+                await _call(hook, request)
+            except Exception as exc:
+                self.report(name, "before_provider_headers", exc)
+        for name, hook in self._hooks("before_provider_request"):
+            try:
+                replaced = await _call(hook, request)
+            except Exception as exc:
+                self.report(name, "before_provider_request", exc)
+                continue
+            if replaced is not None:
+                request.payload = replaced
+
+    async def provider_response(self, status: int, headers: Mapping[str, str]) -> None:
+        for name, hook in self._hooks("after_provider_response"):
+            try:
+                await _call(hook, ProviderResponse(status, dict(headers)))
+            except Exception as exc:
+                self.report(name, "after_provider_response", exc)
 
     async def before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
