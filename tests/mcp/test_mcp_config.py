@@ -176,5 +176,5 @@ def test_oauth_applies_to_http_servers_without_an_authorization_header() -> None
     assert "s3" not in repr(given)  # the secret stays out of reprs (and so of logs)
     with pytest.raises(McpConfigError, match="'oauth' has unknown keys: clientID"):
         config({"url": "https://x/mcp", "oauth": {"clientID": "c"}})
-    with pytest.raises(McpConfigError, match="'oauth.callbackPort' must be a port number"):
+    with pytest.raises(McpConfigError, match=r"'oauth\.callbackPort' must be a port number"):
         config({"url": "https://x/mcp", "oauth": {"callbackPort": 70000}})

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import ImageContent, ToolAnnotations
 from pydantic import BaseModel
 
