@@ -3,7 +3,7 @@
 The specification makes prompts *user-controlled* ("exposed from servers to clients with the
 intention of the user being able to explicitly select them"), so they are commands the user
 types, not tools the model calls (resources are data the model may read, hence tools there).
-The command name follows the tool names (``tether.mcp.tools.tool_name``). Arguments are given
+The command name follows the tool names (``tether.mcp.tools.tool_name``; ``McpServers`` names them). Arguments are given
 in the prompt's declared order, shell-quoted when they hold spaces (``/mcp__gh__review 12 "be
 brief"``), or by name (``focus=security``); a required one missing is one line naming it.
 
@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import ToolError
-from tether.mcp.tools import tool_name
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp_types import GetPromptResult
 
-    from tether.mcp.connection import McpConnection
     from tether.wire import ImageContent, TextContent
 
 MAX_PAGES = 100
@@ -54,11 +53,6 @@ class PromptInfo:
 
 class PromptArgumentsError(ToolError):
     """The text after a prompt command does not fit its arguments; the message says how."""
-
-
-def command_name(server: str, prompt: str) -> str:
-    """``mcp__<server>__<prompt>``, as a tool of that name would be called."""
-    return tool_name(server, prompt)
 
 
 async def list_prompts(client: Client) -> list[PromptInfo]:
@@ -109,13 +103,8 @@ def parse_arguments(info: PromptInfo, text: str) -> dict[str, str]:
     return given
 
 
-async def get_prompt(
-    connection: McpConnection, info: PromptInfo, arguments: dict[str, str]
-) -> list[TextContent | ImageContent]:
+def prompt_content(result: GetPromptResult) -> list[TextContent | ImageContent]:
     """The prompt's messages as the content of one user message."""
-    result = await connection.request(
-        f"getting prompt {info.name!r}", lambda client: client.get_prompt(info.name, arguments or None)
-    )
     content: list[TextContent | ImageContent] = []
     for message in result.messages:
         block: Any = message.content

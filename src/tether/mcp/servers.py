@@ -26,7 +26,7 @@ from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import McpConnection, Status
-from tether.mcp.prompts import PromptInfo, command_name, get_prompt, parse_arguments
+from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
 from tether.mcp.tools import agent_tool, offered, tool_name
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ class McpServers:
                 error=c.error,
                 log_file=c.log_file,
                 left_out=tuple(f"{t.name}: {t.left_out}" for t in c.tools if t.left_out),
-                prompts=tuple(f"/{command_name(c.name, p.name)} {p.usage()}".rstrip() for p in c.prompts),
+                prompts=tuple(f"/{tool_name(c.name, p.name)} {p.usage()}".rstrip() for p in c.prompts),
             )
             for c in self.connections.values()
         ]
@@ -235,7 +235,7 @@ class McpServers:
         found: dict[str, tuple[McpConnection, PromptInfo]] = {}
         for connection in self.connections.values():
             for info in connection.prompts:
-                found.setdefault(command_name(connection.name, info.name), (connection, info))
+                found.setdefault(tool_name(connection.name, info.name), (connection, info))
         return found
 
     async def run_prompt(self, line: str) -> list[TextContent | ImageContent]:
@@ -248,7 +248,11 @@ class McpServers:
             known = ", ".join(f"/{n}" for n in self.prompts()) or "none"
             raise ToolError(f"/{name}: no such MCP prompt (MCP prompts: {known})")
         connection, info = found
-        return await get_prompt(connection, info, parse_arguments(info, rest))
+        arguments = parse_arguments(info, rest)
+        result = await connection.request(
+            f"getting prompt {info.name!r}", lambda client: client.get_prompt(info.name, arguments or None)
+        )
+        return prompt_content(result)
 
     async def close(self) -> None:
         """Stop every server (in parallel) for good and wait for them to exit."""

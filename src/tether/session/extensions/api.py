@@ -328,13 +328,12 @@ class ExtensionAPI:
             raise RuntimeError("set_label needs a stored session (this one runs with --no-session)")
         stored.label(entry_id, label)
 
-    def get_commands(self) -> list[str]:
-        """The slash commands the user can run (pi's ``getCommands``): built-in ones, the
-        extensions', skills' and templates' (names without the ``/``)."""
-        from tether.session.commands import COMMANDS, user_commands
-
-        core = cast(Any, self._running("get_commands"))  # the running AgentSession
-        return [*COMMANDS, *(name for name, _ in user_commands(core))]
+    def get_commands(self) -> list[Any]:
+        """The slash commands the user's files add, as RPC ``get_commands`` lists them (pi's
+        ``getCommands``): extensions' first, then templates, then ``skill:NAME``; each a
+        ``CommandInfo`` (``name``, ``description``, ``source``, ``path``, ``scope``)."""
+        resources = self._running("get_commands").resources
+        return list(resources.commands()) if resources is not None else []
 
     def register_shortcut(self, key: str, handler: ShortcutHandler, *, description: str = "") -> None:
         """``key`` (pi's spelling: ``ctrl+shift+p``, ``alt+x``, ``f5``) runs ``handler(ctx)`` in
