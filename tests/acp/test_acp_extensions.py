@@ -105,3 +105,43 @@ async def test_example_extensions_in_an_editor(acp_env: AcpEnv) -> None:
         await conn.set_config_option(session_id=session_id, config_id="model", value="echo/echo-1")
         assert await turn(conn, session_id, "what day is it?") == "end_turn"
         assert message_text(client) == f"echo: (Today's date: {datetime.date.today().isoformat()})"
+
+
+SHOWY = """
+def setup(api):
+    @api.command("show")
+    async def show(args, ctx):
+        ctx.ui.set_title("tether - showy")
+        ctx.ui.set_status("k", "busy")  # ACP has no status line, widget or input box: dropped
+        ctx.ui.set_widget("k", ["a line"])
+        ctx.ui.set_editor_text("draft")
+        text = await ctx.ui.editor("Long note", "draft")
+        return f"editor={text} mode={ctx.mode}"
+"""
+
+
+async def test_display_calls_in_an_editor(acp_env: AcpEnv) -> None:
+    """``set_title`` is the session's title (``session_info_update``); status, widget and input-box
+    text have no place in ACP and are dropped; ``editor`` is dismissed with a notice."""
+    extension = acp_env.home / "showy.py"
+    extension.write_text(SHOWY)
+    script = acp_env.script("s", [])
+    client = EditorClient()
+    async with acp_env.agent(client, script, "-e", str(extension)) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+        )
+        created = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        for _ in range(50):
+            if client.updates():
+                break
+            await asyncio.sleep(0.05)
+        client.clear()
+        assert await turn(conn, created.session_id, "/show") == "end_turn"
+        kinds = [u["sessionUpdate"] for u in client.updates()]
+        titles = [u.get("title") for u in client.updates() if u["sessionUpdate"] == "session_info_update"]
+        said = message_text(client)
+    assert titles == ["tether - showy"]
+    assert set(kinds) <= {"session_info_update", "agent_message_chunk"}
+    assert "Long note: an editor cannot be asked for text; nothing entered" in said
+    assert "editor=None mode=acp" in said

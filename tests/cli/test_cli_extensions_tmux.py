@@ -110,3 +110,38 @@ def test_always_answers_that_extension_question_and_nothing_else(cli: CliEnv) ->
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+def test_status_widget_editor_and_shortcut_in_the_terminal(cli: CliEnv) -> None:
+    """The notes example in a real terminal: its ``alt+n`` shortcut fills the input box
+    (``set_editor_text``), ``/note`` opens the multi-line editor, the note shows as a widget
+    until the next prompt, and the status line says which tool runs."""
+    script = cli.script(
+        "chat",
+        [tool_reply("bash", {"command": "sleep 3"}, "call_1"), text_reply("Slept on it.")],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    command = [sys.executable, "-m", "tether.cli", "-y", "--no-session", "-e", str(EXAMPLES / "notes.py")]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.send("M-n")
+        terminal.wait_for("› /note")
+        terminal.type("check the tests")
+        terminal.send("Enter")
+        terminal.wait_for("Ctrl-S accept")
+        terminal.send("End")
+        terminal.send("Enter")
+        terminal.type("and the docs")
+        terminal.send("C-s")
+        screen = terminal.wait_for("note: and the docs")
+        assert "note: check the tests" in screen and "the note goes with your next prompt" in screen
+        terminal.type("go")
+        terminal.send("Enter")
+        screen = terminal.wait_for("running bash")
+        assert "note: check the tests" not in screen.split("go")[-1]
+        screen = terminal.wait_for("Slept on it.")
+        terminal.wait_for(lambda s: "running bash" not in s)
+        terminal.send("C-d")
+    finally:
+        terminal.close()

@@ -72,3 +72,37 @@ def test_a_folder_trusted_before_grants_existed_keeps_everything(project: Path, 
     data = json.loads(trust_file(config).read_text())
     assert data == [str(project), {"path": str(project.parent), "grants": ["mcp"]}]
     assert [s.name for s in load_mcp_files(project)] == ["helper"]
+
+
+def test_a_no_is_remembered_until_the_project_brings_something_new(project: Path, tmp_path: Path) -> None:
+    config, data = tmp_path / "home" / "config", tmp_path / "home" / "data"
+    settings = load_settings(config, project)
+    offers = offered(project, settings, config, data)
+    answers = iter(["n", "n", "y", "n", "n"])  # everything but skills declined
+    shown = io.StringIO()
+    ask_grants(offers, config, shown, ask=lambda question: next(answers), data_dir=data)
+    assert offered(project, settings, config, data) == []  # asked once
+    assert [k for _, k, _ in offered(project, settings, config)] == [
+        "settings",
+        "extensions",
+        "prompts",
+        "mcp",
+    ]
+    # a new server is a new decision: the servers are offered again, with both named
+    server = {"command": "node", "args": ["other.js"]}
+    servers = json.loads((project / ".mcp.json").read_text())
+    servers["mcpServers"]["other"] = server
+    (project / ".mcp.json").write_text(json.dumps(servers))
+    assert [(k, names) for _, k, names in offered(project, settings, config, data)] == [
+        ("mcp", ["helper: python3 -m evil_server --port 1", "other: node other.js"])
+    ]
+
+
+def test_servers_of_a_parent_folder_are_offered_for_that_folder(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "home" / "config"
+    sub = project / "src" / "pkg"
+    sub.mkdir(parents=True)
+    offers = offered(sub, load_settings(config, sub), config)
+    assert (project, "mcp", ["helper: python3 -m evil_server --port 1"]) in offers
+    ask_grants([o for o in offers if o[1] == "mcp"], config, io.StringIO(), ask=lambda _q: "y")
+    assert [s.name for s in load_mcp_files(sub)] == ["helper"]  # found and trusted from below

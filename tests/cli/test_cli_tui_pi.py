@@ -450,9 +450,13 @@ def test_resume_picker_fork_picker_clone_share_and_trust(cli: CliEnv) -> None:
         page = Path(address.group(1).removeprefix("file://"))
         assert page.read_text().startswith("<!doctype html>")
 
+        prompts = cli.project / ".tether" / "prompts"  # brought by the project meanwhile
+        prompts.mkdir(parents=True)
+        (prompts / "ship.md").write_text("ship it")
         terminal.type("/trust")
         terminal.send("Enter")
-        terminal.wait_for("may then widen what the model may do")
+        screen = terminal.wait_for("Trust all of the above")
+        assert "prompt templates, slash commands from" in screen and "/ship" in screen
         terminal.send("y")
         terminal.wait_for(
             lambda s: "it applies from the next start" in " ".join(s.split()) and input_line(s) == "›"
@@ -462,7 +466,7 @@ def test_resume_picker_fork_picker_clone_share_and_trust(cli: CliEnv) -> None:
     finally:
         terminal.close()
     trusted = json.loads((cli.home / "config" / "trusted-folders.json").read_text())
-    assert trusted == [str(cli.project.resolve())]
+    assert trusted == [{"path": str(cli.project.resolve()), "grants": ["prompts"]}]
     stored = sessions_here(cli)
     prompts = [users for _, users in stored if users]
     # Resumed and continued; the fork before the first message and the clone of it hold nothing

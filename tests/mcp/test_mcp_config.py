@@ -154,3 +154,27 @@ def test_the_project_file_is_found_from_a_subfolder(tmp_path: Path) -> None:
     found = load_mcp_servers(below, user_dir=tmp_path / "user", trusted=True, env={})
     assert [(s.name, s.source) for s in found] == [("p", "project")]
     assert load_mcp_servers(below, user_dir=tmp_path / "user", trusted=False, env={}) == []
+
+
+def test_oauth_applies_to_http_servers_without_an_authorization_header() -> None:
+    from tether.mcp.config import McpServerConfig, server_config
+
+    def config(entry: dict[str, object]) -> McpServerConfig:
+        return server_config("s", entry, source="user", env={"SECRET": "s3"})
+
+    assert config({"url": "https://x/mcp"}).uses_oauth
+    assert not config({"url": "https://x/mcp", "headers": {"authorization": "Bearer t"}}).uses_oauth
+    assert not config({"url": "https://x/mcp", "oauth": False}).uses_oauth
+    assert not config({"command": "srv"}).uses_oauth
+    given = config(
+        {
+            "url": "https://x/mcp",
+            "oauth": {"clientId": "c", "clientSecret": "${SECRET}", "callbackPort": 8765},
+        }
+    )
+    assert given.oauth.client_secret == "s3" and given.oauth.callback_port == 8765
+    assert "s3" not in repr(given)  # the secret stays out of reprs (and so of logs)
+    with pytest.raises(McpConfigError, match="'oauth' has unknown keys: clientID"):
+        config({"url": "https://x/mcp", "oauth": {"clientID": "c"}})
+    with pytest.raises(McpConfigError, match=r"'oauth\.callbackPort' must be a port number"):
+        config({"url": "https://x/mcp", "oauth": {"callbackPort": 70000}})

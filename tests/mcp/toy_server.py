@@ -2,7 +2,8 @@
 
 Run as ``python toy_server.py [stdio|http PORT|sse PORT|garbage|mute|collide]``: over stdio
 (the default), over streamable HTTP or the older HTTP+SSE transport on 127.0.0.1, with a tool
-``get.time`` whose safe name collides with ``get_time``, printing a non-JSON line on stdout before serving, or never
+``get.time`` whose safe name collides with ``get_time``, two prompts (``review``, and ``show``
+with an assistant message and an image), printing a non-JSON line on stdout before serving, or never
 answering at all (a server stuck before ``initialize``). With ``TOY_PID_DIR`` set it leaves
 a file named by its pid there. ``TOY_MARK`` (environment) is echoed by
 the ``env`` tool so the tests can see ``${VAR}`` expansion reach the server.
@@ -19,8 +20,9 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import ToolAnnotations
+from mcp_types import ImageContent, ToolAnnotations
 from pydantic import BaseModel
 
 PNG_1PX = base64.b64decode(
@@ -138,6 +140,22 @@ def pixel_resource() -> bytes:
 @server.resource("toy://items/{item}", name="item", description="One item by its id")
 def item(item: str) -> str:
     return f"item {item}"
+
+
+@server.prompt(name="review", description="Review a file for one concern")
+def review(path: str, focus: str = "bugs") -> str:
+    return f"Review {path}, looking for {focus}."
+
+
+@server.prompt(name="show", description="A prompt with an example answer and an image")
+def show(subject: str) -> list[Message]:
+    return [
+        UserMessage(f"Describe {subject}."),
+        AssistantMessage("A short description."),
+        UserMessage(
+            ImageContent(type="image", data=base64.b64encode(PNG_1PX).decode(), mime_type="image/png")
+        ),
+    ]
 
 
 def main(argv: list[str]) -> None:

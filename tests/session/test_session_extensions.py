@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tether.session.extensions.host import HeadlessUI
+from tether.session.extensions.ui import HeadlessUI
 from tether.session.factory import SessionChoice, SessionOptions
 from tether.session.resources import ENTRY_POINTS_CACHE, installed_entry_points, load_resources
 from tether.session.settings import Settings

@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from acp import RequestError
 from acp.interfaces import Client
@@ -37,6 +37,7 @@ from acp.schema import (
     SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    SessionInfoUpdate,
     SessionMode,
     SessionModeState,
     ToolCallUpdate,
@@ -118,6 +119,10 @@ class AcpSession:
     """The approval policy of settings and ``--yes``, which ``auto`` mode uses."""
     _dialogs: int = field(default=0, init=False)
     """Extension dialogs asked so far (numbers their permission requests)."""
+    _titles: set[asyncio.Task[None]] = field(default_factory=lambda: set[asyncio.Task[None]](), init=False)
+    """Extensions' ``set_title`` updates being sent."""
+    ui_mode: ClassVar[str] = "acp"
+    """What extensions see as ``ctx.mode``."""
     holder: str | None = None
     """Who was writing the session when it was loaded (``pid 123 on host``), when another
     process was: then this connection follows it read-only. ``None``: this connection writes it."""
@@ -402,15 +407,16 @@ class AcpSession:
 
     # -- extension dialogs (this session is the extensions' ``ExtensionUI``) ---------------------
 
-    async def confirm(self, title: str, message: str = "") -> bool:
-        """A permission request with allow and reject; anything but allow is a no."""
+    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
+        """A permission request with allow and reject; anything but allow is a no. ACP has no
+        time limit on a request: the extension API cancels it when ``timeout`` runs out."""
         options = [
             PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once"),
             PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
         ]
         return await self._choose(f"{title} {message}".strip(), options) == ALLOW_ONCE
 
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
+    async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
         """A permission request whose options are the choices."""
         choices = [
             PermissionOption(option_id=str(i), name=o, kind="allow_once") for i, o in enumerate(options)
@@ -422,10 +428,25 @@ class AcpSession:
             else None
         )
 
-    async def input(self, title: str, placeholder: str = "") -> str | None:
+    async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
         """ACP has no text prompt for an agent to send: dismissed, and said so."""
         self.notify(f"{title}: an editor cannot be asked for text; no input")
         return None
+
+    async def editor(self, title: str, prefill: str = "", *, timeout: float | None = None) -> str | None:
+        """No text prompt either (see ``input``)."""
+        self.notify(f"{title}: an editor cannot be asked for text; nothing entered")
+        return None
+
+    def set_title(self, title: str) -> None:
+        """The only title ACP has: the session's, as the editor lists it (``session_info_update``).
+        ACP has no status line, widget or input box an agent may set: ``set_status``,
+        ``set_widget`` and ``set_editor_text`` are not offered here, so they are dropped."""
+        task = asyncio.get_running_loop().create_task(
+            self.send(SessionInfoUpdate(session_update="session_info_update", title=title))
+        )
+        self._titles.add(task)
+        task.add_done_callback(self._titles.discard)
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
         self.core.notify(message if level == "info" else f"{level}: {message}")

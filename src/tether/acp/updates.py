@@ -25,6 +25,7 @@ from acp.schema import (
     CurrentModeUpdate,
     FileEditToolCallContent,
     ImageContentBlock,
+    SessionInfoUpdate,
     TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
@@ -46,6 +47,7 @@ SessionUpdate = (
     | CurrentModeUpdate
     | ConfigOptionUpdate
     | AvailableCommandsUpdate
+    | SessionInfoUpdate
 )
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,7 +28,7 @@ import httpx2
 from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
-from tether.ai.types import StreamOptions
+from tether.ai.types import ProviderRequest, StreamOptions
 
 USER_AGENT = "tether"
 
@@ -87,6 +88,8 @@ async def send(
     headers.update(request.headers)
     if options.headers:
         headers.update(options.headers)
+    if options.on_request is not None:
+        request, headers = await _hooked(request, headers, options.on_request)
     timeout = httpx2.Timeout(
         options.timeout, connect=min(CONNECT_TIMEOUT, options.timeout or CONNECT_TIMEOUT)
     )
@@ -104,9 +107,24 @@ async def send(
         return connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
         return RequestFailed(f"Request failed: {_text(exc)}")
+    if options.on_response is not None:
+        await options.on_response(response.status_code, dict(response.headers))
     if response.status_code < 300:
         return response
     return await status_failure(response)
+
+
+async def _hooked(
+    request: EncodedRequest, headers: dict[str, str], hook: Callable[[ProviderRequest], Awaitable[None]]
+) -> tuple[EncodedRequest, dict[str, str]]:
+    """``request`` and ``headers`` as ``hook`` left them (the body re-encoded only if it changed)."""
+    seen = ProviderRequest(request.url, dict[str, str | None](headers), json.loads(request.content))
+    original = json.loads(request.content)
+    await hook(seen)
+    kept = {k: v for k, v in seen.headers.items() if v is not None}
+    if seen.payload != original:
+        request = encode_request(HttpRequest(request.url, request.headers, seen.payload))
+    return request, kept
 
 
 async def status_failure(response: httpx2.Response) -> RequestFailed:

@@ -61,6 +61,15 @@ a reasoning model with hidden thinking (OpenAI's) can send nothing for minutes a
 
 
 @dataclass(slots=True)
+class ProviderRequest:
+    """A request about to go to a provider, as ``StreamOptions.on_request`` sees it."""
+
+    url: str
+    headers: dict[str, str | None]
+    payload: Any
+
+
+@dataclass(slots=True)
 class StreamOptions:
     """Options every provider understands. ``None`` means: the provider's or model's default."""
 
@@ -93,6 +102,14 @@ class StreamOptions:
     """Provider-specific request fields merged into the body last."""
     on_retry: Callable[[Retry], None] | None = None
     """Told before each retry of a failed attempt (telemetry, progress); must not raise."""
+    on_request: Callable[[ProviderRequest], Awaitable[None]] | None = None
+    """Called with each HTTP request to the provider right before it is sent (every attempt):
+    it may change ``headers`` (``None`` removes one) and replace ``payload`` (pi's
+    ``before_provider_headers``/``before_provider_request``, for extensions). Only when set is
+    the body decoded again for it."""
+    on_response: Callable[[int, Mapping[str, str]], Awaitable[None]] | None = None
+    """Called with the status and headers of each provider response, before its body is read
+    (pi's ``after_provider_response``)."""
     http_client: httpx2.AsyncClient | None = None
     """The HTTP client the request goes through, used as it is (``None``: the provider's pool,
     with its connection limit). Give one built on your own transport (a proxy, recording, a

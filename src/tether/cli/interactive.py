@@ -47,6 +47,7 @@ from tether.ai.abort import AbortController
 from tether.cli import footer, interactive_commands, interactive_views as views, render, screens, themes
 from tether.cli.completers import CommandCompleter, FileCompleter
 from tether.cli.file_index import FileIndex
+from tether.cli.interactive_extensions import ExtensionDisplay, shortcut_keys
 from tether.cli.keybindings import (
     FILE_NAME,
     MODIFY_OTHER_KEYS_OFF,
@@ -62,10 +63,13 @@ from tether.session.stats import Stats
 from tether.wire import AgentMessage, ImageContent, ToolCall
 
 if TYPE_CHECKING:
-    from tether.session.extensions.api import NotifyLevel
+    from tether.session.extensions.api import ExtensionShortcut, NotifyLevel, WidgetPlacement
 
 
 class InteractiveApp:
+    ui_mode = "tui"
+    """What extensions see as ``ctx.mode`` (pi's name for the terminal UI)."""
+
     def __init__(
         self,
         *,
@@ -93,6 +97,8 @@ class InteractiveApp:
         self._always: Callable[[], None] = lambda: None
         self._always_confirmed: set[str] = set()
         """Extension questions answered "always" in this session."""
+        self._shown = ExtensionDisplay()
+        """Extensions' status entries and widgets."""
         self._live: dict[str, Any] | None = None
         self._tools: dict[str, tuple[str, object]] = {}
         self._last_event = time.monotonic()
@@ -163,22 +169,51 @@ class InteractiveApp:
 
     # -- extension dialogs (this app is the extensions' ``ExtensionUI``) ------------------------------
 
-    async def confirm(self, title: str, message: str = "") -> bool:
+    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
         """An extension's yes-or-no question, asked like a tool approval; "always" answers this
-        same question yes for the rest of the session (and changes nothing about tool calls)."""
+        same question yes for the rest of the session (and changes nothing about tool calls).
+        ``timeout`` is shown; the extension API dismisses the question when it runs out."""
         question = f"{title} {message}".strip()
         if question in self._always_confirmed:
             return True
-        return await self._ask_yes_no(question, lambda: self._always_confirmed.add(question))
+        return await self._ask_yes_no(
+            question + _limit(timeout), lambda: self._always_confirmed.add(question)
+        )
 
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
+    async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
         async with self.full_screen():
-            index = await screens.pick_option(title, options, color=self.color)
+            index = await screens.pick_option(title + _limit(timeout), options, color=self.color)
         return options[index] if index is not None else None
 
-    async def input(self, title: str, placeholder: str = "") -> str | None:
+    async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
         async with self.full_screen():
-            return await screens.ask_text(title, color=self.color)
+            return await screens.ask_text(title + _limit(timeout), color=self.color)
+
+    async def editor(self, title: str, prefill: str = "", *, timeout: float | None = None) -> str | None:
+        """pi's ``ui.editor``: several lines, starting from ``prefill``."""
+        async with self.full_screen():
+            return await screens.ask_text(
+                title + _limit(timeout), color=self.color, default=prefill, multiline=True
+            )
+
+    def set_status(self, key: str, text: str | None) -> None:
+        self._shown.set_status(key, text)
+        self._invalidate()
+
+    def set_widget(self, key: str, lines: Sequence[str] | None, placement: WidgetPlacement) -> None:
+        self._shown.set_widget(key, lines, placement)
+        self._invalidate()
+
+    def set_title(self, title: str) -> None:
+        if self._app is not None:
+            self._app.output.set_title(title)
+            self._app.output.flush()
+
+    def set_editor_text(self, text: str) -> None:
+        if self._buffer is not None:
+            self._buffer.text = text
+            self._buffer.cursor_position = len(text)
+            self._invalidate()
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
         self.say(self.painter().styled(message, "error" if level == "error" else "warning"))
@@ -284,6 +319,7 @@ class InteractiveApp:
                     filter=live,
                 ),
                 ConditionalContainer(Window(FormattedTextControl(self._chips), height=1), filter=chips),
+                self._shown.widget_row("aboveEditor"),
                 # The menu of completions as you type: a row of the layout above the input, so it
                 # pushes the conversation up instead of covering the status line.
                 CompletionsMenu(max_height=8, scroll_offset=1),
@@ -299,7 +335,9 @@ class InteractiveApp:
                         ),
                     ]
                 ),
+                self._shown.widget_row("belowEditor"),
                 Window(FormattedTextControl(self._status), height=1, style="class:status"),
+                self._shown.status_row(),
             ]
         )
         app: Application[int] = Application(
@@ -474,6 +512,13 @@ class InteractiveApp:
         @bind("app.session.resume", when=~approving)
         def _resume(event: KeyPressEvent) -> None:
             self._start("/resume")
+
+        host = self._core.resources.extensions if self._core is not None and self._core.resources else None
+        for sequence, shortcut in shortcut_keys(host.shortcuts() if host else [], bound, self.say):
+
+            @keys.add(*sequence, filter=~approving)
+            def _shortcut(event: KeyPressEvent, shortcut: ExtensionShortcut = shortcut) -> None:
+                self._side_task(self._run_shortcut(shortcut))
 
         for key, allowed in (("y", True), ("n", False), ("a", True)):
 
@@ -780,10 +825,27 @@ class InteractiveApp:
         for text in views.header(core, self.painter(), self.rows(), warnings):
             self.say(text)
 
+    async def _run_shortcut(self, shortcut: ExtensionShortcut) -> None:
+        """An extension's key: its handler gets a command's context (``ctx.send`` prompts)."""
+        core = self._core
+        host = core.resources.extensions if core is not None and core.resources is not None else None
+        if core is None or host is None:
+            return
+
+        async def send(text: str) -> None:
+            self._start(text)
+
+        await host.run_shortcut(shortcut, host.command_context(core, send))
+
     def _invalidate(self) -> None:
         self._revision += 1
         if self._app is not None:
             self._app.invalidate()
+
+
+def _limit(timeout: float | None) -> str:
+    """How a dialog's time limit is shown after its title."""
+    return f" (closes in {timeout:g} s)" if timeout is not None else ""
 
 
 def _history() -> History:

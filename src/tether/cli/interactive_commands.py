@@ -32,7 +32,7 @@ FRONT_END_COMMANDS = {
     "copy": "/copy               copy the last answer (OSC 52, and a local clipboard tool if present)",
     "hotkeys": "/hotkeys            the key bindings (keybindings.json in the config folder changes them)",
     "share": "/share              write the session as a standalone HTML page and print its file:// address",
-    "trust": "/trust              trust this folder: its .tether/settings.json may widen approvals and tools",
+    "trust": "/trust              trust what this project brings (settings, extensions, MCP servers, skills, templates)",
     "settings": "/settings           thinking level, default model, theme, auto-compaction, queue modes",
     "scoped-models": "/scoped-models      choose the models Ctrl-P cycles through (Ctrl-S there saves them)",
     "reload": "/reload             reload extensions, skills, templates, context files, keys and theme",

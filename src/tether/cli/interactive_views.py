@@ -248,26 +248,24 @@ def share(ui: Screen, core: AgentSession) -> None:
 
 
 async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[bool]]) -> None:
-    """``/trust``: record ``folder`` as trusted after a question naming what that grants; it
-    applies from the next start, when the project's settings are read."""
+    """``/trust``: grant what the project brings and was not granted (an answer "no" at start-up
+    included), after a question naming every item; it applies from the next start, when the
+    project's settings, extensions, servers, skills and templates are read."""
     from tether.ai.paths import config_dir
-    from tether.session.trust import is_trusted, trust
+    from tether.cli.trust_prompt import describe, offered
+    from tether.session.settings import load_settings
+    from tether.session.trust import trust
 
     painter = ui.painter()
-    if is_trusted(config_dir(), folder):
-        ui.say(painter.styled(f"{folder} is already trusted", "muted"))
+    offers = offered(folder, load_settings(config_dir(), folder), config_dir())
+    if not offers:
+        ui.say(painter.styled(f"{folder}: nothing here waits for trust", "muted"))
         return
-    question = (
-        f"Trust {folder}? Its .tether/settings.json may then widen what the model may do "
-        "(approval, tools) for every run started here"
-    )
-    if not await ask(question):
+    if not await ask(f"{describe(offers)}\nTrust all of the above for every run started here?"):
         ui.say(painter.styled("trust: not changed", "muted"))
         return
-    written = trust(config_dir(), folder)
-    ui.say(
-        painter.styled(f"trusted {folder} (recorded in {written}); it applies from the next start", "success")
-    )
+    written = [trust(config_dir(), where, [kind]) for where, kind, _ in offers]
+    ui.say(painter.styled(f"trusted (recorded in {written[-1]}); it applies from the next start", "success"))
 
 
 async def edit_externally(ui: Screen, text: str) -> str | None:

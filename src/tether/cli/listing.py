@@ -109,7 +109,9 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
 
     async def report() -> str:
         nonlocal failed
-        async with McpServers(configs, notes=problems) as servers:
+        servers = McpServers(configs, notes=problems)
+        servers.notify = lambda text: print(text, file=sys.stderr)  # a sign-in address
+        async with servers:
             statuses = servers.statuses()
             notes = servers.notes
         failed = any(s.status == "failed" for s in statuses)

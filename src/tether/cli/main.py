@@ -230,6 +230,12 @@ def root_command() -> click.Command:
         is_flag=True,
         help="Load no extension from folders or installed packages (-e still loads).",
     )
+    @click.option(
+        "--flag",
+        multiple=True,
+        metavar="NAME[=VALUE]",
+        help="Set a flag an extension registered (its register_flag); repeatable.",
+    )
     @click.version_option(__version__, "-V", "--version", prog_name="tether", message="%(prog)s %(version)s")
     def root(prompt: tuple[str, ...], **kwargs: object) -> None:
         """tether: a coding agent. Interactive by default; -p or --mode json for scripts."""

@@ -60,6 +60,8 @@ class RunOptions:
     """``--no-extensions``: load no extension from folders or installed packages."""
     extensions: tuple[Path, ...] = ()
     """``-e PATH``: extensions loaded for this run."""
+    flags: tuple[str, ...] = ()
+    """``--flag NAME[=VALUE]``: extensions' flags."""
 
     def session_options(self) -> SessionOptions:
         """What every session of this run is started with (``--yes``: approve everything)."""
@@ -84,6 +86,7 @@ class RunOptions:
             sandbox_allow_hosts=self.sandbox_allow_hosts,
             extensions=not self.no_extensions,
             extension_paths=self.extensions,
+            extension_flags=self.flags,
         )
 
     @classmethod
@@ -144,6 +147,7 @@ class RunOptions:
             extensions=tuple(
                 Path(str(p)).resolve() for p in cast(tuple[object, ...], values.get("extension") or ())
             ),
+            flags=tuple(str(f) for f in cast(tuple[object, ...], values.get("flag") or ())),
         )
 
 

@@ -234,17 +234,18 @@ def _with_prompt(options: RunOptions) -> RunOptions:
 def _settings(cwd: Path, *, interactive: bool) -> Settings:
     """Settings for ``cwd``. With someone at the keyboard, what the project would add and was
     not granted (widening settings, extensions, MCP servers, skills, templates) is named and
-    asked about kind by kind (``tether.cli.trust_prompt``); otherwise ignored widening settings
+    asked about kind by kind, once (``tether.cli.trust_prompt``: a no is remembered); otherwise ignored widening settings
     are reported (the rest is reported as the session loads it)."""
     from tether.ai.paths import config_dir
     from tether.session.settings import load_settings, untrusted_note
 
     settings = load_settings(config_dir(), cwd)
     if interactive and sys.stdin.isatty():
+        from tether.ai.paths import data_dir
         from tether.cli.trust_prompt import ask_grants, offered
 
-        offers = offered(cwd, settings, config_dir())
-        if offers and ask_grants(offers, config_dir(), sys.stderr):
+        offers = offered(cwd, settings, config_dir(), data_dir())
+        if offers and ask_grants(offers, config_dir(), sys.stderr, data_dir=data_dir()):
             settings = load_settings(config_dir(), cwd)
     if settings.ignored and settings.project_file is not None:
         sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")

@@ -478,13 +478,21 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool, start:
     return result
 
 
-async def ask_text(title: str, *, color: bool, default: str = "", secret: bool = False) -> str | None:
+async def ask_text(
+    title: str,
+    *,
+    color: bool,
+    default: str = "",
+    secret: bool = False,
+    multiline: bool = False,
+) -> str | None:
     """One line of text (Enter accepts, Esc cancels), starting as ``default``; ``secret`` (an
-    API key) shows each character as ``*``."""
-    buffer = Buffer(multiline=False, document=Document(default, len(default)))
+    API key) shows each character as ``*``; ``multiline``: several, Enter adds a line and Ctrl-S
+    accepts (an extension's ``ui.editor``)."""
+    buffer = Buffer(multiline=multiline, document=Document(default, len(default)))
     keys = KeyBindings()
 
-    @keys.add("enter")
+    @keys.add("c-s" if multiline else "enter")
     def _accept(event: KeyPressEvent) -> None:
         event.app.exit(result=buffer.text)
 
@@ -495,6 +503,7 @@ async def ask_text(title: str, *, color: bool, default: str = "", secret: bool =
 
     processors: list[Processor] = [PasswordProcessor()] if secret else []
     body = Window(BufferControl(buffer, input_processors=processors), wrap_lines=True)
-    app = application(lambda: title, body, lambda: "Enter accept · Esc cancel", keys, color=color)
+    hint = "Ctrl-S accept · Esc cancel" if multiline else "Enter accept · Esc cancel"
+    app = application(lambda: title, body, lambda: hint, keys, color=color)
     result: str | None = await run_view(app)
     return result

@@ -141,6 +141,7 @@ class Theme:
                 "prompt": self.prompt,
                 "rule": self.rule,
                 "approval": self.approval,
+                "extension-status": self.rule,
             }
         )
 

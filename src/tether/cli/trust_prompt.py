@@ -7,14 +7,21 @@ code execution without being told which code: so each kind the project has, and 
 not yet granted, is listed by name (the settings keys, the extension files, each server's
 command line, the skill and template names) and asked about on its own. Asked only with a
 person at the keyboard; every other mode leaves them out and says so (``tether.session``).
+
+Offered once: a no is remembered (``trust-declined.json`` in the data folder) for that folder,
+kind and list of items, so the next start does not ask again; the project adding or changing
+an item (a new server, another extension) asks again, since that is a new decision. ``/trust``
+asks about everything still not granted, whatever was declined.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from tether.session.settings import Settings
 
@@ -25,48 +32,102 @@ WHAT = {
     "skills": "skills, instructions for the model",
     "prompts": "prompt templates, slash commands",
 }
+DECLINED_FILE = "trust-declined.json"
+
+Offer = tuple[Path, str, list[str]]
+"""The folder to trust, the kind of grant, and the items it would let in (by name)."""
 
 
-def offered(cwd: Path, settings: Settings, config_dir: Path) -> list[tuple[Path, str, list[str]]]:
+def offered(cwd: Path, settings: Settings, config_dir: Path, data_dir: Path | None = None) -> list[Offer]:
     """``(folder to trust, kind, item names)`` for each kind the project has and was not
-    granted yet."""
+    granted yet; with ``data_dir``, not the ones the user declined as they are now."""
     from tether.session.trust import TrustFileError, granted
 
-    found: list[tuple[Path, str, list[str]]] = []
+    found: list[Offer] = []
     tether_dir = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
     if tether_dir is not None:
         project = tether_dir.parent
         if settings.ignored and settings.project_file is not None:
             found.append((project, "settings", [f"{key}" for key in settings.ignored]))
         found += [(project, kind, names) for kind, names in _tether_items(tether_dir) if names]
-    servers = _project_servers(cwd)
-    if servers:
-        found.append((cwd, "mcp", servers))
+    from tether.mcp.files import project_mcp_file
+
+    mcp_file = project_mcp_file(cwd)
+    servers = _project_servers(mcp_file) if mcp_file is not None else []
+    if mcp_file is not None and servers:
+        found.append((mcp_file.parent, "mcp", servers))
+    declined = _declined(data_dir) if data_dir is not None else []
     try:
-        return [(f, kind, names) for f, kind, names in found if kind not in granted(config_dir, f)]
+        return [
+            (f, kind, names)
+            for f, kind, names in found
+            if kind not in granted(config_dir, f) and _key(f, kind, names) not in declined
+        ]
     except TrustFileError:
         return []  # reported where the grants are read
 
 
 def ask_grants(
-    offers: list[tuple[Path, str, list[str]]],
+    offers: list[Offer],
     config_dir: Path,
     err: TextIO,
     ask: Callable[[str], str] = input,
+    data_dir: Path | None = None,
 ) -> bool:
-    """Ask about each offer and record the grants; whether anything was granted."""
+    """Ask about each offer and record the grants (and, with ``data_dir``, the refusals, so
+    they are not asked again); whether anything was granted."""
     from tether.session.trust import trust
 
     any_granted = False
+    refused: list[Offer] = []
     for folder, kind, names in offers:
         err.write(f"{folder} brings {WHAT[kind]}:\n")
         for name in names:
             err.write(f"  {name}\n")
-        answer = ask(f"Allow {kind} from {folder}? [y/N] ").strip().lower()
+        later = " (a no is remembered; /trust asks again)" if data_dir is not None else ""
+        answer = ask(f"Allow {kind} from {folder}?{later} [y/N] ").strip().lower()
         if answer in ("y", "yes"):
             trust(config_dir, folder, [kind])
             any_granted = True
+        else:
+            refused.append((folder, kind, names))
+    if data_dir is not None and refused:
+        _remember(data_dir, refused)
     return any_granted
+
+
+def describe(offers: list[Offer]) -> str:
+    """What granting ``offers`` lets in, kind by kind with every item (``/trust``'s question)."""
+    lines: list[str] = []
+    for folder, kind, names in offers:
+        lines.append(f"{WHAT[kind]} from {folder}:")
+        lines += [f"  {name}" for name in names]
+    return "\n".join(lines)
+
+
+def _key(folder: Path, kind: str, names: list[str]) -> list[object]:
+    return [os.path.realpath(folder), kind, sorted(names)]
+
+
+def _declined(data_dir: Path) -> list[list[object]]:
+    """The offers the user said no to (an unreadable file: none, so they are asked again)."""
+    try:
+        data: object = json.loads((data_dir / DECLINED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return cast(list[list[object]], data) if isinstance(data, list) else []
+
+
+def _remember(data_dir: Path, refused: list[Offer]) -> None:
+    kept = [k for k in _declined(data_dir) if k[:2] not in [_key(*o)[:2] for o in refused]]
+    kept += [_key(*o) for o in refused]
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        temporary = data_dir / (DECLINED_FILE + ".tmp")
+        temporary.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
+        temporary.replace(data_dir / DECLINED_FILE)
+    except OSError:
+        pass  # not remembered: the question comes again next time, nothing worse
 
 
 def _tether_items(tether_dir: Path) -> list[tuple[str, list[str]]]:
@@ -86,14 +147,9 @@ def _children(folder: Path) -> list[Path]:
         return []
 
 
-def _project_servers(cwd: Path) -> list[str]:
+def _project_servers(path: Path) -> list[str]:
     """The project ``.mcp.json``'s servers as ``name: command line`` (a broken file: none here,
     it is reported when the servers are loaded)."""
-    from tether.mcp.files import PROJECT_FILE
-
-    path = cwd / PROJECT_FILE
-    if not path.is_file():
-        return []
     from tether.mcp.config import McpConfigError, read_mcp_file
 
     try:

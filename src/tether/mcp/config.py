@@ -60,6 +60,19 @@ default request timeout, which pi and Claude Code keep)."""
 
 
 @dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """``"oauth"`` of an HTTP server (``tether.mcp.oauth``): ``false`` turns it off; a registered
+    client (``clientId``, ``clientSecret``) instead of dynamic registration; a fixed
+    ``callbackPort``; the ``scope`` to ask for."""
+
+    enabled: bool = True
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    callback_port: int | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class McpServerConfig:
     """One MCP server: a command to start (stdio) or a URL to reach (streamable HTTP)."""
 
@@ -83,6 +96,14 @@ class McpServerConfig:
     sandbox: Sandbox | None = None
     """Start a stdio server inside this sandbox (``sandbox.mcp`` in settings): set by the session
     from its own sandbox, never read from a file."""
+    oauth: OAuthSettings = field(default_factory=OAuthSettings)
+
+    @property
+    def uses_oauth(self) -> bool:
+        """Signs in with OAuth when the server asks: a streamable HTTP server with no
+        ``Authorization`` header of its own and OAuth not turned off (pi's rule)."""
+        given = {k.lower() for k in self.headers}
+        return self.url is not None and not self.sse and self.oauth.enabled and "authorization" not in given
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -207,6 +228,7 @@ def server_config(
     if kind is not None and kind not in _TYPES:
         raise McpConfigError(f"{label}: type {kind!r} is not supported (use stdio, http or sse)")
     command, args, env_vars = text("command"), strings("args"), table("env")
+    oauth = _oauth(raw.get("oauth", True), label, env)
     url, headers = text("url"), table("headers")
     try:
         return McpServerConfig(
@@ -222,9 +244,32 @@ def server_config(
             startup_timeout=timeout,
             tool_timeout=tool_timeout,
             sse=kind is not None and _TYPES[kind] == "sse",
+            oauth=oauth,
         )
     except McpConfigError as exc:  # the name or the transport: say which file
         raise McpConfigError(f"{where}: {exc}") from None
+
+
+def _oauth(value: object, label: str, env: Mapping[str, str]) -> OAuthSettings:
+    if isinstance(value, bool):
+        return OAuthSettings(enabled=value)
+    if not isinstance(value, dict):
+        raise McpConfigError(f"{label}: 'oauth' must be true, false or an object")
+    raw = cast(dict[str, object], value)
+    unknown = set(raw) - {"clientId", "clientSecret", "callbackPort", "scope"}
+    if unknown:
+        raise McpConfigError(f"{label}: 'oauth' has unknown keys: {', '.join(sorted(unknown))}")
+
+    def text(key: str) -> str | None:
+        found = raw.get(key)
+        if found is not None and not isinstance(found, str):
+            raise McpConfigError(f"{label}: 'oauth.{key}' must be a string")
+        return expand(found, env, f"{label}: 'oauth.{key}'") if found is not None else None
+
+    port = raw.get("callbackPort")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+        raise McpConfigError(f"{label}: 'oauth.callbackPort' must be a port number")
+    return OAuthSettings(True, text("clientId"), text("clientSecret"), port, text("scope"))
 
 
 def expand(value: str, env: Mapping[str, str], where: str) -> str:

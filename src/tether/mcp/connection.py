@@ -32,6 +32,7 @@ from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
+from tether.mcp.prompts import PromptInfo, list_prompts
 from tether.mcp.stdio import process_transport, spawn, stop_process
 
 if TYPE_CHECKING:
@@ -66,9 +67,17 @@ class ToolInfo:
 class McpConnection:
     """A live (or stopped, or failed) connection to one server; see the module docstring."""
 
-    def __init__(self, config: McpServerConfig, *, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        log_dir: Path | None = None,
+        notify: Callable[[str], None] = lambda _text: None,
+    ) -> None:
         self.config = config
         self.log_dir = log_dir
+        self.notify = notify
+        """Where a sign-in address goes (the session's notices)."""
         self.status: Status = "stopped"
         self.error: str | None = None
         """Why the server is not ready, in words for the user and the model."""
@@ -76,6 +85,8 @@ class McpConnection:
         """The tools of the last successful start (kept across a crash: calls restart it)."""
         self.has_resources = False
         """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
+        self.prompts: list[PromptInfo] = []
+        """The prompts of the last successful start (``tether.mcp.prompts``: slash commands)."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -245,6 +256,7 @@ class McpConnection:
                     client = await stack.enter_async_context(self._client_for(process))
                     self.tools = await _list_tools(client)
                     self.has_resources = client.server_capabilities.resources is not None
+                    self.prompts = await _prompts(client)
                     scope.deadline = math.inf
                     self._cancel = None
                     self._client, self.status = client, "ready"
@@ -310,14 +322,42 @@ class McpConnection:
             from mcp.client.sse import sse_client
 
             return Client(sse_client(self.config.url, headers=headers), client_info=info)
-        http = create_mcp_http_client(headers=headers)
+        auth = None
+        if self.config.uses_oauth:
+            from tether.ai.paths import data_dir
+            from tether.mcp.oauth import oauth_for
+
+            auth = oauth_for(self.config, data_dir(), self._signing_in)
+        http = create_mcp_http_client(headers=headers, auth=auth)
         return Client(streamable_http_client(self.config.url, http_client=http), client_info=info)
+
+    def _signing_in(self, url: str) -> None:
+        """The server wants a sign-in: say where, and give the user ``SIGN_IN_TIMEOUT`` for it
+        instead of what is left of the start-up timeout."""
+        import anyio
+
+        from tether.mcp.oauth import SIGN_IN_TIMEOUT
+
+        if self._cancel is not None:
+            self._cancel.deadline = anyio.current_time() + SIGN_IN_TIMEOUT
+        self.notify(f"MCP server {self.name!r} asks you to sign in: open {url}")
 
     def _fail(self, error: str) -> None:
         self.status, self.error = "failed", error
 
     def _log_hint(self) -> str:
         return f" (server log: {self.log_file})" if self.log_file is not None else ""
+
+
+async def _prompts(client: Client) -> list[PromptInfo]:
+    """The server's prompts, if it has any; a server whose list fails still serves its tools
+    (its prompts are simply not offered: a broken extra must not cost the rest)."""
+    if client.server_capabilities.prompts is None:
+        return []
+    try:
+        return await list_prompts(client)
+    except Exception:
+        return []
 
 
 async def _list_tools(client: Client) -> list[ToolInfo]:

@@ -15,17 +15,22 @@ For a bare ``Agent``::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
+from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import McpConnection, Status
+from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
 from tether.mcp.tools import agent_tool, offered, tool_name
+
+if TYPE_CHECKING:
+    from tether.wire import ImageContent, TextContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,8 @@ class ServerStatus:
     log_file: Path | None
     left_out: tuple[str, ...] = ()
     """Tools the server lists but that are not offered, each with why (``name: reason``)."""
+    prompts: tuple[str, ...] = ()
+    """The server's prompts as slash commands with their arguments (``/mcp__s__p <a> [b]``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +60,7 @@ class ServerStatus:
             "error": self.error,
             "logFile": str(self.log_file) if self.log_file is not None else None,
             "leftOut": list(self.left_out),
+            "prompts": list(self.prompts),
         }
 
 
@@ -69,6 +77,8 @@ def format_statuses(statuses: Sequence[ServerStatus], notes: Sequence[str] = ())
         if s.tools:
             lines.append(f"  tools: {', '.join(s.tools)}")
         lines.extend(f"  not offered: {reason}" for reason in s.left_out)
+        if s.prompts:
+            lines.append(f"  prompts: {', '.join(s.prompts)}")
         if s.log_file is not None and s.status == "failed":
             lines.append(f"  log: {s.log_file}")
     lines.extend(f"note: {note}" for note in notes)
@@ -96,7 +106,12 @@ class McpServers:
             log_dir = data_dir() / "mcp-logs"
         self.log_dir = log_dir
         chosen = {c.name: c for c in configs if c.enabled}
-        self.connections = {name: McpConnection(c, log_dir=log_dir) for name, c in chosen.items()}
+        self.notify: Callable[[str], None] = lambda _text: None
+        """Where servers' messages for the user go (a sign-in address); a session sets its own."""
+        self.connections = {
+            name: McpConnection(c, log_dir=log_dir, notify=lambda text: self.notify(text))
+            for name, c in chosen.items()
+        }
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
         self._given_notes = list(notes)
@@ -209,9 +224,35 @@ class McpServers:
                 error=c.error,
                 log_file=c.log_file,
                 left_out=tuple(f"{t.name}: {t.left_out}" for t in c.tools if t.left_out),
+                prompts=tuple(f"/{tool_name(c.name, p.name)} {p.usage()}".rstrip() for p in c.prompts),
             )
             for c in self.connections.values()
         ]
+
+    def prompts(self) -> dict[str, tuple[McpConnection, PromptInfo]]:
+        """Every server's prompts by command name (``mcp__<server>__<prompt>``; the first server
+        in configuration order keeps a name two would make)."""
+        found: dict[str, tuple[McpConnection, PromptInfo]] = {}
+        for connection in self.connections.values():
+            for info in connection.prompts:
+                found.setdefault(tool_name(connection.name, info.name), (connection, info))
+        return found
+
+    async def run_prompt(self, line: str) -> list[TextContent | ImageContent]:
+        """The content of the MCP prompt ``line`` calls (``/mcp__server__prompt args``), for the
+        user's message; ``ToolError`` (one line) for an unknown prompt, arguments that do not fit,
+        or a server that fails."""
+        name, _, rest = line.removeprefix("/").partition(" ")
+        found = self.prompts().get(name)
+        if found is None:
+            known = ", ".join(f"/{n}" for n in self.prompts()) or "none"
+            raise ToolError(f"/{name}: no such MCP prompt (MCP prompts: {known})")
+        connection, info = found
+        arguments = parse_arguments(info, rest)
+        result = await connection.request(
+            f"getting prompt {info.name!r}", lambda client: client.get_prompt(info.name, arguments or None)
+        )
+        return prompt_content(result)
 
     async def close(self) -> None:
         """Stop every server (in parallel) for good and wait for them to exit."""

@@ -393,7 +393,7 @@ class ShutdownCommand(TypedDict):
 @record(PARAMS)
 class ExtensionUiResponse(TypedDict):
     """The client's answer to an ``extension_ui_request`` dialog (``select``, ``confirm``,
-    ``input``), matched by ``id``; ``cancelled`` dismisses it. Answered like a command (pi
+    ``input``, ``editor``), matched by ``id``; ``cancelled`` dismisses it. Answered like a command (pi
     answers nothing; a pi client ignores the response)."""
 
     id: str
@@ -653,18 +653,38 @@ PromptStatus = Literal["completed", "aborted", "error"]
 
 @record(OPEN)
 class ExtensionUiRequest(TypedDict):
-    """An extension asks the user (pi's ``docs/rpc-extension-ui.md``). ``select``, ``confirm``
-    and ``input`` wait for an ``extension_ui_response`` with the same ``id``; ``notify`` does
-    not."""
+    """An extension asks the user or shows something (pi's ``docs/rpc-extension-ui.md``).
+    The dialogs ``select``, ``confirm``, ``input`` and ``editor`` wait for an
+    ``extension_ui_response`` with the same ``id`` (or their ``timeout``, in milliseconds, after
+    which the agent takes them as dismissed); ``notify``, ``setStatus``, ``setWidget``,
+    ``setTitle`` and ``set_editor_text`` expect no answer."""
 
     type: Literal["extension_ui_request"]
     id: str
-    method: Literal["select", "confirm", "input", "notify"]
+    method: Literal[
+        "select",
+        "confirm",
+        "input",
+        "editor",
+        "notify",
+        "setStatus",
+        "setWidget",
+        "setTitle",
+        "set_editor_text",
+    ]
     title: NotRequired[str]
     message: NotRequired[str]
     options: NotRequired[list[str]]
     placeholder: NotRequired[str]
+    prefill: NotRequired[Annotated[str, Doc("`editor`: the text the editor starts with.")]]
+    timeout: NotRequired[Annotated[int, Doc("A dialog's time limit in milliseconds.")]]
     notifyType: NotRequired[Literal["info", "warning", "error"]]
+    statusKey: NotRequired[str]
+    statusText: NotRequired[Annotated[str, Doc("`setStatus`: absent clears the entry of `statusKey`.")]]
+    widgetKey: NotRequired[str]
+    widgetLines: NotRequired[Annotated[list[str], Doc("`setWidget`: absent clears `widgetKey`.")]]
+    widgetPlacement: NotRequired[Literal["aboveEditor", "belowEditor"]]
+    text: NotRequired[Annotated[str, Doc("`set_editor_text`: the text for the input box.")]]
 
 
 @record(OPEN)

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError
 from tether.ai.abort import AbortController, AbortSignal
+from tether.errors import ToolError
 from tether.session.convert import lower_for
 from tether.session.events import (
     AgentEndSessionEvent,
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
 
     from tether.mcp import McpServers
     from tether.session.extensions.api import ExtensionCommand
+    from tether.session.extensions.host import ExtensionHost
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
@@ -127,6 +130,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self._owns = frozenset(owns)
         self.resources = resources
         self.mcp = mcp
+        if mcp is not None:
+            mcp.notify = self.notify  # a server's sign-in address reaches the user as a notice
         self._mcp_tools: list[Any] = []
         self._mcp_noted: set[str] = set()
         self.cwd = cwd if cwd is not None else Path.cwd()
@@ -243,15 +248,26 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         the result joins the conversation, or with a doubled marker is recorded for the user only.
         Otherwise ``@path`` mentions are attached as a file message before the prompt.
         """
+        host = self.resources.extensions if self.resources is not None else None
+        if host is not None and host.has_input_hooks():
+            return self._new_run(lambda: self._hooked_input(host, line, images, shell))
+        return self._new_run(self._submitted(line, images, shell))
+
+    def _submitted(
+        self, line: str, images: Sequence[ImageContent], shell: bool
+    ) -> Callable[[], Awaitable[list[AgentMessage]]]:
+        """The run ``submit`` makes of a line."""
+        if self.mcp and line.startswith("/mcp__"):
+            return lambda: self._mcp_prompt_run(line, images)
         if self.resources is not None and line.startswith("/"):
             command = self.resources.extension_command(line)
             if command is not None:
-                return self._new_run(lambda: self._command_run(*command))
+                return lambda: self._command_run(*command)
             try:
                 line = self.resources.expand(line) or line
             except ValueError as exc:  # a skill whose file went away since the start
                 problem = str(exc)
-                return self._new_run(lambda: self._notice_run(problem))
+                return lambda: self._notice_run(problem)
         messages: list[AgentMessage] = []
         # The syntax's module loads only for a line that may use it (a plain prompt would pay 1.4%
         # of a `tether -p` start-up for it): a `!` or `$` first, an `@` anywhere.
@@ -260,13 +276,23 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
 
             parsed = parse_prompt_input(line) if shell else None
             if parsed is not None:
-                return self._new_run(lambda: self._input_run(parsed))
+                return lambda: self._input_run(parsed)
             workspace = self.approval.workspace if self.approval is not None else None
             mention = file_mentions_message(line, self.cwd, workspace)
             if mention is not None:
                 messages.extend(self._vouch([mention]))
         messages.extend(self._inputs(line, images))
-        return self._new_run(lambda: self._prompt_run(messages))
+        return lambda: self._prompt_run(messages)
+
+    async def _hooked_input(
+        self, host: ExtensionHost, line: str, images: Sequence[ImageContent], shell: bool
+    ) -> list[AgentMessage]:
+        """The extensions' ``input`` hooks first (pi's order: before skills and templates
+        expand); then the line they left, as ``submit`` runs it, inside this same run."""
+        text = await host.input(line, "interactive" if getattr(host.ui, "ui_mode", "") == "tui" else "rpc")
+        if text is None:
+            return self._added
+        return await self._submitted(text, images, shell)()
 
     def steer(self, text: str | AgentMessage, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a text (as a user message) or a message for the next model call, after the
@@ -497,17 +523,32 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 self.notify(line)
         return True
 
+    async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
+        """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the
+        user's message; a prompt that cannot be had is a notice, not a run."""
+        if not await self._install_mcp_tools() or not self.mcp:
+            return self._added
+        try:
+            content = await self.mcp.run_prompt(line)
+        except ToolError as exc:
+            self.notify(str(exc))
+            return self._added
+        message: AgentMessage = {
+            "role": "user",
+            "content": [*content, *images],
+            "timestamp": int(time.time() * 1000),
+        }
+        return await self._prompt_run(self._inputs(message, ()))
+
     async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
         """An extension's slash command, as a run: it may prompt the agent through ``ctx.send``."""
-        from tether.session.extensions.api import CommandContext
-
         host = self.resources.extensions if self.resources is not None else None
         assert host is not None
 
         async def send(text: str) -> None:
             await self._prompt_run(self._inputs(text, ()))
 
-        text = await host.run_command(command, args, CommandContext(self.cwd, host.ui, send, self))
+        text = await host.run_command(command, args, host.command_context(self, send))
         if text:
             self.notify(text, command=command.name)
         return self._added

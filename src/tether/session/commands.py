@@ -50,19 +50,24 @@ def parse(line: str) -> tuple[str, str] | None:
 
 def runs_here(core: AgentSession, line: str) -> bool:
     """Whether ``execute`` answers ``line``: a built-in (or unknown) command. A prompt template,
-    ``/skill:NAME`` or an extension's command is for ``core.submit`` instead, like any prompt."""
+    ``/skill:NAME``, an extension's command or an MCP prompt is for ``core.submit`` instead,
+    like any prompt."""
     parsed = parse(line)
     if parsed is None or parsed[0] in COMMANDS:
         return parsed is not None
+    if core.mcp and parsed[0].startswith("mcp__"):
+        return False  # an MCP prompt: the core asks its server (an unknown one says so there)
     return core.resources is None or not core.resources.handles(line)
 
 
 def user_commands(core: AgentSession) -> list[tuple[str, str]]:
     """``(name, description)`` of the commands the user's files add (templates, skills,
-    extensions), for ``/help`` and completion."""
-    if core.resources is None:
-        return []
-    return [(c.name, c.description) for c in core.resources.commands() if c.name not in COMMANDS]
+    extensions) and the MCP servers' prompts, for ``/help`` and completion."""
+    found = [] if core.resources is None else core.resources.commands()
+    listed = [(c.name, c.description) for c in found if c.name not in COMMANDS]
+    if core.mcp:  # the prompts of the servers that have started (``tether.mcp.prompts``)
+        listed += [(name, info.description or "MCP prompt") for name, (_, info) in core.mcp.prompts().items()]
+    return listed
 
 
 async def execute(core: AgentSession, line: str) -> CommandResult:

@@ -87,6 +87,8 @@ class SessionOptions:
     """``False`` (``--no-extensions``): load no extension from folders or entry points."""
     extension_paths: tuple[Path, ...] = ()
     """``-e PATH``: extensions loaded for this run on top of the others."""
+    extension_flags: tuple[str, ...] = ()
+    """``--flag NAME[=VALUE]``: values of flags extensions register (``register_flag``)."""
 
     def create(
         self,
@@ -117,6 +119,12 @@ class SessionOptions:
         resources = load_resources(
             cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
         )
+        if self.extension_flags:
+            host = resources.extensions
+            if host is None:
+                resources.warnings.append("--flag: extensions are off (--no-extensions); flags ignored")
+            else:
+                resources.warnings.extend(host.set_flags(self.extension_flags))
         from tether.tools import CODING_TOOLS
 
         return create_agent_session(

@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 class ModelControl(CoreState):
     """The model and thinking-level half of ``AgentSession``'s settings."""
 
-    def set_model(self, spec: str | ModelInfo, stream_fn: StreamFn | None = None) -> ModelInfo:
+    def set_model(
+        self, spec: str | ModelInfo, stream_fn: StreamFn | None = None, *, source: str = "set"
+    ) -> ModelInfo:
         """Switch model (a ``provider/id`` spec, or a model with its stream function); the thinking
-        level is clamped to what the new model accepts. Recorded in the session."""
+        level is clamped to what the new model accepts. Recorded in the session; extensions see
+        ``model_select`` (``source``: ``set``, or ``cycle`` from ``cycle_model``)."""
         level = self.agent.thinking_level
         host = self.resources.extensions if self.resources is not None else None
         served = host.model(spec) if host is not None and isinstance(spec, str) else None
@@ -38,11 +41,15 @@ class ModelControl(CoreState):
             level = resolved.thinking or level  # `/model opus:high`
         else:
             model = spec
-        before = self.agent.thinking_level
+        before, previous = self.agent.thinking_level, self.agent.model
         self.agent.model = model
         self.agent.stream_fn = stream_fn
         self.agent.thinking_level = _clamp_thinking(model, level)
         self.record_settings()
+        if host is not None:
+            host.observe(
+                {"type": "model_select", "model": model, "previous_model": previous, "source": source}
+            )
         self._thinking_changed(before)
         return model
 
@@ -64,7 +71,7 @@ class ModelControl(CoreState):
             return None
         chosen = models[index]
         served = any(_same_model(chosen, m) for m in self.extension_models())
-        self.set_model(f"{chosen['provider']}/{chosen['id']}" if served else chosen)
+        self.set_model(f"{chosen['provider']}/{chosen['id']}" if served else chosen, source="cycle")
         level = scoped[index].thinking if scoped else None
         if level is not None:
             self.set_thinking(level)

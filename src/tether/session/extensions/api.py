@@ -32,10 +32,11 @@ answer (print mode) ``confirm`` is ``False`` and ``select``/``input`` are ``None
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from tether.agent.hooks import (
     AfterToolCallContext,
@@ -43,35 +44,26 @@ from tether.agent.hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from tether.session.extensions.context import CommandContext, ContextUsage, SessionControl, control
+from tether.session.extensions.ui import Dialogs, ExtensionUI, NotifyLevel, RichUI, WidgetPlacement
 from tether.wire import AgentMessage
+
+__all__ = [
+    "CommandContext",
+    "ContextUsage",
+    "Dialogs",
+    "ExtensionUI",
+    "NotifyLevel",
+    "RichUI",
+    "SessionControl",
+    "WidgetPlacement",
+]
 
 if TYPE_CHECKING:
     from tether.agent import AgentTool
     from tether.ai.types import StreamFn
     from tether.session.prompt import PromptEditor
     from tether.wire import ModelInfo
-
-NotifyLevel = Literal["info", "warning", "error"]
-
-
-class ExtensionUI(Protocol):
-    """How an extension asks the user; every front end supplies one."""
-
-    async def confirm(self, title: str, message: str = "") -> bool:
-        """Yes or no; ``False`` when nobody answers or the question is dismissed."""
-        ...
-
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
-        """One of ``options``; ``None`` when dismissed."""
-        ...
-
-    async def input(self, title: str, placeholder: str = "") -> str | None:
-        """A line of text; ``None`` when dismissed."""
-        ...
-
-    def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        """Tell the user something; nothing to answer."""
-        ...
 
 
 @dataclass(slots=True)
@@ -91,62 +83,57 @@ class BeforeRunResult:
     reason: str | None = None
 
 
-class SessionControl(Protocol):
-    """What of the running ``AgentSession`` the extension API uses (it is one)."""
+@dataclass(slots=True)
+class InputEvent:
+    """A line the user sent, before slash commands, skills and templates are expanded (pi's
+    ``input`` event): ``source`` is ``interactive`` (typed in the terminal) or ``rpc`` (a client's
+    prompt, an editor's, print mode's)."""
 
-    @property
-    def is_running(self) -> bool: ...
-    @property
-    def thinking_level(self) -> str: ...
-    @property
-    def agent(self) -> Any: ...
-    @property
-    def session(self) -> Any: ...
-    def prompt(self, prompt: str) -> Any: ...
-    def follow_up(self, text: str) -> Any: ...
-    def steer(self, text: str) -> Any: ...
-    def rename(self, title: str) -> None: ...
-    def append_entry(self, custom_type: str, data: Any) -> str | None: ...
-    def set_model(self, spec: str) -> ModelInfo: ...
-    def set_thinking(self, level: str) -> str: ...
-    def new_session(self) -> str | None: ...
-    async def wait_for_idle(self) -> None: ...
-    async def compact(self, instructions: str | None = None) -> Any: ...
+    text: str
+    source: str
 
 
 @dataclass(slots=True)
-class CommandContext:
-    """What a slash command's handler gets besides its arguments."""
+class InputResult:
+    """What an ``input`` hook decides: ``continue`` (the default), ``transform`` (go on with
+    ``text`` instead; transforms chain) or ``handled`` (no run: the extension answered it)."""
 
-    cwd: Path
-    ui: ExtensionUI
-    send: Callable[[str], Awaitable[None]]
-    """Run the agent on a prompt (as if the user had typed it) and wait until it settles."""
-    session: SessionControl | None = None
+    action: Literal["continue", "transform", "handled"] = "continue"
+    text: str | None = None
 
-    async def wait_for_idle(self) -> None:
-        """Wait until the agent's run in progress, if any, has ended (pi's ``ctx.waitForIdle``;
-        the command itself is not one)."""
-        if self.session is not None:
-            await self.session.agent.wait_for_idle()
 
-    def new_session(self) -> str | None:
-        """Start a new stored session (pi's ``ctx.newSession``); its id, ``None`` without storage."""
-        return _control(self.session, "new_session").new_session()
+@dataclass(slots=True)
+class Shared:
+    """What every extension's ``api`` and the host share: the messages ``send_message`` holds for
+    the next prompt, and the flags registered and the values given on the command line."""
 
-    async def compact(self, instructions: str | None = None) -> Any:
-        """Compact the conversation now (pi's ``ctx.compact``)."""
-        return await _control(self.session, "compact").compact(instructions)
+    next_turn: list[AgentMessage] = field(default_factory=lambda: [])
+    flags: dict[str, ExtensionFlag] = field(default_factory=lambda: {})
+    flag_values: dict[str, bool | str] = field(default_factory=lambda: {})
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionFlag:
+    """A command-line flag of an extension (pi's ``registerFlag``): ``--flag NAME`` sets a
+    ``boolean`` one, ``--flag NAME=VALUE`` a ``string`` one."""
+
+    name: str
+    description: str
+    type: Literal["boolean", "string"]
+    default: bool | str | None
+    extension: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderResponse:
+    """What ``after_provider_response`` hooks see: the HTTP status and the response headers."""
+
+    status: int
+    headers: dict[str, str]
 
 
 _SENDING: set[asyncio.Task[None]] = set()
 """``send_user_message`` runs waiting for the session (kept referenced until they end)."""
-
-
-def _control(session: SessionControl | None, what: str) -> SessionControl:
-    if session is None:
-        raise RuntimeError(f"{what} needs a running session (not available during setup)")
-    return session
 
 
 BeforeRunHook = Callable[[BeforeRunContext], Awaitable[BeforeRunResult | None] | BeforeRunResult | None]
@@ -160,7 +147,21 @@ PromptHookFn = Callable[["PromptEditor"], Awaitable[None] | None]
 CommandHandler = Callable[[str, CommandContext], Awaitable[str | None] | str | None]
 """``handler(args, ctx)``: returns text to show the user (or ``None``)."""
 
-INTERCEPTING_EVENTS = ("before_run", "tool_call", "tool_result", "prompt")
+INTERCEPTING_EVENTS = (
+    "input",
+    "before_run",
+    "tool_call",
+    "tool_result",
+    "prompt",
+    "before_provider_headers",
+    "before_provider_request",
+    "after_provider_response",
+)
+"""``before_provider_headers`` and ``before_provider_request`` get the HTTP request to the
+provider (``tether.ai.types.ProviderRequest``: change ``headers`` in place, ``None`` removes
+one; a ``before_provider_request`` hook that returns a value replaces ``payload``);
+``after_provider_response`` gets a ``ProviderResponse`` (status, headers) before the body is
+read. They fire for each attempt, retries included, and only for providers over HTTP."""
 LIFECYCLE_EVENTS = (
     "session_start",
     "session_shutdown",
@@ -175,13 +176,15 @@ LIFECYCLE_EVENTS = (
     "tool_execution_update",
     "tool_execution_end",
     "thinking_level_select",
+    "model_select",
     "session_info_changed",
     "compaction_start",
     "compaction_end",
 )
 """Observed, never intercepted: the session's events of these types (``session_start`` when the
 session is set up, ``session_shutdown`` when it closes, ``thinking_level_select`` for the
-session's ``thinking_level_changed``)."""
+session's ``thinking_level_changed``; ``model_select`` with ``model``, ``previous_model`` and
+``source`` (``set`` or ``cycle``) when the model changes)."""
 EVENT_ALIASES = {"thinking_level_changed": "thinking_level_select"}
 """Session event type -> the lifecycle event name extensions subscribe to (pi's)."""
 EventName = str
@@ -206,6 +209,20 @@ class ExtensionProvider:
     extension: str
 
 
+ShortcutHandler = Callable[[CommandContext], Awaitable[None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionShortcut:
+    """A key of the interactive mode (pi's ``registerShortcut``): ``key`` in pi's spelling
+    (``ctrl+shift+p``, ``alt+x``, ``f5``)."""
+
+    key: str
+    description: str
+    handler: ShortcutHandler
+    extension: str
+
+
 @dataclass(slots=True)
 class Registrations:
     """Everything one extension registered (read by the host)."""
@@ -213,6 +230,7 @@ class Registrations:
     tools: list[AgentTool] = field(default_factory=lambda: [])
     commands: list[ExtensionCommand] = field(default_factory=lambda: [])
     providers: list[ExtensionProvider] = field(default_factory=lambda: [])
+    shortcuts: list[ExtensionShortcut] = field(default_factory=lambda: [])
     hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {})
 
 
@@ -231,17 +249,19 @@ class ExtensionAPI:
         cwd: Path,
         ui: Callable[[], ExtensionUI],
         session: Callable[[], SessionControl | None] = lambda: None,
+        shared: Shared | None = None,
     ) -> None:
         self.name = name
         self.cwd = cwd
         self._ui = ui
         self._session = session
         self.registered = Registrations()
+        self._shared = shared if shared is not None else Shared()
 
     # -- controlling the session (pi's ExtensionAPI; not during setup) -----------------------------
 
     def _running(self, what: str) -> SessionControl:
-        return _control(self._session(), what)
+        return control(self._session(), what)
 
     def send_user_message(
         self, text: str, *, deliver_as: Literal["steer", "follow_up"] = "follow_up"
@@ -253,14 +273,99 @@ class ExtensionAPI:
         if session.agent.is_streaming:
             (session.steer if deliver_as == "steer" else session.follow_up)(text)
             return
+        self._when_idle(session, text)
+
+    def send_message(
+        self,
+        content: str | Sequence[Any],
+        *,
+        custom_type: str,
+        display: bool = True,
+        details: Any = None,
+        deliver_as: Literal["steer", "follow_up", "next_turn"] = "steer",
+        trigger_turn: bool = False,
+    ) -> None:
+        """Put an extension's own message into the conversation (pi's ``sendMessage``): a
+        ``custom`` message the model reads (as developer text; images as user content), stored
+        with the session and shown when ``display``. While the agent works it is steered in
+        (``steer``, before the next model call) or queued for when it would stop
+        (``follow_up``); ``next_turn`` holds it for the next prompt. When the agent is idle,
+        ``trigger_turn=True`` runs the model on it now; otherwise it goes with the next prompt."""
+        session = self._running("send_message")
+        message: dict[str, Any] = {
+            "role": "custom",
+            "customType": custom_type,
+            "content": content if isinstance(content, str) else list(content),
+            "display": display,
+            "timestamp": int(time.time() * 1000),
+        }
+        if details is not None:
+            message["details"] = details
+        custom = cast(AgentMessage, message)
+        if deliver_as != "next_turn" and session.agent.is_streaming:
+            (session.steer if deliver_as == "steer" else session.follow_up)(custom)
+        elif deliver_as != "next_turn" and trigger_turn:
+            self._when_idle(session, custom)
+        else:
+            self._shared.next_turn.append(custom)
+
+    def _when_idle(self, session: SessionControl, prompt: str | AgentMessage) -> None:
+        """Run ``prompt`` once what runs now (a slash command, say) has ended."""
 
         async def when_idle() -> None:
             await session.wait_for_idle()
-            await session.prompt(text)
+            await session.prompt(prompt)
 
         task = asyncio.get_running_loop().create_task(when_idle())
         _SENDING.add(task)
         task.add_done_callback(_SENDING.discard)
+
+    def set_label(self, entry_id: str, label: str | None) -> None:
+        """Label an entry of the session's tree (pi's ``setLabel``; shown by ``/tree``); ``None``
+        removes the label."""
+        stored = self._running("set_label").session
+        if stored is None:
+            raise RuntimeError("set_label needs a stored session (this one runs with --no-session)")
+        stored.label(entry_id, label)
+
+    def get_commands(self) -> list[Any]:
+        """The slash commands the user's files add, as RPC ``get_commands`` lists them (pi's
+        ``getCommands``): extensions' first, then templates, then ``skill:NAME``; each a
+        ``CommandInfo`` (``name``, ``description``, ``source``, ``path``, ``scope``)."""
+        resources = self._running("get_commands").resources
+        return list(resources.commands()) if resources is not None else []
+
+    def register_shortcut(self, key: str, handler: ShortcutHandler, *, description: str = "") -> None:
+        """``key`` (pi's spelling: ``ctrl+shift+p``, ``alt+x``, ``f5``) runs ``handler(ctx)`` in
+        the interactive mode (pi's ``registerShortcut``); the other modes have no keys. A key the
+        terminal cannot tell apart, or one tether uses, is reported when the TUI starts."""
+        if not key or not callable(handler):
+            raise ValueError(f"register_shortcut needs a key and a handler, got {key!r}")
+        self.registered.shortcuts.append(ExtensionShortcut(key.lower(), description, handler, self.name))
+
+    def register_flag(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        type: Literal["boolean", "string"] = "boolean",
+        default: bool | str | None = None,
+    ) -> None:
+        """A command-line flag for this extension (pi's ``registerFlag``): ``tether --flag NAME``
+        (boolean) or ``--flag NAME=VALUE`` (string); ``get_flag`` reads it once the session runs
+        (in ``setup`` it is the default). A flag given that no extension registered is reported."""
+        if not name or not all(c.isalnum() or c in "-_" for c in name) or type not in ("boolean", "string"):
+            raise ValueError(f"register_flag needs a name of letters, digits, - and _, got {name!r}")
+        if name in self._shared.flags:
+            raise ValueError(f"flag {name!r} is already registered by {self._shared.flags[name].extension}")
+        self._shared.flags[name] = ExtensionFlag(name, description, type, default, self.name)
+
+    def get_flag(self, name: str) -> bool | str | None:
+        """The flag's value from the command line, else its default (pi's ``getFlag``)."""
+        flag = self._shared.flags.get(name)
+        if flag is None:
+            raise KeyError(f"no flag {name!r} is registered")
+        return self._shared.flag_values.get(name, flag.default)
 
     def append_entry(self, custom_type: str, data: Any) -> str | None:
         """Store ``data`` in the session as a custom entry (pi's ``appendEntry``: extension state,
@@ -320,9 +425,10 @@ class ExtensionAPI:
         return self._running("set_thinking_level").set_thinking(level)
 
     @property
-    def ui(self) -> ExtensionUI:
-        """The front end's way of asking the user (resolved on use: RPC installs its own)."""
-        return self._ui()
+    def ui(self) -> Dialogs:
+        """The front end's way of asking the user and showing state (resolved on use: each front
+        end installs its own), with dialog timeouts."""
+        return Dialogs(self._ui())
 
     def register_tool(self, tool: AgentTool) -> AgentTool:
         """Give the model a tool (build it with ``tether.agent.tool``); returns it, so it can be

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,17 +33,22 @@ from tether.session.extensions.api import (
     BeforeRunResult,
     CommandContext,
     ExtensionCommand,
+    ExtensionFlag,
     ExtensionProvider,
-    ExtensionUI,
-    NotifyLevel,
+    ExtensionShortcut,
+    InputEvent,
+    InputResult,
+    ProviderResponse,
     Registrations,
     SessionControl,
+    Shared,
 )
+from tether.session.extensions.ui import Dialogs, ExtensionUI, HeadlessUI
 
 if TYPE_CHECKING:
     from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
     from tether.ai.abort import AbortSignal
-    from tether.ai.types import StreamFn
+    from tether.ai.types import ProviderRequest, StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
     from tether.wire import ModelInfo
 
@@ -56,35 +61,17 @@ class LoadedExtension:
     registered: Registrations
 
 
-class HeadlessUI:
-    """Nobody at the keyboard (print and JSON modes): ``confirm`` is ``False``, ``select`` and
-    ``input`` are ``None``, and each question is reported as a notice saying so."""
-
-    def __init__(self, notice: Callable[[str], None]) -> None:
-        self._notice = notice
-
-    async def confirm(self, title: str, message: str = "") -> bool:
-        self._notice(f"{title}: nobody can answer here, taken as no")
-        return False
-
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
-        self._notice(f"{title}: nobody can answer here, nothing selected")
-        return None
-
-    async def input(self, title: str, placeholder: str = "") -> str | None:
-        self._notice(f"{title}: nobody can answer here, no input")
-        return None
-
-    def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        self._notice(message if level == "info" else f"{level}: {message}")
-
-
 class ExtensionHost:
     """The session's extensions: their tools, commands and providers, and the hooks that call
     them. ``ui`` is the front end's (``HeadlessUI`` until one installs its own); ``notice`` is
     where reports go (the core turns them into ``notice`` events)."""
 
-    def __init__(self, extensions: Sequence[LoadedExtension], problems: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        extensions: Sequence[LoadedExtension],
+        problems: Sequence[str] = (),
+        shared: Shared | None = None,
+    ) -> None:
         self.extensions = list(extensions)
         self.problems = list(problems)
         """Extensions that could not be loaded, one line each (shown at start-up)."""
@@ -98,6 +85,13 @@ class ExtensionHost:
         """The running session (``attach``): what ``api.send_user_message`` and the like control."""
         self._reported: set[str] = set()
         self._observing: set[asyncio.Task[None]] = set()
+        self._shared = shared if shared is not None else Shared()
+        """What every ``api`` shares with the host (held messages, flags)."""
+
+    @property
+    def dialogs(self) -> Dialogs:
+        """The front end's ``ui`` as extensions call it (with dialog timeouts)."""
+        return Dialogs(self.ui)
 
     # -- the session's lifecycle -------------------------------------------------------------------
 
@@ -160,6 +154,46 @@ class ExtensionHost:
                 found.setdefault(command.name, command)
         return found
 
+    def set_flags(self, given: Sequence[str]) -> list[str]:
+        """Take ``--flag NAME[=VALUE]`` from the command line (before ``session_start``, so hooks
+        there see them, as in pi). A flag no extension registered, or a value of the wrong kind,
+        is one problem line and left out: the lines returned."""
+        problems: list[str] = []
+        for text in given:
+            name, has_value, value = text.partition("=")
+            flag = self._shared.flags.get(name)
+            if flag is None:
+                known = ", ".join(sorted(self._shared.flags)) or "none registered"
+                problems.append(f"--flag {name}: no extension registered that flag ({known})")
+            elif flag.type == "boolean" and has_value and value not in ("true", "false"):
+                problems.append(f"--flag {text}: {name} is a yes/no flag (give it as --flag {name})")
+            elif flag.type == "boolean":
+                self._shared.flag_values[name] = value != "false"
+            elif not has_value:
+                problems.append(f"--flag {name}: {name} takes a value (--flag {name}=VALUE)")
+            else:
+                self._shared.flag_values[name] = value
+        return problems
+
+    def flags(self) -> list[ExtensionFlag]:
+        return list(self._shared.flags.values())
+
+    def shortcuts(self) -> list[ExtensionShortcut]:
+        """Every extension's keys, first registration of a key first."""
+        return [s for e in self.extensions for s in e.registered.shortcuts]
+
+    def command_context(
+        self, session: SessionControl, send: Callable[[str], Awaitable[None]]
+    ) -> CommandContext:
+        """What a command's (or a shortcut's) handler gets."""
+        return CommandContext(session.cwd, self.dialogs, send, session)
+
+    async def run_shortcut(self, shortcut: ExtensionShortcut, context: CommandContext) -> None:
+        try:
+            await _call(shortcut.handler, context)
+        except Exception as exc:
+            self.report(shortcut.extension, shortcut.key, exc)
+
     def providers(self) -> dict[str, ExtensionProvider]:
         found: dict[str, ExtensionProvider] = {}
         for extension in self.extensions:
@@ -186,7 +220,12 @@ class ExtensionHost:
 
     def install(self, agent: Agent) -> None:
         """Put the ``tool_call`` and ``tool_result`` hooks in front of the agent's own: an
-        extension sees (and may block or change) a call before the approval gate asks."""
+        extension sees (and may block or change) a call before the approval gate asks. The
+        provider hooks go into the agent's stream options (every model call of the agent)."""
+        if any(self._hooks(e) for e in ("before_provider_headers", "before_provider_request")):
+            agent.options = replace(agent.options, on_request=self.provider_request)
+        if self._hooks("after_provider_response"):
+            agent.options = replace(agent.options, on_response=self.provider_response)
         if self._hooks("tool_call"):
             gate = agent.before_tool_call
 
@@ -219,7 +258,29 @@ class ExtensionHost:
             line = f"extension {name} failed in {where}: {error} (reported once)"
         self.failed(origin, where, error, line)
 
+    async def input(self, text: str, source: str) -> str | None:
+        """The ``input`` hooks on a line the user sent: the text to go on with (transformed, or
+        as it was), ``None`` when a hook handled it. A failing hook is skipped."""
+        for name, hook in self._hooks("input"):
+            try:
+                result = await _call(hook, InputEvent(text, source))
+            except Exception as exc:
+                self.report(name, "input", exc)
+                continue
+            if isinstance(result, InputResult) and result.action == "handled":
+                return None
+            if isinstance(result, InputResult) and result.action == "transform" and result.text is not None:
+                text = result.text
+        return text
+
+    def has_input_hooks(self) -> bool:
+        return bool(self._hooks("input"))
+
     async def before_run(self, context: BeforeRunContext) -> BeforeRunResult | None:
+        """The ``before_run`` hooks; first, what ``send_message`` held for this prompt goes in
+        front of it."""
+        held, self._shared.next_turn[:] = list(self._shared.next_turn), []
+        context.messages[:0] = held
         for name, hook in self._hooks("before_run"):
             try:
                 result = await _call(hook, context)
@@ -229,6 +290,31 @@ class ExtensionHost:
             if isinstance(result, BeforeRunResult) and result.block:
                 return BeforeRunResult(True, result.reason or f"stopped by extension {name}")
         return None
+
+    async def provider_request(self, request: ProviderRequest) -> None:
+        """``before_provider_headers`` hooks, then ``before_provider_request`` ones (a value
+        returned replaces the payload for the next hooks and the request); a failing hook is
+        reported and skipped."""
+        for name, hook in self._hooks("before_provider_headers"):
+            try:
+                await _call(hook, request)
+            except Exception as exc:
+                self.report(name, "before_provider_headers", exc)
+        for name, hook in self._hooks("before_provider_request"):
+            try:
+                replaced = await _call(hook, request)
+            except Exception as exc:
+                self.report(name, "before_provider_request", exc)
+                continue
+            if replaced is not None:
+                request.payload = replaced
+
+    async def provider_response(self, status: int, headers: Mapping[str, str]) -> None:
+        for name, hook in self._hooks("after_provider_response"):
+            try:
+                await _call(hook, ProviderResponse(status, dict(headers)))
+            except Exception as exc:
+                self.report(name, "after_provider_response", exc)
 
     async def before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None

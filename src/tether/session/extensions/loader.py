@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from tether.session.extensions.api import ExtensionAPI, ExtensionUI, SessionControl
+from tether.session.extensions.api import ExtensionAPI, ExtensionUI, SessionControl, Shared
 from tether.session.extensions.host import ExtensionHost, LoadedExtension
 
 
@@ -48,6 +48,7 @@ def load_extensions(
     loaded: list[LoadedExtension] = []
     problems: list[str] = []
     host_ref: list[ExtensionHost] = []
+    shared = Shared()
 
     def ui() -> ExtensionUI:
         return host_ref[0].ui
@@ -57,15 +58,15 @@ def load_extensions(
 
     for path in paths:
         name = extension_name(path)
-        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session)
+        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session, shared)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     for name, target in entry_points:
         origin = f"entry point {name} ({target})"
-        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui, session)
+        extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui, session, shared)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
-    host = ExtensionHost(loaded, problems)
+    host = ExtensionHost(loaded, problems, shared)
     host_ref.append(host)
     return host
 
@@ -77,13 +78,14 @@ def _load(
     cwd: Path,
     ui: Callable[[], ExtensionUI],
     session: Callable[[], SessionControl | None],
+    shared: Shared,
 ) -> tuple[LoadedExtension | None, str | None]:
     try:
         target = load()
         setup = getattr(target, "setup", None) if isinstance(target, ModuleType) else target
         if not callable(setup):
             return None, f"extension {name} ({origin}): no setup(api) function; not loaded"
-        api = ExtensionAPI(name, cwd, ui, session)
+        api = ExtensionAPI(name, cwd, ui, session, shared)
         outcome = setup(api)
         if inspect.isawaitable(outcome):
             close = getattr(outcome, "close", None)

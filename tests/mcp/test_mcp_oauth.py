@@ -1,0 +1,103 @@
+"""OAuth for HTTP MCP servers against a real OAuth-protected server on 127.0.0.1, built from the
+SDK's own server auth pieces (``oauth_server.py``; no internet): the first start signs in through
+the "browser" ``$BROWSER`` names (it follows the redirects), the tokens are kept in a 0600 file
+under the data folder and never appear in output or logs, and the next start uses them without
+signing in again."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
+HERE = Path(__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    port, log = free_port(), tmp_path / "server.log"
+    log.write_text("")
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "oauth_server.py"), str(port), str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield port, log
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def mcp_list(home: Path, browser_log: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "TETHER_HOME": str(home),
+        "HOME": str(home / "user"),
+        "BROWSER": f"{sys.executable} {HERE / 'fake_browser.py'} %s",
+        "FAKE_BROWSER_LOG": str(browser_log),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", "mcp", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=120,
+    )
+
+
+def test_sign_in_once_then_use_the_kept_tokens(guarded: tuple[int, Path], tmp_path: Path) -> None:
+    port, server_log = guarded
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    entry = {"url": f"http://127.0.0.1:{port}/mcp"}
+    (home / "config" / "mcp.json").write_text(json.dumps({"mcpServers": {"guarded": entry}}))
+    browser_log = tmp_path / "browser.log"
+
+    first = mcp_list(home, browser_log)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "guarded (http, user): ready" in first.stdout and "mcp__guarded__secret" in first.stdout
+    assert (
+        f"MCP server 'guarded' asks you to sign in: open http://127.0.0.1:{port}/authorize?" in first.stderr
+    )
+    [opened] = browser_log.read_text().splitlines()
+    assert opened.startswith(f"http://127.0.0.1:{port}/authorize?") and "code_challenge=" in opened
+
+    kept = home / "data" / "mcp-oauth" / "guarded.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    token = json.loads(kept.read_text())["tokens"]["access_token"]
+    lines = server_log.read_text().splitlines()
+    assert f"issued {token}" in lines and f"request with {token}" in lines  # the kept token was sent
+    # never in tether's output or its logs
+    assert token not in first.stdout + first.stderr
+    others = [p for p in home.rglob("*") if p.is_file() and p != kept]
+    assert all(token not in p.read_text(errors="replace") for p in others)
+
+    second = mcp_list(home, browser_log)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "ready" in second.stdout and "sign in" not in second.stderr
+    assert len(browser_log.read_text().splitlines()) == 1  # no second sign-in
+    assert sum(line.startswith("registered") for line in server_log.read_text().splitlines()) == 1
