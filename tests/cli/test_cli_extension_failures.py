@@ -84,7 +84,9 @@ def test_exit_in_a_hook_a_tool_or_a_command_does_not_end_tether(cli: CliEnv) -> 
     assert ends["c1"]["isError"] and "Blocked: the extension exits failed" in str(ends["c1"]["result"])
     assert ends["c2"]["isError"] and "called exit(6)" in str(ends["c2"]["result"])
     assert (cli.project / "kept").exists()  # the guard that crashed blocked the command
-    assert "extension exits failed in tool_call: ExtensionExit: called exit(5)" in done.stdout
+    # JSON mode reports it as pi 1.6 does: one line on stderr, nothing in the event stream
+    assert "extension_error" not in done.stdout
+    assert f"Extension error ({path}): ExtensionExit: called exit(5)" in done.stderr
     assert "still here" in done.stdout and "agent_end" in done.stdout
 
     command = cli.run("-e", path, "-p", "--no-session", "/bye")
