@@ -24,7 +24,7 @@ from typing import Any, cast
 from dbos import WorkflowStatus
 
 from tether.durable.client import DurableClient
-from tether.durable.config import WORKFLOW
+from tether.durable.config import QUEUE, WORKFLOW
 from tether.errors import UserError
 
 FINISHED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
@@ -188,7 +188,7 @@ def resume(client: DurableClient, run_id: str) -> RunInfo:
     run = _get(client, run_id)
     if run.status == "SUCCESS":
         raise ValueError(f"run {run_id} has finished: `tether runs retry {run_id}` runs its prompt again")
-    client.dbos.resume_workflow(run_id)
+    client.dbos.resume_workflow(run_id, queue_name=QUEUE)  # under the limits, as submitted
     return _get(client, run_id)
 
 
