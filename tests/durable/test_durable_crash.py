@@ -78,9 +78,11 @@ class Cluster:
             "TETHER_TEST_STREAM_DELAY": str(STREAM_DELAY),
         }
 
-    def start(self, name: str) -> int:
+    def start(self, name: str, *limits: str) -> int:
+        """Start a worker (``limits``: its concurrency flags; default ``--concurrency 10``)."""
         log = (self.tmp / f"{name}.log").open("ab")
-        command = [sys.executable, "-m", "tether.cli", "worker", "--name", name, "--concurrency", "10"]
+        command = [sys.executable, "-m", "tether.cli", "worker", "--name", name]
+        command += limits or ("--concurrency", "10")
         command += ["--setup", "workload:setup", "--model", MODEL]
         process = subprocess.Popen(command, env=self.env(), cwd=self.tmp, stdout=log, stderr=log)
         self.workers[name] = process
