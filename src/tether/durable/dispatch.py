@@ -44,6 +44,8 @@ log = logging.getLogger("tether.durable")
 
 CLAIM_SECONDS = 0.25
 """How often a worker with room looks for submitted runs."""
+PERSISTENT_FAILURES = 40
+"""Claims failing on a database error this many times in a row (10 s) are worth a log line."""
 CONNECT_TIMEOUT = 5
 """Seconds a connection attempt waits: an unreachable host must not hold up a loop."""
 CLAIM_LOCK = 0x7465746865720001
@@ -175,13 +177,17 @@ class Dispatcher:
         self._thread.start()
 
     def _loop(self) -> None:
+        failures = 0
         while not self._stop.wait(CLAIM_SECONDS):
             try:
                 self.claim()
-            except DBAPIError:
-                pass  # the database is away (the heartbeat says so) or another claim raced: next time
+                failures = 0
             except Exception as exc:
-                log.warning("claiming runs failed: %s", first_line(exc))
+                # A database error is usually passing (an outage, which the heartbeat reports;
+                # SQLite busy with another worker's claim): said once if it lasts.
+                failures += 1
+                if failures == (PERSISTENT_FAILURES if isinstance(exc, DBAPIError) else 1):
+                    log.warning("claiming runs failed (trying again): %s", first_line(exc))
 
     def stop(self) -> None:
         """Claim no more (returns once a claim under way is done)."""
