@@ -95,6 +95,9 @@ async def test_cancel_stops_the_tool_and_leaves_the_session_consistent(
         }
         listed = runs.list_runs(client, status="CANCELLED")
         assert [r.id for r in listed] == [run_id] and listed[0].session == session_id
+        # Its replay would take the cancel's answers for its own: resuming it is refused.
+        with pytest.raises(ValueError, match=r"cancelled while it ran.*runs retry"):
+            runs.resume(client, run_id)
 
 
 async def test_list_show_retry_and_an_idempotent_submit(

@@ -38,6 +38,21 @@ def tether(c: Cluster, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+def refused(c: Cluster, *args: str) -> str:
+    """``tether ARGS --json`` failing as a user mistake: its one line on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args, "--json"],
+        env=c.env(),
+        cwd=c.tmp,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0 and done.stdout == b"", done.stdout
+    assert "Traceback" not in done.stderr.decode()
+    return done.stderr.decode()
+
+
 def status(c: Cluster, run_id: str) -> str:
     return tether(c, "runs", "show", run_id)["run"]["status"]
 
@@ -87,7 +102,9 @@ def test_the_runs_commands_on_postgresql_with_a_worker_process(
     # Resume the run cancelled while it waited: it runs, after what the first one left.
     assert tether(c, "runs", "resume", second)["status"] == "ENQUEUED"
     wait_for(lambda: status(c, second) == "SUCCESS", 90, "the resumed run")
-    # Retry the first: its prompt again, as a new run.
+    # The first was cancelled while it ran: resuming it is refused (its session holds the
+    # cancel's answers); retry runs its prompt again, as a new run.
+    assert "was cancelled while it ran" in refused(c, "runs", "resume", first)
     third = tether(c, "runs", "retry", first)["id"]
     assert third not in (first, second)
     wait_for(lambda: status(c, third) == "SUCCESS", 90, "the retried run")
