@@ -57,7 +57,7 @@ def status(c: Cluster, run_id: str) -> str:
     return tether(c, "runs", "show", run_id)["run"]["status"]
 
 
-def messages(c: Cluster, session_id: str) -> list[dict[str, Any]]:
+def messages(c: Cluster, session_id: str) -> list[Any]:
     with SessionManager.at(c.sessions) as sessions:
         return sessions.open(session_id, readonly=True).messages
 
