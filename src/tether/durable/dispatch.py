@@ -18,7 +18,8 @@ left under both limits:
   minus every worker's runs claimed or running;
 
 and at most one run per session, only when no run of that session is claimed or running
-anywhere (a session has one writer). The move is conditional (still ``ENQUEUED``, still on the
+anywhere (a session has one writer); runs that had started on a worker that died first, then the
+oldest. The move is conditional (still ``ENQUEUED``, still on the
 shared queue), so a run cancelled meanwhile stays cancelled and two workers never take one run.
 
 A worker that stops puts the runs it claimed but had not started back on the shared queue; the
@@ -67,6 +68,7 @@ _RUNS = sa.Table(
     sa.Column("updated_at", sa.BigInteger),
     sa.Column("started_at_epoch_ms", sa.BigInteger),
     sa.Column("owner_xid", sa.Text),
+    sa.Column("recovery_attempts", sa.BigInteger),
 )
 """The columns of DBOS's run table a claim reads and writes (``dbos/_schemas/system_database.py``)."""
 _QUEUES = sa.Table(
@@ -157,7 +159,9 @@ class Dispatcher:
                     ),
                 )
                 .where(waiting)
-                .order_by(runs.c.created_at)
+                # Runs that started before (a dead worker's: DBOS counts each start) first, so
+                # that work under way finishes before new work starts; then oldest first.
+                .order_by(sa.case((runs.c.recovery_attempts > 0, 0), else_=1), runs.c.created_at)
                 .limit(room)
             )
             ids = [row[0] for row in picked]
