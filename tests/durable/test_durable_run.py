@@ -16,8 +16,8 @@ from dbos import DBOS, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
-from tether.durable.worker import launch
-from tether.durable.workflow import Runtime, durable_run, install
+from tether.durable.worker import launch, shutdown
+from tether.durable.workflow import Runtime, durable_run
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -29,14 +29,13 @@ def durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Session
     monkeypatch.setenv("TETHER_TEST_COUNTER", str(tmp_path / "counter"))
     sessions_db = str(tmp_path / "sessions.db")
     config = DurableConfig(system_database=f"sqlite:///{tmp_path / 'durable.sqlite'}", sessions=sessions_db)
-    launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
+    dispatcher = launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
     sessions = SessionManager.at(sessions_db)
     try:
         yield sessions
     finally:
         sessions.close()
-        DBOS.destroy()
-        install(None)
+        shutdown(dispatcher)
 
 
 def counter(tmp_path: Path) -> list[str]:

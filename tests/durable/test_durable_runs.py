@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 import workload
-from dbos import DBOS
 
 from tether.cli.durable_cmd import DurableCommandError
 from tether.cli.runs_cmd import parse_age, run_command
 from tether.durable import runs
 from tether.durable.client import DurableClient, SubmitError
 from tether.durable.config import DurableConfig
-from tether.durable.worker import launch
-from tether.durable.workflow import Runtime, install
+from tether.durable.worker import launch, shutdown
+from tether.durable.workflow import Runtime
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -37,12 +36,11 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DurableC
         sessions=str(tmp_path / "sessions.db"),
         name="w1",
     )
-    launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
+    dispatcher = launch(Runtime(config, tmp_path / "home" / "config", setup=workload.setup, model=MODEL))
     try:
         yield config
     finally:
-        DBOS.destroy()
-        install(None)
+        shutdown(dispatcher)
 
 
 def new_session(config: DurableConfig, cwd: Path) -> str:
@@ -97,6 +95,9 @@ async def test_cancel_stops_the_tool_and_leaves_the_session_consistent(
         }
         listed = runs.list_runs(client, status="CANCELLED")
         assert [r.id for r in listed] == [run_id] and listed[0].session == session_id
+        # Its replay would take the cancel's answers for its own: resuming it is refused.
+        with pytest.raises(ValueError, match=r"cancelled while it ran.*runs retry"):
+            runs.resume(client, run_id)
 
 
 async def test_list_show_retry_and_an_idempotent_submit(

@@ -35,6 +35,12 @@ USAGE: Any = {
 
 
 def _seconds(name: str) -> float:
+    """The environment variable ``name``, or the number in the file its ``_FILE`` variant names
+    (read at each call: a test changes it while the workers run)."""
+    file = os.environ.get(name + "_FILE")
+    if file:
+        with open(file, encoding="utf-8") as f:
+            return float(f.read())
     return float(os.environ.get(name) or 0)
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dbos import DBOS
 from serve_support import serving, settled, text, write_script
 
 from tether.durable.client import DurableClient
 from tether.durable.config import DurableConfig
-from tether.durable.worker import launch
-from tether.durable.workflow import Runtime, install
+from tether.durable.worker import launch, shutdown
+from tether.durable.workflow import Runtime
 from tether.serve.auth import Tokens
 
 
@@ -20,9 +19,8 @@ def durable(project: Path, tmp_path: Path) -> DurableConfig:
     """A run database where a worker started (making its tables) and stopped: a run submitted
     then waits in the queue."""
     config = DurableConfig(system_database=f"sqlite:///{tmp_path / 'durable.sqlite'}")
-    launch(Runtime(config, tmp_path / "home" / "config"))
-    DBOS.destroy()
-    install(None)
+    dispatcher = launch(Runtime(config, tmp_path / "home" / "config"))
+    shutdown(dispatcher)
     return config
 
 

@@ -9,8 +9,11 @@ transcript in the session store.
   ``CANCEL_POLL_SECONDS`` and aborts it as a person's Esc would: the model call and the tool stop,
   the interrupted answer is stored marked aborted, so the session stays consistent and can be
   continued.
-- ``resume``: a cancelled (or failed) run goes on from its last checkpoint, refused by the run
-  itself if its session moved on meanwhile (``workflow._check_replay``).
+- ``resume``: a failed run, or one cancelled before it started, goes on from its last checkpoint,
+  refused by the run itself if its session moved on meanwhile (``workflow._check_replay``). A run
+  cancelled while it ran is not resumed: its cancel stored answers under the run's own entry ids
+  (the aborted reply, the tools answered "cancelled"), which a replay would take for its own and
+  skip, so whatever it answered after them would be lost. ``retry`` runs its prompt again.
 - ``retry``: the same prompt again as a new run, from the session's current leaf.
 - ``prune``: finished runs' records older than a cutoff are deleted (transcripts stay).
 """
@@ -24,7 +27,7 @@ from typing import Any, cast
 from dbos import WorkflowStatus
 
 from tether.durable.client import DurableClient
-from tether.durable.config import WORKFLOW
+from tether.durable.config import QUEUE, WORKFLOW
 from tether.errors import UserError
 
 FINISHED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
@@ -188,7 +191,12 @@ def resume(client: DurableClient, run_id: str) -> RunInfo:
     run = _get(client, run_id)
     if run.status == "SUCCESS":
         raise ValueError(f"run {run_id} has finished: `tether runs retry {run_id}` runs its prompt again")
-    client.dbos.resume_workflow(run_id)
+    if run.status == "CANCELLED" and client.dbos.list_workflow_steps(run_id):
+        raise ValueError(
+            f"run {run_id} was cancelled while it ran, and its session holds the answers the cancel "
+            f"gave: `tether runs retry {run_id}` runs its prompt again from there"
+        )
+    client.dbos.resume_workflow(run_id, queue_name=QUEUE)  # under the limits, as submitted
     return _get(client, run_id)
 
 

@@ -1,14 +1,15 @@
-"""A worker process: DBOS launched on the system database, taking runs from the queue, and
-watching the other workers so the runs of a dead one are finished.
+"""A worker process: DBOS launched on the system database, claiming runs from the shared queue
+onto its own (``tether.durable.dispatch``: per-worker and global limits), and watching the other
+workers so the runs of a dead one are finished.
 
 DBOS recovers a worker's own unfinished runs when it launches under the same executor id (a
-restarted worker with the same ``--name``): it puts them back in their queue at once. Runs of a worker that never comes back are
-recovered by the live ones: every worker records a heartbeat (``tether_workers`` in the system
-database) every ``heartbeat_seconds``; when a run is still pending under an executor whose
-heartbeat is older than ``dead_after_seconds`` (or that has none), a live worker asks DBOS to
-recover that executor's runs. DBOS re-enqueues them and exactly one live worker dequeues each;
-the replay then skips every checkpointed step. Several workers noticing the same death at once
-is harmless: recovery is idempotent.
+restarted worker with the same ``--name``): it puts them back on its queue at once. Runs of a
+worker that never comes back are given to the live ones: every worker records a heartbeat
+(``tether_workers`` in the system database) every ``heartbeat_seconds``; when a run is claimed
+or pending under an executor whose heartbeat is older than ``dead_after_seconds`` (or that has
+none), a live worker puts that executor's runs back on the shared queue, where exactly one live
+worker claims each; the replay then skips every checkpointed step. Several workers noticing the
+same death at once is harmless: giving back is idempotent.
 
 A database outage (a restart, a failover) stops no worker and cancels no run: DBOS's own calls
 wait for the database and go on, the session store's too (``PostgresStore.outage_seconds``), and
@@ -36,6 +37,7 @@ from sqlalchemy.exc import DBAPIError
 from tether._version import __version__
 from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.dispatch import Dispatcher, own_queue, system_engine
 from tether.durable.runs import prune_with
 from tether.durable.workflow import Runtime, install
 
@@ -52,8 +54,9 @@ _WORKERS = sa.Table(
 log = logging.getLogger("tether.durable")
 
 
-def launch(runtime: Runtime) -> None:
-    """Install ``runtime``, launch DBOS in this process and declare the run queue."""
+def launch(runtime: Runtime) -> Dispatcher:
+    """Install ``runtime``, launch DBOS in this process listening to this worker's own queue,
+    declare the queues and start claiming runs (``tether.durable.dispatch``); ``shutdown`` undoes it."""
     config = runtime.config
     install(runtime)
     DBOS(
@@ -67,22 +70,43 @@ def launch(runtime: Runtime) -> None:
             "log_level": "WARNING",
         }
     )
+    mine = own_queue(config.executor_id)
+    DBOS.listen_queues([mine])  # submitted runs reach it through claims only
     DBOS.launch()
     DBOS.register_queue(
         QUEUE,
-        worker_concurrency=config.worker_concurrency or None,
-        global_concurrency=config.global_concurrency or None,
+        global_concurrency=config.global_concurrency or None,  # the claims read it from here
         partition_concurrency=1,  # one run at a time per session: the session has one writer
-        polling_interval_sec=0.5,
         on_conflict="always_update",
     )
+    DBOS.register_queue(
+        mine,
+        worker_concurrency=config.worker_concurrency or None,
+        polling_interval_sec=0.25,
+        on_conflict="always_update",
+    )
+    dispatcher = Dispatcher(config)
+    dispatcher.start()
+    return dispatcher
+
+
+def shutdown(dispatcher: Dispatcher) -> None:
+    """Stop claiming, stop DBOS, and put the runs claimed but not started back on the shared
+    queue (the started ones are resumed by this worker's next start under its name, or by a
+    live worker once this one's heartbeat is gone)."""
+    dispatcher.stop()
+    try:
+        DBOS.destroy()
+        with contextlib.suppress(DBAPIError):  # the database is away: a live worker gives them back
+            dispatcher.release()
+    finally:
+        dispatcher.close()
+        install(None)
 
 
 PRUNE_EVERY_SECONDS = 3600.0
 """How often a worker deletes the records of runs older than ``durable.keepRunsDays`` (every
 worker does; deleting what another deleted already is nothing)."""
-CONNECT_TIMEOUT = 5
-"""Seconds a heartbeat waits for a connection: an unreachable host must not hold up the loop."""
 
 
 class Heartbeats:
@@ -90,13 +114,7 @@ class Heartbeats:
 
     def __init__(self, config: DurableConfig) -> None:
         self.config = config
-        url = sa.make_url(config.system_database)
-        connect_args: dict[str, object] = {}
-        if url.drivername in ("postgresql", "postgres"):
-            url = url.set(drivername="postgresql+psycopg")
-            connect_args["connect_timeout"] = CONNECT_TIMEOUT
-        # Pre-ping: after a server restart, pooled connections are dead; a beat takes a live one.
-        self._engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        self._engine = system_engine(config.system_database)
         _METADATA.create_all(self._engine)
         self._away_since: float | None = None
         """When a beat first failed (monotonic), while the database is away."""
@@ -158,18 +176,23 @@ class Heartbeats:
         self._engine.dispose()
 
 
-def recover_dead(heartbeats: Heartbeats) -> list[str]:
-    """Ask DBOS to recover the pending runs of every silent executor; returns the run ids."""
+def recover_dead(heartbeats: Heartbeats, dispatcher: Dispatcher) -> list[str]:
+    """Give the runs of every silent worker to the live ones: those on its own queue go back on
+    the shared queue (``Dispatcher.give_back``), any other pending run of it is recovered by
+    DBOS; returns the run ids."""
     pending = DBOS.list_workflows(status="PENDING", name=WORKFLOW, load_input=False, load_output=False)
-    # Judged after the listing, which waits out an outage: heartbeats as of now.
+    owners = dispatcher.owners()
+    # Judged after the listings, which wait out an outage: heartbeats as of now.
     if not heartbeats.settled():
         return []
     live = heartbeats.live() | {heartbeats.config.executor_id}
-    dead = sorted({w.executor_id for w in pending if w.executor_id and w.executor_id not in live})
+    suspects = {w.executor_id for w in pending if w.executor_id} | owners
     recovered: list[str] = []
-    for executor in dead:
+    for executor in sorted(suspects - live):
+        recovered.extend(dispatcher.give_back(executor, running=True))
         handles = DBOS._recover_pending_workflows([executor])  # pyright: ignore[reportPrivateUsage]
         recovered.extend(h.get_workflow_id() for h in handles)
+        DBOS.delete_queue(own_queue(executor))
         heartbeats.forget(executor)
     return recovered
 
@@ -207,7 +230,7 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
         logging.getLogger(name).addFilter(_NOISE)
     heartbeats = Heartbeats(runtime.config)
     heartbeats.beat()
-    launch(runtime)
+    dispatcher = launch(runtime)
     if on_ready is not None:
         on_ready()
     pruned = float("-inf")
@@ -222,11 +245,10 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
                 except Exception as exc:
                     log.warning("pruning old runs failed: %s", first_line(exc))
             try:
-                for run_id in recover_dead(heartbeats):
+                for run_id in recover_dead(heartbeats, dispatcher):
                     log.warning("recovering run %s of a dead worker", run_id)
             except Exception as exc:  # a passing database fault: the next beat tries again
                 log.warning("looking for dead workers failed: %s", first_line(exc))
     finally:
-        DBOS.destroy()
-        install(None)
+        shutdown(dispatcher)
         heartbeats.close()

@@ -3,7 +3,10 @@
 ``Patience.run`` tries a call again, with backoff, while it fails because the server cannot be
 reached, for up to a bounded time: long enough for a restart, never forever (a dead server ends
 the caller's work with an error in bounded time). It logs one warning when the database goes away
-and one line when it is back, however many calls of however many threads noticed.
+and one line when it is back, however many calls of however many threads noticed. Just after it
+is back, failures are quiet unless they last ``QUIET_AFTER_BACK``: after a restart, each connection
+a pool kept from before it fails once when next used, and the first of them used after the
+"back" line would otherwise log a second outage.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ log = logging.getLogger("tether.store")
 RETRY_DELAY = 0.05
 """The first pause before trying again; it doubles up to ``MAX_RETRY_DELAY``."""
 MAX_RETRY_DELAY = 2.0
+QUIET_AFTER_BACK = 5.0
+"""Seconds after the database came back during which a failure is logged only once it lasts."""
 
 
 class Patience:
@@ -38,6 +43,10 @@ class Patience:
         self._describe = describe
         self._away_since: float | None = None
         """When the database became unreachable (monotonic), while it is."""
+        self._said = False
+        """Whether this outage was logged."""
+        self._back_at = float("-inf")
+        """When the last outage ended (monotonic)."""
         self._mutex = threading.Lock()
 
     def run(self, attempt: Callable[[], T], unreachable: Callable[[BaseException], bool]) -> T:
@@ -45,6 +54,7 @@ class Patience:
         absence, for up to ``seconds``; the last such error is raised after that."""
         delay = RETRY_DELAY
         deadline: float | None = None
+        first = 0.0
         while True:
             try:
                 result = attempt()
@@ -53,8 +63,8 @@ class Patience:
                     raise
                 now = time.monotonic()
                 if deadline is None:
-                    deadline = now + self.seconds
-                    self._went_away(err)
+                    deadline, first = now + self.seconds, now
+                self._went_away(err, now - first)
                 if now >= deadline:
                     raise
                 time.sleep(min(delay, deadline - now))
@@ -64,11 +74,14 @@ class Patience:
                 self._came_back()
             return result
 
-    def _went_away(self, err: BaseException) -> None:
+    def _went_away(self, err: BaseException, lasted: float) -> None:
+        now = time.monotonic()
         with self._mutex:
-            if self._away_since is not None:
+            if self._away_since is None:
+                self._away_since = now
+            if self._said or (now - self._back_at < QUIET_AFTER_BACK and lasted < QUIET_AFTER_BACK):
                 return
-            self._away_since = time.monotonic()
+            self._said = True
         log.warning(
             "session database %s unreachable (%s): retrying for up to %.0f s",
             self.where,
@@ -78,8 +91,11 @@ class Patience:
 
     def _came_back(self) -> None:
         with self._mutex:
-            since, self._away_since = self._away_since, None
-        if since is not None:
+            since, said = self._away_since, self._said
+            self._away_since, self._said = None, False
+            if since is not None:
+                self._back_at = time.monotonic()
+        if since is not None and said:
             log.warning(
                 "session database %s reachable again after %.1f s", self.where, time.monotonic() - since
             )

@@ -30,7 +30,7 @@ Outages: a statement that fails because the server is unreachable is tried again
 connection, with backoff, for up to ``outage_seconds`` (a restart, a failover) before it fails;
 one warning is logged when the database goes away, one line when it is back.
 
-Appends: one statement inserts the entries (``json``, see ``postgres_schema``; client-assigned
+Appends: one statement (``postgres_append``) inserts the entries (``json``, see ``postgres_schema``; client-assigned
 ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A
 statement that fails on a lost connection is retried on another; if the first attempt had
 committed, the retry inserts nothing and its counters add nothing (they count only when the
@@ -75,9 +75,19 @@ from psycopg.adapt import Loader
 from psycopg.pq import Format
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from tether.store.entries import EntryDict, encode_entry
+from tether.store.entries import EntryDict
 from tether.store.outage import Patience
 from tether.store.paths import redact
+from tether.store.postgres_append import (
+    APPEND,
+    APPEND_ONE,
+    ENTRY_COLUMNS,
+    LOCK_ALIVE,
+    NOTIFY_PREFIX,
+    RECORD_COLUMNS,
+    append_one,
+    append_params,
+)
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,
@@ -87,7 +97,6 @@ from tether.store.store import (
     SessionRecord,
     StoredEntry,
     WriterLease,
-    count_entries,
 )
 from tether.store.writer import BatchWriter, PendingAppend, by_session
 
@@ -110,50 +119,6 @@ LOCK_CONNECTION_SETTINGS = (
 
 _LIVE_TOKENS: set[str] = set()
 """The writer tokens held by the stores of this process (for ``_holder_alive``)."""
-
-NOTIFY_PREFIX = "tether."
-"""Channel of a session's append notifications: this plus the session id (33 bytes, under 64)."""
-
-_RECORD_COLUMNS = (
-    "id, cwd, title, created, updated, leaf_id, version, parent_session_id, parent_entry_id, "
-    "first_prompt, entry_count, message_count, cost, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_write_tokens"
-)
-_ENTRY_COLUMNS = "id, parent_id, type, created, payload"
-
-# The entries' columns go as binary arrays (``%b``): as text, each array is a literal in which
-# psycopg escapes every quote of every JSON payload, a regular-expression substitution each
-# (1,000 sessions' runs: 752,000 of them, half the writer thread's CPU).
-_APPEND = f"""
-WITH target AS (
-    SELECT id FROM tether_sessions WHERE id = %(session)s AND writer_token = %(token)s AND EXISTS (
-        SELECT 1 FROM pg_stat_get_activity(%(lock_pid)s::int) AS a WHERE a.backend_start = %(lock_start)s::timestamptz
-    ) FOR UPDATE
-), inserted AS (
-    INSERT INTO tether_entries (session_id, id, parent_id, type, created, payload)
-    SELECT target.id, e.id, e.parent_id, e.type, e.created, e.payload
-    FROM target, unnest(
-        %(ids)b::text[], %(parents)b::text[], %(types)b::text[], %(created)b::bigint[], %(payloads)b::json[]
-    ) WITH ORDINALITY AS e (id, parent_id, type, created, payload, ord)
-    ORDER BY e.ord
-    ON CONFLICT (session_id, id) DO NOTHING
-    RETURNING 1
-), added AS (
-    SELECT count(*) AS entries, least(count(*), 1) AS new FROM inserted
-)
-UPDATE tether_sessions AS s SET
-    leaf_id = %(leaf)s, updated = greatest(s.updated, %(updated)s),
-    title = coalesce(%(title)s, s.title), first_prompt = coalesce(s.first_prompt, %(first_prompt)s),
-    entry_count = s.entry_count + added.entries,
-    message_count = s.message_count + added.new * %(messages)s,
-    cost = s.cost + added.new * %(cost)s,
-    input_tokens = s.input_tokens + added.new * %(input_tokens)s,
-    output_tokens = s.output_tokens + added.new * %(output_tokens)s,
-    cache_read_tokens = s.cache_read_tokens + added.new * %(cache_read_tokens)s,
-    cache_write_tokens = s.cache_write_tokens + added.new * %(cache_write_tokens)s
-FROM target, added WHERE s.id = target.id
-RETURNING {", ".join("s." + c.strip() for c in _RECORD_COLUMNS.split(","))}, pg_notify(%(channel)s, '')
-"""
 
 
 class _JsonBytes(Loader):
@@ -282,7 +247,7 @@ class PostgresStore:
             row = db.execute(
                 f"""INSERT INTO tether_sessions (id, cwd, title, created, updated, version,
                     parent_session_id, parent_entry_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-                    ON CONFLICT (id) DO NOTHING RETURNING {_RECORD_COLUMNS}""",
+                    ON CONFLICT (id) DO NOTHING RETURNING {RECORD_COLUMNS}""",
                 (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
             ).fetchone()
             if row is not None:
@@ -299,7 +264,7 @@ class PostgresStore:
         return self._run(lambda db: _get(db, session_id))
 
     def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
-        query = f"SELECT {_RECORD_COLUMNS} FROM tether_sessions"
+        query = f"SELECT {RECORD_COLUMNS} FROM tether_sessions"
         params: list[object] = []
         if cwd is not None:
             query += " WHERE cwd = %s"
@@ -319,7 +284,7 @@ class PostgresStore:
 
         def work(db: Connection) -> int:
             return db.execute(
-                f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {_LOCK_ALIVE}",
+                f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {LOCK_ALIVE}",
                 (held.session_id, held.token, *held.backend),
             ).rowcount
 
@@ -372,11 +337,15 @@ class PostgresStore:
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:
         held = self._check(lease)
-        params = _append_params(held, entries, leaf_id, updated)
+        fence = (held.session_id, held.token, held.backend)
+        if len(entries) == 1:  # plain parameters: a fraction of the arrays' CPU (postgres_append)
+            statement, params = APPEND_ONE, append_one(*fence, entries[0], leaf_id, updated)
+        else:
+            statement, params = APPEND, append_params(*fence, entries, leaf_id, updated)
 
         def work(db: Connection) -> tuple[Any, ...] | None:
             params["lock_pid"], params["lock_start"] = held.backend  # taken back: a new backend
-            return db.execute(_APPEND, params).fetchone()
+            return db.execute(statement, params).fetchone()
 
         row = self._fenced(held, work)
         if row is None:
@@ -394,21 +363,25 @@ class PostgresStore:
         return self._writer.submit(lease, entries, leaf_id, updated)
 
     def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
-        """Every append of ``batch`` in one transaction, one ``_APPEND`` per session (its appends'
+        """Every append of ``batch`` in one transaction, one ``APPEND`` per session (its appends'
         entries in order, counters summed, the last one's leaf, its notification), all sent at
         once. A session whose lease was lost matches no row: the whole batch is rolled back and
         the writer tries each append alone, so only that one fails (or takes its lease back)."""
         for pending in batch:
             self._check(pending.lease)
         groups = by_session(batch)
-        params = [
-            _append_params(self._check(group.lease), group.entries, group.leaf_id, group.updated)
-            for group in groups
-        ]
+        params: list[dict[str, Any]] = []
+        for group in groups:
+            held = self._check(group.lease)
+            params.append(
+                append_params(
+                    held.session_id, held.token, held.backend, group.entries, group.leaf_id, group.updated
+                )
+            )
 
         def work(db: Connection) -> None:
             with db.transaction(), db.cursor() as cursor:
-                cursor.executemany(_APPEND, params, returning=True)
+                cursor.executemany(APPEND, params, returning=True)
                 while True:
                     if cursor.fetchone() is None:
                         raise _FencedOff
@@ -428,8 +401,8 @@ class PostgresStore:
             # A follower's view moves with the leaf (a branch), as on an append.
             return db.execute(
                 f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
-                    WHERE id = %s AND writer_token = %s AND {_LOCK_ALIVE}
-                    RETURNING {_RECORD_COLUMNS}, pg_notify(%s, '')""",
+                    WHERE id = %s AND writer_token = %s AND {LOCK_ALIVE}
+                    RETURNING {RECORD_COLUMNS}, pg_notify(%s, '')""",
                 (leaf_id, updated, held.session_id, held.token, *held.backend, channel),
             ).fetchone()
 
@@ -440,14 +413,14 @@ class PostgresStore:
 
     def entries(self, session_id: str) -> list[StoredEntry]:
         return self._entries(
-            f"SELECT {_ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s ORDER BY seq", (session_id,)
+            f"SELECT {ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s ORDER BY seq", (session_id,)
         )
 
     def entries_after(self, session_id: str, entry_id: str | None) -> list[StoredEntry]:
         if entry_id is None:
             return self.entries(session_id)
         return self._entries(
-            f"""SELECT {_ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s AND seq >
+            f"""SELECT {ENTRY_COLUMNS} FROM tether_entries WHERE session_id = %s AND seq >
                 (SELECT seq FROM tether_entries WHERE session_id = %s AND id = %s) ORDER BY seq""",
             (session_id, session_id, entry_id),
         )
@@ -736,41 +709,6 @@ class _FencedOff(Exception):
     """A batched append matched no session row (deleted, or its writer lost the lease)."""
 
 
-_LOCK_ALIVE = (
-    "EXISTS (SELECT 1 FROM pg_stat_get_activity(%s::int) AS a WHERE a.backend_start = %s::timestamptz)"
-)
-"""The fence's second half: the lease's lock connection (pid, start) is alive, so holds the lock."""
-
-
-def _append_params(
-    held: AdvisoryLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-) -> dict[str, Any]:
-    """``_APPEND``'s parameters: the entries as columns, the new leaf, what the counters add."""
-    c = count_entries(entries)
-    return {
-        "session": held.session_id,
-        "token": held.token,
-        "lock_pid": held.backend[0],
-        "lock_start": held.backend[1],
-        "channel": NOTIFY_PREFIX + held.session_id,
-        "ids": [e["id"] for e in entries],
-        "parents": [e.get("parentId") for e in entries],
-        "types": [e["type"] for e in entries],
-        "created": [e["timestamp"] for e in entries],
-        "payloads": [encode_entry(e).decode() for e in entries],
-        "leaf": leaf_id,
-        "updated": updated,
-        "title": c.title,
-        "first_prompt": c.first_prompt,
-        "messages": c.messages,
-        "cost": c.cost,
-        "input_tokens": c.input_tokens,
-        "output_tokens": c.output_tokens,
-        "cache_read_tokens": c.cache_read_tokens,
-        "cache_write_tokens": c.cache_write_tokens,
-    }
-
-
 def _describe(err: BaseException) -> str:
     return _message(err) if isinstance(err, psycopg.Error) else str(err)
 
@@ -807,7 +745,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _get(db: Connection, session_id: str) -> SessionRecord:
-    row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM tether_sessions WHERE id = %s", (session_id,)).fetchone()
+    row = db.execute(f"SELECT {RECORD_COLUMNS} FROM tether_sessions WHERE id = %s", (session_id,)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
     return SessionRecord(*row)
