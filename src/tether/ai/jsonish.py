@@ -30,3 +30,8 @@ def as_int(value: object) -> int:
     if isinstance(value, float):
         return int(value)
     return 0
+
+
+def as_index(value: object) -> int | None:
+    """A position in a stream (a block or output index); a bool is none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
