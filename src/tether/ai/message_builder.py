@@ -5,7 +5,7 @@ grown by deltas, closed. Only the wire names differ. So a parser is a mapping fr
 events to the calls of this builder (in the spirit of pydantic-ai's ``_parts_manager``): the
 builder appends the block to ``output["content"]``, keeps each open part under the provider's
 own key (an Anthropic block index, a Responses ``output_index``, ...), grows its text in place
-(``append.append_text``) or its arguments (``partial_json.PartialJson``), and returns the stream
+(as ``append.append_text`` does) or its arguments (``partial_json.PartialJson``), and returns the stream
 events the change causes. Positions, ``partial``, the ``*_start``/``*_delta``/``*_end``
 vocabulary and the amortized appends are written here once.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, cast
 
-from tether.ai.append import append_text
 from tether.ai.partial_json import PartialJson
 from tether.wire import AssistantMessage, AssistantMessageEvent
 
@@ -63,33 +62,39 @@ class MessageBuilder:
             )
         ]
 
-    def part(self, key: Hashable) -> Part | None:
-        return self.open.get(key)
-
     def delta(self, part: Part, text: str) -> list[AssistantMessageEvent]:
-        """Grow ``part`` by ``text``: a text or thinking block's text, a tool call's arguments."""
+        """Grow ``part`` by ``text``: a text or thinking block's text, a tool call's arguments.
+
+        The per-token path of every provider: the append is ``append.append_text`` written out
+        and the event is built without ``cast`` (a call at run time), one call instead of four.
+        """
         block = part.block
         kind = block["type"]
         if kind == "toolCall":
             if text:
                 block["arguments"] = part.args.add(text)
         else:
-            append_text(block, kind, text)
-        return self.delta_event(part, text)
+            whole: str = block[kind]
+            block[kind] = ""  # the dict lets go of the string, so += resizes it in place
+            whole += text
+            block[kind] = whole
+        event: Any = {
+            "type": _DELTA[kind],
+            "contentIndex": part.position,
+            "delta": text,
+            "partial": self.output,
+        }
+        return [event]
 
     def delta_event(self, part: Part, text: str) -> list[AssistantMessageEvent]:
         """The delta event alone, for a change the provider made to the block itself."""
-        return [
-            cast(
-                AssistantMessageEvent,
-                {
-                    "type": _DELTA[part.block["type"]],
-                    "contentIndex": part.position,
-                    "delta": text,
-                    "partial": self.output,
-                },
-            )
-        ]
+        event: Any = {
+            "type": _DELTA[part.block["type"]],
+            "contentIndex": part.position,
+            "delta": text,
+            "partial": self.output,
+        }
+        return [event]
 
     def end(self, part: Part) -> list[AssistantMessageEvent]:
         """Close ``part``: a tool call's arguments parsed whole, then its ``*_end`` event."""

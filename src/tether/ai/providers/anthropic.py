@@ -22,7 +22,7 @@ from typing import Any, Literal, cast
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import transform_messages
-from tether.ai.jsonish import as_dict, as_index, as_int, as_str
+from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
@@ -311,7 +311,7 @@ class AnthropicParser(StreamParser):
         if kind == "content_block_start":
             return self._start(payload)
         if kind == "content_block_stop":
-            part = self.parts.part(as_int(payload.get("index")))
+            part = self.parts.open.get(as_int(payload.get("index")))
             return self.parts.end(part) if part is not None else []
         if kind == "message_start":
             self.started = True
@@ -389,23 +389,26 @@ class AnthropicParser(StreamParser):
         return self.parts.start(index, block)
 
     def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        part = self.parts.part(as_index(payload.get("index")))
+        """The per-token event: its text, when it fits the block its ``index`` names."""
+        index = payload.get("index")
+        part = self.parts.open.get(index) if isinstance(index, int) else None
         delta = as_dict(payload.get("delta"))
         if part is None or delta is None:
             return []
         kind = delta.get("type")
         block_type = part.block["type"]
         if kind == "text_delta" and block_type == "text":
-            text = as_str(delta.get("text"))
+            text = delta.get("text")
         elif kind == "thinking_delta" and block_type == "thinking":
-            text = as_str(delta.get("thinking"))
+            text = delta.get("thinking")
         elif kind == "input_json_delta" and block_type == "toolCall":
-            text = as_str(delta.get("partial_json")) or ""
+            text = delta.get("partial_json")
+            text = text if isinstance(text, str) else ""
         else:
             if kind == "signature_delta" and block_type == "thinking":
                 append_text(part.block, "thinkingSignature", as_str(delta.get("signature")) or "")
             return []
-        return self.parts.delta(part, text) if text is not None else []
+        return self.parts.delta(part, text) if isinstance(text, str) else []
 
     def _usage(self, usage: dict[str, Any], *, replace: bool) -> None:
         """``message_start`` sets every count; ``message_delta`` overrides only those it states."""

@@ -261,10 +261,9 @@ class GeminiParser(StreamParser):
             self._version = version
             if version != self.model["id"]:
                 cast("dict[str, Any]", output)["responseModel"] = version
-        usage = as_dict(chunk.get("usageMetadata"))
-        if usage is not None:
-            self._usage_metadata = usage
-        events: list[AssistantMessageEvent] = []
+        usage = chunk.get("usageMetadata")
+        if usage is not None and (counts := as_dict(usage)) is not None:
+            self._usage_metadata = counts
         candidates = as_list(chunk.get("candidates"))
         candidate = as_dict(candidates[0]) if candidates else None
         if candidate is None:
@@ -273,20 +272,24 @@ class GeminiParser(StreamParser):
                 self.finished = True
                 output["stopReason"] = "error"
                 output["errorMessage"] = f"Gemini blocked the prompt: {blocked}"
-            return events
-        for part in as_list((as_dict(candidate.get("content")) or {}).get("parts")):
+            return []
+        events: list[AssistantMessageEvent] = []
+        content = as_dict(candidate.get("content"))
+        for part in as_list(content.get("parts")) if content is not None else ():
             fields = as_dict(part)
             if fields is None:
                 continue
-            signature = as_str(fields.get("thoughtSignature"))
-            text = as_str(fields.get("text"))
-            if text is not None:
+            signature = fields.get("thoughtSignature")
+            if not isinstance(signature, str):
+                signature = None
+            text = fields.get("text")
+            if isinstance(text, str):
                 events += self._text(text, fields.get("thought") is True, signature)
-            call = as_dict(fields.get("functionCall"))
-            if call is not None:
-                events += self._call(call, signature)
-        reason = as_str(candidate.get("finishReason"))
-        if reason:
+            call = fields.get("functionCall")
+            if call is not None and (call_fields := as_dict(call)) is not None:
+                events += self._call(call_fields, signature)
+        reason = candidate.get("finishReason")
+        if reason and isinstance(reason, str):
             self.finished = True
             self._finish_reason(reason, as_str(candidate.get("finishMessage")))
         return events
@@ -314,7 +317,9 @@ class GeminiParser(StreamParser):
             part = self.current = self.parts.open[kind]
         if signature:
             part.block["thinkingSignature" if thought else "textSignature"] = signature
-        return events + self.parts.delta(part, text)
+        if events:
+            return events + self.parts.delta(part, text)
+        return self.parts.delta(part, text)  # the usual chunk: more of the open part
 
     def _close(self) -> list[AssistantMessageEvent]:
         part = self.current

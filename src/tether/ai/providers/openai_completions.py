@@ -402,13 +402,12 @@ class OpenAICompletionsParser(StreamParser):
         usage = chunk.get("usage")
         if usage is None and choice is not None:
             usage = choice.get("usage")
-        usage = as_dict(usage)
-        if usage is not None:
-            self._usage(usage)
+        if usage is not None and (counts := as_dict(usage)) is not None:
+            self._usage(counts)
         if choice is None:
             return []
-        reason = as_str(choice.get("finish_reason"))
-        if reason:
+        reason = choice.get("finish_reason")
+        if reason and isinstance(reason, str):
             self.finished = True
             mapped = _STOP_REASONS.get(reason)
             if mapped is None:
@@ -420,12 +419,12 @@ class OpenAICompletionsParser(StreamParser):
         if delta is None:
             return []
         events: list[AssistantMessageEvent] = []
-        content = as_str(delta.get("content"))
-        if content:
+        content = delta.get("content")
+        if content and isinstance(content, str):
             events += self._grow("text", {"type": "text", "text": ""}, content)
         for name in REASONING_FIELDS:
-            value = as_str(delta.get(name))
-            if value:
+            value = delta.get(name)
+            if value and isinstance(value, str):
                 # The "signature" names the field, so a replay can send the reasoning back in it.
                 events += self._grow(
                     "thinking", {"type": "thinking", "thinking": "", "thinkingSignature": name}, value
@@ -464,21 +463,23 @@ class OpenAICompletionsParser(StreamParser):
         first non-empty id (an empty one is kept until a real one comes), the first reported model
         that differs from ours, and the provider a router (OpenRouter) says served us."""
         output = self.output
-        chunk_id = as_str(chunk.get("id"))
-        if chunk_id is not None and not output.get("responseId"):
+        chunk_id = chunk.get("id")
+        if isinstance(chunk_id, str) and not output.get("responseId"):
             output["responseId"] = chunk_id
-        chunk_model = as_str(chunk.get("model"))
-        if chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
+        chunk_model = chunk.get("model")
+        if not isinstance(chunk_model, str):
+            chunk_model = None
+        elif chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
             self.extra["responseModel"] = chunk_model
-        upstream = as_str(chunk.get("provider"))
-        if upstream and "upstreamProvider" not in output:
+        upstream = chunk.get("provider")
+        if upstream and isinstance(upstream, str) and "upstreamProvider" not in output:
             output["upstreamProvider"] = upstream
             if chunk_model:
                 output["upstreamModel"] = chunk_model
 
     def _grow(self, key: str, new_block: dict[str, Any], text: str) -> list[AssistantMessageEvent]:
         """Append to the open text or thinking part (``key``), opening it with ``new_block`` first."""
-        part = self.parts.part(key)
+        part = self.parts.open.get(key)
         if part is not None:
             return self.parts.delta(part, text)
         events = self.parts.start(key, new_block)

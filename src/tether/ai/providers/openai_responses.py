@@ -289,7 +289,9 @@ class OpenAIResponsesParser(StreamParser):
             # The OpenAI SDK pi-ai reads through raises on any event whose data has a truthy
             # ``error``, before the event's type is looked at.
             return self.fail(_api_error_text(payload["error"]))
-        kind = as_str(payload.get("type")) or event
+        kind = payload.get("type")
+        if not kind or not isinstance(kind, str):
+            kind = event
         block_type = _DELTAS.get(kind)
         if block_type is not None:
             return self._delta(block_type, payload)
@@ -329,8 +331,8 @@ class OpenAIResponsesParser(StreamParser):
     # -- items ----------------------------------------------------------------------------------
 
     def _item(self, payload: dict[str, Any]) -> Part | None:
-        index = as_index(payload.get("output_index"))
-        return self.parts.part(index) if index is not None else self.last
+        index = payload.get("output_index")
+        return self.parts.open.get(index) if isinstance(index, int) else self.last
 
     def _added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
@@ -358,8 +360,8 @@ class OpenAIResponsesParser(StreamParser):
 
     def _delta(self, block_type: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         part = self._item(payload)
-        delta = as_str(payload.get("delta"))
-        if part is None or not delta or part.block["type"] != block_type:
+        delta = payload.get("delta")
+        if part is None or not delta or not isinstance(delta, str) or part.block["type"] != block_type:
             return []
         return self.parts.delta(part, delta)
 
