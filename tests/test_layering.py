@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
-LEAVES = {"_version", "errors", "_lazy"}
+LEAVES = {"_version", "errors", "_lazy", "_event_loop"}
 """The root modules under every layer (``tether._version``, ...)."""
 FRONT_DOOR = "tether"
 """What an ``import tether`` or ``from tether import X`` reaches: every layer at once."""

@@ -59,6 +59,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from tether._event_loop import run as run_event_loop
 from tether._version import __version__
 from tether.acp.session import AcpSession
 from tether.acp.tools import EditorAccess
@@ -99,7 +100,7 @@ def run_acp(options: SessionOptions, take_over_stdout: Callable[[], BinaryIO]) -
     out = take_over_stdout()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="tether acp: %(message)s")
     try:
-        asyncio.run(_serve(options, out))
+        run_event_loop(_serve(options, out))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -6,14 +6,16 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
 1. **Request builder**: a plain function ``(model, context, options, api_key) -> HttpRequest``
    that maps our transcript to the API's JSON body, URL and headers. Pure, unit-testable.
    Outgoing text goes through ``sanitize.strip_surrogates``.
-2. **Parser**: a ``StreamParser`` subclass, a small state machine over the partial
-   ``AssistantMessage``. ``feed(event, data)`` receives each SSE event's name and its decoded
-   JSON and returns the events it causes (``text_delta``, ``toolcall_end``, ...; or a terminal
-   ``error`` for an in-stream error, via ``fail``); ``end()`` runs when the body ends (or at
-   ``[DONE]``) and returns the closing events plus exactly one terminal ``done``/``error``.
-   Parsers never do I/O, never emit ``start`` and never raise on provider data they do not
-   understand: they skip it. Append streamed text with ``append.append_text`` (``+=`` on a dict
-   value is quadratic), tool arguments with ``partial_json.PartialJson``, price usage with
+2. **Parser**: a ``StreamParser`` subclass, a mapping from the API's stream events to the calls
+   of its ``self.parts`` (a ``message_builder.MessageBuilder``, which opens, grows and closes
+   the content blocks of the partial ``AssistantMessage`` and makes their events), plus the
+   message's own fields (ids, usage, stop reason). ``feed(event, data)`` receives each SSE
+   event's name and its decoded JSON and returns the events it causes (``text_delta``,
+   ``toolcall_end``, ...; or a terminal ``error`` for an in-stream error, via ``fail``);
+   ``end()`` runs when the body ends (or at ``[DONE]``) and returns the closing events plus
+   exactly one terminal ``done``/``error``. Parsers never do I/O, never emit ``start`` and never
+   raise on provider data they do not understand: they skip it (``jsonish.as_dict`` and
+   friends read a field of the wrong shape as absent). Price usage with
    ``usage.set_usage``/``calculate_cost`` (in ``settle()``, once per network read, when the
    API repeats usage on every chunk).
 3. **Driver** (``stream_http`` here): resolves the key, sends the request through ``transport``
@@ -49,6 +51,7 @@ from tether.ai.event_stream import (
     new_assistant_message,
 )
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
+from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
 from tether.ai.sse import SSEDecoder
 from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, send
@@ -70,6 +73,8 @@ class StreamParser:
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         self.model = model
         self.output = output
+        self.parts = MessageBuilder(output)
+        """Opens, grows and closes the content blocks, and makes their events."""
         self.retryable = False
         """Set with an in-stream error that waiting may fix (overloaded, rate limit, server error)."""
         self.done_marker = False

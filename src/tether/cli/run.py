@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tether._event_loop import run as run_event_loop
 from tether.cli.options import RunOptions
 from tether.cli.stdout import take_over_stdout, text_output
 from tether.errors import TetherError
@@ -51,7 +52,7 @@ def _run_mode(options: RunOptions) -> int:
             # Before the event loop: its SIGINT handler only cancels the main task, which a
             # blocking read of an open pipe never notices (it took a second Ctrl-C).
             options = _with_prompt(options)
-        return asyncio.run(_run(options))
+        return run_event_loop(_run(options))
     except KeyboardInterrupt:
         return 130
     except TetherError as exc:  # each message says what and where: one line, no traceback

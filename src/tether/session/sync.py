@@ -13,6 +13,8 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from tether._event_loop import run as run_event_loop
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -90,13 +92,13 @@ def _blocking(work: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(work)
+        return run_event_loop(work)
     outcome: list[T] = []
     failure: list[BaseException] = []
 
     def worker() -> None:
         try:
-            outcome.append(asyncio.run(work))
+            outcome.append(run_event_loop(work))
         except BaseException as exc:  # handed to the caller's thread below
             failure.append(exc)
 

@@ -23,7 +23,6 @@ from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_str
-from tether.ai.partial_json import PartialJson
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
@@ -32,7 +31,7 @@ from tether.ai.thinking import plan_thinking_budget, thinking_config
 from tether.ai.transport import HttpRequest, provider_error_text
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import calculate_cost
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason, ToolCall, UserContent
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason, UserContent
 
 API = "anthropic-messages"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -290,35 +289,30 @@ _STOP_REASONS: dict[str, StopReason] = {
 
 
 class AnthropicParser(StreamParser):
-    """State machine over Messages stream events."""
+    """Messages stream events → the message builder; blocks are keyed by Anthropic's ``index``."""
 
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         super().__init__(model, output)
-        self.blocks = output["content"]
-        self.by_index: dict[int, tuple[int, dict[str, Any]]] = {}
-        """Anthropic block index → (our content index, block)."""
-        self.arguments: dict[int, PartialJson] = {}
         self.started = False
         self.stopped = False
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        if data.__class__ is not dict:
+        payload = as_dict(data)
+        if payload is None:
             return []
-        payload: Any = data
-        kind: Any = payload.get("type")
-        if kind == "content_block_delta":  # the per-token path first, without helper calls
-            return self._delta(payload)
-        if kind.__class__ is not str:
+        kind = payload.get("type")
+        if not isinstance(kind, str):
             kind = event
+        if kind == "content_block_delta":
+            return self._delta(payload)
         if kind == "error":  # an error payload without an ``event: error`` line
             self.retryable = _retryable(payload)
             return self.fail(_error_text(payload))
-        if kind == "content_block_delta":  # named only by the SSE event
-            return self._delta(payload)
         if kind == "content_block_start":
             return self._start(payload)
         if kind == "content_block_stop":
-            return self._stop(payload)
+            part = self.parts.open.get(as_int(payload.get("index")))
+            return self.parts.end(part) if part is not None else []
         if kind == "message_start":
             self.started = True
             message = as_dict(payload.get("message")) or {}
@@ -371,13 +365,10 @@ class AnthropicParser(StreamParser):
         block_data = as_dict(payload.get("content_block")) or {}
         index = as_int(payload.get("index"))
         kind = block_data.get("type")
-        output = self.output
         if kind == "text":
             block: dict[str, Any] = {"type": "text", "text": ""}
-            start: Any = "text_start"
         elif kind == "thinking":
             block = {"type": "thinking", "thinking": "", "thinkingSignature": ""}
-            start = "thinking_start"
         elif kind == "redacted_thinking":
             data = as_str(block_data.get("data")) or ""
             block = {
@@ -386,92 +377,38 @@ class AnthropicParser(StreamParser):
                 "thinkingSignature": data,
                 "redacted": True,
             }
-            start = "thinking_start"
         elif kind == "tool_use":
-            call: ToolCall = {
+            block = {
                 "type": "toolCall",
                 "id": as_str(block_data.get("id")) or "",
                 "name": as_str(block_data.get("name")) or "",
                 "arguments": as_dict(block_data.get("input")) or {},
             }
-            block = cast("dict[str, Any]", call)
-            self.arguments[index] = PartialJson()
-            start = "toolcall_start"
         else:
             return []  # server tools, their results, compaction: not ours to show
-        self.blocks.append(cast("Any", block))
-        position = len(self.blocks) - 1
-        self.by_index[index] = (position, block)
-        return [{"type": start, "contentIndex": position, "partial": output}]
+        return self.parts.start(index, block)
 
-    def _delta(self, payload: Any) -> list[AssistantMessageEvent]:
-        # ``x.__class__ is str`` keeps values typed ``Any`` (no helper calls on the hot path).
-        index: Any = payload.get("index")
-        found = self.by_index.get(index) if index.__class__ is int else None
-        delta: Any = payload.get("delta")
-        if found is None or delta.__class__ is not dict:
+    def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        """The per-token event: its text, when it fits the block its ``index`` names."""
+        index = payload.get("index")
+        part = self.parts.open.get(index) if isinstance(index, int) else None
+        delta = as_dict(payload.get("delta"))
+        if part is None or delta is None:
             return []
-        position, block = found
-        kind: Any = delta.get("type")
-        block_type = block["type"]
+        kind = delta.get("type")
+        block_type = part.block["type"]
         if kind == "text_delta" and block_type == "text":
-            text: Any = delta.get("text")
-            if text.__class__ is not str:
-                return []
-            whole: str = block["text"]  # append_text inlined: this is the per-token hot path
-            block["text"] = ""
-            whole += text
-            block["text"] = whole
-            return [{"type": "text_delta", "contentIndex": position, "delta": text, "partial": self.output}]
-        if kind == "thinking_delta" and block_type == "thinking":
+            text = delta.get("text")
+        elif kind == "thinking_delta" and block_type == "thinking":
             text = delta.get("thinking")
-            if text.__class__ is not str:
-                return []
-            append_text(block, "thinking", text)
-            return [
-                {"type": "thinking_delta", "contentIndex": position, "delta": text, "partial": self.output}
-            ]
-        if kind == "input_json_delta" and block_type == "toolCall":
-            text = as_str(delta.get("partial_json")) or ""
-            block["arguments"] = self.arguments[index].add(text)
-            return [
-                {"type": "toolcall_delta", "contentIndex": position, "delta": text, "partial": self.output}
-            ]
-        if kind == "signature_delta" and block_type == "thinking":
-            append_text(block, "thinkingSignature", as_str(delta.get("signature")) or "")
-        return []
-
-    def _stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        index = as_int(payload.get("index"))
-        found = self.by_index.pop(index, None)
-        if found is None:
+        elif kind == "input_json_delta" and block_type == "toolCall":
+            text = delta.get("partial_json")
+            text = text if isinstance(text, str) else ""
+        else:
+            if kind == "signature_delta" and block_type == "thinking":
+                append_text(part.block, "thinkingSignature", as_str(delta.get("signature")) or "")
             return []
-        position, block = found
-        output = self.output
-        if block["type"] == "text":
-            return [
-                {"type": "text_end", "contentIndex": position, "content": block["text"], "partial": output}
-            ]
-        if block["type"] == "thinking":
-            return [
-                {
-                    "type": "thinking_end",
-                    "contentIndex": position,
-                    "content": block["thinking"],
-                    "partial": output,
-                }
-            ]
-        arguments = self.arguments.pop(index)
-        if arguments.text:
-            block["arguments"] = arguments.finish()
-        return [
-            {
-                "type": "toolcall_end",
-                "contentIndex": position,
-                "toolCall": cast(ToolCall, block),
-                "partial": output,
-            }
-        ]
+        return self.parts.delta(part, text) if isinstance(text, str) else []
 
     def _usage(self, usage: dict[str, Any], *, replace: bool) -> None:
         """``message_start`` sets every count; ``message_delta`` overrides only those it states."""

@@ -30,7 +30,8 @@ from urllib.parse import quote
 
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
-from tether.ai.jsonish import as_dict, as_int, as_str
+from tether.ai.jsonish import as_dict, as_int, as_list, as_str
+from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.providers.gemini_schema import gemini_schema
 from tether.ai.registry import ApiProvider
@@ -40,7 +41,7 @@ from tether.ai.thinking import clamp_thinking_level, thinking_budget, thinking_c
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import calculate_cost
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolCall, ToolResultMessage
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, ToolResultMessage
 
 API = "google-generative-ai"
 SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -228,13 +229,14 @@ def _function_responses(results: list[ToolResultMessage], model: ModelInfo) -> l
 
 
 class GeminiParser(StreamParser):
-    """State machine over ``GenerateContentResponse`` chunks."""
+    """``GenerateContentResponse`` chunks → the message builder. One text or thinking part is open
+    at a time (a part of the other kind, or a call, closes it); a call opens and closes at once."""
 
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         super().__init__(model, output)
-        self.blocks = output["content"]
-        self.current: dict[str, Any] | None = None
-        """The open text or thinking block (tool calls never stay open)."""
+        self.current: Part | None = None
+        """The open text or thinking part."""
+        self.calls = 0
         self.finished = False
         self._usage_metadata: dict[str, Any] | None = None
         """The latest ``usageMetadata`` not yet counted: ``settle`` prices it (once per read, not
@@ -243,59 +245,51 @@ class GeminiParser(StreamParser):
         self._version: object = None
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        # Hot path (one call per chunk), written as ``openai_completions``'s: ``x.__class__ is
-        # dict`` checks keep values typed ``Any`` and cost no helper calls (``cast`` and
-        # ``as_dict`` are Python calls, ~10 a chunk); anything of another shape reads as absent.
-        if data.__class__ is not dict:
+        chunk = as_dict(data)
+        if chunk is None:
             return []
-        chunk: Any = data
-        error: Any = chunk.get("error")
+        error = chunk.get("error")
         if error:
             return self.fail(_error_text(error))
         output = self.output
         if not output.get("responseId"):  # the first non-empty id; an empty one until then
-            response_id: Any = chunk.get("responseId")
-            if response_id.__class__ is str and (response_id or "responseId" not in output):
+            response_id = as_str(chunk.get("responseId"))
+            if response_id is not None and (response_id or "responseId" not in output):
                 output["responseId"] = response_id
-        version: Any = chunk.get("modelVersion")
-        if version != self._version and version.__class__ is str:
+        version = chunk.get("modelVersion")
+        if version != self._version and isinstance(version, str):
             self._version = version
             if version != self.model["id"]:
                 cast("dict[str, Any]", output)["responseModel"] = version
-        usage: Any = chunk.get("usageMetadata")
-        if usage.__class__ is dict:
-            self._usage_metadata = usage
-        events: list[AssistantMessageEvent] = []
-        candidates: Any = chunk.get("candidates")
-        candidate: Any = (
-            candidates[0]
-            if candidates.__class__ is list and candidates and candidates[0].__class__ is dict
-            else None
-        )
+        usage = chunk.get("usageMetadata")
+        if usage is not None and (counts := as_dict(usage)) is not None:
+            self._usage_metadata = counts
+        candidates = as_list(chunk.get("candidates"))
+        candidate = as_dict(candidates[0]) if candidates else None
         if candidate is None:
             blocked = as_str((as_dict(chunk.get("promptFeedback")) or {}).get("blockReason"))
             if blocked:
                 self.finished = True
                 output["stopReason"] = "error"
                 output["errorMessage"] = f"Gemini blocked the prompt: {blocked}"
-            return events
-        content: Any = candidate.get("content")
-        parts: Any = content.get("parts") if content.__class__ is dict else None
-        if parts.__class__ is list:
-            for part in parts:
-                if part.__class__ is not dict:
-                    continue
-                text: Any = part.get("text")
-                signature: Any = part.get("thoughtSignature")
-                if signature.__class__ is not str:
-                    signature = None
-                if text.__class__ is str:
-                    self._text(text, part.get("thought") is True, signature, events)
-                call: Any = part.get("functionCall")
-                if call.__class__ is dict:
-                    self._call(call, signature, events)
-        reason: Any = candidate.get("finishReason")
-        if reason and reason.__class__ is str:
+            return []
+        events: list[AssistantMessageEvent] = []
+        content = as_dict(candidate.get("content"))
+        for part in as_list(content.get("parts")) if content is not None else ():
+            fields = as_dict(part)
+            if fields is None:
+                continue
+            signature = fields.get("thoughtSignature")
+            if not isinstance(signature, str):
+                signature = None
+            text = fields.get("text")
+            if isinstance(text, str):
+                events += self._text(text, fields.get("thought") is True, signature)
+            call = fields.get("functionCall")
+            if call is not None and (call_fields := as_dict(call)) is not None:
+                events += self._call(call_fields, signature)
+        reason = candidate.get("finishReason")
+        if reason and isinstance(reason, str):
             self.finished = True
             self._finish_reason(reason, as_str(candidate.get("finishMessage")))
         return events
@@ -305,8 +299,7 @@ class GeminiParser(StreamParser):
         failed = output["stopReason"] == "error"
         if not failed and not self.finished:
             return self.fail("The stream ended before the response was complete")
-        events: list[AssistantMessageEvent] = []
-        self._close(events)  # as pi-ai, also before reporting a finishReason that is an error
+        events = self._close()  # as pi-ai, also before reporting a finishReason that is an error
         if failed:
             return events + self.fail(output.get("errorMessage") or "Gemini returned an error")
         reason = output["stopReason"]
@@ -314,85 +307,52 @@ class GeminiParser(StreamParser):
         events.append({"type": "done", "reason": reason, "message": output})
         return events
 
-    def _text(
-        self, text: str, thought: bool, signature: str | None, events: list[AssistantMessageEvent]
-    ) -> None:
+    def _text(self, text: str, thought: bool, signature: str | None) -> list[AssistantMessageEvent]:
         kind = "thinking" if thought else "text"
-        block = self.current
-        if block is None or block["type"] != kind:
-            self._close(events)
-            block = {"type": kind, kind: ""}
-            self.blocks.append(cast("Any", block))
-            self.current = block
-            index = len(self.blocks) - 1
-            if thought:
-                events.append({"type": "thinking_start", "contentIndex": index, "partial": self.output})
-            else:
-                events.append({"type": "text_start", "contentIndex": index, "partial": self.output})
-        whole: str = block[kind]  # append_text inlined: this is the per-token hot path
-        block[kind] = ""
-        whole += text
-        block[kind] = whole
-        index = len(self.blocks) - 1
-        if thought:
-            if signature:
-                block["thinkingSignature"] = signature
-            events.append(
-                {"type": "thinking_delta", "contentIndex": index, "delta": text, "partial": self.output}
-            )
-        else:
-            if signature:
-                block["textSignature"] = signature
-            events.append(
-                {"type": "text_delta", "contentIndex": index, "delta": text, "partial": self.output}
-            )
+        part = self.current
+        events: list[AssistantMessageEvent] = []
+        if part is None or part.block["type"] != kind:
+            events = self._close()
+            events += self.parts.start(kind, {"type": kind, kind: ""})
+            part = self.current = self.parts.open[kind]
+        if signature:
+            part.block["thinkingSignature" if thought else "textSignature"] = signature
+        if events:
+            return events + self.parts.delta(part, text)
+        return self.parts.delta(part, text)  # the usual chunk: more of the open part
 
-    def _close(self, events: list[AssistantMessageEvent]) -> None:
-        block = self.current
-        if block is None:
-            return
+    def _close(self) -> list[AssistantMessageEvent]:
+        part = self.current
+        if part is None:
+            return []
         self.current = None
-        kind = block["type"]
-        events.append(
-            cast(
-                AssistantMessageEvent,
-                {
-                    "type": f"{kind}_end",
-                    "contentIndex": len(self.blocks) - 1,
-                    "content": block[kind],
-                    "partial": self.output,
-                },
-            )
-        )
+        return self.parts.end(part)
 
-    def _call(self, call: dict[str, Any], signature: str | None, events: list[AssistantMessageEvent]) -> None:
-        self._close(events)
-        name = as_str(call.get("name")) or ""
+    def _call(self, call: dict[str, Any], signature: str | None) -> list[AssistantMessageEvent]:
+        events = self._close()
         given = as_str(call.get("id"))
-        taken = {b["id"] for b in self.blocks if b["type"] == "toolCall"}
+        taken = {b["id"] for b in self.parts.content if b["type"] == "toolCall"}
         arguments = as_dict(call.get("args")) or {}
-        block: ToolCall = {
+        block: dict[str, Any] = {
             "type": "toolCall",
             "id": given if given and given not in taken else f"call_{uuid.uuid4().hex[:24]}",
-            "name": name,
+            "name": as_str(call.get("name")) or "",
             "arguments": arguments,
         }
         if signature:
             block["thoughtSignature"] = signature
-        self.blocks.append(block)
-        index = len(self.blocks) - 1
-        delta = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-        events.append({"type": "toolcall_start", "contentIndex": index, "partial": self.output})
-        events.append(
-            {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": self.output}
+        self.calls += 1
+        events += self.parts.start(("call", self.calls), block)
+        part = self.parts.open["call", self.calls]
+        # The arguments arrive whole: the delta shows them as text, the block keeps the object.
+        events += self.parts.delta_event(
+            part, json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
         )
-        events.append(
-            {"type": "toolcall_end", "contentIndex": index, "toolCall": block, "partial": self.output}
-        )
+        return events + self.parts.end(part)
 
     def _finish_reason(self, reason: str, message: str | None) -> None:
         output = self.output
-        if any(b["type"] == "toolCall" for b in self.blocks):
+        if any(b["type"] == "toolCall" for b in self.parts.content):
             output["stopReason"] = "toolUse"
         elif reason == "STOP":
             output["stopReason"] = "stop"

@@ -26,8 +26,8 @@ from typing import Any, Literal, cast
 
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
 from tether.ai.handoff import transform_messages
-from tether.ai.jsonish import as_dict, as_int, as_list, as_str
-from tether.ai.partial_json import PartialJson
+from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
+from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
@@ -35,7 +35,7 @@ from tether.ai.simple_options import base_fields, effective_effort
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason, ToolCall
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
@@ -373,40 +373,22 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class _ToolState:
-    """One streamed tool call: its block, where it sits, the server's index, its argument text."""
-
-    __slots__ = ("args", "block", "index", "position")
-
-    def __init__(self, block: ToolCall, position: int, index: int | None) -> None:
-        self.block = block
-        self.position = position
-        self.index = index
-        self.args = PartialJson()
-
-
 class OpenAICompletionsParser(StreamParser):
-    """State machine over Chat Completions chunks."""
+    """Chat Completions chunks → the message builder. One text and one thinking part stay open
+    for the whole answer; tool calls are told apart by id, else by their stream ``index``."""
 
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         super().__init__(model, output)
-        self.blocks = output["content"]
-        self.text: dict[str, Any] | None = None
-        self.thinking: dict[str, Any] | None = None
-        self.tools: list[_ToolState] = []
+        self.tools: list[tuple[Part, int | None]] = []
+        """Each tool call's part and its ``index`` in the stream (``None`` when it had none)."""
         self.finished = False
         """A ``finish_reason`` arrived: the answer is complete even if ``[DONE]`` never comes."""
-        self.text_index = 0
-        self.thinking_index = 0
         self.extra = cast("dict[str, Any]", output)
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        # Hot path (one call per chunk): ``x.__class__ is dict`` checks keep values typed ``Any``
-        # (``isinstance`` would make pyright see ``dict[Unknown, Unknown]``) and cost no helper
-        # calls; anything of an unexpected shape reads as absent.
-        if data.__class__ is not dict:
+        chunk = as_dict(data)
+        if chunk is None:
             return []
-        chunk: Any = data
         output = self.output
         if event == "error" or chunk.get("error"):
             # As in pi-ai, the error ends the answer before any other field of the chunk is read
@@ -415,19 +397,17 @@ class OpenAICompletionsParser(StreamParser):
             self.retryable = code in (429, 500, 502, 503, 504, 529, "server_error", "rate_limit_exceeded")
             return self.fail(_error_text(chunk))
         self._metadata(chunk)
-        usage: Any = chunk.get("usage")
-        choices: Any = chunk.get("choices")
-        choice: Any = (
-            choices[0] if choices.__class__ is list and choices and choices[0].__class__ is dict else None
-        )
+        choices = as_list(chunk.get("choices"))
+        choice = as_dict(choices[0]) if choices else None
+        usage = chunk.get("usage")
         if usage is None and choice is not None:
             usage = choice.get("usage")
-        if usage.__class__ is dict:
-            self._usage(usage)
+        if usage is not None and (counts := as_dict(usage)) is not None:
+            self._usage(counts)
         if choice is None:
             return []
-        reason: Any = choice.get("finish_reason")
-        if reason and reason.__class__ is str:
+        reason = choice.get("finish_reason")
+        if reason and isinstance(reason, str):
             self.finished = True
             mapped = _STOP_REASONS.get(reason)
             if mapped is None:
@@ -435,52 +415,39 @@ class OpenAICompletionsParser(StreamParser):
                 output["errorMessage"] = f"Provider finish_reason: {reason}"
             else:
                 output["stopReason"] = mapped
-        delta: Any = choice.get("delta")
-        if delta.__class__ is not dict:
+        delta = as_dict(choice.get("delta"))
+        if delta is None:
             return []
         events: list[AssistantMessageEvent] = []
-        content: Any = delta.get("content")
-        if content and content.__class__ is str:
-            self._text(content, events)
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            events += self._grow("text", {"type": "text", "text": ""}, content)
         for name in REASONING_FIELDS:
-            value: Any = delta.get(name)
-            if value and value.__class__ is str:
-                self._thinking(name, value, events)
+            value = delta.get(name)
+            if value and isinstance(value, str):
+                # The "signature" names the field, so a replay can send the reasoning back in it.
+                events += self._grow(
+                    "thinking", {"type": "thinking", "thinking": "", "thinkingSignature": name}, value
+                )
                 break
-        calls: Any = delta.get("tool_calls")
-        legacy: Any = delta.get("function_call")
+        calls = delta.get("tool_calls")
+        legacy = delta.get("function_call")
         if calls or legacy:
-            self._tool_calls(as_list(calls) or ([{"function": legacy}] if as_dict(legacy) else []), events)
-        details: Any = delta.get("reasoning_details")
+            for call in as_list(calls) or ([{"function": legacy}] if as_dict(legacy) else []):
+                call_object = as_dict(call)
+                if call_object is not None:
+                    events += self._tool_call(call_object)
+        details = delta.get("reasoning_details")
         if details and self.tools:
             self._reasoning_details(as_list(details))
         return events
 
     def end(self) -> list[AssistantMessageEvent]:
-        events: list[AssistantMessageEvent] = []
         output = self.output
-        for index, block in enumerate(self.blocks):
-            if block["type"] == "text":
-                events.append(
-                    {"type": "text_end", "contentIndex": index, "content": block["text"], "partial": output}
-                )
-            elif block["type"] == "thinking":
-                events.append(
-                    {
-                        "type": "thinking_end",
-                        "contentIndex": index,
-                        "content": block["thinking"],
-                        "partial": output,
-                    }
-                )
-            elif block["type"] == "toolCall":
-                state = next(s for s in self.tools if s.block is block)
-                block["arguments"] = state.args.finish()
-                if not block["id"]:
-                    block["id"] = f"call_{uuid.uuid4().hex[:24]}"
-                events.append(
-                    {"type": "toolcall_end", "contentIndex": index, "toolCall": block, "partial": output}
-                )
+        for part, _ in self.tools:
+            if not part.block["id"]:
+                part.block["id"] = f"call_{uuid.uuid4().hex[:24]}"
+        events = self.parts.end_all()
         if output["stopReason"] == "error":
             events.append(error_event(output, output.get("errorMessage") or "Provider returned an error"))
         elif not (self.finished or self.done_marker):  # neither finish_reason nor [DONE]: cut off
@@ -491,31 +458,33 @@ class OpenAICompletionsParser(StreamParser):
             events.append({"type": "done", "reason": reason, "message": output})
         return events
 
-    def _metadata(self, chunk: Any) -> None:
+    def _metadata(self, chunk: dict[str, Any]) -> None:
         """Response id, reported model and upstream provider, read as the reference reads them: the
         first non-empty id (an empty one is kept until a real one comes), the first reported model
-        that differs from ours, and the provider a router (OpenRouter) says served us. (Once per
-        chunk: class checks, as in ``feed``, rather than ``as_str`` calls.)"""
+        that differs from ours, and the provider a router (OpenRouter) says served us."""
         output = self.output
-        chunk_id: Any = chunk.get("id")
-        if chunk_id.__class__ is str and not output.get("responseId"):
+        chunk_id = chunk.get("id")
+        if isinstance(chunk_id, str) and not output.get("responseId"):
             output["responseId"] = chunk_id
-        chunk_model: Any = chunk.get("model")
-        if chunk_model.__class__ is not str:
+        chunk_model = chunk.get("model")
+        if not isinstance(chunk_model, str):
             chunk_model = None
         elif chunk_model and chunk_model != self.model["id"] and "responseModel" not in self.extra:
             self.extra["responseModel"] = chunk_model
-        upstream: Any = chunk.get("provider")
-        if upstream and upstream.__class__ is str and "upstreamProvider" not in output:
+        upstream = chunk.get("provider")
+        if upstream and isinstance(upstream, str) and "upstreamProvider" not in output:
             output["upstreamProvider"] = upstream
             if chunk_model:
                 output["upstreamModel"] = chunk_model
 
-    def _tool_calls(self, calls: list[Any], events: list[AssistantMessageEvent]) -> None:
-        for call in calls:
-            call_object = as_dict(call)
-            if call_object is not None:
-                self._tool_call(call_object, events)
+    def _grow(self, key: str, new_block: dict[str, Any], text: str) -> list[AssistantMessageEvent]:
+        """Append to the open text or thinking part (``key``), opening it with ``new_block`` first."""
+        part = self.parts.open.get(key)
+        if part is not None:
+            return self.parts.delta(part, text)
+        events = self.parts.start(key, new_block)
+        part = self.parts.open[key]
+        return events + self.parts.delta(part, text)
 
     def _reasoning_details(self, details: list[Any]) -> None:
         """OpenRouter's encrypted reasoning for a tool call rides along as its signature."""
@@ -526,95 +495,44 @@ class OpenAICompletionsParser(StreamParser):
                 and detail_object.get("type") == "reasoning.encrypted"
                 and detail_object.get("data")
             ):
-                for state in self.tools:
-                    if state.block["id"] and state.block["id"] == detail_object.get("id"):
-                        state.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
+                for part, _ in self.tools:
+                    if part.block["id"] and part.block["id"] == detail_object.get("id"):
+                        part.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
 
-    # -- blocks ---------------------------------------------------------------------------------
-
-    def _text(self, text: str, events: list[AssistantMessageEvent]) -> None:
-        block = self.text
-        if block is None:
-            block = self.text = {"type": "text", "text": ""}
-            self.blocks.append(cast("Any", block))
-            self.text_index = len(self.blocks) - 1
-            events.append({"type": "text_start", "contentIndex": self.text_index, "partial": self.output})
-        whole: str = block["text"]  # append_text inlined: this is the per-token hot path
-        block["text"] = ""
-        whole += text
-        block["text"] = whole
-        events.append(
-            {"type": "text_delta", "contentIndex": self.text_index, "delta": text, "partial": self.output}
-        )
-
-    def _thinking(self, field: str, text: str, events: list[AssistantMessageEvent]) -> None:
-        block = self.thinking
-        if block is None:
-            # The "signature" names the field, so a replay can send the reasoning back in it.
-            block = self.thinking = {"type": "thinking", "thinking": "", "thinkingSignature": field}
-            self.blocks.append(cast("Any", block))
-            self.thinking_index = len(self.blocks) - 1
-            events.append(
-                {"type": "thinking_start", "contentIndex": self.thinking_index, "partial": self.output}
-            )
-        whole: str = block["thinking"]  # append_text inlined, as in ``_text``
-        block["thinking"] = ""
-        whole += text
-        block["thinking"] = whole
-        events.append(
-            {
-                "type": "thinking_delta",
-                "contentIndex": self.thinking_index,
-                "delta": text,
-                "partial": self.output,
-            }
-        )
-
-    def _tool_call(self, call: dict[str, Any], events: list[AssistantMessageEvent]) -> None:
+    def _tool_call(self, call: dict[str, Any]) -> list[AssistantMessageEvent]:
         function = as_dict(call.get("function")) or {}
         call_id = as_str(call.get("id")) or ""
-        raw_index = call.get("index")
-        stream_index = raw_index if isinstance(raw_index, int) else None
-        state = self._find_tool(call_id, stream_index)
-        if state is None:
-            block: ToolCall = {"type": "toolCall", "id": call_id, "name": "", "arguments": {}}
-            self.blocks.append(block)
-            state = _ToolState(block, len(self.blocks) - 1, stream_index)
-            self.tools.append(state)
-            events.append({"type": "toolcall_start", "contentIndex": state.position, "partial": self.output})
-        block = state.block
+        stream_index = as_index(call.get("index"))
+        part = self._find_tool(call_id, stream_index)
+        events: list[AssistantMessageEvent] = []
+        if part is None:
+            key = ("tool", len(self.tools))
+            events = self.parts.start(key, {"type": "toolCall", "id": call_id, "name": "", "arguments": {}})
+            part = self.parts.open[key]
+            self.tools.append((part, stream_index))
+        block = part.block
         if call_id and not block["id"]:
             block["id"] = call_id
         name = as_str(function.get("name"))
         if name and not block["name"]:
             block["name"] = name
-        arguments = as_str(function.get("arguments")) or ""
-        if arguments:
-            block["arguments"] = state.args.add(arguments)
-        events.append(
-            {
-                "type": "toolcall_delta",
-                "contentIndex": state.position,
-                "delta": arguments,
-                "partial": self.output,
-            }
-        )
+        return events + self.parts.delta(part, as_str(function.get("arguments")) or "")
 
-    def _find_tool(self, call_id: str, stream_index: int | None) -> _ToolState | None:
+    def _find_tool(self, call_id: str, stream_index: int | None) -> Part | None:
         if call_id:
-            for state in self.tools:
-                if state.block["id"] == call_id:
-                    return state
+            for part, _ in self.tools:
+                if part.block["id"] == call_id:
+                    return part
         if stream_index is not None:
-            for state in reversed(self.tools):
-                if state.index == stream_index:
+            for part, index in reversed(self.tools):
+                if index == stream_index:
                     # Same index but another id: a new parallel call (Ollama numbers them all 0).
-                    if call_id and state.block["id"] and state.block["id"] != call_id:
+                    if call_id and part.block["id"] and part.block["id"] != call_id:
                         return None
-                    return state
+                    return part
             return None
         if not call_id and self.tools:
-            return self.tools[-1]  # legacy function_call fragments, or index-less continuations
+            return self.tools[-1][0]  # legacy function_call fragments, or index-less continuations
         return None
 
     def _usage(self, usage: Any) -> None:

@@ -34,7 +34,8 @@ from typing import Any, cast
 
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
-from tether.ai.jsonish import as_dict, as_int, as_list, as_str
+from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
+from tether.ai.message_builder import Part
 from tether.ai.partial_json import PartialJson, parse_arguments
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.registry import ApiProvider
@@ -51,7 +52,6 @@ from tether.wire import (
     StopReason,
     TextContent,
     ThinkingContent,
-    ToolCall,
     UserContent,
 )
 
@@ -269,42 +269,28 @@ _STATUS: dict[str, StopReason] = {
 }
 
 
-class _Item:
-    """One output item being streamed: its block, where it is, and per-kind scratch state."""
-
-    __slots__ = ("args", "block", "parts", "position")
-
-    def __init__(self, block: dict[str, Any], position: int) -> None:
-        self.block = block
-        self.position = position
-        self.parts = 0
-        """Reasoning summary parts started so far (a part's end streams a separator)."""
-        self.args = PartialJson()
-
-
 class OpenAIResponsesParser(StreamParser):
-    """State machine over Responses stream events."""
+    """Responses stream events → the message builder; items are keyed by ``output_index``."""
 
     def __init__(self, model: ModelInfo, output: AssistantMessage) -> None:
         super().__init__(model, output)
-        self.blocks = output["content"]
-        self.items: dict[int, _Item] = {}
-        """Open items by ``output_index``."""
-        self.last: _Item | None = None
+        self.last: Part | None = None
+        """The item opened last: events without an ``output_index`` extend it."""
+        self.summary_parts: dict[int, int] = {}
+        """Reasoning summary parts started so far, by content position (a part's end streams a
+        separator)."""
         self.finished = False
 
     def feed(self, event: str, data: Any) -> list[AssistantMessageEvent]:
-        # Hot path for deltas (one call per token): class checks keep values typed ``Any`` and
-        # cost no helper calls, as in ``openai_completions.feed``.
-        if data.__class__ is not dict:
+        payload = as_dict(data)
+        if payload is None:
             return []
-        payload: dict[str, Any] = data
         if payload.get("error"):
             # The OpenAI SDK pi-ai reads through raises on any event whose data has a truthy
             # ``error``, before the event's type is looked at.
             return self.fail(_api_error_text(payload["error"]))
-        kind: Any = payload.get("type")
-        if kind.__class__ is not str or not kind:
+        kind = payload.get("type")
+        if not kind or not isinstance(kind, str):
             kind = event
         block_type = _DELTAS.get(kind)
         if block_type is not None:
@@ -335,10 +321,7 @@ class OpenAIResponsesParser(StreamParser):
     def end(self) -> list[AssistantMessageEvent]:
         if not self.finished:
             return self.fail("The stream ended before the response was complete")
-        events: list[AssistantMessageEvent] = []
-        for index in sorted(self.items, key=lambda i: self.items[i].position):
-            events.append(self._close(self.items[index], None))
-        self.items.clear()
+        events = self.parts.end_all()
         reason = self.output["stopReason"]
         if reason == "error" or reason == "aborted":
             return [*events, *self.fail(self.output.get("errorMessage") or "The response failed")]
@@ -347,150 +330,87 @@ class OpenAIResponsesParser(StreamParser):
 
     # -- items ----------------------------------------------------------------------------------
 
-    def _item(self, payload: dict[str, Any]) -> _Item | None:
-        index: Any = payload.get("output_index")
-        return self.items.get(index) if index.__class__ is int else self.last  # a bool is no index
+    def _item(self, payload: dict[str, Any]) -> Part | None:
+        index = payload.get("output_index")
+        return self.parts.open.get(index) if isinstance(index, int) else self.last
 
     def _added(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
-        block, start = _new_block(item)
+        block = _new_block(item)
         if block is None:
             return []  # web search, file search, ...: not content we represent
-        self.blocks.append(cast("Any", block))
-        state = _Item(block, len(self.blocks) - 1)
-        if block["type"] == "toolCall":
-            state.args.add(as_str(item.get("arguments")) or "")
-            block["arguments"] = state.args.value
-        index = payload.get("output_index")
+        arguments = (as_str(item.get("arguments")) or "") if block["type"] == "toolCall" else ""
         # Without an output_index (never seen in practice) the item gets a key no real index has.
-        self.items[index if isinstance(index, int) else -len(self.blocks)] = state
-        self.last = state
-        return [
-            cast(
-                AssistantMessageEvent, {"type": start, "contentIndex": state.position, "partial": self.output}
-            )
-        ]
+        index = as_index(payload.get("output_index"))
+        key = index if index is not None else -len(self.parts.content) - 1
+        events = self.parts.start(key, block, arguments)
+        self.last = self.parts.open[key]
+        return events
 
     def _summary_part(self, payload: dict[str, Any], *, done: bool) -> list[AssistantMessageEvent]:
-        """Count summary parts; a finished one streams the ``\\n\\n`` that pi-ai streams."""
-        state = self._item(payload)
-        if state is None or state.block["type"] != "thinking":
+        """Count summary parts; a finished one streams the ``\n\n`` that pi-ai streams."""
+        part = self._item(payload)
+        if part is None or part.block["type"] != "thinking":
             return []
+        started = self.summary_parts.get(part.position, 0)
         if not done:
-            state.parts += 1
+            self.summary_parts[part.position] = started + 1
             return []
-        return self._append(state, "\n\n") if state.parts else []
+        return self.parts.delta(part, "\n\n") if started else []
 
     def _delta(self, block_type: str, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        state = self._item(payload)
-        if state is None:
+        part = self._item(payload)
+        delta = payload.get("delta")
+        if part is None or not delta or not isinstance(delta, str) or part.block["type"] != block_type:
             return []
-        delta: Any = payload.get("delta")
-        if not delta or delta.__class__ is not str or state.block["type"] != block_type:
-            return []
-        if block_type == "toolCall":
-            state.block["arguments"] = state.args.add(delta)
-            return [self._event("toolcall_delta", state, delta)]
-        return self._append(state, delta)
-
-    def _append(self, state: _Item, text: str) -> list[AssistantMessageEvent]:
-        block = state.block
-        kind = "thinking" if block["type"] == "thinking" else "text"
-        whole: str = block[kind]  # append_text inlined: this is the per-token hot path
-        block[kind] = ""
-        whole += text
-        block[kind] = whole
-        if kind == "thinking":
-            return [
-                {
-                    "type": "thinking_delta",
-                    "contentIndex": state.position,
-                    "delta": text,
-                    "partial": self.output,
-                }
-            ]
-        return [{"type": "text_delta", "contentIndex": state.position, "delta": text, "partial": self.output}]
+        return self.parts.delta(part, delta)
 
     def _arguments_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        state = self._item(payload)
+        part = self._item(payload)
         final = as_str(payload.get("arguments"))
-        if state is None or state.block["type"] != "toolCall" or final is None:
+        if part is None or part.block["type"] != "toolCall" or final is None:
             return []
-        previous = state.args.text
-        state.args = PartialJson(final)
-        state.block["arguments"] = state.args.value
+        previous = part.args.text
+        part.args = PartialJson(final)
+        part.block["arguments"] = part.args.value
         if final.startswith(previous) and len(final) > len(previous):
-            return [self._event("toolcall_delta", state, final[len(previous) :])]
+            return self.parts.delta_event(part, final[len(previous) :])
         return []
 
     def _done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = as_dict(payload.get("item")) or {}
-        state = self._pop(payload)
-        if state is not None:
-            return [self._close(state, item)]
-        if _new_block(item)[0] is None:
+        part = self._item(payload)
+        if part is not None:
+            return self._close(part, item)
+        if _new_block(item) is None:
             return []
         # An item that was never announced: open it now so it still has a start and an end.
         events = self._added(payload)
-        state = self._pop(payload)
-        return [*events, self._close(state, item)] if state is not None else events
+        part = self._item(payload)
+        return [*events, *self._close(part, item)] if part is not None else events
 
-    def _pop(self, payload: dict[str, Any]) -> _Item | None:
-        """Remove and return the open item an event names (by ``output_index``, else the last)."""
-        state = self._item(payload)
-        if state is not None:
-            self.items = {k: v for k, v in self.items.items() if v is not state}
-        return state
-
-    def _close(self, state: _Item, item: dict[str, Any] | None) -> AssistantMessageEvent:
-        """Finish a block (``item``: the final output item, when the stream sent it)."""
-        block = state.block
-        if self.last is state:
+    def _close(self, part: Part, item: dict[str, Any]) -> list[AssistantMessageEvent]:
+        """Finish a block with the final output item the stream sent for it."""
+        block = part.block
+        if self.last is part:
             self.last = None
         if block["type"] == "thinking":
-            if item is not None:
-                text = _joined(item.get("summary"), "\n\n") or _joined(item.get("content"), "\n\n")
-                if text:
-                    block["thinking"] = text
-                block["thinkingSignature"] = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
-            return {
-                "type": "thinking_end",
-                "contentIndex": state.position,
-                "content": block["thinking"],
-                "partial": self.output,
-            }
-        if block["type"] == "text":
-            if item is not None:
-                parts = [as_dict(p) or {} for p in as_list(item.get("content"))]
-                if parts:
-                    block["text"] = "".join(
-                        as_str(p.get("text")) or as_str(p.get("refusal")) or "" for p in parts
-                    )
-                item_id = as_str(item.get("id"))
-                if item_id:
-                    block["textSignature"] = encode_text_signature(item_id, as_str(item.get("phase")))
-            return {
-                "type": "text_end",
-                "contentIndex": state.position,
-                "content": block["text"],
-                "partial": self.output,
-            }
-        if state.args.text:
-            block["arguments"] = state.args.finish()
-        elif item is not None:
+            text = _joined(item.get("summary"), "\n\n") or _joined(item.get("content"), "\n\n")
+            if text:
+                block["thinking"] = text
+            block["thinkingSignature"] = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+        elif block["type"] == "text":
+            parts = [as_dict(p) or {} for p in as_list(item.get("content"))]
+            if parts:
+                block["text"] = "".join(
+                    as_str(p.get("text")) or as_str(p.get("refusal")) or "" for p in parts
+                )
+            item_id = as_str(item.get("id"))
+            if item_id:
+                block["textSignature"] = encode_text_signature(item_id, as_str(item.get("phase")))
+        elif not part.args.text:
             block["arguments"] = parse_arguments(as_str(item.get("arguments")) or "")
-        return {
-            "type": "toolcall_end",
-            "contentIndex": state.position,
-            "toolCall": cast(ToolCall, block),
-            "partial": self.output,
-        }
-
-    def _event(self, kind: str, state: _Item, delta: str) -> AssistantMessageEvent:
-        return cast(
-            AssistantMessageEvent,
-            {"type": kind, "contentIndex": state.position, "delta": delta, "partial": self.output},
-        )
+        return self.parts.end(part)
 
     # -- response -------------------------------------------------------------------------------
 
@@ -510,7 +430,7 @@ class OpenAIResponsesParser(StreamParser):
         self._usage(response)
         status = as_str(response.get("status")) or "completed"
         reason = _STATUS.get(status, "stop")
-        if reason == "stop" and any(b["type"] == "toolCall" for b in self.blocks):
+        if reason == "stop" and any(b["type"] == "toolCall" for b in self.parts.content):
             reason = "toolUse"
         self.output["stopReason"] = reason
         if reason == "error":
@@ -550,12 +470,13 @@ _DELTAS: dict[str, str] = {
 """Delta event → the block type it extends."""
 
 
-def _new_block(item: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def _new_block(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The block an output item streams into; ``None`` for items we do not represent."""
     kind = item.get("type")
     if kind == "reasoning":
-        return {"type": "thinking", "thinking": ""}, "thinking_start"
+        return {"type": "thinking", "thinking": ""}
     if kind == "message":
-        return {"type": "text", "text": ""}, "text_start"
+        return {"type": "text", "text": ""}
     if kind == "function_call":
         call_id = as_str(item.get("call_id")) or ""
         item_id = as_str(item.get("id")) or ""
@@ -565,8 +486,8 @@ def _new_block(item: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
             "name": as_str(item.get("name")) or "",
             "arguments": {},
         }
-        return block, "toolcall_start"
-    return None, ""
+        return block
+    return None
 
 
 def _joined(parts: object, separator: str) -> str:
