@@ -58,14 +58,14 @@ async def serving(
     prompts_per_minute: int = 30,
     cors_origins: tuple[str, ...] = (),
     yes: bool = False,
-    max_followers: int = 256,
+    max_followers: int = 10_000,
     durable: DurableConfig | None = None,
 ) -> AsyncGenerator[Served]:
     store = open_store()
     options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
     config = ServeConfig(
         store=store,
-        hub=SessionHub(options, Settings(), project),
+        hub=SessionHub(options, lambda _folder: Settings(), project),
         tokens=tokens or Tokens(),
         prompts_per_minute=prompts_per_minute,
         cors_origins=cors_origins,

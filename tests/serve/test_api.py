@@ -251,7 +251,7 @@ async def test_many_followers_leave_room_for_reads_and_too_many_are_refused(
         async def follower(opened: asyncio.Event) -> list[Event]:
             return await sse_events(client, path, until=lambda e: e[0] == "never", opened=opened)
 
-        # more followers than asyncio's default pool has threads (cpu_count + 4), all waiting
+        # more followers than asyncio's default pool has threads (cpu_count + 4): they hold none
         openings = [asyncio.Event() for _ in range(12)]
         followers = [asyncio.create_task(follower(opened)) for opened in openings]
         try:

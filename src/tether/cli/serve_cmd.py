@@ -75,7 +75,7 @@ def run_server(
         options = SessionOptions(model=model, approval="yes" if yes else None)
         config = ServeConfig(
             store=store,
-            hub=SessionHub(options, settings, cwd),
+            hub=SessionHub(options, lambda folder: load_settings(config_dir(), folder), cwd),
             tokens=Tokens(token, read_only_token),
             prompts_per_minute=prompt_rate,
             cors_origins=cors_origins,

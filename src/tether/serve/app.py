@@ -12,9 +12,7 @@ import asyncio
 import contextlib
 import json
 import sys
-import threading
 from collections.abc import AsyncGenerator, AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -31,13 +29,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens
-from tether.serve.hub import Live, SessionHub
+from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
+from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi, RunsError
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
-from tether.store.follow import follow_changes_async
 from tether.store.store import SessionRecord, SessionStore
 
 if TYPE_CHECKING:
@@ -68,9 +66,11 @@ class ServeConfig:
     model: str | None = None
     durable: DurableConfig | None = None
     """Where durable runs are (``/api/runs``); ``None``: not set up on this server."""
-    max_followers: int = 256
-    """Follow streams open at once; more are answered 503. Each waits for the store in a thread
-    of its own (``tether.store.follow``), so this also sizes the server's thread pool."""
+    max_followers: int = 10_000
+    """Follow streams open at once; more are answered 503. They share one store watch per
+    session (``tether.serve.feeds``): a follower costs a connection and its buffer, no thread."""
+    follower_buffer: int = SUBSCRIBER_BUFFER
+    """Chunks a follower may be behind before it is dropped (it resumes by ``Last-Event-ID``)."""
 
 
 class ApiError(Exception):
@@ -98,7 +98,9 @@ B = TypeVar("B", bound=BaseModel)
 
 def create_app(config: ServeConfig) -> Starlette:
     """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
-    api = _Api(config)
+    feeds = Feeds(config.store, config.follower_buffer)
+    config.hub.on_live = feeds.publish
+    api = _Api(config, feeds)
     runs = RunsApi(config.durable)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
@@ -134,13 +136,10 @@ def create_app(config: ServeConfig) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
-        # asyncio's default pool has os.cpu_count() + 4 threads: six followers waiting on the
-        # store would leave no thread for a read. Threads are started only when needed.
-        threads = ThreadPoolExecutor(config.max_followers + 16, thread_name_prefix="tether-serve")
-        asyncio.get_running_loop().set_default_executor(threads)
         try:
             yield
         finally:
+            await feeds.close()
             await config.hub.close()
 
     return Starlette(
@@ -208,12 +207,12 @@ def _bearer(request: Request) -> str | None:
 
 
 class _Api:
-    def __init__(self, config: ServeConfig) -> None:
+    def __init__(self, config: ServeConfig, feeds: Feeds) -> None:
         self.config = config
         self.store = config.store
         self.hub = config.hub
+        self.feeds = feeds
         self.limit = RateLimit(config.prompts_per_minute)
-        self.followers = 0
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -264,58 +263,48 @@ class _Api:
     async def events(self, request: Request) -> StreamingResponse:
         session_id = request.path_params["session_id"]
         after = request.headers.get("last-event-id") or request.query_params.get("lastEventId") or None
-        history = request.query_params.get("history", "true") != "false"
-        record, entries = await self._session(request)
-        if after is not None and after not in {e["id"] for e in entries}:
-            raise ApiError(400, f"Last-Event-ID: no entry {after!r} in session {session_id}")
-        if after is None and not history:
-            after = record.leaf_id if not entries else entries[-1]["id"]
-        if self.followers >= self.config.max_followers:
-            raise ApiError(503, f"this server follows {self.followers} streams already: try again later")
+        from_end = after is None and request.query_params.get("history", "true") == "false"
+        if after is not None:  # a resume: the entry must be the session's
+            _, entries = await self._session(request)
+            if after not in {e["id"] for e in entries}:
+                raise ApiError(400, f"Last-Event-ID: no entry {after!r} in session {session_id}")
+        if self.feeds.followers >= self.config.max_followers:
+            raise ApiError(
+                503, f"this server follows {self.feeds.followers} streams already: try again later"
+            )
+        try:
+            subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
+        except SessionNotFoundError:
+            raise ApiError(404, f"no session {session_id!r}") from None
         return StreamingResponse(
-            self._stream(session_id, after),
+            self._stream(session_id, subscriber, entry_chunk(backlog), after),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, session_id: str, after: str | None) -> AsyncIterator[str]:
-        queue: asyncio.Queue[Live | tuple[str, bytes] | None] = asyncio.Queue()
-        stop = threading.Event()
-
-        async def pump() -> None:
-            try:
-                async for change in follow_changes_async(self.store, session_id, after=after, stop=stop):
-                    for entry in change.entries:
-                        queue.put_nowait((entry.id, entry.payload))
-            except SessionNotFoundError:
-                queue.put_nowait({"type": "deleted"})
-            finally:
-                queue.put_nowait(None)
-
-        live = cast(asyncio.Queue[Live], queue)
-        self.followers += 1
-        unlisten = self.hub.listen(session_id, live)
-        task = asyncio.get_running_loop().create_task(pump())
+    async def _stream(
+        self, session_id: str, subscriber: Subscriber, backlog: Chunk, after: str | None
+    ) -> AsyncIterator[str]:
+        """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
+        when it fell too far behind, naming the entry to resume after."""
+        last = backlog.last_id or after
         try:
-            yield "retry: 2000\n\n"
+            yield "retry: 2000\n\n" + backlog.text
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_SECONDS)
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                if item is None:
+                chunks = await subscriber.take(KEEP_ALIVE_SECONDS)
+                if chunks:
+                    yield "".join(chunk.text for chunk in chunks)
+                    last = next((c.last_id for c in reversed(chunks) if c.last_id), last)
+                if subscriber.dropped:
+                    dropped = {"type": "dropped", "reason": "this follower fell behind", "lastEventId": last}
+                    yield f"event: dropped\ndata: {json.dumps(dropped)}\n\n"
                     return
-                if isinstance(item, tuple):
-                    entry_id, payload = item
-                    yield f"id: {entry_id}\nevent: entry\ndata: {payload.decode()}\n\n"
-                else:
-                    yield f"event: {item['type']}\ndata: {json.dumps(item)}\n\n"
+                if subscriber.ended:
+                    return
+                if not chunks:
+                    yield ": keep-alive\n\n"
         finally:
-            self.followers -= 1
-            unlisten()
-            stop.set()
-            task.cancel()
+            self.feeds.unsubscribe(session_id, subscriber)
 
     async def create_session(self, request: Request) -> Response:
         body = await _body(request, MessageBody)
@@ -350,9 +339,9 @@ class _Api:
     async def abort(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await self._session(request, entries=False)
-        if not self.hub.running(session_id):
+        core = self.hub.open_core(session_id)
+        if core is None or not core.is_running:
             return JSONResponse({"aborted": False})
-        core = await self.hub.core(session_id)
         core.abort()
         return JSONResponse({"aborted": True})
 
@@ -380,11 +369,13 @@ class _Api:
 
     async def _core(self, request: Request) -> Any:
         session_id = request.path_params["session_id"]
-        await self._session(request, entries=False)
+        record, _ = await self._session(request, entries=False)
         try:
-            return await self.hub.core(session_id)
+            return await self.hub.core(session_id, record.cwd)
         except SessionLockedError:
             raise ApiError(409, f"session {session_id} is being written by another process") from None
+        except FolderGoneError as exc:
+            raise ApiError(409, str(exc)) from None
 
     def _spend(self, request: Request) -> None:
         key = cast(str, request.scope.get("state", {}).get("client_key", "local"))

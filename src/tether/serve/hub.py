@@ -6,7 +6,11 @@ steer and abort on it goes to that one core. The core is built as the RPC mode b
 (``SessionOptions.create``), so the server's sessions run with the same tools, settings and model
 choice as ``tether`` in that folder.
 
-Followers read the store (``tether.store.follow``); the store only gets a message once it is
+A stored session runs in the folder it was recorded in (its ``cwd``), with that folder's
+settings, as ``tether --session`` run there would run it; not in the folder the server was started
+in. New sessions start in the server's folder.
+
+Followers read the store (``tether.serve.feeds``); the store only gets a message once it is
 complete, so what a model streams meanwhile is passed to the followers of that session from here
 as ``delta`` events (live only: they have no id and are not replayed on resume).
 """
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from tether.errors import UserError
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, SessionOptions
 from tether.session.settings import Settings
@@ -30,38 +35,56 @@ OPEN_TIMEOUT_SECONDS = 10.0
 """How long a new session may take to get its id once its first prompt started."""
 
 
+class FolderGoneError(UserError):
+    """A stored session's folder no longer exists: the session cannot run where it ran."""
+
+
 class SessionHub:
     """Opens, drives and finally closes the sessions this server writes."""
 
-    def __init__(self, options: SessionOptions, settings: Settings, cwd: Path) -> None:
+    def __init__(self, options: SessionOptions, settings_for: Callable[[Path], Settings], cwd: Path) -> None:
+        """``settings_for(folder)``: the settings a session in ``folder`` runs with (the user's,
+        and the folder's project file as trust allows); ``cwd``: where new sessions start."""
         self._options = options
-        self._settings = settings
+        self._settings_for = settings_for
         self._cwd = cwd
         self._cores: dict[str, AgentSession] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._listeners: dict[str, set[asyncio.Queue[Live]]] = {}
         self._lock = asyncio.Lock()
+        self.on_live: Callable[[str, Live], None] | None = None
+        """Where the sessions' live events go (``Feeds.publish``)."""
 
     def is_open(self, session_id: str) -> bool:
         return session_id in self._cores
+
+    def open_core(self, session_id: str) -> AgentSession | None:
+        """The session's core if this server has it open."""
+        return self._cores.get(session_id)
 
     def running(self, session_id: str) -> bool:
         core = self._cores.get(session_id)
         return core is not None and core.is_running
 
-    async def core(self, session_id: str) -> AgentSession:
-        """The session's core, opened for writing on first use (``SessionLockedError`` when
-        another writer has it, ``SessionNotFoundError`` when there is no such session)."""
+    async def core(self, session_id: str, folder: str) -> AgentSession:
+        """The session's core, opened for writing on first use in ``folder``, where the session
+        was recorded (``SessionLockedError`` when another writer has it, ``SessionNotFoundError``
+        when there is no such session, ``FolderGoneError`` when the folder is gone)."""
         async with self._lock:
             core = self._cores.get(session_id)
             if core is None:
-                core = self._create(SessionChoice(session_id=session_id))
+                where = Path(folder)
+                if not where.is_dir():
+                    raise FolderGoneError(
+                        f"session {session_id} ran in {folder}, which is gone: "
+                        "restore the folder, or fork the session from a server started elsewhere"
+                    )
+                core = self._create(SessionChoice(session_id=session_id), where)
                 self._adopt(session_id, core)
             return core
 
     async def new_session(self, message: str) -> str:
         """Start a new session on ``message``; its id once the store has it."""
-        core = self._create(SessionChoice())
+        core = self._create(SessionChoice(), self._cwd)
         self._start(core, message, None)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + OPEN_TIMEOUT_SECONDS
@@ -78,16 +101,6 @@ class SessionHub:
     def prompt(self, session_id: str, core: AgentSession, message: str) -> None:
         self._start(core, message, session_id)
 
-    def listen(self, session_id: str, queue: asyncio.Queue[Live]) -> Callable[[], None]:
-        """Pass the session's live events to ``queue`` until the returned function is called."""
-        listeners = self._listeners.setdefault(session_id, set())
-        listeners.add(queue)
-
-        def unlisten() -> None:
-            listeners.discard(queue)
-
-        return unlisten
-
     async def close(self) -> None:
         """Abort what runs, let it record, close every core (they own their stores' leases)."""
         for core in self._cores.values():
@@ -99,8 +112,8 @@ class SessionHub:
             await core.close()
         self._cores.clear()
 
-    def _create(self, choice: SessionChoice) -> AgentSession:
-        return self._options.create(cwd=self._cwd, settings=self._settings, ask=None, session=choice)
+    def _create(self, choice: SessionChoice, folder: Path) -> AgentSession:
+        return self._options.create(cwd=folder, settings=self._settings_for(folder), ask=None, session=choice)
 
     def _adopt(self, session_id: str, core: AgentSession) -> None:
         self._cores[session_id] = core
@@ -123,8 +136,7 @@ class SessionHub:
         self._runs[key] = asyncio.get_running_loop().create_task(run())
 
     def _publish(self, session_id: str, event: Any) -> None:
-        listeners = self._listeners.get(session_id)
-        if not listeners:
+        if self.on_live is None:
             return
         kind = event.get("type")
         live: Live | None = None
@@ -135,5 +147,4 @@ class SessionHub:
         elif kind in ("agent_start", "agent_end"):
             live = {"type": "status", "running": kind == "agent_start"}
         if live is not None:
-            for queue in listeners:
-                queue.put_nowait(live)
+            self.on_live(session_id, live)

@@ -1,0 +1,266 @@
+"""One watch per followed session, fanned out to every client following it.
+
+A thousand people watching one run must not cost a thousand store watches (each a thread, and
+on PostgreSQL a ``LISTEN`` connection). So a session that has followers has one ``_Feed``: one
+thread waiting on the store's watch (``SessionStore.watch``) that reads each append once, formats
+it once as SSE text and hands that same text to each follower's ``Subscriber``, a bounded buffer
+in the event loop. A follower that falls ``buffer`` chunks behind (its connection does not take
+what it is sent) is dropped: its buffer is freed, and its stream ends with a ``dropped`` event
+naming the last entry it got, which is where it resumes (``Last-Event-ID``).
+
+Joining is exact without relying on how ids sort: under the feed's lock, a joiner first lets the
+feed catch up with the store (the feed's followers get what is new), then reads its own history
+from the store and keeps only what the feed has already passed on; everything after that reaches
+it through the feed, which it joins before the lock is released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from tether.store import SessionNotFoundError
+from tether.store.store import SessionStore, StoredEntry
+
+IDLE_CHECK_SECONDS = 1.0
+"""How long a feed waits on the store before checking anyway: that the session still exists,
+and that its stop was not asked for."""
+
+START_TIMEOUT_SECONDS = 30.0
+"""Bound on a feed's start (its store watch and first read); a store that stalls fails the join."""
+
+SUBSCRIBER_BUFFER = 2000
+"""Chunks (an entry, a streamed delta, a status) a follower may be behind before it is dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """SSE text to send as it is, and the id of the last entry in it (``None``: no entry)."""
+
+    text: str
+    last_id: str | None = None
+
+
+def entry_chunk(entries: list[StoredEntry]) -> Chunk:
+    text = "".join(f"id: {e.id}\nevent: entry\ndata: {e.payload.decode()}\n\n" for e in entries)
+    return Chunk(text, entries[-1].id if entries else None)
+
+
+def event_chunk(event: dict[str, Any]) -> Chunk:
+    return Chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+
+
+class Subscriber:
+    """One follower's buffer, in the event loop: chunks in, batches out, dropped when full."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._chunks: deque[Chunk] = deque()
+        self._ready = asyncio.Event()
+        self.dropped = False
+        self.ended = False
+        """The feed ended (the session was deleted, or the server stops)."""
+
+    @property
+    def pending(self) -> int:
+        return len(self._chunks)
+
+    def put(self, chunk: Chunk) -> None:
+        if self.dropped or self.ended:
+            return
+        if len(self._chunks) >= self._limit:
+            self.dropped = True
+            self._chunks.clear()
+        else:
+            self._chunks.append(chunk)
+        self._ready.set()
+
+    def end(self, last: Chunk | None = None) -> None:
+        if last is not None:
+            self.put(last)
+        self.ended = True
+        self._ready.set()
+
+    async def take(self, timeout: float) -> list[Chunk]:
+        """What has come since the last call; empty after ``timeout`` seconds of nothing, or
+        when the subscriber was dropped or ended (see ``dropped``, ``ended``)."""
+        if not self._chunks and not self.dropped and not self.ended:
+            self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except TimeoutError:
+                return []
+        chunks = list(self._chunks)
+        self._chunks.clear()
+        return chunks
+
+
+class _Feed:
+    """The one watch of a session, running in a thread of its own while it has followers."""
+
+    def __init__(self, store: SessionStore, session_id: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.loop = loop
+        self.subscribers: set[Subscriber] = set()
+        self.joining = 0
+        """Joins under way (counted in the loop): a feed with one is not stopped."""
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self._started = threading.Event()
+        self._failure: BaseException | None = None
+        self._last: str | None = None
+        self._ending: Chunk | None = None
+        self.thread = threading.Thread(target=self._run, name=f"tether-feed-{session_id}", daemon=True)
+
+    def join(self, subscriber: Subscriber, after: str | None, from_end: bool) -> list[StoredEntry]:
+        """(In a worker thread.) Add ``subscriber`` to the feed; the entries after ``after`` it
+        must be sent first (none when ``from_end``)."""
+        if not self._started.wait(START_TIMEOUT_SECONDS):
+            raise TimeoutError(f"following session {self.session_id}: the store did not answer in time")
+        if self._failure is not None:
+            raise self._failure
+        with self._lock:
+            self._advance(check=False)
+            backlog = [] if from_end else self.store.entries_after(self.session_id, after)
+            ids = [e.id for e in backlog]
+            backlog = backlog[: ids.index(self._last) + 1] if self._last in ids else []
+            self.loop.call_soon_threadsafe(self._add, subscriber)
+        return backlog
+
+    def _add(self, subscriber: Subscriber) -> None:
+        self.joining -= 1
+        if self.stop.is_set():  # the feed ended while this one joined (the session was deleted)
+            subscriber.end(self._ending)
+        else:
+            self.subscribers.add(subscriber)
+
+    def _run(self) -> None:
+        try:
+            watch = self.store.watch(self.session_id)
+        except BaseException as exc:
+            self._failure = exc
+            self._started.set()
+            self.stop.set()
+            return
+        try:
+            with self._lock:
+                self._last = self.store.newest_entry_id(self.session_id)
+            self._started.set()
+            while True:
+                changed = watch.wait(IDLE_CHECK_SECONDS)
+                if self.stop.is_set():
+                    break
+                with self._lock:
+                    self._advance(check=not changed)
+        except SessionNotFoundError:
+            self._finish(event_chunk({"type": "deleted"}))
+        except Exception as exc:  # the store failed past its patience: say so, followers resume later
+            self._finish(event_chunk({"type": "error", "error": str(exc)}))
+        finally:
+            self.stop.set()
+            self._started.set()
+            watch.close()
+
+    def _finish(self, chunk: Chunk) -> None:
+        self._ending = chunk
+        if not self.stop.is_set():  # else nobody follows any more, or the server is stopping
+            self.loop.call_soon_threadsafe(self.end, chunk)
+
+    def _advance(self, *, check: bool) -> None:
+        """(Under the lock.) Pass on what was appended since the last entry passed on; with
+        ``check``, make sure the session still exists (``SessionNotFoundError``)."""
+        new = self.store.entries_after(self.session_id, self._last)
+        if new:
+            self._last = new[-1].id
+            self.loop.call_soon_threadsafe(self.publish, entry_chunk(new))
+        elif check:
+            self.store.get_session(self.session_id)
+
+    def publish(self, chunk: Chunk) -> None:
+        for subscriber in list(self.subscribers):
+            subscriber.put(chunk)
+            if subscriber.dropped:
+                self.subscribers.discard(subscriber)
+
+    def end(self, chunk: Chunk | None) -> None:
+        """(In the loop.) End every follower's stream, with ``chunk`` last."""
+        self._ending = chunk
+        for subscriber in self.subscribers:
+            subscriber.end(chunk)
+        self.subscribers.clear()
+
+
+class Feeds:
+    """The feeds of the sessions this server's clients follow (all in one event loop)."""
+
+    def __init__(self, store: SessionStore, buffer: int = SUBSCRIBER_BUFFER) -> None:
+        self.store = store
+        self.buffer = buffer
+        self._feeds: dict[str, _Feed] = {}
+        self._threads: set[threading.Thread] = set()
+        """Every feed thread that may still run, stopped ones included: ``close`` waits for them."""
+
+    @property
+    def followers(self) -> int:
+        return sum(len(f.subscribers) + f.joining for f in self._feeds.values())
+
+    @property
+    def watched(self) -> int:
+        return len(self._feeds)
+
+    async def subscribe(
+        self, session_id: str, after: str | None, *, from_end: bool = False
+    ) -> tuple[Subscriber, list[StoredEntry]]:
+        """A new follower of the session, and the history to send it before what its
+        subscriber brings. ``SessionNotFoundError`` if there is no such session."""
+        feed = self._feeds.get(session_id)
+        if feed is None or feed.stop.is_set():
+            feed = _Feed(self.store, session_id, asyncio.get_running_loop())
+            self._feeds[session_id] = feed
+            self._threads = {t for t in self._threads if t.is_alive()}
+            self._threads.add(feed.thread)
+            feed.thread.start()
+        subscriber = Subscriber(self.buffer)
+        feed.joining += 1
+        try:
+            backlog = await asyncio.to_thread(feed.join, subscriber, after, from_end)
+        except BaseException:
+            feed.joining -= 1
+            self._release(feed)
+            raise
+        return subscriber, backlog
+
+    def unsubscribe(self, session_id: str, subscriber: Subscriber) -> None:
+        feed = self._feeds.get(session_id)
+        if feed is not None:
+            feed.subscribers.discard(subscriber)
+            self._release(feed)
+
+    def publish(self, session_id: str, event: dict[str, Any]) -> None:
+        """A live event of the session (a streamed delta, a status) to each of its followers."""
+        feed = self._feeds.get(session_id)
+        if feed is not None and feed.subscribers:
+            feed.publish(event_chunk(event))
+
+    def _release(self, feed: _Feed) -> None:
+        """Stop a feed nobody follows any more (its thread ends within ``IDLE_CHECK_SECONDS``)."""
+        if not feed.subscribers and feed.joining == 0:
+            feed.stop.set()
+            if self._feeds.get(feed.session_id) is feed:
+                del self._feeds[feed.session_id]
+
+    async def close(self) -> None:
+        """End every feed and wait for their threads (bounded: each checks ``stop`` every
+        ``IDLE_CHECK_SECONDS``)."""
+        feeds = list(self._feeds.values())
+        self._feeds.clear()
+        for feed in feeds:
+            feed.stop.set()
+            feed.end(None)
+        for thread in self._threads:
+            await asyncio.to_thread(thread.join, IDLE_CHECK_SECONDS * 5)

@@ -1,0 +1,111 @@
+"""Many followers, one watch: real SSE clients of one session all get every entry, through one
+store watch (one feed thread) however many they are; a follower that falls behind is dropped
+with a ``dropped`` event and resumes exactly where it was."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import httpx2
+from serve_support import WAIT_SECONDS, Event, serving, settled, sse_events, text, write_script
+
+from session_helpers import user
+from tether.serve.feeds import Feeds
+from tether.session import SessionManager
+from tether.store import open_store
+
+FOLLOWERS = 300
+
+
+def _feed_threads(session_id: str) -> int:
+    return sum(t.name == f"tether-feed-{session_id}" and t.is_alive() for t in threading.enumerate())
+
+
+async def test_hundreds_of_real_sse_clients_all_receive_every_entry_through_one_watch(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("first answer"), text("second ", "answer")])
+    async with serving(project, script) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        before = (await settled(client, session_id))["entries"]
+        path = f"/api/sessions/{session_id}/events"
+
+        def second_answer(event: Event) -> bool:
+            if event[1] != "entry":
+                return False
+            message = json.loads(event[2]).get("message", {})
+            return message.get("role") == "assistant" and "second answer" in json.dumps(message)
+
+        limits = httpx2.Limits(max_connections=FOLLOWERS + 10, max_keepalive_connections=0)
+        async with httpx2.AsyncClient(base_url=served.url, timeout=WAIT_SECONDS, limits=limits) as many:
+            opened = [asyncio.Event() for _ in range(FOLLOWERS)]
+            # half from the start, half from the end: both kinds of join at once
+            followers = [
+                asyncio.create_task(
+                    sse_events(
+                        many,
+                        path + ("" if i % 2 else "?history=false"),
+                        until=second_answer,
+                        opened=opened[i],
+                    )
+                )
+                for i in range(FOLLOWERS)
+            ]
+            async with asyncio.timeout(WAIT_SECONDS * 3):
+                await asyncio.gather(*(o.wait() for o in opened))
+            assert _feed_threads(session_id) == 1  # one store watch for all of them
+            answer = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "two"})
+            assert answer.status_code == 202
+            async with asyncio.timeout(WAIT_SECONDS * 3):
+                streams = await asyncio.gather(*followers)
+        after = (await settled(client, session_id))["entries"]
+        new = after[len(before) :]
+        assert [e["id"] for e in after[: len(before)]] == [e["id"] for e in before]
+        upto = [e["id"] for e in after].index(
+            next(e["id"] for e in new if e["type"] == "message" and e["message"]["role"] == "assistant")
+        )
+        for i, events in enumerate(streams):
+            got = [json.loads(data) for _, kind, data in events if kind == "entry"]
+            expected = after[: upto + 1] if i % 2 else after[len(before) : upto + 1]
+            assert got == expected, f"follower {i}"
+            assert [event_id for event_id, kind, _ in events if kind == "entry"] == [
+                e["id"] for e in expected
+            ]
+
+
+async def test_a_follower_that_falls_behind_is_dropped_and_resumes_where_it_was(project: Path) -> None:
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    first = session.append_message(user("already there"))
+    feeds = Feeds(store, buffer=1)
+    try:
+        subscriber, backlog = await feeds.subscribe(session.id, None)
+        assert [e.id for e in backlog] == [first]
+        second = session.append_message(user("two"))
+        async with asyncio.timeout(WAIT_SECONDS):  # the feed passed it on: one chunk waits
+            while subscriber.pending == 0:
+                await asyncio.sleep(0.01)
+        third = session.append_message(user("three"))  # one more than it may hold
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not subscriber.dropped:
+                await asyncio.sleep(0.01)
+        assert await subscriber.take(0) == []  # its buffer is freed
+        assert subscriber.pending == 0
+        # it resumes after the last entry it got: nothing skipped, nothing twice
+        resumed, backlog = await feeds.subscribe(session.id, first)
+        assert [e.id for e in backlog] == [second, third]
+        fourth = session.append_message(user("four"))
+        async with asyncio.timeout(WAIT_SECONDS):
+            chunks = await resumed.take(WAIT_SECONDS)
+        assert [c.last_id for c in chunks] == [fourth]
+        assert feeds.followers == 1 and feeds.watched == 1
+        feeds.unsubscribe(session.id, resumed)
+        assert feeds.watched == 0
+    finally:
+        await feeds.close()
+        session.close()
+        manager.close()
