@@ -1,0 +1,98 @@
+"""Two ``tether serve`` processes on one real PostgreSQL (``tether.testing.postgres``), as behind
+a load balancer: a prompt sent to one is followed live on the other (LISTEN/NOTIFY between them),
+and the second refuses to write the session the first one writes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from serve_support import WAIT_SECONDS, Event, sse_events, text, write_script
+
+from store_fixtures import postgres_url
+
+__all__ = ["postgres_url"]
+
+pytestmark = pytest.mark.subprocess
+
+
+@asynccontextmanager
+async def tether_serve(project: Path, database: str, script: Path) -> AsyncIterator[str]:
+    """``tether serve --port 0 --database URL`` as a child process; its URL."""
+    command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", "--yes"]
+    command += ["--model", f"scripted:{script}", "--database", database]
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        async with asyncio.timeout(WAIT_SECONDS):
+            line = (await process.stderr.readline()).decode()
+        found = re.search(r"listening on (http://\S+)", line)
+        assert found, line
+        yield found.group(1).rstrip("/")
+    finally:
+        process.terminate()
+        async with asyncio.timeout(WAIT_SECONDS):
+            await process.wait()
+
+
+def _assistant_saying(words: str) -> Callable[[Event], bool]:
+    def found(event: Event) -> bool:
+        message = json.loads(event[2]).get("message", {}) if event[1] == "entry" else {}
+        return message.get("role") == "assistant" and words in json.dumps(message)
+
+    return found
+
+
+async def test_a_prompt_sent_to_one_server_is_followed_live_on_another(
+    project: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("first"), text("second ", "answer")])
+    async with AsyncExitStack() as stack:
+        one, two = await asyncio.gather(
+            stack.enter_async_context(tether_serve(project, postgres_url, script)),
+            stack.enter_async_context(tether_serve(project, postgres_url, script)),
+        )
+        writer = await stack.enter_async_context(httpx2.AsyncClient(base_url=one, timeout=WAIT_SECONDS))
+        reader = await stack.enter_async_context(httpx2.AsyncClient(base_url=two, timeout=WAIT_SECONDS))
+        session_id = (await writer.post("/api/sessions", json={"message": "hello"})).json()["sessionId"]
+        history = await sse_events(
+            reader, f"/api/sessions/{session_id}/events", until=_assistant_saying("first")
+        )
+        roles = [json.loads(d).get("message", {}).get("role") for _, kind, d in history if kind == "entry"]
+        assert [role for role in roles if role] == ["user", "assistant"]
+
+        opened = asyncio.Event()
+        follower = asyncio.create_task(
+            sse_events(
+                reader,
+                f"/api/sessions/{session_id}/events?history=false",
+                until=_assistant_saying("second answer"),
+                opened=opened,
+            )
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            await opened.wait()
+        answer = await writer.post(f"/api/sessions/{session_id}/prompt", json={"message": "again"})
+        assert answer.status_code == 202, answer.text
+        live = await follower
+        entries = [json.loads(d) for _, kind, d in live if kind == "entry"]
+        assert [e["message"]["role"] for e in entries if e["type"] == "message"] == ["user", "assistant"]
+        assert entries[0]["id"] not in {i for i, _, _ in history}
+
+        stored = (await reader.get(f"/api/sessions/{session_id}")).json()["entries"]
+        assert [e["id"] for e in stored][-len(entries) :] == [e["id"] for e in entries]
+        # one writer: the session is the first server's while it has it open
+        refused = await reader.post(f"/api/sessions/{session_id}/prompt", json={"message": "mine?"})
+        assert refused.status_code == 409
+        assert "being written by another process" in refused.json()["error"]
