@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+
 from _table import print_table
 
 REPEATS = 3

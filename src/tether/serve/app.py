@@ -15,9 +15,9 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -29,10 +29,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens
+from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
-from tether.serve.runs_api import RunsApi, RunsError
+from tether.serve.runs_api import RunsApi
+from tether.serve.tree_api import TreeApi, stored_session
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
 
-MAX_MESSAGE_CHARS = 100_000
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "frame-src 'self' about:; object-src 'none'; base-uri 'none'; form-action 'none'; "
@@ -73,19 +74,15 @@ class ServeConfig:
     """Chunks a follower may be behind before it is dropped (it resumes by ``Last-Event-ID``)."""
 
 
-class ApiError(Exception):
-    """An answer other than success: ``status`` and one line saying what was wrong and where."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 class PromptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     streamingBehavior: Literal["steer", "followUp"] | None = None
+
+
+class ApprovalBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    allow: bool
 
 
 class MessageBody(BaseModel):
@@ -93,15 +90,13 @@ class MessageBody(BaseModel):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
 
 
-B = TypeVar("B", bound=BaseModel)
-
-
 def create_app(config: ServeConfig) -> Starlette:
     """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
     feeds = Feeds(config.store, config.follower_buffer)
     config.hub.on_live = feeds.publish
     api = _Api(config, feeds)
-    runs = RunsApi(config.durable)
+    tree = TreeApi(config.store, config.hub, feeds)
+    runs = RunsApi(config.durable, config.store)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
         Mount("/static", app=StaticFiles(packages=[("tether.serve", "static")]), name="static"),
@@ -109,7 +104,11 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/sessions", api.list_sessions, methods=["GET"]),
         Route("/api/sessions", api.create_session, methods=["POST"]),
         Route("/api/sessions/{session_id}", api.read_session, methods=["GET"]),
-        Route("/api/sessions/{session_id}/tree", api.tree, methods=["GET"]),
+        Route("/api/sessions/{session_id}/tree", tree.tree, methods=["GET"]),
+        Route("/api/sessions/{session_id}/branch", tree.branch, methods=["POST"]),
+        Route("/api/sessions/{session_id}/fork", tree.fork, methods=["POST"]),
+        Route("/api/sessions/{session_id}/approvals", api.approvals, methods=["GET"]),
+        Route("/api/sessions/{session_id}/approvals/{approval_id}", api.approve, methods=["POST"]),
         Route("/api/sessions/{session_id}/html", api.html, methods=["GET"]),
         Route("/api/sessions/{session_id}/events", api.events, methods=["GET"]),
         Route("/api/sessions/{session_id}/state", api.state, methods=["GET"]),
@@ -119,6 +118,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/sessions/{session_id}/abort", api.abort, methods=["POST"]),
         Route("/api/models", api.models, methods=["GET"]),
         Route("/api/runs", runs.list, methods=["GET"]),
+        Route("/api/runs", runs.submit, methods=["POST"]),
         Route("/api/runs/{run_id}", runs.show, methods=["GET"]),
         Route("/api/runs/{run_id}/cancel", runs.cancel, methods=["POST"]),
     ]
@@ -148,7 +148,6 @@ def create_app(config: ServeConfig) -> Starlette:
         lifespan=lifespan,
         exception_handlers={
             ApiError: _api_error,
-            RunsError: _api_error,
             UserError: _setup_error,
             404: _not_found,
             405: _not_allowed,
@@ -228,20 +227,6 @@ class _Api:
         record, entries = await self._session(request)
         return JSONResponse({"session": _record(record), "entries": entries})
 
-    async def tree(self, request: Request) -> Response:
-        record, entries = await self._session(request)
-        nodes = [
-            {"id": e["id"], "parentId": e.get("parentId"), "type": e["type"], "timestamp": e.get("timestamp")}
-            for e in entries
-        ]
-        parents = {e["id"]: e.get("parentId") for e in entries}
-        path: list[str] = []
-        at = record.leaf_id
-        while at is not None and at in parents and len(path) <= len(parents):
-            path.append(at)
-            at = parents[at]
-        return JSONResponse({"leafId": record.leaf_id, "nodes": nodes, "currentPath": path[::-1]})
-
     async def html(self, request: Request) -> Response:
         record, entries = await self._session(request)
         title = record.title or record.first_prompt or record.id
@@ -307,13 +292,13 @@ class _Api:
             self.feeds.unsubscribe(session_id, subscriber)
 
     async def create_session(self, request: Request) -> Response:
-        body = await _body(request, MessageBody)
+        body = await parse_body(request, MessageBody)
         self._spend(request)
         session_id = await self.hub.new_session(body.message)
         return JSONResponse({"sessionId": session_id, "disposition": "started"}, status_code=201)
 
     async def prompt(self, request: Request) -> Response:
-        body = await _body(request, PromptBody)
+        body = await parse_body(request, PromptBody)
         core = await self._core(request)
         self._spend(request)
         if not core.is_running:
@@ -325,13 +310,13 @@ class _Api:
         return JSONResponse({"disposition": queue(body.message)}, status_code=202)
 
     async def steer(self, request: Request) -> Response:
-        body = await _body(request, MessageBody)
+        body = await parse_body(request, MessageBody)
         core = await self._core(request)
         self._spend(request)
         return JSONResponse({"disposition": core.steer(body.message)}, status_code=202)
 
     async def follow_up(self, request: Request) -> Response:
-        body = await _body(request, MessageBody)
+        body = await parse_body(request, MessageBody)
         core = await self._core(request)
         self._spend(request)
         return JSONResponse({"disposition": core.follow_up(body.message)}, status_code=202)
@@ -339,11 +324,19 @@ class _Api:
     async def abort(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await self._session(request, entries=False)
-        core = self.hub.open_core(session_id)
-        if core is None or not core.is_running:
-            return JSONResponse({"aborted": False})
-        core.abort()
-        return JSONResponse({"aborted": True})
+        return JSONResponse({"aborted": self.hub.abort(session_id)})
+
+    async def approvals(self, request: Request) -> Response:
+        record, _ = await self._session(request, entries=False)
+        return JSONResponse({"approvals": self.hub.approvals.pending(record.id)})
+
+    async def approve(self, request: Request) -> Response:
+        body = await parse_body(request, ApprovalBody)
+        session_id = request.path_params["session_id"]
+        approval_id = request.path_params["approval_id"]
+        if not self.hub.approvals.answer(session_id, approval_id, body.allow):
+            raise ApiError(404, f"no approval {approval_id!r} waits in session {session_id}")
+        return JSONResponse({"id": approval_id, "allowed": body.allow})
 
     async def models(self, _request: Request) -> Response:
         from tether.ai.local_servers import usable_models
@@ -355,17 +348,7 @@ class _Api:
     async def _session(
         self, request: Request, *, entries: bool = True
     ) -> tuple[SessionRecord, list[EntryDict]]:
-        session_id = request.path_params["session_id"]
-        try:
-            record = await asyncio.to_thread(self.store.get_session, session_id)
-            stored = await asyncio.to_thread(self.store.entries, session_id) if entries else []
-        except SessionNotFoundError:
-            raise ApiError(404, f"no session {session_id!r}") from None
-        parsed: list[EntryDict] = []
-        for entry in stored:
-            with contextlib.suppress(ValueError):  # a bad entry is skipped, never fatal to the rest
-                parsed.append(cast(EntryDict, json.loads(entry.payload)))
-        return record, parsed
+        return await stored_session(self.store, request.path_params["session_id"], entries=entries)
 
     async def _core(self, request: Request) -> Any:
         session_id = request.path_params["session_id"]
@@ -382,20 +365,6 @@ class _Api:
         wait = self.limit.take(key)
         if wait is not None:
             raise ApiError(429, f"too many prompts: {self.limit.per_minute} a minute; retry in {wait:.0f}s")
-
-
-async def _body(request: Request, model: type[B]) -> B:
-    raw = await request.body()
-    try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
-        raise ApiError(400, "body: not valid JSON") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ApiError(422, f"{where}: {first['msg']}") from None
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -434,7 +403,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
-    error = cast(ApiError | RunsError, exc)
+    error = cast(ApiError, exc)
     response = _error(error.status, error.message)
     if error.status == 429:
         response.headers["Retry-After"] = "60"

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from tether.errors import UserError
+from tether.serve.approvals import Approvals
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, SessionOptions
 from tether.session.settings import Settings
+from tether.wire import ToolCall
 
 Live = dict[str, Any]
 """One live event: ``{"type": "delta", "delta": text}``, ``{"type": "status", "running": bool}``."""
@@ -53,6 +55,7 @@ class SessionHub:
         self._lock = asyncio.Lock()
         self.on_live: Callable[[str, Live], None] | None = None
         """Where the sessions' live events go (``Feeds.publish``)."""
+        self.approvals = Approvals(self._emit)
 
     def is_open(self, session_id: str) -> bool:
         return session_id in self._cores
@@ -101,8 +104,18 @@ class SessionHub:
     def prompt(self, session_id: str, core: AgentSession, message: str) -> None:
         self._start(core, message, session_id)
 
+    def abort(self, session_id: str) -> bool:
+        """Abort the session's run here, denying the approvals it waits for; whether one ran."""
+        core = self._cores.get(session_id)
+        if core is None or not core.is_running:
+            return False
+        self.approvals.deny_all(session_id)
+        core.abort()
+        return True
+
     async def close(self) -> None:
         """Abort what runs, let it record, close every core (they own their stores' leases)."""
+        self.approvals.deny_all()
         for core in self._cores.values():
             core.abort()
         runs = list(self._runs.values())
@@ -113,7 +126,19 @@ class SessionHub:
         self._cores.clear()
 
     def _create(self, choice: SessionChoice, folder: Path) -> AgentSession:
-        return self._options.create(cwd=folder, settings=self._settings_for(folder), ask=None, session=choice)
+        created: list[AgentSession] = []
+
+        async def ask(call: ToolCall, question: str) -> bool:
+            session_id = created[0].session_id if created else None
+            return session_id is not None and await self.approvals.ask(session_id, call, question)
+
+        core = self._options.create(cwd=folder, settings=self._settings_for(folder), ask=ask, session=choice)
+        created.append(core)
+        return core
+
+    def _emit(self, session_id: str, live: Live) -> None:
+        if self.on_live is not None:
+            self.on_live(session_id, live)
 
     def _adopt(self, session_id: str, core: AgentSession) -> None:
         self._cores[session_id] = core

@@ -98,6 +98,27 @@ def openapi_document() -> dict[str, Any]:
                     "required": ["message"],
                     "properties": {"message": {"type": "string", "minLength": 1, "maxLength": 100000}},
                 },
+                "EntryChoice": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["entryId"],
+                    "properties": {"entryId": {"type": ["string", "null"], "maxLength": 100}},
+                },
+                "Approval": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["allow"],
+                    "properties": {"allow": {"type": "boolean"}},
+                },
+                "RunSubmit": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["sessionId", "message"],
+                    "properties": {
+                        "sessionId": {"type": "string", "minLength": 1, "maxLength": 100},
+                        "message": {"type": "string", "minLength": 1, "maxLength": 100000},
+                    },
+                },
                 "Disposition": {
                     "type": "object",
                     "properties": {
@@ -168,6 +189,50 @@ def openapi_document() -> dict[str, Any]:
                     404,
                 )
             },
+            "/api/sessions/{session_id}/branch": {
+                "post": _op(
+                    "Move the session to another point of its tree (entryId null: before the first entry)",
+                    _json({"type": "object", "properties": {"leafId": {"type": ["string", "null"]}}}),
+                    403,
+                    404,
+                    409,
+                    422,
+                    body="EntryChoice",
+                )
+            },
+            "/api/sessions/{session_id}/fork": {
+                "post": _op(
+                    "A new session holding the path up to entryId (null: the leaf): 201 {sessionId}",
+                    _json({"type": "object", "properties": {"sessionId": {"type": "string"}}}, "Created"),
+                    403,
+                    404,
+                    422,
+                    body="EntryChoice",
+                )
+            },
+            "/api/sessions/{session_id}/approvals": {
+                "get": _op(
+                    "Tool calls of the session waiting for approval (id, tool, question, arguments)",
+                    _json({"type": "object"}),
+                    404,
+                )
+            },
+            "/api/sessions/{session_id}/approvals/{approval_id}": {
+                "post": {
+                    **_op(
+                        "Allow or deny a waiting tool call",
+                        _json({"type": "object"}),
+                        403,
+                        404,
+                        422,
+                        body="Approval",
+                    ),
+                    "parameters": [
+                        _SESSION_ID,
+                        {"name": "approval_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    ],
+                }
+            },
             "/api/sessions/{session_id}/html": {
                 "get": _op(
                     "The whole session as one self-contained HTML page (the export's renderer)",
@@ -179,7 +244,7 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     **_op(
                         "Follow the session over SSE: `entry` events (id = entry id, data = the entry), "
-                        "`delta` and `status` (live only, no id), `deleted`. Resume with Last-Event-ID "
+                        "`delta`, `status`, `approval`, `approval_done`, `leaf` (live only, no id), `deleted`, and `dropped` (fell behind: resume from its lastEventId). Resume with Last-Event-ID "
                         "(or ?lastEventId=); ?history=false starts at the end; ?access_token= for EventSource",
                         {
                             "description": "OK",
@@ -222,7 +287,18 @@ def openapi_document() -> dict[str, Any]:
                         {"name": "session", "in": "query", "schema": {"type": "string"}},
                     ],
                     "responses": {"200": _json({"type": "object"}), **_errors(401, 422, 501, 503)},
-                }
+                },
+                "post": _op(
+                    "Submit a durable run of a prompt on a stored session: 201 {runId}",
+                    _json({"type": "object", "properties": {"runId": {"type": "string"}}}, "Created"),
+                    403,
+                    404,
+                    422,
+                    501,
+                    503,
+                    body="RunSubmit",
+                    path=False,
+                ),
             },
             "/api/runs/{run_id}": {
                 "get": {

@@ -10,40 +10,65 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
+from tether.store import SessionNotFoundError
+from tether.store.store import SessionStore
 
 if TYPE_CHECKING:
     from tether.durable.client import DurableClient
     from tether.durable.config import DurableConfig
+    from tether.durable.runs import RunDetail, RunInfo
 
 STATUSES = ("ENQUEUED", "PENDING", "SUCCESS", "ERROR", "CANCELLED")
+USAGE_OF = 50
+"""The newest runs of a listing that come with their tokens and cost (a query each)."""
 
 
-class RunsError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+class SubmitBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sessionId: str = Field(min_length=1, max_length=100)
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
 
 
 class RunsApi:
     """The run routes over ``config``; ``None``: durable runs are not set up on this server."""
 
-    def __init__(self, config: DurableConfig | None) -> None:
+    def __init__(self, config: DurableConfig | None, store: SessionStore) -> None:
         self.config = config
+        self.store = store
 
     async def list(self, request: Request) -> Response:
         from tether.durable import runs
 
         status = request.query_params.get("status")
         if status is not None and status.upper() not in STATUSES:
-            raise RunsError(422, f"status: expected one of {', '.join(STATUSES)}")
+            raise ApiError(422, f"status: expected one of {', '.join(STATUSES)}")
         session = request.query_params.get("session") or None
-        found = await self._call(
-            lambda c: runs.list_runs(c, status=status.upper() if status else None, session=session, limit=200)
-        )
-        return JSONResponse({"runs": [run.as_dict() for run in found]})
+
+        def listed(client: DurableClient) -> list[dict[str, Any]]:
+            found = runs.list_runs(
+                client, status=status.upper() if status else None, session=session, limit=200
+            )
+            return [
+                _with_usage(run, runs.show(client, run.id) if i < USAGE_OF else None)
+                for i, run in enumerate(found)
+            ]
+
+        return JSONResponse({"runs": await self._call(listed)})
+
+    async def submit(self, request: Request) -> Response:
+        """Enqueue a durable run of a prompt on a stored session (``tether runs submit``)."""
+        body = await parse_body(request, SubmitBody)
+        try:
+            await asyncio.to_thread(self.store.get_session, body.sessionId)
+        except SessionNotFoundError:
+            raise ApiError(404, f"sessionId: no session {body.sessionId!r}") from None
+        run_id = await self._call(lambda c: c.submit(body.sessionId, body.message))
+        return JSONResponse({"runId": run_id}, status_code=201)
 
     async def show(self, request: Request) -> Response:
         from tether.durable import runs
@@ -59,25 +84,35 @@ class RunsApi:
 
     async def _call(self, action: Callable[[DurableClient], Any]) -> Any:
         if self.config is None:
-            raise RunsError(
-                501, "durable runs are not set up here: install tether[durable] (docs/durable.md)"
-            )
+            raise ApiError(501, "durable runs are not set up here: install tether[durable] (docs/durable.md)")
         config = self.config
 
         def call() -> Any:
-            from tether.durable.client import DurableClient, first_line, shown
+            from tether.durable.client import DurableClient, SubmitError, first_line, shown
             from tether.durable.runs import RunNotFoundError
 
             try:
                 with DurableClient(config) as client:
                     return action(client)
             except RunNotFoundError as exc:
-                raise RunsError(404, str(exc)) from None
+                raise ApiError(404, str(exc)) from None
+            except SubmitError as exc:  # no worker has started there yet, or the database refused
+                raise ApiError(503, str(exc)) from None
             except ValueError as exc:
-                raise RunsError(409, str(exc)) from None
+                raise ApiError(409, str(exc)) from None
             except Exception as exc:
-                raise RunsError(
+                raise ApiError(
                     503, f"durable database {shown(config.system_database)}: {first_line(exc)}"
                 ) from None
 
         return await asyncio.to_thread(call)
+
+
+def _with_usage(run: RunInfo, detail: RunDetail | None) -> dict[str, Any]:
+    """A run as the runs page lists it: ``tether runs list``'s fields, and with ``detail`` its
+    tokens and cost so far (``None`` each when not looked up)."""
+    listed = run.as_dict()
+    listed["inputTokens"] = detail.input_tokens if detail else None
+    listed["outputTokens"] = detail.output_tokens if detail else None
+    listed["cost"] = detail.cost if detail else None
+    return listed

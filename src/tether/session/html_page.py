@@ -118,7 +118,7 @@ class _Page:
                     current = entry_id in self.active
                     opened = ' class="current" open' if current else ""
                     summary = f"branch {number} of {len(value)}{' (current)' if current else ''}: "
-                    summary += html.escape(_preview(self.by_id[entry_id]))
+                    summary += html.escape(entry_preview(self.by_id[entry_id]))
                     parts.append(("html", f"<details{opened}><summary>{summary}</summary>"))
                     parts.append(("node", entry_id))
                     parts.append(("html", "</details>"))
@@ -302,7 +302,8 @@ def _note(text: str) -> str:
     return f'<div class="note">{html.escape(text)}</div>'
 
 
-def _preview(entry: EntryDict) -> str:
+def entry_preview(entry: EntryDict) -> str:
+    """One line of an entry for a list: its first text, else its role or type, at most 80 characters."""
     message = cast(dict[str, Any], entry.get("message") or {})
     text = ""
     for block in _blocks(message.get("content")):

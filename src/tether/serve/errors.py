@@ -1,0 +1,42 @@
+"""The one error of the serve routes, and the body parsing that produces most of them.
+
+Every answer other than success is ``{"error": "one line"}`` with a status; a route raises
+``ApiError`` and the application turns it into that answer (``app._api_error``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+B = TypeVar("B", bound=BaseModel)
+
+MAX_MESSAGE_CHARS = 100_000
+"""The longest prompt a request may carry."""
+
+
+class ApiError(Exception):
+    """An answer other than success: ``status`` and one line saying what was wrong and where."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def parse_body(request: Request, model: type[B]) -> B:
+    """The request's JSON body as ``model``; ``ApiError`` 400 (not JSON) or 422 (naming the field)."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise ApiError(400, "body: not valid JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise ApiError(422, f"{where}: {first['msg']}") from None
