@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -135,3 +139,25 @@ async def sse_events(
                     break
             fields = {}
     return events
+
+
+@asynccontextmanager
+async def tether_serve(project: Path, *args: str) -> AsyncGenerator[str]:
+    """``tether serve --port 0 ARGS`` as a child process in ``project``; its URL (no trailing /)."""
+    command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", *args]
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        async with asyncio.timeout(WAIT_SECONDS):
+            line = (await process.stderr.readline()).decode()
+            while line.startswith("tether serve: no /api/runs"):
+                line = (await process.stderr.readline()).decode()
+        found = re.search(r"listening on (http://\S+)", line)
+        assert found, line
+        yield found.group(1).rstrip("/")
+    finally:
+        process.terminate()
+        async with asyncio.timeout(WAIT_SECONDS):
+            await process.wait()

@@ -6,49 +6,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
-from serve_support import WAIT_SECONDS, Event, sse_events, text, write_script
+from serve_support import WAIT_SECONDS, Event, sse_events, tether_serve, text, write_script
 
 from store_fixtures import postgres_url
 
 __all__ = ["postgres_url"]
 
 pytestmark = pytest.mark.subprocess
-
-
-@asynccontextmanager
-async def tether_serve(project: Path, database: str, script: Path) -> AsyncIterator[str]:
-    """``tether serve --port 0 --database URL`` as a child process; its URL."""
-    command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", "--yes"]
-    command += ["--model", f"scripted:{script}", "--database", database]
-    process = await asyncio.create_subprocess_exec(
-        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        async with asyncio.timeout(WAIT_SECONDS):
-            line = (await process.stderr.readline()).decode()
-        found = re.search(r"listening on (http://\S+)", line)
-        assert found, line
-        yield found.group(1).rstrip("/")
-    finally:
-        process.terminate()
-        async with asyncio.timeout(WAIT_SECONDS):
-            await process.wait()
+ARGS = ("--yes", "--model")
 
 
 def _assistant_saying(words: str) -> Callable[[Event], bool]:
     def found(event: Event) -> bool:
-        message = json.loads(event[2]).get("message", {}) if event[1] == "entry" else {}
+        entry: dict[str, Any] = json.loads(event[2]) if event[1] == "entry" else {}
+        message: dict[str, Any] = entry.get("message") or {}
         return message.get("role") == "assistant" and words in json.dumps(message)
 
     return found
@@ -60,8 +38,12 @@ async def test_a_prompt_sent_to_one_server_is_followed_live_on_another(
     script = write_script(tmp_path / "s.json", [text("first"), text("second ", "answer")])
     async with AsyncExitStack() as stack:
         one, two = await asyncio.gather(
-            stack.enter_async_context(tether_serve(project, postgres_url, script)),
-            stack.enter_async_context(tether_serve(project, postgres_url, script)),
+            stack.enter_async_context(
+                tether_serve(project, *ARGS, f"scripted:{script}", "--database", postgres_url)
+            ),
+            stack.enter_async_context(
+                tether_serve(project, *ARGS, f"scripted:{script}", "--database", postgres_url)
+            ),
         )
         writer = await stack.enter_async_context(httpx2.AsyncClient(base_url=one, timeout=WAIT_SECONDS))
         reader = await stack.enter_async_context(httpx2.AsyncClient(base_url=two, timeout=WAIT_SECONDS))

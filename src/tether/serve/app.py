@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
-from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
+from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk, event_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
@@ -273,8 +273,10 @@ class _Api:
         """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
         when it fell too far behind, naming the entry to resume after."""
         last = backlog.last_id or after
+        # Where the run is now: the subscriber gets every change from here on.
+        status = event_chunk({"type": "status", "running": self.hub.running(session_id)})
         try:
-            yield "retry: 2000\n\n" + backlog.text
+            yield "retry: 2000\n\n" + backlog.text + (status.text if self.hub.is_open(session_id) else "")
             while True:
                 chunks = await subscriber.take(KEEP_ALIVE_SECONDS)
                 if chunks:

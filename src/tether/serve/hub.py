@@ -156,6 +156,8 @@ class SessionHub:
                 sys.stderr.write(f"tether serve: session {core.session_id}: {exc}\n")
             finally:
                 self._runs.pop(key, None)
+                if core.session_id is not None:  # now, not at agent_end: the core may take a prompt
+                    self._emit(core.session_id, {"type": "status", "running": False})
 
         key = session_id or f"new-{id(core)}"
         self._runs[key] = asyncio.get_running_loop().create_task(run())
@@ -169,7 +171,7 @@ class SessionHub:
             inner = cast(dict[str, Any], event.get("assistantMessageEvent") or {})
             if inner.get("type") in ("text_delta", "thinking_delta"):
                 live = {"type": "delta", "kind": inner["type"], "delta": inner.get("delta", "")}
-        elif kind in ("agent_start", "agent_end"):
-            live = {"type": "status", "running": kind == "agent_start"}
+        elif kind == "agent_start":
+            live = {"type": "status", "running": True}
         if live is not None:
             self.on_live(session_id, live)

@@ -57,13 +57,114 @@ async function loadSessions() {
   } catch (error) { notice(error.message); }
 }
 
+const sessionPath = (id, rest) => "/api/sessions/" + encodeURIComponent(id) + (rest || "");
+
+let renderSeq = 0;
 async function renderConversation() {
   if (!current) return;
+  const seq = ++renderSeq;
   try {
-    const page = await api("GET", "/api/sessions/" + encodeURIComponent(current) + "/html");
+    const [page, tree] = await Promise.all([
+      api("GET", sessionPath(current, "/html")), api("GET", sessionPath(current, "/tree")),
+    ]);
+    if (seq !== renderSeq) return;  // a later render is under way: an older answer must not win
     $("conversation").srcdoc = page;
-    const data = await api("GET", "/api/sessions/" + encodeURIComponent(current) + "/state");
-    $("status").textContent = data.running ? "running" : "idle";
+    renderTree(tree);
+  } catch (error) { notice(error.message); }
+}
+
+// The session tree: messages only; a linear stretch stays flat, each fork nests its branches.
+function renderTree(data) {
+  const byId = new Map(data.nodes.map((node) => [node.id, node]));
+  const children = new Map();
+  for (const node of data.nodes) {
+    const key = node.parentId && byId.has(node.parentId) ? node.parentId : "";
+    if (!children.has(key)) children.set(key, []);
+    children.get(key).push(node.id);
+  }
+  const onPath = new Set(data.currentPath);
+  const item = (node) => {
+    const li = document.createElement("li");
+    li.className = "node" + (onPath.has(node.id) ? " current" : "") + (node.id === data.leafId ? " leaf" : "");
+    li.dataset.id = node.id;
+    const label = document.createElement("span");
+    label.textContent = node.role + ": " + node.preview;
+    const go = document.createElement("button");
+    go.type = "button"; go.className = "switch"; go.textContent = "Switch";
+    go.addEventListener("click", () => branchTo(node.id));
+    const fork = document.createElement("button");
+    fork.type = "button"; fork.className = "fork"; fork.textContent = "Fork";
+    fork.addEventListener("click", () => forkAt(node.id));
+    li.append(label, go, fork);
+    return li;
+  };
+  const chain = (start, list) => {
+    let next = [start];
+    while (next.length === 1) {
+      const node = byId.get(next[0]);
+      if (node.role) list.append(item(node));
+      next = children.get(node.id) || [];
+    }
+    for (const child of next) {
+      const branch = document.createElement("li");
+      branch.className = "branch";
+      const nested = document.createElement("ul");
+      branch.append(nested);
+      list.append(branch);
+      chain(child, nested);
+    }
+  };
+  const tree = $("tree");
+  tree.replaceChildren();
+  const roots = children.get("") || [];
+  if (roots.length === 1) chain(roots[0], tree);
+  else for (const root of roots) { const li = document.createElement("li"); li.className = "branch"; const ul = document.createElement("ul"); li.append(ul); tree.append(li); chain(root, ul); }
+}
+
+async function branchTo(entryId) {
+  try {
+    await api("POST", sessionPath(current, "/branch"), { entryId });
+    await renderConversation();
+    notice("");
+  } catch (error) { notice(error.message); }
+}
+
+async function forkAt(entryId) {
+  try {
+    const data = await api("POST", sessionPath(current, "/fork"), { entryId });
+    await openSession(data.sessionId);
+    loadSessions();
+  } catch (error) { notice(error.message); }
+}
+
+function showApproval(approval) {
+  if (document.getElementById("approval-" + approval.id)) return;
+  const box = document.createElement("div");
+  box.className = "approval";
+  box.id = "approval-" + approval.id;
+  const question = document.createElement("p");
+  question.textContent = "Approve? " + approval.question;
+  const allow = document.createElement("button");
+  allow.type = "button"; allow.className = "allow"; allow.textContent = "Allow";
+  const deny = document.createElement("button");
+  deny.type = "button"; deny.className = "deny"; deny.textContent = "Deny";
+  const answer = async (yes) => {
+    try {
+      await api("POST", sessionPath(current, "/approvals/" + encodeURIComponent(approval.id)), { allow: yes });
+      box.remove();
+    } catch (error) { notice(error.message); }
+  };
+  allow.addEventListener("click", () => answer(true));
+  deny.addEventListener("click", () => answer(false));
+  box.append(question, allow, deny);
+  $("approvals").append(box);
+}
+
+async function loadApprovals() {
+  if (!current) return;
+  try {
+    const data = await api("GET", sessionPath(current, "/approvals"));
+    for (const approval of data.approvals) showApproval(approval);
   } catch (error) { notice(error.message); }
 }
 
@@ -72,11 +173,16 @@ function scheduleRender() {
   refreshTimer = setTimeout(renderConversation, 100);
 }
 
-function follow(id) {
+// Follow from `after` (the last entry the page has seen; null: from the start), so nothing
+// stored between reading the session and joining its stream is missed.
+function follow(id, after) {
   if (source) source.close();
-  let url = "/api/sessions/" + encodeURIComponent(id) + "/events?history=false";
-  if (token()) url += "&access_token=" + encodeURIComponent(token());
-  source = new EventSource(url);
+  const query = new URLSearchParams();
+  if (after) query.set("lastEventId", after);
+  if (token()) query.set("access_token", token());
+  source = new EventSource(sessionPath(id, "/events?" + query));
+  // open: the server follows for this page from now on; what it asked before is fetched once
+  source.addEventListener("open", () => { loadApprovals(); });
   source.addEventListener("entry", () => { $("live").textContent = ""; scheduleRender(); loadSessions(); });
   source.addEventListener("delta", (event) => {
     const data = JSON.parse(event.data);
@@ -86,14 +192,30 @@ function follow(id) {
     $("status").textContent = JSON.parse(event.data).running ? "running" : "idle";
   });
   source.addEventListener("deleted", () => { notice("the session was deleted"); source.close(); });
+  source.addEventListener("approval", (event) => showApproval(JSON.parse(event.data)));
+  source.addEventListener("approval_done", (event) => {
+    const box = document.getElementById("approval-" + JSON.parse(event.data).id);
+    if (box) box.remove();
+  });
+  source.addEventListener("leaf", () => scheduleRender());
+  source.addEventListener("dropped", () => notice("this page fell behind the session: catching up"));
 }
 
 async function openSession(id) {
+  showSessions();
   current = id;
   $("title").textContent = id;
   $("live").textContent = "";
   for (const item of $("sessions").children) item.classList.toggle("current", item.dataset.id === id);
-  follow(id);
+  $("approvals").replaceChildren();
+  $("status").textContent = "idle";  // the stream starts with the status when this server runs it
+  let after = null;
+  try {
+    const tree = await api("GET", sessionPath(id, "/tree"));
+    if (tree.nodes.length) after = tree.nodes[tree.nodes.length - 1].id;
+  } catch (error) { notice(error.message); }
+  if (current !== id) return;
+  follow(id, after);
   await renderConversation();
 }
 
@@ -104,7 +226,7 @@ async function send(event) {
   try {
     if (current) {
       const running = $("status").textContent === "running";
-      await api("POST", "/api/sessions/" + encodeURIComponent(current) + "/prompt",
+      await api("POST", sessionPath(current, "/prompt"),
         running ? { message, streamingBehavior: "steer" } : { message });
     } else {
       const data = await api("POST", "/api/sessions", { message });
@@ -116,16 +238,97 @@ async function send(event) {
   } catch (error) { notice(error.message); }
 }
 
+async function submitRun() {
+  const message = $("prompt").value;
+  if (!current) { notice("choose a session to run the prompt on"); return; }
+  if (!message.trim()) return;
+  try {
+    const data = await api("POST", "/api/runs", { sessionId: current, message });
+    $("prompt").value = "";
+    notice("");
+    await showRuns();
+    notice("submitted run " + data.runId);
+  } catch (error) { notice(error.message); }
+}
+
+function seconds(value) {
+  if (value === null || value === undefined) return "";
+  return value < 60 ? value.toFixed(1) + " s" : Math.floor(value / 60) + " min " + Math.round(value % 60) + " s";
+}
+
+const FINISHED = new Set(["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]);
+
+async function loadRuns() {
+  try {
+    const data = await api("GET", "/api/runs");
+    const body = $("runs").tBodies[0];
+    body.replaceChildren();
+    for (const run of data.runs) {
+      const row = document.createElement("tr");
+      row.dataset.id = run.id;
+      const finished = FINISHED.has(run.status);
+      const now = Date.now() / 1000;
+      const duration = run.created ? (finished && run.updated ? run.updated : now) - run.created : null;
+      const tokens = run.inputTokens === null ? "" : run.inputTokens + " / " + run.outputTokens;
+      const cost = run.cost === null ? "" : "$" + run.cost.toFixed(4);
+      const cells = [run.id, run.session || "", run.prompt || "", run.status, run.worker || "", seconds(duration), tokens, cost];
+      const names = ["id", "session", "prompt", "status", "worker", "duration", "tokens", "cost"];
+      cells.forEach((text, i) => {
+        const cell = document.createElement("td");
+        cell.className = names[i];
+        cell.textContent = text;
+        if (names[i] === "status" && run.error) cell.title = run.error;
+        row.append(cell);
+      });
+      const actions = document.createElement("td");
+      if (!finished) {
+        const cancel = document.createElement("button");
+        cancel.type = "button"; cancel.className = "cancel"; cancel.textContent = "Cancel";
+        cancel.addEventListener("click", async () => {
+          try { await api("POST", "/api/runs/" + encodeURIComponent(run.id) + "/cancel"); await loadRuns(); }
+          catch (error) { $("runs-notice").textContent = error.message; }
+        });
+        actions.append(cancel);
+      }
+      row.append(actions);
+      body.append(row);
+    }
+    $("runs-notice").textContent = "";
+  } catch (error) { $("runs-notice").textContent = error.message; }
+}
+
+let runsTimer = null;
+async function showRuns() {
+  $("session-view").hidden = true;
+  $("runs-view").hidden = false;
+  $("tab-runs").classList.add("current");
+  $("tab-sessions").classList.remove("current");
+  await loadRuns();
+  clearInterval(runsTimer);
+  runsTimer = setInterval(loadRuns, 3000);
+}
+
+function showSessions() {
+  clearInterval(runsTimer);
+  $("runs-view").hidden = true;
+  $("session-view").hidden = false;
+  $("tab-sessions").classList.add("current");
+  $("tab-runs").classList.remove("current");
+}
+
 async function abort() {
   if (!current) return;
-  try { await api("POST", "/api/sessions/" + encodeURIComponent(current) + "/abort"); }
+  try { await api("POST", sessionPath(current, "/abort")); }
   catch (error) { notice(error.message); }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   $("search").addEventListener("input", () => { clearTimeout(window.searchTimer); window.searchTimer = setTimeout(loadSessions, 200); });
   $("new-session").addEventListener("click", () => {
+    showSessions();
     current = null;
+    $("tree").replaceChildren();
+    $("approvals").replaceChildren();
     if (source) source.close();
     $("title").textContent = "New session";
     $("conversation").srcdoc = "";
@@ -136,5 +339,9 @@ document.addEventListener("DOMContentLoaded", () => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("prompt-form").requestSubmit();
   });
   $("abort").addEventListener("click", abort);
+  $("submit-run").addEventListener("click", submitRun);
+  $("tab-runs").addEventListener("click", showRuns);
+  $("tab-sessions").addEventListener("click", showSessions);
+  $("refresh-runs").addEventListener("click", loadRuns);
   loadSessions();
 });
