@@ -131,6 +131,7 @@ async def test_the_tree_switches_branches_and_forks_from_a_message(project: Path
 def durable(project: Path) -> DurableConfig:
     """The run database ``tether serve`` and ``tether worker`` find by default (the data dir's
     ``durable.sqlite``), made by a worker that started once and stopped."""
+    data_dir().mkdir(parents=True, exist_ok=True)
     config = DurableConfig(system_database=f"sqlite:///{data_dir() / 'durable.sqlite'}")
     launch(Runtime(config, config_dir()))
     DBOS.destroy()
