@@ -471,7 +471,12 @@ def subcommands() -> click.Group:
         show_default=True,
         help="Prompts a minute per token (0: no limit).",
     )
-    @click.option("-y", "--yes", is_flag=True, help="Approve every tool call (nobody can answer a question).")
+    @click.option(
+        "-y",
+        "--yes",
+        is_flag=True,
+        help="Approve every tool call (else the page and the API answer approvals).",
+    )
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     def serve(database: str | None, **flags: Any) -> None:
         """Serve the HTTP API and web page over the stored sessions (docs/serve.md)."""

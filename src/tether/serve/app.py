@@ -82,7 +82,7 @@ class PromptBody(BaseModel):
 
 class ApprovalBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    allow: bool
+    allow: bool = Field(strict=True)
 
 
 class MessageBody(BaseModel):

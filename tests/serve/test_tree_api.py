@@ -1,0 +1,56 @@
+"""Branch, fork, approvals and run submission over HTTP: what each answers for a mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from serve_support import serving, settled, text, write_script
+
+
+async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("one"), text("two")])
+    async with serving(project, script) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "a"})).json()["sessionId"]
+        await settled(client, session_id)
+        await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "b"})
+        entries = (await settled(client, session_id))["entries"]
+        answers = [e for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant"]
+        assert len(answers) == 2
+
+        tree = (await client.get(f"/api/sessions/{session_id}/tree")).json()
+        previews = {n["id"]: (n["role"], n["preview"]) for n in tree["nodes"]}
+        assert previews[answers[0]["id"]] == ("assistant", "one")
+
+        moved = await client.post(f"/api/sessions/{session_id}/branch", json={"entryId": answers[0]["id"]})
+        assert moved.json() == {"leafId": answers[0]["id"]}
+        assert (await client.get(f"/api/sessions/{session_id}")).json()["session"]["leafId"] == answers[0][
+            "id"
+        ]
+        unknown = await client.post(f"/api/sessions/{session_id}/branch", json={"entryId": "nope"})
+        assert (unknown.status_code, unknown.json()) == (
+            404,
+            {"error": f"entryId: no entry 'nope' in session {session_id}"},
+        )
+        missing = await client.post(f"/api/sessions/{session_id}/branch", json={})
+        assert (missing.status_code, missing.json()) == (422, {"error": "entryId: Field required"})
+
+        forked = await client.post(f"/api/sessions/{session_id}/fork", json={"entryId": answers[0]["id"]})
+        assert forked.status_code == 201
+        copy = (await client.get(f"/api/sessions/{forked.json()['sessionId']}")).json()
+        assert copy["session"]["parentSessionId"] == session_id
+        assert copy["entries"][-1]["id"] == answers[0]["id"]
+        assert (await client.post("/api/sessions/nope/fork", json={"entryId": None})).status_code == 404
+
+        assert (await client.get(f"/api/sessions/{session_id}/approvals")).json() == {"approvals": []}
+        stale = await client.post(f"/api/sessions/{session_id}/approvals/abc", json={"allow": True})
+        assert (stale.status_code, stale.json()) == (
+            404,
+            {"error": f"no approval 'abc' waits in session {session_id}"},
+        )
+        typed = await client.post(f"/api/sessions/{session_id}/approvals/abc", json={"allow": "yes"})
+        assert typed.status_code == 422 and typed.json()["error"].startswith("allow:")
+
+        off = await client.post("/api/runs", json={"sessionId": session_id, "message": "later"})
+        assert off.status_code == 501
+        nobody = await client.post("/api/runs", json={"sessionId": "nope", "message": "later"})
+        assert (nobody.status_code, nobody.json()) == (404, {"error": "sessionId: no session 'nope'"})
