@@ -4,18 +4,13 @@ process on 127.0.0.1:0 whose sessions run a scripted model."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
 import shutil
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
 import pytest
-from serve_support import WAIT_SECONDS, text, write_script
+from serve_support import WAIT_SECONDS, tether_serve, text, write_script
 
 pytestmark = pytest.mark.subprocess
 
@@ -34,27 +29,13 @@ TOKEN = "page-test-token"
 
 @pytest.fixture
 async def server(project: Path, tmp_path: Path) -> AsyncIterator[str]:
-    """``tether serve --port 0 --token ...`` as a child process; its URL."""
+    """``tether serve --port 0 --token ...`` as a child process; its URL (with the trailing /)."""
     slow = {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "sleep 30"}}]}
     script = write_script(
         tmp_path / "s.json", [text("Streamed ", "answer ", "<i>here</i>"), slow, text("late")]
     )
-    command = [sys.executable, "-m", "tether.cli", "serve", "--port", "0", "--token", TOKEN, "--yes"]
-    command += ["--model", f"scripted:{script}"]
-    process = await asyncio.create_subprocess_exec(
-        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        async with asyncio.timeout(WAIT_SECONDS):
-            line = (await process.stderr.readline()).decode()
-        found = re.search(r"listening on (http://\S+)", line)
-        assert found, line
-        yield found.group(1)
-    finally:
-        process.terminate()
-        async with asyncio.timeout(WAIT_SECONDS):
-            await process.wait()
+    async with tether_serve(project, "--token", TOKEN, "--yes", "--model", f"scripted:{script}") as url:
+        yield url + "/"
 
 
 async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs_the_token(
