@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
-from serve_support import serving, settled, text, write_script
+from serve_support import WAIT_SECONDS, serving, settled, text, write_script
 
 
 async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_path: Path) -> None:
@@ -54,3 +56,30 @@ async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_p
         assert off.status_code == 501
         nobody = await client.post("/api/runs", json={"sessionId": "nope", "message": "later"})
         assert (nobody.status_code, nobody.json()) == (404, {"error": "sessionId: no session 'nope'"})
+
+
+async def test_an_abort_answers_the_approval_its_run_waits_for(project: Path, tmp_path: Path) -> None:
+    call = {"command": "echo never", "escalate": True, "justification": "test"}
+    asks = {"content": [{"type": "toolCall", "name": "bash", "arguments": call}]}
+    script = write_script(tmp_path / "s.json", [asks, text("after")])
+    async with serving(project, script) as served, served.client() as client:  # no --yes: it asks
+        session_id = (await client.post("/api/sessions", json={"message": "go"})).json()["sessionId"]
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (
+                pending := (await client.get(f"/api/sessions/{session_id}/approvals")).json()["approvals"]
+            ):
+                await asyncio.sleep(0.02)
+        assert [(p["tool"], p["question"]) for p in pending] == [
+            ("bash", "Run command OUTSIDE the sandbox: echo never (reason: test)")
+        ]
+        assert (await client.post(f"/api/sessions/{session_id}/abort")).json() == {"aborted": True}
+        entries = (await settled(client, session_id))["entries"]
+        assert (await client.get(f"/api/sessions/{session_id}/approvals")).json() == {"approvals": []}
+        results = [
+            e["message"] for e in entries if e["type"] == "message" and e["message"]["role"] == "toolResult"
+        ]
+        assert all("never" not in json.dumps(r["content"]).replace("echo never", "") for r in results)
+        late = await client.post(
+            f"/api/sessions/{session_id}/approvals/{pending[0]['id']}", json={"allow": True}
+        )
+        assert late.status_code == 404
