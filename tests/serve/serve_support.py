@@ -25,6 +25,7 @@ import uvicorn
 from tether.durable.config import DurableConfig
 from tether.serve import ServeConfig, create_app
 from tether.serve.auth import Tokens
+from tether.serve.feeds import SUBSCRIBER_BUFFER
 from tether.serve.hub import SessionHub
 from tether.session.factory import SessionOptions
 from tether.session.settings import Settings
@@ -63,6 +64,7 @@ async def serving(
     cors_origins: tuple[str, ...] = (),
     yes: bool = False,
     max_followers: int = 10_000,
+    follower_buffer: int = SUBSCRIBER_BUFFER,
     durable: DurableConfig | None = None,
 ) -> AsyncGenerator[Served]:
     store = open_store()
@@ -74,6 +76,7 @@ async def serving(
         prompts_per_minute=prompts_per_minute,
         cors_origins=cors_origins,
         max_followers=max_followers,
+        follower_buffer=follower_buffer,
         durable=durable,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 from pathlib import Path
 
@@ -109,3 +110,49 @@ async def test_a_follower_that_falls_behind_is_dropped_and_resumes_where_it_was(
         await feeds.close()
         session.close()
         manager.close()
+
+
+async def test_a_stream_that_does_not_read_is_dropped_with_the_entry_to_resume_after(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("stored")])
+    async with serving(project, script, follower_buffer=2) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        entries = (await settled(client, session_id))["entries"]
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: it fills soon
+        sock.connect(("127.0.0.1", int(served.url.rsplit(":", 1)[1])))
+        sock.setblocking(False)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        request = f"GET /api/sessions/{session_id}/events?history=false HTTP/1.1\r\nHost: test\r\n\r\n"
+        writer.write(request.encode())
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (await reader.readline()).startswith(b"retry:"):
+                pass
+            # this client reads nothing more while far more than its socket holds comes for it
+            publish = served.config.hub.on_live
+            assert publish is not None
+            for _ in range(64):
+                publish(session_id, {"type": "delta", "kind": "text_delta", "delta": "x" * 200_000})
+                await asyncio.sleep(0)
+            seen: list[bytes] = []
+            while not (line := await reader.readline()).startswith(b"event: dropped"):
+                assert line, "the stream ended without a dropped event"
+                seen.append(line[:40])
+            data = json.loads((await reader.readline()).decode().removeprefix("data: "))
+        writer.close()
+        assert data == {
+            "type": "dropped",
+            "reason": "this follower fell behind",
+            "lastEventId": entries[-1]["id"],
+        }
+        assert sum(line.startswith(b"event: delta") for line in seen) < 64
+        # where it resumes: after that entry, none skipped or repeated
+        resumed = await sse_events(
+            client,
+            f"/api/sessions/{session_id}/events",
+            headers={"Last-Event-ID": data["lastEventId"]},
+            count=1,
+            until=lambda e: e[1] == "status",
+        )
+        assert [kind for _, kind, _ in resumed] == ["status"]

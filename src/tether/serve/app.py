@@ -262,17 +262,15 @@ class _Api:
         except SessionNotFoundError:
             raise ApiError(404, f"no session {session_id!r}") from None
         return StreamingResponse(
-            self._stream(session_id, subscriber, entry_chunk(backlog), after),
+            self._stream(session_id, subscriber, entry_chunk(backlog)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(
-        self, session_id: str, subscriber: Subscriber, backlog: Chunk, after: str | None
-    ) -> AsyncIterator[str]:
+    async def _stream(self, session_id: str, subscriber: Subscriber, backlog: Chunk) -> AsyncIterator[str]:
         """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
         when it fell too far behind, naming the entry to resume after."""
-        last = backlog.last_id or after
+        last = subscriber.start_after
         # Where the run is now: the subscriber gets every change from here on.
         status = event_chunk({"type": "status", "running": self.hub.running(session_id)})
         try:

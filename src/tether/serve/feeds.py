@@ -64,6 +64,8 @@ class Subscriber:
         self.dropped = False
         self.ended = False
         """The feed ended (the session was deleted, or the server stops)."""
+        self.start_after: str | None = None
+        """The entry the feed brings this subscriber what comes after (its backlog ends there)."""
 
     @property
     def pending(self) -> int:
@@ -129,6 +131,7 @@ class _Feed:
             backlog = [] if from_end else self.store.entries_after(self.session_id, after)
             ids = [e.id for e in backlog]
             backlog = backlog[: ids.index(self._last) + 1] if self._last in ids else []
+            subscriber.start_after = self._last
             self.loop.call_soon_threadsafe(self._add, subscriber)
         return backlog
 
