@@ -44,7 +44,8 @@ against a local server took 26-29 s instead of 2.3-3 s on SQLite, the loop stall
 a time (``bench/p6_stored_runs.py``; 4-5 s with the writer thread).
 
 Following: each append (and leaf move) sends ``NOTIFY "tether.<session id>"`` from the same
-statement (``pg_notify`` in its ``RETURNING``), which ``watch`` listens to, from any host: one
+statement (``pg_notify`` in its ``RETURNING``), which ``watch`` listens to, from any host, on the
+store's one listening connection (``postgres_listen``: a watch per followed session shares it): one
 round trip an append, and no notification without its commit. (PostgreSQL serialises the commits
 of notifying transactions on one lock, so under many concurrent writers each commit waits for the
 previous one's flush; the batch writer commits many sessions' appends in one transaction, which
@@ -69,7 +70,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.pq import Format
@@ -88,6 +88,7 @@ from tether.store.postgres_append import (
     append_one,
     append_params,
 )
+from tether.store.postgres_listen import ListenWatch, SharedListener
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,
@@ -219,6 +220,7 @@ class PostgresStore:
                 name="tether-sessions",
             )
             _OUTAGE_LOG.install(self.where)
+            self._listener = SharedListener(self.reconnect, self.where, outage_seconds)
         except psycopg.Error as err:
             self._lock_db.close()
             raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
@@ -433,13 +435,14 @@ class PostgresStore:
         )
         return None if row is None else row[0]
 
-    def watch(self, session_id: str) -> NotifyWatch:
+    def watch(self, session_id: str) -> ListenWatch:
         self.get_session(session_id)
-        return NotifyWatch(self, session_id)
+        return self._listener.watch(NOTIFY_PREFIX + session_id)
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()  # what is queued is committed first
+        self._listener.close()
         with self._lock_mutex:
             for lease in list(self._held.values()):
                 lease.released = True
@@ -675,34 +678,6 @@ class _OutageLog(logging.Filter):
 
 
 _OUTAGE_LOG = _OutageLog()
-
-
-class NotifyWatch:
-    """``LISTEN tether.<session id>`` on a connection of its own, listening again after a restart."""
-
-    def __init__(self, store: PostgresStore, session_id: str) -> None:
-        self._store = store
-        self._channel = sql.Identifier(NOTIFY_PREFIX + session_id)
-        self._db = self._listen(store.connect())
-
-    def wait(self, timeout: float) -> bool:
-        try:
-            for _ in self._db.notifies(timeout=timeout, stop_after=1):
-                return True
-            return False
-        except psycopg.OperationalError:
-            # Lost connection (server restart): listen again once the server is back (the store's
-            # patience), and have the caller re-read what may have been appended meanwhile.
-            self._db.close()
-            self._db = self._listen(self._store.reconnect())
-            return True
-
-    def close(self) -> None:
-        self._db.close()
-
-    def _listen(self, db: Connection) -> Connection:
-        db.execute(sql.SQL("LISTEN {}").format(self._channel))
-        return db
 
 
 class _FencedOff(Exception):
