@@ -63,7 +63,8 @@ class _Followers:
         self.failures: list[BaseException] = []
         entries = [follow(store, s.id, stop=self.stop) for s in sessions]  # all watching now
         self.threads = [
-            threading.Thread(target=self._read, args=(s.id, e)) for s, e in zip(sessions, entries, strict=True)
+            threading.Thread(target=self._read, args=(s.id, e))
+            for s, e in zip(sessions, entries, strict=True)
         ]
         for thread in self.threads:
             thread.start()

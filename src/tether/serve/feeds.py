@@ -1,7 +1,7 @@
 """One watch per followed session, fanned out to every client following it.
 
 A thousand people watching one run must not cost a thousand store watches (each a thread, and
-on PostgreSQL a ``LISTEN`` connection). So a session that has followers has one ``_Feed``: one
+on PostgreSQL a ``LISTEN`` channel). So a session that has followers has one ``_Feed``: one
 thread waiting on the store's watch (``SessionStore.watch``) that reads each append once, formats
 it once as SSE text and hands that same text to each follower's ``Subscriber``, a bounded buffer
 in the event loop. A follower that falls ``buffer`` chunks behind (its connection does not take

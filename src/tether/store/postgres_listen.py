@@ -74,6 +74,8 @@ class SharedListener:
         reconnect: A new autocommit connection, tried again while the server is unreachable
             (the store's patience); ``SessionError`` once that runs out.
         where: The database as messages name it.
+        patience_seconds: The store's outage patience: a new watch waits for its ``LISTEN``
+            that long (and ``REGISTER_TIMEOUT`` more) while the thread reconnects.
     """
 
     def __init__(self, reconnect: Callable[[], Connection], where: str, patience_seconds: float) -> None:
@@ -128,13 +130,21 @@ class SharedListener:
             thread = self._thread
             self._fail_all(f"session database {self._where}: the store is closed")
             self._poke()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=10)
+        if thread is not None:
+            thread.join(timeout=10)  # longer only while it reconnects; it ends after that
         with self._mutex:
-            with contextlib.suppress(OSError):
-                os.close(self._wake_read)
-            with contextlib.suppress(OSError):
-                os.close(self._wake_write)
+            if thread is None or not thread.is_alive():
+                self._thread_ended(thread)
+
+    def _thread_ended(self, thread: threading.Thread | None) -> None:
+        """``thread`` ended (or is about to); once the store is closed and no thread is left, the
+        pipe goes too (never under a thread still selecting on it). Caller holds the mutex."""
+        if self._thread is thread:
+            self._thread = None
+        if self._closed and self._thread is None and self._wake_write >= 0:
+            os.close(self._wake_read)
+            os.close(self._wake_write)
+            self._wake_read = self._wake_write = -1
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -166,7 +176,7 @@ class SharedListener:
         except psycopg.Error as err:  # not the connection's loss: a statement the server refused
             with self._mutex:
                 self._fail_all(f"session database {self._where}: {err}")
-                self._thread = None
+                self._thread_ended(threading.current_thread())
         finally:
             if db is not None:
                 db.close()
@@ -178,7 +188,7 @@ class SharedListener:
         except SessionError as err:
             with self._mutex:
                 self._fail_all(str(err))
-                self._thread = None
+                self._thread_ended(threading.current_thread())
             return None
         # Notifications read along with a statement's answer (a LISTEN's) come through here.
         db.add_notify_handler(lambda notify: self._wake({notify.channel}))
@@ -192,7 +202,7 @@ class SharedListener:
                 wanted = set(self._watches)
                 registering, self._registering = self._registering, []
                 if not wanted and not registering:
-                    self._thread = None
+                    self._thread_ended(threading.current_thread())
                     return False
             for channel in wanted - listened:
                 db.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
