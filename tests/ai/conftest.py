@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tether.ai.keys import ENV_VARS
+from tether.ai.key_names import ENV_VARS
 
 
 @pytest.fixture(autouse=True)

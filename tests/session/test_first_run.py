@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from tether.ai.keys import ENV_VARS
+from tether.ai.key_names import ENV_VARS
 from tether.ai.providers import local
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.model_choice import ModelError, no_model_message, resolve_model

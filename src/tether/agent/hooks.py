@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tether.agent.context import AgentContext
 from tether.agent.tool import AgentToolResult
-from tether.agent.types import AgentContext
 from tether.wire import AgentMessage, AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 
 

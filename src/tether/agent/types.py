@@ -8,13 +8,14 @@ configuration and the hook payloads are Python-side objects, so they are snake_c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypedDict
 
-from tether.agent.tool import AgentTool, AgentToolResult, ToolExecutionMode
+from tether.agent.context import AgentContext as AgentContext
+from tether.agent.tool import AgentToolResult, ToolExecutionMode
 from tether.ai.abort import AbortSignal
 from tether.ai.types import SimpleStreamOptions
 from tether.telemetry import Instrumentation
@@ -97,20 +98,6 @@ AGENT_EVENT_TYPES = type_tags(AgentEvent)
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 """The loop's event sink. The loop awaits it, so a slow listener slows the loop (back-pressure)."""
-
-# -- context ----------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class AgentContext:
-    """What a run works on: system prompt, transcript and tools. The loop copies it at the start."""
-
-    system_prompt: str = ""
-    messages: list[AgentMessage] = field(default_factory=lambda: [])
-    tools: Sequence[AgentTool] = ()
-    volatile_context: str | None = None
-    """Content kept out of every cached prefix (placed after the last cache breakpoint)."""
-
 
 # -- configuration ----------------------------------------------------------------------------
 

@@ -43,11 +43,8 @@ if TYPE_CHECKING:
         target_tool_call_id as target_tool_call_id,
         transform_messages as transform_messages,
     )
-    from tether.ai.keys import (
-        ApiKey as ApiKey,
-        env_vars_for as env_vars_for,
-        resolve_api_key as resolve_api_key,
-    )
+    from tether.ai.key_names import env_vars_for as env_vars_for
+    from tether.ai.keys import ApiKey as ApiKey, resolve_api_key as resolve_api_key
     from tether.ai.local_servers import (
         LocalServer as LocalServer,
         probe_local_servers as probe_local_servers,

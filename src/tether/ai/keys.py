@@ -14,30 +14,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tether.ai.auth_file import stored_key
+from tether.ai.key_names import env_vars_for
 from tether.wire import ModelInfo
 
 if TYPE_CHECKING:
     from tether.ai.models import ProviderInfo
-
-ENV_VARS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
-    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
-    "groq": ("GROQ_API_KEY",),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "xai": ("XAI_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",),
-    "mistral": ("MISTRAL_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",),
-    "zai": ("ZAI_API_KEY",),
-    "together": ("TOGETHER_API_KEY",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "moonshotai": ("MOONSHOT_API_KEY",),
-    "minimax": ("MINIMAX_API_KEY",),
-    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
-}
-"""Environment variables per provider, first match wins (an Anthropic OAuth token beats a key)."""
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "llama.cpp", "llamacpp", "vllm", "lmstudio", "local"})
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
@@ -56,7 +37,7 @@ def _configured(model: ModelInfo) -> ProviderInfo | None:
     ``None`` when the registry has no such provider, or when ``models.json`` is broken: a key
     lookup never raises, and the broken file is reported by the model lookup itself.
     """
-    from tether.ai.models import UnknownProviderError, get_provider_info  # models imports keys
+    from tether.ai.models import UnknownProviderError, get_provider_info
     from tether.ai.models_file import ModelsFileError
 
     try:
@@ -72,14 +53,6 @@ def _key_vars(model: ModelInfo) -> tuple[str, ...]:
     if info is not None and info.api_key_env and info.api_key_env not in conventional:
         return (info.api_key_env, *conventional)
     return conventional
-
-
-def env_vars_for(provider: str) -> tuple[str, ...]:
-    """The variables consulted for ``provider`` (``<PROVIDER>_API_KEY`` for unknown ones)."""
-    known = ENV_VARS.get(provider)
-    if known is not None:
-        return known
-    return (provider.upper().replace("-", "_").replace(".", "_") + "_API_KEY",)
 
 
 def resolve_api_key(model: ModelInfo, explicit: str | None = None) -> ApiKey | None:

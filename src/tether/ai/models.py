@@ -30,7 +30,7 @@ from pydantic import TypeAdapter
 
 from tether.ai import paths
 from tether.ai.auth_file import stored_key
-from tether.ai.keys import env_vars_for
+from tether.ai.key_names import env_vars_for
 from tether.ai.models_file import (
     ModelEntry,
     ModelsFile,

@@ -141,7 +141,7 @@ async def _provider(ui: CommandScreen, args: str, names: list[str], what: str) -
 
 async def login(ui: CommandScreen, args: str) -> None:
     from tether.ai.auth_file import AuthFileError, auth_file, save_key
-    from tether.ai.keys import env_vars_for
+    from tether.ai.key_names import env_vars_for
 
     painter = ui.painter()
     provider = await _provider(ui, args, _key_providers(), "/login")

@@ -150,7 +150,8 @@ def _children(folder: Path) -> list[Path]:
 def _project_servers(path: Path) -> list[str]:
     """The project ``.mcp.json``'s servers as ``name: command line`` (a broken file: none here,
     it is reported when the servers are loaded)."""
-    from tether.mcp.config import McpConfigError, read_mcp_file
+    from tether.mcp.config import read_mcp_file
+    from tether.mcp.errors import McpConfigError
 
     try:
         servers = read_mcp_file(path, "project")

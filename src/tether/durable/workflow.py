@@ -43,7 +43,7 @@ from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.session.agent_session import AgentSession
 from tether.session.events import SessionEvent
-from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.factory import SessionChoice, SessionOptions
 from tether.session.manager import SessionManager
 from tether.session.session import Session
 from tether.session.settings import load_settings
@@ -51,7 +51,6 @@ from tether.store.database import open_store
 from tether.store.ids import decode, encode, new_id
 from tether.store.store import SessionError, SessionLockedError, SessionRecord, SessionStore, WriterLease
 from tether.tools.approval import Approval
-from tether.tools.coding import CODING_TOOLS
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]
 """Called with each run's ``AgentSession`` before it runs: add tools, set the model (``--setup``)."""
@@ -190,14 +189,15 @@ async def _open(
         settings = replace(
             settings, durable=replace(settings.durable, database=runtime.config.system_database)
         )
-        core = create_agent_session(
+        # The CLI's resolver, so a worker's run has the tools, skills and prompt of a CLI run; MCP
+        # servers and extensions are programs a worker does not start on a session's behalf.
+        options = SessionOptions(model=runtime.model, approval=runtime.approval, mcp=False, extensions=False)
+        core = options.create(
             cwd=cwd,
             settings=settings,
+            ask=None,
             session=SessionChoice(session_id=session_id),
             sessions=_RunSessions(_store(), start, lease),
-            model=runtime.model,
-            approval=runtime.approval,
-            tools=settings.tools if settings.tools is not None else CODING_TOOLS,  # as the CLI
         )
     except BaseException:
         lease.release()

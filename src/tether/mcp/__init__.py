@@ -21,7 +21,8 @@ if TYPE_CHECKING:
         server_config as server_config,
     )
     from tether.mcp.connection import McpConnection as McpConnection
-    from tether.mcp.files import McpConfigError as McpConfigError, load_mcp_servers as load_mcp_servers
+    from tether.mcp.errors import McpConfigError as McpConfigError
+    from tether.mcp.files import load_mcp_servers as load_mcp_servers
     from tether.mcp.servers import (
         McpServers as McpServers,
         ServerStatus as ServerStatus,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from tether.mcp.files import McpConfigError
+from tether.mcp.errors import McpConfigError
 from tether.wire.json_line import load_line
 
 if TYPE_CHECKING:

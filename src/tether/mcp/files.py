@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.errors import UserError
+from tether.mcp.errors import McpConfigError
 
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig, Source
@@ -23,10 +23,6 @@ PROJECT_FILE = ".mcp.json"
 """The project's servers: the nearest one in the workspace or a folder above it, as the
 project's ``.tether/settings.json`` is found (tether run from ``repo/src`` reads
 ``repo/.mcp.json``)."""
-
-
-class McpConfigError(UserError, ValueError):
-    """An MCP configuration that cannot be used; the message names the file and the server."""
 
 
 def project_mcp_file(cwd: Path) -> Path | None:

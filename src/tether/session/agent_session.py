@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from tether.agent import Agent, AgentBusyError
+from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.ai.abort import AbortController, AbortSignal
 from tether.errors import ToolError
 from tether.session.convert import lower_for
@@ -50,6 +50,7 @@ from tether.session.events import (
     QueuedInputDisposition,
     QueueSnapshot,
     Run,
+    SessionEvent,
     message_text,
     newest_compaction_end,
 )
@@ -237,9 +238,57 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         ``max_reasks`` times. Raises ``OutputError`` (``reason``: ``failed``, ``aborted``,
         ``invalid``, ``missing``) when there is no valid answer; the transcript keeps the
         exchange either way (``tether.session.output``)."""
-        from tether.session.output import run_for_output
+        from tether.session.output import (
+            FINAL_ANSWER,
+            INSTRUCTION,
+            REMINDER,
+            AnswerSlot,
+            OutputError,
+            final_answer_tool,
+        )
 
-        return await run_for_output(self, prompt, output, max_reasks, retry)
+        slot = AnswerSlot(output)
+        answer_tool = final_answer_tool(slot)
+
+        def count_invalid(event: SessionEvent) -> None:
+            if (
+                event["type"] == "tool_execution_end"
+                and event["toolName"] == FINAL_ANSWER
+                and event["isError"]
+            ):
+                slot.invalid += 1
+                slot.errors.append(message_text(cast(Any, {"content": event["result"].content})))
+                if slot.invalid > max_reasks:
+                    self.abort()
+
+        unsubscribe = self.subscribe(count_invalid)
+        agent = self.agent
+        agent.tools = [*agent.tools, answer_tool]
+        try:
+            text = prompt + INSTRUCTION
+            while True:
+                await self.prompt(text, retry=retry)
+                if slot.answer is not None:
+                    return slot.answer
+                last = self.last_assistant()
+                if slot.invalid > max_reasks:
+                    raise OutputError(
+                        f"no valid {output.__name__} after {slot.invalid} answers; the last: {slot.errors[-1]}",
+                        "invalid",
+                    )
+                if last is not None and last["stopReason"] == "aborted":
+                    raise OutputError("the run was aborted before an answer", "aborted")
+                if last is not None and last["stopReason"] == "error":
+                    raise OutputError(
+                        f"the model call failed: {last.get('errorMessage') or 'error'}", "failed"
+                    )
+                slot.invalid += 1  # a reply without the tool call counts as a re-ask too
+                if slot.invalid > max_reasks:
+                    raise OutputError(f"the model gave no {output.__name__} answer", "missing")
+                text = REMINDER
+        finally:
+            unsubscribe()
+            _remove_tool(agent, answer_tool)
 
     def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
         """The coding agent's input syntax, then a prompt.
@@ -717,3 +766,8 @@ def _already_unsubscribed() -> None:
 
 def _failed(message: AgentMessage) -> bool:
     return cast(AssistantMessage, message)["stopReason"] in ("error", "aborted")
+
+
+def _remove_tool(agent: Agent, tool: AgentTool) -> None:
+    """Take ``tool`` back out of the agent's tools (a typed run's ``final_answer``)."""
+    agent.tools = [t for t in agent.tools if t is not tool]

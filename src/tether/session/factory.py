@@ -97,10 +97,16 @@ class SessionOptions:
         settings: Settings,
         ask: AskUser | None,
         session: SessionChoice,
+        sessions: SessionManager | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
     ) -> AgentSession:
-        """``create_agent_session`` with these choices; ``mcp_servers`` (an editor's) come on top
-        of those of the MCP files."""
+        """The one resolver of a front end's choices: every front end (print, JSON, interactive,
+        RPC, ACP, serve, the durable worker) starts its sessions here, so a flag means the same
+        everywhere. It applies the sandbox flags to ``settings``, reads the MCP files and the
+        resources, picks the tools (the CLI's agent codes: every built-in tool unless
+        ``--tools`` or the settings say otherwise), then calls ``create_agent_session`` with
+        what it resolved. ``mcp_servers`` (an editor's) come on top of those of the MCP files;
+        ``sessions``: the session manager to use (default: the user's database)."""
         from tether.ai.paths import config_dir
         from tether.session.resources import load_resources
 
@@ -137,6 +143,7 @@ class SessionOptions:
             approval=self.approval,
             ask=ask,
             session=session,
+            sessions=sessions,
             mcp_servers=servers,
             provider=self.provider,
             api_key=self.api_key,
@@ -208,7 +215,8 @@ def load_mcp_files(
     ``SetupError``; with it, each adds a line there and is skipped, and so does an untrusted
     project's file (a line saying how to trust it: never a silent "no servers")."""
     from tether.ai.paths import config_dir
-    from tether.mcp.files import McpConfigError, load_mcp_servers, project_mcp_file
+    from tether.mcp.errors import McpConfigError
+    from tether.mcp.files import load_mcp_servers, project_mcp_file
     from tether.session.trust import TrustFileError, is_trusted, trust_file
 
     try:

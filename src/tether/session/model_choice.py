@@ -14,8 +14,10 @@ Model specs:
   then the newest; providers with a key break ties), ambiguity reported with the candidates;
 - any of those with a ``:LEVEL`` suffix (``claude-sonnet-4-5:high``) sets the thinking level;
 - ``local:/path/to/model.gguf`` — any GGUF file through llama-cpp-python;
-- ``scripted:/path/to/script.json`` or ``scripted/NAME`` (the script comes from
-  ``TETHER_SCRIPTED``) — the scripted model of ``tether.testing.scripted``.
+- ``NAME:ARGUMENT``, ``NAME/ARGUMENT`` or ``NAME`` of a model-spec provider: one registered with
+  ``register_model_spec`` or installed under the ``tether.model_specs`` entry-point group. tether
+  installs one, ``scripted`` (``tether.testing.scripted``): ``scripted:/path/to/script.json``, or
+  ``scripted/NAME`` with the script in ``TETHER_SCRIPTED``, which also makes it the default.
 
 ``--models a,b,c`` (``resolve_scope``) is the set Ctrl-P and RPC's ``cycle_model`` go through;
 ``next_model`` and ``next_thinking_level`` give the cycling order so every front end cycles alike.
@@ -23,7 +25,6 @@ Model specs:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,22 +115,75 @@ def resolve_model(
             match (default: those with a key in the environment). ``--api-key`` passes one that
             says no to every provider, as the key goes to whichever provider is chosen.
     """
-    scripted = os.environ.get(SCRIPTED_ENV)
-    if spec is None and scripted and provider is None:
-        return _scripted(Path(scripted))
+    if spec is None and provider is None and os.environ.get(SCRIPTED_ENV):
+        spec = "scripted"  # the tests' and RPC clients' default
     chosen = spec or (settings_model if provider is None else None)
     if chosen is None:
         return _provider_default(provider) if provider is not None else _default_model()
-    if chosen.startswith("scripted:"):
-        return _scripted(Path(chosen.removeprefix("scripted:")))
-    if chosen == "scripted" or chosen.startswith("scripted/"):
-        if not scripted:
-            raise ModelError(f"model {chosen!r} needs {SCRIPTED_ENV}=path/to/script.json")
-        return _scripted(Path(scripted))
     if chosen == "local" or chosen.startswith(("local:", "local/")):
         return _local(chosen)
+    spec_provider = _spec_provider(_spec_prefix(chosen)) if provider is None else None
+    if spec_provider is not None:
+        return spec_provider(chosen)
     model, thinking = match_model(chosen, provider=provider, usable=usable)
     return ResolvedModel(model, None, thinking=thinking)
+
+
+SpecProvider = Callable[[str], ResolvedModel]
+"""A model-spec provider: ``resolve(spec)`` gives the model (with its stream function) a spec
+starting with the provider's name names, or raises ``ModelError`` saying what is wrong with it."""
+
+MODEL_SPEC_GROUP = "tether.model_specs"
+"""The entry-point group of installed model-spec providers: ``NAME = "module:resolve"``."""
+MODEL_SPEC_CACHE = "model-spec-entry-points.json"
+
+_spec_providers: dict[str, SpecProvider] = {}
+_installed: dict[str, str] | None = None
+"""The installed providers' entry points by name, once listed."""
+
+
+def register_model_spec(name: str, resolve: SpecProvider) -> None:
+    """Serve the specs ``NAME``, ``NAME:...`` and ``NAME/...`` with ``resolve``, before the
+    catalog: how a program (or a package, through the ``tether.model_specs`` entry points) adds a
+    model the catalog does not list, such as tether's own scripted model for tests."""
+    _spec_providers[name] = resolve
+
+
+def _spec_prefix(spec: str) -> str:
+    """The provider name a spec starts with: the text before its first ``:`` or ``/``."""
+    for i, char in enumerate(spec):
+        if char in ":/":
+            return spec[:i]
+    return spec
+
+
+def _spec_provider(name: str) -> SpecProvider | None:
+    """The spec provider ``name``: registered by the program, else installed (the group's entry
+    points are listed from a cache kept beside the sessions, as the extensions' are, and only the
+    one asked for is loaded; one that cannot be loaded is a ``ModelError`` naming it)."""
+    found = _spec_providers.get(name)
+    if found is not None:
+        return found
+    global _installed
+    if _installed is None:
+        from tether.ai.paths import data_dir
+        from tether.session.resources import installed_entry_points
+
+        _installed = dict(installed_entry_points(data_dir(), MODEL_SPEC_GROUP, MODEL_SPEC_CACHE))
+    target = _installed.get(name)
+    if target is None:
+        return None
+    import importlib
+
+    module, _, attribute = target.partition(":")
+    try:  # what ``EntryPoint.load`` does, without importing ``importlib.metadata`` on every run
+        loaded: object = importlib.import_module(module)
+        for part in attribute.split(".") if attribute else ():
+            loaded = getattr(loaded, part)
+    except Exception as exc:
+        raise ModelError(f"model-spec provider {name!r} ({target}) failed to load: {exc}") from None
+    _spec_providers[name] = cast(SpecProvider, loaded)
+    return _spec_providers[name]
 
 
 def match_model(
@@ -425,31 +479,6 @@ def _local(spec: str) -> ResolvedModel:
     if not is_available():
         raise ModelError(f"{INSTALL_HINT} (`make demo` does it for you)")
     return ResolvedModel(model, None)
-
-
-def _scripted(path: Path) -> ResolvedModel:
-    """The scripted model playing the responses of a JSON script file.
-
-    The file is a list of responses in the conformance scenario format, or an object with a
-    ``responses`` list (a whole scenario file works too).
-    """
-    from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, ScriptedResponse
-
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ModelError(f"{SCRIPTED_ENV}: cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"{SCRIPTED_ENV}: {path} is not valid JSON: {exc}") from None
-    responses: object = cast(dict[str, object], data).get("responses") if isinstance(data, dict) else data
-    if not isinstance(responses, list):
-        raise ModelError(f"{SCRIPTED_ENV}: {path}: expected a list of responses or {{'responses': [...]}}")
-    try:
-        script = [ScriptedResponse.from_json(r) for r in cast(list[dict[str, Any]], responses)]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ModelError(f"{SCRIPTED_ENV}: {path}: bad response: {exc}") from None
-    info: ModelInfo = {**SCRIPTED_MODEL, "id": path.stem, "name": f"scripted ({path.name})"}
-    return ResolvedModel(info, ScriptedModel(script, model=info))
 
 
 async def model_candidates(scoped: Sequence[ModelInfo], current: ModelInfo) -> list[ModelInfo]:

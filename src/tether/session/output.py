@@ -17,17 +17,14 @@ is not a ``UserError`` (the program did nothing wrong; the model or its provider
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from tether.agent import AgentTool, AgentToolResult
 from tether.errors import TetherError
-from tether.session.events import SessionEvent, message_text
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tether.session.agent_session import AgentSession
-    from tether.session.settings import Retry as RetrySettings
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -79,49 +76,3 @@ def final_answer_tool(slot: AnswerSlot[Any]) -> AgentTool:
 
 INSTRUCTION = f"\n\nWhen you have the answer, give it by calling the `{FINAL_ANSWER}` tool."
 REMINDER = f"Give your answer now by calling the `{FINAL_ANSWER}` tool, with arguments matching its schema."
-
-
-async def run_for_output(
-    core: AgentSession, prompt: str, output: type[M], max_reasks: int, retry: RetrySettings | None
-) -> M:
-    """``AgentSession.run``: prompt with the tool installed, re-ask within bounds, or raise."""
-    slot = AnswerSlot(output)
-    answer_tool = final_answer_tool(slot)
-
-    def count_invalid(event: SessionEvent) -> None:
-        if event["type"] == "tool_execution_end" and event["toolName"] == FINAL_ANSWER and event["isError"]:
-            slot.invalid += 1
-            slot.errors.append(message_text(cast(Any, {"content": event["result"].content})))
-            if slot.invalid > max_reasks:
-                core.abort()
-
-    unsubscribe = core.subscribe(count_invalid)
-    agent = core.agent
-    agent.tools = [*agent.tools, answer_tool]
-    try:
-        text = prompt + INSTRUCTION
-        while True:
-            await core.prompt(text, retry=retry)
-            if slot.answer is not None:
-                return slot.answer
-            last = core.last_assistant()
-            if slot.invalid > max_reasks:
-                raise OutputError(
-                    f"no valid {output.__name__} after {slot.invalid} answers; the last: {slot.errors[-1]}",
-                    "invalid",
-                )
-            if last is not None and last["stopReason"] == "aborted":
-                raise OutputError("the run was aborted before an answer", "aborted")
-            if last is not None and last["stopReason"] == "error":
-                raise OutputError(f"the model call failed: {last.get('errorMessage') or 'error'}", "failed")
-            slot.invalid += 1  # a reply without the tool call counts as a re-ask too
-            if slot.invalid > max_reasks:
-                raise OutputError(f"the model gave no {output.__name__} answer", "missing")
-            text = REMINDER
-    finally:
-        unsubscribe()
-        _remove_tool(core, answer_tool)
-
-
-def _remove_tool(core: AgentSession, tool: AgentTool) -> None:
-    core.agent.tools = [t for t in core.agent.tools if t is not tool]

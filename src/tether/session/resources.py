@@ -404,10 +404,13 @@ ENTRY_POINT_GROUP = "tether.extensions"
 ENTRY_POINTS_CACHE = "extension-entry-points.json"
 
 
-def installed_entry_points(data_dir: Path) -> list[tuple[str, str]]:
-    """``(name, "module:attr")`` of every entry point in the group, installed order."""
+def installed_entry_points(
+    data_dir: Path, group: str = ENTRY_POINT_GROUP, cache_name: str = ENTRY_POINTS_CACHE
+) -> list[tuple[str, str]]:
+    """``(name, "module:attr")`` of every entry point in ``group``, installed order (also for the
+    model-spec providers of ``tether.session.model_choice``, each group with its cache file)."""
     stamps = _folder_stamps()
-    cache = data_dir / ENTRY_POINTS_CACHE
+    cache = data_dir / cache_name
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
         if cached.get("folders") == stamps:
@@ -416,7 +419,7 @@ def installed_entry_points(data_dir: Path) -> list[tuple[str, str]]:
         pass  # no cache, or a damaged one: search again and rewrite it
     from importlib.metadata import entry_points
 
-    found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    found = [(ep.name, ep.value) for ep in entry_points(group=group)]
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_name(cache.name + f".{os.getpid()}.tmp")

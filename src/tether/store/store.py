@@ -32,6 +32,7 @@ from tether.store.errors import (
     SessionLockedError as SessionLockedError,
     SessionNotFoundError as SessionNotFoundError,
 )
+from tether.store.lease import WriterLease as WriterLease
 
 if TYPE_CHECKING:
     from tether.store.writer import PendingAppend
@@ -76,18 +77,6 @@ class StoredEntry(NamedTuple):
     type: str
     created: int
     payload: bytes
-
-
-class WriterLease(Protocol):
-    """Proof of being a session's only writer; released on ``release()`` or process exit."""
-
-    @property
-    def session_id(self) -> str: ...
-
-    @property
-    def active(self) -> bool: ...
-
-    def release(self) -> None: ...
 
 
 class SessionWatch(Protocol):

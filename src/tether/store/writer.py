@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from tether.store.entries import EntryDict
-from tether.store.store import WriterLease
+from tether.store.lease import WriterLease
 
 BATCH_WINDOW = 0.005
 """Seconds the thread waits after an append arrives before it commits what has queued up: one

@@ -79,7 +79,9 @@ class Instrumentation:
         from tether.telemetry.spans import Recorder
 
         if self._recorder is None:
-            self._recorder = Recorder(self)
+            self._recorder = Recorder(
+                self.tracer_provider, self.meter_provider, self.capture_content, self.agent_name
+            )
         return self._recorder
 
 

@@ -40,9 +40,9 @@ from tether.telemetry import content, semconv as sc
 from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ModelInfo
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
     from opentelemetry.util.types import AttributeValue
-
-    from tether.telemetry import Instrumentation
 
 Attributes = dict[str, "AttributeValue"]
 
@@ -51,13 +51,19 @@ _NOT_CHUNKS = frozenset({"start", "done", "error"})
 
 
 class Recorder:
-    """The tracer, meter and instruments of one ``Instrumentation``, made once."""
+    """The tracer, meter and instruments of one ``Instrumentation`` (from its settings), made once."""
 
-    def __init__(self, settings: Instrumentation) -> None:
-        self.capture_content = settings.capture_content
-        self.agent_name = settings.agent_name
-        self.tracer = trace.get_tracer("tether", __version__, settings.tracer_provider)
-        meter = metrics.get_meter("tether", __version__, settings.meter_provider)
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None,
+        meter_provider: MeterProvider | None,
+        capture_content: bool,
+        agent_name: str,
+    ) -> None:
+        self.capture_content = capture_content
+        self.agent_name = agent_name
+        self.tracer = trace.get_tracer("tether", __version__, tracer_provider)
+        meter = metrics.get_meter("tether", __version__, meter_provider)
         self.token_usage = meter.create_histogram(
             sc.TOKEN_USAGE_METRIC,
             "{token}",

@@ -3,9 +3,10 @@
 A regular expression such as ``(a+)+$`` backtracks for hours on a long line, and a glob with
 many ``**`` expands into such a regex; Python's ``re`` holds the interpreter (and the GIL) while
 it does, so in-process neither a thread nor ``asyncio`` could answer SIGINT, an RPC ``abort`` or
-``get_state``. The search runs here instead: in a fresh interpreter (``python -m`` this module),
-its request on stdin and its result as JSON on stdout. Abort kills it at once, ``SEARCH_TIMEOUT``
-ends it with an error the model can act on, and the event loop stays free the whole time.
+``get_state``. The search runs in a fresh interpreter instead (``python -m
+tether.tools.search_child``), its request on stdin and its result as JSON on stdout. Abort kills
+it at once, ``SEARCH_TIMEOUT`` ends it with an error the model can act on, and the event loop
+stays free the whole time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import os
 import signal as signals
 import sys
-from pathlib import Path
 from typing import Any, cast
 
 from tether.agent.tool import AgentToolResult
@@ -24,6 +24,10 @@ from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.tools.process import supervised
 from tether.tools.workspace import Workspace
+
+CHILD = "tether.tools.search_child"
+"""The module the child runs (``python -m``): the searches themselves, apart from this parent side,
+which ``find`` and ``grep`` load."""
 
 SEARCH_TIMEOUT = 60.0
 """Seconds a search may take before it is stopped and reported as too costly."""
@@ -44,7 +48,7 @@ async def run_search(
         "params": params,
     }
     process = await asyncio.create_subprocess_exec(
-        *supervised([sys.executable, "-m", __name__]),
+        *supervised([sys.executable, "-m", CHILD]),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -87,30 +91,3 @@ async def run_search(
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     return AgentToolResult(answer["content"], answer["details"])
-
-
-def _serve() -> None:
-    """Child side: one request from stdin, one JSON answer on stdout."""
-    from tether.tools.find import find_files
-    from tether.tools.grep import grep
-
-    request = json.loads(sys.stdin.buffer.read())
-    workspace = Workspace(
-        Path(request["root"]),
-        tuple(Path(p) for p in request["extra_roots"]),
-        tuple(Path(p) for p in request["read_roots"]),
-        allow_outside=request["allow_outside"],
-    )
-    try:
-        if request["tool"] == "grep":
-            result = grep(workspace, request["params"])
-        else:
-            result = find_files(workspace, request["params"])
-        answer: dict[str, Any] = {"content": result.content, "details": result.details}
-    except ToolError as exc:
-        answer = {"error": str(exc)}
-    sys.stdout.write(json.dumps(answer))
-
-
-if __name__ == "__main__":
-    _serve()

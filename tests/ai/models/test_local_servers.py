@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tether.ai import ProviderInfo, find_model, list_models, list_providers, probe_local_servers
-from tether.ai.keys import env_vars_for
+from tether.ai.key_names import env_vars_for
 from tether.ai.local_servers import _model_ids, usable_models  # pyright: ignore[reportPrivateUsage]
 from tether.ai.models import DEFAULT_MAX_TOKENS, LOCAL_PROVIDERS
 
