@@ -353,8 +353,8 @@ class InteractiveApp:
         )
         screens.follow_reflow(app)
         # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
-        # (ttimeoutlen stays: lowered, this app's flush of the shared input fired while a
-        # full-screen view was up and took the Esc meant for the view.)
+        # (Its flush of a half-read key may still fire while a full-screen view is up: the views
+        # parse keys with their own input, screens.own_input, so it cannot take theirs.)
         app.timeoutlen = 0.4
         return app
 

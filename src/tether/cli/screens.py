@@ -14,12 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prompt_toolkit.application import Application
+from prompt_toolkit.application import Application, get_app_session
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
+from prompt_toolkit.input import Input
+from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import Container, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
@@ -176,6 +178,7 @@ def application(
     )
     app: Application[Any] = Application(
         layout=Layout(layout, focused_element=focus if focus is not None else body),
+        input=own_input(),
         key_bindings=keys,
         style=STYLE,
         full_screen=True,
@@ -184,6 +187,20 @@ def application(
     )
     app.ttimeoutlen = 0.05  # a lone Esc closes at once, not after half a second
     return app
+
+
+def own_input() -> Input:
+    """A key parser of the view's own on the terminal the suspended application reads.
+
+    A view runs while the inline application is suspended, not finished: that application's
+    pending "flush the half-read key" timer (armed by its last key, e.g. the Enter of ``/tree``,
+    firing ``ttimeoutlen`` later) still calls ``flush_keys()`` on its input. Shared, that input
+    held the view's Esc (a prefix of escape sequences, waiting ``ttimeoutlen`` for more), so the
+    suspended application took it and the view never closed. With a parser of its own, a view's
+    keys reach the view alone; both read the same descriptor, one at a time (the suspended one
+    is detached)."""
+    shared = get_app_session().input
+    return Vt100Input(shared.stdin) if isinstance(shared, Vt100Input) else shared
 
 
 def follow_reflow(app: Application[Any]) -> None:
