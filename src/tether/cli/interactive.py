@@ -154,9 +154,8 @@ class InteractiveApp:
         fresh = await interactive_commands.reload(self, self._core, self._rebuild, self.detach)
         if fresh is None:
             return
-        self._use(fresh)
         self._bindings = load_bindings(config_dir())
-        self._keymap = self._keys(self._buffer)  # the application's DynamicKeyBindings sees it
+        self._use(fresh)
         theme, warning = themes.load_theme(fresh.settings.theme, config_dir())
         self.set_theme(theme)
         for note in (self._bindings.warning, warning):
@@ -254,6 +253,8 @@ class InteractiveApp:
             [CommandCompleter(self._command_list(core)), FileCompleter(self._files)]
         )
         self._unsubscribe = core.subscribe(self._on_event)
+        # the keys again, now with this core's extension shortcuts (DynamicKeyBindings sees them)
+        self._keymap = self._keys(self._buffer)
 
     @staticmethod
     def _command_list(core: AgentSession) -> list[tuple[str, str]]:
@@ -309,7 +310,6 @@ class InteractiveApp:
     # -- layout and keys -----------------------------------------------------------------------------
 
     def _build(self, buffer: Buffer) -> Application[int]:
-        self._keymap = self._keys(buffer)
         chips = Condition(lambda: bool(self._steering or self._follow_ups or self._images))
         live = Condition(lambda: bool(self._live_text_raw()))
         main = HSplit(
