@@ -97,6 +97,8 @@ class SessionHub:
                 await core.close()
                 raise TimeoutError("the new session got no id in time")
             await asyncio.sleep(0.01)
+        if core.session is not None:
+            await core.session.written()  # another server (PostgreSQL) may be asked for it next
         async with self._lock:
             self._adopt(core.session_id, core)
         return core.session_id

@@ -402,6 +402,12 @@ class Session:
                 await asyncio.shield(asyncio.wrap_future(last))
             self._raise_failed_write()
 
+    async def written(self) -> None:
+        """Wait until the appends made so far are committed, deferring as before: for a caller
+        that hands the session's id to another process (which will look for it in the store)."""
+        if self._pending and not (last := self._pending[-1].committed).done():
+            await asyncio.shield(asyncio.wrap_future(last))
+
     def flush_writes(self) -> None:
         """``settle_writes`` for a caller that may block: wait for the deferred appends."""
         self._deferring = False
