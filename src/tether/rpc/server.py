@@ -471,18 +471,7 @@ class RpcServer:
             result = await self.core.compact(params.get("customInstructions"))
         except CompactionError as exc:
             raise CommandError(f"Compaction failed: {exc}") from None
-        answer: dict[str, Any] = {
-            "summary": result.summary,
-            "firstKeptEntryId": result.first_kept_entry_id,
-            "tokensBefore": result.tokens_before,
-            "tokensAfter": result.tokens_after,
-            "estimatedTokensAfter": result.tokens_after,
-        }
-        if result.usage is not None:
-            answer["usage"] = result.usage
-        if result.details is not None:
-            answer["details"] = result.details
-        return answer
+        return result.wire()
 
     def _cmd_set_auto_compaction(self, params: dict[str, Any]) -> object:
         settings = self.core.settings

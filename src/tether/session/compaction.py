@@ -31,6 +31,7 @@ from tether.session.budget import (
     message_texts,
 )
 from tether.session.context import context_message
+from tether.session.events import CompactionSummary
 from tether.session.session import Session
 from tether.store.store import SessionError
 from tether.store.tree import Node
@@ -61,6 +62,21 @@ class CompactionResult:
     """What the summarising call cost (pi 1.x's ``usage`` of a compaction)."""
     details: dict[str, list[str]] | None = None
     """``{readFiles, modifiedFiles}`` of what was summarised (``file_lists``), as pi 1.6 reports."""
+
+    def wire(self) -> CompactionSummary:
+        """pi's form, as ``compaction_end`` and RPC's ``compact`` answer carry it."""
+        summary: CompactionSummary = {
+            "summary": self.summary,
+            "firstKeptEntryId": self.first_kept_entry_id,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "estimatedTokensAfter": self.tokens_after,
+        }
+        if self.usage is not None:
+            summary["usage"] = self.usage
+        if self.details is not None:
+            summary["details"] = self.details
+        return summary
 
 
 # --- choosing what to summarise -----------------------------------------------------------------

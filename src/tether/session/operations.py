@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tether.ai.abort import AbortSignal
 from tether.session.core_state import CoreState
-from tether.session.events import CompactionReason, CompactionSummary, compaction_end
+from tether.session.events import CompactionReason, compaction_end
 from tether.store.errors import SessionError
 from tether.wire import AgentMessage
 
@@ -173,18 +173,7 @@ class SessionOperations(CoreState):
         self.last_compaction = result
         if not self.is_running:
             self._reload()
-        summary: CompactionSummary = {
-            "summary": result.summary,
-            "firstKeptEntryId": result.first_kept_entry_id,
-            "tokensBefore": result.tokens_before,
-            "tokensAfter": result.tokens_after,
-            "estimatedTokensAfter": result.tokens_after,
-        }
-        if result.usage is not None:
-            summary["usage"] = result.usage
-        if result.details is not None:
-            summary["details"] = result.details
-        await self._emit(compaction_end(reason, summary))
+        await self._emit(compaction_end(reason, result.wire()))
         return result
 
     def tree_text(self) -> str:
