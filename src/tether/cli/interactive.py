@@ -9,8 +9,8 @@ follow-up "chips", the input box and a status line (model, thinking, tokens, cos
 The keys are pi's (``keybindings`` lists every action and its default; ``keybindings.json``
 renames them): Enter sends (while the agent works: steers), Alt-Enter queues a follow-up, Esc
 aborts a run, Ctrl-C clears the input and never stops a run, Ctrl-D on an empty input exits.
-``/`` and ``@`` open their completion menus as you type (``completers``); the status line is
-``footer``'s.
+``interactive_keys`` binds them to the app's public actions. ``/`` and ``@`` open their
+completion menus as you type (``completers``); the status line is ``footer``'s.
 
 The terminal-only commands are ``interactive_commands``'s (``/settings`` ``interactive_settings``'s);
 the views are ``screens``, ``pickers`` and ``interactive_views``; rendering is ``render``'s.
@@ -25,17 +25,16 @@ import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.document import Document
-from prompt_toolkit.filters import Condition, Filter, completion_is_selected
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, KeyPressEvent
-from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
+from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -47,7 +46,8 @@ from tether.ai.abort import AbortController
 from tether.cli import footer, interactive_commands, interactive_views as views, render, screens, themes
 from tether.cli.completers import CommandCompleter, FileCompleter
 from tether.cli.file_index import FileIndex
-from tether.cli.interactive_extensions import ExtensionDisplay, shortcut_keys
+from tether.cli.interactive_extensions import ExtensionDisplay
+from tether.cli.interactive_keys import key_bindings
 from tether.cli.keybindings import (
     FILE_NAME,
     MODIFY_OTHER_KEYS_OFF,
@@ -114,7 +114,6 @@ class InteractiveApp:
         self._task: asyncio.Task[None] | None = None
         """The current prompt, shell input or command; the UI is busy while it runs."""
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._last_interrupt = 0.0
         self._revision = 0
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
@@ -254,7 +253,7 @@ class InteractiveApp:
         )
         self._unsubscribe = core.subscribe(self._on_event)
         # the keys again, now with this core's extension shortcuts (DynamicKeyBindings sees them)
-        self._keymap = self._keys(self._buffer)
+        self._keymap = key_bindings(self, self._buffer, self._bindings)
 
     @staticmethod
     def _command_list(core: AgentSession) -> list[tuple[str, str]]:
@@ -285,7 +284,7 @@ class InteractiveApp:
             app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
             self._files.start()
             if initial_prompt:
-                self._start(initial_prompt)
+                self.start(initial_prompt)
 
         def pre_run() -> None:  # called just before raw mode; call_soon lands just after it
             asyncio.get_running_loop().call_soon(ready)
@@ -358,183 +357,15 @@ class InteractiveApp:
         app.timeoutlen = 0.4
         return app
 
-    def _keys(self, buffer: Buffer) -> KeyBindings:
-        """The keys, as ``keybindings.json`` names them (``/reload`` reads it again)."""
-        approving = Condition(lambda: self._approval is not None)
-        keys = KeyBindings()
-        bound = self._bindings
-
-        def bind(action: str, *, when: Filter | None = None) -> Callable[[KeyHandler], KeyHandler]:
-            """Register a handler on the keys ``keybindings.json`` gives ``action``."""
-
-            def register(handler: KeyHandler) -> KeyHandler:
-                for sequence in bound.for_action(action):
-                    keys.add(*sequence, filter=when if when is not None else True)(handler)
-                return handler
-
-            return register
-
-        @bind("tui.input.submit", when=~approving)
-        def _enter(event: KeyPressEvent) -> None:
-            text = buffer.text
-            if text.endswith("\\"):
-                buffer.text = text[:-1]
-                buffer.insert_text("\n")
-                return
-            if not text.strip():
-                return
-            buffer.append_to_history()
-            buffer.reset()
-            if self._busy and commands.parse(text) is None:
-                self._queue(text, follow_up=False)
-            else:
-                self._start(text, self._take_images() if commands.parse(text) is None else [])
-
-        @keys.add("enter", filter=completion_is_selected)  # added later: wins over plain Enter
-        def _accept_completion(event: KeyPressEvent) -> None:
-            state = buffer.complete_state
-            if state is not None and state.current_completion is not None:
-                buffer.apply_completion(state.current_completion)
-
-        @bind("app.message.followUp", when=~approving)
-        def _alt_enter(event: KeyPressEvent) -> None:
-            if self._busy and buffer.text.strip():
-                text = buffer.text
-                buffer.append_to_history()
-                buffer.reset()
-                self._queue(text, follow_up=True)
-            else:
-                buffer.insert_text("\n")
-
-        @bind("tui.input.newLine")
-        def _newline(event: KeyPressEvent) -> None:
-            buffer.insert_text("\n")
-
-        menu_open = Condition(lambda: buffer.complete_state is not None)
-
-        @bind("app.interrupt", when=Condition(lambda: self._busy) & ~approving & ~menu_open)
-        def _escape(event: KeyPressEvent) -> None:
-            self._restore_queued()
-            assert self._core is not None
-            self._core.abort()
-            if self._work_abort is not None:
-                self._work_abort.abort()
-
-        @keys.add("escape", filter=menu_open, eager=True)
-        def _close_menu(event: KeyPressEvent) -> None:
-            buffer.cancel_completion()
-
-        @bind("app.message.dequeue", when=~approving)
-        def _dequeue(event: KeyPressEvent) -> None:
-            if not self._restore_queued():
-                self.say(self.painter().styled("(no queued messages to restore)", "muted"))
-
-        @bind("app.clear")
-        def _interrupt(event: KeyPressEvent) -> None:
-            """pi's Ctrl-C: it clears the input and never stops a run (Esc does); twice on an
-            empty input, it exits. A pending question is declined."""
-            if self._approval is not None:
-                self._answer(False)
-            elif buffer.text:
-                buffer.reset()
-                self._images.clear()
-            elif time.monotonic() - self._last_interrupt < 1.5:
-                event.app.exit(result=0)
-            else:
-                self._last_interrupt = time.monotonic()
-                hint = (
-                    "(Ctrl-C again to exit; Esc aborts the run)"
-                    if self._busy
-                    else "(Ctrl-C again or Ctrl-D to exit)"
-                )
-                self.say(self.painter().styled(hint, "muted"))
-
-        @bind("app.clipboard.pasteImage", when=~approving)
-        def _paste_image(event: KeyPressEvent) -> None:
-            self._paste_image()
-
-        @bind("app.session.tree", when=~approving)
-        def _tree(event: KeyPressEvent) -> None:
-            self._start("/tree")
-
-        @bind("app.exit")
-        def _eof(event: KeyPressEvent) -> None:
-            if not buffer.text:
-                if self._busy and self._core is not None:
-                    self._core.abort()
-                event.app.exit(result=0)
-            else:
-                buffer.delete()
-
-        @bind("app.thinking.toggle")
-        def _toggle_thinking(event: KeyPressEvent) -> None:
-            self.show_thinking = not self.show_thinking
-            self._invalidate()
-
-        @bind("app.tools.expand", when=~approving)
-        def _transcript(event: KeyPressEvent) -> None:
-            assert self._core is not None
-            self._side_task(views.show_transcript(self, self._core, cast(AgentMessage | None, self._live)))
-
-        @bind("app.thinking.cycle", when=~approving)
-        def _cycle_thinking(event: KeyPressEvent) -> None:
-            if self._idle_or_say("the thinking level"):
-                assert self._core is not None
-                self._core.cycle_thinking_level()
-                self._invalidate()
-
-        @bind("app.model.cycleForward", when=~approving)
-        def _next_model(event: KeyPressEvent) -> None:
-            if self._idle_or_say("the model"):
-                assert self._core is not None
-                self._side_task(self._core.cycle_model("forward"))
-
-        @bind("app.model.cycleBackward", when=~approving)
-        def _previous_model(event: KeyPressEvent) -> None:
-            if self._idle_or_say("the model"):
-                assert self._core is not None
-                self._side_task(self._core.cycle_model("backward"))
-
-        @bind("app.model.select", when=~approving)
-        def _select_model(event: KeyPressEvent) -> None:
-            if self._idle_or_say("the model"):
-                assert self._core is not None
-                self._side_task(views.pick_model(self, self._core))
-
-        @bind("app.editor.external", when=~approving)
-        def _external_editor(event: KeyPressEvent) -> None:
-            self._side_task(self._edit_externally())
-
-        @bind("app.message.copy", when=~approving)
-        def _copy(event: KeyPressEvent) -> None:
-            self.copy_last_answer()
-
-        @bind("app.session.resume", when=~approving)
-        def _resume(event: KeyPressEvent) -> None:
-            self._start("/resume")
-
-        host = self._core.resources.extensions if self._core is not None and self._core.resources else None
-        for sequence, shortcut in shortcut_keys(host.shortcuts() if host else [], bound, self.say):
-
-            @keys.add(*sequence, filter=~approving)
-            def _shortcut(event: KeyPressEvent, shortcut: ExtensionShortcut = shortcut) -> None:
-                self._side_task(self._run_shortcut(shortcut))
-
-        for key, allowed in (("y", True), ("n", False), ("a", True)):
-
-            @keys.add(key, filter=approving)
-            def _approve(event: KeyPressEvent, allowed: bool = allowed, key: str = key) -> None:
-                if key == "a":
-                    self._always()
-                self._answer(allowed)
-
-        return keys
-
     # -- live area -------------------------------------------------------------------------------
 
     @property
-    def _busy(self) -> bool:
+    def busy(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def asking(self) -> bool:
+        return self._approval is not None
 
     @property
     def _width(self) -> int:
@@ -565,7 +396,7 @@ class InteractiveApp:
     def _live_text_raw(self) -> str:
         """The live area's text, rendered once per state (prompt-toolkit asks several times per
         redraw, and re-rendering a long answer's markdown is the expensive part)."""
-        key = (self._revision, self._width, self.show_thinking, self._busy)
+        key = (self._revision, self._width, self.show_thinking, self.busy)
         if self._live_cache is None or self._live_cache[0] != key:
             self._live_cache = (key, self._render_live())
         return self._live_cache[1]
@@ -573,7 +404,7 @@ class InteractiveApp:
     def _render_live(self) -> str:
         question = self._approval[0] if self._approval is not None else None
         text = render.live_area(
-            self.painter(), self._live, self._tools.values(), question, self._busy, self.show_thinking
+            self.painter(), self._live, self._tools.values(), question, self.busy, self.show_thinking
         )
         return render.tail_lines(text, max(3, self.rows() - 6))
 
@@ -584,7 +415,7 @@ class InteractiveApp:
         return footer.chips(self._steering, self._follow_ups, [i["mimeType"] for i in self._images])
 
     def _prompt_mark(self) -> AnyFormattedText:
-        return [("class:prompt", "» " if self._busy else "› ")]
+        return [("class:prompt", "» " if self.busy else "› ")]
 
     def _status(self) -> AnyFormattedText:
         core = self._core
@@ -599,7 +430,7 @@ class InteractiveApp:
             spent=self._spent.of(core),
             context_percent=percent,
             activity=footer.activity(self._last_event, bool(self._tools or self._approval))
-            if self._busy
+            if self.busy
             else None,
             width=self._width,
         )
@@ -656,11 +487,11 @@ class InteractiveApp:
 
     # -- actions ---------------------------------------------------------------------------------
 
-    def _take_images(self) -> list[ImageContent]:
+    def take_images(self) -> list[ImageContent]:
         images, self._images = self._images, []
         return images
 
-    def _paste_image(self) -> None:
+    def paste_image(self) -> None:
         """Ctrl+V: the clipboard's image goes with the next message (a chip shows it)."""
         from tether.cli import clipboard
 
@@ -670,10 +501,10 @@ class InteractiveApp:
             self.say(self.painter().styled(f"paste: {exc}", "warning"))
         self._invalidate()
 
-    def _start(self, text: str, images: list[ImageContent] | None = None) -> None:
+    def start(self, text: str, images: list[ImageContent] | None = None) -> None:
         task = asyncio.ensure_future(self._submit(text, images or []))
         task.add_done_callback(lambda _t: self._invalidate())
-        if self._busy:  # a command (/session, /help) while the agent works runs beside the run
+        if self.busy:  # a command (/session, /help) while the agent works runs beside the run
             self._side_tasks.add(task)
             task.add_done_callback(self._side_tasks.discard)
         else:
@@ -724,17 +555,20 @@ class InteractiveApp:
         finally:
             self._stats = core.stats()
 
-    def _queue(self, text: str, *, follow_up: bool) -> None:
+    def queue(self, text: str, *, follow_up: bool) -> None:
         core = self._core
         assert core is not None
         if follow_up:
-            core.follow_up(text, self._take_images())
+            core.follow_up(text, self.take_images())
         else:
-            core.steer(text, self._take_images())
+            core.steer(text, self.take_images())
         self._invalidate()
 
-    def _answer(self, allowed: bool) -> None:
-        """Resolve the question now: the keys typed right after the answer are text again."""
+    def answer(self, allowed: bool, *, always: bool = False) -> None:
+        """Resolve the question now: the keys typed right after the answer are text again.
+        ``always``: the "a" answer, which also remembers what the question said it would."""
+        if always:
+            self._always()
         if self._approval is not None:
             future = self._approval[1]
             self._approval = None
@@ -742,7 +576,41 @@ class InteractiveApp:
                 future.set_result(allowed)
             self._invalidate()
 
+    def abort(self) -> None:
+        if self._core is not None:
+            self._core.abort()
+
+    def interrupt(self) -> None:
+        """Esc: the queue goes back into the input box, the run stops, and so does a branch
+        summary being written."""
+        self.restore_queued()
+        self.abort()
+        if self._work_abort is not None:
+            self._work_abort.abort()
+
+    def toggle_thinking(self) -> None:
+        self.show_thinking = not self.show_thinking
+        self._invalidate()
+
     # -- models, queue, editor, sessions ---------------------------------------------------------
+
+    def cycle_thinking(self) -> None:
+        assert self._core is not None
+        self._core.cycle_thinking_level()
+        self._invalidate()
+
+    def cycle_model(self, direction: Literal["forward", "backward"]) -> None:
+        assert self._core is not None
+        self._side_task(self._core.cycle_model(direction))
+
+    def pick_model(self) -> None:
+        assert self._core is not None
+        self._side_task(views.pick_model(self, self._core))
+
+    def show_transcript(self) -> None:
+        """The whole branch in a full-screen view, the answer streaming now included."""
+        assert self._core is not None
+        self._side_task(views.show_transcript(self, self._core, cast(AgentMessage | None, self._live)))
 
     def _side_task(self, work: Coroutine[Any, Any, object]) -> None:
         """Run ``work`` beside the prompt (a view, a model switch); its failure is printed."""
@@ -761,14 +629,14 @@ class InteractiveApp:
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
 
-    def _idle_or_say(self, what: str) -> bool:
+    def idle_or_say(self, what: str) -> bool:
         """Settings change between runs: while one goes on, say so instead."""
-        if self._busy:
+        if self.busy:
             self.say(self.painter().styled(f"({what} changes once the agent is done)", "muted"))
             return False
         return True
 
-    def _restore_queued(self) -> int:
+    def restore_queued(self) -> int:
         """Queued steering and follow-ups leave the queue and go back into the input box (above
         what is typed there), as pi does; how many there were."""
         assert self._core is not None and self._buffer is not None
@@ -783,6 +651,9 @@ class InteractiveApp:
     def _put_in_input(self, text: str | None) -> None:
         if text is not None and self._buffer is not None:
             self._buffer.document = Document(text, len(text))
+
+    def edit_externally(self) -> None:
+        self._side_task(self._edit_externally())
 
     async def _edit_externally(self) -> None:
         assert self._buffer is not None
@@ -825,6 +696,13 @@ class InteractiveApp:
         for text in views.header(core, self.painter(), self.rows(), warnings):
             self.say(text)
 
+    def extension_shortcuts(self) -> Sequence[ExtensionShortcut]:
+        host = self._core.resources.extensions if self._core is not None and self._core.resources else None
+        return host.shortcuts() if host else []
+
+    def run_shortcut(self, shortcut: ExtensionShortcut) -> None:
+        self._side_task(self._run_shortcut(shortcut))
+
     async def _run_shortcut(self, shortcut: ExtensionShortcut) -> None:
         """An extension's key: its handler gets a command's context (``ctx.send`` prompts)."""
         core = self._core
@@ -833,7 +711,7 @@ class InteractiveApp:
             return
 
         async def send(text: str) -> None:
-            self._start(text)
+            self.start(text)
 
         await host.run_shortcut(shortcut, host.command_context(core, send))
 
