@@ -291,20 +291,22 @@ class InteractiveApp:
 
         # The header (and a resumed conversation) is printed before the first frame, so no frame
         # shows the input box and status line alone at the top, then pushed down by the header.
-        # The keys typed meanwhile wait in the terminal unechoed (raw mode), for the input box.
+        # The keys typed meanwhile wait in the terminal unechoed (raw mode), for the input box:
+        # raw mode is held from the header into the application's own, since in a cooked gap
+        # the terminal would echo them and take Enter and Ctrl-D as line editing.
         with app.input.raw_mode():
             self._print_header(core)
-        with patch_stdout(raw=True):
-            try:
-                return await app.run_async(pre_run=pre_run)
-            finally:
-                app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
-                app.output.flush()
-                self.detach()
-                if self._task is not None and not self._task.done() and self._core is not None:
-                    self._core.abort()
-                    with contextlib.suppress(Exception, asyncio.CancelledError):
-                        await self._task
+            with patch_stdout(raw=True):
+                try:
+                    return await app.run_async(pre_run=pre_run)
+                finally:
+                    app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
+                    app.output.flush()
+                    self.detach()
+                    if self._task is not None and not self._task.done() and self._core is not None:
+                        self._core.abort()
+                        with contextlib.suppress(Exception, asyncio.CancelledError):
+                            await self._task
 
     # -- layout and keys -----------------------------------------------------------------------------
 

@@ -89,16 +89,21 @@ class SessionHub:
         """Start a new session on ``message``; its id once the store has it."""
         core = self._create(SessionChoice(), self._cwd)
         self._start(core, message, None)
+        run = self._runs[f"new-{id(core)}"]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + OPEN_TIMEOUT_SECONDS
-        while core.session_id is None:
+        # A new session is stored with its first message, appended once the run has begun: until
+        # then it has an id no store knows, and another server (PostgreSQL) may be asked next.
+        while core.session_id is None or (core.session is not None and not core.session.stored):
+            if core.session_id is not None and run.done():
+                break  # the run ended before storing anything: its id is all there is to give
             if loop.time() > deadline:
                 core.abort()
                 await core.close()
                 raise TimeoutError("the new session got no id in time")
             await asyncio.sleep(0.01)
         if core.session is not None:
-            await core.session.written()  # another server (PostgreSQL) may be asked for it next
+            await core.session.written()
         async with self._lock:
             self._adopt(core.session_id, core)
         return core.session_id
