@@ -82,7 +82,7 @@ async def once(instrumentation: Instrumentation | None = None) -> tuple[int, flo
         nonlocal events
         events += 1
 
-    model = ScriptedModel(script())
+    model = ScriptedModel(script(), keep_requests=False)  # as the floor's and the reference's keep none
     config = AgentLoopConfig(
         model=model.model,
         tool_execution="parallel",
