@@ -38,6 +38,20 @@ async def test_stream_events_and_final_message() -> None:
     assert model.requests[0].context["systemPrompt"] == "s"
 
 
+async def test_requests_are_snapshots_unless_not_kept() -> None:
+    kept, unkept = ScriptedModel([reply("a"), reply("b")]), ScriptedModel([reply("a")], keep_requests=False)
+    messages = list(CONTEXT["messages"])
+    context: Context = {"systemPrompt": "s", "messages": messages}
+    await kept(kept.model, context).result()
+    messages.append({"role": "user", "content": "more", "timestamp": 1})
+    await kept(kept.model, context).result()
+    assert [len(request.context["messages"]) for request in kept.requests] == [1, 2]
+
+    final = await unkept(unkept.model, context).result()
+    assert final["content"] == [{"type": "text", "text": "a"}]
+    assert unkept.requests == []
+
+
 async def test_generated_tool_call_ids_and_stop_reason_override() -> None:
     model = ScriptedModel([reply(tool_call("a"), tool_call("b"), stop_reason="length")])
     final = await model(model.model, CONTEXT).result()
