@@ -51,6 +51,7 @@ async def in_process(sessions_url: str, workspace: Path) -> tuple[float, float]:
 
     from tether.session.factory import SessionChoice, create_agent_session
     from tether.session.manager import SessionManager
+    from tether.session.options import AgentOptions
     from tether.session.settings import Settings
 
     with SessionManager.at(sessions_url) as sessions:
@@ -60,9 +61,9 @@ async def in_process(sessions_url: str, workspace: Path) -> tuple[float, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     for session in ids:
         core = create_agent_session(
+            AgentOptions(model=MODEL),
             cwd=workspace,
             settings=Settings(),
-            model=MODEL,
             session=SessionChoice(session_id=session.id),
             sessions=SessionManager.at(sessions_url),
         )

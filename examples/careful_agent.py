@@ -38,8 +38,10 @@ async def slow_count(path: str, signal: tether.AbortSignal) -> int:
 
 async def main() -> None:
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[*tether.coding_tools(Path.cwd()), slow_count],  # asked for: writes and bash too
+        tether.AgentOptions(
+            model=os.environ.get("EXAMPLE_MODEL"),
+            tools=[*tether.coding_tools(Path.cwd()), slow_count],  # asked for: writes and bash too
+        ),
         ask=approve,  # without it, risky calls are refused
         settings=tether.Settings(retry=tether.RetrySettings(max_retries=2, max_delay_ms=10_000)),
         session=tether.SessionChoice(persist=False),

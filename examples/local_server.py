@@ -18,7 +18,8 @@ async def main(base_url: str, model_id: str, question: str) -> str | None:
     # No api_key_env: the server takes no key, and it accepts any model id.
     register_provider_info(ProviderInfo("my-server", "openai-completions", base_url, None, local=True))
     core = tether.create_agent_session(
-        model=f"my-server/{model_id}", tools=[], session=tether.SessionChoice(persist=False)
+        tether.AgentOptions(model=f"my-server/{model_id}", tools=[]),
+        session=tether.SessionChoice(persist=False),
     )
     try:
         async for event in core.prompt(question):

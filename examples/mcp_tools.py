@@ -27,8 +27,10 @@ def answer_text(message: tether.AssistantMessage | None) -> str:
 
 async def main(question: str) -> str | None:
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[],  # none of the built-in coding tools: only the server's
+        tether.AgentOptions(
+            model=os.environ.get("EXAMPLE_MODEL"),
+            tools=[],  # none of the built-in coding tools: only the server's
+        ),
         mcp_servers=[time_server()],  # started now, in the background; stopped by close()
         session=tether.SessionChoice(persist=False),
     )

@@ -18,8 +18,7 @@ async def main(args: list[str]) -> str | None:
     resume = args[1] if args[:1] == ["--resume"] else None
     prompt = " ".join(args[2:] if resume else args) or "Hello!"
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[],
+        tether.AgentOptions(model=os.environ.get("EXAMPLE_MODEL"), tools=[]),
         session=tether.SessionChoice(session_id=resume),  # None: a new session
     )
     try:

@@ -20,8 +20,7 @@ async def slow_search(query: str) -> str:
 
 async def main() -> None:
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[],
+        tether.AgentOptions(model=os.environ.get("EXAMPLE_MODEL"), tools=[]),
         extra_tools=[slow_search],
         session=tether.SessionChoice(persist=False),
     )

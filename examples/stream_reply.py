@@ -14,8 +14,10 @@ import tether
 
 async def main(question: str) -> str | None:
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[],  # no built-in tools: just talk
+        tether.AgentOptions(
+            model=os.environ.get("EXAMPLE_MODEL"),
+            tools=[],  # no built-in tools: just talk
+        ),
         session=tether.SessionChoice(persist=False),  # keep nothing on disk
     )
     try:

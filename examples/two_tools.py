@@ -31,8 +31,10 @@ def answer_text(message: tether.AssistantMessage | None) -> str:
 
 async def main(question: str) -> str | None:
     core = tether.create_agent_session(
-        model=os.environ.get("EXAMPLE_MODEL"),
-        tools=[],  # none of the built-in coding tools, only ours
+        tether.AgentOptions(
+            model=os.environ.get("EXAMPLE_MODEL"),
+            tools=[],  # none of the built-in coding tools, only ours
+        ),
         extra_tools=[weather, multiply],
         session=tether.SessionChoice(persist=False),
     )

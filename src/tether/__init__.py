@@ -4,14 +4,14 @@ The front door: what a program that builds on tether needs, in one namespace (``
 
     import tether
 
-    core = tether.create_agent_session(model="anthropic/claude-sonnet-4-5")
+    core = tether.create_agent_session(tether.AgentOptions(model="anthropic/claude-sonnet-4-5"))
     async for event in core.prompt("What does this project do?"):
         ...
 
 - the agent: ``Agent``, ``tool`` (``@tool`` on a typed function), ``AgentTool``,
   ``AgentToolResult``;
-- the session core: ``AgentSession``, ``create_agent_session``, ``SessionChoice``,
-  ``SessionManager``, ``Settings``;
+- the session core: ``AgentSession``, ``create_agent_session`` and its ``AgentOptions``,
+  ``SessionChoice``, ``SessionManager``, ``Settings``;
 - models and one-shot calls: ``get_model``, ``find_model``, ``list_models``, ``stream``,
   ``complete``, ``stream_simple``, ``complete_simple``;
 - events and messages: ``AgentEvent``, ``SessionEvent``, ``AgentMessage``, ``AssistantMessage``,
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         create_agent_session as create_agent_session,
     )
     from tether.session.manager import SessionManager as SessionManager
+    from tether.session.options import AgentOptions as AgentOptions
     from tether.session.output import OutputError as OutputError
     from tether.session.settings import (
         RetrySettings as RetrySettings,

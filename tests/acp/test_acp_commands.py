@@ -14,7 +14,7 @@ from acp.schema import AgentMessageChunk, ConfigOptionUpdate, TextContentBlock
 
 from tether.acp.server import TetherAcpAgent
 from tether.session import SessionManager
-from tether.session.factory import SessionOptions
+from tether.session.options import SessionOptions
 from tether.store import default_db_path
 
 

@@ -16,7 +16,7 @@ from acp.interfaces import Client
 from tether.acp.server import TetherAcpAgent
 from tether.errors import ModelError
 from tether.session import model_choice
-from tether.session.factory import SessionOptions
+from tether.session.options import SessionOptions
 
 
 @pytest.fixture

@@ -26,20 +26,20 @@ PROBE = """
 import atexit, gc, json, sys
 import tether.cli.headless as headless
 from tether.cli.main import command, main
-from tether.session.factory import SessionOptions
+import tether.session.factory as factory
 
 seen = []
-create, run_print = SessionOptions.create, headless.run_print
+create, run_print = factory.start_session, headless.run_print
 
-def spy_create(self, *args, **kwargs):
+def spy_create(*args, **kwargs):
     seen.append(["building the core", gc.isenabled(), gc.get_freeze_count() > 0])
-    return create(self, *args, **kwargs)
+    return create(*args, **kwargs)
 
 async def spy_run_print(*args, **kwargs):
     seen.append(["running", gc.isenabled(), gc.get_freeze_count() > 0])
     return await run_print(*args, **kwargs)
 
-SessionOptions.create, headless.run_print = spy_create, spy_run_print
+factory.start_session, headless.run_print = spy_create, spy_run_print
 atexit.register(lambda: print(json.dumps(seen)))
 entry, *options = sys.argv[1:]
 sys.argv = ["tether", "-p", "hi", *options]

@@ -22,6 +22,7 @@ from tests.mcp.conftest import TOY, toy
 
 from tether.mcp import McpServerConfig, McpServers
 from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.options import AgentOptions
 from tether.session.settings import Settings, SettingsError, load_settings
 from tether.tools.sandbox import Sandbox, SandboxPolicy, stricter, unavailable
 
@@ -59,8 +60,8 @@ async def session_sandbox(place: Path, policy: SandboxPolicy, config: McpServerC
     script = place / "script.json"
     script.write_text("[]")
     core = create_agent_session(
+        AgentOptions(model=f"scripted:{script}"),
         cwd=place / "ws",
-        model=f"scripted:{script}",
         settings=Settings(sandbox=policy),
         session=SessionChoice(persist=False),
         mcp_servers=[config],

@@ -27,7 +27,7 @@ from tether.serve import ServeConfig, create_app
 from tether.serve.auth import Tokens
 from tether.serve.feeds import SUBSCRIBER_BUFFER
 from tether.serve.hub import SessionHub
-from tether.session.factory import SessionOptions
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 from tether.store import open_store
 

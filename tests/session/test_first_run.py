@@ -14,6 +14,7 @@ from tether.ai.key_names import ENV_VARS
 from tether.ai.providers import local
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.model_choice import ModelError, no_model_message, resolve_model
+from tether.session.options import AgentOptions
 from tether.testing.loopback import LoopbackServer, Reply
 
 
@@ -99,4 +100,4 @@ def test_a_library_caller_gets_the_same_message(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(local, "is_available", lambda: False)
     monkeypatch.setattr(local, "default_model_path", lambda: None)
     with pytest.raises(ModelError, match=r"^no model to talk to"):
-        create_agent_session(tools=[], session=SessionChoice(persist=False))
+        create_agent_session(AgentOptions(tools=[]), session=SessionChoice(persist=False))

@@ -12,6 +12,7 @@ import pytest
 from session_helpers import MODEL, assistant, text, user
 from tether.session import SessionManager
 from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.options import AgentOptions
 from tether.session.settings import Settings
 from tether.store import SessionError, SessionNotFoundError
 
@@ -98,9 +99,9 @@ def test_resume_and_the_listing_skip_sessions_without_a_message(manager: Session
 async def test_a_front_end_start_left_at_once_stores_no_session(tmp_path: Path) -> None:
     """What ``tether`` + Ctrl-D and a ``tether -p`` that fails before its prompt do."""
     core = create_agent_session(
+        AgentOptions(model=f"scripted:{_script(tmp_path)}"),
         cwd=tmp_path,
         settings=Settings(),
-        model=f"scripted:{_script(tmp_path)}",
         session=SessionChoice(),
         sessions=SessionManager.at(tmp_path / "sessions.db"),
     )
@@ -118,9 +119,9 @@ def _script(folder: Path) -> Path:
 
 async def test_fork_and_export_of_a_session_without_a_message_say_so(tmp_path: Path) -> None:
     core = create_agent_session(
+        AgentOptions(model=f"scripted:{_script(tmp_path)}"),
         cwd=tmp_path,
         settings=Settings(),
-        model=f"scripted:{_script(tmp_path)}",
         session=SessionChoice(),
         sessions=SessionManager.at(tmp_path / "sessions.db"),
     )

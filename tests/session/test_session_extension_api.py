@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tether.session.extensions.ui import Dialogs, HeadlessUI
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 
 
@@ -141,8 +142,12 @@ async def test_input_model_select_messages_and_session_operations(
     script(monkeypatch, dirs["tmp"], ["first", "briefly", "saw the reminder", "after the fork"])
     extension = dirs["tmp"] / "api.py"
     extension.write_text(textwrap.dedent(API))
-    core = SessionOptions(extension_paths=(extension,)).create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice()
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(),
     )
     notices: list[str] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
@@ -219,8 +224,12 @@ async def test_flags_from_the_command_line(dirs: dict[str, Path], monkeypatch: p
     extension = dirs["tmp"] / "flags.py"
     extension.write_text(textwrap.dedent(FLAGS))
     given = ("plan", "depth=3", "nope", "quiet=maybe")
-    core = SessionOptions(extension_paths=(extension,), extension_flags=given).create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(extension_paths=(extension,), extension_flags=given),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
     )
     try:
         assert core.resources is not None

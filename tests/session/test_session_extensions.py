@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tether.session.extensions.ui import HeadlessUI
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.resources import ENTRY_POINTS_CACHE, installed_entry_points, load_resources
 from tether.session.settings import Settings
 from tether.session.trust import trust
@@ -211,7 +212,7 @@ async def test_hooks_block_change_arguments_and_results_and_edit_the_prompt(
     extension = write(dirs["tmp"] / "hooks.py", HOOKS)
     script(monkeypatch, dirs["tmp"], [call("ls", path="."), call("ls", path="forbidden"), text("done")])
     options = SessionOptions(extension_paths=(extension,))
-    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice())
+    core = start_session(options, cwd=project, settings=Settings(), ask=None, session=SessionChoice())
     notices: list[str] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
     try:
@@ -247,8 +248,12 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
         """,
     )
     script(monkeypatch, dirs["tmp"], [call("ls"), text("one"), text("two")])
-    core = SessionOptions(extension_paths=(extension,)).create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
     )
     notices: list[str] = []
     errors: list[tuple[str, str, str]] = []
@@ -307,8 +312,8 @@ async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch
         extension_paths=(extension, EXAMPLES / "echo_provider.py", EXAMPLES / "todo_command.py"),
     )
     (dirs["project"] / "app.py").write_text("x = 1  # FIXME: one\n")
-    core = options.create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        options, cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
     )
     answers = Answers(select="staging", text="first cut")
     notices: list[tuple[str, str | None]] = []
@@ -387,7 +392,9 @@ async def test_hooks_see_a_dict_of_arguments_for_every_kind_of_tool(
     ]
     script(monkeypatch, dirs["tmp"], [*calls, text("done")])
     options = SessionOptions(extension_paths=(EXAMPLES / "word_count.py", guard))
-    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False))
+    core = start_session(
+        options, cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
     notices: list[str] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
     try:
@@ -473,7 +480,7 @@ async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_me
         [call("read", path="a.txt"), text("read it"), text("answered the extension")],
     )
     options = SessionOptions(extension_paths=(extension,))
-    core = options.create(cwd=project, settings=Settings(), ask=None, session=SessionChoice())
+    core = start_session(options, cwd=project, settings=Settings(), ask=None, session=SessionChoice())
     answers: list[str] = []
     appended: list[dict[str, Any]] = []
     core.subscribe(lambda e: answers.append(e["message"]) if e["type"] == "notice" else None)

@@ -23,6 +23,7 @@ from tether.session.model_choice import (
     resolve_model,
     resolve_scope,
 )
+from tether.session.options import AgentOptions
 
 
 @pytest.fixture(autouse=True)
@@ -130,8 +131,8 @@ def test_next_thinking_level_follows_the_models_levels() -> None:
 
 async def test_the_core_cycles_through_models_then_levels(tmp_path: Path) -> None:
     core = create_agent_session(
+        AgentOptions(models=["alpha-solo", "claude-sonnet-4-5:high", "beta/twin-1:low"]),
         cwd=tmp_path,
-        models=["alpha-solo", "claude-sonnet-4-5:high", "beta/twin-1:low"],
         session=SessionChoice(persist=False),
     )
     try:
@@ -157,7 +158,9 @@ async def test_the_core_cycles_through_models_then_levels(tmp_path: Path) -> Non
 
 
 async def test_without_a_scope_and_without_keys_there_is_nothing_to_cycle(tmp_path: Path) -> None:
-    core = create_agent_session(cwd=tmp_path, model="alpha-solo", session=SessionChoice(persist=False))
+    core = create_agent_session(
+        AgentOptions(model="alpha-solo"), cwd=tmp_path, session=SessionChoice(persist=False)
+    )
     try:
         assert await core.cycle_model() is None
         assert core.cycle_thinking_level() is None  # models.json models have no reasoning
@@ -167,4 +170,4 @@ async def test_without_a_scope_and_without_keys_there_is_nothing_to_cycle(tmp_pa
 
 def test_api_key_needs_the_model_it_is_for(tmp_path: Path) -> None:
     with pytest.raises(SetupError, match="--api-key needs"):
-        create_agent_session(cwd=tmp_path, api_key="sk-x", session=SessionChoice(persist=False))
+        create_agent_session(AgentOptions(api_key="sk-x"), cwd=tmp_path, session=SessionChoice(persist=False))

@@ -12,6 +12,7 @@ from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.options import AgentOptions
 from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply
 
@@ -45,13 +46,17 @@ async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: 
     script = tmp_path / "s.json"
     script.write_text('[{"content": [{"type": "text", "chunks": ["ok"]}]}]')
     given = SessionManager.at(tmp_path / "given.db")
-    core = create_agent_session(cwd=tmp_path, model=f"scripted:{script}", sessions=given, tools=[])
+    core = create_agent_session(
+        AgentOptions(model=f"scripted:{script}", tools=[]), cwd=tmp_path, sessions=given
+    )
     await core.prompt("hi")
     stored = core.session_id
     await core.close()
     assert [r.id for r in given.list()] == [stored]  # still open, still usable
     given.close()
-    own = create_agent_session(cwd=tmp_path, model=f"scripted:{script}", session=SessionChoice(), tools=[])
+    own = create_agent_session(
+        AgentOptions(model=f"scripted:{script}", tools=[]), cwd=tmp_path, session=SessionChoice()
+    )
     assert own.sessions is not None
     await own.close()
     with pytest.raises(Exception):  # noqa: B017 - closed: any use fails

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from tether.session.commands import execute, runs_here
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
 from tether.session.frontmatter import FrontMatterError, split_front_matter
+from tether.session.options import SessionOptions
 from tether.session.resources import load_resources
 from tether.session.settings import Settings, SettingsError, load_settings
 from tether.session.templates import PromptTemplate, split_arguments
@@ -319,8 +320,8 @@ async def test_templates_and_skills_in_a_session(
     path = skill(config / "skills", "release", "Cut a release", body="1. Bump the version.\n2. Tag it.")
     skill(config / "skills", "hidden", "only by command", **{"disable-model-invocation": "true"})
 
-    core = SessionOptions().create(
-        cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(), cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
     )
     try:
         prompt = core.agent.system_prompt
@@ -386,8 +387,12 @@ async def test_a_skill_whose_file_went_away_is_one_notice(
     monkeypatch.setenv("TETHER_HOME", str(config.parent))
     scripted(tmp_path, monkeypatch, "unused")
     path = skill(config / "skills", "gone", "Soon deleted")
-    core = SessionOptions().create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
     )
     notices: list[str] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import tether
-from tether.session.factory import SessionChoice, SessionOptions, create_agent_session
+from tether.session.factory import SessionChoice, create_agent_session, start_session
+from tether.session.options import AgentOptions, SessionOptions
 from tether.session.settings import Settings
 from tether.wire import ToolCall
 
@@ -22,19 +23,21 @@ def script(tmp_path: Path, *replies: str) -> str:
 
 
 def test_a_default_library_session_can_neither_write_nor_execute(tmp_path: Path) -> None:
-    core = create_agent_session(cwd=tmp_path, model=script(tmp_path), session=NOWHERE)
+    core = create_agent_session(AgentOptions(model=script(tmp_path)), cwd=tmp_path, session=NOWHERE)
     assert [t.name for t in core.agent.tools] == list(tether.READ_ONLY_TOOLS)
 
 
 def test_the_cli_and_a_program_that_asks_get_every_tool(tmp_path: Path) -> None:
-    cli = SessionOptions(model=script(tmp_path)).create(
-        cwd=tmp_path, settings=Settings(), ask=None, session=NOWHERE
+    cli = start_session(
+        SessionOptions(model=script(tmp_path)), cwd=tmp_path, settings=Settings(), ask=None, session=NOWHERE
     )
     asked = create_agent_session(
-        cwd=tmp_path, model=script(tmp_path), session=NOWHERE, tools=tether.coding_tools(tmp_path)
+        AgentOptions(model=script(tmp_path), tools=tether.coding_tools(tmp_path)),
+        cwd=tmp_path,
+        session=NOWHERE,
     )
     named = create_agent_session(
-        cwd=tmp_path, model=script(tmp_path), session=NOWHERE, tools=tether.CODING_TOOLS
+        AgentOptions(model=script(tmp_path), tools=tether.CODING_TOOLS), cwd=tmp_path, session=NOWHERE
     )
     for core in (cli, asked, named):
         assert [t.name for t in core.agent.tools] == list(tether.CODING_TOOLS)
@@ -52,10 +55,9 @@ async def test_risky_calls_go_through_the_programs_approval_callback(tmp_path: P
         return False  # refused: nothing is written
 
     core = create_agent_session(
+        AgentOptions(model=script(tmp_path, call, done), tools=tether.CODING_TOOLS),
         cwd=tmp_path,
-        model=script(tmp_path, call, done),
         session=NOWHERE,
-        tools=tether.CODING_TOOLS,
         ask=approve,
     )
     await core.prompt("write outside")

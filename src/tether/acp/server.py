@@ -67,7 +67,8 @@ from tether.acp.updates import (
     history_updates,
 )
 from tether.mcp.config import McpServerConfig
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.wire import ImageContent
 
 logger = logging.getLogger("tether.acp")
@@ -360,8 +361,13 @@ class TetherAcpAgent:
             logger.warning("%s", note)
         try:
             try:
-                core = options.create(
-                    cwd=directory, settings=settings, ask=session.ask, session=choice, mcp_servers=mcp_servers
+                core = start_session(
+                    options,
+                    cwd=directory,
+                    settings=settings,
+                    ask=session.ask,
+                    session=choice,
+                    mcp_servers=mcp_servers,
                 )
             except SessionLockedError as exc:
                 if choice.session_id is None:
@@ -369,7 +375,9 @@ class TetherAcpAgent:
                 # Another process runs it: load it read-only, to follow it. No MCP servers: it
                 # never prompts.
                 choice = dataclasses.replace(choice, read_only=True)
-                core = options.create(cwd=directory, settings=settings, ask=session.ask, session=choice)
+                core = start_session(
+                    options, cwd=directory, settings=settings, ask=session.ask, session=choice
+                )
                 session.holder = exc.holder or "another process"
         except SessionNotFoundError:
             raise RequestError.resource_not_found(choice.session_id) from None

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         stream as stream,
         stream_simple as stream_simple,
     )
+    from tether.ai.api_provider import ApiProvider as ApiProvider
     from tether.ai.connections import (
         DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS,
         connection_limit as connection_limit,
@@ -74,7 +75,6 @@ if TYPE_CHECKING:
         stream_http as stream_http,
     )
     from tether.ai.registry import (
-        ApiProvider as ApiProvider,
         get_provider as get_provider,
         register_provider as register_provider,
         registered_apis as registered_apis,

@@ -3,31 +3,13 @@
 A model names its ``api``; ``stream`` looks the provider up here. The built-in providers are
 registered on first lookup (``tether.ai.providers.BUILTIN``), so importing ``tether.ai`` stays
 cheap; users add their own with ``register_provider`` (same contract: never raise, end failures
-as an ``error`` event).
+as an ``error`` event). The imports go one way: the registry loads the providers, which know
+only ``api_provider.ApiProvider``, never the registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from tether.ai.event_stream import AssistantMessageEventStream
-from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
-from tether.wire import ModelInfo
-
-StreamFunction = Callable[[ModelInfo, Context, StreamOptions | None], AssistantMessageEventStream]
-SimpleStreamFunction = Callable[[ModelInfo, Context, SimpleStreamOptions | None], AssistantMessageEventStream]
-
-
-@dataclass(frozen=True, slots=True)
-class ApiProvider:
-    """One wire API: ``stream`` takes the provider's own options (a ``StreamOptions`` subclass),
-    ``stream_simple`` maps the unified thinking level of ``SimpleStreamOptions`` onto them."""
-
-    api: str
-    stream: StreamFunction
-    stream_simple: SimpleStreamFunction
-
+from tether.ai.api_provider import ApiProvider
 
 _providers: dict[str, ApiProvider] = {}
 _builtins_loaded = False

@@ -207,6 +207,12 @@ def root_command() -> click.Command:
     )
     @click.option("--sandbox-network", is_flag=True, help="Let sandboxed commands use the network.")
     @click.option(
+        "--sandbox-allow-host",
+        multiple=True,
+        metavar="HOST",
+        help="Let sandboxed commands reach HOST (*.example.com: its subdomains) over HTTP(S); repeatable.",
+    )
+    @click.option(
         "--export",
         metavar="FILE",
         help="Write a session file (or stored session id) as HTML and exit; output: first argument.",

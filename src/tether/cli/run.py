@@ -19,6 +19,7 @@ from tether._event_loop import run as run_event_loop
 from tether.cli.options import RunOptions
 from tether.cli.stdout import take_over_stdout, text_output
 from tether.errors import TetherError
+from tether.session.options import SessionOptions
 from tether.telemetry.otlp import start_from_env
 
 if TYPE_CHECKING:
@@ -79,13 +80,17 @@ def run_demo(question: str, model: str | None) -> int:
         )
     sys.stderr.write(f"Question: {question}\n")
     options = RunOptions(
-        prompt=question, mode="print", model=model or DEMO_MODEL, no_session=True, tools=(), stream=True
+        prompt=question,
+        mode="print",
+        no_session=True,
+        stream=True,
+        session_options=SessionOptions(model=model or DEMO_MODEL, tools=()),
     )
     return run(options)
 
 
 async def _run(options: RunOptions) -> int:
-    from tether.session.factory import SessionChoice
+    from tether.session.factory import SessionChoice, start_session
 
     cwd = options.cwd or Path.cwd()
     rpc_out = None
@@ -136,13 +141,13 @@ async def _run(options: RunOptions) -> int:
             fresh = settings_now if settings_now is not None else load_settings(config_dir(), cwd)
             again = SessionChoice(persist=True, session_id=session_id)
             assert app is not None
-            return options.session_options().create(
-                cwd=cwd, settings=fresh, ask=app.ask_approval, session=again
+            return start_session(
+                options.session_options, cwd=cwd, settings=fresh, ask=app.ask_approval, session=again
             )
 
         app = InteractiveApp(cwd=cwd, theme=settings.theme, rebuild=rebuild)
     ask = app.ask_approval if app is not None else None
-    core = options.session_options().create(cwd=cwd, settings=settings, ask=ask, session=choice)
+    core = start_session(options.session_options, cwd=cwd, settings=settings, ask=ask, session=choice)
     start_up_done()
     try:
         if options.name is not None and options.name.strip():
@@ -217,7 +222,7 @@ def _run_acp(options: RunOptions) -> int:
             "pip install 'agent-client-protocol>=0.12.1,<0.13'\n"
         )
         return 1
-    return run_acp(options.session_options(), take_over_stdout)
+    return run_acp(options.session_options, take_over_stdout)
 
 
 def _with_prompt(options: RunOptions) -> RunOptions:

@@ -56,7 +56,7 @@ def run_server(
     from tether.ai.paths import config_dir
     from tether.serve.auth import Tokens
     from tether.serve.hub import SessionHub
-    from tether.session.factory import SessionOptions
+    from tether.session.options import SessionOptions
     from tether.session.settings import load_settings
     from tether.store import open_store
 

@@ -43,8 +43,9 @@ from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.session.agent_session import AgentSession
 from tether.session.events import SessionEvent
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
 from tether.session.manager import SessionManager
+from tether.session.options import SessionOptions
 from tether.session.session import Session
 from tether.session.settings import load_settings
 from tether.store.database import open_store
@@ -192,7 +193,8 @@ async def _open(
         # The CLI's resolver, so a worker's run has the tools, skills and prompt of a CLI run; MCP
         # servers and extensions are programs a worker does not start on a session's behalf.
         options = SessionOptions(model=runtime.model, approval=runtime.approval, mcp=False, extensions=False)
-        core = options.create(
+        core = start_session(
+            options,
             cwd=cwd,
             settings=settings,
             ask=None,

@@ -3,7 +3,7 @@
 One writer per session: a session is opened for writing once (the store's writer lease makes a
 second writer, in this process or another, fail with ``SessionLockedError``), and every prompt,
 steer and abort on it goes to that one core. The core is built as the RPC mode builds it
-(``SessionOptions.create``), so the server's sessions run with the same tools, settings and model
+(``start_session``), so the server's sessions run with the same tools, settings and model
 choice as ``tether`` in that folder.
 
 A stored session runs in the folder it was recorded in (its ``cwd``), with that folder's
@@ -26,7 +26,8 @@ from typing import Any, cast
 from tether.errors import UserError
 from tether.serve.approvals import Approvals
 from tether.session.agent_session import AgentSession
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 from tether.wire import ToolCall
 
@@ -139,7 +140,9 @@ class SessionHub:
             session_id = created[0].session_id if created else None
             return session_id is not None and await self.approvals.ask(session_id, call, question)
 
-        core = self._options.create(cwd=folder, settings=self._settings_for(folder), ask=ask, session=choice)
+        core = start_session(
+            self._options, cwd=folder, settings=self._settings_for(folder), ask=ask, session=choice
+        )
         created.append(core)
         return core
 

@@ -73,11 +73,12 @@ if TYPE_CHECKING:
     )
     from tether.session.factory import (
         SessionChoice as SessionChoice,
-        SessionOptions as SessionOptions,
         SetupError as SetupError,
         create_agent_session as create_agent_session,
+        start_session as start_session,
     )
     from tether.session.manager import SessionManager as SessionManager
+    from tether.session.options import AgentOptions as AgentOptions, SessionOptions as SessionOptions
     from tether.session.prompt import (
         PromptEditError as PromptEditError,
         PromptEditor as PromptEditor,

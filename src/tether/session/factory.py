@@ -1,16 +1,19 @@
 """``create_agent_session()``: an ``AgentSession`` built from settings, the way the CLI builds it.
 
-Every front end (interactive, print, JSON, RPC, ACP) and any program that wants the coding agent
-as it ships goes through here: settings files, model choice (``--model`` wins, a resumed session
-keeps its model, then settings, then the first provider with a key, then the embedded model),
-the built-in tools in the workspace, the system prompt with the project's context files, the
-approval gate and the session (new, latest of the directory, or by id).
+A program calls ``create_agent_session(AgentOptions(...), cwd=..., session=...)``: the choices in
+one record (``tether.session.options``), this session's place and collaborators as keywords.
+Every front end (interactive, print, JSON, RPC, ACP, serve, the durable worker) calls
+``start_session(SessionOptions(...), ...)``, which reads what the files add (MCP servers,
+extensions, skills) and then calls the same function. Both resolve: settings files, model choice
+(``--model`` wins, a resumed session keeps its model, then settings, then the first provider with
+a key, then the embedded model), the built-in tools in the workspace, the system prompt with the
+project's context files, the approval gate and the session (new, latest of the directory, or by id).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -20,10 +23,11 @@ from tether.ai.types import SimpleStreamOptions
 from tether.errors import ModelError, UserError
 from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
+from tether.session.options import AgentOptions, SessionOptions
 from tether.session.settings import Settings
 from tether.session.system_prompt import build_system_prompt
 from tether.tools import Workspace, create_coding_tools
-from tether.tools.approval import Approval, ApprovalGate, AskUser
+from tether.tools.approval import ApprovalGate, AskUser
 from tether.tools.sandbox import SandboxMode, SandboxPolicy, missing, secret_paths
 
 if TYPE_CHECKING:  # the store loads only when the run keeps a session
@@ -51,109 +55,58 @@ class SessionChoice:
     runs (``AgentSession.follow``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionOptions:
-    """A front end's choices for every session it starts (``--model``, ``--thinking``, ``--tools``,
-    ``--system-prompt``, ``--yes``); ``None`` defers to the stored session and the settings."""
+def start_session(
+    options: SessionOptions,
+    *,
+    cwd: Path,
+    settings: Settings,
+    ask: AskUser | None,
+    session: SessionChoice,
+    sessions: SessionManager | None = None,
+    mcp_servers: Sequence[McpServerConfig] = (),
+) -> AgentSession:
+    """The one resolver of a front end's choices: every front end (print, JSON, interactive,
+    RPC, ACP, serve, the durable worker) starts its sessions here, so a flag means the same
+    everywhere. It applies the sandbox flags to ``settings``, reads the MCP files and the
+    resources, picks the tools (the CLI's agent codes: every built-in tool unless ``--tools`` or
+    the settings say otherwise), then calls ``create_agent_session`` with what it resolved.
+    ``mcp_servers`` (an editor's) come on top of those of the MCP files; ``sessions``: the
+    session manager to use (default: the user's database)."""
+    from tether.ai.paths import config_dir
+    from tether.session.resources import load_resources
+    from tether.tools import CODING_TOOLS
 
-    model: str | None = None
-    thinking: str | None = None
-    tools: tuple[str, ...] | None = None
-    system_prompt: str | None = None
-    approval: Approval | None = None
-    mcp: bool = True
-    """``False``: no MCP servers from files (``--no-mcp``); servers given to ``create`` still start."""
-    mcp_config: Path | None = None
-    """``--mcp-config FILE``: servers on top of the user's and the (trusted) project's."""
-    provider: str | None = None
-    """``--provider``: match ``model`` among this provider's models only."""
-    api_key: str | None = field(default=None, repr=False)
-    """``--api-key``: the chosen model's provider uses this key (held in memory only)."""
-    models: tuple[str, ...] | None = None
-    """``--models``: the patterns of the models ``cycle_model`` goes through."""
-    append_system_prompt: tuple[str, ...] = ()
-    """``--append-system-prompt``: texts added at the end of the system prompt."""
-    context_files: bool = True
-    """``False`` (``--no-context-files``): no ``AGENTS.md``/``CLAUDE.md``, global or project."""
-    allow_outside: bool | None = None
-    """``--allow-outside``: tools may use paths outside the workspace; ``None``: the setting."""
-    sandbox: str | None = None
-    """``--sandbox MODE``: the sandbox mode instead of the setting's (the user's own choice)."""
-    sandbox_network: bool | None = None
-    """``--sandbox-network``: sandboxed commands may use the network; ``None``: the setting."""
-    sandbox_allow_hosts: tuple[str, ...] = ()
-    """``--sandbox-allow-host``: hosts reachable through the sandbox's proxy, on top of the setting's."""
-    extensions: bool = True
-    """``False`` (``--no-extensions``): load no extension from folders or entry points."""
-    extension_paths: tuple[Path, ...] = ()
-    """``-e PATH``: extensions loaded for this run on top of the others."""
-    extension_flags: tuple[str, ...] = ()
-    """``--flag NAME[=VALUE]``: values of flags extensions register (``register_flag``)."""
-
-    def create(
-        self,
-        *,
-        cwd: Path,
-        settings: Settings,
-        ask: AskUser | None,
-        session: SessionChoice,
-        sessions: SessionManager | None = None,
-        mcp_servers: Sequence[McpServerConfig] = (),
-    ) -> AgentSession:
-        """The one resolver of a front end's choices: every front end (print, JSON, interactive,
-        RPC, ACP, serve, the durable worker) starts its sessions here, so a flag means the same
-        everywhere. It applies the sandbox flags to ``settings``, reads the MCP files and the
-        resources, picks the tools (the CLI's agent codes: every built-in tool unless
-        ``--tools`` or the settings say otherwise), then calls ``create_agent_session`` with
-        what it resolved. ``mcp_servers`` (an editor's) come on top of those of the MCP files;
-        ``sessions``: the session manager to use (default: the user's database)."""
-        from tether.ai.paths import config_dir
-        from tether.session.resources import load_resources
-
-        if self.sandbox is not None or self.sandbox_network is not None or self.sandbox_allow_hosts:
-            policy = settings.sandbox
-            mode = cast(SandboxMode, self.sandbox) if self.sandbox is not None else policy.mode
-            network = self.sandbox_network if self.sandbox_network is not None else policy.network
-            hosts = (*policy.allow_hosts, *self.sandbox_allow_hosts)
-            settings = replace(
-                settings, sandbox=replace(policy, mode=mode, network=network, allow_hosts=hosts)
-            )
-        servers = list(mcp_servers)
-        notes: list[str] = []
-        if self.mcp:
-            servers = [*load_mcp_files(cwd, self.mcp_config, problems=notes), *servers]
-        resources = load_resources(
-            cwd, config_dir(), settings, extensions=self.extensions, extension_paths=self.extension_paths
-        )
-        if self.extension_flags:
-            host = resources.extensions
-            if host is None:
-                resources.warnings.append("--flag: extensions are off (--no-extensions); flags ignored")
-            else:
-                resources.warnings.extend(host.set_flags(self.extension_flags))
-        from tether.tools import CODING_TOOLS
-
-        return create_agent_session(
-            cwd=cwd,
-            settings=settings,
-            model=self.model,
-            thinking=self.thinking,
-            tools=_first_set(self.tools, settings.tools, CODING_TOOLS),  # the CLI's agent codes
-            system_prompt=self.system_prompt,
-            approval=self.approval,
-            ask=ask,
-            session=session,
-            sessions=sessions,
-            mcp_servers=servers,
-            provider=self.provider,
-            api_key=self.api_key,
-            models=self.models,
-            append_system_prompt=self.append_system_prompt,
-            context_files=self.context_files,
-            allow_outside=self.allow_outside,
-            resources=resources,
-            mcp_notes=notes,
-        )
+    if options.sandbox is not None or options.sandbox_network is not None or options.sandbox_allow_hosts:
+        policy = settings.sandbox
+        mode = cast(SandboxMode, options.sandbox) if options.sandbox is not None else policy.mode
+        network = options.sandbox_network if options.sandbox_network is not None else policy.network
+        hosts = (*policy.allow_hosts, *options.sandbox_allow_hosts)
+        settings = replace(settings, sandbox=replace(policy, mode=mode, network=network, allow_hosts=hosts))
+    servers = list(mcp_servers)
+    notes: list[str] = []
+    if options.mcp:
+        servers = [*load_mcp_files(cwd, options.mcp_config, problems=notes), *servers]
+    resources = load_resources(
+        cwd, config_dir(), settings, extensions=options.extensions, extension_paths=options.extension_paths
+    )
+    if options.extension_flags:
+        host = resources.extensions
+        if host is None:
+            resources.warnings.append("--flag: extensions are off (--no-extensions); flags ignored")
+        else:
+            resources.warnings.extend(host.set_flags(options.extension_flags))
+    tools = _first_set(options.tools, settings.tools, CODING_TOOLS)  # the CLI's agent codes
+    return create_agent_session(
+        replace(options, tools=tools),
+        cwd=cwd,
+        settings=settings,
+        ask=ask,
+        session=session,
+        sessions=sessions,
+        mcp_servers=servers,
+        resources=resources,
+        mcp_notes=notes,
+    )
 
 
 def _sandbox(settings: Settings) -> SandboxPolicy:
@@ -234,46 +187,30 @@ def load_mcp_files(
 
 
 def create_agent_session(
+    options: AgentOptions | None = None,
+    /,
     *,
     cwd: Path | None = None,
     settings: Settings | None = None,
-    model: str | None = None,
-    thinking: str | None = None,
-    tools: Sequence[str | AgentTool] | None = None,
     extra_tools: Sequence[AgentTool] = (),
-    system_prompt: str | None = None,
-    approval: Approval | None = None,
     ask: AskUser | None = None,
     session: SessionChoice | None = None,
     sessions: SessionManager | None = None,
     hooks: Sequence[PromptHook] = (),
     mcp_servers: Sequence[McpServerConfig] = (),
-    provider: str | None = None,
-    api_key: str | None = None,
-    models: Sequence[str] | None = None,
-    append_system_prompt: Sequence[str] = (),
-    context_files: bool = True,
-    allow_outside: bool | None = None,
     resources: Resources | None = None,
     mcp_notes: Sequence[str] = (),
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
+    ``options`` are the agent's choices (model, tools, prompt, approval policy: each documented
+    on ``AgentOptions``); the keywords are this session's place and collaborators.
+
     Args:
+        options: Default ``AgentOptions()``: everything as the settings and the resumed session say.
         cwd: The workspace (default: the current directory).
         settings: Default ``Settings()``; the CLI passes ``load_settings(...)``.
-        model: A model spec (``provider/id``, ``local:PATH``, ``scripted:PATH``); default: the
-            resumed session's model, else ``settings.model``, else the first provider with a key.
-        thinking: The thinking level (clamped to the model); default: the session's, the
-            settings', then ``medium``.
-        tools: Built-in tools by name (``tether.CODING_TOOLS``: all of them) and/or tools of
-            your own (``tether.coding_tools(cwd)``, ``@tether.tool`` functions). Default:
-            ``settings.tools``, else only the tools that neither write nor execute
-            (``tether.READ_ONLY_TOOLS``: read, grep, find, ls): a program gets a writing or
-            executing tool only by asking for it. The CLI asks for all of them.
-        extra_tools: Your own tools, added after ``tools``.
-        system_prompt: Replaces the built-in prompt (project context files are still appended).
-        approval: The approval policy (default: ``settings.approval``).
+        extra_tools: Your own tools, added after ``options.tools``.
         ask: The approval callback, ``async (tool_call, question) -> bool``, asked before a risky
             call (a write outside ``cwd``, ``bash`` unsandboxed, an MCP tool not marked read-only) under the
             ``ask`` policy; ``None``: nobody can answer, so such calls are refused.
@@ -283,33 +220,27 @@ def create_agent_session(
         hooks: Prompt hooks run before every model call.
         mcp_servers: MCP servers whose tools join the built-in ones (``mcp__<server>__<tool>``);
             ``load_mcp_files(cwd)`` gives the ones the CLI reads. Stopped by ``close()``.
-        provider: Match ``model`` among this provider's models only; without ``model``, the
-            provider's default model.
-        api_key: The key of the chosen model's provider for this session, instead of its
-            environment variable. Kept in memory: never recorded, logged, or passed to tools.
-            Needs a model chosen here (``model``, ``provider`` or ``models``).
-        models: Patterns (``sonnet``, ``anthropic/*``, ``gpt-5:high``) of the models
-            ``AgentSession.cycle_model`` goes through; without ``model``, a new session starts
-            on the first.
-        append_system_prompt: Texts added after the settings' ``appendSystemPrompt``.
-        context_files: ``False``: leave out the global and project ``AGENTS.md``/``CLAUDE.md``.
-        allow_outside: Let tools use paths outside ``cwd`` (writes there still need approval);
-            default: ``settings.allow_outside``.
         resources: Skills, prompt templates and extensions (``load_resources(...)`` gives the
             ones the CLI reads): skills join the system prompt, extension tools the tools,
             extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
         mcp_notes: What ``load_mcp_files(..., problems=...)`` skipped and why: they join
             ``AgentSession.notice`` and ``/mcp``'s list.
     """
+    options = options if options is not None else AgentOptions()
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()
     from tether.tools import READ_ONLY_TOOLS
 
-    chosen = _first_set(tools, settings.tools, READ_ONLY_TOOLS)
+    chosen = _first_set(options.tools, settings.tools, READ_ONLY_TOOLS)
     names = [t for t in chosen if isinstance(t, str)]
-    if api_key is not None and model is None and provider is None and not models:
+    if (
+        options.api_key is not None
+        and options.model is None
+        and options.provider is None
+        and not options.models
+    ):
         raise SetupError("--api-key needs the model it is for: add --model, --provider or --models")
-    outside = settings.allow_outside if allow_outside is None else allow_outside
+    outside = settings.allow_outside if options.allow_outside is None else options.allow_outside
     skill_folders = resources.skill_folders() if resources is not None else ()
     workspace = Workspace(
         cwd,
@@ -337,20 +268,30 @@ def create_agent_session(
     scope_notes: list[str] = []
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
-        usable = _no_provider if api_key is not None else None  # the key decides nothing
-        scope = resolve_scope(models, usable=usable) if models else _settings_scope(settings, scope_notes)
-        resolved = _choose_model(
-            model, settings, stored, provider=provider, scope=scope, usable=usable, resources=resources
+        usable = _no_provider if options.api_key is not None else None  # the key decides nothing
+        scope = (
+            resolve_scope(options.models, usable=usable)
+            if options.models
+            else _settings_scope(settings, scope_notes)
         )
-        appended = [settings.append_system_prompt, *append_system_prompt]
+        resolved = _choose_model(
+            options.model,
+            settings,
+            stored,
+            provider=options.provider,
+            scope=scope,
+            usable=usable,
+            resources=resources,
+        )
+        appended = [settings.append_system_prompt, *options.append_system_prompt]
         left_out: list[str] = []
         prompt = build_system_prompt(
             cwd,
             [(t.name, t.description) for t in built],
-            replace=system_prompt or settings.system_prompt,
+            replace=options.system_prompt or settings.system_prompt,
             append="\n\n".join(a for a in appended if a) or None,
-            context=context_files,
-            user_dir=config_dir() if context_files else None,
+            context=options.context_files,
+            user_dir=config_dir() if options.context_files else None,
             skills=resources.skills_prompt() if resources is not None else None,
             left_out=left_out,
         )
@@ -362,9 +303,11 @@ def create_agent_session(
             steering_mode=cast(QueueMode, settings.steering_mode),
             follow_up_mode=cast(QueueMode, settings.follow_up_mode),
         )
-        if api_key is not None:
-            agent.get_api_key = _key_for(resolved.model["provider"], api_key)
-        gate = ApprovalGate(workspace, approval or settings.approval, ask, allow_tools=settings.allow_tools)
+        if options.api_key is not None:
+            agent.get_api_key = _key_for(resolved.model["provider"], options.api_key)
+        gate = ApprovalGate(
+            workspace, options.approval or settings.approval, ask, allow_tools=settings.allow_tools
+        )
         core = AgentSession(
             agent,
             stored,
@@ -401,7 +344,11 @@ def create_agent_session(
     agent.model = resolved.model
     agent.system_prompt = prompt
     core.scoped_models = scope
-    level = thinking or resolved.thinking or (stored.context.thinking_level if stored is not None else None)
+    level = (
+        options.thinking
+        or resolved.thinking
+        or (stored.context.thinking_level if stored is not None else None)
+    )
     core.set_thinking(level or settings.thinking or "medium")
     return core
 

@@ -54,9 +54,11 @@ def run_sync(
     **options: Any,
 ) -> Any:
     """Answer ``prompt`` and return the reply's text, or with ``output`` a validated instance of
-    that pydantic model (``AgentSession.run``). ``model`` is any model spec (default: as
-    ``create_agent_session`` chooses); ``tools`` defaults to none; other keywords go to
-    ``create_agent_session``. A failed reply raises ``OutputError``."""
+    that pydantic model (``AgentSession.run``). ``model``, ``tools`` and ``system_prompt`` are
+    those of ``AgentOptions`` (``model``: any model spec, default as ``create_agent_session``
+    chooses), except that ``tools`` defaults to none; other keywords go to
+    ``create_agent_session`` (``cwd``, ``settings``, ``session``, ...). A failed reply raises
+    ``OutputError``."""
     return _blocking(_run(prompt, model, output, tools, system_prompt, options))
 
 
@@ -70,10 +72,13 @@ async def _run(
 ) -> Any:
     from tether.session.events import message_text
     from tether.session.factory import SessionChoice, create_agent_session
+    from tether.session.options import AgentOptions
     from tether.session.output import OutputError
 
     options.setdefault("session", SessionChoice(persist=False))
-    core = create_agent_session(model=model, tools=tools, system_prompt=system_prompt, **options)
+    core = create_agent_session(
+        AgentOptions(model=model, tools=tools, system_prompt=system_prompt), **options
+    )
     try:
         if output is not None:
             return await core.run(prompt, output=output)

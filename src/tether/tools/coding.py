@@ -28,7 +28,7 @@ TOOL_FACTORIES: dict[str, Callable[[Workspace], AgentTool]] = {
 
 READ_ONLY_TOOLS = ("read", "grep", "find", "ls")
 """The built-in tools that neither write nor execute: what a library's ``create_agent_session()``
-gets unless the program asks for more (``tools=CODING_TOOLS``)."""
+gets unless the program asks for more (``AgentOptions(tools=CODING_TOOLS)``)."""
 
 CODING_TOOLS = tuple(TOOL_FACTORIES)
 """Every built-in tool: the coding agent as the CLI ships it (``bash`` asks first)."""
@@ -36,8 +36,8 @@ CODING_TOOLS = tuple(TOOL_FACTORIES)
 
 def coding_tools(cwd: str | Path | None = None, names: Sequence[str] = CODING_TOOLS) -> list[AgentTool]:
     """The built-in tools (default: all of them, writing and executing ones included) working in
-    ``cwd`` (default: the current directory), for ``create_agent_session(tools=...)`` or an
-    ``Agent`` of your own. ``create_agent_session`` also takes the names alone."""
+    ``cwd`` (default: the current directory), for ``AgentOptions(tools=...)`` or an
+    ``Agent`` of your own. ``AgentOptions`` also takes the names alone."""
     return create_coding_tools(Workspace(Path(cwd) if cwd is not None else Path.cwd()), names)
 
 

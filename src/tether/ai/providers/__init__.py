@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.providers import anthropic, gemini, local, openai_completions, openai_responses
-from tether.ai.registry import ApiProvider
 
 BUILTIN: tuple[ApiProvider, ...] = (
     openai_completions.PROVIDER,

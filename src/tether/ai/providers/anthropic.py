@@ -19,12 +19,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.append import append_text
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_str
 from tether.ai.provider import StreamParser, stream_http
-from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields, effective_effort
 from tether.ai.thinking import plan_thinking_budget, thinking_config

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import quote
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
 from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.providers.gemini_schema import gemini_schema
-from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields
 from tether.ai.thinking import clamp_thinking_level, thinking_budget, thinking_config, thinking_effort

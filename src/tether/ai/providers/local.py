@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
     AssistantMessageEventStream,
@@ -36,7 +37,6 @@ from tether.ai.event_stream import (
     new_assistant_message,
 )
 from tether.ai.providers.local_output import LocalOutput
-from tether.ai.registry import ApiProvider
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions, Tool
 from tether.ai.usage import set_usage
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo

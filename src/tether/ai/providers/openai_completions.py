@@ -24,12 +24,12 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
 from tether.ai.handoff import transform_messages
 from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
 from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
-from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields, effective_effort
 from tether.ai.transport import HttpRequest

@@ -32,13 +32,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+from tether.ai.api_provider import ApiProvider
 from tether.ai.event_stream import AssistantMessageEventStream
 from tether.ai.handoff import is_same_model, transform_messages
 from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
 from tether.ai.message_builder import Part
 from tether.ai.partial_json import PartialJson, parse_arguments
 from tether.ai.provider import StreamParser, stream_http
-from tether.ai.registry import ApiProvider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields
 from tether.ai.thinking import clamp_thinking_level, thinking_effort

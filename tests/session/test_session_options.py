@@ -1,0 +1,45 @@
+"""``start_session`` applies a front end's sandbox choices on top of the settings' sandbox: a flag
+given replaces the setting (mode, network), hosts add to the setting's, and none given leaves the
+setting as it is."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
+from tether.session.settings import Settings
+from tether.tools.sandbox import SandboxPolicy
+
+
+def policy(tmp_path: Path, options: SessionOptions, settings: Settings) -> SandboxPolicy:
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    options = replace(options, model=f"scripted:{script}", mcp=False, extensions=False)
+    core = start_session(
+        options, cwd=tmp_path, settings=settings, ask=None, session=SessionChoice(persist=False)
+    )
+    assert core.approval is not None and core.approval.workspace.sandbox is not None
+    return core.approval.workspace.sandbox
+
+
+def test_sandbox_flags_go_on_top_of_the_setting(tmp_path: Path) -> None:
+    settings = Settings()
+    settings = replace(settings, sandbox=replace(settings.sandbox, allow_hosts=("pypi.org",)))
+    flagged = policy(
+        tmp_path,
+        SessionOptions(sandbox="read-only", sandbox_network=True, sandbox_allow_hosts=("example.org",)),
+        settings,
+    )
+    assert (flagged.mode, flagged.network, flagged.allow_hosts) == (
+        "read-only",
+        True,
+        ("pypi.org", "example.org"),
+    )
+    unflagged = policy(tmp_path, SessionOptions(), settings)
+    assert (unflagged.mode, unflagged.network, unflagged.allow_hosts) == (
+        settings.sandbox.mode,
+        settings.sandbox.network,
+        ("pypi.org",),
+    )
