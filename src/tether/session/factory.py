@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import Agent, AgentTool, QueueMode
 from tether.ai.paths import config_dir, data_dir, models_file
@@ -23,7 +23,7 @@ from tether.ai.types import SimpleStreamOptions
 from tether.errors import ModelError, UserError
 from tether.session.agent_session import AgentSession
 from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
-from tether.session.options import AgentOptions, SessionOptions
+from tether.session.options import AgentOptions, SessionOptions, with_choices
 from tether.session.settings import Settings
 from tether.session.system_prompt import build_system_prompt
 from tether.tools import Workspace, create_coding_tools
@@ -200,6 +200,7 @@ def create_agent_session(
     mcp_servers: Sequence[McpServerConfig] = (),
     resources: Resources | None = None,
     mcp_notes: Sequence[str] = (),
+    **choices: Any,
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
 
@@ -225,7 +226,20 @@ def create_agent_session(
             extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
         mcp_notes: What ``load_mcp_files(..., problems=...)`` skipped and why: they join
             ``AgentSession.notice`` and ``/mcp``'s list.
+        choices: ``AgentOptions``' fields as keywords (``model=..., tools=[...]``), as earlier
+            releases took them: still accepted, with a ``DeprecationWarning``, so a program
+            written against them keeps working while it moves to ``AgentOptions``.
     """
+    if choices:
+        import warnings
+
+        options = with_choices(options, choices)
+        warnings.warn(
+            f"create_agent_session({', '.join(f'{name}=...' for name in choices)}) is deprecated: "
+            "pass them as tether.AgentOptions(...), the first argument",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     options = options if options is not None else AgentOptions()
     cwd = cwd if cwd is not None else Path.cwd()
     settings = settings if settings is not None else Settings()

@@ -13,10 +13,10 @@ before anything heavy loads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tether.agent import AgentTool
@@ -62,6 +62,19 @@ class AgentOptions:
     allow_outside: bool | None = None
     """Let tools use paths outside the workspace; writes there still need approval
     (``--allow-outside``; default: ``settings.allow_outside``)."""
+
+
+def with_choices(options: AgentOptions | None, choices: Mapping[str, Any]) -> AgentOptions:
+    """``options`` (default: none chosen) with ``choices``, named as ``AgentOptions``' fields, on
+    top: for the calls that take the choices as keywords (``run_sync``). A name that is not a
+    field is a ``TypeError`` naming it, as Python's own for an unknown keyword."""
+    names = {f.name for f in fields(AgentOptions)}
+    for name in choices:
+        if name not in names:
+            raise TypeError(
+                f"unexpected keyword argument {name!r} (AgentOptions has {', '.join(sorted(names))})"
+            )
+    return replace(options if options is not None else AgentOptions(), **choices)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

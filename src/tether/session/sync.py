@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine, Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from tether._event_loop import run as run_event_loop
@@ -56,8 +57,9 @@ def run_sync(
     """Answer ``prompt`` and return the reply's text, or with ``output`` a validated instance of
     that pydantic model (``AgentSession.run``). ``model``, ``tools`` and ``system_prompt`` are
     those of ``AgentOptions`` (``model``: any model spec, default as ``create_agent_session``
-    chooses), except that ``tools`` defaults to none; other keywords go to
-    ``create_agent_session`` (``cwd``, ``settings``, ``session``, ...). A failed reply raises
+    chooses), except that ``tools`` defaults to none; so are its other fields as keywords
+    (``thinking=``, ``approval=``, ...); the rest go to ``create_agent_session`` (``cwd``,
+    ``settings``, ``session``, ...). A failed reply raises
     ``OutputError``."""
     return _blocking(_run(prompt, model, output, tools, system_prompt, options))
 
@@ -72,13 +74,14 @@ async def _run(
 ) -> Any:
     from tether.session.events import message_text
     from tether.session.factory import SessionChoice, create_agent_session
-    from tether.session.options import AgentOptions
+    from tether.session.options import AgentOptions, with_choices
     from tether.session.output import OutputError
 
     options.setdefault("session", SessionChoice(persist=False))
-    core = create_agent_session(
-        AgentOptions(model=model, tools=tools, system_prompt=system_prompt), **options
-    )
+    agent_fields = {f.name for f in fields(AgentOptions)}
+    choices = {name: options.pop(name) for name in list(options) if name in agent_fields}
+    chosen = with_choices(AgentOptions(model=model, tools=tools, system_prompt=system_prompt), choices)
+    core = create_agent_session(chosen, **options)
     try:
         if output is not None:
             return await core.run(prompt, output=output)
