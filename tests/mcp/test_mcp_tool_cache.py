@@ -85,6 +85,7 @@ async def test_a_kept_server_that_fails_says_so_and_is_waited_for_next_time(tmp_
             await servers.connections["toy"].call("add", {"a": 1, "b": 1})
         [status] = servers.statuses()
         assert status.status == "failed" and status.error is not None
+        assert servers.tools() == []  # withdrawn, as a server that failed its first start has none
     finally:
         await servers.close()
     again = McpServers([config], log_dir=tmp_path / "logs")

@@ -139,6 +139,8 @@ class McpServers:
         """(server, tool) -> agent-side name, for the tools whose plain names collided."""
         self._kept: dict[str, tuple[str, Listing | None]] = {}
         """Each server's cache key and the listing kept under it (``None``: none)."""
+        self._listed: set[str] = set()
+        """The servers that started and listed their tools in this session."""
         for name, connection in self.connections.items():
             key = cache_key(connection.config)
             kept = read_listing(cache_dir, key)
@@ -303,14 +305,19 @@ class McpServers:
         await asyncio.gather(*(c.close() for c in self.connections.values()))
 
     def _settled(self, connection: McpConnection) -> None:
-        """A start ended: keep what a ready server listed (when it differs from what was kept),
-        forget the listing of one that failed, so the next run waits for it and reports it."""
+        """A start ended: keep what a ready server listed (when it differs from what was kept);
+        forget the listing of one that failed, so the next run waits for it and reports it, and
+        withdraw its kept tools unless it listed them itself in this session (then, as for a
+        server that crashed, a call starts it again)."""
         key, kept = self._kept[connection.name]
         if connection.status == "failed":
             if kept is not None:
                 forget_listing(self.cache_dir, key)
                 self._kept[connection.name] = (key, None)
+            if connection.name not in self._listed:  # as a server that failed its first start: no tools
+                connection.tools, connection.prompts, connection.has_resources = [], [], False
             return
+        self._listed.add(connection.name)
         listing = Listing(tuple(connection.tools), connection.has_resources, tuple(connection.prompts))
         if listing != kept:
             write_listing(self.cache_dir, key, listing)
