@@ -398,6 +398,7 @@ WARM_MODULES = (
     "tether.session.resources",
     "tether.session.wiring",
     "tether.mcp.files",
+    "tether.mcp.servers",  # an editor's servers (not the MCP SDK: it loads when a server starts)
     "tether.ai.thinking",
 )
 """What a first ``session/new`` would import (the rest of ``create`` is imported already)."""
