@@ -60,3 +60,22 @@ async def test_a_bad_settings_file_is_invalid_params(project: Path) -> None:
         await agent(SessionOptions()).new_session(cwd=str(project))
     assert info.value.code == -32602
     assert '"thinking"' in str(cast(dict[str, object], info.value.data)["details"])
+
+
+@pytest.mark.parametrize("model", ["nope/nothing", None])
+async def test_initialize_answers_when_no_model_can_be_had_and_session_new_says_why(
+    project: Path, monkeypatch: pytest.MonkeyPatch, model: str | None
+) -> None:
+    """``initialize`` does a first ``session/new``'s one-time work (``warm_up``), meeting the
+    same unusable model: it still answers, and ``session/new`` reports the model as before."""
+
+    def nothing_usable() -> model_choice.ResolvedModel:
+        raise ModelError("no API key found and the embedded model is not installed")
+
+    monkeypatch.setattr(model_choice, "_default_model", nothing_usable)
+    acp_agent = agent(SessionOptions(model=model))
+    answer = await acp_agent.initialize(protocol_version=1)
+    assert answer.agent_info is not None and answer.agent_info.name == "tether"
+    with pytest.raises(RequestError) as info:
+        await acp_agent.new_session(cwd=str(project))
+    assert info.value.code == (-32602 if model else -32000)

@@ -232,3 +232,32 @@ def test_interactive_mode_asks_before_a_risky_mcp_call(cli: CliEnv) -> None:
         assert "declined" in screen.split("Call pid of MCP server toy")[-1]
     finally:
         terminal.close()
+
+
+def test_a_server_listed_once_is_started_only_when_its_tool_is_called_and_a_failure_is_a_note(
+    cli: CliEnv,
+) -> None:
+    """``tether.mcp.tool_cache``: after one run, the next offers the server's tools without
+    starting it; a run calling none of them starts nothing, one calling a tool starts it then.
+    When it no longer starts, the call fails and stderr says why, as for a server waited for."""
+    switch, pids = cli.home / "mode", cli.home / "pids"
+    switch.write_text("")
+    pids.mkdir()
+    line = f'[ "$(cat {switch})" = exit ] && exit 3; exec {sys.executable} {TOY}'
+    config = servers_file(
+        cli.home / "servers.json",
+        toy={"command": "sh", "args": ["-c", line], "env": {"TOY_PID_DIR": str(pids)}},
+    )
+    args = ("-p", "--no-session", "--mcp-config", str(config), "go")
+    first = cli.run(*args, script=cli.script("a", [text_reply("hello")]))
+    assert (first.returncode, first.stdout) == (0, "hello\n") and len(list(pids.iterdir())) == 1
+    idle = cli.run(*args, script=cli.script("b", [text_reply("hello")]))
+    assert (idle.returncode, idle.stdout) == (0, "hello\n") and len(list(pids.iterdir())) == 1
+    calling = cli.script("c", [tool_reply("mcp__toy__add", {"a": 1, "b": 2}), text_reply("done")])
+    used = cli.run("--mode", "json", *args[1:], script=calling)
+    assert tool_results(used.stdout)[0]["content"][0]["text"] == "3" and len(list(pids.iterdir())) == 2
+    switch.write_text("exit")
+    broken = cli.run("--mode", "json", *args[1:], script=calling)
+    [result] = tool_results(broken.stdout)
+    assert result["isError"] and "MCP server 'toy' is not available" in result["content"][0]["text"]
+    assert "note: MCP server 'toy' did not start: " in broken.stderr

@@ -16,6 +16,7 @@ editor's files and terminal ``tether.acp.tools``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -160,6 +161,7 @@ class TetherAcpAgent:
         client_info: Implementation | None = None,
         **_: Any,
     ) -> InitializeResponse:
+        warm_up(self._options)
         caps = client_capabilities or ClientCapabilities()
         fs = caps.fs
         self._access = EditorAccess(
@@ -395,6 +397,44 @@ class TetherAcpAgent:
         if core.notice:  # stderr is the editor's log; the response's _meta carries it too
             logger.warning("%s", core.notice)
         return session
+
+
+WARM_MODULES = (
+    "tether.session.manager",
+    "tether.store.sqlite_store",  # the default store (sqlite3, its schema)
+    "tether.store.writer",
+    "tether.session.resources",
+    "tether.session.wiring",
+    "tether.mcp.files",
+    "tether.mcp.servers",  # an editor's servers (not the MCP SDK: it loads when a server starts)
+    "tether.ai.thinking",
+)
+"""What a first ``session/new`` would import (the rest of ``create`` is imported already)."""
+
+
+def warm_up(options: SessionOptions) -> None:
+    """Do the one-time work of a first ``session/new`` while answering ``initialize``, which an
+    editor waits for anyway as the agent's start: the modules ``WARM_MODULES``, the installed
+    extensions' list (``installed_entry_points``: read from its cache, or searched once), the
+    model catalog with its providers (``config_options`` lists their models) and the default
+    model, resolved once. Measured over the SDK's client (agent CPU, median of 7): a
+    first ``session/new`` cost 27 ms against 3 ms for the next ones, nearly all of it these;
+    with them done here, 4 ms, and ``initialize`` ~30 ms more."""
+    import importlib
+
+    from tether.acp.session import model_choices
+    from tether.ai.paths import data_dir
+    from tether.session.model_choice import resolve_model
+    from tether.session.resources import installed_entry_points
+
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    # Only a head start: whatever fails here (a broken models.json, no key for the model) fails
+    # again in session/new, which reports it to the editor as it always did.
+    with contextlib.suppress(Exception):
+        installed_entry_points(data_dir())
+        model_choices("", ())
+        resolve_model(options.model, None, provider=options.provider)
 
 
 def database_failure(exc: Exception) -> RequestError:

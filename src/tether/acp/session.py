@@ -237,7 +237,7 @@ class AcpSession:
                 current_value=current,
                 options=[
                     SessionConfigSelectOption(value=spec, name=name)
-                    for spec, name in _model_choices(current, core.extension_models())
+                    for spec, name in model_choices(current, core.extension_models())
                 ],
             ),
         ]
@@ -550,7 +550,7 @@ class AcpSession:
         return []
 
 
-def _model_choices(current: str, served: Sequence[ModelInfo]) -> list[tuple[str, str]]:
+def model_choices(current: str, served: Sequence[ModelInfo]) -> list[tuple[str, str]]:
     """The current model, every model of a provider with a key in the environment, then the
     models extensions serve (``served``)."""
     from tether.ai.models import get_provider_info, list_models, provider_has_key

@@ -26,11 +26,15 @@ from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import dumps
 
 
-def note_failed_servers(core: AgentSession, err: TextIO) -> None:
-    """One stderr line per MCP server that failed to start: without it a script would only see
-    the model miss a tool (``/mcp`` and ``tether mcp list`` are not there to look at)."""
+def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> None:
+    """One stderr line per MCP server that failed to start, once (``noted``: the names said):
+    without it a script would only see the model miss a tool (``/mcp`` and ``tether mcp list``
+    are not there to look at). Called as the run starts (servers waited for have started or
+    failed) and after each tool call (one whose tools were kept from an earlier run starts when
+    first called, ``tether.mcp.tool_cache``)."""
     for server in core.mcp.statuses() if core.mcp else ():
-        if server.status == "failed":
+        if server.status == "failed" and server.name not in noted:
+            noted.add(server.name)
             reason = (server.error or "no reason given").splitlines()[0]
             err.write(f"note: MCP server '{server.name}' did not start: {reason}\n")
 
@@ -40,10 +44,11 @@ async def run_print(
 ) -> int:
     """Run the ``prompts`` in turn; print the last answer. ``stream``: write text deltas as they
     come (each answer's, then)."""
-    streamed = noted = False
+    streamed = False
+    noted: set[str] = set()
 
     def on_event(event: Mapping[str, Any]) -> None:
-        nonlocal streamed, noted
+        nonlocal streamed
         kind = event["type"]
         if stream and kind == "message_update":
             inner = event["assistantMessageEvent"]
@@ -55,9 +60,8 @@ async def run_print(
             out.write("\n")
             out.flush()
             streamed = False
-        elif kind == "agent_start" and not noted:  # the MCP servers have started or failed by now
-            note_failed_servers(core, err)
-            noted = True
+        elif kind in ("agent_start", "tool_execution_end"):
+            note_failed_servers(core, err, noted)
         elif kind == "tool_execution_start":
             err.write(f"[tool] {event['toolName']}\n")
         elif kind == "compaction_start":
@@ -92,16 +96,14 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
     if core.notice:
         err.write(f"note: {core.notice}\n")
 
-    noted = False
+    noted: set[str] = set()
     wire = WireEvents(pending=True)
 
     def on_event(event: Mapping[str, Any]) -> None:
-        nonlocal noted
         kind = event["type"]
-        if kind == "agent_start" and not noted:  # the MCP servers have started or failed by now
-            note_failed_servers(core, err)
-            noted = True
-        elif kind == "extension_error":  # pi 1.6's JSON mode: stderr, not the stream
+        if kind in ("agent_start", "tool_execution_end"):
+            note_failed_servers(core, err, noted)
+        if kind == "extension_error":  # pi 1.6's JSON mode: stderr, not the stream
             err.write(f"Extension error ({event['extensionPath']}): {event['error']}\n")
             return
         elif kind == "notice" and event.get("failure"):

@@ -78,6 +78,9 @@ class McpConnection:
         self.log_dir = log_dir
         self.notify = notify
         """Where a sign-in address goes (the session's notices)."""
+        self.settled: Callable[[McpConnection], None] = lambda _connection: None
+        """Called when a start ends in ``ready`` or ``failed`` (not when stopped while starting):
+        ``McpServers`` keeps or forgets the listing (``tether.mcp.tool_cache``)."""
         self.status: Status = "stopped"
         self.error: str | None = None
         """Why the server is not ready, in words for the user and the model."""
@@ -198,6 +201,8 @@ class McpConnection:
         """The client, the server (re)started first when it is not running."""
         if self._closed:
             raise ToolError(f"MCP server {self.name!r} was stopped: its session is closed.")
+        if self.status == "starting" and not await self.wait_ready():  # share a start in progress
+            raise ToolError(f"MCP server {self.name!r} is not available: {self.error}")
         if self.status != "ready" or self._exited():
             await self.stop()
             self.start()
@@ -261,6 +266,7 @@ class McpConnection:
                     self._cancel = None
                     self._client, self.status = client, "ready"
                     self._ready.set()
+                    self.settled(self)
                     await self._until_stopped_or_exited(process)
             if scope.cancelled_caught and self.status == "starting":
                 self._fail(
@@ -272,12 +278,15 @@ class McpConnection:
             if self.status != "failed":
                 self._fail(f"{describe_error(exc)}{self._log_hint()}")
         finally:
+            failed_start = not self._ready.is_set() and self.status == "failed" and not self._stop.is_set()
             self._client, self._cancel, self._process = None, None, None
             if process is not None and process.returncode is None:  # the transport never took it
                 await stop_process(process)
             if log is not None:
                 log.close()
             self._ready.set()
+            if failed_start:
+                self.settled(self)
 
     async def _until_stopped_or_exited(self, process: asyncio.subprocess.Process | None) -> None:
         """Serve until ``stop()``, or until the server's process exits by itself: then the

@@ -1,9 +1,15 @@
 """``McpServers``: the MCP servers of one session, started together, stopped together.
 
-``start()`` launches every server at once in the background; ``ready()`` waits until each has
+A server whose listing is kept from an earlier run with the same configuration
+(``tether.mcp.tool_cache``) is not started until something of it is used: its tools are offered
+from the kept listing, and the first call (or prompt, or resource read) starts it, sharing one
+start between calls that come together. The others are the ones a model call must wait for:
+``start()`` launches them all at once in the background, ``listed()`` waits until each has
 started or failed (each bounded by its own start-up timeout), so the first prompt waits only as
-long as the slowest server that is still worth waiting for. ``tools()`` are the agent tools of
-every server that listed its tools; ``close()`` stops them all (processes included).
+long as the slowest server that is still worth waiting for, and not at all when every listing is
+kept. ``ready()`` starts and waits for every server (``tether mcp list`` reports them all).
+``tools()`` are the agent tools of every server whose tools are known; ``close()`` stops them
+all (processes included, servers still starting too).
 
 For a bare ``Agent``::
 
@@ -27,6 +33,7 @@ from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import McpConnection, Status
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
+from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
 from tether.mcp.tools import agent_tool, offered, tool_name
 
 if TYPE_CHECKING:
@@ -71,7 +78,10 @@ def format_statuses(statuses: Sequence[ServerStatus], notes: Sequence[str] = ())
         return "no MCP servers (docs/mcp.md: mcp.json, .mcp.json in a trusted project, --mcp-config)"
     lines: list[str] = []
     for s in statuses:
-        lines.append(f"{s.name} ({s.transport}, {s.source}): {s.status}")
+        waiting = " (tools as it listed them last time; it starts when first used)"
+        lines.append(
+            f"{s.name} ({s.transport}, {s.source}): {s.status}{waiting if s.status == 'stopped' and s.tools else ''}"
+        )
         if s.error:
             lines.append(f"  error: {s.error}")
         if s.tools:
@@ -95,16 +105,25 @@ class McpServers:
             ``mcp-logs`` folder of tether's data folder.
         notes: Lines about servers that are not here (skipped entries, an untrusted project
             file), listed by ``/mcp`` after the servers.
+        cache_dir: Where servers' listings are kept between runs (``tether.mcp.tool_cache``);
+            default: the ``mcp-tools`` folder of tether's data folder.
     """
 
     def __init__(
-        self, configs: Sequence[McpServerConfig], *, log_dir: Path | None = None, notes: Sequence[str] = ()
+        self,
+        configs: Sequence[McpServerConfig],
+        *,
+        log_dir: Path | None = None,
+        notes: Sequence[str] = (),
+        cache_dir: Path | None = None,
     ) -> None:
-        if log_dir is None:
+        if log_dir is None or cache_dir is None:
             from tether.ai.paths import data_dir
 
-            log_dir = data_dir() / "mcp-logs"
+            log_dir = log_dir or data_dir() / "mcp-logs"
+            cache_dir = cache_dir or data_dir() / "mcp-tools"
         self.log_dir = log_dir
+        self.cache_dir = cache_dir
         chosen = {c.name: c for c in configs if c.enabled}
         self.notify: Callable[[str], None] = lambda _text: None
         """Where servers' messages for the user go (a sign-in address); a session sets its own."""
@@ -118,6 +137,19 @@ class McpServers:
         self._resource_tools: list[AgentTool] | None = None
         self._renamed: dict[tuple[str, str], str] = {}
         """(server, tool) -> agent-side name, for the tools whose plain names collided."""
+        self._kept: dict[str, tuple[str, Listing | None]] = {}
+        """Each server's cache key and the listing kept under it (``None``: none)."""
+        self._listed: set[str] = set()
+        """The servers that started and listed their tools in this session."""
+        for name, connection in self.connections.items():
+            key = cache_key(connection.config)
+            kept = read_listing(cache_dir, key)
+            self._kept[name] = (key, kept)
+            if kept is not None:
+                connection.tools = list(kept.tools)
+                connection.has_resources = kept.has_resources
+                connection.prompts = list(kept.prompts)
+            connection.settled = self._settled
 
     @property
     def notes(self) -> list[str]:
@@ -138,18 +170,32 @@ class McpServers:
         return bool(self.connections)
 
     def start(self) -> None:
-        """Start every server in the background, once (needs a running event loop)."""
+        """Start, once and in the background, every server whose listing is not kept (needs a
+        running event loop); the others start when first used."""
         if self._started:
             return
         self._started = True
         _quiet_sdk_logging(self.log_dir)
-        for connection in self.connections.values():
-            connection.start()
+        for name, connection in self.connections.items():
+            if self._kept[name][1] is None:
+                connection.start()
+
+    async def listed(self, signal: AbortSignal | None = None) -> bool:
+        """Start if needed, then wait until every server's tools are known: kept, or listed by a
+        start that succeeded (or the start failed); ``False`` when ``signal`` aborted the wait."""
+        self.start()
+        return await self._wait(signal)
 
     async def ready(self, signal: AbortSignal | None = None) -> bool:
-        """Start if needed, then wait for every server to be ready or to have failed; ``False``
-        when ``signal`` aborted the wait first."""
+        """Start every server, kept listing or not, and wait for each to be ready or to have
+        failed; ``False`` when ``signal`` aborted the wait first."""
         self.start()
+        for connection in self.connections.values():
+            if connection.status == "stopped":
+                connection.start()
+        return await self._wait(signal)
+
+    async def _wait(self, signal: AbortSignal | None) -> bool:
         waits = asyncio.gather(*(c.wait_ready() for c in self.connections.values()))
         if signal is None:
             await waits
@@ -257,6 +303,25 @@ class McpServers:
     async def close(self) -> None:
         """Stop every server (in parallel) for good and wait for them to exit."""
         await asyncio.gather(*(c.close() for c in self.connections.values()))
+
+    def _settled(self, connection: McpConnection) -> None:
+        """A start ended: keep what a ready server listed (when it differs from what was kept);
+        forget the listing of one that failed, so the next run waits for it and reports it, and
+        withdraw its kept tools unless it listed them itself in this session (then, as for a
+        server that crashed, a call starts it again)."""
+        key, kept = self._kept[connection.name]
+        if connection.status == "failed":
+            if kept is not None:
+                forget_listing(self.cache_dir, key)
+                self._kept[connection.name] = (key, None)
+            if connection.name not in self._listed:  # as a server that failed its first start: no tools
+                connection.tools, connection.prompts, connection.has_resources = [], [], False
+            return
+        self._listed.add(connection.name)
+        listing = Listing(tuple(connection.tools), connection.has_resources, tuple(connection.prompts))
+        if listing != kept:
+            write_listing(self.cache_dir, key, listing)
+            self._kept[connection.name] = (key, listing)
 
     async def __aenter__(self) -> McpServers:
         await self.ready()

@@ -550,15 +550,16 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         return self._added
 
     async def _install_mcp_tools(self) -> bool:
-        """Wait for MCP servers still starting, then give the agent the tools of every server that
-        has them (a server that failed to start has none; ``mcp.statuses()`` says why).
+        """Wait for MCP servers still starting whose tools are not kept from an earlier run
+        (``tether.mcp.tool_cache``), then give the agent the tools of every server that has them
+        (a server that failed to start has none; ``mcp.statuses()`` says why).
         ``False``: the run was aborted while waiting."""
         if not self.mcp:
             return True
         controller = AbortController()
         self._mcp_abort = controller
         try:
-            if not await self.mcp.ready(controller.signal):
+            if not await self.mcp.listed(controller.signal):
                 return False
         finally:
             self._mcp_abort = None
