@@ -166,6 +166,25 @@ def test_a_writer_that_lost_its_lock_keeps_its_session_and_writes_again(
         assert contents == ["first writes", "first again", "second writes"]
 
 
+def test_a_write_after_the_lock_connection_died_lands_only_once_the_lock_is_held_again(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
+    with SessionManager.at(postgres_url) as manager:
+        s = manager.create("/p")
+        s.append_message(user("before"))
+        store = manager.store
+        assert isinstance(store, PostgresStore)
+        with psycopg.connect(postgres.url(), autocommit=True) as db:
+            db.execute("SELECT pg_terminate_backend(%s)", (store._lock_db.info.backend_pid,))  # pyright: ignore[reportPrivateUsage]
+            s.append_message(user("after"))
+            # The append's fence found the lock free, so the writer took it back first.
+            holders = db.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted"
+            ).fetchall()
+        assert holders == [(store._lock_db.info.backend_pid,)]  # pyright: ignore[reportPrivateUsage]
+        assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
+
+
 def test_a_writer_whose_session_was_taken_over_is_fenced_off(postgres_url: str) -> None:
     with SessionManager.at(postgres_url) as first:
         s = first.create("/p")

@@ -14,10 +14,10 @@ nest within a connection, so the server would grant it).
 
 Fencing: taking the lock also writes a fresh random ``writer_token`` on the session row, and
 every write of the lease (append, leaf move, delete) checks, in the same statement, that the row
-still holds that token *and* that the lock connection it was taken on is still alive (its backend
-pid and start time, ``pg_stat_get_activity``): a write never lands without the lock held. When
-the lock connection died while the process lives on (a server restart, a network cut), the write
-matches no row; the writer then reconnects, takes the lock again and, if the row still holds its
+still holds that token *and* that the session's lock is held (``postgres_append.LOCK_HELD``): a
+write never lands while the lock is free. When the lock connection died while the process lives
+on (a server restart, a network cut), its lock went with it and the write matches no row; the
+writer then reconnects, takes the lock again and, if the row still holds its
 token, writes (``_take_back``): a run rides out the restart and its paid answer is stored. Only
 if another writer took the session meanwhile does the write fail with ``SessionError``.
 
@@ -83,7 +83,7 @@ from tether.store.postgres_append import (
     APPEND,
     APPEND_ONE,
     ENTRY_COLUMNS,
-    LOCK_ALIVE,
+    LOCK_HELD,
     NOTIFY_PREFIX,
     RECORD_COLUMNS,
     append_one,
@@ -152,7 +152,8 @@ class AdvisoryLease:
         self.token = token
         self.db = db
         self.backend = backend
-        """The lock connection's backend holding the lock: every write checks it is alive."""
+        """The lock connection's backend the lock was taken on: when it is no longer the store's
+        current one, the lock died with it and is taken back (``_relock``)."""
         self.released = False
         self.lost = False
         """Another writer took the session over: no write of this lease can succeed again."""
@@ -291,8 +292,8 @@ class PostgresStore:
 
         def work(db: Connection) -> int:
             return db.execute(
-                f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {LOCK_ALIVE}",
-                (held.session_id, held.token, *held.backend),
+                f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {LOCK_HELD}",
+                (held.session_id, held.token, held.key),
             ).rowcount
 
         if not self._fenced(held, work):
@@ -344,14 +345,13 @@ class PostgresStore:
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:
         held = self._check(lease)
-        fence = (held.session_id, held.token, held.backend)
+        fence = (held.session_id, held.token, held.key)
         if len(entries) == 1:  # plain parameters: a fraction of the arrays' CPU (postgres_append)
             statement, params = APPEND_ONE, append_one(*fence, entries[0], leaf_id, updated)
         else:
             statement, params = APPEND, append_params(*fence, entries, leaf_id, updated)
 
         def work(db: Connection) -> tuple[Any, ...] | None:
-            params["lock_pid"], params["lock_start"] = held.backend  # taken back: a new backend
             return db.execute(statement, params).fetchone()
 
         row = self._fenced(held, work)
@@ -382,7 +382,7 @@ class PostgresStore:
             held = self._check(group.lease)
             params.append(
                 append_params(
-                    held.session_id, held.token, held.backend, group.entries, group.leaf_id, group.updated
+                    held.session_id, held.token, held.key, group.entries, group.leaf_id, group.updated
                 )
             )
 
@@ -408,9 +408,9 @@ class PostgresStore:
             # A follower's view moves with the leaf (a branch), as on an append.
             return db.execute(
                 f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
-                    WHERE id = %s AND writer_token = %s AND {LOCK_ALIVE}
+                    WHERE id = %s AND writer_token = %s AND {LOCK_HELD}
                     RETURNING {RECORD_COLUMNS}, pg_notify(%s, '')""",
-                (leaf_id, updated, held.session_id, held.token, *held.backend, channel),
+                (leaf_id, updated, held.session_id, held.token, held.key, channel),
             ).fetchone()
 
         row = self._fenced(held, work)
