@@ -35,13 +35,14 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from _p11_floor import payloads, postgres_floor, sqlite_floor
 from _summary import record
 from _table import print_table
 from tether.store.database import open_store
 from tether.store.entries import EntryDict
 from tether.store.ids import new_id
 
-SESSIONS = 1_000
+SESSIONS = int(os.environ.get("P11_SESSIONS", 1_000))
 ENTRIES = 20
 ROUNDS = 3
 GOAL = 1.5
@@ -79,11 +80,18 @@ def run(location: str) -> dict[str, float]:
     return {"wall": wall, "cpu": cpu}
 
 
-def spawn(location: str) -> dict[str, float]:
+def spawn(kind: str, location: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", location], check=True, capture_output=True, text=True
+        [sys.executable, __file__, "--worker", kind, location], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out)
+
+
+def worker(kind: str, location: str) -> dict[str, float]:
+    if kind == "tether":
+        return run(location)
+    rows = payloads(SESSIONS, ENTRIES)
+    return sqlite_floor(location, rows) if kind == "floor-sqlite" else postgres_floor(location, rows)
 
 
 def fresh_schema(server_url: str, name: str) -> str:
@@ -92,66 +100,96 @@ def fresh_schema(server_url: str, name: str) -> str:
     return f"{server_url}?options=-csearch_path%3D{name}"
 
 
+TETHER_LITE, TETHER_PG, TETHER_FLUSHED = "tether, SQLite", "tether, PostgreSQL", "tether, PostgreSQL flushed"
+FLOOR_LITE, FLOOR_PG = "floor, SQLite", "floor, PostgreSQL"
+
+
 def main(rounds: int = ROUNDS) -> None:
     from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
 
     if find_bin_dir() is None:
         print(f"P11 skipped: the benchmark {INSTALL_HINT}")
         return
-    written, flushed = "PostgreSQL, commit written", "PostgreSQL, commit flushed"
-    results: dict[str, list[dict[str, float]]] = {"SQLite": [], written: [], flushed: []}
+    results: dict[str, list[dict[str, float]]] = {
+        name: [] for name in (TETHER_LITE, TETHER_PG, FLOOR_LITE, FLOOR_PG, TETHER_FLUSHED)
+    }
     with (
         tempfile.TemporaryDirectory() as tmp,
         postgres_server(settings={"fsync": "off"}) as fast,
         postgres_server(settings={}) as durable,
     ):
         for r in range(rounds):
-            results["SQLite"].append(spawn(str(Path(tmp) / f"sessions-{r}.db")))
-            results[written].append(spawn(fresh_schema(fast.url(), f"bench_{r}")))
-            results[flushed].append(spawn(fresh_schema(durable.url(), f"bench_{r}")))
-    median = {
-        store: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-        for store, runs in results.items()
-    }
-    rows = [[store, f"{m['cpu']:.2f}", f"{m['wall']:.2f}", ""] for store, m in median.items()]
-    ratios: dict[str, list[float]] = {}
-    for store in (written, flushed):
-        ratios[store] = [
-            pg["cpu"] / lite["cpu"] for pg, lite in zip(results[store], results["SQLite"], strict=True)
-        ]
-        low, high = min(ratios[store]), max(ratios[store])
-        rows.append(
-            [
-                f"{store} / SQLite",
-                f"{median[store]['cpu'] / median['SQLite']['cpu']:.2f}x",
-                f"{median[store]['wall'] / median['SQLite']['wall']:.2f}x",
-                f"{low:.2f}-{high:.2f}x",
+            runs = [
+                (TETHER_LITE, "tether", str(Path(tmp) / f"sessions-{r}.db")),
+                (TETHER_PG, "tether", fresh_schema(fast.url(), f"bench_{r}")),
+                (FLOOR_LITE, "floor-sqlite", str(Path(tmp) / f"floor-{r}.db")),
+                (FLOOR_PG, "floor-postgres", fresh_schema(fast.url(), f"floor_{r}")),
+                (TETHER_FLUSHED, "tether", fresh_schema(durable.url(), f"bench_{r}")),
             ]
-        )
+            for name, kind, location in runs if r % 2 == 0 else reversed(runs):  # neither order favoured
+                results[name].append(spawn(kind, location))
+    appends = SESSIONS * ENTRIES
+    rows: list[list[str]] = []
+    for name, runs in results.items():
+        cpu = [run["cpu"] * 1e6 / appends for run in runs]
+        wall = statistics.median(run["wall"] for run in runs)
+        rows.append([name, f"{statistics.median(cpu):.1f}", f"{min(cpu):.1f}-{max(cpu):.1f}", f"{wall:.2f}"])
+
+    def paired(over: str, under: str) -> list[float]:
+        return [a["cpu"] / b["cpu"] for a, b in zip(results[over], results[under], strict=True)]
+
+    def overhead(tether: str, floor: str) -> list[float]:
+        return [
+            (a["cpu"] - b["cpu"]) * 1e6 / appends
+            for a, b in zip(results[tether], results[floor], strict=True)
+        ]
+
+    ratios = {
+        "tether: PostgreSQL / SQLite": paired(TETHER_PG, TETHER_LITE),
+        "floor: PostgreSQL / SQLite": paired(FLOOR_PG, FLOOR_LITE),
+        "PostgreSQL: tether / floor": paired(TETHER_PG, FLOOR_PG),
+        "SQLite: tether / floor": paired(TETHER_LITE, FLOOR_LITE),
+        "PostgreSQL flushed / SQLite": paired(TETHER_FLUSHED, TETHER_LITE),
+    }
+    for name, values in ratios.items():
+        low, high = min(values), max(values)
+        rows.append([name, f"{statistics.median(values):.2f}x", f"{low:.2f}-{high:.2f}x", ""])
+    for name, (tether, floor) in {
+        "tether over floor, PostgreSQL (us)": (TETHER_PG, FLOOR_PG),
+        "tether over floor, SQLite (us)": (TETHER_LITE, FLOOR_LITE),
+    }.items():
+        values = overhead(tether, floor)
+        rows.append([name, f"{statistics.median(values):.1f}", f"{min(values):.1f}-{max(values):.1f}", ""])
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print_table(
-        f"P11 {SESSIONS} sessions x {ENTRIES} entries, one append each (medians of {rounds}, "
-        f"alternating; load {load})",
-        ["store", "client CPU s", "wall s", "CPU ratio per round"],
+        f"P11 {SESSIONS} sessions x {ENTRIES} entries, one append each (medians of {rounds} rounds, "
+        f"each a fresh process, order alternating; load {load})",
+        ["store", "client CPU us/append", "spread", "wall s"],
         rows,
     )
     record(
         "append client CPU, PostgreSQL",
-        median[written]["cpu"] / median["SQLite"]["cpu"],
+        statistics.median(ratios["tether: PostgreSQL / SQLite"]),
         "the same appends on SQLite (commits written, not flushed, on both)",
         f"<= {GOAL}",
-        ratios[written],
+        ratios["tether: PostgreSQL / SQLite"],
+    )
+    record(
+        "append client CPU, bare clients' floor",
+        statistics.median(ratios["floor: PostgreSQL / SQLite"]),
+        "one INSERT per append on SQLite (bench/_p11_floor.py)",
+        samples=ratios["floor: PostgreSQL / SQLite"],
     )
     record(
         "append client CPU, PostgreSQL flushing each commit",
-        median[flushed]["cpu"] / median["SQLite"]["cpu"],
+        statistics.median(ratios["PostgreSQL flushed / SQLite"]),
         "the same appends on SQLite",
-        samples=ratios[flushed],
+        samples=ratios["PostgreSQL flushed / SQLite"],
     )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
-        print(json.dumps(run(sys.argv[2])))
+    if len(sys.argv) > 3 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(sys.argv[2], sys.argv[3])))
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS)
