@@ -5,9 +5,11 @@ autocommit mode (its own transaction, one round trip), so threads of one process
 connections. One more connection per store, the *lock connection*, holds the writer locks.
 Writes (appends, leaf moves, deletes, the writer thread's batches) keep one of the pool's
 connections out for themselves, the *write connection*, and use it whenever no other thread is
-writing on it (a pooled one otherwise): a checkout per append cost about a quarter of the
-append's client CPU (P11, paired), mostly because the pool hands its connections out in turn, so
-each append woke a server process that had been idle the longest.
+writing on it (a pooled one otherwise), through one cursor kept for them. Each saved about a
+quarter of an append's client CPU (P11, paired): the pool hands its connections out in turn, so
+each append woke the server process that had been idle the longest; and a new cursor looks up
+and makes a dumper for each of the append's 20 parameters and a loader for each of its 18
+columns, which a kept one does once.
 
 One writer per session: ``acquire_writer`` takes a session-level advisory lock (key: a 64-bit
 hash of schema and session id) on the lock connection. The server drops it when that connection
@@ -108,6 +110,7 @@ from tether.store.store import (
 from tether.store.writer import BatchWriter, PendingAppend, by_session
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+Cursor = psycopg.Cursor[tuple[Any, ...]]
 T = TypeVar("T")
 
 CONNECT_TIMEOUT = 10
@@ -211,8 +214,8 @@ class PostgresStore:
         self._held: weakref.WeakValueDictionary[str, AdvisoryLease] = weakref.WeakValueDictionary()
         self._unlock_later: list[AdvisoryLease] = []
         self._writer: BatchWriter | None = None
-        self._write_db: Connection | None = None
-        """The write connection (see the module docstring), out of the pool; under ``_write_mutex``."""
+        self._write_cursor: Cursor | None = None
+        """The write connection's cursor (see the module docstring); under ``_write_mutex``."""
         self._write_mutex = threading.Lock()
         # The first connection reports a bad URL or password as it is, migrates, then holds locks.
         self._lock_db = self._connect_locks()
@@ -298,8 +301,8 @@ class PostgresStore:
     def delete_session(self, lease: WriterLease) -> None:
         held = self._check(lease)
 
-        def work(db: Connection) -> int:
-            return db.execute(
+        def work(cursor: Cursor) -> int:
+            return cursor.execute(
                 f"DELETE FROM tether_sessions WHERE id = %s AND writer_token = %s AND {LOCK_HELD}",
                 (held.session_id, held.token, held.key),
             ).rowcount
@@ -359,8 +362,8 @@ class PostgresStore:
         else:
             statement, params = APPEND, append_params(*fence, entries, leaf_id, updated)
 
-        def work(db: Connection) -> tuple[Any, ...] | None:
-            return db.execute(statement, params).fetchone()
+        def work(cursor: Cursor) -> tuple[Any, ...] | None:
+            return cursor.execute(statement, params).fetchone()
 
         row = self._fenced(held, work)
         if row is None:
@@ -394,8 +397,8 @@ class PostgresStore:
                 )
             )
 
-        def work(db: Connection) -> None:
-            with db.transaction(), db.cursor() as cursor:
+        def work(cursor: Cursor) -> None:
+            with cursor.connection.transaction():
                 cursor.executemany(APPEND, params, returning=True)
                 while True:
                     if cursor.fetchone() is None:
@@ -412,9 +415,9 @@ class PostgresStore:
         held = self._check(lease)
         channel = NOTIFY_PREFIX + held.session_id
 
-        def work(db: Connection) -> tuple[Any, ...] | None:
+        def work(cursor: Cursor) -> tuple[Any, ...] | None:
             # A follower's view moves with the leaf (a branch), as on an append.
-            return db.execute(
+            return cursor.execute(
                 f"""UPDATE tether_sessions SET leaf_id = %s, updated = greatest(updated, %s)
                     WHERE id = %s AND writer_token = %s AND {LOCK_HELD}
                     RETURNING {RECORD_COLUMNS}, pg_notify(%s, '')""",
@@ -465,9 +468,9 @@ class PostgresStore:
             self._unlock_later.clear()
             self._lock_db.close()
         with self._write_mutex:
-            if self._write_db is not None:
-                self._pool.putconn(self._write_db)
-                self._write_db = None
+            if self._write_cursor is not None:
+                self._pool.putconn(self._write_cursor.connection)
+                self._write_cursor = None
         self._pool.close()
 
     # -- internals -------------------------------------------------------------------------------
@@ -555,7 +558,7 @@ class PostgresStore:
                 self._reconnect_locks()
                 return self._relock(lease)
 
-    def _fenced(self, lease: AdvisoryLease, work: Callable[[Connection], T]) -> T:
+    def _fenced(self, lease: AdvisoryLease, work: Callable[[Cursor], T]) -> T:
         """A fenced write; when it matched nothing, again once the lease is taken back if it can
         be (a falsy result: the lease is lost)."""
         result = self._write(work)
@@ -572,22 +575,28 @@ class PostgresStore:
 
         return self._patiently(attempt)
 
-    def _write(self, work: Callable[[Connection], T]) -> T:
-        """``work`` on the write connection, or on a pooled one while another thread writes on it;
-        again on a new one while the server is unreachable."""
+    def _write(self, work: Callable[[Cursor], T]) -> T:
+        """``work`` with the write connection's cursor, or a pooled connection's while another
+        thread writes on it; again on a new one while the server is unreachable."""
         if not self._write_mutex.acquire(blocking=False):
-            return self._run(work)
+
+            def pooled(db: Connection) -> T:
+                with db.cursor() as cursor:
+                    return work(cursor)
+
+            return self._run(pooled)
 
         def attempt() -> T:
-            db = self._write_db
-            if db is None:
-                db = self._write_db = self._pool.getconn(timeout=CONNECT_TIMEOUT)
+            cursor = self._write_cursor
+            if cursor is None:
+                cursor = self._write_cursor = self._pool.getconn(timeout=CONNECT_TIMEOUT).cursor()
             try:
-                return work(db)
+                return work(cursor)
             except BaseException:
                 # Lost, or left in a transaction: the pool rolls it back or replaces it.
+                db = cursor.connection
                 if db.broken or db.closed or db.pgconn.transaction_status != TransactionStatus.IDLE:
-                    self._write_db = None
+                    self._write_cursor = None
                     self._pool.putconn(db)
                 raise
 
