@@ -1,9 +1,9 @@
 """Durable runs survive SIGKILLed workers: real `tether worker` processes, real databases.
 
 PostgreSQL: two workers take 20 runs; one is killed mid-stream, the other mid-tool, and a third
-starts; the live worker recovers both dead workers' runs (within 30 s of each kill) and every run
-completes. SQLite: two workers, one killed mid-stream and restarted under its name, which
-resumes its own runs at once. Each time: every transcript is valid (each tool call has exactly one
+starts, with room for every run; the live worker recovers both dead workers' runs (within 30 s of
+each kill) and every run completes. SQLite: two workers, one killed mid-stream and restarted
+under its name, which resumes its own runs itself (the other worker recovers none). Each time: every transcript is valid (each tool call has exactly one
 result, nothing duplicated or missing) and the workload's counter file shows that no finished
 step ran twice (``workload.py``).
 """
@@ -38,7 +38,6 @@ HERE = Path(__file__).resolve().parent
 MODEL = "anthropic/claude-sonnet-4-5"
 RUNS = 20
 RECOVERY_SECONDS = 30
-DEAD_AFTER_SECONDS = DurableConfig(system_database="").dead_after_seconds
 STREAM_DELAY = 0.5
 """Seconds before each event of a model stream but the last: a stream, 8 events, lasts 3.5 s
 or more (``workload.py``)."""
@@ -302,7 +301,10 @@ def test_postgres_workers_killed_mid_stream_and_mid_tool(
     wait_for(lambda: well_inside(c, second, "tool"), 60, "w2 mid-tool")
     working = {s for s, _ in open_calls(c, second, "tool")}
     second_killed = c.kill("w2")
-    c.start("w3")  # the live worker: it finishes the runs of both
+    # The live worker, which finishes the runs of both. With room for every run: with less, the
+    # runs beyond its room would start only as others end, so the bound would time whole runs
+    # (at a load of 10, the second half started 21 s after the kill; at 19, after 30 s).
+    c.start("w3", "--concurrency", str(RUNS))
 
     wait_for_runs(c, runs, 120)
     assert recovered_within(c, streaming, first, first_killed) < RECOVERY_SECONDS
@@ -334,9 +336,10 @@ def test_sqlite_worker_restarted_finishes_its_own_runs(
     restarted = c.start("w1")
 
     wait_for_runs(c, runs, 120)
-    # Resumed before any live worker could take w1 for dead: by the restart's own recovery, which
-    # puts them back in the queue, where the restarted worker takes them (w2 is busy with its own).
-    assert recovered_within(c, streaming, first, killed) < DEAD_AFTER_SECONDS
+    # Resumed by the restart's own recovery, which puts them back in the queue, where the
+    # restarted worker takes them (w2 is busy with its own), not by w2 taking w1 for dead.
+    assert recovered_within(c, streaming, first, killed) < RECOVERY_SECONDS
     taken = {line[2] for line in c.lines() if line[1] == str(restarted)}
     assert streaming <= taken
+    assert b"of a dead worker" not in (c.tmp / "w2.log").read_bytes()
     check_counter(c, check_transcripts(c, runs))

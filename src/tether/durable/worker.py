@@ -9,7 +9,9 @@ worker that never comes back are given to the live ones: every worker records a 
 or pending under an executor whose heartbeat is older than ``dead_after_seconds`` (or that has
 none), a live worker puts that executor's runs back on the shared queue, where exactly one live
 worker claims each; the replay then skips every checkpointed step. Several workers noticing the
-same death at once is harmless: giving back is idempotent.
+same death at once is harmless: giving back is idempotent. Heartbeats are stamped and judged by
+the database's clock, not the workers': hosts' clocks differ, and a starved worker may write a
+beat seconds after it read its own clock (a loaded host would then look dead early).
 
 A database outage (a restart, a failover) stops no worker and cancels no run: DBOS's own calls
 wait for the database and go on, the session store's too (``PostgresStore.outage_seconds``), and
@@ -116,6 +118,7 @@ class Heartbeats:
         self.config = config
         self._engine = system_engine(config.system_database)
         _METADATA.create_all(self._engine)
+        self._clock = _database_clock(self._engine)
         self._away_since: float | None = None
         """When a beat first failed (monotonic), while the database is away."""
         self._back_since = float("-inf")
@@ -130,7 +133,7 @@ class Heartbeats:
                 db.execute(_WORKERS.delete().where(_WORKERS.c.executor_id == me))
                 db.execute(
                     _WORKERS.insert().values(
-                        executor_id=me, host=socket.gethostname(), pid=os.getpid(), seen=time.time()
+                        executor_id=me, host=socket.gethostname(), pid=os.getpid(), seen=self._clock
                     )
                 )
         except DBAPIError as exc:
@@ -161,7 +164,7 @@ class Heartbeats:
 
     def live(self) -> set[str]:
         """Executors heard from within ``dead_after_seconds``."""
-        since = time.time() - self.config.dead_after_seconds
+        since = self._clock - self.config.dead_after_seconds
         with self._engine.connect() as db:
             rows = db.execute(sa.select(_WORKERS.c.executor_id).where(_WORKERS.c.seen >= since))
             return {row[0] for row in rows}
@@ -174,6 +177,13 @@ class Heartbeats:
         with contextlib.suppress(DBAPIError):  # the database may be away: the row ages out
             self.forget(self.config.executor_id)
         self._engine.dispose()
+
+
+def _database_clock(engine: sa.Engine) -> sa.ColumnElement[float]:
+    """The database server's clock in seconds since the epoch, as a SQL expression."""
+    if engine.dialect.name == "postgresql":
+        return sa.cast(sa.extract("epoch", sa.func.clock_timestamp()), sa.Float)
+    return (sa.func.julianday("now") - 2440587.5) * 86400.0
 
 
 def recover_dead(heartbeats: Heartbeats, dispatcher: Dispatcher) -> list[str]:
