@@ -11,7 +11,10 @@ none), a live worker puts that executor's runs back on the shared queue, where e
 worker claims each; the replay then skips every checkpointed step. Several workers noticing the
 same death at once is harmless: giving back is idempotent. Heartbeats are stamped and judged by
 the database's clock, not the workers': hosts' clocks differ, and a starved worker may write a
-beat seconds after it read its own clock (a loaded host would then look dead early).
+beat seconds after it read its own clock (a loaded host would then look dead early). A worker
+beats from a thread of its own: when the look for dead workers (or the hourly pruning) shared its
+loop, a slow one on a loaded host held the next beat back, and others could take a live worker
+for dead and run its runs a second time.
 
 A database outage (a restart, a failover) stops no worker and cancels no run: DBOS's own calls
 wait for the database and go on, the session store's too (``PostgresStore.outage_seconds``), and
@@ -155,6 +158,11 @@ class Heartbeats:
             self._back_since = time.monotonic()
         return True
 
+    @property
+    def connected(self) -> bool:
+        """Whether the last beat reached the database."""
+        return self._away_since is None
+
     def settled(self) -> bool:
         """Whether this worker may judge the others by their heartbeats: connected now, and for
         ``dead_after_seconds`` since the last outage it saw."""
@@ -233,20 +241,35 @@ class _OutageNoise(logging.Filter):
 _NOISE = _OutageNoise()
 
 
+def _beat(heartbeats: Heartbeats, stopped: threading.Event) -> None:
+    while not stopped.wait(heartbeats.config.heartbeat_seconds):
+        heartbeats.beat()
+
+
 def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] | None = None) -> None:
     """Run a worker until ``stop`` is set: heartbeat first (so no live worker takes this one for
-    dead), then DBOS, then a heartbeat and a look for dead workers every ``heartbeat_seconds``."""
+    dead), then DBOS, then a heartbeat (its own thread) and a look for dead workers every
+    ``heartbeat_seconds``."""
     for name in ("dbos", "psycopg.pool"):
         logging.getLogger(name).addFilter(_NOISE)
     heartbeats = Heartbeats(runtime.config)
     heartbeats.beat()
-    dispatcher = launch(runtime)
+    beating = threading.Event()
+    beater = threading.Thread(target=_beat, args=(heartbeats, beating), name="tether-heartbeat", daemon=True)
+    beater.start()
+    try:
+        dispatcher = launch(runtime)
+    except BaseException:
+        beating.set()
+        beater.join()
+        heartbeats.close()
+        raise
     if on_ready is not None:
         on_ready()
     pruned = float("-inf")
     try:
         while not stop.wait(runtime.config.heartbeat_seconds):
-            if not heartbeats.beat():
+            if not heartbeats.connected:
                 continue  # the database is away: nothing to judge, nothing to stop
             if runtime.config.keep_runs_days and time.monotonic() - pruned >= PRUNE_EVERY_SECONDS:
                 pruned = time.monotonic()
@@ -257,8 +280,10 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
             try:
                 for run_id in recover_dead(heartbeats, dispatcher):
                     log.warning("recovering run %s of a dead worker", run_id)
-            except Exception as exc:  # a passing database fault: the next beat tries again
+            except Exception as exc:  # a passing database fault: the next look tries again
                 log.warning("looking for dead workers failed: %s", first_line(exc))
     finally:
         shutdown(dispatcher)
+        beating.set()
+        beater.join()  # no beat after the row is gone
         heartbeats.close()
