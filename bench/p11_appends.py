@@ -5,9 +5,15 @@ leaf, counters, and on PostgreSQL the follower notification and the lease check,
 statement: one round trip). The appends go round-robin over the sessions, all 1,000 writer
 leases held, one thread. Measured per store, each in a fresh process: the client's CPU
 (``process_time``) and the wall time of the 20,000 appends. Afterwards every session's row must
-count its 20 entries. Runs alternate SQLite/PostgreSQL, medians shown; the ratio is PostgreSQL's
-client CPU over SQLite's, paired by round (goal: at most 1.5; before the notification moved into
-the append's statement, 2.97).
+count its 20 entries. Each round runs every measure once, in alternating order; medians shown,
+with the spread over the rounds; the ratio is PostgreSQL's client CPU over SQLite's, paired by
+round (goal: at most 1.5; 2.97 with the notification a second round trip, 2.15 once it moved
+into the append's statement).
+
+Beside tether, each database's floor (``_p11_floor.py``): a bare client inserting one row per
+append in its own transaction, nothing else. The floors' ratio is what PostgreSQL's client costs
+over SQLite's whatever tether does, so tether's ratio cannot be expected below it; tether's
+distance to each floor (per append, and as a ratio) is what tether's own code costs there.
 
 Two PostgreSQL servers. The goal's compares like with like: a commit written to the operating
 system before it is answered, not flushed to the disk (``fsync`` off), as SQLite's WAL with
@@ -18,7 +24,7 @@ went to other processes meanwhile: a ``SELECT pg_sleep(0.005)`` costs the client
 of a ``SELECT 1`` there). That is the machine's cost, not work the client does, so it is shown
 beside the goal's figure, not in it.
 
-    python bench/p11_appends.py [rounds]
+    python bench/p11_appends.py [rounds]      # P11_SESSIONS=300 for a shorter run
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The PostgreSQL store rides out a server restart (``pg_ctl stop -m immediate``, then started
 again): a writer's append made while the server is down lands once it is back, under the lease
 the writer held (taken back on a new lock connection); no second writer gets the session in
-between; a follower goes on from the last entry it saw; one warning says the database is away.
+between; a follower goes on from the last entry it saw; one warning says the database is away;
+a worker's store opened while the server is down waits for it.
 
 A private server per test: crashing the shared one would cut every other test's connections."""
 
@@ -16,7 +17,8 @@ import pytest
 
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
-from tether.store import PostgresStore, SessionLockedError
+from tether.store import PostgresStore, SessionError, SessionLockedError
+from tether.store.database import open_store
 from tether.store.follow import follow
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
@@ -33,14 +35,7 @@ def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # needs the s
 def _outage(server: PostgresServer, seconds: float) -> threading.Thread:
     """Crash the server now and start it again ``seconds`` later, in the background."""
     server.crash()
-
-    def later() -> None:
-        time.sleep(seconds)
-        server.start_again()
-
-    thread = threading.Thread(target=later)
-    thread.start()
-    return thread
+    return _outage_ending(server, seconds)
 
 
 @pytest.mark.parametrize("seconds", [0.1, DOWN_SECONDS])
@@ -114,3 +109,30 @@ def test_a_follower_goes_on_after_a_restart_from_the_last_entry_it_saw(server: P
             assert seen == [e["id"] for e in s.entries()]
     finally:
         store.close()
+
+
+def test_a_patient_open_waits_for_a_restarting_server_and_a_plain_one_fails_at_once(
+    server: PostgresServer,
+) -> None:
+    server.crash()
+    with pytest.raises(SessionError, match="cannot open the session database"):
+        open_store(server.url())  # a person's command: no wait
+    restart = _outage_ending(server, DOWN_SECONDS)
+    store = open_store(server.url(), patient=True)  # a worker's first run, mid-restart
+    try:
+        restart.join()
+        assert store.list_sessions() == []
+    finally:
+        store.close()
+
+
+def _outage_ending(server: PostgresServer, seconds: float) -> threading.Thread:
+    """Start the (crashed) server again ``seconds`` from now, in the background."""
+
+    def later() -> None:
+        time.sleep(seconds)
+        server.start_again()
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    return thread

@@ -114,7 +114,8 @@ def _store() -> SessionStore:
     synchronous), so they can share it and its connection."""
     global _shared_store
     if _shared_store is None:
-        _shared_store = open_store(_current().config.sessions)
+        # Patient: the first run may start while the database restarts (runs ride that out).
+        _shared_store = open_store(_current().config.sessions, patient=True)
     return _shared_store
 
 

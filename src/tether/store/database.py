@@ -24,8 +24,12 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SCHEME = r"^([a-zA-Z][a-zA-Z0-9+.-]*):"  # compiled on first use (re's cache)
 
 
-def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
-    """Open the store at ``location`` (see the module docstring); errors are ``SessionError``."""
+def open_store(location: str | os.PathLike[str] | None = None, *, patient: bool = False) -> SessionStore:
+    """Open the store at ``location`` (see the module docstring); errors are ``SessionError``.
+
+    ``patient``: a PostgreSQL server that cannot be reached now is waited for, as a statement
+    waits out a restart (``PostgresStore.outage_seconds``): what a worker opening the store in
+    the middle of its runs needs. Otherwise (a person's command) that fails at once."""
     if location is None:
         location = database_url()
     if location is None:
@@ -35,7 +39,7 @@ def open_store(location: str | os.PathLike[str] | None = None) -> SessionStore:
     if isinstance(location, str) and is_postgres_url(location):
         from tether.store.postgres_store import PostgresStore
 
-        return PostgresStore(location)
+        return PostgresStore(location, patient=patient)
     from tether.store.sqlite_store import SQLiteStore
 
     return SQLiteStore(sqlite_path(location))

@@ -202,6 +202,7 @@ class PostgresStore:
         min_connections: int = 1,
         max_connections: int = 8,
         outage_seconds: float = OUTAGE_SECONDS,
+        patient: bool = False,
     ) -> None:
         self.url = url
         self.where = redact(url)
@@ -217,8 +218,9 @@ class PostgresStore:
         self._write_cursor: Cursor | None = None
         """The write connection's cursor (see the module docstring); under ``_write_mutex``."""
         self._write_mutex = threading.Lock()
-        # The first connection reports a bad URL or password as it is, migrates, then holds locks.
-        self._lock_db = self._connect_locks()
+        # The first connection reports a bad URL or password as it is (an unreachable server too,
+        # unless ``patient``: see ``open_store``), migrates, then holds locks.
+        self._lock_db = self._patience.run(self._connect_locks, _absent) if patient else self._connect_locks()
         try:
             row = self._lock_db.execute("SELECT current_schema()").fetchone()
             if row is None or row[0] is None:
@@ -488,9 +490,7 @@ class PostgresStore:
 
     def reconnect(self) -> Connection:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
-        return self._patience.run(
-            self.connect, lambda err: isinstance(err, SessionError) and _unreachable(err)
-        )
+        return self._patience.run(self.connect, _absent)
 
     def _connect_locks(self) -> Connection:
         db = self.connect()
@@ -510,9 +510,7 @@ class PostgresStore:
         """A new lock connection (the old one is dead), then every held lease taken back on it
         (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
         self._lock_db.close()
-        self._lock_db = self._patience.run(
-            self._connect_locks, lambda err: isinstance(err, SessionError) and _unreachable(err)
-        )
+        self._lock_db = self._patience.run(self._connect_locks, _absent)
         for lease in list(self._held.values()):
             with contextlib.suppress(psycopg.Error):
                 self._relock(lease)
@@ -757,6 +755,11 @@ def _unreachable(err: BaseException) -> bool:
         return False
     state = err.sqlstate
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _absent(err: BaseException) -> bool:
+    """Whether a connection could not be made because the server cannot be reached now."""
+    return isinstance(err, SessionError) and _unreachable(err)
 
 
 def _pid_alive(pid: int) -> bool:
