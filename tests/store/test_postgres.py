@@ -175,7 +175,8 @@ def test_a_write_after_the_lock_connection_died_lands_only_once_the_lock_is_held
         store = manager.store
         assert isinstance(store, PostgresStore)
         with psycopg.connect(postgres.url(), autocommit=True) as db:
-            db.execute("SELECT pg_terminate_backend(%s)", (store._lock_db.info.backend_pid,))  # pyright: ignore[reportPrivateUsage]
+            lock_backend = store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
+            db.execute("SELECT pg_terminate_backend(%s, 10000)", (lock_backend,))  # waits till it is gone
             s.append_message(user("after"))
             # The append's fence found the lock free, so the writer took it back first.
             holders = db.execute(
