@@ -529,6 +529,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        self.require_model()  # no model chosen yet: one line saying how, before anything starts
         if not await self._install_mcp_tools():
             return self._added  # aborted while MCP servers were starting
         host = self.resources.extensions if self.resources is not None else None

@@ -241,7 +241,7 @@ class SessionOperations(CoreState):
         session = self._session
         return conversation_stats(
             self.agent.messages,
-            self.model,
+            self.agent.model,  # none yet: no context window to measure against
             session_id=self.session_id,
             session_file=self.session_file,
             title=session.title if session is not None else None,

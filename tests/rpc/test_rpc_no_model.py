@@ -1,0 +1,97 @@
+"""``tether --mode rpc`` with no model configured (an empty ``TETHER_HOME``, no provider key, no
+embedded model) starts, as pi 1.6's RPC mode does: ``get_state`` and the other commands answer,
+a prompt is refused with one line saying how to choose a model, and once ``set_model`` (or
+``/model``) has chosen one, prompts run. Each test runs a real server process
+(``CheckedClient``: every frame is checked against the committed schema)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from rpc_support import RpcEnv, text_reply
+
+from tether.rpc import RpcError
+
+pytestmark = pytest.mark.subprocess
+
+ECHO = Path(__file__).resolve().parents[2] / "examples" / "extensions" / "echo_provider.py"
+
+
+@pytest.fixture
+def empty(rpc: RpcEnv) -> RpcEnv:
+    rpc.without_embedded_model()
+    assert not any(rpc.home.iterdir())  # nothing configured: no settings, models.json or keys
+    return rpc
+
+
+async def test_it_starts_without_a_model_and_refuses_only_prompts(empty: RpcEnv) -> None:
+    async with empty.spawn("--yes") as client:
+        assert client.ready is not None and client.ready["sessionId"]
+        state = await client.get_state()
+        assert state["model"] is None and state["isStreaming"] is False and state["messageCount"] == 0
+        assert await client.get_available_models() == []
+        assert await client.cycle_model() is None
+        assert isinstance(await client.get_commands(), list)
+        with pytest.raises(RpcError) as refused:
+            await client.prompt("hello")
+        message = refused.value.message
+        assert message.startswith("no model selected: choose one (RPC set_model") and "\n" not in message
+        with pytest.raises(RpcError, match="Model not found: nobody/nothing"):
+            await client.set_model("nobody", "nothing")
+        await client.set_thinking_level("high")  # kept, clamped once a model is chosen
+        assert (await client.get_state())["thinkingLevel"] == "high"
+        assert (await client.request("get_available_thinking_levels"))["levels"] == ["off"]
+        ran = await client.bash("echo still here")
+        assert ran["output"] == "still here\n" and ran["exitCode"] == 0
+        stats = await client.get_session_stats()
+        assert stats["totalMessages"] == 1  # the bash run: the refused prompt left nothing
+        assert [m["role"] for m in await client.get_messages()] == ["bashExecution"]
+    assert await client.close() == 0
+    # what pi writes to stderr at start ("No models available..."): the three ways to get one
+    assert "no model to talk to" in client.stderr and "ANTHROPIC_API_KEY" in client.stderr
+
+
+async def test_a_model_chosen_with_set_model_answers_prompts_and_stays_the_sessions(empty: RpcEnv) -> None:
+    async with empty.spawn("--yes", "-e", str(ECHO)) as client:
+        assert (await client.get_state())["model"] is None
+        assert [(m["provider"], m["id"]) for m in await client.get_available_models()] == [("echo", "echo-1")]
+        chosen = await client.set_model("echo", "echo-1")
+        assert (chosen["provider"], chosen["id"]) == ("echo", "echo-1")
+        result = await client.prompt("are you there")
+        assert result["status"] == "completed"
+        assert await client.get_last_assistant_text() == "echo: are you there"
+        state = await client.get_state()
+        assert state["model"] == chosen
+    assert await client.close() == 0
+    # resumed with nothing configured still: the session's own model again
+    async with empty.spawn("--yes", "-e", str(ECHO), "--session", state["sessionId"]) as again:
+        model = (await again.get_state())["model"]
+        assert model is not None and (model["provider"], model["id"]) == ("echo", "echo-1")
+    assert await again.close() == 0
+
+
+async def test_the_model_command_chooses_one(empty: RpcEnv) -> None:
+    script = empty.home.parent / "answers.json"
+    script.write_text(json.dumps({"responses": [text_reply("scripted hello")]}))
+    async with empty.spawn("--yes") as client:
+        handled = await client.request("prompt", message=f"/model scripted:{script}")
+        assert handled["disposition"] == "handled" and "model set to scripted/answers" in handled["text"]
+        assert (await client.prompt("hi"))["status"] == "completed"
+        assert await client.get_last_assistant_text() == "scripted hello"
+    assert await client.close() == 0
+
+
+def test_a_model_asked_for_by_name_that_cannot_be_had_still_ends_the_start(empty: RpcEnv) -> None:
+    """pi too: ``--model`` naming nothing is the user's mistake, said before any frame."""
+    argv = empty.argv("--model", "no-such-model-anywhere")
+    done = subprocess.run(
+        argv, cwd=empty.project, env=empty.env(), input="", capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert (
+        done.stderr.startswith("tether: unknown model 'no-such-model-anywhere'")
+        and done.stderr.count("\n") == 1
+    )
