@@ -40,6 +40,7 @@ async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_p
         assert forked.status_code == 201
         copy = (await client.get(f"/api/sessions/{forked.json()['sessionId']}")).json()
         assert copy["session"]["parentSessionId"] == session_id
+        assert copy["session"]["parentEntryId"] == answers[0]["id"]  # where it was forked
         assert copy["entries"][-1]["id"] == answers[0]["id"]
         assert (await client.post("/api/sessions/nope/fork", json={"entryId": None})).status_code == 404
 

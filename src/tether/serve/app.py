@@ -382,13 +382,7 @@ def _haystack(record: SessionRecord) -> str:
 
 def _record(record: SessionRecord) -> dict[str, Any]:
     return {
-        "id": record.id,
-        "cwd": record.cwd,
-        "title": record.title,
-        "created": record.created,
-        "updated": record.updated,
-        "leafId": record.leaf_id,
-        "parentSessionId": record.parent_session_id,
+        **record.identity(),
         "firstPrompt": record.first_prompt,
         "entryCount": record.entry_count,
         "messageCount": record.message_count,
