@@ -95,7 +95,7 @@ def create_app(config: ServeConfig) -> Starlette:
     feeds = Feeds(config.store, config.follower_buffer)
     config.hub.on_live = feeds.publish
     api = _Api(config, feeds)
-    tree = TreeApi(config.store, config.hub, feeds)
+    tree = TreeApi(config.store, config.hub)
     runs = RunsApi(config.durable, config.store)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
