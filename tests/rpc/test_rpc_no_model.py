@@ -7,12 +7,15 @@ a prompt is refused with one line saying how to choose a model, and once ``set_m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from pi16_parity import Agent, Frame
 from rpc_support import RpcEnv, text_reply
 
+from pi_packages import PI_16, installed
 from tether.rpc import RpcError
 
 pytestmark = pytest.mark.subprocess
@@ -95,3 +98,54 @@ def test_a_model_asked_for_by_name_that_cannot_be_had_still_ends_the_start(empty
         done.stderr.startswith("tether: unknown model 'no-such-model-anywhere'")
         and done.stderr.count("\n") == 1
     )
+
+
+@pytest.mark.node
+async def test_pi16_starts_without_a_model_too_and_refuses_only_prompts(
+    empty: RpcEnv, tmp_path: Path
+) -> None:
+    """The same commands to real pi 1.6.0 and to tether, each with nothing configured: both start,
+    answer state, models, commands and ``bash``, and refuse the prompt (pi says no key for its
+    placeholder model ``unknown/unknown``, tether "no model selected"; ``get_state`` has pi's
+    placeholder where tether says ``null``, as docs/rpc.md says)."""
+    pi = installed(PI_16)
+    agent_dir, home, work = tmp_path / "pi-agent", tmp_path / "pi-home", tmp_path / "pi-work"
+    for folder in (agent_dir, home, work):
+        folder.mkdir()
+    pi_env = {
+        "PATH": f"{Path(pi.node).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "PI_CODING_AGENT_DIR": str(agent_dir),
+        "PI_OFFLINE": "1",
+    }
+    pi_side = Agent(
+        "pi", [pi.node, str(pi.package / "dist" / "bundle" / "cli.js"), "--mode", "rpc"], pi_env, work
+    )
+    tether_side = Agent("tether", empty.argv("--yes"), empty.env(), empty.project)
+    answers: dict[str, dict[str, Frame]] = {}
+    for side in (pi_side, tether_side):
+        driver = await side.start()
+        try:
+            answers[side.name] = {
+                kind: await driver.command(kind, **params)
+                for kind, params in (
+                    ("get_state", {}),
+                    ("get_available_models", {}),
+                    ("get_commands", {}),
+                    ("prompt", {"message": "hello"}),
+                    ("bash", {"command": "echo still here"}),
+                    ("get_state", {}),
+                )
+            }
+        finally:
+            await driver.close()
+        assert driver.process.returncode == 0, side.name
+    for side, got in answers.items():
+        assert got["get_state"]["success"] and got["get_available_models"]["data"] == {"models": []}, side
+        assert got["get_commands"]["success"], side
+        assert got["prompt"]["success"] is False and got["prompt"]["error"], side
+        assert got["bash"]["data"]["output"] == "still here\n", side
+    assert answers["pi"]["get_state"]["data"]["model"]["provider"] == "unknown"
+    assert answers["tether"]["get_state"]["data"]["model"] is None
+    assert answers["pi"]["prompt"]["error"].startswith("No API key found for the selected model")
+    assert answers["tether"]["prompt"]["error"].startswith("no model selected")
