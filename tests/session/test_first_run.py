@@ -15,7 +15,7 @@ from tether.ai.key_names import ENV_VARS
 from tether.ai.providers import local
 from tether.session.events import message_text
 from tether.session.factory import SessionChoice, create_agent_session
-from tether.session.model_choice import NO_MODEL_SELECTED, ModelError, no_model_message, resolve_model
+from tether.session.model_choice import ModelError, no_model_message, no_model_selected, resolve_model
 from tether.session.options import AgentOptions
 from tether.testing.loopback import LoopbackServer, Reply
 
@@ -115,7 +115,7 @@ def test_a_library_session_starts_without_a_model_and_a_prompt_says_how_to_choos
             assert core.notice == no_model_message()  # the three ways, for a front end to show
             with pytest.raises(ModelError) as raised:
                 await core.prompt("hi")
-            assert str(raised.value) == NO_MODEL_SELECTED and "\n" not in NO_MODEL_SELECTED
+            assert str(raised.value) == no_model_selected() and "\n" not in str(raised.value)
             assert core.messages == []  # the refused prompt left nothing behind
             assert core.stats().context_window is None
             core.set_thinking("high")

@@ -140,6 +140,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self.approval = approval
         self.hooks = list(hooks)
         self.notice = notice
+        self.no_model_reason = None
+        """Why the session started without a model (``create_agent_session``): what a prompt's
+        error names until one is chosen."""
         self._tally = None
         """The conversation's totals, extended at each ``stats()`` (made on the first: print mode
         never asks, and ``tether.session.stats`` stays unloaded)."""

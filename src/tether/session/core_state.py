@@ -65,6 +65,7 @@ class CoreState:
     approval: ApprovalGate | None
     hooks: list[PromptHook]
     notice: str | None
+    no_model_reason: str | None
     scoped_models: list[ScopedModel]
     compactions: int
     auto_retry: bool
@@ -106,9 +107,9 @@ class CoreState:
         fails at that point, as a prompt does in pi, while the rest keeps working."""
         if self.agent.model is None:
             from tether.errors import ModelError
-            from tether.session.model_choice import NO_MODEL_SELECTED
+            from tether.session.model_choice import no_model_selected
 
-            raise ModelError(NO_MODEL_SELECTED)
+            raise ModelError(no_model_selected(self.no_model_reason))
         return self.agent.model
 
     @property

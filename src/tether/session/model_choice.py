@@ -413,11 +413,16 @@ def _default_model() -> ResolvedModel:
     return ResolvedModel(resolved.model, resolved.stream_fn, notice)
 
 
-NO_MODEL_SELECTED = (
-    "no model selected: choose one (RPC set_model, /model PATTERN, AgentSession.set_model), "
-    "or give tether an API key or OPENAI_BASE_URL (`tether models --all` lists the models)"
-)
-"""What a prompt to a session that started without a model answers (pi: "No model selected")."""
+def no_model_selected(reason: str | None = None) -> str:
+    """What a prompt to a session that started without a model raises (pi: "No model
+    selected"), one line; ``reason``: why none could be used, when it is one line itself (the
+    three ways of ``no_model_message`` are not)."""
+    why = f" ({reason})" if reason and "\n" not in reason else ""
+    return (
+        f"no model selected{why}: choose one (RPC set_model, /model PATTERN, AgentSession.set_model), "
+        "or give tether an API key or OPENAI_BASE_URL (`tether models --all` lists the models)"
+    )
+
 
 PROBE_TIMEOUT = 3.0
 """Seconds ``OPENAI_BASE_URL``'s server gets to connect and to list its models."""
