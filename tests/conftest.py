@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from postgres_support import postgres_bin_dir
 from tether.ai.models import BASE_URL_ENV
-from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+from tether.testing.postgres import PostgresServer, postgres_server
 
 
 @pytest.fixture(autouse=True)
@@ -35,10 +36,5 @@ def _no_saved_keys(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES"):
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES is set but the PostgreSQL tests {INSTALL_HINT}")
-        pytest.skip(f"the PostgreSQL tests {INSTALL_HINT}")
-    with postgres_server(bin_dir) as server:
+    with postgres_server(postgres_bin_dir()) as server:
         yield server

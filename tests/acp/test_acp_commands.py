@@ -12,6 +12,7 @@ from acp import text_block
 from acp.interfaces import Client
 from acp.schema import AgentMessageChunk, ConfigOptionUpdate, TextContentBlock
 
+from home_support import isolated_project
 from tether.acp.server import TetherAcpAgent
 from tether.session import SessionManager
 from tether.session.options import SessionOptions
@@ -32,13 +33,11 @@ class QuietClient:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    folder = isolated_project(tmp_path, monkeypatch)
     script = tmp_path / "script.json"
     replies = [{"content": [{"type": "text", "chunks": [f"answer {i}"]}]} for i in (1, 2)]
     script.write_text(json.dumps({"responses": replies}))
     monkeypatch.setenv("TETHER_SCRIPTED", str(script))
-    folder = tmp_path / "project"
-    folder.mkdir()
     return folder
 
 

@@ -14,6 +14,7 @@ from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import SessionConfigOptionSelect
 
+from home_support import isolated_project
 from tether.acp.server import TetherAcpAgent
 from tether.session import SessionManager
 from tether.session.options import SessionOptions
@@ -36,13 +37,10 @@ def by_id(options: list[Any] | None) -> dict[str, SessionConfigOptionSelect]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("TETHER_SCRIPTED", raising=False)
+    folder = isolated_project(tmp_path, monkeypatch)
     for name in ("OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY", "GROQ_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    folder = tmp_path / "project"
-    folder.mkdir()
     return folder
 
 

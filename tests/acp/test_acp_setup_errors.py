@@ -13,6 +13,7 @@ import pytest
 from acp import RequestError
 from acp.interfaces import Client
 
+from home_support import isolated_project
 from tether.acp.server import TetherAcpAgent
 from tether.errors import ModelError
 from tether.session import model_choice
@@ -21,11 +22,7 @@ from tether.session.options import SessionOptions
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("TETHER_SCRIPTED", raising=False)
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
+    return isolated_project(tmp_path, monkeypatch)
 
 
 def agent(options: SessionOptions) -> TetherAcpAgent:

@@ -89,7 +89,7 @@ def test_exit_in_a_hook_a_tool_or_a_command_does_not_end_tether(cli: CliEnv) -> 
     assert f"Extension error ({path}): ExtensionExit: called exit(5)" in done.stderr
     assert "still here" in done.stdout and "agent_end" in done.stdout
 
-    command = cli.run("-e", path, "-p", "--no-session", "/bye")
+    command = cli.run("-e", path, "-p", "--no-session", "/bye", script=cli.script("unused", []))
     assert command.returncode == 0, command.stderr
     assert "/bye failed: ExtensionExit: called exit(7)" in command.stdout + command.stderr
     assert "Traceback" not in command.stderr

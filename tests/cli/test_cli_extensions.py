@@ -39,7 +39,8 @@ def test_tool_with_parameters(cli: CliEnv) -> None:
 
 def test_slash_command(cli: CliEnv) -> None:
     (cli.project / "app.py").write_text("x = 1\n# TODO: rename x\n")
-    done = cli.run("-e", example("todo_command"), "-p", "--no-session", "/todos")
+    unused = cli.script("unused", [])  # the command answers alone: the model is never asked
+    done = cli.run("-e", example("todo_command"), "-p", "--no-session", "/todos", script=unused)
     assert (done.returncode, done.stdout) == (0, "app.py:2: # TODO: rename x\n"), done.stderr
     script = cli.script("s", [text_reply("renamed")])
     done = cli.run("-e", example("todo_command"), "-p", "--no-session", "/todos fix", script=script)
@@ -106,7 +107,7 @@ def test_extensions_list_and_no_extensions(cli: CliEnv) -> None:
         == f"tether: extension broken ({folder / 'broken.py'}) failed to load: ValueError: bad config\n"
     )
 
-    done = cli.run("-p", "--no-session", "/hello you")
+    done = cli.run("-p", "--no-session", "/hello you", script=cli.script("unused", []))
     assert done.stdout == "hello you\n"
     assert "extension broken" in done.stderr  # reported, and the rest still works
     script = cli.script("s", [text_reply("the model got it")])

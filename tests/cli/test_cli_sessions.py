@@ -127,6 +127,38 @@ def test_sessions_import_and_export_in_both_formats(cli: CliEnv, tmp_path: Path)
     assert missing.returncode == 1 and missing.stderr.startswith("error: ")
 
 
+def test_export_flag_and_the_export_command_use_the_users_theme(cli: CliEnv, tmp_path: Path) -> None:
+    """The ``theme`` setting's file colours the page (``--export``, and RPC's ``export_html``)."""
+    themes = cli.home / "config" / "themes"
+    themes.mkdir(parents=True)
+    colors = {"text": "#e0e6f0", "accent": "#4fa3ff", "userMessageBg": "#203040"}
+    (themes / "ocean.json").write_text(json.dumps({"colors": colors, "export": {"pageBg": "#101820"}}))
+    (cli.home / "config" / "settings.json").write_text(json.dumps({"theme": "ocean"}))
+    first = cli.run("--mode", "json", "a question", script=cli.script("a", [text_reply("an answer")]))
+    session_id = session_of(json_lines(first.stdout))
+    out = tmp_path / "themed.html"
+    done = cli.run("--export", session_id, str(out))
+    assert (done.returncode, done.stderr) == (0, "")
+    page = out.read_text()
+    assert "--page-bg: #101820;" in page and "--text: #e0e6f0;" in page and "--accent: #4fa3ff;" in page
+    asked = json.dumps({"id": "1", "type": "export_html", "outputPath": str(tmp_path / "rpc.html")})
+    unused = cli.script("unused", [])  # the model is never asked
+    rpc = cli.run("--mode", "rpc", "--session", session_id, stdin=asked + "\n", script=unused)
+    assert rpc.returncode == 0, rpc.stderr
+
+    def root(text: str) -> str:
+        return text[text.index(":root") : text.index("}", text.index(":root"))]
+
+    assert root((tmp_path / "rpc.html").read_text()) == root(page)  # (the page adds the run's model change)
+    (cli.home / "config" / "settings.json").write_text(json.dumps({"theme": "gone"}))
+    done = cli.run("--export", session_id, str(tmp_path / "plain.html"))
+    assert (
+        done.returncode == 0
+        and done.stderr == 'note: theme: no theme "gone" for the HTML page; it has the default colours\n'
+    )
+    assert "--page-bg: #ffffff;" in (tmp_path / "plain.html").read_text()
+
+
 def test_export_flag_writes_html_from_a_file_or_a_stored_session(cli: CliEnv, tmp_path: Path) -> None:
     """``tether --export FILE [OUTPUT]`` as pi: a pi session file, a tether export, or an id."""
     pi_file = tmp_path / "talk.jsonl"

@@ -230,9 +230,12 @@ async def test_no_usable_model_is_one_error_line_not_a_traceback(runner: Runner)
     url = f"http://127.0.0.1:{closed_port()}/v1"
     await runner.run("stream_reply.py", "Hi", env={"OPENAI_BASE_URL": url}, expect_failure=True)
     assert runner.returncode == 1
-    assert (
-        runner.stderr
-        == f"error: OPENAI_BASE_URL is {url}, but nothing answers there ([Errno 111] Connection refused)\n"
+    # the session starts without a model, as pi's does; the prompt's error says why it has none
+    assert runner.stderr == (
+        f"error: no model selected (OPENAI_BASE_URL is {url}, but nothing answers there "
+        "([Errno 111] Connection refused)): choose one (RPC set_model, /model PATTERN, "
+        "AgentSession.set_model), or give tether an API key or OPENAI_BASE_URL "
+        "(`tether models --all` lists the models)\n"
     )
 
 

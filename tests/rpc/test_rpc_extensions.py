@@ -55,6 +55,7 @@ async def test_get_commands_lists_templates_skills_and_extension_commands(rpc: R
     skill = rpc.project / ".agents" / "skills" / "tidy" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: tidy\ndescription: Tidy things up\n---\nSort imports.\n")
+    rpc.script([])  # the model is never asked: listing commands is all this does
     async with rpc.spawn("-e", example("todo_command")) as client:
         commands = await client.request("get_commands")
     assert commands["commands"] == [

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tether.testing.postgres import INSTALL_HINT, PostgresServer, find_bin_dir, postgres_server
+from postgres_support import postgres_bin_dir
+from tether.testing.postgres import PostgresServer, postgres_server
 
 pytestmark = pytest.mark.subprocess
 
@@ -128,12 +129,7 @@ def test_abort_is_answered_and_stdin_closes_while_a_hook_hangs(tmp_path: Path) -
 @pytest.fixture
 def own_postgres() -> Iterator[PostgresServer]:
     """A server of this test's own: it is killed mid-run."""
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        if os.environ.get("TETHER_REQUIRE_POSTGRES"):
-            pytest.fail(f"TETHER_REQUIRE_POSTGRES is set but the PostgreSQL tests {INSTALL_HINT}")
-        pytest.skip(f"the PostgreSQL tests {INSTALL_HINT}")
-    with postgres_server(bin_dir) as server:
+    with postgres_server(postgres_bin_dir()) as server:
         yield server
 
 

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from home_support import isolated_project
+
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("TETHER_DATABASE_URL", raising=False)
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
+    return isolated_project(tmp_path, monkeypatch)

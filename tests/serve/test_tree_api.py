@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from serve_support import WAIT_SECONDS, serving, settled, text, write_script
+from serve_support import WAIT_SECONDS, serving, settled, sse_events, text, write_script
 
 
 async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_path: Path) -> None:
@@ -23,8 +23,22 @@ async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_p
         previews = {n["id"]: (n["role"], n["preview"]) for n in tree["nodes"]}
         assert previews[answers[0]["id"]] == ("assistant", "one")
 
+        opened = asyncio.Event()
+        follower = asyncio.create_task(
+            sse_events(
+                client,
+                f"/api/sessions/{session_id}/events?history=false",
+                until=lambda event: event[1] == "leaf",
+                opened=opened,
+            )
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            await opened.wait()
         moved = await client.post(f"/api/sessions/{session_id}/branch", json={"entryId": answers[0]["id"]})
         assert moved.json() == {"leafId": answers[0]["id"]}
+        # the follower hears it from the store (SQLite: its polled watch), as on PostgreSQL
+        leaf_events = [json.loads(d) for _, kind, d in await follower if kind == "leaf"]
+        assert leaf_events == [{"type": "leaf", "leafId": answers[0]["id"]}]
         assert (await client.get(f"/api/sessions/{session_id}")).json()["session"]["leafId"] == answers[0][
             "id"
         ]
@@ -40,6 +54,7 @@ async def test_tree_routes_move_fork_and_say_what_was_wrong(project: Path, tmp_p
         assert forked.status_code == 201
         copy = (await client.get(f"/api/sessions/{forked.json()['sessionId']}")).json()
         assert copy["session"]["parentSessionId"] == session_id
+        assert copy["session"]["parentEntryId"] == answers[0]["id"]  # where it was forked
         assert copy["entries"][-1]["id"] == answers[0]["id"]
         assert (await client.post("/api/sessions/nope/fork", json={"entryId": None})).status_code == 404
 

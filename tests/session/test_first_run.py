@@ -7,13 +7,15 @@ import asyncio
 import json
 import re
 import socket
+from pathlib import Path
 
 import pytest
 
 from tether.ai.key_names import ENV_VARS
 from tether.ai.providers import local
+from tether.session.events import message_text
 from tether.session.factory import SessionChoice, create_agent_session
-from tether.session.model_choice import ModelError, no_model_message, resolve_model
+from tether.session.model_choice import ModelError, no_model_message, no_model_selected, resolve_model
 from tether.session.options import AgentOptions
 from tether.testing.loopback import LoopbackServer, Reply
 
@@ -96,8 +98,45 @@ def test_a_key_comes_before_the_base_url_server(monkeypatch: pytest.MonkeyPatch)
     assert resolve_model(None, None).model["provider"] == "anthropic"
 
 
-def test_a_library_caller_gets_the_same_message(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_library_session_starts_without_a_model_and_a_prompt_says_how_to_choose_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As pi's ``createAgentSession`` and pydantic-ai's ``Agent``: built without a model, the
+    session works; a prompt raises one line; ``set_model`` makes prompts work."""
+    monkeypatch.setattr(local, "is_available", lambda: False)
+    monkeypatch.setattr(local, "default_model_path", lambda: None)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"content": [{"type": "text", "chunks": ["hello"]}]}]))
+
+    async def scenario() -> None:
+        core = create_agent_session(AgentOptions(tools=[]), session=SessionChoice(persist=False))
+        try:
+            assert core.agent.model is None
+            assert core.notice == no_model_message()  # the three ways, for a front end to show
+            with pytest.raises(ModelError) as raised:
+                await core.prompt("hi")
+            assert str(raised.value) == no_model_selected() and "\n" not in str(raised.value)
+            assert core.messages == []  # the refused prompt left nothing behind
+            assert core.stats().context_window is None
+            core.set_thinking("high")
+            core.set_model(f"scripted:{script}")
+            await core.prompt("hi")
+            assert message_text(core.messages[-1]) == "hello"
+        finally:
+            await core.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_front_end_that_needs_a_model_gets_the_three_ways_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "is_available", lambda: False)
     monkeypatch.setattr(local, "default_model_path", lambda: None)
     with pytest.raises(ModelError, match=r"^no model to talk to"):
-        create_agent_session(AgentOptions(tools=[]), session=SessionChoice(persist=False))
+        create_agent_session(AgentOptions(tools=[]), session=SessionChoice(persist=False), require_model=True)
+
+
+def test_a_model_named_that_cannot_be_had_is_an_error_at_start() -> None:
+    with pytest.raises(ModelError, match=r"^unknown model 'no-such-model-anywhere'"):
+        create_agent_session(
+            AgentOptions(model="no-such-model-anywhere", tools=[]), session=SessionChoice(persist=False)
+        )

@@ -147,7 +147,14 @@ async def _run(options: RunOptions) -> int:
 
         app = InteractiveApp(cwd=cwd, theme=settings.theme, rebuild=rebuild)
     ask = app.ask_approval if app is not None else None
-    core = start_session(options.session_options, cwd=cwd, settings=settings, ask=ask, session=choice)
+    core = start_session(
+        options.session_options,
+        cwd=cwd,
+        settings=settings,
+        ask=ask,
+        session=choice,
+        require_model=rpc_out is None,  # pi's RPC mode starts without a model: its client may choose one
+    )
     start_up_done()
     try:
         if options.name is not None and options.name.strip():

@@ -76,20 +76,26 @@ def export_html(source: str, output: str | None) -> int:
     ``tether-session-<name>.html``); print the path."""
     import tempfile
 
+    from tether.ai.paths import config_dir
     from tether.session import SessionManager
-    from tether.session.export_html import write_html
+    from tether.session.export_html import page_colours, write_html
     from tether.session.pi_files import import_pi_session, session_file_kind
+    from tether.session.settings import load_settings
     from tether.store import SessionError
 
     path = Path(source).expanduser()
     name = path.stem if path.suffix == ".jsonl" else path.name
     out = Path(output) if output else Path(f"tether-session-{name}.html")
     try:
+        # the user's theme, as /export uses it (pi's --export takes its default theme)
+        colours, dark, problem = page_colours(load_settings(config_dir(), Path.cwd()).theme, config_dir())
+        if problem is not None:
+            sys.stderr.write(f"note: {problem}\n")
         if not path.is_file():
             if path.exists() or "/" in source or source.endswith(".jsonl"):
                 raise ValueError("not a session file")
             with SessionManager() as sessions:  # a stored session's id
-                write_html(out, sessions.open(source, readonly=True))
+                write_html(out, sessions.open(source, readonly=True), colours=colours, dark=dark)
         else:
             kind = session_file_kind(path)
             if kind is None:
@@ -99,7 +105,7 @@ def export_html(source: str, output: str | None) -> int:
                 SessionManager.at(Path(scratch) / "x.db") as sessions,
             ):
                 record = import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
-                write_html(out, sessions.open(record.id, readonly=True))
+                write_html(out, sessions.open(record.id, readonly=True), colours=colours, dark=dark)
     except (SessionError, OSError, ValueError) as exc:
         sys.stderr.write(f"tether: --export {source}: {exc}\n")
         return 1

@@ -333,6 +333,7 @@ class RpcServer:
             self._spawn(self._finish_async(self._extension_command, params.get("id"), "prompt", params))
             return _ANSWERED
         if not self.core.is_running:
+            self.core.require_model()  # refused before it starts, as pi's preflight refuses it
             self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))
             return _ANSWERED
@@ -396,7 +397,7 @@ class RpcServer:
         agent = core.agent
         session = core.session
         state: dict[str, Any] = {
-            "model": core.model,
+            "model": agent.model,  # null until one is chosen (pi's optional model)
             "thinkingLevel": core.thinking_level,
             "isStreaming": core.is_running,
             "isCompacting": core.is_compacting,
@@ -451,7 +452,8 @@ class RpcServer:
     def _cmd_get_available_thinking_levels(self, params: dict[str, Any]) -> object:
         from tether.ai.thinking import supported_thinking_levels
 
-        return {"levels": [str(level) for level in supported_thinking_levels(self.core.model)]}
+        model = self.core.agent.model
+        return {"levels": [str(level) for level in supported_thinking_levels(model)] if model else ["off"]}
 
     # -- queues, compaction, retry -----------------------------------------------------------------
 

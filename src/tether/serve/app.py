@@ -95,7 +95,7 @@ def create_app(config: ServeConfig) -> Starlette:
     feeds = Feeds(config.store, config.follower_buffer)
     config.hub.on_live = feeds.publish
     api = _Api(config, feeds)
-    tree = TreeApi(config.store, config.hub, feeds)
+    tree = TreeApi(config.store, config.hub)
     runs = RunsApi(config.durable, config.store)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
@@ -382,13 +382,7 @@ def _haystack(record: SessionRecord) -> str:
 
 def _record(record: SessionRecord) -> dict[str, Any]:
     return {
-        "id": record.id,
-        "cwd": record.cwd,
-        "title": record.title,
-        "created": record.created,
-        "updated": record.updated,
-        "leafId": record.leaf_id,
-        "parentSessionId": record.parent_session_id,
+        **record.identity(),
         "firstPrompt": record.first_prompt,
         "entryCount": record.entry_count,
         "messageCount": record.message_count,

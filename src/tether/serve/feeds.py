@@ -12,6 +12,12 @@ Joining is exact without relying on how ids sort: under the feed's lock, a joine
 feed catch up with the store (the feed's followers get what is new), then reads its own history
 from the store and keeps only what the feed has already passed on; everything after that reaches
 it through the feed, which it joins before the lock is released.
+
+A move of the session's leaf (``POST /branch`` on any server, ``/tree`` in a CLI or RPC process)
+reaches the followers the same way: each wake-up reads the session row before the new entries
+(as ``tether.store.follow`` does), and a leaf the appends do not explain is sent as a ``leaf``
+event. On PostgreSQL the move's ``NOTIFY`` wakes the feed of every server; a move quickly followed
+by appends within one wake-up may be told at the next one (``IDLE_CHECK_SECONDS`` at most).
 """
 
 from __future__ import annotations
@@ -116,6 +122,8 @@ class _Feed:
         self._started = threading.Event()
         self._failure: BaseException | None = None
         self._last: str | None = None
+        self._leaf: str | None = None
+        """The session's leaf as the followers know it (from the entries, or a ``leaf`` event)."""
         self._ending: Chunk | None = None
         self.thread = threading.Thread(target=self._run, name=f"tether-feed-{session_id}", daemon=True)
 
@@ -127,7 +135,7 @@ class _Feed:
         if self._failure is not None:
             raise self._failure
         with self._lock:
-            self._advance(check=False)
+            self._advance()
             backlog = [] if from_end else self.store.entries_after(self.session_id, after)
             ids = [e.id for e in backlog]
             backlog = backlog[: ids.index(self._last) + 1] if self._last in ids else []
@@ -152,14 +160,15 @@ class _Feed:
             return
         try:
             with self._lock:
+                self._leaf = self.store.get_session(self.session_id).leaf_id
                 self._last = self.store.newest_entry_id(self.session_id)
             self._started.set()
             while True:
-                changed = watch.wait(IDLE_CHECK_SECONDS)
+                watch.wait(IDLE_CHECK_SECONDS)
                 if self.stop.is_set():
                     break
                 with self._lock:
-                    self._advance(check=not changed)
+                    self._advance()
         except SessionNotFoundError:
             self._finish(event_chunk({"type": "deleted"}))
         except Exception as exc:  # the store failed past its patience: say so, followers resume later
@@ -174,15 +183,22 @@ class _Feed:
         if not self.stop.is_set():  # else nobody follows any more, or the server is stopping
             self.loop.call_soon_threadsafe(self.end, chunk)
 
-    def _advance(self, *, check: bool) -> None:
-        """(Under the lock.) Pass on what was appended since the last entry passed on; with
-        ``check``, make sure the session still exists (``SessionNotFoundError``)."""
+    def _advance(self) -> None:
+        """(Under the lock.) Pass on what was appended since the last entry passed on, and a
+        ``leaf`` event when the leaf moved otherwise; ``SessionNotFoundError`` once the session
+        is gone. The row is read first: its leaf is then among the entries passed on by the end
+        (an append writes its entry and the leaf in one transaction)."""
+        leaf = self.store.get_session(self.session_id).leaf_id
         new = self.store.entries_after(self.session_id, self._last)
         if new:
             self._last = new[-1].id
             self.loop.call_soon_threadsafe(self.publish, entry_chunk(new))
-        elif check:
-            self.store.get_session(self.session_id)
+        if new and (leaf == self._leaf or any(e.id == leaf for e in new)):
+            self._leaf = new[-1].id  # the appends moved it: their parentIds say where
+            return
+        if leaf != self._leaf:
+            self._leaf = leaf
+            self.loop.call_soon_threadsafe(self.publish, event_chunk({"type": "leaf", "leafId": leaf}))
 
     def publish(self, chunk: Chunk) -> None:
         for subscriber in list(self.subscribers):

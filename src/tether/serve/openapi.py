@@ -69,6 +69,10 @@ def openapi_document() -> dict[str, Any]:
                         "updated": {"type": "integer", "description": "Unix ms"},
                         "leafId": {"type": ["string", "null"]},
                         "parentSessionId": {"type": ["string", "null"]},
+                        "parentEntryId": {
+                            "type": ["string", "null"],
+                            "description": "For a fork: the entry of the parent it was forked at",
+                        },
                         "firstPrompt": {"type": ["string", "null"]},
                         "entryCount": {"type": "integer"},
                         "messageCount": {"type": "integer"},

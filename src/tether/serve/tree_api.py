@@ -19,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.serve.errors import ApiError, parse_body
-from tether.serve.feeds import Feeds
 from tether.serve.hub import SessionHub
 from tether.session.branching import BranchError
 from tether.session.html_page import entry_preview
@@ -53,10 +52,9 @@ async def stored_session(
 
 
 class TreeApi:
-    def __init__(self, store: SessionStore, hub: SessionHub, feeds: Feeds) -> None:
+    def __init__(self, store: SessionStore, hub: SessionHub) -> None:
         self.store = store
         self.hub = hub
-        self.feeds = feeds
 
     async def tree(self, request: Request) -> Response:
         record, entries = await stored_session(self.store, request.path_params["session_id"])
@@ -89,8 +87,7 @@ class TreeApi:
             raise ApiError(409, f"session {session_id} is being written by another process") from None
         except BranchError as exc:
             raise ApiError(409, str(exc)) from None
-        self.feeds.publish(session_id, {"type": "leaf", "leafId": leaf})
-        return JSONResponse({"leafId": leaf})
+        return JSONResponse({"leafId": leaf})  # the followers, on every server, hear it from the store
 
     async def fork(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]

@@ -140,6 +140,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         self.approval = approval
         self.hooks = list(hooks)
         self.notice = notice
+        self.no_model_reason = None
+        """Why the session started without a model (``create_agent_session``): what a prompt's
+        error names until one is chosen."""
         self._tally = None
         """The conversation's totals, extended at each ``stats()`` (made on the first: print mode
         never asks, and ``tether.session.stats`` stays unloaded)."""
@@ -529,6 +532,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         return self._added
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        self.require_model()  # no model chosen yet: one line saying how, before anything starts
         if not await self._install_mcp_tools():
             return self._added  # aborted while MCP servers were starting
         host = self.resources.extensions if self.resources is not None else None

@@ -121,8 +121,9 @@ async def execute_remote(core: AgentSession, line: str, remote: Remote) -> Comma
 
 async def _model(core: AgentSession, args: str) -> CommandResult:
     if not args:
-        model = core.model
-        return CommandResult(f"model: {model['provider']}/{model['id']} (change with /model PATTERN[:LEVEL])")
+        model = core.agent.model
+        name = f"{model['provider']}/{model['id']}" if model is not None else "none"
+        return CommandResult(f"model: {name} (change with /model PATTERN[:LEVEL])")
     model = core.set_model(args)
     return CommandResult(f"model set to {model['provider']}/{model['id']}, thinking {core.thinking_level}")
 
@@ -194,7 +195,7 @@ async def _session(core: AgentSession, args: str) -> CommandResult:
         f"session   {s.session_id or '(not saved: --no-session)'}",
         f"title     {s.title or '-'}",
         f"file      {s.session_file or '-'}",
-        f"model     {core.model['provider']}/{core.model['id']}  thinking {core.thinking_level}",
+        f"model     {_model_name(core)}  thinking {core.thinking_level}",
         f"messages  {s.messages} (user {s.user_messages}, assistant {s.assistant_messages}, "
         f"tool calls {s.tool_calls})",
         f"tokens    input {format_tokens(s.input_tokens)}, output {format_tokens(s.output_tokens)}, "
@@ -274,3 +275,8 @@ _LIST = [
 ]
 COMMANDS: dict[str, Command] = {c.name: c for c in _LIST}
 COMMANDS["exit"] = COMMANDS["quit"]
+
+
+def _model_name(core: AgentSession) -> str:
+    model = core.agent.model
+    return f"{model['provider']}/{model['id']}" if model is not None else "none (choose one with /model)"

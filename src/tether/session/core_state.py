@@ -65,6 +65,7 @@ class CoreState:
     approval: ApprovalGate | None
     hooks: list[PromptHook]
     notice: str | None
+    no_model_reason: str | None
     scoped_models: list[ScopedModel]
     compactions: int
     auto_retry: bool
@@ -97,8 +98,18 @@ class CoreState:
 
     @property
     def model(self) -> ModelInfo:
+        """The current model (``require_model``)."""
+        return self.require_model()
+
+    def require_model(self) -> ModelInfo:
+        """The current model; ``ModelError`` (one line, saying how to choose one) when the session
+        started without any (``create_agent_session`` found none to use): what needs a model
+        fails at that point, as a prompt does in pi, while the rest keeps working."""
         if self.agent.model is None:
-            raise ValueError("the agent has no model")
+            from tether.errors import ModelError
+            from tether.session.model_choice import no_model_selected
+
+            raise ModelError(no_model_selected(self.no_model_reason))
         return self.agent.model
 
     @property

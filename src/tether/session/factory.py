@@ -64,6 +64,7 @@ def start_session(
     session: SessionChoice,
     sessions: SessionManager | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
+    require_model: bool = True,
 ) -> AgentSession:
     """The one resolver of a front end's choices: every front end (print, JSON, interactive,
     RPC, ACP, serve, the durable worker) starts its sessions here, so a flag means the same
@@ -71,7 +72,9 @@ def start_session(
     resources, picks the tools (the CLI's agent codes: every built-in tool unless ``--tools`` or
     the settings say otherwise), then calls ``create_agent_session`` with what it resolved.
     ``mcp_servers`` (an editor's) come on top of those of the MCP files; ``sessions``: the
-    session manager to use (default: the user's database)."""
+    session manager to use (default: the user's database); ``require_model``: ``False`` (RPC
+    mode) starts without a model when none can be used, as pi's RPC mode does (see
+    ``create_agent_session``)."""
     from tether.ai.paths import config_dir
     from tether.session.resources import load_resources
     from tether.tools import CODING_TOOLS
@@ -106,6 +109,7 @@ def start_session(
         mcp_servers=servers,
         resources=resources,
         mcp_notes=notes,
+        require_model=require_model,
     )
 
 
@@ -200,6 +204,7 @@ def create_agent_session(
     mcp_servers: Sequence[McpServerConfig] = (),
     resources: Resources | None = None,
     mcp_notes: Sequence[str] = (),
+    require_model: bool = False,
     **choices: Any,
 ) -> AgentSession:
     """Build the coding agent's ``AgentSession``; a user mistake raises a one-line error.
@@ -226,6 +231,13 @@ def create_agent_session(
             extension prompt hooks the ``hooks``; their warnings join ``AgentSession.notice``.
         mcp_notes: What ``load_mcp_files(..., problems=...)`` skipped and why: they join
             ``AgentSession.notice`` and ``/mcp``'s list.
+        require_model: ``True``: raise ``ModelError`` when there is no model to use (none
+            configured: no key, no server, no embedded model; or the settings' or the resumed
+            session's model cannot be had). ``False`` (the default, as pi's ``createAgentSession``
+            and pydantic-ai's ``Agent``): the session starts without one, ``notice`` says why and
+            how to give tether one, and a prompt raises ``ModelError`` until ``set_model``
+            chooses one; everything else works. A ``model`` or ``provider`` given in ``options``
+            that cannot be had raises either way.
         choices: ``AgentOptions``' fields as keywords (``model=..., tools=[...]``), as earlier
             releases took them: still accepted, with a ``DeprecationWarning``, so a program
             written against them keeps working while it moves to ``AgentOptions``.
@@ -288,15 +300,22 @@ def create_agent_session(
             if options.models
             else _settings_scope(settings, scope_notes)
         )
-        resolved = _choose_model(
-            options.model,
-            settings,
-            stored,
-            provider=options.provider,
-            scope=scope,
-            usable=usable,
-            resources=resources,
-        )
+        resolved: ResolvedModel | None = None
+        no_model: str | None = None
+        try:
+            resolved = _choose_model(
+                options.model,
+                settings,
+                stored,
+                provider=options.provider,
+                scope=scope,
+                usable=usable,
+                resources=resources,
+            )
+        except ModelError as exc:
+            if require_model or options.model is not None or options.provider is not None:
+                raise  # a model asked for by name that cannot be had is the caller's mistake
+            no_model = str(exc)  # none to use now (as pi: the settings' or session's is gone too)
         appended = [settings.append_system_prompt, *options.append_system_prompt]
         left_out: list[str] = []
         prompt = build_system_prompt(
@@ -310,14 +329,14 @@ def create_agent_session(
             left_out=left_out,
         )
         agent = Agent(
-            model=resolved.model,
+            model=resolved.model if resolved is not None else None,
             tools=built,
-            stream_fn=resolved.stream_fn,
+            stream_fn=resolved.stream_fn if resolved is not None else None,
             options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
             steering_mode=cast(QueueMode, settings.steering_mode),
             follow_up_mode=cast(QueueMode, settings.follow_up_mode),
         )
-        if options.api_key is not None:
+        if options.api_key is not None and resolved is not None:
             agent.get_api_key = _key_for(resolved.model["provider"], options.api_key)
         gate = ApprovalGate(
             workspace, options.approval or settings.approval, ask, allow_tools=settings.allow_tools
@@ -334,7 +353,7 @@ def create_agent_session(
                 filter(
                     None,
                     [
-                        resolved.notice,
+                        resolved.notice if resolved is not None else no_model,
                         _sandbox_warning(workspace, built),
                         *left_out,
                         *(resources.warnings if resources else ()),
@@ -355,12 +374,13 @@ def create_agent_session(
             sessions.close()
         raise
     # The session's stored settings are loaded on binding; this run's choices go on top.
-    agent.model = resolved.model
+    agent.model = resolved.model if resolved is not None else None
+    core.no_model_reason = no_model
     agent.system_prompt = prompt
     core.scoped_models = scope
     level = (
         options.thinking
-        or resolved.thinking
+        or (resolved.thinking if resolved is not None else None)
         or (stored.context.thinking_level if stored is not None else None)
     )
     core.set_thinking(level or settings.thinking or "medium")

@@ -102,11 +102,12 @@ def looks_like_diff(text: str) -> bool:
     )
 
 
-def code_css() -> str:
-    """The styles of highlighted code and diffs (Pygments' default theme, scoped)."""
-    formatter = _pygments("formatters").HtmlFormatter(style="default")
+def code_css(*, dark: bool = False) -> str:
+    """The styles of highlighted code and diffs (Pygments' default theme, or its ``native`` one
+    for a dark page, scoped); the diff's colours are the page's ``--diff-add``/``--diff-del``."""
+    formatter = _pygments("formatters").HtmlFormatter(style="native" if dark else "default")
     return str(formatter.get_style_defs(f".{CODE_CLASS}")) + (
-        "\n.diff-add { color: #116329; background: #dafbe1; }"
-        "\n.diff-del { color: #82071e; background: #ffebe9; }"
-        "\n.diff-hunk { color: #0550ae; } .diff-file { font-weight: bold; }"
+        "\n.diff-add { color: var(--diff-add, #116329); background: var(--diff-add-bg, #dafbe1); }"
+        "\n.diff-del { color: var(--diff-del, #82071e); background: var(--diff-del-bg, #ffebe9); }"
+        "\n.diff-hunk { color: var(--accent, #0550ae); } .diff-file { font-weight: bold; }"
     )

@@ -18,6 +18,7 @@ import base64
 import binascii
 import html
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -25,43 +26,81 @@ from tether.session.html_markup import code_block, code_css, diff_lines, looks_l
 from tether.session.pi_format import iso_timestamp
 from tether.store.entries import EntryDict
 
+PALETTE: dict[str, str] = {
+    "page-bg": "#ffffff",
+    "card-bg": "#f6f8fa",
+    "text": "#1f2328",
+    "muted": "#59636e",
+    "border": "#d0d7de",
+    "accent": "#0969da",
+    "user": "#8250df",
+    "user-bg": "#fbf8ff",
+    "tool": "#6e7781",
+    "mention": "#bf8700",
+    "summary": "#1a7f37",
+    "summary-bg": "#f6fff8",
+    "error": "#cf222e",
+    "error-bg": "#ffebe9",
+    "label-bg": "#ddf4ff",
+    "diff-add": "#116329",
+    "diff-add-bg": "#dafbe1",
+    "diff-del": "#82071e",
+    "diff-del-bg": "#ffebe9",
+}
+"""The page's colours, by role (CSS custom properties ``--ROLE``): the default, light page. A theme
+file replaces some or all of them (``tether.session.export_html.page_colours``)."""
+
 STYLE = """
 body { font: 15px/1.55 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
-  color: #1f2328; background: #fff; }
-header { border-bottom: 1px solid #d0d7de; margin-bottom: 1rem; }
+  color: var(--text); background: var(--page-bg); }
+a { color: var(--accent); }
+header { border-bottom: 1px solid var(--border); margin-bottom: 1rem; }
 header dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; font-size: 13px; }
-header dt { color: #59636e; }
-.msg { border-left: 4px solid #d0d7de; margin: .8rem 0; padding: .2rem .8rem; }
-.msg > .role { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: #59636e; }
-.user { border-color: #8250df; background: #fbf8ff; } .assistant { border-color: #0969da; }
-.toolResult, .run { border-color: #6e7781; } .fileMention { border-color: #bf8700; }
-.summary { border-color: #1a7f37; background: #f6fff8; } .custom { border-color: #bf8700; }
-.note { font-size: 12px; color: #59636e; margin: .4rem 0; }
-.error { color: #cf222e; } .label { background: #ddf4ff; border-radius: 1em; padding: 0 .5em; }
-details.thinking { color: #59636e; font-style: italic; margin: .3rem 0; }
-.tool-call { border: 1px solid #d0d7de; border-radius: 6px; margin: .5rem 0; }
-.tool-call > .head { background: #f6f8fa; padding: .2rem .6rem; font: 13px ui-monospace, monospace; }
+header dt { color: var(--muted); }
+.msg { border-left: 4px solid var(--border); margin: .8rem 0; padding: .2rem .8rem; }
+.msg > .role { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
+.user { border-color: var(--user); background: var(--user-bg); } .assistant { border-color: var(--accent); }
+.toolResult, .run { border-color: var(--tool); } .fileMention { border-color: var(--mention); }
+.summary { border-color: var(--summary); background: var(--summary-bg); } .custom { border-color: var(--mention); }
+.note { font-size: 12px; color: var(--muted); margin: .4rem 0; }
+.error { color: var(--error); } .label { background: var(--label-bg); border-radius: 1em; padding: 0 .5em; }
+details.thinking { color: var(--muted); font-style: italic; margin: .3rem 0; }
+.tool-call { border: 1px solid var(--border); border-radius: 6px; margin: .5rem 0; }
+.tool-call > .head { background: var(--card-bg); padding: .2rem .6rem; font: 13px ui-monospace, monospace; }
 .tool-call > .body { padding: 0 .6rem; }
-.tool-call.failed > .head { background: #ffebe9; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; border-radius: 6px; font-size: 13px; }
+.tool-call.failed > .head { background: var(--error-bg); }
+pre { background: var(--card-bg); padding: .6rem; overflow-x: auto; border-radius: 6px; font-size: 13px; }
 code { font-family: ui-monospace, SFMono-Regular, monospace; }
 img { max-width: 100%; }
 .tool { font-family: ui-monospace, monospace; } .output { white-space: pre-wrap; }
-.fork { border-left: 2px dashed #d0d7de; padding-left: .8rem; margin: 1rem 0; }
-.fork > details > summary { cursor: pointer; color: #59636e; font-size: 13px; }
-.fork > details.current > summary { color: #0969da; font-weight: bold; }
-table { border-collapse: collapse; } td, th { border: 1px solid #d0d7de; padding: .2rem .5rem; }
+.fork { border-left: 2px dashed var(--border); padding-left: .8rem; margin: 1rem 0; }
+.fork > details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
+.fork > details.current > summary { color: var(--accent); font-weight: bold; }
+table { border-collapse: collapse; } td, th { border: 1px solid var(--border); padding: .2rem .5rem; }
 """
+
+_HEX = re.compile(r"#[0-9a-fA-F]{6}")
+"""What a colour must look like to reach the page's style (nothing else can be injected there)."""
 
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 def render_session_page(
-    entries: Sequence[EntryDict], leaf_id: str | None, *, title: str, meta: Mapping[str, str]
+    entries: Sequence[EntryDict],
+    leaf_id: str | None,
+    *,
+    title: str,
+    meta: Mapping[str, str],
+    colours: Mapping[str, str] | None = None,
+    dark: bool = False,
 ) -> str:
     """The page of a session: ``entries`` in append order (each ``parentId`` names an earlier
-    entry or none), ``leaf_id`` where the session is now, ``meta`` shown under the title."""
+    entry or none), ``leaf_id`` where the session is now, ``meta`` shown under the title.
+    ``colours``: ``#rrggbb`` values for roles of ``PALETTE`` (a theme's); ``dark``: they make a
+    dark page (code is highlighted for a dark background)."""
     page = _Page(entries, leaf_id)
+    chosen = {**PALETTE, **{k: v for k, v in (colours or {}).items() if k in PALETTE and _HEX.fullmatch(v)}}
+    root = ":root { " + " ".join(f"--{k}: {v};" for k, v in chosen.items()) + " }"
     head = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in meta.items())
     return "".join(
         [
@@ -70,7 +109,8 @@ def render_session_page(
             # nothing on this page may load or run anything (it opens offline, whatever it holds)
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
             "img-src data:; style-src 'unsafe-inline'\">",
-            f"<title>{html.escape(title)}</title><style>{STYLE}{code_css()}</style></head><body>",
+            f"<title>{html.escape(title)}</title><style>{root}{STYLE}{code_css(dark=dark)}</style>",
+            "</head><body>",
             f"<header><h1>{html.escape(title)}</h1><dl>{head}</dl></header><main>",
             *page.render(),
             "</main></body></html>\n",

@@ -261,11 +261,11 @@ def resolve_scope(patterns: Sequence[str], *, usable: Usable | None = None) -> l
     return scoped
 
 
-def next_model(models: Sequence[ModelInfo], current: ModelInfo, direction: Direction) -> int | None:
+def next_model(models: Sequence[ModelInfo], current: ModelInfo | None, direction: Direction) -> int | None:
     """The index of the model after (or before) ``current`` in ``models``, wrapping around;
-    the first (or last) when ``current`` is not among them; ``None`` when there is nothing to
-    switch to."""
-    index = next((i for i, m in enumerate(models) if _same(m, current)), -1)
+    the first (or last) when ``current`` is not among them (or ``None``: no model yet);
+    ``None`` when there is nothing to switch to."""
+    index = -1 if current is None else next((i for i, m in enumerate(models) if _same(m, current)), -1)
     if not models or (index != -1 and len(models) == 1):
         return None
     if index == -1:
@@ -413,6 +413,17 @@ def _default_model() -> ResolvedModel:
     return ResolvedModel(resolved.model, resolved.stream_fn, notice)
 
 
+def no_model_selected(reason: str | None = None) -> str:
+    """What a prompt to a session that started without a model raises (pi: "No model
+    selected"), one line; ``reason``: why none could be used, when it is one line itself (the
+    three ways of ``no_model_message`` are not)."""
+    why = f" ({reason})" if reason and "\n" not in reason else ""
+    return (
+        f"no model selected{why}: choose one (RPC set_model, /model PATTERN, AgentSession.set_model), "
+        "or give tether an API key or OPENAI_BASE_URL (`tether models --all` lists the models)"
+    )
+
+
 PROBE_TIMEOUT = 3.0
 """Seconds ``OPENAI_BASE_URL``'s server gets to connect and to list its models."""
 
@@ -481,7 +492,7 @@ def _local(spec: str) -> ResolvedModel:
     return ResolvedModel(model, None)
 
 
-async def model_candidates(scoped: Sequence[ModelInfo], current: ModelInfo) -> list[ModelInfo]:
+async def model_candidates(scoped: Sequence[ModelInfo], current: ModelInfo | None) -> list[ModelInfo]:
     """The models the picker lists: ``scoped`` (``--models``), or, when none are given, every
     usable model (a key is set, or a local server serves it). The current model is always among
     them, so the list starts from where the user is."""
@@ -491,6 +502,6 @@ async def model_candidates(scoped: Sequence[ModelInfo], current: ModelInfo) -> l
         from tether.ai.local_servers import usable_models
 
         models = await usable_models()
-    if not any(_same(m, current) for m in models):
+    if current is not None and not any(_same(m, current) for m in models):
         models.insert(0, current)
     return models

@@ -66,7 +66,7 @@ class ModelControl(CoreState):
             from tether.ai.local_servers import usable_models
 
             models = _distinct([*await usable_models(), *self.extension_models()])
-        index = next_model(models, self.model, direction)
+        index = next_model(models, self.agent.model, direction)
         if index is None:
             return None
         chosen = models[index]
@@ -82,13 +82,18 @@ class ModelControl(CoreState):
         around; ``None`` for a model without reasoning."""
         from tether.session.model_choice import next_thinking_level
 
-        level = next_thinking_level(self.model, self.thinking_level)
+        model = self.agent.model
+        level = next_thinking_level(model, self.thinking_level) if model is not None else None
         return self.set_thinking(level) if level is not None else None
 
     def set_thinking(self, level: str) -> str:
-        """Set the thinking level, clamped to the model; returns the level in effect."""
+        """Set the thinking level, clamped to the model; returns the level in effect. Without a
+        model (yet) the level is kept as asked: ``set_model`` clamps it to the model chosen."""
         before = self.agent.thinking_level
-        self.agent.thinking_level = _clamp_thinking(self.model, level)
+        model = self.agent.model
+        self.agent.thinking_level = (
+            _clamp_thinking(model, level) if model is not None else cast(ThinkingLevel, level)
+        )
         self.record_settings()
         self._thinking_changed(before)
         return self.agent.thinking_level
@@ -110,14 +115,15 @@ class ModelControl(CoreState):
         with a key or of local servers that answer (``tether models``), those extensions serve."""
         from tether.ai.local_servers import usable_models
 
-        return _distinct([self.model, *await usable_models(), *self.extension_models()])
+        current = [self.agent.model] if self.agent.model is not None else []
+        return _distinct([*current, *await usable_models(), *self.extension_models()])
 
     async def model_candidates(self) -> list[ModelInfo]:
         """What the model picker lists: ``scoped_models`` (``--models``), else every usable
         model; the current one always among them."""
         from tether.session.model_choice import model_candidates
 
-        return await model_candidates([s.model for s in self.scoped_models], self.model)
+        return await model_candidates([s.model for s in self.scoped_models], self.agent.model)
 
 
 def _same_model(a: ModelInfo, b: ModelInfo) -> bool:

@@ -201,9 +201,13 @@ class SessionOperations(CoreState):
         """Write the session to ``path``: HTML for ``.html``, else the JSONL interchange format."""
         session = self._require_session()
         if path.suffix == ".html":
-            from tether.session.export_html import write_html
+            from tether.ai.paths import config_dir
+            from tether.session.export_html import page_colours, write_html
 
-            return write_html(path, session)
+            colours, dark, problem = page_colours(self.settings.theme, config_dir())
+            if problem is not None:
+                self.notify(problem)
+            return write_html(path, session, colours=colours, dark=dark)
         return self._require_sessions().export(self._stored_session("export").id, path)
 
     def _stored_session(self, operation: str) -> Session:
@@ -241,7 +245,7 @@ class SessionOperations(CoreState):
         session = self._session
         return conversation_stats(
             self.agent.messages,
-            self.model,
+            self.agent.model,  # none yet: no context window to measure against
             session_id=self.session_id,
             session_file=self.session_file,
             title=session.title if session is not None else None,

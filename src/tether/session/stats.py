@@ -87,7 +87,7 @@ class Tally:
 
 def conversation_stats(
     messages: Sequence[AgentMessage],
-    model: ModelInfo,
+    model: ModelInfo | None,
     *,
     session_id: str | None = None,
     session_file: str | None = None,
@@ -111,7 +111,7 @@ def conversation_stats(
         cache_write_tokens=totals.tokens["cacheWrite"],
         cost=totals.cost,
         context_tokens=context_tokens(messages),
-        context_window=model.get("contextWindow"),
+        context_window=model.get("contextWindow") if model is not None else None,
     )
 
 

@@ -40,19 +40,7 @@ class SessionExport:
 
 
 def header_of(record: SessionRecord) -> dict[str, Any]:
-    return {
-        "type": "session",
-        "format": FORMAT,
-        "version": VERSION,
-        "id": record.id,
-        "cwd": record.cwd,
-        "title": record.title,
-        "created": record.created,
-        "updated": record.updated,
-        "leafId": record.leaf_id,
-        "parentSessionId": record.parent_session_id,
-        "parentEntryId": record.parent_entry_id,
-    }
+    return {"type": "session", "format": FORMAT, "version": VERSION, **record.identity()}
 
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:

@@ -65,6 +65,21 @@ class SessionRecord:
     cache_read_tokens: int
     cache_write_tokens: int
 
+    def identity(self) -> dict[str, Any]:
+        """Who the session is, in the wire's names: the export header's fields
+        (``tether.store.jsonl``) and the start of the HTTP API's session object
+        (``tether.serve``), in that order."""
+        return {
+            "id": self.id,
+            "cwd": self.cwd,
+            "title": self.title,
+            "created": self.created,
+            "updated": self.updated,
+            "leafId": self.leaf_id,
+            "parentSessionId": self.parent_session_id,
+            "parentEntryId": self.parent_entry_id,
+        }
+
 
 class StoredEntry(NamedTuple):
     """An entry as a backend returns it: indexed columns plus the JSON payload, parsed lazily.
