@@ -150,6 +150,11 @@ def test_export_flag_and_the_export_command_use_the_users_theme(cli: CliEnv, tmp
         return text[text.index(":root") : text.index("}", text.index(":root"))]
 
     assert root((tmp_path / "rpc.html").read_text()) == root(page)  # (the page adds the run's model change)
+    command = cli.run("sessions", "export", session_id, "--format", "html", "-o", str(tmp_path / "cmd.html"))
+    assert (command.returncode, command.stderr) == (0, "")
+    assert root((tmp_path / "cmd.html").read_text()) == root(page) and "an answer" in page
+    missing = cli.run("sessions", "export", "nope", "--format", "html")
+    assert missing.returncode == 1 and missing.stderr.startswith("tether: sessions export nope: ")
     (cli.home / "config" / "settings.json").write_text(json.dumps({"theme": "gone"}))
     done = cli.run("--export", session_id, str(tmp_path / "plain.html"))
     assert (

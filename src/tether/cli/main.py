@@ -318,16 +318,20 @@ def subcommands() -> click.Group:
     @click.option(
         "--format",
         "kind",
-        type=click.Choice(["tether", "pi"]),
+        type=click.Choice(["tether", "pi", "html"]),
         default="tether",
         show_default=True,
-        help="tether's JSONL export, or a pi session file pi opens and continues.",
+        help="tether's JSONL export, a pi session file pi opens and continues, or the HTML page "
+        "(as --export and /export write it).",
     )
     @click.option(
-        "-o", "--output", type=click.Path(dir_okay=False), help="Where to write (default: ./<id>.jsonl)."
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        help="Where to write (default: ./<id>.jsonl, ./<id>.html).",
     )
     def export_session(session_id: str, kind: str, output: str | None) -> None:
-        """Export a stored session (every branch) to a JSONL file."""
+        """Export a stored session (every branch) to a JSONL file or an HTML page."""
         from tether.cli.session_files import export_file
 
         sys.exit(export_file(session_id, kind, output))

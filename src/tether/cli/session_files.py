@@ -51,7 +51,10 @@ def import_files(paths: list[str]) -> int:
 
 
 def export_file(session_id: str, kind: str, output: str | None) -> int:
-    """Write one session to ``output`` (default ``./<id>.jsonl``); print the path."""
+    """Write one session to ``output`` (default ``./<id>.jsonl``, ``./<id>.html`` for the page
+    ``--export`` writes); print the path."""
+    if kind == "html":
+        return export_html(session_id, output or f"{session_id}.html", command="sessions export")
     from tether.session import SessionManager
     from tether.session.pi_files import export_pi_session
     from tether.store import SessionError
@@ -70,7 +73,7 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
     return 0
 
 
-def export_html(source: str, output: str | None) -> int:
+def export_html(source: str, output: str | None, *, command: str = "--export") -> int:
     """``tether --export FILE [OUTPUT]`` (pi's flag): a session file — a tether export or a pi
     session file — or the id of a stored session, as one HTML page (default
     ``tether-session-<name>.html``); print the path."""
@@ -107,7 +110,7 @@ def export_html(source: str, output: str | None) -> int:
                 record = import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
                 write_html(out, sessions.open(record.id, readonly=True), colours=colours, dark=dark)
     except (SessionError, OSError, ValueError) as exc:
-        sys.stderr.write(f"tether: --export {source}: {exc}\n")
+        sys.stderr.write(f"tether: {command} {source}: {exc}\n")
         return 1
     sys.stdout.write(f"Exported to: {out}\n")
     return 0
