@@ -52,7 +52,8 @@ async def run(location: str) -> dict[str, float]:
                 r
                 for k in range(PROMPTS)
                 for r in (reply(tool_call("echo", {"text": f"s{i} k{k}"})), reply(text("done")))
-            ]
+            ],
+            keep_requests=False,  # a snapshot of the transcript per request is the bench's cost, not the store's
         )
         agent = Agent(model=model.model, stream_fn=model, tools=[ECHO])
         cores.append(AgentSession(agent, manager.create(f"/bench/{i}"), cwd=Path(__file__).parent))
