@@ -57,6 +57,35 @@ def test_threshold_uses_reported_usage_plus_estimates() -> None:
     assert not should_compact(90_000, None, settings)
 
 
+def test_the_context_keeps_its_token_count_as_it_grows(manager: SessionManager) -> None:
+    """The count a session keeps per added message is what counting its context afresh gives,
+    across replies with and without usage, a failed reply, a branch and a reopen."""
+    s = manager.create("/p", model=MODEL)
+
+    def agrees() -> None:
+        assert s.context.tokens.total == context_tokens(s.messages)
+
+    first = s.append_message(user("x" * 400))
+    agrees()
+    s.append_message(assistant(text("no usage reported")))  # estimated, like the prompt
+    agrees()
+    s.append_message(assistant(text("ok"), tokens=5_000))
+    agrees()
+    s.append_message(user("y" * 4_000))
+    s.append_message(assistant(text("failed"), stop="error", tokens=9_000))  # usage not taken
+    agrees()
+    assert s.context.tokens.total == 5_000 + 1_000 + estimate_tokens(s.messages[-1])
+    assert s.context.tokens.plus([user("z" * 40)]) == s.context.tokens.total + 10
+    s.branch(first)
+    agrees()
+    assert s.context.tokens.total == 100
+    session_id = s.id
+    s.close()
+    reopened = manager.open(session_id)
+    assert reopened.context.tokens.total == context_tokens(reopened.messages) == 100
+    reopened.close()
+
+
 @pytest.mark.parametrize(
     ("error", "overflow"),
     [

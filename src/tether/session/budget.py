@@ -50,16 +50,62 @@ def estimate_tokens(message: AgentMessage) -> int:
 def context_tokens(messages: Sequence[AgentMessage]) -> int:
     """Tokens of ``messages`` as the provider counts them: the newest assistant usage plus
     estimates of what came after it (estimates only when no reply reported usage)."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = cast(dict[str, Any], messages[i])
-        if m.get("role") == "assistant" and m.get("stopReason") not in ("error", "aborted"):
-            usage = cast(dict[str, Any], m.get("usage") or {})
-            reported = usage.get("totalTokens") or sum(
-                int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
-            )
+    return TokenCount.of(messages).total
+
+
+def reported_tokens(message: AgentMessage) -> int:
+    """The context size a successful reply's usage reports (0: it reports none, or failed)."""
+    m = cast(dict[str, Any], message)
+    if m.get("role") != "assistant" or m.get("stopReason") in ("error", "aborted"):
+        return 0
+    usage = cast(dict[str, Any], m.get("usage") or {})
+    reported = usage.get("totalTokens") or sum(
+        int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
+    )
+    return int(reported or 0)
+
+
+@dataclass(slots=True)
+class TokenCount:
+    """``context_tokens`` of a context, kept as messages are added to it.
+
+    A session's context grows a message at a time and is measured before every model call; kept
+    here, each message is estimated once, when added. Counted afresh per call, a provider that
+    reports no usage (a local server, the scripted model) had every earlier message estimated
+    again before each request: the transcript re-walked per message.
+    """
+
+    reported: int = 0
+    """The newest successful reply's reported usage (0: none reported one)."""
+    estimated: int = 0
+    """Estimates of the messages after that reply (of all of them, when none reported)."""
+
+    @classmethod
+    def of(cls, messages: Sequence[AgentMessage]) -> TokenCount:
+        """The count of ``messages``, estimating only those after the newest reported usage."""
+        for i in range(len(messages) - 1, -1, -1):
+            reported = reported_tokens(messages[i])
             if reported:
-                return int(reported) + sum(estimate_tokens(x) for x in messages[i + 1 :])
-    return sum(estimate_tokens(x) for x in messages)
+                return cls(reported, sum(estimate_tokens(x) for x in messages[i + 1 :]))
+        return cls(0, sum(estimate_tokens(x) for x in messages))
+
+    @property
+    def total(self) -> int:
+        return self.reported + self.estimated
+
+    def add(self, message: AgentMessage) -> None:
+        reported = reported_tokens(message)
+        if reported:
+            self.reported, self.estimated = reported, 0
+        else:
+            self.estimated += estimate_tokens(message)
+
+    def plus(self, messages: Sequence[AgentMessage]) -> int:
+        """The total once ``messages`` follow, leaving this count as it is."""
+        count = TokenCount(self.reported, self.estimated)
+        for message in messages:
+            count.add(message)
+        return count.total
 
 
 def should_compact(tokens: int, context_window: int | None, settings: CompactionSettings) -> bool:

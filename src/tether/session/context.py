@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from tether.session.budget import TokenCount
 from tether.store.entries import SETTINGS_TYPES, EntryDict
 from tether.store.tree import Node
 from tether.wire import AgentMessage, ModelInfo
@@ -46,6 +47,8 @@ class SessionContext:
     thinking_level: str | None = None
     service_tier: str | None = None
     system_prompt: str | None = None
+    tokens: TokenCount = field(default_factory=TokenCount)
+    """``context_tokens`` of ``messages``, kept as they are added (``build_context`` counts them)."""
 
     def apply_setting(self, entry: EntryDict) -> None:
         """Fold one settings entry (newest wins)."""
@@ -77,6 +80,7 @@ class SessionContext:
         if message is not None:
             self.messages.append(message)
             self.entry_ids.append(node.id)
+            self.tokens.add(message)
         elif node.type in SETTINGS_TYPES:
             self.apply_setting(node.entry)
 
@@ -95,6 +99,7 @@ def build_context(path: Sequence[Node]) -> SessionContext:
     if compaction_at < 0:
         _add_messages(ctx, path)
         _apply_edits(ctx, path)
+        ctx.tokens = TokenCount.of(ctx.messages)
         return ctx
     compaction = path[compaction_at]
     ctx.messages.append(compaction_message(compaction.entry))
@@ -109,6 +114,7 @@ def build_context(path: Sequence[Node]) -> SessionContext:
     _add_messages(ctx, path[start:compaction_at])
     _add_messages(ctx, path[compaction_at + 1 :])
     _apply_edits(ctx, path[start:])
+    ctx.tokens = TokenCount.of(ctx.messages)
     return ctx
 
 

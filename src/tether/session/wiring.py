@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from tether.agent import AgentEvent
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
-from tether.session.budget import CompactionSettings, context_tokens, is_context_overflow, should_compact
+from tether.session.budget import CompactionSettings, is_context_overflow, should_compact
 from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
@@ -70,7 +70,7 @@ async def request_view(
     ids = session.message_ids(messages)
     unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
     compacted = False
-    tokens = context_tokens([*session.messages, *unrecorded])
+    tokens = session.context.tokens.plus(unrecorded)
     if should_compact(tokens, model.get("contextWindow"), compaction):
         from tether.session.compaction import CompactionError, compact  # the summariser, when due
 
