@@ -189,3 +189,47 @@ def test_pi_073_client_answers_extension_dialogs(rpc: RpcEnv) -> None:
 def test_pi_16_client_answers_extension_dialogs(rpc: RpcEnv) -> None:
     _pi_script(rpc)
     _run_pi_client(rpc, installed(PI_16))
+
+
+async def test_an_extension_cancels_a_switch_or_fork_by_asking(rpc: RpcEnv) -> None:
+    """``confirm_changes``: ``new_session``, ``switch_session`` and ``fork`` ask the client first
+    (pi's ``session_before_*`` hooks); a no is pi's ``cancelled: true`` and the session stays."""
+    rpc.script([text_reply("A1"), text_reply("A2")])
+    async with rpc.spawn("-e", example("confirm_changes")) as client:
+        events = client.events()
+
+        async def answered(request: Any, confirmed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+            pending = asyncio.ensure_future(request)
+            asked = await next_of(events, "extension_ui_request")
+            while asked["method"] == "notify":
+                notes.append(asked["message"])
+                asked = await next_of(events, "extension_ui_request")
+            await client.answer_extension_ui(asked["id"], confirmed=confirmed)
+            return asked, await pending
+
+        notes: list[str] = []
+        await client.prompt("question one")
+        await client.prompt("question two")
+        first = await client.get_state()
+        asked, answer = await answered(client.new_session(), False)
+        assert (asked["title"], asked["message"], answer) == (
+            "Leave this conversation?",
+            "for a new session",
+            {"cancelled": True},
+        )
+        assert (await client.get_state())["sessionId"] == first["sessionId"]
+
+        forkable = await client.get_fork_messages()
+        asked, answer = await answered(client.fork(forkable[1]["entryId"]), False)
+        assert asked["title"] == "Fork before this message?"
+        assert answer == {"text": "question two", "cancelled": True}
+        asked, answer = await answered(client.clone(), True)
+        assert (asked["title"], answer) == ("Copy the session?", {"cancelled": False})
+        assert (await client.get_state())["sessionId"] != first["sessionId"]
+        asked, answer = await answered(client.switch_session(first["sessionFile"]), True)
+        assert asked["message"] == f"for {first['sessionFile']}" and answer == {"cancelled": False}
+        assert (await client.get_state())["sessionId"] == first["sessionId"]
+        assert notes == [
+            "cancelled by extension confirm_changes: kept the conversation",
+            "cancelled by extension confirm_changes: not forked",
+        ]

@@ -80,7 +80,7 @@ async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> No
     elif name == "reload":
         await ui.reload()
     elif name == "import":
-        import_session(ui, core, args)
+        await import_session(ui, core, args)
     elif name == "login":
         await login(ui, args)
     elif name == "logout":
@@ -89,7 +89,7 @@ async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> No
         ui.say(ui.hotkeys())
 
 
-def import_session(ui: CommandScreen, core: AgentSession, args: str) -> None:
+async def import_session(ui: CommandScreen, core: AgentSession, args: str) -> None:
     from tether.cli.session_files import import_session_file
     from tether.store import SessionError
 
@@ -103,6 +103,7 @@ def import_session(ui: CommandScreen, core: AgentSession, args: str) -> None:
     path = (ui.cwd / Path(args).expanduser()).resolve()
     try:
         record = import_session_file(core.sessions, path)
+        await core.before_switch("resume", record.id)
         core.switch_session(record.id)
     except (SessionError, OSError, ValueError) as exc:
         ui.say(painter.styled(f"/import: {path}: {exc}", "error"))

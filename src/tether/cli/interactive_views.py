@@ -181,6 +181,11 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
     elif chosen == core.session_id:
         ui.say(painter.styled("resume: already in that session", "muted"))
     else:
+        try:
+            await core.before_switch("resume", chosen)
+        except SessionError as exc:  # an extension's session_before_switch cancelled it
+            ui.say(painter.styled(f"resume: {exc}", "warning"))
+            return
         core.switch_session(chosen)
         history = history_text(core, painter, ui.rows())
         if history:
@@ -221,6 +226,11 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
         ui.say(painter.styled("fork: cancelled", "muted"))
         return None
     entry, text = prompts[index]
+    try:
+        await core.before_fork(entry["id"], "before")
+    except SessionError as exc:  # an extension's session_before_fork cancelled it
+        ui.say(painter.styled(f"fork: {exc}", "warning"))
+        return None
     parent = entry.get("parentId")
     new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
     ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "success"))

@@ -386,9 +386,21 @@ class RpcServer:
         return NO_DATA
 
     async def _cmd_new_session(self, params: dict[str, Any]) -> object:
+        from tether.session.extensions.host import SessionChangeCancelled
+
         await self.settle()
+        try:
+            await self.core.before_switch("new")
+        except SessionChangeCancelled as exc:
+            return self._cancelled(exc)
         self.core.new_session()
         return {"cancelled": False}
+
+    def _cancelled(self, exc: Exception, **answer: object) -> object:
+        """pi's answer when an extension cancelled the switch or fork, and its reason as a notice
+        (pi's clients read only ``cancelled``)."""
+        self.core.notify(str(exc))
+        return {**answer, "cancelled": True}
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -568,16 +580,23 @@ class RpcServer:
         return path if path.is_absolute() else self.core.cwd / path
 
     async def _cmd_switch_session(self, params: dict[str, Any]) -> object:
+        from tether.session.extensions.host import SessionChangeCancelled
         from tether.store import SessionError
 
         await self.settle()
         try:
-            self.core.switch_session(params["sessionPath"])
+            target: str = params["sessionPath"]
+            if target not in (self.core.session_id, self.core.session_file):  # else nothing changes
+                await self.core.before_switch("resume", target)
+            self.core.switch_session(target)
+        except SessionChangeCancelled as exc:
+            return self._cancelled(exc)
         except SessionError as exc:
             raise CommandError(str(exc)) from None
         return {"cancelled": False}
 
     async def _cmd_fork(self, params: dict[str, Any]) -> object:
+        from tether.session.extensions.host import SessionChangeCancelled
         from tether.store import SessionError
 
         await self.settle()
@@ -592,6 +611,10 @@ class RpcServer:
         message = cast(AgentMessage | None, entry.get("message"))
         if entry["type"] != "message" or message is None or message["role"] != "user":
             raise CommandError(f"entry {entry_id} is not a user message (see get_fork_messages)")
+        try:
+            await self.core.before_fork(entry_id, "before")
+        except SessionChangeCancelled as exc:
+            return self._cancelled(exc, text=message_text(message))
         parent = entry["parentId"]
         if parent is None:
             self.core.new_session()
@@ -600,10 +623,16 @@ class RpcServer:
         return {"text": message_text(message), "cancelled": False}
 
     async def _cmd_clone(self, params: dict[str, Any]) -> object:
+        from tether.session.extensions.host import SessionChangeCancelled
+
         await self.settle()
         session = self.core.session
         if session is None or session.leaf_id is None:
             raise CommandError("Cannot clone session: no current entry selected")
+        try:
+            await self.core.before_fork(session.leaf_id, "at")
+        except SessionChangeCancelled as exc:
+            return self._cancelled(exc)
         self.core.fork(session.leaf_id)
         return {"cancelled": False}
 

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         CommandContext as CommandContext,
         ExtensionAPI as ExtensionAPI,
         ExtensionUI as ExtensionUI,
+        SessionBeforeResult as SessionBeforeResult,
     )
     from tether.session.factory import (
         SessionChoice as SessionChoice,

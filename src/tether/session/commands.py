@@ -155,6 +155,7 @@ async def _tree(core: AgentSession, args: str) -> CommandResult:
 
 
 async def _fork(core: AgentSession, args: str) -> CommandResult:
+    await core.before_fork(args or None, "at")
     new_id = core.fork(args or None)
     return CommandResult(f"forked into new session {new_id}")
 
@@ -164,10 +165,12 @@ async def _clone(core: AgentSession, args: str) -> CommandResult:
         return CommandResult(
             "usage: /clone (it copies the session as it is now; /fork ID picks a point)", error=True
         )
+    await core.before_fork(None, "at")
     return CommandResult(f"cloned into new session {core.fork(None)}")
 
 
 async def _new(core: AgentSession, args: str) -> CommandResult:
+    await core.before_switch("new")
     return CommandResult(f"new session {core.new_session()}")
 
 
@@ -184,6 +187,7 @@ async def _resume(core: AgentSession, args: str) -> CommandResult:
         if not 1 <= int(args) <= len(rows):
             return CommandResult(f"no session number {args}", error=True)
         target = rows[int(args) - 1].id
+    await core.before_switch("resume", target)
     core.switch_session(target)
     return CommandResult(f"resumed session {target} ({len(core.messages)} messages)")
 

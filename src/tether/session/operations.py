@@ -5,6 +5,12 @@ and the conversation's stats.
 A part of ``AgentSession`` (see ``tether.session.core_state``): each operation moves or reads the
 stored session, then gives the agent the session's context again (``_reload``), so the transcript
 keeps its one source. Operations that need the store say so by name with ``--no-session``.
+
+Extensions hear of the moves as pi's do: a front end asks ``before_change`` (the
+``session_before_switch``/``_fork`` hooks, which may cancel) before it calls ``new_session``,
+``switch_session`` or ``fork``, which are plain calls the library's users make too; those then
+tell the extensions ``session_shutdown`` and ``session_start`` with pi's ``reason``. ``branch``
+is awaited anyway, so it asks ``session_before_tree`` itself and tells ``session_tree`` after.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.ai.abort import AbortSignal
 from tether.session.core_state import CoreState
@@ -22,6 +28,8 @@ from tether.wire import AgentMessage
 
 if TYPE_CHECKING:
     from tether.session.compaction import CompactionResult
+    from tether.session.extensions.api import SessionBeforeResult
+    from tether.session.extensions.host import ExtensionHost
     from tether.session.session import Session
     from tether.session.stats import Stats
     from tether.store.store import SessionRecord
@@ -30,10 +38,44 @@ if TYPE_CHECKING:
 class SessionOperations(CoreState):
     """What a user does to the session itself, as opposed to running prompts in it."""
 
+    async def before_change(self, event: dict[str, Any]) -> SessionBeforeResult | None:
+        """Ask the extensions' hooks of ``event`` (``session_before_switch``, ``_fork`` or
+        ``_tree``, pi's shapes) whether the change may happen: ``SessionChangeCancelled`` (a
+        ``SessionError``) when one cancels it, else what they decided (``None``: no extensions)."""
+        host = self._extensions()
+        return await host.before_session_change(event) if host is not None else None
+
+    async def before_switch(self, reason: Literal["new", "resume"], target: str | None = None) -> None:
+        """``session_before_switch`` for a new session, or for resuming ``target`` (an id or a
+        ``session_file``; the hooks get its ``session_file``, as pi names sessions)."""
+        event: dict[str, Any] = {"type": "session_before_switch", "reason": reason}
+        if target is not None:
+            store_path = self.store_path
+            in_store = store_path is not None and "/" not in target and os.sep not in target
+            event["targetSessionFile"] = f"{store_path}/{target}" if in_store else target
+        await self.before_change(event)
+
+    async def before_fork(self, entry_id: str | None, position: Literal["before", "at"]) -> None:
+        """``session_before_fork``: a fork ``before`` the user message ``entry_id``, or a copy
+        ``at`` the entry (``None``: where the session is now, ``/clone``)."""
+        if entry_id is None and self._session is not None:
+            entry_id = self._session.leaf_id
+        await self.before_change({"type": "session_before_fork", "entryId": entry_id, "position": position})
+
+    def _extensions(self) -> ExtensionHost | None:
+        return self.resources.extensions if self.resources is not None else None
+
+    def _replaced(self, reason: str, previous: str | None) -> None:
+        host = self._extensions()
+        if host is not None:
+            host.replaced(reason, previous, self.session_file)
+
     def new_session(self) -> str | None:
         """Start over in a fresh session (same model and settings)."""
+        previous = self.session_file
         self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
         self.record_settings()
+        self._replaced("new", previous)
         return self.session_id
 
     def switch_session(self, session: str) -> None:
@@ -44,7 +86,9 @@ class SessionOperations(CoreState):
         session_id = self._session_id_of(session)
         if self._session is not None and self._session.id == session_id:
             return
+        previous = self.session_file
         self._attach(sessions.open(session_id), load_settings=True)
+        self._replaced("resume", previous)
 
     def _session_id_of(self, session: str) -> str:
         """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path
@@ -108,7 +152,9 @@ class SessionOperations(CoreState):
     def fork(self, entry_id: str | None = None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
         forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
+        previous = self.session_file
         self._attach(forked)
+        self._replaced("fork", previous)
         return forked.id
 
     async def branch(
@@ -117,28 +163,64 @@ class SessionOperations(CoreState):
         *,
         summarize: bool = False,
         instructions: str | None = None,
+        label: str | None = None,
         signal: AbortSignal | None = None,
     ) -> str | None:
         """Move to another point of the tree (``None``: before the first entry); with
         ``summarize``, leave a summary of the branch left there (steered by ``instructions``) and
-        return it."""
-        session = self._require_session()
-        if not summarize:
-            session.branch(entry_id)
-            self._reload()
-            return None
-        from tether.session.compaction import summarize_branch
+        return it; ``label`` labels the summary, or the entry moved to.
 
-        leaf = await summarize_branch(
-            session,
-            entry_id,
-            self.model,
-            self._stream_fn("branch_summary"),
-            instructions=instructions,
-            signal=signal,
-        )
+        The extensions' ``session_before_tree`` hooks are asked first (one may cancel:
+        ``SessionChangeCancelled``, or give the summary, the instructions or the label), and
+        ``session_tree`` is told after, as in pi."""
+        session = self._require_session()
+        old_leaf = session.leaf_id
+        preparation = {
+            "targetId": entry_id,
+            "oldLeafId": old_leaf,
+            "userWantsSummary": summarize,
+            "customInstructions": instructions,
+            "label": label,
+        }
+        decided = await self.before_change({"type": "session_before_tree", "preparation": preparation})
+        given = decided.summary if decided is not None and summarize else None
+        if decided is not None:
+            instructions = decided.instructions if decided.instructions is not None else instructions
+            label = decided.label if decided.label is not None else label
+        if not summarize or given is not None:
+            leaf = session.branch(entry_id, summary=given)
+        else:
+            from tether.session.compaction import summarize_branch
+
+            leaf = await summarize_branch(
+                session,
+                entry_id,
+                self.model,
+                self._stream_fn("branch_summary"),
+                instructions=instructions,
+                signal=signal,
+            )
         self._reload()
-        return session.entry(leaf)["summary"] if leaf is not None else None
+        summary_entry = session.entry(leaf) if summarize and leaf is not None else None
+        if summary_entry is not None and summary_entry["type"] != "branch_summary":
+            summary_entry = None  # nothing was left behind to summarise
+        labelled = summary_entry["id"] if summary_entry is not None else entry_id
+        if label is not None and labelled is not None:
+            session.label(labelled, label)
+        host = self._extensions()
+        if host is not None:
+            from tether.session.pi_format import to_pi_entry
+
+            host.observe(
+                {
+                    "type": "session_tree",
+                    "newLeafId": session.leaf_id,
+                    "oldLeafId": old_leaf,
+                    "summaryEntry": to_pi_entry(summary_entry) if summary_entry is not None else None,
+                    "fromExtension": given is not None if summary_entry is not None else None,
+                }
+            )
+        return summary_entry["summary"] if summary_entry is not None else None
 
     async def compact(
         self,

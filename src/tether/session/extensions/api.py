@@ -45,7 +45,7 @@ from tether.agent.hooks import (
     BeforeToolCallResult,
 )
 from tether.session.extensions.context import CommandContext, ContextUsage, SessionControl, control
-from tether.session.extensions.ui import Dialogs, ExtensionUI, NotifyLevel, RichUI, WidgetPlacement
+from tether.session.extensions.ui import Asking, Dialogs, ExtensionUI, NotifyLevel, RichUI, WidgetPlacement
 from tether.wire import AgentMessage
 
 __all__ = [
@@ -108,6 +108,8 @@ class Shared:
     the next prompt, and the flags registered and the values given on the command line."""
 
     next_turn: list[AgentMessage] = field(default_factory=lambda: [])
+    asking: Asking = field(default_factory=Asking)
+    """The dialogs any extension has open (a hook's time limit pauses while one waits)."""
     flags: dict[str, ExtensionFlag] = field(default_factory=lambda: {})
     flag_values: dict[str, bool | str] = field(default_factory=lambda: {})
 
@@ -122,6 +124,20 @@ class ExtensionFlag:
     type: Literal["boolean", "string"]
     default: bool | str | None
     extension: str
+
+
+@dataclass(slots=True)
+class SessionBeforeResult:
+    """What a ``session_before_switch``/``_fork``/``_tree`` hook decides (pi's result): ``cancel``
+    stops the switch, fork or move (``reason`` says why to the user). A ``session_before_tree``
+    hook may also give the ``summary`` of the branch left (used when the user asked for one,
+    instead of the model's), other summary ``instructions``, or the ``label`` to set."""
+
+    cancel: bool = False
+    reason: str | None = None
+    summary: str | None = None
+    instructions: str | None = None
+    label: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +172,22 @@ INTERCEPTING_EVENTS = (
     "before_provider_headers",
     "before_provider_request",
     "after_provider_response",
+    "session_before_switch",
+    "session_before_fork",
+    "session_before_tree",
 )
 """``before_provider_headers`` and ``before_provider_request`` get the HTTP request to the
 provider (``tether.ai.types.ProviderRequest``: change ``headers`` in place, ``None`` removes
 one; a ``before_provider_request`` hook that returns a value replaces ``payload``);
 ``after_provider_response`` gets a ``ProviderResponse`` (status, headers) before the body is
-read. They fire for each attempt, retries included, and only for providers over HTTP."""
+read. They fire for each attempt, retries included, and only for providers over HTTP.
+
+``session_before_switch`` (``reason``: ``new`` or ``resume``, ``targetSessionFile`` for a resume),
+``session_before_fork`` (``entryId``, ``position``: ``before`` a user message or ``at`` an entry)
+and ``session_before_tree`` (``preparation``: ``targetId``, ``oldLeafId``, ``userWantsSummary``,
+``customInstructions``, ``label``) get a dict and may return a ``SessionBeforeResult``; a hook
+that fails, or takes longer than the host's limit (not counting its dialogs), is reported and
+does not cancel."""
 LIFECYCLE_EVENTS = (
     "session_start",
     "session_shutdown",
@@ -180,9 +206,12 @@ LIFECYCLE_EVENTS = (
     "session_info_changed",
     "compaction_start",
     "compaction_end",
+    "session_tree",
 )
 """Observed, never intercepted: the session's events of these types (``session_start`` when the
-session is set up, ``session_shutdown`` when it closes, ``thinking_level_select`` for the
+session is set up, ``session_shutdown`` when it closes, each with pi's ``reason``: a switch, a
+new session or a fork is a ``session_shutdown`` then a ``session_start`` too; ``session_tree``
+after a move in the tree; ``thinking_level_select`` for the
 session's ``thinking_level_changed``; ``model_select`` with ``model``, ``previous_model`` and
 ``source`` (``set`` or ``cycle``) when the model changes)."""
 EVENT_ALIASES = {"thinking_level_changed": "thinking_level_select"}
@@ -428,7 +457,7 @@ class ExtensionAPI:
     def ui(self) -> Dialogs:
         """The front end's way of asking the user and showing state (resolved on use: each front
         end installs its own), with dialog timeouts."""
-        return Dialogs(self._ui())
+        return Dialogs(self._ui(), self._shared.asking)
 
     def register_tool(self, tool: AgentTool) -> AgentTool:
         """Give the model a tool (build it with ``tether.agent.tool``); returns it, so it can be

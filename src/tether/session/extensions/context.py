@@ -47,7 +47,12 @@ class SessionControl(Protocol):
     def fork(self, entry_id: str | None = None) -> str: ...
     def switch_session(self, session: str) -> None: ...
     async def branch(
-        self, entry_id: str | None, *, summarize: bool = False, instructions: str | None = None
+        self,
+        entry_id: str | None,
+        *,
+        summarize: bool = False,
+        instructions: str | None = None,
+        label: str | None = None,
     ) -> str | None: ...
     def stats(self) -> Any: ...
     async def wait_for_idle(self) -> None: ...
@@ -153,14 +158,12 @@ class CommandContext:
     ) -> str | None:
         """Move to another point of the session's tree (pi's ``ctx.navigateTree``; ``/tree``): with
         ``summarize``, a summary of the branch left behind is added (steered by ``instructions``)
-        and returned; ``label`` labels the entry moved to."""
+        and returned; ``label`` labels the summary, or the entry moved to (pi's). The extensions'
+        ``session_before_tree`` hooks may cancel it (``SessionChangeCancelled``)."""
         session = control(self.session, "navigate_tree")
         if session.agent.is_streaming:
             raise RuntimeError("navigate_tree: the agent is running; await ctx.wait_for_idle() first")
-        summary = await session.branch(target_id, summarize=summarize, instructions=instructions)
-        if label is not None and target_id is not None and session.session is not None:
-            session.session.label(target_id, label)
-        return summary
+        return await session.branch(target_id, summarize=summarize, instructions=instructions, label=label)
 
     def switch_session(self, session_id: str) -> None:
         """Continue another stored session, by id or ``session_file`` path (pi's

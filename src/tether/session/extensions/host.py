@@ -40,10 +40,12 @@ from tether.session.extensions.api import (
     InputResult,
     ProviderResponse,
     Registrations,
+    SessionBeforeResult,
     SessionControl,
     Shared,
 )
 from tether.session.extensions.ui import Dialogs, ExtensionUI, HeadlessUI
+from tether.store.errors import SessionError
 
 if TYPE_CHECKING:
     from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
@@ -51,6 +53,16 @@ if TYPE_CHECKING:
     from tether.ai.types import ProviderRequest, StreamFn
     from tether.session.prompt import PromptEditor, PromptHook
     from tether.wire import ModelInfo
+
+
+HOOK_TIME_LIMIT = 10.0
+"""Seconds a ``session_before_*`` hook may take, not counting the time its dialogs wait for the
+user: the switch, fork or move it holds up goes ahead without it after that (reported)."""
+
+
+class SessionChangeCancelled(SessionError):
+    """An extension's ``session_before_*`` hook cancelled a switch, fork or move in the tree; the
+    message names the extension and its reason (front ends show it; RPC answers ``cancelled``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +98,13 @@ class ExtensionHost:
         self._reported: set[str] = set()
         self._observing: set[asyncio.Task[None]] = set()
         self._shared = shared if shared is not None else Shared()
-        """What every ``api`` shares with the host (held messages, flags)."""
+        """What every ``api`` shares with the host (held messages, flags, open dialogs)."""
+        self.hook_time_limit = HOOK_TIME_LIMIT
 
     @property
     def dialogs(self) -> Dialogs:
         """The front end's ``ui`` as extensions call it (with dialog timeouts)."""
-        return Dialogs(self.ui)
+        return Dialogs(self.ui, self._shared.asking)
 
     # -- the session's lifecycle -------------------------------------------------------------------
 
@@ -99,15 +112,15 @@ class ExtensionHost:
         self, session: SessionControl, subscribe: Callable[[Callable[[Any], None]], Callable[[], None]]
     ) -> None:
         """Give the extensions the running session, pass its events to the lifecycle hooks, and
-        tell them ``session_start``."""
+        tell them ``session_start`` (pi's ``reason``: ``startup``)."""
         self.session = session
         if any(e.registered.hooks.get(name) for e in self.extensions for name in LIFECYCLE_EVENTS):
             self._unsubscribe = subscribe(self.observe)
-        self.observe({"type": "session_start"})
+        self.observe({"type": "session_start", "reason": "startup"})
 
     def detach(self) -> None:
-        """``session_shutdown``, then no more events."""
-        self.observe({"type": "session_shutdown"})
+        """``session_shutdown`` (``reason``: ``quit``), then no more events."""
+        self.observe({"type": "session_shutdown", "reason": "quit"})
         unsubscribe = getattr(self, "_unsubscribe", None)
         if unsubscribe is not None:
             unsubscribe()
@@ -133,6 +146,53 @@ class ExtensionHost:
                     continue
                 self._observing.add(task)
                 task.add_done_callback(self._observing.discard)
+
+    def replaced(self, reason: str, previous: str | None, target: str | None) -> None:
+        """The session was replaced (``reason``: ``new``, ``resume`` or ``fork``): as in pi,
+        ``session_shutdown`` for the one left, then ``session_start`` for the new one, each naming
+        the other's ``session_file``. The extensions stay loaded (pi loads them again): state
+        kept in memory is rebuilt in ``session_start``, as pi's docs ask."""
+        self.observe({"type": "session_shutdown", "reason": reason, "targetSessionFile": target})
+        self.observe({"type": "session_start", "reason": reason, "previousSessionFile": previous})
+
+    async def before_session_change(self, event: dict[str, Any]) -> SessionBeforeResult:
+        """The ``session_before_*`` hooks of ``event``, in order, each with a copy: the first that
+        cancels wins (``SessionChangeCancelled`` with its reason); a tree move's overrides add up,
+        later hooks over earlier ones. A hook that fails or outlasts ``hook_time_limit`` is
+        reported and cancels nothing: a broken extension must not trap the user in a session."""
+        kind = str(event["type"])
+        decided = SessionBeforeResult()
+        for name, hook in self._hooks(kind):
+            try:
+                result = await self._bounded(_call(hook, dict(event)))
+            except Exception as exc:
+                self.report(name, kind, exc)
+                continue
+            if not isinstance(result, SessionBeforeResult):
+                continue
+            if result.cancel:
+                because = f": {result.reason}" if result.reason else ""
+                raise SessionChangeCancelled(f"cancelled by extension {name}{because}")
+            for key in ("summary", "instructions", "label"):
+                if getattr(result, key) is not None:
+                    setattr(decided, key, getattr(result, key))
+        return decided
+
+    async def _bounded(self, outcome: Awaitable[Any]) -> Any:
+        """``outcome``, or ``HookTimeout`` once it ran ``hook_time_limit`` seconds with no dialog
+        open (while one waits for the user, the limit starts again)."""
+        task = asyncio.ensure_future(outcome)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.hook_time_limit)
+                if done:
+                    return task.result()
+                if not self._shared.asking.count:
+                    task.cancel()
+                    raise HookTimeout(f"no answer within {self.hook_time_limit:g} s")
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
 
     async def _observed(self, name: str, kind: str, outcome: Awaitable[Any]) -> None:
         try:
@@ -396,6 +456,10 @@ class ExtensionHost:
             self.report(command.extension, f"/{command.name}", exc)
             return f"/{command.name} failed: {type(exc).__name__}: {exc}"
         return result if isinstance(result, str) else None
+
+
+class HookTimeout(TetherError):
+    """A hook that holds up the user's action ran past its time limit; it is reported."""
 
 
 class ExtensionExit(TetherError):

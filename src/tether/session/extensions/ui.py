@@ -101,30 +101,49 @@ class HeadlessUI:
         self._notice(message if level == "info" else f"{level}: {message}")
 
 
+class Asking:
+    """How many dialogs wait for the user right now. A hook's time limit (``ExtensionHost``)
+    does not count the time the user takes to answer: a hook that asks "Discard this session?"
+    is waiting for a person, not hanging."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
 class Dialogs:
     """What ``api.ui`` and ``ctx.ui`` are: the front end's ``ExtensionUI`` with pi's dialog
     timeouts enforced here, and the calls a front end does not have dropped (an ``editor`` it
-    lacks is a dismissal, said with a notice)."""
+    lacks is a dismissal, said with a notice). ``asking`` counts the dialogs open."""
 
-    def __init__(self, front_end: ExtensionUI) -> None:
+    def __init__(self, front_end: ExtensionUI, asking: Asking | None = None) -> None:
         self.front_end = front_end
+        self.asking = asking if asking is not None else Asking()
 
     async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
         asked = self.front_end.confirm(title, message, **_limit(timeout))
-        return await _within(asked, timeout, False)
+        return await self._open(_within(asked, timeout, False))
 
     async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
-        return await _within(self.front_end.select(title, list(options), **_limit(timeout)), timeout, None)
+        asked = self.front_end.select(title, list(options), **_limit(timeout))
+        return await self._open(_within(asked, timeout, None))
 
     async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
-        return await _within(self.front_end.input(title, placeholder, **_limit(timeout)), timeout, None)
+        asked = self.front_end.input(title, placeholder, **_limit(timeout))
+        return await self._open(_within(asked, timeout, None))
 
     async def editor(self, title: str, prefill: str = "", *, timeout: float | None = None) -> str | None:
         editor = getattr(self.front_end, "editor", None)
         if editor is None:
             self.front_end.notify(f"{title}: no text editor here; nothing entered", "warning")
             return None
-        return await _within(editor(title, prefill, **_limit(timeout)), timeout, None)
+        return await self._open(_within(editor(title, prefill, **_limit(timeout)), timeout, None))
+
+    async def _open(self, answer: Awaitable[_T]) -> _T:
+        self.asking.count += 1
+        try:
+            return await answer
+        finally:
+            self.asking.count -= 1
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
         self.front_end.notify(message, level)
