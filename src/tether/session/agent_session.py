@@ -403,7 +403,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
             message = await run_shell_input(
                 command,
                 cwd=self.cwd,
-                sandbox=self._confinement(),
+                sandbox=self.confinement(),
                 exclude_from_context=exclude_from_context,
                 signal=controller.signal,
                 on_output=on_output,
@@ -622,7 +622,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 message: AgentMessage = await run_shell_input(
                     parsed.command,
                     cwd=self.cwd,
-                    sandbox=self._confinement(),
+                    sandbox=self.confinement(),
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
                     env_passthrough=self.settings.shell_env_passthrough,
@@ -631,7 +631,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 message = await run_python_input(
                     parsed.code,
                     cwd=self.cwd,
-                    sandbox=self._confinement(),
+                    sandbox=self.confinement(),
                     exclude_from_context=parsed.exclude_from_context,
                     signal=controller.signal,
                     env_passthrough=self.settings.shell_env_passthrough,
@@ -647,8 +647,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         last = self.last_assistant()
         return last is not None and last["stopReason"] not in ("error", "aborted")
 
-    def _confinement(self) -> Sandbox | None:
-        """The sandbox of the user's ``!cmd`` and ``$code``: the tools' own (``tether.tools.sandbox``)."""
+    def confinement(self) -> Sandbox | None:
+        """The sandbox of the user's ``!cmd`` and ``$code``, and of an extension's ``api.exec``:
+        the tools' own (``tether.tools.sandbox``)."""
         return self.approval.workspace.confinement() if self.approval is not None else None
 
     # -- the agent's hooks and events ----------------------------------------------------------------

@@ -194,16 +194,19 @@ async def run_process(
         )
 
 
-async def _spawn(
+async def spawn_supervised(
     loop: asyncio.AbstractEventLoop,
-    protocol: _Protocol,
+    protocol: asyncio.SubprocessProtocol,
     argv: Sequence[str],
     confined: Confined | None,
     cwd: Path,
     env: dict[str, str],
+    *,
+    stderr: int = subprocess.STDOUT,
 ) -> asyncio.SubprocessTransport:
     """Start ``argv`` under its supervisor; a confined one with a cgroup is held at the gate until
-    it has joined the group (``Confined``), the join overlapping the supervisor's start-up."""
+    it has joined the group (``Confined``), the join overlapping the supervisor's start-up.
+    ``stderr``: interleaved with stdout (as a terminal shows them), or ``subprocess.PIPE``."""
 
     def start(gate: int = -1) -> Awaitable[tuple[asyncio.SubprocessTransport, asyncio.BaseProtocol]]:
         nproc = confined.pids_max if confined is not None else 0
@@ -213,7 +216,7 @@ async def _spawn(
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=stderr,
             start_new_session=True,
             env=env,
             pass_fds=(gate,) if gate >= 0 else (),
@@ -254,7 +257,7 @@ async def _run(
         return ProcessResult("", None, False, False, True, 0)
     loop = asyncio.get_running_loop()
     protocol = _Protocol(loop, buffer, on_output, spill)
-    transport = await _spawn(
+    transport = await spawn_supervised(
         loop,
         protocol,
         argv,
@@ -277,14 +280,14 @@ async def _run(
         if protocol.exited not in done:
             cancelled = stop in done
             timed_out = not cancelled
-            await _kill_group(transport.get_pid(), protocol.exited)
+            await kill_group(transport.get_pid(), protocol.exited)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(protocol.eof), DRAIN_AFTER_EXIT)
     finally:
         if remove is not None:
             remove()
         if not protocol.exited.done():  # our caller was cancelled: leave nothing running
-            await _kill_group(transport.get_pid(), protocol.exited)
+            await kill_group(transport.get_pid(), protocol.exited)
         transport.close()
         if spill is not None:
             spill.close(keep=buffer.truncated)
@@ -404,7 +407,7 @@ class _Spill:
                 self.path = None
 
 
-async def _kill_group(pgid: int, exited: asyncio.Future[None]) -> None:
+async def kill_group(pgid: int, exited: asyncio.Future[None]) -> None:
     """SIGTERM the whole process group, then SIGKILL whatever is left of it after a grace period."""
     _signal_group(pgid, signals.SIGTERM)
     with contextlib.suppress(TimeoutError):

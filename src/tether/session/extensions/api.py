@@ -44,6 +44,7 @@ from tether.agent.hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from tether.session.extensions.bus import EventBus, ExtensionEvents
 from tether.session.extensions.context import CommandContext, ContextUsage, SessionControl, control
 from tether.session.extensions.ui import Asking, Dialogs, ExtensionUI, NotifyLevel, RichUI, WidgetPlacement
 from tether.wire import AgentMessage
@@ -61,8 +62,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tether.agent import AgentTool
+    from tether.ai.abort import AbortSignal
     from tether.ai.types import StreamFn
     from tether.session.prompt import PromptEditor
+    from tether.tools.exec_program import ExecResult
     from tether.wire import ModelInfo
 
 
@@ -109,6 +112,8 @@ class Shared:
 
     next_turn: list[AgentMessage] = field(default_factory=lambda: [])
     asking: Asking = field(default_factory=Asking)
+    events: EventBus = field(default_factory=EventBus)
+    """The bus between the extensions (``api.events``)."""
     """The dialogs any extension has open (a hook's time limit pauses while one waits)."""
     flags: dict[str, ExtensionFlag] = field(default_factory=lambda: {})
     flag_values: dict[str, bool | str] = field(default_factory=lambda: {})
@@ -349,6 +354,36 @@ class ExtensionAPI:
         _SENDING.add(task)
         task.add_done_callback(_SENDING.discard)
 
+    def exec(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        timeout: float | None = None,
+        signal: AbortSignal | None = None,
+        cwd: str | Path | None = None,
+        max_buffer: int | None = None,
+    ) -> Awaitable[ExecResult]:
+        """Run a program without a shell (pi's ``pi.exec``): ``ExecResult(stdout, stderr, code,
+        killed, truncated)``. It runs as the session's commands do: inside its sandbox, with no
+        credentials in its environment, stopped by ``timeout`` (seconds) or ``signal``, from
+        ``cwd`` (relative to the workspace; the workspace by default); ``max_buffer`` bytes of
+        output at most (256 MiB by default, pi's), past which it is stopped (``truncated``).
+        Awaited; the session is checked at the call, so a call during ``setup`` fails there."""
+        from tether.tools.exec_program import DEFAULT_MAX_BUFFER, exec_program
+
+        session = self._running("exec")
+        return exec_program(
+            command,
+            list(args),
+            cwd=self.cwd / cwd if cwd is not None else self.cwd,
+            timeout=timeout,
+            signal=signal,
+            max_buffer=max_buffer if max_buffer is not None else DEFAULT_MAX_BUFFER,
+            sandbox=session.confinement(),
+            env_passthrough=session.settings.shell_env_passthrough,
+        )
+
     def set_label(self, entry_id: str, label: str | None) -> None:
         """Label an entry of the session's tree (pi's ``setLabel``; shown by ``/tree``); ``None``
         removes the label."""
@@ -452,6 +487,12 @@ class ExtensionAPI:
     def set_thinking_level(self, level: str) -> str:
         """Set the thinking level (clamped to the model); the level set."""
         return self._running("set_thinking_level").set_thinking(level)
+
+    @property
+    def events(self) -> ExtensionEvents:
+        """The bus shared by the session's extensions (pi's ``pi.events``): ``events.on(channel,
+        listener)`` (returns the unsubscribe) and ``events.emit(channel, data)``."""
+        return ExtensionEvents(self._shared.events, self.name)
 
     @property
     def ui(self) -> Dialogs:

@@ -100,6 +100,7 @@ class ExtensionHost:
         self._shared = shared if shared is not None else Shared()
         """What every ``api`` shares with the host (held messages, flags, open dialogs)."""
         self.hook_time_limit = HOOK_TIME_LIMIT
+        self._shared.events.report = lambda name, channel, exc: self.report(name, f"events {channel}", exc)
 
     @property
     def dialogs(self) -> Dialogs:
