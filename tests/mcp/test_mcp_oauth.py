@@ -2,7 +2,8 @@
 SDK's own server auth pieces (``oauth_server.py``; no internet): the first start signs in through
 the "browser" ``$BROWSER`` names (it follows the redirects), the tokens are kept in a 0600 file
 under the data folder and never appear in output or logs, and the next start uses them without
-signing in again."""
+signing in again; ``tether mcp logout`` forgets them (and the registered client), so the start
+after signs in and registers again."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         process.wait(10)
 
 
-def mcp_list(home: Path, browser_log: Path) -> subprocess.CompletedProcess[str]:
+def mcp_list(home: Path, browser_log: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "TETHER_HOME": str(home),
@@ -59,7 +60,7 @@ def mcp_list(home: Path, browser_log: Path) -> subprocess.CompletedProcess[str]:
         "FAKE_BROWSER_LOG": str(browser_log),
     }
     return subprocess.run(
-        [sys.executable, "-m", "tether.cli", "mcp", "list"],
+        [sys.executable, "-m", "tether.cli", "mcp", *(args or ("list",))],
         capture_output=True,
         text=True,
         env=env,
@@ -101,3 +102,13 @@ def test_sign_in_once_then_use_the_kept_tokens(guarded: tuple[int, Path], tmp_pa
     assert "ready" in second.stdout and "sign in" not in second.stderr
     assert len(browser_log.read_text().splitlines()) == 1  # no second sign-in
     assert sum(line.startswith("registered") for line in server_log.read_text().splitlines()) == 1
+
+    logout = mcp_list(home, browser_log, "logout", "guarded")
+    assert logout.returncode == 0 and logout.stdout == f"signed out of guarded: removed {kept}\n"
+    assert not kept.exists() and token not in logout.stdout + logout.stderr
+    again = mcp_list(home, browser_log, "logout", "guarded")
+    assert again.returncode == 1 and again.stderr == "tether: no stored MCP sign-in for guarded\n"
+    third = mcp_list(home, browser_log)
+    assert third.returncode == 0 and "ready" in third.stdout and "asks you to sign in" in third.stderr
+    assert len(browser_log.read_text().splitlines()) == 2  # signed in afresh
+    assert sum(line.startswith("registered") for line in server_log.read_text().splitlines()) == 2

@@ -123,6 +123,21 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
     return 1 if failed or problems else 0
 
 
+def sign_out_of_mcp_server(name: str) -> int:
+    """``tether mcp logout NAME``: forget the server's stored sign-in (``tether.mcp.oauth``).
+    Any name is taken, configured here or not (a server removed from ``mcp.json`` may have left
+    its tokens behind); 1 when nothing was stored under it."""
+    from tether.ai.paths import data_dir
+    from tether.mcp.oauth import sign_out
+
+    removed = sign_out(data_dir(), name)
+    if removed is None:
+        sys.stderr.write(f"tether: no stored MCP sign-in for {name}\n")
+        return 1
+    sys.stdout.write(f"signed out of {name}: removed {removed}\n")
+    return 0
+
+
 def _table(header: list[str], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
     for row in (tuple(header), *rows):

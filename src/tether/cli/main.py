@@ -379,6 +379,14 @@ def subcommands() -> click.Group:
 
         sys.exit(print_mcp_servers(Path.cwd(), Path(mcp_config) if mcp_config else None, as_json=as_json))
 
+    @mcp.command("logout")
+    @click.argument("server")
+    def mcp_logout(server: str) -> None:
+        """Forget SERVER's OAuth sign-in (tokens and registered client): the next start signs in again."""
+        from tether.cli.listing import sign_out_of_mcp_server
+
+        sys.exit(sign_out_of_mcp_server(server))
+
     @group.group()
     def extensions() -> None:
         """Python extensions (docs/extensions.md)."""

@@ -123,8 +123,13 @@ class McpServerConfig:
 
     @property
     def slug(self) -> str:
-        """The name as tool names and log files use it (other characters become ``_``)."""
-        return re.sub(r"[^A-Za-z0-9_-]", "_", self.name)
+        return slug_of(self.name)
+
+
+def slug_of(name: str) -> str:
+    """A server's name as tool names, log files and its sign-in file use it (other characters
+    become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
 def read_mcp_file(

@@ -106,8 +106,24 @@ class TokenFile:
         return port
 
 
-def token_file(data_dir: Path, config: McpServerConfig) -> Path:
-    return data_dir / FOLDER / f"{config.slug}.json"
+def token_file(data_dir: Path, name: str) -> Path:
+    """Where server ``name``'s sign-in is kept."""
+    from tether.mcp.config import slug_of
+
+    return data_dir / FOLDER / f"{slug_of(name)}.json"
+
+
+def sign_out(data_dir: Path, name: str) -> Path | None:
+    """Forget server ``name``'s sign-in (``tether mcp logout``): its tokens, the client registered
+    for it and the callback port, as pi's sign-out does, so the next start signs in and registers
+    afresh. The file removed, or ``None`` when there was none. A session already connected keeps
+    the tokens it holds until it ends."""
+    path = token_file(data_dir, name)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return None
+    return path
 
 
 def oauth_for(config: McpServerConfig, data_dir: Path, on_sign_in: Callable[[str], None]) -> httpx2.Auth:
@@ -118,7 +134,7 @@ def oauth_for(config: McpServerConfig, data_dir: Path, on_sign_in: Callable[[str
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
     settings = config.oauth
-    storage = TokenFile(token_file(data_dir, config))
+    storage = TokenFile(token_file(data_dir, config.name))
     port = storage.callback_port(settings.callback_port)
     redirect = f"http://127.0.0.1:{port}/callback"
     metadata = OAuthClientMetadata.model_validate(
