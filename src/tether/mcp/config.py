@@ -42,7 +42,7 @@ from tether.wire.json_line import load_line
 if TYPE_CHECKING:
     from tether.tools.sandbox import Sandbox
 
-Source = Literal["user", "project", "file", "editor", "library"]
+Source = Literal["user", "project", "file", "editor", "library", "extension"]
 Transport = Literal["stdio", "http", "sse"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -9,7 +9,9 @@ started or failed (each bounded by its own start-up timeout), so the first promp
 long as the slowest server that is still worth waiting for, and not at all when every listing is
 kept. ``ready()`` starts and waits for every server (``tether mcp list`` reports them all).
 ``tools()`` are the agent tools of every server whose tools are known; ``close()`` stops them
-all (processes included, servers still starting too).
+all (processes included, servers still starting too). An extension adds and removes servers
+while the session runs (``add``, ``remove``: pi's ``registerMcpServer``); a server of the files
+keeps its name against an extension's.
 
 For a bare ``Agent``::
 
@@ -127,10 +129,6 @@ class McpServers:
         chosen = {c.name: c for c in configs if c.enabled}
         self.notify: Callable[[str], None] = lambda _text: None
         """Where servers' messages for the user go (a sign-in address); a session sets its own."""
-        self.connections = {
-            name: McpConnection(c, log_dir=log_dir, notify=lambda text: self.notify(text))
-            for name, c in chosen.items()
-        }
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
         self._given_notes = list(notes)
@@ -141,15 +139,9 @@ class McpServers:
         """Each server's cache key and the listing kept under it (``None``: none)."""
         self._listed: set[str] = set()
         """The servers that started and listed their tools in this session."""
-        for name, connection in self.connections.items():
-            key = cache_key(connection.config)
-            kept = read_listing(cache_dir, key)
-            self._kept[name] = (key, kept)
-            if kept is not None:
-                connection.tools = list(kept.tools)
-                connection.has_resources = kept.has_resources
-                connection.prompts = list(kept.prompts)
-            connection.settled = self._settled
+        self.connections = {name: self._connection(c) for name, c in chosen.items()}
+        self._stopping: set[asyncio.Task[None]] = set()
+        """Servers removed while the session runs, still being stopped (``close`` waits for them)."""
 
     @property
     def notes(self) -> list[str]:
@@ -185,6 +177,49 @@ class McpServers:
         start that succeeded (or the start failed); ``False`` when ``signal`` aborted the wait."""
         self.start()
         return await self._wait(signal)
+
+    def _connection(self, config: McpServerConfig) -> McpConnection:
+        """A server's connection, with its tools from the listing kept for it, if any."""
+        connection = McpConnection(config, log_dir=self.log_dir, notify=lambda text: self.notify(text))
+        key = cache_key(config)
+        kept = read_listing(self.cache_dir, key)
+        self._kept[config.name] = (key, kept)
+        if kept is not None:
+            connection.tools = list(kept.tools)
+            connection.has_resources = kept.has_resources
+            connection.prompts = list(kept.prompts)
+        connection.settled = self._settled
+        return connection
+
+    def add(self, config: McpServerConfig) -> bool:
+        """Another server (an extension's, ``source`` ``extension``), started at once when the
+        others have been (unless its listing is kept: then when first used). It replaces an extension's server of its name (stopped); a server of
+        the files with that name stays, and ``False`` says the new one was not added."""
+        current = self.connections.get(config.name)
+        if current is not None and current.config.source != "extension":
+            return False
+        if current is not None:
+            self.remove(config.name)
+        connection = self._connection(config)
+        self.connections[config.name] = connection
+        if self._started and self._kept[config.name][1] is None:
+            connection.start()
+        return True
+
+    def remove(self, name: str) -> bool:
+        """Stop an extension's server ``name`` for good (in the background; ``close`` waits for
+        it) and offer its tools no more. ``False``: no such server of an extension here."""
+        connection = self.connections.get(name)
+        if connection is None or connection.config.source != "extension":
+            return False
+        del self.connections[name]
+        self._tools.pop(name, None)
+        self._listed.discard(name)
+        connection.settled = lambda _connection: None  # its kept listing stays for its next run
+        task = asyncio.get_running_loop().create_task(connection.close(), name=f"stop mcp server {name}")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        return True
 
     async def ready(self, signal: AbortSignal | None = None) -> bool:
         """Start every server, kept listing or not, and wait for each to be ready or to have
@@ -301,8 +336,8 @@ class McpServers:
         return prompt_content(result)
 
     async def close(self) -> None:
-        """Stop every server (in parallel) for good and wait for them to exit."""
-        await asyncio.gather(*(c.close() for c in self.connections.values()))
+        """Stop every server (in parallel) for good and wait for them to exit, removed ones too."""
+        await asyncio.gather(*(c.close() for c in self.connections.values()), *self._stopping)
 
     def _settled(self, connection: McpConnection) -> None:
         """A start ended: keep what a ready server listed (when it differs from what was kept);

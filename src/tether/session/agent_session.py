@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -66,7 +67,7 @@ from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, Im
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from pydantic import BaseModel
 
-    from tether.mcp import McpServers
+    from tether.mcp import McpServerConfig, McpServers
     from tether.session.extensions.api import ExtensionCommand
     from tether.session.extensions.host import ExtensionHost
     from tether.session.manager import SessionManager
@@ -128,7 +129,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
         owns: Collection[Literal["sessions", "mcp"]] = (),
     ) -> None:
         self.agent = agent
-        self._owns = frozenset(owns)
+        self._owns = set(owns)
         self.resources = resources
         self.mcp = mcp
         if mcp is not None:
@@ -576,6 +577,32 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
                 self._mcp_noted.add(line)
                 self.notify(line)
         return True
+
+    def add_mcp_server(self, config: McpServerConfig) -> bool:
+        """An extension's server while the session runs (``api.register_mcp_server``): started
+        now, in the commands' sandbox under ``sandbox.mcp`` as the files' servers are, its tools
+        offered from the next prompt on; closed with the session. ``False``: a server of the MCP
+        files has that name and stays."""
+        from tether.mcp import McpServers
+
+        policy = self.approval.workspace.sandbox if self.approval is not None else None
+        if config.command is not None and policy is not None and policy.active and policy.mcp:
+            config = replace(config, sandbox=self.confinement())
+        if self.mcp is None:  # no server until now: this core starts (so closes) the first
+            self.mcp = McpServers([])
+            self.mcp.notify = self.notify
+            self._owns.add("mcp")
+        added = self.mcp.add(config)
+        if not added:
+            self.notify(
+                f"MCP server {config.name!r} of an extension: the MCP files' server of that name is kept"
+            )
+        self.mcp.start()
+        return added
+
+    def remove_mcp_server(self, name: str) -> bool:
+        """Stop an extension's server; its tools are gone from the next prompt on."""
+        return self.mcp.remove(name) if self.mcp is not None else False
 
     async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
         """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the

@@ -282,9 +282,19 @@ def create_agent_session(
     built = [next(named) if isinstance(t, str) else t for t in chosen]  # in the order given
     built.extend(extra_tools)
     host = resources.extensions if resources is not None else None
+    registered = host.mcp_servers() if host is not None else []  # the files' servers win by name
     if host is not None:
         built.extend(host.tools())
         hooks = [*hooks, *host.prompt_hooks()]
+        configured = {c.name for c in mcp_servers if c.enabled}
+        mcp_notes = [
+            *mcp_notes,
+            *(
+                f"MCP server {c.name!r} of an extension: the MCP files' server of that name is kept"
+                for c in registered
+                if c.name in configured
+            ),
+        ]
     if settings.max_connections:
         from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
 
@@ -363,7 +373,7 @@ def create_agent_session(
                 )
             )
             or None,
-            mcp=_mcp(mcp_servers, mcp_notes, workspace),
+            mcp=_mcp([*registered, *mcp_servers], mcp_notes, workspace),
             resources=resources,
             owns=("mcp", "sessions") if opened_sessions else ("mcp",),
         )

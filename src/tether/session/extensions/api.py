@@ -61,9 +61,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from tether.agent import AgentTool
     from tether.ai.abort import AbortSignal
     from tether.ai.types import StreamFn
+    from tether.mcp.config import McpServerConfig
     from tether.session.prompt import PromptEditor
     from tether.tools.exec_program import ExecResult
     from tether.wire import ModelInfo
@@ -114,6 +117,10 @@ class Shared:
     asking: Asking = field(default_factory=Asking)
     events: EventBus = field(default_factory=EventBus)
     """The bus between the extensions (``api.events``)."""
+    mcp_servers: dict[str, tuple[str, McpServerConfig]] = field(default_factory=lambda: {})
+    """MCP servers the extensions registered: name -> (extension, config)."""
+    observe: Callable[[dict[str, Any]], None] = lambda _event: None
+    """The host's ``observe``: what tells the lifecycle hooks of ``mcp_servers_change``."""
     """The dialogs any extension has open (a hook's time limit pauses while one waits)."""
     flags: dict[str, ExtensionFlag] = field(default_factory=lambda: {})
     flag_values: dict[str, bool | str] = field(default_factory=lambda: {})
@@ -212,11 +219,13 @@ LIFECYCLE_EVENTS = (
     "compaction_start",
     "compaction_end",
     "session_tree",
+    "mcp_servers_change",
 )
 """Observed, never intercepted: the session's events of these types (``session_start`` when the
 session is set up, ``session_shutdown`` when it closes, each with pi's ``reason``: a switch, a
 new session or a fork is a ``session_shutdown`` then a ``session_start`` too; ``session_tree``
-after a move in the tree; ``thinking_level_select`` for the
+after a move in the tree; ``mcp_servers_change`` (``servers``) when an extension registers or
+unregisters an MCP server once the session runs; ``thinking_level_select`` for the
 session's ``thinking_level_changed``; ``model_select`` with ``model``, ``previous_model`` and
 ``source`` (``set`` or ``cycle``) when the model changes)."""
 EVENT_ALIASES = {"thinking_level_changed": "thinking_level_select"}
@@ -383,6 +392,47 @@ class ExtensionAPI:
             sandbox=session.confinement(),
             env_passthrough=session.settings.shell_env_passthrough,
         )
+
+    def register_mcp_server(self, name: str, config: Mapping[str, Any]) -> None:
+        """Add an MCP server for this session (pi's ``registerMcpServer``): ``config`` is an
+        ``mcpServers`` entry of ``mcp.json`` (``command``/``args``/``env``/``cwd``, or ``url``/
+        ``headers``/``oauth``; ``timeout``, ``startupTimeout``, ``enabled``). Registered in
+        ``setup``, it starts with the session's servers; later, at once. Its tools are
+        ``mcp__NAME__TOOL``; it stops when the session closes. A server of the MCP files with
+        the same name wins. Registering a name again replaces this extension's server; a name
+        another extension registered, a bad name or a bad config raise (``McpConfigError``)."""
+        from tether.mcp.config import server_config
+
+        owner = self._shared.mcp_servers.get(name, (self.name, None))[0]
+        if owner != self.name:
+            raise ValueError(f"MCP server {name!r} is registered by the extension {owner}")
+        parsed = server_config(
+            name, dict(config), source="extension", base=self.cwd, where=f"extension {self.name}"
+        )
+        self._shared.mcp_servers[name] = (self.name, parsed)
+        session = self._session()
+        if session is not None:
+            session.add_mcp_server(parsed)
+            self._mcp_changed()
+
+    def unregister_mcp_server(self, name: str) -> None:
+        """Stop this extension's server ``name`` and forget it (pi's ``unregisterMcpServer``);
+        its tools are gone from the next prompt on. A name it did not register raises."""
+        if self._shared.mcp_servers.get(name, ("", None))[0] != self.name:
+            raise ValueError(f"the extension {self.name} registered no MCP server {name!r}")
+        del self._shared.mcp_servers[name]
+        session = self._session()
+        if session is not None:
+            session.remove_mcp_server(name)
+            self._mcp_changed()
+
+    def _mcp_changed(self) -> None:
+        """pi's ``mcp_servers_change`` (after ``setup``): every registered server's name."""
+        self._shared.observe({"type": "mcp_servers_change", "servers": sorted(self._shared.mcp_servers)})
+
+    def get_mcp_servers(self) -> list[McpServerConfig]:
+        """The servers every extension registered (pi's ``getMcpServers``)."""
+        return [config for _, config in self._shared.mcp_servers.values()]
 
     def set_label(self, entry_id: str, label: str | None) -> None:
         """Label an entry of the session's tree (pi's ``setLabel``; shown by ``/tree``); ``None``

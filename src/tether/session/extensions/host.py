@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from tether.agent import Agent, AgentTool, AgentToolResult, ToolUpdate
     from tether.ai.abort import AbortSignal
     from tether.ai.types import ProviderRequest, StreamFn
+    from tether.mcp.config import McpServerConfig
     from tether.session.prompt import PromptEditor, PromptHook
     from tether.wire import ModelInfo
 
@@ -101,6 +102,7 @@ class ExtensionHost:
         """What every ``api`` shares with the host (held messages, flags, open dialogs)."""
         self.hook_time_limit = HOOK_TIME_LIMIT
         self._shared.events.report = lambda name, channel, exc: self.report(name, f"events {channel}", exc)
+        self._shared.observe = self.observe
 
     @property
     def dialogs(self) -> Dialogs:
@@ -235,6 +237,11 @@ class ExtensionHost:
             else:
                 self._shared.flag_values[name] = value
         return problems
+
+    def mcp_servers(self) -> list[McpServerConfig]:
+        """The MCP servers the extensions registered during ``setup`` (they start with the
+        session's own, which win by name)."""
+        return [config for _, config in self._shared.mcp_servers.values()]
 
     def flags(self) -> list[ExtensionFlag]:
         return list(self._shared.flags.values())
