@@ -145,3 +145,52 @@ def test_status_widget_editor_and_shortcut_in_the_terminal(cli: CliEnv) -> None:
         terminal.send("C-d")
     finally:
         terminal.close()
+
+
+RENDERER = """
+def setup(api):
+    @api.command("remind")
+    def remind(args, ctx):
+        api.send_message(args, custom_type="remind.note", trigger_turn=True)
+
+    @api.command("plain")
+    def plain(args, ctx):
+        api.send_message(args, custom_type="plain.note", trigger_turn=True)
+
+    api.register_message_renderer("remind.note", lambda message, expanded: ["reminder:", "  " + message["content"]])
+"""
+
+
+def test_extension_messages_are_shown_and_a_switch_can_be_cancelled(cli: CliEnv) -> None:
+    """An extension's message (``send_message``) is shown under its type, through the extension's
+    renderer when it has one; ``/new`` asks ``confirm_changes``'s question and a no keeps the
+    conversation."""
+    extension = cli.home / "renders.py"
+    extension.write_text(RENDERER)
+    script = cli.script("chat", [text_reply("Noted the reminder."), text_reply("Noted the plain one.")])
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    command = [sys.executable, "-m", "tether.cli", "-e", str(extension)]
+    command += ["-e", str(EXAMPLES / "confirm_changes.py")]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("/remind water the plants")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Noted the reminder.")
+        assert "[remind.note]\nreminder:\n  water the plants" in screen
+        terminal.type("/plain buy bread")
+        terminal.send("Enter")
+        screen = terminal.wait_for("Noted the plain one.")
+        assert "[plain.note]\nbuy bread" in screen
+
+        terminal.type("/new")
+        terminal.send("Enter")
+        terminal.wait_for("Leave this conversation? for a new session")
+        terminal.send("n")
+        screen = terminal.wait_for("cancelled by extension confirm_changes: kept the conversation")
+        assert "new session" not in screen.split("Leave this conversation?")[-1].replace(
+            "for a new session", ""
+        )
+        terminal.send("C-d")
+    finally:
+        terminal.close()

@@ -484,7 +484,8 @@ class InteractiveApp:
     def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
         if message["role"] == "assistant":
             self._live = None
-        for text in render.ended_message(painter, message, show_thinking=self.show_thinking):
+        custom = views.custom_renderer(self._core)
+        for text in render.ended_message(painter, message, show_thinking=self.show_thinking, custom=custom):
             self.say(text)
 
     # -- actions ---------------------------------------------------------------------------------

@@ -71,9 +71,16 @@ def transcript_pages(
         )
         if live is not None:
             newest = itertools.chain([cast(dict[str, Any], live)], newest)
-        return BackwardTranscript(render.Painter(width, color, theme), newest, show_thinking=thinking).older
+        painter = render.Painter(width, color, theme)
+        return BackwardTranscript(painter, newest, show_thinking=thinking, custom=custom_renderer(core)).older
 
     return make_pages
+
+
+def custom_renderer(core: AgentSession | None) -> render.CustomRenderer | None:
+    """How the extensions render their messages (``api.register_message_renderer``), if any."""
+    host = core.resources.extensions if core is not None and core.resources is not None else None
+    return host.render_message if host is not None else None
 
 
 def header(core: AgentSession, painter: render.Painter, rows: int, warning: str | None) -> list[str]:
@@ -109,7 +116,9 @@ def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
         if session is not None
         else reversed([cast(dict[str, Any], m) for m in core.messages])
     )
-    pages = BackwardTranscript(painter, newest, show_thinking=False, folded=True)
+    pages = BackwardTranscript(
+        painter, newest, show_thinking=False, folded=True, custom=custom_renderer(core)
+    )
     chunks: list[str] = []
     lines = 0
     while lines < HISTORY_SCREENS * rows and not pages.exhausted:

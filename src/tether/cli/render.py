@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -233,10 +233,31 @@ def user_text(painter: Painter, text: str) -> str:
     return painter.render(line)
 
 
-def ended_message(painter: Painter, message: Mapping[str, Any], *, show_thinking: bool) -> list[str]:
+CustomRenderer = Callable[[Mapping[str, Any], bool], str | None]
+"""The extensions' renderer of ``custom`` messages (``ExtensionHost.render_message``): given the
+message and whether it is shown expanded, its text, or ``None`` for the default."""
+
+
+def custom_message(
+    painter: Painter, message: Mapping[str, Any], *, expanded: bool, custom: CustomRenderer | None
+) -> str | None:
+    """A message an extension sent (``api.send_message``), when it asked for it to be shown
+    (``display``): its type as a header, then what its renderer made of it, else its text as
+    markdown (pi's default). ``None``: not to be shown."""
+    if not message.get("display", True):
+        return None
+    rendered = custom(message, expanded) if custom is not None else None
+    header = painter.styled(f"[{message.get('customType', 'custom')}]", "muted")
+    return header + "\n" + (rendered if rendered is not None else painter.markdown(message_text(message)))
+
+
+def ended_message(
+    painter: Painter, message: Mapping[str, Any], *, show_thinking: bool, custom: CustomRenderer | None = None
+) -> list[str]:
     """What the scrollback gets when a message ends: an answer's thinking (folded unless shown)
-    and text, and why it stopped if it failed; a shell run; the files an ``@`` attached. Tool
-    calls and user prompts are shown by their own events."""
+    and text, and why it stopped if it failed; a shell run; the files an ``@`` attached; an
+    extension's message (``custom`` renders it). Tool calls and user prompts are shown by their
+    own events."""
     role = message.get("role")
     out: list[str] = []
     if role == "assistant":
@@ -255,6 +276,8 @@ def ended_message(painter: Painter, message: Mapping[str, Any], *, show_thinking
         for item in cast(list[Mapping[str, Any]], message.get("files") or []):
             note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
             out.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "muted"))
+    elif role == "custom" and (shown := custom_message(painter, message, expanded=False, custom=custom)):
+        out.append(shown)
     return out
 
 

@@ -57,8 +57,10 @@ class BackwardTranscript:
         *,
         show_thinking: bool,
         folded: bool = False,
+        custom: render.CustomRenderer | None = None,
     ) -> None:
         self._painter = painter
+        self._custom = custom
         self._messages = iter(newest_first)
         self._show_thinking = show_thinking
         self._folded = folded
@@ -83,15 +85,23 @@ class BackwardTranscript:
             return render_transcript(self._painter, [], show_thinking=self._show_thinking)
         self._started = True
         chunk.reverse()
-        return render_transcript(self._painter, chunk, show_thinking=self._show_thinking, folded=self._folded)
+        return render_transcript(
+            self._painter, chunk, show_thinking=self._show_thinking, folded=self._folded, custom=self._custom
+        )
 
 
 def render_transcript(
-    painter: render.Painter, messages: Sequence[dict[str, Any]], *, show_thinking: bool, folded: bool = False
+    painter: render.Painter,
+    messages: Sequence[dict[str, Any]],
+    *,
+    show_thinking: bool,
+    folded: bool = False,
+    custom: render.CustomRenderer | None = None,
 ) -> str:
     """The messages as terminal text: prompts, answers, every tool call followed by its whole
-    result, shell runs with all their output, summaries; thinking in full when ``show_thinking``.
-    ``folded``: as the scrollback shows them instead (long results and thinking folded)."""
+    result, shell runs with all their output, summaries, extensions' messages (``custom``
+    renders them); thinking in full when ``show_thinking``. ``folded``: as the scrollback shows
+    them instead (long results and thinking folded)."""
     results = {
         str(m.get("toolCallId")): m for m in messages if m.get("role") == "toolResult" and m.get("toolCallId")
     }
@@ -117,6 +127,8 @@ def render_transcript(
             for item in cast(list[dict[str, Any]], message.get("files") or []):
                 note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
                 parts.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "muted"))
+        elif role == "custom":
+            parts.append(render.custom_message(painter, message, expanded=not folded, custom=custom) or "")
     text = "\n\n".join(stripped for p in parts if (stripped := p.strip("\n")))
     return text or painter.styled("(nothing in this conversation yet)", "muted")
 

@@ -253,6 +253,17 @@ class ExtensionProvider:
 
 
 ShortcutHandler = Callable[[CommandContext], Awaitable[None] | None]
+MessageRenderer = Callable[[dict[str, Any], bool], str | Sequence[str] | None]
+"""``render(message, expanded)``: the lines the terminal shows for an extension's message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionRenderer:
+    """How the terminal shows the messages of one ``customType`` (pi's ``registerMessageRenderer``)."""
+
+    custom_type: str
+    render: MessageRenderer
+    extension: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +285,7 @@ class Registrations:
     commands: list[ExtensionCommand] = field(default_factory=lambda: [])
     providers: list[ExtensionProvider] = field(default_factory=lambda: [])
     shortcuts: list[ExtensionShortcut] = field(default_factory=lambda: [])
+    renderers: list[ExtensionRenderer] = field(default_factory=lambda: [])
     hooks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {})
 
 
@@ -456,6 +468,18 @@ class ExtensionAPI:
         if not key or not callable(handler):
             raise ValueError(f"register_shortcut needs a key and a handler, got {key!r}")
         self.registered.shortcuts.append(ExtensionShortcut(key.lower(), description, handler, self.name))
+
+    def register_message_renderer(self, custom_type: str, render: MessageRenderer) -> None:
+        """Show this extension's messages of ``custom_type`` (``send_message(custom_type=...)``)
+        in the terminal as ``render(message, expanded)`` says: text (a string or lines, plain,
+        under the message's type), or ``None`` for the default (its text as markdown). pi's
+        ``registerMessageRenderer``, with text where pi takes a TUI component; ``expanded`` is
+        true in the transcript (Ctrl-O). Other front ends show messages their own way."""
+        if not custom_type or not callable(render):
+            raise ValueError(
+                f"register_message_renderer needs a custom type and a function, got {custom_type!r}"
+            )
+        self.registered.renderers.append(ExtensionRenderer(custom_type, render, self.name))
 
     def register_flag(
         self,

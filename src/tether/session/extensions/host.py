@@ -246,6 +246,29 @@ class ExtensionHost:
     def flags(self) -> list[ExtensionFlag]:
         return list(self._shared.flags.values())
 
+    def render_message(self, message: Mapping[str, Any], expanded: bool) -> str | None:
+        """The text the first renderer of the message's ``customType`` makes of it (``None``:
+        none, or it declined, or it failed: reported, and the message is shown the default way)."""
+        custom_type = message.get("customType")
+        for extension in self.extensions:
+            for renderer in extension.registered.renderers:
+                if renderer.custom_type != custom_type:
+                    continue
+                try:
+                    lines = renderer.render(dict(message), expanded)
+                    if inspect.isawaitable(lines):
+                        getattr(lines, "close", lambda: None)()
+                        raise TypeError("a message renderer must be a plain function, not async")
+                except (KeyboardInterrupt, asyncio.CancelledError):
+                    raise
+                except BaseException as exc:  # exit() too: a renderer must not end the terminal
+                    self.report(renderer.extension, f"rendering {custom_type}", exc)
+                    return None
+                if lines is None or isinstance(lines, str):
+                    return lines
+                return "\n".join(str(line) for line in lines)
+        return None
+
     def shortcuts(self) -> list[ExtensionShortcut]:
         """Every extension's keys, first registration of a key first."""
         return [s for e in self.extensions for s in e.registered.shortcuts]
