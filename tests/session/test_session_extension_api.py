@@ -117,9 +117,9 @@ def setup(api):
         return json.dumps([u.tokens > 0, u.context_window, ctx.is_idle(), ctx.mode, ctx.has_ui])
 
     @api.command("fork-first")
-    def fork_first(args, ctx):
+    async def fork_first(args, ctx):
         entries = [e for e in api_session(ctx).entries() if e["type"] == "message"]
-        return ctx.fork(entries[int(args)]["id"])
+        return await ctx.fork(entries[int(args)]["id"])
 
     @api.command("back")
     async def back(args, ctx):

@@ -40,6 +40,7 @@ GUARD = """
 import json
 from pathlib import Path
 from tether.session import SessionBeforeResult
+from tether.session.extensions.host import SessionChangeCancelled
 
 LOG = Path(__file__).with_suffix(".log")
 GUARDING = [True]
@@ -52,6 +53,13 @@ def setup(api):
     @api.command("guard")
     def guard(args, ctx):
         GUARDING[0] = args == "on"
+
+    @api.command("ctx-new")
+    async def ctx_new(args, ctx):
+        try:
+            return await ctx.new_session()
+        except SessionChangeCancelled as exc:
+            return f"ctx: {exc}"
 
     @api.on("session_before_switch")
     def switch(event):
@@ -149,6 +157,9 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
         await say(core, "/new", answers)
         await say(core, "/clone", answers)
         await say(core, f"/tree {first_user}", answers)
+        notices: list[str] = []
+        core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
+        await say(core, "/ctx-new", answers)  # a command's own switch asks the hooks too
         assert (core.session_id, core.session.leaf_id) == (original, leaf)  # nothing moved
         cancelled = [n for n in answers if "cancelled" in n]
 
@@ -171,6 +182,7 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
         "/clone: cancelled by extension guard",
         "/tree: cancelled by extension guard",
     ]
+    assert notices == ["ctx: cancelled by extension guard: unsaved notes"]
     assert cloned not in (None, original)
     assert [s["summary"] for s in summary] == ["the extension's summary"]
     assert labels == [(summary[0]["id"], "left")]
@@ -190,6 +202,7 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
                 "label": None,
             },
         },
+        {"type": "session_before_switch", "reason": "new"},
         {"type": "session_before_fork", "entryId": leaf, "position": "at"},
         {"type": "session_shutdown", "reason": "fork", "targetSessionFile": cloned_file},
         {"type": "session_start", "reason": "fork", "previousSessionFile": original_file},
@@ -210,7 +223,7 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
             "type": "session_tree",
             "newLeafId": moved_to,
             "oldLeafId": leaf,
-            "summaryEntry": log[11]["summaryEntry"],
+            "summaryEntry": log[12]["summaryEntry"],
             "fromExtension": True,
         },
         {"type": "session_before_switch", "reason": "new"},
@@ -218,8 +231,8 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
         {"type": "session_start", "reason": "new", "previousSessionFile": original_file},
         {"type": "session_shutdown", "reason": "quit"},
     ]
-    assert log[11]["summaryEntry"]["type"] == "branch_summary"
-    assert log[11]["summaryEntry"]["summary"] == "the extension's summary"
+    assert log[12]["summaryEntry"]["type"] == "branch_summary"
+    assert log[12]["summaryEntry"]["summary"] == "the extension's summary"
 
 
 async def test_a_hook_that_fails_or_hangs_cancels_nothing(dirs: dict[str, Path]) -> None:

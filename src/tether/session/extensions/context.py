@@ -51,6 +51,8 @@ class SessionControl(Protocol):
     def new_session(self) -> str | None: ...
     def fork(self, entry_id: str | None = None) -> str: ...
     def switch_session(self, session: str) -> None: ...
+    async def before_switch(self, reason: Literal["new", "resume"], target: str | None = None) -> None: ...
+    async def before_fork(self, entry_id: str | None, position: Literal["before", "at"]) -> None: ...
     async def branch(
         self,
         entry_id: str | None,
@@ -128,25 +130,31 @@ class CommandContext:
         the command itself is not one)."""
         await control(self.session, "wait_for_idle").agent.wait_for_idle()
 
-    def new_session(self) -> str | None:
-        """Start a new stored session (pi's ``ctx.newSession``); its id, ``None`` without storage."""
-        return control(self.session, "new_session").new_session()
+    async def new_session(self) -> str | None:
+        """Start a new stored session (pi's ``ctx.newSession``); its id, ``None`` without storage.
+        Like every switch, the extensions' ``session_before_switch`` hooks are asked first
+        (``SessionChangeCancelled`` when one cancels)."""
+        session = control(self.session, "new_session")
+        await session.before_switch("new")
+        return session.new_session()
 
-    def fork(self, entry_id: str, *, position: Literal["before", "at"] = "before") -> str | None:
+    async def fork(self, entry_id: str, *, position: Literal["before", "at"] = "before") -> str | None:
         """Continue in a new session copied from this one (pi's ``ctx.fork``): ``before`` the
         user message ``entry_id`` (its text goes back into the input box, as ``/fork`` does), or
         ``at`` any entry (a clone up to it). The new session's id (``None``: forked before the
-        first message, which is a new empty session)."""
+        first message, which is a new empty session). ``session_before_fork`` is asked first."""
         session = control(self.session, "fork")
         stored = session.session
         if stored is None:
             raise RuntimeError("fork needs a stored session (this one runs with --no-session)")
         if position == "at":
+            await session.before_fork(entry_id, "at")
             return session.fork(entry_id)
         entry = cast(dict[str, Any], stored.entry(entry_id))
         message = cast(dict[str, Any] | None, entry.get("message"))
         if entry["type"] != "message" or message is None or message["role"] != "user":
             raise ValueError(f"fork: entry {entry_id} is not a user message (position='at' takes any)")
+        await session.before_fork(entry_id, "before")
         forked = session.fork(entry["parentId"]) if entry["parentId"] is not None else session.new_session()
         content = message["content"]
         text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
@@ -170,10 +178,12 @@ class CommandContext:
             raise RuntimeError("navigate_tree: the agent is running; await ctx.wait_for_idle() first")
         return await session.branch(target_id, summarize=summarize, instructions=instructions, label=label)
 
-    def switch_session(self, session_id: str) -> None:
+    async def switch_session(self, session_id: str) -> None:
         """Continue another stored session, by id or ``session_file`` path (pi's
-        ``ctx.switchSession``)."""
-        control(self.session, "switch_session").switch_session(session_id)
+        ``ctx.switchSession``), once ``session_before_switch`` let it."""
+        session = control(self.session, "switch_session")
+        await session.before_switch("resume", session_id)
+        session.switch_session(session_id)
 
     async def compact(self, instructions: str | None = None) -> Any:
         """Compact the conversation now (pi's ``ctx.compact``; awaited here, where pi takes
