@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.ai.abort import AbortSignal
-from tether.tools.process import DRAIN_AFTER_EXIT, kill_group, spawn_supervised, tool_environment
+from tether.tools.process import await_group, spawn_supervised, tool_environment
 from tether.tools.sandbox import Confined, Sandbox
 
 DEFAULT_MAX_BUFFER = 256 * 1024 * 1024
@@ -89,22 +89,12 @@ async def _run(
     remove = signal.add_listener(lambda _reason: protocol.stop()) if signal is not None else None
     if signal is not None and signal.aborted:
         protocol.stop()
-    killed = False
     try:
-        done, _ = await asyncio.wait(
-            {protocol.exited, protocol.stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if protocol.exited not in done:
-            killed = True
-            await kill_group(transport.get_pid(), protocol.exited)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(protocol.eof), DRAIN_AFTER_EXIT)
+        ended = await await_group(transport, protocol.exited, protocol.eof, protocol.stopped, timeout)
     finally:
         if remove is not None:
             remove()
-        if not protocol.exited.done():  # our caller was cancelled: leave nothing running
-            await kill_group(transport.get_pid(), protocol.exited)
-        transport.close()
+    killed = ended != "exited"
     status = transport.get_returncode()
     code = 128 - status if status is not None and status < 0 else (status if status is not None else 1)
     return ExecResult(protocol.text(1), protocol.text(2), code, killed, protocol.truncated)

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from tether.ai.abort import AbortSignal
 from tether.tools.sandbox import Confined, Sandbox
@@ -272,25 +272,14 @@ async def _run(
             stop.set_result(None)
 
     remove = signal.add_listener(on_abort) if signal is not None else None
-    timed_out = cancelled = False
     try:
-        done, _ = await asyncio.wait(
-            {protocol.exited, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if protocol.exited not in done:
-            cancelled = stop in done
-            timed_out = not cancelled
-            await kill_group(transport.get_pid(), protocol.exited)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(protocol.eof), DRAIN_AFTER_EXIT)
+        ended = await await_group(transport, protocol.exited, protocol.eof, stop, timeout)
     finally:
         if remove is not None:
             remove()
-        if not protocol.exited.done():  # our caller was cancelled: leave nothing running
-            await kill_group(transport.get_pid(), protocol.exited)
-        transport.close()
         if spill is not None:
             spill.close(keep=buffer.truncated)
+    timed_out, cancelled = ended == "timed out", ended == "stopped"
     tail = buffer.finish()
     if on_output is not None and tail:
         on_output(tail)
@@ -405,6 +394,31 @@ class _Spill:
                 with contextlib.suppress(OSError):
                     self.path.unlink()
                 self.path = None
+
+
+async def await_group(
+    transport: asyncio.SubprocessTransport,
+    exited: asyncio.Future[None],
+    eof: asyncio.Future[None],
+    stop: asyncio.Future[None],
+    timeout: float | None,
+) -> Literal["exited", "stopped", "timed out"]:
+    """Wait until the command's supervisor exits, ``stop`` is set or ``timeout`` runs out; in the
+    last two cases kill its group. Then read what is left of the output for a moment (a
+    background job may hold the pipe), and close the transport. A caller cancelled meanwhile
+    leaves nothing running either."""
+    try:
+        done, _ = await asyncio.wait({exited, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        ended = "exited" if exited in done else "stopped" if stop in done else "timed out"
+        if ended != "exited":
+            await kill_group(transport.get_pid(), exited)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(eof), DRAIN_AFTER_EXIT)
+        return ended
+    finally:
+        if not exited.done():
+            await kill_group(transport.get_pid(), exited)
+        transport.close()
 
 
 async def kill_group(pgid: int, exited: asyncio.Future[None]) -> None:
