@@ -145,3 +145,51 @@ async def test_display_calls_in_an_editor(acp_env: AcpEnv) -> None:
     assert set(kinds) <= {"session_info_update", "agent_message_chunk"}
     assert "Long note: an editor cannot be asked for text; nothing entered" in said
     assert "editor=None mode=acp" in said
+
+
+TREE_GUARD = """
+from tether.session import SessionBeforeResult
+from tether.session.extensions.host import SessionChangeCancelled
+
+def setup(api):
+    @api.on("session_before_tree")
+    async def ask(event):
+        if not await api.ui.confirm("Move in the tree?", str(event["preparation"]["targetId"])):
+            return SessionBeforeResult(cancel=True, reason="the editor said no")
+
+    @api.command("back")
+    async def back(args, ctx):
+        first = next(e for e in ctx.session.session.entries() if e["type"] == "message")
+        try:
+            await ctx.navigate_tree(first["id"])
+        except SessionChangeCancelled as exc:
+            return str(exc)
+        return f"moved back; {len(ctx.session.agent.messages)} message(s) now"
+"""
+
+
+async def test_a_move_in_the_tree_asks_the_editor(acp_env: AcpEnv) -> None:
+    """``session_before_tree`` in an editor: the hook's question is a permission request; a
+    reject cancels the move (the command says why), an allow lets it happen."""
+    extension = acp_env.home / "tree_guard.py"
+    extension.write_text(TREE_GUARD)
+    script = acp_env.script("s", [text_reply("one"), text_reply("two")])
+    client = EditorClient(permission_choices=["reject_once", "allow_once"])
+    async with acp_env.agent(client, script, "-e", str(extension)) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+        )
+        created = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        session_id = created.session_id
+        assert await turn(conn, session_id, "first") == "end_turn"
+        assert await turn(conn, session_id, "second") == "end_turn"
+        client.clear()
+        assert await turn(conn, session_id, "/back") == "end_turn"
+        refused = message_text(client)
+        client.clear()
+        assert await turn(conn, session_id, "/back") == "end_turn"
+        moved = message_text(client)
+        asked = [e["permission"]["title"].split(" ")[:4] for e in client.log if "permission" in e]
+    assert asked == [["Move", "in", "the", "tree?"]]  # (the log was cleared after the first one)
+    assert "cancelled by extension tree_guard: the editor said no" in refused
+    assert "moved back; 1 message(s) now" in moved
