@@ -23,8 +23,10 @@ what it returns is ignored. While the session runs, ``api`` also controls it as 
 ``ExtensionAPI`` does (``docs/extensions.md`` has the side-by-side): ``send_user_message``,
 ``append_entry``, ``set_session_name``/``get_session_name``, ``get_active_tools``/
 ``set_active_tools``/``get_all_tools``, ``set_model``, ``get_thinking_level``/
-``set_thinking_level``; a command's ``ctx`` has ``wait_for_idle``, ``new_session`` and
-``compact``. ``api.ui`` asks the user; how depends on the front end (a
+``set_thinking_level``, ``exec`` (a program in the session's sandbox), ``events`` (a bus
+between extensions), ``register_mcp_server``; a command's ``ctx`` has ``wait_for_idle``,
+``new_session`` and ``compact``. ``register_message_renderer`` shapes how the terminal shows
+the extension's messages. ``api.ui`` asks the user; how depends on the front end (a
 terminal dialog, an RPC ``extension_ui_request``, an ACP permission request), and where nobody can
 answer (print mode) ``confirm`` is ``False`` and ``select``/``input`` are ``None``.
 """
