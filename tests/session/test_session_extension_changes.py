@@ -18,7 +18,8 @@ import pytest
 
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 
 
@@ -141,8 +142,12 @@ class SlowNo:
 async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, Path]) -> None:
     guard = dirs["tmp"] / "guard.py"
     guard.write_text(textwrap.dedent(GUARD))
-    core = SessionOptions(extension_paths=(guard,)).create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice()
+    core = start_session(
+        SessionOptions(extension_paths=(guard,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(),
     )
     answers: list[str] = []
     try:
@@ -238,8 +243,12 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
 async def test_a_hook_that_fails_or_hangs_cancels_nothing(dirs: dict[str, Path]) -> None:
     broken = dirs["tmp"] / "broken.py"
     broken.write_text(textwrap.dedent(BROKEN))
-    core = SessionOptions(extension_paths=(broken,)).create(
-        cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice()
+    core = start_session(
+        SessionOptions(extension_paths=(broken,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(),
     )
     errors: list[dict[str, Any]] = []
     answers: list[str] = []

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 from tether.tools.sandbox import unavailable
 
@@ -102,8 +103,12 @@ async def test_exec_and_the_event_bus(tmp_path: Path, outside: Path, monkeypatch
     runner, listener = tmp_path / "runner.py", tmp_path / "listener.py"
     runner.write_text(textwrap.dedent(RUNNER))
     listener.write_text(textwrap.dedent(LISTENER))
-    core = SessionOptions(extension_paths=(runner, listener)).create(
-        cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(extension_paths=(runner, listener)),
+        cwd=project,
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
     )
     said: list[str] = []
     errors: list[dict[str, Any]] = []

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from tests.mcp.conftest import alive
 
-from tether.session.factory import SessionChoice, SessionOptions
+from tether.session.factory import SessionChoice, start_session
+from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 
 pytestmark = pytest.mark.subprocess
@@ -114,8 +115,12 @@ async def test_extension_servers_start_stop_and_yield_to_the_files(
     owner, other = tmp_path / "owner.py", tmp_path / "other.py"
     owner.write_text(textwrap.dedent(OWNER))
     other.write_text(textwrap.dedent(OTHER))
-    core = SessionOptions(extension_paths=(owner, other)).create(
-        cwd=project, settings=Settings(approval="yes"), ask=None, session=SessionChoice(persist=False)
+    core = start_session(
+        SessionOptions(extension_paths=(owner, other)),
+        cwd=project,
+        settings=Settings(approval="yes"),
+        ask=None,
+        session=SessionChoice(persist=False),
     )
     said: list[str] = []
     core.subscribe(lambda e: said.append(e["message"]) if e["type"] == "notice" else None)
