@@ -51,6 +51,10 @@ Listener = (
 """Called with every event, and the run's abort signal if it takes a second parameter; awaited,
 in subscription order. ``AgentSession.subscribe`` calls its listeners the same way."""
 
+_Call = Callable[..., "Awaitable[None] | None"]
+"""A listener as ``_process`` calls it, once its arity is known (typed once, at subscription:
+building this alias costs ~0.4 µs, which per event and listener showed in profiles)."""
+
 
 def listener_wants_signal(listener: Callable[..., object]) -> bool:
     """Whether ``listener`` takes a second positional parameter (the run's abort signal)."""
@@ -198,7 +202,7 @@ class Agent:
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
-        self._listeners: list[tuple[Listener, bool]] = []
+        self._listeners: list[tuple[_Call, bool]] = []
         self._active: _ActiveRun | None = None
         self._streaming_message: AgentMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
@@ -269,7 +273,7 @@ class Agent:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` for every event, or ``listener(event, signal)`` (the run's abort
         signal) when it takes two parameters; returns the unsubscribe function."""
-        entry = (listener, listener_wants_signal(listener))
+        entry = (cast(_Call, listener), listener_wants_signal(listener))
         self._listeners.append(entry)
 
         def unsubscribe() -> None:
@@ -502,8 +506,7 @@ class Agent:
                 pass
         signal = run.controller.signal
         for listener, wants_signal in tuple(self._listeners):
-            call = cast(Callable[..., "Awaitable[None] | None"], listener)
-            pending = call(event, signal) if wants_signal else call(event)
+            pending = listener(event, signal) if wants_signal else listener(event)
             if pending is not None and inspect.isawaitable(pending):  # most listeners answer None
                 await pending
 
