@@ -177,6 +177,9 @@ def load_theme(name: str | None, config_dir: Path) -> tuple[Theme, str | None]:
 
 def theme_from_file(path: Path) -> Theme:
     theme = read_theme_file(path)
+    missing = [name for name in REQUIRED if name not in theme.colors]
+    if missing:  # all of them in one line, not one per fix
+        raise ThemeError(f'{path}: "colors" lacks {", ".join(missing)}')
     resolved = {name: theme.colour(name) for name in REQUIRED}
     roles: dict[str, str] = {}
     for role, pi, extra in _FROM_PI:
