@@ -72,7 +72,12 @@ test: prerequisites-test
 check: lint typecheck
 	$(BIN)/python -m pytest -m "not local_model and not node and not subprocess"
 
-bench: $(VENV)/.installed-dev
+# The benchmarks add the vendor SDKs (P1's reference rows) and uvloop (P2's second event loop).
+$(VENV)/.installed-bench: $(VENV)/.installed-dev
+	$(BIN)/python -m pip install -q -e '.[dev,bench,uvloop]'
+	touch $@
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/run.py
 
 schema: $(VENV)/.installed
