@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from serve_support import WAIT_SECONDS, Event, serving, settled, sse_events, text, write_script
 
 from tether.serve.auth import Tokens
+from tether.serve.errors import MAX_BODY_BYTES, MAX_MESSAGE_CHARS
 
 
 async def test_a_session_started_over_http_is_listed_searched_and_read(project: Path, tmp_path: Path) -> None:
@@ -162,6 +164,29 @@ async def test_bad_input_gets_one_clear_json_error(project: Path, tmp_path: Path
         prompt = b'{"message": "x", "streamingBehavior": "later"}'
         answer = await client.post("/api/sessions", content=prompt)
         assert answer.status_code == 422  # a new session takes no streamingBehavior
+
+
+async def test_an_oversized_body_is_refused_before_it_is_read_whole(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    huge = json.dumps({"message": "x" * (MAX_BODY_BYTES + 10)}).encode()
+
+    async def streamed() -> AsyncIterator[bytes]:  # no Content-Length: chunked, cut off at the limit
+        for start in range(0, len(huge), 1 << 16):
+            yield huge[start : start + (1 << 16)]
+
+    async with serving(project, script) as served, served.client() as client:
+        for body in (huge, streamed()):
+            answer = await client.post("/api/sessions", content=body)
+            assert (answer.status_code, answer.json()) == (
+                413,
+                {"error": f"body: larger than {MAX_BODY_BYTES} bytes"},
+            )
+        assert (await client.get("/api/sessions")).json()["total"] == 0
+        # the longest prompt, in the widest encoding JSON has, is within the limit
+        widest = json.dumps({"message": "\U0001f600" * MAX_MESSAGE_CHARS}).encode()
+        assert len(widest) > 1_000_000
+        answer = await client.post("/api/sessions", content=widest)
+        assert answer.status_code == 201, answer.text
 
 
 async def test_prompts_are_rate_limited_per_token(project: Path, tmp_path: Path) -> None:

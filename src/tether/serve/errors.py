@@ -16,6 +16,9 @@ B = TypeVar("B", bound=BaseModel)
 
 MAX_MESSAGE_CHARS = 100_000
 """The longest prompt a request may carry."""
+MAX_BODY_BYTES = 2 << 20
+"""The largest request body read: a prompt at ``MAX_MESSAGE_CHARS`` fits however it is encoded
+(``\\ud83d\\ude00``-escaped, 12 bytes a character at most), and nothing bigger is held in memory."""
 
 
 class ApiError(Exception):
@@ -28,8 +31,10 @@ class ApiError(Exception):
 
 
 async def parse_body(request: Request, model: type[B]) -> B:
-    """The request's JSON body as ``model``; ``ApiError`` 400 (not JSON) or 422 (naming the field)."""
-    raw = await request.body()
+    """The request's JSON body as ``model``; ``ApiError`` 400 (not JSON), 413 (over
+    ``MAX_BODY_BYTES``: refused by its ``Content-Length`` before a byte is read, or as soon as a
+    streamed body passes the limit) or 422 (naming the field)."""
+    raw = await _bounded_body(request)
     try:
         data = json.loads(raw or b"{}")
     except ValueError:
@@ -40,3 +45,18 @@ async def parse_body(request: Request, model: type[B]) -> B:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise ApiError(422, f"{where}: {first['msg']}") from None
+
+
+async def _bounded_body(request: Request) -> bytes:
+    too_big = ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_big
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_BYTES:
+            raise too_big
+        parts.append(part)
+    return b"".join(parts)
