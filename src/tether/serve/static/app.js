@@ -183,7 +183,14 @@ function follow(id, after) {
   source = new EventSource(sessionPath(id, "/events?" + query));
   // open: the server follows for this page from now on; what it asked before is fetched once
   source.addEventListener("open", () => { loadApprovals(); });
-  source.addEventListener("entry", () => { $("live").textContent = ""; scheduleRender(); loadSessions(); });
+  // Deltas come straight from the run, entries once the store has them: the prompt's own entry
+  // may land after the answer's first words. Only the stored answer replaces the streamed one.
+  source.addEventListener("entry", (event) => {
+    const entry = JSON.parse(event.data);
+    if (entry.type === "message" && entry.message.role === "assistant") $("live").textContent = "";
+    scheduleRender();
+    loadSessions();
+  });
   source.addEventListener("delta", (event) => {
     const data = JSON.parse(event.data);
     if (data.kind === "text_delta") $("live").textContent += data.delta;
