@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from reference_paths import FIXTURE_STREAMS
 from serve_support import WAIT_SECONDS, tether_serve, text, write_script
 
+from reference_paths import FIXTURE_STREAMS
 from tether.ai.paths import config_dir
 from tether.testing.loopback import LoopbackServer, Reply
 
