@@ -114,12 +114,27 @@ def start_session(
 
 
 def _sandbox(settings: Settings) -> SandboxPolicy:
-    """The settings' sandbox, hiding the credentials of the home folder and tether's own data:
-    the session and run databases (with their companion files), history, and the models file
-    that may hold keys."""
-    own = [data_dir(), models_file(), *_database_files(settings)]
+    """The settings' sandbox, hiding the credentials of the home folder and tether's own files:
+    the data folder (the session and run databases with their companion files, history, the
+    keys of ``/login``), the databases wherever else they are, and the config files that hold
+    keys or say how commands are confined (``_config_files``)."""
+    own = [data_dir(), *_config_files(), *_database_files(settings)]
     policy = settings.sandbox
     return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide))
+
+
+def _config_files() -> list[Path]:
+    """The user's config files a command must neither read nor rewrite: ``models.json``
+    (provider keys), ``mcp.json`` (servers' tokens), ``settings.json`` (the serve token, the
+    sandbox and approval settings) and the trusted folders. Hidden by a read-only empty file,
+    they stay unwritable when the workspace holds the config folder (tether run in the home
+    folder). The rest of the folder (skills, prompts, themes) stays readable: the model is told
+    to read skills there."""
+    from tether.mcp.files import USER_FILE
+    from tether.session.trust import TRUST_FILE
+
+    folder = config_dir()
+    return [models_file(), folder / USER_FILE, folder / "settings.json", folder / TRUST_FILE]
 
 
 def _database_files(settings: Settings) -> list[Path]:
