@@ -166,6 +166,17 @@ def test_a_damaged_tether_export_is_one_line(cli: CliEnv, tmp_path: Path) -> Non
             json.dumps({**entry, "message": {"role": "user", "content": "x", "timestamp": 1}}),
             "header leafId ['not', 'an', 'id'] is not an entry of the file",
         ),
+        # ids name files (/export, lock files) and go out as SSE id lines: no path, no line break
+        "session id": (
+            {**header, "id": "../../../pwned", "leafId": None},
+            json.dumps({**entry, "message": {"role": "user", "content": "x", "timestamp": 1}}),
+            "export.jsonl:1: header.id '../../../pwned' is not a session id",
+        ),
+        "entry id": (
+            {**header, "leafId": None},
+            json.dumps({**entry, "id": "a\nevent: deleted", "message": {"role": "user", "content": "x"}}),
+            "export.jsonl:2: entry.id 'a\\nevent: deleted' is not an entry id",
+        ),
     }
     for name, (head, line, reason) in cases.items():
         export = tmp_path / "export.jsonl"
@@ -174,6 +185,7 @@ def test_a_damaged_tether_export_is_one_line(cli: CliEnv, tmp_path: Path) -> Non
         assert done.returncode == 1, name
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, name
         assert reason in done.stderr, (name, done.stderr)
+    assert cli.run("sessions", "--all").stdout == ""  # nothing was stored
 
 
 def test_a_sound_file_still_imports_with_odd_but_valid_values(cli: CliEnv, tmp_path: Path) -> None:

@@ -29,6 +29,12 @@ FORMAT = "tether.session"
 VERSION = 1
 
 
+ID_PATTERN = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,63}")
+"""What an imported session or entry id may be (tether's own are 26 base32 characters). Ids name
+files (``/export``, the RPC export's default path, SQLite's lock files) and go out as SSE ``id:``
+lines: a file from elsewhere must not bring ``../`` or a line break in one."""
+
+
 class ImportFormatError(SessionError, ValueError):
     """An import file is not a tether session export (or is damaged); names the line."""
 
@@ -92,6 +98,10 @@ def _check_header(obj: dict[str, Any], where: str) -> dict[str, Any]:
     for key, kind in (("id", str), ("cwd", str), ("created", int), ("updated", int)):
         if not isinstance(obj.get(key), kind):
             raise ImportFormatError(f"{where}: header.{key} must be a {kind.__name__}")
+    if not ID_PATTERN.fullmatch(obj["id"]):
+        raise ImportFormatError(
+            f"{where}: header.id {obj['id']!r} is not a session id (letters, digits, - and _)"
+        )
     return obj
 
 
@@ -99,6 +109,10 @@ def _check_entry(obj: dict[str, Any], where: str, seen: set[str]) -> EntryDict:
     for key, kind in (("type", str), ("id", str), ("timestamp", int)):
         if not isinstance(obj.get(key), kind):
             raise ImportFormatError(f"{where}: entry.{key} must be a {kind.__name__}")
+    if not ID_PATTERN.fullmatch(obj["id"]):
+        raise ImportFormatError(
+            f"{where}: entry.id {obj['id']!r} is not an entry id (letters, digits, - and _)"
+        )
     parent = obj.get("parentId")
     if parent is not None and (not isinstance(parent, str) or parent not in seen):
         raise ImportFormatError(f"{where}: entry {obj['id']!r} has parentId {parent!r}, not an earlier entry")
