@@ -109,9 +109,9 @@ async def test_tokens_guard_every_api_route_and_read_only_tokens_cannot_write(
             assert page.status_code == 200 and "/static/app.js" in page.text
             assert "script-src 'self'" in page.headers["content-security-policy"]
             # only the event stream takes the token in its address (EventSource sends no headers)
-            assert (
-                await anonymous.get("/api/sessions", params={"access_token": "full-secret"})
-            ).status_code == 401
+            for path in ("/api/sessions", "/api/runs/events", "/api/sessions/x/events/more"):
+                in_address = await anonymous.get(path, params={"access_token": "full-secret"})
+                assert in_address.status_code == 401, path
             missing = await anonymous.get("/api/sessions/x/events", params={"access_token": "read-secret"})
             assert missing.status_code == 404
         async with served.client("wrong") as wrong:

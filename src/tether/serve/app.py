@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
@@ -195,12 +196,16 @@ class _Guard:
         await self.app(scope, receive, send_with_headers)
 
 
+_FOLLOW_PATH = re.compile(r"/api/sessions/[^/]+/events")
+"""The one route that takes its token in the address: ``/api/runs/events`` (a run id) does not."""
+
+
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization")
     if header is not None:
         scheme, _, value = header.partition(" ")
         return value.strip() or None if scheme.lower() == "bearer" else None
-    if request.url.path.endswith("/events"):  # EventSource sends no headers of its own
+    if _FOLLOW_PATH.fullmatch(request.url.path):  # EventSource sends no headers of its own
         return request.query_params.get("access_token") or None
     return None
 
