@@ -21,10 +21,12 @@ from tether.ai.auth_file import save_key
 from tether.ai.paths import config_dir
 from tether.errors import ToolError
 from tether.session.agent_session import AgentSession
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
+from tether.session.factory import SessionChoice, create_agent_session, start_session
+from tether.session.options import AgentOptions, SessionOptions
 from tether.session.settings import load_settings
+from tether.tools import CODING_TOOLS
 from tether.tools.sandbox import unavailable
+from tether.wire import ToolCall
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None and not os.environ.get("TETHER_REQUIRE_SANDBOX"),
@@ -126,3 +128,39 @@ async def test_secrets_in_tethers_environment_do_not_reach_a_confined_command(ho
     finally:
         holder.kill()
         holder.wait()
+
+
+async def test_a_library_program_approves_running_a_command_outside_the_sandbox(home: Path) -> None:
+    """Inside the sandbox a command runs without asking and cannot write beside the workspace;
+    run again with ``escalate``, it goes to the program's ``ask`` callback and, approved, runs
+    outside; declined, it does not run."""
+    target = home / "beside.txt"
+    write = f"echo escaped > {target}"
+
+    def call(command: str, escalate: bool) -> str:
+        arguments = {"command": command, "escalate": escalate, "justification": "the test asks"}
+        return json.dumps({"content": [{"type": "toolCall", "name": "bash", "arguments": arguments}]})
+
+    done = '{"content": [{"type": "text", "chunks": ["ok"]}]}'
+    for approve in (False, True):
+        asked: list[str] = []
+
+        async def ask(
+            tool_call: ToolCall, question: str, approve: bool = approve, asked: list[str] = asked
+        ) -> bool:
+            asked.append(question)
+            return approve
+
+        script = home / "script.json"
+        script.write_text("[" + ",".join([call(write, False), call(write, True), done]) + "]")
+        core = create_agent_session(
+            AgentOptions(model=f"scripted:{script}", tools=CODING_TOOLS),
+            cwd=home / "project",
+            session=SessionChoice(persist=False),
+            ask=ask,
+        )
+        await core.prompt("write beside the workspace")
+        await core.close()
+        # the confined attempt asked nobody and was refused; the escalated one asked once
+        assert len(asked) == 1 and "OUTSIDE the sandbox" in asked[0] and "the test asks" in asked[0]
+        assert target.exists() is approve
