@@ -271,6 +271,20 @@ async def test_setuid_programs_gain_nothing(root: Path, home: Path) -> None:
     assert ok_off and said_off.split() == ["NoNewPrivs:", "0"]
 
 
+async def test_a_setuid_binary_does_not_change_who_runs_it(root: Path, home: Path) -> None:
+    # a real set-user-ID program: `id` owned by `nobody` with the bit set, in the workspace; it
+    # takes nobody's identity outside and none inside (no_new_privs, nosuid mounts)
+    if os.geteuid() != 0:
+        pytest.skip("making a set-user-ID program of another user needs root")
+    program = root / "setuid-id"
+    shutil.copy(shutil.which("id") or "/usr/bin/id", program)
+    os.chown(program, 65534, 65534)
+    program.chmod(0o4755)
+    (ok_in, said_in), (ok_off, said_off) = await both(root, home, f"{program} -u")
+    assert ok_in and said_in.split() != ["65534"]
+    assert ok_off and said_off.split() == ["65534"]
+
+
 async def test_user_commands_are_confined_too(root: Path, home: Path, real_dir: Path) -> None:
     target = real_dir / "bang.txt"
     sandbox = confined(root, home).confinement()
