@@ -116,6 +116,33 @@ async def test_credentials_and_the_session_database_are_invisible(root: Path, ho
         assert ok_off and secret in said_off
 
 
+async def test_other_runs_workspaces_are_invisible_when_their_folder_is_hidden(
+    home: Path, real_dir: Path
+) -> None:
+    # a shared worker: every run's workspace in one folder, which the user's `hide` names; a run
+    # sees and writes its own workspace, and nothing of the others'
+    own, other = real_dir / "runs" / "run-1", real_dir / "runs" / "run-2"
+    own.mkdir(parents=True)
+    other.mkdir()
+    (other / "notes.txt").write_text("OTHER-RUN-NOTES\n")
+    command = f"cat {other / 'notes.txt'}"
+    inside = await outcome(
+        confined(own, home, hide=(real_dir / "runs",)), command + " && echo mine > mine.txt"
+    )
+    assert not inside[0] and "OTHER-RUN-NOTES" not in inside[1]
+    ok, said = await outcome(
+        confined(own, home, hide=(real_dir / "runs",)), "echo mine > mine.txt && cat mine.txt"
+    )
+    assert ok and said == "mine\n" and (own / "mine.txt").read_text() == "mine\n"
+    ok, said = await outcome(confined(own, home, "off", hide=(real_dir / "runs",)), command)
+    assert ok and "OTHER-RUN-NOTES" in said
+    # the file tools agree, even with paths outside the workspace allowed
+    workspace = replace(confined(own, home, hide=(real_dir / "runs",)), allow_outside=True)
+    with pytest.raises(PathOutsideWorkspace, match="hidden by the sandbox"):
+        workspace.resolve(str(other / "notes.txt"), reading=True)
+    assert workspace.resolve("mine.txt", reading=True) == own.resolve() / "mine.txt"
+
+
 async def test_file_tools_refuse_what_the_sandbox_hides(root: Path, home: Path) -> None:
     workspace = replace(confined(root, home), allow_outside=True)
     with pytest.raises(PathOutsideWorkspace, match="hidden by the sandbox"):

@@ -204,6 +204,10 @@ class Sandbox:
             "--tmpfs",
             "/var/tmp",
         ]
+        # a hidden folder holding a workspace (the folder of every run's workspace on a shared
+        # worker) is emptied first, then the workspace is bound back into it: its siblings stay out
+        for folder in _holding(self.hidden, self.writable):
+            args += ["--tmpfs", str(folder)]
         bind = "--bind" if self.policy.mode == "workspace-write" else "--ro-bind"
         for root in self.writable:
             args += [bind, str(root), str(root)]
@@ -291,9 +295,22 @@ def _namespaces(*, network: bool) -> list[str]:
     return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
 
 
+def _holding(paths: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
+    """The hidden folders that hold a workspace root below them (not the root itself: a user who
+    chose to work in a hidden folder sees it)."""
+    return [
+        path
+        for path in dict.fromkeys(paths)
+        if any(root != path and root.is_relative_to(path) for root in roots)
+        and path.is_dir()
+        and not path.is_symlink()
+    ]
+
+
 def _hiding(paths: Sequence[Path], *, keep: Sequence[Path]) -> list[str]:
-    """Mounts replacing each existing path by an empty one; a path holding a workspace root (the
-    user chose to work there) is not hidden, but what lies inside the root is."""
+    """Mounts replacing each existing path by an empty one, after the workspace roots are bound,
+    so what lies inside a root is hidden too. A path holding a root is left to ``_holding``, and
+    a root itself stays (the user chose to work there)."""
     args: list[str] = []
     for path in dict.fromkeys(paths):
         if any(root == path or root.is_relative_to(path) for root in keep):

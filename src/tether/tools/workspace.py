@@ -89,8 +89,13 @@ class Workspace:
 
     def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
         assert self.sandbox is not None
-        hidden = next((h for h in self.sandbox.hide if _within(real, (Path(os.path.realpath(h)),))), None)
-        if hidden is not None and not any(root.is_relative_to(hidden) for root in self._real_roots):
+        hidden = next(
+            (h for h in map(os.path.realpath, self.sandbox.hide) if _within(real, (Path(h),))), None
+        )
+        # allowed only inside a workspace root the hidden folder holds (its siblings stay hidden)
+        if hidden is not None and not any(
+            root.is_relative_to(hidden) and _within(real, (root,)) for root in self._real_roots
+        ):
             raise PathOutsideWorkspace(
                 f"Path {path!r} is hidden by the sandbox ({hidden} holds credentials or session data)."
             )
