@@ -4,6 +4,7 @@ setting as it is."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,3 +44,29 @@ def test_sandbox_flags_go_on_top_of_the_setting(tmp_path: Path) -> None:
         settings.sandbox.network,
         ("pypi.org",),
     )
+
+
+def test_a_trusted_projects_settings_only_narrow_the_users_sandbox(tmp_path: Path) -> None:
+    from tether.session.settings import load_settings
+    from tether.tools.sandbox import DEFAULT_PIDS_MAX
+
+    config, project = tmp_path / "config", tmp_path / "project"
+    (project / ".tether").mkdir(parents=True)
+    config.mkdir()
+    user = {"sandbox": {"mode": "workspace-write", "allowHosts": ["pypi.org"], "mcp": True}}
+    (config / "settings.json").write_text(json.dumps(user))
+    wider = {"mode": "off", "network": True, "allowHosts": ["pypi.org", "evil.example"]}
+    wider |= {"pidsMax": DEFAULT_PIDS_MAX * 10, "mcp": False}
+    (project / ".tether" / "settings.json").write_text(json.dumps({"sandbox": wider}))
+    got = load_settings(config, project, trust_project=True).sandbox
+    assert (got.mode, got.network, got.allow_hosts, got.pids_max, got.mcp) == (
+        "workspace-write",
+        False,
+        ("pypi.org",),
+        DEFAULT_PIDS_MAX,
+        True,
+    )
+    narrower = {"sandbox": {"mode": "read-only", "hide": [str(tmp_path / "private")], "pidsMax": 64}}
+    (project / ".tether" / "settings.json").write_text(json.dumps(narrower))
+    got = load_settings(config, project).sandbox  # narrowing needs no trust
+    assert (got.mode, got.pids_max) == ("read-only", 64) and tmp_path / "private" in got.hide
