@@ -18,18 +18,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tools_support import call, text_of
 
+from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.paths import data_dir
 from tether.errors import ToolError
 from tether.tools import Workspace, create_bash_tool, sandbox as sandbox_module
-from tether.tools.approval import describe_call
+from tether.tools.approval import ApprovalGate, describe_call
 from tether.tools.errors import PathOutsideWorkspace
 from tether.tools.process import supervised
 from tether.tools.prompt_input import run_shell_input
 from tether.tools.sandbox import Confined, SandboxPolicy, secret_paths, stricter, unavailable
+from tether.wire import ToolCall
 
 pytestmark = pytest.mark.skipif(
     unavailable() is not None and not os.environ.get("TETHER_REQUIRE_SANDBOX"),
@@ -350,6 +353,34 @@ def test_without_bubblewrap_every_command_asks(
         )
     finally:
         unavailable.cache_clear()
+
+
+async def test_where_bubblewrap_cannot_make_namespaces_the_question_says_why(
+    root: Path, home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # bwrap is installed (no warning at start-up, which only looks for it) but fails, as where
+    # user namespaces are switched off: every command is asked about, saying why
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    unavailable.cache_clear()
+    sandbox_module._bwrap.cache_clear()
+    try:
+        assert sandbox_module.missing() is None
+        gate = ApprovalGate(confined(root, home))
+        call: ToolCall = {"type": "toolCall", "id": "1", "name": "bash", "arguments": {"command": "ls"}}
+        message: Any = {"role": "assistant", "content": [call]}
+        context = BeforeToolCallContext(message, call, {"command": "ls"}, AgentContext())
+        refused = await gate(context)
+        assert refused is not None and refused.block
+        assert "sandbox unavailable: bubblewrap cannot create namespaces here (bwrap: No permissions" in (
+            refused.reason or ""
+        )
+    finally:
+        unavailable.cache_clear()
+        sandbox_module._bwrap.cache_clear()
 
 
 def test_a_project_never_widens_the_sandbox() -> None:

@@ -66,7 +66,7 @@ class ApprovalGate:
             return None
         from tether.agent.hooks import BeforeToolCallResult  # loaded by now: the loop ran a tool call
 
-        question = describe_call(call, tool)
+        question = describe_call(call, tool) + self._unconfined_because(call)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
         if self.ask is None:
@@ -86,6 +86,21 @@ class ApprovalGate:
         return BeforeToolCallResult(
             True, f"The user declined this {call['name']} call. Do not retry it as is."
         )
+
+    def _unconfined_because(self, call: ToolCall) -> str:
+        """Why a command that should be confined is asked about: the sandbox cannot run here.
+        Front ends warn at start-up only when ``bwrap`` is missing (a cheap look); that it cannot
+        make namespaces is known once the first command probed it, and is said here."""
+        from tether.tools.sandbox import unavailable
+        from tether.tools.workspace import ALWAYS_ASK_TOOLS
+
+        sandbox = self.workspace.sandbox
+        if call["name"] not in ALWAYS_ASK_TOOLS or sandbox is None or not sandbox.active:
+            return ""
+        if call["arguments"].get("escalate") is True:
+            return ""
+        reason = unavailable()
+        return f" (sandbox unavailable: {reason})" if reason is not None else ""
 
     def needs_approval(self, call: ToolCall, tool: AgentTool | None) -> bool:
         """Whether ``call`` (of ``tool``, when the agent has it) is risky under this gate."""
