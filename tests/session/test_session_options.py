@@ -8,6 +8,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tether.session.factory import SessionChoice, start_session
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
@@ -70,3 +72,28 @@ def test_a_trusted_projects_settings_only_narrow_the_users_sandbox(tmp_path: Pat
     (project / ".tether" / "settings.json").write_text(json.dumps(narrower))
     got = load_settings(config, project).sandbox  # narrowing needs no trust
     assert (got.mode, got.pids_max) == ("read-only", 64) and tmp_path / "private" in got.hide
+
+
+def test_without_bubblewrap_the_session_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    options = SessionOptions(model=f"scripted:{script}", mcp=False, extensions=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    core = start_session(
+        options, cwd=tmp_path, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    lines = [line for line in (core.notice or "").splitlines() if "sandbox" in line]
+    assert lines == [
+        "sandbox unavailable: bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap); "
+        "bash asks before every command (--sandbox off: no confinement)"
+    ]
+    off = start_session(
+        replace(options, sandbox="off"),
+        cwd=tmp_path,
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
+    )
+    assert "sandbox" not in (off.notice or "")
