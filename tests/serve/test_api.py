@@ -228,6 +228,39 @@ async def test_a_running_session_queues_steers_and_answers_abort(project: Path, 
         assert (await client.post(f"/api/sessions/{session_id}/abort")).json() == {"aborted": False}
 
 
+async def test_steer_and_follow_up_reach_the_model_in_their_turns(project: Path, tmp_path: Path) -> None:
+    # the tool waits for a file the test writes once both messages are queued: no race with the run
+    wait = {"command": "while [ ! -e go ]; do sleep 0.05; done; echo went"}
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            {"content": [{"type": "toolCall", "name": "bash", "arguments": wait}]},
+            text("after the steer"),
+            text("after the follow-up"),
+        ],
+    )
+    async with serving(project, script, yes=True) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "wait"})).json()["sessionId"]
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (await client.get(f"/api/sessions/{session_id}/state")).json()["running"]:
+                await asyncio.sleep(0.02)
+        steer = await client.post(f"/api/sessions/{session_id}/steer", json={"message": "hurry"})
+        later = await client.post(f"/api/sessions/{session_id}/follow-up", json={"message": "then this"})
+        assert [(a.status_code, a.json()) for a in (steer, later)] == [(202, {"disposition": "queued"})] * 2
+        (project / "go").touch()
+        read = await settled(client, session_id)
+        said = [
+            (e["message"]["role"], str(e["message"]["content"]))
+            for e in read["entries"]
+            if e["type"] == "message" and e["message"]["role"] != "toolResult"
+        ]
+        assert [role for role, _ in said] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+        assert "hurry" in said[2][1] and "after the steer" in said[3][1]
+        assert "then this" in said[4][1] and "after the follow-up" in said[5][1]
+        models = (await client.get("/api/models")).json()
+        assert models["default"] is None and isinstance(models["models"], list)
+
+
 async def test_the_openapi_document_names_every_api_route(project: Path, tmp_path: Path) -> None:
     from starlette.routing import Route
 
