@@ -167,6 +167,16 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
                 entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
                 roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
                 assert roles == ["user", "assistant", "user"]  # the streamed words are not stored yet
+                # while it runs, the prompt box steers
+                await page.fill("#prompt", "steer this")
+                await page.click("#send")
+                await expect(page.locator("#prompt")).to_have_value("")
+                await expect(page.locator("#notice")).to_have_text("")
+                # the list searches as one types
+                await page.fill("#search", "no such session")
+                await expect(page.locator("#sessions li")).to_have_count(0)
+                await page.fill("#search", "first")
+                await expect(page.locator("#sessions li")).to_have_count(1)
 
                 await page.click("#abort")
                 await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
