@@ -167,6 +167,9 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
                 entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
                 roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
                 assert roles == ["user", "assistant", "user"]  # the streamed words are not stored yet
+                # each prompt typed on the page reached the model, in the request's last message
+                sent = [json.loads(r.body)["messages"][-1]["content"] for r in provider.requests]
+                assert [str(content) for content in sent] == ["first", "second"]
                 # while it runs, the prompt box steers
                 await page.fill("#prompt", "steer this")
                 await page.click("#send")
