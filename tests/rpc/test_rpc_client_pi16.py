@@ -86,6 +86,8 @@ async def test_python_client_drives_pi(
         roles = [m["role"] for m in await client.get_messages()]
         assert roles[-2:] == ["user", "assistant"]
 
+        await _every_other_method(client, legacy, tmp_path)
+
         await client.set_auto_retry(False)
         failed = await client.prompt("please fail")
         assert failed["status"] == "error" and "faux refuses" in failed.get("error", "")
@@ -99,13 +101,50 @@ async def test_python_client_drives_pi(
         assert await client.get_messages() == []
         assert (await client.switch_session(state["sessionFile"])) == {"cancelled": False}
         assert (await client.get_state())["sessionId"] == state["sessionId"]
+        (first, *_) = await client.get_fork_messages()
+        assert first["text"] == "hi" and isinstance(first["entryId"], str)
+        assert (await client.clone()) == {"cancelled": False}
+        assert (await client.get_state())["sessionId"] != state["sessionId"]
+        forked = await client.fork(first["entryId"])
+        assert forked["cancelled"] is False and forked.get("text") == "hi"
         assert len(requests) == 2
     finally:
         await client.close()
 
     if not legacy:
-        (session_file,) = (f for f in sessions_dir.glob("*.jsonl") if "hi" in f.read_text())
-        _assert_round_trip(session_file, tmp_path)
+        _assert_round_trip(Path(state["sessionFile"]), tmp_path)
+
+
+async def _every_other_method(client: RpcClient, legacy: bool, tmp_path: Path) -> None:
+    """The client's remaining methods that need no model call, each answered as pi answers them
+    (``data: null`` for nothing to cycle to, no ``data`` for a setter)."""
+    models = await client.get_available_models()
+    assert [(m["provider"], m["id"]) for m in models] == [("faux", "faux-1")]
+    assert (await client.set_model("faux", "faux-1"))["id"] == "faux-1"
+    assert await client.cycle_model() is None  # one model: nothing to cycle to
+    await client.set_thinking_level("off")
+    assert await client.cycle_thinking_level() is None  # faux-1 does not reason
+    if not legacy:
+        assert await client.get_available_thinking_levels() == ["off"]
+        assert await client.clear_queue() == {"steering": [], "followUp": []}
+    await client.set_steering_mode("all")
+    await client.set_follow_up_mode("one-at-a-time")
+    state = await client.get_state()
+    assert (state["steeringMode"], state["followUpMode"]) == ("all", "one-at-a-time")
+    await client.set_auto_compaction(False)
+    assert (await client.get_state())["autoCompactionEnabled"] is False
+    await client.abort_retry()
+    await client.abort()  # nothing runs: answered at once
+    ran = await client.bash("echo from-bash")
+    assert (ran["output"], ran["exitCode"]) == ("from-bash\n", 0)
+    await client.abort_bash()
+    await client.set_session_name("from python")
+    assert (await client.get_state())["sessionName"] == "from python"
+    stats = await client.get_session_stats()
+    assert stats["sessionId"] == state["sessionId"] and stats["userMessages"] == 1
+    page = await client.export_html(str(tmp_path / "page.html"))
+    assert page == str(tmp_path / "page.html") and Path(page).read_text().startswith("<!DOCTYPE html>")
+    assert isinstance(await client.get_commands(), list)
 
 
 def _assert_round_trip(session_file: Path, tmp_path: Path) -> None:

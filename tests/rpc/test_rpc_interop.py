@@ -2,8 +2,9 @@
 
 ``interop/pi-client.test.mjs`` uses ``RpcClient`` from ``@mariozechner/pi-coding-agent@0.73.1``
 (installed here with ``npm ci`` when ``node_modules`` is missing; the folder is git-ignored) with
-``cliPath`` pointing at a shim that runs tether. It prompts, streams events, calls ``get_state``,
-``get_messages``, ``steer``, ``abort`` and ``new_session``; every call must succeed as against pi.
+``cliPath`` pointing at a shim that runs tether. It calls every method of that client (prompting,
+streaming, steering and following up, abort, the session, model, thinking and compaction
+commands); every call must succeed as against pi.
 """
 
 from __future__ import annotations
@@ -44,10 +45,14 @@ def test_pi_rpc_client_drives_tether(rpc: RpcEnv) -> None:
             text_reply("Hello ", "from ", "tether"),
             bash_reply("sleep 1; echo tool-ran"),
             text_reply("steered"),
+            text_reply("followed up"),
             bash_reply("sleep 30"),
-            text_reply("never reached"),
+            text_reply("never reached"),  # the call the abort cuts short takes a reply too
+            text_reply("again"),
+            text_reply("SUMMARY: a short talk"),
         ]
     )
+    rpc.settings(compaction={"keepRecentTokens": 1})
     env = rpc.env(TETHER_COMMAND=json.dumps([sys.executable, "-m", "tether.cli"]))
     script = INTEROP / "pi-client.test.mjs"
     result = run_node_client("node", script, cwd=rpc.project, env=env, timeout=180, who="pi's client")
@@ -59,6 +64,7 @@ def test_pi_rpc_client_drives_tether(rpc: RpcEnv) -> None:
             "get_messages",
             "steer",
             "abort",
+            "rest",
             "new_session",
             "switch_session",
             "misc",

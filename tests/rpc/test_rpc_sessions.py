@@ -194,6 +194,7 @@ async def test_stats_export_and_model_commands(rpc: RpcEnv) -> None:
         await client.set_thinking_level("high")
         assert (await client.get_state())["thinkingLevel"] == "off"  # the scripted model does not reason
         assert await client.cycle_thinking_level() is None
+        assert await client.get_available_thinking_levels() == ["off"]
         await client.set_steering_mode("all")
         await client.set_follow_up_mode("all")
         state = await client.get_state()

@@ -406,6 +406,10 @@ class RpcClient:
     async def cycle_thinking_level(self) -> p.ThinkingLevelResult | None:
         return await self.request("cycle_thinking_level")
 
+    async def get_available_thinking_levels(self) -> list[str]:
+        """The levels the current model accepts (``["off"]`` when it does not reason; pi 1.x)."""
+        return _field(await self.request("get_available_thinking_levels"), "levels", [])
+
     async def set_steering_mode(self, mode: Literal["all", "one-at-a-time"]) -> None:
         await self._send("set_steering_mode", {"mode": mode})
 

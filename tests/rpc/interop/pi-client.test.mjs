@@ -54,20 +54,22 @@ try {
 	assert.equal(await client.getLastAssistantText(), "Hello from tether");
 	log.push("get_messages");
 
-	// 4. steer while a tool runs (reply 2: bash sleep 1; reply 3: text)
+	// 4. steer and follow up while a tool runs (reply 2: bash sleep 1; 3: "steered"; 4: "followed up")
 	const toolStarted = nextEvent("tool_execution_start");
 	const idle1 = client.waitForIdle();
 	await client.prompt("run a tool");
 	await toolStarted;
 	await client.steer("change of plan");
+	await client.followUp("and then this");
 	await idle1;
 	const afterSteer = await client.getMessages();
 	const users = afterSteer.filter((m) => m.role === "user").map((m) => m.content);
-	assert.deepEqual(users, ["hello", "run a tool", "change of plan"]);
+	assert.deepEqual(users, ["hello", "run a tool", "change of plan", "and then this"]);
 	assert.equal(afterSteer.at(-1).role, "assistant");
+	assert.equal(await client.getLastAssistantText(), "followed up");
 	log.push("steer");
 
-	// 5. abort a long tool (reply 4: bash sleep 30)
+	// 5. abort a long tool (reply 5: bash sleep 30)
 	const longTool = nextEvent("tool_execution_start");
 	const idle2 = client.waitForIdle();
 	await client.prompt("wait a long time");
@@ -79,7 +81,33 @@ try {
 	assert.ok(aborted);
 	log.push("abort");
 
-	// 6. new_session
+	// 6. the rest of 0.73's client: name, models, thinking, compaction (reply 7: "again"; 8: the
+	//    summary), and the aborts that have nothing to abort
+	await client.promptAndWait("talk again");
+	const compacted = await client.compact("keep it short");
+	assert.equal(compacted.summary, "SUMMARY: a short talk");
+	assert.equal(typeof compacted.firstKeptEntryId, "string");
+	assert.ok(compacted.tokensBefore > 0);
+	assert.equal(typeof compacted.tokensAfter, "number"); // 0.73's name for the estimate
+	assert.equal((await client.getMessages())[0].role, "compactionSummary");
+	// (setModel resolves the model again: the scripted model would start its script over)
+	await client.setSessionName("interop");
+	assert.equal((await client.getState()).sessionName, "interop");
+	const current = (await client.getState()).model;
+	const models = await client.getAvailableModels();
+	assert.ok(models.some((m) => m.provider === current.provider && m.id === current.id));
+	assert.equal((await client.setModel(current.provider, current.id)).id, current.id);
+	await assert.rejects(client.setModel("nowhere", "nothing"), /Model not found/);
+	const cycled = await client.cycleModel();
+	assert.ok(cycled === null || typeof cycled.model.id === "string");
+	await client.setThinkingLevel("high");
+	assert.equal((await client.getState()).thinkingLevel, "off"); // clamped: the model does not reason
+	assert.equal(await client.cycleThinkingLevel(), null);
+	await client.abortRetry();
+	await client.abortBash();
+	log.push("rest");
+
+	// 7. new_session
 	const first = await client.getState();
 	const before = first.sessionId;
 	assert.deepEqual(await client.newSession(), { cancelled: false });
@@ -89,7 +117,7 @@ try {
 	assert.deepEqual(await client.getMessages(), []);
 	log.push("new_session");
 
-	// 7. back to the first session by the file getState reported, as pi's clients do
+	// 8. back to the first session by the file getState reported, as pi's clients do
 	assert.deepEqual(await client.switchSession(first.sessionFile), { cancelled: false });
 	const back = await client.getState();
 	assert.equal(back.sessionId, before);
@@ -104,7 +132,7 @@ try {
 	await client.newSession(); // the fresh one had no message, so it was never stored: a new one
 	log.push("switch_session");
 
-	// 8. a few more of pi's client methods, answered as pi would
+	// 9. a few more of pi's client methods, answered as pi would
 	await client.setSteeringMode("all");
 	await client.setFollowUpMode("one-at-a-time");
 	await client.setAutoCompaction(true);

@@ -116,9 +116,8 @@ try {
 
 	// 5. automatic retry (reply 8: a 529, reply 9: "worked the second time")
 	{
-		const events = client.collectEvents();
-		assert.equal(await client.prompt("retry please"), "started");
-		const seen = (await events).filter((e) => !TETHER_ONLY.has(e.type));
+		// promptAndWait: prompt, then the run's events up to agent_settled
+		const seen = (await client.promptAndWait("retry please")).filter((e) => !TETHER_ONLY.has(e.type));
 		const ends = seen.filter((e) => e.type === "agent_end").map((e) => e.willRetry);
 		assert.deepEqual(ends, [true, false], JSON.stringify(seen.filter((e) => e.type !== "message_update")).slice(0, 3000));
 		const start = seen.find((e) => e.type === "auto_retry_start");
