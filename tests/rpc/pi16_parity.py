@@ -375,10 +375,11 @@ def _flat_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return flat
 
 
-BY_VALUE = frozenset({"type", "role", "stopReason", "reason", "source", "event"})
+BY_VALUE = frozenset({"type", "role", "stopReason", "reason", "source", "event", "disposition"})
 """Keys whose string values are compared as they are, not by type: what kind of frame, message,
 block or entry it is, why a reply stopped (``pending`` while it streams), why a compaction ran,
-what a summary retry or an extension error was about."""
+what a summary retry or an extension error was about, and what became of a prompt (``started``,
+``queued``, or ``handled`` for an extension's command, which starts no run)."""
 
 
 def skeleton(value: object, key: str | None = None) -> object:
