@@ -18,9 +18,9 @@ pytestmark = pytest.mark.subprocess
 
 async def test_manual_compaction_emits_events_and_answers_with_the_summary(rpc: RpcEnv) -> None:
     rpc.settings(compaction={"keepRecentTokens": 1})
-    rpc.script([text_reply("one"), text_reply("two"), text_reply("SUMMARY: we said one and two")])
+    rpc.script([text_reply("one okapi"), text_reply("two"), text_reply("SUMMARY: we said one and two")])
     async with rpc.spawn() as client:
-        await client.prompt("first")
+        await client.prompt("first zebra")
         await client.prompt("second")
         events = client.events()
         result = await client.compact("keep it short")
@@ -33,7 +33,11 @@ async def test_manual_compaction_emits_events_and_answers_with_the_summary(rpc: 
         assert end["willRetry"] is False
         messages = await client.get_messages()
         assert messages[0]["role"] == "compactionSummary"
+        assert "first zebra" not in [m.get("content") for m in messages]  # compacted away
         assert (await client.get_state())["isCompacting"] is False
+        # the page is the whole session, as pi's: what the compaction summarised too
+        page = (rpc.project / await client.export_html("page.html")).read_text()
+        assert "first zebra" in page and "one okapi" in page and "SUMMARY: we said one and two" in page
 
 
 async def test_compaction_with_nothing_to_compact_is_an_error_response(rpc: RpcEnv) -> None:
