@@ -195,8 +195,9 @@ def test_shift_enter_adds_a_line_in_its_terminal_forms_and_under_tmux(cli: CliEn
 
 
 def test_ctrl_v_attaches_the_clipboards_image(cli: CliEnv) -> None:
-    """The clipboard program is a script serving a real PNG (no display in a test); without one
-    reachable, Ctrl+V says so in one line."""
+    """The clipboard program is a script serving a real PNG (no display in a test), then only
+    text, which Ctrl+V types into the input box as pi does; without one reachable, Ctrl+V says so
+    in one line."""
     png = bytes.fromhex(
         "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
         "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e221bc330000000049454e44ae426082"
@@ -229,6 +230,20 @@ def test_ctrl_v_attaches_the_clipboards_image(cli: CliEnv) -> None:
         content = user["content"]
         assert isinstance(content, list) and content[0] == {"type": "text", "text": "what is this"}
         assert content[1]["type"] == "image" and content[1]["mimeType"] == "image/png"
+
+    # text only: typed into the input box, as pi pastes it (a terminal's own paste may be another key)
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = --list-types ]; then echo "text/plain;charset=utf-8"; echo text/plain; '
+        "else printf 'pasted words'; fi\n"
+    )
+    terminal = start(cli, script, PATH=f"{bin_dir}:/usr/bin:/bin", WAYLAND_DISPLAY="wayland-test")
+    try:
+        terminal.type("see ")
+        terminal.send("C-v")
+        screen = terminal.wait_for(lambda s: input_line(s) == "› see pasted words")
+        assert "image 1" not in screen and "paste:" not in screen
+    finally:
+        terminal.close()
 
     fake.unlink()
     terminal = start(cli, script, PATH=f"{bin_dir}:/usr/bin:/bin", WAYLAND_DISPLAY="", DISPLAY="")

@@ -1,5 +1,5 @@
 """``/copy``: put text on the clipboard, through the terminal and through a local tool; Ctrl+V:
-read an image from it.
+read an image (or else text) from it.
 
 OSC 52 asks the terminal itself to set the clipboard, so it works over SSH and inside tmux
 (``set-clipboard on``); terminals that do not support it ignore the sequence. A local clipboard
@@ -72,6 +72,8 @@ IMAGE_TOOLS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
 environment variable that says its display exists. A terminal cannot hand an image over (it
 pastes text only), so an image is read where the clipboard lives: on this machine."""
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+TEXT_TYPES = ("text/plain;charset=utf-8", "UTF8_STRING", "text/plain", "STRING")
+"""Text as Wayland (MIME types) and X11 (atoms) offer it, the UTF-8 forms first."""
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
 
@@ -79,8 +81,9 @@ class ClipboardError(Exception):
     """Why no image came from the clipboard (one line for the user)."""
 
 
-def paste_image(env: Mapping[str, str] | None = None) -> tuple[bytes, str]:
-    """The clipboard's image and its MIME type, read with the first usable local tool."""
+def paste_image(env: Mapping[str, str] | None = None, *, text: bool = False) -> tuple[bytes, str]:
+    """The clipboard's image and its MIME type, read with the first usable local tool; with
+    ``text``, its text (and the type it came as) when it holds no image."""
     environ = os.environ if env is None else env
     tried: list[str] = []
     for program, list_args, read_args, display in IMAGE_TOOLS:
@@ -92,9 +95,9 @@ def paste_image(env: Mapping[str, str] | None = None) -> tuple[bytes, str]:
         if types is None:
             continue
         offered = types.decode("utf-8", "replace").split()
-        mime = next((t for t in IMAGE_TYPES if t in offered), None)
+        mime = next((t for t in (*IMAGE_TYPES, *(TEXT_TYPES if text else ())) if t in offered), None)
         if mime is None:
-            raise ClipboardError("the clipboard holds no image")
+            raise ClipboardError("the clipboard holds no image" + (" or text" if text else ""))
         data = _run(found, (*read_args, mime))
         if not data:
             raise ClipboardError(f"{program} gave no {mime} data")
@@ -104,9 +107,12 @@ def paste_image(env: Mapping[str, str] | None = None) -> tuple[bytes, str]:
     raise ClipboardError(f"no clipboard reachable ({', '.join(tried)}); paste a file path with @ instead")
 
 
-def paste_image_content(env: Mapping[str, str] | None = None) -> ImageContent:
-    """``paste_image`` as the image block a message carries."""
-    data, mime = paste_image(env)
+def paste_content(env: Mapping[str, str] | None = None) -> ImageContent | str:
+    """Ctrl+V, as pi's: the clipboard's image as the image block a message carries, else its
+    text (for a terminal whose own paste is another key, or none)."""
+    data, mime = paste_image(env, text=True)
+    if mime not in IMAGE_TYPES:
+        return data.decode("utf-8", "replace")
     return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}
 
 

@@ -495,13 +495,20 @@ class InteractiveApp:
         return images
 
     def paste_image(self) -> None:
-        """Ctrl+V: the clipboard's image goes with the next message (a chip shows it)."""
+        """Ctrl+V: the clipboard's image goes with the next message (a chip shows it); text on a
+        clipboard without an image is typed into the input box, as pi pastes it."""
         from tether.cli import clipboard
 
         try:
-            self._images.append(clipboard.paste_image_content())
+            pasted = clipboard.paste_content()
         except clipboard.ClipboardError as exc:
             self.say(self.painter().styled(f"paste: {exc}", "warning"))
+        else:
+            if isinstance(pasted, str):
+                if self._buffer is not None:
+                    self._buffer.insert_text(pasted)
+            else:
+                self._images.append(pasted)
         self._invalidate()
 
     def start(self, text: str, images: list[ImageContent] | None = None) -> None:
