@@ -169,6 +169,34 @@ def test_ctrl_c_clears_the_input_while_the_run_goes_on_and_esc_aborts(cli: CliEn
         terminal.close()
 
 
+def test_ctrl_z_stops_like_a_shell_job_and_fg_brings_it_back(cli: CliEnv) -> None:
+    """pi's Ctrl+Z (``app.suspend``), under an interactive shell (a stop signal only stops a
+    process group with a shell to come back to): the shell reports the job stopped, and ``fg``
+    brings the input box back with its text, working."""
+    environ = cli.env(TETHER_SCRIPTED=str(cli.script("z", [text_reply("still here")])), TERM="xterm-256color")
+    terminal = Terminal(
+        ["bash", "--norc", "--noprofile", "-i"], str(cli.project), {**environ, "PS1": "shell$ "}
+    )
+    try:
+        terminal.wait_for("shell$")
+        terminal.type(f"{sys.executable} -m tether.cli")
+        terminal.send("Enter")
+        terminal.wait_for("/help for commands")
+        terminal.type("half typed")
+        terminal.wait_for(lambda s: input_line(s) == "› half typed")
+        terminal.send("C-z")
+        terminal.wait_for(lambda s: "Stopped" in s and s.rstrip().endswith("shell$"))
+        terminal.type("fg")
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: input_line(s) == "› half typed")
+        terminal.send("Enter")
+        terminal.wait_for("still here")
+        terminal.send("C-d")
+        terminal.wait_for(lambda s: s.rstrip().endswith("shell$"))
+    finally:
+        terminal.close()
+
+
 def test_shift_enter_adds_a_line_in_its_terminal_forms_and_under_tmux(cli: CliEnv) -> None:
     script = cli.script("lines", [text_reply("got three lines")])
     terminal = start(cli, script)

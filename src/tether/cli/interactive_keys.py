@@ -202,6 +202,12 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
         else:
             buffer.delete()
 
+    @bind("app.suspend")
+    def _suspend(event: KeyPressEvent) -> None:
+        """pi's Ctrl+Z: stop as a shell job does (the whole process group, tools included); on
+        ``fg`` the input box is drawn again and everything carries on."""
+        event.app.suspend_to_background()
+
     @bind("app.thinking.toggle")
     def _toggle_thinking(event: KeyPressEvent) -> None:
         app.toggle_thinking()

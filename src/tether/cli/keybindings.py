@@ -65,6 +65,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.message.dequeue", ("alt+up",), "queued messages back to the input (the run goes on)"),
     Action("app.clear", ("ctrl+c",), "clear the input (the run goes on); twice on an empty input: exit"),
     Action("app.exit", ("ctrl+d",), "exit (on an empty input)"),
+    Action("app.suspend", ("ctrl+z",), "suspend to the background (the shell's fg brings it back)"),
     Action("app.model.select", ("ctrl+l",), "open the model picker"),
     Action("app.model.cycleForward", ("ctrl+p",), "next model (of --models, or every usable model)"),
     Action("app.model.cycleBackward", ("alt+p",), "previous model"),
