@@ -117,7 +117,7 @@ def test_a_pi_file_applies_what_tether_has_and_names_the_rest_in_one_line(tmp_pa
         json.dumps(
             {
                 "$schema": "https://pi.dev/schemas/keybindings.schema.json",
-                "app.session.new": "ctrl+shift+n",
+                "app.session.togglePath": "ctrl+shift+n",
                 "tui.editor.cursorLeft": ["left", "ctrl+b"],
                 "app.model.select": "alt+m",
                 "app.model.cycleForward": ["ctrl+n", "super+n"],
@@ -134,7 +134,7 @@ def test_a_pi_file_applies_what_tether_has_and_names_the_rest_in_one_line(tmp_pa
     warning = bindings.warning
     assert warning is not None and "\n" not in warning
     assert warning == (
-        f"{path}: ignored 2 actions tether does not have ('app.session.new', 'tui.editor.cursorLeft'); "
+        f"{path}: ignored 2 actions tether does not have ('app.session.togglePath', 'tui.editor.cursorLeft'); "
         "app.model.cycleForward: 'super+n': not a key (modifiers are ctrl, alt, shift) (default kept); "
         "app.thinking.cycle: expected a key or a list of keys (default kept); the rest is applied"
     )

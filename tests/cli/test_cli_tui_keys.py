@@ -246,12 +246,16 @@ def test_copy_through_osc52_and_a_local_tool(cli: CliEnv) -> None:
 def test_keybindings_file_changes_keys_and_a_bad_one_is_one_warning(cli: CliEnv) -> None:
     models_json(cli)
     config = cli.home / "config"
-    (config / "keybindings.json").write_text(json.dumps({"app.model.cycleForward": ["ctrl+n"]}))
+    bindings = {"app.model.cycleForward": ["ctrl+n"], "app.session.new": "alt+n"}  # pi: no default
+    (config / "keybindings.json").write_text(json.dumps(bindings))
     script = cli.script("keys", [text_reply("unused")])
     terminal = start(cli, script, ALPHA_TEST_KEY="k")
     try:
+        assert "keybindings.json" not in terminal.screen()  # no warning: every action is known
         terminal.send("C-n")
         terminal.wait_for(lambda s: status_line(s).startswith("alpha/a1 · "))
+        terminal.send("M-n")
+        terminal.wait_for("new session")
         terminal.type("/hotkeys")
         terminal.send("Enter")
         screen = terminal.wait_for(lambda s: "app.model.cycleForward" in s and input_line(s) == "›")

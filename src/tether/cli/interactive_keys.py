@@ -193,6 +193,14 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
     def _tree(event: KeyPressEvent) -> None:
         app.start("/tree")
 
+    @bind("app.session.new", when=~approving)
+    def _new(event: KeyPressEvent) -> None:
+        app.start("/new")
+
+    @bind("app.session.fork", when=~approving)
+    def _fork(event: KeyPressEvent) -> None:
+        app.start("/fork")
+
     @bind("app.exit")
     def _eof(event: KeyPressEvent) -> None:
         if not buffer.text:

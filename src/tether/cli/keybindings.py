@@ -75,6 +75,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.editor.external", ("ctrl+g",), "edit the input in $VISUAL / $EDITOR"),
     Action("app.message.copy", ("ctrl+x",), "copy the last answer (like /copy)"),
     Action("app.clipboard.pasteImage", ("ctrl+v",), "attach the clipboard's image to the next message"),
+    Action("app.session.new", (), "start a new session (like /new)"),
+    Action("app.session.fork", (), "fork from one of your messages (like /fork)"),
     Action("app.session.resume", (), "open the session picker (like /resume)"),
     Action("app.session.tree", (), "open the tree navigator (like /tree)"),
 )
