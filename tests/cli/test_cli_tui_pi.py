@@ -203,6 +203,9 @@ def test_shift_enter_adds_a_line_in_its_terminal_forms_and_under_tmux(cli: CliEn
     try:
         terminal.tmux("set-option", "-s", "extended-keys", "on")  # as pi's docs/tmux.md asks
         terminal.type("one")
+        # echoed: the loop is past the start, where tether asks the terminal for extended keys
+        # (tmux types a Shift+Enter as the text "S-Enter" to a program that has not asked)
+        terminal.wait_for(lambda s: input_line(s) == "› one")
         terminal.send("S-Enter")  # tmux forwards it as CSI 13;2u once tether asked for it
         terminal.type("two")
         terminal.type("\x1b[27;2;13~")  # xterm's modifyOtherKeys form

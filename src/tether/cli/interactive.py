@@ -282,6 +282,7 @@ class InteractiveApp:
         def ready() -> None:
             """Runs once the terminal is in raw mode."""
             app.output.write_raw(MODIFY_OTHER_KEYS_ON)  # Shift+Enter reported, under tmux too
+            app.output.flush()  # now, not with the next frame: a Shift+Enter typed first counts too
             self._files.start()
             if initial_prompt:
                 self.start(initial_prompt)
