@@ -255,3 +255,33 @@ async def test_slash_commands_in_a_prompt_run_in_the_core_never_reach_the_model(
         assert (await client.prompt("/frob is a word"))["status"] == "completed"
         said = user_texts(await client.get_messages())
         assert said == ["first", "/frob is a word"]  # no command text went to the model
+
+
+async def test_a_resumed_session_records_another_model_with_its_next_turn_not_at_start(rpc: RpcEnv) -> None:
+    """As pi 1.6: opening a stored session with another ``--model`` writes nothing to it (quit
+    before a prompt and the session is as it was); the model is recorded once a turn runs on it,
+    before that turn's messages. (A stored scripted model is not restored by a resume, so each
+    start names its model.)"""
+    first = rpc.script([text_reply("from a"), text_reply("a again")], name="a")
+    other = rpc.script([text_reply("from b")], name="b")
+    async with rpc.spawn("--model", f"scripted:{first}") as client:
+        await client.prompt("q1")
+        session_id = (await client.get_state())["sessionId"]
+        stored = (await client.get_entries())["entries"]
+    assert [e["modelId"] for e in stored if e["type"] == "model_change"] == ["a"]
+
+    async with rpc.spawn("--session", session_id, "--model", f"scripted:{other}") as client:
+        assert (await client.get_state())["model"]["id"] == "b"
+        assert (await client.get_entries())["entries"] == stored  # opening wrote nothing
+    async with rpc.spawn("--session", session_id, "--model", f"scripted:{first}") as client:
+        assert (await client.get_entries())["entries"] == stored  # nor did closing it
+
+    async with rpc.spawn("--session", session_id, "--model", f"scripted:{other}") as client:
+        await client.prompt("q2")
+        entries = (await client.get_entries())["entries"]
+    added = entries[len(stored) :]
+    assert [(e["type"], e.get("modelId") or e.get("message", {}).get("role")) for e in added] == [
+        ("model_change", "b"),
+        ("message", "user"),
+        ("message", "assistant"),
+    ]

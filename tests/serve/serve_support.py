@@ -66,9 +66,13 @@ async def serving(
     max_followers: int = 10_000,
     follower_buffer: int = SUBSCRIBER_BUFFER,
     durable: DurableConfig | None = None,
+    extensions: tuple[Path, ...] = (),
 ) -> AsyncGenerator[Served]:
+    """``extensions``: extension files every session of the server loads (``tether serve -e``)."""
     store = open_store()
-    options = SessionOptions(model=f"scripted:{script}", approval="yes" if yes else None, mcp=False)
+    options = SessionOptions(
+        model=f"scripted:{script}", approval="yes" if yes else None, mcp=False, extension_paths=extensions
+    )
     config = ServeConfig(
         store=store,
         hub=SessionHub(options, lambda _folder: Settings(), project),

@@ -9,11 +9,14 @@ import json
 import socket
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import pytest
 from serve_support import WAIT_SECONDS, Event, serving, settled, sse_events, text, write_script
 
 from session_helpers import user
+from tether.serve import feeds as feeds_module
 from tether.serve.feeds import Feeds
 from tether.session import SessionManager
 from tether.store import open_store
@@ -156,3 +159,56 @@ async def test_a_stream_that_does_not_read_is_dropped_with_the_entry_to_resume_a
             until=lambda e: e[1] == "status",
         )
         assert [kind for _, kind, _ in resumed] == ["status"]
+
+
+async def test_appends_that_continue_from_the_leaf_are_passed_on_without_reading_the_session_row(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A feed reads the session row only when the new entries (or their absence) do not explain
+    the leaf: the ordinary appends cost one query per wake-up, a move is still a ``leaf`` event,
+    and an append after a move is passed on."""
+    monkeypatch.setattr(feeds_module, "IDLE_CHECK_SECONDS", WAIT_SECONDS)  # no idle wake-up here
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    first = session.append_message(user("one"))
+    reads: list[tuple[str, int]] = []  # the feed's queries, in order: (what, entries found)
+    get_session, entries_after = store.get_session, store.entries_after
+
+    def counted_row(session_id: str) -> Any:
+        reads.append(("row", 0))
+        return get_session(session_id)
+
+    def counted_entries(session_id: str, after: str | None) -> Any:
+        found = entries_after(session_id, after)
+        reads.append(("entries", len(found)))
+        return found
+
+    monkeypatch.setattr(store, "get_session", counted_row)
+    monkeypatch.setattr(store, "entries_after", counted_entries)
+    feeds = Feeds(store)
+
+    async def until(subscriber: Any, wanted: str) -> str:
+        text = ""
+        async with asyncio.timeout(WAIT_SECONDS):
+            while wanted not in text:
+                text += "".join(c.text for c in await subscriber.take(WAIT_SECONDS))
+        return text
+
+    subscriber, _ = await feeds.subscribe(session.id, None, from_end=True)
+    try:
+        start = len(reads)
+        ids = [session.append_message(user(f"message {i}")) for i in range(3)]
+        await until(subscriber, f"id: {ids[-1]}")
+        assert reads[start:] and all(what == "entries" and found for what, found in reads[start:])
+
+        moved = len(reads)
+        session.branch(first)
+        assert f'"leafId": "{first}"' in await until(subscriber, "event: leaf")
+        assert ("row", 0) in reads[moved:]
+        after_move = session.append_message(user("from the first again"))
+        assert "event: leaf" not in await until(subscriber, f"id: {after_move}")  # its parent says where
+    finally:
+        feeds.unsubscribe(session.id, subscriber)
+        session.append_message(user("wakes the feed to see it is stopped"))
+        await feeds.close()

@@ -1,9 +1,11 @@
-"""Branch, fork, approvals and run submission over HTTP: what each answers for a mistake."""
+"""Branch, fork, approvals and run submission over HTTP: what each answers for a mistake, and
+what the extensions' session_before_fork/_tree hooks decide of them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 from pathlib import Path
 
 from serve_support import WAIT_SECONDS, serving, settled, sse_events, text, write_script
@@ -98,3 +100,68 @@ async def test_an_abort_answers_the_approval_its_run_waits_for(project: Path, tm
             f"/api/sessions/{session_id}/approvals/{pending[0]['id']}", json={"allow": True}
         )
         assert late.status_code == 404
+
+
+GUARD = """
+import json
+from pathlib import Path
+from tether.session import SessionBeforeResult
+
+LOG = Path(__file__).with_suffix(".log")
+CLOSED = Path(__file__).with_suffix(".closed")
+
+def setup(api):
+    def guard(event):
+        with LOG.open("a") as f:
+            f.write(json.dumps(event) + "\\n")
+        if CLOSED.exists():
+            return SessionBeforeResult(cancel=True, reason=CLOSED.read_text())
+
+    api.on("session_before_fork")(guard)
+    api.on("session_before_tree")(guard)
+"""
+
+
+async def test_extensions_may_cancel_a_fork_and_a_move_of_a_session_the_server_runs(
+    project: Path, tmp_path: Path
+) -> None:
+    """serve's fork and branch ask the session's extensions, as the slash commands do: a cancel
+    is a 409 with the extension's reason, and nothing is forked or moved."""
+    guard = tmp_path / "guard.py"
+    guard.write_text(textwrap.dedent(GUARD))
+    closed, log = guard.with_suffix(".closed"), guard.with_suffix(".log")
+    script = write_script(tmp_path / "s.json", [text("one"), text("two")])
+    async with serving(project, script, extensions=(guard,)) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "a"})).json()["sessionId"]
+        await settled(client, session_id)
+        await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "b"})
+        entries = (await settled(client, session_id))["entries"]
+        answers = [e["id"] for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant"]
+        assert len(answers) == 2
+        sessions = len((await client.get("/api/sessions")).json()["sessions"])
+
+        closed.write_text("the notes are not saved")
+        refused = await client.post(f"/api/sessions/{session_id}/fork", json={"entryId": answers[0]})
+        assert (refused.status_code, refused.json()) == (
+            409,
+            {"error": "cancelled by extension guard: the notes are not saved"},
+        )
+        assert len((await client.get("/api/sessions")).json()["sessions"]) == sessions  # nothing forked
+        kept = await client.post(f"/api/sessions/{session_id}/branch", json={"entryId": answers[0]})
+        assert kept.status_code == 409 and "cancelled by extension guard" in kept.json()["error"]
+        assert (await client.get(f"/api/sessions/{session_id}")).json()["session"]["leafId"] == answers[1]
+
+        closed.unlink()
+        forked = await client.post(f"/api/sessions/{session_id}/fork", json={"entryId": None})
+        assert forked.status_code == 201
+        copy = (await client.get(f"/api/sessions/{forked.json()['sessionId']}")).json()
+        assert copy["session"]["parentEntryId"] == answers[1]  # the leaf
+        assert (await client.get(f"/api/sessions/{session_id}")).json()["session"]["leafId"] == answers[1]
+
+    asked = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["type"], e.get("entryId"), e.get("position")) for e in asked] == [
+        ("session_before_fork", answers[0], "at"),
+        ("session_before_tree", None, None),
+        ("session_before_fork", answers[1], "at"),
+    ]
+    assert asked[1]["preparation"]["targetId"] == answers[0]

@@ -13,21 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_support import extension_dirs, start_with_extensions
 
 from tether.session.extensions.ui import Dialogs, HeadlessUI
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    (tmp_path / "home" / "config").mkdir(parents=True)
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))
-    return {"project": project, "tmp": tmp_path}
+    return extension_dirs(tmp_path, monkeypatch)
 
 
 def script(monkeypatch: pytest.MonkeyPatch, folder: Path, replies: Sequence[str]) -> None:
@@ -62,7 +56,7 @@ class Silent:
 
 async def test_dialog_timeouts_and_what_a_front_end_lacks() -> None:
     silent = Silent()
-    ui = Dialogs(silent)
+    ui = Dialogs(silent)  # pyright: ignore[reportArgumentType]  # an old front end: input takes no timeout
     assert await ui.confirm("Sure?", timeout=0.05) is False
     assert await ui.select("Which?", ["a", "b"], timeout=0.05) is None
     assert silent.asked == [("Sure?", 0.05), ("Which?", 0.05)]
@@ -142,13 +136,7 @@ async def test_input_model_select_messages_and_session_operations(
     script(monkeypatch, dirs["tmp"], ["first", "briefly", "saw the reminder", "after the fork"])
     extension = dirs["tmp"] / "api.py"
     extension.write_text(textwrap.dedent(API))
-    core = start_session(
-        SessionOptions(extension_paths=(extension,)),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(),
-    )
+    core = start_with_extensions(dirs["project"], extension)
     notices: list[str] = []
     core.subscribe(lambda e: notices.append(e["message"]) if e["type"] == "notice" else None)
     try:
@@ -166,7 +154,9 @@ async def test_input_model_select_messages_and_session_operations(
                 break
             await asyncio.sleep(0.01)
         await core.wait_for_idle()
-        sent = [(m["role"], m["content"]) for m in core.messages if m["role"] in ("user", "custom")]
+        sent = [
+            (m["role"], m["content"]) for m in core.messages if m["role"] == "user" or m["role"] == "custom"
+        ]
         await core.submit("/usage")
         session_before = core.session_id
         await core.submit("/fork-first 2")  # the second user prompt: forks before it
@@ -224,13 +214,7 @@ async def test_flags_from_the_command_line(dirs: dict[str, Path], monkeypatch: p
     extension = dirs["tmp"] / "flags.py"
     extension.write_text(textwrap.dedent(FLAGS))
     given = ("plan", "depth=3", "nope", "quiet=maybe")
-    core = start_session(
-        SessionOptions(extension_paths=(extension,), extension_flags=given),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(persist=False),
-    )
+    core = start_with_extensions(dirs["project"], extension, persist=False, flags=given)
     try:
         assert core.resources is not None
         warnings = list(core.resources.warnings)

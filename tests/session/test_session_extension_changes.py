@@ -15,26 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_support import extension_dirs, start_with_extensions
 
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
-from tether.session.settings import Settings
 
 
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    (tmp_path / "home" / "config").mkdir(parents=True)
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))
     replies = ["first answer", "second answer"]
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"content": [{"type": "text", "chunks": [r]}]} for r in replies]))
     monkeypatch.setenv("TETHER_SCRIPTED", str(script))
-    return {"project": project, "tmp": tmp_path}
+    return extension_dirs(tmp_path, monkeypatch)
 
 
 GUARD = """
@@ -142,13 +135,7 @@ class SlowNo:
 async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, Path]) -> None:
     guard = dirs["tmp"] / "guard.py"
     guard.write_text(textwrap.dedent(GUARD))
-    core = start_session(
-        SessionOptions(extension_paths=(guard,)),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(),
-    )
+    core = start_with_extensions(dirs["project"], guard)
     answers: list[str] = []
     try:
         await core.submit("hello")
@@ -243,13 +230,7 @@ async def test_hooks_cancel_and_shape_changes_and_hear_of_them(dirs: dict[str, P
 async def test_a_hook_that_fails_or_hangs_cancels_nothing(dirs: dict[str, Path]) -> None:
     broken = dirs["tmp"] / "broken.py"
     broken.write_text(textwrap.dedent(BROKEN))
-    core = start_session(
-        SessionOptions(extension_paths=(broken,)),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(),
-    )
+    core = start_with_extensions(dirs["project"], broken)
     errors: list[dict[str, Any]] = []
     answers: list[str] = []
     core.subscribe(lambda e: errors.append(dict(e)) if e["type"] == "extension_error" else None)

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_support import extension_dirs, start_with_extensions
 
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
-from tether.session.settings import Settings
 from tether.tools.sandbox import unavailable
 
 pytestmark = pytest.mark.subprocess
@@ -92,10 +90,7 @@ def outside() -> Iterator[Path]:
 
 @pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
 async def test_exec_and_the_event_bus(tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    (tmp_path / "home" / "config").mkdir(parents=True)
-    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    project = extension_dirs(tmp_path, monkeypatch)["project"]
     monkeypatch.setenv("ACME_API_KEY", "sk-never-shown-to-programs")
     script = tmp_path / "script.json"
     script.write_text("[]")
@@ -103,13 +98,7 @@ async def test_exec_and_the_event_bus(tmp_path: Path, outside: Path, monkeypatch
     runner, listener = tmp_path / "runner.py", tmp_path / "listener.py"
     runner.write_text(textwrap.dedent(RUNNER))
     listener.write_text(textwrap.dedent(LISTENER))
-    core = start_session(
-        SessionOptions(extension_paths=(runner, listener)),
-        cwd=project,
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(persist=False),
-    )
+    core = start_with_extensions(project, runner, listener, persist=False)
     said: list[str] = []
     errors: list[dict[str, Any]] = []
     core.subscribe(lambda e: said.append(e["message"]) if e["type"] == "notice" and "command" in e else None)

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_support import extension_dirs, start_with_extensions
 from tests.mcp.conftest import alive
 
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 
 pytestmark = pytest.mark.subprocess
@@ -89,9 +88,11 @@ def text(reply: str) -> dict[str, Any]:
 async def test_extension_servers_start_stop_and_yield_to_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project, home, pids = tmp_path / "project", tmp_path / "home", tmp_path / "pids"
-    (project / ".git").mkdir(parents=True)
-    (home / "config").mkdir(parents=True)
+    project, home, pids = (
+        extension_dirs(tmp_path, monkeypatch)["project"],
+        tmp_path / "home",
+        tmp_path / "pids",
+    )
     pids.mkdir()
     shadow = {"command": sys.executable, "args": [str(TOY)], "env": {"TOY_MARK": "from-the-file"}}
     (home / "config" / "mcp.json").write_text(json.dumps({"mcpServers": {"shadow": shadow}}))
@@ -105,8 +106,6 @@ async def test_extension_servers_start_stop_and_yield_to_the_files(
     ]
     (tmp_path / "script.json").write_text(json.dumps(replies))
     for name, value in {
-        "TETHER_HOME": str(home),
-        "HOME": str(tmp_path / "user"),
         "TETHER_SCRIPTED": str(tmp_path / "script.json"),
         "TOY_SERVER": str(TOY),
         "PIDS": str(pids),
@@ -115,13 +114,7 @@ async def test_extension_servers_start_stop_and_yield_to_the_files(
     owner, other = tmp_path / "owner.py", tmp_path / "other.py"
     owner.write_text(textwrap.dedent(OWNER))
     other.write_text(textwrap.dedent(OTHER))
-    core = start_session(
-        SessionOptions(extension_paths=(owner, other)),
-        cwd=project,
-        settings=Settings(approval="yes"),
-        ask=None,
-        session=SessionChoice(persist=False),
-    )
+    core = start_with_extensions(project, owner, other, settings=Settings(approval="yes"), persist=False)
     said: list[str] = []
     core.subscribe(lambda e: said.append(e["message"]) if e["type"] == "notice" else None)
     try:

@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -18,7 +19,7 @@ import session_children
 
 from session_helpers import ECHO, assistant, text, user
 from tether.agent import Agent
-from tether.session import AgentSession, SessionManager
+from tether.session import AgentSession, Session, SessionManager
 from tether.store import PostgresStore, SchemaVersionError, SessionError, SessionLockedError
 from tether.store.entries import EntryDict
 from tether.store.postgres_schema import SCHEMA_VERSION
@@ -115,6 +116,23 @@ def test_a_retried_append_neither_duplicates_entries_nor_counts_twice(postgres_u
         store.close()
 
 
+@contextmanager
+def _one_message(postgres_url: str, text: str) -> Generator[tuple[SessionManager, Session, PostgresStore]]:
+    """A manager on the server, a session of its holding one user message ``text``, and the
+    PostgreSQL store behind them."""
+    with SessionManager.at(postgres_url) as manager:
+        s = manager.create("/p")
+        s.append_message(user(text))
+        store = manager.store
+        assert isinstance(store, PostgresStore)
+        yield manager, s, store
+
+
+def _lock_backend(store: PostgresStore) -> int:
+    """The server process of the store's lock connection (the one holding its sessions' locks)."""
+    return store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
+
+
 def _kill_backends(postgres: PostgresServer, spare: list[int]) -> int:
     """Terminate every client connection but ``spare`` (and the admin one); how many died."""
     with psycopg.connect(postgres.url(), autocommit=True) as db:
@@ -129,13 +147,8 @@ def _kill_backends(postgres: PostgresServer, spare: list[int]) -> int:
 def test_an_append_is_retried_on_a_new_connection_when_its_own_drops(
     postgres: PostgresServer, postgres_url: str
 ) -> None:
-    with SessionManager.at(postgres_url) as manager:
-        s = manager.create("/p")
-        s.append_message(user("before"))
-        store = manager.store
-        assert isinstance(store, PostgresStore)
-        lock_backend = store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
-        assert _kill_backends(postgres, spare=[lock_backend]) >= 1  # the pool's connections
+    with _one_message(postgres_url, "before") as (manager, s, store):
+        assert _kill_backends(postgres, spare=[_lock_backend(store)]) >= 1  # the pool's connections
         s.append_message(user("after"))
         assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
         assert manager.list()[0].entry_count == 2
@@ -144,14 +157,13 @@ def test_an_append_is_retried_on_a_new_connection_when_its_own_drops(
 def test_a_writer_that_lost_its_lock_keeps_its_session_and_writes_again(
     postgres: PostgresServer, postgres_url: str
 ) -> None:
-    with SessionManager.at(postgres_url) as first, SessionManager.at(postgres_url) as second:
-        s = first.create("/p")
-        s.append_message(user("first writes"))
-        store = first.store
-        assert isinstance(store, PostgresStore)
+    with (
+        _one_message(postgres_url, "first writes") as (_, s, store),
+        SessionManager.at(postgres_url) as second,
+    ):
         # The first writer's lock connection dies (a network cut) while its process lives on.
         with psycopg.connect(postgres.url(), autocommit=True) as db:
-            db.execute("SELECT pg_terminate_backend(%s)", (store._lock_db.info.backend_pid,))  # pyright: ignore[reportPrivateUsage]
+            db.execute("SELECT pg_terminate_backend(%s)", (_lock_backend(store),))
         # The lock is free, but its holder is alive: a second writer is refused...
         with pytest.raises(SessionLockedError, match=f"pid {os.getpid()} on {socket.gethostname()}"):
             second.open(s.id)
@@ -169,20 +181,17 @@ def test_a_writer_that_lost_its_lock_keeps_its_session_and_writes_again(
 def test_a_write_after_the_lock_connection_died_lands_only_once_the_lock_is_held_again(
     postgres: PostgresServer, postgres_url: str
 ) -> None:
-    with SessionManager.at(postgres_url) as manager:
-        s = manager.create("/p")
-        s.append_message(user("before"))
-        store = manager.store
-        assert isinstance(store, PostgresStore)
+    with _one_message(postgres_url, "before") as (manager, s, store):
         with psycopg.connect(postgres.url(), autocommit=True) as db:
-            lock_backend = store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
-            db.execute("SELECT pg_terminate_backend(%s, 10000)", (lock_backend,))  # waits till it is gone
+            db.execute(
+                "SELECT pg_terminate_backend(%s, 10000)", (_lock_backend(store),)
+            )  # waits till it is gone
             s.append_message(user("after"))
             # The append's fence found the lock free, so the writer took it back first.
             holders = db.execute(
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted"
             ).fetchall()
-        assert holders == [(store._lock_db.info.backend_pid,)]  # pyright: ignore[reportPrivateUsage]
+        assert holders == [(_lock_backend(store),)]
         assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import LiteralString
 
 import psycopg
 import pytest
@@ -35,23 +36,23 @@ def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # needs the s
         yield own
 
 
-def _client_connections(url: str) -> int:
+def _backends(url: str, where: LiteralString) -> int:
+    """How many of the server's processes ``where`` names in ``pg_stat_activity``, counted on a
+    connection of its own."""
     with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute(
-            "SELECT count(*) - 1 FROM pg_stat_activity WHERE backend_type = 'client backend'"
-        ).fetchone()
+        row = db.execute("SELECT count(*) FROM pg_stat_activity WHERE " + where).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _client_connections(url: str) -> int:
+    """Client connections but the one counting."""
+    return _backends(url, "backend_type = 'client backend'") - 1
 
 
 def _listening_connections(url: str) -> int:
     """Backends whose last statement was a LISTEN or UNLISTEN: the listeners."""
-    with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' OR query LIKE 'UNLISTEN %'"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+    return _backends(url, "query LIKE 'LISTEN %' OR query LIKE 'UNLISTEN %'")
 
 
 class _Followers:

@@ -14,10 +14,11 @@ from the store and keeps only what the feed has already passed on; everything af
 it through the feed, which it joins before the lock is released.
 
 A move of the session's leaf (``POST /branch`` on any server, ``/tree`` in a CLI or RPC process)
-reaches the followers the same way: each wake-up reads the session row before the new entries
+reaches the followers the same way: a wake-up whose new entries do not continue from the leaf
+the followers know (or that finds none) reads the session row before the entries appended since
 (as ``tether.store.follow`` does), and a leaf the appends do not explain is sent as a ``leaf``
-event. On PostgreSQL the move's ``NOTIFY`` wakes the feed of every server; a move quickly followed
-by appends within one wake-up may be told at the next one (``IDLE_CHECK_SECONDS`` at most).
+event. On PostgreSQL the move's ``NOTIFY`` wakes the feed of every server; a move that shares one
+wake-up with appends may be told at the next one (``IDLE_CHECK_SECONDS`` at most).
 """
 
 from __future__ import annotations
@@ -49,6 +50,17 @@ class Chunk:
 
     text: str
     last_id: str | None = None
+
+
+def _continues(leaf: str | None, entries: list[StoredEntry]) -> bool:
+    """Whether ``entries`` were appended one after the other from ``leaf``: the leaf is then
+    their last, with no move in between."""
+    parent = leaf
+    for entry in entries:
+        if entry.parent_id != parent:
+            return False
+        parent = entry.id
+    return True
 
 
 def entry_chunk(entries: list[StoredEntry]) -> Chunk:
@@ -186,10 +198,22 @@ class _Feed:
     def _advance(self) -> None:
         """(Under the lock.) Pass on what was appended since the last entry passed on, and a
         ``leaf`` event when the leaf moved otherwise; ``SessionNotFoundError`` once the session
-        is gone. The row is read first: its leaf is then among the entries passed on by the end
-        (an append writes its entry and the leaf in one transaction)."""
-        leaf = self.store.get_session(self.session_id).leaf_id
+        is gone.
+
+        Appends that continue from the leaf the followers know explain the leaf by themselves
+        (each entry's parent the one before): most wake-ups are those, and pass them on without
+        reading the session row. Otherwise the row is read, then what was appended until then:
+        its leaf is among the entries passed on by the end (an append writes its entries and the
+        leaf in one transaction)."""
         new = self.store.entries_after(self.session_id, self._last)
+        if new and _continues(self._leaf, new):
+            self._last = self._leaf = new[-1].id
+            self.loop.call_soon_threadsafe(self.publish, entry_chunk(new))
+            return
+        leaf = self.store.get_session(self.session_id).leaf_id  # raises once the session is gone
+        if not new and leaf == self._leaf:
+            return  # nothing moved (an append since then moved the leaf, and wakes us again)
+        new += self.store.entries_after(self.session_id, new[-1].id if new else self._last)
         if new:
             self._last = new[-1].id
             self.loop.call_soon_threadsafe(self.publish, entry_chunk(new))

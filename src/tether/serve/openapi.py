@@ -22,7 +22,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "No token, or a wrong one",
         403: "A read-only token on a route that changes something",
         404: "No such session",
-        409: "The session is running, or written by another process",
+        409: "The session is running, written by another process, or an extension cancelled the change",
         422: "A field is missing or invalid",
         429: "Too many prompts for this token",
         501: "Durable runs are not set up on this server",
@@ -210,6 +210,7 @@ def openapi_document() -> dict[str, Any]:
                     _json({"type": "object", "properties": {"sessionId": {"type": "string"}}}, "Created"),
                     403,
                     404,
+                    409,
                     422,
                     body="EntryChoice",
                 )

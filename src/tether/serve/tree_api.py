@@ -4,7 +4,13 @@ A move (``branch``) goes through the session's one writer: this server's core wh
 session open (refused while it runs), else the session opened for writing just for the move (a
 ``409`` when another process writes it). Followers of the session on this server get a ``leaf``
 event. A fork copies the path up to an entry into a new session (``SessionManager.fork``), which
-stays closed until someone prompts it.
+stays closed until someone prompts it; the session forked from stays where it is.
+
+Extensions hear of both as in every front end, through the session's core when this server has
+it open (they belong to a running session: one no core of this server runs has none here to ask).
+A move is the core's ``branch`` (``session_before_tree``, then ``session_tree``); a fork asks the
+core's ``before_fork`` (``session_before_fork``, ``position`` ``at``: the copy holds the entry)
+first. A hook that cancels makes either a ``409`` with its reason.
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ class TreeApi:
         return JSONResponse({"leafId": record.leaf_id, "nodes": nodes, "currentPath": path[::-1]})
 
     async def branch(self, request: Request) -> Response:
+        from tether.session.extensions.host import SessionChangeCancelled  # loads with the cores
+
         session_id = request.path_params["session_id"]
         body = await parse_body(request, EntryBody)
         record, entries = await stored_session(self.store, session_id)
@@ -85,7 +93,7 @@ class TreeApi:
                 leaf = await asyncio.to_thread(self._move, record.id, target)
         except SessionLockedError:
             raise ApiError(409, f"session {session_id} is being written by another process") from None
-        except BranchError as exc:
+        except (BranchError, SessionChangeCancelled) as exc:
             raise ApiError(409, str(exc)) from None
         return JSONResponse({"leafId": leaf})  # the followers, on every server, hear it from the store
 
@@ -95,6 +103,14 @@ class TreeApi:
         _, entries = await stored_session(self.store, session_id)
         if body.entryId is not None and body.entryId not in {e["id"] for e in entries}:
             raise ApiError(404, f"entryId: no entry {body.entryId!r} in session {session_id}")
+        core = self.hub.open_core(session_id)
+        if core is not None:
+            from tether.session.extensions.host import SessionChangeCancelled
+
+            try:
+                await core.before_fork(body.entryId, "at")
+            except SessionChangeCancelled as exc:
+                raise ApiError(409, str(exc)) from None
         forked = await asyncio.to_thread(self._fork, session_id, body.entryId)
         return JSONResponse({"sessionId": forked}, status_code=201)
 

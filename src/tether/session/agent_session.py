@@ -27,9 +27,9 @@ from it after anything that moves the leaf), the agent otherwise. Build one from
 
 The class is one object to its users, built from parts that each read alone: this module runs
 prompts (the run's life, the queues, the agent's hooks and events); ``recovery`` retries failed
-replies; ``model_control`` switches model and thinking level; ``operations`` holds the session
-operations; ``core_state`` the state they share. Event shapes and their builders live in
-``tether.session.events``.
+replies; ``model_control`` switches model and thinking level; ``mcp_control`` gives the agent
+the MCP servers' tools; ``operations`` holds the session operations; ``core_state`` the state
+they share. Event shapes and their builders live in ``tether.session.events``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -55,6 +54,7 @@ from tether.session.events import (
     message_text,
     newest_compaction_end,
 )
+from tether.session.mcp_control import McpControl
 from tether.session.message_stamps import MessageClock
 from tether.session.model_control import ModelControl
 from tether.session.operations import SessionOperations
@@ -67,19 +67,18 @@ from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, Im
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from pydantic import BaseModel
 
-    from tether.mcp import McpServerConfig, McpServers
+    from tether.mcp import McpServers
     from tether.session.extensions.api import ExtensionCommand
     from tether.session.extensions.host import ExtensionHost
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
     from tether.session.session import Session
-    from tether.tools.sandbox import Sandbox
 
 M = TypeVar("M", bound="BaseModel")
 
 
-class AgentSession(Recovery, SessionOperations, ModelControl):
+class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
     """An ``Agent`` bound to a stored session; see the module docstring.
 
     Args:
@@ -554,56 +553,6 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
             await self._recover()
         return self._added
 
-    async def _install_mcp_tools(self) -> bool:
-        """Wait for MCP servers still starting whose tools are not kept from an earlier run
-        (``tether.mcp.tool_cache``), then give the agent the tools of every server that has them
-        (a server that failed to start has none; ``mcp.statuses()`` says why).
-        ``False``: the run was aborted while waiting."""
-        if not self.mcp:
-            return True
-        controller = AbortController()
-        self._mcp_abort = controller
-        try:
-            if not await self.mcp.listed(controller.signal):
-                return False
-        finally:
-            self._mcp_abort = None
-        tools = self.mcp.tools()
-        installed = {id(t) for t in self._mcp_tools}
-        self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
-        self._mcp_tools = tools
-        for line in self.mcp.renames:  # once each: the model sees a name the user did not write
-            if line not in self._mcp_noted:
-                self._mcp_noted.add(line)
-                self.notify(line)
-        return True
-
-    def add_mcp_server(self, config: McpServerConfig) -> bool:
-        """An extension's server while the session runs (``api.register_mcp_server``): started
-        now, in the commands' sandbox under ``sandbox.mcp`` as the files' servers are, its tools
-        offered from the next prompt on; closed with the session. ``False``: a server of the MCP
-        files has that name and stays."""
-        from tether.mcp import McpServers
-
-        policy = self.approval.workspace.sandbox if self.approval is not None else None
-        if config.command is not None and policy is not None and policy.active and policy.mcp:
-            config = replace(config, sandbox=self.confinement())
-        if self.mcp is None:  # no server until now: this core starts (so closes) the first
-            self.mcp = McpServers([])
-            self.mcp.notify = self.notify
-            self._owns.add("mcp")
-        added = self.mcp.add(config)
-        if not added:
-            self.notify(
-                f"MCP server {config.name!r} of an extension: the MCP files' server of that name is kept"
-            )
-        self.mcp.start()
-        return added
-
-    def remove_mcp_server(self, name: str) -> bool:
-        """Stop an extension's server; its tools are gone from the next prompt on."""
-        return self.mcp.remove(name) if self.mcp is not None else False
-
     async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
         """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the
         user's message; a prompt that cannot be had is a notice, not a run."""
@@ -673,11 +622,6 @@ class AgentSession(Recovery, SessionOperations, ModelControl):
     def _continuable(self) -> bool:
         last = self.last_assistant()
         return last is not None and last["stopReason"] not in ("error", "aborted")
-
-    def confinement(self) -> Sandbox | None:
-        """The sandbox of the user's ``!cmd`` and ``$code``, and of an extension's ``api.exec``:
-        the tools' own (``tether.tools.sandbox``)."""
-        return self.approval.workspace.confinement() if self.approval is not None else None
 
     # -- the agent's hooks and events ----------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 ``AgentSession`` is one object to its users, but what it does falls into parts that read best
 apart: running prompts (``agent_session``), recovering failed replies (``recovery``), switching
-model and thinking level (``model_control``) and the session operations (``operations``). Each is
+model and thinking level (``model_control``), the MCP servers' tools (``mcp_control``) and the
+session operations (``operations``). Each is
 a class of its own module over this one, so every part sees the same state under the same names
 (the run, the queues, the session) without handing it around. What lives here is what more than
 one part uses: the state's declarations (``AgentSession.__init__`` sets them, with why), delivering
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent
-from tether.ai.abort import AbortSignal
+from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings
 from tether.session.events import (
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from tether.session.resources import Resources
     from tether.session.session import Session
     from tether.session.stats import Tally
+    from tether.tools.sandbox import Sandbox
     from tether.wire.events import SummarizationRetryAttemptStartEvent
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
@@ -81,6 +83,8 @@ class CoreState:
     _session_failure: SessionError | None
     _compacting: int
     _background: set[asyncio.Future[None]]
+    _owns: set[str]
+    _mcp_abort: AbortController | None
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -137,6 +141,11 @@ class CoreState:
         if window and c.reserve_tokens + c.keep_recent_tokens >= window:
             return CompactionSettings(c.enabled, window // 4, window // 4)
         return c
+
+    def confinement(self) -> Sandbox | None:
+        """The sandbox of the user's ``!cmd`` and ``$code``, and of an extension's ``api.exec``:
+        the tools' own (``tether.tools.sandbox``)."""
+        return self.approval.workspace.confinement() if self.approval is not None else None
 
     def last_assistant(self) -> AssistantMessage | None:
         for message in reversed(self.agent.messages):

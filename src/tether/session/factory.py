@@ -408,7 +408,11 @@ def create_agent_session(
         or (resolved.thinking if resolved is not None else None)
         or (stored.context.thinking_level if stored is not None else None)
     )
-    core.set_thinking(level or settings.thinking or "medium")
+    # A new session records this run's model and settings now (they are stored with its first
+    # message); a resumed conversation only once they are used, at its next turn, or by an
+    # explicit change (pi 1.6: opening a session with another --model writes no model_change).
+    resumed = stored is not None and bool(stored.messages)
+    core.set_thinking(level or settings.thinking or "medium", record=not resumed)
     return core
 
 

@@ -86,15 +86,18 @@ class ModelControl(CoreState):
         level = next_thinking_level(model, self.thinking_level) if model is not None else None
         return self.set_thinking(level) if level is not None else None
 
-    def set_thinking(self, level: str) -> str:
+    def set_thinking(self, level: str, *, record: bool = True) -> str:
         """Set the thinking level, clamped to the model; returns the level in effect. Without a
-        model (yet) the level is kept as asked: ``set_model`` clamps it to the model chosen."""
+        model (yet) the level is kept as asked: ``set_model`` clamps it to the model chosen.
+        ``record=False``: the session records the settings with its next turn instead (how a
+        resumed conversation starts: as in pi, opening one writes nothing to it)."""
         before = self.agent.thinking_level
         model = self.agent.model
         self.agent.thinking_level = (
             _clamp_thinking(model, level) if model is not None else cast(ThinkingLevel, level)
         )
-        self.record_settings()
+        if record:
+            self.record_settings()
         self._thinking_changed(before)
         return self.agent.thinking_level
 
