@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.event_stream import AgentEventStream
@@ -52,7 +52,7 @@ from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_me
 from tether.ai.types import Context, StreamFn
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
-from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
     from tether.agent.hooks import TurnContext
@@ -279,7 +279,9 @@ class _Run:
                     self.new_messages.append(message)
                 pending = []
 
-                message = await self._stream_assistant()
+                # Two steps, so the coroutine that reads the stream sits one level higher: each
+                # pass through the event loop while it streams resumes one frame fewer.
+                message = await self._consume(await self._open_stream())
                 tool_results: list[ToolResultMessage] = []
                 more_tool_calls = False
                 failed = message["stopReason"] == "error" or message["stopReason"] == "aborted"
@@ -347,7 +349,8 @@ class _Run:
 
     # -- one model call ----------------------------------------------------------------------
 
-    async def _stream_assistant(self) -> AssistantMessage:
+    async def _open_stream(self) -> AssistantMessageEventStream:
+        """Build the request (hooks, transcript filter, tools) and call the stream function."""
         config = self.config
         context = self.context
         messages = context.messages
@@ -395,55 +398,52 @@ class _Run:
             )
         except Exception as exc:
             raise StepFailed("stream function", exc) from exc
-        return await self._consume(response)
+        return response
+
+    def _on_event(self, event: AssistantMessageEvent) -> Awaitable[None] | None:
+        """One streamed event as ``message_start``/``message_update``: the sink's awaitable.
+
+        Called by the stream's ``forward`` for every event but the terminal one; events before
+        ``start`` are not reported (the reference's loop ignores them too). As the reference
+        does, the transcript's last message is the stream's latest partial, and every event
+        carries a shallow copy of it (a listener that keeps one sees it as it was)."""
+        if event["type"] == "start":
+            partial = event["partial"]
+            self.context.messages.append(partial)
+            self.streaming = partial
+            return self.sink({"type": "message_start", "message": partial.copy()})
+        if self.streaming is None or event["type"] == "done" or event["type"] == "error":
+            return None  # ``forward`` keeps the terminal event: only the type checker needs this
+        partial = event["partial"]
+        self.context.messages[-1] = partial
+        self.streaming = partial
+        return self.sink(
+            {"type": "message_update", "assistantMessageEvent": event, "message": partial.copy()}
+        )
 
     async def _consume(self, response: AssistantMessageEventStream) -> AssistantMessage:
         messages = self.context.messages
         sink = self.sink
-        partial: AssistantMessage | None = None
         finished = False
         try:
-            try:
-                async for event in response:
-                    if event["type"] == "start":
-                        partial = event["partial"]
-                        messages.append(partial)
-                        self.streaming = partial
-                        started: AgentEvent = {"type": "message_start", "message": partial.copy()}
-                        try:
-                            await sink(started)
-                        except Exception as exc:
-                            raise StepFailed("event listener", exc) from exc
-                    elif event["type"] == "done" or event["type"] == "error":
-                        break
-                    elif partial is not None:
-                        partial = event["partial"]
-                        messages[-1] = partial
-                        self.streaming = partial
-                        update: AgentEvent = {
-                            "type": "message_update",
-                            "assistantMessageEvent": event,
-                            "message": partial.copy(),
-                        }
-                        try:
-                            await sink(update)
-                        except Exception as exc:
-                            raise StepFailed("event listener", exc) from exc
-                final = await response.result()
-            except StepFailed:
-                raise
-            except Exception as exc:
-                raise StepFailed("model stream", exc) from exc
+            if type(response) is AssistantMessageEventStream:
+                # The wrapper keeps the stream contract, so what escapes ``forward`` is the sink's.
+                try:
+                    final = await response.forward(self._on_event)
+                except Exception as exc:
+                    raise StepFailed("event listener", exc) from exc
+            else:  # a stream function's own stream object: anything it raises is its failure
+                final = await self._consume_other(response)
             finished = True
         finally:
             if not finished:
                 with contextlib.suppress(Exception):
                     await response.aclose()
-
+        partial = self.streaming
         if partial is None:
             messages.append(final)
             self.streaming = final
-            started = {"type": "message_start", "message": final.copy()}
+            started: AgentEvent = {"type": "message_start", "message": final.copy()}
             try:
                 await sink(started)
             except Exception as exc:
@@ -467,10 +467,28 @@ class _Run:
             raise StepFailed("event listener", exc) from exc
         return final
 
+    async def _consume_other(self, response: AssistantMessageEventStream) -> AssistantMessage:
+        """``_consume``'s reading for a stream object that is not the wrapper (duck-typed)."""
+        try:
+            async for event in response:
+                if event["type"] == "done" or event["type"] == "error":
+                    break
+                try:
+                    pending = self._on_event(event)
+                    if pending is not None:
+                        await pending
+                except Exception as exc:
+                    raise StepFailed("event listener", exc) from exc
+            return await response.result()
+        except StepFailed:
+            raise
+        except Exception as exc:
+            raise StepFailed("model stream", exc) from exc
+
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(self) -> ToolBatch:
-        import tether.agent.tool_execution as execution  # loaded: see `_stream_assistant`
+        import tether.agent.tool_execution as execution  # loaded: see `_consume`
 
         assert self.open_calls is not None
         message, calls, report = self.open_calls

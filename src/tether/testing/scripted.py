@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import types
 from collections import deque
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from tether.agent.validation import js_number_text
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import (
     ABORTED_MESSAGE,
+    WAIT,
     AssistantMessageEventStream,
     error_event,
     new_assistant_message,
@@ -210,14 +210,15 @@ class ScriptedModel:
             self.requests.append(ScriptedRequest(model, request_context, options))
         script = self.responses.popleft() if self.responses else None
         signal = options.signal if options is not None else None
-        return AssistantMessageEventStream(model, _Playback(self._play(model, script, signal)), signal)
+        return AssistantMessageEventStream.of_steps(model, self._play(model, script, signal), signal)
 
     def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
     ) -> Generator[AssistantMessageEvent | list[AssistantMessageEvent] | None]:
-        """The events of one response, and a ``TICK`` (``None``) where the stream yields to the
-        event loop (``_Playback``). Each tick is a point where another task (or a listener that
-        just ran) may have aborted; the signal is checked right after."""
+        """The events of one response, and a ``TICK`` (``WAIT``) where the stream passes once
+        through the event loop (a steps source: ``AssistantMessageEventStream.of_steps``). Each
+        tick is a point where another task (or a listener that just ran) may have aborted; the
+        signal is checked right after."""
         message = new_assistant_message(model)
         content = message["content"]
         has_call = False
@@ -316,38 +317,8 @@ class ScriptedModel:
         yield cast(AssistantDoneEvent, {"type": "done", "reason": reason, "message": message})
 
 
-TICK = None
+TICK = WAIT
 """What ``ScriptedModel._play`` yields where the stream passes once through the event loop."""
-
-
-class _Playback:
-    """A scripted response as a provider's event source: an async iterator over ``_play``.
-
-    ``_play`` is a plain generator: where a provider would wait, it yields ``TICK``, and
-    ``__anext__`` hands that to the task as a bare ``yield`` (as ``asyncio.sleep(0)`` does: the
-    task reschedules itself behind what is ready); anything else is the next item. An async
-    generator did the same, but each of its items cost a ``StopIteration`` raised and caught,
-    and each response a registration in asyncio's set of live async generators."""
-
-    __slots__ = ("_steps",)
-
-    def __init__(self, steps: Generator[AssistantMessageEvent | list[AssistantMessageEvent] | None]) -> None:
-        self._steps = steps
-
-    def __aiter__(self) -> _Playback:
-        return self
-
-    @types.coroutine
-    def __anext__(self) -> Generator[None, None, AssistantMessageEvent | list[AssistantMessageEvent]]:
-        for step in self._steps:
-            if step is None:  # TICK
-                yield  # one pass of the event loop; a cancellation is thrown in here
-            else:
-                return step
-        raise StopAsyncIteration
-
-    async def aclose(self) -> None:
-        self._steps.close()
 
 
 def canonical_json(value: object) -> str:

@@ -1,0 +1,143 @@
+"""The stream contract for a steps source (``of_steps``) and the consumer's ``forward`` path."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from tether.ai.abort import AbortController
+from tether.ai.event_stream import WAIT, AssistantMessageEventStream, new_assistant_message
+from tether.testing.scripted import SCRIPTED_MODEL
+from tether.wire import AssistantMessage, AssistantMessageEvent
+
+Step = AssistantMessageEvent | list[AssistantMessageEvent] | None
+
+
+class Source:
+    """A steps source that says how far it got and whether its ``finally`` ran."""
+
+    def __init__(self, *, fail: bool = False, terminal: bool = True, after: bool = False) -> None:
+        self.fail, self.terminal, self.after = fail, terminal, after
+        self.finished = False
+        self.yielded = 0
+
+    def steps(self) -> Iterator[Step]:
+        message = new_assistant_message(SCRIPTED_MODEL)
+        try:
+            yield WAIT
+            yield {"type": "start", "partial": message}
+            message["content"].append({"type": "text", "text": ""})
+            yield {"type": "text_start", "contentIndex": 0, "partial": message}
+            for chunk in ("a", "b", "c"):
+                yield WAIT
+                self.yielded += 1
+                if self.fail and chunk == "b":
+                    raise ValueError("boom")
+                message["content"][0]["text"] += chunk  # type: ignore[typeddict-item]
+                yield [{"type": "text_delta", "contentIndex": 0, "delta": chunk, "partial": message}]
+            yield WAIT
+            if self.terminal:
+                yield {"type": "done", "reason": "stop", "message": message}
+            if self.after:
+                yield {"type": "text_delta", "contentIndex": 0, "delta": "late", "partial": message}
+        finally:
+            self.finished = True
+
+
+async def read_with_forward(stream: AssistantMessageEventStream) -> tuple[list[str], AssistantMessage]:
+    seen: list[str] = []
+
+    def handle(event: AssistantMessageEvent) -> None:
+        seen.append(event["type"])
+
+    return seen, await stream.forward(handle)
+
+
+async def read_with_async_for(stream: AssistantMessageEventStream) -> tuple[list[str], AssistantMessage]:
+    seen = [event["type"] async for event in stream]
+    return seen[:-1], await stream.result()
+
+
+@pytest.mark.parametrize("read", [read_with_forward, read_with_async_for])
+async def test_a_steps_source_is_read_to_its_end(read: Any) -> None:
+    source = Source(after=True)
+    seen, final = await read(AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps()))
+    assert seen == ["start", "text_start", "text_delta", "text_delta", "text_delta"]
+    assert final["content"] == [{"type": "text", "text": "abc"}]
+    assert final["stopReason"] == "stop"
+    assert source.finished  # nothing after the terminal event was served, and its finally ran
+
+
+@pytest.mark.parametrize("read", [read_with_forward, read_with_async_for])
+async def test_a_steps_source_that_raises_ends_with_an_error_message(read: Any) -> None:
+    source = Source(fail=True)
+    seen, final = await read(AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps()))
+    assert seen == ["start", "text_start", "text_delta"]
+    assert (final["stopReason"], final.get("errorMessage")) == ("error", "ValueError: boom")
+    assert final["content"] == [{"type": "text", "text": "a"}]  # the partial content so far
+
+
+@pytest.mark.parametrize("read", [read_with_forward, read_with_async_for])
+async def test_a_steps_source_without_a_terminal_event_ends_with_an_error(read: Any) -> None:
+    seen, final = await read(
+        AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, Source(terminal=False).steps())
+    )
+    assert len(seen) == 5
+    assert (final["stopReason"], final.get("errorMessage")) == ("error", "Stream ended without a final event")
+
+
+async def test_an_abort_while_forward_waits_ends_the_stream_as_aborted() -> None:
+    controller = AbortController()
+    source = Source()
+    stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps(), controller.signal)
+
+    def handle(event: AssistantMessageEvent) -> None:
+        if event["type"] == "text_delta":  # the source waits next: the abort must cut in there
+            asyncio.get_running_loop().call_soon(controller.abort)
+
+    final = await stream.forward(handle)
+    assert (final["stopReason"], final.get("errorMessage")) == ("aborted", "Request was aborted")
+    assert source.yielded == 1 and source.finished  # interrupted at its wait, and closed
+
+
+async def test_what_the_handler_raises_propagates_and_aclose_ends_as_aborted() -> None:
+    source = Source()
+    stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
+
+    async def fail(event: AssistantMessageEvent) -> None:
+        if event["type"] == "text_start":
+            raise LookupError("listener")
+
+    with pytest.raises(LookupError):
+        await stream.forward(fail)
+    await stream.aclose()
+    assert source.finished
+    assert (await stream.result())["stopReason"] == "aborted"
+
+
+async def test_cancelling_the_reader_closes_the_source_and_reraises() -> None:
+    source = Source()
+    stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
+    task = asyncio.ensure_future(stream.forward(lambda event: None))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert source.finished
+    assert (await stream.result())["stopReason"] == "aborted"
+
+
+async def test_forward_reads_an_asynchronous_source_too() -> None:
+    async def events() -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
+        message = new_assistant_message(SCRIPTED_MODEL)
+        yield {"type": "start", "partial": message}
+        yield [{"type": "text_start", "contentIndex": 0, "partial": message}]
+        yield {"type": "done", "reason": "stop", "message": message}
+
+    seen, final = await read_with_forward(AssistantMessageEventStream(SCRIPTED_MODEL, events()))
+    assert seen == ["start", "text_start"]
+    assert final["stopReason"] == "stop"
