@@ -20,7 +20,7 @@ A source may also yield a *list* of events (everything one network read produced
 served one by one without a generator step each, the cheapest path for token-sized events.
 
 A source that never awaits anything but a pass through the event loop (a model played from
-memory: ``tether.testing.scripted``, a replay) may be a plain generator instead (``of_steps``):
+memory, as ``tether.testing.scripted``'s) may be a plain generator instead (``of_steps``):
 it yields events or lists, and ``WAIT`` (``None``) where a provider would wait, which the wrapper
 answers with one pass through the event loop, the point where an abort can interrupt it. After
 its terminal event it is run to its end (its ``finally`` blocks run, nothing more is served)
@@ -28,8 +28,9 @@ rather than closed.
 
 ``forward`` is the consumer's cheap path: one coroutine reads the whole stream and hands each
 event to a plain callback, instead of a coroutine per event behind ``async for``. The agent loop
-reads every model response with it (P2: the per-event coroutine, the adapter over a steps source
-and the close of a finished source were ~10% of its CPU time).
+reads every model response with it: with the scripted model as a steps source, P2 runs 6.8%
+fewer instructions than through a coroutine per event, an async adapter per source item and a
+``close`` of each finished source.
 """
 
 from __future__ import annotations
