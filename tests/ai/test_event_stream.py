@@ -141,3 +141,25 @@ async def test_forward_reads_an_asynchronous_source_too() -> None:
     seen, final = await read_with_forward(AssistantMessageEventStream(SCRIPTED_MODEL, events()))
     assert seen == ["start", "text_start"]
     assert final["stopReason"] == "stop"
+
+
+async def test_an_event_without_its_fields_ends_the_stream_with_an_error() -> None:
+    """A provider bug, not the consumer's: ``forward`` raises only what the consumer raised."""
+    message = new_assistant_message(SCRIPTED_MODEL)
+    broken: Any = {"type": "text_start", "contentIndex": 0}  # no partial
+
+    def steps() -> Iterator[Step]:
+        yield {"type": "start", "partial": message}
+        yield broken
+
+    async def events() -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
+        yield {"type": "start", "partial": message}
+        yield broken
+
+    for stream in (
+        AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, steps()),
+        AssistantMessageEventStream(SCRIPTED_MODEL, events()),
+    ):
+        seen, final = await read_with_forward(stream)
+        assert seen == ["start"]
+        assert (final["stopReason"], final.get("errorMessage")) == ("error", "KeyError: 'partial'")

@@ -48,11 +48,11 @@ from tether.agent.types import (
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
+from tether.ai.event_stream import AssistantMessageEventStream, StreamingEvent, new_assistant_message
 from tether.ai.types import Context, StreamFn
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
-from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ToolCall, ToolResultMessage
+from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
     from tether.agent.hooks import TurnContext
@@ -400,7 +400,7 @@ class _Run:
             raise StepFailed("stream function", exc) from exc
         return response
 
-    def _on_event(self, event: AssistantMessageEvent) -> Awaitable[None] | None:
+    def _on_event(self, event: StreamingEvent) -> Awaitable[None] | None:
         """One streamed event as ``message_start``/``message_update``: the sink's awaitable.
 
         Called by the stream's ``forward`` for every event but the terminal one; events before
@@ -412,8 +412,8 @@ class _Run:
             self.context.messages.append(partial)
             self.streaming = partial
             return self.sink({"type": "message_start", "message": partial.copy()})
-        if self.streaming is None or event["type"] == "done" or event["type"] == "error":
-            return None  # ``forward`` keeps the terminal event: only the type checker needs this
+        if self.streaming is None:
+            return None
         partial = event["partial"]
         self.context.messages[-1] = partial
         self.streaming = partial

@@ -43,7 +43,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
-from tether.wire import AssistantErrorEvent, AssistantMessage, AssistantMessageEvent, ModelInfo
+from tether.wire import (
+    AssistantErrorEvent,
+    AssistantImageEndEvent,
+    AssistantMessage,
+    AssistantMessageEvent,
+    AssistantStartEvent,
+    AssistantTextDeltaEvent,
+    AssistantTextEndEvent,
+    AssistantTextStartEvent,
+    AssistantThinkingDeltaEvent,
+    AssistantThinkingEndEvent,
+    AssistantThinkingStartEvent,
+    AssistantToolCallDeltaEvent,
+    AssistantToolCallEndEvent,
+    AssistantToolCallStartEvent,
+    ModelInfo,
+)
 
 ABORTED_MESSAGE = "Request was aborted"
 
@@ -52,6 +68,21 @@ WAIT = None
 
 Steps = Iterator[AssistantMessageEvent | list[AssistantMessageEvent] | None]
 """A synchronous source: events, lists of events, and ``WAIT``."""
+
+StreamingEvent = (
+    AssistantStartEvent
+    | AssistantTextStartEvent
+    | AssistantTextDeltaEvent
+    | AssistantTextEndEvent
+    | AssistantThinkingStartEvent
+    | AssistantThinkingDeltaEvent
+    | AssistantThinkingEndEvent
+    | AssistantImageEndEvent
+    | AssistantToolCallStartEvent
+    | AssistantToolCallDeltaEvent
+    | AssistantToolCallEndEvent
+)
+"""Every event but the terminal two, each carrying ``partial``: what ``forward`` hands its callback."""
 
 _END: list[AssistantMessageEvent] = []
 """``next``'s answer for a steps source that ended (only ever compared by identity)."""
@@ -187,9 +218,7 @@ class AssistantMessageEventStream:
         self._partial = event["partial"]
         return event
 
-    async def forward(
-        self, handle: Callable[[AssistantMessageEvent], Awaitable[object] | None]
-    ) -> AssistantMessage:
+    async def forward(self, handle: Callable[[StreamingEvent], Awaitable[object] | None]) -> AssistantMessage:
         """Read the rest of the stream, calling ``handle`` with every event but the terminal one
         and awaiting what it returns (when not ``None``); the final message.
 
@@ -199,8 +228,13 @@ class AssistantMessageEventStream:
         """
         steps = self._steps
         if steps is None or self._batch:  # an asynchronous source (or one already half read)
-            async for event in self:
-                if self._final is None:
+            while self._final is None:
+                try:
+                    event = await self.__anext__()
+                except (LookupError, TypeError) as exc:  # an event without its fields
+                    await self._malformed(exc)
+                    break
+                if event["type"] != "done" and event["type"] != "error":
                     pending = handle(event)
                     if pending is not None:
                         await pending
@@ -232,11 +266,15 @@ class AssistantMessageEventStream:
                 self._finish(error_event(self._current(), "Stream ended without a final event"))
                 break
             for event in item if isinstance(item, list) else (item,):
-                if event["type"] == "done" or event["type"] == "error":
-                    _end_steps(steps)
-                    self._finish(event)
+                try:
+                    if event["type"] == "done" or event["type"] == "error":
+                        self._finish(event)
+                        _end_steps(steps)
+                        break
+                    self._partial = event["partial"]
+                except (LookupError, TypeError) as exc:  # an event without its fields
+                    await self._malformed(exc)
                     break
-                self._partial = event["partial"]
                 pending = handle(event)
                 if pending is not None:
                     await pending
@@ -272,6 +310,12 @@ class AssistantMessageEventStream:
         if self._partial is None:
             self._partial = new_assistant_message(self._model)
         return self._partial
+
+    async def _malformed(self, exc: Exception) -> None:
+        """A source's event lacks its fields: a provider bug, so (for ``forward``, whose escaping
+        exceptions are the consumer's) the stream ends with an ``error`` event like any other."""
+        await self._close_source()
+        self._finish(error_event(self._current(), self._describe(exc)))
 
     def _finish(self, event: AssistantMessageEvent) -> AssistantMessageEvent:
         if event["type"] == "done":
