@@ -28,7 +28,7 @@ rather than closed.
 
 ``forward`` is the consumer's cheap path: one coroutine reads the whole stream and hands each
 event to a plain callback, instead of a coroutine per event behind ``async for``. The agent loop
-reads every model response with it: with the scripted model as a steps source, P2 runs 6.8%
+reads every model response with it: with the scripted model as a steps source, P2 runs 6.4%
 fewer instructions than through a coroutine per event, an async adapter per source item and a
 ``close`` of each finished source.
 """
