@@ -39,6 +39,23 @@ async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> 
     assert actual["result"] == expected["result"]
 
 
+def _unaborted() -> list[tuple[Path, Path]]:
+    return [case for case in _cases() if "abortOn" not in json.loads(case[0].read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "trace"), _unaborted(), ids=lambda p: p.stem if isinstance(p, Path) else ""
+)
+async def test_scenario_without_an_abort_signal_matches_too(scenario: Path, trace: Path) -> None:
+    """A run without a signal takes another path for its tools (started and ended in the run's
+    task, no abort grace to watch): every scenario that does not abort gives the same trace."""
+    expected = json.loads(trace.read_text(encoding="utf-8"))
+    actual = await run_scenario(load_scenario(scenario), abortable=False)
+    assert actual["events"] == expected["events"]
+    assert actual["requests"] == expected["requests"]
+    assert actual["result"] == expected["result"]
+
+
 def _load_generator(name: str) -> Any:
     import importlib.util
     import sys

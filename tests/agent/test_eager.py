@@ -8,6 +8,7 @@ import asyncio
 import contextvars
 from typing import Any
 
+import pytest
 from agent_support import Recorder, check_invariants
 from test_loop_failures import FailingRecorder, quick, slow, user
 
@@ -18,31 +19,42 @@ from tether.testing.scripted import ScriptedModel, reply, text, tool_call
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("MARK", default="unset")
 
 
-async def _mark_and_return(value: str) -> str:
+async def _mark_and_keep(value: str, kept: list[str]) -> None:
     MARK.set(value)
-    return value
+    kept.append(MARK.get())
 
 
-async def _mark_and_wait(value: str, gate: asyncio.Event) -> tuple[str, asyncio.Task[Any] | None, str]:
+async def _mark_and_wait(value: str, gate: asyncio.Event, kept: list[Any]) -> None:
     MARK.set(value)
     before = asyncio.current_task()
     await gate.wait()
     assert asyncio.current_task() is before, "the coroutine changed tasks across its suspension"
-    return value, before, MARK.get()
+    kept.extend((value, before, MARK.get()))
 
 
-async def test_a_coroutine_that_ends_at_once_gives_its_value_in_its_own_context() -> None:
-    assert start_eagerly(_mark_and_return("now")) == "now"
+async def test_a_coroutine_that_ends_at_once_ran_in_its_own_context() -> None:
+    kept: list[str] = []
+    assert start_eagerly(_mark_and_keep("now", kept)) is None
+    assert kept == ["now"]
     assert MARK.get() == "unset", "the eager step ran in a copy of the context, as a task would"
+
+
+async def test_what_the_first_step_raises_propagates() -> None:
+    async def fails() -> None:
+        raise ValueError("at once")
+
+    with pytest.raises(ValueError, match="at once"):
+        start_eagerly(fails())
 
 
 async def test_a_suspended_coroutine_is_continued_by_the_task_that_started_it() -> None:
     gate = asyncio.Event()
-    started = start_eagerly(_mark_and_wait("later", gate))
+    kept: list[Any] = []
+    started = start_eagerly(_mark_and_wait("later", gate, kept))
     assert isinstance(started, Suspended)
     asyncio.get_running_loop().call_soon(gate.set)
-    value, task, mark = await started.resume()
-    assert (value, task, mark) == ("later", asyncio.current_task(), "later")
+    await started.resume()
+    assert kept == ["later", asyncio.current_task(), "later"]
     assert started.ended and MARK.get() == "unset"
 
 

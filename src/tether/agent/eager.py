@@ -74,12 +74,22 @@ class Suspended(Generic[T]):
             await self.resume()
 
 
-def start_eagerly(coro: Coroutine[Any, Any, T]) -> T | Suspended[T]:
-    """Take ``coro``'s first step now: its result if it ended, else the ``Suspended`` coroutine.
-    What it raises propagates."""
-    context = contextvars.copy_context()
-    try:
-        yielded = context.run(coro.send, None)
-    except StopIteration as stop:
-        return stop.value
+def start_eagerly(
+    coro: Coroutine[Any, Any, None], context: contextvars.Context | None = None
+) -> Suspended[None] | None:
+    """Take ``coro``'s first step now: ``None`` if it ended, else the ``Suspended`` coroutine.
+    What it raises propagates. It runs in ``context``, by default a copy of the current one.
+
+    ``coro`` returns nothing (it puts its outcome where its caller looks): a coroutine that ends
+    while stepped by ``send`` raises ``StopIteration``, whose traceback costs more than the whole
+    step of an instant tool; ``next`` with a default ends it without an exception."""
+    if context is None:
+        context = contextvars.copy_context()
+    yielded = context.run(next, coro.__await__(), _ENDED)
+    if yielded is _ENDED:
+        return None
     return Suspended(coro, context, yielded)
+
+
+_ENDED: Any = object()
+"""What ``next`` gives back for a coroutine that ended (it never yields this)."""

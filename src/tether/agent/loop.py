@@ -550,7 +550,7 @@ class _Run:
     async def _close_open_calls(self, text: str) -> None:
         """Give every call of the interrupted batch its result (the real one if it ended, else an
         error) and end its turn, so the transcript never holds a call without exactly one result."""
-        from tether.agent.tool_execution import emit_tool_result, error_result, tool_result_message
+        from tether.agent.tool_execution import emit_tool_results, error_result, tool_result_message
 
         assert self.open_calls is not None
         message, calls, report = self.open_calls
@@ -576,7 +576,7 @@ class _Run:
                             "isError": True,
                         }
                     )
-            await emit_tool_result(tool_result_message(call, result, is_error), self._quiet, report)
+            await emit_tool_results((tool_result_message(call, result, is_error),), self._quiet, report)
         self.context.messages.extend(delivered)
         self.new_messages.extend(delivered)
         if self.in_turn:

@@ -20,6 +20,11 @@ A tool whose ``execution_mode`` is ``sequential`` makes the whole batch sequenti
 Beyond the reference: the calls of a response cut by the output token limit (``length``) are not
 run at all (their arguments may be truncated); each gets an error result saying so.
 
+A call is one record (``_Call``) from its start event to its result message: each step fills in
+what it found (the tool and arguments, the result) and its ``stage`` says which report it is
+waiting for. The reference builds an object per step; a Python object per step and a coroutine
+per step cost more than the events themselves (P2: three instant tools a turn).
+
 A failing listener stops the batch with ``ListenerError``; the batch then cancels the calls still
 running, so no task outlives it, and ``BatchReport`` says what went out. Events go straight to
 the sink (no wrapper coroutine per event): the bookkeeping a failure needs is written into the
@@ -37,9 +42,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any
 
 from tether.agent.eager import Suspended, start_eagerly
 from tether.agent.hooks import AfterToolCallContext, BeforeToolCallContext
@@ -90,78 +95,6 @@ class BatchReport:
     """Calls whose ``tool_execution_start`` went out: ``None``, then their end event once sent."""
     open_result: ToolResultMessage | None = None
     """The result whose ``message_start`` went out and whose ``message_end`` did not."""
-
-
-@dataclass(slots=True)
-class _Prepared:
-    call: ToolCall
-    tool: AgentTool
-    args: Any
-
-
-@dataclass(slots=True)
-class _Finalized:
-    call: ToolCall
-    result: AgentToolResult[Any]
-    is_error: bool
-
-
-@dataclass(slots=True)
-class _Executed:
-    """A call of a concurrent batch that ran before the batch finished starting: not reported yet."""
-
-    prepared: _Prepared
-    outcome: _Finalized
-
-
-@dataclass(slots=True)
-class _Bound:
-    """The call of a concurrent batch that did not end while starting eagerly: the batch's own
-    task continues it (see ``eager``)."""
-
-    index: int
-    prepared: _Prepared
-    suspended: Suspended[_Finalized]
-
-    async def finish(self, settle: asyncio.Task[None] | None) -> _Finalized | None:
-        """Its outcome; ``None`` when ``settle`` failed meanwhile (a sibling or a listener did),
-        which cancels it, as the batch cancels every call still running when one fails."""
-        task = asyncio.current_task()
-        if settle is None or task is None:
-            return await self.suspended.resume()
-        failed = False
-
-        def on_settled(settled: asyncio.Task[None]) -> None:
-            nonlocal failed
-            if not settled.cancelled() and settled.exception() is not None:
-                failed = True
-                task.cancel()
-
-        settle.add_done_callback(on_settled)
-        try:
-            outcome = await self.suspended.resume()
-        except asyncio.CancelledError:
-            if failed and task.uncancel() == 0:
-                return None
-            raise
-        finally:
-            settle.remove_done_callback(on_settled)
-        if failed:  # it ignored the cancellation: the failure still ends the batch
-            task.uncancel()
-            return None
-        return outcome
-
-
-_Entry: TypeAlias = _Finalized | _Executed | _Bound | asyncio.Task[_Finalized | _Executed]
-"""A call of a concurrent batch, from its start to its end report."""
-
-
-@dataclass(slots=True)
-class _Starting:
-    """A concurrent batch while its calls start: the update tasks they create meanwhile."""
-
-    done: bool = False
-    updates: list[asyncio.Task[None]] = field(default_factory=lambda: [])
 
 
 ABORT_GRACE = 1.0
@@ -236,14 +169,97 @@ def tool_result_message(call: ToolCall, result: AgentToolResult[Any], is_error: 
     return message
 
 
-async def emit_tool_result(message: ToolResultMessage, emit: Emit, report: BatchReport) -> None:
-    """Report one result message; it counts as delivered from its ``message_start`` on."""
-    report.delivered.append(message)
-    report.open_result = message
+async def emit_tool_results(messages: Iterable[ToolResultMessage], emit: Emit, report: BatchReport) -> None:
+    """Report result messages, in order; each counts as delivered from its ``message_start`` on."""
+    delivered = report.delivered
     try:
-        await emit({"type": "message_start", "message": message})
-        report.open_result = None
-        await emit({"type": "message_end", "message": message})
+        for message in messages:
+            delivered.append(message)
+            report.open_result = message
+            await emit({"type": "message_start", "message": message})
+            report.open_result = None
+            await emit({"type": "message_end", "message": message})
+    except Exception as exc:
+        raise ListenerError(exc) from exc
+
+
+# The stages of a call (``_Call.stage``): what is left to report of it.
+_RUNNABLE = 0
+"""Prepared: its tool is to run (or running)."""
+_EXECUTED = 1
+"""It has its result (executed, or an immediate one); its end is not reported."""
+_REPORTED = 2
+"""Its end is reported, or being reported: whoever sets this reports it."""
+
+_PENDING: AgentToolResult[Any] = AgentToolResult(content=[])
+"""The result of a call that has none yet (never reported: a call is reported from ``_EXECUTED``)."""
+
+
+class _Call:
+    """One tool call of a batch, from its start event to its result message: preparing fills in
+    its tool and arguments (or an immediate ``result``), executing and finalizing its ``result``,
+    and ``stage`` says what is left to report. ``update`` is the tool's ``on_update``."""
+
+    __slots__ = ("args", "batch", "call", "ended", "is_error", "result", "stage", "task", "tool", "updates")
+
+    def __init__(self, batch: _Batch, call: ToolCall, tool: AgentTool | None) -> None:
+        self.batch = batch
+        self.call = call
+        self.tool = tool
+        self.args: Any = None
+        self.result = _PENDING
+        self.is_error = False
+        self.stage = _RUNNABLE
+        self.ended = False
+        """The tool returned: updates it sends from now on are dropped."""
+        self.updates: list[asyncio.Task[None]] | None = None
+        """One task per update sent (most tools send none): each emits its event once the
+        previous one is out, so updates keep their order and the tool never waits for a listener."""
+        self.task: asyncio.Task[None] | None = None
+        """The task it runs in, when a concurrent batch could not start it in its own."""
+
+    def fail(self, text: str) -> None:
+        self.result = error_result(text)
+        self.is_error = True
+
+    def update(self, partial: AgentToolResult[Any]) -> None:
+        if self.ended:  # sent after the tool returned: dropped
+            return
+        call = self.call
+        event: ToolExecutionUpdateEvent = {
+            "type": "tool_execution_update",
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "args": call["arguments"],
+            "partialResult": partial,
+        }
+        if self.updates is None:
+            self.updates = []
+        previous = self.updates[-1] if self.updates else None
+        task = asyncio.get_running_loop().create_task(_send_update(previous, event, self.batch.emit))
+        self.updates.append(task)
+        starting = self.batch.starting
+        if starting is not None:
+            starting.append(task)
+
+    async def close_updates(self) -> None:
+        """Wait until every update sent is reported (a listener's failure propagates)."""
+        assert self.updates is not None
+        try:
+            await self.updates[-1]
+        finally:
+            for task in self.updates:
+                task.cancel()
+            await asyncio.gather(*self.updates, return_exceptions=True)
+
+
+async def _send_update(
+    previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent, emit: Emit
+) -> None:
+    if previous is not None:
+        await previous
+    try:
+        await emit(event)
     except Exception as exc:
         raise ListenerError(exc) from exc
 
@@ -267,10 +283,10 @@ async def execute_tool_calls(
         if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
             sequential = True
     run = _Batch(context, assistant, tools, config, signal, emit, report, trace)
-    finalized = await (run.sequential(calls) if sequential else run.parallel(calls))
-    terminate = bool(finalized)
-    for outcome in finalized:
-        if outcome.result.terminate is not True:
+    records = await (run.sequential(calls) if sequential else run.parallel(calls))
+    terminate = bool(records)
+    for record in records:
+        if record.result.terminate is not True:
             terminate = False
     return ToolBatch(messages=list(report.delivered), terminate=terminate)
 
@@ -278,7 +294,17 @@ async def execute_tool_calls(
 class _Batch:
     """The state shared by the calls of one batch."""
 
-    __slots__ = ("assistant", "config", "context", "emit", "report", "signal", "tools", "trace")
+    __slots__ = (
+        "assistant",
+        "config",
+        "context",
+        "emit",
+        "report",
+        "signal",
+        "starting",
+        "tools",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -299,82 +325,93 @@ class _Batch:
         self.emit = emit
         self.report = report
         self.trace = trace
+        self.starting: list[asyncio.Task[None]] | None = None
+        """While a concurrent batch starts its calls: the update tasks they create meanwhile,
+        to be reported before any call's end."""
 
     # Events are awaited where they happen, each noted in the report first: a coroutine of our
     # own per event (or per result message) cost more than the events themselves.
 
-    def _emit_end(self, finalized: _Finalized) -> Awaitable[None]:
+    def _emit_start(self, call: ToolCall) -> Awaitable[None]:
+        """Note the start in the report and hand back the listener's awaitable (to be awaited)."""
+        self.report.started[call["id"]] = None
+        return self.emit(
+            {
+                "type": "tool_execution_start",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "args": call["arguments"],
+            }
+        )
+
+    def _emit_end(self, record: _Call) -> Awaitable[None]:
         """Note the end in the report and hand back the listener's awaitable (to be awaited)."""
-        event = _end_event(finalized)
-        self.report.started[finalized.call["id"]] = event
+        call = record.call
+        event: ToolExecutionEndEvent = {
+            "type": "tool_execution_end",
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "result": record.result,
+            "isError": record.is_error,
+        }
+        self.report.started[call["id"]] = event
         return self.emit(event)
 
-    async def _emit_results(self, done: list[_Finalized]) -> None:
-        """The result messages of ``done``, in order; each counts as delivered from its start on."""
-        report, emit = self.report, self.emit
-        for finalized in done:
-            message = tool_result_message(finalized.call, finalized.result, finalized.is_error)
-            await emit_tool_result(message, emit, report)
-
-    async def sequential(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
-        done: list[_Finalized] = []
+    async def sequential(self, calls: Sequence[ToolCall]) -> list[_Call]:
+        records: list[_Call] = []
         for call in calls:
-            event = _start_event(call)
-            self.report.started[call["id"]] = None
             try:
-                await self.emit(event)
+                await self._emit_start(call)
             except Exception as exc:
                 raise ListenerError(exc) from exc
-            prepared = (
-                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
-            )
-            if isinstance(prepared, _Finalized):
-                finalized = prepared
+            record = self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            if record.stage == _RUNNABLE:
+                await self._execute(record)
+                await self._report(record)
+            else:
+                record.stage = _REPORTED
                 try:
-                    await self._emit_end(finalized)
+                    await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
-            else:
-                finalized = await self._run_and_report(prepared)
-            await self._emit_results([finalized])
-            done.append(finalized)
-        return done
+            await emit_tool_results(
+                (tool_result_message(call, record.result, record.is_error),), self.emit, self.report
+            )
+            records.append(record)
+        return records
 
-    async def parallel(self, calls: Sequence[ToolCall]) -> list[_Finalized]:
-        slots: list[_Finalized | _Prepared] = []
+    async def parallel(self, calls: Sequence[ToolCall]) -> list[_Call]:
+        records: list[_Call] = []
         runnable = 0
-        started = self.report.started
         for call in calls:
-            event = _start_event(call)
-            started[call["id"]] = None
             try:
-                await self.emit(event)
+                await self._emit_start(call)
             except Exception as exc:
                 raise ListenerError(exc) from exc
-            prepared = (
-                self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
-            )
-            if isinstance(prepared, _Finalized):
+            record = self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            if record.stage == _RUNNABLE:
+                runnable += 1
+            else:
+                record.stage = _REPORTED
                 try:
-                    await self._emit_end(prepared)
+                    await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
-            else:
-                runnable += 1
-            slots.append(prepared)
+            records.append(record)
 
         if runnable > 1:
-            done = await self._run_concurrently(slots)
+            await self._run_concurrently(records)
         elif runnable:  # nothing to run concurrently: spare the task
-            done = [
-                slot if isinstance(slot, _Finalized) else await self._run_and_report(slot) for slot in slots
-            ]
-        else:
-            done = cast(list[_Finalized], slots)
-        await self._emit_results(done)
-        return done
+            for record in records:
+                if record.stage == _RUNNABLE:
+                    await self._execute(record)
+                    await self._report(record)
+        await emit_tool_results(
+            [tool_result_message(r.call, r.result, r.is_error) for r in records], self.emit, self.report
+        )
+        return records
 
-    async def _run_concurrently(self, slots: list[_Finalized | _Prepared]) -> list[_Finalized]:
+    async def _run_concurrently(self, records: list[_Call]) -> None:
         """Every call starts (runs up to its first suspension, in source order) and the updates
         sent meanwhile are reported before any call reports its end, as in the reference, where
         each ``execute`` starts synchronously and an update is emitted when it is sent. Calls
@@ -389,55 +426,55 @@ class _Batch:
         P2 benchmark (three instant tools per turn) this removed three tasks and a ``sleep(0)``
         per turn: 8% of the run's instructions (callgrind, 186 M -> 170 M per run), 12% of its
         CPU time (interleaved runs)."""
-        starting = _Starting()
-        pending: list[_Entry] = []
-        bound: _Bound | None = None
-        tasks: list[asyncio.Task[_Finalized | _Executed]] = []
+        starting: list[asyncio.Task[None]] = []
+        self.starting = starting
+        bound: _Call | None = None
+        suspended: Suspended[None] | None = None
+        tasks: list[asyncio.Task[None]] = []
         settle: asyncio.Task[None] | None = None
         try:
-            for slot in slots:
-                if isinstance(slot, _Finalized):
-                    pending.append(slot)
-                elif bound is None:
-                    started = start_eagerly(self._execute(slot, starting))
-                    if isinstance(started, Suspended):
-                        bound = _Bound(len(pending), slot, started)
-                        pending.append(bound)
-                    else:
-                        pending.append(_Executed(slot, started))
-                else:
-                    task = asyncio.get_running_loop().create_task(self._run_in_batch(slot, starting))
-                    tasks.append(task)
-                    pending.append(task)
-            if bound is None and not tasks and not starting.updates:
+            for record in records:
+                if record.stage != _RUNNABLE:
+                    continue
+                if suspended is not None:  # a call before it suspended: it starts as a task
+                    record.task = asyncio.get_running_loop().create_task(self._run_in_batch(record))
+                    tasks.append(record.task)
+                    continue
+                suspended = start_eagerly(self._execute(record))
+                if suspended is not None:
+                    bound = record
+            if suspended is None and not tasks and not starting:
                 # Every call ended while starting (instant tools): their ends, in source order.
-                starting.done = True
-                done: list[_Finalized] = []
-                for entry in pending:
-                    if isinstance(entry, _Executed):
-                        entry = await self._report(entry.prepared, entry.outcome)
-                    assert isinstance(entry, _Finalized)
-                    done.append(entry)
-                return done
-            if bound is None:
-                await self._settle(pending, tasks, starting)
+                self.starting = None
+                after = self.config.after_tool_call
+                for record in records:
+                    if record.stage == _EXECUTED:  # ``_report``, without a coroutine per call
+                        record.stage = _REPORTED
+                        if after is not None:
+                            await self._finalize(record)
+                        try:
+                            await self._emit_end(record)
+                        except Exception as exc:
+                            raise ListenerError(exc) from exc
+                return
+            if suspended is None:
+                await self._settle(records, tasks)
             else:
-                if tasks or starting.updates:
-                    settle = asyncio.get_running_loop().create_task(self._settle(pending, tasks, starting))
+                assert bound is not None
+                if tasks or starting:
+                    settle = asyncio.get_running_loop().create_task(self._settle(records, tasks))
                 else:
-                    await self._settle(pending, tasks, starting)
-                outcome = await bound.finish(settle)
-                if outcome is not None:
-                    pending[bound.index] = (
-                        await self._report(bound.prepared, outcome)
-                        if starting.done
-                        else _Executed(bound.prepared, outcome)  # ``_settle`` reports it
-                    )
+                    await self._settle(records, tasks)
+                finished = await self._finish(suspended, settle)
+                # ``_settle`` has started every call meanwhile, or it reports this one's end
+                if finished and self.starting is None:  # pyright: ignore[reportUnnecessaryComparison]
+                    await self._report(bound)
                 if settle is not None:
                     await settle
         finally:  # a failed sibling, or our own cancellation: nothing may keep running
-            if bound is not None:
-                await bound.suspended.close()
+            self.starting = None
+            if suspended is not None:
+                await suspended.close()
             if tasks or settle is not None:
                 running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
                 unfinished = [task for task in running if not task.done()]
@@ -449,31 +486,51 @@ class _Batch:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
                 raise failure
-        done = []
-        for entry in pending:  # every entry is reported by now
-            outcome = entry.result() if isinstance(entry, asyncio.Task) else entry
-            assert isinstance(outcome, _Finalized)
-            done.append(outcome)
-        return done
 
-    async def _settle(
-        self,
-        pending: list[_Entry],
-        tasks: list[asyncio.Task[_Finalized | _Executed]],
-        starting: _Starting,
-    ) -> None:
+    async def _finish(self, suspended: Suspended[None], settle: asyncio.Task[None] | None) -> bool:
+        """Continue the call that suspended while starting to its end; ``False`` when ``settle``
+        failed meanwhile (a sibling or a listener did), which cancels it, as the batch cancels
+        every call still running when one fails."""
+        task = asyncio.current_task()
+        if settle is None or task is None:
+            await suspended.resume()
+            return True
+        failed = False
+
+        def on_settled(settled: asyncio.Task[None]) -> None:
+            nonlocal failed
+            if not settled.cancelled() and settled.exception() is not None:
+                failed = True
+                task.cancel()
+
+        settle.add_done_callback(on_settled)
+        try:
+            await suspended.resume()
+        except asyncio.CancelledError:
+            if failed and task.uncancel() == 0:
+                return False
+            raise
+        finally:
+            settle.remove_done_callback(on_settled)
+        if failed:  # it ignored the cancellation: the failure still ends the batch
+            task.uncancel()
+            return False
+        return True
+
+    async def _settle(self, records: list[_Call], tasks: list[asyncio.Task[None]]) -> None:
         """Let the tasks start, report the updates sent while starting, then the ends of the calls
         that finished meanwhile (in source order); then wait for the tasks (or the first failure)."""
         if tasks:
             await asyncio.sleep(0)  # the tasks take their first steps
-        if starting.updates:
-            await asyncio.wait(starting.updates)
-        starting.done = True
-        for index, entry in enumerate(pending):
-            if isinstance(entry, asyncio.Task) and entry.done() and not entry.cancelled():
-                entry = entry.result()
-            if isinstance(entry, _Executed):
-                pending[index] = await self._report(entry.prepared, entry.outcome)
+        if self.starting:
+            await asyncio.wait(self.starting)
+        self.starting = None
+        for record in records:
+            task = record.task
+            if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # pyright: ignore[reportGeneralTypeIssues] (not None)
+            if record.stage == _EXECUTED:
+                await self._report(record)
         for task in tasks:
             if not task.done():
                 await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -483,126 +540,117 @@ class _Batch:
             if failure is not None:
                 raise failure
 
-    async def _run_in_batch(self, prepared: _Prepared, starting: _Starting) -> _Finalized | _Executed:
-        """A call of a concurrent batch: one that finished before every call started leaves
-        reporting its end to the batch (``_run_concurrently``)."""
-        outcome = await self._execute(prepared, starting)
-        if not starting.done:
-            return _Executed(prepared, outcome)
-        return await self._report(prepared, outcome)
+    async def _run_in_batch(self, record: _Call) -> None:
+        """A call of a concurrent batch in a task of its own: one that finished before every call
+        started leaves reporting its end to the batch (``_settle``)."""
+        await self._execute(record)
+        if self.starting is None:
+            await self._report(record)
 
-    async def _run_and_report(self, prepared: _Prepared) -> _Finalized:
-        """Execute, finalize, report the end."""
-        return await self._report(prepared, await self._execute(prepared))
-
-    async def _execute(self, prepared: _Prepared, starting: _Starting | None = None) -> _Finalized:
-        """Run the tool; its updates are reported (in order) by the time this returns."""
-        call = prepared.call
-        updates: _Updates | None = None  # most tools send none: made on the first
-        ended = False
-
-        def on_update(partial: AgentToolResult[Any]) -> None:
-            nonlocal updates
-            if ended:  # sent after the tool returned: dropped
-                return
-            if updates is None:
-                updates = _Updates(call, self.emit, starting)
-            updates.push(partial)
-
+    async def _execute(self, record: _Call) -> None:
+        """Run the tool; its updates are reported (in order) by the time this returns. It
+        returns nothing (its outcome goes into ``record``): ``start_eagerly`` needs no exception
+        to learn that a call ended at once."""
+        call, tool, signal = record.call, record.tool, self.signal
+        assert tool is not None
         try:
-            if self.trace is None:  # no ``with`` a null context: two calls per tool call spared
-                result = await until_abort_grace(
-                    prepared.tool.execute(call["id"], prepared.args, self.signal, on_update), self.signal
-                )
-            else:
+            if self.trace is not None:  # no ``with`` a null context: two calls per tool call spared
                 with self.trace.tool_running(call["id"]):
                     result = await until_abort_grace(
-                        prepared.tool.execute(call["id"], prepared.args, self.signal, on_update), self.signal
+                        tool.execute(call["id"], record.args, signal, record.update), signal
                     )
-            is_error = False
-            if not isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                result = error_result(
-                    f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult"
+            elif signal is None:  # nothing to give up on: the tool is awaited as it is
+                result = await tool.execute(call["id"], record.args, None, record.update)
+            else:
+                result = await until_abort_grace(
+                    tool.execute(call["id"], record.args, signal, record.update), signal
                 )
-                is_error = True
+            if isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                record.result = result
+            else:
+                record.fail(f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult")
         except Exception as exc:
-            result, is_error = error_result(describe_error(exc)), True
+            record.fail(describe_error(exc))
         finally:
-            ended = True
-            if updates is not None:
-                await updates.close()
-        return _Finalized(call, result, is_error)
+            record.ended = True
+            if record.updates is not None:
+                await record.close_updates()
+        record.stage = _EXECUTED
 
-    async def _report(self, prepared: _Prepared, outcome: _Finalized) -> _Finalized:
+    async def _report(self, record: _Call) -> None:
         """Finalize (``after_tool_call``) and report the end."""
-        finalized = (
-            outcome
-            if self.config.after_tool_call is None
-            else await self._finalize(prepared, outcome.result, outcome.is_error)
-        )
+        record.stage = _REPORTED
+        if self.config.after_tool_call is not None:
+            await self._finalize(record)
         try:
-            await self._emit_end(finalized)
+            await self._emit_end(record)
         except Exception as exc:
             raise ListenerError(exc) from exc
-        return finalized
 
     # -- the steps of one call ---------------------------------------------------------------
 
-    async def _prepare(self, call: ToolCall) -> _Prepared | _Finalized:
+    async def _prepare(self, call: ToolCall) -> _Call:
         """``_check``, then ``before_tool_call`` (callers without the hook call ``_check`` alone)."""
-        prepared = self._check(call)
-        if self.config.before_tool_call is None or isinstance(prepared, _Finalized):
-            return prepared
+        record = self._check(call)
+        before = self.config.before_tool_call
+        if before is None or record.stage != _RUNNABLE:
+            return record
         try:
-            decision = await self.config.before_tool_call(
-                BeforeToolCallContext(self.assistant, call, prepared.args, self.context), self.signal
+            decision = await before(
+                BeforeToolCallContext(self.assistant, call, record.args, self.context), self.signal
             )
         except Exception as exc:
-            return _Finalized(call, error_result(describe_error(exc)), True)
+            record.fail(describe_error(exc))
+            record.stage = _EXECUTED
+            return record
         if decision is not None and decision.block:
-            return _Finalized(call, error_result(decision.reason or BLOCKED), True)
-        return prepared
+            record.fail(decision.reason or BLOCKED)
+            record.stage = _EXECUTED
+        return record
 
-    def _check(self, call: ToolCall) -> _Prepared | _Finalized:
-        """The synchronous part of preparing: find the tool, prepare and validate the arguments."""
+    def _check(self, call: ToolCall) -> _Call:
+        """The synchronous part of preparing: find the tool, prepare and validate the arguments.
+        A failure is an immediate result (stage ``_EXECUTED``)."""
         agent_tool = self.tools.get(call["name"])
+        record = _Call(self, call, agent_tool)
         if agent_tool is None:
-            return _Finalized(call, error_result(f"Tool {call['name']} not found"), True)
+            record.fail(f"Tool {call['name']} not found")
+            record.stage = _EXECUTED
+            return record
         try:
             arguments: Any = call["arguments"]
             if agent_tool.prepare_arguments is not None:
                 arguments = agent_tool.prepare_arguments(arguments)
-            args = validate_tool_arguments(agent_tool, call["name"], arguments)
+            record.args = validate_tool_arguments(agent_tool, call["name"], arguments)
         except Exception as exc:
-            return _Finalized(call, error_result(describe_error(exc)), True)
-        return _Prepared(call, agent_tool, args)
+            record.fail(describe_error(exc))
+            record.stage = _EXECUTED
+        return record
 
-    async def _finalize(
-        self, prepared: _Prepared, result: AgentToolResult[Any], is_error: bool
-    ) -> _Finalized:
-        """Apply ``after_tool_call`` (callers without the hook skip this step)."""
+    async def _finalize(self, record: _Call) -> None:
+        """Apply ``after_tool_call`` to the call's result (callers without the hook skip this)."""
         after = self.config.after_tool_call
-        if after is None:
-            return _Finalized(prepared.call, result, is_error)
+        assert after is not None
+        result, is_error = record.result, record.is_error
         try:
             override = await after(
                 AfterToolCallContext(
-                    self.assistant, prepared.call, prepared.args, result, is_error, self.context
+                    self.assistant, record.call, record.args, result, is_error, self.context
                 ),
                 self.signal,
             )
         except Exception as exc:
-            return _Finalized(prepared.call, error_result(describe_error(exc)), True)
+            record.fail(describe_error(exc))
+            return
         if override is None:
-            return _Finalized(prepared.call, result, is_error)
-        merged = AgentToolResult(
+            return
+        record.result = AgentToolResult(
             content=override.content if override.content is not None else result.content,
             details=override.details if override.details is not None else result.details,
             terminate=override.terminate if override.terminate is not None else result.terminate,
         )
-        return _Finalized(
-            prepared.call, merged, override.is_error if override.is_error is not None else is_error
-        )
+        if override.is_error is not None:
+            record.is_error = override.is_error
 
 
 def _start_event(call: ToolCall) -> ToolExecutionStartEvent:
@@ -612,61 +660,6 @@ def _start_event(call: ToolCall) -> ToolExecutionStartEvent:
         "toolName": call["name"],
         "args": call["arguments"],
     }
-
-
-def _end_event(finalized: _Finalized) -> ToolExecutionEndEvent:
-    return {
-        "type": "tool_execution_end",
-        "toolCallId": finalized.call["id"],
-        "toolName": finalized.call["name"],
-        "result": finalized.result,
-        "isError": finalized.is_error,
-    }
-
-
-class _Updates:
-    """The updates of one tool call: ``on_update`` cannot await, so each partial result is
-    emitted by a task that first waits for the previous one. Updates keep their order, the tool
-    never waits for a listener, and ``close()`` waits for them all."""
-
-    __slots__ = ("_call", "_emit", "_starting", "_tasks")
-
-    def __init__(self, call: ToolCall, emit: Emit, starting: _Starting | None = None) -> None:
-        self._call = call
-        self._emit = emit
-        self._tasks: list[asyncio.Task[None]] = []
-        self._starting = starting
-        """The concurrent batch that waits for the updates sent while its calls start."""
-
-    def push(self, partial: AgentToolResult[Any]) -> None:
-        event: ToolExecutionUpdateEvent = {
-            "type": "tool_execution_update",
-            "toolCallId": self._call["id"],
-            "toolName": self._call["name"],
-            "args": self._call["arguments"],
-            "partialResult": partial,
-        }
-        previous = self._tasks[-1] if self._tasks else None
-        task = asyncio.get_running_loop().create_task(self._send(previous, event))
-        self._tasks.append(task)
-        if self._starting is not None and not self._starting.done:
-            self._starting.updates.append(task)
-
-    async def _send(self, previous: asyncio.Task[None] | None, event: ToolExecutionUpdateEvent) -> None:
-        if previous is not None:
-            await previous
-        try:
-            await self._emit(event)
-        except Exception as exc:
-            raise ListenerError(exc) from exc
-
-    async def close(self) -> None:
-        try:
-            await self._tasks[-1]
-        finally:
-            for task in self._tasks:
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 TRUNCATED_CALL = (
@@ -679,13 +672,19 @@ async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: Batc
     """The tool calls of a response cut by the token limit are not run: each gets an error result."""
     for call in calls:
         result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        start, end = _start_event(call), _end_event(_Finalized(call, result, True))
+        end: ToolExecutionEndEvent = {
+            "type": "tool_execution_end",
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "result": result,
+            "isError": True,
+        }
         report.started[call["id"]] = None
         try:
-            await emit(start)
+            await emit(_start_event(call))
             report.started[call["id"]] = end
             await emit(end)
         except Exception as exc:
             raise ListenerError(exc) from exc
-        await emit_tool_result(tool_result_message(call, result, True), emit, report)
+        await emit_tool_results((tool_result_message(call, result, True),), emit, report)
     return ToolBatch(messages=list(report.delivered), terminate=False)

@@ -312,8 +312,12 @@ def _hooks(hooks: Mapping[str, Any], turns_ended: list[int]) -> dict[str, Any]:
 # -- running a scenario -------------------------------------------------------------------------
 
 
-async def run_scenario(scenario: Mapping[str, Any]) -> Json:
-    """Run one scenario through tether's loop; returns its trace ``{events, requests, result}``."""
+async def run_scenario(scenario: Mapping[str, Any], *, abortable: bool = True) -> Json:
+    """Run one scenario through tether's loop; returns its trace ``{events, requests, result}``.
+    ``abortable=False`` runs it without an abort signal (the loop's other path for tools: no
+    abort grace to watch), for a scenario that does not abort."""
+    if not abortable and scenario.get("abortOn") is not None:
+        raise ValueError("a scenario that aborts needs an abort signal")
     events: list[Json] = []
     requests: list[Json] = []
     controller = AbortController()
@@ -361,11 +365,12 @@ async def run_scenario(scenario: Mapping[str, Any]) -> Json:
         messages=[context_message(m) for m in scenario.get("context", [])],
         tools=[scenario_tool(t) for t in scenario.get("tools", [])],
     )
+    signal = controller.signal if abortable else None
     if scenario.get("mode") == "continue":
-        result = await run_agent_loop_continue(context, config, emit, controller.signal, stream_fn)
+        result = await run_agent_loop_continue(context, config, emit, signal, stream_fn)
     else:
         prompts = [user_message(p) for p in scenario.get("prompts", [])]
-        result = await run_agent_loop(prompts, context, config, emit, controller.signal, stream_fn)
+        result = await run_agent_loop(prompts, context, config, emit, signal, stream_fn)
     return {"events": events, "requests": requests, "result": [summarize_message(m) for m in result]}
 
 
