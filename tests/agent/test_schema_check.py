@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings, strategies as st
 from jsonschema import Draft202012Validator
 
-from tether.agent.validation._coercion import coerce, has_union
-from tether.agent.validation._schema_check import compile_check, json_equal
+from tether.agent.validation._coercion import coerce, copy_json, has_union
+from tether.agent.validation._schema_check import compile_check, compile_check_copy, json_equal
 
 TYPES = ["object", "array", "string", "boolean", "null", "number", "integer"]
 
@@ -114,11 +114,58 @@ def test_coercion_leaves_valid_values_alone_without_unions(schema: Any, value: A
     assert same(coerce(value, schema, _valid), value)
 
 
+# Tool parameters as tools write them: an object of named members (often scalars), annotated.
+plain_objects = st.builds(
+    lambda props, required, additional, described: {
+        "type": "object",
+        "properties": props,
+        **({"required": required} if required else {}),
+        **({"additionalProperties": additional} if additional is not None else {}),
+        **({"description": "d"} if described else {}),
+    },
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.one_of(st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)), schemas),
+        max_size=3,
+    ),
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=2, unique=True),
+    st.one_of(st.none(), st.booleans(), schemas),
+    st.booleans(),
+)
+objects = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), values, max_size=4)
+INVALID = object()
+
+
+def _containers(value: Any) -> list[int]:
+    """The ids of every dict and list in ``value``, itself included."""
+    if isinstance(value, dict):
+        return [id(value), *(i for item in value.values() for i in _containers(item))]
+    if isinstance(value, list):
+        return [id(value), *(i for item in value for i in _containers(item))]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(plain_objects, schemas), st.one_of(objects, values))
+def test_one_walk_gives_what_check_then_copy_gave(schema: Any, value: Any) -> None:
+    """The walk that checks while it copies: the verdict of ``compile_check``, the copy of
+    ``copy_json`` (equal, of the same types, sharing no container with the arguments)."""
+    check, check_copy = compile_check(schema), compile_check_copy(schema, lambda _v: INVALID)
+    assert check is not None and check_copy is not None
+    copied = check_copy(value)
+    if not check(value):
+        assert copied is INVALID
+        return
+    assert same(copied, copy_json(value))
+    assert not set(_containers(copied)) & set(_containers(value))
+
+
 def test_unsupported_keywords_fall_back() -> None:
     assert compile_check({"$ref": "#/$defs/x"}) is None
     assert compile_check({"type": "object", "properties": {"a": {"uniqueItems": True}}}) is None
     assert compile_check({"items": [{"type": "string"}]}) is None
     assert compile_check({"type": "date"}) is None
+    assert compile_check_copy({"type": "date"}, lambda _v: INVALID) is None
 
 
 def test_json_equality_keeps_booleans_apart() -> None:

@@ -194,3 +194,33 @@ def test_valid_arguments_come_back_as_a_deep_copy() -> None:
     copied["options"]["tags"].clear()
     copied["path"] = "b"
     assert arguments == original
+
+
+def test_a_tools_validator_is_built_once_and_follows_its_parameters() -> None:
+    """``arguments_validator`` is what a batch calls per tool call: the same function for the same
+    tool, the validation of ``validate_tool_arguments`` (a copy, the reference's errors), and a
+    new one when the tool's parameters are replaced."""
+    from tether.agent.validation import arguments_validator
+
+    agent_tool = _tool({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    agent_tool.name = "count"
+    validate = arguments_validator(agent_tool)
+    assert arguments_validator(agent_tool) is validate
+    arguments = {"n": 3, "extra": [1]}
+    copied = validate(arguments)
+    assert copied == arguments and copied is not arguments and copied["extra"] is not arguments["extra"]
+    assert validate({"n": "4"}) == {"n": 4}, "coerced, as the reference does"
+    with pytest.raises(ToolArgumentsError) as failure:
+        validate({"n": "four"})
+    assert str(failure.value) == str(_error_of(agent_tool, {"n": "four"}))
+    agent_tool.parameters = {"type": "object", "properties": {"n": {"type": "string"}}}
+    assert arguments_validator(agent_tool) is not validate
+    assert arguments_validator(agent_tool)({"n": "x"}) == {"n": "x"}
+
+
+def _error_of(agent_tool: AgentTool, arguments: Any) -> ToolArgumentsError:
+    try:
+        validate_tool_arguments(agent_tool, agent_tool.name, arguments)
+    except ToolArgumentsError as error:
+        return error
+    raise AssertionError("expected a validation error")

@@ -57,7 +57,7 @@ from tether.agent.types import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from tether.agent.validation import validate_tool_arguments
+from tether.agent.validation import ArgumentsValidator, arguments_validator
 from tether.ai.abort import AbortSignal
 from tether.errors import TetherError, ToolError
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
@@ -304,6 +304,7 @@ class _Batch:
         "starting",
         "tools",
         "trace",
+        "validators",
     )
 
     def __init__(
@@ -325,6 +326,8 @@ class _Batch:
         self.emit = emit
         self.report = report
         self.trace = trace
+        self.validators: dict[str, ArgumentsValidator] = {}
+        """The validator of each tool called so far (a batch often calls one tool several times)."""
         self.starting: list[asyncio.Task[None]] | None = None
         """While a concurrent batch starts its calls: the update tasks they create meanwhile,
         to be reported before any call's end."""
@@ -621,7 +624,10 @@ class _Batch:
             arguments: Any = call["arguments"]
             if agent_tool.prepare_arguments is not None:
                 arguments = agent_tool.prepare_arguments(arguments)
-            record.args = validate_tool_arguments(agent_tool, call["name"], arguments)
+            validate = self.validators.get(agent_tool.name)
+            if validate is None:
+                validate = self.validators[agent_tool.name] = arguments_validator(agent_tool)
+            record.args = validate(arguments)
         except Exception as exc:
             record.fail(describe_error(exc))
             record.stage = _EXECUTED

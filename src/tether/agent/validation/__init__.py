@@ -27,7 +27,9 @@ from tether._lazy import lazy_exports
 if TYPE_CHECKING:
     from tether.agent.validation._js import js_number_text as js_number_text
     from tether.agent.validation._validate import (
+        ArgumentsValidator as ArgumentsValidator,
         ToolArgumentsError as ToolArgumentsError,
+        arguments_validator as arguments_validator,
         validate_json_arguments as validate_json_arguments,
         validate_tool_arguments as validate_tool_arguments,
     )
@@ -36,4 +38,11 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(__name__, __file__, globals())
 
 
-__all__ = ["ToolArgumentsError", "js_number_text", "validate_json_arguments", "validate_tool_arguments"]
+__all__ = [
+    "ArgumentsValidator",
+    "ToolArgumentsError",
+    "arguments_validator",
+    "js_number_text",
+    "validate_json_arguments",
+    "validate_tool_arguments",
+]

@@ -14,7 +14,11 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
+from tether.agent.validation._coercion import copy_json
+
 Check = Callable[[Any], bool]
+CheckCopy = Callable[[Any], Any]
+"""A valid value's copy (as ``copy_json`` copies it), else what the caller asked for."""
 
 UNSUPPORTED = frozenset(
     {
@@ -56,6 +60,85 @@ def compile_check(schema: object) -> Check | None:
         return None
 
 
+def compile_check_copy(schema: object, invalid: Callable[[Any], Any]) -> CheckCopy | None:
+    """``copy_json(value)`` for a value ``schema`` accepts, else ``invalid(value)``, in one call;
+    ``None`` if the schema is unsupported.
+
+    Every tool call's arguments are checked, then copied so the tool cannot change what the
+    transcript holds. The usual parameters (an object of named members, nothing else) get one walk
+    that copies while it checks, its scalar members tested inline (no call per member); any other
+    schema gets the check, then the copy. Same verdict, same copy (see the property test).
+    """
+    check = compile_check(schema)
+    if check is None:
+        return None
+    if isinstance(schema, dict):
+        node = cast(dict[str, Any], schema)
+        if node.get("type") == "object" and _PLAIN_OBJECT.issuperset(node):
+            fused = _object_check_copy(node, invalid)
+            if fused is not None:
+                return fused
+
+    def check_then_copy(value: Any) -> Any:
+        return copy_json(value) if check(value) else invalid(value)
+
+    return check_then_copy
+
+
+_PLAIN_OBJECT = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "$schema",
+        "$id",
+    }
+)
+"""The keywords of an object schema that ``_object_check_copy`` walks in one pass: the object
+keywords and annotations (which never change a verdict)."""
+
+
+def _object_check_copy(node: dict[str, Any], invalid: Callable[[Any], Any]) -> CheckCopy | None:
+    """The one walk for a plain object schema (``None`` if its ``required`` is not names): what
+    ``_add_objects``' check checks (an object, the required names, each member valid against its
+    property or ``additionalProperties``) while copying."""
+    required: object = node.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in cast(list[Any], required)):
+        return None
+    wanted = tuple(dict.fromkeys(cast(list[str], required)))
+    properties = cast(dict[str, Any], node.get("properties", {}))
+    checks = {name: _compile(sub) for name, sub in properties.items()}
+    scalars = {name: _SCALARS[check] for name, check in checks.items() if check in _SCALARS}
+    rest = _compile(node.get("additionalProperties", True))
+
+    def check_copy(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return invalid(value)
+        members: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType] (a JSON object)
+        for name in wanted:
+            if name not in members:
+                return invalid(value)
+        copy = members.copy()
+        for key, item in members.items():
+            scalar = scalars.get(key)
+            if scalar is not None:
+                if not isinstance(item, scalar):
+                    return invalid(value)
+            elif not checks.get(key, rest)(item):
+                return invalid(value)
+            elif isinstance(item, (dict, list)):
+                copy[key] = copy_json(item)
+        return copy
+
+    return check_copy
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -77,6 +160,9 @@ _TYPES: dict[str, Check] = {
     "number": _is_number,
     "integer": _is_integer,
 }
+
+_SCALARS: dict[Check, type] = {_TYPES["string"]: str, _TYPES["boolean"]: bool, _TYPES["null"]: type(None)}
+"""The type checks that are one ``isinstance`` of a type that is not a container."""
 
 
 def json_equal(a: object, b: object) -> bool:

@@ -14,12 +14,14 @@ arguments received, so the model can correct its call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.tool import AgentTool
-from tether.agent.validation._coercion import coerce, copy_json
+from tether.agent.validation._coercion import coerce, copy_json, has_union
 from tether.agent.validation._compiled import COMPILED, is_valid
 from tether.agent.validation._js import js_json
+from tether.agent.validation._schema_check import compile_check_copy
 from tether.errors import ToolError
 
 # pydantic loads with the first model that needs it (it is slow to import)
@@ -37,6 +39,42 @@ def validate_tool_arguments(tool: AgentTool, tool_name: str, arguments: Any) -> 
     if isinstance(parameters, dict):
         return validate_json_arguments(parameters, tool_name, arguments)
     return _validate_model(parameters, tool_name, arguments)
+
+
+ArgumentsValidator = Callable[[Any], Any]
+"""``validate_tool_arguments`` for one tool: its arguments validated (and coerced), or
+``ToolArgumentsError``."""
+
+_VALIDATORS: dict[int, tuple[AgentTool, object, ArgumentsValidator]] = {}
+"""Each tool's validator, by the tool's identity (the entry keeps the tool alive, so its ``id``
+cannot be reused while cached) and checked against its current parameters."""
+_VALIDATORS_KEPT = 512
+
+
+def arguments_validator(tool: AgentTool) -> ArgumentsValidator:
+    """``tool``'s arguments validator, built once per tool (and per parameters object).
+
+    Every tool call is validated: for the usual parameters (a JSON Schema object without unions)
+    valid arguments are checked and copied in one call (``compile_check_copy``), where
+    ``validate_tool_arguments`` makes six; anything else takes ``validate_tool_arguments``' way."""
+    entry = _VALIDATORS.get(id(tool))
+    if entry is not None and entry[0] is tool and entry[1] is tool.parameters:
+        return entry[2]
+    parameters, name = tool.parameters, tool.name
+    validator: ArgumentsValidator | None = None
+    if isinstance(parameters, dict) and not has_union(parameters):
+        # Coercion only re-types values that do not match their schema, except that a union
+        # may pick another member: without unions, valid arguments come through unchanged.
+        schema = parameters
+        validator = compile_check_copy(
+            schema, lambda arguments: validate_json_arguments(schema, name, arguments)
+        )
+    if validator is None:
+        validator = lambda arguments: validate_tool_arguments(tool, name, arguments)  # noqa: E731
+    if len(_VALIDATORS) >= _VALIDATORS_KEPT:
+        del _VALIDATORS[next(iter(_VALIDATORS))]  # the oldest
+    _VALIDATORS[id(tool)] = (tool, parameters, validator)
+    return validator
 
 
 def validate_json_arguments(schema: dict[str, Any], tool_name: str, arguments: Any) -> Any:
