@@ -487,11 +487,11 @@ async def pick_tree_row(
     def footer() -> str:
         row = selected()
         return (
-            f"{len(shown)}/{len(rows)} [{state['mode']}] · ^D^T^U^L^A filter ^O cycle · ^←^→ fold · "
-            f"L label · Enter branch here · Esc cancel · entry {row.id if row else '-'}"
+            f"{len(shown)}/{len(rows)} [{state['mode']}] · Enter branch here · Esc cancel · "
+            f"entry {row.id if row else '-'}"
         )
 
-    title = "Session tree · • marks the active path"
+    title = "Session tree · • active path · ^D ^T ^U ^L ^A filter, ^O cycle · ^← ^→ fold · L label"
     search_line = VSplit(
         [
             Window(FormattedTextControl("search: "), width=8, dont_extend_width=True),
