@@ -3,13 +3,15 @@ means, scrolling. Entries are written as the store keeps them (id, parentId, typ
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, strategies as st
 from rich.cells import cell_len
 
-from tether.cli.screens import Viewport
+from tether.cli.keybindings import DEFAULTS, Bindings
+from tether.cli.screens import EditLabel, Viewport
 from tether.session import SessionManager
 from tether.session.tree_view import (
     FILTERS,
@@ -397,3 +399,48 @@ def test_session_rows_on_a_real_session(tmp_path: Path) -> None:
         text = render_tree(session)
         assert f"* {first}  user: one" in text and "└─ user: two  <- you are here" in text
         session.close()
+
+
+async def navigator_keys(keys: str, bindings: Bindings = DEFAULTS) -> object:
+    """What the navigator returns after ``keys`` (typed into a pipe) end with Shift-L, which
+    hands back the row under the cursor and the filter in use."""
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from tether.cli.screens import pick_tree_row
+
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(keys + "L")
+        return await asyncio.wait_for(
+            pick_tree_row(TreeSource(forked(), PATH, {"u1": "start"}), color=False, bindings=bindings), 10
+        )
+
+
+async def test_the_navigator_filter_and_fold_keys() -> None:
+    """pi's keys, end to end through prompt-toolkit: Ctrl-A toggles ``all``, Ctrl-O cycles on
+    from there, Ctrl-D is the default; Ctrl-Left on the last prompt's branch folds it and the
+    cursor stays; Ctrl-Left again goes up to the start of the conversation."""
+    ctrl_left, ctrl_right = "\x1b[1;5D", "\x1b[1;5C"
+    cases = {
+        "": ("a4", "default"),  # the current entry
+        "\x01": ("a4", "all"),  # Ctrl-A: the cursor stays where it was
+        "\x01\x01": ("a4", "default"),  # toggled back
+        "\x01\x0f": ("a4", "default"),  # Ctrl-O after all: default again
+        "\x0f\x0f": ("u4", "user-only"),  # default → no-tools → user-only: a4's prompt
+        "\x14": ("a4", "no-tools"),  # Ctrl-T
+        "\x15\x04": ("u4", "default"),  # Ctrl-U then Ctrl-D: the cursor stays on the prompt
+        "\x0c": ("u1", "labeled-only"),  # the nearest labelled entry above
+        "\x1b[A" + ctrl_left: ("u4", "default"),  # on u4: folds it
+        "\x1b[A" + ctrl_left + ctrl_left: ("u1", "default"),  # folded already: up to the start
+        "\x1b[A" + ctrl_left + ctrl_right + "\x1b[B": ("a4", "default"),  # unfolded: a4 is back
+    }
+    for keys, (row, mode) in cases.items():
+        result = await navigator_keys(keys)
+        assert isinstance(result, EditLabel), (keys, result)
+        assert (result.row.id, result.mode) == (row, mode), keys
+    rebound = Bindings(
+        {**DEFAULTS.keys, "app.tree.filter.all": ("ctrl+b",), "app.tree.editLabel": ("shift+l",)}
+    )
+    result = await navigator_keys("\x02", rebound)
+    assert isinstance(result, EditLabel) and result.mode == "all"

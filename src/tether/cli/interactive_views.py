@@ -22,6 +22,7 @@ from prompt_toolkit.output import Output
 
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens, themes
+from tether.cli.keybindings import Bindings
 from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
 from tether.session import Session
 from tether.session.agent_session import AgentSession
@@ -49,6 +50,10 @@ class Screen(Protocol):
 
     def rows(self) -> int:
         """The terminal's height."""
+        ...
+
+    def bindings(self) -> Bindings:
+        """The keys in use (``keybindings.json`` applied)."""
         ...
 
     def full_screen(self) -> AbstractAsyncContextManager[None]:
@@ -385,7 +390,9 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     mode = "default"  # pi's treeFilterMode default
     async with ui.full_screen():
         while True:
-            row = await screens.pick_tree_row(source, start=start, search=search, mode=mode, color=ui.color)
+            row = await screens.pick_tree_row(
+                source, start=start, search=search, mode=mode, color=ui.color, bindings=ui.bindings()
+            )
             search = ""
             if isinstance(row, screens.EditLabel):
                 start, search, mode = row.row.id, row.search, row.mode

@@ -23,6 +23,7 @@ from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.input import Input
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
 from prompt_toolkit.layout import Container, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
 from prompt_toolkit.layout.layout import FocusableElement
@@ -31,6 +32,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
+from tether.cli.keybindings import DEFAULTS, Bindings
 from tether.session.tree_view import FILTERS, HERE, TreeRow, TreeSource, branch_jump, fit, row_line
 
 STYLE = Style.from_dict(
@@ -348,12 +350,24 @@ class EditLabel:
     """The filter in use, to come back to."""
 
 
-FILTER_KEYS = {"c-d": "default", "c-t": "no-tools", "c-u": "user-only", "c-l": "labeled-only", "c-a": "all"}
-"""pi's ``app.tree.filter.*`` keys; each but Ctrl-D toggles its filter and the default view."""
+FILTER_ACTIONS = {
+    "app.tree.filter.default": "default",
+    "app.tree.filter.noTools": "no-tools",
+    "app.tree.filter.userOnly": "user-only",
+    "app.tree.filter.labeledOnly": "labeled-only",
+    "app.tree.filter.all": "all",
+}
+"""pi's filter actions; each but the default toggles its filter and the default view."""
 
 
 async def pick_tree_row(
-    source: TreeSource, *, start: str | None = None, search: str = "", mode: str = "default", color: bool
+    source: TreeSource,
+    *,
+    start: str | None = None,
+    search: str = "",
+    mode: str = "default",
+    color: bool,
+    bindings: Bindings = DEFAULTS,
 ) -> TreeRow | EditLabel | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
     Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``).
@@ -363,7 +377,8 @@ async def pick_tree_row(
     labelled entries, Ctrl-A everything (each but Ctrl-D toggles back to the default), Ctrl-O
     cycles through them; Ctrl-Left folds the branch under the cursor (or goes up to the start
     of its branch), Ctrl-Right unfolds it (or goes down to the next fork). A filter, a fold or
-    a search clears the folds, as in pi. Rows are rebuilt only on a filter or a fold."""
+    a search clears the folds, as in pi. Rows are rebuilt only on a filter or a fold. The keys
+    are those ``bindings`` (``keybindings.json``) give pi's ``app.tree.*`` actions."""
     query = Buffer(multiline=False, document=Document(search, len(search)))
     state = {"mode": mode}
     folded: set[str] = set()
@@ -426,7 +441,15 @@ async def pick_tree_row(
     def _pick(event: KeyPressEvent) -> None:
         event.app.exit(result=selected())
 
-    @keys.add("L")
+    def bind(action: str) -> Callable[[KeyHandler], KeyHandler]:
+        def register(handler: KeyHandler) -> KeyHandler:
+            for sequence in bindings.for_action(action):
+                keys.add(*sequence)(handler)
+            return handler
+
+        return register
+
+    @bind("app.tree.editLabel")
     def _label(event: KeyPressEvent) -> None:
         row = selected()
         if row is not None:
@@ -448,17 +471,19 @@ async def pick_tree_row(
         folded.clear()
         rebuild(row.id if row else None)
 
-    for key, name in FILTER_KEYS.items():
+    for action, name in FILTER_ACTIONS.items():
 
-        @keys.add(key)
+        @bind(action)
         def _filter(event: KeyPressEvent, name: str = name) -> None:
-            set_mode("default" if state["mode"] == name else name)
+            set_mode("default" if state["mode"] == name or name == "default" else name)
 
-    @keys.add("c-o")
-    def _cycle(event: KeyPressEvent) -> None:
-        set_mode(FILTERS[(FILTERS.index(state["mode"]) + 1) % len(FILTERS)])
+    for action, step in (("app.tree.filter.cycleForward", 1), ("app.tree.filter.cycleBackward", -1)):
 
-    @keys.add("c-left")
+        @bind(action)
+        def _cycle(event: KeyPressEvent, step: int = step) -> None:
+            set_mode(FILTERS[(FILTERS.index(state["mode"]) + step) % len(FILTERS)])
+
+    @bind("app.tree.foldOrUp")
     def _fold_or_up(event: KeyPressEvent) -> None:
         row = selected()
         if row is None:
@@ -471,7 +496,7 @@ async def pick_tree_row(
             if target in shown:
                 view.move(shown.index(target) - view.cursor)
 
-    @keys.add("c-right")
+    @bind("app.tree.unfoldOrDown")
     def _unfold_or_down(event: KeyPressEvent) -> None:
         row = selected()
         if row is None:
