@@ -3,7 +3,7 @@
 The action names and the key syntax are pi's (``app.model.select``, ``"ctrl+l"``), so a pi user's
 file mostly carries over: ``keybindings.json`` in the config folder maps an action to one key or
 a list of keys (``[]`` unbinds it). As in pi, what can be used is applied and the rest is named
-in one warning line: an action tether does not have (pi has editor and tree actions tether leaves
+in one warning line: an action tether does not have (pi has editor and selector actions tether leaves
 to prompt-toolkit) is skipped, an entry with a key the terminal cannot send keeps its default
 keys. Only a file that is not a JSON object at all leaves every default.
 
