@@ -220,14 +220,33 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
         cursor = [line for line in screen.splitlines() if line.startswith("› ")]
         assert len(cursor) == 1 and "assistant: Second answer." in cursor[0] and "you are here" in cursor[0]
         terminal.type("second")  # typing searches the rows
-        screen = terminal.wait_for("2/4 · ")
+        screen = terminal.wait_for("2/4 [default]")
         assert "first question" not in screen and "user: second question" in screen
-        terminal.send("C-u")  # only your messages
-        screen = terminal.wait_for("1/4 · only user")
+        terminal.send("C-u")  # pi's filters: only your messages
+        screen = terminal.wait_for("1/2 [user-only]")
         assert "Second answer." not in screen
-        terminal.send("C-u")
+        terminal.send("C-u")  # toggles back to the default view
+        terminal.wait_for("2/4 [default]")
         terminal.send("Escape")  # clears the search first
-        terminal.wait_for(lambda s: "4/4 · " in s and "user: first question" in s)
+        terminal.wait_for(lambda s: "4/4 [default]" in s and "user: first question" in s)
+        terminal.send("C-a")  # everything, settings entries too
+        screen = terminal.wait_for("7/7 [all]")
+        assert "• [model: " in screen and "• [thinking: off]" in screen  # the session's settings
+        terminal.send("C-t")  # no tool results
+        terminal.wait_for("4/4 [no-tools]")
+        terminal.send("C-o")  # cycles: no-tools → user-only
+        screen = terminal.wait_for("2/2 [user-only]")
+        assert "Second answer." not in screen
+        terminal.send("C-l")  # only labelled entries: none yet
+        terminal.wait_for("0/0 [labeled-only]")
+        terminal.send("C-d")
+        terminal.wait_for("4/4 [default]")
+        terminal.send("Home")
+        terminal.send("C-Left")  # folds the branch under the cursor (the root's)
+        screen = terminal.wait_for("1/1 [default]")
+        assert "⊞ user: first question" in screen and "Second answer." not in screen
+        terminal.send("C-Right")  # unfolds it
+        terminal.wait_for(lambda s: "4/4 [default]" in s and "Second answer." in s)
         terminal.send("Up", "Up")
         terminal.send("Escape")
         terminal.wait_for("tree: cancelled, nothing changed")

@@ -160,3 +160,27 @@ def test_osc52_carries_the_text_base64_encoded() -> None:
     sequence = osc52("héllo\nworld")
     assert sequence.startswith("\x1b]52;c;") and sequence.endswith("\x07")
     assert base64.b64decode(sequence[7:-1]).decode() == "héllo\nworld"
+
+
+def test_pi_tree_actions_are_tethers_and_leave_the_input_box_keys_free(tmp_path: Path) -> None:
+    """pi's ``app.tree.*`` actions rebind the tree navigator's keys without a warning; they are
+    the navigator's alone, so an extension's Ctrl+A shortcut at the input box is still bound."""
+    from tether.cli.interactive_extensions import shortcut_keys
+    from tether.session.extensions.api import ExtensionShortcut
+
+    (tmp_path / "keybindings.json").write_text(
+        json.dumps({"app.tree.filter.all": "ctrl+b", "app.tree.foldOrUp": ["ctrl+left", "ctrl+up"]})
+    )
+    bindings = load_bindings(tmp_path)
+    assert bindings.warning is None
+    assert bindings.for_action("app.tree.filter.all") == [("c-b",)]
+    assert bindings.for_action("app.tree.foldOrUp") == [("c-left",), ("c-up",)]
+    assert DEFAULTS.for_action("app.tree.editLabel") == [("L",)]
+
+    async def nothing(_context: object) -> None: ...
+
+    reports: list[str] = []
+    shortcut = ExtensionShortcut("ctrl+a", "select all", nothing, "ext")
+    taken = ExtensionShortcut("ctrl+l", "mine", nothing, "ext")  # the model picker's
+    assert shortcut_keys([shortcut, taken], DEFAULTS, reports.append) == [(("c-a",), shortcut)]
+    assert reports == ["extension ext: shortcut ctrl+l is already bound; not bound"]

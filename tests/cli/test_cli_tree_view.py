@@ -3,21 +3,27 @@ means, scrolling. Entries are written as the store keeps them (id, parentId, typ
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, strategies as st
 from rich.cells import cell_len
 
-from tether.cli.screens import Viewport
+from tether.cli.keybindings import DEFAULTS, Bindings
+from tether.cli.screens import EditLabel, Viewport
 from tether.session import SessionManager
 from tether.session.tree_view import (
+    FILTERS,
     HERE,
     BranchChoice,
+    TreeSource,
     branch_choice,
+    branch_jump,
     fit,
     leaves_something,
     row_line,
+    tool_call_text,
     tree_rows,
 )
 
@@ -134,6 +140,150 @@ def test_summaries_compactions_and_shell_runs_are_rows() -> None:
     assert [r.kind for r in rows][1:3] == ["compaction", "branch_summary"]
 
 
+PATH = ["s", "u1", "a1", "u2", "a2", "r2", "u4", "a4", "l1"]
+
+
+def shown(mode: str, folded: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    return [
+        (r.id, r.prefix, r.text)
+        for r in tree_rows(forked(), PATH, {"u4": "good one"}, mode=mode, folded=folded)
+    ]
+
+
+def test_the_default_filter_shows_tool_results_and_hides_settings() -> None:
+    """pi's ``default``: a tool result is a row naming its call; an answer that only called
+    tools is left out (its results stand for it); settings and label entries are not rows."""
+    assert shown("default") == [
+        ("u1", "", "user: hello there"),
+        ("a1", "", "assistant: Hi!"),
+        ("u2", "", "user: run it"),
+        ("r2", "", "[bash]"),  # its call id matches no call: the tool's name
+        ("u3", "├─ ", "user: first try"),
+        ("u4", "└─ ", "user: second try"),
+        ("a4", "   ", "assistant: done"),
+    ]
+
+
+def test_a_tool_result_row_is_the_call_it_answers() -> None:
+    entries = [
+        message("u", None, "user", "look"),
+        message("a", "u", "assistant"),
+        message("r", "a", "toolResult", "text"),
+    ]
+    entries[1]["message"]["content"] = [
+        {
+            "type": "toolCall",
+            "id": "c",
+            "name": "read",
+            "arguments": {"path": "src/x.py", "offset": 10, "limit": 20},
+        }
+    ]
+    assert [r.text for r in tree_rows(entries, ["u", "a", "r"], mode="default")] == [
+        "user: look",
+        "[read: src/x.py:10-29]",
+    ]
+    # The current entry is always a row, even an answer that only called tools.
+    assert [r.id for r in tree_rows(entries, ["u", "a"], mode="default")] == ["u", "a", "r"]
+    calls: dict[str, tuple[dict[str, Any], str]] = {
+        "bash": ({"command": "ls  -la\n"}, "[bash: ls -la]"),
+        "grep": ({"pattern": "x+", "path": "src"}, "[grep: /x+/ in src]"),
+        "find": ({"pattern": "*.py"}, "[find: *.py in .]"),
+        "edit": ({"path": "a.py", "edits": []}, "[edit: a.py]"),
+        "mcp_tool": ({"q": 1}, '[mcp_tool: {"q": 1}]'),
+    }
+    for name, (args, text) in calls.items():
+        assert tool_call_text(name, args) == text
+
+
+def test_the_no_tools_filter_folds_results_into_the_answer() -> None:
+    assert [(i, t) for i, _, t in shown("no-tools")][2:5] == [
+        ("u2", "user: run it"),
+        ("a2", "assistant: [tools: bash, read]"),
+        ("u3", "user: first try"),
+    ]
+    assert "r2" not in [i for i, _, _ in shown("no-tools")]
+
+
+def test_the_all_filter_shows_settings_and_label_entries() -> None:
+    rows = tree_rows(forked(), PATH, {"u4": "good one"}, mode="all")
+    assert [(r.id, r.text) for r in rows if r.id in ("s", "r2", "l1")] == [
+        ("s", "[thinking: high]"),
+        ("r2", "[bash]"),
+        ("l1", "[label: good one]"),
+    ]
+    assert rows[-1].id == "l1" and rows[-1].current  # the leaf itself is a row now
+
+
+def test_the_user_and_labelled_filters() -> None:
+    assert shown("user-only") == [
+        ("u1", "", "user: hello there"),
+        ("u2", "", "user: run it"),
+        ("u3", "├─ ", "user: first try"),
+        ("u4", "└─ ", "user: second try"),
+    ]
+    rows = tree_rows(forked(), PATH, {"u4": "good one", "a1": "hi"}, mode="labeled-only")
+    assert [(r.id, r.prefix) for r in rows] == [("a1", ""), ("u4", "")]
+    assert rows[1].current  # the nearest shown entry on the active path
+    assert FILTERS == ("default", "no-tools", "user-only", "labeled-only", "all")  # Ctrl-O's order
+
+
+def test_folding_a_branch_hides_what_is_below_it() -> None:
+    rows = {r.id: r for r in tree_rows(forked(), PATH, mode="default")}
+    assert rows["u1"].foldable  # a root with rows below
+    assert rows["u4"].foldable and not rows["u3"].foldable  # u3 has nothing below it
+    assert not rows["a1"].foldable  # inside a straight line: not a branch start
+    assert [i for i, _, _ in shown("default", ("u4",))] == ["u1", "a1", "u2", "r2", "u3", "u4"]
+    folded = {r.id: r for r in tree_rows(forked(), PATH, mode="default", folded=("u4",))}
+    assert folded["u4"].folded and row_line(folded["u4"], 40) == "• └⊞ user: second try"
+    assert [i for i, _, _ in shown("default", ("u1",))] == ["u1"]
+    assert (
+        row_line(tree_rows(forked(), PATH, mode="default", folded=("u1",))[0], 40) == "• ⊞ user: hello there"
+    )
+    assert shown("default", ("a1",)) == shown("default")  # not a branch start: nothing to fold
+
+
+def test_branch_jumps_go_to_segment_starts() -> None:
+    """Ctrl-Left/Right with nothing to fold: up to the start of the branch the cursor is in (or
+    the one above), down along first children to the next fork's first branch or the end."""
+    entries = [
+        message("u1", None, "user", "root"),
+        message("a", "u1", "assistant", "A"),
+        message("b", "u1", "assistant", "B"),
+        message("a1", "a", "user", "A1"),
+        message("a2", "a", "user", "A2"),
+        message("a3", "a2", "assistant", "A3"),
+    ]
+    rows = tree_rows(entries, ["u1", "b"])
+    index = {r.id: n for n, r in enumerate(rows)}
+    assert [r.id for r in rows] == ["u1", "a", "a1", "a2", "a3", "b"]
+    assert branch_jump(rows, index["a3"], -1) == index["a2"]
+    assert branch_jump(rows, index["a2"], -1) == index["a"]
+    assert branch_jump(rows, index["a"], -1) == index["u1"]
+    assert branch_jump(rows, index["u1"], 1) == index["a"]
+    assert branch_jump(rows, index["a"], 1) == index["a1"]
+    assert branch_jump(rows, index["a2"], 1) == index["a3"]  # the branch's end
+
+
+def test_a_filter_keeps_the_cursor_on_the_nearest_shown_entry() -> None:
+    source = TreeSource(forked(), PATH, {"u4": "good one"})
+    rows = source.rows("user-only")
+    assert source.nearest("a4", rows) == "u4" and source.nearest("u3", rows) == "u3"
+    assert source.nearest("s", rows) is None
+
+
+def test_every_filter_is_one_pass_on_a_long_session() -> None:
+    entries: list[dict[str, Any]] = []
+    parent: str | None = None
+    for i in range(3000):
+        entries.append(message(f"e{i}", parent, "user" if i % 2 == 0 else "assistant", f"n{i}"))
+        parent = f"e{i}"
+    for mode in FILTERS:
+        rows = tree_rows(
+            entries, [e["id"] for e in entries], {"e0": "a", "e2": "b"}, mode=mode, folded=("e0",)
+        )
+        assert [r.id for r in rows] == ["e0"] and rows[0].folded
+
+
 def test_a_very_deep_session_needs_no_recursion() -> None:
     entries = [message(f"e{i}", f"e{i - 1}" if i else None, "user", f"n{i}") for i in range(5000)]
     rows = tree_rows(entries, [e["id"] for e in entries])
@@ -170,7 +320,7 @@ def test_rows_fit_the_width_and_keep_the_here_mark() -> None:
             assert cell_len(line) <= width
             if row.current:
                 assert line.endswith(HERE if width >= 2 * cell_len(HERE) else " ←")
-    assert row_line(rows[5], 80) == "• └─ user: second try (good one)"
+    assert row_line(rows[5], 80) == "• └⊟ user: second try (good one)"  # pi's mark: it can be folded
 
 
 @given(st.text(alphabet="ab漢字é🙂 ", max_size=40), st.integers(min_value=0, max_value=30))
@@ -249,3 +399,48 @@ def test_session_rows_on_a_real_session(tmp_path: Path) -> None:
         text = render_tree(session)
         assert f"* {first}  user: one" in text and "└─ user: two  <- you are here" in text
         session.close()
+
+
+async def navigator_keys(keys: str, bindings: Bindings = DEFAULTS) -> object:
+    """What the navigator returns after ``keys`` (typed into a pipe) end with Shift-L, which
+    hands back the row under the cursor and the filter in use."""
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from tether.cli.screens import pick_tree_row
+
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(keys + "L")
+        return await asyncio.wait_for(
+            pick_tree_row(TreeSource(forked(), PATH, {"u1": "start"}), color=False, bindings=bindings), 10
+        )
+
+
+async def test_the_navigator_filter_and_fold_keys() -> None:
+    """pi's keys, end to end through prompt-toolkit: Ctrl-A toggles ``all``, Ctrl-O cycles on
+    from there, Ctrl-D is the default; Ctrl-Left on the last prompt's branch folds it and the
+    cursor stays; Ctrl-Left again goes up to the start of the conversation."""
+    ctrl_left, ctrl_right = "\x1b[1;5D", "\x1b[1;5C"
+    cases = {
+        "": ("a4", "default"),  # the current entry
+        "\x01": ("a4", "all"),  # Ctrl-A: the cursor stays where it was
+        "\x01\x01": ("a4", "default"),  # toggled back
+        "\x01\x0f": ("a4", "default"),  # Ctrl-O after all: default again
+        "\x0f\x0f": ("u4", "user-only"),  # default → no-tools → user-only: a4's prompt
+        "\x14": ("a4", "no-tools"),  # Ctrl-T
+        "\x15\x04": ("u4", "default"),  # Ctrl-U then Ctrl-D: the cursor stays on the prompt
+        "\x0c": ("u1", "labeled-only"),  # the nearest labelled entry above
+        "\x1b[A" + ctrl_left: ("u4", "default"),  # on u4: folds it
+        "\x1b[A" + ctrl_left + ctrl_left: ("u1", "default"),  # folded already: up to the start
+        "\x1b[A" + ctrl_left + ctrl_right + "\x1b[B": ("a4", "default"),  # unfolded: a4 is back
+    }
+    for keys, (row, mode) in cases.items():
+        result = await navigator_keys(keys)
+        assert isinstance(result, EditLabel), (keys, result)
+        assert (result.row.id, result.mode) == (row, mode), keys
+    rebound = Bindings(
+        {**DEFAULTS.keys, "app.tree.filter.all": ("ctrl+b",), "app.tree.editLabel": ("shift+l",)}
+    )
+    result = await navigator_keys("\x02", rebound)
+    assert isinstance(result, EditLabel) and result.mode == "all"

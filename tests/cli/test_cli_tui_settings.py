@@ -364,7 +364,7 @@ def test_tree_label_editing_is_stored_as_pi_stores_labels(cli: CliEnv) -> None:
         terminal.send("Escape")  # clears the search
         terminal.wait_for(lambda s: "search: number" not in s)
         terminal.send("C-l")  # labelled entries only
-        screen = terminal.wait_for("only labelled")
+        screen = terminal.wait_for("1/1 [labeled-only]")
         assert "question number 0" in screen and "question number 1" not in screen
         terminal.send("Escape")
         terminal.wait_for(lambda s: not terminal.full_screen() and ready(s))

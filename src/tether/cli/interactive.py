@@ -390,6 +390,9 @@ class InteractiveApp:
             self._app.style = theme.toolkit_style()
         self._revision += 1  # drawn anew when the live area is next (after a full-screen view)
 
+    def bindings(self) -> Bindings:
+        return self._bindings
+
     def rows(self) -> int:
         if self._app is not None:
             with contextlib.suppress(Exception):

@@ -16,7 +16,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import AnyFormattedText
 from prompt_toolkit.layout import ConditionalContainer, FormattedTextControl, Window
 
-from tether.cli.keybindings import Bindings, UnsendableKeyError, to_prompt_toolkit
+from tether.cli.keybindings import BY_NAME, Bindings, UnsendableKeyError, to_prompt_toolkit
 
 if TYPE_CHECKING:
     from tether.session.extensions.api import ExtensionShortcut, WidgetPlacement
@@ -88,7 +88,12 @@ def shortcut_keys(
     """The prompt-toolkit keys of the extensions' shortcuts. One the terminal cannot send, one
     tether's own actions use (``keybindings.json``), or one an extension before took is left out
     and reported in one line each: an extension must not take Enter or Ctrl-C from the user."""
-    taken = {tuple(sequence) for action in bindings.keys for sequence in bindings.for_action(action)}
+    taken = {
+        tuple(sequence)
+        for action in bindings.keys
+        if not BY_NAME[action].view  # a view's keys apply in the view alone
+        for sequence in bindings.for_action(action)
+    }
     found: list[tuple[tuple[str, ...], ExtensionShortcut]] = []
     for shortcut in shortcuts:
         try:

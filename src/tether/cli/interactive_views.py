@@ -22,12 +22,13 @@ from prompt_toolkit.output import Output
 
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens, themes
+from tether.cli.keybindings import Bindings
 from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
 from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
 from tether.session.stats import SessionRow
-from tether.session.tree_view import BranchChoice, TreeRow, branch_choice, leaves_something, session_rows
+from tether.session.tree_view import BranchChoice, TreeRow, TreeSource, branch_choice, leaves_something
 from tether.store import SessionError
 from tether.wire import AgentMessage
 
@@ -49,6 +50,10 @@ class Screen(Protocol):
 
     def rows(self) -> int:
         """The terminal's height."""
+        ...
+
+    def bindings(self) -> Bindings:
+        """The keys in use (``keybindings.json`` applied)."""
         ...
 
     def full_screen(self) -> AbstractAsyncContextManager[None]:
@@ -376,20 +381,23 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     behind) the summary question. Esc on the question returns to the tree; Esc on the tree ends
     with nothing changed (``None``)."""
     painter = ui.painter()
-    rows = session_rows(session)
-    if not rows:
+    source = TreeSource.of(session)
+    if not source.entries:
         ui.say(painter.styled("(the session is empty)", "muted"))
         return None
     start: str | None = None
     search = ""
+    mode = "default"  # pi's treeFilterMode default
     async with ui.full_screen():
         while True:
-            row = await screens.pick_tree_row(rows, start=start, search=search, color=ui.color)
+            row = await screens.pick_tree_row(
+                source, start=start, search=search, mode=mode, color=ui.color, bindings=ui.bindings()
+            )
             search = ""
             if isinstance(row, screens.EditLabel):
-                start, search = row.row.id, row.search
+                start, search, mode = row.row.id, row.search, row.mode
                 if await _edit_label(ui, session, row.row):
-                    rows = session_rows(session)
+                    source = TreeSource.of(session)
                 continue
             if row is None:
                 ui.say(painter.styled("tree: cancelled, nothing changed", "muted"))

@@ -3,7 +3,7 @@
 The action names and the key syntax are pi's (``app.model.select``, ``"ctrl+l"``), so a pi user's
 file mostly carries over: ``keybindings.json`` in the config folder maps an action to one key or
 a list of keys (``[]`` unbinds it). As in pi, what can be used is applied and the rest is named
-in one warning line: an action tether does not have (pi has editor and tree actions tether leaves
+in one warning line: an action tether does not have (pi has editor and selector actions tether leaves
 to prompt-toolkit) is skipped, an entry with a key the terminal cannot send keeps its default
 keys. Only a file that is not a JSON object at all leaves every default.
 
@@ -53,6 +53,9 @@ class Action:
     keys: tuple[str, ...]
     """Default keys, in pi's syntax."""
     summary: str
+    view: str = ""
+    """The full-screen view the action belongs to (``"tree"``), or ``""`` for the input box:
+    a view's keys are not taken from extensions' shortcuts, which apply at the input box."""
 
 
 ACTIONS: tuple[Action, ...] = (
@@ -79,6 +82,22 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.session.fork", (), "fork from one of your messages (like /fork)"),
     Action("app.session.resume", (), "open the session picker (like /resume)"),
     Action("app.session.tree", (), "open the tree navigator (like /tree)"),
+    # pi's /tree keys. Alt+Left/Right (pi's second keys) are left out: the navigator takes Esc at
+    # once, so Alt+key would never arrive; Shift+Ctrl+O is a key terminals do not send.
+    Action("app.tree.foldOrUp", ("ctrl+left",), "in /tree: fold the branch, or go up to its start", "tree"),
+    Action("app.tree.unfoldOrDown", ("ctrl+right",), "in /tree: unfold, or go down to the next fork", "tree"),
+    Action("app.tree.editLabel", ("shift+l",), "in /tree: edit the entry's label", "tree"),
+    Action(
+        "app.tree.filter.default", ("ctrl+d",), "in /tree: the default view (no settings entries)", "tree"
+    ),
+    Action("app.tree.filter.noTools", ("ctrl+t",), "in /tree: hide tool results (again: default)", "tree"),
+    Action("app.tree.filter.userOnly", ("ctrl+u",), "in /tree: only your messages (again: default)", "tree"),
+    Action(
+        "app.tree.filter.labeledOnly", ("ctrl+l",), "in /tree: only labelled entries (again: default)", "tree"
+    ),
+    Action("app.tree.filter.all", ("ctrl+a",), "in /tree: every entry (again: default)", "tree"),
+    Action("app.tree.filter.cycleForward", ("ctrl+o",), "in /tree: the next filter", "tree"),
+    Action("app.tree.filter.cycleBackward", (), "in /tree: the previous filter", "tree"),
 )
 BY_NAME: dict[str, Action] = {a.name: a for a in ACTIONS}
 

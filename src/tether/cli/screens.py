@@ -23,6 +23,7 @@ from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.input import Input
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
 from prompt_toolkit.layout import Container, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl, UIContent, UIControl
 from prompt_toolkit.layout.layout import FocusableElement
@@ -31,7 +32,8 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
-from tether.session.tree_view import HERE, TreeRow, fit, row_line
+from tether.cli.keybindings import DEFAULTS, Bindings
+from tether.session.tree_view import FILTERS, HERE, TreeRow, TreeSource, branch_jump, fit, row_line
 
 STYLE = Style.from_dict(
     {
@@ -344,28 +346,52 @@ class EditLabel:
     row: TreeRow
     search: str
     """What was typed in the search line, to come back to."""
+    mode: str = "default"
+    """The filter in use, to come back to."""
+
+
+FILTER_ACTIONS = {
+    "app.tree.filter.default": "default",
+    "app.tree.filter.noTools": "no-tools",
+    "app.tree.filter.userOnly": "user-only",
+    "app.tree.filter.labeledOnly": "labeled-only",
+    "app.tree.filter.all": "all",
+}
+"""pi's filter actions; each but the default toggles its filter and the default view."""
 
 
 async def pick_tree_row(
-    rows: Sequence[TreeRow], *, start: str | None = None, search: str = "", color: bool
+    source: TreeSource,
+    *,
+    start: str | None = None,
+    search: str = "",
+    mode: str = "default",
+    color: bool,
+    bindings: Bindings = DEFAULTS,
 ) -> TreeRow | EditLabel | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
     Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``).
     Typing searches (every word typed must appear in a row's text or label, case ignored: type
-    it in lower case, as L is taken; q is then text, Esc clears the search first); Ctrl-U shows
-    only your messages and Ctrl-L only labelled entries (pi's filters), each toggled."""
+    it in lower case, as L is taken; q is then text, Esc clears the search first). pi's filters:
+    Ctrl-D the default view, Ctrl-T no tool results, Ctrl-U only your messages, Ctrl-L only
+    labelled entries, Ctrl-A everything (each but Ctrl-D toggles back to the default), Ctrl-O
+    cycles through them; Ctrl-Left folds the branch under the cursor (or goes up to the start
+    of its branch), Ctrl-Right unfolds it (or goes down to the next fork). A filter, a fold or
+    a search clears the folds, as in pi. Rows are rebuilt only on a filter or a fold. The keys
+    are those ``bindings`` (``keybindings.json``) give pi's ``app.tree.*`` actions."""
     query = Buffer(multiline=False, document=Document(search, len(search)))
-    filters: dict[str, bool] = {"user": False, "labelled": False}
+    state = {"mode": mode}
+    folded: set[str] = set()
+    rows: list[TreeRow] = source.rows(mode)
     shown: list[int] = []
     view = Viewport(count=len(rows), cursor=0)
 
     def refresh(keep: str | None) -> None:
+        words = query.text.lower().split()
         shown[:] = [
             i
             for i, row in enumerate(rows)
-            if all(word in f"{row.text} {row.label or ''}".lower() for word in query.text.lower().split())
-            and (not filters["user"] or row.kind == "user")
-            and (not filters["labelled"] or row.label)
+            if all(word in f"{row.text} {row.label or ''}".lower() for word in words)
         ]
         view.count = len(shown)
         at = next((n for n, i in enumerate(shown) if rows[i].id == keep), None)
@@ -375,6 +401,10 @@ async def pick_tree_row(
         view.top = max(0, view.cursor - 5)
         view.move(0)
 
+    def rebuild(keep: str | None) -> None:
+        rows[:] = source.rows(state["mode"], folded)
+        refresh(source.nearest(keep, rows))
+
     def selected() -> TreeRow | None:
         cursor = view.cursor
         return rows[shown[cursor]] if cursor is not None and 0 <= cursor < len(shown) else None
@@ -382,7 +412,12 @@ async def pick_tree_row(
     refresh(start)
 
     def searched(_buffer: Buffer) -> None:
-        refresh(row.id if (row := selected()) else None)
+        row = selected()
+        if folded:
+            folded.clear()
+            rebuild(row.id if row else None)
+        else:
+            refresh(row.id if row else None)
 
     query.on_text_changed += searched
 
@@ -406,11 +441,19 @@ async def pick_tree_row(
     def _pick(event: KeyPressEvent) -> None:
         event.app.exit(result=selected())
 
-    @keys.add("L")
+    def bind(action: str) -> Callable[[KeyHandler], KeyHandler]:
+        def register(handler: KeyHandler) -> KeyHandler:
+            for sequence in bindings.for_action(action):
+                keys.add(*sequence)(handler)
+            return handler
+
+        return register
+
+    @bind("app.tree.editLabel")
     def _label(event: KeyPressEvent) -> None:
         row = selected()
         if row is not None:
-            event.app.exit(result=EditLabel(row, query.text))
+            event.app.exit(result=EditLabel(row, query.text, state["mode"]))
 
     @keys.add("escape", eager=True, filter=searching)
     def _clear(event: KeyPressEvent) -> None:
@@ -422,23 +465,58 @@ async def pick_tree_row(
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=None)
 
-    for key, name in (("c-u", "user"), ("c-l", "labelled")):
+    def set_mode(new: str) -> None:
+        row = selected()
+        state["mode"] = new
+        folded.clear()
+        rebuild(row.id if row else None)
 
-        @keys.add(key)
-        def _toggle(event: KeyPressEvent, name: str = name) -> None:
-            filters[name] = not filters[name]
-            refresh(row.id if (row := selected()) else None)
+    for action, name in FILTER_ACTIONS.items():
+
+        @bind(action)
+        def _filter(event: KeyPressEvent, name: str = name) -> None:
+            set_mode("default" if state["mode"] == name or name == "default" else name)
+
+    for action, step in (("app.tree.filter.cycleForward", 1), ("app.tree.filter.cycleBackward", -1)):
+
+        @bind(action)
+        def _cycle(event: KeyPressEvent, step: int = step) -> None:
+            set_mode(FILTERS[(FILTERS.index(state["mode"]) + step) % len(FILTERS)])
+
+    @bind("app.tree.foldOrUp")
+    def _fold_or_up(event: KeyPressEvent) -> None:
+        row = selected()
+        if row is None:
+            return
+        if row.foldable and not row.folded:
+            folded.add(row.id)
+            rebuild(row.id)
+        elif view.cursor is not None:
+            target = branch_jump(rows, shown[view.cursor], -1)
+            if target in shown:
+                view.move(shown.index(target) - view.cursor)
+
+    @bind("app.tree.unfoldOrDown")
+    def _unfold_or_down(event: KeyPressEvent) -> None:
+        row = selected()
+        if row is None:
+            return
+        if row.folded:
+            folded.discard(row.id)
+            rebuild(row.id)
+        elif view.cursor is not None:
+            target = branch_jump(rows, shown[view.cursor], 1)
+            if target in shown:
+                view.move(shown.index(target) - view.cursor)
 
     def footer() -> str:
         row = selected()
-        on = [name for name, value in filters.items() if value]
-        only = f" · only {' and '.join(on)}" if on else ""
         return (
-            f"{len(shown)}/{len(rows)}{only} · ^U yours ^L labelled · L label · Enter branch here · Esc cancel · "
+            f"{len(shown)}/{len(rows)} [{state['mode']}] · Enter branch here · Esc cancel · "
             f"entry {row.id if row else '-'}"
         )
 
-    title = f"Session tree · {len(rows)} entries · • marks the active path"
+    title = "Session tree · • active path · ^D ^T ^U ^L ^A filter, ^O cycle · ^← ^→ fold · L label"
     search_line = VSplit(
         [
             Window(FormattedTextControl("search: "), width=8, dont_extend_width=True),

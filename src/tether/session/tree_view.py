@@ -1,17 +1,22 @@
 """``/tree``: the session's entry tree as rows, for the text listing and the interactive navigator.
 
-Only entries a person navigates by are shown (prompts, answers with their tool names, summaries,
-compactions, ``!``/``$`` runs); tool results, settings changes and labels fold into their
-neighbours (a label is shown beside the entry it names). The tree is drawn the way pi does it:
-a straight conversation stays in one column and only a fork indents, with ``├─``/``└─``
-connectors, so a long session does not drift off the right edge.
+Which entries become rows is pi's tree filter (``FILTERS``): ``default`` hides only settings
+entries (model and thinking changes, labels, titles, custom data), so tool results are rows of
+their own; ``no-tools`` also folds tool results into the answer that called them
+(``[tools: read]``); ``user-only`` and ``labeled-only`` are what they say; ``all`` hides nothing.
+As in pi, an answer that only called tools is left out where its results are rows. Hidden
+entries lift their children to the nearest shown ancestor; a label is shown beside the entry it
+names. The tree is drawn the way pi does it: a straight conversation stays in one column and only
+a fork indents, with ``├─``/``└─`` connectors, so a long session does not drift off the right
+edge. A branch can be folded (pi's fold): its start shows ``⊞`` and nothing below it is a row.
 
 Everything here is pure (entries in, rows and decisions out), so it is tested without a terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -20,6 +25,11 @@ from rich.cells import cell_len
 from tether.session import Session
 
 SHOWN = ("user", "assistant", "branchSummary", "compactionSummary", "bashExecution", "pythonExecution")
+"""Message roles the ``no-tools`` view (and the text listing) shows."""
+FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
+"""pi's tree filter modes, in the order Ctrl-O cycles through them."""
+ROW_TYPES = ("message", "compaction", "branch_summary", "custom_message")
+"""Entry types that are conversation; every other type is a settings entry, a row only in ``all``."""
 TEXT_LIMIT = 300
 """Characters of an entry's text kept in a row (the screen cuts it further to its width)."""
 HERE = "  ← you are here"
@@ -46,6 +56,11 @@ class TreeRow:
     label: str | None = None
     prompt: str | None = None
     """The whole text of a user prompt (to put back in the input box)."""
+    up: int | None = None
+    """The index of the row of the nearest shown ancestor (``None`` for a root)."""
+    foldable: bool = False
+    """The start of a branch (a root, or one of several children) with rows below it."""
+    folded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,25 +73,40 @@ class BranchChoice:
 
 
 def describe(entry: dict[str, Any], limit: int = 70) -> str | None:
-    """One line for an entry, or ``None`` to leave it out."""
+    """One line for an entry in the ``no-tools`` view, or ``None`` to leave it out."""
+    return entry_text(entry, limit, {}) if _no_tools_row(entry) else None
+
+
+def _no_tools_row(entry: dict[str, Any]) -> bool:
+    kind = entry.get("type")
+    if kind in ("compaction", "branch_summary"):
+        return True
+    return kind == "message" and cast(dict[str, Any], entry.get("message") or {}).get("role") in SHOWN
+
+
+def entry_text(entry: dict[str, Any], limit: int, calls: dict[str, dict[str, Any]]) -> str:
+    """One line for any entry; ``calls`` (tool call id → call) names what a tool result answers."""
     kind = entry.get("type")
     if kind == "compaction":
         return f"[compaction] {_one_line(str(entry.get('summary', '')), limit - 13)}"
     if kind == "branch_summary":
         return f"[branch summary] {_one_line(str(entry.get('summary', '')), limit - 17)}"
     if kind != "message":
-        return None
+        return _setting_text(entry, limit)
     message = cast(dict[str, Any], entry.get("message") or {})
     role = message.get("role")
-    if role not in SHOWN:
-        return None
+    if role == "toolResult":
+        call = calls.get(str(message.get("toolCallId")))
+        if call is None:
+            return f"[{message.get('toolName') or 'tool'}]"
+        return tool_call_text(str(call.get("name")), cast(dict[str, Any], call.get("arguments") or {}))
     if role == "user":
         return f"user: {_text(message.get('content'), limit)}"
     if role == "assistant":
         blocks = cast(list[dict[str, Any]], message.get("content") or [])
-        calls = [b.get("name", "?") for b in blocks if b.get("type") == "toolCall"]
+        names = [b.get("name", "?") for b in blocks if b.get("type") == "toolCall"]
         text = _text(blocks, limit)
-        tools = f"[tools: {', '.join(calls)}]" if calls else ""
+        tools = f"[tools: {', '.join(names)}]" if names else ""
         return "assistant: " + (" ".join(p for p in (text, tools) if p) or "(empty)")
     if role == "bashExecution":
         return f"!{_one_line(str(message.get('command', '')), limit)}"
@@ -85,18 +115,109 @@ def describe(entry: dict[str, Any], limit: int = 70) -> str | None:
     return f"[{role}]"
 
 
+def tool_call_text(name: str, args: dict[str, Any]) -> str:
+    """A tool result's row: the call it answers, as pi writes it (``[read: src/a.py:10-29]``)."""
+    path = str(args.get("path") or args.get("file_path") or "")
+    if name == "read":
+        offset, limit = args.get("offset"), args.get("limit")
+        start = offset if isinstance(offset, int) else 1
+        lines = "" if offset is None and limit is None else f":{start}"
+        if isinstance(limit, int) and lines:
+            lines += f"-{start + limit - 1}"
+        return f"[read: {path}{lines}]"
+    if name in ("write", "edit"):
+        return f"[{name}: {path}]"
+    if name == "bash":
+        command = " ".join(str(args.get("command") or "").split())
+        return f"[bash: {command[:50]}{'...' if len(command) > 50 else ''}]"
+    if name == "grep":
+        return f"[grep: /{args.get('pattern') or ''}/ in {args.get('path') or '.'}]"
+    if name == "find":
+        return f"[find: {args.get('pattern') or ''} in {args.get('path') or '.'}]"
+    if name == "ls":
+        return f"[ls: {args.get('path') or '.'}]"
+    dumped = json.dumps(args)
+    return f"[{name}: {dumped[:40]}{'...' if len(dumped) > 40 else ''}]"
+
+
+def _setting_text(entry: dict[str, Any], limit: int) -> str:
+    kind = str(entry.get("type"))
+    if kind == "model_change":
+        return f"[model: {entry.get('modelId')}]"
+    if kind == "thinking_level_change":
+        return f"[thinking: {entry.get('thinkingLevel')}]"
+    if kind == "service_tier_change":
+        return f"[service tier: {entry.get('serviceTier') or 'default'}]"
+    if kind == "system_prompt_change":
+        return f"[system prompt: {_one_line(str(entry.get('systemPrompt', '')), limit - 16)}]"
+    if kind == "label":
+        return f"[label: {entry.get('label') or '(cleared)'}]"
+    if kind == "session_info":
+        return f"[title: {entry.get('name') or 'empty'}]"
+    if kind == "custom":
+        return f"[custom: {entry.get('customType')}]"
+    if kind == "custom_message":
+        content = entry.get("content")
+        return f"[{entry.get('customType')}]: {_text(content, limit)}"
+    return f"[{kind}]"
+
+
+def _shown(entry: dict[str, Any], mode: str, *, labelled: bool, leaf: bool) -> bool:
+    """pi's filter: whether ``entry`` is a row in view ``mode``."""
+    kind = entry.get("type")
+    message = cast(dict[str, Any], entry.get("message") or {})
+    role = message.get("role") if kind == "message" else None
+    if mode == "no-tools":
+        return _no_tools_row(entry)
+    if mode == "user-only":
+        return role == "user"
+    if role == "assistant" and not leaf and _only_tool_calls(message):
+        return False  # its tool results stand for it
+    if mode == "labeled-only":
+        return labelled
+    return mode == "all" or kind in ROW_TYPES
+
+
+def _only_tool_calls(message: dict[str, Any]) -> bool:
+    """An answer with no text that ended normally (pi keeps errors and aborts as rows)."""
+    if message.get("stopReason") not in (None, "stop", "toolUse"):
+        return False
+    return not _full_text(message.get("content")).strip()
+
+
 def tree_rows(
-    entries: Sequence[dict[str, Any]], active_path: Iterable[str], labels: dict[str, str] | None = None
+    entries: Sequence[dict[str, Any]],
+    active_path: Iterable[str],
+    labels: dict[str, str] | None = None,
+    *,
+    mode: str = "no-tools",
+    folded: Collection[str] = (),
 ) -> list[TreeRow]:
     """Flatten the entry tree into display rows, depth first, children in append order.
 
-    ``active_path`` is the ids from the root to the leaf. Hidden entries are skipped but their
-    children are not: a fork below a tool result is still a fork.
+    ``active_path`` is the ids from the root to the leaf; ``mode`` is one of ``FILTERS``;
+    ``folded`` are branch starts whose rows below are left out. Hidden entries are skipped but
+    their children are not: a fork below a hidden tool result is still a fork. One pass over
+    the entries, whatever the mode, so a filter key costs the same on any session.
     """
     labels = labels or {}
     path_order = list(active_path)
     on_path = set(path_order)
-    texts = {e["id"]: describe(e, TEXT_LIMIT) for e in entries}
+    leaf = path_order[-1] if path_order else None
+    calls: dict[str, dict[str, Any]] = {}
+    if mode in ("default", "all", "labeled-only"):
+        for entry in entries:
+            message = cast(dict[str, Any], entry.get("message") or {})
+            if entry.get("type") == "message" and message.get("role") == "assistant":
+                for block in cast(list[dict[str, Any]], message.get("content") or []):
+                    if block.get("type") == "toolCall":
+                        calls[str(block.get("id"))] = block
+    texts = {
+        e["id"]: entry_text(e, TEXT_LIMIT, calls)
+        if _shown(e, mode, labelled=e["id"] in labels, leaf=e["id"] == leaf)
+        else None
+        for e in entries
+    }
     current = next((i for i in reversed(path_order) if texts.get(i) is not None), None)
     children: dict[str | None, list[dict[str, Any]]] = {}
     for entry in entries:
@@ -114,26 +235,35 @@ def tree_rows(
         return out
 
     rows: list[TreeRow] = []
-    # (entry, its row's prefix, its children's prefix); a stack, so deep trees need no recursion.
-    stack: list[tuple[dict[str, Any], str, str]] = []
+    # (entry, its row's prefix, its children's prefix, its parent row, starts a branch); a
+    # stack, so deep trees need no recursion.
+    stack: list[tuple[dict[str, Any], str, str, int | None, bool]] = []
 
-    def push_children(parent: str | None, prefix: str) -> None:
-        kids = shown_children(parent)
+    def push_children(parent: str | None, prefix: str, up: int | None, kids: list[dict[str, Any]]) -> None:
         if len(kids) == 1:
-            stack.append((kids[0], prefix, prefix))
+            stack.append((kids[0], prefix, prefix, up, up is None))
             return
         for index in reversed(range(len(kids))):
             last = index == len(kids) - 1
             stack.append(
-                (kids[index], prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  "))
+                (
+                    kids[index],
+                    prefix + ("└─ " if last else "├─ "),
+                    prefix + ("   " if last else "│  "),
+                    up,
+                    True,
+                )
             )
 
-    push_children(None, "")
+    push_children(None, "", None, shown_children(None))
     while stack:
-        entry, row_prefix, child_prefix = stack.pop()
+        entry, row_prefix, child_prefix, up, branch_start = stack.pop()
         entry_id: str = entry["id"]
         message = cast(dict[str, Any], entry.get("message") or {})
         is_user = entry.get("type") == "message" and message.get("role") == "user"
+        kids = shown_children(entry_id)
+        foldable = branch_start and bool(kids)
+        is_folded = foldable and entry_id in folded
         rows.append(
             TreeRow(
                 id=entry_id,
@@ -145,14 +275,66 @@ def tree_rows(
                 current=entry_id == current,
                 label=labels.get(entry_id),
                 prompt=_full_text(message.get("content")) if is_user else None,
+                up=up,
+                foldable=foldable,
+                folded=is_folded,
             )
         )
-        push_children(entry_id, child_prefix)
+        if not is_folded:
+            push_children(entry_id, child_prefix, len(rows) - 1, kids)
     return rows
 
 
-def session_rows(session: Session) -> list[TreeRow]:
-    return tree_rows(session.entries(), [e["id"] for e in session.path()], session.labels())
+def branch_jump(rows: Sequence[TreeRow], index: int, direction: int) -> int:
+    """pi's ``foldOrUp``/``unfoldOrDown`` move when there is nothing to fold: up (``-1``) to the
+    start of the branch segment the row is in (or of the one above when already there); down
+    (``1``) along first children to the first branch of the next fork, or to the branch's end."""
+    if not 0 <= index < len(rows):
+        return index
+    below: dict[int | None, list[int]] = {}
+    for i, row in enumerate(rows):
+        below.setdefault(row.up, []).append(i)
+    at = index
+    if direction > 0:
+        while len(kids := below.get(at, [])) == 1:
+            at = kids[0]
+        return kids[0] if kids else at
+    while (parent := rows[at].up) is not None:
+        if len(below[parent]) > 1 and at < index:
+            return at
+        at = parent
+    return at
+
+
+class TreeSource:
+    """A session's entries read once, for the navigator to draw in any filter and fold."""
+
+    def __init__(
+        self, entries: Sequence[dict[str, Any]], active_path: Sequence[str], labels: dict[str, str]
+    ) -> None:
+        self.entries = entries
+        self.active_path = active_path
+        self.labels = labels
+        self._parents: dict[str, str | None] = {e["id"]: e.get("parentId") for e in entries}
+
+    @classmethod
+    def of(cls, session: Session) -> TreeSource:
+        return cls(session.entries(), [e["id"] for e in session.path()], session.labels())
+
+    def rows(self, mode: str, folded: Collection[str] = ()) -> list[TreeRow]:
+        return tree_rows(self.entries, self.active_path, self.labels, mode=mode, folded=folded)
+
+    def nearest(self, entry_id: str | None, rows: Sequence[TreeRow]) -> str | None:
+        """``entry_id``, or its nearest ancestor that is one of ``rows`` (where the cursor stays
+        when a filter hides its row, as in pi)."""
+        ids = {row.id for row in rows}
+        while entry_id is not None and entry_id not in ids:
+            entry_id = self._parents.get(entry_id)
+        return entry_id
+
+
+def session_rows(session: Session, mode: str = "no-tools", folded: Collection[str] = ()) -> list[TreeRow]:
+    return TreeSource.of(session).rows(mode, folded)
 
 
 def branch_choice(row: TreeRow) -> BranchChoice:
@@ -171,12 +353,18 @@ def leaves_something(old_path: Sequence[dict[str, Any]], new_path: Sequence[dict
 
 
 def row_line(row: TreeRow, width: int) -> str:
-    """The row as one screen line of at most ``width`` cells: path mark, connectors, text,
-    label and the "you are here" mark (cut with ``…`` when too long)."""
+    """The row as one screen line of at most ``width`` cells: path mark, connectors (with pi's
+    ``⊟`` on a branch that can be folded, ``⊞`` on a folded one), text, label and the "you are
+    here" mark (cut with ``…`` when too long)."""
     mark = "•" if row.on_path else " "
     label = f" ({row.label})" if row.label else ""
     here = (HERE if width >= 2 * cell_len(HERE) else " ←") if row.current else ""
-    return fit(fit(f"{mark} {row.prefix}{row.text}{label}", width - cell_len(here)) + here, width)
+    prefix = row.prefix
+    if row.foldable and prefix.endswith("─ "):  # pi's fold mark sits on the connector
+        prefix = prefix[:-2] + ("⊞ " if row.folded else "⊟ ")
+    elif row.folded:
+        prefix += "⊞ "  # a root: no connector to carry it
+    return fit(fit(f"{mark} {prefix}{row.text}{label}", width - cell_len(here)) + here, width)
 
 
 def fit(text: str, width: int) -> str:
