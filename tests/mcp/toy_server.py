@@ -161,7 +161,12 @@ def show(subject: str) -> list[Message]:
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else "stdio"
     if os.environ.get("TOY_PID_DIR"):  # lets a test check that no server outlives its session
-        (Path(os.environ["TOY_PID_DIR"]) / str(os.getpid())).write_text(mode)
+        # Written beside the folder, then renamed in: a test that sees the file can read its mode
+        # (write_text creates it empty first, and a test under load read "" there).
+        pids = Path(os.environ["TOY_PID_DIR"])
+        draft = pids.parent / f".toy-pid-{os.getpid()}"
+        draft.write_text(mode)
+        os.replace(draft, pids / str(os.getpid()))
     sys.stderr.write(f"toy: serving {mode}\n")
     sys.stderr.flush()
     if mode == "collide":
