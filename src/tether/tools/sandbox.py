@@ -93,6 +93,9 @@ class SandboxPolicy:
     allow_hosts: tuple[str, ...] = ()
     """Without ``network``: hosts (``*.example.com`` for subdomains) reachable over HTTP(S)
     through tether's proxy (``tether.tools.sandbox_proxy``)."""
+    escalation_timeout: float = 120.0
+    """Seconds an RPC client has to answer whether a command may run outside the sandbox
+    (``tether.rpc.escalation``); no answer by then is a no."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -127,6 +130,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         pids_max=min(a.pids_max, b.pids_max),
         allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
         mcp=a.mcp or b.mcp,
+        escalation_timeout=min(a.escalation_timeout, b.escalation_timeout),
     )
 
 
