@@ -695,7 +695,8 @@ class RpcServer:
         tether keeps its rule of one response per line (a pi client takes a response it did not
         ask for as an event)."""
         if not self.dialogs.answer(params):
-            raise CommandError(f"no open extension dialog with id {params['id']!r}")
+            hint = "" if self.extension_ui is not None else " (this session has no extensions)"
+            raise CommandError(f"no open extension dialog with id {params['id']!r}{hint}")
         return NO_DATA
 
     def _cmd_get_commands(self, params: dict[str, Any]) -> object:
