@@ -1,7 +1,8 @@
 """A durable worker runs each run's tools in the sandbox of that run's workspace.
 
 A real ``tether worker`` process (SQLite session and run databases) takes a run whose model calls
-``bash`` to write in the workspace, write beside it, and read the session and run databases.
+``bash`` to write in the workspace, write beside it, read the session and run databases, and read
+a file in another session's workspace (hidden without any setting).
 Confined (the default settings, no ``--yes``: sandboxed commands need no approval), only the
 write in the workspace works. Then the same run with ``"sandbox": "off"`` in the user's settings
 (and ``--yes``, since unconfined commands need approval) shows that every attempt was real.
@@ -112,13 +113,17 @@ def test_a_workers_run_is_confined_to_its_workspace(place: Path) -> None:
     database, runs = place / "db" / "sessions.sqlite", place / "db" / "runs.sqlite"
     database.parent.mkdir()
     sessions, system = f"sqlite:///{database}", f"sqlite:///{runs}"
-    with SessionManager.at(sessions):
-        pass  # the file exists before the worker starts, as on any worker's machine
+    sibling = place / "sibling"  # another session's workspace on this worker: hidden, no setting
+    sibling.mkdir()
+    (sibling / "secret.txt").write_text("SIBLING-SECRET")
+    with SessionManager.at(sessions) as manager:  # the file exists before the worker starts
+        manager.create(sibling).close()
     commands = [
         "echo made > made.txt && cat made.txt",
         f"echo escaped > {beside / 'escaped.txt'}",
         f"head -c 15 {database}",
         f"head -c 15 {runs}",
+        f"cat {sibling / 'secret.txt'}",
     ]
     env = {
         **os.environ,
@@ -130,18 +135,20 @@ def test_a_workers_run_is_confined_to_its_workspace(place: Path) -> None:
     }
 
     with Worker(place, env):
-        made, escaped, session_db, run_db = run_once(place, sessions, system)
+        made, escaped, session_db, run_db, other = run_once(place, sessions, system)
     assert not made["isError"] and said(made).strip() == "made"
     assert (workspace / "made.txt").read_text() == "made\n"
     assert escaped["isError"] and "Read-only file system" in said(escaped)
     assert not (beside / "escaped.txt").exists()
     assert SQLITE_HEADER not in said(session_db) and SQLITE_HEADER not in said(run_db)
+    assert other["isError"] and "SIBLING-SECRET" not in said(other)
 
     (home / "config").mkdir(exist_ok=True)
     (home / "config" / "settings.json").write_text(json.dumps({"sandbox": "off"}))
     (workspace / "made.txt").unlink()
     with Worker(place, env, "--yes"):
-        made, escaped, session_db, run_db = run_once(place, sessions, system)
+        made, escaped, session_db, run_db, other = run_once(place, sessions, system)
     assert not made["isError"] and (workspace / "made.txt").exists()
     assert not escaped["isError"] and (beside / "escaped.txt").read_text() == "escaped\n"
     assert said(session_db).startswith(SQLITE_HEADER) and said(run_db).startswith(SQLITE_HEADER)
+    assert not other["isError"] and said(other) == "SIBLING-SECRET"

@@ -58,20 +58,34 @@ def test_a_trusted_projects_settings_only_narrow_the_users_sandbox(tmp_path: Pat
     user = {"sandbox": {"mode": "workspace-write", "allowHosts": ["pypi.org"], "mcp": True}}
     (config / "settings.json").write_text(json.dumps(user))
     wider = {"mode": "off", "network": True, "allowHosts": ["pypi.org", "evil.example"]}
-    wider |= {"pidsMax": DEFAULT_PIDS_MAX * 10, "mcp": False}
+    wider |= {"pidsMax": DEFAULT_PIDS_MAX * 10, "mcp": False, "escalationTimeout": 3600}
     (project / ".tether" / "settings.json").write_text(json.dumps({"sandbox": wider}))
     got = load_settings(config, project, trust_project=True).sandbox
-    assert (got.mode, got.network, got.allow_hosts, got.pids_max, got.mcp) == (
+    assert (got.mode, got.network, got.allow_hosts, got.pids_max, got.mcp, got.escalation_timeout) == (
         "workspace-write",
         False,
         ("pypi.org",),
         DEFAULT_PIDS_MAX,
         True,
+        120,
     )
-    narrower = {"sandbox": {"mode": "read-only", "hide": [str(tmp_path / "private")], "pidsMax": 64}}
-    (project / ".tether" / "settings.json").write_text(json.dumps(narrower))
+    narrower = {"mode": "read-only", "hide": [str(tmp_path / "private")], "pidsMax": 64}
+    narrower |= {"escalationTimeout": 5}
+    (project / ".tether" / "settings.json").write_text(json.dumps({"sandbox": narrower}))
     got = load_settings(config, project).sandbox  # narrowing needs no trust
-    assert (got.mode, got.pids_max) == ("read-only", 64) and tmp_path / "private" in got.hide
+    assert (got.mode, got.pids_max, got.escalation_timeout) == ("read-only", 64, 5)
+    assert tmp_path / "private" in got.hide
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "60", 86401])
+def test_a_bad_escalation_timeout_is_one_line_naming_it(tmp_path: Path, bad: object) -> None:
+    from tether.session.settings import SettingsError, load_settings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"escalationTimeout": bad}}))
+    with pytest.raises(
+        SettingsError, match=r'settings.json: "sandbox.escalationTimeout": expected seconds above 0'
+    ):
+        load_settings(tmp_path, tmp_path)
 
 
 def test_without_bubblewrap_the_session_says_so_in_one_line(

@@ -120,13 +120,19 @@ class RpcServer:
         self._unstarted = 0
         """Command tasks dispatched but not yet begun: later lines must wait behind them."""
         self.shutdown_requested = asyncio.Event()
+        from tether.rpc import escalation
+        from tether.rpc.extension_ui import RpcExtensionUI
+
+        self.dialogs = RpcExtensionUI(write)
+        """Every dialog as ``extension_ui_request`` frames: the extensions' and the question
+        before a command runs outside the sandbox (``tether.rpc.escalation``)."""
         self.extension_ui: RpcExtensionUI | None = None
-        """Extension dialogs as ``extension_ui_request`` frames (only with extensions)."""
+        """``dialogs``, when the session has extensions."""
         host = core.resources.extensions if core.resources is not None else None
         if host is not None:
-            from tether.rpc.extension_ui import RpcExtensionUI
-
-            self.extension_ui = host.ui = RpcExtensionUI(write)
+            self.extension_ui = host.ui = self.dialogs
+        if core.approval is not None:
+            escalation.install(core.approval, self.dialogs)
         core.subscribe(self._on_event)
 
     # -- input -------------------------------------------------------------------------------------
@@ -291,8 +297,7 @@ class RpcServer:
         """Abort the run in progress, if any, and wait until it has ended and been recorded (at
         most ``timeout`` seconds); whether it has."""
         run = self._run
-        if self.extension_ui is not None:
-            self.extension_ui.cancel_all()
+        self.dialogs.cancel_all()
         if run is not None and not run.done():
             self.core.abort()
             await asyncio.wait([run], timeout=timeout)
@@ -379,8 +384,7 @@ class RpcServer:
     async def _cmd_abort(self, params: dict[str, Any]) -> object:
         """Answered once the run has ended, or after ``ABORT_ANSWER_WAIT`` whatever it is stuck
         on (it still ends, and says so with ``agent_end``, when what holds it lets go)."""
-        if self.extension_ui is not None:
-            self.extension_ui.cancel_all()
+        self.dialogs.cancel_all()
         self.core.abort()
         await self.settle(ABORT_ANSWER_WAIT)
         return NO_DATA
@@ -687,14 +691,12 @@ class RpcServer:
         return NO_DATA
 
     def _cmd_extension_ui_response(self, params: dict[str, Any]) -> object:
-        """The answer to an extension dialog. pi answers nothing here; tether keeps its rule of one
-        response per line (a pi client takes a response it did not ask for as an event)."""
-        if self.extension_ui is None:
-            raise CommandError(
-                f"no open extension dialog with id {params['id']!r} (this session has no extensions)"
-            )
-        if not self.extension_ui.answer(params):
-            raise CommandError(f"no open extension dialog with id {params['id']!r}")
+        """The answer to a dialog (an extension's, or an escalation's). pi answers nothing here;
+        tether keeps its rule of one response per line (a pi client takes a response it did not
+        ask for as an event)."""
+        if not self.dialogs.answer(params):
+            hint = "" if self.extension_ui is not None else " (this session has no extensions)"
+            raise CommandError(f"no open extension dialog with id {params['id']!r}{hint}")
         return NO_DATA
 
     def _cmd_get_commands(self, params: dict[str, Any]) -> object:

@@ -28,7 +28,14 @@ from tether.session.settings import Settings
 from tether.session.system_prompt import build_system_prompt
 from tether.tools import Workspace, create_coding_tools
 from tether.tools.approval import ApprovalGate, AskUser
-from tether.tools.sandbox import SandboxMode, SandboxPolicy, missing, secret_paths
+from tether.tools.sandbox import (
+    OTHER_WORKSPACES_MAX,
+    SandboxMode,
+    SandboxPolicy,
+    missing,
+    other_workspaces,
+    secret_paths,
+)
 
 if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.mcp import McpServerConfig, McpServers
@@ -113,14 +120,27 @@ def start_session(
     )
 
 
-def _sandbox(settings: Settings) -> SandboxPolicy:
+def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     """The settings' sandbox, hiding the credentials of the home folder and tether's own files:
     the data folder (the session and run databases with their companion files, history, the
     keys of ``/login``), the databases wherever else they are, and the config files that hold
-    keys or say how commands are confined (``_config_files``)."""
+    keys or say how commands are confined (``_config_files``); and ``others``, the other
+    sessions' workspaces."""
     own = [data_dir(), *_config_files(), *_database_files(settings)]
     policy = settings.sandbox
-    return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide))
+    return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide), other_workspaces=others)
+
+
+def _other_workspaces(
+    sessions: SessionManager | None, cwd: Path, settings: Settings, read_roots: Sequence[Path]
+) -> tuple[Path, ...]:
+    """The workspaces of the store's other sessions, hidden from this one's commands and file
+    tools: one query when the session opens (none with the sandbox off, or without a store:
+    ``--no-session`` opens none). On a durable worker these are the sibling runs' workspaces."""
+    if sessions is None or not settings.sandbox.active:
+        return ()
+    cwds = sessions.workspaces(OTHER_WORKSPACES_MAX * 2)  # room for the ones left visible
+    return other_workspaces(cwds, (cwd, *read_roots), Path.home())
 
 
 def _config_files() -> list[Path]:
@@ -281,44 +301,44 @@ def create_agent_session(
         and not options.models
     ):
         raise SetupError("--api-key needs the model it is for: add --model, --provider or --models")
-    outside = settings.allow_outside if options.allow_outside is None else options.allow_outside
-    skill_folders = resources.skill_folders() if resources is not None else ()
-    workspace = Workspace(
-        cwd,
-        read_roots=skill_folders,
-        allow_outside=outside,
-        env_passthrough=settings.shell_env_passthrough,
-        sandbox=_sandbox(settings),
-    )
-    try:
-        named = iter(create_coding_tools(workspace, names))
-    except ValueError as exc:
-        raise SetupError(str(exc)) from None
-    built = [next(named) if isinstance(t, str) else t for t in chosen]  # in the order given
-    built.extend(extra_tools)
-    host = resources.extensions if resources is not None else None
-    registered = host.mcp_servers() if host is not None else []  # the files' servers win by name
-    if host is not None:
-        built.extend(host.tools())
-        hooks = [*hooks, *host.prompt_hooks()]
-        configured = {c.name for c in mcp_servers if c.enabled}
-        mcp_notes = [
-            *mcp_notes,
-            *(
-                f"MCP server {c.name!r} of an extension: the MCP files' server of that name is kept"
-                for c in registered
-                if c.name in configured
-            ),
-        ]
-    if settings.max_connections:
-        from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
-
-        for name, limit in settings.max_connections.items():
-            set_connection_limit(limit or None, None if name == "*" else name)
     opened_sessions = sessions is None  # a manager given stays the caller's to close
     scope_notes: list[str] = []
     sessions, stored = _open_session(session or SessionChoice(), cwd, sessions)
     try:
+        outside = settings.allow_outside if options.allow_outside is None else options.allow_outside
+        skill_folders = resources.skill_folders() if resources is not None else ()
+        workspace = Workspace(
+            cwd,
+            read_roots=skill_folders,
+            allow_outside=outside,
+            env_passthrough=settings.shell_env_passthrough,
+            sandbox=_sandbox(settings, _other_workspaces(sessions, cwd, settings, skill_folders)),
+        )
+        try:
+            named = iter(create_coding_tools(workspace, names))
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+        built = [next(named) if isinstance(t, str) else t for t in chosen]  # in the order given
+        built.extend(extra_tools)
+        host = resources.extensions if resources is not None else None
+        registered = host.mcp_servers() if host is not None else []  # the files' servers win by name
+        if host is not None:
+            built.extend(host.tools())
+            hooks = [*hooks, *host.prompt_hooks()]
+            configured = {c.name for c in mcp_servers if c.enabled}
+            mcp_notes = [
+                *mcp_notes,
+                *(
+                    f"MCP server {c.name!r} of an extension: the MCP files' server of that name is kept"
+                    for c in registered
+                    if c.name in configured
+                ),
+            ]
+        if settings.max_connections:
+            from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
+
+            for name, limit in settings.max_connections.items():
+                set_connection_limit(limit or None, None if name == "*" else name)
         usable = _no_provider if options.api_key is not None else None  # the key decides nothing
         scope = (
             resolve_scope(options.models, usable=usable)

@@ -94,6 +94,10 @@ class SessionManager:
             kept = [r for r in self.store.list_sessions(where) if r.message_count][:limit]
         return kept
 
+    def workspaces(self, limit: int) -> list[str]:
+        """The folders sessions ran in, most recently used first, at most ``limit``."""
+        return self.store.workspaces(limit)
+
     def open(self, session_id: str, *, readonly: bool = False) -> Session:
         """Open a session at its persisted leaf; writable unless ``readonly``."""
         if readonly:

@@ -368,7 +368,8 @@ _LISTS = {"tools": "tools", "shellEnvPassthrough": "shell_env_passthrough", "ena
 
 
 def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
-    """``"workspace-write"`` (a mode) or ``{"mode", "network", "allowHosts", "hide", "pidsMax", "mcp"}``."""
+    """``"workspace-write"`` (a mode) or ``{"mode", "network", "allowHosts", "hide", "pidsMax", "mcp",
+    "escalationTimeout"}``."""
     modes = ", ".join(SANDBOX_MODES)
     if isinstance(value, str):
         value = {"mode": value}
@@ -408,9 +409,15 @@ def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
             if not isinstance(item, bool):
                 raise SettingsError(f"{where}: expected true or false, got {json.dumps(item)}")
             changes["mcp"] = item
+        elif key == "escalationTimeout":
+            if isinstance(item, bool) or not isinstance(item, int | float) or not 0 < item <= 86400:
+                raise SettingsError(
+                    f"{where}: expected seconds above 0 (at most 86400), got {json.dumps(item)}"
+                )
+            changes["escalation_timeout"] = float(item)
         else:
             raise SettingsError(
-                f"{where}: unknown key (known: mode, network, allowHosts, hide, pidsMax, mcp)"
+                f"{where}: unknown key (known: mode, network, allowHosts, hide, pidsMax, mcp, escalationTimeout)"
             )
     return replace(base, **changes)  # type: ignore[arg-type]
 

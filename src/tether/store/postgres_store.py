@@ -300,6 +300,10 @@ class PostgresStore:
             params.append(limit)
         return self._run(lambda db: [SessionRecord(*row) for row in db.execute(query, params)])
 
+    def workspaces(self, limit: int) -> list[str]:
+        query = "SELECT cwd FROM tether_sessions GROUP BY cwd ORDER BY max(updated) DESC LIMIT %s"
+        return self._run(lambda db: [row[0] for row in db.execute(query, (limit,))])
+
     def delete_session(self, lease: WriterLease) -> None:
         held = self._check(lease)
 

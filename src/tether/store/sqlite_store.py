@@ -230,6 +230,11 @@ class SQLiteStore:
         with self._guarded():
             return [SessionRecord(*row) for row in self._db.execute(sql, params)]
 
+    def workspaces(self, limit: int) -> list[str]:
+        sql = "SELECT cwd FROM sessions GROUP BY cwd ORDER BY max(updated) DESC LIMIT ?"
+        with self._guarded():
+            return [row[0] for row in self._db.execute(sql, (limit,))]
+
     def delete_session(self, lease: WriterLease) -> None:
         self._check(lease)
         with self._guarded(), self._transaction():

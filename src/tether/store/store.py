@@ -132,6 +132,11 @@ class SessionStore(Protocol):
         """Sessions, newest ``updated`` first; only those of ``cwd`` when given."""
         ...
 
+    def workspaces(self, limit: int) -> list[str]:
+        """The distinct ``cwd`` of the sessions, most recently updated first, at most ``limit``:
+        what a confined command must not see of the other sessions (one query)."""
+        ...
+
     def acquire_writer(self, session_id: str) -> WriterLease:
         """Become the session's only writer, or raise ``SessionLockedError`` at once."""
         ...

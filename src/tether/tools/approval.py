@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
-from tether.tools.workspace import Workspace
+from tether.tools.workspace import ALWAYS_ASK_TOOLS, Workspace
 from tether.wire import ToolCall
 
 if TYPE_CHECKING:
@@ -54,6 +54,9 @@ class ApprovalGate:
     allow_tools: tuple[str, ...] = ()
     """Patterns (``allowed_by``) of the tools marked ``needs_approval`` that the user allows
     without asking."""
+    asks_only_escalations: bool = False
+    """``ask`` is for commands to run outside the sandbox only (RPC mode: ``tether.rpc.escalation``);
+    other calls needing approval are refused as when nobody can answer."""
 
     async def __call__(
         self, context: BeforeToolCallContext, signal: AbortSignal | None = None
@@ -69,7 +72,7 @@ class ApprovalGate:
         question = describe_call(call, tool) + self._unconfined_because(call)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
-        if self.ask is None:
+        if self.ask is None or (self.asks_only_escalations and not is_escalation(call)):
             return BeforeToolCallResult(
                 True,
                 f"This call needs the user's approval and nobody can give it here ({question}). "
@@ -92,12 +95,11 @@ class ApprovalGate:
         Front ends warn at start-up only when ``bwrap`` is missing (a cheap look); that it cannot
         make namespaces is known once the first command probed it, and is said here."""
         from tether.tools.sandbox import unavailable
-        from tether.tools.workspace import ALWAYS_ASK_TOOLS
 
         sandbox = self.workspace.sandbox
         if call["name"] not in ALWAYS_ASK_TOOLS or sandbox is None or not sandbox.active:
             return ""
-        if call["arguments"].get("escalate") is True:
+        if is_escalation(call):
             return ""
         reason = unavailable()
         return f" (sandbox unavailable: {reason})" if reason is not None else ""
@@ -107,6 +109,11 @@ class ApprovalGate:
         if call["name"] in self.always_ask or self.workspace.needs_approval(call):
             return True
         return _marked(tool) and not allowed_by(self.allow_tools, call["name"])
+
+
+def is_escalation(call: ToolCall) -> bool:
+    """Whether ``call`` asks to run a command outside the sandbox (``bash`` with ``escalate``)."""
+    return call["name"] in ALWAYS_ASK_TOOLS and call["arguments"].get("escalate") is True
 
 
 TOOL_PATTERN = re.compile(r"^mcp__[A-Za-z0-9_-]+(__\S+)?$")

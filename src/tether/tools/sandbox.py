@@ -7,8 +7,8 @@ confine commands instead, and so do we. A confined command sees:
   (``read-only``), and a private, empty ``/tmp``;
 - **no credentials**: ``~/.ssh``, ``~/.aws``, ``~/.config/gh`` and the like, ``/etc/shadow``, the
   tether home's data (the session database) and its key files are replaced by empty ones, as is
-  anything the user adds (``sandbox.hide``: on a shared worker, the folder of every run's
-  workspace, so a run sees only its own);
+  anything the user adds (``sandbox.hide``); and the **other sessions' workspaces** the session
+  store knows (``other_workspaces``: on a shared worker, a run sees its own workspace only);
 - **no network** unless allowed: its own network namespace, where even ``127.0.0.1`` is its own;
 - its own PID namespace (``/proc`` shows only its processes; when the command ends, everything it
   left running dies with the namespace), no new privileges (setuid binaries do not elevate), no
@@ -93,6 +93,12 @@ class SandboxPolicy:
     allow_hosts: tuple[str, ...] = ()
     """Without ``network``: hosts (``*.example.com`` for subdomains) reachable over HTTP(S)
     through tether's proxy (``tether.tools.sandbox_proxy``)."""
+    other_workspaces: tuple[Path, ...] = ()
+    """The workspaces of the store's other sessions, hidden like ``hide`` (not a setting: the
+    session factory fills it once per session, see ``other_workspaces``)."""
+    escalation_timeout: float = 120.0
+    """Seconds an RPC client has to answer whether a command may run outside the sandbox
+    (``tether.rpc.escalation``); no answer by then is a no."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -127,6 +133,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         pids_max=min(a.pids_max, b.pids_max),
         allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
         mcp=a.mcp or b.mcp,
+        escalation_timeout=min(a.escalation_timeout, b.escalation_timeout),
     )
 
 
@@ -166,6 +173,35 @@ def unavailable() -> str | None:
     return None
 
 
+OTHER_WORKSPACES_MAX = 200
+"""How many of the store's workspaces (the most recently used) are hidden: each is a stat and a
+mount in every confined command, about 2 µs of CPU together (``bench/sandbox_other_workspaces.py``).
+A worker whose runs' workspaces share a folder hides them all with one ``hide`` entry."""
+
+
+def other_workspaces(cwds: Sequence[str], keep: Sequence[Path], home: Path) -> tuple[Path, ...]:
+    """The folders of other sessions (``cwds``: the store's workspaces, newest first) that a
+    confined command and the file tools must not see, resolved. Left visible: the folders in
+    ``keep`` (this workspace, the folders it reads), their ancestors (hiding one would hide the
+    workspace) and what lies inside them (part of this workspace), the home folder and its
+    ancestors (a session run there would otherwise hide nearly everything; its credentials are
+    hidden anyway), and paths that no longer exist."""
+    kept = [Path(os.path.realpath(p)) for p in keep]
+    spared = {
+        Path(os.path.realpath(home)),
+        *(a for k in (home, *kept) for a in Path(os.path.realpath(k)).parents),
+    }
+    found: dict[Path, None] = {}
+    for cwd in cwds:
+        real = Path(os.path.realpath(cwd))
+        if real in spared or any(real.is_relative_to(k) for k in kept) or not real.is_dir():
+            continue
+        found[real] = None
+        if len(found) == OTHER_WORKSPACES_MAX:
+            break
+    return tuple(found)
+
+
 def secret_paths(home: Path, tether_dirs: Sequence[Path] = ()) -> tuple[Path, ...]:
     """The default hidden paths: the home folder's credentials, the system's, tether's own."""
     return (
@@ -186,6 +222,9 @@ class Sandbox:
     """Further folders to show read-only although they may live in ``/tmp`` (bash's spools)."""
     hidden: tuple[Path, ...] = ()
     """Paths replaced by empty ones (``secret_paths`` plus the policy's ``hide``)."""
+    others: tuple[Path, ...] = ()
+    """Other sessions' workspaces, resolved and sifted once per session (``other_workspaces``):
+    each only checked to be a folder still, then emptied (a stat and a mount each)."""
 
     def argv(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> list[str]:
         """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``; with ``proxy`` (the Unix
@@ -214,6 +253,9 @@ class Sandbox:
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
         args += _hiding(self.hidden, keep=self.writable)
+        for folder in map(str, self.others):
+            if os.path.isdir(folder):
+                args += ["--tmpfs", folder]
         args += ["--chdir", str(cwd), "--setenv", "TMPDIR", "/tmp"]
         if proxy is not None:
             from tether.tools.sandbox_proxy import forwarded, proxy_environment

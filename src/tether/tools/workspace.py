@@ -57,6 +57,8 @@ class Workspace:
     hold every secret path (``tether.tools.sandbox.secret_paths``): the file tools refuse them too."""
     _real_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
     _real_read_roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+    _real_hidden: tuple[tuple[Path, str], ...] = field(init=False, repr=False, compare=False)
+    """The sandbox's hidden paths, resolved once, each with what it holds (for the refusal)."""
 
     def __post_init__(self) -> None:
         real = tuple(Path(os.path.realpath(p)) for p in (self.root, *self.extra_roots))
@@ -64,6 +66,14 @@ class Workspace:
         object.__setattr__(
             self, "_real_read_roots", tuple(Path(os.path.realpath(p)) for p in self.read_roots)
         )
+        policy = self.sandbox
+        hidden = (
+            [(Path(os.path.realpath(h)), "holds credentials or session data") for h in policy.hide]
+            + [(h, "is another session's workspace") for h in policy.other_workspaces]
+            if policy is not None and policy.active
+            else []
+        )
+        object.__setattr__(self, "_real_hidden", tuple(hidden))
 
     @property
     def real_root(self) -> Path:
@@ -89,16 +99,12 @@ class Workspace:
 
     def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
         assert self.sandbox is not None
-        hidden = next(
-            (h for h in map(os.path.realpath, self.sandbox.hide) if _within(real, (Path(h),))), None
-        )
+        hidden, holds = next(((h, what) for h, what in self._real_hidden if _within(real, (h,))), (None, ""))
         # allowed only inside a workspace root the hidden folder holds (its siblings stay hidden)
         if hidden is not None and not any(
             root.is_relative_to(hidden) and _within(real, (root,)) for root in self._real_roots
         ):
-            raise PathOutsideWorkspace(
-                f"Path {path!r} is hidden by the sandbox ({hidden} holds credentials or session data)."
-            )
+            raise PathOutsideWorkspace(f"Path {path!r} is hidden by the sandbox ({hidden} {holds}).")
         if not reading and self.sandbox.mode == "read-only":
             raise ToolError(f"Cannot write {path!r}: the sandbox is read-only (--sandbox read-only).")
 
@@ -112,6 +118,7 @@ class Workspace:
             writable=self._real_roots,
             readable=(spools,) if spools is not None else (),
             hidden=self.sandbox.hide,
+            others=self.sandbox.other_workspaces,
         )
 
     def contains(self, real_path: Path) -> bool:
