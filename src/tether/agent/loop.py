@@ -48,11 +48,11 @@ from tether.agent.types import (
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream, StreamingEvent, new_assistant_message
+from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, StreamFn
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
-from tether.wire import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from tether.wire import AgentMessage, AssistantMessage, AssistantStreamingEvent, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
     from tether.agent.hooks import TurnContext
@@ -400,7 +400,7 @@ class _Run:
             raise StepFailed("stream function", exc) from exc
         return response
 
-    def _on_event(self, event: StreamingEvent) -> Awaitable[None] | None:
+    def _on_event(self, event: AssistantStreamingEvent) -> Awaitable[None] | None:
         """One streamed event as ``message_start``/``message_update``: the sink's awaitable.
 
         Called by the stream's ``forward`` for every event but the terminal one; events before

@@ -45,19 +45,9 @@ from typing import Any, cast
 from tether.ai.abort import AbortSignal
 from tether.wire import (
     AssistantErrorEvent,
-    AssistantImageEndEvent,
     AssistantMessage,
     AssistantMessageEvent,
-    AssistantStartEvent,
-    AssistantTextDeltaEvent,
-    AssistantTextEndEvent,
-    AssistantTextStartEvent,
-    AssistantThinkingDeltaEvent,
-    AssistantThinkingEndEvent,
-    AssistantThinkingStartEvent,
-    AssistantToolCallDeltaEvent,
-    AssistantToolCallEndEvent,
-    AssistantToolCallStartEvent,
+    AssistantStreamingEvent,
     ModelInfo,
 )
 
@@ -68,21 +58,6 @@ WAIT = None
 
 Steps = Iterator[AssistantMessageEvent | list[AssistantMessageEvent] | None]
 """A synchronous source: events, lists of events, and ``WAIT``."""
-
-StreamingEvent = (
-    AssistantStartEvent
-    | AssistantTextStartEvent
-    | AssistantTextDeltaEvent
-    | AssistantTextEndEvent
-    | AssistantThinkingStartEvent
-    | AssistantThinkingDeltaEvent
-    | AssistantThinkingEndEvent
-    | AssistantImageEndEvent
-    | AssistantToolCallStartEvent
-    | AssistantToolCallDeltaEvent
-    | AssistantToolCallEndEvent
-)
-"""Every event but the terminal two, each carrying ``partial``: what ``forward`` hands its callback."""
 
 _END: list[AssistantMessageEvent] = []
 """``next``'s answer for a steps source that ended (only ever compared by identity)."""
@@ -218,7 +193,9 @@ class AssistantMessageEventStream:
         self._partial = event["partial"]
         return event
 
-    async def forward(self, handle: Callable[[StreamingEvent], Awaitable[object] | None]) -> AssistantMessage:
+    async def forward(
+        self, handle: Callable[[AssistantStreamingEvent], Awaitable[object] | None]
+    ) -> AssistantMessage:
         """Read the rest of the stream, calling ``handle`` with every event but the terminal one
         and awaiting what it returns (when not ``None``); the final message.
 

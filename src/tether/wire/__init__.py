@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         AssistantMessage as AssistantMessage,
         AssistantMessageEvent as AssistantMessageEvent,
         AssistantStartEvent as AssistantStartEvent,
+        AssistantStreamingEvent as AssistantStreamingEvent,
         AssistantTextDeltaEvent as AssistantTextDeltaEvent,
         AssistantTextEndEvent as AssistantTextEndEvent,
         AssistantTextStartEvent as AssistantTextStartEvent,

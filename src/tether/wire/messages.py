@@ -423,7 +423,7 @@ class AssistantErrorEvent(TypedDict):
     error: AssistantMessage
 
 
-AssistantMessageEvent = Annotated[
+AssistantStreamingEvent = (
     AssistantStartEvent
     | AssistantTextStartEvent
     | AssistantTextDeltaEvent
@@ -435,8 +435,11 @@ AssistantMessageEvent = Annotated[
     | AssistantToolCallStartEvent
     | AssistantToolCallDeltaEvent
     | AssistantToolCallEndEvent
-    | AssistantDoneEvent
-    | AssistantErrorEvent,
+)
+"""Every event but the terminal two (``done``, ``error``): each carries ``partial``."""
+
+AssistantMessageEvent = Annotated[
+    AssistantStreamingEvent | AssistantDoneEvent | AssistantErrorEvent,
     Tag("type"),
     Doc("Streaming update for one assistant message, discriminated by `type`."),
 ]
