@@ -115,15 +115,25 @@ async def until_abort_grace(
     if signal is None:
         return await work
     task = asyncio.ensure_future(work)
-    aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    # One future woken by whichever comes first (the tool's end or the abort), not
+    # ``asyncio.wait``: that builds a waiter, a set and a callback per awaitable on every tool
+    # call of every run with a signal (every ``Agent`` run), for a race decided once.
+    # The abort wakes it one pass of the event loop later, as the tool's end does (and as
+    # ``asyncio.wait`` did both): the order of the calls' ends after an abort is the reference's.
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
 
     def wake(_: object) -> None:
-        if not aborted.done():
-            aborted.set_result(None)
+        if not woken.done():
+            woken.set_result(None)
 
-    remove = signal.add_listener(wake)
+    def on_abort(reason: object) -> None:
+        loop.call_soon(wake, reason)
+
+    task.add_done_callback(wake)
+    remove = signal.add_listener(on_abort)
     try:
-        await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
+        await woken
         if not task.done():
             await asyncio.wait((task,), timeout=ABORT_GRACE)
     except asyncio.CancelledError:
@@ -131,6 +141,7 @@ async def until_abort_grace(
         raise
     finally:
         remove()
+        task.remove_done_callback(wake)
     if task.done():
         return task.result()
     task.cancel()
