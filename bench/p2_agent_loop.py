@@ -16,7 +16,9 @@ over the floor is what tether's loop costs; the floor over the reference is what
 event loop cost on this workload. Tether and the floor run on asyncio, and on uvloop when it is
 installed (``tether[uvloop]``); the reference is pi-agent-core 0.73.1 on the machine's Node and
 1.6 on Node 22 from npm (``bench/reference16``). All CPU time, in interleaved rounds (see
-``ROUNDS``), every ratio taken within a round and printed as its median and spread.
+``ROUNDS``), every ratio taken within a round and printed as its median and spread. Tether also
+runs with an abort signal ("signal" rows): every ``Agent`` run has one, and it costs tether a task
+per tool call, where the reference's signal is a property check.
 
 ``--tracing`` measures tether with OpenTelemetry off and on, side by side, instead of the reference.
 On: the SDK records every span (a batch processor feeding an exporter that drops them) and every
@@ -40,6 +42,7 @@ from typing import Any
 import _p2_floor
 from _summary import record
 from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
+from tether.ai.abort import AbortController
 from tether.telemetry import Instrumentation
 from tether.testing.scripted import ScriptedModel, ScriptedResponse, reply, text, tool_call
 from tether.wire import AgentMessage
@@ -75,7 +78,11 @@ async def no_messages() -> list[AgentMessage]:
     return []
 
 
-async def once(instrumentation: Instrumentation | None = None) -> tuple[int, float, float]:
+async def once(
+    instrumentation: Instrumentation | None = None, *, abortable: bool = False
+) -> tuple[int, float, float]:
+    """One run; ``abortable`` passes an abort signal, as every ``Agent`` run does (the reference
+    passes none: JavaScript's signal costs a property check, tether's a task per tool call)."""
     events = 0
 
     async def emit(event: AgentEvent) -> None:
@@ -93,7 +100,8 @@ async def once(instrumentation: Instrumentation | None = None) -> tuple[int, flo
     context = AgentContext(system_prompt="bench", tools=[ECHO])
     prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": int(time.time() * 1000)}
     cpu_start, start = time.process_time(), time.perf_counter()
-    result = await run_agent_loop([prompt], context, config, emit, None, model)
+    signal = AbortController().signal if abortable else None
+    result = await run_agent_loop([prompt], context, config, emit, signal, model)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if len(result) != 1 + TURNS * (1 + CALLS) + 1:
         raise RuntimeError(f"unexpected result length {len(result)}")
@@ -209,12 +217,14 @@ def _runner(loop: str) -> asyncio.Runner:
     return asyncio.Runner()
 
 
-def python_cpu(loop: str) -> tuple[float, float]:
-    """Tether's and the floor's median CPU seconds over ``PER_ROUND`` runs each, on ``loop``."""
+def python_cpu(loop: str) -> tuple[float, float, float]:
+    """Tether's (without and with an abort signal) and the floor's median CPU seconds over
+    ``PER_ROUND`` runs each, on ``loop``."""
     with _runner(loop) as runner:
         tether = statistics.median(runner.run(once())[2] for _ in range(PER_ROUND))
+        abortable = statistics.median(runner.run(once(abortable=True))[2] for _ in range(PER_ROUND))
         floor = statistics.median(runner.run(floor_once())[2] for _ in range(PER_ROUND))
-    return tether, floor
+    return tether, abortable, floor
 
 
 def loops() -> list[str]:
@@ -240,8 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     cpu: dict[str, list[float]] = {}
     for _ in range(ROUNDS):  # interleaved: every contender once per round
         for loop in loops():
-            tether, floor = python_cpu(loop)
+            tether, abortable, floor = python_cpu(loop)
             cpu.setdefault(f"tether ({loop})", []).append(tether)
+            cpu.setdefault(f"tether, signal ({loop})", []).append(abortable)
             cpu.setdefault(f"Python floor ({loop})", []).append(floor)
         for name, node in refs.items():
             cpu.setdefault(name, []).append(reference_cpu(node, name))
@@ -258,6 +269,15 @@ def main(argv: list[str] | None = None) -> None:
     for loop in loops():
         mine = cpu[f"tether ({loop})"]
         _ratio(f"agent loop CPU, {loop}", mine, cpu[f"Python floor ({loop})"], "P2's Python floor", "<= 1.3")
+        # What an Agent run pays (it always has a signal); the floor watches for no abort.
+        signal = cpu[f"tether, signal ({loop})"]
+        _ratio(
+            f"agent loop CPU with a signal, {loop}",
+            signal,
+            cpu[f"Python floor ({loop})"],
+            "P2's Python floor",
+            "",
+        )
         for name in refs:
             goal = (
                 "<= 1"
