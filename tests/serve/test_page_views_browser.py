@@ -140,14 +140,17 @@ def durable(project: Path) -> DurableConfig:
 
 
 @asynccontextmanager
-async def tether_worker(project: Path, script: Path) -> AsyncGenerator[None]:
+async def tether_worker(project: Path, script: Path) -> AsyncGenerator[Path]:
+    """A real worker; yields the file its stderr goes to, for a failing test to show."""
     command = [sys.executable, "-m", "tether.cli", "worker", "--name", "page-worker", "--yes"]
     command += ["--model", f"scripted:{script}"]
-    process = await asyncio.create_subprocess_exec(
-        *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    log = script.with_suffix(".worker.log")
+    with log.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            *command, cwd=project, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=stderr
+        )
     try:
-        yield
+        yield log
     finally:
         process.terminate()
         async with asyncio.timeout(WAIT_SECONDS):
@@ -216,11 +219,14 @@ async def test_approvals_are_answered_and_durable_runs_submitted_watched_and_can
         await expect(page.locator("#sessions li")).to_have_count(2, timeout=TIMEOUT_MS)
         forked_id = await page.locator("#title").text_content()
         assert forked_id and forked_id != session_id
-        async with tether_worker(project, worker_script):
+        async with tether_worker(project, worker_script) as worker_log:
             await page.fill("#prompt", "run on a worker")
             await page.click("#submit-run")
             ran = rows.filter(has_text="run on a worker")
-            await expect(ran.locator("td.status")).to_have_text("SUCCESS", timeout=60_000)
+            try:
+                await expect(ran.locator("td.status")).to_have_text("SUCCESS", timeout=60_000)
+            except AssertionError as failure:  # say why: a worker that died or never took the run
+                raise AssertionError(f"{failure}\nthe worker said:\n{worker_log.read_text()}") from None
         await expect(ran.locator("td.worker")).to_have_text("page-worker")
         await expect(ran.locator("td.duration")).to_have_text(DURATION)
         await expect(ran.locator("td.tokens")).to_have_text("0 / 0")  # the scripted model reports none
