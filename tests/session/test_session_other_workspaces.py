@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +112,15 @@ def test_what_is_hidden_keeps_the_workspace_its_parents_and_what_it_holds(tmp_pa
     (work / "link").symlink_to(work / "a")
     cwds.append(str(work / "link"))  # the same folder as "a", seen once
     assert other_workspaces(cwds, [work / "mine"], home) == (work / "a", work / "b")
+
+
+def test_sessions_started_in_the_systems_folders_hide_none_of_them(tmp_path: Path) -> None:
+    """A session once run in /usr, /etc or the interpreter's prefix (or a folder inside, or one
+    holding them) must not take them from every confined command: bash itself lives there."""
+    other = tmp_path / "other"
+    other.mkdir()
+    cwds = ["/usr", "/etc", "/usr/lib", "/bin", sys.base_prefix, sys.prefix, str(other)]
+    assert other_workspaces(cwds, [tmp_path / "mine"], tmp_path / "home") == (other,)
 
 
 def test_at_most_the_newest_workspaces_are_hidden(tmp_path: Path) -> None:

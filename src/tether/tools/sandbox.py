@@ -178,6 +178,23 @@ OTHER_WORKSPACES_MAX = 200
 mount in every confined command, about 2 µs of CPU together (``bench/sandbox_other_workspaces.py``).
 A worker whose runs' workspaces share a folder hides them all with one ``hide`` entry."""
 
+SYSTEM_TREES = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/run",
+)
+"""What every confined command needs to run (programs, libraries, configuration, devices): a
+session once started in one of them, or in a folder inside, must not hide it from the others."""
+
 
 def other_workspaces(cwds: Sequence[str], keep: Sequence[Path], home: Path) -> tuple[Path, ...]:
     """The folders of other sessions (``cwds``: the store's workspaces, newest first) that a
@@ -185,16 +202,19 @@ def other_workspaces(cwds: Sequence[str], keep: Sequence[Path], home: Path) -> t
     ``keep`` (this workspace, the folders it reads), their ancestors (hiding one would hide the
     workspace) and what lies inside them (part of this workspace), the home folder and its
     ancestors (a session run there would otherwise hide nearly everything; its credentials are
-    hidden anyway), and paths that no longer exist."""
+    hidden anyway), the system's own folders (``SYSTEM_TREES``, the interpreter's prefix) with
+    their ancestors and what they hold, and paths that no longer exist."""
     kept = [Path(os.path.realpath(p)) for p in keep]
+    system = [Path(os.path.realpath(p)) for p in (*SYSTEM_TREES, sys.base_prefix, sys.prefix)]
+    inside = [*kept, *system]
     spared = {
         Path(os.path.realpath(home)),
-        *(a for k in (home, *kept) for a in Path(os.path.realpath(k)).parents),
+        *(a for k in (Path(os.path.realpath(home)), *inside) for a in k.parents),
     }
     found: dict[Path, None] = {}
     for cwd in cwds:
         real = Path(os.path.realpath(cwd))
-        if real in spared or any(real.is_relative_to(k) for k in kept) or not real.is_dir():
+        if real in spared or any(real.is_relative_to(k) for k in inside) or not real.is_dir():
             continue
         found[real] = None
         if len(found) == OTHER_WORKSPACES_MAX:
