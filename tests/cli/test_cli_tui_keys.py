@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
-from tmux_support import Terminal, input_line, status_line
+from tmux_support import Terminal, input_line, started, status_line
 
 from tether.session.stats import SessionRow
 
@@ -61,7 +61,7 @@ def start(cli: CliEnv, script: Path, **env: str) -> Terminal:
         str(cli.project),
         cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color", **env),
     )
-    terminal.wait_for("/help for commands")
+    terminal.wait_for(started)
     return terminal
 
 

@@ -20,7 +20,7 @@ import pytest
 from cli_support import CliEnv, text_reply
 from test_cli_tui_keys import models_json
 from test_cli_tui_pi import stored_session
-from tmux_support import Terminal, input_line, status_line
+from tmux_support import Terminal, input_line, started, status_line
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"),
@@ -33,7 +33,7 @@ def start(cli: CliEnv, script: Path, *args: str, colour: bool = False, **env: st
     if colour:
         environ.pop("NO_COLOR")
     terminal = Terminal([sys.executable, "-m", "tether.cli", *args], str(cli.project), environ)
-    terminal.wait_for(lambda s: "/help for commands" in s and input_line(s).startswith("›"))
+    terminal.wait_for(started)
     return terminal
 
 

@@ -22,6 +22,12 @@ def status_line(screen: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def started(screen: str) -> bool:
+    """Started and fully drawn: the banner, the input box and the status line under it (one frame
+    is written in pieces, so the banner alone can be captured before the live area exists)."""
+    return "/help for commands" in screen and input_line(screen).startswith("›") and status_line(screen) != ""
+
+
 class Terminal:
     """A detached tmux session on a private server socket, 100x30."""
 
