@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rpc_support import RpcEnv, next_of, text_reply, tool_reply
+from rpc_support import CheckedClient, RpcEnv, next_of, text_reply, tool_reply
 
 from tether.tools.sandbox import unavailable
 
@@ -31,7 +33,12 @@ pytestmark = [
 REASON = "The build writes its report beside the checkout."
 
 
-def script(rpc: RpcEnv, target: Path) -> str:
+@pytest.fixture
+def target(rpc: RpcEnv, tmp_path: Path) -> Path:
+    """A file beside the workspace that the scripted model writes, first confined (refused), then
+    with ``escalate: true``."""
+    target = tmp_path / "beside" / "report.txt"
+    target.parent.mkdir()
     command = f"echo made > {target}"
     rpc.script(
         [
@@ -40,16 +47,26 @@ def script(rpc: RpcEnv, target: Path) -> str:
             text_reply("done"),
         ]
     )
-    return command
+    return target
 
 
-async def run(rpc: RpcEnv, answer: dict[str, Any] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Prompt once; answer the escalation's dialog with ``answer`` (``None``: leave it open).
-    Returns the dialog's frame and the two tool results."""
+@asynccontextmanager
+async def dialog_open(
+    rpc: RpcEnv,
+) -> AsyncGenerator[tuple[CheckedClient, dict[str, Any], asyncio.Future[Any]]]:
+    """A server whose prompt is waiting on the escalation's dialog: the client, the dialog's frame
+    and the prompt's pending answer."""
     async with rpc.spawn("--no-session") as client:
         events = client.events()
         prompt = asyncio.ensure_future(client.prompt("write the report"))
         request = await next_of(events, "extension_ui_request")
+        yield client, request, prompt
+
+
+async def run(rpc: RpcEnv, answer: dict[str, Any] | None) -> tuple[dict[str, Any], list[Any]]:
+    """Prompt once; answer the escalation's dialog with ``answer`` (``None``: leave it open).
+    Returns the dialog's frame and the two tool results."""
+    async with dialog_open(rpc) as (client, request, prompt):
         if answer is not None:
             await client.answer_extension_ui(request["id"], **answer)
         assert (await asyncio.wait_for(prompt, 30))["status"] == "completed"
@@ -57,10 +74,8 @@ async def run(rpc: RpcEnv, answer: dict[str, Any] | None) -> tuple[dict[str, Any
     return request, results
 
 
-async def test_an_approved_escalation_runs_outside_the_sandbox(rpc: RpcEnv, tmp_path: Path) -> None:
-    target = tmp_path / "beside" / "report.txt"
-    target.parent.mkdir()
-    command = script(rpc, target)
+async def test_an_approved_escalation_runs_outside_the_sandbox(rpc: RpcEnv, target: Path) -> None:
+    command = f"echo made > {target}"
     request, (confined, escalated) = await run(rpc, {"confirmed": True})
     assert confined["isError"]
     assert request["method"] == "confirm" and request["title"] == "Run a command outside the sandbox?"
@@ -72,22 +87,14 @@ async def test_an_approved_escalation_runs_outside_the_sandbox(rpc: RpcEnv, tmp_
     assert target.read_text() == "made\n"
 
 
-async def test_a_declined_escalation_is_refused(rpc: RpcEnv, tmp_path: Path) -> None:
-    target = tmp_path / "beside" / "report.txt"
-    target.parent.mkdir()
-    script(rpc, target)
+async def test_a_declined_escalation_is_refused(rpc: RpcEnv, target: Path) -> None:
     _, (confined, escalated) = await run(rpc, {"confirmed": False})
     assert confined["isError"] and escalated["isError"]
     assert escalated["content"][0]["text"] == "The user declined this bash call. Do not retry it as is."
     assert not target.exists()
 
 
-async def test_an_unanswered_escalation_is_refused_when_its_time_runs_out(
-    rpc: RpcEnv, tmp_path: Path
-) -> None:
-    target = tmp_path / "beside" / "report.txt"
-    target.parent.mkdir()
-    script(rpc, target)
+async def test_an_unanswered_escalation_is_refused_when_its_time_runs_out(rpc: RpcEnv, target: Path) -> None:
     rpc.settings(sandbox={"escalationTimeout": 0.5})
     request, (_, escalated) = await run(rpc, None)
     assert request["timeout"] == 500
@@ -95,28 +102,16 @@ async def test_an_unanswered_escalation_is_refused_when_its_time_runs_out(
     assert not target.exists()
 
 
-async def test_abort_refuses_an_open_escalation_and_is_answered(rpc: RpcEnv, tmp_path: Path) -> None:
-    target = tmp_path / "beside" / "report.txt"
-    target.parent.mkdir()
-    script(rpc, target)
-    async with rpc.spawn("--no-session") as client:
-        events = client.events()
-        prompt = asyncio.ensure_future(client.prompt("write the report"))
-        await next_of(events, "extension_ui_request")
+async def test_abort_refuses_an_open_escalation_and_is_answered(rpc: RpcEnv, target: Path) -> None:
+    async with dialog_open(rpc) as (client, _, prompt):
         await asyncio.wait_for(client.abort(), 30)
         await asyncio.wait_for(prompt, 30)
         assert (await client.get_state())["isStreaming"] is False
     assert not target.exists()
 
 
-async def test_closing_the_input_with_an_escalation_open_ends_the_server(rpc: RpcEnv, tmp_path: Path) -> None:
-    target = tmp_path / "beside" / "report.txt"
-    target.parent.mkdir()
-    script(rpc, target)
-    async with rpc.spawn("--no-session") as client:
-        events = client.events()
-        prompt = asyncio.ensure_future(client.prompt("write the report"))
-        await next_of(events, "extension_ui_request")
+async def test_closing_the_input_with_an_escalation_open_ends_the_server(rpc: RpcEnv, target: Path) -> None:
+    async with dialog_open(rpc) as (client, _, prompt):
         assert client.process.stdin is not None
         client.process.stdin.close()
         assert await asyncio.wait_for(client.process.wait(), 30) == 0
