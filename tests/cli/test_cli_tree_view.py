@@ -85,9 +85,9 @@ def test_a_fork_below_a_hidden_tool_result_indents_with_connectors() -> None:
         ("a1", ""),
         ("u2", ""),
         ("a2", ""),
-        ("u3", "├─ "),
-        ("u4", "└─ "),
-        ("a4", "   "),
+        ("u4", "├─ "),  # the branch on the active path first, as pi orders siblings
+        ("a4", "│  "),
+        ("u3", "└─ "),
     ]
     by_id = {r.id: r for r in rows}
     assert not by_id["u3"].on_path and by_id["u4"].on_path
@@ -108,11 +108,26 @@ def test_nested_forks_keep_the_gutter_of_open_siblings() -> None:
     rows = tree_rows(entries, ["u1", "b"])
     assert [(r.id, r.prefix) for r in rows] == [
         ("u1", ""),
-        ("a", "├─ "),
-        ("a1", "│  ├─ "),
-        ("a2", "│  └─ "),
-        ("b", "└─ "),
+        ("b", "├─ "),  # on the active path: first
+        ("a", "└─ "),
+        ("a1", "   ├─ "),
+        ("a2", "   └─ "),
     ]
+
+
+def test_the_active_branch_comes_first_among_siblings() -> None:
+    """pi 1.6's ``flattenTree``: at every fork, and among several roots, the child whose subtree
+    holds the active leaf is listed first; the others keep their append order."""
+    entries = [
+        message("r1", None, "user", "root one"),
+        message("r2", None, "user", "root two"),
+        message("x", "r2", "assistant", "X"),
+        message("y", "r2", "assistant", "Y"),
+        message("z", "r2", "assistant", "Z"),
+        message("y1", "y", "user", "Y1"),
+    ]
+    assert [r.id for r in tree_rows(entries, ["r2", "y", "y1"])] == ["r2", "y", "y1", "x", "z", "r1"]
+    assert [r.id for r in tree_rows(entries, ["r1"])] == ["r1", "r2", "x", "y", "y1", "z"]
 
 
 def test_summaries_compactions_and_shell_runs_are_rows() -> None:
@@ -158,9 +173,9 @@ def test_the_default_filter_shows_tool_results_and_hides_settings() -> None:
         ("a1", "", "assistant: Hi!"),
         ("u2", "", "user: run it"),
         ("r2", "", "[bash]"),  # its call id matches no call: the tool's name
-        ("u3", "├─ ", "user: first try"),
-        ("u4", "└─ ", "user: second try"),
-        ("a4", "   ", "assistant: done"),
+        ("u4", "├─ ", "user: second try"),
+        ("a4", "│  ", "assistant: done"),
+        ("u3", "└─ ", "user: first try"),
     ]
 
 
@@ -199,7 +214,7 @@ def test_the_no_tools_filter_folds_results_into_the_answer() -> None:
     assert [(i, t) for i, _, t in shown("no-tools")][2:5] == [
         ("u2", "user: run it"),
         ("a2", "assistant: [tools: bash, read]"),
-        ("u3", "user: first try"),
+        ("u4", "user: second try"),
     ]
     assert "r2" not in [i for i, _, _ in shown("no-tools")]
 
@@ -211,15 +226,15 @@ def test_the_all_filter_shows_settings_and_label_entries() -> None:
         ("r2", "[bash]"),
         ("l1", "[label: good one]"),
     ]
-    assert rows[-1].id == "l1" and rows[-1].current  # the leaf itself is a row now
+    assert [r.id for r in rows if r.current] == ["l1"]  # the leaf itself is a row now
 
 
 def test_the_user_and_labelled_filters() -> None:
     assert shown("user-only") == [
         ("u1", "", "user: hello there"),
         ("u2", "", "user: run it"),
-        ("u3", "├─ ", "user: first try"),
-        ("u4", "└─ ", "user: second try"),
+        ("u4", "├─ ", "user: second try"),
+        ("u3", "└─ ", "user: first try"),
     ]
     rows = tree_rows(forked(), PATH, {"u4": "good one", "a1": "hi"}, mode="labeled-only")
     assert [(r.id, r.prefix) for r in rows] == [("a1", ""), ("u4", "")]
@@ -232,9 +247,9 @@ def test_folding_a_branch_hides_what_is_below_it() -> None:
     assert rows["u1"].foldable  # a root with rows below
     assert rows["u4"].foldable and not rows["u3"].foldable  # u3 has nothing below it
     assert not rows["a1"].foldable  # inside a straight line: not a branch start
-    assert [i for i, _, _ in shown("default", ("u4",))] == ["u1", "a1", "u2", "r2", "u3", "u4"]
+    assert [i for i, _, _ in shown("default", ("u4",))] == ["u1", "a1", "u2", "r2", "u4", "u3"]
     folded = {r.id: r for r in tree_rows(forked(), PATH, mode="default", folded=("u4",))}
-    assert folded["u4"].folded and row_line(folded["u4"], 40) == "• └⊞ user: second try"
+    assert folded["u4"].folded and row_line(folded["u4"], 40) == "• ├⊞ user: second try"
     assert [i for i, _, _ in shown("default", ("u1",))] == ["u1"]
     assert (
         row_line(tree_rows(forked(), PATH, mode="default", folded=("u1",))[0], 40) == "• ⊞ user: hello there"
@@ -253,7 +268,7 @@ def test_branch_jumps_go_to_segment_starts() -> None:
         message("a2", "a", "user", "A2"),
         message("a3", "a2", "assistant", "A3"),
     ]
-    rows = tree_rows(entries, ["u1", "b"])
+    rows = tree_rows(entries, ["u1", "a", "a1"])
     index = {r.id: n for n, r in enumerate(rows)}
     assert [r.id for r in rows] == ["u1", "a", "a1", "a2", "a3", "b"]
     assert branch_jump(rows, index["a3"], -1) == index["a2"]
@@ -320,7 +335,7 @@ def test_rows_fit_the_width_and_keep_the_here_mark() -> None:
             assert cell_len(line) <= width
             if row.current:
                 assert line.endswith(HERE if width >= 2 * cell_len(HERE) else " ←")
-    assert row_line(rows[5], 80) == "• └⊟ user: second try (good one)"  # pi's mark: it can be folded
+    assert row_line(rows[4], 80) == "• ├⊟ user: second try (good one)"  # pi's mark: it can be folded
 
 
 @given(st.text(alphabet="ab漢字é🙂 ", max_size=40), st.integers(min_value=0, max_value=30))
@@ -393,11 +408,11 @@ def test_session_rows_on_a_real_session(tmp_path: Path) -> None:
         rows = session_rows(session)
         assert [(r.prefix, r.text, r.on_path, r.current) for r in rows] == [
             ("", "user: one", True, False),
-            ("├─ ", "assistant: answer one", False, False),
-            ("└─ ", "user: two", True, True),
+            ("├─ ", "user: two", True, True),
+            ("└─ ", "assistant: answer one", False, False),
         ]
         text = render_tree(session)
-        assert f"* {first}  user: one" in text and "└─ user: two  <- you are here" in text
+        assert f"* {first}  user: one" in text and "├─ user: two  <- you are here" in text
         session.close()
 
 

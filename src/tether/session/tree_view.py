@@ -193,7 +193,8 @@ def tree_rows(
     mode: str = "no-tools",
     folded: Collection[str] = (),
 ) -> list[TreeRow]:
-    """Flatten the entry tree into display rows, depth first, children in append order.
+    """Flatten the entry tree into display rows, depth first: among siblings the one on the active
+    path first (pi's order: the branch you are on is where the eye starts), the rest in append order.
 
     ``active_path`` is the ids from the root to the leaf; ``mode`` is one of ``FILTERS``;
     ``folded`` are branch starts whose rows below are left out. Hidden entries are skipped but
@@ -232,6 +233,7 @@ def tree_rows(
                 out.append(entry)
             else:
                 stack.extend(reversed(children.get(entry["id"], [])))
+        out.sort(key=lambda entry: entry["id"] not in on_path)  # stable: append order otherwise
         return out
 
     rows: list[TreeRow] = []
