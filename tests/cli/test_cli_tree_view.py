@@ -4,6 +4,7 @@ means, scrolling. Entries are written as the store keeps them (id, parentId, typ
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tether.session.tree_view import (
     branch_choice,
     branch_jump,
     fit,
+    label_time,
     leaves_something,
     row_line,
     tool_call_text,
@@ -459,3 +461,79 @@ async def test_the_navigator_filter_and_fold_keys() -> None:
     )
     result = await navigator_keys("\x02", rebound)
     assert isinstance(result, EditLabel) and result.mode == "all"
+
+
+def test_copy_text_is_the_entrys_whole_text() -> None:
+    """pi's ``getEntryCopyText``: a message's full text, a failed answer's error, a shell run's
+    command, a summary; nothing for an entry without text (a settings entry, tools only)."""
+    entries = [
+        *forked(),
+        message("e", "a4", "assistant", stopReason="error", errorMessage="HTTP 500"),
+        message("x", "e", "bashExecution", command="ls -la", output="", exitCode=0),
+        {
+            "id": "c",
+            "parentId": "x",
+            "type": "compaction",
+            "summary": "We said hi.",
+            "firstKeptEntryId": "u1",
+        },
+    ]
+    source = TreeSource(entries, PATH, {})
+    assert source.copy_text("u4") == "second\ntry"  # whole, not the row's one line
+    assert source.copy_text("a4") == "done"
+    assert source.copy_text("e") == "HTTP 500"
+    assert source.copy_text("x") == "ls -la"
+    assert source.copy_text("c") == "We said hi."
+    assert source.copy_text("a2") is None and source.copy_text("s") is None
+    assert source.copy_text("missing") is None
+
+
+def test_label_times_come_from_the_newest_label_entry() -> None:
+    entries = [
+        message("u", None, "user", "x"),
+        {"id": "l1", "parentId": "u", "type": "label", "targetId": "u", "label": "a", "timestamp": 1_000},
+        {"id": "l2", "parentId": "l1", "type": "label", "targetId": "u", "label": "b", "timestamp": 2_000},
+        {"id": "l3", "parentId": "l2", "type": "label", "targetId": "l1", "label": "c", "timestamp": 3_000},
+        {"id": "l4", "parentId": "l3", "type": "label", "targetId": "l1", "label": None, "timestamp": 4_000},
+    ]
+    assert TreeSource(entries, ["u"], {"u": "b"}).label_times == {"u": 2_000}  # l1's label was removed
+
+
+def test_label_time_reads_like_pis() -> None:
+    now = datetime(2026, 12, 5, 18, 30).astimezone()
+
+    def at(*parts: int) -> int:
+        return int(datetime(*parts).astimezone().timestamp() * 1000)
+
+    assert label_time(at(2026, 12, 5, 9, 4), now) == "09:04"
+    assert label_time(at(2026, 3, 9, 14, 3), now) == "3/9 14:03"
+    assert label_time(at(2025, 3, 9, 14, 3), now) == "25/3/9 14:03"
+    row = tree_rows(forked(), PATH, {"u4": "good one"})[4]
+    assert row_line(row, 80, "09:04") == "• ├⊟ user: second try (good one · 09:04)"
+    assert row_line(tree_rows(forked(), PATH)[0], 80, "09:04") == "• user: hello there"  # no label
+
+
+async def test_the_navigator_copies_the_row_under_the_cursor() -> None:
+    """Ctrl-X hands the row's whole text to the copier and stays in the navigator (Shift-L then
+    ends it here); on a row without text the copier is not called."""
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from tether.cli.screens import pick_tree_row
+
+    copied: list[str] = []
+
+    def copy(text: str) -> str:
+        copied.append(text)
+        return "copied"
+
+    up = "\x1b[A"
+    # In "all", on the leaf (the label entry l1: no text), then a4, then u4.
+    for keys in ("\x18", up + "\x18", up * 2 + "\x18"):
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text(keys + "L")
+            source = TreeSource(forked(), PATH, {})
+            result = await asyncio.wait_for(pick_tree_row(source, color=False, copy=copy, mode="all"), 10)
+        assert isinstance(result, EditLabel)
+    assert copied == ["done", "second\ntry"]

@@ -361,6 +361,13 @@ def test_tree_label_editing_is_stored_as_pi_stores_labels(cli: CliEnv) -> None:
         terminal.type("checkpoint-1")
         terminal.send("Enter")
         screen = terminal.wait_for("(checkpoint-1)")
+        terminal.send("T")  # pi's Shift-T: when the label was set (today: the time only)
+        screen = terminal.wait_for("[+label time]")
+        assert re.search(r"\(checkpoint-1 · \d\d:\d\d\)", screen), screen
+        terminal.tmux("set-option", "-s", "set-clipboard", "on")  # tmux takes OSC 52 into a buffer
+        terminal.send("C-x")  # pi's Ctrl-X: the entry's whole text
+        terminal.wait_for("characters to the terminal (OSC 52)")
+        assert terminal.tmux("show-buffer") == "question number 0"
         terminal.send("Escape")  # clears the search
         terminal.wait_for(lambda s: "search: number" not in s)
         terminal.send("C-l")  # labelled entries only

@@ -675,7 +675,10 @@ class InteractiveApp:
 
     def copy_last_answer(self) -> None:
         assert self._core is not None
-        views.copy_last_answer(self, self._core, self._app.output if self._app is not None else None)
+        views.copy_last_answer(self, self._core)
+
+    def copy(self, text: str) -> str:
+        return views.copy(text, self._app.output if self._app is not None else None)
 
     async def _navigate_tree(self) -> None:
         assert self._core is not None

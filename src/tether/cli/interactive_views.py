@@ -60,6 +60,11 @@ class Screen(Protocol):
         """Suspend the live area while a full-screen view runs."""
         ...
 
+    def copy(self, text: str) -> str:
+        """Put ``text`` on the clipboard (OSC 52 to the terminal, and a local clipboard tool if
+        any); where it went, for a message."""
+        ...
+
 
 def transcript_pages(
     core: AgentSession, live: AgentMessage | None, *, color: bool, theme: themes.Theme = themes.DARK
@@ -303,20 +308,25 @@ async def edit_externally(ui: Screen, text: str) -> str | None:
         return None
 
 
-def copy_last_answer(ui: Screen, core: AgentSession, output: Output | None) -> None:
-    """``/copy``: the last answer's text to the terminal's clipboard (OSC 52, written straight to
-    the terminal: it shows nothing and moves no cursor) and to a local clipboard tool if any."""
+def copy(text: str, output: Output | None) -> str:
+    """``text`` to the terminal's clipboard (OSC 52, written straight to the terminal: it shows
+    nothing and moves no cursor) and to a local clipboard tool if any; where it went."""
+    if output is not None:
+        output.write_raw(clipboard.osc52(text))
+        output.flush()
+    tool = clipboard.copy_locally(text)
+    return f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
+
+
+def copy_last_answer(ui: Screen, core: AgentSession) -> None:
+    """``/copy``: the last answer's text to the clipboard."""
     painter = ui.painter()
     answer = core.last_assistant()
     text = message_text(answer) if answer is not None else ""
     if not text.strip():
         ui.say(painter.styled("/copy: no answer to copy yet", "error"))
         return
-    if output is not None:
-        output.write_raw(clipboard.osc52(text))
-        output.flush()
-    tool = clipboard.copy_locally(text)
-    where = f"the terminal (OSC 52) and {tool}" if tool else "the terminal (OSC 52)"
+    where = ui.copy(text)
     ui.say(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "muted"))
 
 
@@ -391,7 +401,13 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     async with ui.full_screen():
         while True:
             row = await screens.pick_tree_row(
-                source, start=start, search=search, mode=mode, color=ui.color, bindings=ui.bindings()
+                source,
+                start=start,
+                search=search,
+                mode=mode,
+                color=ui.color,
+                bindings=ui.bindings(),
+                copy=lambda text: f"copied {len(text)} characters to {ui.copy(text)}",
             )
             search = ""
             if isinstance(row, screens.EditLabel):

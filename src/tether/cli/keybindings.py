@@ -87,6 +87,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.tree.foldOrUp", ("ctrl+left",), "in /tree: fold the branch, or go up to its start", "tree"),
     Action("app.tree.unfoldOrDown", ("ctrl+right",), "in /tree: unfold, or go down to the next fork", "tree"),
     Action("app.tree.editLabel", ("shift+l",), "in /tree: edit the entry's label", "tree"),
+    Action("app.tree.toggleLabelTimestamp", ("shift+t",), "in /tree: show when each label was set", "tree"),
     Action(
         "app.tree.filter.default", ("ctrl+d",), "in /tree: the default view (no settings entries)", "tree"
     ),

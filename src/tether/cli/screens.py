@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from prompt_toolkit.application import Application, get_app_session
@@ -33,7 +34,16 @@ from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
 from tether.cli.keybindings import DEFAULTS, Bindings
-from tether.session.tree_view import FILTERS, HERE, TreeRow, TreeSource, branch_jump, fit, row_line
+from tether.session.tree_view import (
+    FILTERS,
+    HERE,
+    TreeRow,
+    TreeSource,
+    branch_jump,
+    fit,
+    label_time,
+    row_line,
+)
 
 STYLE = Style.from_dict(
     {
@@ -368,9 +378,12 @@ async def pick_tree_row(
     mode: str = "default",
     color: bool,
     bindings: Bindings = DEFAULTS,
+    copy: Callable[[str], str] | None = None,
 ) -> TreeRow | EditLabel | None:
     """The tree navigator: the cursor starts on entry ``start`` (default: the current one);
-    Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``).
+    Enter picks, Esc/q cancel, Shift-L asks to edit the row's label (pi's ``app.tree.editLabel``),
+    Shift-T shows when each label was set, Ctrl-X hands the row's whole text to ``copy`` (which
+    answers where it went, shown in the footer while the cursor stays on that row).
     Typing searches (every word typed must appear in a row's text or label, case ignored: type
     it in lower case, as L is taken; q is then text, Esc clears the search first). pi's filters:
     Ctrl-D the default view, Ctrl-T no tool results, Ctrl-U only your messages, Ctrl-L only
@@ -380,7 +393,9 @@ async def pick_tree_row(
     a search clears the folds, as in pi. Rows are rebuilt only on a filter or a fold. The keys
     are those ``bindings`` (``keybindings.json``) give pi's ``app.tree.*`` actions."""
     query = Buffer(multiline=False, document=Document(search, len(search)))
-    state = {"mode": mode}
+    state = {"mode": mode, "copied": "", "copied_row": ""}
+    label_times = [False]
+    now = datetime.now().astimezone()
     folded: set[str] = set()
     rows: list[TreeRow] = source.rows(mode)
     shown: list[int] = []
@@ -426,7 +441,9 @@ async def pick_tree_row(
             row = rows[shown[index]]
             selected = index == view.cursor
             style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
-            text = ("› " if selected else "  ") + row_line(row, width - 2)
+            when = source.label_times.get(row.id) if label_times[0] else None
+            stamp = label_time(when, now) if when is not None else None
+            text = ("› " if selected else "  ") + row_line(row, width - 2, stamp)
             if row.current and text.endswith(HERE) and not selected:
                 return [(style, text[: -len(HERE)]), ("class:row.here", HERE)]
             return [(style, text)]
@@ -454,6 +471,19 @@ async def pick_tree_row(
         row = selected()
         if row is not None:
             event.app.exit(result=EditLabel(row, query.text, state["mode"]))
+
+    @bind("app.tree.toggleLabelTimestamp")
+    def _label_times(event: KeyPressEvent) -> None:
+        label_times[0] = not label_times[0]
+
+    @bind("app.message.copy")
+    def _copy(event: KeyPressEvent) -> None:
+        row = selected()
+        if row is None or copy is None:
+            return
+        text = source.copy_text(row.id)
+        state["copied"] = copy(text) if text is not None else "this entry has no text to copy"
+        state["copied_row"] = row.id
 
     @keys.add("escape", eager=True, filter=searching)
     def _clear(event: KeyPressEvent) -> None:
@@ -511,12 +541,18 @@ async def pick_tree_row(
 
     def footer() -> str:
         row = selected()
+        times = " [+label time]" if label_times[0] else ""
+        if row is not None and state["copied_row"] == row.id:
+            return f"{len(shown)}/{len(rows)} [{state['mode']}]{times} · {state['copied']}"
         return (
-            f"{len(shown)}/{len(rows)} [{state['mode']}] · Enter branch here · Esc cancel · "
+            f"{len(shown)}/{len(rows)} [{state['mode']}]{times} · Enter branch here · Esc cancel · "
             f"entry {row.id if row else '-'}"
         )
 
-    title = "Session tree · • active path · ^D ^T ^U ^L ^A filter, ^O cycle · ^← ^→ fold · L label"
+    title = (
+        "Session tree · • active path · ^D ^T ^U ^L ^A filter, ^O cycle · ^← ^→ fold · "
+        "L label, T its time · ^X copy"
+    )
     search_line = VSplit(
         [
             Window(FormattedTextControl("search: "), width=8, dont_extend_width=True),

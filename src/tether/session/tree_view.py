@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 from rich.cells import cell_len
@@ -318,6 +319,15 @@ class TreeSource:
         self.active_path = active_path
         self.labels = labels
         self._parents: dict[str, str | None] = {e["id"]: e.get("parentId") for e in entries}
+        self._by_id = {e["id"]: e for e in entries}
+        self.label_times: dict[str, int] = {}
+        """Entry id → when its label was set (ms), from the newest label entry naming it."""
+        for entry in entries:
+            if entry.get("type") == "label" and isinstance(target := entry.get("targetId"), str):
+                if isinstance(entry.get("label"), str):
+                    self.label_times[target] = int(entry.get("timestamp") or 0)
+                else:
+                    self.label_times.pop(target, None)
 
     @classmethod
     def of(cls, session: Session) -> TreeSource:
@@ -325,6 +335,26 @@ class TreeSource:
 
     def rows(self, mode: str, folded: Collection[str] = ()) -> list[TreeRow]:
         return tree_rows(self.entries, self.active_path, self.labels, mode=mode, folded=folded)
+
+    def copy_text(self, entry_id: str) -> str | None:
+        """What Ctrl-X copies from the row (pi's ``getEntryCopyText``): a message's whole text (a
+        failed answer's error when it has none), a shell run's command, a summary's text."""
+        entry = self._by_id.get(entry_id) or {}
+        kind = entry.get("type")
+        text: str | None = None
+        if kind == "message":
+            message = cast(dict[str, Any], entry.get("message") or {})
+            if message.get("role") == "bashExecution":
+                text = message.get("command")
+            elif "content" in message:
+                text = _full_text(message.get("content"))
+                if not text and message.get("role") == "assistant":
+                    text = message.get("errorMessage")
+        elif kind == "custom_message":
+            text = _full_text(entry.get("content"))
+        elif kind in ("compaction", "branch_summary"):
+            text = entry.get("summary")
+        return text if isinstance(text, str) and text.strip() else None
 
     def nearest(self, entry_id: str | None, rows: Sequence[TreeRow]) -> str | None:
         """``entry_id``, or its nearest ancestor that is one of ``rows`` (where the cursor stays
@@ -354,12 +384,12 @@ def leaves_something(old_path: Sequence[dict[str, Any]], new_path: Sequence[dict
     return any(e["id"] not in kept and e.get("type") in LEFT_BEHIND for e in old_path)
 
 
-def row_line(row: TreeRow, width: int) -> str:
+def row_line(row: TreeRow, width: int, label_time: str | None = None) -> str:
     """The row as one screen line of at most ``width`` cells: path mark, connectors (with pi's
-    ``⊟`` on a branch that can be folded, ``⊞`` on a folded one), text, label and the "you are
-    here" mark (cut with ``…`` when too long)."""
+    ``⊟`` on a branch that can be folded, ``⊞`` on a folded one), text, label (with when it was
+    set, if given) and the "you are here" mark (cut with ``…`` when too long)."""
     mark = "•" if row.on_path else " "
-    label = f" ({row.label})" if row.label else ""
+    label = f" ({row.label}{' · ' + label_time if label_time else ''})" if row.label else ""
     here = (HERE if width >= 2 * cell_len(HERE) else " ←") if row.current else ""
     prefix = row.prefix
     if row.foldable and prefix.endswith("─ "):  # pi's fold mark sits on the connector
@@ -367,6 +397,18 @@ def row_line(row: TreeRow, width: int) -> str:
     elif row.folded:
         prefix += "⊞ "  # a root: no connector to carry it
     return fit(fit(f"{mark} {prefix}{row.text}{label}", width - cell_len(here)) + here, width)
+
+
+def label_time(timestamp_ms: int, now: datetime) -> str:
+    """When a label was set, as pi's tree shows it (local time): ``14:03`` today, ``3/9 14:03``
+    this year, ``25/3/9 14:03`` before."""
+    when = datetime.fromtimestamp(timestamp_ms / 1000).astimezone(now.tzinfo)
+    clock = f"{when.hour:02d}:{when.minute:02d}"
+    if when.date() == now.date():
+        return clock
+    if when.year == now.year:
+        return f"{when.month}/{when.day} {clock}"
+    return f"{when.year % 100:02d}/{when.month}/{when.day} {clock}"
 
 
 def fit(text: str, width: int) -> str:
