@@ -10,6 +10,7 @@ CI cannot go green by skipping them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -32,6 +33,21 @@ def _no_saved_keys(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
     the environment) reach no test: without ``TETHER_HOME``, the data folder is a temporary one."""
     if not os.environ.get("TETHER_HOME"):
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.getbasetemp() / "xdg-data"))
+
+
+WORKER_THREADS = ("tether-claims", "tether-heartbeat")
+"""A durable worker's threads: a test that launches one stops it whole (``shutdown``)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_left_running() -> Iterator[None]:
+    """A durable worker's claiming thread left running in the test process keeps moving runs onto
+    a queue that no DBOS dequeues (its DBOS was destroyed): a later test's run then waits for a
+    real worker to take that one for dead. Fail the test that left it, not the one it stalls."""
+    before = set(threading.enumerate())
+    yield
+    left = [t.name for t in threading.enumerate() if t not in before and t.name in WORKER_THREADS]
+    assert not left, f"the test left a durable worker's threads running: {left} (call shutdown)"
 
 
 @pytest.fixture(scope="session")

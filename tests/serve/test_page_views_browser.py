@@ -18,15 +18,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from dbos import DBOS
 from playwright.async_api import Browser
 from serve_support import WAIT_SECONDS, tether_serve, text, write_script
 from test_page_browser import CHROMIUM, CHROMIUM_ARGS
 
 from tether.ai.paths import config_dir
 from tether.durable.config import DurableConfig
-from tether.durable.worker import launch
-from tether.durable.workflow import Runtime, install
+from tether.durable.worker import launch, shutdown
+from tether.durable.workflow import Runtime
 from tether.store.paths import data_dir
 
 pytestmark = pytest.mark.subprocess
@@ -130,12 +129,12 @@ async def test_the_tree_switches_branches_and_forks_from_a_message(project: Path
 @pytest.fixture
 def durable(project: Path) -> DurableConfig:
     """The run database ``tether serve`` and ``tether worker`` find by default (the data dir's
-    ``durable.sqlite``), made by a worker that started once and stopped."""
+    ``durable.sqlite``), made by a worker that started once and stopped: stopped whole, its claims
+    too (a claiming thread left running in the test process took the page's runs onto a queue no
+    DBOS dequeues, until the real worker took it for dead and gave them back)."""
     data_dir().mkdir(parents=True, exist_ok=True)
     config = DurableConfig(system_database=f"sqlite:///{data_dir() / 'durable.sqlite'}")
-    launch(Runtime(config, config_dir()))
-    DBOS.destroy()
-    install(None)
+    shutdown(launch(Runtime(config, config_dir())))
     return config
 
 
