@@ -22,6 +22,8 @@ from typing import Any
 import httpx2
 import uvicorn
 
+from reference_paths import FIXTURE_STREAMS
+from tether.ai.paths import config_dir
 from tether.durable.config import DurableConfig
 from tether.serve import ServeConfig, create_app
 from tether.serve.auth import Tokens
@@ -54,6 +56,36 @@ def text(*chunks: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "chunks": list(chunks)}]}
 
 
+def recorded_stream() -> tuple[bytes, list[str]]:
+    """A real OpenAI chat completions stream (a recorded fixture) and its text deltas, in order."""
+    fixture = json.loads((FIXTURE_STREAMS / "openai-completions" / "openai-text.json").read_text())
+    body: str = fixture["response"]["body"]
+    deltas = [
+        chunk["choices"][0]["delta"].get("content") or ""
+        for line in body.splitlines()
+        if line.startswith("data: {")
+        for chunk in [json.loads(line.removeprefix("data: "))]
+        if chunk.get("choices")
+    ]
+    return body.encode(), [d for d in deltas if d]
+
+
+def stalled_after(body: bytes, deltas: list[str], shown: int) -> tuple[int, str]:
+    """Where to stall ``body`` so that only its first ``shown`` text deltas are sent, and their text."""
+    cut = body.index(b"data: ", body.index(deltas[shown - 1].encode()))
+    return cut, "".join(deltas[:shown])
+
+
+def use_provider(url: str) -> str:
+    """Make the user's ``models.json`` name an OpenAI-compatible provider at ``url``; its model."""
+    provider_file = {
+        "providers": {"box": {"baseUrl": f"{url}/v1", "api": "openai-completions", "models": [{"id": "m"}]}}
+    }
+    config_dir().mkdir(parents=True, exist_ok=True)
+    (config_dir() / "models.json").write_text(json.dumps(provider_file))
+    return "box/m"
+
+
 @asynccontextmanager
 async def serving(
     project: Path,
@@ -67,11 +99,16 @@ async def serving(
     follower_buffer: int = SUBSCRIBER_BUFFER,
     durable: DurableConfig | None = None,
     extensions: tuple[Path, ...] = (),
+    model: str | None = None,
 ) -> AsyncGenerator[Served]:
-    """``extensions``: extension files every session of the server loads (``tether serve -e``)."""
+    """``extensions``: extension files every session of the server loads (``tether serve -e``);
+    ``model``: the sessions' model instead of the script's (``provider/id``)."""
     store = open_store()
     options = SessionOptions(
-        model=f"scripted:{script}", approval="yes" if yes else None, mcp=False, extension_paths=extensions
+        model=model or f"scripted:{script}",
+        approval="yes" if yes else None,
+        mcp=False,
+        extension_paths=extensions,
     )
     config = ServeConfig(
         store=store,

@@ -11,10 +11,16 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from serve_support import WAIT_SECONDS, tether_serve, text, write_script
+from serve_support import (
+    WAIT_SECONDS,
+    recorded_stream,
+    stalled_after,
+    tether_serve,
+    text,
+    use_provider,
+    write_script,
+)
 
-from reference_paths import FIXTURE_STREAMS
-from tether.ai.paths import config_dir
 from tether.testing.loopback import LoopbackServer, Reply
 
 pytestmark = pytest.mark.subprocess
@@ -103,20 +109,6 @@ async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs
             await browser.close()
 
 
-def recorded_stream() -> tuple[bytes, list[str]]:
-    """A real OpenAI chat completions stream (a recorded fixture) and its text deltas, in order."""
-    fixture = json.loads((FIXTURE_STREAMS / "openai-completions" / "openai-text.json").read_text())
-    body: str = fixture["response"]["body"]
-    deltas = [
-        chunk["choices"][0]["delta"].get("content") or ""
-        for line in body.splitlines()
-        if line.startswith("data: {")
-        for chunk in [json.loads(line.removeprefix("data: "))]
-        if chunk.get("choices")
-    ]
-    return body.encode(), [d for d in deltas if d]
-
-
 async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: Path, tmp_path: Path) -> None:
     """The provider sends the first words of its answer and then nothing: the page shows those
     words while the session runs and nothing of the answer is stored yet; abort ends it."""
@@ -125,67 +117,54 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
     from playwright.async_api import async_playwright, expect
 
     body, deltas = recorded_stream()
-    shown = 3  # the role chunk, then the first text deltas; the rest never comes
-    cut = body.index(b"data: ", body.index(deltas[shown - 1].encode()))
-    partial = "".join(deltas[:shown])
-    assert partial.strip() and len(deltas) > shown
+    cut, partial = stalled_after(body, deltas, 3)  # the first words; the rest never comes
+    assert partial.strip() and len(deltas) > 3
     replies = [Reply(body), Reply(body, stall_after=cut)]
-    async with LoopbackServer(replies) as provider:
-        provider_file = {
-            "providers": {
-                "box": {
-                    "baseUrl": f"{provider.url}/v1",
-                    "api": "openai-completions",
-                    "models": [{"id": "m"}],
-                }
-            }
-        }
-        config_dir().mkdir(parents=True, exist_ok=True)
-        (config_dir() / "models.json").write_text(json.dumps(provider_file))
-        async with (
-            tether_serve(project, "--token", TOKEN, "--model", "box/m") as url,
-            async_playwright() as playwright,
-            httpx2.AsyncClient(
-                base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=WAIT_SECONDS
-            ) as client,
-        ):
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = await browser.new_page()
-                await page.goto(url + "/#token=" + TOKEN)
-                await page.fill("#prompt", "first")  # a whole answer: the page follows the session
-                await page.click("#send")
-                conversation = page.frame_locator("#conversation")
-                await expect(conversation.get_by_text("".join(deltas))).to_be_visible(timeout=20_000)
-                await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
+    async with (
+        LoopbackServer(replies) as provider,
+        tether_serve(project, "--token", TOKEN, "--model", use_provider(provider.url)) as url,
+        async_playwright() as playwright,
+        httpx2.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=WAIT_SECONDS
+        ) as client,
+    ):
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(url + "/#token=" + TOKEN)
+            await page.fill("#prompt", "first")  # a whole answer: the page follows the session
+            await page.click("#send")
+            conversation = page.frame_locator("#conversation")
+            await expect(conversation.get_by_text("".join(deltas))).to_be_visible(timeout=20_000)
+            await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
 
-                await page.fill("#prompt", "second")
-                await page.click("#send")
-                await expect(page.locator("#live")).to_have_text(partial, timeout=20_000)
-                await expect(page.locator("#status")).to_have_text("running")
-                session_id = (await client.get("/api/sessions")).json()["sessions"][0]["id"]
-                entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
-                roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
-                assert roles == ["user", "assistant", "user"]  # the streamed words are not stored yet
-                # each prompt typed on the page reached the model, in the request's last message
-                sent = [json.loads(r.body)["messages"][-1]["content"] for r in provider.requests]
-                assert [str(content) for content in sent] == ["first", "second"]
-                # while it runs, the prompt box steers
-                await page.fill("#prompt", "steer this")
-                await page.click("#send")
-                await expect(page.locator("#prompt")).to_have_value("")
-                await expect(page.locator("#notice")).to_have_text("")
-                # the list searches as one types
-                await page.fill("#search", "no such session")
-                await expect(page.locator("#sessions li")).to_have_count(0)
-                await page.fill("#search", "first")
-                await expect(page.locator("#sessions li")).to_have_count(1)
+            await page.fill("#prompt", "second")
+            await page.click("#send")
+            await expect(page.locator("#live")).to_have_text(partial, timeout=20_000)
+            await expect(page.locator("#status")).to_have_text("running")
+            session_id = (await client.get("/api/sessions")).json()["sessions"][0]["id"]
+            entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
+            roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
+            assert roles == ["user", "assistant", "user"]  # the streamed words are not stored yet
+            # each prompt typed on the page reached the model, in the request's last message
+            sent = [json.loads(r.body)["messages"][-1]["content"] for r in provider.requests]
+            assert [str(content) for content in sent] == ["first", "second"]
+            # while it runs, the prompt box steers
+            await page.fill("#prompt", "steer this")
+            await page.click("#send")
+            await expect(page.locator("#prompt")).to_have_value("")
+            await expect(page.locator("#notice")).to_have_text("")
+            # the list searches as one types
+            await page.fill("#search", "no such session")
+            await expect(page.locator("#sessions li")).to_have_count(0)
+            await page.fill("#search", "first")
+            await expect(page.locator("#sessions li")).to_have_count(1)
 
-                await page.click("#abort")
-                await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
-                await expect(page.locator("#live")).to_have_text("")
-                entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
-                last = [e["message"] for e in entries if e["type"] == "message"][-1]
-                assert last["role"] == "assistant" and last["stopReason"] == "aborted"
-            finally:
-                await browser.close()
+            await page.click("#abort")
+            await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
+            await expect(page.locator("#live")).to_have_text("")
+            entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
+            last = [e["message"] for e in entries if e["type"] == "message"][-1]
+            assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+        finally:
+            await browser.close()

@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
-from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk, event_chunk
+from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
@@ -93,7 +93,7 @@ class MessageBody(BaseModel):
 
 def create_app(config: ServeConfig) -> Starlette:
     """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
-    feeds = Feeds(config.store, config.follower_buffer)
+    feeds = Feeds(config.store, config.follower_buffer, config.hub.live_state)
     config.hub.on_live = feeds.publish
     api = _Api(config, feeds)
     tree = TreeApi(config.store, config.hub)
@@ -276,10 +276,9 @@ class _Api:
         """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
         when it fell too far behind, naming the entry to resume after."""
         last = subscriber.start_after
-        # Where the run is now: the subscriber gets every change from here on.
-        status = event_chunk({"type": "status", "running": self.hub.running(session_id)})
         try:
-            yield "retry: 2000\n\n" + backlog.text + (status.text if self.hub.is_open(session_id) else "")
+            # then where the run is now (status, words so far), as the subscriber's first chunks
+            yield "retry: 2000\n\n" + backlog.text
             while True:
                 chunks = await subscriber.take(KEEP_ALIVE_SECONDS)
                 if chunks:

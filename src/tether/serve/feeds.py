@@ -27,6 +27,7 @@ import asyncio
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,15 @@ START_TIMEOUT_SECONDS = 30.0
 
 SUBSCRIBER_BUFFER = 2000
 """Chunks (an entry, a streamed delta, a status) a follower may be behind before it is dropped."""
+
+Present = Callable[[str], list[dict[str, Any]]]
+"""The live events that bring a joining follower of a session to the present (its run's status,
+the words streamed so far of the message under way: ``SessionHub.live_state``); called in the
+event loop, where live events are published, so that none falls between them and the next."""
+
+
+def _nothing_live(_session_id: str) -> list[dict[str, Any]]:
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +132,13 @@ class Subscriber:
 class _Feed:
     """The one watch of a session, running in a thread of its own while it has followers."""
 
-    def __init__(self, store: SessionStore, session_id: str, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, store: SessionStore, session_id: str, loop: asyncio.AbstractEventLoop, present: Present
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.loop = loop
+        self.present = present
         self.subscribers: set[Subscriber] = set()
         self.joining = 0
         """Joins under way (counted in the loop): a feed with one is not stopped."""
@@ -156,10 +169,14 @@ class _Feed:
         return backlog
 
     def _add(self, subscriber: Subscriber) -> None:
+        """(In the loop, where live events are published.) The subscriber gets the present first
+        (``Present``), then every live event after it: none falls in between."""
         self.joining -= 1
         if self.stop.is_set():  # the feed ended while this one joined (the session was deleted)
             subscriber.end(self._ending)
         else:
+            for event in self.present(self.session_id):
+                subscriber.put(event_chunk(event))
             self.subscribers.add(subscriber)
 
     def _run(self) -> None:
@@ -241,9 +258,12 @@ class _Feed:
 class Feeds:
     """The feeds of the sessions this server's clients follow (all in one event loop)."""
 
-    def __init__(self, store: SessionStore, buffer: int = SUBSCRIBER_BUFFER) -> None:
+    def __init__(
+        self, store: SessionStore, buffer: int = SUBSCRIBER_BUFFER, present: Present = _nothing_live
+    ) -> None:
         self.store = store
         self.buffer = buffer
+        self.present = present
         self._feeds: dict[str, _Feed] = {}
         self._threads: set[threading.Thread] = set()
         """Every feed thread that may still run, stopped ones included: ``close`` waits for them."""
@@ -263,7 +283,7 @@ class Feeds:
         subscriber brings. ``SessionNotFoundError`` if there is no such session."""
         feed = self._feeds.get(session_id)
         if feed is None or feed.stop.is_set():
-            feed = _Feed(self.store, session_id, asyncio.get_running_loop())
+            feed = _Feed(self.store, session_id, asyncio.get_running_loop(), self.present)
             self._feeds[session_id] = feed
             self._threads = {t for t in self._threads if t.is_alive()}
             self._threads.add(feed.thread)

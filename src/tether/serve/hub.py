@@ -13,6 +13,15 @@ in. New sessions start in the server's folder.
 Followers read the store (``tether.serve.feeds``); the store only gets a message once it is
 complete, so what a model streams meanwhile is passed to the followers of that session from here
 as ``delta`` events (live only: they have no id and are not replayed on resume).
+
+A follower that joins while a message streams has missed its first deltas, so the hub keeps the
+words it passed on for the message under way, and a joiner starts (``live_state``, in the event
+loop, where deltas are passed on: none falls in between) with them as one ``partial`` event,
+then gets the deltas after them: every word once. The words are kept from a core's creation, not
+from when its session got an id, so a new session's first words are not lost either. A message
+that has ended gets no ``partial``: it is stored (or being stored) and reaches the joiner as an
+entry; the agent clears its streaming message before anyone hears that it ended, so the check
+holds even while the hub has not been told yet.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,6 +43,21 @@ from tether.wire import ToolCall
 
 Live = dict[str, Any]
 """One live event: ``{"type": "delta", "delta": text}``, ``{"type": "status", "running": bool}``."""
+
+
+@dataclass(slots=True)
+class _Streamed:
+    """The deltas a core's message under way has passed on so far (empty between messages)."""
+
+    streaming: bool = False
+    text: list[str] = field(default_factory=list[str])
+    thinking: list[str] = field(default_factory=list[str])
+
+    def restart(self, streaming: bool) -> None:
+        self.streaming = streaming
+        self.text.clear()
+        self.thinking.clear()
+
 
 OPEN_TIMEOUT_SECONDS = 10.0
 """How long a new session may take to get its id once its first prompt started."""
@@ -52,6 +77,9 @@ class SessionHub:
         self._settings_for = settings_for
         self._cwd = cwd
         self._cores: dict[str, AgentSession] = {}
+        self._streamed: dict[int, tuple[AgentSession, _Streamed]] = {}
+        """Every core this hub made, by ``id()``, with its message under way: new ones before
+        their session has an id too."""
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
         self.on_live: Callable[[str, Live], None] | None = None
@@ -68,6 +96,26 @@ class SessionHub:
     def running(self, session_id: str) -> bool:
         core = self._cores.get(session_id)
         return core is not None and core.is_running
+
+    def live_state(self, session_id: str) -> list[Live]:
+        """(In the event loop.) What a follower joining now needs to be in the present: the run's
+        ``status`` and the ``partial`` words of the message under way, when this server has the
+        session; the deltas after those reach it as they come."""
+        core = self._cores.get(session_id)
+        found = (
+            self._streamed.get(id(core))
+            if core is not None
+            else next((pair for pair in self._streamed.values() if pair[0].session_id == session_id), None)
+        )
+        if found is None:
+            return []
+        core, streamed = found
+        live: list[Live] = [{"type": "status", "running": core.is_running}]
+        # The agent drops its streaming message before telling anyone the message ended.
+        if streamed.streaming and core.agent.streaming_message is not None:
+            text, thinking = "".join(streamed.text), "".join(streamed.thinking)
+            live.append({"type": "partial", "text": text, "thinking": thinking})
+        return live
 
     async def core(self, session_id: str, folder: str) -> AgentSession:
         """The session's core, opened for writing on first use in ``folder``, where the session
@@ -101,6 +149,7 @@ class SessionHub:
             if loop.time() > deadline:
                 core.abort()
                 await core.close()
+                del self._streamed[id(core)]
                 raise TimeoutError("the new session got no id in time")
             await asyncio.sleep(0.01)
         if core.session is not None:
@@ -132,6 +181,7 @@ class SessionHub:
         for core in self._cores.values():
             await core.close()
         self._cores.clear()
+        self._streamed.clear()
 
     def _create(self, choice: SessionChoice, folder: Path) -> AgentSession:
         created: list[AgentSession] = []
@@ -144,6 +194,13 @@ class SessionHub:
             self._options, cwd=folder, settings=self._settings_for(folder), ask=ask, session=choice
         )
         created.append(core)
+        streamed = _Streamed()
+        self._streamed[id(core)] = (core, streamed)
+
+        def on_event(event: Any) -> None:
+            self._publish(core, streamed, event)
+
+        core.subscribe(on_event)
         return core
 
     def _emit(self, session_id: str, live: Live) -> None:
@@ -152,11 +209,6 @@ class SessionHub:
 
     def _adopt(self, session_id: str, core: AgentSession) -> None:
         self._cores[session_id] = core
-
-        def on_event(event: Any) -> None:
-            self._publish(session_id, event)
-
-        core.subscribe(on_event)
 
     def _start(self, core: AgentSession, message: str, session_id: str | None) -> None:
         async def run() -> None:
@@ -172,16 +224,22 @@ class SessionHub:
         key = session_id or f"new-{id(core)}"
         self._runs[key] = asyncio.get_running_loop().create_task(run())
 
-    def _publish(self, session_id: str, event: Any) -> None:
-        if self.on_live is None:
-            return
+    def _publish(self, core: AgentSession, streamed: _Streamed, event: Any) -> None:
         kind = event.get("type")
         live: Live | None = None
         if kind == "message_update":
             inner = cast(dict[str, Any], event.get("assistantMessageEvent") or {})
-            if inner.get("type") in ("text_delta", "thinking_delta"):
-                live = {"type": "delta", "kind": inner["type"], "delta": inner.get("delta", "")}
+            delta_kind = inner.get("type")
+            if delta_kind in ("text_delta", "thinking_delta"):
+                delta = inner.get("delta", "")
+                (streamed.text if delta_kind == "text_delta" else streamed.thinking).append(delta)
+                live = {"type": "delta", "kind": delta_kind, "delta": delta}
+        elif kind == "message_start":
+            streamed.restart(event["message"]["role"] == "assistant")
+        elif kind in ("message_end", "agent_end"):
+            streamed.restart(False)
         elif kind == "agent_start":
             live = {"type": "status", "running": True}
-        if live is not None:
+        session_id = core.session_id
+        if live is not None and session_id is not None and self.on_live is not None:
             self.on_live(session_id, live)

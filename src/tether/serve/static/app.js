@@ -191,6 +191,9 @@ function follow(id, after) {
     scheduleRender();
     loadSessions();
   });
+  // On joining (and rejoining: EventSource reconnects by itself) while a message streams, its
+  // words so far come as one `partial`, which replaces what is shown; the deltas after it add on.
+  source.addEventListener("partial", (event) => { $("live").textContent = JSON.parse(event.data).text; });
   source.addEventListener("delta", (event) => {
     const data = JSON.parse(event.data);
     if (data.kind === "text_delta") $("live").textContent += data.delta;
