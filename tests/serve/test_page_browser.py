@@ -110,8 +110,9 @@ async def test_the_page_sends_a_prompt_shows_the_answer_escaped_aborts_and_needs
 
 
 async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: Path, tmp_path: Path) -> None:
-    """The provider sends the first words of its answer and then nothing: the page shows those
-    words while the session runs and nothing of the answer is stored yet; abort ends it."""
+    """The provider sends the first words of its answer and then nothing: the page that started
+    the session, and one opened on it since, show those words (each once) while the session runs
+    and nothing of the answer is stored yet; abort ends it; a whole answer is shown whole."""
     if shutil.which(CHROMIUM) is None:
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)")
     from playwright.async_api import async_playwright, expect
@@ -119,7 +120,7 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
     body, deltas = recorded_stream()
     cut, partial = stalled_after(body, deltas, 3)  # the first words; the rest never comes
     assert partial.strip() and len(deltas) > 3
-    replies = [Reply(body), Reply(body, stall_after=cut)]
+    replies = [Reply(body, stall_after=cut), Reply(body)]
     async with (
         LoopbackServer(replies) as provider,
         tether_serve(project, "--token", TOKEN, "--model", use_provider(provider.url)) as url,
@@ -132,23 +133,26 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
         try:
             page = await browser.new_page()
             await page.goto(url + "/#token=" + TOKEN)
-            await page.fill("#prompt", "first")  # a whole answer: the page follows the session
-            await page.click("#send")
-            conversation = page.frame_locator("#conversation")
-            await expect(conversation.get_by_text("".join(deltas))).to_be_visible(timeout=20_000)
-            await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
-
-            await page.fill("#prompt", "second")
+            # a new session: its first words were streamed before the page could follow it
+            await page.fill("#prompt", "first")
             await page.click("#send")
             await expect(page.locator("#live")).to_have_text(partial, timeout=20_000)
             await expect(page.locator("#status")).to_have_text("running")
             session_id = (await client.get("/api/sessions")).json()["sessions"][0]["id"]
             entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
             roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
-            assert roles == ["user", "assistant", "user"]  # the streamed words are not stored yet
-            # each prompt typed on the page reached the model, in the request's last message
+            assert roles == ["user"]  # the streamed words are not stored yet
             sent = [json.loads(r.body)["messages"][-1]["content"] for r in provider.requests]
-            assert [str(content) for content in sent] == ["first", "second"]
+            assert [str(content) for content in sent] == ["first"]  # the typed prompt reached the model
+
+            # another page opened on the running session shows the words streamed before it came
+            other = await browser.new_page()
+            await other.goto(url + "/#token=" + TOKEN)
+            await other.locator("#sessions li").first.click()
+            await expect(other.locator("#live")).to_have_text(partial, timeout=20_000)
+            await expect(other.locator("#status")).to_have_text("running")
+            await other.close()
+
             # while it runs, the prompt box steers
             await page.fill("#prompt", "steer this")
             await page.click("#send")
@@ -166,5 +170,15 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
             last = [e["message"] for e in entries if e["type"] == "message"][-1]
             assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+
+            # a whole answer, streamed then stored, is shown once stored
+            await page.fill("#prompt", "second")
+            await page.click("#send")
+            conversation = page.frame_locator("#conversation")
+            await expect(conversation.get_by_text("".join(deltas))).to_be_visible(timeout=20_000)
+            await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
+            await expect(page.locator("#live")).to_have_text("")
+            asked = [str(m["content"]) for m in json.loads(provider.requests[-1].body)["messages"]]
+            assert "second" in asked
         finally:
             await browser.close()
