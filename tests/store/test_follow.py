@@ -13,8 +13,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import pytest
+
+import tether.store.follow as follow_module
 from session_helpers import assistant, call, result, text, user
 from tether.cli.sessions_cmd import entry_line
 from tether.session import SessionManager
@@ -107,6 +110,40 @@ def test_follow_yields_history_then_new_entries_and_ends_with_the_session(manage
     s.close()
     manager.delete(s.id)
     assert isinstance(seen.get(timeout=LINE_TIMEOUT), SessionNotFoundError)
+
+
+def test_following_entries_reads_the_session_row_only_when_none_came_for_a_while(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each append wakes the follower once and costs it one query (the entries): the row says
+    only that the session is still there, which an append just said."""
+    monkeypatch.setattr(follow_module, "IDLE_CHECK_SECONDS", LINE_TIMEOUT)  # no idle wake-up here
+    store = manager.store
+    s = manager.create("/p")
+    s.append_message(user("one"))
+    rows: list[str] = []
+    get_session = store.get_session
+
+    def counted(session_id: str) -> Any:
+        rows.append(session_id)
+        return get_session(session_id)
+
+    monkeypatch.setattr(store, "get_session", counted)
+    stop = threading.Event()
+    live = follow(store, s.id, history=False, stop=stop)
+    seen: queue.Queue[str] = queue.Queue()
+    thread = threading.Thread(target=lambda: [seen.put(e.id) for e in live], daemon=True)
+    thread.start()
+    first = s.append_message(user("two"))
+    assert seen.get(timeout=LINE_TIMEOUT) == first
+    before = len(rows)  # the watch's own check and the first pass
+    ids = [s.append_message(user(f"message {i}")) for i in range(5)]
+    assert [seen.get(timeout=LINE_TIMEOUT) for _ in ids] == ids
+    assert len(rows) == before
+    stop.set()
+    s.append_message(user("wakes the follower to see it is stopped"))
+    thread.join(LINE_TIMEOUT)
+    assert not thread.is_alive()
 
 
 def test_following_an_unknown_session_is_one_clear_line(store_location: str) -> None:

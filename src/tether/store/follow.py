@@ -8,10 +8,18 @@ PostgreSQL wakes the follower by ``NOTIFY`` on each append, from any host; SQLit
 appended after the last entry it yielded, so a missed or spurious wake-up costs nothing but a
 query: no entry is skipped or repeated.
 
+``follow`` yields entries only: of the session row it needs nothing but that the row is still
+there (a deleted session ends the iterator), which the entries cannot say. So a wake-up that
+brought entries costs one query (the session is there: it was just appended to), and the row
+is read only once no entry came for ``IDLE_CHECK_SECONDS``: on SQLite, every write to the file
+wakes every follower, so a follower of a quiet session woken by the others pays one query a
+wake-up, not two.
+
 ``follow_changes`` is the same watch for a follower that keeps the session open (``Session
 .catch_up``): per wake-up, the session row as well as the new entries, so the follower's leaf,
-title and counters move with the writer's, each wake-up costing two small queries however long
-the session is.
+title and counters move with the writer's (an append changes the counters, a branch the leaf
+with no entry at all: the row is read every time), each wake-up costing two small queries
+however long the session is.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from typing import NamedTuple
 
@@ -60,7 +69,7 @@ def follow(
     except BaseException:
         watch.close()
         raise
-    return _entries(_follow(store, session_id, watch, last, stop))
+    return _entries(_follow(store, session_id, watch, last, stop, rows=False))
 
 
 def _entries(changes: Generator[SessionChange]) -> Iterator[StoredEntry]:
@@ -78,7 +87,7 @@ def follow_changes(
     wake-up that found the session row or its entries changed, until ``stop`` is set; ends with
     ``SessionNotFoundError`` once the session is deleted. Watching starts before this returns."""
     watch = store.watch(session_id)
-    return _follow(store, session_id, watch, after, stop)
+    return _follow(store, session_id, watch, after, stop, rows=True)
 
 
 def _follow(
@@ -87,14 +96,26 @@ def _follow(
     watch: SessionWatch,
     last: str | None,
     stop: threading.Event | None,
+    *,
+    rows: bool,
 ) -> Generator[SessionChange]:
+    """The changes after entry ``last``; ``rows``: each with the session row read before its
+    entries; otherwise the row is read only to tell that the session is still there, once no
+    entry came for ``IDLE_CHECK_SECONDS`` (the changes then carry the row of that check)."""
     seen: SessionRecord | None = None
+    checked = float("-inf")
     try:
         while stop is None or not stop.is_set():
-            record = store.get_session(session_id)  # raises once the session is gone
+            now = time.monotonic()
+            if rows or seen is None or now - checked >= IDLE_CHECK_SECONDS:
+                record = store.get_session(session_id)  # raises once the session is gone
+                checked = now
+            else:
+                record = seen
             new = store.entries_after(session_id, last)
             if new:
                 last = new[-1].id
+                checked = now  # appended to: still there
             if new or record != seen:
                 seen = record
                 yield SessionChange(record, new)
