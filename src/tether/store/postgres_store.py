@@ -58,16 +58,13 @@ of notifying transactions on one lock, so under many concurrent writers each com
 previous one's flush; the batch writer commits many sessions' appends in one transaction, which
 keeps those commits few.)
 
-While the server is unreachable, the pool's own reconnection attempts would log a line each (32
-in 15 s on an RPC client's stderr): ``_OutageLog`` lets the first of an outage through, naming
-the database, and holds back the rest until a statement succeeds again.
+Which failures are an outage and how each is said: ``postgres_errors``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import secrets
 import socket
@@ -96,6 +93,7 @@ from tether.store.postgres_append import (
     append_one,
     append_params,
 )
+from tether.store.postgres_errors import OUTAGE_LOG, absent, describe, message, unreachable
 from tether.store.postgres_listen import ListenWatch, SharedListener
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
@@ -207,7 +205,7 @@ class PostgresStore:
         self.url = url
         self.where = redact(url)
         self.outage_seconds = outage_seconds
-        self._patience = Patience(self.where, outage_seconds, _describe)
+        self._patience = Patience(self.where, outage_seconds, describe)
         self._lock_backend: BackendId = (0, None)
         self._host = socket.gethostname()
         self._lock_mutex = threading.Lock()
@@ -220,7 +218,7 @@ class PostgresStore:
         self._write_mutex = threading.Lock()
         # The first connection reports a bad URL or password as it is (an unreachable server too,
         # unless ``patient``: see ``open_store``), migrates, then holds locks.
-        self._lock_db = self._patience.run(self._connect_locks, _absent) if patient else self._connect_locks()
+        self._lock_db = self._patience.run(self._connect_locks, absent) if patient else self._connect_locks()
         try:
             row = self._lock_db.execute("SELECT current_schema()").fetchone()
             if row is None or row[0] is None:
@@ -238,11 +236,11 @@ class PostgresStore:
                 open=True,
                 name="tether-sessions",
             )
-            _OUTAGE_LOG.install(self.where)
+            OUTAGE_LOG.install(self.where)
             self._listener = SharedListener(self.reconnect, self.where, outage_seconds)
         except psycopg.Error as err:
             self._lock_db.close()
-            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
         except BaseException:
             self._lock_db.close()
             raise
@@ -332,9 +330,9 @@ class PostgresStore:
                 try:
                     lease = self._try_lock(session_id)
                 except psycopg.Error as err:
-                    raise SessionError(f"session database {self.where}: {_message(err)}") from None
+                    raise SessionError(f"session database {self.where}: {message(err)}") from None
             except psycopg.Error as err:
-                raise SessionError(f"session database {self.where}: {_message(err)}") from None
+                raise SessionError(f"session database {self.where}: {message(err)}") from None
             self._held[session_id] = lease
             _LIVE_TOKENS.add(lease.token)
             return lease
@@ -490,11 +488,11 @@ class PostgresStore:
                 make_conninfo(self.url, **KEEPALIVES), autocommit=True, connect_timeout=CONNECT_TIMEOUT
             )
         except psycopg.Error as err:
-            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
 
     def reconnect(self) -> Connection:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
-        return self._patience.run(self.connect, _absent)
+        return self._patience.run(self.connect, absent)
 
     def _connect_locks(self) -> Connection:
         db = self.connect()
@@ -505,7 +503,7 @@ class PostgresStore:
             ).fetchone()
         except psycopg.Error as err:
             db.close()
-            raise SessionError(f"cannot open the session database {self.where}: {_message(err)}") from None
+            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
         assert row is not None
         self._lock_backend = (row[0], row[1])
         return db
@@ -514,7 +512,7 @@ class PostgresStore:
         """A new lock connection (the old one is dead), then every held lease taken back on it
         (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
         self._lock_db.close()
-        self._lock_db = self._patience.run(self._connect_locks, _absent)
+        self._lock_db = self._patience.run(self._connect_locks, absent)
         for lease in list(self._held.values()):
             with contextlib.suppress(psycopg.Error):
                 self._relock(lease)
@@ -610,10 +608,10 @@ class PostgresStore:
     def _patiently(self, attempt: Callable[[], T]) -> T:
         """``attempt()``, again while the server is unreachable; a ``SessionError`` if it fails."""
         try:
-            result = self._patience.run(attempt, _unreachable)
+            result = self._patience.run(attempt, unreachable)
         except (psycopg.Error, PoolTimeout) as err:
-            raise SessionError(f"session database {self.where}: {_message(err)}") from None
-        _OUTAGE_LOG.recovered()  # the pool's next connection error is a new outage's first line
+            raise SessionError(f"session database {self.where}: {message(err)}") from None
+        OUTAGE_LOG.recovered()  # the pool's next connection error is a new outage's first line
         return result
 
     def _entries(self, query: LiteralString, params: tuple[str, ...]) -> list[StoredEntry]:
@@ -702,68 +700,8 @@ class PostgresStore:
         )
 
 
-class _OutageLog(logging.Filter):
-    """On the pool's logger: one line per outage, not one per reconnection attempt (32 lines in
-    15 s were seen on stderr, in the middle of an RPC client's terminal)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._reported = False
-        self._installed = False
-        self._where = "(unknown)"
-
-    def install(self, where: str) -> None:
-        """Filter the pool's logger; ``where``: the database (redacted) its lines are about."""
-        self._where = where
-        if not self._installed:
-            self._installed = True
-            logging.getLogger("psycopg.pool").addFilter(self)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return True
-        if self._reported:
-            return False
-        self._reported = True
-        detail = " ".join(record.getMessage().split())
-        record.msg = (
-            "tether: session database %s: %s (further connection errors are not shown until it is back)"
-        )
-        record.args = (self._where, detail)
-        return True
-
-    def recovered(self) -> None:
-        if self._reported:
-            self._reported = False
-
-
-_OUTAGE_LOG = _OutageLog()
-
-
 class _FencedOff(Exception):
     """A batched append matched no session row (deleted, or its writer lost the lease)."""
-
-
-def _describe(err: BaseException) -> str:
-    return _message(err) if isinstance(err, psycopg.Error) else str(err)
-
-
-def _unreachable(err: BaseException) -> bool:
-    """Whether ``err`` says the server cannot be reached now (gone, restarting, a broken
-    connection) rather than that the statement or its data is wrong."""
-    if isinstance(err, PoolTimeout):
-        return True
-    if isinstance(err, SessionError):  # ``connect``'s, from a refused or failed connection
-        return "connection" in str(err) or "the database system is" in str(err)
-    if not isinstance(err, psycopg.OperationalError):
-        return False
-    state = err.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
-
-
-def _absent(err: BaseException) -> bool:
-    """Whether a connection could not be made because the server cannot be reached now."""
-    return isinstance(err, SessionError) and _unreachable(err)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -793,9 +731,3 @@ def _get(db: Connection, session_id: str) -> SessionRecord:
 
 def _parent(record: SessionRecord) -> tuple[str | None, str | None]:
     return record.parent_session_id, record.parent_entry_id
-
-
-def _message(err: psycopg.Error) -> str:
-    """The server's or libpq's message on one line, without psycopg's multi-line decoration."""
-    text = str(err).strip() or type(err).__name__
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())

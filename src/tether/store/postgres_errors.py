@@ -1,0 +1,87 @@
+"""What PostgreSQL's failures mean to the session store, and how they are said.
+
+A failure is either an outage (the server cannot be reached now: gone, restarting, a broken
+connection), which the store rides out by trying again (``tether.store.outage``), or a statement
+or its data that is wrong, which is said at once. Either is said in one line: the server's or
+libpq's message without psycopg's multi-line decoration.
+
+While the server is unreachable, the pool's own reconnection attempts would log a line each (32
+in 15 s on an RPC client's stderr): ``OutageLog`` lets the first of an outage through, naming
+the database, and holds back the rest until a statement succeeds again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from tether.store.store import SessionError
+
+
+class OutageLog(logging.Filter):
+    """On the pool's logger: one line per outage, not one per reconnection attempt (32 lines in
+    15 s were seen on stderr, in the middle of an RPC client's terminal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reported = False
+        self._installed = False
+        self._where = "(unknown)"
+
+    def install(self, where: str) -> None:
+        """Filter the pool's logger; ``where``: the database (redacted) its lines are about."""
+        self._where = where
+        if not self._installed:
+            self._installed = True
+            logging.getLogger("psycopg.pool").addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        if self._reported:
+            return False
+        self._reported = True
+        detail = " ".join(record.getMessage().split())
+        record.msg = (
+            "tether: session database %s: %s (further connection errors are not shown until it is back)"
+        )
+        record.args = (self._where, detail)
+        return True
+
+    def recovered(self) -> None:
+        if self._reported:
+            self._reported = False
+
+
+OUTAGE_LOG = OutageLog()
+"""The one filter on psycopg's pool logger (``install``), shared by every store of the process."""
+
+
+def describe(err: BaseException) -> str:
+    return message(err) if isinstance(err, psycopg.Error) else str(err)
+
+
+def unreachable(err: BaseException) -> bool:
+    """Whether ``err`` says the server cannot be reached now (gone, restarting, a broken
+    connection) rather than that the statement or its data is wrong."""
+    if isinstance(err, PoolTimeout):
+        return True
+    if isinstance(err, SessionError):  # ``connect``'s, from a refused or failed connection
+        return "connection" in str(err) or "the database system is" in str(err)
+    if not isinstance(err, psycopg.OperationalError):
+        return False
+    state = err.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def absent(err: BaseException) -> bool:
+    """Whether a connection could not be made because the server cannot be reached now."""
+    return isinstance(err, SessionError) and unreachable(err)
+
+
+def message(err: psycopg.Error) -> str:
+    """The server's or libpq's message on one line, without psycopg's multi-line decoration."""
+    text = str(err).strip() or type(err).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
