@@ -17,8 +17,9 @@ event loop cost on this workload. Tether and the floor run on asyncio, and on uv
 installed (``tether[uvloop]``); the reference is pi-agent-core 0.73.1 on the machine's Node and
 1.6 on Node 22 from npm (``bench/reference16``). All CPU time, in interleaved rounds (see
 ``ROUNDS``), every ratio taken within a round and printed as its median and spread. Tether also
-runs with an abort signal ("signal" rows): every ``Agent`` run has one, and it costs tether a task
-per tool call, where the reference's signal is a property check.
+runs with an abort signal ("signal" rows): every ``Agent`` run has one, and tether watches it for
+each tool call that suspends (an instant one ends before it needs to), where the reference's
+signal is a property check.
 
 ``--tracing`` measures tether with OpenTelemetry off and on, side by side, instead of the reference.
 On: the SDK records every span (a batch processor feeding an exporter that drops them) and every
@@ -82,7 +83,7 @@ async def once(
     instrumentation: Instrumentation | None = None, *, abortable: bool = False
 ) -> tuple[int, float, float]:
     """One run; ``abortable`` passes an abort signal, as every ``Agent`` run does (the reference
-    passes none: JavaScript's signal costs a property check, tether's a task per tool call)."""
+    passes none: JavaScript's signal costs a property check, tether's a step of its own per call)."""
     events = 0
 
     async def emit(event: AgentEvent) -> None:

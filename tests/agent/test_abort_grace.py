@@ -1,19 +1,35 @@
 """``until_abort_grace``, the race between a tool's end and the run's abort that every tool call of
 a run with a signal (every ``Agent`` run) goes through: the tool's result when it ends, its answer
 to the abort when it gives one within the grace, its cancellation when the caller is cancelled,
-and nothing left listening on the signal afterwards. (Abandoning a tool that ignores the abort
-is covered end to end in tests/session/test_session_abort.py.)"""
+and nothing left listening on the signal afterwards.
+
+The tool runs in the awaiting task: an instant one ends in its first step (no task), one that
+suspends is driven from there, and left behind when the grace ends, whether it takes its
+cancellation or ignores it. (Abandoning a tool that ignores the abort is also covered end to end in
+tests/session/test_session_abort.py.) The grace is shortened here: its length is not the subject."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
 import pytest
+from agent_support import Recorder, check_invariants
 
-from tether.agent import AgentToolResult
-from tether.agent.tool_execution import until_abort_grace
+import tether.agent.tool_execution as execution
+from tether.agent import AgentContext, AgentLoopConfig, AgentToolResult, run_agent_loop, tool
+from tether.agent.tool_execution import ToolAbandonedError, until_abort_grace
 from tether.ai.abort import AbortController
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+from tether.wire import AgentMessage
+
+MARK: contextvars.ContextVar[str] = contextvars.ContextVar("MARK", default="unset")
+
+
+@pytest.fixture(autouse=True)
+def _short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(execution, "ABORT_GRACE", 0.01)
 
 
 def _result(text: str) -> AgentToolResult[Any]:
@@ -70,3 +86,197 @@ async def test_cancelling_the_caller_cancels_the_tool() -> None:
     await asyncio.sleep(0)  # the tool's task takes its cancellation on the next pass
     assert outcome == ["cancelled"]
     assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_an_instant_tool_ends_in_its_first_step_in_the_callers_task_and_its_own_context() -> None:
+    controller = AbortController()
+    seen: list[object] = []
+
+    async def tool() -> AgentToolResult[Any]:
+        MARK.set("tool")
+        seen.append(asyncio.current_task())
+        return _result("done")
+
+    awaiting = until_abort_grace(tool(), controller.signal)
+    with pytest.raises(StopIteration) as ended:  # one step, no suspension: no task, no pass
+        awaiting.send(None)
+    assert ended.value.value.content == [{"type": "text", "text": "done"}]
+    assert seen == [asyncio.current_task()]
+    assert MARK.get() == "unset", "the tool ran in a copy of the context, as a task would run it"
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_what_the_first_step_raises_propagates_and_leaves_no_listener() -> None:
+    controller = AbortController()
+
+    async def tool() -> AgentToolResult[Any]:
+        raise ValueError("at once")
+
+    with pytest.raises(ValueError, match="at once"):
+        await until_abort_grace(tool(), controller.signal)
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_suspended_tool_that_outlives_the_grace_is_cancelled_and_abandoned() -> None:
+    controller = AbortController()
+    outcome: list[str] = []
+
+    async def tool() -> AgentToolResult[Any]:
+        try:
+            await asyncio.Event().wait()  # never looks at its signal
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        return _result("never")  # pragma: no cover
+
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    await asyncio.sleep(0)
+    controller.abort()
+    with pytest.raises(ToolAbandonedError, match="did not stop within"):
+        async with asyncio.timeout(10):  # a regression must fail, not hang on the tool
+            await racing
+    assert outcome == ["cancelled"]
+    assert racing.cancelling() == 0, "the task running it was not cancelled: only the tool's wait"
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_tool_that_ignores_its_cancellation_is_left_behind_and_its_late_result_dropped() -> None:
+    controller = AbortController()
+    release = asyncio.Event()
+    outcome: list[str] = []
+
+    async def tool() -> AgentToolResult[Any]:
+        while True:
+            try:
+                await release.wait()
+                break
+            except asyncio.CancelledError:
+                outcome.append("ignored")
+        outcome.append("finished anyway")
+        return _result("late")
+
+    tasks_before = asyncio.all_tasks()
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    await asyncio.sleep(0)
+    controller.abort()
+    with pytest.raises(ToolAbandonedError):
+        async with asyncio.timeout(10):
+            await racing
+    assert outcome == ["ignored"]
+    left = asyncio.all_tasks() - tasks_before - {racing}
+    assert len(left) == 1, "the tool goes on in a task of its own"
+    release.set()
+    await asyncio.gather(*left)
+    assert outcome == ["ignored", "finished anyway"]
+
+
+async def test_cancelling_the_caller_leaves_a_tool_that_ignores_it_behind() -> None:
+    controller = AbortController()
+    release = asyncio.Event()
+    outcome: list[str] = []
+
+    async def tool() -> AgentToolResult[Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            outcome.append("cleaning up")
+            await release.wait()  # cleanup that awaits: the caller does not wait for it
+            outcome.append("cleaned up")
+        return _result("late")
+
+    tasks_before = asyncio.all_tasks()
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    await asyncio.sleep(0)
+    racing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await racing
+    assert outcome == ["cleaning up"]
+    left = asyncio.all_tasks() - tasks_before - {racing}
+    release.set()
+    await asyncio.gather(*left)
+    assert outcome == ["cleaning up", "cleaned up"]
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_tool_that_swallows_the_callers_cancellation_does_not_stop_it() -> None:
+    controller = AbortController()
+
+    async def tool() -> AgentToolResult[Any]:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return _result("swallowed")
+        return _result("never")  # pragma: no cover
+
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    await asyncio.sleep(0)
+    racing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await racing
+
+
+async def test_a_tools_own_timeout_is_its_own_business() -> None:
+    """The tool's ``asyncio.timeout`` cancels the task it runs in (the caller's): the tool takes
+    that cancellation back and goes on, so it is neither left behind nor is the caller cancelled."""
+    controller = AbortController()
+
+    async def tool() -> AgentToolResult[Any]:
+        try:
+            async with asyncio.timeout(0.001):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            await asyncio.sleep(0)
+            return _result("timed out, recovered")
+        return _result("never")  # pragma: no cover
+
+    async with asyncio.timeout(10):
+        result = await until_abort_grace(tool(), controller.signal)
+    assert result.content == [{"type": "text", "text": "timed out, recovered"}]
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+
+
+@tool
+async def deaf() -> str:
+    """Waits for an event nobody sets, and never looks at its signal."""
+    await asyncio.Event().wait()
+    return "never"  # pragma: no cover
+
+
+@tool
+async def instant() -> str:
+    """Answers at once."""
+    return "instant"
+
+
+async def test_a_call_abandoned_while_the_batch_reports_another_calls_end() -> None:
+    """``instant`` ends while the batch starts, ``deaf`` suspends there and waits for the batch's
+    task to continue it; the batch reports ``instant``'s end first, and its listener aborts and
+    outlasts the grace: ``deaf`` is abandoned as soon as the batch gets back to it."""
+    controller = AbortController()
+    recorder = Recorder()
+
+    async def listener(event: Any) -> None:
+        await recorder(event)
+        if event["type"] == "tool_execution_end" and event["toolName"] == "instant":
+            controller.abort()
+            await asyncio.sleep(0.05)  # past the (shortened) grace
+
+    model = ScriptedModel([reply(tool_call("instant", {}), tool_call("deaf", {}))])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    tasks_before = asyncio.all_tasks()
+    async with asyncio.timeout(10):  # a regression must fail, not hang on the deaf tool
+        result = await run_agent_loop(
+            [prompt],
+            AgentContext(tools=[instant, deaf]),
+            AgentLoopConfig(model=model.model, tool_execution="parallel"),
+            listener,
+            controller.signal,
+            model,
+        )
+    assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
+    results = {m["toolName"]: m for m in result if m["role"] == "toolResult"}
+    assert results["instant"]["content"] == [{"type": "text", "text": "instant"}]
+    assert results["deaf"]["isError"] is True
+    assert "did not stop within" in str(results["deaf"]["content"])
+    check_invariants(recorder.trace(result))

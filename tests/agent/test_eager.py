@@ -14,9 +14,17 @@ from test_loop_failures import FailingRecorder, quick, slow, user
 
 from tether.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop, tool
 from tether.agent.eager import Suspended, start_eagerly
+from tether.ai.abort import AbortController, AbortSignal
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("MARK", default="unset")
+
+
+@pytest.fixture(params=[False, True], ids=["no-signal", "signal"])
+def signal(request: pytest.FixtureRequest) -> AbortSignal | None:
+    """The batch's calls are run without and with an abort signal (every ``Agent`` run has one):
+    with one, each call is driven through ``until_abort_grace``, which must keep all of this true."""
+    return AbortController().signal if request.param else None
 
 
 async def _mark_and_keep(value: str, kept: list[str]) -> None:
@@ -105,7 +113,9 @@ async def timed(seconds: float) -> str:
     return "no timeout"  # pragma: no cover - the timeout fires first
 
 
-async def test_a_timeout_entered_before_the_first_suspension_cancels_only_its_own_call() -> None:
+async def test_a_timeout_entered_before_the_first_suspension_cancels_only_its_own_call(
+    signal: AbortSignal | None,
+) -> None:
     model = ScriptedModel(
         [reply(tool_call("timed", {"seconds": 1}), tool_call("quick", {"value": "q"})), reply(text("ok"))]
     )
@@ -116,7 +126,7 @@ async def test_a_timeout_entered_before_the_first_suspension_cancels_only_its_ow
             AgentContext(tools=[timed, quick]),
             AgentLoopConfig(model=model.model, tool_execution="parallel"),
             recorder,
-            None,
+            signal,
             model,
         )
     results = {m["toolCallId"]: m for m in result if m["role"] == "toolResult"}
@@ -134,7 +144,7 @@ async def soon(value: str) -> str:
     return value
 
 
-async def test_a_sibling_failing_while_the_first_call_waits_cancels_it() -> None:
+async def test_a_sibling_failing_while_the_first_call_waits_cancels_it(signal: AbortSignal | None) -> None:
     """``slow`` suspends while starting, so the batch's task continues it; ``soon`` runs in a task
     and its end event makes the listener fail: ``slow`` must be cancelled, not awaited."""
     model = ScriptedModel([reply(tool_call("slow", {"value": "s"}), tool_call("soon", {"value": "q"}))])
@@ -146,7 +156,7 @@ async def test_a_sibling_failing_while_the_first_call_waits_cancels_it() -> None
             AgentContext(tools=[slow, soon]),
             AgentLoopConfig(model=model.model, tool_execution="parallel"),
             recorder,
-            None,
+            signal,
             model,
         )
     await asyncio.sleep(0)
@@ -159,7 +169,7 @@ async def test_a_sibling_failing_while_the_first_call_waits_cancels_it() -> None
     check_invariants(recorder.trace(result))
 
 
-async def test_instant_calls_of_a_batch_start_in_order_without_a_task() -> None:
+async def test_instant_calls_of_a_batch_start_in_order_without_a_task(signal: AbortSignal | None) -> None:
     seen: list[tuple[str, asyncio.Task[Any] | None]] = []
 
     async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
@@ -176,7 +186,7 @@ async def test_instant_calls_of_a_batch_start_in_order_without_a_task() -> None:
         AgentContext(tools=[echo]),
         AgentLoopConfig(model=model.model, tool_execution="parallel"),
         recorder,
-        None,
+        signal,
         model,
     )
     assert [call_id for call_id, _ in seen] == ["c0", "c1", "c2"]
