@@ -280,3 +280,22 @@ async def test_a_call_abandoned_while_the_batch_reports_another_calls_end() -> N
     assert results["deaf"]["isError"] is True
     assert "did not stop within" in str(results["deaf"]["content"])
     check_invariants(recorder.trace(result))
+
+
+async def test_a_tool_that_hands_back_a_future_is_awaited_like_a_coroutine() -> None:
+    """``execute`` may return any awaitable: one that is not a coroutine is driven the same way."""
+    controller = AbortController()
+    answer: asyncio.Future[AgentToolResult[Any]] = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(answer.set_result, _result("later"))
+    result = await until_abort_grace(answer, controller.signal)
+    assert result.content == [{"type": "text", "text": "later"}]
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_without_a_signal_the_tool_is_simply_awaited() -> None:
+    async def tool() -> AgentToolResult[Any]:
+        await asyncio.sleep(0)
+        return _result("plain")
+
+    result = await until_abort_grace(tool(), None)
+    assert result.content == [{"type": "text", "text": "plain"}]
