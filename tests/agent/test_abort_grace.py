@@ -299,3 +299,81 @@ async def test_without_a_signal_the_tool_is_simply_awaited() -> None:
 
     result = await until_abort_grace(tool(), None)
     assert result.content == [{"type": "text", "text": "plain"}]
+
+
+async def test_a_tool_awaiting_a_task_gets_its_result() -> None:
+    controller = AbortController()
+
+    async def child() -> str:
+        await asyncio.sleep(0)
+        return "from the child"
+
+    async def tool() -> AgentToolResult[Any]:
+        return _result(await asyncio.get_running_loop().create_task(child()))
+
+    result = await until_abort_grace(tool(), controller.signal)
+    assert result.content == [{"type": "text", "text": "from the child"}]
+
+
+async def test_a_tool_awaiting_work_that_ignores_its_cancellation_is_still_abandoned() -> None:
+    """The tool waits on ``gather`` (or a task), which cancelling does not end while its work
+    ignores the cancellation: the run's task must still wake when the grace ends."""
+    controller = AbortController()
+    release = asyncio.Event()
+    outcome: list[str] = []
+
+    async def deaf_child() -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                outcome.append("child ignored")
+
+    async def tool() -> AgentToolResult[Any]:
+        try:
+            await asyncio.gather(deaf_child())
+        except asyncio.CancelledError:
+            outcome.append("tool cancelled")
+            raise
+        return _result("never")  # pragma: no cover
+
+    tasks_before = asyncio.all_tasks()
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    await asyncio.sleep(0)
+    controller.abort()
+    try:
+        # not ``asyncio.timeout``: cancelling a task stuck on the deaf child would not end it either
+        done, _ = await asyncio.wait({racing}, timeout=10)
+        assert done, "the task running the tool never woke to leave it"
+        with pytest.raises(ToolAbandonedError):
+            racing.result()
+        assert outcome == ["child ignored", "tool cancelled"]
+    finally:
+        release.set()
+        await asyncio.gather(*(asyncio.all_tasks() - tasks_before), return_exceptions=True)
+
+
+async def test_cancelling_the_caller_cancels_the_task_a_tool_awaits() -> None:
+    controller = AbortController()
+    outcome: list[str] = []
+
+    async def child() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            outcome.append("child cancelled")
+            raise
+
+    async def tool() -> AgentToolResult[Any]:
+        await asyncio.get_running_loop().create_task(child())
+        return _result("never")  # pragma: no cover
+
+    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    for _ in range(2):  # the child starts
+        await asyncio.sleep(0)
+    racing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):
+            await racing
+    await asyncio.sleep(0)
+    assert outcome == ["child cancelled"]

@@ -123,7 +123,9 @@ def until_abort_grace(
 
     - its abort starts the grace; at its end, the future the tool waits on is cancelled (what
       cancelling a task does), so the tool gets a ``CancelledError`` and the call fails with
-      ``ToolAbandonedError``, whatever the tool makes of it;
+      ``ToolAbandonedError``, whatever the tool makes of it (a tool waiting on a task or a
+      ``gather``, which a cancellation may never end, is waited on through a plain future
+      that the grace cancels too: ``_Grace.relay``);
     - a ``CancelledError`` thrown in from outside (the run or the batch cancelled) goes to the
       tool and then propagates;
     - a tool that goes on after either (it ignores the cancellation, or awaits its cleanup)
@@ -157,6 +159,10 @@ def until_abort_grace(
     try:
         while True:
             grace.waiting = yielded
+            if yielded is None or type(yielded) is asyncio.Future:
+                grace.relayed = None
+            else:  # a task (or a gathering): cancelling it may not end it, see ``_Grace.relay``
+                yielded = grace.relay(yielded)
             try:
                 sent = yield yielded
             except GeneratorExit:  # this awaitable is being closed: close the tool (as PEP 380)
@@ -165,6 +171,8 @@ def until_abort_grace(
             except asyncio.CancelledError as exc:
                 if grace.abandoned:  # the grace ended: the future it waited on was cancelled
                     break
+                if grace.relayed is not None:  # what cancelling the task would have cancelled
+                    grace.waiting.cancel()
                 asked = task.cancelling()
                 try:
                     yielded = run(coro.throw, exc)
@@ -206,17 +214,35 @@ ABANDONED = (
 
 class _Grace:
     """The abort grace of one suspended tool call: started by the abort, it cancels the future
-    the tool waits on when it ends (``abandoned``)."""
+    the tool waits on when it ends (``abandoned``), which wakes the task driving the tool."""
 
-    __slots__ = ("abandoned", "loop", "timer", "waiting")
+    __slots__ = ("abandoned", "loop", "relayed", "timer", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.waiting: Any = None
         """What the tool last handed the task: the future it waits on, or ``None`` (a bare
         yield: it is continued on the next pass, where ``abandoned`` is seen)."""
+        self.relayed: asyncio.Future[None] | None = None
+        """The future the task waits on instead of ``waiting``, when that is not a plain one."""
         self.abandoned = False
         self.timer: asyncio.TimerHandle | None = None
+
+    def relay(self, waiting: Any) -> asyncio.Future[None]:
+        """A plain future done when ``waiting`` is, for the task to wait on. A cancelled task
+        (or ``gather``) ends only once what it runs has stopped, maybe never: the task driving
+        the tool would never wake to leave it. A plain future (what ``sleep``, events, queues,
+        streams and threads hand back) ends when cancelled, and is waited on as it is."""
+        relayed = self.loop.create_future()
+        relayed._asyncio_future_blocking = True  # pyright: ignore[reportPrivateUsage] (as ``await`` sets it)
+
+        def done(_: object) -> None:
+            if not relayed.done():
+                relayed.set_result(None)
+
+        waiting.add_done_callback(done)
+        self.relayed = relayed
+        return relayed
 
     def on_abort(self, _: object) -> None:
         self.timer = self.loop.call_later(ABORT_GRACE, self.give_up)
@@ -225,6 +251,8 @@ class _Grace:
         self.abandoned = True
         if self.waiting is not None:  # a future (anything a task accepts has ``cancel``)
             self.waiting.cancel()
+        if self.relayed is not None:
+            self.relayed.cancel()
 
     def close(self) -> None:
         if self.timer is not None:
