@@ -9,6 +9,7 @@ reads it (the trusted-folders list is read when the project has a ``.tether`` fo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,26 @@ def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) 
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
     assert done.stderr == f"note: {huge}: larger than 1 MB, not read; left out of the system prompt\n"
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "a FIFO", "a file outside the project"])
+def test_a_project_settings_file_linking_out_is_refused_unread(cli: CliEnv, target: str) -> None:
+    """A cloned repository's ``.tether/settings.json`` is read on every start, trusted or not: a
+    link to ``/dev/zero`` filled memory until killed, a FIFO blocked the start for good, and a
+    link to a JSON file outside (``~/.config/tether/auth.json``) had its values echoed by the
+    error about them. Each is now one line naming the file, read no further than its name."""
+    settings = cli.project / ".tether" / "settings.json"
+    settings.parent.mkdir()
+    if target == "a FIFO":
+        os.mkfifo(settings)
+    elif target == "/dev/zero":
+        settings.symlink_to("/dev/zero")
+    else:
+        secret = cli.home / "auth.json"
+        secret.write_text('{"anthropic": {"type": "api_key", "key": "sk-ant-SECRET"}}')
+        settings.symlink_to(secret)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert done.returncode == 1
+    assert "SECRET" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"tether: {settings}: cannot read: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
