@@ -95,6 +95,7 @@ async def _run(options: RunOptions) -> int:
     cwd = options.cwd or Path.cwd()
     rpc_out = None
     json_out = None
+    print_out = None
     if options.mode == "rpc":
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
@@ -103,6 +104,9 @@ async def _run(options: RunOptions) -> int:
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
     elif options.mode == "json":
         json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
+    elif options.mode == "print":
+        # The answer only: ``answer=$(tether -p ...)`` got an extension's print() before it.
+        print_out = text_output(take_over_stdout())
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -187,8 +191,13 @@ async def _run(options: RunOptions) -> int:
                     json_out.close()
         if core.notice:
             sys.stderr.write(f"note: {core.notice}\n")
-        stream = options.stream if options.stream is not None else sys.stdout.isatty()
-        return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
+        assert print_out is not None
+        stream = options.stream if options.stream is not None else print_out.isatty()
+        try:
+            return await run_print(core, prompts, print_out, sys.stderr, stream=stream)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                print_out.close()
     finally:
         await _close(app.core if app is not None and app.core is not None else core)
 

@@ -1,5 +1,6 @@
-"""Machine-readable modes own stdout: JSON, RPC and ACP write their records to a private copy
-of file descriptor 1, and fd 1 itself is pointed at stderr.
+"""Machine-readable modes own stdout: JSON, RPC and ACP write their records, and print mode its
+answer (``answer=$(tether -p ...)``), to a private copy of file descriptor 1, and fd 1 itself is
+pointed at stderr.
 
 Anything else that writes to stdout, an extension's ``print()``, a library's warning, and above
 all a child process (an MCP server, an extension's subprocess, which inherit fd 1 and write to
