@@ -205,3 +205,25 @@ async def test_a_bare_agent_takes_the_tools_of_mcp_servers() -> None:
         agent = Agent(model=model.model, stream_fn=model, tools=servers.tools())
         await agent.prompt("go")
     assert text_of(results(agent.messages)[0]) == "3"
+
+
+async def test_a_log_past_its_limit_starts_afresh_at_the_next_start(tmp_path: Path) -> None:
+    """Every start of every session appends to the server's log: one that had grown past the
+    limit (a chatty server over many sessions) is moved aside to ``.log.1`` and a new one begun,
+    so the logs stay within about twice the limit instead of filling the disk."""
+    from tether.mcp.connection import MAX_LOG_BYTES
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    big = logs / "toy.log"
+    with big.open("wb") as file:  # sparse: no disk used
+        file.truncate(MAX_LOG_BYTES + 1)
+    model = ScriptedModel([reply(tool_call("mcp__toy__add", {"a": 1, "b": 1})), reply("done")])
+    core = session(model, toy(), log_dir=logs)
+    try:
+        await core.prompt("add")
+    finally:
+        await core.close()
+    assert (logs / "toy.log.1").stat().st_size == MAX_LOG_BYTES + 1
+    fresh = (logs / "toy.log").read_text()
+    assert fresh.startswith("--- tether: starting toy at ") and "toy: serving stdio" in fresh

@@ -20,6 +20,7 @@ mid-call turns that call into an error that says so. A stdio server's stderr is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,11 @@ Progress = Callable[[float, float | None, str | None], None]
 
 Status = Literal["stopped", "starting", "ready", "failed"]
 _T = TypeVar("_T")
+
+MAX_LOG_BYTES = 4 << 20
+"""A server's log that has grown past this is started afresh when the server starts, the old one
+kept as ``<server>.log.1``: the log is appended to by every start of every session, so a server
+that writes much to stderr (debug output, a stack trace per request) filled the disk over time."""
 
 _STOP_GRACE = 10.0
 """Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
@@ -308,6 +314,9 @@ class McpConnection:
         if self.log_file is None:
             return None
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # missing, or another session just moved it
+            if self.log_file.stat().st_size > MAX_LOG_BYTES:
+                self.log_file.replace(self.log_file.with_name(self.log_file.name + ".1"))
         log = self.log_file.open("a", encoding="utf-8", errors="replace")
         log.write(f"--- tether: starting {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
         log.flush()
