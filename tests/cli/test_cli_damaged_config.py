@@ -9,6 +9,7 @@ reads it (the trusted-folders list is read when the project has a ``.tether`` fo
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -99,3 +100,26 @@ def test_a_project_settings_file_linking_out_is_refused_unread(cli: CliEnv, targ
     assert "SECRET" not in done.stderr and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"tether: {settings}: cannot read: "), done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_bad_models_json_entry_is_a_note_and_the_other_models_work(cli: CliEnv) -> None:
+    """A mistake in one provider of ``models.json`` stopped every run with any model ("tether:
+    ...models.json: providers.typo.models: ..."); now that provider is left out with a note
+    line naming the file, entry and field, and a model of another provider is used. (Its server
+    refuses the connection here: the run gets that far, and fails for that reason alone.)"""
+    config = cli.home / "config"
+    config.mkdir()
+    providers = {
+        "typo": {"baseURL": "http://127.0.0.1:1/v1", "api": "openai-completions"},
+        "mine": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions", "models": [{"id": "m"}]},
+    }
+    (config / "models.json").write_text(json.dumps({"providers": providers}))
+    done = cli.run("-p", "hi", "--no-session", "--model", "mine/m", timeout=30)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert (
+        f"note: {config / 'models.json'}: providers.typo.baseURL: unknown field (provider 'typo' left out)"
+        in lines
+    )
+    assert done.returncode == 1 and "127.0.0.1:1" in done.stderr, done.stderr
+    assert not any(line.startswith("tether: ") for line in lines), done.stderr

@@ -166,10 +166,10 @@ async def _run(options: RunOptions) -> int:
         if app is not None:
             return await app.run(core, options.prompt)
         if rpc_out is not None:
+            from tether.cli.headless import write_notes
             from tether.rpc.mode import serve
 
-            if core.notice:
-                sys.stderr.write(f"note: {core.notice}\n")
+            write_notes(core, sys.stderr)
 
             if not options.follow:
                 return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
@@ -180,7 +180,7 @@ async def _run(options: RunOptions) -> int:
             finally:
                 stop.set()
                 await asyncio.gather(watching, return_exceptions=True)
-        from tether.cli.headless import run_json, run_print
+        from tether.cli.headless import run_json, run_print, write_notes
 
         prompts = [options.prompt or "", *options.more_prompts]
         if json_out is not None:
@@ -189,8 +189,7 @@ async def _run(options: RunOptions) -> int:
             finally:
                 with contextlib.suppress(OSError, ValueError):
                     json_out.close()
-        if core.notice:
-            sys.stderr.write(f"note: {core.notice}\n")
+        write_notes(core, sys.stderr)
         assert print_out is not None
         stream = options.stream if options.stream is not None else print_out.isatty()
         try:
