@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -147,6 +147,21 @@ def _children(folder: Path) -> list[Path]:
         return []
 
 
+class _AsWritten(Mapping[str, str]):
+    """An environment where each variable is its own reference: the question shows
+    ``${ANTHROPIC_API_KEY}`` as the file wrote it, so the user sees which of their secrets the
+    server would be given. Expanded, it put the key itself on the screen and hid where it went."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"${{{name}}}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def _project_servers(path: Path) -> list[str]:
     """The project ``.mcp.json``'s servers as ``name: command line`` (a broken file: none here,
     it is reported when the servers are loaded)."""
@@ -154,7 +169,7 @@ def _project_servers(path: Path) -> list[str]:
     from tether.mcp.errors import McpConfigError
 
     try:
-        servers = read_mcp_file(path, "project")
+        servers = read_mcp_file(path, "project", _AsWritten())
     except McpConfigError:
         return []
     return [
