@@ -13,11 +13,11 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from tether._event_loop import run as run_event_loop
 from tether.cli.options import RunOptions
-from tether.cli.stdout import take_over_stdout, text_output
+from tether.cli.stdout import give_back_stdout, take_over_stdout, text_output
 from tether.errors import TetherError
 from tether.session.options import SessionOptions
 from tether.telemetry.otlp import start_from_env
@@ -90,8 +90,6 @@ def run_demo(question: str, model: str | None) -> int:
 
 
 async def _run(options: RunOptions) -> int:
-    from tether.session.factory import SessionChoice, start_session
-
     cwd = options.cwd or Path.cwd()
     rpc_out = None
     json_out = None
@@ -106,7 +104,27 @@ async def _run(options: RunOptions) -> int:
         json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
     elif options.mode == "print":
         # The answer only: ``answer=$(tether -p ...)`` got an extension's print() before it.
+        previous = sys.stdout
         print_out = text_output(take_over_stdout())
+        try:
+            return await _run_session(options, cwd, rpc_out, json_out, print_out)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                give_back_stdout(print_out, previous)
+                print_out.close()
+    return await _run_session(options, cwd, rpc_out, json_out, print_out)
+
+
+async def _run_session(
+    options: RunOptions,
+    cwd: Path,
+    rpc_out: BinaryIO | None,
+    json_out: TextIO | None,
+    print_out: TextIO | None,
+) -> int:
+    """The run of ``_run``, stdout taken over as the mode needs."""
+    from tether.session.factory import SessionChoice, start_session
+
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -192,11 +210,7 @@ async def _run(options: RunOptions) -> int:
         write_notes(core, sys.stderr)
         assert print_out is not None
         stream = options.stream if options.stream is not None else print_out.isatty()
-        try:
-            return await run_print(core, prompts, print_out, sys.stderr, stream=stream)
-        finally:
-            with contextlib.suppress(OSError, ValueError):
-                print_out.close()
+        return await run_print(core, prompts, print_out, sys.stderr, stream=stream)
     finally:
         await _close(app.core if app is not None and app.core is not None else core)
 
