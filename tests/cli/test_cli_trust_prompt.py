@@ -122,3 +122,18 @@ def test_a_server_is_shown_with_its_variables_as_written(
     shown = io.StringIO()
     ask_grants(offers, config, shown, ask=lambda _q: "n")
     assert "sk-ant-test-secret" not in shown.getvalue() and "${ANTHROPIC_API_KEY}" in shown.getvalue()
+
+
+@pytest.mark.parametrize("damage", ["[1, null]", "[[" * 50_000])
+def test_a_damaged_list_of_noes_is_a_list_of_none(project: Path, tmp_path: Path, damage: str) -> None:
+    """``trust-declined.json`` holding entries that are not lists (hand-edited, another
+    version's) made the next no end tether with a TypeError traceback, and one nested too deeply
+    with a RecursionError; such a file or entry is dropped and the no remembered as usual."""
+    config, data = tmp_path / "home" / "config", tmp_path / "home" / "data"
+    data.mkdir(parents=True)
+    (data / "trust-declined.json").write_text(damage)
+    settings = load_settings(config, project)
+    offers = offered(project, settings, config, data)
+    assert len(offers) == 5
+    ask_grants(offers, config, io.StringIO(), ask=lambda _q: "n", data_dir=data)
+    assert offered(project, settings, config, data) == []

@@ -110,12 +110,14 @@ def _key(folder: Path, kind: str, names: list[str]) -> list[object]:
 
 
 def _declined(data_dir: Path) -> list[list[object]]:
-    """The offers the user said no to (an unreadable file: none, so they are asked again)."""
+    """The offers the user said no to (an unreadable file: none, so they are asked again; an
+    entry that is not a list, such as a hand-edited ``[1]``, is dropped: it made a no crash)."""
     try:
         data: object = json.loads((data_dir / DECLINED_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
-    return cast(list[list[object]], data) if isinstance(data, list) else []
+    entries = cast(list[object], data) if isinstance(data, list) else []
+    return [cast(list[object], entry) for entry in entries if isinstance(entry, list)]
 
 
 def _remember(data_dir: Path, refused: list[Offer]) -> None:
