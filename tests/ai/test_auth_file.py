@@ -47,3 +47,8 @@ def test_a_damaged_file_gives_no_key_and_writing_names_it() -> None:
         save_key("openai", "k")
     path.write_text('{"openai": {"type": "api_key", "key": 5}, "groq": "x"}')
     assert stored_key("openai") is None and stored_key("groq") is None
+    # nested deeper than the parser recurses: its RecursionError failed every model request
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert stored_key("openai") is None
+    with pytest.raises(AuthFileError, match=str(path)):
+        save_key("openai", "k")

@@ -9,6 +9,8 @@ reads it (the trusted-folders list is read when the project has a ``.tether`` fo
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,49 @@ def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) 
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
     assert done.stderr == f"note: {huge}: larger than 1 MB, not read; left out of the system prompt\n"
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "a FIFO", "a file outside the project"])
+def test_a_project_settings_file_linking_out_is_refused_unread(cli: CliEnv, target: str) -> None:
+    """A cloned repository's ``.tether/settings.json`` is read on every start, trusted or not: a
+    link to ``/dev/zero`` filled memory until killed, a FIFO blocked the start for good, and a
+    link to a JSON file outside (``~/.config/tether/auth.json``) had its values echoed by the
+    error about them. Each is now one line naming the file, read no further than its name."""
+    settings = cli.project / ".tether" / "settings.json"
+    settings.parent.mkdir()
+    if target == "a FIFO":
+        os.mkfifo(settings)
+    elif target == "/dev/zero":
+        settings.symlink_to("/dev/zero")
+    else:
+        secret = cli.home / "auth.json"
+        secret.write_text('{"anthropic": {"type": "api_key", "key": "sk-ant-SECRET"}}')
+        settings.symlink_to(secret)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert done.returncode == 1
+    assert "SECRET" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"tether: {settings}: cannot read: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_bad_models_json_entry_is_a_note_and_the_other_models_work(cli: CliEnv) -> None:
+    """A mistake in one provider of ``models.json`` stopped every run with any model ("tether:
+    ...models.json: providers.typo.models: ..."); now that provider is left out with a note
+    line naming the file, entry and field, and a model of another provider is used. (Its server
+    refuses the connection here: the run gets that far, and fails for that reason alone.)"""
+    config = cli.home / "config"
+    config.mkdir()
+    providers = {
+        "typo": {"baseURL": "http://127.0.0.1:1/v1", "api": "openai-completions"},
+        "mine": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions", "models": [{"id": "m"}]},
+    }
+    (config / "models.json").write_text(json.dumps({"providers": providers}))
+    done = cli.run("-p", "hi", "--no-session", "--model", "mine/m", timeout=30)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert (
+        f"note: {config / 'models.json'}: providers.typo.baseURL: unknown field (provider 'typo' left out)"
+        in lines
+    )
+    assert done.returncode == 1 and "127.0.0.1:1" in done.stderr, done.stderr
+    assert not any(line.startswith("tether: ") for line in lines), done.stderr

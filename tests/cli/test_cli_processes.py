@@ -29,6 +29,8 @@ CREDENTIALS = {
     # No secret in the name, a password in the value (tether's own database settings look so).
     "TETHER_DATABASE_URL": "postgresql://app:pg-test-0005@db.internal/app",
     "PGCONN": "host=db.internal password=pg-test-0006 user=app",
+    # The API key of the telemetry backend tether itself exports to, in a header.
+    "OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=hc-test-0007",
 }
 
 

@@ -1,4 +1,4 @@
-"""``--mode json`` owns stdout: an extension's ``print()``, a raw write to fd 1 and a child
+"""``--mode json`` (and print mode) owns stdout: an extension's ``print()``, a raw write to fd 1 and a child
 process's output (at import, in ``setup`` and in a hook while the run goes on) all land on
 stderr, and stdout holds the event lines alone."""
 
@@ -33,6 +33,19 @@ def test_json_mode_stdout_holds_events_only(cli: CliEnv) -> None:
     assert done.returncode == 0, done.stderr
     events = json_lines(done.stdout)  # every line is JSON: nothing else got in
     assert events[0]["type"] == "session" and any(e["type"] == "agent_end" for e in events)
+    for marker in ("PRINTED-AT-IMPORT", "FD1-AT-IMPORT", "CHILD-AT-IMPORT", "PRINTED-IN-SETUP"):
+        assert marker in done.stderr, marker
+    assert "PRINTED-IN-HOOK" in done.stderr and "CHILD-IN-HOOK" in done.stderr
+
+
+def test_print_mode_stdout_holds_the_answer_only(cli: CliEnv) -> None:
+    """``answer=$(tether -p ...)`` captures the answer alone: the same noise went to stdout
+    before the answer in print mode, which owned no stdout of its own."""
+    extensions = cli.home / "config" / "extensions"
+    extensions.mkdir(parents=True)
+    (extensions / "noisy.py").write_text(NOISY)
+    done = cli.run("-p", "hello", script=cli.script("s", [text_reply("answer")]))
+    assert (done.returncode, done.stdout) == (0, "answer\n"), done.stderr
     for marker in ("PRINTED-AT-IMPORT", "FD1-AT-IMPORT", "CHILD-AT-IMPORT", "PRINTED-IN-SETUP"):
         assert marker in done.stderr, marker
     assert "PRINTED-IN-HOOK" in done.stderr and "CHILD-IN-HOOK" in done.stderr

@@ -87,3 +87,12 @@ def test_variables_in_a_loop_and_a_file_in_pis_folder(
     assert theme is DARK and warning is not None and "loop (a → b → a)" in warning
     theme, warning = load_theme("good", tmp_path / "config")
     assert warning is None and theme.roles["error"] == "#336699"
+
+
+def test_a_theme_file_nested_too_deeply_is_a_warning(tmp_path: Path) -> None:
+    """Deeper than the JSON parser recurses: its RecursionError ended the start-up (and every
+    HTML export) with a traceback; it is a warning and the default theme, as other damage is."""
+    (tmp_path / "themes").mkdir()
+    (tmp_path / "themes" / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    theme, warning = load_theme("deep", tmp_path)
+    assert theme is DARK and warning is not None and "deep.json: cannot be read as JSON" in warning

@@ -7,10 +7,11 @@ scripted model call the tools, and checks what the model was sent back.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.mcp.conftest import alive, toy
+from tests.mcp.conftest import TOY, alive, toy
 
 from tether.agent import Agent
 from tether.mcp import McpServerConfig, McpServers
@@ -205,3 +206,44 @@ async def test_a_bare_agent_takes_the_tools_of_mcp_servers() -> None:
         agent = Agent(model=model.model, stream_fn=model, tools=servers.tools())
         await agent.prompt("go")
     assert text_of(results(agent.messages)[0]) == "3"
+
+
+async def test_a_log_past_its_limit_starts_afresh_at_the_next_start(tmp_path: Path) -> None:
+    """Every start of every session appends to the server's log: one that had grown past the
+    limit (a chatty server over many sessions) is moved aside to ``.log.1`` and a new one begun,
+    so the logs stay within about twice the limit instead of filling the disk."""
+    from tether.mcp.connection import MAX_LOG_BYTES
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    big = logs / "toy.log"
+    with big.open("wb") as file:  # sparse: no disk used
+        file.truncate(MAX_LOG_BYTES + 1)
+    model = ScriptedModel([reply(tool_call("mcp__toy__add", {"a": 1, "b": 1})), reply("done")])
+    core = session(model, toy(), log_dir=logs)
+    try:
+        await core.prompt("add")
+    finally:
+        await core.close()
+    assert (logs / "toy.log.1").stat().st_size == MAX_LOG_BYTES + 1
+    fresh = (logs / "toy.log").read_text()
+    assert fresh.startswith("--- tether: starting toy at ") and "toy: serving stdio" in fresh
+
+
+async def test_a_server_flooding_its_stderr_keeps_a_bounded_log_and_works(tmp_path: Path) -> None:
+    """The log was the server's stderr itself, so a server writing without end (here 3x the
+    limit before it serves) filled the disk within one session; now the log keeps the limit and
+    says the rest was dropped, and the server, whose pipe is drained, serves as usual."""
+    from tether.mcp.connection import MAX_LOG_BYTES
+
+    flood = f"head -c {3 * MAX_LOG_BYTES} /dev/zero | tr '\\0' x >&2; exec {sys.executable} {TOY}"
+    model = ScriptedModel([reply(tool_call("mcp__noisy__add", {"a": 2, "b": 3})), reply("done")])
+    core = session(model, McpServerConfig("noisy", command="sh", args=("-c", flood)), log_dir=tmp_path)
+    try:
+        [result] = results(await core.prompt("add"))
+    finally:
+        await core.close()
+    assert (text_of(result), result["isError"]) == ("5", False)
+    log = (tmp_path / "noisy.log").read_bytes()
+    assert len(log) < MAX_LOG_BYTES + 200
+    assert log.rstrip().endswith(b"the rest of this start's output dropped ---")

@@ -523,3 +523,39 @@ async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_me
     assert (
         messages[-1]["role"] == "assistant" and messages[-1]["content"][0]["text"] == "answered the extension"
     )
+
+
+STALLED = """
+import asyncio
+
+def setup(api):
+    async def forever(*args):
+        await asyncio.Event().wait()
+
+    for event in ("before_run", "prompt", "tool_call", "tool_result"):
+        api.on(event)(forever)
+"""
+
+
+async def test_a_hook_of_a_run_that_never_answers_is_cut_off_and_reported(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``before_run``, ``prompt``, ``tool_call`` or ``tool_result`` hook awaiting what never
+    comes held the run (and ``tether -p``) for good; past the hooks' time limit each counts as
+    failed, as a raising hook does: skipped, and the call a stalled guard was checking blocked."""
+    extension = write(dirs["tmp"] / "stalled.py", STALLED)
+    script(monkeypatch, dirs["tmp"], [call("ls", path="."), text("done")])
+    options = SessionOptions(extension_paths=(extension,))
+    core = start_session(options, cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice())
+    errors: list[str] = []
+    core.subscribe(lambda e: errors.append(e["event"]) if e["type"] == "extension_error" else None)
+    assert core.resources is not None and core.resources.extensions is not None
+    core.resources.extensions.hook_time_limit = 0.2
+    try:
+        added = await asyncio.wait_for(core.prompt("list"), 30)
+    finally:
+        await asyncio.wait_for(core.close(), 30)  # bounded: without the limit it waited for the hook
+    [result] = [m for m in added if m["role"] == "toolResult"]
+    assert result["isError"] and "stalled failed while checking this call" in result["content"][0]["text"]
+    assert added[-1]["role"] == "assistant" and added[-1]["content"] == [{"type": "text", "text": "done"}]
+    assert errors[:3] == ["before_run", "prompt", "tool_call"]

@@ -82,7 +82,7 @@ def _read(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise AuthFileError(f"{path}: cannot be read ({exc}); fix or remove it") from None
     if not isinstance(data, dict):
         raise AuthFileError(f"{path}: expected a JSON object; fix or remove it")

@@ -162,6 +162,8 @@ class _UserLayer:
     stamp: tuple[Path, int, int] | None
     providers: dict[str, ProviderInfo]
     models: dict[tuple[str, str], ModelInfo]
+    problems: tuple[str, ...] = ()
+    """The entries of the file that were left out, one line each (``file_problems``)."""
 
 
 class ModelRegistry:
@@ -216,6 +218,15 @@ class ModelRegistry:
         if found is None:
             found = self.catalog.providers.get(name)
         return found
+
+    def file_problems(self) -> list[str]:
+        """The entries of the user's ``models.json`` left out for a mistake, one line each naming
+        the file, the entry and the field (front ends show them as notes); none when the file
+        itself cannot be read (every lookup raises that)."""
+        try:
+            return list(self._user_layer().problems)
+        except ModelsFileError:
+            return []
 
     def providers(self) -> dict[str, ProviderInfo]:
         """Every provider by name: shipped, local servers, the user's, registered ones."""
@@ -335,9 +346,12 @@ class ModelRegistry:
         if not self._user_loaded or stamp != self._user.stamp:
             layer = _UserLayer(stamp, {}, {})
             if stamp is not None:
-                # A bad file raises here and stays unloaded: every lookup reports it until fixed.
+                # A file that cannot be read as one raises here and stays unloaded: every lookup
+                # reports it until fixed. A bad entry is left out (``file_problems``).
                 known = frozenset(catalog.providers)
-                layer = _build_user_layer(path, stamp, read_models_file(path, known), catalog)
+                problems: list[str] = []
+                data = read_models_file(path, known, problems)
+                layer = _build_user_layer(path, stamp, data, catalog, problems)
             self._user, self._user_loaded = layer, True
         return self._user
 
@@ -355,7 +369,7 @@ def _stamp(path: Path) -> tuple[Path, int, int] | None:
 
 
 def _build_user_layer(
-    path: Path, stamp: tuple[Path, int, int], data: ModelsFile, catalog: Catalog
+    path: Path, stamp: tuple[Path, int, int], data: ModelsFile, catalog: Catalog, problems: list[str]
 ) -> _UserLayer:
     providers: dict[str, ProviderInfo] = {}
     models: dict[tuple[str, str], ModelInfo] = {}
@@ -375,9 +389,11 @@ def _build_user_layer(
             try:
                 info = MODEL_INFO.decode(model)
             except WireError as err:  # a field the entry left to a default that cannot hold
-                raise ModelsFileError(path, f"{where}{err.path.removeprefix('model')}", err.reason) from None
+                error = ModelsFileError(path, f"{where}{err.path.removeprefix('model')}", err.reason)
+                problems.append(f"{error} (model left out)")
+                continue
             models[(name, info["id"])] = info
-    return _UserLayer(stamp, providers, models)
+    return _UserLayer(stamp, providers, models, tuple(problems))
 
 
 def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | None) -> ProviderInfo:
@@ -488,6 +504,11 @@ def idle_timeout_of(provider: str) -> float | None:
     except ModelsFileError:
         return None
     return found.idle_timeout if found is not None else None
+
+
+def models_file_problems() -> list[str]:
+    """The entries of the user's ``models.json`` left out for a mistake (``ModelRegistry.file_problems``)."""
+    return default_registry().file_problems()
 
 
 def list_providers() -> list[ProviderInfo]:

@@ -86,11 +86,14 @@ class ModelsFileError(ModelError):
         self.reason = reason
 
 
-def read_models_file(file: Path, known_providers: frozenset[str] = frozenset()) -> ModelsFile:
+def read_models_file(
+    file: Path, known_providers: frozenset[str] = frozenset(), problems: list[str] | None = None
+) -> ModelsFile:
     """Parse and check ``file``; a missing file is an empty one.
 
     ``known_providers`` are the providers tether already has (shipped and local servers): an entry
     for one of them may omit ``baseUrl`` and ``api`` (it overrides or extends that provider).
+    ``problems``: see ``parse_models_file``.
     """
     try:
         text = file.read_bytes()
@@ -98,20 +101,55 @@ def read_models_file(file: Path, known_providers: frozenset[str] = frozenset()) 
         return {}
     except OSError as err:
         raise ModelsFileError(file, "", f"cannot read: {err.strerror or err}") from None
-    return parse_models_file(text, file, known_providers)
+    return parse_models_file(text, file, known_providers, problems)
 
 
 def parse_models_file(
-    text: str | bytes, file: Path, known_providers: frozenset[str] = frozenset()
+    text: str | bytes,
+    file: Path,
+    known_providers: frozenset[str] = frozenset(),
+    problems: list[str] | None = None,
 ) -> ModelsFile:
-    """Check the JSON text of a models file (``file`` only names it in errors)."""
-    try:
-        data = _CODEC.decode_json(text)
-    except WireError as err:
-        raise ModelsFileError(file, _name_entries(text, err.path), _reason(err.path, err.reason)) from None
-    for name, provider in data.get("providers", {}).items():
-        _check_provider(file, name, provider, known_providers)
+    """Check the JSON text of a models file (``file`` only names it in errors).
+
+    Without ``problems`` the first mistake raises ``ModelsFileError``. With it, a provider whose
+    entry has one is left out and the error's line added there, so one bad entry does not cost
+    every other model (a typo in a provider you tried once stopped every run); a file that is
+    not a JSON object of providers still raises."""
+    while True:
+        try:
+            data = _CODEC.decode_json(text)
+            break
+        except WireError as err:
+            error = ModelsFileError(file, _name_entries(text, err.path), _reason(err.path, err.reason))
+            text = _without_provider(text, err.path, error, problems)
+    providers = data.get("providers", {})
+    for name, provider in list(providers.items()):
+        try:
+            _check_provider(file, name, provider, known_providers)
+        except ModelsFileError as error:
+            if problems is None:
+                raise
+            problems.append(f"{error} (provider {name!r} left out)")
+            del providers[name]
     return data
+
+
+def _without_provider(
+    text: str | bytes, path: str, error: ModelsFileError, problems: list[str] | None
+) -> str:
+    """``text`` without the provider the error at ``path`` is in, its line added to ``problems``;
+    raises ``error`` when there is no such provider to leave out (or no ``problems``)."""
+    match = re.match(r"providers\.([^.\[]+)", path.lstrip("."))
+    if problems is None or match is None:
+        raise error
+    try:
+        data = cast(dict[str, Any], json.loads(text))
+        del cast(dict[str, Any], data["providers"])[match.group(1)]
+    except (ValueError, KeyError, TypeError):  # a name with a dot in it: the error stands
+        raise error from None
+    problems.append(f"{error} (provider {match.group(1)!r} left out)")
+    return json.dumps(data)
 
 
 def cost_of(entry: CostEntry | None) -> ModelCost:

@@ -148,7 +148,7 @@ def provider_error_text(body: str) -> str:
         return ""
     try:
         data: Any = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a body nested too deeply
         return text[:2000]
     items = as_list(data)
     if items:

@@ -26,6 +26,13 @@ from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import dumps
 
 
+def write_notes(core: AgentSession, err: TextIO) -> None:
+    """What the setup left out (``AgentSession.notice``), a ``note:`` line each: a second line
+    without the prefix read as part of the first."""
+    for line in (core.notice or "").splitlines():
+        err.write(f"note: {line}\n")
+
+
 def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> None:
     """One stderr line per MCP server that failed to start, once (``noted``: the names said):
     without it a script would only see the model miss a tool (``/mcp`` and ``tether mcp list``
@@ -93,8 +100,7 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
         "thinkingLevel": core.thinking_level,
     }
     out.write(dumps(header) + "\n")
-    if core.notice:
-        err.write(f"note: {core.notice}\n")
+    write_notes(core, err)
 
     noted: set[str] = set()
     wire = WireEvents(pending=True)

@@ -13,11 +13,11 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from tether._event_loop import run as run_event_loop
 from tether.cli.options import RunOptions
-from tether.cli.stdout import take_over_stdout, text_output
+from tether.cli.stdout import give_back_stdout, take_over_stdout, text_output
 from tether.errors import TetherError
 from tether.session.options import SessionOptions
 from tether.telemetry.otlp import start_from_env
@@ -90,11 +90,10 @@ def run_demo(question: str, model: str | None) -> int:
 
 
 async def _run(options: RunOptions) -> int:
-    from tether.session.factory import SessionChoice, start_session
-
     cwd = options.cwd or Path.cwd()
     rpc_out = None
     json_out = None
+    print_out = None
     if options.mode == "rpc":
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")
@@ -103,6 +102,29 @@ async def _run(options: RunOptions) -> int:
         rpc_out = take_over_stdout()  # before anything could print: stdout carries frames only
     elif options.mode == "json":
         json_out = text_output(take_over_stdout())  # the event lines only, as in RPC
+    elif options.mode == "print":
+        # The answer only: ``answer=$(tether -p ...)`` got an extension's print() before it.
+        previous = sys.stdout
+        print_out = text_output(take_over_stdout())
+        try:
+            return await _run_session(options, cwd, rpc_out, json_out, print_out)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                give_back_stdout(print_out, previous)
+                print_out.close()
+    return await _run_session(options, cwd, rpc_out, json_out, print_out)
+
+
+async def _run_session(
+    options: RunOptions,
+    cwd: Path,
+    rpc_out: BinaryIO | None,
+    json_out: TextIO | None,
+    print_out: TextIO | None,
+) -> int:
+    """The run of ``_run``, stdout taken over as the mode needs."""
+    from tether.session.factory import SessionChoice, start_session
+
     if options.follow and (options.mode != "rpc" or not options.session_id):
         sys.stderr.write(
             "tether: --follow watches a running session over RPC: --mode rpc --session ID --follow "
@@ -162,10 +184,10 @@ async def _run(options: RunOptions) -> int:
         if app is not None:
             return await app.run(core, options.prompt)
         if rpc_out is not None:
+            from tether.cli.headless import write_notes
             from tether.rpc.mode import serve
 
-            if core.notice:
-                sys.stderr.write(f"note: {core.notice}\n")
+            write_notes(core, sys.stderr)
 
             if not options.follow:
                 return await serve(core, stdin_fd=sys.stdin.fileno(), out=rpc_out)
@@ -176,7 +198,7 @@ async def _run(options: RunOptions) -> int:
             finally:
                 stop.set()
                 await asyncio.gather(watching, return_exceptions=True)
-        from tether.cli.headless import run_json, run_print
+        from tether.cli.headless import run_json, run_print, write_notes
 
         prompts = [options.prompt or "", *options.more_prompts]
         if json_out is not None:
@@ -185,10 +207,10 @@ async def _run(options: RunOptions) -> int:
             finally:
                 with contextlib.suppress(OSError, ValueError):
                     json_out.close()
-        if core.notice:
-            sys.stderr.write(f"note: {core.notice}\n")
-        stream = options.stream if options.stream is not None else sys.stdout.isatty()
-        return await run_print(core, prompts, sys.stdout, sys.stderr, stream=stream)
+        write_notes(core, sys.stderr)
+        assert print_out is not None
+        stream = options.stream if options.stream is not None else print_out.isatty()
+        return await run_print(core, prompts, print_out, sys.stderr, stream=stream)
     finally:
         await _close(app.core if app is not None and app.core is not None else core)
 

@@ -1,5 +1,6 @@
-"""Machine-readable modes own stdout: JSON, RPC and ACP write their records to a private copy
-of file descriptor 1, and fd 1 itself is pointed at stderr.
+"""Machine-readable modes own stdout: JSON, RPC and ACP write their records, and print mode its
+answer (``answer=$(tether -p ...)``), to a private copy of file descriptor 1, and fd 1 itself is
+pointed at stderr.
 
 Anything else that writes to stdout, an extension's ``print()``, a library's warning, and above
 all a child process (an MCP server, an extension's subprocess, which inherit fd 1 and write to
@@ -12,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 
 def take_over_stdout() -> BinaryIO:
@@ -24,6 +25,16 @@ def take_over_stdout() -> BinaryIO:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return private
+
+
+def give_back_stdout(private: BinaryIO | io.TextIOWrapper, previous: TextIO) -> None:
+    """Undo ``take_over_stdout`` (before ``private`` is closed): fd 1 is the real stdout again and
+    ``sys.stdout`` what it was, for a program or test that ran the command in its own process
+    and prints after it."""
+    private.flush()
+    sys.stdout.flush()
+    os.dup2(private.fileno(), 1)
+    sys.stdout = previous
 
 
 def text_output(private: BinaryIO) -> io.TextIOWrapper:

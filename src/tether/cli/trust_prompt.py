@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -110,12 +110,14 @@ def _key(folder: Path, kind: str, names: list[str]) -> list[object]:
 
 
 def _declined(data_dir: Path) -> list[list[object]]:
-    """The offers the user said no to (an unreadable file: none, so they are asked again)."""
+    """The offers the user said no to (an unreadable file: none, so they are asked again; an
+    entry that is not a list, such as a hand-edited ``[1]``, is dropped: it made a no crash)."""
     try:
         data: object = json.loads((data_dir / DECLINED_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
-    return cast(list[list[object]], data) if isinstance(data, list) else []
+    entries = cast(list[object], data) if isinstance(data, list) else []
+    return [cast(list[object], entry) for entry in entries if isinstance(entry, list)]
 
 
 def _remember(data_dir: Path, refused: list[Offer]) -> None:
@@ -147,6 +149,21 @@ def _children(folder: Path) -> list[Path]:
         return []
 
 
+class _AsWritten(Mapping[str, str]):
+    """An environment where each variable is its own reference: the question shows
+    ``${ANTHROPIC_API_KEY}`` as the file wrote it, so the user sees which of their secrets the
+    server would be given. Expanded, it put the key itself on the screen and hid where it went."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"${{{name}}}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def _project_servers(path: Path) -> list[str]:
     """The project ``.mcp.json``'s servers as ``name: command line`` (a broken file: none here,
     it is reported when the servers are loaded)."""
@@ -154,7 +171,7 @@ def _project_servers(path: Path) -> list[str]:
     from tether.mcp.errors import McpConfigError
 
     try:
-        servers = read_mcp_file(path, "project")
+        servers = read_mcp_file(path, "project", _AsWritten())
     except McpConfigError:
         return []
     return [

@@ -20,6 +20,7 @@ mid-call turns that call into an error that says so. A stdio server's stderr is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -33,7 +34,7 @@ from tether.errors import ToolError
 from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
 from tether.mcp.prompts import PromptInfo, list_prompts
-from tether.mcp.stdio import process_transport, spawn, stop_process
+from tether.mcp.stdio import copy_log, process_transport, spawn, stop_process
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -44,6 +45,12 @@ Progress = Callable[[float, float | None, str | None], None]
 
 Status = Literal["stopped", "starting", "ready", "failed"]
 _T = TypeVar("_T")
+
+MAX_LOG_BYTES = 4 << 20
+"""What a server's log keeps of one start's stderr (``stdio.copy_log``), and the size past which
+the log is started afresh when the server starts, the old one kept as ``<server>.log.1``: the
+log is appended to by every start of every session, so a server that writes much to stderr
+(debug output, a stack trace per request) filled the disk over time."""
 
 _STOP_GRACE = 10.0
 """Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
@@ -244,11 +251,14 @@ class McpConnection:
         timeout = self.config.startup_timeout
         log = None
         process: asyncio.subprocess.Process | None = None
+        copying: asyncio.Future[None] | None = None
         try:
             log = self._open_log()
             if self.config.command is not None:
                 process = await spawn(self.config, log)  # before the SDK is loaded: see stdio.py
                 self._process = process
+                if log is not None and process.stderr is not None:
+                    copying = asyncio.ensure_future(copy_log(process.stderr, log, MAX_LOG_BYTES))
             sdk.load_in_background()  # not before: a command that does not exist needs no SDK
             import anyio
 
@@ -282,6 +292,9 @@ class McpConnection:
             self._client, self._cancel, self._process = None, None, None
             if process is not None and process.returncode is None:  # the transport never took it
                 await stop_process(process)
+            if copying is not None:  # the group is gone, its end of the pipe with it (a daemon's: 1 s)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(copying, 1.0)
             if log is not None:
                 log.close()
             self._ready.set()
@@ -308,6 +321,9 @@ class McpConnection:
         if self.log_file is None:
             return None
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # missing, or another session just moved it
+            if self.log_file.stat().st_size > MAX_LOG_BYTES:
+                self.log_file.replace(self.log_file.with_name(self.log_file.name + ".1"))
         log = self.log_file.open("a", encoding="utf-8", errors="replace")
         log.write(f"--- tether: starting {self.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
         log.flush()

@@ -51,7 +51,7 @@ class TokenFile:
     def _read(self) -> dict[str, Any]:
         try:
             data: Any = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply
             return {}
         return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 

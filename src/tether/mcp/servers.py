@@ -33,7 +33,7 @@ from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
-from tether.mcp.connection import McpConnection, Status
+from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
 from tether.mcp.tools import agent_tool, offered, tool_name
@@ -372,14 +372,19 @@ def _quiet_sdk_logging(log_dir: Path) -> None:
     """The SDK logs a server's protocol garbage and transport trouble through ``logging``; with no
     handler configured Python would print those warnings on the terminal (or over an RPC/ACP
     stdout's neighbour, stderr). They go to ``<log_dir>/sdk.log`` instead, unless the program
-    configured the ``mcp`` logger itself."""
+    configured the ``mcp`` logger itself; past ``MAX_LOG_BYTES`` it starts afresh (one older
+    file kept), as a server's own log does: a server printing garbage on stdout is a warning a
+    line."""
     import logging
+    import logging.handlers
 
     logger = logging.getLogger("mcp")
     if logger.handlers:
         return
     log_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_dir / "sdk.log", encoding="utf-8", delay=True)
+    handler = logging.handlers.RotatingFileHandler(
+        log_dir / "sdk.log", maxBytes=MAX_LOG_BYTES, backupCount=1, encoding="utf-8", delay=True
+    )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logger.addHandler(handler)
     logger.propagate = False

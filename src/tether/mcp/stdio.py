@@ -61,8 +61,8 @@ log = logging.getLogger("mcp.tether.stdio")
 
 
 async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subprocess.Process:
-    """Start the server of ``config`` (a stdio one); its stderr goes to ``errlog`` (discarded
-    when ``None``). Raises ``OSError`` when the command cannot be started."""
+    """Start the server of ``config`` (a stdio one); its stderr is a pipe for ``copy_log`` to
+    ``errlog`` (discarded when ``None``). Raises ``OSError`` when the command cannot be started."""
     assert config.command is not None
     env = {k: v for k in INHERITED_ENV if (v := os.environ.get(k)) is not None and not v.startswith("()")}
     env |= dict(config.env)
@@ -77,11 +77,30 @@ async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subpr
         *supervised(argv, nproc=nproc),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE if errlog is not None else asyncio.subprocess.DEVNULL,
         env=env,
         cwd=config.cwd,
         start_new_session=True,
     )
+
+
+async def copy_log(stream: asyncio.StreamReader, log: TextIO, limit: int) -> None:
+    """A server's stderr into its log, ``limit`` bytes at most for one start, then one line
+    saying so; the rest is read and dropped (a server whose pipe fills up would block). Given the
+    file itself, a server flooding its stderr (300 MB in 7 s here) filled the disk."""
+    kept = 0
+    while chunk := await stream.read(_CHUNK):
+        if kept >= limit:
+            continue
+        part = chunk[: limit - kept]
+        kept += len(part)
+        log.flush()
+        log.buffer.write(part)
+        if kept >= limit:
+            log.buffer.write(
+                f"\n--- tether: {limit} bytes kept; the rest of this start's output dropped ---\n".encode()
+            )
+        log.flush()
 
 
 @asynccontextmanager

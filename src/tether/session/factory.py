@@ -404,6 +404,7 @@ def create_agent_session(
                         *(resources.warnings if resources else ()),
                         *scope_notes,
                         *mcp_notes,
+                        *_models_file_notes(),
                     ],
                 )
             )
@@ -452,6 +453,19 @@ def _settings_scope(settings: Settings, notes: list[str]) -> list[ScopedModel]:
 
 def _same_scoped(a: ScopedModel, b: ScopedModel) -> bool:
     return (a.model["provider"], a.model["id"]) == (b.model["provider"], b.model["id"])
+
+
+def _models_file_notes() -> list[str]:
+    """The ``models.json`` entries left out for a mistake, when a model was looked up at all (a
+    scripted or an extension's model never loads the registry, and loading it only to ask would
+    slow every such start)."""
+    import sys
+
+    if "tether.ai.models" not in sys.modules:
+        return []
+    from tether.ai.models import models_file_problems
+
+    return models_file_problems()
 
 
 def _first_set(*choices: Sequence[str | AgentTool] | None) -> Sequence[str | AgentTool]:

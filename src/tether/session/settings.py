@@ -22,6 +22,7 @@ from typing_extensions import TypeIs
 from tether.ai.types import DEFAULT_IDLE_TIMEOUT
 from tether.errors import UserError
 from tether.session.budget import CompactionSettings
+from tether.session.own_files import RefusedFile, read_own_file
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
 from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
@@ -175,7 +176,7 @@ def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -
     project = _project_settings(cwd)
     if project is None:
         return settings
-    data = _read(project)
+    data = _read(project, within=project.parent.parent)
     candidate = _apply(settings, data, project)  # validates every key, widening or not
     # A repository's files never widen the sandbox, not even once trusted.
     candidate = replace(candidate, sandbox=stricter(settings.sandbox, candidate.sandbox))
@@ -259,11 +260,18 @@ def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
     return path
 
 
-def _read(path: Path) -> dict[str, object]:
+def _read(path: Path, within: Path | None = None) -> dict[str, object]:
+    """The JSON object of a settings file, read as tether reads a repository's context files
+    (``tether.session.own_files``): a project's file is found, not named, so a cloned
+    repository's ``.tether/settings.json`` linking to ``/dev/zero`` or a FIFO (which hung the
+    start, filling memory) or to a file outside ``within`` (whose values an error would echo) is
+    refused unread."""
     if path.is_dir():
         raise SettingsError(f"{path}: is a directory, not a settings file; remove it or make it a JSON file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_own_file(path, None if within is None else [within]).decode("utf-8"))
+    except RefusedFile as exc:
+        raise SettingsError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

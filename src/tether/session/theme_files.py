@@ -78,7 +78,7 @@ class ThemeFile:
 def read_theme_file(path: Path) -> ThemeFile:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ThemeError(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ThemeError(f"{path}: expected a JSON object")

@@ -10,7 +10,7 @@ asks the kernel for a signal when its parent dies (``prctl(PR_SET_PDEATHSIG)``) 
 its whole group; a plain parent-death signal on the shell would miss the shell's own children.
 
 Tool processes do not inherit credentials: ``tool_environment`` drops variables that look like
-secrets (names with KEY, TOKEN, SECRET, PASSWORD, ..., or a value with a password in it, as a
+secrets (names with KEY, TOKEN, SECRET, PASSWORD, HEADERS, ..., or a value with a password in it, as a
 database URL has) and any variable holding the same value, unless the user named it in
 ``shellEnvPassthrough``.
 
@@ -45,8 +45,10 @@ DRAIN_AFTER_EXIT = 0.2
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
 """Keep interactive pagers and colours out of captured output."""
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
-"""Names of variables that probably hold a credential (Codex's default excludes, and a few more)."""
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|HEADERS", re.IGNORECASE)
+"""Names of variables that probably hold a credential (Codex's default excludes, and a few more:
+``HEADERS`` for the ones that carry request headers, such as OpenTelemetry's
+``OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=...``, which tether's own telemetry reads)."""
 _KEEP = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY"})
 """Matches of ``_SECRET_NAME`` that are locations, not secrets, and that tools need."""
 

@@ -31,6 +31,7 @@ from tether.ai.models import (
     ModelRegistry,
     idle_timeout_of,
     load_catalog,
+    models_file_problems,
 )
 from tether.wire import MODEL_INFO, WireError
 
@@ -318,6 +319,11 @@ def test_a_file_elsewhere(tmp_path: Path) -> None:
 BAD_FILES: list[tuple[Any, str]] = [
     ("{not json", r"invalid JSON: .*line 1 column 2"),
     ([], r"expected an object \(got \[\]\)"),
+    ({"providers": []}, r"providers: expected an object"),
+]
+"""Files that cannot be read as a set of providers at all."""
+
+BAD_ENTRIES: list[tuple[Any, str]] = [
     (
         {"providers": {"x": {"baseURL": "http://h", "api": "openai-completions"}}},
         r"providers\.x\.baseURL: unknown field",
@@ -385,6 +391,27 @@ def test_bad_files_name_file_entry_and_field(config_dir: Path, data: Any, messag
     # the mistake is reported again on the next lookup, not forgotten after the first
     with pytest.raises(ModelsFileError):
         get_model("openai", "gpt-5")
+
+
+GOOD = {"baseUrl": "http://h/v1", "api": "openai-completions", "models": [{"id": "m", "maxTokens": 77}]}
+
+
+@pytest.mark.parametrize(("data", "message"), BAD_ENTRIES)
+def test_a_bad_entry_is_left_out_and_named_the_rest_works(config_dir: Path, data: Any, message: str) -> None:
+    """A mistake in one provider's entry raised on every lookup, so a typo in a provider tried
+    once stopped every run, with any model; now that provider is left out, the line naming the
+    file, the entry and the field is kept for the front ends' notes, and the others work."""
+    path = write_models(config_dir, {"providers": {"good": GOOD, **data["providers"]}})
+    [line] = models_file_problems()
+    assert line.startswith(f"{path}: ") and re.search(message, line), line
+    assert get_model("good", "m")["maxTokens"] == 77
+    assert get_model("openai", "gpt-5")["provider"] == "openai"
+    [bad] = set(data["providers"])
+    if bad == "ollama":  # a shipped provider's entry left out: the provider is as shipped
+        assert get_model("ollama", "a")["contextWindow"] == DEFAULT_CONTEXT_WINDOW
+    else:
+        with pytest.raises(UnknownProviderError):
+            get_provider_info(bad)
 
 
 def test_an_unreadable_file_is_an_error_too(config_dir: Path) -> None:

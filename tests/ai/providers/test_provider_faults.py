@@ -202,3 +202,12 @@ async def test_lone_surrogates_anywhere_in_the_body_are_still_sent() -> None:
     body = json.loads(server.requests[0].body)
     assert body["messages"][0]["content"] == "cut emoji "  # stripped by the builder
     assert body["metadata"] == {"note": "x?"}  # replaced by the transport's safety net
+
+
+def test_an_error_body_nested_too_deeply_is_shown_as_text() -> None:
+    """A server's error body deeper than the JSON parser recurses raised RecursionError out of
+    the error's own reading; the body's start is the message, as for any body that is not JSON."""
+    from tether.ai.transport import provider_error_text
+
+    body = "[" * 100_000
+    assert provider_error_text(body) == body[:2000]

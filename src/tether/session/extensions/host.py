@@ -57,8 +57,12 @@ if TYPE_CHECKING:
 
 
 HOOK_TIME_LIMIT = 10.0
-"""Seconds a ``session_before_*`` hook may take, not counting the time its dialogs wait for the
-user: the switch, fork or move it holds up goes ahead without it after that (reported)."""
+"""Seconds a hook may take, not counting the time its dialogs wait for the user: the switch,
+fork or move a ``session_before_*`` hook holds up goes ahead without it after that, and a hook
+of a run (``input``, ``before_run``, ``prompt``, the provider and tool hooks) counts as failed
+(reported; a ``tool_call`` guard's call is blocked). A hook of a run awaiting something that
+never came held the run, and ``tether -p``, for good. Commands are not limited: a command may
+run the agent."""
 
 
 class SessionChangeCancelled(SessionError):
@@ -354,7 +358,7 @@ class ExtensionHost:
         as it was), ``None`` when a hook handled it. A failing hook is skipped."""
         for name, hook in self._hooks("input"):
             try:
-                result = await _call(hook, InputEvent(text, source))
+                result = await self._bounded(_call(hook, InputEvent(text, source)))
             except Exception as exc:
                 self.report(name, "input", exc)
                 continue
@@ -374,7 +378,7 @@ class ExtensionHost:
         context.messages[:0] = held
         for name, hook in self._hooks("before_run"):
             try:
-                result = await _call(hook, context)
+                result = await self._bounded(_call(hook, context))
             except Exception as exc:
                 self.report(name, "before_run", exc)
                 continue
@@ -388,12 +392,12 @@ class ExtensionHost:
         reported and skipped."""
         for name, hook in self._hooks("before_provider_headers"):
             try:
-                await _call(hook, request)
+                await self._bounded(_call(hook, request))
             except Exception as exc:
                 self.report(name, "before_provider_headers", exc)
         for name, hook in self._hooks("before_provider_request"):
             try:
-                replaced = await _call(hook, request)
+                replaced = await self._bounded(_call(hook, request))
             except Exception as exc:
                 self.report(name, "before_provider_request", exc)
                 continue
@@ -403,7 +407,7 @@ class ExtensionHost:
     async def provider_response(self, status: int, headers: Mapping[str, str]) -> None:
         for name, hook in self._hooks("after_provider_response"):
             try:
-                await _call(hook, ProviderResponse(status, dict(headers)))
+                await self._bounded(_call(hook, ProviderResponse(status, dict(headers))))
             except Exception as exc:
                 self.report(name, "after_provider_response", exc)
 
@@ -420,7 +424,7 @@ class ExtensionHost:
         try:
             for name, hook in self._hooks("tool_call"):
                 try:
-                    result = await _call(hook, context)
+                    result = await self._bounded(_call(hook, context))
                 except Exception as exc:
                     self.report(name, "tool_call", exc)
                     return BeforeToolCallResult(
@@ -450,7 +454,7 @@ class ExtensionHost:
         merged: AfterToolCallResult | None = None
         for name, hook in self._hooks("tool_result"):
             try:
-                result = await _call(hook, context)
+                result = await self._bounded(_call(hook, context))
             except Exception as exc:
                 self.report(name, "tool_result", exc)
                 continue
@@ -474,7 +478,7 @@ class ExtensionHost:
     def _guarded_prompt_hook(self, name: str, hook: Callable[..., Any]) -> PromptHook:
         async def guarded(editor: PromptEditor) -> None:
             try:
-                await _call(hook, editor)
+                await self._bounded(_call(hook, editor))
             except Exception as exc:
                 self.report(name, "prompt", exc)
 
