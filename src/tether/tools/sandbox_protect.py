@@ -1,0 +1,200 @@
+"""The workspace's own control files, read-only inside the sandbox (``workspace-write``).
+
+A writable workspace holds files that do not stay in the workspace: the next tether start reads
+``.tether/`` (settings that widen what the model may do, extensions run in tether's own process,
+skills and prompts) and ``.mcp.json`` (servers it starts), the user's own ``git`` runs what
+``.git/`` says (hooks; ``core.fsmonitor``, ``core.hooksPath`` and aliases in its config; a
+``commondir`` or a ``.git`` file naming another repository's folder, whose config then counts),
+and pi and Claude Code read ``.pi/`` and ``.claude/`` (extensions, hooks, permissions), as tether
+reads their skills and prompts and ``.agents/``. A confined command that could write them would
+leave the sandbox at the next start or the next ``git status``. Codex keeps ``.git`` and its own
+folder read-only in writable roots for this reason; so do we, for each writable root.
+
+Two cases need more than a read-only mount of what exists:
+
+- **a path that does not exist yet**: a bind mount needs something to mount on, and one created
+  inside the sandbox lands in the real workspace. So tether makes a *placeholder* first (an empty
+  folder, or an empty file for ``.mcp.json``, mode read-only, modified at the epoch: the marks
+  that tell it from the user's own), mounts it read-only, and removes it when the command ends.
+  Every tether process holds a shared ``flock`` on a placeholder while its command runs; only the
+  last one out (an exclusive lock granted) removes it, so a command still running in another
+  process never loses its mount (removing a mount point detaches it in every namespace). A
+  placeholder left by a tether that was killed is taken over and removed by the next command.
+- **a symbolic link** (``.tether -> config/tether``): its target is what tether would read, so
+  the target is protected (resolved), and a missing target's first missing folder gets the
+  placeholder.
+
+Only each writable root's own entries are protected, not a ``.git`` or ``.tether`` deeper in the
+tree (a nested repository): finding those would walk the workspace before every command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROTECTED_NAMES = (".tether", ".mcp.json", ".git", ".pi", ".claude", ".agents")
+"""Entries of each writable root that stay read-only to confined commands (``docs/sandbox.md``
+says what reads each)."""
+FILE_NAMES = frozenset({".mcp.json"})
+"""Protected names that are files: their placeholder is an empty file, so a write fails with
+"Read-only file system" (the sandbox hint's cue) rather than "Is a directory"."""
+
+WHAT_READS = {
+    ".tether": "tether reads for settings, extensions, skills and prompts",
+    ".mcp.json": "tether and other agents read for MCP servers to start",
+    ".git": "git reads for hooks and configuration",
+    ".pi": "pi reads for settings and extensions",
+    ".claude": "Claude Code reads for settings, hooks and commands",
+    ".agents": "agents read for skills",
+}
+"""Why each name is protected, for the approval question of a file tool's write."""
+
+_PLACEHOLDER_MODE = 0o555
+_FILE_PLACEHOLDER_MODE = 0o444
+
+
+def protected_paths(roots: Sequence[Path]) -> list[tuple[Path, str]]:
+    """``(path, name)`` for each protected entry of each (resolved) root: the entry itself and,
+    when it is a symbolic link, its resolved target (what a reader would reach)."""
+    found: list[tuple[Path, str]] = []
+    for root in roots:
+        for name in PROTECTED_NAMES:
+            path = root / name
+            found.append((path, name))
+            if os.path.islink(path):
+                found.append((Path(os.path.realpath(path)), name))
+    return found
+
+
+def protected_by(real: Path, roots: Sequence[Path]) -> str | None:
+    """The protected name a resolved path lies in (``.git`` for ``.git/hooks/x``), or ``None``."""
+    for path, name in protected_paths(roots):
+        if real == path or real.is_relative_to(path):
+            return name
+    return None
+
+
+@dataclass(slots=True)
+class Protection:
+    """The mounts keeping one command's protected paths read-only, and the placeholders (with
+    their locks) it holds until ``release``."""
+
+    mounts: list[str] = field(default_factory=list[str])
+    _held: list[tuple[Path, int, bool]] = field(default_factory=list[tuple[Path, int, bool]])
+    """``(placeholder, locked descriptor, is a file)``."""
+
+    @classmethod
+    def take(cls, roots: Sequence[Path], *, placeholders: bool = True) -> Protection:
+        """Read-only mounts for every protected path under ``roots`` (resolved); a missing one
+        gets a placeholder (``placeholders``), else it is left out (a long-lived process that
+        cannot hold one: an MCP server)."""
+        protection = cls()
+        roots = [Path(os.path.realpath(r)) for r in roots]
+        seen: set[Path] = set()
+        for root in roots:
+            for name in PROTECTED_NAMES:
+                real = Path(os.path.realpath(root / name))
+                if not any(real == r or real.is_relative_to(r) for r in roots):
+                    continue  # a link out of the writable roots: read-only there already
+                target = _first_missing(real)
+                if target is None and not (placeholders and _left_placeholder(real)):
+                    target = real
+                elif not placeholders:
+                    continue
+                else:
+                    target = target or real  # a missing path, or another command's placeholder
+                    try:
+                        protection._hold(target, is_file=target == real and name in FILE_NAMES)
+                    except OSError:
+                        continue  # cannot make one (the root itself is read-only): nothing to protect
+                if target not in seen:
+                    seen.add(target)
+                    protection.mounts += ["--ro-bind", str(target), str(target)]
+        return protection
+
+    def _hold(self, path: Path, *, is_file: bool) -> None:
+        """Make (or take over) the placeholder at ``path`` and hold a shared lock on it; an entry
+        that appeared meanwhile and is not a placeholder is just mounted."""
+        for _ in range(5):
+            try:
+                if is_file:
+                    fd = os.open(
+                        path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_PLACEHOLDER_MODE
+                    )
+                else:
+                    os.mkdir(path, _PLACEHOLDER_MODE)
+                    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                os.chmod(fd, _FILE_PLACEHOLDER_MODE if is_file else _PLACEHOLDER_MODE)  # past the umask
+                os.utime(fd, (0, 0))
+            except FileExistsError:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError as exc:
+                    if exc.errno == errno.ENOENT:
+                        continue  # removed by the command that made it: make it again
+                    return  # a link or unreadable: mounted as it is
+                if not _is_placeholder(os.fstat(fd)):
+                    os.close(fd)
+                    return  # the user's own (made meanwhile): mounted as it is
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
+                current = os.stat(path, follow_symlinks=False)
+            except OSError:
+                current = None
+            held = os.fstat(fd)
+            if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+                self._held.append((path, fd, is_file))
+                return
+            os.close(fd)  # removed (and maybe made again) while we waited for the lock: retry
+        raise OSError(errno.EAGAIN, "placeholder kept changing", str(path))
+
+    def release(self) -> None:
+        """Remove the placeholders no other command holds; close every lock."""
+        for path, fd, is_file in self._held:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if _is_placeholder(os.fstat(fd)):
+                    if is_file:
+                        os.unlink(path)
+                    else:
+                        os.rmdir(path)
+            os.close(fd)
+        self._held.clear()
+
+
+def _first_missing(real: Path) -> Path | None:
+    """The first component of ``real`` that does not exist (``None``: it all exists)."""
+    if os.path.lexists(real):
+        return None
+    missing = real
+    for parent in real.parents:
+        if os.path.lexists(parent):
+            return missing
+        missing = parent
+    return missing
+
+
+def _left_placeholder(path: Path) -> bool:
+    """Whether ``path`` is a placeholder already (another command's, or a killed tether's)."""
+    try:
+        return _is_placeholder(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def _is_placeholder(st: os.stat_result) -> bool:
+    """A read-only entry modified at the epoch, and empty: one tether made (the user's own are
+    not dated 1970; adding to a folder dates it, and ``rmdir`` refuses a folder with entries)."""
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode):
+        return mode == _PLACEHOLDER_MODE and st.st_mtime == 0
+    return (
+        stat.S_ISREG(st.st_mode) and mode == _FILE_PLACEHOLDER_MODE and st.st_size == 0 and st.st_mtime == 0
+    )
