@@ -272,3 +272,14 @@ def test_read_only_mode_needs_no_placeholders(root: Path, home: Path) -> None:
     with sandbox.confine(["true"], root) as confined:
         assert not any(str(root / name) in confined.argv for name in PROTECTED_NAMES)
     assert settled(root) == []
+
+
+def test_a_long_lived_confined_process_sees_existing_control_files_read_only(repo: Path, home: Path) -> None:
+    """``Sandbox.argv`` alone (an MCP server's command line): no placeholders, existing files kept."""
+    sandbox = workspace(repo, home).confinement()
+    assert sandbox is not None
+    argv = sandbox.argv(["sh", "-c", "echo '[core]' >> .git/config; echo x > .tether/x.py"], repo)
+    before = snapshot(repo)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Read-only file system" in done.stderr and snapshot(repo) == before
+    assert settled(repo) == sorted([".git", ".mcp.json", ".tether"])

@@ -100,20 +100,28 @@ class Protection:
         seen: set[Path] = set()
         for root in roots:
             for name in PROTECTED_NAMES:
-                real = Path(os.path.realpath(root / name))
-                if not any(real == r or real.is_relative_to(r) for r in roots):
-                    continue  # a link out of the writable roots: read-only there already
-                target = _first_missing(real)
-                if target is None and not (placeholders and _left_placeholder(real)):
-                    target = real
-                elif not placeholders:
-                    continue
-                else:
-                    target = target or real  # a missing path, or another command's placeholder
+                entry = root / name  # the root is resolved: only a link here needs resolving
+                try:
+                    st: os.stat_result | None = os.lstat(entry)
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISLNK(st.st_mode):
+                    real = Path(os.path.realpath(entry))
+                    if not any(real == r or real.is_relative_to(r) for r in roots):
+                        continue  # a link out of the writable roots: read-only there already
+                    missing = _first_missing(real)
+                    is_file = missing == real and name in FILE_NAMES
+                else:  # missing, or another command's placeholder (held too, so it stays)
+                    real, is_file = entry, name in FILE_NAMES
+                    missing = entry if st is None or (placeholders and _is_placeholder(st)) else None
+                if missing is not None:
+                    if not placeholders:
+                        continue
                     try:
-                        protection._hold(target, is_file=target == real and name in FILE_NAMES)
+                        protection._hold(missing, is_file=is_file)
                     except OSError:
                         continue  # cannot make one (the root itself is read-only): nothing to protect
+                target = missing or real
                 if target not in seen:
                     seen.add(target)
                     protection.mounts += ["--ro-bind", str(target), str(target)]
@@ -190,14 +198,6 @@ def _first_missing(real: Path) -> Path | None:
             return missing
         missing = parent
     return missing
-
-
-def _left_placeholder(path: Path) -> bool:
-    """Whether ``path`` is a placeholder already (another command's, or a killed tether's)."""
-    try:
-        return _is_placeholder(os.stat(path, follow_symlinks=False))
-    except OSError:
-        return False
 
 
 def _is_placeholder(st: os.stat_result) -> bool:
