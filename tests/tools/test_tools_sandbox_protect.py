@@ -73,7 +73,8 @@ async def outcome(root: Path, home: Path, command: str, mode: str = "workspace-w
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
     """Every protected entry's files and their contents (``None``: absent), to see that nothing
-    changed."""
+    changed (once the last command's placeholders are removed)."""
+    settled(root)
     seen: dict[str, bytes | None] = {}
     for name in PROTECTED_NAMES:
         path = root / name

@@ -80,6 +80,11 @@ SANDBOX_HINT_MARKERS = (
 """Phrases in a failed command's output that suggest the sandbox refused something."""
 
 
+WRITABLE = "the workspace but its .git, .tether, .mcp.json, .pi, .claude and .agents, and /tmp"
+"""What ``workspace-write`` lets a command write, in the model's words (``tether.tools.sandbox_protect``
+says why the control files are not)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxPolicy:
     """How commands the model or the user runs are confined (``docs/sandbox.md``)."""
@@ -329,8 +334,8 @@ class Sandbox:
         if not any(marker in output for marker in SANDBOX_HINT_MARKERS):
             return None
         return (
-            f"This command ran in a sandbox ({self.policy.describe()}; writable: the workspace and /tmp"
-            f"{'' if self.policy.mode == 'workspace-write' else ' only'}). If it failed because the sandbox "
+            f"This command ran in a sandbox ({self.policy.describe()}; writable: "
+            f"{WRITABLE if self.policy.mode == 'workspace-write' else '/tmp only'}). If it failed because the sandbox "
             "refused a write, a path or the network, run it again with escalate: true and a "
             "justification; the user is asked before it runs outside the sandbox."
         )
