@@ -25,7 +25,9 @@ Two cases need more than a read-only mount of what exists:
   placeholder.
 
 Only each writable root's own entries are protected, not a ``.git`` or ``.tether`` deeper in the
-tree (a nested repository): finding those would walk the workspace before every command.
+tree (a nested repository): finding those would walk the workspace before every command. An
+entry that is itself a link is protected at its target only: a mount cannot be made on a link,
+so the link can still be removed and replaced (``docs/sandbox.md`` says so).
 """
 
 from __future__ import annotations
@@ -139,8 +141,12 @@ class Protection:
                 else:
                     os.mkdir(path, _PLACEHOLDER_MODE)
                     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-                os.chmod(fd, _FILE_PLACEHOLDER_MODE if is_file else _PLACEHOLDER_MODE)  # past the umask
-                os.utime(fd, (0, 0))
+                try:
+                    os.chmod(fd, _FILE_PLACEHOLDER_MODE if is_file else _PLACEHOLDER_MODE)  # past the umask
+                    os.utime(fd, (0, 0))
+                except OSError:
+                    _remove([(path, fd, is_file)], marked=False)
+                    raise
             except FileExistsError:
                 try:
                     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -176,11 +182,16 @@ class Protection:
         threading.Thread(target=_remove, args=(held,), name="tether-placeholders").start()
 
 
-def _remove(held: list[tuple[Path, int, bool]]) -> None:
+def _remove(held: list[tuple[Path, int, bool]], *, marked: bool = True) -> None:
+    """Remove each placeholder that nobody else holds and that is still the entry at its path
+    (``marked``: still bearing the placeholder's marks); close its descriptor either way."""
     for path, fd, is_file in held:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if _is_placeholder(os.fstat(fd)):
+            mine, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
+            if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino) and (
+                not marked or _is_placeholder(mine)
+            ):
                 if is_file:
                     os.unlink(path)
                 else:
