@@ -141,10 +141,7 @@ async def test_a_write_to_a_control_file_is_asked_as_a_dialog(rpc: RpcEnv) -> No
                 text_reply("done"),
             ]
         )
-        async with rpc.spawn("--no-session") as client:
-            events = client.events()
-            prompt = asyncio.ensure_future(client.prompt("configure"))
-            request = await next_of(events, "extension_ui_request")
+        async with dialog_open(rpc) as (client, request, prompt):
             await client.answer_extension_ui(request["id"], confirmed=confirmed)
             assert (await asyncio.wait_for(prompt, 30))["status"] == "completed"
             (result,) = [m for m in await client.get_messages() if m["role"] == "toolResult"]
