@@ -98,7 +98,7 @@ ATTEMPTS = (
     "mv .git moved && mkdir .git",
     "rm -rf .tether",
     "mv .mcp.json gone.json",
-    "echo '{\"mcpServers\": {\"x\": {\"command\": \"sh\"}}}' > m.json && mv -f m.json .mcp.json",
+    'echo \'{"mcpServers": {"x": {"command": "sh"}}}\' > m.json && mv -f m.json .mcp.json',
     "mkdir -p h && echo x > h/pre-commit && rm -rf .git/hooks; mv -fT h .git/hooks",
 )
 
