@@ -7,9 +7,15 @@ floor: a bare ``true`` exec against one ``bwrap`` exec with the same namespaces 
 tether's own share. Wall and CPU (this process and its children) are the median and the middle
 half (quartiles) of ``RUNS`` rounds; wall is what a user waits, CPU what the machine pays.
 
-Then the parts, each alone: building the ``bwrap`` command line, making and removing the
-command's ``pids`` cgroup, and joining it (an RCU grace period of waiting in the kernel: the
-supervisor's start-up hides it, see ``tether.tools.sandbox.Confined``).
+A fifth lane runs the confined call without the workspace's control files protected
+(``tether.tools.sandbox_protect``: read-only mounts of ``.tether``, ``.mcp.json``, ``.git``, ...,
+here all missing, so each command makes, locks and removes six placeholders: the dearest case);
+its paired difference with the confined lane is what that protection adds.
+
+Then the parts, each alone: building the ``bwrap`` command line, the protection's placeholders
+(taken and released), making and removing the command's ``pids`` cgroup, and joining it (an RCU
+grace period of waiting in the kernel: the supervisor's start-up hides it, see
+``tether.tools.sandbox.Confined``).
 """
 
 from __future__ import annotations
@@ -21,14 +27,17 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from pathlib import Path
 
 from _summary import record
 from _table import print_table
 from tether.tools.bash import run_bash
 from tether.tools.sandbox import PidsGroup, Sandbox, SandboxPolicy, secret_paths, unavailable
+from tether.tools.sandbox_protect import Protection
 from tether.tools.workspace import Workspace
 
 RUNS = 40
@@ -66,6 +75,24 @@ class Samples:
         self.cpu.append(cpu_now() - cpu)
 
 
+@contextmanager
+def unprotected() -> Generator[None]:
+    """Commands confined as before the control files were protected (no mounts, no placeholders)."""
+    take = Protection.__dict__["take"]
+    Protection.take = classmethod(lambda cls, roots, placeholders=True: cls())  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        Protection.take = take  # type: ignore[method-assign]
+
+
+def removed() -> None:
+    """Wait for the placeholders' removal (a thread each; its CPU counts, the process's)."""
+    for thread in threading.enumerate():
+        if thread.name == "tether-placeholders":
+            thread.join()
+
+
 def parts(sandbox: Sandbox, root: Path) -> list[list[str]]:
     """The pieces of tether's share, each timed alone."""
     build: list[float] = []
@@ -73,6 +100,25 @@ def parts(sandbox: Sandbox, root: Path) -> list[list[str]]:
         cpu = time.process_time()
         sandbox.argv(["true"], root)
         build.append(time.process_time() - cpu)
+    protect: list[float] = []
+    for _ in range(PARTS_RUNS):
+        cpu = time.process_time()
+        Protection.take([root]).release()
+        removed()
+        protect.append(time.process_time() - cpu)
+    git = root / ".git"
+    git.mkdir()
+    protect_repo: list[float] = []
+    for _ in range(PARTS_RUNS):
+        cpu = time.process_time()
+        Protection.take([root]).release()
+        removed()
+        protect_repo.append(time.process_time() - cpu)
+    git.rmdir()
+    protection = [
+        ["control files: 6 placeholders made + removed (CPU)", spread(protect)],
+        ["control files: .git present, 5 placeholders (CPU)", spread(protect_repo)],
+    ]
     make: list[float] = []
     join: list[float] = []
     for _ in range(PARTS_RUNS):
@@ -80,7 +126,11 @@ def parts(sandbox: Sandbox, root: Path) -> list[list[str]]:
         group = PidsGroup.create(sandbox.policy.pids_max)
         make.append(time.process_time() - cpu)
         if group is None:
-            return [["bwrap command line (CPU)", spread(build)], ["pids cgroup", "none here (RLIMIT_NPROC)"]]
+            return [
+                ["bwrap command line (CPU)", spread(build)],
+                *protection,
+                ["pids cgroup", "none here (RLIMIT_NPROC)"],
+            ]
         sleeper = subprocess.Popen(["sleep", "0.05"])
         start = time.perf_counter()
         group.procs.write_text(f"{sleeper.pid}\n")
@@ -91,6 +141,7 @@ def parts(sandbox: Sandbox, root: Path) -> list[list[str]]:
         make[-1] += time.process_time() - cpu
     return [
         ["bwrap command line (CPU)", spread(build)],
+        *protection,
         ["pids cgroup mkdir + rmdir (CPU)", spread(make)],
         ["joining the cgroup (wall, hidden by the gate)", spread(join)],
     ]
@@ -111,15 +162,19 @@ def main() -> None:
         floor_argv = sandbox.argv(["true"], root)
         true = shutil.which("true") or "true"
         unconfined, confined, bare, floor = Samples(), Samples(), Samples(), Samples()
+        before = Samples()
 
         async def rounds() -> None:
             for _ in range(RUNS):
                 await unconfined.time(lambda: run_bash(plain, {"command": "true"}, None, None))
                 await confined.time(lambda: run_bash(boxed, {"command": "true"}, None, None))
+                with unprotected():
+                    await before.time(lambda: run_bash(boxed, {"command": "true"}, None, None))
                 await bare.time(lambda: subprocess.run([true], check=True))
                 await floor.time(lambda: subprocess.run(floor_argv, check=True))
 
         asyncio.run(rounds())
+        removed()
         pieces = parts(sandbox, root)
 
     added = median_ms(confined.wall) - median_ms(unconfined.wall)
@@ -134,6 +189,16 @@ def main() -> None:
             ["tether bash tool, CPU", spread(unconfined.cpu), spread(confined.cpu), f"{added_cpu:.1f}"],
             ["floor: true vs bwrap true, wall", spread(bare.wall), spread(floor.wall), f"{floor_added:.1f}"],
             ["floor: true vs bwrap true, CPU", spread(bare.cpu), spread(floor.cpu), f"{floor_cpu:.1f}"],
+        ],
+    )
+    paired = [c - b for c, b in zip(confined.wall, before.wall, strict=True)]
+    paired_cpu = [c - b for c, b in zip(confined.cpu, before.cpu, strict=True)]
+    print_table(
+        f"the control files' protection, {RUNS} paired rounds, ms: median (quartiles)",
+        ["what", "confined, unprotected", "confined", "added (paired)"],
+        [
+            ["wall", spread(before.wall), spread(confined.wall), spread(paired)],
+            ["CPU", spread(before.cpu), spread(confined.cpu), spread(paired_cpu)],
         ],
     )
     print_table(f"tether's share, {PARTS_RUNS} runs each, ms: median (quartiles)", ["part", "ms"], pieces)

@@ -128,3 +128,26 @@ async def test_other_calls_needing_approval_are_still_refused_without_a_dialog(r
         frames = client.frames
     assert result["isError"] and "rerun with --yes" in result["content"][0]["text"]
     assert not [f for f in frames if f["type"] == "extension_ui_request" and f.get("method") == "confirm"]
+
+
+async def test_a_write_to_a_control_file_is_asked_as_a_dialog(rpc: RpcEnv) -> None:
+    """``write`` of ``.tether/settings.json``: read-only to confined commands, so the file tool asks
+    too, with the same kind of dialog; declined, nothing is written; approved, it is."""
+    target = rpc.project / ".tether" / "settings.json"
+    for confirmed in (False, True):
+        rpc.script(
+            [
+                tool_reply("write", {"path": ".tether/settings.json", "content": '{"approval": "yes"}'}),
+                text_reply("done"),
+            ]
+        )
+        async with dialog_open(rpc) as (client, request, prompt):
+            await client.answer_extension_ui(request["id"], confirmed=confirmed)
+            assert (await asyncio.wait_for(prompt, 30))["status"] == "completed"
+            (result,) = [m for m in await client.get_messages() if m["role"] == "toolResult"]
+        assert request["title"] == "Change a file the sandbox keeps read-only?"
+        assert (
+            ".tether/settings.json" in request["message"]
+            and "tether reads for settings" in request["message"]
+        )
+        assert result["isError"] is not confirmed and target.exists() is confirmed

@@ -4,7 +4,9 @@ pi's RPC has no permission request (pi never asks before a tool call), but it ha
 ``extension_ui_request`` with method ``confirm``, answered by the client's
 ``extension_ui_response`` (``tether.rpc.extension_ui``). An escalated ``bash`` call (``escalate:
 true``: the sandbox refused something and the model wants the command run unconfined) is asked
-as such a dialog, so a pi client that shows extension dialogs shows this one too. The dialog
+as such a dialog, so a pi client that shows extension dialogs shows this one too; so is a
+``write``/``edit`` of a file the sandbox keeps read-only (``.tether/``, ``.mcp.json``, ``.git/``:
+``tether.tools.sandbox_protect``), the file tools' way past the same line. The dialog
 carries its time limit; no answer within it, an abort, or a client that goes away is a refusal,
 so a client that ignores dialogs costs the model one refused call, never a stalled run. Other
 calls needing approval (``--sandbox off``'s ``bash``, writes outside the workspace, MCP tools)
@@ -22,6 +24,7 @@ from tether.tools.sandbox import SandboxPolicy
 from tether.wire import ToolCall
 
 TITLE = "Run a command outside the sandbox?"
+PROTECTED_TITLE = "Change a file the sandbox keeps read-only?"
 
 
 def install(gate: ApprovalGate, ui: RpcExtensionUI) -> None:
@@ -33,8 +36,11 @@ def install(gate: ApprovalGate, ui: RpcExtensionUI) -> None:
     timeout = policy.escalation_timeout
 
     async def ask(call: ToolCall, question: str) -> bool:
+        title, text = (
+            (TITLE, message(call, policy)) if call["name"] == "bash" else (PROTECTED_TITLE, question)
+        )
         try:
-            return await asyncio.wait_for(ui.confirm(TITLE, message(call, policy), timeout=timeout), timeout)
+            return await asyncio.wait_for(ui.confirm(title, text, timeout=timeout), timeout)
         except TimeoutError:  # the dialog is withdrawn: a late answer is an error response
             return False
 

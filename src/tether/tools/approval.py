@@ -1,6 +1,7 @@
 """Asking before a risky tool call: the one approval policy every front end installs.
 
-Which calls are risky: ``Workspace.needs_approval`` (``bash``, and writes outside the workspace),
+Which calls are risky: ``Workspace.needs_approval`` (``bash``, writes outside the workspace or to
+the files the sandbox keeps read-only),
 and tools whose ``metadata`` says ``needs_approval`` (MCP tools, unless their server marks them
 read-only; ``tether.mcp.tools``) and that the user did not allow by name (``allow_tools``, the
 ``allowTools`` setting). ``ApprovalGate`` turns that into the agent's ``before_tool_call`` hook
@@ -69,10 +70,17 @@ class ApprovalGate:
             return None
         from tether.agent.hooks import BeforeToolCallResult  # loaded by now: the loop ran a tool call
 
-        question = describe_call(call, tool) + self._unconfined_because(call)
+        protected = self.workspace.protected_write(call)
+        if protected is not None:
+            question = (
+                f"{call['name'].capitalize()} {call['arguments']['path']}: it is in {protected} "
+                "(read-only to sandboxed commands)"
+            )
+        else:
+            question = describe_call(call, tool) + self._unconfined_because(call)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
-        if self.ask is None or (self.asks_only_escalations and not is_escalation(call)):
+        if self.ask is None or (self.asks_only_escalations and not (is_escalation(call) or protected)):
             return BeforeToolCallResult(
                 True,
                 f"This call needs the user's approval and nobody can give it here ({question}). "

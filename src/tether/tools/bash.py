@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
-from tether.tools.sandbox import SandboxPolicy
+from tether.tools.sandbox import WRITABLE, SandboxPolicy
 from tether.tools.spool import MAX_SPOOL_BYTES
 from tether.tools.truncate import MAX_BYTES, MAX_LINES, strip_ansi
 from tether.tools.workspace import Workspace
@@ -85,7 +85,7 @@ SANDBOXED_BASH_PARAMETERS: dict[str, Any] = {
 
 def sandbox_note(policy: SandboxPolicy) -> str:
     """What the model should know of the sandbox before it runs a command."""
-    writable = "the workspace and /tmp are" if policy.mode == "workspace-write" else "only /tmp is"
+    writable = f"{WRITABLE} are" if policy.mode == "workspace-write" else "only /tmp is"
     network = "the network is reachable" if policy.network else "there is no network"
     return (
         f" Commands run in a sandbox: {writable} writable, everything else is read-only, credentials "

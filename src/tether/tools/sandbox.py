@@ -80,6 +80,11 @@ SANDBOX_HINT_MARKERS = (
 """Phrases in a failed command's output that suggest the sandbox refused something."""
 
 
+WRITABLE = "the workspace but its .git, .tether, .mcp.json, .pi, .claude and .agents, and /tmp"
+"""What ``workspace-write`` lets a command write, in the model's words (``tether.tools.sandbox_protect``
+says why the control files are not)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxPolicy:
     """How commands the model or the user runs are confined (``docs/sandbox.md``)."""
@@ -246,9 +251,18 @@ class Sandbox:
     """Other sessions' workspaces, resolved and sifted once per session (``other_workspaces``):
     each only checked to be a folder still, then emptied (a stat and a mount each)."""
 
-    def argv(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> list[str]:
+    def argv(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        proxy: Path | None = None,
+        protected: Sequence[str] | None = None,
+    ) -> list[str]:
         """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``; with ``proxy`` (the Unix
-        socket of ``sandbox_proxy.host_proxy``), HTTP(S) to the allowed hosts goes through it."""
+        socket of ``sandbox_proxy.host_proxy``), HTTP(S) to the allowed hosts goes through it.
+        ``protected``: the mounts of a ``Protection`` the caller holds (``confine``); without,
+        in ``workspace-write``, the protected paths that exist are mounted read-only and a
+        missing one is left out (a long-lived process cannot hold its placeholder)."""
         args = [_bwrap(), *_namespaces(network=self.policy.network)]
         args += [
             "--ro-bind",
@@ -270,6 +284,12 @@ class Sandbox:
         bind = "--bind" if self.policy.mode == "workspace-write" else "--ro-bind"
         for root in self.writable:
             args += [bind, str(root), str(root)]
+        if self.policy.mode == "workspace-write":
+            if protected is None:
+                from tether.tools.sandbox_protect import Protection
+
+                protected = Protection.take(self.writable, placeholders=False).mounts
+            args += protected
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
         args += _hiding(self.hidden, keep=self.writable)
@@ -294,21 +314,28 @@ class Sandbox:
 
     @contextlib.contextmanager
     def confine(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> Generator[Confined]:
-        """The confined command line, with a fresh ``pids`` cgroup for it while the block runs."""
-        group = PidsGroup.create(self.policy.pids_max)
+        """The confined command line, with a fresh ``pids`` cgroup for it and the workspace's
+        protected paths held (``tether.tools.sandbox_protect``) while the block runs."""
+        from tether.tools.sandbox_protect import Protection
+
+        protection = Protection.take(self.writable) if self.policy.mode == "workspace-write" else Protection()
         try:
-            yield Confined(self.argv(argv, cwd, proxy), self.policy.pids_max, group)
+            group = PidsGroup.create(self.policy.pids_max)
+            try:
+                yield Confined(self.argv(argv, cwd, proxy, protection.mounts), self.policy.pids_max, group)
+            finally:
+                if group is not None:
+                    group.remove()
         finally:
-            if group is not None:
-                group.remove()
+            protection.release()
 
     def hint(self, output: str) -> str | None:
         """A note for the model when a failed command may have been stopped by the sandbox."""
         if not any(marker in output for marker in SANDBOX_HINT_MARKERS):
             return None
         return (
-            f"This command ran in a sandbox ({self.policy.describe()}; writable: the workspace and /tmp"
-            f"{'' if self.policy.mode == 'workspace-write' else ' only'}). If it failed because the sandbox "
+            f"This command ran in a sandbox ({self.policy.describe()}; writable: "
+            f"{WRITABLE if self.policy.mode == 'workspace-write' else '/tmp only'}). If it failed because the sandbox "
             "refused a write, a path or the network, run it again with escalate: true and a "
             "justification; the user is asked before it runs outside the sandbox."
         )

@@ -12,7 +12,9 @@ prompt tells the model to read when a task matches one.
 With a sandbox (``sandbox``, ``tether.tools.sandbox``) commands run confined, so ``bash`` no longer
 asks unless the model asks to run a command outside it (``escalate``). The file tools then agree
 with the sandbox: what it hides (credentials, the session database) they refuse even with
-``allow_outside``, and in ``read-only`` mode they write nothing.
+``allow_outside``, in ``read-only`` mode they write nothing, and in ``workspace-write`` a write to
+what it keeps read-only (``.tether``, ``.mcp.json``, ``.git``, ...: ``tether.tools.sandbox_protect``)
+asks first, as a command escalated out of the sandbox does.
 """
 
 from __future__ import annotations
@@ -141,8 +143,30 @@ class Workspace:
         if name in ALWAYS_ASK_TOOLS:
             return tool_call["arguments"].get("escalate") is True or self.confinement() is None
         if name in WRITE_TOOLS:
-            return not self._inside_roots(tool_call["arguments"])
+            return (
+                not self._inside_roots(tool_call["arguments"]) or self.protected_write(tool_call) is not None
+            )
         return False
+
+    def protected_write(self, tool_call: ToolCall) -> str | None:
+        """What a ``write``/``edit`` call would change that the sandbox keeps read-only (the
+        workspace's ``.tether``, ``.mcp.json``, ``.git``, ...: ``tether.tools.sandbox_protect``),
+        said for the approval question, or ``None``. Only in ``workspace-write``: ``read-only``
+        refuses every write, and with the sandbox off nothing is protected."""
+        if (
+            tool_call["name"] not in WRITE_TOOLS
+            or self.sandbox is None
+            or self.sandbox.mode != "workspace-write"
+        ):
+            return None
+        path = tool_call["arguments"].get("path")
+        if not isinstance(path, str) or not path:
+            return None
+        from tether.tools.sandbox_protect import WHAT_READS, protected_by
+
+        real = Path(os.path.realpath(self.real_root / os.path.expanduser(path)))
+        name = protected_by(real, self._real_roots)
+        return None if name is None else f"{name}, which {WHAT_READS[name]}"
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
         path = arguments.get("path")

@@ -1,0 +1,222 @@
+"""The workspace's own control files, read-only inside the sandbox (``workspace-write``).
+
+A writable workspace holds files that do not stay in the workspace: the next tether start reads
+``.tether/`` (settings that widen what the model may do, extensions run in tether's own process,
+skills and prompts) and ``.mcp.json`` (servers it starts), the user's own ``git`` runs what
+``.git/`` says (hooks; ``core.fsmonitor``, ``core.hooksPath`` and aliases in its config; a
+``commondir`` or a ``.git`` file naming another repository's folder, whose config then counts),
+and pi and Claude Code read ``.pi/`` and ``.claude/`` (extensions, hooks, permissions), as tether
+reads their skills and prompts and ``.agents/``. A confined command that could write them would
+leave the sandbox at the next start or the next ``git status``. Codex keeps ``.git`` and its own
+folder read-only in writable roots for this reason; so do we, for each writable root.
+
+Two cases need more than a read-only mount of what exists:
+
+- **a path that does not exist yet**: a bind mount needs something to mount on, and one created
+  inside the sandbox lands in the real workspace. So tether makes a *placeholder* first (an empty
+  folder, or an empty file for ``.mcp.json``, mode read-only, modified at the epoch: the marks
+  that tell it from the user's own), mounts it read-only, and removes it when the command ends.
+  Every tether process holds a shared ``flock`` on a placeholder while its command runs; only the
+  last one out (an exclusive lock granted) removes it, so a command still running in another
+  process never loses its mount (removing a mount point detaches it in every namespace). A
+  placeholder left by a tether that was killed is taken over and removed by the next command.
+- **a symbolic link** (``.tether -> config/tether``): its target is what tether would read, so
+  the target is protected (resolved), and a missing target's first missing folder gets the
+  placeholder.
+
+Only each writable root's own entries are protected, not a ``.git`` or ``.tether`` deeper in the
+tree (a nested repository): finding those would walk the workspace before every command. An
+entry that is itself a link is protected at its target only: a mount cannot be made on a link,
+so the link can still be removed and replaced (``docs/sandbox.md`` says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROTECTED_NAMES = (".tether", ".mcp.json", ".git", ".pi", ".claude", ".agents")
+"""Entries of each writable root that stay read-only to confined commands (``docs/sandbox.md``
+says what reads each)."""
+FILE_NAMES = frozenset({".mcp.json"})
+"""Protected names that are files: their placeholder is an empty file, so a write fails with
+"Read-only file system" (the sandbox hint's cue) rather than "Is a directory"."""
+
+WHAT_READS = {
+    ".tether": "tether reads for settings, extensions, skills and prompts",
+    ".mcp.json": "tether and other agents read for MCP servers to start",
+    ".git": "git reads for hooks and configuration",
+    ".pi": "pi reads for settings and extensions",
+    ".claude": "Claude Code reads for settings, hooks and commands",
+    ".agents": "agents read for skills",
+}
+"""Why each name is protected, for the approval question of a file tool's write."""
+
+_PLACEHOLDER_MODE = 0o555
+_FILE_PLACEHOLDER_MODE = 0o444
+
+
+def protected_paths(roots: Sequence[Path]) -> list[tuple[Path, str]]:
+    """``(path, name)`` for each protected entry of each (resolved) root: the entry itself and,
+    when it is a symbolic link, its resolved target (what a reader would reach)."""
+    found: list[tuple[Path, str]] = []
+    for root in roots:
+        for name in PROTECTED_NAMES:
+            path = root / name
+            found.append((path, name))
+            if os.path.islink(path):
+                found.append((Path(os.path.realpath(path)), name))
+    return found
+
+
+def protected_by(real: Path, roots: Sequence[Path]) -> str | None:
+    """The protected name a resolved path lies in (``.git`` for ``.git/hooks/x``), or ``None``."""
+    for path, name in protected_paths(roots):
+        if real == path or real.is_relative_to(path):
+            return name
+    return None
+
+
+@dataclass(slots=True)
+class Protection:
+    """The mounts keeping one command's protected paths read-only, and the placeholders (with
+    their locks) it holds until ``release``."""
+
+    mounts: list[str] = field(default_factory=list[str])
+    _held: list[tuple[Path, int, bool]] = field(default_factory=list[tuple[Path, int, bool]])
+    """``(placeholder, locked descriptor, is a file)``."""
+
+    @classmethod
+    def take(cls, roots: Sequence[Path], *, placeholders: bool = True) -> Protection:
+        """Read-only mounts for every protected path under ``roots`` (resolved); a missing one
+        gets a placeholder (``placeholders``), else it is left out (a long-lived process that
+        cannot hold one: an MCP server)."""
+        protection = cls()
+        roots = [Path(os.path.realpath(r)) for r in roots]
+        seen: set[Path] = set()
+        for root in roots:
+            for name in PROTECTED_NAMES:
+                entry = root / name  # the root is resolved: only a link here needs resolving
+                try:
+                    st: os.stat_result | None = os.lstat(entry)
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISLNK(st.st_mode):
+                    real = Path(os.path.realpath(entry))
+                    if not any(real == r or real.is_relative_to(r) for r in roots):
+                        continue  # a link out of the writable roots: read-only there already
+                    missing = _first_missing(real)
+                    is_file = missing == real and name in FILE_NAMES
+                else:  # missing, or another command's placeholder (held too, so it stays)
+                    real, is_file = entry, name in FILE_NAMES
+                    missing = entry if st is None or (placeholders and _is_placeholder(st)) else None
+                if missing is not None:
+                    if not placeholders:
+                        continue
+                    try:
+                        protection._hold(missing, is_file=is_file)
+                    except OSError:
+                        continue  # cannot make one (the root itself is read-only): nothing to protect
+                target = missing or real
+                if target not in seen:
+                    seen.add(target)
+                    protection.mounts += ["--ro-bind", str(target), str(target)]
+        return protection
+
+    def _hold(self, path: Path, *, is_file: bool) -> None:
+        """Make (or take over) the placeholder at ``path`` and hold a shared lock on it; an entry
+        that appeared meanwhile and is not a placeholder is just mounted."""
+        for _ in range(5):
+            try:
+                if is_file:
+                    fd = os.open(
+                        path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_PLACEHOLDER_MODE
+                    )
+                else:
+                    os.mkdir(path, _PLACEHOLDER_MODE)
+                    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                try:
+                    os.chmod(fd, _FILE_PLACEHOLDER_MODE if is_file else _PLACEHOLDER_MODE)  # past the umask
+                    os.utime(fd, (0, 0))
+                except OSError:
+                    _remove([(path, fd, is_file)], marked=False)
+                    raise
+            except FileExistsError:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError as exc:
+                    if exc.errno == errno.ENOENT:
+                        continue  # removed by the command that made it: make it again
+                    return  # a link or unreadable: mounted as it is
+                if not _is_placeholder(os.fstat(fd)):
+                    os.close(fd)
+                    return  # the user's own (made meanwhile): mounted as it is
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
+                current = os.stat(path, follow_symlinks=False)
+            except OSError:
+                current = None
+            held = os.fstat(fd)
+            if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+                self._held.append((path, fd, is_file))
+                return
+            os.close(fd)  # removed (and maybe made again) while we waited for the lock: retry
+        raise OSError(errno.EAGAIN, "placeholder kept changing", str(path))
+
+    def release(self) -> None:
+        """Remove the placeholders no other command holds, and close every lock, in a thread:
+        freeing a removed folder waits on the file system's journal (2-6 ms on ext4 under load,
+        almost no CPU), which the command's result need not wait for. The thread is not a
+        daemon, so an exiting tether still removes them."""
+        if not self._held:
+            return
+        import threading
+
+        held, self._held = self._held, []
+        threading.Thread(target=_remove, args=(held,), name="tether-placeholders").start()
+
+
+def _remove(held: list[tuple[Path, int, bool]], *, marked: bool = True) -> None:
+    """Remove each placeholder that nobody else holds and that is still the entry at its path
+    (``marked``: still bearing the placeholder's marks); close its descriptor either way."""
+    for path, fd, is_file in held:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            mine, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
+            if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino) and (
+                not marked or _is_placeholder(mine)
+            ):
+                if is_file:
+                    os.unlink(path)
+                else:
+                    os.rmdir(path)
+        os.close(fd)
+
+
+def _first_missing(real: Path) -> Path | None:
+    """The first component of ``real`` that does not exist (``None``: it all exists)."""
+    if os.path.lexists(real):
+        return None
+    missing = real
+    for parent in real.parents:
+        if os.path.lexists(parent):
+            return missing
+        missing = parent
+    return missing
+
+
+def _is_placeholder(st: os.stat_result) -> bool:
+    """A read-only entry modified at the epoch, and empty: one tether made (the user's own are
+    not dated 1970; adding to a folder dates it, and ``rmdir`` refuses a folder with entries)."""
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode):
+        return mode == _PLACEHOLDER_MODE and st.st_mtime == 0
+    return (
+        stat.S_ISREG(st.st_mode) and mode == _FILE_PLACEHOLDER_MODE and st.st_size == 0 and st.st_mtime == 0
+    )

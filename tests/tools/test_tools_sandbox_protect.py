@@ -1,0 +1,288 @@
+"""Real escape attempts through the workspace's control files (``tether.tools.sandbox_protect``).
+
+A confined command that could write ``.tether/extensions/x.py``, ``.mcp.json`` or ``.git/hooks``
+would run unconfined at the next tether start or ``git`` call. Each attempt runs through the real
+``bash`` tool in ``workspace-write`` and again with the sandbox ``off`` (where it must work, so a
+test cannot pass because the attempt was broken), and the file tools must ask first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tools_support import call, text_of
+
+from tether.agent import AgentContext, BeforeToolCallContext
+from tether.errors import ToolError
+from tether.tools import Workspace, create_bash_tool
+from tether.tools.approval import ApprovalGate
+from tether.tools.edit import create_edit_tool
+from tether.tools.read import create_read_tool
+from tether.tools.sandbox import SandboxPolicy, secret_paths, unavailable
+from tether.tools.sandbox_protect import PROTECTED_NAMES, Protection
+from tether.tools.write import create_write_tool
+from tether.wire import ToolCall
+
+pytestmark = pytest.mark.skipif(
+    unavailable() is not None and not os.environ.get("TETHER_REQUIRE_SANDBOX"),
+    reason=f"no sandbox here: {unavailable()}",
+)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def repo(root: Path) -> Path:
+    """The workspace as a real git repository with a project ``.tether`` folder and ``.mcp.json``."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".tether").mkdir()
+    (root / ".tether" / "settings.json").write_text("{}\n")
+    (root / ".mcp.json").write_text('{"mcpServers": {}}\n')
+    return root
+
+
+def settled(root: Path) -> list[str]:
+    """The workspace's entries once the placeholders' removal (a thread each) has run."""
+    for thread in threading.enumerate():
+        if thread.name == "tether-placeholders":
+            thread.join(10)
+    return sorted(os.listdir(root))
+
+
+def workspace(root: Path, home: Path, mode: str = "workspace-write") -> Workspace:
+    return Workspace(root, sandbox=SandboxPolicy(mode=mode, hide=secret_paths(home)))  # type: ignore[arg-type]
+
+
+async def outcome(root: Path, home: Path, command: str, mode: str = "workspace-write") -> tuple[bool, str]:
+    try:
+        return True, text_of(await call(create_bash_tool(workspace(root, home, mode)), command=command))
+    except ToolError as failure:
+        return False, str(failure)
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every protected entry's files and their contents (``None``: absent), to see that nothing
+    changed (once the last command's placeholders are removed)."""
+    settled(root)
+    seen: dict[str, bytes | None] = {}
+    for name in PROTECTED_NAMES:
+        path = root / name
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for file in files:
+            if file.is_file():
+                seen[str(file.relative_to(root))] = file.read_bytes()
+            elif file.is_dir() or file.is_symlink():
+                seen[str(file.relative_to(root))] = b"(folder)"
+    return seen
+
+
+ATTEMPTS = (
+    "mkdir -p .tether/extensions && echo 'import os' > .tether/extensions/x.py",
+    'echo \'{"approval": "yes"}\' > .tether/settings.json',
+    'echo \'{"mcpServers": {"x": {"command": "sh"}}}\' > .mcp.json',
+    "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+    "git config core.fsmonitor 'touch pwned'",
+    "echo '[core]' >> .git/config",
+    "echo '../evil' > .git/commondir",
+    "mv .git moved && mkdir .git",
+    "rm -rf .tether",
+    "mv .mcp.json gone.json",
+    'echo \'{"mcpServers": {"x": {"command": "sh"}}}\' > m.json && mv -f m.json .mcp.json',
+    "mkdir -p h && echo x > h/pre-commit && rm -rf .git/hooks; mv -fT h .git/hooks",
+)
+
+
+@pytest.mark.parametrize("command", ATTEMPTS)
+async def test_control_files_are_read_only_inside(repo: Path, home: Path, command: str) -> None:
+    before = snapshot(repo)
+    ok, said = await outcome(repo, home, command)
+    assert not ok and snapshot(repo) == before, said
+    assert "Read-only file system" in said or "Device or resource busy" in said or "could not lock" in said, (
+        said
+    )
+    ok, said = await outcome(repo, home, command, "off")
+    assert ok and snapshot(repo) != before, said
+
+
+async def test_the_rest_of_the_workspace_and_git_reads_still_work(repo: Path, home: Path) -> None:
+    ok, said = await outcome(
+        repo, home, "echo made > new.txt && mkdir -p src && cat .git/config .mcp.json && git status --short"
+    )
+    assert ok and (repo / "new.txt").read_text() == "made\n" and "mcpServers" in said, said
+
+
+ABSENT = (
+    ("mkdir -p .tether/extensions && echo 'import os' > .tether/extensions/x.py", ".tether"),
+    ("echo '{}' > .mcp.json", ".mcp.json"),
+    ("git init -q .", ".git"),
+    ("mkdir -p .git/hooks && echo x > .git/hooks/pre-commit", ".git"),
+    ("mkdir -p .pi/extensions && echo x > .pi/extensions/x.ts", ".pi"),
+    ("mkdir -p .claude && echo '{}' > .claude/settings.json", ".claude"),
+    ("mkdir -p .agents/skills/x && echo x > .agents/skills/x/SKILL.md", ".agents"),
+)
+
+
+@pytest.mark.parametrize(("command", "name"), ABSENT)
+async def test_an_absent_control_file_cannot_be_created(
+    root: Path, home: Path, command: str, name: str
+) -> None:
+    ok, said = await outcome(root, home, command)
+    assert not ok and "Read-only file system" in said, said
+    assert settled(root) == [], "the placeholders are gone after the command"
+    ok, said = await outcome(root, home, command, "off")
+    assert ok and (root / name).exists(), said
+
+
+async def test_symlinks_and_dot_dot_lead_to_the_same_refusal(repo: Path, home: Path) -> None:
+    (repo / "sub").mkdir()
+    (repo / "conf").mkdir()
+    before = snapshot(repo)
+    for command in (
+        "ln -s .tether t && echo x > t/x.py",
+        "echo '[core]' >> sub/../.git/config",
+        f"echo x > {repo}/./sub/../.git/hooks/pre-commit",
+        "ln -s .git/hooks h && echo x > h/pre-commit",
+    ):
+        ok, said = await outcome(repo, home, command)
+        assert not ok and snapshot(repo) == before, (command, said)
+        (repo / "t").unlink(missing_ok=True)
+        (repo / "h").unlink(missing_ok=True)
+
+
+async def test_a_linked_control_folder_is_protected_at_its_target(root: Path, home: Path) -> None:
+    (root / "conf").mkdir()
+    (root / ".tether").symlink_to("conf")  # the project keeps its tether folder elsewhere
+    ok, said = await outcome(root, home, "mkdir conf/extensions")
+    assert not ok and not (root / "conf" / "extensions").exists(), said
+    # a link to a folder not made yet: its first missing folder cannot be made either
+    settled(root)
+    (root / ".pi").symlink_to("later/pi")
+    ok, said = await outcome(root, home, "mkdir -p later/pi/extensions")
+    assert not ok and "later" not in settled(root), said
+    ok, said = await outcome(root, home, "mkdir -p conf/extensions later/pi/extensions", "off")
+    assert ok and (root / "conf" / "extensions").is_dir() and (root / "later" / "pi").is_dir(), said
+
+
+async def test_a_command_keeps_its_placeholder_when_another_ends_first(root: Path, home: Path) -> None:
+    go = root / "go"
+    slow = asyncio.create_task(
+        outcome(
+            root,
+            home,
+            "while [ ! -e go ]; do sleep 0.02; done; mkdir -p .tether/extensions && echo x > .tether/extensions/x.py",
+        )
+    )
+    while not (root / ".tether").exists():  # the slow command holds its placeholder
+        await asyncio.sleep(0.02)
+    ok, said = await outcome(root, home, "true")  # starts and ends while the slow one runs
+    assert ok, said
+    assert (root / ".tether").is_dir(), "the slow command's placeholder outlives the quick one"
+    go.touch()
+    ok, said = await slow
+    assert not ok and "Read-only file system" in said, said
+    assert settled(root) == ["go"]
+
+
+def test_placeholders_left_behind_are_removed_and_the_users_own_are_kept(root: Path) -> None:
+    left = root / ".tether"  # a killed tether's placeholder
+    left.mkdir(0o555)
+    left.chmod(0o555)
+    os.utime(left, (0, 0))
+    own = root / ".claude"  # the user's own empty folder
+    own.mkdir()
+    protection = Protection.take([root])
+    assert str(left) in protection.mounts and str(own) in protection.mounts
+    protection.release()
+    assert settled(root) == [".claude"]  # the left-over placeholder is gone, the user's folder kept
+
+
+def gate_context(name: str, arguments: dict[str, Any]) -> tuple[ToolCall, BeforeToolCallContext]:
+    tool_call: ToolCall = {"type": "toolCall", "id": "1", "name": name, "arguments": arguments}
+    message: Any = {"role": "assistant", "content": [tool_call]}
+    return tool_call, BeforeToolCallContext(message, tool_call, arguments, AgentContext())
+
+
+FILE_WRITES = (
+    ("write", {"path": ".tether/extensions/x.py", "content": "import os\n"}),
+    ("write", {"path": ".mcp.json", "content": '{"mcpServers": {"x": {"command": "sh"}}}\n'}),
+    ("write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+    ("edit", {"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = sh"}),
+    ("write", {"path": "sub/../.tether/settings.json", "content": '{"approval": "yes"}\n'}),
+    ("write", {"path": "link/settings.json", "content": '{"tools": []}\n'}),
+)
+
+
+@pytest.mark.parametrize(("name", "arguments"), FILE_WRITES)
+async def test_file_tools_ask_before_writing_control_files(
+    repo: Path, home: Path, name: str, arguments: dict[str, Any]
+) -> None:
+    (repo / "sub").mkdir()
+    (repo / "link").symlink_to(".tether")
+    tools = {"write": create_write_tool, "edit": create_edit_tool}
+    boxed = workspace(repo, home)
+    tool_call, context = gate_context(name, arguments)
+    target = Path(os.path.realpath(repo / arguments["path"]))
+    before = target.read_bytes() if target.exists() else None
+
+    refused = await ApprovalGate(boxed)(context)  # nobody to ask (print mode without --yes)
+    assert (
+        refused is not None and refused.block and "read-only to sandboxed commands" in (refused.reason or "")
+    )
+    asked: list[str] = []
+
+    async def ask(_call: ToolCall, question: str) -> bool:
+        asked.append(question)
+        return False
+
+    declined = await ApprovalGate(boxed, ask=ask)(context)
+    assert declined is not None and declined.block and asked and str(arguments["path"]) in asked[0]
+    assert (target.read_bytes() if target.exists() else None) == before
+
+    async def yes(_call: ToolCall, _question: str) -> bool:
+        return True
+
+    assert await ApprovalGate(boxed, ask=yes)(context) is None
+    await call(tools[name](boxed), **arguments)
+    assert target.read_bytes() != before
+    # with the sandbox off nothing is protected: no question
+    assert not workspace(repo, home, "off").needs_approval(tool_call)
+    assert not workspace(repo, home, "read-only").protected_write(tool_call)
+
+
+async def test_file_tools_read_control_files_and_write_elsewhere_without_asking(
+    repo: Path, home: Path
+) -> None:
+    boxed = workspace(repo, home)
+    assert "[core]" in text_of(await call(create_read_tool(boxed), path=".git/config"))
+    plain, _ = gate_context("write", {"path": "notes/.tether-notes.md", "content": "x"})
+    assert not boxed.needs_approval(plain)
+
+
+def test_read_only_mode_needs_no_placeholders(root: Path, home: Path) -> None:
+    sandbox = workspace(root, home, "read-only").confinement()
+    assert sandbox is not None
+    with sandbox.confine(["true"], root) as confined:
+        assert not any(str(root / name) in confined.argv for name in PROTECTED_NAMES)
+    assert settled(root) == []
+
+
+def test_a_long_lived_confined_process_sees_existing_control_files_read_only(repo: Path, home: Path) -> None:
+    """``Sandbox.argv`` alone (an MCP server's command line): no placeholders, existing files kept."""
+    sandbox = workspace(repo, home).confinement()
+    assert sandbox is not None
+    argv = sandbox.argv(["sh", "-c", "echo '[core]' >> .git/config; echo x > .tether/x.py"], repo)
+    before = snapshot(repo)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Read-only file system" in done.stderr and snapshot(repo) == before
+    assert settled(repo) == sorted([".git", ".mcp.json", ".tether"])
