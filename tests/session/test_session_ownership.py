@@ -61,3 +61,33 @@ async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: 
     await own.close()
     with pytest.raises(Exception):  # noqa: B017 - closed: any use fails
         own.sessions.list()
+
+
+async def test_a_closed_session_refuses_new_work_instead_of_losing_it(manager: SessionManager) -> None:
+    """A prompt to a closed core once called the model and returned ``[]``: nothing recorded, the
+    reply silently gone. Now it, ``steer`` and ``follow_up`` raise one line saying so."""
+    model = ScriptedModel([reply("one"), reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"), sessions=manager)
+    await core.prompt("hi")
+    stored = core.session_id or ""
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after close")
+    with pytest.raises(SessionError, match="closed"):
+        core.steer("after close")
+    with pytest.raises(SessionError, match="closed"):
+        core.follow_up("after close")
+    assert len(model.requests) == 1  # the model was not asked again
+    await core.close()  # closing twice is fine
+    with manager.open(stored) as session:
+        assert [m["role"] for m in session.messages] == ["user", "assistant"]
+
+
+async def test_a_closed_session_without_a_store_refuses_a_prompt() -> None:
+    model = ScriptedModel([reply("one"), reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    await core.prompt("hi")
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after close")
+    assert len(model.requests) == 1

@@ -129,6 +129,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
     ) -> None:
         self.agent = agent
         self._owns = set(owns)
+        self._closed = False
         self.resources = resources
         self.mcp = mcp
         if mcp is not None:
@@ -430,6 +431,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         """Abort a run in progress, let it record what it has (within about a second:
         ``ABORT_GRACE``), and release the session; close what this core owns (``owns``), never
         what was passed in."""
+        self._closed = True
         if self.is_running:
             self.abort()
         if self.mcp is not None and "mcp" in self._owns:

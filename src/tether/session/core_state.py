@@ -84,6 +84,7 @@ class CoreState:
     _compacting: int
     _background: set[asyncio.Future[None]]
     _owns: set[str]
+    _closed: bool
     _mcp_abort: AbortController | None
 
     # -- state ---------------------------------------------------------------------------------------
@@ -166,7 +167,11 @@ class CoreState:
         return self._session is not None and self._session.readonly
 
     def require_writable(self) -> None:
-        """Raise ``ReadOnlySessionError`` when this core may only watch its session."""
+        """Raise ``ReadOnlySessionError`` when this core may only watch its session, and
+        ``SessionError`` once it is closed: a prompt then would call the model and record
+        nothing, the reply silently lost."""
+        if self._closed:
+            raise SessionError("this AgentSession is closed: start another one to go on")
         if self._session is not None and self._session.readonly:
             from tether.session.session import ReadOnlySessionError
 
