@@ -91,3 +91,19 @@ async def test_a_closed_session_without_a_store_refuses_a_prompt() -> None:
     with pytest.raises(SessionError, match="closed"):
         await core.prompt("after close")
     assert len(model.requests) == 1
+
+
+async def test_async_with_closes_the_session_also_after_an_exception(manager: SessionManager) -> None:
+    model = ScriptedModel([reply("one")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"), sessions=manager)
+    with pytest.raises(LookupError):
+        async with core as entered:
+            assert entered is core
+            async for event in core.prompt("hi"):
+                if event["type"] == "message_update":
+                    raise LookupError("the caller's own failure")  # leaves the run: aborted
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after")
+    stored = [r.id for r in manager.list()]
+    with manager.open(stored[0]) as session:  # the aborted reply was recorded before the close
+        assert [m.get("stopReason") for m in session.messages] == [None, "aborted"]

@@ -39,7 +39,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.ai.abort import AbortController, AbortSignal
@@ -464,6 +464,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
                     raise
         if self._sessions is not None and "sessions" in self._owns:
             self._sessions.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """``async with core:`` closes it on the way out, after an exception too (which then
+        goes on up: an aborted run's reply is recorded first)."""
+        await self.close()
 
     # -- runs ----------------------------------------------------------------------------------------
 
