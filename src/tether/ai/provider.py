@@ -321,6 +321,9 @@ async def _event_batches(
         except StopAsyncIteration:
             sse_events = decoder.flush()
             ended = True
+        except httpx2.DecodingError as exc:  # the same bytes would come again: not retried
+            yield parser.fail(f"Could not decode the response body ({arrived}): {exc}")
+            return
         except (httpx2.HTTPError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError):
                 message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"

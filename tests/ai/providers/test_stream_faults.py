@@ -126,6 +126,20 @@ async def test_body_without_the_final_event_is_an_error(api: str) -> None:
 
 
 @each_api
+async def test_a_body_that_cannot_be_decompressed_is_one_request_saying_so(api: str) -> None:
+    """``content-encoding: gzip`` on a body that is not gzip: the error read "Connection lost while
+    streaming" and the request was sent four times, though the server would send the same again."""
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    async with LoopbackServer([Reply(TEXT[api].body, headers=headers)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith("Could not decode the response body (HTTP 200, text/event-stream): ")
+    assert "incorrect header check" in final["errorMessage"]
+    assert not is_transient_error(cast(AssistantMessage, final)), "the session must not retry it either"
+
+
+@each_api
 async def test_malformed_sse_line(api: str) -> None:
     answer = TEXT[api]
     broken = answer.body[: answer.final_at] + b"data: {this is not json\n\n" + answer.body[answer.final_at :]
