@@ -5,6 +5,7 @@ that cannot be stored makes ``prompt()`` raise instead of returning an empty res
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -15,6 +16,7 @@ from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
 from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply
+from tether.wire import WireError
 
 
 def bound(manager: SessionManager, *answers: str) -> AgentSession:
@@ -107,3 +109,29 @@ async def test_async_with_closes_the_session_also_after_an_exception(manager: Se
     stored = [r.id for r in manager.list()]
     with manager.open(stored[0]) as session:  # the aborted reply was recorded before the close
         assert [m.get("stopReason") for m in session.messages] == [None, "aborted"]
+
+
+@pytest.mark.parametrize("given", [None, 5, b"bytes"])
+async def test_a_prompt_that_is_no_message_is_one_wire_error(given: object) -> None:
+    """``prompt(None)`` raised "'NoneType' object is not iterable" from deep inside."""
+    model = ScriptedModel([reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    with pytest.raises(
+        WireError,
+        match=f"prompt: expected a text, a message or a list of messages, got {type(given).__name__}",
+    ):
+        await core.prompt(cast(Any, given))
+    with pytest.raises(WireError, match="prompt: expected"):
+        core.steer(cast(Any, given))
+    assert model.requests == []
+    await core.close()
+
+
+async def test_steering_with_a_list_queues_every_message() -> None:
+    model = ScriptedModel([reply("ok")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    messages: list[Any] = [{"role": "user", "content": c, "timestamp": 0} for c in ("one", "two")]
+    core.steer(cast(Any, messages))
+    core.steer(cast(Any, []))  # nothing to queue: no IndexError
+    assert core.queued().steering == ("one", "two")
+    await core.close()

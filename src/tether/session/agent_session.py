@@ -351,7 +351,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         """Queue a text (as a user message) or a message for the next model call, after the
         running tool calls finish."""
         self.require_writable()
-        self.agent.steer(self._inputs(text, images)[0])
+        for message in self._inputs(text, images):  # a list given anyway: each, not only the first
+            self.agent.steer(message)
         self._check_queue()
         return "queued"
 
@@ -360,7 +361,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
     ) -> QueuedInputDisposition:
         """Queue a text (as a user message) or a message for when the agent would otherwise stop."""
         self.require_writable()
-        self.agent.follow_up(self._inputs(text, images)[0])
+        for message in self._inputs(text, images):  # a list given anyway: each, not only the first
+            self.agent.follow_up(message)
         self._check_queue()
         return "queued"
 

@@ -38,7 +38,7 @@ from tether.session.events import (
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, decode_message
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_message
 
 if TYPE_CHECKING:
     from tether.mcp import McpServers
@@ -318,7 +318,14 @@ class CoreState:
             return self._vouch([decode_message(built, "prompt")])
         if images:
             raise ValueError("images can only be given with a text prompt; put them in the message instead")
-        given = [prompt] if isinstance(prompt, dict) else list(prompt)
+        if isinstance(prompt, dict):
+            given: list[Any] = [prompt]
+        elif isinstance(prompt, (list, tuple)):
+            given = list(cast(Sequence[Any], prompt))
+        else:  # None, a number, bytes: not "'NoneType' object is not iterable" from deep inside
+            raise WireError(
+                "prompt", f"expected a text, a message or a list of messages, got {type(prompt).__name__}"
+            )
         return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
 
     def _forget_unrecorded_inputs(self) -> None:
