@@ -4,6 +4,7 @@ that cannot be stored makes ``prompt()`` raise instead of returning an empty res
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, cast
 
@@ -135,3 +136,18 @@ async def test_steering_with_a_list_queues_every_message() -> None:
     core.steer(cast(Any, []))  # nothing to queue: no IndexError
     assert core.queued().steering == ("one", "two")
     await core.close()
+
+
+def test_a_session_used_under_one_event_loop_closes_under_another() -> None:
+    """``asyncio.run(main())`` that prompts, then ``asyncio.run(core.close())`` at exit: close
+    waited on the finished run's future, of the first (closed) loop: "Event loop is closed"."""
+    model = ScriptedModel([reply("one")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+
+    async def ask() -> list[Any]:
+        return await core.prompt("hi")
+
+    assert [m["role"] for m in asyncio.run(ask())] == ["user", "assistant"]
+    asyncio.run(core.close())
+    with pytest.raises(SessionError, match="closed"):
+        asyncio.run(ask())

@@ -426,7 +426,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
 
     async def wait_for_idle(self) -> None:
         """Return once the current run, if any, has settled."""
-        if self._run is not None:
+        if self._run is not None and not self._run.done():  # a done one may be of a closed loop
             await asyncio.gather(self._run, return_exceptions=True)
 
     async def close(self) -> None:
