@@ -151,3 +151,25 @@ def test_a_session_used_under_one_event_loop_closes_under_another() -> None:
     asyncio.run(core.close())
     with pytest.raises(SessionError, match="closed"):
         asyncio.run(ask())
+
+
+async def test_a_listener_that_always_raises_costs_the_reply_not_the_prompt_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A listener raising on every event made ``prompt()`` raise its exception (from
+    ``agent_settled``), and the listeners after it never heard that the run ended."""
+    model = ScriptedModel([reply("never seen")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+
+    def broken(event: Any) -> None:
+        raise ValueError(f"listener bug at {event['type']}")
+
+    core.subscribe(broken)
+    seen: list[str] = []
+    core.subscribe(lambda event: seen.append(event["type"]))
+    added = await core.prompt("hi")
+    assert added[-1]["role"] == "assistant" and added[-1]["stopReason"] == "error"
+    assert "listener bug at agent_start" in added[-1].get("errorMessage", "")
+    assert seen[-1] == "agent_settled"
+    assert "listener bug at agent_settled" in caplog.text
+    await core.close()

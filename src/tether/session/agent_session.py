@@ -536,7 +536,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             aborted = self._aborted or (
                 last is not None and last in self._added and last["stopReason"] == "aborted"
             )
-            await self._emit({"type": "agent_settled", "aborted": aborted})
+            await self._emit_to_all({"type": "agent_settled", "aborted": aborted})
         failure = self._session_failure or write_failure
         if failure is not None:
             self._raised_failure = True

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from pathlib import Path
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from tether.session.stats import Tally
     from tether.tools.sandbox import Sandbox
     from tether.wire.events import SummarizationRetryAttemptStartEvent
+
+logger = logging.getLogger(__name__)
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
@@ -240,6 +243,19 @@ class CoreState:
             outcome = listener(event)
             if outcome is not None:
                 await outcome
+
+    async def _emit_to_all(self, event: SessionEvent) -> None:
+        """``_emit`` for a run's last event (``agent_settled``): every listener gets it, and one
+        that raises has its failure logged, nothing more. The run is over and recorded, so a
+        listener's bug changes nothing (as one at the loop's ``agent_end``): ``prompt()`` does
+        not raise it, and the listeners after it still learn that the run ended."""
+        for listener in tuple(self._listeners):
+            try:
+                outcome = listener(event)
+                if outcome is not None:
+                    await outcome
+            except Exception:
+                logger.warning("an event listener failed on %s", event["type"], exc_info=True)
 
     def _emit_now(self, event: SessionEvent) -> None:
         """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
