@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
@@ -117,7 +118,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         agent: Agent,
         session: Session | None = None,
         *,
-        cwd: Path | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         sessions: SessionManager | None = None,
         approval: ApprovalGate | None = None,
@@ -136,7 +137,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             mcp.notify = self.notify  # a server's sign-in address reaches the user as a notice
         self._mcp_tools: list[Any] = []
         self._mcp_noted: set[str] = set()
-        self.cwd = cwd if cwd is not None else Path.cwd()
+        self.cwd = workspace_path(cwd)
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
         self.hooks = list(hooks)
@@ -736,6 +737,12 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             "willRetry": self._will_retry(),
         }
         await self._emit(ended)
+
+
+def workspace_path(cwd: str | os.PathLike[str] | None) -> Path:
+    """The workspace a caller named, as a text or a path (relative: to the current directory), or
+    the current directory: a ``str`` failed deep inside ("'str' object has no attribute 'parents'")."""
+    return Path(cwd).absolute() if cwd is not None else Path.cwd()
 
 
 def _store_failure(exc: Exception, session_id: str) -> SessionError:
