@@ -12,9 +12,9 @@ project's context files, the approval gate and the session (new, latest of the d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
