@@ -260,3 +260,57 @@ async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: 
     )
     _assert_ended_with_error(recorder, result, "event listener")
     assert {m["toolCallId"] for m in result if m["role"] == "toolResult"} == {"call_1", "call_2"}
+
+
+@tool
+async def stray_cancel() -> str:
+    """Reads the result of a task it cancelled itself: raises CancelledError, uncancelled."""
+    inner = asyncio.ensure_future(asyncio.sleep(3600))
+    inner.cancel()
+    await asyncio.sleep(0)
+    return inner.result()
+
+
+@pytest.mark.parametrize("with_signal", [False, True])
+async def test_a_tool_raising_cancelled_error_on_its_own_is_an_error_result(with_signal: bool) -> None:
+    """A ``CancelledError`` a tool raised while nobody cancelled the run went up through the loop:
+    the caller's ``await`` raised it, the call got no result and no ``agent_end`` came."""
+    from tether.ai.abort import AbortController
+
+    model = ScriptedModel([reply(tool_call("stray_cancel", {})), reply("after")])
+    recorder = Recorder()
+    signal = AbortController().signal if with_signal else None
+    async with asyncio.timeout(10):
+        result = await run_agent_loop(
+            [user("go")],
+            AgentContext(tools=[stray_cancel]),
+            AgentLoopConfig(model=model.model),
+            recorder,
+            signal,
+            model,
+        )
+    tool_result = next(m for m in result if m["role"] == "toolResult")
+    assert tool_result["isError"] and "CancelledError" in str(tool_result["content"])
+    assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
+    assert recorder.types[-1] == "agent_end"
+    check_invariants(recorder.trace(result))
+
+
+async def test_cancelling_the_caller_during_a_tool_still_cancels_the_run() -> None:
+    model = ScriptedModel([reply(tool_call("slow", {"value": "x"})), reply("never")])
+    run = asyncio.ensure_future(
+        run_agent_loop(
+            [user("go")],
+            AgentContext(tools=[slow]),
+            AgentLoopConfig(model=model.model),
+            Recorder(),
+            None,
+            model,
+        )
+    )
+    while not model.requests:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run

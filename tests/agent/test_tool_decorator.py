@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -125,3 +129,44 @@ async def test_a_plain_function_runs_in_a_worker_thread() -> None:
     assert result.content == [{"type": "text", "text": "5"}]
     assert ran_on and ran_on[0] != threading.current_thread().name
     assert ticks > 0  # the event loop kept running while the function blocked
+
+
+_ABANDONED_THREAD_PROGRAM = """
+import asyncio, threading
+import tether
+from tether import ScriptedModel, reply, tool_call
+
+@tether.tool
+def hang() -> str:
+    '''Never returns.'''
+    threading.Event().wait()
+    return "never"
+
+async def main() -> None:
+    model = ScriptedModel([reply(tool_call("hang", {})), reply("unused")])
+    core = tether.AgentSession(tether.Agent(model=model.model, stream_fn=model, tools=[hang]))
+    run = asyncio.ensure_future(core.prompt("go"))
+    await asyncio.sleep(0.2)
+    await core.close()  # aborts; the tool is left behind after the grace
+    print(tether.message_text((await run)[2]).split(" (")[0])
+
+asyncio.run(main())
+print("exited")
+"""
+
+
+@pytest.mark.subprocess
+def test_a_plain_function_left_running_after_an_abort_does_not_hold_the_program_open(
+    tmp_path: Path,
+) -> None:
+    """Its thread was a ``to_thread`` worker: ``asyncio.run`` (and the interpreter's exit) waited
+    for it, so a program whose hanging tool was abandoned never ended."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ABANDONED_THREAD_PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TETHER_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Tool execution was aborted", "exited"]

@@ -4,6 +4,7 @@ unknown frames, and a server that cannot start."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -236,3 +237,33 @@ async def test_close_escalates_to_sigkill_for_a_server_that_will_not_end() -> No
     code = await client.close(timeout=0.2)
     assert code == -signal.SIGKILL
     assert not _alive(pid)
+
+
+@pytest.mark.subprocess
+async def test_a_call_that_could_not_be_sent_leaves_nothing_to_report_at_close() -> None:
+    """A prompt to a server that had died failed to write, but stayed pending; ``close`` then
+    failed it too and asyncio logged "Future exception was never retrieved" for a call whose
+    caller had its error already."""
+    dying = textwrap.dedent(
+        """
+        import os, sys
+        print('{"type":"ready","protocolVersion":1,"version":"x","sessionId":null}', flush=True)
+        os.close(0)
+        sys.stdin.readline()  # fails at once: the client's writes hit a closed pipe
+        """
+    )
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    try:
+        client = await RpcClient.connect([sys.executable, "-c", dying])
+        await asyncio.wait_for(client.process.wait(), 20)
+        with pytest.raises(RpcError):
+            await client.prompt("hello")
+        await client.close()
+        del client
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert [c.get("message") for c in reported] == []

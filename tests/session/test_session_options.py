@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.session.factory import SessionChoice, start_session
-from tether.session.options import SessionOptions
+from tether.agent import Agent
+from tether.session.agent_session import AgentSession
+from tether.session.factory import SessionChoice, create_agent_session, start_session
+from tether.session.options import AgentOptions, SessionOptions
 from tether.session.settings import Settings
 from tether.tools.sandbox import SandboxPolicy
 
@@ -111,3 +113,22 @@ def test_without_bubblewrap_the_session_says_so_in_one_line(
         session=SessionChoice(persist=False),
     )
     assert "sandbox" not in (off.notice or "")
+
+
+async def test_the_workspace_may_be_given_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cwd="/some/dir"``, as most programs would write it, failed deep inside with "'str' object
+    has no attribute 'parents'"; a relative one is taken from the current directory."""
+    script = tmp_path / "s.json"
+    script.write_text('[{"content": [{"type": "text", "chunks": ["ok"]}]}]')
+    (tmp_path / "work").mkdir()
+    core = create_agent_session(
+        AgentOptions(model=f"scripted:{script}", tools=[]),
+        cwd=str(tmp_path / "work"),
+        session=SessionChoice(persist=False),
+    )
+    assert core.cwd == tmp_path / "work"
+    await core.close()
+    monkeypatch.chdir(tmp_path)
+    bare = AgentSession(Agent(), cwd="work")
+    assert bare.cwd == tmp_path / "work"
+    await bare.close()

@@ -4,7 +4,9 @@ that cannot be stored makes ``prompt()`` raise instead of returning an empty res
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -15,6 +17,7 @@ from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
 from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply
+from tether.wire import WireError
 
 
 def bound(manager: SessionManager, *answers: str) -> AgentSession:
@@ -61,3 +64,112 @@ async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: 
     await own.close()
     with pytest.raises(Exception):  # noqa: B017 - closed: any use fails
         own.sessions.list()
+
+
+async def test_a_closed_session_refuses_new_work_instead_of_losing_it(manager: SessionManager) -> None:
+    """A prompt to a closed core once called the model and returned ``[]``: nothing recorded, the
+    reply silently gone. Now it, ``steer`` and ``follow_up`` raise one line saying so."""
+    model = ScriptedModel([reply("one"), reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"), sessions=manager)
+    await core.prompt("hi")
+    stored = core.session_id or ""
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after close")
+    with pytest.raises(SessionError, match="closed"):
+        core.steer("after close")
+    with pytest.raises(SessionError, match="closed"):
+        core.follow_up("after close")
+    assert len(model.requests) == 1  # the model was not asked again
+    await core.close()  # closing twice is fine
+    with manager.open(stored) as session:
+        assert [m["role"] for m in session.messages] == ["user", "assistant"]
+
+
+async def test_a_closed_session_without_a_store_refuses_a_prompt() -> None:
+    model = ScriptedModel([reply("one"), reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    await core.prompt("hi")
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after close")
+    assert len(model.requests) == 1
+
+
+async def test_async_with_closes_the_session_also_after_an_exception(manager: SessionManager) -> None:
+    model = ScriptedModel([reply("one")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"), sessions=manager)
+    with pytest.raises(LookupError):
+        async with core as entered:
+            assert entered is core
+            async for event in core.prompt("hi"):
+                if event["type"] == "message_update":
+                    raise LookupError("the caller's own failure")  # leaves the run: aborted
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("after")
+    stored = [r.id for r in manager.list()]
+    with manager.open(stored[0]) as session:  # the aborted reply was recorded before the close
+        assert [m.get("stopReason") for m in session.messages] == [None, "aborted"]
+
+
+@pytest.mark.parametrize("given", [None, 5, b"bytes"])
+async def test_a_prompt_that_is_no_message_is_one_wire_error(given: object) -> None:
+    """``prompt(None)`` raised "'NoneType' object is not iterable" from deep inside."""
+    model = ScriptedModel([reply("never")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    with pytest.raises(
+        WireError,
+        match=f"prompt: expected a text, a message or a list of messages, got {type(given).__name__}",
+    ):
+        await core.prompt(cast(Any, given))
+    with pytest.raises(WireError, match="prompt: expected"):
+        core.steer(cast(Any, given))
+    assert model.requests == []
+    await core.close()
+
+
+async def test_steering_with_a_list_queues_every_message() -> None:
+    model = ScriptedModel([reply("ok")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+    messages: list[Any] = [{"role": "user", "content": c, "timestamp": 0} for c in ("one", "two")]
+    core.steer(cast(Any, messages))
+    core.steer(cast(Any, []))  # nothing to queue: no IndexError
+    assert core.queued().steering == ("one", "two")
+    await core.close()
+
+
+def test_a_session_used_under_one_event_loop_closes_under_another() -> None:
+    """``asyncio.run(main())`` that prompts, then ``asyncio.run(core.close())`` at exit: close
+    waited on the finished run's future, of the first (closed) loop: "Event loop is closed"."""
+    model = ScriptedModel([reply("one")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+
+    async def ask() -> list[Any]:
+        return await core.prompt("hi")
+
+    assert [m["role"] for m in asyncio.run(ask())] == ["user", "assistant"]
+    asyncio.run(core.close())
+    with pytest.raises(SessionError, match="closed"):
+        asyncio.run(ask())
+
+
+async def test_a_listener_that_always_raises_costs_the_reply_not_the_prompt_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A listener raising on every event made ``prompt()`` raise its exception (from
+    ``agent_settled``), and the listeners after it never heard that the run ended."""
+    model = ScriptedModel([reply("never seen")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model))
+
+    def broken(event: Any) -> None:
+        raise ValueError(f"listener bug at {event['type']}")
+
+    core.subscribe(broken)
+    seen: list[str] = []
+    core.subscribe(lambda event: seen.append(event["type"]))
+    added = await core.prompt("hi")
+    assert added[-1]["role"] == "assistant" and added[-1]["stopReason"] == "error"
+    assert "listener bug at agent_start" in added[-1].get("errorMessage", "")
+    assert seen[-1] == "agent_settled"
+    assert "listener bug at agent_settled" in caplog.text
+    await core.close()

@@ -4,6 +4,7 @@ callback. (The CLI asks for every tool: ``tests/cli`` runs its agents with them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -63,3 +64,37 @@ async def test_risky_calls_go_through_the_programs_approval_callback(tmp_path: P
     await core.prompt("write outside")
     await core.close()
     assert asked == ["write"] and not outside.exists()
+
+
+async def test_closing_while_the_user_has_not_answered_withdraws_the_question(tmp_path: Path) -> None:
+    """An approval callback waiting on a user who never answers (a dialog left open, then the
+    program quits) held ``abort()`` and ``close()`` for ever; now the question is cancelled and
+    the call refused."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    arguments = json.dumps({"path": str(outside), "content": "x"})
+    call = '{"content": [{"type": "toolCall", "name": "write", "arguments": ' + arguments + "}]}"
+    asking = asyncio.Event()
+    withdrawn: list[str] = []
+
+    async def never_answers(tool_call: ToolCall, question: str) -> bool:
+        asking.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            withdrawn.append(tool_call["name"])  # the dialog can close here
+            raise
+        return True
+
+    core = create_agent_session(
+        AgentOptions(model=script(tmp_path, call), tools=tether.CODING_TOOLS),
+        cwd=tmp_path,
+        session=NOWHERE,
+        ask=never_answers,
+    )
+    run = asyncio.ensure_future(core.prompt("write outside"))
+    await asyncio.wait_for(asking.wait(), 20)
+    await asyncio.wait_for(core.close(), 20)  # a regression fails here instead of hanging
+    added = await run
+    assert withdrawn == ["write"] and not outside.exists()
+    refusal = next(m for m in added if m["role"] == "toolResult")
+    assert tether.message_text(refusal) == "The run was aborted before the user approved this call."

@@ -265,3 +265,15 @@ def test_postgres_urls_and_bad_schemes(tmp_path: Path, monkeypatch: pytest.Monke
     with SessionManager() as manager:
         manager.create("/p")
     assert (tmp_path / "from-env.db").exists()
+
+
+def test_a_closed_store_says_so(manager: SessionManager) -> None:
+    """Used after ``close``, the SQLite store raised sqlite3's own "Cannot operate on a closed
+    database.", no ``SessionError`` and no file named."""
+    manager.create("/p").close()
+    manager.close()
+    with pytest.raises(SessionError, match="closed"):
+        manager.list()
+    with pytest.raises(SessionError, match="closed"):
+        manager.create("/p")
+    manager.close()  # closing twice is fine

@@ -12,8 +12,11 @@ is sent for a tool (name, description, JSON Schema of the arguments).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
@@ -30,6 +33,7 @@ ToolExecutionMode = Literal["sequential", "parallel"]
 """``sequential``: one call at a time; ``parallel``: prepared in order, executed concurrently."""
 
 D = TypeVar("D")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -111,7 +115,7 @@ def tool(
     signal.wait()``, ``signal.add_listener``) and raise; a tool that returns within
     ``ABORT_GRACE`` (1 s) of the abort has its result recorded as usual. One still running then
     is left behind (an async one is cancelled; a plain function's thread cannot be, and runs to
-    its end), its call ends as an error result ("Tool execution was aborted ...") and whatever it
+    its end, without keeping the program from exiting), its call ends as an error result ("Tool execution was aborted ...") and whatever it
     returns later is dropped, never recorded.
 
         @tool
@@ -165,7 +169,7 @@ def _tool_from_function(
             kwargs[key] = available[key]
         if is_async:
             return as_tool_result(await fn(**kwargs))
-        return as_tool_result(await asyncio.to_thread(fn, **kwargs))
+        return as_tool_result(await in_daemon_thread(fn, kwargs))
 
     return AgentTool(
         name=tool_name,
@@ -175,6 +179,40 @@ def _tool_from_function(
         execute=execute,
         execution_mode=execution_mode,
     )
+
+
+async def in_daemon_thread(fn: Callable[..., T], kwargs: dict[str, Any]) -> T:
+    """``fn(**kwargs)`` in a thread of its own, awaited; the caller's context variables go along,
+    as with ``asyncio.to_thread``.
+
+    Not a ``to_thread`` worker: ``asyncio.run`` and the interpreter's exit wait for those, so a
+    plain tool the run left behind after an abort (Python cannot stop a thread) would hold the
+    whole program open until it returned, which may be never. A daemon thread is left to itself;
+    what it returns once nobody waits is dropped."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if future.done():  # the caller gave up on it
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(cast(T, value))
+
+    def run() -> None:
+        value: T | None = None
+        error: BaseException | None = None
+        try:
+            value = context.run(fn, **kwargs)
+        except BaseException as exc:  # handed to the awaiting task, as to_thread does
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=f"tool {getattr(fn, '__name__', 'function')}", daemon=True).start()
+    return await future
 
 
 def as_tool_result(value: object) -> AgentToolResult[Any]:

@@ -711,6 +711,13 @@ class _Batch:
                 record.fail(f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult")
         except Exception as exc:
             record.fail(describe_error(exc))
+        except asyncio.CancelledError as exc:
+            current = asyncio.current_task()
+            if current is None or current.cancelling():
+                raise  # the run itself is cancelled
+            # The tool raised it while nobody cancelled the run (e.g. it read a cancelled task's
+            # result): a failure of the tool like any other, not the end of the run.
+            record.fail(describe_error(exc))
         finally:
             record.ended = True
             if record.updates is not None:

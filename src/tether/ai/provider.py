@@ -306,7 +306,8 @@ async def _event_batches(
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
     does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
-    session's retry recognises as transient. A body without a single SSE event (an HTML page
+    session's retry recognises as transient; SSE comments alone (``: ping``) do not count, so a
+    server stuck behind a proxy's keep-alive ends too instead of holding the run forever. A body without a single SSE event (an HTML page
     from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
     content type) and the body's first line.
     """
@@ -314,13 +315,18 @@ async def _event_batches(
     emitted = False
     any_event = False
     head = b""
+    loop = asyncio.get_running_loop()
+    deadline = None if idle is None else loop.time() + idle
     while True:
         try:
-            async with asyncio.timeout(idle):
+            async with asyncio.timeout_at(deadline):
                 chunk = await anext(chunks)
         except StopAsyncIteration:
             sse_events = decoder.flush()
             ended = True
+        except httpx2.DecodingError as exc:  # the same bytes would come again: not retried
+            yield parser.fail(f"Could not decode the response body ({arrived}): {exc}")
+            return
         except (httpx2.HTTPError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError):
                 message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
@@ -331,6 +337,8 @@ async def _event_batches(
             yield parser.fail(message)
             return
         else:
+            if idle is not None and not (chunk[:1] == b":" and _keepalive_only(chunk)):
+                deadline = loop.time() + idle
             if len(head) < _HEAD_BYTES:
                 head += chunk[: _HEAD_BYTES - len(head)]
             sse_events = decoder.feed(chunk)
@@ -369,6 +377,12 @@ async def _event_batches(
         if out:
             emitted = True
             yield out
+
+
+def _keepalive_only(chunk: bytes) -> bool:
+    """A read of SSE comments and blank lines only (``: ping``, OpenRouter's ``: OPENROUTER
+    PROCESSING``): the server is there, but the answer has not moved on."""
+    return all(not line.strip() or line.startswith(b":") for line in chunk.split(b"\n"))
 
 
 _HEAD_BYTES = 512

@@ -199,8 +199,11 @@ class RpcClient:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         frame = {"id": request_id, "type": command, **{k: v for k, v in params.items() if v is not None}}
-        await self._write(frame)
-        response = await future
+        try:
+            await self._write(frame)
+            response = await future
+        finally:  # a call that failed to write, or its caller gave up on: nothing left pending
+            self._pending.pop(request_id, None)
         if not response.get("success"):
             raise RpcError(command, str(response.get("error") or "failed"))
         return response
@@ -320,6 +323,8 @@ class RpcClient:
     ) -> p.PromptResultFrame:
         """Send a prompt and wait until its run has settled: the ``prompt_result`` frame (from a pi
         server, built when ``agent_settled`` comes; at once for a prompt pi ``handled``)."""
+        if self._closed:
+            raise RpcError("prompt", f"the server is gone{self._stderr_note()}")
         request_id = f"py-{next(self._ids)}"
         settled: asyncio.Future[p.PromptResultFrame] = asyncio.get_running_loop().create_future()
         waiters = self._prompts if self.ready is not None else self._settling
@@ -341,6 +346,7 @@ class RpcClient:
             return await settled
         finally:
             waiters.pop(request_id, None)
+            self._pending.pop(request_id, None)
 
     async def answer_extension_ui(
         self,

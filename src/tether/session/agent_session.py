@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.ai.abort import AbortController, AbortSignal
@@ -117,7 +118,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         agent: Agent,
         session: Session | None = None,
         *,
-        cwd: Path | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         sessions: SessionManager | None = None,
         approval: ApprovalGate | None = None,
@@ -129,13 +130,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
     ) -> None:
         self.agent = agent
         self._owns = set(owns)
+        self._closed = False
         self.resources = resources
         self.mcp = mcp
         if mcp is not None:
             mcp.notify = self.notify  # a server's sign-in address reaches the user as a notice
         self._mcp_tools: list[Any] = []
         self._mcp_noted: set[str] = set()
-        self.cwd = cwd if cwd is not None else Path.cwd()
+        self.cwd = workspace_path(cwd)
         self.settings = settings if settings is not None else Settings()
         self.approval = approval
         self.hooks = list(hooks)
@@ -350,7 +352,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         """Queue a text (as a user message) or a message for the next model call, after the
         running tool calls finish."""
         self.require_writable()
-        self.agent.steer(self._inputs(text, images)[0])
+        for message in self._inputs(text, images):  # a list given anyway: each, not only the first
+            self.agent.steer(message)
         self._check_queue()
         return "queued"
 
@@ -359,7 +362,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
     ) -> QueuedInputDisposition:
         """Queue a text (as a user message) or a message for when the agent would otherwise stop."""
         self.require_writable()
-        self.agent.follow_up(self._inputs(text, images)[0])
+        for message in self._inputs(text, images):  # a list given anyway: each, not only the first
+            self.agent.follow_up(message)
         self._check_queue()
         return "queued"
 
@@ -423,13 +427,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
 
     async def wait_for_idle(self) -> None:
         """Return once the current run, if any, has settled."""
-        if self._run is not None:
+        if self._run is not None and not self._run.done():  # a done one may be of a closed loop
             await asyncio.gather(self._run, return_exceptions=True)
 
     async def close(self) -> None:
         """Abort a run in progress, let it record what it has (within about a second:
         ``ABORT_GRACE``), and release the session; close what this core owns (``owns``), never
         what was passed in."""
+        self._closed = True
         if self.is_running:
             self.abort()
         if self.mcp is not None and "mcp" in self._owns:
@@ -462,6 +467,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
                     raise
         if self._sessions is not None and "sessions" in self._owns:
             self._sessions.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """``async with core:`` closes it on the way out, after an exception too (which then
+        goes on up: an aborted run's reply is recorded first)."""
+        await self.close()
 
     # -- runs ----------------------------------------------------------------------------------------
 
@@ -524,7 +537,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             aborted = self._aborted or (
                 last is not None and last in self._added and last["stopReason"] == "aborted"
             )
-            await self._emit({"type": "agent_settled", "aborted": aborted})
+            await self._emit_to_all({"type": "agent_settled", "aborted": aborted})
         failure = self._session_failure or write_failure
         if failure is not None:
             self._raised_failure = True
@@ -724,6 +737,12 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             "willRetry": self._will_retry(),
         }
         await self._emit(ended)
+
+
+def workspace_path(cwd: str | os.PathLike[str] | None) -> Path:
+    """The workspace a caller named, as a text or a path (relative: to the current directory), or
+    the current directory: a ``str`` failed deep inside ("'str' object has no attribute 'parents'")."""
+    return Path(cwd).absolute() if cwd is not None else Path.cwd()
 
 
 def _store_failure(exc: Exception, session_id: str) -> SessionError:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from tether.session.events import (
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, decode_message
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_message
 
 if TYPE_CHECKING:
     from tether.mcp import McpServers
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from tether.session.stats import Tally
     from tether.tools.sandbox import Sandbox
     from tether.wire.events import SummarizationRetryAttemptStartEvent
+
+logger = logging.getLogger(__name__)
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
@@ -84,6 +87,7 @@ class CoreState:
     _compacting: int
     _background: set[asyncio.Future[None]]
     _owns: set[str]
+    _closed: bool
     _mcp_abort: AbortController | None
 
     # -- state ---------------------------------------------------------------------------------------
@@ -166,7 +170,11 @@ class CoreState:
         return self._session is not None and self._session.readonly
 
     def require_writable(self) -> None:
-        """Raise ``ReadOnlySessionError`` when this core may only watch its session."""
+        """Raise ``ReadOnlySessionError`` when this core may only watch its session, and
+        ``SessionError`` once it is closed: a prompt then would call the model and record
+        nothing, the reply silently lost."""
+        if self._closed:
+            raise SessionError("this AgentSession is closed: start another one to go on")
         if self._session is not None and self._session.readonly:
             from tether.session.session import ReadOnlySessionError
 
@@ -235,6 +243,19 @@ class CoreState:
             outcome = listener(event)
             if outcome is not None:
                 await outcome
+
+    async def _emit_to_all(self, event: SessionEvent) -> None:
+        """``_emit`` for a run's last event (``agent_settled``): every listener gets it, and one
+        that raises has its failure logged, nothing more. The run is over and recorded, so a
+        listener's bug changes nothing (as one at the loop's ``agent_end``): ``prompt()`` does
+        not raise it, and the listeners after it still learn that the run ended."""
+        for listener in tuple(self._listeners):
+            try:
+                outcome = listener(event)
+                if outcome is not None:
+                    await outcome
+            except Exception:
+                logger.warning("an event listener failed on %s", event["type"], exc_info=True)
 
     def _emit_now(self, event: SessionEvent) -> None:
         """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
@@ -313,7 +334,14 @@ class CoreState:
             return self._vouch([decode_message(built, "prompt")])
         if images:
             raise ValueError("images can only be given with a text prompt; put them in the message instead")
-        given = [prompt] if isinstance(prompt, dict) else list(prompt)
+        if isinstance(prompt, dict):
+            given: list[Any] = [prompt]
+        elif isinstance(prompt, (list, tuple)):
+            given = list(cast(Sequence[Any], prompt))
+        else:  # None, a number, bytes: not "'NoneType' object is not iterable" from deep inside
+            raise WireError(
+                "prompt", f"expected a text, a message or a list of messages, got {type(prompt).__name__}"
+            )
         return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
 
     def _forget_unrecorded_inputs(self) -> None:

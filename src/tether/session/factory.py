@@ -12,6 +12,7 @@ project's context files, the approval gate and the session (new, latest of the d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from tether.agent import Agent, AgentTool, QueueMode
 from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.types import SimpleStreamOptions
 from tether.errors import ModelError, UserError
-from tether.session.agent_session import AgentSession
+from tether.session.agent_session import AgentSession, workspace_path
 from tether.session.model_choice import ResolvedModel, ScopedModel, Usable, resolve_model, resolve_scope
 from tether.session.options import AgentOptions, SessionOptions, with_choices
 from tether.session.settings import Settings
@@ -229,7 +230,7 @@ def create_agent_session(
     options: AgentOptions | None = None,
     /,
     *,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
     extra_tools: Sequence[AgentTool] = (),
     ask: AskUser | None = None,
@@ -288,7 +289,7 @@ def create_agent_session(
             stacklevel=2,
         )
     options = options if options is not None else AgentOptions()
-    cwd = cwd if cwd is not None else Path.cwd()
+    cwd = workspace_path(cwd)
     settings = settings if settings is not None else Settings()
     from tether.tools import READ_ONLY_TOOLS
 

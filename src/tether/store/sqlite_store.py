@@ -156,6 +156,7 @@ class SQLiteStore:
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
         self._mutex = threading.Lock()
         self._writer: BatchWriter | None = None
+        self._closed = False
         if str(path) == ":memory:":
             raise SessionDatabaseError(
                 ":memory:: sessions in memory would be gone when the process ends, and their lock"
@@ -395,10 +396,13 @@ class SQLiteStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
+        if self._closed:
+            return
         if self._writer is not None:
             self._writer.close()  # what is queued is committed first
         with self._guarded():
             self._db.close()
+        self._closed = True
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -406,6 +410,8 @@ class SQLiteStore:
     def _guarded(self) -> Generator[None]:
         """The connection to this thread, and SQLite's failures as one ``SessionError`` line."""
         with self._mutex:
+            if self._closed:  # not sqlite3's "Cannot operate on a closed database."
+                raise SessionError(f"{self.path}: this session store is closed; open it again to go on")
             try:
                 yield
             except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):

@@ -12,6 +12,8 @@ can adapt instead of retrying blindly.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -90,9 +92,10 @@ class ApprovalGate:
                     else "The user can rerun with --yes to allow it."
                 ),
             )
-        if signal is not None and signal.aborted:
+        approved = await _unless_aborted(self.ask(call, question), signal)
+        if approved is None:
             return BeforeToolCallResult(True, "The run was aborted before the user approved this call.")
-        if await self.ask(call, question):
+        if approved:
             return None
         return BeforeToolCallResult(
             True, f"The user declined this {call['name']} call. Do not retry it as is."
@@ -160,3 +163,35 @@ def describe_call(tool_call: ToolCall, tool: AgentTool | None = None) -> str:
     if name in ("write", "edit") and isinstance(args.get("path"), str):
         return f"{name.capitalize()} file outside the workspace: {args['path']}"
     return f"{name} {json.dumps(args, ensure_ascii=False)}"
+
+
+async def _unless_aborted(asking: Awaitable[bool], signal: AbortSignal | None) -> bool | None:
+    """The user's answer, or ``None`` when the run is aborted first. The question is then
+    cancelled (a dialog can close on its ``CancelledError``) rather than waited for: a user who
+    never answers would otherwise hold ``abort()``, and ``close()``, for ever."""
+    if signal is None:
+        return await asking
+    if signal.aborted:
+        if inspect.iscoroutine(asking):
+            asking.close()  # never started: no "coroutine was never awaited" warning
+        return None
+    question = asyncio.ensure_future(asking)
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait((question, aborted), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        question.cancel()
+        raise
+    finally:
+        aborted.cancel()
+    if question.done():
+        return question.result()
+    question.cancel()
+    question.add_done_callback(_retrieve)
+    return None
+
+
+def _retrieve(future: asyncio.Future[bool]) -> None:
+    """Read a withdrawn question's outcome, so asyncio does not log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()

@@ -106,6 +106,23 @@ async def test_stall_after_the_first_token_is_a_transient_error(api: str) -> Non
 
 
 @each_api
+async def test_keep_alive_comments_alone_do_not_hold_a_stalled_stream_open(api: str) -> None:
+    """The server stops answering after "Hel" but its proxy keeps sending ``: ping`` comments:
+    each read reset the idle timeout, so the stream never ended while the pings went on."""
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    pings = b": ping\n\n" * 400  # 20 s of them, one every 50 ms
+    stalled = Reply(body[:cut] + pings, chunks=range(cut, cut + len(pings), 8), delay=0.05)
+    async with LoopbackServer([stalled]) as server:
+        spec = model(server.url, api)
+        _, final = await collect(spec, fast(idle_timeout=0.3))
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.3 s (stream idle timeout)"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+@each_api
 @pytest.mark.parametrize("keep", ["half", "all but 30 bytes"])
 async def test_truncated_body(api: str, keep: str) -> None:
     body = TEXT[api].body
@@ -123,6 +140,22 @@ async def test_body_without_the_final_event_is_an_error(api: str) -> None:
         _, final = await collect(model(server.url, api), fast())
     assert final["stopReason"] == "error"
     assert final["errorMessage"] == answer.unfinished
+
+
+@each_api
+async def test_a_body_that_cannot_be_decompressed_is_one_request_saying_so(api: str) -> None:
+    """``content-encoding: gzip`` on a body that is not gzip: the error read "Connection lost while
+    streaming" and the request was sent four times, though the server would send the same again."""
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    async with LoopbackServer([Reply(TEXT[api].body, headers=headers)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith(
+        "Could not decode the response body (HTTP 200, text/event-stream): "
+    )
+    assert "incorrect header check" in final["errorMessage"]
+    assert not is_transient_error(cast(AssistantMessage, final)), "the session must not retry it either"
 
 
 @each_api
