@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from agent_support import Recorder, check_invariants
 
-import tether.agent.tool_execution as execution
+import tether.agent.abort_grace as grace_module
 from tether.agent import AgentContext, AgentLoopConfig, AgentToolResult, run_agent_loop, tool
-from tether.agent.tool_execution import ToolAbandonedError, until_abort_grace
+from tether.agent.abort_grace import ToolAbandonedError, until_abort_grace
 from tether.ai.abort import AbortController
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import AgentMessage
@@ -29,7 +29,7 @@ MARK: contextvars.ContextVar[str] = contextvars.ContextVar("MARK", default="unse
 
 @pytest.fixture(autouse=True)
 def _short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(execution, "ABORT_GRACE", 0.01)
+    monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.01)
 
 
 def _result(text: str) -> AgentToolResult[Any]:

@@ -12,7 +12,7 @@ import pytest
 
 import tether
 from tether.agent import Agent
-from tether.agent.tool_execution import ABORT_GRACE
+from tether.agent.abort_grace import ABORT_GRACE
 from tether.session.agent_session import AgentSession
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 

@@ -259,7 +259,7 @@ class Run:
     results, retries). ``async for event in run`` runs it and yields its events as they happen.
     Leaving the loop early (``break``, an exception, the task cancelled) aborts the run at once,
     as does cancelling a task that awaits it; the aborted run settles within about a second
-    (``tether.agent.tool_execution.ABORT_GRACE``) and the session's next prompt waits for that
+    (``tether.agent.abort_grace.ABORT_GRACE``) and the session's next prompt waits for that
     instead of raising ``AgentBusyError``.
     """
 
