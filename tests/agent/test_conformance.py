@@ -10,6 +10,7 @@ import pytest
 from agent_support import OWN_CONFORMANCE
 
 from reference_paths import CONFORMANCE
+from tether.testing import virtual_time
 from tether.testing.conformance import load_scenario, run_scenario, scenario_paths
 
 
@@ -31,9 +32,9 @@ def test_the_shared_scenarios_are_there() -> None:
 
 
 @pytest.mark.parametrize(("scenario", "trace"), _cases(), ids=lambda p: p.stem if isinstance(p, Path) else "")
-async def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> None:
+def test_scenario_matches_reference_trace(scenario: Path, trace: Path) -> None:
     expected = json.loads(trace.read_text(encoding="utf-8"))
-    actual = await run_scenario(load_scenario(scenario))
+    actual = virtual_time.run(run_scenario(load_scenario(scenario)))
     assert actual["events"] == expected["events"]
     assert actual["requests"] == expected["requests"]
     assert actual["result"] == expected["result"]
@@ -46,11 +47,11 @@ def _unaborted() -> list[tuple[Path, Path]]:
 @pytest.mark.parametrize(
     ("scenario", "trace"), _unaborted(), ids=lambda p: p.stem if isinstance(p, Path) else ""
 )
-async def test_scenario_without_an_abort_signal_matches_too(scenario: Path, trace: Path) -> None:
+def test_scenario_without_an_abort_signal_matches_too(scenario: Path, trace: Path) -> None:
     """A run without a signal takes another path for its tools (started and ended in the run's
     task, no abort grace to watch): every scenario that does not abort gives the same trace."""
     expected = json.loads(trace.read_text(encoding="utf-8"))
-    actual = await run_scenario(load_scenario(scenario), abortable=False)
+    actual = virtual_time.run(run_scenario(load_scenario(scenario), abortable=False))
     assert actual["events"] == expected["events"]
     assert actual["requests"] == expected["requests"]
     assert actual["result"] == expected["result"]

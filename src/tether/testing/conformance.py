@@ -7,6 +7,10 @@ whether tether's loop behaves like pi's.
     python -m tether.testing.conformance SCENARIO.json              # one trace on stdout
     python -m tether.testing.conformance --all SCENARIO_DIR OUT_DIR  # a trace file per scenario
     python -m tether.testing.conformance --check SCENARIO_DIR TRACE_DIR
+
+The command runs them on a virtual clock (``virtual_time``): their tools race by their delays, and
+on a real clock a loaded machine can turn two ends round. ``run_scenario`` runs on whatever loop
+awaits it; the tests run it on the virtual clock too.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from tether.agent import (
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.event_stream import AssistantMessageEventStream, empty_usage
 from tether.ai.types import Context, SimpleStreamOptions
+from tether.testing import virtual_time
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, ScriptedResponse, canonical_json
 from tether.wire import AgentMessage, Message, ModelInfo
 
@@ -435,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", nargs=2, metavar=("SCENARIO_DIR", "TRACE_DIR"), help="compare with traces")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(_main(args))
+        return virtual_time.run(_main(args))  # the tools' delays decide their order, not the load
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
