@@ -81,6 +81,26 @@ async def test_with_deferred_writes_the_first_message_is_committed_by_the_writer
     assert (record.message_count, record.entry_count) == (2, 3)
 
 
+async def test_a_sessions_row_counts_its_queued_appends_before_and_after_they_are_committed(
+    manager: SessionManager,
+) -> None:
+    """Appends queued for the writer thread are counted into ``record`` when it is read, not as
+    each is queued: read meanwhile, and once they are committed, it is the store's row."""
+    s = manager.create("/p", model=MODEL)
+    s.defer_writes()
+    s.append_message(user("one"))
+    s.append_message(assistant(text("two"), cost=0.25, tokens=10))
+    first = s.record
+    assert (first.entry_count, first.message_count, first.cost, first.first_prompt) == (3, 2, 0.25, "one")
+    s.rename("Named")
+    s.append_message(assistant(text("three"), cost=0.5, tokens=5))
+    assert s.title == "Named"
+    assert (s.record.entry_count, s.record.cost, s.record.leaf_id) == (5, 0.75, s.leaf_id)
+    await s.settle_writes()
+    assert s.record == manager.store.get_session(s.id)
+    s.close()
+
+
 def test_resume_and_the_listing_skip_sessions_without_a_message(manager: SessionManager) -> None:
     talked = manager.create("/p")
     talked.append_message(user("something to continue"))

@@ -10,9 +10,11 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jiter
 import pytest
 
 from session_helpers import ECHO
@@ -243,7 +245,10 @@ def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_
     tmp_path: Path,
 ) -> None:
     """The writer thread's batch updates each session's row once (counters summed, last leaf):
-    entries, their order and the row must be those of the same appends made one at a time."""
+    entries, their order and the row must be those of the same appends made one at a time. A
+    batch of two sessions' appends encodes with pydantic-core, one append alone with the standard
+    library (``encode_entry``): the payloads must read back the same, a tool's ``details`` with
+    values JSON has no type for included."""
 
     def user(text: str) -> Any:
         return {"role": "user", "content": text, "timestamp": 1}
@@ -270,7 +275,17 @@ def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_
             "a5",
             5,
         ),
-        ("b", [entry("b6", "b2", type="message", message=assistant(0.25))], "b6", 4),
+        ("b", [entry("b6", "b2", type="message", message=assistant(0.00004))], "b6", 4),
+        (
+            "b",
+            [
+                entry(
+                    "b7", "b6", type="custom", customType="t.x", data=Details({2, 1}, b"\xc3\xa9", "\u2028é")
+                )
+            ],
+            "b7",
+            7,
+        ),
     ]
     stores = [SQLiteStore(tmp_path / "batched.db"), SQLiteStore(tmp_path / "one_by_one.db")]
     leases: list[dict[str, Any]] = []
@@ -285,10 +300,26 @@ def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_
         batched, one_by_one = (store.get_session(session_id) for store in stores)
         assert batched == one_by_one
         assert [e.id for e in stores[0].entries(session_id)] == [e.id for e in stores[1].entries(session_id)]
+        payloads = [[jiter.from_json(e.payload) for e in store.entries(session_id)] for store in stores]
+        assert payloads[0] == payloads[1]
+    assert jiter.from_json(stores[0].entries("b")[-1].payload)["data"] == {
+        "ids": [1, 2],
+        "raw": "é",
+        "text": "\u2028é",
+    }
     assert stores[0].get_session("a").title == "A" and stores[0].get_session("a").first_prompt == "first"
     assert stores[0].get_session("a").leaf_id == "a5" and stores[0].get_session("a").updated == 5
     for store in stores:
         store.close()
+
+
+@dataclass
+class Details:
+    """A tool's details as an extension may leave them: a set, bytes, a dataclass."""
+
+    ids: set[int]
+    raw: bytes
+    text: str
 
 
 class _Lease:

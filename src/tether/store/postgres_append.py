@@ -123,14 +123,17 @@ def append_params(
     entries: Sequence[EntryDict],
     leaf_id: str,
     updated: int,
+    *,
+    many: bool = False,
 ) -> dict[str, Any]:
-    """``APPEND``'s parameters: the entries as columns, the new leaf, what the counters add."""
+    """``APPEND``'s parameters: the entries as columns, the new leaf, what the counters add
+    (``many``: a batch of several sessions', see ``encode_entry``)."""
     params = _common(session_id, token, lock, entries, leaf_id, updated)
     params["ids"] = [e["id"] for e in entries]
     params["parents"] = [e.get("parentId") for e in entries]
     params["types"] = [e["type"] for e in entries]
     params["created"] = [e["timestamp"] for e in entries]
-    params["payloads"] = [encode_entry(e).decode() for e in entries]
+    params["payloads"] = [encode_entry(e, many=many).decode() for e in entries]
     return params
 
 

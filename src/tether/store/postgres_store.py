@@ -395,10 +395,9 @@ class PostgresStore:
         params: list[dict[str, Any]] = []
         for group in groups:
             held = self._check(group.lease)
+            fence = (held.session_id, held.token, held.key)  # several sessions': ``encode_entry``'s many
             params.append(
-                append_params(
-                    held.session_id, held.token, held.key, group.entries, group.leaf_id, group.updated
-                )
+                append_params(*fence, group.entries, group.leaf_id, group.updated, many=len(groups) > 1)
             )
 
         def work(cursor: Cursor) -> None:

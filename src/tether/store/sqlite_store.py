@@ -306,11 +306,10 @@ class SQLiteStore:
         """
         for pending in batch:
             self._check(pending.lease)
-        entries = [row for p in batch for row in _entry_rows(p.lease.session_id, p.entries)]
-        counters = [
-            _counter_values(group.lease.session_id, group.entries, group.leaf_id, group.updated)
-            for group in by_session(batch)
-        ]
+        groups = by_session(batch)
+        many = len(groups) > 1  # a service's batch: the fast encoder (``encode_entry``)
+        entries = [row for p in batch for row in _entry_rows(p.lease.session_id, p.entries, many=many)]
+        counters = [_counter_values(g.lease.session_id, g.entries, g.leaf_id, g.updated) for g in groups]
         # A session deleted meanwhile fails the insert (its entries' foreign key), so every
         # session updated below has its row.
         with self._guarded(), self._transaction():
@@ -470,10 +469,13 @@ def _update_counters(rows: int) -> str:
     FROM (VALUES {values}) AS u WHERE sessions.id = u.column12"""
 
 
-def _entry_rows(session_id: str, entries: Sequence[EntryDict]) -> list[tuple[object, ...]]:
-    """``_INSERT_ENTRY``'s parameters for ``entries``."""
+def _entry_rows(
+    session_id: str, entries: Sequence[EntryDict], *, many: bool = False
+) -> list[tuple[object, ...]]:
+    """``_INSERT_ENTRY``'s parameters for ``entries`` (``many``: see ``encode_entry``)."""
     return [
-        (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], encode_entry(e)) for e in entries
+        (session_id, e["id"], e.get("parentId"), e["type"], e["timestamp"], encode_entry(e, many=many))
+        for e in entries
     ]
 
 
