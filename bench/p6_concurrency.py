@@ -27,17 +27,20 @@ Goals (issue 40): CPU against the floor <= 1.4x stored and <= 1.2x in memory at 
 <= 1.3x and <= 1.1x at 10,000; storage <= 75 µs CPU per message; 10,000 stored sessions finish
 with peak RSS <= 1 GB.
 
-``--gc-threshold N`` runs both sides with the garbage collector's young threshold at ``N``
-(``gc.set_threshold(N)``, what ``docs/library.md`` advises a service with many sessions) instead
-of Python's 700; the table's title says which.
+The collector: each row says which one its process ran under, the same on both sides.
+``tune_gc``: ``tether.tune_gc()`` once the modules are imported (start-up frozen, young threshold
+raised), what ``tether serve``, ``tether worker`` and ``docs/library.md``'s advice to a program
+with many sessions do; the floor makes the same call, a setting a plain program could make too.
+``default``: Python's own (young threshold 700), what a library user gets who makes no call. At
+1,000 sessions both run; at 10,000, ``tune_gc`` only (one run of each side takes minutes).
+``--collector NAME`` runs one of them at every size.
 
-    python bench/p6_concurrency.py [--gc-threshold 10000]
+    python bench/p6_concurrency.py [--collector tune_gc|default]
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import os
 import resource
@@ -60,6 +63,8 @@ from _table import print_table
 HERE = Path(__file__).resolve().parent
 PROMPTS = 3
 REPEATS = {1_000: 3, 10_000: 1}
+COLLECTORS = {1_000: ("tune_gc", "default"), 10_000: ("tune_gc",)}
+"""Which collector settings run at each size (module docstring)."""
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 
@@ -181,11 +186,9 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
 # -- one measured run, in a fresh process ---------------------------------------------------------
 
 
-def worker(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int | None) -> None:
+def worker(kind: str, sessions: int, url: str, stored: bool, collector: str) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if gc_threshold is not None:
-        gc.set_threshold(gc_threshold)
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "sessions.db" if stored else None
         run = run_tether if kind == "tether" else run_floor
@@ -193,6 +196,10 @@ def worker(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int |
             import tether.agent
             import tether.ai.providers.openai_completions
             import tether.session  # noqa: F401
+        if collector == "tune_gc":
+            from tether.gc_tuning import tune_gc
+
+            tune_gc()
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         loop_cpu = asyncio.run(on_loop_thread(run(sessions, url, store)))
@@ -209,9 +216,9 @@ async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
     return time.thread_time() - start
 
 
-def measure(kind: str, sessions: int, url: str, stored: bool, gc_threshold: int | None) -> dict[str, float]:
+def measure(kind: str, sessions: int, url: str, stored: bool, collector: str) -> dict[str, float]:
     args = [sys.executable, __file__, "--worker", kind, str(sessions), url, "store" if stored else "none"]
-    args.append(str(gc_threshold) if gc_threshold is not None else "default")
+    args.append(collector)
     out = subprocess.run(args, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} x{sessions} failed:\n{out.stderr[-3000:]}")
@@ -229,7 +236,7 @@ STORAGE_GOAL_US = 75
 """Issue 40's goal for what storing costs tether per message, in µs of CPU."""
 
 
-def main(gc_threshold: int | None = None) -> None:
+def main(collectors: tuple[str, ...] | None = None) -> None:
     server = subprocess.Popen(
         [sys.executable, str(HERE / "_p6_server.py")],
         stdin=subprocess.PIPE,
@@ -239,9 +246,10 @@ def main(gc_threshold: int | None = None) -> None:
     assert server.stdout is not None and server.stdin is not None
     url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
     rows: list[list[str]] = []
-    tuned = f", gc.set_threshold({gc_threshold})" if gc_threshold is not None else ""
     try:
-        for sessions, repeats in REPEATS.items():
+        for (sessions, repeats), collector in (
+            (size, collector) for size in REPEATS.items() for collector in collectors or COLLECTORS[size[0]]
+        ):
             # Every repetition runs all four, so machine noise hits each alike and the stored and
             # in-memory runs of one repetition pair up for the storage cost per message.
             results: dict[tuple[str, bool], list[dict[str, float]]] = {
@@ -249,7 +257,7 @@ def main(gc_threshold: int | None = None) -> None:
             }
             for _ in range(repeats):
                 for kind, stored in results:
-                    results[kind, stored].append(measure(kind, sessions, url, stored, gc_threshold))
+                    results[kind, stored].append(measure(kind, sessions, url, stored, collector))
             messages = sessions * PROMPTS * 4
             storage = {
                 kind: [
@@ -266,7 +274,7 @@ def main(gc_threshold: int | None = None) -> None:
                 label = "stored" if stored else "in memory"
                 for kind in ("tether", "floor"):
                     runs = results[kind, stored]
-                    rows.append([f"{sessions:,}", label, kind, f"{cpu[kind]:.2f}", _spread(r["cpu"] for r in runs),
+                    rows.append([f"{sessions:,}", label, collector, kind, f"{cpu[kind]:.2f}", _spread(r["cpu"] for r in runs),
                                  f"{statistics.median(r['loop_cpu'] for r in runs):.2f}",
                                  f"{statistics.median(r['wall'] for r in runs):.2f}",
                                  f"{max(r['rss_mb'] for r in runs):.0f}",
@@ -277,14 +285,14 @@ def main(gc_threshold: int | None = None) -> None:
                     for t, f in zip(results["tether", stored], results["floor", stored], strict=True)
                 ]
                 record(
-                    f"{sessions:,} sessions, {label}{tuned}: CPU",
+                    f"{sessions:,} sessions, {label}, {collector}: CPU",
                     statistics.median(paired),
                     "httpx2 + jiter + sqlite3 floor",
                     GOALS[sessions, stored],
                     samples=paired,
                 )
             record(
-                f"{sessions:,} sessions{tuned}: storage CPU per message / {STORAGE_GOAL_US} µs",
+                f"{sessions:,} sessions, {collector}: storage CPU per message / {STORAGE_GOAL_US} µs",
                 statistics.median(storage["tether"]) / STORAGE_GOAL_US,
                 f"{STORAGE_GOAL_US} µs (floor: {statistics.median(storage['floor']):.0f} µs)",
                 "<= 1.0",
@@ -292,20 +300,24 @@ def main(gc_threshold: int | None = None) -> None:
             )
             if sessions == 10_000:
                 rss = max(r["rss_mb"] for r in results["tether", True])
-                record("10,000 stored sessions: peak RSS (VmHWM) / 1 GB", rss / 1024, "1 GB", "<= 1.0")
+                record(
+                    f"10,000 stored sessions, {collector}: peak RSS (VmHWM) / 1 GB",
+                    rss / 1024,
+                    "1 GB",
+                    "<= 1.0",
+                )
     finally:
         server.stdin.close()
         server.wait()
-    collector = (
-        f"gc.set_threshold({gc_threshold})" if gc_threshold is not None else "Python's default collector"
-    )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print_table(
-        f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms, {collector}; "
+        f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms; collector: "
+        f"tune_gc = tether.tune_gc() after imports, default = Python's; "
         f"median of runs (load average at the end: {load})",
         [
             "sessions",
             "sessions are",
+            "collector",
             "client",
             "CPU s",
             "CPU range",
@@ -327,11 +339,10 @@ def _spread(values: Iterable[float], digits: int = 2) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        threshold = None if sys.argv[6] == "default" else int(sys.argv[6])
-        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "store", threshold)
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "store", sys.argv[6])
     else:
         sys.path.insert(0, str(HERE))
         given = sys.argv[1:]
-        if given and (len(given) != 2 or given[0] != "--gc-threshold" or not given[1].isdigit()):
-            sys.exit("usage: python bench/p6_concurrency.py [--gc-threshold N]")
-        main(int(given[1]) if given else None)
+        if given and (len(given) != 2 or given[0] != "--collector" or given[1] not in ("tune_gc", "default")):
+            sys.exit("usage: python bench/p6_concurrency.py [--collector tune_gc|default]")
+        main((given[1],) if given else None)

@@ -5,11 +5,10 @@
 Each conversation is a `tether.AgentSession` of its own; they all run in one event loop. The
 provider's connection limit says how many replies stream at the same time (the others wait
 for a slot); each conversation's requests reuse its kept-alive connection. The garbage
-collector's young threshold is raised, as `docs/library.md` advises a process with many sessions.
+collector is tuned for many sessions (`tether.tune_gc`), as `docs/library.md` advises.
 """
 
 import asyncio
-import gc
 import sys
 
 import tether
@@ -19,7 +18,7 @@ from tether.ai.models import ProviderInfo, register_provider_info
 
 async def main(base_url: str, model_id: str, count: int) -> None:
     register_provider_info(ProviderInfo("my-server", "openai-completions", base_url, None, local=True))
-    gc.set_threshold(10_000)  # many sessions in flight: fewer collections walking them all
+    tether.tune_gc()  # start-up done, many sessions ahead: fewer collections walking them all
     set_connection_limit(4, "my-server")  # at most 4 replies streaming at once
     model = tether.find_model(f"my-server/{model_id}")
     sessions = tether.SessionManager.at("many.db")

@@ -20,6 +20,8 @@ The front door: what a program that builds on tether needs, in one namespace (``
   families ``UserError``, ``ModelError``, ``TransportError``, ``ToolError``, ``SessionError``
   (``tether.errors``);
 - ``AbortController``; ``RpcClient`` (drive ``tether --mode rpc`` from another process);
+- ``tune_gc``: Python's garbage collector set for many sessions, for a program to call at its
+  own start-up (the front ends do; the library never changes it on its own);
 - testing without a provider: ``ScriptedModel``, ``reply``, ``tool_call``.
 
 Everything else lives in the subpackages, lowest first: ``wire`` (transcript types), ``ai``
@@ -27,9 +29,9 @@ Everything else lives in the subpackages, lowest first: ``wire`` (transcript typ
 (the agent loop), ``tools`` (coding tools), ``mcp`` (MCP servers' tools), ``store`` (where
 sessions are kept: SQLite, PostgreSQL), ``session`` (durable sessions and the core), ``durable``
 (runs that survive a crash, on DBOS workers; the ``durable`` extra), ``rpc`` and ``acp``
-(protocol servers), ``cli`` (terminal front ends) and ``testing``. Under them all lie three leaf
-modules: ``_version``, ``errors`` (the ``TetherError`` family) and ``_lazy``. Dependencies point
-downward only. Names load on first use, so ``import tether``
+(protocol servers), ``cli`` (terminal front ends) and ``testing``. Under them all lie leaf
+modules: ``_version``, ``errors`` (the ``TetherError`` family), ``_lazy``, ``_event_loop`` and
+``gc_tuning``. Dependencies point downward only. Names load on first use, so ``import tether``
 costs nothing until then (``tether --version`` reads only ``tether._version``).
 """
 
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
         TransportError as TransportError,
         UserError as UserError,
     )
+    from tether.gc_tuning import tune_gc as tune_gc
     from tether.rpc.client import RpcClient as RpcClient
     from tether.session.agent_session import AgentSession as AgentSession
     from tether.session.compaction import (

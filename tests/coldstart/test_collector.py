@@ -132,3 +132,53 @@ def test_the_acp_server_runs_with_the_collector_on(tmp_path: Path) -> None:
         [sys.executable, "-c", ACP_PROBE], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(done.stdout.splitlines()[-1]) == [True]
+
+
+SERVICE_PROBE = """
+import gc, json, sys
+import tether.cli.serve_cmd as serve_cmd
+import tether.durable.worker as worker
+from tether.cli.main import command, main
+
+seen = []
+
+def state():
+    return [gc.isenabled(), gc.get_freeze_count() > 0, gc.get_threshold()[0]]
+
+async def spy_serve(*args):
+    seen.append(state())
+
+def spy_worker(runtime, stop, on_ready=None):
+    on_ready()
+    seen.append(state())
+
+serve_cmd._serve, worker.serve = spy_serve, spy_worker
+entry, *args = sys.argv[1:]
+sys.argv = ["tether", *args]
+try:
+    command() if entry == "command" else main()
+except SystemExit as exit:
+    assert not exit.code, exit.code
+finally:
+    print(json.dumps(seen))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("args", [["serve", "--port", "0"], ["worker"]], ids=["serve", "worker"])
+@pytest.mark.parametrize("entry", ["command", "main"])
+def test_serve_and_the_worker_run_with_the_collector_tuned_for_many_sessions(
+    tmp_path: Path, args: list[str], entry: str
+) -> None:
+    """Once started, ``tether serve`` and ``tether worker`` run with what the start-up made frozen
+    and the young threshold raised (``tune_gc``); ``main`` in a process of its own, as a test
+    or a program calls it, leaves the collector as it found it."""
+    from tether.gc_tuning import YOUNG_THRESHOLD
+
+    env = probe_env(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", SERVICE_PROBE, entry, *args], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    expected = [True, True, YOUNG_THRESHOLD] if entry == "command" else [True, False, 700]
+    assert json.loads(done.stdout.splitlines()[-1]) == [expected]

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from tether.cli.collector import start_up_done
 from tether.errors import UserError
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def run_worker(
 
     def ready() -> None:
         started.set()
+        start_up_done(many_sessions=True)  # DBOS is up: from here the worker serves runs for hours
         from tether.durable.client import shown
 
         limit = config.worker_concurrency or "no limit"

@@ -47,24 +47,30 @@ DATABASE_HELP = (
 )
 
 
+LONG_LIVED = ("serve", "worker")
+"""Subcommands that serve for hours, many sessions at once: started like a run (below)."""
+
+
 def command() -> None:
     """The ``tether`` command as a process runs it (the console script, ``python -m tether.cli``):
     ``main``, with two settings of Python's cyclic collector that only a process of its own may
     make, not ``main``, which tests and programs call in theirs.
 
-    - A run starts with the collector paused (``run.start_up_done`` resumes it once the session
-      core is built): loading ~250 modules would set off ~50 collections that find nothing, as
-      modules, classes and functions live as long as the process. What the start-up made is then
-      frozen (``gc.freeze``): later collections, an hour of them in an interactive session, need
-      not examine it again.
+    - A run, ``serve`` and ``worker`` start with the collector paused (``start_up_done`` in
+      ``cli/collector.py`` resumes it once the session core, the server or the worker is
+      built): loading ~250 modules would set off ~50 collections that find nothing, as
+      modules, classes and functions live as long as the process. What the start-up made is
+      then frozen (``gc.freeze``): later collections, an hour of them in an interactive
+      session, need not examine it again. ``serve`` and ``worker``, with many sessions in
+      flight, also raise the young threshold (``tether/gc_tuning.py``).
     - At exit, what is left is frozen too: the interpreter's shutdown would collect every object,
       several times, before freeing them, to free memory that the exit returns anyway.
 
     Together 11% of a ``tether -p`` run's instructions (444 -> 395 M; stored, 480 -> 428 M).
     """
     args = sys.argv[1:]
-    if not args or args[0] not in SUBCOMMANDS:  # a run: subcommands keep the collector as it is
-        gc.disable()
+    if not args or args[0] not in SUBCOMMANDS or args[0] in LONG_LIVED:
+        gc.disable()  # the other subcommands keep the collector as it is
     try:
         main(args)
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import sys
 import threading
 from dataclasses import replace
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from tether._event_loop import run as run_event_loop
+from tether.cli.collector import start_up_done
 from tether.cli.options import RunOptions
 from tether.cli.stdout import give_back_stdout, take_over_stdout, text_output
 from tether.errors import TetherError
@@ -59,16 +59,6 @@ def _run_mode(options: RunOptions) -> int:
     except TetherError as exc:  # each message says what and where: one line, no traceback
         sys.stderr.write(f"tether: {exc}\n")
         return 1
-
-
-def start_up_done() -> None:
-    """The modules are loaded and the core is built: if the ``tether`` command paused the cyclic
-    collector for the start-up (``cli/main.py`` ``command``), freeze what the start-up made and
-    let the collector run. (A cycle among the frozen objects that dies later stays in memory: the
-    first core's, say, after ``/new`` in the interactive mode; one start-up's worth at most.)"""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
 
 
 def run_demo(question: str, model: str | None) -> int:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tether.cli.collector import start_up_done
 from tether.errors import UserError
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def run_server(
         )
         bound_host, bound_port = sock.getsockname()[:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        start_up_done(many_sessions=True)
         asyncio.run(_serve(server, sock, f"http://{shown}:{bound_port}/"))
     finally:
         store.close()
