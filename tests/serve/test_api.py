@@ -335,3 +335,32 @@ async def test_a_session_the_server_cannot_start_is_one_line_not_a_traceback(
         assert answer.status_code == 500
         error = answer.json()["error"]
         assert "missing.json" in error and "\n" not in error and "Traceback" not in error
+
+
+async def test_abort_keeps_the_queue_and_clear_queue_takes_it_back(project: Path, tmp_path: Path) -> None:
+    """As pi's RPC ``abort`` and ``clear_queue``: what is queued survives the abort (``state``
+    lists it), ``clear-queue`` returns it and empties the queue, and the next prompt goes alone."""
+    slow = {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": "sleep 30"}}]}
+    # the call the abort cuts short takes a reply too
+    script = write_script(tmp_path / "s.json", [slow, text("never seen"), text("after next")])
+    async with serving(project, script, yes=True) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "wait"})).json()["sessionId"]
+        state = f"/api/sessions/{session_id}/state"
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not (await client.get(state)).json()["running"]:
+                await asyncio.sleep(0.02)
+        await client.post(f"/api/sessions/{session_id}/steer", json={"message": "hurry"})
+        await client.post(f"/api/sessions/{session_id}/follow-up", json={"message": "then this"})
+        assert (await client.post(f"/api/sessions/{session_id}/abort")).json() == {"aborted": True}
+        await settled(client, session_id)
+        queued = {"steering": ["hurry"], "followUp": ["then this"]}
+        assert (await client.get(state)).json()["queue"] == queued
+        taken = await client.post(f"/api/sessions/{session_id}/clear-queue")
+        assert (taken.status_code, taken.json()) == (200, queued)
+        assert (await client.get(state)).json()["queue"] == {"steering": [], "followUp": []}
+        assert (await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "next"})).status_code == 202
+        read = await settled(client, session_id)
+        users = [str(e["message"]["content"]) for e in read["entries"] if e.get("message", {}).get("role") == "user"]
+        assert len(users) == 2 and "wait" in users[0] and "next" in users[1]
+        last = [e["message"] for e in read["entries"] if e["type"] == "message"][-1]
+        assert last["role"] == "assistant" and "after next" in str(last["content"])  # the run is over

@@ -164,9 +164,14 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             await page.fill("#search", "first")
             await expect(page.locator("#sessions li")).to_have_count(1)
 
+            # Abort as pi's Esc: the steer still queued comes back into the prompt box, not to the model
+            await page.fill("#prompt", "typed meanwhile")
             await page.click("#abort")
             await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
             await expect(page.locator("#live")).to_have_text("")
+            await expect(page.locator("#prompt")).to_have_value("steer this\n\ntyped meanwhile")
+            state = (await client.get(f"/api/sessions/{session_id}/state")).json()
+            assert state["queue"] == {"steering": [], "followUp": []}
             entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
             last = [e["message"] for e in entries if e["type"] == "message"][-1]
             assert last["role"] == "assistant" and last["stopReason"] == "aborted"
@@ -180,5 +185,6 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             await expect(page.locator("#live")).to_have_text("")
             asked = [str(m["content"]) for m in json.loads(provider.requests[-1].body)["messages"]]
             assert "second" in asked
+            assert not any("steer this" in a for a in asked)  # taken back by the abort, not sent
         finally:
             await browser.close()

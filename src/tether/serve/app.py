@@ -36,6 +36,7 @@ from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
 from tether.serve.tree_api import TreeApi, stored_session
+from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
@@ -116,6 +117,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/sessions/{session_id}/prompt", api.prompt, methods=["POST"]),
         Route("/api/sessions/{session_id}/steer", api.steer, methods=["POST"]),
         Route("/api/sessions/{session_id}/follow-up", api.follow_up, methods=["POST"]),
+        Route("/api/sessions/{session_id}/clear-queue", api.clear_queue, methods=["POST"]),
         Route("/api/sessions/{session_id}/abort", api.abort, methods=["POST"]),
         Route("/api/models", api.models, methods=["GET"]),
         Route("/api/runs", runs.list, methods=["GET"]),
@@ -247,6 +249,7 @@ class _Api:
                 "open": self.hub.is_open(record.id),
                 "running": self.hub.running(record.id),
                 "leafId": record.leaf_id,
+                "queue": _queue_json(self.hub.queued(record.id)),
             }
         )
 
@@ -325,6 +328,14 @@ class _Api:
         self._spend(request)
         return JSONResponse({"disposition": core.follow_up(body.message)}, status_code=202)
 
+    async def clear_queue(self, request: Request) -> Response:
+        """pi's RPC ``clear_queue``: an abort keeps the queues (as pi's ``abort`` does), so a
+        client that means to drop them, or to put them back in its input box as the page does
+        before it aborts, takes them here."""
+        session_id = request.path_params["session_id"]
+        await self._session(request, entries=False)
+        return JSONResponse(_queue_json(self.hub.clear_queue(session_id)))
+
     async def abort(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await self._session(request, entries=False)
@@ -382,6 +393,11 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
 
 def _haystack(record: SessionRecord) -> str:
     return " ".join(filter(None, [record.id, record.title, record.first_prompt, record.cwd])).lower()
+
+
+def _queue_json(queue: QueueSnapshot) -> dict[str, list[str]]:
+    """A queue snapshot in pi's RPC names (``clear_queue``'s answer, ``queue_update``)."""
+    return {"steering": list(queue.steering), "followUp": list(queue.follow_up)}
 
 
 def _record(record: SessionRecord) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any, cast
 from tether.errors import UserError
 from tether.serve.approvals import Approvals
 from tether.session.agent_session import AgentSession
+from tether.session.events import QueueSnapshot
 from tether.session.factory import SessionChoice, start_session
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
@@ -160,6 +161,16 @@ class SessionHub:
 
     def prompt(self, session_id: str, core: AgentSession, message: str) -> None:
         self._start(core, message, session_id)
+
+    def clear_queue(self, session_id: str) -> QueueSnapshot:
+        """Take the session's queued steering and follow-ups back (pi's RPC ``clear_queue``); none
+        when this server does not have the session open, as nothing of it is queued here."""
+        core = self._cores.get(session_id)
+        return QueueSnapshot((), ()) if core is None else core.clear_queue()
+
+    def queued(self, session_id: str) -> QueueSnapshot:
+        core = self._cores.get(session_id)
+        return QueueSnapshot((), ()) if core is None else core.queued()
 
     def abort(self, session_id: str) -> bool:
         """Abort the session's run here, denying the approvals it waits for; whether one ran."""

@@ -277,8 +277,21 @@ def openapi_document() -> dict[str, Any]:
                     "Queue a message for when the run would stop", accepted, *mutating, body="Message"
                 )
             },
+            "/api/sessions/{session_id}/clear-queue": {
+                "post": _op(
+                    "Take the queued steering and follow-ups back: {steering, followUp} (an abort keeps them)",
+                    _json({"type": "object"}),
+                    403,
+                    404,
+                )
+            },
             "/api/sessions/{session_id}/abort": {
-                "post": _op("Abort the session's run (answered at once)", _json({"type": "object"}), 403, 404)
+                "post": _op(
+                    "Abort the session's run (answered at once); the queues stay, as with pi's abort",
+                    _json({"type": "object"}),
+                    403,
+                    404,
+                )
             },
             "/api/runs": {
                 "get": {

@@ -326,9 +326,17 @@ function showSessions() {
   $("tab-runs").classList.remove("current");
 }
 
+// As pi's Esc: the queued steering and follow-ups come back into the prompt box (above what is
+// typed there) and leave the queue, then the run stops; an abort alone would keep them queued
+// for the next prompt, unseen here.
 async function abort() {
   if (!current) return;
-  try { await api("POST", sessionPath(current, "/abort")); }
+  try {
+    const queue = await api("POST", sessionPath(current, "/clear-queue"));
+    const texts = [...queue.steering, ...queue.followUp, $("prompt").value];
+    $("prompt").value = texts.filter((t) => t.trim()).join("\n\n");
+    await api("POST", sessionPath(current, "/abort"));
+  }
   catch (error) { notice(error.message); }
 }
 
