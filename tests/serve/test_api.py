@@ -358,9 +358,15 @@ async def test_abort_keeps_the_queue_and_clear_queue_takes_it_back(project: Path
         taken = await client.post(f"/api/sessions/{session_id}/clear-queue")
         assert (taken.status_code, taken.json()) == (200, queued)
         assert (await client.get(state)).json()["queue"] == {"steering": [], "followUp": []}
-        assert (await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "next"})).status_code == 202
+        assert (
+            await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "next"})
+        ).status_code == 202
         read = await settled(client, session_id)
-        users = [str(e["message"]["content"]) for e in read["entries"] if e.get("message", {}).get("role") == "user"]
+        users = [
+            str(e["message"]["content"])
+            for e in read["entries"]
+            if e.get("message", {}).get("role") == "user"
+        ]
         assert len(users) == 2 and "wait" in users[0] and "next" in users[1]
         last = [e["message"] for e in read["entries"] if e["type"] == "message"][-1]
         assert last["role"] == "assistant" and "after next" in str(last["content"])  # the run is over

@@ -14,7 +14,8 @@ import tether
 from tether.agent import Agent
 from tether.agent.abort_grace import ABORT_GRACE
 from tether.session.agent_session import AgentSession
-from tether.testing.scripted import ScriptedModel, reply, tool_call
+from tether.session.events import QueueSnapshot
+from tether.testing.scripted import ScriptedModel, ScriptedRequest, reply, tool_call
 
 release = threading.Event()
 started = threading.Event()
@@ -127,3 +128,54 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+@tether.tool
+async def nap() -> str:
+    """Sleeps long enough for the test to queue messages and abort it."""
+    await asyncio.sleep(30)
+    return "rested"
+
+
+def user_texts(request: ScriptedRequest) -> list[str]:
+    return [tether.message_text(m) for m in request.context["messages"] if m["role"] == "user"]
+
+
+async def queue_then_abort(session: AgentSession, *, take_back: bool) -> None:
+    """A run calls ``nap``; while it sleeps a steer and a follow-up are queued, (taken back,) aborted."""
+    async for event in session.prompt("first"):
+        if event["type"] == "tool_execution_start":
+            session.steer("steer me")
+            session.follow_up("later")
+            if take_back:
+                assert session.clear_queue() == QueueSnapshot(("steer me",), ("later",))
+            session.abort()
+
+
+async def test_an_abort_keeps_the_queues_for_the_next_prompt() -> None:
+    """pi's ``AgentSession.abort`` leaves both queues (only its interactive Esc clears them): the
+    steer goes right after the next prompt, the follow-up when that run would stop. pi drains the
+    steering into the aborted run when the abort cuts a tool short; tether keeps it queued, as it
+    does when the abort comes while the model streams (docs/rpc.md)."""
+    model = ScriptedModel([reply(tool_call("nap", {})), reply("cut short"), reply("a"), reply("b")])
+    session = AgentSession(Agent(model=model.model, stream_fn=model, tools=[nap]))
+    await queue_then_abort(session, take_back=False)
+    assert session.queued() == QueueSnapshot(("steer me",), ("later",))
+    assert "steer me" not in str(session.messages)
+    await session.prompt("next")
+    assert [user_texts(r) for r in model.requests[-2:]] == [
+        ["first", "next", "steer me"],
+        ["first", "next", "steer me", "later"],
+    ]
+    assert session.queued() == QueueSnapshot((), ())
+    await session.close()
+
+
+async def test_messages_taken_back_before_an_abort_never_reach_the_model() -> None:
+    """What pi's Esc (and tether's, and the serve page's Abort) does: ``clear_queue``, then abort."""
+    model = ScriptedModel([reply(tool_call("nap", {})), reply("cut short"), reply("a")])
+    session = AgentSession(Agent(model=model.model, stream_fn=model, tools=[nap]))
+    await queue_then_abort(session, take_back=True)
+    await session.prompt("next")
+    assert user_texts(model.requests[-1]) == ["first", "next"]
+    await session.close()
