@@ -1,16 +1,26 @@
 """Keys saved with ``/login``: ``auth.json`` in the data folder, mode 0600, used before the
-environment (as pi's ``auth.json``), a damaged file read as empty and reported when written."""
+environment (as pi's ``auth.json``); a damaged file or entry is left out, one line each naming
+the file and the place, never a value, and reported again when written."""
 
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from tether.ai.auth_file import AuthFileError, auth_file, remove_key, save_key, stored_key, stored_providers
-from tether.ai.keys import resolve_api_key
+from tether.ai.auth_file import (
+    AuthFileError,
+    auth_file,
+    auth_file_problems,
+    remove_key,
+    save_key,
+    stored_key,
+    stored_providers,
+)
+from tether.ai.keys import missing_key_message, resolve_api_key
 from tether.ai.models import find_model, get_provider_info, provider_has_key
 
 
@@ -52,3 +62,75 @@ def test_a_damaged_file_gives_no_key_and_writing_names_it() -> None:
     assert stored_key("openai") is None
     with pytest.raises(AuthFileError, match=str(path)):
         save_key("openai", "k")
+
+
+DAMAGED = {
+    "invalid JSON": (
+        b'{"openai": {"key": "sk-SECRET",}}',
+        "invalid JSON at line 1 column 32: Expecting property name",
+    ),
+    "not UTF-8": (b'{"openai": {"key": "sk-SECRET\xff"}}', "not UTF-8 text (byte 29)"),
+    "nested too deeply": (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
+    "not an object": (b'["sk-SECRET"]', "expected a JSON object at the top level, got a list"),
+    "a huge integer": (b'{"openai": ' + b"7" * 5000 + b"}", "invalid JSON: a value cannot be read"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_file_is_one_line_saying_what_and_where_never_the_content(damage: str) -> None:
+    """It used to count as empty in silence: the user who ran ``/login`` saw "no API key" and
+    nothing about the file. Now the file's problem is one line (a session shows it as a note)
+    and the "no API key" error says why the saved key was not used."""
+    content, problem = DAMAGED[damage]
+    path = auth_file()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    [line] = auth_file_problems()
+    assert line.startswith(f"{path}: {problem}") and line.endswith(
+        "; fix or remove it (/login writes a new one)"
+    )
+    assert "SECRET" not in line and "777" not in line
+    assert stored_key("openai") is None and stored_providers() == []
+    message = missing_key_message(find_model("openai/gpt-4o-mini"))
+    assert message.endswith(f"Not used: {line}") and "OPENAI_API_KEY" in message
+
+
+def test_a_bad_entry_is_skipped_and_named_and_the_good_ones_are_used() -> None:
+    path = auth_file()
+    path.parent.mkdir(parents=True)
+    entries = {
+        "anthropic": {"type": "api_key", "key": "sk-GOOD"},
+        "openai": {"type": "api_key", "key": 5},
+        "groq": "sk-SECRET-pasted-as-the-entry",
+        "mistral": {"type": "api_key"},
+        "sk-SECRET-pasted-as-a-name-0123456789abcdef": {"key": ""},
+    }
+    path.write_text(json.dumps(entries))
+    assert stored_key("anthropic") == "sk-GOOD" and stored_providers() == ["anthropic"]
+    assert auth_file_problems() == [
+        f"{path}: 'openai': \"key\": expected the API key as a string, got a number (skipped)",
+        f'{path}: \'groq\': expected an object {{"type": "api_key", "key": "..."}}, got a string (skipped)',
+        f"{path}: 'mistral': \"key\": expected the API key as a string, got nothing (skipped)",
+        f'{path}: entry 5 (its name is not shown): "key": expected the API key as a string, '
+        "got an empty string (skipped)",
+    ]
+    assert missing_key_message(find_model("openai/gpt-4o-mini")).endswith(
+        f"Not used: {path}: 'openai': \"key\": expected the API key as a string, got a number (skipped)"
+    )
+    assert "Not used" not in missing_key_message(find_model("xai/grok-3"))  # nothing saved for it: no hint
+
+
+def test_a_sound_or_missing_file_has_no_problems() -> None:
+    assert auth_file_problems() == []
+    save_key("openai", "sk-1")
+    assert auth_file_problems() == []
+
+
+def test_a_fifo_in_its_place_is_a_problem_not_a_hang() -> None:
+    path = auth_file()
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    assert auth_file_problems() == [
+        f"{path}: cannot read: not a regular file (a pipe, socket or device); fix or remove it (/login writes a new one)"
+    ]
+    assert stored_key("openai") is None

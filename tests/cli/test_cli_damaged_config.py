@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_support import CliEnv, text_reply
+from cli_support import CliEnv, json_lines, text_reply
 
 pytestmark = pytest.mark.subprocess
 
@@ -123,3 +123,46 @@ def test_a_bad_models_json_entry_is_a_note_and_the_other_models_work(cli: CliEnv
     )
     assert done.returncode == 1 and "127.0.0.1:1" in done.stderr, done.stderr
     assert not any(line.startswith("tether: ") for line in lines), done.stderr
+
+
+AUTH_DAMAGE = {
+    "invalid JSON": b'{"openai": {"type": "api_key", "key": "sk-SECRET"},,}',
+    "nested too deeply": b"[" * 100_000 + b"]" * 100_000,
+    "an entry of the wrong type": b'{"openai": "sk-SECRET", "groq": {"type": "api_key", "key": "gsk-fine"}}',
+}
+
+
+@pytest.mark.parametrize("damage", list(AUTH_DAMAGE))
+def test_a_damaged_auth_file_is_one_note_on_stderr_and_the_protocol_stays_clean(
+    cli: CliEnv, damage: str
+) -> None:
+    """A damaged ``auth.json`` (the keys ``/login`` saves) counted as empty in silence: the user
+    got "no API key" and no word of the file. Now it is one ``note:`` line on stderr naming the
+    file and the place (never a key), the run goes on, and JSON mode's stdout holds only its
+    protocol lines."""
+    auth = cli.home / "data" / "auth.json"
+    auth.parent.mkdir()
+    auth.write_bytes(AUTH_DAMAGE[damage])
+    script = cli.script("s", [text_reply("fine")])
+    printed = cli.run("-p", "hi", "--no-session", script=script)
+    assert (printed.returncode, printed.stdout) == (0, "fine\n"), printed.stderr
+    assert "Traceback" not in printed.stderr and "SECRET" not in printed.stderr
+    [line] = printed.stderr.splitlines()
+    assert line.startswith(f"note: {auth}: "), printed.stderr
+    streamed = cli.run("--mode", "json", "--no-session", "hi", script=script)
+    assert streamed.returncode == 0, streamed.stderr
+    assert streamed.stderr == printed.stderr
+    events = json_lines(streamed.stdout)  # every line is the protocol's
+    assert events[0]["type"] == "session" and events[-1]["type"] == "agent_settled"
+    assert "SECRET" not in streamed.stdout
+
+
+def test_no_api_key_says_why_the_saved_one_was_not_used(cli: CliEnv) -> None:
+    auth = cli.home / "data" / "auth.json"
+    auth.parent.mkdir()
+    auth.write_text('{"openai": {"type": "api_key", "key": ["sk-SECRET"]}}')
+    done = cli.run("-p", "hi", "--no-session", "--model", "openai/gpt-4o-mini")
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "SECRET" not in done.stderr
+    problem = f"{auth}: 'openai': \"key\": expected the API key as a string, got a list (skipped)"
+    assert f"note: {problem}" in done.stderr.splitlines(), done.stderr
+    assert f"Not used: {problem}" in done.stderr, done.stderr

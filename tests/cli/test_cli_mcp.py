@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -261,3 +262,32 @@ def test_a_server_listed_once_is_started_only_when_its_tool_is_called_and_a_fail
     [result] = tool_results(broken.stdout)
     assert result["isError"] and "MCP server 'toy' is not available" in result["content"][0]["text"]
     assert "note: MCP server 'toy' did not start: " in broken.stderr
+
+
+@pytest.mark.parametrize("how", ["a FIFO", "a link to /dev/zero", "a link out of the project", "a huge file"])
+def test_a_trusted_projects_mcp_file_that_is_no_plain_file_is_one_note(cli: CliEnv, how: str) -> None:
+    """A trusted project's ``.mcp.json`` is read as its context files are (``tether.own_files``):
+    a FIFO does not block the start (bounded here by the timeout), ``/dev/zero`` or a sparse
+    1 GB file do not fill memory, a link out of the project is not followed; each is one note,
+    and the run goes on."""
+    config = cli.home / "config"
+    config.mkdir()
+    (config / "trusted-folders.json").write_text(json.dumps([str(cli.project)]))
+    project = cli.project / ".mcp.json"
+    if how == "a FIFO":
+        os.mkfifo(project)
+    elif how == "a link to /dev/zero":
+        project.symlink_to("/dev/zero")
+    elif how == "a link out of the project":
+        outside = cli.home / "elsewhere.json"
+        outside.write_text(json.dumps({"mcpServers": {"stolen": {"command": "sk-SECRET"}}}))
+        project.symlink_to(outside)
+    else:
+        with project.open("wb") as file:
+            file.write(b'{"mcpServers": {}}')
+            file.truncate(1 << 30)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert "Traceback" not in done.stderr and "SECRET" not in done.stderr
+    assert done.stderr.startswith(f"note: {project}: cannot read: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,68 @@ def test_oauth_applies_to_http_servers_without_an_authorization_header() -> None
         config({"url": "https://x/mcp", "oauth": {"clientID": "c"}})
     with pytest.raises(McpConfigError, match=r"'oauth\.callbackPort' must be a port number"):
         config({"url": "https://x/mcp", "oauth": {"callbackPort": 70000}})
+
+
+def _damage(path: Path, how: str, outside: Path) -> None:
+    """``path`` made into what a cloned repository (or a careless link) can leave there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "a FIFO":
+        os.mkfifo(path)
+    elif how == "a link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif how == "a link out of the project":
+        outside.write_text(json.dumps({"mcpServers": {"stolen": {"command": "sk-SECRET"}}}))
+        path.symlink_to(outside)
+    else:  # a sparse 1 GB file: costs no disk, filled memory when read
+        with path.open("wb") as file:
+            file.write(b'{"mcpServers": {}}')
+            file.truncate(1 << 30)
+
+
+DAMAGE = ["a FIFO", "a link to /dev/zero", "a link out of the project", "a huge file"]
+REFUSED = {
+    "a FIFO": "not a regular file (a pipe, socket or device)",
+    "a link to /dev/zero": "resolves to /dev/zero, a system file (/proc, /sys, /dev), not read",
+    "a link out of the project": "resolves through a symbolic link to",
+    "a huge file": "larger than 1 MB, not read",
+}
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_a_trusted_projects_mcp_file_is_read_as_context_files_are(tmp_path: Path, how: str) -> None:
+    """A trusted ``.mcp.json`` was read with ``read_bytes``: a FIFO was passed over in silence
+    (or, swapped in after the check, blocked the start), ``/dev/zero`` or a sparse 1 GB file
+    filled memory, and a link out of the project had its servers started (and shown by the trust
+    prompt). Each is now one line, and the user's servers still come."""
+    write(tmp_path / "user" / "mcp.json", {"mine": {"command": "my-server"}})
+    project = tmp_path / "p" / ".mcp.json"
+    _damage(project, how, tmp_path / "elsewhere.json")
+    problems: list[str] = []
+    servers = load_mcp_servers(
+        tmp_path / "p", user_dir=tmp_path / "user", trusted=True, env={}, problems=problems
+    )
+    assert [s.name for s in servers] == ["mine"]
+    [line] = problems
+    assert line.startswith(f"{project}: cannot read: {REFUSED[how]}") and "SECRET" not in line
+    assert line.endswith("(its servers are skipped)")
+
+
+@pytest.mark.parametrize("how", ["a FIFO", "a link to /dev/zero", "a huge file"])
+def test_the_users_mcp_file_gets_the_special_file_and_size_checks(tmp_path: Path, how: str) -> None:
+    user = tmp_path / "user" / "mcp.json"
+    _damage(user, how, tmp_path / "elsewhere.json")
+    write(tmp_path / "p" / ".mcp.json", {"proj": {"command": "project-server"}})
+    problems: list[str] = []
+    servers = load_mcp_servers(
+        tmp_path / "p", user_dir=tmp_path / "user", trusted=True, env={}, problems=problems
+    )
+    assert [s.name for s in servers] == ["proj"]
+    assert problems == [f"{user}: cannot read: {REFUSED[how]} (its servers are skipped)"]
+
+
+def test_the_users_mcp_file_may_link_into_a_dotfiles_folder(tmp_path: Path) -> None:
+    real = write(tmp_path / "dotfiles" / "mcp.json", {"mine": {"command": "my-server"}})
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "mcp.json").symlink_to(real)
+    servers = load_mcp_servers(tmp_path, user_dir=tmp_path / "user", trusted=False, env={})
+    assert [s.name for s in servers] == ["mine"]

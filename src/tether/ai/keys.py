@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from tether.ai.auth_file import stored_key
+from tether.ai.auth_file import stored_key, unused_key_reason
 from tether.ai.key_names import env_vars_for
 from tether.wire import ModelInfo
 
@@ -84,5 +84,9 @@ def is_keyless(model: ModelInfo) -> bool:
 
 
 def missing_key_message(model: ModelInfo) -> str:
+    """The error of a request without a key; when ``auth.json`` is damaged, why its key (or
+    every key) was not used, since the user who ran ``/login`` believes one is saved."""
     names = " or ".join(_key_vars(model))
-    return f"No API key for provider {model['provider']!r}: set {names} in the environment."
+    message = f"No API key for provider {model['provider']!r}: set {names} in the environment."
+    reason = unused_key_reason(model["provider"])
+    return message if reason is None else f"{message} Not used: {reason}"

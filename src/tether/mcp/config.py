@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.mcp.errors import McpConfigError
+from tether.own_files import RefusedFile, read_own_file
 from tether.wire.json_line import load_line
 
 if TYPE_CHECKING:
@@ -142,7 +143,9 @@ def read_mcp_file(
     adds its line there and is skipped (a file that cannot be read at all raises either way).
     """
     try:
-        data = load_line(path.read_bytes())
+        data = load_line(_file_bytes(path, source))
+    except RefusedFile as exc:
+        raise McpConfigError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise McpConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
@@ -172,6 +175,21 @@ def read_mcp_file(
             else:
                 problems.append(f"{exc} (skipped)")
     return found
+
+
+def _file_bytes(path: Path, source: Source) -> bytes:
+    """A found file is read as tether reads a repository's context files (``tether.own_files``):
+    a ``.mcp.json`` that is a FIFO (the read blocked the start), links to ``/dev/zero`` or is a
+    sparse 1 GB file (memory filled) is refused, and a project's one linking out of the folder
+    that holds it (the folder its trust was granted on, whose server lines the trust prompt
+    shows) too. The user's ``mcp.json`` may link anywhere (a dotfiles repository). A file given
+    by name (``--mcp-config FILE``) is read as named: the user chose it, and
+    ``--mcp-config <(...)`` is a pipe."""
+    if source == "project":
+        return read_own_file(path, [path.parent])
+    if source == "user":
+        return read_own_file(path, None)
+    return path.read_bytes()
 
 
 def server_config(

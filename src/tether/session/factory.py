@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import Agent, AgentTool, QueueMode
+from tether.ai.auth_file import auth_file_problems
 from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.types import SimpleStreamOptions
 from tether.errors import ModelError, UserError
@@ -406,6 +407,7 @@ def create_agent_session(
                         *scope_notes,
                         *mcp_notes,
                         *_models_file_notes(),
+                        *auth_file_problems(),
                     ],
                 )
             )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tether.errors import UserError
-from tether.session.own_files import read_own_file
+from tether.own_files import read_own_file
 
 _KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
 
@@ -25,7 +25,7 @@ class FrontMatterError(UserError, ValueError):
 
 
 def read_markdown(path: Path, roots: Sequence[Path] | None = None) -> str:
-    """The text of a skill or prompt file, read under ``tether.session.own_files``'s policy
+    """The text of a skill or prompt file, read under ``tether.own_files``'s policy
     (a repository's ``.pi/skills`` is read on every start without any trust): real path within
     ``roots`` (``None``: anywhere), a regular file, no larger than ``own_files.MAX_FILE_BYTES``.
 

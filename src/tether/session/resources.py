@@ -16,7 +16,7 @@ Where each comes from, first match winning on a name:
 
 The user's own come first: a cloned repository must not replace a skill or command the user
 relies on by giving its own the same name (the repository's is reported as shadowed). A
-project's files are read under ``tether.session.own_files``'s policy: a ``SKILL.md`` linking out
+project's files are read under ``tether.own_files``'s policy: a ``SKILL.md`` linking out
 of the repository is refused.
 
 A project's ``.tether/`` folder travels with the repository, so what it would add (instructions

@@ -21,8 +21,8 @@ from typing_extensions import TypeIs
 
 from tether.ai.types import DEFAULT_IDLE_TIMEOUT
 from tether.errors import UserError
+from tether.own_files import RefusedFile, read_own_file
 from tether.session.budget import CompactionSettings
-from tether.session.own_files import RefusedFile, read_own_file
 from tether.session.trust import TrustFileError, is_trusted, trust_file
 from tether.tools import TOOL_FACTORIES
 from tether.tools.approval import APPROVAL_POLICIES, TOOL_PATTERN, Approval
@@ -262,7 +262,7 @@ def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
 
 def _read(path: Path, within: Path | None = None) -> dict[str, object]:
     """The JSON object of a settings file, read as tether reads a repository's context files
-    (``tether.session.own_files``): a project's file is found, not named, so a cloned
+    (``tether.own_files``): a project's file is found, not named, so a cloned
     repository's ``.tether/settings.json`` linking to ``/dev/zero`` or a FIFO (which hung the
     start, filling memory) or to a file outside ``within`` (whose values an error would echo) is
     refused unread."""

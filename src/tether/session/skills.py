@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from tether.own_files import RefusedFile
 from tether.session.frontmatter import FrontMatterError, read_markdown, split_front_matter
-from tether.session.own_files import RefusedFile
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -40,7 +40,7 @@ class Skill:
     """``False`` (front matter ``disable-model-invocation: true``): only ``/skill:NAME`` uses it;
     it is left out of the system prompt."""
     roots: tuple[Path, ...] | None = None
-    """Where its file may really lie (``tether.session.own_files``); ``None``: anywhere."""
+    """Where its file may really lie (``tether.own_files``); ``None``: anywhere."""
 
     @property
     def folder(self) -> Path:

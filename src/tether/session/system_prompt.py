@@ -6,7 +6,7 @@ monorepo's general rules come before a package's specific ones. The user's own `
 the config folder (pi's ``~/.pi/agent/AGENTS.md``) comes before all of them: personal habits
 that hold in every project, which a project's file may then refine.
 
-Context files are read under ``tether.session.own_files``'s policy, as the ``read`` tool reads:
+Context files are read under ``tether.own_files``'s policy, as the ``read`` tool reads:
 a cloned repository's ``CLAUDE.md`` may be a symbolic link to ``/proc/self/environ`` or to the
 user's credentials, and whatever it holds goes to the provider and into the session store. A
 project's file must really lie in the repository, the user's config folder, or (for a file in a
@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from tether.session.own_files import RefusedFile, read_own_file
+from tether.own_files import RefusedFile, read_own_file
 
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 

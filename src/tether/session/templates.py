@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tether.own_files import RefusedFile
 from tether.session.frontmatter import FrontMatterError, read_markdown, split_front_matter
-from tether.session.own_files import RefusedFile
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 _PLACEHOLDER = re.compile(

@@ -1,4 +1,5 @@
-"""Files tether reads into a prompt on its own: context files, skills, prompt templates.
+"""Files tether reads on its own: context files, skills, prompt templates, a project's settings and
+``.mcp.json``.
 
 Nobody named these files: tether finds them by where they are, often in folders a cloned
 repository controls, and their text goes to the provider and into the session store. So they
@@ -15,6 +16,9 @@ the name points at":
 The checks are made on the opened descriptor (its ``/proc/self/fd`` link and ``fstat``), so a
 link swapped between the check and the read does not get through; the open itself never blocks
 (``O_NONBLOCK``) and never makes a terminal ours (``O_NOCTTY``).
+
+A leaf beside ``tether.errors``, not part of a layer, because readers on both sides of the layers
+use it: ``session`` (context files, skills, settings) and ``mcp`` (``.mcp.json``).
 """
 
 from __future__ import annotations
