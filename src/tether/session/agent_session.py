@@ -55,6 +55,7 @@ from tether.session.events import (
     message_text,
     newest_compaction_end,
 )
+from tether.session.listener_grace import ListenerGrace
 from tether.session.mcp_control import McpControl
 from tether.session.message_stamps import MessageClock
 from tether.session.model_control import ModelControl
@@ -185,6 +186,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
+        self._grace = None
+        """The current run's bound on its listeners once aborted (``ListenerGrace``)."""
         self._compacting = 0
         self._clock = MessageClock()
         self._background = set()
@@ -380,6 +383,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         if self.is_running:
             self._aborted = True
             self._aborting = self._run
+        if self._grace is not None:
+            self._grace.abort()  # a listener stuck in an await is cut after ABORT_GRACE
         self.agent.abort()
         self.abort_retry()
         for controller in (self._input_abort, self._mcp_abort):
@@ -503,12 +508,17 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         self._added = []
         self._aborted = False
         self._aborting = None
+        grace = self._grace = ListenerGrace()
         self._retry_attempt = 0
         self._run_retry = retry if retry is not None else self.settings.retry
         self._retry_options()
         if self._session is not None:
             self._session.defer_writes()  # committed off the event loop; settled below
-        return await self._settled(body(), self._session)
+        try:
+            return await self._settled(body(), self._session)
+        finally:
+            if self._grace is grace:
+                self._grace = None
 
     async def _settled(
         self, body: Awaitable[list[AgentMessage]], session: Session | None

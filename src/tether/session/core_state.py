@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import inspect
 import logging
 import time
@@ -36,6 +37,7 @@ from tether.session.events import (
     SessionEvent,
     message_text,
 )
+from tether.session.listener_grace import ListenerGrace, ListenerHungError
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
@@ -89,6 +91,7 @@ class CoreState:
     _owns: set[str]
     _closed: bool
     _mcp_abort: AbortController | None
+    _grace: ListenerGrace | None
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -212,6 +215,8 @@ class CoreState:
             def one(event: SessionEvent) -> Any:
                 return two(event, self.agent.signal)
 
+            functools.update_wrapper(one, two)  # a log line names the caller's listener
+
             entry: Listener = one
         else:
             entry = cast(Listener, listener)
@@ -239,21 +244,35 @@ class CoreState:
             self._compacting += 1
         elif event["type"] == "compaction_end":
             self._compacting -= 1
+        grace = self._grace
         for listener in tuple(self._listeners):
+            if grace is not None and grace.hung and grace.skips(listener):
+                continue
             outcome = listener(event)
             if outcome is not None:
-                await outcome
+                if grace is None:
+                    await outcome
+                else:
+                    await grace.wait(listener, outcome, event["type"])
 
     async def _emit_to_all(self, event: SessionEvent) -> None:
         """``_emit`` for a run's last event (``agent_settled``): every listener gets it, and one
         that raises has its failure logged, nothing more. The run is over and recorded, so a
         listener's bug changes nothing (as one at the loop's ``agent_end``): ``prompt()`` does
         not raise it, and the listeners after it still learn that the run ended."""
+        grace = self._grace
         for listener in tuple(self._listeners):
+            if grace is not None and grace.skips(listener):
+                continue
             try:
                 outcome = listener(event)
                 if outcome is not None:
-                    await outcome
+                    if grace is None:
+                        await outcome
+                    else:
+                        await grace.wait(listener, outcome, event["type"])
+            except ListenerHungError:
+                pass  # said in one warning line when it was cut
             except Exception:
                 logger.warning("an event listener failed on %s", event["type"], exc_info=True)
 
@@ -271,23 +290,36 @@ class CoreState:
         """``_emit`` for an agent event (never a compaction one), without a coroutine while the
         listeners answer synchronously; from the first awaitable on, the rest wait for it."""
         listeners = tuple(self._listeners)
+        grace = self._grace
         for i, listener in enumerate(listeners):
+            if grace is not None and grace.hung and grace.skips(listener):
+                continue
             outcome = listener(event)
             if outcome is not None:
-                return self._deliver_after(outcome, event, listeners[i + 1 :])
+                return self._deliver_after(listener, outcome, event, listeners[i + 1 :])
         return None
 
     async def _deliver_after(
-        self, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
+        self, first: Listener, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
     ) -> None:
-        """The rest of ``_deliver``: await ``pending``, then each remaining listener in order
-        (awaiting what it returns)."""
+        """The rest of ``_deliver``: await ``pending`` (what ``first`` returned), then each
+        remaining listener in order (awaiting what it returns); bounded once the run is aborted
+        (``ListenerGrace``)."""
+        grace = self._grace
         with self._session_failure_kept():
-            await pending
+            if grace is None:
+                await pending
+            else:
+                await grace.wait(first, pending, event["type"])
             for listener in rest:
+                if grace is not None and grace.hung and grace.skips(listener):
+                    continue
                 outcome = listener(event)
                 if outcome is not None:
-                    await outcome
+                    if grace is None:
+                        await outcome
+                    else:
+                        await grace.wait(listener, outcome, event["type"])
 
     def _check_queue(self) -> None:
         """Emit ``queue_update`` when the queues changed since the last one, at once."""

@@ -1,0 +1,116 @@
+"""An event listener that never returns cannot hold an aborted run for ever (``ListenerGrace``).
+
+A session awaits what its listeners return, in the run's task: one stuck in an ``await`` that
+never ends would keep the run from settling, and so ``abort()`` from ending it and ``close()``
+from returning. Once the run is aborted, a listener gets ``ABORT_GRACE`` (the same bound a tool
+gets) from the abort, or from the moment it was called if that is later; one still running then
+is cancelled (it gets ``CancelledError`` where it waits), a warning names it, and the event's
+delivery fails with ``ListenerHungError``: the loop ends the run as it does for any listener
+that raised (an error reply, ``turn_end``, ``agent_end``). The cut listener hears nothing more
+from that run, so the ending cannot hang on it again.
+
+Only the listener's own awaitable is bounded. What the session records is written before the
+listeners hear the event, and the writes the run queued are settled outside any listener
+(``_end_pass``, ``_settled``), so a store riding out an outage keeps its own patience: the
+cancellation is only ever thrown into a listener's await, never into a write."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tether.agent.abort_grace import ABORT_GRACE
+from tether.errors import TetherError
+
+logger = logging.getLogger(__name__)
+
+
+class ListenerHungError(TetherError):
+    """An event listener was still running ``ABORT_GRACE`` after the run was aborted."""
+
+
+def listener_name(listener: Callable[..., Any]) -> str:
+    """The name a log line gives a listener: its module and qualified name (a callable object's
+    class's), as a reader finds it in the code."""
+    named: Any = listener if hasattr(listener, "__qualname__") else type(listener)
+    module = getattr(named, "__module__", None)
+    return f"{module}.{named.__qualname__}" if module else str(named.__qualname__)
+
+
+class _Waiting:
+    """One listener being awaited: the task awaiting it, and the timer that cuts it."""
+
+    __slots__ = ("listener", "event_type", "task", "timer", "cut")
+
+    def __init__(self, listener: Callable[..., Any], event_type: str, task: asyncio.Task[Any]) -> None:
+        self.listener = listener
+        self.event_type = event_type
+        self.task = task
+        self.timer: asyncio.TimerHandle | None = None
+        self.cut = False
+
+
+class ListenerGrace:
+    """One run's bound on its listeners: none until ``abort()``, then ``ABORT_GRACE`` each."""
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self.hung: set[Callable[..., Any]] = set()
+        """Listeners cut in this run: skipped for the rest of it."""
+        self._waiting: _Waiting | None = None
+
+    def abort(self) -> None:
+        if self.aborted:
+            return
+        self.aborted = True
+        if self._waiting is not None:
+            self._arm(self._waiting)
+
+    def skips(self, listener: Callable[..., Any]) -> bool:
+        return listener in self.hung
+
+    async def wait(self, listener: Callable[..., Any], outcome: Awaitable[Any], event_type: str) -> None:
+        """``await outcome`` (what ``listener`` returned for an ``event_type`` event), cut
+        ``ABORT_GRACE`` after the abort."""
+        task = asyncio.current_task()
+        assert task is not None
+        waiting = _Waiting(listener, event_type, task)
+        outer, self._waiting = self._waiting, waiting
+        if self.aborted:
+            self._arm(waiting)
+        try:
+            await outcome
+        except asyncio.CancelledError:
+            if not waiting.cut:
+                raise  # the run itself was cancelled: not ours to take back
+            waiting.cut = False
+            task.uncancel()
+            raise ListenerHungError(
+                f"event listener {listener_name(listener)} did not return within {ABORT_GRACE:g} s "
+                f"of the abort (on {event_type}); it was cancelled"
+            ) from None
+        finally:
+            if waiting.timer is not None:
+                waiting.timer.cancel()
+            if waiting.cut:  # the listener swallowed its cancellation and returned: taken back
+                task.uncancel()
+            self._waiting = outer
+
+    def _arm(self, waiting: _Waiting) -> None:
+        loop = asyncio.get_running_loop()
+        waiting.timer = loop.call_later(ABORT_GRACE, self._cut, waiting)
+
+    def _cut(self, waiting: _Waiting) -> None:
+        if waiting.task.done():
+            return
+        waiting.cut = True
+        self.hung.add(waiting.listener)
+        logger.warning(
+            "event listener %s did not return within %g s of the abort (on %s); cancelling it",
+            listener_name(waiting.listener),
+            ABORT_GRACE,
+            waiting.event_type,
+        )
+        waiting.task.cancel()
