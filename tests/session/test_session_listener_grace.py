@@ -86,6 +86,8 @@ async def test_close_cuts_a_listener_that_never_returns(
     assert stored_roles(manager, stored)[:2] == ["user", "assistant"]
     with manager.open(stored or "") as session:
         assert "hello" in str(session.messages[1]["content"])
+        ended = session.messages[-1]  # as for a listener that raised: an error reply naming it
+        assert ended["role"] == "assistant" and "ListenerHungError" in str(ended.get("errorMessage"))
     await second_session_works(manager)
 
 

@@ -42,7 +42,7 @@ def listener_name(listener: Callable[..., Any]) -> str:
 class _Waiting:
     """One listener being awaited: the task awaiting it, and the timer that cuts it."""
 
-    __slots__ = ("listener", "event_type", "task", "timer", "cut")
+    __slots__ = ("cut", "event_type", "listener", "task", "timer")
 
     def __init__(self, listener: Callable[..., Any], event_type: str, task: asyncio.Task[Any]) -> None:
         self.listener = listener
