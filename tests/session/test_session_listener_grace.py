@@ -76,7 +76,7 @@ async def test_close_cuts_a_listener_that_never_returns(
     async with asyncio.timeout(BOUND):
         await stuck.entered.wait()
         stored = core.session_id
-        with caplog.at_level(logging.WARNING, logger="tether.session.listener_grace"):
+        with caplog.at_level(logging.WARNING, logger="tether.agent.listener_grace"):
             await core.close()
         await asyncio.gather(run, return_exceptions=True)
     assert stuck.cancelled and not core.is_running

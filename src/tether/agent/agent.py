@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
+from tether.agent.listener_grace import ListenerGrace
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
 from tether.agent.tool import AgentTool
 from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
@@ -93,10 +94,12 @@ class _Queue:
 
 
 class _ActiveRun:
-    __slots__ = ("controller", "idle", "in_flight")
+    __slots__ = ("controller", "grace", "idle", "in_flight")
 
     def __init__(self) -> None:
         self.controller = AbortController()
+        self.grace = ListenerGrace()
+        """Cuts a listener still running ``ABORT_GRACE`` after ``abort()``."""
         self.idle = asyncio.Event()
         self.in_flight: list[tuple[_Queue, AgentMessage]] = []
         """Messages drained from a queue and not delivered (``message_end``) yet."""
@@ -202,7 +205,7 @@ class Agent:
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
-        self._listeners: list[tuple[_Call, bool]] = []
+        self._listeners: list[tuple[_Call, bool, bool]] = []
         self._active: _ActiveRun | None = None
         self._streaming_message: AgentMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
@@ -270,10 +273,15 @@ class Agent:
 
     # -- listeners and queues ------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: Listener, *, bounded: bool = True) -> Callable[[], None]:
         """Call ``listener(event)`` for every event, or ``listener(event, signal)`` (the run's abort
-        signal) when it takes two parameters; returns the unsubscribe function."""
-        entry = (cast(_Call, listener), listener_wants_signal(listener))
+        signal) when it takes two parameters; returns the unsubscribe function.
+
+        Once the run is aborted, an awaitable the listener returned is cancelled if it is still
+        running ``ABORT_GRACE`` later (``ListenerGrace``), unless ``bounded`` is false: an
+        ``AgentSession`` bounds its own listeners and lets the store's writes take the store's
+        own patience."""
+        entry = (cast(_Call, listener), listener_wants_signal(listener), bounded)
         self._listeners.append(entry)
 
         def unsubscribe() -> None:
@@ -317,6 +325,7 @@ class Agent:
     def abort(self) -> None:
         """Abort the current run, if any: tools see the signal, the model call ends as aborted."""
         if self._active is not None:
+            self._active.grace.abort()
             self._active.controller.abort()
 
     async def wait_for_idle(self) -> None:
@@ -505,10 +514,16 @@ class Agent:
             case _:
                 pass
         signal = run.controller.signal
-        for listener, wants_signal in tuple(self._listeners):
+        grace = run.grace
+        for listener, wants_signal, bounded in tuple(self._listeners):
+            if grace.hung and grace.skips(listener):
+                continue
             pending = listener(event, signal) if wants_signal else listener(event)
             if pending is not None and inspect.isawaitable(pending):  # most listeners answer None
-                await pending
+                if bounded:
+                    await grace.wait(listener, pending, event["type"])
+                else:
+                    await pending
 
 
 def _as_message(message: str | AgentMessage) -> AgentMessage:

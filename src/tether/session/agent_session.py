@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError, AgentTool
+from tether.agent.listener_grace import ListenerGrace
 from tether.ai.abort import AbortController, AbortSignal
 from tether.errors import ToolError
 from tether.session.convert import lower_for
@@ -55,7 +56,6 @@ from tether.session.events import (
     message_text,
     newest_compaction_end,
 )
-from tether.session.listener_grace import ListenerGrace
 from tether.session.mcp_control import McpControl
 from tether.session.message_stamps import MessageClock
 from tether.session.model_control import ModelControl
@@ -204,7 +204,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             host.notice = self.notify
             host.failed = self._extension_failed
             host.attach(self, self.subscribe)
-        self._unsubscribe = agent.subscribe(self._on_agent_event)
+        self._unsubscribe = agent.subscribe(self._on_agent_event, bounded=False)  # bounds its own
         if session is not None:
             self._attach(session, load_settings=True)
         if mcp:

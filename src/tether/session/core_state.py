@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent
+from tether.agent.listener_grace import ListenerGrace, ListenerHungError
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings
@@ -37,7 +38,6 @@ from tether.session.events import (
     SessionEvent,
     message_text,
 )
-from tether.session.listener_grace import ListenerGrace, ListenerHungError
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate

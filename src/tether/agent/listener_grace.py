@@ -1,6 +1,6 @@
 """An event listener that never returns cannot hold an aborted run for ever (``ListenerGrace``).
 
-A session awaits what its listeners return, in the run's task: one stuck in an ``await`` that
+An ``Agent`` and an ``AgentSession`` await what their listeners return, in the run's task: one stuck in an ``await`` that
 never ends would keep the run from settling, and so ``abort()`` from ending it and ``close()``
 from returning. Once the run is aborted, a listener gets ``ABORT_GRACE`` (the same bound a tool
 gets) from the abort, or from the moment it was called if that is later; one still running then
@@ -12,7 +12,11 @@ from that run, so the ending cannot hang on it again.
 Only the listener's own awaitable is bounded. What the session records is written before the
 listeners hear the event, and the writes the run queued are settled outside any listener
 (``_end_pass``, ``_settled``), so a store riding out an outage keeps its own patience: the
-cancellation is only ever thrown into a listener's await, never into a write."""
+cancellation is only ever thrown into a listener's await, never into a write. (The session's own
+subscription to its agent is not bounded by the agent for that reason: ``bounded=False``.)
+
+``ABORT_GRACE`` is imported where it is needed: ``abort_grace`` loads with the first tool call,
+and a run without tools does not load it (``tests/coldstart``)."""
 
 from __future__ import annotations
 
@@ -21,7 +25,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tether.agent.abort_grace import ABORT_GRACE
 from tether.errors import TetherError
 
 logger = logging.getLogger(__name__)
@@ -83,6 +86,8 @@ class ListenerGrace:
         try:
             await outcome
         except asyncio.CancelledError:
+            from tether.agent.abort_grace import ABORT_GRACE
+
             if not waiting.cut:
                 raise  # the run itself was cancelled: not ours to take back
             waiting.cut = False
@@ -99,10 +104,14 @@ class ListenerGrace:
             self._waiting = outer
 
     def _arm(self, waiting: _Waiting) -> None:
+        from tether.agent.abort_grace import ABORT_GRACE
+
         loop = asyncio.get_running_loop()
         waiting.timer = loop.call_later(ABORT_GRACE, self._cut, waiting)
 
     def _cut(self, waiting: _Waiting) -> None:
+        from tether.agent.abort_grace import ABORT_GRACE
+
         if waiting.task.done():
             return
         waiting.cut = True
