@@ -66,16 +66,25 @@ async def second_session_works(manager: SessionManager) -> None:
     assert stored_roles(manager, stored) == ["user", "assistant"]
 
 
-async def test_close_cuts_a_listener_that_never_returns(
-    manager: SessionManager, caplog: pytest.LogCaptureFixture
-) -> None:
-    core = bound(manager, "hello")
-    stuck = Stuck("message_end")
+async def hung(
+    manager: SessionManager, on: str, *answers: str
+) -> tuple[AgentSession, Stuck, asyncio.Future[Any]]:
+    """A core whose listener hangs on ``on``, its prompt's run, once the listener is stuck."""
+    core = bound(manager, *answers)
+    stuck = Stuck(on)
     core.subscribe(stuck)
     run = asyncio.ensure_future(core.prompt("hi"))
     async with asyncio.timeout(BOUND):
         await stuck.entered.wait()
-        stored = core.session_id
+    return core, stuck, run
+
+
+async def test_close_cuts_a_listener_that_never_returns(
+    manager: SessionManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    core, stuck, run = await hung(manager, "message_end", "hello")
+    stored = core.session_id
+    async with asyncio.timeout(BOUND):
         with caplog.at_level(logging.WARNING, logger="tether.agent.listener_grace"):
             await core.close()
         await asyncio.gather(run, return_exceptions=True)
@@ -92,12 +101,8 @@ async def test_close_cuts_a_listener_that_never_returns(
 
 
 async def test_abort_cuts_a_listener_that_never_returns(manager: SessionManager) -> None:
-    core = bound(manager, "hello", "again")
-    stuck = Stuck("message_end")
-    core.subscribe(stuck)
-    run = asyncio.ensure_future(core.prompt("hi"))
+    core, stuck, run = await hung(manager, "message_end", "hello", "again")
     async with asyncio.timeout(BOUND):
-        await stuck.entered.wait()
         core.abort()
         await asyncio.gather(run, return_exceptions=True)
         assert stuck.cancelled and not core.is_running
@@ -111,13 +116,9 @@ async def test_abort_cuts_a_listener_that_never_returns(manager: SessionManager)
 
 
 async def test_a_listener_that_hangs_on_agent_end_only(manager: SessionManager) -> None:
-    core = bound(manager, "hello")
-    stuck = Stuck("agent_end")
-    core.subscribe(stuck)
-    run = asyncio.ensure_future(core.prompt("hi"))
+    core, stuck, run = await hung(manager, "agent_end", "hello")
+    stored = core.session_id
     async with asyncio.timeout(BOUND):
-        await stuck.entered.wait()
-        stored = core.session_id
         await core.close()
         await asyncio.gather(run, return_exceptions=True)
     assert stuck.cancelled and not core.is_running
