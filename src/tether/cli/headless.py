@@ -104,6 +104,9 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
 
     noted: set[str] = set()
     wire = WireEvents(pending=True)
+    broken: list[OSError] = []
+    """The stream's own failure (stdout closed or full): the run cannot be reported, so it is
+    the program's error (``cli.main`` says it in one line), not a listener failure of the run."""
 
     def on_event(event: Mapping[str, Any]) -> None:
         kind = event["type"]
@@ -114,13 +117,22 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
             return
         elif kind == "notice" and event.get("failure"):
             return  # the extension_error line said it
-        out.write(dumps(wire(event)))
-        out.write("\n")
-        out.flush()
+        if broken:
+            return
+        try:
+            out.write(dumps(wire(event)))
+            out.write("\n")
+            out.flush()
+        except OSError as exc:
+            broken.append(exc)
 
     unsubscribe = core.subscribe(on_event)
+    added: list[Any] = []
     try:
-        added = [await core.submit(prompt, shell=False) for prompt in prompts]
+        for prompt in prompts:
+            added.append(await core.submit(prompt, shell=False))
+            if broken:
+                raise broken[0]
     finally:
         unsubscribe()
     if added[-1]:

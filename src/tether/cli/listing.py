@@ -18,9 +18,11 @@ def print_models(*, show_all: bool) -> int:
     import asyncio
 
     from tether.ai.local_servers import usable_models
-    from tether.ai.models import get_provider_info, list_models
+    from tether.ai.models import get_provider_info, list_models, models_file_problems
 
     usable = asyncio.run(usable_models())
+    for problem in models_file_problems():  # the entries left out, said where the list cannot
+        sys.stderr.write(f"note: {problem}\n")
     rows: list[tuple[str, str, str, str]] = []
     for model in usable:
         access = "local server" if get_provider_info(model["provider"]).local else "key"
