@@ -123,3 +123,11 @@ class ListenerGrace:
             waiting.event_type,
         )
         waiting.task.cancel()
+
+
+def bounded(
+    grace: ListenerGrace | None, listener: Callable[..., Any], outcome: Awaitable[Any], event_type: str
+) -> Awaitable[Any]:
+    """What to await for what ``listener`` returned: the outcome itself, or, in a run with a
+    grace, the outcome bounded by it."""
+    return outcome if grace is None else grace.wait(listener, outcome, event_type)

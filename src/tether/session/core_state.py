@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from tether.agent import Agent
-from tether.agent.listener_grace import ListenerGrace, ListenerHungError
+from tether.agent.listener_grace import ListenerGrace, ListenerHungError, bounded
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
 from tether.session.budget import CompactionSettings
@@ -250,10 +250,7 @@ class CoreState:
                 continue
             outcome = listener(event)
             if outcome is not None:
-                if grace is None:
-                    await outcome
-                else:
-                    await grace.wait(listener, outcome, event["type"])
+                await bounded(grace, listener, outcome, event["type"])
 
     async def _emit_to_all(self, event: SessionEvent) -> None:
         """``_emit`` for a run's last event (``agent_settled``): every listener gets it, and one
@@ -267,10 +264,7 @@ class CoreState:
             try:
                 outcome = listener(event)
                 if outcome is not None:
-                    if grace is None:
-                        await outcome
-                    else:
-                        await grace.wait(listener, outcome, event["type"])
+                    await bounded(grace, listener, outcome, event["type"])
             except ListenerHungError:
                 pass  # said in one warning line when it was cut
             except Exception:
@@ -307,19 +301,13 @@ class CoreState:
         (``ListenerGrace``)."""
         grace = self._grace
         with self._session_failure_kept():
-            if grace is None:
-                await pending
-            else:
-                await grace.wait(first, pending, event["type"])
+            await bounded(grace, first, pending, event["type"])
             for listener in rest:
                 if grace is not None and grace.hung and grace.skips(listener):
                     continue
                 outcome = listener(event)
                 if outcome is not None:
-                    if grace is None:
-                        await outcome
-                    else:
-                        await grace.wait(listener, outcome, event["type"])
+                    await bounded(grace, listener, outcome, event["type"])
 
     def _check_queue(self) -> None:
         """Emit ``queue_update`` when the queues changed since the last one, at once."""
