@@ -282,7 +282,7 @@ def test_branch_jumps_go_to_segment_starts() -> None:
 
 
 def test_a_filter_keeps_the_cursor_on_the_nearest_shown_entry() -> None:
-    source = TreeSource(forked(), PATH, {"u4": "good one"})
+    source = TreeSource(forked(), PATH)
     rows = source.rows("user-only")
     assert source.nearest("a4", rows) == "u4" and source.nearest("u3", rows) == "u3"
     assert source.nearest("s", rows) is None
@@ -427,10 +427,15 @@ async def navigator_keys(keys: str, bindings: Bindings = DEFAULTS) -> object:
 
     from tether.cli.screens import pick_tree_row
 
+    # Only u1 is labelled: l1's label on u4 is moved there (same id, so PATH still ends on it).
+    entries = [
+        *forked()[:-1],
+        {"id": "l1", "parentId": "a4", "type": "label", "targetId": "u1", "label": "start"},
+    ]
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         pipe.send_text(keys + "L")
         return await asyncio.wait_for(
-            pick_tree_row(TreeSource(forked(), PATH, {"u1": "start"}), color=False, bindings=bindings), 10
+            pick_tree_row(TreeSource(entries, PATH), color=False, bindings=bindings), 10
         )
 
 
@@ -478,7 +483,7 @@ def test_copy_text_is_the_entrys_whole_text() -> None:
             "firstKeptEntryId": "u1",
         },
     ]
-    source = TreeSource(entries, PATH, {})
+    source = TreeSource(entries, PATH)
     assert source.copy_text("u4") == "second\ntry"  # whole, not the row's one line
     assert source.copy_text("a4") == "done"
     assert source.copy_text("e") == "HTTP 500"
@@ -488,7 +493,7 @@ def test_copy_text_is_the_entrys_whole_text() -> None:
     assert source.copy_text("missing") is None
 
 
-def test_label_times_come_from_the_newest_label_entry() -> None:
+def test_labels_and_their_times_come_from_the_newest_label_entry() -> None:
     entries = [
         message("u", None, "user", "x"),
         {"id": "l1", "parentId": "u", "type": "label", "targetId": "u", "label": "a", "timestamp": 1_000},
@@ -496,7 +501,9 @@ def test_label_times_come_from_the_newest_label_entry() -> None:
         {"id": "l3", "parentId": "l2", "type": "label", "targetId": "l1", "label": "c", "timestamp": 3_000},
         {"id": "l4", "parentId": "l3", "type": "label", "targetId": "l1", "label": None, "timestamp": 4_000},
     ]
-    assert TreeSource(entries, ["u"], {"u": "b"}).label_times == {"u": 2_000}  # l1's label was removed
+    source = TreeSource(entries, ["u"])
+    assert source.label_times == {"u": 2_000}  # l1's label was removed
+    assert source.labels == {"u": "b"}  # the same fold gives the labels
 
 
 def test_label_time_reads_like_pis() -> None:
@@ -533,7 +540,7 @@ async def test_the_navigator_copies_the_row_under_the_cursor() -> None:
     for keys in ("\x18", up + "\x18", up * 2 + "\x18"):
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
             pipe.send_text(keys + "L")
-            source = TreeSource(forked(), PATH, {})
+            source = TreeSource(forked(), PATH)
             result = await asyncio.wait_for(pick_tree_row(source, color=False, copy=copy, mode="all"), 10)
         assert isinstance(result, EditLabel)
     assert copied == ["done", "second\ntry"]

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from tether.session.html_markup import code_block, code_css, diff_lines, looks_like_diff, markdown
+from tether.session.labels import fold_labels
 from tether.session.pi_format import iso_timestamp
 from tether.store.entries import EntryDict
 
@@ -130,15 +131,9 @@ class _Page:
         while at is not None and at in self.by_id and at not in self.active:
             self.active.add(at)
             at = self.by_id[at].get("parentId")
-        self.labels: dict[str, str] = {}
+        self.labels = {target: label.text for target, label in fold_labels(entries).items()}
         self.results: dict[str, EntryDict] = {}
         for entry in entries:
-            if entry["type"] == "label":
-                label = entry.get("label")
-                if isinstance(label, str):
-                    self.labels[str(entry.get("targetId"))] = label
-                else:
-                    self.labels.pop(str(entry.get("targetId")), None)
             message = cast(dict[str, Any], entry.get("message") or {})
             if entry["type"] == "message" and message.get("role") == "toolResult":
                 self.results.setdefault(str(message.get("toolCallId")), entry)

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from tether.session.events import message_text
+from tether.session.labels import fold_labels
 from tether.store.entries import EntryDict
 
 PI_SESSION_VERSION = 3
@@ -158,18 +159,15 @@ def pi_tree(entries: list[EntryDict]) -> list[dict[str, Any]]:
     """``get_tree``'s answer: ``{entry, children, label?, labelTimestamp?}`` nodes, roots first
     (an entry whose parent is missing is a root too), children in append order."""
     ids = pi_ids_of(entries)
-    labels: dict[str, tuple[str | None, int]] = {}
-    for entry in entries:
-        if entry["type"] == "label":
-            labels[entry["targetId"]] = (entry.get("label"), entry["timestamp"])
+    labels = fold_labels(entries)
     nodes: dict[str, dict[str, Any]] = {}
     roots: list[dict[str, Any]] = []
     for entry in entries:
         node: dict[str, Any] = {"entry": to_pi_entry(entry, ids), "children": []}
         label = labels.get(entry["id"])
-        if label is not None and label[0] is not None:
-            node["label"] = label[0]
-            node["labelTimestamp"] = iso_timestamp(label[1])
+        if label is not None:
+            node["label"] = label.text
+            node["labelTimestamp"] = iso_timestamp(label.set_at)
         nodes[entry["id"]] = node
         parent = nodes.get(entry.get("parentId") or "")
         (parent["children"] if parent is not None else roots).append(node)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tether.agent import AgentEvent
 from tether.session.branching import settle_leaf
 from tether.session.context import SessionContext, build_context, compaction_message, context_message
+from tether.session.labels import fold_labels
 from tether.session.prompt import PromptInput, synthetic_message
 from tether.session.replay import replay_events
 from tether.store.entries import CUSTOM_TYPE, EntryDict
@@ -207,17 +208,8 @@ class Session:
 
     def labels(self) -> dict[str, str]:
         """Entry id → label, from every label entry of the session (newest wins)."""
-        labels: dict[str, str] = {}
-        for node in self._tree:
-            if node.type == "label":
-                entry = node.entry
-                target, label = entry.get("targetId"), entry.get("label")
-                if isinstance(target, str):
-                    if isinstance(label, str):
-                        labels[target] = label
-                    else:
-                        labels.pop(target, None)
-        return labels
+        marks = fold_labels(node.entry for node in self._tree if node.type == "label")
+        return {target: label.text for target, label in marks.items()}
 
     def replay(self, *, full_history: bool = True) -> Iterator[AgentEvent]:
         """Re-emit the active path as agent events (``agent_start`` … ``agent_end``) for UIs.

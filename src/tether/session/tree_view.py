@@ -24,6 +24,7 @@ from typing import Any, cast
 from rich.cells import cell_len
 
 from tether.session import Session
+from tether.session.labels import fold_labels
 
 SHOWN = ("user", "assistant", "branchSummary", "compactionSummary", "bashExecution", "pythonExecution")
 """Message roles the ``no-tools`` view (and the text listing) shows."""
@@ -312,26 +313,19 @@ def branch_jump(rows: Sequence[TreeRow], index: int, direction: int) -> int:
 class TreeSource:
     """A session's entries read once, for the navigator to draw in any filter and fold."""
 
-    def __init__(
-        self, entries: Sequence[dict[str, Any]], active_path: Sequence[str], labels: dict[str, str]
-    ) -> None:
+    def __init__(self, entries: Sequence[dict[str, Any]], active_path: Sequence[str]) -> None:
         self.entries = entries
         self.active_path = active_path
-        self.labels = labels
         self._parents: dict[str, str | None] = {e["id"]: e.get("parentId") for e in entries}
         self._by_id = {e["id"]: e for e in entries}
-        self.label_times: dict[str, int] = {}
+        marks = fold_labels(entries)
+        self.labels = {target: label.text for target, label in marks.items()}
+        self.label_times = {target: label.set_at for target, label in marks.items()}
         """Entry id → when its label was set (ms), from the newest label entry naming it."""
-        for entry in entries:
-            if entry.get("type") == "label" and isinstance(target := entry.get("targetId"), str):
-                if isinstance(entry.get("label"), str):
-                    self.label_times[target] = int(entry.get("timestamp") or 0)
-                else:
-                    self.label_times.pop(target, None)
 
     @classmethod
     def of(cls, session: Session) -> TreeSource:
-        return cls(session.entries(), [e["id"] for e in session.path()], session.labels())
+        return cls(session.entries(), [e["id"] for e in session.path()])
 
     def rows(self, mode: str, folded: Collection[str] = ()) -> list[TreeRow]:
         return tree_rows(self.entries, self.active_path, self.labels, mode=mode, folded=folded)
