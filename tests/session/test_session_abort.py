@@ -179,3 +179,55 @@ async def test_messages_taken_back_before_an_abort_never_reach_the_model() -> No
     await session.prompt("next")
     assert user_texts(model.requests[-1]) == ["first", "next"]
     await session.close()
+
+
+@pytest.mark.parametrize("started_first", [False, True])
+async def test_an_abort_before_the_runs_first_step_aborts_it(started_first: bool) -> None:
+    """pi 1.6: ``agent.prompt()`` then ``abort()`` before its first await ends the run as aborted
+    (the prompt recorded, the reply ``aborted``). A ``Run`` starts on first use, so an abort
+    between making it (or ``start()``, whose task has not run yet) and awaiting it is the same."""
+    session, model = core()
+    settled: list[object] = []
+    session.subscribe(lambda e: settled.append(e.get("aborted")) if e["type"] == "agent_settled" else None)
+    run = session.prompt("go")
+    if started_first:
+        run.start()
+    session.abort()
+    added = await run
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    assert added[-1]["stopReason"] == "aborted" and settled == [True]
+    assert [r.context["messages"][-1]["content"] for r in model.requests] in ([], ["go"])
+    # The abort was that run's: the next one runs as usual.
+    assert (await session.prompt("next"))[-1]["stopReason"] == "stop"
+    await session.close()
+
+
+async def test_an_abort_with_nothing_running_spares_a_run_made_later() -> None:
+    session, _ = core()
+    session.abort()
+    assert (await session.prompt("go"))[-1]["stopReason"] == "stop"
+    await session.close()
+
+
+async def test_an_abort_of_a_running_run_spares_the_next_one_already_made() -> None:
+    session, _ = core(deaf)
+    first = asyncio.ensure_future(session.prompt("go"))
+    while not session.agent.pending_tool_calls:
+        await asyncio.sleep(0.01)
+    second = session.prompt("next")
+    session.abort()
+    await first
+    assert (await second)[-1]["stopReason"] == "stop"
+    await session.close()
+
+
+async def test_an_abort_before_a_shell_input_starts_stops_the_command() -> None:
+    """``!cmd`` is a run too: aborted before its first step, the command is stopped (it sleeps
+    20 s; the run would otherwise wait for it)."""
+    session, _ = core()
+    run = session.submit("!sleep 20; echo late")
+    session.abort()
+    (message,) = await run
+    assert message["role"] == "bashExecution" and message.get("cancelled") is True
+    assert "late" not in str(message.get("output"))
+    await session.close()

@@ -143,3 +143,39 @@ async def test_a_slow_listener_is_not_cut_before_the_bound(manager: SessionManag
         await core.close()
     assert finished == ["message_end"]
     assert stored_roles(manager, stored) == ["user", "assistant"]
+
+
+async def test_a_queue_listener_started_by_steer_is_cut_with_the_aborted_run(manager: SessionManager) -> None:
+    """``steer()`` is not async, so an async listener's ``queue_update`` runs in a task of its
+    own; once the run is aborted it is bounded like the run's own listeners."""
+    core = bound(manager, "hello")
+    stuck = Stuck("queue_update")
+    core.subscribe(stuck)
+
+    def steer_then_abort(event: Any) -> None:
+        if event["type"] == "message_start" and event["message"]["role"] == "assistant":
+            core.steer("more")
+            core.abort()
+
+    core.subscribe(steer_then_abort)
+    async with asyncio.timeout(BOUND):
+        await core.prompt("hi")
+        await stuck.entered.wait()
+        while not stuck.cancelled:  # cut ABORT_GRACE after the abort, without close()
+            await asyncio.sleep(0.05)
+        await core.close()
+
+
+async def test_close_cuts_a_queue_listener_started_outside_a_run(
+    manager: SessionManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    core = bound(manager)
+    stuck = Stuck("queue_update")
+    core.subscribe(stuck)
+    core.steer("for later")
+    async with asyncio.timeout(BOUND):
+        await stuck.entered.wait()
+        with caplog.at_level(logging.WARNING, logger="tether.agent.listener_grace"):
+            await core.close()
+    assert stuck.cancelled  # nothing of the core's is left running after close()
+    assert any("Stuck" in r.getMessage() and "queue_update" in r.getMessage() for r in caplog.records)

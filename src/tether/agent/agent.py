@@ -323,7 +323,10 @@ class Agent:
     # -- runs ------------------------------------------------------------------------------------
 
     def abort(self) -> None:
-        """Abort the current run, if any: tools see the signal, the model call ends as aborted."""
+        """Abort the current run, if any: tools see the signal, the model call ends as aborted.
+
+        A coroutine of ``prompt()`` starts its run when it first runs (pi's starts on the call),
+        so an abort before that has no run to abort; ``AgentSession``'s ``Run`` keeps it."""
         if self._active is not None:
             self._active.grace.abort()
             self._active.controller.abort()

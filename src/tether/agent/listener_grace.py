@@ -62,14 +62,16 @@ class ListenerGrace:
         self.aborted = False
         self.hung: set[Callable[..., Any]] = set()
         """Listeners cut in this run: skipped for the rest of it."""
-        self._waiting: _Waiting | None = None
+        self._waiting: dict[asyncio.Task[Any], _Waiting] = {}
+        """The innermost listener each task is awaiting: the run's task, and the tasks of
+        listeners a method that is not async started (``steer()``'s ``queue_update``)."""
 
     def abort(self) -> None:
         if self.aborted:
             return
         self.aborted = True
-        if self._waiting is not None:
-            self._arm(self._waiting)
+        for waiting in self._waiting.values():
+            self._arm(waiting)
 
     def skips(self, listener: Callable[..., Any]) -> bool:
         return listener in self.hung
@@ -80,7 +82,8 @@ class ListenerGrace:
         task = asyncio.current_task()
         assert task is not None
         waiting = _Waiting(listener, event_type, task)
-        outer, self._waiting = self._waiting, waiting
+        outer = self._waiting.get(task)
+        self._waiting[task] = waiting
         if self.aborted:
             self._arm(waiting)
         try:
@@ -101,7 +104,10 @@ class ListenerGrace:
                 waiting.timer.cancel()
             if waiting.cut:  # the listener swallowed its cancellation and returned: taken back
                 task.uncancel()
-            self._waiting = outer
+            if outer is None:
+                del self._waiting[task]
+            else:
+                self._waiting[task] = outer
 
     def _arm(self, waiting: _Waiting) -> None:
         from tether.agent.abort_grace import ABORT_GRACE

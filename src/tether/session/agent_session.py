@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
@@ -181,6 +182,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         """A run raised a failure to store: ``close`` does not raise it a second time."""
         self._aborting: asyncio.Future[list[AgentMessage]] | None = None
         """The run ``abort()`` stopped, while it settles: a new prompt waits for it."""
+        self._made_runs: weakref.WeakSet[Run] = weakref.WeakSet()
+        """Runs made (held weakly): an ``abort()`` with none running is for those not started yet
+        (a started one never reads the mark; ``start`` does not drop it, which would make a
+        cycle between a run and its closure)."""
         self._session_failure = None
         """A session error an event listener raised in this run: the run raises it when settled."""
         self._input_abort: AbortController | None = None
@@ -190,7 +195,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         """The current run's bound on its listeners once aborted (``ListenerGrace``)."""
         self._compacting = 0
         self._clock = MessageClock()
-        self._background = set()
+        self._background = {}
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
         self._agent_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
         """The agent's own hooks, given back by ``close``."""
@@ -379,10 +384,15 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         return taken
 
     def abort(self) -> None:
-        """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input."""
+        """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input. With none
+        running, a run made but not started yet is the current one: as pi's ``prompt()`` starts
+        its run on the spot, ``run = core.prompt(...); core.abort(); await run`` ends aborted."""
         if self.is_running:
             self._aborted = True
             self._aborting = self._run
+        else:
+            for run in self._made_runs:
+                run.abort_at_start = True
         if self._grace is not None:
             self._grace.abort()  # a listener stuck in an await is cut after ABORT_GRACE
         self.agent.abort()
@@ -445,6 +455,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         if self.mcp is not None and "mcp" in self._owns:
             await self.mcp.close()
         await self.wait_for_idle()
+        await self._end_background()
         host = self.resources.extensions if self.resources is not None else None
         if host is not None and host.session is self:
             host.detach()
@@ -494,7 +505,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             self._run = asyncio.ensure_future(self._run_after(previous, body, retry))
             return self._run
 
-        return Run(start, self.subscribe, self.abort)
+        run = Run(start, self.subscribe, self.abort)
+        self._made_runs.add(run)
+        return run
 
     async def _run_after(
         self,
@@ -506,9 +519,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         self._added = []
-        self._aborted = False
-        self._aborting = None
+        # An abort of this run before its first step (``Run.start()``'s task not run yet, or
+        # waiting for the previous run) holds: the agent's run is aborted as it starts.
+        self._aborted = self._aborting is not None and self._aborting is asyncio.current_task()
+        if not self._aborted:
+            self._aborting = None
         grace = self._grace = ListenerGrace()
+        if self._aborted:
+            grace.abort()
         self._retry_attempt = 0
         self._run_retry = retry if retry is not None else self.settings.retry
         self._retry_options()
@@ -615,6 +633,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input
 
         controller = AbortController()
+        if self._aborted:
+            controller.abort()
         self._input_abort = controller
         try:
             if isinstance(parsed, ShellInput):
@@ -694,6 +714,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             return self._on_agent_end(event)
         try:
             if kind == "agent_start":
+                if self._aborted:  # aborted before the agent's run existed (a hook, its start)
+                    self.agent.abort()
                 self.record_settings()
                 if self._session is not None and not self._session.readonly:
                     self._session.defer_writes()  # this pass's entries: committed off the event loop

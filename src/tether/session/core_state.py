@@ -87,10 +87,11 @@ class CoreState:
     _queued: QueueSnapshot
     _session_failure: SessionError | None
     _compacting: int
-    _background: set[asyncio.Future[None]]
+    _background: dict[asyncio.Future[None], ListenerGrace]
     _owns: set[str]
     _closed: bool
     _mcp_abort: AbortController | None
+    _aborted: bool
     _grace: ListenerGrace | None
 
     # -- state ---------------------------------------------------------------------------------------
@@ -272,13 +273,25 @@ class CoreState:
 
     def _emit_now(self, event: SessionEvent) -> None:
         """Deliver ``event`` from a method that is not async (``steer()``, ``set_thinking()``,
-        ``rename()``): an async listener's coroutine is scheduled, not awaited."""
+        ``rename()``): an async listener's awaitable is awaited in a task of its own, bounded
+        by the run's grace (outside a run, by one that ``close()`` aborts)."""
+        grace = self._grace
         for listener in tuple(self._listeners):
+            if grace is not None and grace.hung and grace.skips(listener):
+                continue
             outcome = listener(event)
             if outcome is not None:
-                task = asyncio.ensure_future(outcome)
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                task_grace = grace if grace is not None else ListenerGrace()
+                task = asyncio.ensure_future(_aside(task_grace, listener, outcome, event["type"]))
+                self._background[task] = task_grace
+                task.add_done_callback(self._background.pop)
+
+    async def _end_background(self) -> None:
+        """Bound what ``_emit_now`` started and wait for it (``close()``): a listener still
+        running ``ABORT_GRACE`` from now is cut, so nothing of the core's outlives it."""
+        for grace in tuple(self._background.values()):
+            grace.abort()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
     def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
         """``_emit`` for an agent event (never a compaction one), without a coroutine while the
@@ -491,3 +504,14 @@ class CoreState:
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
+
+
+async def _aside(grace: ListenerGrace, listener: Listener, outcome: Awaitable[None], event_type: str) -> None:
+    """One listener's outcome awaited in a task of its own (``CoreState._emit_now``): bounded by
+    ``grace``; a failure is logged, as nobody awaits this task."""
+    try:
+        await grace.wait(listener, outcome, event_type)
+    except ListenerHungError:
+        pass  # said in one warning line when it was cut
+    except Exception:
+        logger.warning("an event listener failed on %s", event_type, exc_info=True)

@@ -273,6 +273,9 @@ class Run:
         self._subscribe = subscribe
         self._abort = abort
         self._future: asyncio.Future[list[AgentMessage]] | None = None
+        self.abort_at_start = False
+        """The session was aborted before this run started: it starts aborted (pi's ``prompt()``
+        starts its run on the spot, so an ``abort()`` right after it ends that run)."""
 
     def __await__(self) -> Generator[Any, None, list[AgentMessage]]:
         return self._wait().__await__()
@@ -299,6 +302,8 @@ class Run:
     def _started(self) -> asyncio.Future[list[AgentMessage]]:
         if self._future is None:
             self._future = self._start()
+            if self.abort_at_start:
+                self._abort()
         return self._future
 
 

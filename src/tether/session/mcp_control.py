@@ -32,6 +32,8 @@ class McpControl(CoreState):
         if not self.mcp:
             return True
         controller = AbortController()
+        if self._aborted:
+            controller.abort()
         self._mcp_abort = controller
         try:
             if not await self.mcp.listed(controller.signal):
