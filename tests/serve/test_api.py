@@ -80,7 +80,7 @@ async def test_follow_streams_entries_with_their_ids_and_resumes_after_last_even
         kinds = [kind for _, kind, _ in live]
         assert kinds.index("delta") < kinds.index("entry", kinds.index("delta"))  # streamed, then stored
         assert [json.loads(data) for _, kind, data in live if kind == "delta"] == [
-            {"type": "delta", "kind": "text_delta", "delta": "two"}
+            {"type": "delta", "key": 2, "kind": "text_delta", "delta": "two"}  # its second answer
         ]
         assert {"type": "status", "running": True} in [
             json.loads(d) for _, kind, d in live if kind == "status"

@@ -17,6 +17,7 @@ from serve_support import (
     serving,
     sse_events,
     stalled_after,
+    text,
     use_provider,
     write_script,
 )
@@ -96,3 +97,54 @@ async def test_followers_joining_a_new_session_mid_message_see_each_word_once(
         # the one who came last got them in one piece, after its status
         kinds = [kind for _, kind, _ in second.events]
         assert kinds[:2] == ["status", "partial"] and "delta" not in kinds
+
+
+async def test_each_answers_live_words_are_keyed_and_ended_by_the_entry_that_stores_them(
+    project: Path, tmp_path: Path
+) -> None:
+    """Two answers in one run (a tool call between): every delta names its answer (``key``), and
+    each answer's ``ended`` names the stored entry holding exactly those words, so a page clears
+    an answer's live words on that entry only (an earlier answer's entry may be committed while
+    the next answer streams)."""
+    first = {"content": [{"type": "text", "chunks": ["Let me ", "look."]}]}
+    first["content"].append({"type": "toolCall", "name": "bash", "arguments": {"command": "true"}})
+    script = write_script(tmp_path / "s.json", [text("hello"), first, text("All ", "done.")])
+    async with serving(project, script, yes=True) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "hi"})).json()["sessionId"]
+        path = f"/api/sessions/{session_id}/events?history=false"
+        answers: list[str] = []
+
+        def second_answer_stored(event: Event) -> bool:
+            payload = json.loads(event[2])
+            if event[1] == "entry" and payload.get("message", {}).get("role") == "assistant":
+                answers.append(payload["id"])
+            return len(answers) == 2
+
+        async with asyncio.timeout(WAIT_SECONDS):
+            while (await client.get(f"/api/sessions/{session_id}/state")).json()["running"]:
+                await asyncio.sleep(0.05)
+            opened = asyncio.Event()
+            following = asyncio.create_task(
+                sse_events(client, path, until=second_answer_stored, opened=opened)
+            )
+            await opened.wait()
+            assert (
+                await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "go"})
+            ).status_code == 202
+            events = await following
+    words: dict[int, str] = {}
+    ended: dict[str, int] = {}
+    stored: dict[str, str] = {}
+    for _, kind, data in events:
+        payload = json.loads(data)
+        if kind == "delta" and payload["kind"] == "text_delta":
+            words[payload["key"]] = words.get(payload["key"], "") + payload["delta"]
+        elif kind == "ended":
+            ended[payload["entry"]] = payload["key"]
+        elif kind == "entry" and payload.get("message", {}).get("role") == "assistant":
+            content = payload["message"]["content"]
+            stored[payload["id"]] = "".join(b["text"] for b in content if b["type"] == "text")
+    assert sorted(words.values()) == ["All done.", "Let me look."]  # two keys, one per answer
+    assert set(ended) == set(stored) == set(answers)
+    for entry_id, key in ended.items():
+        assert words[key] == stored[entry_id]

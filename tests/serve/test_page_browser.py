@@ -153,11 +153,18 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             await expect(other.locator("#status")).to_have_text("running")
             await other.close()
 
-            # while it runs, the prompt box steers
+            # while it runs, the prompt box steers, and what is queued is shown (as pi's editor does)
             await page.fill("#prompt", "steer this")
             await page.click("#send")
             await expect(page.locator("#prompt")).to_have_value("")
             await expect(page.locator("#notice")).to_have_text("")
+            await expect(page.locator("#queued")).to_have_text("Steering: steer this")
+            # a page opened now is shown the queue too
+            other = await browser.new_page()
+            await other.goto(url + "/#token=" + TOKEN)
+            await other.locator("#sessions li").first.click()
+            await expect(other.locator("#queued")).to_have_text("Steering: steer this", timeout=20_000)
+            await other.close()
             # the list searches as one types
             await page.fill("#search", "no such session")
             await expect(page.locator("#sessions li")).to_have_count(0)
@@ -170,6 +177,7 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             await expect(page.locator("#status")).to_have_text("idle", timeout=20_000)
             await expect(page.locator("#live")).to_have_text("")
             await expect(page.locator("#prompt")).to_have_value("steer this\n\ntyped meanwhile")
+            await expect(page.locator("#queued")).to_have_text("")
             state = (await client.get(f"/api/sessions/{session_id}/state")).json()
             assert state["queue"] == {"steering": [], "followUp": []}
             entries = (await client.get(f"/api/sessions/{session_id}")).json()["entries"]
@@ -186,5 +194,28 @@ async def test_a_streamed_answer_appears_on_the_page_while_it_streams(project: P
             asked = [str(m["content"]) for m in json.loads(provider.requests[-1].body)["messages"]]
             assert "second" in asked
             assert not any("steer this" in a for a in asked)  # taken back by the abort, not sent
+
+            # An answer's entry committed late, while the next answer streams, leaves the next
+            # answer's words: the page clears only the answer that entry stores (the events as
+            # the server sends them, in the order the race gives).
+            async def arrives(kind: str, data: dict[str, object]) -> None:
+                await page.evaluate(
+                    "([kind, data]) => source.dispatchEvent(new MessageEvent(kind, {data}))",
+                    [kind, json.dumps(data)],
+                )
+
+            def answer(entry_id: str) -> dict[str, object]:
+                return {"id": entry_id, "type": "message", "message": {"role": "assistant", "content": []}}
+
+            await arrives("delta", {"key": 101, "kind": "text_delta", "delta": "first answer"})
+            await arrives("ended", {"key": 101, "entry": "entry-a"})
+            await arrives("delta", {"key": 102, "kind": "text_delta", "delta": "next answer"})
+            await expect(page.locator("#live")).to_have_text("next answer")
+            await arrives("entry", answer("entry-a"))  # committed late
+            await expect(page.locator("#live")).to_have_text("next answer")
+            await arrives("entry", answer("entry-b"))  # before its own `ended`
+            await expect(page.locator("#live")).to_have_text("next answer")
+            await arrives("ended", {"key": 102, "entry": "entry-b"})
+            await expect(page.locator("#live")).to_have_text("")
         finally:
             await browser.close()

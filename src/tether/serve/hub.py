@@ -14,6 +14,12 @@ Followers read the store (``tether.serve.feeds``); the store only gets a message
 complete, so what a model streams meanwhile is passed to the followers of that session from here
 as ``delta`` events (live only: they have no id and are not replayed on resume).
 
+Each assistant message's live events carry its number (``key``), and its end says which entry
+stores it (``ended``): the store's writes are committed after the run moves on, so an earlier
+message's entry may reach a page while the next message streams, and the page clears only the
+live words of the message that entry stores. Queued steering and follow-ups are passed on as
+``queue`` events (pi shows them under the editor while a run goes on).
+
 A follower that joins while a message streams has missed its first deltas, so the hub keeps the
 words it passed on for the message under way, and a joiner starts (``live_state``, in the event
 loop, where deltas are passed on: none falls in between) with them as one ``partial`` event,
@@ -43,7 +49,9 @@ from tether.session.settings import Settings
 from tether.wire import ToolCall
 
 Live = dict[str, Any]
-"""One live event: ``{"type": "delta", "delta": text}``, ``{"type": "status", "running": bool}``."""
+"""One live event: ``{"type": "delta", "key": n, "kind": ..., "delta": text}``, ``{"type":
+"ended", "key": n, "entry": id}``, ``{"type": "status", "running": bool}``, ``{"type": "queue",
+"steering": [...], "followUp": [...]}``."""
 
 
 @dataclass(slots=True)
@@ -51,10 +59,14 @@ class _Streamed:
     """The deltas a core's message under way has passed on so far (empty between messages)."""
 
     streaming: bool = False
+    key: int = 0
+    """The message's number among the core's assistant messages: the key of its live events."""
     text: list[str] = field(default_factory=list[str])
     thinking: list[str] = field(default_factory=list[str])
 
     def restart(self, streaming: bool) -> None:
+        if streaming:
+            self.key += 1
         self.streaming = streaming
         self.text.clear()
         self.thinking.clear()
@@ -112,10 +124,15 @@ class SessionHub:
             return []
         core, streamed = found
         live: list[Live] = [{"type": "status", "running": core.is_running}]
+        queued = core.queued()
+        if queued.steering or queued.follow_up:
+            live.append(
+                {"type": "queue", "steering": list(queued.steering), "followUp": list(queued.follow_up)}
+            )
         # The agent drops its streaming message before telling anyone the message ended.
         if streamed.streaming and core.agent.streaming_message is not None:
             text, thinking = "".join(streamed.text), "".join(streamed.thinking)
-            live.append({"type": "partial", "text": text, "thinking": thinking})
+            live.append({"type": "partial", "key": streamed.key, "text": text, "thinking": thinking})
         return live
 
     async def core(self, session_id: str, folder: str) -> AgentSession:
@@ -244,13 +261,21 @@ class SessionHub:
             if delta_kind in ("text_delta", "thinking_delta"):
                 delta = inner.get("delta", "")
                 (streamed.text if delta_kind == "text_delta" else streamed.thinking).append(delta)
-                live = {"type": "delta", "kind": delta_kind, "delta": delta}
+                live = {"type": "delta", "key": streamed.key, "kind": delta_kind, "delta": delta}
         elif kind == "message_start":
             streamed.restart(event["message"]["role"] == "assistant")
-        elif kind in ("message_end", "agent_end"):
+        elif kind == "message_end":
+            if streamed.streaming and core.session is not None:
+                # Recorded before listeners hear it ended: the page clears this message's live
+                # words when this entry reaches it, not when any assistant entry does.
+                live = {"type": "ended", "key": streamed.key, "entry": core.session.last_entry_id}
+            streamed.restart(False)
+        elif kind == "agent_end":
             streamed.restart(False)
         elif kind == "agent_start":
             live = {"type": "status", "running": True}
+        elif kind == "queue_update":
+            live = {"type": "queue", "steering": event["steering"], "followUp": event["followUp"]}
         session_id = core.session_id
         if live is not None and session_id is not None and self.on_live is not None:
             self.on_live(session_id, live)

@@ -249,7 +249,7 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     **_op(
                         "Follow the session over SSE: `entry` events (id = entry id, data = the entry), "
-                        "`delta`, `status`, `partial` (the words so far of a message under way, sent on joining), `approval`, `approval_done`, `leaf` (live only, no id), `deleted`, and `dropped` (fell behind: resume from its lastEventId). Resume with Last-Event-ID "
+                        "`delta` (with its answer's `key`), `ended` (an answer's `key` and the `entry` storing it), `status`, `queue` (steering and follow-ups waiting), `partial` (the words so far of a message under way, sent on joining), `approval`, `approval_done`, `leaf` (live only, no id), `deleted`, and `dropped` (fell behind: resume from its lastEventId). Resume with Last-Event-ID "
                         "(or ?lastEventId=); ?history=false starts at the end; ?access_token= for EventSource",
                         {
                             "description": "OK",

@@ -173,6 +173,25 @@ function scheduleRender() {
   refreshTimer = setTimeout(renderConversation, 100);
 }
 
+// The live words shown, by answer: `key` of the one shown, stored answers whose `ended` has
+// not come yet, and ended answers (entry id → key) whose entry has not come yet.
+let live = { key: null, stored: new Set(), ends: new Map() };
+
+function endLive(key) {
+  if (key === live.key) {
+    live.key = null;
+    $("live").textContent = "";
+  }
+}
+
+function showQueue(queue) {
+  const lines = [
+    ...queue.steering.map((text) => "Steering: " + text),
+    ...queue.followUp.map((text) => "Follow-up: " + text),
+  ];
+  $("queued").textContent = lines.join("\n");
+}
+
 // Follow from `after` (the last entry the page has seen; null: from the start), so nothing
 // stored between reading the session and joining its stream is missed.
 function follow(id, after) {
@@ -184,20 +203,41 @@ function follow(id, after) {
   // open: the server follows for this page from now on; what it asked before is fetched once
   source.addEventListener("open", () => { loadApprovals(); });
   // Deltas come straight from the run, entries once the store has them: the prompt's own entry
-  // may land after the answer's first words. Only the stored answer replaces the streamed one.
+  // may land after the answer's first words, and an earlier answer's entry after the next
+  // answer began. Each answer's live events carry its key, and its `ended` names the entry that
+  // stores it: only that entry replaces that answer's streamed words.
+  live = { key: null, stored: new Set(), ends: new Map() };
   source.addEventListener("entry", (event) => {
     const entry = JSON.parse(event.data);
-    if (entry.type === "message" && entry.message.role === "assistant") $("live").textContent = "";
+    if (entry.type === "message" && entry.message.role === "assistant") {
+      if (live.ends.has(entry.id)) endLive(live.ends.get(entry.id));
+      else live.stored.add(entry.id);  // its `ended` may still be on the way
+    }
     scheduleRender();
     loadSessions();
   });
+  source.addEventListener("ended", (event) => {
+    const data = JSON.parse(event.data);
+    if (live.stored.has(data.entry)) endLive(data.key);
+    else live.ends.set(data.entry, data.key);
+  });
   // On joining (and rejoining: EventSource reconnects by itself) while a message streams, its
   // words so far come as one `partial`, which replaces what is shown; the deltas after it add on.
-  source.addEventListener("partial", (event) => { $("live").textContent = JSON.parse(event.data).text; });
+  source.addEventListener("partial", (event) => {
+    const data = JSON.parse(event.data);
+    live.key = data.key;
+    $("live").textContent = data.text;
+  });
   source.addEventListener("delta", (event) => {
     const data = JSON.parse(event.data);
+    if (data.key !== live.key) {  // the next answer: the one before is in its entry, or soon
+      live.key = data.key;
+      $("live").textContent = "";
+    }
     if (data.kind === "text_delta") $("live").textContent += data.delta;
   });
+  // What waits for the run (pi shows it under the editor): steering, then follow-ups.
+  source.addEventListener("queue", (event) => showQueue(JSON.parse(event.data)));
   source.addEventListener("status", (event) => {
     $("status").textContent = JSON.parse(event.data).running ? "running" : "idle";
   });
@@ -216,6 +256,7 @@ async function openSession(id) {
   current = id;
   $("title").textContent = id;
   $("live").textContent = "";
+  $("queued").textContent = "";
   for (const item of $("sessions").children) item.classList.toggle("current", item.dataset.id === id);
   $("approvals").replaceChildren();
   $("status").textContent = "idle";  // the stream starts with the status when this server runs it
