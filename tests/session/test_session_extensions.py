@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -412,6 +413,7 @@ async def test_hooks_see_a_dict_of_arguments_for_every_kind_of_tool(
 
 LIFECYCLE = """
 import json
+import os
 from pathlib import Path
 
 LOG = Path(__file__).with_suffix(".log")
@@ -559,3 +561,38 @@ async def test_a_hook_of_a_run_that_never_answers_is_cut_off_and_reported(
     assert result["isError"] and "stalled failed while checking this call" in result["content"][0]["text"]
     assert added[-1]["role"] == "assistant" and added[-1]["content"] == [{"type": "text", "text": "done"}]
     assert errors[:3] == ["before_run", "prompt", "tool_call"]
+
+
+SLOW_BEFORE_RUN = """
+import asyncio
+import os
+
+def setup(api):
+    @api.on("before_run")
+    async def think_it_over(context):
+        os.environ["TETHER_TEST_HOOK_ENTERED"] = "1"
+        await asyncio.sleep(0.5)
+"""
+
+
+async def test_an_abort_while_a_before_run_hook_runs_aborts_the_run(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's run does not exist yet while ``before_run`` hooks run: an abort then still
+    ends the run that follows them as aborted, the prompt recorded, instead of being lost."""
+    monkeypatch.delenv("TETHER_TEST_HOOK_ENTERED", raising=False)
+    extension = write(dirs["tmp"] / "slow.py", SLOW_BEFORE_RUN)
+    script(monkeypatch, dirs["tmp"], [text("an answer nobody wanted")])
+    options = SessionOptions(extension_paths=(extension,))
+    core = start_session(options, cwd=dirs["project"], settings=Settings(), ask=None, session=SessionChoice())
+    try:
+        run = asyncio.ensure_future(core.prompt("go"))
+        async with asyncio.timeout(30):
+            while "TETHER_TEST_HOOK_ENTERED" not in os.environ:
+                await asyncio.sleep(0.01)
+            core.abort()
+            added = await run
+    finally:
+        await asyncio.wait_for(core.close(), 30)
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    assert added[-1]["stopReason"] == "aborted"
