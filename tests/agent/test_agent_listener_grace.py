@@ -65,3 +65,42 @@ async def test_a_slow_listener_is_not_cut_before_the_bound() -> None:
         added = await subject.prompt("hi")
     assert finished == ["message_end"]
     assert "hello" in str(added[1]["content"]) and not added[-1].get("errorMessage")
+
+
+async def test_a_listener_still_waiting_after_a_nested_one_returned_is_cut_too() -> None:
+    """A listener may await something that delivers events itself (a session's compaction):
+    the abort arms the innermost wait; once that one returns, the listener around it is bounded
+    from then on too, not left unbounded."""
+    from tether.agent.listener_grace import ListenerGrace, ListenerHungError
+
+    grace = ListenerGrace()
+    nested_waiting = asyncio.Event()
+    release_nested = asyncio.Event()
+
+    def inner_listener(_event: Any) -> None: ...
+
+    def outer_listener(_event: Any) -> None: ...
+
+    async def outer() -> None:
+        await grace.wait(inner_listener, inner(), "compaction_end")
+        await asyncio.Event().wait()  # then hangs
+
+    async def inner() -> None:
+        nested_waiting.set()
+        await release_nested.wait()
+
+    async def delivered() -> None:
+        await grace.wait(outer_listener, outer(), "message_end")
+
+    task = asyncio.ensure_future(delivered())
+    async with asyncio.timeout(BOUND):
+        await nested_waiting.wait()
+        grace.abort()  # the nested wait is the innermost now
+        release_nested.set()  # it returns well within the grace
+        try:
+            await task
+        except ListenerHungError as exc:
+            assert "message_end" in str(exc)
+        else:
+            raise AssertionError("the hanging listener returned")
+    assert outer_listener in grace.hung and inner_listener not in grace.hung

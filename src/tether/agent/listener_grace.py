@@ -108,6 +108,8 @@ class ListenerGrace:
                 del self._waiting[task]
             else:
                 self._waiting[task] = outer
+                if self.aborted and outer.timer is None:  # aborted while this one was innermost
+                    self._arm(outer)
 
     def _arm(self, waiting: _Waiting) -> None:
         from tether.agent.abort_grace import ABORT_GRACE
