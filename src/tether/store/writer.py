@@ -35,10 +35,10 @@ transaction, and one handover of the interpreter lock, for every append of those
 of one per append (which cost more CPU than the commits themselves). A batch's cost is mostly
 its own (the commit's page writes, the statements, handing the interpreter lock back and forth
 with a busy event loop), not its appends': at 1,000 sessions in flight (P6, a real model server)
-5 ms made ~1,700 batches of ~8 appends, 15 ms ~900 of ~15, and the writer thread's CPU fell by
-about a third (median of 3 interleaved runs each, 1.23 -> 0.87 s for 14,000 appends). A run's
-pass waits for its batch at its end, so this is also how much later a busy service reports
-``agent_end``. It waits only while sessions share the writer (its last batch held appends of
+5 ms made ~1,600 batches of ~9 appends, 15 ms ~860 of ~16, and the writer thread's CPU fell
+(medians of 3 interleaved runs each, 14,000 appends: 1.23 -> 0.80 s; 0.96 -> 0.84 s in another
+3 at a load average of 12-18). A run's pass waits for its batch at its end, so this is also how
+much later a busy service reports ``agent_end``. It waits only while sessions share the writer (its last batch held appends of
 more than one): a session writing alone, as a ``tether -p`` run does, has nothing to share a
 commit with, and would wait the window at the end of every run for its last entries."""
 
