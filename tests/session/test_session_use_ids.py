@@ -56,3 +56,22 @@ def test_a_diverging_replay_is_refused(manager: SessionManager, tmp_path: Path) 
     with pytest.raises(SessionError, match="replayed as a thinking_level_change where a message is stored"):
         session.set_thinking_level("high")
     session.close()
+
+
+def test_a_replayed_message_is_known_as_its_stored_entry(manager: SessionManager, tmp_path: Path) -> None:
+    """The replay's message object is not the one the tree holds (that was read back), yet the
+    session knows it by the stored entry's id: ``record_message_end`` must not append it again."""
+    session = manager.create(tmp_path)
+    base = new_id()
+    session.use_ids(ids_from(base))
+    first = session.append_messages([user("one")])
+    session.close()
+
+    replay = manager.open(session.id)
+    replay.branch(None)
+    replay.use_ids(ids_from(base))
+    again = user("one")
+    replay.append_messages([again])
+    assert replay.message_id(again) == first[0]
+    assert replay.message_ids([again, user("one")]) == [first[0], None]
+    replay.close()
