@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -29,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import UserError
-from tether.serve.auth import RateLimit, Tokens
+from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
@@ -125,7 +126,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/runs/{run_id}", runs.show, methods=["GET"]),
         Route("/api/runs/{run_id}/cancel", runs.cancel, methods=["POST"]),
     ]
-    middleware = [Middleware(_Guard, tokens=config.tokens)]
+    middleware = [Middleware(_Guard, tokens=config.tokens, cors_origins=config.cors_origins)]
     if config.cors_origins:  # outermost: a preflight is answered before the token is asked for
         middleware.insert(
             0,
@@ -159,16 +160,24 @@ def create_app(config: ServeConfig) -> Starlette:
 
 
 class _Guard:
-    """Bearer auth on the API (read-only tokens refused on POST) and the page's security headers."""
+    """Bearer auth on the API (read-only tokens refused on POST), the page's security headers, and
+    without a token, no request a page of another site sends (``auth.browser_problem``)."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, cors_origins: tuple[str, ...]) -> None:
         self.app = app
         self.tokens = tokens
+        self.cors_origins = cors_origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if not self.tokens.required:
+            headers = Headers(scope=scope)
+            problem = browser_problem(headers.get("host"), headers.get("origin"), self.cors_origins)
+            if problem is not None:
+                await _error(403, problem)(scope, receive, send)
+                return
         path: str = scope["path"]
         if path.startswith("/api/") or path == "/openapi.json":
             request = Request(scope)
@@ -386,7 +395,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:  # "²".isdigit()
         raise ApiError(422, f"{name}: expected an integer from {low} to {high}")
     return int(raw)
 
