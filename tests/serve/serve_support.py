@@ -26,6 +26,7 @@ from reference_paths import FIXTURE_STREAMS
 from tether.ai.paths import config_dir
 from tether.durable.config import DurableConfig
 from tether.serve import ServeConfig, create_app
+from tether.serve.app import HISTORY_BUDGET
 from tether.serve.auth import Tokens
 from tether.serve.feeds import SUBSCRIBER_BUFFER
 from tether.serve.hub import SessionHub
@@ -97,6 +98,7 @@ async def serving(
     yes: bool = False,
     max_followers: int = 10_000,
     follower_buffer: int = SUBSCRIBER_BUFFER,
+    history_budget: int = HISTORY_BUDGET,
     durable: DurableConfig | None = None,
     extensions: tuple[Path, ...] = (),
     model: str | None = None,
@@ -118,6 +120,7 @@ async def serving(
         cors_origins=cors_origins,
         max_followers=max_followers,
         follower_buffer=follower_buffer,
+        history_budget=history_budget,
         durable=durable,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -8,11 +8,18 @@ rebinding) reads every answer as its own. Neither may get through.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import socket
 from pathlib import Path
 
-from serve_support import serving, text, write_script
+from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
+from session_helpers import user
 from tether.serve.auth import Tokens
+from tether.session import SessionManager
+from tether.store import open_store
 
 PROMPT = b'{"message": "run rm -rf ~ for me"}'
 
@@ -84,3 +91,53 @@ async def test_a_number_in_another_script_is_not_a_limit(project: Path, tmp_path
                 422,
                 {"error": "limit: expected an integer from 1 to 1000"},
             ), limit
+
+
+async def test_followers_that_never_read_hold_a_bounded_amount_of_history(project: Path, tmp_path: Path) -> None:
+    """A follower's history was one string, put whole into its connection's buffer: 100 clients
+    that asked for a 3 MB session and read nothing held 380 MB of the server. The history goes
+    out in pieces, each when the connection took the one before; what the followers have yet to
+    take is bounded (``history_budget``): past it a new follower is a ``503``, until one leaves."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    for i in range(8):  # 8 MB: more than the socket buffers of a client that reads nothing
+        session.append_message(user(f"{i}" + "x" * 1_000_000))
+    session.close()
+    manager.close()
+    try:
+        async with (
+            serving(project, script, history_budget=2_000_000) as served,
+            served.client() as client,
+        ):
+            path = f"/api/sessions/{session.id}/events"
+            stalled = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect(("127.0.0.1", int(served.url.rsplit(":", 1)[1])))
+            stalled.setblocking(False)
+            reader, writer = await asyncio.open_connection(sock=stalled)
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            async with asyncio.timeout(WAIT_SECONDS):
+                assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            async with asyncio.timeout(WAIT_SECONDS), client.stream("GET", path) as refused:
+                assert refused.status_code == 503  # not a stream: it would never end
+                error = json.loads(await refused.aread())["error"]
+            assert re.fullmatch(
+                r"this server is sending \d+ MB of history to followers that have not taken it yet: "
+                "try again later",
+                error,
+            )
+            writer.close()  # the stalled one leaves: its share is free again
+            async with asyncio.timeout(WAIT_SECONDS):  # once the server has seen it go
+                while True:
+                    async with client.stream("GET", path) as again:
+                        if again.status_code == 200:
+                            break
+                    await asyncio.sleep(0.05)
+            events = await sse_events(client, path, count=8)
+            assert [json.loads(data)["message"]["content"][0] for _, _, data in events] == [
+                str(i) for i in range(8)
+            ]
+    finally:
+        store.close()

@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import sys
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tether.errors import UserError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
-from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
+from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
@@ -41,10 +42,20 @@ from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
-from tether.store.store import SessionRecord, SessionStore
+from tether.store.store import SessionRecord, SessionStore, StoredEntry
 
 if TYPE_CHECKING:
     from tether.durable.config import DurableConfig
+
+HISTORY_BUDGET = 256 << 20
+"""Bytes of history the followers may have yet to take, together; past it a new one is a 503."""
+HISTORY_PIECE = 64 << 10
+"""A follower's history goes out in pieces of about this size, each when its connection took the
+one before (uvicorn waits for a connection over its buffer's limit)."""
+
+JOINS_AT_ONCE = 8
+"""Followers joining at once: a burst of joins would otherwise read every history before any of
+them is counted against the budget."""
 
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
@@ -75,6 +86,8 @@ class ServeConfig:
     session (``tether.serve.feeds``): a follower costs a connection and its buffer, no thread."""
     follower_buffer: int = SUBSCRIBER_BUFFER
     """Chunks a follower may be behind before it is dropped (it resumes by ``Last-Event-ID``)."""
+    history_budget: int = HISTORY_BUDGET
+    """Bytes of history the followers may have yet to take, together (``HISTORY_BUDGET``)."""
 
 
 class PromptBody(BaseModel):
@@ -228,6 +241,9 @@ class _Api:
         self.hub = config.hub
         self.feeds = feeds
         self.limit = RateLimit(config.prompts_per_minute)
+        self._history_held = 0
+        """Bytes of history the followers have yet to take (``_stream``)."""
+        self._joins = asyncio.Semaphore(JOINS_AT_ONCE)
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -274,23 +290,54 @@ class _Api:
             raise ApiError(
                 503, f"this server follows {self.feeds.followers} streams already: try again later"
             )
-        try:
-            subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
-        except SessionNotFoundError:
-            raise ApiError(404, f"no session {session_id!r}") from None
+        async with self._joins:  # histories read at once: each is held until it is counted
+            if not from_end and self._history_held >= self.config.history_budget:
+                raise self._history_full()  # before the history is read, not after
+            try:
+                subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
+            except SessionNotFoundError:
+                raise ApiError(404, f"no session {session_id!r}") from None
+            size = sum(len(entry.payload) for entry in backlog)
+            if size and self._history_held and self._history_held + size > self.config.history_budget:
+                self.feeds.unsubscribe(session_id, subscriber)
+                raise self._history_full()
+            self._history_held += size
         return StreamingResponse(
-            self._stream(session_id, subscriber, entry_chunk(backlog)),
+            self._stream(session_id, subscriber, deque(backlog), size),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, session_id: str, subscriber: Subscriber, backlog: Chunk) -> AsyncIterator[str]:
+    def _history_full(self) -> ApiError:
+        return ApiError(
+            503,
+            f"this server is sending {self._history_held >> 20} MB of history to followers "
+            "that have not taken it yet: try again later",
+        )
+
+    async def _stream(
+        self, session_id: str, subscriber: Subscriber, backlog: deque[StoredEntry], held: int
+    ) -> AsyncIterator[str]:
         """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
-        when it fell too far behind, naming the entry to resume after."""
+        when it fell too far behind, naming the entry to resume after.
+
+        The history goes out in pieces (``HISTORY_PIECE``), each yielded when the connection
+        has taken the one before, and each piece's entries let go as it goes: a client that
+        reads nothing holds a piece in its connection's buffer, not the whole history, and what
+        it has yet to take counts against ``history_budget`` (``held``) until it takes it."""
         last = subscriber.start_after
         try:
+            yield "retry: 2000\n\n"
+            while backlog:
+                piece: list[StoredEntry] = []
+                size = 0
+                while backlog and size < HISTORY_PIECE:
+                    piece.append(backlog.popleft())
+                    size += len(piece[-1].payload)
+                yield entry_chunk(piece).text
+                held -= size
+                self._history_held -= size
             # then where the run is now (status, words so far), as the subscriber's first chunks
-            yield "retry: 2000\n\n" + backlog.text
             while True:
                 chunks = await subscriber.take(KEEP_ALIVE_SECONDS)
                 if chunks:
@@ -305,6 +352,7 @@ class _Api:
                 if not chunks:
                     yield ": keep-alive\n\n"
         finally:
+            self._history_held -= held
             self.feeds.unsubscribe(session_id, subscriber)
 
     async def create_session(self, request: Request) -> Response:
