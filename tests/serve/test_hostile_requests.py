@@ -14,9 +14,11 @@ import re
 import socket
 from pathlib import Path
 
+import pytest
 from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
 from session_helpers import user
+from tether.serve import hub as hub_module
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
 from tether.store import open_store
@@ -141,3 +143,30 @@ async def test_followers_that_never_read_hold_a_bounded_amount_of_history(projec
             ]
     finally:
         store.close()
+
+
+SLOW_INPUT = """
+import asyncio
+
+def setup(api):
+    @api.on("before_run")
+    async def slow(event):
+        await asyncio.sleep(3)
+"""
+
+
+async def test_a_new_session_that_is_not_stored_in_time_is_one_line_not_a_server_error(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Until its first message is stored a new session has no id to give: when that takes too
+    long (a slow store, a slow extension hook) the answer was a 500 with a traceback."""
+    monkeypatch.setattr(hub_module, "OPEN_TIMEOUT_SECONDS", 0.5)
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_INPUT)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, extensions=(slow,)) as served, served.client() as client:
+        answer = await client.post("/api/sessions", json={"message": "hello"})
+        assert (answer.status_code, answer.json()) == (
+            503,
+            {"error": "the new session was not stored within 0.5 s: try again later"},
+        )

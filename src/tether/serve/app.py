@@ -358,7 +358,10 @@ class _Api:
     async def create_session(self, request: Request) -> Response:
         body = await parse_body(request, MessageBody)
         self._spend(request)
-        session_id = await self.hub.new_session(body.message)
+        try:
+            session_id = await self.hub.new_session(body.message)
+        except TimeoutError as exc:  # a slow store or extension hook: not the client's mistake, nor ours
+            raise ApiError(503, f"{exc}: try again later") from None
         return JSONResponse({"sessionId": session_id, "disposition": "started"}, status_code=201)
 
     async def prompt(self, request: Request) -> Response:
