@@ -275,7 +275,9 @@ async def test_ids_json_cannot_carry_back_and_cancel_sent_as_a_request(acp_env: 
         answer = await ask(b'{"jsonrpc":"2.0","id":"a\\ud800",' + init)
         assert answer["id"] == "a\ufffd" and answer["result"]["protocolVersion"] == 1
 
-        created = await ask(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}).encode())
+        created = await ask(
+            request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}).encode()
+        )
         session_id = created["result"]["sessionId"]
         cancelled = await ask(request(3, "session/cancel", {"sessionId": session_id}).encode())
         assert cancelled == {"jsonrpc": "2.0", "id": 3, "result": None}

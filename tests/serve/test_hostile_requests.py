@@ -31,26 +31,30 @@ async def test_a_page_of_another_site_cannot_prompt_a_server_without_a_token(
 ) -> None:
     script = write_script(tmp_path / "s.json", [text("ok"), text("ok")])
     cross_site = {"Origin": "http://evil.example", "Content-Type": "text/plain"}
-    async with serving(project, script, cors_origins=("https://team.example",)) as served:
-        async with served.client() as client:
-            answer = await client.post("/api/sessions", content=PROMPT, headers=cross_site)
-            assert answer.status_code == 403
-            assert answer.json() == {
-                "error": "Origin http://evil.example: pages of other sites may not call this server "
-                "(allow one with --cors-origin)"
-            }
-            sandboxed = await client.post("/api/sessions", content=PROMPT, headers={"Origin": "null"})
-            assert sandboxed.status_code == 403
-            assert (await client.get("/api/sessions")).json()["sessions"] == []
-            # the page itself (same origin), a configured origin and a client that is no browser
-            own = {"Origin": served.url}
-            assert (await client.post("/api/sessions", content=PROMPT, headers=own)).status_code == 201
-            team = {"Origin": "https://team.example"}
-            assert (await client.post("/api/sessions", content=PROMPT, headers=team)).status_code == 201
-            assert (await client.get("/api/sessions")).status_code == 200
+    async with (
+        serving(project, script, cors_origins=("https://team.example",)) as served,
+        served.client() as client,
+    ):
+        answer = await client.post("/api/sessions", content=PROMPT, headers=cross_site)
+        assert answer.status_code == 403
+        assert answer.json() == {
+            "error": "Origin http://evil.example: pages of other sites may not call this server "
+            "(allow one with --cors-origin)"
+        }
+        sandboxed = await client.post("/api/sessions", content=PROMPT, headers={"Origin": "null"})
+        assert sandboxed.status_code == 403
+        assert (await client.get("/api/sessions")).json()["sessions"] == []
+        # the page itself (same origin), a configured origin and a client that is no browser
+        own = {"Origin": served.url}
+        assert (await client.post("/api/sessions", content=PROMPT, headers=own)).status_code == 201
+        team = {"Origin": "https://team.example"}
+        assert (await client.post("/api/sessions", content=PROMPT, headers=team)).status_code == 201
+        assert (await client.get("/api/sessions")).status_code == 200
 
 
-async def test_a_rebound_name_gets_nothing_from_a_server_without_a_token(project: Path, tmp_path: Path) -> None:
+async def test_a_rebound_name_gets_nothing_from_a_server_without_a_token(
+    project: Path, tmp_path: Path
+) -> None:
     script = write_script(tmp_path / "s.json", [text("ok")])
     async with serving(project, script) as served, served.client() as client:
         port = served.url.rsplit(":", 1)[1]
@@ -59,7 +63,13 @@ async def test_a_rebound_name_gets_nothing_from_a_server_without_a_token(project
             assert answer.status_code == 403, host
             assert answer.json()["error"].startswith(f"Host {host}: a server without a token answers")
             assert (await client.get("/", headers={"Host": host})).status_code == 403
-        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}", "127.0.0.2"):
+        for host in (
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            f"LOCALHOST:{port}",
+            f"[::1]:{port}",
+            "127.0.0.2",
+        ):
             answer = await client.get("/api/sessions", headers={"Host": host, "Origin": f"http://{host}"})
             assert answer.status_code == 200, host
 
@@ -95,7 +105,9 @@ async def test_a_number_in_another_script_is_not_a_limit(project: Path, tmp_path
             ), limit
 
 
-async def test_followers_that_never_read_hold_a_bounded_amount_of_history(project: Path, tmp_path: Path) -> None:
+async def test_followers_that_never_read_hold_a_bounded_amount_of_history(
+    project: Path, tmp_path: Path
+) -> None:
     """A follower's history was one string, put whole into its connection's buffer: 100 clients
     that asked for a 3 MB session and read nothing held 380 MB of the server. The history goes
     out in pieces, each when the connection took the one before; what the followers have yet to

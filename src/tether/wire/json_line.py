@@ -105,5 +105,7 @@ def top_level_id(line: bytes) -> str | int | float | None:
                 return None
             if isinstance(parsed, float) and not math.isfinite(parsed):
                 return None  # echoed, it would be ``Infinity``: no JSON
-            return _without_lone_surrogates(parsed) if isinstance(parsed, str | int | float) else None
+            if isinstance(parsed, str):
+                return _LONE_SURROGATE.sub("\ufffd", parsed)
+            return parsed if isinstance(parsed, int | float) else None
     return None
