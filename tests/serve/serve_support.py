@@ -30,6 +30,7 @@ from tether.serve.app import HISTORY_BUDGET
 from tether.serve.auth import Tokens
 from tether.serve.feeds import SUBSCRIBER_BUFFER
 from tether.serve.hub import SessionHub
+from tether.serve.slow_clients import HeaderDeadline
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 from tether.store import open_store
@@ -126,7 +127,13 @@ async def serving(
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            create_app(config),
+            http=HeaderDeadline,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
     )
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # pytest owns them
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

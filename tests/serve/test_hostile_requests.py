@@ -18,7 +18,7 @@ import pytest
 from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
 from session_helpers import user
-from tether.serve import hub as hub_module
+from tether.serve import hub as hub_module, slow_clients
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
 from tether.store import open_store
@@ -182,3 +182,36 @@ async def test_a_new_session_that_is_not_stored_in_time_is_one_line_not_a_server
             503,
             {"error": "the new session was not stored within 0.5 s: try again later"},
         )
+
+
+async def test_a_client_that_never_finishes_its_headers_is_cut_off(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn waited for ever for a request's headers: connections that send a header line now
+    and then (or nothing) held a descriptor each until none was left (slowloris)."""
+    monkeypatch.setattr(slow_clients, "HEADER_SECONDS", 0.5)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        port = int(served.url.rsplit(":", 1)[1])
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        stalls = [b"", b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n"]
+        connections = [await asyncio.open_connection("127.0.0.1", port) for _ in stalls]
+        for (_, writer), sent in zip(connections, stalls, strict=True):
+            writer.write(sent)
+        # a follower whose request came whole is not cut off, however long it follows
+        follower = asyncio.create_task(
+            sse_events(client, f"/api/sessions/{session_id}/events", until=lambda e: e[1] == "nothing")
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            for reader, _ in connections:
+                assert await reader.read() == b""  # closed by the server
+        assert not follower.done()
+        follower.cancel()
+        # a kept-alive connection that begins its next request and stalls is cut off too
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /api/sessions/{session_id}/state HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        async with asyncio.timeout(WAIT_SECONDS):
+            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            writer.write(b"GET /api/sessions HTTP/1.1\r\n")
+            while await reader.read(65536):
+                pass
