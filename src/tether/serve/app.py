@@ -53,7 +53,7 @@ HISTORY_PIECE = 64 << 10
 """A follower's history goes out in pieces of about this size, each when its connection took the
 one before (uvicorn waits for a connection over its buffer's limit)."""
 
-JOINS_AT_ONCE = 8
+JOINS_AT_ONCE = 32
 """Followers joining at once: a burst of joins would otherwise read every history before any of
 them is counted against the budget."""
 
