@@ -86,7 +86,7 @@ def status(pid: int, key: str) -> int:
 
 async def follow(port: int, path: str, follower: Follower) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n".encode())
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode())
     try:
         while line := await reader.readline():
             if line.startswith(b"retry:"):

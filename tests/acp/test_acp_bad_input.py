@@ -229,3 +229,64 @@ async def test_a_damaged_database_is_an_error_naming_the_file(acp_env: AcpEnv) -
         process.stdin.close()
         _, stderr = await asyncio.wait_for(process.communicate(), 20)
     assert b"Traceback" not in stderr
+
+
+def _strict(line: bytes) -> dict[str, Any]:
+    """A line as a strict JSON reader reads it: UTF-8, and no ``Infinity`` or ``NaN``."""
+
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON: {line[:200]!r}")
+
+    return json.loads(line.decode("utf-8"), parse_constant=refuse)
+
+
+async def test_ids_json_cannot_carry_back_and_cancel_sent_as_a_request(acp_env: AcpEnv) -> None:
+    """An id past a float's range was echoed as ``Infinity`` (no JSON); a lone surrogate escape in
+    an id got no answer at all (a traceback); 5,000 digits gave Python's advice on
+    ``sys.set_int_max_str_digits``. ``session/cancel`` is a notification in ACP; sent as a request
+    it was "Method not found" (the cancel not done): it is done and answered ``null``."""
+    script = acp_env.script("s", [text_reply("ok")])
+    process = await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(script)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    async def ask(line: bytes) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(line + b"\n")
+        await process.stdin.drain()
+        return _strict(await asyncio.wait_for(process.stdout.readline(), 20))
+
+    init = b'"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
+    try:
+        for sent_id, details in (
+            (b"1e999", "not JSON: a number out of range: 1e999"),
+            (b"NaN", "not JSON: NaN is not JSON"),
+            (b"9" * 5000, "not JSON: a number of more than 4300 digits"),
+        ):
+            answer = await ask(b'{"jsonrpc":"2.0","id":' + sent_id + b"," + init)
+            assert answer["id"] is None and answer["error"]["code"] == -32700, sent_id[:10]
+            assert answer["error"]["data"]["details"] == details
+        answer = await ask(b'{"jsonrpc":"2.0","id":"a\\ud800",' + init)
+        assert answer["id"] == "a\ufffd" and answer["result"]["protocolVersion"] == 1
+
+        created = await ask(
+            request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}).encode()
+        )
+        session_id = created["result"]["sessionId"]
+        cancelled = await ask(request(3, "session/cancel", {"sessionId": session_id}).encode())
+        assert cancelled == {"jsonrpc": "2.0", "id": 3, "result": None}
+        bad = await ask(request(4, "session/cancel", {"session": session_id}).encode())
+        assert bad["id"] == 4 and bad["error"]["code"] == -32602
+        assert bad["error"]["data"]["details"] == 'session/cancel: "sessionId" must be a string'
+        still = await ask(request(5, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}).encode())
+        assert still["id"] == 5 and process.returncode is None
+    finally:
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr

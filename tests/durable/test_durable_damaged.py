@@ -167,3 +167,21 @@ def test_submit_follow_says_when_no_worker_is_polling(tmp_path: Path) -> None:
     assert lines[0].startswith("run "), lines
     assert lines[1].startswith("tether: no worker is polling sqlite:///"), lines
     assert "the run waits in the queue" in lines[1]
+
+
+def test_before_any_worker_there_are_no_runs_not_a_missing_table(tmp_path: Path) -> None:
+    """Before a worker has made DBOS's tables, ``runs list`` said ``no such table:
+    main.workflow_status`` and failed; ``runs show`` said the same of any id."""
+    home = tmp_path / "home"
+    listed = tether(home, "runs", "list", "--json")
+    assert (listed.returncode, listed.stdout.strip(), listed.stderr) == (0, "[]", "")
+    shown = tether(home, "runs", "show", "nope")
+    assert (shown.returncode, shown.stderr) == (1, "tether: no durable run 'nope'\n")
+
+
+def test_an_age_past_the_calendar_is_the_flags_fault(tmp_path: Path) -> None:
+    """``--newer-than 99999999999999d`` was reported as the database's fault ("Value too large
+    for defined data type")."""
+    done = tether(tmp_path / "home", "runs", "list", "--newer-than", "99999999999999d")
+    assert done.returncode == 1
+    assert done.stderr == "tether: --newer-than '99999999999999d': more than 10000 years\n"

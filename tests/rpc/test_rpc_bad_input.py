@@ -125,8 +125,8 @@ def test_every_line_gets_exactly_one_response_and_the_server_stays_up(
 ) -> None:
     server.send(line)
     response = server.next_response()
-    try:
-        sent: object = json.loads(line)
+    try:  # as JSON reads it: json.dumps writes inf as Infinity, which is no JSON (nor to pi)
+        sent: object = json.loads(line, parse_constant=_no_constant)
     except ValueError:
         sent = None
     if isinstance(sent, dict) and isinstance(sent.get("id"), str) and isinstance(sent.get("type"), str):
@@ -135,6 +135,10 @@ def test_every_line_gets_exactly_one_response_and_the_server_stays_up(
     if not response["success"]:
         assert response["error"]  # says what was wrong
     assert server.process.poll() is None
+
+
+def _no_constant(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def test_framing_splits_on_lf_only(server: LineServer, tmp_path: Path) -> None:
@@ -198,3 +202,50 @@ def test_json_the_fast_parser_refuses_is_still_read_as_json_reads_it(server: Lin
     response = server.next_response()
     assert response["id"] == "cut" and response["success"] is False
     assert response["error"].startswith("Failed to parse command: Expecting property name")
+
+
+def _strict(raw: bytes) -> dict[str, Any]:
+    """A frame as a strict JSON reader reads it: UTF-8, and no ``Infinity`` or ``NaN``."""
+
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON: {raw[:200]!r}")
+
+    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+
+
+def _next_strict_response(server: LineServer) -> dict[str, Any]:
+    while True:
+        frame = _strict(server.frames.get(timeout=20))
+        if frame["type"] == "response":
+            return frame
+
+
+@pytest.mark.subprocess
+def test_ids_json_cannot_carry_back_are_one_short_error_and_the_frames_stay_json(server: LineServer) -> None:
+    """An id past a float's range was echoed as ``Infinity`` (no JSON reader takes that line);
+    5,000 digits gave Python's advice on ``sys.set_int_max_str_digits``; a lone surrogate escape
+    (JSON allows it, UTF-8 cannot hold it) in an id got no answer at all (a traceback on stderr)."""
+    for line, error in (
+        (b'{"type":"get_state","id":1e999}', 'Failed to parse command: "id": a number out of range'),
+        (b'{"type":"get_state","id":-1e400}', 'Failed to parse command: "id": a number out of range'),
+        (b'{"type":"get_state","id":NaN}', "Failed to parse command: NaN is not JSON"),
+        (
+            b'{"type":"get_state","id":' + b"9" * 5000 + b"}",
+            "Failed to parse command: a number of more than 4300 digits",
+        ),
+    ):
+        server.send(line)
+        response = _next_strict_response(server)
+        assert "id" not in response and response["error"] == error, line
+    server.send(b'{"type":"get_state","id":"x\\ud800y"}')
+    assert _next_strict_response(server)["id"] == "x\ufffdy"
+
+
+@pytest.mark.subprocess
+def test_a_lone_surrogate_in_a_text_is_replaced_not_the_end_of_the_session(server: LineServer) -> None:
+    """A name (or a prompt) with a lone surrogate escape could not be stored (UTF-8 cannot hold
+    it): ``could not store session``. It is read as U+FFFD, as a UTF-8 decoder reads bad bytes."""
+    server.send(b'{"type":"set_session_name","id":"n","name":"a\\udc00b"}')
+    assert _next_strict_response(server)["success"] is True
+    server.send(b'{"type":"get_state","id":"s"}')
+    assert _next_strict_response(server)["data"]["sessionName"] == "a\ufffdb"

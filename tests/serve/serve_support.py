@@ -26,9 +26,11 @@ from reference_paths import FIXTURE_STREAMS
 from tether.ai.paths import config_dir
 from tether.durable.config import DurableConfig
 from tether.serve import ServeConfig, create_app
+from tether.serve.app import HISTORY_BUDGET
 from tether.serve.auth import Tokens
 from tether.serve.feeds import SUBSCRIBER_BUFFER
 from tether.serve.hub import SessionHub
+from tether.serve.slow_clients import HeaderDeadline
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
 from tether.store import open_store
@@ -97,6 +99,7 @@ async def serving(
     yes: bool = False,
     max_followers: int = 10_000,
     follower_buffer: int = SUBSCRIBER_BUFFER,
+    history_budget: int = HISTORY_BUDGET,
     durable: DurableConfig | None = None,
     extensions: tuple[Path, ...] = (),
     model: str | None = None,
@@ -118,12 +121,19 @@ async def serving(
         cors_origins=cors_origins,
         max_followers=max_followers,
         follower_buffer=follower_buffer,
+        history_budget=history_budget,
         durable=durable,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn.Config(
+            create_app(config),
+            http=HeaderDeadline,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
     )
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # pytest owns them
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

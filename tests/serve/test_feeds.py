@@ -127,7 +127,7 @@ async def test_a_stream_that_does_not_read_is_dropped_with_the_entry_to_resume_a
         sock.connect(("127.0.0.1", int(served.url.rsplit(":", 1)[1])))
         sock.setblocking(False)
         reader, writer = await asyncio.open_connection(sock=sock)
-        request = f"GET /api/sessions/{session_id}/events?history=false HTTP/1.1\r\nHost: test\r\n\r\n"
+        request = f"GET /api/sessions/{session_id}/events?history=false HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         writer.write(request.encode())
         async with asyncio.timeout(WAIT_SECONDS):
             while not (await reader.readline()).startswith(b"retry:"):

@@ -124,8 +124,11 @@ async def _serve(options: SessionOptions, out: BinaryIO) -> None:
         await asyncio.shield(connection.close())
 
 
-def _is_stream(stream: TextIO) -> bool:
-    """A pipe, socket or terminal: what asyncio's pipe transports accept (a regular file is not)."""
+def _is_stream(stream: TextIO | None) -> bool:
+    """A pipe, socket or terminal: what asyncio's pipe transports accept (a regular file is not;
+    ``None``: the descriptor was closed when Python started)."""
+    if stream is None:
+        return False
     try:
         mode = os.fstat(stream.fileno()).st_mode
     except (OSError, ValueError):

@@ -30,12 +30,14 @@ import json
 import logging
 from typing import Any, BinaryIO, TextIO, cast
 
-from tether.wire.json_line import load_line, top_level_id
+from tether.wire.json_line import load_message, top_level_id
 
 logger = logging.getLogger("tether.acp")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+CANCEL = "session/cancel"
 
 
 MAX_MESSAGE_BYTES = 50 * 1024 * 1024
@@ -100,7 +102,7 @@ class JsonRpcStdio:
         self._fewer_sends = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        data = _encode(message)
         self._waiting_sends += 1
         try:
             async with self._lock:
@@ -126,14 +128,33 @@ class JsonRpcStdio:
             if not line.strip():
                 continue
             try:
-                message: object = load_line(line)
+                message: object = load_message(line)
             except ValueError as exc:
                 await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
                 continue
             problem = message_problem(message)
             if problem is None:
-                return cast(dict[str, Any], message)
+                fields = cast(dict[str, Any], message)
+                if fields.get("method") == CANCEL and "id" in fields:
+                    cancel = await self._cancel_request(fields)
+                    if cancel is None:
+                        continue
+                    return cancel
+                return fields
             await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
+
+    async def _cancel_request(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """``session/cancel`` sent as a request: ACP makes it a notification, which the SDK routes
+        as such only, answering a request "Method not found" with the run left going. The cancel
+        is what the client means: it is answered ``null`` here and passed on as the notification
+        (``None``: its params were wrong, answered as ``-32602``)."""
+        params = request.get("params")
+        if not isinstance(params, dict) or not isinstance(cast(dict[str, Any], params).get("sessionId"), str):
+            detail = f'{CANCEL}: "sessionId" must be a string'
+            await self._error(request["id"], INVALID_PARAMS, "Invalid params", detail)
+            return None
+        await self.send({"jsonrpc": "2.0", "id": request["id"], "result": None})
+        return {"jsonrpc": "2.0", "method": CANCEL, "params": params}
 
     async def _next_line(self) -> bytes | None:
         while True:
@@ -178,6 +199,16 @@ class JsonRpcStdio:
         logger.warning("answered a bad JSON-RPC message with %s: %s", code, details)
         error = {"code": code, "message": message, "data": {"details": details}}
         await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """One line of compact JSON, non-ASCII as UTF-8; a lone surrogate (a file name that is not
+    UTF-8, read by a tool) cannot be UTF-8, so such a message is sent ASCII-escaped: still JSON."""
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def message_problem(message: object) -> str | None:

@@ -84,6 +84,10 @@ async def _run(options: RunOptions) -> int:
     rpc_out = None
     json_out = None
     print_out = None
+    if options.mode in ("rpc", "json", "print") and sys.stdout is None:  # started with fd 1 closed
+        name = "-p" if options.mode == "print" else f"--mode {options.mode}"
+        sys.stderr.write(f"tether: standard output is closed: {name} has nowhere to write\n")
+        return 1
     if options.mode == "rpc":
         if options.prompt:
             sys.stderr.write("tether: --mode rpc takes its prompts as commands on stdin, not as arguments\n")

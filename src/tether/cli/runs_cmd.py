@@ -21,12 +21,18 @@ if TYPE_CHECKING:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+_MAX_AGE = 10_000 * 365.25 * 86400
+
+
 def parse_age(text: str, flag: str) -> float:
     """``90s``, ``15m``, ``2h``, ``7d`` (a bare number: seconds) → seconds."""
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
     if found is None:
         raise DurableCommandError(f"{flag} {text!r}: expected a number with s, m, h or d (like 2h or 7d)")
-    return float(found.group(1)) * _UNITS[found.group(2) or "s"]
+    seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"]
+    if seconds > _MAX_AGE:  # a date before year 1 (or not a number at all): no query can use it
+        raise DurableCommandError(f"{flag} {text!r}: more than 10000 years")
+    return seconds
 
 
 def run_command(

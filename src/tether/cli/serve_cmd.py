@@ -51,6 +51,7 @@ def run_server(
         import uvicorn
 
         from tether.serve import ServeConfig, create_app
+        from tether.serve.slow_clients import HeaderDeadline
     except ImportError:
         sys.stderr.write(f"tether: {MISSING}\n")
         return 1
@@ -86,6 +87,7 @@ def run_server(
         server = uvicorn.Server(
             uvicorn.Config(
                 create_app(config),
+                http=HeaderDeadline,
                 log_level="warning",
                 timeout_graceful_shutdown=3,
                 lifespan="on",

@@ -39,7 +39,7 @@ def first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(cause).__name__
 
 
-def _no_tables(exc: BaseException) -> bool:
+def no_tables(exc: BaseException) -> bool:
     """Whether a query failed because DBOS's tables are not there yet (no worker ever started
     on the database), as opposed to a database that cannot be used at all."""
     cause = getattr(exc, "orig", None) or exc
@@ -85,7 +85,7 @@ class DurableClient:
         try:
             ready = self._client.retrieve_queue(QUEUE) is not None
         except Exception as exc:
-            if not _no_tables(exc):  # not a database, unreachable, refused: say so, not "no worker"
+            if not no_tables(exc):  # not a database, unreachable, refused: say so, not "no worker"
                 raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
             ready = False
         if not ready:

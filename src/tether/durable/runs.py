@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from dbos import WorkflowStatus
 
-from tether.durable.client import DurableClient
+from tether.durable.client import DurableClient, no_tables
 from tether.durable.config import QUEUE, WORKFLOW
 from tether.errors import UserError
 
@@ -124,7 +124,8 @@ def list_runs(
 ) -> list[RunInfo]:
     """Runs, newest first. ``newer_than``/``older_than``: their age in seconds (by creation)."""
     now = time.time()
-    found = client.dbos.list_workflows(
+    found = _workflows(
+        client,
         name=WORKFLOW,
         status=status,
         executor_id=worker,
@@ -142,7 +143,7 @@ def list_runs(
 
 def show(client: DurableClient, run_id: str) -> RunDetail:
     """The run with its steps, their timings, and the tokens and cost of its model calls."""
-    found = client.dbos.list_workflows(workflow_ids=[run_id], load_output=False)
+    found = _workflows(client, workflow_ids=[run_id], load_output=False)
     if not found:
         raise RunNotFoundError(run_id)
     steps: list[StepInfo] = []
@@ -227,10 +228,21 @@ def prune_with(dbos: Any, older_than_days: float) -> list[str]:
 
 
 def _get(client: DurableClient, run_id: str) -> RunInfo:
-    found = client.dbos.list_workflows(workflow_ids=[run_id], load_output=False)
+    found = _workflows(client, workflow_ids=[run_id], load_output=False)
     if not found:
         raise RunNotFoundError(run_id)
     return _info(found[0])
+
+
+def _workflows(client: DurableClient, **query: Any) -> list[WorkflowStatus]:
+    """DBOS's runs matching ``query``; none before a worker has ever started on the database (its
+    tables are made then): a fresh machine has no runs, not a missing table."""
+    try:
+        return client.dbos.list_workflows(**query)
+    except Exception as exc:
+        if no_tables(exc):
+            return []
+        raise
 
 
 def _iso(seconds: float) -> str:

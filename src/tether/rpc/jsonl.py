@@ -8,6 +8,10 @@ CRLF), and never buffer a limit: a ``get_messages`` answer can be megabytes on o
 
 from __future__ import annotations
 
+import json
+
+from pydantic_core import PydanticSerializationError
+
 from tether.wire import dumpb
 
 
@@ -48,5 +52,12 @@ def _strip_cr(line: bytes) -> bytes:
 
 
 def encode_frame(frame: object) -> bytes:
-    """One record: compact JSON (non-ASCII kept as UTF-8), then LF."""
-    return dumpb(frame) + b"\n"
+    """One record: compact JSON (non-ASCII kept as UTF-8), then LF. A lone surrogate (a file name
+    that is not UTF-8, read by a tool) cannot be UTF-8: such a frame is sent ASCII-escaped, still
+    JSON, rather than not at all."""
+    try:
+        return dumpb(frame) + b"\n"
+    except PydanticSerializationError:
+        from pydantic_core import to_jsonable_python
+
+        return json.dumps(frame, separators=(",", ":"), default=to_jsonable_python).encode() + b"\n"

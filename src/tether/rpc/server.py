@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -39,7 +40,7 @@ from tether.session.commands import execute_remote, named_command
 from tether.session.events import Run, SessionEvent, WireEvents, message_text
 from tether.store.store import SessionError
 from tether.wire import AgentMessage, ImageContent, ModelInfo
-from tether.wire.json_line import load_line, top_level_id
+from tether.wire.json_line import load_message, top_level_id
 
 if TYPE_CHECKING:
     from tether.rpc.extension_ui import RpcExtensionUI
@@ -86,12 +87,14 @@ def _validator(command: str) -> Callable[[object], Any]:
 
 def _load(line: bytes) -> object:
     """The line's JSON value: pydantic-core's parser (one native call: 3.5k instructions on a
-    ``get_state`` line where ``json.loads`` takes 20k), else ``load_line``, which also accepts what that parser
-    refuses but JSON allows (lone surrogate escapes, a UTF-16 line) and words its errors."""
+    ``get_state`` line where ``json.loads`` takes 20k), else ``load_message``, which also accepts what that parser
+    refuses but JSON allows (lone surrogate escapes, read as U+FFFD; a UTF-16 line) and words its
+    errors. Neither takes ``NaN`` or ``Infinity``; a number past a float's range is caught at the
+    id (``_parse``), the one number echoed."""
     try:
-        return from_json(line)
+        return from_json(line, allow_inf_nan=False)
     except ValueError:
-        return load_line(line)
+        return load_message(line)
 
 
 class RpcServer:
@@ -203,7 +206,11 @@ class RpcServer:
             self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")
             return None
         command = cast(dict[str, Any], raw)
-        request_id = _request_id(command.get("id"))
+        sent_id = command.get("id")
+        if isinstance(sent_id, float) and not math.isfinite(sent_id):  # echoed: ``Infinity``, no JSON
+            self._respond(None, "parse", error='Failed to parse command: "id": a number out of range')
+            return None
+        request_id = _request_id(sent_id)
         kind = command.get("type")
         if not isinstance(kind, str):
             self._respond(request_id, "parse", error='a command needs a string "type"')

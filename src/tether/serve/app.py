@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import sys
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -29,9 +31,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import UserError
-from tether.serve.auth import RateLimit, Tokens
+from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
-from tether.serve.feeds import SUBSCRIBER_BUFFER, Chunk, Feeds, Subscriber, entry_chunk
+from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
@@ -40,10 +42,20 @@ from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
-from tether.store.store import SessionRecord, SessionStore
+from tether.store.store import SessionRecord, SessionStore, StoredEntry
 
 if TYPE_CHECKING:
     from tether.durable.config import DurableConfig
+
+HISTORY_BUDGET = 256 << 20
+"""Bytes of history the followers may have yet to take, together; past it a new one is a 503."""
+HISTORY_PIECE = 64 << 10
+"""A follower's history goes out in pieces of about this size, each when its connection took the
+one before (uvicorn waits for a connection over its buffer's limit)."""
+
+JOINS_AT_ONCE = 32
+"""Followers joining at once: a burst of joins would otherwise read every history before any of
+them is counted against the budget."""
 
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
@@ -74,6 +86,8 @@ class ServeConfig:
     session (``tether.serve.feeds``): a follower costs a connection and its buffer, no thread."""
     follower_buffer: int = SUBSCRIBER_BUFFER
     """Chunks a follower may be behind before it is dropped (it resumes by ``Last-Event-ID``)."""
+    history_budget: int = HISTORY_BUDGET
+    """Bytes of history the followers may have yet to take, together (``HISTORY_BUDGET``)."""
 
 
 class PromptBody(BaseModel):
@@ -125,7 +139,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/api/runs/{run_id}", runs.show, methods=["GET"]),
         Route("/api/runs/{run_id}/cancel", runs.cancel, methods=["POST"]),
     ]
-    middleware = [Middleware(_Guard, tokens=config.tokens)]
+    middleware = [Middleware(_Guard, tokens=config.tokens, cors_origins=config.cors_origins)]
     if config.cors_origins:  # outermost: a preflight is answered before the token is asked for
         middleware.insert(
             0,
@@ -159,16 +173,24 @@ def create_app(config: ServeConfig) -> Starlette:
 
 
 class _Guard:
-    """Bearer auth on the API (read-only tokens refused on POST) and the page's security headers."""
+    """Bearer auth on the API (read-only tokens refused on POST), the page's security headers, and
+    without a token, no request a page of another site sends (``auth.browser_problem``)."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, cors_origins: tuple[str, ...]) -> None:
         self.app = app
         self.tokens = tokens
+        self.cors_origins = cors_origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if not self.tokens.required:
+            headers = Headers(scope=scope)
+            problem = browser_problem(headers.get("host"), headers.get("origin"), self.cors_origins)
+            if problem is not None:
+                await _error(403, problem)(scope, receive, send)
+                return
         path: str = scope["path"]
         if path.startswith("/api/") or path == "/openapi.json":
             request = Request(scope)
@@ -219,6 +241,9 @@ class _Api:
         self.hub = config.hub
         self.feeds = feeds
         self.limit = RateLimit(config.prompts_per_minute)
+        self._history_held = 0
+        """Bytes of history the followers have yet to take (``_stream``)."""
+        self._joins = asyncio.Semaphore(JOINS_AT_ONCE)
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -265,23 +290,54 @@ class _Api:
             raise ApiError(
                 503, f"this server follows {self.feeds.followers} streams already: try again later"
             )
-        try:
-            subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
-        except SessionNotFoundError:
-            raise ApiError(404, f"no session {session_id!r}") from None
+        async with self._joins:  # histories read at once: each is held until it is counted
+            if not from_end and self._history_held >= self.config.history_budget:
+                raise self._history_full()  # before the history is read, not after
+            try:
+                subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
+            except SessionNotFoundError:
+                raise ApiError(404, f"no session {session_id!r}") from None
+            size = sum(len(entry.payload) for entry in backlog)
+            if size and self._history_held and self._history_held + size > self.config.history_budget:
+                self.feeds.unsubscribe(session_id, subscriber)
+                raise self._history_full()
+            self._history_held += size
         return StreamingResponse(
-            self._stream(session_id, subscriber, entry_chunk(backlog)),
+            self._stream(session_id, subscriber, deque(backlog), size),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _stream(self, session_id: str, subscriber: Subscriber, backlog: Chunk) -> AsyncIterator[str]:
+    def _history_full(self) -> ApiError:
+        return ApiError(
+            503,
+            f"this server is sending {self._history_held >> 20} MB of history to followers "
+            "that have not taken it yet: try again later",
+        )
+
+    async def _stream(
+        self, session_id: str, subscriber: Subscriber, backlog: deque[StoredEntry], held: int
+    ) -> AsyncIterator[str]:
         """The follower's history, then what its feed brings; a ``dropped`` event (and the end)
-        when it fell too far behind, naming the entry to resume after."""
+        when it fell too far behind, naming the entry to resume after.
+
+        The history goes out in pieces (``HISTORY_PIECE``), each yielded when the connection
+        has taken the one before, and each piece's entries let go as it goes: a client that
+        reads nothing holds a piece in its connection's buffer, not the whole history, and what
+        it has yet to take counts against ``history_budget`` (``held``) until it takes it."""
         last = subscriber.start_after
         try:
+            yield "retry: 2000\n\n"
+            while backlog:
+                piece: list[StoredEntry] = []
+                size = 0
+                while backlog and size < HISTORY_PIECE:
+                    piece.append(backlog.popleft())
+                    size += len(piece[-1].payload)
+                yield entry_chunk(piece).text
+                held -= size
+                self._history_held -= size
             # then where the run is now (status, words so far), as the subscriber's first chunks
-            yield "retry: 2000\n\n" + backlog.text
             while True:
                 chunks = await subscriber.take(KEEP_ALIVE_SECONDS)
                 if chunks:
@@ -296,12 +352,16 @@ class _Api:
                 if not chunks:
                     yield ": keep-alive\n\n"
         finally:
+            self._history_held -= held
             self.feeds.unsubscribe(session_id, subscriber)
 
     async def create_session(self, request: Request) -> Response:
         body = await parse_body(request, MessageBody)
         self._spend(request)
-        session_id = await self.hub.new_session(body.message)
+        try:
+            session_id = await self.hub.new_session(body.message)
+        except TimeoutError as exc:  # a slow store or extension hook: not the client's mistake, nor ours
+            raise ApiError(503, f"{exc}: try again later") from None
         return JSONResponse({"sessionId": session_id, "disposition": "started"}, status_code=201)
 
     async def prompt(self, request: Request) -> Response:
@@ -386,7 +446,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:  # "²".isdigit()
         raise ApiError(422, f"{name}: expected an integer from {low} to {high}")
     return int(raw)
 

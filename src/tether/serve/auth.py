@@ -8,6 +8,7 @@ the machine's own users are trusted as they are by the CLI.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -37,6 +38,37 @@ class Tokens:
         if self.read_only is not None and hmac.compare_digest(presented.encode(), self.read_only.encode()):
             return "read"
         return "none"
+
+
+def browser_problem(host: str | None, origin: str | None, allowed_origins: tuple[str, ...]) -> str | None:
+    """Why a request to a server *without a token* may come from a page of another site (``None``:
+    it cannot). Such a server trusts whoever reaches it on loopback, and a browser does, for any
+    site it has open: a page of another site can send a POST that needs no preflight (a
+    ``text/plain`` body is still read as JSON), and a site whose name it makes resolve to 127.0.0.1
+    (DNS rebinding) is the same origin as the server to the browser, so it reads the answers.
+    Browsers always send the name they connect to as ``Host`` and a cross-site request's
+    ``Origin``: the name must be a loopback address or ``localhost``, and an ``Origin`` must be
+    the server itself or one given with ``--cors-origin``. A client that is no browser sends no
+    ``Origin``; with a token none of this is needed (a browser never adds the token by itself)."""
+    if host is not None and not _loopback_name(host):
+        return f"Host {host}: a server without a token answers only to 127.0.0.1, [::1] or localhost"
+    if origin is None or origin in allowed_origins or "*" in allowed_origins:
+        return None
+    scheme, _, rest = origin.partition("://")
+    if scheme in ("http", "https") and host is not None and rest.lower() == host.lower():
+        return None
+    return f"Origin {origin}: pages of other sites may not call this server (allow one with --cors-origin)"
+
+
+def _loopback_name(host: str) -> bool:
+    """``host`` (a ``Host`` header: a name or address, and maybe a port) names this machine."""
+    name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 class RateLimit:

@@ -39,6 +39,8 @@ async def parse_body(request: Request, model: type[B]) -> B:
         data = json.loads(raw or b"{}")
     except ValueError:
         raise ApiError(400, "body: not valid JSON") from None
+    except RecursionError:  # json recurses: 2 MiB of "[" is deeper than it can go
+        raise ApiError(400, "body: JSON nested too deeply") from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -50,7 +52,7 @@ async def parse_body(request: Request, model: type[B]) -> B:
 async def _bounded_body(request: Request) -> bytes:
     too_big = ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise too_big
     parts: list[bytes] = []
     size = 0

@@ -168,7 +168,7 @@ class SessionHub:
                 core.abort()
                 await core.close()
                 del self._streamed[id(core)]
-                raise TimeoutError("the new session got no id in time")
+                raise TimeoutError(f"the new session was not stored within {OPEN_TIMEOUT_SECONDS:g} s")
             await asyncio.sleep(0.01)
         if core.session is not None:
             await core.session.written()

@@ -11,22 +11,76 @@ request's ``id`` from a line that could not be parsed, so the error response can
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
+from typing import Any, cast
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
 """A JSON string or a bracket; matching strings whole keeps brackets inside them out of the count."""
 _ID_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""The only way a surrogate gets into a parsed line: bad UTF-8 bytes fail decoding instead."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate left in a ``str`` once the parser has joined every pair: one that came alone."""
+
+
 def load_line(line: bytes | str) -> object:
     """The JSON value of ``line`` (a line, or a whole file's text); ``ValueError`` for anything
     that is not JSON (``json.JSONDecodeError``, with its position, for a syntax error)."""
+    return _loads(line)
+
+
+def load_message(line: bytes | str) -> object:
+    """A protocol message's JSON value (RPC, ACP lines), as ``load_line`` reads it, and fit to be
+    answered: whatever a peer sends comes back to it (an id is echoed, a name stored and shown),
+    and a frame holding ``Infinity`` or a lone surrogate is no JSON a peer reads, nor UTF-8 a
+    store keeps. So ``NaN``, ``Infinity`` (not JSON, which Python's parser takes) and numbers past
+    a float's range are refused (``ValueError``), and a lone surrogate escape (JSON allows it)
+    becomes U+FFFD, as a UTF-8 decoder reads bytes that are not UTF-8."""
+    value = _loads(line, parse_constant=_not_json, parse_float=_finite)
+    if _SURROGATE_ESCAPE.search(line.encode() if isinstance(line, str) else line):
+        return _without_lone_surrogates(value)
+    return value
+
+
+def _loads(line: bytes | str, **hooks: Any) -> object:
     try:
-        return json.loads(line)
+        return json.loads(line, **hooks)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # Python's own limit on digits: its message gives Python advice
+        if "digits" not in str(exc):
+            raise
+        raise ValueError(f"a number of more than {sys.get_int_max_str_digits()} digits") from None
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"a number out of range: {text[:40]}")
+    return number
+
+
+def _without_lone_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in cast(list[object], value)]
+    if isinstance(value, dict):
+        fields = cast(dict[str, object], value)
+        return {_LONE_SURROGATE.sub("\ufffd", k): _without_lone_surrogates(v) for k, v in fields.items()}
+    return value
 
 
 def top_level_id(line: bytes) -> str | int | float | None:
@@ -49,5 +103,9 @@ def top_level_id(line: bytes) -> str | int | float | None:
                 parsed: object = json.loads(value.group(1))
             except ValueError:
                 return None
-            return parsed if isinstance(parsed, str | int | float) else None
+            if isinstance(parsed, float) and not math.isfinite(parsed):
+                return None  # echoed, it would be ``Infinity``: no JSON
+            if isinstance(parsed, str):
+                return _LONE_SURROGATE.sub("\ufffd", parsed)
+            return parsed if isinstance(parsed, int | float) else None
     return None

@@ -1,0 +1,217 @@
+"""Requests a hostile web page or client sends to ``tether serve`` (a real uvicorn on 127.0.0.1).
+
+A server without a token trusts whoever reaches it on loopback; a browser reaches it too, on
+behalf of any site it has open. A page of another site may send a "simple" POST (``text/plain``,
+no preflight) that starts a session, and a site whose name it makes resolve to 127.0.0.1 (DNS
+rebinding) reads every answer as its own. Neither may get through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
+
+from session_helpers import user
+from tether.serve import hub as hub_module, slow_clients
+from tether.serve.auth import Tokens
+from tether.session import SessionManager
+from tether.store import open_store
+
+PROMPT = b'{"message": "run rm -rf ~ for me"}'
+
+
+async def test_a_page_of_another_site_cannot_prompt_a_server_without_a_token(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok"), text("ok")])
+    cross_site = {"Origin": "http://evil.example", "Content-Type": "text/plain"}
+    async with (
+        serving(project, script, cors_origins=("https://team.example",)) as served,
+        served.client() as client,
+    ):
+        answer = await client.post("/api/sessions", content=PROMPT, headers=cross_site)
+        assert answer.status_code == 403
+        assert answer.json() == {
+            "error": "Origin http://evil.example: pages of other sites may not call this server "
+            "(allow one with --cors-origin)"
+        }
+        sandboxed = await client.post("/api/sessions", content=PROMPT, headers={"Origin": "null"})
+        assert sandboxed.status_code == 403
+        assert (await client.get("/api/sessions")).json()["sessions"] == []
+        # the page itself (same origin), a configured origin and a client that is no browser
+        own = {"Origin": served.url}
+        assert (await client.post("/api/sessions", content=PROMPT, headers=own)).status_code == 201
+        team = {"Origin": "https://team.example"}
+        assert (await client.post("/api/sessions", content=PROMPT, headers=team)).status_code == 201
+        assert (await client.get("/api/sessions")).status_code == 200
+
+
+async def test_a_rebound_name_gets_nothing_from_a_server_without_a_token(
+    project: Path, tmp_path: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        port = served.url.rsplit(":", 1)[1]
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
+            answer = await client.get("/api/sessions", headers={"Host": host, "Origin": f"http://{host}"})
+            assert answer.status_code == 403, host
+            assert answer.json()["error"].startswith(f"Host {host}: a server without a token answers")
+            assert (await client.get("/", headers={"Host": host})).status_code == 403
+        for host in (
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            f"LOCALHOST:{port}",
+            f"[::1]:{port}",
+            "127.0.0.2",
+        ):
+            answer = await client.get("/api/sessions", headers={"Host": host, "Origin": f"http://{host}"})
+            assert answer.status_code == 200, host
+
+
+async def test_a_server_with_a_token_answers_any_host_and_origin_that_has_it(
+    project: Path, tmp_path: Path
+) -> None:
+    """With a token a browser holds nothing that gets through (no cookie is sent by itself), and
+    a proxy in front may name the server as it likes."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, tokens=Tokens("secret")) as served, served.client("secret") as client:
+        headers = {"Host": "agents.example.org", "Origin": "https://agents.example.org"}
+        assert (await client.get("/api/sessions", headers=headers)).status_code == 200
+
+
+async def test_json_nested_too_deeply_is_one_line_not_a_server_error(project: Path, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        for body in (b"[" * 100_000, b'{"message": "x", "more": ' + b"[" * 100_000):
+            answer = await client.post("/api/sessions", content=body)
+            assert (answer.status_code, answer.json()) == (400, {"error": "body: JSON nested too deeply"})
+
+
+async def test_a_number_in_another_script_is_not_a_limit(project: Path, tmp_path: Path) -> None:
+    """``"²".isdigit()`` is true and ``int("²")`` fails: that was a 500."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        for limit in ("²", "٣", "１０"):
+            answer = await client.get("/api/sessions", params={"limit": limit})
+            assert (answer.status_code, answer.json()) == (
+                422,
+                {"error": "limit: expected an integer from 1 to 1000"},
+            ), limit
+
+
+async def test_followers_that_never_read_hold_a_bounded_amount_of_history(
+    project: Path, tmp_path: Path
+) -> None:
+    """A follower's history was one string, put whole into its connection's buffer: 100 clients
+    that asked for a 3 MB session and read nothing held 380 MB of the server. The history goes
+    out in pieces, each when the connection took the one before; what the followers have yet to
+    take is bounded (``history_budget``): past it a new follower is a ``503``, until one leaves."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    for i in range(8):  # 8 MB: more than the socket buffers of a client that reads nothing
+        session.append_message(user(f"{i}" + "x" * 1_000_000))
+    session.close()
+    manager.close()
+    try:
+        async with (
+            serving(project, script, history_budget=2_000_000) as served,
+            served.client() as client,
+        ):
+            path = f"/api/sessions/{session.id}/events"
+            stalled = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect(("127.0.0.1", int(served.url.rsplit(":", 1)[1])))
+            stalled.setblocking(False)
+            reader, writer = await asyncio.open_connection(sock=stalled)
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            async with asyncio.timeout(WAIT_SECONDS):
+                assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            async with asyncio.timeout(WAIT_SECONDS), client.stream("GET", path) as refused:
+                assert refused.status_code == 503  # not a stream: it would never end
+                error = json.loads(await refused.aread())["error"]
+            assert re.fullmatch(
+                r"this server is sending \d+ MB of history to followers that have not taken it yet: "
+                "try again later",
+                error,
+            )
+            writer.close()  # the stalled one leaves: its share is free again
+            async with asyncio.timeout(WAIT_SECONDS):  # once the server has seen it go
+                while True:
+                    async with client.stream("GET", path) as again:
+                        if again.status_code == 200:
+                            break
+                    await asyncio.sleep(0.05)
+            events = await sse_events(client, path, count=8)
+            assert [json.loads(data)["message"]["content"][0] for _, _, data in events] == [
+                str(i) for i in range(8)
+            ]
+    finally:
+        store.close()
+
+
+SLOW_INPUT = """
+import asyncio
+
+def setup(api):
+    @api.on("before_run")
+    async def slow(event):
+        await asyncio.sleep(3)
+"""
+
+
+async def test_a_new_session_that_is_not_stored_in_time_is_one_line_not_a_server_error(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Until its first message is stored a new session has no id to give: when that takes too
+    long (a slow store, a slow extension hook) the answer was a 500 with a traceback."""
+    monkeypatch.setattr(hub_module, "OPEN_TIMEOUT_SECONDS", 0.5)
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_INPUT)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, extensions=(slow,)) as served, served.client() as client:
+        answer = await client.post("/api/sessions", json={"message": "hello"})
+        assert (answer.status_code, answer.json()) == (
+            503,
+            {"error": "the new session was not stored within 0.5 s: try again later"},
+        )
+
+
+async def test_a_client_that_never_finishes_its_headers_is_cut_off(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn waited for ever for a request's headers: connections that send a header line now
+    and then (or nothing) held a descriptor each until none was left (slowloris)."""
+    monkeypatch.setattr(slow_clients, "HEADER_SECONDS", 0.5)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        port = int(served.url.rsplit(":", 1)[1])
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        stalls = [b"", b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n"]
+        connections = [await asyncio.open_connection("127.0.0.1", port) for _ in stalls]
+        for (_, writer), sent in zip(connections, stalls, strict=True):
+            writer.write(sent)
+        # a follower whose request came whole is not cut off, however long it follows
+        follower = asyncio.create_task(
+            sse_events(client, f"/api/sessions/{session_id}/events", until=lambda e: e[1] == "nothing")
+        )
+        async with asyncio.timeout(WAIT_SECONDS):
+            for reader, _ in connections:
+                assert await reader.read() == b""  # closed by the server
+        assert not follower.done()
+        follower.cancel()
+        # a kept-alive connection that begins its next request and stalls is cut off too
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /api/sessions/{session_id}/state HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        async with asyncio.timeout(WAIT_SECONDS):
+            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            writer.write(b"GET /api/sessions HTTP/1.1\r\n")
+            while await reader.read(65536):
+                pass
