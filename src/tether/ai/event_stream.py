@@ -223,11 +223,14 @@ class AssistantMessageEventStream:
             try:
                 item = next(steps, _END)
                 while item is None:  # WAIT: one pass through the event loop, where an abort cuts in
-                    self._waiting = task
-                    try:
+                    if task is None:  # no signal: nothing to cut in
                         await _pass()
-                    finally:
-                        self._waiting = None
+                    else:
+                        self._waiting = task
+                        try:
+                            await _pass()
+                        finally:
+                            self._waiting = None
                     item = next(steps, _END)
             except asyncio.CancelledError:
                 _close_steps(steps)
