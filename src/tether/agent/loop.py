@@ -454,7 +454,7 @@ class _Run:
             if type(response) is AssistantMessageEventStream:
                 # The wrapper keeps the stream contract, so what escapes ``forward`` is the sink's.
                 try:
-                    final = await response.forward(self._on_event)
+                    final = await response.pump(self._on_event)
                 except Exception as exc:
                     raise StepFailed("event listener", exc) from exc
             else:  # a stream function's own stream object: anything it raises is its failure
