@@ -30,7 +30,9 @@ rather than closed.
 event to a plain callback, instead of a coroutine per event behind ``async for``. The agent loop
 reads every model response with it: with the scripted model as a steps source, P2 runs 6.4%
 fewer instructions than through a coroutine per event, an async adapter per source item and a
-``close`` of each finished source.
+``close`` of each finished source. The loop awaits ``pump``, the same reading as a bare
+awaitable: over a steps source a generator-based coroutine whose waits are its own bare ``yield``
+(1.1% fewer of P2's instructions than a coroutine awaiting a ``_pass`` per wait).
 """
 
 from __future__ import annotations
@@ -279,7 +281,7 @@ class AssistantMessageEventStream:
                 pending = handle(event)
                 if pending is not None:  # awaited: a coroutine as it is, anything else by ``__await__``
                     if type(pending) is types.CoroutineType:
-                        yield from pending  # pyright: ignore[reportGeneralTypeIssues]
+                        yield from pending
                     else:
                         yield from pending.__await__()
         final = self._final
