@@ -115,3 +115,34 @@ def test_a_caller_changing_the_returned_list_changes_nothing(
             returned.reverse()
         messages.append(message(role, next(counter)))
         check(llm_filter, messages)
+
+
+# What the loop does to its own transcript between two calls when no hook is handed it.
+GROWTH = st.one_of(
+    st.tuples(st.just("append"), st.sampled_from(ROLES)),
+    st.tuples(st.just("replace_new"), st.sampled_from(ROLES)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(ROLES), max_size=8), st.lists(st.lists(GROWTH, max_size=5), max_size=12))
+def test_a_private_filter_matches_the_default_while_the_list_only_grows(
+    start: list[str], rounds: list[list[tuple[str, str]]]
+) -> None:
+    """Private: no prefix check. Appending, and replacing what was appended since the last call
+    (the streaming message by its final form), keep it exact; its answers are still copies."""
+    counter = iter(range(10_000))
+    messages = [message(role, next(counter)) for role in start]
+    llm_filter = LlmFilter(private=True)
+    check(llm_filter, messages)
+    for steps in rounds:
+        known = len(messages)
+        for kind, role in steps:
+            if kind == "append" or len(messages) == known:
+                messages.append(message(role, next(counter)))
+            else:
+                messages[-1] = message(role, next(counter))
+        returned = llm_filter(messages)
+        assert returned == default_convert_to_llm(messages)
+        returned.clear()  # the caller (a stream function) owns the answer
+        check(llm_filter, messages)

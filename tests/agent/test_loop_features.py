@@ -364,3 +364,18 @@ async def test_a_closed_event_stream_ends_iteration_and_has_no_result() -> None:
     assert [event async for event in stream] == []  # closed before its first step: nothing ran
     with pytest.raises(RuntimeError, match="closed"):
         await stream.result()
+
+
+async def test_a_hook_that_rewrites_the_transcript_in_place_is_seen_by_the_next_request() -> None:
+    """The request is filtered incrementally; a hook handed the transcript (here
+    ``should_stop_after_turn``) may change what was already sent, and the next request follows."""
+    model = ScriptedModel([reply(tool_call("echo", {"value": "a"})), reply("done")])
+
+    def hide_the_prompt(turn: TurnContext) -> bool:
+        turn.context.messages[0] = {"role": "note", "content": "hidden", "timestamp": 0}  # type: ignore[typeddict-item]
+        return False
+
+    await run(model, AgentLoopConfig(model=model.model, should_stop_after_turn=hide_the_prompt))
+    first, second = (request.context["messages"] for request in model.requests)
+    assert [m["role"] for m in first] == ["user"]
+    assert [m["role"] for m in second] == ["assistant", "toolResult"]

@@ -163,3 +163,44 @@ async def test_an_event_without_its_fields_ends_the_stream_with_an_error() -> No
         seen, final = await read_with_forward(stream)
         assert seen == ["start"]
         assert (final["stopReason"], final.get("errorMessage")) == ("error", "KeyError: 'partial'")
+
+
+class Later:
+    """An awaitable that is neither a coroutine nor a future: it suspends once, then ends."""
+
+    def __init__(self, log: list[str], text: str) -> None:
+        self.log, self.text = log, text
+
+    def __await__(self) -> Iterator[None]:
+        yield None
+        self.log.append(self.text)
+
+
+@pytest.mark.parametrize("kind", ["coroutine", "future", "awaitable"])
+async def test_what_the_handler_returns_is_awaited_before_the_next_event(kind: str) -> None:
+    """``pump`` (the loop's path) and ``forward`` await the handler's answer whatever it is: the
+    next event is served only after it ended, even when it suspends the reader."""
+    log: list[str] = []
+
+    async def later(text: str) -> None:
+        await asyncio.sleep(0)
+        log.append(text)
+
+    def handle(event: AssistantMessageEvent) -> object:
+        log.append(event["type"])
+        done = f"{event['type']} handled"
+        if kind == "coroutine":
+            return later(done)
+        if kind == "future":
+            future = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().call_soon(lambda: (log.append(done), future.set_result(None)))
+            return future
+        return Later(log, done)
+
+    for read in ("pump", "forward"):
+        log.clear()
+        stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, Source().steps())
+        final = await (stream.pump(handle) if read == "pump" else stream.forward(handle))  # type: ignore[arg-type]
+        assert final["stopReason"] == "stop"
+        kinds = ["start", "text_start", "text_delta", "text_delta", "text_delta"]
+        assert log == [entry for kind_ in kinds for entry in (kind_, f"{kind_} handled")], read

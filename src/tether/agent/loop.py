@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.event_stream import AgentEventStream
@@ -146,6 +147,21 @@ async def _call(step: str, function: Callable[..., Any], *args: Any) -> Any:
         raise StepFailed(step, exc) from exc
 
 
+_execution: ModuleType | None = None
+
+
+def _tool_execution() -> ModuleType:
+    """``tether.agent.tool_execution``, loaded with the first tool call: a run that only answers
+    never needs it (nor argument validation, nor the hook payloads: ~5% of `tether -p`'s
+    start-up). Kept here once loaded: an ``import`` statement per turn cost 1% of P2."""
+    global _execution
+    if _execution is None:
+        import tether.agent.tool_execution as execution
+
+        _execution = execution
+    return _execution
+
+
 class _Run:
     """One run of the loop and what its failure handling needs to know about where it is."""
 
@@ -185,8 +201,16 @@ class _Run:
         self.options = dataclasses.replace(config.options, signal=signal)
         """The stream options of every call: the config's, with the run's signal."""
         self.new_messages: list[AgentMessage] = []
-        self.llm_filter = LlmFilter()
-        """The default ``convert_to_llm``, remembering what it filtered in earlier calls."""
+        self.llm_filter = LlmFilter(
+            private=config.transform_context is None
+            and config.should_stop_after_turn is None
+            and config.get_continuation_messages is None
+            and config.before_tool_call is None
+            and config.after_tool_call is None
+        )
+        """The default ``convert_to_llm``, remembering what it filtered in earlier calls. Private
+        (no prefix check) when no hook is handed the transcript: the list is this run's own copy,
+        and the loop only appends to it or replaces what it appended since the last call."""
         self.in_turn = False
         """``turn_start`` was emitted and its ``turn_end`` was not."""
         self.streaming: AssistantMessage | None = None
@@ -406,17 +430,18 @@ class _Run:
         Called by the stream's ``forward`` for every event but the terminal one; events before
         ``start`` are not reported (the reference's loop ignores them too). As the reference
         does, the transcript's last message is the stream's latest partial, and every event
-        carries a shallow copy of it (a listener that keeps one sees it as it was)."""
-        if event["type"] == "start":
-            partial = event["partial"]
-            self.context.messages.append(partial)
-            self.streaming = partial
-            return self.sink({"type": "message_start", "message": partial.copy()})
-        if self.streaming is None:
-            return None
+        carries a shallow copy of it (a listener that keeps one sees it as it was). Most events
+        carry the partial already in place: then only the event is built."""
         partial = event["partial"]
-        self.context.messages[-1] = partial
-        self.streaming = partial
+        if partial is not self.streaming or event["type"] == "start":
+            if event["type"] == "start":
+                self.context.messages.append(partial)
+                self.streaming = partial
+                return self.sink({"type": "message_start", "message": partial.copy()})
+            if self.streaming is None:
+                return None
+            self.context.messages[-1] = partial
+            self.streaming = partial
         return self.sink(
             {"type": "message_update", "assistantMessageEvent": event, "message": partial.copy()}
         )
@@ -429,7 +454,7 @@ class _Run:
             if type(response) is AssistantMessageEventStream:
                 # The wrapper keeps the stream contract, so what escapes ``forward`` is the sink's.
                 try:
-                    final = await response.forward(self._on_event)
+                    final = await response.pump(self._on_event)
                 except Exception as exc:
                     raise StepFailed("event listener", exc) from exc
             else:  # a stream function's own stream object: anything it raises is its failure
@@ -455,12 +480,7 @@ class _Run:
         if final["stopReason"] != "error" and final["stopReason"] != "aborted":
             calls = [block for block in final["content"] if block["type"] == "toolCall"]
             if calls:
-                # Tool execution (and argument validation, the hook payloads) loads with the first
-                # call: a run that only answers never needs it (~5% of `tether -p`'s start-up).
-                # Per turn this costs the two `import` statements (~3k instructions each, <1% of P2).
-                import tether.agent.tool_execution as execution
-
-                self.open_calls = (final, calls, execution.BatchReport())
+                self.open_calls = (final, calls, _tool_execution().BatchReport())
         try:
             await sink({"type": "message_end", "message": final})
         except Exception as exc:
@@ -488,7 +508,7 @@ class _Run:
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(self) -> ToolBatch:
-        import tether.agent.tool_execution as execution  # loaded: see `_consume`
+        execution = _tool_execution()
 
         assert self.open_calls is not None
         message, calls, report = self.open_calls
