@@ -175,10 +175,18 @@ def encode_entry(entry: EntryDict, *, many: bool = False) -> bytes:
     spelled (``4e-05`` against ``0.00004``: the same number when read). Values JSON has no type
     for (a tool's ``details`` holding a set, bytes or a dataclass) are converted as ``dumpb``
     converts them.
+
+    A lone surrogate (a file name that is not UTF-8, read through ``os.fsdecode``; an MCP
+    server's or an extension's ``"\\ud800"``) has no UTF-8 form: it is stored as U+FFFD, as a
+    UTF-8 decoder reads bad bytes, instead of failing this append and every later one.
     """
-    if many:
-        return dumpb(entry)
-    return _ENCODER.encode(entry).encode()
+    try:
+        return dumpb(entry) if many else _ENCODER.encode(entry).encode()
+    except ValueError:  # UnicodeEncodeError, or pydantic-core's error wrapping it
+        text = _ENCODER.encode(entry)
+        if text.isascii() or not _LONE_SURROGATE.search(text):
+            raise
+        return _LONE_SURROGATE.sub("\ufffd", text).encode()
 
 
 def _jsonable(value: object) -> object:
@@ -186,5 +194,8 @@ def _jsonable(value: object) -> object:
 
     return to_jsonable_python(value)
 
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point in a ``str``: UTF-8 has no form for one (a pair read from JSON is already one character)."""
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable)
