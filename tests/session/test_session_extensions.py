@@ -31,6 +31,7 @@ def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     project = tmp_path / "project"
     config.mkdir(parents=True)
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git tells one
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     return {"config": config, "project": project, "data": tmp_path / "home" / "data", "tmp": tmp_path}
