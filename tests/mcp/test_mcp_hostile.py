@@ -8,7 +8,7 @@ import sys
 from tests.mcp.conftest import TOY
 from tests.mcp.test_mcp_session import results, session, text_of
 
-from tether.agent.tool_schema import name_problem, parameters_problem
+from tether.agent.tool_check import name_problem, parameters_problem
 from tether.mcp import McpServerConfig
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 

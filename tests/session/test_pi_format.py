@@ -219,7 +219,10 @@ def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path
         assert not link.is_symlink() and json.loads(link.read_text().splitlines()[1])["type"] == "message"
         assert planted.read_text() == link.read_text()
         (tmp_path / "folder").mkdir()
-        for out, why in [(tmp_path / "folder", "Is a directory"), (tmp_path / "no" / "x.jsonl", "No such file")]:
+        for out, why in [
+            (tmp_path / "folder", "Is a directory"),
+            (tmp_path / "no" / "x.jsonl", "No such file"),
+        ]:
             with pytest.raises(OSError, match=rf"^cannot write {out}: {why}"):
                 export(out)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == ["planted.jsonl.tmp"]

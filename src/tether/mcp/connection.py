@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar, cast
 
-from tether.agent.tool_schema import parameters_problem
+from tether.agent.tool_check import parameters_problem
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp import sdk

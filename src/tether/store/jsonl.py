@@ -60,9 +60,10 @@ def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> No
 def write_lines(path: Path, lines: Iterable[bytes]) -> None:
     """Write ``lines`` to ``path`` whole or not at all: through a new temporary file beside it,
     then renamed over it. The temporary file is created, never opened by a fixed name: a link
-    planted at ``path.tmp`` once sent the export into the file it pointed to. A link at
-    ``path`` is replaced, not written through. The file is the user's alone (0600, ``mkstemp``'s
-mode): a transcript can hold what the user pasted into it. Failure raises ``OSError`` naming ``path``."""
+    planted at ``path.tmp`` once sent the export into the file it pointed to. A link at ``path``
+    is replaced, not written through. The file is the user's alone (0600, ``mkstemp``'s mode):
+    a transcript can hold what the user pasted into it. Failure raises ``OSError`` naming
+    ``path``."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:

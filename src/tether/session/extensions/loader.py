@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tether.agent.tool import AgentTool
-from tether.agent.tool_schema import name_problem, parameters_problem
+from tether.agent.tool_check import name_problem, parameters_problem
 from tether.session.extensions.api import ExtensionAPI, ExtensionUI, SessionControl, Shared
 from tether.session.extensions.host import ExtensionHost, LoadedExtension
 
@@ -75,7 +75,7 @@ def load_extensions(
 
 
 def _refuse_bad_tools(loaded: Sequence[LoadedExtension]) -> list[str]:
-    """Leave out the tools no provider would take (``tether.agent.tool_schema``: such a tool
+    """Leave out the tools no provider would take (``tether.agent.tool_check``: such a tool
     fails every request, not only its own calls) and a second tool of a name already taken by
     an extension (which of the two the model called would depend on load order); one line each.
     The extension's other tools stay."""
