@@ -92,6 +92,7 @@ def _hostile_repository(root: Path, outside: Path) -> Path:
     repo = root / "evil"
     repo.mkdir()
     (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git tells one
     (repo / "CLAUDE.md").symlink_to("/proc/self/environ")
     (repo / "out").mkdir()
     (repo / "out" / "AGENTS.md").symlink_to(outside)

@@ -19,6 +19,7 @@ def extension_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
     ``tmp_path``, so no user file is read."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git tells one
     (tmp_path / "home" / "config").mkdir(parents=True)
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HOME", str(tmp_path / "user"))

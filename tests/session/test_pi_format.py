@@ -189,3 +189,40 @@ def test_a_file_that_is_not_a_pi_session_is_one_clear_error(tmp_path: Path) -> N
     )
     with pytest.raises(ImportFormatError, match=r"y.jsonl:2: message.content: expected a string or an array"):
         read_pi_session(bad)
+
+
+@pytest.mark.parametrize("kind", ["pi", "tether"])
+def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path, kind: str) -> None:
+    """Exports went through ``OUT.tmp`` opened by name: a link planted there sent the session
+    into the file it pointed to, and a missing folder was reported as ``…/x.jsonl.tmp``."""
+    path = _write(
+        tmp_path / "s.jsonl",
+        [HEADER, _entry("message", "a1", None, message={"role": "user", "content": "hi", "timestamp": 1})],
+    )
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    with SessionManager.at(tmp_path / "db") as sessions:
+        session_id = import_pi_session(sessions, path).id
+
+        def export(out: Path) -> Path:
+            if kind == "pi":
+                return export_pi_session(sessions, session_id, out)
+            return sessions.export(session_id, out)
+
+        planted = tmp_path / "planted.jsonl"
+        (tmp_path / "planted.jsonl.tmp").symlink_to(victim)
+        export(planted)
+        link = tmp_path / "link.jsonl"
+        link.symlink_to(victim)
+        export(link)
+        assert victim.read_text() == "keep me"
+        assert not link.is_symlink() and json.loads(link.read_text().splitlines()[1])["type"] == "message"
+        assert planted.read_text() == link.read_text()
+        (tmp_path / "folder").mkdir()
+        for out, why in [
+            (tmp_path / "folder", "Is a directory"),
+            (tmp_path / "no" / "x.jsonl", "No such file"),
+        ]:
+            with pytest.raises(OSError, match=rf"^cannot write {out}: {why}"):
+                export(out)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == ["planted.jsonl.tmp"]

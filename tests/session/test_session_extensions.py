@@ -31,6 +31,7 @@ def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     project = tmp_path / "project"
     config.mkdir(parents=True)
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git tells one
     monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     return {"config": config, "project": project, "data": tmp_path / "home" / "data", "tmp": tmp_path}
@@ -596,3 +597,87 @@ async def test_an_abort_while_a_before_run_hook_runs_aborts_the_run(
         await asyncio.wait_for(core.close(), 30)
     assert [m["role"] for m in added] == ["user", "assistant"]
     assert added[-1]["stopReason"] == "aborted"
+
+
+# -- tools no provider would take; a failure before anyone listens ---------------------------
+
+
+async def test_tools_no_provider_would_take_are_left_out_one_line_each(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool with a broken schema or a name providers refuse went into every request (a
+    provider fails the whole request on it), and a second tool of a taken name silently
+    replaced the first: each is left out with one line, the extension's good tool stays."""
+    extension = write(
+        dirs["tmp"] / "sloppy.py",
+        """
+        from tether.agent.tool import AgentTool, AgentToolResult
+
+        async def run(call_id, params, signal, update):
+            return AgentToolResult(content=[{"type": "text", "text": "ran"}])
+
+        def tool(name, parameters):
+            return AgentTool(name=name, label=name, description="d", parameters=parameters, execute=run)
+
+        def setup(api):
+            api.register_tool(tool("good", {"type": "object", "properties": {}}))
+            api.register_tool(tool("weird", {"type": "object", "properties": {"a": {"type": "strng"}}}))
+            api.register_tool(tool("not_object", {"type": "string"}))
+            api.register_tool(tool("two words", {"type": "object"}))
+            api.register_tool(tool("good", {"type": "object", "properties": {"b": {"type": "string"}}}))
+        """,
+    )
+    script(monkeypatch, dirs["tmp"], [call("good"), text("done")])
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
+    )
+    try:
+        await core.prompt("go")
+        tools = [t.name for t in core.agent.tools]
+        result = next(m for m in core.messages if m["role"] == "toolResult")
+    finally:
+        await core.close()
+    assert core.notice is not None
+    lines = [line for line in core.notice.splitlines() if "sloppy" in line]
+    origin = f"extension sloppy ({extension})"
+    assert lines == [
+        f"{origin}: tool 'weird' left out: parameters.properties.a.type 'strng' is not a JSON type",
+        f"{origin}: tool 'not_object' left out: its parameters schema must have type 'object', not 'string'",
+        f"{origin}: tool 'two words' left out: the name 'two words' is not 1-64 letters, digits, '_' or '-'",
+        f"{origin}: tool 'good' left out: the name is taken by a tool of extension sloppy",
+    ]
+    assert "good" in tools and not {"weird", "not_object", "two words"} & set(tools)
+    assert not result["isError"] and result["content"][0]["text"] == "ran"
+
+
+async def test_a_session_start_hook_failing_before_anyone_listens_is_still_told(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``session_start`` runs while the session is made, before a front end subscribes; its
+    failure used up the extension's one line unheard, so no later failure was told either."""
+    extension = write(
+        dirs["tmp"] / "early.py",
+        """
+        def setup(api):
+            @api.on("session_start")
+            def started(event):
+                raise RuntimeError("no config yet")
+        """,
+    )
+    script(monkeypatch, dirs["tmp"], [text("done")])
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
+    )
+    await core.close()
+    assert core.notice is not None
+    assert (
+        "extension early failed in session_start: RuntimeError: no config yet (reported once)" in core.notice
+    )

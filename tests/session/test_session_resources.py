@@ -29,6 +29,7 @@ def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     config = tmp_path / "home" / "config"
     project = home / "work" / "repo"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # a repository, as git tells one
     config.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     return {"home": home, "config": config, "project": project}

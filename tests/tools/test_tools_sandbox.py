@@ -26,7 +26,7 @@ from tools_support import call, text_of
 from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.paths import data_dir
 from tether.errors import ToolError
-from tether.tools import Workspace, create_bash_tool, sandbox as sandbox_module
+from tether.tools import Workspace, create_bash_tool, sandbox as sandbox_module, sandbox_sockets
 from tether.tools.approval import ApprovalGate, describe_call
 from tether.tools.errors import PathOutsideWorkspace
 from tether.tools.process import supervised
@@ -216,6 +216,67 @@ async def test_no_network_unless_allowed(root: Path, home: Path, listener: int) 
     assert ok_off and "hello" in said_off
     ok, said = await outcome(confined(root, home, network=True), command)
     assert ok and "hello" in said
+
+
+@contextlib.contextmanager
+def unix_servers(paths: list[Path]) -> Iterator[None]:
+    """A Unix socket server at each path answering 'hello' (as the systemd user manager, Docker
+    or gpg-agent listen outside the sandbox)."""
+    servers: list[socket.socket] = []
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.listen()
+        server.settimeout(0.2)
+        servers.append(server)
+    stop = threading.Event()
+
+    def serve(server: socket.socket) -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.sendall(b"hello")
+
+    threads = [threading.Thread(target=serve, args=(server,), daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for server in servers:
+            server.close()
+
+
+async def test_the_hosts_unix_sockets_are_out_of_reach(
+    root: Path, home: Path, real_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file socket was reachable through the read-only root with the network off: the systemd
+    user manager (``systemd-run --user``), Docker, gpg-agent or a local PostgreSQL all run
+    outside. The runtime folder (``/run``, here a stand-in for it) is searched before each
+    command: a user's runtime folder is emptied, each other socket covered; the workspace's own
+    sockets stay."""
+    run = real_dir / "run"
+    monkeypatch.setattr(sandbox_sockets, "RUNTIME", (str(run),))
+    outside = [run / "user" / "1000" / "bus", run / "docker.sock", run / "postgresql" / ".s.PGSQL.5432"]
+    outside.append(run / "containerd" / "s" / "deep.sock")
+    own = root / "dev.sock"
+    connect = "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(5).decode())' "
+    with unix_servers([*outside, own]):
+        for path in outside:
+            (ok_in, said_in), (ok_off, said_off) = await both(root, home, connect + str(path))
+            assert not ok_in and "hello" not in said_in, path
+            assert ok_off and "hello" in said_off, (path, said_off)
+            ok, said = await outcome(confined(root, home, network=True), connect + str(path))
+            assert not ok and "hello" not in said, path
+        ok, said = await outcome(confined(root, home), connect + str(own))
+        assert ok and "hello" in said
 
 
 async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) -> None:

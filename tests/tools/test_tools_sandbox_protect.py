@@ -286,3 +286,37 @@ def test_a_long_lived_confined_process_sees_existing_control_files_read_only(rep
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode != 0 and "Read-only file system" in done.stderr and snapshot(repo) == before
     assert settled(repo) == sorted([".git", ".mcp.json", ".tether"])
+
+
+def test_a_placeholder_git_is_not_taken_for_a_repository(tmp_path: Path) -> None:
+    """While a command runs in a subfolder workspace, its empty read-only ``.git`` placeholder
+    made the subfolder look like the repository's root: ``.gitignore`` rules of the real root
+    stopped applying to a parallel ``grep``/``find``, and the context-file walk and the project
+    root stopped there. A ``.git`` counts only as git counts it (a folder with ``HEAD``, or a
+    ``gitdir:`` file)."""
+    from tether.session.resources import _project_chain  # pyright: ignore[reportPrivateUsage]
+    from tether.session.system_prompt import project_root
+    from tether.tools.files import _ignore_root  # pyright: ignore[reportPrivateUsage]
+    from tether.tools.sandbox_protect import is_repository
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    sub = repo / "sub"
+    sub.mkdir()
+    protection = Protection.take([sub])
+    try:
+        assert (sub / ".git").is_dir()  # the placeholder is there while the command runs
+        assert not is_repository(sub) and is_repository(repo)
+        assert project_root(sub) == repo
+        assert _project_chain(sub) == [sub, repo]
+        assert _ignore_root(Workspace(repo), sub) == repo
+    finally:
+        protection.release()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".git").write_text(f"gitdir: {repo / '.git'}\n")  # a worktree's or submodule's
+    assert is_repository(linked) and project_root(linked / "x") == linked
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / ".git")
+    assert not is_repository(fifo)  # answered, not blocked on the read

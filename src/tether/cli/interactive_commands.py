@@ -101,13 +101,16 @@ async def import_session(ui: CommandScreen, core: AgentSession, args: str) -> No
         ui.say(painter.styled("/import: this run has no sessions (--no-session)", "error"))
         return
     path = (ui.cwd / Path(args).expanduser()).resolve()
+    problems: list[str] = []
     try:
-        record = import_session_file(core.sessions, path)
+        record = import_session_file(core.sessions, path, problems)
         await core.before_switch("resume", record.id)
         core.switch_session(record.id)
     except (SessionError, OSError, ValueError) as exc:
         ui.say(painter.styled(f"/import: {path}: {exc}", "error"))
         return
+    for problem in problems:
+        ui.say(painter.styled(f"/import: {problem}", "warning"))
     history = views.history_text(core, painter, ui.rows())
     if history:
         ui.say(history)

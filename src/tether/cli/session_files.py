@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from tether.store import SessionRecord
 
 
-def import_session_file(sessions: SessionManager, path: Path) -> SessionRecord:
+def import_session_file(sessions: SessionManager, path: Path, problems: list[str]) -> SessionRecord:
     """Store a pi session file or a tether export (``tether sessions import``, ``/import``);
-    raises ``ValueError``, ``OSError`` or ``SessionError`` saying what is wrong with it."""
+    raises ``ValueError``, ``OSError`` or ``SessionError`` saying what is wrong with it. The
+    entries of a pi file that tether cannot store are left out, each reported in ``problems``."""
     from tether.session.pi_files import import_pi_session, session_file_kind
 
     if not path.is_file():  # a FIFO would block the read forever, /dev/zero never end
@@ -28,7 +29,7 @@ def import_session_file(sessions: SessionManager, path: Path) -> SessionRecord:
     kind = session_file_kind(path)
     if kind is None:
         raise ValueError("neither a pi session file nor a tether export (no session header first)")
-    return import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
+    return import_pi_session(sessions, path, problems) if kind == "pi" else sessions.import_file(path)
 
 
 def import_files(paths: list[str]) -> int:
@@ -40,12 +41,15 @@ def import_files(paths: list[str]) -> int:
     with SessionManager() as sessions:
         for name in paths:
             path = Path(name)
+            problems: list[str] = []
             try:
-                record = import_session_file(sessions, path)
+                record = import_session_file(sessions, path, problems)
             except (SessionError, OSError, ValueError) as exc:
                 sys.stderr.write(f"error: {name}: {exc}\n")
                 failed += 1
                 continue
+            finally:
+                sys.stderr.writelines(f"note: {problem}\n" for problem in problems)
             sys.stdout.write(f"{record.id}  {name}\n")
     return 1 if failed else 0
 
@@ -107,7 +111,15 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
                 tempfile.TemporaryDirectory() as scratch,
                 SessionManager.at(Path(scratch) / "x.db") as sessions,
             ):
-                record = import_pi_session(sessions, path) if kind == "pi" else sessions.import_file(path)
+                problems: list[str] = []
+                try:
+                    record = (
+                        import_pi_session(sessions, path, problems)
+                        if kind == "pi"
+                        else sessions.import_file(path)
+                    )
+                finally:
+                    sys.stderr.writelines(f"note: {problem}\n" for problem in problems)
                 write_html(out, sessions.open(record.id, readonly=True), colours=colours, dark=dark)
     except (SessionError, OSError, ValueError) as exc:
         sys.stderr.write(f"tether: {command} {source}: {exc}\n")

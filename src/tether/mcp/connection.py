@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar, cast
 
+from tether.agent.tool_check import parameters_problem
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp import sdk
@@ -386,30 +387,84 @@ async def _prompts(client: Client) -> list[PromptInfo]:
 
 
 async def _list_tools(client: Client) -> list[ToolInfo]:
+    from pydantic import ValidationError
+
     tools: list[ToolInfo] = []
     cursor: str | None = None
     for _ in range(100):  # a paginator that never ends must not hang the start
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(
-            ToolInfo(
-                t.name,
-                t.description or t.title or "",
-                dict(t.input_schema),
-                _read_only(t.annotations),
-                _left_out(t),
-            )
-            for t in page.tools
-        )
-        cursor = page.next_cursor
+        try:
+            page = await client.list_tools(cursor=cursor)
+        except ValidationError:  # one damaged tool fails the SDK's whole page: take them one by one
+            found, cursor = await _tools_one_by_one(client, cursor)
+            tools.extend(found)
+        else:
+            tools.extend(_tool_info(t) for t in page.tools)
+            cursor = page.next_cursor
         if cursor is None:
             break
     return tools
 
 
+def _tool_info(tool: Tool, left_out: str | None = None) -> ToolInfo:
+    return ToolInfo(
+        tool.name,
+        tool.description or tool.title or "",
+        dict(tool.input_schema),
+        _read_only(tool.annotations),
+        left_out or _left_out(tool),
+    )
+
+
+async def _tools_one_by_one(client: Client, cursor: str | None) -> tuple[list[ToolInfo], str | None]:
+    """A ``tools/list`` page read without the SDK's check of the whole page, so that a tool the
+    SDK refuses (an input schema whose ``type`` is not ``object``, ``required`` not a list) is
+    left out, with why, and the server's other tools are still offered. The request is the
+    SDK's own (``_stamp`` adds the negotiated protocol's fields), sent through its dispatcher."""
+    from mcp_types import ListToolsResult, Tool
+    from pydantic import ValidationError
+
+    session = client.session
+    data: dict[str, Any] = {"method": "tools/list", "params": {"cursor": cursor} if cursor else {}}
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage, reportArgumentType]
+    raw = await session._dispatcher.send_raw_request("tools/list", data.get("params"), opts)  # pyright: ignore[reportPrivateUsage, reportArgumentType]
+    listed = raw.get("tools")
+    infos: list[ToolInfo] = []
+    kept: list[Tool] = []
+    for index, entry in enumerate(cast(list[object], listed) if isinstance(listed, list) else []):
+        item = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
+        name = item.get("name")
+        schema = item.get("inputSchema")
+        left_out = (
+            parameters_problem(schema) if isinstance(name, str) else f"tool {index} of the list has no name"
+        )
+        try:
+            tool = Tool.model_validate(
+                item if left_out is None else {**item, "inputSchema": {"type": "object"}}
+            )
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            if isinstance(name, str):
+                infos.append(ToolInfo(name, "", {}, left_out=f"{where}: {first['msg']}"))
+            continue
+        infos.append(_tool_info(tool, left_out))
+        kept += [tool] if left_out is None else []
+    next_cursor = raw.get("nextCursor")
+    next_cursor = next_cursor if isinstance(next_cursor, str) else None
+    # the SDK checks a call's result against the output schema of its listing, and lists again
+    # (failing as above) for a tool it has not seen: give it the tools that passed
+    session._absorb_tool_listing(  # pyright: ignore[reportPrivateUsage]
+        ListToolsResult(tools=kept), complete=cursor is None and next_cursor is None
+    )
+    return infos, next_cursor
+
+
 def _left_out(tool: Tool) -> str | None:
     if tool.execution is not None and tool.execution.task_support == "required":
         return "it requires MCP task-augmented execution, which tether does not use"
-    return None
+    # a schema providers refuse would fail every request of the session, not just this tool's calls
+    return parameters_problem(dict(tool.input_schema))
 
 
 def _read_only(annotations: ToolAnnotations | None) -> bool:

@@ -18,6 +18,8 @@ anything its process can, and only the server can say otherwise.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.read import MAX_IMAGE_BYTES
+from tether.tools.sniff import SNIFF_BYTES, image_mime_type
 from tether.tools.truncate import OutputBuffer
 
 if TYPE_CHECKING:
@@ -106,7 +110,9 @@ def tool_result(result: CallToolResult, *, server: str, tool: str) -> AgentToolR
         if isinstance(block, mcp_types.TextContent):
             texts.append(block.text)
         elif isinstance(block, mcp_types.ImageContent):
-            images.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+            image, problem = _checked_image(block.data, block.mime_type)
+            images += [image] if image is not None else []
+            texts += [problem] if problem is not None else []
         else:
             texts.append(_describe_block(block))
     if not texts and not images and result.structured_content is not None:
@@ -153,6 +159,26 @@ def _smaller_than(value: object, limit: int) -> bool:
         if left < 0:
             return False
     return True
+
+
+def _checked_image(data: str, declared: str) -> tuple[ImageContent | None, str | None]:
+    """The image as content for the model, or why it is left out. An image goes into the
+    session's history and is sent again with every request: one the provider refuses (damaged
+    base64, not an image, a type it does not take, over its size limit) would fail every
+    request of the session from then on. Its type is taken from its bytes, as ``read`` does."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None, f"[image result ({declared}) left out: its data is not valid base64]"
+    mime = image_mime_type(raw[:SNIFF_BYTES])
+    if mime is None:
+        return None, f"[image result ({declared}) left out: not a PNG, JPEG, GIF or WebP image]"
+    if len(raw) > MAX_IMAGE_BYTES:
+        return (
+            None,
+            f"[{mime} image result of {len(raw)} bytes left out: over the {MAX_IMAGE_BYTES} byte limit]",
+        )
+    return {"type": "image", "data": data, "mimeType": mime}, None
 
 
 def _describe_block(block: Any) -> str:

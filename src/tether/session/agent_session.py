@@ -207,8 +207,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         if host is not None:
             host.install(agent)
             host.notice = self.notify
-            host.failed = self._extension_failed
+            # a session_start hook failing here has no front end listening yet: its one line
+            # (an extension's failure is told once) joins the setup's notice, shown at the start
+            told: list[str] = []
+            host.failed = lambda _origin, _where, _error, line: told.extend([line] if line else [])
             host.attach(self, self.subscribe)
+            host.failed = self._extension_failed
+            if told:
+                self.notice = "\n".join([self.notice, *told] if self.notice else told)
         self._unsubscribe = agent.subscribe(self._on_agent_event, bounded=False)  # bounds its own
         if session is not None:
             self._attach(session, load_settings=True)

@@ -178,29 +178,36 @@ def pi_tree(entries: list[EntryDict]) -> list[dict[str, Any]]:
 
 
 def migrate_pi_entries(header: dict[str, Any], entries: list[dict[str, Any]]) -> None:
-    """Bring v1/v2 entries to v3 in place, as pi does on load: v1 entries get ids and a linear
-    ``parentId`` chain (and ``firstKeptEntryIndex`` becomes ``firstKeptEntryId``); v2's
-    ``hookMessage`` role becomes ``custom``."""
-    version = header.get("version") or 1
-    if version < 2:
-        previous: str | None = None
-        for index, entry in enumerate(entries):
-            entry["id"] = f"{index + 1:08x}"
-            entry["parentId"] = previous
-            previous = entry["id"]
-            at = entry.pop("firstKeptEntryIndex", None) if entry["type"] == "compaction" else None
-            # pi's index counts the header line as entry 0, and pi converts it in the same pass
-            # that gives out the ids: an index past the compaction finds no id yet (keeps none)
-            if isinstance(at, int) and not isinstance(at, bool) and 1 <= at <= index + 1:
-                entry["firstKeptEntryId"] = entries[at - 1]["id"]
-    if version < 3:
-        for entry in entries:
-            message = cast(
-                dict[str, Any] | None, entry.get("message") if entry["type"] == "message" else None
-            )
-            if message is not None and message.get("role") == "hookMessage":
-                message["role"] = "custom"
+    """Bring v1/v2 entries to v3 in place, as pi does on load (``migrate_pi_entry`` for each)."""
+    version = pi_version(header)
+    for index, entry in enumerate(entries):
+        migrate_pi_entry(version, index, entry)
     header["version"] = PI_SESSION_VERSION
+
+
+def pi_version(header: dict[str, Any]) -> int:
+    """The header's format version (pi's v1 files have none)."""
+    version = header.get("version")
+    return version if isinstance(version, int) and not isinstance(version, bool) and version else 1
+
+
+def migrate_pi_entry(version: int, index: int, entry: dict[str, Any]) -> None:
+    """Bring the ``index``-th (from 0) entry of a version ``version`` file to v3 in place, as pi
+    does on load: v1 entries get ids and a linear ``parentId`` chain (and ``firstKeptEntryIndex``
+    becomes ``firstKeptEntryId``); v2's ``hookMessage`` role becomes ``custom``. One entry at a
+    time, so that a large file is read as it streams in."""
+    if version < 2:
+        entry["id"] = f"{index + 1:08x}"
+        entry["parentId"] = f"{index:08x}" if index else None
+        at = entry.pop("firstKeptEntryIndex", None) if entry.get("type") == "compaction" else None
+        # pi's index counts the header line as entry 0, and pi converts it in the same pass
+        # that gives out the ids: an index past the compaction finds no id yet (keeps none)
+        if isinstance(at, int) and not isinstance(at, bool) and 1 <= at <= index + 1:
+            entry["firstKeptEntryId"] = f"{at:08x}"  # the id entry ``at - 1`` got above
+    if version < 3:
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if isinstance(message, dict) and cast(dict[str, Any], message).get("role") == "hookMessage":
+            message["role"] = "custom"
 
 
 def from_pi_entry(entry: dict[str, Any], new_id: str, tether_ids: dict[str, str]) -> EntryDict:

@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from tether.tools.sandbox_protect import is_repository
+
 if TYPE_CHECKING:
     from typing import TypeAlias
 
@@ -254,7 +256,7 @@ def _project_chain(cwd: Path) -> list[Path]:
     chain: list[Path] = []
     for directory in (cwd, *cwd.parents):
         chain.append(directory)
-        if (directory / ".git").exists():
+        if is_repository(directory):
             return chain
     return [cwd]
 

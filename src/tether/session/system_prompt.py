@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tether.own_files import RefusedFile, read_own_file
+from tether.tools.sandbox_protect import is_repository
 
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
@@ -62,7 +63,7 @@ def context_files(cwd: Path) -> list[Path]:
 
 def project_root(cwd: Path) -> Path:
     """The repository holding ``cwd`` (the nearest folder with ``.git``), else ``cwd``."""
-    return next((d for d in (cwd, *cwd.parents) if (d / ".git").exists()), cwd)
+    return next((d for d in (cwd, *cwd.parents) if is_repository(d)), cwd)
 
 
 def user_context_file(user_dir: Path) -> Path | None:

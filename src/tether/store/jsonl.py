@@ -15,7 +15,10 @@ and every message (``tether.wire``); errors name the line.
 from __future__ import annotations
 
 import math
+import os
 import re
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -51,14 +54,31 @@ def header_of(record: SessionRecord) -> dict[str, Any]:
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
     """Write the header and the stored entry payloads (already compact JSON) to ``path``."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as out:
-        out.write(dumps(header_of(record)).encode())
-        out.write(b"\n")
-        for payload in payloads:
-            out.write(payload)
-            out.write(b"\n")
-    tmp.replace(path)
+    write_lines(path, [dumps(header_of(record)).encode(), *payloads])
+
+
+def write_lines(path: Path, lines: Iterable[bytes]) -> None:
+    """Write ``lines`` to ``path`` whole or not at all: through a new temporary file beside it,
+    then renamed over it. The temporary file is created, never opened by a fixed name: a link
+    planted at ``path.tmp`` once sent the export into the file it pointed to. A link at ``path``
+    is replaced, not written through. The file is the user's alone (0600, ``mkstemp``'s mode):
+    a transcript can hold what the user pasted into it. Failure raises ``OSError`` naming
+    ``path``."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for line in lines:
+                out.write(line)
+                out.write(b"\n")
+        os.replace(tmp, path)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise
 
 
 def read_export(path: Path) -> SessionExport:

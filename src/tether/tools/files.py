@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.tools.globs import glob_to_regex
+from tether.tools.sandbox_protect import is_repository
 from tether.tools.workspace import Workspace
 
 
@@ -131,7 +132,7 @@ def _ignore_root(workspace: Workspace, start: Path) -> Path:
     """Where ``.gitignore`` rules start to apply: the repository holding ``start``, else the
     workspace root (or ``start`` itself when it lies outside the workspace)."""
     for directory in (start, *start.parents):
-        if (directory / ".git").exists():
+        if is_repository(directory):
             return directory
         if directory == workspace.real_root:
             return directory

@@ -58,6 +58,25 @@ WHAT_READS = {
 }
 """Why each name is protected, for the approval question of a file tool's write."""
 
+
+def is_repository(directory: Path) -> bool:
+    """Whether ``directory`` is the top of a git work tree: its ``.git`` a folder holding ``HEAD``,
+    or a file starting ``gitdir:`` (a linked worktree, a submodule), as git itself tells. An empty
+    ``.git`` folder is not one: git looks further up, and so must the walks that look for the
+    repository's root (``.gitignore`` rules, context files, the project root), since a command's
+    placeholder (below) puts one in a subfolder workspace while the command runs."""
+    git = directory / ".git"
+    try:
+        if git.is_dir():
+            return (git / "HEAD").is_file()
+        if not git.is_file():  # a FIFO would block the read
+            return False
+        with git.open("rb") as head:
+            return head.read(7) == b"gitdir:"
+    except OSError:
+        return False
+
+
 _PLACEHOLDER_MODE = 0o555
 _FILE_PLACEHOLDER_MODE = 0o444
 

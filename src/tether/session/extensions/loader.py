@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from tether.agent.tool import AgentTool
+from tether.agent.tool_check import name_problem, parameters_problem
 from tether.session.extensions.api import ExtensionAPI, ExtensionUI, SessionControl, Shared
 from tether.session.extensions.host import ExtensionHost, LoadedExtension
 
@@ -66,9 +68,34 @@ def load_extensions(
         extension, problem = _load(name, origin, lambda t=target: _import_target(t), cwd, ui, session, shared)
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
+    problems += _refuse_bad_tools(loaded)
     host = ExtensionHost(loaded, problems, shared)
     host_ref.append(host)
     return host
+
+
+def _refuse_bad_tools(loaded: Sequence[LoadedExtension]) -> list[str]:
+    """Leave out the tools no provider would take (``tether.agent.tool_check``: such a tool
+    fails every request, not only its own calls) and a second tool of a name already taken by
+    an extension (which of the two the model called would depend on load order); one line each.
+    The extension's other tools stay."""
+    problems: list[str] = []
+    owners: dict[str, str] = {}
+    for extension in loaded:
+        kept: list[AgentTool] = []
+        for tool in extension.registered.tools:
+            problem = name_problem(tool.name) or parameters_problem(tool.parameters)
+            if problem is None and tool.name in owners:
+                problem = f"the name is taken by a tool of extension {owners[tool.name]}"
+            if problem is not None:
+                problems.append(
+                    f"extension {extension.name} ({extension.origin}): tool {tool.name!r} left out: {problem}"
+                )
+                continue
+            owners[tool.name] = extension.name
+            kept.append(tool)
+        extension.registered.tools[:] = kept
+    return problems
 
 
 def _load(

@@ -1,0 +1,107 @@
+"""MCP servers that misbehave (``hostile_server.py``): a damaged entry is left out and said, the
+rest of the server still works, and nothing it sends can poison the session's later requests."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.mcp.conftest import TOY
+from tests.mcp.test_mcp_session import results, session, text_of
+
+from tether.agent.tool_check import name_problem, parameters_problem
+from tether.mcp import McpServerConfig
+from tether.testing.scripted import ScriptedModel, reply, tool_call
+
+HOSTILE = TOY.with_name("hostile_server.py")
+
+
+def hostile(mode: str) -> McpServerConfig:
+    return McpServerConfig("h", command=sys.executable, args=(str(HOSTILE), mode))
+
+
+async def test_tools_with_schemas_providers_refuse_are_left_out_and_the_rest_works() -> None:
+    """Three of the four bad schemas failed the SDK's check of the whole ``tools/list`` page,
+    so the server failed ("3 validation errors for ListToolsResult") and its good tool with it;
+    the fourth (a property of type ``strng``) went to the provider, which refuses the request."""
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    core = session(model, hostile("schemas"))
+    try:
+        [echoed] = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "ready" and status.tools == ("mcp__h__echo",)
+    assert status.left_out == (
+        "not_an_object: its parameters schema must have type 'object', not 'string'",
+        "bad_type: parameters.properties.a.type 'strng' is not a JSON type",
+        "bad_properties: parameters.properties must be an object of schemas",
+        "bad_required: parameters.required must be a list of names",
+    )
+    assert [
+        t["name"] for t in model.requests[0].context.get("tools") or [] if t["name"].startswith("mcp__")
+    ] == ["mcp__h__echo"]
+    assert not echoed["isError"] and text_of(echoed) == "echo: hi"
+
+
+async def test_a_damaged_image_is_left_out_said_and_a_mislabelled_one_relabelled() -> None:
+    """An image goes into the history and with every later request: damaged base64 (or bytes
+    that are no image) made the provider refuse each of them; a PNG labelled ``text/html`` too."""
+    model = ScriptedModel([reply(tool_call("mcp__h__show", {})), reply("done")])
+    core = session(model, hostile("contents"))
+    try:
+        [shown] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    text, *images = shown["content"]
+    assert text["type"] == "text"
+    assert "[image result (image/png) left out: its data is not valid base64]" in text["text"]
+    assert [(i["type"], i["mimeType"]) for i in images] == [("image", "image/png"), ("image", "image/png")]
+
+
+async def test_a_notification_flood_and_list_changed_storm_do_not_stop_a_call() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    core = session(model, hostile("flood"))
+    try:
+        [echoed] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert text_of(echoed) == "echo: hi"
+
+
+async def test_a_server_that_exits_after_initialize_is_one_failure() -> None:
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    core = session(model, hostile("exit"))
+    try:
+        [echoed] = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "failed" and status.error is not None and "Connection closed" in status.error
+    assert echoed["isError"]
+
+
+def test_the_tool_checks() -> None:
+    assert parameters_problem({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
+    assert (
+        parameters_problem({"properties": {"a": True}, "$defs": {"x": {"anyOf": [{"type": "integer"}]}}})
+        is None
+    )
+    assert parameters_problem({"type": "object", "properties": {"a": {"items": {"type": "x"}}}}) == (
+        "parameters.properties.a.items.type 'x' is not a JSON type"
+    )
+    assert parameters_problem({"type": "object", "anyOf": {"type": "string"}}) == (
+        "parameters.anyOf must be a list of schemas"
+    )
+    assert parameters_problem("x") == "its parameters must be a JSON Schema object, not str"
+    nested: dict[str, object] = {"type": "object"}
+    for _ in range(200_000):
+        nested = {"type": "object", "properties": {"a": nested}}
+    assert parameters_problem(nested) == "its parameters schema is too large"
+    assert name_problem("read_file-2") is None
+    assert (
+        name_problem("x" * 65) is not None
+        and name_problem("") is not None
+        and name_problem("a.b") is not None
+    )
