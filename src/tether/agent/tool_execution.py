@@ -429,13 +429,18 @@ class _Batch:
             self.starting = None
             if suspended is not None:
                 await suspended.close()
-            if tasks or settle is not None:
-                running: list[asyncio.Task[Any]] = [*tasks, settle] if settle is not None else [*tasks]
+            if tasks or starting or settle is not None:
+                running: list[asyncio.Task[Any]] = [*tasks, *starting]
+                if settle is not None:
+                    running.append(settle)
                 unfinished = [task for task in running if not task.done()]
                 for task in unfinished:
                     task.cancel()
                 if unfinished:
                     await asyncio.gather(*unfinished, return_exceptions=True)
+                for task in running:  # the batch's own failure is on its way: theirs are read, not logged
+                    if not task.cancelled():
+                        task.exception()
         for task in tasks:
             failure = None if task.cancelled() else task.exception()
             if failure is not None:
@@ -450,10 +455,14 @@ class _Batch:
             await suspended.resume()
             return True
         failed = False
+        resuming = True
 
         def on_settled(settled: asyncio.Task[None]) -> None:
             nonlocal failed
-            if not settled.cancelled() and settled.exception() is not None:
+            # A done callback is scheduled when ``settle`` ends: removing it afterwards does not
+            # unschedule it, so one that runs after the call ended must not cancel anything (it
+            # cancelled the caller's task after the run had returned).
+            if resuming and not settled.cancelled() and settled.exception() is not None:
                 failed = True
                 task.cancel()
 
@@ -465,6 +474,7 @@ class _Batch:
                 return False
             raise
         finally:
+            resuming = False
             settle.remove_done_callback(on_settled)
         if failed:  # it ignored the cancellation: the failure still ends the batch
             task.uncancel()
