@@ -215,3 +215,32 @@ async def test_a_client_that_never_finishes_its_headers_is_cut_off(
             writer.write(b"GET /api/sessions HTTP/1.1\r\n")
             while await reader.read(65536):
                 pass
+
+
+async def test_a_request_whose_body_never_comes_whole_is_cut_off(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A request whose headers came and whose body stalls (or trickles in a byte at a time) held
+    its connection for ever: the body has a deadline of its own, a total, not an idle time. The
+    client gone mid-body is no error of the server's (it logged a traceback)."""
+    monkeypatch.setattr(slow_clients, "HEADER_SECONDS", 0.5)
+    monkeypatch.setattr(slow_clients, "BODY_SECONDS", 0.5)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        port = int(served.url.rsplit(":", 1)[1])
+        head = b"POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        stalled = await asyncio.open_connection("127.0.0.1", port)
+        stalled[1].write(head + b'Content-Length: 100\r\n\r\n{"message": ')
+        trickled = await asyncio.open_connection("127.0.0.1", port)
+        trickled[1].write(head + b"Content-Length: 100\r\n\r\n")
+        async with asyncio.timeout(WAIT_SECONDS):
+            for _ in range(50):  # a byte every 0.1 s: each one is news, the total is not
+                if trickled[0].at_eof():
+                    break
+                trickled[1].write(b" ")
+                await asyncio.sleep(0.1)
+            for reader, _ in (stalled, trickled):
+                assert await reader.read() == b""  # closed by the server, with no answer
+        # a body that comes whole is answered as before, on a connection of its own
+        assert (await client.post("/api/sessions", json={"message": "one"})).status_code == 201
+    assert "Traceback" not in capfd.readouterr().err

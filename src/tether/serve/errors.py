@@ -10,7 +10,7 @@ import json
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 B = TypeVar("B", bound=BaseModel)
 
@@ -56,9 +56,12 @@ async def _bounded_body(request: Request) -> bytes:
         raise too_big
     parts: list[bytes] = []
     size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > MAX_BODY_BYTES:
-            raise too_big
-        parts.append(part)
+    try:
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BODY_BYTES:
+                raise too_big
+            parts.append(part)
+    except ClientDisconnect:  # gone (or cut off by ``slow_clients``): nobody to answer, no traceback
+        raise ApiError(400, "body: the client left before sending it whole") from None
     return b"".join(parts)
