@@ -70,7 +70,9 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
     try:
         content = dumpb(request.body)
     except ValueError:
-        content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+        content = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "replace"
+        )
     return EncodedRequest(request.url, request.headers, content)
 
 
