@@ -126,9 +126,9 @@ class ProviderPool:
         defaults = self._defaults
         if defaults is None:
             defaults = self._defaults = dict(self.client().headers.items())
-        merged = dict(defaults)
-        for name, value in headers.items():
-            merged[name.lower()] = value
+        given = {name.lower(): value for name, value in headers.items()}
+        merged = {name: value for name, value in defaults.items() if name not in given}
+        merged.update(given)  # in the order ``Headers.update`` leaves them: the given ones last
         return httpx2.Request(
             "POST", url, content=content, headers=merged, extensions={"timeout": timeout.as_dict()}
         )
