@@ -36,3 +36,13 @@ async def test_the_body_is_let_go_once_built_and_a_retry_sends_the_same_bytes() 
         final = await stream.result()
     assert final["stopReason"] == "stop"
     assert [r.body for r in server.requests] == [expected, expected]
+
+
+def test_a_body_is_encoded_as_compact_utf8_json_and_a_lone_surrogate_is_replaced() -> None:
+    """A lone surrogate that cannot be sent as UTF-8 (a tool's arguments, an extra field: builders
+    strip them from text) is replaced."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo 👋"}], "n": 1.5}
+    encoded = encode_request(HttpRequest("http://x", {}, body)).content
+    assert encoded == '{"model":"m","messages":[{"role":"user","content":"héllo 👋"}],"n":1.5}'.encode()
+    broken = encode_request(HttpRequest("http://x", {}, {"extra": "a\ud83db"})).content
+    assert broken == b'{"extra":"a?b"}'

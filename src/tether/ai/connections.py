@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import httpx2
 
@@ -104,6 +104,8 @@ class ProviderPool:
         self._slots = asyncio.Semaphore(limit) if limit is not None else None
         self._lane_count = LANES if limit is None else min(LANES, -(-limit // LANE_SIZE))
         self._lanes: dict[int, httpx2.AsyncClient] = {}
+        self._defaults: dict[str, str] | None = None
+        """The default headers of the lanes' clients (all alike), lower-case names."""
 
     def client(self, session_id: str | None = None) -> httpx2.AsyncClient:
         """The client of ``session_id``'s lane (lane 0 without one)."""
@@ -112,6 +114,24 @@ class ProviderPool:
         if client is None or client.is_closed:
             client = self._lanes[lane] = new_client()
         return client
+
+    def request(
+        self, url: str, headers: Mapping[str, str], content: bytes, timeout: httpx2.Timeout
+    ) -> httpx2.Request:
+        """A POST of ``content`` to ``url`` for a lane's client without cookies, as its
+        ``build_request`` makes it: a lane's client has no base URL and no query parameters, and
+        its default headers are read once here, so a request copies no ``Headers`` object and
+        parses its URL once (half of ``build_request``'s time, once per model call). Header names
+        are sent in lower case, as HTTP/2 requires and HTTP/1.1 ignores."""
+        defaults = self._defaults
+        if defaults is None:
+            defaults = self._defaults = dict(self.client().headers.items())
+        given = {name.lower(): value for name, value in headers.items()}
+        merged = {name: value for name, value in defaults.items() if name not in given}
+        merged.update(given)  # in the order ``Headers.update`` leaves them: the given ones last
+        return httpx2.Request(
+            "POST", url, content=content, headers=merged, extensions={"timeout": timeout.as_dict()}
+        )
 
     async def send(self, client: httpx2.AsyncClient, request: httpx2.Request) -> httpx2.Response:
         """Send ``request`` (streamed) once a slot is free; the slot is freed when the response

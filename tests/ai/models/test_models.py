@@ -21,6 +21,7 @@ from tether.ai import (
     get_provider_info,
     list_models,
     list_providers,
+    models as models_module,
     provider_has_key,
     register_model,
     register_provider_info,
@@ -79,6 +80,38 @@ def test_a_streams_idle_timeout_lookup_takes_a_miss_quietly() -> None:
         ProviderInfo("slow", "openai-completions", "http://127.0.0.1:1/v1", None, idle_timeout=0)
     )
     assert idle_timeout_of("slow") == 0
+
+
+def test_an_edited_idle_timeout_reaches_the_requests_after_the_recheck(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request asks for its provider's idle timeout, which is reused for up to
+    ``IDLE_TIMEOUT_RECHECK`` seconds (docs/models.md): an edit of ``models.json`` is read once
+    that has passed, another file (a new ``TETHER_HOME``) at once. The window is set here, not
+    waited for."""
+    first = tmp_path / "a" / "models.json"
+    second = tmp_path / "b" / "models.json"
+    for path, ms in ((first, 2000), (second, 0)):
+        path.parent.mkdir()
+        path.write_text(json.dumps({"providers": {"ollama": {"streamIdleTimeoutMs": ms}}}))
+    current = [first]
+    registry = ModelRegistry(models_path=lambda: current[0])
+    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 3600.0)
+    assert registry.idle_timeout("ollama") == 2.0
+    first.write_text(json.dumps({"providers": {"ollama": {"streamIdleTimeoutMs": 500}}}))
+    assert registry.idle_timeout("ollama") == 2.0  # within the window
+    current[0] = second
+    assert registry.idle_timeout("ollama") == 0  # another file: at once
+    current[0] = first
+    assert registry.idle_timeout("ollama") == 0.5  # back, and its edit read with it
+    first.write_text(json.dumps({"providers": {"ollama": {}}}))
+    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 0.0)
+    assert registry.idle_timeout("ollama") is None  # the window passed: the edit is read
+    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 3600.0)
+    registry.register_provider_info(
+        ProviderInfo("ollama", "openai-completions", "http://127.0.0.1:1/v1", None, idle_timeout=9)
+    )
+    assert registry.idle_timeout("ollama") == 9  # a registration replaces the remembered value
 
 
 def test_list_models_sorted_and_filtered() -> None:

@@ -163,3 +163,25 @@ async def until_closed(server: LoopbackServer, still_open: int) -> None:
             break
         await asyncio.sleep(0.01)
     assert server.open_connections == still_open, "an aborted stream's connection was kept open"
+
+
+async def test_a_lanes_request_is_the_one_its_clients_build_request_makes() -> None:
+    """``ProviderPool.request`` skips ``build_request``'s merges for a lane's client: the same
+    method, URL, body, timeouts and headers (a name given in another case replaces the default)."""
+    from tether.ai.connections import provider_pool
+    from tether.ai.transport import _timeout  # pyright: ignore[reportPrivateUsage]
+
+    pool = provider_pool("lane-test")
+    client = pool.client("s1")
+    headers = {"content-type": "application/json", "User-Agent": "tether", "Authorization": "Bearer k"}
+    timeout = _timeout(600.0)
+    built = client.build_request(
+        "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout
+    )
+    direct = pool.request("http://127.0.0.1:9/v1/x", headers, b"{}", timeout)
+    assert (direct.method, direct.url, direct.content) == (built.method, built.url, built.content)
+    assert direct.extensions == built.extensions
+    assert [(k.lower(), v) for k, v in direct.headers.multi_items()] == [
+        (k.lower(), v) for k, v in built.headers.multi_items()
+    ]
+    await client.aclose()
