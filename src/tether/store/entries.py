@@ -23,6 +23,7 @@ from typing import Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from tether.wire import AgentMessage, ModelInfo, dumpb
+from tether.wire.json_line import replace_lone_surrogates
 
 EntryType = Literal[
     "message",
@@ -182,20 +183,17 @@ def encode_entry(entry: EntryDict, *, many: bool = False) -> bytes:
     """
     try:
         return dumpb(entry) if many else _ENCODER.encode(entry).encode()
-    except ValueError:  # UnicodeEncodeError, or pydantic-core's error wrapping it
+    except ValueError as exc:  # UnicodeEncodeError, or pydantic-core's error wrapping it
         text = _ENCODER.encode(entry)
-        if text.isascii() or not _LONE_SURROGATE.search(text):
-            raise
-        return _LONE_SURROGATE.sub("\ufffd", text).encode()
+        mended = replace_lone_surrogates(text)
+        if mended is text:
+            raise exc from None
+        return mended.encode()
 
 
 def _jsonable(value: object) -> object:
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value)
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-"""A surrogate code point in a ``str``: UTF-8 has no form for one (a pair read from JSON is already one character)."""
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable)

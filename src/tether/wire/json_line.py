@@ -27,6 +27,17 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """A surrogate left in a ``str`` once the parser has joined every pair: one that came alone."""
 
 
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, as a UTF-8 decoder reads bytes that are not
+    UTF-8 (``text`` itself when it has none). A ``str`` holds one when it came from a JSON
+    ``"\\ud800"`` escape or from a file name that is not UTF-8 (``os.fsdecode``); UTF-8 has no
+    form for it, so what is stored or sent to a peer takes the replacement character instead.
+    (Text sent to a model drops them instead: ``tether.ai.sanitize``.)"""
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def load_line(line: bytes | str) -> object:
     """The JSON value of ``line`` (a line, or a whole file's text); ``ValueError`` for anything
     that is not JSON (``json.JSONDecodeError``, with its position, for a syntax error)."""
@@ -74,12 +85,12 @@ def _finite(text: str) -> float:
 
 def _without_lone_surrogates(value: object) -> object:
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return replace_lone_surrogates(value)
     if isinstance(value, list):
         return [_without_lone_surrogates(item) for item in cast(list[object], value)]
     if isinstance(value, dict):
         fields = cast(dict[str, object], value)
-        return {_LONE_SURROGATE.sub("\ufffd", k): _without_lone_surrogates(v) for k, v in fields.items()}
+        return {replace_lone_surrogates(k): _without_lone_surrogates(v) for k, v in fields.items()}
     return value
 
 
@@ -106,6 +117,6 @@ def top_level_id(line: bytes) -> str | int | float | None:
             if isinstance(parsed, float) and not math.isfinite(parsed):
                 return None  # echoed, it would be ``Infinity``: no JSON
             if isinstance(parsed, str):
-                return _LONE_SURROGATE.sub("\ufffd", parsed)
+                return replace_lone_surrogates(parsed)
             return parsed if isinstance(parsed, int | float) else None
     return None
