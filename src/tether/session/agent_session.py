@@ -26,10 +26,11 @@ from it after anything that moves the leaf), the agent otherwise. Build one from
 
 
 The class is one object to its users, built from parts that each read alone: this module runs
-prompts (the run's life, the queues, the agent's hooks and events); ``recovery`` retries failed
-replies; ``model_control`` switches model and thinking level; ``mcp_control`` gives the agent
-the MCP servers' tools; ``operations`` holds the session operations; ``core_state`` the state
-they share. Event shapes and their builders live in ``tether.session.events``.
+prompts (the run's life, the queues, the agent's hooks and events); ``user_input`` reads the
+coding agent's input syntax (``submit``, ``execute_bash``); ``recovery`` retries failed replies;
+``model_control`` switches model and thinking level; ``mcp_control`` gives the agent the MCP
+servers' tools; ``operations`` holds the session operations; ``core_state`` the state they
+share. Event shapes and their builders live in ``tether.session.events``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.agent.listener_grace import ListenerGrace
 from tether.ai.abort import AbortController, AbortSignal
-from tether.errors import ToolError
 from tether.session.convert import lower_for
 from tether.session.events import (
     AgentEndSessionEvent,
@@ -63,16 +62,15 @@ from tether.session.model_control import ModelControl
 from tether.session.operations import SessionOperations
 from tether.session.recovery import Recovery, RetryRelay
 from tether.session.settings import Retry as RetrySettings, Settings
+from tether.session.user_input import UserInput
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, BashExecutionMessage, ImageContent, WireError
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, WireError
 
 if TYPE_CHECKING:  # the store and the summariser load only when a run has a session
     from pydantic import BaseModel
 
     from tether.mcp import McpServers
-    from tether.session.extensions.api import ExtensionCommand
-    from tether.session.extensions.host import ExtensionHost
     from tether.session.manager import SessionManager
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
@@ -81,7 +79,7 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
 M = TypeVar("M", bound="BaseModel")
 
 
-class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
+class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserInput):
     """An ``Agent`` bound to a stored session; see the module docstring.
 
     Args:
@@ -309,59 +307,6 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
             unsubscribe()
             _remove_tool(agent, answer_tool)
 
-    def submit(self, line: str, images: Sequence[ImageContent] = (), *, shell: bool = True) -> Run:
-        """The coding agent's input syntax, then a prompt.
-
-        ``!cmd``/``!!cmd`` run a shell command and ``$code``/``$$code`` Python (with ``shell``);
-        the result joins the conversation, or with a doubled marker is recorded for the user only.
-        Otherwise ``@path`` mentions are attached as a file message before the prompt.
-        """
-        host = self.resources.extensions if self.resources is not None else None
-        if host is not None and host.has_input_hooks():
-            return self._new_run(lambda: self._hooked_input(host, line, images, shell))
-        return self._new_run(self._submitted(line, images, shell))
-
-    def _submitted(
-        self, line: str, images: Sequence[ImageContent], shell: bool
-    ) -> Callable[[], Awaitable[list[AgentMessage]]]:
-        """The run ``submit`` makes of a line."""
-        if self.mcp and line.startswith("/mcp__"):
-            return lambda: self._mcp_prompt_run(line, images)
-        if self.resources is not None and line.startswith("/"):
-            command = self.resources.extension_command(line)
-            if command is not None:
-                return lambda: self._command_run(*command)
-            try:
-                line = self.resources.expand(line) or line
-            except ValueError as exc:  # a skill whose file went away since the start
-                problem = str(exc)
-                return lambda: self._notice_run(problem)
-        messages: list[AgentMessage] = []
-        # The syntax's module loads only for a line that may use it (a plain prompt would pay 1.4%
-        # of a `tether -p` start-up for it): a `!` or `$` first, an `@` anywhere.
-        if (shell and line.startswith(("!", "$"))) or "@" in line:
-            from tether.tools.prompt_input import file_mentions_message, parse_prompt_input
-
-            parsed = parse_prompt_input(line) if shell else None
-            if parsed is not None:
-                return lambda: self._input_run(parsed)
-            workspace = self.approval.workspace if self.approval is not None else None
-            mention = file_mentions_message(line, self.cwd, workspace)
-            if mention is not None:
-                messages.extend(self._vouch([mention]))
-        messages.extend(self._inputs(line, images))
-        return lambda: self._prompt_run(messages)
-
-    async def _hooked_input(
-        self, host: ExtensionHost, line: str, images: Sequence[ImageContent], shell: bool
-    ) -> list[AgentMessage]:
-        """The extensions' ``input`` hooks first (pi's order: before skills and templates
-        expand); then the line they left, as ``submit`` runs it, inside this same run."""
-        text = await host.input(line, "interactive" if getattr(host.ui, "ui_mode", "") == "tui" else "rpc")
-        if text is None:
-            return self._added
-        return await self._submitted(text, images, shell)()
-
     def steer(self, text: str | AgentMessage, images: Sequence[ImageContent] = ()) -> QueuedInputDisposition:
         """Queue a text (as a user message) or a message for the next model call, after the
         running tool calls finish."""
@@ -406,45 +351,6 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         for controller in (self._input_abort, self._mcp_abort):
             if controller is not None:
                 controller.abort()
-
-    async def execute_bash(
-        self,
-        command: str,
-        *,
-        exclude_from_context: bool = False,
-        on_output: Callable[[str], None] | None = None,
-    ) -> BashExecutionMessage:
-        """Run a shell command for the user and record it for the model's next call (unless
-        ``exclude_from_context``: recorded, never sent). ``on_output`` gets the output as it comes.
-
-        While the agent runs, the record joins the conversation when the run settles, so it never
-        lands between a tool call and its result.
-        """
-        from tether.tools.prompt_input import run_shell_input
-
-        controller = AbortController()
-        self._bash_abort = controller
-        try:
-            message = await run_shell_input(
-                command,
-                cwd=self.cwd,
-                sandbox=self.confinement(),
-                exclude_from_context=exclude_from_context,
-                signal=controller.signal,
-                on_output=on_output,
-                env_passthrough=self.settings.shell_env_passthrough,
-            )
-        finally:
-            self._bash_abort = None
-        if self.is_running:
-            self._deferred.append(message)
-        else:
-            self._record(message)
-        return message
-
-    def abort_bash(self) -> None:
-        if self._bash_abort is not None:
-            self._bash_abort.abort()
 
     async def wait_for_idle(self) -> None:
         """Return once the current run, if any, has settled."""
@@ -598,74 +504,6 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl):
         while self.agent.has_queued_messages() and self._continuable():
             await self.agent.continue_()
             await self._recover()
-        return self._added
-
-    async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
-        """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the
-        user's message; a prompt that cannot be had is a notice, not a run."""
-        if not await self._install_mcp_tools() or not self.mcp:
-            return self._added
-        try:
-            content = await self.mcp.run_prompt(line)
-        except ToolError as exc:
-            self.notify(str(exc))
-            return self._added
-        message: AgentMessage = {
-            "role": "user",
-            "content": [*content, *images],
-            "timestamp": int(time.time() * 1000),
-        }
-        return await self._prompt_run(self._inputs(message, ()))
-
-    async def _command_run(self, command: ExtensionCommand, args: str) -> list[AgentMessage]:
-        """An extension's slash command, as a run: it may prompt the agent through ``ctx.send``."""
-        host = self.resources.extensions if self.resources is not None else None
-        assert host is not None
-
-        async def send(text: str) -> None:
-            await self._prompt_run(self._inputs(text, ()))
-
-        text = await host.run_command(command, args, host.command_context(self, send))
-        if text:
-            self.notify(text, command=command.name)
-        return self._added
-
-    async def _notice_run(self, text: str) -> list[AgentMessage]:
-        """A run that only tells the user something (a slash command that could not run)."""
-        self.notify(text)
-        return self._added
-
-    async def _input_run(self, parsed: Any) -> list[AgentMessage]:
-        from tether.tools.prompt_input import ShellInput, run_python_input, run_shell_input
-
-        controller = AbortController()
-        if self._aborted:
-            controller.abort()
-        self._input_abort = controller
-        try:
-            if isinstance(parsed, ShellInput):
-                message: AgentMessage = await run_shell_input(
-                    parsed.command,
-                    cwd=self.cwd,
-                    sandbox=self.confinement(),
-                    exclude_from_context=parsed.exclude_from_context,
-                    signal=controller.signal,
-                    env_passthrough=self.settings.shell_env_passthrough,
-                )
-            else:
-                message = await run_python_input(
-                    parsed.code,
-                    cwd=self.cwd,
-                    sandbox=self.confinement(),
-                    exclude_from_context=parsed.exclude_from_context,
-                    signal=controller.signal,
-                    env_passthrough=self.settings.shell_env_passthrough,
-                )
-        finally:
-            self._input_abort = None
-        await self._emit({"type": "message_start", "message": message})
-        self._record(message)
-        await self._emit({"type": "message_end", "message": message})
         return self._added
 
     def _continuable(self) -> bool:
