@@ -196,4 +196,5 @@ def _jsonable(value: object) -> object:
 
     return to_jsonable_python(value)
 
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable)
