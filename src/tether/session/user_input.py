@@ -21,9 +21,9 @@ from tether.session.core_state import CoreState
 from tether.wire import AgentMessage, BashExecutionMessage, ImageContent
 
 if TYPE_CHECKING:
-    from tether.session.agent_session import AgentSession
     from tether.session.events import Run
     from tether.session.extensions.api import ExtensionCommand
+    from tether.session.extensions.context import SessionControl
     from tether.session.extensions.host import ExtensionHost
     from tether.session.settings import Retry as RetrySettings
 
@@ -163,7 +163,7 @@ class UserInput(CoreState):
         async def send(text: str) -> None:
             await self._prompt_run(self._inputs(text, ()))
 
-        core = cast("AgentSession", self)  # the command's context is the whole session's
+        core = cast("SessionControl", self)  # the command's context is the whole session
         text = await host.run_command(command, args, host.command_context(core, send))
         if text:
             self.notify(text, command=command.name)
