@@ -13,7 +13,14 @@ re-reads the whole transcript), and count events in an awaited emit sink.
 Beside them runs P2's Python floor (``_p2_floor.py``): the same events and event-loop passes with
 nothing else an agent loop does (filtering the transcript incrementally, as tether does). Tether
 over the floor is what tether's loop costs; the floor over the reference is what CPython and its
-event loop cost on this workload. Tether and the floor run on asyncio, and on uvloop when it is
+event loop cost on this workload. The third Python row, the *semantic floor*, is that floor plus
+only what the wire types and the reference's loop require of any agent loop (full event and
+message fields, a copy of the partial message per update, argument validation, tool result
+objects, timestamps, steering polls: ``_p2_floor.run(..., semantic=True)``). It exists because
+the goal (tether <= 1.3x the floor) leaves tether a budget, and this row says how much of it the
+contract itself spends: tether over the semantic floor is what tether does beyond the contract
+(hooks, telemetry, abort watching, bookkeeping), the semantic floor over the floor is the
+contract's price. Tether and the floor run on asyncio, and on uvloop when it is
 installed (``tether[uvloop]``); the reference is pi-agent-core 0.73.1 on the machine's Node and
 1.6 on Node 22 from npm (``bench/reference16``). All CPU time, in interleaved rounds (see
 ``ROUNDS``), every ratio taken within a round and printed as its median and spread. Tether also
@@ -42,6 +49,7 @@ from typing import Any
 
 import _p2_floor
 from _summary import record
+from _table import print_table
 from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
 from tether.ai.abort import AbortController
 from tether.telemetry import Instrumentation
@@ -116,9 +124,10 @@ async def measure(instrumentation: Instrumentation | None = None) -> tuple[int, 
     return runs[0][0], min(run[1] for run in runs), min(run[2] for run in runs)
 
 
-async def floor_once() -> tuple[int, float, float]:
+async def floor_once(semantic: bool = False) -> tuple[int, float, float]:
+    """One run of the floor, or of the semantic floor."""
     cpu_start, start = time.process_time(), time.perf_counter()
-    events, messages = await _p2_floor.run(TURNS, CALLS)
+    events, messages = await _p2_floor.run(TURNS, CALLS, semantic)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if messages != 1 + TURNS * (1 + CALLS) + 1:
         raise RuntimeError(f"the floor's transcript has {messages} messages")
@@ -218,14 +227,19 @@ def _runner(loop: str) -> asyncio.Runner:
     return asyncio.Runner()
 
 
-def python_cpu(loop: str) -> tuple[float, float, float]:
-    """Tether's (without and with an abort signal) and the floor's median CPU seconds over
-    ``PER_ROUND`` runs each, on ``loop``."""
+PYTHON = ("tether", "tether, signal", "Python floor", "semantic floor")
+"""The Python contenders, in the order ``python_cpu`` returns them."""
+
+
+def python_cpu(loop: str) -> tuple[float, float, float, float]:
+    """Tether's (without and with an abort signal), the floor's and the semantic floor's median
+    CPU seconds over ``PER_ROUND`` runs each, on ``loop``."""
     with _runner(loop) as runner:
         tether = statistics.median(runner.run(once())[2] for _ in range(PER_ROUND))
         abortable = statistics.median(runner.run(once(abortable=True))[2] for _ in range(PER_ROUND))
         floor = statistics.median(runner.run(floor_once())[2] for _ in range(PER_ROUND))
-    return tether, abortable, floor
+        semantic = statistics.median(runner.run(floor_once(semantic=True))[2] for _ in range(PER_ROUND))
+    return tether, abortable, floor, semantic
 
 
 def loops() -> list[str]:
@@ -244,22 +258,25 @@ def main(argv: list[str] | None = None) -> None:
         print_tracing()
         return
     events = asyncio.run(once())[0]
-    floor_events = asyncio.run(floor_once())[0]
-    if floor_events != events:
-        raise RuntimeError(f"the floor emitted {floor_events} events, tether {events}")
+    for semantic in (False, True):
+        floor_events = asyncio.run(floor_once(semantic))[0]
+        if floor_events != events:
+            raise RuntimeError(
+                f"the floor (semantic: {semantic}) emitted {floor_events} events, tether {events}"
+            )
     refs = references()
     cpu: dict[str, list[float]] = {}
     for _ in range(ROUNDS):  # interleaved: every contender once per round
         for loop in loops():
-            tether, abortable, floor = python_cpu(loop)
-            cpu.setdefault(f"tether ({loop})", []).append(tether)
-            cpu.setdefault(f"tether, signal ({loop})", []).append(abortable)
-            cpu.setdefault(f"Python floor ({loop})", []).append(floor)
+            for name, seconds in zip(PYTHON, python_cpu(loop), strict=True):
+                cpu.setdefault(f"{name} ({loop})", []).append(seconds)
         for name, node in refs.items():
             cpu.setdefault(name, []).append(reference_cpu(node, name))
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"P2 agent loop: {TURNS} turns x {CALLS} parallel tool calls, scripted model; CPU ms, "
-        f"{ROUNDS} interleaved rounds of {PER_ROUND} runs (median, min-max of the round medians)"
+        f"{ROUNDS} interleaved rounds of {PER_ROUND} runs (median, min-max of the round medians); "
+        f"load average {load}"
     )
     for name, runs in cpu.items():
         note = f"   Node {_node_version(refs[name])}" if name in refs else ""
@@ -267,18 +284,18 @@ def main(argv: list[str] | None = None) -> None:
             f"  {name:24} {statistics.median(runs) * 1e3:7.1f}  ({min(runs) * 1e3:.1f}-{max(runs) * 1e3:.1f})"
             f"  {events / statistics.median(runs):9.0f} events/cpu-s{note}"
         )
+    _side_by_side(cpu, list(refs))
     for loop in loops():
-        mine = cpu[f"tether ({loop})"]
-        _ratio(f"agent loop CPU, {loop}", mine, cpu[f"Python floor ({loop})"], "P2's Python floor", "<= 1.3")
+        mine, floor = cpu[f"tether ({loop})"], cpu[f"Python floor ({loop})"]
+        _ratio(f"agent loop CPU, {loop}", mine, floor, "P2's Python floor", "<= 1.3")
         # What an Agent run pays (it always has a signal); the floor watches for no abort.
-        signal = cpu[f"tether, signal ({loop})"]
         _ratio(
             f"agent loop CPU with a signal, {loop}",
-            signal,
-            cpu[f"Python floor ({loop})"],
+            cpu[f"tether, signal ({loop})"],
+            floor,
             "P2's Python floor",
-            "",
         )
+        _ratio(f"agent loop CPU, {loop}", mine, cpu[f"semantic floor ({loop})"], "P2's semantic floor")
         for name in refs:
             goal = (
                 "<= 1"
@@ -288,7 +305,24 @@ def main(argv: list[str] | None = None) -> None:
             _ratio(f"agent loop CPU, {loop}", mine, cpu[name], name, goal)
 
 
-def _ratio(measure: str, mine: list[float], theirs: list[float], reference: str, goal: str) -> None:
+def _side_by_side(cpu: dict[str, list[float]], refs: list[str]) -> None:
+    """Each Python contender's CPU over the floor, the semantic floor and each reference: the
+    median of the per-round ratios and their spread, one row per contender."""
+    for loop in loops():
+        against = [f"Python floor ({loop})", f"semantic floor ({loop})", *refs]
+        rows: list[list[str]] = []
+        for name in PYTHON:
+            mine = cpu[f"{name} ({loop})"]
+            cells: list[str] = []
+            for other in against:
+                paired = [a / b for a, b in zip(mine, cpu[other], strict=True)]
+                cells.append(f"{statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})")
+            rows.append([name, *cells])
+        header = ["over:", "Python floor", "semantic floor", *refs]
+        print_table(f"CPU ratios on {loop} (median of the per-round ratios, min-max)", header, rows)
+
+
+def _ratio(measure: str, mine: list[float], theirs: list[float], reference: str, goal: str = "") -> None:
     """Record the paired ratio: per round, then the median and the spread."""
     paired = [a / b for a, b in zip(mine, theirs, strict=True)]
     median = statistics.median(paired)
