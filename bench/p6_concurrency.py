@@ -19,6 +19,24 @@ is not counted), "loop thread CPU" the part spent on the event loop's thread, RS
 (``VmHWM``: ``ru_maxrss`` would include the parent's peak). Runs alternate tether/floor so machine noise hits both. At 10,000 sessions the process needs more file descriptors than usual: one socket per
 concurrent stream plus one lock file per open stored session.
 
+Start-up is not the sessions' cost, so before the timed window each worker runs the same
+workload once with ``WARM_UP_SESSIONS`` sessions (a store of its own): every module either side
+imports lazily (tether its agent, session and store modules, pydantic, pydantic-core's encoder;
+both httpx2's transport, anyio, h11, truststore) is imported then, not in the window, where it
+was ~3% of the samples. The worker reports any module imported inside the window anyway, and
+the output names them.
+
+The start-up burst: every session opens its connection at once, and the connect (its address
+lookup on the event loop's thread pool, the handshake, the loop getting back to the task) waits
+behind all the others'. On a loaded machine (load average >= 15) that took tether past its
+10-second connect timeout and the 1,000-session run failed. So at most ``CONNECTS`` sessions,
+on both sides alike, are between their start and their first response's headers; once a
+session has its connection it never waits again. This spreads the first connects over a
+fraction of a second and measures the same work (tether's first-response callback, which frees
+the slot, is ~3 µs a request, under 0.5% of its CPU). The model server listens with a backlog
+of 4,096 (the kernel caps it at ``net.core.somaxconn``, 4,096 on Linux >= 5.4, 128 before:
+another reason to bound the burst).
+
 Storage per message: what storing adds, per message stored (``(CPU stored - CPU in memory) /
 messages``, from the stored and in-memory runs of the same repetition); for tether that is the
 ``AgentSession`` and its session against a bare ``Agent``, for the floor the JSON and the inserts.
@@ -41,6 +59,7 @@ with many sessions do; the floor makes the same call, a setting a plain program 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -65,6 +84,12 @@ PROMPTS = 3
 REPEATS = {1_000: 3, 10_000: 1}
 COLLECTORS = {1_000: ("tune_gc", "default"), 10_000: ("tune_gc",)}
 """Which collector settings run at each size (module docstring)."""
+CONNECTS = 100
+"""Sessions at most between their start and their first response's headers (module docstring)."""
+WARM_UP_SESSIONS = 10
+"""The workload run once before the timed window, so that lazy imports happen outside it: several
+sessions, because some paths are taken only when sessions run side by side (the store's writer
+encodes a batch of several sessions' entries with pydantic-core, imported on first use)."""
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 
@@ -72,15 +97,22 @@ ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "re
 
 
 async def floor_call(
-    client: httpx2.AsyncClient, url: str, messages: list[dict[str, Any]], slots: asyncio.Semaphore
+    client: httpx2.AsyncClient,
+    url: str,
+    messages: list[dict[str, Any]],
+    slots: asyncio.Semaphore,
+    connecting: asyncio.Semaphore | None,
 ) -> dict[str, Any]:
-    """One streamed request: the assistant message (text or one tool call) it produced."""
+    """One streamed request: the assistant message (text or one tool call) it produced;
+    ``connecting``: the start-up slot this session holds until its first response's headers."""
     body = {"model": "m", "messages": messages, "stream": True, "tools": [{"type": "function",
             "function": {"name": "echo", "parameters": ECHO_SCHEMA}}]}  # fmt: skip
     text: list[str] = []
     call: dict[str, Any] | None = None
     arguments: list[str] = []
     async with slots, client.stream("POST", url, json=body) as response:
+        if connecting is not None:
+            connecting.release()
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -104,8 +136,15 @@ async def floor_call(
 
 
 async def floor_session(
-    index: int, url: str, db: sqlite3.Connection | None, tls: Any, slots: asyncio.Semaphore
+    index: int,
+    url: str,
+    db: sqlite3.Connection | None,
+    tls: Any,
+    slots: asyncio.Semaphore,
+    connecting: asyncio.Semaphore,
 ) -> None:
+    await connecting.acquire()
+    holding: asyncio.Semaphore | None = connecting  # until the first response's headers
     async with httpx2.AsyncClient(verify=tls, timeout=600, limits=httpx2.Limits(max_connections=1)) as client:
         messages: list[dict[str, Any]] = []
 
@@ -117,7 +156,8 @@ async def floor_session(
         for prompt in range(PROMPTS):
             keep({"role": "user", "content": f"session {index} prompt {prompt}: call echo"})
             while True:
-                answer = await floor_call(client, url, messages, slots)
+                answer = await floor_call(client, url, messages, slots, holding)
+                holding = None
                 keep(answer)
                 if not answer.get("tool_calls"):
                     break
@@ -134,9 +174,9 @@ async def run_floor(sessions: int, url: str, store: Path | None) -> None:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("CREATE TABLE entries (session TEXT, payload TEXT)")
     tls = httpx2.create_ssl_context()
-    slots = asyncio.Semaphore(1_000)
+    slots, connecting = asyncio.Semaphore(1_000), asyncio.Semaphore(CONNECTS)
     await asyncio.gather(
-        *(floor_session(i, url + "/chat/completions", db, tls, slots) for i in range(sessions))
+        *(floor_session(i, url + "/chat/completions", db, tls, slots, connecting) for i in range(sessions))
     )
     if db is not None:
         assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == sessions * PROMPTS * 4
@@ -159,10 +199,22 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
                   "reasoning": False, "input": ["text"], "contextWindow": 100_000, "maxTokens": 1_000,
                   "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}  # fmt: skip
 
+    connecting = asyncio.Semaphore(CONNECTS)
+
     def agent(i: int) -> Agent:
-        return Agent(model=model, tools=[tool], options=SimpleStreamOptions(api_key="k", session_id=f"s{i}"))
+        holding = True  # the start-up slot, until the first response's headers
+
+        async def on_response(status: int, headers: Any) -> None:
+            nonlocal holding
+            if holding:
+                holding = False
+                connecting.release()
+
+        options = SimpleStreamOptions(api_key="k", session_id=f"s{i}", on_response=on_response)
+        return Agent(model=model, tools=[tool], options=options)
 
     async def conversation(i: int, run: Any) -> None:
+        await connecting.acquire()
         for prompt in range(PROMPTS):
             await run(f"session {i} prompt {prompt}: call echo")
 
@@ -192,21 +244,23 @@ def worker(kind: str, sessions: int, url: str, stored: bool, collector: str) -> 
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "sessions.db" if stored else None
         run = run_tether if kind == "tether" else run_floor
-        if kind == "tether":  # imports are start-up, not the sessions' cost
-            import tether.agent
-            import tether.ai.providers.openai_completions
-            import tether.session  # noqa: F401
+        # Start-up is not the sessions' cost: what either side imports lazily, it imports now.
+        asyncio.run(run(WARM_UP_SESSIONS, url, Path(folder) / "warm-up.db" if stored else None))
+        gc.collect()
         if collector == "tune_gc":
             from tether.gc_tuning import tune_gc
 
             tune_gc()
+        imported = set(sys.modules)
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         loop_cpu = asyncio.run(on_loop_thread(run(sessions, url, store)))
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    json.dump({"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": peak_rss_mb()}, sys.stdout)
+    late = sorted(set(sys.modules) - imported)
+    figures = {"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": peak_rss_mb()}
+    json.dump(figures | {"load": os.getloadavg()[0], "late": late}, sys.stdout)
 
 
 async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
@@ -216,7 +270,7 @@ async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
     return time.thread_time() - start
 
 
-def measure(kind: str, sessions: int, url: str, stored: bool, collector: str) -> dict[str, float]:
+def measure(kind: str, sessions: int, url: str, stored: bool, collector: str) -> dict[str, Any]:
     args = [sys.executable, __file__, "--worker", kind, str(sessions), url, "store" if stored else "none"]
     args.append(collector)
     out = subprocess.run(args, capture_output=True, text=True, check=False)
@@ -246,18 +300,20 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     assert server.stdout is not None and server.stdin is not None
     url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
     rows: list[list[str]] = []
+    everything: list[list[dict[str, Any]]] = []
     try:
         for (sessions, repeats), collector in (
             (size, collector) for size in REPEATS.items() for collector in collectors or COLLECTORS[size[0]]
         ):
             # Every repetition runs all four, so machine noise hits each alike and the stored and
             # in-memory runs of one repetition pair up for the storage cost per message.
-            results: dict[tuple[str, bool], list[dict[str, float]]] = {
+            results: dict[tuple[str, bool], list[dict[str, Any]]] = {
                 (kind, stored): [] for stored in (True, False) for kind in ("tether", "floor")
             }
             for _ in range(repeats):
                 for kind, stored in results:
                     results[kind, stored].append(measure(kind, sessions, url, stored, collector))
+            everything += results.values()
             messages = sessions * PROMPTS * 4
             storage = {
                 kind: [
@@ -278,6 +334,7 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
                                  f"{statistics.median(r['loop_cpu'] for r in runs):.2f}",
                                  f"{statistics.median(r['wall'] for r in runs):.2f}",
                                  f"{max(r['rss_mb'] for r in runs):.0f}",
+                                 _spread((r["load"] for r in runs), 1),
                                  f"{cpu[kind] / cpu['floor']:.2f}x",
                                  f"{statistics.median(storage[kind]):.0f} ({_spread(storage[kind], 0)})" if stored else ""])  # fmt: skip
                 paired = [
@@ -313,7 +370,7 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     print_table(
         f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms; collector: "
         f"tune_gc = tether.tune_gc() after imports, default = Python's; "
-        f"median of runs (load average at the end: {load})",
+        f"median of runs; load: the 1-minute load average at the end of each run (at the end: {load})",
         [
             "sessions",
             "sessions are",
@@ -324,11 +381,14 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
             "loop thread CPU s",
             "wall s",
             "peak RSS MB",
+            "load (1 min)",
             "x floor",
             "storage µs/message (range)",
         ],
         rows,
     )
+    late = {name for runs in everything for r in runs for name in r["late"]}
+    print(f"modules imported inside a timed window: {', '.join(sorted(late)) or 'none'}")
 
 
 def _spread(values: Iterable[float], digits: int = 2) -> str:
