@@ -26,16 +26,18 @@ both httpx2's transport, anyio, h11, truststore) is imported then, not in the wi
 was ~3% of the samples. The worker reports any module imported inside the window anyway, and
 the output names them.
 
-The start-up burst: every session opens its connection at once, and the connect (its address
-lookup on the event loop's thread pool, the handshake, the loop getting back to the task) waits
-behind all the others'. On a loaded machine (load average >= 15) that took tether past its
-10-second connect timeout and the 1,000-session run failed. So at most ``CONNECTS`` sessions,
-on both sides alike, are between their start and their first response's headers; once a
-session has its connection it never waits again. This spreads the first connects over a
-fraction of a second and measures the same work (tether's first-response callback, which frees
-the slot, is ~3 µs a request, under 0.5% of its CPU). The model server listens with a backlog
-of 4,096 (the kernel caps it at ``net.core.somaxconn``, 4,096 on Linux >= 5.4, 128 before:
-another reason to bound the burst).
+The start-up burst: every session opens its connection at once, and each connect ends only
+once the event loop has run every session's first step, ~1.2 s on both sides alike at load 4-6
+(floor 1.15 s, tether 1.17 s median, niced). On a loaded machine (load average >= 15) that took
+tether past its 10-second connect timeout (the floor's is 600 s) and the 1,000-session run
+failed. Bounding the connects in flight (at most N sessions between their start and their first
+response) was tried and rejected: it turns the burst into a rolling start, early sessions end
+before late ones begin, peak concurrency drops below the session count and tether's lanes reuse
+their idle connections (710 connections instead of 1,000 with N = 100, 890 with N = 250): another
+workload. So the burst stays; a run that fails says why (the first failed session's error), is
+run once more, and a size whose runs still fail is reported as failed while the others go on. The
+model server listens with a backlog of 4,096 (the kernel caps it at ``net.core.somaxconn``, 4,096
+on Linux >= 5.4, 128 before: below 1,000 the kernel would drop handshakes of the burst).
 
 Storage per message: what storing adds, per message stored (``(CPU stored - CPU in memory) /
 messages``, from the stored and in-memory runs of the same repetition); for tether that is the
@@ -84,8 +86,6 @@ PROMPTS = 3
 REPEATS = {1_000: 3, 10_000: 1}
 COLLECTORS = {1_000: ("tune_gc", "default"), 10_000: ("tune_gc",)}
 """Which collector settings run at each size (module docstring)."""
-CONNECTS = 100
-"""Sessions at most between their start and their first response's headers (module docstring)."""
 WARM_UP_SESSIONS = 10
 """The workload run once before the timed window, so that lazy imports happen outside it: several
 sessions, because some paths are taken only when sessions run side by side (the store's writer
@@ -97,22 +97,15 @@ ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "re
 
 
 async def floor_call(
-    client: httpx2.AsyncClient,
-    url: str,
-    messages: list[dict[str, Any]],
-    slots: asyncio.Semaphore,
-    connecting: asyncio.Semaphore | None,
+    client: httpx2.AsyncClient, url: str, messages: list[dict[str, Any]], slots: asyncio.Semaphore
 ) -> dict[str, Any]:
-    """One streamed request: the assistant message (text or one tool call) it produced;
-    ``connecting``: the start-up slot this session holds until its first response's headers."""
+    """One streamed request: the assistant message (text or one tool call) it produced."""
     body = {"model": "m", "messages": messages, "stream": True, "tools": [{"type": "function",
             "function": {"name": "echo", "parameters": ECHO_SCHEMA}}]}  # fmt: skip
     text: list[str] = []
     call: dict[str, Any] | None = None
     arguments: list[str] = []
     async with slots, client.stream("POST", url, json=body) as response:
-        if connecting is not None:
-            connecting.release()
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -136,15 +129,8 @@ async def floor_call(
 
 
 async def floor_session(
-    index: int,
-    url: str,
-    db: sqlite3.Connection | None,
-    tls: Any,
-    slots: asyncio.Semaphore,
-    connecting: asyncio.Semaphore,
+    index: int, url: str, db: sqlite3.Connection | None, tls: Any, slots: asyncio.Semaphore
 ) -> None:
-    await connecting.acquire()
-    holding: asyncio.Semaphore | None = connecting  # until the first response's headers
     async with httpx2.AsyncClient(verify=tls, timeout=600, limits=httpx2.Limits(max_connections=1)) as client:
         messages: list[dict[str, Any]] = []
 
@@ -156,8 +142,7 @@ async def floor_session(
         for prompt in range(PROMPTS):
             keep({"role": "user", "content": f"session {index} prompt {prompt}: call echo"})
             while True:
-                answer = await floor_call(client, url, messages, slots, holding)
-                holding = None
+                answer = await floor_call(client, url, messages, slots)
                 keep(answer)
                 if not answer.get("tool_calls"):
                     break
@@ -174,9 +159,9 @@ async def run_floor(sessions: int, url: str, store: Path | None) -> None:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("CREATE TABLE entries (session TEXT, payload TEXT)")
     tls = httpx2.create_ssl_context()
-    slots, connecting = asyncio.Semaphore(1_000), asyncio.Semaphore(CONNECTS)
+    slots = asyncio.Semaphore(1_000)
     await asyncio.gather(
-        *(floor_session(i, url + "/chat/completions", db, tls, slots, connecting) for i in range(sessions))
+        *(floor_session(i, url + "/chat/completions", db, tls, slots) for i in range(sessions))
     )
     if db is not None:
         assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == sessions * PROMPTS * 4
@@ -199,33 +184,22 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
                   "reasoning": False, "input": ["text"], "contextWindow": 100_000, "maxTokens": 1_000,
                   "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}  # fmt: skip
 
-    connecting = asyncio.Semaphore(CONNECTS)
-
     def agent(i: int) -> Agent:
-        holding = True  # the start-up slot, until the first response's headers
-
-        async def on_response(status: int, headers: Any) -> None:
-            nonlocal holding
-            if holding:
-                holding = False
-                connecting.release()
-
-        options = SimpleStreamOptions(api_key="k", session_id=f"s{i}", on_response=on_response)
-        return Agent(model=model, tools=[tool], options=options)
+        return Agent(model=model, tools=[tool], options=SimpleStreamOptions(api_key="k", session_id=f"s{i}"))
 
     async def conversation(i: int, run: Any) -> None:
-        await connecting.acquire()
         for prompt in range(PROMPTS):
             await run(f"session {i} prompt {prompt}: call echo")
 
     if store is None:
         agents = [agent(i) for i in range(sessions)]
         await asyncio.gather(*(conversation(i, a.prompt) for i, a in enumerate(agents)))
-        assert all(len(a.messages) == PROMPTS * 4 for a in agents)
+        _all_answered(a.messages for a in agents)
         return
     manager = SessionManager.at(store)
     cores = [AgentSession(agent(i), manager.create(f"/bench/{i}"), cwd=HERE) for i in range(sessions)]
     await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
+    _all_answered(core.agent.messages for core in cores)
     ids = [core.session_id for core in cores]
     for core in cores:
         await core.close()
@@ -233,6 +207,15 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
         assert session_id is not None
         assert len(manager.open(session_id, readonly=True).messages) == PROMPTS * 4
     manager.close()
+
+
+def _all_answered(transcripts: Iterable[list[Any]]) -> None:
+    """Raise, naming how many sessions failed and the first one's error, unless every session
+    holds its ``PROMPTS * 4`` messages."""
+    failed = [messages for messages in transcripts if len(messages) != PROMPTS * 4]
+    if failed:
+        error = failed[0][-1].get("errorMessage") if failed[0] else None
+        raise RuntimeError(f"{len(failed)} sessions failed; the first: {error or 'no error message'}")
 
 
 # -- one measured run, in a fresh process ---------------------------------------------------------
@@ -271,12 +254,18 @@ async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
 
 
 def measure(kind: str, sessions: int, url: str, stored: bool, collector: str) -> dict[str, Any]:
+    """One run in a fresh process; a failed run is said (its last line of error, the load) and
+    run once more (module docstring: the start-up burst)."""
     args = [sys.executable, __file__, "--worker", kind, str(sessions), url, "store" if stored else "none"]
     args.append(collector)
-    out = subprocess.run(args, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} x{sessions} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout)
+    for attempt in (1, 2):
+        out = subprocess.run(args, capture_output=True, text=True, check=False)
+        if out.returncode == 0:
+            return json.loads(out.stdout)
+        last = (out.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"  {kind} x{sessions:,} {'stored' if stored else 'in memory'} failed (attempt {attempt}, load "
+              f"{os.getloadavg()[0]:.1f}): {last}")  # fmt: skip
+    raise RuntimeError(f"{kind} x{sessions} failed twice:\n{out.stderr[-3000:]}")
 
 
 GOALS = {
@@ -301,6 +290,7 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
     rows: list[list[str]] = []
     everything: list[list[dict[str, Any]]] = []
+    failures: list[str] = []
     try:
         for (sessions, repeats), collector in (
             (size, collector) for size in REPEATS.items() for collector in collectors or COLLECTORS[size[0]]
@@ -310,9 +300,13 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
             results: dict[tuple[str, bool], list[dict[str, Any]]] = {
                 (kind, stored): [] for stored in (True, False) for kind in ("tether", "floor")
             }
-            for _ in range(repeats):
-                for kind, stored in results:
-                    results[kind, stored].append(measure(kind, sessions, url, stored, collector))
+            try:
+                for _ in range(repeats):
+                    for kind, stored in results:
+                        results[kind, stored].append(measure(kind, sessions, url, stored, collector))
+            except RuntimeError as error:  # the other sizes still run; main raises at the end
+                failures.append(f"{sessions:,} sessions, {collector}: {str(error).splitlines()[0]}")
+                continue
             everything += results.values()
             messages = sessions * PROMPTS * 4
             storage = {
@@ -389,6 +383,8 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     )
     late = {name for runs in everything for r in runs for name in r["late"]}
     print(f"modules imported inside a timed window: {', '.join(sorted(late)) or 'none'}")
+    if failures:
+        raise RuntimeError("; ".join(failures))
 
 
 def _spread(values: Iterable[float], digits: int = 2) -> str:
