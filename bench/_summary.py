@@ -8,7 +8,9 @@ around), so below 1.00 tether is cheaper and every row of the summary reads the 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import statistics
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from _table import print_table
@@ -23,6 +25,8 @@ class Ratio:
     goal: str
     spread: tuple[float, float] | None
     """The lowest and highest ratio over the repetitions, when the benchmark repeated."""
+    load: float | None
+    """The 1-minute load average when the ratio was recorded: what the measurement ran under."""
 
 
 RATIOS: list[Ratio] = []
@@ -38,7 +42,37 @@ def record(measure: str, ratio: float, reference: str, goal: str = "", samples: 
     """Note one comparison: ``ratio`` is tether's cost / the reference's (< 1: tether is cheaper);
     ``samples``: the ratio of each repetition (paired runs), printed as the spread."""
     spread = (min(samples), max(samples)) if samples else None
-    RATIOS.append(Ratio(bench, measure, ratio, reference, goal, spread))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    RATIOS.append(Ratio(bench, measure, ratio, reference, goal, spread, load))
+
+
+def record_paired(
+    measure: str, mine: Sequence[float], theirs: Sequence[float], reference: str, goal: str = ""
+) -> list[float]:
+    """Record tether's cost over the reference's from paired repetitions (``mine[i]`` and
+    ``theirs[i]`` measured in the same round): the median of the per-round ratios, with their
+    spread. Returns the ratios."""
+    paired = [a / b for a, b in zip(mine, theirs, strict=True)]
+    record(measure, statistics.median(paired), reference, goal, samples=paired)
+    return paired
+
+
+def interleaved(measures: Sequence[Callable[[], float]], rounds: int) -> list[list[float]]:
+    """Each measure's figure per round (``measures`` return one figure each call), run in turn
+    within every round, so load that comes and goes hits them alike."""
+    figures: list[list[float]] = [[] for _ in measures]
+    for _ in range(rounds):
+        for figure, measure in zip(figures, measures, strict=True):
+            figure.append(measure())
+    return figures
+
+
+def cpu_seconds(action: Callable[[], object], number: int = 1) -> float:
+    """CPU seconds of this process per call of ``action``, over ``number`` calls."""
+    start = time.process_time()
+    for _ in range(number):
+        action()
+    return (time.process_time() - start) / number
 
 
 def peak_rss_mb() -> float:
@@ -65,18 +99,25 @@ def print_summary(ran: list[str]) -> None:
     rows: list[list[str]] = []
     for name in ran:
         mine = [r for r in RATIOS if r.bench == name]
-        rows += [[name, r.measure, f"{r.ratio:.2f}x", _spread(r), r.reference, r.goal] for r in mine]
+        rows += [
+            [name, r.measure, f"{r.ratio:.2f}x", _spread(r), _load(r), r.reference, r.goal] for r in mine
+        ]
         if not mine:
-            rows.append([name, "(no ratio recorded)", "-", "", "", ""])
+            rows.append([name, "(no ratio recorded)", "-", "", "", "", ""])
     print_table(
-        "Summary: tether's cost / the reference's (< 1.00x: tether is cheaper)",
-        ["bench", "measure", "ratio", "spread", "reference", "goal"],
+        "Summary: tether's cost / the reference's (< 1.00x: tether is cheaper); spread: lowest-highest "
+        "ratio over the repetitions; load: the 1-minute load average when the ratio was taken",
+        ["bench", "measure", "ratio", "spread", "load", "reference", "goal"],
         rows,
     )
     if LOAD_AT_START is not None:
         start = " ".join(f"{x:.2f}" for x in LOAD_AT_START)
         end = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"load average (1, 5, 15 min) at start: {start}; at end: {end}; cores: {os.cpu_count()}")
+
+
+def _load(ratio: Ratio) -> str:
+    return f"{ratio.load:.1f}" if ratio.load is not None else "-"
 
 
 def _spread(ratio: Ratio) -> str:

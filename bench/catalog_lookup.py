@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
 import timeit
+from collections.abc import Callable
 from importlib import resources
 
-from _summary import record
+from _summary import interleaved, record_paired
+
+ROUNDS = 5
+"""Interleaved rounds: each round times every measure once; ratios are taken within a round."""
 
 
-def best(stmt: object, number: int, repeat: int = 5) -> float:
-    """Best per-call seconds over ``repeat`` runs of ``number`` calls."""
-    return min(timeit.repeat(stmt, number=number, repeat=repeat)) / number  # type: ignore[arg-type]
+def per_call(stmt: Callable[[], object], number: int, per: int = 1) -> Callable[[], float]:
+    """A measure: seconds per call of ``stmt`` over ``number`` calls, divided by ``per``."""
+    return lambda: timeit.timeit(stmt, number=number) / number / per
 
 
 def main() -> None:
@@ -31,8 +36,6 @@ def main() -> None:
     from tether.ai.thinking import LEVELS, clamp_thinking_level, supported_thinking_levels
 
     raw = resources.files("tether.ai").joinpath("catalog.json").read_bytes()
-    load = best(lambda: models.load_catalog(raw), number=20)
-    floor = best(lambda: json.loads(raw), number=20)
     registry = models.ModelRegistry(models.load_catalog(raw))
     keys = list(registry.catalog.models)
     refs = [f"{p}/{i}" for p, i in keys]
@@ -57,11 +60,20 @@ def main() -> None:
                 clamp_thinking_level(model, level)
 
     n = len(refs)
-    find = best(find_all, number=5) / n
-    get = best(get_all, number=5) / n
-    lookup = best(dict_all, number=50) / n
-    thinking = best(thinking_all, number=5) / n
-    print(f"catalog: {n} models, {len(raw) / 1024:.0f} KiB")
+    rounds = interleaved(
+        [
+            per_call(lambda: models.load_catalog(raw), 20),
+            per_call(lambda: json.loads(raw), 20),
+            per_call(find_all, 5, n),
+            per_call(get_all, 5, n),
+            per_call(dict_all, 50, n),
+            per_call(thinking_all, 5, n),
+        ],
+        ROUNDS,
+    )
+    load, floor, find, get, lookup, thinking = (statistics.median(r) for r in rounds)
+    loads, floors, finds, gets, lookups, _ = rounds
+    print(f"catalog: {n} models, {len(raw) / 1024:.0f} KiB; medians of {ROUNDS} interleaved rounds")
     print(
         f"load catalog        {load * 1e3:8.2f} ms    json.loads floor {floor * 1e3:6.2f} ms   ratio {load / floor:5.1f}x"
     )
@@ -71,9 +83,9 @@ def main() -> None:
     print(
         f"get_model           {get * 1e6:8.2f} µs    dict lookup      {lookup * 1e6:6.3f} µs   ratio {get / lookup:5.0f}x"
     )
-    record("load catalog", load / floor, "json.loads")
-    record("find_model", find / lookup, "dict lookup")
-    record("get_model", get / lookup, "dict lookup")
+    record_paired("load catalog", loads, floors, "json.loads")
+    record_paired("find_model", finds, lookups, "dict lookup")
+    record_paired("get_model", gets, lookups, "dict lookup")
     print(f"levels + 7 clamps   {thinking * 1e6:8.2f} µs per model")
 
 
