@@ -4,7 +4,8 @@ The tree: 600 Python-like modules of ~4 KB under ``src/`` (40 packages x 3 direc
 1,200 more under an ignored ``build/`` and ``node_modules/``, inside a git repository with nothing
 committed. References are git itself on the same tree: ``git ls-files --others --cached
 --exclude-standard`` for the walk and ``git grep --untracked`` for the search (both C, both
-honouring ``.gitignore``). Figures are medians of 5 runs; the ratio is ours / git's.
+honouring ``.gitignore``). Figures are medians of 5 interleaved runs; the ratio is ours / git's,
+taken per run (median, range).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _summary import record
+from _summary import interleaved, record_paired
 from tether.tools import GrepParams, Workspace
 from tether.tools.files import walk_files
 from tether.tools.grep import grep
@@ -43,13 +44,15 @@ def make_tree(root: Path) -> int:
     return count
 
 
-def median_seconds(action: Callable[[], object]) -> float:
-    times: list[float] = []
-    for _ in range(RUNS):
+def seconds(action: Callable[[], object]) -> Callable[[], float]:
+    """A measure: the wall time of one call of ``action`` (git runs in a process of its own)."""
+
+    def measure() -> float:
         start = time.perf_counter()
         action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        return time.perf_counter() - start
+
+    return measure
 
 
 def git(root: Path, *args: str) -> str:
@@ -70,19 +73,28 @@ def main() -> None:
         git_hits = len(git(root, "grep", "-n", "--untracked", "-E", r"needle_\w+").splitlines())
         assert ours_hits == git_hits, (ours_hits, git_hits)
 
-        walk = median_seconds(lambda: list(walk_files(workspace, real)))
-        walk_ref = median_seconds(lambda: git(root, "ls-files", "--others", "--cached", "--exclude-standard"))
-        search = median_seconds(lambda: grep(workspace, params))
-        search_ref = median_seconds(lambda: git(root, "grep", "-n", "--untracked", "-E", r"needle_\w+"))
+        walk, walk_ref, search, search_ref = interleaved(
+            [
+                seconds(lambda: list(walk_files(workspace, real))),
+                seconds(lambda: git(root, "ls-files", "--others", "--cached", "--exclude-standard")),
+                seconds(lambda: grep(workspace, params)),
+                seconds(lambda: git(root, "grep", "-n", "--untracked", "-E", r"needle_\w+")),
+            ],
+            RUNS,
+        )
 
     print(f"tree: {total} files written, {len(ours_files)} not ignored; {ours_hits} matches")
-    print(f"{'operation':<28}{'ours ms':>10}{'git ms':>10}{'ratio':>8}")
+    print(f"{'operation':<28}{'ours ms':>10}{'git ms':>10}{'ratio (range)':>20}")
     for name, mine, ref in (
         ("walk (.gitignore aware)", walk, walk_ref),
         ("grep needle_\\w+", search, search_ref),
     ):
-        print(f"{name:<28}{mine * 1000:>10.1f}{ref * 1000:>10.1f}{mine / ref:>8.2f}")
-        record(name, mine / ref, "git")
+        paired = record_paired(name, mine, ref, "git")
+        ours_ms, git_ms = statistics.median(mine) * 1000, statistics.median(ref) * 1000
+        print(
+            f"{name:<28}{ours_ms:>10.1f}{git_ms:>10.1f}"
+            f"{statistics.median(paired):>8.2f} ({min(paired):.2f}-{max(paired):.2f})"
+        )
 
 
 if __name__ == "__main__":
