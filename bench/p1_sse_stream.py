@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -39,7 +40,7 @@ from typing import Any
 import httpx2
 import jiter
 
-from _summary import record
+from _summary import record_paired
 from tether.ai import StreamOptions, stream
 from tether.wire import ModelInfo
 
@@ -278,15 +279,16 @@ def clients_for(spec: Stream, url: str) -> dict[str, Callable[[], Awaitable[int]
     return clients
 
 
-def measure(clients: dict[str, Callable[[], Awaitable[int]]]) -> dict[str, tuple[float, float]]:
-    """Per client: (best wall seconds, best CPU seconds of this process), runs interleaved.
+def measure(clients: dict[str, Callable[[], Awaitable[int]]]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per client: the wall seconds and the CPU seconds of this process of each round, rounds
+    interleaved (an SDK only in the first ``SDK_RUNS``).
 
     The machine is shared, so wall time is noisy; CPU time of the client process (the server
     runs in another process) is what a client costs and is far steadier. Ratios use CPU time.
     """
 
-    async def timed() -> dict[str, tuple[float, float]]:
-        best: dict[str, tuple[float, float]] = {}
+    async def timed() -> dict[str, tuple[list[float], list[float]]]:
+        runs: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in clients}
         for run in clients.values():
             await run()  # warm-up: connection pool, imports
         for round_number in range(RUNS):
@@ -295,17 +297,17 @@ def measure(clients: dict[str, Callable[[], Awaitable[int]]]) -> dict[str, tuple
                     continue  # 20x slower: a few runs suffice
                 wall, cpu = time.perf_counter(), time.process_time()
                 await run()
-                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-                previous = best.get(name, (wall, cpu))
-                best[name] = (min(previous[0], wall), min(previous[1], cpu))
-        return best
+                runs[name][0].append(time.perf_counter() - wall)
+                runs[name][1].append(time.process_time() - cpu)
+        return runs
 
     return asyncio.run(timed())
 
 
 def main() -> None:
     print(
-        f"P1: {EVENTS} streamed events from loopback, best of {RUNS} interleaved runs ({SDK_RUNS} for the SDK)"
+        f"P1: {EVENTS} streamed events from loopback, medians of {RUNS} interleaved runs ({SDK_RUNS} for "
+        "the SDK); ratios: the median of the per-run ratios (range)"
     )
     rows: list[tuple[str, str, float, float, float]] = []
     for spec in STREAMS():
@@ -319,16 +321,26 @@ def main() -> None:
             url = server.stdout.readline().strip()
             clients = clients_for(spec, url)
             results = measure(clients)
-            floor = results["floor: httpx2 lines + jiter"][1]
-            rows += [(spec.api, name, wall, cpu, cpu / floor) for name, (wall, cpu) in results.items()]
+            floors = results["floor: httpx2 lines + jiter"][1]
+            floor = statistics.median(floors)
+            rows += [
+                (
+                    spec.api,
+                    name,
+                    statistics.median(walls),
+                    statistics.median(cpus),
+                    statistics.median(cpus) / floor,
+                )
+                for name, (walls, cpus) in results.items()
+            ]
             ours = results["tether"][1]
-            print(f"{spec.api}: tether / floor = {ours / floor:.2f}x CPU (goal <= 1.3x)")
-            record(f"{spec.api} stream CPU", ours / floor, "httpx2 lines + jiter", "<= 1.3")
+            paired = record_paired(f"{spec.api} stream CPU", ours, floors, "httpx2 lines + jiter", "<= 1.3")
+            print(f"{spec.api}: tether / floor = {_median_range(paired)} CPU (goal <= 1.3x)")
             sdk_rows = [name for name in results if name.endswith(" SDK")]
             for name in sdk_rows:
                 sdk = results[name][1]
-                print(f"{spec.api}: tether is {sdk / ours:.2f}x faster than the {name} (goal >= 1.5x)")
-                record(f"{spec.api} stream CPU", ours / sdk, name, "<= 0.67")
+                paired = record_paired(f"{spec.api} stream CPU", ours[: len(sdk)], sdk, name, "<= 0.67")
+                print(f"{spec.api}: tether / the {name} = {_median_range(paired)} CPU (goal <= 0.67x)")
             if spec.api in SDKS and not sdk_rows:
                 print(f"{spec.api}: {SDKS[spec.api][1]} not installed: pip install -e '.[bench]'")
         finally:
@@ -339,6 +351,10 @@ def main() -> None:
     print(f"{'api':<20} {'client':<30} {'wall s':>8} {'CPU s':>8} {'CPU µs/event':>13} {'x floor':>8}")
     for api, name, wall, cpu, ratio in rows:
         print(f"{api:<20} {name:<30} {wall:>8.4f} {cpu:>8.4f} {cpu / EVENTS * 1e6:>13.2f} {ratio:>8.2f}")
+
+
+def _median_range(ratios: list[float]) -> str:
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 if __name__ == "__main__":
