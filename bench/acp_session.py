@@ -85,7 +85,8 @@ def script(path: Path) -> None:
     path.write_text(json.dumps({"responses": [short] * TURNS + [stream]}))
 
 
-async def run_all() -> list[tuple[str, dict[str, float], dict[str, float]]]:
+async def run_all() -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """tether's and the bare agent's figures, one dict per run, runs interleaved."""
     with tempfile.TemporaryDirectory() as home:
         script_path = Path(home) / "script.json"
         script(script_path)
@@ -97,59 +98,37 @@ async def run_all() -> list[tuple[str, dict[str, float], dict[str, float]]]:
         for _ in range(RUNS):  # interleaved, so a change in the machine's load hits both alike
             ours.append(await measure(tether, env, home))
             theirs.append(await measure(reference, env, home))
-    keys = ("startup", "new", "new cpu", "turn", "rate")
-    med = {k: statistics.median(r[k] for r in ours) for k in keys}
-    ref = {k: statistics.median(r[k] for r in theirs) for k in keys}
-    return [("tether --mode acp", med, ref)]
+    return ours, theirs
+
+
+MEASURES = (  # key, label, unit, format, recorded as
+    ("startup", "start-up to initialize (ms)", 1e3, ".0f", "start-up to initialize"),
+    ("new", "session/new (ms)", 1e3, ".1f", "session/new"),
+    ("new cpu", "session/new CPU (ms)", 1e3, ".1f", "session/new CPU"),
+    ("turn", "short turn (ms)", 1e3, ".1f", "short turn"),
+    ("rate", "streamed updates / s", 1, ".0f", ""),
+)
 
 
 def main() -> None:
-    from _summary import record
+    from _summary import record_paired
     from _table import print_table
 
-    [(name, ours, ref)] = asyncio.run(run_all())
-    for key, measure in (
-        ("startup", "start-up to initialize"),
-        ("new", "session/new"),
-        ("new cpu", "session/new CPU"),
-        ("turn", "short turn"),
-    ):
-        record(measure, ours[key] / ref[key], name)
-    rows = [
-        (
-            "start-up to initialize (ms)",
-            f"{ours['startup'] * 1000:.0f}",
-            f"{ref['startup'] * 1000:.0f}",
-            f"{ours['startup'] / ref['startup']:.2f}",
-        ),
-        (
-            "session/new (ms)",
-            f"{ours['new'] * 1000:.1f}",
-            f"{ref['new'] * 1000:.1f}",
-            f"{ours['new'] / ref['new']:.2f}",
-        ),
-        (
-            "session/new CPU (ms)",
-            f"{ours['new cpu'] * 1000:.1f}",
-            f"{ref['new cpu'] * 1000:.1f}",
-            f"{ours['new cpu'] / ref['new cpu']:.2f}",
-        ),
-        (
-            "short turn (ms)",
-            f"{ours['turn'] * 1000:.1f}",
-            f"{ref['turn'] * 1000:.1f}",
-            f"{ours['turn'] / ref['turn']:.2f}",
-        ),
-        (
-            "streamed updates / s",
-            f"{ours['rate']:.0f}",
-            f"{ref['rate']:.0f}",
-            f"{ref['rate'] / ours['rate']:.2f}",
-        ),
-    ]
+    name = "tether --mode acp"
+    ours, theirs = asyncio.run(run_all())
+    rows: list[list[str]] = []
+    for key, label, unit, fmt, recorded in MEASURES:
+        mine, ref = [r[key] for r in ours], [r[key] for r in theirs]
+        if key == "rate":  # a throughput: the cost is its inverse
+            paired = [b / a for a, b in zip(mine, ref, strict=True)]
+        else:
+            paired = record_paired(recorded, mine, ref, name)
+        ratio = f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f})"
+        median_mine, median_ref = statistics.median(mine) * unit, statistics.median(ref) * unit
+        rows.append([label, format(median_mine, fmt), format(median_ref, fmt), ratio])
     print_table(
         f"{name}: median of {RUNS} processes ({TURNS} short turns, {CHUNKS}-chunk stream each); "
-        "reference: a bare agent on the same SDK",
+        "reference: a bare agent on the same SDK; x floor: the median of the per-run ratios (range)",
         ["measure", "tether", "SDK floor", "x floor (cost)"],
         rows,
     )

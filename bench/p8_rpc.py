@@ -3,16 +3,23 @@
 Reference: pi's own ``pi --mode rpc`` in both generations the interop tests install (on first
 use): ``@mariozechner/pi-coding-agent`` 0.73.1 (``tests/rpc/interop``) and
 ``@earendil-works/pi-coding-agent`` 1.6.0 (``tests/rpc/interop16``, on the Node 22 that folder's
-npm ``node`` package brings), on the same commands, so the ratios compare servers of one protocol:
-- start: spawn -> first answer to ``get_state`` (median of 5 starts);
+npm ``node`` package brings), on the same commands, so the ratios compare servers of one protocol.
+Every figure is taken in ``ROUNDS`` interleaved rounds (each round measures every server in
+turn, all of them running meanwhile), every ratio within a round, and printed as the median of
+the rounds with their spread (min-max), with the load average the rounds ran under:
+- start: spawn -> first answer to ``get_state`` (one start per server per round);
 - server CPU per command: the server process's CPU time (all its threads, from
-  ``/proc/PID/task/*/schedstat``, in ns) over 2,000 pipelined ``get_state``, median of 3 batches:
-  what a command costs the server, steady under load, and the goal (<= pi);
-- pipelined: 2,000 ``get_state`` written at once -> the last response (commands/s, the best of
-  the 3 batches), also a goal;
-- round trip: one ``get_state`` at a time, 3 rounds of 100 (p50 per round, its median and
-  spread; p95): on a shared machine this is mostly scheduling latency (one run measured 0.03 ms,
-  the next 0.09 ms), so it is shown with its spread and is not a goal.
+  ``/proc/PID/task/*/schedstat``, in ns: the server's own figure, read from outside, not ours)
+  over ``PIPELINED`` pipelined ``get_state``: what a command costs the server, steady under load,
+  and the goal (<= pi);
+- pipelined: ``PIPELINED`` ``get_state`` written at once -> the last response (commands/s), also
+  a goal;
+- round trip: one ``get_state`` at a time, 100 a round (p50 per round; p95 of all): on a shared
+  machine this is mostly scheduling latency (one run measured 0.03 ms, the next 0.09 ms), so it
+  is shown with its spread and is not a goal.
+Before the rounds, every server answers one batch unmeasured (V8's JIT and CPython's caches
+warm: the steady state a long session runs at), and within a round the servers take turns going
+first.
 tether only (pi needs a real model to stream): a scripted answer of 2,000 text deltas, from
 ``prompt`` to ``prompt_result``, with pi's full ``message_update`` frames and with the ``delta``
 event filter (frames/s and bytes on the wire). Wall-clock times on a shared machine: compare
@@ -31,8 +38,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from _summary import record
 from _table import print_table
@@ -54,6 +61,8 @@ class Server:
         )
         self.frames: queue.Queue[bytes] = queue.Queue()
         self.bytes = 0
+        self.watch: tuple[bytes, threading.Event] | None = None
+        """A marker the reading thread looks for itself, and the event it sets on seeing it."""
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -61,17 +70,24 @@ class Server:
         for line in iter(self.process.stdout.readline, b""):
             self.bytes += len(line)
             self.frames.put(line)
+            watch = self.watch
+            if watch is not None and watch[0] in line:
+                watch[1].set()
 
     def send(self, *frames: dict[str, object]) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
         self.process.stdin.flush()
 
-    def until(self, predicate: object, timeout: float = 60) -> dict[str, object]:
+    def until(self, predicate: Callable[[dict[str, object]], bool], timeout: float = 60) -> dict[str, object]:
         while True:
             frame = json.loads(self.frames.get(timeout=timeout))
-            if callable(predicate) and predicate(frame):
+            if predicate(frame):
                 return frame
+
+    def answer(self, id: str) -> dict[str, object]:
+        """The response to command ``id`` (frames before it are dropped)."""
+        return self.until(lambda frame: is_response(frame) and frame.get("id") == id)
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -87,19 +103,19 @@ def is_response(frame: dict[str, object]) -> bool:
     return frame.get("type") == "response"
 
 
-def start_time(argv: list[str], env: dict[str, str], cwd: str, runs: int = 5) -> float:
-    times: list[float] = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        server = Server(argv, env, cwd)
+def start_time(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    """Seconds from spawning a server to its first answer."""
+    began = time.perf_counter()
+    server = Server(argv, env, cwd)
+    try:
         server.send({"id": "s", "type": "get_state"})
         server.until(is_response)
-        times.append(time.perf_counter() - began)
+        return time.perf_counter() - began
+    finally:
         server.close()
-    return statistics.median(times)
 
 
-ROUNDS = 3
+ROUNDS = 5
 
 
 def round_trips(server: Server, count: int = 100) -> list[float]:
@@ -108,7 +124,7 @@ def round_trips(server: Server, count: int = 100) -> list[float]:
     for i in range(count):
         began = time.perf_counter()
         server.send({"id": f"r{i}", "type": "get_state"})
-        server.until(is_response)
+        server.answer(f"r{i}")
         times.append(time.perf_counter() - began)
     return times
 
@@ -124,38 +140,64 @@ def server_cpu(pid: int) -> float:
     return total / 1e9
 
 
-def pipelined(server: Server, count: int = 2000) -> tuple[float, float]:
+PIPELINED = 10_000
+"""Commands in one pipelined batch: at ~10 µs of server CPU each, ~0.1 s, long enough that a
+scheduler tick or a stray thread of the server does not move the figure much."""
+
+
+def pipelined(server: Server, count: int = PIPELINED) -> tuple[float, float]:
     """Commands/s and the server's CPU seconds per command for ``count`` commands written at once."""
+    last = threading.Event()
+    # The reading thread watches for the last response itself: the main thread sleeps meanwhile,
+    # so the batch measures the server, not this process parsing and passing frames around.
+    server.watch = (b'"p%d"' % (count - 1), last)
+    commands: list[dict[str, object]] = [{"id": f"p{i}", "type": "get_state"} for i in range(count)]
     cpu = server_cpu(server.process.pid)
     began = time.perf_counter()
-    server.send(*({"id": f"p{i}", "type": "get_state"} for i in range(count)))
-    last = f"p{count - 1}"
-    server.until(lambda f: is_response(f) and f.get("id") == last)
+    server.send(*commands)
+    if not last.wait(timeout=120):
+        raise TimeoutError(f"no answer to the last of {count} pipelined commands")
     seconds = time.perf_counter() - began
-    return count / seconds, (server_cpu(server.process.pid) - cpu) / count
+    cpu = (server_cpu(server.process.pid) - cpu) / count
+    server.watch = None
+    while not server.frames.empty():  # the batch's frames, not needed
+        server.frames.get_nowait()
+    return count / seconds, cpu
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, Any]:
-    results: dict[str, Any] = {"start": start_time(argv, env, cwd)}
-    server = Server(argv, env, cwd)
+Command = tuple[list[str], dict[str, str]]
+"""A server's argv and environment."""
+
+
+def measure(servers: dict[str, Command], cwd: str) -> dict[str, dict[str, list[float]]]:
+    """Per server and figure, one value per round: ``start``, ``rt`` (p50 of the round's round
+    trips), ``pipelined`` (commands/s), ``cpu`` (server CPU seconds per command); ``rt_all``: every
+    round trip. The rounds interleave the servers, which all run from the first round to the last."""
+    figures: dict[str, dict[str, list[float]]] = {
+        name: {"start": [], "rt": [], "pipelined": [], "cpu": [], "rt_all": []} for name in servers
+    }
+    running = {name: Server(argv, env, cwd) for name, (argv, env) in servers.items()}
     try:
-        server.send({"id": "warm", "type": "get_state"})
-        server.until(is_response)
-        rounds: list[list[float]] = []
-        batches: list[tuple[float, float]] = []
-        for _ in range(ROUNDS):
-            rounds.append(round_trips(server))
-            batches.append(pipelined(server))
-        every = sorted(t for times in rounds for t in times)
-        results["rt_rounds"] = [statistics.median(times) for times in rounds]
-        results["rt_median"] = statistics.median(results["rt_rounds"])
-        results["rt_p95"] = every[int(len(every) * 0.95)]
-        results["pipelined"] = max(rate for rate, _ in batches)
-        results["cpu_rounds"] = [cpu for _, cpu in batches]
-        results["cpu_per_cmd"] = statistics.median(results["cpu_rounds"])
+        for server in running.values():  # steady state: V8's JIT and CPython's caches warm
+            server.send({"id": "warm", "type": "get_state"})
+            server.until(is_response)
+            pipelined(server)
+        names = list(running)
+        for r in range(ROUNDS):
+            for name in names[r % len(names) :] + names[: r % len(names)]:  # each goes first in turn
+                server = running[name]
+                mine = figures[name]
+                mine["start"].append(start_time(*servers[name], cwd))
+                times = round_trips(server)
+                mine["rt"].append(statistics.median(times))
+                mine["rt_all"] += times
+                rate, cpu = pipelined(server)
+                mine["pipelined"].append(rate)
+                mine["cpu"].append(cpu)
     finally:
-        server.close()
-    return results
+        for server in running.values():
+            server.close()
+    return figures
 
 
 def stream(argv: list[str], env: dict[str, str], cwd: str, mode: str, deltas: int) -> tuple[float, int, int]:
@@ -211,71 +253,73 @@ def main() -> None:
         base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         tether_env = {**base, "TETHER_HOME": home, "TETHER_SCRIPTED": str(script)}
         tether = [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--no-session"]
-        ours = measure(tether, tether_env, home)
-        references: dict[str, dict[str, Any] | None] = {}
+        servers: dict[str, Command] = {"tether": (tether, tether_env)}
         for name, argv in (("pi 0.73.1", pi_argv()), ("pi 1.6.0", pi16_argv())):
             pi_env = {**base, "HOME": home, "PI_CODING_AGENT_DIR": str(Path(home) / name), "PI_OFFLINE": "1"}
-            references[name] = measure(argv, pi_env, home) if argv is not None else None
-
-        def cells(key: str, unit: float, fmt: str, lower_is_better: bool = True) -> list[str]:
-            """tether's value, then per pi version its value and tether's ratio to it."""
-            row = [format(ours[key] * unit, fmt)]
-            for theirs in references.values():
-                if theirs is None:
-                    row += ["n/a", "-"]
-                    continue
-                value = ours[key] / theirs[key] if lower_is_better else theirs[key] / ours[key]
-                row += [format(theirs[key] * unit, fmt), f"{value:.2f}x"]
-            return row
-
-        def spread_cells() -> list[str]:
-            """The per-round p50s, lowest-highest: how far one round trip figure moves."""
-
-            def spread(values: dict[str, Any]) -> str:
-                return f"{min(values['rt_rounds']) * 1e3:.3f}-{max(values['rt_rounds']) * 1e3:.3f}"
-
-            return [
-                spread(ours),
-                *(
-                    cell
-                    for theirs in references.values()
-                    for cell in ([spread(theirs), ""] if theirs else ["n/a", ""])
-                ),
-            ]
-
-        for name, theirs in references.items():
-            if theirs is not None:
-                record("start to first answer", ours["start"] / theirs["start"], name)
-                cpu = [a / b for a, b in zip(ours["cpu_rounds"], theirs["cpu_rounds"], strict=True)]
-                record("server CPU per command", statistics.median(cpu), name, "<= 1", samples=cpu)
-                record("pipelined get_state", theirs["pipelined"] / ours["pipelined"], name, "<= 1")
-                rt = [a / b for a, b in zip(ours["rt_rounds"], theirs["rt_rounds"], strict=True)]
-                record("get_state round trip p50 (no goal)", statistics.median(rt), name, samples=rt)
+            if argv is not None:
+                servers[name] = (argv, pi_env)
+        load_before = os.getloadavg()
+        figures = measure(servers, home)
+        load = (
+            " ".join(f"{x:.2f}" for x in load_before) + " -> " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        )
+        ours = figures.pop("tether")
+        measures = [  # key, label, unit, format, higher is better
+            ("start", "start to first answer (ms)", 1e3, ".0f", False),
+            ("cpu", "server CPU per get_state (µs)", 1e6, ".1f", False),
+            ("pipelined", "pipelined get_state (cmd/s)", 1, ".0f", True),
+            ("rt", "get_state round trip p50 (ms)", 1e3, ".3f", False),
+        ]
+        rows: list[list[str]] = []
+        for key, label, unit, fmt, higher in measures:
+            row = [label, _median_spread(ours[key], unit, fmt)]
+            for theirs in figures.values():
+                # tether's cost over theirs: a throughput is turned around
+                paired = [b / a if higher else a / b for a, b in zip(ours[key], theirs[key], strict=True)]
+                row += [_median_spread(theirs[key], unit, fmt), _median_spread(paired, 1, ".2f") + "x"]
+            rows.append(row)
+        p95 = ["get_state round trip p95 (ms)", _p95(ours)]
+        for theirs in figures.values():
+            p95 += [_p95(theirs), ""]
+        rows.append(p95)
+        for name, theirs in figures.items():
+            for key, measure_name, goal in (
+                ("start", "start to first answer", ""),
+                ("cpu", "server CPU per command", "<= 1"),
+                ("pipelined", "pipelined get_state", "<= 1"),
+                ("rt", "get_state round trip p50 (no goal)", ""),
+            ):
+                higher = key == "pipelined"
+                paired = [b / a if higher else a / b for a, b in zip(ours[key], theirs[key], strict=True)]
+                record(measure_name, statistics.median(paired), name, goal, samples=paired)
         columns = ["measure", "tether"]
-        for name in references:
+        for name in figures:
             columns += [name, "ratio"]
         print_table(
-            "P8 rpc: tether vs pi --mode rpc (ratio = tether / pi time; < 1 is faster)",
+            f"P8 rpc: tether vs pi --mode rpc, {ROUNDS} interleaved rounds: median (min-max); ratio = "
+            f"tether's cost / pi's (< 1: tether is cheaper; throughput turned around); load average {load}",
             columns,
-            [
-                ["start to first answer (ms)", *cells("start", 1e3, ".0f")],
-                ["server CPU per get_state (µs)", *cells("cpu_per_cmd", 1e6, ".1f")],
-                ["pipelined get_state (cmd/s)", *cells("pipelined", 1, ".0f", lower_is_better=False)],
-                ["get_state round trip p50 (ms)", *cells("rt_median", 1e3, ".3f")],
-                ["  p50 of each round (ms)", *spread_cells()],
-                ["get_state round trip p95 (ms)", *cells("rt_p95", 1e3, ".3f")],
-            ],
+            rows,
         )
-        rows: list[list[str]] = []
+        stream_rows: list[list[str]] = []
         for mode in ("full", "delta"):
             seconds, frames, size = stream(tether, tether_env, home, mode, deltas)
-            rows.append([mode, f"{seconds * 1e3:.0f}", f"{frames / seconds:.0f}", f"{size / 1e6:.2f}"])
+            stream_rows.append([mode, f"{seconds * 1e3:.0f}", f"{frames / seconds:.0f}", f"{size / 1e6:.2f}"])
         print()
         print_table(
             f"P8 rpc: one scripted answer of {deltas} text deltas, prompt -> prompt_result (tether)",
             ["message_update", "ms", "frames/s", "MB written"],
-            rows,
+            stream_rows,
         )
+
+
+def _median_spread(values: list[float], unit: float, fmt: str) -> str:
+    return f"{format(statistics.median(values) * unit, fmt)} ({format(min(values) * unit, fmt)}-{format(max(values) * unit, fmt)})"
+
+
+def _p95(figures: dict[str, list[float]]) -> str:
+    every = sorted(figures["rt_all"])
+    return f"{every[int(len(every) * 0.95)] * 1e3:.3f}"
 
 
 if __name__ == "__main__":
