@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _summary import record
+from _summary import record_paired
 
 RUNS = 15
 HERE = Path(__file__).resolve().parent
@@ -42,13 +42,14 @@ PI_DIR = HERE / "reference" / "pi-cli"
 
 def measure(argv: list[str], env: dict[str, str], runs: int = RUNS) -> float:
     """Median seconds of ``runs`` executions (one extra warm-up run first)."""
-    return measure_together([(argv, env)], runs)[0]
+    return statistics.median(measure_together([(argv, env)], runs)[0])
 
 
-def measure_together(commands: list[tuple[list[str], dict[str, str]]], runs: int = RUNS) -> list[float]:
-    """Median seconds of each command over ``runs`` rounds (after a warm-up round), one run of each
+def measure_together(commands: list[tuple[list[str], dict[str, str]]], runs: int = RUNS) -> list[list[float]]:
+    """Seconds of each command in each of ``runs`` rounds (after a warm-up round), one run of each
     per round: this machine's speed drifts by a quarter within a minute, and taking the commands
-    in turn spreads the drift over all of them instead of whichever ran last."""
+    in turn spreads the drift over all of them instead of whichever ran last (and ratios taken
+    within a round pair runs made under the same load)."""
     times: list[list[float]] = [[] for _ in commands]
     for i in range(runs + 1):
         for (argv, env), samples in zip(commands, times, strict=True):
@@ -61,7 +62,7 @@ def measure_together(commands: list[tuple[list[str], dict[str, str]]], runs: int
                 )
             if i:
                 samples.append(elapsed)
-    return [statistics.median(samples) for samples in times]
+    return times
 
 
 def tether_command() -> list[str]:
@@ -154,26 +155,36 @@ def main(argv: list[str] | None = None) -> None:
             ("tether -p (session stored)", [*tether, "-p", "hi"], env),
             ("tether -p, 20+20+5 user files", [*tether, "-p", "hi", "--no-session"], with_files),
         ]
-        medians = measure_together([(argv, command_env) for _, argv, command_env in commands])
-        rows = [(name, seconds) for (name, _, _), seconds in zip(commands, medians, strict=True)]
         pi = pi_command()
-        pi_time = measure([*pi, "--version"], env, runs=7) if pi is not None else None
-    floor = rows[0][1]
-    print(f"P3 cold start, median of {RUNS} rounds; Python {sys.version.split()[0]} ({sys.executable})")
-    print(f"{'command':<30} {'ms':>8} {'x floor':>8} {'x pi':>8}")
-    for name, seconds in rows:
-        vs_pi = f"{seconds / pi_time:8.2f}" if pi_time else f"{'-':>8}"
-        if pi_time and seconds is not floor:
-            record(name, seconds / pi_time, "pi --version")
-        print(f"{name:<30} {seconds * 1000:8.1f} {seconds / floor:8.2f} {vs_pi}")
-    if pi_time is not None:
-        print(f"{'pi --version (reference)':<30} {pi_time * 1000:8.1f} {pi_time / floor:8.2f} {1.0:8.2f}")
-    else:
-        print("pi --version: npm not available, reference skipped")
-    plain, loaded = rows[2][1], rows[-1][1]
-    record("user files (20 skills, 20 templates, 5 ext.)", loaded / plain, "tether -p --no-session")
+        if pi is not None:  # in the same rounds, so that every ratio pairs runs of one round
+            commands.append(("pi --version (reference)", [*pi, "--version"], env))
+        samples = measure_together([(argv, command_env) for _, argv, command_env in commands])
+    names = [name for name, _, _ in commands]
+    runs = dict(zip(names, samples, strict=True))
+    floor = statistics.median(samples[0])
+    pi_runs = runs.get("pi --version (reference)")
     print(
-        f"20 skills, 20 templates, 5 extensions cost {(loaded - plain) * 1000:.1f} ms ({loaded / plain:.2f}x)"
+        f"P3 cold start, median of {RUNS} interleaved rounds (ratios: the median of per-round ratios, "
+        f"range); Python {sys.version.split()[0]} ({sys.executable})"
+    )
+    print(f"{'command':<30} {'ms':>8} {'x floor':>8} {'x pi':>20}")
+    for name in names:
+        seconds = statistics.median(runs[name])
+        vs_pi = f"{'-':>20}"
+        if pi_runs is not None and name not in (names[0], "pi --version (reference)"):
+            paired = record_paired(name, runs[name], pi_runs, "pi --version")
+            vs_pi = f"{statistics.median(paired):8.2f} ({min(paired):.2f}-{max(paired):.2f})".rjust(20)
+        print(f"{name:<30} {seconds * 1000:8.1f} {seconds / floor:8.2f} {vs_pi}")
+    if pi_runs is None:
+        print("pi --version: npm not available, reference skipped")
+    plain, loaded = runs["tether -p --no-session"], runs["tether -p, 20+20+5 user files"]
+    paired = record_paired(
+        "user files (20 skills, 20 templates, 5 ext.)", loaded, plain, "tether -p --no-session"
+    )
+    cost = (statistics.median(loaded) - statistics.median(plain)) * 1000
+    print(
+        f"20 skills, 20 templates, 5 extensions cost {cost:.1f} ms "
+        f"({statistics.median(paired):.2f}x, {min(paired):.2f}-{max(paired):.2f})"
     )
 
 
