@@ -3,7 +3,7 @@ the session's length.
 
 Sessions are real (SQLite in a temporary directory): turns of a prompt, an answer with a tool call
 and its 12-line result, plus a fork every 50 turns. Figures are medians of 5 runs (per frame:
-the better of 2 rounds over the sizes in turn).
+the median of 3 rounds over the sizes in turn, the ratios taken within a round).
 
 - Per frame at 100, 1,000 and 10,000 messages (a 100x30 terminal): opening the live area (the
   interactive app attached to the resumed session, first frame rendered by prompt-toolkit),
@@ -40,7 +40,7 @@ from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from _summary import record
+from _summary import interleaved, record_paired
 from _table import print_table
 from tether.agent import Agent
 from tether.cli.interactive import InteractiveApp
@@ -59,7 +59,7 @@ TURNS = 1000
 SIZES = (100, 1_000, 10_000)
 """Session lengths, in messages, of the per-frame measures."""
 DELTAS = 1000
-ROUNDS = 2
+ROUNDS = 3
 COLUMNS, ROWS = 100, 30
 USAGE = {
     "input": 0,
@@ -132,6 +132,17 @@ def median_ms(action: Callable[[], object]) -> float:
         action()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
+
+
+def wall_ms(action: Callable[[], object]) -> Callable[[], float]:
+    """A measure: milliseconds of one call of ``action``."""
+
+    def measure() -> float:
+        start = time.perf_counter()
+        action()
+        return (time.perf_counter() - start) * 1000
+
+    return measure
 
 
 def folded(painter: Painter, messages: list[dict[str, Any]]) -> str:
@@ -246,12 +257,16 @@ async def per_frame(messages: int) -> dict[str, float]:
 
 
 def main() -> None:
-    frames: dict[int, dict[str, float]] = {size: {} for size in SIZES}
+    rounds: dict[int, dict[str, list[float]]] = {size: {} for size in SIZES}
     with contextlib.redirect_stdout(io.StringIO()):  # what the app prints above its live area
-        for _ in range(ROUNDS):  # sizes interleaved, the best round kept: a shared machine is noisy
+        for _ in range(ROUNDS):  # sizes interleaved: ratios are taken within a round
             for size in SIZES:
                 for key, value in asyncio.run(per_frame(size)).items():
-                    frames[size][key] = min(value, frames[size].get(key, value))
+                    rounds[size].setdefault(key, []).append(value)
+    frames = {
+        size: {key: statistics.median(values) for key, values in figures.items()}
+        for size, figures in rounds.items()
+    }
     small, large = frames[SIZES[0]], frames[SIZES[-1]]
     labels = {
         "live": "open the live area",
@@ -260,15 +275,17 @@ def main() -> None:
         "delta": "a streamed text delta",
     }
     for key, label in labels.items():
-        record(
+        record_paired(
             f"{label}, {SIZES[-1]:,} vs {SIZES[0]} messages",
-            large[key] / small[key],
+            rounds[SIZES[-1]][key],
+            rounds[SIZES[0]][key],
             f"the same at {SIZES[0]} messages",
             "flat: 1.00",
         )
     labels["totals"] = "(once per session loaded: its totals)"
     print_table(
-        f"ms per frame ({COLUMNS}x{ROWS}); each delta is a frame ({int(large['deltas'])} deltas streamed)",
+        f"ms per frame ({COLUMNS}x{ROWS}), medians of {ROUNDS} interleaved rounds; each delta is a frame "
+        f"({int(large['deltas'])} deltas streamed)",
         ["view", *(f"{size:,} msgs" for size in SIZES), f"{SIZES[-1]:,}/{SIZES[0]}"],
         [
             [label, *(f"{frames[size][key]:.2f}" for size in SIZES), f"{large[key] / small[key]:.2f}"]
@@ -280,14 +297,17 @@ def main() -> None:
         session = sessions.create(tmp)
         fill(session)
         rows = session_rows(session)
-        floor = median_ms(lambda: (session.entries(), session.path()))
-        tree = median_ms(lambda: session_rows(session))
+        floors, trees = interleaved(
+            [wall_ms(lambda: (session.entries(), session.path())), wall_ms(lambda: session_rows(session))],
+            RUNS,
+        )
+        floor, tree = statistics.median(floors), statistics.median(trees)
         screen = median_ms(lambda: [row_line(r, 100) for r in rows[:30]])
         painter = Painter(100, color=True)
         messages = branch_messages(session)[-200:]
         expanded = median_ms(lambda: render_transcript(painter, messages, show_thinking=False))
         scrollback = median_ms(lambda: folded(painter, messages))
-        record("tree rows (whole tree)", tree / floor, "entries() + path()")
+        record_paired("tree rows (whole tree)", trees, floors, "entries() + path()")
         print_table(
             f"{len(session.entries())} entries, {len(rows)} tree rows; transcript of {len(messages)} messages",
             ["step", "ms", "reference ms", "ratio"],
