@@ -7,9 +7,9 @@ session, at 40 messages and at 10,000.
   median of 20.
 
 Both are read by polling ``tmux capture-pane`` (a poll costs a few milliseconds, which bounds the
-resolution); medians of 3 launches. The ratio recorded is the 10,000-message figure over the
-40-message one: 1.00 is flat. Nothing here is asserted; the tmux test at 10,000 messages
-(tests/cli/test_cli_tui_pi.py) checks what is drawn.
+resolution); medians of 3 launches, sizes interleaved. The ratio recorded is the 10,000-message
+figure over the 40-message one, per launch (median, spread): 1.00 is flat. Nothing here is
+asserted; the tmux test at 10,000 messages (tests/cli/test_cli_tui_pi.py) checks what is drawn.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _summary import record
+from _summary import record_paired
 from _table import print_table
 from tether.session import SessionManager
 from tether.store import default_db_path
@@ -140,31 +140,34 @@ def main() -> None:
     if shutil.which("tmux") is None:
         print("tmux is not installed: skipped")
         return
-    results: dict[int, tuple[float, float]] = {}
-    for size in SIZES:
-        with tempfile.TemporaryDirectory() as tmp:
-            home, project = Path(tmp) / "home", Path(tmp) / "project"
+    with tempfile.TemporaryDirectory() as tmp:
+        setups: dict[int, tuple[Path, Path, Path]] = {}
+        for size in SIZES:
+            home, project = Path(tmp) / f"home-{size}", Path(tmp) / f"project-{size}"
             project.mkdir(parents=True)
             fill(home, project, size)
-            script = Path(tmp) / "script.json"
+            script = Path(tmp) / f"script-{size}.json"
             script.write_text(json.dumps({"responses": []}))
-            runs = [launch(home, project, script) for _ in range(LAUNCHES)]
-            results[size] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+            setups[size] = (home, project, script)
+        runs: dict[int, list[tuple[float, float]]] = {size: [] for size in SIZES}
+        for _ in range(LAUNCHES):  # sizes interleaved: the ratios are taken within a round
+            for size in SIZES:
+                runs[size].append(launch(*setups[size]))
+    results = {
+        size: (statistics.median(r[0] for r in runs[size]), statistics.median(r[1] for r in runs[size]))
+        for size in SIZES
+    }
     small, large = results[SIZES[0]], results[SIZES[-1]]
-    record(
-        f"tmux: first paint of -c, {SIZES[-1]:,} vs {SIZES[0]} messages",
-        large[0] / small[0],
-        "40 messages",
-        "flat",
-    )
-    record(
-        f"tmux: keystroke echo, {SIZES[-1]:,} vs {SIZES[0]} messages",
-        large[1] / small[1],
-        "40 messages",
-        "flat",
-    )
+    for index, measure in ((0, "first paint of -c"), (1, "keystroke echo")):
+        record_paired(
+            f"tmux: {measure}, {SIZES[-1]:,} vs {SIZES[0]} messages",
+            [r[index] for r in runs[SIZES[-1]]],
+            [r[index] for r in runs[SIZES[0]]],
+            "40 messages",
+            "flat",
+        )
     print_table(
-        "tether -c in tmux (100x30), ms: medians",
+        "tether -c in tmux (100x30), ms: medians (ratio: of the medians; the summary's: per launch)",
         ["measure", *(f"{size:,} msgs" for size in SIZES), "ratio"],
         [
             [
