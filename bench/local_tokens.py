@@ -13,7 +13,7 @@ import asyncio
 import statistics
 import time
 
-from _summary import record
+from _summary import record_paired
 from tether.ai.providers import local
 from tether.ai.types import Context, StreamOptions
 
@@ -62,7 +62,14 @@ def main() -> None:
     print(f"{'path':<36}{'tokens/s':>10}")
     print(f"{'tether local provider (events)':<36}{ours_rate:>10.1f}")
     print(f"{'llama-cpp create_completion stream':<36}{reference_rate:>10.1f}")
-    record("local generation", reference_rate / ours_rate, "llama-cpp-python alone")
+    # tether's cost per token over the reference's, per round: the rates turned around
+    paired = record_paired(
+        "local generation",
+        [seconds / tokens for seconds, tokens in ours],
+        [seconds / tokens for seconds, tokens in reference],
+        "llama-cpp-python alone",
+    )
+    print(f"cost per token, ours/reference per run: {min(paired):.2f}-{max(paired):.2f}")
     print(f"ratio ours/reference: {ours_rate / reference_rate:.2f} (1.00 = no overhead)")
 
 
