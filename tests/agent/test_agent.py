@@ -397,3 +397,37 @@ async def test_continue_puts_drained_steering_back_if_the_run_never_delivers_it(
     agent.subscribe(listener)
     await agent.continue_()
     assert [m["content"] for m in agent.steering_queue] == ["s"]
+
+
+async def test_an_abort_before_the_first_step_aborts_the_run() -> None:
+    """pi's ``prompt()`` makes its run on the call, so ``agent.prompt(...)`` not yet awaited then
+    ``agent.abort()`` ends that run aborted; the scripted reply is never played."""
+    agent, _ = make_agent(reply("never"))
+    run = asyncio.ensure_future(agent.prompt("go"))
+    agent.abort()
+    added = await run
+    assert texts(added)[0] == ("user", "go")
+    last = added[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert ("assistant", "never") not in texts(agent.messages)
+    assert agent.error_message == "Request was aborted"
+    assert not agent.is_streaming
+
+
+async def test_an_abort_before_continue_starts_aborts_it() -> None:
+    agent, _ = make_agent(reply("never"), messages=[user("go")])
+    run = asyncio.ensure_future(agent.continue_())
+    agent.abort()
+    added = await run
+    assert added[-1]["role"] == "assistant" and added[-1]["stopReason"] == "aborted"
+
+
+async def test_an_abort_holds_only_for_runs_asked_before_it() -> None:
+    """A prompt made after the abort, or one made and dropped before it, is not touched."""
+    agent, _ = make_agent(reply("first"), reply("second"))
+    dropped = agent.prompt("never run")
+    agent.abort()
+    dropped.close()
+    assert texts(await agent.prompt("go"))[-1] == ("assistant", "first")
+    agent.abort()  # nothing asked: nothing held for the next prompt
+    assert texts(await agent.prompt("again"))[-1] == ("assistant", "second")

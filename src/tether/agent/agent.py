@@ -19,9 +19,10 @@ import asyncio
 import dataclasses
 import inspect
 import time
+import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, cast
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.agent.listener_grace import ListenerGrace
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
@@ -94,7 +95,7 @@ class _Queue:
 
 
 class _ActiveRun:
-    __slots__ = ("controller", "grace", "idle", "in_flight")
+    __slots__ = ("__weakref__", "controller", "grace", "idle", "in_flight")
 
     def __init__(self) -> None:
         self.controller = AbortController()
@@ -207,6 +208,9 @@ class Agent:
         self._follow_ups = _Queue(follow_up_mode)
         self._listeners: list[tuple[_Call, bool, bool]] = []
         self._active: _ActiveRun | None = None
+        self._asked: weakref.WeakSet[_ActiveRun] = weakref.WeakSet()
+        """Runs made by ``prompt()``/``continue_()`` calls whose coroutine has not started yet
+        (weak: a coroutine dropped unstarted takes its run with it)."""
         self._streaming_message: AgentMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
         self._error_message: str | None = None
@@ -325,11 +329,16 @@ class Agent:
     def abort(self) -> None:
         """Abort the current run, if any: tools see the signal, the model call ends as aborted.
 
-        A coroutine of ``prompt()`` starts its run when it first runs (pi's starts on the call),
-        so an abort before that has no run to abort; ``AgentSession``'s ``Run`` keeps it."""
-        if self._active is not None:
-            self._active.grace.abort()
-            self._active.controller.abort()
+        As pi's, a run is made by the ``prompt()``/``continue_()`` call itself, so
+        ``asyncio.ensure_future(agent.prompt(...)); agent.abort()`` aborts that run although its
+        coroutine has not taken a step yet: it still records the prompt, and ends with an
+        ``aborted`` reply (a provider sends no request with an aborted signal). An abort with nothing asked holds for no
+        later prompt."""
+        runs = [*self._asked, *([self._active] if self._active is not None else [])]
+        self._asked.clear()
+        for run in runs:
+            run.grace.abort()
+            run.controller.abort()
 
     async def wait_for_idle(self) -> None:
         """Return once the current run (and its ``agent_end`` listeners) has finished."""
@@ -344,25 +353,45 @@ class Agent:
         self._error_message = None
         self.clear_all_queues()
 
-    async def prompt(
+    def prompt(
         self,
         prompt: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-    ) -> list[AgentMessage]:
+    ) -> Coroutine[Any, Any, list[AgentMessage]]:
         """Run the agent on a text (with optional images), a message or messages; returns the
-        messages the run added."""
+        messages the run added. (A plain function returning the coroutine: the run is made on
+        the call, so an ``abort()`` before the coroutine's first step aborts it, see ``abort``.)"""
+        return self._prompt(prompt, images, self._ask())
+
+    def continue_(self) -> Coroutine[Any, Any, list[AgentMessage]]:
+        """Continue from the transcript (its last message must be a user or tool-result message).
+
+        After an assistant message, queued steering (else follow-up) messages are run instead.
+        The run is made on the call, as ``prompt()``'s.
+        """
+        return self._continue(self._ask())
+
+    def _ask(self) -> _ActiveRun:
+        run = _ActiveRun()
+        self._asked.add(run)
+        return run
+
+    async def _prompt(
+        self,
+        prompt: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None,
+        run: _ActiveRun,
+    ) -> list[AgentMessage]:
+        self._asked.discard(run)
         if self._active is not None:
             raise AgentBusyError(
                 "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
                 "or await wait_for_idle() first."
             )
-        return await self._run_prompts(_prompt_messages(prompt, images))
+        return await self._run_prompts(run, _prompt_messages(prompt, images))
 
-    async def continue_(self) -> list[AgentMessage]:
-        """Continue from the transcript (its last message must be a user or tool-result message).
-
-        After an assistant message, queued steering (else follow-up) messages are run instead.
-        """
+    async def _continue(self, run: _ActiveRun) -> list[AgentMessage]:
+        self._asked.discard(run)
         if self._active is not None:
             raise AgentBusyError(
                 "Agent is already processing. Use steer() or follow_up() to queue messages, "
@@ -374,23 +403,25 @@ class Agent:
         if self._messages[-1]["role"] == "assistant":
             if self._steering.messages:
                 return await self._run_prompts(
-                    self._steering.drain(), self._steering, skip_first_steering_poll=True
+                    run, self._steering.drain(), self._steering, skip_first_steering_poll=True
                 )
             if self._follow_ups.messages:
-                return await self._run_prompts(self._follow_ups.drain(), self._follow_ups)
+                return await self._run_prompts(run, self._follow_ups.drain(), self._follow_ups)
             raise ValueError("Cannot continue from message role: assistant")
         return await self._lifecycle(
+            run,
             lambda run: run_agent_loop_continue(
                 self._context(),
                 self._config(model, run, False),
                 self._process,
                 run.controller.signal,
                 self.stream_fn,
-            )
+            ),
         )
 
     async def _run_prompts(
         self,
+        run: _ActiveRun,
         messages: list[AgentMessage],
         taken_from: _Queue | None = None,
         skip_first_steering_poll: bool = False,
@@ -407,7 +438,7 @@ class Agent:
                 messages, self._context(), config, self._process, run.controller.signal, self.stream_fn
             )
 
-        return await self._lifecycle(start)
+        return await self._lifecycle(run, start)
 
     def _require_model(self) -> ModelInfo:
         if self.model is None:
@@ -415,11 +446,10 @@ class Agent:
         return self.model
 
     async def _lifecycle(
-        self, start: Callable[[_ActiveRun], Awaitable[list[AgentMessage]]]
+        self, run: _ActiveRun, start: Callable[[_ActiveRun], Awaitable[list[AgentMessage]]]
     ) -> list[AgentMessage]:
         if self._active is not None:
             raise AgentBusyError("Agent is already processing.")
-        run = _ActiveRun()
         self._active = run
         self._streaming_message = None
         self._error_message = None
