@@ -98,6 +98,12 @@ class McpServerConfig:
     """Start a stdio server inside this sandbox (``sandbox.mcp`` in settings): set by the session
     from its own sandbox, never read from a file."""
     oauth: OAuthSettings = field(default_factory=OAuthSettings)
+    enabled_tools: tuple[str, ...] | None = None
+    """``enabledTools``: patterns (``*``, ``?``) of the only tools offered (``tether.mcp.tool_budget``)."""
+    disabled_tools: tuple[str, ...] = ()
+    """``disabledTools``: patterns of tools never offered."""
+    max_tools: int | None = None
+    """``maxTools``: at most this many of the server's tools go with a request."""
 
     @property
     def uses_oauth(self) -> bool:
@@ -241,6 +247,12 @@ def server_config(
         return float(value)
 
     timeout, tool_timeout = seconds("startupTimeout", 30.0), seconds("timeout", DEFAULT_TOOL_TIMEOUT)
+    max_tools = raw.get("maxTools")
+    if max_tools is not None and (
+        not isinstance(max_tools, int) or isinstance(max_tools, bool) or max_tools < 1
+    ):
+        raise McpConfigError(f"{label}: 'maxTools' must be a whole number from 1")
+    enabled_tools = strings("enabledTools") if "enabledTools" in raw else None
     cwd_text = text("cwd")
     cwd = None
     if cwd_text is not None:
@@ -268,6 +280,9 @@ def server_config(
             tool_timeout=tool_timeout,
             sse=kind is not None and _TYPES[kind] == "sse",
             oauth=oauth,
+            enabled_tools=enabled_tools,
+            disabled_tools=strings("disabledTools"),
+            max_tools=max_tools,
         )
     except McpConfigError as exc:  # the name or the transport: say which file
         raise McpConfigError(f"{where}: {exc}") from None

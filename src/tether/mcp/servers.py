@@ -35,8 +35,9 @@ from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
+from tether.mcp.tool_budget import Share, note, shares
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
-from tether.mcp.tools import agent_tool, offered, tool_name
+from tether.mcp.tools import agent_tool, tool_name
 
 if TYPE_CHECKING:
     from tether.wire import ImageContent, TextContent
@@ -145,8 +146,8 @@ class McpServers:
 
     @property
     def notes(self) -> list[str]:
-        """The notes given, then ``renames``."""
-        return [*self._given_notes, *self.renames]
+        """The notes given, then ``renames`` and ``left_out``."""
+        return [*self._given_notes, *self.renames, *self.left_out]
 
     @property
     def renames(self) -> list[str]:
@@ -245,24 +246,21 @@ class McpServers:
 
     def tools(self) -> list[AgentTool]:
         """The agent tools of every server that listed its tools (a crashed one's too: its next
-        call starts it again), and the resource tools (``tether.mcp.resources``) when a server
-        has resources. The objects are reused while a server's list stays the same."""
-        names = self._names()
+        call starts it again), within the tool budget (``tether.mcp.tool_budget``), and the
+        resource tools (``tether.mcp.resources``) when a server has resources. The objects are
+        reused while a server's offered tools stay the same."""
+        shares = self._shares()
+        names = self._names(shares)
         tools: list[AgentTool] = []
         for name, connection in self.connections.items():
             listed = connection.tools
+            offered_here = shares[name].offered
+            wanted = [names[(name, info.name)] for info in offered_here]
             cached = self._tools.get(name)
-            if (
-                cached is None
-                or cached[0] is not listed
-                or any(
-                    t.name != names[(name, info.name)]
-                    for t, info in zip(cached[1], offered(listed), strict=True)
-                )
-            ):
+            if cached is None or cached[0] is not listed or [t.name for t in cached[1]] != wanted:
                 cached = (
                     listed,
-                    [agent_tool(connection, info, names[(name, info.name)]) for info in offered(listed)],
+                    [agent_tool(connection, info, n) for info, n in zip(offered_here, wanted, strict=True)],
                 )
                 self._tools[name] = cached
             tools.extend(cached[1])
@@ -274,14 +272,23 @@ class McpServers:
             tools.extend(self._resource_tools)
         return tools
 
-    def _names(self) -> dict[tuple[str, str], str]:
+    def _shares(self) -> dict[str, Share]:
+        return shares((c.config, c.tools) for c in self.connections.values())
+
+    @property
+    def left_out(self) -> list[str]:
+        """One line for each server whose tools the budget left out (``tool_budget.note``)."""
+        found = self._shares()
+        return [line for name, share in found.items() if (line := note(name, share)) is not None]
+
+    def _names(self, shares: dict[str, Share]) -> dict[tuple[str, str], str]:
         """Every offered tool's agent-side name. Names that collide once made safe (``get.time``
         and ``get_time``, or servers ``a.b`` and ``a_b``) all get a hash of their exact names
         (``tool_name(..., unique=True)``), as pi does: the same names whatever the order, and
         neither tool is the one a model guessing ``mcp__c__get_time`` would reach by chance."""
         wanted: dict[str, list[tuple[str, str]]] = {}
-        for server, connection in self.connections.items():
-            for info in offered(connection.tools):
+        for server, share in shares.items():
+            for info in share.offered:
                 wanted.setdefault(tool_name(server, info.name), []).append((server, info.name))
         names: dict[tuple[str, str], str] = {}
         self._renamed = {}
@@ -294,17 +301,18 @@ class McpServers:
         return names
 
     def statuses(self) -> list[ServerStatus]:
-        names = self._names()
+        shares = self._shares()
+        names = self._names(shares)
         return [
             ServerStatus(
                 name=c.name,
                 transport=c.config.transport,
                 source=c.config.source,
                 status=c.status,
-                tools=tuple(names[(c.name, t.name)] for t in offered(c.tools)),
+                tools=tuple(names[(c.name, t.name)] for t in shares[c.name].offered),
                 error=c.error,
                 log_file=c.log_file,
-                left_out=tuple(f"{t.name}: {t.left_out}" for t in c.tools if t.left_out),
+                left_out=tuple(f"{tool}: {why}" for tool, why in shares[c.name].left_out.items()),
                 prompts=tuple(f"/{tool_name(c.name, p.name)} {p.usage()}".rstrip() for p in c.prompts),
             )
             for c in self.connections.values()

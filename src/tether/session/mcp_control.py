@@ -44,7 +44,8 @@ class McpControl(CoreState):
         installed = {id(t) for t in self._mcp_tools}
         self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
         self._mcp_tools = tools
-        for line in self.mcp.renames:  # once each: the model sees a name the user did not write
+        # once each: the model sees a name the user did not write, or misses tools they may expect
+        for line in (*self.mcp.renames, *self.mcp.left_out):
             if line not in self._mcp_noted:
                 self._mcp_noted.add(line)
                 self.notify(line)
