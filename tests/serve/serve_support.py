@@ -29,7 +29,7 @@ from tether.serve import ServeConfig, create_app
 from tether.serve.app import HISTORY_BUDGET
 from tether.serve.auth import Tokens
 from tether.serve.feeds import SUBSCRIBER_BUFFER
-from tether.serve.hub import SessionHub
+from tether.serve.hub import IDLE_CLOSE_SECONDS, SessionHub
 from tether.serve.slow_clients import HeaderDeadline
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
@@ -103,9 +103,11 @@ async def serving(
     durable: DurableConfig | None = None,
     extensions: tuple[Path, ...] = (),
     model: str | None = None,
+    idle_close: float = IDLE_CLOSE_SECONDS,
 ) -> AsyncGenerator[Served]:
     """``extensions``: extension files every session of the server loads (``tether serve -e``);
-    ``model``: the sessions' model instead of the script's (``provider/id``)."""
+    ``model``: the sessions' model instead of the script's (``provider/id``); ``idle_close``:
+    seconds after which an idle session is closed."""
     store = open_store()
     options = SessionOptions(
         model=model or f"scripted:{script}",
@@ -115,7 +117,7 @@ async def serving(
     )
     config = ServeConfig(
         store=store,
-        hub=SessionHub(options, lambda _folder: Settings(), project),
+        hub=SessionHub(options, lambda _folder: Settings(), project, idle_close=idle_close),
         tokens=tokens or Tokens(),
         prompts_per_minute=prompts_per_minute,
         cors_origins=cors_origins,

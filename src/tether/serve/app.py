@@ -110,6 +110,7 @@ def create_app(config: ServeConfig) -> Starlette:
     """The application; the caller owns ``config.store`` and closes ``config.hub`` (``lifespan``)."""
     feeds = Feeds(config.store, config.follower_buffer, config.hub.live_state)
     config.hub.on_live = feeds.publish
+    config.hub.followed = feeds.following
     api = _Api(config, feeds)
     tree = TreeApi(config.store, config.hub)
     runs = RunsApi(config.durable, config.store)

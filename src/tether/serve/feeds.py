@@ -272,6 +272,11 @@ class Feeds:
     def followers(self) -> int:
         return sum(len(f.subscribers) + f.joining for f in self._feeds.values())
 
+    def following(self, session_id: str) -> bool:
+        """Whether a client follows (or is joining) the session."""
+        feed = self._feeds.get(session_id)
+        return feed is not None and bool(feed.subscribers or feed.joining)
+
     @property
     def watched(self) -> int:
         return len(self._feeds)

@@ -72,6 +72,12 @@ class _Streamed:
         self.thinking.clear()
 
 
+IDLE_CLOSE_SECONDS = 300.0
+"""A session this server opened is closed once it has been idle this long: no run, nothing
+queued, no approval asked, no follower, no request. Each open core holds its store lease, its
+session's transcript in memory, its tools and MCP servers; a server prompting thousands of
+sessions would keep them all until it stopped. The next request opens it again."""
+
 OPEN_TIMEOUT_SECONDS = 10.0
 """How long a new session may take to get its id once its first prompt started."""
 
@@ -83,9 +89,17 @@ class FolderGoneError(UserError):
 class SessionHub:
     """Opens, drives and finally closes the sessions this server writes."""
 
-    def __init__(self, options: SessionOptions, settings_for: Callable[[Path], Settings], cwd: Path) -> None:
+    def __init__(
+        self,
+        options: SessionOptions,
+        settings_for: Callable[[Path], Settings],
+        cwd: Path,
+        *,
+        idle_close: float = IDLE_CLOSE_SECONDS,
+    ) -> None:
         """``settings_for(folder)``: the settings a session in ``folder`` runs with (the user's,
-        and the folder's project file as trust allows); ``cwd``: where new sessions start."""
+        and the folder's project file as trust allows); ``cwd``: where new sessions start;
+        ``idle_close``: seconds after which an idle session is closed (``IDLE_CLOSE_SECONDS``)."""
         self._options = options
         self._settings_for = settings_for
         self._cwd = cwd
@@ -98,6 +112,16 @@ class SessionHub:
         self.on_live: Callable[[str, Live], None] | None = None
         """Where the sessions' live events go (``Feeds.publish``)."""
         self.approvals = Approvals(self._emit)
+        self.followed: Callable[[str], bool] = lambda _session_id: False
+        """Whether a client follows the session (``Feeds.following``): a followed core stays open."""
+        self._idle_close = idle_close
+        self._used: dict[str, float] = {}
+        """When each open core was last busy or asked for (the event loop's clock)."""
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def open_count(self) -> int:
+        return len(self._cores)
 
     def is_open(self, session_id: str) -> bool:
         return session_id in self._cores
@@ -150,6 +174,7 @@ class SessionHub:
                     )
                 core = self._create(SessionChoice(session_id=session_id), where)
                 self._adopt(session_id, core)
+            self._used[session_id] = asyncio.get_running_loop().time()
             return core
 
     async def new_session(self, message: str) -> str:
@@ -200,6 +225,10 @@ class SessionHub:
 
     async def close(self) -> None:
         """Abort what runs, let it record, close every core (they own their stores' leases)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         self.approvals.deny_all()
         for core in self._cores.values():
             core.abort()
@@ -210,6 +239,41 @@ class SessionHub:
             await core.close()
         self._cores.clear()
         self._streamed.clear()
+        self._used.clear()
+
+    def _busy(self, session_id: str, core: AgentSession) -> bool:
+        queued = core.queued()
+        return (
+            core.is_running
+            or session_id in self._runs
+            or bool(queued.steering or queued.follow_up)
+            or bool(self.approvals.pending(session_id))
+            or self.followed(session_id)
+        )
+
+    async def _sweep(self) -> None:
+        """Every quarter of ``idle_close``: close the cores idle for ``idle_close``."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._idle_close / 4)
+            async with self._lock:  # ``core()`` waits: a session reopened after its close ended
+                now = loop.time()
+                for session_id, core in list(self._cores.items()):
+                    if self._busy(session_id, core):
+                        self._used[session_id] = now
+                    elif now - self._used.get(session_id, now) >= self._idle_close:
+                        await self._close_idle(session_id, core)
+
+    async def _close_idle(self, session_id: str, core: AgentSession) -> None:
+        """(Holding the lock.) Close the core, then forget it: until then ``is_open`` holds and
+        ``core()`` waits, so the session is reopened only once its lease is given back."""
+        try:
+            await core.close()
+        except Exception as exc:  # one session's failure to close must not stop the sweeps
+            sys.stderr.write(f"tether serve: session {session_id}: closing it when idle: {exc}\n")
+        del self._cores[session_id]
+        self._used.pop(session_id, None)
+        self._streamed.pop(id(core), None)
 
     def _create(self, choice: SessionChoice, folder: Path) -> AgentSession:
         created: list[AgentSession] = []
@@ -237,6 +301,9 @@ class SessionHub:
 
     def _adopt(self, session_id: str, core: AgentSession) -> None:
         self._cores[session_id] = core
+        self._used[session_id] = asyncio.get_running_loop().time()
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="tether-serve-idle")
 
     def _start(self, core: AgentSession, message: str, session_id: str | None) -> None:
         async def run() -> None:
@@ -246,6 +313,8 @@ class SessionHub:
                 sys.stderr.write(f"tether serve: session {core.session_id}: {exc}\n")
             finally:
                 self._runs.pop(key, None)
+                if core.session_id in self._used:
+                    self._used[core.session_id] = asyncio.get_running_loop().time()
                 if core.session_id is not None:  # now, not at agent_end: the core may take a prompt
                     self._emit(core.session_id, {"type": "status", "running": False})
 
