@@ -7,7 +7,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,26 +45,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def listening(command: list[str], port: int, log: Path, what: str) -> Generator[None]:
+    """``command`` started (its output in ``log``) until it accepts connections on 127.0.0.1:``port``
+    (bounded: 30 s, or its exit, fail with its log); stopped on the way out."""
+    with log.open("a") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=out)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or process.poll() is not None:
+                        raise RuntimeError(f"{what} did not start: {log.read_text()}") from None
+                    time.sleep(0.1)
+            yield
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
 @pytest.fixture
 def http_toy(tmp_path: Path) -> Iterator[str]:
     """The toy server over streamable HTTP on 127.0.0.1; yields its URL."""
     port = free_port()
-    log = (tmp_path / "http-toy.log").open("w")
-    process = subprocess.Popen([sys.executable, str(TOY), "http", str(port)], stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(
-                        f"the HTTP toy server did not start: {(tmp_path / 'http-toy.log').read_text()}"
-                    ) from None
-                time.sleep(0.1)
+    with listening(
+        [sys.executable, str(TOY), "http", str(port)], port, tmp_path / "http-toy.log", "the HTTP toy server"
+    ):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
-        log.close()
+
+
+@pytest.fixture
+def sse_toy(tmp_path: Path) -> Iterator[str]:
+    """The toy server over the older HTTP+SSE transport on 127.0.0.1; yields its URL."""
+    port = free_port()
+    with listening(
+        [sys.executable, str(TOY), "sse", str(port)], port, tmp_path / "sse-toy.log", "the SSE toy server"
+    ):
+        yield f"http://127.0.0.1:{port}/sse"

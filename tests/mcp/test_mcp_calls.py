@@ -7,15 +7,12 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from tests.mcp.conftest import TOY, alive, free_port, toy
+from tests.mcp.conftest import TOY, alive, toy
 from tests.mcp.test_mcp_session import results, session, text_of
 
 from tether.mcp import McpServerConfig, McpServers
@@ -134,33 +131,6 @@ async def test_the_renamed_tools_call_the_tools_they_stand_for() -> None:
 
 def digest(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
-
-
-@pytest.fixture
-def sse_toy(tmp_path: Path) -> Iterator[str]:
-    """The toy server over the older HTTP+SSE transport on 127.0.0.1; yields its URL."""
-    import socket
-
-    port = free_port()
-    log = (tmp_path / "sse-toy.log").open("w")
-    process = subprocess.Popen([sys.executable, str(TOY), "sse", str(port)], stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(
-                        f"the SSE toy server did not start: {(tmp_path / 'sse-toy.log').read_text()}"
-                    ) from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/sse"
-    finally:
-        process.terminate()
-        process.wait(10)
-        log.close()
 
 
 async def test_an_sse_server(sse_toy: str) -> None:

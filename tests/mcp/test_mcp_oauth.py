@@ -9,46 +9,27 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.mcp.conftest import free_port, listening
 
 pytestmark = pytest.mark.subprocess
 
 HERE = Path(__file__).parent
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port, log = free_port(), tmp_path / "server.log"
     log.write_text("")
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "oauth_server.py"), str(port), str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+    command = [sys.executable, str(HERE / "oauth_server.py"), str(port), str(log)]
+    with listening(command, port, tmp_path / "server-output.log", "the OAuth MCP server"):
         yield port, log
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def mcp_list(home: Path, browser_log: Path, *args: str) -> subprocess.CompletedProcess[str]:
