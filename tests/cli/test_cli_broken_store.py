@@ -109,23 +109,31 @@ def test_a_full_disk_says_so_not_disk_io_error(cli: CliEnv, tmp_path: Path) -> N
         assert line == f"tether: {db}: the disk holding the session database is full; free some space"
 
 
-@pytest.mark.parametrize(
-    "args", [("-p", "hi", "--no-session"), ("--mode", "json", "hi", "--no-session"), ("--version",)]
-)
-def test_stdout_on_a_full_device_is_one_line(cli: CliEnv, args: tuple[str, ...]) -> None:
+def to_full_device(
+    cli: CliEnv, args: tuple[str, ...], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tether ARGS`` (the scripted model answering "hello") with its stdout on ``/dev/full``."""
     script = cli.script("s", [text_reply("hello")])
     with open("/dev/full", "w") as full:
-        done = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "tether.cli", *args],
             cwd=cli.project,
             env=cli.env(TETHER_SCRIPTED=str(script)),
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
             timeout=60,
             check=False,
         )
+
+
+@pytest.mark.parametrize(
+    "args", [("-p", "hi", "--no-session"), ("--mode", "json", "hi", "--no-session"), ("--version",)]
+)
+def test_stdout_on_a_full_device_is_one_line(cli: CliEnv, args: tuple[str, ...]) -> None:
+    done = to_full_device(cli, args)
     assert done.returncode == 1
     assert one_line(done.stderr) == (
         "tether: cannot write the output: No space left on device; "
@@ -134,19 +142,7 @@ def test_stdout_on_a_full_device_is_one_line(cli: CliEnv, args: tuple[str, ...])
 
 
 def test_rpc_frames_on_a_full_device_is_one_line(cli: CliEnv) -> None:
-    script = cli.script("s", [text_reply("hello")])
-    with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [sys.executable, "-m", "tether.cli", "--mode", "rpc", "--no-session"],
-            cwd=cli.project,
-            env=cli.env(TETHER_SCRIPTED=str(script)),
-            input='{"type": "get_state", "id": "1"}\n',
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    done = to_full_device(cli, ("--mode", "rpc", "--no-session"), '{"type": "get_state", "id": "1"}\n')
     assert done.returncode == 1
     assert one_line(done.stderr) == (
         "tether: cannot write the RPC frames to standard output: No space left on device"

@@ -21,11 +21,10 @@ from collections.abc import Iterator
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
-from tmux_support import Terminal, input_line
+from tmux_support import NAP, Terminal, input_line
 
 from tether.testing.loopback import LoopbackServer, Reply
 
-NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
 """A command that runs until the test lets it end (no race with the typing)."""
 
 pytestmark = pytest.mark.skipif(

@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
-from tmux_support import Terminal, input_line, started, status_line
+from tmux_support import NAP, Terminal, input_line, started, status_line, take_a_nap
 
 from tether.session.stats import SessionRow
-
-NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"),
@@ -124,14 +122,7 @@ def test_escape_and_alt_up_bring_queued_messages_back(cli: CliEnv) -> None:
     )
     terminal = start(cli, script)
     try:
-        terminal.type("take a nap")
-        terminal.send("Enter")
-        screen = terminal.wait_for(lambda s: f"Run command: {NAP}" in s or f"… bash command={NAP}" in s)
-        if "Run command" in screen:  # asked unless the sandbox confines the command
-            terminal.send("y")
-        terminal.wait_for(
-            lambda s: "● working" in status_line(s) and "Run command" not in s.split("take a nap")[-1]
-        )
+        take_a_nap(terminal)
         terminal.type("steer one")
         terminal.send("Enter")
         terminal.wait_for("steer: steer one")

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
-from tmux_support import Terminal, input_line, status_line
-
-NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
+from tmux_support import NAP, Terminal, input_line, status_line, take_a_nap
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)"),
@@ -136,14 +134,7 @@ def test_ctrl_c_clears_the_input_while_the_run_goes_on_and_esc_aborts(cli: CliEn
     script = cli.script("keys", [tool_reply("bash", {"command": NAP}, "call_nap"), text_reply("never")])
     terminal = start(cli, script)
     try:
-        terminal.type("take a nap")
-        terminal.send("Enter")
-        screen = terminal.wait_for(lambda s: f"Run command: {NAP}" in s or f"… bash command={NAP}" in s)
-        if "Run command" in screen:  # asked unless the sandbox confines the command
-            terminal.send("y")
-        terminal.wait_for(
-            lambda s: "● working" in status_line(s) and "Run command" not in s.split("take a nap")[-1]
-        )
+        take_a_nap(terminal)
         terminal.type("half-typed steer")
         terminal.send("C-c")  # pi: clears the input, the run goes on
         screen = terminal.wait_for(lambda s: input_line(s) == "»")

@@ -28,6 +28,23 @@ def started(screen: str) -> bool:
     return "/help for commands" in screen and input_line(screen).startswith("›") and status_line(screen) != ""
 
 
+NAP = "until [ -e wake ]; do sleep 0.1; done; echo slept"
+"""A command that runs until the test touches ``wake`` in the project: a run to act on mid-tool."""
+
+
+def take_a_nap(terminal: Terminal) -> None:
+    """Prompt "take a nap" (the script calls ``bash`` with ``NAP``), allow the command if asked
+    (unless the sandbox confines it), and wait until the run is working on it."""
+    terminal.type("take a nap")
+    terminal.send("Enter")
+    screen = terminal.wait_for(lambda s: f"Run command: {NAP}" in s or f"… bash command={NAP}" in s)
+    if "Run command" in screen:
+        terminal.send("y")
+    terminal.wait_for(
+        lambda s: "● working" in status_line(s) and "Run command" not in s.split("take a nap")[-1]
+    )
+
+
 class Terminal:
     """A detached tmux session on a private server socket, 100x30."""
 

@@ -24,9 +24,9 @@ from tether.testing.postgres import PostgresServer
 pytestmark = pytest.mark.subprocess
 
 
-def tether(c: Cluster, *args: str) -> Any:
-    """``tether ARGS --json`` on the cluster's databases; its one JSON document."""
-    done = subprocess.run(
+def run_tether(c: Cluster, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``tether ARGS --json`` on the cluster's databases."""
+    return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args, "--json"],
         env=c.env(),
         cwd=c.tmp,
@@ -34,20 +34,18 @@ def tether(c: Cluster, *args: str) -> Any:
         timeout=120,
         check=False,
     )
+
+
+def tether(c: Cluster, *args: str) -> Any:
+    """``tether ARGS --json`` on the cluster's databases; its one JSON document."""
+    done = run_tether(c, *args)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)
 
 
 def refused(c: Cluster, *args: str) -> str:
     """``tether ARGS --json`` failing as a user mistake: its one line on stderr."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tether.cli", *args, "--json"],
-        env=c.env(),
-        cwd=c.tmp,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_tether(c, *args)
     assert done.returncode != 0 and done.stdout == b"", done.stdout
     assert "Traceback" not in done.stderr.decode()
     return done.stderr.decode()

@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.ai.local.test_localserver_requests import model
+
 from tether.ai import stream
 from tether.ai.types import Context, StreamOptions, Tool
 from tether.testing.loopback import LoopbackServer, Reply
-from tether.wire import AssistantMessageEvent, ModelInfo
+from tether.wire import AssistantMessageEvent
 
 RECORDED = Path(__file__).parent / "recorded"
 WEATHER: Tool = {
@@ -22,21 +24,6 @@ WEATHER: Tool = {
     "description": "Get the current weather for a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
-
-
-def server_model(base_url: str, provider: str = "llama.cpp") -> ModelInfo:
-    return {
-        "id": "smollm2",
-        "name": "smollm2",
-        "api": "openai-completions",
-        "provider": provider,
-        "baseUrl": base_url,
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "contextWindow": 1024,
-        "maxTokens": 256,
-    }
 
 
 def recorded_chunks(name: str) -> tuple[bytes, list[dict[str, Any]]]:
@@ -56,7 +43,7 @@ async def replay(
 ) -> tuple[list[AssistantMessageEvent], Any]:
     body, _ = recorded_chunks(name)
     async with LoopbackServer([Reply(body, chunks=cut_points(body))]) as server:
-        events = [e async for e in stream(server_model(server.url + "/v1"), context, options)]
+        events = [e async for e in stream(model(server.url + "/v1", "llama.cpp"), context, options)]
         return events, json.loads(server.requests[0].body)
 
 
