@@ -19,6 +19,23 @@ from acp_support import AcpEnv, text_reply
 pytestmark = pytest.mark.subprocess
 
 
+async def start_agent(acp_env: AcpEnv, *answers: str, limit: int = 1 << 16) -> asyncio.subprocess.Process:
+    """``tether --mode acp`` in the test's project, its scripted model answering ``answers``
+    (no script: none); ``limit``: the longest line read from its stdout."""
+    env = acp_env.env()
+    if answers:
+        env = acp_env.env(TETHER_SCRIPTED=str(acp_env.script("s", [text_reply(a) for a in answers])))
+    return await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=limit,
+    )
+
+
 class RawAgent:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
@@ -44,15 +61,7 @@ def request(request_id: int, method: str, params: Any) -> str:
 
 
 async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: AcpEnv) -> None:
-    script = acp_env.script("s", [text_reply("still here")])
-    process = await asyncio.create_subprocess_exec(
-        *acp_env.command(),
-        cwd=acp_env.project,
-        env=acp_env.env(TETHER_SCRIPTED=str(script)),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_agent(acp_env, "still here")
     agent = RawAgent(process)
     try:
         parse = await agent.ask(
@@ -159,15 +168,7 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
 async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
     """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the
     id it carried), not the end of the process and of every editor session in it."""
-    process = await asyncio.create_subprocess_exec(
-        *acp_env.command(),
-        cwd=acp_env.project,
-        env=acp_env.env(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=1 << 24,
-    )
+    process = await start_agent(acp_env, limit=1 << 24)
     agent = RawAgent(process)
     try:
         nested = "[" * depth + "]" * depth
@@ -203,14 +204,7 @@ async def test_a_damaged_database_is_an_error_naming_the_file(acp_env: AcpEnv) -
     data = bytearray(db.read_bytes())  # garbage over all but its first and last pages
     data[4096:-4096] = random.Random(14).randbytes(len(data) - 8192)
     db.write_bytes(bytes(data))
-    process = await asyncio.create_subprocess_exec(
-        *acp_env.command(),
-        cwd=acp_env.project,
-        env=acp_env.env(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_agent(acp_env)
     agent = RawAgent(process)
     try:
         await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
@@ -245,15 +239,7 @@ async def test_ids_json_cannot_carry_back_and_cancel_sent_as_a_request(acp_env: 
     an id got no answer at all (a traceback); 5,000 digits gave Python's advice on
     ``sys.set_int_max_str_digits``. ``session/cancel`` is a notification in ACP; sent as a request
     it was "Method not found" (the cancel not done): it is done and answered ``null``."""
-    script = acp_env.script("s", [text_reply("ok")])
-    process = await asyncio.create_subprocess_exec(
-        *acp_env.command(),
-        cwd=acp_env.project,
-        env=acp_env.env(TETHER_SCRIPTED=str(script)),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_agent(acp_env, "ok")
     assert process.stdin is not None and process.stdout is not None
 
     async def ask(line: bytes) -> dict[str, Any]:
