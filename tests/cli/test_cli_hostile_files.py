@@ -10,10 +10,14 @@ file is not needed for it.
 from __future__ import annotations
 
 import os
+import shlex
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from cli_support import CliEnv, text_reply
+from cli_support import CliEnv, json_lines, text_reply
 
 pytestmark = pytest.mark.subprocess
 
@@ -59,3 +63,77 @@ def test_a_list_tether_keeps_that_is_no_file_does_not_stop_the_run(cli: CliEnv, 
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
     assert "Traceback" not in done.stderr
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+
+
+def _closed(cli: CliEnv, redirect: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """The command started by a shell with one of its standard descriptors closed (``<&-``...)."""
+    command = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "tether.cli", *args))
+    env = cli.env(TETHER_SCRIPTED=str(cli.script("s", [text_reply("fine")])))
+    return subprocess.run(
+        ["sh", "-c", f"exec {command} {redirect}"],
+        cwd=cli.project,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_closed_stdin_is_an_empty_one(cli: CliEnv) -> None:
+    """``tether -p hi <&-`` (cron, a daemon's child) ended in a traceback: ``sys.stdin`` is
+    ``None`` then. A closed stdin now reads as an empty one."""
+    done = _closed(cli, "<&-", "-p", "hi")
+    assert "Traceback" not in done.stderr
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+
+
+def test_a_closed_stderr_neither_fails_the_run_nor_lends_its_number_to_a_file(cli: CliEnv) -> None:
+    """With fd 2 closed, the next file opened (the session database) took number 2, so whatever
+    went to stderr (notes, a child's errors, JSON mode's fd 1 pointed at stderr) went into it;
+    and every note raised, ending the run with status 1. Now fd 2 is /dev/null."""
+    printed = _closed(cli, "2>&-", "-p", "hi")
+    assert (printed.returncode, printed.stdout) == (0, "fine\n")
+    done = _closed(cli, "2>&-", "--mode", "json", "hi")
+    assert done.returncode == 0
+    events = json_lines(done.stdout)
+    assert events[0]["type"] == "session" and events[-1]["type"] == "agent_settled"
+    store = sqlite3.connect(cli.home / "data" / "sessions.db")
+    try:
+        assert store.execute("pragma integrity_check").fetchone() == ("ok",)
+    finally:
+        store.close()
+    again = cli.run("-p", "--continue", "again", script=cli.script("s2", [text_reply("still fine")]))
+    assert (again.returncode, again.stdout) == (0, "still fine\n"), again.stderr
+
+
+@pytest.mark.parametrize("via", ["stdin", "argument"])
+def test_a_prompt_that_is_not_utf8_is_stored_and_streamed_with_replacement_characters(
+    cli: CliEnv, via: str
+) -> None:
+    """Bytes that are not UTF-8 in piped text or an argument reached the store and the JSON
+    encoder as lone surrogates: the stored run failed ("could not store session") and JSON mode
+    lost every event with the prompt in it. They become U+FFFD, as in pi."""
+    script = cli.script("s", [text_reply("fine")])
+    prompt = b"caf\xe9 \xff\xfe ok"
+    command = [sys.executable, "-m", "tether.cli", "--mode", "json"]
+    stdin = b""
+    if via == "stdin":
+        stdin = prompt
+    else:
+        command.append(os.fsdecode(prompt))
+    done = subprocess.run(
+        command,
+        cwd=cli.project,
+        env=cli.env(TETHER_SCRIPTED=str(script)),
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr.decode(errors="replace")
+    [user] = [e["message"] for e in json_lines(done.stdout.decode()) if e["type"] == "message_end"][:1]
+    assert user["content"] == "caf\ufffd \ufffd\ufffd ok"
+    again = cli.run("-p", "--continue", "again", script=cli.script("s2", [text_reply("still fine")]))
+    assert (again.returncode, again.stdout) == (0, "still fine\n"), again.stderr

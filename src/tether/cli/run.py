@@ -255,7 +255,9 @@ def _with_prompt(options: RunOptions) -> RunOptions:
     if sys.stdin.isatty():
         return options
     mode = "print" if options.mode == "interactive" else options.mode
-    piped = sys.stdin.read().strip()
+    # bytes, decoded as pi decodes them: what is not UTF-8 becomes U+FFFD instead of failing
+    # the read (or, with surrogateescape in a C locale, the session store later)
+    piped = sys.stdin.buffer.read().decode("utf-8", "replace").strip()
     prompt = "\n\n".join(part for part in (piped, options.prompt) if part) or None
     return replace(options, mode=mode, prompt=prompt)
 
