@@ -9,6 +9,7 @@ file is not needed for it.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sqlite3
@@ -137,3 +138,22 @@ def test_a_prompt_that_is_not_utf8_is_stored_and_streamed_with_replacement_chara
     assert user["content"] == "caf\ufffd \ufffd\ufffd ok"
     again = cli.run("-p", "--continue", "again", script=cli.script("s2", [text_reply("still fine")]))
     assert (again.returncode, again.stdout) == (0, "still fine\n"), again.stderr
+
+
+def test_credentials_in_a_base_url_stay_out_of_errors_streams_and_the_store(cli: CliEnv) -> None:
+    """A base URL carrying a credential (``http://user:pw@proxy``, ``?key=...``) was echoed whole
+    by "Cannot reach ...": on stderr, in JSON mode's events and in the stored reply."""
+    config = cli.home / "config"
+    config.mkdir()
+    provider = {
+        "baseUrl": "http://me:SECRETPW@127.0.0.1:1/v1?api_key=SECRETQ",
+        "api": "openai-completions",
+        "models": [{"id": "m"}],
+    }
+    (config / "models.json").write_text(json.dumps({"providers": {"mine": provider}}))
+    done = cli.run("--mode", "json", "hi", "--model", "mine/m", timeout=60)
+    assert "Cannot reach http://***@127.0.0.1:1/v1?api_key=***" in done.stderr, done.stderr
+    assert "SECRET" not in done.stdout + done.stderr
+    with sqlite3.connect(cli.home / "data" / "sessions.db") as store:
+        stored = "".join(str(row) for row in store.execute("select payload from entries"))
+    assert "Cannot reach" in stored and "SECRET" not in stored
