@@ -157,3 +157,26 @@ def test_credentials_in_a_base_url_stay_out_of_errors_streams_and_the_store(cli:
     with sqlite3.connect(cli.home / "data" / "sessions.db") as store:
         stored = "".join(str(row) for row in store.execute("select payload from entries"))
     assert "Cannot reach" in stored and "SECRET" not in stored
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-p", "look at @~nosuchuser-tether/x.txt"),
+        ("-p", "hi", "--append-system-prompt", "~nosuchuser-tether/x.md"),
+        ("-p", "hi", "--name", "x"),
+    ],
+)
+def test_a_path_naming_no_known_user_is_a_path_not_a_traceback(cli: CliEnv, args: tuple[str, ...]) -> None:
+    """``~nosuchuser/...`` (an @mention, a flag's file, TETHER_HOME) made ``Path.expanduser``
+    raise RuntimeError: a traceback and status 1. It is the name it spells now."""
+    env = {"TETHER_HOME": "~nosuchuser-tether/home"} if args[-1] == "x" else {}
+    done = cli.run(*args, script=cli.script("s", [text_reply("fine")]), env=env)
+    assert "Traceback" not in done.stderr
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+
+
+def test_exporting_a_path_naming_no_known_user_is_one_line(cli: CliEnv) -> None:
+    done = cli.run("--export", "~nosuchuser-tether/x.jsonl")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == "tether: --export ~nosuchuser-tether/x.jsonl: not a session file\n"

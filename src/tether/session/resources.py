@@ -385,7 +385,7 @@ def _extensions(
 
             data_dir = default_data_dir()
         entry_points = installed_entry_points(data_dir)
-    paths += [Path(p).expanduser().absolute() for p in extension_paths]
+    paths += [Path(os.path.expanduser(p)).absolute() for p in extension_paths]
     if not paths and not entry_points:
         return None
     from tether.session.extensions.loader import load_extensions
