@@ -180,3 +180,44 @@ def test_exporting_a_path_naming_no_known_user_is_one_line(cli: CliEnv) -> None:
     done = cli.run("--export", "~nosuchuser-tether/x.jsonl")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == "tether: --export ~nosuchuser-tether/x.jsonl: not a session file\n"
+
+
+def test_a_skills_folder_linking_to_the_root_is_not_walked(cli: CliEnv) -> None:
+    """A repository's ``.pi/skills`` is searched on every start, trusted or not, links followed
+    six folders deep: a link to ``/`` walked the machine (``/proc`` included) for minutes. A
+    folder that links out of the project is left out with a note; a skill inside still loads."""
+    skills = cli.project / ".pi" / "skills"
+    (skills / "fine").mkdir(parents=True)
+    (skills / "fine" / "SKILL.md").write_text("---\nname: fine\ndescription: a fine one\n---\nbody\n")
+    (skills / "root").symlink_to("/")
+    script = cli.script("s", [text_reply("fine")])
+    done = cli.run("--mode", "json", "--no-session", "hi", script=script, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert f"note: {skills / 'root'}: links out of " in done.stderr, done.stderr
+    assert "cannot list" not in done.stderr
+    (skills / "root").unlink()
+    (skills / "fine").rename(cli.project / "fine")
+    skills.rmdir()
+    skills.symlink_to("/")  # the skills folder itself
+    done = cli.run("-p", "--no-session", "hi", script=script, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert (
+        done.stderr
+        == f"note: {skills}: links out of {cli.project}, {cli.home / 'config'}; not searched for skills\n"
+    )
+
+
+def test_a_users_skills_folder_is_searched_within_a_bound(cli: CliEnv, tmp_path: Path) -> None:
+    """The user's own skills may link anywhere (a dotfiles repository), but the search stops after
+    ``MAX_FOLDERS`` folders with a note instead of walking a tree without end."""
+    from tether.session.skills import MAX_FOLDERS
+
+    tree = tmp_path / "tree"
+    for i in range(MAX_FOLDERS + 10):
+        (tree / f"f{i:05d}").mkdir(parents=True)
+    skills = cli.home / "config" / "skills"
+    skills.mkdir(parents=True)
+    (skills / "many").symlink_to(tree)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=60)
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert f"searched {MAX_FOLDERS} folders" in done.stderr, done.stderr
