@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,16 @@ def test_pi_tree_actions_are_tethers_and_leave_the_input_box_keys_free(tmp_path:
     taken = ExtensionShortcut("ctrl+l", "mine", nothing, "ext")  # the model picker's
     assert shortcut_keys([shortcut, taken], DEFAULTS, reports.append) == [(("c-a",), shortcut)]
     assert reports == ["extension ext: shortcut ctrl+l is already bound; not bound"]
+
+
+def test_a_keybindings_file_that_is_a_fifo_is_a_warning_not_a_blocked_start(tmp_path: Path) -> None:
+    """Read at every interactive start: opening a FIFO for reading waits for a writer, for good."""
+    os.mkfifo(tmp_path / "keybindings.json")
+    found: list[object] = []
+    thread = threading.Thread(target=lambda: found.append(load_bindings(tmp_path)), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "blocked"
+    [bindings] = found
+    assert isinstance(bindings, type(DEFAULTS)) and bindings.keys == DEFAULTS.keys
+    assert bindings.warning is not None and "not a regular file" in bindings.warning

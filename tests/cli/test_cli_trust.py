@@ -112,3 +112,20 @@ def test_an_untrusted_project_cannot_choose_the_serve_token(tmp_path: Path) -> N
     _write(project / ".tether", {"serve": {"token": "known-to-the-repository"}})
     settings = load_settings(config, project)
     assert settings.ignored == ("serve",) and settings.serve_token == "mine"
+
+
+@pytest.mark.parametrize("entry", [".", "", "project", {"path": ".", "grants": ["settings"]}])
+def test_a_relative_trusted_folder_trusts_no_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: object
+) -> None:
+    """The list holds absolute paths; a relative one (``"."``, an empty string) resolved against
+    wherever tether ran, so every project opened from there, or every one at all, was trusted."""
+    config, project = tmp_path / "config", tmp_path / "project"
+    config.mkdir()
+    project.mkdir()
+    (config / "trusted-folders.json").write_text(json.dumps([entry]))
+    monkeypatch.chdir(project if entry != "project" else tmp_path)
+    assert not is_trusted(config, project)
+    monkeypatch.chdir(project)
+    trust(config, project, ["mcp"])  # the relative entry is dropped when the list is rewritten
+    assert is_trusted(config, project, "mcp") and not is_trusted(config, project)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,23 @@ def test_a_damaged_list_of_noes_is_a_list_of_none(project: Path, tmp_path: Path,
     assert len(offers) == 5
     ask_grants(offers, config, io.StringIO(), ask=lambda _q: "n", data_dir=data)
     assert offered(project, settings, config, data) == []
+
+
+def _within(seconds: float, call: Callable[[], object]) -> object:
+    """``call()``'s result; fails (leaving the blocked thread behind) if it takes longer."""
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "blocked"
+    return result[0]
+
+
+def test_a_fifo_for_the_list_of_noes_does_not_block_the_start(project: Path, tmp_path: Path) -> None:
+    """Read at every interactive start: opening a FIFO for reading waits for a writer, for good."""
+    config, data = tmp_path / "home" / "config", tmp_path / "home" / "data"
+    data.mkdir(parents=True)
+    os.mkfifo(data / "trust-declined.json")
+    settings = load_settings(config, project)
+    offers = _within(10, lambda: offered(project, settings, config, data))
+    assert offers == offered(project, settings, config) and len(offered(project, settings, config)) == 5

@@ -77,6 +77,23 @@ def test_a_theme_that_cannot_be_used_is_one_line(config: Path) -> None:
     assert missing is not None and 'no theme "nosuch"' in missing
 
 
+def test_a_theme_name_is_no_path_and_a_huge_theme_file_is_refused_unread(
+    config: Path, tmp_path: Path
+) -> None:
+    """A project's ``theme`` setting ("../../elsewhere/x") reached files outside the themes
+    folders, and a theme file was read whole, a sparse 1 GB one too."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.json").write_text(json.dumps(OCEAN))
+    _, _, outside = page_colours("../../../elsewhere/x", config)
+    assert outside is not None and "no theme" in outside
+    with (config / "themes" / "huge.json").open("wb") as file:
+        file.write(b"{")
+        file.truncate(1 << 30)
+    _, _, huge = page_colours("huge", config)
+    assert huge is not None and "larger than 1 MB, not read" in huge, huge
+
+
 def test_only_colours_reach_the_style() -> None:
     page = render_session_page(
         [], None, title="t", meta={}, colours={"text": "red; } body { display: none", "accent": "#123456"}

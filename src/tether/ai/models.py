@@ -41,6 +41,7 @@ from tether.ai.models_file import (
     cost_of,
     read_models_file,
 )
+from tether.ai.shown_url import shown_url
 from tether.errors import ModelError
 from tether.wire import MODEL_INFO, ModelInfo, WireError
 
@@ -550,6 +551,45 @@ def register_model(model: Mapping[str, Any]) -> ModelInfo:
 def register_provider_info(provider: ProviderInfo) -> ProviderInfo:
     """Add (or replace) a provider for the rest of the program."""
     return default_registry().register_provider_info(provider)
+
+
+_DESCRIPTION = ("name", "reasoning", "input", "cost", "contextWindow", "maxTokens", "thinking")
+"""What a stored model descriptor may contribute: what the model is, not where requests go."""
+
+
+def restored_model(provider: str, model_id: str, stored: Mapping[str, Any] | None) -> ModelInfo:
+    """The model a stored session is set to, for its next request.
+
+    The registry's, as the user configures it now; for an id it no longer lists, ``stored``'s
+    description (limits, cost, input) on the provider's current endpoint. Where requests go and
+    what they carry (``baseUrl``, ``api``, ``headers``, ``compat``) never come from ``stored``:
+    a session can be imported from anywhere, and one naming ``openai`` at another host got the
+    user's OpenAI key sent there. A provider the registry does not know raises
+    ``UnknownModelError`` (its ``<NAME>_API_KEY`` would otherwise go to the stored host)."""
+    registry = default_registry()
+    try:
+        return registry.get_model(provider, model_id)
+    except UnknownModelError:
+        info = registry.find_provider_info(provider)
+        if info is None or stored is None:
+            raise
+    model: dict[str, Any] = dict(default_model(info, model_id))
+    model.update((key, stored[key]) for key in _DESCRIPTION if key in stored)
+    try:
+        return MODEL_INFO.decode(model)
+    except WireError:  # a damaged description: the provider's defaults
+        return default_model(info, model_id)
+
+
+def stored_descriptor(model: ModelInfo) -> ModelInfo:
+    """``model`` as a session stores it: without its headers (``models.json``'s may hold a key)
+    and with its base URL shown without credentials (``shown_url``); ``restored_model`` takes
+    neither from it."""
+    if "headers" not in model and "@" not in model["baseUrl"] and "?" not in model["baseUrl"]:
+        return model
+    kept = cast(dict[str, Any], {k: v for k, v in model.items() if k != "headers"})
+    kept["baseUrl"] = shown_url(model["baseUrl"])
+    return cast(ModelInfo, kept)
 
 
 def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Literal, NotRequired, cast
 from typing_extensions import TypedDict
 
 from tether.errors import ModelError
+from tether.own_files import RefusedFile, read_own_file
 from tether.wire import Codec, ModelCost, ThinkingConfig, WireError
 from tether.wire.records import STRICT, record
 
@@ -73,6 +74,10 @@ class ModelsFile(TypedDict):
 
 _CODEC: Codec[ModelsFile] = Codec(ModelsFile, "")
 
+MAX_MODELS_FILE_BYTES = 16 << 20
+"""``models.json`` larger than this is refused unread: a hand-written list of every model of a
+dozen providers is some 100 KB."""
+
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -96,9 +101,13 @@ def read_models_file(
     ``problems``: see ``parse_models_file``.
     """
     try:
-        text = file.read_bytes()
+        # not ``read_bytes``: a FIFO in its place blocked every lookup for good, a link to
+        # /dev/zero read until memory ran out (own_files' checks, no folder restriction)
+        text = read_own_file(file, None, MAX_MODELS_FILE_BYTES)
     except FileNotFoundError:
         return {}
+    except RefusedFile as err:
+        raise ModelsFileError(file, "", f"cannot read: {err}") from None
     except OSError as err:
         raise ModelsFileError(file, "", f"cannot read: {err.strerror or err}") from None
     return parse_models_file(text, file, known_providers, problems)

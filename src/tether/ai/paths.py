@@ -22,7 +22,12 @@ APP = "tether"
 def tether_home(env: Mapping[str, str] | None = None) -> Path | None:
     """``$TETHER_HOME`` (``~`` expanded, made absolute), or ``None`` when unset or empty."""
     value = (os.environ if env is None else env).get("TETHER_HOME", "")
-    return Path(value).expanduser().absolute() if value else None
+    if not value:
+        return None
+    try:
+        return Path(value).expanduser().absolute()
+    except RuntimeError:  # ~nosuchuser: the folder it spells, not a traceback on every command
+        return Path(value).absolute()
 
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -29,6 +29,7 @@ import httpx2
 from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
+from tether.ai.shown_url import shown_url
 from tether.ai.types import ProviderRequest, StreamOptions
 
 USER_AGENT = "tether"
@@ -109,7 +110,7 @@ async def send(
         else:
             response = await client.send(http_request, stream=True)
     except httpx2.TimeoutException as exc:
-        return RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
+        return RequestFailed(f"Request to {shown_url(request.url)} timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:
         return connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
@@ -187,6 +188,7 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
     unreachable, a host name that does not exist), which fails at once instead of after every
     retry's back-off; the message then does not read as transient to the session's retry."""
     cause: BaseException | None = exc
+    url = shown_url(url)
     while cause is not None:
         if isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME:
             host = urlsplit(url).hostname

@@ -13,6 +13,7 @@ session and continues it; pi keeps the file's id, tether gives it a new one as
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -100,7 +101,7 @@ async def import_session(ui: CommandScreen, core: AgentSession, args: str) -> No
     if core.sessions is None:
         ui.say(painter.styled("/import: this run has no sessions (--no-session)", "error"))
         return
-    path = (ui.cwd / Path(args).expanduser()).resolve()
+    path = (ui.cwd / os.path.expanduser(args)).resolve()
     problems: list[str] = []
     try:
         record = import_session_file(core.sessions, path, problems)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import cast
 
 from tether.errors import UserError
+from tether.own_files import RefusedFile, read_own_file
 from tether.wire.json_line import load_line
 
 FILE_NAME = "keybindings.json"
@@ -189,9 +190,12 @@ def load_bindings(config_dir: Path) -> Bindings:
     cannot is named in ``warning``."""
     path = config_dir / FILE_NAME
     try:
-        text = path.read_bytes()
+        # not read_bytes: a FIFO there blocked the start for good, /dev/zero filled memory
+        text = read_own_file(path, None, limit=8 << 20)
     except FileNotFoundError:
         return DEFAULTS
+    except RefusedFile as exc:
+        return Bindings(DEFAULTS.keys, f"{path}: cannot read it ({exc}); using the default keys")
     except OSError as exc:
         return Bindings(DEFAULTS.keys, f"{path}: cannot read it ({exc.strerror}); using the default keys")
     try:

@@ -78,6 +78,9 @@ def command() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from tether.cli.stdout import fill_closed_standard_streams
+
+    fill_closed_standard_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         _dispatch(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, cast, overload
 
 from tether.session.options import SessionOptions
 
@@ -45,6 +45,7 @@ class RunOptions:
             value = values.get(key)
             return value if isinstance(value, str) else None
 
+        words = tuple(valid_text(word) for word in words)
         export_file = text("export")
         if export_file is not None:  # pi: `--export FILE [OUTPUT]`, the output as the first word
             return cls(mode="print", export=(export_file, words[0] if words else None))
@@ -71,8 +72,8 @@ class RunOptions:
             models=tuple(m.strip() for m in models_text.split(",") if m.strip()) if models_text else None,
             thinking=text("thinking"),
             tools=tools,
-            system_prompt=text("system_prompt"),
-            append_system_prompt=tuple(_prompt_text(source) for source in sources),
+            system_prompt=valid_text(text("system_prompt")),
+            append_system_prompt=tuple(valid_text(_prompt_text(source)) for source in sources),
             context_files=not values.get("no_context_files"),
             approval="yes" if values.get("yes") else None,
             allow_outside=True if values.get("allow_outside") else None,
@@ -102,6 +103,24 @@ class RunOptions:
             cwd=Path(cwd).resolve() if cwd else None,
             session_options=agent,
         )
+
+
+@overload
+def valid_text(text: str) -> str: ...
+@overload
+def valid_text(text: None) -> None: ...
+def valid_text(text: str | None) -> str | None:
+    """``text`` with what was not UTF-8 as U+FFFD, as pi (Node) decodes its arguments and stdin.
+
+    Python hands over undecodable bytes of an argument as lone surrogates (``\\udcff``), which
+    reached the session store and JSON mode's encoder as they were and failed the run there
+    ("could not store session", a listener error per event)."""
+    if text is None or text.isascii():
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no decoding made (from a file read elsewhere)
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _prompt_text(source: str) -> str:

@@ -12,7 +12,7 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
 
 from tether._event_loop import run as run_event_loop
 from tether.cli.collector import start_up_done
@@ -80,6 +80,22 @@ def run_demo(question: str, model: str | None) -> int:
 
 
 async def _run(options: RunOptions) -> int:
+    if options.mode not in ("print", "json", "rpc"):
+        return await _run_modes(options)
+    from tether.cli.terminal_text import EscapingWriter
+
+    # notes and errors name files, tools and servers chosen by others: no control sequences
+    given = sys.stderr
+    sys.stderr = cast(TextIO, EscapingWriter(given))
+    try:
+        return await _run_modes(options)
+    finally:
+        if sys.stdout is sys.stderr:
+            sys.stdout = given
+        sys.stderr = given
+
+
+async def _run_modes(options: RunOptions) -> int:
     cwd = options.cwd or Path.cwd()
     rpc_out = None
     json_out = None
@@ -203,7 +219,12 @@ async def _run_session(
                     json_out.close()
         write_notes(core, sys.stderr)
         assert print_out is not None
-        stream = options.stream if options.stream is not None else print_out.isatty()
+        terminal = print_out.isatty()
+        stream = options.stream if options.stream is not None else terminal
+        if terminal:  # shown, not data: the answer's control sequences escaped (terminal_text)
+            from tether.cli.terminal_text import EscapingWriter
+
+            print_out = cast(TextIO, EscapingWriter(print_out))
         return await run_print(core, prompts, print_out, sys.stderr, stream=stream)
     finally:
         await _close(app.core if app is not None and app.core is not None else core)
@@ -255,7 +276,9 @@ def _with_prompt(options: RunOptions) -> RunOptions:
     if sys.stdin.isatty():
         return options
     mode = "print" if options.mode == "interactive" else options.mode
-    piped = sys.stdin.read().strip()
+    # bytes, decoded as pi decodes them: what is not UTF-8 becomes U+FFFD instead of failing
+    # the read (or, with surrogateescape in a C locale, the session store later)
+    piped = sys.stdin.buffer.read().decode("utf-8", "replace").strip()
     prompt = "\n\n".join(part for part in (piped, options.prompt) if part) or None
     return replace(options, mode=mode, prompt=prompt)
 

@@ -9,6 +9,7 @@ with ``--format pi`` a pi session file (``tether.session.pi_files``).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,7 +91,7 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
     from tether.session.settings import load_settings
     from tether.store import SessionError
 
-    path = Path(source).expanduser()
+    path = Path(os.path.expanduser(source))  # ~nosuchuser: as spelled, not a RuntimeError
     name = path.stem if path.suffix == ".jsonl" else path.name
     out = Path(output) if output else Path(f"tether-session-{name}.html")
     try:

@@ -40,3 +40,26 @@ def give_back_stdout(private: BinaryIO | io.TextIOWrapper, previous: TextIO) -> 
 def text_output(private: BinaryIO) -> io.TextIOWrapper:
     """The private handle as text, for a mode that writes ``str`` records (JSON mode)."""
     return io.TextIOWrapper(private, encoding="utf-8", newline="\n", write_through=False)
+
+
+def fill_closed_standard_streams() -> None:
+    """Point a closed stdin or stderr (``<&-``, ``2>&-``: cron, a daemon's child) at /dev/null,
+    before anything opens a file: the next file opened would otherwise take that number, and
+    what goes to stderr (notes, a child's errors, fd 1 pointed at stderr above) would be
+    written into it, the session database say. A closed stdin reads as empty; a closed fd 1
+    gets /dev/null too, but ``sys.stdout`` stays ``None`` so that a mode whose output is
+    stdout can still say it has nowhere to write."""
+    for fd, mode in ((0, "r"), (1, "w"), (2, "w")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:  # the lowest free number: fd itself, unless a lower one was closed too
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 0:
+            sys.stdin = open(fd, mode, encoding="utf-8", closefd=False)  # noqa: SIM115
+        elif fd == 2:
+            sys.stderr = open(fd, mode, encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TextIO, cast
 
+from tether.own_files import read_own_file
 from tether.session.settings import Settings
 
 WHAT = {
@@ -113,7 +114,8 @@ def _declined(data_dir: Path) -> list[list[object]]:
     """The offers the user said no to (an unreadable file: none, so they are asked again; an
     entry that is not a list, such as a hand-edited ``[1]``, is dropped: it made a no crash)."""
     try:
-        data: object = json.loads((data_dir / DECLINED_FILE).read_text(encoding="utf-8"))
+        # own_files' policy: a FIFO in its place blocked every interactive start
+        data: object = json.loads(read_own_file(data_dir / DECLINED_FILE, None).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return []
     entries = cast(list[object], data) if isinstance(data, list) else []

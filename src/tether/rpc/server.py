@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -585,7 +586,11 @@ class RpcServer:
 
     def _output_path(self, params: dict[str, Any], suffix: str) -> Path:
         given = params.get("outputPath")
-        path = Path(given).expanduser() if given else Path(f"tether-session-{self.core.session_id}{suffix}")
+        path = (
+            Path(os.path.expanduser(given))
+            if given
+            else Path(f"tether-session-{self.core.session_id}{suffix}")
+        )
         if path.suffix != suffix:
             raise CommandError(f"outputPath must end in {suffix}: {path}")
         return path if path.is_absolute() else self.core.cwd / path

@@ -10,6 +10,7 @@ never reaches the model as text; any other line is left to be sent as a prompt, 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +214,7 @@ async def _session(core: AgentSession, args: str) -> CommandResult:
 
 async def _export(core: AgentSession, args: str) -> CommandResult:
     default = f"tether-session-{core.session_id or 'unsaved'}.html"  # pi's default: the HTML page
-    path = Path(args or default).expanduser()
+    path = Path(os.path.expanduser(args or default))  # ~nosuchuser: as spelled
     if not path.is_absolute():
         path = core.cwd / path
     if path.suffix not in (".jsonl", ".html"):

@@ -445,7 +445,16 @@ class CoreState:
             if ctx.system_prompt is not None:
                 agent.system_prompt = ctx.system_prompt
             if agent.model is None and ctx.model is not None and ctx.model.info is not None:
-                agent.model = ctx.model.info
+                from tether.ai.models import restored_model
+
+                # A provider the registry knows: its configured endpoint, never the stored one (a
+                # session file comes from anywhere). One it does not know is the embedder's own,
+                # served by their stream function: the stored descriptor is all there is. (The
+                # CLI refuses that case: tether.session.factory.)
+                try:
+                    agent.model = restored_model(ctx.model.provider, ctx.model.model_id, ctx.model.info)
+                except LookupError:
+                    agent.model = ctx.model.info
 
     def _extension_failed(self, origin: str, where: str, error: str, line: str | None) -> None:
         """An extension failed: ``extension_error`` every time (pi 1.6), the line once."""

@@ -516,8 +516,8 @@ def _choose_model(
     usable: Usable | None,
     resources: Resources | None = None,
 ) -> ResolvedModel:
-    """``model`` (and ``provider``) wins; a resumed session keeps its model (as stored, so a
-    resume works even when the catalog no longer lists it); then the first ``--models`` model;
+    """``model`` (and ``provider``) wins; a resumed session keeps its model (its stored
+    description, on the provider's configured endpoint, when the catalog no longer lists it); then the first ``--models`` model;
     else settings and defaults. A model of an extension's provider is served by that extension."""
     stored = session.context.model if session is not None else None
     host = resources.extensions if resources is not None else None
@@ -535,8 +535,13 @@ def _choose_model(
         if served is not None:
             return ResolvedModel(served[0], served[1])
     if spec is None and provider is None and stored is not None and stored.provider != "scripted":
-        if stored.info is not None:
-            return ResolvedModel(stored.info, None)
+        if stored.info is not None:  # the configured endpoint, never the stored one (restored_model)
+            from tether.ai.models import restored_model
+
+            try:
+                return ResolvedModel(restored_model(stored.provider, stored.model_id, stored.info), None)
+            except LookupError as exc:
+                raise SetupError(f"the session's model: {exc}") from None
         return resolve_model(f"{stored.provider}/{stored.model_id}", None)
     if spec is None and provider is None and scope:
         return ResolvedModel(scope[0].model, None, thinking=scope[0].thinking)

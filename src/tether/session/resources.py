@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from tether.own_files import read_own_file
 from tether.tools.sandbox_protect import is_repository
 
 if TYPE_CHECKING:
@@ -384,7 +385,7 @@ def _extensions(
 
             data_dir = default_data_dir()
         entry_points = installed_entry_points(data_dir)
-    paths += [Path(p).expanduser().absolute() for p in extension_paths]
+    paths += [Path(os.path.expanduser(p)).absolute() for p in extension_paths]
     if not paths and not entry_points:
         return None
     from tether.session.extensions.loader import load_extensions
@@ -414,7 +415,8 @@ def installed_entry_points(
     stamps = _folder_stamps()
     cache = data_dir / cache_name
     try:
-        cached = json.loads(cache.read_text(encoding="utf-8"))
+        # read_own_file: a FIFO or a link to /dev/zero in its place blocked every start
+        cached = json.loads(read_own_file(cache, None).decode("utf-8"))
         if cached.get("folders") == stamps:
             return [(str(n), str(v)) for n, v in cached["entryPoints"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):

@@ -299,8 +299,11 @@ class Session:
         return self.append_message(message)
 
     def set_model(self, model: ModelInfo) -> str:
+        from tether.ai.models import stored_descriptor  # no headers, no credentials in the URL
+
+        stored = stored_descriptor(model)
         return self._append(
-            [{"type": "model_change", "provider": model["provider"], "modelId": model["id"], "model": model}]
+            [{"type": "model_change", "provider": model["provider"], "modelId": model["id"], "model": stored}]
         )[0]
 
     def set_thinking_level(self, level: str) -> str:

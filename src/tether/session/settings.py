@@ -13,6 +13,7 @@ A project file may not widen what the model is allowed to do unless the user tru
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar, cast
@@ -400,7 +401,7 @@ def _sandbox(base: SandboxPolicy, value: object, path: Path) -> SandboxPolicy:
             items = cast(list[object], item) if isinstance(item, list) else None
             if items is None or not all(isinstance(v, str) and v for v in items):
                 raise SettingsError(f"{where}: expected a list of paths, got {json.dumps(item)}")
-            hidden = tuple(Path(v).expanduser() for v in cast(list[str], items))
+            hidden = tuple(Path(os.path.expanduser(v)) for v in cast(list[str], items))
             if not all(h.is_absolute() for h in hidden):
                 raise SettingsError(f"{where}: paths must be absolute (or start with ~)")
             changes["hide"] = (*base.hide, *hidden)

@@ -10,6 +10,7 @@ business; this module reads one folder of skills.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ MAX_DEPTH = 6
 """How deep below a skills folder a ``SKILL.md`` is looked for (grouping folders, as pi and
 Claude Code allow: ``skills/docs/pdf/SKILL.md``)."""
 
+MAX_FOLDERS = 2_000
+"""How many folders one skills folder's search enters at most: links are followed (the user's
+own skills may live in a dotfiles repository), and a link to ``/`` had the search walk the
+machine. A repository's links out of the project are not entered at all."""
+
 
 def read_skills(
     folder: Path,
@@ -65,8 +71,11 @@ def read_skills(
     user's secrets), ``None``: anywhere."""
     skills: list[Skill] = []
     warnings: list[str] = []
+    real_roots = None if roots is None else [os.path.realpath(root) for root in roots]
+    searched = 0
 
     def walk(directory: Path, depth: int) -> None:
+        nonlocal searched
         try:
             children = sorted(c for c in directory.iterdir() if c.is_dir())
         except OSError as exc:
@@ -77,7 +86,14 @@ def read_skills(
                 continue
             path = child / SKILL_FILE
             if not path.is_file():
-                if depth < MAX_DEPTH:
+                if real_roots is not None and child.is_symlink() and not _inside(child, real_roots):
+                    warnings.append(f"{child}: links out of {', '.join(real_roots)}; not searched for skills")
+                elif depth < MAX_DEPTH and searched < MAX_FOLDERS:
+                    searched += 1
+                    if searched == MAX_FOLDERS:
+                        warnings.append(
+                            f"{folder}: searched {MAX_FOLDERS} folders for skills; the rest is left out"
+                        )
                     walk(child, depth + 1)
                 continue
             skill, problem = read_skill(path, source, scope, roots)
@@ -86,8 +102,16 @@ def read_skills(
             if skill is not None:
                 skills.append(skill)
 
+    if real_roots is not None and os.path.isdir(folder) and not _inside(folder, real_roots):
+        warnings.append(f"{folder}: links out of {', '.join(real_roots)}; not searched for skills")
+        return skills, warnings
     walk(folder, 1)
     return skills, warnings
+
+
+def _inside(path: Path, real_roots: Sequence[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in real_roots)
 
 
 def read_skill(

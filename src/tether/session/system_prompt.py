@@ -78,7 +78,7 @@ def user_context_file(user_dir: Path) -> Path | None:
 def prompt_text(source: str) -> str:
     """``--append-system-prompt TEXT|FILE``: the file's text when ``source`` names a file, else
     ``source`` itself (as pi reads it). An unreadable file raises ``OSError``."""
-    path = Path(source).expanduser()
+    path = Path(os.path.expanduser(source))  # ~nosuchuser: as spelled, not a RuntimeError
     try:
         is_file = path.is_file()
     except OSError:  # a text too long to be a file name

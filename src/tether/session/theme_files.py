@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from tether.own_files import read_own_file
+
 
 class ThemeError(ValueError):
     """A theme that cannot be used; the message names the file and what is wrong."""
@@ -36,6 +38,8 @@ def theme_folders(config_dir: Path) -> list[Path]:
 
 def find_theme_file(name: str, config_dir: Path) -> Path | None:
     """The file of theme ``name`` (the first folder that has it); ``None``: no such file."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        return None  # a name, not a path: a project's "theme" setting reaches no file elsewhere
     for folder in theme_folders(config_dir):
         path = folder / f"{name}.json"
         if path.is_file():
@@ -77,7 +81,8 @@ class ThemeFile:
 
 def read_theme_file(path: Path) -> ThemeFile:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # own_files' policy: a link to /dev/zero or a sparse 1 GB file is refused unread
+        data = json.loads(read_own_file(path, None).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ThemeError(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict):

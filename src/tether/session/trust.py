@@ -43,13 +43,16 @@ def trust_file(config_dir: Path) -> Path:
 
 def trusted_folders(config_dir: Path) -> list[tuple[Path, frozenset[Grant]]]:
     """The folders the user trusted, each with what it was granted (missing file: none)."""
+    from tether.own_files import RefusedFile, read_own_file
     from tether.wire.json_line import load_line  # only for a project with something to grant
 
     path = trust_file(config_dir)
     try:
-        data: object = load_line(path.read_bytes())
+        data: object = load_line(read_own_file(path, None))  # a FIFO there blocked the start
     except FileNotFoundError:
         return []
+    except RefusedFile as exc:
+        raise TrustFileError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise TrustFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:
@@ -60,13 +63,17 @@ def trusted_folders(config_dir: Path) -> list[tuple[Path, frozenset[Grant]]]:
     folders: list[tuple[Path, frozenset[Grant]]] = []
     for item in items:
         if isinstance(item, str):
-            folders.append((Path(item), frozenset(GRANTS)))
-            continue
-        entry = cast(dict[str, object], item) if isinstance(item, dict) else {}
-        folder, grants = entry.get("path"), entry.get("grants")
-        if not isinstance(folder, str) or not isinstance(grants, list):
-            raise TrustFileError(f'{path}: expected folder paths or {{"path": ..., "grants": [...]}} entries')
-        folders.append((Path(folder), frozenset(g for g in cast(list[object], grants) if g in GRANTS)))
+            folder, given = item, frozenset(GRANTS)
+        else:
+            entry = cast(dict[str, object], item) if isinstance(item, dict) else {}
+            folder, grants = entry.get("path"), entry.get("grants")
+            if not isinstance(folder, str) or not isinstance(grants, list):
+                raise TrustFileError(
+                    f'{path}: expected folder paths or {{"path": ..., "grants": [...]}} entries'
+                )
+            given = frozenset(g for g in cast(list[object], grants) if g in GRANTS)
+        if os.path.isabs(folder):  # a relative one ("." or "") would trust wherever tether runs
+            folders.append((Path(folder), given))
     return folders
 
 

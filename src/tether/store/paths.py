@@ -28,7 +28,10 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     home = env.get("TETHER_HOME", "")
     if home:
-        return Path(home).expanduser().absolute() / "data"
+        try:
+            return Path(home).expanduser().absolute() / "data"
+        except RuntimeError:  # ~nosuchuser: as tether.ai.paths takes it
+            return Path(home).absolute() / "data"
     xdg = env.get("XDG_DATA_HOME", "")
     if os.path.isabs(xdg):
         return Path(xdg) / "tether"

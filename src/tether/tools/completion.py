@@ -32,7 +32,7 @@ class MentionCompleter(Completer):
             return
         partial = word[1:]
         directory, _, prefix = partial.rpartition("/")
-        base = self.root / Path(directory).expanduser() if directory else self.root
+        base = self.root / os.path.expanduser(directory) if directory else self.root
         for name, is_dir in complete_path(base, prefix):
             suffix = "/" if is_dir else ""
             yield Completion(

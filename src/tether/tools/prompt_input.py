@@ -15,6 +15,7 @@ These functions only build messages; the CLI decides when to run them and how to
 from __future__ import annotations
 
 import base64
+import os
 import re
 import sys
 import time
@@ -176,7 +177,7 @@ def find_mentions(text: str, cwd: Path, workspace: Workspace | None = None) -> l
         for candidate in candidates:
             if not candidate:
                 continue
-            path = (cwd / Path(candidate).expanduser()).resolve()
+            path = (cwd / os.path.expanduser(candidate)).resolve()
             if not (policy.allow_outside or policy.contains(path)):
                 continue
             if path.is_file():

@@ -40,3 +40,15 @@ def test_reads_the_process_environment_on_each_call(tether_home: Path) -> None:
     # conftest points TETHER_HOME at a temporary folder for every test
     assert config_dir() == tether_home / "config"
     assert not config_dir().exists()  # nothing is created by asking
+
+
+def test_a_tether_home_naming_no_known_user_is_a_folder_not_a_traceback() -> None:
+    """``~nosuchuser/th`` cannot be expanded (``expanduser`` raises RuntimeError, which ended
+    every command in a traceback): it is taken as the folder it spells, relative to here."""
+    from tether.store.paths import data_dir as store_data_dir
+
+    env = {"TETHER_HOME": "~nosuchuser-tether/th"}
+    home = tether_home(env)
+    assert home is not None and home.is_absolute() and home.parts[-2:] == ("~nosuchuser-tether", "th")
+    assert config_dir(env) == home / "config" and data_dir(env) == home / "data"
+    assert store_data_dir(env) == home / "data"

@@ -1,0 +1,45 @@
+"""Text from elsewhere, made harmless for a terminal: control characters shown escaped.
+
+File names (a cloned repository's skill folders), tool names and answers the model chose, error
+bodies a server sent: written as they are, ``\\x1b]52;c;...\\x07`` sets the clipboard (OSC 52),
+``\\x1b]0;...`` the window title, ``\\x1b[2J`` clears the screen and ``\\r`` writes over a line
+already shown. Every C0 control but tab and newline, DEL and the C1 controls are shown as
+``\\x1b``-style escapes instead.
+
+Print, JSON and RPC modes write their notes and errors to stderr through ``EscapingWriter``
+(tty or not: a log file is read in a terminal later), and print mode its answer too when stdout
+is a terminal; a pipe gets the answer's exact text, which is the script's data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TextIO
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters (but tab and newline) escaped."""
+    if text.isprintable() or _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class EscapingWriter:
+    """A text stream that writes ``visible`` text to another; the rest is the other's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(visible(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding, buffer...
+        return getattr(self.stream, name)
