@@ -171,8 +171,9 @@ class _SlotStream(httpx2.AsyncByteStream):
 
 
 def new_client() -> httpx2.AsyncClient:
-    """A client as providers need it: long read timeout, redirects followed, no connection cap
-    (the provider's limit applies before a request reaches it), the shared TLS context."""
+    """A client as providers need it: long read timeout, no connection cap (the provider's limit
+    applies before a request reaches it), the shared TLS context. Redirects are not followed
+    here: ``transport.send`` follows those that stay with the same server."""
     global _tls
     if _tls is None:
         _tls = httpx2.create_ssl_context()
@@ -180,5 +181,5 @@ def new_client() -> httpx2.AsyncClient:
         verify=_tls,
         timeout=httpx2.Timeout(600.0, connect=CONNECT_TIMEOUT),
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-        follow_redirects=True,
+        follow_redirects=False,
     )

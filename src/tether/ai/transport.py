@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
+from tether.ai.connections import CONNECT_TIMEOUT, ProviderPool, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.types import ProviderRequest, StreamOptions
@@ -104,10 +104,18 @@ async def send(
             http_request = client.build_request(
                 "POST", request.url, content=request.content, headers=headers, timeout=timeout
             )
-        if pool is not None:
-            response = await pool.send(client, http_request)
-        else:
-            response = await client.send(http_request, stream=True)
+        response = await _send_once(client, pool, http_request)
+        for _ in range(MAX_REDIRECTS):
+            redirect = response.next_request  # set for a 3xx with a Location, none followed yet
+            if redirect is None:
+                break
+            await response.aclose()
+            if not _same_server(http_request.url, redirect.url):
+                return RequestFailed(
+                    _elsewhere(request.url, response.status_code, redirect.url), response.status_code
+                )
+            http_request = redirect
+            response = await _send_once(client, pool, http_request)
     except httpx2.TimeoutException as exc:
         return RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:
@@ -119,6 +127,42 @@ async def send(
     if response.status_code < 300:
         return response
     return await status_failure(response)
+
+
+MAX_REDIRECTS = 5
+"""Redirects followed for one attempt, within the server the request was sent to."""
+
+
+async def _send_once(
+    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request
+) -> httpx2.Response:
+    """Send ``request`` without following a redirect (a pool's clients never do)."""
+    if pool is not None:
+        return await pool.send(client, request)
+    return await client.send(request, stream=True, follow_redirects=False)
+
+
+def _same_server(sent: httpx2.URL, target: httpx2.URL) -> bool:
+    """Whether a redirect stays with the server ``sent`` went to (or only moves it to HTTPS)."""
+    if target.origin == sent.origin:
+        return True
+    return (
+        target.host == sent.host
+        and sent.scheme == "http"
+        and target.scheme == "https"
+        and target.port in (None, 443)
+    )
+
+
+def _elsewhere(url: str, status: int, target: httpx2.URL) -> str:
+    """Why a redirect to another server is not followed: every header goes with a followed
+    request (httpx drops only ``Authorization``; ``x-api-key``, ``x-goog-api-key`` and a
+    ``models.json`` header went along), so the key would reach a server nobody configured."""
+    origin = f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port else "")
+    return (
+        f"{status} {url} redirects to another server ({origin}): not followed, the request carries "
+        "the API key; set that server as the model's baseUrl if it is the right one"
+    )
 
 
 @functools.lru_cache(maxsize=16)

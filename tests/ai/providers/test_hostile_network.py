@@ -27,3 +27,32 @@ async def test_a_retry_after_of_nan_is_no_request_to_wait(header: str) -> None:
             _, final = await collect(model(server.url), fast())
     assert final["stopReason"] == "stop"
     assert len(server.requests) == 2
+
+
+@each_api
+@pytest.mark.parametrize("status", [307, 302])
+async def test_a_redirect_to_another_server_is_not_followed_with_the_key(api: str, status: int) -> None:
+    """httpx drops only ``Authorization`` on a redirect to another server: Anthropic's
+    ``x-api-key`` and Gemini's ``x-goog-api-key`` were sent to whatever host a server named."""
+    async with LoopbackServer([Reply(TEXT[api].body)]) as other:
+        port = other.url.rsplit(":", 1)[1]
+        elsewhere = f"http://localhost:{port}/elsewhere"
+        async with LoopbackServer([Reply(b"moved", status, {"location": elsewhere})]) as first:
+            _, final = await collect(model(first.url, api), fast(api_key="SECRET-KEY"))
+    assert other.requests == []
+    assert len(first.requests) == 1, "the same redirect would come again: not retried"
+    assert final["stopReason"] == "error"
+    assert final["errorStatus"] == status
+    assert f"redirects to another server (http://localhost:{port}): not followed" in final["errorMessage"]
+    assert "SECRET" not in final["errorMessage"]
+
+
+@each_api
+async def test_a_redirect_within_the_server_is_followed_with_the_key(api: str) -> None:
+    """A path that moved on the same server (``/v1`` → ``/v1/``, a renamed route) still works."""
+    async with LoopbackServer([Reply(b"", 308, {"location": "/moved"}), Reply(TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY"))
+    assert final["stopReason"] == "stop"
+    first, moved = server.requests
+    assert moved.path == "/moved" and moved.method == "POST" and moved.body == first.body
+    assert [v for v in moved.headers.values() if "SECRET-KEY" in v]
