@@ -53,7 +53,7 @@ from tether.ai.event_stream import (
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
-from tether.ai.sse import SSEDecoder
+from tether.ai.sse import EventTooLarge, SSEDecoder
 from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, send
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
@@ -352,7 +352,11 @@ async def _event_batches(
                     watch.deadline = loop.time() + watch.idle
                 if len(head) < _HEAD_BYTES:
                     head += chunk[: _HEAD_BYTES - len(head)]
-                sse_events = decoder.feed(chunk)
+                try:
+                    sse_events = decoder.feed(chunk)
+                except EventTooLarge as exc:  # a server sending one line without end
+                    yield parser.fail(f"The {parser.model['api']} stream was cut off: {exc}")
+                    return
                 ended = False
             any_event = any_event or bool(sse_events)
             out: list[AssistantMessageEvent] = []

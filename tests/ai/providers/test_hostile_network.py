@@ -10,6 +10,7 @@ import asyncio
 import pytest
 from faultkit import APIS, TEXT, collect, fast, model
 
+from tether.ai import sse
 from tether.testing.loopback import LoopbackServer, Reply
 
 each_api = pytest.mark.parametrize("api", APIS)
@@ -56,3 +57,22 @@ async def test_a_redirect_within_the_server_is_followed_with_the_key(api: str) -
     first, moved = server.requests
     assert moved.path == "/moved" and moved.method == "POST" and moved.body == first.body
     assert [v for v in moved.headers.values() if "SECRET-KEY" in v]
+
+
+@each_api
+async def test_a_line_without_end_is_cut_off_at_the_limit(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server sending one line without a break (here 2 MB; a real one may never stop) was held
+    in memory whole, however long it went on, and joined anew on every read."""
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 100_000)
+    answer = TEXT[api]
+    endless = answer.body[: answer.final_at] + b'data: {"x":"' + b"a" * 2_000_000
+    cuts = range(answer.final_at, len(endless), 16_384)
+    async with LoopbackServer([Reply(endless, chunks=cuts)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith(
+        f"The {api} stream was cut off: one event grew past 100,000 bytes without ending"
+    )
+    assert final["content"][0]["text"] == ("Hel" if api == "google-generative-ai" else "Hello")
