@@ -15,11 +15,13 @@ Which connection a request takes, and how many run at once, is ``connections``' 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import json
+import re
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -111,22 +113,44 @@ async def send(
                 break
             await response.aclose()
             if not _same_server(http_request.url, redirect.url):
-                return RequestFailed(
+                failure = RequestFailed(
                     _elsewhere(request.url, response.status_code, redirect.url), response.status_code
                 )
+                return _without_secrets(failure, headers)
             http_request = redirect
             response = await _send_once(client, pool, http_request)
     except httpx2.TimeoutException as exc:
-        return RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
+        failure = RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:
-        return connect_failure(request.url, exc)
+        failure = connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
-        return RequestFailed(f"Request failed: {_text(exc)}")
-    if options.on_response is not None:
-        await options.on_response(response.status_code, dict(response.headers))
-    if response.status_code < 300:
-        return response
-    return await status_failure(response)
+        failure = RequestFailed(f"Request failed: {_text(exc)}")
+    else:
+        if options.on_response is not None:
+            await options.on_response(response.status_code, dict(response.headers))
+        if response.status_code < 300:
+            return response
+        failure = await status_failure(response)
+    return _without_secrets(failure, headers)
+
+
+def _without_secrets(failure: RequestFailed, headers: Mapping[str, str]) -> RequestFailed:
+    """``failure`` with the request's credentials blanked out of its message: a server's error
+    body may echo the headers it got (a debugging proxy, a gateway's 400 page), and the message
+    goes to the transcript, the logs and the user's screen."""
+    message = failure.message
+    for name, value in headers.items():
+        if _SECRET_HEADER.search(name):
+            for secret in (value, value.partition(" ")[2]):  # "Bearer KEY": the key alone too
+                if len(secret) >= 8 and secret in message:
+                    message = message.replace(secret, "[redacted]")
+    failure.message = message
+    return failure
+
+
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
+"""Names of the request headers whose values are credentials (``authorization``, ``x-api-key``,
+``x-goog-api-key``, ``api-key``, a ``models.json`` header such as ``x-auth-token``)."""
 
 
 MAX_REDIRECTS = 5
@@ -186,16 +210,38 @@ async def _hooked(
 
 async def status_failure(response: httpx2.Response) -> RequestFailed:
     """Read an error response and describe it: status plus the provider's own error text."""
-    try:
-        body = (await response.aread()).decode("utf-8", "replace")
-    except httpx2.HTTPError:
-        body = ""
-    finally:
-        await response.aclose()
+    body = await _error_body(response)
     status = response.status_code
     detail = provider_error_text(body) or response.reason_phrase or "HTTP error"
     retryable = status_retryable(status, body)
     return RequestFailed(f"{status} {detail}", status, retryable, retry_after(response.headers))
+
+
+ERROR_BODY_BYTES = 64 * 1024
+"""The most of an error response's body read: its message is at the start, and a body without
+end (a proxy's, a gzip bomb's) must not fill the memory."""
+ERROR_BODY_SECONDS = 10.0
+"""The longest wait for an error body: one stalled after the status was a 600 s wait a try."""
+
+
+async def _error_body(response: httpx2.Response) -> str:
+    """The start of an error response's body, as far as it came in ``ERROR_BODY_SECONDS``."""
+    pieces: list[bytes] = []
+    size = 0
+    chunks = response.aiter_bytes()
+    try:
+        async with asyncio.timeout(ERROR_BODY_SECONDS):
+            async for chunk in chunks:
+                pieces.append(chunk)
+                size += len(chunk)
+                if size >= ERROR_BODY_BYTES:
+                    break
+    except (TimeoutError, httpx2.HTTPError):
+        pass  # what did arrive says what it can
+    finally:
+        await chunks.aclose()
+        await response.aclose()
+    return b"".join(pieces)[:ERROR_BODY_BYTES].decode("utf-8", "replace")
 
 
 def provider_error_text(body: str) -> str:
@@ -206,7 +252,7 @@ def provider_error_text(body: str) -> str:
     try:
         data: Any = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: a body nested too deeply
-        return text[:2000]
+        return _one_line(text)
     items = as_list(data)
     if items:
         data = items[0]  # Gemini wraps errors in a one-element array
@@ -217,13 +263,32 @@ def provider_error_text(body: str) -> str:
         if error_object is not None:
             message = as_str(error_object.get("message")) or as_str(error_object.get("detail"))
             if message:
-                return message
+                return message[:_MESSAGE_CHARS]
         elif isinstance(error, str) and error:
-            return error
+            return error[:_MESSAGE_CHARS]
         detail = as_str(body_object.get("detail")) or as_str(body_object.get("message"))
         if detail:
-            return detail
-    return text[:2000]
+            return detail[:_MESSAGE_CHARS]
+    return _one_line(text)
+
+
+_MESSAGE_CHARS = 2000
+"""The longest error message a provider's JSON error gives."""
+_LINE_CHARS = 300
+"""The longest error text taken from a body that is not JSON (an HTML page, a proxy's text)."""
+
+
+def _one_line(text: str) -> str:
+    """A body that is not a JSON error as one short line: an HTML page by its title (else its
+    text without markup), any text with its white space collapsed, cut at ``_LINE_CHARS``."""
+    if text.startswith("<"):
+        title = re.search(r"<title[^>]*>(.*?)</title", text, re.IGNORECASE | re.DOTALL)
+        if title is not None and title.group(1).strip():
+            text = title.group(1)
+        else:
+            text = re.sub(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+    line = " ".join(text.split())
+    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS] + "…"
 
 
 def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from faultkit import APIS, TEXT, collect, fast, model
 
-from tether.ai import sse
+from tether.ai import sse, transport
 from tether.testing.loopback import LoopbackServer, Reply
 
 each_api = pytest.mark.parametrize("api", APIS)
@@ -76,3 +76,56 @@ async def test_a_line_without_end_is_cut_off_at_the_limit(api: str, monkeypatch:
         f"The {api} stream was cut off: one event grew past 100,000 bytes without ending"
     )
     assert final["content"][0]["text"] == ("Hel" if api == "google-generative-ai" else "Hello")
+
+
+async def test_an_error_page_is_one_short_line() -> None:
+    """A proxy's HTML 401 page became a 2,000-character error message, markup and all."""
+    page = (
+        b"<!DOCTYPE html>\n<html><head><title>401 Authorization\n Required</title><style>"
+        + b"body{color:red}" * 200
+        + b"</style></head><body><h1>Authorization Required</h1>"
+        + b"<p>lorem ipsum</p>" * 300
+        + b"</body></html>"
+    )
+    async with LoopbackServer([Reply(page, 401, {"content-type": "text/html"})]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["errorMessage"] == "401 401 Authorization Required"
+    untitled = b"<html><body><script>var x = 1;</script><h1>Bad gateway</h1>\n<p>" + b"try later " * 100
+    async with LoopbackServer([Reply(untitled, 502, {"content-type": "text/html"})]) as server:
+        _, final = await collect(model(server.url), fast(max_retries=0))
+    assert final["errorMessage"].startswith("502 Bad gateway try later try later")
+    assert len(final["errorMessage"]) == len("502 ") + 300 + len("…")
+
+
+@each_api
+async def test_a_key_echoed_by_the_server_is_not_in_the_error(api: str) -> None:
+    """A gateway's 400 echoing the request's headers put the API key into the error message, and
+    from there into the transcript, the logs and the screen."""
+    echo = b'{"error":{"message":"bad request; headers: x-api-key: SECRET-KEY-123, Authorization: Bearer SECRET-KEY-123, x-goog-api-key: SECRET-KEY-123"}}'
+    async with LoopbackServer([Reply(echo, 400, {"content-type": "application/json"})]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-123"))
+    assert final["errorMessage"].startswith("400 bad request; headers: x-api-key: [redacted]")
+    assert "SECRET" not in final["errorMessage"]
+
+
+async def test_an_error_body_without_end_is_read_no_further_than_its_start() -> None:
+    """A 503 whose body went on without end was read whole before the error was told (here it
+    stalls after 70 kB: the run waited for the read timeout, 600 s a try, four tries)."""
+    body = b'{"error":{"message":"overloaded"}}' + b" " * 200_000
+    async with LoopbackServer([Reply(body, 503, stall_after=70_000)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(max_retries=1))
+    assert len(server.requests) == 2
+    assert (final["errorStatus"], final["errorMessage"]) == (503, "503 overloaded")
+
+
+async def test_an_error_body_that_stalls_is_waited_for_a_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "ERROR_BODY_SECONDS", 0.2)
+    body = b'{"error":{"message":"overloaded"}}' + b" " * 1000
+    async with LoopbackServer([Reply(body, 503, stall_after=len(body) // 2)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(max_retries=1))
+    assert len(server.requests) == 2
+    assert final["errorMessage"] == "503 overloaded"
