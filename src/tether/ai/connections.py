@@ -133,15 +133,20 @@ class ProviderPool:
             "POST", url, content=content, headers=merged, extensions={"timeout": timeout.as_dict()}
         )
 
-    async def send(self, client: httpx2.AsyncClient, request: httpx2.Request) -> httpx2.Response:
+    async def send(
+        self, client: httpx2.AsyncClient, request: httpx2.Request, idle: float | None = None
+    ) -> httpx2.Response:
         """Send ``request`` (streamed) once a slot is free; the slot is freed when the response
-        is closed, or at once if sending fails or is cancelled."""
+        is closed, or at once if sending fails or is cancelled. ``TimeoutError`` when the
+        response's headers take longer than ``idle`` seconds from the slot on."""
         slots = self._slots
         if slots is None:
-            return await client.send(request, stream=True)
+            async with asyncio.timeout(idle):
+                return await client.send(request, stream=True)
         await slots.acquire()
         try:
-            response = await client.send(request, stream=True)
+            async with asyncio.timeout(idle):
+                response = await client.send(request, stream=True)
         except BaseException:
             slots.release()
             raise

@@ -150,11 +150,12 @@ async def _drive(
     clock = _Clock(output, time.monotonic())
     attempt = 0
     sent_start = False
+    idle = _idle_timeout(model, options)
     while True:
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options, provider=model["provider"])
+        response = await send(request, options, provider=model["provider"], idle=idle)
         if isinstance(response, RequestFailed):
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):
@@ -174,7 +175,7 @@ async def _drive(
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
-        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options), arrived)
+        batches = _event_batches(chunks, parser, signal, idle, arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False

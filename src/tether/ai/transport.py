@@ -78,13 +78,16 @@ async def send(
     options: StreamOptions,
     client: httpx2.AsyncClient | None = None,
     provider: str = "",
+    idle: float | None = None,
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
 
     The client is ``client``, else the options' ``http_client`` (the socket: a caller's own
     client or transport, a ``tether.testing.MockProvider``), used as they are; else the request
     takes its session's lane of ``provider``'s pool, once one of the provider's connection slots
-    is free."""
+    is free. ``idle`` (seconds) bounds the wait for the response's headers once connected, as it
+    bounds the body's silences: a server that accepted and never answered held the run for the
+    whole ``timeout``, each try."""
     pool = None
     if client is None:
         client = options.http_client
@@ -106,7 +109,7 @@ async def send(
             http_request = client.build_request(
                 "POST", request.url, content=request.content, headers=headers, timeout=timeout
             )
-        response = await _send_once(client, pool, http_request)
+        response = await _send_once(client, pool, http_request, idle)
         for _ in range(MAX_REDIRECTS):
             redirect = response.next_request  # set for a 3xx with a Location, none followed yet
             if redirect is None:
@@ -118,7 +121,11 @@ async def send(
                 )
                 return _without_secrets(failure, headers)
             http_request = redirect
-            response = await _send_once(client, pool, http_request)
+            response = await _send_once(client, pool, http_request, idle)
+    except TimeoutError:  # asyncio's: ``idle`` passed without the headers
+        failure = RequestFailed(
+            f"No response from {provider} for {idle:g} s (stream idle timeout)", retryable=True
+        )
     except httpx2.TimeoutException as exc:
         failure = RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
     except httpx2.TransportError as exc:
@@ -158,12 +165,14 @@ MAX_REDIRECTS = 5
 
 
 async def _send_once(
-    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request
+    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request, idle: float | None
 ) -> httpx2.Response:
-    """Send ``request`` without following a redirect (a pool's clients never do)."""
+    """Send ``request`` without following a redirect (a pool's clients never do); ``TimeoutError``
+    when its headers take longer than ``idle`` (a wait for a connection slot does not count)."""
     if pool is not None:
-        return await pool.send(client, request)
-    return await client.send(request, stream=True, follow_redirects=False)
+        return await pool.send(client, request, idle)
+    async with asyncio.timeout(idle):
+        return await client.send(request, stream=True, follow_redirects=False)
 
 
 def _same_server(sent: httpx2.URL, target: httpx2.URL) -> bool:

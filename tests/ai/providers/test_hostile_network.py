@@ -6,12 +6,16 @@ secret sent elsewhere or shown."""
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
 from faultkit import APIS, TEXT, collect, fast, model
 
 from tether.ai import sse, transport
+from tether.ai.connections import reset_connection_limits, set_connection_limit
+from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
+from tether.wire import AssistantMessage
 
 each_api = pytest.mark.parametrize("api", APIS)
 GUARD = 30.0
@@ -129,3 +133,61 @@ async def test_an_error_body_that_stalls_is_waited_for_a_bounded_time(
             _, final = await collect(model(server.url), fast(max_retries=1))
     assert len(server.requests) == 2
     assert final["errorMessage"] == "503 overloaded"
+
+
+class SilentServer:
+    """Accepts connections and reads requests, and never answers: a server (or a proxy) that
+    hung after accepting."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        await reader.read()  # until the client hangs up
+        writer.close()
+
+
+@each_api
+async def test_a_server_that_never_answers_is_a_stall_like_a_silent_body(api: str) -> None:
+    """The idle timeout covered the body only: a server that accepted the request and never sent
+    its headers held the run for the whole request timeout (600 s a try, four tries)."""
+    silent = SilentServer()
+    async with silent as url:
+        spec = model(url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=0.2, timeout=None, max_retries=1))
+    assert silent.connections == 2, "retried like a stalled body"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No response from {spec['provider']} for 0.2 s (stream idle timeout)"
+    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it too"
+
+
+async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
+    """The headers' wait is bounded from the moment the request has a connection slot: a request
+    queued behind the provider's limit, behind a reply streaming longer than the idle timeout,
+    is not failed for it."""
+    set_connection_limit(1, "slot-test")
+    try:
+        body = TEXT[APIS[0]].body
+        slow = Reply(body, chunks=range(10, len(body), 40), delay=0.1)  # > 1 s, data every 0.1 s
+        async with LoopbackServer([slow]) as server:
+            spec = model(server.url, provider="slot-test")
+            async with asyncio.timeout(GUARD):
+                (_, first), (_, second) = await asyncio.gather(
+                    collect(spec, fast(idle_timeout=0.5)),
+                    collect(spec, fast(idle_timeout=0.5, max_retries=0)),
+                )
+        assert (first["stopReason"], second["stopReason"]) == ("stop", "stop")
+        assert server.most_open == 1
+    finally:
+        reset_connection_limits()
