@@ -307,10 +307,12 @@ async def _event_batches(
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
     does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
-    session's retry recognises as transient; SSE comments alone (``: ping``) do not count, so a
-    server stuck behind a proxy's keep-alive ends too instead of holding the run forever. A body without a single SSE event (an HTML page
-    from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
-    content type) and the body's first line.
+    session's retry recognises as transient. Only a read that gives the consumer events, or
+    brings part of an event, counts: SSE comments (``: ping``) and events that carry nothing
+    (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
+    its backend stalls, ends too instead of holding the run forever. A body without a single SSE
+    event (an HTML page from a proxy or a wrong ``baseUrl``) ends with what did arrive:
+    ``arrived`` (status and content type) and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
@@ -349,8 +351,6 @@ async def _event_batches(
                 yield parser.fail(message)
                 return
             else:
-                if watch is not None and not (chunk[:1] == b":" and _keepalive_only(chunk)):
-                    watch.deadline = loop.time() + watch.idle
                 if len(head) < _HEAD_BYTES:
                     head += chunk[: _HEAD_BYTES - len(head)]
                 try:
@@ -390,6 +390,8 @@ async def _event_batches(
                     out += parser.end()
                 yield out
                 return
+            if watch is not None and (out or decoder.midway()):
+                watch.deadline = loop.time() + watch.idle
             if out:
                 emitted = True
                 yield out
@@ -455,12 +457,6 @@ class _IdleWatch:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-
-
-def _keepalive_only(chunk: bytes) -> bool:
-    """A read of SSE comments and blank lines only (``: ping``, OpenRouter's ``: OPENROUTER
-    PROCESSING``): the server is there, but the answer has not moved on."""
-    return all(not line.strip() or line.startswith(b":") for line in chunk.split(b"\n"))
 
 
 _HEAD_BYTES = 512

@@ -126,6 +126,10 @@ class SSEDecoder:
             events.append(self._dispatch())
         return events
 
+    def midway(self) -> bool:
+        """Whether an event has begun and not ended (a comment line does not count)."""
+        return bool(self._data) or (bool(self._held) and not self._held[0].startswith(b":"))
+
     def _lines(self, lines: list[str]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         data = self._data

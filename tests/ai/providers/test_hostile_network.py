@@ -9,7 +9,7 @@ import asyncio
 from typing import cast
 
 import pytest
-from faultkit import APIS, TEXT, collect, fast, model
+from faultkit import APIS, TEXT, after_event, collect, event_ends, fast, model
 
 from tether.ai import sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
@@ -191,3 +191,44 @@ async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
         assert server.most_open == 1
     finally:
         reset_connection_limits()
+
+
+PINGS = {
+    "openai-completions": b'data: {"id":"r1","object":"chat.completion.chunk","choices":[]}\n\n',
+    "anthropic-messages": b'event: ping\ndata: {"type": "ping"}\n\n',
+    "openai-responses": b'event: response.in_progress\ndata: {"type":"response.in_progress","response":{"id":"resp_1","status":"in_progress"}}\n\n',
+    "google-generative-ai": b'data: {"candidates":[],"responseId":"g1"}\r\n\r\n',
+}
+"""Per API an event a server may repeat while nothing happens (Anthropic's ``ping``)."""
+
+
+@each_api
+async def test_events_that_carry_nothing_do_not_hold_a_stalled_stream_open(api: str) -> None:
+    """The backend stalls after "Hel" but the server keeps sending events that carry nothing
+    (Anthropic sends ``ping`` events): every one of them reset the idle timeout, as SSE comments
+    did before, so the run waited as long as they went on."""
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    pings = PINGS[api] * 400  # 20 s of them, one every 50 ms
+    stalled = Reply(body[:cut] + pings, chunks=range(cut, cut + len(pings), len(PINGS[api])), delay=0.05)
+    async with LoopbackServer([stalled]) as server:
+        spec = model(server.url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=0.3))
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.3 s (stream idle timeout)"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+@each_api
+async def test_a_slow_event_arriving_in_pieces_is_no_stall(api: str) -> None:
+    """Bytes of an event still arriving are progress, though it yields nothing until it ends."""
+    answer = TEXT[api]
+    body = answer.body
+    start = after_event(body, b'"Hel"')
+    end = next(e for e in event_ends(body) if e > start)
+    pieces = Reply(body, chunks=range(start, end, max((end - start) // 12, 1)), delay=0.1)
+    async with LoopbackServer([pieces]) as server:
+        _, final = await collect(model(server.url, api), fast(idle_timeout=0.35))
+    assert final["stopReason"] == "stop", final.get("errorMessage")
