@@ -6,10 +6,11 @@ secret sent elsewhere or shown."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import cast
 
 import pytest
-from faultkit import APIS, TEXT, after_event, collect, event_ends, fast, model
+from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
 
 from tether.ai import sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
@@ -232,3 +233,50 @@ async def test_a_slow_event_arriving_in_pieces_is_no_stall(api: str) -> None:
     async with LoopbackServer([pieces]) as server:
         _, final = await collect(model(server.url, api), fast(idle_timeout=0.35))
     assert final["stopReason"] == "stop", final.get("errorMessage")
+
+
+NONSENSE_COUNTS = ["NaN", "-5", "1e400", "99999999999999999999999", "true", '"12"']
+
+
+@pytest.mark.parametrize("count", NONSENSE_COUNTS)
+async def test_token_counts_no_server_means_read_as_zero(count: str) -> None:
+    """``"prompt_tokens": NaN`` (the JSON fallback reads it) raised ``int(nan)`` inside the parser
+    and lost the whole reply; a negative or absurd count was priced and summed as it came (2**70
+    tokens overflowed the session's stored totals)."""
+    usage = f'{{"prompt_tokens":{count},"completion_tokens":{count},"prompt_tokens_details":{{"cached_tokens":{count}}}}}'
+    body = chunk({"role": "assistant", "content": "hi"}) + chunk(finish="stop")
+    body += b'data: {"id":"r1","choices":[],"usage":' + usage.encode() + b"}\n\ndata: [DONE]\n\n"
+    async with LoopbackServer([Reply(body)]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
+    assert final["content"] == [{"type": "text", "text": "hi"}]
+    assert final["usage"]["totalTokens"] == 0 and final["usage"]["cost"]["total"] == 0
+    json.dumps(final, allow_nan=False)
+
+
+@pytest.mark.parametrize("count", NONSENSE_COUNTS)
+async def test_token_counts_no_server_means_read_as_zero_everywhere(count: str) -> None:
+    bodies = {
+        "anthropic-messages": a_event("message_start", message={"id": "m", "usage": {}}).replace(
+            b'"usage": {}',
+            f'"usage": {{"input_tokens": {count}, "cache_read_input_tokens": {count}}}'.encode(),
+        )
+        + TEXT["anthropic-messages"].body.split(b"\n\n", 1)[1],
+        "openai-responses": TEXT["openai-responses"].body.replace(
+            b'"input_tokens": 10', f'"input_tokens": {count}'.encode()
+        ),
+        "google-generative-ai": TEXT["google-generative-ai"].body.replace(
+            b'"promptTokenCount": 5', f'"promptTokenCount": {count}'.encode()
+        ),
+    }
+    for api, body in bodies.items():
+        assert count.encode() in body
+        async with LoopbackServer([Reply(body)]) as server:
+            _, final = await collect(model(server.url, api), fast())
+        assert final["stopReason"] == "stop", (api, final.get("errorMessage"))
+        assert final["content"][-1]["text"] == "Hello"
+        usage = final["usage"]
+        assert all(
+            0 <= usage[k] < 10**13 for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+        )
+        json.dumps(final, allow_nan=False)
