@@ -135,3 +135,12 @@ def test_a_long_stream_of_events_cut_anywhere_stays_under_the_limit(monkeypatch:
     body = b"".join(b"event: e\ndata: " + str(n).encode() * 30 + b"\n\n" for n in range(3000))
     events = decode(split(body, list(range(997, len(body), 997))))
     assert len(events) == 3000
+
+
+def test_a_byte_order_mark_at_the_start_is_dropped() -> None:
+    """Kept, it made the first line "\\ufeffdata: ...", no field at all: the first event was lost."""
+    body = b'\xef\xbb\xbfdata: {"a":1}\n\ndata: 2\n\n'
+    assert decode([body]) == [SSEEvent("message", '{"a":1}'), SSEEvent("message", "2")]
+    assert decode([b"", b"\xef\xbb\xbfdata: 1\n\n"]) == [SSEEvent("message", "1")]
+    # Only at the start: a later one is text.
+    assert decode([b"data: 1\n\n", b"\xef\xbb\xbfdata: 2\n\n"]) == [SSEEvent("message", "1")]

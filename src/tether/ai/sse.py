@@ -18,6 +18,9 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 repeating a generated image is a few MB), far below what would exhaust a machine's memory."""
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 class EventTooLarge(Exception):
     """A body's event (or line) grew past ``MAX_EVENT_BYTES`` without ending."""
 
@@ -45,7 +48,7 @@ class SSEDecoder:
     blank line) would otherwise hold all of it in memory, however long it streams.
     """
 
-    __slots__ = ("_data", "_event", "_held", "_held_size", "_id", "_open_size", "_pending_cr")
+    __slots__ = ("_data", "_event", "_held", "_held_size", "_id", "_open_size", "_skip")
 
     def __init__(self) -> None:
         self._held: list[bytes] = []
@@ -54,18 +57,21 @@ class SSEDecoder:
         self._held_size = 0
         self._open_size = 0
         """Bytes decoded since the event being built began (an estimate from above)."""
-        self._pending_cr = False
+        self._skip: bytes | None = _BOM
+        """What to drop if the next chunk starts with it: the byte order mark the standard strips
+        at the body's start (kept, it hid the first line: "\ufeffdata:" is no field, and the
+        first piece of an answer was lost without a word), or the "\n" of a "\r\n" cut in two."""
         self._event = ""
         self._data: list[str] = []
         self._id: str | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Add body bytes; return the events whose terminating blank line arrived."""
-        if self._pending_cr:
-            # The previous chunk ended with "\r": a "\n" starting this one belongs to that break.
-            self._pending_cr = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
+        skip = self._skip
+        if skip is not None and chunk:
+            self._skip = None
+            if chunk.startswith(skip):
+                chunk = chunk[len(skip) :]
         cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if cut < 0:
             if not chunk:
@@ -75,8 +81,8 @@ class SSEDecoder:
             if self._held_size + self._open_size > MAX_EVENT_BYTES:
                 raise EventTooLarge(self._held_size + self._open_size)
             return []
-        if chunk[cut] == 13:  # b"\r"
-            self._pending_cr = True
+        if chunk[cut] == 13:  # b"\r": a "\n" starting the next chunk belongs to this break
+            self._skip = b"\n"
         held = self._held
         if held:
             if len(held) == 1:

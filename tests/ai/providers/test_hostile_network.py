@@ -280,3 +280,13 @@ async def test_token_counts_no_server_means_read_as_zero_everywhere(count: str) 
             0 <= usage[k] < 10**13 for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
         )
         json.dumps(final, allow_nan=False)
+
+
+@each_api
+async def test_a_body_starting_with_a_byte_order_mark_loses_nothing(api: str) -> None:
+    """The first event was lost without a word: Chat Completions and Gemini answered "lo"."""
+    async with LoopbackServer([Reply(b"\xef\xbb\xbf" + TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "stop"
+    assert final["content"][-1]["text"] == "Hello"
+    assert final["responseId"] == TEXT[api].response_id
