@@ -54,7 +54,7 @@ from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
 from tether.ai.sse import EventTooLarge, SSEDecoder
-from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, send
+from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, provider_error_text, send
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -464,10 +464,14 @@ _HEAD_BYTES = 512
 
 
 def _not_a_stream(arrived: str, head: bytes) -> str:
-    """What came instead of an event stream, e.g. an HTML error page served with status 200."""
-    first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    """What came instead of an event stream, e.g. an HTML error page served with status 200, or
+    a JSON error (a gateway answering a stream request with its error object): its message."""
+    text = head.decode("utf-8", "replace")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if not first:
         return f"The response had no events: {arrived}, empty body"
+    if first[0] in "{[" and len(head) < _HEAD_BYTES:
+        return f"The response was not an event stream: {arrived}: {provider_error_text(text)}"
     shown = first if len(first) <= 120 else first[:120] + "…"
     return f"The response was not an event stream: {arrived}, first line: {shown}"
 

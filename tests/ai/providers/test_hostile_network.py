@@ -290,3 +290,17 @@ async def test_a_body_starting_with_a_byte_order_mark_loses_nothing(api: str) ->
     assert final["stopReason"] == "stop"
     assert final["content"][-1]["text"] == "Hello"
     assert final["responseId"] == TEXT[api].response_id
+
+
+@each_api
+async def test_a_json_error_with_status_200_says_its_message(api: str) -> None:
+    """A gateway answering the stream request with its JSON error object: the message showed the
+    JSON's first 120 characters, cut before the part that says what was wrong."""
+    error = b'{"error":{"type":"invalid_request_error","code":"model_not_found","message":"The model `m` does not exist or you do not have access to it."}}'
+    async with LoopbackServer([Reply(error, headers={"content-type": "application/json"})]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["errorMessage"] == (
+        "The response was not an event stream: HTTP 200, application/json: "
+        "The model `m` does not exist or you do not have access to it."
+    )
