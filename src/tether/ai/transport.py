@@ -21,6 +21,7 @@ import functools
 import json
 import re
 import socket
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -310,9 +311,28 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
             host = urlsplit(url).hostname
             return RequestFailed(f"Cannot reach {url}: unknown host {host!r}")
         if isinstance(cause, OSError) and cause.errno in _NOBODY_THERE:
+            proxy = _proxy_of(url)
+            if proxy is not None:  # the proxy is who did not answer, not the provider
+                return RequestFailed(
+                    f"Cannot reach the proxy {proxy} for {url}: {_NOBODY_THERE[cause.errno]}"
+                )
             return RequestFailed(f"Cannot reach {url}: {_NOBODY_THERE[cause.errno]}")
         cause = cause.__cause__ or cause.__context__
     return RequestFailed(f"Connection error ({url}): {_text(exc)}", retryable=True)
+
+
+def _proxy_of(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, unless ``NO_PROXY`` exempts its host), as ``scheme://host:port``: without the
+    user and password it may carry, which must not reach a message."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    where = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    port = f":{where.port}" if where.port else ""
+    return f"{where.scheme}://{where.hostname}{port}"
 
 
 def _text(exc: BaseException) -> str:

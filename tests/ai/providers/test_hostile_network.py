@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import cast
 
 import pytest
@@ -303,4 +304,23 @@ async def test_a_json_error_with_status_200_says_its_message(api: str) -> None:
     assert final["errorMessage"] == (
         "The response was not an event stream: HTTP 200, application/json: "
         "The model `m` does not exist or you do not have access to it."
+    )
+
+
+async def test_a_proxy_that_refuses_is_named_without_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy from the environment that was not running read "Cannot reach <provider>: connection
+    refused: is the server running?", blaming the provider; the proxy's password stays out."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://user:PROXY-SECRET@127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with LoopbackServer([Reply(TEXT[APIS[0]].body)]) as server:
+        url = server.url.replace("127.0.0.1", "localhost")
+        _, final = await collect(model(url), fast())
+        assert server.requests == []
+    assert final["errorMessage"] == (
+        f"Cannot reach the proxy http://127.0.0.1:{port} for {url}/chat/completions: "
+        "connection refused: is the server running?"
     )
