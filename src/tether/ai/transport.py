@@ -328,7 +328,7 @@ def _proxy_of(url: str) -> str | None:
     parts = urlsplit(url)
     proxies = urllib.request.getproxies_environment()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     where = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     port = f":{where.port}" if where.port else ""
