@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
@@ -128,7 +128,9 @@ async def send(
             f"No response from {provider} for {idle:g} s (stream idle timeout)", retryable=True
         )
     except httpx2.TimeoutException as exc:
-        failure = RequestFailed(f"Request to {request.url} timed out: {_text(exc)}", retryable=True)
+        failure = RequestFailed(
+            f"Request to {shown_url(request.url)} timed out: {_text(exc)}", retryable=True
+        )
     except httpx2.TransportError as exc:
         failure = connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
@@ -194,7 +196,7 @@ def _elsewhere(url: str, status: int, target: httpx2.URL) -> str:
     ``models.json`` header went along), so the key would reach a server nobody configured."""
     origin = f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port else "")
     return (
-        f"{status} {url} redirects to another server ({origin}): not followed, the request carries "
+        f"{status} {shown_url(url)} redirects to another server ({origin}): not followed, the request carries "
         "the API key; set that server as the model's baseUrl if it is the right one"
     )
 
@@ -306,6 +308,7 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
     unreachable, a host name that does not exist), which fails at once instead of after every
     retry's back-off; the message then does not read as transient to the session's retry."""
     cause: BaseException | None = exc
+    url = shown_url(url)
     while cause is not None:
         if isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME:
             host = urlsplit(url).hostname
@@ -319,6 +322,15 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
             return RequestFailed(f"Cannot reach {url}: {_NOBODY_THERE[cause.errno]}")
         cause = cause.__cause__ or cause.__context__
     return RequestFailed(f"Connection error ({url}): {_text(exc)}", retryable=True)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: without a user and password (``https://user:pass@host``)
+    or a query (``?key=...``), which can carry credentials."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def _proxy_of(url: str) -> str | None:

@@ -324,3 +324,15 @@ async def test_a_proxy_that_refuses_is_named_without_its_password(monkeypatch: p
         f"Cannot reach the proxy http://127.0.0.1:{port} for {url}/chat/completions: "
         "connection refused: is the server running?"
     )
+
+
+@each_api
+async def test_credentials_in_the_base_url_stay_out_of_the_error(api: str) -> None:
+    """A baseUrl carrying a user and password or a ``?key=`` went whole into "Cannot reach ..."."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = model(f"http://user:PASS-SECRET@127.0.0.1:{port}/v1?key=QUERY-SECRET", api)
+    _, final = await collect(spec, fast())
+    assert final["errorMessage"].startswith(f"Cannot reach http://127.0.0.1:{port}/v1")
+    assert "SECRET" not in final["errorMessage"]
