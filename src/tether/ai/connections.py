@@ -133,15 +133,20 @@ class ProviderPool:
             "POST", url, content=content, headers=merged, extensions={"timeout": timeout.as_dict()}
         )
 
-    async def send(self, client: httpx2.AsyncClient, request: httpx2.Request) -> httpx2.Response:
+    async def send(
+        self, client: httpx2.AsyncClient, request: httpx2.Request, idle: float | None = None
+    ) -> httpx2.Response:
         """Send ``request`` (streamed) once a slot is free; the slot is freed when the response
-        is closed, or at once if sending fails or is cancelled."""
+        is closed, or at once if sending fails or is cancelled. ``TimeoutError`` when the
+        response's headers take longer than ``idle`` seconds from the slot on."""
         slots = self._slots
         if slots is None:
-            return await client.send(request, stream=True)
+            async with asyncio.timeout(idle):
+                return await client.send(request, stream=True)
         await slots.acquire()
         try:
-            response = await client.send(request, stream=True)
+            async with asyncio.timeout(idle):
+                response = await client.send(request, stream=True)
         except BaseException:
             slots.release()
             raise
@@ -171,8 +176,9 @@ class _SlotStream(httpx2.AsyncByteStream):
 
 
 def new_client() -> httpx2.AsyncClient:
-    """A client as providers need it: long read timeout, redirects followed, no connection cap
-    (the provider's limit applies before a request reaches it), the shared TLS context."""
+    """A client as providers need it: long read timeout, no connection cap (the provider's limit
+    applies before a request reaches it), the shared TLS context. Redirects are not followed
+    here: ``transport.send`` follows those that stay with the same server."""
     global _tls
     if _tls is None:
         _tls = httpx2.create_ssl_context()
@@ -180,5 +186,5 @@ def new_client() -> httpx2.AsyncClient:
         verify=_tls,
         timeout=httpx2.Timeout(600.0, connect=CONNECT_TIMEOUT),
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-        follow_redirects=True,
+        follow_redirects=False,
     )

@@ -23,13 +23,18 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+MAX_COUNT = 10**12
+"""The largest token count believed: no reply uses a trillion tokens, and a session's sums of
+counts below it stay within the stores' 64-bit integers."""
+
+
 def as_int(value: object) -> int:
-    """A token count: non-numbers (``null``, absent) read as 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
+    """A token count: non-numbers (``null``, absent, a bool) read as 0, and so do counts no
+    server means: negative, ``NaN`` (``int(nan)`` raised and lost the whole reply), infinite or
+    above ``MAX_COUNT`` (priced and summed, they overflowed the session's stored totals)."""
+    if type(value) is int:
+        return value if 0 <= value <= MAX_COUNT else 0
+    if isinstance(value, float) and 0 <= value <= MAX_COUNT:  # NaN fails the comparison
         return int(value)
     return 0
 

@@ -53,8 +53,8 @@ from tether.ai.event_stream import (
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
-from tether.ai.sse import SSEDecoder
-from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, send
+from tether.ai.sse import EventTooLarge, SSEDecoder
+from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, provider_error_text, send
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -150,11 +150,12 @@ async def _drive(
     clock = _Clock(output, time.monotonic())
     attempt = 0
     sent_start = False
+    idle = _idle_timeout(model, options)
     while True:
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options, provider=model["provider"])
+        response = await send(request, options, provider=model["provider"], idle=idle)
         if isinstance(response, RequestFailed):
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):
@@ -174,7 +175,7 @@ async def _drive(
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
-        batches = _event_batches(chunks, parser, signal, _idle_timeout(model, options), arrived)
+        batches = _event_batches(chunks, parser, signal, idle, arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False
@@ -306,10 +307,12 @@ async def _event_batches(
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
     does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
-    session's retry recognises as transient; SSE comments alone (``: ping``) do not count, so a
-    server stuck behind a proxy's keep-alive ends too instead of holding the run forever. A body without a single SSE event (an HTML page
-    from a proxy or a wrong ``baseUrl``) ends with what did arrive: ``arrived`` (status and
-    content type) and the body's first line.
+    session's retry recognises as transient. Only a read that gives the consumer events, or
+    brings part of an event, counts: SSE comments (``: ping``) and events that carry nothing
+    (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
+    its backend stalls, ends too instead of holding the run forever. A body without a single SSE
+    event (an HTML page from a proxy or a wrong ``baseUrl``) ends with what did arrive:
+    ``arrived`` (status and content type) and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
@@ -348,11 +351,13 @@ async def _event_batches(
                 yield parser.fail(message)
                 return
             else:
-                if watch is not None and not (chunk[:1] == b":" and _keepalive_only(chunk)):
-                    watch.deadline = loop.time() + watch.idle
                 if len(head) < _HEAD_BYTES:
                     head += chunk[: _HEAD_BYTES - len(head)]
-                sse_events = decoder.feed(chunk)
+                try:
+                    sse_events = decoder.feed(chunk)
+                except EventTooLarge as exc:  # a server sending one line without end
+                    yield parser.fail(f"The {parser.model['api']} stream was cut off: {exc}")
+                    return
                 ended = False
             any_event = any_event or bool(sse_events)
             out: list[AssistantMessageEvent] = []
@@ -385,6 +390,8 @@ async def _event_batches(
                     out += parser.end()
                 yield out
                 return
+            if watch is not None and (out or decoder.midway()):
+                watch.deadline = loop.time() + watch.idle
             if out:
                 emitted = True
                 yield out
@@ -452,21 +459,19 @@ class _IdleWatch:
             self._handle = None
 
 
-def _keepalive_only(chunk: bytes) -> bool:
-    """A read of SSE comments and blank lines only (``: ping``, OpenRouter's ``: OPENROUTER
-    PROCESSING``): the server is there, but the answer has not moved on."""
-    return all(not line.strip() or line.startswith(b":") for line in chunk.split(b"\n"))
-
-
 _HEAD_BYTES = 512
 """Body bytes kept to describe a reply that was not an event stream."""
 
 
 def _not_a_stream(arrived: str, head: bytes) -> str:
-    """What came instead of an event stream, e.g. an HTML error page served with status 200."""
-    first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    """What came instead of an event stream, e.g. an HTML error page served with status 200, or
+    a JSON error (a gateway answering a stream request with its error object): its message."""
+    text = head.decode("utf-8", "replace")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if not first:
         return f"The response had no events: {arrived}, empty body"
+    if first[0] in "{[" and len(head) < _HEAD_BYTES:
+        return f"The response was not an event stream: {arrived}: {provider_error_text(text)}"
     shown = first if len(first) <= 120 else first[:120] + "…"
     return f"The response was not an event stream: {arrived}, first line: {shown}"
 

@@ -20,6 +20,7 @@ Every retry tether makes of a model request follows this module, whoever drives 
 from __future__ import annotations
 
 import email.utils
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -73,25 +74,34 @@ def status_retryable(status: int, body: str) -> bool:
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """The wait a response asked for, in seconds: ``retry-after-ms``, else ``Retry-After`` (seconds
-    or an HTTP date; a date in the past is 0). ``None`` when it asked for nothing readable."""
+    or an HTTP date; a date in the past is 0). ``None`` when it asked for nothing readable: a
+    ``nan`` is nothing readable (``asyncio.sleep(nan)`` never returns), an ``inf`` is read as
+    asked, so it is refused as longer than ``max_retry_delay``."""
     millis = headers.get("retry-after-ms")
     if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
+        seconds = _seconds(millis)
+        if seconds is not None:
+            return seconds / 1000
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     return max(when.timestamp() - time.time(), 0.0)
+
+
+def _seconds(value: str) -> float | None:
+    """A header's number, negative read as 0; ``None`` if it is none (or ``nan``)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return None if math.isnan(number) else max(number, 0.0)
 
 
 def backoff(attempt: int, options: StreamOptions) -> float:

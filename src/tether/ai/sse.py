@@ -13,6 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""The longest event (or line) a body may send: far above any real one (a response's final event
+repeating a generated image is a few MB), far below what would exhaust a machine's memory."""
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class EventTooLarge(Exception):
+    """A body's event (or line) grew past ``MAX_EVENT_BYTES`` without ending."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"one event grew past {MAX_EVENT_BYTES:,} bytes without ending ({size:,} so far)")
+
 
 @dataclass(slots=True)
 class SSEEvent:
@@ -27,41 +41,80 @@ class SSEEvent:
 
 
 class SSEDecoder:
-    """Stateful decoder of one SSE body."""
+    """Stateful decoder of one SSE body.
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_pending_cr")
+    A body whose line or event grows past ``MAX_EVENT_BYTES`` without ending raises
+    ``EventTooLarge``: a server sending one endless line (or endless ``data:`` lines without the
+    blank line) would otherwise hold all of it in memory, however long it streams.
+    """
+
+    __slots__ = ("_data", "_event", "_held", "_held_size", "_id", "_open_size", "_skip")
 
     def __init__(self) -> None:
-        self._buffer = b""
-        self._pending_cr = False
+        self._held: list[bytes] = []
+        """The pieces of the unfinished last line, kept apart: joining them on every read made a
+        long line cost the square of its length (a 128 MB line: 107 s of CPU)."""
+        self._held_size = 0
+        self._open_size = 0
+        """Bytes decoded since the event being built began (an estimate from above)."""
+        self._skip: bytes | None = _BOM
+        """What to drop if the next chunk starts with it: the byte order mark the standard strips
+        at the body's start (kept, it hid the first line: "\ufeffdata:" is no field, and the
+        first piece of an answer was lost without a word), or the "\n" of a "\r\n" cut in two."""
         self._event = ""
         self._data: list[str] = []
         self._id: str | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Add body bytes; return the events whose terminating blank line arrived."""
-        if self._pending_cr:
-            # The previous chunk ended with "\r": a "\n" starting this one belongs to that break.
-            self._pending_cr = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
-        buffer = self._buffer + chunk if self._buffer else chunk
-        cut = max(buffer.rfind(b"\n"), buffer.rfind(b"\r"))
+        skip = self._skip
+        if skip is not None and chunk:
+            self._skip = None
+            if chunk.startswith(skip):
+                chunk = chunk[len(skip) :]
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if cut < 0:
-            self._buffer = buffer
+            if not chunk:
+                return []
+            self._held.append(chunk)
+            self._held_size += len(chunk)
+            if self._held_size + self._open_size > MAX_EVENT_BYTES:
+                raise EventTooLarge(self._held_size + self._open_size)
             return []
-        self._buffer = buffer[cut + 1 :]
-        if buffer[cut] == 13:  # b"\r"
-            self._pending_cr = True
+        if chunk[cut] == 13:  # b"\r": a "\n" starting the next chunk belongs to this break
+            self._skip = b"\n"
+        held = self._held
+        if held:
+            if len(held) == 1:
+                whole = held[0] + chunk[: cut + 1]
+            else:
+                held.append(chunk[: cut + 1])
+                whole = b"".join(held)
+        else:
+            whole = chunk[: cut + 1]
+        if cut + 1 < len(chunk):
+            self._held = [chunk[cut + 1 :]]
+            self._held_size = len(chunk) - cut - 1
+        elif held:
+            self._held = []
+            self._held_size = 0
         # Line breaks are ASCII, so everything up to the last break is whole UTF-8 text. The break
         # is decoded with it: without it, the CR of a CRLF ending the piece would read as a break
         # of its own, and the empty "line" after it as the blank line that dispatches the event.
-        text = buffer[: cut + 1].decode("utf-8", "replace")
+        text = whole.decode("utf-8", "replace")
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
         lines.pop()  # what follows the last break: nothing
-        return self._lines(lines)
+        events = self._lines(lines)
+        if self._data:  # an event still open: it must not grow without end either
+            # Its bytes are at most those since the last event dispatched.
+            self._open_size = (0 if events else self._open_size) + len(whole)
+            if self._open_size > MAX_EVENT_BYTES:
+                raise EventTooLarge(self._open_size)
+        else:
+            self._open_size = 0
+        return events
 
     def flush(self) -> list[SSEEvent]:
         """End of body: a last line without a break is processed, an unterminated event dispatched.
@@ -70,12 +123,18 @@ class SSEDecoder:
         decide (a recorded stream may lack the final blank line, a cut stream has invalid data).
         """
         events: list[SSEEvent] = []
-        if self._buffer:
-            rest, self._buffer = self._buffer, b""
+        if self._held:
+            rest = b"".join(self._held)
+            self._held = []
+            self._held_size = 0
             events = self._lines([rest.decode("utf-8", "replace")])
         if self._data:
             events.append(self._dispatch())
         return events
+
+    def midway(self) -> bool:
+        """Whether an event has begun and not ended (a comment line does not count)."""
+        return bool(self._data) or (bool(self._held) and not self._held[0].startswith(b":"))
 
     def _lines(self, lines: list[str]) -> list[SSEEvent]:
         events: list[SSEEvent] = []

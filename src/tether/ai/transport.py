@@ -15,18 +15,21 @@ Which connection a request takes, and how many run at once, is ``connections``' 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import json
+import re
 import socket
-from collections.abc import Awaitable, Callable
+import urllib.request
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
 
-from tether.ai.connections import CONNECT_TIMEOUT, provider_pool
+from tether.ai.connections import CONNECT_TIMEOUT, ProviderPool, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.shown_url import shown_url
@@ -77,13 +80,16 @@ async def send(
     options: StreamOptions,
     client: httpx2.AsyncClient | None = None,
     provider: str = "",
+    idle: float | None = None,
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
 
     The client is ``client``, else the options' ``http_client`` (the socket: a caller's own
     client or transport, a ``tether.testing.MockProvider``), used as they are; else the request
     takes its session's lane of ``provider``'s pool, once one of the provider's connection slots
-    is free."""
+    is free. ``idle`` (seconds) bounds the wait for the response's headers once connected, as it
+    bounds the body's silences: a server that accepted and never answered held the run for the
+    whole ``timeout``, each try."""
     pool = None
     if client is None:
         client = options.http_client
@@ -105,21 +111,95 @@ async def send(
             http_request = client.build_request(
                 "POST", request.url, content=request.content, headers=headers, timeout=timeout
             )
-        if pool is not None:
-            response = await pool.send(client, http_request)
-        else:
-            response = await client.send(http_request, stream=True)
+        response = await _send_once(client, pool, http_request, idle)
+        for _ in range(MAX_REDIRECTS):
+            redirect = response.next_request  # set for a 3xx with a Location, none followed yet
+            if redirect is None:
+                break
+            await response.aclose()
+            if not _same_server(http_request.url, redirect.url):
+                failure = RequestFailed(
+                    _elsewhere(request.url, response.status_code, redirect.url), response.status_code
+                )
+                return _without_secrets(failure, headers)
+            http_request = redirect
+            response = await _send_once(client, pool, http_request, idle)
+    except TimeoutError:  # asyncio's: ``idle`` passed without the headers
+        failure = RequestFailed(
+            f"No response from {provider} for {idle:g} s (stream idle timeout)", retryable=True
+        )
     except httpx2.TimeoutException as exc:
-        return RequestFailed(f"Request to {shown_url(request.url)} timed out: {_text(exc)}", retryable=True)
+        failure = RequestFailed(
+            f"Request to {shown_url(request.url)} timed out: {_text(exc)}", retryable=True
+        )
     except httpx2.TransportError as exc:
-        return connect_failure(request.url, exc)
+        failure = connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...
-        return RequestFailed(f"Request failed: {_text(exc)}")
-    if options.on_response is not None:
-        await options.on_response(response.status_code, dict(response.headers))
-    if response.status_code < 300:
-        return response
-    return await status_failure(response)
+        failure = RequestFailed(f"Request failed: {_text(exc)}")
+    else:
+        if options.on_response is not None:
+            await options.on_response(response.status_code, dict(response.headers))
+        if response.status_code < 300:
+            return response
+        failure = await status_failure(response)
+    return _without_secrets(failure, headers)
+
+
+def _without_secrets(failure: RequestFailed, headers: Mapping[str, str]) -> RequestFailed:
+    """``failure`` with the request's credentials blanked out of its message: a server's error
+    body may echo the headers it got (a debugging proxy, a gateway's 400 page), and the message
+    goes to the transcript, the logs and the user's screen."""
+    message = failure.message
+    for name, value in headers.items():
+        if _SECRET_HEADER.search(name):
+            for secret in (value, value.partition(" ")[2]):  # "Bearer KEY": the key alone too
+                if len(secret) >= 8 and secret in message:
+                    message = message.replace(secret, "[redacted]")
+    failure.message = message
+    return failure
+
+
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
+"""Names of the request headers whose values are credentials (``authorization``, ``x-api-key``,
+``x-goog-api-key``, ``api-key``, a ``models.json`` header such as ``x-auth-token``)."""
+
+
+MAX_REDIRECTS = 5
+"""Redirects followed for one attempt, within the server the request was sent to."""
+
+
+async def _send_once(
+    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request, idle: float | None
+) -> httpx2.Response:
+    """Send ``request`` without following a redirect (a pool's clients never do); ``TimeoutError``
+    when its headers take longer than ``idle`` (a wait for a connection slot does not count)."""
+    if pool is not None:
+        return await pool.send(client, request, idle)
+    async with asyncio.timeout(idle):
+        return await client.send(request, stream=True, follow_redirects=False)
+
+
+def _same_server(sent: httpx2.URL, target: httpx2.URL) -> bool:
+    """Whether a redirect stays with the server ``sent`` went to (or only moves it to HTTPS)."""
+    if target.origin == sent.origin:
+        return True
+    return (
+        target.host == sent.host
+        and sent.scheme == "http"
+        and target.scheme == "https"
+        and target.port in (None, 443)
+    )
+
+
+def _elsewhere(url: str, status: int, target: httpx2.URL) -> str:
+    """Why a redirect to another server is not followed: every header goes with a followed
+    request (httpx drops only ``Authorization``; ``x-api-key``, ``x-goog-api-key`` and a
+    ``models.json`` header went along), so the key would reach a server nobody configured."""
+    origin = f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port else "")
+    return (
+        f"{status} {shown_url(url)} redirects to another server ({origin}): not followed, the request carries "
+        "the API key; set that server as the model's baseUrl if it is the right one"
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -143,16 +223,38 @@ async def _hooked(
 
 async def status_failure(response: httpx2.Response) -> RequestFailed:
     """Read an error response and describe it: status plus the provider's own error text."""
-    try:
-        body = (await response.aread()).decode("utf-8", "replace")
-    except httpx2.HTTPError:
-        body = ""
-    finally:
-        await response.aclose()
+    body = await _error_body(response)
     status = response.status_code
     detail = provider_error_text(body) or response.reason_phrase or "HTTP error"
     retryable = status_retryable(status, body)
     return RequestFailed(f"{status} {detail}", status, retryable, retry_after(response.headers))
+
+
+ERROR_BODY_BYTES = 64 * 1024
+"""The most of an error response's body read: its message is at the start, and a body without
+end (a proxy's, a gzip bomb's) must not fill the memory."""
+ERROR_BODY_SECONDS = 10.0
+"""The longest wait for an error body: one stalled after the status was a 600 s wait a try."""
+
+
+async def _error_body(response: httpx2.Response) -> str:
+    """The start of an error response's body, as far as it came in ``ERROR_BODY_SECONDS``."""
+    pieces: list[bytes] = []
+    size = 0
+    chunks = response.aiter_bytes()
+    try:
+        async with asyncio.timeout(ERROR_BODY_SECONDS):
+            async for chunk in chunks:
+                pieces.append(chunk)
+                size += len(chunk)
+                if size >= ERROR_BODY_BYTES:
+                    break
+    except (TimeoutError, httpx2.HTTPError):
+        pass  # what did arrive says what it can
+    finally:
+        await chunks.aclose()
+        await response.aclose()
+    return b"".join(pieces)[:ERROR_BODY_BYTES].decode("utf-8", "replace")
 
 
 def provider_error_text(body: str) -> str:
@@ -163,7 +265,7 @@ def provider_error_text(body: str) -> str:
     try:
         data: Any = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: a body nested too deeply
-        return text[:2000]
+        return _one_line(text)
     items = as_list(data)
     if items:
         data = items[0]  # Gemini wraps errors in a one-element array
@@ -174,13 +276,32 @@ def provider_error_text(body: str) -> str:
         if error_object is not None:
             message = as_str(error_object.get("message")) or as_str(error_object.get("detail"))
             if message:
-                return message
+                return message[:_MESSAGE_CHARS]
         elif isinstance(error, str) and error:
-            return error
+            return error[:_MESSAGE_CHARS]
         detail = as_str(body_object.get("detail")) or as_str(body_object.get("message"))
         if detail:
-            return detail
-    return text[:2000]
+            return detail[:_MESSAGE_CHARS]
+    return _one_line(text)
+
+
+_MESSAGE_CHARS = 2000
+"""The longest error message a provider's JSON error gives."""
+_LINE_CHARS = 300
+"""The longest error text taken from a body that is not JSON (an HTML page, a proxy's text)."""
+
+
+def _one_line(text: str) -> str:
+    """A body that is not a JSON error as one short line: an HTML page by its title (else its
+    text without markup), any text with its white space collapsed, cut at ``_LINE_CHARS``."""
+    if text.startswith("<"):
+        title = re.search(r"<title[^>]*>(.*?)</title", text, re.IGNORECASE | re.DOTALL)
+        if title is not None and title.group(1).strip():
+            text = title.group(1)
+        else:
+            text = re.sub(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+    line = " ".join(text.split())
+    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS] + "…"
 
 
 def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
@@ -194,9 +315,28 @@ def connect_failure(url: str, exc: httpx2.TransportError) -> RequestFailed:
             host = urlsplit(url).hostname
             return RequestFailed(f"Cannot reach {url}: unknown host {host!r}")
         if isinstance(cause, OSError) and cause.errno in _NOBODY_THERE:
+            proxy = _proxy_of(url)
+            if proxy is not None:  # the proxy is who did not answer, not the provider
+                return RequestFailed(
+                    f"Cannot reach the proxy {proxy} for {url}: {_NOBODY_THERE[cause.errno]}"
+                )
             return RequestFailed(f"Cannot reach {url}: {_NOBODY_THERE[cause.errno]}")
         cause = cause.__cause__ or cause.__context__
     return RequestFailed(f"Connection error ({url}): {_text(exc)}", retryable=True)
+
+
+def _proxy_of(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``ALL_PROXY``, unless ``NO_PROXY`` exempts its host), as ``scheme://host:port``: without the
+    user and password it may carry, which must not reach a message."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    where = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    port = f":{where.port}" if where.port else ""
+    return f"{where.scheme}://{where.hostname}{port}"
 
 
 def _text(exc: BaseException) -> str:

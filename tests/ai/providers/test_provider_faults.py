@@ -210,4 +210,4 @@ def test_an_error_body_nested_too_deeply_is_shown_as_text() -> None:
     from tether.ai.transport import provider_error_text
 
     body = "[" * 100_000
-    assert provider_error_text(body) == body[:2000]
+    assert provider_error_text(body) == body[:300] + "…"

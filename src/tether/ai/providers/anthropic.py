@@ -311,7 +311,7 @@ class AnthropicParser(StreamParser):
         if kind == "content_block_start":
             return self._start(payload)
         if kind == "content_block_stop":
-            part = self.parts.open.get(as_int(payload.get("index")))
+            part = self.parts.open.get(_block_index(payload))
             return self.parts.end(part) if part is not None else []
         if kind == "message_start":
             self.started = True
@@ -363,7 +363,7 @@ class AnthropicParser(StreamParser):
 
     def _start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         block_data = as_dict(payload.get("content_block")) or {}
-        index = as_int(payload.get("index"))
+        index = _block_index(payload)
         kind = block_data.get("type")
         if kind == "text":
             block: dict[str, Any] = {"type": "text", "text": ""}
@@ -484,3 +484,9 @@ def stream_simple_anthropic(
 
 
 PROVIDER = ApiProvider(API, stream_anthropic, stream_simple_anthropic)
+
+
+def _block_index(payload: dict[str, Any]) -> int:
+    """A block's ``index`` as the deltas read it (any int), 0 when it is none."""
+    index = payload.get("index")
+    return index if type(index) is int else 0

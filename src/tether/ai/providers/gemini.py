@@ -381,7 +381,7 @@ class GeminiParser(StreamParser):
         if counts == self._last_counts:
             return  # only fields we do not count changed
         self._last_counts = counts
-        prompt, cached, candidates, thoughts, total = [c if type(c) is int else as_int(c) for c in counts]
+        prompt, cached, candidates, thoughts, total = [as_int(c) for c in counts]
         # Written in place rather than through usage.set_usage: this runs on every network read.
         target = self.output["usage"]
         target["input"] = max(0, prompt - cached)

@@ -1,0 +1,338 @@
+"""A hostile server or network met by every API: what a server asks (a wait it cannot mean, a
+redirect elsewhere), what it sends (a line that never ends, an error body without end) and what
+it withholds (its headers). Each ends the stream in one terminal event, in bounded time, with no
+secret sent elsewhere or shown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import cast
+
+import pytest
+from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
+
+from tether.ai import sse, transport
+from tether.ai.connections import reset_connection_limits, set_connection_limit
+from tether.session.retry import is_transient_error
+from tether.testing.loopback import LoopbackServer, Reply
+from tether.wire import AssistantMessage
+
+each_api = pytest.mark.parametrize("api", APIS)
+GUARD = 30.0
+"""Seconds after which a run counts as hung (a hang guard, not a timing assert)."""
+
+
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])
+async def test_a_retry_after_of_nan_is_no_request_to_wait(header: str) -> None:
+    """``Retry-After: nan`` was read as a wait of nan seconds, and ``asyncio.sleep(nan)`` never
+    returns: the run hung before its retry."""
+    limited = Reply(b'{"error":{"message":"Rate limit"}}', 429, {header: "nan"})
+    async with LoopbackServer([limited, Reply(TEXT[APIS[0]].body)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
+    assert len(server.requests) == 2
+
+
+@each_api
+@pytest.mark.parametrize("status", [307, 302])
+async def test_a_redirect_to_another_server_is_not_followed_with_the_key(api: str, status: int) -> None:
+    """httpx drops only ``Authorization`` on a redirect to another server: Anthropic's
+    ``x-api-key`` and Gemini's ``x-goog-api-key`` were sent to whatever host a server named."""
+    async with LoopbackServer([Reply(TEXT[api].body)]) as other:
+        port = other.url.rsplit(":", 1)[1]
+        elsewhere = f"http://localhost:{port}/elsewhere"
+        async with LoopbackServer([Reply(b"moved", status, {"location": elsewhere})]) as first:
+            _, final = await collect(model(first.url, api), fast(api_key="SECRET-KEY"))
+    assert other.requests == []
+    assert len(first.requests) == 1, "the same redirect would come again: not retried"
+    assert final["stopReason"] == "error"
+    assert final["errorStatus"] == status
+    assert f"redirects to another server (http://localhost:{port}): not followed" in final["errorMessage"]
+    assert "SECRET" not in final["errorMessage"]
+
+
+@each_api
+async def test_a_redirect_within_the_server_is_followed_with_the_key(api: str) -> None:
+    """A path that moved on the same server (``/v1`` → ``/v1/``, a renamed route) still works."""
+    async with LoopbackServer([Reply(b"", 308, {"location": "/moved"}), Reply(TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY"))
+    assert final["stopReason"] == "stop"
+    first, moved = server.requests
+    assert moved.path == "/moved" and moved.method == "POST" and moved.body == first.body
+    assert [v for v in moved.headers.values() if "SECRET-KEY" in v]
+
+
+@each_api
+async def test_a_line_without_end_is_cut_off_at_the_limit(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server sending one line without a break (here 2 MB; a real one may never stop) was held
+    in memory whole, however long it went on, and joined anew on every read."""
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 100_000)
+    answer = TEXT[api]
+    endless = answer.body[: answer.final_at] + b'data: {"x":"' + b"a" * 2_000_000
+    cuts = range(answer.final_at, len(endless), 16_384)
+    async with LoopbackServer([Reply(endless, chunks=cuts)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"].startswith(
+        f"The {api} stream was cut off: one event grew past 100,000 bytes without ending"
+    )
+    assert final["content"][0]["text"] == ("Hel" if api == "google-generative-ai" else "Hello")
+
+
+async def test_an_error_page_is_one_short_line() -> None:
+    """A proxy's HTML 401 page became a 2,000-character error message, markup and all."""
+    page = (
+        b"<!DOCTYPE html>\n<html><head><title>401 Authorization\n Required</title><style>"
+        + b"body{color:red}" * 200
+        + b"</style></head><body><h1>Authorization Required</h1>"
+        + b"<p>lorem ipsum</p>" * 300
+        + b"</body></html>"
+    )
+    async with LoopbackServer([Reply(page, 401, {"content-type": "text/html"})]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["errorMessage"] == "401 401 Authorization Required"
+    untitled = b"<html><body><script>var x = 1;</script><h1>Bad gateway</h1>\n<p>" + b"try later " * 100
+    async with LoopbackServer([Reply(untitled, 502, {"content-type": "text/html"})]) as server:
+        _, final = await collect(model(server.url), fast(max_retries=0))
+    assert final["errorMessage"].startswith("502 Bad gateway try later try later")
+    assert len(final["errorMessage"]) == len("502 ") + 300 + len("…")
+
+
+@each_api
+async def test_a_key_echoed_by_the_server_is_not_in_the_error(api: str) -> None:
+    """A gateway's 400 echoing the request's headers put the API key into the error message, and
+    from there into the transcript, the logs and the screen."""
+    echo = b'{"error":{"message":"bad request; headers: x-api-key: SECRET-KEY-123, Authorization: Bearer SECRET-KEY-123, x-goog-api-key: SECRET-KEY-123"}}'
+    async with LoopbackServer([Reply(echo, 400, {"content-type": "application/json"})]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-123"))
+    assert final["errorMessage"].startswith("400 bad request; headers: x-api-key: [redacted]")
+    assert "SECRET" not in final["errorMessage"]
+
+
+async def test_an_error_body_without_end_is_read_no_further_than_its_start() -> None:
+    """A 503 whose body went on without end was read whole before the error was told (here it
+    stalls after 70 kB: the run waited for the read timeout, 600 s a try, four tries)."""
+    body = b'{"error":{"message":"overloaded"}}' + b" " * 200_000
+    async with LoopbackServer([Reply(body, 503, stall_after=70_000)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(max_retries=1))
+    assert len(server.requests) == 2
+    assert (final["errorStatus"], final["errorMessage"]) == (503, "503 overloaded")
+
+
+async def test_an_error_body_that_stalls_is_waited_for_a_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "ERROR_BODY_SECONDS", 0.2)
+    body = b'{"error":{"message":"overloaded"}}' + b" " * 1000
+    async with LoopbackServer([Reply(body, 503, stall_after=len(body) // 2)]) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(max_retries=1))
+    assert len(server.requests) == 2
+    assert final["errorMessage"] == "503 overloaded"
+
+
+class SilentServer:
+    """Accepts connections and reads requests, and never answers: a server (or a proxy) that
+    hung after accepting."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        await reader.read()  # until the client hangs up
+        writer.close()
+
+
+@each_api
+async def test_a_server_that_never_answers_is_a_stall_like_a_silent_body(api: str) -> None:
+    """The idle timeout covered the body only: a server that accepted the request and never sent
+    its headers held the run for the whole request timeout (600 s a try, four tries)."""
+    silent = SilentServer()
+    async with silent as url:
+        spec = model(url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=0.2, timeout=None, max_retries=1))
+    assert silent.connections == 2, "retried like a stalled body"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No response from {spec['provider']} for 0.2 s (stream idle timeout)"
+    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it too"
+
+
+async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
+    """The headers' wait is bounded from the moment the request has a connection slot: a request
+    queued behind the provider's limit, behind a reply streaming longer than the idle timeout,
+    is not failed for it."""
+    set_connection_limit(1, "slot-test")
+    try:
+        body = TEXT[APIS[0]].body
+        slow = Reply(body, chunks=range(10, len(body), 40), delay=0.1)  # > 1 s, data every 0.1 s
+        async with LoopbackServer([slow]) as server:
+            spec = model(server.url, provider="slot-test")
+            async with asyncio.timeout(GUARD):
+                (_, first), (_, second) = await asyncio.gather(
+                    collect(spec, fast(idle_timeout=0.5)),
+                    collect(spec, fast(idle_timeout=0.5, max_retries=0)),
+                )
+        assert (first["stopReason"], second["stopReason"]) == ("stop", "stop")
+        assert server.most_open == 1
+    finally:
+        reset_connection_limits()
+
+
+PINGS = {
+    "openai-completions": b'data: {"id":"r1","object":"chat.completion.chunk","choices":[]}\n\n',
+    "anthropic-messages": b'event: ping\ndata: {"type": "ping"}\n\n',
+    "openai-responses": b'event: response.in_progress\ndata: {"type":"response.in_progress","response":{"id":"resp_1","status":"in_progress"}}\n\n',
+    "google-generative-ai": b'data: {"candidates":[],"responseId":"g1"}\r\n\r\n',
+}
+"""Per API an event a server may repeat while nothing happens (Anthropic's ``ping``)."""
+
+
+@each_api
+async def test_events_that_carry_nothing_do_not_hold_a_stalled_stream_open(api: str) -> None:
+    """The backend stalls after "Hel" but the server keeps sending events that carry nothing
+    (Anthropic sends ``ping`` events): every one of them reset the idle timeout, as SSE comments
+    did before, so the run waited as long as they went on."""
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    pings = PINGS[api] * 400  # 20 s of them, one every 50 ms
+    stalled = Reply(body[:cut] + pings, chunks=range(cut, cut + len(pings), len(PINGS[api])), delay=0.05)
+    async with LoopbackServer([stalled]) as server:
+        spec = model(server.url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=0.3))
+    assert len(server.requests) == 1
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.3 s (stream idle timeout)"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+@each_api
+async def test_a_slow_event_arriving_in_pieces_is_no_stall(api: str) -> None:
+    """Bytes of an event still arriving are progress, though it yields nothing until it ends."""
+    answer = TEXT[api]
+    body = answer.body
+    start = after_event(body, b'"Hel"')
+    end = next(e for e in event_ends(body) if e > start)
+    pieces = Reply(body, chunks=range(start, end, max((end - start) // 12, 1)), delay=0.1)
+    async with LoopbackServer([pieces]) as server:
+        _, final = await collect(model(server.url, api), fast(idle_timeout=0.35))
+    assert final["stopReason"] == "stop", final.get("errorMessage")
+
+
+NONSENSE_COUNTS = ["NaN", "-5", "1e400", "99999999999999999999999", "true", '"12"']
+
+
+@pytest.mark.parametrize("count", NONSENSE_COUNTS)
+async def test_token_counts_no_server_means_read_as_zero(count: str) -> None:
+    """``"prompt_tokens": NaN`` (the JSON fallback reads it) raised ``int(nan)`` inside the parser
+    and lost the whole reply; a negative or absurd count was priced and summed as it came (2**70
+    tokens overflowed the session's stored totals)."""
+    usage = f'{{"prompt_tokens":{count},"completion_tokens":{count},"prompt_tokens_details":{{"cached_tokens":{count}}}}}'
+    body = chunk({"role": "assistant", "content": "hi"}) + chunk(finish="stop")
+    body += b'data: {"id":"r1","choices":[],"usage":' + usage.encode() + b"}\n\ndata: [DONE]\n\n"
+    async with LoopbackServer([Reply(body)]) as server:
+        _, final = await collect(model(server.url), fast())
+    assert final["stopReason"] == "stop"
+    assert final["content"] == [{"type": "text", "text": "hi"}]
+    assert final["usage"]["totalTokens"] == 0 and final["usage"]["cost"]["total"] == 0
+    json.dumps(final, allow_nan=False)
+
+
+@pytest.mark.parametrize("count", NONSENSE_COUNTS)
+async def test_token_counts_no_server_means_read_as_zero_everywhere(count: str) -> None:
+    bodies = {
+        "anthropic-messages": a_event("message_start", message={"id": "m", "usage": {}}).replace(
+            b'"usage": {}',
+            f'"usage": {{"input_tokens": {count}, "cache_read_input_tokens": {count}}}'.encode(),
+        )
+        + TEXT["anthropic-messages"].body.split(b"\n\n", 1)[1],
+        "openai-responses": TEXT["openai-responses"].body.replace(
+            b'"input_tokens": 10', f'"input_tokens": {count}'.encode()
+        ),
+        "google-generative-ai": TEXT["google-generative-ai"].body.replace(
+            b'"promptTokenCount": 5', f'"promptTokenCount": {count}'.encode()
+        ),
+    }
+    for api, body in bodies.items():
+        assert count.encode() in body
+        async with LoopbackServer([Reply(body)]) as server:
+            _, final = await collect(model(server.url, api), fast())
+        assert final["stopReason"] == "stop", (api, final.get("errorMessage"))
+        assert final["content"][-1]["text"] == "Hello"
+        usage = final["usage"]
+        assert all(
+            0 <= usage[k] < 10**13 for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+        )
+        json.dumps(final, allow_nan=False)
+
+
+@each_api
+async def test_a_body_starting_with_a_byte_order_mark_loses_nothing(api: str) -> None:
+    """The first event was lost without a word: Chat Completions and Gemini answered "lo"."""
+    async with LoopbackServer([Reply(b"\xef\xbb\xbf" + TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert final["stopReason"] == "stop"
+    assert final["content"][-1]["text"] == "Hello"
+    assert final["responseId"] == TEXT[api].response_id
+
+
+@each_api
+async def test_a_json_error_with_status_200_says_its_message(api: str) -> None:
+    """A gateway answering the stream request with its JSON error object: the message showed the
+    JSON's first 120 characters, cut before the part that says what was wrong."""
+    error = b'{"error":{"type":"invalid_request_error","code":"model_not_found","message":"The model `m` does not exist or you do not have access to it."}}'
+    async with LoopbackServer([Reply(error, headers={"content-type": "application/json"})]) as server:
+        _, final = await collect(model(server.url, api), fast())
+    assert len(server.requests) == 1
+    assert final["errorMessage"] == (
+        "The response was not an event stream: HTTP 200, application/json: "
+        "The model `m` does not exist or you do not have access to it."
+    )
+
+
+async def test_a_proxy_that_refuses_is_named_without_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy from the environment that was not running read "Cannot reach <provider>: connection
+    refused: is the server running?", blaming the provider; the proxy's password stays out."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://user:PROXY-SECRET@127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with LoopbackServer([Reply(TEXT[APIS[0]].body)]) as server:
+        url = server.url.replace("127.0.0.1", "localhost")
+        _, final = await collect(model(url), fast())
+        assert server.requests == []
+    assert final["errorMessage"] == (
+        f"Cannot reach the proxy http://127.0.0.1:{port} for {url}/chat/completions: "
+        "connection refused: is the server running?"
+    )
+
+
+@each_api
+async def test_credentials_in_the_base_url_stay_out_of_the_error(api: str) -> None:
+    """A baseUrl carrying a user and password or a ``?key=`` went whole into "Cannot reach ..."."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = model(f"http://user:PASS-SECRET@127.0.0.1:{port}/v1?key=QUERY-SECRET", api)
+    _, final = await collect(spec, fast())
+    assert final["errorMessage"].startswith(f"Cannot reach http://127.0.0.1:{port}/v1")
+    assert "SECRET" not in final["errorMessage"]
