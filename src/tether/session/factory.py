@@ -541,7 +541,7 @@ def _choose_model(
             try:
                 return ResolvedModel(restored_model(stored.provider, stored.model_id, stored.info), None)
             except LookupError as exc:
-                raise SetupError(f"the session's model: {exc}") from None
+                raise SetupError(f"the session's model: {exc}; choose one with --model") from None
         return resolve_model(f"{stored.provider}/{stored.model_id}", None)
     if spec is None and provider is None and scope:
         return ResolvedModel(scope[0].model, None, thinking=scope[0].thinking)
