@@ -201,14 +201,17 @@ class SQLiteStore:
     ) -> SessionRecord:
         with self._guarded():
             try:
-                self._db.execute(
+                # RETURNING, not a SELECT after it: a session's first message creates it on the
+                # event loop's thread, and each statement there is a read transaction more.
+                row = self._db.execute(
                     """INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version,
-                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)""",
+                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)"""
+                    f" RETURNING {_RECORD_COLUMNS}",
                     (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
-                )
+                ).fetchall()[0]  # stepped to its end: the insert commits now, not when the cursor goes
             except sqlite3.IntegrityError:
                 raise SessionExistsError(session_id) from None
-            return self._get(session_id)
+            return SessionRecord(*row)
 
     def get_session(self, session_id: str) -> SessionRecord:
         with self._guarded():
