@@ -171,11 +171,10 @@ class Session:
 
     def message_ids(self, messages: Sequence[AgentMessage]) -> list[str | None]:
         """``message_id`` for many messages at once."""
-        index, known = self._context_index(), self._ids_by_object
-        ids: list[str | None] = []
-        for message in messages:
-            mine = known.get(id(message))
-            ids.append(mine[1] if mine is not None and mine[0] is message else index.get(id(message)))
+        get = self._context_index().get
+        ids = [get(id(message)) for message in messages]
+        if None in ids:  # not in the context: perhaps appended here before a branch or compaction
+            ids = [entry_id or self.message_id(message) for message, entry_id in zip(messages, ids, strict=True)]
         return ids
 
     def _context_index(self) -> dict[int, str]:
