@@ -174,7 +174,9 @@ class Session:
         get = self._context_index().get
         ids = [get(id(message)) for message in messages]
         if None in ids:  # not in the context: perhaps appended here before a branch or compaction
-            ids = [entry_id or self.message_id(message) for message, entry_id in zip(messages, ids, strict=True)]
+            ids = [
+                entry_id or self.message_id(message) for message, entry_id in zip(messages, ids, strict=True)
+            ]
         return ids
 
     def _context_index(self) -> dict[int, str]:
