@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from session_helpers import ECHO, text
+from session_helpers import ECHO, assistant, text, user
 from tether.agent import Agent, AgentEvent, AgentTool
 from tether.session import AgentSession, CompactionSettings, PromptEditor, Session, SessionManager, Settings
 from tether.session.convert import COMPACTION_PREFIX
@@ -173,3 +173,21 @@ async def test_manual_compaction_and_summarised_branching(manager: SessionManage
     assert summary == "LEFT BRANCH" and s.entry(cast(str, s.leaf_id))["summary"] == "LEFT BRANCH"
     assert [m["role"] for m in s.messages] == ["user", "assistant", "branchSummary"]
     assert await rt.branch(None) is None and s.messages == [] and rt.messages == []
+
+
+def test_message_ids_follow_the_context_as_it_grows_branches_and_reloads(manager: SessionManager) -> None:
+    s = manager.create("/p")
+    first, second = user("one"), assistant(text("two"))
+    ids = s.append_messages([first, second])
+    assert s.message_ids([first, second, user("elsewhere")]) == [*ids, None]
+    third = user("three")
+    [third_id] = s.append_messages([third])
+    assert s.message_id(third) == third_id and s.message_ids([third, first]) == [third_id, ids[0]]
+    s.branch(ids[0])  # the context is rebuilt without the later messages: the ids stay known here
+    assert s.messages == [first]
+    assert s.message_ids([first, second, third]) == [ids[0], ids[1], third_id]
+    s.close()
+    again = manager.open(s.id, readonly=True)  # loaded: the context's own message objects
+    assert again.message_ids(again.messages) == [ids[0]]
+    assert again.message_id(first) is None  # another object with equal content is not that entry
+    again.close()

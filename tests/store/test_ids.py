@@ -40,3 +40,11 @@ def test_encode_decode_round_trip(value: int) -> None:
 def test_decode_rejects_non_ids(bad: str) -> None:
     with pytest.raises(ValueError, match="not an id"):
         decode(bad)
+
+
+def test_encode_spells_ulid_text() -> None:
+    """The top character holds the value's top 3 bits; each next one 5 bits (ULID's layout)."""
+    assert encode(0) == "0" * 26
+    assert encode((1 << 128) - 1) == "7" + "Z" * 25
+    assert encode(1 << 125) == "1" + "0" * 25
+    assert encode(31 | (10 << 5)) == "0" * 24 + "AZ"

@@ -95,6 +95,9 @@ class Session:
         self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
         self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
+        self._indexed: tuple[SessionContext | None, int] = (None, 0)
+        """The context ``_context_index`` covers, and how many of its messages."""
+        self._index: dict[int, str] = {}
         self._next_id: Callable[[], str] | None = None
         self._deferring = False
         self._pending: list[PendingAppend] = []
@@ -164,16 +167,34 @@ class Session:
         known = self._ids_by_object.get(id(message))
         if known is not None and known[0] is message:
             return known[1]
-        for candidate, entry_id in zip(self._context.messages, self._context.entry_ids, strict=True):
-            if candidate is message:
-                return entry_id
-        return None
+        return self._context_index().get(id(message))
 
     def message_ids(self, messages: Sequence[AgentMessage]) -> list[str | None]:
-        """``message_id`` for many messages at once (one pass over the context)."""
-        index = {id(m): e for m, e in zip(self._context.messages, self._context.entry_ids, strict=True)}
-        index.update({k: v[1] for k, v in self._ids_by_object.items()})
-        return [index.get(id(m)) for m in messages]
+        """``message_id`` for many messages at once."""
+        get = self._context_index().get
+        ids = [get(id(message)) for message in messages]
+        if None in ids:  # not in the context: perhaps appended here before a branch or compaction
+            ids = [
+                entry_id or self.message_id(message) for message, entry_id in zip(messages, ids, strict=True)
+            ]
+        return ids
+
+    def _context_index(self) -> dict[int, str]:
+        """``id()`` of each context message → its entry id, extended as the context grows and
+        rebuilt when it is replaced: every message's end asks for its id, and every request for
+        its messages' ids, which a scan of the whole context made cost the context's length
+        (~10 µs a stored message at P6's 14 entries; more as a session grows). An ``id()`` here
+        names the object the context holds: the context only grows while it is the same one."""
+        context, count = self._indexed
+        messages = self._context.messages
+        if context is not self._context or count > len(messages):
+            self._index, count = {}, 0
+        if count < len(messages):
+            index, entry_ids = self._index, self._context.entry_ids
+            for i in range(count, len(messages)):
+                index[id(messages[i])] = entry_ids[i]
+        self._indexed = (self._context, len(messages))
+        return self._index
 
     # -- reading the tree ------------------------------------------------------------------------
 

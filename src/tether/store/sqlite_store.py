@@ -201,14 +201,17 @@ class SQLiteStore:
     ) -> SessionRecord:
         with self._guarded():
             try:
-                self._db.execute(
+                # RETURNING, not a SELECT after it: a session's first message creates it on the
+                # event loop's thread, and each statement there is a read transaction more.
+                row = self._db.execute(
                     """INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version,
-                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)""",
+                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)"""
+                    f" RETURNING {_RECORD_COLUMNS}",
                     (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
-                )
+                ).fetchall()[0]  # stepped to its end: the insert commits now, not when the cursor goes
             except sqlite3.IntegrityError:
                 raise SessionExistsError(session_id) from None
-            return self._get(session_id)
+            return SessionRecord(*row)
 
     def get_session(self, session_id: str) -> SessionRecord:
         with self._guarded():
@@ -250,8 +253,7 @@ class SQLiteStore:
         self.get_session(session_id)
         path = self._lock_path(session_id)
         try:
-            self._locks_dir.mkdir(exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open_lock_file(path)
         except OSError as exc:
             raise _lock_file_error(path, exc) from None
         try:
@@ -270,6 +272,15 @@ class SQLiteStore:
             os.close(fd)
             raise _lock_file_error(path, exc) from None
         return FileLease(self, session_id, fd)
+
+    def _open_lock_file(self, path: Path) -> int:
+        """The lock file, opened (made if new); its folder made only when it is missing, not
+        asked for at every session's first message (a ``mkdir`` costs ~17 µs of a lease's ~90)."""
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            self._locks_dir.mkdir(exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
     # -- entries ---------------------------------------------------------------------------------
 
