@@ -431,3 +431,11 @@ async def test_an_abort_holds_only_for_runs_asked_before_it() -> None:
     assert texts(await agent.prompt("go"))[-1] == ("assistant", "first")
     agent.abort()  # nothing asked: nothing held for the next prompt
     assert texts(await agent.prompt("again"))[-1] == ("assistant", "second")
+
+
+def test_a_prompt_made_before_the_event_loop_runs() -> None:
+    """``asyncio.run(agent.prompt(...))`` makes the run (``prompt()``'s call) before any event
+    loop runs: nothing of it may need one yet."""
+    agent, _ = make_agent(reply("hello"))
+    added = asyncio.run(agent.prompt("hi"))
+    assert texts(added) == [("user", "hi"), ("assistant", "hello")]

@@ -95,7 +95,7 @@ class _Queue:
 
 
 class _ActiveRun:
-    __slots__ = ("__weakref__", "controller", "grace", "idle", "in_flight")
+    __slots__ = ("__weakref__", "controller", "done", "grace", "idle", "in_flight")
 
     def __init__(self) -> None:
         self.controller = AbortController()
@@ -104,6 +104,11 @@ class _ActiveRun:
         self.idle = asyncio.Event()
         self.in_flight: list[tuple[_Queue, AgentMessage]] = []
         """Messages drained from a queue and not delivered (``message_end``) yet."""
+        self.done: asyncio.Future[None] | None = None
+        """``_process``'s answer while nobody listens: a finished future is awaited at once,
+        without the coroutine (and frame) per event an ``async def`` costs (~120 events a session
+        of three prompts with a tool call each). Made at the first event: a run is made by the
+        ``prompt()`` call, which may come before the event loop runs (``asyncio.run(agent.prompt(...))``)."""
 
 
 class Agent:
@@ -488,11 +493,12 @@ class Agent:
         async def follow_ups() -> list[AgentMessage]:
             return self._take(self._follow_ups, run)
 
-        options = dataclasses.replace(
-            self.options,
-            reasoning=None if self.thinking_level == "off" else self.thinking_level,
-            service_tier=self.service_tier,
-        )
+        options = self.options
+        reasoning = None if self.thinking_level == "off" else self.thinking_level
+        if options.reasoning != reasoning or options.service_tier != self.service_tier:
+            # The loop copies the options for its run anyway (adding its signal): a copy here
+            # only when they differ, not on every prompt.
+            options = dataclasses.replace(options, reasoning=reasoning, service_tier=self.service_tier)
         return AgentLoopConfig(
             model=model,
             options=options,
@@ -520,8 +526,8 @@ class Agent:
         run.in_flight.extend((queue, message) for message in drained)
         return drained
 
-    async def _process(self, event: AgentEvent) -> None:
-        """Reduce the event into state, then await every listener in order."""
+    def _process(self, event: AgentEvent) -> Awaitable[None]:
+        """Reduce the event into state; the awaitable that runs every listener in order."""
         run = self._active
         if run is None:
             raise RuntimeError("Agent listener invoked outside an active run")
@@ -546,6 +552,15 @@ class Agent:
                 self._streaming_message = None
             case _:
                 pass
+        if not self._listeners:
+            done = run.done
+            if done is None:
+                done = run.done = asyncio.get_running_loop().create_future()
+                done.set_result(None)
+            return done
+        return self._notify(event, run)
+
+    async def _notify(self, event: AgentEvent, run: _ActiveRun) -> None:
         signal = run.controller.signal
         grace = run.grace
         for listener, wants_signal, bounded in tuple(self._listeners):

@@ -106,6 +106,8 @@ class ProviderPool:
         self._lanes: dict[int, httpx2.AsyncClient] = {}
         self._defaults: dict[str, str] | None = None
         """The default headers of the lanes' clients (all alike), lower-case names."""
+        self._hosts: dict[str, str] = {}
+        """A request URL's ``Host`` header, as ``httpx2.Request`` derives it."""
 
     def client(self, session_id: str | None = None) -> httpx2.AsyncClient:
         """The client of ``session_id``'s lane (lane 0 without one)."""
@@ -122,16 +124,29 @@ class ProviderPool:
         ``build_request`` makes it: a lane's client has no base URL and no query parameters, and
         its default headers are read once here, so a request copies no ``Headers`` object and
         parses its URL once (half of ``build_request``'s time, once per model call). Header names
-        are sent in lower case, as HTTP/2 requires and HTTP/1.1 ignores."""
+        are sent in lower case, as HTTP/2 requires and HTTP/1.1 ignores, but for ``Host`` and
+        ``Content-Length``, which httpx2 adds as it would to a request with ``content=``."""
         defaults = self._defaults
         if defaults is None:
             defaults = self._defaults = dict(self.client().headers.items())
         given = {name.lower(): value for name, value in headers.items()}
         merged = {name: value for name, value in defaults.items() if name not in given}
         merged.update(given)  # in the order ``Headers.update`` leaves them: the given ones last
-        return httpx2.Request(
-            "POST", url, content=content, headers=merged, extensions={"timeout": timeout.as_dict()}
+        host = self._hosts.get(url)
+        if host is None:
+            host = self._hosts[url] = httpx2.Request("POST", url).headers["Host"]
+        # The headers ``content=`` would add (Host first, Content-Length last) given whole, with
+        # the body as its stream: ``Request`` then builds its ``Headers`` once instead of three
+        # times (given, merged with the content's, again with Host).
+        request = httpx2.Request(
+            "POST",
+            url,
+            headers=[("Host", host), *merged.items(), ("Content-Length", str(len(content)))],
+            stream=httpx2.ByteStream(content),
+            extensions={"timeout": timeout.as_dict()},
         )
+        request.read()  # ``content`` readable, as with ``content=``
+        return request
 
     async def send(
         self, client: httpx2.AsyncClient, request: httpx2.Request, idle: float | None = None

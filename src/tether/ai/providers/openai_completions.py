@@ -422,6 +422,8 @@ class OpenAICompletionsParser(StreamParser):
         content = delta.get("content")
         if content and isinstance(content, str):
             events += self._grow("text", {"type": "text", "text": ""}, content)
+            if len(delta) == 1:
+                return events  # most chunks: a piece of text and nothing else to look for
         for name in REASONING_FIELDS:
             value = delta.get(name)
             if value and isinstance(value, str):
