@@ -201,17 +201,14 @@ class SQLiteStore:
     ) -> SessionRecord:
         with self._guarded():
             try:
-                # RETURNING, not a SELECT after it: a session's first message creates it on the
-                # event loop's thread, and each statement there is a read transaction more.
-                row = self._db.execute(
+                self._db.execute(
                     """INSERT INTO sessions (id, cwd, title, created, updated, leaf_id, version,
-                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)"""
-                    f" RETURNING {_RECORD_COLUMNS}",
+                       parent_session_id, parent_entry_id) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)""",
                     (session_id, cwd, title, created, created, version, parent_session_id, parent_entry_id),
-                ).fetchall()[0]  # stepped to its end: the insert commits now, not when the cursor goes
+                )
             except sqlite3.IntegrityError:
                 raise SessionExistsError(session_id) from None
-            return SessionRecord(*row)
+            return self._get(session_id)
 
     def get_session(self, session_id: str) -> SessionRecord:
         with self._guarded():
@@ -253,7 +250,8 @@ class SQLiteStore:
         self.get_session(session_id)
         path = self._lock_path(session_id)
         try:
-            fd = self._open_lock_file(path)
+            self._locks_dir.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise _lock_file_error(path, exc) from None
         try:
@@ -272,15 +270,6 @@ class SQLiteStore:
             os.close(fd)
             raise _lock_file_error(path, exc) from None
         return FileLease(self, session_id, fd)
-
-    def _open_lock_file(self, path: Path) -> int:
-        """The lock file, opened (made if new); its folder made only when it is missing, not
-        asked for at every session's first message (a ``mkdir`` costs ~17 µs of a lease's ~90)."""
-        try:
-            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:
-            self._locks_dir.mkdir(exist_ok=True)
-            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
     # -- entries ---------------------------------------------------------------------------------
 
