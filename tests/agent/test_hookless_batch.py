@@ -168,11 +168,20 @@ async def _run(names: list[str], *, steps: bool, abortable: bool) -> tuple[Recor
     return recorder, result
 
 
-@pytest.mark.parametrize("abortable", [False, True], ids=["no-signal", "signal"])
-@pytest.mark.parametrize("names", BATCHES, ids=["+".join(b) for b in BATCHES])
-async def test_the_common_batch_reports_what_the_steps_report(names: list[str], abortable: bool) -> None:
-    if "until_abort" in names and not abortable:
-        pytest.skip("waits for an abort: runs with a signal only")
+CASES = [
+    (names, abortable)
+    for names in BATCHES
+    for abortable in (False, True)
+    if abortable or "until_abort" not in names  # it waits for an abort: with a signal only
+]
+
+
+@pytest.mark.parametrize(
+    ("names", "abortable"), CASES, ids=["+".join(n) + ("-signal" if a else "") for n, a in CASES]
+)
+async def test_a_batch_without_hooks_reports_what_a_neutral_hook_reports(
+    names: list[str], abortable: bool
+) -> None:
     common, common_result = await _run(names, steps=False, abortable=abortable)
     steps, steps_result = await _run(names, steps=True, abortable=abortable)
     assert _plain(common.events) == _plain(steps.events)
