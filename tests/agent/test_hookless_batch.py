@@ -92,21 +92,22 @@ TOOLS = [
     }.items()
 ]
 
-BATCHES = [
-    ["instant", "instant", "instant"],
-    ["instant"],
-    ["raises", "instant", "instant"],
-    ["instant", "raises", "raises"],
-    ["instant", "suspends", "instant"],
-    ["suspends", "instant", "suspends"],
-    ["instant", "instant", "suspends"],
-    ["updates_at_once", "instant"],
-    ["instant", "instant", "updates_at_once"],
-    ["instant", "updates_later", "instant"],
-    ["instant", "not_a_result", "instant"],
-    ["unknown", "instant", "invalid", "instant"],
-    ["invalid", "instant"],
-    ["instant", "until_abort", "instant"],
+BATCHES = [  # the calls, and the order of their ends (immediate results at once, instant calls
+    # in source order as they all start, the others as they finish)
+    (["instant", "instant", "instant"], [0, 1, 2]),
+    (["instant"], [0]),
+    (["raises", "instant", "instant"], [0, 1, 2]),
+    (["instant", "raises", "raises"], [0, 1, 2]),
+    (["instant", "suspends", "instant"], [0, 2, 1]),
+    (["suspends", "instant", "suspends"], [1, 0, 2]),
+    (["instant", "instant", "suspends"], [0, 1, 2]),
+    (["updates_at_once", "instant"], [0, 1]),
+    (["instant", "instant", "updates_at_once"], [0, 1, 2]),
+    (["instant", "updates_later", "instant"], [0, 2, 1]),
+    (["instant", "not_a_result", "instant"], [0, 1, 2]),
+    (["unknown", "instant", "invalid", "instant"], [0, 2, 1, 3]),
+    (["invalid", "instant"], [0, 1]),
+    (["instant", "until_abort", "instant"], [0, 2, 1]),
 ]
 
 
@@ -169,25 +170,26 @@ async def _run(names: list[str], *, steps: bool, abortable: bool) -> tuple[Recor
 
 
 CASES = [
-    (names, abortable)
-    for names in BATCHES
+    (names, ends, abortable)
+    for names, ends in BATCHES
     for abortable in (False, True)
     if abortable or "until_abort" not in names  # it waits for an abort: with a signal only
 ]
 
 
 @pytest.mark.parametrize(
-    ("names", "abortable"), CASES, ids=["+".join(n) + ("-signal" if a else "") for n, a in CASES]
+    ("names", "ends", "abortable"), CASES, ids=["+".join(n) + ("-signal" if a else "") for n, _, a in CASES]
 )
 async def test_a_batch_without_hooks_reports_what_a_neutral_hook_reports(
-    names: list[str], abortable: bool
+    names: list[str], ends: list[int], abortable: bool
 ) -> None:
     common, common_result = await _run(names, steps=False, abortable=abortable)
     steps, steps_result = await _run(names, steps=True, abortable=abortable)
     assert _plain(common.events) == _plain(steps.events)
     assert _plain(common_result) == _plain(steps_result)
-    ends = [e for e in common.events if e["type"] == "tool_execution_end"]
-    assert len(ends) == len(names)
+    assert [e["toolCallId"] for e in common.events if e["type"] == "tool_execution_end"] == [
+        f"c{i}" for i in ends
+    ]
 
 
 async def test_updates_of_a_common_batch_come_before_the_ends_and_late_ones_are_dropped() -> None:
