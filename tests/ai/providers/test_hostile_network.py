@@ -205,14 +205,16 @@ PINGS = {
 
 
 @each_api
-async def test_events_that_carry_nothing_do_not_hold_a_stalled_stream_open(api: str) -> None:
-    """The backend stalls after "Hel" but the server keeps sending events that carry nothing
-    (Anthropic sends ``ping`` events): every one of them reset the idle timeout, as SSE comments
-    did before, so the run waited as long as they went on."""
+@pytest.mark.parametrize("ping", ["comment", "event"])
+async def test_keep_alives_do_not_hold_a_stalled_stream_open(api: str, ping: str) -> None:
+    """The backend stalls after "Hel" but a proxy keeps sending ``: ping`` comments, or the server
+    events that carry nothing (Anthropic's ``ping``): each read reset the idle timeout, so the run
+    waited as long as they went on."""
     body = TEXT[api].body
     cut = after_event(body, b'"Hel"')
-    pings = PINGS[api] * 400  # 20 s of them, one every 50 ms
-    stalled = Reply(body[:cut] + pings, chunks=range(cut, cut + len(pings), len(PINGS[api])), delay=0.05)
+    one = b": ping\n\n" if ping == "comment" else PINGS[api]
+    pings = one * 400  # 20 s of them, one every 50 ms
+    stalled = Reply(body[:cut] + pings, chunks=range(cut, cut + len(pings), len(one)), delay=0.05)
     async with LoopbackServer([stalled]) as server:
         spec = model(server.url, api)
         async with asyncio.timeout(GUARD):
