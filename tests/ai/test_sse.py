@@ -144,3 +144,18 @@ def test_a_byte_order_mark_at_the_start_is_dropped() -> None:
     assert decode([b"", b"\xef\xbb\xbfdata: 1\n\n"]) == [SSEEvent("message", "1")]
     # Only at the start: a later one is text.
     assert decode([b"data: 1\n\n", b"\xef\xbb\xbfdata: 2\n\n"]) == [SSEEvent("message", "1")]
+
+
+def test_a_cr_with_more_after_it_in_its_chunk_leaves_the_next_chunks_line_feed() -> None:
+    """Only a "\\r" ending its chunk may have its "\\n" in the next: one inside the chunk had the
+    next chunk's line feed dropped, joining two lines (here event "b" was lost in a comment)."""
+    assert decode([b"data: a\r\r: c", b"\ndata: b\n\n"]) == [
+        SSEEvent("message", "a"),
+        SSEEvent("message", "b"),
+    ]
+
+
+def test_a_byte_order_mark_in_pieces_is_dropped_too() -> None:
+    for cut in (1, 2):
+        body = b"\xef\xbb\xbfdata: hi\n\n"
+        assert decode([body[:cut], body[cut:]]) == [SSEEvent("message", "hi")]

@@ -130,18 +130,21 @@ class ProviderPool:
         if defaults is None:
             defaults = self._defaults = dict(self.client().headers.items())
         given = {name.lower(): value for name, value in headers.items()}
-        merged = {name: value for name, value in defaults.items() if name not in given}
-        merged.update(given)  # in the order ``Headers.update`` leaves them: the given ones last
-        host = self._hosts.get(url)
+        # A Host or Content-Length of the caller's (a models.json header) is the one sent, as
+        # ``build_request`` keeps it: not a second one beside httpx2's (refused by servers).
+        host = given.pop("host", None) or self._hosts.get(url)
         if host is None:
             host = self._hosts[url] = httpx2.Request("POST", url).headers["Host"]
+        length = given.pop("content-length", None) or str(len(content))
+        merged = {name: value for name, value in defaults.items() if name not in given}
+        merged.update(given)  # in the order ``Headers.update`` leaves them: the given ones last
         # The headers ``content=`` would add (Host first, Content-Length last) given whole, with
         # the body as its stream: ``Request`` then builds its ``Headers`` once instead of three
         # times (given, merged with the content's, again with Host).
         request = httpx2.Request(
             "POST",
             url,
-            headers=[("Host", host), *merged.items(), ("Content-Length", str(len(content)))],
+            headers=[("Host", host), *merged.items(), ("Content-Length", length)],
             stream=httpx2.ByteStream(content),
             extensions={"timeout": timeout.as_dict()},
         )

@@ -69,6 +69,9 @@ class SSEDecoder:
         """Add body bytes; return the events whose terminating blank line arrived."""
         skip = self._skip
         if skip is not None and chunk:
+            if len(chunk) < len(skip) and skip.startswith(chunk):  # the mark arriving in pieces
+                self._skip = skip[len(chunk) :]
+                return []
             self._skip = None
             if chunk.startswith(skip):
                 chunk = chunk[len(skip) :]
@@ -81,7 +84,7 @@ class SSEDecoder:
             if self._held_size + self._open_size > MAX_EVENT_BYTES:
                 raise EventTooLarge(self._held_size + self._open_size)
             return []
-        if chunk[cut] == 13:  # b"\r": a "\n" starting the next chunk belongs to this break
+        if chunk[cut] == 13 and cut == len(chunk) - 1:  # a "\n" starting the next chunk ends this "\r"
             self._skip = b"\n"
         held = self._held
         if held:

@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx2
 
@@ -121,12 +121,15 @@ async def send(
                 failure = RequestFailed(
                     _elsewhere(request.url, response.status_code, redirect.url), response.status_code
                 )
-                return _without_secrets(failure, headers)
+                return _without_secrets(failure, headers, request.url)
             http_request = redirect
             response = await _send_once(client, pool, http_request, idle)
-    except TimeoutError:  # asyncio's: ``idle`` passed without the headers
+    except TimeoutError as exc:  # asyncio's when ``idle`` passed without the headers
         failure = RequestFailed(
-            f"No response from {provider} for {idle:g} s (stream idle timeout)", retryable=True
+            f"No response from {provider or shown_url(request.url)} for {idle:g} s (stream idle timeout)"
+            if idle is not None
+            else f"Request to {shown_url(request.url)} timed out: {_text(exc)}",
+            retryable=True,
         )
     except httpx2.TimeoutException as exc:
         failure = RequestFailed(
@@ -142,19 +145,27 @@ async def send(
         if response.status_code < 300:
             return response
         failure = await status_failure(response)
-    return _without_secrets(failure, headers)
+    return _without_secrets(failure, headers, request.url)
 
 
-def _without_secrets(failure: RequestFailed, headers: Mapping[str, str]) -> RequestFailed:
+def _without_secrets(failure: RequestFailed, headers: Mapping[str, str], url: str) -> RequestFailed:
     """``failure`` with the request's credentials blanked out of its message: a server's error
-    body may echo the headers it got (a debugging proxy, a gateway's 400 page), and the message
-    goes to the transcript, the logs and the user's screen."""
-    message = failure.message
-    for name, value in headers.items():
-        if _SECRET_HEADER.search(name):
-            for secret in (value, value.partition(" ")[2]):  # "Bearer KEY": the key alone too
-                if len(secret) >= 8 and secret in message:
-                    message = message.replace(secret, "[redacted]")
+    body may echo the headers it got (a debugging proxy, a gateway's 400 page) or the URL it was
+    asked for (with a password or a ``?key=``), and the message goes to the transcript, the logs
+    and the user's screen."""
+    message = failure.message.replace(url, shown_url(url)) if url in failure.message else failure.message
+    secrets = [
+        secret
+        for name, value in headers.items()
+        if _SECRET_HEADER.search(name)
+        for secret in (value, value.partition(" ")[2])  # "Bearer KEY": the key alone too
+    ]
+    parts = urlsplit(url)
+    secrets += [parts.password or "", parts.username or ""]
+    secrets += [value for _, value in parse_qsl(parts.query)]
+    for secret in secrets:
+        if len(secret) >= 8 and secret in message:
+            message = message.replace(secret, "[redacted]")
     failure.message = message
     return failure
 
@@ -291,10 +302,15 @@ _LINE_CHARS = 300
 """The longest error text taken from a body that is not JSON (an HTML page, a proxy's text)."""
 
 
+_PAGE_CHARS = 8192
+"""How much of an HTML error page is searched for its title or text."""
+
+
 def _one_line(text: str) -> str:
     """A body that is not a JSON error as one short line: an HTML page by its title (else its
     text without markup), any text with its white space collapsed, cut at ``_LINE_CHARS``."""
     if text.startswith("<"):
+        text = text[:_PAGE_CHARS]  # the patterns below are slow on a page of nothing but "<script"
         title = re.search(r"<title[^>]*>(.*?)</title", text, re.IGNORECASE | re.DOTALL)
         if title is not None and title.group(1).strip():
             text = title.group(1)

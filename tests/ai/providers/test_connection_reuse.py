@@ -185,3 +185,26 @@ async def test_a_lanes_request_is_the_one_its_clients_build_request_makes() -> N
         (k.lower(), v) for k, v in built.headers.multi_items()
     ]
     await client.aclose()
+
+
+async def test_a_host_of_the_callers_is_the_one_a_lanes_request_sends() -> None:
+    """A ``Host`` (or ``Content-Length``) among the given headers (a models.json header for a
+    tunnel or an IP address) replaces httpx2's, as with ``build_request``: two ``Host`` headers
+    were sent, and servers refuse such a request."""
+    from tether.ai.connections import provider_pool
+    from tether.ai.transport import _timeout  # pyright: ignore[reportPrivateUsage]
+
+    pool = provider_pool("lane-test")
+    client = pool.client("s1")
+    headers = {"Host": "api.example.com", "content-length": "2", "Authorization": "Bearer k"}
+    timeout = _timeout(600.0)
+    built = client.build_request(
+        "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout
+    )
+    direct = pool.request("http://127.0.0.1:9/v1/x", headers, b"{}", timeout)
+    assert direct.headers.get_list("host") == ["api.example.com"]
+    assert direct.headers.get_list("content-length") == ["2"]
+    assert sorted((k.lower(), v) for k, v in direct.headers.multi_items()) == sorted(
+        (k.lower(), v) for k, v in built.headers.multi_items()
+    )
+    await client.aclose()

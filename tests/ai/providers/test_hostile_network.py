@@ -338,3 +338,30 @@ async def test_credentials_in_the_base_url_stay_out_of_the_error(api: str) -> No
     _, final = await collect(spec, fast())
     assert final["errorMessage"].startswith(f"Cannot reach http://***@127.0.0.1:{port}/v1")
     assert "SECRET" not in final["errorMessage"]
+
+
+async def test_a_url_echoed_by_the_server_is_not_in_the_error() -> None:
+    """An error body quoting the URL it was asked for carried the base URL's password into the
+    message (docs/library.md: never part of an error message)."""
+    async with LoopbackServer([Reply(b"")]) as server:  # its reply names the server's own URL
+        url = server.url.replace("http://", "http://user:PASS-SECRET-1@") + "/v1"
+        asked = f"{url}/chat/completions"
+        echo = json.dumps({"error": {"message": f"no route for {asked} nor for pw PASS-SECRET-1"}})
+        server.replies[:] = [Reply(echo.encode(), 400, {"content-type": "application/json"})]
+        _, final = await collect(model(url), fast())
+    shown = asked.replace("user:PASS-SECRET-1@", "***@")
+    assert final["errorMessage"] == f"400 no route for {shown} nor for pw [redacted]"
+
+
+async def test_a_timeout_of_a_callers_transport_without_an_idle_timeout_is_a_failure() -> None:
+    """A ``TimeoutError`` from a caller's client while no idle timeout is set raised a
+    ``TypeError`` out of the stream (the message formatted the missing timeout)."""
+    import httpx2
+
+    def stall(request: httpx2.Request) -> httpx2.Response:
+        raise TimeoutError("the caller's transport gave up")
+
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(stall)) as client:
+        _, final = await collect(model("http://127.0.0.1:9"), fast(http_client=client, idle_timeout=0))
+    assert final["stopReason"] == "error"
+    assert "timed out: the caller's transport gave up" in final["errorMessage"]
