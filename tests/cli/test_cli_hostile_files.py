@@ -221,3 +221,23 @@ def test_a_users_skills_folder_is_searched_within_a_bound(cli: CliEnv, tmp_path:
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=60)
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
     assert f"searched {MAX_FOLDERS} folders" in done.stderr, done.stderr
+
+
+def test_a_filled_standard_stream_is_inherited_by_the_commands_tether_runs() -> None:
+    """``os.open`` gives a close-on-exec descriptor: the /dev/null put in place of a closed fd 2
+    was closed again in every command tether started (a shell tool's stderr)."""
+    child = "import os; os.fstat(2); print('open')"
+    code = (
+        "import subprocess, sys\n"
+        "from tether.cli.stdout import fill_closed_standard_streams\n"
+        "fill_closed_standard_streams()\n"
+        f"print(subprocess.run([sys.executable, '-c', {child!r}], stdout=subprocess.PIPE, text=True).stdout)"
+    )
+    done = subprocess.run(
+        ["sh", "-c", f"exec {shlex.quote(sys.executable)} -c {shlex.quote(code)} 2>&-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "open"

@@ -59,6 +59,8 @@ def fill_closed_standard_streams() -> None:
         if null != fd:  # the lowest free number: fd itself, unless a lower one was closed too
             os.dup2(null, fd)
             os.close(null)
+        else:  # ``os.open`` makes it close-on-exec: commands tether runs would find it closed
+            os.set_inheritable(fd, True)
         if fd == 0:
             sys.stdin = open(fd, mode, encoding="utf-8", closefd=False)  # noqa: SIM115
         elif fd == 2:
