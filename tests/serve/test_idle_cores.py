@@ -8,6 +8,7 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
 from serve_support import WAIT_SECONDS, Served, serving, settled, sse_events, text, write_script
 
 IDLE = 0.3
@@ -71,3 +72,14 @@ async def test_a_followed_session_stays_open_until_its_follower_leaves(project: 
         follower.cancel()
         await asyncio.gather(follower, return_exceptions=True)
         await closed(served, session_id)
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan")])
+def test_an_idle_close_that_is_no_positive_time_is_refused(project: Path, seconds: float) -> None:
+    """A sweep every ``idle_close / 4`` seconds: 0 made it a loop that never waited."""
+    from tether.serve.hub import SessionHub
+    from tether.session import Settings
+    from tether.session.options import SessionOptions
+
+    with pytest.raises(ValueError, match="idle_close must be a positive number of seconds"):
+        SessionHub(SessionOptions(), lambda _folder: Settings(), project, idle_close=seconds)

@@ -54,11 +54,6 @@ def tool_name(server: str, tool: str, *, unique: bool = False) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
-def offered(listed: list[ToolInfo]) -> list[ToolInfo]:
-    """The tools a server listed that the agent gets (``ToolInfo.left_out`` says why not)."""
-    return [info for info in listed if info.left_out is None]
-
-
 def agent_tool(connection: McpConnection, info: ToolInfo, name: str | None = None) -> AgentTool:
     """The agent tool that calls ``info`` on ``connection``, named ``name`` (default: its
     ``tool_name``). Progress notifications become tool updates (``progress 3/10: message``)."""

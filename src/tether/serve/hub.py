@@ -114,6 +114,8 @@ class SessionHub:
         self.approvals = Approvals(self._emit)
         self.followed: Callable[[str], bool] = lambda _session_id: False
         """Whether a client follows the session (``Feeds.following``): a followed core stays open."""
+        if not idle_close > 0:
+            raise ValueError(f"idle_close must be a positive number of seconds, not {idle_close!r}")
         self._idle_close = idle_close
         self._used: dict[str, float] = {}
         """When each open core was last busy or asked for (the event loop's clock)."""
@@ -226,7 +228,8 @@ class SessionHub:
     async def close(self) -> None:
         """Abort what runs, let it record, close every core (they own their stores' leases)."""
         if self._sweeper is not None:
-            self._sweeper.cancel()
+            async with self._lock:  # a sweep closing cores ends first: cut there, one is closed twice
+                self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
         self.approvals.deny_all()
