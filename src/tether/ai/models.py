@@ -41,7 +41,6 @@ from tether.ai.models_file import (
     cost_of,
     read_models_file,
 )
-from tether.ai.shown_url import shown_url
 from tether.errors import ModelError
 from tether.wire import MODEL_INFO, ModelInfo, WireError
 
@@ -579,17 +578,6 @@ def restored_model(provider: str, model_id: str, stored: Mapping[str, Any] | Non
         return MODEL_INFO.decode(model)
     except WireError:  # a damaged description: the provider's defaults
         return default_model(info, model_id)
-
-
-def stored_descriptor(model: ModelInfo) -> ModelInfo:
-    """``model`` as a session stores it: without its headers (``models.json``'s may hold a key)
-    and with its base URL shown without credentials (``shown_url``); ``restored_model`` takes
-    neither from it."""
-    if "headers" not in model and "@" not in model["baseUrl"] and "?" not in model["baseUrl"]:
-        return model
-    kept = cast(dict[str, Any], {k: v for k, v in model.items() if k != "headers"})
-    kept["baseUrl"] = shown_url(model["baseUrl"])
-    return cast(ModelInfo, kept)
 
 
 def provider_has_key(provider: ProviderInfo, env: Mapping[str, str] | None = None) -> bool:

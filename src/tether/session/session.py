@@ -320,7 +320,7 @@ class Session:
         return self.append_message(message)
 
     def set_model(self, model: ModelInfo) -> str:
-        from tether.ai.models import stored_descriptor  # no headers, no credentials in the URL
+        from tether.ai.shown_url import stored_descriptor  # no headers, no credentials in the URL
 
         stored = stored_descriptor(model)
         return self._append(
