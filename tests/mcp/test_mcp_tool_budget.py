@@ -14,6 +14,7 @@ from tests.mcp.test_mcp_session import results, session, text_of
 
 from tether.mcp import McpConfigError, McpServerConfig, McpServers
 from tether.mcp.config import server_config
+from tether.mcp.connection import ToolInfo
 from tether.mcp.tool_budget import MCP_TOOL_BUDGET
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 
@@ -81,6 +82,44 @@ async def test_disabled_tools_and_max_tools_share_the_budget_between_servers() -
     assert "'first': 289 of its 300 tools left out" in first and "maxTools 10" in first
     assert "tool_0000 (disabledTools)" not in first  # chosen away by the user: no news to them
     assert "'second': 210 of its 300 tools left out" in second
+
+
+async def test_the_budget_is_shared_anew_when_a_server_comes_goes_or_lists_its_tools_anew(
+    tmp_path: Path,
+) -> None:
+    """The shares are kept between prompts (``tools()`` and ``left_out`` run before each one),
+    yet every change of the servers or of what one listed shows at the next prompt."""
+    servers = McpServers([], log_dir=tmp_path, cache_dir=tmp_path)
+
+    def lists(name: str, count: int) -> None:
+        servers.connections[name].tools = [
+            ToolInfo(f"tool_{i:04d}", "", {"type": "object"}) for i in range(count)
+        ]
+
+    def offered() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for tool in servers.tools():
+            server = tool.name.split("__")[1]
+            found[server] = found.get(server, 0) + 1
+        return found
+
+    def left_out() -> list[str]:
+        return [line.split(" tools left out")[0] for line in servers.left_out]
+
+    for name in ("first", "second"):
+        assert servers.add(server_config(name, {"command": "unused"}, source="extension"))
+    lists("first", 150)
+    lists("second", 10)
+    assert offered() == {"first": MCP_TOOL_BUDGET}
+    assert left_out() == ["MCP server 'first': 50 of its 150", "MCP server 'second': 10 of its 10"]
+    lists("first", 20)  # listed anew (a start), fewer tools
+    assert offered() == {"first": 20, "second": 10} and left_out() == []
+    servers.add(server_config("first", {"command": "unused", "maxTools": 5}, source="extension"))
+    lists("first", 20)  # the extension's server replaced, configuration and all: now last in order
+    assert offered() == {"second": 10, "first": 5} and left_out() == ["MCP server 'first': 15 of its 20"]
+    assert servers.remove("second")
+    assert offered() == {"first": 5}
+    await servers.close()
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
-from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status
+from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status, ToolInfo
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
 from tether.mcp.tool_budget import Share, note, shares
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
@@ -132,6 +132,9 @@ class McpServers:
         """Where servers' messages for the user go (a sign-in address); a session sets its own."""
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
+        self._shared: tuple[list[tuple[McpServerConfig, list[ToolInfo]]], dict[str, Share]] | None = None
+        """The budget's shares (``_shares``) and each server's config and listed tools they were
+        worked out from."""
         self._given_notes = list(notes)
         self._resource_tools: list[AgentTool] | None = None
         self._renamed: dict[tuple[str, str], str] = {}
@@ -273,7 +276,16 @@ class McpServers:
         return tools
 
     def _shares(self) -> dict[str, Share]:
-        return shares((c.config, c.tools) for c in self.connections.values())
+        """Each server's share of the tool budget, worked out again only when a server came or
+        went or listed its tools anew: ``tools()`` and then ``left_out`` run before every prompt,
+        and matching a server's thousands of tools against its entry's patterns took milliseconds
+        each time. A server's ``tools`` list is replaced, never changed in place (by its start,
+        its kept listing, a failed first start), so the same list objects mean the same shares
+        whichever of those changed them, a start stopped between listing and settling too."""
+        servers = [(c.config, c.tools) for c in self.connections.values()]
+        if self._shared is None or not _same_servers(self._shared[0], servers):
+            self._shared = (servers, shares(servers))
+        return self._shared[1]
 
     @property
     def left_out(self) -> list[str]:
@@ -374,6 +386,15 @@ class McpServers:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _same_servers(
+    were: list[tuple[McpServerConfig, list[ToolInfo]]], now: list[tuple[McpServerConfig, list[ToolInfo]]]
+) -> bool:
+    return len(were) == len(now) and all(
+        config is was_config and tools is were_tools
+        for (was_config, were_tools), (config, tools) in zip(were, now, strict=True)
+    )
 
 
 def _quiet_sdk_logging(log_dir: Path) -> None:
