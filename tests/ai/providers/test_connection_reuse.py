@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from faultkit import APIS, COMPLETIONS, LONG, PROVIDERS, TEXT, collect, event_ends, fast, model
@@ -21,6 +21,9 @@ from faultkit import APIS, COMPLETIONS, LONG, PROVIDERS, TEXT, collect, event_en
 from tether.ai import AbortController
 from tether.ai.connections import DEFAULT_MAX_CONNECTIONS, reset_connection_limits, set_connection_limit
 from tether.testing.loopback import LoopbackServer, Reply
+
+if TYPE_CHECKING:
+    import httpx2
 
 T = TypeVar("T")
 
@@ -165,46 +168,46 @@ async def until_closed(server: LoopbackServer, still_open: int) -> None:
     assert server.open_connections == still_open, "an aborted stream's connection was kept open"
 
 
-async def test_a_lanes_request_is_the_one_its_clients_build_request_makes() -> None:
-    """``ProviderPool.request`` skips ``build_request``'s merges for a lane's client: the same
-    method, URL, body, timeouts and headers (a name given in another case replaces the default)."""
+async def built_and_sent(headers: dict[str, str]) -> tuple[httpx2.Request, httpx2.Request]:
+    """The request a lane's client makes of ``headers`` with ``build_request``, and the one
+    ``ProviderPool.request`` makes of them for the same call (what a lane sends)."""
     from tether.ai.connections import provider_pool
     from tether.ai.transport import _timeout  # pyright: ignore[reportPrivateUsage]
 
     pool = provider_pool("lane-test")
     client = pool.client("s1")
-    headers = {"content-type": "application/json", "User-Agent": "tether", "Authorization": "Bearer k"}
     timeout = _timeout(600.0)
-    built = client.build_request(
-        "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout
+    try:
+        built = client.build_request(
+            "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout
+        )
+        return built, pool.request("http://127.0.0.1:9/v1/x", headers, b"{}", timeout)
+    finally:
+        await client.aclose()
+
+
+async def test_a_lanes_request_is_the_one_its_clients_build_request_makes() -> None:
+    """``ProviderPool.request`` skips ``build_request``'s merges for a lane's client: the same
+    method, URL, body, timeouts and headers (a name given in another case replaces the default)."""
+    built, direct = await built_and_sent(
+        {"content-type": "application/json", "User-Agent": "tether", "Authorization": "Bearer k"}
     )
-    direct = pool.request("http://127.0.0.1:9/v1/x", headers, b"{}", timeout)
     assert (direct.method, direct.url, direct.content) == (built.method, built.url, built.content)
     assert direct.extensions == built.extensions
     assert [(k.lower(), v) for k, v in direct.headers.multi_items()] == [
         (k.lower(), v) for k, v in built.headers.multi_items()
     ]
-    await client.aclose()
 
 
 async def test_a_host_of_the_callers_is_the_one_a_lanes_request_sends() -> None:
     """A ``Host`` (or ``Content-Length``) among the given headers (a models.json header for a
     tunnel or an IP address) replaces httpx2's, as with ``build_request``: two ``Host`` headers
     were sent, and servers refuse such a request."""
-    from tether.ai.connections import provider_pool
-    from tether.ai.transport import _timeout  # pyright: ignore[reportPrivateUsage]
-
-    pool = provider_pool("lane-test")
-    client = pool.client("s1")
-    headers = {"Host": "api.example.com", "content-length": "2", "Authorization": "Bearer k"}
-    timeout = _timeout(600.0)
-    built = client.build_request(
-        "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout
+    built, direct = await built_and_sent(
+        {"Host": "api.example.com", "content-length": "2", "Authorization": "Bearer k"}
     )
-    direct = pool.request("http://127.0.0.1:9/v1/x", headers, b"{}", timeout)
     assert direct.headers.get_list("host") == ["api.example.com"]
     assert direct.headers.get_list("content-length") == ["2"]
     assert sorted((k.lower(), v) for k, v in direct.headers.multi_items()) == sorted(
         (k.lower(), v) for k, v in built.headers.multi_items()
     )
-    await client.aclose()
