@@ -56,6 +56,9 @@ class _AtLeaf:
 
 AT_LEAF = _AtLeaf()
 
+_UNKNOWN: tuple[None, None] = (None, None)
+"""What ``Session._known_ids`` has for a message it does not know."""
+
 
 class ReadOnlySessionError(SessionError):
     def __init__(self, session_id: str) -> None:
@@ -94,10 +97,10 @@ class Session:
         """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
-        self._ids_by_object: dict[int, tuple[AgentMessage, str]] = {}
+        self._ids: dict[int, tuple[AgentMessage, str]] = {}
+        """``id()`` of a message → the message and its entry id (``_known_ids``)."""
         self._indexed: tuple[SessionContext | None, int] = (None, 0)
-        """The context ``_context_index`` covers, and how many of its messages."""
-        self._index: dict[int, str] = {}
+        """The context ``_known_ids`` took in, and how many of its messages."""
         self._next_id: Callable[[], str] | None = None
         self._deferring = False
         self._pending: list[PendingAppend] = []
@@ -163,38 +166,36 @@ class Session:
         return self._context.messages
 
     def message_id(self, message: AgentMessage) -> str | None:
-        """Entry id of a context message (or of one this handle appended), by identity."""
-        known = self._ids_by_object.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        return self._context_index().get(id(message))
+        """Entry id of a context message (or of one this handle appended or had in its context
+        before a branch or compaction), by identity."""
+        return self._known_ids().get(id(message), _UNKNOWN)[1]
 
     def message_ids(self, messages: Sequence[AgentMessage]) -> list[str | None]:
         """``message_id`` for many messages at once."""
-        get = self._context_index().get
-        ids = [get(id(message)) for message in messages]
-        if None in ids:  # not in the context: perhaps appended here before a branch or compaction
-            ids = [
-                entry_id or self.message_id(message) for message, entry_id in zip(messages, ids, strict=True)
-            ]
-        return ids
+        get = self._known_ids().get
+        return [get(id(message), _UNKNOWN)[1] for message in messages]
 
-    def _context_index(self) -> dict[int, str]:
-        """``id()`` of each context message → its entry id, extended as the context grows and
-        rebuilt when it is replaced: every message's end asks for its id, and every request for
-        its messages' ids, which a scan of the whole context made cost the context's length
-        (~10 µs a stored message at P6's 14 entries; more as a session grows). An ``id()`` here
-        names the object the context holds: the context only grows while it is the same one."""
+    def _known_ids(self) -> dict[int, tuple[AgentMessage, str]]:
+        """``id()`` of each message this handle appended or had in its context → the message and
+        its entry id, taking in the context's new messages first: every message's end asks for
+        its id, and every request for its messages' ids, which a scan of the whole context made
+        cost the context's length (~10 µs a stored message at P6's 14 entries; more as a session
+        grows). A message appended here stays known after a branch or compaction left it out of
+        the context (a run's messages are asked for then too), and so does a durable replay's
+        message, which is not the object the context holds (``use_ids``). The map holds each
+        message, so no other object can come to have its ``id()``; the context only grows while
+        it is the same object, so a new one (or one that shrank) is taken in again whole."""
         context, count = self._indexed
         messages = self._context.messages
         if context is not self._context or count > len(messages):
-            self._index, count = {}, 0
+            count = 0
         if count < len(messages):
-            index, entry_ids = self._index, self._context.entry_ids
+            ids, entry_ids = self._ids, self._context.entry_ids
             for i in range(count, len(messages)):
-                index[id(messages[i])] = entry_ids[i]
+                message = messages[i]
+                ids[id(message)] = (message, entry_ids[i])
         self._indexed = (self._context, len(messages))
-        return self._index
+        return self._ids
 
     # -- reading the tree ------------------------------------------------------------------------
 
@@ -310,7 +311,7 @@ class Session:
                 decode_message(message, f"messages[{i}]" if len(messages) > 1 else "message")
         ids = self._append([{"type": "message", "message": m} for m in messages])
         for message, entry_id in zip(messages, ids, strict=True):
-            self._ids_by_object[id(message)] = (message, entry_id)
+            self._ids[id(message)] = (message, entry_id)
         return ids
 
     def append_synthetic(self, prompt: PromptInput) -> str:
