@@ -9,27 +9,47 @@ and a stored ``tether -p`` run without loading the model catalog (and pydantic w
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 if TYPE_CHECKING:
     from tether.wire import ModelInfo
 
 
 def shown_url(url: str) -> str:
-    """``url`` for a message, without what may be a credential: its user part
-    (``http://u:pw@proxy/v1``) and the values of its query (``?key=...``, Gemini's way). An
-    error message is stored with the reply, streamed to JSON and RPC clients and printed."""
+    """``url`` for a message, without what may be a credential (``_credentials``): its user part
+    becomes ``***`` and its query's values too. An error message is stored with the reply,
+    streamed to JSON and RPC clients and printed."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "the provider's URL"
-    netloc = parts.netloc
-    if "@" in netloc:  # a bare user part may be a token too (https://TOKEN@host)
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(
-        f"{pair.split('=', 1)[0]}=***" if "=" in pair else pair for pair in parts.query.split("&")
-    )
-    return parts._replace(netloc=netloc, query=query if parts.query else "").geturl()
+    user, pairs = _credentials(parts)
+    netloc = parts.netloc if user is None else "***@" + parts.netloc.rpartition("@")[2]
+    query = "&".join(name if value is None else f"{name}=***" for name, value in pairs)
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def secrets_of(url: str) -> list[str]:
+    """What ``shown_url`` leaves out of ``url``: its user part, the user name and password in it,
+    its query's values, each as written and decoded (``%40``, ``+``): a text that may echo
+    the URL in part (a server's error body) loses them as well."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    user, pairs = _credentials(parts)
+    written = [user, *user.split(":", 1)] if user else []
+    written += [value for _, value in pairs if value is not None]
+    return list(dict.fromkeys([*written, *map(unquote_plus, written)]))
+
+
+def _credentials(parts: SplitResult) -> tuple[str | None, list[tuple[str, str | None]]]:
+    """Where a URL may carry a credential: its user part (``http://u:pw@proxy/v1``; a bare
+    ``https://TOKEN@host`` too; ``None``: no ``@``) and its query's pairs (``?key=...``, Gemini's
+    way; value ``None``: a name alone), as written."""
+    user = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else None
+    pairs = [pair.partition("=") for pair in parts.query.split("&")] if parts.query else []
+    return user, [(name, value if equals else None) for name, equals, value in pairs]
 
 
 def stored_descriptor(model: ModelInfo) -> ModelInfo:

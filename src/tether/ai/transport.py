@@ -25,14 +25,14 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import httpx2
 
 from tether.ai.connections import CONNECT_TIMEOUT, ProviderPool, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
-from tether.ai.shown_url import shown_url
+from tether.ai.shown_url import secrets_of, shown_url
 from tether.ai.types import ProviderRequest, StreamOptions
 
 USER_AGENT = "tether"
@@ -160,10 +160,7 @@ def _without_secrets(failure: RequestFailed, headers: Mapping[str, str], url: st
         if _SECRET_HEADER.search(name)
         for secret in (value, value.partition(" ")[2])  # "Bearer KEY": the key alone too
     ]
-    parts = urlsplit(url)
-    secrets += [parts.password or "", parts.username or ""]
-    secrets += [value for _, value in parse_qsl(parts.query)]
-    for secret in secrets:
+    for secret in [*secrets, *secrets_of(url)]:
         if len(secret) >= 8 and secret in message:
             message = message.replace(secret, "[redacted]")
     failure.message = message

@@ -353,6 +353,17 @@ async def test_a_url_echoed_by_the_server_is_not_in_the_error() -> None:
     assert final["errorMessage"] == f"400 no route for {shown} nor for pw [redacted]"
 
 
+async def test_a_credential_of_the_url_echoed_as_written_or_decoded_is_not_in_the_error() -> None:
+    """A server echoing the ``?key=`` value as the request wrote it (``%2F``) or the password
+    decoded (``%40`` as ``@``): only the decoded value and the password as written were looked for."""
+    async with LoopbackServer([Reply(b"")]) as server:
+        url = server.url.replace("http://", "http://user:PASS%40SECRET-2@") + "/v1?key=KEY%2FSECRET-3"
+        echo = json.dumps({"error": {"message": "no key KEY%2FSECRET-3/chat/completions for PASS@SECRET-2"}})
+        server.replies[:] = [Reply(echo.encode(), 400, {"content-type": "application/json"})]
+        _, final = await collect(model(url), fast())
+    assert final["errorMessage"] == "400 no key [redacted] for [redacted]"
+
+
 async def test_a_timeout_of_a_callers_transport_without_an_idle_timeout_is_a_failure() -> None:
     """A ``TimeoutError`` from a caller's client while no idle timeout is set raised a
     ``TypeError`` out of the stream (the message formatted the missing timeout)."""
