@@ -183,7 +183,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._made_runs: weakref.WeakSet[Run] = weakref.WeakSet()
         """Runs made (held weakly): an ``abort()`` with none running is for those not started yet
         (a started one never reads the mark; ``start`` does not drop it, which would make a
-        cycle between a run and its closure)."""
+        cycle between a run and its closure). Not the agent's runs asked for (``Agent.abort``):
+        a ``Run`` calls ``agent.prompt()`` only once started, after its hooks and inputs."""
         self._session_failure = None
         """A session error an event listener raised in this run: the run raises it when settled."""
         self._input_abort: AbortController | None = None
