@@ -449,7 +449,7 @@ class InteractiveApp:
         try:
             self._show(event)
         except Exception as exc:
-            self.say(f"(display error: {type(exc).__name__}: {exc})")
+            self.say(self.painter().styled(f"(display error: {type(exc).__name__}: {exc})", "error"))
         self._invalidate()
 
     def _show(self, event: Mapping[str, Any]) -> None:

@@ -4,6 +4,12 @@ Everything here is a pure function of its inputs and a ``Painter`` (width + colo
 the same code renders the live (still streaming) view and the final scrollback, and tests can
 check it without a terminal. Rich does the markdown; colour is dropped entirely when the user
 set ``NO_COLOR`` or the output is not a terminal.
+
+Every text from elsewhere (the model's answer, thinking, tool names and arguments, a tool's
+output, an error a server sent, a session's name) goes through ``safe_text`` before rich lays it
+out: the scrollback is written raw, and rich keeps ESC, so ``\\x1b]52;c;...\\x07`` in a file read
+set the clipboard and ``\\x1b]2;...\\x07`` in an answer the window title. ``Painter.styled`` and
+``Painter.markdown`` do it for their text; the functions building ``Text`` here for theirs.
 """
 
 from __future__ import annotations
@@ -18,12 +24,19 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from tether.cli.markdown import AnswerMarkdown
+from tether.cli.terminal_text import visible
 from tether.cli.themes import DARK, Theme
 
 FOLDED_LINES = 4
 """Lines of a tool result shown before it is folded."""
 FOLDED_DIFF_LINES = 20
 """Lines of an edit's diff shown before it is folded: the diff is what a reader checks."""
+
+
+def safe_text(text: str) -> str:
+    """``text`` as the terminal may get it: control characters escaped (``terminal_text``), a
+    CRLF line end (Windows files, some commands' output) a plain one rather than a ``\\x0d``."""
+    return visible(text.replace("\r\n", "\n") if "\r" in text else text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +63,10 @@ class Painter:
         return buffer.getvalue()
 
     def markdown(self, text: str) -> str:
-        return self.render(AnswerMarkdown(text, code_theme=self.theme.code_theme))
+        return self.render(AnswerMarkdown(safe_text(text), code_theme=self.theme.code_theme))
 
     def styled(self, text: str, style: str) -> str:
-        return self.render(Text(text, style=style))
+        return self.render(Text(safe_text(text), style=style))
 
 
 def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str = "Ctrl-T to expand") -> str:
@@ -92,8 +105,8 @@ def tool_header(painter: Painter, name: str, args: object, state: str) -> str:
     mark, style = {"running": ("…", "warning"), "ok": ("✓", "success"), "error": ("✗", "error")}[state]
     line = Text()
     line.append(f"{mark} ", style=style)
-    line.append(name, style="tool.title")
-    line.append(" " + format_args(args), style="tool.args")
+    line.append(safe_text(name), style="tool.title")
+    line.append(" " + safe_text(format_args(args)), style="tool.args")
     return painter.render(line)
 
 
@@ -109,7 +122,7 @@ def result_text(content: Sequence[Mapping[str, Any]]) -> str:
 
 def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) -> str:
     """A tool's result, indented; folded to ``FOLDED_LINES`` lines unless ``expanded``."""
-    lines = text.splitlines() or ["(no output)"]
+    lines = safe_text(text).splitlines() or ["(no output)"]
     hidden = 0 if expanded else max(0, len(lines) - FOLDED_LINES)
     shown = lines if hidden == 0 else lines[:FOLDED_LINES]
     style = "error" if is_error else "muted"
@@ -141,7 +154,7 @@ def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
     """A unified diff as pi shows an edit: removed lines red, added lines green, the words that
     changed between a removed line and the added line replacing it in reverse video; the file
     header dropped (the tool line names the file). Folded after ``FOLDED_DIFF_LINES`` lines."""
-    lines = [line for line in diff.splitlines() if not line.startswith(("--- ", "+++ "))]
+    lines = [line for line in safe_text(diff).splitlines() if not line.startswith(("--- ", "+++ "))]
     hidden = 0 if expanded else max(0, len(lines) - FOLDED_DIFF_LINES)
     shown = lines if hidden == 0 else lines[:FOLDED_DIFF_LINES]
     body = Text()
@@ -229,7 +242,7 @@ def error_text(painter: Painter, message: str, *, aborted: bool) -> str:
 def user_text(painter: Painter, text: str) -> str:
     line = Text()
     line.append("› ", style="user.mark")
-    line.append(text, style="user.text")
+    line.append(safe_text(text), style="user.text")
     return painter.render(line)
 
 

@@ -1,0 +1,125 @@
+"""Hostile text in the interactive mode: what the model, a tool, a file or a server sends is
+shown, never obeyed by the terminal.
+
+The scrollback is written raw (``patch_stdout(raw=True)``), so a model's answer or a command's
+output carrying ``\\x1b]52;c;...\\x07`` set the clipboard, ``\\x1b]2;...\\x07`` the window title,
+``\\x1b[2J`` cleared the screen, a C1 CSI (U+009B) started a sequence. Each piece is shown
+escaped now (``terminal_text.visible``), in the live area and the transcript view too.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import time
+
+import pytest
+from cli_support import CliEnv, text_reply, tool_reply
+from tmux_support import Terminal
+
+from tether.cli import render
+from tether.cli.transcript import render_transcript
+
+PLAIN = render.Painter(width=80, color=False)
+COLOUR = render.Painter(width=80, color=True)
+HOSTILE = "a\x1b]52;c;cHduZWQ=\x07b\x1b]2;TITLE\x07c\x1b[2Jd\x9b31mef\rg\x08h"
+SHOWN = "a\\x1b]52;c;cHduZWQ=\\x07b\\x1b]2;TITLE\\x07c\\x1b[2Jd\\x9b31mef\\x0dg\\x08h"
+
+
+def harmless(text: str) -> bool:
+    """No control character but tab and newline: the painter's own colour
+    (SGR) sequences aside."""
+    bare = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", bare) is None
+
+
+@pytest.mark.parametrize("painter", [PLAIN, COLOUR], ids=["plain", "colour"])
+def test_every_piece_from_elsewhere_is_shown_escaped(painter: render.Painter) -> None:
+    tool_result = {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": HOSTILE,
+        "isError": True,
+        "content": [{"type": "text", "text": HOSTILE}],
+    }
+    answer = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": HOSTILE},
+            {"type": "text", "text": HOSTILE},
+            {"type": "toolCall", "id": "c1", "name": HOSTILE, "arguments": {HOSTILE: HOSTILE}},
+        ],
+        "stopReason": "error",
+        "errorMessage": HOSTILE,
+    }
+    pieces = [
+        painter.markdown(HOSTILE),
+        painter.styled(HOSTILE, "muted"),
+        render.user_text(painter, HOSTILE),
+        render.thinking_text(painter, HOSTILE, expanded=True),
+        render.thinking_text(painter, HOSTILE, expanded=False),
+        render.tool_header(painter, HOSTILE, {HOSTILE: HOSTILE}, "running"),
+        render.tool_result(painter, HOSTILE, is_error=False, expanded=True),
+        render.diff_text(painter, f"-{HOSTILE}\n+{HOSTILE}x\n {HOSTILE}", expanded=True),
+        render.error_text(painter, HOSTILE, aborted=False),
+        render.shell_run(
+            painter, {"role": "bashExecution", "command": HOSTILE, "output": HOSTILE}, expanded=True
+        ),
+        render.live_area(painter, answer, [(HOSTILE, {"a": HOSTILE})], HOSTILE, True, True),
+        *render.ended_message(painter, answer, show_thinking=True),
+        render_transcript(
+            painter, [{"role": "user", "content": HOSTILE}, answer, tool_result], show_thinking=True
+        ),
+    ]
+    for piece in pieces:
+        assert harmless(piece), repr(piece)
+    plain = [piece for piece in pieces if not painter.color]
+    assert all("\\x1b]52;c;cHduZWQ=\\x07" in piece for piece in plain), plain
+
+
+def test_escapes_are_shown_as_written_and_crlf_is_a_line_end() -> None:
+    assert render.tool_result(PLAIN, HOSTILE, is_error=False, expanded=True) == "  │ " + SHOWN
+    assert render.tool_result(PLAIN, "one\r\ntwo\r\n", is_error=False, expanded=True) == "  │ one\n  │ two"
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_escapes_from_the_model_a_command_and_a_file_do_not_reach_the_terminal(cli: CliEnv) -> None:
+    """In tmux: the window title stays tether's, and each sequence is on screen as text."""
+    (cli.project / "evil.txt").write_text("file \x1b]2;FILE-TITLE\x07 end\n")
+    script = cli.script(
+        "hostile",
+        [
+            text_reply("model \x1b]2;MODEL-TITLE\x07 says", " hi"),
+            tool_reply(
+                "bash", {"command": "printf 'run \\033]2;BASH-TITLE\\007 \\302\\2332J over\\rdone\\n'"}, "c1"
+            ),
+            tool_reply("read", {"path": "evil.txt"}, "c2"),
+            text_reply("all read"),
+        ],
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    command = [sys.executable, "-m", "tether.cli", "--sandbox", "off", "--no-session"]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for("/help for commands")
+        title = terminal.tmux("display-message", "-p", "-t", "t", "#{pane_title}")
+        terminal.type("hello")
+        terminal.send("Enter")
+        terminal.wait_for("says hi")
+        terminal.type("go on")
+        terminal.send("Enter")
+        screen = terminal.wait_for(lambda s: "Run command" in s)
+        terminal.send("a")
+        screen = terminal.wait_for("all read")
+        time.sleep(0.3)  # the last frame written
+        assert terminal.tmux("display-message", "-p", "-t", "t", "#{pane_title}") == title
+        for shown in (
+            "model \\x1b]2;MODEL-TITLE\\x07 says hi",
+            "run  \\x9b2J over\\x0ddone",  # (the bash tool drops ESC sequences itself)
+            "file \\x1b]2;FILE-TITLE\\x07 end",
+        ):
+            assert shown in screen, screen
+    finally:
+        terminal.close()
