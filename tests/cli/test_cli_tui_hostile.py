@@ -3,8 +3,9 @@ shown, never obeyed by the terminal.
 
 The scrollback is written raw (``patch_stdout(raw=True)``), so a model's answer or a command's
 output carrying ``\\x1b]52;c;...\\x07`` set the clipboard, ``\\x1b]2;...\\x07`` the window title,
-``\\x1b[2J`` cleared the screen, a C1 CSI (U+009B) started a sequence. Each piece is shown
-escaped now (``terminal_text.visible``), in the live area and the transcript view too.
+``\\x1b[2J`` cleared the screen, a C1 CSI (U+009B) started a sequence, U+202E showed the rest of
+the line reversed (a terminal with bidi support). Each piece is shown escaped now
+(``terminal_text.visible``), in the live area and the transcript view too.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ from tether.cli.transcript import render_transcript
 
 PLAIN = render.Painter(width=80, color=False)
 COLOUR = render.Painter(width=80, color=True)
-HOSTILE = "a\x1b]52;c;cHduZWQ=\x07b\x1b]2;TITLE\x07c\x1b[2Jd\x9b31mef\rg\x08h"
-SHOWN = "a\\x1b]52;c;cHduZWQ=\\x07b\\x1b]2;TITLE\\x07c\\x1b[2Jd\\x9b31mef\\x0dg\\x08h"
+HOSTILE = "a\x1b]52;c;cHduZWQ=\x07b\x1b]2;TITLE\x07c\x1b[2Jd\x9b31me\u202ef\rg\x08h"
+SHOWN = "a\\x1b]52;c;cHduZWQ=\\x07b\\x1b]2;TITLE\\x07c\\x1b[2Jd\\x9b31me\\u202ef\\x0dg\\x08h"
 
 
 def harmless(text: str) -> bool:
-    """No control character but tab and newline: the painter's own colour
+    """No control character but tab and newline, no bidi override: the painter's own colour
     (SGR) sequences aside."""
     bare = re.sub(r"\x1b\[[0-9;]*m", "", text)
-    return re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", bare) is None
+    return re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", bare) is None
 
 
 @pytest.mark.parametrize("painter", [PLAIN, COLOUR], ids=["plain", "colour"])

@@ -3,8 +3,9 @@
 File names (a cloned repository's skill folders), tool names and answers the model chose, error
 bodies a server sent: written as they are, ``\\x1b]52;c;...\\x07`` sets the clipboard (OSC 52),
 ``\\x1b]0;...`` the window title, ``\\x1b[2J`` clears the screen and ``\\r`` writes over a line
-already shown. Every C0 control but tab and newline, DEL and the C1 controls are shown as
-``\\x1b``-style escapes instead.
+already shown, U+202E shows the rest of a line reversed. Every C0 control but tab and newline,
+DEL, the C1 controls and the bidirectional overrides and isolates are shown as ``\\x1b``- and
+``\\u202e``-style escapes instead.
 
 Print, JSON and RPC modes write their notes and errors to stderr through ``EscapingWriter``
 (tty or not: a log file is read in a terminal later), and print mode its answer too when stdout
@@ -17,14 +18,19 @@ import re
 from collections.abc import Iterable
 from typing import TextIO
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
     """``text`` with its control characters (but tab and newline) escaped."""
     if text.isprintable() or _CONTROL.search(text) is None:
         return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class EscapingWriter:
