@@ -24,6 +24,7 @@ from tether.cli.transcript import render_transcript
 
 PLAIN = render.Painter(width=80, color=False)
 COLOUR = render.Painter(width=80, color=True)
+PLAIN_100 = render.Painter(width=100, color=False)
 HOSTILE = "a\x1b]52;c;cHduZWQ=\x07b\x1b]2;TITLE\x07c\x1b[2Jd\x9b31me\u202ef\rg\x08h"
 SHOWN = "a\\x1b]52;c;cHduZWQ=\\x07b\\x1b]2;TITLE\\x07c\\x1b[2Jd\\x9b31me\\u202ef\\x0dg\\x08h"
 
@@ -67,7 +68,7 @@ def test_every_piece_from_elsewhere_is_shown_escaped(painter: render.Painter) ->
         render.shell_run(
             painter, {"role": "bashExecution", "command": HOSTILE, "output": HOSTILE}, expanded=True
         ),
-        render.live_area(painter, answer, [(HOSTILE, {"a": HOSTILE})], HOSTILE, True, True),
+        render.live_area(painter, answer, [(HOSTILE, {"a": HOSTILE})], HOSTILE, True, True, 24),
         *render.ended_message(painter, answer, show_thinking=True),
         render_transcript(
             painter, [{"role": "user", "content": HOSTILE}, answer, tool_result], show_thinking=True
@@ -124,3 +125,61 @@ def test_escapes_from_the_model_a_command_and_a_file_do_not_reach_the_terminal(c
             assert shown in screen, screen
     finally:
         terminal.close()
+
+
+class CountingPainter(render.Painter):
+    """Counts the characters it is given to render: the work a frame costs."""
+
+    given: list[int]
+
+    def markdown(self, text: str) -> str:
+        self.given.append(len(text))
+        return super().markdown(text)
+
+    def styled(self, text: str, style: str) -> str:
+        self.given.append(len(text))
+        return super().styled(text, style)
+
+
+def counting(width: int) -> CountingPainter:
+    painter = CountingPainter(width=width, color=False)
+    object.__setattr__(painter, "given", [])
+    return painter
+
+
+def streaming(text: str, kind: str = "text") -> dict[str, object]:
+    return {"role": "assistant", "content": [{"type": kind, kind: text}]}
+
+
+def test_a_frame_of_a_long_streaming_answer_renders_what_can_be_on_screen() -> None:
+    """A frame rendered the whole answer: each cost its length, 1.5 s at 200,000 characters, so
+    the stream and Esc waited and the run slowed quadratically. Now a frame renders the end that
+    fits the screen, and it looks as the end of the whole answer does (one line of 200,000
+    characters: its end, wrapped from where the cut fell)."""
+    paragraph = "Some words of a long answer, `code` and **bold** in them, going on.\n\n"
+    answer = paragraph * 3000  # 210,000 characters
+    for text in (answer, answer.replace("\n\n", " ") + "the end"):
+        painter = counting(100)
+        frame = render.live_area(painter, streaming(text), [], None, True, False, 24)
+        assert sum(painter.given) <= 2 * 24 * 100 + 10, painter.given
+        assert len(frame.split("\n")) == 24
+        assert frame.rstrip().endswith("the end" if "the end" in text else "going on.")
+    frame = render.live_area(PLAIN_100, streaming(answer), [], None, True, False, 24)
+    assert frame == render.tail_lines(PLAIN_100.markdown(answer), 24)
+    thinking = "a thought\n" * 50_000
+    painter = counting(100)
+    frame = render.live_area(painter, streaming(thinking, "thinking"), [], None, True, True, 24)
+    assert sum(painter.given) <= 2 * 24 * 100 + 10
+    assert frame.splitlines() == ["a thought"] * 24
+
+
+def test_a_long_code_block_streaming_stays_code_at_its_end() -> None:
+    code = "```python\n" + "".join(f"value_{n} = {n}  # a line of code\n" for n in range(5000))
+    painter = counting(100)
+    frame = render.live_area(painter, streaming(code), [], None, True, False, 24)
+    assert sum(painter.given) <= 2 * 24 * 100 + 20
+    assert frame == render.tail_lines(PLAIN_100.markdown(code), 24)
+    closed = code + "```\n\n" + "after the code\n" * 10
+    frame = render.live_area(counting(100), streaming(closed), [], None, True, False, 24)
+    assert frame == render.tail_lines(PLAIN_100.markdown(closed), 24)
+    assert "after the code" in frame and "```" in frame

@@ -116,7 +116,7 @@ class InteractiveApp:
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._revision = 0
         """Bumped on every change the live area shows; keys its render cache."""
-        self._live_cache: tuple[tuple[int, int, bool, bool], str] | None = None
+        self._live_cache: tuple[tuple[int, int, int, bool, bool], str] | None = None
         self._unsubscribe: Callable[[], None] = lambda: None
         self._compaction_reports = 0
         self._files = FileIndex(cwd)
@@ -402,17 +402,22 @@ class InteractiveApp:
     def _live_text_raw(self) -> str:
         """The live area's text, rendered once per state (prompt-toolkit asks several times per
         redraw, and re-rendering a long answer's markdown is the expensive part)."""
-        key = (self._revision, self._width, self.show_thinking, self.busy)
+        key = (self._revision, self._width, self.rows(), self.show_thinking, self.busy)
         if self._live_cache is None or self._live_cache[0] != key:
             self._live_cache = (key, self._render_live())
         return self._live_cache[1]
 
     def _render_live(self) -> str:
         question = self._approval[0] if self._approval is not None else None
-        text = render.live_area(
-            self.painter(), self._live, self._tools.values(), question, self.busy, self.show_thinking
+        return render.live_area(
+            self.painter(),
+            self._live,
+            self._tools.values(),
+            question,
+            self.busy,
+            self.show_thinking,
+            max(3, self.rows() - 6),
         )
-        return render.tail_lines(text, max(3, self.rows() - 6))
 
     def _live_text(self) -> AnyFormattedText:
         return ANSI(self._live_text_raw())

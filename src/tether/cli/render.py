@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -194,7 +195,6 @@ def _diff_line(body: Text, mark: str, text: str, other: str | None, style: str) 
     """One removed or added line; with ``other`` (the line it pairs with), the words that differ
     from it marked."""
     import difflib
-    import re
 
     body.append(f"  {mark}", style=style)
     if other is None:
@@ -350,17 +350,22 @@ def live_area(
     question: str | None,
     busy: bool,
     show_thinking: bool,
+    rows: int,
 ) -> str:
-    """The interactive mode's live area: the answer streaming now (``live``), the tools running
-    (name, arguments), a pending approval ``question``, or while ``busy`` with nothing to show, a
-    line saying the agent works."""
+    """The interactive mode's live area, its last ``rows`` lines: the answer streaming now
+    (``live``), the tools running (name, arguments), a pending approval ``question``, or while
+    ``busy`` with nothing to show, a line saying the agent works. Of a long answer (or expanded
+    thinking) only the end that can be on screen is rendered (``live_source``)."""
     parts: list[str] = []
     for block in cast(list[dict[str, Any]], (live or {}).get("content", [])):
         kind = block.get("type")
         if kind == "thinking":
-            parts.append(thinking_text(painter, block["thinking"], expanded=show_thinking))
+            thinking = block["thinking"]
+            if show_thinking:
+                thinking = live_source(thinking, rows, painter.width, markdown=False)
+            parts.append(thinking_text(painter, thinking, expanded=show_thinking))
         elif kind == "text" and block["text"].strip():
-            parts.append(painter.markdown(block["text"]))
+            parts.append(painter.markdown(live_source(block["text"], rows, painter.width)))
         elif kind == "toolCall":
             parts.append(tool_header(painter, block["name"], block.get("arguments", {}), "running"))
     parts += [tool_header(painter, name, args, "running") for name, args in tools]
@@ -368,7 +373,43 @@ def live_area(
         parts.append(painter.styled(f"? {question}\n  allow? [y]es / [n]o / [a]lways", "warning.strong"))
     elif busy and not parts:
         parts.append(painter.styled("working… (Esc to abort)", "muted"))
-    return "\n".join(p for p in parts if p)
+    return tail_lines("\n".join(p for p in parts if p), rows)
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def live_source(text: str, rows: int, width: int, *, markdown: bool = True) -> str:
+    """The end of a streaming ``text`` that fills at least ``rows`` lines ``width`` wide: its last
+    ``2 * rows`` lines (twice: blank lines between blocks may merge), and of those no more than
+    ``2 * rows * width`` characters.
+
+    The live area is redrawn as the answer grows (up to 33 times a second); rendering all of it
+    every time made each frame cost the answer's length (1.9 s a frame at 200,000 characters,
+    the stream and Esc waiting behind it; 60 ms now, at any length). A code block open where the cut falls is opened again
+    (``markdown``), so its end still shows as code; what else starts before the cut (a table's
+    header) is missed until the answer ends and is rendered whole."""
+    lowest = len(text) - 2 * rows * max(width, 1)
+    if lowest <= 0:
+        return text
+    start = len(text)
+    for _ in range(2 * rows):
+        start = text.rfind("\n", lowest, start)
+        if start < 0:
+            start = lowest - 1
+            break
+    start += 1
+    tail = text[start:]
+    if not markdown:
+        return tail
+    fence: tuple[str, int, str] | None = None  # (mark, length, info) of the block open at start
+    for match in _FENCE.finditer(text, 0, start):
+        marks, rest = match.group(1), match.group(2)
+        if fence is None:
+            fence = (marks[0], len(marks), rest.strip())
+        elif marks[0] == fence[0] and len(marks) >= fence[1] and not rest.strip():
+            fence = None
+    return tail if fence is None else f"{fence[0] * fence[1]}{fence[2]}\n{tail}"
 
 
 def tool_end(painter: Painter, name: str, args: object, event: Mapping[str, Any]) -> str:
