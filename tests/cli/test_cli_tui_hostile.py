@@ -10,6 +10,7 @@ the line reversed (a terminal with bidi support). Each piece is shown escaped no
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import sys
@@ -183,3 +184,28 @@ def test_a_long_code_block_streaming_stays_code_at_its_end() -> None:
     frame = render.live_area(counting(100), streaming(closed), [], None, True, False, 24)
     assert frame == render.tail_lines(PLAIN_100.markdown(closed), 24)
     assert "after the code" in frame and "```" in frame
+
+
+def test_an_edit_of_a_very_long_line_compares_no_more_words_than_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The changed words of an edited line were found by a quadratic comparison: a 59,000
+    character line (minified code) took 121 s, the screen frozen. A longer pair is shown in its
+    colour, its words unmarked; short lines keep their marks."""
+    compared: list[int] = []
+    original = difflib.SequenceMatcher
+
+    def counting_matcher(
+        junk: object, a: list[str], b: list[str], autojunk: bool
+    ) -> difflib.SequenceMatcher[str]:
+        compared.append(len(a) * len(b))
+        return original(None, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", counting_matcher)
+    old = " ".join(f"w{n}" for n in range(10_000))
+    new = old.replace("w5 ", "changed ", 1)
+    shown = render.diff_text(
+        COLOUR, f"@@ -1 +1 @@\n-{old}\n+{new}\n-short line\n+short lane\n", expanded=True
+    )
+    assert max(compared) <= render.WORD_DIFF_LIMIT and len(compared) == 2, compared
+    assert "\x1b[1;7;32mlane" in shown and "\x1b[1;7;32mchanged" not in shown

@@ -32,6 +32,10 @@ FOLDED_LINES = 4
 """Lines of a tool result shown before it is folded."""
 FOLDED_DIFF_LINES = 20
 """Lines of an edit's diff shown before it is folded: the diff is what a reader checks."""
+WORD_DIFF_LIMIT = 200 * 200
+"""The most (words of a removed line) x (words of the added one) compared for their changed
+words: the comparison is quadratic, and an edit of a 59,000-character line (minified code) took
+121 s, the screen frozen; a longer pair is shown in its colour without the words marked."""
 
 
 def safe_text(text: str) -> str:
@@ -201,6 +205,9 @@ def _diff_line(body: Text, mark: str, text: str, other: str | None, style: str) 
         body.append(text + "\n", style=style)
         return
     mine, theirs = re.findall(r"\w+|\W", text), re.findall(r"\w+|\W", other)
+    if len(mine) * len(theirs) > WORD_DIFF_LIMIT:
+        body.append(text + "\n", style=style)
+        return
     matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
     for tag, start, end, _, _ in matcher.get_opcodes():
         piece = "".join(mine[start:end])
