@@ -209,3 +209,24 @@ def test_an_edit_of_a_very_long_line_compares_no_more_words_than_the_limit(
     )
     assert max(compared) <= render.WORD_DIFF_LIMIT and len(compared) == 2, compared
     assert "\x1b[1;7;32mlane" in shown and "\x1b[1;7;32mchanged" not in shown
+
+
+def test_a_folded_result_or_diff_takes_a_few_rows_however_long_its_lines() -> None:
+    """A command's one line of 1 MB was 10,000 rows of scrollback under a result "folded to 4
+    lines" (a second of laying out, too). Each line of a folded result or diff now takes at most
+    ``FOLDED_LINE_ROWS`` rows, ending in ``…`` when cut; Ctrl-O still shows it whole."""
+    rows = render.FOLDED_LINE_ROWS + 1  # (rich starts a word too long for the first row below it)
+    for text in ("y" * 1_000_000, "界" * 300_000 + "\nsecond", "e\u0301" * 200_000):
+        folded = render.tool_result(PLAIN_100, text, is_error=False, expanded=False).splitlines()
+        assert len(folded) <= rows * (1 + text.count("\n")) + 1, len(folded)
+        assert folded[-1] == "  └ … long lines cut  [Ctrl-O to expand]"
+        assert any(line.endswith("…") for line in folded[:rows])
+    diff = render.diff_text(PLAIN_100, f"@@ -1 +1 @@\n-{'a' * 100_000}\n+{'b' * 100_000}\n", expanded=False)
+    assert len(diff.splitlines()) <= 1 + 2 * rows
+    short = "a line that fits\nanother"
+    assert (
+        render.tool_result(PLAIN_100, short, is_error=False, expanded=False)
+        == "  │ a line that fits\n  │ another"
+    )
+    whole = render.tool_result(PLAIN_100, "y" * 10_000, is_error=False, expanded=True)
+    assert whole.count("y") == 10_000

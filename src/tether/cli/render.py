@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
@@ -32,6 +33,9 @@ FOLDED_LINES = 4
 """Lines of a tool result shown before it is folded."""
 FOLDED_DIFF_LINES = 20
 """Lines of an edit's diff shown before it is folded: the diff is what a reader checks."""
+FOLDED_LINE_ROWS = 3
+"""Rows one line of a folded result or diff may take: a command's one line of 1 MB was 10,000
+rows of scrollback (and a second of laying out) under a result "folded to 4 lines"."""
 WORD_DIFF_LIMIT = 200 * 200
 """The most (words of a removed line) x (words of the added one) compared for their changed
 words: the comparison is quadratic, and an edit of a 59,000-character line (minified code) took
@@ -130,13 +134,26 @@ def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) 
     lines = safe_text(text).splitlines() or ["(no output)"]
     hidden = 0 if expanded else max(0, len(lines) - FOLDED_LINES)
     shown = lines if hidden == 0 else lines[:FOLDED_LINES]
+    if not expanded:
+        shown = [_folded_line(line, painter.width) for line in shown]
     style = "error" if is_error else "muted"
     body = Text()
     for line in shown:
         body.append("  │ " + line + "\n", style=style)
     if hidden:
         body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
+    elif shown != lines:
+        body.append("  └ … long lines cut  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
+
+
+def _folded_line(line: str, width: int) -> str:
+    """``line`` cut to ``FOLDED_LINE_ROWS`` rows of the indented result, ending in ``…`` when cut."""
+    cells = FOLDED_LINE_ROWS * max(width - 4, 1)
+    head = line[: 4 * cells]  # enough characters to fill the rows (combining marks take none)
+    if len(head) == len(line) and cell_len(head) <= cells:
+        return line
+    return set_cell_size(head, cells - 1).rstrip() + "…"
 
 
 def finished_tool(
@@ -162,6 +179,8 @@ def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
     lines = [line for line in safe_text(diff).splitlines() if not line.startswith(("--- ", "+++ "))]
     hidden = 0 if expanded else max(0, len(lines) - FOLDED_DIFF_LINES)
     shown = lines if hidden == 0 else lines[:FOLDED_DIFF_LINES]
+    if not expanded:
+        shown = [_folded_line(line, painter.width) for line in shown]
     body = Text()
     index = 0
     while index < len(shown):
