@@ -230,3 +230,16 @@ def test_a_folded_result_or_diff_takes_a_few_rows_however_long_its_lines() -> No
     )
     whole = render.tool_result(PLAIN_100, "y" * 10_000, is_error=False, expanded=True)
     assert whole.count("y") == 10_000
+
+
+def test_text_nested_deeper_than_the_markdown_parser_goes_is_still_shown() -> None:
+    """markdown-it stops parsing a block 20 levels deep and drops what is below: the items of a
+    list ten levels deep, the text of a quote twenty deep vanished without a sign. Such an answer
+    is shown as its source; one nested a few levels stays markdown."""
+    listed = "".join("  " * depth + f"- item{depth}\n" for depth in range(12))
+    shown = PLAIN_100.markdown(listed)
+    assert all(f"item{depth}" in shown for depth in range(12)), shown
+    for deep in ("> " * 20 + "the end", "> " * 10_000 + "the end", "- " * 10_000 + "the end"):
+        assert "the end" in PLAIN_100.markdown("before\n\n" + deep)
+    shallow = PLAIN_100.markdown("- one\n  - two\n    > three")
+    assert "•" in shallow and "- one" not in shallow

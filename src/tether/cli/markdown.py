@@ -8,6 +8,11 @@ Three differences from rich's defaults, each what a reader of a model's answer e
   it can be seen where code starts and ends and copied as markdown.
 - Headings are left-aligned (rich centres a level-1 heading) and keep their ``#`` marks, so
   their level shows without colour too.
+
+And one safeguard: markdown-it stops parsing a block nested 20 levels deep (``maxNesting``), and
+what is below is dropped: the items of a list more than nine levels deep, the text of a quote
+twenty levels deep, vanished from the screen without a sign. Such an answer is shown as its
+source text instead.
 """
 
 from __future__ import annotations
@@ -46,7 +51,19 @@ class AnswerMarkdown(Markdown):
 
     def __init__(self, markup: str, code_theme: str = "ansi_dark") -> None:
         super().__init__(markup, code_theme=code_theme)
+        self.too_deep = any(token.level >= _MAX_NESTING - 1 for token in self.parsed)
         _keep_line_breaks(self.parsed)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.too_deep:
+            yield Text(self.markup)
+        else:
+            yield from super().__rich_console__(console, options)
+
+
+_MAX_NESTING = 20
+"""markdown-it's ``maxNesting`` in the (commonmark) parser rich makes: a block reaching it may
+have lost what was nested below."""
 
 
 def _keep_line_breaks(tokens: list[Token]) -> None:
