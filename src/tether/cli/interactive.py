@@ -43,7 +43,15 @@ from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from tether.ai.abort import AbortController
-from tether.cli import footer, interactive_commands, interactive_views as views, render, screens, themes
+from tether.cli import (
+    footer,
+    interactive_commands,
+    interactive_paste,
+    interactive_views as views,
+    render,
+    screens,
+    themes,
+)
 from tether.cli.completers import CommandCompleter, FileCompleter
 from tether.cli.file_index import FileIndex
 from tether.cli.interactive_extensions import ExtensionDisplay
@@ -237,6 +245,7 @@ class InteractiveApp:
             multiline=True, history=history if history is not None else _history(), complete_while_typing=True
         )
         self._app = self._build(self._buffer)
+        interactive_paste.install(self._app.input)
         self._use(core)
         return self._app
 

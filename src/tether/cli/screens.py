@@ -33,6 +33,7 @@ from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.styles import Style
 
+from tether.cli import interactive_paste
 from tether.cli.keybindings import DEFAULTS, Bindings
 from tether.session.tree_view import (
     FILTERS,
@@ -212,7 +213,11 @@ def own_input() -> Input:
     keys reach the view alone; both read the same descriptor, one at a time (the suspended one
     is detached)."""
     shared = get_app_session().input
-    return Vt100Input(shared.stdin) if isinstance(shared, Vt100Input) else shared
+    if not isinstance(shared, Vt100Input):
+        return shared
+    own = Vt100Input(shared.stdin)
+    interactive_paste.install(own)
+    return own
 
 
 def follow_reflow(app: Application[Any]) -> None:

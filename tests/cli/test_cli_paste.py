@@ -1,0 +1,81 @@
+"""A bracketed paste reaches the input box in time proportional to its length.
+
+prompt-toolkit's parser appended each read of a paste to one string and searched all of it for
+the end mark after every read: 73 s for a 5 MB paste read a kilobyte at a time, the screen
+frozen. ``PasteParser`` searches each read alone (with the characters before it where the mark
+may begin); these tests check it reads what prompt-toolkit's parser reads, however the terminal
+cut the input.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from prompt_toolkit.input.vt100_parser import Vt100Parser
+from prompt_toolkit.key_binding import KeyPress
+from prompt_toolkit.keys import Keys
+
+from tether.cli.interactive_paste import PasteParser
+
+
+def keys(parser_class: type[Vt100Parser], reads: list[str]) -> list[tuple[object, str]]:
+    got: list[KeyPress] = []
+    parser = parser_class(got.append)
+    for data in reads:
+        parser.feed(data)
+    parser.flush()
+    return [(press.key, press.data) for press in got]
+
+
+def test_pastes_read_in_pieces_are_the_keys_prompt_toolkit_reads() -> None:
+    chooser = random.Random(7)
+    for _ in range(500):
+        text = "".join(
+            chooser.choice(["a", "é", "\n", "\x1b", "[", "2", "0", "1", "~", "\x1b[A"]) for _ in range(30)
+        )
+        text = text.replace("\x1b[201~", "")
+        stream = f"x\x1b[200~{text}\x1b[201~y\x1b[200~\x1b[201~\x1b[B\x1b[200~{text[::-1]}"
+        cuts = sorted(chooser.sample(range(1, len(stream)), chooser.randint(0, 10)))
+        reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        assert keys(PasteParser, reads) == keys(Vt100Parser, [stream]), reads
+
+
+def test_a_5_mb_paste_read_a_kilobyte_at_a_time_arrives_whole() -> None:
+    pasted = ("word " * 20 + "\n") * 50_000
+    stream = "\x1b[200~" + pasted + "\x1b[201~typed"
+    reads = [stream[start : start + 1024] for start in range(0, len(stream), 1024)]
+    got = keys(PasteParser, reads)
+    assert got[0] == (Keys.BracketedPaste, pasted)
+    assert "".join(data for _, data in got[1:]) == "typed"
+
+
+def test_the_interactive_mode_reads_its_terminal_with_it(tmp_path: Path) -> None:
+    from prompt_toolkit.application.current import create_app_session
+    from prompt_toolkit.history import InMemoryHistory
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from tether.agent import Agent
+    from tether.cli.interactive import InteractiveApp
+    from tether.cli.keybindings import DEFAULTS
+    from tether.cli.screens import own_input
+    from tether.session import AgentSession, SessionManager
+    from tether.testing.scripted import ScriptedModel, reply
+
+    stream = ScriptedModel([reply("ok")])
+    with SessionManager.at(tmp_path / "s.db") as sessions, create_pipe_input() as pipe:
+        core = AgentSession(
+            Agent(model=stream.model, stream_fn=stream),
+            sessions.create(str(tmp_path)),
+            sessions=sessions,
+            cwd=tmp_path,
+        )
+        with create_app_session(input=pipe, output=DummyOutput()):
+            ui = InteractiveApp(cwd=tmp_path, bindings=DEFAULTS)
+            app = ui.attach(core, history=InMemoryHistory())
+            try:
+                assert isinstance(getattr(app.input, "vt100_parser", None), PasteParser)
+                assert isinstance(getattr(own_input(), "vt100_parser", None), PasteParser)  # the views'
+            finally:
+                ui.detach()
