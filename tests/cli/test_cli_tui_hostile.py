@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
@@ -243,3 +244,30 @@ def test_text_nested_deeper_than_the_markdown_parser_goes_is_still_shown() -> No
         assert "the end" in PLAIN_100.markdown("before\n\n" + deep)
     shallow = PLAIN_100.markdown("- one\n  - two\n    > three")
     assert "•" in shallow and "- one" not in shallow
+
+
+def test_file_and_command_names_in_the_menus_are_shown_escaped(tmp_path: Path) -> None:
+    """prompt-toolkit shows C0 and C1 controls as ``^[`` and ``<9b>`` but passes the bidi
+    overrides: a file named ``a\\u202eb`` in the ``@`` menu (and a session name in ``/resume``,
+    a message in ``/tree``) showed the rest of its line reversed. Inserted, the name stays whole."""
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from tether.cli.completers import CommandCompleter, FileCompleter
+    from tether.cli.file_index import FileIndex
+
+    name = "evil\u202etxt.exe\x1b]2;x\x07"
+    (tmp_path / name).write_text("x")
+    index = FileIndex(tmp_path)
+    for ready in (False, True):  # the folder-by-folder fallback, then the index
+        if ready:
+            index.start()
+            assert index.wait(30)
+        text = "look at @evil"
+        (found,) = FileCompleter(index).get_completions(Document(text, len(text)), CompleteEvent())
+        assert harmless(found.display_text) and "\\u202e" in found.display_text, found.display_text
+        assert name in text[: len(text) + found.start_position] + found.text
+    (command,) = CommandCompleter([(name, f"runs {name}")]).get_completions(
+        Document("/evil", 5), CompleteEvent()
+    )
+    assert harmless(command.display_text) and harmless(command.display_meta_text)

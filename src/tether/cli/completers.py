@@ -14,6 +14,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from tether.cli.file_index import FileIndex, in_order
+from tether.cli.terminal_text import visible
 from tether.tools.completion import MentionCompleter
 
 
@@ -47,7 +48,10 @@ class CommandCompleter(Completer):
             return
         for name in rank(text[1:], self._commands):
             yield Completion(
-                name, start_position=-(len(text) - 1), display=f"/{name}", display_meta=self._commands[name]
+                name,
+                start_position=-(len(text) - 1),
+                display=visible(f"/{name}"),
+                display_meta=visible(self._commands[name]),
             )
 
 
@@ -65,8 +69,9 @@ class FileCompleter(Completer):
         if not word.startswith("@"):
             return
         if not self._index.ready:
-            yield from self._fallback.get_completions(document, complete_event)
+            for found in self._fallback.get_completions(document, complete_event):
+                yield Completion(found.text, found.start_position, display=visible(found.display_text))
             return
         partial = word[1:]
         for path in self._index.search(partial, self._limit):
-            yield Completion(path, start_position=-len(partial), display=path)
+            yield Completion(path, start_position=-len(partial), display=visible(path))

@@ -21,6 +21,7 @@ from prompt_toolkit.layout import ConditionalContainer, HSplit, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 
 from tether.cli.screens import Lines, Viewport, application, navigation_keys, run_view
+from tether.cli.terminal_text import visible
 from tether.session.stats import SessionRow
 from tether.session.tree_view import fit
 from tether.wire import ModelInfo
@@ -69,7 +70,7 @@ class _Picker:
 
         def line(i: int) -> StyleAndTextTuples:
             selected = i == self.view.cursor
-            text = fit(("› " if selected else "  ") + labels[self.shown[i]], width)
+            text = fit(("› " if selected else "  ") + visible(labels[self.shown[i]]), width)
             return [("class:row.selected" if selected else "", text)]
 
         return len(self.shown), line

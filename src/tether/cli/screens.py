@@ -35,6 +35,7 @@ from prompt_toolkit.styles import Style
 
 from tether.cli import interactive_paste
 from tether.cli.keybindings import DEFAULTS, Bindings
+from tether.cli.terminal_text import visible
 from tether.session.tree_view import (
     FILTERS,
     HERE,
@@ -448,7 +449,7 @@ async def pick_tree_row(
             style = "class:row.selected" if selected else "class:row.path" if row.on_path else "class:row.off"
             when = source.label_times.get(row.id) if label_times[0] else None
             stamp = label_time(when, now) if when is not None else None
-            text = ("› " if selected else "  ") + row_line(row, width - 2, stamp)
+            text = ("› " if selected else "  ") + visible(row_line(row, width - 2, stamp))
             if row.current and text.endswith(HERE) and not selected:
                 return [(style, text[: -len(HERE)]), ("class:row.here", HERE)]
             return [(style, text)]
@@ -579,7 +580,7 @@ async def pick_option(title: str, options: Sequence[str], *, color: bool, start:
     def lines(width: int, height: int) -> tuple[int, Callable[[int], StyleAndTextTuples]]:
         def line(i: int) -> StyleAndTextTuples:
             selected = i == view.cursor
-            text = fit(f"{'›' if selected else ' '} {i + 1}. {options[i]}", width)
+            text = fit(f"{'›' if selected else ' '} {i + 1}. {visible(options[i])}", width)
             return [("class:row.selected" if selected else "", text)]
 
         return len(options), line
