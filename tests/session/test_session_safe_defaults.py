@@ -98,3 +98,31 @@ async def test_closing_while_the_user_has_not_answered_withdraws_the_question(tm
     assert withdrawn == ["write"] and not outside.exists()
     refusal = next(m for m in added if m["role"] == "toolResult")
     assert tether.message_text(refusal) == "The run was aborted before the user approved this call."
+
+
+async def test_a_tool_of_the_programs_named_as_a_built_in_one_replaces_it(tmp_path: Path) -> None:
+    """Two tools of one name reached the model (a provider refuses the whole request over it) and
+    the last of them ran; now the later one takes the earlier one's place, as an extension's tool
+    replaces a built-in one (``docs/extensions.md``), as in pi."""
+
+    @tether.tool
+    async def read(path: str) -> str:
+        """Read from the program's own store."""
+        return f"stored {path}"
+
+    call = '{"content": [{"type": "toolCall", "name": "read", "arguments": {"path": "a"}}]}'
+    core = create_agent_session(
+        AgentOptions(model=script(tmp_path, call, '{"content": []}')),
+        cwd=tmp_path,
+        session=NOWHERE,
+        extra_tools=[read],
+    )
+    assert [t.name for t in core.agent.tools] == list(tether.READ_ONLY_TOOLS)
+    assert core.agent.tools[0] is read
+    added = await core.prompt("read a")
+    await core.close()
+    assert tether.message_text(added[2]) == "stored a"
+    stream_fn = core.agent.stream_fn
+    assert isinstance(stream_fn, tether.ScriptedModel)
+    sent = [t["name"] for t in stream_fn.requests[0].context.get("tools", [])]
+    assert sent == list(tether.READ_ONLY_TOOLS)

@@ -336,6 +336,7 @@ def create_agent_session(
                     if c.name in configured
                 ),
             ]
+        built = _one_per_name(built)
         if settings.max_connections:
             from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
 
@@ -469,6 +470,21 @@ def _models_file_notes() -> list[str]:
     from tether.ai.models import models_file_problems
 
     return models_file_problems()
+
+
+def _one_per_name(tools: list[AgentTool]) -> list[AgentTool]:
+    """``tools`` with each name once: a later tool (yours, an extension's) takes the place of an
+    earlier one of its name (a built-in ``read``), as in pi. Both would reach the model, which a
+    provider refuses, and only the later one would run."""
+    at: dict[str, int] = {}
+    kept: list[AgentTool] = []
+    for tool in tools:
+        if tool.name in at:
+            kept[at[tool.name]] = tool
+        else:
+            at[tool.name] = len(kept)
+            kept.append(tool)
+    return kept
 
 
 def _first_set(*choices: Sequence[str | AgentTool] | None) -> Sequence[str | AgentTool]:
