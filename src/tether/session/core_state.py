@@ -41,7 +41,7 @@ from tether.session.events import (
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_message
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_new_message
 
 if TYPE_CHECKING:
     from tether.mcp import McpServers
@@ -364,7 +364,7 @@ class CoreState:
                 return self._vouch([message])
             content: Any = [{"type": "text", "text": prompt}, *images]
             built: AgentMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
-            return self._vouch([decode_message(built, "prompt")])
+            return self._vouch([decode_new_message(built, "prompt")])
         if images:
             raise ValueError("images can only be given with a text prompt; put them in the message instead")
         if isinstance(prompt, dict):
@@ -375,7 +375,7 @@ class CoreState:
             raise WireError(
                 "prompt", f"expected a text, a message or a list of messages, got {type(prompt).__name__}"
             )
-        return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
+        return self._vouch([decode_new_message(m, f"messages[{i}]") for i, m in enumerate(given)])
 
     def _forget_unrecorded_inputs(self) -> None:
         """Drop what ``_vouch`` holds for inputs that will never be recorded (a prompt the run
