@@ -363,3 +363,21 @@ async def test_plain_function_tool_hooks_are_called_as_the_other_hooks_are() -> 
         (True, [{"type": "text", "text": "not now"}], {}),  # blocked: never ran, nothing to finalize
     ]
     assert sorted(asked) == ["after", "before", "before"]
+
+
+async def test_a_transform_context_answering_no_list_ends_the_run_naming_it() -> None:
+    """It was blamed on the next step: "convert_to_llm failed: TypeError: object of type 'NoneType'
+    has no len()", a hook the program never set."""
+
+    async def forgets_to_return(messages: list[AgentMessage], signal: AbortSignal | None) -> Any:
+        messages.append(user("note"))
+
+    model = ScriptedModel(_responses())
+    recorder = Recorder()
+    result = await _run(
+        AgentLoopConfig(model=model.model, transform_context=forgets_to_return), model, recorder
+    )
+    assert result[-1].get("errorMessage") == (
+        "transform_context failed: TypeError: it returned NoneType, not a list of messages"
+    )
+    check_invariants(recorder.trace(result))
