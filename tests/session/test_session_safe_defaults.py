@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any, cast
+
+import pytest
 
 import tether
 from tether.session.factory import SessionChoice, create_agent_session, start_session
@@ -126,3 +129,29 @@ async def test_a_tool_of_the_programs_named_as_a_built_in_one_replaces_it(tmp_pa
     assert isinstance(stream_fn, tether.ScriptedModel)
     sent = [t["name"] for t in stream_fn.requests[0].context.get("tools", [])]
     assert sent == list(tether.READ_ONLY_TOOLS)
+
+
+def test_a_programs_tool_no_provider_would_take_is_refused_at_once(tmp_path: Path) -> None:
+    """As an extension's is left out (``tether.agent.tool_check``): sent as it was, every request
+    of the session failed at the provider, or the run failed as "agent loop failed:
+    AttributeError: 'NoneType' object has no attribute 'model_json_schema'"."""
+    from tether.agent import AgentTool, AgentToolResult
+
+    async def run(*_: object) -> AgentToolResult[None]:
+        return AgentToolResult(content=[])
+
+    @tether.tool(name="look up")
+    async def look_up(term: str) -> str:
+        """Look a term up."""
+        return term
+
+    no_schema = AgentTool(name="t", label="t", description="", parameters=cast(Any, None), execute=run)
+    for tools, problem in (
+        ([look_up], "tool 'look up': the name 'look up' is not 1-64 letters, digits, '_' or '-'"),
+        ([no_schema], "tool 't': its parameters must be a JSON Schema object, not NoneType"),
+    ):
+        with pytest.raises(tether.SetupError) as raised:
+            create_agent_session(
+                AgentOptions(model=script(tmp_path)), cwd=tmp_path, session=NOWHERE, extra_tools=tools
+            )
+        assert str(raised.value) == problem
