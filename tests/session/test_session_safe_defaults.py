@@ -155,3 +155,10 @@ def test_a_programs_tool_no_provider_would_take_is_refused_at_once(tmp_path: Pat
                 AgentOptions(model=script(tmp_path)), cwd=tmp_path, session=NOWHERE, extra_tools=tools
             )
         assert str(raised.value) == problem
+
+
+def test_tools_given_as_one_text_is_refused_saying_how_to_write_it(tmp_path: Path) -> None:
+    """It was read letter by letter: "Unknown tool(s): r, e, a, d"."""
+    with pytest.raises(tether.SetupError) as raised:
+        create_agent_session(AgentOptions(model=script(tmp_path), tools=cast(Any, "read")), session=NOWHERE)
+    assert str(raised.value) == "tools takes a list of names or tools: tools=['read'], not tools='read'"

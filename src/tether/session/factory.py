@@ -295,6 +295,10 @@ def create_agent_session(
     settings = settings if settings is not None else Settings()
     from tether.tools import READ_ONLY_TOOLS
 
+    if isinstance(options.tools, str):  # else read as its letters: "Unknown tool(s): r, e, a, d"
+        raise SetupError(
+            f"tools takes a list of names or tools: tools=[{options.tools!r}], not tools={options.tools!r}"
+        )
     chosen = _first_set(options.tools, settings.tools, READ_ONLY_TOOLS)
     names = [t for t in chosen if isinstance(t, str)]
     if (
