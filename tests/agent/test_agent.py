@@ -439,3 +439,19 @@ def test_a_prompt_made_before_the_event_loop_runs() -> None:
     agent, _ = make_agent(reply("hello"))
     added = asyncio.run(agent.prompt("hi"))
     assert texts(added) == [("user", "hi"), ("assistant", "hello")]
+
+
+async def test_a_model_record_missing_fields_is_refused_naming_them() -> None:
+    """A model dict written by hand (pydantic-ai and the OpenAI SDK take a name) without ``api``
+    raised a bare ``KeyError: 'api'`` out of ``prompt()``; without ``maxTokens`` the reply failed
+    as "KeyError: 'maxTokens'", after the request was on its way for some other fields."""
+    from tether.errors import ModelError
+    from tether.testing.loopback import loopback_model
+
+    model: Any = {
+        k: v for k, v in loopback_model("http://127.0.0.1:9").items() if k not in ("api", "maxTokens")
+    }
+    agent = Agent(model=model)
+    with pytest.raises(ModelError, match=r"^the model lacks api, maxTokens: take it from tether\.find_model"):
+        await agent.prompt("hi")
+    assert agent.messages == [] and not agent.is_streaming

@@ -314,3 +314,70 @@ async def test_cancelling_the_caller_during_a_tool_still_cancels_the_run() -> No
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
+
+
+@pytest.mark.parametrize("hook", ["before_tool_call", "after_tool_call"])
+async def test_a_tool_hook_returning_a_wrong_shape_fails_that_call_naming_it(hook: str) -> None:
+    """pi's hooks answer an object literal (``{block: true}``); one here that returns a dict (or
+    anything but its result class or ``None``) fails the call it was asked about, as a hook that
+    raises does: it ended the whole run as "agent loop failed: AttributeError: 'dict' object has
+    no attribute 'block'"."""
+
+    async def wrong(*_: Any) -> Any:
+        return {"block": True, "content": []}
+
+    model = ScriptedModel(_responses())
+    recorder = Recorder()
+    result = await _run(AgentLoopConfig(model=model.model, **{hook: wrong}), model, recorder)
+    answer = next(m for m in result if m["role"] == "toolResult")
+    assert answer["isError"] and answer["content"] == [
+        {"type": "text", "text": f"{hook} returned a dict, not {hook.title().replace('_', '')}Result or None"}
+    ]
+    assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
+    check_invariants(recorder.trace(result))
+
+
+async def test_plain_function_tool_hooks_are_called_as_the_other_hooks_are() -> None:
+    """Every other hook may be a plain function; these two failed each call with "object
+    NoneType can't be used in 'await' expression"."""
+    from tether.agent.hooks import AfterToolCallResult, BeforeToolCallResult
+
+    asked: list[str] = []
+
+    def before(context: Any, signal: Any) -> BeforeToolCallResult | None:
+        asked.append("before")
+        return BeforeToolCallResult(block=True, reason="not now") if context.args.value == "no" else None
+
+    def after(context: Any, signal: Any) -> AfterToolCallResult:
+        asked.append("after")
+        return AfterToolCallResult(details={"seen": True})
+
+    model = ScriptedModel(
+        [reply(tool_call("quick", {"value": "x"}), tool_call("quick", {"value": "no"})), reply("done")]
+    )
+    config = AgentLoopConfig(model=model.model, before_tool_call=before, after_tool_call=after)  # pyright: ignore[reportArgumentType]
+    result = await _run(config, model, Recorder())
+    answers = [(m["isError"], m["content"], m.get("details")) for m in result if m["role"] == "toolResult"]
+    assert answers == [
+        (False, [{"type": "text", "text": "x"}], {"seen": True}),
+        (True, [{"type": "text", "text": "not now"}], {}),  # blocked: never ran, nothing to finalize
+    ]
+    assert sorted(asked) == ["after", "before", "before"]
+
+
+async def test_a_transform_context_answering_no_list_ends_the_run_naming_it() -> None:
+    """It was blamed on the next step: "convert_to_llm failed: TypeError: object of type 'NoneType'
+    has no len()", a hook the program never set."""
+
+    async def forgets_to_return(messages: list[AgentMessage], signal: AbortSignal | None) -> Any:
+        messages.append(user("note"))
+
+    model = ScriptedModel(_responses())
+    recorder = Recorder()
+    result = await _run(
+        AgentLoopConfig(model=model.model, transform_context=forgets_to_return), model, recorder
+    )
+    assert result[-1].get("errorMessage") == (
+        "transform_context failed: TypeError: it returned NoneType, not a list of messages"
+    )
+    check_invariants(recorder.trace(result))

@@ -170,3 +170,20 @@ def test_a_plain_function_left_running_after_an_abort_does_not_hold_the_program_
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Tool execution was aborted", "exited"]
+
+
+async def test_a_plain_function_raising_stop_iteration_fails_the_call() -> None:
+    """``next()`` on an exhausted iterator in a plain tool: a future cannot hold StopIteration, so
+    handed over as it was, the call never settled and the run hung."""
+    import asyncio
+
+    @tool
+    def first_match(pattern: str) -> str:
+        """The first name matching a pattern."""
+        return next(name for name in ("a", "b") if name == pattern)
+
+    args = validate_tool_arguments(first_match, "first_match", {"pattern": "z"})
+    async with asyncio.timeout(10):  # a regression must fail, not hang
+        with pytest.raises(RuntimeError, match="StopIteration") as raised:
+            await first_match.execute("id-1", args, None, None)
+    assert isinstance(raised.value.__cause__, StopIteration)

@@ -49,6 +49,25 @@ async def test_a_callers_malformed_message_fails_at_the_call_and_nothing_is_stor
     assert manager.list() == []  # not even an empty session: it is stored with its first message
 
 
+async def test_a_callers_content_block_missing_a_required_field_fails_at_the_call(
+    manager: SessionManager,
+) -> None:
+    """Decoding leaves fields out for messages stored before they were required; a block made now
+    without one (an image without ``data``) was stored, and every later request of the session
+    failed building it ("Could not build the request: 'data'")."""
+    core = _core(manager, ScriptedModel([reply("never asked")]))
+    with pytest.raises(WireError, match=r"^prompt\.content\[1\]\.data: required field is missing$"):
+        core.prompt("look", [cast(Any, {"type": "image", "mimeType": "image/png"})])
+    bad = cast(AgentMessage, {"role": "user", "content": [{"type": "text"}], "timestamp": 0})
+    with pytest.raises(WireError, match=r"^messages\[0\]\.content\[0\]\.text: required field is missing$"):
+        core.prompt(bad)
+    with pytest.raises(
+        WireError, match=r"^messages\[0\]\.content\[0\]\.mimeType: required field is missing$"
+    ):
+        core.steer(cast(AgentMessage, {"role": "user", "content": [{"type": "image", "data": "aGk="}]}))
+    assert manager.list() == []
+
+
 async def test_a_callers_valid_message_is_stored_as_checked(manager: SessionManager) -> None:
     core = _core(manager, ScriptedModel([reply("seen")]))
     given = cast(AgentMessage, {"role": "user", "content": "hi", "timestamp": 1, "note": "kept"})

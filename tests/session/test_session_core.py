@@ -139,3 +139,23 @@ async def test_submit_runs_shell_input_and_prompt_sends_it_as_text(tmp_path: Pat
     assert sent[-1]["content"] == "!echo not a command"
     assert [m["role"] for m in session.messages] == ["bashExecution", "user", "assistant"]
     await core.close()
+
+
+async def test_what_a_plain_listener_returns_is_not_awaited(tmp_path: Path) -> None:
+    """``core.subscribe(lambda e: log.write(...))`` returns the count written: only an awaitable
+    is awaited, as ``Agent.subscribe`` does; awaiting the int failed the run ("object int can't
+    be used in 'await' expression") and every run after it."""
+    model = ScriptedModel([reply("hello there"), reply("again")])
+    core = _core(model)
+    with (tmp_path / "events.log").open("w") as log:
+
+        def write(event: Any) -> Any:  # untyped, as a script's lambda is
+            return log.write(event["type"] + "\n")
+
+        core.subscribe(write)
+        core.steer("queued first")  # delivered at once, outside any run
+        added = await core.prompt("hi")
+    last = added[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "stop", last.get("errorMessage")
+    logged = (tmp_path / "events.log").read_text().split()
+    assert logged[0] == "queue_update" and logged[-1] == "agent_settled"

@@ -654,6 +654,42 @@ async def test_tools_no_provider_would_take_are_left_out_one_line_each(
     assert not result["isError"] and result["content"][0]["text"] == "ran"
 
 
+async def test_an_extensions_tool_replaces_the_built_in_one_of_its_name(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the extensions guide says (and pi does): the model was sent both ``read`` tools, which a
+    provider refuses, and the built-in one kept its place."""
+    extension = write(
+        dirs["tmp"] / "own_read.py",
+        """
+        from tether.agent.tool import AgentTool, AgentToolResult
+
+        async def run(call_id, params, signal, update):
+            return AgentToolResult(content=[{"type": "text", "text": "the extension's read"}])
+
+        def setup(api):
+            parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+            api.register_tool(AgentTool(name="read", label="read", description="d", parameters=parameters, execute=run))
+        """,
+    )
+    script(monkeypatch, dirs["tmp"], [call("read", path="a"), text("done")])
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=dirs["project"],
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
+    )
+    try:
+        await core.prompt("go")
+        tools = [t.name for t in core.agent.tools]
+        result = next(m for m in core.messages if m["role"] == "toolResult")
+    finally:
+        await core.close()
+    assert tools.count("read") == 1 and tools[0] == "read"
+    assert result["content"][0]["text"] == "the extension's read"
+
+
 async def test_a_session_start_hook_failing_before_anyone_listens_is_still_told(
     dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

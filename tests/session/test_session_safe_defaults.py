@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any, cast
+
+import pytest
 
 import tether
 from tether.session.factory import SessionChoice, create_agent_session, start_session
@@ -98,3 +101,64 @@ async def test_closing_while_the_user_has_not_answered_withdraws_the_question(tm
     assert withdrawn == ["write"] and not outside.exists()
     refusal = next(m for m in added if m["role"] == "toolResult")
     assert tether.message_text(refusal) == "The run was aborted before the user approved this call."
+
+
+async def test_a_tool_of_the_programs_named_as_a_built_in_one_replaces_it(tmp_path: Path) -> None:
+    """Two tools of one name reached the model (a provider refuses the whole request over it) and
+    the last of them ran; now the later one takes the earlier one's place, as an extension's tool
+    replaces a built-in one (``docs/extensions.md``), as in pi."""
+
+    @tether.tool
+    async def read(path: str) -> str:
+        """Read from the program's own store."""
+        return f"stored {path}"
+
+    call = '{"content": [{"type": "toolCall", "name": "read", "arguments": {"path": "a"}}]}'
+    core = create_agent_session(
+        AgentOptions(model=script(tmp_path, call, '{"content": []}')),
+        cwd=tmp_path,
+        session=NOWHERE,
+        extra_tools=[read],
+    )
+    assert [t.name for t in core.agent.tools] == list(tether.READ_ONLY_TOOLS)
+    assert core.agent.tools[0] is read
+    added = await core.prompt("read a")
+    await core.close()
+    assert tether.message_text(added[2]) == "stored a"
+    stream_fn = core.agent.stream_fn
+    assert isinstance(stream_fn, tether.ScriptedModel)
+    sent = [t["name"] for t in stream_fn.requests[0].context.get("tools", [])]
+    assert sent == list(tether.READ_ONLY_TOOLS)
+
+
+def test_a_programs_tool_no_provider_would_take_is_refused_at_once(tmp_path: Path) -> None:
+    """As an extension's is left out (``tether.agent.tool_check``): sent as it was, every request
+    of the session failed at the provider, or the run failed as "agent loop failed:
+    AttributeError: 'NoneType' object has no attribute 'model_json_schema'"."""
+    from tether.agent import AgentTool, AgentToolResult
+
+    async def run(*_: object) -> AgentToolResult[None]:
+        return AgentToolResult(content=[])
+
+    @tether.tool(name="look up")
+    async def look_up(term: str) -> str:
+        """Look a term up."""
+        return term
+
+    no_schema = AgentTool(name="t", label="t", description="", parameters=cast(Any, None), execute=run)
+    for tools, problem in (
+        ([look_up], "tool 'look up': the name 'look up' is not 1-64 letters, digits, '_' or '-'"),
+        ([no_schema], "tool 't': its parameters must be a JSON Schema object, not NoneType"),
+    ):
+        with pytest.raises(tether.SetupError) as raised:
+            create_agent_session(
+                AgentOptions(model=script(tmp_path)), cwd=tmp_path, session=NOWHERE, extra_tools=tools
+            )
+        assert str(raised.value) == problem
+
+
+def test_tools_given_as_one_text_is_refused_saying_how_to_write_it(tmp_path: Path) -> None:
+    """It was read letter by letter: "Unknown tool(s): r, e, a, d"."""
+    with pytest.raises(tether.SetupError) as raised:
+        create_agent_session(AgentOptions(model=script(tmp_path), tools=cast(Any, "read")), session=NOWHERE)
+    assert str(raised.value) == "tools takes a list of names or tools: tools=['read'], not tools='read'"

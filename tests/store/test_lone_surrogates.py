@@ -64,3 +64,21 @@ async def test_ls_of_a_file_name_that_is_not_utf8_keeps_the_session_storing(
     ]
     assert "caf\ufffd.txt" in stored[2]["content"][0]["text"]
     assert stored[-1]["stopReason"] == "stop"
+
+
+def test_a_first_prompt_or_title_with_a_lone_surrogate_keeps_the_session_storing(
+    manager: SessionManager,
+) -> None:
+    """The session row holds the first prompt and the title as text of their own (the listing's);
+    a lone surrogate there (a JavaScript client's half of an emoji, sent over RPC) failed the
+    append and every later one, the entries themselves mended or not."""
+    session = manager.create("/p")
+    session.append_message(user("half an emoji: \ud83d"))
+    session.rename("title \udcff")
+    session.append_message(user("next"))
+    session.close()
+    reopened = manager.open(session.id, readonly=True)
+    assert [m["content"] for m in reopened.messages] == ["half an emoji: \ufffd", "next"]
+    listed = {s.id: s for s in manager.list()}[session.id]
+    assert (listed.first_prompt, listed.title) == ("half an emoji: \ufffd", "title \ufffd")
+    reopened.close()

@@ -436,3 +436,23 @@ def test_a_batch_naming_a_deleted_session_fails_whole(tmp_path: Path) -> None:
         store._append_batch(appends)  # pyright: ignore[reportPrivateUsage]
     assert store.entries("s0") == [] and store.get_session("s0").entry_count == 0
     store.close()
+
+
+async def test_a_session_dropped_unclosed_after_a_run_lets_go_of_its_writer_lock(db_path: Path) -> None:
+    """The lock's ``__del__`` releases it when a handle is dropped without ``close()``; but the
+    writer thread, waiting for more, still held the last batch it committed, its appends and
+    their lease: the dropped session stayed locked ("open for writing by pid <ours>") until the
+    store wrote for someone else."""
+    import gc
+
+    manager = SessionManager.at(db_path)
+    model = ScriptedModel([reply("hi")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"))
+    await core.prompt("go")
+    session_id = core.session_id
+    del core, model  # the scripted model's records of requests lead back to the core
+    gc.collect()
+    reopened = manager.open(session_id)
+    assert [m["role"] for m in reopened.messages] == ["user", "assistant"]
+    reopened.close()
+    manager.close()

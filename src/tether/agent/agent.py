@@ -30,7 +30,7 @@ from tether.agent.tool import AgentTool
 from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
-from tether.errors import TetherError
+from tether.errors import ModelError, TetherError
 from tether.telemetry import Instrumentation
 from tether.wire import AgentMessage, ImageContent, Message, ModelInfo, TextContent, UserMessage
 
@@ -448,6 +448,12 @@ class Agent:
     def _require_model(self) -> ModelInfo:
         if self.model is None:
             raise ValueError("Agent.model is not set: assign a ModelInfo before prompting")
+        missing = ModelInfo.__required_keys__ - self.model.keys()
+        if missing:  # a record written by hand: a bare KeyError from deep in a request otherwise
+            raise ModelError(
+                f"the model lacks {', '.join(sorted(missing))}: take it from tether.find_model(...), or "
+                "describe your own with tether.ai.models.register_model"
+            )
         return self.model
 
     async def _lifecycle(

@@ -35,7 +35,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.llm_filter import LlmFilter
@@ -379,7 +379,11 @@ class _Run:
         context = self.context
         messages = context.messages
         if config.transform_context is not None:
-            messages = await _call("transform_context", config.transform_context, messages, self.signal)
+            transformed = await _call("transform_context", config.transform_context, messages, self.signal)
+            if not isinstance(transformed, list):  # else blamed on convert_to_llm, which got it
+                returned = TypeError(f"it returned {type(transformed).__name__}, not a list of messages")
+                raise StepFailed("transform_context", returned)
+            messages = cast(list[AgentMessage], transformed)
         system_prompt = (
             await _call("get_system_prompt", config.get_system_prompt)
             if config.get_system_prompt is not None

@@ -206,6 +206,9 @@ async def in_daemon_thread(fn: Callable[..., T], kwargs: dict[str, Any]) -> T:
         error: BaseException | None = None
         try:
             value = context.run(fn, **kwargs)
+        except StopIteration as exc:  # a future refuses it (and the call would never settle)
+            error = RuntimeError(f"{getattr(fn, '__name__', 'the tool')} raised StopIteration")
+            error.__cause__ = exc
         except BaseException as exc:  # handed to the awaiting task, as to_thread does
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting

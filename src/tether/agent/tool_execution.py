@@ -41,14 +41,20 @@ answers never pays for it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.agent.abort_grace import until_abort_grace
 from tether.agent.eager import Suspended, start_eagerly
-from tether.agent.hooks import AfterToolCallContext, BeforeToolCallContext
+from tether.agent.hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
     AgentContext,
@@ -62,6 +68,8 @@ from tether.agent.validation import ArgumentsValidator, arguments_validator
 from tether.ai.abort import AbortSignal
 from tether.errors import TetherError
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from tether.telemetry.spans import RunTrace
@@ -567,8 +575,10 @@ class _Batch:
         if before is None or record.stage != _RUNNABLE:
             return record
         try:
-            decision = await before(
-                BeforeToolCallContext(self.assistant, call, record.args, self.context), self.signal
+            decision = await _answer(
+                "before_tool_call",
+                before(BeforeToolCallContext(self.assistant, call, record.args, self.context), self.signal),
+                BeforeToolCallResult,
             )
         except Exception as exc:
             record.fail(describe_error(exc))
@@ -607,11 +617,15 @@ class _Batch:
         assert after is not None
         result, is_error = record.result, record.is_error
         try:
-            override = await after(
-                AfterToolCallContext(
-                    self.assistant, record.call, record.args, result, is_error, self.context
+            override = await _answer(
+                "after_tool_call",
+                after(
+                    AfterToolCallContext(
+                        self.assistant, record.call, record.args, result, is_error, self.context
+                    ),
+                    self.signal,
                 ),
-                self.signal,
+                AfterToolCallResult,
             )
         except Exception as exc:
             record.fail(describe_error(exc))
@@ -625,6 +639,17 @@ class _Batch:
         )
         if override.is_error is not None:
             record.is_error = override.is_error
+
+
+async def _answer(hook: str, value: object, kind: type[T]) -> T | None:
+    """What a tool hook answered: awaited if it is awaitable (a hook may be a plain function, as
+    the loop's other hooks may), and ``None`` or a ``kind``; anything else (pi's object literal,
+    a dict here) fails the call, naming the hook, as a hook that raises does."""
+    if inspect.isawaitable(value):
+        value = await value
+    if value is None or isinstance(value, kind):
+        return value
+    raise TypeError(f"{hook} returned a {type(value).__name__}, not {kind.__name__} or None")
 
 
 def _start_event(call: ToolCall) -> ToolExecutionStartEvent:

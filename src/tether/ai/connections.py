@@ -89,11 +89,22 @@ def provider_pool(provider: str) -> ProviderPool:
     loop = asyncio.get_running_loop()
     pools = _pools.get(loop)
     if pools is None:
+        for ended in [other for other in _pools if other.is_closed()]:
+            # Their sockets refer to their loop, so the weak key alone never let one go: every
+            # ``asyncio.run`` that called a provider kept its loop and a connection for good.
+            del _pools[ended]
         pools = _pools[loop] = {}
     pool = pools.get(provider)
     if pool is None:
         pool = pools[provider] = ProviderPool(connection_limit(provider))
     return pool
+
+
+async def close_connections() -> None:
+    """Close the running event loop's connections to every provider, for whoever ends that loop
+    (``run_sync``, its own): the pools outlive the sessions that used them."""
+    for pool in _pools.pop(asyncio.get_running_loop(), {}).values():
+        await pool.aclose()
 
 
 class ProviderPool:
@@ -108,6 +119,10 @@ class ProviderPool:
         """The default headers of the lanes' clients (all alike), lower-case names."""
         self._hosts: dict[str, str] = {}
         """A request URL's ``Host`` header, as ``httpx2.Request`` derives it."""
+
+    async def aclose(self) -> None:
+        for client in self._lanes.values():
+            await client.aclose()
 
     def client(self, session_id: str | None = None) -> httpx2.AsyncClient:
         """The client of ``session_id``'s lane (lane 0 without one)."""

@@ -41,7 +41,7 @@ from tether.session.events import (
 from tether.session.settings import Settings
 from tether.store.errors import SessionError
 from tether.tools.approval import ApprovalGate
-from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_message
+from tether.wire import AgentMessage, AssistantMessage, ImageContent, ModelInfo, WireError, decode_new_message
 
 if TYPE_CHECKING:
     from tether.mcp import McpServers
@@ -206,8 +206,8 @@ class CoreState:
     ) -> Callable[[], None]:
         """Call ``listener(event)`` with every event, or ``listener(event, signal)`` (the current
         run's abort signal, ``None`` between runs) when it takes two parameters, as
-        ``Agent.subscribe`` does; an awaitable it returns is awaited. Returns the unsubscribe
-        function."""
+        ``Agent.subscribe`` does; an awaitable it returns is awaited (any other value is
+        ignored: ``lambda e: log.write(...)`` returns a count). Returns the unsubscribe function."""
         from tether.agent.agent import listener_wants_signal
 
         if listener_wants_signal(listener):
@@ -250,7 +250,7 @@ class CoreState:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
-            if outcome is not None:
+            if outcome is not None and inspect.isawaitable(outcome):
                 await bounded(grace, listener, outcome, event["type"])
 
     async def _emit_to_all(self, event: SessionEvent) -> None:
@@ -264,7 +264,7 @@ class CoreState:
                 continue
             try:
                 outcome = listener(event)
-                if outcome is not None:
+                if outcome is not None and inspect.isawaitable(outcome):
                     await bounded(grace, listener, outcome, event["type"])
             except ListenerHungError:
                 pass  # said in one warning line when it was cut
@@ -280,7 +280,7 @@ class CoreState:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
-            if outcome is not None:
+            if outcome is not None and inspect.isawaitable(outcome):
                 task_grace = grace if grace is not None else ListenerGrace()
                 task = asyncio.ensure_future(_aside(task_grace, listener, outcome, event["type"]))
                 self._background[task] = task_grace
@@ -302,7 +302,7 @@ class CoreState:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
-            if outcome is not None:
+            if outcome is not None and inspect.isawaitable(outcome):
                 return self._deliver_after(listener, outcome, event, listeners[i + 1 :])
         return None
 
@@ -319,7 +319,7 @@ class CoreState:
                 if grace is not None and grace.hung and grace.skips(listener):
                     continue
                 outcome = listener(event)
-                if outcome is not None:
+                if outcome is not None and inspect.isawaitable(outcome):
                     await bounded(grace, listener, outcome, event["type"])
 
     def _check_queue(self) -> None:
@@ -364,7 +364,7 @@ class CoreState:
                 return self._vouch([message])
             content: Any = [{"type": "text", "text": prompt}, *images]
             built: AgentMessage = {"role": "user", "content": content, "timestamp": int(time.time() * 1000)}
-            return self._vouch([decode_message(built, "prompt")])
+            return self._vouch([decode_new_message(built, "prompt")])
         if images:
             raise ValueError("images can only be given with a text prompt; put them in the message instead")
         if isinstance(prompt, dict):
@@ -375,7 +375,7 @@ class CoreState:
             raise WireError(
                 "prompt", f"expected a text, a message or a list of messages, got {type(prompt).__name__}"
             )
-        return self._vouch([decode_message(m, f"messages[{i}]") for i, m in enumerate(given)])
+        return self._vouch([decode_new_message(m, f"messages[{i}]") for i, m in enumerate(given)])
 
     def _forget_unrecorded_inputs(self) -> None:
         """Drop what ``_vouch`` holds for inputs that will never be recorded (a prompt the run

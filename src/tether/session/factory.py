@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import Agent, AgentTool, QueueMode
+from tether.agent.tool_check import name_problem, parameters_problem
 from tether.ai.auth_file import auth_file_problems
 from tether.ai.paths import config_dir, data_dir, models_file
 from tether.ai.types import SimpleStreamOptions
@@ -294,6 +295,10 @@ def create_agent_session(
     settings = settings if settings is not None else Settings()
     from tether.tools import READ_ONLY_TOOLS
 
+    if isinstance(options.tools, str):  # else read as its letters: "Unknown tool(s): r, e, a, d"
+        raise SetupError(
+            f"tools takes a list of names or tools: tools=[{options.tools!r}], not tools={options.tools!r}"
+        )
     chosen = _first_set(options.tools, settings.tools, READ_ONLY_TOOLS)
     names = [t for t in chosen if isinstance(t, str)]
     if (
@@ -336,6 +341,7 @@ def create_agent_session(
                     if c.name in configured
                 ),
             ]
+        built = _one_per_name(built)
         if settings.max_connections:
             from tether.ai.connections import set_connection_limit  # here: it imports httpx2, slow to load
 
@@ -469,6 +475,25 @@ def _models_file_notes() -> list[str]:
     from tether.ai.models import models_file_problems
 
     return models_file_problems()
+
+
+def _one_per_name(tools: list[AgentTool]) -> list[AgentTool]:
+    """``tools`` with each name once: a later tool (yours, an extension's) takes the place of an
+    earlier one of its name (a built-in ``read``), as in pi. Both would reach the model, which a
+    provider refuses, and only the later one would run. A tool no provider would take (its name,
+    its schema: ``tether.agent.tool_check``) is a ``SetupError``."""
+    at: dict[str, int] = {}
+    kept: list[AgentTool] = []
+    for tool in tools:
+        problem = name_problem(tool.name) or parameters_problem(tool.parameters)
+        if problem is not None:  # the program's mistake: every request would fail at the provider
+            raise SetupError(f"tool {tool.name!r}: {problem}")
+        if tool.name in at:
+            kept[at[tool.name]] = tool
+        else:
+            at[tool.name] = len(kept)
+            kept.append(tool)
+    return kept
 
 
 def _first_set(*choices: Sequence[str | AgentTool] | None) -> Sequence[str | AgentTool]:

@@ -9,6 +9,7 @@ caller's thread waits for it.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Coroutine, Sequence
 from dataclasses import fields
@@ -93,6 +94,9 @@ async def _run(
         return message_text(last)
     finally:
         await core.close()
+        connections = sys.modules.get("tether.ai.connections")  # not loaded: no request was sent
+        if connections is not None:
+            await connections.close_connections()  # the loop is ours, and ends here
 
 
 def _blocking(work: Coroutine[Any, Any, T]) -> T:

@@ -33,6 +33,7 @@ from tether.store.errors import (
     SessionNotFoundError as SessionNotFoundError,
 )
 from tether.store.lease import WriterLease as WriterLease
+from tether.wire.json_line import replace_lone_surrogates
 
 if TYPE_CHECKING:
     from tether.store.writer import PendingAppend
@@ -263,9 +264,9 @@ def prompt_text(content: object) -> str:
 
 
 def listing_text(text: str) -> str:
-    """Text for the session row: NUL (which PostgreSQL's text cannot hold) shown as U+FFFD, on
-    every backend alike."""
-    return text.replace("\0", "\ufffd")
+    """Text for the session row: NUL (which PostgreSQL's text cannot hold) and lone surrogates
+    (which no UTF-8 can: ``replace_lone_surrogates``) shown as U+FFFD, on every backend alike."""
+    return replace_lone_surrogates(text.replace("\0", "\ufffd"))
 
 
 def _add_usage(counters: Counters, usage: dict[str, Any] | None) -> None:

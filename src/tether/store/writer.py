@@ -167,6 +167,8 @@ class BatchWriter:
                 raise
             finally:
                 committed.set_result(None)
+            # Not held while waiting for more: a handle dropped unclosed frees its lease (and lock).
+            del batch
 
     def _commit(self, batch: list[PendingAppend]) -> None:
         tried = [p for p in batch if not self._inherit_failure(p)]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         decode_message as decode_message,
         decode_messages as decode_messages,
         decode_model_info as decode_model_info,
+        decode_new_message as decode_new_message,
         dumpb as dumpb,
         dumps as dumps,
     )

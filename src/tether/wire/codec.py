@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args
 
 from tether.wire.errors import WireError, wire_error
 from tether.wire.messages import (
@@ -200,6 +200,29 @@ def compiled_json() -> str:
 def decode_message(value: object, path: str = "message") -> AgentMessage:
     """One transcript message from parsed JSON."""
     return MESSAGE.decode(value, path)
+
+
+def decode_new_message(value: object, path: str = "message") -> AgentMessage:
+    """``decode_message`` for a message made now (a caller's prompt, its images), whose content
+    blocks must also have every field their type requires. Decoding leaves those out for what was
+    stored before a field became required (see the module docstring); but a block made now
+    without one (an image without ``data``) would be stored and go with every later request,
+    which no provider can build: the conversation would fail from then on."""
+    message = decode_message(value, path)
+    content = message.get("content")
+    if isinstance(content, list):
+        for i, block in enumerate(cast(list[dict[str, Any]], content)):
+            missing = sorted(_required_fields().get(block["type"], frozenset()) - block.keys())
+            if missing:
+                raise WireError(f"{path}.content[{i}].{missing[0]}", "required field is missing")
+    return message
+
+
+@cache
+def _required_fields() -> dict[str, frozenset[str]]:
+    """Each content block ``type``'s required fields."""
+    members: tuple[Any, ...] = get_args(get_args(AssistantContent)[0])
+    return {tag: m.__required_keys__ for m in members for tag in get_args(m.__annotations__["type"])}
 
 
 def decode_messages(value: object, path: str = "messages") -> list[AgentMessage]:
