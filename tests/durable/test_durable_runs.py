@@ -208,7 +208,7 @@ def test_text_follow_starts_a_model_call_asked_again_on_a_line_of_its_own() -> N
     assert err.getvalue().count("cut by a worker crash") == 1
 
 
-async def test_a_failed_run_says_why(config: DurableConfig) -> None:
+async def test_a_failed_run_says_why(config: DurableConfig, tmp_path: Path) -> None:
     """A run whose session is gone when it starts (deleted after the submit) fails naming it, and
     ``show`` and ``list`` say so: they asked DBOS for the runs without their outputs, which
     leaves out their errors too, so no failed run ever showed why."""
@@ -220,6 +220,16 @@ async def test_a_failed_run_says_why(config: DurableConfig) -> None:
         }
         run_id = client.dbos.enqueue(options, {"session": "gone", "prompt": "go"}).get_workflow_id()
         await wait_status(client, run_id, "ERROR")
-        shown = runs.show(client, run_id).run.error
-        assert shown is not None and "no session" in shown and "'gone'" in shown
-        assert [r.error for r in runs.list_runs(client)] == [shown]
+        # said once: DBOS unpickles the error, which built it again from its message, and the
+        # runs read ``no session "no session 'gone'"``
+        assert runs.show(client, run_id).run.error == "no session 'gone'"
+        assert [r.error for r in runs.list_runs(client)] == ["no session 'gone'"]
+        # an error of two arguments could not be unpickled at all: the run's error was the
+        # pickle's base64 text
+        session_id = new_session(config, tmp_path)
+        options["queue_partition_key"] = session_id
+        bad = client.dbos.enqueue(options, {"session": session_id, "prompt": 5}).get_workflow_id()
+        await wait_status(client, bad, "ERROR")
+        assert runs.show(client, bad).run.error == (
+            "prompt: expected a text, a message or a list of messages, got int"
+        )
