@@ -253,13 +253,14 @@ _OUTAGE_WORDS = (
     "connection failed",
     "server closed the connection",
     "Connection refused",
+    "read-only transaction",  # a failover's standby, before it is promoted
 )
 
 
 class _OutageNoise(logging.Filter):
     """Drops the warnings DBOS's threads and psycopg's pool log on every retry while the database
-    is away (each with the driver's multi-line message, some with a traceback): the heartbeat
-    says so once, and again when it is back."""
+    is away or read-only (each with the driver's multi-line message and its SQL, three every
+    0.25 s): the heartbeat says so once, and again when it is back."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.ERROR:
