@@ -23,6 +23,22 @@ Provider failures are not raised at all: they end the stream with ``stopReason: 
 class TetherError(Exception):
     """The root of every exception tether raises on purpose; the message says what and where."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Unpickled as it was, its message and fields, without calling ``__init__`` again. A
+        durable run's error is pickled into the run's record (DBOS) and read back by whoever
+        lists the run: ``Exception``'s own way calls ``__init__`` with the *message*, which made
+        ``no session "no session 'ID'"`` of a ``SessionNotFoundError``, and failed outright for
+        classes taking two arguments (``WireError``: the run's error read as the pickle's
+        base64)."""
+        return (_unpickled, (type(self), self.args, self.__dict__))
+
+
+def _unpickled(cls: type[TetherError], args: tuple[object, ...], fields: dict[str, object]) -> TetherError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
 
 class UserError(TetherError):
     """A mistake the user can fix (input, flag, setting, file); shown as one line, no traceback."""

@@ -276,3 +276,35 @@ async def test_ids_json_cannot_carry_back_and_cancel_sent_as_a_request(acp_env: 
         process.stdin.close()
         _, stderr = await asyncio.wait_for(process.communicate(), 20)
     assert b"Traceback" not in stderr
+
+
+async def test_a_bad_notification_is_one_line_on_stderr(acp_env: AcpEnv) -> None:
+    """A notification gets no answer, so what is wrong with it can only be said on stderr: one
+    line each, not the SDK's traceback (a ``session/cancel`` with params of the wrong shape, a
+    request's method sent as a notification, a method nobody knows)."""
+    process = await start_agent(acp_env)
+    agent = RawAgent(process)
+    assert process.stdin is not None
+    notes: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": 5}},
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": [1]},
+        {"jsonrpc": "2.0", "method": "session/cancel"},
+        {"jsonrpc": "2.0", "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}},
+        {"jsonrpc": "2.0", "method": "no/such", "params": {}},
+    ]
+    try:
+        for note in notes:
+            await agent.send(json.dumps(note))
+        answer = await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        assert answer["id"] == 1 and "result" in answer  # nothing answered the notifications
+    finally:
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr
+    assert stderr.decode().splitlines() == [
+        'tether acp: ignored a session/cancel notification: "sessionId" must be a string',
+        'tether acp: ignored a session/cancel notification: "sessionId" must be a string',
+        'tether acp: ignored a session/cancel notification: "sessionId" must be a string',
+        "tether acp: ignored a notification of session/prompt: the only one tether takes is session/cancel",
+        "tether acp: ignored a notification of no/such: the only one tether takes is session/cancel",
+    ]

@@ -16,12 +16,14 @@ from test_durable_crash import (
     check_counter,
     check_transcripts,
     cluster as cluster,  # the fixture
+    config,
     open_calls,
     submit_all,
     wait_for,
     wait_for_runs,
 )
 
+from tether.durable.client import DurableClient
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
 pytestmark = pytest.mark.subprocess
@@ -71,3 +73,47 @@ def test_workers_ride_out_a_blip_and_an_outage(
         away = [line for line in log.splitlines() if "unreachable" in line]
         assert 1 <= len(away) <= 4, log  # the outage, per database handle (and the blip, if seen)
         assert all("durable_outage" in line for line in away), away
+
+
+def _read_only(server: PostgresServer, on: bool) -> None:
+    """``default_transaction_read_only`` for every session, as a failover's standby answers."""
+    with psycopg.connect(server.url(), autocommit=True) as db:
+        db.execute(f"ALTER SYSTEM SET default_transaction_read_only = {'on' if on else 'off'}")
+        db.execute("SELECT pg_reload_conf()")
+
+
+def test_runs_whose_end_a_read_only_database_refused_are_run_again(
+    server: PostgresServer, cluster: Callable[[str, str], Cluster]
+) -> None:
+    """A database that turns read-only for a while (a failover's standby) fails writes at once,
+    DBOS's too: a run whose own write failed ended, and DBOS could not record that, so it stayed
+    running on a live worker with nothing running it, which no one recovers: it waited for ever.
+    Each such run is run again, and every run ends; no worker exits."""
+    with psycopg.connect(server.url(), autocommit=True) as db:
+        db.execute("CREATE DATABASE durable_read_only")
+    url = server.url(database="durable_read_only")
+    c = cluster(url, url)
+    pids = [c.start("w1"), c.start("w2")]
+    runs = submit_all(c, RUNS)
+
+    wait_for(lambda: _in_flight(c, pids, "model") >= 2, 60, "runs streaming")
+    _read_only(server, True)
+
+    def unrecorded() -> bool:  # DBOS's line, logged once it failed to record a run's end
+        return any(
+            "Exception encountered in asynchronous workflow" in (c.tmp / f"{name}.log").read_text()
+            for name in c.workers
+        )
+
+    wait_for(unrecorded, 60, "a run ending while the database is read-only")
+    _read_only(server, False)
+
+    with DurableClient(config(c)) as client:
+        wait_for(
+            lambda: all(client.status(run) in ("SUCCESS", "ERROR") for run in runs.values()), 120, "runs"
+        )
+    assert all(process.poll() is None for process in c.workers.values()), "a worker exited"
+    logs = "".join((c.tmp / f"{name}.log").read_text() for name in c.workers)
+    assert "ended but the database did not record it: running it again" in logs
+    # the heartbeat says it once; not DBOS's queue threads on every poll, each with its SQL
+    assert not [line for line in logs.splitlines() if "WARNING" in line and "read-only" in line]

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 import workload
+from dbos import EnqueueOptions
 
 from tether.cli.durable_cmd import DurableCommandError
 from tether.cli.runs_cmd import parse_age, run_command
 from tether.durable import runs
 from tether.durable.client import DurableClient, SubmitError
-from tether.durable.config import DurableConfig
+from tether.durable.config import QUEUE, WORKFLOW, DurableConfig
 from tether.durable.worker import launch, shutdown
 from tether.durable.workflow import Runtime
 from tether.session.manager import SessionManager
@@ -205,3 +206,30 @@ def test_text_follow_starts_a_model_call_asked_again_on_a_line_of_its_own() -> N
         _show(event, out, err, shown)
     assert out.getvalue() == "job \njob T9 doneok"
     assert err.getvalue().count("cut by a worker crash") == 1
+
+
+async def test_a_failed_run_says_why(config: DurableConfig, tmp_path: Path) -> None:
+    """A run whose session is gone when it starts (deleted after the submit) fails naming it, and
+    ``show`` and ``list`` say so: they asked DBOS for the runs without their outputs, which
+    leaves out their errors too, so no failed run ever showed why."""
+    with DurableClient(config) as client:
+        options: EnqueueOptions = {
+            "workflow_name": WORKFLOW,
+            "queue_name": QUEUE,
+            "queue_partition_key": "gone",
+        }
+        run_id = client.dbos.enqueue(options, {"session": "gone", "prompt": "go"}).get_workflow_id()
+        await wait_status(client, run_id, "ERROR")
+        # said once: DBOS unpickles the error, which built it again from its message, and the
+        # runs read ``no session "no session 'gone'"``
+        assert runs.show(client, run_id).run.error == "no session 'gone'"
+        assert [r.error for r in runs.list_runs(client)] == ["no session 'gone'"]
+        # an error of two arguments could not be unpickled at all: the run's error was the
+        # pickle's base64 text
+        session_id = new_session(config, tmp_path)
+        options["queue_partition_key"] = session_id
+        bad = client.dbos.enqueue(options, {"session": session_id, "prompt": 5}).get_workflow_id()
+        await wait_status(client, bad, "ERROR")
+        assert runs.show(client, bad).run.error == (
+            "prompt: expected a text, a message or a list of messages, got int"
+        )

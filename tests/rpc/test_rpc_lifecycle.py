@@ -4,15 +4,19 @@ unknown frames, and a server that cannot start."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gc
 import itertools
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import threading
+import time
 
 import pytest
 from hypothesis import given, strategies as st
@@ -67,6 +71,41 @@ async def test_sigterm_during_a_run_records_the_session_and_exits_0(rpc: RpcEnv)
         messages = await again.get_messages()
         assert user_texts(messages) == ["long task"]
         assert messages[-1]["role"] in ("assistant", "toolResult")
+
+
+@pytest.mark.subprocess
+def test_sigterm_ends_a_server_whose_client_stopped_reading(rpc: RpcEnv) -> None:
+    """A client that stops reading stdout leaves a frame write blocked on the full pipe; SIGTERM
+    (what a client's ``kill()`` sends) must still end the server, which gives up the frames the
+    client does not take rather than wait for ever with the loop stuck in that write."""
+    rpc.script([text_reply(*["many words " * 100] * 5000)])  # some 5 MB of deltas: no pipe holds it
+    server = subprocess.Popen(
+        rpc.argv(), cwd=rpc.project, env=rpc.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        out = server.stdout.fileno()
+        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
+        server.stdin.write(b'{"type":"prompt","message":"talk"}\n')
+        server.stdin.flush()
+        deadline = time.monotonic() + 60
+        # the pipe full: the server is (or is about to be) blocked writing a frame nobody reads
+        while _unread(out) < capacity - 4096:
+            assert time.monotonic() < deadline, "the server never filled its stdout"
+            time.sleep(0.05)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+        lines = server.stdout.read().split(b"\n")
+        # every frame written whole is a frame; the one it gave up on may be cut short
+        assert all(json.loads(line) for line in lines[:-2])
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` reads."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 @pytest.mark.subprocess

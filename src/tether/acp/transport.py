@@ -140,6 +140,8 @@ class JsonRpcStdio:
                     if cancel is None:
                         continue
                     return cancel
+                if "method" in fields and "id" not in fields and not _takes_notification(fields):
+                    continue
                 return fields
             await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
 
@@ -209,6 +211,23 @@ def _encode(message: dict[str, Any]) -> bytes:
         return text.encode() + b"\n"
     except UnicodeEncodeError:
         return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def _takes_notification(note: dict[str, Any]) -> bool:
+    """Whether the SDK may be handed the notification ``note``: ``session/cancel`` with a session
+    id, or an extension's (``_``-prefixed). It answers no notification, so for any other it logs
+    a traceback; a client's wrong one is said here in one line, and ignored as JSON-RPC asks."""
+    method = cast(str, note["method"])
+    if method.startswith("_"):
+        return True
+    if method == CANCEL:
+        params = note.get("params")
+        if isinstance(params, dict) and isinstance(cast(dict[str, Any], params).get("sessionId"), str):
+            return True
+        logger.warning('ignored a %s notification: "sessionId" must be a string', CANCEL)
+        return False
+    logger.warning("ignored a notification of %s: the only one tether takes is %s", method, CANCEL)
+    return False
 
 
 def message_problem(message: object) -> str | None:

@@ -223,6 +223,40 @@ class Dispatcher:
             )
             return [row[0] for row in moved]
 
+    def running_here(self) -> set[str]:
+        """The runs DBOS has as running (``PENDING``) on this worker's queue."""
+        runs = _RUNS
+        with self._engine.connect() as db:
+            rows = db.execute(
+                sa.select(runs.c.workflow_uuid).where(
+                    runs.c.queue_name == own_queue(self.config.executor_id), runs.c.status == "PENDING"
+                )
+            )
+            return {row[0] for row in rows}
+
+    def run_again(self, run_ids: set[str]) -> list[str]:
+        """Put those of ``run_ids`` still running on this worker's queue back on the shared
+        queue, as ``give_back`` does a dead worker's: another claim replays them."""
+        runs = _RUNS
+        with self._engine.begin() as db:
+            moved = db.execute(
+                runs.update()
+                .where(
+                    runs.c.workflow_uuid.in_(sorted(run_ids)),
+                    runs.c.queue_name == own_queue(self.config.executor_id),
+                    runs.c.status == "PENDING",
+                )
+                .values(
+                    status="ENQUEUED",
+                    queue_name=QUEUE,
+                    owner_xid=None,
+                    started_at_epoch_ms=None,
+                    updated_at=_now_ms(),
+                )
+                .returning(runs.c.workflow_uuid)
+            )
+            return [row[0] for row in moved]
+
     def owners(self) -> set[str]:
         """The workers with runs claimed or running on their queues."""
         with self._engine.connect() as db:

@@ -133,7 +133,6 @@ def list_runs(
         end_time=_iso(now - older_than) if older_than is not None else None,
         sort_desc=True,
         limit=None if session is not None else limit,
-        load_output=False,
     )
     runs = [_info(w) for w in found]
     if session is not None:
@@ -143,7 +142,7 @@ def list_runs(
 
 def show(client: DurableClient, run_id: str) -> RunDetail:
     """The run with its steps, their timings, and the tokens and cost of its model calls."""
-    found = _workflows(client, workflow_ids=[run_id], load_output=False)
+    found = _workflows(client, workflow_ids=[run_id])
     if not found:
         raise RunNotFoundError(run_id)
     steps: list[StepInfo] = []

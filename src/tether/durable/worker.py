@@ -44,7 +44,7 @@ from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.dispatch import Dispatcher, own_queue, system_engine
 from tether.durable.runs import prune_with
-from tether.durable.workflow import Runtime, install
+from tether.durable.workflow import Runtime, executing, install
 
 _METADATA = sa.MetaData()
 _WORKERS = sa.Table(
@@ -194,6 +194,39 @@ def _database_clock(engine: sa.Engine) -> sa.ColumnElement[float]:
     return (sa.func.julianday("now") - 2440587.5) * 86400.0
 
 
+class Unrecorded:
+    """Finds the runs of this worker whose end DBOS could not record, and runs them again.
+
+    DBOS records a run's outcome when its workflow returns or raises; when the database refuses
+    that write (read-only during a failover, ``default_transaction_read_only``) DBOS logs it and
+    nothing else: the run stays ``PENDING`` on this worker's queue with nothing running it, and
+    no one recovers the runs of a live worker, so it would wait for ever. A run seen that way,
+    with no execution of it under way here (``workflow.executing``), on every look for
+    ``dead_after_seconds``, goes back on the shared queue (``Dispatcher.run_again``): its replay
+    skips every checkpointed step, as after a crash. (DBOS starts a claimed run a moment after
+    marking it ``PENDING``; the wait covers that moment, and the moment between a run's end
+    and DBOS recording it.)"""
+
+    def __init__(self, dispatcher: Dispatcher, wait_seconds: float) -> None:
+        self._dispatcher = dispatcher
+        self._wait = wait_seconds
+        self._since: dict[str, float] = {}
+        """Each run seen running here with no execution of it, since when (monotonic)."""
+
+    def look(self) -> list[str]:
+        """One look; the runs put back on the shared queue."""
+        now = time.monotonic()
+        idle = self._dispatcher.running_here() - executing()
+        self._since = {run: self._since.get(run, now) for run in idle}
+        lost = {run for run, since in self._since.items() if now - since >= self._wait}
+        if not lost:
+            return []
+        moved = self._dispatcher.run_again(lost)
+        for run in lost:
+            del self._since[run]
+        return moved
+
+
 def recover_dead(heartbeats: Heartbeats, dispatcher: Dispatcher) -> list[str]:
     """Give the runs of every silent worker to the live ones: those on its own queue go back on
     the shared queue (``Dispatcher.give_back``), any other pending run of it is recovered by
@@ -220,13 +253,14 @@ _OUTAGE_WORDS = (
     "connection failed",
     "server closed the connection",
     "Connection refused",
+    "read-only transaction",  # a failover's standby, before it is promoted
 )
 
 
 class _OutageNoise(logging.Filter):
     """Drops the warnings DBOS's threads and psycopg's pool log on every retry while the database
-    is away (each with the driver's multi-line message, some with a traceback): the heartbeat
-    says so once, and again when it is back."""
+    is away or read-only (each with the driver's multi-line message and its SQL, three every
+    0.25 s): the heartbeat says so once, and again when it is back."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.ERROR:
@@ -267,6 +301,7 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
     if on_ready is not None:
         on_ready()
     pruned = float("-inf")
+    unrecorded = Unrecorded(dispatcher, runtime.config.dead_after_seconds)
     try:
         while not stop.wait(runtime.config.heartbeat_seconds):
             if not heartbeats.connected:
@@ -282,6 +317,11 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
                     log.warning("recovering run %s of a dead worker", run_id)
             except Exception as exc:  # a passing database fault: the next look tries again
                 log.warning("looking for dead workers failed: %s", first_line(exc))
+            try:
+                for run_id in unrecorded.look():
+                    log.warning("run %s ended but the database did not record it: running it again", run_id)
+            except Exception as exc:
+                log.warning("looking for runs whose end was not recorded failed: %s", first_line(exc))
     finally:
         shutdown(dispatcher)
         beating.set()

@@ -125,9 +125,29 @@ def _current() -> Runtime:
     return _runtime
 
 
+_executing: set[str] = set()
+"""The runs whose workflow is under way in this process (``executing``)."""
+
+
+def executing() -> frozenset[str]:
+    """The ids of the runs this process is running now: the worker tells from them which of the
+    runs DBOS has as running on its queue none of its executions is still under way for."""
+    return frozenset(_executing)
+
+
 @DBOS.workflow(name=WORKFLOW)
 async def durable_run(request: RunRequest) -> RunOutcome:
     """Run one prompt on a stored session, durably (see the module docstring)."""
+    run_id = DBOS.workflow_id
+    if run_id is not None:
+        _executing.add(run_id)
+    try:
+        return await _run(request)
+    finally:
+        _executing.discard(run_id or "")
+
+
+async def _run(request: RunRequest) -> RunOutcome:
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]

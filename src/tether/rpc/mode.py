@@ -17,6 +17,7 @@ import contextlib
 import os
 import select
 import signal
+import socket
 import stat
 import sys
 import threading
@@ -35,6 +36,69 @@ the heap. (asyncio's pipe transport asks 256 KiB: an mmap, mremap and munmap for
 kernel time that made up much of a ``get_state`` round trip.)"""
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOPPING_WRITE_SECONDS = 5.0
+"""Once the server is stopping, how long a frame write may wait for a client that takes nothing:
+the frames it does not take are given up then, so that a client that stopped reading cannot keep
+the server from ending."""
+
+
+class _Stopped(Exception):
+    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``."""
+
+
+class _StopSignals:
+    """SIGTERM and SIGHUP, heard by the event loop and by a frame write blocked on stdout alike.
+
+    Frames are written synchronously, so a client that stops reading leaves a write blocked on
+    its full pipe, and the event loop with it: a handler of ``loop.add_signal_handler`` would
+    never run, and the server would outlive a ``kill()`` for ever. So the signals' C handler
+    writes their numbers to a socket of ours (``signal.set_wakeup_fd``), which the loop reads
+    like any other, and a blocked write polls along with stdout. Numbers of other signals go on
+    to the wakeup descriptor set before (asyncio's, if it had one)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]) -> None:
+        self._loop = loop
+        self._on_stop = on_stop
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+        self.stopping = False
+        """A stop signal came: blocked writes wait no longer than ``STOPPING_WRITE_SECONDS``."""
+        self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        self._previous = {signum: signal.signal(signum, _heard_in_c) for signum in STOP_SIGNALS}
+        loop.add_reader(self._reader.fileno(), self.take)
+
+    def fileno(self) -> int:
+        return self._reader.fileno()
+
+    def take(self) -> None:
+        """Read the signal numbers that came; on a stop signal, start stopping."""
+        numbers = bytearray()
+        with contextlib.suppress(BlockingIOError):
+            while chunk := self._reader.recv(4096):
+                numbers += chunk
+        others = bytes(n for n in numbers if n not in STOP_SIGNALS)
+        if others and self._previous_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._previous_fd, others)
+        if len(others) < len(numbers) and not self.stopping:
+            self.stopping = True
+            self._on_stop()
+
+    def close(self) -> None:
+        self._loop.remove_reader(self._reader.fileno())
+        signal.set_wakeup_fd(self._previous_fd)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._reader.close()
+        self._writer.close()
+
+
+def _heard_in_c(_signum: int, _frame: object) -> None:
+    """The signal's number went to the wakeup socket (``_StopSignals``): nothing to do here."""
+
+
 class _Output:
     """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown.
 
@@ -45,6 +109,8 @@ class _Output:
         self._stream = stream  # owns the descriptor: it stays open while the server writes
         self._fd = stream.fileno()
         self._broken = on_broken
+        self.signals: _StopSignals | None = None
+        """Heard while a write waits for the client (``_StopSignals``)."""
         self.failure: OSError | None = None
         """Why stdout broke when the reason is the device's (a full disk), not a reader leaving."""
 
@@ -52,18 +118,19 @@ class _Output:
         if self._broken.is_set():
             return
         try:
-            write_all(self._fd, encode_frame(frame))
-        except BrokenPipeError:
+            write_all(self._fd, encode_frame(frame), self.signals)
+        except (BrokenPipeError, _Stopped):
             self._broken.set()
         except OSError as exc:
             self.failure = exc
             self._broken.set()
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data``, however many calls the descriptor takes: one for a frame on a
-    blocking pipe. A non-blocking one (a socket that is stdin too: the loop reads stdin
-    non-blocking) is waited on until it can take more, rather than failing with EAGAIN."""
+def write_all(fd: int, data: bytes, signals: _StopSignals | None = None) -> None:
+    """Write all of ``data``, however many calls the descriptor takes: one for a frame while the
+    client reads. A full pipe or socket (stdout is non-blocking: ``serve``) is waited on until
+    it can take more, and for a stop signal: once the server is stopping, for
+    ``STOPPING_WRITE_SECONDS`` at most, then ``_Stopped``."""
     try:
         written = os.write(fd, data)
     except BlockingIOError:
@@ -71,10 +138,17 @@ def write_all(fd: int, data: bytes) -> None:
     if written == len(data):
         return
     rest = memoryview(data)[written:]
-    writable = select.poll()  # not select.select: a descriptor past 1023 is fine here
-    writable.register(fd, select.POLLOUT)
+    waiting = select.poll()  # not select.select: a descriptor past 1023 is fine here
+    waiting.register(fd, select.POLLOUT)
+    if signals is not None:
+        waiting.register(signals.fileno(), select.POLLIN)
     while rest:
-        writable.poll()
+        stopping = signals is not None and signals.stopping
+        ready = waiting.poll(STOPPING_WRITE_SECONDS * 1000 if stopping else None)
+        if not ready and stopping:
+            raise _Stopped
+        if signals is not None and any(ready_fd == signals.fileno() for ready_fd, _ in ready):
+            signals.take()
         try:
             rest = rest[os.write(fd, rest) :]
         except BlockingIOError:
@@ -106,9 +180,14 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
                 break
             server.dispatch(line)
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop.set)
+    try:
+        output.signals = _StopSignals(loop, stop.set)
+    except ValueError:  # not the main thread (a test's server): signals are its owner's
+        output.signals = None
+    out_fd = out.fileno()
+    was_blocking = os.get_blocking(out_fd)
+    if stat.S_ISFIFO(os.fstat(out_fd).st_mode) or stat.S_ISSOCK(os.fstat(out_fd).st_mode):
+        os.set_blocking(out_fd, False)  # a full pipe is waited on by ``write_all``, signals too
     watchers = [
         asyncio.ensure_future(_when(stop, finished.set)),
         asyncio.ensure_future(_when(broken, finished.set)),
@@ -129,6 +208,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
     try:
         await finished.wait()
+        if output.signals is not None:  # ending: a client that reads no more must not hold us
+            output.signals.stopping = True
         await asyncio.sleep(0)  # let the last dispatched commands start before closing
         await server.close()
     finally:
@@ -136,9 +217,9 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
             watcher.cancel()
         if stop_reading is not None:
             stop_reading()
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signum)
+        if output.signals is not None:
+            output.signals.close()
+        os.set_blocking(out_fd, was_blocking)
     if output.failure is not None:
         reason = output.failure.strerror or output.failure
         sys.stderr.write(f"tether: cannot write the RPC frames to standard output: {reason}\n")
