@@ -56,7 +56,7 @@ class _AtLeaf:
 
 AT_LEAF = _AtLeaf()
 
-_UNKNOWN: tuple[None, None] = (None, None)
+_UNKNOWN: tuple[None, None, bool] = (None, None, False)
 """What ``Session._known_ids`` has for a message it does not know."""
 
 
@@ -97,8 +97,9 @@ class Session:
         """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
         self._context = build_context(tree.path(record.leaf_id))
-        self._ids: dict[int, tuple[AgentMessage, str]] = {}
-        """``id()`` of a message → the message and its entry id (``_known_ids``)."""
+        self._ids: dict[int, tuple[AgentMessage, str, bool]] = {}
+        """``id()`` of a message → the message, its entry id, and whether this handle appended
+        it (``_known_ids``; a context taking the message in says no: it is then the tree's own)."""
         self._indexed: tuple[SessionContext | None, int] = (None, 0)
         """The context ``_known_ids`` took in, and how many of its messages."""
         self._next_id: Callable[[], str] | None = None
@@ -166,8 +167,8 @@ class Session:
         return self._context.messages
 
     def message_id(self, message: AgentMessage) -> str | None:
-        """Entry id of a context message (or of one this handle appended or had in its context
-        before a branch or compaction), by identity."""
+        """Entry id of a context message (or of one this handle appended, or a stored one it had
+        in its context before a branch or compaction), by identity."""
         return self._known_ids().get(id(message), _UNKNOWN)[1]
 
     def message_ids(self, messages: Sequence[AgentMessage]) -> list[str | None]:
@@ -175,27 +176,46 @@ class Session:
         get = self._known_ids().get
         return [get(id(message), _UNKNOWN)[1] for message in messages]
 
-    def _known_ids(self) -> dict[int, tuple[AgentMessage, str]]:
-        """``id()`` of each message this handle appended or had in its context → the message and
-        its entry id, taking in the context's new messages first: every message's end asks for
-        its id, and every request for its messages' ids, which a scan of the whole context made
-        cost the context's length (~10 µs a stored message at P6's 14 entries; more as a session
-        grows). A message appended here stays known after a branch or compaction left it out of
-        the context (a run's messages are asked for then too), and so does a durable replay's
-        message, which is not the object the context holds (``use_ids``). The map holds each
-        message, so no other object can come to have its ``id()``; the context only grows while
-        it is the same object, so a new one (or one that shrank) is taken in again whole."""
+    def _known_ids(self) -> dict[int, tuple[AgentMessage, str, bool]]:
+        """``id()`` of each message this handle appended or has had in its context → the message,
+        its entry id and whether it was appended here, taking in the context's new messages
+        first: every message's end asks for its id, and every request for its messages' ids,
+        which a scan of the whole context made cost the context's length (~10 µs a stored
+        message at P6's 14 entries; more as a session grows). A message appended here stays
+        known after a branch or compaction left it out of the context, and so does a stored
+        message the context held (a run's messages, those it started with included, are asked
+        for then too), and a durable replay's message, which is not the object the context holds
+        (``use_ids``). The map holds each message, so no other object can come to have its
+        ``id()``; the context only grows while it is the same object, so a new one (or one that
+        shrank) is taken in again whole, and the objects the old one alone held are dropped
+        (``_forget_rebuilt``)."""
         context, count = self._indexed
         messages = self._context.messages
         if context is not self._context or count > len(messages):
+            self._forget_rebuilt()
             count = 0
         if count < len(messages):
             ids, entry_ids = self._ids, self._context.entry_ids
             for i in range(count, len(messages)):
                 message = messages[i]
-                ids[id(message)] = (message, entry_ids[i])
+                ids[id(message)] = (message, entry_ids[i], False)
         self._indexed = (self._context, len(messages))
         return self._ids
+
+    def _forget_rebuilt(self) -> None:
+        """Drop the messages a context built afresh (compaction and branch summaries, edited
+        messages): each rebuild makes new ones, so a handle that rebuilds on every change (a
+        follower of a compacted session) would keep them all until closed. What stays is what
+        the tree holds anyway (a stored message's own object) and what this handle appended;
+        the context being taken in adds its own again. Costs the map's length, once a rebuild."""
+        tree = self._tree
+        kept: dict[int, tuple[AgentMessage, str, bool]] = {}
+        for key, known in self._ids.items():
+            message, entry_id, appended = known
+            node = tree.get(entry_id)
+            if appended or (node is not None and node.message is message):
+                kept[key] = known
+        self._ids = kept
 
     # -- reading the tree ------------------------------------------------------------------------
 
@@ -311,7 +331,7 @@ class Session:
                 decode_message(message, f"messages[{i}]" if len(messages) > 1 else "message")
         ids = self._append([{"type": "message", "message": m} for m in messages])
         for message, entry_id in zip(messages, ids, strict=True):
-            self._ids[id(message)] = (message, entry_id)
+            self._ids[id(message)] = (message, entry_id, True)
         return ids
 
     def append_synthetic(self, prompt: PromptInput) -> str:
