@@ -4,19 +4,25 @@ prompt-toolkit's parser appended each read of a paste to one string and searched
 the end mark after every read: 73 s for a 5 MB paste read a kilobyte at a time, the screen
 frozen. ``PasteParser`` searches each read alone (with the characters before it where the mark
 may begin); these tests check it reads what prompt-toolkit's parser reads, however the terminal
-cut the input.
+cut the input. Then the paste reaches the input box as pi's editor puts it there: a large one as
+a marker (``[paste #1 +50001 lines]``), the whole text sent.
 """
 
 from __future__ import annotations
 
 import random
+import shutil
+import sys
 from pathlib import Path
 
+import pytest
+from cli_support import CliEnv, text_reply
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
+from tmux_support import Terminal, input_line
 
-from tether.cli.interactive_paste import PasteParser
+from tether.cli.interactive_paste import FOLD_CHARS, FOLD_LINES, PasteParser, Pastes
 
 
 def keys(parser_class: type[Vt100Parser], reads: list[str]) -> list[tuple[object, str]]:
@@ -79,3 +85,51 @@ def test_the_interactive_mode_reads_its_terminal_with_it(tmp_path: Path) -> None
                 assert isinstance(getattr(own_input(), "vt100_parser", None), PasteParser)  # the views'
             finally:
                 ui.detach()
+
+
+def test_a_paste_of_more_than_10_lines_or_1000_characters_is_a_marker_as_in_pi() -> None:
+    pastes = Pastes()
+    assert pastes.fold("a\r\nb\rc") == "a\nb\nc"  # small: the text, line ends as typed ones
+    ten = "\n".join(["x" * 99] * FOLD_LINES)  # 10 lines, 999 characters
+    assert pastes.fold(ten) == ten and pastes.fold("y" * FOLD_CHARS) == "y" * FOLD_CHARS
+    lines = "line\n" * 50_000
+    assert pastes.fold(lines) == "[paste #1 +50001 lines]"
+    assert pastes.fold("z" * 1_500) == "[paste #2 1500 chars]"
+    typed = "see [paste #1 +50001 lines] and [paste #2 1500 chars], not [paste #2 1501 chars]"
+    sent = pastes.expand(typed)
+    assert sent == f"see {lines} and {'z' * 1_500}, not [paste #2 1501 chars]"
+    assert pastes.expand("[paste #3 +20 lines] typed by hand") == "[paste #3 +20 lines] typed by hand"
+    # the echo of the message shows it as typed, once; another message as it is
+    assert pastes.shown(sent) == typed and pastes.shown(sent) == sent
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_a_large_paste_is_a_marker_in_the_input_box_and_sent_whole(cli: CliEnv, tmp_path: Path) -> None:
+    """50,000 pasted lines filled the input box (and were laid out again on every key) and were
+    printed to the scrollback as the user's message; pi's editor shows a marker, sends the whole."""
+    pasted = "".join(f"pasted line {n}\n" for n in range(50_000))
+    (tmp_path / "paste").write_text(pasted)
+    environ = cli.env(TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("see ")
+        terminal.wait_for(lambda s: input_line(s) == "› see")
+        terminal.tmux("load-buffer", str(tmp_path / "paste"))
+        terminal.tmux("paste-buffer", "-p", "-t", "t")  # bracketed: tether asked for it
+        terminal.type(" and that")
+        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +50001 lines] and that")
+        terminal.send("Enter")
+        screen = terminal.wait_for("got it")
+        assert "› see [paste #1 +50001 lines] and that" in screen  # the message, folded
+        assert "pasted line" not in screen
+    finally:
+        terminal.close()
+    from tether.session import SessionManager
+    from tether.store import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        (record,) = sessions.list()
+        messages = sessions.open(record.id, readonly=True).messages
+        assert [m["content"] for m in messages if m["role"] == "user"] == [f"see {pasted} and that"]

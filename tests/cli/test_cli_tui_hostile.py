@@ -22,6 +22,7 @@ from cli_support import CliEnv, text_reply, tool_reply
 from tmux_support import Terminal
 
 from tether.cli import render
+from tether.cli.markdown import TABLE_CELLS
 from tether.cli.transcript import render_transcript
 
 PLAIN = render.Painter(width=80, color=False)
@@ -271,3 +272,38 @@ def test_file_and_command_names_in_the_menus_are_shown_escaped(tmp_path: Path) -
         Document("/evil", 5), CompleteEvent()
     )
     assert harmless(command.display_text) and harmless(command.display_meta_text)
+
+
+def _table(rows: int, columns: int = 3) -> str:
+    head = "| " + " | ".join(f"h{c}" for c in range(columns)) + " |\n" + "|---" * columns + "|\n"
+    body = "".join("| " + " | ".join(f"r{r}c{c}" for c in range(columns)) + " |\n" for r in range(rows))
+    return head + body
+
+
+def test_a_table_too_big_to_lay_out_is_shown_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich lays out a table at about 0.2 ms a cell before showing any of it: a model's table of
+    20,000 rows froze the screen 16 s when its answer ended. A table of more than TABLE_CELLS
+    cells is shown as its source lines, none of its rows laid out; the rest of the answer stays
+    markdown, and a smaller table stays a table."""
+    import rich.console
+    import rich.table
+
+    laid_out: list[int] = []
+    add_row = rich.table.Table.add_row
+
+    def counted(table: rich.table.Table, *cells: rich.console.RenderableType) -> None:
+        laid_out.append(len(cells))
+        add_row(table, *cells)
+
+    monkeypatch.setattr(rich.table.Table, "add_row", counted)
+    big = _table(5_000)
+    shown = PLAIN_100.markdown("**before**\n\n" + big + "\n> after")
+    assert laid_out == []
+    assert big.rstrip("\n") in shown
+    assert "a table of 5,000 rows" in shown
+    assert "before" in shown and "**before**" not in shown and "> after" not in shown
+
+    small = _table(TABLE_CELLS // 3 - 1)  # with its header row: at most TABLE_CELLS cells
+    shown = PLAIN_100.markdown(small)
+    assert len(laid_out) == TABLE_CELLS // 3 - 1
+    assert "| r0c0 |" not in shown and "r0c0" in shown

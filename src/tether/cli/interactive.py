@@ -130,6 +130,7 @@ class InteractiveApp:
         self._files = FileIndex(cwd)
         """What ``@`` offers; listed on a thread once the screen is up."""
         self._spent = footer.SessionSpend()
+        self._pastes = interactive_paste.Pastes()
         self._images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
         """``compaction_end`` events shown: ``/compact`` prints nothing more when one was."""
@@ -144,6 +145,11 @@ class InteractiveApp:
     def ask_yes_no(self, question: str) -> Awaitable[bool]:
         """A yes-or-no question in the live area ("always" is a plain yes)."""
         return self._ask_yes_no(question, lambda: None)
+
+    @property
+    def pastes(self) -> interactive_paste.Pastes:
+        """The input box's large pastes, each shown there as a marker until sent."""
+        return self._pastes
 
     @property
     def core(self) -> AgentSession | None:
@@ -472,7 +478,7 @@ class InteractiveApp:
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self.say(render.user_text(painter, render.message_text(message)))
+                self.say(render.user_text(painter, self._pastes.shown(render.message_text(message))))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -524,7 +530,7 @@ class InteractiveApp:
         else:
             if isinstance(pasted, str):
                 if self._buffer is not None:
-                    self._buffer.insert_text(pasted)
+                    self._buffer.insert_text(self._pastes.fold(pasted))
             else:
                 self._images.append(pasted)
         self._invalidate()
@@ -546,19 +552,19 @@ class InteractiveApp:
         try:
             parsed = commands.parse(text)
             if parsed == ("tree", "") and not core.is_running:
-                self.say(render.user_text(painter, text))
+                self.say(render.user_text(painter, self._pastes.shown(text)))
                 await self._navigate_tree()
             elif parsed == ("resume", "") and not core.is_running:
-                self.say(render.user_text(painter, text))
+                self.say(render.user_text(painter, self._pastes.shown(text)))
                 await views.resume_picked(self, core)
             elif parsed == ("fork", "") and not core.is_running:
-                self.say(render.user_text(painter, text))
+                self.say(render.user_text(painter, self._pastes.shown(text)))
                 self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:
-                self.say(render.user_text(painter, text))
+                self.say(render.user_text(painter, self._pastes.shown(text)))
                 await interactive_commands.run(self, core, *parsed)
             elif commands.runs_here(core, text):
-                self.say(render.user_text(painter, text))
+                self.say(render.user_text(painter, self._pastes.shown(text)))
                 reports = self._compaction_reports
                 result = await commands.execute(core, text)
                 if self._compaction_reports != reports:  # /compact: its compaction_end said it all

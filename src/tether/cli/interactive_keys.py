@@ -15,9 +15,11 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, Filter, completion_is_selected
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.key_binding.key_bindings import KeyHandlerCallable as KeyHandler
+from prompt_toolkit.keys import Keys
 
 from tether.cli import render
 from tether.cli.interactive_extensions import shortcut_keys
+from tether.cli.interactive_paste import Pastes
 from tether.cli.keybindings import Bindings
 from tether.session import commands
 from tether.wire import ImageContent
@@ -37,6 +39,11 @@ class KeyActions(Protocol):
     @property
     def asking(self) -> bool:
         """A yes-or-no question waits in the live area (y, n and a answer it)."""
+        ...
+
+    @property
+    def pastes(self) -> Pastes:
+        """The input box's folded pastes."""
         ...
 
     def say(self, text: str) -> None: ...
@@ -113,6 +120,18 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
 
         return register
 
+    @keys.add(Keys.BracketedPaste)
+    def _paste(event: KeyPressEvent) -> None:
+        buffer.insert_text(app.pastes.fold(event.data))
+
+    def sent() -> str:
+        """The input box's text, its pastes expanded, leaving the box (and going into the
+        history as typed)."""
+        text = app.pastes.expand(buffer.text)
+        buffer.append_to_history()
+        buffer.reset()
+        return text
+
     @bind("tui.input.submit", when=~approving)
     def _enter(event: KeyPressEvent) -> None:
         text = buffer.text
@@ -122,8 +141,7 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
             return
         if not text.strip():
             return
-        buffer.append_to_history()
-        buffer.reset()
+        text = sent()
         if app.busy and commands.parse(text) is None:
             app.queue(text, follow_up=False)
         else:
@@ -138,10 +156,7 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
     @bind("app.message.followUp", when=~approving)
     def _alt_enter(event: KeyPressEvent) -> None:
         if app.busy and buffer.text.strip():
-            text = buffer.text
-            buffer.append_to_history()
-            buffer.reset()
-            app.queue(text, follow_up=True)
+            app.queue(sent(), follow_up=True)
         else:
             buffer.insert_text("\n")
 

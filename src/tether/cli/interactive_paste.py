@@ -1,13 +1,16 @@
-"""A bracketed paste read in time proportional to its length.
+"""Bracketed pastes: read in time proportional to their length, and folded as pi folds them.
 
 prompt-toolkit's key parser keeps a paste in one string, appends each read to it (a terminal
 hands the program about a kilobyte at a time) and searches the whole of it for the end mark
 after every read: a 5 MB paste took 73 s to reach the input box, the screen frozen meanwhile.
 ``PasteParser`` searches each read (with the few characters before it, where the mark may have
-begun) and joins the pieces once, at the end mark.
+begun) and joins the pieces once, at the end mark. ``Pastes`` puts a large paste into the input
+box as pi's marker.
 """
 
 from __future__ import annotations
+
+import re
 
 from prompt_toolkit.input import Input
 from prompt_toolkit.input.vt100 import Vt100Input
@@ -49,3 +52,62 @@ def install(terminal: Input) -> None:
     """Read ``terminal``'s bracketed pastes with a ``PasteParser`` (a terminal's input only)."""
     if isinstance(terminal, Vt100Input):
         terminal.vt100_parser = PasteParser(terminal.vt100_parser.feed_key_callback)
+
+
+FOLD_LINES = 10
+FOLD_CHARS = 1_000
+"""pi's editor folds a paste of more lines or more characters than these into a marker."""
+
+
+class Pastes:
+    """pi's folded pastes: a paste of more than ``FOLD_LINES`` lines or ``FOLD_CHARS``
+    characters goes into the input box as a marker (``[paste #1 +50000 lines]``,
+    ``[paste #2 1500 chars]``), so a 5 MB paste neither fills the box nor is laid out on every
+    key; the marker becomes the pasted text again when the message is sent (``expand``), and the
+    message's echo in the scrollback shows the marker again (``shown``).
+
+    A marker edited by hand is no marker (it is sent as typed). The pastes are kept for the
+    session: a message recalled from the history (Up) carries its markers; one from an earlier
+    session's history expands only if this session made the same marker (number and size)."""
+
+    def __init__(self) -> None:
+        self._pasted: dict[str, str] = {}
+        """Each marker made, to its paste."""
+        self._sent: dict[str, str] = {}
+        """Messages sent with their pastes expanded, each to the text typed (the echo's)."""
+
+    def fold(self, pasted: str) -> str:
+        """What a paste puts into the input box: its text (line ends as ``\\n``), or a marker."""
+        text = pasted.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.count("\n") + 1
+        if lines <= FOLD_LINES and len(text) <= FOLD_CHARS:
+            return text
+        number = len(self._pasted) + 1
+        marker = (
+            f"[paste #{number} +{lines} lines]"
+            if lines > FOLD_LINES
+            else f"[paste #{number} {len(text)} chars]"
+        )
+        self._pasted[marker] = text
+        return marker
+
+    def expand(self, typed: str) -> str:
+        """``typed`` with each marker replaced by its paste: the message to send."""
+        if not self._pasted:
+            return typed
+        sent = _MARKER.sub(lambda found: self._pasted.get(found[0], found[0]), typed)
+        if sent != typed:
+            self._sent[sent] = typed
+        return sent
+
+    def shown(self, message: str) -> str:
+        """A user message as the scrollback echoes it: a message sent from the input box with
+        pastes in it as it was typed there (its markers), any other as it is."""
+        for sent, typed in list(self._sent.items()):
+            if sent in message:
+                message = message.replace(sent, typed)
+                del self._sent[sent]
+        return message
+
+
+_MARKER = re.compile(r"\[paste #\d+ (?:\+\d+ lines|\d+ chars)\]")
