@@ -27,7 +27,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    ``event_stream``); abort is checked between reads and interrupts a wait for one.
 
 A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
-``stream_http``, wraps them in ``PROVIDER = api_provider.ApiProvider(...)``, and is listed in
+``stream_http``, wraps them in ``PROVIDER = api_provider.ApiProvider(...)`` (with ``max_tools``
+when the API documents how many tools a request may declare), and is listed in
 ``providers.BUILTIN``. Its fixtures replay through ``python -m tether.testing.replay`` once
 ``testing.replay.ENDPOINTS`` knows the path it appends to ``baseUrl``.
 """

@@ -105,19 +105,22 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
     import asyncio
     import json
 
+    from tether.ai.paths import config_dir
     from tether.mcp import McpServers, format_statuses
     from tether.session.factory import SetupError, load_mcp_files
+    from tether.session.settings import SettingsError, load_settings
 
     problems: list[str] = []
     try:
         configs = load_mcp_files(cwd, config_file, problems=problems)
-    except SetupError as exc:
+        max_tools = load_settings(config_dir(), cwd).mcp_max_tools  # the budget a run here has
+    except (SetupError, SettingsError) as exc:
         sys.stderr.write(f"tether: {exc}\n")
         return 1
     notes: list[str] = []
 
     async def report() -> str:
-        servers = McpServers(configs, notes=problems)
+        servers = McpServers(configs, notes=problems, max_tools=max_tools)
         servers.notify = lambda text: print(text, file=sys.stderr)  # a sign-in address
         async with servers:
             statuses = servers.statuses()

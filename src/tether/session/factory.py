@@ -412,7 +412,7 @@ def create_agent_session(
                 )
             )
             or None,
-            mcp=_mcp([*registered, *mcp_servers], mcp_notes, workspace),
+            mcp=_mcp([*registered, *mcp_servers], mcp_notes, workspace, settings.mcp_max_tools),
             resources=resources,
             owns=("mcp", "sessions") if opened_sessions else ("mcp",),
         )
@@ -490,9 +490,12 @@ def _key_for(provider: str, api_key: str) -> Callable[[str], str | None]:
     return get_api_key
 
 
-def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Workspace) -> McpServers | None:
+def _mcp(
+    configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Workspace, max_tools: int | None
+) -> McpServers | None:
     """The session's servers; ``None`` without any server or note (the MCP package stays
-    unloaded). With ``sandbox.mcp``, stdio servers start in the commands' sandbox."""
+    unloaded). With ``sandbox.mcp``, stdio servers start in the commands' sandbox; ``max_tools``
+    is the ``mcp.maxTools`` setting."""
     if not any(c.enabled for c in configs) and not notes:
         return None
     from tether.mcp import McpServers
@@ -503,7 +506,7 @@ def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Wo
         if sandbox is None:  # said, never silently unconfined
             notes = [*notes, "sandbox unavailable: MCP servers start unconfined (sandbox.mcp)"]
         configs = [replace(c, sandbox=sandbox) if c.command is not None else c for c in configs]
-    return McpServers(configs, notes=notes)
+    return McpServers(configs, notes=notes, max_tools=max_tools)
 
 
 def _choose_model(

@@ -139,6 +139,10 @@ class Settings:
     """How queued steering messages are delivered: one per turn, or ``all`` at once (pi's)."""
     follow_up_mode: str = "one-at-a-time"
     """The same for follow-up messages."""
+    mcp_max_tools: int | None = None
+    """``mcp.maxTools``: the MCP servers' own tools a request declares, all servers together
+    (``tether.mcp.tool_budget``); ``None``: what the model's API accepts less the agent's own
+    tools and the resource tools."""
     enabled_models: tuple[str, ...] = ()
     """pi's ``enabledModels``: the model patterns Ctrl-P cycles through (``--models`` wins);
     empty: every usable model."""
@@ -341,6 +345,8 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["stream_idle_timeout_ms"] = value
         elif key == "maxConnections":
             changes["max_connections"] = base.max_connections | _max_connections(value, path)
+        elif key == "mcp":
+            changes["mcp_max_tools"] = _mcp_max_tools(base.mcp_max_tools, value, path)
         elif key == "$schema":
             continue
         else:
@@ -357,6 +363,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "serve",
                 "streamIdleTimeoutMs",
                 "maxConnections",
+                "mcp",
                 "steeringMode",
                 "followUpMode",
             ]
@@ -449,6 +456,22 @@ def _max_connections(value: object, path: Path) -> dict[str, int]:
             )
         limits[provider] = limit
     return limits
+
+
+def _mcp_max_tools(base: int | None, value: object, path: Path) -> int | None:
+    """``{"maxTools": N}``: the only key of ``mcp`` so far (the servers are in ``mcp.json``)."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "mcp": expected an object')
+    result = base
+    for key, item in cast(dict[str, object], value).items():
+        if key != "maxTools":
+            raise SettingsError(f'{path}: "mcp.{key}": unknown key (known: maxTools)')
+        if not _is_count(item):
+            raise SettingsError(
+                f'{path}: "mcp.maxTools": expected a non-negative integer up to {MAX_COUNT}, got {json.dumps(item)}'
+            )
+        result = item
+    return result
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)
