@@ -151,12 +151,12 @@ async def _drive(
     clock = _Clock(output, time.monotonic())
     attempt = 0
     sent_start = False
-    idle = _idle_timeout(model, options)
+    idle, connect = _timeouts(model, options)
     while True:
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options, provider=model["provider"], idle=idle)
+        response = await send(request, options, provider=model["provider"], idle=idle, connect=connect)
         if isinstance(response, RequestFailed):
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):
@@ -276,13 +276,15 @@ def _reset(output: AssistantMessage, model: ModelInfo) -> None:
     raw["timestamp"] = timestamp
 
 
-def _idle_timeout(model: ModelInfo, options: StreamOptions) -> float | None:
-    """The provider's own ``streamIdleTimeoutMs`` (``models.json``) over the options' value."""
-    from tether.ai.models import idle_timeout_of  # the registry loads when a stream starts, as in keys
+def _timeouts(model: ModelInfo, options: StreamOptions) -> tuple[float | None, float | None]:
+    """The idle timeout (the provider's own ``streamIdleTimeoutMs`` in ``models.json`` over the
+    options' value; ``None``: no limit) and the provider's own ``connectTimeoutMs`` (``None``:
+    the options' ``connect_timeout``)."""
+    from tether.ai.models import stream_timeouts_of  # the registry loads when a stream starts, as in keys
 
-    configured = idle_timeout_of(model["provider"])
+    configured, connect = stream_timeouts_of(model["provider"])
     idle = configured if configured is not None else options.idle_timeout
-    return idle or None  # 0: no limit
+    return idle or None, connect  # idle 0: no limit
 
 
 class _RetryableReadError(Exception):

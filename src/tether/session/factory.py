@@ -379,7 +379,10 @@ def create_agent_session(
             model=resolved.model if resolved is not None else None,
             tools=built,
             stream_fn=resolved.stream_fn if resolved is not None else None,
-            options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
+            options=SimpleStreamOptions(
+                idle_timeout=settings.stream_idle_timeout_ms / 1000 or None,
+                connect_timeout=settings.connect_timeout_ms / 1000 or None,
+            ),
             steering_mode=cast(QueueMode, settings.steering_mode),
             follow_up_mode=cast(QueueMode, settings.follow_up_mode),
         )

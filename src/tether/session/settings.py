@@ -20,7 +20,7 @@ from typing import TypeVar, cast
 
 from typing_extensions import TypeIs
 
-from tether.ai.types import DEFAULT_IDLE_TIMEOUT
+from tether.ai.types import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 from tether.errors import UserError
 from tether.own_files import RefusedFile, read_own_file
 from tether.session.budget import CompactionSettings
@@ -120,6 +120,9 @@ class Settings:
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
+    connect_timeout_ms: int = int(DEFAULT_CONNECT_TIMEOUT * 1000)
+    """How long a request may take to set up its connection (0: no limit but the request's
+    timeout); a provider's own ``connectTimeoutMs`` in ``models.json`` wins."""
     durable: Durable = field(default_factory=Durable)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """How ``bash`` and ``!cmd`` are confined (``docs/sandbox.md``). A project file can only narrow
@@ -339,10 +342,12 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["sandbox"] = _sandbox(base.sandbox, value, path)
         elif key == "serve":
             changes["serve_token"] = _serve_token(value, path)
-        elif key == "streamIdleTimeoutMs":
+        elif key in ("streamIdleTimeoutMs", "connectTimeoutMs"):
             if not _is_count(value):
                 raise bad(key, f"milliseconds, a non-negative integer (0: no limit) up to {MAX_COUNT}")
-            changes["stream_idle_timeout_ms"] = value
+            changes["stream_idle_timeout_ms" if key == "streamIdleTimeoutMs" else "connect_timeout_ms"] = (
+                value
+            )
         elif key == "maxConnections":
             changes["max_connections"] = base.max_connections | _max_connections(value, path)
         elif key == "mcp":
@@ -362,6 +367,7 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "sandbox",
                 "serve",
                 "streamIdleTimeoutMs",
+                "connectTimeoutMs",
                 "maxConnections",
                 "mcp",
                 "steeringMode",

@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from pathlib import Path
 from typing import cast
 
 import pytest
 from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
 
-from tether.ai import sse, transport
+from tether.ai import models, sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
+from tether.ai.types import StreamOptions
 from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.wire import AssistantMessage
@@ -172,6 +174,48 @@ async def test_a_server_that_never_answers_is_a_stall_like_a_silent_body(api: st
     assert final["stopReason"] == "error"
     assert final["errorMessage"] == f"No response from {spec['provider']} for 0.2 s (stream idle timeout)"
     assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it too"
+
+
+class SwampedServer:
+    """A listening socket that accepts nothing, its one queued connection taken: a connect to it
+    waits for a handshake that never completes (the kernel drops the SYN of a full queue), as a
+    connect to a server swamped by a start-up burst, or behind a black hole, does."""
+
+    def __enter__(self) -> str:
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(0)
+        port = self._listener.getsockname()[1]
+        self._queued = socket.create_connection(("127.0.0.1", port))
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *_: object) -> None:
+        self._queued.close()
+        self._listener.close()
+
+
+async def test_the_connect_timeout_is_an_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CONNECT_TIMEOUT`` was a fixed 10 s: a burst of 1,000 sessions starting at once waits
+    over a second for each connect, and nothing could give it more (or a failover less). The
+    options' ``connect_timeout`` sets it; a provider's ``connectTimeoutMs`` in ``models.json``
+    wins, as its ``streamIdleTimeoutMs`` does."""
+    assert StreamOptions().connect_timeout == 10.0
+    with SwampedServer() as url:
+        spec = model(url)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(connect_timeout=0.2, max_retries=0))
+        assert final["stopReason"] == "error"
+        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
+        home = tmp_path / "home"
+        (home / "config").mkdir(parents=True)
+        (home / "config" / "models.json").write_text(
+            json.dumps({"providers": {spec["provider"]: {"connectTimeoutMs": 200}}})
+        )
+        monkeypatch.setenv("TETHER_HOME", str(home))
+        monkeypatch.setattr(models, "_registry", None)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(connect_timeout=GUARD * 2, max_retries=0))
+        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
 
 
 async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
