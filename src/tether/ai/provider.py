@@ -313,7 +313,9 @@ async def _event_batches(
     session's retry recognises as transient. Only a read that gives the consumer events, or
     brings part of an event, counts: SSE comments (``: ping``) and events that carry nothing
     (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
-    its backend stalls, ends too instead of holding the run forever. A body without a single SSE
+    its backend stalls, ends too instead of holding the run forever. Part of an event counts
+    only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``_IdleWatch.span``).
+    A body without a single SSE
     event (an HTML page from a proxy or a wrong ``baseUrl``) ends with what did arrive:
     ``arrived`` (status and content type) and the body's first line.
     """
@@ -336,7 +338,14 @@ async def _event_batches(
             except asyncio.CancelledError:
                 if watch is None or not watch.expired():
                     raise
-                message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
+                provider = parser.model["provider"]
+                if watch.deadline >= watch.cap:
+                    message = (
+                        f"Nothing complete from {provider} for {watch.span:g} s, only part of an event "
+                        "trickling in (stream idle timeout)"
+                    )
+                else:
+                    message = f"No data from {provider} for {idle:g} s (stream idle timeout)"
                 if not emitted:
                     raise _RetryableReadError(RequestFailed(message, retryable=True)) from None
                 yield parser.fail(message)
@@ -393,14 +402,29 @@ async def _event_batches(
                     out += parser.end()
                 yield out
                 return
-            if watch is not None and (out or decoder.midway()):
-                watch.deadline = loop.time() + watch.idle
+            if watch is not None:
+                if out:
+                    now = loop.time()
+                    watch.deadline = now + watch.idle
+                    watch.cap = now + watch.span
+                elif decoder.midway():  # bytes of an event still arriving: progress, up to the cap
+                    watch.deadline = min(loop.time() + watch.idle, watch.cap)
             if out:
                 emitted = True
                 yield out
     finally:
         if watch is not None:
             watch.close()
+
+
+TRICKLE_IDLES = 2
+"""Idle timeouts a reply may go without giving the consumer an event while part of one keeps
+arriving. Those bytes are progress (a large event, a final one repeating a generated image, comes
+in many reads, each within the idle timeout of the last), but not without end: one event
+trickling in a byte at a time, each just inside the idle timeout, held the run until the 64 MB
+event cap (a byte every 299 s: centuries), as pings trickled in pieces did. Twice the idle
+timeout is 10 minutes by default, far beyond any real event's arrival; a long answer is many
+events, each of which moves the cap on."""
 
 
 class _IdleWatch:
@@ -415,12 +439,16 @@ class _IdleWatch:
     through ``asyncio.timeout``.
     """
 
-    __slots__ = ("_cancelling", "_fired", "_handle", "_loop", "deadline", "idle", "task")
+    __slots__ = ("_cancelling", "_fired", "_handle", "_loop", "cap", "deadline", "idle", "span", "task")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, idle: float) -> None:
         self._loop = loop
         self.idle = idle
+        self.span = idle * TRICKLE_IDLES
         self.deadline = loop.time() + idle
+        self.cap = loop.time() + self.span
+        """The latest ``deadline`` bytes of an unfinished event may set: ``span`` after the last
+        read that gave the consumer events (or the body's start)."""
         self.task: asyncio.Task[Any] | None = None
         """The task waiting for a read, while one waits (``None`` between reads)."""
         self._cancelling = 0

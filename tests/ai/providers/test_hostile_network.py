@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from itertools import accumulate
 from pathlib import Path
 from typing import cast
 
@@ -271,15 +272,55 @@ async def test_keep_alives_do_not_hold_a_stalled_stream_open(api: str, ping: str
 
 @each_api
 async def test_a_slow_event_arriving_in_pieces_is_no_stall(api: str) -> None:
-    """Bytes of an event still arriving are progress, though it yields nothing until it ends."""
+    """Bytes of an event still arriving are progress, though it yields nothing until it ends: an
+    event arriving over longer than the idle timeout (1.2 s here), within ``TRICKLE_IDLES`` of them."""
     answer = TEXT[api]
     body = answer.body
     start = after_event(body, b'"Hel"')
     end = next(e for e in event_ends(body) if e > start)
     pieces = Reply(body, chunks=range(start, end, max((end - start) // 12, 1)), delay=0.1)
     async with LoopbackServer([pieces]) as server:
-        _, final = await collect(model(server.url, api), fast(idle_timeout=0.35))
+        _, final = await collect(model(server.url, api), fast(idle_timeout=1.0))
     assert final["stopReason"] == "stop", final.get("errorMessage")
+
+
+@each_api
+async def test_an_event_trickling_in_a_byte_at_a_time_ends_the_stream(api: str) -> None:
+    """Each byte of an unfinished event moved the idle timeout on: one arriving a byte at a time,
+    each just inside the timeout, held the run until the 64 MB event cap (here: 30 s of bytes,
+    past the hang guard). Part of an event is progress for ``TRICKLE_IDLES`` idle timeouts."""
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    trickle = b'data: {"x":"' + b"a" * 600
+    start = cut + len(b'data: {"x":"')
+    slow = Reply(body[:cut] + trickle, chunks=range(start, cut + len(trickle)), delay=0.05)
+    async with LoopbackServer([slow]) as server:
+        spec = model(server.url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=1.0))
+    assert len(server.requests) == 1, "after content was shown: not retried"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == (
+        f"Nothing complete from {spec['provider']} for 2 s, only part of an event trickling in "
+        "(stream idle timeout)"
+    )
+    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+async def test_a_long_answer_in_many_slow_events_goes_on() -> None:
+    """The cap counts from the last event given, so an answer of many events goes on however
+    long it streams (here each event comes in pieces, and all of them take five idle timeouts)."""
+    events = [chunk({"role": "assistant", "content": f"w{i} "}) for i in range(25)]
+    body = b"".join(events) + chunk(finish="stop") + b"data: [DONE]\n\n"
+    cuts = [at + len(e) // 2 for at, e in zip(accumulate([0, *map(len, events)]), events, strict=False)]
+    async with LoopbackServer(
+        [Reply(body, chunks=sorted({*cuts, *accumulate(map(len, events))}), delay=0.05)]
+    ) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(idle_timeout=0.5))
+    assert final["stopReason"] == "stop", final.get("errorMessage")
+    assert final["content"][0]["text"] == "".join(f"w{i} " for i in range(25))
 
 
 NONSENSE_COUNTS = ["NaN", "-5", "1e400", "99999999999999999999999", "true", '"12"']
