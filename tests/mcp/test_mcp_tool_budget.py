@@ -15,11 +15,11 @@ from tests.mcp.test_mcp_session import results, session, text_of
 
 from tether.agent import Agent
 from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses
-from tether.mcp import McpConfigError, McpServerConfig, McpServers
+from tether.mcp import McpConfigError, McpServerConfig, McpServers, tool_limit
 from tether.mcp.config import server_config
 from tether.mcp.connection import ToolInfo
 from tether.mcp.resources import resource_tools
-from tether.mcp.tool_budget import DEFAULT_TOOL_LIMIT, RESOURCE_TOOLS, tool_limit
+from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, RESOURCE_TOOLS
 from tether.session import AgentSession
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.tools import create_coding_tools
@@ -86,12 +86,13 @@ async def test_disabled_tools_and_max_tools_share_the_budget_between_servers() -
         notes = servers.notes
     assert names[:10] == [f"mcp__first__tool_{i:04d}" for i in range(1, 11)]
     assert names[10:] == [
-        f"mcp__second__tool_{i:04d}" for i in range(DEFAULT_TOOL_LIMIT - RESOURCE_TOOLS - 10)
-    ]
+        f"mcp__second__tool_{i:04d}"
+        for i in range(DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS - RESOURCE_TOOLS - 10)
+    ]  # no fit: room is left for the agent's own tools
     first, second = (n for n in notes if "left out" in n)
     assert "'first': 289 of its 300 tools left out" in first and "maxTools 10" in first
     assert "tool_0000 (disabledTools)" not in first  # chosen away by the user: no news to them
-    assert "'second': 185 of its 300 tools left out" in second
+    assert "'second': 213 of its 300 tools left out" in second
 
 
 def test_each_api_says_how_many_tools_a_request_takes() -> None:
@@ -129,6 +130,26 @@ async def test_the_budget_is_what_the_models_api_takes_beside_the_agents_own_too
     assert len(openai) == 128 and openai[:7] == [t.name for t in own]
     assert len(google) == 512 and google[:7] == [t.name for t in own]
     assert len(anthropic_) == DEFAULT_TOOL_LIMIT and anthropic_[:7] == [t.name for t in own]
+
+
+async def test_a_bare_agent_given_the_servers_tools_without_fit_stays_within_openais_limit(
+    tmp_path: Path,
+) -> None:
+    """A bare ``Agent`` takes ``servers.tools()`` (docs/library.md, docs/mcp.md); before ``fit``
+    the budget left no room for the agent's own tools (128 less the resource tools), so 5 tools of
+    its own and a server of 200 sent OpenAI 133 and every request failed. Until ``fit`` it leaves
+    room for ``ASSUMED_OWN_TOOLS``; ``fit`` with the model's limit fills the request exactly."""
+    own = create_coding_tools(Workspace(tmp_path), ["read", "bash", "edit", "write", "ls"])
+    model = ScriptedModel([reply("one"), reply("two")])
+    openai = {**SCRIPTED_MODEL, "api": "openai-completions"}
+    async with McpServers([many("big", 200)], log_dir=tmp_path, cache_dir=tmp_path) as servers:
+        await Agent(model=openai, tools=[*own, *servers.tools()], stream_fn=model).prompt("go")
+        servers.fit(tool_limit(openai["api"]), len(own))  # as the docs show
+        await Agent(model=openai, tools=[*own, *servers.tools()], stream_fn=model).prompt("go on")
+    unfitted, fitted = sent_tools(model, 0), sent_tools(model, 1)
+    assert len(unfitted) == len(own) + DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS <= 128
+    assert unfitted[: len(own)] == [t.name for t in own]
+    assert len(fitted) == 128 and fitted[: len(own)] == [t.name for t in own]
 
 
 async def test_the_mcp_max_tools_setting_wins_over_the_models_limit() -> None:

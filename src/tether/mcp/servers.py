@@ -16,7 +16,7 @@ keeps its name against an extension's.
 For a bare ``Agent``::
 
     async with McpServers([McpServerConfig("time", command="uvx", args=("mcp-server-time",))]) as mcp:
-        mcp.fit(tool_limit(model["api"]), len(my_tools))  # tether.mcp.tool_budget
+        mcp.fit(tool_limit(model["api"]), len(my_tools))  # without it: room for 28 (tool_budget)
         agent = Agent(model=model, tools=[*my_tools, *mcp.tools()])
         await agent.prompt("What time is it in Tokyo?")
 """
@@ -36,7 +36,7 @@ from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status, ToolInfo
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
-from tether.mcp.tool_budget import DEFAULT_TOOL_LIMIT, Share, budget, note, shares
+from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, Share, budget, note, shares
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
 from tether.mcp.tools import agent_tool, tool_name
 
@@ -112,7 +112,8 @@ class McpServers:
         cache_dir: Where servers' listings are kept between runs (``tether.mcp.tool_cache``);
             default: the ``mcp-tools`` folder of tether's data folder.
         max_tools: The servers' own tools a request declares, all servers together (the
-            ``mcp.maxTools`` setting); ``None``: what the request has room for (``fit``).
+            ``mcp.maxTools`` setting); ``None``: what the request has room for (``fit``; until
+            it is called, ``DEFAULT_TOOL_LIMIT`` beside ``ASSUMED_OWN_TOOLS`` of the agent's own).
     """
 
     def __init__(
@@ -151,8 +152,9 @@ class McpServers:
         self._stopping: set[asyncio.Task[None]] = set()
         """Servers removed while the session runs, still being stopped (``close`` waits for them)."""
         self.max_tools = max_tools
-        self._room = (DEFAULT_TOOL_LIMIT, 0)
-        """What ``fit`` was told: the tools a request may declare, and how many the agent's own take."""
+        self._room = (DEFAULT_TOOL_LIMIT, ASSUMED_OWN_TOOLS)
+        """What ``fit`` was told: the tools a request may declare, and how many the agent's own take
+        (until it is called: ``ASSUMED_OWN_TOOLS``, so a bare ``Agent`` that never calls it fits too)."""
 
     @property
     def notes(self) -> list[str]:

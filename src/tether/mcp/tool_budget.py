@@ -38,6 +38,13 @@ API, the local model, a provider registered without one): OpenAI's limit, so the
 offers still fit when it switches to an OpenAI model, and every tool declared costs tokens on
 every turn (Anthropic: 50 tools take 10-20K tokens, and choosing gets worse past 30-50 tools)."""
 
+ASSUMED_OWN_TOOLS = 28
+"""The agent's own tools the budget leaves room for until ``McpServers.fit`` says how many there
+are: a bare ``Agent`` given ``servers.tools()`` (docs/library.md), ``tether mcp list``. Without it
+the servers took all of ``DEFAULT_TOOL_LIMIT``, and an agent with 5 tools of its own sent OpenAI
+133 tools, which it refuses (``array_above_max_length``) on every request. 28 is the room the
+fixed budget of 100 MCP tools used to leave; tether's built-in tools are 7."""
+
 RESOURCE_TOOLS = 3
 """The tools of ``tether.mcp.resources``, declared when a server has resources."""
 
