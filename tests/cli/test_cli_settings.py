@@ -12,6 +12,7 @@ from tether.ai.connections import (
     connection_limit,
     reset_connection_limits,
 )
+from tether.mcp import McpServerConfig
 from tether.session.budget import CompactionSettings
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.settings import Settings, SettingsError, load_settings
@@ -92,6 +93,9 @@ def test_all_documented_keys(tmp_path: Path) -> None:
         ({"steeringMode": "some"}, '"steeringMode": expected one of one-at-a-time, all, got "some"'),
         ({"enabledModels": "a/*"}, '"enabledModels": expected a list of model patterns'),
         ({"theme": 3}, '"theme": expected a string, got 3'),
+        ({"mcp": 40}, '"mcp": expected an object'),
+        ({"mcp": {"maxTools": -1}}, '"mcp.maxTools": expected a non-negative integer'),
+        ({"mcp": {"servers": {}}}, '"mcp.servers": unknown key (known: maxTools)'),
     ],
 )
 def test_bad_values_name_file_and_key(tmp_path: Path, data: object, message: str) -> None:
@@ -100,6 +104,26 @@ def test_bad_values_name_file_and_key(tmp_path: Path, data: object, message: str
         load_settings(tmp_path / "c", tmp_path)
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
+
+
+async def test_mcp_max_tools_reaches_the_sessions_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "c" / "settings.json", {"mcp": {"maxTools": 40}})
+    settings = load_settings(tmp_path / "c", tmp_path)
+    assert settings.mcp_max_tools == 40
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    core = create_agent_session(
+        cwd=tmp_path,
+        settings=settings,
+        session=SessionChoice(persist=False),
+        mcp_servers=[McpServerConfig("s", command="unused")],
+    )
+    try:
+        assert core.mcp is not None and core.mcp.max_tools == 40
+    finally:
+        await core.close()
 
 
 def test_max_connections_per_provider_merge_and_apply(

@@ -1,6 +1,7 @@
-"""The MCP tool budget: a server listing thousands of tools sends a bounded number with each
-request (OpenAI takes at most 128 tools), says once which were left out and why, and lets its
-``mcp.json`` entry choose (``enabledTools``, ``disabledTools``, ``maxTools``). A real server
+"""The MCP tool budget: a server listing thousands of tools sends as many with each request as
+the model's API accepts beside the agent's own tools (OpenAI takes at most 128 tools), says once
+which were left out and why, and lets its ``mcp.json`` entry choose (``enabledTools``,
+``disabledTools``, ``maxTools``) or the ``mcp.maxTools`` setting. A real server
 (``many_tools_server.py``, the SDK's own server API) lists 2,000 tools."""
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from typing import Any
 import pytest
 from tests.mcp.test_mcp_session import results, session, text_of
 
-from tether.mcp import McpConfigError, McpServerConfig, McpServers
+from tether.agent import Agent
+from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses
+from tether.mcp import McpConfigError, McpServerConfig, McpServers, tool_limit
 from tether.mcp.config import server_config
 from tether.mcp.connection import ToolInfo
-from tether.mcp.tool_budget import MCP_TOOL_BUDGET
-from tether.testing.scripted import ScriptedModel, reply, tool_call
+from tether.mcp.resources import resource_tools
+from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, RESOURCE_TOOLS
+from tether.session import AgentSession
+from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
+from tether.tools import create_coding_tools
+from tether.tools.workspace import Workspace
 
 MANY = Path(__file__).with_name("many_tools_server.py")
 
@@ -44,15 +51,16 @@ async def test_a_server_of_2000_tools_sends_the_budget_and_says_which_are_left_o
     finally:
         await core.close()
     server_tools = [n for n in sent_tools(model) if n.startswith("mcp__big__")]
-    assert server_tools == [f"mcp__big__tool_{i:04d}" for i in range(MCP_TOOL_BUDGET)]
-    assert len(sent_tools(model)) < 128
+    assert len(sent_tools(model)) == DEFAULT_TOOL_LIMIT  # the scripted API documents no limit
+    budget = DEFAULT_TOOL_LIMIT - RESOURCE_TOOLS  # the SDK's server offers resources: their tools come too
+    assert server_tools == [f"mcp__big__tool_{i:04d}" for i in range(budget)]
     assert text_of(results(added)[0]) == "tool 7: 8"
     [note] = [n for n in notices if "left out" in n]  # said once, not at every prompt
-    assert "MCP server 'big': 1900 of its 2000 tools left out" in note
-    assert "tool_0100, tool_0101, tool_0102" in note and "enabledTools" in note
+    assert "MCP server 'big': 1875 of its 2000 tools left out" in note
+    assert "tool_0125, tool_0126, tool_0127" in note and "enabledTools" in note and "mcp.json" in note
     [status] = statuses
-    assert len(status.tools) == MCP_TOOL_BUDGET and len(status.left_out) == 1900
-    assert status.left_out[0].startswith("tool_0100: over the budget")
+    assert len(status.tools) == budget and len(status.left_out) == 1875
+    assert status.left_out[0].startswith("tool_0125: over the budget (125 MCP tools a request)")
 
 
 async def test_enabled_tools_choose_which_go_with_a_request() -> None:
@@ -77,11 +85,87 @@ async def test_disabled_tools_and_max_tools_share_the_budget_between_servers() -
         names = [t.name for t in servers.tools() if t.name.startswith("mcp__")]
         notes = servers.notes
     assert names[:10] == [f"mcp__first__tool_{i:04d}" for i in range(1, 11)]
-    assert names[10:] == [f"mcp__second__tool_{i:04d}" for i in range(MCP_TOOL_BUDGET - 10)]
+    assert names[10:] == [
+        f"mcp__second__tool_{i:04d}"
+        for i in range(DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS - RESOURCE_TOOLS - 10)
+    ]  # no fit: room is left for the agent's own tools
     first, second = (n for n in notes if "left out" in n)
     assert "'first': 289 of its 300 tools left out" in first and "maxTools 10" in first
     assert "tool_0000 (disabledTools)" not in first  # chosen away by the user: no news to them
-    assert "'second': 210 of its 300 tools left out" in second
+    assert "'second': 213 of its 300 tools left out" in second
+
+
+def test_each_api_says_how_many_tools_a_request_takes() -> None:
+    """Documented limits (the providers' modules cite them); the default where none is."""
+    assert openai_completions.PROVIDER.max_tools == openai_responses.PROVIDER.max_tools == 128
+    assert gemini.PROVIDER.max_tools == 512 and anthropic.PROVIDER.max_tools is None
+    assert [
+        tool_limit(api) for api in ("openai-responses", "google-generative-ai", "anthropic-messages")
+    ] == [
+        128,
+        512,
+        DEFAULT_TOOL_LIMIT,
+    ]
+    assert tool_limit("no-such-api") == DEFAULT_TOOL_LIMIT
+    assert len(resource_tools(list)) == RESOURCE_TOOLS
+
+
+async def test_the_budget_is_what_the_models_api_takes_beside_the_agents_own_tools(tmp_path: Path) -> None:
+    """A fixed 100 tools a request went to every API: Gemini, which takes 512, was held to 100,
+    and an agent with more than 25 tools of its own (the resource tools came on top) sent OpenAI
+    more than its 128. Switching the model to another API gives the next prompt that API's budget."""
+    own = create_coding_tools(Workspace(tmp_path), ["read", "bash", "edit", "write", "grep", "find", "ls"])
+    model = ScriptedModel([reply("one"), reply("two"), reply("three")])
+    agent = Agent(model={**SCRIPTED_MODEL, "api": "openai-completions"}, tools=own, stream_fn=model)
+    core = AgentSession(agent, mcp=McpServers([many("big", 2000)]), owns=("mcp",))
+    try:
+        await core.prompt("go")
+        agent.model = {**SCRIPTED_MODEL, "api": "google-generative-ai"}
+        await core.prompt("go on")
+        agent.model = {**SCRIPTED_MODEL, "api": "anthropic-messages"}
+        await core.prompt("and again")
+    finally:
+        await core.close()
+    openai, google, anthropic_ = (sent_tools(model, i) for i in range(3))
+    assert len(openai) == 128 and openai[:7] == [t.name for t in own]
+    assert len(google) == 512 and google[:7] == [t.name for t in own]
+    assert len(anthropic_) == DEFAULT_TOOL_LIMIT and anthropic_[:7] == [t.name for t in own]
+
+
+async def test_a_bare_agent_given_the_servers_tools_without_fit_stays_within_openais_limit(
+    tmp_path: Path,
+) -> None:
+    """A bare ``Agent`` takes ``servers.tools()`` (docs/library.md, docs/mcp.md); before ``fit``
+    the budget left no room for the agent's own tools (128 less the resource tools), so 5 tools of
+    its own and a server of 200 sent OpenAI 133 and every request failed. Until ``fit`` it leaves
+    room for ``ASSUMED_OWN_TOOLS``; ``fit`` with the model's limit fills the request exactly."""
+    own = create_coding_tools(Workspace(tmp_path), ["read", "bash", "edit", "write", "ls"])
+    model = ScriptedModel([reply("one"), reply("two")])
+    openai = {**SCRIPTED_MODEL, "api": "openai-completions"}
+    async with McpServers([many("big", 200)], log_dir=tmp_path, cache_dir=tmp_path) as servers:
+        await Agent(model=openai, tools=[*own, *servers.tools()], stream_fn=model).prompt("go")
+        servers.fit(tool_limit(openai["api"]), len(own))  # as the docs show
+        await Agent(model=openai, tools=[*own, *servers.tools()], stream_fn=model).prompt("go on")
+    unfitted, fitted = sent_tools(model, 0), sent_tools(model, 1)
+    assert len(unfitted) == len(own) + DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS <= 128
+    assert unfitted[: len(own)] == [t.name for t in own]
+    assert len(fitted) == 128 and fitted[: len(own)] == [t.name for t in own]
+
+
+async def test_the_mcp_max_tools_setting_wins_over_the_models_limit() -> None:
+    model = ScriptedModel([reply("one")])
+    agent = Agent(model={**SCRIPTED_MODEL, "api": "google-generative-ai"}, stream_fn=model)
+    core = AgentSession(agent, mcp=McpServers([many("big", 300)], max_tools=20), owns=("mcp",))
+    try:
+        await core.prompt("go")
+        [status] = core.mcp.statuses() if core.mcp is not None else []
+    finally:
+        await core.close()
+    assert [n for n in sent_tools(model) if n.startswith("mcp__")] == [
+        f"mcp__big__tool_{i:04d}" for i in range(20)
+    ]
+    assert len(sent_tools(model)) == 20 + RESOURCE_TOOLS
+    assert status.left_out[0] == "tool_0020: over the budget (20 MCP tools a request)"
 
 
 async def test_the_budget_is_shared_anew_when_a_server_comes_goes_or_lists_its_tools_anew(
@@ -110,8 +194,15 @@ async def test_the_budget_is_shared_anew_when_a_server_comes_goes_or_lists_its_t
         assert servers.add(server_config(name, {"command": "unused"}, source="extension"))
     lists("first", 150)
     lists("second", 10)
-    assert offered() == {"first": MCP_TOOL_BUDGET}
+    servers.fit(100, 0)
+    assert offered() == {"first": 100}
     assert left_out() == ["MCP server 'first': 50 of its 150", "MCP server 'second': 10 of its 10"]
+    servers.fit(140, 0)  # a model of another API: the shares follow the budget
+    assert offered() == {"first": 140} and left_out() == [
+        "MCP server 'first': 10 of its 150",
+        "MCP server 'second': 10 of its 10",
+    ]
+    servers.fit(100, 0)
     lists("first", 20)  # listed anew (a start), fewer tools
     assert offered() == {"first": 20, "second": 10} and left_out() == []
     servers.add(server_config("first", {"command": "unused", "maxTools": 5}, source="extension"))

@@ -26,3 +26,6 @@ class ApiProvider:
     api: str
     stream: StreamFunction
     stream_simple: SimpleStreamFunction
+    max_tools: int | None = None
+    """The most tools one request may declare, as the API documents it (``None``: it documents
+    no limit); MCP servers' tools are budgeted to fit (``tether.mcp.tool_budget``)."""

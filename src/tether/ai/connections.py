@@ -32,6 +32,8 @@ from collections.abc import AsyncIterator, Mapping
 
 import httpx2
 
+from tether.ai.types import DEFAULT_CONNECT_TIMEOUT
+
 DEFAULT_MAX_CONNECTIONS = 1_000
 """Requests in flight per provider when nothing else is set: enough that 1,000 sessions each
 streaming at once never wait for each other, few enough to stay far below a process's usual
@@ -43,9 +45,6 @@ LANE_SIZE = 4
 """Slots of a provider's limit per lane. Small, because each pool change also probes the idle
 connections of its pool (a system call each): at 1,000 sessions, lanes of ~31 connections cost
 the whole run about 25% more CPU than lanes of ~4 (``bench/p6_concurrency.py``)."""
-CONNECT_TIMEOUT = 10.0
-"""Seconds to set up a connection (TCP and TLS): a provider does it in well under one; a server
-that is down or behind a black hole should not keep a run silent for half a minute per attempt."""
 
 _limits: dict[str | None, int | None] = {}
 """Provider name → its limit (``None``: no limit); the key ``None`` is every other provider's."""
@@ -217,7 +216,7 @@ def new_client() -> httpx2.AsyncClient:
         _tls = httpx2.create_ssl_context()
     return httpx2.AsyncClient(
         verify=_tls,
-        timeout=httpx2.Timeout(600.0, connect=CONNECT_TIMEOUT),
+        timeout=httpx2.Timeout(600.0, connect=DEFAULT_CONNECT_TIMEOUT),  # each request sets its own
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
         follow_redirects=False,
     )

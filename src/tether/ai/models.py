@@ -8,7 +8,8 @@ Three layers, later ones winning for the same ``provider/id``:
 2. ``models.json`` in the config folder (``tether.ai.paths.models_file``; schema in
    ``docs/models.md``): new providers and models, and overrides of shipped ones. The file is
    re-read when it changes, so an edit (or a test's ``TETHER_HOME``) takes effect on the next call
-   (a provider's ``streamIdleTimeoutMs``, which every request asks for, within a second);
+   (a provider's ``streamIdleTimeoutMs`` and ``connectTimeoutMs``, which every request asks
+   for, within a second);
 3. ``register_model`` / ``register_provider_info`` calls of the running program.
 
 A local server accepts any model id: ``get_model("ollama", "qwen3:8b")`` gives a model with default
@@ -69,6 +70,9 @@ class ProviderInfo:
     local: bool = False
     idle_timeout: float | None = None
     """Seconds a reply may stall (``streamIdleTimeoutMs``; 0: no limit); ``None``: the setting's."""
+    connect_timeout: float | None = None
+    """Seconds to set up a connection (``connectTimeoutMs``; 0: no limit but the request's
+    timeout); ``None``: the setting's."""
 
 
 LOCAL_PROVIDERS: tuple[ProviderInfo, ...] = (
@@ -156,8 +160,8 @@ def load_catalog(text: str | bytes | None = None) -> Catalog:
     return Catalog(providers, {(m["provider"], m["id"]): m for m in models})
 
 
-IDLE_TIMEOUT_RECHECK = 1.0
-"""Seconds a provider's idle timeout is reused before ``models.json`` is looked at again for it."""
+TIMEOUTS_RECHECK = 1.0
+"""Seconds a provider's timeouts are reused before ``models.json`` is looked at again for them."""
 
 
 # --- the registry -------------------------------------------------------------------------------
@@ -185,8 +189,8 @@ class ModelRegistry:
         self._user_loaded = False
         self._providers: dict[str, ProviderInfo] = {}
         self._models: dict[tuple[str, str], ModelInfo] = {}
-        self._idle: dict[str, tuple[float, Path, float | None]] = {}
-        """Provider → (when and in which ``models.json`` it was looked up, its idle timeout)."""
+        self._timeouts: dict[str, tuple[float, Path, tuple[float | None, float | None]]] = {}
+        """Provider → (when and in which ``models.json`` it was looked up, its timeouts)."""
 
     @property
     def catalog(self) -> Catalog:
@@ -227,12 +231,13 @@ class ModelRegistry:
             found = self.catalog.providers.get(name)
         return found
 
-    def idle_timeout(self, provider: str) -> float | None:
-        """The provider's own idle timeout in seconds (0: none), ``None`` when it sets none.
+    def stream_timeouts(self, provider: str) -> tuple[float | None, float | None]:
+        """The provider's own idle and connect timeouts in seconds (0: none), each ``None`` when
+        it sets none.
 
         Every request asks, and a full lookup re-reads the base-URL variables and stats
         ``models.json`` (12-19 us, ~4% of a request's CPU among 300 concurrent sessions), so the
-        answer is reused for up to ``IDLE_TIMEOUT_RECHECK`` seconds while the file's path stays:
+        answer is reused for up to ``TIMEOUTS_RECHECK`` seconds while the file's path stays:
         an edit of ``streamIdleTimeoutMs`` reaches the requests that start a second later at
         most, another ``TETHER_HOME`` the next one. Also ``None`` for an unknown provider or a
         broken ``models.json``: the stream is not the place to report those (choosing the model
@@ -240,16 +245,16 @@ class ModelRegistry:
         """
         now = time.monotonic()
         path = self._models_path()
-        cached = self._idle.get(provider)
-        if cached is not None and now - cached[0] < IDLE_TIMEOUT_RECHECK and cached[1] == path:
+        cached = self._timeouts.get(provider)
+        if cached is not None and now - cached[0] < TIMEOUTS_RECHECK and cached[1] == path:
             return cached[2]
         try:
             found = self.find_provider_info(provider)
         except ModelsFileError:
             found = None
-        idle = found.idle_timeout if found is not None else None
-        self._idle[provider] = (now, path, idle)
-        return idle
+        timeouts = (found.idle_timeout, found.connect_timeout) if found is not None else (None, None)
+        self._timeouts[provider] = (now, path, timeouts)
+        return timeouts
 
     def file_problems(self) -> list[str]:
         """The entries of the user's ``models.json`` left out for a mistake, one line each naming
@@ -353,7 +358,7 @@ class ModelRegistry:
     def register_provider_info(self, provider: ProviderInfo) -> ProviderInfo:
         """Add (or replace) a provider for the rest of the program."""
         self._providers[provider.name] = provider
-        self._idle.pop(provider.name, None)
+        self._timeouts.pop(provider.name, None)
         return provider
 
     # internals
@@ -441,6 +446,7 @@ def _provider_from_entry(name: str, entry: ProviderEntry, base: ProviderInfo | N
         compat={**(base.compat if base else {}), **entry.get("compat", {})},
         local=api_key_env is None,
         idle_timeout=entry["streamIdleTimeoutMs"] / 1000 if "streamIdleTimeoutMs" in entry else None,
+        connect_timeout=entry["connectTimeoutMs"] / 1000 if "connectTimeoutMs" in entry else None,
     )
 
 
@@ -526,9 +532,9 @@ def get_provider_info(name: str) -> ProviderInfo:
     return default_registry().get_provider_info(name)
 
 
-def idle_timeout_of(provider: str) -> float | None:
-    """The provider's own idle timeout in seconds (see ``ModelRegistry.idle_timeout``)."""
-    return default_registry().idle_timeout(provider)
+def stream_timeouts_of(provider: str) -> tuple[float | None, float | None]:
+    """The provider's own idle and connect timeouts in seconds (``ModelRegistry.stream_timeouts``)."""
+    return default_registry().stream_timeouts(provider)
 
 
 def models_file_problems() -> list[str]:

@@ -64,6 +64,7 @@ class ProviderEntry(TypedDict):
     headers: NotRequired[dict[str, str]]
     compat: NotRequired[dict[str, Any]]
     streamIdleTimeoutMs: NotRequired[int]
+    connectTimeoutMs: NotRequired[int]
     models: NotRequired[list[ModelEntry]]
 
 
@@ -189,11 +190,12 @@ def _check_provider(file: Path, name: str, provider: ProviderEntry, known: froze
         raise ModelsFileError(
             file, f"{where}.apiKeyEnv", f"expected the name of an environment variable, got {env!r}"
         )
-    idle = provider.get("streamIdleTimeoutMs")
-    if idle is not None and idle < 0:
-        raise ModelsFileError(
-            file, f"{where}.streamIdleTimeoutMs", f"expected milliseconds >= 0 (0: no limit), got {idle}"
-        )
+    for field in ("streamIdleTimeoutMs", "connectTimeoutMs"):
+        ms = provider.get(field)
+        if ms is not None and ms < 0:
+            raise ModelsFileError(
+                file, f"{where}.{field}", f"expected milliseconds >= 0 (0: no limit), got {ms}"
+            )
     seen: set[str] = set()
     for index, model in enumerate(provider.get("models", [])):
         entry = f"{where}.models[{index}] ({model['id']!r})"

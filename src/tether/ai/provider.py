@@ -27,7 +27,8 @@ Every HTTP provider follows the same pattern (``providers/openai_completions.py`
    ``event_stream``); abort is checked between reads and interrupts a wait for one.
 
 A provider module then exposes ``stream_<api>`` and ``stream_simple_<api>`` built on
-``stream_http``, wraps them in ``PROVIDER = api_provider.ApiProvider(...)``, and is listed in
+``stream_http``, wraps them in ``PROVIDER = api_provider.ApiProvider(...)`` (with ``max_tools``
+when the API documents how many tools a request may declare), and is listed in
 ``providers.BUILTIN``. Its fixtures replay through ``python -m tether.testing.replay`` once
 ``testing.replay.ENDPOINTS`` knows the path it appends to ``baseUrl``.
 """
@@ -150,12 +151,12 @@ async def _drive(
     clock = _Clock(output, time.monotonic())
     attempt = 0
     sent_start = False
-    idle = _idle_timeout(model, options)
+    idle, connect = _timeouts(model, options)
     while True:
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options, provider=model["provider"], idle=idle)
+        response = await send(request, options, provider=model["provider"], idle=idle, connect=connect)
         if isinstance(response, RequestFailed):
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):
@@ -275,13 +276,15 @@ def _reset(output: AssistantMessage, model: ModelInfo) -> None:
     raw["timestamp"] = timestamp
 
 
-def _idle_timeout(model: ModelInfo, options: StreamOptions) -> float | None:
-    """The provider's own ``streamIdleTimeoutMs`` (``models.json``) over the options' value."""
-    from tether.ai.models import idle_timeout_of  # the registry loads when a stream starts, as in keys
+def _timeouts(model: ModelInfo, options: StreamOptions) -> tuple[float | None, float | None]:
+    """The idle timeout (the provider's own ``streamIdleTimeoutMs`` in ``models.json`` over the
+    options' value; ``None``: no limit) and the provider's own ``connectTimeoutMs`` (``None``:
+    the options' ``connect_timeout``)."""
+    from tether.ai.models import stream_timeouts_of  # the registry loads when a stream starts, as in keys
 
-    configured = idle_timeout_of(model["provider"])
+    configured, connect = stream_timeouts_of(model["provider"])
     idle = configured if configured is not None else options.idle_timeout
-    return idle or None  # 0: no limit
+    return idle or None, connect  # idle 0: no limit
 
 
 class _RetryableReadError(Exception):
@@ -310,7 +313,9 @@ async def _event_batches(
     session's retry recognises as transient. Only a read that gives the consumer events, or
     brings part of an event, counts: SSE comments (``: ping``) and events that carry nothing
     (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
-    its backend stalls, ends too instead of holding the run forever. A body without a single SSE
+    its backend stalls, ends too instead of holding the run forever. Part of an event counts
+    only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``_IdleWatch.span``).
+    A body without a single SSE
     event (an HTML page from a proxy or a wrong ``baseUrl``) ends with what did arrive:
     ``arrived`` (status and content type) and the body's first line.
     """
@@ -333,7 +338,14 @@ async def _event_batches(
             except asyncio.CancelledError:
                 if watch is None or not watch.expired():
                     raise
-                message = f"No data from {parser.model['provider']} for {idle:g} s (stream idle timeout)"
+                provider = parser.model["provider"]
+                if watch.deadline >= watch.cap:
+                    message = (
+                        f"Nothing complete from {provider} for {watch.span:g} s, only part of an event "
+                        "trickling in (stream idle timeout)"
+                    )
+                else:
+                    message = f"No data from {provider} for {idle:g} s (stream idle timeout)"
                 if not emitted:
                     raise _RetryableReadError(RequestFailed(message, retryable=True)) from None
                 yield parser.fail(message)
@@ -390,14 +402,29 @@ async def _event_batches(
                     out += parser.end()
                 yield out
                 return
-            if watch is not None and (out or decoder.midway()):
-                watch.deadline = loop.time() + watch.idle
+            if watch is not None:
+                if out:
+                    now = loop.time()
+                    watch.deadline = now + watch.idle
+                    watch.cap = now + watch.span
+                elif decoder.midway():  # bytes of an event still arriving: progress, up to the cap
+                    watch.deadline = min(loop.time() + watch.idle, watch.cap)
             if out:
                 emitted = True
                 yield out
     finally:
         if watch is not None:
             watch.close()
+
+
+TRICKLE_IDLES = 2
+"""Idle timeouts a reply may go without giving the consumer an event while part of one keeps
+arriving. Those bytes are progress (a large event, a final one repeating a generated image, comes
+in many reads, each within the idle timeout of the last), but not without end: one event
+trickling in a byte at a time, each just inside the idle timeout, held the run until the 64 MB
+event cap (a byte every 299 s: centuries), as pings trickled in pieces did. Twice the idle
+timeout is 10 minutes by default, far beyond any real event's arrival; a long answer is many
+events, each of which moves the cap on."""
 
 
 class _IdleWatch:
@@ -412,12 +439,16 @@ class _IdleWatch:
     through ``asyncio.timeout``.
     """
 
-    __slots__ = ("_cancelling", "_fired", "_handle", "_loop", "deadline", "idle", "task")
+    __slots__ = ("_cancelling", "_fired", "_handle", "_loop", "cap", "deadline", "idle", "span", "task")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, idle: float) -> None:
         self._loop = loop
         self.idle = idle
+        self.span = idle * TRICKLE_IDLES
         self.deadline = loop.time() + idle
+        self.cap = loop.time() + self.span
+        """The latest ``deadline`` bytes of an unfinished event may set: ``span`` after the last
+        read that gave the consumer events (or the body's start)."""
         self.task: asyncio.Task[Any] | None = None
         """The task waiting for a read, while one waits (``None`` between reads)."""
         self._cancelling = 0

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from tether.ai.connections import CONNECT_TIMEOUT, ProviderPool, provider_pool
+from tether.ai.connections import ProviderPool, provider_pool
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.shown_url import secrets_of, shown_url
@@ -81,6 +81,7 @@ async def send(
     client: httpx2.AsyncClient | None = None,
     provider: str = "",
     idle: float | None = None,
+    connect: float | None = None,
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
 
@@ -89,7 +90,8 @@ async def send(
     takes its session's lane of ``provider``'s pool, once one of the provider's connection slots
     is free. ``idle`` (seconds) bounds the wait for the response's headers once connected, as it
     bounds the body's silences: a server that accepted and never answered held the run for the
-    whole ``timeout``, each try."""
+    whole ``timeout``, each try. ``connect`` (seconds) bounds setting up the connection, when the
+    provider sets its own (``models.json``); else the options' ``connect_timeout`` does."""
     pool = None
     if client is None:
         client = options.http_client
@@ -103,7 +105,7 @@ async def send(
         headers.update(options.headers)
     if options.on_request is not None:
         request, headers = await _hooked(request, headers, options.on_request)
-    timeout = _timeout(options.timeout)
+    timeout = _timeout(options.timeout, connect if connect is not None else options.connect_timeout)
     try:
         if pool is not None and not client.cookies:
             http_request = pool.request(request.url, headers, request.content, timeout)
@@ -211,9 +213,12 @@ def _elsewhere(url: str, status: int, target: httpx2.URL) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _timeout(seconds: float | None) -> httpx2.Timeout:
-    """The timeouts of a request (connect at most ``CONNECT_TIMEOUT``), built once per value."""
-    return httpx2.Timeout(seconds, connect=min(CONNECT_TIMEOUT, seconds or CONNECT_TIMEOUT))
+def _timeout(seconds: float | None, connect: float | None) -> httpx2.Timeout:
+    """The timeouts of a request (``connect`` at most ``seconds``; ``None`` or 0: as ``seconds``),
+    built once per pair of values."""
+    if not connect or (seconds is not None and seconds < connect):
+        connect = seconds
+    return httpx2.Timeout(seconds, connect=connect)
 
 
 async def _hooked(

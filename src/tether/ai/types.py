@@ -60,6 +60,11 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 a reasoning model with hidden thinking (OpenAI's) can send nothing for minutes and still answer."""
 
 
+DEFAULT_CONNECT_TIMEOUT = 10.0
+"""Seconds to set up a connection (TCP and TLS): a provider does it in well under one; a server
+that is down or behind a black hole should not keep a run silent for half a minute per attempt."""
+
+
 @dataclass(slots=True)
 class ProviderRequest:
     """A request about to go to a provider, as ``StreamOptions.on_request`` sees it."""
@@ -97,6 +102,11 @@ class StreamOptions:
     """Seconds a started response body may go without a byte before the request ends as a
     retryable error (``None``: wait as long as ``timeout``). A stalled server otherwise keeps the
     user waiting with no sign; a provider's ``streamIdleTimeoutMs`` in ``models.json`` wins."""
+    connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT
+    """Seconds a request may take to set up its connection (``None`` or 0: as long as ``timeout``).
+    Longer under a burst of connects to a distant server (1,000 sessions starting at once wait
+    over a second each), shorter to fail over sooner; a provider's ``connectTimeoutMs`` in
+    ``models.json`` wins."""
     tool_choice: str | dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=lambda: {})
     """Provider-specific request fields merged into the body last."""

@@ -93,36 +93,46 @@ def print_sessions(*, show_all: bool) -> int:
 
 def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> int:
     """``tether mcp list``: start the servers the CLI would start here, report, stop them.
-    Exits 1 when an entry was skipped, a project file is not trusted or a server failed: a
-    script checking its setup must not read "fine" from a list with holes in it."""
+
+    The listing goes to stdout (as text, or one JSON document with the notes in it); each note
+    (an entry skipped for a mistake, a project file not trusted, a tool renamed or left out) is
+    also a ``note:`` line on stderr, as a run prints them. A bad entry is skipped and reported,
+    never fatal to the rest, so the exit status says whether there was a listing: 0 when there
+    was, failed servers included (their status and error are in it, as Claude Code's ``claude
+    mcp list`` shows "Failed to connect" in its listing); 1 only when the command
+    failed (an MCP file that cannot be read at all) or every server it found was skipped, so
+    nothing could be listed."""
     import asyncio
     import json
 
+    from tether.ai.paths import config_dir
     from tether.mcp import McpServers, format_statuses
     from tether.session.factory import SetupError, load_mcp_files
+    from tether.session.settings import SettingsError, load_settings
 
     problems: list[str] = []
     try:
         configs = load_mcp_files(cwd, config_file, problems=problems)
-    except SetupError as exc:
+        max_tools = load_settings(config_dir(), cwd).mcp_max_tools  # the budget a run here has
+    except (SetupError, SettingsError) as exc:
         sys.stderr.write(f"tether: {exc}\n")
         return 1
-    failed = False
+    notes: list[str] = []
 
     async def report() -> str:
-        nonlocal failed
-        servers = McpServers(configs, notes=problems)
+        servers = McpServers(configs, notes=problems, max_tools=max_tools)
         servers.notify = lambda text: print(text, file=sys.stderr)  # a sign-in address
         async with servers:
             statuses = servers.statuses()
-            notes = servers.notes
-        failed = any(s.status == "failed" for s in statuses)
+            notes.extend(servers.notes)
         if as_json:
             return json.dumps({"servers": [s.as_json() for s in statuses], "notes": notes}, indent=2)
-        return format_statuses(statuses, notes)
+        return format_statuses(statuses)
 
     sys.stdout.write(asyncio.run(report()) + "\n")
-    return 1 if failed or problems else 0
+    for note in notes:
+        sys.stderr.write(f"note: {note}\n")
+    return 1 if problems and not any(c.enabled for c in configs) else 0
 
 
 def sign_out_of_mcp_server(name: str) -> int:

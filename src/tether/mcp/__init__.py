@@ -4,7 +4,8 @@
 tools to ``AgentTool``s named ``mcp__<server>__<tool>`` and stops them again;
 ``load_mcp_servers`` reads the ``mcpServers`` files users already have (``docs/mcp.md``). An
 ``AgentSession`` takes an ``McpServers`` and does all of this itself; a bare ``Agent`` takes
-``servers.tools()``. The SDK is imported only when a server starts.
+``servers.tools()`` after ``servers.fit(tool_limit(model["api"]), len(own_tools))``. The SDK is
+imported only when a server starts.
 """
 
 # Names load on first use (module __getattr__), see tether/_lazy.py.
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         ServerStatus as ServerStatus,
         format_statuses as format_statuses,
     )
+    from tether.mcp.tool_budget import tool_limit as tool_limit
     from tether.mcp.tools import tool_name as tool_name
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__, globals())

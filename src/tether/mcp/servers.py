@@ -16,6 +16,7 @@ keeps its name against an extension's.
 For a bare ``Agent``::
 
     async with McpServers([McpServerConfig("time", command="uvx", args=("mcp-server-time",))]) as mcp:
+        mcp.fit(tool_limit(model["api"]), len(my_tools))  # without it: room for 28 (tool_budget)
         agent = Agent(model=model, tools=[*my_tools, *mcp.tools()])
         await agent.prompt("What time is it in Tokyo?")
 """
@@ -35,7 +36,7 @@ from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status, ToolInfo
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
-from tether.mcp.tool_budget import Share, note, shares
+from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, Share, budget, note, shares
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
 from tether.mcp.tools import agent_tool, tool_name
 
@@ -110,6 +111,9 @@ class McpServers:
             file), listed by ``/mcp`` after the servers.
         cache_dir: Where servers' listings are kept between runs (``tether.mcp.tool_cache``);
             default: the ``mcp-tools`` folder of tether's data folder.
+        max_tools: The servers' own tools a request declares, all servers together (the
+            ``mcp.maxTools`` setting); ``None``: what the request has room for (``fit``; until
+            it is called, ``DEFAULT_TOOL_LIMIT`` beside ``ASSUMED_OWN_TOOLS`` of the agent's own).
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class McpServers:
         log_dir: Path | None = None,
         notes: Sequence[str] = (),
         cache_dir: Path | None = None,
+        max_tools: int | None = None,
     ) -> None:
         if log_dir is None or cache_dir is None:
             from tether.ai.paths import data_dir
@@ -132,9 +137,9 @@ class McpServers:
         """Where servers' messages for the user go (a sign-in address); a session sets its own."""
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
-        self._shared: tuple[list[tuple[McpServerConfig, list[ToolInfo]]], dict[str, Share]] | None = None
-        """The budget's shares (``_shares``) and each server's config and listed tools they were
-        worked out from."""
+        self._shared: tuple[list[tuple[McpServerConfig, list[ToolInfo]]], dict[str, Share], int] | None = None
+        """The budget's shares (``_shares``), each server's config and listed tools they were
+        worked out from, and the budget."""
         self._given_notes = list(notes)
         self._resource_tools: list[AgentTool] | None = None
         self._renamed: dict[tuple[str, str], str] = {}
@@ -146,6 +151,10 @@ class McpServers:
         self.connections = {name: self._connection(c) for name, c in chosen.items()}
         self._stopping: set[asyncio.Task[None]] = set()
         """Servers removed while the session runs, still being stopped (``close`` waits for them)."""
+        self.max_tools = max_tools
+        self._room = (DEFAULT_TOOL_LIMIT, ASSUMED_OWN_TOOLS)
+        """What ``fit`` was told: the tools a request may declare, and how many the agent's own take
+        (until it is called: ``ASSUMED_OWN_TOOLS``, so a bare ``Agent`` that never calls it fits too)."""
 
     @property
     def notes(self) -> list[str]:
@@ -275,16 +284,24 @@ class McpServers:
             tools.extend(self._resource_tools)
         return tools
 
+    def fit(self, limit: int, taken: int) -> None:
+        """Offer what a request has room for (``tether.mcp.tool_budget``): ``limit`` tools in all
+        (``tool_limit`` of the model's API), ``taken`` of them by the agent's own tools; the
+        resource tools are counted here. ``max_tools``, when set, wins."""
+        self._room = (limit, taken)
+
     def _shares(self) -> dict[str, Share]:
         """Each server's share of the tool budget, worked out again only when a server came or
-        went or listed its tools anew: ``tools()`` and then ``left_out`` run before every prompt,
+        went or listed its tools anew, or the budget changed (``fit``: a model of another API):
+        ``tools()`` and then ``left_out`` run before every prompt,
         and matching a server's thousands of tools against its entry's patterns took milliseconds
         each time. A server's ``tools`` list is replaced, never changed in place (by its start,
         its kept listing, a failed first start), so the same list objects mean the same shares
         whichever of those changed them, a start stopped between listing and settling too."""
         servers = [(c.config, c.tools) for c in self.connections.values()]
-        if self._shared is None or not _same_servers(self._shared[0], servers):
-            self._shared = (servers, shares(servers))
+        room = budget(*self._room, any(c.has_resources for c in self.connections.values()), self.max_tools)
+        if self._shared is None or self._shared[2] != room or not _same_servers(self._shared[0], servers):
+            self._shared = (servers, shares(servers, room), room)
         return self._shared[1]
 
     @property

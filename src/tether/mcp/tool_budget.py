@@ -2,9 +2,12 @@
 
 Every declared tool is sent with every model call. A server listing thousands of tools would
 make every request fail (OpenAI takes at most 128 tools) or cost tens of thousands of tokens a
-turn and leave the model choosing among too many. So the servers share a budget,
-``MCP_TOOL_BUDGET`` tools in all, in configuration order and each server's tools in the order
-it listed them; the three resource tools (``tether.mcp.resources``) come on top.
+turn and leave the model choosing among too many. So the servers share a budget: what a request
+of the run's model may declare (``tool_limit``: its API's ``ApiProvider.max_tools``) less the
+agent's own tools and the three resource tools (``tether.mcp.resources``), or the user's
+``mcp.maxTools`` setting, in configuration order and each server's tools in the order it listed
+them. The session works it out before each prompt (``McpServers.fit``), so a model of another
+API gets its own budget from the next prompt on.
 
 A server's ``mcp.json`` entry chooses (Codex's settings under the file's camelCase names):
 ``enabledTools`` (patterns, ``*`` and ``?``: only those), ``disabledTools`` (patterns: never
@@ -29,9 +32,21 @@ if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig
     from tether.mcp.connection import ToolInfo
 
-MCP_TOOL_BUDGET = 100
-"""The servers' own tools declared to the model in all: under OpenAI's 128 with the built-in
-tools and the resource tools added."""
+DEFAULT_TOOL_LIMIT = 128
+"""The tools a request declares at most when its API documents no limit (Anthropic's Messages
+API, the local model, a provider registered without one): OpenAI's limit, so the tools a session
+offers still fit when it switches to an OpenAI model, and every tool declared costs tokens on
+every turn (Anthropic: 50 tools take 10-20K tokens, and choosing gets worse past 30-50 tools)."""
+
+ASSUMED_OWN_TOOLS = 28
+"""The agent's own tools the budget leaves room for until ``McpServers.fit`` says how many there
+are: a bare ``Agent`` given ``servers.tools()`` (docs/library.md), ``tether mcp list``. Without it
+the servers took all of ``DEFAULT_TOOL_LIMIT``, and an agent with 5 tools of its own sent OpenAI
+133 tools, which it refuses (``array_above_max_length``) on every request. 28 is the room the
+fixed budget of 100 MCP tools used to leave; tether's built-in tools are 7."""
+
+RESOURCE_TOOLS = 3
+"""The tools of ``tether.mcp.resources``, declared when a server has resources."""
 
 NAMED = 5
 """Tools a note names before it says how many more there are."""
@@ -51,9 +66,28 @@ class Share:
     """Which limit they went over (``maxTools 10`` or the budget)."""
 
 
-def shares(servers: Iterable[tuple[McpServerConfig, Sequence[ToolInfo]]]) -> dict[str, Share]:
-    """Each server's share of ``MCP_TOOL_BUDGET``, in the order given."""
-    left = MCP_TOOL_BUDGET
+def tool_limit(api: str) -> int:
+    """The most tools a request to a model of ``api`` may declare (``DEFAULT_TOOL_LIMIT`` when the
+    API documents none, or no provider serves it)."""
+    from tether.ai.registry import get_provider  # the providers load with the first request anyway
+
+    provider = get_provider(api)
+    limit = provider.max_tools if provider is not None else None
+    return limit if limit is not None else DEFAULT_TOOL_LIMIT
+
+
+def budget(limit: int, taken: int, resources: bool, max_tools: int | None) -> int:
+    """The servers' own tools a request declares: ``max_tools`` (the ``mcp.maxTools`` setting)
+    when set, else what ``limit`` leaves beside ``taken`` tools of the agent's own and the
+    resource tools (when a server has ``resources``)."""
+    if max_tools is not None:
+        return max_tools
+    return max(limit - taken - (RESOURCE_TOOLS if resources else 0), 0)
+
+
+def shares(servers: Iterable[tuple[McpServerConfig, Sequence[ToolInfo]]], budget: int) -> dict[str, Share]:
+    """Each server's share of ``budget`` tools, in the order given."""
+    left = budget
     found: dict[str, Share] = {}
     for config, listed in servers:
         share = found[config.name] = Share(listed=len(listed))
@@ -61,7 +95,7 @@ def shares(servers: Iterable[tuple[McpServerConfig, Sequence[ToolInfo]]]) -> dic
         share.limit = (
             f"maxTools {config.max_tools}"
             if config.max_tools is not None and config.max_tools < left
-            else f"{MCP_TOOL_BUDGET} MCP tools a request"
+            else f"{budget} MCP tools a request"
         )
         for info in listed:
             if info.left_out is not None:
@@ -88,7 +122,7 @@ def note(server: str, share: Share) -> str | None:
     return (
         f"MCP server {server!r}: {len(share.over)} of its {share.listed} tools left out, over the "
         f'budget ({share.limit}): {named}{more} (/mcp lists them; choose with "enabledTools", '
-        '"disabledTools" or "maxTools" in its mcp.json entry)'
+        '"disabledTools" or "maxTools" in its mcp.json entry, or "mcp": {"maxTools": N} in settings.json)'
     )
 
 

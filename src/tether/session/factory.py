@@ -385,7 +385,10 @@ def create_agent_session(
             model=resolved.model if resolved is not None else None,
             tools=built,
             stream_fn=resolved.stream_fn if resolved is not None else None,
-            options=SimpleStreamOptions(idle_timeout=settings.stream_idle_timeout_ms / 1000 or None),
+            options=SimpleStreamOptions(
+                idle_timeout=settings.stream_idle_timeout_ms / 1000 or None,
+                connect_timeout=settings.connect_timeout_ms / 1000 or None,
+            ),
             steering_mode=cast(QueueMode, settings.steering_mode),
             follow_up_mode=cast(QueueMode, settings.follow_up_mode),
         )
@@ -418,7 +421,7 @@ def create_agent_session(
                 )
             )
             or None,
-            mcp=_mcp([*registered, *mcp_servers], mcp_notes, workspace),
+            mcp=_mcp([*registered, *mcp_servers], mcp_notes, workspace, settings.mcp_max_tools),
             resources=resources,
             owns=("mcp", "sessions") if opened_sessions else ("mcp",),
         )
@@ -515,9 +518,12 @@ def _key_for(provider: str, api_key: str) -> Callable[[str], str | None]:
     return get_api_key
 
 
-def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Workspace) -> McpServers | None:
+def _mcp(
+    configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Workspace, max_tools: int | None
+) -> McpServers | None:
     """The session's servers; ``None`` without any server or note (the MCP package stays
-    unloaded). With ``sandbox.mcp``, stdio servers start in the commands' sandbox."""
+    unloaded). With ``sandbox.mcp``, stdio servers start in the commands' sandbox; ``max_tools``
+    is the ``mcp.maxTools`` setting."""
     if not any(c.enabled for c in configs) and not notes:
         return None
     from tether.mcp import McpServers
@@ -528,7 +534,7 @@ def _mcp(configs: Sequence[McpServerConfig], notes: Sequence[str], workspace: Wo
         if sandbox is None:  # said, never silently unconfined
             notes = [*notes, "sandbox unavailable: MCP servers start unconfined (sandbox.mcp)"]
         configs = [replace(c, sandbox=sandbox) if c.command is not None else c for c in configs]
-    return McpServers(configs, notes=notes)
+    return McpServers(configs, notes=notes, max_tools=max_tools)
 
 
 def _choose_model(

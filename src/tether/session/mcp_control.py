@@ -40,9 +40,15 @@ class McpControl(CoreState):
                 return False
         finally:
             self._mcp_abort = None
-        tools = self.mcp.tools()
+        from tether.mcp.tool_budget import tool_limit
+
         installed = {id(t) for t in self._mcp_tools}
-        self.agent.tools = [*(t for t in self.agent.tools if id(t) not in installed), *tools]
+        own = [t for t in self.agent.tools if id(t) not in installed]
+        model = self.agent.model
+        if model is not None:  # without one, the budget stays what it was (no request is made)
+            self.mcp.fit(tool_limit(model["api"]), len(own))
+        tools = self.mcp.tools()
+        self.agent.tools = [*own, *tools]
         self._mcp_tools = tools
         # once each: the model sees a name the user did not write, or misses tools they may expect
         for line in (*self.mcp.renames, *self.mcp.left_out):
@@ -62,7 +68,7 @@ class McpControl(CoreState):
         if config.command is not None and policy is not None and policy.active and policy.mcp:
             config = replace(config, sandbox=self.confinement())
         if self.mcp is None:  # no server until now: this core starts (so closes) the first
-            self.mcp = McpServers([])
+            self.mcp = McpServers([], max_tools=self.settings.mcp_max_tools)
             self.mcp.notify = self.notify
             self._owns.add("mcp")
         added = self.mcp.add(config)

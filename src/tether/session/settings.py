@@ -20,7 +20,7 @@ from typing import TypeVar, cast
 
 from typing_extensions import TypeIs
 
-from tether.ai.types import DEFAULT_IDLE_TIMEOUT
+from tether.ai.types import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 from tether.errors import UserError
 from tether.own_files import RefusedFile, read_own_file
 from tether.session.budget import CompactionSettings
@@ -120,6 +120,9 @@ class Settings:
     stream_idle_timeout_ms: int = int(DEFAULT_IDLE_TIMEOUT * 1000)
     """How long a reply may send nothing before it ends as a retryable error (0: no limit); a
     provider's own ``streamIdleTimeoutMs`` in ``models.json`` wins."""
+    connect_timeout_ms: int = int(DEFAULT_CONNECT_TIMEOUT * 1000)
+    """How long a request may take to set up its connection (0: no limit but the request's
+    timeout); a provider's own ``connectTimeoutMs`` in ``models.json`` wins."""
     durable: Durable = field(default_factory=Durable)
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """How ``bash`` and ``!cmd`` are confined (``docs/sandbox.md``). A project file can only narrow
@@ -139,6 +142,10 @@ class Settings:
     """How queued steering messages are delivered: one per turn, or ``all`` at once (pi's)."""
     follow_up_mode: str = "one-at-a-time"
     """The same for follow-up messages."""
+    mcp_max_tools: int | None = None
+    """``mcp.maxTools``: the MCP servers' own tools a request declares, all servers together
+    (``tether.mcp.tool_budget``); ``None``: what the model's API accepts less the agent's own
+    tools and the resource tools."""
     enabled_models: tuple[str, ...] = ()
     """pi's ``enabledModels``: the model patterns Ctrl-P cycles through (``--models`` wins);
     empty: every usable model."""
@@ -335,12 +342,16 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
             changes["sandbox"] = _sandbox(base.sandbox, value, path)
         elif key == "serve":
             changes["serve_token"] = _serve_token(value, path)
-        elif key == "streamIdleTimeoutMs":
+        elif key in ("streamIdleTimeoutMs", "connectTimeoutMs"):
             if not _is_count(value):
                 raise bad(key, f"milliseconds, a non-negative integer (0: no limit) up to {MAX_COUNT}")
-            changes["stream_idle_timeout_ms"] = value
+            changes["stream_idle_timeout_ms" if key == "streamIdleTimeoutMs" else "connect_timeout_ms"] = (
+                value
+            )
         elif key == "maxConnections":
             changes["max_connections"] = base.max_connections | _max_connections(value, path)
+        elif key == "mcp":
+            changes["mcp_max_tools"] = _mcp_max_tools(base.mcp_max_tools, value, path)
         elif key == "$schema":
             continue
         else:
@@ -356,7 +367,9 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                 "sandbox",
                 "serve",
                 "streamIdleTimeoutMs",
+                "connectTimeoutMs",
                 "maxConnections",
+                "mcp",
                 "steeringMode",
                 "followUpMode",
             ]
@@ -449,6 +462,22 @@ def _max_connections(value: object, path: Path) -> dict[str, int]:
             )
         limits[provider] = limit
     return limits
+
+
+def _mcp_max_tools(base: int | None, value: object, path: Path) -> int | None:
+    """``{"maxTools": N}``: the only key of ``mcp`` so far (the servers are in ``mcp.json``)."""
+    if not isinstance(value, dict):
+        raise SettingsError(f'{path}: "mcp": expected an object')
+    result = base
+    for key, item in cast(dict[str, object], value).items():
+        if key != "maxTools":
+            raise SettingsError(f'{path}: "mcp.{key}": unknown key (known: maxTools)')
+        if not _is_count(item):
+            raise SettingsError(
+                f'{path}: "mcp.maxTools": expected a non-negative integer up to {MAX_COUNT}, got {json.dumps(item)}'
+            )
+        result = item
+    return result
 
 
 _Section = TypeVar("_Section", CompactionSettings, Retry)

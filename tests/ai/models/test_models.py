@@ -30,9 +30,9 @@ from tether.ai.models import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_MAX_TOKENS,
     ModelRegistry,
-    idle_timeout_of,
     load_catalog,
     models_file_problems,
+    stream_timeouts_of,
 )
 from tether.wire import MODEL_INFO, WireError
 
@@ -75,18 +75,18 @@ def test_a_streams_idle_timeout_lookup_takes_a_miss_quietly() -> None:
     registry = ModelRegistry()
     assert registry.find_provider_info("nope") is None
     assert registry.find_provider_info("anthropic") is registry.get_provider_info("anthropic")
-    assert idle_timeout_of("nope") is None
+    assert stream_timeouts_of("nope") == (None, None)
     register_provider_info(
         ProviderInfo("slow", "openai-completions", "http://127.0.0.1:1/v1", None, idle_timeout=0)
     )
-    assert idle_timeout_of("slow") == 0
+    assert stream_timeouts_of("slow") == (0, None)
 
 
 def test_an_edited_idle_timeout_reaches_the_requests_after_the_recheck(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every request asks for its provider's idle timeout, which is reused for up to
-    ``IDLE_TIMEOUT_RECHECK`` seconds (docs/models.md): an edit of ``models.json`` is read once
+    ``TIMEOUTS_RECHECK`` seconds (docs/models.md): an edit of ``models.json`` is read once
     that has passed, another file (a new ``TETHER_HOME``) at once. The window is set here, not
     waited for."""
     first = tmp_path / "a" / "models.json"
@@ -96,22 +96,24 @@ def test_an_edited_idle_timeout_reaches_the_requests_after_the_recheck(
         path.write_text(json.dumps({"providers": {"ollama": {"streamIdleTimeoutMs": ms}}}))
     current = [first]
     registry = ModelRegistry(models_path=lambda: current[0])
-    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 3600.0)
-    assert registry.idle_timeout("ollama") == 2.0
-    first.write_text(json.dumps({"providers": {"ollama": {"streamIdleTimeoutMs": 500}}}))
-    assert registry.idle_timeout("ollama") == 2.0  # within the window
+    monkeypatch.setattr(models_module, "TIMEOUTS_RECHECK", 3600.0)
+    assert registry.stream_timeouts("ollama")[0] == 2.0
+    first.write_text(
+        json.dumps({"providers": {"ollama": {"streamIdleTimeoutMs": 500, "connectTimeoutMs": 30000}}})
+    )
+    assert registry.stream_timeouts("ollama")[0] == 2.0  # within the window
     current[0] = second
-    assert registry.idle_timeout("ollama") == 0  # another file: at once
+    assert registry.stream_timeouts("ollama")[0] == 0  # another file: at once
     current[0] = first
-    assert registry.idle_timeout("ollama") == 0.5  # back, and its edit read with it
+    assert registry.stream_timeouts("ollama") == (0.5, 30.0)  # back, and its edit read with it
     first.write_text(json.dumps({"providers": {"ollama": {}}}))
-    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 0.0)
-    assert registry.idle_timeout("ollama") is None  # the window passed: the edit is read
-    monkeypatch.setattr(models_module, "IDLE_TIMEOUT_RECHECK", 3600.0)
+    monkeypatch.setattr(models_module, "TIMEOUTS_RECHECK", 0.0)
+    assert registry.stream_timeouts("ollama")[0] is None  # the window passed: the edit is read
+    monkeypatch.setattr(models_module, "TIMEOUTS_RECHECK", 3600.0)
     registry.register_provider_info(
         ProviderInfo("ollama", "openai-completions", "http://127.0.0.1:1/v1", None, idle_timeout=9)
     )
-    assert registry.idle_timeout("ollama") == 9  # a registration replaces the remembered value
+    assert registry.stream_timeouts("ollama")[0] == 9  # a registration replaces the remembered value
 
 
 def test_list_models_sorted_and_filtered() -> None:
@@ -405,6 +407,10 @@ BAD_ENTRIES: list[tuple[Any, str]] = [
     (
         {"providers": {"ollama": {"streamIdleTimeoutMs": -1}}},
         r"providers\.ollama\.streamIdleTimeoutMs: expected milliseconds >= 0 \(0: no limit\), got -1",
+    ),
+    (
+        {"providers": {"ollama": {"connectTimeoutMs": -1}}},
+        r"providers\.ollama\.connectTimeoutMs: expected milliseconds >= 0 \(0: no limit\), got -1",
     ),
     (
         {"providers": {"a/b": {"baseUrl": "http://h", "api": "x"}}},

@@ -176,7 +176,7 @@ async def built_and_sent(headers: dict[str, str]) -> tuple[httpx2.Request, httpx
 
     pool = provider_pool("lane-test")
     client = pool.client("s1")
-    timeout = _timeout(600.0)
+    timeout = _timeout(600.0, 10.0)
     try:
         built = client.build_request(
             "POST", "http://127.0.0.1:9/v1/x", content=b"{}", headers=headers, timeout=timeout

@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from itertools import accumulate
+from pathlib import Path
 from typing import cast
 
 import pytest
 from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
 
-from tether.ai import sse, transport
+from tether.ai import models, sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
+from tether.ai.types import StreamOptions
 from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.wire import AssistantMessage
@@ -174,6 +177,48 @@ async def test_a_server_that_never_answers_is_a_stall_like_a_silent_body(api: st
     assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it too"
 
 
+class SwampedServer:
+    """A listening socket that accepts nothing, its one queued connection taken: a connect to it
+    waits for a handshake that never completes (the kernel drops the SYN of a full queue), as a
+    connect to a server swamped by a start-up burst, or behind a black hole, does."""
+
+    def __enter__(self) -> str:
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(0)
+        port = self._listener.getsockname()[1]
+        self._queued = socket.create_connection(("127.0.0.1", port))
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *_: object) -> None:
+        self._queued.close()
+        self._listener.close()
+
+
+async def test_the_connect_timeout_is_an_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CONNECT_TIMEOUT`` was a fixed 10 s: a burst of 1,000 sessions starting at once waits
+    over a second for each connect, and nothing could give it more (or a failover less). The
+    options' ``connect_timeout`` sets it; a provider's ``connectTimeoutMs`` in ``models.json``
+    wins, as its ``streamIdleTimeoutMs`` does."""
+    assert StreamOptions().connect_timeout == 10.0
+    with SwampedServer() as url:
+        spec = model(url)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(connect_timeout=0.2, max_retries=0))
+        assert final["stopReason"] == "error"
+        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
+        home = tmp_path / "home"
+        (home / "config").mkdir(parents=True)
+        (home / "config" / "models.json").write_text(
+            json.dumps({"providers": {spec["provider"]: {"connectTimeoutMs": 200}}})
+        )
+        monkeypatch.setenv("TETHER_HOME", str(home))
+        monkeypatch.setattr(models, "_registry", None)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(connect_timeout=GUARD * 2, max_retries=0))
+        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
+
+
 async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
     """The headers' wait is bounded from the moment the request has a connection slot: a request
     queued behind the provider's limit, behind a reply streaming longer than the idle timeout,
@@ -227,15 +272,55 @@ async def test_keep_alives_do_not_hold_a_stalled_stream_open(api: str, ping: str
 
 @each_api
 async def test_a_slow_event_arriving_in_pieces_is_no_stall(api: str) -> None:
-    """Bytes of an event still arriving are progress, though it yields nothing until it ends."""
+    """Bytes of an event still arriving are progress, though it yields nothing until it ends: an
+    event arriving over longer than the idle timeout (1.2 s here), within ``TRICKLE_IDLES`` of them."""
     answer = TEXT[api]
     body = answer.body
     start = after_event(body, b'"Hel"')
     end = next(e for e in event_ends(body) if e > start)
     pieces = Reply(body, chunks=range(start, end, max((end - start) // 12, 1)), delay=0.1)
     async with LoopbackServer([pieces]) as server:
-        _, final = await collect(model(server.url, api), fast(idle_timeout=0.35))
+        _, final = await collect(model(server.url, api), fast(idle_timeout=1.0))
     assert final["stopReason"] == "stop", final.get("errorMessage")
+
+
+@each_api
+async def test_an_event_trickling_in_a_byte_at_a_time_ends_the_stream(api: str) -> None:
+    """Each byte of an unfinished event moved the idle timeout on: one arriving a byte at a time,
+    each just inside the timeout, held the run until the 64 MB event cap (here: 30 s of bytes,
+    past the hang guard). Part of an event is progress for ``TRICKLE_IDLES`` idle timeouts."""
+    body = TEXT[api].body
+    cut = after_event(body, b'"Hel"')
+    trickle = b'data: {"x":"' + b"a" * 600
+    start = cut + len(b'data: {"x":"')
+    slow = Reply(body[:cut] + trickle, chunks=range(start, cut + len(trickle)), delay=0.05)
+    async with LoopbackServer([slow]) as server:
+        spec = model(server.url, api)
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(spec, fast(idle_timeout=1.0))
+    assert len(server.requests) == 1, "after content was shown: not retried"
+    assert final["stopReason"] == "error"
+    assert final["errorMessage"] == (
+        f"Nothing complete from {spec['provider']} for 2 s, only part of an event trickling in "
+        "(stream idle timeout)"
+    )
+    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it"
+    assert final["content"] == [{"type": "text", "text": "Hel"}]
+
+
+async def test_a_long_answer_in_many_slow_events_goes_on() -> None:
+    """The cap counts from the last event given, so an answer of many events goes on however
+    long it streams (here each event comes in pieces, and all of them take five idle timeouts)."""
+    events = [chunk({"role": "assistant", "content": f"w{i} "}) for i in range(25)]
+    body = b"".join(events) + chunk(finish="stop") + b"data: [DONE]\n\n"
+    cuts = [at + len(e) // 2 for at, e in zip(accumulate([0, *map(len, events)]), events, strict=False)]
+    async with LoopbackServer(
+        [Reply(body, chunks=sorted({*cuts, *accumulate(map(len, events))}), delay=0.05)]
+    ) as server:
+        async with asyncio.timeout(GUARD):
+            _, final = await collect(model(server.url), fast(idle_timeout=0.5))
+    assert final["stopReason"] == "stop", final.get("errorMessage")
+    assert final["content"][0]["text"] == "".join(f"w{i} " for i in range(25))
 
 
 NONSENSE_COUNTS = ["NaN", "-5", "1e400", "99999999999999999999999", "true", '"12"']

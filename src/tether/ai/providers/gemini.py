@@ -442,4 +442,7 @@ def stream_simple_gemini(
     return stream_gemini(model, context, gemini_options(model, options))
 
 
-PROVIDER = ApiProvider(API, stream_gemini, stream_simple_gemini)
+PROVIDER = ApiProvider(API, stream_gemini, stream_simple_gemini, max_tools=512)
+"""``max_tools``: ``Tool.functionDeclarations`` of Google's Gen AI SDK (made from the API's own
+definitions): "Maximum 512 function declarations can be provided" (the older Vertex AI SDKs
+said 64); the request sends every tool in one ``Tool``."""

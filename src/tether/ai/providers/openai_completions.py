@@ -595,4 +595,6 @@ def stream_simple_openai_completions(
     return stream_openai_completions(model, context, opts)
 
 
-PROVIDER = ApiProvider(API, stream_openai_completions, stream_simple_openai_completions)
+PROVIDER = ApiProvider(API, stream_openai_completions, stream_simple_openai_completions, max_tools=128)
+"""``max_tools``: the API reference's ``tools``: "A max of 128 functions are supported"; more is a
+400 ``array_above_max_length``."""

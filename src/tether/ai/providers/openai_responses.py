@@ -555,4 +555,5 @@ def stream_simple_openai_responses(
     return stream_openai_responses(model, context, responses_options(model, options))
 
 
-PROVIDER = ApiProvider(API, stream_openai_responses, stream_simple_openai_responses)
+PROVIDER = ApiProvider(API, stream_openai_responses, stream_simple_openai_responses, max_tools=128)
+"""``max_tools``: as Chat Completions, 128 (the same 400 ``array_above_max_length`` past it)."""
