@@ -57,6 +57,25 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"content": [{"type": "toolCall", "id": f"call_{name}", "name": name, "arguments": arguments}]}
 
 
+async def prompt_once(extension: Path, project: Path) -> tuple[Any, list[str], dict[str, Any]]:
+    """One prompt in an unstored session with ``extension`` loaded: the closed session, the
+    names of the tools the model was offered, and the first tool result."""
+    core = start_session(
+        SessionOptions(extension_paths=(extension,)),
+        cwd=project,
+        settings=Settings(),
+        ask=None,
+        session=SessionChoice(persist=False),
+    )
+    try:
+        await core.prompt("go")
+        tools = [t.name for t in core.agent.tools]
+        result = next(m for m in core.messages if m["role"] == "toolResult")
+    finally:
+        await core.close()
+    return core, tools, result
+
+
 class Answers:
     """An ``ExtensionUI`` with answers given in advance; records what it was asked."""
 
@@ -628,19 +647,7 @@ async def test_tools_no_provider_would_take_are_left_out_one_line_each(
         """,
     )
     script(monkeypatch, dirs["tmp"], [call("good"), text("done")])
-    core = start_session(
-        SessionOptions(extension_paths=(extension,)),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(persist=False),
-    )
-    try:
-        await core.prompt("go")
-        tools = [t.name for t in core.agent.tools]
-        result = next(m for m in core.messages if m["role"] == "toolResult")
-    finally:
-        await core.close()
+    core, tools, result = await prompt_once(extension, dirs["project"])
     assert core.notice is not None
     lines = [line for line in core.notice.splitlines() if "sloppy" in line]
     origin = f"extension sloppy ({extension})"
@@ -673,19 +680,7 @@ async def test_an_extensions_tool_replaces_the_built_in_one_of_its_name(
         """,
     )
     script(monkeypatch, dirs["tmp"], [call("read", path="a"), text("done")])
-    core = start_session(
-        SessionOptions(extension_paths=(extension,)),
-        cwd=dirs["project"],
-        settings=Settings(),
-        ask=None,
-        session=SessionChoice(persist=False),
-    )
-    try:
-        await core.prompt("go")
-        tools = [t.name for t in core.agent.tools]
-        result = next(m for m in core.messages if m["role"] == "toolResult")
-    finally:
-        await core.close()
+    _, tools, result = await prompt_once(extension, dirs["project"])
     assert tools.count("read") == 1 and tools[0] == "read"
     assert result["content"][0]["text"] == "the extension's read"
 
