@@ -315,9 +315,8 @@ async def _event_batches(
     (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
     its backend stalls, ends too instead of holding the run forever. Part of an event counts
     only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``_IdleWatch.span``).
-    A body without a single SSE
-    event (an HTML page from a proxy or a wrong ``baseUrl``) ends with what did arrive:
-    ``arrived`` (status and content type) and the body's first line.
+    A body without a single SSE event (an HTML page from a proxy or a wrong ``baseUrl``) ends
+    with what did arrive: ``arrived`` (status and content type) and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
