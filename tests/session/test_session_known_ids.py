@@ -1,21 +1,15 @@
 """``Session.message_id`` across context rebuilds: what a run may still ask for stays known (the
-stored messages a compaction or branch left out, a durable replay's message), while the summary
-messages each rebuild creates afresh are forgotten with the context that held them, so a handle
-that rebuilds often (a follower of a compacted session) does not keep every one it ever made."""
+stored messages a compaction or branch left out; a durable replay's message: test_session_use_ids),
+while the summary messages each rebuild creates afresh are forgotten with the context that held
+them, so a handle that rebuilds often (a follower of a compacted session) does not keep every one
+it ever made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
-from tether.store.ids import decode, encode, new_id
-
-
-def ids_from(base: str) -> Callable[[], str]:
-    numbers = iter(range(1_000))
-    return lambda: encode(decode(base) + next(numbers))
 
 
 def test_the_summaries_of_a_replaced_context_are_forgotten(manager: SessionManager, tmp_path: Path) -> None:
@@ -53,21 +47,3 @@ def test_what_a_compaction_left_out_stays_known(manager: SessionManager, tmp_pat
     assert session.message_ids(session.messages)[1:] == [ids[2]]
     assert session.message_ids(started_with) == ids
     session.close()
-
-
-def test_a_replayed_message_stays_known_after_a_rebuild(manager: SessionManager, tmp_path: Path) -> None:
-    session = manager.create(tmp_path)
-    base = new_id()
-    session.use_ids(ids_from(base))
-    first = session.append_messages([user("one")])
-    session.close()
-
-    replay = manager.open(session.id)
-    replay.branch(None)
-    replay.use_ids(ids_from(base))
-    again = user("one")
-    replay.append_messages([again])
-    replay.branch(replay.leaf_id)
-    replay.message_ids(replay.messages)  # the new context is taken in
-    assert replay.message_id(again) == first[0]
-    replay.close()
