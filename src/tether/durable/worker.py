@@ -204,8 +204,8 @@ class Unrecorded:
     with no execution of it under way here (``workflow.executing``), on every look for
     ``dead_after_seconds``, goes back on the shared queue (``Dispatcher.run_again``): its replay
     skips every checkpointed step, as after a crash. (DBOS starts a claimed run a moment after
-    marking it ``PENDING``; the wait covers that moment, and the moment between a run's end
-    and DBOS recording it.)"""
+    marking it ``PENDING``; the wait covers that moment. A run whose outcome DBOS is still
+    writing, or retrying through an outage, counts as under way.)"""
 
     def __init__(self, dispatcher: Dispatcher, wait_seconds: float) -> None:
         self._dispatcher = dispatcher
