@@ -65,7 +65,12 @@ class _StopSignals:
         self._writer.setblocking(False)
         self.stopping = False
         """A stop signal came: blocked writes wait no longer than ``STOPPING_WRITE_SECONDS``."""
-        self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        try:
+            self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: the caller goes on without, the sockets are ours
+            self._reader.close()
+            self._writer.close()
+            raise
         self._previous = {signum: signal.signal(signum, _heard_in_c) for signum in STOP_SIGNALS}
         loop.add_reader(self._reader.fileno(), self.take)
 
