@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
+from tether.errors import TransportError
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
 from tether.rpc.server import Frame, RpcServer
@@ -43,8 +44,9 @@ the frames it does not take are given up then, so that a client that stopped rea
 the server from ending."""
 
 
-class _Stopped(Exception):
-    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``."""
+class _Stopped(TransportError):
+    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``: the
+    process we talk to stopped taking frames."""
 
 
 class _StopSignals:
