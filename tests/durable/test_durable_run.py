@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 import workload
 from dbos import DBOS, WorkflowHandleAsync
+from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
 
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
 from tether.durable.worker import launch, shutdown
-from tether.durable.workflow import Runtime, durable_run
+from tether.durable.workflow import Runtime, durable_run, executing
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -186,3 +187,26 @@ async def test_a_replay_after_the_session_moved_on_is_refused_not_forked(
         await fork.get_result()
     assert durable.store.get_session(session_id).leaf_id == leaf
     assert len(durable.open(session_id, readonly=True).messages) == 5 + 2  # the second: prompt, answer
+
+
+async def test_a_run_whose_outcome_is_being_written_counts_as_executing(
+    durable: SessionManager, tmp_path: Path
+) -> None:
+    """DBOS writes a run's outcome after the workflow returns, retrying it through an outage for
+    up to 90 s: until that write is done the run is not unattended, or the worker would put it
+    back on the queue to run a second time while DBOS still records the first."""
+    system = _get_dbos_instance()._sys_db  # pyright: ignore[reportPrivateUsage]
+    write = system.update_workflow_outcome
+    seen: list[frozenset[str]] = []
+
+    def watched(workflow_id: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(executing())
+        return write(workflow_id, *args, **kwargs)
+
+    system.update_workflow_outcome = watched  # type: ignore[method-assign]
+    try:
+        _, handle = await start_run(durable, tmp_path)
+        await handle.get_result()
+    finally:
+        del system.update_workflow_outcome
+    assert seen and all(handle.get_workflow_id() in running for running in seen)

@@ -17,13 +17,14 @@ import termios
 import textwrap
 import threading
 import time
+import warnings
 
 import pytest
 from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
-from tether.rpc.mode import write_all
+from tether.rpc.mode import _StopSignals, write_all  # pyright: ignore[reportPrivateUsage]
 
 
 def _alive(pid: int) -> bool:
@@ -247,6 +248,32 @@ def test_write_all_waits_on_a_full_non_blocking_descriptor_instead_of_failing() 
         reader.join(timeout=20)
         os.close(read_end)
     assert bytes(received) == frame
+
+
+def test_stop_signals_off_the_main_thread_leave_no_socket_open() -> None:
+    """Only the main thread may set the wakeup descriptor: a server run on another thread goes
+    on without the stop signals, and the socket pair made for them is closed, not left to the
+    garbage collector (a ResourceWarning under ``-X dev``)."""
+    loop = asyncio.new_event_loop()
+    failures: list[type[BaseException]] = []  # not the errors: their frames hold the sockets
+
+    def make() -> None:
+        try:
+            _StopSignals(loop, lambda: None)
+        except BaseException as error:
+            failures.append(type(error))
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            thread = threading.Thread(target=make)
+            thread.start()
+            thread.join(timeout=20)
+            gc.collect()
+    finally:
+        loop.close()
+    assert failures == [ValueError]
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 @pytest.mark.subprocess

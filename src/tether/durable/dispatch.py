@@ -203,15 +203,19 @@ class Dispatcher:
         """Put the runs this worker claimed and has not started back on the shared queue."""
         return self.give_back(self.config.executor_id, running=False)
 
-    def give_back(self, executor_id: str, *, running: bool) -> list[str]:
+    def give_back(self, executor_id: str, *, running: bool, only: set[str] | None = None) -> list[str]:
         """Put the runs on ``executor_id``'s queue back on the shared queue (``running``: its
-        started ones too, re-enqueued as DBOS recovers a dead executor's runs)."""
+        started ones too, re-enqueued as DBOS recovers a dead executor's runs; ``only``: of those,
+        just these ids, as the worker does with its own runs whose end was not recorded)."""
         runs = _RUNS
         statuses = IN_FLIGHT if running else ("ENQUEUED",)
+        chosen = [runs.c.queue_name == own_queue(executor_id), runs.c.status.in_(statuses)]
+        if only is not None:
+            chosen.append(runs.c.workflow_uuid.in_(sorted(only)))
         with self._engine.begin() as db:
             moved = db.execute(
                 runs.update()
-                .where(runs.c.queue_name == own_queue(executor_id), runs.c.status.in_(statuses))
+                .where(*chosen)
                 .values(
                     status="ENQUEUED",
                     queue_name=QUEUE,
@@ -233,29 +237,6 @@ class Dispatcher:
                 )
             )
             return {row[0] for row in rows}
-
-    def run_again(self, run_ids: set[str]) -> list[str]:
-        """Put those of ``run_ids`` still running on this worker's queue back on the shared
-        queue, as ``give_back`` does a dead worker's: another claim replays them."""
-        runs = _RUNS
-        with self._engine.begin() as db:
-            moved = db.execute(
-                runs.update()
-                .where(
-                    runs.c.workflow_uuid.in_(sorted(run_ids)),
-                    runs.c.queue_name == own_queue(self.config.executor_id),
-                    runs.c.status == "PENDING",
-                )
-                .values(
-                    status="ENQUEUED",
-                    queue_name=QUEUE,
-                    owner_xid=None,
-                    started_at_epoch_ms=None,
-                    updated_at=_now_ms(),
-                )
-                .returning(runs.c.workflow_uuid)
-            )
-            return [row[0] for row in moved]
 
     def owners(self) -> set[str]:
         """The workers with runs claimed or running on their queues."""

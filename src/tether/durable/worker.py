@@ -202,10 +202,10 @@ class Unrecorded:
     nothing else: the run stays ``PENDING`` on this worker's queue with nothing running it, and
     no one recovers the runs of a live worker, so it would wait for ever. A run seen that way,
     with no execution of it under way here (``workflow.executing``), on every look for
-    ``dead_after_seconds``, goes back on the shared queue (``Dispatcher.run_again``): its replay
+    ``dead_after_seconds``, goes back on the shared queue (``Dispatcher.give_back``): its replay
     skips every checkpointed step, as after a crash. (DBOS starts a claimed run a moment after
-    marking it ``PENDING``; the wait covers that moment, and the moment between a run's end
-    and DBOS recording it.)"""
+    marking it ``PENDING``; the wait covers that moment. A run whose outcome DBOS is still
+    writing, or retrying through an outage, counts as under way.)"""
 
     def __init__(self, dispatcher: Dispatcher, wait_seconds: float) -> None:
         self._dispatcher = dispatcher
@@ -221,7 +221,7 @@ class Unrecorded:
         lost = {run for run, since in self._since.items() if now - since >= self._wait}
         if not lost:
             return []
-        moved = self._dispatcher.run_again(lost)
+        moved = self._dispatcher.give_back(self._dispatcher.config.executor_id, running=True, only=lost)
         for run in lost:
             del self._since[run]
         return moved

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from dbos import DBOS
+from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
 from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
@@ -125,26 +126,23 @@ def _current() -> Runtime:
     return _runtime
 
 
-_executing: set[str] = set()
-"""The runs whose workflow is under way in this process (``executing``)."""
-
-
 def executing() -> frozenset[str]:
     """The ids of the runs this process is running now: the worker tells from them which of the
-    runs DBOS has as running on its queue none of its executions is still under way for."""
-    return frozenset(_executing)
+    runs DBOS has as running on its queue none of its executions is still under way for.
+
+    Read from DBOS's own record of its executions, not from ``durable_run`` entering and leaving:
+    DBOS writes a run's outcome after the workflow returns, and retries that write through a
+    database outage without a deadline (``db_retry``, backing off up to 90 s); it forgets the
+    execution only once the write is done or refused for good. A run that had left
+    ``durable_run`` but whose outcome DBOS was still retrying looked unattended, was put back on
+    the shared queue and could run twice."""
+    return frozenset(_get_dbos_instance()._active_workflows_set.activeList())  # pyright: ignore[reportPrivateUsage]
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def durable_run(request: RunRequest) -> RunOutcome:
     """Run one prompt on a stored session, durably (see the module docstring)."""
-    run_id = DBOS.workflow_id
-    if run_id is not None:
-        _executing.add(run_id)
-    try:
-        return await _run(request)
-    finally:
-        _executing.discard(run_id or "")
+    return await _run(request)
 
 
 async def _run(request: RunRequest) -> RunOutcome:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
+from tether.errors import TransportError
 from tether.rpc.jsonl import LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
 from tether.rpc.server import Frame, RpcServer
@@ -43,8 +44,9 @@ the frames it does not take are given up then, so that a client that stopped rea
 the server from ending."""
 
 
-class _Stopped(Exception):
-    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``."""
+class _Stopped(TransportError):
+    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``: the
+    process we talk to stopped taking frames."""
 
 
 class _StopSignals:
@@ -65,7 +67,12 @@ class _StopSignals:
         self._writer.setblocking(False)
         self.stopping = False
         """A stop signal came: blocked writes wait no longer than ``STOPPING_WRITE_SECONDS``."""
-        self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        try:
+            self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: the caller goes on without, the sockets are ours
+            self._reader.close()
+            self._writer.close()
+            raise
         self._previous = {signum: signal.signal(signum, _heard_in_c) for signum in STOP_SIGNALS}
         loop.add_reader(self._reader.fileno(), self.take)
 
