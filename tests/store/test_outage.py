@@ -14,12 +14,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from psycopg_pool import PoolClosed
 
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
 from tether.store import PostgresStore, SessionError, SessionLockedError
 from tether.store.database import open_store
 from tether.store.follow import follow
+from tether.store.postgres_errors import unreachable
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
 DOWN_SECONDS = 2.0
@@ -136,3 +138,11 @@ def _outage_ending(server: PostgresServer, seconds: float) -> threading.Thread:
     thread = threading.Thread(target=later)
     thread.start()
     return thread
+
+
+def test_a_closed_store_is_not_an_outage() -> None:
+    """A closed store's pool raises ``PoolClosed``, an ``OperationalError`` without a SQLSTATE as
+    a lost connection is: taken for the server's absence, every call on a closed store waited out
+    ``OUTAGE_SECONDS`` (60 s) before saying it was closed (``test_a_closed_store_says_so`` took
+    two minutes)."""
+    assert not unreachable(PoolClosed("the pool 'tether-sessions' is already closed"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 import psycopg
-from psycopg_pool import PoolTimeout
+from psycopg_pool import PoolClosed, PoolTimeout
 
 from tether.store.store import SessionError
 
@@ -68,6 +68,8 @@ def unreachable(err: BaseException) -> bool:
     connection) rather than that the statement or its data is wrong."""
     if isinstance(err, PoolTimeout):
         return True
+    if isinstance(err, PoolClosed):  # our own close, not the server's absence: say so at once
+        return False
     if isinstance(err, SessionError):  # ``connect``'s, from a refused or failed connection
         return "connection" in str(err) or "the database system is" in str(err)
     if not isinstance(err, psycopg.OperationalError):
