@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from psycopg import sql
 from test_durable_crash import (
     Cluster,
     check_counter,
@@ -42,15 +43,22 @@ def _in_flight(c: Cluster, pids: list[int], kind: str) -> int:
     return sum(len(open_calls(c, pid, kind)) for pid in pids)
 
 
+def _two_workers_running(
+    server: PostgresServer, cluster: Callable[[str, str], Cluster], database: str
+) -> tuple[Cluster, list[int], dict[str, str]]:
+    """A database of its own on ``server``, two workers on it, and ``RUNS`` submitted."""
+    with psycopg.connect(server.url(), autocommit=True) as db:
+        db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    url = server.url(database=database)
+    c = cluster(url, url)
+    pids = [c.start("w1"), c.start("w2")]
+    return c, pids, submit_all(c, RUNS)
+
+
 def test_workers_ride_out_a_blip_and_an_outage(
     server: PostgresServer, cluster: Callable[[str, str], Cluster]
 ) -> None:
-    with psycopg.connect(server.url(), autocommit=True) as db:
-        db.execute("CREATE DATABASE durable_outage")
-    url = server.url(database="durable_outage")
-    c = cluster(url, url)
-    pids = [c.start("w1"), c.start("w2")]
-    runs = submit_all(c, RUNS)
+    c, pids, runs = _two_workers_running(server, cluster, "durable_outage")
 
     wait_for(lambda: _in_flight(c, pids, "model") >= 2, 60, "runs streaming")
     server.crash()
@@ -89,12 +97,7 @@ def test_runs_whose_end_a_read_only_database_refused_are_run_again(
     DBOS's too: a run whose own write failed ended, and DBOS could not record that, so it stayed
     running on a live worker with nothing running it, which no one recovers: it waited for ever.
     Each such run is run again, and every run ends; no worker exits."""
-    with psycopg.connect(server.url(), autocommit=True) as db:
-        db.execute("CREATE DATABASE durable_read_only")
-    url = server.url(database="durable_read_only")
-    c = cluster(url, url)
-    pids = [c.start("w1"), c.start("w2")]
-    runs = submit_all(c, RUNS)
+    c, pids, runs = _two_workers_running(server, cluster, "durable_read_only")
 
     wait_for(lambda: _in_flight(c, pids, "model") >= 2, 60, "runs streaming")
     _read_only(server, True)
