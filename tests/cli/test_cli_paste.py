@@ -133,3 +133,77 @@ def test_a_large_paste_is_a_marker_in_the_input_box_and_sent_whole(cli: CliEnv, 
         (record,) = sessions.list()
         messages = sessions.open(record.id, readonly=True).messages
         assert [m["content"] for m in messages if m["role"] == "user"] == [f"see {pasted} and that"]
+
+
+def test_the_cursor_steps_over_a_marker_and_never_rests_inside_one() -> None:
+    from prompt_toolkit.buffer import Buffer
+
+    from tether.cli.interactive_paste import step_over_markers
+
+    pastes = Pastes()
+    marker = pastes.fold("line\n" * 20)
+    buffer = Buffer(multiline=True)
+    step_over_markers(buffer, pastes)
+    buffer.insert_text(f"ab {marker} cd [paste #9 +20 lines]")
+    start = len("ab ")
+    end = start + len(marker)
+    assert pastes.spans(buffer.text) == [(start, end)]  # the hand-typed one is text
+    buffer.cursor_position = end
+    buffer.cursor_left()
+    assert buffer.cursor_position == start  # Left from its end: before it
+    buffer.cursor_right()
+    assert buffer.cursor_position == end  # Right from its start: after it
+    buffer.cursor_position = start + 4  # anywhere else (a click, Up): to its start
+    assert buffer.cursor_position == start
+    buffer.cursor_position = len(buffer.text) - 3  # inside a marker typed by hand: stays
+    assert buffer.cursor_position == len(buffer.text) - 3
+    assert pastes.marker_at(buffer.text, end, before=True) == (start, end)
+    assert pastes.marker_at(buffer.text, start, before=False) == (start, end)
+    assert pastes.marker_at(buffer.text, start, before=True) is None
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_a_marker_is_one_unit_for_the_arrows_and_the_deleting_keys(cli: CliEnv, tmp_path: Path) -> None:
+    """pi's editor moves over a paste's marker and deletes it as one character; tether's box
+    moved into it and took it a character at a time (and the half left was sent as typed)."""
+    pasted = "".join(f"pasted line {n}\n" for n in range(20))
+    (tmp_path / "paste").write_text(pasted)
+    environ = cli.env(TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("see ")
+        terminal.wait_for(lambda s: input_line(s) == "› see")
+        terminal.tmux("load-buffer", str(tmp_path / "paste"))
+        terminal.tmux("paste-buffer", "-p", "-t", "t")
+        terminal.type(" x")
+        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +21 lines] x")
+        terminal.send("Left", "Left", "Left")  # over " x", then over the marker
+        terminal.type("A")
+        terminal.send("Right")
+        terminal.type("B")
+        terminal.wait_for(lambda s: input_line(s) == "› see A[paste #1 +21 lines]B x")
+        terminal.send("BSpace", "BSpace")  # B, then the whole marker
+        terminal.wait_for(lambda s: input_line(s) == "› see A x")
+        terminal.send("C-_")  # undo: the marker, and its paste, are back
+        terminal.wait_for(lambda s: input_line(s) == "› see A[paste #1 +21 lines] x")
+        terminal.send("Home", "Right", "Right", "Right", "Right", "Right", "Delete")
+        terminal.wait_for(lambda s: input_line(s) == "› see A x")
+        terminal.send("C-_")
+        terminal.wait_for(lambda s: input_line(s) == "› see A[paste #1 +21 lines] x")
+        terminal.send("End", "Left", "Left", "C-w")  # a word back: the marker
+        terminal.wait_for(lambda s: input_line(s) == "› see A x")
+        terminal.send("C-_")
+        terminal.wait_for(lambda s: input_line(s) == "› see A[paste #1 +21 lines] x")
+        terminal.send("Enter")
+        terminal.wait_for("got it")
+    finally:
+        terminal.close()
+    from tether.session import SessionManager
+    from tether.store import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        (record,) = sessions.list()
+        messages = sessions.open(record.id, readonly=True).messages
+        assert [m["content"] for m in messages if m["role"] == "user"] == [f"see A{pasted} x"]

@@ -250,6 +250,7 @@ class InteractiveApp:
         self._buffer = Buffer(
             multiline=True, history=history if history is not None else _history(), complete_while_typing=True
         )
+        interactive_paste.step_over_markers(self._buffer, self._pastes)
         self._app = self._build(self._buffer)
         interactive_paste.install(self._app.input)
         self._use(core)

@@ -124,6 +124,28 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
     def _paste(event: KeyPressEvent) -> None:
         buffer.insert_text(app.pastes.fold(event.data))
 
+    def marker(*, before: bool) -> tuple[int, int] | None:
+        return app.pastes.marker_at(buffer.text, buffer.cursor_position, before=before)
+
+    marker_before = Condition(lambda: marker(before=True) is not None)
+    marker_after = Condition(lambda: marker(before=False) is not None)
+
+    @keys.add("backspace", filter=marker_before)
+    @keys.add("c-w", filter=marker_before)
+    @keys.add("escape", "backspace", filter=marker_before)
+    def _delete_marker_before(event: KeyPressEvent) -> None:
+        """A paste's marker goes whole, as in pi's editor (a half marker would be sent as typed)."""
+        span = marker(before=True)
+        if span is not None:
+            buffer.delete_before_cursor(span[1] - span[0])
+
+    @keys.add("delete", filter=marker_after)
+    @keys.add("escape", "d", filter=marker_after)
+    def _delete_marker_after(event: KeyPressEvent) -> None:
+        span = marker(before=False)
+        if span is not None:
+            buffer.delete(span[1] - span[0])
+
     def sent() -> str:
         """The input box's text, its pastes expanded, leaving the box (and going into the
         history as typed)."""

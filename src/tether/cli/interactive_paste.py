@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.input import Input
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.input.vt100_parser import Vt100Parser
@@ -66,9 +67,12 @@ class Pastes:
     key; the marker becomes the pasted text again when the message is sent (``expand``), and the
     message's echo in the scrollback shows the marker again (``shown``).
 
-    A marker edited by hand is no marker (it is sent as typed). The pastes are kept for the
-    session: a message recalled from the history (Up) carries its markers; one from an earlier
-    session's history expands only if this session made the same marker (number and size)."""
+    A marker is one unit in the box, as in pi's editor: the cursor steps over it (``outside``)
+    and a backspace, a delete or a word deleted takes all of it (``marker_at``); a marker
+    edited anyway is no marker and is sent as typed. The pastes are kept for the session (a
+    deleted marker is back with its paste on undo): a message recalled from the history (Up)
+    carries its markers; one from an earlier session's history expands only if this session
+    made the same marker (number and size)."""
 
     def __init__(self) -> None:
         self._pasted: dict[str, str] = {}
@@ -100,6 +104,27 @@ class Pastes:
             self._sent[sent] = typed
         return sent
 
+    def spans(self, typed: str) -> list[tuple[int, int]]:
+        """Where in ``typed`` the markers this session made are (a marker-like text typed by hand
+        is text)."""
+        return [found.span() for found in _MARKER.finditer(typed) if found[0] in self._pasted]
+
+    def marker_at(self, typed: str, position: int, *, before: bool) -> tuple[int, int] | None:
+        """The span of the marker ending at ``position`` (``before``; starting there otherwise),
+        if there is one: what a backspace (a delete) there removes whole."""
+        for start, end in self.spans(typed):
+            if (end if before else start) == position:
+                return start, end
+        return None
+
+    def outside(self, typed: str, position: int, previous: int) -> int:
+        """A cursor ``position`` inside a marker moved out of it: to its end when the cursor came
+        from before ``position`` (Right, a word right), to its start otherwise (Left, Up, Down)."""
+        for start, end in self.spans(typed):
+            if start < position < end:
+                return end if position > previous else start
+        return position
+
     def shown(self, message: str) -> str:
         """A user message as the scrollback echoes it: a message sent from the input box with
         pastes in it as it was typed there (its markers), any other as it is."""
@@ -108,6 +133,22 @@ class Pastes:
                 message = message.replace(sent, typed)
                 del self._sent[sent]
         return message
+
+
+def step_over_markers(buffer: Buffer, pastes: Pastes) -> None:
+    """Keep ``buffer``'s cursor out of its markers, however it moved (arrows, words, Home/End of
+    a wrapped line, a click): pi's editor moves over a marker as over one character."""
+    previous = buffer.cursor_position
+
+    def moved(_: Buffer) -> None:
+        nonlocal previous
+        position = buffer.cursor_position
+        outside = pastes.outside(buffer.text, position, previous)
+        previous = outside
+        if outside != position:
+            buffer.cursor_position = outside  # calls moved again, which finds it outside
+
+    buffer.on_cursor_position_changed += moved
 
 
 _MARKER = re.compile(r"\[paste #\d+ (?:\+\d+ lines|\d+ chars)\]")
