@@ -207,3 +207,57 @@ def test_a_marker_is_one_unit_for_the_arrows_and_the_deleting_keys(cli: CliEnv, 
         (record,) = sessions.list()
         messages = sessions.open(record.id, readonly=True).messages
         assert [m["content"] for m in messages if m["role"] == "user"] == [f"see A{pasted} x"]
+
+
+def test_the_external_editor_gets_the_pastes_and_unchanged_ones_fold_again() -> None:
+    pastes = Pastes()
+    first = "".join(f"first {n}\n" for n in range(20))
+    second = "s" * 1_500
+    typed = f"see {pastes.fold(first)} and {pastes.fold(second)}"
+    assert typed == "see [paste #1 +21 lines] and [paste #2 1500 chars]"
+    given = pastes.expanded(typed)
+    assert given == f"see {first} and {second}"
+    assert pastes.shown(given) == given  # not sent: no echo remembered
+    edited = given.replace("see", "SEE").replace("first 3\n", "")
+    changed = first.replace("first 3\n", "")  # changed in the editor: text; the other: its marker
+    assert pastes.folded_again(edited, typed) == f"SEE {changed} and [paste #2 1500 chars]"
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_ctrl_g_edits_the_pasted_text_not_its_marker(cli: CliEnv, tmp_path: Path) -> None:
+    """The editor got ``[paste #1 +21 lines]``: the paste could not be read or changed there."""
+    pasted = "".join(f"pasted line {n}\n" for n in range(20))
+    (tmp_path / "paste").write_text(pasted)
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\ncp "$1" {tmp_path / "seen"}\nsed -i \'s/see/SEE/\' "$1"\n')
+    editor.chmod(0o755)
+    environ = cli.env(
+        TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])),
+        TERM="xterm-256color",
+        EDITOR=str(editor),
+        VISUAL="",
+    )
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
+    try:
+        terminal.wait_for("/help for commands")
+        terminal.type("see ")
+        terminal.wait_for(lambda s: input_line(s) == "› see")
+        terminal.tmux("load-buffer", str(tmp_path / "paste"))
+        terminal.tmux("paste-buffer", "-p", "-t", "t")
+        terminal.type(" x")
+        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +21 lines] x")
+        terminal.send("C-g")
+        terminal.wait_for(lambda s: input_line(s) == "› SEE [paste #1 +21 lines] x")
+        assert (tmp_path / "seen").read_text().rstrip("\n") == f"see {pasted} x"
+        terminal.send("Enter")
+        terminal.wait_for("got it")
+    finally:
+        terminal.close()
+    from tether.session import SessionManager
+    from tether.store import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        (record,) = sessions.list()
+        messages = sessions.open(record.id, readonly=True).messages
+        assert [m["content"] for m in messages if m["role"] == "user"] == [f"SEE {pasted} x"]

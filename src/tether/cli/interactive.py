@@ -691,8 +691,12 @@ class InteractiveApp:
         self._side_task(self._edit_externally())
 
     async def _edit_externally(self) -> None:
+        """The editor gets the pastes' text, not their markers (a marker there was a line the
+        user could not read or edit), as pi's does; unchanged pastes come back folded."""
         assert self._buffer is not None
-        self._put_in_input(await views.edit_externally(self, self._buffer.text))
+        typed = self._buffer.text
+        edited = await views.edit_externally(self, self._pastes.expanded(typed))
+        self._put_in_input(None if edited is None else self._pastes.folded_again(edited, typed))
 
     def copy_last_answer(self) -> None:
         assert self._core is not None

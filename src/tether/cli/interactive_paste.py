@@ -95,14 +95,28 @@ class Pastes:
         self._pasted[marker] = text
         return marker
 
-    def expand(self, typed: str) -> str:
-        """``typed`` with each marker replaced by its paste: the message to send."""
+    def expanded(self, typed: str) -> str:
+        """``typed`` with each marker replaced by its paste."""
         if not self._pasted:
             return typed
-        sent = _MARKER.sub(lambda found: self._pasted.get(found[0], found[0]), typed)
+        return _MARKER.sub(lambda found: self._pasted.get(found[0], found[0]), typed)
+
+    def expand(self, typed: str) -> str:
+        """``typed`` expanded (``expanded``): the message to send, its echo remembered."""
+        sent = self.expanded(typed)
         if sent != typed:
             self._sent[sent] = typed
         return sent
+
+    def folded_again(self, edited: str, typed: str) -> str:
+        """What the external editor gave back for ``typed`` expanded (Ctrl-G, which edits the
+        whole text, as pi's does), each paste of ``typed`` that came back unchanged its marker
+        again: the box looks as it did but for the edits, a 5 MB paste not laid out in it. A
+        paste changed in the editor comes back as text."""
+        markers = [typed[start:end] for start, end in self.spans(typed)]
+        for marker in sorted(markers, key=lambda marker: -len(self._pasted[marker])):  # a paste
+            edited = edited.replace(self._pasted[marker], marker, 1)  # inside another: after it
+        return edited
 
     def spans(self, typed: str) -> list[tuple[int, int]]:
         """Where in ``typed`` the markers this session made are (a marker-like text typed by hand
