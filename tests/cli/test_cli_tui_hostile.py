@@ -307,3 +307,20 @@ def test_a_table_too_big_to_lay_out_is_shown_as_written(monkeypatch: pytest.Monk
     shown = PLAIN_100.markdown(small)
     assert len(laid_out) == TABLE_CELLS // 3 - 1
     assert "| r0c0 |" not in shown and "r0c0" in shown
+
+
+def test_a_huge_user_message_is_drawn_as_its_beginning_on_resume_and_in_the_transcript() -> None:
+    """The live echo showed a 5 MB paste as its marker; a resumed session and Ctrl-O drew the
+    stored message whole: 50,000 rows of scrollback, 11 s of laying out (the message stays
+    whole; only its drawing stops)."""
+    pasted = "".join(f"pasted line {n}\n" for n in range(50_000))
+    message = {"role": "user", "content": f"see {pasted} and that"}
+    for folded in (True, False):  # the resumed history's and Ctrl-O's
+        shown = render_transcript(PLAIN_100, [message], show_thinking=False, folded=folded).splitlines()
+        assert shown[0] == "› see pasted line 0" and shown[render.USER_LINES - 1] == "pasted line 39"
+        assert shown[render.USER_LINES :] == ["[… 49,961 more lines not shown]"]
+    one_line = render.user_text(PLAIN, "x" * 5_000_000).splitlines()
+    assert one_line[-1] == f"[… {5_000_000 - render.USER_CHARS:,} more characters not shown]"
+    assert "".join(one_line[:-1]) == "› " + "x" * render.USER_CHARS
+    typed = "\n".join(f"line {n}" for n in range(render.USER_LINES)) + "\n\n"
+    assert render.user_text(PLAIN, typed).rstrip().splitlines()[-1] == f"line {render.USER_LINES - 1}"

@@ -265,11 +265,36 @@ def error_text(painter: Painter, message: str, *, aborted: bool) -> str:
     return painter.styled(f"✗ Error: {message}", "error.strong")
 
 
+USER_LINES = 40
+USER_CHARS = 4_000
+"""The most lines, and characters, of a user message shown; the rest is counted in a note. pi
+shows a large paste as its marker; a message stored with one is whole, and a resumed session
+(or Ctrl-O) drew a 5 MB paste in full: 50,000 rows of scrollback, and seconds of laying out."""
+
+
 def user_text(painter: Painter, text: str) -> str:
+    """A user message after its mark, its beginning only when it is long (``USER_LINES``)."""
     line = Text()
     line.append("› ", style="user.mark")
-    line.append(safe_text(text), style="user.text")
+    head = _head(text)
+    line.append(safe_text(head), style="user.text")
+    rest = text[len(head) :].rstrip()
+    if rest:
+        lines = rest.count("\n")
+        more = f"{lines:,} more lines" if lines else f"{len(rest):,} more characters"
+        line.append(f"\n[… {more} not shown]", style="muted")
     return painter.render(line)
+
+
+def _head(text: str) -> str:
+    """The first ``USER_LINES`` lines of ``text``, of them no more than ``USER_CHARS`` characters."""
+    cut = min(len(text), USER_CHARS)
+    at = -1
+    for _ in range(USER_LINES):
+        at = text.find("\n", at + 1, cut)
+        if at < 0:
+            return text[:cut]
+    return text[:at]
 
 
 CustomRenderer = Callable[[Mapping[str, Any], bool], str | None]

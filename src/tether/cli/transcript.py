@@ -1,4 +1,5 @@
-"""The transcript view's text (Ctrl-O): the whole current branch with nothing folded.
+"""The transcript view's text (Ctrl-O): the whole current branch with nothing folded (but a
+user message too long to read on a screen: a 5 MB paste shows its beginning, ``render.user_text``).
 
 The scrollback shows tool results folded to a few lines and thinking folded to one; this is the
 place to read them in full. It covers the branch from its first entry, compacted messages
