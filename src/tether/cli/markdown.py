@@ -17,15 +17,18 @@ And two safeguards:
 - rich lays out a table at about 0.2 ms a cell, all of it before the first row is shown: a
   model's table of 20,000 rows froze the screen for 16 s when its answer ended. A table of more
   than ``TABLE_CELLS`` cells is shown as its source lines (every row still there, readable and
-  copyable as markdown), with a note saying why; the rest of the answer stays markdown.
+  copyable as markdown), with a note saying why; the rest of the answer stays markdown. Such a
+  table standing alone is cut out before markdown-it parses it (``answer_markdown``): parsing
+  it cost more than laying the rest out.
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from markdown_it.token import Token
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markdown import CodeBlock, Heading, Markdown, MarkdownElement
 from rich.syntax import Syntax
 from rich.text import Text
@@ -60,6 +63,95 @@ class _TableSource(MarkdownElement):
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Text(self.source)
         yield Text(f"(a table of {self.rows:,} rows, shown as written)", style="muted")
+
+
+def answer_markdown(markup: str, code_theme: str) -> RenderableType:
+    """``markup`` for rich: ``AnswerMarkdown``, but a big table standing alone (``_cut_tables``)
+    cut out before markdown-it sees it. Parsing a table costs as laying it out would not: 280,000
+    tokens for 20,000 rows, 2.3 s (on an idle machine) when the answer ended, to be shown as
+    its source anyway."""
+    pieces = _cut_tables(markup)
+    if pieces == [markup]:
+        return AnswerMarkdown(markup, code_theme)
+    shown: list[RenderableType] = []
+    for piece in pieces:
+        if shown:
+            shown.append(Text(""))  # the blank line markdown puts between blocks
+        if isinstance(piece, str):
+            shown.append(AnswerMarkdown(piece, code_theme))
+        else:
+            shown.append(_TableSource(*piece))
+    return Group(*shown)
+
+
+def _cut_tables(markup: str) -> list[str | tuple[str, int]]:
+    """``markup`` as markdown pieces and, between them, each table of more than ``TABLE_CELLS``
+    cells markdown-it would surely see as one at the top level: its lines and number of rows.
+    Surely: its header at the start of a line after a blank one (or none), outside a fenced
+    block; its delimiter row as markdown-it reads one, with as many columns; every row starting
+    with ``|`` and no ``\\|`` in it; a blank line (or nothing) after it. Any other table is
+    parsed, and shown as its source after that (``_big_tables_as_source``). An answer with a
+    link reference definition is not cut (one piece would lose the other's references)."""
+    if "|" not in markup or _REFERENCE.search(markup):
+        return [markup]
+    lines = markup.split("\n")
+    pieces: list[str | tuple[str, int]] = []
+    done = 0  # the first line not in a piece yet
+    fence: tuple[str, int] | None = None
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        opened = _FENCE.match(line)
+        if opened is not None:
+            marks, rest = opened.group(1), opened.group(2)
+            if fence is None:
+                fence = (marks[0], len(marks))
+            elif marks[0] == fence[0] and len(marks) >= fence[1] and not rest.strip():
+                fence = None
+        elif fence is None and (end := _table_end(lines, at)) is not None:
+            columns = _columns(lines[at + 1])
+            if columns * (end - at - 1) > TABLE_CELLS:
+                if (before := "\n".join(lines[done:at])).strip():
+                    pieces.append(before)
+                pieces.append(("\n".join(lines[at:end]), end - at - 2))
+                done = at = end
+                continue
+        at += 1
+    if not pieces:
+        return [markup]
+    if (after := "\n".join(lines[done:])).strip():
+        pieces.append(after)
+    return pieces
+
+
+def _table_end(lines: list[str], at: int) -> int | None:
+    """Where the table whose header is ``lines[at]`` ends, if it surely is one (``_cut_tables``)."""
+    header = lines[at]
+    if (
+        at + 1 >= len(lines)
+        or not header.startswith("|")
+        or (at > 0 and lines[at - 1].strip())
+        or "\\|" in header
+        or _DELIMITER.match(lines[at + 1]) is None
+        or _columns(lines[at + 1]) != header.strip().strip("|").count("|") + 1
+    ):
+        return None
+    end = at + 2
+    while end < len(lines) and lines[end].startswith("|"):
+        if "\\|" in lines[end]:
+            return None
+        end += 1
+    return end if end == len(lines) or not lines[end].strip() else None
+
+
+def _columns(delimiter: str) -> int:
+    return delimiter.strip().strip("|").count("|") + 1
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_DELIMITER = re.compile(r"^\|? *:?-+:? *(\| *:?-+:? *)*\|? *$")
+"""A delimiter row as markdown-it reads one (a ``-`` first and a space after it is a list)."""
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:", re.MULTILINE)
 
 
 class AnswerMarkdown(Markdown):

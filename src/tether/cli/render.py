@@ -25,7 +25,7 @@ from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from tether.cli.markdown import AnswerMarkdown
+from tether.cli.markdown import answer_markdown
 from tether.cli.terminal_text import visible
 from tether.cli.themes import DARK, Theme
 
@@ -72,7 +72,7 @@ class Painter:
         return buffer.getvalue()
 
     def markdown(self, text: str) -> str:
-        return self.render(AnswerMarkdown(safe_text(text), code_theme=self.theme.code_theme))
+        return self.render(answer_markdown(safe_text(text), self.theme.code_theme))
 
     def styled(self, text: str, style: str) -> str:
         return self.render(Text(safe_text(text), style=style))
