@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,33 @@ async def test_searches_leave_out_what_the_sandbox_hides(tmp_path: Path) -> None
     # with the sandbox off, the links are followed as --allow-outside allows
     off = Workspace(root, allow_outside=True, sandbox=SandboxPolicy(mode="off", hide=secret_paths(home)))
     assert "key:1:PRIVATE key" in text_of(await call(create_grep_tool(off), pattern="PRIVATE"))
+
+
+def test_grep_reads_nothing_that_became_a_link_out_after_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the walk checks each name; a command running beside grep may turn one into a link out
+    # before it is read (the search process reads what the walk gave it): it reads nothing out,
+    # and a link that stays inside the workspace is still searched
+    from tether.tools import files
+    from tether.tools.grep import grep
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "key").write_text("needle: the key outside\n")
+    (root / "f").write_text("nothing here\n")
+    (root / "notes.txt").write_text("needle in the notes\n")
+    (root / "link").symlink_to("notes.txt")
+    walk = files.walk_files
+
+    def walk_then_swap(workspace: Workspace, start: Path) -> Iterator[Path]:
+        for path in walk(workspace, start):
+            if path.name == "f":
+                path.unlink()
+                path.symlink_to(outside / "key")
+            yield path
+
+    monkeypatch.setattr(files, "walk_files", walk_then_swap)
+    found = text_of(grep(Workspace(root), {"pattern": "needle"}))
+    assert found.splitlines() == ["link:1:needle in the notes", "notes.txt:1:needle in the notes"]

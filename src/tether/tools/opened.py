@@ -38,14 +38,13 @@ def open_resolved(real: Path, flags: int) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)")
-    os.set_blocking(fd, True)
-    return fd
+    return fd  # O_NONBLOCK (a FIFO put there must not block the open) does nothing to a file
 
 
 def read_resolved(real: Path) -> bytes:
     """The bytes of the file at ``real`` (see ``open_resolved``)."""
-    with os.fdopen(open_resolved(real, os.O_RDONLY), "rb") as handle:
-        return handle.read()
+    with open(open_resolved(real, os.O_RDONLY), "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 def write_resolved(real: Path, data: bytes) -> None:
