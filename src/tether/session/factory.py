@@ -100,7 +100,12 @@ def start_session(
     if options.mcp:
         servers = [*load_mcp_files(cwd, options.mcp_config, problems=notes), *servers]
     resources = load_resources(
-        cwd, config_dir(), settings, extensions=options.extensions, extension_paths=options.extension_paths
+        cwd,
+        config_dir(),
+        settings,
+        extensions=options.extensions,
+        extension_paths=options.extension_paths,
+        hidden=_secrets(settings),
     )
     if options.extension_flags:
         host = resources.extensions
