@@ -11,7 +11,10 @@ the name points at":
 - it is a regular file: not a FIFO (opening one for reading blocks until a writer comes), a
   device, a socket, nor anything under ``/proc``, ``/sys`` or ``/dev``, whose files claim a size
   of 0 and hold, for ``/proc/self/environ``, every API key of this process;
-- it is at most ``MAX_FILE_BYTES`` (a sparse 1 GB file costs nothing to make).
+- it is at most ``MAX_FILE_BYTES`` (a sparse 1 GB file costs nothing to make);
+- it is none of the ``hidden`` paths the caller names (credentials, tether's own files with
+  keys), even inside an allowed folder: the project may be the home folder, and the user's
+  config folder holds ``models.json`` beside the user's skills.
 
 The checks are made on the opened descriptor (its ``/proc/self/fd`` link and ``fstat``), so a
 link swapped between the check and the read does not get through; the open itself never blocks
@@ -45,7 +48,9 @@ class FileTooLargeError(RefusedFile):
     """The file is larger than the limit."""
 
 
-def read_own_file(path: Path, roots: Sequence[Path] | None, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_own_file(
+    path: Path, roots: Sequence[Path] | None, limit: int = MAX_FILE_BYTES, hidden: Sequence[Path] = ()
+) -> bytes:
     """The bytes of ``path`` under the policy above.
 
     Args:
@@ -54,15 +59,18 @@ def read_own_file(path: Path, roots: Sequence[Path] | None, limit: int = MAX_FIL
             as their global ``AGENTS.md``, which may well link into a dotfiles repository). The
             special-file and size checks apply either way.
         limit: The largest size read.
+        hidden: Paths (files or folders) never read, wherever the file lies.
 
     Raises ``RefusedFile`` (one line, naming the reason but never the content) or ``OSError``
     (missing, unreadable)."""
-    _check_real(Path(os.path.realpath(path)), roots)
+    _check_real(Path(os.path.realpath(path)), roots, hidden)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
         opened = _opened_path(fd)
         if opened is not None:
-            _check_real(opened, roots)  # the file actually opened, whatever the link said a moment ago
+            _check_real(
+                opened, roots, hidden
+            )  # the file actually opened, whatever the link said a moment ago
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise RefusedFile("not a regular file (a pipe, socket or device)")
@@ -83,9 +91,12 @@ def read_own_file(path: Path, roots: Sequence[Path] | None, limit: int = MAX_FIL
         os.close(fd)
 
 
-def _check_real(real: Path, roots: Sequence[Path] | None) -> None:
+def _check_real(real: Path, roots: Sequence[Path] | None, hidden: Sequence[Path]) -> None:
     if any(real == tree or real.is_relative_to(tree) for tree in _SPECIAL_TREES):
         raise RefusedFile(f"resolves to {real}, a system file (/proc, /sys, /dev), not read")
+    for secret in (Path(os.path.realpath(h)) for h in hidden):
+        if real == secret or real.is_relative_to(secret):
+            raise RefusedFile(f"resolves to {real}, which holds credentials or tether's keys; not read")
     if roots is None:
         return
     real_roots = [Path(os.path.realpath(root)) for root in roots]

@@ -154,3 +154,41 @@ def test_cli_a_hostile_repository_leaks_no_environment(cli: CliEnv, tmp_path: Pa
     for path in database.parent.iterdir():
         if path.is_file():
             assert b"sk-probe-environ" not in path.read_bytes(), path
+
+
+@pytest.mark.subprocess
+def test_cli_a_repository_cannot_link_its_context_files_to_the_users_keys(cli: CliEnv) -> None:
+    # the user's config folder is a place a project's context file may link to (for their skills
+    # and instructions), but it also holds the serve token and the MCP servers' tokens: those,
+    # and the home folder's credentials (the project may be the home folder), never go in
+    config = cli.home / "config"
+    config.mkdir()
+    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    (config / "mcp.json").write_text('{"mcpServers": {}, "note": "MCP-TOKEN-SECRET"}')
+    (cli.project / ".ssh").mkdir()
+    (cli.project / ".ssh" / "id_ed25519").write_text("SSH-KEY-SECRET")
+    repo = cli.project / "clone"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "AGENTS.md").symlink_to(os.path.relpath(config / "settings.json", repo))
+    inner = repo / "pkg"
+    inner.mkdir()
+    (inner / "CLAUDE.md").symlink_to(config / "mcp.json")
+    (cli.project / "AGENTS.md").symlink_to(".ssh/id_ed25519")  # the folder above the clone
+    script = cli.script("s", [text_reply("ok")])
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "--mode", "json", "hello"],
+        cwd=inner,
+        env=cli.env(TETHER_SCRIPTED=str(script), HOME=str(cli.project)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    session_id = json_lines(done.stdout)[0]["id"]
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        prompt = sessions.open(session_id, readonly=True).context.system_prompt or ""
+    assert [s for s in ("SERVE-TOKEN", "MCP-TOKEN", "SSH-KEY") if s + "-SECRET" in prompt] == []
+    assert done.stderr.count("holds credentials or tether's keys; not read") == 3, done.stderr

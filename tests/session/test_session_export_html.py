@@ -176,3 +176,37 @@ def test_the_page_shows_every_branch_and_what_a_compaction_summarised(tmp_path: 
     assert '<span class="diff-del">-x = 1\n</span><span class="diff-add">+x = 2\n</span>' in call
     assert "result of edit" not in page  # shown with its call, not again
     assert "faux/faux-1" in page and "$0.0060" in page
+
+
+def test_every_name_from_a_session_is_shown_as_text() -> None:
+    # a role, a provider and model name (a local server lists its own), an extension's message
+    # type, the tool named by a result whose call is not on the page: each comes from a stored
+    # entry or from elsewhere than tether, and must not become markup on the page
+    from tether.session.html_page import render_session_page
+
+    markup = "<img src=x onerror=alert(1)>"
+
+    def entry(number: int, message: dict[str, object]) -> dict[str, object]:
+        parent = f"e{number - 1}" if number > 1 else None
+        return {
+            "type": "message",
+            "id": f"e{number}",
+            "parentId": parent,
+            "timestamp": "t",
+            "message": message,
+        }
+
+    entries = [
+        entry(1, {"role": "user", "content": "hi"}),
+        entry(
+            2,
+            {"role": "assistant", "content": "ok", "provider": markup, "model": markup, "stopReason": "stop"},
+        ),
+        entry(3, {"role": "toolResult", "toolCallId": "no-such-call", "toolName": markup, "content": "r"}),
+        entry(4, {"role": markup, "content": "x"}),
+        entry(5, {"role": "custom", "customType": markup, "content": "x"}),
+    ]
+    page = render_session_page(entries, "e5", title="t", meta={})  # type: ignore[arg-type]
+    assert "<img" not in page
+    heads = [text for css, text in blocks(page) if css == "role"]
+    assert sum(markup in head for head in heads) == 4, heads

@@ -431,6 +431,30 @@ def test_a_repositorys_skill_or_template_linking_out_is_refused(
     assert "PRIVATE NOTES" not in warnings
 
 
+async def test_a_repositorys_template_linking_to_the_users_keys_is_refused(
+    dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the config folder is a place a project's file may link to (for the user's own prompts),
+    # but its settings.json holds the serve token: as /review, it went to the model as is
+    config, project = dirs["config"], dirs["project"]
+    monkeypatch.setenv("TETHER_HOME", str(config.parent))
+    scripted(tmp_path, monkeypatch, "unused")
+    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    (project / ".pi" / "prompts").mkdir(parents=True)
+    (project / ".pi" / "prompts" / "review.md").symlink_to(config / "settings.json")
+    (project / ".pi" / "prompts" / "ship.md").write_text("ship it")
+    core = start_session(
+        SessionOptions(), cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    try:
+        assert core.resources is not None
+        assert sorted(core.resources.templates) == ["ship"]
+        warnings = "\n".join(core.resources.warnings)
+        assert "review.md: cannot read: resolves to" in warnings and "tether's keys" in warnings
+    finally:
+        await core.close()
+
+
 def test_a_repositorys_extension_never_replaces_the_users(dirs: dict[str, Path]) -> None:
     config, project = dirs["config"], dirs["project"]
     trust(config, project)

@@ -73,6 +73,24 @@ async def test_no_credentials_reach_the_program(tmp_path: Path, monkeypatch: pyt
     assert "sk-very-secret-value" not in result.stdout and "hunter22" not in result.stdout
 
 
+async def test_credentials_by_their_other_usual_names_stay_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secrets = {
+        "MYSQL_PWD": "mysql-pw-1",
+        "GITHUB_PAT": "ghp_pat_2",
+        "DB_PASS": "db-pass-3",
+        "SMTP_PASS": "smtp-4",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    result = await exec_program("env", cwd=tmp_path)
+    assert [value for value in secrets.values() if value in result.stdout] == []
+    # the names they look like are not taken for them
+    kept = {line.partition("=")[0] for line in result.stdout.splitlines()}
+    assert {name for name in ("PATH", "PWD", "OLDPWD") if name in os.environ} <= kept
+
+
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A folder outside the workspace and outside /tmp (which the sandbox replaces)."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from tools_support import call, text_of
 from tether.errors import ToolError
 from tether.tools import Workspace, create_find_tool, create_grep_tool, create_ls_tool
 from tether.tools.files import walk_files
+from tether.tools.sandbox import SandboxPolicy, secret_paths
 
 TREE = [
     "README.md",
@@ -213,3 +215,67 @@ async def test_grep_byte_budget_counts_only_what_is_shown(workspace: Workspace, 
     assert 0 < shown < 500
     assert result.details["matches"] == shown and result.details["truncated"] is True
     assert f"[Results stopped after {shown} matches" in text
+
+
+async def test_searches_leave_out_what_the_sandbox_hides(tmp_path: Path) -> None:
+    # `read` refuses a hidden path even with --allow-outside; grep and find (in their child
+    # process) must not read or name it either: not in a workspace that is the home folder, not
+    # through a link out of the workspace, not when given the path itself
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE key\n")
+    (home / "notes.txt").write_text("PRIVATE? no, mine\n")
+    other = tmp_path / "other-session"
+    other.mkdir()
+    (other / "plan.txt").write_text("PRIVATE plan of another session\n")
+    policy = SandboxPolicy(hide=secret_paths(home), other_workspaces=(other,))
+    in_home = Workspace(home, sandbox=policy)
+    assert (
+        text_of(await call(create_grep_tool(in_home), pattern="PRIVATE")) == "notes.txt:1:PRIVATE? no, mine"
+    )
+    assert text_of(await call(create_find_tool(in_home), pattern="*")) == "notes.txt"
+    with pytest.raises(ToolError, match="hidden by the sandbox"):
+        await call(create_grep_tool(in_home), pattern="PRIVATE", path=".ssh")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "key").symlink_to(home / ".ssh" / "id_ed25519")
+    (root / "plan").symlink_to(other / "plan.txt")
+    (root / "own.txt").write_text("PRIVATE own\n")
+    linked = Workspace(root, allow_outside=True, sandbox=policy)
+    assert text_of(await call(create_grep_tool(linked), pattern="PRIVATE")) == "own.txt:1:PRIVATE own"
+    assert text_of(await call(create_find_tool(linked), pattern="*")) == "own.txt"
+    with pytest.raises(ToolError, match="hidden by the sandbox"):
+        await call(create_find_tool(linked), pattern="*", path=str(other))
+    # with the sandbox off, the links are followed as --allow-outside allows
+    off = Workspace(root, allow_outside=True, sandbox=SandboxPolicy(mode="off", hide=secret_paths(home)))
+    assert "key:1:PRIVATE key" in text_of(await call(create_grep_tool(off), pattern="PRIVATE"))
+
+
+def test_grep_reads_nothing_that_became_a_link_out_after_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the walk checks each name; a command running beside grep may turn one into a link out
+    # before it is read (the search process reads what the walk gave it): it reads nothing out,
+    # and a link that stays inside the workspace is still searched
+    from tether.tools import files
+    from tether.tools.grep import grep
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "key").write_text("needle: the key outside\n")
+    (root / "f").write_text("nothing here\n")
+    (root / "notes.txt").write_text("needle in the notes\n")
+    (root / "link").symlink_to("notes.txt")
+    walk = files.walk_files
+
+    def walk_then_swap(workspace: Workspace, start: Path) -> Iterator[Path]:
+        for path in walk(workspace, start):
+            if path.name == "f":
+                path.unlink()
+                path.symlink_to(outside / "key")
+            yield path
+
+    monkeypatch.setattr(files, "walk_files", walk_then_swap)
+    found = text_of(grep(Workspace(root), {"pattern": "needle"}))
+    assert found.splitlines() == ["link:1:needle in the notes", "notes.txt:1:needle in the notes"]

@@ -9,13 +9,16 @@ from tools_support import call, text_of
 
 from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.abort import AbortController
+from tether.errors import ToolError
 from tether.tools import (
     TOOL_FACTORIES,
     ApprovalGate,
     PathOutsideWorkspace,
     Workspace,
     create_coding_tools,
+    create_edit_tool,
     create_read_tool,
+    create_write_tool,
 )
 from tether.wire import ToolCall
 
@@ -119,3 +122,47 @@ async def test_create_coding_tools(workspace: Workspace, root: Path) -> None:
     (root / "f.txt").write_text("hi\n")
     read = create_coding_tools(workspace, ["read"])[0]
     assert text_of(await call(read, path="f.txt")) == "1\thi"
+
+
+@pytest.mark.parametrize("swapped", ["f", "sub"])
+async def test_a_name_turned_into_a_link_after_the_check_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """A command running beside the file tools (``bash`` in the same batch) can turn a checked
+    name, or a folder on its way, into a link out of the workspace between ``resolve`` and the
+    open: the key the sandbox hides was read, and ``~/.bashrc`` written. The open follows no
+    link the check did not see."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    for folder in (root, root / "sub", outside):
+        (folder / "f").write_text("SECRET outside\n" if folder == outside else "plain\n")
+    target = root / swapped
+
+    def resolve_then_swap(self: Workspace, path: str, *, reading: bool = False) -> Path:
+        real = checked(self, path, reading=reading)
+        if target.is_dir():
+            target.rename(root / "moved")
+        else:
+            target.unlink()
+        target.symlink_to(outside if swapped == "sub" else outside / "f")
+        return real
+
+    checked = Workspace.resolve
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    workspace = Workspace(root)
+    name = "f" if swapped == "f" else "sub/f"
+    calls: list[tuple[Any, dict[str, Any]]] = [
+        (create_read_tool, {"path": name}),
+        (create_write_tool, {"path": name, "content": "PWNED\n"}),
+        (create_edit_tool, {"path": name, "old_string": "SECRET", "new_string": "PWNED"}),
+    ]
+    for create, arguments in calls:
+        with pytest.raises(ToolError, match="changed into a link or moved"):
+            await call(create(workspace), **arguments)
+        target.unlink()  # back as it was for the next tool
+        if swapped == "sub":
+            (root / "moved").rename(target)
+        else:
+            target.write_text("plain\n")
+    assert (outside / "f").read_text() == "SECRET outside\n"

@@ -21,10 +21,13 @@ import os
 import shlex
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 from tether.own_files import read_own_file
 from tether.session.settings import Settings
+
+if TYPE_CHECKING:
+    from tether.mcp.config import McpServerConfig
 
 WHAT = {
     "settings": "settings that widen what the model may do",
@@ -82,11 +85,11 @@ def ask_grants(
     any_granted = False
     refused: list[Offer] = []
     for folder, kind, names in offers:
-        err.write(f"{folder} brings {WHAT[kind]}:\n")
+        err.write(f"{shown(str(folder))} brings {WHAT[kind]}:\n")
         for name in names:
-            err.write(f"  {name}\n")
+            err.write(f"  {shown(name)}\n")
         later = " (a no is remembered; /trust asks again)" if data_dir is not None else ""
-        answer = ask(f"Allow {kind} from {folder}?{later} [y/N] ").strip().lower()
+        answer = ask(f"Allow {kind} from {shown(str(folder))}?{later} [y/N] ").strip().lower()
         if answer in ("y", "yes"):
             trust(config_dir, folder, [kind])
             any_granted = True
@@ -101,9 +104,22 @@ def describe(offers: list[Offer]) -> str:
     """What granting ``offers`` lets in, kind by kind with every item (``/trust``'s question)."""
     lines: list[str] = []
     for folder, kind, names in offers:
-        lines.append(f"{WHAT[kind]} from {folder}:")
-        lines += [f"  {name}" for name in names]
+        lines.append(f"{WHAT[kind]} from {shown(str(folder))}:")
+        lines += [f"  {shown(name)}" for name in names]
     return "\n".join(lines)
+
+
+def shown(text: str) -> str:
+    """``text`` (a name the project chose: a file name, a server's arguments) with its control,
+    format and separator characters written as escapes (``\\x1b``, ``\\r``, ``\\u202e``): on
+    the terminal they would move the cursor, clear the line or reorder what follows, and the
+    question would show another command than the one it grants."""
+    import unicodedata
+
+    return "".join(
+        c if c == " " or unicodedata.category(c)[0] not in "CZ" else c.encode("unicode_escape").decode()
+        for c in text
+    )
 
 
 def _key(folder: Path, kind: str, names: list[str]) -> list[object]:
@@ -176,8 +192,16 @@ def _project_servers(path: Path) -> list[str]:
         servers = read_mcp_file(path, "project", _AsWritten())
     except McpConfigError:
         return []
-    return [
-        f"{s.name}: {shlex.join([s.command, *s.args]) if s.command else s.url}"
-        for s in servers
-        if getattr(s, "enabled", True)
-    ]
+    return [_server_line(s) for s in servers if getattr(s, "enabled", True)]
+
+
+def _server_line(server: McpServerConfig) -> str:
+    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...)``: what the server
+    is given counts as much as its command (``NODE_OPTIONS=--require ./x.js`` runs the project's
+    code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to the url)."""
+    if server.command is None:
+        headers = ", ".join(f"{k}: {v}" for k, v in server.headers.items())
+        return f"{server.name}: {server.url}" + (f" (headers: {headers})" if headers else "")
+    env = [f"{name}={shlex.quote(value)}" for name, value in server.env.items()]
+    where = f" (in {server.cwd})" if server.cwd is not None else ""
+    return f"{server.name}: {' '.join([*env, shlex.join([server.command, *server.args])])}{where}"

@@ -100,7 +100,12 @@ def start_session(
     if options.mcp:
         servers = [*load_mcp_files(cwd, options.mcp_config, problems=notes), *servers]
     resources = load_resources(
-        cwd, config_dir(), settings, extensions=options.extensions, extension_paths=options.extension_paths
+        cwd,
+        config_dir(),
+        settings,
+        extensions=options.extensions,
+        extension_paths=options.extension_paths,
+        hidden=_secrets(settings),
     )
     if options.extension_flags:
         host = resources.extensions
@@ -129,9 +134,14 @@ def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     keys of ``/login``), the databases wherever else they are, and the config files that hold
     keys or say how commands are confined (``_config_files``); and ``others``, the other
     sessions' workspaces."""
-    own = [data_dir(), *_config_files(), *_database_files(settings)]
     policy = settings.sandbox
-    return replace(policy, hide=(*secret_paths(Path.home(), own), *policy.hide), other_workspaces=others)
+    return replace(policy, hide=(*_secrets(settings), *policy.hide), other_workspaces=others)
+
+
+def _secrets(settings: Settings) -> tuple[Path, ...]:
+    """The home folder's credentials and tether's own files (``_sandbox``): hidden from
+    commands, and never read as a context file, wherever a link in the project points."""
+    return secret_paths(Path.home(), [data_dir(), *_config_files(), *_database_files(settings)])
 
 
 def _other_workspaces(
@@ -380,6 +390,7 @@ def create_agent_session(
             user_dir=config_dir() if options.context_files else None,
             skills=resources.skills_prompt() if resources is not None else None,
             left_out=left_out,
+            hidden=_secrets(settings),
         )
         agent = Agent(
             model=resolved.model if resolved is not None else None,

@@ -24,14 +24,15 @@ class FrontMatterError(UserError, ValueError):
     """The front matter is not the ``key: value`` subset; the message names the line."""
 
 
-def read_markdown(path: Path, roots: Sequence[Path] | None = None) -> str:
+def read_markdown(path: Path, roots: Sequence[Path] | None = None, hidden: Sequence[Path] = ()) -> str:
     """The text of a skill or prompt file, read under ``tether.own_files``'s policy
     (a repository's ``.pi/skills`` is read on every start without any trust): real path within
-    ``roots`` (``None``: anywhere), a regular file, no larger than ``own_files.MAX_FILE_BYTES``.
+    ``roots`` (``None``: anywhere) and none of ``hidden``, a regular file, no larger than
+    ``own_files.MAX_FILE_BYTES``.
 
     Raises ``RefusedFile`` (``FileTooLargeError`` for a larger file), ``UnicodeDecodeError`` for
     one that is not UTF-8, ``OSError`` for one that cannot be read."""
-    return read_own_file(path, roots).decode("utf-8")
+    return read_own_file(path, roots, hidden=hidden).decode("utf-8")
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:

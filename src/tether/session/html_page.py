@@ -205,7 +205,8 @@ class _Page:
             call_id = str(message.get("toolCallId"))
             if call_id in self.shown_results:
                 return ""  # shown with its call
-            return _box("toolResult", f"result of {message.get('toolName', '?')}{tag}", self.result(message))
+            name = html.escape(str(message.get("toolName", "?")))
+            return _box("toolResult", f"result of {name}{tag}", self.result(message))
         if role in ("bashExecution", "pythonExecution"):
             return _run(message, tag)
         if role == "fileMention":
@@ -217,11 +218,11 @@ class _Page:
             body.append(f'<div class="error">{html.escape(str(message["errorMessage"]))}</div>')
         if role == "assistant" and message.get("stopReason") == "aborted":
             body.append('<div class="note">aborted</div>')
-        head = role
+        head = html.escape(role)
         if role == "assistant" and message.get("model"):
-            head += f" · {message.get('provider')}/{message.get('model')}"
+            head += html.escape(f" · {message.get('provider')}/{message.get('model')}")
         if role == "custom":
-            head = f"{role} · {message.get('customType', '')}"
+            head = html.escape(f"{role} · {message.get('customType', '')}")
         return _box(role if role in ("user", "assistant", "custom") else "custom", head + tag, "".join(body))
 
     def block(self, block: object) -> str:
@@ -330,6 +331,7 @@ def _image(block: dict[str, Any]) -> str:
 
 
 def _box(css: str, head: str, body: str) -> str:
+    """A message's box; ``head`` and ``body`` are HTML already (their text escaped)."""
     return f'<div class="msg {css}"><div class="role">{head}</div>{body}</div>'
 
 

@@ -193,6 +193,7 @@ def load_resources(
     data_dir: Path | None = None,
     extensions: bool = True,
     extension_paths: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
 ) -> Resources:
     """Find and load what the user's files add to a session in ``cwd`` (see the module docstring).
 
@@ -204,11 +205,13 @@ def load_resources(
         extensions: ``False`` (``--no-extensions``): look for no extension; ``extension_paths``
             still load.
         extension_paths: Extensions given for this run (``-e PATH``).
+        hidden: Paths no project template may resolve to (credentials, tether's files with
+            keys), even in the project or the config folder: a template's text is sent as is.
     """
     warnings: list[str] = []
     project = _ProjectFolders(cwd, config_dir, warnings)
     skills = _skills(project, config_dir, settings, warnings)
-    templates = _templates(project, config_dir, warnings)
+    templates = _templates(project, config_dir, warnings, hidden)
     host = _extensions(project, config_dir, data_dir, extensions, extension_paths, warnings)
     if host is not None:
         warnings.extend(host.problems)
@@ -319,7 +322,9 @@ def _shadowed(what: str, path: Path, winner: Path) -> str:
     return f"{path}: {what} is shadowed by {winner} (your own files win over a repository's)"
 
 
-def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) -> list[PromptTemplate]:
+def _templates(
+    project: _ProjectFolders, config_dir: Path, warnings: list[str], hidden: Sequence[Path]
+) -> list[PromptTemplate]:
     """The user's templates first, as for skills: a repository never replaces the user's own."""
     home = Path.home()
     folders: list[tuple[str, Path | None, bool]] = [
@@ -345,7 +350,7 @@ def _templates(project: _ProjectFolders, config_dir: Path, warnings: list[str]) 
             continue  # the home folder is also the project's parent
         seen.add(folder.resolve())
         roots = project.roots if source == "project" else None
-        found, problems = read_templates(folder, source, roots, nested=nested)
+        found, problems = read_templates(folder, source, roots, nested=nested, hidden=hidden)
         warnings.extend(problems)
         for template in found:
             if template.name in chosen:

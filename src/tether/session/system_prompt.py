@@ -7,8 +7,9 @@ the config folder (pi's ``~/.pi/agent/AGENTS.md``) comes before all of them: per
 that hold in every project, which a project's file may then refine.
 
 Context files are read under ``tether.own_files``'s policy, as the ``read`` tool reads:
-a cloned repository's ``CLAUDE.md`` may be a symbolic link to ``/proc/self/environ`` or to the
-user's credentials, and whatever it holds goes to the provider and into the session store. A
+a cloned repository's ``CLAUDE.md`` may be a symbolic link to ``/proc/self/environ``, to the
+user's credentials or to the config folder's ``models.json``, and whatever it holds goes to the
+provider and into the session store; what the sandbox hides is refused wherever it lies. A
 project's file must really lie in the repository, the user's config folder, or (for a file in a
 parent folder above the repository, such as a shared ``/tmp``) the folder it was found in; it
 must be a regular file (a FIFO would block the start for ever) of at most 1 MB (some 250k
@@ -97,6 +98,7 @@ def build_system_prompt(
     user_dir: Path | None = None,
     skills: str | None = None,
     left_out: list[str] | None = None,
+    hidden: Sequence[Path] = (),
 ) -> str:
     """Base (or ``replace``) + tools + context files + skills + ``append``.
 
@@ -113,6 +115,8 @@ def build_system_prompt(
             and where to read each, never their contents.
         left_out: Gets one line per context file left out (too large, a link out of the
             project, not a regular file), for the front end.
+        hidden: Paths no context file may resolve to (credentials, tether's files with keys:
+            what the sandbox hides), even inside the project or the config folder.
     """
     parts = [replace if replace is not None else BASE_PROMPT, describe_tools(tool_lines)]
     user_file = user_context_file(user_dir) if context and user_dir is not None else None
@@ -128,7 +132,7 @@ def build_system_prompt(
         if kind == "project" and path == user_file:
             continue  # the config folder is inside the project tree: once is enough
         try:
-            data = read_own_file(path, roots)
+            data = read_own_file(path, roots, hidden=hidden)
         except RefusedFile as exc:
             if left_out is not None:
                 left_out.append(f"{path}: {exc}; left out of the system prompt")

@@ -101,12 +101,18 @@ def split_arguments(args: str) -> list[str]:
 
 
 def read_templates(
-    folder: Path, source: str, roots: Sequence[Path] | None = None, *, nested: bool = False
+    folder: Path,
+    source: str,
+    roots: Sequence[Path] | None = None,
+    *,
+    nested: bool = False,
+    hidden: Sequence[Path] = (),
 ) -> tuple[list[PromptTemplate], list[str]]:
     """The templates of ``folder`` (its ``*.md`` files), sorted by name, and one warning per file
     that could not be used. ``roots``: where a file may really lie, ``None``: anywhere.
     ``nested``: subfolders' files too, named by their file name (Claude Code's
-    ``.claude/commands/frontend/component.md`` is ``/component``)."""
+    ``.claude/commands/frontend/component.md`` is ``/component``). ``hidden``: paths never read
+    (``own_files``)."""
     templates: list[PromptTemplate] = []
     warnings: list[str] = []
     try:
@@ -121,7 +127,7 @@ def read_templates(
             warnings.append(f"{path}: {path.stem!r} cannot be a command name; template skipped")
             continue
         try:
-            fields, body = split_front_matter(read_markdown(path, roots))
+            fields, body = split_front_matter(read_markdown(path, roots, hidden))
         except (OSError, UnicodeDecodeError, RefusedFile) as exc:
             warnings.append(f"{path}: cannot read: {exc}; template skipped")
             continue

@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.opened import read_resolved, write_resolved
 from tether.tools.sniff import looks_binary
 from tether.tools.workspace import Workspace
 
@@ -90,7 +91,7 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
     _check_strings(params)
     refuse_uneditable(path, shown)
     try:
-        raw = path.read_bytes()
+        raw = read_resolved(path)
     except OSError as exc:
         raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}") from None
     if looks_binary(raw):
@@ -103,7 +104,7 @@ def edit_file(workspace: Workspace, params: EditParams) -> AgentToolResult[dict[
         ) from None
     outcome = edit_text(original, params, shown)
     try:
-        path.write_bytes(outcome.new_text.encode())
+        write_resolved(path, outcome.new_text.encode())
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
     return outcome.result

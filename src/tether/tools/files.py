@@ -5,7 +5,9 @@ context and the user's time, so ``grep`` and ``find`` walk the tree through this
 implements git's ignore rules (nested ``.gitignore`` files, negation, directory-only and anchored
 patterns, ``**``) without needing ``git``, so it works in any directory, repository or not.
 ``.git`` itself is always skipped. Symbolic links are not followed into directories, and a link
-whose target lies outside the workspace is left out, so a search cannot leak what ``read`` refuses.
+whose target lies outside the workspace is left out, so a search cannot leak what ``read`` refuses;
+for the same reason what the sandbox hides (credentials in a workspace that is the home folder,
+another session's workspace a link points to) is left out, even with ``--allow-outside``.
 """
 
 from __future__ import annotations
@@ -87,10 +89,12 @@ def walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
     """
     root = _ignore_root(workspace, start)
     stack = [f for f in (_load(directory, root) for directory in _ancestors(start, root)) if f]
-    yield from _walk(workspace, start, root, stack)
+    yield from _walk(workspace, start, root, stack, workspace.hidden_paths)
 
 
-def _walk(workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreFile]) -> Iterator[Path]:
+def _walk(
+    workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreFile], hidden: frozenset[str]
+) -> Iterator[Path]:
     own = _load(directory, root)
     if own is not None:
         stack = [*stack, own]
@@ -99,7 +103,7 @@ def _walk(workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreF
     except OSError:
         return
     for entry in entries:
-        if entry.name == ".git":
+        if entry.name == ".git" or entry.path in hidden:
             continue
         path = Path(entry.path)
         try:
@@ -107,6 +111,8 @@ def _walk(workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreF
             if entry.is_symlink():
                 target = Path(os.path.realpath(path))
                 if not workspace.allow_outside and not workspace.contains(target):
+                    continue
+                if workspace.hiding(target) is not None:
                     continue
                 if target.is_dir():
                     continue  # never descend through links: cycles, and trees counted twice
@@ -116,7 +122,7 @@ def _walk(workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreF
         if is_ignored(relative, is_dir, stack):
             continue
         if is_dir:
-            yield from _walk(workspace, path, root, stack)
+            yield from _walk(workspace, path, root, stack, hidden)
         elif _is_regular_file(entry):  # never a FIFO or a device: reading one would block
             yield path
 

@@ -16,6 +16,7 @@ from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.tools.globs import compile_glob
+from tether.tools.opened import read_resolved
 from tether.tools.sniff import looks_binary
 from tether.tools.truncate import MAX_BYTES, shorten_line
 from tether.tools.workspace import Workspace
@@ -136,7 +137,7 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
                 continue
         except OSError:
             continue
-        text = _read_text(file)
+        text = _read_text(workspace, file)
         if text is None:
             continue
         if regex.search(text) is None:
@@ -177,11 +178,15 @@ def grep(workspace: Workspace, params: GrepParams) -> AgentToolResult[dict[str, 
     return AgentToolResult([{"type": "text", "text": text}], details)
 
 
-def _read_text(file: Path) -> str | None:
-    """The file as text; ``None`` for unreadable or binary files."""
+def _read_text(workspace: Workspace, file: Path) -> str | None:
+    """The file as text; ``None`` for unreadable or binary files, and for one that is no longer
+    what the walk checked: opened as ``read`` opens it (``tether.tools.opened``), a link's
+    target checked again, so a command turning names into links meanwhile reads nothing out."""
     try:
-        data = file.read_bytes()
-    except OSError:
+        if file.is_symlink():
+            file = workspace.resolve(str(file), reading=True)
+        data = read_resolved(file)
+    except (OSError, ToolError):
         return None
     if looks_binary(data):
         return None

@@ -45,10 +45,14 @@ DRAIN_AFTER_EXIT = 0.2
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb", "NO_COLOR": "1"}
 """Keep interactive pagers and colours out of captured output."""
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|HEADERS", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|HEADERS|(?<=_)(?:PAT|PWD)(?=_|$)", re.IGNORECASE
+)
 """Names of variables that probably hold a credential (Codex's default excludes, and a few more:
 ``HEADERS`` for the ones that carry request headers, such as OpenTelemetry's
-``OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=...``, which tether's own telemetry reads)."""
+``OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=...``, which tether's own telemetry reads; ``PASS``
+for ``DB_PASS`` and ``SMTP_PASS`` besides ``PASSWORD``; ``_PAT`` and ``_PWD`` for personal access
+tokens and ``MYSQL_PWD``, never ``PATH``, ``PWD`` nor ``OLDPWD``)."""
 _KEEP = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY"})
 """Matches of ``_SECRET_NAME`` that are locations, not secrets, and that tools need."""
 

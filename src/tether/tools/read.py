@@ -7,6 +7,7 @@ and a line is read only as far as it can be shown (a one-line 300 MB file costs 
 """
 
 import base64
+import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NotRequired
 
@@ -15,6 +16,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.opened import open_resolved
 from tether.tools.sniff import SNIFF_BYTES, image_mime_type, looks_binary
 from tether.tools.truncate import MAX_BYTES, MAX_LINE_CHARS, MAX_LINES, shorten_line
 from tether.tools.workspace import Workspace
@@ -85,7 +87,7 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
     if path.exists() and not path.is_file():
         raise ToolError(f"{shown} is not a regular file (a pipe, socket or device); it cannot be read.")
     try:
-        handle = path.open("rb")
+        handle = os.fdopen(open_resolved(path, os.O_RDONLY), "rb")
     except FileNotFoundError:
         raise ToolError(f"File not found: {shown}") from None
     except OSError as exc:
@@ -93,7 +95,7 @@ def read_file(workspace: Workspace, params: ReadParams) -> AgentToolResult[dict[
     with handle:
         head = handle.read(SNIFF_BYTES)
         mime = image_mime_type(head)
-        size = path.stat().st_size
+        size = os.fstat(handle.fileno()).st_size
         if mime is not None:
             if size > MAX_IMAGE_BYTES:
                 raise ToolError(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import ToolError
+from tether.tools.sandbox import SandboxPolicy
 from tether.tools.workspace import Workspace
 
 
@@ -19,11 +20,18 @@ def serve() -> None:
     from tether.tools.grep import grep
 
     request = json.loads(sys.stdin.buffer.read())
+    hidden = request["hidden"]
     workspace = Workspace(
         Path(request["root"]),
         tuple(Path(p) for p in request["extra_roots"]),
         tuple(Path(p) for p in request["read_roots"]),
         allow_outside=request["allow_outside"],
+        sandbox=None
+        if hidden is None  # the search only reads: the sandbox's mode does not matter here
+        else SandboxPolicy(
+            hide=tuple(Path(p) for p in hidden["hide"]),
+            other_workspaces=tuple(Path(p) for p in hidden["others"]),
+        ),
     )
     try:
         if request["tool"] == "grep":

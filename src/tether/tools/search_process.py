@@ -45,6 +45,7 @@ async def run_search(
         "extra_roots": [str(p) for p in workspace.extra_roots],
         "read_roots": [str(p) for p in workspace.read_roots],
         "allow_outside": workspace.allow_outside,
+        "hidden": _hidden(workspace),
         "params": params,
     }
     process = await asyncio.create_subprocess_exec(
@@ -91,3 +92,11 @@ async def run_search(
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     return AgentToolResult(answer["content"], answer["details"])
+
+
+def _hidden(workspace: Workspace) -> dict[str, list[str]] | None:
+    """What the sandbox hides, for the child to refuse as ``read`` does (``None``: nothing)."""
+    policy = workspace.sandbox
+    if policy is None or not policy.active:
+        return None
+    return {"hide": [str(p) for p in policy.hide], "others": [str(p) for p in policy.other_workspaces]}

@@ -101,14 +101,29 @@ class Workspace:
 
     def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
         assert self.sandbox is not None
-        hidden, holds = next(((h, what) for h, what in self._real_hidden if _within(real, (h,))), (None, ""))
-        # allowed only inside a workspace root the hidden folder holds (its siblings stay hidden)
-        if hidden is not None and not any(
-            root.is_relative_to(hidden) and _within(real, (root,)) for root in self._real_roots
-        ):
+        found = self.hiding(real)
+        if found is not None:
+            hidden, holds = found
             raise PathOutsideWorkspace(f"Path {path!r} is hidden by the sandbox ({hidden} {holds}).")
         if not reading and self.sandbox.mode == "read-only":
             raise ToolError(f"Cannot write {path!r}: the sandbox is read-only (--sandbox read-only).")
+
+    def hiding(self, real: Path) -> tuple[Path, str] | None:
+        """The hidden path that keeps ``real`` (a resolved path) from the tools, with what it
+        holds, or ``None``. A path inside a workspace root that a hidden folder holds stays
+        allowed (the root's siblings stay hidden), as the sandbox's mounts have it."""
+        hidden, holds = next(((h, what) for h, what in self._real_hidden if _within(real, (h,))), (None, ""))
+        if hidden is None or any(
+            root.is_relative_to(hidden) and _within(real, (root,)) for root in self._real_roots
+        ):
+            return None
+        return hidden, holds
+
+    @property
+    def hidden_paths(self) -> frozenset[str]:
+        """The sandbox's hidden paths, resolved (empty when it is off): a walk down from a
+        visible folder that never follows a link reaches what they hold only through them."""
+        return frozenset(str(h) for h, _ in self._real_hidden)
 
     def confinement(self) -> Sandbox | None:
         """The sandbox commands run in, or ``None`` when they run unconfined (off or unavailable)."""
