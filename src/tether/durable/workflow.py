@@ -135,17 +135,23 @@ def executing() -> frozenset[str]:
     database outage without a deadline (``db_retry``, backing off up to 90 s); it forgets the
     execution only once the write is done or refused for good. A run that had left
     ``durable_run`` but whose outcome DBOS was still retrying looked unattended, was put back on
-    the shared queue and could run twice."""
-    return frozenset(_get_dbos_instance()._active_workflows_set.activeList())  # pyright: ignore[reportPrivateUsage]
+    the shared queue and could run twice.
+
+    That record is private to DBOS (``_active_workflows_set``): a DBOS without it raises here,
+    saying so, and ``tests/durable/test_durable_run.py`` calls this directly, so an upgrade that
+    removed it fails there instead of leaving workers that log a failed look on every beat."""
+    active = getattr(_get_dbos_instance(), "_active_workflows_set", None)
+    if active is None:
+        raise RuntimeError(
+            "this DBOS keeps no _active_workflows_set: tether.durable cannot tell which runs it is "
+            "executing (pin the DBOS version tether was tested with)"
+        )
+    return frozenset(active.activeList())
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def durable_run(request: RunRequest) -> RunOutcome:
     """Run one prompt on a stored session, durably (see the module docstring)."""
-    return await _run(request)
-
-
-async def _run(request: RunRequest) -> RunOutcome:
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]
