@@ -38,6 +38,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 CANCEL = "session/cancel"
+INITIALIZE = "initialize"
 
 
 MAX_MESSAGE_BYTES = 50 * 1024 * 1024
@@ -142,6 +143,11 @@ class JsonRpcStdio:
                     return cancel
                 if "method" in fields and "id" not in fields and not _takes_notification(fields):
                     continue
+                if fields.get("method") == INITIALIZE and "id" in fields:
+                    wrong = _version_problem(fields.get("params"))
+                    if wrong is not None:
+                        await self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
+                        continue
                 return fields
             await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
 
@@ -228,6 +234,22 @@ def _takes_notification(note: dict[str, Any]) -> bool:
         return False
     logger.warning("ignored a notification of %s: the only one tether takes is %s", method, CANCEL)
     return False
+
+
+def _version_problem(params: object) -> str | None:
+    """Why an ``initialize`` request's ``protocolVersion`` is not one (``None``: it is). ACP's
+    schema makes it an integer from 0 to 65535; the SDK would read a string it cannot parse as
+    version 1 and answer as if the client spoke it. A version we do not speak is no error: the
+    agent answers with its own latest (the spec's negotiation), which the SDK's handler does."""
+    if not isinstance(params, dict):
+        return None  # no params at all: the SDK's own validation answers -32602
+    fields = cast(dict[str, object], params)
+    if "protocolVersion" not in fields:
+        return 'initialize: "protocolVersion" is missing (an integer: the latest version the client speaks)'
+    version = fields["protocolVersion"]
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
+        return f'initialize: "protocolVersion" must be an integer from 0 to 65535, not {json.dumps(version)}'
+    return None
 
 
 def message_problem(message: object) -> str | None:
