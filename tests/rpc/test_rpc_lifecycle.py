@@ -24,6 +24,7 @@ from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
+from tether.rpc.jsonl import OVERLONG
 from tether.rpc.mode import _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
 from tether.session.manager import SessionManager
 
@@ -226,6 +227,29 @@ def test_line_splitter_gives_the_same_lines_however_the_bytes_are_cut(data: byte
     last = splitter.finish()
     assert out + ([last] if last is not None else []) == expected
     assert all(type(line) is bytes for line in out)
+
+
+@given(
+    data=st.binary(max_size=60).map(lambda b: b.replace(b"x", b"\n").replace(b"y", b"\r")),
+    cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+    limit=st.integers(min_value=0, max_value=8),
+)
+def test_a_limited_splitter_gives_one_overlong_per_line_past_its_limit(
+    data: bytes, cuts: list[int], limit: int
+) -> None:
+    """However the bytes are cut: each line longer than the limit (its CR dropped) is one
+    ``OVERLONG``, the others are as without a limit, and no more than the limit is ever kept."""
+    *records, rest = data.split(b"\n")
+    stripped = [r[:-1] if r.endswith(b"\r") else r for r in [*records, *([rest] if rest else [])]]
+    expected = [OVERLONG if len(r) > limit else r for r in stripped]
+    splitter = LineSplitter(limit)
+    bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
+    out: list[bytes] = []
+    for a, b in itertools.pairwise(bounds):
+        out += splitter.feed(data[a:b])
+        assert len(splitter._buffer) <= limit + 1  # pyright: ignore[reportPrivateUsage]
+    last = splitter.finish()
+    assert out + ([last] if last is not None else []) == expected
 
 
 async def test_frames_larger_than_the_pipe_go_out_whole_and_in_order() -> None:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
-from tether.rpc.jsonl import LineSplitter, encode_frame
+from tether.rpc.jsonl import OVERLONG, LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
 from tether.rpc.server import Frame, RpcServer
 from tether.session.agent_session import AgentSession
@@ -49,10 +49,22 @@ STOPPING_WRITE_SECONDS = 5.0
 """Once the server is ending, how long the frames still waiting may wait for a client that takes
 nothing: they are given up then, so that a client that stopped reading cannot keep the server
 from ending."""
+MAX_LINE_BYTES = 50 * 1024 * 1024
+"""The longest command line read (as ACP's): a prompt with a few large images fits; a longer one
+gets one error response and is skipped to its end, its bytes dropped as they come (pi has no
+limit: a 100 MB line cost it, and us, some 450 MB of memory)."""
 OUTPUT_HIGH_WATER = 1 << 20
 """Bytes of frames waiting for the client past which command lines are held, not run."""
 HELD_INPUT_BYTES = 1 << 20
 """Bytes of held command lines past which stdin is not read until the client reads again."""
+
+
+_OVERLONG_ANSWER = {
+    "type": "response",
+    "command": "parse",
+    "success": False,
+    "error": f"command line longer than {MAX_LINE_BYTES >> 20} MiB: skipped to its end",
+}
 
 
 class _StopSignals:
@@ -240,7 +252,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     server = RpcServer(core, output)
     stop = server.shutdown_requested
     lines = _Input(server, output, stop)
-    splitter = LineSplitter()
+    splitter = LineSplitter(MAX_LINE_BYTES)
 
     def take(chunk: bytes) -> None:
         """Dispatch the complete lines of one chunk of stdin, as it arrives; ``b""`` ends input."""
@@ -256,7 +268,10 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         for line in splitter.feed(chunk):
             if stop.is_set():
                 break
-            lines.take(line)
+            if line == OVERLONG:
+                output(_OVERLONG_ANSWER)
+            else:
+                lines.take(line)
 
     try:
         signals: _StopSignals | None = _StopSignals(loop, stop.set)
