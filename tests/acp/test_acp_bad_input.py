@@ -86,10 +86,18 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
 
         invalid = await agent.ask(request(6, "initialize", {"clientCapabilities": {}}))  # no protocolVersion
         assert invalid["id"] == 6 and invalid["error"]["code"] == -32602
+        assert "protocolVersion" in invalid["error"]["data"]["details"]
+        # Not an integer from 0 to 65535 (ACP's schema): invalid params, not read as version 1.
+        for number, version in enumerate(("x", "1", 1.5, True, None, [1], -1, 65536), start=60):
+            wrong = await agent.ask(request(number, "initialize", {"protocolVersion": version}))
+            assert wrong["id"] == number and wrong["error"]["code"] == -32602, version
+            assert "protocolVersion" in wrong["error"]["data"]["details"], version
 
         # Version negotiation: a client asking for a version we do not speak gets ours (1).
         newer = await agent.ask(request(70, "initialize", {"protocolVersion": 99, "clientCapabilities": {}}))
         assert newer["id"] == 70 and newer["result"]["protocolVersion"] == 1
+        older = await agent.ask(request(71, "initialize", {"protocolVersion": 0, "clientCapabilities": {}}))
+        assert older["id"] == 71 and older["result"]["protocolVersion"] == 1
         ok = await agent.ask(request(7, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
         assert ok["id"] == 7 and ok["result"]["protocolVersion"] == 1
 

@@ -5,7 +5,13 @@ growing its memory; what a child process writes to fd 1 never reaches the protoc
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
+import struct
+import subprocess
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +19,7 @@ import pytest
 from acp_support import AcpEnv, text_reply
 
 from tether.acp.transport import MAX_MESSAGE_BYTES
+from tether.session.manager import SessionManager
 
 pytestmark = pytest.mark.subprocess
 
@@ -172,3 +179,77 @@ async def test_cancel_is_answered_and_stdin_closes_while_a_hook_hangs(acp_env: A
     assert answer["result"] == {"stopReason": "cancelled"}
     stderr = await _end(process)
     assert b"Traceback" not in stderr
+
+
+def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv) -> None:
+    """An editor that stops reading our output mid-turn and cancels: the cancel is read and the
+    turn ends at once (recorded aborted), its updates and its answer waiting for the editor; when
+    it reads again, the prompt is answered ``cancelled``. (Reading stopped while the output
+    waited, so the cancel was never read, and the turn stood still in its next update.)"""
+    database = acp_env.home / "sessions.db"
+    script = acp_env.script("s", [text_reply(*["many words " * 10_000] * 200)])  # 22 MB of updates
+    agent = subprocess.Popen(
+        acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(script), TETHER_DATABASE_URL=str(database)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert agent.stdin is not None and agent.stdout is not None
+    try:
+        agent.stdin.write(request(1, "initialize", INITIALIZE))
+        agent.stdin.write(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+        agent.stdin.flush()
+        os.set_blocking(agent.stdout.fileno(), True)
+        answers = [json.loads(agent.stdout.readline()) for _ in range(2)]
+        session_id = next(a["result"]["sessionId"] for a in answers if a.get("id") == 2)
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "talk"}]}
+        agent.stdin.write(request(3, "session/prompt", prompt))
+        agent.stdin.flush()
+        out = agent.stdout.fileno()
+        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
+        deadline = time.monotonic() + 60
+        # the pipe full, the agent's own buffer too (1 MiB): it waits for us, using no CPU
+        while _unread(out) < capacity - 4096 or not _idle(agent.pid):
+            assert time.monotonic() < deadline, "the agent never filled its stdout"
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        agent.stdin.write(json.dumps(cancel).encode() + b"\n")
+        agent.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not _aborted_reply(database, session_id):
+            assert time.monotonic() < deadline, (
+                "the cancel did not end the turn while the editor read nothing"
+            )
+            time.sleep(0.2)
+        agent.stdin.close()
+        frames = [json.loads(line) for line in agent.stdout.read().splitlines()]
+        assert agent.wait(timeout=30) == 0
+    finally:
+        agent.kill()
+        agent.wait()
+    answer = next(f for f in frames if f.get("id") == 3)
+    assert answer["result"]["stopReason"] == "cancelled"
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` reads."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def _idle(pid: int) -> bool:
+    """Whether the process used no CPU time over half a second (it waits on something)."""
+
+    def used() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime
+
+    before = used()
+    time.sleep(0.5)
+    return used() == before
+
+
+def _aborted_reply(database: Path, session_id: str) -> bool:
+    """Whether the session holds an assistant reply recorded as aborted."""
+    with SessionManager.at(database) as sessions:
+        messages = sessions.open(session_id, readonly=True).messages
+    return any(m["role"] == "assistant" and m.get("stopReason") == "aborted" for m in messages)

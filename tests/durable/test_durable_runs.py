@@ -21,7 +21,7 @@ from tether.durable import runs
 from tether.durable.client import DurableClient, SubmitError
 from tether.durable.config import QUEUE, WORKFLOW, DurableConfig
 from tether.durable.worker import launch, shutdown
-from tether.durable.workflow import Runtime
+from tether.durable.workflow import RunRequestError, Runtime
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -231,5 +231,49 @@ async def test_a_failed_run_says_why(config: DurableConfig, tmp_path: Path) -> N
         bad = client.dbos.enqueue(options, {"session": session_id, "prompt": 5}).get_workflow_id()
         await wait_status(client, bad, "ERROR")
         assert runs.show(client, bad).run.error == (
-            "prompt: expected a text, a message or a list of messages, got int"
+            f"run {bad}: the request's 'prompt' must be a string, not int"
         )
+
+
+async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(
+    config: DurableConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program may enqueue the workflow by name with anything: the run ends in ``ERROR`` with
+    one line naming the field (not ``KeyError('prompt')``), and listing, showing and retrying
+    such a run say so too (the text listing split an int prompt and crashed)."""
+    monkeypatch.setenv("TETHER_DATABASE_URL", str(config.sessions))
+    session_id = new_session(config, tmp_path)
+    options: EnqueueOptions = {
+        "workflow_name": WORKFLOW,
+        "queue_name": QUEUE,
+        "queue_partition_key": session_id,
+    }
+    cases = {
+        "the request has no 'prompt'": {"session": session_id},
+        "the request has no 'session'": {"prompt": "go"},
+        "the request's 'session' must be a string, not int": {"session": 7, "prompt": "go"},
+        "the request has unknown fields 'model'": {"session": session_id, "prompt": "go", "model": "x"},
+        'the request must be {"session": <session id>, "prompt": <text>}, not list': ["go"],
+    }
+    with DurableClient(config) as client:
+        ids = {client.dbos.enqueue(options, request).get_workflow_id(): why for why, request in cases.items()}
+        for run_id, why in ids.items():
+            await wait_status(client, run_id, "ERROR")
+            error = runs.show(client, run_id).run.error
+            assert error is not None and error.startswith(f"run {run_id}: {why}"), error
+        with pytest.raises(
+            RunRequestError, match="submit: the request's 'prompt' must be a string, not list"
+        ):
+            client.submit(session_id, ["go"])  # type: ignore[arg-type]
+        assert len(runs.list_runs(client)) == len(cases)  # nothing was enqueued
+
+    def run(action: str, as_json: bool, **args: object) -> str:
+        out = io.StringIO()
+        run_command(action, durable_database=config.system_database, as_json=as_json, out=out, **args)
+        return out.getvalue()
+
+    text = await asyncio.to_thread(run, "list", False)
+    assert text.count("ERROR") == len(cases)
+    for run_id in (run_id for run_id, why in ids.items() if "unknown" not in why):
+        with pytest.raises(DurableCommandError, match=f"run {run_id} has no recorded session and prompt"):
+            await asyncio.to_thread(run, "retry", False, run_id=run_id)

@@ -20,6 +20,7 @@ from hypothesis import given, settings, strategies as st
 from rpc_support import RpcEnv, check_frame
 
 from tether.rpc import COMMANDS
+from tether.rpc.mode import MAX_LINE_BYTES
 
 
 class LineServer:
@@ -249,3 +250,16 @@ def test_a_lone_surrogate_in_a_text_is_replaced_not_the_end_of_the_session(serve
     assert _next_strict_response(server)["success"] is True
     server.send(b'{"type":"get_state","id":"s"}')
     assert _next_strict_response(server)["data"]["sessionName"] == "a\ufffdb"
+
+
+@pytest.mark.subprocess
+def test_an_overlong_line_is_one_error_and_its_tail_never_runs(server: LineServer) -> None:
+    """A command line past ``MAX_LINE_BYTES`` gets one error response, its bytes dropped as they
+    come (whatever stood at its tail never runs), and the next line is read as usual."""
+    padding = b" " * (MAX_LINE_BYTES + (3 << 20))  # whitespace: what is left after a cut parses
+    server.send(padding + b'{"type":"get_state","id":"tail"}')
+    server.send(b'{"type":"get_state","id":"next"}')
+    first = server.next_response()
+    assert first["command"] == "parse" and not first["success"] and "skipped to its end" in first["error"]
+    second = server.next_response()
+    assert second["id"] == "next" and second["success"]  # "tail" never answered

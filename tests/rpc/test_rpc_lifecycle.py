@@ -24,7 +24,9 @@ from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
-from tether.rpc.mode import _StopSignals, write_all  # pyright: ignore[reportPrivateUsage]
+from tether.rpc.jsonl import OVERLONG
+from tether.rpc.mode import _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
+from tether.session.manager import SessionManager
 
 
 def _alive(pid: int) -> bool:
@@ -227,12 +229,35 @@ def test_line_splitter_gives_the_same_lines_however_the_bytes_are_cut(data: byte
     assert all(type(line) is bytes for line in out)
 
 
-def test_write_all_waits_on_a_full_non_blocking_descriptor_instead_of_failing() -> None:
-    """stdout can be non-blocking (one socket as stdin and stdout; the loop reads stdin
-    non-blocking): a frame larger than the pipe's buffer still goes out whole, in order."""
+@given(
+    data=st.binary(max_size=60).map(lambda b: b.replace(b"x", b"\n").replace(b"y", b"\r")),
+    cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+    limit=st.integers(min_value=0, max_value=8),
+)
+def test_a_limited_splitter_gives_one_overlong_per_line_past_its_limit(
+    data: bytes, cuts: list[int], limit: int
+) -> None:
+    """However the bytes are cut: each line longer than the limit (its CR dropped) is one
+    ``OVERLONG``, the others are as without a limit, and no more than the limit is ever kept."""
+    *records, rest = data.split(b"\n")
+    stripped = [r[:-1] if r.endswith(b"\r") else r for r in [*records, *([rest] if rest else [])]]
+    expected = [OVERLONG if len(r) > limit else r for r in stripped]
+    splitter = LineSplitter(limit)
+    bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
+    out: list[bytes] = []
+    for a, b in itertools.pairwise(bounds):
+        out += splitter.feed(data[a:b])
+        assert len(splitter._buffer) <= limit + 1  # pyright: ignore[reportPrivateUsage]
+    last = splitter.finish()
+    assert out + ([last] if last is not None else []) == expected
+
+
+async def test_frames_larger_than_the_pipe_go_out_whole_and_in_order() -> None:
+    """stdout is non-blocking (the server makes a pipe so; one socket as stdin and stdout too):
+    what the pipe cannot take waits and goes out as it drains, frames whole and in order."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    frame = bytes(range(256)) * 8192  # 2 MiB: many times a pipe's buffer
+    frames = [{"type": "x", "n": n, "data": "ab" * (1 << 19)} for n in range(3)]  # 1 MiB each
     received = bytearray()
 
     def drain() -> None:
@@ -240,14 +265,77 @@ def test_write_all_waits_on_a_full_non_blocking_descriptor_instead_of_failing() 
             received.extend(chunk)
 
     reader = threading.Thread(target=drain)
-    reader.start()
+    broken = asyncio.Event()
+    with open(write_end, "wb", closefd=True) as stream:
+        output = _Output(stream, broken, asyncio.get_running_loop())
+        for frame in frames:
+            output(frame)  # never blocks: nobody reads yet
+        assert output.waiting > 0
+        reader.start()
+        try:
+            await output.drain()
+        finally:
+            stream.close()
+            reader.join(timeout=20)
+            os.close(read_end)
+    assert not broken.is_set()
+    assert [json.loads(line) for line in bytes(received).splitlines()] == frames
+
+
+@pytest.mark.subprocess
+def test_abort_ends_the_run_while_the_client_reads_nothing(rpc: RpcEnv) -> None:
+    """A client that stops reading stdout and sends ``abort``: the server reads it and the run
+    ends (recorded aborted) with its frames still waiting; when the client reads again, the
+    abort's answer and the run's end are there. (The server wrote frames synchronously, its
+    loop stuck in a write to the full pipe: it read nothing, and the run stood still.)"""
+    database = rpc.home / "sessions.db"
+    rpc.script([text_reply(*["many words " * 100] * 5000)])  # some 5 MB of deltas: no pipe holds it
+    server = subprocess.Popen(
+        rpc.argv(),
+        cwd=rpc.project,
+        env=rpc.env(TETHER_DATABASE_URL=str(database)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None
     try:
-        write_all(write_end, frame)
+        out = server.stdout.fileno()
+        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
+        server.stdin.write(b'{"type":"prompt","message":"talk"}\n')
+        server.stdin.flush()
+        deadline = time.monotonic() + 60
+        while _unread(out) < capacity - 4096:
+            assert time.monotonic() < deadline, "the server never filled its stdout"
+            time.sleep(0.05)
+        server.stdin.write(b'{"type":"abort","id":"stop"}\n')
+        server.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not _aborted_reply(database):
+            assert time.monotonic() < deadline, "the abort did not end the run while the client read nothing"
+            time.sleep(0.2)
+        server.stdin.write(b'{"type":"shutdown","id":"end"}\n')
+        server.stdin.close()
+        frames = [json.loads(line) for line in server.stdout.read().splitlines()]
+        assert server.wait(timeout=20) == 0
     finally:
-        os.close(write_end)
-        reader.join(timeout=20)
-        os.close(read_end)
-    assert bytes(received) == frame
+        server.kill()
+        server.wait()
+    answers = [f for f in frames if f["type"] == "response"]
+    assert [(a["command"], a.get("id"), a["success"]) for a in answers] == [
+        ("prompt", None, True),
+        ("abort", "stop", True),
+        ("shutdown", "end", True),
+    ]
+    ends = [f for f in frames if f["type"] == "agent_end"]
+    assert len(ends) == 1 and ends[0]["messages"][-1]["stopReason"] == "aborted"
+
+
+def _aborted_reply(database: object) -> bool:
+    """Whether the session in ``database`` holds an assistant reply recorded as aborted."""
+    with SessionManager.at(str(database)) as sessions:
+        found = sessions.store.list_sessions()
+        messages = sessions.open(found[0].id, readonly=True).messages if found else []
+    return any(m["role"] == "assistant" and m.get("stopReason") == "aborted" for m in messages)
 
 
 def test_stop_signals_off_the_main_thread_leave_no_socket_open() -> None:

@@ -17,17 +17,26 @@ Bounds, as the RPC transport has them (``tether.rpc.mode``):
   ``readline``, which the SDK uses, drops only what it has buffered and reads the rest as new
   lines: two errors, and the tail ran.)
 - output goes through a pipe transport whose buffer is capped (``WRITE_HIGH_WATER``): a send
-  waits while the client is not reading, and so does the reading of further requests, so a
-  client that sends without ever reading holds us still instead of growing our memory (each
-  request's answer would otherwise be buffered: 150k requests cost half a gigabyte).
+  waits while the client is not reading (a turn's updates with it), and requests read then are
+  held unrun, up to ``HELD_BYTES`` of them, past which no more are read: a client that sends
+  without ever reading holds us still instead of growing our memory (each request's answer
+  would otherwise be buffered: 150k requests cost half a gigabyte).
+- ``session/cancel`` is always read and acts at once, ahead of the held requests: reading goes on
+  while output waits, and a cancel lifts the waiting of sends until the client reads again, so
+  the cancelled turn ends now (recorded, its answer ``cancelled`` waiting for the client) instead
+  of standing still in its next update.
 - the client closing our stdout ends the connection like the end of stdin does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO, cast
 
 from tether.wire.json_line import load_message, top_level_id
@@ -38,6 +47,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 CANCEL = "session/cancel"
+INITIALIZE = "initialize"
 
 
 MAX_MESSAGE_BYTES = 50 * 1024 * 1024
@@ -48,26 +58,43 @@ MAX_WAITING_SENDS = 64
 """Messages waiting to be sent before no more requests are read: the SDK answers each request
 in a task of its own, so the answers of requests read faster than they can be sent would pile
 up in memory, one task each, as long as the client is not reading."""
+CLOSING_WRITE_SECONDS = 5.0
+"""At the end, how long what waits for the client may wait while it takes nothing."""
+HELD_BYTES = 1 << 20
+"""Bytes of requests read while the client is not reading, held unrun, past which no more are
+read until it reads again."""
 _CHUNK = 1 << 16
 
 
 class _Output(asyncio.Protocol):
-    """The write side's flow control: ``writable()`` waits while the buffer is over its limit."""
+    """The write side's flow control: ``writable()`` waits while the buffer is over its limit
+    (``paused``), unless a cancel lifted that (``lift``) until the client reads again."""
 
     def __init__(self) -> None:
         self._writable = asyncio.Event()
         self._writable.set()
+        self.paused = False
         self.closed = False
+        self.on_change: Callable[[], None] = lambda: None
 
     def pause_writing(self) -> None:
+        self.paused = True
         self._writable.clear()
+        self.on_change()
 
     def resume_writing(self) -> None:
+        self.paused = False
+        self._writable.set()
+        self.on_change()
+
+    def lift(self) -> None:
+        """Let sends through without waiting for the client, until it reads again."""
         self._writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._writable.set()
+        self.on_change()
 
     async def writable(self) -> None:
         await self._writable.wait()
@@ -99,7 +126,16 @@ class JsonRpcStdio:
         self._skipping = False
         """Inside an oversized line: drop bytes up to its LF."""
         self._waiting_sends = 0
-        self._fewer_sends = asyncio.Event()
+        self._held: deque[tuple[dict[str, Any], int]] = deque()
+        """Messages read, with their sizes, waiting for the client to read our output."""
+        self._held_bytes = 0
+        self._cancels: deque[dict[str, Any]] = deque()
+        self._ended = False
+        """The input (or the output) ended: no more messages after the held ones."""
+        self._changed = asyncio.Event()
+        """Something ``receive`` or the reader waits on changed."""
+        self._reading: asyncio.Task[None] | None = None
+        output.on_change = self._changed.set
 
     async def send(self, message: dict[str, Any]) -> None:
         data = _encode(message)
@@ -113,50 +149,103 @@ class JsonRpcStdio:
         finally:
             self._waiting_sends -= 1
             if self._waiting_sends <= MAX_WAITING_SENDS:
-                self._fewer_sends.set()
+                self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message; ``None`` at end of input (or of output)."""
+        """The next well-formed message; ``None`` at end of input (or of output). A cancel comes
+        first; the others in order, once the client takes our output (``_room``)."""
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(self._read())
         await asyncio.sleep(0)  # the tasks of the messages read so far take a step: to their send
-        while self._waiting_sends > MAX_WAITING_SENDS:
-            self._fewer_sends.clear()
-            await self._fewer_sends.wait()
         while True:
-            line = await self._next_line()
-            if line is None:
+            self._changed.clear()
+            if self._cancels:
+                return self._cancels.popleft()
+            if self._output.closed:
                 return None
-            if not line.strip():
-                continue
-            try:
-                message: object = load_message(line)
-            except ValueError as exc:
-                await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
-                continue
-            problem = message_problem(message)
-            if problem is None:
-                fields = cast(dict[str, Any], message)
-                if fields.get("method") == CANCEL and "id" in fields:
-                    cancel = await self._cancel_request(fields)
-                    if cancel is None:
-                        continue
-                    return cancel
-                if "method" in fields and "id" not in fields and not _takes_notification(fields):
-                    continue
-                return fields
-            await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
+            if self._held and self._room():
+                message, size = self._held.popleft()
+                self._held_bytes -= size
+                self._changed.set()  # the reader may read on
+                return message
+            if self._ended and not self._held:
+                return None
+            await self._changed.wait()
 
-    async def _cancel_request(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def _room(self) -> bool:
+        """Whether the client takes our output: requests read may run (their answers go out)."""
+        return not self._output.paused and self._waiting_sends <= MAX_WAITING_SENDS
+
+    async def _read(self) -> None:
+        """Read messages as they come, whether or not the client reads our output, holding up to
+        ``HELD_BYTES`` of them: a cancel must get through a client that stopped reading."""
+        try:
+            while True:
+                while self._held_bytes > HELD_BYTES and not self._output.closed:
+                    self._changed.clear()
+                    await self._changed.wait()
+                line = await self._next_line()
+                if line is None:
+                    return
+                message = await self._message(line)
+                if message is None:
+                    continue
+                if message.get("method") == CANCEL and "id" not in message and not self._room():
+                    self._cancels.append(message)  # ahead of the held: they wait for the client
+                    self._output.lift()
+                else:
+                    self._held.append((message, len(line)))
+                    self._held_bytes += len(line)
+                self._changed.set()
+        except Exception:  # the input broke: ending the connection is all that is left
+            logger.exception("reading the client's messages failed")
+        finally:
+            self._ended = True
+            self._changed.set()
+
+    async def _message(self, line: bytes) -> dict[str, Any] | None:
+        """The line's message, or ``None`` when it is none (answered with an error if need be)."""
+        if not line.strip():
+            return None
+        try:
+            message: object = load_message(line)
+        except ValueError as exc:
+            await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
+            return None
+        problem = message_problem(message)
+        if problem is None:
+            fields = cast(dict[str, Any], message)
+            if fields.get("method") == CANCEL and "id" in fields:
+                return self._cancel_request(fields)
+            if "method" in fields and "id" not in fields and not _takes_notification(fields):
+                return None
+            if fields.get("method") == INITIALIZE and "id" in fields:
+                wrong = _version_problem(fields.get("params"))
+                if wrong is not None:
+                    await self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
+                    return None
+            return fields
+        await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
+        return None
+
+    def _cancel_request(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """``session/cancel`` sent as a request: ACP makes it a notification, which the SDK routes
         as such only, answering a request "Method not found" with the run left going. The cancel
         is what the client means: it is answered ``null`` here and passed on as the notification
-        (``None``: its params were wrong, answered as ``-32602``)."""
+        (``None``: its params were wrong, answered as ``-32602``). Both answers are written
+        without waiting for the client to read: the reading of a cancel must never wait."""
         params = request.get("params")
         if not isinstance(params, dict) or not isinstance(cast(dict[str, Any], params).get("sessionId"), str):
             detail = f'{CANCEL}: "sessionId" must be a string'
-            await self._error(request["id"], INVALID_PARAMS, "Invalid params", detail)
+            self._write_now(_error_message(request["id"], INVALID_PARAMS, "Invalid params", detail))
             return None
-        await self.send({"jsonrpc": "2.0", "id": request["id"], "result": None})
+        self._write_now({"jsonrpc": "2.0", "id": request["id"], "result": None})
         return {"jsonrpc": "2.0", "method": CANCEL, "params": params}
+
+    def _write_now(self, message: dict[str, Any]) -> None:
+        """Write ``message`` behind what is buffered, without waiting for the client to take it."""
+        if not self._output.closed:
+            self._transport.write(_encode(message))
 
     async def _next_line(self) -> bytes | None:
         while True:
@@ -179,7 +268,6 @@ class JsonRpcStdio:
             if self._skipping:
                 self._buffer.clear()
                 self._scanned = 0
-            await self._output.writable()  # no more requests while the client is not reading answers
             if self._output.closed:
                 return None
             chunk = await self._reader.read(_CHUNK)
@@ -191,6 +279,17 @@ class JsonRpcStdio:
             self._buffer += chunk
 
     async def close(self) -> None:
+        """Stop reading, let the client take what waits for it (up to ``CLOSING_WRITE_SECONDS``
+        of it taking nothing: a client that stopped reading cannot keep us from ending), close."""
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+        waiting, since = self._transport.get_write_buffer_size(), time.monotonic()
+        while waiting and not self._output.closed and time.monotonic() - since < CLOSING_WRITE_SECONDS:
+            await asyncio.sleep(0.05)
+            if (now := self._transport.get_write_buffer_size()) != waiting:
+                waiting, since = now, time.monotonic()
         self._transport.close()
 
     async def _too_large(self) -> None:
@@ -198,9 +297,13 @@ class JsonRpcStdio:
         await self._error(None, INVALID_REQUEST, "Invalid request", detail)
 
     async def _error(self, request_id: object, code: int, message: str, details: str) -> None:
-        logger.warning("answered a bad JSON-RPC message with %s: %s", code, details)
-        error = {"code": code, "message": message, "data": {"details": details}}
-        await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+        await self.send(_error_message(request_id, code, message, details))
+
+
+def _error_message(request_id: object, code: int, message: str, details: str) -> dict[str, Any]:
+    logger.warning("answered a bad JSON-RPC message with %s: %s", code, details)
+    error = {"code": code, "message": message, "data": {"details": details}}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def _encode(message: dict[str, Any]) -> bytes:
@@ -228,6 +331,22 @@ def _takes_notification(note: dict[str, Any]) -> bool:
         return False
     logger.warning("ignored a notification of %s: the only one tether takes is %s", method, CANCEL)
     return False
+
+
+def _version_problem(params: object) -> str | None:
+    """Why an ``initialize`` request's ``protocolVersion`` is not one (``None``: it is). ACP's
+    schema makes it an integer from 0 to 65535; the SDK would read a string it cannot parse as
+    version 1 and answer as if the client spoke it. A version we do not speak is no error: the
+    agent answers with its own latest (the spec's negotiation), which the SDK's handler does."""
+    if not isinstance(params, dict):
+        return None  # no params at all: the SDK's own validation answers -32602
+    fields = cast(dict[str, object], params)
+    if "protocolVersion" not in fields:
+        return 'initialize: "protocolVersion" is missing (an integer: the latest version the client speaks)'
+    version = fields["protocolVersion"]
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
+        return f'initialize: "protocolVersion" must be an integer from 0 to 65535, not {json.dumps(version)}'
+    return None
 
 
 def message_problem(message: object) -> str | None:

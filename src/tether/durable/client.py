@@ -13,7 +13,7 @@ from typing import Any, cast
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
-from tether.durable.workflow import RunOutcome, RunRequest
+from tether.durable.workflow import RunOutcome, check_request
 from tether.errors import TransportError
 from tether.session.events import SessionEvent
 from tether.store.database import is_postgres_url, open_store
@@ -77,6 +77,7 @@ class DurableClient:
             timeout: Seconds after it starts when the run is cancelled (default: the
                 ``durable.runTimeoutSeconds`` setting; 0: no limit).
         """
+        request = check_request({"session": session_id, "prompt": prompt}, "submit")
         store = open_store(self.config.sessions)
         try:
             store.get_session(session_id)
@@ -92,7 +93,6 @@ class DurableClient:
             raise SubmitError(
                 f"no worker has started on {self._where} yet: start `tether worker` there first"
             )
-        request: RunRequest = {"session": session_id, "prompt": prompt}
         options: EnqueueOptions = {
             "workflow_name": WORKFLOW,
             "queue_name": QUEUE,

@@ -91,8 +91,8 @@ def _info(status: WorkflowStatus) -> RunInfo:
     return RunInfo(
         id=status.workflow_id,
         status=status.status,
-        session=request.get("session") if request else status.queue_partition_key,
-        prompt=request.get("prompt") if request else None,
+        session=_text(request, "session") if request else status.queue_partition_key,
+        prompt=_text(request, "prompt"),
         worker=status.executor_id,
         created=status.created_at / 1000 if status.created_at else None,
         updated=(status.completed_at or status.updated_at or 0) / 1000 or None,
@@ -105,6 +105,13 @@ def _request(status: WorkflowStatus) -> dict[str, Any] | None:
     inputs = status.input
     args = inputs["args"] if inputs else ()
     return cast(dict[str, Any], args[0]) if args and isinstance(args[0], dict) else None
+
+
+def _text(request: dict[str, Any] | None, name: str) -> str | None:
+    """A request's field when it is text: a run enqueued by a program may hold anything (it ended
+    in ``ERROR`` saying what, ``workflow.check_request``), and a listing shows it as missing."""
+    value = request.get(name) if request else None
+    return value if isinstance(value, str) else None
 
 
 def _one_line(error: object) -> str:
@@ -204,7 +211,7 @@ def retry(client: DurableClient, run_id: str) -> str:
     """Submit the run's prompt again on its session, as a new run; returns the new run's id."""
     run = _get(client, run_id)
     if run.session is None or run.prompt is None:
-        raise ValueError(f"run {run_id} has no recorded session and prompt to run again")
+        raise ValueError(f"run {run_id} has no recorded session and prompt (text) to run again")
     return client.submit(run.session, run.prompt, timeout=run.timeout_seconds)
 
 

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from dbos import DBOS
 from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
@@ -42,6 +42,7 @@ from pydantic_core import to_jsonable_python
 from tether.agent.loop import default_stream_fn
 from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
+from tether.errors import UserError
 from tether.session.agent_session import AgentSession
 from tether.session.events import SessionEvent
 from tether.session.factory import SessionChoice, start_session
@@ -63,6 +64,37 @@ class RunRequest(TypedDict):
 
     session: str
     prompt: str
+
+
+class RunRequestError(UserError, ValueError):
+    """A run request that is not ``RunRequest``; the message says what is wrong and where."""
+
+
+def check_request(request: object, where: str) -> RunRequest:
+    """``request`` as a ``RunRequest``, or ``RunRequestError`` naming what is wrong with it.
+
+    Checked where a request enters (``DurableClient.submit``, the workflow itself: a program can
+    enqueue the workflow by name with anything): a request missing its prompt would otherwise end
+    the run in ``ERROR`` with ``KeyError('prompt')``, after it had waited for the session's lock."""
+    shape = '{"session": <session id>, "prompt": <text>}'
+    if not isinstance(request, dict):
+        raise RunRequestError(f"{where}: the request must be {shape}, not {type(request).__name__}")
+    fields = cast(dict[object, object], request)
+    for name in ("session", "prompt"):
+        if name not in fields:
+            raise RunRequestError(f"{where}: the request has no {name!r} (it must be {shape})")
+        if not isinstance(fields[name], str):
+            raise RunRequestError(
+                f"{where}: the request's {name!r} must be a string, not {type(fields[name]).__name__}"
+            )
+    unknown = sorted(repr(key) for key in fields if key not in ("session", "prompt"))
+    if unknown:
+        raise RunRequestError(
+            f"{where}: the request has unknown fields {', '.join(unknown)} (it must be {shape})"
+        )
+    if not cast(str, fields["session"]):
+        raise RunRequestError(f"{where}: the request's 'session' is empty")
+    return cast(RunRequest, fields)
 
 
 class RunOutcome(TypedDict):
@@ -135,17 +167,24 @@ def executing() -> frozenset[str]:
     database outage without a deadline (``db_retry``, backing off up to 90 s); it forgets the
     execution only once the write is done or refused for good. A run that had left
     ``durable_run`` but whose outcome DBOS was still retrying looked unattended, was put back on
-    the shared queue and could run twice."""
-    return frozenset(_get_dbos_instance()._active_workflows_set.activeList())  # pyright: ignore[reportPrivateUsage]
+    the shared queue and could run twice.
+
+    That record is private to DBOS (``_active_workflows_set``): a DBOS without it raises here,
+    saying so, and ``tests/durable/test_durable_run.py`` calls this directly, so an upgrade that
+    removed it fails there instead of leaving workers that log a failed look on every beat."""
+    active = getattr(_get_dbos_instance(), "_active_workflows_set", None)
+    if active is None:
+        raise RuntimeError(
+            "this DBOS keeps no _active_workflows_set: tether.durable cannot tell which runs it is "
+            "executing (pin the DBOS version tether was tested with)"
+        )
+    return frozenset(active.activeList())
 
 
 @DBOS.workflow(name=WORKFLOW)
 async def durable_run(request: RunRequest) -> RunOutcome:
     """Run one prompt on a stored session, durably (see the module docstring)."""
-    return await _run(request)
-
-
-async def _run(request: RunRequest) -> RunOutcome:
+    request = check_request(request, f"run {DBOS.workflow_id}")
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]

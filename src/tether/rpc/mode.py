@@ -6,6 +6,14 @@ a library's warning or a child's output can never corrupt a frame. stdin is read
 case: a client that spawned us), else by a thread with plain ``os.read`` (files and terminals),
 and split into lines on LF only (``tether.rpc.jsonl``).
 
+Frames are written as the client takes them: what its pipe cannot take yet waits here
+(``_Output``), so the event loop never blocks on a client that stopped reading, and ``abort`` is
+read and takes effect whatever the client does with stdout: the run ends, its last frames
+waiting. While more than ``OUTPUT_HIGH_WATER`` bytes wait, further command lines are held unrun
+(an ``abort``, ``abort_bash`` or ``abort_retry`` among them acts at once, answered in its turn),
+and past ``HELD_INPUT_BYTES`` of them stdin is not read: a client that sends commands without
+reading their answers cannot grow our memory beyond those two bounds and a run's own frames.
+
 The server ends on ``shutdown``, end of input, SIGTERM or SIGHUP: it aborts the run in progress,
 lets it record what it has, waits for commands in flight, closes the session, and exits 0.
 """
@@ -15,18 +23,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import select
 import signal
 import socket
 import stat
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
-from tether.errors import TransportError
-from tether.rpc.jsonl import LineSplitter, encode_frame
+from tether.rpc.jsonl import OVERLONG, LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
 from tether.rpc.server import Frame, RpcServer
 from tether.session.agent_session import AgentSession
@@ -39,25 +46,34 @@ kernel time that made up much of a ``get_state`` round trip.)"""
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 STOPPING_WRITE_SECONDS = 5.0
-"""Once the server is stopping, how long a frame write may wait for a client that takes nothing:
-the frames it does not take are given up then, so that a client that stopped reading cannot keep
-the server from ending."""
+"""Once the server is ending, how long the frames still waiting may wait for a client that takes
+nothing: they are given up then, so that a client that stopped reading cannot keep the server
+from ending."""
+MAX_LINE_BYTES = 50 * 1024 * 1024
+"""The longest command line read (as ACP's): a prompt with a few large images fits; a longer one
+gets one error response and is skipped to its end, its bytes dropped as they come (pi has no
+limit: a 100 MB line cost it, and us, some 450 MB of memory)."""
+OUTPUT_HIGH_WATER = 1 << 20
+"""Bytes of frames waiting for the client past which command lines are held, not run."""
+HELD_INPUT_BYTES = 1 << 20
+"""Bytes of held command lines past which stdin is not read until the client reads again."""
 
 
-class _Stopped(TransportError):
-    """The server is stopping and the client took nothing for ``STOPPING_WRITE_SECONDS``: the
-    process we talk to stopped taking frames."""
+_OVERLONG_ANSWER = {
+    "type": "response",
+    "command": "parse",
+    "success": False,
+    "error": f"command line longer than {MAX_LINE_BYTES >> 20} MiB: skipped to its end",
+}
 
 
 class _StopSignals:
-    """SIGTERM and SIGHUP, heard by the event loop and by a frame write blocked on stdout alike.
+    """SIGTERM and SIGHUP, heard by the event loop.
 
-    Frames are written synchronously, so a client that stops reading leaves a write blocked on
-    its full pipe, and the event loop with it: a handler of ``loop.add_signal_handler`` would
-    never run, and the server would outlive a ``kill()`` for ever. So the signals' C handler
-    writes their numbers to a socket of ours (``signal.set_wakeup_fd``), which the loop reads
-    like any other, and a blocked write polls along with stdout. Numbers of other signals go on
-    to the wakeup descriptor set before (asyncio's, if it had one)."""
+    The signals' C handler writes their numbers to a socket of ours (``signal.set_wakeup_fd``),
+    which the loop reads like any other (a frame written to a file or terminal blocks the loop
+    for as long as the write takes; the number waits in the socket meanwhile). Numbers of other
+    signals go on to the wakeup descriptor set before (asyncio's, if it had one)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]) -> None:
         self._loop = loop
@@ -66,7 +82,6 @@ class _StopSignals:
         self._reader.setblocking(False)
         self._writer.setblocking(False)
         self.stopping = False
-        """A stop signal came: blocked writes wait no longer than ``STOPPING_WRITE_SECONDS``."""
         try:
             self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
         except ValueError:  # not the main thread: the caller goes on without, the sockets are ours
@@ -75,9 +90,6 @@ class _StopSignals:
             raise
         self._previous = {signum: signal.signal(signum, _heard_in_c) for signum in STOP_SIGNALS}
         loop.add_reader(self._reader.fileno(), self.take)
-
-    def fileno(self) -> int:
-        return self._reader.fileno()
 
     def take(self) -> None:
         """Read the signal numbers that came; on a stop signal, start stopping."""
@@ -107,59 +119,128 @@ def _heard_in_c(_signum: int, _frame: object) -> None:
 
 
 class _Output:
-    """Writes frames to the protocol's stdout; a vanished reader turns into a shutdown.
+    """Writes frames to the protocol's stdout as the client takes them; a vanished reader turns
+    into a shutdown.
 
-    Straight to the file descriptor, one ``os.write`` per frame: a buffered file would copy
-    every frame into its buffer and out again, and each frame is flushed at once anyway."""
+    A frame goes straight to the descriptor (one ``os.write``: a buffered file would copy every
+    frame in and out again) when nothing waits before it; what the pipe does not take waits in
+    ``_pending``, written from the event loop as the pipe drains (stdout is non-blocking then:
+    ``serve``). Files and terminals stay blocking and take each frame whole."""
 
-    def __init__(self, stream: BinaryIO, on_broken: asyncio.Event) -> None:
+    def __init__(self, stream: BinaryIO, on_broken: asyncio.Event, loop: asyncio.AbstractEventLoop) -> None:
         self._stream = stream  # owns the descriptor: it stays open while the server writes
         self._fd = stream.fileno()
         self._broken = on_broken
-        self.signals: _StopSignals | None = None
-        """Heard while a write waits for the client (``_StopSignals``)."""
+        self._loop = loop
+        self._pending = bytearray()  # deleting from its front is cheap (CPython keeps an offset)
+        self._progress = asyncio.Event()
+        self.on_room: Callable[[], None] | None = None
+        """Called when the waiting frames fall to ``OUTPUT_HIGH_WATER`` or below."""
         self.failure: OSError | None = None
         """Why stdout broke when the reason is the device's (a full disk), not a reader leaving."""
+
+    @property
+    def waiting(self) -> int:
+        """Bytes of frames the client has not taken yet."""
+        return len(self._pending)
 
     def __call__(self, frame: Frame) -> None:
         if self._broken.is_set():
             return
+        data = encode_frame(frame)
+        if self._pending:
+            self._pending += data
+            return
+        written = self._write(data)
+        if written is None or written == len(data):
+            return
+        if os.get_blocking(self._fd):  # a file or terminal: it takes the rest in as many writes
+            rest = memoryview(data)[written:]
+            while rest and (written := self._write(rest)) is not None:
+                rest = rest[written:]
+            return
+        self._pending += memoryview(data)[written:]
+        self._loop.add_writer(self._fd, self._flush)
+
+    def _write(self, data: bytes | bytearray | memoryview) -> int | None:
+        """Bytes of ``data`` written now; ``None`` when stdout broke."""
         try:
-            write_all(self._fd, encode_frame(frame), self.signals)
-        except (BrokenPipeError, _Stopped):
-            self._broken.set()
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except BrokenPipeError:
+            self._give_up()
         except OSError as exc:
             self.failure = exc
-            self._broken.set()
+            self._give_up()
+        return None
+
+    def _flush(self) -> None:
+        written = self._write(self._pending)
+        if not written:
+            return
+        del self._pending[:written]
+        self._progress.set()
+        if not self._pending:
+            self._loop.remove_writer(self._fd)
+        if self.on_room is not None and len(self._pending) <= OUTPUT_HIGH_WATER:
+            self.on_room()
+
+    def _give_up(self) -> None:
+        if self._pending:
+            self._loop.remove_writer(self._fd)
+            self._pending.clear()
+        self._broken.set()
+
+    async def drain(self) -> None:
+        """Wait for the waiting frames to be taken; those the client takes nothing of for
+        ``STOPPING_WRITE_SECONDS`` are given up (the last line may then be cut short)."""
+        while self._pending and not self._broken.is_set():
+            self._progress.clear()
+            try:
+                await asyncio.wait_for(self._progress.wait(), STOPPING_WRITE_SECONDS)
+            except TimeoutError:
+                self._loop.remove_writer(self._fd)
+                self._pending.clear()
 
 
-def write_all(fd: int, data: bytes, signals: _StopSignals | None = None) -> None:
-    """Write all of ``data``, however many calls the descriptor takes: one for a frame while the
-    client reads. A full pipe or socket (stdout is non-blocking: ``serve``) is waited on until
-    it can take more, and for a stop signal: once the server is stopping, for
-    ``STOPPING_WRITE_SECONDS`` at most, then ``_Stopped``."""
-    try:
-        written = os.write(fd, data)
-    except BlockingIOError:
-        written = 0
-    if written == len(data):
-        return
-    rest = memoryview(data)[written:]
-    waiting = select.poll()  # not select.select: a descriptor past 1023 is fine here
-    waiting.register(fd, select.POLLOUT)
-    if signals is not None:
-        waiting.register(signals.fileno(), select.POLLIN)
-    while rest:
-        stopping = signals is not None and signals.stopping
-        ready = waiting.poll(STOPPING_WRITE_SECONDS * 1000 if stopping else None)
-        if not ready and stopping:
-            raise _Stopped
-        if signals is not None and any(ready_fd == signals.fileno() for ready_fd, _ in ready):
-            signals.take()
-        try:
-            rest = rest[os.write(fd, rest) :]
-        except BlockingIOError:
-            continue
+class _Input:
+    """Command lines on their way to the server: run at once while the client takes its frames,
+    held in order while more than ``OUTPUT_HIGH_WATER`` bytes of frames wait (an abort among them
+    acting at once), and stdin left unread past ``HELD_INPUT_BYTES`` of them (see the module
+    docstring)."""
+
+    def __init__(self, server: RpcServer, output: _Output, stop: asyncio.Event) -> None:
+        self._server = server
+        self._output = output
+        self._stop = stop
+        self._held: deque[bytes] = deque()
+        self._held_bytes = 0
+        self.reading: Callable[[bool], None] | None = None
+        """Starts (``True``) and stops (``False``) the reading of stdin, when it can be paused."""
+        output.on_room = self.release
+
+    def take(self, line: bytes) -> None:
+        if not self._held and self._output.waiting <= OUTPUT_HIGH_WATER:
+            self._server.dispatch(line)
+            return
+        self._held.append(line)
+        self._held_bytes += len(line)
+        self._server.interrupt(line)
+        if self._held_bytes > HELD_INPUT_BYTES and self.reading is not None:
+            self.reading(False)
+
+    def release(self, everything: bool = False) -> None:
+        """Run the held lines the output has room for (``everything``: all of them, at the end of
+        input), in order; read stdin again once few enough are held."""
+        while self._held and not self._stop.is_set():
+            if not everything and self._output.waiting > OUTPUT_HIGH_WATER:
+                break
+            line = self._held.popleft()
+            self._held_bytes -= len(line)
+            self._server.dispatch(line)
+        if self._held_bytes <= HELD_INPUT_BYTES and self.reading is not None:
+            self.reading(True)
 
 
 async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
@@ -167,10 +248,11 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     loop = asyncio.get_running_loop()
     finished = asyncio.Event()
     broken = asyncio.Event()
-    output = _Output(out, broken)
+    output = _Output(out, broken, loop)
     server = RpcServer(core, output)
     stop = server.shutdown_requested
-    splitter = LineSplitter()
+    lines = _Input(server, output, stop)
+    splitter = LineSplitter(MAX_LINE_BYTES)
 
     def take(chunk: bytes) -> None:
         """Dispatch the complete lines of one chunk of stdin, as it arrives; ``b""`` ends input."""
@@ -179,22 +261,26 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         if not chunk:
             last = splitter.finish()
             if last is not None:
-                server.dispatch(last)
+                lines.take(last)
+            lines.release(everything=True)
             finished.set()
             return
         for line in splitter.feed(chunk):
             if stop.is_set():
                 break
-            server.dispatch(line)
+            if line == OVERLONG:
+                output(_OVERLONG_ANSWER)
+            else:
+                lines.take(line)
 
     try:
-        output.signals = _StopSignals(loop, stop.set)
+        signals: _StopSignals | None = _StopSignals(loop, stop.set)
     except ValueError:  # not the main thread (a test's server): signals are its owner's
-        output.signals = None
+        signals = None
     out_fd = out.fileno()
     was_blocking = os.get_blocking(out_fd)
     if stat.S_ISFIFO(os.fstat(out_fd).st_mode) or stat.S_ISSOCK(os.fstat(out_fd).st_mode):
-        os.set_blocking(out_fd, False)  # a full pipe is waited on by ``write_all``, signals too
+        os.set_blocking(out_fd, False)  # what a full pipe does not take waits in ``_Output``
     watchers = [
         asyncio.ensure_future(_when(stop, finished.set)),
         asyncio.ensure_future(_when(broken, finished.set)),
@@ -210,22 +296,21 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
         from tether.rpc.extension_ui import RpcExtensionUI
 
         (server.extension_ui or RpcExtensionUI(output)).notify(core.notice, "warning")
-    stop_reading = _read_with_loop(stdin_fd, loop, take)
-    if stop_reading is None:
+    lines.reading = _read_with_loop(stdin_fd, loop, take)
+    if lines.reading is None:
         threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
     try:
         await finished.wait()
-        if output.signals is not None:  # ending: a client that reads no more must not hold us
-            output.signals.stopping = True
         await asyncio.sleep(0)  # let the last dispatched commands start before closing
         await server.close()
+        await output.drain()
     finally:
         for watcher in watchers:
             watcher.cancel()
-        if stop_reading is not None:
-            stop_reading()
-        if output.signals is not None:
-            output.signals.close()
+        if lines.reading is not None:
+            lines.reading(False)
+        if signals is not None:
+            signals.close()
         os.set_blocking(out_fd, was_blocking)
     if output.failure is not None:
         reason = output.failure.strerror or output.failure
@@ -241,12 +326,12 @@ async def _when(event: asyncio.Event, then: Any) -> None:
 
 def _read_with_loop(
     fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]
-) -> Callable[[], object] | None:
+) -> Callable[[bool], None] | None:
     """Read a pipe or socket on stdin with the event loop itself: no thread to wake for every
     chunk, and no transport and protocol between the ready file and ``take`` (each read is one
-    ``os.read`` in the loop's callback). Returns what stops the reading; ``None`` for anything
-    else (a file cannot be polled; a terminal's open file is shared with the shell, which must
-    not find it left non-blocking), which the reader thread serves."""
+    ``os.read`` in the loop's callback). Returns what starts (``True``) and stops the reading;
+    ``None`` for anything else (a file cannot be polled; a terminal's open file is shared with
+    the shell, which must not find it left non-blocking), which the reader thread serves."""
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
@@ -260,11 +345,20 @@ def _read_with_loop(
         except OSError:  # a read error ends the input, as end of file does
             chunk = b""
         if not chunk:
+            ended.append(True)
             loop.remove_reader(fd)
         take(chunk)
 
-    loop.add_reader(fd, readable)
-    return lambda: loop.remove_reader(fd)
+    ended: list[bool] = []
+
+    def reading(on: bool) -> None:
+        if on and not ended:
+            loop.add_reader(fd, readable)
+        else:
+            loop.remove_reader(fd)
+
+    reading(True)
+    return reading
 
 
 def _read(fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:

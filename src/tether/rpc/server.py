@@ -163,6 +163,25 @@ class RpcServer:
         else:
             self._succeed(request_id, kind, data)
 
+    def interrupt(self, line: bytes) -> None:
+        """Act now on an ``abort``, ``abort_bash`` or ``abort_retry`` line held back while the
+        client is not reading its frames (``tether.rpc.mode``): what it stops stops at once; the
+        line is still dispatched, and answered, in its turn."""
+        if b"abort" not in line:
+            return
+        try:
+            command = _load(line)
+        except ValueError:
+            return
+        kind = cast(dict[str, object], command).get("type") if isinstance(command, dict) else None
+        if kind == "abort":
+            self.dialogs.cancel_all()
+            self.core.abort()
+        elif kind == "abort_bash":
+            self.core.abort_bash()
+        elif kind == "abort_retry":
+            self.core.abort_retry()
+
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         self._unstarted += 1
         task = asyncio.ensure_future(self._started(work))
