@@ -237,3 +237,9 @@ async def test_a_method_is_a_tool_bound_to_its_instance_without_self_in_the_sche
         result = await made.execute("id", validate_tool_arguments(made, made.name, args), None, None)
         assert result.content == [{"type": "text", "text": expected}]
 
+
+def test_a_method_tool_taken_from_the_class_is_refused_in_one_line() -> None:
+    from tether.agent import Agent
+
+    with pytest.raises(TypeError, match=r"Notes.find: take it from an instance \(obj.find\)"):
+        Agent(tools=[Notes.find])

@@ -18,7 +18,7 @@ import functools
 import inspect
 import threading
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
 
@@ -72,6 +72,25 @@ class AgentTool:
     prepare_arguments: Callable[[Any], Any] | None = None
     """Compatibility shim applied to raw arguments before validation."""
     metadata: dict[str, Any] = field(default_factory=lambda: {})
+
+
+def one_per_name(tools: Iterable[AgentTool]) -> list[AgentTool]:
+    """``tools`` with each name once: a later tool takes the place of an earlier one of its name
+    (as ``create_agent_session`` does with your ``extra_tools`` over the built-in ones, and as
+    pi does). Both would otherwise reach the model, which a provider refuses (Anthropic: "tool
+    names must be unique"), and only the later one would run. Done where tools are set, so a
+    run pays nothing for it."""
+    at: dict[str, int] = {}
+    kept: list[AgentTool] = []
+    for each in tools:
+        if isinstance(each, MethodTool):  # ``Class.method``: nothing to bind ``self`` to
+            raise TypeError(f"@tool method {each.qualname}: take it from an instance (obj.{each.attribute})")
+        if each.name in at:
+            kept[at[each.name]] = each
+        else:
+            at[each.name] = len(kept)
+            kept.append(each)
+    return kept
 
 
 # -- the @tool decorator ----------------------------------------------------------------------
