@@ -455,3 +455,31 @@ async def test_a_model_record_missing_fields_is_refused_naming_them() -> None:
     with pytest.raises(ModelError, match=r"^the model lacks api, maxTokens: take it from tether\.find_model"):
         await agent.prompt("hi")
     assert agent.messages == [] and not agent.is_streaming
+
+
+async def test_two_tools_of_one_name_the_later_takes_the_earlier_place() -> None:
+    """As ``create_agent_session`` does with ``extra_tools``: both would reach the model (which a
+    provider refuses) while only one could run."""
+
+    @tool(name="look")
+    async def first() -> str:
+        """The first."""
+        return "first"
+
+    @tool
+    async def other() -> str:
+        """Another."""
+        return "other"
+
+    @tool(name="look")
+    async def second() -> str:
+        """The second."""
+        return "second"
+
+    agent, model = make_agent(reply(tool_call("look", {})), reply("done"), tools=[first, other, second])
+    assert agent.tools == [second, other]
+    await agent.prompt("go")
+    assert [t["name"] for t in model.requests[0].context.get("tools", [])] == ["look", "other"]
+    assert texts(agent.messages)[2] == ("toolResult", "second")
+    agent.tools = [*agent.tools, first]  # set later: the same
+    assert agent.tools == [first, other]

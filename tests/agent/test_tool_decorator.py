@@ -187,3 +187,59 @@ async def test_a_plain_function_raising_stop_iteration_fails_the_call() -> None:
         with pytest.raises(RuntimeError, match="StopIteration") as raised:
             await first_match.execute("id-1", args, None, None)
     assert isinstance(raised.value.__cause__, StopIteration)
+
+
+class Notes:
+    """Tools on methods: each instance's tools work on that instance's notes."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    @tool
+    async def find(self, query: str) -> str:
+        """Find a note."""
+        return f"{self.prefix}:{query}"
+
+    @tool(name="count_notes")
+    def count(self, limit: int = 3) -> str:
+        """Count the notes."""
+        return f"{self.prefix}:{limit}"
+
+    @tool
+    @classmethod
+    def kind(cls, of: str) -> str:
+        """The kind of a note."""
+        return f"{cls.__name__}:{of}"
+
+    @tool
+    @staticmethod
+    def plain(word: str) -> str:
+        """A static method is a plain function."""
+        return word
+
+
+async def test_a_method_is_a_tool_bound_to_its_instance_without_self_in_the_schema() -> None:
+    a, b = Notes("a"), Notes("b")
+    for made in (a.find, a.count, Notes.kind, a.kind, Notes.plain):
+        assert "self" not in made.parameters.model_fields, made.name  # type: ignore[union-attr]
+        assert "cls" not in tool_schema(made)["parameters"].get("properties", {})
+    assert tool_schema(a.find)["parameters"]["required"] == ["query"]
+    assert tool_schema(a.count)["name"] == "count_notes"
+    assert tool_schema(a.find)["description"] == "Find a note."
+    assert a.find is a.find and a.find is not b.find
+    for made, args, expected in (
+        (a.find, {"query": "x"}, "a:x"),
+        (b.find, {"query": "y"}, "b:y"),
+        (b.count, {}, "b:3"),
+        (a.kind, {"of": "z"}, "Notes:z"),
+        (Notes.plain, {"word": "w"}, "w"),
+    ):
+        result = await made.execute("id", validate_tool_arguments(made, made.name, args), None, None)
+        assert result.content == [{"type": "text", "text": expected}]
+
+
+def test_a_method_tool_taken_from_the_class_is_refused_in_one_line() -> None:
+    from tether.agent import Agent
+
+    with pytest.raises(TypeError, match=r"Notes.find: take it from an instance \(obj.find\)"):
+        Agent(tools=[Notes.find])

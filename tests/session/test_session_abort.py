@@ -77,6 +77,42 @@ async def test_close_returns_while_an_async_tool_ignores_the_abort() -> None:
     assert not session.is_running
 
 
+async def test_close_returns_while_an_async_tool_swallows_every_cancellation() -> None:
+    """A tool that catches ``CancelledError`` and waits again, for ever: the grace still ends
+    its call, and the tool goes on alone in a task nobody waits for."""
+    stop = False
+    swallowed: list[int] = []
+
+    @tether.tool
+    async def stubborn_async() -> str:
+        """Swallows each cancellation and waits again, until the test says stop."""
+        while not stop:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                swallowed.append(1)
+        return "finished anyway"
+
+    session, _ = core(stubborn_async)
+    before = asyncio.all_tasks()
+    async for event in session.prompt("go"):
+        if event["type"] == "tool_execution_start":
+            async with asyncio.timeout(10 * ABORT_GRACE):
+                await session.close()
+            break
+    assert not session.is_running and swallowed
+    assert tool_results(session) == [
+        f"Tool execution was aborted (the tool did not stop within {ABORT_GRACE:g} s; its late result is dropped)"
+    ]
+    left = asyncio.all_tasks() - before - {asyncio.current_task()}
+    assert len(left) == 1, "the tool goes on in a task of its own"
+    stop = True
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+    assert "finished anyway" not in str(session.messages)
+
+
 @pytest.mark.parametrize("leave", ["break", "exception", "cancel"])
 async def test_leaving_the_event_loop_early_leaves_the_session_ready(leave: str) -> None:
     session, model = core(stubborn)

@@ -191,3 +191,37 @@ def test_message_ids_follow_the_context_as_it_grows_branches_and_reloads(manager
     assert again.message_ids(again.messages) == [ids[0]]
     assert again.message_id(first) is None  # another object with equal content is not that entry
     again.close()
+
+
+async def test_a_summary_the_run_started_with_stays_out_of_requests_after_a_mid_run_compaction(
+    manager: SessionManager,
+) -> None:
+    """A run starts from a compacted session (its transcript opens with the summary the context
+    made) and compacts again between tool calls: the rebuilt context no longer knows the old
+    summary object, which must not come back as a message of the run, after the newest ones."""
+    s = manager.create("/p")
+    words = "alpha beta gamma delta " * 50
+    small = _small_model(3_000)
+    settings = CompactionSettings(reserve_tokens=1_000, keep_recent_tokens=700)
+    model = ScriptedModel(
+        [reply(f"answer {i}: {words}") for i in range(3)] + [reply("SUMMARY ONE"), reply("a3")]
+    )
+    first = _core(s, small, model, compaction=settings)
+    for i in range(4):
+        await first.prompt(f"question {i}: {words}")
+    assert first.compactions == 1
+    await first.close()
+    s = manager.open(s.id)
+    rt = _core(s, small, model, compaction=settings, tools=[ECHO])
+    assert rt.messages[0]["role"] == "compactionSummary"  # the run starts with this object
+    echo = tool_call("echo", {"text": words})
+    model.push(reply(echo), reply(echo), reply("SUMMARY TWO"), reply("final"), reply("next answer"))
+    await rt.prompt(f"question 4: {words}")
+    assert rt.compactions == 1  # during the run, between tool calls
+    assert "SUMMARY ONE" in cast(str, model.requests[-3].context["messages"][0]["content"])  # merged
+    await rt.prompt("next")
+    sent = model.requests[-1].context["messages"]
+    summaries = [m for m in sent if COMPACTION_PREFIX in str(m["content"])]
+    assert summaries == [sent[0]] and sent[0]["content"] == COMPACTION_PREFIX + "SUMMARY TWO\n</summary>"
+    assert sent[-1]["content"] == "next"
+    await rt.close()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.agent.listener_grace import ListenerGrace
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
-from tether.agent.tool import AgentTool
+from tether.agent.tool import AgentTool, one_per_name
 from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
@@ -122,7 +122,8 @@ class Agent:
         system_prompt: The system prompt, sent with every model call.
         volatile_context: Text sent after the last prompt-cache breakpoint (changes each turn
             without spoiling the cached prefix).
-        tools: The tools the model may call (``@tether.tool`` functions, ``AgentTool`` objects).
+        tools: The tools the model may call (``@tether.tool`` functions, ``AgentTool`` objects);
+            of two with one name the later takes the earlier's place, as in ``create_agent_session``.
         messages: A transcript to start from.
         thinking_level: ``off`` to ``max``; mapped to each provider's reasoning setting.
         service_tier: The provider's service tier, where it has one.
@@ -207,7 +208,7 @@ class Agent:
         self.instrumentation = instrumentation
         """Records each run as OpenTelemetry spans and metrics (``None``: the process-wide setting
         of ``tether.telemetry.instrument``, if any)."""
-        self._tools = list(tools)
+        self._tools = one_per_name(tools)
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
@@ -228,7 +229,7 @@ class Agent:
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = list(tools)
+        self._tools = one_per_name(tools)
 
     @property
     def messages(self) -> list[AgentMessage]:

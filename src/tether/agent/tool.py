@@ -17,7 +17,8 @@ import contextvars
 import functools
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, get_type_hints, overload
 
@@ -73,6 +74,25 @@ class AgentTool:
     metadata: dict[str, Any] = field(default_factory=lambda: {})
 
 
+def one_per_name(tools: Iterable[AgentTool]) -> list[AgentTool]:
+    """``tools`` with each name once: a later tool takes the place of an earlier one of its name
+    (as ``create_agent_session`` does with your ``extra_tools`` over the built-in ones, and as
+    pi does). Both would otherwise reach the model, which a provider refuses (Anthropic: "tool
+    names must be unique"), and only the later one would run. Done where tools are set, so a
+    run pays nothing for it."""
+    at: dict[str, int] = {}
+    kept: list[AgentTool] = []
+    for each in tools:
+        if isinstance(each, MethodTool):  # ``Class.method``: nothing to bind ``self`` to
+            raise TypeError(f"@tool method {each.qualname}: take it from an instance (obj.{each.attribute})")
+        if each.name in at:
+            kept[at[each.name]] = each
+        else:
+            at[each.name] = len(kept)
+            kept.append(each)
+    return kept
+
+
 # -- the @tool decorator ----------------------------------------------------------------------
 
 INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
@@ -125,9 +145,75 @@ def tool(
     """
 
     def build(function: ToolFunction) -> AgentTool:
+        if isinstance(function, staticmethod):
+            function = cast(ToolFunction, function.__func__)
+        if isinstance(function, classmethod):
+            method = cast(ToolFunction, cast(Any, function).__func__)
+            return cast(AgentTool, MethodTool(method, True, name, label, description, execution_mode))
+        if _is_method(function):
+            return cast(AgentTool, MethodTool(function, False, name, label, description, execution_mode))
         return _tool_from_function(function, name, label, description, execution_mode)
 
     return build if fn is None else build(fn)
+
+
+def _is_method(fn: ToolFunction) -> bool:
+    """Whether ``fn`` is an instance method being defined: a function of a class body (its
+    qualified name says so) whose first parameter is ``self``."""
+    outer = fn.__qualname__.split(".")[-2:-1]
+    if not outer or outer[0] == "<locals>":
+        return False
+    first = next(iter(inspect.signature(fn).parameters), None)
+    return first == "self"
+
+
+class MethodTool:
+    """``@tool`` on a method: ``obj.search`` is the tool of ``search`` bound to ``obj``.
+
+    Inside a class body the decorator sees a plain function whose ``self`` would otherwise be an
+    argument the model has to invent (and nothing would bind it). So the decorator returns this
+    descriptor instead, and reading the attribute on an instance builds the tool from the bound
+    method, once per instance (it is kept in the instance's ``__dict__``, so ``obj.search is
+    obj.search``); each instance's tool works on that instance's state. A ``classmethod`` binds
+    to the class it is read from. Passing a bound method, ``tool(obj.search)``, as with
+    pydantic-ai's ``Tool`` and the Agents SDK's ``function_tool``, works too."""
+
+    def __init__(
+        self,
+        fn: ToolFunction,
+        of_class: bool,
+        name: str | None,
+        label: str | None,
+        description: str | None,
+        execution_mode: ToolExecutionMode | None,
+    ) -> None:
+        self._function = fn
+        self._of_class = of_class
+        """A ``classmethod``'s function: bound to the class it is read from."""
+        self._options = (name, label, description, execution_mode)
+        self._per_class: dict[type, AgentTool] = {}
+        self.attribute = self._function.__name__
+        self.qualname = self._function.__qualname__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> AgentTool | MethodTool:
+        if self._of_class:
+            cls = owner if owner is not None else type(instance)
+            made = self._per_class.get(cls)
+            if made is None:
+                made = self._per_class[cls] = self._bind(cls)
+            return made
+        if instance is None:  # ``Class.method``: the descriptor itself
+            return self
+        made = self._bind(instance)
+        with contextlib.suppress(AttributeError):  # a class with __slots__: made at each access
+            instance.__dict__[self.attribute] = made
+        return made
+
+    def _bind(self, receiver: object) -> AgentTool:
+        return _tool_from_function(types.MethodType(self._function, receiver), *self._options)
 
 
 def _tool_from_function(

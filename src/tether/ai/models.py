@@ -570,14 +570,18 @@ def restored_model(provider: str, model_id: str, stored: Mapping[str, Any] | Non
     what they carry (``baseUrl``, ``api``, ``headers``, ``compat``) never come from ``stored``:
     a session can be imported from anywhere, and one naming ``openai`` at another host got the
     user's OpenAI key sent there. A provider the registry does not know raises
-    ``UnknownModelError`` (its ``<NAME>_API_KEY`` would otherwise go to the stored host)."""
+    ``UnknownModelError`` (its ``<NAME>_API_KEY`` would otherwise go to the stored host).
+
+    A local server's provider (one a program registered, ``local=True``) accepts any id, but
+    the defaults it gives one it does not list are not what the session ran with: ``stored``'s
+    description wins there too (a resumed 4k model was taken for a 128k one)."""
     registry = default_registry()
-    try:
-        return registry.get_model(provider, model_id)
-    except UnknownModelError:
-        info = registry.find_provider_info(provider)
-        if info is None or stored is None:
-            raise
+    listed = registry._lookup(provider, model_id)  # pyright: ignore[reportPrivateUsage]
+    if listed is not None:
+        return listed
+    info = registry.find_provider_info(provider)
+    if info is None or stored is None:
+        return registry.get_model(provider, model_id)  # a local server's defaults, or why not
     model: dict[str, Any] = dict(default_model(info, model_id))
     model.update((key, stored[key]) for key in _DESCRIPTION if key in stored)
     try:

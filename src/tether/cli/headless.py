@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from tether.session.agent_session import AgentSession
 from tether.session.events import WireEvents, message_text
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
+from tether.session.system_prompt import path_text
 from tether.wire import dumps
 
 
@@ -95,7 +96,7 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
         "version": PI_SESSION_VERSION,
         "id": core.session_id,
         "timestamp": iso_timestamp(time.time() * 1000),
-        "cwd": str(core.cwd),
+        "cwd": path_text(core.cwd),
         "model": f"{model['provider']}/{model['id']}",
         "thinkingLevel": core.thinking_level,
     }

@@ -190,6 +190,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._input_abort: AbortController | None = None
         self._bash_abort: AbortController | None = None
         self._mcp_abort: AbortController | None = None
+        self._compactions = {}
+        """The summaries of ``compact()`` calls under way, and what aborts each."""
         self._grace = None
         """The current run's bound on its listeners once aborted (``ListenerGrace``)."""
         self._compacting = 0
@@ -336,7 +338,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         return taken
 
     def abort(self) -> None:
-        """Abort the run: the model call, tools, a retry wait and a ``!``/``$`` input. With none
+        """Abort the run: the model call, tools, a retry wait, a ``!``/``$`` input and a
+        ``compact()``'s summary. With none
         running, a run made but not started yet is the current one: as pi's ``prompt()`` starts
         its run on the spot, ``run = core.prompt(...); core.abort(); await run`` ends aborted."""
         if self.is_running:
@@ -349,7 +352,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             self._grace.abort()  # a listener stuck in an await is cut after ABORT_GRACE
         self.agent.abort()
         self.abort_retry()
-        for controller in (self._input_abort, self._mcp_abort):
+        for controller in (self._input_abort, self._mcp_abort, *self._compactions.values()):
             if controller is not None:
                 controller.abort()
 
@@ -365,6 +368,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._closed = True
         if self.is_running:
             self.abort()
+        await self._end_compactions()
         if self.mcp is not None and "mcp" in self._owns:
             await self.mcp.close()
         await self.wait_for_idle()
@@ -396,6 +400,22 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
                     raise
         if self._sessions is not None and "sessions" in self._owns:
             self._sessions.close()
+
+    async def _end_compactions(self) -> None:
+        """Abort each ``compact()`` under way and let it settle, within ``ABORT_GRACE`` (a
+        model call ends at once when aborted; one deaf to its signal is cancelled then), so the
+        session is not closed under a summary about to be stored."""
+        if not self._compactions:
+            return
+        from tether.agent.abort_grace import ABORT_GRACE  # loads with the first tool call otherwise
+
+        for controller in self._compactions.values():
+            controller.abort()
+        work = set(self._compactions)
+        _, deaf = await asyncio.wait(work, timeout=ABORT_GRACE)
+        for future in deaf:
+            future.cancel()
+        await asyncio.wait(work)
 
     async def __aenter__(self) -> Self:
         return self

@@ -91,6 +91,7 @@ class CoreState:
     _owns: set[str]
     _closed: bool
     _mcp_abort: AbortController | None
+    _compactions: dict[asyncio.Future[CompactionResult], AbortController]
     _aborted: bool
     _grace: ListenerGrace | None
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent import Agent, AgentTool, QueueMode
+from tether.agent.tool import one_per_name
 from tether.agent.tool_check import name_problem, parameters_problem
 from tether.ai.auth_file import auth_file_problems
 from tether.ai.paths import config_dir, data_dir, models_file
@@ -496,17 +497,11 @@ def _one_per_name(tools: list[AgentTool]) -> list[AgentTool]:
     earlier one of its name (a built-in ``read``), as in pi. Both would reach the model, which a
     provider refuses, and only the later one would run. A tool no provider would take (its name,
     its schema: ``tether.agent.tool_check``) is a ``SetupError``."""
-    at: dict[str, int] = {}
-    kept: list[AgentTool] = []
-    for tool in tools:
+    kept = one_per_name(tools)
+    for tool in kept:
         problem = name_problem(tool.name) or parameters_problem(tool.parameters)
         if problem is not None:  # the program's mistake: every request would fail at the provider
             raise SetupError(f"tool {tool.name!r}: {problem}")
-        if tool.name in at:
-            kept[at[tool.name]] = tool
-        else:
-            at[tool.name] = len(kept)
-            kept.append(tool)
     return kept
 
 

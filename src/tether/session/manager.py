@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tether.session.branching import settle_leaf
 from tether.session.session import Session, now_ms
+from tether.session.system_prompt import path_text
 from tether.store.database import open_store
 from tether.store.entries import ENTRY_FORMAT, EntryDict
 from tether.store.ids import new_id
@@ -42,7 +43,7 @@ class SessionManager:
         ``deferred``: store nothing until the first message is appended (see ``Session``), so a
         run that fails before it, or a start left at once, leaves no empty session behind. Every
         front end creates its sessions so."""
-        session_id, where, created = new_id(), str(cwd if cwd is not None else Path.cwd()), now_ms()
+        session_id, where, created = new_id(), path_text(cwd if cwd is not None else Path.cwd()), now_ms()
         if deferred:
             record = SessionRecord(
                 id=session_id,
@@ -85,7 +86,7 @@ class SessionManager:
 
         ``empty=False`` leaves out the sessions without a message (made by an older tether or
         a ``create`` without ``deferred``): nothing to resume there."""
-        where = str(cwd) if cwd is not None else None
+        where = path_text(cwd) if cwd is not None else None
         records = self.store.list_sessions(where, limit)
         if empty:
             return records

@@ -15,12 +15,13 @@ is awaited anyway, so it asks ``session_before_tree`` itself and tells ``session
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from tether.ai.abort import AbortSignal
+from tether.ai.abort import AbortController, AbortSignal
 from tether.session.core_state import CoreState
 from tether.session.events import CompactionReason, compaction_end
 from tether.store.errors import SessionError
@@ -233,24 +234,42 @@ class SessionOperations(CoreState):
 
         Raises ``NothingToCompactError`` (a ``CompactionError``) on a conversation still short
         enough to be kept whole (``settings.compaction.keep_recent_tokens``), with a message
-        saying so; ``CompactionError`` when the summariser failed."""
+        saying so; ``CompactionError`` when the summariser failed or was aborted. ``abort()``
+        and ``close()`` abort the summary's request (as ``signal`` does): a summary takes as long
+        as a reply, and closing must not wait for it. The entry is stored only once the whole
+        summary is in, so an aborted compaction leaves the session as it was."""
         from tether.session.compaction import CompactionError, compact
 
         session = self._require_session()
         await self._emit({"type": "compaction_start", "reason": reason})
-        try:
-            result = await compact(
+        controller = AbortController()  # ``abort()`` and ``close()`` stop the summary's request
+        unlink = signal.add_listener(controller.abort) if signal is not None else None
+        work = asyncio.ensure_future(
+            compact(
                 session,
                 self.model,
                 self._stream_fn(reason=reason),
                 instructions=instructions,
                 settings=self.compaction,
-                signal=signal,
+                signal=controller.signal,
             )
-        except CompactionError as exc:
-            aborted = signal is not None and signal.aborted
+        )
+        self._compactions[work] = controller
+        try:
+            result = await work
+        except (CompactionError, asyncio.CancelledError) as exc:
+            task = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and (task is None or task.cancelling()):
+                raise  # the caller was cancelled: the summary went with it
+            if not isinstance(exc, CompactionError):  # ``close()`` gave up on a model deaf to the abort
+                exc = CompactionError("summarising failed: the compaction was aborted")
+            aborted = controller.signal.aborted
             await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
-            raise
+            raise exc from None
+        finally:
+            del self._compactions[work]
+            if unlink is not None:
+                unlink()
         self.compactions += 1
         self.last_compaction = result
         if not self.is_running:

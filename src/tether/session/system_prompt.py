@@ -144,12 +144,22 @@ def build_system_prompt(
             parts.append(f'<{kind}-instructions path="{path}">\n{text}\n</{kind}-instructions>')
     if skills:
         parts.append(skills)
-    parts.append(f"Working directory: {cwd}")
+    parts.append(f"Working directory: {path_text(cwd)}")
     if today is not None:
         parts.append(f"Today's date: {today}")
     if append:
         parts.append(append)
     return "\n\n".join(parts)
+
+
+def path_text(path: str | os.PathLike[str]) -> str:
+    """``path`` as text for the model and the session store. A POSIX name is bytes, and one that
+    is not UTF-8 (``os.mkdir(b"x\\xff")``) reaches Python as lone surrogates, which neither a
+    request (whose builder strips them: the model saw a directory that does not exist) nor the
+    store (a ``UnicodeEncodeError`` at the first session opened there) can take. Its odd bytes
+    are written ``\\xff`` instead: the same directory always gives the same text, so its
+    sessions are found again."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _present(candidate: Path) -> bool:

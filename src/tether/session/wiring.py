@@ -50,6 +50,14 @@ def record_settings(
         session.set_system_prompt(system_prompt or "")
 
 
+_SESSION_MADE = frozenset({"compactionSummary", "branchSummary"})
+"""Roles of the messages only a session's context makes, afresh at each rebuild. The transcript a
+run started with holds the ones of that time; once a compaction during the run rebuilt the
+context, the session no longer knows those objects, and taken for messages of the run it did not
+record they went after the newest messages of every later request: a stale summary after the
+prompt. Unknown, they are simply stale: the session's context has what replaced them."""
+
+
 async def request_view(
     session: Session,
     messages: Sequence[AgentMessage],
@@ -68,7 +76,9 @@ async def request_view(
     is awaited first when the context is due for compaction (before it is tried).
     """
     ids = session.message_ids(messages)
-    unrecorded = [m for m, i in zip(messages, ids, strict=True) if i is None]
+    unrecorded = [
+        m for m, i in zip(messages, ids, strict=True) if i is None and m["role"] not in _SESSION_MADE
+    ]
     compacted = False
     tokens = session.context.tokens.plus(unrecorded)
     if should_compact(tokens, model.get("contextWindow"), compaction):

@@ -1,0 +1,111 @@
+"""``close()`` and ``abort()`` during a manual ``compact()``: the summary's request is aborted and
+the call returns in bounded time, leaving the session as it was (no compaction entry stored).
+
+A summary takes as long as a reply; before, ``close()`` waited for all of it, and on a stalled
+server for ever (pi does too). The model here is a real provider against a server that sends
+the start of a reply and then nothing; and a stream function deaf to the abort, which
+``close()`` gives up on after ``ABORT_GRACE``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import tether.agent.abort_grace as grace_module
+from session_helpers import MODEL, assistant, text, user
+from tether.agent import Agent
+from tether.session import SessionManager
+from tether.session.agent_session import AgentSession
+from tether.session.budget import CompactionSettings
+from tether.session.compaction import CompactionError
+from tether.session.settings import Settings
+from tether.testing.loopback import LoopbackServer, Reply, loopback_model
+
+WORDS = "lorem ipsum dolor sit amet " * 40
+
+
+def _stalling_reply() -> Reply:
+    body = f"data: {json.dumps({'id': 'r', 'choices': [{'index': 0, 'delta': {'content': 'The'}}]})}\n\n"
+    return Reply(body=(body * 2).encode(), stall_after=len(body))  # the rest never comes
+
+
+def _core(manager: SessionManager, model: Any, stream_fn: Any = None) -> AgentSession:
+    session = manager.create("/p", model=MODEL)
+    for i in range(6):
+        session.append_message(user(f"question {i}: {WORDS}"))
+        session.append_message(assistant(text(f"answer {i}: {WORDS}")))
+    settings = Settings(compaction=CompactionSettings(keep_recent_tokens=300))  # something to summarise
+    return AgentSession(Agent(model=model, stream_fn=stream_fn), session, sessions=manager, settings=settings)
+
+
+async def _compacting(
+    core: AgentSession, asked: Callable[[], bool]
+) -> tuple[asyncio.Future[Any], list[dict[str, Any]]]:
+    """A ``compact()`` whose summary request is out (``asked``) and unanswered."""
+    events: list[dict[str, Any]] = []
+    core.subscribe(lambda event: events.append(dict(event)))
+    work = asyncio.ensure_future(core.compact())
+    async with asyncio.timeout(30):
+        while not asked():
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert core.is_compacting and not work.done()
+    return work, events
+
+
+@pytest.mark.parametrize("stop", ["close", "abort"])
+async def test_close_or_abort_ends_a_compaction_stalled_at_the_server(
+    manager: SessionManager, stop: str
+) -> None:
+    async with LoopbackServer([_stalling_reply()]) as server:
+        core = _core(manager, loopback_model(server.url))
+        session_id = core.session_id
+        before = [e["id"] for e in core.session.path()]  # type: ignore[union-attr]
+        work, events = await _compacting(core, lambda: bool(server.requests))
+        async with asyncio.timeout(10):
+            if stop == "close":
+                await core.close()
+            else:
+                core.abort()
+            with pytest.raises(CompactionError, match="summarising failed"):
+                await work
+        if stop == "abort":
+            await core.close()
+    assert (
+        events[-1]["type"] == "compaction_end" and events[-1]["aborted"] and events[-1].get("result") is None
+    )
+    reopened = manager.open(session_id)
+    try:
+        assert [e["id"] for e in reopened.path()] == before  # nothing half-stored
+    finally:
+        reopened.close()
+
+
+async def test_close_gives_up_on_a_summary_deaf_to_the_abort(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.05)
+    never = asyncio.Event()
+
+    class Deaf:
+        called = False
+
+        def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
+            self.called = True
+            return self
+
+        async def result(self) -> Any:
+            await never.wait()
+
+    deaf = Deaf()
+    core = _core(manager, MODEL, deaf)
+    work, events = await _compacting(core, lambda: deaf.called)
+    async with asyncio.timeout(10):
+        await core.close()
+        with pytest.raises(CompactionError, match="aborted"):
+            await work
+    assert events[-1]["type"] == "compaction_end" and events[-1]["aborted"]
