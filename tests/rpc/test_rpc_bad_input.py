@@ -36,7 +36,8 @@ class LineServer:
             stderr=subprocess.DEVNULL,
         )
         self.frames: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, daemon=True)
+        self._pumping.start()
         assert self.next_frame()["type"] == "ready"
 
     def _pump(self) -> None:
@@ -69,9 +70,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineServer]:
     env.script([])
     running = LineServer(env)
     yield running
-    assert running.process.stdin is not None
+    assert running.process.stdin is not None and running.process.stdout is not None
     running.process.stdin.close()
     assert running.process.wait(timeout=20) == 0
+    running._pumping.join(timeout=20)  # at the end of the output, once the server has exited
+    running.process.stdout.close()
 
 
 NEVER_SENT = {"shutdown", "get_available_models", "cycle_model", "export", "export_html"}

@@ -104,6 +104,8 @@ def test_sigterm_ends_a_server_whose_client_stopped_reading(rpc: RpcEnv) -> None
     finally:
         server.kill()
         server.wait()
+        server.stdin.close()
+        server.stdout.close()
 
 
 def _unread(fd: int) -> int:
@@ -151,7 +153,8 @@ def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
         [sys.executable, "-c", program], stdout=subprocess.PIPE, env=rpc.env(), text=True
     )
     assert parent.stdout is not None
-    child = int(parent.stdout.readline())
+    with parent.stdout:
+        child = int(parent.stdout.readline())
     assert _alive(child)
     parent.kill()
     parent.wait()

@@ -98,6 +98,18 @@ def test_pi_continues_an_exported_session(
     assert continued["messages"][-2]["content"] == "and one more thing"
 
 
+def test_reading_a_session_with_pi_leaves_no_temporary_folder(
+    pi_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi opens a copy of the file in a temporary folder (opening an old format rewrites it): one
+    ``pi-session-*`` folder a run was left in /tmp (225 had piled up)."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))  # Node's os.tmpdir()
+    pi_context(pi_files["linear-v1"], "and one more thing")
+    assert list(temporary.iterdir()) == []
+
+
 def test_tether_session_to_pi_and_back(sessions: SessionManager, tmp_path: Path) -> None:
     """What only tether has (service tier, system prompt, a file mention) survives pi's format,
     and a leaf that is not the last entry is where pi opens the file."""

@@ -12,13 +12,14 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from psycopg_pool import PoolClosed
 
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
-from tether.store import PostgresStore, SessionError, SessionLockedError
+from tether.store import PostgresStore, SessionError, SessionLockedError, postgres_store
 from tether.store.database import open_store
 from tether.store.follow import follow
 from tether.store.postgres_errors import unreachable
@@ -146,3 +147,47 @@ def test_a_closed_store_is_not_an_outage() -> None:
     ``OUTAGE_SECONDS`` (60 s) before saying it was closed (``test_a_closed_store_says_so`` took
     two minutes)."""
     assert not unreachable(PoolClosed("the pool 'tether-sessions' is already closed"))
+
+
+@pytest.mark.parametrize("step", ["lock connection settings", "migration"])
+def test_a_patient_open_rides_out_a_server_gone_in_the_middle_of_opening(
+    server: PostgresServer, step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker opening its store as the server crashes: the crash can come after the connection
+    was made, before the lock connection's settings or the migration ran. Only the connecting
+    waited out an outage; the opening failed with "cannot open the session database" (the
+    flaky ``test_workers_ride_out_a_blip_and_an_outage``)."""
+    crashed: list[threading.Thread] = []
+
+    def crash_once() -> None:
+        if not crashed:
+            crashed.append(_outage(server, DOWN_SECONDS))
+
+    if step == "migration":
+        real_migrate = postgres_store.migrate
+
+        def migrate(db: Any, schema: str) -> None:
+            crash_once()
+            real_migrate(db, schema)
+
+        monkeypatch.setattr(postgres_store, "migrate", migrate)
+    else:
+        real_connect = PostgresStore.connect
+
+        def connect(self: PostgresStore) -> Any:
+            db = real_connect(self)
+            crash_once()
+            return db
+
+        monkeypatch.setattr(PostgresStore, "connect", connect)
+
+    try:
+        store = PostgresStore(server.url(), patient=True, outage_seconds=30)  # bounded: 30 s at most
+    finally:
+        for restart in crashed:
+            restart.join()
+    try:
+        assert crashed, "the hook did not run"
+        assert store.list_sessions() == []
+    finally:
+        store.close()

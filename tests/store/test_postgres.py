@@ -6,6 +6,7 @@ thread committing a run's appends, many sessions' at once, while the event loop 
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
 import os
 import socket
@@ -246,6 +247,31 @@ def test_connection_errors_are_one_line_without_the_password(postgres: PostgresS
     )
     assert 'database "no_such_db" does not exist' in message
     assert "s3cret" not in message and "\n" not in message
+
+
+def test_a_read_only_database_is_said_at_once_in_one_line(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hot standby, or ``default_transaction_read_only``, refuses every write (SQLSTATE 25006):
+    that is said at once, naming the cause (the server's words name only the statement), not
+    waited out as an outage."""
+    read_only = postgres_url + "%20-cdefault_transaction_read_only%3Don"
+    with caplog.at_level(logging.WARNING, logger="tether.store"):
+        with pytest.raises(SessionError) as opening:
+            PostgresStore(read_only)  # a new schema: the migration cannot create its tables
+        with SessionManager.at(postgres_url) as writable:
+            session_id = writable.create("/p").id
+        with SessionManager.at(read_only) as m:
+            with pytest.raises(SessionError) as creating:
+                m.create("/q")
+            with pytest.raises(SessionError) as taking:
+                m.open(session_id)  # taking the writer lease records the writer on the row
+            assert m.open(session_id, readonly=True).id == session_id
+    for caught in (opening, creating, taking):
+        said = str(caught.value)
+        assert "the database is read-only" in said and "in a read-only transaction" in said, said
+        assert "\n" not in said, said
+    assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
 
 
 # -- the writer thread -----------------------------------------------------------------------------

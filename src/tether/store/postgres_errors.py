@@ -83,7 +83,18 @@ def absent(err: BaseException) -> bool:
     return isinstance(err, SessionError) and unreachable(err)
 
 
+READ_ONLY = "25006"
+"""SQLSTATE read_only_sql_transaction: a write on a hot standby (a failover's old primary come
+back as one, a connection string pointing at a replica) or under ``default_transaction_read_only``.
+Not an outage: waiting would not make the database writable, so it is said at once."""
+
+
 def message(err: psycopg.Error) -> str:
-    """The server's or libpq's message on one line, without psycopg's multi-line decoration."""
+    """The server's or libpq's message on one line, without psycopg's multi-line decoration; for a
+    write refused because the database is read-only, first what that means (the server's own
+    words name only the statement)."""
     text = str(err).strip() or type(err).__name__
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+    text = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    if err.sqlstate == READ_ONLY:
+        return f"the database is read-only (a standby, or default_transaction_read_only is on): {text}"
+    return text

@@ -216,17 +216,16 @@ class PostgresStore:
         self._write_cursor: Cursor | None = None
         """The write connection's cursor (see the module docstring); under ``_write_mutex``."""
         self._write_mutex = threading.Lock()
-        # The first connection reports a bad URL or password as it is (an unreachable server too,
-        # unless ``patient``: see ``open_store``), migrates, then holds locks.
-        self._lock_db = self._patience.run(self._connect_locks, absent) if patient else self._connect_locks()
+        # The opening reports a bad URL or password as it is (an unreachable server too, unless
+        # ``patient``: see ``open_store``); a patient one waits out a server that goes away at any
+        # step of it (a crash between connecting and migrating), not only while connecting.
         try:
-            row = self._lock_db.execute("SELECT current_schema()").fetchone()
-            if row is None or row[0] is None:
-                raise SessionError(
-                    f"session database {self.where}: no schema to create tables in (search_path)"
-                )
-            self.schema: str = row[0]
-            migrate(self._lock_db, self.schema)
+            self._lock_db, self.schema = (
+                self._patience.run(self._open, unreachable) if patient else self._open()
+            )
+        except psycopg.Error as err:
+            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
+        try:
             self._pool: ConnectionPool[Connection] = ConnectionPool(
                 url,
                 min_size=min_connections,
@@ -493,16 +492,33 @@ class PostgresStore:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
         return self._patience.run(self.connect, absent)
 
+    def _open(self) -> tuple[Connection, str]:
+        """One attempt at opening: the lock connection, its schema, migrated. A psycopg error is
+        left as it is, for the caller's patience to tell an outage from a mistake."""
+        db = self._connect_locks()
+        try:
+            row = db.execute("SELECT current_schema()").fetchone()
+            if row is None or row[0] is None:
+                raise SessionError(
+                    f"session database {self.where}: no schema to create tables in (search_path)"
+                )
+            migrate(db, row[0])
+        except BaseException:
+            db.close()
+            raise
+        return db, row[0]
+
     def _connect_locks(self) -> Connection:
+        """A new lock connection; a psycopg error is left as it is (see ``_open``)."""
         db = self.connect()
         try:
             db.execute(LOCK_CONNECTION_SETTINGS)
             row = db.execute(
                 "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
             ).fetchone()
-        except psycopg.Error as err:
+        except BaseException:
             db.close()
-            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
+            raise
         assert row is not None
         self._lock_backend = (row[0], row[1])
         return db
@@ -511,7 +527,10 @@ class PostgresStore:
         """A new lock connection (the old one is dead), then every held lease taken back on it
         (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
         self._lock_db.close()
-        self._lock_db = self._patience.run(self._connect_locks, absent)
+        try:
+            self._lock_db = self._patience.run(self._connect_locks, unreachable)
+        except psycopg.Error as err:
+            raise SessionError(f"session database {self.where}: {message(err)}") from None
         for lease in list(self._held.values()):
             with contextlib.suppress(psycopg.Error):
                 self._relock(lease)

@@ -9,6 +9,13 @@ the folder is made outside pytest's private temporary tree, which that user coul
 Nothing here touches a system cluster: the server has its own data folder, port and no Unix
 socket.
 
+Nothing outlives its owner: the server runs in a session of its own (a Ctrl-C of the tests reaches
+it only through the orderly stop), so a test run killed outright (``kill -9``, an OOM kill) would
+leave it running for good, its folder with it. A watchdog process (``_Watchdog``) holds the read end
+of a pipe whose write end only the owner has; the kernel closes that end however the owner ends,
+and at its end of file the watchdog stops the server (``pg_ctl stop -m immediate``) and deletes the
+folder. ``PR_SET_PDEATHSIG`` would not do: it fires when the *thread* that started the server ends.
+
     with postgres_server() as server:
         url = server.url()            # postgresql://tether@127.0.0.1:<port>/postgres
         server.crash()                # pg_ctl stop -m immediate: every client connection cut
@@ -23,6 +30,7 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Generator, Mapping
@@ -130,9 +138,11 @@ def postgres_server(
         raise PostgresServerError(f"PostgreSQL not found: {INSTALL_HINT}")
     user = _unprivileged_user()
     folder = Path(tempfile.mkdtemp(prefix="tether-pg-"))
+    watchdog: _Watchdog | None = None
     try:
         if user is not None:
             os.chown(folder, user.pw_uid, user.pw_gid)
+        watchdog = _Watchdog(bin_dir, folder, user)
         _initdb(bin_dir, folder, user)
         server = _start(bin_dir, folder, user, settings, startup_timeout)
         try:
@@ -140,7 +150,68 @@ def postgres_server(
         finally:
             _stop(server.process)
     finally:
+        if watchdog is not None:
+            watchdog.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_WATCHDOG_SCRIPT = """
+import os, shutil, subprocess, sys
+pg_ctl, data, folder = sys.argv[1:]
+while os.read(0, 512):  # the owner writes nothing: this returns b"" once it has exited
+    pass
+subprocess.run([pg_ctl, "stop", "-D", data, "-m", "immediate", "-w"], stdin=subprocess.DEVNULL,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+class _Watchdog:
+    """Stops the cluster in ``folder`` and deletes the folder once this process has ended, however
+    it ended (see the module docstring); ``close`` when the server was stopped in order.
+
+    It runs as the server's user (``pg_ctl`` must be), in a session of its own (a Ctrl-C of the
+    tests is not its business), on ``python -I -S`` (nothing of the tests' environment to import).
+    Its pipe's write end is not inheritable: a process this one starts cannot keep it open."""
+
+    def __init__(self, bin_dir: Path, folder: Path, user: pwd.struct_passwd | None) -> None:
+        read_end, self._write_end = os.pipe()
+        run_as = _RunAs.of(user)
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _WATCHDOG_SCRIPT,
+                    str(bin_dir / "pg_ctl"),
+                    str(folder / "data"),
+                    str(folder),
+                ],
+                cwd="/",
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                user=run_as.user,
+                group=run_as.group,
+                extra_groups=run_as.extra_groups,
+            )
+        except BaseException:
+            os.close(self._write_end)
+            raise
+        finally:
+            os.close(read_end)
+
+    def close(self) -> None:
+        """The server is stopped: let the watchdog go (it finds no server and deletes the folder)."""
+        os.close(self._write_end)
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
 def _unprivileged_user() -> pwd.struct_passwd | None:

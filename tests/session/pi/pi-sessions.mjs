@@ -9,8 +9,9 @@
 //   node pi-sessions.mjs context <pi-coding-agent package dir> <file> [--continue TEXT]
 //       Opens the file with pi's SessionManager (on a copy: opening an old format rewrites it)
 //       and prints buildSessionContext() as JSON; with --continue, first appends a user message
-//       and an assistant reply, as continuing the session would, and reopens the file.
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+//       and an assistant reply, as continuing the session would, and reopens the file. The copy's
+//       temporary folder is deleted before it exits.
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -166,17 +167,22 @@ if (command === "write") {
 	copyFileSync(linear, named[1]);
 	console.log(JSON.stringify([...named, ...older(named[1], target)]));
 } else if (command === "context") {
-	const copy = path.join(mkdtempSync(path.join(tmpdir(), "pi-session-")), path.basename(target));
-	copyFileSync(target, copy);
-	let s = SessionManager.open(copy);
-	const at = rest.indexOf("--continue");
-	if (at >= 0) {
-		s.appendMessage(user(rest[at + 1]));
-		s.appendMessage(assistant("continued"));
-		s = SessionManager.open(copy);
+	const dir = mkdtempSync(path.join(tmpdir(), "pi-session-"));
+	try {
+		const copy = path.join(dir, path.basename(target));
+		copyFileSync(target, copy);
+		let s = SessionManager.open(copy);
+		const at = rest.indexOf("--continue");
+		if (at >= 0) {
+			s.appendMessage(user(rest[at + 1]));
+			s.appendMessage(assistant("continued"));
+			s = SessionManager.open(copy);
+		}
+		const context = s.buildSessionContext();
+		console.log(JSON.stringify({ ...context, leafId: s.getLeafId(), name: s.getSessionName?.() ?? null }));
+	} finally {
+		rmSync(dir, { recursive: true, force: true }); // one a run piled up in /tmp otherwise
 	}
-	const context = s.buildSessionContext();
-	console.log(JSON.stringify({ ...context, leafId: s.getLeafId(), name: s.getSessionName?.() ?? null }));
 } else {
 	console.error(`unknown command ${command}`);
 	process.exit(2);
