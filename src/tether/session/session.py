@@ -91,8 +91,6 @@ class Session:
         """The entries appended while unstored, written with the first message."""
         self._dropped = False
         """Closed while unstored: nothing was written, nothing will be."""
-        self._row: SessionRecord | None = None
-        """The row ``_store_now`` created, when taking the lease then failed."""
         self._created_title = record.title
         """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
@@ -486,24 +484,18 @@ class Session:
             raise ReadOnlySessionError(self.id)
 
     def _store_now(self) -> None:
-        """Create the session in the store and take its writer lease: the first message came."""
-        record = self._record
-        if self._row is None:
-            # The row as the store has it (no entries, no counters): the append of the held
-            # entries and the message brings it to what this handle has.
-            self._row = self._store.create_session(
-                record.id,
-                record.cwd,
-                record.created,
-                parent_session_id=record.parent_session_id,
-                parent_entry_id=record.parent_entry_id,
-                title=self._created_title,
-                version=record.version,
-            )
-        # A failure here (the lock file on a full disk) leaves the row, empty: the next append
-        # only tries the lease again.
-        self._lease = self._store.acquire_writer(record.id)
-        self._record, self._unstored = self._row, False
+        """Start the session in the store and take its writer lease: the first message came.
+        The row goes with the append of the held entries and the message (``acquire_new_writer``),
+        which brings it to what this handle has. A failure here (the lock file on a full disk)
+        stores nothing: the next append tries again."""
+        r = self._record
+        # The row as the store creates it: no entries, no counters.
+        row = SessionRecord(
+            r.id, r.cwd, self._created_title, r.created, r.created, None, r.version,
+            r.parent_session_id, r.parent_entry_id, None, 0, 0, 0.0, 0, 0, 0, 0,
+        )  # fmt: skip
+        self._lease = self._store.acquire_new_writer(row)
+        self._record, self._unstored = row, False
 
     def _append(self, partials: list[dict[str, Any]], *, parent: str | _AtLeaf | None = AT_LEAF) -> list[str]:
         """Give entries ids, parents and timestamps, write them in one transaction, update state.
