@@ -501,22 +501,28 @@ class Session:
         """Give entries ids, parents and timestamps, write them in one transaction, update state.
 
         Entries chain from ``parent`` (default: the current leaf); the last becomes the leaf.
+        Every message a run records comes this way, so the usual case (ids from the clock, none
+        of them held yet) skips what only a durable replay needs (``_replayed``, a tree lookup).
         """
         self._writable()
-        moved = not isinstance(parent, _AtLeaf)
+        moved = parent is not AT_LEAF
         if isinstance(parent, _AtLeaf):
             parent = self.leaf_id
         timestamp = now_ms()
+        next_id = self._next_id
         entries: list[EntryDict] = []
         for partial in partials:
-            entry_id = self._next_id() if self._next_id is not None else new_id(self._newest_id)
-            self._newest_id = max(entry_id, self._newest_id or entry_id)
+            if next_id is None:
+                entry_id = self._newest_id = new_id(self._newest_id)  # above its floor: the newest
+            else:
+                entry_id = next_id()
+                self._newest_id = max(entry_id, self._newest_id or entry_id)
             entries.append(
                 {"type": partial["type"], "id": entry_id, "parentId": parent, "timestamp": timestamp}
                 | partial
             )
             parent = entry_id
-        fresh = [e for e in entries if not self._replayed(e)]
+        fresh = entries if next_id is None else [e for e in entries if not self._replayed(e)]
         if self._unstored and not any(e["type"] == "message" for e in fresh):
             self._held.extend(fresh)  # no message yet: nothing is stored (module docstring)
             self._record = advanced_record(self._record, fresh, cast(str, parent), timestamp)
@@ -525,8 +531,15 @@ class Session:
                 self._store_now()
                 fresh, self._held = [*self._held, *fresh], []
             self._write(fresh, cast(str, parent), timestamp)
-        nodes: list[Node] = [self._tree.get(e["id"]) or self._tree.add(e) for e in entries]
-        if moved or any(n.type == "compaction" for n in nodes):
+        tree = self._tree
+        if next_id is None:
+            nodes = [tree.add(e) for e in entries]
+        else:
+            nodes = [tree.get(e["id"]) or tree.add(e) for e in entries]
+        rebuild = moved
+        for node in nodes:
+            rebuild = rebuild or node.type == "compaction"
+        if rebuild:
             self._context = build_context(self._tree.path(self.leaf_id))
         else:
             for node in nodes:
