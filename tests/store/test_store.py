@@ -166,7 +166,7 @@ def test_a_started_session_is_stored_by_its_first_append_under_a_lease_no_one_el
         store.append_later(lease, [e], e["id"], e["timestamp"])
         for lease, e in zip(leases[1:], later, strict=True)
     ]
-    pending[-1].committed.result()
+    assert pending[-1].committed.wait()
     assert [p.failure for p in pending] == [None, None]
     for row, entry in zip(rows, [first, *later], strict=True):
         stored = store.get_session(row.id)

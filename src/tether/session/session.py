@@ -20,7 +20,6 @@ that moves the leaf or closes the session waits for them first.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -441,24 +440,20 @@ class Session:
         appends are committed before they return again. Raises the first append's failure."""
         self._deferring = False
         if self._pending:
-            last = self._pending[-1].committed  # the last one done means all are: one queue
-            if not last.done():
-                # Shielded: a waiter cancelled here must not cancel the commit its batch shares
-                # with other sessions' appends (``wrap_future`` would pass the cancellation on).
-                await asyncio.shield(asyncio.wrap_future(last))
+            await self._pending[-1].committed.settled()  # the last one done means all are: one queue
             self._raise_failed_write()
 
     async def written(self) -> None:
         """Wait until the appends made so far are committed, deferring as before: for a caller
         that hands the session's id to another process (which will look for it in the store)."""
-        if self._pending and not (last := self._pending[-1].committed).done():
-            await asyncio.shield(asyncio.wrap_future(last))
+        if self._pending:
+            await self._pending[-1].committed.settled()
 
     def flush_writes(self) -> None:
         """``settle_writes`` for a caller that may block: wait for the deferred appends."""
         self._deferring = False
         if self._pending:
-            self._pending[-1].committed.result()
+            self._pending[-1].committed.wait()
             self._raise_failed_write()
 
     def close(self) -> None:
