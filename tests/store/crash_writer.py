@@ -4,10 +4,11 @@ Each committed append is reported on a pipe as one small message (``E<session id
 one ``write`` below ``PIPE_BUF``, so it is either wholly there or absent); a created session as
 ``S<session id>``. Anything reported was committed before the report was written.
 
-A new session is created either at once or deferred (stored with its first append, as every
-front end creates one), and reported once it is stored; appends are committed either before
-they return or by the store's writer thread (``defer_writes``, then ``flush_writes`` waits), so
-kills land in every path a session is written by.
+A new session is created either at once or deferred (stored with its first append, whose
+transaction inserts its row: ``SessionStore.acquire_new_writer``, as every front end creates
+one), and reported once it is stored; appends are committed either before they return or by the
+store's writer thread (``defer_writes``, then ``flush_writes`` waits), so kills land in every
+path a session is written by.
 """
 
 from __future__ import annotations

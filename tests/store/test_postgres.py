@@ -306,7 +306,7 @@ def test_a_deferred_append_waits_for_the_server_on_the_writer_thread_not_the_cal
         caller.join()
         assert returned_at_once, "append_later waited for the server"
         assert not committed_meanwhile
-        queued[0].committed.result(timeout=10)
+        assert queued[0].committed.wait(10)
         assert queued[0].failure is None
         assert [e.id for e in store.entries("S")] == ["E1"]
         assert store.get_session("S").leaf_id == "E1"
@@ -339,7 +339,7 @@ def test_a_batch_with_a_session_taken_over_writes_nothing_and_then_fails_only_th
             for i, lease in enumerate(leases)
         ]
         for pending in queued:
-            pending.committed.result(timeout=10)
+            assert pending.committed.wait(10)
         assert queued[0].failure is None and queued[2].failure is None
         assert isinstance(queued[1].failure, SessionError)
         assert "taken over by pid 7" in str(queued[1].failure)

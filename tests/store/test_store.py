@@ -11,21 +11,27 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from session_helpers import assistant, open_when_free, text, user
 from tether.session import ReadOnlySessionError, SessionManager
+from tether.session.session import now_ms
 from tether.store import (
     SchemaVersionError,
     SessionError,
+    SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
+    SessionRecord,
     SQLiteStore,
     default_db_path,
 )
 from tether.store.database import is_postgres_url, open_store, sqlite_path
+from tether.store.entries import ENTRY_FORMAT, EntryDict
+from tether.store.ids import new_id
 from tether.store.paths import redact
 from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 
@@ -116,6 +122,83 @@ def test_second_writer_in_another_process_gets_a_clear_error_until_the_first_die
     # lock as soon as the server sees the connection closed (a moment later).
     with open_when_free(manager, s.id) as s2:
         s2.append_message(user("mine now"))
+
+
+def _new_row(cwd: str) -> SessionRecord:
+    """A new session's row as ``create_session`` makes it."""
+    now = now_ms()
+    return SessionRecord(
+        new_id(), cwd, None, now, now, None, ENTRY_FORMAT, None, None, None, 0, 0, 0.0, 0, 0, 0, 0
+    )
+
+
+def _message_entry(content: str) -> EntryDict:
+    return {
+        "type": "message",
+        "id": new_id(),
+        "parentId": None,
+        "timestamp": now_ms(),
+        "message": user(content),
+    }
+
+
+def test_a_started_session_is_stored_by_its_first_append_under_a_lease_no_one_else_gets(
+    manager: SessionManager,
+) -> None:
+    """``acquire_new_writer`` (a deferred session's first message): the row goes with the first
+    append, also when the writer thread commits several started sessions in one batch, and
+    the lease holds from the start."""
+    store = manager.store
+    rows = [_new_row(f"/p{i}") for i in range(3)]
+    leases = [store.acquire_new_writer(row) for row in rows]
+    with pytest.raises(SessionError):  # not there yet (SQLite), or locked (PostgreSQL)
+        manager.open(rows[0].id)
+    first = _message_entry("the first message")
+    record = store.append(leases[0], [first], first["id"], first["timestamp"])
+    assert (record.id, record.cwd, record.created, record.entry_count) == (
+        rows[0].id,
+        "/p0",
+        rows[0].created,
+        1,
+    )
+    later = [_message_entry(f"queued {i}") for i in (1, 2)]
+    pending = [
+        store.append_later(lease, [e], e["id"], e["timestamp"])
+        for lease, e in zip(leases[1:], later, strict=True)
+    ]
+    assert pending[-1].committed.wait()
+    assert [p.failure for p in pending] == [None, None]
+    for row, entry in zip(rows, [first, *later], strict=True):
+        stored = store.get_session(row.id)
+        assert (stored.cwd, stored.leaf_id, stored.entry_count, stored.message_count) == (
+            row.cwd,
+            entry["id"],
+            1,
+            1,
+        )
+        with pytest.raises(SessionLockedError):
+            manager.open(row.id)
+    for lease in leases:
+        lease.release()
+    with manager.open(rows[1].id) as again:
+        assert [m.get("content") for m in again.messages] == ["queued 1"]
+
+
+def test_a_started_session_whose_id_is_taken_stores_nothing(db_path: Path) -> None:
+    """On SQLite the row of a started session is inserted by its first append: an id that is
+    taken fails that append (``SessionExistsError``) and leaves the session holding it as it was."""
+    with SessionManager.at(db_path) as manager:
+        held = manager.create("/mine")
+        held.append_message(user("kept"))
+        held.close()
+        clash = _new_row("/theirs")
+        lease = manager.store.acquire_new_writer(replace(clash, id=held.id))
+        entry = _message_entry("lost")
+        with pytest.raises(SessionExistsError):
+            manager.store.append(lease, [entry], entry["id"], entry["timestamp"])
+        lease.release()
+        with manager.open(held.id, readonly=True) as again:
+            assert again.record.cwd == "/mine" and [m.get("content") for m in again.messages] == ["kept"]
 
 
 def test_unknown_session_is_a_clear_error(manager: SessionManager) -> None:

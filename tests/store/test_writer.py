@@ -9,7 +9,6 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,8 +167,8 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
         writer.submit(bad, entry("b2"), "b2", 0),
     ]
     gate.set()
-    first.committed.result(5)
-    futures[-1].committed.result(5)
+    assert first.committed.wait(5)
+    assert futures[-1].committed.wait(5)
     assert [f.failure is None for f in futures] == [True, False, True, False]
     assert str(futures[1].failure) == "bad session"
     assert futures[3].failure is futures[1].failure, "b2 inherits b1's failure, untried"
@@ -177,9 +176,9 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
     assert committed == ["g0", "g1", "g2"]
 
 
-def test_the_appends_of_a_batch_share_one_plain_future() -> None:
-    """Thousands of appends wait at once with 1,000 sessions: one future per batch, not per
-    append, and a plain one (``Future[None]()`` would keep a ``GenericAlias`` on it)."""
+def test_the_appends_of_a_batch_share_one_commit() -> None:
+    """Thousands of appends wait at once with 1,000 sessions: one ``Commit`` per batch, not a
+    future per append."""
     held, gate = threading.Event(), threading.Event()
 
     def commit_batch(batch: Sequence[PendingAppend]) -> None:
@@ -192,10 +191,9 @@ def test_the_appends_of_a_batch_share_one_plain_future() -> None:
     queued = [writer.submit(_Lease(s), [], f"e{i}", 0) for i, s in enumerate("abcab", start=1)]
     assert all(p.committed is queued[0].committed for p in queued)
     assert queued[0].committed is not first.committed
-    assert vars(queued[0].committed).keys() == vars(Future()).keys()
     gate.set()
     for pending in (first, *queued):
-        pending.committed.result(5)
+        assert pending.committed.wait(5)
     assert [p.failure for p in [first, *queued]] == [None] * 6
     writer.close()
 
@@ -238,6 +236,50 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
     with SessionManager.at(tmp_path / "s.db") as fresh:
         assert [m["content"] for m in fresh.open(first.id, readonly=True).messages] == ["held", "a", "after"]
         assert [m["content"] for m in fresh.open(second.id, readonly=True).messages] == ["b"]
+    manager.close()
+
+
+async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_path: Path) -> None:
+    """Every session of a busy service waits for its batch at the end of each pass: the writer
+    wakes the loop once for the batch (one ``call_soon_threadsafe``, one write to its wake-up
+    pipe), not once per session waiting; and every one of them is woken."""
+    held, gate = threading.Event(), threading.Event()
+
+    class HeldStore(SQLiteStore):
+        def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+            held.set()
+            gate.wait(5)  # the thread is busy: what is appended now waits in the queue
+            super()._append_batch(batch)
+
+    manager = SessionManager(HeldStore(tmp_path / "s.db"))
+    sessions = [manager.create(f"/{i}") for i in range(5)]
+    message: Any = lambda text: {"role": "user", "content": text, "timestamp": 1}  # noqa: E731
+    for session in sessions:
+        session.defer_writes()
+    sessions[0].append_message(message("held"))
+    assert await asyncio.to_thread(held.wait, 5)
+    for i, session in enumerate(sessions):
+        session.append_message(message(f"m{i}"))  # all queued behind the held batch: one batch
+    loop = asyncio.get_running_loop()
+    wakes: list[object] = []
+    threadsafe = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
+        if threading.current_thread() is not threading.main_thread():
+            wakes.append(callback)
+        return threadsafe(callback, *args, context=context)
+
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    try:
+        waiting = [asyncio.ensure_future(session.settle_writes()) for session in sessions]
+        await asyncio.sleep(0.01)
+        gate.set()
+        await asyncio.wait_for(asyncio.gather(*waiting), 5)
+    finally:
+        del loop.call_soon_threadsafe
+    assert len(wakes) == 1, f"the loop was woken {len(wakes)} times for one batch"
+    for session in sessions:
+        session.close()
     manager.close()
 
 
@@ -350,7 +392,7 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     assert held.wait(5)
     second = writer.submit(alone, [], "e1", 0)
     gate.set()
-    second.committed.result(5)
+    assert second.committed.wait(5)
     assert waits == []  # one session: no window, before or after its batches
     gate.clear()
     held.clear()
@@ -359,8 +401,8 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     writer.submit(alone, [], "e3", 0)  # queued behind the held batch, with another session's
     last = writer.submit(other, [], "e4", 0)
     gate.set()
-    last.committed.result(5)
-    writer.submit(other, [], "e5", 0).committed.result(5)  # after a shared batch: the window
+    assert last.committed.wait(5)
+    assert writer.submit(other, [], "e5", 0).committed.wait(5)  # after a shared batch: the window
     assert waits == [writer_module.BATCH_WINDOW]
     writer.close()
 

@@ -20,7 +20,6 @@ that moves the leaf or closes the session waits for them first.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -91,8 +90,6 @@ class Session:
         """The entries appended while unstored, written with the first message."""
         self._dropped = False
         """Closed while unstored: nothing was written, nothing will be."""
-        self._row: SessionRecord | None = None
-        """The row ``_store_now`` created, when taking the lease then failed."""
         self._created_title = record.title
         """The title the session was created with (held ``session_info`` entries add theirs)."""
         self._newest_id = tree.newest_id()
@@ -443,24 +440,20 @@ class Session:
         appends are committed before they return again. Raises the first append's failure."""
         self._deferring = False
         if self._pending:
-            last = self._pending[-1].committed  # the last one done means all are: one queue
-            if not last.done():
-                # Shielded: a waiter cancelled here must not cancel the commit its batch shares
-                # with other sessions' appends (``wrap_future`` would pass the cancellation on).
-                await asyncio.shield(asyncio.wrap_future(last))
+            await self._pending[-1].committed.settled()  # the last one done means all are: one queue
             self._raise_failed_write()
 
     async def written(self) -> None:
         """Wait until the appends made so far are committed, deferring as before: for a caller
         that hands the session's id to another process (which will look for it in the store)."""
-        if self._pending and not (last := self._pending[-1].committed).done():
-            await asyncio.shield(asyncio.wrap_future(last))
+        if self._pending:
+            await self._pending[-1].committed.settled()
 
     def flush_writes(self) -> None:
         """``settle_writes`` for a caller that may block: wait for the deferred appends."""
         self._deferring = False
         if self._pending:
-            self._pending[-1].committed.result()
+            self._pending[-1].committed.wait()
             self._raise_failed_write()
 
     def close(self) -> None:
@@ -486,45 +479,45 @@ class Session:
             raise ReadOnlySessionError(self.id)
 
     def _store_now(self) -> None:
-        """Create the session in the store and take its writer lease: the first message came."""
-        record = self._record
-        if self._row is None:
-            # The row as the store has it (no entries, no counters): the append of the held
-            # entries and the message brings it to what this handle has.
-            self._row = self._store.create_session(
-                record.id,
-                record.cwd,
-                record.created,
-                parent_session_id=record.parent_session_id,
-                parent_entry_id=record.parent_entry_id,
-                title=self._created_title,
-                version=record.version,
-            )
-        # A failure here (the lock file on a full disk) leaves the row, empty: the next append
-        # only tries the lease again.
-        self._lease = self._store.acquire_writer(record.id)
-        self._record, self._unstored = self._row, False
+        """Start the session in the store and take its writer lease: the first message came.
+        The row goes with the append of the held entries and the message (``acquire_new_writer``),
+        which brings it to what this handle has. A failure here (the lock file on a full disk)
+        stores nothing: the next append tries again."""
+        r = self._record
+        # The row as the store creates it: no entries, no counters.
+        row = SessionRecord(
+            r.id, r.cwd, self._created_title, r.created, r.created, None, r.version,
+            r.parent_session_id, r.parent_entry_id, None, 0, 0, 0.0, 0, 0, 0, 0,
+        )  # fmt: skip
+        self._lease = self._store.acquire_new_writer(row)
+        self._record, self._unstored = row, False
 
     def _append(self, partials: list[dict[str, Any]], *, parent: str | _AtLeaf | None = AT_LEAF) -> list[str]:
         """Give entries ids, parents and timestamps, write them in one transaction, update state.
 
         Entries chain from ``parent`` (default: the current leaf); the last becomes the leaf.
+        Every message a run records comes this way, so the usual case (ids from the clock, none
+        of them held yet) skips what only a durable replay needs (``_replayed``, a tree lookup).
         """
         self._writable()
-        moved = not isinstance(parent, _AtLeaf)
+        moved = parent is not AT_LEAF
         if isinstance(parent, _AtLeaf):
             parent = self.leaf_id
         timestamp = now_ms()
+        next_id = self._next_id
         entries: list[EntryDict] = []
         for partial in partials:
-            entry_id = self._next_id() if self._next_id is not None else new_id(self._newest_id)
-            self._newest_id = max(entry_id, self._newest_id or entry_id)
+            if next_id is None:
+                entry_id = self._newest_id = new_id(self._newest_id)  # above its floor: the newest
+            else:
+                entry_id = next_id()
+                self._newest_id = max(entry_id, self._newest_id or entry_id)
             entries.append(
                 {"type": partial["type"], "id": entry_id, "parentId": parent, "timestamp": timestamp}
                 | partial
             )
             parent = entry_id
-        fresh = [e for e in entries if not self._replayed(e)]
+        fresh = entries if next_id is None else [e for e in entries if not self._replayed(e)]
         if self._unstored and not any(e["type"] == "message" for e in fresh):
             self._held.extend(fresh)  # no message yet: nothing is stored (module docstring)
             self._record = advanced_record(self._record, fresh, cast(str, parent), timestamp)
@@ -533,8 +526,15 @@ class Session:
                 self._store_now()
                 fresh, self._held = [*self._held, *fresh], []
             self._write(fresh, cast(str, parent), timestamp)
-        nodes: list[Node] = [self._tree.get(e["id"]) or self._tree.add(e) for e in entries]
-        if moved or any(n.type == "compaction" for n in nodes):
+        tree = self._tree
+        if next_id is None:
+            nodes = [tree.add(e) for e in entries]
+        else:
+            nodes = [tree.get(e["id"]) or tree.add(e) for e in entries]
+        rebuild = moved
+        for node in nodes:
+            rebuild = rebuild or node.type == "compaction"
+        if rebuild:
             self._context = build_context(self._tree.path(self.leaf_id))
         else:
             for node in nodes:

@@ -22,13 +22,35 @@ _RANDOM_BITS = 80
 _MAX_TIME = (1 << 48) - 1
 
 
+_PAIRS = tuple(high + low for high in _ALPHABET for low in _ALPHABET)
+"""The two characters of each 10-bit value, for ``encode``."""
+_LOW_60 = (1 << 60) - 1
+
+
 def encode(value: int) -> str:
-    """The 26-character text of a 128-bit id value."""
-    chars = ["0"] * 26
-    for i in range(25, -1, -1):
-        chars[i] = _ALPHABET[value & 31]
-        value >>= 5
-    return "".join(chars)
+    """The 26-character text of a 128-bit id value.
+
+    Ten bits (two characters) a step, from a table, on two halves of at most 68 bits: every
+    entry a session stores takes an id, and the obvious loop (26 shifts of a 128-bit integer)
+    cost ~29k instructions an id, 6% of what storing a message cost (P6); this ~9k."""
+    p, high, low = _PAIRS, value >> 60, value & _LOW_60
+    return "".join(
+        (
+            p[high >> 60],
+            p[(high >> 50) & 1023],
+            p[(high >> 40) & 1023],
+            p[(high >> 30) & 1023],
+            p[(high >> 20) & 1023],
+            p[(high >> 10) & 1023],
+            p[high & 1023],
+            p[low >> 50],
+            p[(low >> 40) & 1023],
+            p[(low >> 30) & 1023],
+            p[(low >> 20) & 1023],
+            p[(low >> 10) & 1023],
+            p[low & 1023],
+        )
+    )
 
 
 def decode(text: str) -> int:

@@ -281,6 +281,29 @@ class PostgresStore:
     def get_session(self, session_id: str) -> SessionRecord:
         return self._run(lambda db: _get(db, session_id))
 
+    def acquire_new_writer(self, record: SessionRecord) -> AdvisoryLease:
+        """The row now, then the lease: a lease is a token in the row (see ``_try_lock``). A start
+        again after a lease that failed finds the row it made itself (same folder, time, parent)."""
+        try:
+            self.create_session(
+                record.id,
+                record.cwd,
+                record.created,
+                parent_session_id=record.parent_session_id,
+                parent_entry_id=record.parent_entry_id,
+                title=record.title,
+                version=record.version,
+            )
+        except SessionExistsError:
+            existing = self.get_session(record.id)
+            if (existing.cwd, existing.created, *_parent(existing)) != (
+                record.cwd,
+                record.created,
+                *_parent(record),
+            ):
+                raise
+        return self.acquire_writer(record.id)
+
     def list_sessions(self, cwd: str | None = None, limit: int | None = None) -> list[SessionRecord]:
         query = f"SELECT {RECORD_COLUMNS} FROM tether_sessions"
         params: list[object] = []

@@ -142,6 +142,13 @@ class SessionStore(Protocol):
         """Become the session's only writer, or raise ``SessionLockedError`` at once."""
         ...
 
+    def acquire_new_writer(self, record: SessionRecord) -> WriterLease:
+        """Become the only writer of a new session, ``record`` (its row as ``create_session``
+        makes it), perhaps before the row is in the store: then the first write under the lease
+        inserts it in its own transaction (``SessionExistsError`` if the id is taken). For a
+        session held in a handle until its first message (``SessionManager.create(deferred=True)``)."""
+        ...
+
     def append(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> SessionRecord:

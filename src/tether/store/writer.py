@@ -6,24 +6,29 @@ and one thread of its own commits whatever has queued up since its last commit i
 transaction (``commit_batch``): entries keep their order (one queue, one committing thread), and
 the cost of a commit is shared by the sessions that wrote meanwhile.
 
-Each append is a ``PendingAppend``; the appends of one batch share one
-``concurrent.futures.Future`` (``committed``), done once their transaction ended. If the batch's
+Each append is a ``PendingAppend``; the appends of one batch share one ``Commit``
+(``committed``), done once their transaction ended. If the batch's
 transaction fails, each of its appends is retried in a transaction of its own (``commit_one``),
 so one bad append (a session deleted meanwhile, a lost lease) fails only itself: its ``failure``
 says why. After a failure, a session's later appends fail without being tried: they would hang
 off an entry that is not there.
 
-One future per batch, not per append: with 1,000 sessions thousands of appends wait at once,
-and a future is a condition, a lock and their bound methods (~10 objects for the garbage
-collector, surviving long enough to reach its oldest generation).
+One ``Commit`` per batch, not a future per append: with 1,000 sessions thousands of appends
+wait at once, and a future is a condition, a lock and their bound methods (~10 objects for the
+garbage collector, surviving long enough to reach its oldest generation). Nor a
+``concurrent.futures.Future`` per batch, awaited through ``asyncio.wrap_future``: each waiting
+session then chained a future of its own to it, and the writer woke the event loop once per
+waiting session (``call_soon_threadsafe``: a callback and a write to the loop's wake-up pipe,
+on the writer's thread), where a ``Commit`` wakes each loop once per batch, for all its waiters.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from tether.store.entries import EntryDict
@@ -43,10 +48,53 @@ more than one): a session writing alone, as a ``tether -p`` run does, has nothin
 commit with, and would wait the window at the end of every run for its last entries."""
 
 
-def _new_commit() -> Future[None]:
-    """A plain ``Future()``: ``Future[None]()`` would also build a ``GenericAlias`` and keep it on
-    the future (``__orig_class__``)."""
-    return Future()
+class Commit:
+    """The end of one batch's transaction, which each of its appends' sessions may wait for:
+    blocking (``wait``) or on an event loop (``settled``); see the module docstring."""
+
+    __slots__ = ("_done", "_lock", "_waiters")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the transaction ended (or ``timeout`` passed: then ``False``)."""
+        return self._done.wait(timeout)
+
+    async def settled(self) -> None:
+        """Wait on the running loop until the transaction ended. A waiter cancelled meanwhile
+        only stops waiting: the batch is other sessions' too."""
+        if self._done.is_set():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._waiters.append(waiter)
+        await waiter
+
+    def finish(self) -> None:
+        """The transaction ended (the writer's thread): wake every waiter, each loop once."""
+        with self._lock:
+            self._done.set()
+            waiters, self._waiters = self._waiters, []
+        loops: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        for waiter in waiters:
+            loops.setdefault(waiter.get_loop(), []).append(waiter)
+        for loop, woken in loops.items():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: no one waits there
+                loop.call_soon_threadsafe(_wake, woken)
+
+
+def _wake(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():  # not cancelled meanwhile
+            waiter.set_result(None)
 
 
 @dataclass(slots=True)
@@ -58,7 +106,7 @@ class PendingAppend:
     entries: Sequence[EntryDict]
     leaf_id: str
     updated: int
-    committed: Future[None] = field(default_factory=_new_commit)
+    committed: Commit = field(default_factory=Commit)
     """Shared by the appends of one batch: done once their transaction ended, however it went."""
     failure: BaseException | None = None
 
@@ -111,8 +159,8 @@ class BatchWriter:
         self._commit_one = commit_one
         self._name = name
         self._queue: list[PendingAppend] = []
-        self._next_commit = _new_commit()
-        """The future of the appends queued now: they go into the next batch together."""
+        self._next_commit = Commit()
+        """The commit of the appends queued now: they go into the next batch together."""
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -156,7 +204,7 @@ class BatchWriter:
                 time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
             with self._wake:
                 batch, self._queue = self._queue, []
-                committed, self._next_commit = self._next_commit, _new_commit()
+                committed, self._next_commit = self._next_commit, Commit()
             shared = any(pending.lease is not batch[0].lease for pending in batch)
             try:
                 self._commit(batch)
@@ -166,7 +214,7 @@ class BatchWriter:
                         pending.failure = exc
                 raise
             finally:
-                committed.set_result(None)
+                committed.finish()
             # Not held while waiting for more: a handle dropped unclosed frees its lease (and lock).
             del batch
 
