@@ -72,6 +72,8 @@ def layer(filename: str, name: str) -> str:
         return "harness"
     if path.endswith(("/agent/tool_execution.py", "/agent/eager.py")) or "/agent/validation/" in path:
         return "tool batch"
+    if path == "<tool arguments check>":  # the validation's code made for a tool's schema
+        return "tool batch"
     if path == "<string>":  # a dataclass's generated __init__, named by its class (``count``)
         if name.startswith(("ToolCallBlock.", "ScriptedResponse.", "TextBlock.")):
             return "harness"  # the script, built before the clock starts

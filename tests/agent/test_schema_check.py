@@ -173,3 +173,22 @@ def test_json_equality_keeps_booleans_apart() -> None:
     assert not json_equal(True, 1)
     assert not json_equal([0], [False])
     assert json_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
+
+
+def test_member_names_are_data_in_the_made_check() -> None:
+    """The check made for a schema of scalar members takes its names as literals: a name with
+    quotes, a backslash or a line break is a name like any other, never code."""
+    name = "a'\"\\\n) or True or ("
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string"}, "b": {"type": "null"}},
+        "required": [name],
+    }
+    check_copy = compile_check_copy(schema, lambda _v: INVALID)
+    assert check_copy is not None
+    arguments = {name: "x", "b": None}
+    copied = check_copy(arguments)
+    assert copied == arguments and copied is not arguments
+    assert check_copy({name: 1, "b": None}) is INVALID
+    assert check_copy({"c": "x", "b": None}) is INVALID  # as many members, but not the required one
+    assert check_copy({name: "x"}) == {name: "x"}  # "b" is optional: walked

@@ -157,25 +157,27 @@ _PENDING: AgentToolResult[Any] = AgentToolResult(content=[])
 class _Call:
     """One tool call of a batch, from its start event to its result message: preparing fills in
     its tool and arguments (or an immediate ``result``), executing and finalizing its ``result``,
-    and ``stage`` says what is left to report. ``update`` is the tool's ``on_update``."""
+    and ``stage`` says what is left to report. ``update`` is the tool's ``on_update``.
 
-    __slots__ = ("args", "batch", "call", "ended", "is_error", "result", "stage", "task", "tool", "updates")
+    What most calls never change (no failure, no update, no task of their own) is a default of
+    the class, not an attribute set per call: a record costs three assignments."""
+
+    args: Any = None
+    result: AgentToolResult[Any] = _PENDING
+    is_error: bool = False
+    stage: int = _RUNNABLE
+    ended: bool = False
+    """The tool returned: updates it sends from now on are dropped."""
+    updates: list[asyncio.Task[None]] | None = None
+    """One task per update sent (most tools send none): each emits its event once the
+    previous one is out, so updates keep their order and the tool never waits for a listener."""
+    task: asyncio.Task[None] | None = None
+    """The task it runs in, when a concurrent batch could not start it in its own."""
 
     def __init__(self, batch: _Batch, call: ToolCall, tool: AgentTool | None) -> None:
         self.batch = batch
         self.call = call
         self.tool = tool
-        self.args: Any = None
-        self.result = _PENDING
-        self.is_error = False
-        self.stage = _RUNNABLE
-        self.ended = False
-        """The tool returned: updates it sends from now on are dropped."""
-        self.updates: list[asyncio.Task[None]] | None = None
-        """One task per update sent (most tools send none): each emits its event once the
-        previous one is out, so updates keep their order and the tool never waits for a listener."""
-        self.task: asyncio.Task[None] | None = None
-        """The task it runs in, when a concurrent batch could not start it in its own."""
 
     def fail(self, text: str) -> None:
         self.result = error_result(text)
@@ -236,17 +238,19 @@ async def execute_tool_calls(
     """Run ``calls`` and report them through ``emit``, writing what went out into ``report`` (new
     for the batch), so a caller whose listener failed mid-batch knows which calls are done.
     With ``trace``, each tool's span is the current one while the tool executes."""
-    tools = {t.name: t for t in context.tools}
+    tools: dict[str, AgentTool] = {}
+    sequential_tool = False
+    for t in context.tools:  # plain loops here and below: a generator costs a frame per batch
+        tools[t.name] = t
+        if t.execution_mode == "sequential":
+            sequential_tool = True
     sequential = config.tool_execution == "sequential"
-    for call in calls:  # plain loops here and below: a generator costs a frame per batch
-        if not sequential and (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
-            sequential = True
+    if sequential_tool and not sequential:  # does this batch call one? (most contexts have none)
+        for call in calls:
+            if (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
+                sequential = True
     run = _Batch(context, assistant, tools, config, signal, emit, report, trace)
-    records = await (run.sequential(calls) if sequential else run.parallel(calls))
-    terminate = bool(records)
-    for record in records:
-        if record.result.terminate is not True:
-            terminate = False
+    terminate = await (run.sequential(calls) if sequential else run.parallel(calls))
     return ToolBatch(messages=list(report.delivered), terminate=terminate)
 
 
@@ -319,8 +323,9 @@ class _Batch:
         self.report.started[call["id"]] = event
         return self.emit(event)
 
-    async def sequential(self, calls: Sequence[ToolCall]) -> list[_Call]:
-        records: list[_Call] = []
+    async def sequential(self, calls: Sequence[ToolCall]) -> bool:
+        """Each call through all its steps before the next; whether every result asks to stop."""
+        terminate = bool(calls)
         for call in calls:
             try:
                 await self._emit_start(call)
@@ -339,18 +344,35 @@ class _Batch:
             await emit_tool_results(
                 (tool_result_message(call, record.result, record.is_error),), self.emit, self.report
             )
-            records.append(record)
-        return records
+            if record.result.terminate is not True:
+                terminate = False
+        return terminate
 
-    async def parallel(self, calls: Sequence[ToolCall]) -> list[_Call]:
+    async def parallel(self, calls: Sequence[ToolCall]) -> bool:
+        """Every call prepared (an immediate result reports its end at once), the prepared ones
+        run concurrently, then the result messages in source order; whether every result asks
+        to stop. Written out in one piece, events and result messages included: a method or a
+        coroutine per step of each call cost more than the steps themselves (P2)."""
+        emit, report = self.emit, self.report
+        started = report.started
+        hooked = self.config.before_tool_call is not None
         records: list[_Call] = []
         runnable = 0
         for call in calls:
+            started[call["id"]] = None
             try:
-                await self._emit_start(call)
+                await emit(
+                    {
+                        "type": "tool_execution_start",
+                        "toolCallId": call["id"],
+                        "toolName": call["name"],
+                        "args": call["arguments"],
+                    }
+                )
             except Exception as exc:
                 raise ListenerError(exc) from exc
-            record = self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            record = await self._prepare(call) if hooked else self._check(call)
+            records.append(record)
             if record.stage == _RUNNABLE:
                 runnable += 1
             else:
@@ -359,7 +381,6 @@ class _Batch:
                     await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
-            records.append(record)
 
         if runnable > 1:
             await self._run_concurrently(records)
@@ -368,10 +389,34 @@ class _Batch:
                 if record.stage == _RUNNABLE:
                     await self._execute(record)
                     await self._report(record)
-        await emit_tool_results(
-            [tool_result_message(r.call, r.result, r.is_error) for r in records], self.emit, self.report
-        )
-        return records
+
+        # The result messages (``emit_tool_results``, written out): each counts as delivered
+        # from its ``message_start`` on. They are made together, so they share a timestamp.
+        delivered = report.delivered
+        timestamp = int(time.time() * 1000)
+        terminate = True
+        try:
+            for record in records:
+                call, result = record.call, record.result
+                message: ToolResultMessage = {
+                    "role": "toolResult",
+                    "toolCallId": call["id"],
+                    "toolName": call["name"],
+                    "content": result.content,
+                    "isError": record.is_error,
+                    "timestamp": timestamp,
+                    "details": result.details,
+                }
+                if result.terminate is not True:
+                    terminate = False
+                delivered.append(message)
+                report.open_result = message
+                await emit({"type": "message_start", "message": message})
+                report.open_result = None
+                await emit({"type": "message_end", "message": message})
+        except Exception as exc:
+            raise ListenerError(exc) from exc
+        return terminate and bool(records)
 
     async def _run_concurrently(self, records: list[_Call]) -> None:
         """Every call starts (runs up to its first suspension, in source order) and the updates
@@ -409,13 +454,23 @@ class _Batch:
                 # Every call ended while starting (instant tools): their ends, in source order.
                 self.starting = None
                 after = self.config.after_tool_call
+                emit, started = self.emit, self.report.started
                 for record in records:
-                    if record.stage == _EXECUTED:  # ``_report``, without a coroutine per call
+                    if record.stage == _EXECUTED:  # ``_report`` and ``_emit_end``, written out
                         record.stage = _REPORTED
                         if after is not None:
                             await self._finalize(record)
+                        call = record.call
+                        end: ToolExecutionEndEvent = {
+                            "type": "tool_execution_end",
+                            "toolCallId": call["id"],
+                            "toolName": call["name"],
+                            "result": record.result,
+                            "isError": record.is_error,
+                        }
+                        started[call["id"]] = end
                         try:
-                            await self._emit_end(record)
+                            await emit(end)
                         except Exception as exc:
                             raise ListenerError(exc) from exc
                 return

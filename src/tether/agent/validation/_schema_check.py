@@ -136,7 +136,38 @@ def _object_check_copy(node: dict[str, Any], invalid: Callable[[Any], Any]) -> C
                 copy[key] = copy_json(item)
         return copy
 
+    if len(scalars) == len(checks) and properties.keys() >= set(wanted):
+        return _compile_scalar_members(scalars, check_copy)
     return check_copy
+
+
+_MISSING = object()
+"""What a member the arguments lack reads as in ``_compile_scalar_members``' code (no type has it)."""
+
+
+def _compile_scalar_members(scalars: dict[str, type], walk: CheckCopy) -> CheckCopy:
+    """``walk`` behind a test of the usual arguments, as Python code made for this schema (once
+    per tool): an object with exactly the schema's members, each a string, boolean or null
+    (``scalars``), is valid and its copy is a shallow one; anything else is walked.
+
+    Every tool call's arguments pass here. The walk costs a loop over the members and a look-up
+    of each one's check (about 50 bytecodes for one string member); the test written out for the
+    members' names and types costs 30 (P2: 50 -> 30 bytecodes a call).
+    A required name is a property (the caller makes sure), so having every property is having
+    every required name, and having exactly as many members has no other member."""
+    namespace: dict[str, Any] = {"walk": walk, "MISSING": _MISSING}
+    tests = ["type(value) is dict", f"len(value) == {len(scalars)}"]
+    for index, (name, kind) in enumerate(scalars.items()):
+        namespace[f"kind{index}"] = kind
+        tests.append(f"isinstance(value.get({name!r}, MISSING), kind{index})")
+    # The names go in as literals (``repr``), the types through the namespace: no text of the
+    # schema is code.
+    source = (
+        f"def check_copy(value):\n    if {' and '.join(tests)}:\n"
+        "        return value.copy()\n    return walk(value)\n"
+    )
+    exec(compile(source, "<tool arguments check>", "exec"), namespace)
+    return namespace["check_copy"]
 
 
 def _is_number(value: object) -> bool:
