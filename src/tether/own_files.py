@@ -66,7 +66,7 @@ def read_own_file(
     _check_real(Path(os.path.realpath(path)), roots, hidden)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        opened = _opened_path(fd)
+        opened = opened_path(fd)
         if opened is not None:
             _check_real(
                 opened, roots, hidden
@@ -105,7 +105,7 @@ def _check_real(real: Path, roots: Sequence[Path] | None, hidden: Sequence[Path]
         raise RefusedFile(f"resolves through a symbolic link to {real}, outside {where}; not read")
 
 
-def _opened_path(fd: int) -> Path | None:
+def opened_path(fd: int) -> Path | None:
     """Where the descriptor really points (Linux); ``None`` where ``/proc`` cannot tell."""
     try:
         target = os.readlink(f"/proc/self/fd/{fd}")

@@ -16,6 +16,8 @@ import os
 import stat
 from pathlib import Path
 
+from tether.own_files import opened_path
+
 _CHANGED = "it changed into a link or moved while it was opened; not followed"
 
 
@@ -25,7 +27,7 @@ def open_resolved(real: Path, flags: int) -> int:
     what was resolved, or is not a regular file."""
     folder = os.open(real.parent, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        where = _opened_path(folder)
+        where = opened_path(folder)
         if where is not None and where != real.parent:
             raise OSError(errno.ELOOP, _CHANGED)
         fd = os.open(real.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666, dir_fd=folder)
@@ -53,12 +55,3 @@ def write_resolved(real: Path, data: bytes) -> None:
     with os.fdopen(open_resolved(real, os.O_WRONLY | os.O_CREAT), "wb") as handle:
         handle.truncate(0)
         handle.write(data)
-
-
-def _opened_path(fd: int) -> Path | None:
-    """Where the descriptor really points (Linux); ``None`` where ``/proc`` cannot tell."""
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-    return Path(target) if target.startswith("/") else None
