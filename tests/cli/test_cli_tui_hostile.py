@@ -326,6 +326,19 @@ def test_a_huge_user_message_is_drawn_as_its_beginning_on_resume_and_in_the_tran
     assert render.user_text(PLAIN, typed).rstrip().splitlines()[-1] == f"line {render.USER_LINES - 1}"
 
 
+def test_what_a_long_user_message_leaves_out_is_counted_right() -> None:
+    # "1 more lines"; and a cut within a line at USER_CHARS left the rest of that line uncounted
+    lines = [f"line {n}" for n in range(render.USER_LINES + 1)]
+    assert render.user_text(PLAIN, "\n".join(lines)).splitlines()[-1] == "[… 1 more line not shown]"
+    cut_within = "x" * (render.USER_CHARS + 10) + "\nsecond\nthird"
+    assert (
+        render.user_text(PLAIN, cut_within).splitlines()[-1]
+        == "[… the rest of this line and 2 more lines not shown]"
+    )
+    one_more = "x" * (render.USER_CHARS + 1)
+    assert render.user_text(PLAIN, one_more).splitlines()[-1] == "[… 1 more character not shown]"
+
+
 def test_a_big_table_standing_alone_is_not_parsed_and_looks_as_it_did(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -109,3 +109,39 @@ async def test_close_gives_up_on_a_summary_deaf_to_the_abort(
         with pytest.raises(CompactionError, match="aborted"):
             await work
     assert events[-1]["type"] == "compaction_end" and events[-1]["aborted"]
+
+
+async def test_close_leaves_behind_a_summary_deaf_to_cancellation_too(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a stream function that swallows the cancellation and goes on waiting: close() waited for it
+    # without a bound after cancelling it, for ever
+    monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.05)
+    released = asyncio.Event()
+
+    class Stubborn:
+        called = False
+
+        def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
+            self.called = True
+            return self
+
+        async def result(self) -> Any:
+            while not released.is_set():
+                try:
+                    await released.wait()
+                except asyncio.CancelledError:
+                    continue
+            raise asyncio.CancelledError  # the cancellation honoured at last
+
+    stubborn = Stubborn()
+    core = _core(manager, MODEL, stubborn)
+    work, _events = await _compacting(core, lambda: stubborn.called)
+    try:
+        async with asyncio.timeout(5):
+            await core.close()
+        assert not work.done()  # left behind, not waited for
+    finally:
+        released.set()  # let it end, so that the test's loop can close
+        with pytest.raises(CompactionError, match="aborted"):
+            await work

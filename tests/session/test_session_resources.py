@@ -455,6 +455,31 @@ async def test_a_repositorys_template_linking_to_the_users_keys_is_refused(
         await core.close()
 
 
+async def test_a_repositorys_skill_later_linking_to_the_users_keys_is_refused(
+    dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # found as a plain file at the start, the skill becomes a link to the serve token's file:
+    # the next /skill:NAME read it again, under the roots only, and sent it to the model
+    config, project = dirs["config"], dirs["project"]
+    monkeypatch.setenv("TETHER_HOME", str(config.parent))
+    scripted(tmp_path, monkeypatch, "unused")
+    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    path = skill(project / ".pi" / "skills", "x", "Does x")
+    core = start_session(
+        SessionOptions(), cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
+    )
+    try:
+        assert core.resources is not None
+        assert [s.name for s in core.resources.skills] == ["x"]
+        path.unlink()
+        path.symlink_to(config / "settings.json")
+        with pytest.raises(ValueError, match="tether's keys") as refused:
+            core.resources.expand("/skill:x")
+        assert "SERVE-TOKEN-SECRET" not in str(refused.value)
+    finally:
+        await core.close()
+
+
 def test_a_repositorys_extension_never_replaces_the_users(dirs: dict[str, Path]) -> None:
     config, project = dirs["config"], dirs["project"]
     trust(config, project)

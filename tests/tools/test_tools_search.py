@@ -251,6 +251,29 @@ async def test_searches_leave_out_what_the_sandbox_hides(tmp_path: Path) -> None
     assert "key:1:PRIVATE key" in text_of(await call(create_grep_tool(off), pattern="PRIVATE"))
 
 
+async def test_searches_walk_a_root_the_user_allowed_inside_a_hidden_folder(tmp_path: Path) -> None:
+    # the sandbox hides ~/.config but the user allowed ~/.config/proj: read reaches it, and
+    # find and grep skipped the whole of ~/.config and never listed it; its siblings stay hidden
+    home = tmp_path / "home"
+    (home / ".config" / "proj" / "src").mkdir(parents=True)
+    (home / ".config" / "proj" / "src" / "a.txt").write_text("needle mine\n")
+    (home / ".config" / "tether").mkdir()
+    (home / ".config" / "tether" / "settings.json").write_text("needle secret\n")
+    (home / ".config" / "loose.txt").write_text("needle secret\n")
+    (home / "notes.txt").write_text("needle notes\n")
+    workspace = Workspace(
+        home, extra_roots=(home / ".config" / "proj",), sandbox=SandboxPolicy(hide=(home / ".config",))
+    )
+    assert text_of(await call(create_find_tool(workspace), pattern="*")).splitlines() == [
+        ".config/proj/src/a.txt",
+        "notes.txt",
+    ]
+    assert text_of(await call(create_grep_tool(workspace), pattern="needle")).splitlines() == [
+        ".config/proj/src/a.txt:1:needle mine",
+        "notes.txt:1:needle notes",
+    ]
+
+
 def test_grep_reads_nothing_that_became_a_link_out_after_the_walk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,26 @@ async def test_write_creates_missing_parents(workspace: Workspace, root: Path) -
     assert result.details == {"path": "a/b/c.txt", "bytes": 9, "created": True}
 
 
+async def test_write_never_creates_parents_through_a_link_made_after_the_check(
+    workspace: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a bash call in the same batch turns the missing folder ``a`` into a link out of the
+    # workspace between the path's check and the write: mkdir(parents=True) followed it
+    outside = root.parent / "outside"
+    outside.mkdir()
+    checked = Workspace.resolve
+
+    def resolve_then_race(self: Workspace, path: str, *, reading: bool = False) -> Path:
+        real = checked(self, path, reading=reading)
+        (root / "a").symlink_to(outside)
+        return real
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_race)
+    with pytest.raises(ToolError, match="changed into a link"):
+        await call(create_write_tool(workspace), path="a/b/c.txt", content="x")
+    assert list(outside.iterdir()) == []
+
+
 async def test_write_overwrites(workspace: Workspace, root: Path) -> None:
     (root / "x").write_text("old")
     result = await call(create_write_tool(workspace), path="x", content="new")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -574,7 +575,12 @@ class _Run:
     async def _close_open_calls(self, text: str) -> None:
         """Give every call of the interrupted batch its result (the real one if it ended, else an
         error) and end its turn, so the transcript never holds a call without exactly one result."""
-        from tether.agent.tool_execution import emit_tool_results, error_result, tool_result_message
+        from tether.agent.tool_execution import (
+            emit_tool_results,
+            end_event,
+            error_result,
+            tool_result_message,
+        )
 
         assert self.open_calls is not None
         message, calls, report = self.open_calls
@@ -591,16 +597,10 @@ class _Run:
             else:
                 result, is_error = error_result(f"Tool call was not completed: {text}"), True
                 if call["id"] in report.started:
-                    await self._quiet(
-                        {
-                            "type": "tool_execution_end",
-                            "toolCallId": call["id"],
-                            "toolName": call["name"],
-                            "result": result,
-                            "isError": True,
-                        }
-                    )
-            await emit_tool_results((tool_result_message(call, result, is_error),), self._quiet, report)
+                    await self._quiet(end_event(call, result, True))
+            await emit_tool_results(
+                (tool_result_message(call, result, is_error, int(time.time() * 1000)),), self._quiet, report
+            )
         self.context.messages.extend(delivered)
         self.new_messages.extend(delivered)
         if self.in_turn:

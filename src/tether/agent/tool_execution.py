@@ -115,17 +115,44 @@ def error_result(text: str) -> AgentToolResult[Any]:
     return AgentToolResult(content=[{"type": "text", "text": text}], details={})
 
 
-def tool_result_message(call: ToolCall, result: AgentToolResult[Any], is_error: bool) -> ToolResultMessage:
-    message: ToolResultMessage = {
+# The events and the message of a call are built here alone, and every path (the parallel one
+# included, which otherwise writes its steps out) calls these: a field added to one copy of an
+# event would otherwise be missing from the others. Plain functions, not coroutines: awaiting
+# stays where each event is sent.
+
+
+def start_event(call: ToolCall) -> ToolExecutionStartEvent:
+    return {
+        "type": "tool_execution_start",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "args": call["arguments"],
+    }
+
+
+def end_event(call: ToolCall, result: AgentToolResult[Any], is_error: bool) -> ToolExecutionEndEvent:
+    return {
+        "type": "tool_execution_end",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "result": result,
+        "isError": is_error,
+    }
+
+
+def tool_result_message(
+    call: ToolCall, result: AgentToolResult[Any], is_error: bool, timestamp: int
+) -> ToolResultMessage:
+    """``timestamp`` is the caller's: the results of a parallel batch, made together, share one."""
+    return {
         "role": "toolResult",
         "toolCallId": call["id"],
         "toolName": call["name"],
         "content": result.content,
         "isError": is_error,
-        "timestamp": int(time.time() * 1000),
+        "timestamp": timestamp,
+        "details": result.details,
     }
-    message["details"] = result.details
-    return message
 
 
 async def emit_tool_results(messages: Iterable[ToolResultMessage], emit: Emit, report: BatchReport) -> None:
@@ -301,25 +328,12 @@ class _Batch:
     def _emit_start(self, call: ToolCall) -> Awaitable[None]:
         """Note the start in the report and hand back the listener's awaitable (to be awaited)."""
         self.report.started[call["id"]] = None
-        return self.emit(
-            {
-                "type": "tool_execution_start",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "args": call["arguments"],
-            }
-        )
+        return self.emit(start_event(call))
 
     def _emit_end(self, record: _Call) -> Awaitable[None]:
         """Note the end in the report and hand back the listener's awaitable (to be awaited)."""
         call = record.call
-        event: ToolExecutionEndEvent = {
-            "type": "tool_execution_end",
-            "toolCallId": call["id"],
-            "toolName": call["name"],
-            "result": record.result,
-            "isError": record.is_error,
-        }
+        event = end_event(call, record.result, record.is_error)
         self.report.started[call["id"]] = event
         return self.emit(event)
 
@@ -342,7 +356,9 @@ class _Batch:
                 except Exception as exc:
                     raise ListenerError(exc) from exc
             await emit_tool_results(
-                (tool_result_message(call, record.result, record.is_error),), self.emit, self.report
+                (tool_result_message(call, record.result, record.is_error, int(time.time() * 1000)),),
+                self.emit,
+                self.report,
             )
             if record.result.terminate is not True:
                 terminate = False
@@ -351,8 +367,9 @@ class _Batch:
     async def parallel(self, calls: Sequence[ToolCall]) -> bool:
         """Every call prepared (an immediate result reports its end at once), the prepared ones
         run concurrently, then the result messages in source order; whether every result asks
-        to stop. Written out in one piece, events and result messages included: a method or a
-        coroutine per step of each call cost more than the steps themselves (P2)."""
+        to stop. Written out in one piece, the sending of events and result messages included
+        (only their dicts come from the builders above): a method or a coroutine per step of each
+        call cost more than the steps themselves (P2)."""
         emit, report = self.emit, self.report
         started = report.started
         hooked = self.config.before_tool_call is not None
@@ -361,14 +378,7 @@ class _Batch:
         for call in calls:
             started[call["id"]] = None
             try:
-                await emit(
-                    {
-                        "type": "tool_execution_start",
-                        "toolCallId": call["id"],
-                        "toolName": call["name"],
-                        "args": call["arguments"],
-                    }
-                )
+                await emit(start_event(call))
             except Exception as exc:
                 raise ListenerError(exc) from exc
             record = await self._prepare(call) if hooked else self._check(call)
@@ -397,16 +407,8 @@ class _Batch:
         terminate = True
         try:
             for record in records:
-                call, result = record.call, record.result
-                message: ToolResultMessage = {
-                    "role": "toolResult",
-                    "toolCallId": call["id"],
-                    "toolName": call["name"],
-                    "content": result.content,
-                    "isError": record.is_error,
-                    "timestamp": timestamp,
-                    "details": result.details,
-                }
+                result = record.result
+                message = tool_result_message(record.call, result, record.is_error, timestamp)
                 if result.terminate is not True:
                     terminate = False
                 delivered.append(message)
@@ -460,15 +462,8 @@ class _Batch:
                         record.stage = _REPORTED
                         if after is not None:
                             await self._finalize(record)
-                        call = record.call
-                        end: ToolExecutionEndEvent = {
-                            "type": "tool_execution_end",
-                            "toolCallId": call["id"],
-                            "toolName": call["name"],
-                            "result": record.result,
-                            "isError": record.is_error,
-                        }
-                        started[call["id"]] = end
+                        end = end_event(record.call, record.result, record.is_error)
+                        started[record.call["id"]] = end
                         try:
                             await emit(end)
                         except Exception as exc:
@@ -707,15 +702,6 @@ async def _answer(hook: str, value: object, kind: type[T]) -> T | None:
     raise TypeError(f"{hook} returned a {type(value).__name__}, not {kind.__name__} or None")
 
 
-def _start_event(call: ToolCall) -> ToolExecutionStartEvent:
-    return {
-        "type": "tool_execution_start",
-        "toolCallId": call["id"],
-        "toolName": call["name"],
-        "args": call["arguments"],
-    }
-
-
 TRUNCATED_CALL = (
     'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
     "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
@@ -726,19 +712,15 @@ async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: Batc
     """The tool calls of a response cut by the token limit are not run: each gets an error result."""
     for call in calls:
         result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        end: ToolExecutionEndEvent = {
-            "type": "tool_execution_end",
-            "toolCallId": call["id"],
-            "toolName": call["name"],
-            "result": result,
-            "isError": True,
-        }
+        end = end_event(call, result, True)
         report.started[call["id"]] = None
         try:
-            await emit(_start_event(call))
+            await emit(start_event(call))
             report.started[call["id"]] = end
             await emit(end)
         except Exception as exc:
             raise ListenerError(exc) from exc
-        await emit_tool_results((tool_result_message(call, result, True),), emit, report)
+        await emit_tool_results(
+            (tool_result_message(call, result, True, int(time.time() * 1000)),), emit, report
+        )
     return ToolBatch(messages=list(report.delivered), terminate=False)

@@ -281,9 +281,18 @@ def user_text(painter: Painter, text: str) -> str:
     rest = text[len(head) :].rstrip()
     if rest:
         lines = rest.count("\n")
-        more = f"{lines:,} more lines" if lines else f"{len(rest):,} more characters"
+        if not lines:
+            more = _counted(len(rest), "more character")
+        elif rest.startswith("\n"):
+            more = _counted(lines, "more line")
+        else:  # cut at USER_CHARS within a line
+            more = f"the rest of this line and {_counted(lines, 'more line')}"
         line.append(f"\n[… {more} not shown]", style="muted")
     return painter.render(line)
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _head(text: str) -> str:

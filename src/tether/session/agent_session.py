@@ -404,7 +404,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
     async def _end_compactions(self) -> None:
         """Abort each ``compact()`` under way and let it settle, within ``ABORT_GRACE`` (a
         model call ends at once when aborted; one deaf to its signal is cancelled then), so the
-        session is not closed under a summary about to be stored."""
+        session is not closed under a summary about to be stored. One that ignores the
+        cancellation too is left behind after a second ``ABORT_GRACE``, as a tool call is
+        (``tether.agent.abort_grace``): ``close()`` returns in bounded time whatever the model
+        does."""
         if not self._compactions:
             return
         from tether.agent.abort_grace import ABORT_GRACE  # loads with the first tool call otherwise
@@ -415,7 +418,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         _, deaf = await asyncio.wait(work, timeout=ABORT_GRACE)
         for future in deaf:
             future.cancel()
-        await asyncio.wait(work)
+        if deaf:
+            await asyncio.wait(deaf, timeout=ABORT_GRACE)
 
     async def __aenter__(self) -> Self:
         return self

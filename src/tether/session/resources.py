@@ -205,12 +205,12 @@ def load_resources(
         extensions: ``False`` (``--no-extensions``): look for no extension; ``extension_paths``
             still load.
         extension_paths: Extensions given for this run (``-e PATH``).
-        hidden: Paths no project template may resolve to (credentials, tether's files with
-            keys), even in the project or the config folder: a template's text is sent as is.
+        hidden: Paths no skill or template may resolve to (credentials, tether's files with
+            keys), even in the project or the config folder: their text is sent as is.
     """
     warnings: list[str] = []
     project = _ProjectFolders(cwd, config_dir, warnings)
-    skills = _skills(project, config_dir, settings, warnings)
+    skills = _skills(project, config_dir, settings, warnings, hidden)
     templates = _templates(project, config_dir, warnings, hidden)
     host = _extensions(project, config_dir, data_dir, extensions, extension_paths, warnings)
     if host is not None:
@@ -270,7 +270,11 @@ _USER: Literal["user"] = "user"
 
 
 def _skills(
-    project: _ProjectFolders, config_dir: Path, settings: Settings, warnings: list[str]
+    project: _ProjectFolders,
+    config_dir: Path,
+    settings: Settings,
+    warnings: list[str],
+    hidden: Sequence[Path],
 ) -> list[Skill]:
     """The user's folders come first: a repository's skill never replaces the user's own skill of
     the same name (it is reported as shadowed instead)."""
@@ -308,7 +312,7 @@ def _skills(
             continue  # the home folder is also the project's parent
         seen.add(folder.resolve())
         roots = project.roots if scope == "project" else None
-        found, problems = read_skills(folder, source, scope, roots)
+        found, problems = read_skills(folder, source, scope, roots, hidden)
         warnings.extend(problems)
         for skill in found:
             if skill.name in chosen:

@@ -42,6 +42,9 @@ class Skill:
     it is left out of the system prompt."""
     roots: tuple[Path, ...] | None = None
     """Where its file may really lie (``tether.own_files``); ``None``: anywhere."""
+    hidden: tuple[Path, ...] = ()
+    """Where its file may never lie (credentials, tether's files with keys): checked again at each
+    ``/skill:NAME``, since the file may have become a link after it was found."""
 
     @property
     def folder(self) -> Path:
@@ -63,12 +66,14 @@ def read_skills(
     source: str,
     scope: Literal["user", "project"] = "user",
     roots: Sequence[Path] | None = None,
+    hidden: Sequence[Path] = (),
 ) -> tuple[list[Skill], list[str]]:
     """The skills below ``folder`` (each folder with a ``SKILL.md``, found at any depth up to
     ``MAX_DEPTH``; a skill's own subfolders are its files, not more skills; hidden folders and
     ``node_modules`` are skipped), sorted by path, and one warning per file that could not be used;
     ``roots``: where a ``SKILL.md`` may really lie (a repository's skill must not be a link to the
-    user's secrets), ``None``: anywhere."""
+    user's secrets), ``None``: anywhere; ``hidden``: paths never read, even within ``roots``
+    (``own_files``: a skill's text is sent to the model as is)."""
     skills: list[Skill] = []
     warnings: list[str] = []
     real_roots = None if roots is None else [os.path.realpath(root) for root in roots]
@@ -96,7 +101,7 @@ def read_skills(
                         )
                     walk(child, depth + 1)
                 continue
-            skill, problem = read_skill(path, source, scope, roots)
+            skill, problem = read_skill(path, source, scope, roots, hidden)
             if problem is not None:
                 warnings.append(f"{path}: {problem}")
             if skill is not None:
@@ -119,11 +124,12 @@ def read_skill(
     source: str,
     scope: Literal["user", "project"] = "user",
     roots: Sequence[Path] | None = None,
+    hidden: Sequence[Path] = (),
 ) -> tuple[Skill | None, str | None]:
     """The skill of one ``SKILL.md`` and a problem to report: a broken file gives no skill; a
     name that differs from its folder's is reported but the skill still loads."""
     try:
-        fields, _body = split_front_matter(read_markdown(path, roots))
+        fields, _body = split_front_matter(read_markdown(path, roots, hidden))
     except (OSError, UnicodeDecodeError, RefusedFile) as exc:
         return None, f"cannot read: {exc}; skill skipped"
     except FrontMatterError as exc:
@@ -145,7 +151,7 @@ def read_skill(
         problem = f"skill name {name!r} differs from its folder {path.parent.name!r}"
     invocable = fields.get("disable-model-invocation", "").strip().lower() != "true"
     frozen_roots = tuple(roots) if roots is not None else None
-    return Skill(name, description, path, source, scope, invocable, frozen_roots), problem
+    return Skill(name, description, path, source, scope, invocable, frozen_roots, tuple(hidden)), problem
 
 
 def skills_prompt(skills: list[Skill]) -> str | None:
@@ -175,7 +181,7 @@ def escape(text: str) -> str:
 def skill_invocation(skill: Skill, args: str) -> str:
     """The prompt ``/skill:NAME args`` sends: the skill's instructions, then the user's text."""
     try:
-        _fields, body = split_front_matter(read_markdown(skill.path, skill.roots))
+        _fields, body = split_front_matter(read_markdown(skill.path, skill.roots, skill.hidden))
     except (OSError, UnicodeDecodeError, FrontMatterError, RefusedFile) as exc:
         raise ValueError(f"skill {skill.name}: cannot read {skill.path}: {exc}") from None
     block = (

@@ -93,8 +93,15 @@ def walk_files(workspace: Workspace, start: Path) -> Iterator[Path]:
 
 
 def _walk(
-    workspace: Workspace, directory: Path, root: Path, stack: list[IgnoreFile], hidden: frozenset[str]
+    workspace: Workspace,
+    directory: Path,
+    root: Path,
+    stack: list[IgnoreFile],
+    hidden: frozenset[str],
+    veiled: bool = False,
 ) -> Iterator[Path]:
+    """``veiled``: ``directory`` is hidden, entered only for the workspace roots below it; each
+    entry is then asked of ``Workspace.hiding`` (elsewhere the set ``hidden`` is the cheap test)."""
     own = _load(directory, root)
     if own is not None:
         stack = [*stack, own]
@@ -103,11 +110,16 @@ def _walk(
     except OSError:
         return
     for entry in entries:
-        if entry.name == ".git" or entry.path in hidden:
+        if entry.name == ".git":
             continue
         path = Path(entry.path)
+        inner_veiled = False
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
+            if (veiled or entry.path in hidden) and workspace.hiding(path) is not None:
+                if not (is_dir and workspace.holds_root(path)):
+                    continue
+                inner_veiled = True
             if entry.is_symlink():
                 target = Path(os.path.realpath(path))
                 if not workspace.allow_outside and not workspace.contains(target):
@@ -122,7 +134,7 @@ def _walk(
         if is_ignored(relative, is_dir, stack):
             continue
         if is_dir:
-            yield from _walk(workspace, path, root, stack, hidden)
+            yield from _walk(workspace, path, root, stack, hidden, inner_veiled)
         elif _is_regular_file(entry):  # never a FIFO or a device: reading one would block
             yield path
 

@@ -11,6 +11,7 @@ name: whatever a link says at that moment, what is opened is the path that was c
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -41,6 +42,44 @@ def open_resolved(real: Path, flags: int) -> int:
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)")
     return fd  # O_NONBLOCK (a FIFO put there must not block the open) does nothing to a file
+
+
+def make_parents(real: Path) -> None:
+    """Create the missing folders above ``real`` (a path ``Workspace.resolve`` returned), one at
+    a time, each in a descriptor of the folder above it checked as ``open_resolved`` checks, never
+    through a link: ``Path.mkdir(parents=True)`` followed a link put where a missing folder was
+    resolved, and created folders outside the workspace before the checked open refused the file."""
+    missing: list[str] = []
+    existing = real.parent
+    while not existing.is_dir():
+        missing.append(existing.name)
+        existing = existing.parent
+    if not missing:
+        return
+    folder = os.open(existing, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        where = opened_path(folder)
+        if where is not None and where != existing:
+            raise OSError(errno.ELOOP, _CHANGED)
+        for name in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=folder)
+            try:
+                inner = os.open(
+                    name,
+                    getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    dir_fd=folder,
+                )
+            except OSError as exc:  # a link: ELOOP, or ENOTDIR with O_PATH (the link itself is opened)
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+                    os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+                ):
+                    raise OSError(errno.ELOOP, _CHANGED) from None
+                raise
+            os.close(folder)
+            folder = inner
+    finally:
+        os.close(folder)
 
 
 def read_resolved(real: Path) -> bytes:

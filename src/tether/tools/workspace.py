@@ -119,6 +119,11 @@ class Workspace:
             return None
         return hidden, holds
 
+    def holds_root(self, real: Path) -> bool:
+        """Whether one of the workspace's roots lies below ``real`` (a resolved folder): a walk
+        enters such a hidden folder for that root alone (``hiding``)."""
+        return any(root != real and root.is_relative_to(real) for root in self._real_roots)
+
     @property
     def hidden_paths(self) -> frozenset[str]:
         """The sandbox's hidden paths, resolved (empty when it is off): a walk down from a

@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
-from tether.tools.opened import write_resolved
+from tether.tools.opened import make_parents, write_resolved
 from tether.tools.workspace import Workspace
 
 
@@ -61,7 +61,7 @@ def write_file(workspace: Workspace, params: WriteParams) -> AgentToolResult[dic
     data = params["content"].encode()
     existed = path.exists()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(path)
         write_resolved(path, data)
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}") from None
