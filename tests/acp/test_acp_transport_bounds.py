@@ -181,11 +181,22 @@ async def test_cancel_is_answered_and_stdin_closes_while_a_hook_hangs(acp_env: A
     assert b"Traceback" not in stderr
 
 
-def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv) -> None:
+@pytest.mark.parametrize(
+    "bad_line",
+    [
+        b"",
+        b"not json\n",
+        b'{"id": 9, "method": "x"}\n',
+        request(9, "initialize", {"protocolVersion": "1.0", "clientCapabilities": {}}),
+    ],
+    ids=["cancel-alone", "not-json", "not-json-rpc", "bad-version"],
+)
+def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv, bad_line: bytes) -> None:
     """An editor that stops reading our output mid-turn and cancels: the cancel is read and the
     turn ends at once (recorded aborted), its updates and its answer waiting for the editor; when
     it reads again, the prompt is answered ``cancelled``. (Reading stopped while the output
-    waited, so the cancel was never read, and the turn stood still in its next update.)"""
+    waited, so the cancel was never read, and the turn stood still in its next update; a bad line
+    just before the cancel did the same, its error answer waiting for the client.)"""
     database = acp_env.home / "sessions.db"
     script = acp_env.script("s", [text_reply(*["many words " * 10_000] * 200)])  # 22 MB of updates
     agent = subprocess.Popen(
@@ -213,7 +224,7 @@ def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv) 
         while _unread(out) < capacity - 4096 or not _idle(agent.pid):
             assert time.monotonic() < deadline, "the agent never filled its stdout"
         cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-        agent.stdin.write(json.dumps(cancel).encode() + b"\n")
+        agent.stdin.write(bad_line + json.dumps(cancel).encode() + b"\n")
         agent.stdin.flush()
         deadline = time.monotonic() + 60
         while not _aborted_reply(database, session_id):

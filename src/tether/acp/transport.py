@@ -20,7 +20,8 @@ Bounds, as the RPC transport has them (``tether.rpc.mode``):
   waits while the client is not reading (a turn's updates with it), and requests read then are
   held unrun, up to ``HELD_BYTES`` of them, past which no more are read: a client that sends
   without ever reading holds us still instead of growing our memory (each request's answer
-  would otherwise be buffered: 150k requests cost half a gigabyte).
+  would otherwise be buffered: 150k requests cost half a gigabyte). The error answers of bad
+  lines are written at once, counted with the held requests: the reading never waits on them.
 - ``session/cancel`` is always read and acts at once, ahead of the held requests: reading goes on
   while output waits, and a cancel lifts the waiting of sends until the client reads again, so
   the cancelled turn ends now (recorded, its answer ``cancelled`` waiting for the client) instead
@@ -129,13 +130,16 @@ class JsonRpcStdio:
         self._held: deque[tuple[dict[str, Any], int]] = deque()
         """Messages read, with their sizes, waiting for the client to read our output."""
         self._held_bytes = 0
+        self._answered_bytes = 0
+        """Bytes of error answers the reader wrote while the client was not reading: counted with
+        the held requests, so that a flood of bad lines stops the reading as good ones do."""
         self._cancels: deque[dict[str, Any]] = deque()
         self._ended = False
         """The input (or the output) ended: no more messages after the held ones."""
         self._changed = asyncio.Event()
         """Something ``receive`` or the reader waits on changed."""
         self._reading: asyncio.Task[None] | None = None
-        output.on_change = self._changed.set
+        output.on_change = self._output_changed
 
     async def send(self, message: dict[str, Any]) -> None:
         data = _encode(message)
@@ -150,6 +154,11 @@ class JsonRpcStdio:
             self._waiting_sends -= 1
             if self._waiting_sends <= MAX_WAITING_SENDS:
                 self._changed.set()
+
+    def _output_changed(self) -> None:
+        if not self._output.paused:
+            self._answered_bytes = 0  # the client reads again: what was written is on its way
+        self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; ``None`` at end of input (or of output). A cancel comes
@@ -181,13 +190,13 @@ class JsonRpcStdio:
         ``HELD_BYTES`` of them: a cancel must get through a client that stopped reading."""
         try:
             while True:
-                while self._held_bytes > HELD_BYTES and not self._output.closed:
+                while self._held_bytes + self._answered_bytes > HELD_BYTES and not self._output.closed:
                     self._changed.clear()
                     await self._changed.wait()
                 line = await self._next_line()
                 if line is None:
                     return
-                message = await self._message(line)
+                message = self._message(line)
                 if message is None:
                     continue
                 if message.get("method") == CANCEL and "id" not in message and not self._room():
@@ -203,14 +212,14 @@ class JsonRpcStdio:
             self._ended = True
             self._changed.set()
 
-    async def _message(self, line: bytes) -> dict[str, Any] | None:
+    def _message(self, line: bytes) -> dict[str, Any] | None:
         """The line's message, or ``None`` when it is none (answered with an error if need be)."""
         if not line.strip():
             return None
         try:
             message: object = load_message(line)
         except ValueError as exc:
-            await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
+            self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
             return None
         problem = message_problem(message)
         if problem is None:
@@ -222,10 +231,10 @@ class JsonRpcStdio:
             if fields.get("method") == INITIALIZE and "id" in fields:
                 wrong = _version_problem(fields.get("params"))
                 if wrong is not None:
-                    await self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
+                    self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
                     return None
             return fields
-        await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
+        self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
         return None
 
     def _cancel_request(self, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -242,10 +251,14 @@ class JsonRpcStdio:
         self._write_now({"jsonrpc": "2.0", "id": request["id"], "result": None})
         return {"jsonrpc": "2.0", "method": CANCEL, "params": params}
 
-    def _write_now(self, message: dict[str, Any]) -> None:
-        """Write ``message`` behind what is buffered, without waiting for the client to take it."""
-        if not self._output.closed:
-            self._transport.write(_encode(message))
+    def _write_now(self, message: dict[str, Any]) -> int:
+        """Write ``message`` behind what is buffered, without waiting for the client to take it;
+        the bytes written."""
+        if self._output.closed:
+            return 0
+        data = _encode(message)
+        self._transport.write(data)
+        return len(data)
 
     async def _next_line(self) -> bytes | None:
         while True:
@@ -258,13 +271,13 @@ class JsonRpcStdio:
                     self._skipping = False  # the oversized line's end: the next one is read normally
                     continue
                 if len(line) > MAX_MESSAGE_BYTES:
-                    await self._too_large()
+                    self._too_large()
                     continue
                 return line
             self._scanned = len(self._buffer)
             if len(self._buffer) > MAX_MESSAGE_BYTES and not self._skipping:
                 self._skipping = True
-                await self._too_large()
+                self._too_large()
             if self._skipping:
                 self._buffer.clear()
                 self._scanned = 0
@@ -292,12 +305,16 @@ class JsonRpcStdio:
                 waiting, since = now, time.monotonic()
         self._transport.close()
 
-    async def _too_large(self) -> None:
+    def _too_large(self) -> None:
         detail = f"message longer than {MAX_MESSAGE_BYTES // (1 << 20)} MiB; skipped to its end"
-        await self._error(None, INVALID_REQUEST, "Invalid request", detail)
+        self._error(None, INVALID_REQUEST, "Invalid request", detail)
 
-    async def _error(self, request_id: object, code: int, message: str, details: str) -> None:
-        await self.send(_error_message(request_id, code, message, details))
+    def _error(self, request_id: object, code: int, message: str, details: str) -> None:
+        """Answer a bad line without waiting for the client to read (a send would stop the
+        reader, and a cancel behind the line would never be read)."""
+        written = self._write_now(_error_message(request_id, code, message, details))
+        if self._output.paused:
+            self._answered_bytes += written
 
 
 def _error_message(request_id: object, code: int, message: str, details: str) -> dict[str, Any]:
