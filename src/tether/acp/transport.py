@@ -23,9 +23,11 @@ Bounds, as the RPC transport has them (``tether.rpc.mode``):
   would otherwise be buffered: 150k requests cost half a gigabyte). The error answers of bad
   lines are written at once, counted with the held requests: the reading never waits on them.
 - ``session/cancel`` is always read and acts at once, ahead of the held requests: reading goes on
-  while output waits, and a cancel lifts the waiting of sends until the client reads again, so
-  the cancelled turn ends now (recorded, its answer ``cancelled`` waiting for the client) instead
-  of standing still in its next update.
+  while output waits, and a cancel lifts the waiting of sends until the cancelled turn's answer
+  is written (or the client reads again), so the cancelled turn ends now (recorded, its answer
+  ``cancelled`` waiting for the client) instead of standing still in its next update. Only that
+  long: asyncio says ``pause_writing`` once per crossing of the limit, so a lift left standing
+  would let every later send of every session through unbounded.
 - the client closing our stdout ends the connection like the end of stdin does.
 """
 
@@ -49,6 +51,7 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 CANCEL = "session/cancel"
 INITIALIZE = "initialize"
+PROMPT = "session/prompt"
 
 
 MAX_MESSAGE_BYTES = 50 * 1024 * 1024
@@ -89,8 +92,13 @@ class _Output(asyncio.Protocol):
         self.on_change()
 
     def lift(self) -> None:
-        """Let sends through without waiting for the client, until it reads again."""
+        """Let sends through without waiting for the client, until it reads again or ``drop``."""
         self._writable.set()
+
+    def drop(self) -> None:
+        """End a ``lift``: sends wait again while the buffer is over its limit."""
+        if self.paused and not self.closed:
+            self._writable.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -134,6 +142,10 @@ class JsonRpcStdio:
         """Bytes of error answers the reader wrote while the client was not reading: counted with
         the held requests, so that a flood of bad lines stops the reading as good ones do."""
         self._cancels: deque[dict[str, Any]] = deque()
+        self._prompts: dict[object, str] = {}
+        """The ``session/prompt`` requests handed on and not yet answered: their sessions, by id."""
+        self._lifted_for: set[object] = set()
+        """The ids of the cancelled prompts whose answers end the lift of the output."""
         self._ended = False
         """The input (or the output) ended: no more messages after the held ones."""
         self._changed = asyncio.Event()
@@ -149,15 +161,34 @@ class JsonRpcStdio:
                 if self._output.closed:
                     return  # the client stopped listening; receive() ends the connection
                 self._transport.write(data)
+                if "method" not in message:
+                    self._answered(message.get("id"))
                 await self._output.writable()
         finally:
             self._waiting_sends -= 1
             if self._waiting_sends <= MAX_WAITING_SENDS:
                 self._changed.set()
 
+    def _answered(self, request_id: object) -> None:
+        """A response went out: the lift ends once every cancelled prompt is answered."""
+        self._prompts.pop(request_id, None)
+        if request_id in self._lifted_for:
+            self._lifted_for.discard(request_id)
+            if not self._lifted_for:
+                self._output.drop()
+
+    def _lift_for(self, cancel: dict[str, Any]) -> None:
+        """Let sends through until the cancelled turn's answer is out: it ends now."""
+        session = cancel["params"]["sessionId"]
+        cancelled = {request_id for request_id, of in self._prompts.items() if of == session}
+        if cancelled:
+            self._lifted_for |= cancelled
+            self._output.lift()
+
     def _output_changed(self) -> None:
         if not self._output.paused:
             self._answered_bytes = 0  # the client reads again: what was written is on its way
+            self._lifted_for.clear()
         self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
@@ -175,6 +206,8 @@ class JsonRpcStdio:
             if self._held and self._room():
                 message, size = self._held.popleft()
                 self._held_bytes -= size
+                if message.get("method") == PROMPT and (session := _session_of(message)) is not None:
+                    self._prompts[message.get("id")] = session
                 self._changed.set()  # the reader may read on
                 return message
             if self._ended and not self._held:
@@ -201,7 +234,7 @@ class JsonRpcStdio:
                     continue
                 if message.get("method") == CANCEL and "id" not in message and not self._room():
                     self._cancels.append(message)  # ahead of the held: they wait for the client
-                    self._output.lift()
+                    self._lift_for(message)
                 else:
                     self._held.append((message, len(line)))
                     self._held_bytes += len(line)
@@ -387,6 +420,14 @@ def message_problem(message: object) -> str | None:
     if "id" in fields and ("result" in fields or "error" in fields):
         return None
     return 'neither a request ("method") nor a response ("id" with "result" or "error")'
+
+
+def _session_of(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    if isinstance(params, dict):
+        session = cast(dict[str, object], params).get("sessionId")
+        return session if isinstance(session, str) else None
+    return None
 
 
 def _valid_id(value: object) -> bool:
