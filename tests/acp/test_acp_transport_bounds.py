@@ -181,11 +181,22 @@ async def test_cancel_is_answered_and_stdin_closes_while_a_hook_hangs(acp_env: A
     assert b"Traceback" not in stderr
 
 
-def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv) -> None:
+@pytest.mark.parametrize(
+    "bad_line",
+    [
+        b"",
+        b"not json\n",
+        b'{"id": 9, "method": "x"}\n',
+        request(9, "initialize", {"protocolVersion": "1.0", "clientCapabilities": {}}),
+    ],
+    ids=["cancel-alone", "not-json", "not-json-rpc", "bad-version"],
+)
+def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv, bad_line: bytes) -> None:
     """An editor that stops reading our output mid-turn and cancels: the cancel is read and the
     turn ends at once (recorded aborted), its updates and its answer waiting for the editor; when
     it reads again, the prompt is answered ``cancelled``. (Reading stopped while the output
-    waited, so the cancel was never read, and the turn stood still in its next update.)"""
+    waited, so the cancel was never read, and the turn stood still in its next update; a bad line
+    just before the cancel did the same, its error answer waiting for the client.)"""
     database = acp_env.home / "sessions.db"
     script = acp_env.script("s", [text_reply(*["many words " * 10_000] * 200)])  # 22 MB of updates
     agent = subprocess.Popen(
@@ -213,7 +224,7 @@ def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv) 
         while _unread(out) < capacity - 4096 or not _idle(agent.pid):
             assert time.monotonic() < deadline, "the agent never filled its stdout"
         cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
-        agent.stdin.write(json.dumps(cancel).encode() + b"\n")
+        agent.stdin.write(bad_line + json.dumps(cancel).encode() + b"\n")
         agent.stdin.flush()
         deadline = time.monotonic() + 60
         while not _aborted_reply(database, session_id):
@@ -253,3 +264,54 @@ def _aborted_reply(database: Path, session_id: str) -> bool:
     with SessionManager.at(database) as sessions:
         messages = sessions.open(session_id, readonly=True).messages
     return any(m["role"] == "assistant" and m.get("stopReason") == "aborted" for m in messages)
+
+
+def test_a_cancel_lets_only_the_cancelled_turn_through(acp_env: AcpEnv) -> None:
+    """Two sessions streaming to an editor that stopped reading, one cancelled: that turn ends,
+    and the other stands still again instead of streaming into our memory. (The cancel's lift
+    lasted until the editor read again, and asyncio pauses a writer once per crossing of its
+    limit: every later update was buffered, 80 MB of them here.)"""
+    database = acp_env.home / "sessions.db"
+    replies = [text_reply(*["many words " * 10_000] * 400) for _ in range(2)]  # 44 MB each
+    agent = subprocess.Popen(
+        acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(acp_env.script("s", replies)), TETHER_DATABASE_URL=str(database)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert agent.stdin is not None and agent.stdout is not None
+    try:
+        new: dict[str, Any] = {"cwd": str(acp_env.project), "mcpServers": []}
+        agent.stdin.write(request(1, "initialize", INITIALIZE) + request(2, "session/new", new))
+        agent.stdin.write(request(3, "session/new", new))
+        agent.stdin.flush()
+        os.set_blocking(agent.stdout.fileno(), True)
+        answers = [json.loads(agent.stdout.readline()) for _ in range(3)]
+        first, second = (next(a["result"]["sessionId"] for a in answers if a.get("id") == i) for i in (2, 3))
+        for request_id, session_id in ((4, first), (5, second)):
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "talk"}]}
+            agent.stdin.write(request(request_id, "session/prompt", prompt))
+        agent.stdin.flush()
+        out = agent.stdout.fileno()
+        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
+        deadline = time.monotonic() + 60
+        while _unread(out) < capacity - 4096 or not _idle(agent.pid):
+            assert time.monotonic() < deadline, "the agent never filled its stdout"
+        before = _rss_kib(agent.pid)
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": first}}
+        agent.stdin.write(json.dumps(cancel).encode() + b"\n")
+        agent.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not _aborted_reply(database, first) or not _idle(agent.pid):
+            assert time.monotonic() < deadline, "the cancelled turn did not end"
+            time.sleep(0.2)
+        grown = _rss_kib(agent.pid) - before
+        assert grown < 16 * 1024, f"{grown} KiB more memory: the other session streamed on"
+        agent.stdin.close()
+        frames = [json.loads(line) for line in agent.stdout.read().splitlines()]
+        assert agent.wait(timeout=60) == 0
+    finally:
+        agent.kill()
+        agent.wait()
+    assert next(f for f in frames if f.get("id") == 4)["result"]["stopReason"] == "cancelled"

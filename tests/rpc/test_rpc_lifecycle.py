@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -425,3 +426,36 @@ async def test_a_call_that_could_not_be_sent_leaves_nothing_to_report_at_close()
     finally:
         loop.set_exception_handler(None)
     assert [c.get("message") for c in reported] == []
+
+
+@pytest.mark.subprocess
+def test_a_file_of_commands_is_not_read_past_the_held_bound(rpc: RpcEnv, tmp_path: Path) -> None:
+    """stdin a regular file (read by a thread, not the event loop) of 32 MiB of commands, stdout
+    a pipe nobody reads: once the answers back up, the server stops reading the file, a few MiB
+    in. (The thread could not be paused: it read the whole file into the held lines.)"""
+    rpc.script([text_reply("ok")])  # a model: the server starts
+    commands = tmp_path / "commands.jsonl"
+    line = json.dumps({"type": "get_state", "id": "x" * 1000}).encode() + b"\n"
+    commands.write_bytes(line * ((32 << 20) // len(line)))
+    with commands.open("rb") as stdin:
+        server = subprocess.Popen(
+            rpc.argv(), cwd=rpc.project, env=rpc.env(), stdin=stdin, stdout=subprocess.PIPE
+        )
+    try:
+        offset, deadline = -1, time.monotonic() + 60
+        while (now := _stdin_offset(server.pid)) != offset or now == 0:  # still reading
+            assert time.monotonic() < deadline, "the server never stopped reading"
+            offset = now
+            time.sleep(1)
+        assert offset < 8 << 20, f"{offset >> 20} MiB of the file read although nothing was answered"
+    finally:
+        server.kill()
+        server.wait()
+        assert server.stdout is not None
+        server.stdout.close()
+
+
+def _stdin_offset(pid: int) -> int:
+    """How far the process has read its stdin (a regular file)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/fdinfo/0").read_text().splitlines())
+    return int(fields["pos"])

@@ -20,11 +20,14 @@ Bounds, as the RPC transport has them (``tether.rpc.mode``):
   waits while the client is not reading (a turn's updates with it), and requests read then are
   held unrun, up to ``HELD_BYTES`` of them, past which no more are read: a client that sends
   without ever reading holds us still instead of growing our memory (each request's answer
-  would otherwise be buffered: 150k requests cost half a gigabyte).
+  would otherwise be buffered: 150k requests cost half a gigabyte). The error answers of bad
+  lines are written at once, counted with the held requests: the reading never waits on them.
 - ``session/cancel`` is always read and acts at once, ahead of the held requests: reading goes on
-  while output waits, and a cancel lifts the waiting of sends until the client reads again, so
-  the cancelled turn ends now (recorded, its answer ``cancelled`` waiting for the client) instead
-  of standing still in its next update.
+  while output waits, and a cancel lifts the waiting of sends until the cancelled turn's answer
+  is written (or the client reads again), so the cancelled turn ends now (recorded, its answer
+  ``cancelled`` waiting for the client) instead of standing still in its next update. Only that
+  long: asyncio says ``pause_writing`` once per crossing of the limit, so a lift left standing
+  would let every later send of every session through unbounded.
 - the client closing our stdout ends the connection like the end of stdin does.
 """
 
@@ -48,6 +51,7 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 CANCEL = "session/cancel"
 INITIALIZE = "initialize"
+PROMPT = "session/prompt"
 
 
 MAX_MESSAGE_BYTES = 50 * 1024 * 1024
@@ -88,8 +92,13 @@ class _Output(asyncio.Protocol):
         self.on_change()
 
     def lift(self) -> None:
-        """Let sends through without waiting for the client, until it reads again."""
+        """Let sends through without waiting for the client, until it reads again or ``drop``."""
         self._writable.set()
+
+    def drop(self) -> None:
+        """End a ``lift``: sends wait again while the buffer is over its limit."""
+        if self.paused and not self.closed:
+            self._writable.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -129,13 +138,20 @@ class JsonRpcStdio:
         self._held: deque[tuple[dict[str, Any], int]] = deque()
         """Messages read, with their sizes, waiting for the client to read our output."""
         self._held_bytes = 0
+        self._answered_bytes = 0
+        """Bytes of error answers the reader wrote while the client was not reading: counted with
+        the held requests, so that a flood of bad lines stops the reading as good ones do."""
         self._cancels: deque[dict[str, Any]] = deque()
+        self._prompts: dict[object, str] = {}
+        """The ``session/prompt`` requests handed on and not yet answered: their sessions, by id."""
+        self._lifted_for: set[object] = set()
+        """The ids of the cancelled prompts whose answers end the lift of the output."""
         self._ended = False
         """The input (or the output) ended: no more messages after the held ones."""
         self._changed = asyncio.Event()
         """Something ``receive`` or the reader waits on changed."""
         self._reading: asyncio.Task[None] | None = None
-        output.on_change = self._changed.set
+        output.on_change = self._output_changed
 
     async def send(self, message: dict[str, Any]) -> None:
         data = _encode(message)
@@ -145,11 +161,35 @@ class JsonRpcStdio:
                 if self._output.closed:
                     return  # the client stopped listening; receive() ends the connection
                 self._transport.write(data)
+                if "method" not in message:
+                    self._answered(message.get("id"))
                 await self._output.writable()
         finally:
             self._waiting_sends -= 1
             if self._waiting_sends <= MAX_WAITING_SENDS:
                 self._changed.set()
+
+    def _answered(self, request_id: object) -> None:
+        """A response went out: the lift ends once every cancelled prompt is answered."""
+        self._prompts.pop(request_id, None)
+        if request_id in self._lifted_for:
+            self._lifted_for.discard(request_id)
+            if not self._lifted_for:
+                self._output.drop()
+
+    def _lift_for(self, cancel: dict[str, Any]) -> None:
+        """Let sends through until the cancelled turn's answer is out: it ends now."""
+        session = cancel["params"]["sessionId"]
+        cancelled = {request_id for request_id, of in self._prompts.items() if of == session}
+        if cancelled:
+            self._lifted_for |= cancelled
+            self._output.lift()
+
+    def _output_changed(self) -> None:
+        if not self._output.paused:
+            self._answered_bytes = 0  # the client reads again: what was written is on its way
+            self._lifted_for.clear()
+        self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message; ``None`` at end of input (or of output). A cancel comes
@@ -166,6 +206,8 @@ class JsonRpcStdio:
             if self._held and self._room():
                 message, size = self._held.popleft()
                 self._held_bytes -= size
+                if message.get("method") == PROMPT and (session := _session_of(message)) is not None:
+                    self._prompts[message.get("id")] = session
                 self._changed.set()  # the reader may read on
                 return message
             if self._ended and not self._held:
@@ -181,18 +223,18 @@ class JsonRpcStdio:
         ``HELD_BYTES`` of them: a cancel must get through a client that stopped reading."""
         try:
             while True:
-                while self._held_bytes > HELD_BYTES and not self._output.closed:
+                while self._held_bytes + self._answered_bytes > HELD_BYTES and not self._output.closed:
                     self._changed.clear()
                     await self._changed.wait()
                 line = await self._next_line()
                 if line is None:
                     return
-                message = await self._message(line)
+                message = self._message(line)
                 if message is None:
                     continue
                 if message.get("method") == CANCEL and "id" not in message and not self._room():
                     self._cancels.append(message)  # ahead of the held: they wait for the client
-                    self._output.lift()
+                    self._lift_for(message)
                 else:
                     self._held.append((message, len(line)))
                     self._held_bytes += len(line)
@@ -203,14 +245,14 @@ class JsonRpcStdio:
             self._ended = True
             self._changed.set()
 
-    async def _message(self, line: bytes) -> dict[str, Any] | None:
+    def _message(self, line: bytes) -> dict[str, Any] | None:
         """The line's message, or ``None`` when it is none (answered with an error if need be)."""
         if not line.strip():
             return None
         try:
             message: object = load_message(line)
         except ValueError as exc:
-            await self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
+            self._error(top_level_id(line), PARSE_ERROR, "Parse error", f"not JSON: {exc}")
             return None
         problem = message_problem(message)
         if problem is None:
@@ -222,10 +264,10 @@ class JsonRpcStdio:
             if fields.get("method") == INITIALIZE and "id" in fields:
                 wrong = _version_problem(fields.get("params"))
                 if wrong is not None:
-                    await self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
+                    self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
                     return None
             return fields
-        await self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
+        self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
         return None
 
     def _cancel_request(self, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -242,10 +284,14 @@ class JsonRpcStdio:
         self._write_now({"jsonrpc": "2.0", "id": request["id"], "result": None})
         return {"jsonrpc": "2.0", "method": CANCEL, "params": params}
 
-    def _write_now(self, message: dict[str, Any]) -> None:
-        """Write ``message`` behind what is buffered, without waiting for the client to take it."""
-        if not self._output.closed:
-            self._transport.write(_encode(message))
+    def _write_now(self, message: dict[str, Any]) -> int:
+        """Write ``message`` behind what is buffered, without waiting for the client to take it;
+        the bytes written."""
+        if self._output.closed:
+            return 0
+        data = _encode(message)
+        self._transport.write(data)
+        return len(data)
 
     async def _next_line(self) -> bytes | None:
         while True:
@@ -258,13 +304,13 @@ class JsonRpcStdio:
                     self._skipping = False  # the oversized line's end: the next one is read normally
                     continue
                 if len(line) > MAX_MESSAGE_BYTES:
-                    await self._too_large()
+                    self._too_large()
                     continue
                 return line
             self._scanned = len(self._buffer)
             if len(self._buffer) > MAX_MESSAGE_BYTES and not self._skipping:
                 self._skipping = True
-                await self._too_large()
+                self._too_large()
             if self._skipping:
                 self._buffer.clear()
                 self._scanned = 0
@@ -292,12 +338,16 @@ class JsonRpcStdio:
                 waiting, since = now, time.monotonic()
         self._transport.close()
 
-    async def _too_large(self) -> None:
+    def _too_large(self) -> None:
         detail = f"message longer than {MAX_MESSAGE_BYTES // (1 << 20)} MiB; skipped to its end"
-        await self._error(None, INVALID_REQUEST, "Invalid request", detail)
+        self._error(None, INVALID_REQUEST, "Invalid request", detail)
 
-    async def _error(self, request_id: object, code: int, message: str, details: str) -> None:
-        await self.send(_error_message(request_id, code, message, details))
+    def _error(self, request_id: object, code: int, message: str, details: str) -> None:
+        """Answer a bad line without waiting for the client to read (a send would stop the
+        reader, and a cancel behind the line would never be read)."""
+        written = self._write_now(_error_message(request_id, code, message, details))
+        if self._output.paused:
+            self._answered_bytes += written
 
 
 def _error_message(request_id: object, code: int, message: str, details: str) -> dict[str, Any]:
@@ -370,6 +420,14 @@ def message_problem(message: object) -> str | None:
     if "id" in fields and ("result" in fields or "error" in fields):
         return None
     return 'neither a request ("method") nor a response ("id" with "result" or "error")'
+
+
+def _session_of(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    if isinstance(params, dict):
+        session = cast(dict[str, object], params).get("sessionId")
+        return session if isinstance(session, str) else None
+    return None
 
 
 def _valid_id(value: object) -> bool:

@@ -217,7 +217,7 @@ class _Input:
         self._held: deque[bytes] = deque()
         self._held_bytes = 0
         self.reading: Callable[[bool], None] | None = None
-        """Starts (``True``) and stops (``False``) the reading of stdin, when it can be paused."""
+        """Starts (``True``) and stops (``False``) the reading of stdin."""
         output.on_room = self.release
 
     def take(self, line: bytes) -> None:
@@ -297,8 +297,10 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
 
         (server.extension_ui or RpcExtensionUI(output)).notify(core.notice, "warning")
     lines.reading = _read_with_loop(stdin_fd, loop, take)
+    thread: _ReaderThread | None = None
     if lines.reading is None:
-        threading.Thread(target=_read, args=(stdin_fd, loop, take), name="rpc-stdin", daemon=True).start()
+        thread = _ReaderThread(stdin_fd, loop, take)
+        lines.reading = thread.reading
     try:
         await finished.wait()
         await asyncio.sleep(0)  # let the last dispatched commands start before closing
@@ -307,7 +309,9 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     finally:
         for watcher in watchers:
             watcher.cancel()
-        if lines.reading is not None:
+        if thread is not None:
+            thread.let_go()
+        elif lines.reading is not None:
             lines.reading(False)
         if signals is not None:
             signals.close()
@@ -361,16 +365,49 @@ def _read_with_loop(
     return reading
 
 
-def _read(fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:
-    """Thread body: forward stdin's bytes to the loop; ``b""`` at end of input."""
-    while True:
-        try:
-            chunk = os.read(fd, _CHUNK)
-        except OSError:
-            chunk = b""
-        try:
-            loop.call_soon_threadsafe(take, chunk)
-        except RuntimeError:  # the loop is gone: the server has ended
-            return
-        if not chunk:
-            return
+class _ReaderThread:
+    """stdin read by a thread (a file or a terminal cannot be polled), a chunk at a time: the
+    next read waits until the loop has taken the last chunk, and while the reading is stopped
+    (``reading``). A file is read as fast as the disk gives it: unpaced, the thread would queue
+    the whole of a client's file of commands on the loop, whose answers nobody may be reading."""
+
+    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop, take: Callable[[bytes], None]) -> None:
+        self._fd = fd
+        self._loop = loop
+        self._take = take
+        self._on = True
+        self._go = threading.Event()
+        self._go.set()
+        threading.Thread(target=self._run, name="rpc-stdin", daemon=True).start()
+
+    def reading(self, on: bool) -> None:
+        self._on = on
+        if on:
+            self._go.set()
+        else:
+            self._go.clear()
+
+    def let_go(self) -> None:
+        """At the end: the thread reads on to the end of input (``take`` ignores it now), and ends."""
+        self.reading(True)
+
+    def _taken(self, chunk: bytes) -> None:
+        self._take(chunk)
+        if self._on:
+            self._go.set()
+
+    def _run(self) -> None:
+        """Thread body: forward stdin's bytes to the loop; ``b""`` at end of input."""
+        while True:
+            self._go.wait()
+            try:
+                chunk = os.read(self._fd, _CHUNK)
+            except OSError:
+                chunk = b""
+            self._go.clear()  # until the loop has taken the chunk
+            try:
+                self._loop.call_soon_threadsafe(self._taken, chunk)
+            except RuntimeError:  # the loop is gone: the server has ended
+                return
+            if not chunk:
+                return
