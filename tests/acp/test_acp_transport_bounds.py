@@ -5,12 +5,9 @@ growing its memory; what a child process writes to fd 1 never reaches the protoc
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
-import struct
 import subprocess
-import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from typing import Any
 import pytest
 from acp_support import AcpEnv, text_reply
 
+from pipe_support import idle, wait_until_stdout_full
 from tether.acp.transport import MAX_MESSAGE_BYTES
 from tether.session.manager import SessionManager
 
@@ -217,12 +215,8 @@ def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv, 
         prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "talk"}]}
         agent.stdin.write(request(3, "session/prompt", prompt))
         agent.stdin.flush()
-        out = agent.stdout.fileno()
-        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
-        deadline = time.monotonic() + 60
         # the pipe full, the agent's own buffer too (1 MiB): it waits for us, using no CPU
-        while _unread(out) < capacity - 4096 or not _idle(agent.pid):
-            assert time.monotonic() < deadline, "the agent never filled its stdout"
+        wait_until_stdout_full(agent, until_idle=True)
         cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
         agent.stdin.write(bad_line + json.dumps(cancel).encode() + b"\n")
         agent.stdin.flush()
@@ -240,23 +234,6 @@ def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv, 
         agent.wait()
     answer = next(f for f in frames if f.get("id") == 3)
     assert answer["result"]["stopReason"] == "cancelled"
-
-
-def _unread(fd: int) -> int:
-    """Bytes waiting in the pipe ``fd`` reads."""
-    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-
-
-def _idle(pid: int) -> bool:
-    """Whether the process used no CPU time over half a second (it waits on something)."""
-
-    def used() -> int:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime, stime
-
-    before = used()
-    time.sleep(0.5)
-    return used() == before
 
 
 def _aborted_reply(database: Path, session_id: str) -> bool:
@@ -300,17 +277,13 @@ def test_a_cancel_lets_only_the_cancelled_turn_through(acp_env: AcpEnv) -> None:
             prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "talk"}]}
             agent.stdin.write(request(request_id, "session/prompt", prompt))
         agent.stdin.flush()
-        out = agent.stdout.fileno()
-        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
-        deadline = time.monotonic() + 60
-        while _unread(out) < capacity - 4096 or not _idle(agent.pid):
-            assert time.monotonic() < deadline, "the agent never filled its stdout"
+        wait_until_stdout_full(agent, until_idle=True)
         before = _rss_kib(agent.pid)
         cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": first}}
         agent.stdin.write(json.dumps(cancel).encode() + b"\n")
         agent.stdin.flush()
         deadline = time.monotonic() + 60
-        while not _aborted_reply(database, first) or not _idle(agent.pid):
+        while not _aborted_reply(database, first) or not idle(agent.pid):
             assert time.monotonic() < deadline, "the cancelled turn did not end"
             time.sleep(0.2)
         # The other turn stands still: it has not finished (with every send let through it ends

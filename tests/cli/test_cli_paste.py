@@ -34,6 +34,29 @@ def keys(parser_class: type[Vt100Parser], reads: list[str]) -> list[tuple[object
     return [(press.key, press.data) for press in got]
 
 
+def typed_around_a_paste(terminal: Terminal, paste: Path, after: str, shown: str) -> None:
+    """Types ``see ``, pastes the file's text (bracketed: tether asked for it), types ``after``,
+    and waits until the input box shows ``shown``."""
+    terminal.wait_for("/help for commands")
+    terminal.type("see ")
+    terminal.wait_for(lambda s: input_line(s) == "› see")
+    terminal.tmux("load-buffer", str(paste))
+    terminal.tmux("paste-buffer", "-p", "-t", "t")
+    terminal.type(after)
+    terminal.wait_for(lambda s: input_line(s) == shown)
+
+
+def stored_user_messages(cli: CliEnv) -> list[object]:
+    """The user messages of the one session the run stored, as stored."""
+    from tether.session import SessionManager
+    from tether.store import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
+        (record,) = sessions.list()
+        messages = sessions.open(record.id, readonly=True).messages
+        return [m["content"] for m in messages if m["role"] == "user"]
+
+
 def test_pastes_read_in_pieces_are_the_keys_prompt_toolkit_reads() -> None:
     chooser = random.Random(7)
     for _ in range(500):
@@ -113,26 +136,16 @@ def test_a_large_paste_is_a_marker_in_the_input_box_and_sent_whole(cli: CliEnv, 
     environ = cli.env(TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])), TERM="xterm-256color")
     terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
     try:
-        terminal.wait_for("/help for commands")
-        terminal.type("see ")
-        terminal.wait_for(lambda s: input_line(s) == "› see")
-        terminal.tmux("load-buffer", str(tmp_path / "paste"))
-        terminal.tmux("paste-buffer", "-p", "-t", "t")  # bracketed: tether asked for it
-        terminal.type(" and that")
-        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +50001 lines] and that")
+        typed_around_a_paste(
+            terminal, tmp_path / "paste", " and that", "› see [paste #1 +50001 lines] and that"
+        )
         terminal.send("Enter")
         screen = terminal.wait_for("got it")
         assert "› see [paste #1 +50001 lines] and that" in screen  # the message, folded
         assert "pasted line" not in screen
     finally:
         terminal.close()
-    from tether.session import SessionManager
-    from tether.store import default_db_path
-
-    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
-        (record,) = sessions.list()
-        messages = sessions.open(record.id, readonly=True).messages
-        assert [m["content"] for m in messages if m["role"] == "user"] == [f"see {pasted} and that"]
+    assert stored_user_messages(cli) == [f"see {pasted} and that"]
 
 
 def test_the_cursor_steps_over_a_marker_and_never_rests_inside_one() -> None:
@@ -172,13 +185,7 @@ def test_a_marker_is_one_unit_for_the_arrows_and_the_deleting_keys(cli: CliEnv, 
     environ = cli.env(TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])), TERM="xterm-256color")
     terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
     try:
-        terminal.wait_for("/help for commands")
-        terminal.type("see ")
-        terminal.wait_for(lambda s: input_line(s) == "› see")
-        terminal.tmux("load-buffer", str(tmp_path / "paste"))
-        terminal.tmux("paste-buffer", "-p", "-t", "t")
-        terminal.type(" x")
-        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +21 lines] x")
+        typed_around_a_paste(terminal, tmp_path / "paste", " x", "› see [paste #1 +21 lines] x")
         terminal.send("Left", "Left", "Left")  # over " x", then over the marker
         terminal.type("A")
         terminal.send("Right")
@@ -200,13 +207,7 @@ def test_a_marker_is_one_unit_for_the_arrows_and_the_deleting_keys(cli: CliEnv, 
         terminal.wait_for("got it")
     finally:
         terminal.close()
-    from tether.session import SessionManager
-    from tether.store import default_db_path
-
-    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
-        (record,) = sessions.list()
-        messages = sessions.open(record.id, readonly=True).messages
-        assert [m["content"] for m in messages if m["role"] == "user"] == [f"see A{pasted} x"]
+    assert stored_user_messages(cli) == [f"see A{pasted} x"]
 
 
 def test_the_external_editor_gets_the_pastes_and_unchanged_ones_fold_again() -> None:
@@ -240,13 +241,7 @@ def test_ctrl_g_edits_the_pasted_text_not_its_marker(cli: CliEnv, tmp_path: Path
     )
     terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
     try:
-        terminal.wait_for("/help for commands")
-        terminal.type("see ")
-        terminal.wait_for(lambda s: input_line(s) == "› see")
-        terminal.tmux("load-buffer", str(tmp_path / "paste"))
-        terminal.tmux("paste-buffer", "-p", "-t", "t")
-        terminal.type(" x")
-        terminal.wait_for(lambda s: input_line(s) == "› see [paste #1 +21 lines] x")
+        typed_around_a_paste(terminal, tmp_path / "paste", " x", "› see [paste #1 +21 lines] x")
         terminal.send("C-g")
         terminal.wait_for(lambda s: input_line(s) == "› SEE [paste #1 +21 lines] x")
         assert (tmp_path / "seen").read_text().rstrip("\n") == f"see {pasted} x"
@@ -254,10 +249,4 @@ def test_ctrl_g_edits_the_pasted_text_not_its_marker(cli: CliEnv, tmp_path: Path
         terminal.wait_for("got it")
     finally:
         terminal.close()
-    from tether.session import SessionManager
-    from tether.store import default_db_path
-
-    with SessionManager.at(default_db_path({"TETHER_HOME": str(cli.home)})) as sessions:
-        (record,) = sessions.list()
-        messages = sessions.open(record.id, readonly=True).messages
-        assert [m["content"] for m in messages if m["role"] == "user"] == [f"SEE {pasted} x"]
+    assert stored_user_messages(cli) == [f"SEE {pasted} x"]

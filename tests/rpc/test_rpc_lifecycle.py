@@ -4,16 +4,13 @@ unknown frames, and a server that cannot start."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import gc
 import itertools
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import textwrap
 import threading
 import time
@@ -24,6 +21,7 @@ import pytest
 from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
+from pipe_support import wait_until_stdout_full
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
 from tether.rpc.jsonl import OVERLONG
 from tether.rpc.mode import _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
@@ -88,15 +86,9 @@ def test_sigterm_ends_a_server_whose_client_stopped_reading(rpc: RpcEnv) -> None
     )
     assert server.stdin is not None and server.stdout is not None
     try:
-        out = server.stdout.fileno()
-        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
         server.stdin.write(b'{"type":"prompt","message":"talk"}\n')
         server.stdin.flush()
-        deadline = time.monotonic() + 60
-        # the pipe full: the server is (or is about to be) blocked writing a frame nobody reads
-        while _unread(out) < capacity - 4096:
-            assert time.monotonic() < deadline, "the server never filled its stdout"
-            time.sleep(0.05)
+        wait_until_stdout_full(server)
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=20) == 0
         lines = server.stdout.read().split(b"\n")
@@ -107,11 +99,6 @@ def test_sigterm_ends_a_server_whose_client_stopped_reading(rpc: RpcEnv) -> None
         server.wait()
         server.stdin.close()
         server.stdout.close()
-
-
-def _unread(fd: int) -> int:
-    """Bytes waiting in the pipe ``fd`` reads."""
-    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 @pytest.mark.subprocess
@@ -303,14 +290,9 @@ def test_abort_ends_the_run_while_the_client_reads_nothing(rpc: RpcEnv) -> None:
     )
     assert server.stdin is not None and server.stdout is not None
     try:
-        out = server.stdout.fileno()
-        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
         server.stdin.write(b'{"type":"prompt","message":"talk"}\n')
         server.stdin.flush()
-        deadline = time.monotonic() + 60
-        while _unread(out) < capacity - 4096:
-            assert time.monotonic() < deadline, "the server never filled its stdout"
-            time.sleep(0.05)
+        wait_until_stdout_full(server)
         server.stdin.write(b'{"type":"abort","id":"stop"}\n')
         server.stdin.flush()
         deadline = time.monotonic() + 60

@@ -57,6 +57,17 @@ async def _compacting(
     return work, events
 
 
+class _StreamFn:
+    """A stream function whose stream is itself (its ``result`` says how it answers);
+    ``called`` says the summary was asked for."""
+
+    called = False
+
+    def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
+        self.called = True
+        return self
+
+
 @pytest.mark.parametrize("stop", ["close", "abort"])
 async def test_close_or_abort_ends_a_compaction_stalled_at_the_server(
     manager: SessionManager, stop: str
@@ -91,13 +102,7 @@ async def test_close_gives_up_on_a_summary_deaf_to_the_abort(
     monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.05)
     never = asyncio.Event()
 
-    class Deaf:
-        called = False
-
-        def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
-            self.called = True
-            return self
-
+    class Deaf(_StreamFn):
         async def result(self) -> Any:
             await never.wait()
 
@@ -119,13 +124,7 @@ async def test_close_leaves_behind_a_summary_deaf_to_cancellation_too(
     monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.05)
     released = asyncio.Event()
 
-    class Stubborn:
-        called = False
-
-        def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
-            self.called = True
-            return self
-
+    class Stubborn(_StreamFn):
         async def result(self) -> Any:
             while not released.is_set():
                 try:

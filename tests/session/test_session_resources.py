@@ -431,15 +431,23 @@ def test_a_repositorys_skill_or_template_linking_out_is_refused(
     assert "PRIVATE NOTES" not in warnings
 
 
+def _serve_token_in_config(
+    dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path]:
+    """The user's config folder (its settings.json holding the serve token) and the project."""
+    config, project = dirs["config"], dirs["project"]
+    monkeypatch.setenv("TETHER_HOME", str(config.parent))
+    scripted(tmp_path, monkeypatch, "unused")
+    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    return config, project
+
+
 async def test_a_repositorys_template_linking_to_the_users_keys_is_refused(
     dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the config folder is a place a project's file may link to (for the user's own prompts),
     # but its settings.json holds the serve token: as /review, it went to the model as is
-    config, project = dirs["config"], dirs["project"]
-    monkeypatch.setenv("TETHER_HOME", str(config.parent))
-    scripted(tmp_path, monkeypatch, "unused")
-    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    config, project = _serve_token_in_config(dirs, tmp_path, monkeypatch)
     (project / ".pi" / "prompts").mkdir(parents=True)
     (project / ".pi" / "prompts" / "review.md").symlink_to(config / "settings.json")
     (project / ".pi" / "prompts" / "ship.md").write_text("ship it")
@@ -460,10 +468,7 @@ async def test_a_repositorys_skill_later_linking_to_the_users_keys_is_refused(
 ) -> None:
     # found as a plain file at the start, the skill becomes a link to the serve token's file:
     # the next /skill:NAME read it again, under the roots only, and sent it to the model
-    config, project = dirs["config"], dirs["project"]
-    monkeypatch.setenv("TETHER_HOME", str(config.parent))
-    scripted(tmp_path, monkeypatch, "unused")
-    (config / "settings.json").write_text('{"serve": {"token": "SERVE-TOKEN-SECRET"}}')
+    config, project = _serve_token_in_config(dirs, tmp_path, monkeypatch)
     path = skill(project / ".pi" / "skills", "x", "Does x")
     core = start_session(
         SessionOptions(), cwd=project, settings=Settings(), ask=None, session=SessionChoice(persist=False)
