@@ -367,9 +367,9 @@ class _Batch:
     async def parallel(self, calls: Sequence[ToolCall]) -> bool:
         """Every call prepared (an immediate result reports its end at once), the prepared ones
         run concurrently, then the result messages in source order; whether every result asks
-        to stop. Written out in one piece, the sending of events and result messages included
-        (only their dicts come from the builders above): a method or a coroutine per step of each
-        call cost more than the steps themselves (P2)."""
+        to stop. Written out in one piece, the sending of the start and immediate end events
+        included (only their dicts come from the builders above): a method or a coroutine per
+        step of each call cost more than the steps themselves (P2)."""
         emit, report = self.emit, self.report
         started = report.started
         hooked = self.config.before_tool_call is not None
@@ -400,25 +400,17 @@ class _Batch:
                     await self._execute(record)
                     await self._report(record)
 
-        # The result messages (``emit_tool_results``, written out): each counts as delivered
-        # from its ``message_start`` on. They are made together, so they share a timestamp.
-        delivered = report.delivered
+        # The result messages, in source order. They are made together, so they share a timestamp.
         timestamp = int(time.time() * 1000)
-        terminate = True
-        try:
-            for record in records:
-                result = record.result
-                message = tool_result_message(record.call, result, record.is_error, timestamp)
-                if result.terminate is not True:
-                    terminate = False
-                delivered.append(message)
-                report.open_result = message
-                await emit({"type": "message_start", "message": message})
-                report.open_result = None
-                await emit({"type": "message_end", "message": message})
-        except Exception as exc:
-            raise ListenerError(exc) from exc
-        return terminate and bool(records)
+        messages: list[ToolResultMessage] = []
+        terminate = bool(records)
+        for record in records:
+            result = record.result
+            messages.append(tool_result_message(record.call, result, record.is_error, timestamp))
+            if result.terminate is not True:
+                terminate = False
+        await emit_tool_results(messages, emit, report)
+        return terminate
 
     async def _run_concurrently(self, records: list[_Call]) -> None:
         """Every call starts (runs up to its first suspension, in source order) and the updates
