@@ -72,6 +72,12 @@ class AgentTool:
     prepare_arguments: Callable[[Any], Any] | None = None
     """Compatibility shim applied to raw arguments before validation."""
     metadata: dict[str, Any] = field(default_factory=lambda: {})
+    arguments_check: tuple[object, Callable[[Any], Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The check of a call's arguments (``validation.arguments_validator``) and the parameters it
+    was made for: made with the tool's first call and kept with the tool, so each call reads it
+    here instead of looking it up. A tool given new parameters gets a new check."""
 
 
 def one_per_name(tools: Iterable[AgentTool]) -> list[AgentTool]:

@@ -64,7 +64,7 @@ from tether.agent.types import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from tether.agent.validation import ArgumentsValidator, arguments_validator
+from tether.agent.validation import arguments_validator
 from tether.ai.abort import AbortSignal
 from tether.errors import TetherError
 from tether.wire import AssistantMessage, ToolCall, ToolResultMessage
@@ -294,7 +294,6 @@ class _Batch:
         "starting",
         "tools",
         "trace",
-        "validators",
     )
 
     def __init__(
@@ -316,8 +315,6 @@ class _Batch:
         self.emit = emit
         self.report = report
         self.trace = trace
-        self.validators: dict[str, ArgumentsValidator] = {}
-        """The validator of each tool called so far (a batch often calls one tool several times)."""
         self.starting: list[asyncio.Task[None]] | None = None
         """While a concurrent batch starts its calls: the update tasks they create meanwhile,
         to be reported before any call's end."""
@@ -644,10 +641,7 @@ class _Batch:
             arguments: Any = call["arguments"]
             if agent_tool.prepare_arguments is not None:
                 arguments = agent_tool.prepare_arguments(arguments)
-            validate = self.validators.get(agent_tool.name)
-            if validate is None:
-                validate = self.validators[agent_tool.name] = arguments_validator(agent_tool)
-            record.args = validate(arguments)
+            record.args = arguments_validator(agent_tool)(arguments)
         except Exception as exc:
             record.fail(describe_error(exc))
             record.stage = _EXECUTED

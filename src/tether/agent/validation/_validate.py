@@ -45,21 +45,17 @@ ArgumentsValidator = Callable[[Any], Any]
 """``validate_tool_arguments`` for one tool: its arguments validated (and coerced), or
 ``ToolArgumentsError``."""
 
-_VALIDATORS: dict[int, tuple[AgentTool, object, ArgumentsValidator]] = {}
-"""Each tool's validator, by the tool's identity (the entry keeps the tool alive, so its ``id``
-cannot be reused while cached) and checked against its current parameters."""
-_VALIDATORS_KEPT = 512
-
 
 def arguments_validator(tool: AgentTool) -> ArgumentsValidator:
-    """``tool``'s arguments validator, built once per tool (and per parameters object).
+    """``tool``'s arguments validator, built once per tool (and per parameters object) and kept
+    in its ``arguments_check``.
 
     Every tool call is validated: for the usual parameters (a JSON Schema object without unions)
     valid arguments are checked and copied in one call (``compile_check_copy``), where
     ``validate_tool_arguments`` makes six; anything else takes ``validate_tool_arguments``' way."""
-    entry = _VALIDATORS.get(id(tool))
-    if entry is not None and entry[0] is tool and entry[1] is tool.parameters:
-        return entry[2]
+    kept = tool.arguments_check
+    if kept is not None and kept[0] is tool.parameters:
+        return kept[1]
     parameters, name = tool.parameters, tool.name
     validator: ArgumentsValidator | None = None
     if isinstance(parameters, dict) and not has_union(parameters):
@@ -71,9 +67,7 @@ def arguments_validator(tool: AgentTool) -> ArgumentsValidator:
         )
     if validator is None:
         validator = lambda arguments: validate_tool_arguments(tool, name, arguments)  # noqa: E731
-    if len(_VALIDATORS) >= _VALIDATORS_KEPT:
-        del _VALIDATORS[next(iter(_VALIDATORS))]  # the oldest
-    _VALIDATORS[id(tool)] = (tool, parameters, validator)
+    tool.arguments_check = (parameters, validator)
     return validator
 
 
