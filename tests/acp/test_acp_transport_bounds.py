@@ -22,7 +22,7 @@ from tether.session.manager import SessionManager
 pytestmark = pytest.mark.subprocess
 
 
-def request(request_id: int, method: str, params: Any) -> bytes:
+def request(request_id: int | str, method: str, params: Any) -> bytes:
     return (
         json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
     )
@@ -109,6 +109,39 @@ async def test_a_client_that_stops_reading_holds_the_agent_still(acp_env: AcpEnv
     while answers < total:
         answer = await _receive(process)
         assert answer["error"]["code"] == -32601
+        answers += 1
+    await writing
+    await _end(process)
+
+
+async def test_a_client_that_sends_cancels_as_requests_and_stops_reading_holds_the_agent_still(
+    acp_env: AcpEnv,
+) -> None:
+    """``session/cancel`` sent as a request is answered ``null`` by the reader itself; those
+    answers were not counted with the held requests, so a client sending such cancels without
+    reading had all of them read and every answer buffered (here 120 MB). Now they stop the
+    reading once 1 MiB of them waits, as other requests' answers do; reading them lets it go on."""
+    process = await _start(acp_env, limit=1 << 16)  # this side stops reading at 128 KiB
+    assert process.stdin is not None
+    total = 30_000
+    cancel = {"sessionId": "nowhere"}
+    before = _rss_kib(process.pid)
+
+    async def flood() -> None:
+        assert process.stdin is not None
+        for i in range(total):
+            process.stdin.write(request(f"{i:06d}" + "x" * 4000, "session/cancel", cancel))
+            await process.stdin.drain()
+
+    writing = asyncio.ensure_future(flood())
+    done, _ = await asyncio.wait([writing], timeout=15)
+    held = _rss_kib(process.pid)
+    assert not done, "all cancels went in although their answers were never read"
+    assert held - before < 64 * 1024, (before, held)  # KiB: the answers are not in memory
+    answers = 0
+    while answers < total:
+        answer = await _receive(process)
+        assert answer["id"].startswith(f"{answers:06d}") and answer["result"] is None
         answers += 1
     await writing
     await _end(process)

@@ -62,7 +62,7 @@ async def test_ls_of_a_file_name_that_is_not_utf8_keeps_the_session_storing(
         "user",
         "assistant",
     ]
-    assert "caf\ufffd.txt" in stored[2]["content"][0]["text"]
+    assert "caf\\xe9.txt" in stored[2]["content"][0]["text"]  # as ls shows it (tether.wire.file_names)
     assert stored[-1]["stopReason"] == "stop"
 
 

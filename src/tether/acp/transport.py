@@ -21,7 +21,8 @@ Bounds, as the RPC transport has them (``tether.rpc.mode``):
   held unrun, up to ``HELD_BYTES`` of them, past which no more are read: a client that sends
   without ever reading holds us still instead of growing our memory (each request's answer
   would otherwise be buffered: 150k requests cost half a gigabyte). The error answers of bad
-  lines are written at once, counted with the held requests: the reading never waits on them.
+  lines, and the ``null`` answers of cancels sent as requests, are written at once, counted with
+  the held requests: the reading never waits on them.
 - ``session/cancel`` is always read and acts at once, ahead of the held requests: reading goes on
   while output waits, and a cancel lifts the waiting of sends until the cancelled turn's answer
   is written (or the client reads again), so the cancelled turn ends now (recorded, its answer
@@ -139,8 +140,9 @@ class JsonRpcStdio:
         """Messages read, with their sizes, waiting for the client to read our output."""
         self._held_bytes = 0
         self._answered_bytes = 0
-        """Bytes of error answers the reader wrote while the client was not reading: counted with
-        the held requests, so that a flood of bad lines stops the reading as good ones do."""
+        """Bytes of answers the reader wrote while the client was not reading (``_answer_now``):
+        counted with the held requests, so that a flood of bad lines or of cancels sent as
+        requests stops the reading as a flood of other requests does."""
         self._cancels: deque[dict[str, Any]] = deque()
         self._prompts: dict[object, str] = {}
         """The ``session/prompt`` requests handed on and not yet answered: their sessions, by id."""
@@ -279,10 +281,18 @@ class JsonRpcStdio:
         params = request.get("params")
         if not isinstance(params, dict) or not isinstance(cast(dict[str, Any], params).get("sessionId"), str):
             detail = f'{CANCEL}: "sessionId" must be a string'
-            self._write_now(_error_message(request["id"], INVALID_PARAMS, "Invalid params", detail))
+            self._answer_now(_error_message(request["id"], INVALID_PARAMS, "Invalid params", detail))
             return None
-        self._write_now({"jsonrpc": "2.0", "id": request["id"], "result": None})
+        self._answer_now({"jsonrpc": "2.0", "id": request["id"], "result": None})
         return {"jsonrpc": "2.0", "method": CANCEL, "params": params}
+
+    def _answer_now(self, message: dict[str, Any]) -> None:
+        """Answer a line the reader settles itself (an error, a cancel sent as a request) without
+        waiting for the client to read, counted with the held requests while it does not: a
+        flood of such lines stops the reading as a flood of requests does."""
+        written = self._write_now(message)
+        if self._output.paused:
+            self._answered_bytes += written
 
     def _write_now(self, message: dict[str, Any]) -> int:
         """Write ``message`` behind what is buffered, without waiting for the client to take it;
@@ -345,9 +355,7 @@ class JsonRpcStdio:
     def _error(self, request_id: object, code: int, message: str, details: str) -> None:
         """Answer a bad line without waiting for the client to read (a send would stop the
         reader, and a cancel behind the line would never be read)."""
-        written = self._write_now(_error_message(request_id, code, message, details))
-        if self._output.paused:
-            self._answered_bytes += written
+        self._answer_now(_error_message(request_id, code, message, details))
 
 
 def _error_message(request_id: object, code: int, message: str, details: str) -> dict[str, Any]:

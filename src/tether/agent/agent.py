@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.agent.listener_grace import ListenerGrace
 from tether.agent.loop import run_agent_loop, run_agent_loop_continue
-from tether.agent.tool import AgentTool, one_per_name
+from tether.agent.tool import AgentTool
+from tether.agent.tool_list import ToolList
 from tether.agent.types import AgentContext, AgentEvent, AgentLoopConfig, default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
@@ -123,7 +124,8 @@ class Agent:
         volatile_context: Text sent after the last prompt-cache breakpoint (changes each turn
             without spoiling the cached prefix).
         tools: The tools the model may call (``@tether.tool`` functions, ``AgentTool`` objects);
-            of two with one name the later takes the earlier's place, as in ``create_agent_session``.
+            of two with one name the later takes the earlier's place, as in ``create_agent_session``,
+            and so does a tool added later (``agent.tools.append(tool)``).
         messages: A transcript to start from.
         thinking_level: ``off`` to ``max``; mapped to each provider's reasoning setting.
         service_tier: The provider's service tier, where it has one.
@@ -208,7 +210,7 @@ class Agent:
         self.instrumentation = instrumentation
         """Records each run as OpenTelemetry spans and metrics (``None``: the process-wide setting
         of ``tether.telemetry.instrument``, if any)."""
-        self._tools = one_per_name(tools)
+        self._tools = ToolList(tools)
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
@@ -225,11 +227,14 @@ class Agent:
 
     @property
     def tools(self) -> list[AgentTool]:
+        """The tools, one per name: the list itself, as pi's ``agent.state.tools`` (changing it
+        changes the next run), keeping one tool per name through every change (``append``,
+        ``insert``, ...: ``tether.agent.tool_list``). Assigning copies the list."""
         return self._tools
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = one_per_name(tools)
+        self._tools = ToolList(tools)
 
     @property
     def messages(self) -> list[AgentMessage]:

@@ -44,6 +44,7 @@ from tether.ai.models_file import (
 )
 from tether.errors import ModelError
 from tether.wire import MODEL_INFO, ModelInfo, WireError
+from tether.wire.model import MODEL_DESCRIPTION
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_TOKENS = 16_384
@@ -558,10 +559,6 @@ def register_provider_info(provider: ProviderInfo) -> ProviderInfo:
     return default_registry().register_provider_info(provider)
 
 
-_DESCRIPTION = ("name", "reasoning", "input", "cost", "contextWindow", "maxTokens", "thinking")
-"""What a stored model descriptor may contribute: what the model is, not where requests go."""
-
-
 def restored_model(provider: str, model_id: str, stored: Mapping[str, Any] | None) -> ModelInfo:
     """The model a stored session is set to, for its next request.
 
@@ -583,7 +580,7 @@ def restored_model(provider: str, model_id: str, stored: Mapping[str, Any] | Non
     if info is None or stored is None:
         return registry.get_model(provider, model_id)  # a local server's defaults, or why not
     model: dict[str, Any] = dict(default_model(info, model_id))
-    model.update((key, stored[key]) for key in _DESCRIPTION if key in stored)
+    model.update((key, stored[key]) for key in MODEL_DESCRIPTION if key in stored)
     try:
         return MODEL_INFO.decode(model)
     except WireError:  # a damaged description: the provider's defaults

@@ -81,6 +81,8 @@ def run_worker(
     previous = {number: signal.signal(number, stop_serving) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         serve(runtime, stop, on_ready=ready)
+    except UserError:
+        raise  # says what is wrong itself (a DBOS of another version), not the database
     except Exception as exc:
         if started.is_set():
             raise

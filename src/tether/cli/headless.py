@@ -23,8 +23,8 @@ from typing import Any, TextIO
 from tether.session.agent_session import AgentSession
 from tether.session.events import WireEvents, message_text
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
-from tether.session.system_prompt import path_text
 from tether.wire import dumps
+from tether.wire.file_names import path_text
 
 
 def write_notes(core: AgentSession, err: TextIO) -> None:

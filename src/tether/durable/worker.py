@@ -44,7 +44,7 @@ from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.dispatch import Dispatcher, own_queue, system_engine
 from tether.durable.runs import prune_with
-from tether.durable.workflow import Runtime, executing, install
+from tether.durable.workflow import DbosVersionError, Runtime, check_dbos, executing, install
 
 _METADATA = sa.MetaData()
 _WORKERS = sa.Table(
@@ -75,6 +75,12 @@ def launch(runtime: Runtime) -> Dispatcher:
             "log_level": "WARNING",
         }
     )
+    try:
+        check_dbos()  # before anything starts: a DBOS of another version fails here, in one line
+    except DbosVersionError:
+        DBOS.destroy()
+        install(None)
+        raise
     mine = own_queue(config.executor_id)
     DBOS.listen_queues([mine])  # submitted runs reach it through claims only
     DBOS.launch()

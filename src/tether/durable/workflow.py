@@ -28,15 +28,16 @@ a model stream from inside its step.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
+import dbos._dbos
 from dbos import DBOS
-from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
 from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
@@ -158,6 +159,39 @@ def _current() -> Runtime:
     return _runtime
 
 
+DBOS_REQUIREMENT = "dbos>=3.4,<4"
+"""The DBOS versions tether.durable was tested with, as ``pyproject.toml`` pins them (a test
+keeps the two alike): ``executing`` reads private members of DBOS, which another may lack."""
+
+
+class DbosVersionError(UserError):
+    """The installed DBOS lacks what tether.durable reads of its private members."""
+
+
+def check_dbos() -> None:
+    """Raise ``DbosVersionError`` now, at a worker's launch (DBOS made, not launched), if the
+    installed DBOS lacks the private members ``executing`` reads: an upgrade past the pinned
+    versions then fails at once in one line, not on every heartbeat of a worker taking runs."""
+    _active_workflows()
+
+
+def _active_workflows() -> Any:
+    """DBOS's private record of the executions under way in this process."""
+    get_instance = getattr(dbos._dbos, "_get_dbos_instance", None)
+    active = getattr(get_instance(), "_active_workflows_set", None) if callable(get_instance) else None
+    if not callable(getattr(active, "activeList", None)):
+        missing = (
+            "dbos._dbos._get_dbos_instance"
+            if not callable(get_instance)
+            else "DBOS._active_workflows_set.activeList()"
+        )
+        raise DbosVersionError(
+            f"tether.durable needs {DBOS_REQUIREMENT}, not dbos {importlib.metadata.version('dbos')}, "
+            f"which lacks {missing}: pip install '{DBOS_REQUIREMENT}'"
+        )
+    return active
+
+
 def executing() -> frozenset[str]:
     """The ids of the runs this process is running now: the worker tells from them which of the
     runs DBOS has as running on its queue none of its executions is still under way for.
@@ -169,16 +203,10 @@ def executing() -> frozenset[str]:
     ``durable_run`` but whose outcome DBOS was still retrying looked unattended, was put back on
     the shared queue and could run twice.
 
-    That record is private to DBOS (``_active_workflows_set``): a DBOS without it raises here,
-    saying so, and ``tests/durable/test_durable_run.py`` calls this directly, so an upgrade that
-    removed it fails there instead of leaving workers that log a failed look on every beat."""
-    active = getattr(_get_dbos_instance(), "_active_workflows_set", None)
-    if active is None:
-        raise RuntimeError(
-            "this DBOS keeps no _active_workflows_set: tether.durable cannot tell which runs it is "
-            "executing (pin the DBOS version tether was tested with)"
-        )
-    return frozenset(active.activeList())
+    That record is private to DBOS (``_active_workflows_set``): a DBOS without it raises
+    ``DbosVersionError`` here, saying so, and ``launch`` asks first (``check_dbos``), so an
+    upgrade that removed it fails at a worker's start, not on every beat."""
+    return frozenset(_active_workflows().activeList())
 
 
 @DBOS.workflow(name=WORKFLOW)

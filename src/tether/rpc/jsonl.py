@@ -9,10 +9,6 @@ megabytes on one line); the server caps a command line (``tether.rpc.mode.MAX_LI
 
 from __future__ import annotations
 
-import json
-
-from pydantic_core import PydanticSerializationError
-
 from tether.wire import dumpb
 
 OVERLONG = b"\n"
@@ -81,12 +77,6 @@ def _strip_cr(line: bytes) -> bytes:
 
 
 def encode_frame(frame: object) -> bytes:
-    """One record: compact JSON (non-ASCII kept as UTF-8), then LF. A lone surrogate (a file name
-    that is not UTF-8, read by a tool) cannot be UTF-8: such a frame is sent ASCII-escaped, still
-    JSON, rather than not at all."""
-    try:
-        return dumpb(frame) + b"\n"
-    except PydanticSerializationError:
-        from pydantic_core import to_jsonable_python
-
-        return json.dumps(frame, separators=(",", ":"), default=to_jsonable_python).encode() + b"\n"
+    """One record: compact JSON (non-ASCII kept as UTF-8; a lone surrogate, which UTF-8 cannot
+    hold, as U+FFFD: ``tether.wire.dumpb``), then LF."""
+    return dumpb(frame) + b"\n"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from tether.session.branching import settle_leaf
 from tether.session.session import Session, now_ms
-from tether.session.system_prompt import path_text
 from tether.store.database import open_store
 from tether.store.entries import ENTRY_FORMAT, EntryDict
 from tether.store.ids import new_id
 from tether.store.store import EntryNotFoundError, SessionRecord, SessionStore, WriterLease
 from tether.store.tree import EntryTree, paused_gc
 from tether.wire import ModelInfo
+from tether.wire.file_names import path_text
 
 
 class SessionManager:

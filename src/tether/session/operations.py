@@ -82,14 +82,62 @@ class SessionOperations(CoreState):
     def switch_session(self, session: str) -> None:
         """Continue another stored session (its settings entries apply): ``session`` is its id or
         the path ``session_file`` gives for it (what pi's clients hand back from ``get_state``).
-        Switching to the session already open changes nothing, as in pi."""
+        Switching to the session already open changes nothing, as in pi.
+
+        As pi 1.6's ``switchSession`` (a fresh session made from the stored one), a conversation
+        goes on with its own model and thinking level, not with the ones in use before the
+        switch: ``_restore_model``. Nothing is written to it by the switch itself."""
         sessions = self._require_sessions()
         session_id = self._session_id_of(session)
         if self._session is not None and self._session.id == session_id:
             return
         previous = self.session_file
         self._attach(sessions.open(session_id), load_settings=True)
+        self._restore_model()
         self._replaced("resume", previous)
+
+    def _restore_model(self) -> None:
+        """The switched-to conversation's stored model, as a resume without ``--model`` takes it
+        (``tether.session.factory._choose_model``): an extension's provider serves it, else the
+        registry's entry on the configured endpoint (``restored_model``). One that cannot be
+        restored (a provider no longer known, one without a key) leaves the model in use, said
+        in a notice, as pi says "Could not restore model". A scripted model is this process's
+        script, never a stored one's; a session without messages has no model of its own yet.
+        The thinking level the switch loaded is clamped to the model, as ``set_model`` does; no
+        ``model_select`` hook (pi: restoring a session does not fire it)."""
+        from tether.session.model_control import _clamp_thinking  # pyright: ignore[reportPrivateUsage]
+
+        agent, session = self.agent, self._session
+        stored = session.context.model if session is not None else None
+        if session is None or stored is None or stored.provider == "scripted" or not session.messages:
+            return
+        current = agent.model
+        if current is not None and (current["provider"], current["id"]) == (stored.provider, stored.model_id):
+            return
+        wanted = f"{stored.provider}/{stored.model_id}"
+        host = self._extensions()
+        served = host.model(wanted) if host is not None else None
+        if served is not None:
+            model, stream_fn = served
+        else:
+            from tether.ai.models import default_registry, provider_has_key, restored_model
+
+            try:
+                model, stream_fn = restored_model(stored.provider, stored.model_id, stored.info), None
+            except LookupError as exc:
+                self._not_restored(wanted, str(exc))
+                return
+            provider = default_registry().find_provider_info(stored.provider)
+            if provider is not None and not provider_has_key(provider):
+                self._not_restored(wanted, f"no key for {stored.provider}")
+                return
+        agent.model, agent.stream_fn = model, stream_fn
+        agent.thinking_level = _clamp_thinking(model, agent.thinking_level)
+
+    def _not_restored(self, wanted: str, why: str) -> None:
+        current = self.agent.model
+        using = f"{current['provider']}/{current['id']}" if current is not None else "no model"
+        self.notify(f"Could not restore model {wanted} ({why}). Using {using}")
 
     def _session_id_of(self, session: str) -> str:
         """The id in a ``session_file`` path (``<store file>/<id>``), or ``session`` itself. A path

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tether.own_files import RefusedFile, read_own_file
 from tether.tools.sandbox_protect import is_repository
+from tether.wire.file_names import path_text
 
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
@@ -141,7 +142,7 @@ def build_system_prompt(
             continue
         text = data.decode("utf-8", errors="replace").strip()
         if text:
-            parts.append(f'<{kind}-instructions path="{path}">\n{text}\n</{kind}-instructions>')
+            parts.append(f'<{kind}-instructions path="{path_text(path)}">\n{text}\n</{kind}-instructions>')
     if skills:
         parts.append(skills)
     parts.append(f"Working directory: {path_text(cwd)}")
@@ -150,16 +151,6 @@ def build_system_prompt(
     if append:
         parts.append(append)
     return "\n\n".join(parts)
-
-
-def path_text(path: str | os.PathLike[str]) -> str:
-    """``path`` as text for the model and the session store. A POSIX name is bytes, and one that
-    is not UTF-8 (``os.mkdir(b"x\\xff")``) reaches Python as lone surrogates, which neither a
-    request (whose builder strips them: the model saw a directory that does not exist) nor the
-    store (a ``UnicodeEncodeError`` at the first session opened there) can take. Its odd bytes
-    are written ``\\xff`` instead: the same directory always gives the same text, so its
-    sessions are found again."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _present(candidate: Path) -> bool:

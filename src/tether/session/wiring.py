@@ -19,6 +19,7 @@ from tether.session.budget import CompactionSettings, is_context_overflow, shoul
 from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
+from tether.wire.model import MODEL_DESCRIPTION
 
 
 def record_message_end(session: Session, event: AgentEvent, *, checked: bool = False) -> None:
@@ -36,10 +37,15 @@ def record_settings(
     service_tier: str | None = None,
     system_prompt: str | None = None,
 ) -> None:
-    """Append a settings entry for each value that differs from the session's current one."""
+    """Append a settings entry for each value that differs from the session's current one. A
+    model differs by provider or id, or by what it is under the same id (``models.json`` raised
+    its ``contextWindow``): the session's descriptor is what a resume falls back to once the id
+    is no longer listed, so it follows the model as it runs (pi stores no descriptor at all)."""
     ctx = session.context
     if model is not None and (
-        ctx.model is None or (ctx.model.provider, ctx.model.model_id) != (model["provider"], model["id"])
+        ctx.model is None
+        or (ctx.model.provider, ctx.model.model_id) != (model["provider"], model["id"])
+        or (ctx.model.info is not None and _described(ctx.model.info) != _described(model))
     ):
         session.set_model(model)
     if thinking_level is not None and thinking_level != ctx.thinking_level:
@@ -48,6 +54,10 @@ def record_settings(
         session.set_service_tier(service_tier)
     if (system_prompt or None) != (ctx.system_prompt or None):
         session.set_system_prompt(system_prompt or "")
+
+
+def _described(model: ModelInfo) -> list[object]:
+    return [model.get(key) for key in MODEL_DESCRIPTION]
 
 
 _SESSION_MADE = frozenset({"compactionSummary", "branchSummary"})

@@ -13,6 +13,7 @@ from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.tools.workspace import Workspace
+from tether.wire.file_names import path_text
 
 DEFAULT_LIMIT = 500
 
@@ -64,14 +65,15 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     limit = params.get("limit", DEFAULT_LIMIT)
     shown = workspace.display(path)
     try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name.lower())
+        entries = list(os.scandir(path))
     except FileNotFoundError:
         raise ToolError(f"Directory not found: {shown}") from None
     except NotADirectoryError:
         raise ToolError(f"{shown} is a file, not a directory; use read to see it.") from None
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
-    names = [entry.name + ("/" if _is_dir(entry) else "") for entry in entries]
+    shown_entries = sorted(((path_text(entry.name), entry) for entry in entries), key=lambda e: e[0].lower())
+    names = [name + ("/" if _is_dir(entry) else "") for name, entry in shown_entries]
     shown_names = names[:limit]
     if not names:
         text = f"{shown} is empty."

@@ -30,6 +30,7 @@ from tether.tools.errors import PathOutsideWorkspace
 from tether.tools.sandbox import Sandbox, SandboxPolicy, unavailable
 from tether.tools.spool import Spools
 from tether.wire import ToolCall
+from tether.wire.file_names import path_from_text, path_text
 
 WRITE_TOOLS = frozenset({"write", "edit"})
 """Tools whose ``path`` argument is written to."""
@@ -86,7 +87,7 @@ class Workspace:
         ``reading``: the tool only reads there, so ``read_roots`` are allowed too."""
         if not path:
             raise ToolError("path must not be empty")
-        candidate = Path(os.path.expanduser(path))
+        candidate = self._named(path)
         real = Path(os.path.realpath(self.real_root / candidate))
         if self.sandbox is not None and self.sandbox.active:
             self._check_sandbox(path, real, reading=reading)
@@ -95,16 +96,28 @@ class Workspace:
         via_link = self.contains(Path(os.path.abspath(self.real_root / candidate)))
         how = " through a symbolic link" if via_link else ""
         raise PathOutsideWorkspace(
-            f"Path {path!r} resolves{how} to {real}, outside the workspace {self.real_root}. "
+            f"Path {path!r} resolves{how} to {path_text(real)}, outside the workspace "
+            f"{path_text(self.real_root)}. "
             "Only files inside the workspace can be accessed (the user can allow more: --allow-outside)."
         )
+
+    def _named(self, path: str) -> Path:
+        """The name a tool argument means. The tools show a name that is not UTF-8 with its odd
+        bytes written ``\\xff`` (``display``), so the model hands that text back: it means those
+        bytes unless a file is named by the text itself (``tether.wire.file_names``)."""
+        candidate = Path(os.path.expanduser(path))
+        if "\\x" in path and not os.path.lexists(self.real_root / candidate):
+            return Path(os.path.expanduser(path_from_text(path)))
+        return candidate
 
     def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
         assert self.sandbox is not None
         found = self.hiding(real)
         if found is not None:
             hidden, holds = found
-            raise PathOutsideWorkspace(f"Path {path!r} is hidden by the sandbox ({hidden} {holds}).")
+            raise PathOutsideWorkspace(
+                f"Path {path!r} is hidden by the sandbox ({path_text(hidden)} {holds})."
+            )
         if not reading and self.sandbox.mode == "read-only":
             raise ToolError(f"Cannot write {path!r}: the sandbox is read-only (--sandbox read-only).")
 
@@ -148,12 +161,14 @@ class Workspace:
         return _within(real_path, self._real_roots)
 
     def display(self, real_path: Path) -> str:
-        """A path as the model should see it: relative to the root when inside it."""
+        """A path as the model should see it: relative to the root when inside it, its bytes
+        that are not UTF-8 written ``\\xff`` (``tether.wire.file_names``), which ``resolve``
+        reads back."""
         try:
             relative = real_path.relative_to(self.real_root)
         except ValueError:
-            return str(real_path)
-        return str(relative) if relative.parts else "."
+            return path_text(real_path)
+        return path_text(relative) if relative.parts else "."
 
     def needs_approval(self, tool_call: ToolCall) -> bool:
         """Whether the user must approve this call before it runs."""
@@ -184,7 +199,7 @@ class Workspace:
             return None
         from tether.tools.sandbox_protect import WHAT_READS, protected_by
 
-        real = Path(os.path.realpath(self.real_root / os.path.expanduser(path)))
+        real = Path(os.path.realpath(self.real_root / self._named(path)))
         name = protected_by(real, self._real_roots)
         return None if name is None else f"{name}, which {WHAT_READS[name]}"
 
@@ -192,7 +207,7 @@ class Workspace:
         path = arguments.get("path")
         if not isinstance(path, str) or not path:
             return True  # validation will reject it; nothing is written
-        real = Path(os.path.realpath(self.real_root / os.path.expanduser(path)))
+        real = Path(os.path.realpath(self.real_root / self._named(path)))
         return self.contains(real)
 
 

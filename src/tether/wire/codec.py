@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args
 
 from tether.wire.errors import WireError, wire_error
+from tether.wire.json_line import replace_lone_surrogates
 from tether.wire.messages import (
     AgentMessage,
     AssistantContent,
@@ -156,8 +157,25 @@ def dumps(value: object) -> str:
 
 
 def dumpb(value: object) -> bytes:
-    """Compact JSON bytes (UTF-8) of a wire value."""
-    return _to_json()(value)
+    """Compact JSON bytes (UTF-8) of a wire value.
+
+    A lone surrogate has no UTF-8 form; one in a string (a file name that is not UTF-8 read
+    through ``os.fsdecode`` by an extension's or an MCP server's tool, a ``"\\ud800"`` escape)
+    is written U+FFFD, as the store writes it and a UTF-8 decoder reads bad bytes, rather than
+    failing the event (``tether -p --mode json`` stopped writing at the first one)."""
+    try:
+        return _to_json()(value)
+    except ValueError:  # pydantic-core's PydanticSerializationError
+        from pydantic_core import to_jsonable_python
+
+        # The standard library's encoder writes the surrogates into text, where they can only
+        # be in strings; what JSON has no type for (a tool's result, a dataclass) is converted
+        # as pydantic-core converts it.
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
+        mended = replace_lone_surrogates(text)
+        if mended is text:
+            raise
+        return mended.encode()
 
 
 @cache

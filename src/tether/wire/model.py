@@ -68,3 +68,9 @@ class ModelInfo(TypedDict):
     priority: NotRequired[int]
     thinking: NotRequired[ThinkingConfig]
     compat: NotRequired[JsonObject]
+
+
+MODEL_DESCRIPTION = ("name", "reasoning", "input", "cost", "contextWindow", "maxTokens", "thinking")
+"""The fields of a ``ModelInfo`` that say what the model is (limits, cost, input), not where
+requests go: what a session's stored descriptor may contribute on resume
+(``tether.ai.models.restored_model``), and what a change of is recorded although the id stays."""

@@ -1,0 +1,53 @@
+"""``switch_session`` goes on with the switched-to conversation's own model and thinking level, as
+pi 1.6's ``switchSession`` does (it makes the session afresh from the stored one); it kept the
+model in use before the switch, so the conversation continued on another model than its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rpc_support import RpcEnv, text_reply
+
+pytestmark = pytest.mark.subprocess
+
+
+def lab_models(rpc: RpcEnv) -> None:
+    """Two models of a keyless provider (never called here: switching makes no request)."""
+    models = [{"id": name, "reasoning": True, "contextWindow": 8000} for name in ("small", "big")]
+    providers = {"lab": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "models": models}}
+    (rpc.home / "config").mkdir(exist_ok=True)
+    (rpc.home / "config" / "models.json").write_text(json.dumps({"providers": providers}))
+
+
+async def test_switch_session_restores_the_sessions_model_and_thinking_level(rpc: RpcEnv) -> None:
+    lab_models(rpc)
+    script = rpc.script([text_reply("first answer")])
+    async with rpc.spawn("--model", f"scripted:{script}") as client:
+        await client.prompt("first question")
+        await client.set_model("lab", "small")  # recorded in the first session at once
+        await client.set_thinking_level("high")
+        first = (await client.get_state())["sessionFile"]
+        await client.new_session()
+        await client.set_model("lab", "big")
+        await client.set_thinking_level("low")
+        assert await client.switch_session(first) == {"cancelled": False}
+        state = await client.get_state()
+        assert (state["model"]["provider"], state["model"]["id"]) == ("lab", "small")
+        assert state["thinkingLevel"] == "high"
+
+
+async def test_a_model_that_cannot_be_restored_leaves_the_current_one(rpc: RpcEnv) -> None:
+    """Its provider is gone: the switch goes through on the model in use (a library's listeners
+    get a ``notice`` saying so, as pi says "Could not restore model")."""
+    lab_models(rpc)
+    script = rpc.script([text_reply("first answer")])
+    async with rpc.spawn("--model", f"scripted:{script}") as client:
+        await client.prompt("first question")
+        await client.set_model("lab", "small")
+        first = (await client.get_state())["sessionFile"]
+    (rpc.home / "config" / "models.json").unlink()  # the lab provider is gone
+    async with rpc.spawn("--model", f"scripted:{script}") as client:
+        assert await client.switch_session(first) == {"cancelled": False}
+        state = await client.get_state()
+        assert (state["model"]["provider"], state["model"]["id"]) == ("scripted", "script")

@@ -1,0 +1,62 @@
+"""A model whose description changes under the same id (``models.json`` raises its
+``contextWindow``): a resumed session runs on the model as configured now, as pi does (pi stores
+provider and id only), and records the new description at its next turn. It recorded a model
+only when provider or id changed, so the session went on saying the model had the old limits,
+which a resume falls back to once the id is no longer listed (``restored_model``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tether.ai import models
+from tether.session.factory import AgentOptions, SessionChoice, create_agent_session
+from tether.session.manager import SessionManager
+from tether.testing.scripted import ScriptedModel, reply
+
+
+def configure(home: Path, context_window: int) -> None:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    model = {"id": "m", "contextWindow": context_window, "maxTokens": 512}
+    provider = {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "models": [model]}
+    (home / "config" / "models.json").write_text(json.dumps({"providers": {"lab": provider}}))
+
+
+async def converse(tmp_path: Path, choice: SessionChoice) -> str:
+    core = create_agent_session(AgentOptions(model="lab/m", tools=[]), cwd=tmp_path, session=choice)
+    core.agent.stream_fn = ScriptedModel([reply("answer")])  # lab/m is never called
+    try:
+        await core.prompt("question")
+        session_id = core.session_id
+        assert session_id is not None
+        return session_id
+    finally:
+        await core.close()
+
+
+def stored_window(session_id: str) -> object:
+    with SessionManager() as sessions, sessions.open(session_id, readonly=True) as session:
+        stored = session.context.model
+        assert stored is not None and stored.info is not None
+        return stored.info["contextWindow"]
+
+
+async def test_a_resumed_session_records_the_models_new_limits_at_its_next_turn(
+    tmp_path: Path, tether_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(models, "_registry", None)
+    configure(tether_home, 1000)
+    session_id = await converse(tmp_path, SessionChoice())
+    assert stored_window(session_id) == 1000
+    configure(tether_home, 200_000)
+    assert await converse(tmp_path, SessionChoice(session_id=session_id)) == session_id
+    assert stored_window(session_id) == 200_000
+    changes = 0
+    with SessionManager() as sessions:
+        changes = sum(e.type == "model_change" for e in sessions.store.entries(session_id))
+    assert changes == 2
+    assert await converse(tmp_path, SessionChoice(session_id=session_id)) == session_id
+    with SessionManager() as sessions:  # unchanged: nothing more recorded
+        assert sum(e.type == "model_change" for e in sessions.store.entries(session_id)) == changes

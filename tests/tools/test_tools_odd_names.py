@@ -1,0 +1,73 @@
+"""File names that are not UTF-8 (POSIX names are bytes: ``b"\\xff.txt"``).
+
+Python hands such a name over with lone surrogates, which the request builder strips (the model
+saw ``.txt``, a file that does not exist) and JSON output cannot encode. The tools write the odd
+bytes ``\\xff`` (``tether.wire.file_names``), the same text each time, and take that text back as
+the name, so the model can read the file it was shown."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tools_support import call, text_of
+
+from tether.errors import ToolError
+from tether.tools import (
+    Workspace,
+    create_edit_tool,
+    create_find_tool,
+    create_grep_tool,
+    create_ls_tool,
+    create_read_tool,
+    create_write_tool,
+)
+
+ODD = b"\xff.txt"
+SHOWN = "\\xff.txt"
+"""How the tools write ``ODD``: its byte that is not UTF-8 as a ``\\xff`` escape."""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    with open(os.path.join(os.fsencode(tmp_path), ODD), "wb") as f:
+        f.write(b"hello odd\n")
+    os.mkdir(os.path.join(os.fsencode(tmp_path), b"d\xfe"))
+    return Workspace(tmp_path)
+
+
+async def test_ls_find_and_grep_show_the_odd_bytes_as_escapes(workspace: Workspace) -> None:
+    listed = text_of(await call(create_ls_tool(workspace)))
+    found = text_of(await call(create_find_tool(workspace), pattern="*.txt"))
+    grepped = text_of(await call(create_grep_tool(workspace), pattern="odd"))
+    assert listed.splitlines() == [SHOWN, "d\\xfe/"]
+    assert found == SHOWN
+    assert grepped == f"{SHOWN}:1:hello odd"
+
+
+async def test_the_shown_name_reads_edits_and_writes_that_file(workspace: Workspace) -> None:
+    odd = Path(os.fsdecode(os.path.join(os.fsencode(workspace.root), ODD)))
+    assert text_of(await call(create_read_tool(workspace), path=SHOWN)).startswith("1\thello odd")
+    await call(create_edit_tool(workspace), path=SHOWN, old_string="hello", new_string="bye")
+    assert odd.read_bytes() == b"bye odd\n"
+    await call(create_write_tool(workspace), path=SHOWN, content="new\n")
+    assert odd.read_bytes() == b"new\n"
+    assert sorted(os.listdir(os.fsencode(workspace.root))) == [b"d\xfe", ODD]  # nothing else made
+
+
+async def test_a_name_spelled_with_a_real_backslash_is_taken_as_it_is(workspace: Workspace) -> None:
+    (workspace.root / SHOWN).write_text("the literal one\n")
+    assert "the literal one" in text_of(await call(create_read_tool(workspace), path=SHOWN))
+
+
+async def test_errors_name_the_odd_path_as_it_is_shown(workspace: Workspace) -> None:
+    with pytest.raises(ToolError) as read_dir:
+        await call(create_read_tool(workspace), path="d\\xfe")
+    assert str(read_dir.value).startswith("d\\xfe is a directory")
+    with pytest.raises(ToolError) as missing:
+        await call(create_read_tool(workspace), path="d\\xfe/gone")
+    assert str(missing.value) == "File not found: d\\xfe/gone"
+    with pytest.raises(ToolError) as not_dir:
+        await call(create_ls_tool(workspace), path=SHOWN)
+    assert str(not_dir.value).startswith(f"{SHOWN} is a file")

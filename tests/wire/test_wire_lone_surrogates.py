@@ -1,0 +1,59 @@
+"""A lone surrogate in a wire value on its way out (``tether.wire.dumps``).
+
+A file name that is not UTF-8, read through ``os.fsdecode`` by a tool of one's own (an
+extension's, an MCP server's), holds one; UTF-8 has no form for it, and ``dumps`` raised, so
+``tether -p --mode json`` stopped writing at the first event carrying it. It is written U+FFFD,
+as the store writes it."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tether
+from tether.cli.headless import run_json
+from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.options import AgentOptions
+from tether.wire import dumpb, dumps
+
+
+def test_dumps_writes_a_lone_surrogate_as_the_replacement_character() -> None:
+    value = {"name\udcff": ["a\udcffb", {"x": "\ud800"}], "n": 1.5}
+    assert json.loads(dumps(value)) == {"name\ufffd": ["a\ufffdb", {"x": "\ufffd"}], "n": 1.5}
+    assert dumpb(value) == dumps(value).encode()
+
+
+def test_a_value_json_cannot_hold_is_still_refused() -> None:
+    with pytest.raises(ValueError):
+        dumps({"a\udcff": object()})
+
+
+async def test_json_mode_writes_every_event_when_a_tool_returns_a_lone_surrogate(tmp_path: Path) -> None:
+    @tether.tool
+    async def names() -> str:
+        """The names in the program's own folder."""
+        return "\udcff.txt"
+
+    script = tmp_path / "script.json"
+    call: dict[str, Any] = {"content": [{"type": "toolCall", "id": "c1", "name": "names", "arguments": {}}]}
+    script.write_text(json.dumps({"responses": [call, {"content": [{"type": "text", "text": "ok"}]}]}))
+    core = create_agent_session(
+        AgentOptions(model=f"scripted:{script}", tools=[]),
+        cwd=tmp_path,
+        session=SessionChoice(persist=False),
+        extra_tools=[names],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        await run_json(core, ["list"], out, err)
+    finally:
+        await core.close()
+    assert err.getvalue() == ""
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    result = next(e for e in events if e["type"] == "tool_execution_end")
+    assert result["result"]["content"][0]["text"] == "\ufffd.txt"
+    assert "agent_end" in [e["type"] for e in events]
