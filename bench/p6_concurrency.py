@@ -5,7 +5,11 @@ a 10-word text (openai-completions, a chunk every 2 ms, from ``_p6_server.py`` i
 own). So a session makes 6 streamed requests and stores 12 messages.
 
 - ``tether``: an ``AgentSession`` per session, each with a stored session (one SQLite file for
-  all, default durability), all in one event loop, default connection settings.
+  all, default durability), all in one event loop, default connection settings. Sessions are
+  created ``deferred`` (stored with their first message), as every front end creates them (the
+  CLI, RPC, ACP, ``tether serve``): the bench measures what a user of tether gets, and a session
+  created eagerly (a row insert and a commit of its own on the event loop before the run) is a
+  path no front end takes.
 - ``floor``: the least a program doing the same must do: per session one httpx2 client (one
   connection, no pool contention; all sharing a TLS context), at most 1,000 requests streaming
   at once (tether's default limit per provider), ``aiter_lines`` + ``jiter`` on each
@@ -197,7 +201,10 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
         _all_answered(a.messages for a in agents)
         return
     manager = SessionManager.at(store)
-    cores = [AgentSession(agent(i), manager.create(f"/bench/{i}"), cwd=HERE) for i in range(sessions)]
+    cores = [
+        AgentSession(agent(i), manager.create(f"/bench/{i}", deferred=True), cwd=HERE)
+        for i in range(sessions)
+    ]
     await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
     _all_answered(core.agent.messages for core in cores)
     ids = [core.session_id for core in cores]

@@ -1,18 +1,21 @@
 """P6b: 1,000 ``AgentSession`` runs at once in one event loop, stored on SQLite and on PostgreSQL.
 
 Each session runs 3 prompts with the scripted model (a call of the ``echo`` tool, then a text),
-so it stores 12 entries: what the store costs a service running many agents, without a network
-model in the way (``p6_concurrency.py`` has that). A run's appends go to the store's writer
-thread, which commits those of all sessions that wrote meanwhile in one transaction; on
-PostgreSQL (a private server on loopback, default durable settings) each commit is a round trip
-and a disk flush, so the event loop must never wait for one. Measured per run, each in a fresh
-process: wall time of the runs, CPU of the process and of the event loop's thread, and the
-loop's stalls (a task sleeping 1 ms and noting how late it woke: p99 and worst). Afterwards
-every session's row must count its 12 entries. Runs alternate SQLite/PostgreSQL, medians shown;
-the ratio is the median of PostgreSQL's over SQLite's per round, with its range. Before its
-timed window each worker runs ``WARM_UP_SESSIONS`` sessions on a store of its own (another file,
-another schema), so that what tether imports lazily is imported then, not in the window; the
-output names any module imported inside it anyway.
+so it stores 12 messages: what the store costs a service running many agents, without a network
+model in the way (``p6_concurrency.py`` has that). Sessions are created ``deferred`` (stored with
+their first message), as every front end creates them (CLI, RPC, ACP, ``tether serve``): the
+bench measures what users get, not an eager start no front end takes. A run's appends go to the
+store's writer thread, which commits those of all sessions that wrote meanwhile in one
+transaction; on PostgreSQL (a private server on loopback, default durable settings) each commit
+is a round trip and a disk flush, so the event loop must never wait for one. Measured per run,
+each in a fresh process: wall time of the runs, CPU of the process and of the event loop's
+thread, and the loop's stalls (a task sleeping 1 ms and noting how late it woke: p99 and worst).
+Afterwards every session's row must count its 14 entries (two settings, 12 messages). Runs
+alternate SQLite/PostgreSQL, medians shown; the ratio is the median of PostgreSQL's over
+SQLite's per round, with its range. Before its timed window each worker runs
+``WARM_UP_SESSIONS`` sessions on a store of its own (another file, another schema), so that what
+tether imports lazily is imported then, not in the window; the output names any module imported
+inside it anyway.
 
     python bench/p6_stored_runs.py
 """
@@ -67,7 +70,8 @@ async def run(location: str, sessions: int = SESSIONS) -> dict[str, float]:
             keep_requests=False,  # a snapshot of the transcript per request is the bench's cost, not the store's
         )
         agent = Agent(model=model.model, stream_fn=model, tools=[ECHO])
-        cores.append(AgentSession(agent, manager.create(f"/bench/{i}"), cwd=Path(__file__).parent))
+        session = manager.create(f"/bench/{i}", deferred=True)
+        cores.append(AgentSession(agent, session, cwd=Path(__file__).parent))
     stalls: list[float] = []
     running = True
 

@@ -60,7 +60,7 @@ def test_a_diverging_replay_is_refused(manager: SessionManager, tmp_path: Path) 
 
 def test_a_replayed_message_is_known_as_its_stored_entry(manager: SessionManager, tmp_path: Path) -> None:
     """The replay's message object is not the one the tree holds (that was read back), yet the
-    session knows it by the stored entry's id: ``record_message_end`` must not append it again,
+    session knows it by the stored entry's id: ``AgentSession`` must not append it again,
     also after the context was rebuilt."""
     session = manager.create(tmp_path)
     base = new_id()

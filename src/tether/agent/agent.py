@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import inspect
 import time
+import types
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -60,7 +61,22 @@ building this alias costs ~0.4 µs, which per event and listener showed in profi
 
 
 def listener_wants_signal(listener: Callable[..., object]) -> bool:
-    """Whether ``listener`` takes a second positional parameter (the run's abort signal)."""
+    """Whether ``listener`` takes a second positional parameter (the run's abort signal).
+
+    A plain function or method is read from its code object: ``inspect.signature`` cost about
+    half of setting up an ``AgentSession`` (one subscription each; P6 sets up thousands), and
+    says the same for these. Anything else (a partial, a decorated function, a callable
+    object) goes through ``inspect``."""
+    function = listener.__func__ if isinstance(listener, types.MethodType) else listener
+    if (
+        type(function) is types.FunctionType
+        and not hasattr(function, "__wrapped__")
+        and not hasattr(function, "__signature__")
+    ):
+        code = function.__code__
+        if code.co_flags & inspect.CO_VARARGS:
+            return True
+        return code.co_argcount - (function is not listener) >= 2
     try:
         parameters = list(inspect.signature(listener).parameters.values())
     except (TypeError, ValueError):  # a builtin without a signature: the one-argument form

@@ -549,7 +549,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             from tether.session.prompt import run_prompt_hooks
 
             return await run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
-        from tether.session.wiring import request_view
+        # The module, not ``from … import request_view``: that form asks the module for a
+        # ``__path__`` it lacks (two AttributeErrors made and dropped), ~4 µs a model call.
+        import tether.session.wiring as wiring
 
         due = False
 
@@ -558,11 +560,11 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             due = True
             await self._emit({"type": "compaction_start", "reason": "threshold"})
 
-        request, compacted = await request_view(
+        request, compacted = await wiring.request_view(
             session,
             messages,
             model=self.model,
-            stream_fn=self._stream_fn(reason="threshold"),
+            summarizer=lambda: self._stream_fn(reason="threshold"),
             hooks=self.hooks,
             compaction=self.compaction,
             signal=signal,
@@ -609,17 +611,21 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             raise
 
     def _store_message_end(self, event: Any) -> None:
-        """Record a finished message; any failure to store it ends the run as a ``SessionError``
-        that ``prompt()`` raises once settled, never as a reply that only listeners would see."""
-        from tether.session.wiring import record_message_end
-
-        assert self._session is not None
+        """Record a finished message, unless the session already holds it (a durable replay's);
+        any failure to store it ends the run as a ``SessionError`` that ``prompt()`` raises once
+        settled, never as a reply that only listeners would see. Written here, with no import of
+        ``tether.session.wiring`` (which the session modules keep unloaded until a session is
+        bound): an import statement naming a function of a module cost ~4 µs a call, every
+        stored message (P6)."""
+        session, message = self._session, event["message"]
+        assert session is not None
         try:
-            record_message_end(self._session, event, checked=self._checked(event["message"]))
+            if session.message_id(message) is None:
+                session.append_messages([message], checked=self._checked(message))
         except (SessionError, WireError):  # a malformed message ends the run as an error reply
             raise
         except Exception as exc:
-            raise _store_failure(exc, self._session.id) from exc
+            raise _store_failure(exc, session.id) from exc
 
     async def _on_agent_end(self, event: Any) -> None:
         with self._session_failure_kept():

@@ -189,10 +189,10 @@ class CoreState:
         """Record model, thinking level, service tier and system prompt where they differ from
         the session's (also done when a run starts)."""
         if self._session is not None and not self._session.readonly:
-            from tether.session.wiring import record_settings
+            import tether.session.wiring as wiring  # not ``from … import``: AgentSession._transform_context
 
             agent = self.agent
-            record_settings(
+            wiring.record_settings(
                 self._session,
                 model=agent.model,
                 thinking_level=agent.thinking_level,

@@ -1,18 +1,19 @@
 """The pieces that connect a ``Session`` to a run of the agent (used by ``AgentSession``).
 
-- ``record_message_end``: every finished message is appended to the session as it ends;
 - ``record_settings``: execution settings that differ from the session's become entries;
 - ``request_view``: before each model call, compact at ``context_window - reserve_tokens``,
   then let the prompt hooks edit a transient copy of the request;
 - ``recover_from_overflow``: after a run that failed with a context overflow, move the failed
   reply onto an abandoned branch and compact, so the caller can continue once.
+
+Each finished message is appended by ``AgentSession._store_message_end`` itself: it runs for
+every message, and reaching a function here costs an import statement each time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from tether.agent import AgentEvent
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
 from tether.session.budget import CompactionSettings, is_context_overflow, should_compact
@@ -20,13 +21,6 @@ from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
 from tether.wire.model import MODEL_DESCRIPTION
-
-
-def record_message_end(session: Session, event: AgentEvent, *, checked: bool = False) -> None:
-    """Append the message of a ``message_end`` event, unless the session already holds it;
-    ``checked``: the message is known to be valid (see ``Session.append_messages``)."""
-    if event["type"] == "message_end" and session.message_id(event["message"]) is None:
-        session.append_messages([event["message"]], checked=checked)
 
 
 def record_settings(
@@ -73,7 +67,7 @@ async def request_view(
     messages: Sequence[AgentMessage],
     *,
     model: ModelInfo,
-    stream_fn: StreamFn,
+    summarizer: Callable[[], StreamFn],
     hooks: Sequence[PromptHook],
     compaction: CompactionSettings,
     signal: AbortSignal | None,
@@ -83,7 +77,9 @@ async def request_view(
 
     The base is the session's context (so a compaction applies at once) followed by any message
     of the run the session does not hold; the hooks then edit a transient copy of it. ``on_due``
-    is awaited first when the context is due for compaction (before it is tried).
+    is awaited first when the context is due for compaction (before it is tried). ``summarizer``
+    makes the summary's model call, only then: making it (retries, tracing, the API key) cost
+    more than the rest of this, before every model call of every stored session.
     """
     ids = session.message_ids(messages)
     unrecorded = [
@@ -97,7 +93,7 @@ async def request_view(
         if on_due is not None:
             await on_due()
         try:
-            await compact(session, model, stream_fn, settings=compaction, signal=signal)
+            await compact(session, model, summarizer(), settings=compaction, signal=signal)
             compacted = True
         except CompactionError:
             pass  # too little to compact: a real overflow comes back as an error and is retried

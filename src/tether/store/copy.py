@@ -24,6 +24,7 @@ from tether.store.store import (
     SessionLockedError,
     SessionRecord,
     SessionStore,
+    create_as,
 )
 
 BATCH = 500
@@ -66,15 +67,7 @@ def copy_session(source: SessionStore, target: SessionStore, record: SessionReco
     """Bring one session of ``source`` into ``target``; returns how many entries it wrote."""
     stored = source.entries(record.id)
     with contextlib.suppress(SessionExistsError):  # copied before, maybe in part: complete it
-        target.create_session(
-            record.id,
-            record.cwd,
-            record.created,
-            parent_session_id=record.parent_session_id,
-            parent_entry_id=record.parent_entry_id,
-            title=record.title,
-            version=record.version,
-        )
+        create_as(target, record)
     lease = target.acquire_writer(record.id)
     try:
         have = [e.id for e in target.entries(record.id)]

@@ -104,6 +104,7 @@ from tether.store.store import (
     SessionRecord,
     StoredEntry,
     WriterLease,
+    create_as,
 )
 from tether.store.writer import BatchWriter, PendingAppend, by_session
 
@@ -285,15 +286,7 @@ class PostgresStore:
         """The row now, then the lease: a lease is a token in the row (see ``_try_lock``). A start
         again after a lease that failed finds the row it made itself (same folder, time, parent)."""
         try:
-            self.create_session(
-                record.id,
-                record.cwd,
-                record.created,
-                parent_session_id=record.parent_session_id,
-                parent_entry_id=record.parent_entry_id,
-                title=record.title,
-                version=record.version,
-            )
+            create_as(self, record)
         except SessionExistsError:
             existing = self.get_session(record.id)
             if (existing.cwd, existing.created, *_parent(existing)) != (

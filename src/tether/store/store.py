@@ -187,6 +187,21 @@ class SessionStore(Protocol):
     def close(self) -> None: ...
 
 
+def create_as(store: SessionStore, record: SessionRecord) -> SessionRecord:
+    """Insert ``record``'s session, empty, as ``create_session`` does: its id, folder, time, fork
+    parent, title and format version (its counters and leaf follow from what is appended later).
+    For whoever holds a row made elsewhere (a copy from another store, a deferred session's start)."""
+    return store.create_session(
+        record.id,
+        record.cwd,
+        record.created,
+        parent_session_id=record.parent_session_id,
+        parent_entry_id=record.parent_entry_id,
+        title=record.title,
+        version=record.version,
+    )
+
+
 # --- counters shared by every backend -----------------------------------------------------------
 
 
