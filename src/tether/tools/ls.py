@@ -12,6 +12,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.opened import open_folder
 from tether.tools.workspace import Workspace
 
 DEFAULT_LIMIT = 500
@@ -64,7 +65,11 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     limit = params.get("limit", DEFAULT_LIMIT)
     shown = workspace.display(path)
     try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name.lower())
+        folder = open_folder(path)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name.lower())
+        finally:
+            os.close(folder)
     except FileNotFoundError:
         raise ToolError(f"Directory not found: {shown}") from None
     except NotADirectoryError:
