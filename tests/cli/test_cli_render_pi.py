@@ -1,15 +1,12 @@
 """Rendering as pi shows it: answers' markdown (line breaks, fences, headings), an edit's
-coloured diff with the changed words marked, the compaction report, and the rows a terminal
-adds when it rewraps the live area on a resize."""
+coloured diff with the changed words marked, and the compaction report."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from prompt_toolkit.layout.screen import Char, Screen
-
-from tether.cli.render import Painter, compaction_report, diff_text, finished_tool, reflowed_rows
+from tether.cli.render import Painter, compaction_report, diff_text, finished_tool
 from tether.tools.edit import unified_diff
 
 PLAIN = Painter(60, False)
@@ -93,13 +90,3 @@ def test_the_compaction_report() -> None:
     assert lines(compaction_report(PLAIN, nothing)) == ["compaction: nothing to compact: small"]
     stopped = {**nothing, "aborted": True}
     assert lines(compaction_report(PLAIN, stopped)) == ["compaction stopped; nothing changed"]
-
-
-def test_rows_a_terminal_adds_by_rewrapping() -> None:
-    screen = Screen()
-    for row, length in enumerate([95, 30, 100, 0]):
-        for column in range(length):
-            screen.data_buffer[row][column] = Char("x")
-    assert reflowed_rows(screen, 4, 80) == 2  # the 95 and the 100 wide rows take two rows each
-    assert reflowed_rows(screen, 4, 40) == 2 + 0 + 2
-    assert reflowed_rows(screen, 2, 100) == 0

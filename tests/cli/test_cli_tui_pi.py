@@ -405,6 +405,53 @@ def test_resize_mid_stream_leaves_one_copy_and_80_columns_keep_ctx_and_working(c
             terminal.close()
 
 
+def everything(terminal: Terminal) -> list[str]:
+    """The scrollback and the screen as the terminal holds them: rows not joined (``-J`` would
+    join back what the terminal itself wrapped), trailing blanks dropped."""
+    text = terminal.tmux("capture-pane", "-p", "-S", "-", "-t", "t")
+    return [line.rstrip() for line in text.rstrip().splitlines()]
+
+
+def test_a_width_change_draws_again_what_was_printed_with_one_input_box(cli: CliEnv) -> None:
+    """tmux rewraps every row on a narrower terminal but keeps the blank rows at the bottom: the
+    top of the input box went up into the scrollback, where no cursor reaches, and stale copies
+    stayed there. pi clears the screen and the scrollback on a width change and draws again what
+    it printed; so does tether. After narrowing and after widening: one input box and one status
+    line in the whole scrollback, each thing printed once, and the answer wrapped at words at
+    the new width (a terminal's rewrap cuts words)."""
+    words = [f"word{n}" for n in range(60)]
+    more = "\n\n".join(f"paragraph {n}" for n in range(20))  # the screen full: the rest scrolled up
+    terminal = start(cli, cli.script("wide", [text_reply(" ".join(words) + "\n\n" + more)]))
+    try:
+        terminal.type("first question")
+        terminal.send("Enter")
+        terminal.wait_for(
+            lambda s: "paragraph 19" in s and input_line(s) == "›" and "working" not in status_line(s)
+        )
+        for first, width in ((95, 50), (90, 40), (45, 100)):  # dragged, 5 columns at a time
+            for step in range(first, width, 5 if width > first else -5):
+                terminal.tmux("resize-window", "-t", "t", "-x", str(step))
+            terminal.tmux("resize-window", "-t", "t", "-x", str(width))
+            deadline = time.monotonic() + 10
+            while True:  # drawn again: wrapped at words, nothing cut or lost; the box as wide
+                rows = everything(terminal)
+                answer = " ".join(row for row in rows if row.startswith("word")).split()
+                if (answer == words and "─" * width in rows) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert answer == words, rows
+            assert all(len(row) <= width for row in rows)
+            assert sum(" · thinking " in row for row in rows) == 1, rows  # one status line
+            assert sum(row == "─" * width for row in rows) == 1, rows  # one input box (its rule)
+            assert sum(row.startswith("tether · scripted/wide") for row in rows) == 1, rows
+            assert sum(row == "› first question" for row in rows) == 1, rows
+            assert input_line("\n".join(rows)) == "›"
+        terminal.send("C-d")
+        terminal.wait_until_dead()
+    finally:
+        terminal.close()
+
+
 def test_completion_menus_open_as_you_type_above_the_status_line(cli: CliEnv) -> None:
     for name in ("src/utils/helpers_config.py", "src/main.py", "logs/helpers.log"):
         (cli.project / name).parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,11 @@ from tether.tools import (
     Workspace,
     create_coding_tools,
     create_edit_tool,
+    create_ls_tool,
     create_read_tool,
     create_write_tool,
 )
+from tether.tools.sandbox import SandboxPolicy
 from tether.wire import ToolCall
 
 
@@ -166,3 +168,34 @@ async def test_a_name_turned_into_a_link_after_the_check_is_not_followed(
         else:
             target.write_text("plain\n")
     assert (outside / "f").read_text() == "SECRET outside\n"
+
+
+@pytest.mark.parametrize("swapped", ["docs", "sub"])
+async def test_ls_lists_no_hidden_folder_swapped_in_after_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """``ls`` checked the folder's real path, then listed it by name: a command beside it turning
+    the folder, or one on its way, into a link to a folder the sandbox hides in that moment had
+    the names in there listed (``ls`` in a loop against ``ln -sfn`` in a loop hit it). The swap
+    is made at that moment here, by the check's own hook."""
+    root = tmp_path / "ws"
+    (root / "sub" / "docs").mkdir(parents=True)
+    (root / "sub" / "docs" / "readme.md").write_text("plain\n")
+    (root / "vault" / "docs").mkdir(parents=True)
+    (root / "vault" / "docs" / "PRIVATE-NAME.key").write_text("secret\n")
+    target = root / "sub" / "docs" if swapped == "docs" else root / "sub"
+
+    def resolve_then_swap(self: Workspace, path: str, *, reading: bool = False) -> Path:
+        real = checked(self, path, reading=reading)
+        target.rename(target.with_name("moved"))
+        target.symlink_to(root / "vault" / swapped if swapped == "docs" else root / "vault")
+        return real
+
+    checked = Workspace.resolve
+    workspace = Workspace(root, sandbox=SandboxPolicy(hide=(root / "vault",)))
+    ls = create_ls_tool(workspace)
+    assert text_of(await call(ls, path="sub/docs")) == "readme.md"
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+    with pytest.raises(ToolError, match="changed into a link or moved") as refused:
+        await call(ls, path="sub/docs")
+    assert "PRIVATE-NAME" not in str(refused.value)

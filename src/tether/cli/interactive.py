@@ -50,6 +50,7 @@ from tether.cli import (
     interactive_views as views,
     render,
     screens,
+    scrollback,
     themes,
 )
 from tether.cli.completers import CommandCompleter, FileCompleter
@@ -114,7 +115,7 @@ class InteractiveApp:
         self._steering: list[str] = []
         self._follow_ups: list[str] = []
         self._buffer: Buffer | None = None
-        self._held: list[str] | None = None
+        self._held: list[render.Item] | None = None
         """Output held back while a full-screen view is up (printed when it closes)."""
         self._work_abort: AbortController | None = None
         """Ctrl-C's target besides the agent: a branch summary being written."""
@@ -125,6 +126,7 @@ class InteractiveApp:
         self._revision = 0
         """Bumped on every change the live area shows; keys its render cache."""
         self._live_cache: tuple[tuple[int, int, int, bool, bool], str] | None = None
+        self._scrollback = scrollback.Scrollback()
         self._unsubscribe: Callable[[], None] = lambda: None
         self._compaction_reports = 0
         self._files = FileIndex(cwd)
@@ -162,7 +164,7 @@ class InteractiveApp:
 
         assert self._core is not None and self._app is not None and self._buffer is not None
         if self._rebuild is None:
-            self.say(self.painter().styled("/reload: not available here", "error"))
+            self.say(render.note("/reload: not available here", "error"))
             return
         fresh = await interactive_commands.reload(self, self._core, self._rebuild, self.detach)
         if fresh is None:
@@ -173,7 +175,7 @@ class InteractiveApp:
         self.set_theme(theme)
         for note in (self._bindings.warning, warning):
             if note:
-                self.say(self.painter().styled(note, "warning"))
+                self.say(render.note(note, "warning"))
 
     def _approve_all(self) -> None:
         if self._core is not None and self._core.approval is not None:
@@ -228,7 +230,7 @@ class InteractiveApp:
             self._invalidate()
 
     def notify(self, message: str, level: NotifyLevel = "info") -> None:
-        self.say(self.painter().styled(message, "error" if level == "error" else "warning"))
+        self.say(render.note(message, "error" if level == "error" else "warning"))
 
     async def _ask_yes_no(self, question: str, always: Callable[[], None]) -> bool:
         """``always``: what the "a" answer remembers besides saying yes."""
@@ -369,7 +371,7 @@ class InteractiveApp:
             refresh_interval=1.0,  # the status line's count of the model's silence
             erase_when_done=True,
         )
-        screens.follow_reflow(app)
+        scrollback.follow_width(app, self._follow_width)
         # A lone Esc is a key of its own (app.interrupt), not only Alt's prefix: decide sooner.
         # (Its flush of a half-read key may still fire while a full-screen view is up: the views
         # parse keys with their own input, screens.own_input, so it cannot take theirs.)
@@ -470,16 +472,15 @@ class InteractiveApp:
         try:
             self._show(event)
         except Exception as exc:
-            self.say(self.painter().styled(f"(display error: {type(exc).__name__}: {exc})", "error"))
+            self.say(render.note(f"(display error: {type(exc).__name__}: {exc})", "error"))
         self._invalidate()
 
     def _show(self, event: Mapping[str, Any]) -> None:
         kind = event["type"]
-        painter = self.painter()
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self.say(render.user_text(painter, self._pastes.shown(render.message_text(message))))
+                self.say(render.item(render.user_text, self._pastes.shown(render.message_text(message))))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -487,31 +488,34 @@ class InteractiveApp:
         elif kind == "message_end":
             if self._core is not None:
                 self._spent.of(self._core).add(event["message"])
-            self._message_end(event["message"], painter)
+            self._message_end(event["message"])
         elif kind == "tool_execution_start":
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
         elif kind == "tool_execution_end":
             name, args = self._tools.pop(event["toolCallId"], (event["toolName"], {}))
-            self.say(render.tool_end(painter, name, args, event))
+            self.say(render.item(render.tool_end, name, args, event))
         elif kind == "queue_update":
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
         elif kind == "compaction_start":
-            self.say(painter.styled("compacting the conversation…", "muted"))
+            self.say(render.note("compacting the conversation…", "muted"))
         elif kind == "compaction_end":
             self._compaction_reports += 1
-            self.say(render.compaction_report(painter, event))
+            self.say(render.item(render.compaction_report, event))
         elif kind == "notice":
-            self.say(painter.styled(str(event["message"]), "warning"))
+            self.say(render.note(str(event["message"]), "warning"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
 
-    def _message_end(self, message: dict[str, Any], painter: render.Painter) -> None:
+    def _message_end(self, message: dict[str, Any]) -> None:
         if message["role"] == "assistant":
             self._live = None
-        custom = views.custom_renderer(self._core)
-        for text in render.ended_message(painter, message, show_thinking=self.show_thinking, custom=custom):
-            self.say(text)
+        custom, thinking = views.custom_renderer(self._core), self.show_thinking
+        self.say(
+            lambda painter: "\n".join(
+                render.ended_message(painter, message, show_thinking=thinking, custom=custom)
+            )
+        )
 
     # -- actions ---------------------------------------------------------------------------------
 
@@ -527,7 +531,7 @@ class InteractiveApp:
         try:
             pasted = clipboard.paste_content()
         except clipboard.ClipboardError as exc:
-            self.say(self.painter().styled(f"paste: {exc}", "warning"))
+            self.say(render.note(f"paste: {exc}", "warning"))
         else:
             if isinstance(pasted, str):
                 if self._buffer is not None:
@@ -549,23 +553,22 @@ class InteractiveApp:
     async def _submit(self, text: str, images: list[ImageContent]) -> None:
         core = self._core
         assert core is not None
-        painter = self.painter()
         try:
             parsed = commands.parse(text)
             if parsed == ("tree", "") and not core.is_running:
-                self.say(render.user_text(painter, self._pastes.shown(text)))
+                self.say(render.item(render.user_text, self._pastes.shown(text)))
                 await self._navigate_tree()
             elif parsed == ("resume", "") and not core.is_running:
-                self.say(render.user_text(painter, self._pastes.shown(text)))
+                self.say(render.item(render.user_text, self._pastes.shown(text)))
                 await views.resume_picked(self, core)
             elif parsed == ("fork", "") and not core.is_running:
-                self.say(render.user_text(painter, self._pastes.shown(text)))
+                self.say(render.item(render.user_text, self._pastes.shown(text)))
                 self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:
-                self.say(render.user_text(painter, self._pastes.shown(text)))
+                self.say(render.item(render.user_text, self._pastes.shown(text)))
                 await interactive_commands.run(self, core, *parsed)
             elif commands.runs_here(core, text):
-                self.say(render.user_text(painter, self._pastes.shown(text)))
+                self.say(render.item(render.user_text, self._pastes.shown(text)))
                 reports = self._compaction_reports
                 result = await commands.execute(core, text)
                 if self._compaction_reports != reports:  # /compact: its compaction_end said it all
@@ -576,7 +579,7 @@ class InteractiveApp:
                     else ""
                 )
                 self.say(
-                    painter.styled(
+                    render.note(
                         "\n".join(filter(None, [result.text, extra])), "error" if result.error else ""
                     )
                 )
@@ -586,7 +589,7 @@ class InteractiveApp:
             else:
                 await core.submit(text, images)
         except Exception as exc:  # a bug must not kill the session: show it and keep going
-            self.say(render.error_text(painter, f"{type(exc).__name__}: {exc}", aborted=False))
+            self.say(render.item(render.error_text, f"{type(exc).__name__}: {exc}", aborted=False))
         finally:
             self._stats = core.stats()
 
@@ -654,7 +657,7 @@ class InteractiveApp:
             try:
                 await work
             except Exception as exc:
-                self.say(render.error_text(self.painter(), f"{type(exc).__name__}: {exc}", aborted=False))
+                self.say(render.item(render.error_text, f"{type(exc).__name__}: {exc}", aborted=False))
             finally:
                 if self._core is not None:
                     self._stats = self._core.stats()
@@ -667,7 +670,7 @@ class InteractiveApp:
     def idle_or_say(self, what: str) -> bool:
         """Settings change between runs: while one goes on, say so instead."""
         if self.busy:
-            self.say(self.painter().styled(f"({what} changes once the agent is done)", "muted"))
+            self.say(render.note(f"({what} changes once the agent is done)", "muted"))
             return False
         return True
 
@@ -723,20 +726,33 @@ class InteractiveApp:
                 yield
         finally:
             held, self._held = self._held, None
-            for text in held:
-                self.say(text)
+            self._follow_width()  # resized while the view was up: its own handler had the signal
+            for item in held:
+                self.say(item)
 
-    def say(self, text: str) -> None:
-        if text and self._held is not None:
-            self._held.append(text)
-        elif text:
+    def say(self, item: render.Item) -> None:
+        """Print ``item`` above the live area (kept to be drawn again at a new width)."""
+        if self._held is not None:
+            self._held.append(item)
+        elif text := self._scrollback.add(item, self.painter()):
             sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def _follow_width(self) -> None:
+        """On a width change: the screen and the scrollback cleared, everything printed drawn
+        again at the new width (``scrollback``). Through ``sys.stdout`` as ``say``'s text goes,
+        so what it still holds comes out before."""
+        if self._held is not None or self._app is None or not self._app.is_running:
+            return  # a view is up (done when it closes), or the screen is no longer ours
+        redrawn = self._scrollback.redraw(self.painter())
+        if redrawn is not None:
+            sys.stdout.write(redrawn + "\n")
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
         warnings = "\n".join(w for w in (self._bindings.warning, self._theme_warning) if w) or None
-        for text in views.header(core, self.painter(), self.rows(), warnings):
-            self.say(text)
+        for item in views.header(core, self.painter(), self.rows(), warnings):
+            self.say(item)
 
     def extension_shortcuts(self) -> Sequence[ExtensionShortcut]:
         host = self._core.resources.extensions if self._core is not None and self._core.resources else None

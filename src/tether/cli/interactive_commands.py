@@ -66,7 +66,7 @@ class CommandScreen(SettingsScreen, Protocol):
 async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> None:
     """Run front-end command ``name`` (a key of ``FRONT_END_COMMANDS``) with ``args``."""
     if core.is_running and name in WAIT_FOR_THE_RUN:
-        ui.say(ui.painter().styled(f"/{name} is not available while the agent runs (Esc aborts it)", "error"))
+        ui.say(render.note(f"/{name} is not available while the agent runs (Esc aborts it)", "error"))
         return
     if name == "copy":
         ui.copy_last_answer()
@@ -87,19 +87,18 @@ async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> No
     elif name == "logout":
         await logout(ui, args)
     else:
-        ui.say(ui.hotkeys())
+        ui.say(render.note(ui.hotkeys(), ""))
 
 
 async def import_session(ui: CommandScreen, core: AgentSession, args: str) -> None:
     from tether.cli.session_files import import_session_file
     from tether.store import SessionError
 
-    painter = ui.painter()
     if not args:
-        ui.say(painter.styled("usage: /import FILE (a pi session .jsonl, or a tether export)", "error"))
+        ui.say(render.note("usage: /import FILE (a pi session .jsonl, or a tether export)", "error"))
         return
     if core.sessions is None:
-        ui.say(painter.styled("/import: this run has no sessions (--no-session)", "error"))
+        ui.say(render.note("/import: this run has no sessions (--no-session)", "error"))
         return
     path = (ui.cwd / os.path.expanduser(args)).resolve()
     problems: list[str] = []
@@ -108,16 +107,14 @@ async def import_session(ui: CommandScreen, core: AgentSession, args: str) -> No
         await core.before_switch("resume", record.id)
         core.switch_session(record.id)
     except (SessionError, OSError, ValueError) as exc:
-        ui.say(painter.styled(f"/import: {path}: {exc}", "error"))
+        ui.say(render.note(f"/import: {path}: {exc}", "error"))
         return
     for problem in problems:
-        ui.say(painter.styled(f"/import: {problem}", "warning"))
-    history = views.history_text(core, painter, ui.rows())
-    if history:
-        ui.say(history)
-    ui.say(
-        painter.styled(f"imported {path} as session {record.id} ({len(core.messages)} messages)", "success")
-    )
+        ui.say(render.note(f"/import: {problem}", "warning"))
+    shown = views.history(core, ui.painter(), ui.rows())
+    if shown is not None:
+        ui.say(shown)
+    ui.say(render.note(f"imported {path} as session {record.id} ({len(core.messages)} messages)", "success"))
 
 
 def _key_providers() -> list[str]:
@@ -128,14 +125,13 @@ def _key_providers() -> list[str]:
 
 
 async def _provider(ui: CommandScreen, args: str, names: list[str], what: str) -> str | None:
-    painter = ui.painter()
     if args:
         if args not in names:
-            ui.say(painter.styled(f"{what}: unknown provider {args!r} (known: {', '.join(names)})", "error"))
+            ui.say(render.note(f"{what}: unknown provider {args!r} (known: {', '.join(names)})", "error"))
             return None
         return args
     if not names:
-        ui.say(painter.styled(f"{what}: no provider to choose from", "muted"))
+        ui.say(render.note(f"{what}: no provider to choose from", "muted"))
         return None
     async with ui.full_screen():
         index = await pickers.pick_line(
@@ -148,7 +144,6 @@ async def login(ui: CommandScreen, args: str) -> None:
     from tether.ai.auth_file import AuthFileError, auth_file, save_key
     from tether.ai.key_names import env_vars_for
 
-    painter = ui.painter()
     provider = await _provider(ui, args, _key_providers(), "/login")
     if provider is None:
         return
@@ -159,16 +154,16 @@ async def login(ui: CommandScreen, args: str) -> None:
             secret=True,
         )
     if key is None or not key.strip():
-        ui.say(painter.styled("login: cancelled, nothing saved", "muted"))
+        ui.say(render.note("login: cancelled, nothing saved", "muted"))
         return
     try:
         written = save_key(provider, key.strip())
     except (AuthFileError, OSError) as exc:
-        ui.say(render.error_text(painter, f"login: {exc}", aborted=False))
+        ui.say(render.item(render.error_text, f"login: {exc}", aborted=False))
         return
     variables = " or ".join(env_vars_for(provider))
     ui.say(
-        painter.styled(
+        render.note(
             f"saved an API key for {provider} in {written} (mode 0600); it is used before {variables}",
             "success",
         )
@@ -178,17 +173,16 @@ async def login(ui: CommandScreen, args: str) -> None:
 async def logout(ui: CommandScreen, args: str) -> None:
     from tether.ai.auth_file import AuthFileError, remove_key, stored_providers
 
-    painter = ui.painter()
     provider = await _provider(ui, args, stored_providers(), "/logout")
     if provider is None:
         return
     try:
         removed = remove_key(provider)
     except (AuthFileError, OSError) as exc:
-        ui.say(render.error_text(painter, f"logout: {exc}", aborted=False))
+        ui.say(render.item(render.error_text, f"logout: {exc}", aborted=False))
         return
     text = f"forgot the API key saved for {provider}" if removed else f"no API key was saved for {provider}"
-    ui.say(painter.styled(text, "success" if removed else "muted"))
+    ui.say(render.note(text, "success" if removed else "muted"))
 
 
 async def reload(
@@ -203,14 +197,13 @@ async def reload(
     from tether.errors import TetherError
     from tether.session.settings import load_settings
 
-    painter = ui.painter()
     if old.session is None:
-        ui.say(painter.styled("/reload: needs a stored session (this run has --no-session)", "error"))
+        ui.say(render.note("/reload: needs a stored session (this run has --no-session)", "error"))
         return None
     try:
         load_settings(config_dir(), ui.cwd)
     except TetherError as exc:
-        ui.say(render.error_text(painter, f"/reload: {exc}; nothing reloaded", aborted=False))
+        ui.say(render.item(render.error_text, f"/reload: {exc}; nothing reloaded", aborted=False))
         return None
     session_id = old.session_id if old.messages else None
     model, stream_fn, thinking = old.model, old.agent.stream_fn, old.thinking_level
@@ -219,7 +212,7 @@ async def reload(
     try:
         fresh = rebuild(session_id, None)
     except TetherError as exc:
-        ui.say(render.error_text(painter, f"/reload: {exc}; kept the settings", aborted=False))
+        ui.say(render.item(render.error_text, f"/reload: {exc}; kept the settings", aborted=False))
         fresh = rebuild(session_id, old.settings)
     if (fresh.model["provider"], fresh.model["id"]) != (model["provider"], model["id"]):
         served = any(
@@ -238,7 +231,7 @@ async def reload(
         f"{len(resources.skills) if resources is not None else 0} skills, "
         f"{len(resources.templates) if resources is not None else 0} prompt templates"
     )
-    ui.say(painter.styled(f"reloaded: {counts}, context files, keybindings and theme", "success"))
+    ui.say(render.note(f"reloaded: {counts}, context files, keybindings and theme", "success"))
     if fresh.notice:
-        ui.say(painter.styled(fresh.notice, "warning"))
+        ui.say(render.note(fresh.notice, "warning"))
     return fresh

@@ -46,7 +46,7 @@ class KeyActions(Protocol):
         """The input box's folded pastes."""
         ...
 
-    def say(self, text: str) -> None: ...
+    def say(self, item: render.Item) -> None: ...
 
     def painter(self) -> render.Painter: ...
 
@@ -199,7 +199,7 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
     @bind("app.message.dequeue", when=~approving)
     def _dequeue(event: KeyPressEvent) -> None:
         if not app.restore_queued():
-            app.say(app.painter().styled("(no queued messages to restore)", "muted"))
+            app.say(render.note("(no queued messages to restore)", "muted"))
 
     @bind("app.clear")
     def _interrupt(event: KeyPressEvent) -> None:
@@ -220,7 +220,7 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
                 if app.busy
                 else "(Ctrl-C again or Ctrl-D to exit)"
             )
-            app.say(app.painter().styled(hint, "muted"))
+            app.say(render.note(hint, "muted"))
 
     @bind("app.clipboard.pasteImage", when=~approving)
     def _paste_image(event: KeyPressEvent) -> None:
@@ -293,7 +293,9 @@ def key_bindings(app: KeyActions, buffer: Buffer, bound: Bindings) -> KeyBinding
     def _resume(event: KeyPressEvent) -> None:
         app.start("/resume")
 
-    for sequence, shortcut in shortcut_keys(app.extension_shortcuts(), bound, app.say):
+    for sequence, shortcut in shortcut_keys(
+        app.extension_shortcuts(), bound, lambda line: app.say(render.note(line, ""))
+    ):
 
         @keys.add(*sequence, filter=~approving)
         def _shortcut(event: KeyPressEvent, shortcut: ExtensionShortcut = shortcut) -> None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Protocol, cast
 
 from tether.agent import QueueMode
-from tether.cli import pickers, screens, themes
+from tether.cli import pickers, render, screens, themes
 from tether.cli.interactive_views import Screen
 from tether.session.agent_session import AgentSession
 from tether.session.settings import QUEUE_MODES, THINKING_LEVELS
@@ -33,9 +33,9 @@ def _save(ui: Screen, key: str, value: object) -> None:
     try:
         written = save_user_setting(config_dir(), key, value)
     except (OSError, SettingsError) as exc:
-        ui.say(ui.painter().styled(f"applied, not saved: {exc}", "error"))
+        ui.say(render.note(f"applied, not saved: {exc}", "error"))
     else:
-        ui.say(ui.painter().styled(f"{key}: {value} (saved in {written})", "muted"))
+        ui.say(render.note(f"{key}: {value} (saved in {written})", "muted"))
 
 
 def _rows(core: AgentSession, theme: str) -> list[tuple[str, str]]:
@@ -87,7 +87,7 @@ async def settings_menu(ui: SettingsScreen, core: AgentSession) -> None:
                 if name is not None:
                     theme, warning = themes.load_theme(name, config_dir())
                     if warning is not None:
-                        ui.say(ui.painter().styled(warning, "warning"))
+                        ui.say(render.note(warning, "warning"))
                     else:
                         ui.set_theme(theme)
                         _save(ui, "theme", name)
@@ -130,13 +130,12 @@ async def scoped_models(ui: Screen, core: AgentSession) -> None:
             [names.index(n) for n in scoped if n in names],
             color=ui.color,
         )
-    painter = ui.painter()
     if result is None:
-        ui.say(painter.styled("scoped models: cancelled, nothing changed", "muted"))
+        ui.say(render.note("scoped models: cancelled, nothing changed", "muted"))
         return
     ticked, save = result
     core.scoped_models = [ScopedModel(models[i]) for i in ticked]
     shown = ", ".join(names[i] for i in ticked) or "every usable model"
-    ui.say(painter.styled(f"Ctrl-P cycles through: {shown}", "success"))
+    ui.say(render.note(f"Ctrl-P cycles through: {shown}", "success"))
     if save:
         _save(ui, "enabledModels", [names[i] for i in ticked])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +42,9 @@ class Screen(Protocol):
     show_thinking: bool
     """Thinking shown in full (else folded to a line); Ctrl-T toggles it, in the views too."""
 
-    def say(self, text: str) -> None:
-        """Print ``text`` above the input box (held back while a full-screen view is up)."""
+    def say(self, item: render.Item) -> None:
+        """Print ``item`` above the input box (held back while a full-screen view is up), kept to
+        be drawn again at a new width."""
         ...
 
     def painter(self) -> render.Painter: ...
@@ -93,42 +94,43 @@ def custom_renderer(core: AgentSession | None) -> render.CustomRenderer | None:
     return host.render_message if host is not None else None
 
 
-def header(core: AgentSession, painter: render.Painter, rows: int, warning: str | None) -> list[str]:
-    """The lines printed at start: what runs where, notices, a ``keybindings.json`` warning, and
-    for a resumed session the end of its conversation (``history_text``)."""
+def header(core: AgentSession, painter: render.Painter, rows: int, warning: str | None) -> list[render.Item]:
+    """What is printed at start: what runs where, notices, a ``keybindings.json`` warning, and
+    for a resumed session the end of its conversation (``history``)."""
     model = core.model
     session = core.session_id or "not saved"
     out = [
-        painter.styled(
+        render.note(
             f"tether · {model['provider']}/{model['id']} · session {session} · /help for commands", "muted"
         )
     ]
-    out += [painter.styled(note, "warning") for note in (core.notice, warning) if note]
+    out += [render.note(note, "warning") for note in (core.notice, warning) if note]
     if core.messages:
-        history = history_text(core, painter, rows)
-        out += [history] if history else []
-        out.append(painter.styled(f"resumed: {len(core.messages)} messages", "muted"))
+        shown = history(core, painter, rows)
+        out += [shown] if shown is not None else []
+        out.append(render.note(f"resumed: {len(core.messages)} messages", "muted"))
     return out
 
 
 HISTORY_SCREENS = 2
 """Screens of the conversation drawn on resume; Ctrl-O (the transcript) reads everything."""
+EARLIER_MESSAGES = "── earlier messages above this point: Ctrl-O (the transcript) shows them ──"
 
 
-def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
+def history(core: AgentSession, painter: render.Painter, rows: int) -> render.Item | None:
     """The end of the branch as the scrollback would have shown it, for a resumed session: read
     newest first and rendered a chunk at a time until ``HISTORY_SCREENS`` screens are filled, so
-    resuming a 10,000-message session costs what resuming a 40-message one does. Empty when the
-    conversation is."""
+    resuming a 10,000-message session costs what resuming a 40-message one does. At another
+    width the same messages are rendered again. ``None`` when the conversation is empty."""
     session = core.session
     newest: Iterable[dict[str, Any]] = (
         branch_messages_backward(session)
         if session is not None
         else reversed([cast(dict[str, Any], m) for m in core.messages])
     )
-    pages = BackwardTranscript(
-        painter, newest, show_thinking=False, folded=True, custom=custom_renderer(core)
-    )
+    read: list[dict[str, Any]] = []
+    custom = custom_renderer(core)
+    pages = BackwardTranscript(painter, _kept(newest, read), show_thinking=False, folded=True, custom=custom)
     chunks: list[str] = []
     lines = 0
     while lines < HISTORY_SCREENS * rows and not pages.exhausted:
@@ -138,12 +140,24 @@ def history_text(core: AgentSession, painter: render.Painter, rows: int) -> str:
         chunks.insert(0, text)
         lines += text.count("\n") + 2
     if not chunks or (pages.exhausted and chunks == [render_empty(painter)]):
-        return ""
-    body = "\n\n".join(chunks)
-    if not pages.exhausted:
-        note = "── earlier messages above this point: Ctrl-O (the transcript) shows them ──"
-        body = painter.styled(note, "muted") + "\n\n" + body
-    return body
+        return None
+    first, earlier, messages = "\n\n".join(chunks), not pages.exhausted, read[::-1]
+
+    def drawn(at: render.Painter) -> str:
+        if at == painter:
+            body = first
+        else:
+            body = render_transcript(at, messages, show_thinking=False, folded=True, custom=custom)
+        return at.styled(EARLIER_MESSAGES, "muted") + "\n\n" + body if earlier else body
+
+    return drawn
+
+
+def _kept(messages: Iterable[dict[str, Any]], into: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``messages``, each added to ``into`` as it is read."""
+    for message in messages:
+        into.append(message)
+        yield message
 
 
 def render_empty(painter: render.Painter) -> str:
@@ -169,7 +183,7 @@ async def pick_model(ui: Screen, core: AgentSession) -> None:
     if chosen is not None:
         model = core.set_model(chosen[0])
         text = f"model: {model['provider']}/{model['id']}, thinking {core.thinking_level}"
-        ui.say(ui.painter().styled(text, "muted"))
+        ui.say(render.note(text, "muted"))
         if chosen[1]:
             from tether.ai.paths import config_dir
             from tether.session.settings import SettingsError, save_user_setting
@@ -177,16 +191,15 @@ async def pick_model(ui: Screen, core: AgentSession) -> None:
             try:
                 written = save_user_setting(config_dir(), "model", f"{model['provider']}/{model['id']}")
             except (OSError, SettingsError) as exc:
-                ui.say(ui.painter().styled(f"not saved as the default: {exc}", "error"))
+                ui.say(render.note(f"not saved as the default: {exc}", "error"))
             else:
-                ui.say(ui.painter().styled(f"saved as the default model in {written}", "success"))
+                ui.say(render.note(f"saved as the default model in {written}", "success"))
 
 
 async def resume_picked(ui: Screen, core: AgentSession) -> None:
     """``/resume`` alone: the session picker (search, sort, rename, delete), then switch."""
-    painter = ui.painter()
     if core.sessions is None:
-        ui.say(painter.styled("/resume: this run has no sessions (--no-session)", "error"))
+        ui.say(render.note("/resume: this run has no sessions (--no-session)", "error"))
         return
     actions = pickers.SessionActions(
         rows=lambda: [SessionRow.of(r) for r in core.list_sessions()],
@@ -196,30 +209,29 @@ async def resume_picked(ui: Screen, core: AgentSession) -> None:
     async with ui.full_screen():
         chosen = await pickers.pick_session(actions, current=core.session_id, color=ui.color)
     if chosen is None:
-        ui.say(painter.styled("resume: cancelled", "muted"))
+        ui.say(render.note("resume: cancelled", "muted"))
     elif chosen == core.session_id:
-        ui.say(painter.styled("resume: already in that session", "muted"))
+        ui.say(render.note("resume: already in that session", "muted"))
     else:
         try:
             await core.before_switch("resume", chosen)
         except SessionError as exc:  # an extension's session_before_switch cancelled it
-            ui.say(painter.styled(f"resume: {exc}", "warning"))
+            ui.say(render.note(f"resume: {exc}", "warning"))
             return
         core.switch_session(chosen)
-        history = history_text(core, painter, ui.rows())
-        if history:
-            ui.say(history)
-        ui.say(painter.styled(f"resumed session {chosen} ({len(core.messages)} messages)", "success"))
+        shown = history(core, ui.painter(), ui.rows())
+        if shown is not None:
+            ui.say(shown)
+        ui.say(render.note(f"resumed session {chosen} ({len(core.messages)} messages)", "success"))
 
 
 async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
     """``/fork`` alone, as pi's: pick one of your messages of this branch; a new session holds
     the conversation before it, and its text comes back into the input box to edit and send.
     Returns that text (``None``: cancelled). ``/clone`` copies everything at once instead."""
-    painter = ui.painter()
     session = core.session
     if session is None:
-        ui.say(painter.styled("/fork: this run has no session (--no-session)", "error"))
+        ui.say(render.note("/fork: this run has no session (--no-session)", "error"))
         return None
     prompts = [
         (node.entry, text)
@@ -230,7 +242,7 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
         and (text := render.message_text(message)).strip()
     ]
     if not prompts:
-        ui.say(painter.styled("/fork: no message of yours to fork from yet", "muted"))
+        ui.say(render.note("/fork: no message of yours to fork from yet", "muted"))
         return None
     labels = [" ".join(text.split())[:200] for _, text in prompts]
     async with ui.full_screen():
@@ -242,17 +254,17 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
             color=ui.color,
         )
     if index is None:
-        ui.say(painter.styled("fork: cancelled", "muted"))
+        ui.say(render.note("fork: cancelled", "muted"))
         return None
     entry, text = prompts[index]
     try:
         await core.before_fork(entry["id"], "before")
     except SessionError as exc:  # an extension's session_before_fork cancelled it
-        ui.say(painter.styled(f"fork: {exc}", "warning"))
+        ui.say(render.note(f"fork: {exc}", "warning"))
         return None
     parent = entry.get("parentId")
     new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
-    ui.say(painter.styled(f"forked into new session {new_id}: edit the message below and send", "success"))
+    ui.say(render.note(f"forked into new session {new_id}: edit the message below and send", "success"))
     return text
 
 
@@ -262,17 +274,14 @@ def share(ui: Screen, core: AgentSession) -> None:
     leaves the machine unless the user sends the file."""
     from tether.ai.paths import data_dir
 
-    painter = ui.painter()
     if core.session is None:
-        ui.say(painter.styled("/share: this run has no session (--no-session)", "error"))
+        ui.say(render.note("/share: this run has no session (--no-session)", "error"))
         return
     target = data_dir() / "shares" / f"{core.session.id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     written = core.export(target)
     ui.say(
-        painter.styled(
-            f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success"
-        )
+        render.note(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success")
     )
 
 
@@ -285,16 +294,15 @@ async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[
     from tether.session.settings import load_settings
     from tether.session.trust import trust
 
-    painter = ui.painter()
     offers = offered(folder, load_settings(config_dir(), folder), config_dir())
     if not offers:
-        ui.say(painter.styled(f"{folder}: nothing here waits for trust", "muted"))
+        ui.say(render.note(f"{folder}: nothing here waits for trust", "muted"))
         return
     if not await ask(f"{describe(offers)}\nTrust all of the above for every run started here?"):
-        ui.say(painter.styled("trust: not changed", "muted"))
+        ui.say(render.note("trust: not changed", "muted"))
         return
     written = [trust(config_dir(), where, [kind]) for where, kind, _ in offers]
-    ui.say(painter.styled(f"trusted (recorded in {written[-1]}); it applies from the next start", "success"))
+    ui.say(render.note(f"trusted (recorded in {written[-1]}); it applies from the next start", "success"))
 
 
 async def edit_externally(ui: Screen, text: str) -> str | None:
@@ -304,7 +312,7 @@ async def edit_externally(ui: Screen, text: str) -> str | None:
         async with in_terminal():
             return await asyncio.get_running_loop().run_in_executor(None, external_editor.edit, text, command)
     except external_editor.EditorError as exc:
-        ui.say(ui.painter().styled(f"editor: {exc}", "error"))
+        ui.say(render.note(f"editor: {exc}", "error"))
         return None
 
 
@@ -320,14 +328,13 @@ def copy(text: str, output: Output | None) -> str:
 
 def copy_last_answer(ui: Screen, core: AgentSession) -> None:
     """``/copy``: the last answer's text to the clipboard."""
-    painter = ui.painter()
     answer = core.last_assistant()
     text = message_text(answer) if answer is not None else ""
     if not text.strip():
-        ui.say(painter.styled("/copy: no answer to copy yet", "error"))
+        ui.say(render.note("/copy: no answer to copy yet", "error"))
         return
     where = ui.copy(text)
-    ui.say(painter.styled(f"copied the last answer ({len(text)} characters) to {where}", "muted"))
+    ui.say(render.note(f"copied the last answer ({len(text)} characters) to {where}", "muted"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,30 +350,33 @@ class _TreeMove:
 async def navigate_tree(ui: Screen, core: AgentSession, abort: AbortController) -> str | None:
     """``/tree``: pick an entry in the navigator, maybe summarise the branch left (``abort``
     stops that), move there. Returns the prompt to put back in the input box, if one was picked."""
-    painter = ui.painter()
     session = core.session
     if session is None:
-        ui.say(painter.styled("/tree: this run has no session (--no-session)", "error"))
+        ui.say(render.note("/tree: this run has no session (--no-session)", "error"))
         return None
     move = await _pick_move(ui, session)
     if move is None:
         return None
     if move.summarize:
-        ui.say(painter.styled("summarising the branch you left… (Esc to stop)", "muted"))
+        ui.say(render.note("summarising the branch you left… (Esc to stop)", "muted"))
     try:
         summary = await core.branch(
             move.choice.target, summarize=move.summarize, instructions=move.instructions, signal=abort.signal
         )
     except SessionError as exc:  # the summariser failed or was stopped: the leaf did not move
-        ui.say(render.error_text(painter, f"{exc}; still where you were", aborted=False))
+        ui.say(render.item(render.error_text, f"{exc}; still where you were", aborted=False))
         return None
     editor_text = move.choice.editor_text
     if editor_text is None:
-        ui.say(painter.styled(f"branched: now at {move.row.text}", "success"))
+        ui.say(render.note(f"branched: now at {move.row.text}", "success"))
     else:
-        ui.say(painter.styled("branched: back before that prompt; edit it below and send", "success"))
+        ui.say(render.note("branched: back before that prompt; edit it below and send", "success"))
     if summary:
-        ui.say(painter.styled("summary of the branch left:", "muted") + "\n" + painter.markdown(summary))
+        ui.say(
+            lambda painter: (
+                painter.styled("summary of the branch left:", "muted") + "\n" + painter.markdown(summary)
+            )
+        )
     return editor_text
 
 
@@ -381,7 +391,7 @@ async def _edit_label(ui: Screen, session: Session, row: TreeRow) -> bool:
     try:
         session.label(row.id, text.strip() or None)
     except SessionError as exc:
-        ui.say(ui.painter().styled(f"label not saved: {exc}", "error"))
+        ui.say(render.note(f"label not saved: {exc}", "error"))
         return False
     return True
 
@@ -390,10 +400,9 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
     """The full-screen part of ``/tree``: the navigator, then (when the move leaves conversation
     behind) the summary question. Esc on the question returns to the tree; Esc on the tree ends
     with nothing changed (``None``)."""
-    painter = ui.painter()
     source = TreeSource.of(session)
     if not source.entries:
-        ui.say(painter.styled("(the session is empty)", "muted"))
+        ui.say(render.note("(the session is empty)", "muted"))
         return None
     start: str | None = None
     search = ""
@@ -416,12 +425,12 @@ async def _pick_move(ui: Screen, session: Session) -> _TreeMove | None:
                     source = TreeSource.of(session)
                 continue
             if row is None:
-                ui.say(painter.styled("tree: cancelled, nothing changed", "muted"))
+                ui.say(render.note("tree: cancelled, nothing changed", "muted"))
                 return None
             start = row.id
             choice = branch_choice(row)
             if row.current and choice.editor_text is None:
-                ui.say(painter.styled("tree: already there, nothing changed", "muted"))
+                ui.say(render.note("tree: already there, nothing changed", "muted"))
                 return None
             target_path = session.path(choice.target) if choice.target is not None else []
             if not leaves_something(session.path(), target_path):

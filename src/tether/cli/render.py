@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Concatenate, ParamSpec, cast
 
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
@@ -76,6 +76,23 @@ class Painter:
 
     def styled(self, text: str, style: str) -> str:
         return self.render(Text(safe_text(text), style=style))
+
+
+P = ParamSpec("P")
+Item = Callable[[Painter], str]
+"""Something printed above the interactive mode's live area, as its text for a ``Painter``: kept
+so, it is drawn again at a new width (``scrollback``)."""
+
+
+def item(function: Callable[Concatenate[Painter, P], str], *args: P.args, **kwargs: P.kwargs) -> Item:
+    """``function(painter, *args, **kwargs)`` as an ``Item``, its arguments taken now (an
+    exception's ``exc`` is gone once its ``except`` block ends)."""
+    return lambda painter: function(painter, *args, **kwargs)
+
+
+def note(text: str, style: str) -> Item:
+    """``text`` in ``style`` (``Painter.styled``) as an ``Item``."""
+    return item(Painter.styled, text, style)
 
 
 def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str = "Ctrl-T to expand") -> str:
@@ -383,18 +400,6 @@ def _tokens(count: object) -> str:
     if not isinstance(count, int):
         return "?"
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
-
-
-def reflowed_rows(screen: Any, rows: int, width: int) -> int:
-    """How many rows more than ``rows`` the first ``rows`` rows of a prompt-toolkit ``Screen``
-    take once a terminal ``width`` columns wide has rewrapped them."""
-    extra = 0
-    for row in range(rows):
-        cells = cast(Mapping[int, Any], screen.data_buffer[row])
-        used = max((column + 1 for column, cell in cells.items() if cell.char != " "), default=0)
-        if used > width:
-            extra += (used - 1) // width
-    return extra
 
 
 def tail_lines(text: str, limit: int) -> str:

@@ -221,28 +221,6 @@ def own_input() -> Input:
     return own
 
 
-def follow_reflow(app: Application[Any]) -> None:
-    """Wrap the resize handler of ``app`` (an inline, not full-screen, application) so it first
-    moves the cursor up over the rows the terminal added by rewrapping the live area: most
-    terminals (tmux too) rewrap lines that no longer fit, prompt-toolkit moves up only as many
-    rows as it drew, and the top of a streaming answer was left behind as a stale copy."""
-    from tether.cli.render import reflowed_rows
-
-    original = app._on_resize  # pyright: ignore[reportPrivateUsage]
-
-    def on_resize() -> None:
-        renderer = app.renderer
-        screen = getattr(renderer, "_last_screen", None)
-        cursor = getattr(renderer, "_cursor_pos", None)
-        if screen is not None and cursor is not None:
-            extra = reflowed_rows(screen, cursor.y, app.output.get_size().columns)
-            if extra:
-                app.output.cursor_up(extra)
-        original()
-
-    app._on_resize = on_resize  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
-
-
 async def run_view(app: Application[Any]) -> Any:
     # The main application owns Ctrl-C (SIGINT) handling; these views see it as a key.
     return await app.run_async(handle_sigint=False)

@@ -12,6 +12,7 @@ from typing_extensions import TypedDict
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
+from tether.tools.opened import open_folder
 from tether.tools.workspace import Workspace
 from tether.wire.file_names import path_text
 
@@ -65,15 +66,18 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     limit = params.get("limit", DEFAULT_LIMIT)
     shown = workspace.display(path)
     try:
-        entries = list(os.scandir(path))
+        folder = open_folder(path)
+        try:  # a link's kind read while the folder is open (it is read through the folder)
+            entries = [(path_text(entry.name), _is_dir(entry)) for entry in os.scandir(folder)]
+        finally:
+            os.close(folder)
     except FileNotFoundError:
         raise ToolError(f"Directory not found: {shown}") from None
     except NotADirectoryError:
         raise ToolError(f"{shown} is a file, not a directory; use read to see it.") from None
     except OSError as exc:
         raise ToolError(f"Cannot list {shown}: {exc.strerror or exc}") from None
-    shown_entries = sorted(((path_text(entry.name), entry) for entry in entries), key=lambda e: e[0].lower())
-    names = [name + ("/" if _is_dir(entry) else "") for name, entry in shown_entries]
+    names = [name + ("/" if is_dir else "") for name, is_dir in sorted(entries, key=lambda e: e[0].lower())]
     shown_names = names[:limit]
     if not names:
         text = f"{shown} is empty."

@@ -44,6 +44,24 @@ def open_resolved(real: Path, flags: int) -> int:
     return fd  # O_NONBLOCK (a FIFO put there must not block the open) does nothing to a file
 
 
+def open_folder(real: Path) -> int:
+    """A descriptor of the folder ``real`` (a path ``Workspace.resolve`` returned) to list, checked
+    as ``open_resolved`` checks a file's folder; raises ``OSError`` when it is no longer the folder
+    resolved (``ls`` listed by name, and a folder swapped for a link to one the sandbox hides was
+    listed)."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:  # a link: ELOOP, or ENOTDIR with O_DIRECTORY
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(real):
+            raise OSError(errno.ELOOP, _CHANGED) from None
+        raise
+    where = opened_path(fd)
+    if where is not None and where != real:
+        os.close(fd)
+        raise OSError(errno.ELOOP, _CHANGED)
+    return fd
+
+
 def make_parents(real: Path) -> None:
     """Create the missing folders above ``real`` (a path ``Workspace.resolve`` returned), one at
     a time, each in a descriptor of the folder above it checked as ``open_resolved`` checks, never
