@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 
-from pydantic_core import PydanticSerializationError
-
-from tether.wire import dumpb
+from pydantic_core import PydanticSerializationError, to_json
 
 OVERLONG = b"\n"
 """What ``LineSplitter`` gives in place of a line longer than its limit: no line holds an LF."""
@@ -85,7 +83,7 @@ def encode_frame(frame: object) -> bytes:
     that is not UTF-8, read by a tool) cannot be UTF-8: such a frame is sent ASCII-escaped, still
     JSON, rather than not at all."""
     try:
-        return dumpb(frame) + b"\n"
+        return to_json(frame) + b"\n"  # ``tether.wire.dumpb``'s encoder, without its two calls
     except PydanticSerializationError:
         from pydantic_core import to_jsonable_python
 
