@@ -24,7 +24,7 @@ from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 from pipe_support import wait_until_stdout_full
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
 from tether.rpc.jsonl import OVERLONG
-from tether.rpc.mode import _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
+from tether.rpc.mode import GATHER_BYTES, _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
 from tether.session.manager import SessionManager
 
 
@@ -271,6 +271,49 @@ async def test_frames_larger_than_the_pipe_go_out_whole_and_in_order() -> None:
             os.close(read_end)
     assert not broken.is_set()
     assert [json.loads(line) for line in bytes(received).splitlines()] == frames
+
+
+async def test_the_answers_to_one_chunk_of_commands_go_out_together() -> None:
+    """While a chunk of stdin's lines runs (``gather``), its answers wait and then go out in
+    one write, whole and in order; past ``GATHER_BYTES`` they go out without waiting for the
+    chunk's end; what the pipe does not take waits for the loop, behind which later answers queue."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    os.set_blocking(read_end, False)
+    loop = asyncio.get_running_loop()
+
+    def unread() -> bytes:
+        try:
+            return os.read(read_end, 1 << 20)
+        except BlockingIOError:
+            return b""
+
+    broken = asyncio.Event()
+    with open(write_end, "wb", closefd=True) as stream:
+        output = _Output(stream, broken, loop)
+        output.gather()
+        small = [{"type": "response", "n": n} for n in range(100)]
+        for frame in small:
+            output(frame)
+        assert unread() == b""  # held until the chunk's lines have run
+        output.send_gathered()
+        assert [json.loads(line) for line in unread().splitlines()] == small
+        big = [{"type": "response", "n": n, "text": "x" * 1000} for n in range(2 * GATHER_BYTES // 1000)]
+        output.gather()
+        for frame in big:
+            output(frame)
+        received = bytearray(unread())
+        assert len(received) >= GATHER_BYTES  # sent before the chunk's end
+        output.send_gathered()
+        deadline = time.monotonic() + 20
+        while output.waiting and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+            received += unread()
+        received += unread()
+        assert output.waiting == 0
+    os.close(read_end)
+    assert not broken.is_set()
+    assert [json.loads(line) for line in bytes(received).splitlines()] == big
 
 
 @pytest.mark.subprocess

@@ -9,6 +9,8 @@ megabytes on one line); the server caps a command line (``tether.rpc.mode.MAX_LI
 
 from __future__ import annotations
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from tether.wire import dumpb
 
 OVERLONG = b"\n"
@@ -77,6 +79,10 @@ def _strip_cr(line: bytes) -> bytes:
 
 
 def encode_frame(frame: object) -> bytes:
-    """One record: compact JSON (non-ASCII kept as UTF-8; a lone surrogate, which UTF-8 cannot
-    hold, as U+FFFD: ``tether.wire.dumpb``), then LF."""
-    return dumpb(frame) + b"\n"
+    """One record: compact JSON (non-ASCII kept as UTF-8), then LF. ``tether.wire.dumpb``'s
+    encoder called directly (its two calls are a tenth of a ``get_state``); a frame it cannot
+    encode (a lone surrogate: no UTF-8 form) goes the way ``dumpb`` writes it (as U+FFFD)."""
+    try:
+        return to_json(frame) + b"\n"
+    except PydanticSerializationError:
+        return dumpb(frame) + b"\n"

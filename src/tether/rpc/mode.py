@@ -57,6 +57,9 @@ OUTPUT_HIGH_WATER = 1 << 20
 """Bytes of frames waiting for the client past which command lines are held, not run."""
 HELD_INPUT_BYTES = 1 << 20
 """Bytes of held command lines past which stdin is not read until the client reads again."""
+GATHER_BYTES = 1 << 16
+"""Bytes of gathered answers (``_Output.gather``) written at once, without waiting for the
+chunk's last line: a pipe's default capacity."""
 
 
 _OVERLONG_ANSWER = {
@@ -125,7 +128,10 @@ class _Output:
     A frame goes straight to the descriptor (one ``os.write``: a buffered file would copy every
     frame in and out again) when nothing waits before it; what the pipe does not take waits in
     ``_pending``, written from the event loop as the pipe drains (stdout is non-blocking then:
-    ``serve``). Files and terminals stay blocking and take each frame whole."""
+    ``serve``). Files and terminals stay blocking and take each frame whole. While the lines of
+    one chunk of stdin are run (``gather``), their answers are gathered and written together: a
+    client that pipelines commands costs one write per chunk, not one per answer (a write to a
+    pipe, and the wake-up of the client it brings, cost about as much as a ``get_state``)."""
 
     def __init__(self, stream: BinaryIO, on_broken: asyncio.Event, loop: asyncio.AbstractEventLoop) -> None:
         self._stream = stream  # owns the descriptor: it stays open while the server writes
@@ -133,6 +139,11 @@ class _Output:
         self._broken = on_broken
         self._loop = loop
         self._pending = bytearray()  # deleting from its front is cheap (CPython keeps an offset)
+        self._writing = False
+        """The loop writes ``_pending`` as the pipe drains (``_flush``)."""
+        self._open = True
+        """``on_broken`` not set (a plain flag: asking the event costs a call per frame)."""
+        self._gathering = False
         self._progress = asyncio.Event()
         self.on_room: Callable[[], None] | None = None
         """Called when the waiting frames fall to ``OUTPUT_HIGH_WATER`` or below."""
@@ -145,22 +156,43 @@ class _Output:
         return len(self._pending)
 
     def __call__(self, frame: Frame) -> None:
-        if self._broken.is_set():
+        if not self._open:
             return
         data = encode_frame(frame)
-        if self._pending:
+        if self._pending or self._gathering:
             self._pending += data
+            if not self._writing and len(self._pending) >= GATHER_BYTES:
+                self._send()
             return
         written = self._write(data)
         if written is None or written == len(data):
             return
-        if os.get_blocking(self._fd):  # a file or terminal: it takes the rest in as many writes
-            rest = memoryview(data)[written:]
-            while rest and (written := self._write(rest)) is not None:
-                rest = rest[written:]
-            return
         self._pending += memoryview(data)[written:]
-        self._loop.add_writer(self._fd, self._flush)
+        self._send()
+
+    def gather(self) -> None:
+        """Hold the frames written from now on until ``send_gathered`` (or ``GATHER_BYTES`` of them)."""
+        self._gathering = True
+
+    def send_gathered(self) -> None:
+        self._gathering = False
+        if self._pending and not self._writing:
+            self._send()
+
+    def _send(self) -> None:
+        """Write ``_pending``: a file or terminal takes it all now; what a pipe does not take
+        waits for the loop's writer."""
+        if os.get_blocking(self._fd):
+            while self._pending and (written := self._write(self._pending)) is not None:
+                del self._pending[:written]
+            return
+        written = self._write(self._pending)
+        if written is None:
+            return
+        del self._pending[:written]
+        if self._pending:
+            self._writing = True
+            self._loop.add_writer(self._fd, self._flush)
 
     def _write(self, data: bytes | bytearray | memoryview) -> int | None:
         """Bytes of ``data`` written now; ``None`` when stdout broke."""
@@ -182,25 +214,31 @@ class _Output:
         del self._pending[:written]
         self._progress.set()
         if not self._pending:
-            self._loop.remove_writer(self._fd)
+            self._stop_writing()
         if self.on_room is not None and len(self._pending) <= OUTPUT_HIGH_WATER:
             self.on_room()
 
-    def _give_up(self) -> None:
-        if self._pending:
+    def _stop_writing(self) -> None:
+        if self._writing:
+            self._writing = False
             self._loop.remove_writer(self._fd)
-            self._pending.clear()
+
+    def _give_up(self) -> None:
+        self._stop_writing()
+        self._pending.clear()
+        self._open = False
         self._broken.set()
 
     async def drain(self) -> None:
         """Wait for the waiting frames to be taken; those the client takes nothing of for
         ``STOPPING_WRITE_SECONDS`` are given up (the last line may then be cut short)."""
+        self.send_gathered()
         while self._pending and not self._broken.is_set():
             self._progress.clear()
             try:
                 await asyncio.wait_for(self._progress.wait(), STOPPING_WRITE_SECONDS)
             except TimeoutError:
-                self._loop.remove_writer(self._fd)
+                self._stop_writing()
                 self._pending.clear()
 
 
@@ -265,13 +303,17 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
             lines.release(everything=True)
             finished.set()
             return
-        for line in splitter.feed(chunk):
-            if stop.is_set():
-                break
-            if line == OVERLONG:
-                output(_OVERLONG_ANSWER)
-            else:
-                lines.take(line)
+        output.gather()
+        try:
+            for line in splitter.feed(chunk):
+                if stop.is_set():
+                    break
+                if line == OVERLONG:
+                    output(_OVERLONG_ANSWER)
+                else:
+                    lines.take(line)
+        finally:
+            output.send_gathered()
 
     try:
         signals: _StopSignals | None = _StopSignals(loop, stop.set)
