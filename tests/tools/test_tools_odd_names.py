@@ -71,3 +71,22 @@ async def test_errors_name_the_odd_path_as_it_is_shown(workspace: Workspace) -> 
     with pytest.raises(ToolError) as not_dir:
         await call(create_ls_tool(workspace), path=SHOWN)
     assert str(not_dir.value).startswith(f"{SHOWN} is a file")
+
+
+async def test_a_new_file_goes_into_the_folder_that_exists_either_way(workspace: Workspace) -> None:
+    # the escape reading won for every name that did not exist: a new file meant for a folder
+    # really named ``notes\x80`` (backslash and all, as ls shows it) made a second folder
+    root = os.fsencode(workspace.root)
+    (workspace.root / "notes\\x80").mkdir()
+    await call(create_write_tool(workspace), path="notes\\x80/new.txt", content="literal\n")
+    await call(create_write_tool(workspace), path="d\\xfe/new.txt", content="odd\n")
+    assert (workspace.root / "notes\\x80" / "new.txt").read_text() == "literal\n"
+    assert open(os.path.join(root, b"d\xfe", b"new.txt"), "rb").read() == b"odd\n"
+    assert sorted(os.listdir(root)) == [b"d\xfe", b"notes\\x80", ODD]
+
+
+async def test_escapes_of_utf8_bytes_are_not_read_back(workspace: Workspace) -> None:
+    # ``\xc3\xa9`` is the UTF-8 of é, which the tools write as é: such text names no odd file
+    (workspace.root / "é.txt").write_text("accent\n")
+    with pytest.raises(ToolError, match="not found"):
+        await call(create_read_tool(workspace), path="\\xc3\\xa9.txt")

@@ -104,10 +104,21 @@ class Workspace:
     def _named(self, path: str) -> Path:
         """The name a tool argument means. The tools show a name that is not UTF-8 with its odd
         bytes written ``\\xff`` (``display``), so the model hands that text back: it means those
-        bytes unless a file is named by the text itself (``tether.wire.file_names``)."""
+        bytes unless a file is named by the text itself (``tether.wire.file_names``), and a new
+        file goes where its folder exists, read either way."""
         candidate = Path(os.path.expanduser(path))
-        if "\\x" in path and not os.path.lexists(self.real_root / candidate):
-            return Path(os.path.expanduser(path_from_text(path)))
+        if "\\x" not in path or os.path.lexists(self.real_root / candidate):
+            return candidate
+        decoded = path_from_text(path)
+        if path_text(decoded) != path:  # ``\xc3\xa9`` is é, which ``display`` writes as é
+            return candidate
+        named = Path(os.path.expanduser(decoded))
+        # a new file: in the folder that exists (``notes\x80/new`` goes into a real ``notes\x80``)
+        if os.path.lexists(self.real_root / named) or (
+            os.path.lexists(self.real_root / named.parent)
+            and not os.path.lexists(self.real_root / candidate.parent)
+        ):
+            return named
         return candidate
 
     def _check_sandbox(self, path: str, real: Path, *, reading: bool) -> None:
