@@ -60,3 +60,22 @@ async def test_a_resumed_session_records_the_models_new_limits_at_its_next_turn(
     assert await converse(tmp_path, SessionChoice(session_id=session_id)) == session_id
     with SessionManager() as sessions:  # unchanged: nothing more recorded
         assert sum(e.type == "model_change" for e in sessions.store.entries(session_id)) == changes
+
+
+def test_a_model_holding_tuples_is_recorded_once(tmp_path: Path) -> None:
+    # an embedder's model may hold tuples, which the stored description reads back as lists:
+    # compared as they were, every resume recorded the same model again
+    from session_helpers import MODEL
+    from tether.session.wiring import record_settings
+    from tether.wire import ModelInfo
+
+    model: ModelInfo = {**MODEL, "input": ("text", "image")}  # type: ignore[typeddict-item]
+    with SessionManager.at(tmp_path / "sessions.db") as sessions:
+        session = sessions.create(str(tmp_path))
+        record_settings(session, model=model)
+        session_id = session.id
+        session.close()
+        for _ in range(3):  # three resumes
+            with sessions.open(session_id) as reopened:
+                record_settings(reopened, model=model)
+        assert sum(e.type == "model_change" for e in sessions.store.entries(session_id)) == 1

@@ -13,6 +13,7 @@ every message, and reaching a function here costs an import statement each time.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
 
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
@@ -51,7 +52,17 @@ def record_settings(
 
 
 def _described(model: ModelInfo) -> list[object]:
-    return [model.get(key) for key in MODEL_DESCRIPTION]
+    """What describes ``model``, as JSON holds it: a live model may hold tuples (an embedder's
+    ``"input": ("text", "image")``), which its stored form reads back as lists."""
+    return [_as_json(model.get(key)) for key in MODEL_DESCRIPTION]
+
+
+def _as_json(value: object) -> object:
+    if isinstance(value, (list, tuple)):
+        return [_as_json(each) for each in cast("list[object]", value)]
+    if isinstance(value, dict):
+        return {key: _as_json(each) for key, each in cast("dict[str, object]", value).items()}
+    return value
 
 
 _SESSION_MADE = frozenset({"compactionSummary", "branchSummary"})
