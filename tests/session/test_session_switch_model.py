@@ -68,3 +68,17 @@ async def test_a_model_that_cannot_be_restored_is_said_and_the_current_one_kept(
     assert len(notices) == 1 and notices[0].startswith(f"Could not restore model {wanted} (")
     assert notices[0].endswith(f"). Using scripted/{model['id']}")
     await core.close()
+
+
+async def test_the_loaded_level_is_clamped_to_the_model_kept(
+    manager: SessionManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # restored or not, the level the switch loaded goes on a model: one without reasoning takes
+    # "off" (a failed restore left "high" on the scripted model, which has no thinking levels)
+    stored: Any = {**find_model(SONNET), "provider": "gone"}
+    target = stored_on(manager, tmp_path, stored, "high")
+    core, notices = switched(manager, tmp_path, target)
+    model = core.agent.model
+    assert model is not None and not model.get("reasoning") and len(notices) == 1
+    assert core.agent.thinking_level == "off"
+    await core.close()

@@ -94,6 +94,11 @@ class SessionOperations(CoreState):
         previous = self.session_file
         self._attach(sessions.open(session_id), load_settings=True)
         self._restore_model()
+        model = self.agent.model
+        if model is not None:  # the loaded level, on whichever model goes on (as ``set_model``)
+            from tether.session.model_control import _clamp_thinking  # pyright: ignore[reportPrivateUsage]
+
+            self.agent.thinking_level = _clamp_thinking(model, self.agent.thinking_level)
         self._replaced("resume", previous)
 
     def _restore_model(self) -> None:
@@ -103,10 +108,7 @@ class SessionOperations(CoreState):
         restored (a provider no longer known, one without a key) leaves the model in use, said
         in a notice, as pi says "Could not restore model". A scripted model is this process's
         script, never a stored one's; a session without messages has no model of its own yet.
-        The thinking level the switch loaded is clamped to the model, as ``set_model`` does; no
-        ``model_select`` hook (pi: restoring a session does not fire it)."""
-        from tether.session.model_control import _clamp_thinking  # pyright: ignore[reportPrivateUsage]
-
+        No ``model_select`` hook (pi: restoring a session does not fire it)."""
         agent, session = self.agent, self._session
         stored = session.context.model if session is not None else None
         if session is None or stored is None or stored.provider == "scripted" or not session.messages:
@@ -132,7 +134,6 @@ class SessionOperations(CoreState):
                 self._not_restored(wanted, f"no key for {stored.provider}")
                 return
         agent.model, agent.stream_fn = model, stream_fn
-        agent.thinking_level = _clamp_thinking(model, agent.thinking_level)
 
     def _not_restored(self, wanted: str, why: str) -> None:
         current = self.agent.model
