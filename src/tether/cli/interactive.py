@@ -402,7 +402,8 @@ class InteractiveApp:
         return self.theme.name
 
     def set_theme(self, theme: themes.Theme) -> None:
-        """Draw with ``theme`` from now on (what was printed keeps its colours)."""
+        """Draw with ``theme`` from now on: what was printed keeps its colours until a width
+        change draws it again (``scrollback``), in the theme of that time."""
         self.theme = theme
         if self._app is not None:  # made once per theme: a new Style empties prompt-toolkit's caches
             self._app.style = theme.toolkit_style()
