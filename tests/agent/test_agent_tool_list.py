@@ -79,3 +79,22 @@ def test_a_method_tool_taken_from_the_class_is_refused_when_appended() -> None:
     with pytest.raises(TypeError, match=r"Notes.find: take it from an instance \(obj.find\)"):
         agent.tools.append(Notes.find)  # pyright: ignore[reportArgumentType]
     assert agent.tools == []
+
+
+def test_what_is_not_a_tool_is_refused_in_one_line() -> None:
+    # a bare AssertionError (gone under python -O) for an item, an AttributeError deep inside
+    # for a function whose @tool was forgotten
+    agent = Agent(tools=[named("read", "a")])
+
+    def plain() -> str:
+        return "x"
+
+    for change in (
+        lambda: agent.tools.append(plain),  # type: ignore[arg-type]
+        lambda: agent.tools.__setitem__(0, "read"),  # type: ignore[call-overload]
+        lambda: agent.tools.__setitem__(slice(0, 1), ["read"]),  # type: ignore[list-item]
+        lambda: Agent(tools=[plain]),  # type: ignore[list-item]
+    ):
+        with pytest.raises(TypeError, match=r"is not a tool: make one with @tether\.tool"):
+            change()
+    assert [t.name for t in agent.tools] == ["read"]

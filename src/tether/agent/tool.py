@@ -88,9 +88,11 @@ def one_per_name(tools: Iterable[AgentTool]) -> list[AgentTool]:
     run pays nothing for it."""
     at: dict[str, int] = {}
     kept: list[AgentTool] = []
-    for each in tools:
+    for each in cast("Iterable[object]", tools):  # as given, not as typed: checked below
         if isinstance(each, MethodTool):  # ``Class.method``: nothing to bind ``self`` to
             raise TypeError(f"@tool method {each.qualname}: take it from an instance (obj.{each.attribute})")
+        if not isinstance(each, AgentTool):  # a function without ``@tool``, a name
+            raise TypeError(f"{each!r} is not a tool: make one with @tether.tool (an AgentTool)")
         if each.name in at:
             kept[at[each.name]] = each
         else:

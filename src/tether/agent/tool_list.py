@@ -14,7 +14,7 @@ the list you read is what the model gets.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Self, SupportsIndex, overload
+from typing import Self, SupportsIndex, cast, overload
 
 from tether.agent.tool import AgentTool, one_per_name
 
@@ -52,13 +52,12 @@ class ToolList(list[AgentTool]):
     @overload
     def __setitem__(self, index: slice, tools: Iterable[AgentTool], /) -> None: ...
     def __setitem__(self, index: SupportsIndex | slice, value: AgentTool | Iterable[AgentTool], /) -> None:
+        # ``one_per_name`` refuses what is not a tool, in one line
         if isinstance(index, slice):
-            assert not isinstance(value, AgentTool)
-            added = one_per_name(value)
+            added = one_per_name(cast("Iterable[AgentTool]", value))
             super().__setitem__(index, added)
         else:
-            assert isinstance(value, AgentTool)
-            added = one_per_name((value,))
+            added = one_per_name((cast(AgentTool, value),))
             super().__setitem__(index, added[0])
         self._settle(added)
 
