@@ -81,7 +81,8 @@ async def test_a_new_file_goes_into_the_folder_that_exists_either_way(workspace:
     await call(create_write_tool(workspace), path="notes\\x80/new.txt", content="literal\n")
     await call(create_write_tool(workspace), path="d\\xfe/new.txt", content="odd\n")
     assert (workspace.root / "notes\\x80" / "new.txt").read_text() == "literal\n"
-    assert open(os.path.join(root, b"d\xfe", b"new.txt"), "rb").read() == b"odd\n"
+    with open(os.path.join(root, b"d\xfe", b"new.txt"), "rb") as made:
+        assert made.read() == b"odd\n"
     assert sorted(os.listdir(root)) == [b"d\xfe", b"notes\\x80", ODD]
 
 
