@@ -202,9 +202,13 @@ def check_storable(value: object, where: str) -> None:
     encoder goes nor a lone surrogate (``"\\ud800"`` is valid JSON, not valid UTF-8), and their
     numbers are summed and compared as 64-bit integers and finite floats (``1e999`` and ``NaN``
     parse; an integer of 30 digits too). Such a line is refused here, by its number, rather
-    than by the store without one or each time the session is opened."""
+    than by the store without one or each time the session is opened. The encoder itself, not
+    ``dumps``, which writes a lone surrogate as U+FFFD: an import refuses what it cannot keep
+    as it reads it."""
+    from pydantic_core import to_json
+
     try:
-        dumps(value)
+        to_json(value)
     except ValueError as err:
         reason = re.sub(r"^Error serializing to JSON: (\w+: )?", "", str(err))
         raise ImportFormatError(f"{where}: cannot be stored ({reason})") from None
