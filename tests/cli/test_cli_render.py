@@ -6,6 +6,7 @@ from tether.cli.render import (
     FOLDED_LINES,
     Painter,
     format_args,
+    result_lines,
     tail_lines,
     thinking_text,
     tool_header,
@@ -18,12 +19,12 @@ PLAIN = Painter(width=80, color=False)
 
 def test_long_results_fold_and_expand() -> None:
     text = "\n".join(str(i) for i in range(1, 21))
-    folded = tool_result(PLAIN, text, is_error=False, expanded=False)
+    folded = tool_result(PLAIN, result_lines(text, expanded=False), is_error=False)
     assert folded.count("│") == FOLDED_LINES
     assert f"{20 - FOLDED_LINES} more lines" in folded and "Ctrl-O" in folded
-    expanded = tool_result(PLAIN, text, is_error=False, expanded=True)
+    expanded = tool_result(PLAIN, result_lines(text, expanded=True), is_error=False)
     assert expanded.count("│") == 20 and "more lines" not in expanded
-    assert "(no output)" in tool_result(PLAIN, "", is_error=False, expanded=False)
+    assert "(no output)" in tool_result(PLAIN, result_lines("", expanded=False), is_error=False)
 
 
 def test_arguments_on_one_line_with_long_values_cut() -> None:

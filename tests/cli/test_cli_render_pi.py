@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tether.cli.render import Painter, compaction_report, diff_text, finished_tool
+from tether.cli.render import Painter, compaction_report, diff_lines, diff_text, finished_tool
 from tether.tools.edit import unified_diff
 
 PLAIN = Painter(60, False)
@@ -33,10 +33,10 @@ def test_an_edit_diff_is_red_and_green_with_the_changed_words_marked() -> None:
     before = "a = 1\nname = 'hello world'\nb = 2\n"
     after = "a = 1\nname = 'goodbye world'\nb = 2\nc = 3\n"
     diff = unified_diff(before, after, "x.py")
-    plain = lines(diff_text(PLAIN, diff, expanded=True))
+    plain = lines(diff_text(PLAIN, diff_lines(diff, expanded=True)))
     assert "  -name = 'hello world'" in plain and "  +name = 'goodbye world'" in plain
     assert "  +c = 3" in plain and not any(line.lstrip().startswith(("---", "+++")) for line in plain)
-    coloured = diff_text(COLOUR, diff, expanded=True)
+    coloured = diff_text(COLOUR, diff_lines(diff, expanded=True))
     removed = next(line for line in coloured.splitlines() if "hello" in line)
     added = next(line for line in coloured.splitlines() if "goodbye" in line)
     assert "\x1b[31m" in removed and "\x1b[32m" in added
@@ -48,7 +48,7 @@ def test_a_long_diff_folds_and_the_tool_line_keeps_the_summary() -> None:
     before = "".join(f"line {n}\n" for n in range(60))
     after = "".join(f"LINE {n}\n" for n in range(60))
     diff = unified_diff(before, after, "big.txt")
-    folded = lines(diff_text(PLAIN, diff, expanded=False))
+    folded = lines(diff_text(PLAIN, diff_lines(diff, expanded=False)))
     assert len(folded) == 21 and "more lines  [Ctrl-O to expand]" in folded[-1]
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": f"Edited big.txt: replaced 1 occurrence.\n\n{diff}"}],

@@ -4,7 +4,16 @@ a redraw holds."""
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from tether.cli import render
+from tether.cli.interactive import InteractiveApp
+from tether.cli.keybindings import DEFAULTS
 from tether.cli.render import Painter
 from tether.cli.scrollback import CLEAR, EARLIER, Scrollback
 
@@ -61,3 +70,71 @@ def test_an_item_failing_at_the_new_width_is_shown_as_a_display_error() -> None:
     kept.add(fussy, WIDE)
     kept.add(render.note("after it", ""), WIDE)
     assert kept.redraw(NARROW) == CLEAR + "(display error: ValueError: narrow)\nafter it"
+
+
+def session_events(results: int) -> Iterator[dict[str, Any]]:
+    """What the interactive mode is shown of a session with large results: per turn an answer
+    whose tool call writes 50 KB, the tool's 50 KB result with an image, a shell run's output
+    and an ``@`` attaching a file with its picture (each made fresh, as a run makes them)."""
+    for n in range(results):
+        big = "".join(f"line {n}.{k} " + "x" * 90 + "\n" for k in range(500))  # 50 KB
+        image = {"type": "image", "data": "A" * 40_000 + str(n), "mimeType": "image/png"}
+        call = {
+            "type": "toolCall",
+            "id": f"c{n}",
+            "name": "write",
+            "arguments": {"path": "f", "content": big[1:]},
+        }
+        answer = {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}, call]}
+        yield {"type": "message_end", "message": answer}
+        yield {
+            "type": "tool_execution_start",
+            "toolCallId": f"c{n}",
+            "toolName": "read",
+            "args": {"path": "f"},
+        }
+        result = {"content": [{"type": "text", "text": big}, image], "details": {"bytes": big[2:]}}
+        yield {"type": "tool_execution_end", "toolCallId": f"c{n}", "toolName": "read", "result": result}
+        shell = {"role": "bashExecution", "command": "cat f", "output": big[3:], "exitCode": 0}
+        yield {"type": "message_end", "message": shell}
+        mention = {"role": "fileMention", "files": [{"path": "f", "content": big[4:], "image": {**image}}]}
+        yield {"type": "message_end", "message": mention}
+
+
+def test_the_scrollback_keeps_what_it_shows_of_a_result_not_the_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A redraw at a new width needs what was shown, folded: a tool's line and a result's first
+    lines, an answer's text, the name of a file attached. The whole result (50 KB and an image),
+    the tool call's arguments, an attached file's content were kept for up to 2,000 rows, long
+    after the conversation dropped them (a compaction, /new)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    ui = InteractiveApp(cwd=tmp_path, bindings=DEFAULTS)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for event in session_events(40):
+            ui._on_event(event)  # pyright: ignore[reportPrivateUsage]
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    printed = capsys.readouterr().out
+    assert "✓ read path=f\n  │ line 39.0 " in printed and "… 496 more lines" in printed
+    assert "@ attached f" in printed and "answer 39" in printed and "! cat f" in printed
+    assert kept < 2_000_000, kept  # 0.7 MB (rich's caches among it); 12.5 MB when results were kept
+
+
+def test_a_result_kept_folded_is_drawn_again_as_its_whole_would_be() -> None:
+    """What is kept of a folded result or diff draws at any width what the whole one draws: its
+    first lines each cut to the width's rows, the count of the rest (up to ``KEPT_WIDTH``)."""
+    long = "word " * 20_000
+    result = {"content": [{"type": "text", "text": f"{long}\nsecond\n" + "more\n" * 10}]}
+    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-" + long + "\n+" + long + "x\n" + " same\n" * 30
+    edit = {"content": [{"type": "text", "text": "Edited f."}], "details": {"diff": diff}}
+    for shown in (result, edit):
+        kept = render.tool_end("read", {"path": "f"}, {"result": shown})
+        for width in (30, 100, render.KEPT_WIDTH):
+            painter = Painter(width, False)
+            assert kept(painter) == render.finished_tool(
+                painter, "read", {"path": "f"}, shown, expanded=False
+            )

@@ -65,8 +65,8 @@ def test_every_piece_from_elsewhere_is_shown_escaped(painter: render.Painter) ->
         render.thinking_text(painter, HOSTILE, expanded=True),
         render.thinking_text(painter, HOSTILE, expanded=False),
         render.tool_header(painter, HOSTILE, {HOSTILE: HOSTILE}, "running"),
-        render.tool_result(painter, HOSTILE, is_error=False, expanded=True),
-        render.diff_text(painter, f"-{HOSTILE}\n+{HOSTILE}x\n {HOSTILE}", expanded=True),
+        render.tool_result(painter, render.result_lines(HOSTILE, expanded=True), is_error=False),
+        render.diff_text(painter, render.diff_lines(f"-{HOSTILE}\n+{HOSTILE}x\n {HOSTILE}", expanded=True)),
         render.error_text(painter, HOSTILE, aborted=False),
         render.shell_run(
             painter, {"role": "bashExecution", "command": HOSTILE, "output": HOSTILE}, expanded=True
@@ -84,8 +84,14 @@ def test_every_piece_from_elsewhere_is_shown_escaped(painter: render.Painter) ->
 
 
 def test_escapes_are_shown_as_written_and_crlf_is_a_line_end() -> None:
-    assert render.tool_result(PLAIN, HOSTILE, is_error=False, expanded=True) == "  │ " + SHOWN
-    assert render.tool_result(PLAIN, "one\r\ntwo\r\n", is_error=False, expanded=True) == "  │ one\n  │ two"
+    assert (
+        render.tool_result(PLAIN, render.result_lines(HOSTILE, expanded=True), is_error=False)
+        == "  │ " + SHOWN
+    )
+    assert (
+        render.tool_result(PLAIN, render.result_lines("one\r\ntwo\r\n", expanded=True), is_error=False)
+        == "  │ one\n  │ two"
+    )
 
 
 @pytest.mark.subprocess
@@ -207,7 +213,7 @@ def test_an_edit_of_a_very_long_line_compares_no_more_words_than_the_limit(
     old = " ".join(f"w{n}" for n in range(10_000))
     new = old.replace("w5 ", "changed ", 1)
     shown = render.diff_text(
-        COLOUR, f"@@ -1 +1 @@\n-{old}\n+{new}\n-short line\n+short lane\n", expanded=True
+        COLOUR, render.diff_lines(f"@@ -1 +1 @@\n-{old}\n+{new}\n-short line\n+short lane\n", expanded=True)
     )
     assert max(compared) <= render.WORD_DIFF_LIMIT and len(compared) == 2, compared
     assert "\x1b[1;7;32mlane" in shown and "\x1b[1;7;32mchanged" not in shown
@@ -219,18 +225,22 @@ def test_a_folded_result_or_diff_takes_a_few_rows_however_long_its_lines() -> No
     ``FOLDED_LINE_ROWS`` rows, ending in ``…`` when cut; Ctrl-O still shows it whole."""
     rows = render.FOLDED_LINE_ROWS + 1  # (rich starts a word too long for the first row below it)
     for text in ("y" * 1_000_000, "界" * 300_000 + "\nsecond", "e\u0301" * 200_000):
-        folded = render.tool_result(PLAIN_100, text, is_error=False, expanded=False).splitlines()
+        folded = render.tool_result(
+            PLAIN_100, render.result_lines(text, expanded=False), is_error=False
+        ).splitlines()
         assert len(folded) <= rows * (1 + text.count("\n")) + 1, len(folded)
         assert folded[-1] == "  └ … long lines cut  [Ctrl-O to expand]"
         assert any(line.endswith("…") for line in folded[:rows])
-    diff = render.diff_text(PLAIN_100, f"@@ -1 +1 @@\n-{'a' * 100_000}\n+{'b' * 100_000}\n", expanded=False)
+    diff = render.diff_text(
+        PLAIN_100, render.diff_lines(f"@@ -1 +1 @@\n-{'a' * 100_000}\n+{'b' * 100_000}\n", expanded=False)
+    )
     assert len(diff.splitlines()) <= 1 + 2 * rows
     short = "a line that fits\nanother"
     assert (
-        render.tool_result(PLAIN_100, short, is_error=False, expanded=False)
+        render.tool_result(PLAIN_100, render.result_lines(short, expanded=False), is_error=False)
         == "  │ a line that fits\n  │ another"
     )
-    whole = render.tool_result(PLAIN_100, "y" * 10_000, is_error=False, expanded=True)
+    whole = render.tool_result(PLAIN_100, render.result_lines("y" * 10_000, expanded=True), is_error=False)
     assert whole.count("y") == 10_000
 
 

@@ -494,7 +494,7 @@ class InteractiveApp:
             self._tools[event["toolCallId"]] = (event["toolName"], event.get("args"))
         elif kind == "tool_execution_end":
             name, args = self._tools.pop(event["toolCallId"], (event["toolName"], {}))
-            self.say(render.item(render.tool_end, name, args, event))
+            self.say(render.tool_end(name, args, event))
         elif kind == "queue_update":
             self._steering = list(event["steering"])
             self._follow_ups = list(event["followUp"])
@@ -512,11 +512,7 @@ class InteractiveApp:
         if message["role"] == "assistant":
             self._live = None
         custom, thinking = views.custom_renderer(self._core), self.show_thinking
-        self.say(
-            lambda painter: "\n".join(
-                render.ended_message(painter, message, show_thinking=thinking, custom=custom)
-            )
-        )
+        self.say(render.ended_item(message, show_thinking=thinking, custom=custom))
 
     # -- actions ---------------------------------------------------------------------------------
 

@@ -128,11 +128,15 @@ def format_args(args: object, limit: int = 200) -> str:
 
 def tool_header(painter: Painter, name: str, args: object, state: str) -> str:
     """``⚙ name key=value`` with a state mark: running, ok or error."""
+    return _header(painter, name, format_args(args), state)
+
+
+def _header(painter: Painter, name: str, args: str, state: str) -> str:
     mark, style = {"running": ("…", "warning"), "ok": ("✓", "success"), "error": ("✗", "error")}[state]
     line = Text()
     line.append(f"{mark} ", style=style)
     line.append(safe_text(name), style="tool.title")
-    line.append(" " + safe_text(format_args(args)), style="tool.args")
+    line.append(" " + safe_text(args), style="tool.args")
     return painter.render(line)
 
 
@@ -146,20 +150,49 @@ def result_text(content: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts).rstrip("\n")
 
 
-def tool_result(painter: Painter, text: str, *, is_error: bool, expanded: bool) -> str:
-    """A tool's result, indented; folded to ``FOLDED_LINES`` lines unless ``expanded``."""
-    lines = safe_text(text).splitlines() or ["(no output)"]
-    hidden = 0 if expanded else max(0, len(lines) - FOLDED_LINES)
-    shown = lines if hidden == 0 else lines[:FOLDED_LINES]
-    if not expanded:
-        shown = [_folded_line(line, painter.width) for line in shown]
+KEPT_WIDTH = 500
+"""The widest terminal a folded result kept in the scrollback is drawn again at exactly (a 4K
+screen's width in a small font); wider, its long lines are cut where 500 columns cut them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """The lines of a result or diff as its view shows them: all of them (expanded), or ``folded``:
+    the first few, each to be cut to ``FOLDED_LINE_ROWS`` rows of the width, and the count of the
+    rest. A folded one keeps of each line no more than ``KEPT_WIDTH`` columns can show: it is what
+    the scrollback keeps to draw again at a new width, where a tool's whole result (50 KB, an
+    image) was kept for each of up to 2,000 rows (``FinishedTool``)."""
+
+    lines: tuple[str, ...]
+    hidden: int = 0
+    folded: bool = False
+
+
+def _shown_lines(lines: Sequence[str], count: int, *, expanded: bool) -> Shown:
+    """``lines`` all (``expanded``), else the first ``count``, each cut a character beyond what
+    ``_folded_line`` reads at ``KEPT_WIDTH`` (so cut there too, ``…`` and all)."""
+    if expanded:
+        return Shown(tuple(lines))
+    keep = 4 * FOLDED_LINE_ROWS * (KEPT_WIDTH - 4) + 1
+    return Shown(tuple(line[:keep] for line in lines[:count]), max(0, len(lines) - count), folded=True)
+
+
+def result_lines(text: str, *, expanded: bool) -> Shown:
+    """A tool's result or a command's output as shown: folded to ``FOLDED_LINES`` lines unless
+    ``expanded``."""
+    return _shown_lines(safe_text(text).splitlines() or ["(no output)"], FOLDED_LINES, expanded=expanded)
+
+
+def tool_result(painter: Painter, result: Shown, *, is_error: bool) -> str:
+    """``result``'s lines (``result_lines``) indented, what is folded away counted."""
+    shown = [_folded_line(line, painter.width) for line in result.lines] if result.folded else result.lines
     style = "error" if is_error else "muted"
     body = Text()
     for line in shown:
         body.append("  │ " + line + "\n", style=style)
-    if hidden:
-        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
-    elif shown != lines:
+    if result.hidden:
+        body.append(f"  └ … {result.hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
+    elif list(shown) != list(result.lines):
         body.append("  └ … long lines cut  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
 
@@ -173,31 +206,58 @@ def _folded_line(line: str, width: int) -> str:
     return set_cell_size(head, cells - 1).rstrip() + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class FinishedTool:
+    """A finished tool call as shown: its line (name, arguments, ok or error), then its result,
+    or an edit's summary line and coloured diff. Only what is shown is kept (``Shown``): the
+    scrollback keeps it as an ``Item`` to draw again, not the tool's result."""
+
+    name: str
+    args: str
+    is_error: bool
+    summary: str | None
+    """An edit's first result line, shown above its diff; ``None``: ``body`` is the result."""
+    body: Shown
+
+    @classmethod
+    def of(cls, name: str, args: object, result: Mapping[str, Any], *, expanded: bool) -> FinishedTool:
+        is_error = bool(result.get("isError"))
+        details = result.get("details")
+        diff = cast(Mapping[str, Any], details).get("diff") if isinstance(details, Mapping) else None
+        text = result_text(cast(list[dict[str, Any]], result.get("content") or []))
+        if isinstance(diff, str) and diff and not is_error:
+            summary, body = text.split("\n", 1)[0], diff_lines(diff, expanded=expanded)
+        else:
+            summary, body = None, result_lines(text, expanded=expanded)
+        return cls(name, format_args(args), is_error, summary, body)
+
+    def __call__(self, painter: Painter) -> str:
+        header = _header(painter, self.name, self.args, "error" if self.is_error else "ok")
+        if self.summary is None:
+            return header + "\n" + tool_result(painter, self.body, is_error=self.is_error)
+        summary = painter.styled("  │ " + self.summary, "muted") if self.summary else ""
+        return "\n".join(p for p in (header, summary, diff_text(painter, self.body)) if p)
+
+
 def finished_tool(
     painter: Painter, name: str, args: object, result: Mapping[str, Any], *, expanded: bool
 ) -> str:
     """A finished tool call: its header, then its result; an edit's diff coloured (``diff_text``)."""
-    is_error = bool(result.get("isError"))
-    header = tool_header(painter, name, args, "error" if is_error else "ok")
-    details = result.get("details")
-    diff = cast(Mapping[str, Any], details).get("diff") if isinstance(details, Mapping) else None
-    text = result_text(cast(list[dict[str, Any]], result.get("content") or []))
-    if isinstance(diff, str) and diff and not is_error:
-        summary = text.split("\n", 1)[0]
-        body = painter.styled("  │ " + summary, "muted") if summary else ""
-        return "\n".join(p for p in (header, body, diff_text(painter, diff, expanded=expanded)) if p)
-    return header + "\n" + tool_result(painter, text, is_error=is_error, expanded=expanded)
+    return FinishedTool.of(name, args, result, expanded=expanded)(painter)
 
 
-def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
-    """A unified diff as pi shows an edit: removed lines red, added lines green, the words that
-    changed between a removed line and the added line replacing it in reverse video; the file
-    header dropped (the tool line names the file). Folded after ``FOLDED_DIFF_LINES`` lines."""
+def diff_lines(diff: str, *, expanded: bool) -> Shown:
+    """A unified diff's lines as shown, the file header dropped (the tool line names the file);
+    folded after ``FOLDED_DIFF_LINES`` lines unless ``expanded``."""
     lines = [line for line in safe_text(diff).splitlines() if not line.startswith(("--- ", "+++ "))]
-    hidden = 0 if expanded else max(0, len(lines) - FOLDED_DIFF_LINES)
-    shown = lines if hidden == 0 else lines[:FOLDED_DIFF_LINES]
-    if not expanded:
-        shown = [_folded_line(line, painter.width) for line in shown]
+    return _shown_lines(lines, FOLDED_DIFF_LINES, expanded=expanded)
+
+
+def diff_text(painter: Painter, diff: Shown) -> str:
+    """A diff (``diff_lines``) as pi shows an edit: removed lines red, added lines green, the
+    words that changed between a removed line and the added line replacing it in reverse video;
+    what is folded away counted."""
+    shown = [_folded_line(line, painter.width) for line in diff.lines] if diff.folded else diff.lines
     body = Text()
     index = 0
     while index < len(shown):
@@ -219,8 +279,8 @@ def diff_text(painter: Painter, diff: str, *, expanded: bool) -> str:
         else:
             body.append(f"  {line}\n", style="diff.context")
         index += 1
-    if hidden:
-        body.append(f"  └ … {hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
+    if diff.hidden:
+        body.append(f"  └ … {diff.hidden} more lines  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
 
 
@@ -255,6 +315,10 @@ def _diff_line(body: Text, mark: str, text: str, other: str | None, style: str) 
 
 def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -> str:
     """A ``!command`` / ``$code`` run: the source line (red when it failed) and its output."""
+    return _shell_run(painter, message, result_lines(str(message.get("output", "")), expanded=expanded))
+
+
+def _shell_run(painter: Painter, message: Mapping[str, Any], output: Shown) -> str:
     shell = message.get("role") == "bashExecution"
     source = str(message.get("command") if shell else message.get("code"))
     exit_code = message.get("exitCode")
@@ -263,8 +327,7 @@ def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -
     kept_out = "  [not sent to the model]" if message.get("excludeFromContext") else ""
     mark = "!" if shell else "$"
     header = painter.styled(f"{mark} {source}{status}{kept_out}", "error.strong" if failed else "strong")
-    output = str(message.get("output", ""))
-    return header + "\n" + tool_result(painter, output, is_error=failed, expanded=expanded)
+    return header + "\n" + tool_result(painter, output, is_error=failed)
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -369,6 +432,34 @@ def ended_message(
     elif role == "custom" and (shown := custom_message(painter, message, expanded=False, custom=custom)):
         out.append(shown)
     return out
+
+
+def ended_item(message: Mapping[str, Any], *, show_thinking: bool, custom: CustomRenderer | None) -> Item:
+    """``ended_message`` as an ``Item`` keeping only the parts of ``message`` it shows: an answer's
+    text and thinking, not its tool calls' arguments; a shell run's folded output; the names of
+    the files an ``@`` attached, not their contents. An extension's message is kept whole (its
+    renderer may read any of it)."""
+    role = message.get("role")
+    if role in ("bashExecution", "pythonExecution"):
+        folded = result_lines(str(message.get("output", "")), expanded=False)
+        run = _only(message, "role", "command", "code", "exitCode", "cancelled", "excludeFromContext")
+        return lambda painter: _shell_run(painter, run, folded)
+    if role == "assistant":
+        blocks = cast(list[Mapping[str, Any]], message.get("content") or [])
+        content = [_only(block, "type", "thinking", "text") for block in blocks]
+        message = {**_only(message, "role", "stopReason", "errorMessage"), "content": content}
+    elif role == "fileMention":
+        files = cast(list[Mapping[str, Any]], message.get("files") or [])
+        message = {"role": role, "files": [_only(file, "path", "skippedReason") for file in files]}
+    elif role != "custom":
+        return lambda painter: ""  # shown by its own event (a prompt, a tool's result)
+    return lambda painter: "\n".join(
+        ended_message(painter, message, show_thinking=show_thinking, custom=custom)
+    )
+
+
+def _only(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {key: record[key] for key in keys if key in record}
 
 
 def compaction_report(painter: Painter, event: Mapping[str, Any]) -> str:
@@ -477,10 +568,11 @@ def live_source(text: str, rows: int, width: int, *, markdown: bool = True) -> s
     return tail if fence is None else f"{fence[0] * fence[1]}{fence[2]}\n{tail}"
 
 
-def tool_end(painter: Painter, name: str, args: object, event: Mapping[str, Any]) -> str:
-    """A ``tool_execution_end`` event as printed: the tool's line and its (folded) result."""
+def tool_end(name: str, args: object, event: Mapping[str, Any]) -> Item:
+    """A ``tool_execution_end`` event as printed: the tool's line and its (folded) result, kept as
+    shown (``FinishedTool``), not the event."""
     result = event.get("result")
     if not isinstance(result, Mapping):  # an AgentToolResult
         result = {"content": getattr(result, "content", None), "details": getattr(result, "details", None)}
     shown = {**cast(Mapping[str, Any], result), "isError": bool(event.get("isError"))}
-    return finished_tool(painter, name, args, shown, expanded=False)
+    return FinishedTool.of(name, args, shown, expanded=False)

@@ -6,7 +6,9 @@ scrollback, where no cursor can reach: stale copies of the input box stayed ther
 over the rows the rewrap added cannot go above the screen's first row), and what was printed
 stayed cut where the terminal cut it, mid-word. pi clears the screen and the scrollback on
 every width change and draws again everything it printed; so does tether. Each thing printed is
-kept as a ``render.Item`` and rendered again at the new width.
+kept as a ``render.Item`` and rendered again at the new width. An item keeps what it shows, not
+what it was made from: a tool's line and its folded result, not the result with its images
+(``render.FinishedTool``, ``render.ended_item``).
 
 A long session's redraw is bounded: the newest items filling ``KEPT_ROWS`` rows are kept, as
 many as tmux keeps by default (``history-limit``); older ones are dropped, and the top of a
