@@ -199,3 +199,22 @@ async def test_ls_lists_no_hidden_folder_swapped_in_after_the_check(
     with pytest.raises(ToolError, match="changed into a link or moved") as refused:
         await call(ls, path="sub/docs")
     assert "PRIVATE-NAME" not in str(refused.value)
+
+
+async def test_ls_marks_a_link_as_a_folder_only_where_the_tools_may_read(tmp_path: Path) -> None:
+    """``ls`` asked each entry whether it is a folder, following links: a ``/`` after a link told
+    what ``read`` refuses to tell, that a folder is there outside the workspace, or in one the
+    sandbox hides. A link to a folder the tools may read keeps its ``/``."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "real").mkdir(parents=True)
+    (root / "vault" / "keys").mkdir(parents=True)
+    outside.mkdir()
+    (root / "inside").symlink_to(root / "real")
+    (root / "out").symlink_to(outside)
+    (root / "hidden").symlink_to(root / "vault" / "keys")
+    (root / "dangling").symlink_to(tmp_path / "missing")
+    workspace = Workspace(root, sandbox=SandboxPolicy(hide=(root / "vault",)))
+    listed = text_of(await call(create_ls_tool(workspace), path="."))
+    assert listed.splitlines() == ["dangling", "hidden", "inside/", "out", "real/", "vault/"]
+    allowed = Workspace(root, allow_outside=True)
+    assert "out/" in text_of(await call(create_ls_tool(allowed), path=".")).splitlines()

@@ -5,6 +5,8 @@ when the model asks what is in a directory, the honest answer is all of it.
 """
 
 import os
+import stat
+from pathlib import Path
 from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
@@ -68,7 +70,9 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     try:
         folder = open_folder(path)
         try:  # a link's kind read while the folder is open (it is read through the folder)
-            entries = [(path_text(entry.name), _is_dir(entry)) for entry in os.scandir(folder)]
+            entries = [
+                (path_text(entry.name), _is_dir(workspace, path, entry)) for entry in os.scandir(folder)
+            ]
         finally:
             os.close(folder)
     except FileNotFoundError:
@@ -90,8 +94,14 @@ def list_directory(workspace: Workspace, params: LsParams) -> AgentToolResult[di
     )
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
+def _is_dir(workspace: Workspace, folder: Path, entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` of ``folder`` (a resolved path) is a folder; a link only when where it
+    leads is a folder the tools may read: ``/`` on a link to a folder outside the workspace, or
+    one the sandbox hides, said what ``read`` refuses to say (that something is there, and what)."""
     try:
-        return entry.is_dir()
+        if not entry.is_symlink():
+            return entry.is_dir(follow_symlinks=False)
+        real = Path(os.path.realpath(folder / entry.name))
+        return workspace.readable(real) and stat.S_ISDIR(os.lstat(real).st_mode)
     except OSError:
         return False

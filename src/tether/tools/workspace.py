@@ -101,6 +101,13 @@ class Workspace:
             "Only files inside the workspace can be accessed (the user can allow more: --allow-outside)."
         )
 
+    def readable(self, real: Path) -> bool:
+        """Whether the reading tools may use ``real`` (a resolved path): what ``resolve`` with
+        ``reading`` returns rather than refuses."""
+        if self.sandbox is not None and self.sandbox.active and self.hiding(real) is not None:
+            return False
+        return self.allow_outside or self.contains(real) or _within(real, self._real_read_roots)
+
     def _named(self, path: str) -> Path:
         """The name a tool argument means. The tools show a name that is not UTF-8 with its odd
         bytes written ``\\xff`` (``display``), so the model hands that text back: it means those
