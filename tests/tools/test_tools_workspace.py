@@ -218,3 +218,28 @@ async def test_ls_marks_a_link_as_a_folder_only_where_the_tools_may_read(tmp_pat
     assert listed.splitlines() == ["dangling", "hidden", "inside/", "out", "real/", "vault/"]
     allowed = Workspace(root, allow_outside=True)
     assert "out/" in text_of(await call(create_ls_tool(allowed), path=".")).splitlines()
+
+
+@pytest.mark.parametrize("path", ["a\ud800b.txt", "\udfff", "\\xff\ud800", "a\x00b"])
+async def test_a_path_no_file_name_can_hold_is_one_tool_error(root: Path, path: str) -> None:
+    """A lone surrogate that is no odd byte of a name (``\\ud800``; ``\\udcff`` is byte 0xff) or
+    a NUL raised ``UnicodeEncodeError`` or ``ValueError`` from inside the path functions, in the
+    tool and in the approval hook before it. Now the tool says what is wrong in one line, and no
+    question is asked about a write that cannot happen."""
+    workspace = Workspace(root, sandbox=SandboxPolicy(mode="workspace-write"))
+    for tool in (create_read_tool(workspace), create_write_tool(workspace), create_ls_tool(workspace)):
+        arguments = {"path": path, "content": "x"} if tool.name == "write" else {"path": path}
+        with pytest.raises(ToolError, match="which no file name can hold") as refused:
+            await call(tool, **arguments)
+        assert "\n" not in str(refused.value) and str(refused.value).encode()  # one line, encodable
+    for name in ("write", "edit"):
+        assert not workspace.needs_approval(tool_call(name, path=path, content="x"))
+        assert workspace.protected_write(tool_call(name, path=path)) is None
+    asked: list[str] = []
+
+    async def ask(call: ToolCall, question: str) -> bool:
+        asked.append(question)
+        return True
+
+    gate = ApprovalGate(workspace, ask=ask)
+    assert await gate(Context(tool_call("write", path=path, content="x")), None) is None and asked == []

@@ -87,6 +87,9 @@ class Workspace:
         ``reading``: the tool only reads there, so ``read_roots`` are allowed too."""
         if not path:
             raise ToolError("path must not be empty")
+        unnameable = _unnameable(path)
+        if unnameable is not None:
+            raise ToolError(f"Path {path!r} holds {unnameable}, which no file name can hold.")
         candidate = self._named(path)
         real = Path(os.path.realpath(self.real_root / candidate))
         if self.sandbox is not None and self.sandbox.active:
@@ -213,8 +216,8 @@ class Workspace:
         ):
             return None
         path = tool_call["arguments"].get("path")
-        if not isinstance(path, str) or not path:
-            return None
+        if not isinstance(path, str) or not path or _unnameable(path) is not None:
+            return None  # the tool refuses it (``resolve``); nothing is written
         from tether.tools.sandbox_protect import WHAT_READS, protected_by
 
         real = Path(os.path.realpath(self.real_root / self._named(path)))
@@ -223,11 +226,25 @@ class Workspace:
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
         path = arguments.get("path")
-        if not isinstance(path, str) or not path:
-            return True  # validation will reject it; nothing is written
+        if not isinstance(path, str) or not path or _unnameable(path) is not None:
+            return True  # validation or ``resolve`` rejects it; nothing is written
         real = Path(os.path.realpath(self.real_root / self._named(path)))
         return self.contains(real)
 
 
 def _within(real_path: Path, roots: tuple[Path, ...]) -> bool:
     return any(real_path == root or real_path.is_relative_to(root) for root in roots)
+
+
+def _unnameable(path: str) -> str | None:
+    """What in ``path`` no file name can hold, said, or ``None``: a NUL, or a lone surrogate that
+    is no odd byte of a name (``os.fsdecode`` reads byte 0xff as ``\\udcff``; ``\\ud800`` is
+    none). The path functions raised ``ValueError`` or ``UnicodeEncodeError`` for them from deep
+    inside, which reached the model, or the approval hook, as a codec's complaint."""
+    if "\0" in path:
+        return "a NUL character"
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate (U+{ord(path[exc.start]):04X})"
+    return None
