@@ -91,3 +91,31 @@ async def test_escapes_of_utf8_bytes_are_not_read_back(workspace: Workspace) -> 
     (workspace.root / "é.txt").write_text("accent\n")
     with pytest.raises(ToolError, match="not found"):
         await call(create_read_tool(workspace), path="\\xc3\\xa9.txt")
+
+
+@pytest.mark.parametrize(
+    ("path", "looks"),
+    [
+        ("plain.txt", 0),  # no escape: one reading
+        ("\\x41.txt", 0),  # no escape of a byte that is not UTF-8: one reading
+        ("\\xc3\\xa9.txt", 0),  # é's bytes: ``display`` writes é, so one reading
+        (SHOWN, 2),  # the text names nothing, its bytes name a file
+        ("new\\xfd.txt", 2),  # a new file: both readings have the same folder
+        ("d\\xfe/new.txt", 4),  # a new file in a folder named by one of the readings
+    ],
+)
+def test_a_name_is_looked_up_no_more_than_its_readings_need(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, path: str, looks: int
+) -> None:
+    """Each ``\\x`` in an argument cost four looks at the disk, whatever the name: a second
+    reading that was the same text, the same folder asked about twice."""
+    looked: list[str] = []
+    lexists = os.path.lexists
+
+    def counted(name: str | os.PathLike[str]) -> bool:
+        looked.append(name)
+        return lexists(name)
+
+    monkeypatch.setattr(os.path, "lexists", counted)
+    workspace.resolve(path)
+    assert len(looked) == looks, looked

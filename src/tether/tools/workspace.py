@@ -117,15 +117,21 @@ class Workspace:
         bytes unless a file is named by the text itself (``tether.wire.file_names``), and a new
         file goes where its folder exists, read either way."""
         candidate = Path(os.path.expanduser(path))
-        if "\\x" not in path or os.path.lexists(self.real_root / candidate):
+        if "\\x" not in path:
             return candidate
         decoded = path_from_text(path)
-        if path_text(decoded) != path:  # ``\xc3\xa9`` is é, which ``display`` writes as é
+        # no escape of a byte (``\x41``), or of UTF-8 ones (``\xc3\xa9`` is é, which ``display``
+        # writes as é): one reading; else the text itself when a file has that name
+        if decoded == path or path_text(decoded) != path or os.path.lexists(self.real_root / candidate):
             return candidate
         named = Path(os.path.expanduser(decoded))
-        # a new file: in the folder that exists (``notes\x80/new`` goes into a real ``notes\x80``)
-        if os.path.lexists(self.real_root / named) or (
-            os.path.lexists(self.real_root / named.parent)
+        if os.path.lexists(self.real_root / named):
+            return named
+        # a new file: in the folder that exists (``notes\x80/new`` goes into a real ``notes\x80``);
+        # with the odd bytes in its own name alone, both readings have the same folder
+        if (
+            named.parent != candidate.parent
+            and os.path.lexists(self.real_root / named.parent)
             and not os.path.lexists(self.real_root / candidate.parent)
         ):
             return named
