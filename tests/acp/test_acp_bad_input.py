@@ -316,3 +316,31 @@ async def test_a_bad_notification_is_one_line_on_stderr(acp_env: AcpEnv) -> None
         "tether acp: ignored a notification of session/prompt: the only one tether takes is session/cancel",
         "tether acp: ignored a notification of no/such: the only one tether takes is session/cancel",
     ]
+
+
+async def test_a_lone_surrogate_is_sent_as_the_replacement_character(acp_env: AcpEnv) -> None:
+    """A lone surrogate (a name that is not UTF-8 read by a tool, an answer's ``"\\ud800"``) has no
+    UTF-8 form: ACP sent the whole message ASCII-escaped, ``"\\ud800"`` and all, which serde_json
+    refuses; RPC and ``--mode json`` send U+FFFD, and so does ACP now."""
+    process = await start_agent(acp_env, "odd \ud800 name, é")
+    agent = RawAgent(process)
+    assert process.stdout is not None
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        created = await agent.ask(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+        prompt = [{"type": "text", "text": "hi"}]
+        await agent.send(
+            request(3, "session/prompt", {"sessionId": created["result"]["sessionId"], "prompt": prompt})
+        )
+        lines = [await asyncio.wait_for(process.stdout.readline(), 20)]
+        while b'"id":3' not in lines[-1]:
+            lines.append(await asyncio.wait_for(process.stdout.readline(), 20))
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    chunks = [json.loads(line.decode("utf-8", "strict")) for line in lines[:-1]]
+    texts = [c["params"]["update"]["content"]["text"] for c in chunks if "content" in c["params"]["update"]]
+    assert "".join(texts) == "odd \ufffd name, é"
+    assert not any(b"\\ud8" in line for line in lines)
+    assert b"Traceback" not in stderr

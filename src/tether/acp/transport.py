@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO, cast
 
-from tether.wire.json_line import load_message, top_level_id
+from tether.wire.json_line import load_message, replace_lone_surrogates, top_level_id
 
 logger = logging.getLogger("tether.acp")
 
@@ -366,12 +366,14 @@ def _error_message(request_id: object, code: int, message: str, details: str) ->
 
 def _encode(message: dict[str, Any]) -> bytes:
     """One line of compact JSON, non-ASCII as UTF-8; a lone surrogate (a file name that is not
-    UTF-8, read by a tool) cannot be UTF-8, so such a message is sent ASCII-escaped: still JSON."""
+    UTF-8, read by a tool) has no UTF-8 form and is sent U+FFFD, as RPC and ``--mode json`` send
+    it (``wire.dumpb``): its ASCII escape ``"\\ud800"`` is JSON, but serde_json (Zed's) refuses
+    the whole line ("lone leading surrogate in hex escape")."""
     text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     try:
         return text.encode() + b"\n"
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        return replace_lone_surrogates(text).encode() + b"\n"
 
 
 def _takes_notification(note: dict[str, Any]) -> bool:
