@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic_core import to_json  # export and import only: not imported on a run's path
+
 from tether.store.entries import EntryDict
 from tether.store.store import SessionError, SessionRecord
 from tether.wire import WireError, decode_message, dumps
@@ -205,8 +207,6 @@ def check_storable(value: object, where: str) -> None:
     than by the store without one or each time the session is opened. The encoder itself, not
     ``dumps``, which writes a lone surrogate as U+FFFD: an import refuses what it cannot keep
     as it reads it."""
-    from pydantic_core import to_json
-
     try:
         to_json(value)
     except ValueError as err:
