@@ -40,7 +40,13 @@ class OutputBuffer:
     """Collects a byte stream, keeping about its first and last ``max_bytes // 2`` characters.
 
     Decoding is incremental (a UTF-8 sequence split across reads is not garbled) and memory is
-    bounded: the middle of a huge output is counted, not stored.
+    bounded: the middle of a huge output is counted, not stored. Bytes that are not UTF-8 read
+    as U+FFFD, as pi's ``TextDecoder`` reads them, not as the ``\\xff`` escapes of file names
+    (``tether.wire.file_names``): an escape is there so the model can hand a name back, while
+    output is arbitrary bytes (a binary, Latin-1 text) that four characters a byte would only
+    lengthen, and that a command's own ``\\xff`` text would make ambiguous. The bytes themselves
+    are what ``od -c`` shows, or the spool file of a long output (``fullOutputPath``); a name
+    that is not UTF-8 is shown escaped, so it can be named again, by ``ls`` and ``find``.
     """
 
     def __init__(self, max_bytes: int = MAX_BYTES, max_lines: int = MAX_LINES) -> None:
