@@ -116,7 +116,6 @@ async def test_long_output_keeps_head_and_tail_with_a_note(workspace: Workspace)
     full = Path(result.details["fullOutputPath"])
     assert full.read_text() == "".join(f"{i}\n" for i in range(1, 200001))  # nothing lost on disk
     assert text.endswith(f"[Full output ({result.details['totalBytes']} bytes) saved to {full}]")
-    full.unlink()
 
 
 async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> None:
@@ -127,7 +126,6 @@ async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> N
     assert "\n4001\n" in text and "\n3999\n" not in text
     full = Path(result.details["fullOutputPath"])
     assert full.read_text() == "".join(f"{i}\n" for i in range(1, 5001))
-    full.unlink()
 
 
 async def test_ansi_colours_are_stripped(workspace: Workspace) -> None:
