@@ -4,8 +4,10 @@ disk is one clear line in the result, never a flood of tracebacks or a false "sa
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import pytest
 from tools_support import call, text_of
 
 from tether.tools import Workspace, create_bash_tool, process as process_module
+from tether.tools.spool import Spools
 
 pytestmark = pytest.mark.subprocess
 
@@ -60,3 +63,32 @@ async def test_full_disk_is_one_line_and_nothing_claims_to_be_saved(
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert list(full.rglob("*.log")) == []  # the partial file was deleted
         workspace.spools.remove()
+
+
+def test_a_library_users_tools_leave_no_spools_when_the_process_ends(tmp_path: Path) -> None:
+    """``coding_tools(cwd)`` makes a workspace no session closes: its spools go at exit."""
+    spool_home = tmp_path / "tmp"
+    spool_home.mkdir()
+    script = (
+        "import asyncio, tempfile\n"
+        f"tempfile.tempdir = {str(spool_home)!r}\n"
+        "from tether.tools import coding_tools\n"
+        "bash = next(t for t in coding_tools('.') if t.name == 'bash')\n"
+        "result = asyncio.run(bash.execute('c1', {'command': 'seq 1 100000'}, None, None))\n"
+        "print(result.details['fullOutputPath'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(spool_home)  # it did spool
+    assert not list(spool_home.iterdir())
+
+
+def test_spools_dropped_without_remove_are_removed_when_collected(tmp_path: Path) -> None:
+    spools = Spools()
+    path = spools.new_file()
+    assert path.parent.is_dir()
+    del spools
+    gc.collect()
+    assert not path.parent.exists()
