@@ -33,9 +33,10 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
+from tether.rpc.dispatch import Frame
 from tether.rpc.jsonl import OVERLONG, LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
-from tether.rpc.server import Frame, RpcServer
+from tether.rpc.server import RpcServer
 from tether.session.agent_session import AgentSession
 
 _CHUNK = 1 << 16
