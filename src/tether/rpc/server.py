@@ -26,7 +26,7 @@ from tether.rpc import protocol as p
 from tether.rpc.dispatch import ANSWERED, NO_DATA, CommandDispatch, CommandError, WriteFrame, load_command
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
-from tether.session.events import Run, SessionEvent, WireEvents, message_text
+from tether.session.events import NoticeEvent, Run, SessionEvent, WireEvents, message_text
 from tether.wire import AgentMessage, ImageContent, ModelInfo
 
 if TYPE_CHECKING:
@@ -100,8 +100,8 @@ class RpcServer(CommandDispatch):
         kind = event["type"]
         if event["type"] == "notice":
             # an extension's failure went out as extension_error already (pi 1.6 sends only that)
-            if self.extension_ui is not None and not event.get("failure"):
-                self.extension_ui.notify(event["message"], "info" if "command" in event else "warning")
+            if not event.get("failure"):
+                self._tell(event)
             return
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
@@ -112,6 +112,19 @@ class RpcServer(CommandDispatch):
             if self._command_runs and not started:
                 return  # an extension command's run that never ran the agent: pi says "handled" only
         self._write(self._wire(event))
+
+    def _tell(self, notice: NoticeEvent) -> None:
+        """A notice reaches the client whether or not extensions are loaded: an extension
+        command's answer as an ``info`` notify request (pi's way for what an extension says);
+        anything else the core says (a model it could not restore, a tool left out) as a
+        ``warning`` notify request and, as pi 1.6's RPC mode writes its diagnostics, ``note:``
+        lines on stderr, as tether tells what its start-up skipped (``tether.rpc.mode``)."""
+        message = notice["message"]
+        if "command" in notice:
+            self.dialogs.notify(message, "info")
+            return
+        self.dialogs.notify(message, "warning")
+        sys.stderr.writelines(f"note: {line}\n" for line in message.splitlines())
 
     # -- runs --------------------------------------------------------------------------------------
 
