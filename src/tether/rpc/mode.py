@@ -336,9 +336,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     }
     output(ready)  # before any input is read: no answer may come ahead of it
     if core.notice:  # what the setup skipped (bad MCP entries, an untrusted project): pi's notify frame
-        from tether.rpc.extension_ui import RpcExtensionUI
-
-        (server.extension_ui or RpcExtensionUI(output)).notify(core.notice, "warning")
+        server.dialogs.notify(core.notice, "warning")
     lines.reading = _read_with_loop(stdin_fd, loop, take)
     thread: _ReaderThread | None = None
     if lines.reading is None:
