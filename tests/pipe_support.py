@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import struct
 import subprocess
 import termios
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 
 def unread(fd: int) -> int:
@@ -38,3 +41,23 @@ def wait_until_stdout_full(process: subprocess.Popen[bytes], *, until_idle: bool
     while unread(out) < capacity - 4096 or (until_idle and not idle(process.pid)):
         assert time.monotonic() < deadline, "the process never filled its stdout"
         time.sleep(0.05)
+
+
+def finish(process: subprocess.Popen[bytes], timeout: float) -> list[dict[str, Any]]:
+    """Ends the session as a client that reads again would: closes the process's stdin, reads
+    every frame it still writes, and checks that it exits with 0 within ``timeout`` seconds. The
+    read is bounded too (the process is killed at the deadline, failing the check): a server that
+    never ends must fail the test, not hang it. The caller still kills the process in its own
+    ``finally``, for a failure before this point."""
+    assert process.stdin is not None and process.stdout is not None
+    deadline = threading.Timer(timeout, process.kill)
+    deadline.start()
+    try:
+        process.stdin.close()
+        with process.stdout:
+            frames = [json.loads(line) for line in process.stdout.read().splitlines()]
+        code = process.wait()
+    finally:
+        deadline.cancel()
+    assert code == 0, f"the process exited with {code} (killed when it had not ended within {timeout:g} s)"
+    return frames

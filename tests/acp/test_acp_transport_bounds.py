@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from acp_support import AcpEnv, text_reply
 
-from pipe_support import idle, wait_until_stdout_full
+from pipe_support import finish, idle, wait_until_stdout_full
 from tether.acp.transport import MAX_MESSAGE_BYTES
 from tether.session.manager import SessionManager
 
@@ -259,9 +259,7 @@ def test_a_cancel_ends_the_turn_while_the_client_reads_nothing(acp_env: AcpEnv, 
                 "the cancel did not end the turn while the editor read nothing"
             )
             time.sleep(0.2)
-        agent.stdin.close()
-        frames = [json.loads(line) for line in agent.stdout.read().splitlines()]
-        assert agent.wait(timeout=30) == 0
+        frames = finish(agent, timeout=30)
     finally:
         agent.kill()
         agent.wait()
@@ -325,9 +323,7 @@ def test_a_cancel_lets_only_the_cancelled_turn_through(acp_env: AcpEnv) -> None:
         assert not _finished_reply(database, second), "the other session streamed on to its end"
         grown = _rss_kib(agent.pid) - before
         assert grown < 40 * 1024, f"{grown} KiB more memory: the other session streamed on"
-        agent.stdin.close()
-        frames = [json.loads(line) for line in agent.stdout.read().splitlines()]
-        assert agent.wait(timeout=60) == 0
+        frames = finish(agent, timeout=60)
     finally:
         agent.kill()
         agent.wait()

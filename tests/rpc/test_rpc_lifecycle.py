@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, strategies as st
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
 
-from pipe_support import wait_until_stdout_full
+from pipe_support import finish, wait_until_stdout_full
 from tether.rpc import LineSplitter, RpcClient, RpcError, UnknownFrame
 from tether.rpc.jsonl import OVERLONG
 from tether.rpc.mode import GATHER_BYTES, _Output, _StopSignals  # pyright: ignore[reportPrivateUsage]
@@ -343,9 +343,7 @@ def test_abort_ends_the_run_while_the_client_reads_nothing(rpc: RpcEnv) -> None:
             assert time.monotonic() < deadline, "the abort did not end the run while the client read nothing"
             time.sleep(0.2)
         server.stdin.write(b'{"type":"shutdown","id":"end"}\n')
-        server.stdin.close()
-        frames = [json.loads(line) for line in server.stdout.read().splitlines()]
-        assert server.wait(timeout=20) == 0
+        frames = finish(server, timeout=20)
     finally:
         server.kill()
         server.wait()

@@ -37,9 +37,11 @@ async def test_switch_session_restores_the_sessions_model_and_thinking_level(rpc
         assert state["thinkingLevel"] == "high"
 
 
-async def test_a_model_that_cannot_be_restored_leaves_the_current_one(rpc: RpcEnv) -> None:
-    """Its provider is gone: the switch goes through on the model in use (a library's listeners
-    get a ``notice`` saying so, as pi says "Could not restore model")."""
+async def test_a_model_that_cannot_be_restored_leaves_the_current_one_and_says_so(rpc: RpcEnv) -> None:
+    """Its provider is gone: the switch goes through on the model in use, and the client is told,
+    with no extension loaded: a line on stderr, where pi 1.6's RPC mode writes its "Warning: Could
+    not restore model ..." after a switch, and a ``notify`` request, as tether tells what its
+    start-up skipped. (The notice reached RPC clients only when extensions were loaded.)"""
     lab_models(rpc)
     script = rpc.script([text_reply("first answer")])
     async with rpc.spawn("--model", f"scripted:{script}") as client:
@@ -51,3 +53,9 @@ async def test_a_model_that_cannot_be_restored_leaves_the_current_one(rpc: RpcEn
         assert await client.switch_session(first) == {"cancelled": False}
         state = await client.get_state()
         assert (state["model"]["provider"], state["model"]["id"]) == ("scripted", "script")
+        notes = [f for f in client.frames if f["type"] == "extension_ui_request"]
+    said = "Could not restore model lab/small"
+    assert [(n["method"], n["notifyType"], n["message"].startswith(said)) for n in notes] == [
+        ("notify", "warning", True)
+    ]
+    assert f"note: {notes[0]['message']}\n" in client.stderr  # all of it: the server has ended

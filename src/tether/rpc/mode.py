@@ -33,9 +33,10 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from tether._version import __version__
+from tether.rpc.dispatch import Frame
 from tether.rpc.jsonl import OVERLONG, LineSplitter, encode_frame
 from tether.rpc.protocol import PROTOCOL_VERSION
-from tether.rpc.server import Frame, RpcServer
+from tether.rpc.server import RpcServer
 from tether.session.agent_session import AgentSession
 
 _CHUNK = 1 << 16
@@ -335,9 +336,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     }
     output(ready)  # before any input is read: no answer may come ahead of it
     if core.notice:  # what the setup skipped (bad MCP entries, an untrusted project): pi's notify frame
-        from tether.rpc.extension_ui import RpcExtensionUI
-
-        (server.extension_ui or RpcExtensionUI(output)).notify(core.notice, "warning")
+        server.dialogs.notify(core.notice, "warning")
     lines.reading = _read_with_loop(stdin_fd, loop, take)
     thread: _ReaderThread | None = None
     if lines.reading is None:

@@ -1,70 +1,36 @@
-"""The RPC protocol's commands, on an ``AgentSession``: one line in, one response out, events between.
+"""The RPC protocol's commands on an ``AgentSession``, and the session's events as frames.
 
-``RpcServer.dispatch`` takes one input line and answers it with exactly one ``response`` frame —
-also when the line is not JSON, names no known command, or has bad parameters (the error names
-the command and the field). A command that never waits is answered at once; one that waits
-(``bash``, ``compact``, ``abort``, ...) runs in its own task, so ``abort`` or ``abort_bash`` get
-through while a ``compact`` or ``bash`` is still working, and quick commands still answer in
-order. (A task per line cost more than the command itself: about half of a ``get_state``.) The session's events go out as frames as they happen,
-shaped by the client's ``set_event_filter``. Nothing a client sends can end the server: only
-``shutdown``, end of input or SIGTERM do (see ``tether.rpc.mode``).
+``RpcServer`` holds the protocol's state over one session — the event filter, the prompt awaiting
+its ``prompt_result``, the ids of prompts queued behind it, the dialogs — and gives one short
+handler per command, each a thin call into the core. Reading lines, checking them and answering
+them is ``tether.rpc.dispatch``'s, the same for every command. The session's events go out as
+frames as they happen, shaped by the client's ``set_event_filter``. Nothing a client sends can
+end the server: only ``shutdown``, end of input or SIGTERM do (see ``tether.rpc.mode``).
 
 The commands and their shapes are pi's (``docs/rpc.md``); ``tether.rpc.protocol`` types them.
 One form serves pi 0.73 and pi 1.x clients: 1.x's additions (``disposition``, ``agent_settled``,
 ``willRetry``, ``usage`` on ``message_update``, ``get_entries``/``get_tree``, ``clear_queue``) are
 new fields, events and commands an 0.73 client never looks at (see docs/rpc.md, "pi versions").
-
-Somewhat over our usual ~600 lines: one short handler per command, each a thin call into the
-core, kept in the one class that owns the dispatch and the event stream they share.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import math
 import os
 import sys
-import traceback
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import from_json
-
-from tether.errors import UserError
 from tether.rpc import protocol as p
+from tether.rpc.dispatch import ANSWERED, NO_DATA, CommandDispatch, CommandError, WriteFrame, load_command
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
-from tether.session.events import Run, SessionEvent, WireEvents, message_text
-from tether.store.store import SessionError
+from tether.session.events import NoticeEvent, Run, SessionEvent, WireEvents, message_text
 from tether.wire import AgentMessage, ImageContent, ModelInfo
-from tether.wire.json_line import load_message, top_level_id
 
 if TYPE_CHECKING:
     from tether.rpc.extension_ui import RpcExtensionUI
-
-Frame = Mapping[str, Any]
-WriteFrame = Callable[[Frame], None]
-_Handler = Callable[[dict[str, Any]], object]
-"""A ``_cmd_*`` method: plain for commands that never wait, ``async`` for those that do."""
-
-
-class CommandError(UserError):
-    """A command that cannot be done as asked; the message becomes the response's ``error``."""
-
-
-class _NoData:
-    """A successful response without ``data`` (``None`` means ``data: null``)."""
-
-
-class _Answered(_NoData):
-    """The handler wrote its response itself (``prompt`` answers before its run starts)."""
-
-
-NO_DATA = _NoData()
 
 ABORT_ANSWER_WAIT = 1.0
 """Seconds ``abort`` waits for the run to end before it answers anyway. A run that ends at once
@@ -72,65 +38,25 @@ ABORT_ANSWER_WAIT = 1.0
 interrupted (a hung extension hook, a database outage) must not keep the answer from coming."""
 CLOSE_WAIT = 5.0
 """Seconds the server waits, at shutdown, for an aborted run and the commands in flight."""
-_ANSWERED = _Answered()
-
-_VALIDATORS: dict[str, Callable[[object], Any]] = {}
-"""Each command's parameter check, built on its first use (building all of them would slow start-up)."""
 
 
-def _validator(command: str) -> Callable[[object], Any]:
-    validate = _VALIDATORS.get(command)
-    if validate is None:
-        # The schema validator itself: TypeAdapter.validate_python adds a Python call per line.
-        validate = _VALIDATORS[command] = TypeAdapter(p.COMMANDS[command][0]).validator.validate_python
-    return validate
-
-
-def _load(line: bytes) -> object:
-    """The line's JSON value: pydantic-core's parser (one native call: 3.5k instructions on a
-    ``get_state`` line where ``json.loads`` takes 20k), else ``load_message``, which also accepts what that parser
-    refuses but JSON allows (lone surrogate escapes, read as U+FFFD; a UTF-16 line) and words its
-    errors. Neither takes ``NaN`` or ``Infinity``; a number past a float's range is caught at the
-    id (``_parse``), the one number echoed."""
-    try:
-        return from_json(line, allow_inf_nan=False)
-    except ValueError:
-        return load_message(line)
-
-
-class RpcServer:
+class RpcServer(CommandDispatch):
     """Protocol state over one session: the prompt awaiting its ``prompt_result``, the event
     filter, the ids of prompts queued behind it."""
 
     def __init__(self, core: AgentSession, write: WriteFrame) -> None:
+        super().__init__(write)
         self.core = core
-        self._write = write
         self._exclude: set[str] = set()
         self._message_update: str = "delta"
+        """pi 1.x's ``message_update`` unless a client asks for 0.73's snapshots (``full``)."""
         self._wire = WireEvents(pending=True)
         self._command_runs = 0
         """Extension commands running (answered ``handled`` when done, see ``_extension_command``)."""
         self._agent_started = False
         """An ``agent_start`` came since the last ``agent_settled``."""
-        """pi 1.x's ``message_update`` unless a client asks for 0.73's snapshots (``full``)."""
         self._run: asyncio.Task[None] | None = None
         self._queued_prompts: list[str | None] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._handlers: dict[str, _Handler] = {kind: getattr(self, f"_cmd_{kind}") for kind in p.COMMANDS}
-        self._waits = {
-            kind for kind, handler in self._handlers.items() if inspect.iscoroutinefunction(handler)
-        }
-        """The commands whose handler is ``async``: each gets a task."""
-        self._bare = {
-            kind
-            for kind, (params, _) in p.COMMANDS.items()
-            if params.__annotations__.keys() == {"id", "type"}
-        }
-        """The commands with no parameters but their ``id``: one whose id is echoed as sent (a
-        string or a number) or absent needs no schema check (its ``type`` found the handler; its
-        handler reads no parameters), which cost a tenth of a ``get_state``."""
-        self._unstarted = 0
-        """Command tasks dispatched but not yet begun: later lines must wait behind them."""
         self.shutdown_requested = asyncio.Event()
         from tether.rpc import escalation
         from tether.rpc.extension_ui import RpcExtensionUI
@@ -149,29 +75,6 @@ class RpcServer:
 
     # -- input -------------------------------------------------------------------------------------
 
-    def dispatch(self, line: bytes) -> None:
-        """Handle one input line: a command that never waits is answered right here; one that
-        waits (``bash``, ``compact``, ``abort``, ...) gets its own task, started now so tasks keep
-        arrival order. While such a task has not taken its first step, later lines queue behind it
-        in tasks too, so every response still follows the order of the lines."""
-        if self._unstarted:
-            self._spawn(self._handle(line))
-            return
-        call = self._parse(line)
-        if call is None:
-            return
-        handler, request_id, kind, params = call
-        if kind in self._waits:
-            self._spawn(self._finish_async(handler, request_id, kind, params))
-            return
-        try:
-            data = handler(params)
-        except Exception as exc:
-            self._fail(request_id, kind, exc)
-        else:
-            if data is not _ANSWERED:
-                self._respond(request_id, kind, data=data)
-
     def interrupt(self, line: bytes) -> None:
         """Act now on an ``abort``, ``abort_bash`` or ``abort_retry`` line held back while the
         client is not reading its frames (``tether.rpc.mode``): what it stops stops at once; the
@@ -179,7 +82,7 @@ class RpcServer:
         if b"abort" not in line:
             return
         try:
-            command = _load(line)
+            command = load_command(line)
         except ValueError:
             return
         kind = cast(dict[str, object], command).get("type") if isinstance(command, dict) else None
@@ -191,109 +94,14 @@ class RpcServer:
         elif kind == "abort_retry":
             self.core.abort_retry()
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        self._unstarted += 1
-        task = asyncio.ensure_future(self._started(work))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _started(self, work: Coroutine[Any, Any, None]) -> None:
-        self._unstarted -= 1
-        await work
-
-    async def _handle(self, line: bytes) -> None:
-        call = self._parse(line)
-        if call is None:
-            return
-        handler, request_id, kind, params = call
-        try:
-            data = await cast(Awaitable[object], handler(params)) if kind in self._waits else handler(params)
-        except Exception as exc:
-            self._fail(request_id, kind, exc)
-        else:
-            self._succeed(request_id, kind, data)
-
-    async def _finish_async(
-        self, handler: _Handler, request_id: p.RequestId | None, kind: str, params: dict[str, Any]
-    ) -> None:
-        try:
-            data = await cast(Awaitable[object], handler(params))
-        except Exception as exc:
-            self._fail(request_id, kind, exc)
-        else:
-            self._succeed(request_id, kind, data)
-
-    def _parse(self, line: bytes) -> tuple[_Handler, p.RequestId | None, str, dict[str, Any]] | None:
-        """The command's handler, id, name and validated parameters; ``None`` when the line was
-        answered with an error already."""
-        try:
-            raw: object = _load(line)
-        except ValueError as exc:
-            self._respond(top_level_id(line), "parse", error=f"Failed to parse command: {exc}")
-            return None
-        if type(raw) is not dict:
-            self._respond(None, "parse", error=f"a command is a JSON object, not {_json_kind(raw)}")
-            return None
-        command = cast("dict[str, Any]", raw)  # a string: ``dict[str, Any]`` would build an alias per line
-        sent_id = command.get("id")
-        if type(sent_id) is str:  # the usual id: no further checks
-            request_id: p.RequestId | None = sent_id
-        elif isinstance(sent_id, float) and not math.isfinite(sent_id):  # echoed: ``Infinity``, no JSON
-            self._respond(None, "parse", error='Failed to parse command: "id": a number out of range')
-            return None
-        else:
-            request_id = _request_id(sent_id)
-        kind = command.get("type")
-        if type(kind) is not str:
-            self._respond(request_id, "parse", error='a command needs a string "type"')
-            return None
-        handler = self._handlers.get(kind)
-        if handler is None:
-            self._respond(request_id, kind, error=f"Unknown command: {kind}")
-            return None
-        if kind in self._bare and (sent_id is None or request_id is sent_id):
-            return handler, request_id, kind, command
-        try:
-            params: dict[str, Any] = (_VALIDATORS.get(kind) or _validator(kind))(command)
-        except ValidationError as exc:
-            self._respond(request_id, kind, error=f"bad parameters for {kind}: {_describe(exc)}")
-            return None
-        return handler, request_id, kind, params
-
-    def _succeed(self, request_id: p.RequestId | None, kind: str, data: object) -> None:
-        if not isinstance(data, _Answered):
-            self._respond(request_id, kind, data=data)
-
-    def _fail(self, request_id: p.RequestId | None, kind: str, exc: Exception) -> None:
-        if isinstance(exc, CommandError):
-            self._respond(request_id, kind, error=str(exc))
-        elif isinstance(exc, ValueError | LookupError | OSError | RuntimeError | SessionError):
-            self._respond(request_id, kind, error=str(exc) or type(exc).__name__)
-        else:  # a bug must not end the server: report it, keep serving
-            traceback.print_exception(exc, file=sys.stderr)
-            self._respond(request_id, kind, error=f"internal error: {type(exc).__name__}: {exc}")
-
-    def _respond(
-        self, request_id: p.RequestId | None, command: str, *, data: object = NO_DATA, error: str = ""
-    ) -> None:
-        frame: dict[str, Any] = {} if request_id is None else {"id": request_id}
-        frame["type"] = "response"
-        frame["command"] = command
-        frame["success"] = not error
-        if error:
-            frame["error"] = error
-        elif not isinstance(data, _NoData):
-            frame["data"] = data
-        self._write(frame)
-
     # -- events ------------------------------------------------------------------------------------
 
     def _on_event(self, event: SessionEvent) -> None:
         kind = event["type"]
         if event["type"] == "notice":
             # an extension's failure went out as extension_error already (pi 1.6 sends only that)
-            if self.extension_ui is not None and not event.get("failure"):
-                self.extension_ui.notify(event["message"], "info" if "command" in event else "warning")
+            if not event.get("failure"):
+                self._tell(event)
             return
         if kind not in p.EVENT_TYPES or kind in self._exclude:
             return
@@ -304,6 +112,19 @@ class RpcServer:
             if self._command_runs and not started:
                 return  # an extension command's run that never ran the agent: pi says "handled" only
         self._write(self._wire(event))
+
+    def _tell(self, notice: NoticeEvent) -> None:
+        """A notice reaches the client whether or not extensions are loaded: an extension
+        command's answer as an ``info`` notify request (pi's way for what an extension says);
+        anything else the core says (a model it could not restore, a tool left out) as a
+        ``warning`` notify request and, as pi 1.6's RPC mode writes its diagnostics, ``note:``
+        lines on stderr, as tether tells what its start-up skipped (``tether.rpc.mode``)."""
+        message = notice["message"]
+        if "command" in notice:
+            self.dialogs.notify(message, "info")
+            return
+        self.dialogs.notify(message, "warning")
+        sys.stderr.writelines(f"note: {line}\n" for line in message.splitlines())
 
     # -- runs --------------------------------------------------------------------------------------
 
@@ -372,17 +193,17 @@ class RpcServer:
         self.core.require_writable()
         if named_command(text) is not None:  # run by the core, never sent to the model as text
             self._spawn(self._finish_async(self._slash_command, params.get("id"), "prompt", params))
-            return _ANSWERED
+            return ANSWERED
         resources = self.core.resources
         if not self.core.is_running and resources is not None and resources.extension_command(text):
             self._command_runs += 1
             self._spawn(self._finish_async(self._extension_command, params.get("id"), "prompt", params))
-            return _ANSWERED
+            return ANSWERED
         if not self.core.is_running:
             self.core.require_model()  # refused before it starts, as pi's preflight refuses it
             self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             self._start(text, images, params.get("id"))
-            return _ANSWERED
+            return ANSWERED
         behavior = params.get("streamingBehavior")
         if behavior is None:
             raise CommandError(
@@ -784,31 +605,3 @@ def run_error(exc: BaseException) -> str:
     in the loop's "event listener failed: ...")."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
-
-
-def _request_id(value: object) -> p.RequestId | None:
-    """The command's id to echo: a string or a number, as sent (``true`` is neither)."""
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return value
-    return None
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number"
-
-
-def _describe(exc: ValidationError) -> str:
-    """``modelId: Field required; level: Input should be 'off', ...`` — field path, then why."""
-    parts: list[str] = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(x) for x in error["loc"]) or "(command)"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts[:5]) + (f" (and {len(parts) - 5} more)" if len(parts) > 5 else "")
