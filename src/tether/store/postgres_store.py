@@ -573,15 +573,18 @@ class PostgresStore:
         return True
 
     def _take_back(self, lease: AdvisoryLease) -> bool:
-        """After a fenced write matched no row: True if the lease was only cut off from a dead
-        lock connection and is held again now (write again), False if it is lost."""
+        """After a fenced write matched no row: True if the lease's lock is held now, taken back
+        if it had died with its connection (write again), False if the lease is lost."""
         with self._lock_mutex:
             if lease.released or lease.lost:
                 return False
             if lease.backend == self._lock_backend and not self._lock_db.closed:
                 try:  # is the lock connection we think holds the lease alive?
                     self._lock_db.execute("SELECT 1")
-                    return False  # it is: the token is gone (deleted, or taken over)
+                    # It is, so the lock is held: another thread took it back after this write's
+                    # fence found it gone, or the token is gone (deleted, taken over). Writing
+                    # again tells which (``_fenced`` gives up after that one).
+                    return True
                 except psycopg.Error:
                     pass
             if self._lock_db.closed or lease.backend == self._lock_backend:
