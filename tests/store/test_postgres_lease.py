@@ -4,12 +4,15 @@ server restart both find the locks gone at about the same time. Neither may leav
 session marked lost (its run then ended in ERROR, "read-only here", in the middle of riding out
 the restart: the fresh-clone CI of session 21, ``test_workers_ride_out_a_blip_and_an_outage``).
 
-The interleaving is driven deterministically: one thread's take-back runs at the exact point
-where the other's write has failed its fence (``_take_back`` wrapped)."""
+The interleavings are driven deterministically: one thread's take-back runs at the exact point
+where the other's write has failed its fence (``_take_back`` wrapped), and a write's fence check
+in flight is a transaction holding the session's advisory lock in shared mode, as the fence's
+``pg_try_advisory_xact_lock_shared`` holds it until its write's transaction ends."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Generator
 from contextlib import contextmanager
 
@@ -19,8 +22,13 @@ import pytest
 from session_helpers import user
 from tether.session import Session, SessionManager
 from tether.store import PostgresStore
+from tether.store.postgres_schema import lock_key
 from tether.store.postgres_store import AdvisoryLease
 from tether.testing.postgres import PostgresServer
+
+WAITER_SECONDS = 10.0
+"""A bound on waiting for the take-back to queue for the lock (not a timing assertion: it only
+ends the wait when the code under test never queues, as it did not before the fix)."""
 
 
 @contextmanager
@@ -71,4 +79,39 @@ def test_a_lease_another_thread_took_back_after_its_write_failed_the_fence_is_ke
         assert not a.readonly and not b.readonly
         a.append_message(user("a again"))
         assert _contents(postgres_url, a) == ["a before", "a after", "a again"]
+        assert _contents(postgres_url, b) == ["b before", "b after"]
+
+
+def test_a_lease_whose_fence_check_is_in_flight_while_it_is_taken_back_is_kept(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
+    with _two_sessions(postgres_url) as (a, b, store):
+        _kill_lock_connection(postgres, store)
+        key = lock_key("session", store.schema, b.id)
+        with psycopg.connect(postgres_url) as fence:  # not autocommit: B's write's transaction
+            fence.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", (key,))
+
+            def end_the_write_once_the_lock_is_awaited() -> None:
+                deadline = time.monotonic() + WAITER_SECONDS
+                with psycopg.connect(postgres.url(), autocommit=True) as db:
+                    while time.monotonic() < deadline:
+                        waiting = db.execute(
+                            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                            " AND classid::bigint = %s AND objid::bigint = %s",
+                            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+                        ).fetchone()
+                        if waiting and waiting[0]:
+                            break
+                        time.sleep(0.05)
+                fence.commit()
+
+            ender = threading.Thread(target=end_the_write_once_the_lock_is_awaited)
+            ender.start()
+            # A's write finds its lock gone and takes every lease back on a new connection, B's
+            # while B's fence check holds its lock for a moment.
+            a.append_message(user("a after"))
+            ender.join()
+        assert not b.readonly
+        b.append_message(user("b after"))
+        assert _contents(postgres_url, a) == ["a before", "a after"]
         assert _contents(postgres_url, b) == ["b before", "b after"]
