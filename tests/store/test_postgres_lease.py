@@ -11,6 +11,7 @@ in flight is a transaction holding the session's advisory lock in shared mode, a
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Generator
@@ -20,8 +21,8 @@ import psycopg
 import pytest
 
 from session_helpers import user
-from tether.session import Session, SessionManager
-from tether.store import PostgresStore
+from tether.session import ReadOnlySessionError, Session, SessionManager
+from tether.store import PostgresStore, SessionError
 from tether.store.postgres_schema import lock_key
 from tether.store.postgres_store import AdvisoryLease
 from tether.testing.postgres import PostgresServer
@@ -115,3 +116,19 @@ def test_a_lease_whose_fence_check_is_in_flight_while_it_is_taken_back_is_kept(
         b.append_message(user("b after"))
         assert _contents(postgres_url, a) == ["a before", "a after"]
         assert _contents(postgres_url, b) == ["b before", "b after"]
+
+
+def test_an_append_after_a_deferred_one_lost_the_lease_says_it_was_taken_over(postgres_url: str) -> None:
+    with _two_sessions(postgres_url) as (a, _, _):
+        with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took it over
+            db.execute(
+                "UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = %s", (a.id,)
+            )
+        a.defer_writes()
+        a.append_message(user("a after, too late"))  # committed (or not) by the writer thread
+        asyncio.run(a.written())
+        assert a.readonly
+        with pytest.raises(SessionError, match="taken over by pid 7") as raised:
+            a.append_message(user("a again"))
+        assert not isinstance(raised.value, ReadOnlySessionError)
+        assert _contents(postgres_url, a) == ["a before"]
