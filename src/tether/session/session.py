@@ -476,6 +476,9 @@ class Session:
 
     def _writable(self) -> None:
         if self.readonly:
+            # A deferred append that failed because the lease was lost (another writer took the
+            # session) says so; "read-only here" sent the reader looking for who closed it.
+            self._raise_failed_write()
             raise ReadOnlySessionError(self.id)
 
     def _store_now(self) -> None:

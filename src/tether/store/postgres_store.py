@@ -119,6 +119,13 @@ before it fails: long enough for a restart, bounded so that nothing waits foreve
 LEASE_GRACE_SECONDS = 30.0
 """After a server start, how long an orphaned lease of another host stays its holder's (see the
 module docstring): the holder takes it back at its next write, within its retry delay."""
+RELOCK_WAIT_SECONDS = 10
+"""How long taking a lease back waits for its lock while the session row still holds the lease's
+token: someone holds the lock only for a moment then. A write's fence check (``LOCK_HELD``) holds
+it, shared, until that write's transaction ends, and after a restart one thread of a process may
+be writing a session while another takes every lease back; or another writer is looking, and
+refuses (the holder is alive). Trying once marked such a lease lost, under a run that was riding
+out the restart."""
 LOCK_CONNECTION_SETTINGS = (
     # The lock connection sits idle for as long as a session is open: no idle timeout may end it,
     # and the server probes it so the locks of a host that vanished free up in about a minute.
@@ -557,8 +564,7 @@ class PostgresStore:
         db = self._lock_db
         if lease.backend == self._lock_backend:
             return True
-        row = db.execute("SELECT pg_try_advisory_lock(%s)", (lease.key,)).fetchone()
-        if row is None or not row[0]:
+        if not _lock_again(db, lease):
             lease.lost = True
             return False
         kept = db.execute(
@@ -573,15 +579,18 @@ class PostgresStore:
         return True
 
     def _take_back(self, lease: AdvisoryLease) -> bool:
-        """After a fenced write matched no row: True if the lease was only cut off from a dead
-        lock connection and is held again now (write again), False if it is lost."""
+        """After a fenced write matched no row: True if the lease's lock is held now, taken back
+        if it had died with its connection (write again), False if the lease is lost."""
         with self._lock_mutex:
             if lease.released or lease.lost:
                 return False
             if lease.backend == self._lock_backend and not self._lock_db.closed:
                 try:  # is the lock connection we think holds the lease alive?
                     self._lock_db.execute("SELECT 1")
-                    return False  # it is: the token is gone (deleted, or taken over)
+                    # It is, so the lock is held: another thread took it back after this write's
+                    # fence found it gone, or the token is gone (deleted, taken over). Writing
+                    # again tells which (``_fenced`` gives up after that one).
+                    return True
                 except psycopg.Error:
                     pass
             if self._lock_db.closed or lease.backend == self._lock_backend:
@@ -736,6 +745,26 @@ class PostgresStore:
 
 class _FencedOff(Exception):
     """A batched append matched no session row (deleted, or its writer lost the lease)."""
+
+
+def _lock_again(db: Connection, lease: AdvisoryLease) -> bool:
+    """Whether ``lease``'s lock is taken on ``db`` (see ``RELOCK_WAIT_SECONDS``): at once, or once
+    its holder lets go while the session row still holds the lease's token."""
+    row = db.execute("SELECT pg_try_advisory_lock(%s)", (lease.key,)).fetchone()
+    if row is not None and row[0]:
+        return True
+    mine = db.execute(
+        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s", (lease.session_id, lease.token)
+    ).fetchone()
+    if mine is None:
+        return False
+    try:
+        with db.transaction():  # the bound holds for this wait only
+            db.execute("SELECT set_config('lock_timeout', %s, true)", (f"{RELOCK_WAIT_SECONDS}s",))
+            db.execute("SELECT pg_advisory_lock(%s)", (lease.key,))
+    except psycopg.errors.LockNotAvailable:
+        return False
+    return True
 
 
 def _pid_alive(pid: int) -> bool:

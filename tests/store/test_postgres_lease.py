@@ -1,0 +1,134 @@
+"""A writer whose lock connection died takes every lease back, whichever of its threads notices
+first: a durable worker's event loop and its store's writer thread both write, and after a
+server restart both find the locks gone at about the same time. Neither may leave the other's
+session marked lost (its run then ended in ERROR, "read-only here", in the middle of riding out
+the restart: the fresh-clone CI of session 21, ``test_workers_ride_out_a_blip_and_an_outage``).
+
+The interleavings are driven deterministically: one thread's take-back runs at the exact point
+where the other's write has failed its fence (``_take_back`` wrapped), and a write's fence check
+in flight is a transaction holding the session's advisory lock in shared mode, as the fence's
+``pg_try_advisory_xact_lock_shared`` holds it until its write's transaction ends."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+
+from session_helpers import user
+from tether.session import ReadOnlySessionError, Session, SessionManager
+from tether.store import PostgresStore, SessionError
+from tether.store.postgres_schema import lock_key
+from tether.store.postgres_store import AdvisoryLease
+from tether.testing.postgres import PostgresServer
+
+WAITER_SECONDS = 10.0
+"""A bound on waiting for the take-back to queue for the lock (not a timing assertion: it only
+ends the wait when the code under test never queues, as it did not before the fix)."""
+
+
+@contextmanager
+def _two_sessions(postgres_url: str) -> Generator[tuple[Session, Session, PostgresStore]]:
+    """Two sessions with a message each, written through one store (one process's writers)."""
+    with SessionManager.at(postgres_url) as manager:
+        a, b = manager.create("/p"), manager.create("/p")
+        a.append_message(user("a before"))
+        b.append_message(user("b before"))
+        store = manager.store
+        assert isinstance(store, PostgresStore)
+        yield a, b, store
+
+
+def _kill_lock_connection(postgres: PostgresServer, store: PostgresStore) -> None:
+    """The store's lock connection dies as in a server restart: every lock it held is gone."""
+    pid = store._lock_db.info.backend_pid  # pyright: ignore[reportPrivateUsage]
+    with psycopg.connect(postgres.url(), autocommit=True) as db:
+        db.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))  # waits till it is gone
+
+
+def _contents(postgres_url: str, session: Session) -> list[object]:
+    with SessionManager.at(postgres_url) as reader:
+        return [m["content"] for m in reader.open(session.id, readonly=True).messages]
+
+
+def test_a_lease_another_thread_took_back_after_its_write_failed_the_fence_is_kept(
+    postgres: PostgresServer, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _two_sessions(postgres_url) as (a, b, store):
+        _kill_lock_connection(postgres, store)
+        take_back = store._take_back  # pyright: ignore[reportPrivateUsage]
+        interleaved: list[str] = []
+
+        def other_thread_first(lease: AdvisoryLease) -> bool:
+            # A's write found the lock gone; before it takes the lease back, B's write on another
+            # thread notices the dead connection and takes every lease back, A's included.
+            if lease.session_id == a.id and not interleaved:
+                interleaved.append(b.id)
+                other = threading.Thread(target=b.append_message, args=(user("b after"),))
+                other.start()
+                other.join()
+            return take_back(lease)
+
+        monkeypatch.setattr(store, "_take_back", other_thread_first)
+        a.append_message(user("a after"))
+        assert interleaved == [b.id]
+        assert not a.readonly and not b.readonly
+        a.append_message(user("a again"))
+        assert _contents(postgres_url, a) == ["a before", "a after", "a again"]
+        assert _contents(postgres_url, b) == ["b before", "b after"]
+
+
+def test_a_lease_whose_fence_check_is_in_flight_while_it_is_taken_back_is_kept(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
+    with _two_sessions(postgres_url) as (a, b, store):
+        _kill_lock_connection(postgres, store)
+        key = lock_key("session", store.schema, b.id)
+        with psycopg.connect(postgres_url) as fence:  # not autocommit: B's write's transaction
+            fence.execute("SELECT pg_try_advisory_xact_lock_shared(%s)", (key,))
+
+            def end_the_write_once_the_lock_is_awaited() -> None:
+                deadline = time.monotonic() + WAITER_SECONDS
+                with psycopg.connect(postgres.url(), autocommit=True) as db:
+                    while time.monotonic() < deadline:
+                        waiting = db.execute(
+                            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                            " AND classid::bigint = %s AND objid::bigint = %s",
+                            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+                        ).fetchone()
+                        if waiting and waiting[0]:
+                            break
+                        time.sleep(0.05)
+                fence.commit()
+
+            ender = threading.Thread(target=end_the_write_once_the_lock_is_awaited)
+            ender.start()
+            # A's write finds its lock gone and takes every lease back on a new connection, B's
+            # while B's fence check holds its lock for a moment.
+            a.append_message(user("a after"))
+            ender.join()
+        assert not b.readonly
+        b.append_message(user("b after"))
+        assert _contents(postgres_url, a) == ["a before", "a after"]
+        assert _contents(postgres_url, b) == ["b before", "b after"]
+
+
+def test_an_append_after_a_deferred_one_lost_the_lease_says_it_was_taken_over(postgres_url: str) -> None:
+    with _two_sessions(postgres_url) as (a, _, _):
+        with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took it over
+            db.execute(
+                "UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = %s", (a.id,)
+            )
+        a.defer_writes()
+        a.append_message(user("a after, too late"))  # committed (or not) by the writer thread
+        asyncio.run(a.written())
+        assert a.readonly
+        with pytest.raises(SessionError, match="taken over by pid 7") as raised:
+            a.append_message(user("a again"))
+        assert not isinstance(raised.value, ReadOnlySessionError)
+        assert _contents(postgres_url, a) == ["a before"]
