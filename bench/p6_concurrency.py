@@ -217,11 +217,13 @@ async def run_tether(sessions: int, url: str, store: Path | None) -> None:
 
 
 def _all_answered(transcripts: Iterable[list[Any]]) -> None:
-    """Raise, naming how many sessions failed and the first one's error, unless every session
-    holds its ``PROMPTS * 4`` messages."""
+    """Raise, naming how many sessions failed and the first error of the first one, unless every
+    session holds its ``PROMPTS * 4`` messages. The first error, not the last message's: a session
+    whose first prompt failed (a connect timed out in the start-up burst) runs the other two, and
+    its last message then says nothing ("no error message")."""
     failed = [messages for messages in transcripts if len(messages) != PROMPTS * 4]
     if failed:
-        error = failed[0][-1].get("errorMessage") if failed[0] else None
+        error = next((m["errorMessage"] for m in failed[0] if m.get("errorMessage")), None)
         raise RuntimeError(f"{len(failed)} sessions failed; the first: {error or 'no error message'}")
 
 
