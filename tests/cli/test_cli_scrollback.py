@@ -126,15 +126,16 @@ def test_the_scrollback_keeps_what_it_shows_of_a_result_not_the_result(
 
 def test_a_result_kept_folded_is_drawn_again_as_its_whole_would_be() -> None:
     """What is kept of a folded result or diff draws at any width what the whole one draws: its
-    first lines each cut to the width's rows, the count of the rest (up to ``KEPT_WIDTH``)."""
-    long = "word " * 20_000
-    result = {"content": [{"type": "text", "text": f"{long}\nsecond\n" + "more\n" * 10}]}
-    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-" + long + "\n+" + long + "x\n" + " same\n" * 30
-    edit = {"content": [{"type": "text", "text": "Edited f."}], "details": {"diff": diff}}
-    for shown in (result, edit):
-        kept = render.tool_end("read", {"path": "f"}, {"result": shown})
-        for width in (30, 100, render.KEPT_WIDTH):
-            painter = Painter(width, False)
-            assert kept(painter) == render.finished_tool(
-                painter, "read", {"path": "f"}, shown, expanded=False
-            )
+    first lines each cut to the width's rows, the count of the rest; wider than ``KEPT_WIDTH``, cut
+    at its rows, ``…`` and all (a kept line ended bare, a combining mark torn from its letter)."""
+    for long in ("word " * 20_000, "e\u0301" * 8_000):
+        result = {"content": [{"type": "text", "text": f"{long}\nsecond\n" + "more\n" * 10}]}
+        diff = "--- a\n+++ b\n@@ -1 +1 @@\n-" + long + "\n+" + long + "x\n" + " same\n" * 30
+        edit = {"content": [{"type": "text", "text": "Edited f."}], "details": {"diff": diff}}
+        for shown in (result, edit):
+            kept = render.tool_end("read", {"path": "f"}, {"result": shown})
+            for width in (30, 100, render.KEPT_WIDTH, 1_000, 2_100):
+                painter = Painter(width, False)
+                drawn = kept(painter)
+                assert drawn == render.finished_tool(painter, "read", {"path": "f"}, shown, expanded=False)
+                assert any(line.endswith("…") for line in drawn.splitlines())  # the long line, cut

@@ -185,7 +185,7 @@ def result_lines(text: str, *, expanded: bool) -> Shown:
 
 def tool_result(painter: Painter, result: Shown, *, is_error: bool) -> str:
     """``result``'s lines (``result_lines``) indented, what is folded away counted."""
-    shown = [_folded_line(line, painter.width) for line in result.lines] if result.folded else result.lines
+    shown = [_folded_line(line, _kept(painter)) for line in result.lines] if result.folded else result.lines
     style = "error" if is_error else "muted"
     body = Text()
     for line in shown:
@@ -195,6 +195,12 @@ def tool_result(painter: Painter, result: Shown, *, is_error: bool) -> str:
     elif list(shown) != list(result.lines):
         body.append("  └ … long lines cut  [Ctrl-O to expand]\n", style="muted.italic")
     return painter.render(body).rstrip("\n")
+
+
+def _kept(painter: Painter) -> int:
+    """The width folded lines are cut at: the terminal's, at most ``KEPT_WIDTH`` (beyond it a kept
+    line would end where it was kept, without its ``…``)."""
+    return min(painter.width, KEPT_WIDTH)
 
 
 def _folded_line(line: str, width: int) -> str:
@@ -257,7 +263,7 @@ def diff_text(painter: Painter, diff: Shown) -> str:
     """A diff (``diff_lines``) as pi shows an edit: removed lines red, added lines green, the
     words that changed between a removed line and the added line replacing it in reverse video;
     what is folded away counted."""
-    shown = [_folded_line(line, painter.width) for line in diff.lines] if diff.folded else diff.lines
+    shown = [_folded_line(line, _kept(painter)) for line in diff.lines] if diff.folded else diff.lines
     body = Text()
     index = 0
     while index < len(shown):
