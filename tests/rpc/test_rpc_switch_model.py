@@ -5,6 +5,8 @@ model in use before the switch, so the conversation continued on another model t
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 from rpc_support import RpcEnv, text_reply
@@ -59,3 +61,33 @@ async def test_a_model_that_cannot_be_restored_leaves_the_current_one_and_says_s
         ("notify", "warning", True)
     ]
     assert f"note: {notes[0]['message']}\n" in client.stderr  # all of it: the server has ended
+
+
+async def test_a_notice_with_stderr_closed_still_answers_the_command(rpc: RpcEnv) -> None:
+    """The notice's ``note:`` line is written to stderr, which a client may have closed: the switch
+    took effect, so its answer is a success (it was ``Broken pipe``, the switch done all the same)."""
+    lab_models(rpc)
+    script = rpc.script([text_reply("first answer")])
+    async with rpc.spawn("--model", f"scripted:{script}") as client:
+        await client.prompt("first question")
+        await client.set_model("lab", "small")
+        first = (await client.get_state())["sessionFile"]
+    (rpc.home / "config" / "models.json").unlink()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the client closed its end of stderr
+    commands = [{"id": "1", "type": "switch_session", "sessionPath": first}, {"id": "2", "type": "get_state"}]
+    try:
+        done = subprocess.run(
+            rpc.argv("--model", f"scripted:{script}"),
+            input="".join(json.dumps(c) + "\n" for c in commands).encode(),
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            cwd=rpc.project,
+            env=rpc.env(),
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    answers = {f["id"]: f for f in map(json.loads, done.stdout.splitlines()) if f["type"] == "response"}
+    assert answers["1"]["success"], answers["1"]
+    assert answers["2"]["data"]["sessionFile"] == first

@@ -16,6 +16,7 @@ new fields, events and commands an 0.73 client never looks at (see docs/rpc.md, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from dataclasses import replace
@@ -124,7 +125,8 @@ class RpcServer(CommandDispatch):
             self.dialogs.notify(message, "info")
             return
         self.dialogs.notify(message, "warning")
-        sys.stderr.writelines(f"note: {line}\n" for line in message.splitlines())
+        with contextlib.suppress(OSError, ValueError):  # a client that closed stderr: the frame told it
+            sys.stderr.writelines(f"note: {line}\n" for line in message.splitlines())
 
     # -- runs --------------------------------------------------------------------------------------
 
