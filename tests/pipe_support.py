@@ -55,9 +55,9 @@ def finish(process: subprocess.Popen[bytes], timeout: float) -> list[dict[str, A
     try:
         process.stdin.close()
         with process.stdout:
-            frames = [json.loads(line) for line in process.stdout.read().splitlines()]
+            lines = process.stdout.read().splitlines()
         code = process.wait()
     finally:
         deadline.cancel()
     assert code == 0, f"the process exited with {code} (killed when it had not ended within {timeout:g} s)"
-    return frames
+    return [json.loads(line) for line in lines]
