@@ -75,9 +75,12 @@ def test_an_item_failing_at_the_new_width_is_shown_as_a_display_error() -> None:
 def session_events(results: int) -> Iterator[dict[str, Any]]:
     """What the interactive mode is shown of a session with large results: per turn an answer
     whose tool call writes 50 KB, the tool's 50 KB result with an image, a shell run's output
-    and an ``@`` attaching a file with its picture (each made fresh, as a run makes them)."""
+    and an ``@`` attaching a file with its picture, after a pasted 100 KB prompt (each made
+    fresh, as a run makes them)."""
     for n in range(results):
         big = "".join(f"line {n}.{k} " + "x" * 90 + "\n" for k in range(500))  # 50 KB
+        prompt = {"role": "user", "content": [{"type": "text", "text": f"question {n}\n" + big + big}]}
+        yield {"type": "message_start", "message": prompt}
         image = {"type": "image", "data": "A" * 40_000 + str(n), "mimeType": "image/png"}
         call = {
             "type": "toolCall",
@@ -105,8 +108,9 @@ def test_the_scrollback_keeps_what_it_shows_of_a_result_not_the_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A redraw at a new width needs what was shown, folded: a tool's line and a result's first
-    lines, an answer's text, the name of a file attached. The whole result (50 KB and an image),
-    the tool call's arguments, an attached file's content were kept for up to 2,000 rows, long
+    lines, an answer's text, the name of a file attached, a prompt's beginning. The whole result
+    (50 KB and an image), the tool call's arguments, an attached file's content, a whole pasted
+    prompt were kept for up to 2,000 rows, long
     after the conversation dropped them (a compaction, /new)."""
     monkeypatch.setenv("NO_COLOR", "1")
     ui = InteractiveApp(cwd=tmp_path, bindings=DEFAULTS)
@@ -121,6 +125,7 @@ def test_the_scrollback_keeps_what_it_shows_of_a_result_not_the_result(
     printed = capsys.readouterr().out
     assert "✓ read path=f\n  │ line 39.0 " in printed and "… 496 more lines" in printed
     assert "@ attached f" in printed and "answer 39" in printed and "! cat f" in printed
+    assert "› question 39" in printed and "more lines not shown]" in printed
     assert kept < 2_000_000, kept  # 0.7 MB (rich's caches among it); 12.5 MB when results were kept
 
 

@@ -481,7 +481,7 @@ class InteractiveApp:
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self.say(render.item(render.user_text, self._pastes.shown(render.message_text(message))))
+                self.say(render.user_item(self._pastes.shown(render.message_text(message))))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -553,19 +553,19 @@ class InteractiveApp:
         try:
             parsed = commands.parse(text)
             if parsed == ("tree", "") and not core.is_running:
-                self.say(render.item(render.user_text, self._pastes.shown(text)))
+                self.say(render.user_item(self._pastes.shown(text)))
                 await self._navigate_tree()
             elif parsed == ("resume", "") and not core.is_running:
-                self.say(render.item(render.user_text, self._pastes.shown(text)))
+                self.say(render.user_item(self._pastes.shown(text)))
                 await views.resume_picked(self, core)
             elif parsed == ("fork", "") and not core.is_running:
-                self.say(render.item(render.user_text, self._pastes.shown(text)))
+                self.say(render.user_item(self._pastes.shown(text)))
                 self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:
-                self.say(render.item(render.user_text, self._pastes.shown(text)))
+                self.say(render.user_item(self._pastes.shown(text)))
                 await interactive_commands.run(self, core, *parsed)
             elif commands.runs_here(core, text):
-                self.say(render.item(render.user_text, self._pastes.shown(text)))
+                self.say(render.user_item(self._pastes.shown(text)))
                 reports = self._compaction_reports
                 result = await commands.execute(core, text)
                 if self._compaction_reports != reports:  # /compact: its compaction_end said it all

@@ -360,19 +360,34 @@ shows a large paste as its marker; a message stored with one is whole, and a res
 
 def user_text(painter: Painter, text: str) -> str:
     """A user message after its mark, its beginning only when it is long (``USER_LINES``)."""
+    return _user_drawn(painter, *_user_shown(text))
+
+
+def user_item(text: str) -> Item:
+    """``user_text`` as the scrollback keeps it: what it shows, not the whole message (a 5 MB
+    paste was kept whole, for each of up to 2,000 rows, to show 4,000 characters of it)."""
+    return item(_user_drawn, *_user_shown(text))
+
+
+def _user_shown(text: str) -> tuple[str, str | None]:
+    """The beginning ``user_text`` shows, and what it says of the rest (``None``: nothing left)."""
+    head = _head(text)
+    rest = text[len(head) :].rstrip()
+    if not rest:
+        return head, None
+    lines = rest.count("\n")
+    if not lines:
+        return head, _counted(len(rest), "more character")
+    if rest.startswith("\n"):
+        return head, _counted(lines, "more line")
+    return head, f"the rest of this line and {_counted(lines, 'more line')}"  # cut at USER_CHARS
+
+
+def _user_drawn(painter: Painter, head: str, more: str | None) -> str:
     line = Text()
     line.append("› ", style="user.mark")
-    head = _head(text)
     line.append(safe_text(head), style="user.text")
-    rest = text[len(head) :].rstrip()
-    if rest:
-        lines = rest.count("\n")
-        if not lines:
-            more = _counted(len(rest), "more character")
-        elif rest.startswith("\n"):
-            more = _counted(lines, "more line")
-        else:  # cut at USER_CHARS within a line
-            more = f"the rest of this line and {_counted(lines, 'more line')}"
+    if more is not None:
         line.append(f"\n[… {more} not shown]", style="muted")
     return painter.render(line)
 
