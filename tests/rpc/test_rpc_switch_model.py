@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from rpc_support import RpcEnv, text_reply
@@ -39,18 +40,25 @@ async def test_switch_session_restores_the_sessions_model_and_thinking_level(rpc
         assert state["thinkingLevel"] == "high"
 
 
-async def test_a_model_that_cannot_be_restored_leaves_the_current_one_and_says_so(rpc: RpcEnv) -> None:
-    """Its provider is gone: the switch goes through on the model in use, and the client is told,
-    with no extension loaded: a line on stderr, where pi 1.6's RPC mode writes its "Warning: Could
-    not restore model ..." after a switch, and a ``notify`` request, as tether tells what its
-    start-up skipped. (The notice reached RPC clients only when extensions were loaded.)"""
+async def session_on_a_gone_model(rpc: RpcEnv) -> tuple[Path, str]:
+    """A script for the scripted model, and a stored session on lab/small, whose provider is then
+    gone (models.json removed)."""
     lab_models(rpc)
     script = rpc.script([text_reply("first answer")])
     async with rpc.spawn("--model", f"scripted:{script}") as client:
         await client.prompt("first question")
         await client.set_model("lab", "small")
         first = (await client.get_state())["sessionFile"]
-    (rpc.home / "config" / "models.json").unlink()  # the lab provider is gone
+    (rpc.home / "config" / "models.json").unlink()
+    return script, first
+
+
+async def test_a_model_that_cannot_be_restored_leaves_the_current_one_and_says_so(rpc: RpcEnv) -> None:
+    """Its provider is gone: the switch goes through on the model in use, and the client is told,
+    with no extension loaded: a line on stderr, where pi 1.6's RPC mode writes its "Warning: Could
+    not restore model ..." after a switch, and a ``notify`` request, as tether tells what its
+    start-up skipped. (The notice reached RPC clients only when extensions were loaded.)"""
+    script, first = await session_on_a_gone_model(rpc)
     async with rpc.spawn("--model", f"scripted:{script}") as client:
         assert await client.switch_session(first) == {"cancelled": False}
         state = await client.get_state()
@@ -66,13 +74,7 @@ async def test_a_model_that_cannot_be_restored_leaves_the_current_one_and_says_s
 async def test_a_notice_with_stderr_closed_still_answers_the_command(rpc: RpcEnv) -> None:
     """The notice's ``note:`` line is written to stderr, which a client may have closed: the switch
     took effect, so its answer is a success (it was ``Broken pipe``, the switch done all the same)."""
-    lab_models(rpc)
-    script = rpc.script([text_reply("first answer")])
-    async with rpc.spawn("--model", f"scripted:{script}") as client:
-        await client.prompt("first question")
-        await client.set_model("lab", "small")
-        first = (await client.get_state())["sessionFile"]
-    (rpc.home / "config" / "models.json").unlink()
+    script, first = await session_on_a_gone_model(rpc)
     read_end, write_end = os.pipe()
     os.close(read_end)  # the client closed its end of stderr
     commands = [{"id": "1", "type": "switch_session", "sessionPath": first}, {"id": "2", "type": "get_state"}]
