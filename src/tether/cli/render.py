@@ -185,7 +185,7 @@ def result_lines(text: str, *, expanded: bool) -> Shown:
 
 def tool_result(painter: Painter, result: Shown, *, is_error: bool) -> str:
     """``result``'s lines (``result_lines``) indented, what is folded away counted."""
-    shown = [_folded_line(line, _kept(painter)) for line in result.lines] if result.folded else result.lines
+    shown = _drawn(painter, result)
     style = "error" if is_error else "muted"
     body = Text()
     for line in shown:
@@ -197,10 +197,13 @@ def tool_result(painter: Painter, result: Shown, *, is_error: bool) -> str:
     return painter.render(body).rstrip("\n")
 
 
-def _kept(painter: Painter) -> int:
-    """The width folded lines are cut at: the terminal's, at most ``KEPT_WIDTH`` (beyond it a kept
-    line would end where it was kept, without its ``…``)."""
-    return min(painter.width, KEPT_WIDTH)
+def _drawn(painter: Painter, shown: Shown) -> Sequence[str]:
+    """``shown``'s lines as drawn: a folded one's cut to its rows of the terminal's width, at most
+    ``KEPT_WIDTH`` (beyond it a kept line would end where it was kept, without its ``…``)."""
+    if not shown.folded:
+        return shown.lines
+    width = min(painter.width, KEPT_WIDTH)
+    return [_folded_line(line, width) for line in shown.lines]
 
 
 def _folded_line(line: str, width: int) -> str:
@@ -263,7 +266,7 @@ def diff_text(painter: Painter, diff: Shown) -> str:
     """A diff (``diff_lines``) as pi shows an edit: removed lines red, added lines green, the
     words that changed between a removed line and the added line replacing it in reverse video;
     what is folded away counted."""
-    shown = [_folded_line(line, _kept(painter)) for line in diff.lines] if diff.folded else diff.lines
+    shown = _drawn(painter, diff)
     body = Text()
     index = 0
     while index < len(shown):
