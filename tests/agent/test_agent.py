@@ -346,6 +346,32 @@ async def test_state_setters_reach_the_model_call() -> None:
     assert model.requests[-1].options is not None and model.requests[-1].options.reasoning is None
 
 
+async def test_a_tool_added_during_a_run_is_declared_and_callable_in_its_next_model_call() -> None:
+    """``tools``, like the system prompt, is read before every model call: an MCP tool the model
+    found with ``mcp_tool_search`` must be callable in the same run. The run used to keep the
+    tools it started with, so the found tool was undeclared and its call failed ("not found")."""
+    agent, model = make_agent(reply(tool_call("unlock")), reply(tool_call("secret")), reply("done"))
+
+    @tool
+    async def secret() -> str:
+        """A tool the run did not start with."""
+        return "the secret"
+
+    @tool
+    async def unlock() -> str:
+        """Make ``secret`` available."""
+        agent.tools.append(secret)
+        return "unlocked"
+
+    agent.tools = [unlock]
+    added = await agent.prompt("go")
+    declared = [[t["name"] for t in r.context.get("tools") or []] for r in model.requests]
+    assert declared == [["unlock"], ["unlock", "secret"], ["unlock", "secret"]]
+    results = [m for m in added if m["role"] == "toolResult"]
+    assert [(m["toolName"], m["isError"]) for m in results] == [("unlock", False), ("secret", False)]
+    assert texts(results)[1] == ("toolResult", "the secret")
+
+
 async def test_error_message_and_reset() -> None:
     agent, _ = make_agent(reply(error="overloaded"))
     await agent.prompt("go")

@@ -131,8 +131,10 @@ class _ActiveRun:
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on its transcript with its tools.
 
-    Every parameter is also an attribute of the same name, read at each run (``tools`` and
-    ``messages`` as copies), so changing one between runs changes the next run.
+    Every parameter is also an attribute of the same name, read at each run (``messages`` as a
+    copy), so changing one between runs changes the next run; ``tools``, like ``system_prompt``,
+    is read before every model call, so a tool added during a run (an MCP tool the model found
+    with ``mcp_tool_search``) is callable from the run's next model call on.
 
     Args:
         model: The model to call (``tether.find_model("provider/id")``); needed before ``prompt``.
@@ -244,7 +246,7 @@ class Agent:
     @property
     def tools(self) -> list[AgentTool]:
         """The tools, one per name: the list itself, as pi's ``agent.state.tools`` (changing it
-        changes the next run), keeping one tool per name through every change (``append``,
+        changes the next model call), keeping one tool per name through every change (``append``,
         ``insert``, ...: ``tether.agent.tool_list``). Assigning copies the list."""
         return self._tools
 
@@ -534,6 +536,7 @@ class Agent:
             transform_context=self.transform_context,
             get_system_prompt=lambda: self.system_prompt,
             get_volatile_context=lambda: self.volatile_context,
+            get_tools=lambda: self._tools,
             get_api_key=self.get_api_key,
             should_stop_after_turn=self.should_stop_after_turn,
             should_stop_before_turn=self.should_stop_before_turn,

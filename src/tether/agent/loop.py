@@ -397,6 +397,11 @@ class _Run:
                 raise StepFailed("convert_to_llm", exc) from exc
         else:
             llm_messages = await _call("convert_to_llm", config.convert_to_llm, messages)
+        if config.get_tools is not None:
+            try:
+                context.tools = config.get_tools()
+            except Exception as exc:
+                raise StepFailed("get_tools", exc) from exc
         llm_context: Context = {
             "systemPrompt": system_prompt,
             "messages": llm_messages,

@@ -8,14 +8,14 @@ configuration and the hook payloads are Python-side objects, so they are snake_c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypedDict
 
 from tether.agent.context import AgentContext as AgentContext
-from tether.agent.tool import AgentToolResult, ToolExecutionMode
+from tether.agent.tool import AgentTool, AgentToolResult, ToolExecutionMode
 from tether.ai.abort import AbortSignal
 from tether.ai.types import SimpleStreamOptions
 from tether.telemetry import Instrumentation
@@ -138,6 +138,10 @@ class AgentLoopConfig:
     """Resolved before every model call; overrides ``AgentContext.system_prompt``."""
     get_volatile_context: Callable[[], str | None] | None = None
     """Resolved before every model call; overrides ``AgentContext.volatile_context``."""
+    get_tools: Callable[[], Sequence[AgentTool]] | None = None
+    """Synchronous; resolved before every model call, overrides ``AgentContext.tools`` for that call
+    and the tool calls it makes: a tool made available during a run (an MCP tool the model found
+    with ``mcp_tool_search``) is declared and callable from the run's next model call on."""
     get_api_key: Callable[[str], str | Awaitable[str | None] | None] | None = None
     """Called with the model's provider before every model call (short-lived tokens)."""
 
