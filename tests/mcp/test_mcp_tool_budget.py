@@ -1,8 +1,9 @@
 """The MCP tool budget: a server listing thousands of tools sends as many with each request as
-the model's API accepts beside the agent's own tools (OpenAI takes at most 128 tools), says once
-which were left out and why, and lets its ``mcp.json`` entry choose (``enabledTools``,
-``disabledTools``, ``maxTools``) or the ``mcp.maxTools`` setting. A real server
-(``many_tools_server.py``, the SDK's own server API) lists 2,000 tools."""
+the model's API accepts beside the agent's own tools (OpenAI takes at most 128 tools), defers the
+rest behind ``search_mcp_tools`` (tests/mcp/test_mcp_tool_search.py), says once which were
+deferred and why, and lets its ``mcp.json`` entry choose (``enabledTools``, ``disabledTools``,
+``maxTools``) or the ``mcp.maxTools`` setting. A real server (``many_tools_server.py``, the SDK's
+own server API) lists 2,000 tools."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tether.mcp.config import server_config
 from tether.mcp.connection import ToolInfo
 from tether.mcp.resources import resource_tools
 from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, RESOURCE_TOOLS
+from tether.mcp.tool_search import SEARCH_TOOL
 from tether.session import AgentSession
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.tools import create_coding_tools
@@ -39,7 +41,7 @@ def sent_tools(model: ScriptedModel, request: int = 0) -> list[str]:
     return [t["name"] for t in model.requests[request].context.get("tools") or []]
 
 
-async def test_a_server_of_2000_tools_sends_the_budget_and_says_which_are_left_out() -> None:
+async def test_a_server_of_2000_tools_sends_the_budget_and_says_which_are_deferred() -> None:
     model = ScriptedModel([reply(tool_call("mcp__big__tool_0007", {"x": 1})), reply("done"), reply("again")])
     core = session(model, many("big", 2000))
     notices: list[str] = []
@@ -52,15 +54,17 @@ async def test_a_server_of_2000_tools_sends_the_budget_and_says_which_are_left_o
         await core.close()
     server_tools = [n for n in sent_tools(model) if n.startswith("mcp__big__")]
     assert len(sent_tools(model)) == DEFAULT_TOOL_LIMIT  # the scripted API documents no limit
-    budget = DEFAULT_TOOL_LIMIT - RESOURCE_TOOLS  # the SDK's server offers resources: their tools come too
+    assert sent_tools(model)[-1] == SEARCH_TOOL  # one slot of the budget
+    # the SDK's server offers resources: their tools come too
+    budget = DEFAULT_TOOL_LIMIT - RESOURCE_TOOLS - 1
     assert server_tools == [f"mcp__big__tool_{i:04d}" for i in range(budget)]
     assert text_of(results(added)[0]) == "tool 7: 8"
-    [note] = [n for n in notices if "left out" in n]  # said once, not at every prompt
-    assert "MCP server 'big': 1875 of its 2000 tools left out" in note
-    assert "tool_0125, tool_0126, tool_0127" in note and "enabledTools" in note and "mcp.json" in note
+    [note] = [n for n in notices if "deferred" in n]  # said once, not at every prompt
+    assert "MCP server 'big': 1876 of its 2000 tools deferred, over the budget (124 MCP tools" in note
+    assert "tool_0124, tool_0125, tool_0126" in note and SEARCH_TOOL in note and "enabledTools" in note
     [status] = statuses
-    assert len(status.tools) == budget and len(status.left_out) == 1875
-    assert status.left_out[0].startswith("tool_0125: over the budget (125 MCP tools a request)")
+    assert len(status.tools) == budget and len(status.deferred) == 1876 and status.left_out == ()
+    assert status.deferred[0] == "tool_0124"
 
 
 async def test_enabled_tools_choose_which_go_with_a_request() -> None:
@@ -87,12 +91,12 @@ async def test_disabled_tools_and_max_tools_share_the_budget_between_servers() -
     assert names[:10] == [f"mcp__first__tool_{i:04d}" for i in range(1, 11)]
     assert names[10:] == [
         f"mcp__second__tool_{i:04d}"
-        for i in range(DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS - RESOURCE_TOOLS - 10)
-    ]  # no fit: room is left for the agent's own tools
-    first, second = (n for n in notes if "left out" in n)
-    assert "'first': 289 of its 300 tools left out" in first and "maxTools 10" in first
+        for i in range(DEFAULT_TOOL_LIMIT - ASSUMED_OWN_TOOLS - RESOURCE_TOOLS - 1 - 10)
+    ]  # no fit: room is left for the agent's own tools (and the search tool takes one)
+    first, second = (n for n in notes if "deferred" in n)
+    assert "'first': 289 of its 300 tools deferred" in first and "maxTools 10" in first
     assert "tool_0000 (disabledTools)" not in first  # chosen away by the user: no news to them
-    assert "'second': 213 of its 300 tools left out" in second
+    assert "'second': 214 of its 300 tools deferred" in second
 
 
 def test_each_api_says_how_many_tools_a_request_takes() -> None:
@@ -162,10 +166,10 @@ async def test_the_mcp_max_tools_setting_wins_over_the_models_limit() -> None:
     finally:
         await core.close()
     assert [n for n in sent_tools(model) if n.startswith("mcp__")] == [
-        f"mcp__big__tool_{i:04d}" for i in range(20)
-    ]
+        f"mcp__big__tool_{i:04d}" for i in range(19)
+    ]  # the search tool is one of the 20
     assert len(sent_tools(model)) == 20 + RESOURCE_TOOLS
-    assert status.left_out[0] == "tool_0020: over the budget (20 MCP tools a request)"
+    assert status.deferred[0] == "tool_0019" and len(status.deferred) == 281
 
 
 async def test_the_budget_is_shared_anew_when_a_server_comes_goes_or_lists_its_tools_anew(
@@ -183,23 +187,25 @@ async def test_the_budget_is_shared_anew_when_a_server_comes_goes_or_lists_its_t
     def offered() -> dict[str, int]:
         found: dict[str, int] = {}
         for tool in servers.tools():
+            if tool.name == SEARCH_TOOL:
+                continue
             server = tool.name.split("__")[1]
             found[server] = found.get(server, 0) + 1
         return found
 
     def left_out() -> list[str]:
-        return [line.split(" tools left out")[0] for line in servers.left_out]
+        return [line.split(" tools deferred")[0] for line in servers.left_out]
 
     for name in ("first", "second"):
         assert servers.add(server_config(name, {"command": "unused"}, source="extension"))
     lists("first", 150)
     lists("second", 10)
     servers.fit(100, 0)
-    assert offered() == {"first": 100}
-    assert left_out() == ["MCP server 'first': 50 of its 150", "MCP server 'second': 10 of its 10"]
+    assert offered() == {"first": 99}  # and the search tool
+    assert left_out() == ["MCP server 'first': 51 of its 150", "MCP server 'second': 10 of its 10"]
     servers.fit(140, 0)  # a model of another API: the shares follow the budget
-    assert offered() == {"first": 140} and left_out() == [
-        "MCP server 'first': 10 of its 150",
+    assert offered() == {"first": 139} and left_out() == [
+        "MCP server 'first': 11 of its 150",
         "MCP server 'second': 10 of its 10",
     ]
     servers.fit(100, 0)

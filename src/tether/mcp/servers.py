@@ -36,8 +36,17 @@ from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status, ToolInfo
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
-from tether.mcp.tool_budget import ASSUMED_OWN_TOOLS, DEFAULT_TOOL_LIMIT, Share, budget, note, shares
+from tether.mcp.tool_budget import (
+    ASSUMED_OWN_TOOLS,
+    DEFAULT_TOOL_LIMIT,
+    NAMED,
+    Share,
+    budget,
+    note,
+    shares,
+)
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
+from tether.mcp.tool_search import SEARCH_TOOL, Candidate, describe, search_tool
 from tether.mcp.tools import agent_tool, tool_name
 
 if TYPE_CHECKING:
@@ -58,6 +67,8 @@ class ServerStatus:
     log_file: Path | None
     left_out: tuple[str, ...] = ()
     """Tools the server lists but that are not offered, each with why (``name: reason``)."""
+    deferred: tuple[str, ...] = ()
+    """Tools over the budget, which the model finds with ``search_mcp_tools`` (server-side names)."""
     prompts: tuple[str, ...] = ()
     """The server's prompts as slash commands with their arguments (``/mcp__s__p <a> [b]``)."""
 
@@ -71,6 +82,7 @@ class ServerStatus:
             "error": self.error,
             "logFile": str(self.log_file) if self.log_file is not None else None,
             "leftOut": list(self.left_out),
+            "deferred": list(self.deferred),
             "prompts": list(self.prompts),
         }
 
@@ -91,6 +103,11 @@ def format_statuses(statuses: Sequence[ServerStatus], notes: Sequence[str] = ())
         if s.tools:
             lines.append(f"  tools: {', '.join(s.tools)}")
         lines.extend(f"  not offered: {reason}" for reason in s.left_out)
+        if s.deferred:
+            shown = ", ".join(s.deferred[:NAMED]) + (
+                f" and {len(s.deferred) - NAMED} more" if len(s.deferred) > NAMED else ""
+            )
+            lines.append(f"  deferred: {len(s.deferred)} tools the model finds with {SEARCH_TOOL}: {shown}")
         if s.prompts:
             lines.append(f"  prompts: {', '.join(s.prompts)}")
         if s.log_file is not None and s.status == "failed":
@@ -137,9 +154,14 @@ class McpServers:
         """Where servers' messages for the user go (a sign-in address); a session sets its own."""
         self._started = False
         self._tools: dict[str, tuple[list[Any], list[AgentTool]]] = {}
-        self._shared: tuple[list[tuple[McpServerConfig, list[ToolInfo]]], dict[str, Share], int] | None = None
-        """The budget's shares (``_shares``), each server's config and listed tools they were
-        worked out from, and the budget."""
+        self._shared: _Shared | None = None
+        self.found: list[tuple[str, str]] = []
+        """The (server, tool) pairs the model found with ``search_mcp_tools``, latest last: offered
+        for the rest of the session (within the budget: the latest first)."""
+        self.on_found: Callable[[], None] | None = None
+        """Called when a search made tools available: the session gives them to the agent at once,
+        so the run's next model call declares them (a bare ``Agent``: see docs/mcp.md)."""
+        self._search: AgentTool | None = None
         self._given_notes = list(notes)
         self._resource_tools: list[AgentTool] | None = None
         self._renamed: dict[tuple[str, str], str] = {}
@@ -282,7 +304,34 @@ class McpServers:
 
                 self._resource_tools = resource_tools(lambda: list(self.connections.values()))
             tools.extend(self._resource_tools)
+        assert self._shared is not None
+        if self._shared.deferring:
+            if self._search is None:
+                self._search = search_tool(self._deferred, self.find)
+            over = {name: len(share.over) for name, share in self._shared.shares.items() if share.over}
+            self._search.description = describe(sum(over.values()), list(over))
+            tools.append(self._search)
         return tools
+
+    def _deferred(self) -> list[Candidate]:
+        """The tools deferred now, in configuration and listing order, with their plain names."""
+        return [
+            (server, info, tool_name(server, info.name))
+            for server, share in self._shares().items()
+            for info in share.over
+        ]
+
+    def find(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """Offer the (server, tool) ``pairs`` from now on (``search_mcp_tools`` found them, or a
+        resumed session's transcript says it did) and tell ``on_found``; their agent-side names."""
+        for pair in pairs:
+            if pair in self.found:
+                self.found.remove(pair)
+            self.found.append(pair)
+        names = self._names(self._shares())
+        if self.on_found is not None:
+            self.on_found()
+        return [names.get(pair, tool_name(*pair)) for pair in pairs]
 
     def fit(self, limit: int, taken: int) -> None:
         """Offer what a request has room for (``tether.mcp.tool_budget``): ``limit`` tools in all
@@ -295,20 +344,40 @@ class McpServers:
         went or listed its tools anew, or the budget changed (``fit``: a model of another API):
         ``tools()`` and then ``left_out`` run before every prompt,
         and matching a server's thousands of tools against its entry's patterns took milliseconds
-        each time. A server's ``tools`` list is replaced, never changed in place (by its start,
+        each time; or a search found tools. A server's ``tools`` list is replaced, never changed in place (by its start,
         its kept listing, a failed first start), so the same list objects mean the same shares
         whichever of those changed them, a start stopped between listing and settling too."""
         servers = [(c.config, c.tools) for c in self.connections.values()]
         room = budget(*self._room, any(c.has_resources for c in self.connections.values()), self.max_tools)
-        if self._shared is None or self._shared[2] != room or not _same_servers(self._shared[0], servers):
-            self._shared = (servers, shares(servers, room), room)
-        return self._shared[1]
+        was = self._shared
+        found = tuple(self.found)
+        if (
+            was is not None
+            and was.room == room
+            and was.found == found
+            and _same_servers(was.servers, servers)
+        ):
+            return was.shares
+        split, deferring = shares(servers, room, found)
+        self._shared = _Shared(servers, split, room, found, deferring)
+        return split
 
     @property
     def left_out(self) -> list[str]:
-        """One line for each server whose tools the budget left out (``tool_budget.note``)."""
+        """One line for each server whose tools the budget deferred or left out (``tool_budget.note``)."""
+        return list(self.budget_notes().values())
+
+    def budget_notes(self) -> dict[tuple[str, str], str]:
+        """``left_out``'s lines by server and the limit its tools went over: a session says each
+        once, not again when a search changed how many are deferred (it does when the budget
+        changed: a model of another API)."""
         found = self._shares()
-        return [line for name, share in found.items() if (line := note(name, share)) is not None]
+        deferring = self._shared is not None and self._shared.deferring
+        return {
+            (name, share.limit): line
+            for name, share in found.items()
+            if (line := note(name, share, deferring)) is not None
+        }
 
     def _names(self, shares: dict[str, Share]) -> dict[tuple[str, str], str]:
         """Every offered tool's agent-side name. Names that collide once made safe (``get.time``
@@ -332,6 +401,12 @@ class McpServers:
     def statuses(self) -> list[ServerStatus]:
         shares = self._shares()
         names = self._names(shares)
+        deferring = self._shared is not None and self._shared.deferring
+
+        def left_out(share: Share) -> tuple[str, ...]:
+            over = () if deferring else (f"{i.name}: over the budget ({share.limit})" for i in share.over)
+            return (*(f"{tool}: {why}" for tool, why in share.left_out.items()), *over)
+
         return [
             ServerStatus(
                 name=c.name,
@@ -341,7 +416,8 @@ class McpServers:
                 tools=tuple(names[(c.name, t.name)] for t in shares[c.name].offered),
                 error=c.error,
                 log_file=c.log_file,
-                left_out=tuple(f"{tool}: {why}" for tool, why in shares[c.name].left_out.items()),
+                left_out=left_out(shares[c.name]),
+                deferred=tuple(i.name for i in shares[c.name].over) if deferring else (),
                 prompts=tuple(f"/{tool_name(c.name, p.name)} {p.usage()}".rstrip() for p in c.prompts),
             )
             for c in self.connections.values()
@@ -403,6 +479,17 @@ class McpServers:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """The budget's shares (``McpServers._shares``) and what they were worked out from."""
+
+    servers: list[tuple[McpServerConfig, list[ToolInfo]]]
+    shares: dict[str, Share]
+    room: int
+    found: tuple[tuple[str, str], ...]
+    deferring: bool
 
 
 def _same_servers(

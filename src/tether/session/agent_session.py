@@ -135,8 +135,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self.mcp = mcp
         if mcp is not None:
             mcp.notify = self.notify  # a server's sign-in address reaches the user as a notice
+            mcp.on_found = self._offer_mcp_tools
         self._mcp_tools: list[Any] = []
-        self._mcp_noted: set[str] = set()
+        self._mcp_noted: set[object] = set()
+        self._mcp_read: list[Any] | None = None
         self.cwd = workspace_path(cwd)
         self.settings = settings if settings is not None else Settings()
         self.approval = approval

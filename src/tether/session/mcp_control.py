@@ -8,8 +8,9 @@ once it has listed them, so a prompt waits only for what it could use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.ai.abort import AbortController
 from tether.session.core_state import CoreState
@@ -22,7 +23,9 @@ class McpControl(CoreState):
     """The MCP half of ``AgentSession``'s tools."""
 
     _mcp_tools: list[Any]
-    _mcp_noted: set[str]
+    _mcp_noted: set[object]
+    _mcp_read: list[Any] | None
+    """The transcript whose ``search_mcp_tools`` results were read into ``mcp.found``."""
 
     async def _install_mcp_tools(self) -> bool:
         """Wait for MCP servers still starting whose tools are not kept from an earlier run
@@ -40,6 +43,16 @@ class McpControl(CoreState):
                 return False
         finally:
             self._mcp_abort = None
+        if self._mcp_read is not self.agent.messages:  # a session opened or resumed
+            self._mcp_read = self.agent.messages
+            self.mcp.found.extend(found_in(self.agent.messages))
+        self._offer_mcp_tools()
+        return True
+
+    def _offer_mcp_tools(self) -> None:
+        """Give the agent the servers' tools within the budget of its model; also as soon as
+        ``search_mcp_tools`` found some, so the run's next model call declares them."""
+        assert self.mcp is not None
         from tether.mcp.tool_budget import tool_limit
 
         installed = {id(t) for t in self._mcp_tools}
@@ -51,11 +64,10 @@ class McpControl(CoreState):
         self.agent.tools = [*own, *tools]
         self._mcp_tools = tools
         # once each: the model sees a name the user did not write, or misses tools they may expect
-        for line in (*self.mcp.renames, *self.mcp.left_out):
-            if line not in self._mcp_noted:
-                self._mcp_noted.add(line)
+        for key, line in (*((line, line) for line in self.mcp.renames), *self.mcp.budget_notes().items()):
+            if key not in self._mcp_noted:
+                self._mcp_noted.add(key)
                 self.notify(line)
-        return True
 
     def add_mcp_server(self, config: McpServerConfig) -> bool:
         """An extension's server while the session runs (``api.register_mcp_server``): started
@@ -70,6 +82,7 @@ class McpControl(CoreState):
         if self.mcp is None:  # no server until now: this core starts (so closes) the first
             self.mcp = McpServers([], max_tools=self.settings.mcp_max_tools)
             self.mcp.notify = self.notify
+            self.mcp.on_found = self._offer_mcp_tools
             self._owns.add("mcp")
         added = self.mcp.add(config)
         if not added:
@@ -82,3 +95,23 @@ class McpControl(CoreState):
     def remove_mcp_server(self, name: str) -> bool:
         """Stop an extension's server; its tools are gone from the next prompt on."""
         return self.mcp.remove(name) if self.mcp is not None else False
+
+
+def found_in(messages: list[Any]) -> list[tuple[str, str]]:
+    """The (server, tool) pairs ``search_mcp_tools`` found in a transcript (its results'
+    ``details.found``): a resumed session offers them again without a search. Cheap: read once
+    per transcript opened, and the pairs are all the session records for it."""
+    from tether.mcp.tool_search import SEARCH_TOOL
+
+    pairs: list[tuple[str, str]] = []
+    for message in messages:
+        if message.get("role") != "toolResult" or message.get("toolName") != SEARCH_TOOL:
+            continue
+        details: object = message.get("details")
+        found = cast(dict[str, object], details).get("found") if isinstance(details, dict) else None
+        for pair in cast(list[object], found) if isinstance(found, list) else []:
+            if isinstance(pair, list | tuple):
+                items = cast(Sequence[object], pair)
+                if len(items) == 2 and isinstance(items[0], str) and isinstance(items[1], str):
+                    pairs.append((items[0], items[1]))
+    return pairs
