@@ -134,7 +134,7 @@ class Agent:
     Every parameter is also an attribute of the same name, read at each run (``messages`` as a
     copy), so changing one between runs changes the next run; ``tools``, like ``system_prompt``,
     is read before every model call, so a tool added during a run (an MCP tool the model found
-    with ``mcp_tool_search``) is callable from the run's next model call on.
+    with ``search_mcp_tools``) is callable from the run's next model call on.
 
     Args:
         model: The model to call (``tether.find_model("provider/id")``); needed before ``prompt``.

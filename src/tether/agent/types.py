@@ -141,7 +141,7 @@ class AgentLoopConfig:
     get_tools: Callable[[], Sequence[AgentTool]] | None = None
     """Synchronous; resolved before every model call, overrides ``AgentContext.tools`` for that call
     and the tool calls it makes: a tool made available during a run (an MCP tool the model found
-    with ``mcp_tool_search``) is declared and callable from the run's next model call on."""
+    with ``search_mcp_tools``) is declared and callable from the run's next model call on."""
     get_api_key: Callable[[str], str | Awaitable[str | None] | None] | None = None
     """Called with the model's provider before every model call (short-lived tokens)."""
 
