@@ -152,6 +152,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         never asks, and ``tether.session.stats`` stays unloaded)."""
         self.scoped_models = []
         """``--models``: the models ``cycle_model`` goes through (empty: every usable model)."""
+        self.chosen_model = None
+        """The model named at start (``--model``, ``AgentOptions.model``; ``create_agent_session``
+        decides): every session this one moves to (``new_session``, ``switch_session``, ``fork``)
+        goes on with it rather than with its stored model, as pi 1.6 makes each of them afresh
+        from its command line. ``None``: a resumed conversation takes its own model back."""
+        self.chosen_thinking = None
+        """The thinking level named at start (``--thinking``, a ``:LEVEL`` suffix of the named
+        model), taken into every session moved to as ``chosen_model`` is."""
         self.auto_retry = self.settings.retry.enabled
         """Retry replies that failed for a transient reason (``settings.retry``)."""
         self.compactions = 0

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tether.mcp import McpServers
     from tether.session.compaction import CompactionResult
     from tether.session.manager import SessionManager
-    from tether.session.model_choice import ScopedModel
+    from tether.session.model_choice import ResolvedModel, ScopedModel
     from tether.session.prompt import PromptHook
     from tether.session.resources import Resources
     from tether.session.session import Session
@@ -74,6 +74,8 @@ class CoreState:
     notice: str | None
     no_model_reason: str | None
     scoped_models: list[ScopedModel]
+    chosen_model: ResolvedModel | None
+    chosen_thinking: str | None
     compactions: int
     auto_retry: bool
     last_compaction: CompactionResult | None

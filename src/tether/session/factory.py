@@ -448,6 +448,9 @@ def create_agent_session(
     core.no_model_reason = no_model
     agent.system_prompt = prompt
     core.scoped_models = scope
+    named = options.model is not None or options.provider is not None  # not the settings' or a default
+    core.chosen_model = resolved if named else None  # every session moved to goes on with it
+    core.chosen_thinking = options.thinking or (resolved.thinking if named and resolved is not None else None)
     level = (
         options.thinking
         or (resolved.thinking if resolved is not None else None)

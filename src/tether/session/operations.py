@@ -72,9 +72,11 @@ class SessionOperations(CoreState):
             host.replaced(reason, previous, self.session_file)
 
     def new_session(self) -> str | None:
-        """Start over in a fresh session (same model and settings)."""
+        """Start over in a fresh session (same model and settings, but the model and level named
+        at start: ``_take_chosen``)."""
         previous = self.session_file
         self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
+        self._take_chosen()
         self.record_settings()
         self._replaced("new", previous)
         return self.session_id
@@ -86,20 +88,32 @@ class SessionOperations(CoreState):
 
         As pi 1.6's ``switchSession`` (a fresh session made from the stored one), a conversation
         goes on with its own model and thinking level, not with the ones in use before the
-        switch: ``_restore_model``. Nothing is written to it by the switch itself."""
+        switch (``_restore_model``), unless they were named at start (``_take_chosen``: pi makes
+        the session with its ``--model`` again). Nothing is written to it by the switch itself."""
         sessions = self._require_sessions()
         session_id = self._session_id_of(session)
         if self._session is not None and self._session.id == session_id:
             return
         previous = self.session_file
         self._attach(sessions.open(session_id), load_settings=True)
-        self._restore_model()
-        model = self.agent.model
-        if model is not None:  # the loaded level, on whichever model goes on (as ``set_model``)
+        if self.chosen_model is None:
+            self._restore_model()
+        self._take_chosen()
+        self._replaced("resume", previous)
+
+    def _take_chosen(self) -> None:
+        """Put the session moved to on the model and thinking level named at start
+        (``chosen_model``, ``chosen_thinking``), as pi 1.6 re-applies ``--model`` and
+        ``--thinking`` to each session it makes for ``/new``, ``/resume`` and ``/fork``; the
+        level in effect is then clamped to whichever model goes on (as ``set_model`` does)."""
+        agent, chosen = self.agent, self.chosen_model
+        if chosen is not None:
+            agent.model, agent.stream_fn = chosen.model, chosen.stream_fn
+        model = agent.model
+        if model is not None:
             from tether.session.model_control import _clamp_thinking  # pyright: ignore[reportPrivateUsage]
 
-            self.agent.thinking_level = _clamp_thinking(model, self.agent.thinking_level)
-        self._replaced("resume", previous)
+            agent.thinking_level = _clamp_thinking(model, self.chosen_thinking or agent.thinking_level)
 
     def _restore_model(self) -> None:
         """The switched-to conversation's stored model, as a resume without ``--model`` takes it
@@ -204,6 +218,7 @@ class SessionOperations(CoreState):
         forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
         previous = self.session_file
         self._attach(forked)
+        self._take_chosen()
         self._replaced("fork", previous)
         return forked.id
 
