@@ -83,6 +83,15 @@ def test_every_piece_from_elsewhere_is_shown_escaped(painter: render.Painter) ->
     assert all("\\x1b]52;c;cHduZWQ=\\x07" in piece for piece in plain), plain
 
 
+def test_a_lone_surrogate_is_shown_as_its_escape() -> None:
+    """A model's ``"\\ud800"`` in a bash command, in the approval question and the running tool's
+    header: it has no UTF-8 form, and prompt-toolkit wrote ``?`` in its place (``echo ?``)."""
+    command = "echo \ud800 \udcff é"
+    frame = render.live_area(PLAIN, None, [("bash", {"command": command})], command, True, False, 24)
+    assert frame.count("echo \\ud800 \\udcff é") == 2, frame
+    frame.encode()
+
+
 def test_escapes_are_shown_as_written_and_crlf_is_a_line_end() -> None:
     assert (
         render.tool_result(PLAIN, render.result_lines(HOSTILE, expanded=True), is_error=False)

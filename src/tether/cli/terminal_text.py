@@ -5,7 +5,9 @@ bodies a server sent: written as they are, ``\\x1b]52;c;...\\x07`` sets the clip
 ``\\x1b]0;...`` the window title, ``\\x1b[2J`` clears the screen and ``\\r`` writes over a line
 already shown, U+202E shows the rest of a line reversed. Every C0 control but tab and newline,
 DEL, the C1 controls and the bidirectional overrides and isolates are shown as ``\\x1b``- and
-``\\u202e``-style escapes instead.
+``\\u202e``-style escapes instead; so is a lone surrogate (a model's JSON ``"\\ud800"``), which
+has no UTF-8 form: prompt-toolkit wrote ``?`` in its place, so an approval asked about
+``echo \\ud800`` read ``echo ?``.
 
 Print, JSON and RPC modes write their notes and errors to stderr through ``EscapingWriter``
 (tty or not: a log file is read in a terminal later), and print mode its answer too when stdout
@@ -18,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import TextIO
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def visible(text: str) -> str:

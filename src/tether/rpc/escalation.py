@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 
 from tether.rpc.extension_ui import RpcExtensionUI
-from tether.tools.approval import ApprovalGate
+from tether.tools.approval import ApprovalGate, with_escapes
 from tether.tools.sandbox import SandboxPolicy
 from tether.wire import ToolCall
 
@@ -49,13 +49,14 @@ def install(gate: ApprovalGate, ui: RpcExtensionUI) -> None:
 
 
 def message(call: ToolCall, policy: SandboxPolicy) -> str:
-    """The command, the model's reason, and what running it unconfined gives it."""
+    """The command, the model's reason (lone surrogates as escapes: ``with_escapes``), and what
+    running it unconfined gives it."""
     args = call["arguments"]
     why = args.get("justification")
     reason = why.strip() if isinstance(why, str) and why.strip() else "(none given)"
     return (
-        f"Command: {args.get('command')}\n"
-        f"Reason: {reason}\n"
+        f"Command: {with_escapes(str(args.get('command')))}\n"
+        f"Reason: {with_escapes(reason)}\n"
         f"The sandbox ({policy.describe()}) refused something this command needs. Outside it the "
         "command runs with all your rights: it can write anywhere you can, read your credentials "
         "(~/.ssh, ~/.aws, ...) and tether's sessions and keys, see other processes, and reach "

@@ -80,6 +80,7 @@ class ApprovalGate:
             )
         else:
             question = describe_call(call, tool) + self._unconfined_because(call)
+        question = with_escapes(question)
         if self.policy == "deny":
             return BeforeToolCallResult(True, f"Not allowed by the approval policy 'deny': {question}")
         if self.ask is None or (self.asks_only_escalations and not (is_escalation(call) or protected)):
@@ -143,6 +144,17 @@ def _find(tools: Sequence[AgentTool], name: str) -> AgentTool | None:
 
 def _marked(tool: AgentTool | None) -> bool:
     return tool is not None and tool.metadata.get("needs_approval") is True
+
+
+def with_escapes(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``), so a question shows
+    what the model sent. Such a code point (a JSON ``"\\ud800"`` in the call's arguments) has no
+    UTF-8 form: the terminal showed ``?`` in its place (prompt-toolkit encodes with
+    ``replace``), so ``echo \\ud800`` was asked as ``echo ?``, a glob; a protocol sends U+FFFD,
+    which hides which code point it was."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
 def describe_call(tool_call: ToolCall, tool: AgentTool | None = None) -> str:
