@@ -9,7 +9,7 @@ from typing import Any, cast, get_args
 
 from tether.agent import Agent, AgentTool, AgentToolResult
 from tether.session import AgentSession, CompactionSettings, SessionManager, Settings
-from tether.session.events import SESSION_EVENT_TYPES, SessionEvent
+from tether.session.events import SESSION_EVENT_TYPES, SessionEvent, note_lines
 from tether.session.settings import Retry
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire.records import type_tags
@@ -75,3 +75,12 @@ async def test_a_run_emits_only_the_vocabulary_and_only_declared_keys(manager: S
     keys = declared_keys()
     undeclared = {(e["type"], key) for e in events for key in e if key not in keys[e["type"]]}
     assert undeclared == set()
+
+
+def test_a_notice_is_written_as_note_lines_each_prefixed() -> None:
+    # print, JSON and RPC modes write notices so: a second line without the prefix read as part
+    # of the first (a script keeps the lines starting "note:")
+    assert (
+        note_lines("model gone\nUsing scripted/script") == "note: model gone\nnote: Using scripted/script\n"
+    )
+    assert note_lines("") == ""

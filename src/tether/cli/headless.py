@@ -21,17 +21,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from tether.session.agent_session import AgentSession
-from tether.session.events import WireEvents, message_text
+from tether.session.events import WireEvents, message_text, note_lines
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import dumps
 from tether.wire.file_names import path_text
 
 
 def write_notes(core: AgentSession, err: TextIO) -> None:
-    """What the setup left out (``AgentSession.notice``), a ``note:`` line each: a second line
-    without the prefix read as part of the first."""
-    for line in (core.notice or "").splitlines():
-        err.write(f"note: {line}\n")
+    """What the setup left out (``AgentSession.notice``), as ``note:`` lines (``note_lines``)."""
+    err.write(note_lines(core.notice or ""))
 
 
 def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> None:
@@ -44,7 +42,7 @@ def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> Non
         if server.status == "failed" and server.name not in noted:
             noted.add(server.name)
             reason = (server.error or "no reason given").splitlines()[0]
-            err.write(f"note: MCP server '{server.name}' did not start: {reason}\n")
+            err.write(note_lines(f"MCP server '{server.name}' did not start: {reason}"))
 
 
 async def run_print(

@@ -27,7 +27,7 @@ from tether.rpc import protocol as p
 from tether.rpc.dispatch import ANSWERED, NO_DATA, CommandDispatch, CommandError, WriteFrame, load_command
 from tether.session.agent_session import AgentSession
 from tether.session.commands import execute_remote, named_command
-from tether.session.events import NoticeEvent, Run, SessionEvent, WireEvents, message_text
+from tether.session.events import NoticeEvent, Run, SessionEvent, WireEvents, message_text, note_lines
 from tether.wire import AgentMessage, ImageContent, ModelInfo
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class RpcServer(CommandDispatch):
             return
         self.dialogs.notify(message, "warning")
         with contextlib.suppress(OSError, ValueError):  # a client that closed stderr: the frame told it
-            sys.stderr.writelines(f"note: {line}\n" for line in message.splitlines())
+            sys.stderr.write(note_lines(message))
 
     # -- runs --------------------------------------------------------------------------------------
 

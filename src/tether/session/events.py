@@ -137,6 +137,13 @@ class QueueSnapshot:
     follow_up: tuple[str, ...]
 
 
+def note_lines(notice: str) -> str:
+    """A notice (a ``notice`` event's message, ``AgentSession.notice``) as the front ends without
+    a screen write it to stderr (print, JSON and RPC modes), as pi 1.6 writes its diagnostics:
+    ``note:`` before each line, since a second line without it read as part of the first."""
+    return "".join(f"note: {line}\n" for line in notice.splitlines())
+
+
 def message_text(message: AgentMessage) -> str:
     content = cast(Any, message).get("content")
     if isinstance(content, str):
