@@ -481,7 +481,7 @@ class InteractiveApp:
         if kind == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self.say(render.user_item(self._pastes.shown(render.message_text(message))))
+                self._echo(render.message_text(message))
             elif message["role"] == "assistant":
                 self._live = message
         elif kind == "message_update":
@@ -507,6 +507,12 @@ class InteractiveApp:
             self.say(render.note(str(event["message"]), "warning"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
             self._stats = self._core.stats()
+
+    def _echo(self, text: str) -> None:
+        """Show the user's message, its pastes as their markers: a sent one at its
+        ``message_start``, a command run here (``/tree``, ``/resume``...) as it starts, since no
+        event shows it."""
+        self.say(render.user_item(self._pastes.shown(text)))
 
     def _message_end(self, message: dict[str, Any]) -> None:
         if message["role"] == "assistant":
@@ -553,19 +559,19 @@ class InteractiveApp:
         try:
             parsed = commands.parse(text)
             if parsed == ("tree", "") and not core.is_running:
-                self.say(render.user_item(self._pastes.shown(text)))
+                self._echo(text)
                 await self._navigate_tree()
             elif parsed == ("resume", "") and not core.is_running:
-                self.say(render.user_item(self._pastes.shown(text)))
+                self._echo(text)
                 await views.resume_picked(self, core)
             elif parsed == ("fork", "") and not core.is_running:
-                self.say(render.user_item(self._pastes.shown(text)))
+                self._echo(text)
                 self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:
-                self.say(render.user_item(self._pastes.shown(text)))
+                self._echo(text)
                 await interactive_commands.run(self, core, *parsed)
             elif commands.runs_here(core, text):
-                self.say(render.user_item(self._pastes.shown(text)))
+                self._echo(text)
                 reports = self._compaction_reports
                 result = await commands.execute(core, text)
                 if self._compaction_reports != reports:  # /compact: its compaction_end said it all
