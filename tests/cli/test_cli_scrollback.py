@@ -4,6 +4,7 @@ a redraw holds."""
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,11 +12,16 @@ from typing import Any
 
 import pytest
 
+from tether.agent import Agent
 from tether.cli import render
 from tether.cli.interactive import InteractiveApp
+from tether.cli.interactive_views import history
 from tether.cli.keybindings import DEFAULTS
 from tether.cli.render import Painter
 from tether.cli.scrollback import CLEAR, EARLIER, Scrollback
+from tether.cli.transcript import branch_messages, render_transcript
+from tether.session import AgentSession, SessionManager
+from tether.testing.scripted import ScriptedModel
 
 WIDE, NARROW = Painter(100, False), Painter(40, False)
 ANSWER = " ".join(f"word{n}" for n in range(30))
@@ -144,3 +150,67 @@ def test_a_result_kept_folded_is_drawn_again_as_its_whole_would_be() -> None:
                 drawn = kept(painter)
                 assert drawn == render.finished_tool(painter, "read", {"path": "f"}, shown, expanded=False)
                 assert any(line.endswith("…") for line in drawn.splitlines())  # the long line, cut
+
+
+def stored_session(manager: SessionManager, cwd: Path, turns: int) -> str:
+    """A stored conversation of large messages: per turn a 50 KB prompt, an answer thinking 50 KB
+    whose call writes 50 KB, the 50 KB result, and a shell run printing 50 KB."""
+    usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    with manager.create(str(cwd)) as session:
+        for n in range(turns):
+            big = "".join(f"line {n}.{k} " + "x" * 90 + "\n" for k in range(500))
+            call = {
+                "type": "toolCall",
+                "id": f"c{n}",
+                "name": "write",
+                "arguments": {"path": "f", "content": big},
+            }
+            blocks = [{"type": "thinking", "thinking": big}, {"type": "text", "text": f"answer {n}"}, call]
+            messages: list[Any] = [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"question {n}\n{big}"}],
+                    "timestamp": 0,
+                },
+                {
+                    "role": "assistant",
+                    "content": blocks,
+                    **{"api": "x", "provider": "x", "model": "x", "stopReason": "toolUse", "timestamp": 0},
+                    "usage": {**usage, "cost": {**usage, "total": 0}},
+                },
+                {
+                    "role": "toolResult",
+                    **{"toolCallId": f"c{n}", "toolName": "write", "isError": False, "timestamp": 0},
+                    "content": [{"type": "text", "text": big}],
+                },
+                {"role": "bashExecution", "command": "cat f", "output": big, "exitCode": 0, "timestamp": 0},
+            ]
+            for message in messages:
+                session.append_message(message)
+        return session.id
+
+
+async def test_a_resumed_sessions_history_keeps_what_it_shows_not_the_messages(tmp_path: Path) -> None:
+    """The history drawn on resume is drawn again at a new width from what it shows (a prompt's
+    beginning, thinking's first line, a tool's header and first lines): it kept the messages read
+    whole, for as long as the scrollback kept it, after /new or /resume dropped the session."""
+    with SessionManager.at(tmp_path / "sessions.db") as manager:
+        session_id = stored_session(manager, tmp_path, 12)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            scripted = ScriptedModel([])
+            core = AgentSession(Agent(model=scripted.model, stream_fn=scripted), manager.open(session_id))
+            shown = history(core, WIDE, 10_000)  # rows enough for the whole conversation
+            await core.close()
+            del core, scripted
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        with manager.open(session_id) as reopened:
+            messages = branch_messages(reopened)
+    assert shown is not None and shown(WIDE).startswith("› question 0")
+    assert shown(NARROW) == render_transcript(NARROW, messages, show_thinking=False, folded=True)
+    assert kept < 1_500_000, kept  # 0.7 MB (rich's caches among it); 3.7 MB when the messages were kept

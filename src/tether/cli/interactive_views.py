@@ -23,7 +23,13 @@ from prompt_toolkit.output import Output
 from tether.ai.abort import AbortController
 from tether.cli import clipboard, external_editor, pickers, render, screens, themes
 from tether.cli.keybindings import Bindings
-from tether.cli.transcript import BackwardTranscript, branch_messages_backward, render_transcript
+from tether.cli.transcript import (
+    BackwardTranscript,
+    branch_messages_backward,
+    draw_transcript,
+    render_transcript,
+    transcript_items,
+)
 from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
@@ -121,7 +127,8 @@ def history(core: AgentSession, painter: render.Painter, rows: int) -> render.It
     """The end of the branch as the scrollback would have shown it, for a resumed session: read
     newest first and rendered a chunk at a time until ``HISTORY_SCREENS`` screens are filled, so
     resuming a 10,000-message session costs what resuming a 40-message one does. At another
-    width the same messages are rendered again. ``None`` when the conversation is empty."""
+    width what they show is drawn again (``transcript_items``: not the whole messages, which the
+    scrollback kept after /new or /resume dropped them). ``None`` when the conversation is empty."""
     session = core.session
     newest: Iterable[dict[str, Any]] = (
         branch_messages_backward(session)
@@ -141,13 +148,11 @@ def history(core: AgentSession, painter: render.Painter, rows: int) -> render.It
         lines += text.count("\n") + 2
     if not chunks or (pages.exhausted and chunks == [render_empty(painter)]):
         return None
-    first, earlier, messages = "\n\n".join(chunks), not pages.exhausted, read[::-1]
+    first, earlier = "\n\n".join(chunks), not pages.exhausted
+    items = transcript_items(read[::-1], show_thinking=False, folded=True, custom=custom)  # not the messages
 
     def drawn(at: render.Painter) -> str:
-        if at == painter:
-            body = first
-        else:
-            body = render_transcript(at, messages, show_thinking=False, folded=True, custom=custom)
+        body = first if at == painter else draw_transcript(at, items)
         return at.styled(EARLIER_MESSAGES, "muted") + "\n\n" + body if earlier else body
 
     return drawn

@@ -103,8 +103,19 @@ def thinking_text(painter: Painter, thinking: str, *, expanded: bool, hint: str 
         return ""
     if expanded:
         return painter.styled(thinking, "muted.italic")
-    words = len(thinking.split())
-    first = thinking.splitlines()[0]
+    return _folded_thinking(painter, len(thinking.split()), thinking.splitlines()[0], hint)
+
+
+def thinking_item(thinking: str, *, expanded: bool, hint: str) -> Item:
+    """``thinking_text`` as the scrollback keeps it: folded, the word count and the first line's
+    beginning (drawn again exactly up to ``KEPT_WIDTH`` columns), not the whole thinking."""
+    thinking = thinking.strip()
+    if expanded or not thinking:
+        return item(thinking_text, thinking, expanded=expanded, hint=hint)
+    return item(_folded_thinking, len(thinking.split()), thinking.splitlines()[0][:KEPT_WIDTH], hint)
+
+
+def _folded_thinking(painter: Painter, words: int, first: str, hint: str) -> str:
     if len(first) > painter.width - 40:
         first = first[: max(10, painter.width - 43)] + "..."
     return painter.styled(f"▸ thinking ({words} words): {first}  [{hint}]", "muted.italic")
@@ -129,6 +140,12 @@ def format_args(args: object, limit: int = 200) -> str:
 def tool_header(painter: Painter, name: str, args: object, state: str) -> str:
     """``⚙ name key=value`` with a state mark: running, ok or error."""
     return _header(painter, name, format_args(args), state)
+
+
+def running_item(name: str, args: object) -> Item:
+    """``tool_header`` of a call still running (or never answered) as the scrollback keeps it:
+    its arguments' line, not the arguments (a ``write``'s whole content)."""
+    return item(_header, name, format_args(args), "running")
 
 
 def _header(painter: Painter, name: str, args: str, state: str) -> str:
@@ -327,6 +344,14 @@ def shell_run(painter: Painter, message: Mapping[str, Any], *, expanded: bool) -
     return _shell_run(painter, message, result_lines(str(message.get("output", "")), expanded=expanded))
 
 
+def shell_item(message: Mapping[str, Any], *, expanded: bool) -> Item:
+    """``shell_run`` as the scrollback keeps it: the source line's fields and the output's lines
+    shown (``result_lines``), not the whole output."""
+    output = result_lines(str(message.get("output", "")), expanded=expanded)
+    run = _only(message, "role", "command", "code", "exitCode", "cancelled", "excludeFromContext")
+    return lambda painter: _shell_run(painter, run, output)
+
+
 def _shell_run(painter: Painter, message: Mapping[str, Any], output: Shown) -> str:
     shell = message.get("role") == "bashExecution"
     source = str(message.get("command") if shell else message.get("code"))
@@ -465,9 +490,7 @@ def ended_item(message: Mapping[str, Any], *, show_thinking: bool, custom: Custo
     renderer may read any of it)."""
     role = message.get("role")
     if role in ("bashExecution", "pythonExecution"):
-        folded = result_lines(str(message.get("output", "")), expanded=False)
-        run = _only(message, "role", "command", "code", "exitCode", "cancelled", "excludeFromContext")
-        return lambda painter: _shell_run(painter, run, folded)
+        return shell_item(message, expanded=False)
     if role == "assistant":
         blocks = cast(list[Mapping[str, Any]], message.get("content") or [])
         content = [_only(block, "type", "thinking", "text") for block in blocks]

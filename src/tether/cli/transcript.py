@@ -103,74 +103,91 @@ def render_transcript(
     result, shell runs with all their output, summaries, extensions' messages (``custom``
     renders them); thinking in full when ``show_thinking``. ``folded``: as the scrollback shows
     them instead (long results and thinking folded)."""
+    items = transcript_items(messages, show_thinking=show_thinking, folded=folded, custom=custom)
+    return draw_transcript(painter, items)
+
+
+def draw_transcript(painter: render.Painter, items: Sequence[render.Item]) -> str:
+    """``transcript_items`` drawn with ``painter``: what ``render_transcript`` returns."""
+    text = "\n\n".join(stripped for item in items if (stripped := item(painter).strip("\n")))
+    return text or painter.styled("(nothing in this conversation yet)", "muted")
+
+
+def transcript_items(
+    messages: Sequence[dict[str, Any]],
+    *,
+    show_thinking: bool,
+    folded: bool = False,
+    custom: render.CustomRenderer | None = None,
+) -> list[render.Item]:
+    """``render_transcript``'s pieces, each keeping of its message what it shows: folded, a tool's
+    header line and its result's first lines, a prompt's beginning, thinking's first line, not
+    the whole messages. The resumed session's history (``interactive_views.history``) keeps
+    them to draw again at a new width, as the scrollback keeps live items."""
     results = {
         str(m.get("toolCallId")): m for m in messages if m.get("role") == "toolResult" and m.get("toolCallId")
     }
     called: set[str] = set()
-    parts: list[str] = []
+    items: list[render.Item] = []
     for message in messages:
         role = message.get("role")
         if role == "user":
-            parts.append(render.user_text(painter, render.message_text(message)))
+            items.append(render.user_item(render.message_text(message)))
         elif role == "assistant":
-            parts.extend(
-                _assistant(painter, message, results, called, show_thinking=show_thinking, folded=folded)
-            )
+            items.extend(_assistant(message, results, called, show_thinking=show_thinking, folded=folded))
         elif role == "toolResult" and str(message.get("toolCallId")) not in called:
-            parts.append(_tool(painter, str(message.get("toolName", "?")), {}, message, folded=folded))
+            items.append(_tool(str(message.get("toolName", "?")), {}, message, folded=folded))
         elif role in ("bashExecution", "pythonExecution"):
-            parts.append(render.shell_run(painter, message, expanded=not folded))
+            items.append(render.shell_item(message, expanded=not folded))
         elif role in ("compactionSummary", "branchSummary"):
             title = "compaction summary" if role == "compactionSummary" else "summary of a branch left"
-            parts.append(painter.styled(f"── {title} ──", "warning.strong"))
-            parts.append(painter.markdown(str(message.get("summary", ""))))
+            items.append(render.note(f"── {title} ──", "warning.strong"))
+            items.append(render.item(render.Painter.markdown, str(message.get("summary", ""))))
         elif role == "fileMention":
-            for item in cast(list[dict[str, Any]], message.get("files") or []):
-                note = f" (skipped: {item['skippedReason']})" if item.get("skippedReason") else ""
-                parts.append(painter.styled(f"@ attached {item.get('path', '?')}{note}", "muted"))
-        elif role == "custom":
-            parts.append(render.custom_message(painter, message, expanded=not folded, custom=custom) or "")
-    text = "\n\n".join(stripped for p in parts if (stripped := p.strip("\n")))
-    return text or painter.styled("(nothing in this conversation yet)", "muted")
+            for file in cast(list[dict[str, Any]], message.get("files") or []):
+                note = f" (skipped: {file['skippedReason']})" if file.get("skippedReason") else ""
+                items.append(render.note(f"@ attached {file.get('path', '?')}{note}", "muted"))
+        elif role == "custom":  # kept whole: its renderer may read any of it
+            items.append(render.item(_custom, message, expanded=not folded, custom=custom))
+    return items
+
+
+def _custom(
+    painter: render.Painter, message: dict[str, Any], *, expanded: bool, custom: render.CustomRenderer | None
+) -> str:
+    return render.custom_message(painter, message, expanded=expanded, custom=custom) or ""
 
 
 def _assistant(
-    painter: render.Painter,
     message: dict[str, Any],
     results: dict[str, dict[str, Any]],
     called: set[str],
     *,
     show_thinking: bool,
     folded: bool,
-) -> list[str]:
-    parts: list[str] = []
+) -> list[render.Item]:
+    items: list[render.Item] = []
     for block in cast(list[dict[str, Any]], message.get("content") or []):
         kind = block.get("type")
         if kind == "thinking":
             hint = "Ctrl-O to read" if folded else "Ctrl-T to expand"
-            parts.append(
-                render.thinking_text(
-                    painter, str(block.get("thinking", "")), expanded=show_thinking, hint=hint
-                )
+            items.append(
+                render.thinking_item(str(block.get("thinking", "")), expanded=show_thinking, hint=hint)
             )
         elif kind == "text" and str(block.get("text", "")).strip():
-            parts.append(painter.markdown(str(block["text"])))
+            items.append(render.item(render.Painter.markdown, str(block["text"])))
         elif kind == "toolCall":
             call_id = str(block.get("id"))
             called.add(call_id)
             arguments = block.get("arguments", {})
-            parts.append(
-                _tool(painter, str(block.get("name", "?")), arguments, results.get(call_id), folded=folded)
-            )
+            items.append(_tool(str(block.get("name", "?")), arguments, results.get(call_id), folded=folded))
     if message.get("stopReason") in ("error", "aborted"):
         aborted = message.get("stopReason") == "aborted"
-        parts.append(render.error_text(painter, str(message.get("errorMessage", "")), aborted=aborted))
-    return parts
+        items.append(render.item(render.error_text, str(message.get("errorMessage", "")), aborted=aborted))
+    return items
 
 
-def _tool(
-    painter: render.Painter, name: str, args: object, result: dict[str, Any] | None, *, folded: bool
-) -> str:
+def _tool(name: str, args: object, result: dict[str, Any] | None, *, folded: bool) -> render.Item:
     if result is None:
-        return render.tool_header(painter, name, args, "running")
-    return render.finished_tool(painter, name, args, result, expanded=not folded)
+        return render.running_item(name, args)
+    return render.FinishedTool.of(name, args, result, expanded=not folded)
