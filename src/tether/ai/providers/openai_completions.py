@@ -19,6 +19,7 @@ chunk handling they change.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass, fields
@@ -73,7 +74,13 @@ class Compat:
 
 def detect_compat(model: ModelInfo) -> Compat:
     """Settings for known providers, from ``provider`` first and the base URL second."""
-    provider, url = model["provider"], model["baseUrl"]
+    return _detected(model["provider"], model["baseUrl"], model["id"])
+
+
+@functools.lru_cache(maxsize=64)
+def _detected(provider: str, url: str, model_id: str) -> Compat:
+    """``detect_compat``'s answer, worked out once per model: every request asks, and the work
+    is a dozen substring searches in the URL and a frozen ``Compat`` built field by field."""
     zai = provider == "zai" or "api.z.ai" in url
     xai = provider == "xai" or "api.x.ai" in url
     deepseek = provider == "deepseek" or "deepseek.com" in url
@@ -106,7 +113,7 @@ def detect_compat(model: ModelInfo) -> Compat:
         requiresReasoningContentOnAssistantMessages=deepseek,
         thinkingFormat=thinking,
         supportsStrictMode=not (mistral or local),
-        anthropicCacheControl=openrouter and model["id"].startswith("anthropic/"),
+        anthropicCacheControl=openrouter and model_id.startswith("anthropic/"),
         requiresStringContent=local,
     )
 
