@@ -190,8 +190,9 @@ class ModelRegistry:
         self._user_loaded = False
         self._providers: dict[str, ProviderInfo] = {}
         self._models: dict[tuple[str, str], ModelInfo] = {}
-        self._timeouts: dict[str, tuple[float, Path, tuple[float | None, float | None]]] = {}
-        """Provider → (when and in which ``models.json`` it was looked up, its timeouts)."""
+        self._timeouts: dict[str, tuple[float, tuple[float | None, float | None]]] = {}
+        """Provider → (when it was looked up, its timeouts); emptied when ``models.json`` is read
+        anew."""
 
     @property
     def catalog(self) -> Catalog:
@@ -236,25 +237,25 @@ class ModelRegistry:
         """The provider's own idle and connect timeouts in seconds (0: none), each ``None`` when
         it sets none.
 
-        Every request asks, and a full lookup re-reads the base-URL variables and stats
-        ``models.json`` (12-19 us, ~4% of a request's CPU among 300 concurrent sessions), so the
-        answer is reused for up to ``TIMEOUTS_RECHECK`` seconds while the file's path stays:
-        an edit of ``streamIdleTimeoutMs`` reaches the requests that start a second later at
-        most, another ``TETHER_HOME`` the next one. Also ``None`` for an unknown provider or a
-        broken ``models.json``: the stream is not the place to report those (choosing the model
-        already did).
+        Every request asks, and a full lookup re-reads the base-URL variables, finds the path of
+        ``models.json`` in the environment (four variables read) and stats it, so the answer is
+        reused for up to ``TIMEOUTS_RECHECK`` seconds: an edit of ``streamIdleTimeoutMs``, or
+        another ``models.json`` (another ``TETHER_HOME``), reaches the requests that start a
+        second later at most, and the next request at once when a lookup in between (choosing a
+        model, as a front end does when it starts) read the new file. Also ``None`` for an
+        unknown provider or a broken ``models.json``: the stream is not the place to report those
+        (choosing the model already did).
         """
         now = time.monotonic()
-        path = self._models_path()
         cached = self._timeouts.get(provider)
-        if cached is not None and now - cached[0] < TIMEOUTS_RECHECK and cached[1] == path:
-            return cached[2]
+        if cached is not None and now - cached[0] < TIMEOUTS_RECHECK:
+            return cached[1]
         try:
             found = self.find_provider_info(provider)
         except ModelsFileError:
             found = None
         timeouts = (found.idle_timeout, found.connect_timeout) if found is not None else (None, None)
-        self._timeouts[provider] = (now, path, timeouts)
+        self._timeouts[provider] = (now, timeouts)
         return timeouts
 
     def file_problems(self) -> list[str]:
@@ -392,6 +393,7 @@ class ModelRegistry:
                 data = read_models_file(path, known, problems)
                 layer = _build_user_layer(path, stamp, data, catalog, problems)
             self._user, self._user_loaded = layer, True
+            self._timeouts.clear()  # the timeouts remembered were the previous file's
         return self._user
 
 

@@ -86,9 +86,9 @@ def test_an_edited_idle_timeout_reaches_the_requests_after_the_recheck(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every request asks for its provider's idle timeout, which is reused for up to
-    ``TIMEOUTS_RECHECK`` seconds (docs/models.md): an edit of ``models.json`` is read once
-    that has passed, another file (a new ``TETHER_HOME``) at once. The window is set here, not
-    waited for."""
+    ``TIMEOUTS_RECHECK`` seconds (docs/models.md): an edit of ``models.json``, or another file
+    (a new ``TETHER_HOME``), is read once that has passed, or at once after a lookup (choosing a
+    model) read the new file. The window is set here, not waited for."""
     first = tmp_path / "a" / "models.json"
     second = tmp_path / "b" / "models.json"
     for path, ms in ((first, 2000), (second, 0)):
@@ -103,8 +103,11 @@ def test_an_edited_idle_timeout_reaches_the_requests_after_the_recheck(
     )
     assert registry.stream_timeouts("ollama")[0] == 2.0  # within the window
     current[0] = second
-    assert registry.stream_timeouts("ollama")[0] == 0  # another file: at once
+    assert registry.stream_timeouts("ollama")[0] == 2.0  # another file, within the window
+    registry.get_provider_info("ollama")  # a lookup reads the other file
+    assert registry.stream_timeouts("ollama")[0] == 0  # at once
     current[0] = first
+    registry.get_model("ollama", "qwen3:8b")
     assert registry.stream_timeouts("ollama") == (0.5, 30.0)  # back, and its edit read with it
     first.write_text(json.dumps({"providers": {"ollama": {}}}))
     monkeypatch.setattr(models_module, "TIMEOUTS_RECHECK", 0.0)
