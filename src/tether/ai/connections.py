@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import httpx2
 
+from tether.ai.idle_watch import IdleWatch
 from tether.ai.types import DEFAULT_CONNECT_TIMEOUT
 
 DEFAULT_MAX_CONNECTIONS = 1_000
@@ -166,19 +167,19 @@ class ProviderPool:
         return request
 
     async def send(
-        self, client: httpx2.AsyncClient, request: httpx2.Request, idle: float | None = None
+        self, client: httpx2.AsyncClient, request: httpx2.Request, watch: IdleWatch | None = None
     ) -> httpx2.Response:
         """Send ``request`` (streamed) once a slot is free; the slot is freed when the response
         is closed, or at once if sending fails or is cancelled. ``TimeoutError`` when the
-        response's headers take longer than ``idle`` seconds from the slot on."""
+        response's headers take longer than ``watch`` allows from the slot on."""
         slots = self._slots
         if slots is None:
-            async with asyncio.timeout(idle):
-                return await client.send(request, stream=True)
+            sent = client.send(request, stream=True)
+            return await (sent if watch is None else watch.wait(sent))
         await slots.acquire()
         try:
-            async with asyncio.timeout(idle):
-                response = await client.send(request, stream=True)
+            sent = client.send(request, stream=True)
+            response = await (sent if watch is None else watch.wait(sent))
         except BaseException:
             slots.release()
             raise

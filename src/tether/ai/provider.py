@@ -51,6 +51,7 @@ from tether.ai.event_stream import (
     error_event,
     new_assistant_message,
 )
+from tether.ai.idle_watch import IdleWatch
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
@@ -152,12 +153,20 @@ async def _drive(
     attempt = 0
     sent_start = False
     idle, connect = _timeouts(model, options)
+    watch = None if idle is None else IdleWatch(asyncio.get_running_loop(), idle)
     while True:
         if signal is not None and signal.aborted:
             yield clock.stamp(error_event(output, ABORTED_MESSAGE, aborted=True))
             return
-        response = await send(request, options, provider=model["provider"], idle=idle, connect=connect)
+        try:
+            response = await send(request, options, provider=model["provider"], watch=watch, connect=connect)
+        except BaseException:  # cancelled: the timer must not outlive the request
+            if watch is not None:
+                watch.close()
+            raise
         if isinstance(response, RequestFailed):
+            if watch is not None:
+                watch.close()  # a retry's wait sets it again
             delay = retry_delay(response, attempt, options)
             if isinstance(delay, RequestFailed):
                 if delay.status is not None:
@@ -176,7 +185,7 @@ async def _drive(
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
         arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
-        batches = _event_batches(chunks, parser, signal, idle, arrived)
+        batches = _event_batches(chunks, parser, signal, watch, arrived)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False
@@ -296,7 +305,7 @@ async def _event_batches(
     chunks: AsyncIterator[bytes],
     parser: StreamParser,
     signal: AbortSignal | None,
-    idle: float | None,
+    watch: IdleWatch | None,
     arrived: str,
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
@@ -309,12 +318,13 @@ async def _event_batches(
 
     A read failure before the parser produced any event raises ``_RetryableReadError`` (nothing
     was shown, so the request can be repeated); after that it ends the stream as ``error``. So
-    does a body that sends nothing for ``idle`` seconds (a stalled server), with a message the
-    session's retry recognises as transient. Only a read that gives the consumer events, or
+    does a body that sends nothing for ``watch.idle`` seconds (a stalled server), with a message
+    the session's retry recognises as transient (``watch``: the request's idle timeout, from the
+    wait for its headers on; closed here). Only a read that gives the consumer events, or
     brings part of an event, counts: SSE comments (``: ping``) and events that carry nothing
     (Anthropic's ``ping``) do not, so a server stuck behind a proxy's keep-alive, or pinging while
     its backend stalls, ends too instead of holding the run forever. Part of an event counts
-    only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``_IdleWatch.span``).
+    only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``IdleWatch.span``).
     A body without a single SSE event (an HTML page from a proxy or a wrong ``baseUrl``) ends
     with what did arrive: ``arrived`` (status and content type) and the body's first line.
     """
@@ -322,8 +332,8 @@ async def _event_batches(
     emitted = False
     any_event = False
     head = b""
-    loop = asyncio.get_running_loop()
-    watch = None if idle is None else _IdleWatch(loop, idle)
+    if watch is not None:
+        watch.restart()  # the headers came: the body's silences count from here
     try:
         while True:
             try:
@@ -338,13 +348,13 @@ async def _event_batches(
                 if watch is None or not watch.expired():
                     raise
                 provider = parser.model["provider"]
-                if watch.deadline >= watch.cap:
+                if watch.trickled_out():
                     message = (
                         f"Nothing complete from {provider} for {watch.span:g} s, only part of an event "
                         "trickling in (stream idle timeout)"
                     )
                 else:
-                    message = f"No data from {provider} for {idle:g} s (stream idle timeout)"
+                    message = f"No data from {provider} for {watch.idle:g} s (stream idle timeout)"
                 if not emitted:
                     raise _RetryableReadError(RequestFailed(message, retryable=True)) from None
                 yield parser.fail(message)
@@ -403,90 +413,15 @@ async def _event_batches(
                 return
             if watch is not None:
                 if out:
-                    now = loop.time()
-                    watch.deadline = now + watch.idle
-                    watch.cap = now + watch.span
-                elif decoder.midway():  # bytes of an event still arriving: progress, up to the cap
-                    watch.deadline = min(loop.time() + watch.idle, watch.cap)
+                    watch.restart()
+                elif decoder.midway():  # bytes of an event still arriving
+                    watch.trickled()
             if out:
                 emitted = True
                 yield out
     finally:
         if watch is not None:
             watch.close()
-
-
-TRICKLE_IDLES = 2
-"""Idle timeouts a reply may go without giving the consumer an event while part of one keeps
-arriving. Those bytes are progress (a large event, a final one repeating a generated image, comes
-in many reads, each within the idle timeout of the last), but not without end: one event
-trickling in a byte at a time, each just inside the idle timeout, held the run until the 64 MB
-event cap (a byte every 299 s: centuries), as pings trickled in pieces did. Twice the idle
-timeout is 10 minutes by default, far beyond any real event's arrival; a long answer is many
-events, each of which moves the cap on."""
-
-
-class _IdleWatch:
-    """A stream's idle timeout: one timer per stream, moved lazily, instead of one per read.
-
-    ``asyncio.timeout_at`` around every network read cost ~4.4 µs a read (a ``Timeout``, a timer
-    handle scheduled, then cancelled and left in the event loop's heap). Here a read only moves
-    ``deadline``; the one timer, when it fires before the deadline (data came meanwhile), moves
-    itself to it, and when the deadline has passed with a read waiting, cancels the reading task,
-    which ``_event_batches`` turns into the idle-timeout failure (``expired``). A cancellation
-    from elsewhere (an abort, the consumer's task cancelled) stays a cancellation, as it does
-    through ``asyncio.timeout``.
-    """
-
-    __slots__ = ("_cancelling", "_fired", "_handle", "_loop", "cap", "deadline", "idle", "span", "task")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, idle: float) -> None:
-        self._loop = loop
-        self.idle = idle
-        self.span = idle * TRICKLE_IDLES
-        self.deadline = loop.time() + idle
-        self.cap = loop.time() + self.span
-        """The latest ``deadline`` bytes of an unfinished event may set: ``span`` after the last
-        read that gave the consumer events (or the body's start)."""
-        self.task: asyncio.Task[Any] | None = None
-        """The task waiting for a read, while one waits (``None`` between reads)."""
-        self._cancelling = 0
-        self._handle: asyncio.TimerHandle | None = None
-        self._fired = False
-
-    def reading(self) -> None:
-        """A read is about to wait (in the current task)."""
-        task = self.task = asyncio.current_task()
-        assert task is not None
-        self._cancelling = task.cancelling()
-        if self._handle is None:
-            self._handle = self._loop.call_at(self.deadline, self._check)
-
-    def _check(self) -> None:
-        self._handle = None
-        task = self.task
-        if task is None:
-            return  # between reads: the next read sets the timer again
-        if self._loop.time() < self.deadline:
-            self._handle = self._loop.call_at(self.deadline, self._check)
-            return
-        self._fired = True
-        task.cancel()
-
-    def expired(self) -> bool:
-        """In the reading task, after its read was cancelled: whether by this timer alone (the
-        cancellation is then consumed, as ``asyncio.timeout`` consumes its own)."""
-        if not self._fired:
-            return False
-        self._fired = False
-        task = asyncio.current_task()
-        assert task is not None
-        return task.uncancel() <= self._cancelling
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
 
 
 _HEAD_BYTES = 512

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from tether.ai.connections import ProviderPool, provider_pool
+from tether.ai.idle_watch import IdleWatch
 from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.shown_url import secrets_of, shown_url
@@ -80,7 +81,7 @@ async def send(
     options: StreamOptions,
     client: httpx2.AsyncClient | None = None,
     provider: str = "",
-    idle: float | None = None,
+    watch: IdleWatch | None = None,
     connect: float | None = None,
 ) -> httpx2.Response | RequestFailed:
     """One attempt: the open 2xx response, or why not (see ``retry_delay`` for what to do next).
@@ -88,9 +89,9 @@ async def send(
     The client is ``client``, else the options' ``http_client`` (the socket: a caller's own
     client or transport, a ``tether.testing.MockProvider``), used as they are; else the request
     takes its session's lane of ``provider``'s pool, once one of the provider's connection slots
-    is free. ``idle`` (seconds) bounds the wait for the response's headers once connected, as it
-    bounds the body's silences: a server that accepted and never answered held the run for the
-    whole ``timeout``, each try. ``connect`` (seconds) bounds setting up the connection, when the
+    is free. ``watch`` (the request's idle timeout) bounds the wait for the response's headers
+    once connected, as it bounds the body's silences: a server that accepted and never answered
+    held the run for the whole ``timeout``, each try. ``connect`` (seconds) bounds setting up the connection, when the
     provider sets its own (``models.json``); else the options' ``connect_timeout`` does."""
     pool = None
     if client is None:
@@ -113,7 +114,7 @@ async def send(
             http_request = client.build_request(
                 "POST", request.url, content=request.content, headers=headers, timeout=timeout
             )
-        response = await _send_once(client, pool, http_request, idle)
+        response = await _send_once(client, pool, http_request, watch)
         for _ in range(MAX_REDIRECTS):
             redirect = response.next_request  # set for a 3xx with a Location, none followed yet
             if redirect is None:
@@ -125,11 +126,11 @@ async def send(
                 )
                 return _without_secrets(failure, headers, request.url)
             http_request = redirect
-            response = await _send_once(client, pool, http_request, idle)
-    except TimeoutError as exc:  # asyncio's when ``idle`` passed without the headers
+            response = await _send_once(client, pool, http_request, watch)
+    except TimeoutError as exc:  # the watch's when its time passed without the headers
         failure = RequestFailed(
-            f"No response from {provider or shown_url(request.url)} for {idle:g} s (stream idle timeout)"
-            if idle is not None
+            f"No response from {provider or shown_url(request.url)} for {watch.idle:g} s (stream idle timeout)"
+            if watch is not None
             else f"Request to {shown_url(request.url)} timed out: {_text(exc)}",
             retryable=True,
         )
@@ -179,14 +180,15 @@ MAX_REDIRECTS = 5
 
 
 async def _send_once(
-    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request, idle: float | None
+    client: httpx2.AsyncClient, pool: ProviderPool | None, request: httpx2.Request, watch: IdleWatch | None
 ) -> httpx2.Response:
     """Send ``request`` without following a redirect (a pool's clients never do); ``TimeoutError``
-    when its headers take longer than ``idle`` (a wait for a connection slot does not count)."""
+    when its headers take longer than ``watch`` allows (a wait for a connection slot does not
+    count)."""
     if pool is not None:
-        return await pool.send(client, request, idle)
-    async with asyncio.timeout(idle):
-        return await client.send(request, stream=True, follow_redirects=False)
+        return await pool.send(client, request, watch)
+    sent = client.send(request, stream=True, follow_redirects=False)
+    return await (sent if watch is None else watch.wait(sent))
 
 
 def _same_server(sent: httpx2.URL, target: httpx2.URL) -> bool:
