@@ -67,13 +67,15 @@ async def test_completions_body_split_right_after_done_still_reuses() -> None:
     assert server.connections == 1
 
 
-async def test_completions_body_left_open_after_done_neither_hangs_nor_is_reused() -> None:
+@pytest.mark.parametrize("idle", [300.0, 0.0], ids=["idle-timeout", "no-idle-timeout"])
+async def test_completions_body_left_open_after_done_neither_hangs_nor_is_reused(idle: float) -> None:
+    """The drain is bounded whether the request has an idle timeout or none (``idle_timeout=0``)."""
     body = TEXT[COMPLETIONS].body
     # Content-Length promises a comment line after [DONE] that never comes.
     stalled = Reply(body + b": keep-alive\n\n", stall_after=len(body))
     async with LoopbackServer([stalled]) as server:
         for _ in range(2):
-            _, final = await asyncio.wait_for(collect(model(server.url), fast()), timeout=10)
+            _, final = await asyncio.wait_for(collect(model(server.url), fast(idle_timeout=idle)), timeout=10)
             assert final["stopReason"] == "stop"
             assert final["content"][0]["text"] == "Hello"
     assert len(server.requests) == 2
