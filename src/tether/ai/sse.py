@@ -132,7 +132,7 @@ class SSEDecoder:
             self._held_size = 0
             events = self._lines([rest.decode("utf-8", "replace")])
         if self._data:
-            events.append(self._dispatch())
+            events += self._lines([""])  # the blank line the body never sent
         return events
 
     def midway(self) -> bool:
@@ -143,12 +143,12 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         data = self._data
         for line in lines:
-            if not line:
+            if not line:  # the blank line that dispatches the event
                 if data:
-                    events.append(self._dispatch())
-                    data = self._data
-                else:
-                    self._event = ""
+                    joined = data[0] if len(data) == 1 else "\n".join(data)
+                    events.append(SSEEvent(self._event or "message", joined, self._id))
+                    data = self._data = []
+                self._event = ""
                 continue
             if line.startswith("data:"):
                 data.append(line[6:] if line.startswith(" ", 5) else line[5:])
@@ -166,10 +166,3 @@ class SSEDecoder:
                 self._id = value
             # "retry" and unknown fields are ignored: reconnection is the transport's business.
         return events
-
-    def _dispatch(self) -> SSEEvent:
-        data = self._data
-        event = SSEEvent(self._event or "message", data[0] if len(data) == 1 else "\n".join(data), self._id)
-        self._data = []
-        self._event = ""
-        return event
