@@ -184,8 +184,7 @@ async def _drive(
             yield {"type": "start", "partial": output}
         parser = make_parser(model, output)
         chunks = response.aiter_bytes()
-        arrived = f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
-        batches = _event_batches(chunks, parser, signal, watch, arrived)
+        batches = _event_batches(chunks, parser, signal, watch, response)
         final_batch: list[AssistantMessageEvent] | None = None
         retry: RequestFailed | None = None
         after_done = False
@@ -306,7 +305,7 @@ async def _event_batches(
     parser: StreamParser,
     signal: AbortSignal | None,
     watch: IdleWatch | None,
-    arrived: str,
+    response: httpx2.Response,
 ) -> AsyncGenerator[list[AssistantMessageEvent], None]:
     """Body bytes → the parser's events, one list per network read; the last list ends terminal.
 
@@ -326,7 +325,7 @@ async def _event_batches(
     its backend stalls, ends too instead of holding the run forever. Part of an event counts
     only within ``TRICKLE_IDLES`` idle timeouts of the last events given (``IdleWatch.span``).
     A body without a single SSE event (an HTML page from a proxy or a wrong ``baseUrl``) ends
-    with what did arrive: ``arrived`` (status and content type) and the body's first line.
+    with what did arrive: the ``response``'s status and content type and the body's first line.
     """
     decoder = SSEDecoder()
     emitted = False
@@ -363,7 +362,7 @@ async def _event_batches(
                 sse_events = decoder.flush()
                 ended = True
             except httpx2.DecodingError as exc:  # the same bytes would come again: not retried
-                yield parser.fail(f"Could not decode the response body ({arrived}): {exc}")
+                yield parser.fail(f"Could not decode the response body ({_arrived(response)}): {exc}")
                 return
             except httpx2.HTTPError as exc:
                 message = f"Connection lost while streaming: {str(exc) or type(exc).__name__}"
@@ -406,7 +405,7 @@ async def _event_batches(
                 if signal is not None and signal.aborted:
                     out += parser.fail(ABORTED_MESSAGE, aborted=True)
                 elif not any_event:
-                    out += parser.fail(_not_a_stream(arrived, head))
+                    out += parser.fail(_not_a_stream(_arrived(response), head))
                 else:
                     out += parser.end()
                 yield out
@@ -426,6 +425,12 @@ async def _event_batches(
 
 _HEAD_BYTES = 512
 """Body bytes kept to describe a reply that was not an event stream."""
+
+
+def _arrived(response: httpx2.Response) -> str:
+    """A response's status and content type, for a message saying what came instead of events
+    (read only then: a lookup in httpx's headers decodes and compares every one of them)."""
+    return f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
 
 
 def _not_a_stream(arrived: str, head: bytes) -> str:
