@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -88,6 +89,48 @@ def test_any_chunking_of_a_real_body_gives_the_same_events(index: int, cuts: lis
     whole = decode([body])
     assert whole, "every recorded body has events"
     assert decode(split(body, [c % (len(body) + 1) for c in cuts])) == whole
+
+
+def reference(text: str) -> list[SSEEvent]:
+    """The standard's line rules, one line at a time (an event still open at the end dispatched,
+    as ``flush`` does)."""
+    events: list[SSEEvent] = []
+    data: list[str] = []
+    name, last_id = "", None
+    for line in text.split("\n"):
+        if not line:
+            if data:
+                events.append(SSEEvent(name or "message", "\n".join(data), last_id))
+            data, name = [], ""
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+        elif field == "id":
+            last_id = value
+    if data:
+        events.append(SSEEvent(name or "message", "\n".join(data), last_id))
+    return events
+
+
+LINES = ["data: x", "data:y", "data:  z", "data", "data: a\u00e9", "event: e", "id: 1", ": c", "", "", "retry: 5"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.sampled_from(LINES), max_size=30), end=st.sampled_from(["", "\n", "\n\n"]))
+def test_events_of_one_data_line_and_all_others_follow_the_line_rules(lines: list[str], end: str) -> None:
+    """Events of one ``data: `` line are taken whole between blank lines, any other goes through
+    the line loop: whole, a line at a time and a byte at a time, the events are the standard's."""
+    text = "\n".join(lines) + end
+    body = text.encode()
+    assert decode([body]) == reference(text)
+    assert decode([line.encode() for line in re.findall(r"[^\n]*\n|[^\n]+$", text)]) == reference(text)
+    assert decode([body[i : i + 1] for i in range(len(body))]) == reference(text)
 
 
 def test_one_byte_at_a_time() -> None:
