@@ -38,6 +38,13 @@ def base_fields(model: ModelInfo, options: SimpleStreamOptions | None) -> dict[s
     fields: dict[str, Any] = {}
     if options is not None:
         fields = {name: getattr(options, name) for name in _STREAM_FIELDS}
-    if fields.get("max_tokens") is None and model["maxTokens"]:
-        fields["max_tokens"] = min(model["maxTokens"], DEFAULT_MAX_TOKENS_CAP)
+    fields["max_tokens"] = default_max_tokens(model, options)
     return fields
+
+
+def default_max_tokens(model: ModelInfo, options: StreamOptions | None) -> int | None:
+    """The options' ``max_tokens``, else the model's limit capped at ``DEFAULT_MAX_TOKENS_CAP``."""
+    asked = options.max_tokens if options is not None else None
+    if asked is not None or not model["maxTokens"]:
+        return asked
+    return min(model["maxTokens"], DEFAULT_MAX_TOKENS_CAP)

@@ -32,7 +32,7 @@ from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
 from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.sanitize import strip_surrogates
-from tether.ai.simple_options import base_fields, effective_effort
+from tether.ai.simple_options import default_max_tokens, effective_effort
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
@@ -140,8 +140,22 @@ class OpenAICompletionsOptions(StreamOptions):
 def build_request(
     model: ModelInfo, context: Context, options: StreamOptions, api_key: str | None
 ) -> HttpRequest:
-    compat = resolve_compat(model)
     effort = options.reasoning_effort if isinstance(options, OpenAICompletionsOptions) else None
+    return _request(model, context, options, api_key, effort, options.max_tokens)
+
+
+def _request(
+    model: ModelInfo,
+    context: Context,
+    options: StreamOptions,
+    api_key: str | None,
+    effort: str | None,
+    max_tokens: int | None,
+) -> HttpRequest:
+    """``build_request`` with the effort and the token limit given apart from ``options``: so
+    ``stream_simple`` sends its caller's options as they are, with no provider options copied
+    from them field by field on every request."""
+    compat = resolve_compat(model)
     body: dict[str, Any] = {
         "model": model["id"],
         "messages": convert_messages(model, context, compat),
@@ -151,8 +165,8 @@ def build_request(
         body["stream_options"] = {"include_usage": True}
     if compat.supportsStore:
         body["store"] = False
-    if options.max_tokens:
-        body[compat.maxTokensField] = options.max_tokens
+    if max_tokens:
+        body[compat.maxTokensField] = max_tokens
     if options.temperature is not None:
         body["temperature"] = options.temperature
     tools = context.get("tools") or []
@@ -614,8 +628,14 @@ def stream_simple_openai_completions(
     effort = effective_effort(model, options.reasoning if options else None)
     if effort == "max":
         effort = "xhigh"
-    opts = OpenAICompletionsOptions(**base_fields(model, options), reasoning_effort=effort)
-    return stream_openai_completions(model, context, opts)
+    opts = options or SimpleStreamOptions()
+    max_tokens = default_max_tokens(model, opts)
+    return stream_http(
+        model,
+        opts,
+        lambda key: _request(model, context, opts, key, effort, max_tokens),
+        OpenAICompletionsParser,
+    )
 
 
 PROVIDER = ApiProvider(API, stream_openai_completions, stream_simple_openai_completions, max_tools=128)
