@@ -201,6 +201,34 @@ def test_text_only_model_gets_image_placeholders_and_mistral_names_tool_results(
     assert body["tools"] == []  # tool history without tools: proxies need the key
 
 
+def test_tool_results_send_their_text_and_their_images_in_a_user_turn_after_them() -> None:
+    spec = model("openai", "https://api.openai.com/v1", input=["text", "image"])
+    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+    mixed = result("call_1", "first")
+    mixed["content"] += [image, {"type": "text", "text": "second"}]  # type: ignore[list-item]
+    context: Context = {
+        "messages": [
+            {"role": "user", "content": "read both", "timestamp": 0},
+            assistant({"type": "text", "text": "Reading é"}, CALL, CALL_2),
+            mixed,
+            result("call_2", "", images=True),
+        ]
+    }
+    body = openai_completions.build_request(spec, context, StreamOptions(), "k").body
+    url = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    calls = body["messages"][1]["tool_calls"]
+    assert body["messages"][1]["content"] == "Reading é"
+    assert [c["function"]["arguments"] for c in calls] == ['{"path": "a.py"}', '{"path": "b.py"}']
+    assert body["messages"][2:] == [
+        {"role": "tool", "content": "first\nsecond", "tool_call_id": "call_1"},
+        {"role": "tool", "content": "(see attached image)", "tool_call_id": "call_2"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, url, url],
+        },
+    ]
+
+
 def test_volatile_context_follows_the_system_prompt() -> None:
     context: Context = {"systemPrompt": "Be brief.", "volatileContext": "Now: Monday", "messages": []}
     body = openai_completions.build_request(

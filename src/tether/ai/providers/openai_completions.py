@@ -36,10 +36,20 @@ from tether.ai.simple_options import default_max_tokens, effective_effort
 from tether.ai.transport import HttpRequest
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
-from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo, StopReason
+from tether.wire import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    ModelInfo,
+    StopReason,
+    ThinkingContent,
+    ToolCall,
+)
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
+"""Encodes a replayed tool call's arguments as ``json.dumps(..., ensure_ascii=False)`` does,
+without building a new encoder for each call of every request."""
 
 ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen"]
 
@@ -296,20 +306,26 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
         else:
             images: list[dict[str, Any]] = []
             while i < len(messages) and (result := messages[i])["role"] == "toolResult":
-                text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text")
-                has_images = any(b["type"] == "image" for b in result["content"])
+                # One pass over the result's blocks: its texts, and its images for the user turn.
+                texts: list[str] = []
+                seen_images = len(images)
+                for block in result["content"]:
+                    if block["type"] == "text":
+                        texts.append(block["text"])
+                    else:
+                        url = f"data:{block['mimeType']};base64,{block['data']}"
+                        images.append({"type": "image_url", "image_url": {"url": url}})
+                text = "\n".join(texts)
+                if not text and len(images) > seen_images:
+                    text = "(see attached image)"
                 tool_message: dict[str, Any] = {
                     "role": "tool",
-                    "content": strip_surrogates(text or ("(see attached image)" if has_images else "")),
+                    "content": strip_surrogates(text),
                     "tool_call_id": result["toolCallId"],
                 }
                 if compat.requiresToolResultName and result["toolName"]:
                     tool_message["name"] = result["toolName"]
                 out.append(tool_message)
-                for block in result["content"]:
-                    if block["type"] == "image":
-                        url = f"data:{block['mimeType']};base64,{block['data']}"
-                        images.append({"type": "image_url", "image_url": {"url": url}})
                 i += 1
             i -= 1
             last_role = "toolResult"
@@ -328,11 +344,18 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
 
 
 def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
-    texts = [
-        strip_surrogates(b["text"]) for b in message["content"] if b["type"] == "text" and b["text"].strip()
-    ]
-    thinking = [b for b in message["content"] if b["type"] == "thinking" and b["thinking"].strip()]
-    calls = [b for b in message["content"] if b["type"] == "toolCall"]
+    texts: list[str] = []
+    thinking: list[ThinkingContent] = []
+    calls: list[ToolCall] = []
+    for b in message["content"]:  # one pass, not one per kind: every request converts every turn
+        if b["type"] == "text":
+            if b["text"].strip():
+                texts.append(strip_surrogates(b["text"]))
+        elif b["type"] == "thinking":
+            if b["thinking"].strip():
+                thinking.append(b)
+        elif b["type"] == "toolCall":
+            calls.append(b)
     out: dict[str, Any] = {
         "role": "assistant",
         "content": "" if compat.requiresAssistantAfterToolResult or compat.requiresStringContent else None,
@@ -357,7 +380,7 @@ def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> d
                 "type": "function",
                 "function": {
                     "name": call["name"],
-                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+                    "arguments": _ARGUMENTS.encode(call["arguments"]),
                 },
             }
             for call in calls
