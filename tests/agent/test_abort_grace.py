@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from typing import Any
 
 import pytest
@@ -279,6 +280,74 @@ async def test_a_call_abandoned_while_the_batch_reports_another_calls_end() -> N
     assert results["instant"]["content"] == [{"type": "text", "text": "instant"}]
     assert results["deaf"]["isError"] is True
     assert "did not stop within" in str(results["deaf"]["content"])
+    check_invariants(recorder.trace(result))
+
+
+@pytest.mark.parametrize(
+    ("mode", "names"),
+    [
+        ("sequential", ["instant", "stuck"]),
+        ("parallel", ["stuck"]),  # the one runnable call: no concurrency
+        ("parallel", ["instant", "stuck"]),  # suspends while the batch starts its calls
+        ("parallel", ["stuck", "instant"]),  # ``instant`` then starts as a task of its own
+        ("parallel", ["stuck", "stuck"]),  # the second in a task of its own, suspended too
+        ("sequential", ["instant", "blocking"]),  # a plain function, in a thread
+        ("parallel", ["instant", "blocking"]),
+    ],
+)
+async def test_a_call_that_suspends_gets_the_grace_however_the_batch_runs_it(
+    mode: Any, names: list[str]
+) -> None:
+    """An instant call ends in its first step, before any grace exists; one that suspends is
+    watched from there, in every way a batch runs a call. Here it aborts the run once it is
+    suspended and ignores the abort: it is abandoned after the grace, the instant call keeps its
+    result, and nothing outlives the run (but the plain function's thread, released below)."""
+    controller = AbortController()
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+
+    @tool
+    async def stuck() -> str:
+        """Aborts the run on the next pass, and never looks at its signal."""
+        loop.call_soon(controller.abort)
+        await asyncio.Event().wait()
+        return "never"  # pragma: no cover
+
+    @tool
+    def blocking() -> str:
+        """Aborts the run from its thread, and blocks until the test releases it."""
+        loop.call_soon_threadsafe(controller.abort)
+        release.wait(10)
+        return "late"
+
+    recorder = Recorder()
+    calls = [tool_call(name, {}, id=f"c{i}") for i, name in enumerate(names)]
+    model = ScriptedModel([reply(*calls)])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    tasks_before = asyncio.all_tasks()
+    try:
+        async with asyncio.timeout(10):  # a call left unwatched hangs: it must fail instead
+            result = await run_agent_loop(
+                [prompt],
+                AgentContext(tools=[instant, stuck, blocking]),
+                AgentLoopConfig(model=model.model, tool_execution=mode),
+                recorder,
+                controller.signal,
+                model,
+            )
+    finally:
+        release.set()
+    assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
+    results = [m for m in result if m["role"] == "toolResult"]
+    assert [m["toolName"] for m in results] == names
+    for message in results:
+        if message["toolName"] == "instant":
+            assert message["content"] == [{"type": "text", "text": "instant"}]
+            assert message["isError"] is False
+        else:
+            assert message["isError"] is True
+            assert "did not stop within" in str(message["content"])
+    assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
     check_invariants(recorder.trace(result))
 
 

@@ -26,14 +26,15 @@ T = TypeVar("T")
 
 class Suspended(Generic[T]):
     """A coroutine that suspended during its eager first step; only the task that started it may
-    continue it (``resume``) or cancel it (``close``)."""
+    continue it (``resume``, or step by step from ``coro``, ``context`` and ``yielded``, as the
+    abort grace does) or cancel it (``close``)."""
 
-    __slots__ = ("_context", "_coro", "_yielded", "ended")
+    __slots__ = ("context", "coro", "ended", "yielded")
 
     def __init__(self, coro: Coroutine[Any, Any, T], context: contextvars.Context, yielded: Any) -> None:
-        self._coro = coro
-        self._context = context
-        self._yielded = yielded
+        self.coro = coro
+        self.context = context
+        self.yielded = yielded
         """What the coroutine handed its task when it suspended: a future to wait for, or ``None``."""
         self.ended = False
 
@@ -41,7 +42,7 @@ class Suspended(Generic[T]):
     def resume(self) -> Generator[Any, Any, T]:
         """Run it to its end in the awaiting task, as if it had been awaited from the start: the
         task waits for what it yields, and what the task throws in (a cancellation) goes to it."""
-        coro, run, yielded = self._coro, self._context.run, self._yielded
+        coro, run, yielded = self.coro, self.context.run, self.yielded
         try:
             while True:
                 try:
@@ -66,7 +67,7 @@ class Suspended(Generic[T]):
             return
         self.ended = True
         try:
-            self._yielded = self._context.run(self._coro.throw, asyncio.CancelledError())
+            self.yielded = self.context.run(self.coro.throw, asyncio.CancelledError())
         except (Exception, asyncio.CancelledError):  # it ended, by the cancellation or otherwise
             return
         self.ended = False
