@@ -1,27 +1,31 @@
 """``until_abort_grace``, the race between a tool's end and the run's abort that every tool call of
-a run with a signal (every ``Agent`` run) goes through: the tool's result when it ends, its answer
-to the abort when it gives one within the grace, its cancellation when the caller is cancelled,
-and nothing left listening on the signal afterwards.
+a run with a signal (every ``Agent`` run) goes through once it suspends: the tool's result when it
+ends, its answer to the abort when it gives one within the grace, its cancellation when the caller
+is cancelled, and nothing left listening on the signal afterwards.
 
-The tool runs in the awaiting task: an instant one ends in its first step (no task), one that
-suspends is driven from there, and left behind when the grace ends, whether it takes its
-cancellation or ignores it. (Abandoning a tool that ignores the abort is also covered end to end in
+The tool runs in the awaiting task, started eagerly as the batch starts each call (``_guarded``
+below does what the batch's ``_run`` does): an instant one ends in its first step (no task, no
+grace), one that suspends is driven from there, and left behind when the grace ends, whether it
+takes its cancellation or ignores it. (Abandoning a tool that ignores the abort is also covered end to end in
 tests/session/test_session_abort.py.) The grace is shortened here: its length is not the subject."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 from agent_support import Recorder, check_invariants
 
 import tether.agent.abort_grace as grace_module
-from tether.agent import AgentContext, AgentLoopConfig, AgentToolResult, run_agent_loop, tool
+from tether.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop, tool
 from tether.agent.abort_grace import ToolAbandonedError, until_abort_grace
-from tether.ai.abort import AbortController
+from tether.agent.eager import start_eagerly
+from tether.ai.abort import AbortController, AbortSignal
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import AgentMessage
 
@@ -37,6 +41,28 @@ def _result(text: str) -> AgentToolResult[Any]:
     return AgentToolResult(content=[{"type": "text", "text": text}], details={})
 
 
+class _Call:
+    ended = False
+
+
+async def _guarded(work: Awaitable[AgentToolResult[Any]], signal: AbortSignal) -> AgentToolResult[Any]:
+    """``work`` run as the batch runs a call: started eagerly, driven with the grace once it
+    suspends, its result kept where its caller looks (the batch's record)."""
+    call = _Call()
+    returned: list[AgentToolResult[Any]] = []
+
+    async def execute() -> None:
+        try:
+            returned.append(await work)
+        finally:
+            call.ended = True
+
+    suspended = start_eagerly(execute())
+    if suspended is not None:
+        await until_abort_grace(suspended, signal, call)
+    return returned[0]
+
+
 async def test_a_tool_that_ends_gives_its_result_and_leaves_no_listener() -> None:
     controller = AbortController()
 
@@ -44,7 +70,7 @@ async def test_a_tool_that_ends_gives_its_result_and_leaves_no_listener() -> Non
         await asyncio.sleep(0)
         return _result("done")
 
-    result = await until_abort_grace(tool(), controller.signal)
+    result = await _guarded(tool(), controller.signal)
     assert result.content == [{"type": "text", "text": "done"}]
     assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
 
@@ -58,7 +84,7 @@ async def test_a_tool_that_answers_the_abort_gives_its_answer() -> None:
         await controller.signal.wait()
         return _result("stopped")
 
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await started.wait()
     controller.abort()
     result = await racing
@@ -79,7 +105,7 @@ async def test_cancelling_the_caller_cancels_the_tool() -> None:
             raise
         return _result("never")
 
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await started.wait()
     racing.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -98,7 +124,7 @@ async def test_an_instant_tool_ends_in_its_first_step_in_the_callers_task_and_it
         seen.append(asyncio.current_task())
         return _result("done")
 
-    awaiting = until_abort_grace(tool(), controller.signal)
+    awaiting = _guarded(tool(), controller.signal)
     with pytest.raises(StopIteration) as ended:  # one step, no suspension: no task, no pass
         awaiting.send(None)
     assert ended.value.value.content == [{"type": "text", "text": "done"}]
@@ -114,7 +140,7 @@ async def test_what_the_first_step_raises_propagates_and_leaves_no_listener() ->
         raise ValueError("at once")
 
     with pytest.raises(ValueError, match="at once"):
-        await until_abort_grace(tool(), controller.signal)
+        await _guarded(tool(), controller.signal)
     assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
 
 
@@ -130,7 +156,7 @@ async def test_a_suspended_tool_that_outlives_the_grace_is_cancelled_and_abandon
             raise
         return _result("never")  # pragma: no cover
 
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await asyncio.sleep(0)
     controller.abort()
     with pytest.raises(ToolAbandonedError, match="did not stop within"):
@@ -157,7 +183,7 @@ async def test_a_tool_that_ignores_its_cancellation_is_left_behind_and_its_late_
         return _result("late")
 
     tasks_before = asyncio.all_tasks()
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await asyncio.sleep(0)
     controller.abort()
     with pytest.raises(ToolAbandonedError):
@@ -186,7 +212,7 @@ async def test_cancelling_the_caller_leaves_a_tool_that_ignores_it_behind() -> N
         return _result("late")
 
     tasks_before = asyncio.all_tasks()
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await asyncio.sleep(0)
     racing.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -209,7 +235,7 @@ async def test_a_tool_that_swallows_the_callers_cancellation_does_not_stop_it() 
             return _result("swallowed")
         return _result("never")  # pragma: no cover
 
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await asyncio.sleep(0)
     racing.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -231,7 +257,7 @@ async def test_a_tools_own_timeout_is_its_own_business() -> None:
         return _result("never")  # pragma: no cover
 
     async with asyncio.timeout(10):
-        result = await until_abort_grace(tool(), controller.signal)
+        result = await _guarded(tool(), controller.signal)
     assert result.content == [{"type": "text", "text": "timed out, recovered"}]
     current = asyncio.current_task()
     assert current is not None and current.cancelling() == 0
@@ -356,18 +382,9 @@ async def test_a_tool_that_hands_back_a_future_is_awaited_like_a_coroutine() -> 
     controller = AbortController()
     answer: asyncio.Future[AgentToolResult[Any]] = asyncio.get_running_loop().create_future()
     asyncio.get_running_loop().call_soon(answer.set_result, _result("later"))
-    result = await until_abort_grace(answer, controller.signal)
+    result = await _guarded(answer, controller.signal)
     assert result.content == [{"type": "text", "text": "later"}]
     assert controller.signal._listeners == []  # pyright: ignore[reportPrivateUsage]
-
-
-async def test_without_a_signal_the_tool_is_simply_awaited() -> None:
-    async def tool() -> AgentToolResult[Any]:
-        await asyncio.sleep(0)
-        return _result("plain")
-
-    result = await until_abort_grace(tool(), None)
-    assert result.content == [{"type": "text", "text": "plain"}]
 
 
 async def test_a_tool_awaiting_a_task_gets_its_result() -> None:
@@ -380,7 +397,7 @@ async def test_a_tool_awaiting_a_task_gets_its_result() -> None:
     async def tool() -> AgentToolResult[Any]:
         return _result(await asyncio.get_running_loop().create_task(child()))
 
-    result = await until_abort_grace(tool(), controller.signal)
+    result = await _guarded(tool(), controller.signal)
     assert result.content == [{"type": "text", "text": "from the child"}]
 
 
@@ -407,7 +424,7 @@ async def test_a_tool_awaiting_work_that_ignores_its_cancellation_is_still_aband
         return _result("never")  # pragma: no cover
 
     tasks_before = asyncio.all_tasks()
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     await asyncio.sleep(0)
     controller.abort()
     try:
@@ -437,7 +454,7 @@ async def test_cancelling_the_caller_cancels_the_task_a_tool_awaits() -> None:
         await asyncio.get_running_loop().create_task(child())
         return _result("never")  # pragma: no cover
 
-    racing = asyncio.ensure_future(until_abort_grace(tool(), controller.signal))
+    racing = asyncio.ensure_future(_guarded(tool(), controller.signal))
     for _ in range(2):  # the child starts
         await asyncio.sleep(0)
     racing.cancel()
@@ -446,3 +463,95 @@ async def test_cancelling_the_caller_cancels_the_task_a_tool_awaits() -> None:
             await racing
     await asyncio.sleep(0)
     assert outcome == ["child cancelled"]
+
+
+@pytest.mark.parametrize("then", ["returns", "sleeps"])
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+async def test_a_cancellation_nobody_asked_of_the_run_is_the_tools_to_handle(mode: Any, then: str) -> None:
+    """A future the tool waits on is cancelled by someone else (not the run, not the grace): the
+    ``CancelledError`` is the tool's, and the tool that handles it keeps its result, whether it
+    returns at once or goes on. Neither ends the run's task nor leaves the tool behind."""
+    controller = AbortController()
+
+    @tool
+    async def recovers() -> str:
+        """Waits on a future that something else cancels, and recovers."""
+        waiting = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(waiting.cancel)
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            if then == "sleeps":
+                await asyncio.sleep(0)
+            return "recovered"
+        return "never"  # pragma: no cover
+
+    recorder = Recorder()
+    model = ScriptedModel([reply(tool_call("recovers", {}), tool_call("instant", {})), reply("done")])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    tasks_before = asyncio.all_tasks()
+    async with asyncio.timeout(10):
+        result = await run_agent_loop(
+            [prompt],
+            AgentContext(tools=[recovers, instant]),
+            AgentLoopConfig(model=model.model, tool_execution=mode),
+            recorder,
+            controller.signal,
+            model,
+        )
+    assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
+    results = {m["toolName"]: m for m in result if m["role"] == "toolResult"}
+    assert results["recovers"]["content"] == [{"type": "text", "text": "recovered"}]
+    assert results["recovers"]["isError"] is False
+    assert results["instant"]["content"] == [{"type": "text", "text": "instant"}]
+    check_invariants(recorder.trace(result))
+
+
+async def test_an_abandoned_tool_that_goes_on_changes_nothing_of_its_call() -> None:
+    """Left behind after the grace, the tool ignores its cancellation; released as its end goes
+    out, it sends an update and returns while the batch is still reporting: both are dropped,
+    its end and its result message say it was abandoned, and nothing more comes of it."""
+    controller = AbortController()
+    release = asyncio.Event()
+    late: list[str] = []
+
+    async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        asyncio.get_running_loop().call_soon(controller.abort)
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # ignored
+                await release.wait()
+        on_update(_result("late update"))
+        late.append("returned")
+        return _result("late")
+
+    deafening = AgentTool(
+        name="deafening", label="deafening", description="d", parameters={"type": "object"}, execute=execute
+    )
+    recorder = Recorder()
+
+    async def listener(event: Any) -> None:
+        await recorder(event)
+        if event["type"] == "tool_execution_end" and event["toolName"] == "deafening":
+            release.set()
+            for _ in range(5):  # the tool, left behind, goes on meanwhile
+                await asyncio.sleep(0)
+
+    model = ScriptedModel([reply(tool_call("deafening", {}), tool_call("instant", {}))])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    async with asyncio.timeout(10):
+        result = await run_agent_loop(
+            [prompt],
+            AgentContext(tools=[deafening, instant]),
+            AgentLoopConfig(model=model.model, tool_execution="parallel"),
+            listener,
+            controller.signal,
+            model,
+        )
+    assert late == ["returned"], "the tool went on in a task of its own while the batch reported"
+    assert not [e for e in recorder.events if e["type"] == "tool_execution_update"]
+    ends = [e for e in recorder.events if e["type"] == "tool_execution_end" and e["toolName"] == "deafening"]
+    assert len(ends) == 1 and ends[0]["isError"] is True
+    assert "did not stop within" in str(ends[0]["result"].content)
+    results = {m["toolName"]: m for m in result if m["role"] == "toolResult"}
+    assert results["deafening"]["content"] == ends[0]["result"].content, "its late result was kept"
+    check_invariants(recorder.trace(result))

@@ -23,7 +23,8 @@ MARK: contextvars.ContextVar[str] = contextvars.ContextVar("MARK", default="unse
 @pytest.fixture(params=[False, True], ids=["no-signal", "signal"])
 def signal(request: pytest.FixtureRequest) -> AbortSignal | None:
     """The batch's calls are run without and with an abort signal (every ``Agent`` run has one):
-    with one, each call is driven through ``until_abort_grace``, which must keep all of this true."""
+    with one, each call that suspends is driven through ``until_abort_grace``, which must keep all of
+    this true."""
     return AbortController().signal if request.param else None
 
 
@@ -191,4 +192,47 @@ async def test_instant_calls_of_a_batch_start_in_order_without_a_task(signal: Ab
     )
     assert [call_id for call_id, _ in seen] == ["c0", "c1", "c2"]
     assert {task for _, task in seen} == {asyncio.current_task()}, "each call ran in the run's task"
+    check_invariants(recorder.trace(result))
+
+
+@pytest.mark.parametrize(
+    ("mode", "count"),
+    [("sequential", 2), ("parallel", 1), ("parallel", 2)],
+    ids=["sequential", "parallel-one-call", "parallel-two-calls"],
+)
+async def test_every_call_runs_in_a_copy_of_the_context_however_the_batch_runs_it(
+    mode: Any, count: int, signal: AbortSignal | None
+) -> None:
+    """What a tool sets in its context stays its own (as a task would keep it), in every mode,
+    with a signal or without: the next call and the run's listener see their own context."""
+    seen: list[str] = []
+    at_the_end: list[str] = []
+
+    async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        seen.append(MARK.get())
+        MARK.set(call_id)
+        return AgentToolResult(content=[{"type": "text", "text": call_id}], details={})
+
+    marks = AgentTool(
+        name="marks", label="marks", description="d", parameters={"type": "object"}, execute=execute
+    )
+    model = ScriptedModel([reply(*(tool_call("marks", {}, id=f"c{i}") for i in range(count))), reply("done")])
+    recorder = Recorder()
+
+    async def listener(event: Any) -> None:
+        await recorder(event)
+        if event["type"] == "tool_execution_end":
+            at_the_end.append(MARK.get())
+
+    result = await run_agent_loop(
+        [user("go")],
+        AgentContext(tools=[marks]),
+        AgentLoopConfig(model=model.model, tool_execution=mode),
+        listener,
+        signal,
+        model,
+    )
+    assert seen == ["unset"] * count, "a call saw what an earlier call set"
+    assert at_the_end == ["unset"] * count, "the listener saw what a call set"
+    assert MARK.get() == "unset"
     check_invariants(recorder.trace(result))

@@ -1,12 +1,14 @@
-"""Waiting on a tool call, but not for ever once the run is aborted (``until_abort_grace``).
+"""Continuing a tool call that suspended, but not for ever once the run is aborted
+(``until_abort_grace``).
 
 An aborted run must end in bounded time whatever its tools do with the signal: a tool still
 running ``ABORT_GRACE`` after the abort is left behind and its call ends with an error result.
 Leaving a coroutine behind is what a task per call gave for free, at the price of a task, two
 passes of the event loop and a listener per call even for the instant tools most calls are
-(P2 with a signal cost 1.8x the instructions of P2 without). Here the tool runs in the task
-awaiting it; one that suspends is driven step by step, and gets a task of its own only if it
-goes on after being cancelled.
+(P2 with a signal cost 1.8x the instructions of P2 without). Here a call runs in the batch's
+task: it is started eagerly (``start_eagerly``), so an instant one ends in its first step and
+never meets the grace; one that suspends is driven from there, step by step, and gets a task of
+its own only if it goes on after being cancelled.
 """
 
 from __future__ import annotations
@@ -14,15 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import types
-from collections.abc import Awaitable, Coroutine, Generator
-from typing import Any, TypeVar
+from collections.abc import Coroutine, Generator
+from typing import Any, Protocol, cast
 
-from tether.agent.eager import Suspended, start_eagerly
-from tether.agent.tool import AgentToolResult
+from tether.agent.eager import Suspended
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
-
-T = TypeVar("T")
 
 ABORT_GRACE = 1.0
 """Seconds a tool may take to stop once the run is aborted. One that has not returned by then
@@ -35,51 +34,42 @@ class ToolAbandonedError(ToolError):
     """A tool kept running past ``ABORT_GRACE`` after the run was aborted."""
 
 
-async def until_abort_grace(
-    work: Awaitable[AgentToolResult[Any]], signal: AbortSignal | None
-) -> AgentToolResult[Any]:
-    """``await work``, but give up on it ``ABORT_GRACE`` seconds after ``signal`` aborts.
+class Running(Protocol):
+    """What the grace reads of the call it watches."""
 
-    The tool runs in the awaiting task, as it does without a signal, and in a copy of the
-    context, as a task would run it. Its first step is taken eagerly (``start_eagerly``), so an
-    instant tool ends there and never meets the grace: no task, no pass of the event loop, no
-    listener (the reference's ``execute`` starts synchronously too). Only one that suspends is
-    driven by ``_driven``, step by step, which is what lets us leave it.
-
-    Stepped by ``next`` into ``returned``, not by ``send``: a coroutine that ends under ``send``
-    raises ``StopIteration``, and its traceback was the dearest part of an instant call's
-    wrapping (P2 with a signal: 99.0 M instructions per run, 1.5 M of them making tracebacks;
-    97.2 M this way, callgrind)."""
-    if signal is None:
-        return await work
-    returned: list[AgentToolResult[Any]] = []
-    suspended = start_eagerly(_return_into(returned, work))
-    if suspended is not None:
-        await _driven(suspended, signal)
-    return returned[0]
-
-
-async def _return_into(returned: list[T], work: Awaitable[T]) -> None:
-    returned.append(await work)
+    @property
+    def ended(self) -> bool:
+        """The tool returned: what is left of the call is its caller's own (its updates going
+        out), which no grace cuts off."""
+        ...
 
 
 @types.coroutine
-def _driven(suspended: Suspended[None], signal: AbortSignal) -> Generator[Any, Any, None]:
-    """Drive a tool that suspended in its first step to its end, or leave it:
+def until_abort_grace(
+    suspended: Suspended[None], signal: AbortSignal, call: Running
+) -> Generator[Any, Any, None]:
+    """Drive a call that suspended in its eager first step to its end, or leave it, while its
+    tool runs (``call.ended`` says when it returned; the rest is driven as it is):
 
     - its abort starts the grace; at its end, the future the tool waits on is cancelled (what
-      cancelling a task does), so the tool gets a ``CancelledError`` and the call fails with
-      ``ToolAbandonedError``, whatever the tool makes of it (a tool waiting on a task or a
+      cancelling a task does), so the tool gets a ``CancelledError`` and this raises
+      ``ToolAbandonedError``, whatever the call makes of it (a tool waiting on a task or a
       ``gather``, which a cancellation may never end, is waited on through a plain future
       that the grace cancels too: ``_Grace.relay``);
     - a ``CancelledError`` thrown in from outside (the run or the batch cancelled) goes to the
-      tool and then propagates;
-    - a tool that goes on after either (it ignores the cancellation, or awaits its cleanup)
-      continues in a task of its own (``_carry_on``), left behind: we do not wait for it and
-      drop whatever it returns. Its own ``asyncio.timeout`` or cancel scope still works: a
+      call and then propagates;
+    - a call that goes on after either (it ignores the cancellation, or awaits its cleanup)
+      continues in a task of its own (``_carry_on``), left behind: we do not wait for it, and
+      its caller drops whatever it comes to (``suspended.ended`` is set either way: it is no
+      longer the caller's to close). Its own ``asyncio.timeout`` or cancel scope still works: a
       cancellation that the tool took back (``uncancel``) is its own business.
 
-    A task per call (the design before this one) cost P2 with a signal 1.8x the instructions of
+    The call, not the tool alone: wrapping each tool in a coroutine of the grace's own, to watch
+    it only if it suspended, cost every instant call of a run with a signal two coroutines, a
+    copy of the context and a list (P2: 2.5 M of 97 M instructions per run); the batch starts
+    its own coroutine per call eagerly anyway, and only one that suspends comes here.
+
+    A task per call (the design before these) cost P2 with a signal 1.8x the instructions of
     P2 without one: a task, two passes of the event loop and a listener per instant tool call."""
     coro, context, yielded = suspended.coro, suspended.context, suspended.yielded
     run = context.run
@@ -91,7 +81,7 @@ def _driven(suspended: Suspended[None], signal: AbortSignal) -> Generator[Any, A
     grace = _Grace(asyncio.get_running_loop())
     remove = signal.add_listener(grace.on_abort)
     try:
-        while True:
+        while not call.ended:
             grace.waiting = yielded
             if yielded is None or type(yielded) is asyncio.Future:
                 grace.relayed = None
@@ -111,10 +101,13 @@ def _driven(suspended: Suspended[None], signal: AbortSignal) -> Generator[Any, A
                 try:
                     yielded = run(coro.throw, exc)
                 except StopIteration:
-                    if task.cancelling() < asked:  # its own timeout, taken back: its result
+                    # Its own timeout, taken back, or not the task's cancellation at all (a
+                    # future it waits on was cancelled by another): what it came to stands.
+                    if task.cancelling() < asked or asked <= cancelling:
+                        suspended.ended = True
                         return
                     raise exc from None  # it returned instead: the cancellation still stands
-                if task.cancelling() >= asked:  # it ignores a cancellation that is not its own
+                if cancelling < asked <= task.cancelling():  # it ignores the task's cancellation
                     _carry_on(coro, context, yielded)
                     raise
             except BaseException as exc:  # thrown into the task: the tool's to handle
@@ -124,10 +117,19 @@ def _driven(suspended: Suspended[None], signal: AbortSignal) -> Generator[Any, A
                     break
                 yielded = run(coro.send, sent)
     except StopIteration:
+        suspended.ended = True
         return
+    except BaseException:
+        suspended.ended = True
+        raise
     finally:
         remove()
         grace.close()
+    if not grace.abandoned:  # the tool returned while its call went on: the rest as it is
+        suspended.yielded = yielded
+        yield from cast(Generator[Any, Any, None], suspended.resume())  # a generator-based coroutine
+        return
+    suspended.ended = True
     # The grace ended before the tool did: it is cancelled (as its task would have been), and
     # left behind if it goes on.
     try:

@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tether.agent.abort_grace import until_abort_grace
+from tether.agent.abort_grace import ToolAbandonedError, until_abort_grace
 from tether.agent.eager import Suspended, start_eagerly
 from tether.agent.hooks import (
     AfterToolCallContext,
@@ -344,7 +344,7 @@ class _Batch:
                 raise ListenerError(exc) from exc
             record = self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
             if record.stage == _RUNNABLE:
-                await self._execute(record)
+                await self._run(record)
                 await self._report(record)
             else:
                 record.stage = _REPORTED
@@ -394,7 +394,7 @@ class _Batch:
         elif runnable:  # nothing to run concurrently: spare the task
             for record in records:
                 if record.stage == _RUNNABLE:
-                    await self._execute(record)
+                    await self._run(record)
                     await self._report(record)
 
         # The result messages, in source order. They are made together, so they share a timestamp.
@@ -466,7 +466,7 @@ class _Batch:
                     settle = asyncio.get_running_loop().create_task(self._settle(records, tasks))
                 else:
                     await self._settle(records, tasks)
-                finished = await self._finish(suspended, settle)
+                finished = await self._finish(bound, suspended, settle)
                 # ``_settle`` has started every call meanwhile, or it reports this one's end
                 if finished and self.starting is None:  # pyright: ignore[reportUnnecessaryComparison]
                     await self._report(bound)
@@ -493,13 +493,15 @@ class _Batch:
             if failure is not None:
                 raise failure
 
-    async def _finish(self, suspended: Suspended[None], settle: asyncio.Task[None] | None) -> bool:
+    async def _finish(
+        self, bound: _Call, suspended: Suspended[None], settle: asyncio.Task[None] | None
+    ) -> bool:
         """Continue the call that suspended while starting to its end; ``False`` when ``settle``
         failed meanwhile (a sibling or a listener did), which cancels it, as the batch cancels
         every call still running when one fails."""
         task = asyncio.current_task()
         if settle is None or task is None:
-            await suspended.resume()
+            await self._drive(bound, suspended)
             return True
         failed = False
         resuming = True
@@ -515,7 +517,7 @@ class _Batch:
 
         settle.add_done_callback(on_settled)
         try:
-            await suspended.resume()
+            await self._drive(bound, suspended)
         except asyncio.CancelledError:
             if failed and task.uncancel() == 0:
                 return False
@@ -554,45 +556,72 @@ class _Batch:
     async def _run_in_batch(self, record: _Call) -> None:
         """A call of a concurrent batch in a task of its own: one that finished before every call
         started leaves reporting its end to the batch (``_settle``)."""
-        await self._execute(record)
+        await self._run(record)
         if self.starting is None:
             await self._report(record)
 
-    async def _execute(self, record: _Call) -> None:
-        """Run the tool; its updates are reported (in order) by the time this returns. It
-        returns nothing (its outcome goes into ``record``): ``start_eagerly`` needs no exception
-        to learn that a call ended at once."""
-        call, tool, signal = record.call, record.tool, self.signal
-        assert tool is not None
+    async def _run(self, record: _Call) -> None:
+        """Execute a call in this task: started eagerly, as every call is, so an instant one
+        ends in its first step; one that suspends is continued by ``_drive``."""
+        suspended = start_eagerly(self._execute(record))
+        if suspended is not None:
+            await self._drive(record, suspended)
+
+    async def _drive(self, record: _Call, suspended: Suspended[None]) -> None:
+        """Continue a call that suspended in its first step to its end. With a signal, the abort
+        grace watches it from here (``until_abort_grace``) and may leave it behind: its call then
+        ends here with the error saying so, its updates from now on are dropped and whatever the
+        tool comes to later is too (``_execute`` writes into a record still ``_RUNNABLE`` only)."""
+        if self.signal is None:
+            await suspended.resume()
+            return
         try:
-            if self.trace is not None:  # no ``with`` a null context: two calls per tool call spared
-                with self.trace.tool_running(call["id"]):
-                    result = await until_abort_grace(
-                        tool.execute(call["id"], record.args, signal, record.update), signal
-                    )
-            elif signal is None:  # nothing to give up on: the tool is awaited as it is
-                result = await tool.execute(call["id"], record.args, None, record.update)
-            else:
-                result = await until_abort_grace(
-                    tool.execute(call["id"], record.args, signal, record.update), signal
-                )
-            if isinstance(result, AgentToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
-                record.result = result
-            else:
-                record.fail(f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult")
-        except Exception as exc:
+            await until_abort_grace(suspended, self.signal, record)
+        except ToolAbandonedError as exc:
+            record.ended = True
             record.fail(describe_error(exc))
+            record.stage = _EXECUTED
+            if self.trace is not None:
+                self.trace.tool_raised(record.call["id"], exc)
+            if record.updates is not None:
+                await record.close_updates()
+
+    async def _execute(self, record: _Call) -> None:
+        """Run the tool, awaited as it is (the abort grace is its caller's business, only once
+        it suspends: ``_drive``); its updates are reported (in order) by the time this returns.
+        It returns nothing (its outcome goes into ``record``): ``start_eagerly`` needs no
+        exception to learn that a call ended at once."""
+        call, tool = record.call, record.tool
+        assert tool is not None
+        result: Any = None
+        failure: BaseException | None = None
+        try:
+            if self.trace is None:
+                result = await tool.execute(call["id"], record.args, self.signal, record.update)
+            else:
+                with self.trace.tool_running(call["id"]):
+                    result = await tool.execute(call["id"], record.args, self.signal, record.update)
+        except Exception as exc:
+            failure = exc
         except asyncio.CancelledError as exc:
             current = asyncio.current_task()
             if current is None or current.cancelling():
                 raise  # the run itself is cancelled
             # The tool raised it while nobody cancelled the run (e.g. it read a cancelled task's
             # result): a failure of the tool like any other, not the end of the run.
-            record.fail(describe_error(exc))
+            failure = exc
         finally:
             record.ended = True
             if record.updates is not None:
                 await record.close_updates()
+        if record.stage != _RUNNABLE:  # abandoned meanwhile (``_drive``): what it came to is dropped
+            return
+        if failure is not None:
+            record.fail(describe_error(failure))
+        elif isinstance(result, AgentToolResult):
+            record.result = result
+        else:
+            record.fail(f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult")
         record.stage = _EXECUTED
 
     async def _report(self, record: _Call) -> None:

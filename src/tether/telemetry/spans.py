@@ -160,6 +160,13 @@ class RunTrace:
         finally:
             otel_context.detach(token)
 
+    def tool_raised(self, call_id: str, exc: Exception) -> None:
+        """A tool's call failed with ``exc`` outside ``tool_running``: the batch left it behind
+        after the abort grace (``ToolAbandonedError``) once it had stopped driving it."""
+        tool_span = self._tool_spans.get(call_id)
+        if tool_span is not None:
+            tool_span.raised(exc)
+
     # -- the end ---------------------------------------------------------------------------------
 
     def failed(self, cause: BaseException) -> None:
