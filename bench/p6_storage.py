@@ -1,0 +1,128 @@
+"""P6 storage: the CPU storing costs a message, tether's and the floor's, with the model in process.
+
+``p6_concurrency``'s sessions (3 prompts each: a tool call, then a text; 12 messages), each side
+run stored and in memory, but the model answered inside the worker process
+(``httpx2.MockTransport`` replaying ``_p6_server``'s exact SSE bodies, at once) instead of over a
+socket: the same provider path, parser and event mix, without the start-up burst of 1,000
+connects and the socket's scheduling noise. Storage per message is ``(CPU stored - CPU in memory)
+/ messages`` from the two runs of one round, so a round's load hits both; rounds interleave all
+four runs. ``p6_concurrency`` prints the same difference from its socket runs, where it is a
+small difference of two large, noisy totals (3 rounds at load 2-5 gave 22, 239 and 317 µs);
+issue 40's goal (<= 75 µs) is judged here.
+
+Each run is a fresh process: a warm-up of ``WARM_UP_SESSIONS`` sessions on a store of its own
+(lazy imports happen outside the timed window), ``tether.tune_gc()``, then the timed sessions;
+CPU is the process's user+system time (the store's writer thread included).
+
+    python bench/p6_storage.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx2
+
+from _p6_server import TEXT_ANSWER, TOOL_ANSWER
+from _summary import record
+from _table import print_table
+from p6_concurrency import PROMPTS, WARM_UP_SESSIONS, run_floor, run_tether
+
+SESSIONS = 1_000
+ROUNDS = 5
+STORAGE_GOAL_US = 75
+"""Issue 40's goal for what storing costs tether per message, in µs of CPU."""
+URL = "http://model.invalid"
+"""Never connected to: the transport answers."""
+_TOOL_BODY, _TEXT_BODY = b"".join(TOOL_ANSWER), b"".join(TEXT_ANSWER)
+
+
+async def _answer(request: httpx2.Request) -> httpx2.Response:
+    """``_p6_server``'s answer: a tool call, or the text once the last message is a tool result."""
+    body = json.loads(await request.aread())
+    content = _TEXT_BODY if body["messages"][-1]["role"] == "tool" else _TOOL_BODY
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=content)
+
+
+def worker(kind: str, sessions: int, stored: bool) -> None:
+    run = run_tether if kind == "tether" else run_floor
+    transport = httpx2.MockTransport(_answer)
+    with tempfile.TemporaryDirectory() as folder:
+        warm_store = Path(folder) / "warm-up.db" if stored else None
+        asyncio.run(run(WARM_UP_SESSIONS, URL, warm_store, transport))
+        gc.collect()
+        from tether.gc_tuning import tune_gc
+
+        tune_gc()
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        asyncio.run(run(sessions, URL, Path(folder) / "sessions.db" if stored else None, transport))
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    json.dump({"cpu": cpu, "load": os.getloadavg()[0]}, sys.stdout)
+
+
+def measure(kind: str, stored: bool) -> dict[str, float]:
+    args = [sys.executable, __file__, "--worker", kind, str(SESSIONS), "store" if stored else "none"]
+    out = subprocess.run(args, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} {'stored' if stored else 'in memory'} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    runs: dict[tuple[str, bool], list[dict[str, float]]] = {
+        (kind, stored): [] for kind in ("tether", "floor") for stored in (True, False)
+    }
+    for _ in range(ROUNDS):
+        for kind, stored in runs:
+            runs[kind, stored].append(measure(kind, stored))
+    messages = SESSIONS * PROMPTS * 4
+    storage = {
+        kind: [
+            (s["cpu"] - m["cpu"]) / messages * 1e6
+            for s, m in zip(runs[kind, True], runs[kind, False], strict=True)
+        ]
+        for kind in ("tether", "floor")
+    }
+    rows = [
+        [
+            kind,
+            f"{statistics.median(r['cpu'] for r in runs[kind, True]):.2f}",
+            f"{statistics.median(r['cpu'] for r in runs[kind, False]):.2f}",
+            f"{statistics.median(storage[kind]):.1f}",
+            f"{min(storage[kind]):.1f}-{max(storage[kind]):.1f}",
+            f"{min(r['load'] for rs in runs.values() for r in rs):.1f}-"
+            f"{max(r['load'] for rs in runs.values() for r in rs):.1f}",
+        ]
+        for kind in ("tether", "floor")
+    ]
+    print_table(
+        f"P6 storage: {SESSIONS:,} sessions x {PROMPTS} prompts, model in process, tune_gc; "
+        f"{ROUNDS} interleaved rounds, medians; storage = (stored - in memory) CPU / {messages:,} messages",
+        ["client", "CPU s stored", "CPU s in memory", "storage µs/message", "range", "load (1 min)"],
+        rows,
+    )
+    tether = storage["tether"]
+    record(
+        f"{SESSIONS:,} sessions, model in process: storage CPU per message / {STORAGE_GOAL_US} µs",
+        statistics.median(tether) / STORAGE_GOAL_US,
+        f"{STORAGE_GOAL_US} µs (floor: {statistics.median(storage['floor']):.0f} µs)",
+        "<= 1.0",
+        samples=[us / STORAGE_GOAL_US for us in tether],
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "store")
+    else:
+        main()
