@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from tether.agent import (
     tool,
 )
 from tether.ai.abort import AbortController, AbortSignal
+from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import SimpleStreamOptions
 from tether.testing.conformance import context_message
 from tether.testing.scripted import ScriptedModel, reply, text, thinking, tool_call
@@ -379,3 +381,66 @@ async def test_a_hook_that_rewrites_the_transcript_in_place_is_seen_by_the_next_
     first, second = (request.context["messages"] for request in model.requests)
     assert [m["role"] for m in first] == ["user"]
     assert [m["role"] for m in second] == ["assistant", "toolResult"]
+
+
+def odd_provider(steps: bool) -> Any:
+    """A stream function whose provider sends a delta before ``start`` (dropped), ``start``
+    twice for one message, then replaces its partial with a new object: as a steps source or
+    an asynchronous one."""
+
+    def events(model: Any) -> list[Any]:
+        first = new_assistant_message(model)
+        first["content"] = [{"type": "text", "text": "a"}]
+        second: Any = {**first, "content": [{"type": "text", "text": "ab"}]}
+        done: Any = {**second, "stopReason": "stop"}
+        return [
+            {"type": "text_delta", "contentIndex": 0, "delta": "early", "partial": first},
+            {"type": "start", "partial": first},
+            {"type": "start", "partial": first},
+            {"type": "text_delta", "contentIndex": 0, "delta": "b", "partial": second},
+            {"type": "done", "reason": "stop", "message": done},
+        ]
+
+    def stream_fn(model: Any, context: Any, options: Any = None) -> AssistantMessageEventStream:
+        if steps:
+            return AssistantMessageEventStream.of_steps(model, iter(events(model)))
+
+        async def source() -> AsyncIterator[Any]:
+            for event in events(model):
+                yield event
+
+        return AssistantMessageEventStream(model, source())
+
+    return stream_fn
+
+
+@pytest.mark.parametrize("steps", [True, False])
+async def test_the_transcript_holds_the_streamed_message_once_whatever_the_provider_sends(
+    steps: bool,
+) -> None:
+    """Each event is read once by the stream, which hands the loop its partial: the loop still
+    drops what comes before ``start``, starts the message once, and follows a partial the
+    provider replaced (the transcript's last message and every event's copy are the newest)."""
+    recorder = Recorder()
+    result = await run_agent_loop(
+        [user("go")],
+        AgentContext(),
+        AgentLoopConfig(model=ScriptedModel().model),
+        recorder,
+        None,
+        odd_provider(steps),
+    )
+    streamed = [
+        e for e in recorder.events if e["type"] in ("message_start", "message_update", "message_end")
+    ][2:]
+    assert [e["type"] for e in streamed] == [
+        "message_start",
+        "message_update",
+        "message_update",
+        "message_end",
+    ]
+    update = streamed[2]
+    assert update["type"] == "message_update"
+    assert update["message"]["content"] == [{"type": "text", "text": "ab"}]
+    assert [m["role"] for m in result] == ["user", "assistant"]
+    assert result[1]["content"] == [{"type": "text", "text": "ab"}]

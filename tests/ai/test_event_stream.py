@@ -11,7 +11,7 @@ import pytest
 from tether.ai.abort import AbortController
 from tether.ai.event_stream import WAIT, AssistantMessageEventStream, new_assistant_message
 from tether.testing.scripted import SCRIPTED_MODEL
-from tether.wire import AssistantMessage, AssistantMessageEvent
+from tether.wire import AssistantMessage, AssistantMessageEvent, AssistantStreamingEvent
 
 Step = AssistantMessageEvent | list[AssistantMessageEvent] | None
 
@@ -50,7 +50,8 @@ class Source:
 async def read_with_forward(stream: AssistantMessageEventStream) -> tuple[list[str], AssistantMessage]:
     seen: list[str] = []
 
-    def handle(event: AssistantMessageEvent) -> None:
+    def handle(event: AssistantStreamingEvent, partial: AssistantMessage) -> None:
+        assert partial is event["partial"]  # read by the stream once, handed over with the event
         seen.append(event["type"])
 
     return seen, await stream.forward(handle)
@@ -94,7 +95,7 @@ async def test_an_abort_while_forward_waits_ends_the_stream_as_aborted() -> None
     source = Source()
     stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps(), controller.signal)
 
-    def handle(event: AssistantMessageEvent) -> None:
+    def handle(event: AssistantStreamingEvent, partial: AssistantMessage) -> None:
         if event["type"] == "text_delta":  # the source waits next: the abort must cut in there
             asyncio.get_running_loop().call_soon(controller.abort)
 
@@ -107,7 +108,7 @@ async def test_what_the_handler_raises_propagates_and_aclose_ends_as_aborted() -
     source = Source()
     stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
 
-    async def fail(event: AssistantMessageEvent) -> None:
+    async def fail(event: AssistantStreamingEvent, partial: AssistantMessage) -> None:
         if event["type"] == "text_start":
             raise LookupError("listener")
 
@@ -121,7 +122,7 @@ async def test_what_the_handler_raises_propagates_and_aclose_ends_as_aborted() -
 async def test_cancelling_the_reader_closes_the_source_and_reraises() -> None:
     source = Source()
     stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
-    task = asyncio.ensure_future(stream.forward(lambda event: None))
+    task = asyncio.ensure_future(stream.forward(lambda event, partial: None))
     for _ in range(3):
         await asyncio.sleep(0)
     task.cancel()
@@ -186,7 +187,7 @@ async def test_what_the_handler_returns_is_awaited_before_the_next_event(kind: s
         await asyncio.sleep(0)
         log.append(text)
 
-    def handle(event: AssistantMessageEvent) -> object:
+    def handle(event: AssistantStreamingEvent, partial: AssistantMessage) -> object:
         log.append(event["type"])
         done = f"{event['type']} handled"
         if kind == "coroutine":

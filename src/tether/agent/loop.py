@@ -434,16 +434,18 @@ class _Run:
             raise StepFailed("stream function", exc) from exc
         return response
 
-    def _on_event(self, event: AssistantStreamingEvent) -> Awaitable[None] | None:
+    def _on_event(self, event: AssistantStreamingEvent, partial: AssistantMessage) -> Awaitable[None] | None:
         """One streamed event as ``message_start``/``message_update``: the sink's awaitable.
 
-        Called by the stream's ``forward`` for every event but the terminal one; events before
-        ``start`` are not reported (the reference's loop ignores them too). As the reference
-        does, the transcript's last message is the stream's latest partial, and every event
-        carries a shallow copy of it (a listener that keeps one sees it as it was). Most events
-        carry the partial already in place: then only the event is built."""
-        partial = event["partial"]
-        if partial is not self.streaming or event["type"] == "start":
+        Called by the stream's ``forward`` for every event but the terminal one, with its
+        ``partial`` (read by the stream, which needs it too: each event is read once on its way
+        to the sink). Events before ``start`` are not reported (the reference's loop ignores
+        them too). As the reference does, the transcript's last message is the stream's latest
+        partial, and every event carries a shallow copy of it (a listener that keeps one sees it
+        as it was). Most events carry the partial already in place: then only the event is
+        built, its type unread. A ``start`` always brings a partial not in place (the message
+        before it has ended): a second ``start`` of the same message is an update."""
+        if partial is not self.streaming:
             if event["type"] == "start":
                 self.context.messages.append(partial)
                 self.streaming = partial
@@ -504,7 +506,7 @@ class _Run:
                 if event["type"] == "done" or event["type"] == "error":
                     break
                 try:
-                    pending = self._on_event(event)
+                    pending = self._on_event(event, event["partial"])
                     if pending is not None:
                         await pending
                 except Exception as exc:

@@ -61,6 +61,10 @@ WAIT = None
 Steps = Iterator[AssistantMessageEvent | list[AssistantMessageEvent] | None]
 """A synchronous source: events, lists of events, and ``WAIT``."""
 
+Handler = Callable[[AssistantStreamingEvent, AssistantMessage], Awaitable[object] | None]
+"""A consumer's callback (``forward``): an event and the message it carries (its ``partial``),
+read once by the stream, which needs it anyway; what it returns, when not ``None``, is awaited."""
+
 _END: list[AssistantMessageEvent] = []
 """``next``'s answer for a steps source that ended (only ever compared by identity)."""
 
@@ -195,11 +199,10 @@ class AssistantMessageEventStream:
         self._partial = event["partial"]
         return event
 
-    async def forward(
-        self, handle: Callable[[AssistantStreamingEvent], Awaitable[object] | None]
-    ) -> AssistantMessage:
+    async def forward(self, handle: Handler) -> AssistantMessage:
         """Read the rest of the stream, calling ``handle`` with every event but the terminal one
-        and awaiting what it returns (when not ``None``); the final message.
+        (and the message it carries) and awaiting what it returns (when not ``None``); the final
+        message.
 
         The contract holds as for ``async for``; whatever ``handle`` or its awaitable raises
         propagates unchanged (the stream stays open: ``aclose`` it), so anything but a
@@ -207,9 +210,7 @@ class AssistantMessageEventStream:
         """
         return await self.pump(handle)
 
-    def pump(
-        self, handle: Callable[[AssistantStreamingEvent], Awaitable[object] | None]
-    ) -> Awaitable[AssistantMessage]:
+    def pump(self, handle: Handler) -> Awaitable[AssistantMessage]:
         """``forward`` as a bare awaitable, for a consumer that awaits it at once (the agent
         loop): over a steps source, a generator-based coroutine whose waits are its own bare
         ``yield`` to the task, so each pass through the event loop resumes one frame (the
@@ -220,17 +221,16 @@ class AssistantMessageEventStream:
             return self._forward_source(handle)
         return self._forward_steps(steps, handle)
 
-    async def _forward_source(
-        self, handle: Callable[[AssistantStreamingEvent], Awaitable[object] | None]
-    ) -> AssistantMessage:
+    async def _forward_source(self, handle: Handler) -> AssistantMessage:
         while self._final is None:
             try:
                 event = await self.__anext__()
             except (LookupError, TypeError) as exc:  # an event without its fields
                 await self._malformed(exc)
                 break
-            if event["type"] != "done" and event["type"] != "error":
-                pending = handle(event)
+            if self._final is None:  # not the terminal event: ``__anext__`` read its partial
+                assert self._partial is not None
+                pending = handle(cast(AssistantStreamingEvent, event), self._partial)
                 if pending is not None:
                     await pending
         final = self._final
@@ -238,9 +238,7 @@ class AssistantMessageEventStream:
         return final
 
     @types.coroutine
-    def _forward_steps(
-        self, steps: Steps, handle: Callable[[AssistantStreamingEvent], Awaitable[object] | None]
-    ) -> Generator[Any, Any, AssistantMessage]:
+    def _forward_steps(self, steps: Steps, handle: Handler) -> Generator[Any, Any, AssistantMessage]:
         """``pump`` over a steps source: one ``for`` over the source, its items handled in place.
         One ``try`` covers the source and the consumer alike (a ``try`` costs nothing until
         something raises); ``consumer`` says whose the exception is: the source's ends the stream
@@ -267,9 +265,9 @@ class AssistantMessageEventStream:
                         self._finish(event)
                         _end_steps(steps)
                         break
-                    self._partial = event["partial"]
+                    partial = self._partial = event["partial"]
                     try:
-                        pending = handle(event)
+                        pending = handle(event, partial)
                         if pending is not None:  # awaited: a coroutine as it is, else by ``__await__``
                             if type(pending) is _COROUTINE:
                                 yield from pending
