@@ -403,7 +403,7 @@ def odd_provider(steps: bool) -> Any:
 
     def stream_fn(model: Any, context: Any, options: Any = None) -> AssistantMessageEventStream:
         if steps:
-            return AssistantMessageEventStream.of_steps(model, iter(events(model)))
+            return AssistantMessageEventStream.of_steps(model, (event for event in events(model)))
 
         async def source() -> AsyncIterator[Any]:
             for event in events(model):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from tether.ai.event_stream import WAIT, AssistantMessageEventStream, new_assist
 from tether.testing.scripted import SCRIPTED_MODEL
 from tether.wire import AssistantMessage, AssistantMessageEvent, AssistantStreamingEvent
 
-Step = AssistantMessageEvent | list[AssistantMessageEvent] | None
+Step = AssistantMessageEvent | None
 
 
 class Source:
@@ -24,7 +24,7 @@ class Source:
         self.finished = False
         self.yielded = 0
 
-    def steps(self) -> Iterator[Step]:
+    def steps(self) -> Generator[Step]:
         message = new_assistant_message(SCRIPTED_MODEL)
         try:
             yield WAIT
@@ -37,7 +37,7 @@ class Source:
                 if self.fail and chunk == "b":
                     raise ValueError("boom")
                 message["content"][0]["text"] += chunk  # type: ignore[typeddict-item]
-                yield [{"type": "text_delta", "contentIndex": 0, "delta": chunk, "partial": message}]
+                yield {"type": "text_delta", "contentIndex": 0, "delta": chunk, "partial": message}
             yield WAIT
             if self.terminal:
                 yield {"type": "done", "reason": "stop", "message": message}
@@ -119,6 +119,24 @@ async def test_what_the_handler_raises_propagates_and_aclose_ends_as_aborted() -
     assert (await stream.result())["stopReason"] == "aborted"
 
 
+async def test_a_handler_that_closes_the_stream_is_handed_nothing_more() -> None:
+    """``aclose`` from inside ``handle`` closes the source, which ends the reading: the stream
+    checks for it nowhere else."""
+    source = Source()
+    stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
+    seen: list[str] = []
+
+    async def close_at_text_start(event: AssistantStreamingEvent, partial: AssistantMessage) -> None:
+        seen.append(event["type"])
+        if event["type"] == "text_start":
+            await stream.aclose()
+
+    final = await stream.forward(close_at_text_start)
+    assert seen == ["start", "text_start"]
+    assert source.finished and source.yielded == 0
+    assert final["stopReason"] == "aborted"
+
+
 async def test_cancelling_the_reader_closes_the_source_and_reraises() -> None:
     source = Source()
     stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, source.steps())
@@ -149,7 +167,7 @@ async def test_an_event_without_its_fields_ends_the_stream_with_an_error() -> No
     message = new_assistant_message(SCRIPTED_MODEL)
     broken: Any = {"type": "text_start", "contentIndex": 0}  # no partial
 
-    def steps() -> Iterator[Step]:
+    def steps() -> Generator[Step]:
         yield {"type": "start", "partial": message}
         yield broken
 

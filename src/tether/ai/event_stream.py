@@ -21,7 +21,7 @@ served one by one without a generator step each, the cheapest path for token-siz
 
 A source that never awaits anything but a pass through the event loop (a model played from
 memory, as ``tether.testing.scripted``'s) may be a plain generator instead (``of_steps``):
-it yields events or lists, and ``WAIT`` (``None``) where a provider would wait, which the wrapper
+it yields events, and ``WAIT`` (``None``) where a provider would wait, which the wrapper
 answers with one pass through the event loop, the point where an abort can interrupt it. After
 its terminal event it is run to its end (its ``finally`` blocks run, nothing more is served)
 rather than closed.
@@ -41,7 +41,7 @@ import asyncio
 import contextlib
 import time
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, cast
 
 from tether.ai.abort import AbortSignal
@@ -58,8 +58,10 @@ ABORTED_MESSAGE = "Request was aborted"
 WAIT = None
 """What a steps source (``AssistantMessageEventStream.of_steps``) yields where it would wait."""
 
-Steps = Iterator[AssistantMessageEvent | list[AssistantMessageEvent] | None]
-"""A synchronous source: events, lists of events, and ``WAIT``."""
+Steps = Generator[AssistantMessageEvent | None, None, None]
+"""A synchronous source: events one by one, and ``WAIT``. No lists: where an asynchronous
+source's list saves an ``await`` per event, a generator's next event costs less than a list's
+unpacking."""
 
 Handler = Callable[[AssistantStreamingEvent, AssistantMessage], Awaitable[object] | None]
 """A consumer's callback (``forward``): an event and the message it carries (its ``partial``),
@@ -132,7 +134,7 @@ class AssistantMessageEventStream:
     def of_steps(
         cls, model: ModelInfo, steps: Steps, signal: AbortSignal | None = None
     ) -> AssistantMessageEventStream:
-        """A stream over a synchronous source: events, lists of events, ``WAIT`` where it waits."""
+        """A stream over a synchronous source: events, ``WAIT`` where it waits."""
         stream = cls(model, _StepsSource(steps), signal)
         stream._steps = steps
         return stream
@@ -239,18 +241,21 @@ class AssistantMessageEventStream:
 
     @types.coroutine
     def _forward_steps(self, steps: Steps, handle: Handler) -> Generator[Any, Any, AssistantMessage]:
-        """``pump`` over a steps source: one ``for`` over the source, its items handled in place.
-        One ``try`` covers the source and the consumer alike (a ``try`` costs nothing until
-        something raises); ``consumer`` says whose the exception is: the source's ends the stream
-        as the contract says, the consumer's (``handle`` or its awaitable) propagates unchanged."""
+        """``pump`` over a steps source: one ``for`` over the source, each event handled where it
+        arrives (the source yields events one by one: no batch to unpack, and the terminal event
+        ends the ``for``). One ``try`` covers the source and the consumer alike (a ``try`` costs
+        nothing until something raises); ``consumer`` says whose the exception is: the source's
+        ends the stream as the contract says, the consumer's (``handle`` or its awaitable)
+        propagates unchanged. A consumer that closes the stream from ``handle`` closes the source
+        (a generator), which ends the ``for``."""
         final = self._final
         if final is not None:
             return final
         task = asyncio.current_task() if self._signal is not None else None
         consumer = False
         try:
-            for item in steps:
-                if item is None:  # WAIT: one pass through the event loop, where an abort cuts in
+            for event in steps:
+                if event is None:  # WAIT: one pass through the event loop, where an abort cuts in
                     if task is None:  # no signal: nothing to cut in
                         yield
                     else:
@@ -260,24 +265,22 @@ class AssistantMessageEventStream:
                         finally:
                             self._waiting = None
                     continue
-                for event in item if isinstance(item, list) else (item,):
-                    if event["type"] == "done" or event["type"] == "error":
-                        self._finish(event)
-                        _end_steps(steps)
-                        break
-                    partial = self._partial = event["partial"]
-                    try:
-                        pending = handle(event, partial)
-                        if pending is not None:  # awaited: a coroutine as it is, else by ``__await__``
-                            if type(pending) is _COROUTINE:
-                                yield from pending
-                            else:
-                                yield from pending.__await__()
-                    except BaseException:  # the consumer's failure (or cancellation): not the source's
-                        consumer = True
-                        raise
-                if self._final is not None:  # its terminal event, or the consumer closed the stream
+                if event["type"] in ("done", "error"):
+                    self._finish(event)
+                    _end_steps(steps)
                     break
+                # Not a terminal event, which pyright cannot narrow from ``in``: a ``cast`` is a call.
+                partial = self._partial = event["partial"]  # pyright: ignore[reportGeneralTypeIssues, reportUnknownVariableType]
+                try:
+                    pending = handle(event, partial)  # pyright: ignore[reportArgumentType, reportUnknownArgumentType]
+                    if pending is not None:  # awaited: a coroutine as it is, else by ``__await__``
+                        if type(pending) is _COROUTINE:
+                            yield from pending
+                        else:
+                            yield from pending.__await__()
+                except BaseException:  # the consumer's failure (or cancellation): not the source's
+                    consumer = True
+                    raise
             else:
                 if self._final is None:
                     self._finish(error_event(self._current(), "Stream ended without a final event"))
@@ -375,10 +378,8 @@ def _end_steps(steps: Steps) -> None:
 
 
 def _close_steps(steps: Steps) -> None:
-    close = getattr(steps, "close", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            close()
+    with contextlib.suppress(Exception):
+        steps.close()
 
 
 def _describe(exc: BaseException) -> str:
@@ -400,7 +401,7 @@ class _StepsSource:
         return self
 
     @types.coroutine
-    def __anext__(self) -> Generator[None, None, AssistantMessageEvent | list[AssistantMessageEvent]]:
+    def __anext__(self) -> Generator[None, None, AssistantMessageEvent]:
         for step in self._steps:
             if step is None:  # WAIT
                 yield

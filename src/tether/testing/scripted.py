@@ -214,7 +214,7 @@ class ScriptedModel:
 
     def _play(
         self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
-    ) -> Generator[AssistantMessageEvent | list[AssistantMessageEvent] | None]:
+    ) -> Generator[AssistantMessageEvent | None]:
         """The events of one response, and a ``TICK`` (``WAIT``) where the stream passes once
         through the event loop (a steps source: ``AssistantMessageEventStream.of_steps``). Each
         tick is a point where another task (or a listener that just ran) may have aborted; the
@@ -254,16 +254,14 @@ class ScriptedModel:
                 call["arguments"] = jiter.from_json(
                     delta.encode()
                 )  # what the model "sent", never the script's dict
-                # Delta and end come together (no tick between them): one batch, one generator step.
-                yield [
-                    {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message},
-                    {
-                        "type": "toolcall_end",
-                        "contentIndex": index,
-                        "toolCall": call.copy(),
-                        "partial": message,
-                    },
-                ]
+                # Delta and end come together: no tick between them.
+                yield {"type": "toolcall_delta", "contentIndex": index, "delta": delta, "partial": message}
+                yield {
+                    "type": "toolcall_end",
+                    "contentIndex": index,
+                    "toolCall": call.copy(),
+                    "partial": message,
+                }
             elif isinstance(block, TextBlock):
                 text_part: TextContent = {"type": "text", "text": ""}
                 content.append(text_part)
