@@ -162,6 +162,36 @@ async def test_forward_reads_an_asynchronous_source_too() -> None:
     assert final["stopReason"] == "stop"
 
 
+@pytest.mark.parametrize("read", [read_with_forward, read_with_async_for])
+async def test_an_asynchronous_source_that_fails_or_hangs_ends_with_an_error_message(read: Any) -> None:
+    """Both readers await the source in a ``try`` of their own and share what its failure makes
+    of the stream: a provider's exception is ``error`` with the content so far, an abort of a
+    source stuck in a wait is ``aborted``."""
+    controller = AbortController()
+
+    async def events(fail: bool) -> AsyncIterator[AssistantMessageEvent | list[AssistantMessageEvent]]:
+        message = new_assistant_message(SCRIPTED_MODEL)
+        message["content"].append({"type": "text", "text": "so far"})
+        yield [
+            {"type": "start", "partial": message},
+            {"type": "text_start", "contentIndex": 0, "partial": message},
+        ]
+        if fail:
+            raise ValueError("boom")
+        asyncio.get_running_loop().call_soon(controller.abort)
+        await asyncio.Event().wait()
+        yield {"type": "done", "reason": "stop", "message": message}
+
+    seen, final = await read(AssistantMessageEventStream(SCRIPTED_MODEL, events(True)))
+    assert seen == ["start", "text_start"]
+    assert (final["stopReason"], final.get("errorMessage")) == ("error", "ValueError: boom")
+    assert final["content"] == [{"type": "text", "text": "so far"}]
+    stream = AssistantMessageEventStream(SCRIPTED_MODEL, events(False), controller.signal)
+    seen, final = await asyncio.wait_for(read(stream), 5)
+    assert seen == ["start", "text_start"]
+    assert (final["stopReason"], final["content"]) == ("aborted", [{"type": "text", "text": "so far"}])
+
+
 async def test_an_event_without_its_fields_ends_the_stream_with_an_error() -> None:
     """A provider bug, not the consumer's: ``forward`` raises only what the consumer raised."""
     message = new_assistant_message(SCRIPTED_MODEL)

@@ -17,7 +17,8 @@ The wrapper enforces the stream contract, whatever the provider does:
   ``result()`` then gives the aborted message.
 
 A source may also yield a *list* of events (everything one network read produced): they are
-served one by one without a generator step each, the cheapest path for token-sized events.
+served one by one without a generator step each (and by ``forward`` in a ``for``, without a
+coroutine each), the cheapest path for token-sized events.
 
 A source that never awaits anything but a pass through the event loop (a model played from
 memory, as ``tether.testing.scripted``'s) may be a plain generator instead (``of_steps``):
@@ -159,40 +160,23 @@ class AssistantMessageEventStream:
         if self._final is not None:
             raise StopAsyncIteration
         batch = self._batch
-        if batch:  # events the source handed over together: no await, no generator step
-            event = batch.pop()
-            if event["type"] == "done" or event["type"] == "error":
-                await self._close_source(ended=True)
-                return self._finish(event)
-            self._partial = event["partial"]
-            return event
-        # Only an abort signal needs the task (to cancel the await); skip the lookup without one.
-        task = asyncio.current_task() if self._signal is not None else None
-        self._waiting = task
-        try:
-            item = await self._source.__anext__()
-        except StopAsyncIteration:
-            return self._finish(error_event(self._current(), "Stream ended without a final event"))
-        except asyncio.CancelledError:
-            if self._abort_requested and task is not None and task.uncancel() == 0:
-                await self._close_source()
-                return self._finish(error_event(self._current(), ABORTED_MESSAGE, aborted=True))
-            await self._close_source()
-            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
-            raise
-        except Exception as exc:  # the contract: a provider bug is an error message, not a raise
-            await self._close_source()
-            return self._finish(error_event(self._current(), self._describe(exc)))
-        finally:
-            self._waiting = None
-        if isinstance(item, list):
-            if not item:
-                return await self.__anext__()
+        while not batch:  # served from the batch: no await, no generator step
+            # Only an abort signal needs the task (to cancel the await); skip the lookup without one.
+            task = asyncio.current_task() if self._signal is not None else None
+            self._waiting = task
+            try:
+                item = await self._source.__anext__()
+            except (Exception, asyncio.CancelledError) as exc:
+                item = await self._failed(exc, task)
+            finally:
+                self._waiting = None
+            if not isinstance(item, list):
+                event = item
+                break
             item.reverse()  # popped from the end, so the batch is served in order at O(1) each
-            self._batch = item
-            event = item.pop()
+            batch = self._batch = item
         else:
-            event = item
+            event = batch.pop()
         if event["type"] == "done" or event["type"] == "error":
             # The source is suspended at its terminal ``yield``: close it now (releasing e.g. its
             # HTTP response) instead of leaving it to the garbage collector's finalizer task.
@@ -200,6 +184,25 @@ class AssistantMessageEventStream:
             return self._finish(event)
         self._partial = event["partial"]
         return event
+
+    async def _failed(
+        self, exc: Exception | asyncio.CancelledError, task: asyncio.Task[Any] | None
+    ) -> AssistantErrorEvent:
+        """What the source's exception makes of the stream, for the two readers that await the
+        source (``__anext__``, ``_forward_source``) each in a ``try`` of their own: its end without
+        a terminal event, a provider's bug or an abort is the terminal ``error`` event (the source
+        closed); a cancellation that is not the abort's closes the source and propagates."""
+        if isinstance(exc, StopAsyncIteration):
+            return error_event(self._current(), "Stream ended without a final event")
+        if isinstance(exc, asyncio.CancelledError):
+            if self._abort_requested and task is not None and task.uncancel() == 0:
+                await self._close_source()
+                return error_event(self._current(), ABORTED_MESSAGE, aborted=True)
+            await self._close_source()
+            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
+            raise exc
+        await self._close_source()  # the contract: a provider bug is an error message, not a raise
+        return error_event(self._current(), self._describe(exc))
 
     async def forward(self, handle: Handler) -> AssistantMessage:
         """Read the rest of the stream, calling ``handle`` with every event but the terminal one
@@ -224,17 +227,45 @@ class AssistantMessageEventStream:
         return self._forward_steps(steps, handle)
 
     async def _forward_source(self, handle: Handler) -> AssistantMessage:
-        while self._final is None:
-            try:
-                event = await self.__anext__()
-            except (LookupError, TypeError) as exc:  # an event without its fields
-                await self._malformed(exc)
-                break
-            if self._final is None:  # not the terminal event: ``__anext__`` read its partial
-                assert self._partial is not None
-                pending = handle(cast(AssistantStreamingEvent, event), self._partial)
-                if pending is not None:
-                    await pending
+        """``pump`` over an asynchronous source: one ``await`` per item of the source, the events
+        of a list (what one network read produced) handled in place, as ``_forward_steps`` does
+        (an ``__anext__`` per event cost a coroutine each). ``consumer`` says whose an exception
+        is: an event without its fields is the source's (the stream ends with ``error``)."""
+        item: AssistantMessageEvent | list[AssistantMessageEvent] = self._batch[::-1]  # ``__anext__``'s rest
+        self._batch = []
+        task = asyncio.current_task() if self._signal is not None else None
+        consumer = False
+        try:
+            while self._final is None:
+                # (pyright takes ``item`` for the list it starts as)
+                for event in item if isinstance(item, list) else (item,):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    if event["type"] in ("done", "error"):
+                        await self._close_source(ended=True)
+                        self._finish(event)
+                        break
+                    # Not a terminal event (pyright cannot narrow from ``in``; a ``cast`` is a call).
+                    partial = self._partial = event["partial"]  # pyright: ignore[reportGeneralTypeIssues, reportUnknownVariableType]
+                    try:
+                        pending = handle(event, partial)  # pyright: ignore[reportArgumentType, reportUnknownArgumentType]
+                        if pending is not None:
+                            await pending
+                            if self._final is not None:  # the consumer closed the stream
+                                break
+                    except BaseException:  # the consumer's failure (or cancellation): not the source's
+                        consumer = True
+                        raise
+                else:
+                    self._waiting = task
+                    try:
+                        item = await self._source.__anext__()
+                    except (Exception, asyncio.CancelledError) as exc:
+                        item = await self._failed(exc, task)
+                    finally:
+                        self._waiting = None
+        except Exception as exc:
+            if consumer:
+                raise
+            await self._malformed(exc)
         final = self._final
         assert final is not None
         return final
