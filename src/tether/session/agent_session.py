@@ -138,7 +138,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             mcp.on_found = self._offer_mcp_tools
         self._mcp_tools: list[Any] = []
         self._mcp_noted: set[object] = set()
-        self._mcp_read: list[Any] | None = None
+        self._mcp_read = False
         self.cwd = workspace_path(cwd)
         self.settings = settings if settings is not None else Settings()
         self.approval = approval

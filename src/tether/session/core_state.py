@@ -67,6 +67,10 @@ class CoreState:
     agent: Agent
     resources: Resources | None
     mcp: McpServers | None
+    _mcp_read: bool
+    """The conversation's ``search_mcp_tools`` results were read into ``mcp.found`` (once per
+    session opened, resumed or moved to: ``_attach`` clears the flag and the pairs, which belong
+    to the conversation left; ``McpControl._install_mcp_tools`` reads them)."""
     cwd: Path
     settings: Settings
     approval: ApprovalGate | None
@@ -433,6 +437,9 @@ class CoreState:
         if self._session is not None:
             self._session.close()
         self._session = session
+        if self.mcp is not None:  # what the left conversation's searches found is its own
+            self.mcp.found.clear()
+        self._mcp_read = False
         agent = self.agent
         agent.options.session_id = session.id if session is not None else None
         if session is None:

@@ -24,8 +24,6 @@ class McpControl(CoreState):
 
     _mcp_tools: list[Any]
     _mcp_noted: set[object]
-    _mcp_read: list[Any] | None
-    """The transcript whose ``search_mcp_tools`` results were read into ``mcp.found``."""
 
     async def _install_mcp_tools(self) -> bool:
         """Wait for MCP servers still starting whose tools are not kept from an earlier run
@@ -43,8 +41,8 @@ class McpControl(CoreState):
                 return False
         finally:
             self._mcp_abort = None
-        if self._mcp_read is not self.agent.messages:  # a session opened or resumed
-            self._mcp_read = self.agent.messages
+        if not self._mcp_read:  # a session opened, resumed or moved to
+            self._mcp_read = True
             self.mcp.found.extend(found_in(self.agent.messages))
         self._offer_mcp_tools()
         return True
@@ -100,7 +98,8 @@ class McpControl(CoreState):
 def found_in(messages: list[Any]) -> list[tuple[str, str]]:
     """The (server, tool) pairs ``search_mcp_tools`` found in a transcript (its results'
     ``details.found``): a resumed session offers them again without a search. Cheap: read once
-    per transcript opened, and the pairs are all the session records for it."""
+    per transcript opened, and the pairs are all the session records for it. Each pair once,
+    where it was last found (``McpServers.found``'s order: latest last)."""
     from tether.mcp.tool_search import SEARCH_TOOL
 
     pairs: list[tuple[str, str]] = []
@@ -114,4 +113,4 @@ def found_in(messages: list[Any]) -> list[tuple[str, str]]:
                 items = cast(Sequence[object], pair)
                 if len(items) == 2 and isinstance(items[0], str) and isinstance(items[1], str):
                     pairs.append((items[0], items[1]))
-    return pairs
+    return list(dict.fromkeys(reversed(pairs)))[::-1]
