@@ -312,7 +312,7 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 for block in result["content"]:
                     if block["type"] == "text":
                         texts.append(block["text"])
-                    else:
+                    elif block["type"] == "image":  # any other block was never sent
                         url = f"data:{block['mimeType']};base64,{block['data']}"
                         images.append({"type": "image_url", "image_url": {"url": url}})
                 text = "\n".join(texts)
