@@ -555,3 +555,102 @@ async def test_an_abandoned_tool_that_goes_on_changes_nothing_of_its_call() -> N
     results = {m["toolName"]: m for m in result if m["role"] == "toolResult"}
     assert results["deafening"]["content"] == ends[0]["result"].content, "its late result was kept"
     check_invariants(recorder.trace(result))
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+async def test_cancelling_the_run_waits_for_the_update_a_tool_sent(mode: Any) -> None:
+    """The run is cancelled while the tool it runs has an update still going out: the tool is
+    cancelled and ends, and its call's end (its updates going out) is no ignored cancellation:
+    the run's cancellation propagates once the update is out, and no task outlives the run."""
+    controller = AbortController()
+    started = asyncio.Event()
+    release = asyncio.Event()
+    recorder = Recorder()
+
+    async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        on_update(_result("partial"))
+        started.set()
+        await asyncio.Event().wait()
+        return _result("never")  # pragma: no cover
+
+    slow = AgentTool(
+        name="slow", label="slow", description="d", parameters={"type": "object"}, execute=execute
+    )
+
+    async def listener(event: Any) -> None:
+        if event["type"] == "tool_execution_update":
+            await release.wait()
+        await recorder(event)
+
+    model = ScriptedModel([reply(tool_call("slow", {})), reply("done")])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    tasks_before = asyncio.all_tasks()
+    run = asyncio.ensure_future(
+        run_agent_loop(
+            [prompt],
+            AgentContext(tools=[slow]),
+            AgentLoopConfig(model=model.model, tool_execution=mode),
+            listener,
+            controller.signal,
+            model,
+        )
+    )
+    await started.wait()
+    run.cancel()
+    # The fixed code cannot end the run while the listener is held: no wait is too short for it.
+    await asyncio.wait({run}, timeout=0.2)
+    assert not run.done(), "the run ended while its tool's update was still going out"
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):
+            await run
+    assert asyncio.all_tasks() <= tasks_before | {asyncio.current_task()}, "a task outlived the run"
+    assert recorder.types[-1] == "tool_execution_update"
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+async def test_a_call_that_stops_when_abandoned_ends_after_its_update_and_leaves_no_task(mode: Any) -> None:
+    """The tool sends an update and is given up by the grace while that update's listener still
+    runs; it stops at its cancellation. Its call's end (the update going out) is driven by the
+    batch, not left to a task: it ends once, after the update, and no task outlives the run."""
+    controller = AbortController()
+    cancelled = asyncio.Event()
+
+    async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        on_update(_result("partial"))
+        controller.abort()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return _result("never")  # pragma: no cover
+
+    stops = AgentTool(
+        name="stops", label="s", description="d", parameters={"type": "object"}, execute=execute
+    )
+    recorder = Recorder()
+
+    async def listener(event: Any) -> None:
+        if event["type"] == "tool_execution_update":
+            await cancelled.wait()  # the grace gave the call up meanwhile
+        await recorder(event)
+
+    model = ScriptedModel([reply(tool_call("stops", {}))])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    tasks_before = asyncio.all_tasks()
+    async with asyncio.timeout(10):
+        result = await run_agent_loop(
+            [prompt],
+            AgentContext(tools=[stops]),
+            AgentLoopConfig(model=model.model, tool_execution=mode),
+            listener,
+            controller.signal,
+            model,
+        )
+    assert asyncio.all_tasks() <= tasks_before, "a task outlived the run"
+    events = [e["type"] for e in recorder.events if e["type"].startswith("tool_")]
+    assert events == ["tool_execution_start", "tool_execution_update", "tool_execution_end"]
+    (message,) = [m for m in result if m["role"] == "toolResult"]
+    assert "did not stop within" in str(message["content"])
+    check_invariants(recorder.trace(result))

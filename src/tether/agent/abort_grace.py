@@ -14,6 +14,7 @@ its own only if it goes on after being cancelled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import types
 from collections.abc import Coroutine, Generator
@@ -62,7 +63,10 @@ def until_abort_grace(
       continues in a task of its own (``_carry_on``), left behind: we do not wait for it, and
       its caller drops whatever it comes to (``suspended.ended`` is set either way: it is no
       longer the caller's to close). Its own ``asyncio.timeout`` or cancel scope still works: a
-      cancellation that the tool took back (``uncancel``) is its own business.
+      cancellation that the tool took back (``uncancel``) is its own business. A call whose
+      tool has ended (``call.ended``) goes on only to send its updates out: that is no ignored
+      cancellation, and it is driven to its end here, so the updates go out before the
+      cancellation propagates (or the call is given up) and no task of it outlives the run.
 
     The call, not the tool alone: wrapping each tool in a coroutine of the grace's own, to watch
     it only if it suspended, cost every instant call of a run with a signal two coroutines, a
@@ -107,6 +111,8 @@ def until_abort_grace(
                         suspended.ended = True
                         return
                     raise exc from None  # it returned instead: the cancellation still stands
+                if call.ended:  # the tool ended: its call's end (its updates) is not ignoring
+                    continue  # the cancellation, which propagates from it, here, once that is out
                 if cancelling < asked <= task.cancelling():  # it ignores the task's cancellation
                     _carry_on(coro, context, yielded)
                     raise
@@ -137,7 +143,13 @@ def until_abort_grace(
     except BaseException:  # it ended: whatever it said is dropped
         pass
     else:
-        _carry_on(coro, context, yielded)
+        if call.ended:  # the tool stopped: its call's end (its updates) is driven here, and dropped
+            suspended.ended = False
+            suspended.yielded = yielded
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                yield from cast(Generator[Any, Any, None], suspended.resume())
+        else:
+            _carry_on(coro, context, yielded)
     if task.cancelling() > cancelling:  # the task was cancelled meanwhile: that comes first
         raise asyncio.CancelledError
     raise ToolAbandonedError(ABANDONED)
