@@ -43,6 +43,7 @@ def _result(text: str) -> AgentToolResult[Any]:
 
 class _Call:
     ended = False
+    abandoned = False
 
 
 async def _guarded(work: Awaitable[AgentToolResult[Any]], signal: AbortSignal) -> AgentToolResult[Any]:
@@ -653,4 +654,60 @@ async def test_a_call_that_stops_when_abandoned_ends_after_its_update_and_leaves
     assert events == ["tool_execution_start", "tool_execution_update", "tool_execution_end"]
     (message,) = [m for m in result if m["role"] == "toolResult"]
     assert "did not stop within" in str(message["content"])
+    check_invariants(recorder.trace(result))
+
+
+async def test_an_abandoned_call_whose_update_is_going_out_ends_once() -> None:
+    """A parallel batch: ``deaf`` sends an update while starting, aborts the run and ignores the
+    abort; the grace gives it up while the update's listener is still running, and ``other`` runs
+    in a task of its own meanwhile (so another task settles the batch, and may report ``deaf``'s
+    end too). ``deaf`` ends once, after its update went out."""
+    controller = AbortController()
+    cancelled = asyncio.Event()
+    deaf_ended = asyncio.Event()
+
+    async def ignores(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        on_update(_result("partial"))
+        controller.abort()
+        while not deaf_ended.is_set():
+            try:
+                await deaf_ended.wait()
+            except asyncio.CancelledError:  # ignored
+                cancelled.set()
+        return _result("late")
+
+    async def waits(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        await deaf_ended.wait()
+        return _result("other")
+
+    deaf_tool = AgentTool(
+        name="deaf", label="d", description="d", parameters={"type": "object"}, execute=ignores
+    )
+    other = AgentTool(name="other", label="o", description="o", parameters={"type": "object"}, execute=waits)
+    recorder = Recorder()
+
+    async def listener(event: Any) -> None:
+        if event["type"] == "tool_execution_update":
+            await cancelled.wait()  # the grace ended meanwhile: the call is abandoned
+        await recorder(event)
+        if event["type"] == "tool_execution_end" and event["toolName"] == "deaf":
+            deaf_ended.set()
+
+    model = ScriptedModel([reply(tool_call("deaf", {}), tool_call("other", {}))])
+    prompt: AgentMessage = {"role": "user", "content": "go", "timestamp": 0}
+    async with asyncio.timeout(10):
+        result = await run_agent_loop(
+            [prompt],
+            AgentContext(tools=[deaf_tool, other]),
+            AgentLoopConfig(model=model.model, tool_execution="parallel"),
+            listener,
+            controller.signal,
+            model,
+        )
+    deaf_events = [
+        e["type"] for e in recorder.events if e["type"].startswith("tool_") and e["toolName"] == "deaf"
+    ]
+    assert deaf_events == ["tool_execution_start", "tool_execution_update", "tool_execution_end"]
+    results = {m["toolName"]: m for m in result if m["role"] == "toolResult"}
+    assert "did not stop within" in str(results["deaf"]["content"])
     check_invariants(recorder.trace(result))

@@ -44,6 +44,10 @@ class Running(Protocol):
         out), which no grace cuts off."""
         ...
 
+    abandoned: bool
+    """Set by the grace as it gives the call up, before the tool gets its cancellation: whatever
+    the call comes to from then on is dropped."""
+
 
 @types.coroutine
 def until_abort_grace(
@@ -136,6 +140,7 @@ def until_abort_grace(
         yield from cast(Generator[Any, Any, None], suspended.resume())  # a generator-based coroutine
         return
     suspended.ended = True
+    call.abandoned = True
     # The grace ended before the tool did: it is cancelled (as its task would have been), and
     # left behind if it goes on.
     try:

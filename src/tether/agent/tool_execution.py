@@ -195,6 +195,8 @@ class _Call:
     stage: int = _RUNNABLE
     ended: bool = False
     """The tool returned: updates it sends from now on are dropped."""
+    abandoned: bool = False
+    """The abort grace gave the call up (``until_abort_grace``): what the tool comes to is dropped."""
     updates: list[asyncio.Task[None]] | None = None
     """One task per update sent (most tools send none): each emits its event once the
     previous one is out, so updates keep their order and the tool never waits for a listener."""
@@ -569,9 +571,11 @@ class _Batch:
 
     async def _drive(self, record: _Call, suspended: Suspended[None]) -> None:
         """Continue a call that suspended in its first step to its end. With a signal, the abort
-        grace watches it from here (``until_abort_grace``) and may leave it behind: its call then
-        ends here with the error saying so, its updates from now on are dropped and whatever the
-        tool comes to later is too (``_execute`` writes into a record still ``_RUNNABLE`` only)."""
+        grace watches it from here (``until_abort_grace``) and may leave it behind (marking it
+        ``abandoned``, which ``_execute`` reads: whatever the tool comes to later is dropped):
+        its call then ends here with the error saying so, and its updates from now on are
+        dropped. It becomes ``_EXECUTED`` only once the updates it sent are out: from then on
+        another task (``_settle``) may report its end, which must come after them, and once."""
         if self.signal is None:
             await suspended.resume()
             return
@@ -579,12 +583,12 @@ class _Batch:
             await until_abort_grace(suspended, self.signal, record)
         except ToolAbandonedError as exc:
             record.ended = True
+            if record.updates is not None:
+                await record.close_updates()
             record.fail(describe_error(exc))
             record.stage = _EXECUTED
             if self.trace is not None:
                 self.trace.tool_raised(record.call["id"], exc)
-            if record.updates is not None:
-                await record.close_updates()
 
     async def _execute(self, record: _Call) -> None:
         """Run the tool, awaited as it is (the abort grace is its caller's business, only once
@@ -614,7 +618,7 @@ class _Batch:
             record.ended = True
             if record.updates is not None:
                 await record.close_updates()
-        if record.stage != _RUNNABLE:  # abandoned meanwhile (``_drive``): what it came to is dropped
+        if record.abandoned:  # by the grace (``_drive``): what it came to is dropped
             return
         if failure is not None:
             record.fail(describe_error(failure))
