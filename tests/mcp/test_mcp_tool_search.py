@@ -80,13 +80,14 @@ async def test_a_resumed_session_offers_the_tools_found_before() -> None:
     assert text_of(results(added)[0]) == "tool 999: 1001"
 
 
-
 async def test_a_search_is_read_back_once_however_often_the_transcript_is_replaced() -> None:
     """A shell command, a retry or a compaction gives the agent a new transcript list: the
     session's searches are not read into ``found`` again (it grew by the whole transcript's
     finds each time, and the re-read pairs counted as the latest)."""
     prompts = [reply(f"answer {i}") for i in range(5)]
-    model = ScriptedModel([reply(tool_call(SEARCH_TOOL, {"query": "tool_250", "limit": 3})), reply("found"), *prompts])
+    model = ScriptedModel(
+        [reply(tool_call(SEARCH_TOOL, {"query": "tool_250", "limit": 3})), reply("found"), *prompts]
+    )
     core = session(model, many("big", 300))
     try:
         await core.prompt("search")
@@ -102,7 +103,9 @@ async def test_a_search_is_read_back_once_however_often_the_transcript_is_replac
 
 
 async def test_a_new_conversation_does_not_offer_what_the_last_one_found() -> None:
-    model = ScriptedModel([reply(tool_call(SEARCH_TOOL, {"query": "tool_0250", "limit": 1})), reply("found"), reply("fresh")])
+    model = ScriptedModel(
+        [reply(tool_call(SEARCH_TOOL, {"query": "tool_0250", "limit": 1})), reply("found"), reply("fresh")]
+    )
     core = session(model, many("big", 300))
     try:
         await core.prompt("search")
@@ -112,6 +115,7 @@ async def test_a_new_conversation_does_not_offer_what_the_last_one_found() -> No
     finally:
         await core.close()
     assert "mcp__big__tool_0250" not in sent_tools(model, 2)
+
 
 def sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
