@@ -35,7 +35,7 @@ async def test_stream_events_and_final_message() -> None:
         {"type": "text", "text": "x"},
         {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"v": 1}},
     ]
-    assert model.requests[0].context["systemPrompt"] == "s"
+    assert model.requests[0].context.get("systemPrompt") == "s"
 
 
 async def test_requests_are_snapshots_unless_not_kept() -> None:
