@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from serve_support import (
     WAIT_SECONDS,
@@ -106,7 +107,7 @@ async def test_each_answers_live_words_are_keyed_and_ended_by_the_entry_that_sto
     each answer's ``ended`` names the stored entry holding exactly those words, so a page clears
     an answer's live words on that entry only (an earlier answer's entry may be committed while
     the next answer streams)."""
-    first = {"content": [{"type": "text", "chunks": ["Let me ", "look."]}]}
+    first: dict[str, Any] = {"content": [{"type": "text", "chunks": ["Let me ", "look."]}]}
     first["content"].append({"type": "toolCall", "name": "bash", "arguments": {"command": "true"}})
     script = write_script(tmp_path / "s.json", [text("hello"), first, text("All ", "done.")])
     async with serving(project, script, yes=True) as served, served.client() as client:
