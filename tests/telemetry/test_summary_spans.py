@@ -20,6 +20,7 @@ from tether.agent import Agent
 from tether.session import AgentSession, CompactionSettings, SessionManager, Settings
 from tether.session.compaction import CompactionError
 from tether.testing.scripted import ScriptedModel, reply
+from tether.wire import ModelInfo
 
 WORDS = "alpha beta gamma delta " * 50
 
@@ -35,7 +36,7 @@ def _summary_spans(otel: Otel) -> list[ReadableSpan]:
 
 
 async def test_a_compaction_before_a_model_call_is_a_chat_span_of_the_run(otel: Otel, tmp_path: Path) -> None:
-    small = {**ScriptedModel().model, "contextWindow": 2_000}
+    small: ModelInfo = {**ScriptedModel().model, "contextWindow": 2_000}
     model = ScriptedModel([reply(f"answer {i}: {WORDS}") for i in range(8)], model=small)
     settings = Settings(compaction=CompactionSettings(reserve_tokens=500, keep_recent_tokens=200))
     core = _session(otel, tmp_path, model, settings)
