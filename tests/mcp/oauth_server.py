@@ -19,18 +19,21 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
 
 SCOPE = "mcp"
 
 
-class AutoApprove:
-    """An in-memory authorization server that says yes to every authorization request."""
+class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    """An in-memory authorization server that says yes to every authorization request (the
+    protocol's own default answers the grants it does not implement)."""
 
     def __init__(self, log: Path) -> None:
         self.log = log
@@ -127,8 +130,8 @@ def main(port: int, log: Path) -> None:
         "guarded",
         auth_server_provider=AutoApprove(log),
         auth=AuthSettings(
-            issuer_url=base,
-            resource_server_url=f"{base}/mcp",
+            issuer_url=AnyHttpUrl(base),
+            resource_server_url=AnyHttpUrl(f"{base}/mcp"),
             client_registration_options=ClientRegistrationOptions(
                 enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
             ),

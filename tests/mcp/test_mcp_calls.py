@@ -146,7 +146,7 @@ async def test_an_sse_server(sse_toy: str) -> None:
 
 
 async def test_resources_are_listed_and_read_through_the_resource_tools() -> None:
-    reads = [
+    reads: list[tuple[str, dict[str, str]]] = [
         ("list_mcp_resources", {}),
         ("list_mcp_resource_templates", {"server": "toy"}),
         ("read_mcp_resource", {"server": "toy", "uri": "toy://greeting"}),

@@ -26,6 +26,7 @@ from tether.session import AgentSession
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.tools import create_coding_tools
 from tether.tools.workspace import Workspace
+from tether.wire import ModelInfo
 
 MANY = Path(__file__).with_name("many_tools_server.py")
 
@@ -120,13 +121,16 @@ async def test_the_budget_is_what_the_models_api_takes_beside_the_agents_own_too
     more than its 128. Switching the model to another API gives the next prompt that API's budget."""
     own = create_coding_tools(Workspace(tmp_path), ["read", "bash", "edit", "write", "grep", "find", "ls"])
     model = ScriptedModel([reply("one"), reply("two"), reply("three")])
-    agent = Agent(model={**SCRIPTED_MODEL, "api": "openai-completions"}, tools=own, stream_fn=model)
+    to_openai: ModelInfo = {**SCRIPTED_MODEL, "api": "openai-completions"}
+    to_google: ModelInfo = {**SCRIPTED_MODEL, "api": "google-generative-ai"}
+    to_anthropic: ModelInfo = {**SCRIPTED_MODEL, "api": "anthropic-messages"}
+    agent = Agent(model=to_openai, tools=own, stream_fn=model)
     core = AgentSession(agent, mcp=McpServers([many("big", 2000)]), owns=("mcp",))
     try:
         await core.prompt("go")
-        agent.model = {**SCRIPTED_MODEL, "api": "google-generative-ai"}
+        agent.model = to_google
         await core.prompt("go on")
-        agent.model = {**SCRIPTED_MODEL, "api": "anthropic-messages"}
+        agent.model = to_anthropic
         await core.prompt("and again")
     finally:
         await core.close()
@@ -145,7 +149,7 @@ async def test_a_bare_agent_given_the_servers_tools_without_fit_stays_within_ope
     room for ``ASSUMED_OWN_TOOLS``; ``fit`` with the model's limit fills the request exactly."""
     own = create_coding_tools(Workspace(tmp_path), ["read", "bash", "edit", "write", "ls"])
     model = ScriptedModel([reply("one"), reply("two")])
-    openai = {**SCRIPTED_MODEL, "api": "openai-completions"}
+    openai: ModelInfo = {**SCRIPTED_MODEL, "api": "openai-completions"}
     async with McpServers([many("big", 200)], log_dir=tmp_path, cache_dir=tmp_path) as servers:
         await Agent(model=openai, tools=[*own, *servers.tools()], stream_fn=model).prompt("go")
         servers.fit(tool_limit(openai["api"]), len(own))  # as the docs show

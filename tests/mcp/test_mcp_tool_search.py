@@ -123,8 +123,12 @@ def sse(payload: dict[str, Any]) -> bytes:
 
 def completions_call(name: str, arguments: dict[str, Any]) -> bytes:
     """An OpenAI Chat Completions stream whose answer is one tool call."""
-    call = {"index": 0, "id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": ""}}
-    call["function"]["arguments"] = json.dumps(arguments)
+    call = {
+        "index": 0,
+        "id": f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
     return (
         sse({"id": "r", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]})
         + sse({"id": "r", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
