@@ -13,10 +13,10 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import acp
 from acp.schema import (
@@ -206,13 +206,15 @@ class AcpEnv:
     @contextlib.asynccontextmanager
     async def agent(
         self, client: EditorClient, script: Path, *args: str, env: Mapping[str, str] | None = None
-    ) -> AsyncIterator[acp.core.ClientSideConnection]:
+    ) -> AsyncGenerator[acp.core.ClientSideConnection, None]:
         """``tether --mode acp`` in a subprocess, connected to ``client`` through the SDK (with
         ``env`` added to its environment)."""
         command = self.command(*args)
         environment = self.env(TETHER_SCRIPTED=str(script), **(env or {}))
+        # the SDK answers a request for a method the client lacks with "method not found", so the
+        # client implements only what the tests use, not the whole Client protocol
         async with acp.spawn_agent_process(
-            client, command[0], *command[1:], env=environment, cwd=self.project
+            cast(acp.Client, client), command[0], *command[1:], env=environment, cwd=self.project
         ) as (connection, _process):
             yield connection
 
@@ -237,7 +239,7 @@ def for_call(log: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
     """The log entries about one tool call, in order (updates and permission requests)."""
     entries: list[dict[str, Any]] = []
     for entry in log:
-        body = entry.get("update") or entry.get("permission") or {}
+        body: dict[str, Any] = entry.get("update") or entry.get("permission") or {}
         if body.get("toolCallId") == call_id:
             entries.append(entry)
     return entries

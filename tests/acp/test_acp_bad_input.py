@@ -119,7 +119,7 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
         bad_auth = await agent.ask(request(21, "authenticate", {"methodId": "oauth"}))
         assert bad_auth["error"]["code"] == -32602
 
-        stdio_server = {"name": "files", "command": "mcp-files", "args": [], "env": []}
+        stdio_server: dict[str, Any] = {"name": "files", "command": "mcp-files", "args": [], "env": []}
         created = await agent.ask(
             request(11, "session/new", {"cwd": str(acp_env.project), "mcpServers": [stdio_server]})
         )
@@ -216,10 +216,11 @@ async def test_a_damaged_database_is_an_error_naming_the_file(acp_env: AcpEnv) -
     agent = RawAgent(process)
     try:
         await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
-        for request_id, method, params in (
+        requests: tuple[tuple[int, str, dict[str, Any]], ...] = (
             (2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}),
             (3, "session/list", {}),
-        ):
+        )
+        for request_id, method, params in requests:
             answer = await agent.ask(request(request_id, method, params))
             error = answer["error"]
             assert answer["id"] == request_id and error["code"] == -32603, answer

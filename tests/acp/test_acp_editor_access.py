@@ -116,14 +116,17 @@ async def test_images_and_embedded_context_reach_the_conversation(acp_env: AcpEn
             protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
         )
         session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
-        blocks = [
-            acp.text_block("What is in "),
-            acp.resource_block(
-                acp.embedded_text_resource("file:///p/a.txt", "apples", mime_type="text/plain")
-            ),
-            acp.image_block("iVBORw0KGgo=", "image/png"),
-        ]
-        response = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=blocks), 30)
+        prompt = conn.prompt(
+            session_id=session.session_id,
+            prompt=[
+                acp.text_block("What is in "),
+                acp.resource_block(
+                    acp.embedded_text_resource("file:///p/a.txt", "apples", mime_type="text/plain")
+                ),
+                acp.image_block("iVBORw0KGgo=", "image/png"),
+            ],
+        )
+        response = await asyncio.wait_for(prompt, 30)
         assert response.stop_reason == "end_turn"
         client.clear()
         await conn.load_session(cwd=str(acp_env.project), session_id=session.session_id, mcp_servers=[])

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from acp import RequestError
 from acp_support import AcpEnv, EditorClient, text_reply, tool_reply
+from psycopg import sql
 
 from tether.rpc import RpcClient
 from tether.session import SessionManager
@@ -55,11 +56,11 @@ def store(request: pytest.FixtureRequest, acp_env: AcpEnv) -> Iterator[Store]:
     server = cast(PostgresServer, request.getfixturevalue("postgres"))
     schema = f"acp_follow_{next(_schemas)}"
     with psycopg.connect(server.url(), autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {schema}")
+        db.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     url = server.url(options=f"-csearch_path%3D{schema}")
     yield Store({"TETHER_DATABASE_URL": url}, url)
     with psycopg.connect(server.url(), autocommit=True) as db:
-        db.execute(f"DROP SCHEMA {schema} CASCADE")
+        db.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def _delete_when_free(sessions: SessionManager, session_id: str) -> None:

@@ -61,7 +61,10 @@ async def test_editor_mcp_servers_serve_tools_in_new_and_loaded_sessions(acp_env
 async def test_an_mcp_tool_call_is_a_permission_request_unless_the_server_says_read_only(
     acp_env: AcpEnv,
 ) -> None:
-    calls = [("r1", "mcp__toy_box__add", {"a": 1, "b": 2}), ("p1", "mcp__toy_box__pid", {})]
+    calls: list[tuple[str, str, dict[str, int]]] = [
+        ("r1", "mcp__toy_box__add", {"a": 1, "b": 2}),
+        ("p1", "mcp__toy_box__pid", {}),
+    ]
     calls += [("p2", "mcp__toy_box__pid", {}), ("p3", "mcp__toy_box__pid", {})]
     replies = [tool_reply(name, arguments, call_id) for call_id, name, arguments in calls]
     script = acp_env.script("s", [*replies, text_reply("ok")])

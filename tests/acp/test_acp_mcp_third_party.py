@@ -11,7 +11,7 @@ from typing import Any
 
 import acp
 import pytest
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import AcpMcpServer, EnvVariable, HttpMcpServer, McpServerStdio, SseMcpServer
 from acp_support import AcpEnv, EditorClient, for_call, text_reply
 
 from mcp_packages import everything_server, filesystem_server, time_server
@@ -64,7 +64,7 @@ async def test_editor_sends_three_third_party_servers_and_their_tools_are_called
         ],
     )
     client = EditorClient(permission_choices=["allow_once"])
-    servers = [
+    servers: list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] = [
         editor_server("time", time_server()),
         editor_server("fs", filesystem_server(files)),
         editor_server("everything", everything_server()),

@@ -159,7 +159,7 @@ async def test_full_session_then_load_in_a_new_process(acp_env: AcpEnv) -> None:
             ("tool_call", "b1", "pending"),
             ("tool_call_update", "b1", "failed"),
         ]
-        texts = [u["content"]["text"] for u in history if "content" in u and isinstance(u["content"], dict)]
+        texts = [u["content"]["text"] for u in history if isinstance(u.get("content"), dict)]
         assert texts[:3] == ["hello", "Thinking about it", "Hello there"]
         assert "Fixed." in texts and "run something slow" in texts
         replay_client.clear()

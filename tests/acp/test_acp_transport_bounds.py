@@ -28,7 +28,7 @@ def request(request_id: int | str, method: str, params: Any) -> bytes:
     )
 
 
-INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
+INITIALIZE: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
 async def _start(acp_env: AcpEnv, *args: str, limit: int = 1 << 24) -> asyncio.subprocess.Process:
