@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,7 +102,9 @@ def tool_results(stdout: str) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def tiny_tmpfs(where: Path, *, read_only_after: Callable[[Path], None] | None = None) -> Iterator[Path]:
+def tiny_tmpfs(
+    where: Path, *, read_only_after: Callable[[Path], None] | None = None
+) -> Generator[Path, None, None]:
     """A 1 MB tmpfs at ``where`` (root only; the test is skipped where mounting is refused).
 
     ``read_only_after`` fills it first, then the file system is remounted read-only."""

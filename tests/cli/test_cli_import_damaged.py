@@ -21,7 +21,7 @@ pytestmark = pytest.mark.subprocess
 HEADER = {"type": "session", "version": 3, "id": "p", "timestamp": "2024-12-03T14:00:00.000Z", "cwd": "/p"}
 
 
-def _message(entry_id: str, parent: str | None, message: object) -> dict[str, object]:
+def _message(entry_id: str, parent: object, message: object) -> dict[str, object]:
     return {
         "type": "message",
         "id": entry_id,
@@ -31,7 +31,7 @@ def _message(entry_id: str, parent: str | None, message: object) -> dict[str, ob
     }
 
 
-def _user(entry_id: str, parent: str | None, content: object = "hi") -> dict[str, object]:
+def _user(entry_id: str, parent: object, content: object = "hi") -> dict[str, object]:
     return _message(entry_id, parent, {"role": "user", "content": content, "timestamp": 1})
 
 

@@ -17,7 +17,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
@@ -295,7 +295,7 @@ def test_tree_navigator_in_tmux(cli: CliEnv) -> None:
 
 
 @contextlib.contextmanager
-def loopback_in_thread(replies: list[Reply]) -> Iterator[LoopbackServer]:
+def loopback_in_thread(replies: list[Reply]) -> Generator[LoopbackServer, None, None]:
     """A ``LoopbackServer`` on its own event loop, so the test may block reading the terminal."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)

@@ -26,7 +26,7 @@ def sse(*chunks: dict[str, Any]) -> Reply:
 
 
 def bash_call(command: str) -> Reply:
-    call = {"index": 0, "id": "call_1", "type": "function"}
+    call: dict[str, Any] = {"index": 0, "id": "call_1", "type": "function"}
     call["function"] = {"name": "bash", "arguments": json.dumps({"command": command})}
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "keyed-1"}
     return sse(
@@ -44,7 +44,11 @@ def recorded_text() -> Reply:
 def models_json(cli: CliEnv, url: str) -> None:
     config = cli.home / "config"
     config.mkdir(exist_ok=True)
-    provider = {"baseUrl": url, "api": "openai-completions", "apiKeyEnv": "KEYED_TEST_API_KEY"}
+    provider: dict[str, Any] = {
+        "baseUrl": url,
+        "api": "openai-completions",
+        "apiKeyEnv": "KEYED_TEST_API_KEY",
+    }
     provider["models"] = [{"id": "keyed-1", "reasoning": True}, {"id": "keyed-2-20250101"}]
     (config / "models.json").write_text(json.dumps({"providers": {"keyed": provider}}))
 

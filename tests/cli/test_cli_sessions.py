@@ -218,7 +218,7 @@ def delete_at_a_terminal(cli: CliEnv, session_id: str, answer: bytes) -> subproc
 
 
 def test_sessions_delete_asks_unless_yes(cli: CliEnv) -> None:
-    ids = []
+    ids: list[str] = []
     for name in ("a", "b", "c"):
         done = cli.run("--mode", "json", f"question {name}", script=cli.script(name, [text_reply("x")]))
         ids.append(session_of(json_lines(done.stdout)))

@@ -74,7 +74,7 @@ def test_cli_context_options_shape_the_recorded_system_prompt(cli: CliEnv, tmp_p
     appended = ["--append-system-prompt", str(extra), "--append-system-prompt", "appended text"]
     with_context = cli.run("--mode", "json", "q", *appended, script=script)
     without = cli.run("--mode", "json", "q", "--no-context-files", script=script)
-    prompts = []
+    prompts: list[str] = []
     for done in (with_context, without):
         assert done.returncode == 0, done.stderr
         session_id = json_lines(done.stdout)[0]["id"]

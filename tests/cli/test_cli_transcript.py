@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tether.cli.render import FOLDED_LINES, Painter
 from tether.cli.transcript import branch_messages, render_transcript
 from tether.session import SessionManager
+from tether.wire import AgentMessage
 
 PAINTER = Painter(80, color=False)
 USAGE = {
@@ -95,13 +96,13 @@ def test_branch_messages_cover_compacted_history_but_not_other_branches(tmp_path
     with SessionManager.at(tmp_path / "s.db") as sessions:
         session = sessions.create(tmp_path)
         first = session.append_message({"role": "user", "content": "one", "timestamp": 0})
-        session.append_message(assistant({"type": "text", "text": "answer one"}))
+        session.append_message(cast(AgentMessage, assistant({"type": "text", "text": "answer one"})))
         left = session.append_message({"role": "user", "content": "abandoned", "timestamp": 0})
         session.branch(first)
-        session.append_message(assistant({"type": "text", "text": "another answer"}))
+        session.append_message(cast(AgentMessage, assistant({"type": "text", "text": "another answer"})))
         kept = session.append_message({"role": "user", "content": "two", "timestamp": 0})
         session.append_compaction("SUMMARY of one", kept, tokens_before=100)
-        session.append_message(assistant({"type": "text", "text": "answer two"}))
+        session.append_message(cast(AgentMessage, assistant({"type": "text", "text": "answer two"})))
 
         assert session.messages[0]["role"] == "compactionSummary"  # the model's view
         messages = branch_messages(session)
@@ -132,9 +133,11 @@ def test_the_transcript_rendered_backwards_in_chunks_is_the_whole_one(tmp_path: 
                 {"type": "toolCall", "id": f"c{turn}-{n}", "name": "bash", "arguments": {"n": n}}
                 for n in range(turn % 3)
             ]
-            session.append_message(assistant({"type": "text", "text": f"answer {turn}"}, *calls))  # type: ignore[arg-type]
+            session.append_message(
+                cast(AgentMessage, assistant({"type": "text", "text": f"answer {turn}"}, *calls))
+            )
             for n in range(turn % 3):
-                session.append_message(result(f"c{turn}-{n}", f"output {turn}.{n}"))  # type: ignore[arg-type]
+                session.append_message(cast(AgentMessage, result(f"c{turn}-{n}", f"output {turn}.{n}")))
         whole = render_transcript(PAINTER, branch_messages(session), show_thinking=False)
         read: list[dict[str, Any]] = []
 

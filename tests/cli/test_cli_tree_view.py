@@ -509,8 +509,8 @@ def test_labels_and_their_times_come_from_the_newest_label_entry() -> None:
 def test_label_time_reads_like_pis() -> None:
     now = datetime(2026, 12, 5, 18, 30).astimezone()
 
-    def at(*parts: int) -> int:
-        return int(datetime(*parts).astimezone().timestamp() * 1000)
+    def at(year: int, month: int, day: int, hour: int, minute: int) -> int:
+        return int(datetime(year, month, day, hour, minute).astimezone().timestamp() * 1000)
 
     assert label_time(at(2026, 12, 5, 9, 4), now) == "09:04"
     assert label_time(at(2026, 3, 9, 14, 3), now) == "3/9 14:03"

@@ -83,7 +83,7 @@ class Terminal:
         return self.tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
 
     def wait_for(self, check: Callable[[str], bool] | str, timeout: float = 20.0) -> str:
-        predicate = (lambda s: check in s) if isinstance(check, str) else check
+        predicate: Callable[[str], bool] = (lambda s: check in s) if isinstance(check, str) else check
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
