@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from narrowing import block_text
 from tether.agent import AgentContext, AgentLoopConfig, BeforeToolCallContext, run_agent_loop
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.tools import ApprovalGate, Workspace, create_coding_tools
@@ -48,14 +49,14 @@ async def test_write_edit_read_then_a_declined_command(workspace: Workspace, roo
     messages = await run(model, workspace, asked, approve=False)
     write, edit, read, missing, bash = results(messages)
     assert not write["isError"] and (root / "notes/a.txt").read_text() == "hello\nthere\n"
-    assert not edit["isError"] and edit["details"]["diff"].endswith("-world\n+there\n")
+    assert not edit["isError"] and "details" in edit and edit["details"]["diff"].endswith("-world\n+there\n")
     assert read["content"] == [{"type": "text", "text": "1\thello\n2\tthere"}]
     assert missing["isError"] and missing["content"] == [
         {"type": "text", "text": "File not found: missing.txt"}
     ]
     assert (
         bash["isError"]
-        and bash["content"][0]["text"] == "The user declined this bash call. Do not retry it as is."
+        and block_text(bash["content"][0]) == "The user declined this bash call. Do not retry it as is."
     )
     assert asked == ["Run command: rm -rf notes"]  # only bash needed approval
     assert (root / "notes").is_dir()
@@ -74,7 +75,7 @@ async def test_approved_command_runs_and_escape_is_an_error_result(workspace: Wo
     asked: list[str] = []
     bash, escape = results(await run(model, workspace, asked, approve=True))
     assert not bash["isError"] and bash["content"] == [{"type": "text", "text": "ran\n"}]
-    assert escape["isError"] and "outside the workspace" in escape["content"][0]["text"]
+    assert escape["isError"] and "outside the workspace" in block_text(escape["content"][0])
 
 
 async def test_hook_signature_matches_the_loop(workspace: Workspace) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_support import call, text_of
+from tools_support import call, details_of, text_of
 
 from tether.agent.tool import AgentToolResult
 from tether.ai.abort import AbortController
@@ -110,12 +110,12 @@ async def test_long_output_keeps_head_and_tail_with_a_note(workspace: Workspace)
     assert lines[0] == "1"
     assert "\n200000\n" in text
     assert "[… output truncated:" in text
-    assert result.details["truncated"] is True
-    assert result.details["totalBytes"] == len("".join(f"{i}\n" for i in range(1, 200001)))
+    assert details_of(result)["truncated"] is True
+    assert details_of(result)["totalBytes"] == len("".join(f"{i}\n" for i in range(1, 200001)))
     assert len(text.encode()) < 60 * 1024
-    full = Path(result.details["fullOutputPath"])
+    full = Path(details_of(result)["fullOutputPath"])
     assert full.read_text() == "".join(f"{i}\n" for i in range(1, 200001))  # nothing lost on disk
-    assert text.endswith(f"[Full output ({result.details['totalBytes']} bytes) saved to {full}]")
+    assert text.endswith(f"[Full output ({details_of(result)['totalBytes']} bytes) saved to {full}]")
 
 
 async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> None:
@@ -124,7 +124,7 @@ async def test_many_short_lines_are_cut_by_line_count(workspace: Workspace) -> N
     assert "the first 1000 and last 1000 lines are shown" in text
     assert text.startswith("1\n2\n")
     assert "\n4001\n" in text and "\n3999\n" not in text
-    full = Path(result.details["fullOutputPath"])
+    full = Path(details_of(result)["fullOutputPath"])
     assert full.read_text() == "".join(f"{i}\n" for i in range(1, 5001))
 
 

@@ -109,7 +109,7 @@ def test_a_name_is_looked_up_no_more_than_its_readings_need(
 ) -> None:
     """Each ``\\x`` in an argument cost four looks at the disk, whatever the name: a second
     reading that was the same text, the same folder asked about twice."""
-    looked: list[str] = []
+    looked: list[str | os.PathLike[str]] = []
     lexists = os.path.lexists
 
     def counted(name: str | os.PathLike[str]) -> bool:

@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from tools_support import call, text_of
+from tools_support import call, details_of, text_of
 
 from tether.errors import ToolError
 from tether.tools import Workspace, create_read_tool
@@ -70,7 +70,7 @@ async def test_wide_file_is_cut_at_the_byte_budget(workspace: Workspace, root: P
     (root / "wide.txt").write_text(f"{line}\n" * 200)
     result = await call(create_read_tool(workspace), path="wide.txt")
     text = text_of(result)
-    shown = result.details["endLine"]
+    shown = details_of(result)["endLine"]
     assert shown < 200
     assert len(text.encode()) <= MAX_BYTES + 200
     assert f"output limit was reached). Use offset={shown + 1} to continue.]" in text

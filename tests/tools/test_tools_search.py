@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from tools_support import call, text_of
+from tools_support import call, details_of, text_of
 
 from tether.errors import ToolError
 from tether.tools import Workspace, create_find_tool, create_grep_tool, create_ls_tool
@@ -118,7 +118,7 @@ async def test_grep_respects_gitignore_and_reports_path_line_text(workspace: Wor
     expected = sorted(name for name in git_visible(root) if not name.endswith(".gitignore"))
     assert sorted(line.split(":", 1)[0] for line in lines) == expected
     assert "src/app.py:2:needle in src/app.py" in lines
-    assert result.details["matches"] == len(expected)
+    assert details_of(result)["matches"] == len(expected)
 
 
 async def test_grep_glob_case_literal_and_context(workspace: Workspace, root: Path) -> None:
@@ -140,7 +140,7 @@ async def test_grep_limit_adds_a_note(workspace: Workspace, root: Path) -> None:
     text = text_of(result)
     assert text.count("many.txt:") == 10
     assert "[Results stopped after 10 matches" in text
-    assert result.details["truncated"] is True
+    assert details_of(result)["truncated"] is True
 
 
 async def test_grep_skips_binary_files_and_handles_bad_input(workspace: Workspace, root: Path) -> None:
@@ -213,7 +213,7 @@ async def test_grep_byte_budget_counts_only_what_is_shown(workspace: Workspace, 
     text = text_of(result)
     shown = text.count("wide.txt:")
     assert 0 < shown < 500
-    assert result.details["matches"] == shown and result.details["truncated"] is True
+    assert details_of(result)["matches"] == shown and details_of(result)["truncated"] is True
     assert f"[Results stopped after {shown} matches" in text
 
 

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-from tools_support import call, text_of
+from tools_support import call, details_of, text_of
 
 from tether.tools import Workspace, create_bash_tool, process as process_module
 from tether.tools.spool import Spools
@@ -27,15 +27,15 @@ async def test_spool_is_capped_and_removed_with_the_session(
 ) -> None:
     monkeypatch.setattr(process_module, "MAX_SPOOL_BYTES", 1_000_000)
     result = await call(create_bash_tool(workspace), command="yes 0123456789 2>/dev/null | head -c 5000000")
-    path = Path(result.details["fullOutputPath"])
+    path = Path(details_of(result)["fullOutputPath"])
     assert path.stat().st_size == 1_000_000  # 5 MB printed, the cap kept
-    assert result.details["totalBytes"] == 5_000_000
+    assert details_of(result)["totalBytes"] == 5_000_000
     workspace.spools.remove()
     assert not path.exists() and not path.parent.exists()
 
 
 @contextlib.contextmanager
-def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+def tiny_tmpfs(tmp_path: Path) -> Generator[Path, None, None]:
     mount = tmp_path / f"full-{uuid.uuid4().hex[:6]}"
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
@@ -57,7 +57,7 @@ async def test_full_disk_is_one_line_and_nothing_claims_to_be_saved(
             create_bash_tool(workspace), command="yes 0123456789 2>/dev/null | head -c 4000000"
         )
         text = text_of(result)
-        assert "saved to" not in text and "fullOutputPath" not in result.details
+        assert "saved to" not in text and "fullOutputPath" not in details_of(result)
         notes = [line for line in text.splitlines() if "could not be saved" in line]
         assert len(notes) == 1 and "(4000000 bytes) could not be saved: No space left on device" in notes[0]
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

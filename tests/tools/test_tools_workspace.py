@@ -228,7 +228,7 @@ async def test_a_path_no_file_name_can_hold_is_one_tool_error(root: Path, path: 
     question is asked about a write that cannot happen."""
     workspace = Workspace(root, sandbox=SandboxPolicy(mode="workspace-write"))
     for tool in (create_read_tool(workspace), create_write_tool(workspace), create_ls_tool(workspace)):
-        arguments = {"path": path, "content": "x"} if tool.name == "write" else {"path": path}
+        arguments: dict[str, Any] = {"path": path, "content": "x"} if tool.name == "write" else {"path": path}
         with pytest.raises(ToolError, match="which no file name can hold") as refused:
             await call(tool, **arguments)
         assert "\n" not in str(refused.value) and str(refused.value).encode()  # one line, encodable

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tools_support import call, text_of
+from tools_support import call, details_of, text_of
 
 from tether.errors import ToolError
 from tether.tools import PathOutsideWorkspace, Workspace, create_edit_tool, create_write_tool
@@ -70,11 +70,11 @@ async def test_edit_replaces_once_and_returns_a_unified_diff(workspace: Workspac
     assert (root / "m.py").read_text() == SOURCE.replace("return 1\n", "return 2\n").replace(
         "return 2\n\n\n", "return 1\n\n\n"
     )
-    diff = result.details["diff"]
+    diff = details_of(result)["diff"]
     assert diff.startswith("--- a/m.py\n+++ b/m.py\n@@ ")
     assert "-    return 1\n+    return 2\n" in diff
-    assert result.details["firstChangedLine"] == 5
-    assert result.details["replacements"] == 1
+    assert details_of(result)["firstChangedLine"] == 5
+    assert details_of(result)["replacements"] == 1
     assert diff in text_of(result)
 
 
@@ -95,7 +95,7 @@ async def test_replace_all(workspace: Workspace, root: Path) -> None:
         replace_all=True,
     )
     assert (root / "m.py").read_text() == SOURCE.replace("return 1", "return 2")
-    assert result.details["replacements"] == 2
+    assert details_of(result)["replacements"] == 2
 
 
 async def test_missing_passage_gets_a_whitespace_hint(workspace: Workspace, root: Path) -> None:
@@ -146,7 +146,7 @@ async def test_edit_bad_input(workspace: Workspace, root: Path) -> None:
 async def test_edit_diff_marks_a_missing_final_newline(workspace: Workspace, root: Path) -> None:
     (root / "f").write_text("a\nb")
     result = await call(create_edit_tool(workspace), path="f", old_string="b", new_string="c")
-    assert result.details["diff"].endswith(
+    assert details_of(result)["diff"].endswith(
         "-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
     )
 

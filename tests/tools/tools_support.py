@@ -22,3 +22,9 @@ async def call(
 
 def text_of(result: AgentToolResult[Any]) -> str:
     return "\n".join(block["text"] for block in result.content if block["type"] == "text")
+
+
+def details_of(result: AgentToolResult[Any]) -> Any:
+    """The details of a result the test knows has them (the tools here always set them)."""
+    assert result.details is not None, result
+    return result.details

@@ -1,0 +1,23 @@
+"""Narrowing for tests that know which member of a union they hold.
+
+A transcript is a list of ``AgentMessage`` (a union over roles) and content is a list of blocks
+(text, images, tool calls ...), so the type checker cannot follow ``message["stopReason"]`` or
+``block["text"]`` where the test knows it holds an assistant message or a text block. These say so;
+each checks what it claims, so a wrong guess fails on its line, showing the value, rather than as
+a ``KeyError`` further on.
+"""
+
+from __future__ import annotations
+
+from tether.wire import AgentMessage, AssistantContent, AssistantMessage, UserContent
+
+
+def as_assistant(message: AgentMessage) -> AssistantMessage:
+    assert message["role"] == "assistant", message
+    return message
+
+
+def block_text(block: AssistantContent | UserContent) -> str:
+    """The text of a block the test knows is a text block."""
+    assert block["type"] == "text", block
+    return block["text"]
