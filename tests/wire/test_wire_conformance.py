@@ -166,7 +166,7 @@ def _render(schema: dict[str, Any]) -> str:
         return f"'{schema['const']}'"
     if "enum" in schema:
         return " | ".join(f"'{v}'" for v in schema["enum"])
-    kind = schema.get("type")
+    kind: str | list[str] | None = schema.get("type")
     if kind is None:
         return "unknown"
     if isinstance(kind, list):

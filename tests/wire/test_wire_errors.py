@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import wire_seed
@@ -26,7 +26,11 @@ PYDANTIC_WORDS = ("pydantic", "validation error", "For further information", "ta
 def _errors(codec: Codec[Any], value: object) -> list[WireError]:
     """The error from decoding Python values and the one from decoding JSON text; both must fail."""
     out: list[WireError] = []
-    for decode in (codec.decode, lambda v: codec.decode_json(dumps(v))):
+
+    def decode_json(v: object) -> Any:
+        return codec.decode_json(dumps(v))
+
+    for decode in (codec.decode, decode_json):
         with pytest.raises(WireError) as info:
             decode(value)
         out.append(info.value)
@@ -121,7 +125,7 @@ def test_decode_messages_names_the_path() -> None:
         ),
         ({"role": "custom", "display": "yes"}, 'message.display: expected a boolean (got "yes")'),
         (
-            {"role": "assistant", "content": [{"type": "toolCall", "arguments": []}]},
+            {"role": "assistant", "content": [{"type": "toolCall", "arguments": list[object]()}]},
             "message.content[0].arguments: expected an object (got [])",
         ),
         ("hello", 'message: expected an object (got "hello")'),
@@ -247,7 +251,7 @@ def test_wrong_field_type_names_the_field(
     for err in _errors(codec, value):
         assert err.path == path
         assert err.reason.startswith("expected "), err.reason
-        bad = value[field] if isinstance(value, dict) else None
+        bad = cast(dict[str, object], value)[field] if isinstance(value, dict) else None
         assert err.reason.endswith(f"(got {json.dumps(bad)})")
         assert not any(word in str(err) for word in PYDANTIC_WORDS)
 

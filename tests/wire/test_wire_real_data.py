@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from reference_paths import CONFORMANCE, FIXTURE_STREAMS, REPO_ROOT
 from tether.wire import (
@@ -53,7 +54,7 @@ def _bundle(reader_view: bool) -> dict[str, Any]:
     return bundle
 
 
-def _validator(name: str, reader_view: bool) -> Draft202012Validator:
+def _validator(name: str, reader_view: bool) -> Validator:
     return Draft202012Validator({**_bundle(reader_view), "$ref": f"#/$defs/{name}"})
 
 

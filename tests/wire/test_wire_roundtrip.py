@@ -16,8 +16,10 @@ import pytest
 import wire_seed
 from hypothesis import HealthCheck, given, settings, strategies as st
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from wire_strategies import Pair, pair
 
+from narrowing import as_assistant
 from tether.wire import (
     ASSISTANT_EVENT,
     CONTENT_BLOCK,
@@ -51,7 +53,7 @@ few = settings(max_examples=20, deadline=None, suppress_health_check=[HealthChec
 
 
 @cache
-def _validator(name: str) -> Draft202012Validator:
+def _validator(name: str) -> Validator:
     return Draft202012Validator({**build_bundle(), "$ref": f"#/$defs/{name}"})
 
 
@@ -145,7 +147,7 @@ def test_decoding_returns_new_dicts_and_leaves_the_input_alone() -> None:
     before = json.dumps(msg)
     decoded = decode_message(msg)
     assert decoded is not msg
-    decoded["content"].append({"type": "text", "text": "more"})
+    as_assistant(decoded)["content"].append({"type": "text", "text": "more"})
     assert json.dumps(msg) == before
 
 
@@ -164,14 +166,22 @@ def test_event_needs_only_its_type(kind: str) -> None:
 
 def test_record_outside_a_union_checks_its_discriminator_only_when_present() -> None:
     # The reference's normalised events carry a toolCall without `type`: nothing to pick there.
-    event = {"type": "toolcall_end", "contentIndex": 0, "toolCall": {"id": "c", "name": "n", "arguments": {}}}
+    event: dict[str, Any] = {
+        "type": "toolcall_end",
+        "contentIndex": 0,
+        "toolCall": {"id": "c", "name": "n", "arguments": {}},
+    }
     assert ASSISTANT_EVENT.decode(event) == event
     with pytest.raises(ValueError, match=r"event\.toolCall\.type: expected 'toolCall' \(got \"text\"\)"):
         ASSISTANT_EVENT.decode({**event, "toolCall": {"type": "text"}})
 
 
 def test_nested_open_records_without_required_fields_decode() -> None:
-    msg = {"role": "assistant", "usage": {"input": 5, "cost": {}}, "content": [{"type": "toolCall"}]}
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "usage": {"input": 5, "cost": {}},
+        "content": [{"type": "toolCall"}],
+    }
     assert decode_message(msg) == msg
 
 

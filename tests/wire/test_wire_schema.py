@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, cast
 
 import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
@@ -88,7 +89,8 @@ def test_extra_registry_adds_definitions_after_the_seed_ones() -> None:
     assert set_model["properties"]["reason"] == {}
     assert bundle["x-rpc"] == {"commands": ["PromptCommand", "SetModel"]}
     Draft202012Validator.check_schema(bundle)
-    validator = Draft202012Validator({**bundle, "$ref": "#/$defs/PromptCommand"})
+    # the library's own protocol types is_valid, which its class leaves partly unknown
+    validator = cast(Validator, Draft202012Validator({**bundle, "$ref": "#/$defs/PromptCommand"}))
     assert validator.is_valid(
         {"type": "prompt", "message": "hi", "history": [{"role": "user", "content": "x", "timestamp": 1}]}
     )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import cast
 
 import pytest
 
 from tether.wire import WireError
 from tether.wire.codec import COMPILED_CODECS, COMPILED_FILE, Codec, compiled_json
-from tether.wire.messages import AgentMessage
+from tether.wire.messages import AgentMessage, UserMessage
 
 
 def test_committed_validators_are_current() -> None:
@@ -39,6 +40,8 @@ def test_decoding_a_message_does_not_import_pydantic() -> None:
 
 def test_an_unknown_compiled_name_falls_back_to_generating_the_schema() -> None:
     codec: Codec[AgentMessage] = Codec(AgentMessage, "message", compiled="NOT_IN_THE_FILE")
-    assert codec.decode({"role": "user", "content": "hi", "timestamp": 1})["content"] == "hi"
+    assert (
+        cast(UserMessage, codec.decode({"role": "user", "content": "hi", "timestamp": 1}))["content"] == "hi"
+    )
     with pytest.raises(WireError, match=r"message\.role: unknown message role 'robot'"):
         codec.decode({"role": "robot"})

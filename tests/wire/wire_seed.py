@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import cast
 
 from reference_paths import WIRE_SEED
 
@@ -118,15 +119,15 @@ def definitions() -> tuple[Definition, ...]:
     for group in ("messageDefs", "modelDefs"):
         parsed = _Parser(_object_source(text, group), constants).value()
         assert isinstance(parsed, dict)
-        for name, raw in parsed.items():
+        for name, raw in cast(dict[str, object], parsed).items():
             doc = raw.text if isinstance(raw, Doc) else None
             body = raw.value if isinstance(raw, Doc) else raw
             if isinstance(body, str):
                 out.append(Definition(name, group, body, (), doc))
                 continue
             assert isinstance(body, dict)
-            fields = []
-            for key, spec in body.items():
+            fields: list[Field] = []
+            for key, spec in cast(dict[str, object], body).items():
                 field_doc = spec.text if isinstance(spec, Doc) else None
                 expr = spec.value if isinstance(spec, Doc) else spec
                 assert isinstance(expr, str)
