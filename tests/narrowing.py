@@ -9,6 +9,10 @@ a ``KeyError`` further on.
 
 from __future__ import annotations
 
+from typing import Any
+
+from typing_extensions import TypeIs
+
 from tether.wire import AgentMessage, AssistantContent, AssistantMessage, UserContent
 
 
@@ -21,3 +25,9 @@ def block_text(block: AssistantContent | UserContent) -> str:
     """The text of a block the test knows is a text block."""
     assert block["type"] == "text", block
     return block["text"]
+
+
+def is_json_object(value: object) -> TypeIs[dict[str, Any]]:
+    """``isinstance(value, dict)`` for parsed JSON, whose objects have string keys (a bare
+    isinstance leaves the checker with a dict of unknown keys and values)."""
+    return isinstance(value, dict)

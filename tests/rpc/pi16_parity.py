@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,7 +67,7 @@ class _FauxHandler(BaseHTTPRequestHandler):
     requests: list[dict[str, Any]]
     lock: threading.Lock
 
-    def log_message(self, *_: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:  # GET /v1/models: tether asks a local server what it serves
@@ -147,7 +147,7 @@ class FauxOpenAI:
 
 
 @contextmanager
-def faux_openai(replies: Sequence[Mapping[str, Any]]) -> Iterator[FauxOpenAI]:
+def faux_openai(replies: Sequence[Mapping[str, Any]]) -> Generator[FauxOpenAI, None, None]:
     """Serve ``replies`` one per ``POST /v1/chat/completions``, in order."""
     requests: list[dict[str, Any]] = []
     handler = type(
@@ -214,7 +214,7 @@ class Driver:
         data = command if isinstance(command, bytes) else json.dumps(command).encode()
         self.process.stdin.write(data + b"\n")
 
-    async def wait_for(self, test: Any, since: int, timeout: float = 60) -> Frame:
+    async def wait_for(self, test: Callable[[Frame], bool], since: int, timeout: float = 60) -> Frame:
         """The first frame from ``since`` on for which ``test(frame)`` holds."""
 
         async def find() -> Frame:
@@ -436,7 +436,7 @@ def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
         if agent == "pi" and _pi_only(frame):
             continue
         if frame.get("command") == "get_commands" and frame.get("success"):
-            frame = {**frame, "data": {"commands": []}}
+            frame = {**frame, "data": {"commands": list[str]()}}
         kept.append(skeleton(frame))
     return kept
 
@@ -471,7 +471,7 @@ REPLIES = [
 ]
 
 
-def _is(kind: str) -> Any:
+def _is(kind: str) -> Callable[[Frame], bool]:
     return lambda f: f.get("type") == kind
 
 

@@ -8,19 +8,26 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from tether.rpc import RpcClient
 from tether.rpc.schema import COMMITTED
 
 BUNDLE: dict[str, Any] = json.loads(COMMITTED.read_text(encoding="utf-8"))
-SERVER_FRAME = Draft202012Validator({**BUNDLE, "$ref": "#/$defs/ServerFrame"})
-_RESULTS: dict[str, Draft202012Validator] = {}
+
+
+def _validator(ref: str) -> Validator:
+    return Draft202012Validator({**BUNDLE, "$ref": ref})
+
+
+SERVER_FRAME = _validator("#/$defs/ServerFrame")
+_RESULTS: dict[str, Validator] = {}
 
 
 def check_frame(frame: Mapping[str, Any]) -> None:
@@ -39,7 +46,7 @@ def check_frame(frame: Mapping[str, Any]) -> None:
         return
     validator = _RESULTS.get(spec["result"])
     if validator is None:
-        validator = _RESULTS[spec["result"]] = Draft202012Validator({**BUNDLE, "$ref": spec["result"]})
+        validator = _RESULTS[spec["result"]] = _validator(spec["result"])
     errors = list(validator.iter_errors(frame["data"]))
     assert not errors, f"{frame['command']} data does not match {spec['result']}: {errors[0].message}"
 
@@ -126,7 +133,7 @@ def bash_reply(command: str, call_id: str = "call_1") -> dict[str, Any]:
     return tool_reply("bash", {"command": command}, call_id)
 
 
-async def next_of(events: Any, kind: str, timeout: float = 20) -> dict[str, Any]:
+async def next_of(events: AsyncIterable[Mapping[str, Any]], kind: str, timeout: float = 20) -> dict[str, Any]:
     """The next frame of type ``kind`` from an ``events()`` subscription."""
 
     async def find() -> dict[str, Any]:

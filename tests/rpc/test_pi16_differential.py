@@ -18,7 +18,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pi16_parity import (
@@ -36,6 +36,7 @@ from pi16_parity import (
     thinking_text,
 )
 
+from narrowing import is_json_object
 from pi_packages import PI_16, installed
 
 pytestmark = [pytest.mark.node, pytest.mark.subprocess]
@@ -64,7 +65,9 @@ def _conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         content = message.get("content")
         if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            content = "".join(
+                part.get("text", "") for part in cast(list[Any], content) if is_json_object(part)
+            )
         item: dict[str, Any] = {"role": role, "content": content or None}
         for key in ("tool_call_id", "reasoning_content"):
             if message.get(key):

@@ -36,8 +36,8 @@ class LineServer:
             stderr=subprocess.DEVNULL,
         )
         self.frames: queue.Queue[bytes] = queue.Queue()
-        self._pumping = threading.Thread(target=self._pump, daemon=True)
-        self._pumping.start()
+        self.pumping = threading.Thread(target=self._pump, daemon=True)
+        self.pumping.start()
         assert self.next_frame()["type"] == "ready"
 
     def _pump(self) -> None:
@@ -73,7 +73,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LineServer]:
     assert running.process.stdin is not None and running.process.stdout is not None
     running.process.stdin.close()
     assert running.process.wait(timeout=20) == 0
-    running._pumping.join(timeout=20)  # at the end of the output, once the server has exited
+    running.pumping.join(timeout=20)  # at the end of the output, once the server has exited
     running.process.stdout.close()
 
 
@@ -130,7 +130,9 @@ def test_every_line_gets_exactly_one_response_and_the_server_stays_up(
     server.send(line)
     response = server.next_response()
     try:  # as JSON reads it: json.dumps writes inf as Infinity, which is no JSON (nor to pi)
-        sent: object = json.loads(line, parse_constant=_no_constant)
+        sent: dict[str, Any] | list[Any] | str | int | float | bool | None = json.loads(
+            line, parse_constant=_no_constant
+        )
     except ValueError:
         sent = None
     if isinstance(sent, dict) and isinstance(sent.get("id"), str) and isinstance(sent.get("type"), str):

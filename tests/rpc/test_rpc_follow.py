@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ async def test_a_follower_sees_each_message_the_writer_records_and_cannot_prompt
             seen: list[dict[str, Any]] = []
 
             async def watch() -> None:
+                frame: Mapping[str, Any]
                 async for frame in follower.events():
                     if isinstance(frame, dict) and frame.get("type") == "message_end":
                         seen.append(frame["message"])

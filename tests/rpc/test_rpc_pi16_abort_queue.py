@@ -11,6 +11,7 @@ the next prompt, as both do when the abort comes while the model streams).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +78,11 @@ def _user_texts(request: dict[str, Any]) -> list[str]:
 async def test_an_abort_leaves_the_queues_and_clear_queue_before_it_drops_them(tmp_path: Path) -> None:
     pi = installed(PI_16)
     seen: dict[str, tuple[dict[str, Any], list[list[str]]]] = {}
-    for name, make in (
+    makers: tuple[tuple[str, Callable[[str, Path], Agent]], ...] = (
         ("pi", lambda url, root: pi_agent(pi.node, pi.package, url, root)),
         ("tether", tether_agent),
-    ):
+    )
+    for name, make in makers:
         with faux_openai(REPLIES) as faux:
             answers = await _converse(make(faux.base_url, tmp_path / name))
             seen[name] = (answers, [_user_texts(r) for r in faux.requests])

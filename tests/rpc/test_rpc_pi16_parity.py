@@ -19,6 +19,7 @@ broken stream; a model error with an idle ``abort``; session name, ``fork``, ``c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ pytestmark = [pytest.mark.node, pytest.mark.subprocess]
 
 
 async def _converse(
-    make: Any, root: Path, replies: list[dict[str, Any]]
+    make: Callable[[str, Path], Agent], root: Path, replies: list[dict[str, Any]]
 ) -> tuple[dict[str, list[dict[str, Any]]], int]:
     with faux_openai(replies) as faux:
         agent: Agent = make(faux.base_url, root)

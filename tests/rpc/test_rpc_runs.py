@@ -4,6 +4,8 @@ retry. Every frame the server writes is checked against the committed schema (``
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from rpc_support import RpcEnv, bash_reply, next_of, text_reply, user_texts
@@ -24,7 +26,7 @@ async def test_prompt_streams_pi_events_then_prompt_result(rpc: RpcEnv) -> None:
         kinds: list[str] = []
         deltas: list[str] = []
         while True:
-            frame = await asyncio.wait_for(events.__anext__(), 5)
+            frame: Mapping[str, Any] = await asyncio.wait_for(events.__anext__(), 5)
             assert isinstance(frame, dict)
             kinds.append(frame["type"])
             if frame["type"] == "message_update" and frame["assistantMessageEvent"]["type"] == "text_delta":
@@ -149,7 +151,9 @@ async def test_event_filter_excludes_events_and_gives_back_pi073_snapshots(rpc: 
     async with rpc.spawn() as client:
         assert (await client.set_event_filter()) == {"exclude": [], "messageUpdate": "delta"}
         await client.prompt("hi")
-        updates = [f for f in client.frames if isinstance(f, dict) and f["type"] == "message_update"]
+        updates: list[dict[str, Any]] = [
+            f for f in client.frames if isinstance(f, dict) and f["type"] == "message_update"
+        ]
         assert updates and all(
             set(f) == {"type", "usage", "assistantMessageEvent"}
             and "partial" not in f["assistantMessageEvent"]
@@ -160,7 +164,7 @@ async def test_event_filter_excludes_events_and_gives_back_pi073_snapshots(rpc: 
         events = client.events()
         since = len(client.frames)
         await client.prompt("again")
-        seen = [f for f in client.frames[since:] if isinstance(f, dict)]
+        seen: list[dict[str, Any]] = [f for f in client.frames[since:] if isinstance(f, dict)]
         updates = [f for f in seen if f["type"] == "message_update"]
         assert updates and all(
             list(f) == ["type", "message", "usage", "assistantMessageEvent"]
@@ -185,7 +189,7 @@ def test_a_failed_run_is_reported_in_one_line() -> None:
 
 async def test_retries_give_up_after_max_retries(rpc: RpcEnv) -> None:
     rpc.settings(retry={"baseDelayMs": 1, "maxRetries": 2})
-    overloaded = {"content": [], "error": "429 rate limit reached"}
+    overloaded: dict[str, Any] = {"content": [], "error": "429 rate limit reached"}
     rpc.script([overloaded, overloaded, overloaded])
     async with rpc.spawn() as client:
         events = client.events()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,9 @@ class Rpc:
         self.process.stdin.write(json.dumps(command).encode() + b"\n")
         self.process.stdin.flush()
 
-    def wait_for(self, test: Any, what: str, timeout: float = 60) -> dict[str, Any]:
+    def wait_for(
+        self, test: Callable[[dict[str, Any]], bool], what: str, timeout: float = 60
+    ) -> dict[str, Any]:
         """The first frame passing ``test``; fails naming ``what`` when none comes (a hang)."""
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -89,7 +91,7 @@ def _script(path: Path, *responses: dict[str, Any]) -> Path:
     return path
 
 
-def _response(request_id: str) -> Any:
+def _response(request_id: str) -> Callable[[dict[str, Any]], bool]:
     return lambda f: f.get("type") == "response" and f.get("id") == request_id
 
 
