@@ -9,6 +9,7 @@ a ``KeyError`` further on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import TypeIs
@@ -31,3 +32,11 @@ def is_json_object(value: object) -> TypeIs[dict[str, Any]]:
     """``isinstance(value, dict)`` for parsed JSON, whose objects have string keys (a bare
     isinstance leaves the checker with a dict of unknown keys and values)."""
     return isinstance(value, dict)
+
+
+def content_of(message: AgentMessage) -> object:
+    """The content of a message the test knows has one (a user's, an assistant's, a tool
+    result's ...; not a bash execution's or a summary's)."""
+    assert "content" in message, message
+    fields: Mapping[str, object] = message
+    return fields["content"]

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, cast
 
 from tether.agent import AgentTool, AgentToolResult
 from tether.session import Session, SessionManager
 from tether.store import SessionLockedError
-from tether.wire import AgentMessage, ModelInfo
+from tether.wire import AgentMessage, ModelInfo, TextContent
 
 LOCK_RELEASE_TIMEOUT = 10.0
 """How long a dead writer's lock may outlive it: PostgreSQL frees it when the server notices the
@@ -34,7 +35,7 @@ def user(text: str, **extra: Any) -> AgentMessage:
 
 
 def assistant(
-    *blocks: dict[str, Any], stop: str | None = None, cost: float = 0.0, tokens: int = 0
+    *blocks: Mapping[str, Any], stop: str | None = None, cost: float = 0.0, tokens: int = 0
 ) -> AgentMessage:
     calls = any(b.get("type") == "toolCall" for b in blocks)
     return cast(
@@ -59,7 +60,7 @@ def assistant(
     )
 
 
-def text(t: str) -> dict[str, Any]:
+def text(t: str) -> TextContent:
     return {"type": "text", "text": t}
 
 

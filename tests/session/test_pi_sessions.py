@@ -10,6 +10,7 @@ must continue in pi, and tether's own context of the imported session must be pi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,9 @@ def pi_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 @pytest.fixture
-def sessions(tmp_path: Path) -> SessionManager:
+def sessions(tmp_path: Path) -> Iterator[SessionManager]:
     manager = SessionManager.at(tmp_path / "sessions.db")
-    yield manager  # type: ignore[misc]
+    yield manager
     manager.close()
 
 

@@ -11,6 +11,7 @@ import threading
 import pytest
 
 import tether
+from narrowing import as_assistant
 from tether.agent import Agent
 from tether.agent.abort_grace import ABORT_GRACE
 from tether.session.agent_session import AgentSession
@@ -135,7 +136,7 @@ async def test_leaving_the_event_loop_early_leaves_the_session_ready(leave: str)
     # At once, not after wait_for_idle(): the next prompt waits for the aborted run itself.
     added = await session.prompt("next")
     assert [m["role"] for m in added] == ["user", "assistant"]
-    assert added[-1]["stopReason"] == "stop" and tool_results(session)[0].startswith(
+    assert as_assistant(added[-1])["stopReason"] == "stop" and tool_results(session)[0].startswith(
         "Tool execution was aborted"
     )
     assert not release.is_set()
@@ -153,7 +154,7 @@ async def test_cancelling_an_awaited_prompt_aborts_the_run() -> None:
         await task
     await session.wait_for_idle()
     assert tool_results(session)[0].startswith("Tool execution was aborted")
-    assert (await session.prompt("next"))[-1]["stopReason"] == "stop"
+    assert as_assistant((await session.prompt("next"))[-1])["stopReason"] == "stop"
     release.set()
     await session.close()
 
@@ -231,17 +232,17 @@ async def test_an_abort_before_the_runs_first_step_aborts_it(started_first: bool
     session.abort()
     added = await run
     assert [m["role"] for m in added] == ["user", "assistant"]
-    assert added[-1]["stopReason"] == "aborted" and settled == [True]
+    assert as_assistant(added[-1])["stopReason"] == "aborted" and settled == [True]
     assert [r.context["messages"][-1]["content"] for r in model.requests] in ([], ["go"])
     # The abort was that run's: the next one runs as usual.
-    assert (await session.prompt("next"))[-1]["stopReason"] == "stop"
+    assert as_assistant((await session.prompt("next"))[-1])["stopReason"] == "stop"
     await session.close()
 
 
 async def test_an_abort_with_nothing_running_spares_a_run_made_later() -> None:
     session, _ = core()
     session.abort()
-    assert (await session.prompt("go"))[-1]["stopReason"] == "stop"
+    assert as_assistant((await session.prompt("go"))[-1])["stopReason"] == "stop"
     await session.close()
 
 
@@ -253,7 +254,7 @@ async def test_an_abort_of_a_running_run_spares_the_next_one_already_made() -> N
     second = session.prompt("next")
     session.abort()
     await first
-    assert (await second)[-1]["stopReason"] == "stop"
+    assert as_assistant((await second)[-1])["stopReason"] == "stop"
     await session.close()
 
 

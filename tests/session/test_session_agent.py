@@ -6,6 +6,7 @@ import gc
 import weakref
 from typing import Any, cast
 
+from narrowing import content_of
 from session_helpers import text
 from tether.agent import Agent
 from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
@@ -61,7 +62,7 @@ async def test_hooks_and_overflow_recovery_through_the_agent(manager: SessionMan
     for i in range(3):
         await bound.prompt(f"question {i}: {words}")
     assert model.requests[0].context["messages"][-1]["content"][-1] == text("[tagged]")  # type: ignore[index]
-    assert all("[tagged]" not in str(m["content"]) for m in s.messages)
+    assert all("[tagged]" not in str(content_of(m)) for m in s.messages)
     model.push(
         reply(error="This model's maximum context length is 8192 tokens"), reply("SUMMARY"), reply("ok")
     )

@@ -7,16 +7,19 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from narrowing import block_text
+from tether.session import SessionEvent
 from tether.session.agent_session import AgentSession
 from tether.session.budget import CompactionSettings, context_tokens
 from tether.session.commands import COMMANDS, execute, parse
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.settings import Settings
 from tether.testing.scripted import SCRIPTED_MODEL
+from tether.wire import AgentMessage
 
 
 def text_reply(*chunks: str) -> dict[str, Any]:
@@ -150,7 +153,7 @@ async def test_no_session_commands_explain_themselves(home: Path, monkeypatch: p
 
 
 async def start_with(
-    home: Path, monkeypatch: pytest.MonkeyPatch, replies: list[dict[str, object]], **compaction: int
+    home: Path, monkeypatch: pytest.MonkeyPatch, replies: list[dict[str, object]], **compaction: Any
 ) -> AgentSession:
     path = home / "auto.json"
     path.write_text(json.dumps({"responses": replies}))
@@ -162,8 +165,12 @@ async def start_with(
 async def test_threshold_compaction_before_a_model_call(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The threshold sits between the first request's size and the second's: only the second
     request compacts first, with the current model, then goes out."""
-    first = [{"role": "user", "content": "first", "timestamp": 0}]
-    second = [*first, {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}, first[0]]
+    first: list[AgentMessage] = [{"role": "user", "content": "first", "timestamp": 0}]
+    # an assistant message with only what context_tokens reads
+    second = cast(
+        list[AgentMessage],
+        [*first, {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}, first[0]],
+    )
     threshold = (context_tokens(first) + context_tokens(second)) // 2
     assert context_tokens(first) <= threshold < context_tokens(second)
     replies = [text_reply("first answer"), text_reply("SUMMARY of the start."), text_reply("second answer")]
@@ -185,7 +192,7 @@ async def test_threshold_compaction_before_a_model_call(home: Path, monkeypatch:
 
 
 async def test_context_overflow_compacts_and_retries(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    replies = [
+    replies: list[dict[str, object]] = [
         text_reply("early answer"),
         {"content": [], "error": "prompt is too long: 250000 tokens > 200000 maximum"},
         text_reply("SUMMARY: early talk."),
@@ -197,7 +204,7 @@ async def test_context_overflow_compacts_and_retries(home: Path, monkeypatch: py
         await rt.prompt("a very long question")
         last = rt.last_assistant()
         assert last is not None and last["stopReason"] == "stop"
-        assert last["content"][0]["text"] == "answer after compaction"
+        assert block_text(last["content"][0]) == "answer after compaction"
         assert rt.session is not None
         roles = [m["role"] for m in rt.session.messages]
         assert roles[0] == "compactionSummary" and roles[-1] == "assistant"
@@ -229,7 +236,7 @@ async def test_print_mode_streams_every_answer_once(home: Path, monkeypatch: pyt
     from tether.cli.headless import run_print
 
     (home / "project" / "a.txt").write_text("alpha")
-    replies = [
+    replies: list[dict[str, object]] = [
         {
             "content": [
                 {"type": "text", "chunks": ["Let me ", "look."]},
@@ -253,9 +260,9 @@ async def test_steering_that_arrives_as_the_run_ends_is_run_not_parked(
 ) -> None:
     """Typed just as the agent finished (after the loop's last poll): the run goes on with it."""
     rt = await start_with(home, monkeypatch, [text_reply("done"), text_reply("late answer")])
-    queues: list[dict[str, object]] = []
+    queues: list[SessionEvent] = []
 
-    def late(event: dict[str, object]) -> None:
+    def late(event: SessionEvent) -> None:
         if event["type"] == "agent_end" and not queues:
             rt.steer("one more thing")
         if event["type"] == "queue_update":

@@ -75,6 +75,7 @@ async def test_close_or_abort_ends_a_compaction_stalled_at_the_server(
     async with LoopbackServer([_stalling_reply()]) as server:
         core = _core(manager, loopback_model(server.url))
         session_id = core.session_id
+        assert session_id is not None
         before = [e["id"] for e in core.session.path()]  # type: ignore[union-attr]
         work, events = await _compacting(core, lambda: bool(server.requests))
         async with asyncio.timeout(10):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from narrowing import content_of
 from session_helpers import MODEL, assistant, result, text, user
 from tether.session import convert_to_llm, lower_for, to_provider_messages
 from tether.session.convert import BRANCH_PREFIX, COMPACTION_PREFIX, STEERING_PREFIX, lower_message
@@ -113,7 +114,7 @@ def test_steering_envelope_is_stable_whatever_the_position() -> None:
     assert alone[0].get("steering") is True
     blocks = convert_to_llm([steer_blocks])[0]["content"]
     assert blocks == [text(STEERING_PREFIX.rstrip("\n")), text("a"), IMAGE]
-    assert steer["content"] == "stop and use tabs"  # the stored message is not touched
+    assert content_of(steer) == "stop and use tabs"  # the stored message is not touched
 
 
 def test_unknown_roles_are_dropped() -> None:

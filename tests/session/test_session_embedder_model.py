@@ -11,7 +11,7 @@ endpoint, or the embedder's stream function; and headers are never stored."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,7 @@ from tether.session.agent_session import AgentSession
 from tether.session.factory import AgentOptions, SessionChoice, create_agent_session
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.testing.scripted import ScriptedModel, reply
+from tether.wire import ModelInfo
 
 ACME: dict[str, Any] = {
     "id": "acme-1",
@@ -42,11 +43,11 @@ async def test_a_bare_core_resumes_the_stored_model_of_a_provider_nobody_registe
     manager: SessionManager,
 ) -> None:
     model = ScriptedModel([reply("one"), reply("two")])
-    first = AgentSession(
-        Agent(model={**ACME, "headers": {"x-acme": "1"}}, stream_fn=model), manager.create("/p")
-    )
+    with_headers = cast(ModelInfo, {**ACME, "headers": {"x-acme": "1"}})
+    first = AgentSession(Agent(model=with_headers, stream_fn=model), manager.create("/p"))
     await first.prompt("hello")
     session_id = first.session_id
+    assert session_id is not None
     await first.close()
     again = AgentSession(Agent(stream_fn=model), manager.open(session_id))  # no model: the session's
     try:
@@ -63,7 +64,7 @@ async def test_a_bare_core_resumes_the_stored_model_of_a_provider_nobody_registe
 def _sse_text(words: str) -> bytes:
     import json
 
-    chunks = [{"id": "r", "choices": [{"index": 0, "delta": {"content": words}}]}]
+    chunks: list[dict[str, Any]] = [{"id": "r", "choices": [{"index": 0, "delta": {"content": words}}]}]
     chunks.append({"id": "r", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
 

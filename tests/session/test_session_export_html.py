@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.store.store import SessionNotFoundError
+from tether.wire import AgentMessage
 
 
 class Blocks(HTMLParser):
@@ -92,17 +94,20 @@ def _usage() -> dict[str, object]:
     return {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15, "cost": cost}
 
 
-def _reply(*content: dict[str, object], stop: str = "stop") -> dict[str, object]:
-    return {
-        "role": "assistant",
-        "content": list(content),
-        "api": "openai-completions",
-        "provider": "faux",
-        "model": "faux-1",
-        "usage": _usage(),
-        "stopReason": stop,
-        "timestamp": 2,
-    }
+def _reply(*content: dict[str, object], stop: str = "stop") -> AgentMessage:
+    return cast(
+        AgentMessage,
+        {
+            "role": "assistant",
+            "content": list(content),
+            "api": "openai-completions",
+            "provider": "faux",
+            "model": "faux-1",
+            "usage": _usage(),
+            "stopReason": stop,
+            "timestamp": 2,
+        },
+    )
 
 
 def test_the_page_shows_every_branch_and_what_a_compaction_summarised(tmp_path: Path) -> None:

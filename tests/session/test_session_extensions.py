@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 
-from tether.session.extensions.ui import HeadlessUI
+from narrowing import as_assistant, block_text
+from tether.session.extensions.ui import HeadlessUI, NotifyLevel
 from tether.session.factory import SessionChoice, start_session
 from tether.session.options import SessionOptions
 from tether.session.resources import ENTRY_POINTS_CACHE, installed_entry_points, load_resources
 from tether.session.settings import Settings
 from tether.session.trust import trust
 from tether.testing.scripted import ScriptedModel
+from tether.wire import ToolResultMessage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "extensions"
 
@@ -57,7 +59,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"content": [{"type": "toolCall", "id": f"call_{name}", "name": name, "arguments": arguments}]}
 
 
-async def prompt_once(extension: Path, project: Path) -> tuple[Any, list[str], dict[str, Any]]:
+async def prompt_once(extension: Path, project: Path) -> tuple[Any, list[str], ToolResultMessage]:
     """One prompt in an unstored session with ``extension`` loaded: the closed session, the
     names of the tools the model was offered, and the first tool result."""
     core = start_session(
@@ -84,19 +86,19 @@ class Answers:
         self.notes: list[str] = []
         self._confirm, self._select, self._text = confirm, select, text
 
-    async def confirm(self, title: str, message: str = "") -> bool:
+    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
         self.asked.append(("confirm", f"{title}|{message}"))
         return self._confirm
 
-    async def select(self, title: str, options: Sequence[str]) -> str | None:
+    async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
         self.asked.append(("select", f"{title}|{','.join(options)}"))
         return self._select
 
-    async def input(self, title: str, placeholder: str = "") -> str | None:
+    async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
         self.asked.append(("input", title))
         return self._text
 
-    def notify(self, message: str, level: str = "info") -> None:
+    def notify(self, message: str, level: NotifyLevel = "info") -> None:
         self.notes.append(message)
 
 
@@ -149,7 +151,7 @@ def test_entry_points_are_found_and_cached(dirs: dict[str, Path], monkeypatch: p
     info = site / "hello_ext-1.0.dist-info"
     write(info / "METADATA", "Metadata-Version: 2.1\nName: hello-ext\nVersion: 1.0\n")
     write(info / "entry_points.txt", "[tether.extensions]\nhello = hello_ext\n")
-    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(site))  # pyright: ignore[reportUnknownMemberType]: untyped in pytest
 
     assert ("hello", "hello_ext") in installed_entry_points(dirs["data"])
     cache = dirs["data"] / ENTRY_POINTS_CACHE
@@ -244,8 +246,8 @@ async def test_hooks_block_change_arguments_and_results_and_edit_the_prompt(
     finally:
         await core.close()
     results = [m for m in stored if m["role"] == "toolResult"]
-    assert results[0]["content"][0]["text"].startswith("[tagged] inside.txt")
-    assert results[1]["isError"] and results[1]["content"][0]["text"] == "forbidden is off limits"
+    assert block_text(results[0]["content"][0]).startswith("[tagged] inside.txt")
+    assert results[1]["isError"] and block_text(results[1]["content"][0]) == "forbidden is off limits"
     model: ScriptedModel = core.agent.stream_fn  # type: ignore[assignment]
     sent = model.requests[0].context["messages"]
     assert sent[-1]["content"] == [{"type": "text", "text": "REMINDER"}]
@@ -303,7 +305,9 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
         prompt_failed,
     ]
     result = next(m for m in messages if m["role"] == "toolResult")
-    assert result["isError"] and "the extension flaky failed" in result["content"][0]["text"]  # fails closed
+    assert result["isError"] and "the extension flaky failed" in block_text(
+        result["content"][0]
+    )  # fails closed
     assert [
         m["content"][0]["text"]
         for m in messages
@@ -366,7 +370,7 @@ async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch
         ("input", "Release note"),
         ("confirm", "Deploy?|v2 to staging"),
     ]
-    assert reply is not None and reply["content"][0]["text"] == "echo: deploy v2 to staging: first cut"
+    assert reply is not None and block_text(reply["content"][0]) == "echo: deploy v2 to staging: first cut"
     assert notices == [
         ("deployed v2 to staging", "deploy"),
         ("app.py:1: x = 1  # FIXME: one", "todos"),
@@ -424,9 +428,11 @@ async def test_hooks_see_a_dict_of_arguments_for_every_kind_of_tool(
     finally:
         await core.close()
     counted, secret, invalid, read = [m for m in messages if m["role"] == "toolResult"]
-    assert not counted["isError"] and "4" in counted["content"][0]["text"]  # the guard's b.txt
-    assert secret["isError"] and secret["content"][0]["text"] == "secret.txt is off limits"
-    assert invalid["isError"] and "changed the arguments into invalid ones" in invalid["content"][0]["text"]
+    assert not counted["isError"] and "4" in block_text(counted["content"][0])  # the guard's b.txt
+    assert secret["isError"] and block_text(secret["content"][0]) == "secret.txt is off limits"
+    assert invalid["isError"] and "changed the arguments into invalid ones" in block_text(
+        invalid["content"][0]
+    )
     assert not read["isError"]
     assert notices == []  # neither hook ever saw anything but a dict
 
@@ -543,7 +549,8 @@ async def test_lifecycle_events_state_entries_session_name_tools_thinking_and_me
     users = [m["content"] for m in messages if m["role"] == "user"]
     assert users[-1] in ("said by the extension", [{"type": "text", "text": "said by the extension"}])
     assert (
-        messages[-1]["role"] == "assistant" and messages[-1]["content"][0]["text"] == "answered the extension"
+        messages[-1]["role"] == "assistant"
+        and block_text(as_assistant(messages[-1])["content"][0]) == "answered the extension"
     )
 
 
@@ -578,7 +585,7 @@ async def test_a_hook_of_a_run_that_never_answers_is_cut_off_and_reported(
     finally:
         await asyncio.wait_for(core.close(), 30)  # bounded: without the limit it waited for the hook
     [result] = [m for m in added if m["role"] == "toolResult"]
-    assert result["isError"] and "stalled failed while checking this call" in result["content"][0]["text"]
+    assert result["isError"] and "stalled failed while checking this call" in block_text(result["content"][0])
     assert added[-1]["role"] == "assistant" and added[-1]["content"] == [{"type": "text", "text": "done"}]
     assert errors[:3] == ["before_run", "prompt", "tool_call"]
 
@@ -615,7 +622,7 @@ async def test_an_abort_while_a_before_run_hook_runs_aborts_the_run(
     finally:
         await asyncio.wait_for(core.close(), 30)
     assert [m["role"] for m in added] == ["user", "assistant"]
-    assert added[-1]["stopReason"] == "aborted"
+    assert as_assistant(added[-1])["stopReason"] == "aborted"
 
 
 # -- tools no provider would take; a failure before anyone listens ---------------------------
@@ -658,7 +665,7 @@ async def test_tools_no_provider_would_take_are_left_out_one_line_each(
         f"{origin}: tool 'good' left out: the name is taken by a tool of extension sloppy",
     ]
     assert "good" in tools and not {"weird", "not_object", "two words"} & set(tools)
-    assert not result["isError"] and result["content"][0]["text"] == "ran"
+    assert not result["isError"] and block_text(result["content"][0]) == "ran"
 
 
 async def test_an_extensions_tool_replaces_the_built_in_one_of_its_name(
@@ -682,7 +689,7 @@ async def test_an_extensions_tool_replaces_the_built_in_one_of_its_name(
     script(monkeypatch, dirs["tmp"], [call("read", path="a"), text("done")])
     _, tools, result = await prompt_once(extension, dirs["project"])
     assert tools.count("read") == 1 and tools[0] == "read"
-    assert result["content"][0]["text"] == "the extension's read"
+    assert block_text(result["content"][0]) == "the extension's read"
 
 
 async def test_a_session_start_hook_failing_before_anyone_listens_is_still_told(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import content_of
 from tether.agent import Agent
 from tether.agent.abort_grace import ABORT_GRACE
 from tether.session import SessionManager
@@ -94,7 +95,7 @@ async def test_close_cuts_a_listener_that_never_returns(
     # the reply was recorded before the listener heard of it; the run then ended on the failure
     assert stored_roles(manager, stored)[:2] == ["user", "assistant"]
     with manager.open(stored or "") as session:
-        assert "hello" in str(session.messages[1]["content"])
+        assert "hello" in str(content_of(session.messages[1]))
         ended = session.messages[-1]  # as for a listener that raised: an error reply naming it
         assert ended["role"] == "assistant" and "ListenerHungError" in str(ended.get("errorMessage"))
     await second_session_works(manager)

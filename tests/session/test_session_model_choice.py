@@ -137,7 +137,7 @@ async def test_the_core_cycles_through_models_then_levels(tmp_path: Path) -> Non
     )
     try:
         assert core.model["id"] == "alpha-solo"  # no --model: the first of the scope
-        names = []
+        names: list[tuple[str, str]] = []
         for _ in range(3):
             cycled = await core.cycle_model()
             assert cycled is not None and cycled.is_scoped and cycled.model == core.model

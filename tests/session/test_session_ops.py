@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from narrowing import content_of
 from session_helpers import MODEL, assistant, call, result, text, user
+from tether.agent import AgentEndEvent, TurnEndEvent
 from tether.session import BranchError, SessionManager
 from tether.store import EntryNotFoundError, ImportFormatError, SessionExistsError, SessionNotFoundError
 from tether.store.ids import timestamp_ms
@@ -75,7 +77,7 @@ def test_branch_moves_the_leaf_and_the_next_append_hangs_off_it(manager: Session
     assert len(s.children(first)) == 2
     s.close()
     r = manager.open(s.id)
-    assert [m["content"] for m in r.messages][-1] == [text("other a1")]
+    assert [content_of(m) for m in r.messages][-1] == [text("other a1")]
     r.branch(None)
     assert r.messages == [] and r.leaf_id is None
 
@@ -294,8 +296,9 @@ def test_replay_reemits_turns_with_tool_executions(manager: SessionManager) -> N
         "toolName": "read",
         "args": {"path": "a"},
     }
-    assert events[10]["toolResults"] == [s.messages[2]]
-    assert events[-1]["messages"] == s.messages
+    # the kinds above place these
+    assert cast(TurnEndEvent, events[10])["toolResults"] == [s.messages[2]]
+    assert cast(AgentEndEvent, events[-1])["messages"] == s.messages
 
 
 def test_replay_shows_compacted_history_unless_asked_for_the_context(manager: SessionManager) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import content_of
 from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
@@ -112,7 +113,7 @@ async def test_close_waits_out_a_short_outage_and_loses_nothing(server: Postgres
         stored = reader.open(session_id, readonly=True)
         roles = [m["role"] for m in stored.messages]
         assert roles[:2] == ["user", "assistant"]
-        assert "a paid answer" in str(stored.messages[1]["content"])
+        assert "a paid answer" in str(content_of(stored.messages[1]))
         # the run ended on the cut listener, as for one that raised: that reply is stored too
         assert "ListenerHungError" in str(stored.messages[-1].get("errorMessage"))
     assert _ours(before) == []

@@ -28,7 +28,7 @@ class City(BaseModel):
     population: float
 
 
-GOOD = {"name": "Paris", "population": 2.1}
+GOOD: dict[str, Any] = {"name": "Paris", "population": 2.1}
 BAD = {"name": "Paris", "population": "lots"}
 
 
@@ -38,7 +38,7 @@ def sse(payload: dict[str, Any], event: str | None = None) -> bytes:
 
 
 def completions(args: dict[str, Any]) -> bytes:
-    call = {"index": 0, "id": "call_1", "type": "function"}
+    call: dict[str, Any] = {"index": 0, "id": "call_1", "type": "function"}
     call["function"] = {"name": "final_answer", "arguments": json.dumps(args)}
     delta = {"role": "assistant", "tool_calls": [call]}
     return (
@@ -52,7 +52,7 @@ def anthropic(args: dict[str, Any]) -> bytes:
     def event(kind: str, **fields: Any) -> bytes:
         return sse({"type": kind, **fields}, kind)
 
-    block = {"type": "tool_use", "id": "toolu_1", "name": "final_answer", "input": {}}
+    block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": "final_answer", "input": {}}
     return (
         event("message_start", message={"id": "m", "usage": {"input_tokens": 3}})
         + event("content_block_start", index=0, content_block=block)
@@ -79,7 +79,7 @@ def responses(args: dict[str, Any]) -> bytes:
         "arguments": "",
     }
     done = {**item, "arguments": json.dumps(args), "status": "completed"}
-    response = {"id": "resp_1", "status": "completed", "output": [done]}
+    response: dict[str, Any] = {"id": "resp_1", "status": "completed", "output": [done]}
     response["usage"] = {"input_tokens": 3, "output_tokens": 5, "total_tokens": 8}
     return (
         event("response.created", response={"id": "resp_1", "status": "in_progress", "output": []})

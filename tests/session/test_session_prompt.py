@@ -8,9 +8,10 @@ from typing import Any, cast
 
 import pytest
 
+from narrowing import content_of
 from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import PromptEditError, PromptEditor, SessionManager, run_prompt_hooks
-from tether.wire import AgentMessage
+from tether.session.prompt import PromptPart
 
 
 def _session(manager: SessionManager) -> tuple[Any, list[str]]:
@@ -25,10 +26,6 @@ def _session(manager: SessionManager) -> tuple[Any, list[str]]:
     return s, ids
 
 
-def _roles_and_text(messages: list[AgentMessage]) -> list[tuple[str, Any]]:
-    return [(m["role"], m.get("content")) for m in messages]
-
-
 def test_editor_operations(manager: SessionManager) -> None:
     s, ids = _session(manager)
     editor = PromptEditor(s.messages, s.message_ids(s.messages), model=MODEL, now=42)
@@ -39,7 +36,7 @@ def test_editor_operations(manager: SessionManager) -> None:
     editor.append_to("last-user", [text("tail of last user")])
     editor.append_to("last-assistant", [text("tail of last assistant")])
     out = editor.result()
-    contents = [(m["role"], m["content"]) for m in out]
+    contents = [(m["role"], content_of(m)) for m in out]
     assert contents[0] == ("assistant", [text("prepended")])
     assert contents[1] == ("user", [text("before first")])
     assert contents[2] == ("user", "first")
@@ -101,7 +98,7 @@ async def test_hooks_cannot_leak_into_storage_or_the_live_context(manager: Sessi
     s, ids = _session(manager)
     stored_before = json.dumps(s.entries(), sort_keys=True)
     live_before = copy.deepcopy(s.messages)
-    kept_parts = [text("kept")]
+    kept_parts: list[PromptPart] = [text("kept")]
 
     def hook(editor: PromptEditor) -> None:
         for message in editor.messages:  # in-place edits of everything the hook can reach
@@ -116,7 +113,7 @@ async def test_hooks_cannot_leak_into_storage_or_the_live_context(manager: Sessi
 
     request = await run_prompt_hooks([hook, async_hook], s.messages, s.message_ids(s.messages), model=MODEL)
     assert len(request) == len(live_before) + 2
-    assert request[-1]["content"] == [text("async")]
+    assert content_of(request[-1]) == [text("async")]
     _vandalize(kept_parts)  # the hook's own objects, mutated after handing them over
     _vandalize(request)  # the edited request itself, as a sloppy provider might
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from narrowing import content_of
 from tether.session import SessionManager
 from tether.store.ids import decode, encode, new_id
 from tether.store.store import SessionError
@@ -42,7 +43,7 @@ def test_a_replayed_append_is_not_written_again(manager: SessionManager, tmp_pat
     assert manager.store.entries(session.id)[:2] == stored
     assert len(manager.store.entries(session.id)) == 3
     assert replay.record.entry_count == record.entry_count + 1
-    assert [m["content"] for m in replay.messages] == ["one", "two"]
+    assert [content_of(m) for m in replay.messages] == ["one", "two"]
     replay.close()
 
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from narrowing import content_of
 from session_helpers import ECHO, assistant, text, user
-from tether.agent import Agent, AgentEvent, AgentTool
-from tether.session import AgentSession, CompactionSettings, PromptEditor, Session, SessionManager, Settings
+from tether.agent import Agent, AgentTool
+from tether.session import (
+    AgentSession,
+    CompactionSettings,
+    PromptEditor,
+    Session,
+    SessionEvent,
+    SessionManager,
+    Settings,
+)
 from tether.session.convert import COMPACTION_PREFIX
+from tether.session.events import AgentEndSessionEvent
 from tether.session.prompt import PromptHook
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply, tool_call
 from tether.wire import ModelInfo
@@ -35,9 +45,9 @@ def _small_model(window: int) -> ModelInfo:
 async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager) -> None:
     s = manager.create("/p", system_prompt="You are terse.", thinking_level="high")
     model = ScriptedModel([reply(tool_call("echo", {"text": "hi"})), reply("done")])
-    events: list[AgentEvent] = []
+    events: list[SessionEvent] = []
 
-    async def listen(event: AgentEvent) -> None:
+    async def listen(event: SessionEvent) -> None:
         events.append(event)
 
     rt = _core(s, model.model, model, tools=[ECHO])
@@ -52,7 +62,8 @@ async def test_a_run_is_recorded_and_resumes_identically(manager: SessionManager
     assert request.options is not None and request.options.reasoning == "high"
     assert request.options.session_id == s.id
     assert events[0]["type"] == "agent_start"
-    assert events[-2]["type"] == "agent_end" and events[-2]["willRetry"] is False
+    end = cast(AgentEndSessionEvent, events[-2])  # a session's agent_end, which says willRetry
+    assert end["type"] == "agent_end" and end["willRetry"] is False
     assert events[-1] == {"type": "agent_settled", "aborted": False}
     # The model used was recorded as a settings entry before the run.
     assert [e["type"] for e in s.path()][:3] == [
@@ -80,7 +91,7 @@ async def test_prompt_hooks_change_the_request_but_not_the_session(manager: Sess
         editor.append_to("last-user", [text("(reminder: be brief)")])
         editor.append({"role": "user", "parts": [text("Transient note")]})
         first = editor.messages[0]
-        first["content"] = "tampered"
+        cast(dict[str, Any], first)["content"] = "tampered"
 
     model = ScriptedModel([reply("ok")])
     rt = _core(s, model.model, model, hooks=[remind])
@@ -149,7 +160,7 @@ async def test_overflow_error_compacts_and_retries_once(manager: SessionManager)
     assert [m.get("stopReason") for m in added if m["role"] == "assistant"] == ["error", "stop"]
     assert rt.compactions == 1
     assert s.messages[0]["role"] == "compactionSummary"
-    assert s.messages[-1]["content"] == [text("recovered")]
+    assert content_of(s.messages[-1]) == [text("recovered")]
     assert all(m.get("stopReason") != "error" for m in s.messages)  # the failed reply is off the path
     failed = [e for e in s.entries() if e["type"] == "message" and e["message"].get("stopReason") == "error"]
     assert len(failed) == 1  # ... but kept in the tree
