@@ -7,14 +7,19 @@ the restart: the fresh-clone CI of session 21, ``test_workers_ride_out_a_blip_an
 The interleavings are driven deterministically: one thread's take-back runs at the exact point
 where the other's write has failed its fence (``_take_back`` wrapped), and a write's fence check
 in flight is a transaction holding the session's advisory lock in shared mode, as the fence's
-``pg_try_advisory_xact_lock_shared`` holds it until its write's transaction ends."""
+``pg_try_advisory_xact_lock_shared`` holds it until its write's transaction ends.
+
+A restart may also land between a write's taking its lease back and its writing again (the
+fresh-clone CI of session 23): that write rides the second restart out too, and its lease is
+taken back again. And a write whose lease could not be taken back says whether another process
+took the session over or this one failed to take its own lease back."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -22,14 +27,21 @@ import pytest
 
 from session_helpers import user
 from tether.session import ReadOnlySessionError, Session, SessionManager
-from tether.store import PostgresStore, SessionError
+from tether.store import PostgresStore, SessionError, postgres_store
 from tether.store.postgres_schema import lock_key
 from tether.store.postgres_store import AdvisoryLease
-from tether.testing.postgres import PostgresServer
+from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
 WAITER_SECONDS = 10.0
 """A bound on waiting for the take-back to queue for the lock (not a timing assertion: it only
 ends the wait when the code under test never queues, as it did not before the fix)."""
+
+
+@pytest.fixture
+def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # the shared one's binaries
+    """A server of the test's own, to restart (crashing the shared one would cut every test's)."""
+    with postgres_server(postgres.bin_dir, CRASH_SAFE_SETTINGS) as own:
+        yield own
 
 
 @contextmanager
@@ -131,4 +143,55 @@ def test_an_append_after_a_deferred_one_lost_the_lease_says_it_was_taken_over(po
         with pytest.raises(SessionError, match="taken over by pid 7") as raised:
             a.append_message(user("a again"))
         assert not isinstance(raised.value, ReadOnlySessionError)
+        assert _contents(postgres_url, a) == ["a before"]
+
+
+def test_a_restart_between_taking_a_lease_back_and_writing_again_is_ridden_out(
+    server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _two_sessions(server.url()) as (a, b, store):
+        take_back = store._take_back  # pyright: ignore[reportPrivateUsage]
+        restarted: list[str] = []
+
+        def restart_once_taken_back(lease: AdvisoryLease) -> bool:
+            # The first write after a blip takes its lease back; the next restart (the test's
+            # outage) comes before it writes again, and its lock dies with its connection again.
+            held = take_back(lease)
+            if not restarted:
+                restarted.append(lease.session_id)
+                server.crash()
+                server.start_again()
+            return held
+
+        monkeypatch.setattr(store, "_take_back", restart_once_taken_back)
+        server.crash()  # the blip
+        server.start_again()
+        a.append_message(user("a after"))
+        assert restarted == [a.id]
+        assert not a.readonly and not b.readonly
+        b.append_message(user("b after"))
+        a.append_message(user("a again"))
+        assert _contents(server.url(), a) == ["a before", "a after", "a again"]
+        assert _contents(server.url(), b) == ["b before", "b after"]
+
+
+def test_a_lease_this_process_cannot_take_back_says_so_not_that_it_was_taken_over(
+    postgres: PostgresServer, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_store, "RELOCK_WAIT_SECONDS", 0.5)
+    with _two_sessions(postgres_url) as (a, _, store), psycopg.connect(postgres_url, autocommit=True) as other:
+        take_back = store._take_back  # pyright: ignore[reportPrivateUsage]
+
+        def lock_taken_elsewhere_first(lease: AdvisoryLease) -> bool:
+            # Another connection holds the session's lock, not its row, past the relock's wait.
+            other.execute("SELECT pg_advisory_lock(%s)", (lease.key,))
+            return take_back(lease)
+
+        monkeypatch.setattr(store, "_take_back", lock_taken_elsewhere_first)
+        _kill_lock_connection(postgres, store)
+        with pytest.raises(SessionError) as raised:
+            a.append_message(user("a after"))
+        said = str(raised.value)
+        assert "taken over" not in said, said
+        assert f"session {a.id!r}: this process could not take its writer lease back" in said, said
         assert _contents(postgres_url, a) == ["a before"]

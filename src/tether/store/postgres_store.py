@@ -25,8 +25,10 @@ still holds that token *and* that the session's lock is held (``postgres_append.
 write never lands while the lock is free. When the lock connection died while the process lives
 on (a server restart, a network cut), its lock went with it and the write matches no row; the
 writer then reconnects, takes the lock again and, if the row still holds its
-token, writes (``_take_back``): a run rides out the restart and its paid answer is stored. Only
-if another writer took the session meanwhile does the write fail with ``SessionError``.
+token, writes (``_take_back``), as often as a restart comes between taking the lock back and
+that write: a run rides out the restarts and its paid answer is stored. Only if another writer
+took the session meanwhile, or this process cannot take its lock back, does the write fail with
+``SessionError``, saying which.
 
 Orphaned leases: a lock freed by a dead connection leaves its token on the row (a clean release
 clears it). A new writer that finds one refuses while the holder may still be alive and about to
@@ -579,18 +581,21 @@ class PostgresStore:
         return True
 
     def _take_back(self, lease: AdvisoryLease) -> bool:
-        """After a fenced write matched no row: True if the lease's lock is held now, taken back
-        if it had died with its connection (write again), False if the lease is lost."""
+        """After a fenced write matched no row: True if the lease is held now, its lock on the live
+        lock connection (taken back if it had died with its connection) and its token on the row
+        (``_fenced`` writes again while this says so), False if the lease is lost."""
         with self._lock_mutex:
             if lease.released or lease.lost:
                 return False
             if lease.backend == self._lock_backend and not self._lock_db.closed:
                 try:  # is the lock connection we think holds the lease alive?
-                    self._lock_db.execute("SELECT 1")
-                    # It is, so the lock is held: another thread took it back after this write's
-                    # fence found it gone, or the token is gone (deleted, taken over). Writing
-                    # again tells which (``_fenced`` gives up after that one).
-                    return True
+                    row = self._lock_db.execute(
+                        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s",
+                        (lease.session_id, lease.token),
+                    ).fetchone()
+                    # It is, so the lock is held (another thread took it back after this write's
+                    # fence found it gone); the token may be gone (deleted, taken over).
+                    return row is not None
                 except psycopg.Error:
                     pass
             if self._lock_db.closed or lease.backend == self._lock_backend:
@@ -602,10 +607,13 @@ class PostgresStore:
                 return self._relock(lease)
 
     def _fenced(self, lease: AdvisoryLease, work: Callable[[Cursor], T]) -> T:
-        """A fenced write; when it matched nothing, again once the lease is taken back if it can
-        be (a falsy result: the lease is lost)."""
+        """A fenced write; when it matched nothing, again each time the lease is taken back (a
+        falsy result: the lease is lost). Not just once: a restart between a take-back and the
+        write after it (a worker's first write after a blip, just as an outage began) leaves
+        that write, ridden out, with its lock gone again; giving up called the lease taken over,
+        by this very process. Each further round follows a restart the take-back waited out."""
         result = self._write(work)
-        if not result and self._take_back(lease):
+        while not result and self._take_back(lease):
             result = self._write(work)
         return result
 
@@ -728,17 +736,26 @@ class PostgresStore:
         return lease
 
     def _lost(self, lease: AdvisoryLease) -> SessionError:
-        """Why a fenced write matched no row: the session is gone, or another writer took it over."""
+        """Why a fenced write matched no row: the session is gone, another writer took it over
+        (its token on the row), or this process could not take its lease back (the lease's token
+        still there; the row's pid cannot tell: a take-back writes it too)."""
         lease.lost = True
         row = self._run(
             lambda db: db.execute(
-                "SELECT writer_pid, writer_host FROM tether_sessions WHERE id = %s", (lease.session_id,)
+                "SELECT writer_token, writer_pid, writer_host FROM tether_sessions WHERE id = %s",
+                (lease.session_id,),
             ).fetchone()
         )
         if row is None:
             return SessionNotFoundError(lease.session_id)
+        token, pid, host = row
+        if token == lease.token:
+            return SessionError(
+                f"session {lease.session_id!r}: this process could not take its writer lease back "
+                "after losing its database connection; reopen it"
+            )
         return SessionError(
-            f"session {lease.session_id!r} was taken over by pid {row[0]} on {row[1]} after this "
+            f"session {lease.session_id!r} was taken over by pid {pid} on {host} after this "
             "process lost its database connection; reopen it"
         )
 
