@@ -27,7 +27,7 @@ import pytest
 
 from session_helpers import user
 from tether.session import ReadOnlySessionError, Session, SessionManager
-from tether.store import PostgresStore, SessionError, postgres_store
+from tether.store import PostgresStore, SessionError, postgres_relock
 from tether.store.postgres_schema import lock_key
 from tether.store.postgres_store import AdvisoryLease
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
@@ -178,8 +178,11 @@ def test_a_restart_between_taking_a_lease_back_and_writing_again_is_ridden_out(
 def test_a_lease_this_process_cannot_take_back_says_so_not_that_it_was_taken_over(
     postgres: PostgresServer, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres_store, "RELOCK_WAIT_SECONDS", 0.5)
-    with _two_sessions(postgres_url) as (a, _, store), psycopg.connect(postgres_url, autocommit=True) as other:
+    monkeypatch.setattr(postgres_relock, "RELOCK_WAIT_SECONDS", 0.5)
+    with (
+        _two_sessions(postgres_url) as (a, _, store),
+        psycopg.connect(postgres_url, autocommit=True) as other,
+    ):
         take_back = store._take_back  # pyright: ignore[reportPrivateUsage]
 
         def lock_taken_elsewhere_first(lease: AdvisoryLease) -> bool:

@@ -97,6 +97,7 @@ from tether.store.postgres_append import (
 )
 from tether.store.postgres_errors import OUTAGE_LOG, absent, describe, message, unreachable
 from tether.store.postgres_listen import ListenWatch, SharedListener
+from tether.store.postgres_relock import lock_again, pid_alive
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,
@@ -121,13 +122,6 @@ before it fails: long enough for a restart, bounded so that nothing waits foreve
 LEASE_GRACE_SECONDS = 30.0
 """After a server start, how long an orphaned lease of another host stays its holder's (see the
 module docstring): the holder takes it back at its next write, within its retry delay."""
-RELOCK_WAIT_SECONDS = 10
-"""How long taking a lease back waits for its lock while the session row still holds the lease's
-token: someone holds the lock only for a moment then. A write's fence check (``LOCK_HELD``) holds
-it, shared, until that write's transaction ends, and after a restart one thread of a process may
-be writing a session while another takes every lease back; or another writer is looking, and
-refuses (the holder is alive). Trying once marked such a lease lost, under a run that was riding
-out the restart."""
 LOCK_CONNECTION_SETTINGS = (
     # The lock connection sits idle for as long as a session is open: no idle timeout may end it,
     # and the server probes it so the locks of a host that vanished free up in about a minute.
@@ -566,7 +560,7 @@ class PostgresStore:
         db = self._lock_db
         if lease.backend == self._lock_backend:
             return True
-        if not _lock_again(db, lease):
+        if not lock_again(db, lease.key, lease.session_id, lease.token):
             lease.lost = True
             return False
         kept = db.execute(
@@ -711,7 +705,7 @@ class PostgresStore:
         if host == self._host and pid is not None:
             if pid == os.getpid():
                 return token in _LIVE_TOKENS
-            return _pid_alive(pid)
+            return pid_alive(pid)
         return uptime < LEASE_GRACE_SECONDS
 
     def _unlock(self, lease: AdvisoryLease) -> None:
@@ -762,44 +756,6 @@ class PostgresStore:
 
 class _FencedOff(Exception):
     """A batched append matched no session row (deleted, or its writer lost the lease)."""
-
-
-def _lock_again(db: Connection, lease: AdvisoryLease) -> bool:
-    """Whether ``lease``'s lock is taken on ``db`` (see ``RELOCK_WAIT_SECONDS``): at once, or once
-    its holder lets go while the session row still holds the lease's token."""
-    row = db.execute("SELECT pg_try_advisory_lock(%s)", (lease.key,)).fetchone()
-    if row is not None and row[0]:
-        return True
-    mine = db.execute(
-        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s", (lease.session_id, lease.token)
-    ).fetchone()
-    if mine is None:
-        return False
-    try:
-        with db.transaction():  # the bound holds for this wait only
-            db.execute("SELECT set_config('lock_timeout', %s, true)", (f"{RELOCK_WAIT_SECONDS}s",))
-            db.execute("SELECT pg_advisory_lock(%s)", (lease.key,))
-    except psycopg.errors.LockNotAvailable:
-        return False
-    return True
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this host is alive (a zombie is not)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _get(db: Connection, session_id: str) -> SessionRecord:
