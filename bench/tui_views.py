@@ -46,7 +46,7 @@ from tether.agent import Agent
 from tether.cli.interactive import InteractiveApp
 from tether.cli.interactive_views import transcript_pages
 from tether.cli.keybindings import DEFAULTS
-from tether.cli.render import Painter, result_text, thinking_text, tool_header, tool_result
+from tether.cli.render import Painter, result_lines, result_text, thinking_text, tool_header, tool_result
 from tether.cli.screens import Lines, TranscriptLines, Viewport
 from tether.cli.transcript import branch_messages, render_transcript
 from tether.session import AgentSession, CompactionSettings, Session, SessionManager, Settings
@@ -160,7 +160,9 @@ def folded(painter: Painter, messages: list[dict[str, Any]]) -> str:
         elif message["role"] == "toolResult":
             parts.append(tool_header(painter, message["toolName"], {}, "ok"))
             parts.append(
-                tool_result(painter, result_text(message["content"]), is_error=False, expanded=False)
+                tool_result(
+                    painter, result_lines(result_text(message["content"]), expanded=False), is_error=False
+                )
             )
     return "\n".join(parts)
 
