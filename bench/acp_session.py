@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import acp
 from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
@@ -45,7 +45,11 @@ class Recorder:
 async def measure(argv: list[str], env: dict[str, str], cwd: str) -> dict[str, float]:
     client = Recorder()
     start = time.perf_counter()
-    async with acp.spawn_agent_process(client, argv[0], *argv[1:], env=env, cwd=cwd) as (conn, process):
+    # the SDK answers what the recorder lacks with "method not found": it takes only updates
+    async with acp.spawn_agent_process(cast(acp.Client, client), argv[0], *argv[1:], env=env, cwd=cwd) as (
+        conn,
+        process,
+    ):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         started, cpu = time.perf_counter(), process_cpu(process.pid)
         session = await conn.new_session(cwd=cwd, mcp_servers=[])

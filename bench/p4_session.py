@@ -139,7 +139,7 @@ def opener(location: str | Path, session_id: str) -> Callable[[], None]:
 
 def append_times(manager: SessionManager, session_id: str, messages: list[AgentMessage]) -> list[float]:
     s = manager.open(session_id)
-    times = []
+    times: list[float] = []
     for i in range(400):
         message = messages[i % len(messages)]
         start = time.perf_counter()

@@ -121,7 +121,7 @@ def main() -> None:
         for name, servers in sets.items():
             configs[name] = folder / f"{name.replace(' ', '-').replace(',', '')}.json"
             configs[name].write_text(json.dumps({"mcpServers": servers}))
-        samples = {name: {f: [] for f in figures} for name in sets}
+        samples: dict[str, dict[str, list[float]]] = {name: {f: [] for f in figures} for name in sets}
         for repetition in range(RUNS + 1):
             for name, config in configs.items():
                 cold = name.endswith("cold")

@@ -69,7 +69,9 @@ def main() -> None:
         git_files = git(root, "ls-files", "--others", "--cached", "--exclude-standard").splitlines()
         assert len(ours_files) == len(git_files), (len(ours_files), len(git_files))
         params = GrepParams(pattern=r"needle_\w+", limit=1000)
-        ours_hits = grep(workspace, params).details["matches"]
+        found = grep(workspace, params).details
+        assert found is not None
+        ours_hits = found["matches"]
         git_hits = len(git(root, "grep", "-n", "--untracked", "-E", r"needle_\w+").splitlines())
         assert ours_hits == git_hits, (ours_hits, git_hits)
 

@@ -53,6 +53,7 @@ from tether.session import AgentSession, CompactionSettings, Session, SessionMan
 from tether.session.stats import Tally
 from tether.session.tree_view import row_line, session_rows
 from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, TextBlock, reply
+from tether.wire import Usage, UsageCost
 
 RUNS = 5
 TURNS = 1000
@@ -61,7 +62,7 @@ SIZES = (100, 1_000, 10_000)
 DELTAS = 1000
 ROUNDS = 3
 COLUMNS, ROWS = 100, 30
-USAGE = {
+USAGE: Usage = {
     "input": 0,
     "output": 0,
     "cacheRead": 0,
@@ -71,10 +72,10 @@ USAGE = {
 }
 
 
-def usage(turn: int) -> dict[str, Any]:
+def usage(turn: int) -> Usage:
     """What a provider reports for the answer of ``turn``: the context so far read, 50 written."""
     read = 300 * (turn + 1)
-    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.0001}
+    cost: UsageCost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.0001}
     return {**USAGE, "input": read, "output": 50, "totalTokens": read + 50, "cost": cost}
 
 
