@@ -78,7 +78,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -340,14 +340,7 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
                 failures.append(f"{sessions:,} sessions, {collector}: {str(error).splitlines()[0]}")
                 continue
             everything += results.values()
-            messages = sessions * PROMPTS * 4
-            storage = {
-                kind: [
-                    (s["cpu"] - m["cpu"]) / messages * 1e6
-                    for s, m in zip(results[kind, True], results[kind, False], strict=True)
-                ]
-                for kind in ("tether", "floor")
-            }
+            storage = storage_per_message(results, sessions)
             for stored in (True, False):
                 cpu = {
                     kind: statistics.median(r["cpu"] for r in results[kind, stored])
@@ -411,6 +404,23 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     print(f"modules imported inside a timed window: {', '.join(sorted(late)) or 'none'}")
     if failures:
         raise RuntimeError("; ".join(failures))
+
+
+def storage_per_message(
+    runs: Mapping[tuple[str, bool], Sequence[Mapping[str, Any]]], sessions: int
+) -> dict[str, list[float]]:
+    """What storing cost each client per message, in µs of CPU, for each repetition: (stored -
+    in memory) CPU over the messages of ``sessions`` (``PROMPTS`` prompts of 4 messages each),
+    pairing each stored run with the in-memory run of its repetition so a repetition's load hits
+    both. Shared with ``p6_storage``, where the model answers in process."""
+    messages = sessions * PROMPTS * 4
+    return {
+        kind: [
+            (stored["cpu"] - memory["cpu"]) / messages * 1e6
+            for stored, memory in zip(runs[kind, True], runs[kind, False], strict=True)
+        ]
+        for kind in ("tether", "floor")
+    }
 
 
 def _spread(values: Iterable[float], digits: int = 2) -> str:

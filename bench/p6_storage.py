@@ -35,7 +35,7 @@ import httpx2
 from _p6_server import TEXT_ANSWER, TOOL_ANSWER
 from _summary import record
 from _table import print_table
-from p6_concurrency import PROMPTS, WARM_UP_SESSIONS, run_floor, run_tether
+from p6_concurrency import PROMPTS, WARM_UP_SESSIONS, run_floor, run_tether, storage_per_message
 
 SESSIONS = 1_000
 ROUNDS = 5
@@ -86,13 +86,7 @@ def main() -> None:
         for kind, stored in runs:
             runs[kind, stored].append(measure(kind, stored))
     messages = SESSIONS * PROMPTS * 4
-    storage = {
-        kind: [
-            (s["cpu"] - m["cpu"]) / messages * 1e6
-            for s, m in zip(runs[kind, True], runs[kind, False], strict=True)
-        ]
-        for kind in ("tether", "floor")
-    }
+    storage = storage_per_message(runs, SESSIONS)
     rows = [
         [
             kind,
