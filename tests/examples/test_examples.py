@@ -304,7 +304,7 @@ async def test_careful_agent_asks_before_a_write_outside_and_returns_a_typed_sum
 
 
 async def test_careful_agent_reports_a_failed_model_call_as_an_exception(runner: Runner) -> None:
-    failed = {"content": [], "error": "invalid_request_error: no such model"}
+    failed: dict[str, object] = {"content": [], "error": "invalid_request_error: no such model"}
     out = await runner.run("careful_agent.py", model=runner.script("fails", [failed]))
     assert out == "no summary (failed): the model call failed: invalid_request_error: no such model\n"
 
