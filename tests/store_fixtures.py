@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from tether.session import SessionManager
 from tether.testing.postgres import PostgresServer
@@ -42,10 +43,10 @@ def postgres_url(postgres: PostgresServer) -> Iterator[str]:
     """A URL whose ``search_path`` is a new, empty schema: a store of its own for one test."""
     schema = f"test_{next(_schemas)}"
     with psycopg.connect(postgres.url(), autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {schema}")
+        db.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     yield postgres.url(options=f"-csearch_path%3D{schema}")
     with psycopg.connect(postgres.url(), autocommit=True) as db:
-        db.execute(f"DROP SCHEMA {schema} CASCADE")
+        db.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture(params=BACKENDS)
