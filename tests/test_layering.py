@@ -54,11 +54,12 @@ BELOW: dict[str, set[str]] = {
 def _imported_layers(path: Path) -> set[tuple[str, int]]:
     found: set[tuple[str, int]] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+        else:
+            continue
         for name in names:
             parts = name.split(".")
             if parts == ["tether"]:
@@ -179,6 +180,6 @@ def test_no_module_imports_itself_through_others() -> None:
 
 
 def test_the_circle_check_sees_a_circle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    graph: dict[str, set[str]] = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert _circles(graph) == [{"a", "b", "c"}]
     assert _circles({"a": {"b"}, "b": set()}) == []
