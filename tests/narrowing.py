@@ -14,11 +14,16 @@ from typing import Any
 
 from typing_extensions import TypeIs
 
-from tether.wire import AgentMessage, AssistantContent, AssistantMessage, UserContent
+from tether.wire import AgentMessage, AssistantContent, AssistantMessage, ToolResultMessage, UserContent
 
 
 def as_assistant(message: AgentMessage) -> AssistantMessage:
     assert message["role"] == "assistant", message
+    return message
+
+
+def as_tool_result(message: AgentMessage) -> ToolResultMessage:
+    assert message["role"] == "toolResult", message
     return message
 
 

@@ -15,6 +15,7 @@ import workload
 from dbos import DBOS, WorkflowHandleAsync
 from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
 
+from narrowing import content_of
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
 from tether.durable.worker import launch, shutdown
@@ -166,7 +167,7 @@ async def test_a_run_queued_behind_a_person_starts_from_their_last_message(
         "toolResult",
         "assistant",
     ]
-    assert on_path[0]["content"] == "a person's question"
+    assert content_of(on_path[0]) == "a person's question"
 
 
 async def test_a_replay_after_the_session_moved_on_is_refused_not_forked(

@@ -15,6 +15,7 @@ import pytest
 import workload
 from dbos import EnqueueOptions
 
+from narrowing import as_assistant, as_tool_result, block_text
 from tether.cli.durable_cmd import DurableCommandError
 from tether.cli.runs_cmd import parse_age, run_command
 from tether.durable import runs
@@ -44,8 +45,14 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DurableC
         shutdown(dispatcher)
 
 
+def sessions_of(config: DurableConfig) -> SessionManager:
+    """The session store the workers write to (the fixture's config names one)."""
+    assert config.sessions is not None
+    return SessionManager.at(config.sessions)
+
+
 def new_session(config: DurableConfig, cwd: Path) -> str:
-    with SessionManager.at(config.sessions) as sessions:
+    with sessions_of(config) as sessions:
         session = sessions.create(cwd)
         session.close()
     return session.id
@@ -77,7 +84,7 @@ async def test_cancel_stops_the_tool_and_leaves_the_session_consistent(
         cancelled_at = time.monotonic()
         assert runs.cancel(client, run_id).status == "CANCELLED"
         # The `work` tool sleeps 30 s: the run stops long before, the tool aborted.
-        with SessionManager.at(config.sessions) as sessions:
+        with sessions_of(config) as sessions:
             while True:
                 messages = sessions.open(session_id, readonly=True).messages
                 if len(messages) >= 5 or time.monotonic() - cancelled_at > 20:
@@ -88,11 +95,12 @@ async def test_cancel_stops_the_tool_and_leaves_the_session_consistent(
         assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"], roles
         # Every tool call is answered, the prompt too (aborted, saying why): nothing is left
         # pending for the next prompt.
-        assert messages[-1]["stopReason"] == "aborted" and "cancelled" in messages[-1]["errorMessage"]
+        last = as_assistant(messages[-1])
+        assert last["stopReason"] == "aborted" and "cancelled" in last.get("errorMessage", "")
         work = next(m for m in messages if m["role"] == "toolResult" and m["toolName"] == "work")
-        assert work["isError"] and "cancelled" in work["content"][0]["text"]
-        assert {m["toolCallId"] for m in messages[2:4]} == {
-            b["id"] for b in messages[1]["content"] if b["type"] == "toolCall"
+        assert work["isError"] and "cancelled" in block_text(work["content"][0])
+        assert {as_tool_result(m)["toolCallId"] for m in messages[2:4]} == {
+            b["id"] for b in as_assistant(messages[1])["content"] if b["type"] == "toolCall"
         }
         listed = runs.list_runs(client, status="CANCELLED")
         assert [r.id for r in listed] == [run_id] and listed[0].session == session_id
@@ -124,7 +132,7 @@ async def test_list_show_retry_and_an_idempotent_submit(
         detail = runs.show(client, run_id)
         names = [s.name for s in detail.steps]
         assert names[0] == "begin" and names.count("model") == 2 and "tool:work" in names
-        with SessionManager.at(config.sessions) as sessions:
+        with sessions_of(config) as sessions:
             record = sessions.store.get_session(first)
         assert (
             (detail.input_tokens, detail.output_tokens)
@@ -138,7 +146,7 @@ async def test_list_show_retry_and_an_idempotent_submit(
         again = runs.retry(client, run_id)
         assert again != run_id
         await wait_status(client, again, "SUCCESS")
-        with SessionManager.at(config.sessions) as sessions:
+        with sessions_of(config) as sessions:
             assert len(sessions.open(first, readonly=True).messages) == 5 + 2
         assert runs.prune(client, older_than_days=1) == []
         assert sorted(runs.prune(client, older_than_days=0)) == sorted([run_id, other, again])

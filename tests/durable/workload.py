@@ -21,9 +21,9 @@ from tether.ai.types import Context, SimpleStreamOptions
 from tether.durable import RERUN_KEY
 from tether.session.agent_session import AgentSession
 from tether.testing import ScriptedModel, reply, text, tool_call
-from tether.wire import AssistantMessageEvent, ModelInfo
+from tether.wire import AssistantMessageEvent, ModelInfo, Usage
 
-USAGE: Any = {
+USAGE: Usage = {
     "input": 100,
     "output": 20,
     "cacheRead": 0,
@@ -75,7 +75,7 @@ async def _slow(
         if delay and event["type"] not in ("done", "error"):
             await asyncio.sleep(delay)
         if event["type"] == "done":
-            event["message"]["usage"] = dict(USAGE)  # what `tether runs show` adds up
+            event["message"]["usage"] = USAGE.copy()  # what `tether runs show` adds up
             trace("model-done", session, turn)
         yield event
 
