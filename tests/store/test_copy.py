@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jiter
 
+from narrowing import content_of
 from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import SessionManager
 from tether.store import SessionStore
@@ -90,8 +91,8 @@ def test_a_grown_source_is_caught_up_and_a_diverged_target_left_alone(
         report = copy_sessions(source.store, target.store)
         assert (report.sessions, report.entries) == (1, 1)
         assert report.skipped == [(diverges.id, "the target's copy has entries the source lacks")]
-        assert [m["content"] for m in target.open(grows.id, readonly=True).messages] == ["one", "two"]
-        assert [m["content"] for m in target.open(diverges.id, readonly=True).messages] == [
+        assert [content_of(m) for m in target.open(grows.id, readonly=True).messages] == ["one", "two"]
+        assert [content_of(m) for m in target.open(diverges.id, readonly=True).messages] == [
             "one",
             "written in the target",
         ]

@@ -23,6 +23,7 @@ from pathlib import Path
 import crash_writer
 import pytest
 
+from narrowing import content_of
 from session_helpers import open_when_free
 from tether.session import SessionManager
 
@@ -116,5 +117,5 @@ def test_writers_of_different_sessions_share_the_database(store_location: str) -
     with SessionManager.at(store_location) as manager:
         for session_id in ids:
             s = manager.open(session_id, readonly=True)
-            assert [m["content"] for m in s.messages] == [f"{session_id} {i}" for i in range(150)]
+            assert [content_of(m) for m in s.messages] == [f"{session_id} {i}" for i in range(150)]
             assert s.record.message_count == 150

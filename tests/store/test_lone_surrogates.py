@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import content_of
 from session_helpers import result, user
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
@@ -78,7 +79,7 @@ def test_a_first_prompt_or_title_with_a_lone_surrogate_keeps_the_session_storing
     session.append_message(user("next"))
     session.close()
     reopened = manager.open(session.id, readonly=True)
-    assert [m["content"] for m in reopened.messages] == ["half an emoji: \ufffd", "next"]
+    assert [content_of(m) for m in reopened.messages] == ["half an emoji: \ufffd", "next"]
     listed = {s.id: s for s in manager.list()}[session.id]
     assert (listed.first_prompt, listed.title) == ("half an emoji: \ufffd", "title \ufffd")
     reopened.close()

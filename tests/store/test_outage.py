@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from psycopg_pool import PoolClosed
 
+from narrowing import content_of
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
 from tether.store import PostgresStore, SessionError, SessionLockedError, postgres_store
@@ -61,7 +62,7 @@ def test_a_writer_rides_out_a_restart_and_keeps_its_session(
             second.open(s.id)
         s.append_message(user("after"))
         stored = second.open(s.id, readonly=True)
-        assert [m["content"] for m in stored.messages][::2] == ["before", "after"]
+        assert [content_of(m) for m in stored.messages][::2] == ["before", "after"]
         assert stored.record.cost == 0.5 and stored.record.entry_count == 3
 
 
@@ -77,7 +78,7 @@ def test_a_second_writer_during_the_outage_is_refused_and_the_first_writes_on(se
         s.append_message(user("after"))
         s.close()
         second.open(s.id).append_message(user("the second, once the first closed"))
-        assert [m["content"] for m in second.open(s.id, readonly=True).messages] == [
+        assert [content_of(m) for m in second.open(s.id, readonly=True).messages] == [
             "before",
             "after",
             "the second, once the first closed",

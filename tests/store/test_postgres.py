@@ -13,16 +13,19 @@ import socket
 import threading
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
+from multiprocessing.context import ForkServerContext
 
 import psycopg
 import pytest
 import session_children
 
+from narrowing import content_of
 from session_helpers import ECHO, assistant, text, user
 from tether.agent import Agent
 from tether.session import AgentSession, Session, SessionManager
-from tether.store import PostgresStore, SchemaVersionError, SessionError, SessionLockedError
+from tether.store import PostgresStore, SchemaVersionError, SessionError, SessionLockedError, SessionRecord
 from tether.store.entries import EntryDict
+from tether.store.lease import WriterLease
 from tether.store.postgres_schema import SCHEMA_VERSION
 from tether.store.writer import PendingAppend
 from tether.testing.postgres import PostgresServer
@@ -32,7 +35,7 @@ from tether.wire import dumpb
 PRELOAD = ["tether.session", "tether.store.postgres_store", "session_children"]
 
 
-def _forkserver() -> multiprocessing.context.ForkServerContext:
+def _forkserver() -> ForkServerContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
@@ -64,7 +67,7 @@ def test_entries_are_json_rows_in_append_order_exactly_as_written(postgres_url: 
         assert [p.encode() for (p,) in payloads] == [dumpb(e) for e in s.entries()]
         assert roles == [("user",), ("assistant",)]
         reopened = manager.open(s.id, readonly=True)
-        assert reopened.messages[-1]["content"] == "a NUL \x00 inside, as a binary file read by a tool"
+        assert content_of(reopened.messages[-1]) == "a NUL \x00 inside, as a binary file read by a tool"
         assert manager.list()[0].first_prompt == "hello"
 
 
@@ -151,7 +154,7 @@ def test_an_append_is_retried_on_a_new_connection_when_its_own_drops(
     with _one_message(postgres_url, "before") as (manager, s, store):
         assert _kill_backends(postgres, spare=[_lock_backend(store)]) >= 1  # the pool's connections
         s.append_message(user("after"))
-        assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
+        assert [content_of(m) for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
         assert manager.list()[0].entry_count == 2
 
 
@@ -175,7 +178,7 @@ def test_a_writer_that_lost_its_lock_keeps_its_session_and_writes_again(
         s.close()
         taker = second.open(s.id)  # released cleanly: free at once
         taker.append_message(user("second writes"))
-        contents = [m["content"] for m in second.open(s.id, readonly=True).messages]
+        contents = [content_of(m) for m in second.open(s.id, readonly=True).messages]
         assert contents == ["first writes", "first again", "second writes"]
 
 
@@ -193,7 +196,7 @@ def test_a_write_after_the_lock_connection_died_lands_only_once_the_lock_is_held
                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted"
             ).fetchall()
         assert holders == [(_lock_backend(store),)]
-        assert [m["content"] for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
+        assert [content_of(m) for m in manager.open(s.id, readonly=True).messages] == ["before", "after"]
 
 
 def test_a_writer_whose_session_was_taken_over_is_fenced_off(postgres_url: str) -> None:
@@ -206,7 +209,7 @@ def test_a_writer_whose_session_was_taken_over_is_fenced_off(postgres_url: str) 
             )
         with pytest.raises(SessionError, match="taken over by pid 7"):
             s.append_message(user("first again, too late"))
-        contents = [m["content"] for m in first.open(s.id, readonly=True).messages]
+        contents = [content_of(m) for m in first.open(s.id, readonly=True).messages]
         assert contents == ["first writes"]
 
 
@@ -321,7 +324,7 @@ def test_a_batch_with_a_session_taken_over_writes_nothing_and_then_fails_only_th
 ) -> None:
     store = PostgresStore(postgres_url)
     try:
-        leases = []
+        leases: list[WriterLease] = []
         for i in range(3):
             store.create_session(f"s{i}", "/p", 1, version=1)
             leases.append(store.acquire_writer(f"s{i}"))
@@ -366,7 +369,7 @@ async def test_concurrent_runs_commit_off_the_loop_in_shared_batches_and_keep_ea
 ) -> None:
     store = _WatchedStore(postgres_url)
     manager = SessionManager(store)
-    cores = []
+    cores: list[AgentSession] = []
     for i in range(20):
         model = ScriptedModel(
             [reply(tool_call("echo", {"text": f"{i}-{t}"})) for t in range(4)] + [reply(f"done {i}")]
@@ -380,7 +383,7 @@ async def test_concurrent_runs_commit_off_the_loop_in_shared_batches_and_keep_ea
     assert max(sessions for _, sessions in store.batches) > 1, (
         "appends of several sessions in one transaction"
     )
-    expected = {}
+    expected: dict[str, tuple[list[str], SessionRecord]] = {}
     for core in cores:
         assert core.session is not None
         expected[core.session.id] = ([e["id"] for e in core.session.entries()], core.session.record)

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 import psycopg
 import pytest
 
+from narrowing import content_of
 from session_helpers import user
 from tether.session import ReadOnlySessionError, Session, SessionManager
 from tether.store import PostgresStore, SessionError, postgres_relock
@@ -65,7 +66,7 @@ def _kill_lock_connection(postgres: PostgresServer, store: PostgresStore) -> Non
 
 def _contents(postgres_url: str, session: Session) -> list[object]:
     with SessionManager.at(postgres_url) as reader:
-        return [m["content"] for m in reader.open(session.id, readonly=True).messages]
+        return [content_of(m) for m in reader.open(session.id, readonly=True).messages]
 
 
 def test_a_lease_another_thread_took_back_after_its_write_failed_the_fence_is_kept(

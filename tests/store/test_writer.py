@@ -16,6 +16,7 @@ from typing import Any
 import jiter
 import pytest
 
+from narrowing import content_of
 from session_helpers import ECHO
 from tether.agent import Agent
 from tether.session import AgentSession, SessionManager
@@ -25,6 +26,7 @@ from tether.store.sqlite_store import SQLiteStore
 from tether.store.store import SessionError, SessionRecord, WriterLease
 from tether.store.writer import BatchWriter, PendingAppend
 from tether.testing.scripted import ScriptedModel, reply, tool_call
+from tether.wire import UserMessage
 
 
 class WatchedStore(SQLiteStore):
@@ -158,7 +160,10 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
 
     writer = BatchWriter(slow_batch, commit_one, "test-writer")
     good, bad = Lease("good"), Lease("bad")
-    entry: Any = lambda i: [{"type": "message", "id": i}]  # noqa: E731
+
+    def entry(i: str) -> list[Any]:
+        return [{"type": "message", "id": i}]
+
     first = writer.submit(good, entry("g0"), "g0", 0)
     futures = [
         writer.submit(good, entry("g1"), "g1", 0),
@@ -214,7 +219,10 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
 
     manager = SessionManager(HeldStore(tmp_path / "s.db"))
     first, second = manager.create("/a"), manager.create("/b")
-    message: Any = lambda text: {"role": "user", "content": text, "timestamp": 1}  # noqa: E731
+
+    def message(text: str) -> UserMessage:
+        return {"role": "user", "content": text, "timestamp": 1}
+
     for session in (first, second):
         session.defer_writes()
     first.append_message(message("held"))
@@ -234,8 +242,8 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
     first.close()
     second.close()
     with SessionManager.at(tmp_path / "s.db") as fresh:
-        assert [m["content"] for m in fresh.open(first.id, readonly=True).messages] == ["held", "a", "after"]
-        assert [m["content"] for m in fresh.open(second.id, readonly=True).messages] == ["b"]
+        assert [content_of(m) for m in fresh.open(first.id, readonly=True).messages] == ["held", "a", "after"]
+        assert [content_of(m) for m in fresh.open(second.id, readonly=True).messages] == ["b"]
     manager.close()
 
 
@@ -253,7 +261,10 @@ async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_p
 
     manager = SessionManager(HeldStore(tmp_path / "s.db"))
     sessions = [manager.create(f"/{i}") for i in range(5)]
-    message: Any = lambda text: {"role": "user", "content": text, "timestamp": 1}  # noqa: E731
+
+    def message(text: str) -> UserMessage:
+        return {"role": "user", "content": text, "timestamp": 1}
+
     for session in sessions:
         session.defer_writes()
     sessions[0].append_message(message("held"))
@@ -368,6 +379,9 @@ class _Lease:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.active = True
+
+    def release(self) -> None:
+        self.active = False
 
 
 def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
@@ -492,6 +506,7 @@ async def test_a_session_dropped_unclosed_after_a_run_lets_go_of_its_writer_lock
     core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"))
     await core.prompt("go")
     session_id = core.session_id
+    assert session_id is not None
     del core, model  # the scripted model's records of requests lead back to the core
     gc.collect()
     reopened = manager.open(session_id)
