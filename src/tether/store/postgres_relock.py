@@ -1,6 +1,7 @@
 """A PostgreSQL writer lease whose lock died with its connection (``postgres_store``): its holder
-takes the lock again (``lock_again``), and a writer that finds such an orphaned lease asks
-whether its holder on this host is alive (``pid_alive``)."""
+takes the lock again (``lock_again``) while the session row still holds its token
+(``holds_token``), and a writer that finds such an orphaned lease asks whether its holder on this
+host is alive (``pid_alive``)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,7 @@ def lock_again(db: Connection, key: int, session_id: str, token: str) -> bool:
     row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
     if row is not None and row[0]:
         return True
-    mine = db.execute(
-        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s", (session_id, token)
-    ).fetchone()
-    if mine is None:
+    if not holds_token(db, session_id, token):
         return False
     try:
         with db.transaction():  # the bound holds for this wait only
@@ -38,6 +36,15 @@ def lock_again(db: Connection, key: int, session_id: str, token: str) -> bool:
     except psycopg.errors.LockNotAvailable:
         return False
     return True
+
+
+def holds_token(db: Connection, session_id: str, token: str) -> bool:
+    """Whether the session row still holds the lease's ``token``: no other writer took the
+    session over and no one deleted it, so the lease is still this holder's to keep or take back."""
+    row = db.execute(
+        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s", (session_id, token)
+    ).fetchone()
+    return row is not None
 
 
 def pid_alive(pid: int) -> bool:

@@ -97,7 +97,7 @@ from tether.store.postgres_append import (
 )
 from tether.store.postgres_errors import OUTAGE_LOG, absent, describe, message, unreachable
 from tether.store.postgres_listen import ListenWatch, SharedListener
-from tether.store.postgres_relock import lock_again, pid_alive
+from tether.store.postgres_relock import holds_token, lock_again, pid_alive
 from tether.store.postgres_schema import lock_key, migrate
 from tether.store.store import (
     SessionError,
@@ -583,13 +583,9 @@ class PostgresStore:
                 return False
             if lease.backend == self._lock_backend and not self._lock_db.closed:
                 try:  # is the lock connection we think holds the lease alive?
-                    row = self._lock_db.execute(
-                        "SELECT 1 FROM tether_sessions WHERE id = %s AND writer_token = %s",
-                        (lease.session_id, lease.token),
-                    ).fetchone()
                     # It is, so the lock is held (another thread took it back after this write's
                     # fence found it gone); the token may be gone (deleted, taken over).
-                    return row is not None
+                    return holds_token(self._lock_db, lease.session_id, lease.token)
                 except psycopg.Error:
                     pass
             if self._lock_db.closed or lease.backend == self._lock_backend:
