@@ -20,7 +20,13 @@ from psycopg_pool import PoolClosed
 from narrowing import content_of
 from session_helpers import assistant, text, user
 from tether.session import SessionManager
-from tether.store import PostgresStore, SessionError, SessionLockedError, postgres_store
+from tether.store import (
+    PostgresStore,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    postgres_store,
+)
 from tether.store.database import open_store
 from tether.store.follow import follow
 from tether.store.postgres_errors import unreachable
@@ -148,6 +154,15 @@ def test_a_closed_store_is_not_an_outage() -> None:
     ``OUTAGE_SECONDS`` (60 s) before saying it was closed (``test_a_closed_store_says_so`` took
     two minutes)."""
     assert not unreachable(PoolClosed("the pool 'tether-sessions' is already closed"))
+
+
+def test_a_verdict_on_a_session_is_not_an_outage() -> None:
+    """Taking a lease rides out an outage; a session id is whatever a user typed or an imported
+    file held, and one with "connection" in it made its "no session" or "locked" an outage,
+    said only after ``OUTAGE_SECONDS``."""
+    assert not unreachable(SessionNotFoundError("connection-test"))
+    assert not unreachable(SessionLockedError("connection-test", "pid 7 on host"))
+    assert unreachable(SessionError("cannot open the session database here: connection refused"))
 
 
 @pytest.mark.parametrize("step", ["lock connection settings", "migration"])

@@ -70,7 +70,9 @@ def unreachable(err: BaseException) -> bool:
         return True
     if isinstance(err, PoolClosed):  # our own close, not the server's absence: say so at once
         return False
-    if isinstance(err, SessionError):  # ``connect``'s, from a refused or failed connection
+    if type(err) is SessionError:  # ``connect``'s, from a refused or failed connection
+        # Not a subclass: a verdict on a session (none such, locked) whose message names its id,
+        # which may hold any word; read as an outage, it was said only after ``outage_seconds``.
         return "connection" in str(err) or "the database system is" in str(err)
     if not isinstance(err, psycopg.OperationalError):
         return False
