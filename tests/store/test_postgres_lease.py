@@ -12,7 +12,12 @@ in flight is a transaction holding the session's advisory lock in shared mode, a
 A restart may also land between a write's taking its lease back and its writing again (the
 fresh-clone CI of session 23): that write rides the second restart out too, and its lease is
 taken back again. And a write whose lease could not be taken back says whether another process
-took the session over or this one failed to take its own lease back."""
+took the session over or this one failed to take its own lease back.
+
+Taking leases back, and taking a new one, run on the lock connection made again after a restart;
+a restart may come again just after it is made (the server's own restart, or a second one), so
+the take-back and the taking ride the outage out as writes do, and when the server stays away
+they end in one ``SessionError`` naming the database."""
 
 from __future__ import annotations
 
@@ -30,12 +35,14 @@ from session_helpers import user
 from tether.session import ReadOnlySessionError, Session, SessionManager
 from tether.store import PostgresStore, SessionError, postgres_relock
 from tether.store.postgres_schema import lock_key
-from tether.store.postgres_store import AdvisoryLease
+from tether.store.postgres_store import OUTAGE_SECONDS, AdvisoryLease, Connection
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
 
 WAITER_SECONDS = 10.0
 """A bound on waiting for the take-back to queue for the lock (not a timing assertion: it only
 ends the wait when the code under test never queues, as it did not before the fix)."""
+GIVE_UP_SECONDS = 1.0
+"""The outage bound of a store whose server does not come back: how long it keeps trying."""
 
 
 @pytest.fixture
@@ -46,9 +53,11 @@ def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # the shared 
 
 
 @contextmanager
-def _two_sessions(postgres_url: str) -> Generator[tuple[Session, Session, PostgresStore]]:
+def _two_sessions(
+    postgres_url: str, outage_seconds: float = OUTAGE_SECONDS
+) -> Generator[tuple[Session, Session, PostgresStore]]:
     """Two sessions with a message each, written through one store (one process's writers)."""
-    with SessionManager.at(postgres_url) as manager:
+    with SessionManager(PostgresStore(postgres_url, outage_seconds=outage_seconds)) as manager:
         a, b = manager.create("/p"), manager.create("/p")
         a.append_message(user("a before"))
         b.append_message(user("b before"))
@@ -199,3 +208,82 @@ def test_a_lease_this_process_cannot_take_back_says_so_not_that_it_was_taken_ove
         assert "taken over" not in said, said
         assert f"session {a.id!r}: this process could not take its writer lease back" in said, said
         assert _contents(postgres_url, a) == ["a before"]
+
+
+def _says_where(err: SessionError, server: PostgresServer) -> None:
+    said = str(err)
+    assert "\n" not in said and f"session database {server.url()}" in said, said
+
+
+@pytest.mark.parametrize("back", [True, False], ids=["back", "stays-down"])
+def test_a_restart_just_after_the_take_back_reconnected_is_ridden_out(
+    server: PostgresServer, back: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart comes just after the lock connection is made again, before the leases are taken
+    back on it: twice, so that the take-back's second try, after reconnecting once more, finds
+    its connection dead too. It tried only twice and let psycopg's error out of the write."""
+    with _two_sessions(server.url(), OUTAGE_SECONDS if back else GIVE_UP_SECONDS) as (a, b, store):
+        connect_locks = store._connect_locks  # pyright: ignore[reportPrivateUsage]
+        crashes: list[int] = []
+
+        def crash_twice_once_connected() -> Connection:
+            db = connect_locks()
+            if len(crashes) < 2:
+                crashes.append(db.info.backend_pid)
+                server.crash()
+                if back or len(crashes) == 1:
+                    server.start_again()
+            return db
+
+        monkeypatch.setattr(store, "_connect_locks", crash_twice_once_connected)
+        _kill_lock_connection(server, store)
+        if not back:
+            with pytest.raises(SessionError) as raised:
+                a.append_message(user("a after"))
+            assert len(crashes) == 2
+            _says_where(raised.value, server)
+            return
+        a.append_message(user("a after"))
+        assert len(crashes) == 2
+        assert not a.readonly and not b.readonly
+        b.append_message(user("b after"))
+        assert _contents(server.url(), a) == ["a before", "a after"]
+        assert _contents(server.url(), b) == ["b before", "b after"]
+
+
+@pytest.mark.parametrize("back", [True, False], ids=["back", "stays-down"])
+def test_a_restart_just_after_taking_a_lease_reconnected_is_ridden_out(
+    server: PostgresServer, back: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run opens a session on a lock connection that died (a restart while the process was
+    idle), and a restart comes again just after the lock connection is made again: taking the
+    lease tried only once more and failed the run's start with "session database ...". The
+    lease the process already held is taken back on the new connection too."""
+    with _two_sessions(server.url(), OUTAGE_SECONDS if back else GIVE_UP_SECONDS) as (a, b, store):
+        a.close()
+        reconnect_locks = store._reconnect_locks  # pyright: ignore[reportPrivateUsage]
+        crashes: list[None] = []
+
+        def crash_once_reconnected() -> None:
+            reconnect_locks()
+            if not crashes:
+                crashes.append(None)
+                server.crash()
+                if back:
+                    server.start_again()
+
+        monkeypatch.setattr(store, "_reconnect_locks", crash_once_reconnected)
+        _kill_lock_connection(server, store)
+        manager = SessionManager(store)  # the helper's store: it closes it
+        if not back:
+            with pytest.raises(SessionError) as raised:
+                manager.open(a.id)
+            assert crashes
+            _says_where(raised.value, server)
+            return
+        with manager.open(a.id) as again:
+            assert crashes
+            again.append_message(user("a again"))
+        b.append_message(user("b after"))
+        assert _contents(server.url(), a) == ["a before", "a again"]
+        assert _contents(server.url(), b) == ["b before", "b after"]

@@ -37,7 +37,8 @@ its lease is held), or on another host within ``LEASE_GRACE_SECONDS`` of the ser
 
 Outages: a statement that fails because the server is unreachable is tried again on a new
 connection, with backoff, for up to ``outage_seconds`` (a restart, a failover) before it fails;
-one warning is logged when the database goes away, one line when it is back.
+one warning is logged when the database goes away, one line when it is back. So is taking a
+lease, or taking one back, on a lock connection made again (``_on_locks``).
 
 Appends: one statement (``postgres_append``) inserts the entries (``json``, see ``postgres_schema``; client-assigned
 ids; ``ON CONFLICT DO NOTHING``) and moves leaf and counters, so it commits all or nothing. A
@@ -339,18 +340,7 @@ class PostgresStore:
             self._unlock_pending()
             if session_id in self._held:
                 raise SessionLockedError(session_id, f"pid {os.getpid()} on {self._host}")
-            try:
-                lease = self._try_lock(session_id)
-            except psycopg.OperationalError:
-                # The lock connection was lost, and whatever it held with it: take those back on
-                # a new one (the server restarted, or the network blinked while we were idle).
-                self._reconnect_locks()
-                try:
-                    lease = self._try_lock(session_id)
-                except psycopg.Error as err:
-                    raise SessionError(f"session database {self.where}: {message(err)}") from None
-            except psycopg.Error as err:
-                raise SessionError(f"session database {self.where}: {message(err)}") from None
+            lease = self._on_locks(lambda: self._try_lock(session_id))
             self._held[session_id] = lease
             _LIVE_TOKENS.add(lease.token)
             return lease
@@ -542,14 +532,26 @@ class PostgresStore:
         self._lock_backend = (row[0], row[1])
         return db
 
+    def _on_locks(self, work: Callable[[], T]) -> T:
+        """``work()`` on the lock connection, made again first when it is lost (and again each
+        time it is lost, while the server is unreachable: up to ``outage_seconds``, as a write).
+        Not just once: a restart can come just after the connection is made again, and ``work``
+        then finds it dead too. A ``SessionError`` naming the database if it fails. Caller holds
+        the lock mutex."""
+
+        def attempt() -> T:
+            if self._lock_db.closed:
+                self._reconnect_locks()
+            return work()
+
+        return self._patiently(attempt)
+
     def _reconnect_locks(self) -> None:
         """A new lock connection (the old one is dead), then every held lease taken back on it
-        (those another writer took meanwhile are marked lost). Caller holds the lock mutex."""
+        (those another writer took meanwhile are marked lost). One attempt: ``_on_locks`` rides
+        out an outage. Caller holds the lock mutex."""
         self._lock_db.close()
-        try:
-            self._lock_db = self._patience.run(self._connect_locks, unreachable)
-        except psycopg.Error as err:
-            raise SessionError(f"session database {self.where}: {message(err)}") from None
+        self._lock_db = self._connect_locks()
         for lease in list(self._held.values()):
             with contextlib.suppress(psycopg.Error):
                 self._relock(lease)
@@ -577,7 +579,8 @@ class PostgresStore:
     def _take_back(self, lease: AdvisoryLease) -> bool:
         """After a fenced write matched no row: True if the lease is held now, its lock on the live
         lock connection (taken back if it had died with its connection) and its token on the row
-        (``_fenced`` writes again while this says so), False if the lease is lost."""
+        (``_fenced`` writes again while this says so), False if the lease is lost; a
+        ``SessionError`` naming the database if the server stays away (``_on_locks``)."""
         with self._lock_mutex:
             if lease.released or lease.lost:
                 return False
@@ -588,13 +591,9 @@ class PostgresStore:
                     return holds_token(self._lock_db, lease.session_id, lease.token)
                 except psycopg.Error:
                     pass
-            if self._lock_db.closed or lease.backend == self._lock_backend:
-                self._reconnect_locks()
-            try:
-                return self._relock(lease)
-            except psycopg.OperationalError:
-                self._reconnect_locks()
-                return self._relock(lease)
+            if lease.backend == self._lock_backend:
+                self._lock_db.close()  # it held the lease and failed: a new one takes it back
+            return self._on_locks(lambda: self._relock(lease))
 
     def _fenced(self, lease: AdvisoryLease, work: Callable[[Cursor], T]) -> T:
         """A fenced write; when it matched nothing, again each time the lease is taken back (a
@@ -663,9 +662,7 @@ class PostgresStore:
         return self._run(work)
 
     def _try_lock(self, session_id: str) -> AdvisoryLease:
-        """One attempt on the lock connection (reopened if it was lost); caller holds the mutex."""
-        if self._lock_db.closed:
-            self._reconnect_locks()
+        """One attempt on the lock connection (see ``_on_locks``); caller holds the mutex."""
         db = self._lock_db
         key = lock_key("session", self.schema, session_id)
         row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
