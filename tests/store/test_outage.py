@@ -28,6 +28,7 @@ from tether.store import (
     postgres_store,
 )
 from tether.store.database import open_store
+from tether.store.errors import SessionDatabaseUnreachableError
 from tether.store.follow import follow
 from tether.store.postgres_errors import unreachable
 from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
@@ -162,7 +163,24 @@ def test_a_verdict_on_a_session_is_not_an_outage() -> None:
     said only after ``OUTAGE_SECONDS``."""
     assert not unreachable(SessionNotFoundError("connection-test"))
     assert not unreachable(SessionLockedError("connection-test", "pid 7 on host"))
-    assert unreachable(SessionError("cannot open the session database here: connection refused"))
+    assert not unreachable(SessionError("cannot open the session database here: connection refused"))
+    assert unreachable(SessionDatabaseUnreachableError("cannot open the session database here: refused"))
+
+
+@pytest.mark.parametrize("whom", ["role", "database"])
+def test_a_patient_open_that_the_server_refuses_fails_at_once(
+    postgres: PostgresServer, whom: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker's store opened with a role or database the server does not know: the server
+    answered, so waiting changes nothing. libpq's failure carries no SQLSTATE, and every such
+    failure was an outage: the worker logged the database as unreachable and said the real
+    reason only after ``outage_seconds`` (60 s by default)."""
+    url = postgres.url().replace("tether@", "nobody@") if whom == "role" else postgres.url("no_such_db")
+    with caplog.at_level(logging.WARNING, logger="tether.store"), pytest.raises(SessionError) as raised:
+        PostgresStore(url, patient=True, outage_seconds=5)
+    assert "does not exist" in str(raised.value)
+    assert not isinstance(raised.value, SessionDatabaseUnreachableError)
+    assert [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()] == []
 
 
 @pytest.mark.parametrize("step", ["lock connection settings", "migration"])

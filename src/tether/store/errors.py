@@ -18,6 +18,13 @@ class SessionDatabaseError(SessionError):
     and what to do about it."""
 
 
+class SessionDatabaseUnreachableError(SessionError):
+    """The session database cannot be reached now (refused, gone, restarting): it may come back, so
+    a patient caller (a worker's store, a write riding out a restart) tries again. A server that
+    answered and refused what was asked (no such role or database, a wrong password) raises a plain
+    ``SessionError`` instead, said at once: waiting would not change its answer."""
+
+
 class SessionNotFoundError(SessionError, LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")

@@ -17,7 +17,7 @@ import logging
 import psycopg
 from psycopg_pool import PoolClosed, PoolTimeout
 
-from tether.store.store import SessionError
+from tether.store.errors import SessionDatabaseUnreachableError
 
 
 class OutageLog(logging.Filter):
@@ -70,19 +70,40 @@ def unreachable(err: BaseException) -> bool:
         return True
     if isinstance(err, PoolClosed):  # our own close, not the server's absence: say so at once
         return False
-    if type(err) is SessionError:  # ``connect``'s, from a refused or failed connection
-        # Not a subclass: a verdict on a session (none such, locked) whose message names its id,
-        # which may hold any word; read as an outage, it was said only after ``outage_seconds``.
-        return "connection" in str(err) or "the database system is" in str(err)
+    if isinstance(err, SessionDatabaseUnreachableError):  # ``connect``'s, by this function
+        return True
     if not isinstance(err, psycopg.OperationalError):
         return False
     state = err.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+    if state is None:  # no statement ran: a connection refused, lost, or answered with a verdict
+        return not _refused_by_server(str(err))
+    return state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+_NOT_YET = (
+    "the database system is",
+    "too many clients",
+    "remaining connection slots",
+    "terminating connection",
+)
+"""The server's ``FATAL`` answers to a connection that a moment may change: starting up, shutting
+down, in recovery; no slot free; this connection ended by a restart."""
+
+
+def _refused_by_server(text: str) -> bool:
+    """Whether libpq's connection failure ``text`` is the server's verdict on what was asked (no
+    such role or database, authentication failed, no ``pg_hba.conf`` entry) or libpq's own
+    (no password to send): waiting changes neither, and a worker whose store was opened with a
+    wrong role waited out the whole outage bound (60 s) logging the database as unreachable. No
+    SQLSTATE comes with a failed connection, so its words are all there is to read."""
+    if "fe_sendauth" in text:
+        return True
+    return "FATAL:" in text and not any(words in text for words in _NOT_YET)
 
 
 def absent(err: BaseException) -> bool:
     """Whether a connection could not be made because the server cannot be reached now."""
-    return isinstance(err, SessionError) and unreachable(err)
+    return isinstance(err, SessionDatabaseUnreachableError)
 
 
 READ_ONLY = "25006"

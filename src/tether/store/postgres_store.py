@@ -84,6 +84,7 @@ from psycopg.pq import Format, TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.store.entries import EntryDict
+from tether.store.errors import SessionDatabaseUnreachableError
 from tether.store.outage import Patience
 from tether.store.paths import redact
 from tether.store.postgres_append import (
@@ -487,7 +488,8 @@ class PostgresStore:
     # -- internals -------------------------------------------------------------------------------
 
     def connect(self) -> Connection:
-        """A new connection of its own (autocommit); ``SessionError`` saying why if impossible.
+        """A new connection of its own (autocommit); ``SessionError`` saying why if impossible
+        (``SessionDatabaseUnreachableError`` if the server may yet answer: ``unreachable``).
         TCP keepalives: the lock and listening connections sit idle for long stretches, and a host
         that vanishes without closing them would otherwise leave them waiting for good."""
         try:
@@ -495,7 +497,8 @@ class PostgresStore:
                 make_conninfo(self.url, **KEEPALIVES), autocommit=True, connect_timeout=CONNECT_TIMEOUT
             )
         except psycopg.Error as err:
-            raise SessionError(f"cannot open the session database {self.where}: {message(err)}") from None
+            kind = SessionDatabaseUnreachableError if unreachable(err) else SessionError
+            raise kind(f"cannot open the session database {self.where}: {message(err)}") from None
 
     def reconnect(self) -> Connection:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
