@@ -39,6 +39,12 @@ def is_json_object(value: object) -> TypeIs[dict[str, Any]]:
     return isinstance(value, dict)
 
 
+def is_json_array(value: object) -> TypeIs[list[Any]]:
+    """``isinstance(value, list)`` for parsed JSON, whose arrays hold any JSON value (a bare
+    isinstance leaves the checker with a list of unknown items)."""
+    return isinstance(value, list)
+
+
 def content_of(message: AgentMessage) -> object:
     """The content of a message the test knows has one (a user's, an assistant's, a tool
     result's ...; not a bash execution's or a summary's)."""

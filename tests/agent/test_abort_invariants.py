@@ -26,7 +26,7 @@ SCENARIOS = [
 
 def _quick(scenario: dict[str, Any]) -> dict[str, Any]:
     quick = {key: value for key, value in scenario.items() if key != "abortOn"}
-    tools = []
+    tools: list[dict[str, Any]] = []
     for tool in scenario.get("tools", []):
         behavior = dict(tool.get("behavior", {}))
         if behavior.get("delayMs"):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from narrowing import block_text, content_of
 from tether.agent import Agent, AgentBusyError, AgentEvent, tool
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import empty_usage
@@ -18,18 +20,17 @@ def user(content: str) -> AgentMessage:
     return {"role": "user", "content": content, "timestamp": 0}
 
 
-def texts(messages: list[AgentMessage]) -> list[Any]:
+def texts(messages: Sequence[AgentMessage]) -> list[tuple[str, str | None]]:
     """Each message as (role, its first text) for compact assertions."""
-    out: list[Any] = []
+    out: list[tuple[str, str | None]] = []
     for m in messages:
-        content = m.get("content")
-        if isinstance(content, str):
-            out.append((m["role"], content))
-        elif isinstance(content, list):
-            first = next((b for b in content if isinstance(b, dict) and b.get("type") == "text"), None)
-            out.append((m["role"], first["text"] if first else None))
-        else:
+        if "content" not in m:
             out.append((m["role"], None))
+        elif isinstance(m["content"], str):
+            out.append((m["role"], m["content"]))
+        else:
+            first = next((b for b in m["content"] if b["type"] == "text"), None)
+            out.append((m["role"], block_text(first) if first else None))
     return out
 
 
@@ -256,8 +257,8 @@ async def test_queued_messages_survive_an_abort() -> None:
     agent.follow_up(user("then this"))
     agent.abort()
     await run
-    assert [m["content"] for m in agent.steering_queue] == ["steer me"]
-    assert [m["content"] for m in agent.follow_up_queue] == ["then this"]
+    assert [content_of(m) for m in agent.steering_queue] == ["steer me"]
+    assert [content_of(m) for m in agent.follow_up_queue] == ["then this"]
     assert all(texts(r.context["messages"])[-1] != ("user", "steer me") for r in model.requests)
 
 
@@ -278,7 +279,7 @@ async def test_drained_but_undelivered_messages_go_back_to_the_front() -> None:
 
     agent.subscribe(listener)
     await agent.prompt("go")
-    assert [m["content"] for m in agent.steering_queue] == ["s1", "s2", "typed later"]
+    assert [content_of(m) for m in agent.steering_queue] == ["s1", "s2", "typed later"]
     assert ("user", "s1") not in texts(agent.messages)
 
 
@@ -299,7 +300,7 @@ async def test_cancelled_run_puts_drained_follow_ups_back() -> None:
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
-    assert [m["content"] for m in agent.follow_up_queue] == ["f1", "f2"]
+    assert [content_of(m) for m in agent.follow_up_queue] == ["f1", "f2"]
     assert not agent.is_streaming
 
 
@@ -422,7 +423,7 @@ async def test_continue_puts_drained_steering_back_if_the_run_never_delivers_it(
 
     agent.subscribe(listener)
     await agent.continue_()
-    assert [m["content"] for m in agent.steering_queue] == ["s"]
+    assert [content_of(m) for m in agent.steering_queue] == ["s"]
 
 
 async def test_an_abort_before_the_first_step_aborts_the_run() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from narrowing import content_of
 from tether.agent import Agent
 from tether.agent.abort_grace import ABORT_GRACE
 from tether.testing.scripted import ScriptedModel, reply
@@ -64,7 +65,7 @@ async def test_a_slow_listener_is_not_cut_before_the_bound() -> None:
     async with asyncio.timeout(BOUND):
         added = await subject.prompt("hi")
     assert finished == ["message_end"]
-    assert "hello" in str(added[1]["content"]) and not added[-1].get("errorMessage")
+    assert "hello" in str(content_of(added[1])) and not added[-1].get("errorMessage")
 
 
 async def test_a_listener_still_waiting_after_a_nested_one_returned_is_cut_too() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from agent_support import Recorder, check_invariants
 
+from narrowing import is_json_array, is_json_object
 from tether.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
 from tether.agent.hooks import AfterToolCallContext
 from tether.ai.abort import AbortController, AbortSignal
@@ -115,10 +116,10 @@ def _plain(value: Any) -> Any:
     """An event as data, without the timestamps (set by the clock)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != "timestamp"}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, list):
-        return [_plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    if is_json_object(value):
+        return {k: _plain(v) for k, v in value.items() if k != "timestamp"}
+    if is_json_array(value):
+        return [_plain(v) for v in value]
     return value
 
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -111,6 +111,13 @@ async def _async_raises(*_: Any) -> Any:
     raise Boom("hook broke")
 
 
+def _config_with_hook(model: ModelInfo, hook: str, fn: Callable[..., Any]) -> AgentLoopConfig:
+    """A config whose hook named ``hook`` is ``fn``: the tests take the hook's name as a
+    parameter, so its keyword is known only at run time (hence the ``Any`` of the mapping)."""
+    hooks: dict[str, Any] = {hook: fn}
+    return AgentLoopConfig(model=model, **hooks)
+
+
 def _second_call_raises() -> Any:
     calls = [0]
 
@@ -139,7 +146,7 @@ HOOKS = {
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 async def test_a_raising_hook_ends_the_run_with_an_error_naming_it(hook: str) -> None:
     model = ScriptedModel(_responses())
-    config = AgentLoopConfig(model=model.model, **{hook: HOOKS[hook]})
+    config = _config_with_hook(model.model, hook, HOOKS[hook])
     recorder = Recorder()
     result = await _run(config, model, recorder)
     _assert_ended_with_error(recorder, result, hook)
@@ -172,9 +179,12 @@ async def test_a_raising_stream_function() -> None:
 
 
 async def test_a_stream_that_raises_while_iterating() -> None:
+    def stream_fn(model: ModelInfo, context: Context, options: SimpleStreamOptions | None) -> BrokenStream:
+        return BrokenStream()
+
     model = ScriptedModel()
     recorder = Recorder()
-    result = await _run(AgentLoopConfig(model=model.model), model, recorder, lambda *_: BrokenStream())
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder, stream_fn)
     _assert_ended_with_error(recorder, result, "model stream")
 
 
@@ -265,7 +275,7 @@ async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: 
 @tool
 async def stray_cancel() -> str:
     """Reads the result of a task it cancelled itself: raises CancelledError, uncancelled."""
-    inner = asyncio.ensure_future(asyncio.sleep(3600))
+    inner = asyncio.ensure_future(asyncio.sleep(3600, "never"))
     inner.cancel()
     await asyncio.sleep(0)
     return inner.result()
@@ -328,7 +338,7 @@ async def test_a_tool_hook_returning_a_wrong_shape_fails_that_call_naming_it(hoo
 
     model = ScriptedModel(_responses())
     recorder = Recorder()
-    result = await _run(AgentLoopConfig(model=model.model, **{hook: wrong}), model, recorder)
+    result = await _run(_config_with_hook(model.model, hook, wrong), model, recorder)
     answer = next(m for m in result if m["role"] == "toolResult")
     assert answer["isError"] and answer["content"] == [
         {"type": "text", "text": f"{hook} returned a dict, not {hook.title().replace('_', '')}Result or None"}

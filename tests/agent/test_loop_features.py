@@ -10,6 +10,7 @@ import pytest
 from agent_support import Recorder, check_invariants
 from pydantic import BaseModel
 
+from narrowing import content_of
 from tether.agent import (
     AgentContext,
     AgentLoopConfig,
@@ -356,7 +357,7 @@ async def test_without_stream_fn_the_loop_uses_the_registry_stream_simple(
     result = await run_agent_loop(
         [user("go")], AgentContext(), AgentLoopConfig(model=model.model), Recorder()
     )
-    assert result[-1]["content"] == [{"type": "text", "text": "from stream_simple"}]
+    assert content_of(result[-1]) == [{"type": "text", "text": "from stream_simple"}]
 
 
 async def test_a_closed_event_stream_ends_iteration_and_has_no_result() -> None:
@@ -441,6 +442,6 @@ async def test_the_transcript_holds_the_streamed_message_once_whatever_the_provi
     ]
     update = streamed[2]
     assert update["type"] == "message_update"
-    assert update["message"]["content"] == [{"type": "text", "text": "ab"}]
+    assert content_of(update["message"]) == [{"type": "text", "text": "ab"}]
     assert [m["role"] for m in result] == ["user", "assistant"]
-    assert result[1]["content"] == [{"type": "text", "text": "ab"}]
+    assert content_of(result[1]) == [{"type": "text", "text": "ab"}]

@@ -6,9 +6,14 @@ from typing import Any
 
 from hypothesis import given, settings, strategies as st
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
+from narrowing import is_json_array, is_json_object
 from tether.agent.validation._coercion import coerce, copy_json, has_union
 from tether.agent.validation._schema_check import compile_check, compile_check_copy, json_equal
+
+Schema = dict[str, Any] | bool
+"""A JSON Schema: an object of keywords, or ``true`` / ``false``."""
 
 TYPES = ["object", "array", "string", "boolean", "null", "number", "integer"]
 
@@ -52,31 +57,57 @@ def _leaf_schema() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-schemas = st.recursive(
-    st.one_of(_leaf_schema(), st.booleans()),
-    lambda inner: st.one_of(
+def _object_schema(
+    base: dict[str, Any], props: dict[str, Schema], required: list[str], additional: Schema | None
+) -> Schema:
+    return {
+        **base,
+        "properties": props,
+        **({"required": required} if required else {}),
+        **({"additionalProperties": additional} if additional is not None else {}),
+    }
+
+
+def _array_schema(base: dict[str, Any], items: Schema) -> Schema:
+    return {**base, "items": items}
+
+
+def _combined_schema(key: str, members: list[Schema]) -> Schema:
+    return {key: members}
+
+
+def _negated_schema(negated: Schema) -> Schema:
+    return {"not": negated}
+
+
+def _nested_schemas(inner: st.SearchStrategy[Schema]) -> st.SearchStrategy[Schema]:
+    return st.one_of(
         st.builds(
-            lambda base, props, required, additional: {
-                **base,
-                "properties": props,
-                **({"required": required} if required else {}),
-                **({"additionalProperties": additional} if additional is not None else {}),
-            },
+            _object_schema,
             _leaf_schema(),
             st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
             st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
             st.one_of(st.none(), inner),
         ),
-        st.builds(lambda base, items: {**base, "items": items}, _leaf_schema(), inner),
+        st.builds(_array_schema, _leaf_schema(), inner),
         st.builds(
-            lambda key, members: {key: members},
+            _combined_schema,
             st.sampled_from(["anyOf", "oneOf", "allOf"]),
             st.lists(inner, min_size=1, max_size=3),
         ),
-        st.builds(lambda negated: {"not": negated}, inner),
-    ),
-    max_leaves=5,
+        st.builds(_negated_schema, inner),
+    )
+
+
+schemas: st.SearchStrategy[Schema] = st.recursive(
+    st.one_of(_leaf_schema(), st.booleans()), _nested_schemas, max_leaves=5
 )
+
+
+def _reference(schema: Schema) -> Validator:
+    """jsonschema's validator for ``schema``, typed as the library's protocol: its class leaves
+    ``is_valid`` partly unknown."""
+    return Draft202012Validator(schema)
 
 
 @settings(max_examples=150, deadline=None)
@@ -84,7 +115,7 @@ schemas = st.recursive(
 def test_fast_check_agrees_with_jsonschema(schema: Any, value: Any) -> None:
     check = compile_check(schema)
     assert check is not None, "every schema of the subset compiles"
-    assert check(value) == Draft202012Validator(schema).is_valid(value)
+    assert check(value) == _reference(schema).is_valid(value)
 
 
 def _valid(value: Any, schema: dict[str, Any]) -> bool:
@@ -96,9 +127,9 @@ def same(a: Any, b: Any) -> bool:
     """Equal values of the same types all the way down (``True`` is not ``1``, ``1`` is not ``1.0``)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, dict):
+    if is_json_object(a):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
+    if is_json_array(a):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
@@ -115,17 +146,27 @@ def test_coercion_leaves_valid_values_alone_without_unions(schema: Any, value: A
 
 
 # Tool parameters as tools write them: an object of named members (often scalars), annotated.
-plain_objects = st.builds(
-    lambda props, required, additional, described: {
+def _plain_object(
+    props: dict[str, Schema], required: list[str], additional: Schema | None, described: bool
+) -> Schema:
+    return {
         "type": "object",
         "properties": props,
         **({"required": required} if required else {}),
         **({"additionalProperties": additional} if additional is not None else {}),
         **({"description": "d"} if described else {}),
-    },
+    }
+
+
+def _typed(kind: str) -> Schema:
+    return {"type": kind}
+
+
+plain_objects = st.builds(
+    _plain_object,
     st.dictionaries(
         st.sampled_from(["a", "b", "c"]),
-        st.one_of(st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)), schemas),
+        st.one_of(st.builds(_typed, st.sampled_from(TYPES)), schemas),
         max_size=3,
     ),
     st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=2, unique=True),
@@ -138,9 +179,9 @@ INVALID = object()
 
 def _containers(value: Any) -> list[int]:
     """The ids of every dict and list in ``value``, itself included."""
-    if isinstance(value, dict):
+    if is_json_object(value):
         return [id(value), *(i for item in value.values() for i in _containers(item))]
-    if isinstance(value, list):
+    if is_json_array(value):
         return [id(value), *(i for item in value for i in _containers(item))]
     return []
 

@@ -40,7 +40,7 @@ def test_reference_cases_are_paired() -> None:
     assert len(CASES) == len(EXPECTED) > 90
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=lambda i: canonical_json(CASES[i]["args"])[:40])
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[canonical_json(c["args"])[:40] for c in CASES])
 def test_coercion_matches_the_reference(index: int) -> None:
     case, expected = CASES[index], EXPECTED[index]
     outcome = _outcome(case)

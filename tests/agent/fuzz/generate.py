@@ -173,7 +173,7 @@ class Gen:
     # -- arguments ---------------------------------------------------------------------------
 
     def value(self, schema: Json, coerce: bool) -> Any:
-        kind = schema.get("type")
+        kind: str | list[str] | None = schema.get("type")
         if isinstance(kind, list):
             return self.value({**schema, "type": self.rng.choice(kind)}, coerce)
         if "anyOf" in schema:
@@ -385,7 +385,7 @@ class Gen:
             if ends_open or self.chance(0.5):
                 messages.append({"role": "user", "content": "and then?"})
             return messages
-        calls = []
+        calls: list[Json] = []
         for _ in range(self.rng.randint(1, 2)):
             tool = self.rng.choice(self.tools)
             calls.append(
@@ -502,7 +502,7 @@ def generate(seed: int, index: int) -> Json:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--count", type=int, help="write fz-SEED-0000 .. COUNT-1 instead of the kept corpus")
     parser.add_argument("--out", type=Path, default=HERE / "scenarios")

@@ -169,7 +169,7 @@ class Gen2(Gen):
                 member = r.choice(schema[key])
                 value = self.value(member, coerce)
                 return value
-        kind = schema.get("type")
+        kind: str | list[str] | None = schema.get("type")
         if isinstance(kind, list):
             return self.value({"type": r.choice(kind)}, coerce)
         if kind in ("number", "integer"):
@@ -211,7 +211,8 @@ class Gen2(Gen):
         if "const" in schema or "enum" in schema:
             return r.choice(["other", 99, [1]])
         if "anyOf" in schema or "oneOf" in schema:
-            return r.choice([{"x": 1}, [[]], "word"]) if "string" not in str(schema) else {"x": 1}
+            rejected: list[object] = [{"x": 1}, [[]], "word"]
+            return r.choice(rejected) if "string" not in str(schema) else {"x": 1}
         kind = schema.get("type")
         if isinstance(kind, list):
             return {"x": 1} if "object" not in kind else [1]
@@ -346,7 +347,7 @@ class Gen2(Gen):
                 blocks.append({"type": "thinking", "thinking": "considering " + self.word()})
             if self.chance(0.6):
                 blocks.append({"type": "text", "text": "I will " + self.word()})
-            calls = []
+            calls: list[Json] = []
             for i in range(r.randint(0, 3)):
                 tool = r.choice(self.tools)
                 name = tool["name"] if self.chance(0.85) else r.choice(["gone", "old_tool"])
@@ -423,7 +424,7 @@ def generate(seed: int, index: int) -> tuple[Json, list[Json]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--count", type=int, help="write fy-SEED-0000 .. COUNT-1 instead of the kept corpus")
     parser.add_argument("--out", type=Path, default=HERE / "scenarios")
