@@ -14,7 +14,14 @@ from typing import Any
 
 from typing_extensions import TypeIs
 
-from tether.wire import AgentMessage, AssistantContent, AssistantMessage, ToolResultMessage, UserContent
+from tether.wire import (
+    AgentMessage,
+    AssistantContent,
+    AssistantMessage,
+    AssistantMessageEvent,
+    ToolResultMessage,
+    UserContent,
+)
 
 
 def as_assistant(message: AgentMessage) -> AssistantMessage:
@@ -25,6 +32,12 @@ def as_assistant(message: AgentMessage) -> AssistantMessage:
 def as_tool_result(message: AgentMessage) -> ToolResultMessage:
     assert message["role"] == "toolResult", message
     return message
+
+
+def done_message(event: AssistantMessageEvent) -> AssistantMessage:
+    """The final message of a stream's last event, which the test knows is ``done``."""
+    assert event["type"] == "done", event
+    return event["message"]
 
 
 def block_text(block: AssistantContent | UserContent) -> str:

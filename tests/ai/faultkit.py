@@ -130,7 +130,7 @@ def anthropic_text(words: list[str]) -> bytes:
 
 
 def responses_text(words: list[str], status: str = "completed", tier: str = "default") -> bytes:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
     done_item = {**message, "content": [{"type": "output_text", "text": "".join(words)}]}
     response: dict[str, Any] = {
         "id": "resp_1",

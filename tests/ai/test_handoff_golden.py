@@ -15,6 +15,7 @@ import pytest
 from handoff_golden import APIS, build, dump, golden_path, recorded_answer, source_model, targets_for
 from streamcheck import fixture_paths
 
+from narrowing import is_json_array, is_json_object
 from reference_paths import FIXTURE_STREAMS
 from tether.ai.handoff import is_same_model
 
@@ -62,10 +63,10 @@ def opaque_payloads(block: dict[str, Any]) -> list[str]:
         except ValueError:
             out.append(value)
             continue
-        if isinstance(parsed, dict) and parsed.get("encrypted_content"):
+        if is_json_object(parsed) and parsed.get("encrypted_content"):
             out.append(parsed["encrypted_content"])
-        elif (isinstance(parsed, dict) and parsed.get("v") == 1) or (
-            isinstance(parsed, dict) and parsed.get("id")
+        elif (is_json_object(parsed) and parsed.get("v") == 1) or (
+            is_json_object(parsed) and parsed.get("id")
         ):
             out.append(parsed["id"])
     return out
@@ -76,7 +77,7 @@ def calls_and_results(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     seq: list[tuple[str, str]] = []
     if api == "anthropic-messages":
         for message in body["messages"]:
-            for block in message["content"] if isinstance(message["content"], list) else []:
+            for block in message["content"] if is_json_array(message["content"]) else ():
                 if block["type"] == "tool_use":
                     seq.append(("call", block["id"]))
                 elif block["type"] == "tool_result":
@@ -89,7 +90,7 @@ def calls_and_results(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
                 seq.append(("result", item["call_id"]))
     elif api == "openai-completions":
         for message in body["messages"]:
-            seq += [("call", call["id"]) for call in message.get("tool_calls") or []]
+            seq += [("call", call["id"]) for call in message.get("tool_calls") or ()]
             if message["role"] == "tool":
                 seq.append(("result", message["tool_call_id"]))
     else:

@@ -212,7 +212,8 @@ def every_tool_call_gets_exactly_one_result_before_the_next_turn(
     messages: list[Message], target: Message, out: list[Message]
 ) -> None:
     open_calls: dict[str, int] = {}
-    for message in [*out, {"role": "user", "content": "end", "timestamp": 10**9}]:
+    end: Message = {"role": "user", "content": "end", "timestamp": 10**9}
+    for message in [*out, end]:
         if message["role"] == "toolResult":
             assert open_calls.get(message["toolCallId"]) == 0, "result without a pending call, or twice"
             open_calls[message["toolCallId"]] = 1
@@ -315,7 +316,10 @@ def a_longer_history_rewrites_its_prefix_the_same_way(
     """Ids depend only on what came before, so a cached prompt prefix stays byte-identical."""
     cut = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
     prefix = transform(messages[:cut], target)
-    ids = lambda ms: [c["id"] for m in ms if m["role"] == "assistant" for c in tool_calls(m)]  # noqa: E731
+
+    def ids(ms: list[Message]) -> list[str]:
+        return [c["id"] for m in ms if m["role"] == "assistant" for c in tool_calls(m)]
+
     assert ids(out)[: len(ids(prefix))] == ids(prefix)
 
 

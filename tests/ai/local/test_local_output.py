@@ -42,8 +42,9 @@ def check_well_formed(events: list[AssistantMessageEvent]) -> None:
     open_blocks: set[int] = set()
     closed: set[int] = set()
     for event in events:
-        kind = event["type"]
-        index = event.get("contentIndex")
+        if "contentIndex" not in event:  # start, done, error: no block
+            continue
+        kind, index = event["type"], event["contentIndex"]
         if kind.endswith("_start"):
             assert index not in open_blocks and index not in closed
             open_blocks.add(index)

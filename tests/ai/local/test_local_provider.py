@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import done_message
 from tether.ai import get_provider, stream
 from tether.ai.abort import AbortController
 from tether.ai.providers import local
@@ -74,7 +75,7 @@ async def test_streams_text_with_usage_from_token_counts() -> None:
         events.append(event)
     assert events[0]["type"] == "start"
     assert events[-1]["type"] == "done"
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     deltas = "".join(e["delta"] for e in events if e["type"] == "text_delta")
     assert deltas.strip() and message["content"] == [{"type": "text", "text": deltas}]
     usage = message["usage"]
@@ -126,7 +127,7 @@ async def test_forced_tool_is_grammar_constrained() -> None:
     events = [event async for event in stream_local(small_model(), context, options)]
     kinds = [e["type"] for e in events]
     assert kinds[1] == "toolcall_start" and kinds[-2:] == ["toolcall_end", "done"]
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     assert message["stopReason"] == "toolUse"
     (call,) = message["content"]
     assert call["type"] == "toolCall" and call["name"] == "get_weather"
@@ -138,14 +139,14 @@ async def test_missing_model_file_is_an_error_message(tmp_path: Path) -> None:
         pytest.skip("needs llama-cpp-python for the load path")
     result = await stream_local(fake_model(str(tmp_path / "missing.gguf")), question()).result()
     assert result["stopReason"] == "error"
-    assert result["errorMessage"] == f"GGUF model file not found: {tmp_path / 'missing.gguf'}"
+    assert result.get("errorMessage") == f"GGUF model file not found: {tmp_path / 'missing.gguf'}"
 
 
 async def test_without_llama_cpp_the_error_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "is_available", lambda: False)
     result = await stream_local(fake_model("/m.gguf"), question()).result()
     assert result["stopReason"] == "error"
-    assert result["errorMessage"] == INSTALL_HINT
+    assert result.get("errorMessage") == INSTALL_HINT
     assert "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install" in INSTALL_HINT and "10-15 minutes" in INSTALL_HINT
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from tests.ai.local.test_localserver_requests import model
 
+from narrowing import done_message
 from tether.ai import stream
 from tether.ai.types import Context, StreamOptions, Tool
 from tether.testing.loopback import LoopbackServer, Reply
@@ -70,7 +71,7 @@ async def test_recorded_tool_call_fragments_make_one_call() -> None:
 
     kinds = [e["type"] for e in events]
     assert kinds.count("toolcall_start") == kinds.count("toolcall_end") == 1
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     assert message["stopReason"] == "toolUse"
     (call,) = message["content"]
     recorded_args = "".join(f["tool_calls"][0]["function"]["arguments"] for f in fragments)
@@ -94,8 +95,8 @@ async def test_recorded_text_stream() -> None:
     assert not any("usage" in c for c in chunks)  # this server reports no usage when streaming
 
     events, _ = await replay("text", ask("What is the capital of France?"), StreamOptions(max_tokens=12))
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     assert message["content"] == [{"type": "text", "text": recorded_text}]
     assert message["stopReason"] == {"stop": "stop", "length": "length"}[finish]
     assert message["usage"]["totalTokens"] == 0
-    assert message["responseId"] == chunks[0]["id"]
+    assert message.get("responseId") == chunks[0]["id"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import done_message
 from tether.ai import stream
 from tether.ai.abort import AbortController
 from tether.ai.local_servers import usable_models
@@ -55,7 +56,7 @@ async def test_streamed_text_stops_at_max_tokens(model: ModelInfo) -> None:
     # llama.cpp streams a chunk per token (fewer when a character spans tokens): the server got our
     # max_tokens (the provider sends `max_tokens`, not `max_completion_tokens`, to a local server).
     assert 1 <= len(deltas) <= 8 and "".join(deltas).strip()
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     assert message["content"] == [{"type": "text", "text": "".join(deltas)}]
     assert message["stopReason"] == "length"
     assert (message["api"], message["provider"], message["model"]) == (
@@ -78,7 +79,7 @@ async def test_named_tool_choice_streams_one_tool_call(model: ModelInfo) -> None
     assert kinds.count("toolcall_start") == 1 and kinds.count("toolcall_end") == 1
     assert kinds[:2] == ["start", "toolcall_start"] and kinds[-2:] == ["toolcall_end", "done"]
     assert set(kinds[2:-2]) == {"toolcall_delta"}
-    message = events[-1]["message"]
+    message = done_message(events[-1])
     assert message["stopReason"] == "toolUse"
     (call,) = message["content"]
     assert call["type"] == "toolCall" and call["name"] == "get_weather"

@@ -106,7 +106,7 @@ def test_mistral_goes_through_its_openai_compatible_endpoint() -> None:
 def test_shipped_thinking_agrees_with_the_family_rules() -> None:
     # The generator bakes the family rules into the catalog; a rule changed without regenerating
     # would make shipped and user-defined copies of one model behave differently.
-    stale = []
+    stale: list[str] = []
     for entry in MODELS:
         model = MODEL_INFO.decode(entry)
         rule = family_thinking_config(model)

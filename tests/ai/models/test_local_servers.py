@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -27,7 +27,7 @@ def http(status: int, body: str, content_type: str = "application/json") -> byte
 
 
 @asynccontextmanager
-async def server(handler: Handler) -> AsyncIterator[tuple[str, list[bytes]]]:
+async def server(handler: Handler) -> AsyncGenerator[tuple[str, list[bytes]]]:
     """A loopback HTTP server; yields its base URL (``…/v1``) and the request heads it saw."""
     seen: list[bytes] = []
     hang = asyncio.Event()

@@ -260,8 +260,8 @@ def test_user_provider_with_defaults_filled_in(config_dir: Path) -> None:
     r1 = get_model("box", "r1")
     assert r1["cost"] == {"input": 0.5, "output": 0, "cacheRead": 0, "cacheWrite": 0}
     assert (r1["contextWindow"], r1["maxTokens"]) == (32768, None)
-    assert r1["headers"] == {"X-Team": "a", "X-Model": "r1"}
-    assert r1["compat"] == {"supportsDeveloperRole": False, "thinkingFormat": "qwen"}
+    assert r1.get("headers") == {"X-Team": "a", "X-Model": "r1"}
+    assert r1.get("compat") == {"supportsDeveloperRole": False, "thinkingFormat": "qwen"}
     assert r1.get("thinking") == {"mode": "effort", "efforts": ["low", "high"]}
     assert [m["id"] for m in list_models("box")] == ["qwen3-coder", "r1"]
     # a keyless loopback provider accepts ids nobody listed, like the known local servers
@@ -309,7 +309,7 @@ def test_override_a_shipped_provider_and_model(config_dir: Path) -> None:
     catalog = load_catalog()
     opus = get_model("anthropic", "claude-opus-4-7")  # not listed: follows the provider's override
     assert opus["baseUrl"] == "https://proxy.example/anthropic"
-    assert opus["headers"] == {"X-Proxy": "1"}
+    assert opus.get("headers") == {"X-Proxy": "1"}
     assert opus["cost"] == catalog.models[("anthropic", "claude-opus-4-7")]["cost"]
     sonnet = get_model("anthropic", "claude-sonnet-4-5")  # listed: only the given fields change
     shipped = catalog.models[("anthropic", "claude-sonnet-4-5")]
@@ -475,4 +475,4 @@ def test_the_documented_example_works(config_dir: Path) -> None:
     kimi = find_model("together/moonshotai/Kimi-K2-Instruct")
     assert (kimi["name"], kimi["cost"]["output"]) == ("Kimi K2", 3)
     assert get_provider_info("together").api_key_env == "TOGETHER_API_KEY"
-    assert get_model("anthropic", "claude-opus-4-7")["headers"] == {"X-Team": "platform"}
+    assert get_model("anthropic", "claude-opus-4-7").get("headers") == {"X-Team": "platform"}

@@ -8,20 +8,20 @@ would fail to resolve, and the run would end in a connection error instead of th
 from __future__ import annotations
 
 import json
-from typing import Any, cast
 
 from faultkit import CONTEXT, completions_text, fast, model
 
+from narrowing import block_text
 from tether.agent import Agent
 from tether.ai import SimpleStreamOptions, complete_simple, stream
 from tether.testing import MockProvider, Reply
-from tether.wire import AgentMessage
+from tether.wire import AssistantMessage
 
 URL = "https://api.example.invalid/v1"
 
 
-def message_text(message: AgentMessage) -> str:
-    return "".join(b["text"] for b in cast(list[dict[str, Any]], message["content"]) if b["type"] == "text")
+def message_text(message: AssistantMessage) -> str:
+    return "".join(block_text(b) for b in message["content"] if b["type"] == "text")
 
 
 async def test_one_call_goes_through_the_given_client() -> None:

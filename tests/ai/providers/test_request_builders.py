@@ -122,7 +122,12 @@ def test_responses_prompt_cache_options() -> None:
 
 
 def test_responses_replays_its_own_items_and_not_others() -> None:
-    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    reasoning: dict[str, Any] = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "encrypted_content": "gAAA",
+    }
     own = assistant(
         GPT,
         [

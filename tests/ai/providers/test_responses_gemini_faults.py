@@ -118,7 +118,7 @@ async def test_responses_usage_and_service_tier_pricing(tier: str, factor: float
 
 
 async def test_responses_refusal_is_text() -> None:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
     done = {**message, "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
     body = (
         r_event("response.output_item.added", output_index=0, item=message)
@@ -199,7 +199,7 @@ async def test_gemini_duplicate_and_missing_call_ids_are_made_unique() -> None:
 
 async def test_responses_items_without_output_index_or_announcement() -> None:
     """A message streamed without output_index, and a call that only arrives as output_item.done."""
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
     call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": '{"a": 1}'}
     body = (
         r_event("response.output_item.added", item=message)

@@ -193,13 +193,16 @@ async def test_a_refused_connection_is_not_retried_and_names_the_url() -> None:
 @each_api
 async def test_a_refused_connection_ends_the_stream_naming_the_server(api: str) -> None:
     base_url = f"http://127.0.0.1:{closed_port()}"
-    _, final = await collect(model(base_url, api), fast(max_retries=3))
+    events, final = await collect(model(base_url, api), fast(max_retries=3))
     assert final["stopReason"] == "error"
     message = final["errorMessage"] or ""
     assert message.startswith(f"Cannot reach {base_url}/")
     assert message.endswith("connection refused: is the server running?")
-    # The session's retry does not take it for a passing fault either.
-    assert not is_transient_error(final)
+    # The session's retry does not take it for a passing fault either (the error event carries
+    # the final message, typed).
+    end = events[-1]
+    assert end["type"] == "error"
+    assert not is_transient_error(end["error"])
 
 
 @each_api

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from narrowing import is_json_object
 from tether.ai import SimpleStreamOptions, clamp_thinking_level, complete_simple, supported_thinking_levels
 from tether.ai.types import Context, ThinkingLevel
 from tether.testing.loopback import LoopbackServer, Reply
@@ -237,7 +238,7 @@ GEMINI = "google-generative-ai"
             },
         ),
     ],
-    ids=lambda v: v["id"] if isinstance(v, dict) and "id" in v else None,
+    ids=lambda v: v["id"] if is_json_object(v) and "id" in v else None,
 )
 async def test_level_on_the_wire(
     spec: ModelInfo, level: ThinkingLevel, effective: ThinkingLevel, expected: dict[str, Any]
