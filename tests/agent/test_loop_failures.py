@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 from agent_support import Recorder, check_invariants
 
-from tether.agent import AgentContext, AgentEvent, AgentLoopConfig, TurnContext, run_agent_loop, tool
+from tether.agent import (
+    AgentContext,
+    AgentEvent,
+    AgentLoopConfig,
+    ToolExecutionMode,
+    TurnContext,
+    run_agent_loop,
+    tool,
+)
 from tether.ai.abort import AbortSignal
 from tether.ai.types import Context, SimpleStreamOptions
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
@@ -247,7 +255,7 @@ async def test_continuation_hook_sees_turn_context() -> None:
 
 
 @pytest.mark.parametrize("tool_execution", ["parallel", "sequential"])
-async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: str) -> None:
+async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: ToolExecutionMode) -> None:
     from tether.agent import AgentTool, AgentToolResult
 
     async def progress(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
@@ -263,7 +271,7 @@ async def test_a_listener_failing_on_a_tool_update_ends_the_run(tool_execution: 
     result = await run_agent_loop(
         [user("go")],
         AgentContext(tools=[steps, quick]),
-        AgentLoopConfig(model=model.model, tool_execution=tool_execution),  # type: ignore[arg-type]
+        AgentLoopConfig(model=model.model, tool_execution=tool_execution),
         recorder,
         None,
         model,

@@ -43,8 +43,8 @@ def model(provider: str = "openai", url: str = "https://api.openai.com/v1", **ex
 
 def test_key_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")
-    assert resolve_api_key(model(), "explicit") is not None
-    assert resolve_api_key(model(), "explicit").value == "explicit"  # type: ignore[union-attr]
+    explicit = resolve_api_key(model(), "explicit")
+    assert explicit is not None and explicit.value == "explicit"
     found = resolve_api_key(model())
     assert found is not None and (found.value, found.env_var) == ("from-env", "OPENAI_API_KEY")
 
