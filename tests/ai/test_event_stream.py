@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import Any
 
 import pytest
@@ -11,7 +11,7 @@ import pytest
 from tether.ai.abort import AbortController
 from tether.ai.event_stream import WAIT, AssistantMessageEventStream, new_assistant_message
 from tether.testing.scripted import SCRIPTED_MODEL
-from tether.wire import AssistantMessage, AssistantMessageEvent, AssistantStreamingEvent
+from tether.wire import AssistantMessage, AssistantMessageEvent, AssistantStreamingEvent, TextContent
 
 Step = AssistantMessageEvent | None
 
@@ -29,14 +29,15 @@ class Source:
         try:
             yield WAIT
             yield {"type": "start", "partial": message}
-            message["content"].append({"type": "text", "text": ""})
+            text: TextContent = {"type": "text", "text": ""}
+            message["content"].append(text)
             yield {"type": "text_start", "contentIndex": 0, "partial": message}
             for chunk in ("a", "b", "c"):
                 yield WAIT
                 self.yielded += 1
                 if self.fail and chunk == "b":
                     raise ValueError("boom")
-                message["content"][0]["text"] += chunk  # type: ignore[typeddict-item]
+                text["text"] += chunk
                 yield {"type": "text_delta", "contentIndex": 0, "delta": chunk, "partial": message}
             yield WAIT
             if self.terminal:
@@ -220,7 +221,7 @@ class Later:
     def __init__(self, log: list[str], text: str) -> None:
         self.log, self.text = log, text
 
-    def __await__(self) -> Iterator[None]:
+    def __await__(self) -> Generator[None]:
         yield None
         self.log.append(self.text)
 
@@ -235,7 +236,7 @@ async def test_what_the_handler_returns_is_awaited_before_the_next_event(kind: s
         await asyncio.sleep(0)
         log.append(text)
 
-    def handle(event: AssistantStreamingEvent, partial: AssistantMessage) -> object:
+    def handle(event: AssistantStreamingEvent, partial: AssistantMessage) -> Awaitable[object]:
         log.append(event["type"])
         done = f"{event['type']} handled"
         if kind == "coroutine":
@@ -249,7 +250,7 @@ async def test_what_the_handler_returns_is_awaited_before_the_next_event(kind: s
     for read in ("pump", "forward"):
         log.clear()
         stream = AssistantMessageEventStream.of_steps(SCRIPTED_MODEL, Source().steps())
-        final = await (stream.pump(handle) if read == "pump" else stream.forward(handle))  # type: ignore[arg-type]
+        final = await (stream.pump(handle) if read == "pump" else stream.forward(handle))
         assert final["stopReason"] == "stop"
         kinds = ["start", "text_start", "text_delta", "text_delta", "text_delta"]
         assert log == [entry for kind_ in kinds for entry in (kind_, f"{kind_} handled")], read
