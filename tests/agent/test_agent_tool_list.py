@@ -77,7 +77,7 @@ def test_a_method_tool_taken_from_the_class_is_refused_when_appended() -> None:
 
     agent = Agent()
     with pytest.raises(TypeError, match=r"Notes.find: take it from an instance \(obj.find\)"):
-        agent.tools.append(Notes.find)  # pyright: ignore[reportArgumentType]
+        agent.tools.append(Notes.find)
     assert agent.tools == []
 
 
@@ -89,7 +89,7 @@ def test_what_is_not_a_tool_is_refused_in_one_line() -> None:
     def plain() -> str:
         return "x"
 
-    for change in (
+    for change in (  # each hands over what is not a tool, which the checker refuses too (hence the ignores)
         lambda: agent.tools.append(plain),  # type: ignore[arg-type]
         lambda: agent.tools.__setitem__(0, "read"),  # type: ignore[call-overload]
         lambda: agent.tools.__setitem__(slice(0, 1), ["read"]),  # type: ignore[list-item]

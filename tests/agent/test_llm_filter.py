@@ -13,6 +13,7 @@ ROLES = ["user", "assistant", "toolResult", "custom"]
 
 
 def message(role: str, n: int) -> AgentMessage:
+    # the filter reads only the role: a bare message of any role, whose fields no one type has
     return {"role": role, "content": f"m{n}", "timestamp": n}  # type: ignore[return-value]
 
 
@@ -76,7 +77,7 @@ def test_a_message_without_a_role_raises_and_leaves_the_filter_usable() -> None:
     llm_filter = LlmFilter()
     messages = [message("user", 0), message("custom", 1)]
     check(llm_filter, messages)
-    broken: AgentMessage = {"content": "no role"}  # type: ignore[typeddict-item]
+    broken: AgentMessage = {"content": "no role"}  # type: ignore[typeddict-item]  # ill-formed on purpose
     messages.append(broken)
     with pytest.raises(KeyError):
         llm_filter(messages)
@@ -105,7 +106,7 @@ def test_a_caller_changing_the_returned_list_changes_nothing(
         returned = llm_filter(messages)
         if change == "pop" and returned:
             returned.pop()
-        elif change == "append":
+        elif change == "append":  # a caller may put any message there: the ignores say so
             returned.append(message(role, next(counter)))  # type: ignore[arg-type]
         elif change == "replace_first" and returned:
             returned[0] = message(role, next(counter))  # type: ignore[assignment]

@@ -375,6 +375,7 @@ async def test_a_hook_that_rewrites_the_transcript_in_place_is_seen_by_the_next_
     model = ScriptedModel([reply(tool_call("echo", {"value": "a"})), reply("done")])
 
     def hide_the_prompt(turn: TurnContext) -> bool:
+        # a role no message type has: what a hook may write, and what the filter must drop
         turn.context.messages[0] = {"role": "note", "content": "hidden", "timestamp": 0}  # type: ignore[typeddict-item]
         return False
 

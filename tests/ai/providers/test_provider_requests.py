@@ -57,7 +57,7 @@ def assistant(
             "totalTokens": 0,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
         },
-        "stopReason": stop,  # type: ignore[typeddict-item]
+        "stopReason": stop,
         "timestamp": 0,
     }
 
