@@ -9,8 +9,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
 from narrowing import is_json_array, is_json_object
-from tether.agent.validation._coercion import coerce, copy_json, has_union
+from tether.agent.validation._coercion import coerce, has_union
 from tether.agent.validation._schema_check import compile_check, compile_check_copy, json_equal
+from tether.wire.json_copy import copy_json
 
 Schema = dict[str, Any] | bool
 """A JSON Schema: an object of keywords, or ``true`` / ``false``."""

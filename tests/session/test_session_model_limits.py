@@ -79,3 +79,35 @@ def test_a_model_holding_tuples_is_recorded_once(tmp_path: Path) -> None:
             with sessions.open(session_id) as reopened:
                 record_settings(reopened, model=model)
         assert sum(e.type == "model_change" for e in sessions.store.entries(session_id)) == 1
+
+
+@pytest.mark.parametrize("change", ["contextWindow", "cost"])
+def test_a_live_model_changed_in_place_is_recorded(tmp_path: Path, change: str) -> None:
+    # an embedder raises a limit (or a price) in the very dict its agent runs on: the session kept
+    # that dict as its current model (no headers, no credentials in the URL: nothing to take out),
+    # so the change looked recorded already and the stored description kept the old value
+    from session_helpers import MODEL
+    from tether.session.wiring import record_settings
+    from tether.wire import ModelInfo
+
+    model: ModelInfo = {**MODEL, "cost": {**MODEL["cost"]}}
+    with SessionManager.at(tmp_path / "sessions.db") as sessions:
+        session = sessions.create(str(tmp_path))
+        record_settings(session, model=model)
+        record_settings(session, model=model)  # unchanged: nothing more recorded
+        if change == "contextWindow":
+            model["contextWindow"] = 400_000
+        else:
+            model["cost"]["input"] = 3
+        record_settings(session, model=model)
+        session_id = session.id
+        session.close()
+        stored = [
+            json.loads(e.payload)["model"]
+            for e in sessions.store.entries(session_id)
+            if e.type == "model_change"
+        ]
+    assert [(m["contextWindow"], m["cost"]["input"]) for m in stored] == [
+        (100_000, 1),
+        (400_000, 1) if change == "contextWindow" else (100_000, 3),
+    ]

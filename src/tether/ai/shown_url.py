@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import SplitResult, unquote_plus, urlsplit
 
+from tether.wire.json_copy import copy_json
+
 if TYPE_CHECKING:
     from tether.wire import ModelInfo
 
@@ -55,9 +57,11 @@ def _credentials(parts: SplitResult) -> tuple[str | None, list[tuple[str, str | 
 def stored_descriptor(model: ModelInfo) -> ModelInfo:
     """``model`` as a session stores it: without its headers (``models.json``'s may hold a key)
     and with its base URL shown without credentials (``shown_url``); ``tether.ai.models.
-    restored_model`` takes neither from it."""
-    if "headers" not in model and "@" not in model["baseUrl"] and "?" not in model["baseUrl"]:
-        return model
-    kept = cast(dict[str, Any], {k: v for k, v in model.items() if k != "headers"})
-    kept["baseUrl"] = shown_url(model["baseUrl"])
+    restored_model`` takes neither from it. Always a copy: the session keeps it as its current
+    model, so the live dict itself let a change made to it in place (an embedder raising
+    ``contextWindow``) look recorded already, and the writer thread could encode it mid-change."""
+    kept = cast(dict[str, Any], copy_json(model))
+    kept.pop("headers", None)
+    if "@" in model["baseUrl"] or "?" in model["baseUrl"]:
+        kept["baseUrl"] = shown_url(model["baseUrl"])
     return cast("ModelInfo", kept)

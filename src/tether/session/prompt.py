@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from tether.ai.event_stream import empty_usage
 from tether.errors import TetherError
 from tether.wire import AgentMessage, ImageContent, ModelInfo, TextContent, ThinkingContent
+from tether.wire.json_copy import copy_json
 
 PromptPart = TextContent | ImageContent | ThinkingContent
 """User parts are text or images; assistant parts are text or thinking."""
@@ -44,15 +45,6 @@ class PromptEditError(TetherError, ValueError):
 
 _USER_PARTS = frozenset({"text", "image"})
 _ASSISTANT_PARTS = frozenset({"text", "thinking"})
-
-
-def clone(value: Any) -> Any:
-    """Deep copy of a JSON-shaped value (dicts, lists, scalars); much cheaper than ``deepcopy``."""
-    if isinstance(value, dict):
-        return {k: clone(v) for k, v in cast(dict[str, Any], value).items()}
-    if isinstance(value, list):
-        return [clone(v) for v in cast(list[Any], value)]
-    return value
 
 
 def synthetic_message(
@@ -91,7 +83,7 @@ def _check_parts(role: object, parts: object) -> list[Any]:
             raise PromptEditError(
                 f"parts[{i}]: a {role} message takes {' or '.join(sorted(allowed))} parts, got {kind!r}"
             )
-    return cast(list[Any], clone(parts))
+    return cast(list[Any], copy_json(parts))
 
 
 class _Slot:
@@ -105,7 +97,7 @@ class _Slot:
 
     def own(self) -> AgentMessage:
         if not self.owned:
-            self.value = cast(AgentMessage, clone(self.value))
+            self.value = cast(AgentMessage, copy_json(self.value))
             self.owned = True
         return self.value
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-from tether.agent.validation._coercion import copy_json
+from tether.wire.json_copy import copy_json
 
 Check = Callable[[Any], bool]
 CheckCopy = Callable[[Any], Any]

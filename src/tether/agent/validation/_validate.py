@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.tool import AgentTool
-from tether.agent.validation._coercion import coerce, copy_json, has_union
+from tether.agent.validation._coercion import coerce, has_union
 from tether.agent.validation._compiled import COMPILED, is_valid
 from tether.agent.validation._js import js_json
 from tether.agent.validation._schema_check import compile_check_copy
 from tether.errors import ToolError
+from tether.wire.json_copy import copy_json
 
 # pydantic loads with the first model that needs it (it is slow to import)
 if TYPE_CHECKING:
