@@ -190,10 +190,17 @@ async def run_floor(
 
 
 async def run_tether(
-    sessions: int, url: str, store: Path | None, transport: httpx2.AsyncBaseTransport | None = None
+    sessions: int,
+    url: str,
+    store: Path | None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    *,
+    unstored_sessions: bool = False,
 ) -> None:
     """tether's sessions; ``transport``: the model answered in process (``p6_storage``), through
-    one client all sessions share, not the provider's connection pool."""
+    one client all sessions share, not the provider's connection pool. ``unstored_sessions``
+    (without a ``store``): each agent inside an ``AgentSession`` without a session, the machinery
+    a stored run adds before anything is stored (``p6_storage`` splits storage with it)."""
     from tether.agent import Agent, AgentTool, AgentToolResult
     from tether.ai import SimpleStreamOptions
     from tether.session import AgentSession, SessionManager
@@ -217,6 +224,13 @@ async def run_tether(
             await run(f"session {i} prompt {prompt}: call echo")
 
     try:
+        if store is None and unstored_sessions:
+            cores = [AgentSession(agent(i), None, cwd=HERE) for i in range(sessions)]
+            await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
+            _all_answered(core.agent.messages for core in cores)
+            for core in cores:
+                await core.close()
+            return
         if store is None:
             agents = [agent(i) for i in range(sessions)]
             await asyncio.gather(*(conversation(i, a.prompt) for i, a in enumerate(agents)))

@@ -14,6 +14,12 @@ Each run is a fresh process: a warm-up of ``WARM_UP_SESSIONS`` sessions on a sto
 (lazy imports happen outside the timed window), ``tether.tune_gc()``, then the timed sessions;
 CPU is the process's user+system time (the store's writer thread included).
 
+tether's storage is an ``AgentSession`` with a stored session against a bare ``Agent``, so it
+holds the session machinery's own cost too (a task per prompt, settling, listeners): each round
+also runs tether's ``AgentSession`` *without* a session, and the output splits storage into that
+machinery and storing itself (callgrind put ~29% of storing's instructions in the machinery,
+session 25; in CPU time it read -3 µs of 226, within the rounds' spread of +-80 µs).
+
     python bench/p6_storage.py
 """
 
@@ -53,47 +59,65 @@ async def _answer(request: httpx2.Request) -> httpx2.Response:
     return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=content)
 
 
-def worker(kind: str, sessions: int, stored: bool) -> None:
-    run = run_tether if kind == "tether" else run_floor
+def worker(kind: str, sessions: int, how: str) -> None:
+    """One run: ``how`` is ``store``, ``none`` (in memory) or ``unstored`` (tether: ``AgentSession``
+    without a session)."""
+    stored = how == "store"
+
+    async def run(sessions: int, store: Path | None) -> None:
+        if kind == "floor":
+            await run_floor(sessions, URL, store, transport)
+        else:
+            await run_tether(sessions, URL, store, transport, unstored_sessions=how == "unstored")
+
     transport = httpx2.MockTransport(_answer)
     with tempfile.TemporaryDirectory() as folder:
-        warm_store = Path(folder) / "warm-up.db" if stored else None
-        asyncio.run(run(WARM_UP_SESSIONS, URL, warm_store, transport))
+        asyncio.run(run(WARM_UP_SESSIONS, Path(folder) / "warm-up.db" if stored else None))
         gc.collect()
         from tether.gc_tuning import tune_gc
 
         tune_gc()
         before = resource.getrusage(resource.RUSAGE_SELF)
-        asyncio.run(run(sessions, URL, Path(folder) / "sessions.db" if stored else None, transport))
+        asyncio.run(run(sessions, Path(folder) / "sessions.db" if stored else None))
         after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     json.dump({"cpu": cpu, "load": os.getloadavg()[0]}, sys.stdout)
 
 
-def measure(kind: str, stored: bool) -> dict[str, float]:
-    args = [sys.executable, __file__, "--worker", kind, str(SESSIONS), "store" if stored else "none"]
+def measure(kind: str, how: str) -> dict[str, float]:
+    args = [sys.executable, __file__, "--worker", kind, str(SESSIONS), how]
     out = subprocess.run(args, capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise RuntimeError(f"{kind} {'stored' if stored else 'in memory'} failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"{kind} {how} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)
+
+
+def _range(values: list[float]) -> str:
+    return f"{min(values):.1f}-{max(values):.1f}"
 
 
 def main() -> None:
     runs: dict[tuple[str, bool], list[dict[str, float]]] = {
         (kind, stored): [] for kind in ("tether", "floor") for stored in (True, False)
     }
+    unstored: list[dict[str, float]] = []
     for _ in range(ROUNDS):
         for kind, stored in runs:
-            runs[kind, stored].append(measure(kind, stored))
+            runs[kind, stored].append(measure(kind, "store" if stored else "none"))
+        unstored.append(measure("tether", "unstored"))
     messages = SESSIONS * PROMPTS * 4
     storage = storage_per_message(runs, SESSIONS)
+    machinery = [
+        (core["cpu"] - memory["cpu"]) / messages * 1e6
+        for core, memory in zip(unstored, runs["tether", False], strict=True)
+    ]
     rows = [
         [
             kind,
             f"{statistics.median(r['cpu'] for r in runs[kind, True]):.2f}",
             f"{statistics.median(r['cpu'] for r in runs[kind, False]):.2f}",
             f"{statistics.median(storage[kind]):.1f}",
-            f"{min(storage[kind]):.1f}-{max(storage[kind]):.1f}",
+            _range(storage[kind]),
             f"{min(r['load'] for rs in runs.values() for r in rs):.1f}-"
             f"{max(r['load'] for rs in runs.values() for r in rs):.1f}",
         ]
@@ -104,6 +128,12 @@ def main() -> None:
         f"{ROUNDS} interleaved rounds, medians; storage = (stored - in memory) CPU / {messages:,} messages",
         ["client", "CPU s stored", "CPU s in memory", "storage µs/message", "range", "load (1 min)"],
         rows,
+    )
+    print(
+        f"of tether's storage, an AgentSession without a session (its run machinery, nothing stored): "
+        f"{statistics.median(machinery):.1f} µs/message ({_range(machinery)}); storing itself "
+        f"(stored - AgentSession without a session): "
+        f"{statistics.median(s - m for s, m in zip(storage['tether'], machinery, strict=True)):.1f} µs/message"
     )
     tether = storage["tether"]
     record(
@@ -117,6 +147,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "store")
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
         main()
