@@ -66,7 +66,7 @@ class Server:
                 self.wake.clear()
                 await self.wake.wait()
             await asyncio.sleep(TICK)
-            active = []
+            active: list[tuple[asyncio.StreamWriter, Iterator[bytes], asyncio.Future[None]]] = []
             for writer, pieces, done in self.streams:
                 piece = next(pieces, None)
                 if piece is None:

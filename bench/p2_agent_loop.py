@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -44,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,9 +224,9 @@ def reference_cpu(node: str, name: str) -> float:
 
 def _runner(loop: str) -> asyncio.Runner:
     if loop == "uvloop":
-        import uvloop
-
-        return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+        uvloop = importlib.import_module("uvloop")  # the optional extra: not imported statically
+        factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+        return asyncio.Runner(loop_factory=factory)
     return asyncio.Runner()
 
 
@@ -243,9 +246,7 @@ def python_cpu(loop: str) -> tuple[float, float, float, float]:
 
 
 def loops() -> list[str]:
-    try:
-        import uvloop  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    except ImportError:
+    if importlib.util.find_spec("uvloop") is None:  # the optional extra
         return ["asyncio"]
     return ["asyncio", "uvloop"]
 
