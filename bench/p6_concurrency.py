@@ -224,21 +224,16 @@ async def run_tether(
             await run(f"session {i} prompt {prompt}: call echo")
 
     try:
-        if store is None and unstored_sessions:
-            cores = [AgentSession(agent(i), None, cwd=HERE) for i in range(sessions)]
-            await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
-            _all_answered(core.agent.messages for core in cores)
-            for core in cores:
-                await core.close()
-            return
-        if store is None:
+        if store is None and not unstored_sessions:
             agents = [agent(i) for i in range(sessions)]
             await asyncio.gather(*(conversation(i, a.prompt) for i, a in enumerate(agents)))
             _all_answered(a.messages for a in agents)
             return
-        manager = SessionManager.at(store)
+        manager = None if store is None else SessionManager.at(store)
         cores = [
-            AgentSession(agent(i), manager.create(f"/bench/{i}", deferred=True), cwd=HERE)
+            AgentSession(
+                agent(i), None if manager is None else manager.create(f"/bench/{i}", deferred=True), cwd=HERE
+            )
             for i in range(sessions)
         ]
         await asyncio.gather(*(conversation(i, core.prompt) for i, core in enumerate(cores)))
@@ -246,10 +241,11 @@ async def run_tether(
         ids = [core.session_id for core in cores]
         for core in cores:
             await core.close()
-        for session_id in ids[:: max(1, sessions // 50)]:
-            assert session_id is not None
-            assert len(manager.open(session_id, readonly=True).messages) == PROMPTS * 4
-        manager.close()
+        if manager is not None:
+            for session_id in ids[:: max(1, sessions // 50)]:
+                assert session_id is not None
+                assert len(manager.open(session_id, readonly=True).messages) == PROMPTS * 4
+            manager.close()
     finally:
         if client is not None:
             await client.aclose()
@@ -363,13 +359,13 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
                 label = "stored" if stored else "in memory"
                 for kind in ("tether", "floor"):
                     runs = results[kind, stored]
-                    rows.append([f"{sessions:,}", label, collector, kind, f"{cpu[kind]:.2f}", _spread(r["cpu"] for r in runs),
+                    rows.append([f"{sessions:,}", label, collector, kind, f"{cpu[kind]:.2f}", spread(r["cpu"] for r in runs),
                                  f"{statistics.median(r['loop_cpu'] for r in runs):.2f}",
                                  f"{statistics.median(r['wall'] for r in runs):.2f}",
                                  f"{max(r['rss_mb'] for r in runs):.0f}",
-                                 _spread((r["load"] for r in runs), 1),
+                                 spread((r["load"] for r in runs), 1),
                                  f"{cpu[kind] / cpu['floor']:.2f}x",
-                                 f"{statistics.median(storage[kind]):.0f} ({_spread(storage[kind], 0)})" if stored else ""])  # fmt: skip
+                                 f"{statistics.median(storage[kind]):.0f} ({spread(storage[kind], 0)})" if stored else ""])  # fmt: skip
                 paired = [
                     t["cpu"] / f["cpu"]
                     for t, f in zip(results["tether", stored], results["floor", stored], strict=True)
@@ -424,20 +420,24 @@ def storage_per_message(
     runs: Mapping[tuple[str, bool], Sequence[Mapping[str, Any]]], sessions: int
 ) -> dict[str, list[float]]:
     """What storing cost each client per message, in µs of CPU, for each repetition: (stored -
-    in memory) CPU over the messages of ``sessions`` (``PROMPTS`` prompts of 4 messages each),
-    pairing each stored run with the in-memory run of its repetition so a repetition's load hits
-    both. Shared with ``p6_storage``, where the model answers in process."""
-    messages = sessions * PROMPTS * 4
+    in memory) CPU over the messages of ``sessions``. Shared with ``p6_storage``, where the model
+    answers in process."""
     return {
-        kind: [
-            (stored["cpu"] - memory["cpu"]) / messages * 1e6
-            for stored, memory in zip(runs[kind, True], runs[kind, False], strict=True)
-        ]
-        for kind in ("tether", "floor")
+        kind: cpu_per_message(runs[kind, True], runs[kind, False], sessions) for kind in ("tether", "floor")
     }
 
 
-def _spread(values: Iterable[float], digits: int = 2) -> str:
+def cpu_per_message(
+    more: Sequence[Mapping[str, Any]], less: Sequence[Mapping[str, Any]], sessions: int
+) -> list[float]:
+    """``(more - less)`` CPU over the messages of ``sessions`` (``PROMPTS`` prompts of 4 messages
+    each), in µs, for each repetition: each run is paired with the other's run of its repetition,
+    so a repetition's load hits both."""
+    messages = sessions * PROMPTS * 4
+    return [(a["cpu"] - b["cpu"]) / messages * 1e6 for a, b in zip(more, less, strict=True)]
+
+
+def spread(values: Iterable[float], digits: int = 2) -> str:
     """The lowest and highest of ``values``: ``lo-hi``."""
     ordered = sorted(values)
     return f"{ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f}"

@@ -41,7 +41,15 @@ import httpx2
 from _p6_server import TEXT_ANSWER, TOOL_ANSWER
 from _summary import record
 from _table import print_table
-from p6_concurrency import PROMPTS, WARM_UP_SESSIONS, run_floor, run_tether, storage_per_message
+from p6_concurrency import (
+    PROMPTS,
+    WARM_UP_SESSIONS,
+    cpu_per_message,
+    run_floor,
+    run_tether,
+    spread,
+    storage_per_message,
+)
 
 SESSIONS = 1_000
 ROUNDS = 5
@@ -92,10 +100,6 @@ def measure(kind: str, how: str) -> dict[str, float]:
     return json.loads(out.stdout)
 
 
-def _range(values: list[float]) -> str:
-    return f"{min(values):.1f}-{max(values):.1f}"
-
-
 def main() -> None:
     runs: dict[tuple[str, bool], list[dict[str, float]]] = {
         (kind, stored): [] for kind in ("tether", "floor") for stored in (True, False)
@@ -107,17 +111,15 @@ def main() -> None:
         unstored.append(measure("tether", "unstored"))
     messages = SESSIONS * PROMPTS * 4
     storage = storage_per_message(runs, SESSIONS)
-    machinery = [
-        (core["cpu"] - memory["cpu"]) / messages * 1e6
-        for core, memory in zip(unstored, runs["tether", False], strict=True)
-    ]
+    machinery = cpu_per_message(unstored, runs["tether", False], SESSIONS)
+    storing = [s - m for s, m in zip(storage["tether"], machinery, strict=True)]
     rows = [
         [
             kind,
             f"{statistics.median(r['cpu'] for r in runs[kind, True]):.2f}",
             f"{statistics.median(r['cpu'] for r in runs[kind, False]):.2f}",
             f"{statistics.median(storage[kind]):.1f}",
-            _range(storage[kind]),
+            spread(storage[kind], 1),
             f"{min(r['load'] for rs in runs.values() for r in rs):.1f}-"
             f"{max(r['load'] for rs in runs.values() for r in rs):.1f}",
         ]
@@ -131,9 +133,9 @@ def main() -> None:
     )
     print(
         f"of tether's storage, an AgentSession without a session (its run machinery, nothing stored): "
-        f"{statistics.median(machinery):.1f} µs/message ({_range(machinery)}); storing itself "
+        f"{statistics.median(machinery):.1f} µs/message ({spread(machinery, 1)}); storing itself "
         f"(stored - AgentSession without a session): "
-        f"{statistics.median(s - m for s, m in zip(storage['tether'], machinery, strict=True)):.1f} µs/message"
+        f"{statistics.median(storing):.1f} µs/message ({spread(storing, 1)})"
     )
     tether = storage["tether"]
     record(
