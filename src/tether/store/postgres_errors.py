@@ -101,11 +101,6 @@ def _refused_by_server(text: str) -> bool:
     return "FATAL:" in text and not any(words in text for words in _NOT_YET)
 
 
-def absent(err: BaseException) -> bool:
-    """Whether a connection could not be made because the server cannot be reached now."""
-    return isinstance(err, SessionDatabaseUnreachableError)
-
-
 READ_ONLY = "25006"
 """SQLSTATE read_only_sql_transaction: a write on a hot standby (a failover's old primary come
 back as one, a connection string pointing at a replica) or under ``default_transaction_read_only``.

@@ -97,7 +97,7 @@ from tether.store.postgres_append import (
     append_one,
     append_params,
 )
-from tether.store.postgres_errors import OUTAGE_LOG, absent, describe, message, unreachable
+from tether.store.postgres_errors import OUTAGE_LOG, describe, message, unreachable
 from tether.store.postgres_listen import ListenWatch, SharedListener
 from tether.store.postgres_relock import holds_token, lock_again, pid_alive
 from tether.store.postgres_schema import lock_key, migrate
@@ -502,7 +502,7 @@ class PostgresStore:
 
     def reconnect(self) -> Connection:
         """``connect``, tried again while the server is unreachable (up to ``outage_seconds``)."""
-        return self._patience.run(self.connect, absent)
+        return self._patience.run(self.connect, unreachable)
 
     def _open(self) -> tuple[Connection, str]:
         """One attempt at opening: the lock connection, its schema, migrated. A psycopg error is
