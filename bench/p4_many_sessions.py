@@ -33,6 +33,7 @@ from typing import Any
 from _summary import peak_rss_mb
 from _table import print_table
 from tether.session import Session, SessionManager
+from tether.store import open_store
 from tether.store.postgres_store import PostgresStore
 from tether.testing.postgres import INSTALL_HINT, find_bin_dir, postgres_server
 from tether.wire import AgentMessage
@@ -98,11 +99,12 @@ async def converse(
 async def run_sessions(location: str, first: int, count: int) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # SQLite: one lock file per open session
-    manager = (
-        SessionManager(PostgresStore(location, max_connections=THREADS))
+    store = (
+        PostgresStore(location, max_connections=THREADS)
         if location.startswith("postgresql:")
-        else SessionManager.at(location)
+        else open_store(location)
     )
+    manager = SessionManager(store)
     rss_before = peak_rss_mb()
     sessions = [manager.create(f"/bench/{i}") for i in range(first, first + count)]
     latencies: list[float] = []
@@ -115,7 +117,7 @@ async def run_sessions(location: str, first: int, count: int) -> dict[str, Any]:
     ids = [s.id for s in sessions]
     for s in sessions:
         s.close()
-    manager.close()
+    store.close()
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     return {"ids": ids, "seconds": elapsed, "appends": len(latencies), "latencies": sorted(latencies),
             "rss_before_mb": rss_before, "peak_rss_mb": peak}  # fmt: skip

@@ -25,6 +25,7 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +193,8 @@ def main() -> None:
 
         appends: dict[str, list[float]] = {}
         for durability in ("normal", "full"):
-            with SessionManager(SQLiteStore(db, durability=durability)) as m:  # type: ignore[arg-type]
+            store = SQLiteStore(db, durability=durability)
+            with closing(store), SessionManager(store) as m:  # type: ignore[arg-type]
                 appends[durability] = append_times(m, session_id, messages)
         postgres = postgres_figures(messages, read_jsonl)
 

@@ -112,7 +112,7 @@ async def test_a_follower_that_falls_behind_is_dropped_and_resumes_where_it_was(
     finally:
         await feeds.close()
         session.close()
-        manager.close()
+        store.close()  # the test's: the manager leaves a store it was given open
 
 
 async def test_a_stream_that_does_not_read_is_dropped_with_the_entry_to_resume_after(
@@ -212,3 +212,5 @@ async def test_appends_that_continue_from_the_leaf_are_passed_on_without_reading
         feeds.unsubscribe(session.id, subscriber)
         session.append_message(user("wakes the feed to see it is stopped"))
         await feeds.close()
+        session.close()
+        store.close()

@@ -119,7 +119,6 @@ async def test_followers_that_never_read_hold_a_bounded_amount_of_history(
     for i in range(8):  # 8 MB: more than the socket buffers of a client that reads nothing
         session.append_message(user(f"{i}" + "x" * 1_000_000))
     session.close()
-    manager.close()
     try:
         async with (
             serving(project, script, history_budget=2_000_000) as served,

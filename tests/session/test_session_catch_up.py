@@ -13,6 +13,7 @@ from session_helpers import MODEL, assistant, call, result, text, user
 from tether.agent import Agent
 from tether.session import Session, SessionManager
 from tether.session.agent_session import AgentSession
+from tether.store import open_store
 from tether.store.follow import SessionChange, follow_changes
 from tether.store.store import SessionStore, StoredEntry
 
@@ -128,7 +129,8 @@ async def test_a_follower_of_a_10000_entry_session_reads_each_new_entry_once(
     writer = manager.create("/p")
     for start in range(0, 10_000, 1_000):
         writer.append_messages(list(_conversation(start, 1_000)))
-    counting = CountingStore(SessionManager.at(store_location).store)
+    store = open_store(store_location)  # another connection, as another process has
+    counting = CountingStore(store)
     sessions = SessionManager(counting)  # type: ignore[arg-type]  # a SessionStore by delegation
     core = AgentSession(Agent(), sessions.open(writer.id, readonly=True), sessions=sessions)
     assert (counting.whole_reads, counting.rows) == (1, 10_000)  # opening it reads it, once
@@ -150,3 +152,4 @@ async def test_a_follower_of_a_10000_entry_session_reads_each_new_entry_once(
     assert len(core.messages) == 10_020 and core.messages == writer.messages
     await core.close()
     writer.close()
+    store.close()

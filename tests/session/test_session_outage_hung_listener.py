@@ -99,7 +99,8 @@ def _ours(before: set[threading.Thread]) -> list[threading.Thread]:
 
 async def test_close_waits_out_a_short_outage_and_loses_nothing(server: PostgresServer) -> None:
     before = set(threading.enumerate())
-    manager = SessionManager(PostgresStore(server.url()))
+    store = PostgresStore(server.url())
+    manager = SessionManager(store)
     core, stuck, run, session_id = await _crash_while_the_listener_hangs(manager)
     await asyncio.to_thread(server.crash)
     restarting = _start_again_after(server, 2.0)
@@ -107,7 +108,7 @@ async def test_close_waits_out_a_short_outage_and_loses_nothing(server: Postgres
         await core.close()  # the listener is cut; the writes wait for the database, which comes back
         await asyncio.gather(run, return_exceptions=True)
     await asyncio.to_thread(restarting.join)
-    manager.close()
+    store.close()
     assert stuck.cancelled and not core.is_running
     with SessionManager.at(server.url()) as reader:
         stored = reader.open(session_id, readonly=True)
@@ -123,7 +124,8 @@ async def test_close_reports_what_an_outage_longer_than_the_patience_kept_from_t
     server: PostgresServer,
 ) -> None:
     before = set(threading.enumerate())
-    manager = SessionManager(PostgresStore(server.url(), outage_seconds=3.0))
+    store = PostgresStore(server.url(), outage_seconds=3.0)
+    manager = SessionManager(store)
     core, stuck, run, session_id = await _crash_while_the_listener_hangs(manager)
     assert core.session is not None
     await core.session.written()  # the prompt and the reply are in; what the run adds next is not
@@ -137,7 +139,7 @@ async def test_close_reports_what_an_outage_longer_than_the_patience_kept_from_t
     assert closed is None
     assert stuck.cancelled and not core.is_running
     await asyncio.to_thread(server.start_again)
-    manager.close()
+    store.close()
     with SessionManager.at(server.url()) as reader:
         stored = [m["role"] for m in reader.open(session_id, readonly=True).messages]
     # What reached the database before the crash is there; the run said the rest (the reply

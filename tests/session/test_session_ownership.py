@@ -1,6 +1,7 @@
 """Ownership: what a caller passes to a session stays the caller's (closing one session leaves a
-shared manager and MCP servers open), what the session opened itself it closes, and a message
-that cannot be stored makes ``prompt()`` raise instead of returning an empty result."""
+shared manager and MCP servers open; closing a manager, the store it was given), what the session
+or manager opened itself it closes, and a message that cannot be stored makes ``prompt()`` raise
+instead of returning an empty result."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any, cast
 
 import pytest
 
+from session_helpers import user
 from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
+from tether.store import open_store
 from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply
 from tether.wire import WireError
@@ -43,6 +46,36 @@ async def test_a_message_that_cannot_be_stored_raises_from_prompt(manager: Sessi
     with pytest.raises(SessionError):
         await core.prompt("hi")
     await core.close()
+
+
+def test_closing_a_manager_leaves_the_store_it_was_given_open_for_another(store_location: str) -> None:
+    """``SessionManager(store)`` closed the store it was given: two managers on one store (a
+    server's and a request's) broke each other when one was closed. The store is the caller's."""
+    store = open_store(store_location)
+    try:
+        first, second = SessionManager(store), SessionManager(store)
+        with first:
+            made = first.create("/p")
+            made.append_message(user("one"))
+            made.close()
+        first.close()  # closing again changes nothing either
+        with second.open(made.id) as session:  # the other manager, and the store, still serve
+            session.append_message(user("two"))
+        assert [r.message_count for r in store.list_sessions(None)] == [2]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("opening", ["SessionManager()", "SessionManager.at"])
+def test_a_manager_that_opened_its_store_closes_it(
+    store_location: str, opening: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_DATABASE_URL", store_location)
+    manager = SessionManager() if opening == "SessionManager()" else SessionManager.at(store_location)
+    with manager:
+        manager.create("/p").close()
+    with pytest.raises(SessionError):
+        manager.list()
 
 
 async def test_create_agent_session_closes_only_the_manager_it_opened(tmp_path: Path) -> None:

@@ -388,7 +388,7 @@ async def test_concurrent_runs_commit_off_the_loop_in_shared_batches_and_keep_ea
         assert core.session is not None
         expected[core.session.id] = ([e["id"] for e in core.session.entries()], core.session.record)
         await core.close()
-    manager.close()
+    store.close()
     with SessionManager.at(postgres_url) as fresh:
         for session_id, (ids, record) in expected.items():
             reopened = fresh.open(session_id, readonly=True)

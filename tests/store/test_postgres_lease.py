@@ -25,7 +25,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 import psycopg
 import pytest
@@ -57,12 +57,11 @@ def _two_sessions(
     postgres_url: str, outage_seconds: float = OUTAGE_SECONDS
 ) -> Generator[tuple[Session, Session, PostgresStore]]:
     """Two sessions with a message each, written through one store (one process's writers)."""
-    with SessionManager(PostgresStore(postgres_url, outage_seconds=outage_seconds)) as manager:
+    store = PostgresStore(postgres_url, outage_seconds=outage_seconds)
+    with closing(store), SessionManager(store) as manager:
         a, b = manager.create("/p"), manager.create("/p")
         a.append_message(user("a before"))
         b.append_message(user("b before"))
-        store = manager.store
-        assert isinstance(store, PostgresStore)
         yield a, b, store
 
 

@@ -81,7 +81,7 @@ async def test_a_runs_entries_are_committed_off_the_loop_and_on_disk_when_it_set
     assert leaf == session.leaf_id
     assert store.get_session(session.id) == session.record
     await core.close()
-    manager.close()
+    store.close()
 
 
 async def test_concurrent_runs_share_commits_and_keep_every_sessions_order(db_path: Path) -> None:
@@ -94,7 +94,7 @@ async def test_concurrent_runs_share_commits_and_keep_every_sessions_order(db_pa
     records = {core.session_id: core.session.record for core in cores if core.session}
     for core in cores:
         await core.close()
-    manager.close()
+    store.close()
     with SessionManager.at(db_path) as fresh:
         for session_id, ids in expected.items():
             assert session_id is not None
@@ -217,7 +217,8 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
             gate.wait(5)  # the thread is busy: what is appended now waits in the queue
             super()._append_batch(batch)
 
-    manager = SessionManager(HeldStore(tmp_path / "s.db"))
+    store = HeldStore(tmp_path / "s.db")
+    manager = SessionManager(store)
     first, second = manager.create("/a"), manager.create("/b")
 
     def message(text: str) -> UserMessage:
@@ -244,7 +245,7 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
     with SessionManager.at(tmp_path / "s.db") as fresh:
         assert [content_of(m) for m in fresh.open(first.id, readonly=True).messages] == ["held", "a", "after"]
         assert [content_of(m) for m in fresh.open(second.id, readonly=True).messages] == ["b"]
-    manager.close()
+    store.close()
 
 
 async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_path: Path) -> None:
@@ -259,7 +260,8 @@ async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_p
             gate.wait(5)  # the thread is busy: what is appended now waits in the queue
             super()._append_batch(batch)
 
-    manager = SessionManager(HeldStore(tmp_path / "s.db"))
+    store = HeldStore(tmp_path / "s.db")
+    manager = SessionManager(store)
     sessions = [manager.create(f"/{i}") for i in range(5)]
 
     def message(text: str) -> UserMessage:
@@ -291,7 +293,7 @@ async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_p
     assert len(wakes) == 1, f"the loop was woken {len(wakes)} times for one batch"
     for session in sessions:
         session.close()
-    manager.close()
+    store.close()
 
 
 def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_one_stores(

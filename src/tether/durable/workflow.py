@@ -334,9 +334,6 @@ class _RunSessions(SessionManager):
             return super()._writable(record)
         return self._load(self.store.get_session(record.id), self._lease)
 
-    def close(self) -> None:
-        """Leave the store open: it is the worker's, shared by its runs (``_store``)."""
-
     def open(self, session_id: str, *, readonly: bool = False) -> Session:
         session = super().open(session_id, readonly=readonly)
         if not readonly:

@@ -18,15 +18,22 @@ from tether.wire.file_names import path_text
 
 class SessionManager:
     """Sessions in one store: by default ``$TETHER_DATABASE_URL``'s, else the SQLite file under
-    the XDG data dir (see ``tether.store.database``)."""
+    the XDG data dir (see ``tether.store.database``).
+
+    ``close()`` (or leaving ``with``) closes the store only if the manager opened it
+    (``SessionManager()``, ``SessionManager.at(location)``): a store passed in stays the caller's
+    to close, so several managers (a server's, each request's) can share one."""
 
     def __init__(self, store: SessionStore | None = None) -> None:
+        self._owns_store = store is None
         self.store: SessionStore = store if store is not None else open_store()
 
     @classmethod
     def at(cls, location: str | os.PathLike[str]) -> SessionManager:
         """Sessions at a PostgreSQL URL, a ``sqlite:`` URL or a SQLite file path."""
-        return cls(open_store(location))
+        manager = cls(open_store(location))
+        manager._owns_store = True
+        return manager
 
     def create(
         self,
@@ -186,7 +193,9 @@ class SessionManager:
         return record
 
     def close(self) -> None:
-        self.store.close()
+        """Close the store if this manager opened it; a store passed in is left open."""
+        if self._owns_store:
+            self.store.close()
 
     def __enter__(self) -> SessionManager:
         return self
