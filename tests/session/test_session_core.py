@@ -139,6 +139,7 @@ async def test_submit_runs_shell_input_and_prompt_sends_it_as_text(tmp_path: Pat
     assert sent[-1]["content"] == "!echo not a command"
     assert [m["role"] for m in session.messages] == ["bashExecution", "user", "assistant"]
     await core.close()
+    manager.close()
 
 
 async def test_what_a_plain_listener_returns_is_not_awaited(tmp_path: Path) -> None:

@@ -118,15 +118,16 @@ def test_resume_and_the_listing_skip_sessions_without_a_message(manager: Session
 
 async def test_a_front_end_start_left_at_once_stores_no_session(tmp_path: Path) -> None:
     """What ``tether`` + Ctrl-D and a ``tether -p`` that fails before its prompt do."""
-    core = create_agent_session(
-        AgentOptions(model=f"scripted:{_script(tmp_path)}"),
-        cwd=tmp_path,
-        settings=Settings(),
-        session=SessionChoice(),
-        sessions=SessionManager.at(tmp_path / "sessions.db"),
-    )
-    assert core.session is not None and not core.session.stored
-    await core.close()
+    with SessionManager.at(tmp_path / "sessions.db") as given:
+        core = create_agent_session(
+            AgentOptions(model=f"scripted:{_script(tmp_path)}"),
+            cwd=tmp_path,
+            settings=Settings(),
+            session=SessionChoice(),
+            sessions=given,
+        )
+        assert core.session is not None and not core.session.stored
+        await core.close()
     with SessionManager.at(tmp_path / "sessions.db") as sessions:
         assert sessions.list() == []
 
@@ -138,20 +139,21 @@ def _script(folder: Path) -> Path:
 
 
 async def test_fork_and_export_of_a_session_without_a_message_say_so(tmp_path: Path) -> None:
-    core = create_agent_session(
-        AgentOptions(model=f"scripted:{_script(tmp_path)}"),
-        cwd=tmp_path,
-        settings=Settings(),
-        session=SessionChoice(),
-        sessions=SessionManager.at(tmp_path / "sessions.db"),
-    )
-    try:
-        with pytest.raises(SessionError, match=r"^nothing to fork: this session has no message yet$"):
-            core.fork()
-        with pytest.raises(SessionError, match=r"^nothing to export: this session has no message yet$"):
-            core.export(tmp_path / "out.jsonl")
-        await core.prompt("hello")
-        assert core.session is not None and core.session.stored
-        assert core.export(tmp_path / "out.jsonl").is_file()
-    finally:
-        await core.close()
+    with SessionManager.at(tmp_path / "sessions.db") as given:
+        core = create_agent_session(
+            AgentOptions(model=f"scripted:{_script(tmp_path)}"),
+            cwd=tmp_path,
+            settings=Settings(),
+            session=SessionChoice(),
+            sessions=given,
+        )
+        try:
+            with pytest.raises(SessionError, match=r"^nothing to fork: this session has no message yet$"):
+                core.fork()
+            with pytest.raises(SessionError, match=r"^nothing to export: this session has no message yet$"):
+                core.export(tmp_path / "out.jsonl")
+            await core.prompt("hello")
+            assert core.session is not None and core.session.stored
+            assert core.export(tmp_path / "out.jsonl").is_file()
+        finally:
+            await core.close()
