@@ -218,16 +218,21 @@ async def test_a_run_whose_outcome_is_being_written_counts_as_executing(
     ), seen
 
 
-async def test_executing_lists_the_runs_under_way_here(durable: SessionManager, tmp_path: Path) -> None:
+async def test_executing_lists_the_runs_under_way_here(
+    durable: SessionManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``executing`` reads DBOS's private record of its executions: a DBOS without it (or whose
     record no longer lists a run while it runs) must fail here, not leave every worker's look for
-    unattended runs failing on each beat, logged as a passing fault."""
+    unattended runs failing on each beat, logged as a passing fault. The run's ``work`` tool
+    sleeps a second, so the run is under way across many looks (an instant run could start and end
+    between two looks on a loaded machine, and was once missed that way)."""
+    monkeypatch.setenv("TETHER_TEST_TOOL_SECONDS", "1")
     assert executing() == frozenset()
     _, handle = await start_run(durable, tmp_path)
-    for _ in range(600):  # the run starts in DBOS's own task; bounded, not timed
+    for _ in range(3000):  # the run starts in DBOS's own task; bounded, not timed
         if handle.get_workflow_id() in executing():
             break
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.01)
     else:
         pytest.fail(f"run {handle.get_workflow_id()} never listed by executing() while it ran")
     await handle.get_result()
