@@ -21,14 +21,20 @@ from tether.ai.keys import is_keyless, missing_key_message
 from tether.ai.registry import unregister_provider
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.usage import set_usage
-from tether.wire import ModelInfo
+from tether.wire import JsonObject, ModelInfo
 
 
-def model(provider: str = "openai", url: str = "https://api.openai.com/v1", **extra: Any) -> ModelInfo:
-    spec: dict[str, Any] = {
+def model(
+    provider: str = "openai",
+    url: str = "https://api.openai.com/v1",
+    *,
+    api: str = "openai-completions",
+    compat: JsonObject | None = None,
+) -> ModelInfo:
+    spec: ModelInfo = {
         "id": "m",
         "name": "m",
-        "api": "openai-completions",
+        "api": api,
         "provider": provider,
         "baseUrl": url,
         "reasoning": False,
@@ -37,8 +43,9 @@ def model(provider: str = "openai", url: str = "https://api.openai.com/v1", **ex
         "contextWindow": 1000,
         "maxTokens": 100,
     }
-    spec.update(extra)
-    return spec  # type: ignore[return-value]
+    if compat is not None:
+        spec["compat"] = compat
+    return spec
 
 
 def test_key_precedence(monkeypatch: pytest.MonkeyPatch) -> None:

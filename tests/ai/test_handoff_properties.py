@@ -6,19 +6,29 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from narrowing import block_text
 from tether.ai.handoff import NO_RESULT_TEXT, is_same_model, transform_messages
+from tether.wire import (
+    AssistantContent,
+    AssistantMessage,
+    ImageContent,
+    Message,
+    ModelInfo,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def model(
-    provider: str, api: str, model_id: str, base_url: str = "https://example.invalid"
-) -> dict[str, Any]:
+def model(provider: str, api: str, model_id: str, base_url: str = "https://example.invalid") -> ModelInfo:
     return {
         "id": model_id,
         "name": model_id,
@@ -47,6 +57,7 @@ MODELS = [
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 WEIRD = ALNUM + "+/=.:|-_ "
+STOP_REASONS: list[StopReason] = ["stop", "toolUse", "toolUse", "length", "error", "aborted"]
 
 ID_RULES = {
     "anthropic-messages": re.compile(r"[A-Za-z0-9_-]{1,64}"),
@@ -57,12 +68,12 @@ ID_RULES = {
 }
 
 
-def id_rule(target: dict[str, Any]) -> re.Pattern[str]:
+def id_rule(target: ModelInfo) -> re.Pattern[str]:
     return ID_RULES["mistral" if target["provider"] == "mistral" else target["api"]]
 
 
 @st.composite
-def natural_id(draw: st.DrawFn, source: dict[str, Any]) -> str:
+def natural_id(draw: st.DrawFn, source: ModelInfo) -> str:
     """A tool-call id shaped like the ones ``source`` really issues (some are hostile to others)."""
     api, provider = source["api"], source["provider"]
     if provider == "mistral":
@@ -89,44 +100,53 @@ def natural_id(draw: st.DrawFn, source: dict[str, Any]) -> str:
 
 
 @st.composite
-def assistant_turn(draw: st.DrawFn, timestamp: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def assistant_turn(draw: st.DrawFn, timestamp: int) -> tuple[AssistantMessage, list[ToolResultMessage]]:
     """An assistant message plus the tool results that follow it (some missing, some stray)."""
     source = draw(st.sampled_from(MODELS))
-    content: list[dict[str, Any]] = []
+    content: list[AssistantContent] = []
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.sampled_from(["text", "thinking", "redacted", "redactedThinking", "toolCall"]))
         sig = draw(st.one_of(st.none(), st.just(""), st.text(WEIRD, min_size=1, max_size=20)))
         if kind == "text":
-            block: dict[str, Any] = {"type": "text", "text": draw(st.text(max_size=20))}
+            text: TextContent = {"type": "text", "text": draw(st.text(max_size=20))}
             if sig is not None:
-                block["textSignature"] = sig
+                text["textSignature"] = sig
+            content.append(text)
         elif kind == "thinking":
-            block = {"type": "thinking", "thinking": draw(st.sampled_from(["", "  ", "hmm", "plan: x"]))}
-            if sig is not None:
-                block["thinkingSignature"] = sig
-        elif kind == "redacted":
-            block = {
+            thinking: ThinkingContent = {
                 "type": "thinking",
-                "thinking": "[Reasoning redacted]",
-                "thinkingSignature": "opaque",
-                "redacted": True,
+                "thinking": draw(st.sampled_from(["", "  ", "hmm", "plan: x"])),
             }
+            if sig is not None:
+                thinking["thinkingSignature"] = sig
+            content.append(thinking)
+        elif kind == "redacted":
+            # how the Anthropic parser records a redacted block: the open record's extra
+            # `redacted` key, which ThinkingContent does not declare (hence the ignore)
+            content.append(
+                {
+                    "type": "thinking",
+                    "thinking": "[Reasoning redacted]",
+                    "thinkingSignature": "opaque",
+                    "redacted": True,  # type: ignore[typeddict-unknown-key]
+                }
+            )
         elif kind == "redactedThinking":
-            block = {"type": "redactedThinking", "data": "opaque"}
+            content.append({"type": "redactedThinking", "data": "opaque"})
         else:
-            block = {
+            call: ToolCall = {
                 "type": "toolCall",
                 "id": draw(natural_id(source)),
                 "name": draw(st.sampled_from(["get", "put"])),
                 "arguments": {"n": draw(st.integers(0, 3))},
             }
             if sig is not None:
-                block["thoughtSignature"] = sig
-        content.append(block)
+                call["thoughtSignature"] = sig
+            content.append(call)
     # A provider never repeats an id inside one message.
     seen: set[str] = set()
     content = [b for b in content if b["type"] != "toolCall" or not (b["id"] in seen or seen.add(b["id"]))]
-    message = {
+    message: AssistantMessage = {
         "role": "assistant",
         "content": content,
         "api": source["api"],
@@ -140,10 +160,10 @@ def assistant_turn(draw: st.DrawFn, timestamp: int) -> tuple[dict[str, Any], lis
             "totalTokens": 0,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
         },
-        "stopReason": draw(st.sampled_from(["stop", "toolUse", "toolUse", "length", "error", "aborted"])),
+        "stopReason": draw(st.sampled_from(STOP_REASONS)),
         "timestamp": timestamp,
     }
-    results: list[dict[str, Any]] = []
+    results: list[ToolResultMessage] = []
     for call in [b for b in content if b["type"] == "toolCall"]:
         if draw(st.booleans()):
             results.append(tool_result(call["id"], call["name"], timestamp + 1))
@@ -152,7 +172,7 @@ def assistant_turn(draw: st.DrawFn, timestamp: int) -> tuple[dict[str, Any], lis
     return message, draw(st.permutations(results))
 
 
-def tool_result(call_id: str, name: str, timestamp: int) -> dict[str, Any]:
+def tool_result(call_id: str, name: str, timestamp: int) -> ToolResultMessage:
     return {
         "role": "toolResult",
         "toolCallId": call_id,
@@ -164,8 +184,8 @@ def tool_result(call_id: str, name: str, timestamp: int) -> dict[str, Any]:
 
 
 @st.composite
-def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi", "timestamp": 0}]
+def transcripts(draw: st.DrawFn) -> list[Message]:
+    messages: list[Message] = [{"role": "user", "content": "hi", "timestamp": 0}]
     for turn in range(draw(st.integers(1, 6))):
         message, results = draw(assistant_turn(timestamp=10 * (turn + 1)))
         messages.append(message)
@@ -176,40 +196,39 @@ def transcripts(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 targets = st.sampled_from(MODELS)
-Message = dict[str, Any]
 
 
-def tool_calls(message: Message) -> list[Message]:
+def tool_calls(message: AssistantMessage) -> list[ToolCall]:
     return [b for b in message["content"] if b["type"] == "toolCall"]
 
 
-def kept_turns(messages: list[Message]) -> list[Message]:
+def kept_turns(messages: list[Message]) -> list[AssistantMessage]:
     """The assistant turns a handoff keeps: every one that did not fail."""
     return [m for m in messages if m["role"] == "assistant" and m["stopReason"] not in ("error", "aborted")]
 
 
-def transform(messages: list[Message], target: Message) -> list[Message]:
-    return transform_messages(messages, target)  # type: ignore[arg-type,return-value]
+def transform(messages: list[Message], target: ModelInfo) -> list[Message]:
+    return transform_messages(messages, target)
 
 
-def same_model(message: Message, target: Message) -> bool:
-    return is_same_model(message, target)  # type: ignore[arg-type]
+def same_model(message: AssistantMessage, target: ModelInfo) -> bool:
+    return is_same_model(message, target)
 
 
 # -- the rules: each gets a random transcript, the target and the transform's output ------------
 
 
-def output_is_deterministic(messages: list[Message], target: Message, out: list[Message]) -> None:
+def output_is_deterministic(messages: list[Message], target: ModelInfo, out: list[Message]) -> None:
     assert transform(copy.deepcopy(messages), target) == out
 
 
-def failed_turns_are_dropped(messages: list[Message], target: Message, out: list[Message]) -> None:
+def failed_turns_are_dropped(messages: list[Message], target: ModelInfo, out: list[Message]) -> None:
     got = [m for m in out if m["role"] == "assistant"]
     assert [m["timestamp"] for m in got] == [m["timestamp"] for m in kept_turns(messages)]
 
 
 def every_tool_call_gets_exactly_one_result_before_the_next_turn(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     open_calls: dict[str, int] = {}
     end: Message = {"role": "user", "content": "end", "timestamp": 10**9}
@@ -225,20 +244,20 @@ def every_tool_call_gets_exactly_one_result_before_the_next_turn(
 
 
 def missing_results_are_synthetic_errors_and_real_results_keep_their_content(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
-    real = {m["content"][0]["text"] for m in messages if m["role"] == "toolResult"}
+    real = {block_text(m["content"][0]) for m in messages if m["role"] == "toolResult"}
     for message in out:
         if message["role"] != "toolResult":
             continue
-        text = message["content"][0]["text"]
+        text = block_text(message["content"][0])
         if message["isError"]:
             assert text == NO_RESULT_TEXT
         else:
             assert text in real
 
 
-def tool_call_ids_fit_the_target_api(messages: list[Message], target: Message, out: list[Message]) -> None:
+def tool_call_ids_fit_the_target_api(messages: list[Message], target: ModelInfo, out: list[Message]) -> None:
     rule = id_rule(target)
     for message in out:
         if message["role"] == "assistant" and not same_model(message, target):
@@ -247,25 +266,25 @@ def tool_call_ids_fit_the_target_api(messages: list[Message], target: Message, o
 
 
 def results_follow_their_call_through_the_id_rewrite(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     """A real result for original call X answers the rewritten id of X (and no other call)."""
     # Pair original and rewritten calls turn by turn (turns keep their order and calls theirs).
     kept_out = [m for m in out if m["role"] == "assistant"]
-    renamed: dict[tuple[int, str], str] = {}
+    renamed: dict[tuple[float, str], str] = {}
     for m_in, m_out in zip(kept_turns(messages), kept_out, strict=True):
         for c_in, c_out in zip(tool_calls(m_in), tool_calls(m_out), strict=True):
             assert (c_in["name"], c_in["arguments"]) == (c_out["name"], c_out["arguments"])
             renamed[(m_in["timestamp"], c_in["id"])] = c_out["id"]
     for message in out:
         if message["role"] == "toolResult" and not message["isError"]:
-            original = message["content"][0]["text"].removeprefix("result of ")
+            original = block_text(message["content"][0]).removeprefix("result of ")
             turn = message["timestamp"] - 1
             assert renamed[(turn, original)] == message["toolCallId"]
 
 
 def rewritten_ids_are_unique_across_the_conversation(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     rewritten = [
         c["id"] for m in out if m["role"] == "assistant" and not same_model(m, target) for c in tool_calls(m)
@@ -274,7 +293,7 @@ def rewritten_ids_are_unique_across_the_conversation(
 
 
 def same_model_content_is_replayed_verbatim(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     """Everything from the same model survives unchanged, except unsigned thinking with no text."""
     by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
@@ -295,7 +314,7 @@ def same_model_content_is_replayed_verbatim(
 
 
 def foreign_content_loses_signatures_and_thinking(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     """Another model's text goes without its signature; its thinking not at all (pi 1.6)."""
     by_time = {m["timestamp"]: m for m in out if m["role"] == "assistant"}
@@ -311,7 +330,7 @@ def foreign_content_loses_signatures_and_thinking(
 
 
 def a_longer_history_rewrites_its_prefix_the_same_way(
-    messages: list[Message], target: Message, out: list[Message]
+    messages: list[Message], target: ModelInfo, out: list[Message]
 ) -> None:
     """Ids depend only on what came before, so a cached prompt prefix stays byte-identical."""
     cut = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
@@ -323,7 +342,7 @@ def a_longer_history_rewrites_its_prefix_the_same_way(
     assert ids(out)[: len(ids(prefix))] == ids(prefix)
 
 
-Rule = Callable[[list[Message], Message, list[Message]], None]
+Rule = Callable[[list[Message], ModelInfo, list[Message]], None]
 RULES: list[Rule] = [
     output_is_deterministic,
     failed_turns_are_dropped,
@@ -341,7 +360,7 @@ RULES: list[Rule] = [
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
 @SETTINGS
 @given(messages=transcripts(), target=targets)
-def test_handoff_rule(rule: Rule, messages: list[Message], target: Message) -> None:
+def test_handoff_rule(rule: Rule, messages: list[Message], target: ModelInfo) -> None:
     """Each rule on its own random transcripts; no rule may modify the caller's input."""
     before = copy.deepcopy(messages)
     out = transform(messages, target)
@@ -350,14 +369,14 @@ def test_handoff_rule(rule: Rule, messages: list[Message], target: Message) -> N
 
 
 def test_images_become_placeholders_for_a_text_only_model() -> None:
-    target = {**MODELS[0], "input": ["text"]}
-    image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
-    messages = [
+    target: ModelInfo = {**MODELS[0], "input": ["text"]}
+    image: ImageContent = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    messages: list[Message] = [
         {"role": "user", "content": [{"type": "text", "text": "look"}, image, image], "timestamp": 1},
     ]
-    out = transform_messages(messages, target)  # type: ignore[arg-type]
+    out = transform_messages(messages, target)
     assert out[0]["content"] == [
         {"type": "text", "text": "look"},
         {"type": "text", "text": "(image omitted: model does not support images)"},
     ]
-    assert transform_messages(messages, MODELS[0])[0]["content"] == messages[0]["content"]  # type: ignore[arg-type,index]
+    assert transform_messages(messages, MODELS[0])[0]["content"] == messages[0]["content"]

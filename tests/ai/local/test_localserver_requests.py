@@ -3,9 +3,10 @@ vLLM, LM Studio) compared with a hosted API: content as strings only."""
 
 from __future__ import annotations
 
+from narrowing import as_assistant
 from tether.ai.providers.openai_completions import build_request, convert_messages, resolve_compat
 from tether.ai.types import Context, StreamOptions
-from tether.wire import ModelInfo
+from tether.wire import AssistantMessage, ModelInfo
 
 
 def model(base_url: str, provider: str) -> ModelInfo:
@@ -88,9 +89,11 @@ def test_any_provider_can_ask_for_strings_even_with_thinking_as_text() -> None:
     spec = model("http://10.0.0.5:9000/v1", "my-box")
     spec["compat"] = {"requiresStringContent": True, "requiresThinkingAsText": True}
     context = transcript()
-    answer = dict(context["messages"][1])
-    answer["content"] = [{"type": "thinking", "thinking": "Hm."}, {"type": "text", "text": "Sunny."}]
-    answer["provider"] = "my-box"  # the same model wrote it, so the handoff keeps the thinking block
-    context["messages"] = [context["messages"][0], answer]  # type: ignore[list-item]
+    answer: AssistantMessage = {
+        **as_assistant(context["messages"][1]),
+        "content": [{"type": "thinking", "thinking": "Hm."}, {"type": "text", "text": "Sunny."}],
+        "provider": "my-box",  # the same model wrote it, so the handoff keeps the thinking block
+    }
+    context["messages"] = [context["messages"][0], answer]
     messages = convert_messages(spec, context, resolve_compat(spec))
     assert [m["content"] for m in messages] == ["Weather in\nParis?", "Hm.\n\nSunny."]

@@ -9,6 +9,7 @@ import pytest
 
 from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.models import find_model
+from tether.wire import ModelInfo
 
 
 def write(config_dir: Path, provider: dict[str, object]) -> None:
@@ -42,7 +43,7 @@ def test_shipped_provider_still_needs_its_key(monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_broken_models_file_does_not_break_key_lookup(config_dir: Path) -> None:
     (config_dir / "models.json").write_text("{not json")
-    model = {
+    model: ModelInfo = {
         "id": "m",
         "name": "m",
         "api": "openai-completions",
@@ -54,5 +55,5 @@ def test_a_broken_models_file_does_not_break_key_lookup(config_dir: Path) -> Non
         "contextWindow": None,
         "maxTokens": None,
     }
-    assert resolve_api_key(model) is None  # type: ignore[arg-type]
-    assert "SOMEWHERE_API_KEY" in missing_key_message(model)  # type: ignore[arg-type]
+    assert resolve_api_key(model) is None
+    assert "SOMEWHERE_API_KEY" in missing_key_message(model)

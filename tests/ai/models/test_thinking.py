@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
@@ -20,7 +18,7 @@ from tether.ai.thinking import (
     thinking_effort,
 )
 from tether.ai.types import ThinkingLevel
-from tether.wire import ModelInfo
+from tether.wire import ModelInfo, ThinkingConfig
 
 CATALOG = models.load_catalog()
 ALL_MODELS = sorted(CATALOG.models.values(), key=lambda m: (m["provider"], m["id"]))
@@ -30,21 +28,30 @@ def shipped(provider: str, model_id: str) -> ModelInfo:
     return CATALOG.models[(provider, model_id)]
 
 
-def custom(model_id: str, api: str, reasoning: bool = True, **extra: Any) -> ModelInfo:
-    model: dict[str, Any] = {
+def custom(
+    model_id: str,
+    api: str,
+    reasoning: bool = True,
+    *,
+    provider: str = "mine",
+    maxTokens: int = 64000,
+    thinking: ThinkingConfig | None = None,
+) -> ModelInfo:
+    model: ModelInfo = {
         "id": model_id,
         "name": model_id,
         "api": api,
-        "provider": "mine",
+        "provider": provider,
         "baseUrl": "http://127.0.0.1:9/v1",
         "reasoning": reasoning,
         "input": ["text"],
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": 200000,
-        "maxTokens": 64000,
-        **extra,
+        "maxTokens": maxTokens,
     }
-    return model  # type: ignore[return-value]
+    if thinking is not None:
+        model["thinking"] = thinking
+    return model
 
 
 @pytest.mark.parametrize(
@@ -88,8 +95,8 @@ def test_family_rules_apply_to_user_defined_models() -> None:
 
 
 def test_routers_are_left_to_their_own_data() -> None:
-    routed = {**custom("anthropic/claude-opus-4.7", "openai-completions"), "provider": "openrouter"}
-    assert family_thinking_config(routed) is None  # type: ignore[arg-type]
+    routed = custom("anthropic/claude-opus-4.7", "openai-completions", provider="openrouter")
+    assert family_thinking_config(routed) is None
 
 
 @pytest.mark.parametrize(

@@ -164,7 +164,7 @@ async def test_reasoning_summary_deltas_are_the_references() -> None:
     """Every finished summary part streams ``\\n\\n`` (as pi-ai); the final thinking joins the parts."""
     fixture, expected = load(by_name("openai-responses", "openai-reasoning-summary"))
     events, final = await run_fixture(fixture, expected["model"])
-    deltas = "".join(e["delta"] for e in events if e["type"] == "thinking_delta")  # type: ignore[typeddict-item]
+    deltas = "".join(e["delta"] for e in events if e["type"] == "thinking_delta")
     summary = json.loads(final["content"][0]["thinkingSignature"])["summary"]
     assert len(summary) == 4
     assert final["content"][0]["thinking"] == "\n\n".join(part["text"] for part in summary)

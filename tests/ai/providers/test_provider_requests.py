@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
@@ -15,37 +15,66 @@ from tether.ai.providers.openai_completions import (
     detect_compat,
     resolve_compat,
 )
-from tether.ai.types import Context
+from tether.ai.types import Context, Tool
 from tether.testing.loopback import LoopbackServer, Reply
-from tether.wire import AssistantMessage, ModelInfo, ToolResultMessage
+from tether.wire import (
+    AssistantContent,
+    AssistantMessage,
+    Effort,
+    JsonObject,
+    ModelInfo,
+    StopReason,
+    ThinkingConfig,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+)
 
 PNG = "iVBORw0KGgo="
 
 
-def model(provider: str, url: str, api: str = "openai-completions", **extra: Any) -> ModelInfo:
-    spec: dict[str, Any] = {
-        "id": extra.pop("id", "m"),
+def model(
+    provider: str,
+    url: str,
+    api: str = "openai-completions",
+    *,
+    id: str = "m",
+    reasoning: bool = False,
+    input: Sequence[str] = ("text",),
+    maxTokens: int = 30000,
+    compat: JsonObject | None = None,
+    thinking: ThinkingConfig | None = None,
+) -> ModelInfo:
+    spec: ModelInfo = {
+        "id": id,
         "name": "m",
         "api": api,
         "provider": provider,
         "baseUrl": url,
-        "reasoning": extra.pop("reasoning", False),
-        "input": extra.pop("input", ["text"]),
+        "reasoning": reasoning,
+        "input": list(input),
         "cost": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": 100000,
-        "maxTokens": extra.pop("maxTokens", 30000),
+        "maxTokens": maxTokens,
     }
-    spec.update(extra)
-    return spec  # type: ignore[return-value]
+    if compat is not None:
+        spec["compat"] = compat
+    if thinking is not None:
+        spec["thinking"] = thinking
+    return spec
 
 
 def assistant(
-    *content: dict[str, Any], stop: str = "toolUse", api: str = "openai-completions", provider: str = "openai"
+    *content: AssistantContent,
+    stop: StopReason = "toolUse",
+    api: str = "openai-completions",
+    provider: str = "openai",
 ) -> AssistantMessage:
     """An earlier answer; the handoff replays signatures only to the model that wrote them."""
     return {
         "role": "assistant",
-        "content": list(content),  # type: ignore[typeddict-item]
+        "content": list(content),
         "api": api,
         "provider": provider,
         "model": "m",
@@ -63,7 +92,7 @@ def assistant(
 
 
 def result(call_id: str, text: str, *, images: bool = False, error: bool = False) -> ToolResultMessage:
-    content: list[Any] = [{"type": "text", "text": text}] if text else []
+    content: list[UserContent] = [{"type": "text", "text": text}] if text else []
     if images:
         content.append({"type": "image", "data": PNG, "mimeType": "image/png"})
     return {
@@ -76,9 +105,9 @@ def result(call_id: str, text: str, *, images: bool = False, error: bool = False
     }
 
 
-CALL = {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.py"}}
-CALL_2 = {"type": "toolCall", "id": "call_2", "name": "read", "arguments": {"path": "b.py"}}
-TOOLS = [
+CALL: ToolCall = {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.py"}}
+CALL_2: ToolCall = {"type": "toolCall", "id": "call_2", "name": "read", "arguments": {"path": "b.py"}}
+TOOLS: list[Tool] = [
     {
         "name": "read",
         "description": "Read a file",
@@ -104,7 +133,7 @@ CONTEXT: Context = {
         assistant(stop="aborted"),
         {"role": "user", "content": "thanks", "timestamp": 0},
     ],
-    "tools": TOOLS,  # type: ignore[typeddict-item]
+    "tools": TOOLS,
 }
 
 
@@ -203,9 +232,10 @@ def test_text_only_model_gets_image_placeholders_and_mistral_names_tool_results(
 
 def test_tool_results_send_their_text_and_their_images_in_a_user_turn_after_them() -> None:
     spec = model("openai", "https://api.openai.com/v1", input=["text", "image"])
-    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
     mixed = result("call_1", "first")
-    mixed["content"] += [image, {"type": "text", "text": "second"}]  # type: ignore[list-item]
+    mixed["content"].extend(
+        [{"type": "image", "data": PNG, "mimeType": "image/png"}, {"type": "text", "text": "second"}]
+    )
     context: Context = {
         "messages": [
             {"role": "user", "content": "read both", "timestamp": 0},
@@ -251,7 +281,7 @@ def test_openrouter_anthropic_models_get_cache_marks() -> None:
 async def test_stream_simple_maps_thinking_levels_on_the_wire() -> None:
     done = b'data: {"id":"r","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
     async with LoopbackServer([Reply(done)]) as server:
-        efforts = ["low", "medium", "high", "xhigh", "max"]
+        efforts: list[Effort] = ["low", "medium", "high", "xhigh", "max"]
         spec = model(
             "openai",
             server.url,
@@ -275,14 +305,16 @@ async def test_stream_simple_maps_thinking_levels_on_the_wire() -> None:
 
 def test_anthropic_body_caching_and_replay() -> None:
     spec = model("anthropic", "https://api.anthropic.com", api="anthropic-messages", input=["text", "image"])
-    signed = {"type": "thinking", "thinking": "plan", "thinkingSignature": "sig"}
-    redacted = {
+    signed: ThinkingContent = {"type": "thinking", "thinking": "plan", "thinkingSignature": "sig"}
+    # how the Anthropic parser records a redacted block: the open record's extra `redacted` key,
+    # which ThinkingContent does not declare (hence the ignore)
+    redacted: ThinkingContent = {
         "type": "thinking",
         "thinking": "[Reasoning redacted]",
         "thinkingSignature": "opaque",
-        "redacted": True,
+        "redacted": True,  # type: ignore[typeddict-unknown-key]
     }
-    unsigned = {"type": "thinking", "thinking": "half a thought"}
+    unsigned: ThinkingContent = {"type": "thinking", "thinking": "half a thought"}
     context: Context = {
         "systemPrompt": "Be brief.",
         "volatileContext": "Today is Monday.",
@@ -294,7 +326,7 @@ def test_anthropic_body_caching_and_replay() -> None:
             result("call_1", "ok"),
             result("call_2", "bad", error=True),
         ],
-        "tools": TOOLS,  # type: ignore[typeddict-item]
+        "tools": TOOLS,
     }
     request = anthropic.build_request(spec, context, StreamOptions(cache_retention="long"), "sk-ant-api-1")
     body = request.body

@@ -16,7 +16,7 @@ from narrowing import is_json_object
 from tether.ai import SimpleStreamOptions, clamp_thinking_level, complete_simple, supported_thinking_levels
 from tether.ai.types import Context, ThinkingLevel
 from tether.testing.loopback import LoopbackServer, Reply
-from tether.wire import ModelInfo
+from tether.wire import ModelInfo, ThinkingConfig
 
 CONTEXT: Context = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
 PATHS = {
@@ -27,8 +27,10 @@ PATHS = {
 }
 
 
-def model(api: str, model_id: str, provider: str, max_tokens: int = 64000, **extra: Any) -> ModelInfo:
-    return {  # type: ignore[return-value]
+def model(
+    api: str, model_id: str, provider: str, max_tokens: int = 64000, thinking: ThinkingConfig | None = None
+) -> ModelInfo:
+    spec: ModelInfo = {
         "id": model_id,
         "name": model_id,
         "api": api,
@@ -39,16 +41,17 @@ def model(api: str, model_id: str, provider: str, max_tokens: int = 64000, **ext
         "cost": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
         "contextWindow": 200000,
         "maxTokens": max_tokens,
-        **extra,
     }
+    if thinking is not None:
+        spec["thinking"] = thinking
+    return spec
 
 
 async def sent_body(spec: ModelInfo, level: ThinkingLevel | None) -> dict[str, Any]:
     """The JSON body ``stream_simple`` sends for ``level`` (the server answers 400, not retried)."""
     async with LoopbackServer([Reply(b'{"error":{"message":"no"}}', 400)]) as server:
-        target = dict(spec)
-        target["baseUrl"] = server.url + PATHS[spec["api"]]
-        final = await complete_simple(target, CONTEXT, SimpleStreamOptions(api_key="k", reasoning=level))  # type: ignore[arg-type]
+        target: ModelInfo = {**spec, "baseUrl": server.url + PATHS[spec["api"]]}
+        final = await complete_simple(target, CONTEXT, SimpleStreamOptions(api_key="k", reasoning=level))
     assert final["stopReason"] == "error" and final.get("errorStatus") == 400
     return json.loads(server.requests[0].body)
 
