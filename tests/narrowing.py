@@ -19,6 +19,8 @@ from tether.wire import (
     AssistantContent,
     AssistantMessage,
     AssistantMessageEvent,
+    ThinkingContent,
+    ToolCall,
     ToolResultMessage,
     UserContent,
 )
@@ -44,6 +46,22 @@ def block_text(block: AssistantContent | UserContent) -> str:
     """The text of a block the test knows is a text block."""
     assert block["type"] == "text", block
     return block["text"]
+
+
+def as_tool_call(block: AssistantContent) -> ToolCall:
+    assert block["type"] == "toolCall", block
+    return block
+
+
+def as_thinking(block: AssistantContent) -> ThinkingContent:
+    assert block["type"] == "thinking", block
+    return block
+
+
+def error_text(message: AssistantMessage) -> str:
+    """The ``errorMessage`` of an answer the test knows carries one (it failed or was aborted)."""
+    assert "errorMessage" in message, message
+    return message["errorMessage"]
 
 
 def is_json_object(value: object) -> TypeIs[dict[str, Any]]:

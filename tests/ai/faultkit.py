@@ -14,7 +14,7 @@ from streamcheck import APIS, check_invariants
 from tether.ai import AbortController, StreamOptions, stream
 from tether.ai.types import Context
 from tether.testing.loopback import loopback_model
-from tether.wire import AssistantMessageEvent, ModelInfo
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 CONTEXT: Context = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
 COMPLETIONS, ANTHROPIC, RESPONSES, GEMINI = APIS
@@ -41,7 +41,7 @@ def fast(**overrides: Any) -> StreamOptions:
 
 async def collect(
     spec: ModelInfo, options: StreamOptions, abort: AbortController | None = None, after: int = 0
-) -> tuple[list[AssistantMessageEvent], dict[str, Any]]:
+) -> tuple[list[AssistantMessageEvent], AssistantMessage]:
     """All events and the final message of one run, with the stream contract checked on it.
 
     With ``abort`` (whose signal ``options`` carries), the run is aborted before the first event
@@ -57,7 +57,7 @@ async def collect(
         snapshots.append(copy.deepcopy(cast("dict[str, Any]", event).get("partial")))
         if abort is not None and len(events) == after:
             abort.abort()
-    final = cast("dict[str, Any]", await events_stream.result())
+    final = await events_stream.result()
     check_invariants(events, snapshots, final)
     return events, final
 

@@ -31,7 +31,7 @@ from reference_paths import FIXTURE_STREAMS  # noqa: E402
 from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses  # noqa: E402
 from tether.ai.transport import HttpRequest  # noqa: E402
 from tether.ai.types import Context, StreamOptions  # noqa: E402
-from tether.wire import Message, ModelInfo  # noqa: E402
+from tether.wire import AssistantMessage, Message, ModelInfo  # noqa: E402
 
 GOLDEN = HERE / "golden"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
@@ -98,12 +98,13 @@ def source_model(expected_model: dict[str, Any], api: str) -> ModelInfo:
     return cast(ModelInfo, {**expected_model, "baseUrl": base})
 
 
-async def recorded_answer(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+async def recorded_answer(path: Path) -> tuple[AssistantMessage, dict[str, Any]]:
     """(the replayed final message with stable ids, the expected file's model)."""
     fixture, expected = load(path)
     _, final = await run_fixture(fixture, expected["model"])
-    message = {k: v for k, v in final.items() if k not in ("duration", "ttft", "completedAt")}
-    message["timestamp"] = 2
+    message: AssistantMessage = {**final, "timestamp": 2}
+    for timing in ("duration", "ttft", "completedAt"):
+        message.pop(timing, None)
     wanted = expected["message"]["content"]
     for index, block in enumerate(message["content"]):
         # Gemini calls without an id get a random one; pin it so the golden file is stable.
@@ -112,8 +113,8 @@ async def recorded_answer(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return message, expected["model"]
 
 
-def transcript(answer: dict[str, Any]) -> list[Message]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Please answer.", "timestamp": 1}, answer]
+def transcript(answer: AssistantMessage) -> list[Message]:
+    messages: list[Message] = [{"role": "user", "content": "Please answer.", "timestamp": 1}, answer]
     for block in answer["content"]:
         if block["type"] == "toolCall":
             messages.append(
@@ -127,7 +128,7 @@ def transcript(answer: dict[str, Any]) -> list[Message]:
                 }
             )
     messages.append({"role": "user", "content": "Thanks, continue.", "timestamp": 4})
-    return cast(list[Message], messages)
+    return messages
 
 
 def request_for(model: ModelInfo, messages: list[Message]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from reference_paths import FIXTURE_STREAMS
 from tether.ai import StreamOptions, stream
 from tether.testing.loopback import LoopbackServer, Reply
 from tether.testing.replay import REPLAY_CONTEXT, base_path, fixture_reply, normalize_event, normalize_message
-from tether.wire import AssistantMessageEvent, ModelInfo
+from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 # The 40 reference recordings (reference/fixtures), and ours (tests/fixtures/README.md): same
@@ -223,7 +223,7 @@ async def run_fixture(
     model: dict[str, Any],
     chunks: Sequence[int] | None = None,
     delay: float = 0.0,
-) -> tuple[list[AssistantMessageEvent], dict[str, Any]]:
+) -> tuple[list[AssistantMessageEvent], AssistantMessage]:
     """Stream ``fixture`` from loopback; raw events (with partial snapshots) and the final message."""
     reply: Reply = fixture_reply(fixture, chunks)
     reply.delay = delay
@@ -240,16 +240,16 @@ async def run_fixture(
             # The partial is one object mutated in place; snapshot it to check it evolves sanely.
             snapshots.append(copy.deepcopy(cast("dict[str, Any]", event).get("partial")))
         final = await events_stream.result()
-    check_invariants(events, snapshots, cast("dict[str, Any]", final))
-    return events, cast("dict[str, Any]", final)
+    check_invariants(events, snapshots, final)
+    return events, final
 
 
-def normalized(events: list[AssistantMessageEvent], final: dict[str, Any]) -> dict[str, Any]:
-    return {"events": [normalize_event(e) for e in events], "message": normalize_message(cast(Any, final))}
+def normalized(events: list[AssistantMessageEvent], final: AssistantMessage) -> dict[str, Any]:
+    return {"events": [normalize_event(e) for e in events], "message": normalize_message(final)}
 
 
 def check_invariants(
-    events: list[AssistantMessageEvent], snapshots: list[Any], final: dict[str, Any]
+    events: list[AssistantMessageEvent], snapshots: list[Any], final: AssistantMessage
 ) -> None:
     """The stream contract of issue 4, asserted on one run."""
     kinds = [e["type"] for e in events]

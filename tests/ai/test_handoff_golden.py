@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def test_request_bodies_match_the_golden_file(path: Path, built: dict[Path, dict
 # -- the rules, on every body ---------------------------------------------------------------------
 
 
-def opaque_payloads(block: dict[str, Any]) -> list[str]:
+def opaque_payloads(block: Mapping[str, object]) -> list[str]:
     """The provider-issued opaque strings a block carries (what must not leak to another model)."""
     out: list[str] = []
     for key in ("thinkingSignature", "textSignature", "thoughtSignature"):
@@ -111,7 +112,7 @@ async def test_handoff_rules_hold_on_every_body(path: Path, built: dict[Path, di
     for name, target in targets_for(source).items():
         body = built[path]["requests"][name]["body"]
         text = json.dumps(body, ensure_ascii=False)
-        same = is_same_model(answer, target)  # type: ignore[arg-type]
+        same = is_same_model(answer, target)
         for block in answer["content"]:
             for payload in opaque_payloads(block):
                 if failed or not same:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import pytest
 from faultkit import APIS, COMPLETIONS, LONG, PROVIDERS, TEXT, collect, event_ends, fast, model
 
+from narrowing import block_text
 from tether.ai import AbortController
 from tether.ai.connections import DEFAULT_MAX_CONNECTIONS, reset_connection_limits, set_connection_limit
 from tether.testing.loopback import LoopbackServer, Reply
@@ -63,7 +64,7 @@ async def test_completions_body_split_right_after_done_still_reuses() -> None:
     async with LoopbackServer([Reply(body, chunks=[cut], delay=0.01)]) as server:
         for _ in range(3):
             _, final = await collect(model(server.url), fast())
-            assert final["content"][0]["text"] == "Hello"
+            assert block_text(final["content"][0]) == "Hello"
     assert server.connections == 1
 
 
@@ -77,7 +78,7 @@ async def test_completions_body_left_open_after_done_neither_hangs_nor_is_reused
         for _ in range(2):
             _, final = await asyncio.wait_for(collect(model(server.url), fast(idle_timeout=idle)), timeout=10)
             assert final["stopReason"] == "stop"
-            assert final["content"][0]["text"] == "Hello"
+            assert block_text(final["content"][0]) == "Hello"
     assert len(server.requests) == 2
     assert server.connections == 2, "an unfinished body cannot be reused: its connection is closed"
 
@@ -138,7 +139,7 @@ async def test_abort_mid_stream_frees_its_slot_and_connection(api: str) -> None:
         assert len(events) < 40, "aborted in the middle, not after the end"
         [(_, final)] = await within(collect(model(server.url, api), fast()))
         assert final["stopReason"] == "stop"
-        assert final["content"][0]["text"] == "Hello"
+        assert block_text(final["content"][0]) == "Hello"
         await until_closed(server, 1)
     assert server.connections == 2, "an unfinished body is not reused: one new connection, no more"
 

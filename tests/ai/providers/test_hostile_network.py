@@ -10,17 +10,16 @@ import json
 import socket
 from itertools import accumulate
 from pathlib import Path
-from typing import cast
 
 import pytest
 from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
 
+from narrowing import block_text, error_text
 from tether.ai import models, sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
 from tether.ai.types import StreamOptions
 from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
-from tether.wire import AssistantMessage
 
 each_api = pytest.mark.parametrize("api", APIS)
 GUARD = 30.0
@@ -52,9 +51,9 @@ async def test_a_redirect_to_another_server_is_not_followed_with_the_key(api: st
     assert other.requests == []
     assert len(first.requests) == 1, "the same redirect would come again: not retried"
     assert final["stopReason"] == "error"
-    assert final["errorStatus"] == status
-    assert f"redirects to another server (http://localhost:{port}): not followed" in final["errorMessage"]
-    assert "SECRET" not in final["errorMessage"]
+    assert final.get("errorStatus") == status
+    assert f"redirects to another server (http://localhost:{port}): not followed" in error_text(final)
+    assert "SECRET" not in error_text(final)
 
 
 @each_api
@@ -81,10 +80,10 @@ async def test_a_line_without_end_is_cut_off_at_the_limit(api: str, monkeypatch:
             _, final = await collect(model(server.url, api), fast())
     assert len(server.requests) == 1
     assert final["stopReason"] == "error"
-    assert final["errorMessage"].startswith(
+    assert error_text(final).startswith(
         f"The {api} stream was cut off: one event grew past 100,000 bytes without ending"
     )
-    assert final["content"][0]["text"] == ("Hel" if api == "google-generative-ai" else "Hello")
+    assert block_text(final["content"][0]) == ("Hel" if api == "google-generative-ai" else "Hello")
 
 
 async def test_an_error_page_is_one_short_line() -> None:
@@ -98,12 +97,12 @@ async def test_an_error_page_is_one_short_line() -> None:
     )
     async with LoopbackServer([Reply(page, 401, {"content-type": "text/html"})]) as server:
         _, final = await collect(model(server.url), fast())
-    assert final["errorMessage"] == "401 401 Authorization Required"
+    assert error_text(final) == "401 401 Authorization Required"
     untitled = b"<html><body><script>var x = 1;</script><h1>Bad gateway</h1>\n<p>" + b"try later " * 100
     async with LoopbackServer([Reply(untitled, 502, {"content-type": "text/html"})]) as server:
         _, final = await collect(model(server.url), fast(max_retries=0))
-    assert final["errorMessage"].startswith("502 Bad gateway try later try later")
-    assert len(final["errorMessage"]) == len("502 ") + 300 + len("…")
+    assert error_text(final).startswith("502 Bad gateway try later try later")
+    assert len(error_text(final)) == len("502 ") + 300 + len("…")
 
 
 @each_api
@@ -113,8 +112,8 @@ async def test_a_key_echoed_by_the_server_is_not_in_the_error(api: str) -> None:
     echo = b'{"error":{"message":"bad request; headers: x-api-key: SECRET-KEY-123, Authorization: Bearer SECRET-KEY-123, x-goog-api-key: SECRET-KEY-123"}}'
     async with LoopbackServer([Reply(echo, 400, {"content-type": "application/json"})]) as server:
         _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-123"))
-    assert final["errorMessage"].startswith("400 bad request; headers: x-api-key: [redacted]")
-    assert "SECRET" not in final["errorMessage"]
+    assert error_text(final).startswith("400 bad request; headers: x-api-key: [redacted]")
+    assert "SECRET" not in error_text(final)
 
 
 async def test_an_error_body_without_end_is_read_no_further_than_its_start() -> None:
@@ -125,7 +124,7 @@ async def test_an_error_body_without_end_is_read_no_further_than_its_start() -> 
         async with asyncio.timeout(GUARD):
             _, final = await collect(model(server.url), fast(max_retries=1))
     assert len(server.requests) == 2
-    assert (final["errorStatus"], final["errorMessage"]) == (503, "503 overloaded")
+    assert (final.get("errorStatus"), error_text(final)) == (503, "503 overloaded")
 
 
 async def test_an_error_body_that_stalls_is_waited_for_a_bounded_time(
@@ -137,7 +136,7 @@ async def test_an_error_body_that_stalls_is_waited_for_a_bounded_time(
         async with asyncio.timeout(GUARD):
             _, final = await collect(model(server.url), fast(max_retries=1))
     assert len(server.requests) == 2
-    assert final["errorMessage"] == "503 overloaded"
+    assert error_text(final) == "503 overloaded"
 
 
 class SilentServer:
@@ -173,8 +172,8 @@ async def test_a_server_that_never_answers_is_a_stall_like_a_silent_body(api: st
             _, final = await collect(spec, fast(idle_timeout=0.2, timeout=None, max_retries=1))
     assert silent.connections == 2, "retried like a stalled body"
     assert final["stopReason"] == "error"
-    assert final["errorMessage"] == f"No response from {spec['provider']} for 0.2 s (stream idle timeout)"
-    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it too"
+    assert error_text(final) == f"No response from {spec['provider']} for 0.2 s (stream idle timeout)"
+    assert is_transient_error(final), "the session's retry knows it too"
 
 
 class SwampedServer:
@@ -206,7 +205,7 @@ async def test_the_connect_timeout_is_an_option(tmp_path: Path, monkeypatch: pyt
         async with asyncio.timeout(GUARD):
             _, final = await collect(spec, fast(connect_timeout=0.2, max_retries=0))
         assert final["stopReason"] == "error"
-        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
+        assert error_text(final).startswith(f"Request to {url}/chat/completions timed out")
         home = tmp_path / "home"
         (home / "config").mkdir(parents=True)
         (home / "config" / "models.json").write_text(
@@ -216,7 +215,7 @@ async def test_the_connect_timeout_is_an_option(tmp_path: Path, monkeypatch: pyt
         monkeypatch.setattr(models, "_registry", None)
         async with asyncio.timeout(GUARD):
             _, final = await collect(spec, fast(connect_timeout=GUARD * 2, max_retries=0))
-        assert final["errorMessage"].startswith(f"Request to {url}/chat/completions timed out")
+        assert error_text(final).startswith(f"Request to {url}/chat/completions timed out")
 
 
 async def test_a_wait_for_a_connection_slot_is_no_stall() -> None:
@@ -266,7 +265,7 @@ async def test_keep_alives_do_not_hold_a_stalled_stream_open(api: str, ping: str
             _, final = await collect(spec, fast(idle_timeout=0.3))
     assert len(server.requests) == 1
     assert final["stopReason"] == "error"
-    assert final["errorMessage"] == f"No data from {spec['provider']} for 0.3 s (stream idle timeout)"
+    assert error_text(final) == f"No data from {spec['provider']} for 0.3 s (stream idle timeout)"
     assert final["content"] == [{"type": "text", "text": "Hel"}]
 
 
@@ -300,11 +299,11 @@ async def test_an_event_trickling_in_a_byte_at_a_time_ends_the_stream(api: str) 
             _, final = await collect(spec, fast(idle_timeout=1.0))
     assert len(server.requests) == 1, "after content was shown: not retried"
     assert final["stopReason"] == "error"
-    assert final["errorMessage"] == (
+    assert error_text(final) == (
         f"Nothing complete from {spec['provider']} for 2 s, only part of an event trickling in "
         "(stream idle timeout)"
     )
-    assert is_transient_error(cast(AssistantMessage, final)), "the session's retry knows it"
+    assert is_transient_error(final), "the session's retry knows it"
     assert final["content"] == [{"type": "text", "text": "Hel"}]
 
 
@@ -320,7 +319,7 @@ async def test_a_long_answer_in_many_slow_events_goes_on() -> None:
         async with asyncio.timeout(GUARD):
             _, final = await collect(model(server.url), fast(idle_timeout=0.5))
     assert final["stopReason"] == "stop", final.get("errorMessage")
-    assert final["content"][0]["text"] == "".join(f"w{i} " for i in range(25))
+    assert block_text(final["content"][0]) == "".join(f"w{i} " for i in range(25))
 
 
 NONSENSE_COUNTS = ["NaN", "-5", "1e400", "99999999999999999999999", "true", '"12"']
@@ -362,7 +361,7 @@ async def test_token_counts_no_server_means_read_as_zero_everywhere(count: str) 
         async with LoopbackServer([Reply(body)]) as server:
             _, final = await collect(model(server.url, api), fast())
         assert final["stopReason"] == "stop", (api, final.get("errorMessage"))
-        assert final["content"][-1]["text"] == "Hello"
+        assert block_text(final["content"][-1]) == "Hello"
         usage = final["usage"]
         assert all(
             0 <= usage[k] < 10**13 for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -376,8 +375,8 @@ async def test_a_body_starting_with_a_byte_order_mark_loses_nothing(api: str) ->
     async with LoopbackServer([Reply(b"\xef\xbb\xbf" + TEXT[api].body)]) as server:
         _, final = await collect(model(server.url, api), fast())
     assert final["stopReason"] == "stop"
-    assert final["content"][-1]["text"] == "Hello"
-    assert final["responseId"] == TEXT[api].response_id
+    assert block_text(final["content"][-1]) == "Hello"
+    assert final.get("responseId") == TEXT[api].response_id
 
 
 @each_api
@@ -388,7 +387,7 @@ async def test_a_json_error_with_status_200_says_its_message(api: str) -> None:
     async with LoopbackServer([Reply(error, headers={"content-type": "application/json"})]) as server:
         _, final = await collect(model(server.url, api), fast())
     assert len(server.requests) == 1
-    assert final["errorMessage"] == (
+    assert error_text(final) == (
         "The response was not an event stream: HTTP 200, application/json: "
         "The model `m` does not exist or you do not have access to it."
     )
@@ -407,7 +406,7 @@ async def test_a_proxy_that_refuses_is_named_without_its_password(monkeypatch: p
         url = server.url.replace("127.0.0.1", "localhost")
         _, final = await collect(model(url), fast())
         assert server.requests == []
-    assert final["errorMessage"] == (
+    assert error_text(final) == (
         f"Cannot reach the proxy http://127.0.0.1:{port} for {url}/chat/completions: "
         "connection refused: is the server running?"
     )
@@ -421,8 +420,8 @@ async def test_credentials_in_the_base_url_stay_out_of_the_error(api: str) -> No
         port = probe.getsockname()[1]
     spec = model(f"http://user:PASS-SECRET@127.0.0.1:{port}/v1?key=QUERY-SECRET", api)
     _, final = await collect(spec, fast())
-    assert final["errorMessage"].startswith(f"Cannot reach http://***@127.0.0.1:{port}/v1")
-    assert "SECRET" not in final["errorMessage"]
+    assert error_text(final).startswith(f"Cannot reach http://***@127.0.0.1:{port}/v1")
+    assert "SECRET" not in error_text(final)
 
 
 async def test_a_url_echoed_by_the_server_is_not_in_the_error() -> None:
@@ -435,7 +434,7 @@ async def test_a_url_echoed_by_the_server_is_not_in_the_error() -> None:
         server.replies[:] = [Reply(echo.encode(), 400, {"content-type": "application/json"})]
         _, final = await collect(model(url), fast())
     shown = asked.replace("user:PASS-SECRET-1@", "***@")
-    assert final["errorMessage"] == f"400 no route for {shown} nor for pw [redacted]"
+    assert error_text(final) == f"400 no route for {shown} nor for pw [redacted]"
 
 
 async def test_a_credential_of_the_url_echoed_as_written_or_decoded_is_not_in_the_error() -> None:
@@ -446,7 +445,7 @@ async def test_a_credential_of_the_url_echoed_as_written_or_decoded_is_not_in_th
         echo = json.dumps({"error": {"message": "no key KEY%2FSECRET-3/chat/completions for PASS@SECRET-2"}})
         server.replies[:] = [Reply(echo.encode(), 400, {"content-type": "application/json"})]
         _, final = await collect(model(url), fast())
-    assert final["errorMessage"] == "400 no key [redacted] for [redacted]"
+    assert error_text(final) == "400 no key [redacted] for [redacted]"
 
 
 async def test_a_timeout_of_a_callers_transport_without_an_idle_timeout_is_a_failure() -> None:
@@ -460,4 +459,4 @@ async def test_a_timeout_of_a_callers_transport_without_an_idle_timeout_is_a_fai
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(stall)) as client:
         _, final = await collect(model("http://127.0.0.1:9"), fast(http_client=client, idle_timeout=0))
     assert final["stopReason"] == "error"
-    assert "timed out: the caller's transport gave up" in final["errorMessage"]
+    assert "timed out: the caller's transport gave up" in error_text(final)

@@ -13,6 +13,7 @@ import pytest
 from faultkit import ANTHROPIC, CONTEXT, LONG, TEXT, chunk, collect, event_ends, fast, model
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from narrowing import as_tool_call, error_text
 from tether.ai import AbortController, complete, stream
 from tether.ai.types import Context
 from tether.testing.loopback import LoopbackServer, Reply
@@ -31,8 +32,8 @@ async def test_requested_delay_above_max_retry_delay_fails_at_once() -> None:
     async with LoopbackServer([Reply(b"busy", 503, {"retry-after": "120"})]) as server:
         _, final = await collect(model(server.url), fast(max_retry_delay=10))
     assert len(server.requests) == 1
-    assert "120 s" in final["errorMessage"] and "max_retry_delay 10 s" in final["errorMessage"]
-    assert final["errorStatus"] == 503
+    assert "120 s" in error_text(final) and "max_retry_delay 10 s" in error_text(final)
+    assert final.get("errorStatus") == 503
 
 
 async def test_quota_errors_are_not_retried() -> None:
@@ -40,7 +41,7 @@ async def test_quota_errors_are_not_retried() -> None:
     async with LoopbackServer([Reply(body, 429)]) as server:
         _, final = await collect(model(server.url), fast())
     assert len(server.requests) == 1
-    assert final["errorMessage"] == "429 You exceeded your current quota"
+    assert error_text(final) == "429 You exceeded your current quota"
 
 
 async def test_anthropic_overloaded_is_retried() -> None:
@@ -68,7 +69,7 @@ async def test_connection_reset_before_first_token_without_retries() -> None:
     async with LoopbackServer([Reply(TEXT_BODY, reset_after=0)]) as server:
         _, final = await collect(model(server.url), fast(max_retries=0))
     assert final["stopReason"] == "error"
-    assert final["errorMessage"].startswith(("Connection", "Connection lost"))
+    assert error_text(final).startswith(("Connection", "Connection lost"))
 
 
 async def test_done_marker_without_finish_reason_is_fine() -> None:
@@ -90,7 +91,7 @@ async def test_invalid_json_in_tool_arguments_still_ends_cleanly() -> None:
     async with LoopbackServer([Reply(body)]) as server:
         events, final = await collect(model(server.url), fast())
     assert final["stopReason"] == "toolUse"
-    assert isinstance(final["content"][0]["arguments"], dict)
+    assert isinstance(as_tool_call(final["content"][0])["arguments"], dict)
     end = next(e for e in events if e["type"] == "toolcall_end")
     assert cast("dict[str, Any]", end)["toolCall"]["name"] == "f"
 
@@ -103,9 +104,7 @@ async def test_in_stream_error_event_anthropic() -> None:
     async with LoopbackServer([Reply(body)]) as server:
         _, final = await collect(model(server.url, ANTHROPIC), fast(max_retries=0))
     # Verbatim, as pi-ai reports it.
-    assert (
-        final["errorMessage"] == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
-    )
+    assert error_text(final) == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
 
 
 async def test_anthropic_overloaded_inside_the_stream_before_content_is_retried() -> None:
@@ -120,7 +119,7 @@ async def test_anthropic_overloaded_inside_the_stream_before_content_is_retried(
     async with LoopbackServer([Reply(overloaded), Reply(fine)]) as server:
         events, final = await collect(model(server.url, ANTHROPIC), fast())
     assert len(server.requests) == 2
-    assert final["stopReason"] == "stop" and final["responseId"] == "y"
+    assert final["stopReason"] == "stop" and final.get("responseId") == "y"
     assert final["usage"]["input"] == 2
     assert [e["type"] for e in events] == ["start", "done"]
 
@@ -129,7 +128,7 @@ async def test_anthropic_stream_cut_before_message_stop() -> None:
     body = b'event: message_start\ndata: {"type":"message_start","message":{"id":"x","usage":{}}}\n\n'
     async with LoopbackServer([Reply(body)]) as server:
         _, final = await collect(model(server.url, ANTHROPIC), fast())
-    assert final["errorMessage"] == "Anthropic stream ended before message_stop"
+    assert error_text(final) == "Anthropic stream ended before message_stop"
 
 
 async def test_anthropic_key_from_env_and_oauth_bearer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,7 +168,7 @@ async def test_abort_after_any_number_of_events(after: int) -> None:
         later = [e["type"] for e in events[after:]]
         if final["stopReason"] == "aborted":
             assert len(later) <= 3
-            assert final["errorMessage"] == "Request was aborted"
+            assert error_text(final) == "Request was aborted"
         else:
             assert all(kind in ("text_end", "done") for kind in later), later
     if after == 0:

@@ -25,6 +25,7 @@ from streamcheck import (
     run_fixture,
 )
 
+from narrowing import as_thinking, error_text
 from reference_paths import FIXTURE_STREAMS
 from tether.ai import StreamOptions, stream
 from tether.testing import replay as replay_cli
@@ -157,7 +158,7 @@ async def test_error_chunk_usage_is_the_references() -> None:
     _, final = await run_fixture(fixture, expected["model"])
     usage = final["usage"]
     assert (usage["input"], usage["output"], usage["totalTokens"]) == (0, 0, 0)
-    assert final["errorMessage"] == "Token limit reached"
+    assert error_text(final) == "Token limit reached"
 
 
 async def test_reasoning_summary_deltas_are_the_references() -> None:
@@ -165,10 +166,12 @@ async def test_reasoning_summary_deltas_are_the_references() -> None:
     fixture, expected = load(by_name("openai-responses", "openai-reasoning-summary"))
     events, final = await run_fixture(fixture, expected["model"])
     deltas = "".join(e["delta"] for e in events if e["type"] == "thinking_delta")
-    summary = json.loads(final["content"][0]["thinkingSignature"])["summary"]
+    thinking = as_thinking(final["content"][0])
+    assert "thinkingSignature" in thinking, thinking
+    summary = json.loads(thinking["thinkingSignature"])["summary"]
     assert len(summary) == 4
-    assert final["content"][0]["thinking"] == "\n\n".join(part["text"] for part in summary)
-    assert deltas == final["content"][0]["thinking"] + "\n\n"
+    assert thinking["thinking"] == "\n\n".join(part["text"] for part in summary)
+    assert deltas == thinking["thinking"] + "\n\n"
 
 
 async def test_late_reasoning_item_done_still_closes_and_signs_its_block() -> None:
@@ -176,7 +179,9 @@ async def test_late_reasoning_item_done_still_closes_and_signs_its_block() -> No
     events, final = await run_fixture(fixture, expected["model"])
     kinds = [(e["type"], e.get("contentIndex")) for e in events]
     assert kinds.index(("thinking_end", 0)) > kinds.index(("text_end", 1))
-    item = json.loads(final["content"][0]["thinkingSignature"])
+    thinking = as_thinking(final["content"][0])
+    assert "thinkingSignature" in thinking, thinking
+    item = json.loads(thinking["thinkingSignature"])
     assert (item["type"], item["id"]) == ("reasoning", "rs_tmp_2kbe7x16sax")
 
 
@@ -191,6 +196,9 @@ async def test_responses_signatures_replay_the_items() -> None:
     fixture, expected = load(by_name("openai-responses", "openai-reasoning-text-and-function-call"))
     _, final = await run_fixture(fixture, expected["model"])
     reasoning, text, call = final["content"]
+    assert reasoning["type"] == "thinking" and "thinkingSignature" in reasoning, reasoning
+    assert text["type"] == "text" and "textSignature" in text, text
+    assert call["type"] == "toolCall", call
     assert json.loads(reasoning["thinkingSignature"])["encrypted_content"].startswith("gAAAA")
     assert json.loads(text["textSignature"]) == {
         "v": 1,
