@@ -30,7 +30,7 @@ from streamcheck import fixture_paths, load, run_fixture  # noqa: E402
 from reference_paths import FIXTURE_STREAMS  # noqa: E402
 from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses  # noqa: E402
 from tether.ai.transport import HttpRequest  # noqa: E402
-from tether.ai.types import Context, StreamOptions  # noqa: E402
+from tether.ai.types import Context, StreamOptions, Tool  # noqa: E402
 from tether.wire import AssistantMessage, Message, ModelInfo  # noqa: E402
 
 GOLDEN = HERE / "golden"
@@ -74,7 +74,7 @@ TARGETS: dict[str, ModelInfo] = {
 }
 """The other side of each handoff. ``same-model`` (the recorded model itself) is added per fixture."""
 
-TOOLS = [
+TOOLS: list[Tool] = [
     {
         "name": "lookup",
         "description": "Look something up.",
@@ -132,7 +132,7 @@ def transcript(answer: AssistantMessage) -> list[Message]:
 
 
 def request_for(model: ModelInfo, messages: list[Message]) -> dict[str, Any]:
-    context: Context = {"systemPrompt": "You are terse.", "messages": messages, "tools": cast(Any, TOOLS)}
+    context: Context = {"systemPrompt": "You are terse.", "messages": messages, "tools": TOOLS}
     request = BUILDERS[model["api"]](model, context, StreamOptions(), "test-key")
     return {"url": request.url, "body": request.body}
 

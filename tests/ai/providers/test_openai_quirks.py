@@ -85,7 +85,7 @@ def test_missing_ids_are_generated_unique_and_stable() -> None:
     )
     ids = [c[0] for c in calls(message)]
     assert all(ids) and len(set(ids)) == 2
-    ends = [cast("dict[str, Any]", e)["toolCall"]["id"] for e in events if e["type"] == "toolcall_end"]
+    ends = [e["toolCall"]["id"] for e in events if e["type"] == "toolcall_end"]
     assert ends == ids
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, cast
 
 import pytest
 from faultkit import ANTHROPIC, CONTEXT, LONG, TEXT, chunk, collect, event_ends, fast, model
@@ -93,7 +92,7 @@ async def test_invalid_json_in_tool_arguments_still_ends_cleanly() -> None:
     assert final["stopReason"] == "toolUse"
     assert isinstance(as_tool_call(final["content"][0])["arguments"], dict)
     end = next(e for e in events if e["type"] == "toolcall_end")
-    assert cast("dict[str, Any]", end)["toolCall"]["name"] == "f"
+    assert end["toolCall"]["name"] == "f"
 
 
 async def test_in_stream_error_event_anthropic() -> None:

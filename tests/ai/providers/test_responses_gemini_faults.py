@@ -7,7 +7,7 @@ event, never a raise."""
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from faultkit import CONTEXT, GEMINI, RESPONSES, collect, fast, g_chunk, model, r_event, responses_text, sse
@@ -35,7 +35,7 @@ async def test_responses_invalid_json_in_tool_arguments_still_ends_cleanly() -> 
     assert final["stopReason"] == "toolUse"
     assert isinstance(as_tool_call(final["content"][0])["arguments"], dict)
     end = next(e for e in events if e["type"] == "toolcall_end")
-    assert cast("dict[str, Any]", end)["toolCall"]["id"] == "call_1|fc_1"
+    assert end["toolCall"]["id"] == "call_1|fc_1"
 
 
 async def test_responses_arguments_done_overrides_the_deltas() -> None:
