@@ -7,8 +7,8 @@ reason, and docs/rpc.md ("pi 1.6's events and fields") says the same.
   (``extension_error``), against the RPC protocol's event frames.
 - Message fields: pi-ai's ``AssistantMessage``, ``ToolResultMessage``, ``UserMessage``,
   ``Usage``, ``TextContent``, ``ThinkingContent`` and ``ToolCall``, against seed 000's
-  declarations plus the fields the session stamps (``tether.session.message_stamps``) and the one
-  an OpenAI-compatible provider adds (``responseModel``).
+  declarations plus the fields the session stamps (``tether.session.message_stamps``) and the ones
+  two providers add (``responseModel``, OpenAI-compatible; ``redacted``, Anthropic).
 
 A field or event pi adds in a later version fails here until it is sent or named; one named
 here that tether sends fails too (the list stays the true difference).
@@ -45,7 +45,6 @@ NOT_SENT: dict[tuple[str, str], str] = {
     ("ToolResultMessage", "nestedCalls"): "tether's tools cannot call other tools",
     ("Usage", "cacheWrite1h"): "the 1-hour cache-write split is not kept",
     ("Usage", "reasoning"): "named reasoningTokens in seed 000",
-    ("ThinkingContent", "redacted"): "a redacted block is its own type, redactedThinking",
     ("ToolCall", "namespace"): "OpenAI Responses namespaces are not used",
     ("ToolCall", "argumentsError"): "tether keeps what parses of the arguments; validation judges it",
 }
@@ -124,6 +123,7 @@ def tether_messages() -> dict[str, set[str]]:
     )
     declared["AssistantMessage"] |= stamped
     declared["AssistantMessage"] |= {"responseModel"}  # openai_completions: a response naming another model
+    declared["ThinkingContent"] |= {"redacted"}  # anthropic_messages: a redacted_thinking block
     declared["ToolResultMessage"] |= {"durationMs"}
     return declared
 
