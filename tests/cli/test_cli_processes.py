@@ -126,3 +126,42 @@ def test_spools_are_deleted_when_the_session_ends(cli: CliEnv) -> None:
     path = Path(saved[0].rsplit("saved to ", 1)[1].rstrip("]"))
     assert path.name.endswith(".log")
     assert not path.exists() and not path.parent.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox's placeholders are Linux's")
+@pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_ends_the_run_as_ctrl_c_does(cli: CliEnv, signum: int, mode: tuple[str, ...]) -> None:
+    """``kill`` (or a closed terminal) mid-``bash`` ends ``-p`` and JSON mode at once, leaves no
+    process behind and the workspace as it was: their default action had left the sandbox's
+    read-only placeholders (``.git``, ``.mcp.json``, ...) in the project, and the next start
+    there named the empty ``.mcp.json`` as an untrusted project's servers."""
+    marker = f"sleep 300.{os.getpid()}{signum}{len(mode)}"
+    script = cli.script("s", [tool_reply("bash", {"command": marker}), text_reply("done")])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", *mode, "go", "--no-session", "--yes"],
+        cwd=cli.project,
+        env=cli.env(TETHER_SCRIPTED=str(script)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _pids_of(marker):
+            assert time.monotonic() < deadline, "the bash tool never started"
+            time.sleep(0.05)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=20)
+        assert process.returncode == 128 + signum, err
+        assert "Traceback" not in err
+        assert sorted(os.listdir(cli.project)) == []
+        deadline = time.monotonic() + 5
+        while _pids_of(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _pids_of(marker) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+        subprocess.run(["pkill", "-f", marker], check=False)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, cast
 
 from tether._event_loop import run as run_event_loop
 from tether.cli.collector import start_up_done
@@ -23,6 +24,8 @@ from tether.session.options import SessionOptions
 from tether.telemetry.otlp import start_from_env
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from tether.session.agent_session import AgentSession
     from tether.session.settings import Settings
 
@@ -88,11 +91,45 @@ async def _run(options: RunOptions) -> int:
     given = sys.stderr
     sys.stderr = cast(TextIO, EscapingWriter(given))
     try:
-        return await _run_modes(options)
+        if options.mode == "rpc":  # it ends on these signals itself (tether.rpc.mode)
+            return await _run_modes(options)
+        return await _stopped_by_signals(_run_modes(options))
     finally:
         if sys.stdout is sys.stderr:
             sys.stdout = given
         sys.stderr = given
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+async def _stopped_by_signals(run: Coroutine[Any, Any, int]) -> int:
+    """``run``, ended by SIGTERM or SIGHUP as Ctrl-C ends it (the main task cancelled), then
+    128 + the signal's number. Their default action ended ``-p`` and ``--mode json`` where they
+    stood: a ``bash`` call's sandbox placeholders (a read-only ``.git``, ``.mcp.json``, ...) stayed
+    in the workspace, and the next start there read them as the project's own."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None  # the event loop's main task
+    heard: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not heard:
+            heard.append(signum)
+            task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await run
+    except asyncio.CancelledError:
+        if not heard:
+            raise
+        task.uncancel()
+        return 128 + heard[0]
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def _run_modes(options: RunOptions) -> int:
