@@ -76,6 +76,7 @@ def test_all_documented_keys(tmp_path: Path) -> None:
     [
         ({"thinking": "hgih"}, '"thinking": expected one of off, minimal'),
         ({"tools": "read"}, '"tools": expected a list of tool names'),
+        ({"tools": ["read", "raed"]}, '"tools": expected built-in tool names (read, bash,'),
         ({"approval": True}, '"approval": expected one of ask, yes, deny, got true'),
         ({"modle": "x"}, 'unknown key "modle"'),
         (

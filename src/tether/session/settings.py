@@ -320,6 +320,9 @@ def _apply(base: Settings, data: dict[str, object], path: Path) -> Settings:
                     key, "variable names"
                 )
                 raise bad(key, f"a list of {expected}")
+            if key == "tools" and not set(cast(list[str], items)) <= TOOL_FACTORIES.keys():
+                # else the run stopped later on "Unknown tool(s): ...", naming no file
+                raise bad(key, "built-in tool names (" + ", ".join(TOOL_FACTORIES) + ")")
             changes[_LISTS[key]] = tuple(cast(list[str], items))
         elif key == "allowTools":
             items = cast(list[object], value) if isinstance(value, list) else None
