@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tether.session import SessionManager
+from tether.session.export_html import write_html
 from tether.session.pi_files import export_pi_session, import_pi_session, read_pi_session
 from tether.session.pi_format import from_pi_entry, iso_timestamp, ms_timestamp, pi_tree, to_pi_entry
 from tether.store.jsonl import ImportFormatError
@@ -191,10 +192,11 @@ def test_a_file_that_is_not_a_pi_session_is_one_clear_error(tmp_path: Path) -> N
         read_pi_session(bad)
 
 
-@pytest.mark.parametrize("kind", ["pi", "tether"])
+@pytest.mark.parametrize("kind", ["pi", "tether", "html"])
 def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path, kind: str) -> None:
     """Exports went through ``OUT.tmp`` opened by name: a link planted there sent the session
-    into the file it pointed to, and a missing folder was reported as ``…/x.jsonl.tmp``."""
+    into the file it pointed to, and a missing folder was reported as ``…/x.jsonl.tmp`` (the
+    HTML page, ``--export`` and ``export_html``, did so until session 27)."""
     path = _write(
         tmp_path / "s.jsonl",
         [HEADER, _entry("message", "a1", None, message={"role": "user", "content": "hi", "timestamp": 1})],
@@ -207,6 +209,9 @@ def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path
         def export(out: Path) -> Path:
             if kind == "pi":
                 return export_pi_session(sessions, session_id, out)
+            if kind == "html":
+                with sessions.open(session_id, readonly=True) as session:
+                    return write_html(out, session)
             return sessions.export(session_id, out)
 
         planted = tmp_path / "planted.jsonl"
@@ -216,8 +221,8 @@ def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path
         link.symlink_to(victim)
         export(link)
         assert victim.read_text() == "keep me"
-        assert not link.is_symlink() and json.loads(link.read_text().splitlines()[1])["type"] == "message"
-        assert planted.read_text() == link.read_text()
+        assert not link.is_symlink() and link.stat().st_mode & 0o777 == 0o600
+        assert planted.read_text() == link.read_text() and "hi" in link.read_text()
         (tmp_path / "folder").mkdir()
         for out, why in [
             (tmp_path / "folder", "Is a directory"),

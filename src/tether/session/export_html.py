@@ -15,6 +15,7 @@ from pathlib import Path
 from tether.session import Session
 from tether.session.html_page import render_session_page, session_meta
 from tether.session.theme_files import ThemeError, ThemeFile, css_colour, find_theme_file, read_theme_file
+from tether.store.jsonl import write_lines
 
 BUILT_IN_THEMES = frozenset({"dark", "light", "system"})
 
@@ -41,15 +42,15 @@ _ROLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 def write_html(
     path: Path, session: Session, *, colours: dict[str, str] | None = None, dark: bool = False
 ) -> Path:
-    """Write ``session``'s page to ``path`` (through a temporary file: a reader never sees half
-    a page), in ``colours`` (``page_colours``); returns ``path``."""
+    """Write ``session``'s page to ``path`` as an export is written (``write_lines``: a new
+    temporary file, the user's alone, renamed over ``path``; an error names ``path``), in
+    ``colours`` (``page_colours``); returns ``path``. A fixed ``path.html.tmp`` sent the page into
+    the file a link planted there pointed to, and a failure named that ``.tmp``."""
     record, entries = session.record, session.entries()
     title = session.title or f"tether session {session.id}"
     meta = session_meta(record.id, record.cwd, record.created, entries)
     page = render_session_page(entries, session.leaf_id, title=title, meta=meta, colours=colours, dark=dark)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    write_lines(path, [page.removesuffix("\n").encode("utf-8")])  # which ends each line
     return path
 
 
