@@ -192,3 +192,16 @@ def test_the_model_reads_a_user_skill_outside_the_workspace_and_writes_nothing_t
     assert write["isError"] and "outside the workspace" in json.dumps(write["content"])
     assert outside["isError"] and "outside the workspace" in json.dumps(outside["content"])
     assert (skill / "SKILL.md").read_text().endswith("Run make ship.\n")
+
+
+@pytest.mark.parametrize(
+    ("off", "why"),
+    [((), "no extension is loaded"), (("--no-extensions",), "extensions are off (--no-extensions)")],
+)
+def test_a_flag_with_no_extension_to_take_it_says_why(cli: CliEnv, off: tuple[str, ...], why: str) -> None:
+    """With no extension anywhere the note blamed ``--no-extensions``, which was not given."""
+    done = cli.run(
+        "-p", "hi", "--no-session", "--flag", "plan", *off, script=cli.script("s", [text_reply("ok")])
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    assert f"note: --flag: {why}; flags ignored\n" in done.stderr

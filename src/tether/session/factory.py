@@ -111,7 +111,9 @@ def start_session(
     if options.extension_flags:
         host = resources.extensions
         if host is None:
-            resources.warnings.append("--flag: extensions are off (--no-extensions); flags ignored")
+            # with extensions on, none was found: blaming --no-extensions sent the user looking for it
+            why = "no extension is loaded" if options.extensions else "extensions are off (--no-extensions)"
+            resources.warnings.append(f"--flag: {why}; flags ignored")
         else:
             resources.warnings.extend(host.set_flags(options.extension_flags))
     tools = _first_set(options.tools, settings.tools, CODING_TOOLS)  # the CLI's agent codes
