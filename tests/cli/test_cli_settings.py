@@ -156,6 +156,23 @@ def test_invalid_json_is_reported_with_the_file(tmp_path: Path) -> None:
         load_settings(tmp_path / "c", tmp_path)
 
 
+@pytest.mark.parametrize("where", ["c/settings.json", "project/.tether/settings.json"])
+@pytest.mark.parametrize(
+    ("target", "why"), [("gone.json", "No such file"), ("settings.json", "Too many levels")]
+)
+def test_a_settings_link_to_nothing_is_reported_not_skipped(
+    tmp_path: Path, where: str, target: str, why: str
+) -> None:
+    """A link whose target moved (or a loop) did not ``exists()``: the settings were silently
+    left out."""
+    path = tmp_path / where
+    path.parent.mkdir(parents=True)
+    path.symlink_to(target)
+    with pytest.raises(SettingsError) as info:
+        load_settings(tmp_path / "c", tmp_path / "project")
+    assert str(info.value).startswith(f"{path}: cannot read: {why}")
+
+
 def test_pi_settings_keys_and_saving_one_key_of_an_object(tmp_path: Path) -> None:
     from tether.session.settings import save_user_setting
 
