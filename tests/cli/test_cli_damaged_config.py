@@ -79,6 +79,17 @@ def test_a_huge_context_file_in_a_parent_folder_is_left_out_unread(cli: CliEnv) 
     assert done.stderr == f"note: {huge}: larger than 1 MB, not read; left out of the system prompt\n"
 
 
+@pytest.mark.parametrize(("target", "why"), [("gone.md", "No such file"), ("AGENTS.md", "Too many levels")])
+def test_a_context_file_that_cannot_be_read_is_one_note(cli: CliEnv, target: str, why: str) -> None:
+    """An ``AGENTS.md`` that could not be read (a link to nothing, a loop, no permission) was
+    left out of the system prompt in silence: the project's rules did not apply, unsaid."""
+    (cli.project / "AGENTS.md").symlink_to(target)
+    done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]))
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+    assert done.stderr.startswith(f"note: {cli.project / 'AGENTS.md'}: cannot read: {why}"), done.stderr
+    assert done.stderr.endswith("; left out of the system prompt\n") and done.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("target", ["/dev/zero", "a FIFO", "a file outside the project"])
 def test_a_project_settings_file_linking_out_is_refused_unread(cli: CliEnv, target: str) -> None:
     """A cloned repository's ``.tether/settings.json`` is read on every start, trusted or not: a

@@ -115,7 +115,7 @@ def build_system_prompt(
         skills: The skills' part (``tether.session.skills.skills_prompt``): names, descriptions
             and where to read each, never their contents.
         left_out: Gets one line per context file left out (too large, a link out of the
-            project, not a regular file), for the front end.
+            project, not a regular file, unreadable), for the front end.
         hidden: Paths no context file may resolve to (credentials, tether's files with keys:
             what the sandbox hides), even inside the project or the config folder.
     """
@@ -138,7 +138,9 @@ def build_system_prompt(
             if left_out is not None:
                 left_out.append(f"{path}: {exc}; left out of the system prompt")
             continue
-        except OSError:
+        except OSError as exc:  # unreadable, a link to nothing: said, not passed over in silence
+            if left_out is not None:
+                left_out.append(f"{path}: cannot read: {exc.strerror or exc}; left out of the system prompt")
             continue
         text = data.decode("utf-8", errors="replace").strip()
         if text:
