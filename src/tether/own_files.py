@@ -48,6 +48,17 @@ class FileTooLargeError(RefusedFile):
     """The file is larger than the limit."""
 
 
+def present(path: Path) -> bool:
+    """Whether there is something at ``path`` for the reader to read or refuse: anything but a
+    folder, so a FIFO, a device or a link to nothing (its target moved, a loop) is found and
+    reported by ``read_own_file`` rather than passed over in silence. One ``lstat`` when there is
+    nothing."""
+    try:
+        return os.path.lexists(path) and not path.is_dir()
+    except OSError:
+        return False
+
+
 def read_own_file(
     path: Path, roots: Sequence[Path] | None, limit: int = MAX_FILE_BYTES, hidden: Sequence[Path] = ()
 ) -> bytes:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.mcp.errors import McpConfigError
+from tether.own_files import present
 
 if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig, Source
@@ -29,16 +30,9 @@ def project_mcp_file(cwd: Path) -> Path | None:
     """The nearest ``.mcp.json`` in ``cwd`` or a folder above it."""
     for directory in (cwd, *cwd.parents):
         candidate = directory / PROJECT_FILE
-        if _present(candidate):
+        if present(candidate):
             return candidate
     return None
-
-
-def _present(path: Path) -> bool:
-    """Whether ``path`` is there to be read: anything but a folder, so a FIFO, a device or a
-    dangling link is found and reported by the reader (``tether.own_files``) rather than passed
-    over in silence. One ``lstat`` when there is nothing."""
-    return os.path.lexists(path) and not path.is_dir()
 
 
 def load_mcp_servers(
@@ -71,7 +65,7 @@ def load_mcp_servers(
     project = project_mcp_file(cwd) if trusted else None
     if project is not None:
         files.append((project, "project"))
-    files = [(path, source) for path, source in files if _present(path)]
+    files = [(path, source) for path, source in files if present(path)]
     if config_file is not None:
         files.append((config_file, "file"))
     if not files:

@@ -179,7 +179,7 @@ def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -
     """
     user_file = config_dir / "settings.json"
     settings = Settings()
-    if _present(user_file):
+    if os.path.lexists(user_file):  # a link to nothing is read, and said, not passed over
         settings = _apply(settings, _read(user_file), user_file)
     project = _project_settings(cwd)
     if project is None:
@@ -241,16 +241,9 @@ def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
 def _project_settings(cwd: Path) -> Path | None:
     for directory in (cwd, *cwd.parents):
         candidate = directory / ".tether" / "settings.json"
-        if _present(candidate):
+        if os.path.lexists(candidate):
             return candidate
     return None
-
-
-def _present(path: Path) -> bool:
-    """Whether there is a settings file at ``path`` to read: a link to nothing (its target
-    moved, or a loop) is one, so reading it says so, where ``exists()`` had the settings
-    silently left out."""
-    return path.is_symlink() or path.exists()
 
 
 def save_user_setting(config_dir: Path, key: str, value: object) -> Path:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from tether.own_files import RefusedFile, read_own_file
+from tether.own_files import RefusedFile, present, read_own_file
 from tether.tools.sandbox_protect import is_repository
 from tether.wire.file_names import path_text
 
@@ -57,7 +57,7 @@ def context_files(cwd: Path) -> list[Path]:
     for directory in reversed((cwd, *cwd.parents)):
         for name in CONTEXT_FILES:
             candidate = directory / name
-            if _present(candidate):
+            if present(candidate):
                 found.append(candidate)
                 break
     return found
@@ -72,7 +72,7 @@ def user_context_file(user_dir: Path) -> Path | None:
     """The user's global ``AGENTS.md`` (or ``CLAUDE.md``) in the config folder, if there is one."""
     for name in CONTEXT_FILES:
         candidate = user_dir / name
-        if _present(candidate):
+        if present(candidate):
             return candidate
     return None
 
@@ -153,15 +153,6 @@ def build_system_prompt(
     if append:
         parts.append(append)
     return "\n\n".join(parts)
-
-
-def _present(candidate: Path) -> bool:
-    """Whether there is something by that name other than a folder: a FIFO or a link to
-    ``/proc`` counts, so that reading it is refused and reported rather than passed over."""
-    try:
-        return os.path.lexists(candidate) and not candidate.is_dir()
-    except OSError:
-        return False
 
 
 def _first_line(text: str) -> str:
