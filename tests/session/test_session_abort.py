@@ -268,3 +268,23 @@ async def test_an_abort_before_a_shell_input_starts_stops_the_command() -> None:
     assert message["role"] == "bashExecution" and message.get("cancelled") is True
     assert "late" not in str(message.get("output"))
     await session.close()
+
+
+async def test_close_returns_while_a_prompt_hook_never_does() -> None:
+    """A prompt hook gets no signal: one awaiting for ever is cut ``ABORT_GRACE`` after the
+    abort (``close()`` aborts), so ``close()`` returns (it waited for ever before)."""
+    entered = asyncio.Event()
+
+    async def stuck(_editor: object) -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    model = ScriptedModel([reply("never asked")])
+    subject = AgentSession(Agent(model=model.model, stream_fn=model), hooks=[stuck])
+    run = asyncio.ensure_future(subject.prompt("hi"))
+    async with asyncio.timeout(30):
+        await entered.wait()
+        await subject.close()
+        added = await run
+    assert "HookHungError" in str(as_assistant(added[-1]).get("errorMessage"))
+    assert not model.requests

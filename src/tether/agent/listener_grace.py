@@ -23,9 +23,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
+from tether.ai.abort import AbortSignal
 from tether.errors import TetherError
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -139,3 +142,51 @@ def bounded(
     """What to await for what ``listener`` returned: the outcome itself, or, in a run with a
     grace, the outcome bounded by it."""
     return outcome if grace is None else grace.wait(listener, outcome, event_type)
+
+
+class HookHungError(TetherError):
+    """A loop hook (``transform_context``, ``convert_to_llm``, ...) was still running
+    ``ABORT_GRACE`` after the run was aborted."""
+
+
+async def hook_within_grace(step: str, outcome: Awaitable[T], signal: AbortSignal) -> T:
+    """``await outcome`` (what the loop's ``step`` hook returned), cut ``ABORT_GRACE`` after
+    ``signal``'s abort, as a listener is: a hook that never returns (a session's prompt hook
+    awaiting for ever, which gets no signal) would otherwise keep the aborted run, and so
+    ``abort()`` and ``close()``, waiting for ever. Cut, the hook is cancelled where it waits and
+    this raises ``HookHungError``, which ends the run as a hook that raised does."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    timers: list[asyncio.TimerHandle] = []
+    cut = False
+
+    def cut_off() -> None:
+        nonlocal cut
+        cut = True
+        logger.warning("%s did not return within %g s of the abort; cancelling it", step, _grace())
+        task.cancel()
+
+    remove = signal.add_listener(lambda _: timers.append(loop.call_later(_grace(), cut_off)))
+    try:
+        return await outcome
+    except asyncio.CancelledError:
+        if not cut:
+            raise  # the run itself was cancelled: not ours to take back
+        cut = False
+        task.uncancel()
+        raise HookHungError(f"did not return within {_grace():g} s of the abort; it was cancelled") from None
+    finally:
+        remove()
+        for timer in timers:
+            timer.cancel()
+        if cut:  # the hook swallowed its cancellation and returned: taken back
+            task.uncancel()
+
+
+def _grace() -> float:
+    """``ABORT_GRACE``, from the module that loads with the first tool call (a run without tools
+    and without an abort never loads it)."""
+    from tether.agent.abort_grace import ABORT_GRACE
+
+    return ABORT_GRACE

@@ -39,6 +39,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.event_stream import AgentEventStream
+from tether.agent.listener_grace import hook_within_grace
 from tether.agent.llm_filter import LlmFilter
 from tether.agent.tool import tool_schema
 from tether.agent.types import (
@@ -137,12 +138,13 @@ def default_stream_fn() -> StreamFn:
     return stream_simple
 
 
-async def _call(step: str, function: Callable[..., Any], *args: Any) -> Any:
-    """Call a hook that may be sync or async; whatever it raises becomes ``StepFailed(step)``."""
+async def _call(step: str, function: Callable[..., Any], *args: Any, signal: AbortSignal | None) -> Any:
+    """Call a hook that may be sync or async; whatever it raises becomes ``StepFailed(step)``. An
+    async one is cut ``ABORT_GRACE`` after the run's abort (``hook_within_grace``)."""
     try:
         value = function(*args)
         if inspect.isawaitable(value):
-            value = await value
+            value = await (value if signal is None else hook_within_grace(step, value, signal))
         return value
     except Exception as exc:
         raise StepFailed(step, exc) from exc
@@ -330,12 +332,14 @@ class _Run:
                 if (
                     last_turn is not None
                     and config.should_stop_after_turn is not None
-                    and await _call("should_stop_after_turn", config.should_stop_after_turn, last_turn)
+                    and await _call(
+                        "should_stop_after_turn", config.should_stop_after_turn, last_turn, signal=self.signal
+                    )
                 ):
                     await self._agent_end()
                     return
                 if config.should_stop_before_turn is not None and await _call(
-                    "should_stop_before_turn", config.should_stop_before_turn
+                    "should_stop_before_turn", config.should_stop_before_turn, signal=self.signal
                 ):
                     await self._agent_end()
                     return
@@ -347,7 +351,11 @@ class _Run:
             if config.get_continuation_messages is not None and last_turn is not None:
                 pending = list(
                     await _call(
-                        "get_continuation_messages", config.get_continuation_messages, last_turn, self.signal
+                        "get_continuation_messages",
+                        config.get_continuation_messages,
+                        last_turn,
+                        self.signal,
+                        signal=self.signal,
                     )
                     or []
                 )
@@ -380,13 +388,15 @@ class _Run:
         context = self.context
         messages = context.messages
         if config.transform_context is not None:
-            transformed = await _call("transform_context", config.transform_context, messages, self.signal)
+            transformed = await _call(
+                "transform_context", config.transform_context, messages, self.signal, signal=self.signal
+            )
             if not isinstance(transformed, list):  # else blamed on convert_to_llm, which got it
                 returned = TypeError(f"it returned {type(transformed).__name__}, not a list of messages")
                 raise StepFailed("transform_context", returned)
             messages = cast(list[AgentMessage], transformed)
         system_prompt = (
-            await _call("get_system_prompt", config.get_system_prompt)
+            await _call("get_system_prompt", config.get_system_prompt, signal=self.signal)
             if config.get_system_prompt is not None
             else context.system_prompt
         )
@@ -396,7 +406,7 @@ class _Run:
             except Exception as exc:
                 raise StepFailed("convert_to_llm", exc) from exc
         else:
-            llm_messages = await _call("convert_to_llm", config.convert_to_llm, messages)
+            llm_messages = await _call("convert_to_llm", config.convert_to_llm, messages, signal=self.signal)
         if config.get_tools is not None:
             try:
                 context.tools = config.get_tools()
@@ -408,7 +418,7 @@ class _Run:
             "tools": [tool_schema(t) for t in context.tools],
         }
         volatile = (
-            await _call("get_volatile_context", config.get_volatile_context)
+            await _call("get_volatile_context", config.get_volatile_context, signal=self.signal)
             if config.get_volatile_context is not None
             else context.volatile_context
         )
@@ -416,7 +426,9 @@ class _Run:
             llm_context["volatileContext"] = volatile
         options = self.options
         if config.get_api_key is not None:
-            api_key = await _call("get_api_key", config.get_api_key, config.model["provider"])
+            api_key = await _call(
+                "get_api_key", config.get_api_key, config.model["provider"], signal=self.signal
+            )
             if api_key and api_key != options.api_key:
                 options = dataclasses.replace(options, api_key=api_key)
         try:

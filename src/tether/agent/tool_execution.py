@@ -55,6 +55,7 @@ from tether.agent.hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from tether.agent.listener_grace import hook_within_grace
 from tether.agent.tool import AgentTool, AgentToolResult
 from tether.agent.types import (
     AgentContext,
@@ -651,6 +652,7 @@ class _Batch:
                 "before_tool_call",
                 before(BeforeToolCallContext(self.assistant, call, record.args, self.context), self.signal),
                 BeforeToolCallResult,
+                self.signal,
             )
         except Exception as exc:
             record.fail(describe_error(exc))
@@ -695,6 +697,7 @@ class _Batch:
                     self.signal,
                 ),
                 AfterToolCallResult,
+                self.signal,
             )
         except Exception as exc:
             record.fail(describe_error(exc))
@@ -710,12 +713,13 @@ class _Batch:
             record.is_error = override.is_error
 
 
-async def _answer(hook: str, value: object, kind: type[T]) -> T | None:
+async def _answer(hook: str, value: object, kind: type[T], signal: AbortSignal | None) -> T | None:
     """What a tool hook answered: awaited if it is awaitable (a hook may be a plain function, as
-    the loop's other hooks may), and ``None`` or a ``kind``; anything else (pi's object literal,
-    a dict here) fails the call, naming the hook, as a hook that raises does."""
+    the loop's other hooks may; cut ``ABORT_GRACE`` after the abort, as they are), and ``None``
+    or a ``kind``; anything else (pi's object literal, a dict here) fails the call, naming the
+    hook, as a hook that raises does."""
     if inspect.isawaitable(value):
-        value = await value
+        value = await (value if signal is None else hook_within_grace(hook, value, signal))
     if value is None or isinstance(value, kind):
         return value
     raise TypeError(f"{hook} returned a {type(value).__name__}, not {kind.__name__} or None")
