@@ -148,6 +148,16 @@ async def test_a_reply_without_the_tool_is_reminded_then_given_up_on() -> None:
     assert raised.value.reason == "missing"
 
 
+async def test_an_output_that_is_no_pydantic_model_is_the_programs_mistake() -> None:
+    """Said at once, before any model call, not as a failed model call (``OutputError``)."""
+    core, scripted = scripted_core(reply(tool_call("final_answer", GOOD)))
+    with pytest.raises(tether.UserError, match=r"output must be a pydantic model class.*dict"):
+        await core.run("Capital of France?", output=dict)  # pyright: ignore[reportArgumentType] (the mistake)
+    assert not scripted.requests and not core.messages
+    assert [t.name for t in core.agent.tools] == []  # no final_answer tool left behind
+    await core.close()
+
+
 def script(tmp_path: Path, *replies: dict[str, Any]) -> str:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(list(replies)))

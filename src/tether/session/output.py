@@ -16,11 +16,12 @@ is not a ``UserError`` (the program did nothing wrong; the model or its provider
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from tether.agent import AgentTool, AgentToolResult
-from tether.errors import TetherError
+from tether.errors import TetherError, UserError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -54,7 +55,15 @@ class AnswerSlot(Generic[M]):
 
 
 def final_answer_tool(slot: AnswerSlot[Any]) -> AgentTool:
-    """The tool the model answers with; its arguments are the answer (validated by the loop)."""
+    """The tool the model answers with; its arguments are the answer (validated by the loop).
+    An ``output`` that is no pydantic model is the program's mistake, said here in one line: the
+    loop would fail on its schema at the first model call, and ``run`` would report that as a
+    failed model call (``OutputError``, ``failed``)."""
+    from pydantic import BaseModel
+
+    output = slot.output  # what the program passed, whatever its annotation says: maybe no class
+    if not (inspect.isclass(output) and issubclass(output, BaseModel)):
+        raise UserError(f"output must be a pydantic model class (a BaseModel subclass), not {output!r}")
 
     async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
         slot.answer = params
