@@ -49,8 +49,11 @@ def test_tether_scripted_makes_it_the_default_and_names_what_is_missing(
     assert resolve_model(None, "anthropic/claude-sonnet-4-5").model["provider"] == "scripted"
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(ModelError, match=r"is not valid JSON"):
-        resolve_model(f"scripted:{bad}", None)
+    with pytest.raises(ModelError, match=r"^scripted model: .*bad\.json is not valid JSON"):
+        resolve_model(f"scripted:{bad}", None)  # named by the spec, not by TETHER_SCRIPTED
+    monkeypatch.setenv("TETHER_SCRIPTED", str(bad))
+    with pytest.raises(ModelError, match=r"^TETHER_SCRIPTED: .*bad\.json is not valid JSON"):
+        resolve_model("scripted/x", None)
 
 
 def test_a_programs_own_spec_provider_comes_before_the_catalog() -> None:
