@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from session_helpers import MODEL, assistant, text, user
-from tether.session import SessionManager
+from tether.session import AgentSession, SessionManager
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
 from tether.session.settings import Settings
@@ -119,34 +119,30 @@ def test_resume_and_the_listing_skip_sessions_without_a_message(manager: Session
 async def test_a_front_end_start_left_at_once_stores_no_session(tmp_path: Path) -> None:
     """What ``tether`` + Ctrl-D and a ``tether -p`` that fails before its prompt do."""
     with SessionManager.at(tmp_path / "sessions.db") as given:
-        core = create_agent_session(
-            AgentOptions(model=f"scripted:{_script(tmp_path)}"),
-            cwd=tmp_path,
-            settings=Settings(),
-            session=SessionChoice(),
-            sessions=given,
-        )
+        core = _new_session(tmp_path, given)
         assert core.session is not None and not core.session.stored
         await core.close()
     with SessionManager.at(tmp_path / "sessions.db") as sessions:
         assert sessions.list() == []
 
 
-def _script(folder: Path) -> Path:
-    path = folder / "script.json"
-    path.write_text('[{"content": [{"type": "text", "text": "hi"}]}]')
-    return path
+def _new_session(folder: Path, sessions: SessionManager) -> AgentSession:
+    """A front end's new session in ``sessions`` (a scripted model answering "hi"), not stored
+    until its first message."""
+    script = folder / "script.json"
+    script.write_text('[{"content": [{"type": "text", "text": "hi"}]}]')
+    return create_agent_session(
+        AgentOptions(model=f"scripted:{script}"),
+        cwd=folder,
+        settings=Settings(),
+        session=SessionChoice(),
+        sessions=sessions,
+    )
 
 
 async def test_fork_and_export_of_a_session_without_a_message_say_so(tmp_path: Path) -> None:
     with SessionManager.at(tmp_path / "sessions.db") as given:
-        core = create_agent_session(
-            AgentOptions(model=f"scripted:{_script(tmp_path)}"),
-            cwd=tmp_path,
-            settings=Settings(),
-            session=SessionChoice(),
-            sessions=given,
-        )
+        core = _new_session(tmp_path, given)
         try:
             with pytest.raises(SessionError, match=r"^nothing to fork: this session has no message yet$"):
                 core.fork()
