@@ -45,17 +45,80 @@ def listener_name(listener: Callable[..., Any]) -> str:
     return f"{module}.{named.__qualname__}" if module else str(named.__qualname__)
 
 
-class _Waiting:
-    """One listener being awaited: the task awaiting it, and the timer that cuts it."""
+class _Cut:
+    """One await a grace may cut, in ``task``: the timer that cuts it and whether it did; the one
+    primitive under both bounds (a listener's, ``ListenerGrace``; a hook's, ``hook_within_grace``).
 
-    __slots__ = ("cut", "event_type", "listener", "task", "timer")
+    As the context of that await it takes back the cancellation it caused: the cut comes out of
+    the ``with`` as ``hung()``'s error, not as the task's cancellation (which would end the run as
+    a cancelled one), and a cancellation the awaited code swallowed (it returned, or raised
+    something else) is taken back all the same. A cancellation it did not cause (the run itself
+    was cancelled) passes through."""
 
-    def __init__(self, listener: Callable[..., Any], event_type: str, task: asyncio.Task[Any]) -> None:
+    task: asyncio.Task[Any]
+    """Set by each kind's ``__init__``; the two below are defaults of the class, not set per await."""
+    timer: asyncio.TimerHandle | None = None
+    cut = False
+
+    def said(self, ending: str) -> str:
+        """The line a log and the error give the cut: who did not return, then ``ending``."""
+        raise NotImplementedError
+
+    def hung(self) -> TetherError:
+        raise NotImplementedError
+
+    def arm(self) -> None:
+        self.timer = asyncio.get_running_loop().call_later(_grace(), self.cut_off)
+
+    def cut_off(self) -> None:
+        if self.task.done():
+            return
+        self.cut = True
+        logger.warning("%s", self.said("cancelling it"))
+        self.task.cancel()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.cut:
+            self.cut = False
+            self.task.uncancel()
+            if isinstance(error, asyncio.CancelledError):
+                raise self.hung() from None
+
+
+class _Waiting(_Cut):
+    """One listener being awaited for an ``event_type`` event; ``hung_listeners`` is its run's set
+    of the listeners cut, which it joins when cut."""
+
+    def __init__(
+        self,
+        listener: Callable[..., Any],
+        event_type: str,
+        task: asyncio.Task[Any],
+        hung_listeners: set[Callable[..., Any]],
+    ) -> None:
+        self.task = task
         self.listener = listener
         self.event_type = event_type
-        self.task = task
-        self.timer: asyncio.TimerHandle | None = None
-        self.cut = False
+        self.hung_listeners = hung_listeners
+
+    def said(self, ending: str) -> str:
+        return (
+            f"event listener {listener_name(self.listener)} did not return within {_grace():g} s of the abort "
+            f"(on {self.event_type}); {ending}"
+        )
+
+    def hung(self) -> TetherError:
+        return ListenerHungError(self.said("it was cancelled"))
+
+    def cut_off(self) -> None:
+        super().cut_off()
+        if self.cut:
+            self.hung_listeners.add(self.listener)
 
 
 class ListenerGrace:
@@ -74,7 +137,7 @@ class ListenerGrace:
             return
         self.aborted = True
         for waiting in self._waiting.values():
-            self._arm(waiting)
+            waiting.arm()
 
     def skips(self, listener: Callable[..., Any]) -> bool:
         return listener in self.hung
@@ -84,56 +147,21 @@ class ListenerGrace:
         ``ABORT_GRACE`` after the abort."""
         task = asyncio.current_task()
         assert task is not None
-        waiting = _Waiting(listener, event_type, task)
+        waiting = _Waiting(listener, event_type, task, self.hung)
         outer = self._waiting.get(task)
         self._waiting[task] = waiting
         if self.aborted:
-            self._arm(waiting)
+            waiting.arm()
         try:
-            await outcome
-        except asyncio.CancelledError:
-            from tether.agent.abort_grace import ABORT_GRACE
-
-            if not waiting.cut:
-                raise  # the run itself was cancelled: not ours to take back
-            waiting.cut = False
-            task.uncancel()
-            raise ListenerHungError(
-                f"event listener {listener_name(listener)} did not return within {ABORT_GRACE:g} s "
-                f"of the abort (on {event_type}); it was cancelled"
-            ) from None
+            with waiting:
+                await outcome
         finally:
-            if waiting.timer is not None:
-                waiting.timer.cancel()
-            if waiting.cut:  # the listener swallowed its cancellation and returned: taken back
-                task.uncancel()
             if outer is None:
                 del self._waiting[task]
             else:
                 self._waiting[task] = outer
                 if self.aborted and outer.timer is None:  # aborted while this one was innermost
-                    self._arm(outer)
-
-    def _arm(self, waiting: _Waiting) -> None:
-        from tether.agent.abort_grace import ABORT_GRACE
-
-        loop = asyncio.get_running_loop()
-        waiting.timer = loop.call_later(ABORT_GRACE, self._cut, waiting)
-
-    def _cut(self, waiting: _Waiting) -> None:
-        from tether.agent.abort_grace import ABORT_GRACE
-
-        if waiting.task.done():
-            return
-        waiting.cut = True
-        self.hung.add(waiting.listener)
-        logger.warning(
-            "event listener %s did not return within %g s of the abort (on %s); cancelling it",
-            listener_name(waiting.listener),
-            ABORT_GRACE,
-            waiting.event_type,
-        )
-        waiting.task.cancel()
+                    outer.arm()
 
 
 def bounded(
@@ -157,31 +185,28 @@ async def hook_within_grace(step: str, outcome: Awaitable[T], signal: AbortSigna
     this raises ``HookHungError``, which ends the run as a hook that raised does."""
     task = asyncio.current_task()
     assert task is not None
-    loop = asyncio.get_running_loop()
-    timers: list[asyncio.TimerHandle] = []
-    cut = False
-
-    def cut_off() -> None:
-        nonlocal cut
-        cut = True
-        logger.warning("%s did not return within %g s of the abort; cancelling it", step, _grace())
-        task.cancel()
-
-    remove = signal.add_listener(lambda _: timers.append(loop.call_later(_grace(), cut_off)))
+    hook = _Hook(step, task)
+    remove = signal.add_listener(lambda _: hook.arm())
     try:
-        return await outcome
-    except asyncio.CancelledError:
-        if not cut:
-            raise  # the run itself was cancelled: not ours to take back
-        cut = False
-        task.uncancel()
-        raise HookHungError(f"did not return within {_grace():g} s of the abort; it was cancelled") from None
+        with hook:
+            return await outcome
     finally:
         remove()
-        for timer in timers:
-            timer.cancel()
-        if cut:  # the hook swallowed its cancellation and returned: taken back
-            task.uncancel()
+
+
+class _Hook(_Cut):
+    """A loop hook being awaited (``hook_within_grace``)."""
+
+    def __init__(self, step: str, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.step = step
+
+    def said(self, ending: str) -> str:
+        return f"{self.step} did not return within {_grace():g} s of the abort; {ending}"
+
+    def hung(self) -> TetherError:
+        # without the step's name: the run's error (``StepFailed``) names it
+        return HookHungError(f"did not return within {_grace():g} s of the abort; it was cancelled")
 
 
 def _grace() -> float:
