@@ -24,16 +24,16 @@ class SessionManager:
     (``SessionManager()``, ``SessionManager.at(location)``): a store passed in stays the caller's
     to close, so several managers (a server's, each request's) can share one."""
 
-    def __init__(self, store: SessionStore | None = None) -> None:
-        self._owns_store = store is None
+    def __init__(self, store: SessionStore | None = None, *, _owns_store: bool = False) -> None:
+        """``_owns_store`` (``at``'s): the store passed in was opened for this manager, which
+        closes it."""
+        self._owns_store = store is None or _owns_store
         self.store: SessionStore = store if store is not None else open_store()
 
     @classmethod
     def at(cls, location: str | os.PathLike[str]) -> SessionManager:
         """Sessions at a PostgreSQL URL, a ``sqlite:`` URL or a SQLite file path."""
-        manager = cls(open_store(location))
-        manager._owns_store = True
-        return manager
+        return cls(open_store(location), _owns_store=True)
 
     def create(
         self,
