@@ -402,10 +402,15 @@ def _spelling(model_id: str) -> str:
 
 
 def _stamp(path: Path) -> tuple[Path, int, int] | None:
+    """The file's modification time and size, ``None`` when there is none; a link to nothing
+    (its target moved, a loop) has its own, so it is read and reported, not taken for no file."""
     try:
         st = path.stat()
     except OSError:
-        return None
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
     return (path, st.st_mtime_ns, st.st_size)
 
 

@@ -12,6 +12,7 @@ Unknown fields are errors too, so a typo (``baseURL``) is reported instead of si
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal, NotRequired, cast
@@ -95,7 +96,7 @@ class ModelsFileError(ModelError):
 def read_models_file(
     file: Path, known_providers: frozenset[str] = frozenset(), problems: list[str] | None = None
 ) -> ModelsFile:
-    """Parse and check ``file``; a missing file is an empty one.
+    """Parse and check ``file``; a missing file is an empty one (a link to nothing is an error).
 
     ``known_providers`` are the providers tether already has (shipped and local servers): an entry
     for one of them may omit ``baseUrl`` and ``api`` (it overrides or extends that provider).
@@ -105,8 +106,11 @@ def read_models_file(
         # not ``read_bytes``: a FIFO in its place blocked every lookup for good, a link to
         # /dev/zero read until memory ran out (own_files' checks, no folder restriction)
         text = read_own_file(file, None, MAX_MODELS_FILE_BYTES)
-    except FileNotFoundError:
-        return {}
+    except FileNotFoundError as err:
+        if not os.path.lexists(file):
+            return {}
+        # a link to nothing (its target moved, a loop) was read as no file: said, not passed over
+        raise ModelsFileError(file, "", f"cannot read: {err.strerror or err}") from None
     except RefusedFile as err:
         raise ModelsFileError(file, "", f"cannot read: {err}") from None
     except OSError as err:

@@ -462,6 +462,17 @@ def test_an_unreadable_file_is_an_error_too(config_dir: Path) -> None:
         list_models()
 
 
+@pytest.mark.parametrize("target", ["moved-away.json", "models.json"])
+def test_a_link_to_nothing_is_an_error_not_an_empty_file(config_dir: Path, target: str) -> None:
+    """A ``models.json`` linking to a file moved away (or to itself: a loop) was taken for no
+    file: every provider and model the user added vanished without a word."""
+    path = config_dir / "models.json"
+    path.symlink_to(config_dir / target)
+    with pytest.raises(ModelsFileError, match=r"models\.json: cannot read: ") as info:
+        list_models()
+    assert info.value.file == path
+
+
 def test_the_documented_example_works(config_dir: Path) -> None:
     doc = (REPO_ROOT / "docs" / "models.md").read_text()
     example = re.search(r"## `models.json`\n\n```json\n(.*?)\n```", doc, re.S)
