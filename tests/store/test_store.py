@@ -316,6 +316,29 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
         SQLiteStore(tmp_path)
 
 
+def test_a_device_or_a_pipe_is_a_clear_error(tmp_path: Path) -> None:
+    """``--database /dev/null`` said only "cannot rollback - no transaction is active": the
+    migration's I/O error had rolled its transaction back, and the ROLLBACK after it failed."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path in (Path(os.devnull), fifo):
+        with pytest.raises(SessionError) as info:
+            SQLiteStore(path)
+        assert str(info.value) == (
+            f"{path}: is a device, pipe or socket, not a session database; choose a file with --database"
+        )
+
+
+def test_a_migrations_own_error_is_the_one_raised() -> None:
+    db = sqlite3.connect(os.devnull, isolation_level=None)  # its writes fail, rolling back by themselves
+    try:
+        db.execute("PRAGMA journal_mode = WAL")
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+            migrate(db)
+    finally:
+        db.close()
+
+
 def test_sqlites_in_memory_name_is_a_clear_error_not_a_stray_lock_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

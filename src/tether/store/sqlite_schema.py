@@ -127,6 +127,7 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
                 db.execute(f"PRAGMA user_version = {current}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # an I/O error rolls back by itself: a ROLLBACK then hid the error
+                db.execute("ROLLBACK")
             raise
     return current

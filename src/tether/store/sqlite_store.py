@@ -170,6 +170,10 @@ class SQLiteStore:
             raise SessionDatabaseError(
                 f"{self.path}: is a directory, not a session database; choose a file with --database"
             )
+        if self.path.exists() and not self.path.is_file():  # /dev/null: SQLite's error said nothing of it
+            raise SessionDatabaseError(
+                f"{self.path}: is a device, pipe or socket, not a session database; choose a file with --database"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
