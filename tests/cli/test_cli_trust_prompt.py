@@ -192,3 +192,39 @@ def test_a_fifo_for_the_list_of_noes_does_not_block_the_start(project: Path, tmp
     settings = load_settings(config, project)
     offers = _within(10, lambda: offered(project, settings, config, data))
     assert offers == offered(project, settings, config) and len(offered(project, settings, config)) == 5
+
+
+@pytest.mark.parametrize(
+    "written", ["config/settings.json", "config/trusted-folders.json", "data/trust-declined.json"]
+)
+def test_a_link_planted_at_a_temporary_name_is_not_written_through(
+    project: Path, tmp_path: Path, written: str
+) -> None:
+    """The user's settings, trusted folders and declined offers were written through a fixed
+    ``NAME.tmp`` beside them: a link planted there sent the write into the file it pointed to.
+    Now each goes through a new file of its own (0600), renamed over the old one."""
+    from tether.session.settings import save_user_setting
+
+    config, data = tmp_path / "home" / "config", tmp_path / "home" / "data"
+    config.mkdir(parents=True)
+    data.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    path = tmp_path / "home" / written
+    path.with_name(path.name + ".tmp").symlink_to(victim)
+    if path.name == "settings.json":
+        save_user_setting(config, "theme", "light")
+    elif path.name == "trusted-folders.json":
+        trust(config, project, ["skills"])
+    else:
+        ask_grants(
+            offered(project, load_settings(config, project), config, data),
+            config,
+            io.StringIO(),
+            ask=lambda _q: "n",
+            data_dir=data,
+        )
+    assert victim.read_text() == "untouched"
+    assert json.loads(path.read_text())
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.name + ".tmp"])

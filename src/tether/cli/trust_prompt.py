@@ -143,9 +143,9 @@ def _remember(data_dir: Path, refused: list[Offer]) -> None:
     kept += [_key(*o) for o in refused]
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        temporary = data_dir / (DECLINED_FILE + ".tmp")
-        temporary.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
-        temporary.replace(data_dir / DECLINED_FILE)
+        from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
+
+        write_lines(data_dir / DECLINED_FILE, [json.dumps(kept, indent=1).encode()])
     except OSError:
         pass  # not remembered: the question comes again next time, nothing worse
 

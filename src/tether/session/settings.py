@@ -262,9 +262,9 @@ def save_user_setting(config_dir: Path, key: str, value: object) -> Path:
         data[key] = value
     _apply(Settings(), data, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
+
+    write_lines(path, [json.dumps(data, indent=2).encode()])
     return path
 
 

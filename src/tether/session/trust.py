@@ -108,9 +108,9 @@ def trust(config_dir: Path, project: Path, grants: Sequence[Grant] = GRANTS) -> 
                 entries.append(_entry(folder, given))
         entries.append(_entry(real, had | set(grants)))
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
-        temporary.replace(path)
+        from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
+
+        write_lines(path, [json.dumps(entries, indent=2).encode()])
     return path
 
 
