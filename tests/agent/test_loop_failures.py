@@ -15,6 +15,7 @@ from tether.agent import (
     AgentContext,
     AgentEvent,
     AgentLoopConfig,
+    AgentToolResult,
     ToolExecutionMode,
     TurnContext,
     run_agent_loop,
@@ -23,7 +24,7 @@ from tether.agent import (
 from tether.ai.abort import AbortSignal
 from tether.ai.types import Context, SimpleStreamOptions
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
-from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ModelInfo
+from tether.wire import AgentMessage, AssistantMessage, AssistantMessageEvent, ModelInfo, decode_message
 
 
 class Boom(Exception):
@@ -351,6 +352,30 @@ async def test_a_tool_hook_returning_a_wrong_shape_fails_that_call_naming_it(hoo
     assert answer["isError"] and answer["content"] == [
         {"type": "text", "text": f"{hook} returned a dict, not {hook.title().replace('_', '')}Result or None"}
     ]
+    assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
+    check_invariants(recorder.trace(result))
+
+
+async def test_a_tool_returning_a_string_for_its_content_fails_that_call_naming_it() -> None:
+    """``AgentToolResult(content="text")`` (pi's type, and this one's, is a list of blocks) was
+    kept as is: a session failed to store the message ("event listener failed: WireError:
+    message.content: expected an array"), a bare loop sent it on to the provider."""
+
+    @tool
+    async def quick(value: str) -> AgentToolResult[Any]:
+        """Answer at once, wrongly."""
+        return AgentToolResult[Any](content=value)  # pyright: ignore[reportArgumentType]
+
+    model = ScriptedModel(_responses())
+    recorder = Recorder()
+    result = await run_agent_loop(
+        [user("go")], AgentContext(tools=[quick]), AgentLoopConfig(model=model.model), recorder, None, model
+    )
+    answer = next(m for m in result if m["role"] == "toolResult")
+    assert answer["isError"] and answer["content"] == [
+        {"type": "text", "text": "Tool quick returned content as a str, not a list of blocks"}
+    ]
+    assert decode_message(answer) == answer  # what a session stores
     assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
     check_invariants(recorder.trace(result))
 

@@ -623,6 +623,12 @@ class _Batch:
             return
         if failure is not None:
             record.fail(describe_error(failure))
+        elif isinstance(result, AgentToolResult) and not isinstance(result.content, list):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # a string kept as is made a message no store or provider takes (pi's type: a list)
+            given: object = result.content
+            record.fail(
+                f"Tool {call['name']} returned content as a {type(given).__name__}, not a list of blocks"
+            )
         elif isinstance(result, AgentToolResult):
             record.result = result
         else:
