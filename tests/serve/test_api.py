@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from serve_support import WAIT_SECONDS, Event, serving, settled, sse_events, text, write_script
 
@@ -370,3 +371,40 @@ async def test_abort_keeps_the_queue_and_clear_queue_takes_it_back(project: Path
         assert len(users) == 2 and "wait" in users[0] and "next" in users[1]
         last = [e["message"] for e in read["entries"] if e["type"] == "message"][-1]
         assert last["role"] == "assistant" and "after next" in str(last["content"])  # the run is over
+
+
+async def test_prompts_sent_at_once_to_an_idle_session_start_one_run_and_lose_none(
+    project: Path, tmp_path: Path
+) -> None:
+    """Each prompt answered ``started`` runs: the run starts before the answer, so the prompts
+    behind it in the same moment see it running (409 without ``streamingBehavior``). A run
+    started in a task of its own let them all through as ``started`` when they were checked in
+    one step of the event loop (the requests arriving together from several clients), and all
+    but one were dropped by the busy agent, said only on the server's stderr."""
+    script = write_script(tmp_path / "s.json", [text("first"), *[text("again")] * 8])
+    async with serving(project, script, prompts_per_minute=0) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "hi"})).json()["sessionId"]
+        await settled(client, session_id)
+        hub = served.config.hub
+        core, arrived, together = hub.core, [0], asyncio.Event()
+
+        async def core_of_all_at_once(*args: Any) -> Any:
+            """Each request gets the core in the same step of the loop: as many clients at once."""
+            found = await core(*args)
+            arrived[0] += 1
+            if arrived[0] == 8:
+                together.set()
+            await together.wait()
+            return found
+
+        hub.core = core_of_all_at_once  # type: ignore[method-assign]
+        path = f"/api/sessions/{session_id}/prompt"
+        answers = await asyncio.gather(*(client.post(path, json={"message": f"p{i}"}) for i in range(8)))
+        started = [a for a in answers if a.status_code == 202]
+        assert [a.json() for a in started] == [{"disposition": "started"}]
+        assert sorted(a.status_code for a in answers) == [202] + [409] * 7
+        read = await settled(client, session_id)
+        users = [
+            e["message"]["content"] for e in read["entries"] if e.get("message", {}).get("role") == "user"
+        ]
+        assert len(users) == 2  # the first prompt and the one started

@@ -309,9 +309,14 @@ class SessionHub:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="tether-serve-idle")
 
     def _start(self, core: AgentSession, message: str, session_id: str | None) -> None:
+        """Start the run now, before the request is answered: a prompt checked in the same step
+        of the event loop sees the core running (a 409, or queued), where a run left to start in
+        its task let every such prompt through as ``started``, and the busy agent dropped them."""
+        started = core.prompt(message).start()
+
         async def run() -> None:
             try:
-                await core.prompt(message)
+                await started
             except Exception as exc:  # the run's own errors are in its messages; this is the rest
                 sys.stderr.write(f"tether serve: session {core.session_id}: {exc}\n")
             finally:
