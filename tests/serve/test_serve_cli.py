@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncGenerator
@@ -16,7 +17,10 @@ import httpx2
 import pytest
 from serve_support import WAIT_SECONDS
 
+from session_helpers import user
 from tether.cli.serve_cmd import is_loopback
+from tether.session import SessionManager
+from tether.store import open_store
 
 
 def test_only_loopback_addresses_may_go_without_a_token() -> None:
@@ -28,7 +32,8 @@ def test_only_loopback_addresses_may_go_without_a_token() -> None:
 
 @asynccontextmanager
 async def tether_serve(project: Path, *flags: str) -> AsyncGenerator[tuple[str, list[str]]]:
-    """A ``tether serve`` process; its URL and the stderr lines before it listened."""
+    """A ``tether serve`` process; its URL and the stderr lines before it listened (and, once it
+    has ended, after it: the rest are added on the way out)."""
     process = await asyncio.create_subprocess_exec(
         *[sys.executable, "-m", "tether.cli", "serve", "--port", "0", *flags],
         cwd=project,
@@ -49,7 +54,8 @@ async def tether_serve(project: Path, *flags: str) -> AsyncGenerator[tuple[str, 
         process.terminate()
         async with asyncio.timeout(WAIT_SECONDS):
             await process.wait()
-    assert process.stdout is not None
+    assert process.stdout is not None and process.stderr is not None
+    lines += (await process.stderr.read()).decode().splitlines(keepends=True)
     assert await process.stdout.read() == b""  # nothing on stdout: it is nobody's protocol here
 
 
@@ -96,3 +102,35 @@ def test_a_bad_serve_setting_is_one_line(project: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and '"serve.token": expected a non-empty string' in done.stderr
+
+
+@pytest.mark.subprocess
+async def test_followers_do_not_hold_the_server_up_on_sigterm(project: Path, tmp_path: Path) -> None:
+    """A follow stream never ends by itself: uvicorn waited ``timeout_graceful_shutdown`` for
+    each, then cancelled them with a traceback apiece on stderr. They are closed at once, one
+    that reads nothing of a history larger than its socket buffers included."""
+    store = open_store()
+    session = SessionManager(store).create(str(project))
+    for i in range(8):  # 8 MB: more than the socket buffers of a client that reads nothing
+        session.append_message(user(f"{i}" + "x" * 1_000_000))
+    session.close()
+    store.close()
+    async with tether_serve(project) as (url, lines):
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        followers: list[asyncio.StreamWriter] = []
+        for _ in range(3):  # none of them reads past the status line
+            stalled = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect(("127.0.0.1", port))
+            stalled.setblocking(False)
+            reader, writer = await asyncio.open_connection(sock=stalled)
+            writer.write(
+                f"GET /api/sessions/{session.id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+            )
+            async with asyncio.timeout(WAIT_SECONDS):
+                assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+            followers.append(writer)
+    for writer in followers:
+        writer.close()
+    said = "".join(lines)
+    assert "Traceback" not in said and "graceful shutdown exceeded" not in said, said

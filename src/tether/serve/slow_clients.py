@@ -9,14 +9,20 @@ connection, or of the request's first bytes after a response, and its body (the 
 are small JSON) within ``BODY_SECONDS`` of its headers — a total, not an idle time, so a body
 trickled a byte at a time is cut off too; it is closed otherwise. A request whose headers and
 body came is not limited: a follow stream lasts as long as it is read.
+
+At shutdown a connection whose response is still going out (a follow stream: the only response
+that does not end by itself) is closed at once. uvicorn only marks it to close once the response
+ends, waits for it (``timeout_graceful_shutdown``) and then cancels the application with a
+traceback on stderr for each follower; a follower resumes from its ``Last-Event-ID`` anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 HEADER_SECONDS = 15.0
 """How long a connection may take to send a request's headers."""
@@ -42,6 +48,18 @@ class HeaderDeadline(H11Protocol):
             self._deadline.cancel()
             self._deadline = None
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """Close a connection whose response is still being sent: the application hears the
+        client left and ends the stream. With output still buffered for a client that is not
+        reading, close would wait for it to be sent: such a connection is cut (``abort``)."""
+        cycle = cast(RequestResponseCycle | None, self.cycle)  # None before a first request
+        if cycle is None or not cycle.response_started or cycle.response_complete:
+            super().shutdown()
+        elif self.transport.get_write_buffer_size():
+            self.transport.abort()
+        else:
+            self.transport.close()
 
     def _watch(self) -> None:
         """Armed while the client owes a request's headers (h11's ``IDLE``: none has begun, or
