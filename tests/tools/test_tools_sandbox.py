@@ -119,6 +119,28 @@ async def test_credentials_and_the_session_database_are_invisible(root: Path, ho
         assert ok_off and secret in said_off
 
 
+async def test_credentials_that_are_links_are_invisible_too(root: Path, real_dir: Path) -> None:
+    """A dotfile manager (stow, chezmoi, yadm) makes ``~/.aws`` and ``~/.netrc`` links into its
+    own folder. A hidden path that was a link was passed over (no mount), so its target, the
+    credentials themselves, stayed readable; the file tools refused it all along. (A home
+    folder outside /tmp: the sandbox's /tmp is a private one, which hides everything in it.)"""
+    home = real_dir / "home"
+    dotfiles = real_dir / "dotfiles"
+    (dotfiles / "aws").mkdir(parents=True)
+    (dotfiles / "aws" / "credentials").write_text("AWS-SECRET-KEY\n")
+    (dotfiles / "netrc").write_text("machine example.com password NETRC-PASSWORD\n")
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    (home / ".aws").symlink_to(dotfiles / "aws")
+    (home / ".netrc").symlink_to(dotfiles / "netrc")
+    command = f"cat {home}/.ssh/id_ed25519 {home}/.aws/credentials {home}/.netrc {dotfiles}/netrc"
+    (_, said_in), (ok_off, said_off) = await both(root, home, command)
+    for secret in ("PRIVATE-KEY", "AWS-SECRET-KEY", "NETRC-PASSWORD"):
+        assert secret not in said_in, said_in
+        assert secret in said_off
+    assert ok_off
+
+
 async def test_other_runs_workspaces_are_invisible_when_their_folder_is_hidden(
     home: Path, real_dir: Path
 ) -> None:

@@ -281,9 +281,12 @@ class Sandbox:
             "--tmpfs",
             "/var/tmp",
         ]
+        # Resolved, as the file tools resolve them: a credential that is a link (``~/.aws`` made
+        # by a dotfile manager) is hidden at its target, which a read through the link reaches.
+        hidden = [Path(os.path.realpath(path)) for path in self.hidden]
         # a hidden folder holding a workspace (the folder of every run's workspace on a shared
         # worker) is emptied first, then the workspace is bound back into it: its siblings stay out
-        for folder in _holding(self.hidden, self.writable):
+        for folder in _holding(hidden, self.writable):
             args += ["--tmpfs", str(folder)]
         bind = "--bind" if self.policy.mode == "workspace-write" else "--ro-bind"
         for root in self.writable:
@@ -296,7 +299,7 @@ class Sandbox:
             args += protected
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
-        args += _hiding(self.hidden, keep=self.writable)
+        args += _hiding(hidden, keep=self.writable)
         args += socket_mounts(self.writable)
         for folder in map(str, self.others):
             if os.path.isdir(folder):
@@ -390,27 +393,25 @@ def _namespaces(*, network: bool) -> list[str]:
 
 
 def _holding(paths: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
-    """The hidden folders that hold a workspace root below them (not the root itself: a user who
+    """(Of resolved paths.) The hidden folders that hold a workspace root below them (not the root itself: a user who
     chose to work in a hidden folder sees it)."""
     return [
         path
         for path in dict.fromkeys(paths)
-        if any(root != path and root.is_relative_to(path) for root in roots)
-        and path.is_dir()
-        and not path.is_symlink()
+        if any(root != path and root.is_relative_to(path) for root in roots) and path.is_dir()
     ]
 
 
 def _hiding(paths: Sequence[Path], *, keep: Sequence[Path]) -> list[str]:
-    """Mounts replacing each existing path by an empty one, after the workspace roots are bound,
+    """(Of resolved paths.) Mounts replacing each existing path by an empty one, after the workspace roots are bound,
     so what lies inside a root is hidden too. A path holding a root is left to ``_holding``, and
     a root itself stays (the user chose to work there)."""
     args: list[str] = []
     for path in dict.fromkeys(paths):
         if any(root == path or root.is_relative_to(path) for root in keep):
             continue
-        if path.is_symlink() or not path.exists():
-            continue  # a symlink is resolved by the mount below it; nothing to hide otherwise
+        if not path.exists():
+            continue  # nothing to hide
         if path.is_dir():
             args += ["--tmpfs", str(path)]
         else:
