@@ -141,6 +141,40 @@ async def test_credentials_that_are_links_are_invisible_too(root: Path, real_dir
     assert ok_off
 
 
+OTHER_AGENTS_KEYS = (
+    ".pi/agent/auth.json",
+    ".pi/agent/models.json",
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".gemini/oauth_creds.json",
+    ".config/github-copilot/apps.json",
+    ".local/share/opencode/auth.json",
+)
+"""Where other coding agents keep their API keys and sign-in tokens in the home folder."""
+
+
+async def test_other_coding_agents_keys_are_invisible(root: Path, real_dir: Path) -> None:
+    """pi (whose skills and prompts tether reads from ``~/.pi/agent``), Codex, Claude Code, Gemini
+    CLI, Copilot and opencode keep keys beside what a command may read; hidden as tether's own
+    ``auth.json`` is, from commands and from the file tools. (A home folder outside /tmp: the
+    sandbox's /tmp is a private one, which hides everything in it.)"""
+    home = real_dir / "home"
+    for relative in OTHER_AGENTS_KEYS:
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(f"KEY-OF {relative}\n")
+    (home / ".pi" / "agent" / "skills").mkdir()  # what stays readable beside them
+    (home / ".pi" / "agent" / "skills" / "SKILL.md").write_text("a skill\n")
+    for relative in OTHER_AGENTS_KEYS:
+        (ok_in, said_in), (ok_off, said_off) = await both(root, home, f"cat {home / relative}")
+        assert not ok_in and "KEY-OF" not in said_in, relative
+        assert ok_off and "KEY-OF" in said_off
+        workspace = replace(confined(root, home), allow_outside=True)
+        with pytest.raises(PathOutsideWorkspace, match="hidden by the sandbox"):
+            workspace.resolve(str(home / relative), reading=True)
+    ok, said = await outcome(confined(root, home), f"cat {home}/.pi/agent/skills/SKILL.md")
+    assert ok and "a skill" in said
+
+
 async def test_other_runs_workspaces_are_invisible_when_their_folder_is_hidden(
     home: Path, real_dir: Path
 ) -> None:

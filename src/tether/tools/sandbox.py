@@ -65,6 +65,15 @@ CREDENTIAL_PATHS = (
     ".config/gcloud",
     ".config/hub",
     ".password-store",
+    # other coding agents' keys and sign-in tokens: pi's beside the skills and prompts tether
+    # reads in ~/.pi/agent, Codex's, Claude Code's, Gemini CLI's, Copilot's, opencode's
+    ".pi/agent/auth.json",
+    ".pi/agent/models.json",
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".gemini/oauth_creds.json",
+    ".config/github-copilot",
+    ".local/share/opencode/auth.json",
 )
 """Relative to the home folder: what a command never needs to see to work on a repository."""
 SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh")
