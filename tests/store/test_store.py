@@ -277,22 +277,6 @@ def test_full_durability_sets_synchronous_full(db_path: Path) -> None:
         store.close()
 
 
-def test_a_lock_folder_removed_meanwhile_is_made_again(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
-    try:
-        store.create_session("A", "/p", 1, version=1)
-        store.create_session("B", "/p", 1, version=1)
-        store.acquire_writer("A").release()
-        locks = db_path.with_name(db_path.name + ".locks")
-        (locks / "A.lock").unlink()
-        locks.rmdir()
-        lease = store.acquire_writer("B")
-        assert (locks / "B.lock").read_text().split()[0] == str(os.getpid())
-        lease.release()
-    finally:
-        store.close()
-
-
 def test_a_released_lease_cannot_write(manager: SessionManager) -> None:
     store = manager.store
     store.create_session("S", "/p", 1, version=1)

@@ -11,6 +11,12 @@ History:
    (append-only, JSON payload).
 2. listing counters on sessions (first prompt, entry/message counts, cost, tokens), backfilled
    from the entries, so ``list`` never scans entries.
+3. no change to the tables: the writer locks moved (on Linux) from a lock file per session to
+   bytes of one shared file (``sqlite_lock``), which older tethers do not see; the version keeps
+   them out (they refuse a newer schema), and the step refuses while one of their per-session
+   locks is held (an older tether writing a session now). What it cannot stop: an older tether
+   that opened the database before the step and runs on can still take a session afterwards
+   through its lock file while a newer one writes it through the shared file.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from tether.store.store import SchemaVersionError, count_entries
+from tether.store.sqlite_lock import held_old_lock
+from tether.store.store import SchemaVersionError, SessionDatabaseError, count_entries
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -101,7 +109,22 @@ def _v2(db: sqlite3.Connection) -> None:
         )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
+def _v3(db: sqlite3.Connection) -> None:
+    """Refuse while an older tether holds a session's own lock file (see the history above)."""
+    path = next((row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if not path:
+        return  # a database in memory has no lock folder
+    held = held_old_lock(Path(path + ".locks"))
+    if held is not None:
+        session_id, holder = held
+        raise SessionDatabaseError(
+            f"{path}: session {session_id!r} is open for writing by an older tether"
+            f"{f' ({holder})' if holder else ''}; close it there before this tether upgrades the"
+            " session database (older tethers' writer locks are not seen by newer ones)"
+        )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

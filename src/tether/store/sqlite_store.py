@@ -1,4 +1,4 @@
-"""SQLite session store: one WAL database file, one writer per session through a lock file.
+"""SQLite session store: one WAL database file, one writer per session through a kernel lock.
 
 Durability: WAL with ``synchronous=NORMAL`` by default. Every commit is in the WAL before
 ``append`` returns, so a crash of the process (SIGKILL included) never loses a committed append
@@ -7,11 +7,13 @@ commits (never corrupt). ``durability="full"`` fsyncs each commit for that case,
 millisecond per append.
 
 One writer per session: SQLite locks the whole file, not a session, and only for the length of
-a transaction, so the per-session writer lock is an exclusive, non-blocking ``flock`` on
+a transaction, so the per-session writer lock is a kernel lock beside the database
+(``sqlite_lock``): on Linux one byte per session of one shared file, ``<db>.locks/.writers``
+(an open-file-description range lock), elsewhere an exclusive ``flock`` on
 ``<db>.locks/<session id>.lock``. The kernel drops it when the holder exits however it exits,
 so no stale lease outlives a crashed process, and a second writer (another process, or a second
 handle in this one) fails at once with ``SessionLockedError`` naming the holder's pid and host.
-POSIX only, like the fcntl module, and one host only: ``flock`` over a network filesystem is
+POSIX only, like the fcntl module, and one host only: file locks over a network filesystem are
 not to be trusted (the PostgreSQL store serves several hosts).
 
 Following: SQLite has no notifications, so ``watch`` polls ``PRAGMA data_version`` on a
@@ -21,11 +23,8 @@ connection of its own, which changes whenever another connection commits.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import functools
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -35,12 +34,12 @@ from typing import Literal
 
 from tether.store.entries import EntryDict, encode_entry
 from tether.store.paths import default_db_path
+from tether.store.sqlite_lock import RANGE_LOCKS, WriterLock, lock_session, session_lock_path
 from tether.store.sqlite_schema import migrate
 from tether.store.store import (
     SessionDatabaseError,
     SessionError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     SessionRecord,
     StoredEntry,
@@ -79,12 +78,12 @@ connection to prepare and keep."""
 
 
 class FileLease:
-    """An exclusive ``flock`` on one session's lock file (see the module docstring)."""
+    """A session's writer lock (``sqlite_lock``), held until released or dropped."""
 
-    def __init__(self, store: SQLiteStore, session_id: str, fd: int) -> None:
+    def __init__(self, store: SQLiteStore, session_id: str, lock: WriterLock) -> None:
         self._store = store
         self._session_id = session_id
-        self._fd: int | None = fd
+        self._lock: WriterLock | None = lock
         self.unborn: SessionRecord | None = None
         """The session's row, for a session started by ``acquire_new_writer`` whose first write has
         not committed yet: that write inserts it (read and changed under the store's mutex)."""
@@ -95,10 +94,10 @@ class FileLease:
 
     @property
     def active(self) -> bool:
-        return self._fd is not None
+        return self._lock is not None
 
     def owned_by(self, store: SQLiteStore) -> bool:
-        return self._store is store and self._fd is not None
+        return self._store is store and self._lock is not None
 
     def __del__(self) -> None:
         # A session handle dropped without close() must not keep its session locked until exit.
@@ -106,11 +105,9 @@ class FileLease:
             self.release()
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.release()
 
 
 class PollingWatch:
@@ -154,9 +151,18 @@ class PollingWatch:
 class SQLiteStore:
     """``SessionStore`` on one SQLite file (created, with its folder, on first use)."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, durability: Durability = "normal"):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        durability: Durability = "normal",
+        ranged_locks: bool = RANGE_LOCKS,
+    ):
+        """``ranged_locks``: which writer locks (``sqlite_lock``); False takes a lock file per
+        session even where range locks exist (tests keep that path tested on Linux with it)."""
         self.path = Path(path) if path is not None else default_db_path()
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
+        self._ranged = ranged_locks
         self._mutex = threading.Lock()
         self._writer: BatchWriter | None = None
         self._closed = False
@@ -243,8 +249,9 @@ class SQLiteStore:
         with self._guarded(), self._transaction():
             self._db.execute("DELETE FROM entries WHERE session_id = ?", (lease.session_id,))
             self._db.execute("DELETE FROM sessions WHERE id = ?", (lease.session_id,))
-        with contextlib.suppress(OSError):
-            self._lock_path(lease.session_id).unlink()
+        if not self._ranged:  # a byte of the shared file leaves nothing behind
+            with contextlib.suppress(OSError):
+                session_lock_path(self._locks_dir, lease.session_id).unlink()
 
     # -- writer lock -----------------------------------------------------------------------------
 
@@ -265,29 +272,8 @@ class SQLiteStore:
         return lease
 
     def _lock(self, session_id: str) -> FileLease:
-        """Take the session's lock file (see the module docstring)."""
-        path = self._lock_path(session_id)
-        try:
-            self._locks_dir.mkdir(exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise _lock_file_error(path, exc) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 320, 0).decode(errors="replace").split()
-            os.close(fd)
-            raise SessionLockedError(session_id, _holder_text(holder)) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}".encode(), 0)
-        except OSError as exc:  # a full disk: the lock holds, but say so now, not as "stdout is full"
-            os.close(fd)
-            raise _lock_file_error(path, exc) from None
-        return FileLease(self, session_id, fd)
+        """Take the session's writer lock (see the module docstring)."""
+        return FileLease(self, session_id, lock_session(self._locks_dir, session_id, ranged=self._ranged))
 
     # -- entries ---------------------------------------------------------------------------------
 
@@ -474,11 +460,6 @@ class SQLiteStore:
             raise SessionNotFoundError(session_id)
         return SessionRecord(*row)
 
-    def _lock_path(self, session_id: str) -> Path:
-        if not session_id or "/" in session_id or session_id.startswith("."):
-            raise ValueError(f"bad session id {session_id!r}")
-        return self._locks_dir / f"{session_id}.lock"
-
     def _check(self, lease: WriterLease) -> None:
         if not (isinstance(lease, FileLease) and lease.owned_by(self)):
             raise SessionError(
@@ -578,13 +559,6 @@ def _counter_values(
     )
 
 
-def _holder_text(words: list[str]) -> str | None:
-    """``pid 123 on host``, from a lock file's ``<pid> <host>`` (older tethers wrote the pid only)."""
-    if not words:
-        return None
-    return f"pid {words[0]}" + (f" on {words[1]}" if len(words) > 1 else "")
-
-
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
 _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
 _LOW_SPACE = 1 << 20
@@ -617,16 +591,6 @@ def database_error(path: Path, err: sqlite3.Error) -> SessionDatabaseError:
             f"{path}: the session database stayed locked by another process ({err}); try again"
         )
     return SessionDatabaseError(f"{path}: session database error: {err}")
-
-
-def _lock_file_error(path: Path, exc: OSError) -> SessionDatabaseError:
-    """A session's lock file could not be made or written (it sits beside the database)."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return SessionDatabaseError(f"{path}: the disk holding the session database is full; free some space")
-    return SessionDatabaseError(
-        f"{path}: cannot write the session's lock file ({exc.strerror}); make {path.parent} writable, "
-        "or use another store with --database (or --no-session to keep nothing)"
-    )
 
 
 def _free_bytes(path: Path) -> int:
