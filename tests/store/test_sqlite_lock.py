@@ -1,6 +1,6 @@
 """The SQLite store's writer locks (``tether.store.sqlite_lock``) on both schemes: Linux's range
 locks on one shared file, and a lock file per session, which other platforms use and which
-``ranged_locks=False`` keeps tested here; and the schema step that keeps older tethers, which
+the ``ranged`` fixture keeps tested here; and the schema step that keeps older tethers, which
 lock per-session files only, from writing a session a newer one writes."""
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from tether.store.store import SessionDatabaseError
         pytest.param(False, id="file-per-session"),
     ]
 )
-def ranged(request: pytest.FixtureRequest) -> bool:
+def ranged(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """The scheme every store of the test takes (``SQLiteStore`` reads ``RANGE_LOCKS`` when made)."""
+    monkeypatch.setattr(sqlite_lock, "RANGE_LOCKS", request.param)
     return request.param
 
 
@@ -58,8 +60,8 @@ def test_a_second_writer_in_this_process_is_refused_through_any_store_of_the_dat
     """Two stores on one database, the second by another path (a symlinked folder): each refuses
     a session the other holds, naming this process, and takes it once released."""
     (tmp_path / "link").symlink_to(tmp_path)
-    first = SQLiteStore(db_path, ranged_locks=ranged)
-    second = SQLiteStore(tmp_path / "link" / db_path.name, ranged_locks=ranged)
+    first = SQLiteStore(db_path)
+    second = SQLiteStore(tmp_path / "link" / db_path.name)
     try:
         first.create_session("S", "/p", 1, version=1)
         lease = first.acquire_writer("S")
@@ -107,7 +109,7 @@ def test_a_forked_child_neither_frees_nor_keeps_its_parents_sessions(db_path: Pa
         if child == 0:
             lease.release()
             try:
-                SQLiteStore(path, ranged_locks=ranged).acquire_writer("S")
+                SQLiteStore(path).acquire_writer("S")
                 os.write(write, b"the child took it")
             except SessionLockedError as exc:
                 os.write(write, str(exc).encode())
@@ -138,19 +140,19 @@ def test_a_forked_child_neither_frees_nor_keeps_its_parents_sessions(db_path: Pa
 def _held_by_a_child(db_path: Path, ranged: bool, then: str) -> tuple[SQLiteStore, subprocess.Popen[str]]:
     """A store with session S, and a Python process that takes S's lease (``lease``), runs
     ``then`` and sleeps."""
-    store = SQLiteStore(db_path, ranged_locks=ranged)
+    store = SQLiteStore(db_path)
     store.create_session("S", "/p", 1, version=1)
     code = (
-        "import os, time\nfrom tether.store import SessionLockedError, SQLiteStore\n"
-        f"path, ranged = {str(db_path)!r}, {ranged}\n"
-        "lease = SQLiteStore(path, ranged_locks=ranged).acquire_writer('S')\n"
+        "import os, time\nfrom tether.store import SessionLockedError, SQLiteStore, sqlite_lock\n"
+        f"path = {str(db_path)!r}\nsqlite_lock.RANGE_LOCKS = {ranged}\n"
+        "lease = SQLiteStore(path).acquire_writer('S')\n"
         f"{textwrap.dedent(then).strip()}\ntime.sleep(60)\n"
     )
     return store, subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
 def test_a_lock_folder_removed_meanwhile_is_made_again(db_path: Path, ranged: bool) -> None:
-    store = SQLiteStore(db_path, ranged_locks=ranged)
+    store = SQLiteStore(db_path)
     try:
         store.create_session("A", "/p", 1, version=1)
         store.create_session("B", "/p", 1, version=1)
@@ -212,7 +214,7 @@ def test_two_sessions_on_one_byte_are_refused_not_both_admitted(
 
 
 def test_a_deleted_session_leaves_no_lock_behind(db_path: Path, ranged: bool) -> None:
-    store = SQLiteStore(db_path, ranged_locks=ranged)
+    store = SQLiteStore(db_path)
     try:
         store.create_session("S", "/p", 1, version=1)
         store.create_session("T", "/p", 1, version=1)

@@ -33,8 +33,8 @@ Range locks (``RANGE_LOCKS``):
   cannot see (another user, another PID namespace) is "another process". The search costs about
   5 ms of CPU with 170 processes to look through, paid by the refused writer only.
 
-Elsewhere (no ``F_OFD_SETLK``: macOS, the BSDs) and when a store is told to
-(``SQLiteStore(ranged_locks=False)``, as tests do to keep this path tested on Linux), each session keeps its own lock file: an
+Elsewhere (no ``F_OFD_SETLK``: macOS, the BSDs; and in tests that set ``RANGE_LOCKS`` false to
+keep this path tested on Linux), each session keeps its own lock file: an
 exclusive, non-blocking ``flock`` on ``<db>.locks/<id>.lock``, which holds ``<pid> <host>`` for
 the holder's name. Both schemes are local to one host.
 

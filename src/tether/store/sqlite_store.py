@@ -32,9 +32,10 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Literal
 
+from tether.store import sqlite_lock
 from tether.store.entries import EntryDict, encode_entry
 from tether.store.paths import default_db_path
-from tether.store.sqlite_lock import RANGE_LOCKS, WriterLock, lock_session, session_lock_path
+from tether.store.sqlite_lock import WriterLock, lock_session, session_lock_path
 from tether.store.sqlite_schema import migrate
 from tether.store.store import (
     SessionDatabaseError,
@@ -151,18 +152,13 @@ class PollingWatch:
 class SQLiteStore:
     """``SessionStore`` on one SQLite file (created, with its folder, on first use)."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        durability: Durability = "normal",
-        ranged_locks: bool = RANGE_LOCKS,
-    ):
-        """``ranged_locks``: which writer locks (``sqlite_lock``); False takes a lock file per
-        session even where range locks exist (tests keep that path tested on Linux with it)."""
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, durability: Durability = "normal"):
         self.path = Path(path) if path is not None else default_db_path()
         self._locks_dir = self.path.with_name(self.path.name + ".locks")
-        self._ranged = ranged_locks
+        self._ranged = sqlite_lock.RANGE_LOCKS
+        """Which writer locks (``sqlite_lock``), read from the module when the store is made, so
+        tests can take the lock-file-per-session path on Linux too (never mixed on one database:
+        two schemes would not see each other's locks)."""
         self._mutex = threading.Lock()
         self._writer: BatchWriter | None = None
         self._closed = False
