@@ -7,6 +7,7 @@ import asyncio
 import json
 import textwrap
 from pathlib import Path
+from typing import cast
 
 from serve_support import WAIT_SECONDS, serving, settled, sse_events, text, write_script
 
@@ -165,3 +166,55 @@ async def test_extensions_may_cancel_a_fork_and_a_move_of_a_session_the_server_r
         ("session_before_fork", answers[1], "at"),
     ]
     assert asked[1]["preparation"]["targetId"] == answers[0]
+
+
+SLOW_TREE_HOOK = """
+import asyncio
+from pathlib import Path
+
+ASKED = Path(__file__).with_suffix(".asked")
+GO = Path(__file__).with_suffix(".go")
+
+def setup(api):
+    async def wait(event):
+        ASKED.touch()
+        while not GO.exists():
+            await asyncio.sleep(0.02)
+
+    api.on("session_before_tree")(wait)
+"""
+
+
+async def test_a_prompt_that_starts_while_the_extensions_are_asked_about_a_move_keeps_its_place(
+    project: Path, tmp_path: Path
+) -> None:
+    """The move was checked against a running session before its extensions were asked, not
+    after: a prompt started while a ``session_before_tree`` hook waited, and the session moved
+    under the run (answered 200), whose later entries then hung off the new leaf, a tool result
+    cut from its call. Now the move is a 409 and the run's path is whole."""
+    hook = tmp_path / "slow_tree.py"
+    hook.write_text(textwrap.dedent(SLOW_TREE_HOOK))
+    wait = {"command": "while [ ! -e go ]; do sleep 0.05; done"}
+    script = write_script(
+        tmp_path / "s.json",
+        [text("one"), {"content": [{"type": "toolCall", "name": "bash", "arguments": wait}]}, text("two")],
+    )
+    async with serving(project, script, extensions=(hook,), yes=True) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "a"})).json()["sessionId"]
+        await settled(client, session_id)
+        move = asyncio.create_task(client.post(f"/api/sessions/{session_id}/branch", json={"entryId": None}))
+        async with asyncio.timeout(WAIT_SECONDS):
+            while not hook.with_suffix(".asked").exists():
+                await asyncio.sleep(0.02)
+        started = await client.post(f"/api/sessions/{session_id}/prompt", json={"message": "b"})
+        assert started.json() == {"disposition": "started"}
+        hook.with_suffix(".go").touch()  # the move goes on, the run still runs
+        (project / "go").touch()
+        moved = await move
+        assert moved.status_code == 409 and "run" in moved.json()["error"]
+        entries = (await settled(client, session_id))["entries"]
+    parents = {e["id"]: e.get("parentId") for e in entries}
+    path = [entries[-1]["id"]]
+    while parents[path[-1]] is not None:
+        path.append(cast(str, parents[path[-1]]))
+    assert len(path) == len(entries)  # one line of entries, from the first to the last

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.ai.abort import AbortController, AbortSignal
+from tether.session.branching import BranchError
 from tether.session.core_state import CoreState
 from tether.session.events import CompactionReason, compaction_end
 from tether.store.errors import SessionError
@@ -237,7 +238,9 @@ class SessionOperations(CoreState):
 
         The extensions' ``session_before_tree`` hooks are asked first (one may cancel:
         ``SessionChangeCancelled``, or give the summary, the instructions or the label), and
-        ``session_tree`` is told after, as in pi."""
+        ``session_tree`` is told after, as in pi. A run that started while the hooks were
+        awaited (a front end such as ``tether serve`` takes prompts meanwhile) makes it a
+        ``BranchError``: moved under the run, the run's next entries would hang off the new leaf."""
         session = self._require_session()
         old_leaf = session.leaf_id
         preparation = {
@@ -247,7 +250,10 @@ class SessionOperations(CoreState):
             "customInstructions": instructions,
             "label": label,
         }
+        idle = not self.is_running
         decided = await self.before_change({"type": "session_before_tree", "preparation": preparation})
+        if idle and self.is_running:  # a front end takes prompts while the hooks are awaited
+            raise BranchError("a run started while the extensions were asked about the move: not moved")
         given = decided.summary if decided is not None and summarize else None
         if decided is not None:
             instructions = decided.instructions if decided.instructions is not None else instructions
