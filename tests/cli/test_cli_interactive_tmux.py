@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -21,7 +23,7 @@ from collections.abc import Generator
 
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
-from tmux_support import NAP, Terminal, input_line
+from tmux_support import NAP, Terminal, input_line, started, take_a_nap
 
 from tether.testing.loopback import LoopbackServer, Reply
 
@@ -356,3 +358,63 @@ def test_interactive_start_on_a_damaged_database_is_one_line(cli: CliEnv) -> Non
         assert "Traceback" not in screen
     finally:
         terminal.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+_RECORDER = """import subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+with open(sys.argv[1] + ".pid", "w") as out:
+    out.write(str(child.pid))
+status = child.wait()
+with open(sys.argv[1], "w") as out:
+    out.write(str(status))
+"""
+"""Runs the command given and writes its PID, then its exit status (minus the signal's number if
+one ended it), to files: tmux's own record of the status is not to be relied on (a pane's
+process has stayed unreaped for seconds under load, its status blank)."""
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox's placeholders are Linux's")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "closed terminal"])
+def test_a_stop_signal_mid_bash_ends_the_interactive_mode_cleanly(cli: CliEnv, how: str) -> None:
+    """SIGTERM (``kill``) or SIGHUP (``kill -HUP``, or the terminal closed) during a ``bash``
+    call ends the interactive mode as it ends ``-p``: the call stopped, the sandbox's read-only
+    placeholders (``.git``, ``.mcp.json``, ...) taken out of the project, the exit status 128 +
+    the signal's number. Their default action ended it where it stood, leaving the placeholders
+    behind for the next start there to read as the project's own."""
+    script = cli.script("nap", [tool_reply("bash", {"command": NAP}), text_reply("never reached")])
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    status = cli.home / "status"
+    command = [sys.executable, "-c", _RECORDER, str(status), sys.executable, "-m", "tether.cli"]
+    terminal = Terminal(command, str(cli.project), env)
+    pid = 0
+    try:
+        terminal.wait_for(started)
+        pid = int((cli.home / "status.pid").read_text())
+        take_a_nap(terminal)
+        assert os.listdir(cli.project), "no placeholders while bash runs: is the sandbox off?"
+        if how == "closed terminal":
+            terminal.close()  # tmux hangs up: SIGHUP, and the terminal is gone
+        else:
+            os.kill(pid, signal.Signals[how])
+        deadline = time.monotonic() + 20
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid), terminal.screen()
+        if how != "closed terminal":  # (there the recorder is hung up on too)
+            terminal.wait_until_dead()
+            assert status.read_text() == str(128 + signal.Signals[how]), terminal.screen()
+            assert "Traceback" not in terminal.screen()
+    finally:
+        terminal.close()
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert sorted(os.listdir(cli.project)) == []

@@ -319,8 +319,10 @@ class InteractiveApp:
                 try:
                     return await app.run_async(pre_run=pre_run)
                 finally:
-                    app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
-                    app.output.flush()
+                    # the terminal may be gone (closed: SIGHUP, then EIO): the run is still stopped
+                    with contextlib.suppress(OSError):
+                        app.output.write_raw(MODIFY_OTHER_KEYS_OFF)
+                        app.output.flush()
                     self.detach()
                     if self._task is not None and not self._task.done() and self._core is not None:
                         self._core.abort()

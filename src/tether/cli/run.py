@@ -84,7 +84,7 @@ def run_demo(question: str, model: str | None) -> int:
 
 async def _run(options: RunOptions) -> int:
     if options.mode not in ("print", "json", "rpc"):
-        return await _run_modes(options)
+        return await _stopped_by_signals(_run_modes(options))
     from tether.cli.terminal_text import EscapingWriter
 
     # notes and errors name files, tools and servers chosen by others: no control sequences
@@ -105,9 +105,11 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 async def _stopped_by_signals(run: Coroutine[Any, Any, int]) -> int:
     """``run``, ended by SIGTERM or SIGHUP as Ctrl-C ends it (the main task cancelled), then
-    128 + the signal's number. Their default action ended ``-p`` and ``--mode json`` where they
-    stood: a ``bash`` call's sandbox placeholders (a read-only ``.git``, ``.mcp.json``, ...) stayed
-    in the workspace, and the next start there read them as the project's own."""
+    128 + the signal's number. Their default action ended ``-p``, ``--mode json`` and the
+    interactive mode where they stood: a ``bash`` call's sandbox placeholders (a read-only
+    ``.git``, ``.mcp.json``, ...) stayed in the workspace, and the next start there read them as
+    the project's own. A closed terminal hangs up (SIGHUP) and then fails every write to it
+    (EIO): such a failure while the run unwinds is part of that ending, not an error of its own."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None  # the event loop's main task
@@ -122,7 +124,7 @@ async def _stopped_by_signals(run: Coroutine[Any, Any, int]) -> int:
         loop.add_signal_handler(signum, stop, signum)
     try:
         return await run
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, OSError):  # OSError: the terminal that hung up, written to
         if not heard:
             raise
         task.uncancel()
