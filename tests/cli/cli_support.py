@@ -101,6 +101,15 @@ def tool_results(stdout: str) -> list[dict[str, Any]]:
     ]
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (Linux's ``/proc``): a zombie, dead but not yet reaped, does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @contextlib.contextmanager
 def tiny_tmpfs(
     where: Path, *, read_only_after: Callable[[Path], None] | None = None

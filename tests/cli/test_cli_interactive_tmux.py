@@ -22,7 +22,7 @@ import time
 from collections.abc import Generator
 
 import pytest
-from cli_support import CliEnv, text_reply, tool_reply
+from cli_support import CliEnv, alive, text_reply, tool_reply
 from tmux_support import NAP, Terminal, input_line, started, take_a_nap
 
 from tether.testing.loopback import LoopbackServer, Reply
@@ -360,14 +360,6 @@ def test_interactive_start_on_a_damaged_database_is_one_line(cli: CliEnv) -> Non
         terminal.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 _RECORDER = """import subprocess, sys
 child = subprocess.Popen(sys.argv[2:])
 with open(sys.argv[1] + ".pid", "w") as out:
@@ -406,15 +398,15 @@ def test_a_stop_signal_mid_bash_ends_the_interactive_mode_cleanly(cli: CliEnv, h
         else:
             os.kill(pid, signal.Signals[how])
         deadline = time.monotonic() + 20
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(pid), terminal.screen()
+        assert not alive(pid), terminal.screen()
         if how != "closed terminal":  # (there the recorder is hung up on too)
             terminal.wait_until_dead()
             assert status.read_text() == str(128 + signal.Signals[how]), terminal.screen()
             assert "Traceback" not in terminal.screen()
     finally:
         terminal.close()
-        if pid and _alive(pid):
+        if pid and alive(pid):
             os.kill(pid, signal.SIGKILL)
     assert sorted(os.listdir(cli.project)) == []

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import CliEnv, json_lines, text_reply, tool_reply
+from cli_support import CliEnv, alive, json_lines, text_reply, tool_reply
 
 from tether.tools import run_shell_input
 
@@ -72,14 +72,6 @@ async def test_user_shell_input_does_not_see_credentials(
     assert "DB_PASSWORD=hunter2-test-0003" in kept["output"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _pids_of(marker: str) -> list[int]:
     found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
     return [int(pid) for pid in found.stdout.split()]
@@ -106,13 +98,13 @@ def test_children_die_when_tether_is_killed(cli: CliEnv, sandbox: str) -> None:
             assert time.monotonic() < deadline, "the bash tool never started"
             time.sleep(0.05)
         children = _pids_of(marker)
-        assert all(_alive(pid) for pid in children)
+        assert all(alive(pid) for pid in children)
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
         deadline = time.monotonic() + 5
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [pid for pid in children if _alive(pid)] == []
+        assert [pid for pid in children if alive(pid)] == []
     finally:
         if process.poll() is None:
             process.kill()
