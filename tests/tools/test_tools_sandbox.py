@@ -49,9 +49,10 @@ def real_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A home folder with a private key and a tether database in it, like a user's."""
-    home = tmp_path / "home"
+def home(real_dir: Path) -> Path:
+    """A home folder with a private key and a tether database in it, like a user's (outside /tmp:
+    in the sandbox's private /tmp everything is out of sight, hidden or not)."""
+    home = real_dir / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
     (home / "data").mkdir()
