@@ -77,7 +77,7 @@ def layer(filename: str, name: str) -> str:
     if path == "<string>":  # a dataclass's generated __init__, named by its class (``count``)
         if name.startswith(("ToolCallBlock.", "ScriptedResponse.", "TextBlock.")):
             return "harness"  # the script, built before the clock starts
-        return "tool batch"  # the tool's AgentToolResult, the batch's ToolBatch and BatchReport
+        return "tool batch"  # the tool's AgentToolResult
     if "/tether/" in path:
         return "turn loop and events"
     return "harness"

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
         run_agent_loop as run_agent_loop,
         run_agent_loop_continue as run_agent_loop_continue,
     )
-    from tether.agent.tool_execution import BLOCKED as BLOCKED, ToolBatch as ToolBatch
+    from tether.agent.tool_execution import BLOCKED as BLOCKED
     from tether.agent.types import (
         AgentContext as AgentContext,
         AgentEndEvent as AgentEndEvent,

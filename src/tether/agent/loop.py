@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -59,7 +58,7 @@ from tether.wire import AgentMessage, AssistantMessage, AssistantStreamingEvent,
 
 if TYPE_CHECKING:
     from tether.agent.hooks import TurnContext
-    from tether.agent.tool_execution import BatchReport, ToolBatch
+    from tether.agent.tool_execution import ToolRunner
     from tether.telemetry.spans import RunTrace
 
 NO_MESSAGES = "Cannot continue: no messages in context"
@@ -178,6 +177,7 @@ class _Run:
         "open_calls",
         "open_message",
         "options",
+        "runner",
         "signal",
         "sink",
         "stream_fn",
@@ -220,9 +220,11 @@ class _Run:
         """The assistant message whose ``message_start`` was emitted and ``message_end`` was not."""
         self.open_message: AgentMessage | None = None
         """The message whose ``message_start`` was emitted and ``message_end`` was not."""
-        self.open_calls: tuple[AssistantMessage, list[ToolCall], BatchReport] | None = None
-        """A completed assistant message whose tool calls do not all have results yet, and what
-        its batch reported so far."""
+        self.open_calls: tuple[AssistantMessage, list[ToolCall]] | None = None
+        """A completed assistant message whose tool calls do not all have results yet."""
+        self.runner: ToolRunner | None = None
+        """What runs the tool calls (and knows what a batch reported so far), made with the
+        run's first tool call."""
         self.ended = False
         self.trace: RunTrace | None = None
         """The run's spans, when it is instrumented (``tether.telemetry``)."""
@@ -313,9 +315,8 @@ class _Run:
                 more_tool_calls = False
                 failed = message["stopReason"] == "error" or message["stopReason"] == "aborted"
                 if self.open_calls is not None:  # never after a failed response
-                    batch = await self._run_tools()
-                    tool_results = batch.messages
-                    more_tool_calls = not batch.terminate
+                    tool_results = await self._run_tools()
+                    more_tool_calls = not self.runner.terminate  # pyright: ignore[reportOptionalMemberAccess] (made by _run_tools)
                 self.in_turn = False
                 try:
                     await sink({"type": "turn_end", "message": message, "toolResults": tool_results})
@@ -504,7 +505,7 @@ class _Run:
         if final["stopReason"] != "error" and final["stopReason"] != "aborted":
             calls = [block for block in final["content"] if block["type"] == "toolCall"]
             if calls:
-                self.open_calls = (final, calls, _tool_execution().BatchReport())
+                self.open_calls = (final, calls)
         try:
             await sink({"type": "message_end", "message": final})
         except Exception as exc:
@@ -531,24 +532,26 @@ class _Run:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    async def _run_tools(self) -> ToolBatch:
-        execution = _tool_execution()
+    def _tool_runner(self) -> ToolRunner:
+        """The run's ``ToolRunner``, made at its first tool call."""
+        runner = self.runner
+        if runner is None:
+            runner = self.runner = _tool_execution().ToolRunner(
+                self.context, self.config, self.signal, self.sink, self.trace
+            )
+        return runner
 
+    async def _run_tools(self) -> list[ToolResultMessage]:
+        """The open calls run and reported (``ToolRunner.run``); their result messages."""
         assert self.open_calls is not None
-        message, calls, report = self.open_calls
         try:
-            if message["stopReason"] == "length":
-                batch = await execution.reject_truncated_calls(calls, self.sink, report)
-            else:
-                batch = await execution.execute_tool_calls(
-                    self.context, message, calls, self.config, self.signal, self.sink, report, self.trace
-                )
-        except execution.ListenerError as failure:
+            results = await (self.runner or self._tool_runner()).run(*self.open_calls)
+        except _tool_execution().ListenerError as failure:
             raise StepFailed("event listener", failure.cause) from failure.cause
         self.open_calls = None
-        self.context.messages.extend(batch.messages)
-        self.new_messages.extend(batch.messages)
-        return batch
+        self.context.messages.extend(results)
+        self.new_messages.extend(results)
+        return results
 
     # -- failure ---------------------------------------------------------------------------------
 
@@ -564,8 +567,8 @@ class _Run:
             self.trace.failed(failure.cause)
         text = str(failure)
         open_message = self.open_message
-        if open_message is None and self.open_calls is not None:
-            open_message = self.open_calls[2].open_result
+        if open_message is None and self.runner is not None:  # a result message, mid-batch
+            open_message = self.runner.open_result
         if self.streaming is None and open_message is not None:
             await self._quiet({"type": "message_end", "message": open_message})
         self.open_message = None
@@ -592,34 +595,14 @@ class _Run:
         await self._quiet({"type": "agent_end", "messages": self.new_messages})
 
     async def _close_open_calls(self, text: str) -> None:
-        """Give every call of the interrupted batch its result (the real one if it ended, else an
-        error) and end its turn, so the transcript never holds a call without exactly one result."""
-        from tether.agent.tool_execution import (
-            emit_tool_results,
-            end_event,
-            error_result,
-            tool_result_message,
-        )
-
+        """Give every call of the interrupted batch its result (``ToolRunner.close``) and end its
+        turn, so the transcript never holds a call without exactly one result."""
         assert self.open_calls is not None
-        message, calls, report = self.open_calls
+        message, calls = self.open_calls
         self.open_calls = None
-        report.open_result = None
-        delivered = report.delivered
-        answered = {result["toolCallId"] for result in delivered}
-        for call in calls:
-            if call["id"] in answered:
-                continue
-            ended = report.started.get(call["id"])
-            if ended is not None:
-                result, is_error = ended["result"], ended["isError"]
-            else:
-                result, is_error = error_result(f"Tool call was not completed: {text}"), True
-                if call["id"] in report.started:
-                    await self._quiet(end_event(call, result, True))
-            await emit_tool_results(
-                (tool_result_message(call, result, is_error, int(time.time() * 1000)),), self._quiet, report
-            )
+        runner = self._tool_runner()
+        await runner.close(message, calls, text, self._quiet)
+        delivered = runner.delivered
         self.context.messages.extend(delivered)
         self.new_messages.extend(delivered)
         if self.in_turn:

@@ -22,17 +22,19 @@ run at all (their arguments may be truncated); each gets an error result saying 
 
 A call is one record (``_Call``) from its start event to its result message: each step fills in
 what it found (the tool and arguments, the result) and its ``stage`` says which report it is
-waiting for. The reference builds an object per step; a Python object per step and a coroutine
-per step cost more than the events themselves (P2: three instant tools a turn).
+waiting for, up to its end event. The reference builds an object per step; a Python object per
+step and a coroutine per step cost more than the events themselves (P2: three instant tools a
+turn). The run's ``ToolRunner`` keeps one batch's records at a time: they are also what a run
+whose listener failed mid-batch reads to give every call exactly one end and one result
+(``ToolRunner.close``), so the batch keeps no second account of what went out.
 
 A failing listener stops the batch with ``ListenerError``; the batch then cancels the calls still
-running, so no task outlives it, and ``BatchReport`` says what went out. Events go straight to
-the sink (no wrapper coroutine per event): the bookkeeping a failure needs is written into the
-batch's ``BatchReport`` before each event is awaited, and the listener's exception is wrapped
-where it is awaited.
+running, so no task outlives it. Events go straight to the sink (no wrapper coroutine per event):
+what a failure needs to know (a record's stage, the result messages delivered) is written just
+before each event is awaited, and the listener's exception is wrapped where it is awaited.
 
-A little past our usual ~600 lines: the five steps, both modes and the failure bookkeeping share
-one batch's state, and the order of their events is what the conformance traces check.
+A little past our usual ~600 lines: the five steps, both modes and the ending of an interrupted
+batch share one batch's state, and the order of their events is what the conformance traces check.
 
 This module loads with a run's first tool call (``loop`` imports it there): a run that only
 answers never pays for it.
@@ -44,7 +46,6 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.agent.abort_grace import ToolAbandonedError, until_abort_grace
@@ -78,33 +79,12 @@ if TYPE_CHECKING:
 BLOCKED = "Tool execution was blocked"
 
 
-@dataclass(slots=True)
-class ToolBatch:
-    messages: list[ToolResultMessage]
-    terminate: bool
-    """True when every result of the batch asked to stop the run after it."""
-
-
 class ListenerError(TetherError):
     """The event sink raised ``cause`` while the batch reported; the batch stopped there."""
 
     def __init__(self, cause: Exception) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-@dataclass(slots=True)
-class BatchReport:
-    """What a batch has reported so far, so that a run whose listener failed mid-batch can give
-    every call exactly one end and one result (``loop``). Each entry is written before its event
-    is awaited: an event whose listener raised counts as sent."""
-
-    delivered: list[ToolResultMessage] = field(default_factory=lambda: [])
-    """Result messages, each from its ``message_start`` on, in the order they went out."""
-    started: dict[str, ToolExecutionEndEvent | None] = field(default_factory=lambda: {})
-    """Calls whose ``tool_execution_start`` went out: ``None``, then their end event once sent."""
-    open_result: ToolResultMessage | None = None
-    """The result whose ``message_start`` went out and whose ``message_end`` did not."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -156,40 +136,31 @@ def tool_result_message(
     }
 
 
-async def emit_tool_results(messages: Iterable[ToolResultMessage], emit: Emit, report: BatchReport) -> None:
-    """Report result messages, in order; each counts as delivered from its ``message_start`` on."""
-    delivered = report.delivered
-    try:
-        for message in messages:
-            delivered.append(message)
-            report.open_result = message
-            await emit({"type": "message_start", "message": message})
-            report.open_result = None
-            await emit({"type": "message_end", "message": message})
-    except Exception as exc:
-        raise ListenerError(exc) from exc
-
-
 # The stages of a call (``_Call.stage``): what is left to report of it.
 _RUNNABLE = 0
 """Prepared: its tool is to run (or running)."""
 _EXECUTED = 1
 """It has its result (executed, or an immediate one); its end is not reported."""
 _REPORTED = 2
-"""Its end is reported, or being reported: whoever sets this reports it."""
+"""Its end is being reported (``after_tool_call`` is asked first): whoever sets this reports it."""
+_ENDED = 3
+"""Its end event went out (its listener may have raised): its result is final."""
 
 _PENDING: AgentToolResult[Any] = AgentToolResult(content=[])
 """The result of a call that has none yet (never reported: a call is reported from ``_EXECUTED``)."""
 
 
 class _Call:
-    """One tool call of a batch, from its start event to its result message: preparing fills in
-    its tool and arguments (or an immediate ``result``), executing and finalizing its ``result``,
-    and ``stage`` says what is left to report. ``update`` is the tool's ``on_update``.
+    """One tool call of a batch, from its start event to its result message: made as its start
+    event goes out, preparing fills in its tool and arguments (or an immediate ``result``),
+    executing and finalizing its ``result``, and ``stage`` says what is left to report.
+    ``update`` is the tool's ``on_update``.
 
     What most calls never change (no failure, no update, no task of their own) is a default of
-    the class, not an attribute set per call: a record costs three assignments."""
+    the class, not an attribute set per call: a record costs two assignments."""
 
+    tool: AgentTool
+    """Set by preparing once the tool is found (only a call whose tool was found runs)."""
     args: Any = None
     result: AgentToolResult[Any] = _PENDING
     is_error: bool = False
@@ -204,10 +175,9 @@ class _Call:
     task: asyncio.Task[None] | None = None
     """The task it runs in, when a concurrent batch could not start it in its own."""
 
-    def __init__(self, batch: _Batch, call: ToolCall, tool: AgentTool | None) -> None:
-        self.batch = batch
+    def __init__(self, runner: ToolRunner, call: ToolCall) -> None:
+        self.runner = runner
         self.call = call
-        self.tool = tool
 
     def fail(self, text: str) -> None:
         self.result = error_result(text)
@@ -227,9 +197,9 @@ class _Call:
         if self.updates is None:
             self.updates = []
         previous = self.updates[-1] if self.updates else None
-        task = asyncio.get_running_loop().create_task(_send_update(previous, event, self.batch.emit))
+        task = asyncio.get_running_loop().create_task(_send_update(previous, event, self.runner.emit))
         self.updates.append(task)
-        starting = self.batch.starting
+        starting = self.runner.starting
         if starting is not None:
             starting.append(task)
 
@@ -255,46 +225,25 @@ async def _send_update(
         raise ListenerError(exc) from exc
 
 
-async def execute_tool_calls(
-    context: AgentContext,
-    assistant: AssistantMessage,
-    calls: Sequence[ToolCall],
-    config: AgentLoopConfig,
-    signal: AbortSignal | None,
-    emit: Emit,
-    report: BatchReport,
-    trace: RunTrace | None = None,
-) -> ToolBatch:
-    """Run ``calls`` and report them through ``emit``, writing what went out into ``report`` (new
-    for the batch), so a caller whose listener failed mid-batch knows which calls are done.
+class ToolRunner:
+    """The tool calls of one run, batch by batch (``run``): made with the run's first tool call
+    and kept for its others, with what every batch shares (the context, the hooks, the signal,
+    the sink). A batch's records (``records``, ``delivered``, ``open_result``) say what went
+    out, each written before its event is awaited (an event whose listener raised counts as
+    sent), so a run whose listener failed mid-batch can end the batch properly (``close``).
     With ``trace``, each tool's span is the current one while the tool executes."""
-    tools: dict[str, AgentTool] = {}
-    sequential_tool = False
-    for t in context.tools:  # plain loops here and below: a generator costs a frame per batch
-        tools[t.name] = t
-        if t.execution_mode == "sequential":
-            sequential_tool = True
-    sequential = config.tool_execution == "sequential"
-    if sequential_tool and not sequential:  # does this batch call one? (most contexts have none)
-        for call in calls:
-            if (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
-                sequential = True
-    run = _Batch(context, assistant, tools, config, signal, emit, report, trace)
-    terminate = await (run.sequential(calls) if sequential else run.parallel(calls))
-    return ToolBatch(messages=list(report.delivered), terminate=terminate)
-
-
-class _Batch:
-    """The state shared by the calls of one batch."""
 
     __slots__ = (
         "assistant",
         "config",
         "context",
+        "delivered",
         "emit",
-        "report",
+        "open_result",
+        "records",
         "signal",
         "starting",
+        "terminate",
         "tools",
         "trace",
     )
@@ -302,165 +251,235 @@ class _Batch:
     def __init__(
         self,
         context: AgentContext,
-        assistant: AssistantMessage,
-        tools: dict[str, AgentTool],
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: Emit,
-        report: BatchReport,
-        trace: RunTrace | None,
+        trace: RunTrace | None = None,
     ) -> None:
         self.context = context
-        self.assistant = assistant
-        self.tools = tools
         self.config = config
         self.signal = signal
         self.emit = emit
-        self.report = report
         self.trace = trace
+        self.assistant: AssistantMessage | None = None
+        """The message whose calls the records are of."""
+        self.records: list[_Call] = []
+        """The batch's calls whose ``tool_execution_start`` went out, in source order."""
+        self.delivered: list[ToolResultMessage] = []
+        """The batch's result messages, each from its ``message_start`` on (in source order)."""
+        self.open_result: ToolResultMessage | None = None
+        """The result whose ``message_start`` went out and whose ``message_end`` did not."""
+        self.tools: dict[str, AgentTool] = {}
+        """The batch's tools by name (read from the context at each batch: it may change)."""
+        self.terminate = False
+        """The last batch's results all asked to stop the run after it."""
         self.starting: list[asyncio.Task[None]] | None = None
         """While a concurrent batch starts its calls: the update tasks they create meanwhile,
         to be reported before any call's end."""
 
-    # Events are awaited where they happen, each noted in the report first: a coroutine of our
-    # own per event (or per result message) cost more than the events themselves.
+    async def run(self, assistant: AssistantMessage, calls: Sequence[ToolCall]) -> list[ToolResultMessage]:
+        """Run ``calls`` (``assistant``'s) and report them; their result messages. Those of a
+        response cut by the token limit are not run (``TRUNCATED_CALL``)."""
+        self.assistant = assistant
+        self.records = []
+        self.delivered = []
+        if assistant["stopReason"] == "length":
+            await self._reject_truncated(calls)
+            self.terminate = False
+            return self.delivered
+        tools: dict[str, AgentTool] = {}
+        self.tools = tools
+        sequential_tool = False
+        for t in self.context.tools:  # plain loops here and below: a generator costs a frame per batch
+            tools[t.name] = t
+            if t.execution_mode == "sequential":
+                sequential_tool = True
+        sequential = self.config.tool_execution == "sequential"
+        if sequential_tool and not sequential:  # does this batch call one? (most contexts have none)
+            for call in calls:
+                if (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
+                    sequential = True
+        self.terminate = await (self._sequential(calls) if sequential else self._parallel(calls))
+        return self.delivered
 
-    def _emit_start(self, call: ToolCall) -> Awaitable[None]:
-        """Note the start in the report and hand back the listener's awaitable (to be awaited)."""
-        self.report.started[call["id"]] = None
-        return self.emit(start_event(call))
+    async def close(
+        self, assistant: AssistantMessage, calls: Sequence[ToolCall], text: str, emit: Emit
+    ) -> None:
+        """Give every call of ``assistant`` that has no result message yet its result (the real
+        one if its end went out, else an error saying the call was not completed, after an end
+        event if its start went out), reported through ``emit`` (which must not raise), so the
+        transcript never holds a call without exactly one result; ``delivered`` then has them
+        all. Result messages go out in source order, so the calls without one are the last."""
+        if self.assistant is not assistant:  # its batch never started
+            self.assistant, self.records, self.delivered = assistant, [], []
+        self.open_result = None
+        records = self.records
+        for index in range(len(self.delivered), len(calls)):
+            if index < len(records):
+                record = records[index]
+                if record.stage != _ENDED:
+                    record.fail(f"Tool call was not completed: {text}")
+                    await emit(end_event(record.call, record.result, True))
+            else:
+                record = _Call(self, calls[index])
+                record.fail(f"Tool call was not completed: {text}")
+            await self._deliver((record,), int(time.time() * 1000), emit)
+
+    def _started(self, call: ToolCall) -> tuple[_Call, Awaitable[None]]:
+        """A record for ``call``, counted as started, and its start event's awaitable (to be awaited)."""
+        record = _Call(self, call)
+        self.records.append(record)
+        return record, self.emit(start_event(call))
 
     def _emit_end(self, record: _Call) -> Awaitable[None]:
-        """Note the end in the report and hand back the listener's awaitable (to be awaited)."""
-        call = record.call
-        event = end_event(call, record.result, record.is_error)
-        self.report.started[call["id"]] = event
-        return self.emit(event)
+        """Mark the end as sent and hand back the listener's awaitable (to be awaited)."""
+        record.stage = _ENDED
+        return self.emit(end_event(record.call, record.result, record.is_error))
 
-    async def sequential(self, calls: Sequence[ToolCall]) -> bool:
+    async def _deliver(self, records: Iterable[_Call], timestamp: int, emit: Emit) -> bool:
+        """Report the result messages of ``records``, in order, each delivered from its
+        ``message_start`` on; whether every result asks to stop. ``timestamp`` is the caller's:
+        the results of a parallel batch, made together, share one."""
+        delivered = self.delivered
+        terminate = True
+        try:
+            for record in records:
+                result = record.result
+                message = tool_result_message(record.call, result, record.is_error, timestamp)
+                delivered.append(message)
+                self.open_result = message
+                await emit({"type": "message_start", "message": message})
+                self.open_result = None
+                await emit({"type": "message_end", "message": message})
+                if result.terminate is not True:
+                    terminate = False
+        except Exception as exc:
+            raise ListenerError(exc) from exc
+        return terminate
+
+    async def _sequential(self, calls: Sequence[ToolCall]) -> bool:
         """Each call through all its steps before the next; whether every result asks to stop."""
-        terminate = bool(calls)
+        terminate = True
+        hooked = self.config.before_tool_call is not None
         for call in calls:
+            record, start = self._started(call)
             try:
-                await self._emit_start(call)
+                await start
             except Exception as exc:
                 raise ListenerError(exc) from exc
-            record = self._check(call) if self.config.before_tool_call is None else await self._prepare(call)
+            if hooked:
+                await self._prepare(record)
+            else:
+                self._check(record)
             if record.stage == _RUNNABLE:
                 await self._run(record)
                 await self._report(record)
             else:
-                record.stage = _REPORTED
                 try:
                     await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
-            await emit_tool_results(
-                (tool_result_message(call, record.result, record.is_error, int(time.time() * 1000)),),
-                self.emit,
-                self.report,
-            )
-            if record.result.terminate is not True:
+            if not await self._deliver((record,), int(time.time() * 1000), self.emit):
                 terminate = False
         return terminate
 
-    async def parallel(self, calls: Sequence[ToolCall]) -> bool:
-        """Every call prepared (an immediate result reports its end at once), the prepared ones
-        run concurrently, then the result messages in source order; whether every result asks
-        to stop. Written out in one piece, the sending of the start and immediate end events
-        included (only their dicts come from the builders above): a method or a coroutine per
-        step of each call cost more than the steps themselves (P2)."""
-        emit, report = self.emit, self.report
-        started = report.started
-        hooked = self.config.before_tool_call is not None
-        records: list[_Call] = []
-        runnable = 0
+    async def _reject_truncated(self, calls: Sequence[ToolCall]) -> None:
+        """The calls of a response cut by the token limit are not run: each gets an error result."""
         for call in calls:
-            started[call["id"]] = None
+            record, start = self._started(call)
+            record.fail(TRUNCATED_CALL.format(name=call["name"]))
             try:
-                await emit(start_event(call))
+                await start
+                await self._emit_end(record)
             except Exception as exc:
                 raise ListenerError(exc) from exc
-            record = await self._prepare(call) if hooked else self._check(call)
-            records.append(record)
+            await self._deliver((record,), int(time.time() * 1000), self.emit)
+
+    async def _parallel(self, calls: Sequence[ToolCall]) -> bool:
+        """Every call prepared (an immediate result reports its end at once), the prepared ones
+        run concurrently, then the result messages in source order; whether every result asks
+        to stop. Calls start *eagerly*, in this task (``eager``), as the reference's ``execute``
+        does: a call that ends at once (an instant tool) costs no task and no pass of the event
+        loop, and when every call does, their ends are reported here, in source order: a
+        coroutine per step of each call, or per batch, cost more than the steps themselves (P2).
+        The first call that does not end at once hands the batch to ``_run_concurrently``."""
+        hooked = self.config.before_tool_call is not None
+        records = self.records
+        runnable = 0
+        for call in calls:
+            record, start = self._started(call)
+            try:
+                await start
+            except Exception as exc:
+                raise ListenerError(exc) from exc
+            if hooked:
+                await self._prepare(record)
+            else:
+                self._check(record)
             if record.stage == _RUNNABLE:
                 runnable += 1
             else:
-                record.stage = _REPORTED
                 try:
                     await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
 
         if runnable > 1:
-            await self._run_concurrently(records)
+            starting: list[asyncio.Task[None]] = []
+            self.starting = starting
+            for record in records:
+                if record.stage == _RUNNABLE:
+                    suspended = start_eagerly(self._execute(record))
+                    if suspended is not None:
+                        await self._run_concurrently(records, record, suspended)
+                        break
+            else:
+                if starting:  # updates sent by calls that ended while starting
+                    await self._run_concurrently(records, None, None)
+                else:  # every call ended while starting (instant tools): their ends, in source order
+                    self.starting = None
+                    after = self.config.after_tool_call
+                    emit = self.emit
+                    for record in records:
+                        if record.stage == _EXECUTED:  # ``_report`` and ``_emit_end``, written out
+                            if after is not None:
+                                record.stage = _REPORTED
+                                await self._finalize(record)
+                            record.stage = _ENDED
+                            try:
+                                await emit(end_event(record.call, record.result, record.is_error))
+                            except Exception as exc:
+                                raise ListenerError(exc) from exc
         elif runnable:  # nothing to run concurrently: spare the task
             for record in records:
                 if record.stage == _RUNNABLE:
                     await self._run(record)
                     await self._report(record)
+        return await self._deliver(records, int(time.time() * 1000), self.emit)
 
-        # The result messages, in source order. They are made together, so they share a timestamp.
-        timestamp = int(time.time() * 1000)
-        messages: list[ToolResultMessage] = []
-        terminate = bool(records)
-        for record in records:
-            result = record.result
-            messages.append(tool_result_message(record.call, result, record.is_error, timestamp))
-            if result.terminate is not True:
-                terminate = False
-        await emit_tool_results(messages, emit, report)
-        return terminate
+    async def _run_concurrently(
+        self, records: list[_Call], bound: _Call | None, suspended: Suspended[None] | None
+    ) -> None:
+        """Run the calls of a concurrent batch once they have started up to ``bound``, the first
+        that suspended while starting (``suspended``): every call starts (runs up to its first
+        suspension, in source order) and the updates sent meanwhile are reported before any
+        call reports its end, as in the reference, where each ``execute`` starts synchronously
+        and an update is emitted when it is sent. Calls that finished while starting then
+        report their ends in source order; the others report theirs as they finish.
 
-    async def _run_concurrently(self, records: list[_Call]) -> None:
-        """Every call starts (runs up to its first suspension, in source order) and the updates
-        sent meanwhile are reported before any call reports its end, as in the reference, where
-        each ``execute`` starts synchronously and an update is emitted when it is sent. Calls
-        that finished while starting then report their ends in source order; the others report
-        theirs as they finish.
-
-        Calls start *eagerly*, in this task (``eager``), as the reference's ``execute`` does: a
-        call that ends at once (an instant tool) costs no task and no pass of the event loop.
-        The first call that does not end at once stays in this task (whatever it tied to its
-        task, a timeout or a cancel scope, stays true), which continues it at once; the calls
-        after it start as tasks, and a task of its own settles the batch (``_settle``). In the
-        P2 benchmark (three instant tools per turn) this removed three tasks and a ``sleep(0)``
-        per turn: 8% of the run's instructions (callgrind, 186 M -> 170 M per run), 12% of its
-        CPU time (interleaved runs)."""
-        starting: list[asyncio.Task[None]] = []
-        self.starting = starting
-        bound: _Call | None = None
-        suspended: Suspended[None] | None = None
+        ``bound`` stays in this task (whatever it tied to its task, a timeout or a cancel scope,
+        stays true), which continues it at once; the calls after it start as tasks, and a task
+        of its own settles the batch (``_settle``). In the P2 benchmark (three instant tools per
+        turn) starting eagerly removed three tasks and a ``sleep(0)`` per turn: 8% of the run's
+        instructions (callgrind, 186 M -> 170 M per run), 12% of its CPU time (interleaved runs)."""
         tasks: list[asyncio.Task[None]] = []
         settle: asyncio.Task[None] | None = None
+        starting = self.starting
         try:
-            for record in records:
-                if record.stage != _RUNNABLE:
-                    continue
-                if suspended is not None:  # a call before it suspended: it starts as a task
+            for record in records:  # the calls after ``bound`` (those before it have ended)
+                if record.stage == _RUNNABLE and record is not bound:
                     record.task = asyncio.get_running_loop().create_task(self._run_in_batch(record))
                     tasks.append(record.task)
-                    continue
-                suspended = start_eagerly(self._execute(record))
-                if suspended is not None:
-                    bound = record
-            if suspended is None and not tasks and not starting:
-                # Every call ended while starting (instant tools): their ends, in source order.
-                self.starting = None
-                after = self.config.after_tool_call
-                emit, started = self.emit, self.report.started
-                for record in records:
-                    if record.stage == _EXECUTED:  # ``_report`` and ``_emit_end``, written out
-                        record.stage = _REPORTED
-                        if after is not None:
-                            await self._finalize(record)
-                        end = end_event(record.call, record.result, record.is_error)
-                        started[record.call["id"]] = end
-                        try:
-                            await emit(end)
-                        except Exception as exc:
-                            raise ListenerError(exc) from exc
-                return
             if suspended is None:
                 await self._settle(records, tasks)
             else:
@@ -471,7 +490,7 @@ class _Batch:
                     await self._settle(records, tasks)
                 finished = await self._finish(bound, suspended, settle)
                 # ``_settle`` has started every call meanwhile, or it reports this one's end
-                if finished and self.starting is None:  # pyright: ignore[reportUnnecessaryComparison]
+                if finished and self.starting is None:
                     await self._report(bound)
                 if settle is not None:
                     await settle
@@ -480,7 +499,7 @@ class _Batch:
             if suspended is not None:
                 await suspended.close()
             if tasks or starting or settle is not None:
-                running: list[asyncio.Task[Any]] = [*tasks, *starting]
+                running: list[asyncio.Task[Any]] = [*tasks, *(starting or ())]
                 if settle is not None:
                     running.append(settle)
                 unfinished = [task for task in running if not task.done()]
@@ -596,16 +615,16 @@ class _Batch:
         it suspends: ``_drive``); its updates are reported (in order) by the time this returns.
         It returns nothing (its outcome goes into ``record``): ``start_eagerly`` needs no
         exception to learn that a call ended at once."""
-        call, tool = record.call, record.tool
-        assert tool is not None
         result: Any = None
         failure: BaseException | None = None
         try:
             if self.trace is None:
-                result = await tool.execute(call["id"], record.args, self.signal, record.update)
+                result = await record.tool.execute(record.call["id"], record.args, self.signal, record.update)
             else:
-                with self.trace.tool_running(call["id"]):
-                    result = await tool.execute(call["id"], record.args, self.signal, record.update)
+                with self.trace.tool_running(record.call["id"]):
+                    result = await record.tool.execute(
+                        record.call["id"], record.args, self.signal, record.update
+                    )
         except Exception as exc:
             failure = exc
         except asyncio.CancelledError as exc:
@@ -627,12 +646,13 @@ class _Batch:
             # a string kept as is made a message no store or provider takes (pi's type: a list)
             given: object = result.content
             record.fail(
-                f"Tool {call['name']} returned content as a {type(given).__name__}, not a list of blocks"
+                f"Tool {record.call['name']} returned content as a {type(given).__name__}, not a list of blocks"
             )
         elif isinstance(result, AgentToolResult):
             record.result = result
         else:
-            record.fail(f"Tool {call['name']} returned {type(result).__name__}, not an AgentToolResult")
+            name = record.call["name"]
+            record.fail(f"Tool {name} returned {type(result).__name__}, not an AgentToolResult")
         record.stage = _EXECUTED
 
     async def _report(self, record: _Call) -> None:
@@ -647,37 +667,40 @@ class _Batch:
 
     # -- the steps of one call ---------------------------------------------------------------
 
-    async def _prepare(self, call: ToolCall) -> _Call:
+    async def _prepare(self, record: _Call) -> None:
         """``_check``, then ``before_tool_call`` (callers without the hook call ``_check`` alone)."""
-        record = self._check(call)
+        self._check(record)
         before = self.config.before_tool_call
         if before is None or record.stage != _RUNNABLE:
-            return record
+            return
+        assert self.assistant is not None
         try:
             decision = await _answer(
                 "before_tool_call",
-                before(BeforeToolCallContext(self.assistant, call, record.args, self.context), self.signal),
+                before(
+                    BeforeToolCallContext(self.assistant, record.call, record.args, self.context), self.signal
+                ),
                 BeforeToolCallResult,
                 self.signal,
             )
         except Exception as exc:
             record.fail(describe_error(exc))
             record.stage = _EXECUTED
-            return record
+            return
         if decision is not None and decision.block:
             record.fail(decision.reason or BLOCKED)
             record.stage = _EXECUTED
-        return record
 
-    def _check(self, call: ToolCall) -> _Call:
+    def _check(self, record: _Call) -> None:
         """The synchronous part of preparing: find the tool, prepare and validate the arguments.
         A failure is an immediate result (stage ``_EXECUTED``)."""
+        call = record.call
         agent_tool = self.tools.get(call["name"])
-        record = _Call(self, call, agent_tool)
         if agent_tool is None:
             record.fail(f"Tool {call['name']} not found")
             record.stage = _EXECUTED
-            return record
+            return
+        record.tool = agent_tool
         try:
             arguments: Any = call["arguments"]
             if agent_tool.prepare_arguments is not None:
@@ -686,12 +709,11 @@ class _Batch:
         except Exception as exc:
             record.fail(describe_error(exc))
             record.stage = _EXECUTED
-        return record
 
     async def _finalize(self, record: _Call) -> None:
         """Apply ``after_tool_call`` to the call's result (callers without the hook skip this)."""
         after = self.config.after_tool_call
-        assert after is not None
+        assert after is not None and self.assistant is not None
         result, is_error = record.result, record.is_error
         try:
             override = await _answer(
@@ -735,21 +757,3 @@ TRUNCATED_CALL = (
     'Tool call "{name}" was not executed: the response hit the output token limit (stopReason "length") '
     "and cut it off, so its arguments may be incomplete. Send the call again, smaller if needed."
 )
-
-
-async def reject_truncated_calls(calls: list[ToolCall], emit: Emit, report: BatchReport) -> ToolBatch:
-    """The tool calls of a response cut by the token limit are not run: each gets an error result."""
-    for call in calls:
-        result = error_result(TRUNCATED_CALL.format(name=call["name"]))
-        end = end_event(call, result, True)
-        report.started[call["id"]] = None
-        try:
-            await emit(start_event(call))
-            report.started[call["id"]] = end
-            await emit(end)
-        except Exception as exc:
-            raise ListenerError(exc) from exc
-        await emit_tool_results(
-            (tool_result_message(call, result, True, int(time.time() * 1000)),), emit, report
-        )
-    return ToolBatch(messages=list(report.delivered), terminate=False)
