@@ -176,8 +176,10 @@ class _Call:
     """The task it runs in, when a concurrent batch could not start it in its own."""
 
     def __init__(self, runner: ToolRunner, call: ToolCall) -> None:
+        """Made as the call's start event goes out: the batch counts it as started."""
         self.runner = runner
         self.call = call
+        runner.records.append(self)
 
     def fail(self, text: str) -> None:
         self.result = error_result(text)
@@ -325,12 +327,6 @@ class ToolRunner:
                 record.fail(f"Tool call was not completed: {text}")
             await self._deliver((record,), int(time.time() * 1000), emit)
 
-    def _started(self, call: ToolCall) -> tuple[_Call, Awaitable[None]]:
-        """A record for ``call``, counted as started, and its start event's awaitable (to be awaited)."""
-        record = _Call(self, call)
-        self.records.append(record)
-        return record, self.emit(start_event(call))
-
     def _emit_end(self, record: _Call) -> Awaitable[None]:
         """Mark the end as sent and hand back the listener's awaitable (to be awaited)."""
         record.stage = _ENDED
@@ -360,11 +356,12 @@ class ToolRunner:
     async def _sequential(self, calls: Sequence[ToolCall]) -> bool:
         """Each call through all its steps before the next; whether every result asks to stop."""
         terminate = True
+        emit = self.emit
         hooked = self.config.before_tool_call is not None
         for call in calls:
-            record, start = self._started(call)
+            record = _Call(self, call)
             try:
-                await start
+                await emit(start_event(call))
             except Exception as exc:
                 raise ListenerError(exc) from exc
             if hooked:
@@ -379,17 +376,17 @@ class ToolRunner:
                     await self._emit_end(record)
                 except Exception as exc:
                     raise ListenerError(exc) from exc
-            if not await self._deliver((record,), int(time.time() * 1000), self.emit):
+            if not await self._deliver((record,), int(time.time() * 1000), emit):
                 terminate = False
         return terminate
 
     async def _reject_truncated(self, calls: Sequence[ToolCall]) -> None:
         """The calls of a response cut by the token limit are not run: each gets an error result."""
         for call in calls:
-            record, start = self._started(call)
+            record = _Call(self, call)
             record.fail(TRUNCATED_CALL.format(name=call["name"]))
             try:
-                await start
+                await self.emit(start_event(call))
                 await self._emit_end(record)
             except Exception as exc:
                 raise ListenerError(exc) from exc
@@ -403,13 +400,14 @@ class ToolRunner:
         loop, and when every call does, their ends are reported here, in source order: a
         coroutine per step of each call, or per batch, cost more than the steps themselves (P2).
         The first call that does not end at once hands the batch to ``_run_concurrently``."""
+        emit = self.emit
         hooked = self.config.before_tool_call is not None
         records = self.records
         runnable = 0
         for call in calls:
-            record, start = self._started(call)
+            record = _Call(self, call)
             try:
-                await start
+                await emit(start_event(call))
             except Exception as exc:
                 raise ListenerError(exc) from exc
             if hooked:
@@ -439,7 +437,6 @@ class ToolRunner:
                 else:  # every call ended while starting (instant tools): their ends, in source order
                     self.starting = None
                     after = self.config.after_tool_call
-                    emit = self.emit
                     for record in records:
                         if record.stage == _EXECUTED:  # ``_report`` and ``_emit_end``, written out
                             if after is not None:
@@ -455,7 +452,7 @@ class ToolRunner:
                 if record.stage == _RUNNABLE:
                     await self._run(record)
                     await self._report(record)
-        return await self._deliver(records, int(time.time() * 1000), self.emit)
+        return await self._deliver(records, int(time.time() * 1000), emit)
 
     async def _run_concurrently(
         self, records: list[_Call], bound: _Call | None, suspended: Suspended[None] | None
