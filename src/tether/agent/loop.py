@@ -434,7 +434,7 @@ class _Run:
         llm_context: Context = {
             "systemPrompt": system_prompt,
             "messages": llm_messages,
-            "tools": [tool_schema(t) for t in context.tools],
+            "tools": list(map(tool_schema, context.tools)),  # no comprehension: a frame per call
         }
         volatile = (
             await _call("get_volatile_context", config.get_volatile_context, signal=self.signal)
