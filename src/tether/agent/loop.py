@@ -231,8 +231,8 @@ class _Run:
 
     # -- events ----------------------------------------------------------------------------------
     # Events go straight to the sink: the hot ones (several per turn) are awaited where they
-    # happen, with what a failure needs to know (``in_turn``, ``open_message``, the batch's
-    # report) written just before, and a listener's exception turned into ``StepFailed`` there.
+    # happen, with what a failure needs to know (``in_turn``, ``open_message``, the tool batch's
+    # records) written just before, and a listener's exception turned into ``StepFailed`` there.
     # A wrapper coroutine per event cost 5% of a run's instructions (P2).
 
     async def _traced_sink(self, event: AgentEvent) -> None:
@@ -319,8 +319,8 @@ class _Run:
                     more_tool_calls = False
                     failed = message["stopReason"] == "error" or message["stopReason"] == "aborted"
                     if self.open_calls is not None:  # never after a failed response
-                        tool_results = await self._run_tools()
-                        more_tool_calls = not self.runner.terminate  # pyright: ignore[reportOptionalMemberAccess] (made by _run_tools)
+                        tool_results, terminate = await self._run_tools()
+                        more_tool_calls = not terminate
                     self.in_turn = False
                     try:
                         await sink({"type": "turn_end", "message": message, "toolResults": tool_results})
@@ -546,17 +546,19 @@ class _Run:
             )
         return runner
 
-    async def _run_tools(self) -> list[ToolResultMessage]:
-        """The open calls run and reported (``ToolRunner.run``); their result messages."""
+    async def _run_tools(self) -> tuple[list[ToolResultMessage], bool]:
+        """The open calls run and reported (``ToolRunner.run``): their result messages, and
+        whether they all asked to stop the run."""
         assert self.open_calls is not None
         try:
-            results = await (self.runner or self._tool_runner()).run(*self.open_calls)
+            runner = self.runner or self._tool_runner()
+            results = await runner.run(*self.open_calls)
         except _tool_execution().ListenerError as failure:
             raise StepFailed("event listener", failure.cause) from failure.cause
         self.open_calls = None
         self.context.messages.extend(results)
         self.new_messages.extend(results)
-        return results
+        return results, runner.terminate
 
     # -- failure ---------------------------------------------------------------------------------
 

@@ -157,7 +157,8 @@ class _Call:
     ``update`` is the tool's ``on_update``.
 
     What most calls never change (no failure, no update, no task of their own) is a default of
-    the class, not an attribute set per call: a record costs two assignments."""
+    the class, not an attribute set per call: a record costs two assignments and its place in
+    its batch's ``records``."""
 
     tool: AgentTool
     """Set by preparing once the tool is found (only a call whose tool was found runs)."""
@@ -322,7 +323,7 @@ class ToolRunner:
                 if record.stage != _ENDED:
                     record.fail(f"Tool call was not completed: {text}")
                     await emit(end_event(record.call, record.result, True))
-            else:
+            else:  # its start never went out: its record, made now, is only what is delivered
                 record = _Call(self, calls[index])
                 record.fail(f"Tool call was not completed: {text}")
             await self._deliver((record,), int(time.time() * 1000), emit)
