@@ -630,8 +630,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         session, message = self._session, event["message"]
         assert session is not None
         try:
-            if session.message_id(message) is None:
-                session.append_messages([message], checked=self._checked(message))
+            session.record_message(message, checked=self._checked(message))
         except (SessionError, WireError):  # a malformed message ends the run as an error reply
             raise
         except Exception as exc:

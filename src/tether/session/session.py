@@ -331,6 +331,51 @@ class Session:
             self._ids[id(message)] = (message, entry_id, True)
         return ids
 
+    def record_message(self, message: AgentMessage, *, checked: bool = False) -> None:
+        """Persist a message a run finished, unless this handle holds it already (a durable
+        replay's, ``use_ids``); ``checked`` as for ``append_messages``.
+
+        A run's every message comes here (``AgentSession``), so the usual case, writes deferred
+        to the writer thread with ids from the clock, is written out as one straight path: the
+        entry, its queueing, the tree, the context and the known ids, what ``_append`` and
+        ``_write`` do for any list of entries in ~45 calls (P6: ~1,000 bytecodes a stored
+        message on the event loop's thread). Anything else takes that general path."""
+        known = self._known_ids()
+        if id(message) in known:
+            return
+        lease = self._lease
+        if not self._deferring or self._next_id is not None or lease is None or not lease.active:
+            self.append_messages([message], checked=checked)
+            return
+        if not checked:
+            decode_message(message, "message")
+        pending = self._pending
+        if pending and pending[0].committed.finished:
+            self._raise_failed_write()  # a later entry must not hang off one that was not written
+        parent = self._uncounted_leaf if self._uncounted else self._record.leaf_id
+        timestamp = time.time_ns() // 1_000_000
+        entry_id = self._newest_id = new_id(self._newest_id)
+        entry = {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": timestamp,
+            "message": message,
+        }
+        pending.append(self._store.append_later(lease, [entry], entry_id, timestamp))
+        self._uncounted.append(entry)
+        self._uncounted_leaf = entry_id
+        if timestamp > self._uncounted_updated:
+            self._uncounted_updated = timestamp
+        self._tree.add(entry)
+        context = self._context
+        messages = context.messages
+        messages.append(message)
+        context.entry_ids.append(entry_id)
+        context.tokens.add(message)
+        known[id(message)] = (message, entry_id, True)
+        self._indexed = (context, len(messages))  # taken in: ``_known_ids`` need not look at it
+
     def append_synthetic(self, prompt: PromptInput) -> str:
         """Persist a hook's ``{role, parts}`` message with a runtime id and timestamp."""
         model = self._context.model.info if self._context.model else None

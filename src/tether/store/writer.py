@@ -52,15 +52,17 @@ class Commit:
     """The end of one batch's transaction, which each of its appends' sessions may wait for:
     blocking (``wait``) or on an event loop (``settled``); see the module docstring."""
 
-    __slots__ = ("_done", "_lock", "_waiters")
+    __slots__ = ("_done", "_lock", "_waiters", "finished")
 
     def __init__(self) -> None:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._waiters: list[asyncio.Future[None]] = []
+        self.finished = False
+        """``done()`` as an attribute, for a session's check before each append."""
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self.finished
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the transaction ended (or ``timeout`` passed: then ``False``)."""
@@ -81,6 +83,7 @@ class Commit:
     def finish(self) -> None:
         """The transaction ended (the writer's thread): wake every waiter, each loop once."""
         with self._lock:
+            self.finished = True  # before the event: whoever it wakes finds the batch done
             self._done.set()
             waiters, self._waiters = self._waiters, []
         loops: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
@@ -161,7 +164,10 @@ class BatchWriter:
         self._queue: list[PendingAppend] = []
         self._next_commit = Commit()
         """The commit of the appends queued now: they go into the next batch together."""
+        self._mutex = threading.Lock()
+        """Guards the queue, its commit and ``_closing``."""
         self._wake = threading.Condition()
+        """Wakes the thread; held to check the queue before waiting, so no notify is missed."""
         self._thread: threading.Thread | None = None
         self._closing = False
         self._failed: dict[int, tuple[WriterLease, BaseException]] = {}
@@ -170,23 +176,29 @@ class BatchWriter:
     def submit(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
     ) -> PendingAppend:
-        """Queue an append; it is done once its batch's transaction ended."""
-        with self._wake:
+        """Queue an append; it is done once its batch's transaction ended. The queue has a lock
+        of its own (``_mutex``, no Python frame to take it: every stored message comes here);
+        the condition is taken only to wake an idle thread, for the first append after a batch."""
+        with self._mutex:
             if self._closing:
                 raise RuntimeError("the session store is closed")
             pending = PendingAppend(lease, entries, leaf_id, updated, self._next_commit)
-            self._queue.append(pending)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-            if len(self._queue) == 1:  # the thread waits for the first; it then takes all there are
-                self._wake.notify()
+            queue = self._queue
+            queue.append(pending)
+            first = len(queue) == 1
+        if first:
+            with self._wake:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                    self._thread.start()
+                self._wake.notify()  # the thread waits for the first; it then takes all there are
         return pending
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread."""
-        with self._wake:
+        with self._mutex:
             self._closing = True
+        with self._wake:
             self._wake.notify()
             thread = self._thread
         if thread is not None:
@@ -202,7 +214,7 @@ class BatchWriter:
                     return
             if shared and not self._closing:
                 time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
-            with self._wake:
+            with self._mutex:
                 batch, self._queue = self._queue, []
                 committed, self._next_commit = self._next_commit, Commit()
             shared = any(pending.lease is not batch[0].lease for pending in batch)
