@@ -109,6 +109,8 @@ class Session:
         row is seldom read during a run)."""
         self._uncounted_leaf = ""
         self._uncounted_updated = 0
+        self.settings_checked: tuple[object, ...] | None = None
+        """What ``tether.session.wiring.record_settings`` last found nothing to record for."""
         self._unplaced = 0
         """Entries ``catch_up`` added that the context has not taken in (yet): how far back from
         a new leaf the old one can be, when the new leaf descends from it."""

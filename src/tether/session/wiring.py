@@ -18,6 +18,7 @@ from typing import cast
 from tether.ai.abort import AbortSignal
 from tether.ai.types import StreamFn
 from tether.session.budget import CompactionSettings, is_context_overflow, should_compact
+from tether.session.context import SessionContext
 from tether.session.prompt import PromptHook, run_prompt_hooks
 from tether.session.session import Session
 from tether.wire import AgentMessage, ModelInfo
@@ -35,8 +36,17 @@ def record_settings(
     """Append a settings entry for each value that differs from the session's current one. A
     model differs by provider or id, or by what it is under the same id (``models.json`` raised
     its ``contextWindow``): the session's descriptor is what a resume falls back to once the id
-    is no longer listed, so it follows the model as it runs (pi stores no descriptor at all)."""
+    is no longer listed, so it follows the model as it runs (pi stores no descriptor at all).
+
+    Every pass of a run asks (``agent_start``), and the answer is nearly always the last one's:
+    when the session's settings and the values given are those of the last call (the model as
+    its ``repr``, so a change inside the same dict counts), nothing is compared again. The
+    comparison walked the model's descriptor twice (~300 bytecodes a stored message, P6)."""
     ctx = session.context
+    given = (repr(model), thinking_level, service_tier, system_prompt)
+    last = session.settings_checked
+    if last is not None and last[0] is ctx and last[1] is ctx.model and last[2] == _held(ctx, given):
+        return
     if model is not None and (
         ctx.model is None
         or (ctx.model.provider, ctx.model.model_id) != (model["provider"], model["id"])
@@ -49,6 +59,14 @@ def record_settings(
         session.set_service_tier(service_tier)
     if (system_prompt or None) != (ctx.system_prompt or None):
         session.set_system_prompt(system_prompt or "")
+    ctx = session.context
+    session.settings_checked = (ctx, ctx.model, _held(ctx, given))
+
+
+def _held(ctx: SessionContext, given: tuple[str, str | None, str | None, str | None]) -> tuple[object, ...]:
+    """What ``record_settings`` compared: the session's settings (but its model, compared by
+    identity) and the values it was given."""
+    return (ctx.thinking_level, ctx.service_tier, ctx.system_prompt, *given)
 
 
 def _described(model: ModelInfo) -> list[object]:
