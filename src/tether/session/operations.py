@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.ai.abort import AbortController, AbortSignal
-from tether.session.branching import BranchError
 from tether.session.core_state import CoreState
 from tether.session.events import CompactionReason, compaction_end
 from tether.store.errors import SessionError
@@ -253,6 +252,8 @@ class SessionOperations(CoreState):
         idle = not self.is_running
         decided = await self.before_change({"type": "session_before_tree", "preparation": preparation})
         if idle and self.is_running:  # a front end takes prompts while the hooks are awaited
+            from tether.session.branching import BranchError  # loads the store: off the print path
+
             raise BranchError("a run started while the extensions were asked about the move: not moved")
         given = decided.summary if decided is not None and summarize else None
         if decided is not None:
