@@ -107,6 +107,21 @@ def test_trust_covers_a_listed_folder_and_what_is_below_it(tmp_path: Path) -> No
         is_trusted(tmp_path, project)  # one line naming the file, never a silent "trusted"
 
 
+@pytest.mark.parametrize(
+    ("target", "why"), [("moved.json", "No such file"), ("trusted-folders.json", "Too many levels")]
+)
+def test_a_trust_file_linking_to_nothing_is_an_error_not_no_trust(
+    tmp_path: Path, target: str, why: str
+) -> None:
+    """A link whose target moved (or a loop) is not "no file": read as one, every project's
+    trust was silently dropped, and the next "yes" wrote a new file over the link."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    (tmp_path / "trusted-folders.json").symlink_to(tmp_path / target)
+    with pytest.raises(TrustFileError, match=rf"trusted-folders\.json: cannot read: {why}"):
+        is_trusted(tmp_path, project)
+
+
 def test_tool_names_stay_within_what_providers_accept() -> None:
     assert tool_name("time", "get_current_time") == "mcp__time__get_current_time"
     assert tool_name("fs", "read.file v2") == "mcp__fs__read_file_v2"

@@ -42,15 +42,19 @@ def trust_file(config_dir: Path) -> Path:
 
 
 def trusted_folders(config_dir: Path) -> list[tuple[Path, frozenset[Grant]]]:
-    """The folders the user trusted, each with what it was granted (missing file: none)."""
-    from tether.own_files import RefusedFile, read_own_file
+    """The folders the user trusted, each with what it was granted (missing file: none; a link
+    to nothing is an error)."""
+    from tether.own_files import RefusedFile, present, read_own_file
     from tether.wire.json_line import load_line  # only for a project with something to grant
 
     path = trust_file(config_dir)
     try:
         data: object = load_line(read_own_file(path, None))  # a FIFO there blocked the start
-    except FileNotFoundError:
-        return []
+    except FileNotFoundError as exc:
+        if not present(path):
+            return []
+        # a link to nothing (its target moved) is said: taken for no file, all trust was dropped
+        raise TrustFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except RefusedFile as exc:
         raise TrustFileError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
