@@ -1,5 +1,5 @@
 """Files tether reads on its own: context files, skills, prompt templates, a project's settings and
-``.mcp.json``.
+``.mcp.json``; and how it writes its own (``write_own_file``).
 
 Nobody named these files: tether finds them by where they are, often in folders a cloned
 repository controls, and their text goes to the provider and into the session store. So they
@@ -20,15 +20,16 @@ The checks are made on the opened descriptor (its ``/proc/self/fd`` link and ``f
 link swapped between the check and the read does not get through; the open itself never blocks
 (``O_NONBLOCK``) and never makes a terminal ours (``O_NOCTTY``).
 
-A leaf beside ``tether.errors``, not part of a layer, because readers on both sides of the layers
-use it: ``session`` (context files, skills, settings) and ``mcp`` (``.mcp.json``).
+A leaf beside ``tether.errors``, not part of a layer, because readers and writers on both sides of
+the layers use it: ``session`` (context files, skills, settings, exports), ``ai`` (``auth.json``)
+and ``mcp`` (``.mcp.json``, OAuth tokens).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tether.errors import UserError
@@ -127,3 +128,30 @@ def opened_path(fd: int) -> Path | None:
 
 def _size(limit: int) -> str:
     return f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to ``path`` whole or not at all: into a new temporary file beside it, then
+    renamed over it. The temporary file is created under a name of its own (``mkstemp``: exclusive,
+    no link followed), never opened by a fixed or pid-based name: a link planted at ``path.tmp``
+    once sent an export into the file it pointed to, and a fixed name unlinked first let two
+    tethers writing at once rename each other's half-written file. A link at ``path`` is replaced,
+    not written through. The file is the user's alone (0600, ``mkstemp``'s mode): it may hold a
+    key, a token or what the user pasted into a transcript. Failure raises ``OSError`` naming
+    ``path``."""
+    import tempfile  # only when writing: not loaded by a run that writes nothing
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        os.replace(tmp, path)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise

@@ -15,9 +15,7 @@ and every message (``tether.wire``); errors name the line.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any, cast
 
 from pydantic_core import to_json  # export and import only: not imported on a run's path
 
+from tether.own_files import write_own_file
 from tether.store.entries import EntryDict
 from tether.store.store import SessionError, SessionRecord
 from tether.wire import WireError, decode_message, dumps
@@ -60,27 +59,10 @@ def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> No
 
 
 def write_lines(path: Path, lines: Iterable[bytes]) -> None:
-    """Write ``lines`` to ``path`` whole or not at all: through a new temporary file beside it,
-    then renamed over it. The temporary file is created, never opened by a fixed name: a link
-    planted at ``path.tmp`` once sent the export into the file it pointed to. A link at ``path``
-    is replaced, not written through. The file is the user's alone (0600, ``mkstemp``'s mode):
-    a transcript can hold what the user pasted into it. Failure raises ``OSError`` naming
-    ``path``."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for line in lines:
-                out.write(line)
-                out.write(b"\n")
-        os.replace(tmp, path)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise OSError(f"cannot write {path}: {err.strerror or err}") from None
-        raise
+    """Write ``lines`` to ``path``, each ended by a newline, whole or not at all, as tether writes
+    its own files (``write_own_file``: a new 0600 temporary file renamed over it, no link
+    followed). Failure raises ``OSError`` naming ``path``."""
+    write_own_file(path, (part for line in lines for part in (line, b"\n")))
 
 
 def read_export(path: Path) -> SessionExport:
