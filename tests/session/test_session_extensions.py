@@ -171,6 +171,22 @@ def test_entry_points_are_found_and_cached(dirs: dict[str, Path], monkeypatch: p
     assert [e.origin for e in resources.extensions.extensions] == ["entry point hello (hello_ext)"]
 
 
+def test_a_link_planted_at_the_cache_temporary_name_is_not_written_through(dirs: dict[str, Path]) -> None:
+    """The entry-point cache is written as tether's other files are: a link at the name a
+    writer would use (``NAME.<pid>.tmp`` once) sent the write into the file it points to."""
+    os.makedirs(dirs["data"], exist_ok=True)
+    victim = dirs["tmp"] / "victim"
+    victim.write_text("keep me")
+    (dirs["data"] / f"{ENTRY_POINTS_CACHE}.{os.getpid()}.tmp").symlink_to(victim)
+
+    installed_entry_points(dirs["data"])
+
+    assert victim.read_text() == "keep me"
+    cache = dirs["data"] / ENTRY_POINTS_CACHE
+    assert not cache.is_symlink() and "entryPoints" in json.loads(cache.read_text())
+    assert cache.stat().st_mode & 0o777 == 0o600
+
+
 def test_broken_extensions_are_one_line_each_and_the_rest_loads(dirs: dict[str, Path]) -> None:
     folder = dirs["config"] / "extensions"
     write(folder / "syntax.py", "def setup(api)\n")
