@@ -134,3 +134,16 @@ def test_a_fifo_in_its_place_is_a_problem_not_a_hang() -> None:
         f"{path}: cannot read: not a regular file (a pipe, socket or device); fix or remove it (/login writes a new one)"
     ]
     assert stored_key("openai") is None
+
+
+def test_another_writers_temporary_file_is_left_alone() -> None:
+    """Two tethers saving a key at once: each writes a temporary file of its own. The fixed
+    ``auth.json.tmp`` was unlinked first, so one removed (or renamed in place) the other's."""
+    path = auth_file()
+    path.parent.mkdir(parents=True)
+    theirs = path.with_name(path.name + ".tmp")
+    theirs.write_text('{"groq": {"type": "api_key", "key": "theirs"}}')
+    save_key("openai", "sk-mine")
+    assert theirs.read_text() == '{"groq": {"type": "api_key", "key": "theirs"}}'
+    assert stored_providers() == ["openai"] and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert {p.name for p in path.parent.iterdir()} == {path.name, theirs.name}  # none of ours left

@@ -93,3 +93,19 @@ def test_sign_in_once_then_use_the_kept_tokens(guarded: tuple[int, Path], tmp_pa
     assert third.returncode == 0 and "ready" in third.stdout and "asks you to sign in" in third.stderr
     assert len(browser_log.read_text().splitlines()) == 2  # signed in afresh
     assert sum(line.startswith("registered") for line in server_log.read_text().splitlines()) == 2
+
+
+def test_another_writers_temporary_token_file_is_left_alone(tmp_path: Path) -> None:
+    """Two tethers keeping a sign-in at once: each writes a temporary file of its own. The fixed
+    ``NAME.tmp`` was unlinked first, so one removed (or renamed in place) the other's."""
+    from tether.mcp.oauth import TokenFile, token_file
+
+    path = token_file(tmp_path, "guarded")
+    path.parent.mkdir(parents=True)
+    theirs = path.with_name(path.name + ".tmp")
+    theirs.write_text('{"callbackPort": 1}')
+    port = TokenFile(path).callback_port(None)
+    assert theirs.read_text() == '{"callbackPort": 1}'
+    assert json.loads(path.read_text()) == {"callbackPort": port}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert {p.name for p in path.parent.iterdir()} == {path.name, theirs.name}  # none of ours left

@@ -15,14 +15,12 @@ never a value: the file holds secrets, and a line reaches the terminal, logs and
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any, cast
 
 from tether.ai.paths import data_dir
-from tether.own_files import RefusedFile, read_own_file
+from tether.own_files import RefusedFile, read_own_file, write_own_file
 
 FILE_NAME = "auth.json"
 
@@ -184,16 +182,11 @@ def _kind(value: object) -> str:
 
 
 def _write(data: dict[str, Any]) -> Path:
-    """Write through a 0600 temporary file renamed over the old one: the key is never readable
-    by others, not even for a moment."""
+    """Write through a new 0600 temporary file renamed over the old one (``write_own_file``): the
+    key is never readable by others, not even for a moment, and two tethers saving at once each
+    write their own temporary file."""
     path = auth_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(json.dumps(data, indent=2) + "\n")
-    os.replace(temporary, path)
+    write_own_file(path, [(json.dumps(data, indent=2) + "\n").encode()])
     _cache.pop(path, None)
     return path

@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
+
+from tether.own_files import write_own_file
 
 if TYPE_CHECKING:
     import httpx2
@@ -59,13 +60,8 @@ class TokenFile:
         data = self._read()
         data[key] = value
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump(data, file)
-        temporary.replace(self.path)
+        # a new 0600 temporary file of its own: two tethers signing in at once each write theirs
+        write_own_file(self.path, [json.dumps(data).encode()])
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
