@@ -356,25 +356,40 @@ async def test_a_tool_hook_returning_a_wrong_shape_fails_that_call_naming_it(hoo
     check_invariants(recorder.trace(result))
 
 
-async def test_a_tool_returning_a_string_for_its_content_fails_that_call_naming_it() -> None:
-    """``AgentToolResult(content="text")`` (pi's type, and this one's, is a list of blocks) was
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("tool", "Tool quick returned content as a str, not a list of blocks"),
+        ("after_tool_call", "after_tool_call returned content as a str, not a list of blocks"),
+    ],
+)
+async def test_content_given_as_a_string_fails_that_call_naming_who_gave_it(where: str, said: str) -> None:
+    """``AgentToolResult(content="text")`` from a tool, or ``AfterToolCallResult(content="text")``
+    from the hook whose content replaces it (pi's type, and this one's, is a list of blocks), was
     kept as is: a session failed to store the message ("event listener failed: WireError:
     message.content: expected an array"), a bare loop sent it on to the provider."""
+    from tether.agent.hooks import AfterToolCallResult
 
     @tool
     async def quick(value: str) -> AgentToolResult[Any]:
-        """Answer at once, wrongly."""
-        return AgentToolResult[Any](content=value)  # pyright: ignore[reportArgumentType]
+        """Answer at once, wrongly when the tool is the one tested."""
+        content: Any = value if where == "tool" else [{"type": "text", "text": value}]
+        return AgentToolResult[Any](content=content)
+
+    async def after(*_: Any) -> AfterToolCallResult:
+        content: Any = "rewritten"
+        return AfterToolCallResult(content=content)
 
     model = ScriptedModel(_responses())
     recorder = Recorder()
-    result = await run_agent_loop(
-        [user("go")], AgentContext(tools=[quick]), AgentLoopConfig(model=model.model), recorder, None, model
+    config = (
+        AgentLoopConfig(model=model.model)
+        if where == "tool"
+        else _config_with_hook(model.model, "after_tool_call", after)
     )
+    result = await run_agent_loop([user("go")], AgentContext(tools=[quick]), config, recorder, None, model)
     answer = next(m for m in result if m["role"] == "toolResult")
-    assert answer["isError"] and answer["content"] == [
-        {"type": "text", "text": "Tool quick returned content as a str, not a list of blocks"}
-    ]
+    assert answer["isError"] and answer["content"] == [{"type": "text", "text": said}]
     assert decode_message(answer) == answer  # what a session stores
     assert result[-1]["role"] == "assistant" and result[-1]["stopReason"] == "stop"
     check_invariants(recorder.trace(result))

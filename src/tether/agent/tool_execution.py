@@ -730,6 +730,11 @@ class ToolRunner:
             return
         if override is None:
             return
+        if override.content is not None and not isinstance(override.content, list):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # it replaces the tool's: a string made the message a tool returning one did
+            given: object = override.content
+            record.fail(f"after_tool_call returned content as a {type(given).__name__}, not a list of blocks")
+            return
         record.result = AgentToolResult(
             content=override.content if override.content is not None else result.content,
             details=override.details if override.details is not None else result.details,
