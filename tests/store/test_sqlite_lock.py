@@ -256,3 +256,28 @@ def test_the_schema_step_to_range_locks_waits_for_older_tethers_writing(db_path:
     SQLiteStore(db_path).close()
     assert schema_version(db) == SCHEMA_VERSION == 3
     db.close()
+
+
+@pytest.mark.skipif(not RANGE_LOCKS, reason="no F_OFD_SETLK")
+def test_a_short_or_odd_fdinfo_lock_line_is_passed_over_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refused writer's search for the holder reads ``/proc/<pid>/fdinfo`` lines the kernel
+    writes; one shorter than it expects (a bare ``lock:``) or ending in no number raised
+    IndexError or ValueError in place of naming the holder."""
+    locks = tmp_path / "db.locks"
+    lease = sqlite_lock.lock_session(locks, "S", ranged=True)
+    try:
+        st = os.stat(locks / WRITERS_FILE)
+        real_read = Path.read_text
+
+        def odd_lines_first(path: Path) -> str:
+            text = real_read(path)
+            odd = "lock:\nlock:\t9: OFDLCK ADVISORY WRITE -1 00:00:0 1 then\n"
+            return odd + text if str(path).startswith("/proc/") else text
+
+        monkeypatch.setattr(type(Path()), "read_text", odd_lines_first)
+        holder = sqlite_lock._range_holder((st.st_dev, st.st_ino), sqlite_lock.session_offset("S"))  # pyright: ignore[reportPrivateUsage]
+        assert holder == f"pid {os.getpid()} on {socket.gethostname()}"
+    finally:
+        lease.release()

@@ -257,11 +257,14 @@ def _range_holder(key: tuple[int, int], offset: int) -> str | None:
             except OSError:
                 continue
             for line in info.splitlines():
+                # "lock:\t1: OFDLCK ADVISORY WRITE -1 <dev>:<ino> <start> <end or EOF>"; a line
+                # shorter or odder than that is passed over, not raised on the refused writer
                 words = line.split()
-                if words[:1] == ["lock:"] and words[-2].isdigit():
-                    start, end = int(words[-2]), words[-1]
-                    if start <= offset and (end == "EOF" or offset <= int(end)):
-                        return f"pid {pid} on {socket.gethostname()}"
+                if len(words) < 3 or words[0] != "lock:" or not words[-2].isdigit():
+                    continue
+                start, end = int(words[-2]), words[-1]
+                if start <= offset and (end == "EOF" or (end.isdigit() and offset <= int(end))):
+                    return f"pid {pid} on {socket.gethostname()}"
     return None
 
 
