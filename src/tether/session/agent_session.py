@@ -59,7 +59,7 @@ from tether.session.events import (
 from tether.session.mcp_control import McpControl
 from tether.session.message_stamps import MessageClock
 from tether.session.model_control import ModelControl
-from tether.session.operations import SessionOperations
+from tether.session.operations import MOVE_UNDER_A_RUN, SessionOperations
 from tether.session.recovery import Recovery, RetryRelay
 from tether.session.settings import Retry as RetrySettings, Settings
 from tether.session.user_input import UserInput
@@ -202,6 +202,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._mcp_abort: AbortController | None = None
         self._compactions = {}
         """The summaries of ``compact()`` calls under way, and what aborts each."""
+        self._moves = set()
+        """What aborts the summary of each ``branch(summarize=True)`` under way: a run that
+        starts, ``abort()`` and ``close()``."""
         self._grace = None
         """The current run's bound on its listeners once aborted (``ListenerGrace``)."""
         self._compacting = 0
@@ -348,9 +351,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         return taken
 
     def abort(self) -> None:
-        """Abort the run: the model call, tools, a retry wait, a ``!``/``$`` input and a
-        ``compact()``'s summary. With none
-        running, a run made but not started yet is the current one: as pi's ``prompt()`` starts
+        """Abort the run: the model call, tools, a retry wait, a ``!``/``$`` input and the
+        summary of a ``compact()`` or of a ``branch()``. With none running, a run made but not started yet is the current one: as pi's ``prompt()`` starts
         its run on the spot, ``run = core.prompt(...); core.abort(); await run`` ends aborted."""
         if self.is_running:
             self._aborted = True
@@ -362,7 +364,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             self._grace.abort()  # a listener stuck in an await is cut after ABORT_GRACE
         self.agent.abort()
         self.abort_retry()
-        for controller in (self._input_abort, self._mcp_abort, *self._compactions.values()):
+        for controller in (self._input_abort, self._mcp_abort, *self._compactions.values(), *self._moves):
             if controller is not None:
                 controller.abort()
 
@@ -378,6 +380,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._closed = True
         if self.is_running:
             self.abort()
+        for move in tuple(self._moves):  # not stored in a closed session
+            move.abort()
         await self._end_compactions()
         if self.mcp is not None and "mcp" in self._owns:
             await self.mcp.close()
@@ -450,6 +454,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             if previous is not None and previous is not self._aborting:
                 raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
             self._run = asyncio.ensure_future(self._run_after(previous, body, retry))
+            for move in tuple(self._moves):  # moved under the run, its entries would hang off the summary
+                move.abort(MOVE_UNDER_A_RUN)
             return self._run
 
         run = Run(start, self.subscribe, self.abort)

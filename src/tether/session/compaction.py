@@ -317,4 +317,6 @@ async def summarize_branch(
         instructions=instructions,
         options=SimpleStreamOptions(signal=signal, session_id=session.id),
     )
+    if signal is not None and signal.aborted:  # from a model deaf to the abort: not moved all the same
+        raise CompactionError("summarising failed: the move was aborted")
     return session.branch(target, summary=summary)

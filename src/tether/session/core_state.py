@@ -98,6 +98,7 @@ class CoreState:
     _closed: bool
     _mcp_abort: AbortController | None
     _compactions: dict[asyncio.Future[CompactionResult], AbortController]
+    _moves: set[AbortController]
     _aborted: bool
     _grace: ListenerGrace | None
 

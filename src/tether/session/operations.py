@@ -28,12 +28,17 @@ from tether.store.errors import SessionError
 from tether.wire import AgentMessage
 
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from tether.session.compaction import CompactionResult
     from tether.session.extensions.api import SessionBeforeResult
     from tether.session.extensions.host import ExtensionHost
     from tether.session.session import Session
     from tether.session.stats import Stats
     from tether.store.store import SessionRecord
+
+MOVE_UNDER_A_RUN = "a run started"
+"""The reason a run that starts gives the summary of a move it aborts (``_summarised_move``)."""
 
 
 class SessionOperations(CoreState):
@@ -249,12 +254,10 @@ class SessionOperations(CoreState):
             "customInstructions": instructions,
             "label": label,
         }
-        idle = not self.is_running
+        idle = not self.is_running  # an extension's command moves from within its own run
         decided = await self.before_change({"type": "session_before_tree", "preparation": preparation})
         if idle and self.is_running:  # a front end takes prompts while the hooks are awaited
-            from tether.session.branching import BranchError  # loads the store: off the print path
-
-            raise BranchError("a run started while the extensions were asked about the move: not moved")
+            _refuse("a run started while the extensions were asked about the move: not moved")
         given = decided.summary if decided is not None and summarize else None
         if decided is not None:
             instructions = decided.instructions if decided.instructions is not None else instructions
@@ -262,16 +265,7 @@ class SessionOperations(CoreState):
         if not summarize or given is not None:
             leaf = session.branch(entry_id, summary=given)
         else:
-            from tether.session.compaction import summarize_branch
-
-            leaf = await summarize_branch(
-                session,
-                entry_id,
-                self.model,
-                self._stream_fn("branch_summary"),
-                instructions=instructions,
-                signal=signal,
-            )
+            leaf = await self._summarised_move(session, entry_id, instructions, signal)
         self._reload()
         summary_entry = session.entry(leaf) if summarize and leaf is not None else None
         if summary_entry is not None and summary_entry["type"] != "branch_summary":
@@ -293,6 +287,36 @@ class SessionOperations(CoreState):
                 }
             )
         return summary_entry["summary"] if summary_entry is not None else None
+
+    async def _summarised_move(
+        self, session: Session, entry_id: str | None, instructions: str | None, signal: AbortSignal | None
+    ) -> str | None:
+        """``branch`` with the summary written by the model. A front end takes prompts while it is
+        written (RPC runs ``/tree ID --summary`` beside them): a run that starts aborts the
+        summary's request (``MOVE_UNDER_A_RUN``) and the move is refused, as ``abort()`` and
+        ``close()`` abort it; a summary that comes in whole all the same is dropped, unstored."""
+        from tether.session.compaction import CompactionError, summarize_branch
+
+        controller = AbortController()
+        unlink = signal.add_listener(controller.abort) if signal is not None else None
+        self._moves.add(controller)
+        try:
+            return await summarize_branch(
+                session,
+                entry_id,
+                self.model,
+                self._stream_fn("branch_summary"),
+                instructions=instructions,
+                signal=controller.signal,
+            )
+        except CompactionError:
+            if controller.signal.reason is MOVE_UNDER_A_RUN:
+                _refuse("a run started while the branch left was summarised: not moved")
+            raise
+        finally:
+            self._moves.discard(controller)
+            if unlink is not None:
+                unlink()
 
     async def compact(
         self,
@@ -423,3 +447,10 @@ class SessionOperations(CoreState):
             title=session.title if session is not None else None,
             tally=self._tally,
         )
+
+
+def _refuse(reason: str) -> NoReturn:
+    """A move refused: a run is (or started) on the session's leaf."""
+    from tether.session.branching import BranchError  # loads the store: off the print path
+
+    raise BranchError(reason)
