@@ -239,30 +239,6 @@ async def test_other_processes_are_invisible(root: Path, home: Path) -> None:
         other.wait()
 
 
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that answers every connection with 'hello'."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.sendall(b"hello")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
-
-
 async def test_no_network_unless_allowed(root: Path, home: Path, listener: int) -> None:
     command = (
         'python3 -c \'import socket; s = socket.create_connection(("127.0.0.1", '
@@ -541,7 +517,7 @@ def web() -> Iterator[int]:
 async def test_allowed_hosts_are_reachable_through_the_proxy_and_nothing_else(
     root: Path, home: Path, web: int
 ) -> None:
-    workspace = confined(root, home, allow_hosts=("localhost",))
+    workspace = confined(root, home, allow_hosts=(f"localhost:{web}",))  # not a web port: named
     fetch = "python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "
     ok, said = await outcome(workspace, fetch + f"http://localhost:{web}/")
     assert ok and said.strip() == "page"

@@ -219,7 +219,10 @@ def root_command() -> click.Command:
         "--sandbox-allow-host",
         multiple=True,
         metavar="HOST",
-        help="Let sandboxed commands reach HOST (*.example.com: its subdomains) over HTTP(S); repeatable.",
+        help=(
+            "Let sandboxed commands reach HOST (*.example.com: its subdomains) over HTTP(S), ports "
+            "443 and 80 (HOST:PORT: that port); repeatable."
+        ),
     )
     @click.option(
         "--export",

@@ -9,6 +9,9 @@ out. Inside, a tiny forwarder (``FORWARDER``, the standard library only) listens
 answers ``CONNECT host:port`` (HTTPS) and absolute-URI requests (plain HTTP) for allowed hosts
 and refuses the rest with a 403 that names the setting. This is how Claude Code's sandbox opens
 the network by domain; a program that ignores the proxy variables reaches nothing.
+
+An allowed host is open on the web's ports only (``WEB_PORTS``), unless its entry names one
+(``localhost:8080``): ``pypi.org`` let ``CONNECT pypi.org:22`` tunnel to its SSH server.
 """
 
 from __future__ import annotations
@@ -67,17 +70,31 @@ while True:
 the child forwards until the namespace ends with the command."""
 
 
-def allowed(host: str, patterns: Sequence[str]) -> bool:
-    """``host`` equals a pattern, or a pattern ``*.example.com`` covers it (any depth)."""
+WEB_PORTS = (443, 80)
+"""The ports of an ``allowHosts`` entry that names none: HTTPS, and HTTP (plain requests)."""
+
+
+def allowed(host: str, port: int, patterns: Sequence[str]) -> bool:
+    """``host`` equals a pattern, or a pattern ``*.example.com`` covers it (any depth), and
+    ``port`` is the pattern's (``example.com:8443``) or, when it names none, one of ``WEB_PORTS``."""
+    return any(port in ports for ports in _ports_of(host, patterns))
+
+
+def _ports_of(host: str, patterns: Sequence[str]) -> list[tuple[int, ...]]:
+    """The ports each ``allowHosts`` entry that covers ``host`` opens (``[::1]:8080``: one)."""
     host = host.lower().rstrip(".")
-    for pattern in patterns:
-        pattern = pattern.lower().rstrip(".")
-        if pattern.startswith("*."):
-            if host.endswith(pattern[1:]):
-                return True
-        elif host == pattern:
-            return True
-    return False
+    found: list[tuple[int, ...]] = []
+    for entry in patterns:
+        pattern, colon, port = entry.lower().rpartition(":")
+        if colon and port.isdigit() and (":" not in pattern or pattern.endswith("]")):
+            ports: tuple[int, ...] = (int(port),)
+        else:
+            pattern, ports = entry.lower(), WEB_PORTS
+        pattern = pattern.strip("[]").rstrip(".")
+        covers = host.endswith(pattern[1:]) if pattern.startswith("*.") else host == pattern
+        if covers:
+            found.append(ports)
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -94,6 +111,7 @@ async def host_proxy(patterns: Sequence[str]) -> AsyncGenerator[Path]:
         try:
             await _serve(reader, writer, patterns)
         finally:
+            writer.close()  # whatever went wrong, the client is not left waiting for an answer
             if task is not None:
                 tasks.discard(task)
 
@@ -140,11 +158,11 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
             host, port = authority, "80"
         tunnel = False
     host = host.strip("[]")
-    if not port.isdigit() or not host:
+    if not port.isdigit() or not 0 < int(port) < 65536 or not _resolvable(host):
         await _refuse(writer, 400, f"bad target {target!r}")
         return
-    if not allowed(host, patterns):
-        await _refuse(writer, 403, f"{host} is not in the sandbox's allowHosts ({', '.join(patterns)})")
+    if not allowed(host, int(port), patterns):
+        await _refuse(writer, 403, _not_allowed(host, int(port), patterns))
         return
     try:
         up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 15)
@@ -156,6 +174,23 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
     else:
         up_writer.write(head)
     await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+def _resolvable(host: str) -> bool:
+    """Whether ``host`` can be looked up at all: the resolver encodes a name as IDNA first, and a
+    name that does not encode (an empty label, one over 63 characters) raises ``UnicodeError``,
+    which is no connection failure (a 502) but a malformed request (a 400)."""
+    try:
+        return bool(host) and bool(host.encode("idna"))
+    except UnicodeError:
+        return False
+
+
+def _not_allowed(host: str, port: int, patterns: Sequence[str]) -> str:
+    listed = f"the sandbox's allowHosts ({', '.join(patterns)})"
+    if _ports_of(host, patterns):
+        return f"port {port} of {host} is not in {listed}: an entry {host}:{port} would open it"
+    return f"{host} is not in {listed}"
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -1,0 +1,48 @@
+"""The sandbox's network proxy (``sandbox.allowHosts``) spoken to directly, as a confined program
+would through its forwarder: which ports of an allowed host it opens, and malformed targets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from tether.tools.sandbox_proxy import host_proxy
+
+
+async def ask(patterns: Sequence[str], request: str) -> str:
+    """What the proxy for ``patterns`` answers ``request`` with, up to closing the connection."""
+    async with host_proxy(patterns) as path, asyncio.timeout(10):
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(request.encode("latin-1"))
+        answer = await reader.read()
+        writer.close()
+    return answer.decode("latin-1")
+
+
+async def test_an_allowed_host_is_open_on_the_web_ports_only(listener: int) -> None:
+    """``allowHosts: ["localhost"]`` tunnelled ``CONNECT localhost:<any port>``: an allowed
+    package index's SSH server, or any service on it, was reachable."""
+    answer = await ask(["localhost"], f"CONNECT localhost:{listener} HTTP/1.1\r\n\r\n")
+    assert answer.startswith("HTTP/1.1 403") and "hello" not in answer
+    assert f"localhost:{listener}" in answer  # says how to open it
+    plain = await ask(["localhost"], f"GET http://localhost:{listener}/ HTTP/1.1\r\n\r\n")
+    assert plain.startswith("HTTP/1.1 403")
+
+
+async def test_an_entry_naming_a_port_opens_that_port(listener: int) -> None:
+    answer = await ask([f"localhost:{listener}"], f"CONNECT localhost:{listener} HTTP/1.1\r\n\r\n")
+    assert answer == "HTTP/1.1 200 Connection established\r\n\r\nhello"
+    other = await ask([f"localhost:{listener}"], "CONNECT localhost:443 HTTP/1.1\r\n\r\n")
+    assert other.startswith("HTTP/1.1 403")  # only the port it names
+    six = await ask([f"[::1]:{listener}"], f"CONNECT [::1]:{listener} HTTP/1.1\r\n\r\n")
+    assert six.startswith("HTTP/1.1 502")  # let through (the server listens on IPv4 only)
+
+
+@pytest.mark.parametrize("host", ["x" * 64 + ".localhost", "a..localhost", ".localhost"])
+async def test_a_host_that_cannot_be_looked_up_is_a_400(host: str) -> None:
+    """A name that does not encode as IDNA raised ``UnicodeError`` out of the connection attempt,
+    past its ``except``: the client waited for ever, and asyncio logged a traceback."""
+    answer = await ask(["*.localhost"], f"CONNECT {host}:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith("HTTP/1.1 400") and "bad target" in answer
