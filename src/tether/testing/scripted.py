@@ -38,7 +38,7 @@ from tether.ai.event_stream import (
 )
 from tether.ai.types import Context, SimpleStreamOptions
 from tether.wire import (
-    AssistantDoneEvent,
+    AssistantMessage,
     AssistantMessageEvent,
     ModelInfo,
     StopReason,
@@ -210,30 +210,33 @@ class ScriptedModel:
             self.requests.append(ScriptedRequest(model, request_context, options))
         script = self.responses.popleft() if self.responses else None
         signal = options.signal if options is not None else None
-        return AssistantMessageEventStream.of_steps(model, self._play(model, script, signal), signal)
+        message = new_assistant_message(model)
+        return AssistantMessageEventStream.of_steps(
+            model, self._play(message, script, signal), signal, message=message
+        )
 
     def _play(
-        self, model: ModelInfo, script: ScriptedResponse | None, signal: AbortSignal | None
+        self, message: AssistantMessage, script: ScriptedResponse | None, signal: AbortSignal | None
     ) -> Generator[AssistantMessageEvent | None]:
-        """The events of one response, and a ``TICK`` (``WAIT``) where the stream passes once
-        through the event loop (a steps source: ``AssistantMessageEventStream.of_steps``). Each
+        """The events of one response, building ``message``, and a ``TICK`` (``WAIT``) where the
+        stream passes once through the event loop (a steps source that builds its message:
+        ``AssistantMessageEventStream.of_steps``): it ends by returning, the message final. Each
         tick is a point where another task (or a listener that just ran) may have aborted; the
         signal is checked right after."""
-        message = new_assistant_message(model)
         content = message["content"]
         has_call = False
         yield TICK
         if script is None:
-            yield error_event(message, NO_RESPONSE_LEFT)
+            error_event(message, NO_RESPONSE_LEFT)
             return
         if signal is not None and signal.aborted:
-            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            error_event(message, ABORTED_MESSAGE, aborted=True)
             return
         yield {"type": "start", "partial": message}
         for index, block in enumerate(script.content):
             yield TICK
             if signal is not None and signal.aborted:
-                yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                error_event(message, ABORTED_MESSAGE, aborted=True)
                 return
             if isinstance(block, ToolCallBlock):
                 has_call = True
@@ -248,7 +251,7 @@ class ScriptedModel:
                 yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
                 yield TICK
                 if signal is not None and signal.aborted:
-                    yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                    error_event(message, ABORTED_MESSAGE, aborted=True)
                     return
                 delta = canonical_json(block.arguments)
                 call["arguments"] = jiter.from_json(
@@ -269,7 +272,7 @@ class ScriptedModel:
                 for chunk in block.chunks:
                     yield TICK
                     if signal is not None and signal.aborted:
-                        yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                        error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
                     text_part["text"] += chunk
                     yield {"type": "text_delta", "contentIndex": index, "delta": chunk, "partial": message}
@@ -286,7 +289,7 @@ class ScriptedModel:
                 for chunk in block.chunks:
                     yield TICK
                     if signal is not None and signal.aborted:
-                        yield error_event(message, ABORTED_MESSAGE, aborted=True)
+                        error_event(message, ABORTED_MESSAGE, aborted=True)
                         return
                     thinking_part["thinking"] += chunk
                     yield {
@@ -303,16 +306,14 @@ class ScriptedModel:
                 }
         yield TICK
         if signal is not None and signal.aborted:
-            yield error_event(message, ABORTED_MESSAGE, aborted=True)
+            error_event(message, ABORTED_MESSAGE, aborted=True)
             return
         if script.error is not None:
-            yield error_event(message, script.error)
+            error_event(message, script.error)
             return
-        reason = script.stop_reason or ("toolUse" if has_call else "stop")
-        message["stopReason"] = reason
         # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
         # does: a plain ``done`` with that reason and no error text (a misbehaving provider).
-        yield cast(AssistantDoneEvent, {"type": "done", "reason": reason, "message": message})
+        message["stopReason"] = script.stop_reason or ("toolUse" if has_call else "stop")
 
 
 TICK = WAIT
