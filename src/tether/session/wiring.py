@@ -13,6 +13,7 @@ every message, and reaching a function here costs an import statement each time.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from operator import is_
 from typing import cast
 
 from tether.ai.abort import AbortSignal
@@ -110,10 +111,7 @@ async def request_view(
     makes the summary's model call, only then: making it (retries, tracing, the API key) cost
     more than the rest of this, before every model call of every stored session.
     """
-    ids = session.message_ids(messages)
-    unrecorded = [
-        m for m, i in zip(messages, ids, strict=True) if i is None and m["role"] not in _SESSION_MADE
-    ]
+    unrecorded = _unrecorded(session, messages)
     compacted = False
     tokens = session.context.tokens.plus(unrecorded)
     if should_compact(tokens, model.get("contextWindow"), compaction):
@@ -131,6 +129,27 @@ async def request_view(
         return request, compacted
     edited = await run_prompt_hooks(hooks, request, session.message_ids(request), model=model)
     return edited, compacted
+
+
+def _unrecorded(session: Session, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
+    """The messages of ``messages`` the session does not hold (summaries it made aside).
+
+    A run's transcript is nearly always the session's context itself, the same objects in the
+    same order (each message is recorded as it ends), with nothing after them: then none is
+    unrecorded, and only what follows the context need be looked up. Compared by identity in
+    C (``map(is_, ...)``), that costs the transcript's length in a few instructions a message,
+    where looking up every message's id cost ~140 bytecodes a stored message at P6 and grew
+    with the transcript, before every model call. A context message is known by definition,
+    so the answer is the one the lookup of the whole transcript gives."""
+    context = session.messages
+    start = len(context)
+    if len(messages) < start or not all(map(is_, messages, context)):
+        start = 0
+    tail = messages[start:] if start else messages
+    if not tail:
+        return []
+    ids = session.message_ids(tail)
+    return [m for m, i in zip(tail, ids, strict=True) if i is None and m["role"] not in _SESSION_MADE]
 
 
 async def recover_from_overflow(
