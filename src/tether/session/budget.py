@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tether.wire import AgentMessage, AssistantMessage
@@ -37,14 +37,8 @@ class CompactionSettings:
 
 def estimate_tokens(message: AgentMessage) -> int:
     """Rough token count of one message: characters / 4 rounded up, images at a flat rate."""
-    chars = 0
-    images = 0
-    for value in message_texts(cast(dict[str, Any], message)):
-        if value is None:
-            images += 1
-        else:
-            chars += len(value)
-    return (chars + 3) // 4 + images * IMAGE_TOKENS
+    texts = message_texts(message)
+    return (sum(map(len, filter(None, texts))) + 3) // 4 + texts.count(None) * IMAGE_TOKENS
 
 
 def context_tokens(messages: Sequence[AgentMessage]) -> int:
@@ -55,10 +49,10 @@ def context_tokens(messages: Sequence[AgentMessage]) -> int:
 
 def reported_tokens(message: AgentMessage) -> int:
     """The context size a successful reply's usage reports (0: it reports none, or failed)."""
-    m = cast(dict[str, Any], message)
+    m: Mapping[str, Any] = message
     if m.get("role") != "assistant" or m.get("stopReason") in ("error", "aborted"):
         return 0
-    usage = cast(dict[str, Any], m.get("usage") or {})
+    usage: Mapping[str, Any] = m.get("usage") or {}
     reported = usage.get("totalTokens") or sum(
         int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite")
     )
@@ -94,14 +88,17 @@ class TokenCount:
         return self.reported + self.estimated
 
     def add(self, message: AgentMessage) -> None:
-        reported = reported_tokens(message)
-        if reported:
-            self.reported, self.estimated = reported, 0
-        else:
-            self.estimated += estimate_tokens(message)
+        if message.get("role") == "assistant":  # only a reply reports usage: the rest is estimated
+            reported = reported_tokens(message)
+            if reported:
+                self.reported, self.estimated = reported, 0
+                return
+        self.estimated += estimate_tokens(message)
 
     def plus(self, messages: Sequence[AgentMessage]) -> int:
         """The total once ``messages`` follow, leaving this count as it is."""
+        if not messages:  # what a request nearly always adds: the session holds the whole run
+            return self.reported + self.estimated
         count = TokenCount(self.reported, self.estimated)
         for message in messages:
             count.add(message)
@@ -150,19 +147,26 @@ def is_context_overflow(message: AssistantMessage, context_window: int | None = 
     return False
 
 
-def message_texts(m: dict[str, Any]) -> list[str | None]:
-    """Text pieces of a message (``None`` for each image), whatever its role."""
+def message_texts(m: Mapping[str, Any]) -> list[str | None]:
+    """Text pieces of a message (``None`` for each image), whatever its role.
+
+    Every message a session records is measured here (``TokenCount.add``): no ``cast`` (in 3.11
+    a call, and ``cast(list[Any], ...)`` builds the alias each time too)."""
     out: list[str | None] = []
+    get = m.get
     for key in ("command", "code", "output", "summary"):
-        value = m.get(key)
+        value = get(key)
         if isinstance(value, str):
             out.append(value)
-    content = m.get("content")
+    content = get("content")
     if isinstance(content, str):
         out.append(content)
     elif isinstance(content, list):
-        for block in cast(list[Any], content):
-            b = cast(dict[str, Any], block) if isinstance(block, dict) else {}
+        blocks: list[Any] = content  # pyright: ignore[reportUnknownVariableType] (JSON)
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            b: dict[str, Any] = block  # pyright: ignore[reportUnknownVariableType] (a JSON object)
             kind = b.get("type")
             if kind == "text":
                 out.append(str(b.get("text", "")))
@@ -172,7 +176,10 @@ def message_texts(m: dict[str, Any]) -> list[str | None]:
                 out.append(str(b.get("name", "")) + json.dumps(b.get("arguments", {})))
             elif kind == "image":
                 out.append(None)
-    for f in cast(list[Any], m.get("files") or []):
-        if isinstance(f, dict):
-            out.append(str(cast(dict[str, Any], f).get("content", "")))
+    files = get("files")
+    if files:
+        for f in files:
+            if isinstance(f, dict):
+                file: dict[str, Any] = f  # pyright: ignore[reportUnknownVariableType] (a JSON object)
+                out.append(str(file.get("content", "")))
     return out
