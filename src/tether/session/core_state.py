@@ -413,10 +413,13 @@ class CoreState:
         stream_fn = self.agent.stream_fn
         if stream_fn is not None:
             return getattr(stream_fn, "builtin", False) is True
-        from tether.ai.registry import is_builtin
+        # The module, not ``from … import is_builtin``: that form asks the module for a
+        # ``__path__`` it lacks (two AttributeErrors made and dropped), ~6k instructions a reply
+        # stored, ~2.5k this way.
+        import tether.ai.registry as registry
 
         model = self.agent.model
-        return model is not None and is_builtin(model["api"])
+        return model is not None and registry.is_builtin(model["api"])
 
     # -- the transcript's one source -----------------------------------------------------------------
 
