@@ -342,7 +342,10 @@ class Session:
         entry, its queueing, the tree, the context and the known ids, what ``_append`` and
         ``_write`` do for any list of entries in ~45 calls (P6: ~1,000 bytecodes a stored
         message on the event loop's thread). Anything else takes that general path."""
-        known = self._known_ids()
+        indexed, count = self._indexed
+        context = self._context
+        # the map as it is when the context is taken in already (as the last append left it)
+        known = self._ids if indexed is context and count == len(context.messages) else self._known_ids()
         if id(message) in known:
             return
         lease = self._lease
@@ -370,7 +373,6 @@ class Session:
         if timestamp > self._uncounted_updated:
             self._uncounted_updated = timestamp
         self._tree.add(entry)
-        context = self._context
         messages = context.messages
         messages.append(message)
         context.entry_ids.append(entry_id)
