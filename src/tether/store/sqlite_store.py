@@ -28,7 +28,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -76,6 +76,8 @@ ROWS_PER_STATEMENT = 256
 """At most this many rows in one batched insert or update (``_append_batch``): fewer statements
 for a batch, and few distinct statement texts (the chunk sizes are powers of two) for the
 connection to prepare and keep."""
+_ENTRY_WIDTH, _COUNTER_WIDTH, _SESSION_WIDTH = 6, 12, 8
+"""Parameters a row of ``_INSERT_ENTRY``, ``_UPDATE_COUNTERS`` and ``_INSERT_SESSION``."""
 
 
 class FileLease:
@@ -302,7 +304,7 @@ class SQLiteStore:
         update, with the two indexes on ``updated``, was most of an append's cost, and a run's
         tool call and its result usually reach the same batch.
 
-        Many rows go in one statement (``_chunks``) rather than a statement execution per row:
+        Many rows go in one statement (``_execute_rows``) rather than a statement execution per row:
         ``sqlite3`` lets go of the interpreter lock for every execution and must then win it
         back from the event loop's thread, a handover that cost both threads more than the
         writes did (P6, 1,000 sessions: 60,000 context switches for 14,000 entries, 33,000 in
@@ -312,36 +314,50 @@ class SQLiteStore:
             self._check(pending.lease)
         groups = by_session(batch)
         many = len(groups) > 1  # a service's batch: the fast encoder (``encode_entry``)
-        entries = [row for p in batch for row in _entry_rows(p.lease.session_id, p.entries, many=many)]
-        counters = [_counter_values(g.lease.session_id, g.entries, g.leaf_id, g.updated) for g in groups]
+        # Each statement's parameters built flat, as they are bound, not as rows to flatten.
+        entries: list[object] = []
+        for pending in batch:
+            session_id = pending.lease.session_id
+            for e in pending.entries:
+                entries += (
+                    session_id,
+                    e["id"],
+                    e.get("parentId"),
+                    e["type"],
+                    e["timestamp"],
+                    # A bytearray, bound as the same BLOB: ``bytes`` (like ``None``) first goes
+                    # through sqlite3's adapter lookup, two failed attribute lookups and an
+                    # AttributeError formatted and dropped (~2.5k instructions an entry).
+                    bytearray(encode_entry(e, many=many)),
+                )
+        counters: list[object] = []
+        for g in groups:
+            counters += _counter_values(g.lease.session_id, g.entries, g.leaf_id, g.updated)
         # A session deleted meanwhile fails the insert (its entries' foreign key), so every
         # session updated below has its row.
         with self._guarded():
             with self._transaction():
                 born = self._create_unborn([g.lease for g in groups])
-                for rows in self._chunks(entries):
-                    self._db.execute(_insert_entries(len(rows)), [value for row in rows for value in row])
-                for rows in self._chunks(counters):
-                    self._db.execute(_update_counters(len(rows)), [value for row in rows for value in row])
+                self._execute_rows(_insert_entries, entries, _ENTRY_WIDTH)
+                self._execute_rows(_update_counters, counters, _COUNTER_WIDTH)
             _born(born)
 
-    def _chunks(self, rows: list[tuple[object, ...]]) -> list[list[tuple[object, ...]]]:
-        """``rows`` cut into statements' worth: ``ROWS_PER_STATEMENT`` (or fewer, if SQLite
-        allows fewer parameters) at a time, the rest in power-of-two pieces."""
-        if not rows:
-            return []
-        limit = self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(rows[0])
-        size = ROWS_PER_STATEMENT
-        while size > max(limit, 1):
-            size //= 2
-        chunks: list[list[tuple[object, ...]]] = []
+    def _execute_rows(self, sql: Callable[[int], str], params: list[object], width: int) -> None:
+        """Execute ``sql(rows)`` over ``params``, ``width`` values a row: ``ROWS_PER_STATEMENT``
+        rows a statement (or fewer, if SQLite allows fewer parameters), the rest in power-of-two
+        pieces."""
+        rows = len(params) // width
+        most, limit = (
+            ROWS_PER_STATEMENT,
+            max(self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width, 1),
+        )
+        if most > limit:
+            most = 1 << (limit.bit_length() - 1)
         start = 0
-        while start < len(rows):
-            while size > len(rows) - start:
-                size //= 2
-            chunks.append(rows[start : start + size])
+        while start < rows:
+            size = min(most, 1 << ((rows - start).bit_length() - 1))
+            self._db.execute(sql(size), params[start * width : (start + size) * width])
             start += size
-        return chunks
 
     def _append_one(self, pending: PendingAppend) -> None:
         self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
@@ -432,13 +448,12 @@ class SQLiteStore:
         """New sessions' rows (id, cwd, title, created, updated, version, parent session, parent
         entry); ``SessionExistsError`` for an id taken (several at once raise ``IntegrityError``:
         the batch writer then writes each append alone, which names it)."""
-        for chunk in self._chunks(rows):
-            try:
-                self._db.execute(_insert_sessions(len(chunk)), [value for row in chunk for value in row])
-            except sqlite3.IntegrityError:
-                if len(chunk) > 1:
-                    raise
-                raise SessionExistsError(str(chunk[0][0])) from None
+        try:
+            self._execute_rows(_insert_sessions, [value for row in rows for value in row], _SESSION_WIDTH)
+        except sqlite3.IntegrityError:
+            if len(rows) > 1:
+                raise
+            raise SessionExistsError(str(rows[0][0])) from None
 
     def _create_unborn(self, leases: Sequence[WriterLease]) -> list[FileLease]:
         """Insert the rows of the sessions among ``leases`` that ``acquire_new_writer`` started and no

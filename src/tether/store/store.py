@@ -250,23 +250,32 @@ class Counters:
 
 
 def count_entries(entries: Sequence[EntryDict]) -> Counters:
-    """Counter deltas of ``entries``; the first user prompt and the newest title among them."""
+    """Counter deltas of ``entries``; the first user prompt and the newest title among them.
+
+    Written for speed (the writer's thread counts every stored message: P6): the usual entry
+    is a message, tested first, and an assistant's usage is read inline (``_add_usage``)."""
     counters = Counters(entries=len(entries))
     for entry in entries:
         kind = entry.get("type")
-        if kind == "session_info":
+        if kind == "message":
+            value = entry.get("message")
+            if not isinstance(value, dict):
+                continue
+            # Annotated, not ``cast`` (a call, and a ``dict[str, Any]`` made, for every message).
+            message: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            counters.messages += 1
+            role = message.get("role")
+            if role == "assistant":
+                value = message.get("usage")
+                if isinstance(value, dict):
+                    usage: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+                    _add_usage(counters, usage)
+            elif role == "user" and counters.first_prompt is None:
+                counters.first_prompt = prompt_text(message.get("content"))
+        elif kind == "session_info":
             title = entry.get("title")
             if isinstance(title, str):
                 counters.title = listing_text(title)
-        message = _obj(entry.get("message")) if kind == "message" else None
-        if message is None:
-            continue
-        counters.messages += 1
-        role = message.get("role")
-        if role == "user" and counters.first_prompt is None:
-            counters.first_prompt = prompt_text(message.get("content"))
-        elif role == "assistant":
-            _add_usage(counters, _obj(message.get("usage")))
     return counters
 
 
@@ -291,17 +300,23 @@ def listing_text(text: str) -> str:
     return replace_lone_surrogates(text.replace("\0", "\ufffd"))
 
 
-def _add_usage(counters: Counters, usage: dict[str, Any] | None) -> None:
-    if usage is None:
-        return
-    counters.input_tokens += _int(usage.get("input"))
-    counters.output_tokens += _int(usage.get("output"))
-    counters.cache_read_tokens += _int(usage.get("cacheRead"))
-    counters.cache_write_tokens += _int(usage.get("cacheWrite"))
-    cost = _obj(usage.get("cost"))
-    total = cost.get("total") if cost is not None else None
-    if isinstance(total, int | float) and not isinstance(total, bool):
-        counters.cost += float(total)
+def _add_usage(counters: Counters, usage: dict[str, Any]) -> None:
+    """An assistant message's tokens and cost; a value of another type (a bool, a string) counts
+    as none. An exact ``int``/``float`` is taken without ``_int``'s two ``isinstance`` calls."""
+    value = usage.get("input")
+    counters.input_tokens += value if type(value) is int else _int(value)
+    value = usage.get("output")
+    counters.output_tokens += value if type(value) is int else _int(value)
+    value = usage.get("cacheRead")
+    counters.cache_read_tokens += value if type(value) is int else _int(value)
+    value = usage.get("cacheWrite")
+    counters.cache_write_tokens += value if type(value) is int else _int(value)
+    value = usage.get("cost")
+    if isinstance(value, dict):
+        cost: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        total = cost.get("total")
+        if type(total) is float or (isinstance(total, int | float) and not isinstance(total, bool)):
+            counters.cost += float(total)
 
 
 def _obj(value: object) -> dict[str, Any] | None:
