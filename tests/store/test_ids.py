@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tether.store import ids
 from tether.store.ids import IdGenerator, decode, encode, timestamp_ms
 
 
@@ -48,3 +49,20 @@ def test_encode_spells_ulid_text() -> None:
     assert encode((1 << 128) - 1) == "7" + "Z" * 25
     assert encode(1 << 125) == "1" + "0" * 25
     assert encode(31 | (10 << 5)) == "0" * 24 + "AZ"
+
+
+@pytest.mark.parametrize("start", [0, 1020, (1 << 20) - 3, (1 << 79) - 3])
+def test_ids_of_one_millisecond_are_the_encoded_count_across_every_carry(
+    start: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next id of a millisecond re-spells only its last two characters when no carry leaves
+    them: each id is still exactly ``encode`` of its value, carries into the earlier characters
+    included, and a floor above the last id (another process's) still counts from the floor."""
+    monkeypatch.setattr(ids, "_random_start", lambda: start)
+    ms = 1_700_000_000_000
+    gen = IdGenerator(clock_ns=lambda: ms * 1_000_000)
+    base = ms << 80 | start
+    assert [gen.new() for _ in range(6)] == [encode(base + i) for i in range(6)]
+    floor = encode(base + 2000)
+    assert gen.new(floor=floor) == encode(base + 2001)
+    assert gen.new() == encode(base + 2002)
