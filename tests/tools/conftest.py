@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tools_support import answer_hello
 
 from tether.tools import Workspace
 
@@ -48,17 +49,7 @@ def listener() -> Iterator[int]:
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.sendall(b"hello")
-
-    thread = threading.Thread(target=serve, daemon=True)
+    thread = threading.Thread(target=answer_hello, args=(server, stop), daemon=True)
     thread.start()
     yield server.getsockname()[1]
     stop.set()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_support import call, text_of
+from tools_support import answer_hello, call, text_of
 
 from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.paths import data_dir
@@ -264,17 +264,7 @@ def unix_servers(paths: list[Path]) -> Generator[None, None, None]:
         server.settimeout(0.2)
         servers.append(server)
     stop = threading.Event()
-
-    def serve(server: socket.socket) -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.sendall(b"hello")
-
-    threads = [threading.Thread(target=serve, args=(server,), daemon=True) for server in servers]
+    threads = [threading.Thread(target=answer_hello, args=(server, stop), daemon=True) for server in servers]
     for thread in threads:
         thread.start()
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from typing import Any
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
@@ -28,3 +30,15 @@ def details_of(result: AgentToolResult[Any]) -> Any:
     """The details of a result the test knows has them (the tools here always set them)."""
     assert result.details is not None, result
     return result.details
+
+
+def answer_hello(server: socket.socket, stop: threading.Event) -> None:
+    """Answer every connection to ``server`` (its accept timing out now and then) with 'hello'
+    until ``stop`` is set: the stand-in for a service outside the sandbox."""
+    while not stop.is_set():
+        try:
+            connection, _ = server.accept()
+        except TimeoutError:
+            continue
+        with connection:
+            connection.sendall(b"hello")
