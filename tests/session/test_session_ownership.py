@@ -206,3 +206,21 @@ async def test_a_listener_that_always_raises_costs_the_reply_not_the_prompt_call
     assert seen[-1] == "agent_settled"
     assert "listener bug at agent_settled" in caplog.text
     await core.close()
+
+
+async def test_a_closed_session_opens_no_other_session(manager: SessionManager) -> None:
+    """``new_session()`` and ``switch_session()`` on a closed core once made or opened a session
+    for writing and kept it: nothing closes a closed core again, so that session stayed locked
+    (another core's open raised ``SessionLockedError``). Now they, and ``fork()``, raise the
+    closed core's one line and open nothing."""
+    core = bound(manager, "one")
+    await core.prompt("hi")
+    stored = core.session_id or ""
+    await core.close()
+    for move in (core.new_session, lambda: core.switch_session(stored), core.fork):
+        with pytest.raises(SessionError, match="closed"):
+            move()
+    assert core.session is None
+    assert [r.id for r in manager.list()] == [stored]
+    with manager.open(stored) as session:  # not held by the closed core
+        assert [m["role"] for m in session.messages] == ["user", "assistant"]

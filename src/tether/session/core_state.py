@@ -181,12 +181,17 @@ class CoreState:
         """The session was opened read-only (another process may be running it)."""
         return self._session is not None and self._session.readonly
 
+    def require_open(self) -> None:
+        """Raise ``SessionError`` once this core is closed: a session it made or opened then
+        would stay open (and locked for writing), as nothing closes a closed core again."""
+        if self._closed:
+            raise SessionError("this AgentSession is closed: start another one to go on")
+
     def require_writable(self) -> None:
         """Raise ``ReadOnlySessionError`` when this core may only watch its session, and
         ``SessionError`` once it is closed: a prompt then would call the model and record
         nothing, the reply silently lost."""
-        if self._closed:
-            raise SessionError("this AgentSession is closed: start another one to go on")
+        self.require_open()
         if self._session is not None and self._session.readonly:
             from tether.session.session import ReadOnlySessionError
 
