@@ -224,3 +224,27 @@ async def test_a_closed_session_opens_no_other_session(manager: SessionManager) 
     assert [r.id for r in manager.list()] == [stored]
     with manager.open(stored) as session:  # not held by the closed core
         assert [m["role"] for m in session.messages] == ["user", "assistant"]
+
+
+async def test_a_closed_session_says_it_is_closed_not_that_sessions_are_off(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    """What needs the session after ``close()`` raised ``LookupError: this run has no session
+    (--no-session)``: a CLI flag the program never used, for a core that had one. Now the
+    closed core's ``SessionError``."""
+    core = bound(manager, "one")
+    await core.prompt("hi")
+    entry = core.session.leaf_id if core.session is not None else None
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        await core.compact()
+    with pytest.raises(SessionError, match="closed"):
+        await core.branch(entry or "")
+    for use in (
+        core.tree_text,
+        lambda: core.rename("t"),
+        lambda: core.export(tmp_path / "s.html"),
+        core.list_sessions,
+    ):
+        with pytest.raises(SessionError, match="closed"):
+            use()

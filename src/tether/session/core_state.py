@@ -524,11 +524,13 @@ class CoreState:
         return keyed
 
     def _require_sessions(self) -> SessionManager:
+        self.require_open()  # a closed core has none either: say why, not "--no-session"
         if self._sessions is None:
             raise LookupError("sessions are off in this run (--no-session)")
         return self._sessions
 
     def _require_session(self) -> Session:
+        self.require_open()
         if self._session is None:
             raise LookupError("this run has no session (--no-session)")
         return self._session
