@@ -352,8 +352,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
 
     def abort(self) -> None:
         """Abort the run: the model call, tools, a retry wait, a ``!``/``$`` input and the
-        summary of a ``compact()`` or of a ``branch()``. With none running, a run made but not started yet is the current one: as pi's ``prompt()`` starts
-        its run on the spot, ``run = core.prompt(...); core.abort(); await run`` ends aborted."""
+        summary of a ``compact()`` or of a ``branch()``. With none running, a run made but not
+        started yet is the current one: as pi's ``prompt()`` starts its run on the spot,
+        ``run = core.prompt(...); core.abort(); await run`` ends aborted."""
         if self.is_running:
             self._aborted = True
             self._aborting = self._run

@@ -96,7 +96,6 @@ class SessionOperations(CoreState):
         goes on with its own model and thinking level, not with the ones in use before the
         switch (``_restore_model``), unless they were named at start (``_take_chosen``: pi makes
         the session with its ``--model`` again). Nothing is written to it by the switch itself."""
-        self.require_open()
         sessions = self._require_sessions()
         session_id = self._session_id_of(session)
         if self._session is not None and self._session.id == session_id:
@@ -222,7 +221,6 @@ class SessionOperations(CoreState):
 
     def fork(self, entry_id: str | None = None) -> str:
         """Copy this session up to ``entry_id`` (default: now) into a new one and continue there."""
-        self.require_open()
         forked = self._require_sessions().fork(self._stored_session("fork").id, entry_id)
         previous = self.session_file
         self._attach(forked)
