@@ -551,8 +551,9 @@ class Session:
         Settings entries, messages appended directly (``append_messages``: synthetic prompts,
         a library's own) and those ``record_message`` passes on (a durable replay's, undeferred
         writes) come this way, so the usual case (ids from the clock, none of them held yet)
-        skips what only a replay needs (``_replayed``, a tree lookup). ``record_message`` is this and ``_write``'s deferred branch for one message:
-        a change to what an entry holds or how it is queued goes into both.
+        skips what only a replay needs (``_replayed``, a tree lookup). ``record_message`` is this
+        and ``_write``'s deferred branch for one message: a change to what an entry holds or how
+        it is queued goes into both.
         """
         self._writable()
         moved = parent is not AT_LEAF
