@@ -248,3 +248,15 @@ async def test_a_closed_session_says_it_is_closed_not_that_sessions_are_off(
     ):
         with pytest.raises(SessionError, match="closed"):
             use()
+
+
+async def test_a_closed_session_keeps_its_id_and_file(manager: SessionManager) -> None:
+    """``session_id`` (and ``session_file``) became ``None`` at ``close()``: the log line after an
+    ``async with core:`` ("session 01J...: done") named no session. pi's ``sessionId`` outlives
+    ``dispose()``, as a closed file keeps its ``name``; the handle itself is still released."""
+    core = bound(manager, "one")
+    async with core:
+        await core.prompt("hi")
+        stored, path = core.session_id, core.session_file
+    assert stored is not None
+    assert (core.session_id, core.session_file, core.session) == (stored, path, None)

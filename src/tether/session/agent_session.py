@@ -131,6 +131,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self.agent = agent
         self._owns = set(owns)
         self._closed = False
+        self._closed_id = None
         self.resources = resources
         self.mcp = mcp
         if mcp is not None:
@@ -408,6 +409,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             self.approval.workspace.spools.remove()
         if self._session is not None:
             session, self._session = self._session, None
+            self._closed_id = session.id
             try:
                 session.close()
             except Exception:

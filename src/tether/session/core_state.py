@@ -96,6 +96,7 @@ class CoreState:
     _background: dict[asyncio.Future[None], ListenerGrace]
     _owns: set[str]
     _closed: bool
+    _closed_id: str | None
     _mcp_abort: AbortController | None
     _compactions: dict[asyncio.Future[CompactionResult], AbortController]
     _moves: set[AbortController]
@@ -110,7 +111,11 @@ class CoreState:
 
     @property
     def session_id(self) -> str | None:
-        return self._session.id if self._session is not None else None
+        """The session's id (``None`` without one); after ``close()``, still the id of the session
+        it had, for the log line after an ``async with``: pi's ``sessionId`` outlives ``dispose()``,
+        as a closed file keeps its ``name``."""
+        session = self._session
+        return session.id if session is not None else self._closed_id
 
     @property
     def sessions(self) -> SessionManager | None:

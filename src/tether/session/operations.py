@@ -429,9 +429,10 @@ class SessionOperations(CoreState):
         keeps every session in one database, so a session's path is the database's with its id
         under it (``switch_session`` takes that, and a bare id). ``None`` without a session."""
         store_path = self.store_path
-        if store_path is None or self._session is None:
+        session_id = self.session_id  # kept after close(), as pi's sessionFile is
+        if store_path is None or session_id is None:
             return None
-        return f"{store_path}/{self._session.id}"
+        return f"{store_path}/{session_id}"
 
     def stats(self) -> Stats:
         from tether.session.stats import Tally, conversation_stats
