@@ -260,3 +260,18 @@ async def test_a_closed_session_keeps_its_id_and_file(manager: SessionManager) -
         stored, path = core.session_id, core.session_file
     assert stored is not None
     assert (core.session_id, core.session_file, core.session) == (stored, path, None)
+
+
+async def test_a_closed_session_refuses_append_entry(manager: SessionManager) -> None:
+    """``append_entry()`` on a closed core returned ``None``, the answer of a run that keeps no
+    session, and the extension's data was lost without a word; every other use of the closed
+    core's session raises its ``SessionError``. Now it does too (a core without a session still
+    answers ``None``)."""
+    core = bound(manager, "one")
+    await core.prompt("hi")
+    await core.close()
+    with pytest.raises(SessionError, match="closed"):
+        core.append_entry("note", {"n": 1})
+    unstored = AgentSession(Agent(model=ScriptedModel([]).model))
+    assert unstored.append_entry("note", {"n": 1}) is None
+    await unstored.close()

@@ -384,9 +384,14 @@ class SessionOperations(CoreState):
 
     def append_entry(self, custom_type: str, data: Any) -> str | None:
         """Store extension data as a ``custom`` entry and announce it (``entry_appended``); its
-        id, or ``None`` when this session is not stored."""
+        id, or ``None`` when this run keeps no session (``--no-session``). A closed core raises
+        its ``SessionError``, as every other use of the session does: ``None`` there read as
+        "not stored by choice" and the data was lost without a word. (An extension's
+        ``session_shutdown`` hook, called by ``close()`` before the session is released, still
+        stores its state.)"""
         session = self._session
         if session is None:
+            self.require_open()
             return None
         from tether.session.pi_format import to_pi_entry
 
