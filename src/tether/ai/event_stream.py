@@ -104,11 +104,21 @@ def new_assistant_message(model: ModelInfo) -> AssistantMessage:
     )
 
 
-def error_event(message: AssistantMessage, text: str, *, aborted: bool = False) -> AssistantErrorEvent:
-    """Finish ``message`` as failed and wrap it in the terminal ``error`` event."""
+def fail(message: AssistantMessage, text: str, *, aborted: bool = False) -> AssistantMessage:
+    """Finish ``message`` as failed (``aborted``, or ``error``) saying ``text``; ``message``. For a
+    source that builds its message in place and ends by returning, where no event is sent."""
     message["stopReason"] = "aborted" if aborted else "error"
     message["errorMessage"] = text
-    return {"type": "error", "reason": "aborted" if aborted else "error", "error": message}
+    return message
+
+
+def error_event(message: AssistantMessage, text: str, *, aborted: bool = False) -> AssistantErrorEvent:
+    """Finish ``message`` as failed (``fail``) and wrap it in the terminal ``error`` event."""
+    return {
+        "type": "error",
+        "reason": "aborted" if aborted else "error",
+        "error": fail(message, text, aborted=aborted),
+    }
 
 
 class AssistantMessageEventStream:
@@ -224,7 +234,7 @@ class AssistantMessageEventStream:
                 await self._close_source()
                 return error_event(self._current(), ABORTED_MESSAGE, aborted=True)
             await self._close_source()
-            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
+            self._final = fail(self._current(), ABORTED_MESSAGE, aborted=True)
             raise exc
         await self._close_source()  # the contract: a provider bug is an error message, not a raise
         return error_event(self._current(), self._describe(exc))
@@ -353,7 +363,7 @@ class AssistantMessageEventStream:
             if self._abort_requested and task is not None and task.uncancel() == 0:
                 self._finish(error_event(message, ABORTED_MESSAGE, aborted=True))
             else:
-                self._final = error_event(message, ABORTED_MESSAGE, aborted=True)["error"]
+                self._final = fail(message, ABORTED_MESSAGE, aborted=True)
                 raise
         except Exception as exc:  # the contract: a source's bug is an error message, not a raise
             if consumer:
@@ -376,7 +386,7 @@ class AssistantMessageEventStream:
         """Stop early: close the provider (and its HTTP response) and end as aborted."""
         if self._final is None:
             await self._close_source()
-            self._final = error_event(self._current(), ABORTED_MESSAGE, aborted=True)["error"]
+            self._final = fail(self._current(), ABORTED_MESSAGE, aborted=True)
             self._detach()
 
     # -- internals -------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from dbos import DBOS
 from tether.agent import AgentTool
 from tether.agent.tool import AgentToolResult, ToolUpdate
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream, error_event, new_assistant_message
+from tether.ai.event_stream import AssistantMessageEventStream, fail, new_assistant_message
 from tether.ai.types import Context, SimpleStreamOptions, StreamFn
 from tether.durable.config import EVENTS
 from tether.errors import ToolError
@@ -173,7 +173,7 @@ def durable_stream(stream_fn: StreamFn, events: EventLog) -> StreamFn:
             if not cancelled(exc):
                 raise
             final = new_assistant_message(model)  # the prompt's answer: aborted, saying why
-            error_event(final, CANCELLED_TEXT, aborted=True)
+            fail(final, CANCELLED_TEXT, aborted=True)
         signal = options.signal if options is not None else None
         return AssistantMessageEventStream(model, _recorded(final), signal)
 

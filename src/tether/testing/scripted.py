@@ -33,7 +33,7 @@ from tether.ai.event_stream import (
     ABORTED_MESSAGE,
     WAIT,
     AssistantMessageEventStream,
-    error_event,
+    fail,
     new_assistant_message,
 )
 from tether.ai.types import Context, SimpleStreamOptions
@@ -227,16 +227,16 @@ class ScriptedModel:
         has_call = False
         yield TICK
         if script is None:
-            error_event(message, NO_RESPONSE_LEFT)
+            fail(message, NO_RESPONSE_LEFT)
             return
         if signal is not None and signal.aborted:
-            error_event(message, ABORTED_MESSAGE, aborted=True)
+            fail(message, ABORTED_MESSAGE, aborted=True)
             return
         yield {"type": "start", "partial": message}
         for index, block in enumerate(script.content):
             yield TICK
             if signal is not None and signal.aborted:
-                error_event(message, ABORTED_MESSAGE, aborted=True)
+                fail(message, ABORTED_MESSAGE, aborted=True)
                 return
             if isinstance(block, ToolCallBlock):
                 has_call = True
@@ -251,7 +251,7 @@ class ScriptedModel:
                 yield {"type": "toolcall_start", "contentIndex": index, "partial": message}
                 yield TICK
                 if signal is not None and signal.aborted:
-                    error_event(message, ABORTED_MESSAGE, aborted=True)
+                    fail(message, ABORTED_MESSAGE, aborted=True)
                     return
                 delta = canonical_json(block.arguments)
                 call["arguments"] = jiter.from_json(
@@ -272,7 +272,7 @@ class ScriptedModel:
                 for chunk in block.chunks:
                     yield TICK
                     if signal is not None and signal.aborted:
-                        error_event(message, ABORTED_MESSAGE, aborted=True)
+                        fail(message, ABORTED_MESSAGE, aborted=True)
                         return
                     text_part["text"] += chunk
                     yield {"type": "text_delta", "contentIndex": index, "delta": chunk, "partial": message}
@@ -289,7 +289,7 @@ class ScriptedModel:
                 for chunk in block.chunks:
                     yield TICK
                     if signal is not None and signal.aborted:
-                        error_event(message, ABORTED_MESSAGE, aborted=True)
+                        fail(message, ABORTED_MESSAGE, aborted=True)
                         return
                     thinking_part["thinking"] += chunk
                     yield {
@@ -306,10 +306,10 @@ class ScriptedModel:
                 }
         yield TICK
         if signal is not None and signal.aborted:
-            error_event(message, ABORTED_MESSAGE, aborted=True)
+            fail(message, ABORTED_MESSAGE, aborted=True)
             return
         if script.error is not None:
-            error_event(message, script.error)
+            fail(message, script.error)
             return
         # A scripted "error"/"aborted" stop reason is played as the reference's scripted model
         # does: a plain ``done`` with that reason and no error text (a misbehaving provider).
