@@ -304,6 +304,56 @@ async def test_cancelled_run_puts_drained_follow_ups_back() -> None:
     assert not agent.is_streaming
 
 
+async def test_a_run_cancelled_mid_tool_leaves_no_call_without_its_result() -> None:
+    """Cancelling the task that awaits ``agent.prompt()`` while a tool ran left the assistant's
+    tool call in ``agent.messages`` without a result, and listeners never heard the run end; pi's
+    abort mid-tool records a result (``abort-during-tool``'s trace), as ``agent.abort()`` and an
+    ``AgentSession`` do. Now the run ends as an aborted one, then the cancellation goes on up."""
+    gate = Gate()
+    agent, model = make_agent(reply(tool_call("gate", {})), reply("never"), reply("again"), tools=[gate.tool])
+    seen: list[str] = []
+    agent.subscribe(lambda event: seen.append(event["type"]))
+    run = asyncio.ensure_future(agent.prompt("go"))
+    await gate.entered.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    roles = [(m["role"], m.get("stopReason")) for m in agent.messages]
+    assert roles == [("user", None), ("assistant", "toolUse"), ("toolResult", None), ("assistant", "aborted")]
+    result = agent.messages[2]
+    assert result["role"] == "toolResult" and result["isError"]
+    assert seen[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
+    assert "tool_execution_end" in seen and agent.error_message and not agent.is_streaming
+    await agent.prompt("next")  # the transcript goes on as after an abort
+    assert texts(agent.messages)[-1] == ("assistant", "never")
+    assert len(model.requests) == 2
+
+
+async def test_a_listener_deaf_after_a_cancellation_holds_it_only_for_the_grace() -> None:
+    """The aborted ending that a cancelled run now goes through is bounded: a listener that
+    sleeps through every event after the cancellation is cut after ``ABORT_GRACE``, and the
+    cancellation goes on up (the ending with it) instead of waiting for the listener."""
+    gate = Gate()
+    agent, _ = make_agent(reply(tool_call("gate", {})), tools=[gate.tool])
+    cancelled = asyncio.Event()
+
+    async def deaf(event: AgentEvent) -> None:
+        if cancelled.is_set():
+            await asyncio.sleep(3600)
+
+    agent.subscribe(deaf, bounded=False)
+    run = asyncio.ensure_future(agent.prompt("go"))
+    await gate.entered.wait()
+    cancelled.set()
+    run.cancel()
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):
+            await run
+    assert asyncio.get_running_loop().time() - started < 5
+    assert not agent.is_streaming
+
+
 async def test_continue_variants() -> None:
     agent, model = make_agent(reply("answer"), reply("steered"), reply("followed"))
     with pytest.raises(ValueError, match="No messages to continue from"):

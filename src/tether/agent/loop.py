@@ -20,7 +20,8 @@ signal, and the next model call reports the abort.
 
 The run never raises for a failing hook, stream function or listener: it ends with an assistant
 error message naming what failed (``message_start``/``message_end``, ``turn_end``, ``agent_end``),
-after giving every started tool call a result. Only cancellation of the caller's task escapes.
+after giving every started tool call a result. Only cancellation of the caller's task escapes,
+once the run has ended as an aborted one the same way (within ``ABORT_GRACE``).
 
 An instrumented run (``tether.telemetry``) is recorded as it goes: an ``invoke_agent`` span for
 the run, a ``chat`` span per model call (the stream function is wrapped), an ``execute_tool``
@@ -30,12 +31,13 @@ pays one ``None`` check per step and OpenTelemetry is never imported.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.listener_grace import hook_within_grace
@@ -50,7 +52,7 @@ from tether.agent.types import (
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import AssistantMessageEventStream, new_assistant_message
+from tether.ai.event_stream import ABORTED_MESSAGE, AssistantMessageEventStream, new_assistant_message
 from tether.ai.types import Context, StreamFn
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
@@ -376,6 +378,9 @@ class _Run:
             await self._agent_end()
         except StepFailed as failure:
             await self._fail(failure)
+        except asyncio.CancelledError:
+            await self._cancelled()
+            raise
         except Exception as exc:  # a bug in the loop itself still ends the run properly
             await self._fail(StepFailed("agent loop", exc))
         finally:
@@ -572,7 +577,27 @@ class _Run:
             return
         if self.trace is not None:
             self.trace.failed(failure.cause)
-        text = str(failure)
+        await self._end_failed(str(failure), "error")
+
+    async def _cancelled(self) -> None:
+        """The caller's task was cancelled: end the run as an aborted one (each started tool call
+        its result, the reply ``aborted``, ``turn_end``, ``agent_end``), as an abort ends it, so
+        the transcript never keeps a call without its result (pi's abort mid-tool records one:
+        ``abort-during-tool``'s trace). Within ``ABORT_GRACE`` altogether: a listener still
+        running then is cut, and the ending with it; the cancellation goes on up either way."""
+        if self.ended:
+            return
+        if self.trace is not None:
+            self.trace.cancel()
+        from tether.agent.abort_grace import ABORT_GRACE
+
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(ABORT_GRACE):
+                await self._end_failed(ABORTED_MESSAGE, "aborted")
+
+    async def _end_failed(self, text: str, reason: Literal["error", "aborted"]) -> None:
+        """End the run with a reply that failed (``reason``) saying ``text``, after giving every
+        open message its end and every started call its result."""
         open_message = self.open_message
         if open_message is None and self.runner is not None:  # a result message, mid-batch
             open_message = self.runner.open_result
@@ -582,13 +607,13 @@ class _Run:
         if self.open_calls is not None:
             await self._close_open_calls(text)
         if self.streaming is not None:
-            error = _as_error(self.streaming, text)
+            error = _as_error(self.streaming, text, reason)
             _replace_or_append(self.context.messages, self.streaming, error)
             _replace_or_append(self.new_messages, self.streaming, error)
             self.streaming = None
             await self._quiet({"type": "message_end", "message": error})
         else:
-            error = _as_error(new_assistant_message(self.config.model), text)
+            error = _as_error(new_assistant_message(self.config.model), text, reason)
             if not self.in_turn:
                 self.in_turn = True
                 await self._quiet({"type": "turn_start"})
@@ -617,9 +642,9 @@ class _Run:
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
 
 
-def _as_error(message: AssistantMessage, text: str) -> AssistantMessage:
+def _as_error(message: AssistantMessage, text: str, reason: Literal["error", "aborted"]) -> AssistantMessage:
     error = message.copy()
-    error["stopReason"] = "error"
+    error["stopReason"] = reason
     error["errorMessage"] = text
     return error
 

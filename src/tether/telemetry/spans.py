@@ -103,6 +103,8 @@ class RunTrace:
         self.output_tokens = 0
         self.cost = 0.0
         self.failure: BaseException | None = None
+        self.cancelled = False
+        """The caller's task was cancelled (``cancel``), though the run then ended (aborted)."""
         self._tool_spans: dict[str, _ToolSpan] = {}
         name = recorder.agent_name
         attributes: Attributes = {
@@ -173,12 +175,21 @@ class RunTrace:
         """A hook, the stream function or a listener raised: the run ends with this error."""
         self.failure = cause
 
-    def end(self, messages: Sequence[AgentMessage], ended: bool) -> None:
-        """Close the run's span (and any tool span left open); ``ended``: ``agent_end`` was emitted,
-        else the caller's task was cancelled mid-run."""
+    def cancel(self) -> None:
+        """The caller's task was cancelled: the tool spans open end as cancelled (not as the
+        failed results the run's aborted ending then gives their calls), and so will the run's."""
+        self.cancelled = True
+        self._cancel_tool_spans()
+
+    def _cancel_tool_spans(self) -> None:
         for tool_span in self._tool_spans.values():
             tool_span.end([], True, sc.CANCELLED)
         self._tool_spans.clear()
+
+    def end(self, messages: Sequence[AgentMessage], ended: bool) -> None:
+        """Close the run's span (and any tool span left open); ``ended``: ``agent_end`` was emitted,
+        else the caller's task was cancelled mid-run."""
+        self._cancel_tool_spans()
         span = self.span
         span.set_attributes(
             {
@@ -191,7 +202,7 @@ class RunTrace:
         if self.failure is not None:
             span.record_exception(self.failure)
             _set_error(span, type(self.failure).__qualname__, last.get("errorMessage") if last else None)
-        elif not ended:
+        elif not ended or self.cancelled:
             _set_error(span, sc.CANCELLED, "The run was cancelled")
         elif last is not None and (error := error_type(last)) is not None:
             _set_error(span, error, last.get("errorMessage"))
