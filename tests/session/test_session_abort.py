@@ -288,3 +288,27 @@ async def test_close_returns_while_a_prompt_hook_never_does() -> None:
         added = await run
     assert "HookHungError" in str(as_assistant(added[-1]).get("errorMessage"))
     assert not model.requests
+
+
+async def test_a_cancelled_wait_for_idle_leaves_the_run_alone() -> None:
+    """``wait_for_idle()`` awaited the run through ``asyncio.gather``, which passes a cancellation
+    on to what it gathers: a caller's ``asyncio.timeout`` around it cancelled the run itself
+    (``prompt()`` raised ``CancelledError``). Now the run goes on to its end."""
+
+    @tether.tool
+    async def nap() -> str:
+        """Sleeps a little."""
+        await asyncio.sleep(0.3)
+        return "rested"
+
+    session, _ = core(nap)
+    run = asyncio.ensure_future(session.prompt("go"))
+    while not session.is_running:
+        await asyncio.sleep(0.01)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await session.wait_for_idle()
+    added = await run
+    assert [m["role"] for m in added] == ["user", "assistant", "toolResult", "assistant"]
+    assert tool_results(session) == ["rested"]
+    await session.close()

@@ -371,9 +371,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
                 controller.abort()
 
     async def wait_for_idle(self) -> None:
-        """Return once the current run, if any, has settled."""
+        """Return once the current run, if any, has settled. A waiter that is cancelled (its own
+        ``asyncio.timeout``) leaves the run alone: through ``gather`` it cancelled the run too."""
         if self._run is not None and not self._run.done():  # a done one may be of a closed loop
-            await asyncio.gather(self._run, return_exceptions=True)
+            await asyncio.wait((self._run,))
 
     async def close(self) -> None:
         """Abort a run in progress, let it record what it has (within about a second:
@@ -473,7 +474,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
     ) -> list[AgentMessage]:
         """Start a run once an aborted one before it has settled (bounded: ``ABORT_GRACE``)."""
         if previous is not None:
-            await asyncio.gather(previous, return_exceptions=True)
+            await asyncio.wait((previous,))  # not gather: cancelled, this run would cancel that one
         self._added = []
         # An abort of this run before its first step (``Run.start()``'s task not run yet, or
         # waiting for the previous run) holds: the agent's run is aborted as it starts.
