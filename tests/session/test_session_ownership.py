@@ -12,14 +12,14 @@ from typing import Any, cast
 import pytest
 
 from session_helpers import user
-from tether.agent import Agent
+from tether.agent import Agent, tool
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
 from tether.store import open_store
 from tether.store.errors import SessionError
-from tether.testing.scripted import ScriptedModel, reply
+from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import WireError
 
 
@@ -275,3 +275,56 @@ async def test_a_closed_session_refuses_append_entry(manager: SessionManager) ->
     unstored = AgentSession(Agent(model=ScriptedModel([]).model))
     assert unstored.append_entry("note", {"n": 1}) is None
     await unstored.close()
+
+
+async def test_close_from_a_listener_of_the_run_closes_as_the_run_settles(manager: SessionManager) -> None:
+    """A listener that awaited ``core.close()`` made the run wait for itself: ``close()`` waited
+    for the run, the run for the listener, until the abort grace cut the listener, and with it
+    ``close()`` half way: the reply became "event listener failed: ListenerHungError" and the
+    session stayed open, locked. (Through ``gather`` the cut went round the run's task awaiting
+    itself until ``RecursionError``.) Now ``close()`` inside the core's own run aborts it and
+    returns; the core closes (its session released) as that run settles, before ``prompt()``
+    returns."""
+    core = bound(manager, "one", "two")
+
+    async def closer(event: Any) -> None:
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            await core.close()
+
+    core.subscribe(closer)
+    async with asyncio.timeout(5):
+        added = await core.prompt("hi")
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    stored = core.session_id or ""
+    assert core.session is None
+    with pytest.raises(SessionError, match="closed"):
+        await core.prompt("again")
+    with manager.open(stored) as session:  # released, and the run's messages are in it
+        assert [m["role"] for m in session.messages] == ["user", "assistant"]
+
+
+async def test_close_from_a_tool_of_the_run_closes_as_the_run_settles(manager: SessionManager) -> None:
+    """A tool that awaited its core's ``close()`` held the run (``close()`` waits for it) until
+    the abort grace cancelled the tool, and ``close()`` with it: the session stayed open for
+    writing, locked, with nothing left to close it (through ``gather`` the cut cancelled the run
+    itself, and ``prompt()`` raised ``CancelledError``)."""
+    model = ScriptedModel([reply(tool_call("shut", {})), reply("never")])
+    holder: list[AgentSession] = []
+
+    @tool
+    async def shut() -> str:
+        """Close the session this tool runs in."""
+        await holder[0].close()
+        return "closing"
+
+    core = AgentSession(
+        Agent(model=model.model, stream_fn=model, tools=[shut]), manager.create("/p"), sessions=manager
+    )
+    holder.append(core)
+    async with asyncio.timeout(5):
+        await core.prompt("hi")
+    stored = core.session_id or ""
+    assert core.session is None
+    with manager.open(stored) as session:
+        roles = [(m["role"], m.get("stopReason")) for m in session.messages]
+    assert roles == [("user", None), ("assistant", "toolUse"), ("toolResult", None), ("assistant", "aborted")]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -77,6 +78,10 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.session import Session
 
 M = TypeVar("M", bound="BaseModel")
+
+_IN_RUN: contextvars.ContextVar[AgentSession | None] = contextvars.ContextVar("tether_core_run", default=None)
+"""The core whose run this task is, or was made by (an event listener, a tool's task): its
+``close()`` there waits for no run, which would be waiting for itself."""
 
 
 class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserInput):
@@ -132,6 +137,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._owns = set(owns)
         self._closed = False
         self._closed_id = None
+        self._close_after_run = False
+        """``close()`` was called inside the run: the run closes the core as it settles."""
         self.resources = resources
         self.mcp = mcp
         if mcp is not None:
@@ -372,15 +379,30 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
 
     async def wait_for_idle(self) -> None:
         """Return once the current run, if any, has settled. A waiter that is cancelled (its own
-        ``asyncio.timeout``) leaves the run alone: through ``gather`` it cancelled the run too."""
-        if self._run is not None and not self._run.done():  # a done one may be of a closed loop
-            await asyncio.wait((self._run,))
+        ``asyncio.timeout``) leaves the run alone: through ``gather`` it cancelled the run too.
+        The run's own task (a listener of it) returns at once: the run cannot settle meanwhile."""
+        run = self._run
+        if (
+            run is not None and not run.done() and run is not asyncio.current_task()
+        ):  # done: maybe of a closed loop
+            await asyncio.wait((run,))
 
     async def close(self) -> None:
         """Abort a run in progress, let it record what it has (within about a second:
         ``ABORT_GRACE``), and release the session; close what this core owns (``owns``), never
-        what was passed in."""
+        what was passed in.
+
+        Called inside the core's own run (an event listener, a tool), where waiting for the run
+        would be waiting for itself, it aborts the run and returns; the run closes the core as it
+        settles, before its ``prompt()`` returns."""
         self._closed = True
+        if self.is_running and _IN_RUN.get() is self:
+            self._close_after_run = True
+            self.abort()
+            return
+        await self._close()
+
+    async def _close(self) -> None:
         if self.is_running:
             self.abort()
         for move in tuple(self._moves):  # not stored in a closed session
@@ -489,11 +511,16 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._retry_options()
         if self._session is not None:
             self._session.defer_writes()  # committed off the event loop; settled below
+        inside = _IN_RUN.set(self)  # this task's own context, and that of the tasks it makes
         try:
             return await self._settled(body(), self._session)
         finally:
             if self._grace is grace:
                 self._grace = None
+            if self._close_after_run:
+                self._close_after_run = False
+                await self._close()
+            _IN_RUN.reset(inside)  # the finished task's context holds no reference to this core
 
     async def _settled(
         self, body: Awaitable[list[AgentMessage]], session: Session | None
