@@ -44,3 +44,14 @@ def test_run_sync_takes_any_agent_choice_as_a_keyword_without_warning(tmp_path: 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert tether.run_sync("hello", model=scripted(tmp_path), thinking="low", cwd=tmp_path) == "Hi"
+
+
+def test_a_model_record_for_a_spec_is_refused_saying_what_to_pass(tmp_path: Path) -> None:
+    """``AgentOptions(model=find_model(...))``, the record ``Agent(model=...)`` takes, failed deep
+    in the model choice with "AttributeError: 'dict' object has no attribute 'startswith'". Now
+    a ``TypeError`` at once, naming the spec to pass instead."""
+    model = tether.ScriptedModel([]).model
+    with pytest.raises(
+        TypeError, match=r"a model spec, a str such as 'provider/id' \(this one: scripted/scripted\)"
+    ):
+        create_agent_session(tether.AgentOptions(model=model), cwd=tmp_path)  # pyright: ignore[reportArgumentType]

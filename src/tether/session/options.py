@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from tether.agent import AgentTool
@@ -62,6 +62,22 @@ class AgentOptions:
     allow_outside: bool | None = None
     """Let tools use paths outside the workspace; writes there still need approval
     (``--allow-outside``; default: ``settings.allow_outside``)."""
+
+    def __post_init__(self) -> None:
+        """A ``ModelInfo`` (what ``find_model`` gives and ``Agent(model=...)`` takes) passed as
+        ``model`` failed deep in the model choice: "'dict' object has no attribute 'startswith'"."""
+        model = cast(object, self.model)  # typed str, but a program may pass anything
+        if model is not None and not isinstance(model, str):
+            kind = type(model).__name__
+            named: Mapping[str, object] = (
+                cast(Mapping[str, object], model) if isinstance(model, Mapping) else {}
+            )
+            hint = f" (this one: {named.get('provider')}/{named.get('id')})" if named else ""
+            raise TypeError(
+                f"AgentOptions(model=...) takes a model spec, a str such as 'provider/id'{hint}, not a "
+                f"{kind}; a model of your own: register it (tether.ai.models.register_model), "
+                "or bind your Agent(model=...) to an AgentSession"
+            )
 
 
 def with_choices(options: AgentOptions | None, choices: Mapping[str, Any]) -> AgentOptions:
