@@ -312,3 +312,34 @@ async def test_a_cancelled_wait_for_idle_leaves_the_run_alone() -> None:
     assert [m["role"] for m in added] == ["user", "assistant", "toolResult", "assistant"]
     assert tool_results(session) == ["rested"]
     await session.close()
+
+
+def test_a_run_is_a_coroutine_that_asyncio_run_and_create_task_take() -> None:
+    """``asyncio.run(core.prompt("hi"))`` raised "ValueError: a coroutine was expected, got
+    <tether.session.events.Run ...>" (and ``asyncio.create_task`` a ``TypeError``), where
+    ``asyncio.run(agent.prompt("hi"))`` works: a ``Run`` was only awaitable."""
+    session, _ = core()
+    added = asyncio.run(session.prompt("hi"))
+    assert [m["role"] for m in added] == ["user", "assistant"]
+
+    async def in_a_task() -> list[str]:
+        task = asyncio.create_task(session.prompt("again"))
+        await asyncio.sleep(0)
+        assert session.is_running
+        return [m["role"] for m in await task]
+
+    assert asyncio.run(in_a_task()) == ["user", "assistant"]
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(session.prompt("never answered"))
+        while not session.is_running:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await session.wait_for_idle()  # the cancelled task aborted the run, which settled
+        last = session.last_assistant()
+        assert last is not None and last["stopReason"] == "aborted"
+        await session.close()
+
+    asyncio.run(cancelled())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 
@@ -259,7 +259,7 @@ class WireEvents:
         return event
 
 
-class Run:
+class Run(Coroutine[Any, Any, "list[AgentMessage]"]):
     """One run of an ``AgentSession``, started on first use.
 
     ``await run`` runs it to the end and gives the messages it added (the prompt, replies, tool
@@ -268,7 +268,14 @@ class Run:
     as does cancelling a task that awaits it; the aborted run settles within about a second
     (``tether.agent.abort_grace.ABORT_GRACE``) and the session's next prompt waits for that
     instead of raising ``AgentBusyError``.
+
+    It is a coroutine too, as ``Agent.prompt()``'s is: ``asyncio.run(core.prompt("hi"))`` and
+    ``asyncio.create_task(core.prompt("hi"))`` take only coroutines, and raised "a coroutine was
+    expected, got Run" (``send``/``throw``/``close`` drive one await of it).
     """
+
+    _driven: Coroutine[Any, Any, list[AgentMessage]] | None = None
+    """The await that ``send``/``throw`` drive (a task's), made at the first ``send``."""
 
     def __init__(
         self,
@@ -286,6 +293,22 @@ class Run:
 
     def __await__(self) -> Generator[Any, None, list[AgentMessage]]:
         return self._wait().__await__()
+
+    def send(self, value: Any) -> Any:
+        if self._driven is None:
+            self._driven = self._wait()
+        return self._driven.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None, /) -> Any:
+        if self._driven is None:
+            self._driven = self._wait()
+        if val is None and tb is None:  # the one-argument form: the others are deprecated (3.12)
+            return self._driven.throw(typ)
+        return self._driven.throw(typ, val, tb)
+
+    def close(self) -> None:
+        if self._driven is not None:
+            self._driven.close()
 
     async def _wait(self) -> list[AgentMessage]:
         future = self._started()
