@@ -166,3 +166,14 @@ def test_mention_completer(tmp_path: Path) -> None:
     assert complete("@.") == [".env|env"]
     assert complete("@nowhere/x") == []
     assert complete("no mention") == []
+
+
+def test_a_mention_no_file_can_answer_is_prose(tmp_path: Path) -> None:
+    """A link loop, a name too long for the file system and a NUL byte name no file: left as text,
+    as @nobody is (each raised out of the prompt, a traceback in -p and a second, failed response
+    to an RPC prompt already answered "started")."""
+    (tmp_path / "notes.md").write_text("n")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    text = f"@loop1 @{'a' * 300} @{'b' * 200}/{'c' * 200} @a\x00b @notes.md"
+    assert find_mentions(text, tmp_path) == [tmp_path / "notes.md"]

@@ -177,14 +177,24 @@ def find_mentions(text: str, cwd: Path, workspace: Workspace | None = None) -> l
         for candidate in candidates:
             if not candidate:
                 continue
-            path = (cwd / os.path.expanduser(candidate)).resolve()
-            if not (policy.allow_outside or policy.contains(path)):
+            path = _real_file(cwd / os.path.expanduser(candidate))
+            if path is None or not (policy.allow_outside or policy.contains(path)):
                 continue
-            if path.is_file():
-                if path not in found:
-                    found.append(path)
-                break
+            if path not in found:
+                found.append(path)
+            break
     return found
+
+
+def _real_file(path: Path) -> Path | None:
+    """The regular file ``path`` names, resolved, or ``None``: nothing there, a folder, a FIFO, or
+    a name no file can have (a link loop, RuntimeError on Python 3.11; a name too long for the
+    file system; a NUL byte). Such a mention is prose; raised, it ended the run with a traceback."""
+    try:
+        real = path.resolve()
+        return real if real.is_file() else None
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def file_mention_item(path: Path, shown: str) -> FileMentionItem:
