@@ -176,6 +176,22 @@ def test_a_path_naming_no_known_user_is_a_path_not_a_traceback(cli: CliEnv, args
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
 
 
+@pytest.mark.parametrize("kind", ["a FIFO", "/dev/null"])
+def test_a_workspace_that_is_no_folder_is_one_usage_line(cli: CliEnv, kind: str) -> None:
+    """``--cwd`` named a FIFO or a device: click's check refuses a regular file only, so the run
+    started there, its session stored with that folder and every tool failing in it."""
+    where = cli.project / "pipe" if kind == "a FIFO" else Path("/dev/null")
+    if kind == "a FIFO":
+        os.mkfifo(where)
+    done = cli.run("-p", "hi", "--cwd", str(where), script=cli.script("s", [text_reply("fine")]))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert (
+        done.stderr.splitlines()[-1]
+        == f"Error: Invalid value for '--cwd': {str(where)!r} is not a directory."
+    )
+    assert not (cli.home / "data" / "sessions.db").exists()
+
+
 def test_exporting_a_path_naming_no_known_user_is_one_line(cli: CliEnv) -> None:
     done = cli.run("--export", "~nosuchuser-tether/x.jsonl")
     assert done.returncode == 1 and "Traceback" not in done.stderr

@@ -100,7 +100,7 @@ class RunOptions:
             no_session=bool(values.get("no_session")),
             name=text("name"),
             follow=bool(values.get("follow")),
-            cwd=Path(cwd).resolve() if cwd else None,
+            cwd=_workspace(cwd) if cwd else None,
             session_options=agent,
         )
 
@@ -121,6 +121,18 @@ def valid_text(text: str | None) -> str | None:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:  # a surrogate no decoding made (from a file read elsewhere)
         return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _workspace(cwd: str) -> Path:
+    """``--cwd``, which must be a folder: click's ``Path(file_okay=False)`` refuses only a regular
+    file, so a FIFO or a device (``--cwd /dev/null``) became the session's folder, every tool
+    failing in it ("cwd . is not a directory")."""
+    import click
+
+    path = Path(cwd).resolve()
+    if not path.is_dir():
+        raise click.BadParameter(f"{cwd!r} is not a directory.", param_hint="'--cwd'")
+    return path
 
 
 def _prompt_text(source: str) -> str:
