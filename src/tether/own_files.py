@@ -137,10 +137,18 @@ def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
     once sent an export into the file it pointed to, and a fixed name unlinked first let two
     tethers writing at once rename each other's half-written file. A link at ``path`` is replaced,
     not written through. The file is the user's alone (0600, ``mkstemp``'s mode): it may hold a
-    key, a token or what the user pasted into a transcript. Failure raises ``OSError`` naming
-    ``path``."""
+    key, a token or what the user pasted into a transcript. A pipe, socket or device at ``path``
+    (``--export s.jsonl /dev/null``, ``-o /dev/stdout``, a FIFO), or a link to one, is refused:
+    renamed over, it was replaced by a regular file, which for root is ``/dev/null`` gone for
+    every process. Failure raises ``OSError`` naming ``path``."""
     import tempfile  # only when writing: not loaded by a run that writes nothing
 
+    try:
+        special = not stat.S_ISREG(mode := os.stat(path).st_mode) and not stat.S_ISDIR(mode)
+    except OSError:  # nothing there (or a link to nothing): the file is made
+        special = False
+    if special:
+        raise OSError(f"cannot write {path}: not a regular file (a pipe, socket or device)")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:

@@ -5,6 +5,8 @@ checked against pi's own SessionManager in ``test_pi_sessions.py``."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +198,9 @@ def test_a_file_that_is_not_a_pi_session_is_one_clear_error(tmp_path: Path) -> N
 def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path, kind: str) -> None:
     """Exports went through ``OUT.tmp`` opened by name: a link planted there sent the session
     into the file it pointed to, and a missing folder was reported as ``…/x.jsonl.tmp`` (the
-    HTML page, ``--export`` and ``export_html``, did so until session 27)."""
+    HTML page, ``--export`` and ``export_html``, did so until session 27). A pipe or device there,
+    or a link to one (``/dev/stdout``), was renamed over: as root, ``--export s.jsonl /dev/null``
+    replaced ``/dev/null`` with the page."""
     path = _write(
         tmp_path / "s.jsonl",
         [HEADER, _entry("message", "a1", None, message={"role": "user", "content": "hi", "timestamp": 1})],
@@ -230,4 +234,10 @@ def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path
         ]:
             with pytest.raises(OSError, match=rf"^cannot write {out}: {why}"):
                 export(out)
+        os.mkfifo(tmp_path / "fifo")
+        (tmp_path / "stdout").symlink_to(tmp_path / "fifo")  # as /dev/stdout links to a pipe
+        for out in (tmp_path / "fifo", tmp_path / "stdout"):  # renamed over, a device was gone
+            with pytest.raises(OSError, match=rf"^cannot write {out}: not a regular file \(a pipe"):
+                export(out)
+        assert stat.S_ISFIFO((tmp_path / "fifo").lstat().st_mode) and (tmp_path / "stdout").is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == ["planted.jsonl.tmp"]
