@@ -42,3 +42,20 @@ def test_mentions_outside_the_workspace_are_not_attached(cli: CliEnv, via: str) 
         if e["type"] == "message_end" and e["message"]["role"] == "fileMention"
     ]
     assert [[f["path"] for f in m["files"]] for m in mentions] == [["inside.txt"]]
+
+
+@pytest.mark.parametrize("where", ["--allow-outside", "a workspace holding them"])
+def test_mentions_of_what_the_sandbox_hides_are_not_attached(cli: CliEnv, where: str) -> None:
+    """The read tool refuses ``~/.ssh`` and the other credentials the sandbox hides, with
+    ``--allow-outside`` and in a workspace that holds them (the home folder); a mention checked
+    only the workspace's roots, so ``@~/.ssh/id_rsa`` sent the key to the provider."""
+    _, key = _outside(cli)
+    home = key.parent.parent
+    args = ("--allow-outside",) if where == "--allow-outside" else ("--cwd", str(home))
+    script = cli.script("s", [text_reply("ok")])
+    done = cli.run(
+        "--mode", "json", "--no-session", *args, "see @~/.ssh/id_rsa", script=script, env={"HOME": str(home)}
+    )
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout
+    assert [e for e in json_lines(done.stdout) if e.get("message", {}).get("role") == "fileMention"] == []

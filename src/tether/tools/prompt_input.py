@@ -167,7 +167,9 @@ def find_mentions(text: str, cwd: Path, workspace: Workspace | None = None) -> l
     file is left alone: it is prose. Trailing punctuation is dropped when the path is followed
     by it ("look at @notes.md."). A mention obeys the same workspace policy as the ``read`` tool
     (default: ``Workspace(cwd)``): ``@/etc/passwd`` or ``@~/.ssh/id_rsa`` outside the allowed
-    roots is left as text, so a prompt cannot send what the model could not read.
+    roots, or a file the sandbox hides from the tools (credentials, tether's keys and sessions,
+    even with ``--allow-outside`` or in a workspace that holds them), is left as text, so a prompt
+    cannot send what the model could not read.
     """
     policy = workspace if workspace is not None else Workspace(cwd)
     found: list[Path] = []
@@ -178,7 +180,7 @@ def find_mentions(text: str, cwd: Path, workspace: Workspace | None = None) -> l
             if not candidate:
                 continue
             path = _real_file(cwd / os.path.expanduser(candidate))
-            if path is None or not (policy.allow_outside or policy.contains(path)):
+            if path is None or not policy.readable(path):
                 continue
             if path not in found:
                 found.append(path)
