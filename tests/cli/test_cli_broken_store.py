@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -194,4 +195,23 @@ def test_a_settings_file_that_is_a_directory_is_one_line(cli: CliEnv) -> None:
     assert one_line(done.stderr) == (
         f"tether: {cli.home / 'config' / 'settings.json'}: is a directory, not a settings file; "
         "remove it or make it a JSON file"
+    )
+
+
+@pytest.mark.parametrize("args", [("-p", "more", "--continue"), ("--export",)])
+def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: tuple[str, ...]) -> None:
+    """A row changed outside tether (a hand edit in sqlite3, a bad block inside a record) whose
+    payload is no JSON: jiter's ValueError ended the run with a traceback."""
+    done = cli.run("-p", "hi", script=cli.script("s", [text_reply("hello")]))
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(cli.home / "data" / "sessions.db") as db:
+        session_id, entry_id = db.execute(
+            "SELECT session_id, id FROM entries WHERE type = 'message' ORDER BY seq LIMIT 1"
+        ).fetchone()
+        db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (entry_id,))
+    db.close()
+    done = cli.run(*args, *([session_id, str(cli.project / "s.html")] if args == ("--export",) else []))
+    assert done.returncode == 1
+    assert one_line(done.stderr).endswith(
+        f"entry '{entry_id}': payload is not JSON (key must be a string at line 1 column 2)"
     )

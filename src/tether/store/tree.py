@@ -75,7 +75,10 @@ class Node:
     @property
     def entry(self) -> EntryDict:
         if self._entry is None:
-            value: Any = jiter.from_json(self._payload or b"null")
+            try:
+                value: Any = jiter.from_json(self._payload or b"null")
+            except ValueError as exc:  # a row damaged outside tether: one line, not a traceback
+                raise CorruptSessionError(f"entry {self.id!r}: payload is not JSON ({exc})") from None
             if not isinstance(value, dict):
                 raise CorruptSessionError(f"entry {self.id!r}: payload is not a JSON object")
             self._entry = cast(EntryDict, value)
