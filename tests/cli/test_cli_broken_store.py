@@ -215,3 +215,22 @@ def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: 
     assert one_line(done.stderr).endswith(
         f"entry '{entry_id}': payload is not JSON (key must be a string at line 1 column 2)"
     )
+
+
+def test_a_transcript_scrubbed_in_sqlite3_still_opens_and_exports(cli: CliEnv) -> None:
+    """``UPDATE entries SET payload = replace(payload, ...)``, a user's way to take a pasted key
+    out of a transcript, stores every row as TEXT: reading them raised a TypeError (a traceback)
+    for each session, and the export wrote none."""
+    done = cli.run("-p", "my key is sk-secret-1", script=cli.script("s", [text_reply("noted")]))
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(cli.home / "data" / "sessions.db") as db:
+        db.execute("UPDATE entries SET payload = replace(payload, 'sk-secret-1', 'REDACTED')")
+        assert db.execute("SELECT DISTINCT typeof(payload) FROM entries").fetchall() == [("text",)]
+        (session_id,) = db.execute("SELECT id FROM sessions").fetchone()
+    db.close()
+    done = cli.run("sessions", "export", session_id, "-o", "s.jsonl")
+    assert done.returncode == 0, done.stderr
+    exported = (cli.project / "s.jsonl").read_text()
+    assert "REDACTED" in exported and "sk-secret-1" not in exported
+    done = cli.run("-p", "again", "--continue", script=cli.script("t", [text_reply("still here")]))
+    assert (done.returncode, done.stdout) == (0, "still here\n"), done.stderr

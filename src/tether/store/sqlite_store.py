@@ -60,6 +60,10 @@ _RECORD_COLUMNS = (
     "first_prompt, entry_count, message_count, cost, input_tokens, output_tokens, "
     "cache_read_tokens, cache_write_tokens"
 )
+_ENTRY_COLUMNS = "id, parent_id, type, created, CAST(payload AS BLOB)"
+"""An entry as read: its payload as bytes even when a hand edit in sqlite3 made it text (``SET
+payload = replace(payload, 'sk-…', '…')`` turns every row it touches to TEXT), which the JSON
+reader and the export's writer refused with a TypeError, a traceback for every session touched."""
 
 
 _INSERT_ENTRY = (
@@ -393,7 +397,7 @@ class SQLiteStore:
     def entries(self, session_id: str) -> list[StoredEntry]:
         with self._guarded():
             rows = self._db.execute(
-                "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ? ORDER BY seq",
+                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         return list(map(StoredEntry._make, rows))
@@ -403,7 +407,7 @@ class SQLiteStore:
             return self.entries(session_id)
         with self._guarded():
             rows = self._db.execute(
-                "SELECT id, parent_id, type, created, payload FROM entries WHERE session_id = ?"
+                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE session_id = ?"
                 " AND seq > (SELECT seq FROM entries WHERE session_id = ? AND id = ?) ORDER BY seq",
                 (session_id, session_id, entry_id),
             ).fetchall()
