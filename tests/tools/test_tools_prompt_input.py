@@ -23,6 +23,7 @@ from tether.tools.prompt_input import (
     run_python_input,
     run_shell_input,
 )
+from tether.tools.workspace import Workspace
 from tether.wire import decode_message
 
 
@@ -177,3 +178,13 @@ def test_a_mention_no_file_can_answer_is_prose(tmp_path: Path) -> None:
     (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
     text = f"@loop1 @{'a' * 300} @{'b' * 200}/{'c' * 200} @a\x00b @notes.md"
     assert find_mentions(text, tmp_path) == [tmp_path / "notes.md"]
+
+
+def test_a_mention_that_cannot_be_read_is_prose(tmp_path: Path) -> None:
+    """A file found but not readable (no permission; /proc/self/mem, whose read is EIO even for
+    root, with --allow-outside): its OSError ended the prompt with a traceback."""
+    (tmp_path / "a.py").write_text("print(1)")
+    anywhere = Workspace(tmp_path, allow_outside=True)
+    message = file_mentions_message("@/proc/self/mem and @a.py", tmp_path, anywhere)
+    assert message is not None and [f["path"] for f in message["files"]] == ["a.py"]
+    assert file_mentions_message("@/proc/self/mem", tmp_path, anywhere) is None

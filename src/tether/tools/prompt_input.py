@@ -226,12 +226,14 @@ def file_mentions_message(
     text: str, cwd: Path, workspace: Workspace | None = None
 ) -> FileMentionMessage | None:
     """The ``fileMention`` message for every file ``text`` mentions, or ``None`` if none."""
-    paths = find_mentions(text, cwd, workspace)
-    if not paths:
-        return None
     resolved_cwd = cwd.resolve()
-    items = [file_mention_item(path, _display(path, resolved_cwd)) for path in paths]
-    return {"role": "fileMention", "files": items, "timestamp": _now_ms()}
+    items: list[FileMentionItem] = []
+    for path in find_mentions(text, cwd, workspace):
+        try:
+            items.append(file_mention_item(path, _display(path, resolved_cwd)))
+        except OSError:  # no permission, gone since, /proc/self/mem's EIO: prose, as @nobody is
+            continue
+    return {"role": "fileMention", "files": items, "timestamp": _now_ms()} if items else None
 
 
 def _display(path: Path, cwd: Path) -> str:
