@@ -136,6 +136,27 @@ def test_a_bad_models_json_entry_is_a_note_and_the_other_models_work(cli: CliEnv
     assert not any(line.startswith("tether: ") for line in lines), done.stderr
 
 
+@pytest.mark.parametrize("args", [("--model", "mine/m"), ("--provider", "mine", "--model", "m")])
+def test_a_model_of_a_provider_left_out_says_why_it_is_unknown(cli: CliEnv, args: tuple[str, ...]) -> None:
+    """The run stops at the model, before the session that prints the notes: "unknown model
+    'mine/m'" alone, for a provider left out over one misspelt field."""
+    config = cli.home / "config"
+    config.mkdir()
+    mine = {
+        "baseUrl": "http://127.0.0.1:1/v1",
+        "api": "openai-completions",
+        "apiKey": "K",
+        "models": [{"id": "m"}],
+    }
+    (config / "models.json").write_text(json.dumps({"providers": {"mine": mine}}))
+    done = cli.run("-p", "hi", "--no-session", *args, timeout=30)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("tether: unknown "), done.stderr
+    assert done.stderr.endswith(
+        f"; {config / 'models.json'}: providers.mine.apiKey: unknown field (provider 'mine' left out)\n"
+    ), done.stderr
+
+
 AUTH_DAMAGE = {
     "invalid JSON": b'{"openai": {"type": "api_key", "key": "sk-SECRET"},,}',
     "nested too deeply": b"[" * 100_000 + b"]" * 100_000,

@@ -200,7 +200,7 @@ def match_model(
     text = text.strip()
     providers = default_registry().providers()
     if provider is not None and provider not in providers:
-        raise ModelError(f"unknown provider {provider!r} (known: {', '.join(sorted(providers))})")
+        raise _unknown(f"unknown provider {provider!r} (known: {', '.join(sorted(providers))})")
     check = usable or _has_key
     try:
         found = _match(text, provider, check)
@@ -217,8 +217,17 @@ def match_model(
             raise  # names the file and the field, or the candidates: `tether models` would only repeat it
         where = f" of provider {provider!r}" if provider else ""
         message = str(exc) if isinstance(exc, UnknownModelError) else f"unknown model {text!r}{where}"
-        raise ModelError(f"{message} (see `tether models`)") from None
-    raise ModelError(f"unknown model {text!r} (see `tether models`)")  # find_model found what _match did not
+        raise _unknown(f"{message} (see `tether models`)") from None
+    raise _unknown(f"unknown model {text!r} (see `tether models`)")  # find_model found what _match did not
+
+
+def _unknown(message: str) -> ModelError:
+    """A model or provider not found, with the ``models.json`` entries left out for a mistake: the model may
+    be in one of them, and the notes that say so come with a session, which this error stops
+    ("unknown model 'mine/m'" alone, for a provider with a misspelt field)."""
+    from tether.ai.models import models_file_problems
+
+    return ModelError("; ".join([message, *models_file_problems()]))
 
 
 def resolve_scope(patterns: Sequence[str], *, usable: Usable | None = None) -> list[ScopedModel]:
