@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import CliEnv, json_lines, text_reply
+from tmux_support import Terminal, started
 
 pytestmark = pytest.mark.subprocess
 
@@ -64,6 +66,25 @@ def test_a_list_tether_keeps_that_is_no_file_does_not_stop_the_run(cli: CliEnv, 
     done = cli.run("-p", "hi", "--no-session", script=cli.script("s", [text_reply("fine")]), timeout=30)
     assert "Traceback" not in done.stderr
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+@pytest.mark.parametrize("kind", ["a FIFO", "/dev/zero"])
+def test_a_prompt_history_that_is_no_file_is_a_warning_not_a_hang(cli: CliEnv, kind: str) -> None:
+    """The input box's history file is read whole in a thread: a link to /dev/zero took memory
+    until none was left (2 GB in ten seconds), and a FIFO kept the thread, so the process did not
+    end when the user quit. The history is kept in memory for the run now, said in the header."""
+    history = cli.home / "data" / "prompt-history"
+    _plant(history, kind)
+    env = cli.env(TETHER_SCRIPTED=str(cli.script("s", [text_reply("fine")])), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), env)
+    try:
+        screen = terminal.wait_for(started)
+        assert f"{history}: not a regular file (a pipe, socket or device)" in screen.replace("\n", "")
+        terminal.send("C-d")
+        terminal.wait_until_dead()
+    finally:
+        terminal.close()
 
 
 def _closed(cli: CliEnv, redirect: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

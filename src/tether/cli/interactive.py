@@ -33,7 +33,7 @@ from prompt_toolkit.completion import merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.history import History
 from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
@@ -66,6 +66,7 @@ from tether.cli.keybindings import (
     install_sequences,
     load_bindings,
 )
+from tether.cli.prompt_history import prompt_history
 from tether.session import commands
 from tether.session.agent_session import AgentSession
 from tether.session.stats import Stats
@@ -96,6 +97,7 @@ class InteractiveApp:
             bindings = load_bindings(config_dir())
         self._bindings = bindings
         self.theme, self._theme_warning = themes.load_theme(theme, config_dir())
+        self._history_warning: str | None = None
         self._rebuild = rebuild
         self._keymap = KeyBindings()
         self.color = not os.environ.get("NO_COLOR")
@@ -249,9 +251,9 @@ class InteractiveApp:
         starting it: ``run`` starts it; ``bench/tui_views.py`` renders its frames.
         ``history``: the input box's (default: the prompt-history file)."""
         install_sequences()
-        self._buffer = Buffer(
-            multiline=True, history=history if history is not None else _history(), complete_while_typing=True
-        )
+        if history is None:
+            history, self._history_warning = prompt_history()
+        self._buffer = Buffer(multiline=True, history=history, complete_while_typing=True)
         interactive_paste.step_over_markers(self._buffer, self._pastes)
         self._app = self._build(self._buffer)
         interactive_paste.install(self._app.input)
@@ -755,7 +757,8 @@ class InteractiveApp:
             sys.stdout.flush()
 
     def _print_header(self, core: AgentSession) -> None:
-        warnings = "\n".join(w for w in (self._bindings.warning, self._theme_warning) if w) or None
+        found = (self._bindings.warning, self._theme_warning, self._history_warning)
+        warnings = "\n".join(w for w in found if w) or None
         for item in views.header(core, self.painter(), self.rows(), warnings):
             self.say(item)
 
@@ -787,14 +790,3 @@ class InteractiveApp:
 def _limit(timeout: float | None) -> str:
     """How a dialog's time limit is shown after its title."""
     return f" (closes in {timeout:g} s)" if timeout is not None else ""
-
-
-def _history() -> History:
-    from tether.ai.paths import data_dir
-
-    directory = data_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        return FileHistory(str(directory / "prompt-history"))
-    except OSError:
-        return InMemoryHistory()
