@@ -12,6 +12,7 @@ import asyncio
 import json
 import re
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,26 @@ async def test_a_request_whose_body_never_comes_whole_is_cut_off(
         # a body that comes whole is answered as before, on a connection of its own
         assert (await client.post("/api/sessions", json={"message": "one"})).status_code == 201
     assert "Traceback" not in capfd.readouterr().err
+
+
+async def test_a_stored_session_damaged_outside_tether_is_one_line_not_a_server_error(
+    project: Path, tmp_path: Path
+) -> None:
+    """A prompt to a session one of whose stored entries is no JSON (a hand edit in sqlite3):
+    the store's CorruptSessionError, a SessionError and no UserError, was a traceback on the
+    server's stderr and "Internal Server Error" to the client."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    session = SessionManager(store).create(str(project))
+    entry_id = session.append_message(user("hello"))
+    session.close()
+    store.close()
+    with sqlite3.connect(tmp_path / "home" / "data" / "sessions.db") as db:
+        db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (entry_id,))
+    db.close()
+    async with serving(project, script) as served, served.client() as client:
+        answer = await client.post(f"/api/sessions/{session.id}/prompt", json={"message": "again"})
+        assert (answer.status_code, answer.json()) == (
+            500,
+            {"error": f"entry '{entry_id}': payload is not JSON (key must be a string at line 1 column 2)"},
+        )

@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tether.errors import UserError
+from tether.errors import TetherError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
@@ -166,7 +166,7 @@ def create_app(config: ServeConfig) -> Starlette:
         lifespan=lifespan,
         exception_handlers={
             ApiError: _api_error,
-            UserError: _setup_error,
+            TetherError: _setup_error,
             404: _not_found,
             405: _not_allowed,
         },
@@ -486,8 +486,10 @@ async def _api_error(_request: Request, exc: Exception) -> Response:
 
 
 async def _setup_error(_request: Request, exc: Exception) -> Response:
-    """The server cannot start the session as configured (a bad ``--model``, ...): the operator's
-    mistake, said in one line to the client and on stderr, not a traceback."""
+    """The server cannot start the session as configured (a bad ``--model``, ...) or read it (a
+    stored entry damaged outside tether, ``CorruptSessionError``): any error tether raises on
+    purpose says what and where, so it is said in one line to the client and on stderr, not a
+    traceback and "Internal Server Error"."""
     sys.stderr.write(f"tether serve: {exc}\n")
     return _error(500, str(exc))
 
