@@ -234,3 +234,34 @@ def test_a_transcript_scrubbed_in_sqlite3_still_opens_and_exports(cli: CliEnv) -
     assert "REDACTED" in exported and "sk-secret-1" not in exported
     done = cli.run("-p", "again", "--continue", script=cli.script("t", [text_reply("still here")]))
     assert (done.returncode, done.stdout) == (0, "still here\n"), done.stderr
+
+
+def test_following_a_session_skips_an_entry_whose_row_is_no_json(cli: CliEnv) -> None:
+    """``tether sessions follow`` printed history until the damaged row, then ended with a
+    JSONDecodeError traceback; the row is one line on stderr now and the entries after it come."""
+    done = cli.run("-p", "hi", script=cli.script("s", [text_reply("hello")]))
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(cli.home / "data" / "sessions.db") as db:
+        session_id, entry_id = db.execute(
+            "SELECT session_id, id FROM entries WHERE type = 'message' ORDER BY seq LIMIT 1"
+        ).fetchone()
+        db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (entry_id,))
+    db.close()
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "sessions", "follow", session_id],
+        cwd=cli.project,
+        env=cli.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert follower.stdout is not None
+    lines: list[str] = []
+    for line in iter(follower.stdout.readline, ""):  # ends at EOF if the follower dies
+        lines.append(line)
+        if "assistant: hello" in line:
+            break
+    assert cli.run("sessions", "delete", session_id, "--yes").returncode == 0  # ends the follower
+    _, err = follower.communicate(timeout=30)
+    assert "Traceback" not in err and any("assistant: hello" in line for line in lines), err
+    assert f"tether: entry '{entry_id}': payload is not JSON (" in err and "; skipped\n" in err
