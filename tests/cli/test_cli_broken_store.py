@@ -198,10 +198,9 @@ def test_a_settings_file_that_is_a_directory_is_one_line(cli: CliEnv) -> None:
     )
 
 
-@pytest.mark.parametrize("args", [("-p", "more", "--continue"), ("--export",)])
-def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: tuple[str, ...]) -> None:
-    """A row changed outside tether (a hand edit in sqlite3, a bad block inside a record) whose
-    payload is no JSON: jiter's ValueError ended the run with a traceback."""
+def _a_session_whose_prompt_is_no_json(cli: CliEnv) -> tuple[str, str]:
+    """A stored session ("hi", "hello") whose first message's row is made ``{ba`` as a hand edit
+    could: its id and that entry's."""
     done = cli.run("-p", "hi", script=cli.script("s", [text_reply("hello")]))
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(cli.home / "data" / "sessions.db") as db:
@@ -210,6 +209,14 @@ def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: 
         ).fetchone()
         db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (entry_id,))
     db.close()
+    return session_id, entry_id
+
+
+@pytest.mark.parametrize("args", [("-p", "more", "--continue"), ("--export",)])
+def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: tuple[str, ...]) -> None:
+    """A row changed outside tether (a hand edit in sqlite3, a bad block inside a record) whose
+    payload is no JSON: jiter's ValueError ended the run with a traceback."""
+    session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
     done = cli.run(*args, *([session_id, str(cli.project / "s.html")] if args == ("--export",) else []))
     assert done.returncode == 1
     assert one_line(done.stderr).endswith(
@@ -239,14 +246,7 @@ def test_a_transcript_scrubbed_in_sqlite3_still_opens_and_exports(cli: CliEnv) -
 def test_following_a_session_skips_an_entry_whose_row_is_no_json(cli: CliEnv) -> None:
     """``tether sessions follow`` printed history until the damaged row, then ended with a
     JSONDecodeError traceback; the row is one line on stderr now and the entries after it come."""
-    done = cli.run("-p", "hi", script=cli.script("s", [text_reply("hello")]))
-    assert done.returncode == 0, done.stderr
-    with sqlite3.connect(cli.home / "data" / "sessions.db") as db:
-        session_id, entry_id = db.execute(
-            "SELECT session_id, id FROM entries WHERE type = 'message' ORDER BY seq LIMIT 1"
-        ).fetchone()
-        db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (entry_id,))
-    db.close()
+    session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
     follower = subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "sessions", "follow", session_id],
         cwd=cli.project,
