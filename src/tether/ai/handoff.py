@@ -66,40 +66,73 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
     """Return a copy of ``messages`` that ``target``'s API accepts (see the module docstring).
 
     Pure: the input is not modified, and the output depends only on the input and ``target``.
+    A message that needs no change (a user turn, the target's own assistant turn with nothing
+    to drop, a tool result answering it) is the input's own object in the new list: every request
+    converts the whole conversation, and a copy of each turn was most of this function's cost.
     """
     vision = "image" in target["input"]
+    own = (target["provider"], target["api"], target["id"])
     out: list[Message] = []
     used_ids: set[str] = set()
     pending: list[ToolCall] = []  # tool calls of the last kept assistant message
-    answered: set[str] = set()
+    answered: set[str] = set()  # of those, the ones a result answered
     id_map: dict[str, str] = {}  # original -> rewritten id, for the last kept assistant message
     for message in messages:
         if message["role"] == "user":
-            _close_pending(out, pending, answered)
-            pending, answered = [], set()
+            if pending:
+                _close_pending(out, pending, answered)
+                pending = []  # answered is read only against pending: reset with the next calls
             out.append(message if vision else _user_without_images(message))
         elif message["role"] == "assistant":
-            _close_pending(out, pending, answered)
-            pending, answered, id_map = [], set(), {}
+            if pending:
+                _close_pending(out, pending, answered)
+                pending = []
             if message["stopReason"] in ("error", "aborted"):
                 continue
-            converted = _assistant_for(message, target, used_ids, id_map)
+            if (message["provider"], message["api"], message["model"]) == own:
+                converted = _own_assistant(message, used_ids)
+                id_map = {}
+            else:
+                id_map = {}
+                converted = _assistant_for(message, target, used_ids, id_map)
             pending = [b for b in converted["content"] if b["type"] == "toolCall"]
+            answered = set()
             out.append(converted)
         else:
-            call_id = id_map.get(message["toolCallId"], message["toolCallId"])
-            if call_id in answered or not any(c["id"] == call_id for c in pending):
-                continue  # answers nothing that is still open: every API rejects it
+            original = message["toolCallId"]
+            call_id = id_map.get(original, original) if id_map else original
+            if call_id in answered:
+                continue  # answers a call already answered: every API rejects it
+            for call in pending:
+                if call["id"] == call_id:
+                    break
+            else:
+                continue  # answers nothing that is still open
             answered.add(call_id)
             result = message
-            if call_id != message["toolCallId"]:
+            if call_id != original:
                 result = cast(ToolResultMessage, {**message, "toolCallId": call_id})
             out.append(result if vision else _result_without_images(result))
-    _close_pending(out, pending, answered)
+    if pending:
+        _close_pending(out, pending, answered)
     return out
 
 
 # -- assistant messages ----------------------------------------------------------------------------
+
+
+def _own_assistant(message: AssistantMessage, used_ids: set[str]) -> AssistantMessage:
+    """The target's own assistant turn: every block kept (its ids noted as used) but unsigned
+    empty thinking; the message itself when nothing is dropped."""
+    keep = True
+    for block in message["content"]:
+        if block["type"] == "toolCall":
+            used_ids.add(block["id"])
+        elif block["type"] == "thinking" and not _keep_same_model_block(block):
+            keep = False
+    if keep:
+        return message
+    return {**message, "content": [b for b in message["content"] if _keep_same_model_block(b)]}
 
 
 def _assistant_for(
@@ -259,15 +292,19 @@ def _hash36(text: str, length: int) -> str:
 
 def _user_without_images(message: UserMessage) -> UserMessage:
     content = message["content"]
-    if isinstance(content, str) or not any(b["type"] == "image" for b in content):
+    if isinstance(content, str):
         return message
-    return {**message, "content": _replace_images(content, USER_IMAGE_PLACEHOLDER)}
+    for block in content:  # a loop, not any() over a generator: every request, every turn
+        if block["type"] == "image":
+            return {**message, "content": _replace_images(content, USER_IMAGE_PLACEHOLDER)}
+    return message
 
 
 def _result_without_images(message: ToolResultMessage) -> ToolResultMessage:
-    if not any(b["type"] == "image" for b in message["content"]):
-        return message
-    return {**message, "content": _replace_images(message["content"], TOOL_IMAGE_PLACEHOLDER)}
+    for block in message["content"]:
+        if block["type"] == "image":
+            return {**message, "content": _replace_images(message["content"], TOOL_IMAGE_PLACEHOLDER)}
+    return message
 
 
 def _replace_images(content: list[UserContent], placeholder: str) -> list[UserContent]:
