@@ -328,6 +328,8 @@ async def _event_batches(
     with what did arrive: the ``response``'s status and content type and the body's first line.
     """
     decoder = SSEDecoder()
+    # Asked once here, not for each event: whether the parser reads some events before decoding.
+    verbatim = parser.feed_text if type(parser).feed_text is not StreamParser.feed_text else None
     emitted = False
     any_event = False
     head = b""
@@ -386,11 +388,22 @@ async def _event_batches(
                     out += parser.fail(ABORTED_MESSAGE, aborted=True)
                     yield out
                     return
-                events = _handle(parser, sse.event, sse.data)
-                if events is None:  # [DONE]: whatever follows is not part of the answer
+                # Each event's decoding, written out: the per-chunk path of every provider.
+                data = sse.data
+                if not data:
+                    continue
+                if data == DONE_MARKER:  # whatever follows is not part of the answer
                     parser.done_marker = True
                     ended = True
                     break
+                events = None if verbatim is None else verbatim(sse.event, data)
+                if events is None:
+                    try:
+                        payload = jiter.from_json(data.encode())
+                    except ValueError:
+                        events = _lenient(parser, sse.event, data)
+                    else:
+                        events = parser.feed(sse.event, payload)
                 if events:
                     last = events[-1]["type"]
                     if last == "error" and parser.retryable and not emitted and not out and len(events) == 1:
@@ -446,23 +459,14 @@ def _not_a_stream(arrived: str, head: bytes) -> str:
     return f"The response was not an event stream: {arrived}, first line: {shown}"
 
 
-def _handle(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent] | None:
-    """Decode one SSE event for ``parser``; ``None`` means the ``[DONE]`` marker."""
-    if not data:
-        return []
-    if data == DONE_MARKER:
-        return None
-    verbatim = parser.feed_text(event, data)
-    if verbatim is not None:
-        return verbatim
+def _lenient(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent]:
+    """An event's data that ``jiter`` rejected, for ``parser``: decoded by the ``json`` module,
+    which accepts lone surrogates (``"\\ud83d"``), else the stream fails naming it."""
     try:
-        payload = jiter.from_json(data.encode())
+        payload = json.loads(data)
     except ValueError:
-        try:  # jiter rejects lone surrogates ("\ud83d"), which the json module accepts
-            payload = json.loads(data)
-        except ValueError:
-            snippet = data if len(data) <= 200 else data[:200] + "…"
-            return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
+        snippet = data if len(data) <= 200 else data[:200] + "…"
+        return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
     return parser.feed(event, payload)
 
 

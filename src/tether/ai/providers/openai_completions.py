@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 from tether.ai.api_provider import ApiProvider
 from tether.ai.event_stream import AssistantMessageEventStream, error_event
 from tether.ai.handoff import transform_messages
-from tether.ai.jsonish import as_dict, as_index, as_int, as_list, as_str
+from tether.ai.jsonish import as_dict, as_int, as_list, as_str
 from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.sanitize import strip_surrogates
@@ -47,6 +47,9 @@ from tether.wire import (
 
 API = "openai-completions"
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_REASONING_KEYS = frozenset(REASONING_FIELDS)
+_RARE_DELTA_KEYS = frozenset((*REASONING_FIELDS, "tool_calls", "function_call", "reasoning_details"))
+"""The delta fields besides ``content`` a chunk can carry something in: most chunks have none."""
 _ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
 """Encodes a replayed tool call's arguments as ``json.dumps(..., ensure_ascii=False)`` does,
 without building a new encoder for each call of every request."""
@@ -487,21 +490,26 @@ class OpenAICompletionsParser(StreamParser):
                 events = self.parts.delta(part, content)
             if len(delta) == 1:
                 return events  # most chunks: a piece of text and nothing else to look for
-        for name in REASONING_FIELDS:
-            value = delta.get(name)
-            if value and isinstance(value, str):
-                # The "signature" names the field, so a replay can send the reasoning back in it.
-                events += self._grow(
-                    "thinking", {"type": "thinking", "thinking": "", "thinkingSignature": name}, value
-                )
-                break
+        if _RARE_DELTA_KEYS.isdisjoint(delta):
+            return events  # a role, a null or empty content, nothing: one look, not six
+        if not _REASONING_KEYS.isdisjoint(delta):
+            for name in REASONING_FIELDS:
+                value = delta.get(name)
+                if value and isinstance(value, str):
+                    # The "signature" names the field, so a replay can send the reasoning back in it.
+                    events += self._grow(
+                        "thinking", {"type": "thinking", "thinking": "", "thinkingSignature": name}, value
+                    )
+                    break
         calls = delta.get("tool_calls")
-        legacy = delta.get("function_call")
-        if calls or legacy:
-            for call in as_list(calls) or ([{"function": legacy}] if as_dict(legacy) else []):
-                call_object = as_dict(call)
-                if call_object is not None:
-                    events += self._tool_call(call_object)
+        if calls and isinstance(calls, list):
+            for call in calls:  # pyright: ignore[reportUnknownVariableType]
+                if isinstance(call, dict):
+                    events += self._tool_call(call)  # pyright: ignore[reportUnknownArgumentType]
+        else:  # the deprecated single call, read only when there is no list of them
+            legacy = delta.get("function_call")
+            if legacy and isinstance(legacy, dict):
+                events += self._tool_call({"function": legacy})
         details = delta.get("reasoning_details")
         if details and self.tools:
             self._reasoning_details(as_list(details))
@@ -562,9 +570,15 @@ class OpenAICompletionsParser(StreamParser):
                         part.block["thoughtSignature"] = json.dumps(detail_object, separators=(",", ":"))
 
     def _tool_call(self, call: dict[str, Any]) -> list[AssistantMessageEvent]:
-        function = as_dict(call.get("function")) or {}
-        call_id = as_str(call.get("id")) or ""
-        stream_index = as_index(call.get("index"))
+        # Every fragment of a streamed call comes here: the shape checks written out, as in feed.
+        found = call.get("function")
+        function: dict[str, Any] = found if isinstance(found, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        call_id = call.get("id")
+        if not (call_id and isinstance(call_id, str)):
+            call_id = ""
+        stream_index = call.get("index")
+        if not isinstance(stream_index, int) or isinstance(stream_index, bool):
+            stream_index = None
         part = self._find_tool(call_id, stream_index)
         events: list[AssistantMessageEvent] = []
         if part is None:
@@ -575,10 +589,11 @@ class OpenAICompletionsParser(StreamParser):
         block = part.block
         if call_id and not block["id"]:
             block["id"] = call_id
-        name = as_str(function.get("name"))
-        if name and not block["name"]:
+        name = function.get("name")
+        if name and isinstance(name, str) and not block["name"]:
             block["name"] = name
-        return events + self.parts.delta(part, as_str(function.get("arguments")) or "")
+        arguments = function.get("arguments")
+        return events + self.parts.delta(part, arguments if arguments and isinstance(arguments, str) else "")
 
     def _find_tool(self, call_id: str, stream_index: int | None) -> Part | None:
         if call_id:
