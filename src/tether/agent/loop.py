@@ -53,7 +53,7 @@ from tether.agent.types import (
 )
 from tether.ai.abort import AbortSignal
 from tether.ai.event_stream import ABORTED_MESSAGE, AssistantMessageEventStream, new_assistant_message
-from tether.ai.types import Context, StreamFn
+from tether.ai.types import Context, StreamFn, with_signal
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
 from tether.wire import AgentMessage, AssistantMessage, AssistantStreamingEvent, ToolCall, ToolResultMessage
@@ -196,14 +196,18 @@ class _Run:
         signal: AbortSignal | None,
         stream_fn: StreamFn | None,
     ) -> None:
-        self.context = dataclasses.replace(context, messages=list(context.messages))
+        # Built directly, not with ``dataclasses.replace`` (a field walk and a keyword call): every
+        # run (a prompt) copies its context and options.
+        self.context = AgentContext(
+            context.system_prompt, list(context.messages), context.tools, context.volatile_context
+        )
         self.config = config
         self.user_sink = sink
         self.sink = sink
         """Where events go: ``user_sink``, or ``_traced_sink`` in an instrumented run."""
         self.signal = signal
         self.stream_fn = stream_fn
-        self.options = dataclasses.replace(config.options, signal=signal)
+        self.options = with_signal(config.options, signal)
         """The stream options of every call: the config's, with the run's signal."""
         self.new_messages: list[AgentMessage] = []
         self.llm_filter = LlmFilter(
