@@ -120,3 +120,16 @@ async def test_a_request_that_cannot_be_built_is_an_error_message() -> None:
 
     message = await complete(model(), bad, StreamOptions(api_key="k"))
     assert message.get("errorMessage", "").startswith("Could not build the request")
+
+
+async def test_a_circular_body_is_an_error_message_not_a_raise() -> None:
+    """The body encoder skips the circular-reference check (``transport._BODY``): a cycle in a
+    field a caller adds must still end the answer with the check's error (the stream function
+    raised ``RecursionError`` without the fallback to the checking encoder)."""
+    from tether.ai import StreamOptions
+
+    extra: dict[str, Any] = {"metadata": {}}
+    extra["metadata"]["self"] = extra
+    message = await complete(model(), {"messages": []}, StreamOptions(api_key="k", extra=extra))
+    assert message["stopReason"] == "error"
+    assert message.get("errorMessage") == "Could not build the request: Circular reference detected"

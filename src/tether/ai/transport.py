@@ -63,9 +63,15 @@ class EncodedRequest:
     content: bytes
 
 
-_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 """The encoder of every request body, built once: ``json.dumps`` with these settings builds a new
-``JSONEncoder`` for each call (a Python ``__init__`` of nine settings per model call)."""
+``JSONEncoder`` for each call (a Python ``__init__`` of nine settings per model call). Without the
+circular-reference check: it notes every list and dict of the body in a dict and takes it out
+again, 15% of the encoding (P6: 730k -> 621k instructions a session), for bodies our builders
+make fresh and never circular. A body that does hold a cycle (in ``options.extra``, a hook's
+payload) recurses to the limit instead and is encoded again by ``_CHECKED``, which says what
+it said before."""
+_CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def encode_request(request: HttpRequest) -> EncodedRequest:
@@ -77,7 +83,11 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
     """
     # Builders strip lone surrogates from text; "replace" is the safety net for any other field
     # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
-    content = _BODY.encode(request.body).encode("utf-8", "replace")
+    try:
+        text = _BODY.encode(request.body)
+    except RecursionError:  # a cycle, or nesting past the limit: the checking encoder's error
+        text = _CHECKED.encode(request.body)
+    content = text.encode("utf-8", "replace")
     return EncodedRequest(request.url, request.headers, content)
 
 
