@@ -613,21 +613,28 @@ class OpenAICompletionsParser(StreamParser):
         return None
 
     def _usage(self, usage: Any) -> None:
-        prompt = as_int(usage.get("prompt_tokens"))
-        details = as_dict(usage.get("prompt_tokens_details")) or {}
-        cached = as_int(details.get("cached_tokens")) or as_int(usage.get("prompt_cache_hit_tokens"))
-        written = as_int(details.get("cache_write_tokens"))
+        # Every answer's last chunk: a count that is absent is 0 without an ``as_int`` call, and
+        # the details are read only when there are some (many servers send none).
+        cached = written = reasoning = 0
+        details: Any = usage.get("prompt_tokens_details")
+        if details and isinstance(details, dict):
+            cached = as_int(details.get("cached_tokens"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            written = as_int(details.get("cache_write_tokens"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        if not cached and "prompt_cache_hit_tokens" in usage:
+            cached = as_int(usage["prompt_cache_hit_tokens"])
         # Some servers (OpenRouter) count this request's cache writes inside cached_tokens.
         cache_read = max(0, cached - written) if written else cached
-        completion = as_dict(usage.get("completion_tokens_details")) or {}
+        completion: Any = usage.get("completion_tokens_details")
+        if completion and isinstance(completion, dict):
+            reasoning = as_int(completion.get("reasoning_tokens"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         set_usage(
             self.model,
             self.output["usage"],
-            input=max(0, prompt - cache_read - written),
+            input=max(0, as_int(usage.get("prompt_tokens")) - cache_read - written),
             output=as_int(usage.get("completion_tokens")),
             cache_read=cache_read,
             cache_write=written,
-            reasoning=as_int(completion.get("reasoning_tokens")),
+            reasoning=reasoning,
         )
 
 
