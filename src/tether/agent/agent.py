@@ -562,27 +562,31 @@ class Agent:
         run = self._active
         if run is None:
             raise RuntimeError("Agent listener invoked outside an active run")
-        match event["type"]:
-            case "message_start" | "message_update":
-                self._streaming_message = event["message"]
-            case "message_end":
-                message = event["message"]
-                self._streaming_message = None
-                self._messages.append(message)
-                if run.in_flight:
-                    run.in_flight = [entry for entry in run.in_flight if entry[1] is not message]
-            case "tool_execution_start":
-                self._pending_tool_calls = self._pending_tool_calls | {event["toolCallId"]}
-            case "tool_execution_end":
-                self._pending_tool_calls = self._pending_tool_calls - {event["toolCallId"]}
-            case "turn_end":
-                message = event["message"]
-                if message["role"] == "assistant" and message.get("errorMessage"):
-                    self._error_message = message.get("errorMessage")
-            case "agent_end":
-                self._streaming_message = None
-            case _:
-                pass
+        # The most frequent first (a session's events: half are updates), as comparisons written
+        # out: ``match`` compared a copy of the type with each case in turn, and its ``message_end``
+        # comprehension made ``message`` a cell, allocated on every call.
+        if event["type"] == "message_update" or event["type"] == "message_start":
+            self._streaming_message = event["message"]
+        elif event["type"] == "message_end":
+            message = event["message"]
+            self._streaming_message = None
+            self._messages.append(message)
+            if run.in_flight:
+                kept: list[tuple[_Queue, AgentMessage]] = []
+                for entry in run.in_flight:
+                    if entry[1] is not message:
+                        kept.append(entry)
+                run.in_flight = kept
+        elif event["type"] == "tool_execution_start":
+            self._pending_tool_calls = self._pending_tool_calls | {event["toolCallId"]}
+        elif event["type"] == "tool_execution_end":
+            self._pending_tool_calls = self._pending_tool_calls - {event["toolCallId"]}
+        elif event["type"] == "turn_end":
+            message = event["message"]
+            if message["role"] == "assistant" and message.get("errorMessage"):
+                self._error_message = message.get("errorMessage")
+        elif event["type"] == "agent_end":
+            self._streaming_message = None
         if not self._listeners:
             done = run.done
             if done is None:
