@@ -279,9 +279,37 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
         out.append({"role": role, "content": strip_surrogates(volatile)})
     messages = transform_messages(context["messages"], model)  # cross-provider handoff
     last_role = ""
-    i = 0
-    while i < len(messages):
-        message = messages[i]
+    images: list[dict[str, Any]] = []  # of the tool results since the last other message
+    # One ``for`` over the messages (every request converts every turn): a run of tool results
+    # is one message at a time too, its images sent after it in a user turn, added when the
+    # next other message (or the end) comes.
+    for message in messages:
+        if message["role"] == "toolResult":
+            # One pass over the result's blocks: its texts, and its images for the user turn.
+            texts: list[str] = []
+            seen_images = len(images)
+            for block in message["content"]:
+                if block["type"] == "text":
+                    texts.append(block["text"])
+                elif block["type"] == "image":  # any other block was never sent
+                    url = f"data:{block['mimeType']};base64,{block['data']}"
+                    images.append({"type": "image_url", "image_url": {"url": url}})
+            text = "\n".join(texts)
+            if not text and len(images) > seen_images:
+                text = "(see attached image)"
+            tool_message: dict[str, Any] = {
+                "role": "tool",
+                "content": strip_surrogates(text),
+                "tool_call_id": message["toolCallId"],
+            }
+            if compat.requiresToolResultName and message["toolName"]:
+                tool_message["name"] = message["toolName"]
+            out.append(tool_message)
+            last_role = "toolResult"
+            continue
+        if images:
+            last_role = _tool_images(out, images, compat)
+            images = []
         if message["role"] == "user":
             if compat.requiresAssistantAfterToolResult and last_role == "toolResult":
                 out.append({"role": "assistant", "content": "I have processed the tool results."})
@@ -301,49 +329,28 @@ def convert_messages(model: ModelInfo, context: Context, compat: Compat) -> list
                 elif parts:
                     out.append({"role": "user", "content": parts})
             last_role = "user"
-        elif message["role"] == "assistant":
+        else:
             converted = _assistant(model, message, compat)
             if converted is not None:
                 out.append(converted)
             last_role = "assistant"
-        else:
-            images: list[dict[str, Any]] = []
-            while i < len(messages) and (result := messages[i])["role"] == "toolResult":
-                # One pass over the result's blocks: its texts, and its images for the user turn.
-                texts: list[str] = []
-                seen_images = len(images)
-                for block in result["content"]:
-                    if block["type"] == "text":
-                        texts.append(block["text"])
-                    elif block["type"] == "image":  # any other block was never sent
-                        url = f"data:{block['mimeType']};base64,{block['data']}"
-                        images.append({"type": "image_url", "image_url": {"url": url}})
-                text = "\n".join(texts)
-                if not text and len(images) > seen_images:
-                    text = "(see attached image)"
-                tool_message: dict[str, Any] = {
-                    "role": "tool",
-                    "content": strip_surrogates(text),
-                    "tool_call_id": result["toolCallId"],
-                }
-                if compat.requiresToolResultName and result["toolName"]:
-                    tool_message["name"] = result["toolName"]
-                out.append(tool_message)
-                i += 1
-            i -= 1
-            last_role = "toolResult"
-            if images:
-                if compat.requiresAssistantAfterToolResult:
-                    out.append({"role": "assistant", "content": "I have processed the tool results."})
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
-                    }
-                )
-                last_role = "user"
-        i += 1
+    if images:
+        _tool_images(out, images, compat)
     return out
+
+
+def _tool_images(out: list[dict[str, Any]], images: list[dict[str, Any]], compat: Compat) -> str:
+    """The images of a run of tool results, as a user turn after it (Chat Completions takes
+    images in user turns only); the role now last."""
+    if compat.requiresAssistantAfterToolResult:
+        out.append({"role": "assistant", "content": "I have processed the tool results."})
+    out.append(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+        }
+    )
+    return "user"
 
 
 def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
