@@ -89,13 +89,12 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
                 pending = []
             if message["stopReason"] in ("error", "aborted"):
                 continue
+            id_map = {}
             if (message["provider"], message["api"], message["model"]) == own:
-                converted = _own_assistant(message, used_ids)
-                id_map = {}
+                converted, pending = _own_assistant(message, used_ids)
             else:
-                id_map = {}
                 converted = _assistant_for(message, target, used_ids, id_map)
-            pending = [b for b in converted["content"] if b["type"] == "toolCall"]
+                pending = [b for b in converted["content"] if b["type"] == "toolCall"]
             answered = set()
             out.append(converted)
         else:
@@ -121,18 +120,21 @@ def transform_messages(messages: Sequence[Message], target: ModelInfo) -> list[M
 # -- assistant messages ----------------------------------------------------------------------------
 
 
-def _own_assistant(message: AssistantMessage, used_ids: set[str]) -> AssistantMessage:
+def _own_assistant(message: AssistantMessage, used_ids: set[str]) -> tuple[AssistantMessage, list[ToolCall]]:
     """The target's own assistant turn: every block kept (its ids noted as used) but unsigned
-    empty thinking; the message itself when nothing is dropped."""
+    empty thinking, the message itself when nothing is dropped; and its tool calls, found in the
+    same pass (every request converts every turn)."""
     keep = True
+    calls: list[ToolCall] = []
     for block in message["content"]:
         if block["type"] == "toolCall":
             used_ids.add(block["id"])
+            calls.append(block)
         elif block["type"] == "thinking" and not _keep_same_model_block(block):
             keep = False
     if keep:
-        return message
-    return {**message, "content": [b for b in message["content"] if _keep_same_model_block(b)]}
+        return message, calls
+    return {**message, "content": [b for b in message["content"] if _keep_same_model_block(b)]}, calls
 
 
 def _assistant_for(
