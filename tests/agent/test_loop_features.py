@@ -446,3 +446,37 @@ async def test_the_transcript_holds_the_streamed_message_once_whatever_the_provi
     assert content_of(update["message"]) == [{"type": "text", "text": "ab"}]
     assert [m["role"] for m in result] == ["user", "assistant"]
     assert content_of(result[1]) == [{"type": "text", "text": "ab"}]
+
+
+async def test_a_context_of_a_subclass_keeps_its_class_and_fields_in_the_run() -> None:
+    """The run copies its context; a caller's subclass (a field of its own for its hooks) stays
+    that class in what the hooks see, as ``dataclasses.replace`` kept it."""
+    from dataclasses import dataclass
+
+    @dataclass(slots=True)
+    class TaggedContext(AgentContext):
+        tag: str = ""
+
+    seen: list[AgentContext] = []
+
+    async def continuation(turn: TurnContext, signal: AbortSignal | None) -> list[AgentMessage]:
+        seen.append(turn.context)
+        return []
+
+    model = ScriptedModel([reply("done")])
+    given = TaggedContext(system_prompt="sys", tag="mine")
+    await run_agent_loop(
+        [user("go")],
+        given,
+        AgentLoopConfig(model=model.model, get_continuation_messages=continuation),
+        _drop,
+        None,
+        model,
+    )
+    (context,) = seen
+    assert type(context) is TaggedContext and context.tag == "mine" and context.system_prompt == "sys"
+    assert context is not given and given.messages == []
+
+
+async def _drop(event: Any) -> None:
+    """An event sink that keeps nothing."""

@@ -197,10 +197,14 @@ class _Run:
         stream_fn: StreamFn | None,
     ) -> None:
         # Built directly, not with ``dataclasses.replace`` (a field walk and a keyword call): every
-        # run (a prompt) copies its context and options.
-        self.context = AgentContext(
-            context.system_prompt, list(context.messages), context.tools, context.volatile_context
-        )
+        # run (a prompt) copies its context and options. A subclass of the caller's keeps its
+        # class (and fields) through ``replace``.
+        if type(context) is AgentContext:
+            self.context = AgentContext(
+                context.system_prompt, list(context.messages), context.tools, context.volatile_context
+            )
+        else:
+            self.context = dataclasses.replace(context, messages=list(context.messages))
         self.config = config
         self.user_sink = sink
         self.sink = sink
