@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
-from tether.session.settings import load_settings
+from tether.session.settings import load_settings, untrusted_note
 from tether.session.trust import is_trusted, trust
 
 pytestmark = pytest.mark.subprocess
@@ -82,6 +82,29 @@ def test_widening_is_judged_against_the_user_settings(tmp_path: Path) -> None:
     assert is_trusted(config, project)
     _write(project / ".tether", {"approval": "yes"})
     assert load_settings(config, project).approval == "yes"
+
+
+def test_a_project_sandbox_that_widens_is_narrowed_and_said(tmp_path: Path) -> None:
+    """``"sandbox": "off"`` is never granted: it was dropped without a note, and beside another
+    widening key of an untrusted file it switched the sandbox off."""
+    config, project = tmp_path / "config", tmp_path / "work"
+    _write(project / ".tether", {"sandbox": "off", "approval": "yes"})
+    settings = load_settings(config, project)
+    assert (settings.sandbox.mode, settings.ignored) == ("workspace-write", ("approval",))
+    note = untrusted_note(settings, config) or ""
+    assert (
+        '"approval"' in note
+        and 'ignored "sandbox": a project file may only make the sandbox stricter' in note
+    )
+    trust(config, project)
+    trusted = load_settings(config, project)
+    assert (trusted.sandbox.mode, trusted.approval, trusted.ignored) == ("workspace-write", "yes", ())
+    assert untrusted_note(trusted, config) == (
+        f'{project}/.tether/settings.json: ignored "sandbox": a project file may only make the sandbox'
+        " stricter, even when trusted"
+    )
+    _write(project / ".tether", {"sandbox": {"mode": "read-only", "network": False}})
+    assert untrusted_note(load_settings(config, project), config) is None  # narrowing says nothing
 
 
 def test_an_untrusted_project_cannot_choose_the_session_database(tmp_path: Path) -> None:

@@ -338,8 +338,9 @@ def _settings(cwd: Path, *, interactive: bool) -> Settings:
         offers = offered(cwd, settings, config_dir(), data_dir())
         if offers and ask_grants(offers, config_dir(), sys.stderr, data_dir=data_dir()):
             settings = load_settings(config_dir(), cwd)
-    if settings.ignored and settings.project_file is not None:
-        sys.stderr.write(f"note: {untrusted_note(settings, config_dir())}\n")
+    note = untrusted_note(settings, config_dir())
+    if note is not None:
+        sys.stderr.write(f"note: {note}\n")
     return settings
 
 

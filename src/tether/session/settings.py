@@ -156,6 +156,10 @@ class Settings:
     not trusted (see ``untrusted_note``)."""
     project_file: Path | None = None
     """The project's ``.tether/settings.json``, when there is one."""
+    sandbox_narrowed: bool = False
+    """The project file's ``sandbox`` would have widened the user's and was narrowed back to it
+    (``stricter``): never granted, not even by trust, and said by ``untrusted_note`` as the
+    ignored keys are (a repository's ``"sandbox": "off"`` was dropped without a word)."""
 
 
 _APPROVAL_RANK: dict[str, int] = {"deny": 0, "ask": 1, "yes": 2}
@@ -187,12 +191,17 @@ def load_settings(config_dir: Path, cwd: Path, *, trust_project: bool = False) -
     data = _read(project, within=project.parent.parent)
     candidate = _apply(settings, data, project)  # validates every key, widening or not
     # A repository's files never widen the sandbox, not even once trusted.
-    candidate = replace(candidate, sandbox=stricter(settings.sandbox, candidate.sandbox))
+    sandbox = stricter(settings.sandbox, candidate.sandbox)
+    narrowed = sandbox != candidate.sandbox
+    candidate = replace(candidate, sandbox=sandbox, sandbox_narrowed=narrowed)
     widening = _widening(settings, candidate)
     if not widening or trust_project or _trusted(config_dir, project.parent.parent):
         return replace(candidate, project_file=project)
     kept = {key: value for key, value in data.items() if key not in widening}
-    return replace(_apply(settings, kept, project), ignored=widening, project_file=project)
+    settings = _apply(settings, kept, project)
+    return replace(
+        settings, sandbox=sandbox, sandbox_narrowed=narrowed, ignored=widening, project_file=project
+    )
 
 
 def _trusted(config_dir: Path, folder: Path) -> bool:
@@ -203,16 +212,24 @@ def _trusted(config_dir: Path, folder: Path) -> bool:
 
 
 def untrusted_note(settings: Settings, config_dir: Path) -> str | None:
-    """One line saying which project keys were ignored and how to trust the project."""
-    if not settings.ignored or settings.project_file is None:
+    """One line saying which project keys were ignored and how to trust the project, and that a
+    widening ``sandbox`` was ignored (trust does not grant that one)."""
+    project = settings.project_file
+    if project is None or not (settings.ignored or settings.sandbox_narrowed):
         return None
-    keys = ", ".join(f'"{key}"' for key in settings.ignored)
-    folder = settings.project_file.parent.parent
-    return (
-        f"{settings.project_file}: ignored {keys}: a project file may not widen what the model may do "
-        f"unless you trust {folder} (run tether interactively there to be asked, or add the folder "
-        f"to {trust_file(config_dir)})"
-    )
+    notes: list[str] = []
+    if settings.ignored:
+        keys = ", ".join(f'"{key}"' for key in settings.ignored)
+        notes.append(
+            f"ignored {keys}: a project file may not widen what the model may do unless you trust "
+            f"{project.parent.parent} (run tether interactively there to be asked, or add the folder "
+            f"to {trust_file(config_dir)})"
+        )
+    if settings.sandbox_narrowed:
+        notes.append(
+            'ignored "sandbox": a project file may only make the sandbox stricter, even when trusted'
+        )
+    return f"{project}: " + "; ".join(notes)
 
 
 def _widening(user: Settings, project: Settings) -> tuple[str, ...]:
