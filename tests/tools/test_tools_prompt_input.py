@@ -169,6 +169,14 @@ def test_mention_completer(tmp_path: Path) -> None:
     assert complete("no mention") == []
 
 
+def test_a_nul_byte_typed_after_at_completes_nothing(tmp_path: Path) -> None:
+    """A NUL in the folder part of ``@dir\0/x``: os.scandir's ValueError came out of the completer."""
+    (tmp_path / "src").mkdir()
+    completer = MentionCompleter(tmp_path)
+    for text in ("@src\0/m", "@\0/", "@src/\0"):
+        assert list(completer.get_completions(Document(text, len(text)), CompleteEvent())) == []
+
+
 def test_a_mention_no_file_can_answer_is_prose(tmp_path: Path) -> None:
     """A link loop, a name too long for the file system and a NUL byte name no file: left as text,
     as @nobody is (each raised out of the prompt, a traceback in -p and a second, failed response

@@ -43,10 +43,13 @@ class MentionCompleter(Completer):
 
 
 def complete_path(directory: Path, prefix: str) -> list[tuple[str, bool]]:
-    """Entries of ``directory`` starting with ``prefix``: ``(name, is_dir)``, directories first."""
+    """Entries of ``directory`` starting with ``prefix``: ``(name, is_dir)``, directories first.
+
+    Nothing for a folder no name can reach (a NUL byte typed into the prompt: ``os.scandir``
+    raises ValueError, which came out of the ``@`` completer), as for one that cannot be listed."""
     try:
         entries = list(os.scandir(directory))
-    except OSError:
+    except (OSError, ValueError):
         return []
     found: list[tuple[str, bool]] = []
     for entry in entries:
