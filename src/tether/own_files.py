@@ -130,6 +130,18 @@ def _size(limit: int) -> str:
     return f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit} bytes"
 
 
+def make_own_folder(path: Path) -> None:
+    """``mkdir -p path``, each folder it makes private (0700, what the XDG base directory spec asks
+    of a folder made on demand): the data folder holds the session database, whose transcripts
+    keep whatever the user pasted (keys, tokens); pi 1.6 makes ``~/.pi/agent/sessions`` 0755 and
+    only its ``auth.json`` 0600. A folder already there keeps its mode: the user chose it."""
+    if path.is_dir():
+        return
+    if path.parent != path:
+        make_own_folder(path.parent)
+    path.mkdir(mode=0o700, exist_ok=True)  # made meanwhile by another process: theirs
+
+
 def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` whole or not at all: into a new temporary file beside it, then
     renamed over it. The temporary file is created under a name of its own (``mkstemp``: exclusive,

@@ -281,3 +281,32 @@ def test_a_short_or_odd_fdinfo_lock_line_is_passed_over_not_raised(
         assert holder == f"pid {os.getpid()} on {socket.gethostname()}"
     finally:
         lease.release()
+
+
+def test_the_database_tether_makes_is_its_owners_alone(tmp_path: Path, ranged: bool) -> None:
+    """The transcripts keep what the user pasted (keys, tokens): the folders, database, -wal,
+    -shm, lock folder and lock files tether makes are 0700 and 0600 (they were 0755 and 0644);
+    a folder or database the user made keeps its mode."""
+    old_umask = os.umask(0o022)
+    try:
+        db = tmp_path / "data" / "tether" / "sessions.db"
+        store = SQLiteStore(db)
+        store.create_session("S", "/p", 1, version=1)
+        lease = store.acquire_writer("S")
+        modes = {str(p.relative_to(tmp_path)): oct(p.stat().st_mode & 0o777) for p in tmp_path.rglob("*")}
+        lease.release()
+        store.close()
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        (theirs / "shared.db").touch()
+        (theirs / "shared.db").chmod(0o664)  # a database shared with a group on purpose
+        SQLiteStore(theirs / "shared.db").close()
+        kept = oct(theirs.stat().st_mode & 0o777), oct((theirs / "shared.db").stat().st_mode & 0o777)
+    finally:
+        os.umask(old_umask)
+    lock = "data/tether/sessions.db.locks/" + (WRITERS_FILE if ranged else "S.lock")
+    expected = {"data": "0o700", "data/tether": "0o700", "data/tether/sessions.db.locks": "0o700"}
+    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm"):
+        expected[f"data/tether/{name}"] = "0o600"
+    assert modes == expected | {lock: "0o600"}
+    assert kept == ("0o755", "0o664")

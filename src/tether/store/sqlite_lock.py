@@ -192,8 +192,8 @@ def _writers_file(locks_dir: Path) -> _LockFile:
         if file is not None:
             return file
     try:
-        locks_dir.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        locks_dir.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         st = os.fstat(fd)
     except OSError as exc:
         raise _lock_file_error(path, exc) from None
@@ -272,8 +272,8 @@ def _flock_session(locks_dir: Path, session_id: str) -> FlockLock:
     """The session's own lock file, ``flock``-ed and stamped with our pid and host."""
     path = session_lock_path(locks_dir, session_id)
     try:
-        locks_dir.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        locks_dir.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise _lock_file_error(path, exc) from None
     try:
