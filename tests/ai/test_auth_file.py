@@ -47,6 +47,28 @@ def test_a_saved_key_is_private_and_wins_over_the_environment(monkeypatch: pytes
     assert stat.S_IMODE(auth_file().stat().st_mode) == 0o600
 
 
+def test_the_data_folders_tether_makes_are_private(tmp_path: Path) -> None:
+    """Whoever makes the data folder first (a saved key, the interactive prompt's history) makes
+    it 0700, as the session database does: it holds the transcripts; it was 0755."""
+    from tether.cli.prompt_history import prompt_history
+
+    data = tmp_path / "data"
+    old_umask = os.umask(0o022)
+    modes: list[str] = []
+    try:
+        os.chmod(tmp_path, 0o755)
+        save_key("openai", "sk-saved")
+        modes.append(oct(stat.S_IMODE(data.stat().st_mode)))
+        (data / "auth.json").unlink()
+        data.rmdir()
+        prompt_history()
+        modes.append(oct(stat.S_IMODE(data.stat().st_mode)))
+    finally:
+        os.umask(old_umask)
+    assert modes == ["0o700", "0o700"]
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755  # TETHER_HOME, already there, is kept
+
+
 def test_a_damaged_file_gives_no_key_and_writing_names_it() -> None:
     path = auth_file()
     path.parent.mkdir(parents=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tether.ai.paths import data_dir
-from tether.own_files import RefusedFile, read_own_file, write_own_file
+from tether.own_files import RefusedFile, make_own_folder, read_own_file, write_own_file
 
 FILE_NAME = "auth.json"
 
@@ -186,7 +186,7 @@ def _write(data: dict[str, Any]) -> Path:
     key is never readable by others, not even for a moment, and two tethers saving at once each
     write their own temporary file."""
     path = auth_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_own_folder(path.parent)
     write_own_file(path, [(json.dumps(data, indent=2) + "\n").encode()])
     _cache.pop(path, None)
     return path

@@ -30,6 +30,7 @@ from tether.cli.transcript import (
     render_transcript,
     transcript_items,
 )
+from tether.own_files import make_own_folder
 from tether.session import Session
 from tether.session.agent_session import AgentSession
 from tether.session.events import message_text
@@ -283,7 +284,7 @@ def share(ui: Screen, core: AgentSession) -> None:
         ui.say(render.note("/share: this run has no session (--no-session)", "error"))
         return
     target = data_dir() / "shares" / f"{core.session.id}.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_own_folder(target.parent)
     written = core.export(target)
     ui.say(
         render.note(f"shared as {written.resolve().as_uri()} (a local file: send it as you like)", "success")

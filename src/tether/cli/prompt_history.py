@@ -8,6 +8,8 @@ import stat
 
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
+from tether.own_files import make_own_folder
+
 
 def prompt_history() -> tuple[History, str | None]:
     """The history file's ``FileHistory``, or one kept in memory for this run, with a warning
@@ -20,7 +22,7 @@ def prompt_history() -> tuple[History, str | None]:
     directory = data_dir()
     path = directory / "prompt-history"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_own_folder(directory)
         if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode):
             why = "not a regular file (a pipe, socket or device)"
             return InMemoryHistory(), f"{path}: {why}; the input history is kept for this run only"

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
-from tether.own_files import read_own_file
+from tether.own_files import make_own_folder, read_own_file
 from tether.session.settings import Settings
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def _remember(data_dir: Path, refused: list[Offer]) -> None:
     kept = [k for k in _declined(data_dir) if k[:2] not in [_key(*o)[:2] for o in refused]]
     kept += [_key(*o) for o in refused]
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_own_folder(data_dir)
         from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
 
         write_lines(data_dir / DECLINED_FILE, [json.dumps(kept, indent=1).encode()])

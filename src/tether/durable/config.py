@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from tether.own_files import make_own_folder
 from tether.session.settings import Settings
 from tether.store.database import is_postgres_url
 from tether.store.paths import data_dir, database_url
@@ -97,7 +98,7 @@ def config_from_settings(
     if system.startswith("sqlite:///"):
         folder = Path(system.removeprefix("sqlite:///")).parent
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_own_folder(folder)
         except OSError as exc:
             raise ValueError(
                 f"durable database {system!r}: cannot create its folder {folder}: {exc.strerror or exc}"

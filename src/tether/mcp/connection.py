@@ -36,6 +36,7 @@ from tether.mcp import sdk
 from tether.mcp.config import McpServerConfig
 from tether.mcp.prompts import PromptInfo, list_prompts
 from tether.mcp.stdio import copy_log, process_transport, spawn, stop_process
+from tether.own_files import make_own_folder
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -321,7 +322,7 @@ class McpConnection:
     def _open_log(self) -> TextIO | None:
         if self.log_file is None:
             return None
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        make_own_folder(self.log_file.parent)
         with contextlib.suppress(OSError):  # missing, or another session just moved it
             if self.log_file.stat().st_size > MAX_LOG_BYTES:
                 self.log_file.replace(self.log_file.with_name(self.log_file.name + ".1"))

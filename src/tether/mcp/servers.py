@@ -48,6 +48,7 @@ from tether.mcp.tool_budget import (
 from tether.mcp.tool_cache import Listing, cache_key, forget_listing, read_listing, write_listing
 from tether.mcp.tool_search import SEARCH_TOOL, Candidate, describe, search_tool
 from tether.mcp.tools import agent_tool, tool_name
+from tether.own_files import make_own_folder
 
 if TYPE_CHECKING:
     from tether.wire import ImageContent, TextContent
@@ -514,7 +515,7 @@ def _quiet_sdk_logging(log_dir: Path) -> None:
     logger = logging.getLogger("mcp")
     if logger.handlers:
         return
-    log_dir.mkdir(parents=True, exist_ok=True)
+    make_own_folder(log_dir)
     handler = logging.handlers.RotatingFileHandler(
         log_dir / "sdk.log", maxBytes=MAX_LOG_BYTES, backupCount=1, encoding="utf-8", delay=True
     )

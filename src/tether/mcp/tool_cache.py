@@ -34,6 +34,7 @@ from typing import Any
 from tether.mcp.config import McpServerConfig
 from tether.mcp.connection import ToolInfo
 from tether.mcp.prompts import PromptArgument, PromptInfo
+from tether.own_files import make_own_folder
 
 FORMAT = 1
 
@@ -131,7 +132,7 @@ def write_listing(folder: Path, key: str, listing: Listing) -> None:
     target = folder / f"{key}.json"
     staging = folder / f"{key}.{os.getpid()}.tmp"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_own_folder(folder)
         staging.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         staging.replace(target)
     except (OSError, TypeError, ValueError):  # a schema that is not JSON cannot be kept either

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tether.own_files import read_own_file, write_own_file
+from tether.own_files import make_own_folder, read_own_file, write_own_file
 from tether.tools.sandbox_protect import is_repository
 
 if TYPE_CHECKING:
@@ -434,7 +434,7 @@ def installed_entry_points(
 
     found = [(ep.name, ep.value) for ep in entry_points(group=group)]
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_own_folder(data_dir)
         # a new file renamed over it: a link planted at a temporary name is not written through
         write_own_file(cache, [json.dumps({"folders": stamps, "entryPoints": found}).encode()])
     except OSError:
