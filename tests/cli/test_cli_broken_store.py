@@ -265,3 +265,18 @@ def test_following_a_session_skips_an_entry_whose_row_is_no_json(cli: CliEnv) ->
     _, err = follower.communicate(timeout=30)
     assert "Traceback" not in err and any("assistant: hello" in line for line in lines), err
     assert f"tether: entry '{entry_id}': payload is not JSON (" in err and "; skipped\n" in err
+
+
+def test_an_export_leaves_out_an_entry_whose_row_is_no_json(cli: CliEnv) -> None:
+    """Copied as it was, the damaged row made an export that import refused at its line, and the
+    entries after it with it; it is left out with one line, as ``sessions follow`` says it."""
+    session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
+    done = cli.run("sessions", "export", session_id, "-o", "s.jsonl")
+    assert done.returncode == 0 and done.stdout == "s.jsonl\n", done.stderr
+    assert one_line(done.stderr).startswith(f"tether: entry '{entry_id}': payload is not JSON (")
+    assert done.stderr.endswith("; skipped\n")
+    assert cli.run("sessions", "delete", session_id, "--yes").returncode == 0
+    done = cli.run("sessions", "import", "s.jsonl")
+    assert done.returncode == 0, done.stderr
+    exported = (cli.project / "s.jsonl").read_text()
+    assert '"hello"' in exported and entry_id not in exported.splitlines()[1]

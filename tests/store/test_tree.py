@@ -7,6 +7,8 @@ import weakref
 
 import pytest
 
+from tether.store.jsonl import sound_entries
+from tether.store.store import SessionRecord, StoredEntry
 from tether.store.tree import CorruptSessionError, EntryTree, Node, paused_gc
 
 
@@ -83,3 +85,21 @@ def test_paused_gc_keeps_objects_the_host_froze() -> None:
     finally:
         gc.unfreeze()
     assert any(o is host_object for o in gc.get_objects())
+
+
+def test_an_export_hangs_the_children_of_a_damaged_row_from_its_parent() -> None:
+    """Two damaged rows in a line (b, c) and a damaged leaf (e): d hangs from a, its nearest sound
+    ancestor, and the leaf moves up to d, so the file imports whole; each skip is told once."""
+    rows = [
+        ("a", None, b"{}"),
+        ("b", "a", b"{ba"),
+        ("c", "b", b"[1]"),
+        ("d", "c", b'{"x":1}'),
+        ("e", "d", b""),
+    ]
+    entries = [StoredEntry(i, p, "message", 1, payload) for i, p, payload in rows]
+    record = SessionRecord("S", "/", None, 1, 1, "e", 1, None, None, None, 0, 0, 0.0, 0, 0, 0, 0)
+    told: list[str] = []
+    kept, payloads = sound_entries(record, entries, told.append)
+    assert kept.leaf_id == "d" and payloads == [b"{}", b'{"x":1,"parentId":"a"}']
+    assert [why.split(":")[0] for why in told] == ["entry 'b'", "entry 'c'", "entry 'e'"]

@@ -70,12 +70,17 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
             if kind == "pi":
                 export_pi_session(sessions, session_id, path)
             else:
-                sessions.export(session_id, path)
+                sessions.export(session_id, path, on_skip=_say_skipped)
         except (SessionError, OSError) as exc:
             sys.stderr.write(f"error: {exc}\n")
             return 1
     sys.stdout.write(f"{path}\n")
     return 0
+
+
+def _say_skipped(why: str) -> None:
+    """One line for an entry an export leaves out, as ``sessions follow`` says it."""
+    sys.stderr.write(f"tether: {why}; skipped\n")
 
 
 def export_html(source: str, output: str | None, *, command: str = "--export") -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from tether.session.branching import settle_leaf
@@ -155,13 +156,18 @@ class SessionManager:
         finally:
             lease.release()
 
-    def export(self, session_id: str, path: str | os.PathLike[str]) -> Path:
-        """Write the session (every branch) to a versioned JSONL file; see ``tether.store.jsonl``."""
-        from tether.store.jsonl import write_export  # export and import only: not on start-up
+    def export(
+        self, session_id: str, path: str | os.PathLike[str], *, on_skip: Callable[[str], None] | None = None
+    ) -> Path:
+        """Write the session (every branch) to a versioned JSONL file; see ``tether.store.jsonl``.
+        ``on_skip`` hears of each entry left out for a damaged row (``sound_entries``)."""
+        from tether.store.jsonl import sound_entries, write_export  # export and import only
 
-        record = self.store.get_session(session_id)
+        record, payloads = sound_entries(
+            self.store.get_session(session_id), self.store.entries(session_id), on_skip or (lambda _: None)
+        )
         out = Path(path)
-        write_export(out, record, [e.payload for e in self.store.entries(session_id)])
+        write_export(out, record, payloads)
         return out
 
     def import_file(self, path: str | os.PathLike[str]) -> SessionRecord:

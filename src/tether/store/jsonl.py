@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 from pydantic_core import to_json  # export and import only: not imported on a run's path
 
 from tether.own_files import write_own_file
-from tether.store.entries import EntryDict
-from tether.store.store import SessionError, SessionRecord
+from tether.store.entries import EntryDict, encode_entry
+from tether.store.store import SessionError, SessionRecord, StoredEntry
+from tether.store.tree import CorruptSessionError, Node
 from tether.wire import WireError, decode_message, dumps
 from tether.wire.json_line import load_line
 
@@ -51,6 +52,34 @@ class SessionExport:
 
 def header_of(record: SessionRecord) -> dict[str, Any]:
     return {"type": "session", "format": FORMAT, "version": VERSION, **record.identity()}
+
+
+def sound_entries(
+    record: SessionRecord, entries: list[StoredEntry], on_skip: Callable[[str], None]
+) -> tuple[SessionRecord, list[bytes]]:
+    """The session's header and entry payloads for an export, without the entries whose stored
+    row is no JSON object (changed outside tether), each told to ``on_skip`` ("entry 'ID': payload
+    is not JSON (...)"): copied as they were, the file was one the import refused at that line,
+    and the entries after it with it. An entry whose parent was left out hangs from that parent's
+    parent (the row's own column, intact), and so does the leaf, so the file imports whole."""
+    moved: dict[str, str | None] = {}
+    payloads: list[bytes] = []
+    for stored in entries:
+        node = Node(*stored)
+        try:
+            entry = node.entry
+        except CorruptSessionError as exc:
+            on_skip(str(exc))
+            parent = stored.parent_id
+            moved[stored.id] = parent if parent is None else moved.get(parent, parent)
+            continue
+        if stored.parent_id in moved:
+            payloads.append(encode_entry({**entry, "parentId": moved[stored.parent_id]}))
+        else:
+            payloads.append(stored.payload)
+    if record.leaf_id in moved:
+        record = replace(record, leaf_id=moved[record.leaf_id])
+    return record, payloads
 
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
