@@ -121,6 +121,28 @@ async def test_listeners_are_awaited_in_order_with_the_run_signal() -> None:
     assert {who for who, _ in calls} == {"slow"}
 
 
+async def test_a_listener_is_not_called_with_the_event_types_it_skips_read_at_each_event() -> None:
+    """``subscribe(skip=...)``: the set is read at each event, so its owner may change it mid-run
+    (an ``AgentSession`` hears every event only while someone listens to it)."""
+    agent, _ = make_agent(reply("ok"))
+    skipped = {"message_update", "turn_start"}
+    heard: list[str] = []
+    everything: list[str] = []
+
+    def listener(event: AgentEvent) -> None:
+        heard.append(event["type"])
+        if event["type"] == "message_start" and event["message"]["role"] == "assistant":
+            skipped.clear()  # from the next event on, every one
+
+    agent.subscribe(listener, skip=skipped)
+    agent.subscribe(lambda event: everything.append(event["type"]))
+    await agent.prompt("go")
+    assert everything[:3] == ["agent_start", "turn_start", "message_start"]
+    assert "turn_start" not in heard and heard[:2] == ["agent_start", "message_start"]
+    assert heard[heard.index("message_start", 2) :] == everything[everything.index("message_start", 3) :]
+    assert "message_update" in heard
+
+
 async def test_is_streaming_until_agent_end_listeners_finish() -> None:
     agent, _ = make_agent(reply("ok"))
     during: list[bool] = []

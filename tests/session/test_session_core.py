@@ -30,6 +30,22 @@ async def test_a_run_iterates_its_events_then_awaits_to_its_messages() -> None:
     assert core.messages == added and not core.is_running
 
 
+async def test_a_listener_subscribed_after_a_run_without_any_hears_every_event() -> None:
+    """While nobody listens, the core's agent skips calling it with the events it only passes on
+    (``message_update``, ``turn_start``, ...); a listener subscribed later hears them all, and once
+    it is gone a third run's listener does again."""
+    core = _core(ScriptedModel([reply("one"), reply("two"), reply("three"), reply("four")]))
+    await core.prompt("hi")
+    heard: list[str] = []
+    unsubscribe = core.subscribe(lambda event: heard.append(event["type"]))
+    await core.prompt("again")
+    assert heard[:3] == ["agent_start", "turn_start", "message_start"]
+    assert {"message_update", "turn_end", "agent_end", "agent_settled"} <= set(heard)
+    unsubscribe()
+    await core.prompt("quietly")
+    assert [event["type"] async for event in core.prompt("once more")].count("turn_start") == 1
+
+
 async def test_a_session_error_in_a_listener_ends_the_run_as_itself() -> None:
     """Not as the loop's "event listener failed: SessionDatabaseError: ..." (front ends show the
     session error's own line: what is wrong, what to do)."""

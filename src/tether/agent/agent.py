@@ -22,7 +22,7 @@ import time
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from tether.agent.listener_grace import ListenerGrace
@@ -58,6 +58,10 @@ in subscription order. ``AgentSession.subscribe`` calls its listeners the same w
 _Call = Callable[..., "Awaitable[None] | None"]
 """A listener as ``_process`` calls it, once its arity is known (typed once, at subscription:
 building this alias costs ~0.4 µs, which per event and listener showed in profiles)."""
+
+_Entry = tuple[_Call, bool, bool, Container[str]]
+"""A subscription: the listener, whether it takes the signal, whether the grace bounds it, and
+the event types it skips."""
 
 
 def listener_wants_signal(listener: Callable[..., object]) -> bool:
@@ -122,10 +126,11 @@ class _ActiveRun:
         self.in_flight: list[tuple[_Queue, AgentMessage]] = []
         """Messages drained from a queue and not delivered (``message_end``) yet."""
         self.done: asyncio.Future[None] | None = None
-        """``_process``'s answer while nobody listens: a finished future is awaited at once,
-        without the coroutine (and frame) per event an ``async def`` costs (~120 events a session
-        of three prompts with a tool call each). Made at the first event: a run is made by the
-        ``prompt()`` call, which may come before the event loop runs (``asyncio.run(agent.prompt(...))``)."""
+        """``_process``'s answer when no listener answers an awaitable: a finished future is
+        awaited at once, without the coroutine (and frame) per event an ``async def`` costs (~120
+        events a session of three prompts with a tool call each). Made at the first event: a run
+        is made by the ``prompt()`` call, which may come before the event loop runs
+        (``asyncio.run(agent.prompt(...))``)."""
 
 
 class Agent:
@@ -232,7 +237,9 @@ class Agent:
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
-        self._listeners: list[tuple[_Call, bool, bool]] = []
+        self._listeners: tuple[_Entry, ...] = ()
+        """Replaced, never changed in place: an event goes to the listeners subscribed when it
+        came, without a copy per event."""
         self._active: _ActiveRun | None = None
         self._asked: weakref.WeakSet[_ActiveRun] = weakref.WeakSet()
         """Runs made by ``prompt()``/``continue_()`` calls whose coroutine has not started yet
@@ -306,20 +313,25 @@ class Agent:
 
     # -- listeners and queues ------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener, *, bounded: bool = True) -> Callable[[], None]:
+    def subscribe(
+        self, listener: Listener, *, bounded: bool = True, skip: Container[str] = ()
+    ) -> Callable[[], None]:
         """Call ``listener(event)`` for every event, or ``listener(event, signal)`` (the run's abort
         signal) when it takes two parameters; returns the unsubscribe function.
 
         Once the run is aborted, an awaitable the listener returned is cancelled if it is still
         running ``ABORT_GRACE`` later (``ListenerGrace``), unless ``bounded`` is false: an
         ``AgentSession`` bounds its own listeners and lets the store's writes take the store's
-        own patience."""
-        entry = (cast(_Call, listener), listener_wants_signal(listener), bounded)
-        self._listeners.append(entry)
+        own patience.
+
+        ``skip``: event types the listener is not called with, read at each event, so a
+        subscriber may change the set it passed: an ``AgentSession`` skips the events it only
+        passes on (``message_update``, ``turn_start``, ...) while nobody listens to it."""
+        entry = (cast(_Call, listener), listener_wants_signal(listener), bounded, skip)
+        self._listeners = (*self._listeners, entry)
 
         def unsubscribe() -> None:
-            if entry in self._listeners:
-                self._listeners.remove(entry)
+            self._listeners = tuple(e for e in self._listeners if e is not entry)
 
         return unsubscribe
 
@@ -587,26 +599,46 @@ class Agent:
                 self._error_message = message.get("errorMessage")
         elif event["type"] == "agent_end":
             self._streaming_message = None
-        if not self._listeners:
-            done = run.done
-            if done is None:
-                done = run.done = asyncio.get_running_loop().create_future()
-                done.set_result(None)
-            return done
-        return self._notify(event, run)
+        # The listeners are called here, in order, until one answers an awaitable: most answer
+        # None (an ``AgentSession``'s while nobody listens to it), and a coroutine to call them in
+        # cost more than the call (~100 events a P6 session). ``_notify`` awaits that one and
+        # calls the rest, from the same iterator; the caller awaits at once either way.
+        listeners = self._listeners
+        if listeners:
+            kind = event["type"]
+            entries = iter(listeners)
+            for subscription in entries:
+                if kind in subscription[3]:
+                    continue
+                listener, wants_signal, bounded, _ = subscription
+                grace = run.grace
+                if grace.hung and grace.skips(listener):
+                    continue
+                pending = listener(event, run.controller.signal) if wants_signal else listener(event)
+                if pending is not None and inspect.isawaitable(pending):
+                    bounded_pending = grace.wait(listener, pending, kind) if bounded else pending
+                    return self._notify(event, run, bounded_pending, entries)
+        done = run.done
+        if done is None:
+            done = run.done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+        return done
 
-    async def _notify(self, event: AgentEvent, run: _ActiveRun) -> None:
+    async def _notify(
+        self, event: AgentEvent, run: _ActiveRun, pending: Awaitable[object], entries: Iterator[_Entry]
+    ) -> None:
+        """Await ``pending``, what a listener answered, then call the listeners after it
+        (``entries``, the rest of ``_process``'s) in order, awaiting what each answers."""
         signal = run.controller.signal
         grace = run.grace
-        for listener, wants_signal, bounded in tuple(self._listeners):
-            if grace.hung and grace.skips(listener):
+        kind = event["type"]
+        await pending
+        for listener, wants_signal, bounded, skip in entries:
+            if kind in skip or (grace.hung and grace.skips(listener)):
                 continue
-            pending = listener(event, signal) if wants_signal else listener(event)
-            if pending is not None and inspect.isawaitable(pending):  # most listeners answer None
-                if bounded:
-                    await grace.wait(listener, pending, event["type"])
-                else:
-                    await pending
+            answer = listener(event, signal) if wants_signal else listener(event)
+            if answer is not None and inspect.isawaitable(answer):
+                await (grace.wait(listener, answer, kind) if bounded else answer)
 
 
 def _as_message(message: str | AgentMessage) -> AgentMessage:

@@ -48,6 +48,7 @@ from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.agent.listener_grace import ListenerGrace
 from tether.ai.abort import AbortController, AbortSignal
 from tether.session.convert import lower_for
+from tether.session.core_state import PASSED_ON
 from tether.session.events import (
     AgentEndSessionEvent,
     QueuedInputDisposition,
@@ -176,6 +177,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._sessions = sessions
         self._session = None
         self._listeners = []
+        self._unheard = set(PASSED_ON)
         self._run = None
         self._added = []
         self._vouched = {}
@@ -237,7 +239,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             host.failed = self._extension_failed
             if told:
                 self.notice = "\n".join([self.notice, *told] if self.notice else told)
-        self._unsubscribe = agent.subscribe(self._on_agent_event, bounded=False)  # bounds its own
+        self._unsubscribe = agent.subscribe(  # bounds its own listeners
+            self._on_agent_event, bounded=False, skip=self._unheard
+        )
         if session is not None:
             self._attach(session, load_settings=True)
         if mcp:

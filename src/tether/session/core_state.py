@@ -58,6 +58,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
+PASSED_ON: frozenset[str] = frozenset(
+    ("turn_start", "turn_end", "message_update", "tool_execution_update", "tool_execution_end")
+)
+"""The agent events an ``AgentSession`` only passes on to its listeners: while it has none, its
+agent does not call it with them (``_unheard``), most of a run's events (P6)."""
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
 
 
@@ -87,6 +92,9 @@ class CoreState:
     _sessions: SessionManager | None
     _session: Session | None
     _listeners: list[Listener]
+    _unheard: set[str]
+    """The agent events the agent skips calling this core with (``Agent.subscribe``'s ``skip``):
+    ``PASSED_ON`` while nobody listens, none otherwise."""
     _run: asyncio.Future[list[AgentMessage]] | None
     _added: list[AgentMessage]
     _vouched: dict[int, AgentMessage]
@@ -240,10 +248,13 @@ class CoreState:
         else:
             entry = cast(Listener, listener)
         self._listeners.append(entry)
+        self._unheard.clear()
 
         def unsubscribe() -> None:
             if entry in self._listeners:
                 self._listeners.remove(entry)
+                if not self._listeners:
+                    self._unheard.update(PASSED_ON)
 
         return unsubscribe
 
