@@ -353,6 +353,9 @@ class CoreState:
 
     def _check_queue(self) -> None:
         """Emit ``queue_update`` when the queues changed since the last one, at once."""
+        last = self._queued
+        if not (last.steering or last.follow_up or self.agent.has_queued_messages()):
+            return  # empty then and now, as at most calls (each prompt's message_start, its end)
         snapshot = self.queued()
         if snapshot == self._queued:
             return
