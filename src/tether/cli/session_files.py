@@ -70,7 +70,7 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
             if kind == "pi":
                 export_pi_session(sessions, session_id, path)
             else:
-                sessions.export(session_id, path, on_skip=_say_skipped)
+                sessions.export(session_id, path, on_skip=say_skipped)
         except (SessionError, OSError) as exc:
             sys.stderr.write(f"error: {exc}\n")
             return 1
@@ -78,8 +78,9 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
     return 0
 
 
-def _say_skipped(why: str) -> None:
-    """One line for an entry an export leaves out, as ``sessions follow`` says it."""
+def say_skipped(why: str) -> None:
+    """One line on stderr for an entry left out for its damaged row (an export, ``sessions
+    follow``)."""
     sys.stderr.write(f"tether: {why}; skipped\n")
 
 

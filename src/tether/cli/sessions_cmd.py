@@ -38,9 +38,11 @@ def use_database(flag: str | None, cwd: Path | None = None) -> None:
 
 def follow_session(session_id: str, *, as_json: bool, history: bool, out: TextIO = sys.stdout) -> int:
     """Print the session's entries as they land, until Ctrl-C or the session is deleted."""
+    from tether.cli.session_files import say_skipped
     from tether.session import SessionManager
     from tether.store import SessionError
     from tether.store.follow import follow
+    from tether.store.tree import CorruptSessionError, Node
 
     try:
         with SessionManager() as manager:
@@ -48,8 +50,10 @@ def follow_session(session_id: str, *, as_json: bool, history: bool, out: TextIO
             sys.stderr.write(f"following session {session_id} (Ctrl-C to stop)\n")
             sys.stderr.flush()
             for stored in entries:
-                entry = _entry(stored.id, stored.payload)
-                if entry is None:
+                try:
+                    entry = Node(*stored).entry
+                except CorruptSessionError as exc:  # a row changed outside tether: the next goes on
+                    say_skipped(str(exc))
                     continue
                 out.write((json.dumps(entry, ensure_ascii=False) if as_json else entry_line(entry)) + "\n")
                 out.flush()
@@ -59,21 +63,6 @@ def follow_session(session_id: str, *, as_json: bool, history: bool, out: TextIO
         sys.stderr.write(f"tether: {err}\n")
         return 1
     return 0
-
-
-def _entry(entry_id: str, payload: bytes) -> dict[str, Any] | None:
-    """A followed entry, or ``None`` after a line on stderr when its row is no JSON object (changed
-    outside tether): the follower goes on with the next, where it ended with a traceback."""
-    try:
-        entry: object = json.loads(payload)
-    except ValueError as exc:
-        entry, why = None, f"payload is not JSON ({exc})"
-    else:
-        why = "payload is not a JSON object"
-    if isinstance(entry, dict):
-        return cast(dict[str, Any], entry)
-    sys.stderr.write(f"tether: entry {entry_id!r}: {why}; skipped\n")
-    return None
 
 
 def copy_to(target: str, session_ids: tuple[str, ...], *, out: TextIO = sys.stdout) -> int:
