@@ -226,9 +226,12 @@ def file_mentions_message(
     text: str, cwd: Path, workspace: Workspace | None = None
 ) -> FileMentionMessage | None:
     """The ``fileMention`` message for every file ``text`` mentions, or ``None`` if none."""
+    paths = find_mentions(text, cwd, workspace)
+    if not paths:
+        return None
     resolved_cwd = cwd.resolve()
     items: list[FileMentionItem] = []
-    for path in find_mentions(text, cwd, workspace):
+    for path in paths:
         try:
             items.append(file_mention_item(path, _display(path, resolved_cwd)))
         except OSError:  # no permission, gone since, /proc/self/mem's EIO: prose, as @nobody is
