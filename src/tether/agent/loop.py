@@ -37,7 +37,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.agent.event_stream import AgentEventStream
 from tether.agent.listener_grace import hook_within_grace
@@ -52,7 +52,7 @@ from tether.agent.types import (
     default_convert_to_llm,
 )
 from tether.ai.abort import AbortSignal
-from tether.ai.event_stream import ABORTED_MESSAGE, AssistantMessageEventStream, new_assistant_message
+from tether.ai.event_stream import ABORTED_MESSAGE, AssistantMessageEventStream, fail, new_assistant_message
 from tether.ai.types import Context, StreamFn, with_signal
 from tether.errors import TetherError
 from tether.telemetry import instrumentation_for
@@ -585,7 +585,7 @@ class _Run:
             return
         if self.trace is not None:
             self.trace.failed(failure.cause)
-        await self._end_failed(str(failure), "error")
+        await self._end_failed(str(failure))
 
     async def _cancelled(self) -> None:
         """The caller's task was cancelled: end the run as an aborted one (each started tool call
@@ -601,11 +601,11 @@ class _Run:
 
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(ABORT_GRACE):
-                await self._end_failed(ABORTED_MESSAGE, "aborted")
+                await self._end_failed(ABORTED_MESSAGE, aborted=True)
 
-    async def _end_failed(self, text: str, reason: Literal["error", "aborted"]) -> None:
-        """End the run with a reply that failed (``reason``) saying ``text``, after giving every
-        open message its end and every started call its result."""
+    async def _end_failed(self, text: str, *, aborted: bool = False) -> None:
+        """End the run with a reply that failed (``error``, or ``aborted``) saying ``text``, after
+        giving every open message its end and every started call its result."""
         open_message = self.open_message
         if open_message is None and self.runner is not None:  # a result message, mid-batch
             open_message = self.runner.open_result
@@ -615,13 +615,13 @@ class _Run:
         if self.open_calls is not None:
             await self._close_open_calls(text)
         if self.streaming is not None:
-            error = _as_error(self.streaming, text, reason)
+            error = fail(self.streaming.copy(), text, aborted=aborted)
             _replace_or_append(self.context.messages, self.streaming, error)
             _replace_or_append(self.new_messages, self.streaming, error)
             self.streaming = None
             await self._quiet({"type": "message_end", "message": error})
         else:
-            error = _as_error(new_assistant_message(self.config.model), text, reason)
+            error = fail(new_assistant_message(self.config.model), text, aborted=aborted)
             if not self.in_turn:
                 self.in_turn = True
                 await self._quiet({"type": "turn_start"})
@@ -648,13 +648,6 @@ class _Run:
         if self.in_turn:
             self.in_turn = False
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
-
-
-def _as_error(message: AssistantMessage, text: str, reason: Literal["error", "aborted"]) -> AssistantMessage:
-    error = message.copy()
-    error["stopReason"] = reason
-    error["errorMessage"] = text
-    return error
 
 
 def _replace_or_append(messages: list[AgentMessage], old: AgentMessage, new: AgentMessage) -> None:
