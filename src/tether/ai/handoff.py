@@ -140,14 +140,11 @@ def _own_assistant(message: AssistantMessage, used_ids: set[str]) -> tuple[Assis
 def _assistant_for(
     message: AssistantMessage, target: ModelInfo, used_ids: set[str], id_map: dict[str, str]
 ) -> AssistantMessage:
-    same = is_same_model(message, target)
+    """Another model's assistant turn (the target's own goes through ``_own_assistant``)."""
     content: list[AssistantContent] = []
     for block in message["content"]:
         if block["type"] == "toolCall":
-            content.append(_tool_call_for(block, message, target, same, used_ids, id_map))
-        elif same:
-            if _keep_same_model_block(block):
-                content.append(block)
+            content.append(_tool_call_for(block, message, target, used_ids, id_map))
         else:
             converted = _foreign_block(block, message, target)
             if converted is not None:
@@ -185,13 +182,9 @@ def _tool_call_for(
     call: ToolCall,
     message: AssistantMessage,
     target: ModelInfo,
-    same: bool,
     used_ids: set[str],
     id_map: dict[str, str],
 ) -> ToolCall:
-    if same:
-        used_ids.add(call["id"])
-        return call
     new_id = _unique_id(call["id"], message, target, used_ids)
     id_map[call["id"]] = new_id
     foreign: ToolCall = cast(ToolCall, {k: v for k, v in call.items() if k != "thoughtSignature"})
