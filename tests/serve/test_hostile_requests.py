@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
-from session_helpers import user
+from session_helpers import assistant, user
 from tether.serve import hub as hub_module, slow_clients
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
@@ -267,3 +267,35 @@ async def test_a_stored_session_damaged_outside_tether_is_one_line_not_a_server_
             500,
             {"error": f"entry '{entry_id}': payload is not JSON (key must be a string at line 1 column 2)"},
         )
+
+
+async def test_a_long_sessions_page_does_not_stop_the_server_while_it_is_made(
+    project: Path, tmp_path: Path
+) -> None:
+    """A session holding a few MB of text takes seconds of CPU to render as a page, and the page
+    asks for it again on every new entry: made in the event loop, it stopped every other request
+    and follow stream of the server for that long."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    session = SessionManager(store).create(str(project))
+    paragraphs = ("a long answer with *some* markdown in it, " * 8 + "\n\n") * 1500
+    for turn in range(4):
+        session.append_message(user(f"question {turn}"))
+        session.append_message(assistant({"type": "text", "text": paragraphs}))
+    session.close()
+    store.close()
+    async with serving(project, script) as served, served.client() as client:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        page = asyncio.create_task(client.get(f"/api/sessions/{session.id}/html"))
+        waits: list[float] = []  # of requests sent while the page is made
+        while not page.done():
+            sent = loop.time()
+            assert (await client.get(f"/api/sessions/{session.id}/state")).status_code == 200
+            waits.append(loop.time() - sent)
+            await asyncio.sleep(0.02)
+        answer = await page
+        took = loop.time() - began
+        assert answer.status_code == 200
+        assert answer.text.count("<em>some</em>") == 4 * 1500 * 8
+        assert max(waits) < took / 3, f"a request waited {max(waits):.2f}s of the page's {took:.2f}s"

@@ -57,6 +57,12 @@ JOINS_AT_ONCE = 32
 """Followers joining at once: a burst of joins would otherwise read every history before any of
 them is counted against the budget."""
 
+RENDERS_AT_ONCE = 2
+"""Session pages rendered at once. A long session's page is seconds of CPU (markdown, highlighted
+code), so it is made in a thread, away from the event loop that answers every other request and
+stream; and only this many at once, so that renders (the page asks for one on every new entry)
+never hold all the default executor's threads, which every read of the store waits for."""
+
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
 
@@ -245,6 +251,7 @@ class _Api:
         self._history_held = 0
         """Bytes of history the followers have yet to take (``_stream``)."""
         self._joins = asyncio.Semaphore(JOINS_AT_ONCE)
+        self._renders = asyncio.Semaphore(RENDERS_AT_ONCE)
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -264,7 +271,10 @@ class _Api:
         record, entries = await self._session(request)
         title = record.title or record.first_prompt or record.id
         meta = session_meta(record.id, record.cwd, record.created, entries)
-        page = render_session_page(entries, record.leaf_id, title=title[:200], meta=meta)
+        async with self._renders:  # RENDERS_AT_ONCE says why a thread
+            page = await asyncio.to_thread(
+                render_session_page, entries, record.leaf_id, title=title[:200], meta=meta
+            )
         return HTMLResponse(page)
 
     async def state(self, request: Request) -> Response:
