@@ -215,3 +215,31 @@ def test_every_name_from_a_session_is_shown_as_text() -> None:
     assert "<img" not in page
     heads = [text for css, text in blocks(page) if css == "role"]
     assert sum(markup in head for head in heads) == 4, heads
+
+
+def test_a_written_file_too_long_to_colour_is_shown_as_plain_text() -> None:
+    """Pygments colours about 100 kB a second: a session holding a written 1 MB file took ten
+    seconds to export, and as long for each render of its page in ``tether serve``."""
+    from tether.session.html_page import render_session_page
+
+    def write(number: int, content: str) -> dict[str, object]:
+        call = {
+            "type": "toolCall",
+            "id": f"c{number}",
+            "name": "write",
+            "arguments": {"path": "x.py", "content": content},
+        }
+        return {
+            "type": "message",
+            "id": f"e{number}",
+            "parentId": f"e{number - 1}" if number > 1 else None,
+            "timestamp": "t",
+            "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"},
+        }
+
+    long = "value = '<b>'\n" * 11_000  # 154 kB
+    page = render_session_page([write(1, "x = '<b>'\n"), write(2, long)], "e2", title="t", meta={})  # type: ignore[arg-type]
+    short_block, long_block = page.split('<pre class="hl"><code>')[1:]
+    assert "<span class=\"s1\">'&lt;b&gt;'</span>" in short_block
+    assert long_block.startswith("value = &#x27;&lt;b&gt;&#x27;\nvalue")
+    assert "<span" not in long_block.partition("</code></pre>")[0]

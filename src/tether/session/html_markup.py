@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 CODE_CLASS = "hl"
 """The CSS class of highlighted code; ``code_css`` styles it."""
 
+HIGHLIGHT_MAX_CHARS = 100_000
+"""Longer code is shown as plain text: Pygments colours about 100 kB a second, so a written
+1 MB file took ten seconds of a page (``tether export``, and every render of ``tether serve``'s
+page of that session); a file that long is not read for its colours."""
+
 
 @cache
 def _markdown() -> MarkdownIt:
@@ -63,8 +68,8 @@ def _lexer(language: str | None, filename: str | None, code: str) -> Any:
 def code_block(code: str, language: str | None = None, *, filename: str | None = None) -> str:
     """``code`` highlighted for ``language`` (or by ``filename``) in ``<pre class="hl"><code>``
     (markdown-it keeps a highlighted fence that comes wrapped); plain escaped text when neither
-    names a known lexer."""
-    lexer = _lexer(language, filename, code)
+    names a known lexer, or the code is longer than ``HIGHLIGHT_MAX_CHARS``."""
+    lexer = _lexer(language, filename, code) if len(code) <= HIGHLIGHT_MAX_CHARS else None
     inner: str
     if lexer is not None and (language in ("diff", "udiff", "patch") or lexer.name == "Diff"):
         inner = diff_lines(code)
