@@ -193,3 +193,32 @@ async def test_a_move_in_the_tree_asks_the_editor(acp_env: AcpEnv) -> None:
     assert asked == [["Move", "in", "the", "tree?"]]  # (the log was cleared after the first one)
     assert "cancelled by extension tree_guard: the editor said no" in refused
     assert "moved back; 1 message(s) now" in moved
+
+
+PICKER = """
+def setup(api):
+    @api.command("pick")
+    async def pick(args, ctx):
+        return f"picked={await ctx.ui.select('Pick one', ['a', 'b', 'c', 'd'])}"
+"""
+
+
+async def test_a_select_answered_with_an_option_it_did_not_offer_picks_nothing(acp_env: AcpEnv) -> None:
+    """An extension's ``select`` is a permission request whose option ids are the choices'
+    indexes: an answer naming another id is no choice. A digit of another script passed
+    ``isdigit``: "²" raised ValueError in the extension, "٣" (Arabic-Indic three) picked "d"."""
+    extension = acp_env.home / "picker.py"
+    extension.write_text(PICKER)
+    script = acp_env.script("s", [])
+    client = EditorClient(permission_choices=["1", "²", "٣", "4"])
+    async with acp_env.agent(client, script, "-e", str(extension)) as conn:
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+        )
+        created = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        said: list[str] = []
+        for _ in range(4):
+            client.clear()
+            assert await turn(conn, created.session_id, "/pick") == "end_turn"
+            said.append(message_text(client))
+    assert said == ["picked=b\n", "picked=None\n", "picked=None\n", "picked=None\n"]

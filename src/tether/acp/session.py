@@ -422,11 +422,8 @@ class AcpSession:
             PermissionOption(option_id=str(i), name=o, kind="allow_once") for i, o in enumerate(options)
         ]
         picked = await self._choose(title, choices)
-        return (
-            options[int(picked)]
-            if picked is not None and picked.isdigit() and int(picked) < len(options)
-            else None
-        )
+        # only an id offered picks (isdigit() also takes "²", which int() refuses, and "٣")
+        return next((options[i] for i, c in enumerate(choices) if c.option_id == picked), None)
 
     async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
         """ACP has no text prompt for an agent to send: dismissed, and said so."""
