@@ -46,3 +46,19 @@ async def test_a_host_that_cannot_be_looked_up_is_a_400(host: str) -> None:
     past its ``except``: the client waited for ever, and asyncio logged a traceback."""
     answer = await ask(["*.localhost"], f"CONNECT {host}:443 HTTP/1.1\r\n\r\n")
     assert answer.startswith("HTTP/1.1 400") and "bad target" in answer
+
+
+@pytest.mark.parametrize(
+    ("patterns", "request_line"),
+    [
+        (["localhost"], "CONNECT localhost:\xb2 HTTP/1.1"),
+        (["localhost"], "GET http://localhost:\xb3/ HTTP/1.1"),
+        (["localhost:\xb9"], "CONNECT localhost:443 HTTP/1.1"),
+    ],
+)
+async def test_a_port_in_superscript_digits_is_no_port(patterns: list[str], request_line: str) -> None:
+    """A superscript two is a digit to ``str.isdigit`` and none to ``int``: a confined command's
+    ``CONNECT localhost:²`` raised ValueError in the proxy (the client got no answer, asyncio logged
+    a traceback), and an allowHosts entry ``localhost:¹`` made every request do so."""
+    answer = await ask(patterns, f"{request_line}\r\n\r\n")
+    assert answer.startswith(("HTTP/1.1 400", "HTTP/1.1 403")), answer

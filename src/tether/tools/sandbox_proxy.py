@@ -86,8 +86,9 @@ def _ports_of(host: str, patterns: Sequence[str]) -> list[tuple[int, ...]]:
     found: list[tuple[int, ...]] = []
     for entry in patterns:
         pattern, colon, port = entry.lower().rpartition(":")
-        if colon and port.isdigit() and (":" not in pattern or pattern.endswith("]")):
-            ports: tuple[int, ...] = (int(port),)
+        number = _port(port)
+        if colon and number is not None and (":" not in pattern or pattern.endswith("]")):
+            ports: tuple[int, ...] = (number,)
         else:
             pattern, ports = entry.lower(), WEB_PORTS
         pattern = pattern.strip("[]").rstrip(".")
@@ -158,14 +159,15 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
             host, port = authority, "80"
         tunnel = False
     host = host.strip("[]")
-    if not port.isdigit() or not 0 < int(port) < 65536 or not _resolvable(host):
+    number = _port(port)
+    if number is None or not _resolvable(host):
         await _refuse(writer, 400, f"bad target {target!r}")
         return
-    if not allowed(host, int(port), patterns):
-        await _refuse(writer, 403, _not_allowed(host, int(port), patterns))
+    if not allowed(host, number, patterns):
+        await _refuse(writer, 403, _not_allowed(host, number, patterns))
         return
     try:
-        up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 15)
+        up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, number), 15)
     except (OSError, TimeoutError) as exc:
         await _refuse(writer, 502, f"cannot reach {host}:{port}: {exc}")
         return
@@ -174,6 +176,14 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
     else:
         up_writer.write(head)
     await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+def _port(text: str) -> int | None:
+    """``text`` as a TCP port, or ``None``: ASCII digits only (``str.isdigit`` also takes "²",
+    which ``int`` refuses), from 1 to 65535."""
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
+        return None
+    return int(text)
 
 
 def _resolvable(host: str) -> bool:
