@@ -76,6 +76,30 @@ async def test_a_read_only_token_alone_gets_a_generated_full_token_printed_once(
 
 
 @pytest.mark.subprocess
+@pytest.mark.parametrize(("allowed", "sent"), [("*", "http://evil.example"), ("null", "null")])
+async def test_origins_any_site_can_send_get_a_generated_token(
+    project: Path, allowed: str, sent: str
+) -> None:
+    """``--cors-origin '*'`` on a server without a token let the page of any site the user had
+    open start a session (and read the answers): the Origin check is what keeps other sites out
+    of a server with no token, and '*' turned it off; ``null`` is the origin of a sandboxed
+    frame, which any site can make. Now such a server gets a token, as one listening beyond
+    loopback does."""
+    evil = {"Origin": sent, "Content-Type": "text/plain"}
+    async with tether_serve(project, "--cors-origin", allowed) as (url, lines):
+        printed = [re.search(r"token \(shown once\): (\S+)", line) for line in lines]
+        tokens = [m.group(1) for m in printed if m]
+        async with httpx2.AsyncClient(base_url=url, timeout=WAIT_SECONDS) as client:
+            answer = await client.post("/api/sessions", headers=evil, content=b"{}")
+            assert answer.status_code == 401, answer.text
+            assert len(tokens) == 1
+            mine = {**evil, "Authorization": f"Bearer {tokens[0]}"}
+            answer = await client.post("/api/sessions", headers=mine, content=b"{}")
+            assert answer.json() == {"error": "message: Field required"}  # past the guard
+            assert answer.headers["access-control-allow-origin"] == allowed
+
+
+@pytest.mark.subprocess
 async def test_the_serve_token_setting_is_the_default_token(project: Path, tmp_path: Path) -> None:
     config = tmp_path / "home" / "config"
     config.mkdir(parents=True)

@@ -68,7 +68,10 @@ def run_server(
     if read_only_token is not None and read_only_token == token:
         raise ServeError("--read-only-token must differ from the full token")
     sock = _listen(host, port)  # first: no token is shown for a server that cannot start
-    if token is None and (read_only_token is not None or not is_loopback(host)):
+    # "--cors-origin '*'" lets every site's pages call the server, and "null" every page in a
+    # sandboxed frame, which any site can make: only a token keeps them out
+    anyones = "*" in cors_origins or "null" in cors_origins
+    if token is None and (read_only_token is not None or not is_loopback(host) or anyones):
         token = secrets.token_urlsafe(32)
         sys.stderr.write(f"tether serve: token (shown once): {token}\n")
     durable = _durable()
