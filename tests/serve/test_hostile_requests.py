@@ -14,12 +14,13 @@ import re
 import socket
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
 from session_helpers import assistant, user
-from tether.serve import hub as hub_module, slow_clients
+from tether.serve import app as app_module, hub as hub_module, slow_clients
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
 from tether.store import open_store
@@ -299,3 +300,35 @@ async def test_a_long_sessions_page_does_not_stop_the_server_while_it_is_made(
         assert answer.status_code == 200
         assert answer.text.count("<em>some</em>") == 4 * 1500 * 8
         assert max(waits) < took / 3, f"a request waited {max(waits):.2f}s of the page's {took:.2f}s"
+
+
+async def test_pages_following_one_session_share_each_render_of_it(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page that follows a session asks for its page on each new entry: six pages open on
+    a long session made the same seconds-long render six times an entry."""
+    renders: list[int] = []
+    render = app_module.render_session_page
+
+    def counted(entries: Any, *args: Any, **kwargs: Any) -> str:
+        renders.append(len(entries))
+        return render(entries, *args, **kwargs)
+
+    monkeypatch.setattr(app_module, "render_session_page", counted)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    session.append_message(user("question"))
+    session.append_message(assistant({"type": "text", "text": "answer *words* " * 20_000}))
+    async with serving(project, script) as served, served.client() as client:
+        path = f"/api/sessions/{session.id}/html"
+        pages = await asyncio.gather(*(client.get(path) for _ in range(6)))
+        assert {(p.status_code, p.text) for p in pages} == {(200, pages[0].text)}
+        assert renders == [2]
+        session.append_message(user("one more"))
+        again = await client.get(path)
+        assert "one more" in again.text and renders == [2, 3]
+        assert (await client.get(path)).text == again.text and renders == [2, 3]
+    session.close()
+    store.close()

@@ -63,6 +63,11 @@ code), so it is made in a thread, away from the event loop that answers every ot
 stream; and only this many at once, so that renders (the page asks for one on every new entry)
 never hold all the default executor's threads, which every read of the store waits for."""
 
+PAGES_KEPT = 8
+"""Sessions whose latest page is kept, with the state of the session it shows: every page that
+follows a session asks for its page on each new entry, so without it N open pages made the same
+seconds-long render N times an entry; now the first request makes it and the others wait for it."""
+
 KEEP_ALIVE_SECONDS = 15.0
 """A comment line this often on a quiet follow stream: proxies close idle connections."""
 
@@ -252,6 +257,8 @@ class _Api:
         """Bytes of history the followers have yet to take (``_stream``)."""
         self._joins = asyncio.Semaphore(JOINS_AT_ONCE)
         self._renders = asyncio.Semaphore(RENDERS_AT_ONCE)
+        self._pages: dict[str, tuple[tuple[object, ...], asyncio.Future[str]]] = {}
+        """Session id -> what its kept page shows and the page (``PAGES_KEPT``), oldest first."""
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -269,13 +276,26 @@ class _Api:
 
     async def html(self, request: Request) -> Response:
         record, entries = await self._session(request)
+        # what the page shows: entries are only ever appended, so their count and the last one's id
+        shows = (record.leaf_id, len(entries), entries[-1]["id"] if entries else None, record.title)
+        kept = self._pages.pop(record.id, None)
+        if kept is None or kept[0] != shows or (kept[1].done() and not _made(kept[1])):
+            render = asyncio.ensure_future(self._render(record, entries))
+            render.add_done_callback(_made)  # its failure is said to whoever waits, if anyone
+            kept = (shows, render)
+        self._pages[record.id] = kept  # the newest last
+        while len(self._pages) > PAGES_KEPT:
+            del self._pages[next(iter(self._pages))]
+        # shielded: a client that leaves does not cancel the render the others wait for
+        return HTMLResponse(await asyncio.shield(kept[1]))
+
+    async def _render(self, record: SessionRecord, entries: list[EntryDict]) -> str:
         title = record.title or record.first_prompt or record.id
         meta = session_meta(record.id, record.cwd, record.created, entries)
         async with self._renders:  # RENDERS_AT_ONCE says why a thread
-            page = await asyncio.to_thread(
+            return await asyncio.to_thread(
                 render_session_page, entries, record.leaf_id, title=title[:200], meta=meta
             )
-        return HTMLResponse(page)
 
     async def state(self, request: Request) -> Response:
         record, _ = await self._session(request, entries=False)
@@ -451,6 +471,11 @@ class _Api:
         wait = self.limit.take(key)
         if wait is not None:
             raise ApiError(429, f"too many prompts: {self.limit.per_minute} a minute; retry in {wait:.0f}s")
+
+
+def _made(render: asyncio.Future[str]) -> bool:
+    """Whether a finished render made its page (not cancelled, no exception)."""
+    return not render.cancelled() and render.exception() is None
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
