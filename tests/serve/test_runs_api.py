@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 from serve_support import serving, settled, text, write_script
 
+from session_helpers import user
 from tether.durable.client import DurableClient
 from tether.durable.config import DurableConfig
 from tether.durable.worker import launch, shutdown
 from tether.durable.workflow import Runtime
 from tether.serve.auth import Tokens
+from tether.session import SessionManager
 
 
 @pytest.fixture
@@ -59,3 +61,29 @@ async def test_runs_are_listed_shown_and_cancelled(
         assert (await client.get("/api/runs", params={"status": "cancelled"})).json()["runs"][0][
             "id"
         ] == run_id
+
+
+async def test_a_run_is_submitted_only_on_a_session_recorded_in_the_servers_folder(
+    project: Path, tmp_path: Path, durable: DurableConfig
+) -> None:
+    """A worker runs a session in the folder it was recorded in: a session whose (imported)
+    record said ``/`` would run there, so the server refuses it as it refuses to prompt it."""
+    with SessionManager() as manager:
+        ids: list[str] = []
+        for folder in ("/", str(project / "inside")):
+            session = manager.create(folder)
+            session.append_message(user("hello"))
+            ids.append(session.id)
+            session.close()
+    (project / "inside").mkdir()
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, durable=durable) as served, served.client() as client:
+        refused = await client.post("/api/runs", json={"sessionId": ids[0], "message": "go"})
+        assert refused.status_code == 409
+        assert refused.json()["error"].startswith(
+            f"session {ids[0]} was recorded in /, outside this server's"
+        )
+        taken = await client.post("/api/runs", json={"sessionId": ids[1], "message": "go"})
+        assert taken.status_code == 201, taken.text
+        listed = (await client.get("/api/runs")).json()["runs"]
+        assert [r["session"] for r in listed] == [ids[1]]

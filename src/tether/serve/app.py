@@ -34,7 +34,7 @@ from tether.errors import TetherError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
-from tether.serve.hub import FolderGoneError, SessionHub
+from tether.serve.hub import FolderGoneError, FolderOutsideError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
 from tether.serve.tree_api import TreeApi, stored_session
@@ -124,7 +124,7 @@ def create_app(config: ServeConfig) -> Starlette:
     config.hub.followed = feeds.following
     api = _Api(config, feeds)
     tree = TreeApi(config.store, config.hub)
-    runs = RunsApi(config.durable, config.store)
+    runs = RunsApi(config.durable, config.store, config.hub)
     routes: list[BaseRoute] = [
         Route("/", _index, methods=["GET"]),
         Mount("/static", app=StaticFiles(packages=[("tether.serve", "static")]), name="static"),
@@ -463,7 +463,7 @@ class _Api:
             return await self.hub.core(session_id, record.cwd)
         except SessionLockedError:
             raise ApiError(409, f"session {session_id} is being written by another process") from None
-        except FolderGoneError as exc:
+        except (FolderGoneError, FolderOutsideError) as exc:
             raise ApiError(409, str(exc)) from None
 
     def _spend(self, request: Request) -> None:

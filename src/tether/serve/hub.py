@@ -8,7 +8,11 @@ choice as ``tether`` in that folder.
 
 A stored session runs in the folder it was recorded in (its ``cwd``), with that folder's
 settings, as ``tether --session`` run there would run it; not in the folder the server was started
-in. New sessions start in the server's folder.
+in. New sessions start in the server's folder. Only a folder that is the server's or inside it,
+though (``workspace``): the recorded folder is whatever the session's file said (an imported pi
+file's header), and a session recorded in ``/`` would run its tools with the whole filesystem as
+its workspace, which nobody chose; the CLI and the editors run a stored session in the folder
+they are in. Such a session can still be read here.
 
 Followers read the store (``tether.serve.feeds``); the store only gets a message once it is
 complete, so what a model streams meanwhile is passed to the followers of that session from here
@@ -33,6 +37,7 @@ holds even while the hub has not been told yet.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +89,11 @@ OPEN_TIMEOUT_SECONDS = 10.0
 
 class FolderGoneError(UserError):
     """A stored session's folder no longer exists: the session cannot run where it ran."""
+
+
+class FolderOutsideError(UserError):
+    """A stored session's folder is not the server's folder nor inside it: the server does not
+    run it there (see the module docstring)."""
 
 
 class SessionHub:
@@ -161,19 +171,33 @@ class SessionHub:
             live.append({"type": "partial", "key": streamed.key, "text": text, "thinking": thinking})
         return live
 
+    def workspace(self, session_id: str, folder: str) -> Path:
+        """Where the session recorded in ``folder`` runs on this server: ``folder`` itself, when
+        it is this server's folder or inside it (``FolderOutsideError`` otherwise,
+        ``FolderGoneError`` when it is gone). Both are compared resolved, so neither ``..`` nor a
+        link inside the server's folder leads out of it."""
+        where = Path(folder)
+        if not where.is_dir():
+            raise FolderGoneError(
+                f"session {session_id} ran in {folder}, which is gone: "
+                "restore the folder, or fork the session from a server started elsewhere"
+            )
+        if not Path(os.path.realpath(where)).is_relative_to(os.path.realpath(self._cwd)):
+            raise FolderOutsideError(
+                f"session {session_id} was recorded in {folder}, outside this server's folder "
+                f"{self._cwd}: to run it, start tether serve in {folder}; it can be read here"
+            )
+        return where
+
     async def core(self, session_id: str, folder: str) -> AgentSession:
         """The session's core, opened for writing on first use in ``folder``, where the session
         was recorded (``SessionLockedError`` when another writer has it, ``SessionNotFoundError``
-        when there is no such session, ``FolderGoneError`` when the folder is gone)."""
+        when there is no such session, ``FolderGoneError`` or ``FolderOutsideError`` from
+        ``workspace``)."""
         async with self._lock:
             core = self._cores.get(session_id)
             if core is None:
-                where = Path(folder)
-                if not where.is_dir():
-                    raise FolderGoneError(
-                        f"session {session_id} ran in {folder}, which is gone: "
-                        "restore the folder, or fork the session from a server started elsewhere"
-                    )
+                where = self.workspace(session_id, folder)
                 core = self._create(SessionChoice(session_id=session_id), where)
                 self._adopt(session_id, core)
             self._used[session_id] = asyncio.get_running_loop().time()

@@ -22,7 +22,11 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "No token, or a wrong one",
         403: "A read-only token on a route that changes something",
         404: "No such session",
-        409: "The session is running, written by another process, or an extension cancelled the change",
+        409: (
+            "The session is running, written by another process, recorded in a folder this server "
+            "does not run it in (gone, or outside the server's folder), or an extension cancelled "
+            "the change"
+        ),
         422: "A field is missing or invalid",
         429: "Too many prompts for this token",
         501: "Durable runs are not set up on this server",
@@ -311,6 +315,7 @@ def openapi_document() -> dict[str, Any]:
                     _json({"type": "object", "properties": {"runId": {"type": "string"}}}, "Created"),
                     403,
                     404,
+                    409,
                     422,
                     501,
                     503,

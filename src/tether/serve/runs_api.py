@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
+from tether.serve.hub import FolderGoneError, FolderOutsideError, SessionHub
 from tether.store import SessionNotFoundError
 from tether.store.store import SessionStore
 
@@ -35,11 +36,14 @@ class SubmitBody(BaseModel):
 
 
 class RunsApi:
-    """The run routes over ``config``; ``None``: durable runs are not set up on this server."""
+    """The run routes over ``config``; ``None``: durable runs are not set up on this server.
+    ``hub``: whose folder a submitted run's session must have been recorded in (a worker runs it
+    in that folder, as this server would: ``SessionHub.workspace``)."""
 
-    def __init__(self, config: DurableConfig | None, store: SessionStore) -> None:
+    def __init__(self, config: DurableConfig | None, store: SessionStore, hub: SessionHub) -> None:
         self.config = config
         self.store = store
+        self.hub = hub
 
     async def list(self, request: Request) -> Response:
         from tether.durable import runs
@@ -64,9 +68,13 @@ class RunsApi:
         """Enqueue a durable run of a prompt on a stored session (``tether runs submit``)."""
         body = await parse_body(request, SubmitBody)
         try:
-            await asyncio.to_thread(self.store.get_session, body.sessionId)
+            record = await asyncio.to_thread(self.store.get_session, body.sessionId)
         except SessionNotFoundError:
             raise ApiError(404, f"sessionId: no session {body.sessionId!r}") from None
+        try:
+            self.hub.workspace(record.id, record.cwd)
+        except (FolderGoneError, FolderOutsideError) as exc:
+            raise ApiError(409, str(exc)) from None
         run_id = await self._call(lambda c: c.submit(body.sessionId, body.message))
         return JSONResponse({"runId": run_id}, status_code=201)
 
