@@ -5,9 +5,10 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tools_support import answer_hello
+from tools_support import Names, answer_hello
 
 from tether.tools import Workspace
 
@@ -55,3 +56,28 @@ def listener() -> Iterator[int]:
     stop.set()
     thread.join()
     server.close()
+
+
+@pytest.fixture
+def names(monkeypatch: pytest.MonkeyPatch) -> Names:
+    """A resolver of this process (the sandbox proxy's) for the names put in ``answers``; other
+    names go to the system's resolver. No DNS server, no hosts file: the name a wildcard entry
+    covers can be made to answer a private address."""
+    names = Names()
+    system = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in names.answers:
+            return system(host, port, *args, **kwargs)
+        names.looked_up.append(host)
+        queued = names.answers[host]
+        addresses = queued.pop(0) if len(queued) > 1 else queued[0]
+        return [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (a, int(port), 0, 0))
+            if ":" in a
+            else (socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, int(port)))
+            for a in addresses
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return names

@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
+from tools_support import Names
 
-from tether.tools.sandbox_proxy import host_proxy
+from tether.tools.sandbox_proxy import _may_reach, host_proxy  # pyright: ignore[reportPrivateUsage]
 
 
 async def ask(patterns: Sequence[str], request: str) -> str:
@@ -62,3 +63,51 @@ async def test_a_port_in_superscript_digits_is_no_port(patterns: list[str], requ
     a traceback), and an allowHosts entry ``localhost:¹`` made every request do so."""
     answer = await ask(patterns, f"{request_line}\r\n\r\n")
     assert answer.startswith(("HTTP/1.1 400", "HTTP/1.1 403")), answer
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "::ffff:127.0.0.1"])
+async def test_a_name_allowed_by_a_wildcard_reaches_no_private_address(
+    listener: int, names: Names, address: str
+) -> None:
+    """``*.example.test`` let a name under it that DNS answers with 127.0.0.1 (or a cloud's
+    metadata address) tunnel to the host's loopback: whoever runs a name under an allowed domain
+    chooses where it points. A wildcard now reaches public addresses only."""
+    names.answers["inner.example.test"] = [[address]]
+    answer = await ask(
+        [f"*.example.test:{listener}"], f"CONNECT inner.example.test:{listener} HTTP/1.1\r\n\r\n"
+    )
+    assert answer.startswith("HTTP/1.1 403") and "hello" not in answer
+    assert f"resolves to {address}, no public address" in answer
+    # named itself, or by its address, or loopback with localhost allowed: reached
+    for entry in (f"inner.example.test:{listener}", f"127.0.0.1:{listener}", f"localhost:{listener}"):
+        patterns = [f"*.example.test:{listener}", entry]
+        answer = await ask(patterns, f"CONNECT inner.example.test:{listener} HTTP/1.1\r\n\r\n")
+        assert answer == "HTTP/1.1 200 Connection established\r\n\r\nhello", entry
+
+
+async def test_the_address_checked_is_the_address_reached(listener: int, names: Names) -> None:
+    """One lookup per connection: a second one could answer otherwise (DNS rebinding)."""
+    names.answers["inner.example.test"] = [["127.0.0.1"], ["10.255.255.1"]]
+    patterns = [f"*.example.test:{listener}", f"127.0.0.1:{listener}"]
+    answer = await ask(patterns, f"CONNECT inner.example.test:{listener} HTTP/1.1\r\n\r\n")
+    assert answer == "HTTP/1.1 200 Connection established\r\n\r\nhello"
+    assert names.looked_up == ["inner.example.test"]
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("169.254.169.254", False),
+        ("fd00:ec2::254", False),
+        ("10.1.2.3", False),
+        ("0.0.0.0", False),
+        ("224.0.0.1", False),
+        ("::1", False),
+        ("::ffff:169.254.169.254", False),
+        ("fe80::1%lo", False),
+        ("93.184.215.14", True),
+        ("2606:4700::1111", True),
+    ],
+)
+def test_a_wildcard_reaches_public_addresses_only(address: str, public: bool) -> None:
+    assert _may_reach("a.example.test", address, 443, ["*.example.test"]) is public

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_support import answer_hello, call, text_of
+from tools_support import Names, answer_hello, call, text_of
 
 from tether.agent import AgentContext, BeforeToolCallContext
 from tether.ai.paths import data_dir
@@ -504,17 +504,36 @@ def web() -> Iterator[int]:
     server.server_close()
 
 
+FETCH = "python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "
+"""A confined program fetching the URL after it through the proxy (``HTTP_PROXY``)."""
+
+
 async def test_allowed_hosts_are_reachable_through_the_proxy_and_nothing_else(
     root: Path, home: Path, web: int
 ) -> None:
     workspace = confined(root, home, allow_hosts=(f"localhost:{web}",))  # not a web port: named
-    fetch = "python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "
-    ok, said = await outcome(workspace, fetch + f"http://localhost:{web}/")
+    ok, said = await outcome(workspace, FETCH + f"http://localhost:{web}/")
     assert ok and said.strip() == "page"
-    ok, said = await outcome(workspace, fetch + f"http://127.0.0.1:{web}/")  # the same server, not allowed
+    ok, said = await outcome(workspace, FETCH + f"http://127.0.0.1:{web}/")  # the same server, not allowed
     assert not ok and "HTTP Error 403" in said
     direct = f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {web}), 2)'"
     ok, _ = await outcome(workspace, direct)  # ignoring the proxy reaches nothing
     assert not ok
-    ok, said = await outcome(confined(root, home), fetch + f"http://localhost:{web}/")  # no allow list
+    ok, said = await outcome(confined(root, home), FETCH + f"http://localhost:{web}/")  # no allow list
     assert not ok and "page" not in said
+
+
+async def test_a_name_a_wildcard_allows_reaches_no_private_address(
+    root: Path, home: Path, web: int, names: Names
+) -> None:
+    """A confined program fetching a name under an allowed ``*.example.test`` that DNS answers
+    with 127.0.0.1 got the host's own web server: whoever runs a name under an allowed domain
+    chooses where it points (the host's loopback, a cloud's metadata service). Named itself,
+    it is reached."""
+    names.answers["inner.example.test"] = [["127.0.0.1"]]
+    url = f"http://inner.example.test:{web}/"
+    ok, said = await outcome(confined(root, home, allow_hosts=(f"*.example.test:{web}",)), FETCH + url)
+    assert not ok and "HTTP Error 403" in said and "page" not in said
+    named = (f"*.example.test:{web}", f"inner.example.test:{web}")
+    ok, said = await outcome(confined(root, home, allow_hosts=named), FETCH + url)
+    assert ok and said.strip() == "page"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from tether.agent.tool import AgentTool, AgentToolResult, ToolUpdate
@@ -42,3 +43,12 @@ def answer_hello(server: socket.socket, stop: threading.Event) -> None:
             continue
         with connection:
             connection.sendall(b"hello")
+
+
+@dataclass
+class Names:
+    """What the ``names`` resolver answers: each lookup of a name in ``answers`` takes its next
+    answer (a list of addresses), the last one repeating, and is noted in ``looked_up``."""
+
+    answers: dict[str, list[list[str]]] = field(default_factory=dict[str, list[list[str]]])
+    looked_up: list[str] = field(default_factory=list[str])

@@ -12,12 +12,22 @@ the network by domain; a program that ignores the proxy variables reaches nothin
 
 An allowed host is open on the web's ports only (``WEB_PORTS``), unless its entry names one
 (``localhost:8080``): ``pypi.org`` let ``CONNECT pypi.org:22`` tunnel to its SSH server.
+
+A host allowed by a wildcard only (``*.example.com``) reaches public addresses only
+(``_may_reach``): whoever runs a name under the domain (a wildcard DNS service, a customer's
+subdomain) can point it at ``127.0.0.1`` or a cloud's metadata service at ``169.254.169.254``,
+which the user allowed nowhere. A host its entry names is reached wherever it resolves (the user
+named that machine; a private package index is one), as is an address an entry names, and
+loopback when ``localhost`` is allowed. The proxy resolves the name itself and connects to the
+address it checked: a second lookup could answer otherwise (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
+import socket
 import tempfile
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
@@ -74,14 +84,16 @@ WEB_PORTS = (443, 80)
 """The ports of an ``allowHosts`` entry that names none: HTTPS, and HTTP (plain requests)."""
 
 
-def allowed(host: str, port: int, patterns: Sequence[str]) -> bool:
-    """``host`` equals a pattern, or a pattern ``*.example.com`` covers it (any depth), and
-    ``port`` is the pattern's (``example.com:8443``) or, when it names none, one of ``WEB_PORTS``."""
-    return any(port in ports for ports in _ports_of(host, patterns))
+def allowed(host: str, port: int, patterns: Sequence[str], *, wildcards: bool = True) -> bool:
+    """``host`` equals a pattern, or (with ``wildcards``) a pattern ``*.example.com`` covers it
+    (any depth), and ``port`` is the pattern's (``example.com:8443``) or, when it names none, one
+    of ``WEB_PORTS``."""
+    return any(port in ports for ports in _ports_of(host, patterns, wildcards=wildcards))
 
 
-def _ports_of(host: str, patterns: Sequence[str]) -> list[tuple[int, ...]]:
-    """The ports each ``allowHosts`` entry that covers ``host`` opens (``[::1]:8080``: one)."""
+def _ports_of(host: str, patterns: Sequence[str], *, wildcards: bool = True) -> list[tuple[int, ...]]:
+    """The ports each ``allowHosts`` entry that covers ``host`` opens (``[::1]:8080``: one);
+    without ``wildcards``, of the entries naming ``host`` itself."""
     host = host.lower().rstrip(".")
     found: list[tuple[int, ...]] = []
     for entry in patterns:
@@ -92,8 +104,8 @@ def _ports_of(host: str, patterns: Sequence[str]) -> list[tuple[int, ...]]:
         else:
             pattern, ports = entry.lower(), WEB_PORTS
         pattern = pattern.strip("[]").rstrip(".")
-        covers = host.endswith(pattern[1:]) if pattern.startswith("*.") else host == pattern
-        if covers:
+        wildcard = pattern.startswith("*.")
+        if (wildcards and host.endswith(pattern[1:])) if wildcard else host == pattern:
             found.append(ports)
     return found
 
@@ -167,7 +179,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
         await _refuse(writer, 403, _not_allowed(host, number, patterns))
         return
     try:
-        up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, number), 15)
+        up_reader, up_writer = await asyncio.wait_for(_connect(host, number, patterns), 15)
+    except _NotPublic as refused:
+        await _refuse(writer, 403, str(refused))
+        return
     except (OSError, TimeoutError) as exc:
         await _refuse(writer, 502, f"cannot reach {host}:{port}: {exc}")
         return
@@ -176,6 +191,50 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
     else:
         up_writer.write(head)
     await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+class _NotPublic(Exception):
+    """A host allowed by a wildcard only resolved to no address it may reach (``_may_reach``)."""
+
+
+async def lookup(host: str, port: int) -> list[str]:
+    """The addresses of ``host``, as the system's resolver gives them (once per connection)."""
+    found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in found))
+
+
+async def _connect(
+    host: str, port: int, patterns: Sequence[str]
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the first address of ``host`` it may reach that answers: to that address,
+    looked up here once, so that what was checked is what is reached (``_NotPublic`` when it may
+    reach none of them, the last one's ``OSError`` when none answers)."""
+    addresses = await lookup(host, port)
+    usable = [address for address in addresses if _may_reach(host, address, port, patterns)]
+    if not usable:
+        raise _NotPublic(
+            f"{host} is allowed by a wildcard entry only, and resolves to {', '.join(addresses)}, "
+            f"no public address: an entry {host}:{port} (or naming the address) in the sandbox's "
+            "allowHosts would open it"
+        )
+    for address in usable[:-1]:
+        with contextlib.suppress(OSError):
+            return await asyncio.open_connection(address, port)
+    return await asyncio.open_connection(usable[-1], port)
+
+
+def _may_reach(host: str, address: str, port: int, patterns: Sequence[str]) -> bool:
+    """Whether a connection to ``host`` may go to ``address``: an entry names the host itself,
+    the address is public (an IPv4 address in IPv6 clothes, ``::ffff:127.0.0.1``, judged as
+    itself), an entry names the address, or it is loopback and ``localhost`` is allowed."""
+    if allowed(host, port, patterns, wildcards=False):
+        return True
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_global and not ip.is_multicast:
+        return True
+    return allowed(str(ip), port, patterns) or (ip.is_loopback and allowed("localhost", port, patterns))
 
 
 def _port(text: str) -> int | None:
