@@ -112,6 +112,19 @@ async def test_new_resume_fork(core: AgentSession) -> None:
     assert [m["role"] for m in core.messages] == ["user", "assistant"]
 
 
+@pytest.mark.parametrize("number", ["\u00b2", "\u0661"])
+async def test_resume_takes_a_number_in_ascii_digits_only(core: AgentSession, number: str) -> None:
+    """``/resume ²`` passed ``isdigit()`` and failed in ``int()`` ("/resume: invalid literal for
+    int() with base 10"), and ``/resume ١`` (Arabic-Indic one) resumed the first session listed.
+    Either is a session id, which no session has."""
+    await core.prompt("first")
+    first = core.session_id
+    await execute(core, "/new")
+    resumed = await execute(core, f"/resume {number}")
+    assert resumed.error and resumed.text == f"/resume: no session {number!r}", resumed.text
+    assert core.session_id != first
+
+
 async def test_tree_and_branch(core: AgentSession) -> None:
     await core.prompt("one")
     await core.prompt("two")

@@ -183,7 +183,7 @@ async def _resume(core: AgentSession, args: str) -> CommandResult:
         lines = [f"{i:>3}  {row}" for i, row in enumerate(rows, 1)]
         return CommandResult("\n".join(lines) + "\n\n/resume N or /resume ID switches")
     target = args
-    if args.isdigit():
+    if args.isascii() and args.isdigit():  # isdigit() alone takes "²", which int() refuses
         rows = [SessionRow.of(r) for r in core.list_sessions(limit=20)]
         if not 1 <= int(args) <= len(rows):
             return CommandResult(f"no session number {args}", error=True)

@@ -122,7 +122,7 @@ def find_bin_dir() -> Path | None:
 
 
 def _version_key(name: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in name.split(".") if part.isdigit())
+    return tuple(int(part) for part in name.split(".") if part.isascii() and part.isdigit())
 
 
 @contextmanager
