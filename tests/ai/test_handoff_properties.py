@@ -1,17 +1,22 @@
 """Property tests of the handoff rules (tether.ai.handoff): random transcripts written by a mix of
-models, replayed on every target. Each test states one rule of issue 7."""
+models, replayed on every target. Each test states one rule of issue 7; the last, that every
+provider's request is the transcript as it is when the request is built."""
 
 from __future__ import annotations
 
 import copy
+import marshal
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from narrowing import block_text
+from tether.ai import Context, StreamOptions, encode_request
 from tether.ai.handoff import NO_RESULT_TEXT, is_same_model, transform_messages
+from tether.ai.providers import anthropic, gemini, openai_completions, openai_responses
 from tether.wire import (
     AssistantContent,
     AssistantMessage,
@@ -380,3 +385,103 @@ def test_images_become_placeholders_for_a_text_only_model() -> None:
         {"type": "text", "text": "(image omitted: model does not support images)"},
     ]
     assert transform_messages(messages, MODELS[0])[0]["content"] == messages[0]["content"]
+
+
+# -- every request from the transcript as it is now ---------------------------------------------
+# The loop sends the whole transcript with every request, and the transcript changes between
+# requests in place: a ``transform_context`` hook or a caller edits messages, a turn is replaced,
+# the model switches. A request built from anything kept from an earlier one (a cache of converted
+# messages, say) would send what the transcript said then: no error, just another conversation.
+# So each request of a growing, edited transcript must be, byte for byte, the request built from
+# a deep copy of it, and building one must leave the transcript as it was.
+
+BUILDERS = {
+    "anthropic-messages": anthropic.build_request,
+    "openai-responses": openai_responses.build_request,
+    "openai-completions": openai_completions.build_request,
+    "google-generative-ai": gemini.build_request,
+}
+TEXT_ONLY: ModelInfo = {**MODELS[4], "input": ["text"]}  # images become placeholders
+REQUEST_TARGETS = [
+    *MODELS,
+    TEXT_ONLY,
+    model("openrouter", "openai-completions", "anthropic/claude-sonnet-4-5"),  # marks cache breakpoints
+]
+
+
+def request_bytes(target: ModelInfo, messages: list[Message]) -> bytes:
+    context: Context = {"systemPrompt": "be brief", "messages": messages, "tools": []}
+    return encode_request(BUILDERS[target["api"]](target, context, StreamOptions(), "key")).content
+
+
+def edit_in_place(data: st.DataObject, messages: list[Message]) -> None:
+    """Change one thing in one message of ``messages`` in place, as a hook or a caller may: one of
+    every edit that applies to the transcript, each as likely (a tool call's arguments, for one,
+    are edited as often as a whole message is)."""
+    edits: list[Callable[[], None]] = []
+    for message in messages:
+        if message["role"] == "user":
+            edits.append(lambda m=message: m.update(content=[{"type": "text", "text": "edited"}, IMAGE]))
+            edits.append(lambda m=message: m.update(content=str(m["content"]) + "!"))
+        elif message["role"] == "toolResult":
+            edits.append(lambda m=message: m["content"].append(data.draw(st.sampled_from(RESULT_BLOCKS))))
+            edits.append(lambda m=message: m.update(isError=not m["isError"]))
+        else:
+            edits.append(
+                lambda m=message: m.update(stopReason="error" if m["stopReason"] != "error" else "stop")
+            )
+            edits.append(lambda m=message: m["content"].append({"type": "text", "text": "appended"}))
+            edits.append(lambda m=message: switch_source(m, data.draw(st.sampled_from(MODELS))))
+            for block in message["content"]:
+                if block["type"] == "toolCall":
+                    edits.append(lambda b=block: edit_arguments(b["arguments"], data))
+                elif block["type"] == "text":
+                    edits.append(lambda b=block: b.update(text=b["text"] + "!"))
+    data.draw(st.sampled_from(edits))()
+
+
+def edit_arguments(arguments: dict[str, Any], data: st.DataObject) -> None:
+    old = arguments["n"]  # 1 -> True, 1 -> 1.0: equal in Python, not in JSON
+    arguments["n"] = data.draw(
+        st.sampled_from([float(old), *([bool(old)] if old in (0, 1) else []), old + 1])
+    )
+
+
+def switch_source(message: AssistantMessage, source: ModelInfo) -> None:
+    message["provider"], message["api"], message["model"] = source["provider"], source["api"], source["id"]
+
+
+IMAGE: ImageContent = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+RESULT_BLOCKS: list[TextContent | ImageContent] = [{"type": "text", "text": "more"}, IMAGE]
+
+
+@settings(SETTINGS, max_examples=300)
+@given(messages=transcripts(), data=st.data())
+def test_each_request_is_built_from_the_transcript_as_it_is_then(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """The transcript grows as the loop's does (by the same message objects); after each request
+    some of its messages are edited and the request built again; now and then the model switches."""
+    live: list[Message] = []
+    target = data.draw(st.sampled_from(REQUEST_TARGETS))
+    if data.draw(st.booleans()):  # the target wrote the whole conversation: its turns go as they are
+        for message in messages:
+            if message["role"] == "assistant":
+                switch_source(message, target)
+    for index, message in enumerate(messages):
+        live.append(message)
+        if index < len(messages) - 1 and not data.draw(st.booleans()):
+            continue
+        request_is_the_transcript_now(target, live)
+        for _ in range(data.draw(st.integers(0, 3))):
+            edit_in_place(data, live)
+            request_is_the_transcript_now(target, live)
+        if data.draw(st.integers(0, 3)) == 0:
+            target = data.draw(st.sampled_from(REQUEST_TARGETS))
+
+
+def request_is_the_transcript_now(target: ModelInfo, live: list[Message]) -> None:
+    before = marshal.dumps(live, 2)  # version 2: types and values only (True is not 1)
+    sent = request_bytes(target, live)
+    assert marshal.dumps(live, 2) == before
+    assert sent == request_bytes(target, copy.deepcopy(live))
