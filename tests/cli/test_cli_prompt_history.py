@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,3 +44,46 @@ def test_a_small_history_is_read_as_prompt_toolkit_reads_it(tmp_path: Path) -> N
     history, _ = prompt_history()
     assert list(history.load_history_strings()) == list(FileHistory(str(path)).load_history_strings())
     assert list(history.load_history_strings()) == ["", "é", "two\r\nlines\x0c", "one"]
+
+
+def _within(seconds: float, work: Callable[[], object], unblock: Callable[[], None]) -> object:
+    """``work()``'s result if it returns within ``seconds``; else ``unblock()`` frees the thread
+    (so the test ends) and the test fails."""
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        unblock()
+        thread.join(5)
+        pytest.fail(f"{work} blocked for {seconds}s")
+    return result[0]
+
+
+def test_a_fifo_swapped_in_after_the_start_is_passed_over_not_waited_on(tmp_path: Path) -> None:
+    """The file was checked by its path at the start, then opened by name: a FIFO put there in
+    between (or later in the run) blocked the reading thread for good, and the append at each
+    prompt froze the input box (opening a FIFO waits for its other end). Each open is now
+    non-blocking and the opened descriptor is checked."""
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / "prompt-history"
+    path.write_text(_entry("kept"))
+    history, warning = prompt_history()
+    assert warning is None
+    path.unlink()
+    os.mkfifo(path)
+
+    def other_end(flags: int) -> Callable[[], None]:
+        return lambda: os.close(os.open(path, flags | os.O_NONBLOCK))
+
+    assert _within(5, lambda: list(history.load_history_strings()), other_end(os.O_WRONLY)) == []
+    _within(5, lambda: history.store_string("typed"), other_end(os.O_RDONLY))
+    assert stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+def test_prompts_are_appended_as_prompt_toolkit_appends_them(tmp_path: Path) -> None:
+    history, _ = prompt_history()
+    history.store_string("one\ntwo")
+    history.store_string("three")
+    path = tmp_path / "data" / "prompt-history"
+    assert list(FileHistory(str(path)).load_history_strings()) == ["three", "one\ntwo"]

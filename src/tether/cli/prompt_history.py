@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import itertools
 import os
@@ -19,14 +20,32 @@ and prompt_toolkit reads the file whole, so a history grown for years (or a 1 GB
 place) took that much memory and time at every start."""
 
 
+class NotRegularFileError(OSError):
+    """The history's path names a pipe, socket or device (or a link to one)."""
+
+
+def _open_history(path: str, flags: int) -> int:
+    """A descriptor on the history file, opened without blocking (``O_NONBLOCK``: opening a
+    FIFO otherwise waits for the other end) and checked on the descriptor itself (``fstat``), so
+    a FIFO or a device swapped in after any earlier look at the path is refused, not waited on.
+    Raises ``NotRegularFileError`` for one, ``OSError`` if the file cannot be opened."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFileError(f"{path}: not a regular file (a pipe, socket or device)")
+    return fd
+
+
 class TailFileHistory(FileHistory):
     """``FileHistory`` reading the last ``HISTORY_BYTES`` of the file: the entry cut in two at
     that point is left out, the ones after it are read as ``FileHistory`` reads them (``+``
-    lines, one entry between two other lines), newest first."""
+    lines, one entry between two other lines), newest first. Both ends open the file with
+    ``_open_history``: a FIFO put there while tether runs is passed over (the prompt stays in
+    memory), where reading it kept a thread waiting and appending to it froze the input box."""
 
     def load_history_strings(self) -> Iterable[str]:
         try:
-            with open(self.filename, "rb") as file:
+            with os.fdopen(_open_history(str(self.filename), os.O_RDONLY), "rb") as file:
                 start = max(0, os.fstat(file.fileno()).st_size - HISTORY_BYTES)
                 file.seek(start)
                 tail = io.BytesIO(file.read(HISTORY_BYTES))  # lines end at b"\n" only, as in the file
@@ -45,6 +64,17 @@ class TailFileHistory(FileHistory):
                 entry = []
         return reversed(strings)
 
+    def store_string(self, string: str) -> None:
+        """Append as ``FileHistory`` does (a ``#`` time line, then ``+`` lines); a file that
+        cannot take it (a FIFO nobody reads: ``ENXIO``) keeps the prompt in memory only."""
+        try:
+            fd = _open_history(str(self.filename), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError:
+            return
+        lines = "".join(f"+{line}\n" for line in string.split("\n"))
+        with os.fdopen(fd, "wb") as file:
+            file.write(f"\n# {datetime.datetime.now()}\n{lines}".encode(errors="replace"))
+
 
 def prompt_history() -> tuple[History, str | None]:
     """The history file's ``FileHistory``, or one kept in memory for this run, with a warning
@@ -58,9 +88,11 @@ def prompt_history() -> tuple[History, str | None]:
     path = directory / "prompt-history"
     try:
         make_own_folder(directory)
-        if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-            why = "not a regular file (a pipe, socket or device)"
-            return InMemoryHistory(), f"{path}: {why}; the input history is kept for this run only"
+        os.close(_open_history(str(path), os.O_RDONLY))
+    except FileNotFoundError:  # made by the first prompt stored
+        pass
+    except NotRegularFileError as exc:
+        return InMemoryHistory(), f"{exc}; the input history is kept for this run only"
     except OSError:
         return InMemoryHistory(), None
     return TailFileHistory(str(path)), None
