@@ -267,11 +267,13 @@ def test_following_a_session_skips_an_entry_whose_row_is_no_json(cli: CliEnv) ->
     assert f"tether: entry '{entry_id}': payload is not JSON (" in err and "; skipped\n" in err
 
 
-def test_an_export_leaves_out_an_entry_whose_row_is_no_json(cli: CliEnv) -> None:
+@pytest.mark.parametrize("kind", ["tether", "pi"])
+def test_an_export_leaves_out_an_entry_whose_row_is_no_json(cli: CliEnv, kind: str) -> None:
     """Copied as it was, the damaged row made an export that import refused at its line, and the
-    entries after it with it; it is left out with one line, as ``sessions follow`` says it."""
+    entries after it with it; it is left out with one line, as ``sessions follow`` says it. The
+    pi format stopped at the row (the one line, nothing written); it leaves it out the same way."""
     session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
-    done = cli.run("sessions", "export", session_id, "-o", "s.jsonl")
+    done = cli.run("sessions", "export", session_id, "--format", kind, "-o", "s.jsonl")
     assert done.returncode == 0 and done.stdout == "s.jsonl\n", done.stderr
     assert one_line(done.stderr).startswith(f"tether: entry '{entry_id}': payload is not JSON (")
     assert done.stderr.endswith("; skipped\n")

@@ -100,6 +100,7 @@ def test_an_export_hangs_the_children_of_a_damaged_row_from_its_parent() -> None
     entries = [StoredEntry(i, p, "message", 1, payload) for i, p, payload in rows]
     record = SessionRecord("S", "/", None, 1, 1, "e", 1, None, None, None, 0, 0, 0.0, 0, 0, 0, 0)
     told: list[str] = []
-    kept, payloads = sound_entries(record, entries, told.append)
-    assert kept.leaf_id == "d" and payloads == [b"{}", b'{"x":1,"parentId":"a"}']
+    header, kept = sound_entries(record, entries, told.append)
+    assert header.leaf_id == "d" and [payload for _, payload in kept] == [b"{}", b'{"x":1,"parentId":"a"}']
+    assert [entry for entry, _ in kept] == [{}, {"x": 1, "parentId": "a"}]
     assert [why.split(":")[0] for why in told] == ["entry 'b'", "entry 'c'", "entry 'e'"]

@@ -68,7 +68,7 @@ def export_file(session_id: str, kind: str, output: str | None) -> int:
     with SessionManager() as sessions:
         try:
             if kind == "pi":
-                export_pi_session(sessions, session_id, path)
+                export_pi_session(sessions, session_id, path, on_skip=say_skipped)
             else:
                 sessions.export(session_id, path, on_skip=say_skipped)
         except (SessionError, OSError) as exc:

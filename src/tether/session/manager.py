@@ -161,14 +161,24 @@ class SessionManager:
     ) -> Path:
         """Write the session (every branch) to a versioned JSONL file; see ``tether.store.jsonl``.
         ``on_skip`` hears of each entry left out for a damaged row (``sound_entries``)."""
-        from tether.store.jsonl import sound_entries, write_export  # export and import only
+        from tether.store.jsonl import write_export  # export and import only
 
-        record, payloads = sound_entries(
-            self.store.get_session(session_id), self.store.entries(session_id), on_skip or (lambda _: None)
-        )
+        record, kept = self.sound_entries(session_id, on_skip)
         out = Path(path)
-        write_export(out, record, payloads)
+        write_export(out, record, [payload for _, payload in kept])
         return out
+
+    def sound_entries(
+        self, session_id: str, on_skip: Callable[[str], None] | None = None
+    ) -> tuple[SessionRecord, list[tuple[EntryDict, bytes]]]:
+        """The session's record and entries (each as a dict and as its payload) for an export,
+        in either format, without the entries whose row is damaged (``jsonl.sound_entries``)."""
+        from tether.store.jsonl import sound_entries  # export and import only
+
+        store = self.store
+        return sound_entries(
+            store.get_session(session_id), store.entries(session_id), on_skip or (lambda _: None)
+        )
 
     def import_file(self, path: str | os.PathLike[str]) -> SessionRecord:
         """Recreate an exported session with its ids, times and leaf; errors name the line."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -253,13 +253,19 @@ def _converted(pi_entry: dict[str, Any], tether_ids: dict[str, str]) -> EntryDic
     return entry
 
 
-def export_pi_session(manager: SessionManager, session_id: str, path: str | os.PathLike[str]) -> Path:
-    """Write the session (every branch) as a pi version 3 session file that pi opens and continues."""
-    session = manager.open(session_id, readonly=True)
-    try:
-        record, entries, leaf = session.record, session.entries(), session.leaf_id
-    finally:
-        session.close()
+def export_pi_session(
+    manager: SessionManager,
+    session_id: str,
+    path: str | os.PathLike[str],
+    *,
+    on_skip: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the session (every branch) as a pi version 3 session file that pi opens and continues.
+    The entries are the ones tether's own export writes (``SessionManager.sound_entries``): an
+    entry whose row is damaged is left out, told to ``on_skip``, its children hung from its
+    parent; the export stopped at it."""
+    record, kept = manager.sound_entries(session_id, on_skip)
+    entries, leaf = [entry for entry, _ in kept], record.leaf_id
     ids = pi_ids_of(entries)
     header = {
         "type": "session",

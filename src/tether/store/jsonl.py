@@ -56,14 +56,15 @@ def header_of(record: SessionRecord) -> dict[str, Any]:
 
 def sound_entries(
     record: SessionRecord, entries: list[StoredEntry], on_skip: Callable[[str], None]
-) -> tuple[SessionRecord, list[bytes]]:
-    """The session's header and entry payloads for an export, without the entries whose stored
-    row is no JSON object (changed outside tether), each told to ``on_skip`` ("entry 'ID': payload
-    is not JSON (...)"): copied as they were, the file was one the import refused at that line,
-    and the entries after it with it. An entry whose parent was left out hangs from that parent's
-    parent (the row's own column, intact), and so does the leaf, so the file imports whole."""
+) -> tuple[SessionRecord, list[tuple[EntryDict, bytes]]]:
+    """The session's header and its entries for an export (each as a dict and as its payload),
+    without the entries whose stored row is no JSON object (changed outside tether), each told
+    to ``on_skip`` ("entry 'ID': payload is not JSON (...)"): copied as they were, the file was
+    one the import refused at that line, and the entries after it with it. An entry whose parent
+    was left out hangs from that parent's parent (the row's own column, intact), and so does the
+    leaf, so the file imports whole."""
     moved: dict[str, str | None] = {}
-    payloads: list[bytes] = []
+    kept: list[tuple[EntryDict, bytes]] = []
     for stored in entries:
         node = Node(*stored)
         try:
@@ -74,12 +75,13 @@ def sound_entries(
             moved[stored.id] = parent if parent is None else moved.get(parent, parent)
             continue
         if stored.parent_id in moved:
-            payloads.append(encode_entry({**entry, "parentId": moved[stored.parent_id]}))
+            entry = cast(EntryDict, {**entry, "parentId": moved[stored.parent_id]})
+            kept.append((entry, encode_entry(entry)))
         else:
-            payloads.append(stored.payload)
+            kept.append((entry, stored.payload))
     if record.leaf_id in moved:
         record = replace(record, leaf_id=moved[record.leaf_id])
-    return record, payloads
+    return record, kept
 
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
