@@ -240,6 +240,42 @@ def test_export_import_round_trip_is_exact(manager: SessionManager, tmp_path: Pa
             other.import_file(first)
 
 
+def test_an_export_moves_a_compaction_off_a_damaged_entry_it_kept_from(tmp_path: Path) -> None:
+    """The export leaves out an entry whose row is no JSON and hangs its children from its parent,
+    but a compaction kept on pointing at it: imported, the session's context began at the summary
+    and every message the compaction had kept was gone from it. It starts at the nearest sound
+    ancestor now, and a branch summary's ``fromId`` moves up the same way."""
+    import sqlite3
+
+    with SessionManager.at(tmp_path / "s.db") as manager:
+        s = manager.create("/p")
+        first = s.append_message(user("one"))
+        damaged = s.append_message(assistant(text("two")))
+        s.branch(first, summary="a way not taken")  # left from ``damaged``
+        s.branch(damaged)
+        s.append_messages([user("three"), assistant(text("four"))])
+        s.append_compaction("one to four", damaged, tokens_before=100)
+        s.append_message(user("five"))
+        sid = s.id
+        s.close()
+        with sqlite3.connect(tmp_path / "s.db") as db:
+            db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (damaged,))
+        db.close()
+        told: list[str] = []
+        out = manager.export(sid, tmp_path / "s.jsonl", on_skip=told.append)
+    assert len(told) == 1
+    entries = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    compaction, summary = (
+        next(e for e in entries if e["type"] == kind) for kind in ("compaction", "branch_summary")
+    )
+    assert compaction["firstKeptEntryId"] == first and summary["fromId"] == first
+    with SessionManager.at(tmp_path / "other.db") as other:
+        other.import_file(out)
+        imported = other.open(sid, readonly=True)
+        kept = imported.messages[1:]
+    assert kept == [user("one"), user("three"), assistant(text("four")), user("five")]
+
+
 @pytest.mark.parametrize(
     ("lines", "error"),
     [

@@ -54,6 +54,11 @@ def header_of(record: SessionRecord) -> dict[str, Any]:
     return {"type": "session", "format": FORMAT, "version": VERSION, **record.identity()}
 
 
+_REFERENCES = {"compaction": "firstKeptEntryId", "branch_summary": "fromId"}
+"""Per entry type, the field naming an earlier entry that the context reads: where a compaction's
+kept part starts, the leaf a branch summary was left from."""
+
+
 def sound_entries(
     record: SessionRecord, entries: list[StoredEntry], on_skip: Callable[[str], None]
 ) -> tuple[SessionRecord, list[tuple[EntryDict, bytes]]]:
@@ -62,7 +67,11 @@ def sound_entries(
     to ``on_skip`` ("entry 'ID': payload is not JSON (...)"): copied as they were, the file was
     one the import refused at that line, and the entries after it with it. An entry whose parent
     was left out hangs from that parent's parent (the row's own column, intact), and so does the
-    leaf, so the file imports whole."""
+    leaf, so the file imports whole. A compaction whose kept part started at an entry left out
+    starts at that entry's nearest sound ancestor (one entry more kept, where pointing at nothing
+    kept none of them: the context starts at no entry it cannot find), and a branch summary's
+    ``fromId`` moves up the same way ("" for none, as it is stored); a label of an entry left out
+    stays as it is (moved, it would name another entry)."""
     moved: dict[str, str | None] = {}
     kept: list[tuple[EntryDict, bytes]] = []
     for stored in entries:
@@ -74,8 +83,14 @@ def sound_entries(
             parent = stored.parent_id
             moved[stored.id] = parent if parent is None else moved.get(parent, parent)
             continue
+        repaired: dict[str, Any] = {}
         if stored.parent_id in moved:
-            entry = cast(EntryDict, {**entry, "parentId": moved[stored.parent_id]})
+            repaired["parentId"] = moved[stored.parent_id]
+        key = _REFERENCES.get(stored.type)
+        if key is not None and isinstance(target := entry.get(key), str) and target in moved:
+            repaired[key] = moved[target] if key == "firstKeptEntryId" else moved[target] or ""
+        if repaired:
+            entry = {**entry, **repaired}
             kept.append((entry, encode_entry(entry)))
         else:
             kept.append((entry, stored.payload))
