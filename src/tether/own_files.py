@@ -27,6 +27,7 @@ and ``mcp`` (``.mcp.json``, OAuth tokens).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -140,6 +141,18 @@ def make_own_folder(path: Path) -> None:
     if path.parent != path:
         make_own_folder(path.parent)
     path.mkdir(mode=0o700, exist_ok=True)  # made meanwhile by another process: theirs
+
+
+def create_own_file(path: Path) -> None:
+    """A new, empty file at ``path`` (an empty file is a valid SQLite database) readable by its
+    owner alone (0600), in a folder made 0700 if it has to be made (``make_own_folder``): tether's
+    databases keep what the user pasted (keys, tokens) and were 0644 in a 0755 folder. A file
+    already there keeps its mode: the user chose it (a database shared with a group on purpose).
+    Raises ``OSError`` if the folder cannot be made; a file that cannot be made is left to the
+    caller's open to explain (made meanwhile by another process: theirs)."""
+    make_own_folder(path.parent)
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
 def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:

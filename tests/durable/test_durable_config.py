@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,29 @@ def test_an_unreachable_database_is_one_line_without_its_password(capsys: pytest
             err.startswith("tether: durable database postgresql://me:***@127.0.0.1:1/x: ")
             and "secret" not in err
         )
+
+
+def test_the_durable_database_tether_makes_is_its_owners_alone(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    """The session database is 0600, but DBOS made its own (``durable.sqlite``, which holds every
+    run's prompt and events) 0644: readable by every user of the machine. tether makes it 0600
+    first now; one the user made keeps its mode."""
+    from tether.session.manager import SessionManager
+
+    old_umask = os.umask(0o022)
+    try:
+        with SessionManager() as sessions:
+            session = sessions.create(tmp_path)
+            session.close()
+        code, _ = run_cli(["submit", session.id, "hi"], capsys)
+        theirs = tmp_path / "theirs.sqlite"
+        theirs.touch(0o644)
+        run_cli(["submit", session.id, "hi", "--durable-database", f"sqlite:///{theirs}?timeout=5"], capsys)
+    finally:
+        os.umask(old_umask)
+    assert code == 1  # no worker yet: DBOS opened the database all the same
+    made = {p.name: oct(p.stat().st_mode & 0o777) for p in (home / "data").glob("durable.sqlite*")}
+    assert made and set(made.values()) == {"0o600"}, made
+    assert oct(theirs.stat().st_mode & 0o777) == "0o644"
+    assert not list(tmp_path.glob("theirs.sqlite?*"))

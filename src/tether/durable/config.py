@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.own_files import make_own_folder
+from tether.own_files import create_own_file
 from tether.session.settings import Settings
 from tether.store.database import is_postgres_url
 from tether.store.paths import data_dir, database_url
@@ -95,10 +95,11 @@ def config_from_settings(
         else:
             system = "sqlite:///" + str(data_dir() / "durable.sqlite")
     check_system_database(system)
-    if system.startswith("sqlite:///"):
-        folder = Path(system.removeprefix("sqlite:///")).parent
+    if system.startswith("sqlite:///"):  # private, as the session store's file (DBOS's is 0644)
+        file = Path(system.removeprefix("sqlite:///").partition("?")[0])  # ?timeout=…: SQLAlchemy's
+        folder = file.parent
         try:
-            make_own_folder(folder)
+            create_own_file(file)
         except OSError as exc:
             raise ValueError(
                 f"durable database {system!r}: cannot create its folder {folder}: {exc.strerror or exc}"

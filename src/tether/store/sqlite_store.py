@@ -32,7 +32,7 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from tether.own_files import make_own_folder
+from tether.own_files import create_own_file
 from tether.store import sqlite_lock
 from tether.store.entries import EntryDict, encode_entry
 from tether.store.paths import default_db_path
@@ -156,18 +156,6 @@ class PollingWatch:
             raise database_error(self._path, err) from None
 
 
-def _create_private(path: Path) -> None:
-    """A new, empty database file (an empty file is a valid SQLite database) readable by its owner
-    alone, in a folder made 0700 if it has to be made (``make_own_folder``): the transcripts keep
-    what the user pasted (keys, tokens), and were 0644 in a 0755 folder. SQLite gives the ``-wal``
-    and ``-shm`` files the database's mode. A file or folder already there keeps its mode: the user
-    chose it (a database shared with a group on purpose)."""
-    make_own_folder(path.parent)
-    # made meanwhile by another process (theirs), or not to be made here: SQLite's open says why
-    with contextlib.suppress(OSError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-
-
 class SQLiteStore:
     """``SessionStore`` on one SQLite file (created, with its folder, on first use)."""
 
@@ -197,8 +185,8 @@ class SQLiteStore:
                 f"{self.path}: is a device, pipe or socket, not a session database; choose a file with --database"
             )
         try:
-            if not exists:
-                _create_private(self.path)
+            if not exists:  # SQLite gives the -wal and -shm files the database's mode
+                create_own_file(self.path)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout = 10000")
             self._db.execute("PRAGMA journal_mode = WAL")
