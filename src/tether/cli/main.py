@@ -4,7 +4,7 @@ Start-up time is a feature of a CLI, so this module imports almost nothing: ``--
 answered before click is even imported, and each mode imports what it needs when it runs.
 ``tether [options] [prompt...]`` runs the agent; a first word naming a subcommand (``models``,
 ``sessions``, ``schema``, ``demo``, ``mcp``, ``extensions``, ``worker``, ``submit``) runs that
-instead.
+instead, with the options written before it that it has (``placed_options``).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def command() -> None:
 
     Together 11% of a ``tether -p`` run's instructions (444 -> 395 M; stored, 480 -> 428 M).
     """
-    args = sys.argv[1:]
+    args = placed_options(sys.argv[1:])
     if not args or args[0] not in SUBCOMMANDS or args[0] in LONG_LIVED:
         gc.disable()  # the other subcommands keep the collector as it is
     try:
@@ -99,6 +99,7 @@ def _dispatch(args: list[str]) -> None:
     if args in (["--version"], ["-V"]):
         sys.stdout.write(f"tether {__version__}\n")
         return
+    args = placed_options(args)
     if args and args[0] in SUBCOMMANDS:
         try:
             subcommands().main(args, prog_name="tether")
@@ -107,6 +108,82 @@ def _dispatch(args: list[str]) -> None:
             sys.exit(1)
     else:
         root_command().main(args, prog_name="tether")
+
+
+def placed_options(args: list[str]) -> list[str]:
+    """``args`` with the options before a subcommand moved to it: ``tether --database X sessions``
+    is ``tether sessions --database X``, as ``claude --model M mcp`` and ``codex -m M exec`` take
+    a root option before a subcommand; it was the prompt "sessions", run against that database.
+
+    Each option goes after the first command of the subcommand's path (``sessions``, then its
+    ``export``) that has it under the same spelling (``-y`` to ``sessions delete``). If any option
+    is none of theirs (``-p``, ``--mode``, ``--continue``), or ``--`` comes first, nothing moves
+    and the words are the prompt, as before: ``tether -p models`` asks the model. Costs nothing
+    unless the first word is an option and a later one names a subcommand."""
+    if not args or not args[0].startswith("-") or not any(word in SUBCOMMANDS for word in args):
+        return args
+    import click
+
+    root = {name: param for param in root_command().params for name in _names(param)}
+    rest = list(args)
+    moved: list[tuple[str, list[str]]] = []  # (the option as spelt, its words)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
+        word = rest.pop(0)
+        name = word.partition("=")[0] if word.startswith("--") else word[:2]
+        param = root.get(name)
+        if param is None:
+            return args
+        if _takes_value(param):
+            if word == name:
+                if not rest:
+                    return args
+                moved.append((name, [word, rest.pop(0)]))
+            else:
+                moved.append((name, [word]))  # --database=X, -eX
+        else:
+            if not word.startswith("--") and len(word) > 2:  # -yc: -y, then -c
+                rest.insert(0, "-" + word[2:])
+                word = name
+            moved.append((name, [word]))
+    if not rest or rest[0] not in SUBCOMMANDS:
+        return args
+    command: click.Command = subcommands().commands[rest[0]]
+    path = [(command, 1)]  # each command of the path, and where its options go in ``rest``
+    while isinstance(command, click.Group) and len(rest) > path[-1][1]:
+        following = command.commands.get(rest[path[-1][1]])
+        if following is None:
+            break
+        command = following
+        path.append((command, path[-1][1] + 1))
+    inserted: dict[int, list[str]] = {}
+    for name, words in moved:
+        at = next(
+            (
+                at
+                for command, at in path
+                for param in command.params
+                if name in _names(param) and _takes_value(param) == _takes_value(root[name])
+            ),
+            None,
+        )
+        if at is None:
+            return args
+        inserted.setdefault(at, []).extend(words)
+    placed: list[str] = []
+    for at in range(len(rest) + 1):
+        placed += inserted.get(at, [])
+        placed += rest[at : at + 1]
+    return placed
+
+
+def _names(param: click.Parameter) -> list[str]:
+    return [*param.opts, *param.secondary_opts] if param.param_type_name == "option" else []
+
+
+def _takes_value(param: click.Parameter) -> bool:
+    import click
+
+    return not (isinstance(param, click.Option) and (param.is_flag or param.count))
 
 
 def _quiet_stdout() -> None:
