@@ -547,6 +547,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             if session is not None:
                 try:
                     await session.settle_writes()
+                    if self._sessions is not None:  # once a run, off the per-message path
+                        self._sessions.store.check_present()
                 except Exception as exc:  # raised below, once listeners know the run ended
                     write_failure = _store_failure(exc, session.id)
             last = self.last_assistant()

@@ -467,6 +467,10 @@ class PostgresStore:
         self.get_session(session_id)
         return self._listener.watch(NOTIFY_PREFIX + session_id)
 
+    def check_present(self) -> None:
+        """Nothing to check: a server's database cannot be deleted under an open connection
+        without the next query failing (``SessionDatabaseUnreachableError``)."""
+
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()  # what is queued is committed first

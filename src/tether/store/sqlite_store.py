@@ -169,6 +169,7 @@ class SQLiteStore:
         self._mutex = threading.Lock()
         self._writer: BatchWriter | None = None
         self._closed = False
+        self._told_missing = False
         if str(path) == ":memory:":
             raise SessionDatabaseError(
                 ":memory:: sessions in memory would be gone when the process ends, and their lock"
@@ -196,6 +197,9 @@ class SQLiteStore:
             # 50 MB session.
             self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             migrate(self._db)
+            opened = os.stat(self.path)
+            self._file = (opened.st_dev, opened.st_ino)
+            """The file opened, to know it again (``check_present``)."""
         except sqlite3.Error as err:
             raise database_error(self.path, err) from None
         except OSError as err:
@@ -427,14 +431,45 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else row[0]
 
+    def check_present(self) -> None:
+        """``SessionStore.check_present``: the path still names the file opened (its device and
+        inode); or that file has another name now (moved, renamed), and is checkpointed so that
+        it holds what was written: SQLite writes on into the ``-wal`` under the old name and, the
+        file moved, no longer folds it in at close, so the moved file alone lacked every write
+        since the last checkpoint (the schema too, for a new one), and the next tether to open
+        the old name dropped that ``-wal``. Otherwise the file was deleted or replaced, and SQLite
+        goes on writing to the unlinked file without a word: ``SessionDatabaseError``."""
+        try:
+            now = os.stat(self.path)
+            if (now.st_dev, now.st_ino) == self._file:
+                return
+        except OSError:  # gone: moved or deleted
+            pass
+        if _links(self._file):
+            with self._guarded():
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            return
+        self._told_missing = True
+        raise SessionDatabaseError(
+            f"{self.path}: the session database was deleted or replaced while tether had it "
+            "open; what tether stored since then is lost with it (keep the file in place, or "
+            "move it, while tether runs)"
+        )
+
     def close(self) -> None:
+        """Commit what is queued and close; ``check_present`` first, unless it has already said
+        the file is gone (a run's end did), so a deleted database is never closed in silence."""
         if self._closed:
             return
         if self._writer is not None:
             self._writer.close()  # what is queued is committed first
-        with self._guarded():
-            self._db.close()
-        self._closed = True
+        try:
+            if not self._told_missing:
+                self.check_present()
+        finally:
+            with self._guarded():
+                self._db.close()
+            self._closed = True
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -582,6 +617,27 @@ _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB =
 _LOW_SPACE = 1 << 20
 """Free bytes under which an I/O error is reported as a full disk (SQLite says "disk I/O error"
 when a write into the WAL's memory map fails for want of space)."""
+
+
+def _links(file: tuple[int, int]) -> int | None:
+    """How many names the file (device, inode) has, read through a descriptor of this process
+    open on it (SQLite's own: opening another and closing it would drop SQLite's POSIX locks on
+    the file); ``None`` where the descriptors cannot be listed (no ``/proc/self/fd`` nor
+    ``/dev/fd``), or none is open on it."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            descriptors = os.listdir(folder)
+        except OSError:
+            continue
+        for name in descriptors:
+            try:
+                info = os.fstat(int(name))
+            except (OSError, ValueError):
+                continue
+            if (info.st_dev, info.st_ino) == file:
+                return info.st_nlink
+        return None
+    return None
 
 
 def database_error(path: Path, err: sqlite3.Error) -> SessionDatabaseError:

@@ -184,6 +184,13 @@ class SessionStore(Protocol):
         """Delete the session and its entries (children forks keep their own copies)."""
         ...
 
+    def check_present(self) -> None:
+        """Raise ``SessionDatabaseError`` if what is stored can no longer be found where the store
+        was opened: a SQLite file deleted (or replaced) under it, whose writes since go to the
+        unlinked file and are lost at exit. Cheap (a ``stat``), so called once per run after its
+        writes settle, never per message; ``close`` checks too. PostgreSQL: nothing to check."""
+        ...
+
     def close(self) -> None: ...
 
 
