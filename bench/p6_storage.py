@@ -44,6 +44,7 @@ from _table import print_table
 from p6_concurrency import (
     PROMPTS,
     WARM_UP_SESSIONS,
+    check_stored,
     cpu_per_message,
     run_floor,
     run_tether,
@@ -85,9 +86,12 @@ def worker(kind: str, sessions: int, how: str) -> None:
         from tether.gc_tuning import tune_gc
 
         tune_gc()
+        store = Path(folder) / "sessions.db" if stored else None
         before = resource.getrusage(resource.RUSAGE_SELF)
-        asyncio.run(run(sessions, Path(folder) / "sessions.db" if stored else None))
+        asyncio.run(run(sessions, store))
         after = resource.getrusage(resource.RUSAGE_SELF)
+        if store is not None:
+            check_stored(kind, store, sessions)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     json.dump({"cpu": cpu, "load": os.getloadavg()[0]}, sys.stdout)
 
