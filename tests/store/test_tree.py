@@ -7,6 +7,7 @@ import weakref
 
 import pytest
 
+from tether.store import tree as tree_module
 from tether.store.jsonl import sound_entries
 from tether.store.store import SessionRecord, StoredEntry
 from tether.store.tree import CorruptSessionError, EntryTree, Node, paused_gc
@@ -52,7 +53,12 @@ class Cell:
         self.other: object = None
 
 
-def test_paused_gc_leaves_no_young_collection_pending_and_still_collects() -> None:
+def test_paused_gc_leaves_no_young_collection_pending_and_still_collects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        tree_module, "_host_froze", False, raising=False
+    )  # whatever ran before in this process
     with paused_gc():
         loaded = [{"n": [i]} for i in range(5_000)]  # well above the young threshold
         a, b = Cell(), Cell()
@@ -72,19 +78,43 @@ def test_paused_gc_leaves_no_young_collection_pending_and_still_collects() -> No
     assert len(loaded) == 5_000
 
 
-def test_paused_gc_keeps_objects_the_host_froze() -> None:
+def test_paused_gc_keeps_objects_the_host_froze(monkeypatch: pytest.MonkeyPatch) -> None:
     # Checked by identity, not by gc.get_freeze_count(): in a long test process other threads
     # may free a few frozen objects meanwhile. A frozen object is in no generation.
+    monkeypatch.setattr(tree_module, "_host_froze", False, raising=False)
     host_object: list[object] = []
     gc.freeze()
     try:
-        with paused_gc():
-            _ = [[i] for i in range(1_000)]
-        assert not any(o is host_object for o in gc.get_objects())
-        assert gc.get_freeze_count() > 0
+        for _ in range(2):  # the second time knowing it, without asking
+            with paused_gc():
+                _ = [[i] for i in range(1_000)]
+            assert not any(o is host_object for o in gc.get_objects())
+            assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
     assert any(o is host_object for o in gc.get_objects())
+
+
+def test_paused_gc_counts_the_frozen_objects_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gc.get_freeze_count`` walks every frozen object (a service's start-up: ~1 ms): asked at
+    every open, it cost more than opening a short session."""
+    monkeypatch.setattr(tree_module, "_host_froze", False, raising=False)
+    asked: list[int] = []
+    count = gc.get_freeze_count
+
+    def counted() -> int:
+        asked.append(count())
+        return asked[-1]
+
+    monkeypatch.setattr(gc, "get_freeze_count", counted)
+    gc.freeze()
+    try:
+        for _ in range(3):
+            with paused_gc():
+                pass
+    finally:
+        gc.unfreeze()
+    assert len(asked) == 1 and asked[0] > 0
 
 
 def test_an_export_hangs_the_children_of_a_damaged_row_from_its_parent() -> None:
