@@ -27,7 +27,7 @@ from tether.store import PostgresStore, SchemaVersionError, SessionError, Sessio
 from tether.store.entries import EntryDict
 from tether.store.lease import WriterLease
 from tether.store.postgres_schema import SCHEMA_VERSION
-from tether.store.writer import PendingAppend
+from tether.store.writer import Append, Commit
 from tether.testing.postgres import PostgresServer
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import dumpb
@@ -292,7 +292,7 @@ def test_a_deferred_append_waits_for_the_server_on_the_writer_thread_not_the_cal
         store.create_session("S", "/p", 1, version=1)
         lease = store.acquire_writer("S")
         watch = store.watch("S")
-        queued: list[PendingAppend] = []
+        queued: list[Commit] = []
         returned = threading.Event()
 
         def append_later() -> None:
@@ -304,13 +304,13 @@ def test_a_deferred_append_waits_for_the_server_on_the_writer_thread_not_the_cal
             caller = threading.Thread(target=append_later, daemon=True)
             caller.start()
             returned_at_once = returned.wait(5)
-            committed_meanwhile = bool(queued) and queued[0].committed.done()
+            committed_meanwhile = bool(queued) and queued[0].done()
             blocker.rollback()
         caller.join()
         assert returned_at_once, "append_later waited for the server"
         assert not committed_meanwhile
-        assert queued[0].committed.wait(10)
-        assert queued[0].failure is None
+        assert queued[0].wait(10)
+        assert queued[0].failure(lease) is None
         assert [e.id for e in store.entries("S")] == ["E1"]
         assert store.get_session("S").leaf_id == "E1"
         assert watch.wait(5), "a follower hears of a batched append"
@@ -331,7 +331,7 @@ def test_a_batch_with_a_session_taken_over_writes_nothing_and_then_fails_only_th
         with psycopg.connect(postgres_url, autocommit=True) as db:  # another writer took s1 over
             db.execute("UPDATE tether_sessions SET writer_token = 'theirs', writer_pid = 7 WHERE id = 's1'")
         batch = [
-            PendingAppend(lease, [_message_entry(f"E{i}", None, f"to s{i}")], f"E{i}", 2)
+            Append(lease, [_message_entry(f"E{i}", None, f"to s{i}")], f"E{i}", 2)
             for i, lease in enumerate(leases)
         ]
         with pytest.raises(Exception):  # noqa: B017 - which exception is the store's own business
@@ -341,11 +341,12 @@ def test_a_batch_with_a_session_taken_over_writes_nothing_and_then_fails_only_th
             store.append_later(lease, [_message_entry(f"F{i}", None, f"to s{i}")], f"F{i}", 3)
             for i, lease in enumerate(leases)
         ]
-        for pending in queued:
-            assert pending.committed.wait(10)
-        assert queued[0].failure is None and queued[2].failure is None
-        assert isinstance(queued[1].failure, SessionError)
-        assert "taken over by pid 7" in str(queued[1].failure)
+        for committed in queued:
+            assert committed.wait(10)
+        failures = [committed.failure(lease) for committed, lease in zip(queued, leases, strict=True)]
+        assert failures[0] is None and failures[2] is None
+        assert isinstance(failures[1], SessionError)
+        assert "taken over by pid 7" in str(failures[1])
         assert [[e.id for e in store.entries(f"s{i}")] for i in range(3)] == [["F0"], [], ["F2"]]
         assert [store.get_session(f"s{i}").message_count for i in range(3)] == [1, 0, 1]
     finally:
@@ -359,7 +360,7 @@ class _WatchedStore(PostgresStore):
         super().__init__(url)
         self.batches: list[tuple[int, int]] = []
 
-    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+    def _append_batch(self, batch: Sequence[Append]) -> None:
         self.batches.append((threading.get_ident(), len({p.lease.session_id for p in batch})))
         super()._append_batch(batch)
 

@@ -162,12 +162,12 @@ def test_a_started_session_is_stored_by_its_first_append_under_a_lease_no_one_el
         1,
     )
     later = [_message_entry(f"queued {i}") for i in (1, 2)]
-    pending = [
+    queued = [
         store.append_later(lease, [e], e["id"], e["timestamp"])
         for lease, e in zip(leases[1:], later, strict=True)
     ]
-    assert pending[-1].committed.wait()
-    assert [p.failure for p in pending] == [None, None]
+    assert queued[-1].wait()
+    assert [c.failure(lease) for c, lease in zip(queued, leases[1:], strict=True)] == [None, None]
     for row, entry in zip(rows, [first, *later], strict=True):
         stored = store.get_session(row.id)
         assert (stored.cwd, stored.leaf_id, stored.entry_count, stored.message_count) == (

@@ -24,7 +24,7 @@ from tether.store.entries import EntryDict
 from tether.store.errors import SessionDatabaseError
 from tether.store.sqlite_store import SQLiteStore
 from tether.store.store import SessionError, SessionRecord, WriterLease
-from tether.store.writer import BatchWriter, PendingAppend
+from tether.store.writer import Append, BatchWriter
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import UserMessage
 
@@ -43,7 +43,7 @@ class WatchedStore(SQLiteStore):
         self.append_threads.append(threading.get_ident())
         return super().append(lease, entries, leaf_id, updated)
 
-    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+    def _append_batch(self, batch: Sequence[Append]) -> None:
         self.append_threads += [threading.get_ident()] * len(batch)
         self.batch_sizes.append(len(batch))
         super()._append_batch(batch)
@@ -142,19 +142,22 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
         def release(self) -> None:
             self.active = False
 
-    def commit_one(pending: PendingAppend) -> None:
-        if pending.lease.session_id == "bad":
-            raise SessionError("bad session")
-        committed.append(pending.entries[0]["id"])
+    tried_alone: list[str] = []
 
-    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+    def commit_one(append: Append) -> None:
+        tried_alone.append(append.entries[0]["id"])
+        if append.lease.session_id == "bad":
+            raise SessionError("bad session")
+        committed.append(append.entries[0]["id"])
+
+    def commit_batch(batch: Sequence[Append]) -> None:
         if any(p.lease.session_id == "bad" for p in batch):
             raise SessionError("the batch's transaction failed")
         committed.extend(p.entries[0]["id"] for p in batch)
 
     gate = threading.Event()
 
-    def slow_batch(batch: Sequence[PendingAppend]) -> None:
+    def slow_batch(batch: Sequence[Append]) -> None:
         gate.wait(5)  # hold the first batch so the next appends queue up behind it
         commit_batch(batch)
 
@@ -172,13 +175,17 @@ def test_batch_writer_retries_a_failed_batch_one_by_one_and_fails_only_that_sess
         writer.submit(bad, entry("b2"), "b2", 0),
     ]
     gate.set()
-    assert first.committed.wait(5)
-    assert futures[-1].committed.wait(5)
-    assert [f.failure is None for f in futures] == [True, False, True, False]
-    assert str(futures[1].failure) == "bad session"
-    assert futures[3].failure is futures[1].failure, "b2 inherits b1's failure, untried"
+    assert first.wait(5)
+    assert futures[-1].wait(5)
+    assert futures.count(futures[0]) == 4, "the four queued behind the held batch share its commit"
+    assert first.failure(good) is None and futures[0].failure(good) is None
+    assert str(futures[0].failure(bad)) == "bad session"
+    later = writer.submit(bad, entry("b3"), "b3", 0)  # in a batch of its own
+    assert later.wait(5)
+    assert later.failure(bad) is futures[0].failure(bad), "b3 inherits b1's failure, untried"
     writer.close()
     assert committed == ["g0", "g1", "g2"]
+    assert "b1" in tried_alone and "b2" not in tried_alone, "b2 inherits b1's failure, untried"
 
 
 def test_the_appends_of_a_batch_share_one_commit() -> None:
@@ -186,7 +193,7 @@ def test_the_appends_of_a_batch_share_one_commit() -> None:
     future per append."""
     held, gate = threading.Event(), threading.Event()
 
-    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+    def commit_batch(batch: Sequence[Append]) -> None:
         held.set()
         gate.wait(5)  # hold the first batch so the next appends queue up behind it
 
@@ -194,12 +201,12 @@ def test_the_appends_of_a_batch_share_one_commit() -> None:
     first = writer.submit(_Lease("a"), [], "e0", 0)
     assert held.wait(5)
     queued = [writer.submit(_Lease(s), [], f"e{i}", 0) for i, s in enumerate("abcab", start=1)]
-    assert all(p.committed is queued[0].committed for p in queued)
-    assert queued[0].committed is not first.committed
+    assert all(committed is queued[0] for committed in queued)
+    assert queued[0] is not first
     gate.set()
-    for pending in (first, *queued):
-        assert pending.committed.wait(5)
-    assert [p.failure for p in [first, *queued]] == [None] * 6
+    for committed in (first, *queued):
+        assert committed.wait(5)
+    assert [c.failure(_Lease(s)) for c, s in zip([first, *queued], "aabcab", strict=True)] == [None] * 6
     writer.close()
 
 
@@ -212,7 +219,7 @@ async def test_a_run_cancelled_while_it_waits_for_its_writes_leaves_the_shared_c
     held, gate = threading.Event(), threading.Event()
 
     class HeldStore(SQLiteStore):
-        def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        def _append_batch(self, batch: Sequence[Append]) -> None:
             held.set()
             gate.wait(5)  # the thread is busy: what is appended now waits in the queue
             super()._append_batch(batch)
@@ -255,7 +262,7 @@ async def test_the_sessions_waiting_for_one_batch_wake_the_event_loop_once(tmp_p
     held, gate = threading.Event(), threading.Event()
 
     class HeldStore(SQLiteStore):
-        def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+        def _append_batch(self, batch: Sequence[Append]) -> None:
             held.set()
             gate.wait(5)  # the thread is busy: what is appended now waits in the queue
             super()._append_batch(batch)
@@ -348,7 +355,7 @@ def test_a_batch_with_several_appends_of_a_session_stores_what_appending_one_by_
         for session_id in ("a", "b"):
             store.create_session(session_id, "/w", 0, version=1)
         leases.append({s: store.acquire_writer(s) for s in ("a", "b")})
-    stores[0]._append_batch([PendingAppend(leases[0][s], e, leaf, t) for s, e, leaf, t in appends])  # pyright: ignore[reportPrivateUsage]
+    stores[0]._append_batch([Append(leases[0][s], e, leaf, t) for s, e, leaf, t in appends])  # pyright: ignore[reportPrivateUsage]
     for s, e, leaf, t in appends:
         stores[1].append(leases[1][s], e, leaf, t)
     for session_id in ("a", "b"):
@@ -398,7 +405,7 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     monkeypatch.setattr(writer_module.time, "sleep", waits.append)
     gate, held = threading.Event(), threading.Event()
 
-    def commit_batch(batch: Sequence[PendingAppend]) -> None:
+    def commit_batch(batch: Sequence[Append]) -> None:
         held.set()
         gate.wait(5)  # hold this batch, so that the next appends queue up together behind it
 
@@ -408,7 +415,7 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     assert held.wait(5)
     second = writer.submit(alone, [], "e1", 0)
     gate.set()
-    assert second.committed.wait(5)
+    assert second.wait(5)
     assert waits == []  # one session: no window, before or after its batches
     gate.clear()
     held.clear()
@@ -417,15 +424,15 @@ def test_the_writer_waits_for_more_appends_only_while_sessions_share_it(
     writer.submit(alone, [], "e3", 0)  # queued behind the held batch, with another session's
     last = writer.submit(other, [], "e4", 0)
     gate.set()
-    assert last.committed.wait(5)
-    assert writer.submit(other, [], "e5", 0).committed.wait(5)  # after a shared batch: the window
+    assert last.wait(5)
+    assert writer.submit(other, [], "e5", 0).wait(5)  # after a shared batch: the window
     assert waits == [writer_module.BATCH_WINDOW]
     writer.close()
 
 
-def _many_sessions_batch(store: SQLiteStore, sessions: int) -> list[PendingAppend]:
+def _many_sessions_batch(store: SQLiteStore, sessions: int) -> list[Append]:
     """Two appends per session (a user message, then an assistant reply with a cost), in turn."""
-    pending: list[PendingAppend] = []
+    appends: list[Append] = []
     leases: dict[int, WriterLease] = {}
     for s in range(sessions):
         store.create_session(f"s{s}", "/w", 0, version=1)
@@ -448,8 +455,35 @@ def _many_sessions_batch(store: SQLiteStore, sessions: int) -> list[PendingAppen
                 "timestamp": turn + 1,
                 "message": message,
             }
-            pending.append(PendingAppend(leases[s], [entry], entry_id, turn + 1))
-    return pending
+            appends.append(Append(leases[s], [entry], entry_id, turn + 1))
+    return appends
+
+
+def test_close_commits_the_appends_still_queued_and_finishes_their_commits() -> None:
+    """Appends queued behind a batch in flight when the store closes are committed before the
+    thread stops, and whoever waits for them is told: none is left waiting forever."""
+    held, gate = threading.Event(), threading.Event()
+    written: list[str] = []
+
+    def commit_batch(batch: Sequence[Append]) -> None:
+        held.set()
+        gate.wait(5)
+        written.extend(a.leaf_id for a in batch)
+
+    writer = BatchWriter(commit_batch, lambda append: None, "test-writer")
+    lease = _Lease("a")
+    writer.submit(lease, [], "e0", 0)
+    assert held.wait(5)
+    queued = [writer.submit(lease, [], f"e{i}", 0) for i in (1, 2)]
+    closing = threading.Thread(target=writer.close)
+    closing.start()
+    gate.set()
+    closing.join(5)
+    assert not closing.is_alive()
+    assert all(c.done() and c.failure(lease) is None for c in queued)
+    assert written == ["e0", "e1", "e2"]
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.submit(lease, [], "e3", 0)
 
 
 def test_a_batch_of_many_sessions_takes_a_few_statements_and_stores_what_one_by_one_stores(

@@ -46,7 +46,7 @@ from tether.store.tree import EntryTree, Node
 from tether.wire import AgentMessage, ModelInfo, decode_message
 
 if TYPE_CHECKING:
-    from tether.store.writer import PendingAppend
+    from tether.store.writer import Commit
 
 
 class _AtLeaf:
@@ -101,8 +101,9 @@ class Session:
         """The context ``_known_ids`` took in, and how many of its messages."""
         self._next_id: Callable[[], str] | None = None
         self._deferring = False
-        self._pending: list[PendingAppend] = []
-        """Deferred appends not known to be committed yet, oldest first."""
+        self._commits: list[Commit] = []
+        """The batches holding deferred appends not known to be committed yet, oldest first (one
+        per batch, not per append: every append of a batch shares its commit)."""
         self._uncounted: list[EntryDict] = []
         """Deferred appends' entries not yet counted into ``_record`` (``record`` counts them, once,
         when asked: counting each append as it was queued cost a stored message ~8 µs, and the
@@ -354,8 +355,8 @@ class Session:
             return
         if not checked:
             decode_message(message, "message")
-        pending = self._pending
-        if pending and pending[0].committed.finished:
+        commits = self._commits
+        if commits and commits[0].finished:
             self._raise_failed_write()  # a later entry must not hang off one that was not written
         parent = self._uncounted_leaf if self._uncounted else self._record.leaf_id
         timestamp = time.time_ns() // 1_000_000
@@ -367,7 +368,9 @@ class Session:
             "timestamp": timestamp,
             "message": message,
         }
-        pending.append(self._store.append_later(lease, [entry], entry_id, timestamp))
+        committed = self._store.append_later(lease, [entry], entry_id, timestamp)
+        if not commits or commits[-1] is not committed:
+            commits.append(committed)
         self._uncounted.append(entry)
         self._uncounted_leaf = entry_id
         if timestamp > self._uncounted_updated:
@@ -488,21 +491,21 @@ class Session:
         """Wait until every deferred append is committed, without blocking the event loop; then
         appends are committed before they return again. Raises the first append's failure."""
         self._deferring = False
-        if self._pending:
-            await self._pending[-1].committed.settled()  # the last one done means all are: one queue
+        if self._commits:
+            await self._commits[-1].settled()  # the last one done means all are: one queue
             self._raise_failed_write()
 
     async def written(self) -> None:
         """Wait until the appends made so far are committed, deferring as before: for a caller
         that hands the session's id to another process (which will look for it in the store)."""
-        if self._pending:
-            await self._pending[-1].committed.settled()
+        if self._commits:
+            await self._commits[-1].settled()
 
     def flush_writes(self) -> None:
         """``settle_writes`` for a caller that may block: wait for the deferred appends."""
         self._deferring = False
-        if self._pending:
-            self._pending[-1].committed.wait()
+        if self._commits:
+            self._commits[-1].wait()
             self._raise_failed_write()
 
     def close(self) -> None:
@@ -603,7 +606,9 @@ class Session:
         assert self._lease is not None
         if self._deferring and fresh:
             self._raise_failed_write()  # a later entry must not hang off one that was not written
-            self._pending.append(self._store.append_later(self._lease, fresh, leaf, timestamp))
+            committed = self._store.append_later(self._lease, fresh, leaf, timestamp)
+            if not self._commits or self._commits[-1] is not committed:
+                self._commits.append(committed)
             self._uncounted += fresh
             self._uncounted_leaf, self._uncounted_updated = leaf, max(self._uncounted_updated, timestamp)
         else:
@@ -627,12 +632,14 @@ class Session:
         return True
 
     def _raise_failed_write(self) -> None:
-        """Forget the committed deferred appends; raise the failure of the first that failed."""
-        while self._pending and self._pending[0].committed.done():
-            failure = self._pending[0].failure
+        """Forget the batches of deferred appends that were committed; raise the failure of the
+        first that failed."""
+        commits, lease = self._commits, self._lease
+        while commits and commits[0].finished:
+            failure = None if lease is None else commits[0].failure(lease)
             if failure is not None:
                 raise failure  # left queued: every later call says it again
-            self._pending.pop(0)
+            commits.pop(0)
 
 
 def _history_message(node: Node) -> AgentMessage | None:

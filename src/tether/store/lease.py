@@ -1,6 +1,6 @@
 """``WriterLease``, the proof of being a session's only writer, in a module of its own: the store
 protocol (``store``) hands leases out and the append writer (``writer``) commits under them,
-while the store protocol names the writer's ``PendingAppend``; neither may hold it for the other."""
+while the store protocol names the writer's ``Commit``; neither may hold it for the other."""
 
 from __future__ import annotations
 

@@ -111,7 +111,7 @@ from tether.store.store import (
     WriterLease,
     create_as,
 )
-from tether.store.writer import BatchWriter, PendingAppend, by_session
+from tether.store.writer import Append, BatchWriter, Commit, by_session
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -385,21 +385,22 @@ class PostgresStore:
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> PendingAppend:
+    ) -> Commit:
         """``append`` by the store's writer thread, in one transaction with the appends queued
-        with it (see the module docstring); done once that transaction ended."""
+        with it (see the module docstring); the ``Commit`` returned is done once that transaction
+        ended."""
         self._check(lease)
         if self._writer is None:
             self._writer = BatchWriter(self._append_batch, self._append_one, "tether-postgres")
         return self._writer.submit(lease, entries, leaf_id, updated)
 
-    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+    def _append_batch(self, batch: Sequence[Append]) -> None:
         """Every append of ``batch`` in one transaction, one ``APPEND`` per session (its appends'
         entries in order, counters summed, the last one's leaf, its notification), all sent at
         once. A session whose lease was lost matches no row: the whole batch is rolled back and
         the writer tries each append alone, so only that one fails (or takes its lease back)."""
-        for pending in batch:
-            self._check(pending.lease)
+        for append in batch:
+            self._check(append.lease)
         groups = by_session(batch)
         params: list[dict[str, Any]] = []
         for group in groups:
@@ -420,8 +421,8 @@ class PostgresStore:
 
         self._write(work)
 
-    def _append_one(self, pending: PendingAppend) -> None:
-        self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
+    def _append_one(self, append: Append) -> None:
+        self.append(*append)
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:
         held = self._check(lease)

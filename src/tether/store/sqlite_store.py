@@ -48,7 +48,7 @@ from tether.store.store import (
     WriterLease,
     count_entries,
 )
-from tether.store.writer import BatchWriter, PendingAppend, by_session
+from tether.store.writer import Append, BatchWriter, Commit, by_session
 
 Durability = Literal["normal", "full"]
 MMAP_BYTES = 256 * 1024 * 1024
@@ -299,9 +299,10 @@ class SQLiteStore:
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> PendingAppend:
+    ) -> Commit:
         """``append`` by the store's writer thread, in one transaction with the appends queued
-        with it (``writer.BatchWriter``); done once that transaction ended."""
+        with it (``writer.BatchWriter``); the ``Commit`` returned is done once that transaction
+        ended."""
         self._check(lease)
         if self._writer is None:
             self._writer = BatchWriter(
@@ -309,7 +310,7 @@ class SQLiteStore:
             )
         return self._writer.submit(lease, entries, leaf_id, updated)
 
-    def _append_batch(self, batch: Sequence[PendingAppend]) -> None:
+    def _append_batch(self, batch: Sequence[Append]) -> None:
         """Every append of ``batch`` in one transaction: its entries inserted in order, then each
         session's row updated once (its appends' counters summed, the last one's leaf): the
         update, with the two indexes on ``updated``, was most of an append's cost, and a run's
@@ -321,15 +322,15 @@ class SQLiteStore:
         writes did (P6, 1,000 sessions: 60,000 context switches for 14,000 entries, 33,000 in
         chunks; the process's CPU 13% less, interleaved with the old code).
         """
-        for pending in batch:
-            self._check(pending.lease)
+        for append in batch:
+            self._check(append.lease)
         groups = by_session(batch)
         many = len(groups) > 1  # a service's batch: the fast encoder (``encode_entry``)
         # Each statement's parameters built flat, as they are bound, not as rows to flatten.
         entries: list[object] = []
-        for pending in batch:
-            session_id = pending.lease.session_id
-            for e in pending.entries:
+        for append in batch:
+            session_id = append.lease.session_id
+            for e in append.entries:
                 entries += (
                     session_id,
                     e["id"],
@@ -370,8 +371,8 @@ class SQLiteStore:
             self._db.execute(sql(size), params[start * width : (start + size) * width])
             start += size
 
-    def _append_one(self, pending: PendingAppend) -> None:
-        self.append(pending.lease, pending.entries, pending.leaf_id, pending.updated)
+    def _append_one(self, append: Append) -> None:
+        self.append(*append)
 
     def _insert(
         self, session_id: str, entries: Sequence[EntryDict], leaf_id: str, updated: int

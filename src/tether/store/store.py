@@ -36,7 +36,7 @@ from tether.store.lease import WriterLease as WriterLease
 from tether.wire.json_line import replace_lone_surrogates
 
 if TYPE_CHECKING:
-    from tether.store.writer import PendingAppend
+    from tether.store.writer import Commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +157,10 @@ class SessionStore(Protocol):
 
     def append_later(
         self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> PendingAppend:
+    ) -> Commit:
         """``append``, perhaps committed later by another thread (with other appends), in the
-        order of the calls; done once committed, or its ``failure`` says why not."""
+        order of the calls; the ``Commit`` returned is done once it was tried, and its
+        ``failure(lease)`` says whether it was written."""
         ...
 
     def set_leaf(self, lease: WriterLease, leaf_id: str | None, updated: int) -> SessionRecord:

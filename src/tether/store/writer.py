@@ -6,16 +6,17 @@ and one thread of its own commits whatever has queued up since its last commit i
 transaction (``commit_batch``): entries keep their order (one queue, one committing thread), and
 the cost of a commit is shared by the sessions that wrote meanwhile.
 
-Each append is a ``PendingAppend``; the appends of one batch share one ``Commit``
-(``committed``), done once their transaction ended. If the batch's
-transaction fails, each of its appends is retried in a transaction of its own (``commit_one``),
-so one bad append (a session deleted meanwhile, a lost lease) fails only itself: its ``failure``
-says why. After a failure, a session's later appends fail without being tried: they would hang
-off an entry that is not there.
+Each append is an ``Append`` (a tuple, made in C); ``submit`` returns the ``Commit`` its batch
+shares, done once their transaction ended. If the batch's transaction fails, each of its appends
+is retried in a transaction of its own (``commit_one``), so one bad append (a session deleted
+meanwhile, a lost lease) fails only itself: the commit's ``failure(lease)`` says why. After a
+failure, a session's later appends fail without being tried: they would hang off an entry that
+is not there (their batches' commits say the same failure).
 
-One ``Commit`` per batch, not a future per append: with 1,000 sessions thousands of appends
+One ``Commit`` per batch, and nothing else per append: with 1,000 sessions thousands of appends
 wait at once, and a future is a condition, a lock and their bound methods (~10 objects for the
-garbage collector, surviving long enough to reach its oldest generation). Nor a
+garbage collector, surviving long enough to reach its oldest generation); an object per append
+that only carried its outcome cost each stored message ~2.5k instructions to make. Nor a
 ``concurrent.futures.Future`` per batch, awaited through ``asyncio.wrap_future``: each waiting
 session then chained a future of its own to it, and the writer woke the event loop once per
 waiting session (``call_soon_threadsafe``: a callback and a write to the loop's wake-up pipe,
@@ -29,7 +30,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple, cast
 
 from tether.store.entries import EntryDict
 from tether.store.lease import WriterLease
@@ -52,17 +54,32 @@ class Commit:
     """The end of one batch's transaction, which each of its appends' sessions may wait for:
     blocking (``wait``) or on an event loop (``settled``); see the module docstring."""
 
-    __slots__ = ("_done", "_lock", "_waiters", "finished")
+    __slots__ = ("_done", "_failures", "_lock", "_waiters", "finished")
 
     def __init__(self) -> None:
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._waiters: list[asyncio.Future[None]] = []
+        self._failures: dict[int, tuple[WriterLease, BaseException]] | None = None
+        """``id(lease)`` → the lease and why its appends in this batch were not written."""
         self.finished = False
         """``done()`` as an attribute, for a session's check before each append."""
 
     def done(self) -> bool:
         return self.finished
+
+    def failure(self, lease: WriterLease) -> BaseException | None:
+        """Why the appends under ``lease`` in this batch were not written (or their session's
+        earlier append, which they would hang off); ``None`` when they were. Read once done."""
+        failed = None if self._failures is None else self._failures.get(id(lease))
+        return failed[1] if failed is not None and failed[0] is lease else None
+
+    def fail(self, lease: WriterLease, failure: BaseException) -> None:
+        """The writer's thread, before ``finish``: ``lease``'s appends in this batch failed (the
+        first failure said stays)."""
+        if self._failures is None:
+            self._failures = {}
+        self._failures.setdefault(id(lease), (lease, failure))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the transaction ended (or ``timeout`` passed: then ``False``)."""
@@ -100,18 +117,14 @@ def _wake(waiters: list[asyncio.Future[None]]) -> None:
             waiter.set_result(None)
 
 
-@dataclass(slots=True)
-class PendingAppend:
-    """An append on its way to the database; once ``committed`` is done, ``failure`` says
-    whether it was written (``None``) or why not."""
+class Append(NamedTuple):
+    """An append on its way to the database (``submit`` makes it with ``tuple.__new__``, in C):
+    its batch's ``Commit`` says when and whether it was written."""
 
     lease: WriterLease
     entries: Sequence[EntryDict]
     leaf_id: str
     updated: int
-    committed: Commit = field(default_factory=Commit)
-    """Shared by the appends of one batch: done once their transaction ended, however it went."""
-    failure: BaseException | None = None
 
 
 @dataclass(slots=True)
@@ -126,19 +139,19 @@ class SessionAppends:
     updated: int
 
 
-def by_session(batch: Sequence[PendingAppend]) -> list[SessionAppends]:
+def by_session(batch: Sequence[Append]) -> list[SessionAppends]:
     """``batch``'s appends merged per session, in the order each session first appears."""
     merged: dict[str, SessionAppends] = {}
-    for pending in batch:
-        group = merged.get(pending.lease.session_id)
+    for append in batch:
+        group = merged.get(append.lease.session_id)
         if group is None:
-            merged[pending.lease.session_id] = SessionAppends(
-                pending.lease, list(pending.entries), pending.leaf_id, pending.updated
+            merged[append.lease.session_id] = SessionAppends(
+                append.lease, list(append.entries), append.leaf_id, append.updated
             )
         else:
-            group.entries += pending.entries
-            group.leaf_id = pending.leaf_id
-            group.updated = max(group.updated, pending.updated)
+            group.entries += append.entries
+            group.leaf_id = append.leaf_id
+            group.updated = max(group.updated, append.updated)
     return list(merged.values())
 
 
@@ -154,14 +167,14 @@ class BatchWriter:
 
     def __init__(
         self,
-        commit_batch: Callable[[Sequence[PendingAppend]], None],
-        commit_one: Callable[[PendingAppend], None],
+        commit_batch: Callable[[Sequence[Append]], None],
+        commit_one: Callable[[Append], None],
         name: str,
     ) -> None:
         self._commit_batch = commit_batch
         self._commit_one = commit_one
         self._name = name
-        self._queue: list[PendingAppend] = []
+        self._queue: list[Append] = []
         self._next_commit = Commit()
         """The commit of the appends queued now: they go into the next batch together."""
         self._mutex = threading.Lock()
@@ -173,18 +186,17 @@ class BatchWriter:
         self._failed: dict[int, tuple[WriterLease, BaseException]] = {}
         """``id(lease)`` → the lease and the failure its later appends inherit."""
 
-    def submit(
-        self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int
-    ) -> PendingAppend:
-        """Queue an append; it is done once its batch's transaction ended. The queue has a lock
-        of its own (``_mutex``, no Python frame to take it: every stored message comes here);
-        the condition is taken only to wake an idle thread, for the first append after a batch."""
+    def submit(self, lease: WriterLease, entries: Sequence[EntryDict], leaf_id: str, updated: int) -> Commit:
+        """Queue an append; the ``Commit`` returned is done once its batch's transaction ended.
+        The queue has a lock of its own (``_mutex``, no Python frame to take it: every stored
+        message comes here); the condition is taken only to wake an idle thread, for the first
+        append after a batch."""
         with self._mutex:
             if self._closing:
                 raise RuntimeError("the session store is closed")
-            pending = PendingAppend(lease, entries, leaf_id, updated, self._next_commit)
             queue = self._queue
-            queue.append(pending)
+            queue.append(_new_append(Append, (lease, entries, leaf_id, updated)))
+            committed = self._next_commit
             first = len(queue) == 1
         if first:
             with self._wake:
@@ -192,7 +204,7 @@ class BatchWriter:
                     self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                     self._thread.start()
                 self._wake.notify()  # the thread waits for the first; it then takes all there are
-        return pending
+        return committed
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread."""
@@ -217,38 +229,45 @@ class BatchWriter:
             with self._mutex:
                 batch, self._queue = self._queue, []
                 committed, self._next_commit = self._next_commit, Commit()
-            shared = any(pending.lease is not batch[0].lease for pending in batch)
+            first_lease = batch[0].lease
+            shared = any(append.lease is not first_lease for append in batch)
             try:
-                self._commit(batch)
+                self._commit(batch, committed)
             except BaseException as exc:  # a bug, or the interpreter exiting: no waiter may take
-                for pending in batch:  # its append for written, nor wait for it forever
-                    if pending.failure is None:
-                        pending.failure = exc
+                for append in batch:  # its append for written, nor wait for it forever
+                    committed.fail(append.lease, exc)
                 raise
             finally:
                 committed.finish()
             # Not held while waiting for more: a handle dropped unclosed frees its lease (and lock).
-            del batch
+            del batch, first_lease
 
-    def _commit(self, batch: list[PendingAppend]) -> None:
-        tried = [p for p in batch if not self._inherit_failure(p)]
+    def _commit(self, batch: list[Append], committed: Commit) -> None:
+        tried = [a for a in batch if not self._inherit_failure(a.lease, committed)] if self._failed else batch
         if not tried:
             return
         try:
             self._commit_batch(tried)
         except Exception:  # which append is to blame? each tries alone
-            for pending in tried:
-                if self._inherit_failure(pending):
+            for append in tried:
+                if self._inherit_failure(append.lease, committed):
                     continue
                 try:
-                    self._commit_one(pending)
+                    self._commit_one(append)
                 except Exception as exc:  # for its waiter to raise
-                    self._failed[id(pending.lease)] = (pending.lease, exc)
-                    pending.failure = exc
+                    self._failed[id(append.lease)] = (append.lease, exc)
+                    committed.fail(append.lease, exc)
 
-    def _inherit_failure(self, pending: PendingAppend) -> bool:
-        failed = self._failed.get(id(pending.lease))
-        if failed is None or failed[0] is not pending.lease:
+    def _inherit_failure(self, lease: WriterLease, committed: Commit) -> bool:
+        failed = self._failed.get(id(lease))
+        if failed is None or failed[0] is not lease:
             return False
-        pending.failure = failed[1]
+        committed.fail(lease, failed[1])
         return True
+
+
+_new_append = cast(
+    Callable[[type[Append], tuple[WriterLease, Sequence[EntryDict], str, int]], Append],
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+)
+"""``Append``'s constructor without its Python-level ``__new__`` (a frame per stored message)."""
