@@ -134,3 +134,20 @@ def test_an_export_hangs_the_children_of_a_damaged_row_from_its_parent() -> None
     assert header.leaf_id == "d" and [payload for _, payload in kept] == [b"{}", b'{"x":1,"parentId":"a"}']
     assert [entry for entry, _ in kept] == [{}, {"x": 1, "parentId": "a"}]
     assert [why.split(":")[0] for why in told] == ["entry 'b'", "entry 'c'", "entry 'e'"]
+
+
+def test_entries_appended_unbuilt_are_read_as_added_ones_in_append_order() -> None:
+    """``append`` makes an entry's node when the tree is next read: every reader sees it, in
+    append order with the entries ``add`` and ``add_stored`` took before and after it."""
+    t = EntryTree()
+    t.add({"id": "a", "parentId": None, "type": "message", "timestamp": 1})
+    t.append({"id": "b", "parentId": "a", "type": "message", "timestamp": 2, "message": {"role": "user"}})
+    t.append({"id": "c", "parentId": "b", "type": "label", "timestamp": 3})
+    assert "c" in t and len(t) == 3 and t.last_id() == "c" and t.newest_id() == "c"
+    t.append({"id": "d", "parentId": "b", "type": "label", "timestamp": 4})
+    t.add_stored(StoredEntry("e", "d", "label", 5, b"{}"))
+    assert [n.id for n in t] == ["a", "b", "c", "d", "e"]
+    assert [n.id for n in t.path("e")] == ["a", "b", "d", "e"]
+    node = t.get("b")
+    assert node is not None and node.message == {"role": "user"} and node.created == 2
+    assert [n.id for n in t.children("b")] == ["c", "d"]

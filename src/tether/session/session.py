@@ -375,7 +375,7 @@ class Session:
         self._uncounted_leaf = entry_id
         if timestamp > self._uncounted_updated:
             self._uncounted_updated = timestamp
-        self._tree.add(entry)
+        self._tree.append(entry)
         messages = context.messages
         messages.append(message)
         context.entry_ids.append(entry_id)

@@ -108,7 +108,20 @@ class EntryTree:
     """Entries of one session by id, in append order."""
 
     def __init__(self, nodes: Iterable[Node] = ()) -> None:
-        self._nodes: dict[str, Node] = {node.id: node for node in nodes}
+        self._all: dict[str, Node] = {node.id: node for node in nodes}
+        self._unbuilt: list[EntryDict] = []
+        """Entries ``append`` took whose nodes are not made yet (``_nodes`` makes them)."""
+
+    @property
+    def _nodes(self) -> dict[str, Node]:
+        """Every entry's node, those ``append`` took made first."""
+        if self._unbuilt:
+            nodes, unbuilt, self._unbuilt = self._all, self._unbuilt, []
+            for entry in unbuilt:
+                nodes[entry["id"]] = Node(
+                    entry["id"], entry.get("parentId"), entry["type"], entry["timestamp"], entry=entry
+                )
+        return self._all
 
     @classmethod
     def from_stored(cls, stored: Iterable[StoredEntry]) -> EntryTree:
@@ -119,6 +132,13 @@ class EntryTree:
         node = Node(entry["id"], entry.get("parentId"), entry["type"], entry["timestamp"], entry=entry)
         self._nodes[node.id] = node
         return node
+
+    def append(self, entry: EntryDict) -> None:
+        """``add``, its node made when the tree is next read: a run's every message is added as
+        it ends, and nothing reads the tree during a run (its context holds the messages), so a
+        node made then (~30 bytecodes a stored message, P6) was seldom used before the
+        session's next open."""
+        self._unbuilt.append(entry)
 
     def add_stored(self, stored: StoredEntry) -> Node:
         """An entry as read from the store (one another process appended), parsed on access."""
@@ -168,10 +188,11 @@ class EntryTree:
         """``path(leaf_id)`` from the leaf towards the root, one entry at a time: a reader of the
         last few entries (a transcript's last screen) pays for those, not for the whole path."""
         current = leaf_id
-        for _ in range(len(self._nodes) + 1):
+        nodes = self._nodes
+        for _ in range(len(nodes) + 1):
             if current is None:
                 return
-            node = self._nodes.get(current)
+            node = nodes.get(current)
             if node is None:
                 raise CorruptSessionError(f"entry {current!r} is referenced as a parent but missing")
             yield node
