@@ -24,7 +24,7 @@ from tether.store.entries import EntryDict
 from tether.store.errors import SessionDatabaseError
 from tether.store.sqlite_store import SQLiteStore
 from tether.store.store import SessionError, SessionRecord, WriterLease
-from tether.store.writer import Append, BatchWriter
+from tether.store.writer import Append, BatchWriter, Commit
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import UserMessage
 
@@ -457,6 +457,20 @@ def _many_sessions_batch(store: SQLiteStore, sessions: int) -> list[Append]:
             }
             appends.append(Append(leases[s], [entry], entry_id, turn + 1))
     return appends
+
+
+def test_a_commit_wakes_a_blocked_waiter_and_answers_later_ones_at_once() -> None:
+    """``Commit.wait`` makes its event only when someone blocks: one waiting before the batch
+    ends is woken, one asking after it is answered without waiting."""
+    commit = Commit()
+    assert not commit.wait(0)
+    woken: list[bool] = []
+    waiter = threading.Thread(target=lambda: woken.append(commit.wait(5)))
+    waiter.start()
+    commit.finish()
+    waiter.join(5)
+    assert woken == [True]
+    assert commit.wait(0) and Commit().wait(0.01) is False
 
 
 def test_close_commits_the_appends_still_queued_and_finishes_their_commits() -> None:

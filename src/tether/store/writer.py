@@ -57,7 +57,9 @@ class Commit:
     __slots__ = ("_done", "_failures", "_lock", "_waiters", "finished")
 
     def __init__(self) -> None:
-        self._done = threading.Event()
+        self._done: threading.Event | None = None
+        """Made by the first blocking ``wait``: a batch is nearly always waited for on an event
+        loop (``settled``), and an ``Event`` is a condition and a lock made in Python, each batch."""
         self._lock = threading.Lock()
         self._waiters: list[asyncio.Future[None]] = []
         self._failures: dict[int, tuple[WriterLease, BaseException]] | None = None
@@ -83,16 +85,22 @@ class Commit:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the transaction ended (or ``timeout`` passed: then ``False``)."""
-        return self._done.wait(timeout)
+        with self._lock:
+            if self.finished:
+                return True
+            if self._done is None:
+                self._done = threading.Event()
+            done = self._done
+        return done.wait(timeout)
 
     async def settled(self) -> None:
         """Wait on the running loop until the transaction ended. A waiter cancelled meanwhile
         only stops waiting: the batch is other sessions' too."""
-        if self._done.is_set():
+        if self.finished:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._lock:
-            if self._done.is_set():
+            if self.finished:
                 return
             self._waiters.append(waiter)
         await waiter
@@ -101,7 +109,8 @@ class Commit:
         """The transaction ended (the writer's thread): wake every waiter, each loop once."""
         with self._lock:
             self.finished = True  # before the event: whoever it wakes finds the batch done
-            self._done.set()
+            if self._done is not None:
+                self._done.set()
             waiters, self._waiters = self._waiters, []
         loops: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for waiter in waiters:
