@@ -49,6 +49,10 @@ def convert_to_llm(messages: Sequence[AgentMessage]) -> list[LlmMessage]:
     return out
 
 
+_AS_THEY_ARE = frozenset(("user", "assistant", "toolResult"))
+"""The roles ``lower_message`` keeps as they are (a user message unless it was steered)."""
+
+
 def lower_message(message: AgentMessage) -> LlmMessage | None:
     """One message's lowering; ``None`` when it is not for the model."""
     m: Any = message  # read as a plain dict; typed ``Any`` rather than ``cast`` (a call per message)
@@ -104,8 +108,22 @@ def lower_for(
     """A ``convert_to_llm`` for the agent loop: both steps, for a fixed or current model."""
 
     def convert(messages: list[AgentMessage]) -> list[Message]:
-        current = model() if callable(model) else model
-        return to_provider_messages(convert_to_llm(messages), current)
+        # Both steps in one pass, a message the model takes as it is (almost all of them) kept
+        # without a call: the loop converts the whole transcript before every model call.
+        developer = supports_developer_role(model() if callable(model) else model)
+        out: list[Message] = []
+        for message in messages:
+            m: Any = message
+            if m.get("role") in _AS_THEY_ARE and not m.get("steering"):
+                out.append(m)
+                continue
+            lowered: Any = lower_message(m)
+            if lowered is None:
+                continue
+            if lowered["role"] == "developer" and not developer:
+                lowered = _user(lowered["content"], lowered)
+            out.append(lowered)
+        return out
 
     return convert
 
