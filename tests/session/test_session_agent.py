@@ -163,3 +163,17 @@ async def test_closing_a_core_leaves_the_hooks_of_a_core_that_took_its_agent_ove
     await first.close()
     assert agent.transform_context == second._transform_context  # pyright: ignore[reportPrivateUsage]
     await second.close()
+
+
+async def test_either_of_two_cores_on_one_agent_records_its_runs_once_the_other_is_closed() -> None:
+    """The first core bound records as the agent's recorder, a second one as a listener (as
+    every core did): whichever is closed first, the other goes on recording its runs."""
+    for closed_first in (0, 1):
+        model = ScriptedModel([reply("Hi."), reply("Again.")])
+        agent = Agent(model=model.model, stream_fn=model)
+        cores = [AgentSession(agent, None), AgentSession(agent, None)]
+        await cores[closed_first].close()
+        other = cores[1 - closed_first]
+        assert [m["role"] for m in await other.prompt("hi")] == ["user", "assistant"]
+        await other.close()
+        assert [m["role"] for m in await AgentSession(agent, None).prompt("again")] == ["user", "assistant"]

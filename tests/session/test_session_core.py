@@ -46,6 +46,30 @@ async def test_a_listener_subscribed_after_a_run_without_any_hears_every_event()
     assert [event["type"] async for event in core.prompt("once more")].count("turn_start") == 1
 
 
+async def test_an_agent_listener_subscribed_before_the_core_finds_each_message_recorded(
+    tmp_path: Path,
+) -> None:
+    """The core records an agent event before any listener of the agent hears it, one subscribed
+    before the core was bound too: its ``message_end`` finds the message stamped and stored."""
+    model = ScriptedModel([reply("hello there")])
+    agent = Agent(model=model.model, stream_fn=model)
+    manager = SessionManager.at(tmp_path / "sessions.db")
+    seen: list[tuple[str, bool, int]] = []
+
+    def listener(event: Any) -> None:
+        if event["type"] == "message_end":
+            assert core.session is not None
+            message = event["message"]
+            seen.append((message["role"], "thinkingLevel" in message, len(core.session.messages)))
+
+    agent.subscribe(listener)
+    core = AgentSession(agent, manager.create(str(tmp_path)))
+    await core.prompt("hi")
+    await core.close()
+    manager.close()
+    assert seen == [("user", False, 1), ("assistant", True, 2)]
+
+
 async def test_a_session_error_in_a_listener_ends_the_run_as_itself() -> None:
     """Not as the loop's "event listener failed: SessionDatabaseError: ..." (front ends show the
     session error's own line: what is wrong, what to do)."""

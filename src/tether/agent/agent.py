@@ -3,8 +3,8 @@ of ``reference/seeds/001-agent-loop.txt``).
 
 An ``Agent`` owns the transcript, runs one loop at a time, and turns each loop event into state
 (``messages``, ``streaming_message``, ``pending_tool_calls``, ``error_message``) before it awaits
-its listeners, in subscription order. A run is over, and the agent idle, only when the
-``agent_end`` listeners have finished.
+the ``AgentSession`` recording it, if one is bound, then its listeners, in subscription order. A
+run is over, and the agent idle, only when the ``agent_end`` listeners have finished.
 
 While a run is going, ``steer()`` queues messages for the next model call and ``follow_up()``
 queues messages for when the agent would stop. Beyond the reference: a message drained from a
@@ -237,6 +237,9 @@ class Agent:
         self._messages = list(messages)
         self._steering = _Queue(steering_mode)
         self._follow_ups = _Queue(follow_up_mode)
+        self._recorder: Callable[[AgentEvent], Awaitable[None] | None] | None = None
+        """What records this agent's events (``_record_to``), called before every listener."""
+        self._recorder_skips: Container[str] = ()
         self._listeners: tuple[_Entry, ...] = ()
         """Replaced, never changed in place: an event goes to the listeners subscribed when it
         came, without a copy per event."""
@@ -325,8 +328,9 @@ class Agent:
         own patience.
 
         ``skip``: event types the listener is not called with, read at each event, so a
-        subscriber may change the set it passed: an ``AgentSession`` skips the events it only
-        passes on (``message_update``, ``turn_start``, ...) while nobody listens to it."""
+        subscriber may change the set it passed: a second ``AgentSession`` bound to the agent
+        (``_record_to``) skips the events it only passes on (``message_update``, ``turn_start``,
+        ...) while nobody listens to it."""
         entry = (cast(_Call, listener), listener_wants_signal(listener), bounded, skip)
         self._listeners = (*self._listeners, entry)
 
@@ -334,6 +338,32 @@ class Agent:
             self._listeners = tuple(e for e in self._listeners if e is not entry)
 
         return unsubscribe
+
+    def _record_to(
+        self, recorder: Callable[[AgentEvent], Awaitable[None] | None], skip: Container[str]
+    ) -> Callable[[], None]:
+        """Call ``recorder(event)`` with every event but the types in ``skip`` (read at each
+        event), before any listener; it answers ``None`` or an awaitable, awaited before the
+        listeners are called, and is not bounded by the abort grace. Returns the function that
+        unbinds it.
+
+        For the ``AgentSession`` bound to this agent, which records each event (a finished
+        message in its session) and passes it on to its own listeners: whoever listens to the
+        agent, subscribed before the core or after, finds the event recorded. Not a
+        subscription, because this call is every event's (~100 a P6 session): a subscription's
+        generic call (its entry read, the grace checked, the signal or not) was most of what the
+        core cost an event it skips or records. Private: a program listens with ``subscribe``.
+        A second recorder (another core taking the agent over) is subscribed as a listener, as
+        every core was, so the first one goes on recording until it is closed."""
+        if self._recorder is not None:
+            return self.subscribe(recorder, bounded=False, skip=skip)
+        self._recorder, self._recorder_skips = recorder, skip
+
+        def unbind() -> None:
+            if self._recorder is recorder:
+                self._recorder, self._recorder_skips = None, ()
+
+        return unbind
 
     def steer(self, message: str | AgentMessage) -> None:
         """Queue a message (or a text, as a user message) for the next model call, after the
@@ -599,10 +629,16 @@ class Agent:
                 self._error_message = message.get("errorMessage")
         elif event["type"] == "agent_end":
             self._streaming_message = None
-        # The listeners are called here, in order, until one answers an awaitable: most answer
-        # None (an ``AgentSession``'s while nobody listens to it), and a coroutine to call them in
-        # cost more than the call (~100 events a P6 session). ``_notify`` awaits that one and
-        # calls the rest, from the same iterator; the caller awaits at once either way.
+        # The recorder, then the listeners, are called here, in order, until one answers an
+        # awaitable: most answer None (an ``AgentSession``'s while nobody listens to it), and a
+        # coroutine to call them in cost more than the call (~100 events a P6 session).
+        # ``_notify`` awaits that one and calls the rest, from the same iterator; the caller
+        # awaits at once either way.
+        recorder = self._recorder
+        if recorder is not None and event["type"] not in self._recorder_skips:
+            recorded = recorder(event)
+            if recorded is not None:
+                return self._notify(event, run, recorded, iter(self._listeners))
         listeners = self._listeners
         if listeners:
             kind = event["type"]

@@ -239,8 +239,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             host.failed = self._extension_failed
             if told:
                 self.notice = "\n".join([self.notice, *told] if self.notice else told)
-        self._unsubscribe = agent.subscribe(  # bounds its own listeners
-            self._on_agent_event, bounded=False, skip=self._unheard
+        self._unsubscribe = agent._record_to(  # pyright: ignore[reportPrivateUsage]
+            self._on_agent_event, self._unheard
         )
         if session is not None:
             self._attach(session, load_settings=True)
@@ -628,7 +628,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             await self._emit(newest_compaction_end("threshold", session if compacted else None, False))
         return request
 
-    def _on_agent_event(self, event: Any, signal: AbortSignal | None = None) -> Awaitable[None] | None:
+    def _on_agent_event(self, event: Any) -> Awaitable[None] | None:
         """Record what the event changes, then pass it on. An awaitable comes back only when
         there is something to wait for (``agent_end``'s writes, a listener's awaitable, a retry's
         success to report): most events are streamed deltas, and a coroutine for each cost more

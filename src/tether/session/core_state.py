@@ -93,7 +93,7 @@ class CoreState:
     _session: Session | None
     _listeners: list[Listener]
     _unheard: set[str]
-    """The agent events the agent skips calling this core with (``Agent.subscribe``'s ``skip``):
+    """The agent events the agent skips calling this core with (``Agent._record_to``'s ``skip``):
     ``PASSED_ON`` while nobody listens, none otherwise."""
     _run: asyncio.Future[list[AgentMessage]] | None
     _added: list[AgentMessage]
