@@ -176,7 +176,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self.last_compaction = None
         self._sessions = sessions
         self._session = None
-        self._listeners = []
+        self._listeners = ()
         self._unheard = set(PASSED_ON)
         self._run = None
         self._added = []
@@ -637,20 +637,11 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         if kind == "agent_end":
             return self._on_agent_end(event)
         try:
-            if kind == "agent_start":
-                if self._aborted:  # aborted before the agent's run existed (a hook, its start)
-                    self.agent.abort()
-                self.record_settings()
-                if self._session is not None and not self._session.readonly:
-                    self._session.defer_writes()  # this pass's entries: committed off the event loop
-            elif kind == "message_start":
-                if event["message"]["role"] == "user":
-                    self._check_queue()
-                else:
-                    self._clock.started(event["message"], self.agent.thinking_level)
-            elif kind == "tool_execution_start":
-                self._clock.tool_started(event["toolCallId"])
-            elif kind == "message_end":
+            # The most frequent first: what is only passed on (heard while someone listens: most
+            # events are), then each message's start and end.
+            if kind in PASSED_ON:
+                return self._deliver(event)
+            if kind == "message_end":
                 self._clock.stamp(event["message"], self.agent.thinking_level)  # pi 1.6's fields
                 if self._session is not None:
                     self._store_message_end(event)
@@ -658,6 +649,19 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
                 message = event["message"]
                 if self._retry_attempt and message["role"] == "assistant" and not _failed(message):
                     return self._retry_worked(event)
+            elif kind == "message_start":
+                if event["message"]["role"] == "user":
+                    self._check_queue()
+                else:
+                    self._clock.started(event["message"], self.agent.thinking_level)
+            elif kind == "tool_execution_start":
+                self._clock.tool_started(event["toolCallId"])
+            elif kind == "agent_start":
+                if self._aborted:  # aborted before the agent's run existed (a hook, its start)
+                    self.agent.abort()
+                self.record_settings()
+                if self._session is not None and not self._session.readonly:
+                    self._session.defer_writes()  # this pass's entries: committed off the event loop
             return self._deliver(event) if self._listeners else None
         except SessionError as exc:
             self._session_failure = exc

@@ -20,7 +20,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
@@ -91,7 +91,9 @@ class CoreState:
     _tally: Tally | None
     _sessions: SessionManager | None
     _session: Session | None
-    _listeners: list[Listener]
+    _listeners: tuple[Listener, ...]
+    """Replaced, never changed in place: an event goes to the listeners subscribed when it came,
+    without a copy per event (every agent event, while someone listens)."""
     _unheard: set[str]
     """The agent events the agent skips calling this core with (``Agent._record_to``'s ``skip``):
     ``PASSED_ON`` while nobody listens, none otherwise."""
@@ -247,13 +249,15 @@ class CoreState:
             entry: Listener = one
         else:
             entry = cast(Listener, listener)
-        self._listeners.append(entry)
+        self._listeners = (*self._listeners, entry)
         self._unheard.clear()
 
         def unsubscribe() -> None:
             if entry in self._listeners:
-                self._listeners.remove(entry)
-                if not self._listeners:
+                listeners = list(self._listeners)
+                listeners.remove(entry)
+                self._listeners = tuple(listeners)
+                if not listeners:
                     self._unheard.update(PASSED_ON)
 
         return unsubscribe
@@ -275,7 +279,7 @@ class CoreState:
         elif event["type"] == "compaction_end":
             self._compacting -= 1
         grace = self._grace
-        for listener in tuple(self._listeners):
+        for listener in self._listeners:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
@@ -288,7 +292,7 @@ class CoreState:
         listener's bug changes nothing (as one at the loop's ``agent_end``): ``prompt()`` does
         not raise it, and the listeners after it still learn that the run ended."""
         grace = self._grace
-        for listener in tuple(self._listeners):
+        for listener in self._listeners:
             if grace is not None and grace.skips(listener):
                 continue
             try:
@@ -305,7 +309,7 @@ class CoreState:
         ``rename()``): an async listener's awaitable is awaited in a task of its own, bounded
         by the run's grace (outside a run, by one that ``close()`` aborts)."""
         grace = self._grace
-        for listener in tuple(self._listeners):
+        for listener in self._listeners:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
@@ -324,19 +328,20 @@ class CoreState:
 
     def _deliver(self, event: SessionEvent) -> Awaitable[None] | None:
         """``_emit`` for an agent event (never a compaction one), without a coroutine while the
-        listeners answer synchronously; from the first awaitable on, the rest wait for it."""
-        listeners = tuple(self._listeners)
+        listeners answer synchronously; from the first awaitable on, the rest (the same iterator)
+        wait for it."""
         grace = self._grace
-        for i, listener in enumerate(listeners):
+        listeners = iter(self._listeners)
+        for listener in listeners:
             if grace is not None and grace.hung and grace.skips(listener):
                 continue
             outcome = listener(event)
             if outcome is not None and inspect.isawaitable(outcome):
-                return self._deliver_after(listener, outcome, event, listeners[i + 1 :])
+                return self._deliver_after(listener, outcome, event, listeners)
         return None
 
     async def _deliver_after(
-        self, first: Listener, pending: Awaitable[None], event: SessionEvent, rest: Sequence[Listener]
+        self, first: Listener, pending: Awaitable[None], event: SessionEvent, rest: Iterator[Listener]
     ) -> None:
         """The rest of ``_deliver``: await ``pending`` (what ``first`` returned), then each
         remaining listener in order (awaiting what it returns); bounded once the run is aborted
