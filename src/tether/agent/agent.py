@@ -191,7 +191,10 @@ class Agent:
             default_convert_to_llm
         ),
         transform_context: (
-            Callable[[list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+            Callable[
+                [list[AgentMessage], AbortSignal | None], list[AgentMessage] | Awaitable[list[AgentMessage]]
+            ]
+            | None
         ) = None,
         get_api_key: Callable[[str], str | Awaitable[str | None] | None] | None = None,
         before_tool_call: (

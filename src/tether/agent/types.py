@@ -131,7 +131,8 @@ class AgentLoopConfig:
         default_convert_to_llm
     )
     transform_context: (
-        Callable[[list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]]] | None
+        Callable[[list[AgentMessage], AbortSignal | None], list[AgentMessage] | Awaitable[list[AgentMessage]]]
+        | None
     ) = None
     """Applied to the transcript before ``convert_to_llm`` on every model call (pruning, injection)."""
     get_system_prompt: Callable[[], str] | None = None

@@ -590,20 +590,34 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
 
     # -- the agent's hooks and events ----------------------------------------------------------------
 
-    async def _transform_context(
+    def _transform_context(
         self, messages: list[AgentMessage], signal: AbortSignal | None
-    ) -> list[AgentMessage]:
+    ) -> list[AgentMessage] | Awaitable[list[AgentMessage]]:
         """Before each model call: the session's context, compacted first at the threshold, then
-        edited by the prompt hooks."""
+        edited by the prompt hooks. The list itself when it is ready at once (no hook, nothing
+        due: nearly every call), so the loop awaits nothing: a coroutine, and the bound the loop
+        puts on an awaited hook once the run is aborted, cost each model call more than this."""
         session = self._session
         if session is None:
             if not self.hooks:
                 return messages
             from tether.session.prompt import run_prompt_hooks
 
-            return await run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
+            return run_prompt_hooks(self.hooks, messages, None, model=self.agent.model)
         # The module, not ``from … import request_view``: that form asks the module for a
         # ``__path__`` it lacks (two AttributeErrors made and dropped), ~4 µs a model call.
+        import tether.session.wiring as wiring
+
+        if not self.hooks:
+            request = wiring.ready_request(session, messages, model=self.model, compaction=self.compaction)
+            if request is not None:
+                return request
+        return self._request_view(session, messages, signal)
+
+    async def _request_view(
+        self, session: Session, messages: list[AgentMessage], signal: AbortSignal | None
+    ) -> list[AgentMessage]:
+        """``_transform_context`` when a hook or a compaction is to be awaited."""
         import tether.session.wiring as wiring
 
         due = False

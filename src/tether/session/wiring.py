@@ -131,6 +131,17 @@ async def request_view(
     return edited, compacted
 
 
+def ready_request(
+    session: Session, messages: Sequence[AgentMessage], *, model: ModelInfo, compaction: CompactionSettings
+) -> list[AgentMessage] | None:
+    """``request_view``'s answer without hooks when nothing is to be awaited first: ``None`` when
+    the context is due for compaction (``request_view`` compacts it then)."""
+    unrecorded = _unrecorded(session, messages)
+    if should_compact(session.context.tokens.plus(unrecorded), model.get("contextWindow"), compaction):
+        return None
+    return [*session.messages, *unrecorded]
+
+
 def _unrecorded(session: Session, messages: Sequence[AgentMessage]) -> list[AgentMessage]:
     """The messages of ``messages`` the session does not hold (summaries it made aside).
 
