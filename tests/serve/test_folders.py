@@ -5,6 +5,7 @@ refused in one line (reading it is not)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -89,7 +90,8 @@ async def test_an_imported_session_recorded_outside_the_servers_folder_is_not_ru
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"] == (
             f"session {root} was recorded in /, outside this server's folder {project}: "
-            "to run it, start tether serve in /; it can be read here"
+            f"it can be read here; to run it, open it with tether --session {root} in the folder "
+            "it should work in"
         )
         assert (await client.get(f"/api/sessions/{root}")).status_code == 200
 
@@ -103,3 +105,22 @@ async def test_an_imported_session_recorded_outside_the_servers_folder_is_not_ru
     assert results[0]["content"][0]["text"].startswith(f"{inside}\n")
     assert (inside / "mine").exists()  # its workspace, writable
     assert not (project / "escaped").exists()  # the sandbox kept the rest read-only
+
+
+def test_a_session_runs_in_the_folder_its_link_pointed_to_when_checked(project: Path, tmp_path: Path) -> None:
+    """The check resolved the recorded folder but the hub handed on the folder as recorded, which
+    the core and the sandbox opened again: a link inside the server's folder, swapped after the
+    check for one pointing out of it, led them out."""
+    from tether.serve.hub import SessionHub
+    from tether.session import Settings
+    from tether.session.options import SessionOptions
+
+    inside = project / "inside"
+    inside.mkdir()
+    link = project / "link"
+    link.symlink_to(inside)
+    hub = SessionHub(SessionOptions(), lambda _folder: Settings(), project)
+    where = hub.workspace("s1", str(link))
+    link.unlink()
+    link.symlink_to(tmp_path)  # swapped: out of the server's folder
+    assert where == Path(os.path.realpath(inside))

@@ -172,20 +172,24 @@ class SessionHub:
         return live
 
     def workspace(self, session_id: str, folder: str) -> Path:
-        """Where the session recorded in ``folder`` runs on this server: ``folder`` itself, when
+        """Where the session recorded in ``folder`` runs on this server: ``folder`` resolved, when
         it is this server's folder or inside it (``FolderOutsideError`` otherwise,
         ``FolderGoneError`` when it is gone). Both are compared resolved, so neither ``..`` nor a
-        link inside the server's folder leads out of it."""
-        where = Path(folder)
-        if not where.is_dir():
+        link inside the server's folder leads out of it, and the resolved path is what runs: the
+        folder as given would be resolved again when opened, and a link swapped after the check
+        would lead wherever it then pointed."""
+        if not Path(folder).is_dir():
             raise FolderGoneError(
                 f"session {session_id} ran in {folder}, which is gone: "
                 "restore the folder, or fork the session from a server started elsewhere"
             )
-        if not Path(os.path.realpath(where)).is_relative_to(os.path.realpath(self._cwd)):
+        where = Path(os.path.realpath(folder))
+        if not where.is_relative_to(os.path.realpath(self._cwd)):
+            # Not "start tether serve there": the folder is whatever the file said, "/" as well.
             raise FolderOutsideError(
                 f"session {session_id} was recorded in {folder}, outside this server's folder "
-                f"{self._cwd}: to run it, start tether serve in {folder}; it can be read here"
+                f"{self._cwd}: it can be read here; to run it, open it with tether --session "
+                f"{session_id} in the folder it should work in"
             )
         return where
 
