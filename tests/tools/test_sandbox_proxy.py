@@ -11,6 +11,9 @@ from tools_support import Names
 
 from tether.tools.sandbox_proxy import _may_reach, host_proxy  # pyright: ignore[reportPrivateUsage]
 
+MANY_DIGITS = "1" * 5000
+"""More than ``int`` takes from a string (4,300 digits), fewer than a request head may hold."""
+
 
 async def ask(patterns: Sequence[str], request: str) -> str:
     """What the proxy for ``patterns`` answers ``request`` with, up to closing the connection."""
@@ -63,6 +66,24 @@ async def test_a_port_in_superscript_digits_is_no_port(patterns: list[str], requ
     a traceback), and an allowHosts entry ``localhost:¹`` made every request do so."""
     answer = await ask(patterns, f"{request_line}\r\n\r\n")
     assert answer.startswith(("HTTP/1.1 400", "HTTP/1.1 403")), answer
+
+
+@pytest.mark.parametrize(
+    ("patterns", "request_line", "status"),
+    [
+        (["localhost"], f"CONNECT localhost:{MANY_DIGITS} HTTP/1.1", "400 Bad Request"),
+        (["localhost"], f"GET http://localhost:{MANY_DIGITS}/ HTTP/1.1", "400 Bad Request"),
+        ([f"localhost:{MANY_DIGITS}"], "CONNECT localhost:443 HTTP/1.1", "403 Forbidden"),
+    ],
+)
+async def test_a_port_of_thousands_of_digits_is_no_port(
+    patterns: list[str], request_line: str, status: str
+) -> None:
+    """``int`` refuses a string of more than 4,300 digits, and a request head may hold 16 KiB: a
+    confined command's ``CONNECT localhost:111...`` raised ValueError in the proxy (no answer, a
+    traceback logged), and such an allowHosts entry made every request do so."""
+    answer = await ask(patterns, f"{request_line}\r\n\r\n")
+    assert answer.startswith(f"HTTP/1.1 {status}"), answer[:100]
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "::ffff:127.0.0.1"])

@@ -167,6 +167,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pat
             return
         authority = rest.split("/", 1)[0]
         host, colon, port = authority.rpartition(":")
+        # Any digits are a port, judged by _port below (a 400 when they are none): not taken for
+        # part of the host, which would make them a 403 naming a host "localhost:99999".
         if not colon or not port.isdigit():
             host, port = authority, "80"
         tunnel = False
@@ -238,9 +240,10 @@ def _may_reach(host: str, address: str, port: int, patterns: Sequence[str]) -> b
 
 
 def _port(text: str) -> int | None:
-    """``text`` as a TCP port, or ``None``: ASCII digits only (``str.isdigit`` also takes "²",
-    which ``int`` refuses), from 1 to 65535."""
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
+    """``text`` as a TCP port, or ``None``: five ASCII digits at most (``str.isdigit`` also takes
+    "²", which ``int`` refuses, and ``int`` refuses more than 4,300 digits, which a 16 KiB request
+    head holds), from 1 to 65535."""
+    if not (len(text) <= 5 and text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
         return None
     return int(text)
 
