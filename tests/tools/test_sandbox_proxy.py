@@ -125,6 +125,17 @@ async def test_the_address_checked_is_the_address_reached(listener: int, names: 
         ("224.0.0.1", False),
         ("::1", False),
         ("::ffff:169.254.169.254", False),
+        # an IPv4 address in IPv6 clothes is judged as itself
+        ("::a9fe:a9fe", False),  # IPv4-compatible
+        ("::7f00:1", False),
+        ("::ffff:0:a9fe:a9fe", False),  # IPv4-translated
+        ("2002:a9fe:a9fe::1", False),  # 6to4
+        ("2002:7f00:1::", False),
+        ("64:ff9b::a9fe:a9fe", False),  # NAT64
+        ("64:ff9b::7f00:1", False),
+        ("64:ff9b::5db8:d70e", True),
+        ("2002:5db8:d70e::1", True),
+        ("::5db8:d70e", True),
         ("fe80::1%lo", False),
         ("93.184.215.14", True),
         ("2606:4700::1111", True),

@@ -227,16 +227,41 @@ async def _connect(
 
 def _may_reach(host: str, address: str, port: int, patterns: Sequence[str]) -> bool:
     """Whether a connection to ``host`` may go to ``address``: an entry names the host itself,
-    the address is public (an IPv4 address in IPv6 clothes, ``::ffff:127.0.0.1``, judged as
-    itself), an entry names the address, or it is loopback and ``localhost`` is allowed."""
+    the address is public (an IPv4 address in IPv6 clothes judged as itself: ``_ipv4_within``),
+    an entry names the address, or it is loopback and ``localhost`` is allowed."""
     if allowed(host, port, patterns, wildcards=False):
         return True
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = _ipv4_within(ip) or ip
     if ip.is_global and not ip.is_multicast:
         return True
     return allowed(str(ip), port, patterns) or (ip.is_loopback and allowed("localhost", port, patterns))
+
+
+_IPV4_IN_LOW_BITS = tuple(
+    ipaddress.IPv6Network(prefix)
+    for prefix in (
+        "::ffff:0:0/96",  # IPv4-mapped
+        "::/96",  # IPv4-compatible (deprecated), but for :: and ::1, which are themselves
+        "::ffff:0:0:0/96",  # IPv4-translated (SIIT)
+        "64:ff9b::/96",  # NAT64's well-known prefix
+    )
+)
+"""IPv6 prefixes whose addresses carry an IPv4 address in their last 32 bits."""
+
+
+def _ipv4_within(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address ``ip`` carries when it is one written as IPv6 (mapped, compatible,
+    translated, 6to4, NAT64), or ``None``. ``is_global`` judges such an address by its IPv6
+    prefix, not by the IPv4 address it leads to (through the kernel or a translator):
+    ``::7f00:1`` and ``64:ff9b::a9fe:a9fe`` count as global, though they stand for loopback and
+    a cloud's metadata service."""
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if int(ip) > 1 and any(ip in prefix for prefix in _IPV4_IN_LOW_BITS):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
 
 
 def _port(text: str) -> int | None:
