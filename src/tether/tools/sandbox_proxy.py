@@ -199,7 +199,7 @@ class _NotPublic(Exception):
     """A host allowed by a wildcard only resolved to no address it may reach (``_may_reach``)."""
 
 
-async def lookup(host: str, port: int) -> list[str]:
+async def _lookup(host: str, port: int) -> list[str]:
     """The addresses of ``host``, as the system's resolver gives them (once per connection)."""
     found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in found))
@@ -211,7 +211,7 @@ async def _connect(
     """A connection to the first address of ``host`` it may reach that answers: to that address,
     looked up here once, so that what was checked is what is reached (``_NotPublic`` when it may
     reach none of them, the last one's ``OSError`` when none answers)."""
-    addresses = await lookup(host, port)
+    addresses = await _lookup(host, port)
     usable = [address for address in addresses if _may_reach(host, address, port, patterns)]
     if not usable:
         raise _NotPublic(
