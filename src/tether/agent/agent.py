@@ -3,7 +3,7 @@ of ``reference/seeds/001-agent-loop.txt``).
 
 An ``Agent`` owns the transcript, runs one loop at a time, and turns each loop event into state
 (``messages``, ``streaming_message``, ``pending_tool_calls``, ``error_message``) before it awaits
-the ``AgentSession`` recording it, if one is bound, then its listeners, in subscription order. A
+its recorder (``_record_to``), if one is bound, then its listeners, in subscription order. A
 run is over, and the agent idle, only when the ``agent_end`` listeners have finished.
 
 While a run is going, ``steer()`` queues messages for the next model call and ``follow_up()``

@@ -239,7 +239,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             host.failed = self._extension_failed
             if told:
                 self.notice = "\n".join([self.notice, *told] if self.notice else told)
-        self._unsubscribe = agent._record_to(  # pyright: ignore[reportPrivateUsage]
+        self._stop_recording = agent._record_to(  # pyright: ignore[reportPrivateUsage]
             self._on_agent_event, self._unheard
         )
         if session is not None:
@@ -419,11 +419,11 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         host = self.resources.extensions if self.resources is not None else None
         if host is not None and host.session is self:
             host.detach()
-        # The subscription and the hooks refer back to this object and to the agent: dropped and
+        # The recorder and the hooks refer back to this object and to the agent: dropped and
         # given back, a closed core and its agent hold no reference cycle, so reference counting
         # frees them (and the conversation) when the caller lets go, not a full collection later.
-        self._unsubscribe()
-        self._unsubscribe = _already_unsubscribed
+        self._stop_recording()
+        self._stop_recording = _already_stopped
         if self.agent.transform_context == self._transform_context:  # not taken over by another core
             self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
                 self._agent_hooks
@@ -735,7 +735,7 @@ def _store_failure(exc: Exception, session_id: str) -> SessionError:
     return failure
 
 
-def _already_unsubscribed() -> None:
+def _already_stopped() -> None:
     """``AgentSession._unsubscribe`` once ``close`` has unsubscribed."""
 
 

@@ -15,7 +15,8 @@ Two steps, because only the second depends on the provider:
    timestamp. A model whose descriptor sets ``compat.supportsDeveloperRole`` keeps the
    ``developer`` role, and its provider must send it as its own developer/system role.
 
-``lower_for(model)`` composes both into the ``convert_to_llm`` callable the agent loop takes.
+``lower_for(model)`` is the ``convert_to_llm`` callable the agent loop takes: it does both steps
+itself, in one pass over the transcript.
 """
 
 from __future__ import annotations

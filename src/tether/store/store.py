@@ -188,8 +188,9 @@ class SessionStore(Protocol):
     def check_present(self) -> None:
         """Raise ``SessionDatabaseError`` if what is stored can no longer be found where the store
         was opened: a SQLite file deleted (or replaced) under it, whose writes since go to the
-        unlinked file and are lost at exit. Cheap (a ``stat``), so called once per run after its
-        writes settle, never per message; ``close`` checks too. PostgreSQL: nothing to check."""
+        unlinked file and are lost at exit. Called once per run after its writes settle, never
+        per message; ``close`` checks too. Usually a ``stat``; SQLite checkpoints a file moved or
+        renamed under it (its ``-wal`` keeps the old name). PostgreSQL: nothing to check."""
         ...
 
     def close(self) -> None: ...
