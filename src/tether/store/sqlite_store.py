@@ -170,6 +170,9 @@ class SQLiteStore:
         self._writer: BatchWriter | None = None
         self._closed = False
         self._told_missing = False
+        self._moved_through: int | None = None
+        """The descriptor ``check_present`` found on the file once it was moved: read again at
+        each later check (an ``fstat``), not the whole ``/proc/self/fd`` listed each run."""
         if str(path) == ":memory:":
             raise SessionDatabaseError(
                 ":memory:: sessions in memory would be gone when the process ends, and their lock"
@@ -439,16 +442,28 @@ class SQLiteStore:
         file moved, no longer folds it in at close, so the moved file alone lacked every write
         since the last checkpoint (the schema too, for a new one), and the next tether to open
         the old name dropped that ``-wal``. Otherwise the file was deleted or replaced, and SQLite
-        goes on writing to the unlinked file without a word: ``SessionDatabaseError``."""
+        goes on writing to the unlinked file without a word: ``SessionDatabaseError``. A
+        checkpoint that could not copy every page (another connection reading an older state of
+        the old name's ``-wal``) left the moved file short: ``SessionDatabaseError`` too, and the
+        next check (the close's) tries again."""
         try:
             now = os.stat(self.path)
             if (now.st_dev, now.st_ino) == self._file:
                 return
         except OSError:  # gone: moved or deleted
             pass
-        if _links(self._file):
+        found = _links(self._file, self._moved_through)
+        if found is not None and found[1]:
+            self._moved_through = found[0]
             with self._guarded():
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if busy or log != copied:
+                raise SessionDatabaseError(
+                    f"{self.path}: the session database was moved while tether had it open, and "
+                    f"only {copied} of the {log} pages written since could be copied into it "
+                    "(another program is reading it); end that program, and tether copies the "
+                    "rest when it closes"
+                )
             return
         self._told_missing = True
         raise SessionDatabaseError(
@@ -620,11 +635,19 @@ _LOW_SPACE = 1 << 20
 when a write into the WAL's memory map fails for want of space)."""
 
 
-def _links(file: tuple[int, int]) -> int | None:
-    """How many names the file (device, inode) has, read through a descriptor of this process
-    open on it (SQLite's own: opening another and closing it would drop SQLite's POSIX locks on
-    the file); ``None`` where the descriptors cannot be listed (no ``/proc/self/fd`` nor
-    ``/dev/fd``), or none is open on it."""
+def _links(file: tuple[int, int], known: int | None = None) -> tuple[int, int] | None:
+    """A descriptor of this process open on the file (device, inode) and how many names the
+    file has, read through it (SQLite's own: opening another and closing it would drop SQLite's
+    POSIX locks on the file); ``known`` first, if still open on it. ``None`` where the
+    descriptors cannot be listed (no ``/proc/self/fd`` nor ``/dev/fd``), or none is open on it."""
+    if known is not None:
+        try:
+            info = os.fstat(known)
+        except OSError:
+            pass
+        else:
+            if (info.st_dev, info.st_ino) == file:
+                return known, info.st_nlink
     for folder in ("/proc/self/fd", "/dev/fd"):
         try:
             descriptors = os.listdir(folder)
@@ -636,7 +659,7 @@ def _links(file: tuple[int, int]) -> int | None:
             except (OSError, ValueError):
                 continue
             if (info.st_dev, info.st_ino) == file:
-                return info.st_nlink
+                return int(name), info.st_nlink
         return None
     return None
 
