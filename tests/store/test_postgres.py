@@ -304,7 +304,7 @@ def test_a_deferred_append_waits_for_the_server_on_the_writer_thread_not_the_cal
             caller = threading.Thread(target=append_later, daemon=True)
             caller.start()
             returned_at_once = returned.wait(5)
-            committed_meanwhile = bool(queued) and queued[0].done()
+            committed_meanwhile = bool(queued) and queued[0].finished
             blocker.rollback()
         caller.join()
         assert returned_at_once, "append_later waited for the server"

@@ -494,7 +494,7 @@ def test_close_commits_the_appends_still_queued_and_finishes_their_commits() -> 
     gate.set()
     closing.join(5)
     assert not closing.is_alive()
-    assert all(c.done() and c.failure(lease) is None for c in queued)
+    assert all(c.finished and c.failure(lease) is None for c in queued)
     assert written == ["e0", "e1", "e2"]
     with pytest.raises(RuntimeError, match="closed"):
         writer.submit(lease, [], "e3", 0)

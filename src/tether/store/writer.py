@@ -65,10 +65,8 @@ class Commit:
         self._failures: dict[int, tuple[WriterLease, BaseException]] | None = None
         """``id(lease)`` → the lease and why its appends in this batch were not written."""
         self.finished = False
-        """``done()`` as an attribute, for a session's check before each append."""
-
-    def done(self) -> bool:
-        return self.finished
+        """Whether the batch's transaction has ended: an attribute, not a method, for a
+        session's check before each append."""
 
     def failure(self, lease: WriterLease) -> BaseException | None:
         """Why the appends under ``lease`` in this batch were not written (or their session's
