@@ -636,7 +636,8 @@ class Session:
         first that failed."""
         commits, lease = self._commits, self._lease
         while commits and commits[0].finished:
-            failure = None if lease is None else commits[0].failure(lease)
+            assert lease is not None  # a commit is queued only under the lease, never dropped
+            failure = commits[0].failure(lease)
             if failure is not None:
                 raise failure  # left queued: every later call says it again
             commits.pop(0)
