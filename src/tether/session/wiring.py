@@ -111,12 +111,12 @@ async def request_view(
     makes the summary's model call, only then: making it (retries, tracing, the API key) cost
     more than the rest of this, before every model call of every stored session.
     """
-    unrecorded = _unrecorded(session, messages)
+    request = ready_request(session, messages, model=model, compaction=compaction)
     compacted = False
-    tokens = session.context.tokens.plus(unrecorded)
-    if should_compact(tokens, model.get("contextWindow"), compaction):
+    if request is None:  # due for compaction: the run's unrecorded messages follow its result
         from tether.session.compaction import CompactionError, compact  # the summariser, when due
 
+        unrecorded = _unrecorded(session, messages)
         if on_due is not None:
             await on_due()
         try:
@@ -124,7 +124,7 @@ async def request_view(
             compacted = True
         except CompactionError:
             pass  # too little to compact: a real overflow comes back as an error and is retried
-    request = [*session.messages, *unrecorded]
+        request = [*session.messages, *unrecorded]
     if not hooks:  # the usual case: no copy to edit, no ids to look up
         return request, compacted
     edited = await run_prompt_hooks(hooks, request, session.message_ids(request), model=model)
