@@ -51,16 +51,17 @@ def convert_to_llm(messages: Sequence[AgentMessage]) -> list[LlmMessage]:
 
 
 _AS_THEY_ARE = frozenset(("user", "assistant", "toolResult"))
-"""The roles ``lower_message`` keeps as they are (a user message unless it was steered)."""
+"""The roles a model takes as they are, a user message unless it was steered: ``lower_message``'s
+rule, and ``lower_for``'s test for a message it keeps without a call."""
 
 
 def lower_message(message: AgentMessage) -> LlmMessage | None:
     """One message's lowering; ``None`` when it is not for the model."""
     m: Any = message  # read as a plain dict; typed ``Any`` rather than ``cast`` (a call per message)
     role = m.get("role")
-    if role == "user":
-        return _steering(m) if m.get("steering") else m
-    if role in ("assistant", "toolResult", "developer"):
+    if role in _AS_THEY_ARE:
+        return _steering(m) if role == "user" and m.get("steering") else m
+    if role == "developer":
         return m
     if role == "bashExecution":
         if m.get("excludeFromContext"):
@@ -97,7 +98,7 @@ def to_provider_messages(messages: Sequence[LlmMessage], model: ModelInfo | None
     out: list[Message] = []
     for message in messages:
         if message["role"] == "developer":
-            out.append(_user(message["content"], cast(dict[str, Any], message)))
+            out.append(_developer_as_user(message))
         else:
             out.append(message)
     return out
@@ -122,7 +123,7 @@ def lower_for(
             if lowered is None:
                 continue
             if lowered["role"] == "developer" and not developer:
-                lowered = _user(lowered["content"], lowered)
+                lowered = _developer_as_user(lowered)
             out.append(lowered)
         return out
 
@@ -134,6 +135,11 @@ def lower_for(
 
 def _user(content: Any, source: dict[str, Any]) -> Message:
     return cast(Message, {"role": "user", "content": content, "timestamp": source.get("timestamp", 0)})
+
+
+def _developer_as_user(message: Any) -> Message:
+    """A developer message for a model without the role: a user message of the same content."""
+    return _user(message["content"], message)
 
 
 def _developer(content: Any, source: dict[str, Any]) -> DeveloperMessage:
