@@ -368,9 +368,7 @@ class Session:
             "timestamp": timestamp,
             "message": message,
         }
-        committed = self._store.append_later(lease, [entry], entry_id, timestamp)
-        if not commits or commits[-1] is not committed:
-            commits.append(committed)
+        _note_commit(commits, self._store.append_later(lease, [entry], entry_id, timestamp))
         self._uncounted.append(entry)
         self._uncounted_leaf = entry_id
         if timestamp > self._uncounted_updated:
@@ -606,9 +604,7 @@ class Session:
         assert self._lease is not None
         if self._deferring and fresh:
             self._raise_failed_write()  # a later entry must not hang off one that was not written
-            committed = self._store.append_later(self._lease, fresh, leaf, timestamp)
-            if not self._commits or self._commits[-1] is not committed:
-                self._commits.append(committed)
+            _note_commit(self._commits, self._store.append_later(self._lease, fresh, leaf, timestamp))
             self._uncounted += fresh
             self._uncounted_leaf, self._uncounted_updated = leaf, max(self._uncounted_updated, timestamp)
         else:
@@ -641,6 +637,13 @@ class Session:
             if failure is not None:
                 raise failure  # left queued: every later call says it again
             commits.pop(0)
+
+
+def _note_commit(commits: list[Commit], committed: Commit) -> None:
+    """Keep the batch ``committed`` an append went into, unless an earlier append of the
+    session went into it too: consecutive appends share the batch, so it can only be the last."""
+    if not commits or commits[-1] is not committed:
+        commits.append(committed)
 
 
 def _history_message(node: Node) -> AgentMessage | None:
