@@ -137,3 +137,18 @@ def test_the_durable_database_tether_makes_is_its_owners_alone(
     assert made and set(made.values()) == {"0o600"}, made
     assert oct(theirs.stat().st_mode & 0o777) == "0o644"
     assert not list(tmp_path.glob("theirs.sqlite?*"))
+
+
+def test_a_percent_encoded_sqlite_name_is_the_file_dbos_opens(tmp_path: Path, home: Path) -> None:
+    """SQLAlchemy (so DBOS) unquotes the URL's path: ``a%20b.sqlite`` is ``a b.sqlite``; tether
+    made a stray ``a%20b.sqlite`` 0600 and left the file DBOS then opened to DBOS (0644)."""
+    old_umask = os.umask(0o022)
+    try:
+        config = config_from_settings(
+            Settings(), durable_database=f"sqlite:///{tmp_path}/a%20b.sqlite?timeout=5"
+        )
+    finally:
+        os.umask(old_umask)
+    assert config.system_database.endswith("a%20b.sqlite?timeout=5")
+    assert [p.name for p in tmp_path.glob("*.sqlite*")] == ["a b.sqlite"]
+    assert oct((tmp_path / "a b.sqlite").stat().st_mode & 0o777) == "0o600"

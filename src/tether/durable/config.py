@@ -95,8 +95,8 @@ def config_from_settings(
         else:
             system = "sqlite:///" + str(data_dir() / "durable.sqlite")
     check_system_database(system)
-    if system.startswith("sqlite:///"):  # private, as the session store's file (DBOS's is 0644)
-        file = Path(system.removeprefix("sqlite:///").partition("?")[0])  # ?timeout=…: SQLAlchemy's
+    file = sqlite_file(system)
+    if file is not None:  # private, as the session store's file (DBOS's is 0644)
         folder = file.parent
         try:
             create_own_file(file)
@@ -116,6 +116,19 @@ def config_from_settings(
     )
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file a ``sqlite:///`` URL names as SQLAlchemy, and so DBOS, reads it (``?timeout=…``
+    left out, ``%20`` unquoted), or ``None`` for another scheme or no file: read otherwise,
+    ``sqlite:///a%20b.db`` made a stray 0600 ``a%20b.db`` and left DBOS's ``a b.db`` 0644.
+    SQLAlchemy is imported here, only for a SQLite URL: DBOS imports it anyway."""
+    if not url.startswith("sqlite:///"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    return Path(database) if database else None
+
+
 def check_system_database(url: str) -> None:
     """``ValueError`` (one line, without the password) for a system database URL DBOS would choke
     on with its own words or a traceback: another scheme, a SQLite URL without a file or naming
@@ -127,8 +140,8 @@ def check_system_database(url: str) -> None:
     safe = redact(url) if "@" in url else url  # any scheme's password: mysql://u:pw@… too
     shown = f"durable database {safe!r}"
     if url.startswith("sqlite:///"):
-        file = Path(url.removeprefix("sqlite:///"))
-        if not url.removeprefix("sqlite:///") or file.is_dir():
+        file = sqlite_file(url)
+        if file is None or file.is_dir():
             raise ValueError(f"{shown}: name a file: sqlite:///relative/path or sqlite:////absolute/path")
         return
     if not is_postgres_url(url):
