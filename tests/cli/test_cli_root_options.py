@@ -36,3 +36,13 @@ def test_words_after_an_option_no_subcommand_has_are_the_prompt(cli: CliEnv) -> 
     assert (done.returncode, done.stdout) == (0, "a reply\n"), done.stderr
     done = cli.run("--no-session", "-p", "--", "models", script=cli.script("t", [text_reply("again")]))
     assert (done.returncode, done.stdout) == (0, "again\n"), done.stderr
+
+
+def test_an_option_meaning_another_thing_to_the_subcommand_stays_the_runs(cli: CliEnv) -> None:
+    """Options moved by spelling alone: ``tether --name N worker`` started a worker with id N (one
+    that runs until stopped), where ``--name`` names the session. Only options that mean the same
+    to the subcommand move; with any other the words stay the prompt."""
+    done = cli.run("--name", "N", "worker", script=cli.script("s", [text_reply("a reply")]), timeout=30)
+    assert (done.returncode, done.stdout) == (0, "a reply\n"), done.stderr
+    listed = cli.run("sessions")
+    assert listed.returncode == 0 and "N" in listed.stdout.split(), listed.stdout

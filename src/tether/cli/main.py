@@ -47,6 +47,14 @@ DATABASE_HELP = (
 )
 
 
+MOVABLE = frozenset(
+    ("--database", "--model", "-y", "--yes", "-e", "--extension", "--no-extensions", "--mcp-config")
+)
+"""The root options that may go to a subcommand written after them (``placed_options``): each
+means there what it means to a run (the session store, the model, approve without asking, the
+extensions and MCP servers to load). Not ``--name`` (a session's name; ``worker``'s is the
+worker's id), ``--session`` (a session to open; ``runs list``'s filters) or ``--follow``."""
+
 LONG_LIVED = ("serve", "worker")
 """Subcommands that serve for hours, many sessions at once: started like a run (below)."""
 
@@ -72,16 +80,21 @@ def command() -> None:
     if not args or args[0] not in SUBCOMMANDS or args[0] in LONG_LIVED:
         gc.disable()  # the other subcommands keep the collector as it is
     try:
-        main(args)
+        _run(args)
     finally:
         gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    _run(placed_options(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _run(args: list[str]) -> None:
+    """``main`` with the options already placed (``command`` places them once, to look at the
+    subcommand first)."""
     from tether.cli.stdout import fill_closed_standard_streams
 
     fill_closed_standard_streams()
-    args = list(sys.argv[1:] if argv is None else argv)
     try:
         _dispatch(args)
     except OSError as exc:
@@ -99,7 +112,6 @@ def _dispatch(args: list[str]) -> None:
     if args in (["--version"], ["-V"]):
         sys.stdout.write(f"tether {__version__}\n")
         return
-    args = placed_options(args)
     if args and args[0] in SUBCOMMANDS:
         try:
             subcommands().main(args, prog_name="tether")
@@ -117,8 +129,9 @@ def placed_options(args: list[str]) -> list[str]:
 
     Each option goes after the first command of the subcommand's path (``sessions``, then its
     ``export``) that has it under the same spelling (``-y`` to ``sessions delete``). If any option
-    is none of theirs (``-p``, ``--mode``, ``--continue``), or ``--`` comes first, nothing moves
-    and the words are the prompt, as before: ``tether -p models`` asks the model. Costs nothing
+    is not in ``MOVABLE`` (``-p``, ``--mode``, ``--name``) or none of theirs, or ``--`` comes
+    first, nothing moves and the words are the prompt, as before: ``tether -p models`` asks the
+    model, ``tether --name N worker`` names the session of the prompt "worker". Costs nothing
     unless the first word is an option and a later one names a subcommand."""
     if not args or not args[0].startswith("-") or not any(word in SUBCOMMANDS for word in args):
         return args
@@ -130,9 +143,9 @@ def placed_options(args: list[str]) -> list[str]:
     while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
         word = rest.pop(0)
         name = word.partition("=")[0] if word.startswith("--") else word[:2]
-        param = root.get(name)
-        if param is None:
+        if name not in MOVABLE:
             return args
+        param = root[name]
         if _takes_value(param):
             if word == name:
                 if not rest:
