@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,3 +88,23 @@ def test_prompts_are_appended_as_prompt_toolkit_appends_them(tmp_path: Path) -> 
     history.store_string("three")
     path = tmp_path / "data" / "prompt-history"
     assert list(FileHistory(str(path)).load_history_strings()) == ["three", "one\ntwo"]
+
+
+def test_the_start_looks_at_the_path_before_opening_it(tmp_path: Path) -> None:
+    """The start-up check opened the path to look at it: opening a FIFO let a writer waiting on
+    it go on (then write to no one), as opening some devices does something. It is looked at
+    first now, and a FIFO refused without being opened."""
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / "prompt-history"
+    os.mkfifo(path)
+    writer = threading.Thread(target=lambda: os.close(os.open(path, os.O_WRONLY)), daemon=True)
+    writer.start()
+    time.sleep(0.2)  # the writer waits in open() by then
+    try:
+        _, warning = prompt_history()
+        writer.join(1)
+        assert writer.is_alive(), "the FIFO was opened"
+        assert warning is not None and "not a regular file" in warning
+    finally:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go
+        writer.join(5)

@@ -23,6 +23,9 @@ place) took that much memory and time at every start."""
 class NotRegularFileError(OSError):
     """The history's path names a pipe, socket or device (or a link to one)."""
 
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path}: not a regular file (a pipe, socket or device)")
+
 
 def _open_history(path: str, flags: int) -> int:
     """A descriptor on the history file, opened without blocking (``O_NONBLOCK``: opening a
@@ -32,7 +35,7 @@ def _open_history(path: str, flags: int) -> int:
     fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise NotRegularFileError(f"{path}: not a regular file (a pipe, socket or device)")
+        raise NotRegularFileError(path)
     return fd
 
 
@@ -80,14 +83,18 @@ def prompt_history() -> tuple[History, str | None]:
     """The history file's ``FileHistory``, or one kept in memory for this run, with a warning
     line when the file is there but no regular file: ``FileHistory`` reads it whole in a thread,
     so a link to ``/dev/zero`` took memory until none was left and a FIFO kept that thread, and
-    the process with it, waiting after the user quit. A data folder that cannot be made keeps
-    the history in memory, said by nothing (as before)."""
+    the process with it, waiting after the user quit. The path is looked at (``stat``) before
+    it is opened, as opening some devices does something, and opening a FIFO lets a writer
+    waiting on it go on; the opened descriptor is checked again (``_open_history``). A data
+    folder that cannot be made keeps the history in memory, said by nothing (as before)."""
     from tether.ai.paths import data_dir
 
     directory = data_dir()
     path = directory / "prompt-history"
     try:
         make_own_folder(directory)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise NotRegularFileError(path)
         os.close(_open_history(str(path), os.O_RDONLY))
     except FileNotFoundError:  # made by the first prompt stored
         pass
