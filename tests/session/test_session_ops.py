@@ -240,13 +240,29 @@ def test_export_import_round_trip_is_exact(manager: SessionManager, tmp_path: Pa
             other.import_file(first)
 
 
+def _exported_without(tmp_path: Path, sid: str, damaged: str) -> tuple[list[Any], list[Any]]:
+    """Session ``sid`` of ``s.db`` exported with entry ``damaged``'s row no JSON: the file's
+    entries, and the imported session's context after its first message (a summary)."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (damaged,))
+    db.close()
+    told: list[str] = []
+    with SessionManager.at(tmp_path / "s.db") as manager:
+        out = manager.export(sid, tmp_path / "s.jsonl", on_skip=told.append)
+    assert len(told) == 1
+    with SessionManager.at(tmp_path / "other.db") as other:
+        other.import_file(out)
+        kept = other.open(sid, readonly=True).messages[1:]
+    return [json.loads(line) for line in out.read_text().splitlines()[1:]], kept
+
+
 def test_an_export_moves_a_compaction_off_a_damaged_entry_it_kept_from(tmp_path: Path) -> None:
     """The export leaves out an entry whose row is no JSON and hangs its children from its parent,
     but a compaction kept on pointing at it: imported, the session's context began at the summary
     and every message the compaction had kept was gone from it. It starts at the nearest sound
     ancestor now, and a branch summary's ``fromId`` moves up the same way."""
-    import sqlite3
-
     with SessionManager.at(tmp_path / "s.db") as manager:
         s = manager.create("/p")
         first = s.append_message(user("one"))
@@ -256,24 +272,32 @@ def test_an_export_moves_a_compaction_off_a_damaged_entry_it_kept_from(tmp_path:
         s.append_messages([user("three"), assistant(text("four"))])
         s.append_compaction("one to four", damaged, tokens_before=100)
         s.append_message(user("five"))
-        sid = s.id
         s.close()
-        with sqlite3.connect(tmp_path / "s.db") as db:
-            db.execute("UPDATE entries SET payload = x'7b6261' WHERE id = ?", (damaged,))
-        db.close()
-        told: list[str] = []
-        out = manager.export(sid, tmp_path / "s.jsonl", on_skip=told.append)
-    assert len(told) == 1
-    entries = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    entries, kept = _exported_without(tmp_path, s.id, damaged)
     compaction, summary = (
         next(e for e in entries if e["type"] == kind) for kind in ("compaction", "branch_summary")
     )
     assert compaction["firstKeptEntryId"] == first and summary["fromId"] == first
-    with SessionManager.at(tmp_path / "other.db") as other:
-        other.import_file(out)
-        imported = other.open(sid, readonly=True)
-        kept = imported.messages[1:]
     assert kept == [user("one"), user("three"), assistant(text("four")), user("five")]
+
+
+def test_an_export_moves_a_compaction_off_a_damaged_first_entry_to_the_next_it_kept(
+    tmp_path: Path,
+) -> None:
+    """The entry a compaction kept from was left out of the export, with no sound ancestor: its
+    ``firstKeptEntryId`` became null, which keeps none of them, and the messages it had kept
+    were gone from the imported context. It starts at the next sound entry of its path now."""
+    with SessionManager.at(tmp_path / "s.db") as manager:
+        s = manager.create("/p")
+        damaged = s.append_message(user("one"))
+        s.append_messages([assistant(text("two")), user("three")])
+        s.append_compaction("one to three", damaged, tokens_before=100)
+        s.append_message(user("four"))
+        s.close()
+    entries, kept = _exported_without(tmp_path, s.id, damaged)
+    (compaction,) = (e for e in entries if e["type"] == "compaction")
+    assert compaction["firstKeptEntryId"] == entries[0]["id"]
+    assert kept == [assistant(text("two")), user("three"), user("four")]
 
 
 @pytest.mark.parametrize(

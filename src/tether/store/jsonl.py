@@ -69,10 +69,12 @@ def sound_entries(
     was left out hangs from that parent's parent (the row's own column, intact), and so does the
     leaf, so the file imports whole. A compaction whose kept part started at an entry left out
     starts at that entry's nearest sound ancestor (one entry more kept, where pointing at nothing
-    kept none of them: the context starts at no entry it cannot find), and a branch summary's
-    ``fromId`` moves up the same way ("" for none, as it is stored); a label of an entry left out
+    kept none of them: the context starts at no entry it cannot find), or, with none, at the
+    first sound entry of its path after it (the nearest the compaction kept), and a branch
+    summary's ``fromId`` moves up the same way ("" for none, as it is stored); a label of an entry left out
     stays as it is (moved, it would name another entry)."""
     moved: dict[str, str | None] = {}
+    parents: dict[str, str | None] = {}  # each sound entry's parent in the file
     kept: list[tuple[EntryDict, bytes]] = []
     for stored in entries:
         node = Node(*stored)
@@ -84,11 +86,16 @@ def sound_entries(
             moved[stored.id] = parent if parent is None else moved.get(parent, parent)
             continue
         repaired: dict[str, Any] = {}
+        parent = moved.get(stored.parent_id, stored.parent_id) if stored.parent_id else None
         if stored.parent_id in moved:
-            repaired["parentId"] = moved[stored.parent_id]
+            repaired["parentId"] = parent
+        parents[stored.id] = parent
         key = _REFERENCES.get(stored.type)
         if key is not None and isinstance(target := entry.get(key), str) and target in moved:
-            repaired[key] = moved[target] if key == "firstKeptEntryId" else moved[target] or ""
+            if key == "firstKeptEntryId":
+                repaired[key] = moved[target] or _topmost(parent, parents)
+            else:
+                repaired[key] = moved[target] or ""
         if repaired:
             entry = {**entry, **repaired}
             kept.append((entry, encode_entry(entry)))
@@ -97,6 +104,17 @@ def sound_entries(
     if record.leaf_id in moved:
         record = replace(record, leaf_id=moved[record.leaf_id])
     return record, kept
+
+
+def _topmost(at: str | None, parents: dict[str, str | None]) -> str | None:
+    """The first entry of the path ending at ``at`` (``None`` for none); bounded, as rows changed
+    outside tether may make a cycle."""
+    top = at
+    for _ in range(len(parents) + 1):
+        if at is None:
+            break
+        top, at = at, parents.get(at)
+    return top
 
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
