@@ -49,8 +49,11 @@ async def test_a_stored_session_runs_in_its_own_folder_and_is_refused_once_it_is
         refused = await client.post(f"/api/sessions/{ids[1]}/prompt", json={"message": "still there?"})
         assert refused.status_code == 409
         error = refused.json()["error"]
-        assert error.startswith(f"session {ids[1]} ran in {gone}, which is gone")
-        assert "\n" not in error
+        # a fork keeps the recorded folder: the advice is one that runs it
+        assert error == (
+            f"session {ids[1]} ran in {gone}, which is gone: restore the folder, or open it "
+            f"with tether --session {ids[1]} in the folder it should work in"
+        )
         assert not served.config.hub.is_open(ids[1])
 
 

@@ -179,9 +179,10 @@ class SessionHub:
         folder as given would be resolved again when opened, and a link swapped after the check
         would lead wherever it then pointed."""
         if not Path(folder).is_dir():
+            # Not "fork it": a fork keeps the recorded folder, so it is refused here alike.
             raise FolderGoneError(
-                f"session {session_id} ran in {folder}, which is gone: "
-                "restore the folder, or fork the session from a server started elsewhere"
+                f"session {session_id} ran in {folder}, which is gone: restore the folder, or "
+                f"open it with tether --session {session_id} in the folder it should work in"
             )
         where = Path(os.path.realpath(folder))
         if not where.is_relative_to(os.path.realpath(self._cwd)):
