@@ -90,6 +90,23 @@ def test_resume_picker_lists_sessions_and_needs_a_terminal(cli: CliEnv) -> None:
     assert "picked question" in everywhere.stdout and str(cli.project.resolve()) in everywhere.stdout
 
 
+def test_sessions_list_is_the_listing_of_sessions_alone(cli: CliEnv, tmp_path: Path) -> None:
+    """``tether sessions list``, as ``mcp list`` and ``runs list`` are spelt, was "No such
+    command 'list'"; it lists what ``tether sessions`` lists, ``--all`` on either command."""
+    cli.run("-p", "listed question", script=cli.script("a", [text_reply("x")]))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cli.run("-p", "other folder", cwd=elsewhere, script=cli.script("b", [text_reply("y")]))
+    here = cli.run("sessions")
+    assert "listed question" in here.stdout and "other folder" not in here.stdout
+    listed = cli.run("sessions", "list")
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, here.stdout, "")
+    everywhere = cli.run("sessions", "--all").stdout
+    assert "other folder" in everywhere
+    assert cli.run("sessions", "list", "--all").stdout == everywhere
+    assert cli.run("sessions", "--all", "list").stdout == everywhere
+
+
 def test_sessions_import_and_export_in_both_formats(cli: CliEnv, tmp_path: Path) -> None:
     """``tether sessions import`` takes pi session files and tether exports alike (a bad file is
     one error line, the others still go in); ``export --format pi`` writes a pi file."""

@@ -388,6 +388,17 @@ def subcommands() -> click.Group:
 
             sys.exit(print_sessions(show_all=show_all))
 
+    @sessions.command(name="list")
+    @click.option("--all", "show_all", is_flag=True, help="Sessions of every directory, not only this one.")
+    @click.pass_context
+    def list_sessions(ctx: click.Context, show_all: bool) -> None:
+        """List stored sessions, newest first (as tether sessions alone does)."""
+        # spelt as mcp list and runs list are: what a user of those (or of pi, Claude Code) types
+        from tether.cli.listing import print_sessions
+
+        parent = ctx.parent.params if ctx.parent is not None else {}
+        sys.exit(print_sessions(show_all=show_all or bool(parent.get("show_all"))))
+
     @sessions.command()
     @click.argument("session_id")
     @click.option("--json", "as_json", is_flag=True, help="Each entry as one JSON line, as stored.")
