@@ -108,3 +108,25 @@ def test_the_start_looks_at_the_path_before_opening_it(tmp_path: Path) -> None:
     finally:
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer go
         writer.join(5)
+
+
+def test_the_start_opens_the_history_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start looked at the path, opened and closed it only to check it, and the first read
+    opened it again and checked the descriptor as well: the middle open did nothing the read's
+    does not (the FIFO and device tests above keep their answers without it)."""
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / "prompt-history"
+    path.write_text(_entry("kept"))
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted(file: str, flags: int, *args: int, **kwargs: int | None) -> int:
+        opened.append(os.fsdecode(file))
+        return real_open(file, flags, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "open", counted)
+        history, warning = prompt_history()
+        assert list(history.load_history_strings()) == ["kept"]
+    assert warning is None
+    assert opened.count(str(path)) == 1

@@ -83,9 +83,11 @@ def prompt_history() -> tuple[History, str | None]:
     """The history file's ``FileHistory``, or one kept in memory for this run, with a warning
     line when the file is there but no regular file: ``FileHistory`` reads it whole in a thread,
     so a link to ``/dev/zero`` took memory until none was left and a FIFO kept that thread, and
-    the process with it, waiting after the user quit. The path is looked at (``stat``) before
-    it is opened, as opening some devices does something, and opening a FIFO lets a writer
-    waiting on it go on; the opened descriptor is checked again (``_open_history``). A data
+    the process with it, waiting after the user quit. The path is only looked at (``stat``)
+    here, as opening some devices does something, and opening a FIFO lets a writer waiting on it
+    go on; it is opened once, by the first read, whose descriptor is checked again
+    (``_open_history``: a FIFO swapped in after this look is passed over, not waited on), and a
+    file that cannot be opened then reads as empty and keeps the prompts in memory. A data
     folder that cannot be made keeps the history in memory, said by nothing (as before)."""
     from tether.ai.paths import data_dir
 
@@ -95,7 +97,6 @@ def prompt_history() -> tuple[History, str | None]:
         make_own_folder(directory)
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise NotRegularFileError(path)
-        os.close(_open_history(str(path), os.O_RDONLY))
     except FileNotFoundError:  # made by the first prompt stored
         pass
     except NotRegularFileError as exc:
