@@ -332,3 +332,41 @@ async def test_pages_following_one_session_share_each_render_of_it(
         assert (await client.get(path)).text == again.text and renders == [2, 3]
     session.close()
     store.close()
+
+
+async def test_the_page_of_an_unchanged_session_reads_none_of_its_entries(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept page was shared, but each request read every entry of the session first to tell
+    whether it was still the session's page: a followed long session cost a read of all of it
+    per page asked for. The session's row says it; the entries are read once per render."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    store = open_store()
+    manager = SessionManager(store)
+    session = manager.create(str(project))
+    asked = session.append_message(user("question"))
+    session.append_message(assistant({"type": "text", "text": "answer"}))
+    async with serving(project, script) as served, served.client() as client:
+        reads: list[str] = []
+        served_store = served.config.store
+        read = served_store.entries
+
+        def counted(session_id: str) -> Any:
+            reads.append(session_id)
+            return read(session_id)
+
+        monkeypatch.setattr(served_store, "entries", counted)
+        path = f"/api/sessions/{session.id}/html"
+        first = await client.get(path)
+        assert first.status_code == 200 and "answer" in first.text and len(reads) == 1
+        for _ in range(5):
+            assert (await client.get(path)).text == first.text
+        assert len(reads) == 1
+        session.append_message(user("one more"))
+        assert "one more" in (await client.get(path)).text and len(reads) == 2
+        session.branch(asked)  # a leaf move changes the page too
+        moved = await client.get(path)
+        assert moved.text != first.text and len(reads) == 3
+        assert (await client.get(path)).text == moved.text and len(reads) == 3
+    session.close()
+    store.close()

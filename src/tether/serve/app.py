@@ -37,7 +37,7 @@ from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import FolderGoneError, FolderOutsideError, SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
-from tether.serve.tree_api import TreeApi, stored_session
+from tether.serve.tree_api import TreeApi, stored_entries, stored_session
 from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
 from tether.store import SessionLockedError, SessionNotFoundError
@@ -257,8 +257,8 @@ class _Api:
         """Bytes of history the followers have yet to take (``_stream``)."""
         self._joins = asyncio.Semaphore(JOINS_AT_ONCE)
         self._renders = asyncio.Semaphore(RENDERS_AT_ONCE)
-        self._pages: dict[str, tuple[tuple[object, ...], asyncio.Future[str]]] = {}
-        """Session id -> what its kept page shows and the page (``PAGES_KEPT``), oldest first."""
+        self._pages: dict[str, tuple[SessionRecord, asyncio.Future[str]]] = {}
+        """Session id -> the row its kept page shows and the page (``PAGES_KEPT``), oldest first."""
 
     async def openapi(self, _request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -275,21 +275,27 @@ class _Api:
         return JSONResponse({"session": _record(record), "entries": entries})
 
     async def html(self, request: Request) -> Response:
-        record, entries = await self._session(request)
-        # what the page shows: entries are only ever appended, so their count and the last one's id
-        shows = (record.leaf_id, len(entries), entries[-1]["id"] if entries else None, record.title)
+        record, _ = await self._session(request, entries=False)
+        # What the page shows is the session's row: every append changes its counters and
+        # ``updated``, a leaf move its leaf and ``updated``, a name its title. So the page of an
+        # unchanged session costs one row read, not a read of every entry (a followed long
+        # session's page is asked for again on each new entry, by every page that follows it);
+        # the entries are read by the render, once for all who wait for it.
         kept = self._pages.pop(record.id, None)
-        if kept is None or kept[0] != shows or (kept[1].done() and not _made(kept[1])):
-            render = asyncio.ensure_future(self._render(record, entries))
+        if kept is None or kept[0] != record or (kept[1].done() and not _made(kept[1])):
+            render = asyncio.ensure_future(self._render(record))
             render.add_done_callback(_made)  # its failure is said to whoever waits, if anyone
-            kept = (shows, render)
+            kept = (record, render)
         self._pages[record.id] = kept  # the newest last
         while len(self._pages) > PAGES_KEPT:
             del self._pages[next(iter(self._pages))]
         # shielded: a client that leaves does not cancel the render the others wait for
         return HTMLResponse(await asyncio.shield(kept[1]))
 
-    async def _render(self, record: SessionRecord, entries: list[EntryDict]) -> str:
+    async def _render(self, record: SessionRecord) -> str:
+        """The page of ``record``'s session, its entries read now (appended after the row was
+        read, some may show: the next request, with the newer row, renders again)."""
+        entries = await stored_entries(self.store, record.id)
         title = record.title or record.first_prompt or record.id
         meta = session_meta(record.id, record.cwd, record.created, entries)
         async with self._renders:  # RENDERS_AT_ONCE says why a thread

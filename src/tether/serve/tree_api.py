@@ -47,14 +47,18 @@ async def stored_session(
     never fatal to the rest. ``ApiError`` 404 when there is no such session."""
     try:
         record = await asyncio.to_thread(store.get_session, session_id)
-        stored = await asyncio.to_thread(store.entries, session_id) if entries else []
+        return record, await stored_entries(store, session_id) if entries else []
     except SessionNotFoundError:
         raise ApiError(404, f"no session {session_id!r}") from None
+
+
+async def stored_entries(store: SessionStore, session_id: str) -> list[EntryDict]:
+    """The session's entries, parsed; a bad entry is skipped, never fatal to the rest."""
     parsed: list[EntryDict] = []
-    for entry in stored:
+    for entry in await asyncio.to_thread(store.entries, session_id):
         with contextlib.suppress(ValueError):
             parsed.append(cast(EntryDict, json.loads(entry.payload)))
-    return record, parsed
+    return parsed
 
 
 class TreeApi:
