@@ -217,32 +217,56 @@ def test_every_name_from_a_session_is_shown_as_text() -> None:
     assert sum(markup in head for head in heads) == 4, heads
 
 
+def _write(number: int, content: str) -> dict[str, object]:
+    """The ``number``th entry of a chain: the model writing ``content`` to a Python file."""
+    call = {
+        "type": "toolCall",
+        "id": f"c{number}",
+        "name": "write",
+        "arguments": {"path": "x.py", "content": content},
+    }
+    return {
+        "type": "message",
+        "id": f"e{number}",
+        "parentId": f"e{number - 1}" if number > 1 else None,
+        "timestamp": "t",
+        "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"},
+    }
+
+
 def test_a_written_file_too_long_to_colour_is_shown_as_plain_text() -> None:
     """Pygments colours about 100 kB a second: a session holding a written 1 MB file took ten
     seconds to export, and as long for each render of its page in ``tether serve``."""
     from tether.session.html_page import render_session_page
 
-    def write(number: int, content: str) -> dict[str, object]:
-        call = {
-            "type": "toolCall",
-            "id": f"c{number}",
-            "name": "write",
-            "arguments": {"path": "x.py", "content": content},
-        }
-        return {
-            "type": "message",
-            "id": f"e{number}",
-            "parentId": f"e{number - 1}" if number > 1 else None,
-            "timestamp": "t",
-            "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"},
-        }
-
     long = "value = '<b>'\n" * 11_000  # 154 kB
-    page = render_session_page([write(1, "x = '<b>'\n"), write(2, long)], "e2", title="t", meta={})  # type: ignore[arg-type]
+    page = render_session_page([_write(1, "x = '<b>'\n"), _write(2, long)], "e2", title="t", meta={})  # type: ignore[arg-type]
     short_block, long_block = page.split('<pre class="hl"><code>')[1:]
     assert "<span class=\"s1\">'&lt;b&gt;'</span>" in short_block
     assert long_block.startswith("value = &#x27;&lt;b&gt;&#x27;\nvalue")
     assert "<span" not in long_block.partition("</code></pre>")[0]
+
+
+def test_a_page_colours_its_code_within_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 100,000-character cap was per block: a page of many blocks under it (fifty written
+    files of 90 kB) coloured all of them, seconds of Pygments each, on every render. A page now
+    colours ``HIGHLIGHT_PAGE_CHARS`` in all, in page order; the blocks past it are plain text,
+    and the next page has its own budget. (The budget is made small here: the rule, not 5 MB of
+    Pygments, is under test.)"""
+    from tether.session import html_markup
+    from tether.session.html_page import render_session_page
+
+    code = "value = '<b>'\n" * 100  # 1,400 characters
+    monkeypatch.setattr(html_markup, "HIGHLIGHT_PAGE_CHARS", 3 * len(code) + 10, raising=False)
+    entries = [_write(n, code) for n in range(1, 7)]
+    for _ in range(2):
+        page = render_session_page(entries, "e6", title="t", meta={})  # type: ignore[arg-type]
+        shown = [b.partition("</code></pre>")[0] for b in page.split('<pre class="hl"><code>')[1:]]
+        assert ["<span" in block for block in shown] == [True] * 3 + [False] * 3
+        assert all(block.count("value") == 100 for block in shown)
+    with html_markup.highlight_budget(len(code) - 1):  # a block over what is left: plain, whole
+        assert "<span" not in html_markup.code_block(code, "python")
+    assert "<span" in html_markup.code_block(code, "python")  # outside a page: per block only
 
 
 def test_a_commands_bidirectional_overrides_are_shown_as_escapes() -> None:

@@ -11,6 +11,9 @@ what it highlights. Both libraries come with rich, which the CLI already needs.
 from __future__ import annotations
 
 import html
+from collections.abc import Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,31 @@ HIGHLIGHT_MAX_CHARS = 100_000
 """Longer code is shown as plain text: Pygments colours about 100 kB a second, so a written
 1 MB file took ten seconds of a page (``tether export``, and every render of ``tether serve``'s
 page of that session); a file that long is not read for its colours."""
+
+HIGHLIGHT_PAGE_CHARS = 5 * HIGHLIGHT_MAX_CHARS
+"""Code a page colours in all (``highlight_budget``), about five seconds of Pygments: the cap
+per block left a page of many blocks unbounded (fifty written files of 90 kB each were fifty
+blocks under it, 4.5 MB coloured on every render). Blocks are coloured in page order while the
+page's budget holds each whole; a block that would overrun it, and every later one it cannot
+hold, is plain text (as a block over ``HIGHLIGHT_MAX_CHARS`` is), so what a page costs is
+bounded, and it costs it in its first blocks."""
+
+_budget: ContextVar[list[int] | None] = ContextVar("tether_highlight_budget", default=None)
+"""The characters the page being made may still colour (``highlight_budget``); ``None``: code
+outside a page, bounded per block only."""
+
+
+@contextmanager
+def highlight_budget(chars: int | None = None) -> Generator[None]:
+    """Within it, code blocks colour ``chars`` characters in all (default
+    ``HIGHLIGHT_PAGE_CHARS``, read when entered); past them, code is plain text. A context
+    variable, as markdown-it's highlight callback takes only the code: one page's blocks share
+    one budget, pages made at once in other threads have their own."""
+    token = _budget.set([HIGHLIGHT_PAGE_CHARS if chars is None else chars])
+    try:
+        yield
+    finally:
+        _budget.reset(token)
 
 
 @cache
@@ -68,12 +96,17 @@ def _lexer(language: str | None, filename: str | None, code: str) -> Any:
 def code_block(code: str, language: str | None = None, *, filename: str | None = None) -> str:
     """``code`` highlighted for ``language`` (or by ``filename``) in ``<pre class="hl"><code>``
     (markdown-it keeps a highlighted fence that comes wrapped); plain escaped text when neither
-    names a known lexer, or the code is longer than ``HIGHLIGHT_MAX_CHARS``."""
-    lexer = _lexer(language, filename, code) if len(code) <= HIGHLIGHT_MAX_CHARS else None
+    names a known lexer, or the code is longer than ``HIGHLIGHT_MAX_CHARS`` or what is left of
+    the page's ``highlight_budget`` (a diff is marked line by line, at no Pygments cost)."""
+    left = _budget.get()
+    affordable = len(code) <= HIGHLIGHT_MAX_CHARS and (left is None or len(code) <= left[0])
+    lexer = _lexer(language, filename, code) if affordable else None
     inner: str
     if lexer is not None and (language in ("diff", "udiff", "patch") or lexer.name == "Diff"):
         inner = diff_lines(code)
     elif lexer is not None:
+        if left is not None:
+            left[0] -= len(code)
         formatter = _pygments("formatters").HtmlFormatter(nowrap=True)
         inner = str(_pygments().highlight(code, lexer, formatter))
     else:

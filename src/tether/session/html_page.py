@@ -22,7 +22,14 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from tether.session.html_markup import code_block, code_css, diff_lines, looks_like_diff, markdown
+from tether.session.html_markup import (
+    code_block,
+    code_css,
+    diff_lines,
+    highlight_budget,
+    looks_like_diff,
+    markdown,
+)
 from tether.session.labels import fold_labels
 from tether.session.pi_format import iso_timestamp
 from tether.store.entries import EntryDict
@@ -101,6 +108,8 @@ def render_session_page(
     ``colours``: ``#rrggbb`` values for roles of ``PALETTE`` (a theme's); ``dark``: they make a
     dark page (code is highlighted for a dark background)."""
     page = _Page(entries, leaf_id)
+    with highlight_budget():  # the page's code coloured within one bound (HIGHLIGHT_PAGE_CHARS)
+        body = "".join(page.render())
     chosen = {**PALETTE, **{k: v for k, v in (colours or {}).items() if k in PALETTE and _HEX.fullmatch(v)}}
     root = ":root { " + " ".join(f"--{k}: {v};" for k, v in chosen.items()) + " }"
     head = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in meta.items())
@@ -114,7 +123,7 @@ def render_session_page(
             f"<title>{html.escape(title)}</title><style>{root}{STYLE}{code_css(dark=dark)}</style>",
             "</head><body>",
             f"<header><h1>{html.escape(title)}</h1><dl>{head}</dl></header><main>",
-            *page.render(),
+            body,
             "</main></body></html>\n",
         ]
     )
