@@ -8,7 +8,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import workload
@@ -19,7 +19,7 @@ from narrowing import content_of
 from tether.durable.config import EVENTS, DurableConfig
 from tether.durable.steps import interrupted_text
 from tether.durable.worker import launch, shutdown
-from tether.durable.workflow import Runtime, durable_run, executing
+from tether.durable.workflow import RunRequest, Runtime, durable_run, executing
 from tether.session.manager import SessionManager
 
 MODEL = "anthropic/claude-sonnet-4-5"
@@ -94,6 +94,25 @@ async def test_a_durable_run_records_the_transcript_and_streams_its_events(
             f"model-done {session_id} 1",
         ]
     )
+
+
+async def test_a_run_works_in_the_folder_its_request_names(durable: SessionManager, tmp_path: Path) -> None:
+    """A request's ``cwd`` (the folder its submitter checked, resolved) is where the run works;
+    without one, the session's recorded folder."""
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    session = durable.create(tmp_path)
+    session.close()
+    request: RunRequest = {"session": session.id, "prompt": "go", "cwd": str(chosen)}
+    handle = await DBOS.start_workflow_async(durable_run, request)
+    await handle.get_result()
+    _, plain = await start_run(durable, tmp_path)
+    await plain.get_result()
+    begun: list[object] = []
+    for run in (handle.get_workflow_id(), plain.get_workflow_id()):
+        steps = await DBOS.list_workflow_steps_async(run)
+        begun += [cast(dict[str, Any], s["output"])["cwd"] for s in steps if s["function_name"] == "begin"]
+    assert begun == [str(chosen), str(tmp_path)]
 
 
 async def _steps(workflow_id: str) -> list[tuple[str, int]]:

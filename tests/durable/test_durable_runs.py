@@ -261,7 +261,10 @@ async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(
         "the request has no 'session'": {"prompt": "go"},
         "the request's 'session' must be a string, not int": {"session": 7, "prompt": "go"},
         "the request has unknown fields 'model'": {"session": session_id, "prompt": "go", "model": "x"},
-        'the request must be {"session": <session id>, "prompt": <text>}, not list': ["go"],
+        "the request's 'cwd' must be an absolute folder": {"session": session_id, "prompt": "go", "cwd": "."},
+        "the request's 'cwd' must be a string, not int": {"session": session_id, "prompt": "go", "cwd": 1},
+        'the request must be {"session": <session id>, "prompt": <text>, optionally "cwd": '
+        "<absolute folder>}, not list": ["go"],
     }
     with DurableClient(config) as client:
         ids = {client.dbos.enqueue(options, request).get_workflow_id(): why for why, request in cases.items()}
@@ -282,6 +285,9 @@ async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(
 
     text = await asyncio.to_thread(run, "list", False)
     assert text.count("ERROR") == len(cases)
-    for run_id in (run_id for run_id, why in ids.items() if "unknown" not in why):
+    for run_id in (run_id for run_id, why in ids.items() if "unknown" not in why and "'cwd'" not in why):
         with pytest.raises(DurableCommandError, match=f"run {run_id} has no recorded session and prompt"):
             await asyncio.to_thread(run, "retry", False, run_id=run_id)
+    relative = next(run_id for run_id, why in ids.items() if "absolute" in why)
+    with pytest.raises(DurableCommandError, match="submit: the request's 'cwd' must be an absolute folder"):
+        await asyncio.to_thread(run, "retry", False, run_id=relative)  # retried where it was sent

@@ -8,6 +8,7 @@ import pytest
 from serve_support import serving, settled, text, write_script
 
 from session_helpers import user
+from tether.durable import runs
 from tether.durable.client import DurableClient
 from tether.durable.config import DurableConfig
 from tether.durable.worker import launch, shutdown
@@ -87,3 +88,28 @@ async def test_a_run_is_submitted_only_on_a_session_recorded_in_the_servers_fold
         assert taken.status_code == 201, taken.text
         listed = (await client.get("/api/runs")).json()["runs"]
         assert [r["session"] for r in listed] == [ids[1]]
+
+
+async def test_a_run_is_handed_the_folder_the_server_checked_resolved(
+    project: Path, tmp_path: Path, durable: DurableConfig
+) -> None:
+    """The server checked the session's folder resolved but enqueued the run with nothing but the
+    session, and the worker opened the recorded folder as it then stood: a link inside the
+    server's folder, swapped after the check, led the run out of it. The run now carries the
+    folder checked, resolved, as a prompt on this server runs in (``SessionHub.workspace``)."""
+    inside = project / "inside"
+    inside.mkdir()
+    (project / "link").symlink_to(inside)
+    with SessionManager() as manager:
+        session = manager.create(str(project / "link"))
+        session.append_message(user("hello"))
+        session.close()
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, durable=durable) as served, served.client() as client:
+        taken = await client.post("/api/runs", json={"sessionId": session.id, "message": "go"})
+        assert taken.status_code == 201, taken.text
+        listed = (await client.get("/api/runs")).json()["runs"]
+    assert [(r["id"], r.get("cwd")) for r in listed] == [(taken.json()["runId"], str(inside.resolve()))]
+    with DurableClient(durable) as submitter:  # a retry works where the run was sent to work
+        again = runs.retry(submitter, taken.json()["runId"])
+        assert runs.show(submitter, again).run.cwd == str(inside.resolve())

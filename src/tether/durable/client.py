@@ -63,7 +63,13 @@ class DurableClient:
         return self._client
 
     def submit(
-        self, session_id: str, prompt: str, *, key: str | None = None, timeout: float | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+        cwd: str | None = None,
     ) -> str:
         """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
 
@@ -76,8 +82,14 @@ class DurableClient:
                 second run. The run's id is ``KEY_PREFIX`` plus the key.
             timeout: Seconds after it starts when the run is cancelled (default: the
                 ``durable.runTimeoutSeconds`` setting; 0: no limit).
+            cwd: The folder the run works in, absolute, as the caller checked it (``tether
+                submit`` and ``tether serve``: ``recorded_workspace``); default: the session's
+                recorded folder, whatever its file said.
         """
-        request = check_request({"session": session_id, "prompt": prompt}, "submit")
+        asked: dict[str, str] = {"session": session_id, "prompt": prompt}
+        if cwd is not None:
+            asked["cwd"] = cwd
+        request = check_request(asked, "submit")
         store = open_store(self.config.sessions)
         try:
             store.get_session(session_id)

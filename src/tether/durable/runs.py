@@ -54,6 +54,8 @@ class RunInfo:
     updated: float | None
     error: str | None
     timeout_seconds: float | None
+    cwd: str | None = None
+    """The folder it works in, as its submitter checked it; ``None``: the session's recorded one."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +100,7 @@ def _info(status: WorkflowStatus) -> RunInfo:
         updated=(status.completed_at or status.updated_at or 0) / 1000 or None,
         error=_one_line(error) if error is not None else None,
         timeout_seconds=status.workflow_timeout_ms / 1000 if status.workflow_timeout_ms else None,
+        cwd=_text(request, "cwd"),
     )
 
 
@@ -208,11 +211,12 @@ def resume(client: DurableClient, run_id: str) -> RunInfo:
 
 
 def retry(client: DurableClient, run_id: str) -> str:
-    """Submit the run's prompt again on its session, as a new run; returns the new run's id."""
+    """Submit the run's prompt again on its session, as a new run, in the folder the run was
+    submitted to work in; returns the new run's id."""
     run = _get(client, run_id)
     if run.session is None or run.prompt is None:
         raise ValueError(f"run {run_id} has no recorded session and prompt (text) to run again")
-    return client.submit(run.session, run.prompt, timeout=run.timeout_seconds)
+    return client.submit(run.session, run.prompt, timeout=run.timeout_seconds, cwd=run.cwd)
 
 
 def prune(client: DurableClient, older_than_days: float) -> list[str]:

@@ -30,11 +30,12 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import inspect
+import os
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import dbos._dbos
 from dbos import DBOS
@@ -65,6 +66,10 @@ class RunRequest(TypedDict):
 
     session: str
     prompt: str
+    cwd: NotRequired[str]
+    """The folder the run works in, as its submitter checked it (``recorded_workspace``: the
+    session's recorded folder resolved, where the submitter is); without it, the session's
+    recorded folder as it stands."""
 
 
 class RunRequestError(UserError, ValueError):
@@ -77,24 +82,28 @@ def check_request(request: object, where: str) -> RunRequest:
     Checked where a request enters (``DurableClient.submit``, the workflow itself: a program can
     enqueue the workflow by name with anything): a request missing its prompt would otherwise end
     the run in ``ERROR`` with ``KeyError('prompt')``, after it had waited for the session's lock."""
-    shape = '{"session": <session id>, "prompt": <text>}'
+    shape = '{"session": <session id>, "prompt": <text>, optionally "cwd": <absolute folder>}'
     if not isinstance(request, dict):
         raise RunRequestError(f"{where}: the request must be {shape}, not {type(request).__name__}")
     fields = cast(dict[object, object], request)
-    for name in ("session", "prompt"):
+    for name in ("session", "prompt", "cwd"):
         if name not in fields:
+            if name == "cwd":
+                continue
             raise RunRequestError(f"{where}: the request has no {name!r} (it must be {shape})")
         if not isinstance(fields[name], str):
             raise RunRequestError(
                 f"{where}: the request's {name!r} must be a string, not {type(fields[name]).__name__}"
             )
-    unknown = sorted(repr(key) for key in fields if key not in ("session", "prompt"))
+    unknown = sorted(repr(key) for key in fields if key not in ("session", "prompt", "cwd"))
     if unknown:
         raise RunRequestError(
             f"{where}: the request has unknown fields {', '.join(unknown)} (it must be {shape})"
         )
     if not cast(str, fields["session"]):
         raise RunRequestError(f"{where}: the request's 'session' is empty")
+    if "cwd" in fields and not os.path.isabs(cast(str, fields["cwd"])):
+        raise RunRequestError(f"{where}: the request's 'cwd' must be an absolute folder")
     return cast(RunRequest, fields)
 
 
@@ -218,7 +227,7 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     session_id = request["session"]
     lease = await _lock(runtime, session_id)
     try:
-        start = await DBOS.run_step_async({"name": "begin"}, _begin, session_id)
+        start = await DBOS.run_step_async({"name": "begin"}, _begin, session_id, request.get("cwd"))
     except BaseException:
         lease.release()
         raise
@@ -255,12 +264,14 @@ async def _lock(runtime: Runtime, session_id: str) -> WriterLease:
             waited += 1.0
 
 
-async def _begin(session_id: str) -> _Start:
+async def _begin(session_id: str, cwd: str | None = None) -> _Start:
     """Record the session's leaf and the run's base entry id (greater than every stored id), as
-    of holding its writer lease."""
+    of holding its writer lease, and its folder: ``cwd`` as submitted (checked by its
+    submitter), else the session's recorded one."""
     store = _store()
     record = store.get_session(session_id)
-    return {"leaf": record.leaf_id, "base": new_id(store.newest_entry_id(session_id)), "cwd": record.cwd}
+    base = new_id(store.newest_entry_id(session_id))
+    return {"leaf": record.leaf_id, "base": base, "cwd": cwd or record.cwd}
 
 
 async def _open(

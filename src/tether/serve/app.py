@@ -34,12 +34,13 @@ from tether.errors import TetherError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
-from tether.serve.hub import FolderGoneError, FolderOutsideError, SessionHub
+from tether.serve.hub import SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
 from tether.serve.tree_api import TreeApi, stored_entries, stored_session
 from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
+from tether.session.workspace import FolderGoneError, FolderOutsideError
 from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
 from tether.store.store import SessionRecord, SessionStore, StoredEntry

@@ -37,20 +37,19 @@ holds even while the hub has not been told yet.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tether.errors import UserError
 from tether.serve.approvals import Approvals
 from tether.session.agent_session import AgentSession
 from tether.session.events import QueueSnapshot
 from tether.session.factory import SessionChoice, start_session
 from tether.session.options import SessionOptions
 from tether.session.settings import Settings
+from tether.session.workspace import recorded_workspace
 from tether.wire import ToolCall
 
 Live = dict[str, Any]
@@ -85,15 +84,6 @@ sessions would keep them all until it stopped. The next request opens it again."
 
 OPEN_TIMEOUT_SECONDS = 10.0
 """How long a new session may take to get its id once its first prompt started."""
-
-
-class FolderGoneError(UserError):
-    """A stored session's folder no longer exists: the session cannot run where it ran."""
-
-
-class FolderOutsideError(UserError):
-    """A stored session's folder is not the server's folder nor inside it: the server does not
-    run it there (see the module docstring)."""
 
 
 class SessionHub:
@@ -173,26 +163,14 @@ class SessionHub:
 
     def workspace(self, session_id: str, folder: str) -> Path:
         """Where the session recorded in ``folder`` runs on this server: ``folder`` resolved, when
-        it is this server's folder or inside it (``FolderOutsideError`` otherwise,
-        ``FolderGoneError`` when it is gone). Both are compared resolved, so neither ``..`` nor a
-        link inside the server's folder leads out of it, and the resolved path is what runs: the
-        folder as given would be resolved again when opened, and a link swapped after the check
-        would lead wherever it then pointed."""
-        if not Path(folder).is_dir():
-            # Not "fork it": a fork keeps the recorded folder, so it is refused here alike.
-            raise FolderGoneError(
-                f"session {session_id} ran in {folder}, which is gone: restore the folder, or "
-                f"open it with tether --session {session_id} in the folder it should work in"
-            )
-        where = Path(os.path.realpath(folder))
-        if not where.is_relative_to(os.path.realpath(self._cwd)):
-            # Not "start tether serve there": the folder is whatever the file said, "/" as well.
-            raise FolderOutsideError(
-                f"session {session_id} was recorded in {folder}, outside this server's folder "
-                f"{self._cwd}: it can be read here; to run it, open it with tether --session "
-                f"{session_id} in the folder it should work in"
-            )
-        return where
+        it is this server's folder or inside it (``recorded_workspace``: ``FolderOutsideError``
+        otherwise, ``FolderGoneError`` when it is gone)."""
+        # Not "start tether serve there": the folder is whatever the file said, "/" as well.
+        outside = (
+            f"this server's folder {self._cwd}: it can be read here; to run it, open it with "
+            f"tether --session {session_id} in the folder it should work in"
+        )
+        return recorded_workspace(session_id, folder, self._cwd, outside)
 
     async def core(self, session_id: str, folder: str) -> AgentSession:
         """The session's core, opened for writing on first use in ``folder``, where the session

@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
-from tether.serve.hub import FolderGoneError, FolderOutsideError, SessionHub
+from tether.serve.hub import SessionHub
+from tether.session.workspace import FolderGoneError, FolderOutsideError
 from tether.store import SessionNotFoundError
 from tether.store.store import SessionStore
 
@@ -72,10 +73,12 @@ class RunsApi:
         except SessionNotFoundError:
             raise ApiError(404, f"sessionId: no session {body.sessionId!r}") from None
         try:
-            self.hub.workspace(record.id, record.cwd)
+            where = str(self.hub.workspace(record.id, record.cwd))
         except (FolderGoneError, FolderOutsideError) as exc:
             raise ApiError(409, str(exc)) from None
-        run_id = await self._call(lambda c: c.submit(body.sessionId, body.message))
+        # the folder checked and resolved, as a prompt here runs in: not the record's, resolved
+        # again by the worker (a link swapped after the check would lead out)
+        run_id = await self._call(lambda c: c.submit(body.sessionId, body.message, cwd=where))
         return JSONResponse({"runId": run_id}, status_code=201)
 
     async def show(self, request: Request) -> Response:
