@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -87,10 +88,11 @@ def test_a_bad_setup_hook_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_submitting_before_any_worker_started_is_one_line(
-    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tether.session.manager import SessionManager
 
+    monkeypatch.chdir(tmp_path)  # submitted from the session's folder
     with SessionManager() as sessions:
         session = sessions.create(tmp_path)
         session.close()
@@ -100,6 +102,53 @@ def test_submitting_before_any_worker_started_is_one_line(
         1,
         f"tether: no worker has started on {where} yet: start `tether worker` there first\n",
     )
+
+
+def test_a_run_is_submitted_from_its_sessions_folder_and_works_there_resolved(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker runs a session in its recorded folder, and an imported pi file records what its
+    header said: ``tether submit`` on a session recorded in ``/`` ran the model's tools there on
+    the worker, from any folder, without a word. As ``tether serve`` does, the folder must be the
+    one the command is typed in or inside it, and the run is handed that folder resolved (a link
+    swapped after the check does not lead the worker out)."""
+    from tether.cli.durable_cmd import submit_run
+    from tether.durable.client import DurableClient
+    from tether.durable.runs import list_runs
+    from tether.durable.worker import launch, shutdown
+    from tether.durable.workflow import Runtime
+    from tether.session.manager import SessionManager
+
+    project = tmp_path / "project"
+    (project / "inside").mkdir(parents=True)
+    (project / "link").symlink_to(project / "inside")
+    with SessionManager() as sessions:
+        ids: list[str] = []
+        for folder in ("/", str(project / "link"), str(tmp_path / "gone")):
+            session = sessions.create(folder)
+            session.close()
+            ids.append(session.id)
+    monkeypatch.chdir(project)
+    code, err = run_cli(["submit", ids[0], "hi"], capsys)
+    assert (code, err) == (
+        1,
+        f"tether: session {ids[0]} was recorded in /, outside this folder {project}, and a worker "
+        "runs it in that folder: submit it from / (or a folder containing it) if it should work "
+        f"there, or run it here with tether --session {ids[0]}\n",
+    )
+    code, err = run_cli(["submit", ids[2], "hi"], capsys)
+    assert code == 1 and err.startswith(f"tether: session {ids[2]} ran in {tmp_path / 'gone'}, which is gone")
+
+    config = config_from_settings(Settings())
+    with capsys.disabled():  # DBOS's log handler would keep this test's stream, closed after it
+        shutdown(launch(Runtime(config, home / "config")))  # its tables made: a run waits in the queue
+    printed = io.StringIO()  # submit_run's default out is the stdout of its import
+    assert submit_run(ids[1], "hi", follow=False, as_json=False, durable_database=None, out=printed) == 0
+    with DurableClient(config) as client:
+        runs = list_runs(client)
+    assert [(r.id, r.session, r.cwd) for r in runs] == [
+        (printed.getvalue().strip(), ids[1], str((project / "inside").resolve()))
+    ]
 
 
 def test_an_unreachable_database_is_one_line_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,13 +163,14 @@ def test_an_unreachable_database_is_one_line_without_its_password(capsys: pytest
 
 
 def test_the_durable_database_tether_makes_is_its_owners_alone(
-    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The session database is 0600, but DBOS made its own (``durable.sqlite``, which holds every
     run's prompt and events) 0644: readable by every user of the machine. tether makes it 0600
     first now; one the user made keeps its mode."""
     from tether.session.manager import SessionManager
 
+    monkeypatch.chdir(tmp_path)  # submitted from the session's folder
     old_umask = os.umask(0o022)
     try:
         with SessionManager() as sessions:

@@ -121,7 +121,8 @@ def submit_run(
 
     try:
         with DurableClient(config) as client:
-            run_id = client.submit(session_id, prompt, key=key, timeout=timeout)
+            cwd = _workspace(session_id, config.sessions)  # after the database's own errors
+            run_id = client.submit(session_id, prompt, key=key, timeout=timeout, cwd=cwd)
             if not follow:
                 out.write(run_id + "\n")
                 return 0
@@ -129,6 +130,34 @@ def submit_run(
             err.flush()
             return asyncio.run(_follow(client, run_id, as_json, out, err, config))
     except SubmitError as exc:
+        raise DurableCommandError(str(exc)) from None
+
+
+def _workspace(session_id: str, sessions: str | None) -> str | None:
+    """The folder the run works in: the session's recorded folder, resolved, when this command
+    is typed in it or in a folder containing it; ``DurableCommandError`` naming both folders
+    otherwise (``recorded_workspace``: a worker runs a session in its recorded folder, which an
+    imported pi file sets to what its header said, ``/`` as well, and nobody chose). ``None``
+    when the session is not there: the submit says so."""
+    from tether.session.workspace import FolderGoneError, FolderOutsideError, recorded_workspace
+    from tether.store import SessionNotFoundError, open_store
+
+    store = open_store(sessions)
+    try:
+        folder = store.get_session(session_id).cwd
+    except SessionNotFoundError:
+        return None
+    finally:
+        store.close()
+    here = Path.cwd()
+    outside = (
+        f"this folder {here}, and a worker runs it in that folder: submit it from {folder} (or a "
+        f"folder containing it) if it should work there, or run it here with tether --session "
+        f"{session_id}"
+    )
+    try:
+        return str(recorded_workspace(session_id, folder, here, outside))
+    except (FolderGoneError, FolderOutsideError) as exc:
         raise DurableCommandError(str(exc)) from None
 
 

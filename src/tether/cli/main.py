@@ -566,7 +566,8 @@ def subcommands() -> click.Group:
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @durable_database
     def submit(session_id: str, prompt: str, database: str | None, **flags: Any) -> None:
-        """Queue a durable run of PROMPT on a stored session; prints the run id (docs/durable.md)."""
+        """Queue a durable run of PROMPT on a stored session of this folder (or one inside it);
+        prints the run id (docs/durable.md)."""
         from tether.cli.durable_cmd import submit_run
         from tether.cli.sessions_cmd import use_database
 
