@@ -56,7 +56,14 @@ from tether.ai.keys import is_keyless, missing_key_message, resolve_api_key
 from tether.ai.message_builder import MessageBuilder
 from tether.ai.retry import RequestFailed, retry_delay
 from tether.ai.sse import EventTooLarge, SSEDecoder
-from tether.ai.transport import EncodedRequest, HttpRequest, encode_request, provider_error_text, send
+from tether.ai.transport import (
+    EncodedRequest,
+    HttpRequest,
+    encode_request,
+    provider_error_text,
+    send,
+    without_secrets,
+)
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
 
@@ -202,6 +209,7 @@ async def _drive(
                 yield batch
         except _RetryableReadError as failure:
             retry = failure.failure
+            retry.message = _without_secrets(retry.message, request, options)
         finally:
             # Close explicitly, innermost first: a suspended generator left to the garbage
             # collector would be finalized later, outside this task.
@@ -210,6 +218,8 @@ async def _drive(
                 await chunks.aclose()
                 await response.aclose()
         if final_batch is not None:
+            if final_batch[-1]["type"] == "error" and "errorMessage" in output:
+                output["errorMessage"] = _without_secrets(output["errorMessage"], request, options)
             clock.stamp(final_batch[-1])
             if not after_done:
                 yield final_batch
@@ -232,6 +242,14 @@ async def _drive(
         if not await _wait_to_retry(delay, options):
             yield clock.stamp(error_event(output, retry.message))
             return
+
+
+def _without_secrets(text: str, request: EncodedRequest, options: StreamOptions) -> str:
+    """An error's ``text`` without the request's credentials: it may quote what the server sent
+    (an in-stream error, a body that was no event stream, an event that was no JSON), and a
+    server may echo the key it got as well in a 200 as in an error status (``send`` cleans those)."""
+    headers = {**request.headers, **options.headers} if options.headers else request.headers
+    return without_secrets(text, headers, request.url)
 
 
 async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Response) -> None:

@@ -167,11 +167,19 @@ async def send(
 
 
 def _without_secrets(failure: RequestFailed, headers: Mapping[str, str], url: str) -> RequestFailed:
-    """``failure`` with the request's credentials blanked out of its message: a server's error
-    body may echo the headers it got (a debugging proxy, a gateway's 400 page) or the URL it was
-    asked for (with a password or a ``?key=``), and the message goes to the transcript, the logs
-    and the user's screen."""
-    message = failure.message.replace(url, shown_url(url)) if url in failure.message else failure.message
+    """``failure`` with the request's credentials blanked out of its message (``without_secrets``)."""
+    failure.message = without_secrets(failure.message, headers, url)
+    return failure
+
+
+def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
+    """``message`` with the credentials of a request (to ``url`` with ``headers``) blanked out: a
+    server may echo the headers it got (a debugging proxy, a gateway's 400 page, an echo service
+    at a wrong ``baseUrl`` answering 200) or the URL it was asked for (with a password or a
+    ``?key=``), in an error body or in the stream itself, and the message goes to the transcript,
+    the logs and the user's screen."""
+    if url in message:
+        message = message.replace(url, shown_url(url))
     secrets = [
         secret
         for name, value in headers.items()
@@ -181,8 +189,7 @@ def _without_secrets(failure: RequestFailed, headers: Mapping[str, str], url: st
     for secret in [*secrets, *secrets_of(url)]:
         if len(secret) >= 8 and secret in message:
             message = message.replace(secret, "[redacted]")
-    failure.message = message
-    return failure
+    return message
 
 
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)

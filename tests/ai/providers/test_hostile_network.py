@@ -12,7 +12,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
-from faultkit import APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
+from faultkit import ANTHROPIC, APIS, TEXT, a_event, after_event, chunk, collect, event_ends, fast, model
 
 from narrowing import block_text, error_text
 from tether.ai import models, sse, transport
@@ -114,6 +114,51 @@ async def test_a_key_echoed_by_the_server_is_not_in_the_error(api: str) -> None:
         _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-123"))
     assert error_text(final).startswith("400 bad request; headers: x-api-key: [redacted]")
     assert "SECRET" not in error_text(final)
+
+
+ECHOED = {
+    "a 200 that is no stream": Reply(
+        b'{"error":{"message":"bad key SECRET-KEY-123 in x-api-key"}}',
+        headers={"content-type": "application/json"},
+    ),
+    "an echo page": Reply(
+        b"<p>Authorization: Bearer SECRET-KEY-123</p>", headers={"content-type": "text/html"}
+    ),
+    "an in-stream error": Reply(
+        b'event: error\ndata: {"type":"error","error":{"message":"Incorrect API key provided: SECRET-KEY-123"}}\n\n'
+    ),
+    "an event that is no JSON": Reply(b"data: {headers: x-goog-api-key: SECRET-KEY-123\n\n"),
+}
+
+
+@each_api
+@pytest.mark.parametrize("reply", ECHOED.values(), ids=list(ECHOED))
+async def test_a_key_echoed_in_a_200_is_not_in_the_error(api: str, reply: Reply) -> None:
+    """Only an error status's body was cleaned of the key: a 200 echoing the request (an echo
+    service at a wrong ``baseUrl``, a debugging proxy) or an error event quoting the key carried
+    it into the reply's ``errorMessage`` (docs/library.md: never part of an error message)."""
+    async with LoopbackServer([reply]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-123"))
+    assert final["stopReason"] == "error"
+    assert "[redacted]" in error_text(final)
+    assert "SECRET" not in error_text(final)
+
+
+async def test_a_key_echoed_by_a_retried_in_stream_error_is_in_no_retry_notice() -> None:
+    """An in-stream error worth retrying (Anthropic's overloaded_error) is told to ``on_retry``
+    and, after the last try, is the reply's error: neither may quote the key."""
+    overloaded = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+        b'"message":"Overloaded (x-api-key SECRET-KEY-123)"}}\n\n'
+    )
+    reasons: list[str] = []
+    options = fast(api_key="SECRET-KEY-123", max_retries=1)
+    options.on_retry = lambda retry: reasons.append(retry.reason)
+    async with LoopbackServer([Reply(overloaded), Reply(overloaded)]) as server:
+        _, final = await collect(model(server.url, ANTHROPIC), options)
+    assert len(reasons) == 1 and "Overloaded (x-api-key [redacted])" in reasons[0]
+    assert "Overloaded (x-api-key [redacted])" in error_text(final)
+    assert "SECRET" not in reasons[0] + error_text(final)
 
 
 async def test_an_error_body_without_end_is_read_no_further_than_its_start() -> None:
