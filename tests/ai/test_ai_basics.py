@@ -17,9 +17,11 @@ from tether.ai import (
     resolve_api_key,
 )
 from tether.ai.event_stream import AssistantMessageEventStream
-from tether.ai.keys import is_keyless, missing_key_message
+from tether.ai.keys import ApiKey, is_keyless, missing_key_message
 from tether.ai.registry import unregister_provider
 from tether.ai.sanitize import strip_surrogates
+from tether.ai.transport import HttpRequest, encode_request
+from tether.ai.types import ProviderRequest, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
 from tether.wire import JsonObject, ModelInfo
 
@@ -61,6 +63,23 @@ def test_anthropic_oauth_token_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_OAUTH_TOKEN", "token")
     found = resolve_api_key(model("anthropic"))
     assert found is not None and found.env_var == "ANTHROPIC_OAUTH_TOKEN"
+
+
+def test_no_repr_shows_a_key() -> None:
+    """``StreamOptions(api_key=...)`` (what ``stream``/``complete`` take) showed the key in its
+    repr, as did the resolved key and the request headers: what a log line or an error tracker's
+    captured locals print (``AgentOptions`` already left it out)."""
+    secret = "SECRET-KEY-77"
+    request = HttpRequest("https://api.example.com/v1", {"authorization": f"Bearer {secret}"}, {})
+    shown = [
+        StreamOptions(api_key=secret, headers={"x-api-key": secret}),
+        SimpleStreamOptions(api_key=secret),
+        ApiKey(secret, "OPENAI_API_KEY"),
+        request,
+        encode_request(request),
+        ProviderRequest(request.url, {"x-api-key": secret}, {}),
+    ]
+    assert [secret in repr(value) for value in shown] == [False] * len(shown)
 
 
 def test_unknown_provider_variable_and_message() -> None:

@@ -9,7 +9,7 @@ user's ``models.json`` that names no ``apiKeyEnv``; one that names it is read fr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -26,7 +26,7 @@ _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    value: str
+    value: str = field(repr=False)
     env_var: str | None
     """The variable it came from; ``None`` when passed explicitly."""
 

@@ -23,7 +23,7 @@ import re
 import socket
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,7 +45,7 @@ class HttpRequest:
     """What a provider's request builder produces."""
 
     url: str
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)  # the API key's: no repr shows it
     body: dict[str, Any]
 
 
@@ -59,7 +59,7 @@ class EncodedRequest:
     """
 
     url: str
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)
     content: bytes
 
 

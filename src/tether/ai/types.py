@@ -72,7 +72,7 @@ class ProviderRequest:
     """A request about to go to a provider, as ``StreamOptions.on_request`` sees it."""
 
     url: str
-    headers: dict[str, str | None]
+    headers: dict[str, str | None] = field(repr=False)  # the API key's: no repr shows it
     payload: Any
 
 
@@ -83,8 +83,10 @@ class StreamOptions:
     temperature: float | None = None
     max_tokens: int | None = None
     signal: AbortSignal | None = None
-    api_key: str | None = None
-    headers: Mapping[str, str] | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """Left out of ``repr``, with ``headers`` (which may carry one): options are what a log line
+    or an error tracker's captured locals show of a model call."""
+    headers: Mapping[str, str] | None = field(default=None, repr=False)
     session_id: str | None = None
     """Stable id of the conversation; providers use it as a prompt-cache key."""
     cache_retention: CacheRetention = "short"
