@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import sys
+import threading
+import time
+import types
 from typing import Any
 
 import pytest
@@ -12,8 +16,10 @@ from tether.ai import (
     complete,
     empty_usage,
     env_vars_for,
+    providers as builtin_providers,
     register_provider,
     registered_apis,
+    registry,
     resolve_api_key,
 )
 from tether.ai.event_stream import AssistantMessageEventStream
@@ -80,6 +86,37 @@ def test_no_repr_shows_a_key() -> None:
         ProviderRequest(request.url, {"x-api-key": secret}, {}),
     ]
     assert [secret in repr(value) for value in shown] == [False] * len(shown)
+
+
+def test_the_first_lookups_of_two_threads_both_find_the_builtin_providers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The registry marked its built-in providers loaded before loading them: a thread whose
+    first lookup came while another's was loading them (event loops in threads, ``run_sync``
+    from several) found none, and its reply failed with "No provider is registered" (35 of 40
+    replies, 8 threads starting at once). Here the loading is slowed down to show it."""
+
+    class Slow(types.ModuleType):
+        @property
+        def BUILTIN(self) -> tuple[ApiProvider, ...]:
+            time.sleep(0.2)
+            return builtin_providers.BUILTIN
+
+    monkeypatch.setitem(sys.modules, "tether.ai.providers", Slow("tether.ai.providers"))
+    monkeypatch.setattr(registry, "_builtins_loaded", False)
+    monkeypatch.setattr(registry, "_providers", {})
+    monkeypatch.setattr(registry, "_builtin", {})
+    found: list[bool] = []
+
+    def look_up() -> None:
+        found.append(registry.get_provider("openai-completions") is not None)
+
+    first = threading.Thread(target=look_up)
+    first.start()
+    time.sleep(0.05)  # the first thread is loading them
+    look_up()
+    first.join()
+    assert found == [True, True]
 
 
 def test_unknown_provider_variable_and_message() -> None:

@@ -9,11 +9,14 @@ only ``api_provider.ApiProvider``, never the registry.
 
 from __future__ import annotations
 
+import threading
+
 from tether.ai.api_provider import ApiProvider
 
 _providers: dict[str, ApiProvider] = {}
 _builtins_loaded = False
 _builtin: dict[str, ApiProvider] = {}
+_loading = threading.Lock()
 
 
 def register_provider(provider: ApiProvider) -> None:
@@ -45,12 +48,19 @@ def registered_apis() -> list[str]:
 
 
 def _load_builtins() -> None:
+    """Register the built-in providers, once. The flag is set only when they are in, under a
+    lock: set first, a second thread's first lookup (event loops in threads, ``run_sync`` from
+    several) found the flag up and no provider yet, and its reply failed with "No provider is
+    registered for api ..."."""
     global _builtins_loaded
     if _builtins_loaded:
         return
-    _builtins_loaded = True
-    from tether.ai.providers import BUILTIN
+    with _loading:
+        if _builtins_loaded:
+            return
+        from tether.ai.providers import BUILTIN
 
-    for provider in BUILTIN:
-        _builtin[provider.api] = provider
-        _providers.setdefault(provider.api, provider)
+        for provider in BUILTIN:
+            _builtin[provider.api] = provider
+            _providers.setdefault(provider.api, provider)
+        _builtins_loaded = True
