@@ -66,3 +66,15 @@ def test_parse_count_grows_logarithmically_not_per_delta(monkeypatch: pytest.Mon
     assert calls["n"] < partial_json.EAGER_LIMIT + 200
     eager = partial_json.EAGER_LIMIT
     assert calls["bytes"] <= eager * eager / 2 + (partial_json.GROWTH + 2) * len(text)
+
+
+def test_a_surrogate_pair_cut_between_deltas_is_its_character_again() -> None:
+    """A server's JSON escapes may cut an emoji's UTF-16 pair between two deltas (``"\\ud83d"``,
+    then ``"\\ude00"``): decoded one event at a time, each half is a lone surrogate, which UTF-8
+    cannot encode, and the parse raised UnicodeEncodeError: the whole reply failed. Joined, the
+    halves are the emoji; a half that stays alone is U+FFFD."""
+    arguments = PartialJson()
+    arguments.add('{"path": "a.md", "text": "smile \ud83d')
+    arguments.add('\ude00 and \udc80"}')
+    assert arguments.finish() == {"path": "a.md", "text": "smile \U0001f600 and \ufffd"}
+    assert parse_arguments('{"q": "\ud83d"}') == {"q": "\ufffd"}

@@ -62,7 +62,10 @@ class PartialJson:
         text = self.text
         if not text.strip():
             return
-        data = text.encode()
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:
+            data = _paired(text)
         try:
             parsed = jiter.from_json(data, partial_mode="trailing-strings" if partial else False)
         except ValueError:
@@ -74,6 +77,14 @@ class PartialJson:
                 return
         if isinstance(parsed, dict):
             self.value = cast("dict[str, Any]", parsed)
+
+
+def _paired(text: str) -> bytes:
+    """``text`` as UTF-8 when it holds surrogates: an event whose JSON escapes held half of a
+    pair (an emoji cut between two deltas) is decoded by ``json`` into a lone surrogate, which
+    UTF-8 cannot encode. The halves meet again in the joined text and become their character;
+    one still alone becomes U+FFFD. (Encoding failed the whole reply with a UnicodeEncodeError.)"""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
 def parse_arguments(text: str) -> dict[str, Any]:

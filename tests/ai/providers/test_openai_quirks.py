@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from tether.ai import new_assistant_message
@@ -148,3 +149,18 @@ def test_keep_alive_comments_between_events() -> None:
     decoder = SSEDecoder()
     body = b': keep-alive\n\ndata: {"a":1}\n\n: keep-alive\n\n'
     assert [e.data for e in decoder.feed(body)] == ['{"a":1}']
+
+
+def test_an_emoji_cut_between_two_argument_deltas_reaches_the_tool_whole() -> None:
+    """Each event's JSON is decoded alone, so a UTF-16 pair its escapes cut in two (``\\ud83d``,
+    then ``\\ude00``) comes as two lone surrogates: the arguments' parse raised
+    UnicodeEncodeError and the reply failed, its call's arguments ``{}``."""
+    first = json.loads(r'"{\"text\": \"smile \ud83d"')
+    second = json.loads(r'"\ude00!\"}"')
+    _, message = run(
+        delta(tool_calls=[call(0, "c1", "write", first)]),
+        delta(tool_calls=[call(0, args=second)]),
+        delta(finish="tool_calls"),
+    )
+    assert message["stopReason"] == "toolUse"
+    assert calls(message) == [("c1", "write", {"text": "smile \U0001f600!"})]
