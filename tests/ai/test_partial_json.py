@@ -78,3 +78,13 @@ def test_a_surrogate_pair_cut_between_deltas_is_its_character_again() -> None:
     arguments.add('\ude00 and \udc80"}')
     assert arguments.finish() == {"path": "a.md", "text": "smile \U0001f600 and \ufffd"}
     assert parse_arguments('{"q": "\ud83d"}') == {"q": "\ufffd"}
+
+
+def test_an_escape_of_half_a_surrogate_pair_keeps_the_whole_argument() -> None:
+    """``"\\udc80"`` is valid JSON (Python's ``json`` reads it) that jiter refuses: the complete
+    arguments fell back to the last prefix parsed, so a ``write`` got its text cut where the
+    escape began, silently (the reply ended ``toolUse``, no error)."""
+    arguments = PartialJson()
+    for delta in ['{"path": "a.md", "text": "abc ', "more ", "\\udc80 def", ' ghi"}']:
+        arguments.add(delta)
+    assert arguments.finish() == {"path": "a.md", "text": "abc more \udc80 def ghi"}

@@ -11,6 +11,7 @@ lags the text by at most that fraction. ``finish`` always parses the complete te
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 import jiter
@@ -71,10 +72,14 @@ class PartialJson:
         except ValueError:
             if partial:
                 return
-            try:
-                parsed = jiter.from_json(data, partial_mode="trailing-strings")
-            except ValueError:
-                return
+            try:  # JSON jiter refuses: an escape of half a surrogate pair ("\\udc80"), which
+                # json takes as it takes one in an event (provider._lenient); else a prefix
+                parsed = json.loads(text)
+            except (ValueError, RecursionError):
+                try:
+                    parsed = jiter.from_json(data, partial_mode="trailing-strings")
+                except ValueError:
+                    return
         if isinstance(parsed, dict):
             self.value = cast("dict[str, Any]", parsed)
 
