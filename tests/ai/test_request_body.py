@@ -5,13 +5,17 @@ instead of staying alive, for the garbage collector to walk, until the reply end
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
 
-from faultkit import COMPLETIONS, TEXT, fast, model
+import pytest
+from faultkit import APIS, COMPLETIONS, TEXT, fast, model
 
+from session_helpers import assistant, call, text, user
+from tether.ai import complete
 from tether.ai.provider import stream_http
 from tether.ai.providers.openai_completions import OpenAICompletionsParser
 from tether.ai.transport import HttpRequest, encode_request
+from tether.ai.types import Context
 from tether.testing.loopback import LoopbackServer, Reply
 
 
@@ -46,3 +50,29 @@ def test_a_body_is_encoded_as_compact_utf8_json_and_a_lone_surrogate_is_replaced
     assert encoded == '{"model":"m","messages":[{"role":"user","content":"héllo 👋"}],"n":1.5}'.encode()
     broken = encode_request(HttpRequest("http://x", {}, {"extra": "a\ud83db"})).content
     assert broken == b'{"extra":"a?b"}'
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_long_tool_call_id_with_half_a_surrogate_pair_is_sent_on(api: str) -> None:
+    """A call id too long for the target's API is shortened with a hash of it, and hashing
+    encoded it as UTF-8: an id a server's JSON escapes gave half a surrogate pair could not be,
+    and every later request of that conversation failed to be built (to the Chat Completions
+    and Responses APIs)."""
+    call_id = "call_\udc80" + "x" * 70
+    messages = [
+        user("hi"),
+        assistant(call(call_id, "echo")),
+        {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": "echo",
+            "content": [text("done")],
+            "isError": False,
+            "timestamp": 2,
+        },
+    ]
+    context = cast(Context, {"messages": messages})
+    async with LoopbackServer([Reply(TEXT[api].body)]) as server:
+        final = await complete(model(server.url, api), context, fast(max_retries=0))
+    assert final["stopReason"] == "stop", final.get("errorMessage")
+    assert len(server.requests) == 1

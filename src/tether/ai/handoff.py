@@ -274,7 +274,12 @@ def _fit(text: str, limit: int, salt: str | None) -> str:
 
 
 def _hash36(text: str, length: int) -> str:
-    number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=16).digest(), "big")
+    """``length`` base-36 digits of ``text``'s hash. ``surrogatepass``: an id a server escaped
+    with half a surrogate pair in it is text UTF-8 cannot encode, and every later request of the
+    conversation failed to be built ("surrogates not allowed")."""
+    number = int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), "big"
+    )
     chars: list[str] = []
     for _ in range(length):
         number, digit = divmod(number, 36)
