@@ -10,8 +10,12 @@ from typing import cast
 
 import pytest
 
+from tether.agent import Agent
+from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, create_agent_session
+from tether.session.manager import SessionManager
 from tether.store.store import SessionNotFoundError
+from tether.testing.scripted import ScriptedModel, reply
 from tether.wire import AgentMessage
 
 
@@ -298,3 +302,22 @@ def test_a_commands_bidirectional_overrides_are_shown_as_escapes() -> None:
     assert not any(0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069 for c in page)
     assert "\\u202e" in page and "curl" in page
     assert "a\\u2067b\\u2069 \\u202dc" in page
+
+
+async def test_a_live_session_holding_half_an_emoji_is_exported(tmp_path: Path) -> None:
+    """A reply whose stream cut an emoji's UTF-16 pair in two keeps each half as a lone
+    surrogate in the live session (the store writes U+FFFD): exporting that session's page
+    raised UnicodeEncodeError, as the text has no UTF-8 form."""
+    scripted = ScriptedModel([reply("smile \ud83d, then \ude00")])
+    with SessionManager.at(tmp_path / "sessions.db") as sessions:
+        core = AgentSession(
+            Agent(model=scripted.model, stream_fn=scripted),
+            session=sessions.create(tmp_path),
+            sessions=sessions,
+        )
+        try:
+            await core.prompt("hi \udfff")
+            page = core.export(tmp_path / "page.html").read_text()
+        finally:
+            await core.close()
+    assert "smile \ufffd, then \ufffd" in page and "hi \ufffd" in page

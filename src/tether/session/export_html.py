@@ -16,6 +16,7 @@ from tether.session import Session
 from tether.session.html_page import render_session_page, session_meta
 from tether.session.theme_files import ThemeError, ThemeFile, css_colour, find_theme_file, read_theme_file
 from tether.store.jsonl import write_lines
+from tether.wire.json_line import replace_lone_surrogates
 
 BUILT_IN_THEMES = frozenset({"dark", "light", "system"})
 
@@ -50,7 +51,11 @@ def write_html(
     title = session.title or f"tether session {session.id}"
     meta = session_meta(record.id, record.cwd, record.created, entries)
     page = render_session_page(entries, session.leaf_id, title=title, meta=meta, colours=colours, dark=dark)
-    write_lines(path, [page.removesuffix("\n").encode("utf-8")])  # which ends each line
+    # A live session's messages may hold a lone surrogate (half an emoji a model's stream cut in
+    # two) that its stored form has as U+FFFD already: UTF-8 has no form for it, and the export
+    # raised UnicodeEncodeError.
+    page = replace_lone_surrogates(page.removesuffix("\n"))
+    write_lines(path, [page.encode("utf-8")])  # which ends each line
     return path
 
 
