@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import tether
-from tether.cli.headless import run_json
+from tether.cli.headless import run_json, run_print
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
 from tether.wire import dumpb, dumps
@@ -57,3 +57,24 @@ async def test_json_mode_writes_every_event_when_a_tool_returns_a_lone_surrogate
     result = next(e for e in events if e["type"] == "tool_execution_end")
     assert result["result"]["content"][0]["text"] == "\ufffd.txt"
     assert "agent_end" in [e["type"] for e in events]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_print_mode_prints_a_reply_holding_half_an_emoji(tmp_path: Path, stream: bool) -> None:
+    """A reply whose stream cut an emoji's UTF-16 pair in two holds its halves as lone
+    surrogates: ``tether -p`` wrote them to a UTF-8 stdout and died with a UnicodeEncodeError
+    traceback instead of printing the answer."""
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps({"responses": [{"content": [{"type": "text", "chunks": ["smile \ud83d", "\ude00 ok"]}]}]})
+    )
+    core = create_agent_session(
+        AgentOptions(model=f"scripted:{script}", tools=[]), cwd=tmp_path, session=SessionChoice(persist=False)
+    )
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    try:
+        code = await run_print(core, ["hi"], out, err, stream=stream)
+    finally:
+        await core.close()
+    out.seek(0)
+    assert (code, out.read(), err.getvalue()) == (0, "smile \ufffd\ufffd ok\n", "")

@@ -25,6 +25,7 @@ from tether.session.events import WireEvents, message_text, note_lines
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
 from tether.wire import dumps
 from tether.wire.file_names import path_text
+from tether.wire.json_line import replace_lone_surrogates
 
 
 def write_notes(core: AgentSession, err: TextIO) -> None:
@@ -59,7 +60,7 @@ async def run_print(
         if stream and kind == "message_update":
             inner = event["assistantMessageEvent"]
             if inner["type"] == "text_delta":
-                out.write(inner["delta"])
+                out.write(replace_lone_surrogates(inner["delta"]))
                 out.flush()
                 streamed = True
         elif kind == "message_end" and event["message"]["role"] == "assistant" and streamed:
@@ -156,7 +157,8 @@ def _finish(core: AgentSession, out: TextIO | None, err: TextIO) -> int:
         err.write(f"error: {last.get('errorMessage') or 'the model request failed'}\n")
         return 1
     if out is not None:
-        text = message_text(last)
+        # half an emoji a stream cut in two stays a lone surrogate in the reply: no UTF-8 for it
+        text = replace_lone_surrogates(message_text(last))
         out.write(text if text.endswith("\n") else text + "\n")
         out.flush()
     if last["stopReason"] == "length":  # pi: the answer is printed, and the cut is an error
