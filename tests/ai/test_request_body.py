@@ -4,6 +4,8 @@ instead of staying alive, for the garbage collector to walk, until the reply end
 
 from __future__ import annotations
 
+import json
+import math
 import weakref
 from typing import Any, cast
 
@@ -76,3 +78,34 @@ async def test_a_long_tool_call_id_with_half_a_surrogate_pair_is_sent_on(api: st
         final = await complete(model(server.url, api), context, fast(max_retries=0))
     assert final["stopReason"] == "stop", final.get("errorMessage")
     assert len(server.requests) == 1
+
+
+def _refuse(constant: str) -> object:
+    raise ValueError(f"{constant} is no JSON")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_call_whose_arguments_hold_nan_is_sent_again_as_json(api: str) -> None:
+    """Tool-call arguments may hold ``NaN`` (a model writes it; jiter reads it), and the body
+    was encoded with Python's ``NaN``/``Infinity``, which no JSON parser takes: every later
+    request of the conversation was one the provider refused (Anthropic's and Gemini's bodies,
+    which carry the arguments as an object). Now ``null``, as JSON.stringify (pi) writes them."""
+    messages = [
+        user("hi"),
+        assistant(call("c1", "plot", x=math.nan, y=[math.inf, 1.5])),
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "plot",
+            "content": [text("ok")],
+            "isError": False,
+            "timestamp": 2,
+        },
+    ]
+    async with LoopbackServer([Reply(TEXT[api].body)]) as server:
+        final = await complete(
+            model(server.url, api), cast(Context, {"messages": messages}), fast(max_retries=0)
+        )
+    assert final["stopReason"] == "stop", final.get("errorMessage")
+    json.loads(server.requests[0].body, parse_constant=_refuse)  # (Chat Completions and Responses
+    # send arguments as a string of JSON text, which stays Python's)

@@ -19,12 +19,13 @@ import asyncio
 import errno
 import functools
 import json
+import math
 import re
 import socket
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx2
@@ -63,14 +64,14 @@ class EncodedRequest:
     content: bytes
 
 
-_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
 """The encoder of every request body, built once: ``json.dumps`` with these settings builds a new
 ``JSONEncoder`` for each call (a Python ``__init__`` of nine settings per model call). Without the
 circular-reference check: it notes every list and dict of the body in a dict and takes it out
 again, 15% of the encoding (P6: 730k -> 621k instructions a session), for bodies our builders
 make fresh and never circular. A body that does hold a cycle (in ``options.extra``, a hook's
 payload) recurses to the limit instead and is encoded again by ``_CHECKED``, which says what
-it said before."""
+it said before. ``NaN`` and the infinities, which are no JSON, raise (``_finite``)."""
 _CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -87,8 +88,25 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
         text = _BODY.encode(request.body)
     except RecursionError:  # a cycle, or nesting past the limit: the checking encoder's error
         text = _CHECKED.encode(request.body)
+    except ValueError:  # NaN or an infinity
+        text = _BODY.encode(_finite(request.body))
     content = text.encode("utf-8", "replace")
     return EncodedRequest(request.url, request.headers, content)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with ``NaN`` and the infinities as ``null``, as ``JSON.stringify`` (pi) writes
+    them: Python's encoder wrote them as ``NaN``/``Infinity``, which no JSON parser takes, and a
+    tool call whose arguments held one (a model may write ``NaN``, which jiter reads) was sent
+    again with every later request of the conversation, each refused by the provider (a 400, an
+    object's arguments in Anthropic's and Gemini's bodies)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in cast("dict[Any, Any]", value).items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in cast("list[Any]", value)]
+    return value
 
 
 async def send(
