@@ -9,7 +9,7 @@ import asyncio
 import json
 
 import pytest
-from faultkit import ANTHROPIC, CONTEXT, LONG, TEXT, chunk, collect, event_ends, fast, model
+from faultkit import ANTHROPIC, CONTEXT, LONG, TEXT, a_event, chunk, collect, event_ends, fast, model
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from narrowing import as_tool_call, error_text
@@ -128,6 +128,28 @@ async def test_anthropic_stream_cut_before_message_stop() -> None:
     async with LoopbackServer([Reply(body)]) as server:
         _, final = await collect(model(server.url, ANTHROPIC), fast())
     assert error_text(final) == "Anthropic stream ended before message_stop"
+
+
+async def test_anthropic_tool_call_never_stopped_gets_its_whole_arguments() -> None:
+    """A body that says message_stop without the tool block's content_block_stop (a proxy that
+    drops it): the call's arguments were the last parse while streaming, which lags the text
+    by up to 1/16 of it once long, so a ``write`` got its content cut short with no error."""
+    arguments = json.dumps({"path": "a.txt", "content": "x" * 3000})
+    body = a_event("message_start", message={"id": "m", "usage": {"input_tokens": 1}})
+    body += a_event(
+        "content_block_start",
+        index=0,
+        content_block={"type": "tool_use", "id": "t", "name": "write", "input": {}},
+    )
+    for at in range(0, len(arguments), 7):
+        delta = {"type": "input_json_delta", "partial_json": arguments[at : at + 7]}
+        body += a_event("content_block_delta", index=0, delta=delta)
+    body += a_event("message_delta", delta={"stop_reason": "tool_use"}, usage={}) + a_event("message_stop")
+    async with LoopbackServer([Reply(body)]) as server:
+        events, final = await collect(model(server.url, ANTHROPIC), fast())
+    assert final["stopReason"] == "toolUse"
+    assert as_tool_call(final["content"][0])["arguments"] == json.loads(arguments)
+    assert [e["type"] for e in events][-2:] == ["toolcall_end", "done"]
 
 
 async def test_anthropic_key_from_env_and_oauth_bearer(monkeypatch: pytest.MonkeyPatch) -> None:

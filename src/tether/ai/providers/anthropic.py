@@ -359,7 +359,9 @@ class AnthropicParser(StreamParser):
             return self.fail("The Anthropic stream ended without a message")
         reason = output["stopReason"]
         assert reason in ("stop", "length", "toolUse")
-        return [{"type": "done", "reason": reason, "message": output}]
+        # A block the body never stopped (a proxy dropping content_block_stop) is closed here: a
+        # tool call's arguments are parsed whole only when closed (they lag while streaming).
+        return [*self.parts.end_all(), {"type": "done", "reason": reason, "message": output}]
 
     def _start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         block_data = as_dict(payload.get("content_block")) or {}
