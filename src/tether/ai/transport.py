@@ -202,7 +202,7 @@ def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
         secret
         for name, value in headers.items()
         if _SECRET_HEADER.search(name)
-        for secret in (value, value.partition(" ")[2])  # "Bearer KEY": the key alone too
+        for secret in (value, *_APART.split(value))  # "Bearer KEY": the key alone too
     ]
     for secret in [*secrets, *secrets_of(url)]:
         if len(secret) >= 8 and secret in message:
@@ -210,6 +210,9 @@ def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
     return message
 
 
+_APART = re.compile(r"[\x00-\x20\x7f]+")
+"""What a credential's value is looked for without: a message may show the value escaped, as
+httpx's "Illegal header value b'Bearer KEY\\n'" for a key read from a file with its line break."""
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 """Names of the request headers whose values are credentials (``authorization``, ``x-api-key``,
 ``x-goog-api-key``, ``api-key``, a ``models.json`` header such as ``x-auth-token``)."""

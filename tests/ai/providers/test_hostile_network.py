@@ -144,6 +144,18 @@ async def test_a_key_echoed_in_a_200_is_not_in_the_error(api: str, reply: Reply)
     assert "SECRET" not in error_text(final)
 
 
+@each_api
+@pytest.mark.parametrize("key", ["SECRET-KEY-123\n", "SECRET-KEY-123\r\n", "SECRET-KEY-123\x00"])
+async def test_a_key_with_a_line_break_is_not_shown_escaped(api: str, key: str) -> None:
+    """A key read from a file with its line break (``api_key=path.read_text()``) is refused by
+    httpx, whose error quotes the header escaped ("Illegal header value b'Bearer KEY\\n'"): the
+    key as given was not in it, so nothing was blanked out and the key reached the message."""
+    async with LoopbackServer([Reply(TEXT[api].body)]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key=key, max_retries=0))
+    assert "[redacted]" in error_text(final)
+    assert "SECRET" not in error_text(final)
+
+
 async def test_a_key_echoed_by_a_retried_in_stream_error_is_in_no_retry_notice() -> None:
     """An in-stream error worth retrying (Anthropic's overloaded_error) is told to ``on_retry``
     and, after the last try, is the reply's error: neither may quote the key."""
