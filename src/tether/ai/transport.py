@@ -171,6 +171,8 @@ async def send(
         failure = RequestFailed(
             f"Request to {shown_url(request.url)} timed out: {_text(exc)}", retryable=True
         )
+    except httpx2.LocalProtocolError as exc:  # ours, not the network's: the same request fails again
+        failure = RequestFailed(f"Could not send the request to {shown_url(request.url)}: {_text(exc)}")
     except httpx2.TransportError as exc:
         failure = connect_failure(request.url, exc)
     except (httpx2.HTTPError, ValueError) as exc:  # bad URL, unsupported scheme, ...

@@ -156,6 +156,16 @@ async def test_a_key_with_a_line_break_is_not_shown_escaped(api: str, key: str) 
     assert "SECRET" not in error_text(final)
 
 
+async def test_a_request_httpx_refuses_to_send_is_not_retried() -> None:
+    """httpx refusing our own request (a header value with a line break) said "Connection
+    error", which is retried: four tries and their waits (14 s by default) for the same refusal."""
+    async with LoopbackServer([Reply(TEXT[APIS[0]].body)]) as server:
+        url = server.url
+        _, final = await collect(model(url), fast(api_key="SECRET-KEY-123\n", max_retries=3))
+    assert error_text(final).startswith(f"Could not send the request to {url}/chat/completions: ")
+    assert not is_transient_error(final)
+
+
 async def test_a_key_echoed_by_a_retried_in_stream_error_is_in_no_retry_notice() -> None:
     """An in-stream error worth retrying (Anthropic's overloaded_error) is told to ``on_retry``
     and, after the last try, is the reply's error: neither may quote the key."""
