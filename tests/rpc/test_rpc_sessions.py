@@ -172,6 +172,19 @@ async def test_abort_bash_cancels_a_running_command(rpc: RpcEnv) -> None:
         assert result["cancelled"] is True
 
 
+async def test_abort_bash_cancels_every_command_running(rpc: RpcEnv) -> None:
+    """A second ``bash`` while one runs took the place of the first's abort, and dropped it when
+    it ended: ``abort_bash`` (and closing stdin) no longer reached the first, which ran on."""
+    rpc.script([])
+    async with rpc.spawn() as client:
+        long = asyncio.create_task(client.bash("sleep 30"))
+        await asyncio.sleep(0.5)
+        short = await client.bash("true")
+        assert short["cancelled"] is False
+        await client.abort_bash()
+        assert (await asyncio.wait_for(long, 10))["cancelled"] is True
+
+
 async def test_stats_export_and_model_commands(rpc: RpcEnv) -> None:
     rpc.script([text_reply("answer")])
     async with rpc.spawn() as client:

@@ -208,7 +208,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._session_failure = None
         """A session error an event listener raised in this run: the run raises it when settled."""
         self._input_abort: AbortController | None = None
-        self._bash_abort: AbortController | None = None
+        self._bash_aborts = set()
         self._mcp_abort: AbortController | None = None
         self._compactions = {}
         """The summaries of ``compact()`` calls under way, and what aborts each."""

@@ -34,7 +34,8 @@ class UserInput(CoreState):
     _deferred: list[AgentMessage]
     """User shell commands' records made while the agent ran: recorded when the run settles."""
     _input_abort: AbortController | None
-    _bash_abort: AbortController | None
+    _bash_aborts: set[AbortController]
+    """What aborts each user shell command under way: a client may run several at once."""
 
     if TYPE_CHECKING:  # the run's life, ``AgentSession``'s own
 
@@ -115,7 +116,7 @@ class UserInput(CoreState):
         from tether.tools.prompt_input import run_shell_input
 
         controller = AbortController()
-        self._bash_abort = controller
+        self._bash_aborts.add(controller)
         try:
             message = await run_shell_input(
                 command,
@@ -127,7 +128,7 @@ class UserInput(CoreState):
                 env_passthrough=self.settings.shell_env_passthrough,
             )
         finally:
-            self._bash_abort = None
+            self._bash_aborts.discard(controller)
         if self.is_running:
             self._deferred.append(message)
         else:
@@ -135,8 +136,9 @@ class UserInput(CoreState):
         return message
 
     def abort_bash(self) -> None:
-        if self._bash_abort is not None:
-            self._bash_abort.abort()
+        """Abort every user shell command under way."""
+        for controller in tuple(self._bash_aborts):
+            controller.abort()
 
     async def _mcp_prompt_run(self, line: str, images: Sequence[ImageContent]) -> list[AgentMessage]:
         """``/mcp__server__prompt args`` (``tether.mcp.prompts``): the server's prompt becomes the
