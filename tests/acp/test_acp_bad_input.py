@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import pytest
-from acp_support import AcpEnv, text_reply
+from acp_support import AcpEnv, text_reply, tool_reply
 
 pytestmark = pytest.mark.subprocess
 
@@ -345,3 +345,43 @@ async def test_a_lone_surrogate_is_sent_as_the_replacement_character(acp_env: Ac
     assert "".join(texts) == "odd \ufffd name, é"
     assert not any(b"\\ud8" in line for line in lines)
     assert b"Traceback" not in stderr
+
+
+async def test_a_turn_cancelled_while_its_permission_request_waits_logs_nothing(acp_env: AcpEnv) -> None:
+    """A ``session/cancel`` while the editor has not answered a permission request ends the turn
+    ``cancelled`` and takes the call as refused, as a cancel should: stderr said "permission
+    request failed, taking it as a refusal: Result is not set." (the request, cancelled but not
+    yet done, was read as if it had failed)."""
+    write = tool_reply("write", {"path": "new.txt", "content": "x"}, "w1")
+    script = acp_env.script("s", [write, text_reply("never")])
+    process = await asyncio.create_subprocess_exec(
+        *acp_env.command(),
+        cwd=acp_env.project,
+        env=acp_env.env(TETHER_SCRIPTED=str(script)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    agent = RawAgent(process)
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        created = await agent.ask(request(2, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+        session_id = created["result"]["sessionId"]
+        await agent.send(request(3, "session/set_mode", {"sessionId": session_id, "modeId": "ask"}))
+        prompt = [{"type": "text", "text": "write it"}]
+        await agent.send(request(4, "session/prompt", {"sessionId": session_id, "prompt": prompt}))
+        message = await agent.receive()
+        while message.get("method") != "session/request_permission":
+            message = await agent.receive()
+        await agent.send(
+            json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}})
+        )
+        while message.get("id") != 4:
+            message = await agent.receive()
+        assert message["result"] == {"stopReason": "cancelled"}
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert not (acp_env.project / "new.txt").exists()
+    assert stderr.decode() == ""

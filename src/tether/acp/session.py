@@ -475,7 +475,7 @@ class AcpSession:
             cancelled.cancel()
             if not request.done():
                 request.cancel()
-        if request.cancelled():
+        if not request.done() or request.cancelled():  # a cancelled task is done only later
             return None
         try:
             outcome = request.result().outcome
