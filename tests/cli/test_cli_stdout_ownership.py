@@ -5,7 +5,7 @@ stderr, and stdout holds the event lines alone."""
 from __future__ import annotations
 
 import pytest
-from cli_support import CliEnv, json_lines, text_reply
+from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
 pytestmark = pytest.mark.subprocess
 
@@ -79,3 +79,31 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
         if process.poll() is None:
             process.kill()
         process.communicate()
+
+
+def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
+    """``tether --mode json ... | head -n 3``: once an event line cannot be written (the reader
+    is gone), the run is aborted; it went on to its end (every model call and tool call, with no
+    one reading) and only then exited 1."""
+    import subprocess
+    import sys
+
+    calls = [tool_reply("bash", {"command": f"sleep 0.2; echo {i} >> steps"}, f"c{i}") for i in range(8)]
+    script = cli.script("s", [*calls, text_reply("done")])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "--yes", "--mode", "json", "go"],
+        cwd=cli.project,
+        env=cli.env(TETHER_SCRIPTED=str(script)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if b'"tool_execution_start"' in line:
+            break
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    steps = (cli.project / "steps").read_text().split()
+    assert len(steps) <= 2, steps  # the call under way, and none after the next event

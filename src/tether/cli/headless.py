@@ -125,6 +125,7 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
             out.flush()
         except OSError as exc:
             broken.append(exc)
+            core.abort()  # nobody reads the stream: no more paid calls or tool runs for it
 
     unsubscribe = core.subscribe(on_event)
     added: list[Any] = []
