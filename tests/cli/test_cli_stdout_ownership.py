@@ -81,14 +81,13 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
         process.communicate()
 
 
-def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
-    """``tether --mode json ... | head -n 3``: once an event line cannot be written (the reader
-    is gone), the run is aborted; it went on to its end (every model call and tool call, with no
-    one reading) and only then exited 1."""
+def _reader_leaves(cli: CliEnv, calls: list[dict[str, object]]) -> float:
+    """``tether --mode json`` running ``calls`` (then an answer), its reader gone at the first
+    tool call's start: the seconds it took to exit then (with status 1)."""
     import subprocess
     import sys
+    import time
 
-    calls = [tool_reply("bash", {"command": f"sleep 0.2; echo {i} >> steps"}, f"c{i}") for i in range(8)]
     script = cli.script("s", [*calls, text_reply("done")])
     process = subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "--yes", "--mode", "json", "go"],
@@ -103,7 +102,26 @@ def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
         if b'"tool_execution_start"' in line:
             break
     process.stdout.close()
+    left = time.monotonic()
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 1, stderr
-    steps = (cli.project / "steps").read_text().split()
+    return time.monotonic() - left
+
+
+def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
+    """``tether --mode json ... | head -n 3``: once an event line cannot be written (the reader
+    is gone), the run is aborted; it went on to its end (every model call and tool call, with no
+    one reading) and only then exited 1."""
+    _reader_leaves(
+        cli, [tool_reply("bash", {"command": f"sleep 0.2; echo {i} >> steps"}, f"c{i}") for i in range(8)]
+    )
+    steps = (cli.project / "steps").read_text().split() if (cli.project / "steps").exists() else []
     assert len(steps) <= 2, steps  # the call under way, and none after the next event
+
+
+def test_json_mode_stops_a_quiet_tool_call_as_soon_as_its_reader_leaves(cli: CliEnv) -> None:
+    """A tool call that writes nothing for a long time (a build, a test suite) no longer runs to
+    its end for a reader that has gone: the pipe's hang-up is watched, not only the next write."""
+    seconds = _reader_leaves(cli, [tool_reply("bash", {"command": "sleep 30; echo ran >> steps"}, "c1")])
+    assert seconds < 15
+    assert not (cli.project / "steps").exists()

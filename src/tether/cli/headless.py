@@ -16,8 +16,12 @@ says it too).
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import os
+import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from tether.session.agent_session import AgentSession
@@ -124,10 +128,15 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
             out.write("\n")
             out.flush()
         except OSError as exc:
+            gone(exc)
+
+    def gone(exc: OSError) -> None:
+        if not broken:
             broken.append(exc)
             core.abort()  # nobody reads the stream: no more paid calls or tool runs for it
 
     unsubscribe = core.subscribe(on_event)
+    unwatch = _watch_reader(out, lambda: gone(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))))
     added: list[Any] = []
     try:
         for prompt in prompts:
@@ -135,10 +144,35 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
             if broken:
                 raise broken[0]
     finally:
+        unwatch()
         unsubscribe()
     if added[-1]:
         _finish(core, None, err)  # the stderr line; the stream already said it
     return 0
+
+
+def _watch_reader(out: TextIO, gone: Callable[[], None]) -> Callable[[], None]:
+    """Call ``gone`` as soon as the reader of ``out``, a pipe, has closed it: a run in a long
+    tool call that writes no event would otherwise go on until its next event. The write end of
+    a pipe polls readable (an error) once its reader has left, as asyncio's own pipe transport
+    notices it. Returns what stops the watch; a file, terminal or socket is not watched."""
+    try:
+        fd = out.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return lambda: None
+    except (OSError, ValueError):
+        return lambda: None
+    loop = asyncio.get_running_loop()
+
+    def unwatch() -> None:
+        loop.remove_reader(fd)
+
+    def hangup() -> None:
+        unwatch()
+        gone()
+
+    loop.add_reader(fd, hangup)
+    return unwatch
 
 
 def is_command(core: AgentSession, prompt: str) -> bool:
