@@ -158,6 +158,33 @@ def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
 
 
 @pytest.mark.subprocess
+def test_a_client_that_closes_its_read_end_ends_a_quiet_run(rpc: RpcEnv) -> None:
+    """A client that closes the pipe it reads frames from, keeping stdin open, while a tool
+    call writes nothing: the server ends at once (the run aborted and recorded), not when the
+    call's next frame fails to go out."""
+    rpc.script([bash_reply("sleep 30; echo ran >> steps"), text_reply("done")])
+    server = subprocess.Popen(
+        rpc.argv("--yes"), cwd=rpc.project, env=rpc.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None
+    with server.stdin:
+        server.stdin.write(b'{"type": "prompt", "message": "go"}\n')
+        server.stdin.flush()
+        for line in server.stdout:
+            if b'"tool_execution_start"' in line:
+                break
+        server.stdout.close()
+        left = time.monotonic()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            raise AssertionError("the server went on for a client that had left") from None
+    assert time.monotonic() - left < 15 and not (rpc.project / "steps").exists()
+
+
+@pytest.mark.subprocess
 async def test_unknown_frame_types_arrive_as_unknown_frames() -> None:
     """A newer server's frame type is handed over whole, not dropped; known ones stay dicts."""
     server = textwrap.dedent(

@@ -14,8 +14,9 @@ waiting. While more than ``OUTPUT_HIGH_WATER`` bytes wait, further command lines
 and past ``HELD_INPUT_BYTES`` of them stdin is not read: a client that sends commands without
 reading their answers cannot grow our memory beyond those two bounds and a run's own frames.
 
-The server ends on ``shutdown``, end of input, SIGTERM or SIGHUP: it aborts the run in progress,
-lets it record what it has, waits for commands in flight, closes the session, and exits 0.
+The server ends on ``shutdown``, end of input, SIGTERM, SIGHUP or the client closing its end of
+a stdout pipe: it aborts the run in progress, lets it record what it has, waits for commands in
+flight, closes the session, and exits 0.
 """
 
 from __future__ import annotations
@@ -224,6 +225,12 @@ class _Output:
             self._writing = False
             self._loop.remove_writer(self._fd)
 
+    def hung_up(self) -> None:
+        """The client closed its end of the pipe: a shutdown now, not at the next frame (a quiet
+        tool call may write none for minutes)."""
+        self._loop.remove_reader(self._fd)
+        self._give_up()
+
     def _give_up(self) -> None:
         self._stop_writing()
         self._pending.clear()
@@ -324,6 +331,9 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     was_blocking = os.get_blocking(out_fd)
     if stat.S_ISFIFO(os.fstat(out_fd).st_mode) or stat.S_ISSOCK(os.fstat(out_fd).st_mode):
         os.set_blocking(out_fd, False)  # what a full pipe does not take waits in ``_Output``
+    watch_hang_up = stat.S_ISFIFO(os.fstat(out_fd).st_mode)
+    if watch_hang_up:  # a pipe's write end polls readable (an error) once its reader has left
+        loop.add_reader(out_fd, output.hung_up)
     watchers = [
         asyncio.ensure_future(_when(stop, finished.set)),
         asyncio.ensure_future(_when(broken, finished.set)),
@@ -356,6 +366,8 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
             lines.reading(False)
         if signals is not None:
             signals.close()
+        if watch_hang_up:
+            loop.remove_reader(out_fd)
         os.set_blocking(out_fd, was_blocking)
     if output.failure is not None:
         reason = output.failure.strerror or output.failure
