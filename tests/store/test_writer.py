@@ -563,3 +563,86 @@ async def test_a_session_dropped_unclosed_after_a_run_lets_go_of_its_writer_lock
     assert [m["role"] for m in reopened.messages] == ["user", "assistant"]
     reopened.close()
     manager.close()
+
+
+class _Dying(BaseException):
+    """What a bug's ``BaseException`` (or one raised into the thread) does to the writer."""
+
+
+def _expected(args: threading.ExceptHookArgs) -> None:
+    """The writer thread's end on ``_Dying``, expected: not printed."""
+    assert args.exc_type is _Dying
+
+
+def test_a_writer_thread_dying_fails_the_appends_queued_and_refuses_later_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread stopped on a ``BaseException``: the batch in flight failed, but the appends
+    queued behind it, and any made later, went to a queue no thread would take again; whoever
+    waited for them waited forever."""
+    monkeypatch.setattr(threading, "excepthook", _expected)
+    held, gate = threading.Event(), threading.Event()
+
+    def commit_batch(batch: Sequence[Append]) -> None:
+        held.set()
+        gate.wait(5)
+        raise _Dying("stopped")
+
+    writer = BatchWriter(commit_batch, lambda append: None, "test-writer")
+    lease = _Lease("a")
+    in_flight = writer.submit(lease, [], "e0", 0)
+    assert held.wait(5)
+    queued = writer.submit(lease, [], "e1", 0)
+    gate.set()
+    assert in_flight.wait(5) and queued.wait(5), "every commit ends"
+    for committed in (in_flight, queued):
+        failure = committed.failure(lease)
+        assert isinstance(failure, SessionError) and isinstance(failure.__cause__, _Dying)
+        assert "test-writer" in str(failure) and "stopped" in str(failure)
+    with pytest.raises(SessionError, match="writer thread stopped") as later:
+        writer.submit(lease, [], "e2", 0)
+    assert isinstance(later.value.__cause__, _Dying)
+    writer.close()
+
+
+def test_flush_writes_and_close_end_with_an_error_when_the_writer_thread_died(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's deferred appends queued behind the batch that killed the thread: its
+    ``flush_writes`` and ``close`` say why they were not written, not block forever."""
+    monkeypatch.setattr(threading, "excepthook", _expected)
+    manager = SessionManager.at(db_path)
+    store = manager.store
+    assert isinstance(store, SQLiteStore)
+    held, gate = threading.Event(), threading.Event()
+
+    def dying_batch(batch: Sequence[Append]) -> None:
+        held.set()
+        gate.wait(5)
+        raise _Dying("stopped")
+
+    monkeypatch.setattr(store, "_append_batch", dying_batch)
+    session = manager.create("/p")
+    session.append_message({"role": "user", "content": "stored now", "timestamp": 0})
+    session.defer_writes()
+    session.record_message({"role": "user", "content": "in flight", "timestamp": 0})
+    assert held.wait(5)
+    session.record_message({"role": "user", "content": "queued behind", "timestamp": 0})
+    gate.set()
+    outcomes: list[BaseException | None] = []
+
+    def flush_then_close() -> None:
+        for step in (session.flush_writes, session.close):
+            try:
+                step()
+                outcomes.append(None)
+            except BaseException as exc:  # the test looks at what it was
+                outcomes.append(exc)
+
+    flushing = threading.Thread(target=flush_then_close, daemon=True)
+    flushing.start()
+    flushing.join(5)
+    assert not flushing.is_alive(), "flush_writes waited for a thread that is gone"
+    assert [type(o) for o in outcomes] == [SessionError, SessionError]
+    assert all("writer thread stopped" in str(o) for o in outcomes)
+    manager.close()

@@ -11,7 +11,8 @@ shares, done once their transaction ended. If the batch's transaction fails, eac
 is retried in a transaction of its own (``commit_one``), so one bad append (a session deleted
 meanwhile, a lost lease) fails only itself: the commit's ``failure(lease)`` says why. After a
 failure, a session's later appends fail without being tried: they would hang off an entry that
-is not there (their batches' commits say the same failure).
+is not there (their batches' commits say the same failure). A thread stopped by a
+``BaseException`` (a bug's) fails every append it had and refuses later ones (``_stop``).
 
 One ``Commit`` per batch, and nothing else per append: with 1,000 sessions thousands of appends
 wait at once, and a future is a condition, a lock and their bound methods (~10 objects for the
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, cast
 
 from tether.store.entries import EntryDict
+from tether.store.errors import SessionError
 from tether.store.lease import WriterLease
 
 BATCH_WINDOW = 0.015
@@ -185,11 +187,13 @@ class BatchWriter:
         self._next_commit = Commit()
         """The commit of the appends queued now: they go into the next batch together."""
         self._mutex = threading.Lock()
-        """Guards the queue, its commit and ``_closing``."""
+        """Guards the queue, its commit, ``_closing`` and ``_stopped``."""
         self._wake = threading.Condition()
         """Wakes the thread; held to check the queue before waiting, so no notify is missed."""
         self._thread: threading.Thread | None = None
         self._closing = False
+        self._stopped: SessionError | None = None
+        """Why the thread stopped for good (``_stop``): every later ``submit`` raises it."""
         self._failed: dict[int, tuple[WriterLease, BaseException]] = {}
         """``id(lease)`` → the lease and the failure its later appends inherit."""
 
@@ -199,6 +203,8 @@ class BatchWriter:
         message comes here); the condition is taken only to wake an idle thread, for the first
         append after a batch."""
         with self._mutex:
+            if self._stopped is not None:
+                raise self._stopped
             if self._closing:
                 raise RuntimeError("the session store is closed")
             queue = self._queue
@@ -224,30 +230,50 @@ class BatchWriter:
             thread.join()
 
     def _run(self) -> None:
-        shared = False  # the last batch held appends of more than one session
-        while True:
-            with self._wake:
-                while not self._queue and not self._closing:
-                    self._wake.wait()
-                if not self._queue:
-                    return
-            if shared and not self._closing:
-                time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
-            with self._mutex:
-                batch, self._queue = self._queue, []
-                committed, self._next_commit = self._next_commit, Commit()
-            first_lease = batch[0].lease
-            shared = any(append.lease is not first_lease for append in batch)
-            try:
+        in_flight: tuple[list[Append], Commit] | None = None  # the batch being written
+        try:
+            shared = False  # the last batch held appends of more than one session
+            while True:
+                with self._wake:
+                    while not self._queue and not self._closing:
+                        self._wake.wait()
+                    if not self._queue:
+                        return
+                if shared and not self._closing:
+                    time.sleep(BATCH_WINDOW)  # let the appends of this moment join the batch
+                with self._mutex:
+                    batch, self._queue = self._queue, []
+                    committed, self._next_commit = self._next_commit, Commit()
+                in_flight = batch, committed
+                first_lease = batch[0].lease
+                shared = any(append.lease is not first_lease for append in batch)
                 self._commit(batch, committed)
-            except BaseException as exc:  # a bug, or the interpreter exiting: no waiter may take
-                for append in batch:  # its append for written, nor wait for it forever
-                    committed.fail(append.lease, exc)
-                raise
-            finally:
+                in_flight = None
                 committed.finish()
-            # Not held while waiting for more: a handle dropped unclosed frees its lease (and lock).
-            del batch, first_lease
+                # Not held while waiting for more: a handle dropped unclosed frees its lease (and lock).
+                del batch, first_lease, committed
+        except BaseException as exc:  # a bug, or one raised into the thread: see ``_stop``
+            self._stop(exc, in_flight)
+            raise
+
+    def _stop(self, exc: BaseException, in_flight: tuple[list[Append], Commit] | None) -> None:
+        """The thread stops on ``exc``: no waiter may take an append for written, nor wait for
+        it forever. The batch in flight, the appends queued behind it and any submitted later
+        fail with one error naming the thread and ``exc`` (which a thread starting again could
+        not undo: it is a bug's, or the interpreter's end)."""
+        stopped = SessionError(
+            f"{self._name}: the session store's writer thread stopped on {type(exc).__name__}"
+            f"{f': {exc}' if str(exc) else ''}; the appends queued to it were not written"
+        )
+        stopped.__cause__ = exc
+        with self._mutex:
+            self._stopped = stopped
+            behind = self._queue, self._next_commit
+            self._queue = []
+        for appends, committed in (behind,) if in_flight is None else (in_flight, behind):
+            for append in appends:
+                committed.fail(append.lease, stopped)
+            committed.finish()
 
     def _commit(self, batch: list[Append], committed: Commit) -> None:
         tried = [a for a in batch if not self._inherit_failure(a.lease, committed)] if self._failed else batch
