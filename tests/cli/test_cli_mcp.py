@@ -171,6 +171,26 @@ def test_mcp_list_fails_only_when_nothing_could_be_listed(cli: CliEnv) -> None:
     assert broken.stderr.startswith(f"note: {user}: invalid JSON") and "Traceback" not in broken.stderr
 
 
+def test_mcp_list_shows_what_a_server_names_with_its_control_characters_escaped(cli: CliEnv) -> None:
+    """A server chooses its tools' names and its error messages: written as they came,
+    ``\\x1b]0;...`` set the terminal's title, ``\\x1b[2J`` cleared what ``tether mcp list`` had
+    shown and U+202E showed the rest of the line reversed, so the listing could hide a failure
+    or another server's lines. They are escaped, as every other front end does."""
+    hostile = [sys.executable, str(TOY.with_name("hostile_server.py"))]
+    config = servers_file(
+        cli.home / "servers.json",
+        esc={"command": hostile[0], "args": [hostile[1], "escapes"]},
+        no={"command": hostile[0], "args": [hostile[1], "refuse"]},
+    )
+    done = cli.run("mcp", "list", "--mcp-config", str(config))
+    assert done.returncode == 0, done.stderr
+    for shown in (done.stdout, done.stderr):
+        assert not any(c in shown for c in "\x1b\x07\u202e"), shown
+    assert "  not offered: bad\\x1b]0;owned\\x07\\x1b[2Jok\\u202e: its parameters schema" in done.stdout
+    assert "  error: MCPError: no\\x1b]0;owned" in done.stdout
+    assert "x\\x1b]0;owned" in done.stderr  # the note naming the tools it renamed
+
+
 @pytest.mark.parametrize("mode", [("-p",), ("--mode", "json")])
 def test_a_server_that_fails_to_start_is_a_note_on_stderr(cli: CliEnv, mode: tuple[str, ...]) -> None:
     config = servers_file(cli.home / "servers.json", toy=toy(), gone={"command": "/nonexistent/server"})

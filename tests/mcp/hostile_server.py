@@ -5,7 +5,10 @@ careless or hostile server does, one way per mode (the first argument):
 - ``many``: 10,000 tools;
 - ``contents``: ``show`` returns one block of every content type, with a damaged image too;
 - ``flood``: before each answer, 2,000 log notifications and 200 ``tools/list_changed``;
-- ``exit``: answers ``initialize``, then exits.
+- ``exit``: answers ``initialize``, then exits;
+- ``escapes``: tools whose names carry terminal escapes and a bidi override (one with a bad
+  schema, one made the same as another's by making it safe);
+- ``refuse``: refuses ``initialize`` with a message carrying the same.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ BAD_SCHEMAS: list[dict[str, Any]] = [
     {"name": "bad_properties", "inputSchema": {"type": "object", "properties": ["a", "b"]}},
     {"name": "bad_required", "inputSchema": {"type": "object", "required": "a"}},
 ]
+ESCAPES = "\x1b]0;owned\x07\x1b[2Jok\u202e"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 CONTENTS: list[dict[str, Any]] = [
     {"type": "text", "text": "some text"},
@@ -49,6 +53,10 @@ def tools() -> list[dict[str, Any]]:
         return [{"name": "show", "inputSchema": {"type": "object"}}]
     if MODE == "schemas":
         return [ECHO, *BAD_SCHEMAS]
+    if MODE == "escapes":
+        twin = "".join(c if c.isalnum() else "_" for c in ESCAPES)  # the same name made safe
+        bad = {"name": f"bad{ESCAPES}", "inputSchema": {"type": "string"}}
+        return [ECHO, bad, {**ECHO, "name": f"x{ESCAPES}"}, {**ECHO, "name": f"x{twin}"}]
     return [ECHO]
 
 
@@ -61,6 +69,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     method = request.get("method")
     if "id" not in request:
         return None  # a notification
+    if method == "initialize" and MODE == "refuse":
+        return {"jsonrpc": "2.0", "id": request["id"], "error": {"code": 1, "message": f"no{ESCAPES}"}}
     if method == "initialize":
         result: object = {
             "protocolVersion": "2025-06-18",

@@ -101,11 +101,14 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
     was, failed servers included (their status and error are in it, as Claude Code's ``claude
     mcp list`` shows "Failed to connect" in its listing); 1 only when the command
     failed (an MCP file that cannot be read at all) or every server it found was skipped, so
-    nothing could be listed."""
+    nothing could be listed. What a server chose (its tools' names, its error messages) is
+    written with its control characters escaped (``tether.cli.terminal_text``): ``\\x1b[2J``
+    cleared the listing, U+202E reversed the rest of a line."""
     import asyncio
     import json
 
     from tether.ai.paths import config_dir
+    from tether.cli.terminal_text import EscapingWriter, visible
     from tether.mcp import McpServers, format_statuses
     from tether.session.factory import SetupError, load_mcp_files
     from tether.session.settings import SettingsError, load_settings
@@ -121,7 +124,7 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
 
     async def report() -> str:
         servers = McpServers(configs, notes=problems, max_tools=max_tools)
-        servers.notify = lambda text: print(text, file=sys.stderr)  # a sign-in address
+        servers.notify = lambda text: print(text, file=EscapingWriter(sys.stderr))  # a sign-in address
         async with servers:
             statuses = servers.statuses()
             notes.extend(servers.notes)
@@ -129,9 +132,9 @@ def print_mcp_servers(cwd: Path, config_file: Path | None, *, as_json: bool) -> 
             return json.dumps({"servers": [s.as_json() for s in statuses], "notes": notes}, indent=2)
         return format_statuses(statuses)
 
-    sys.stdout.write(asyncio.run(report()) + "\n")
+    sys.stdout.write(visible(asyncio.run(report())) + "\n")  # JSON escapes them itself
     for note in notes:
-        sys.stderr.write(f"note: {note}\n")
+        sys.stderr.write(visible(f"note: {note}\n"))
     return 1 if problems and not any(c.enabled for c in configs) else 0
 
 
