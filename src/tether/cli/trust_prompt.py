@@ -196,12 +196,20 @@ def _project_servers(path: Path) -> list[str]:
 
 
 def _server_line(server: McpServerConfig) -> str:
-    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...)``: what the server
-    is given counts as much as its command (``NODE_OPTIONS=--require ./x.js`` runs the project's
-    code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to the url)."""
+    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...) (oauth: ...)``:
+    what the server is given counts as much as its command (``NODE_OPTIONS=--require ./x.js``
+    runs the project's code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to
+    the url, and so can an OAuth ``clientSecret``, sent to the token endpoint the server names)."""
     if server.command is None:
         headers = ", ".join(f"{k}: {v}" for k, v in server.headers.items())
-        return f"{server.name}: {server.url}" + (f" (headers: {headers})" if headers else "")
+        oauth = server.oauth
+        given = [("clientId", oauth.client_id), ("clientSecret", oauth.client_secret), ("scope", oauth.scope)]
+        signs_in = ", ".join(f"{key} {value}" for key, value in given if value is not None)
+        return (
+            f"{server.name}: {server.url}"
+            + (f" (headers: {headers})" if headers else "")
+            + (f" (oauth: {signs_in})" if signs_in and server.uses_oauth else "")
+        )
     env = [f"{name}={shlex.quote(value)}" for name, value in server.env.items()]
     where = f" (in {server.cwd})" if server.cwd is not None else ""
     return f"{server.name}: {' '.join([*env, shlex.join([server.command, *server.args])])}{where}"
