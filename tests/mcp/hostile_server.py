@@ -8,7 +8,9 @@ careless or hostile server does, one way per mode (the first argument):
 - ``exit``: answers ``initialize``, then exits;
 - ``escapes``: tools whose names carry terminal escapes and a bidi override (one with a bad
   schema, one made the same as another's by making it safe);
-- ``refuse``: refuses ``initialize`` with a message carrying the same.
+- ``refuse``: refuses ``initialize`` with a message carrying the same;
+- ``repeats``: ``echo`` listed three times over two pages (the last with another description),
+  as a paginator repeating its pages does.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
             "serverInfo": {"name": "hostile", "version": "1"},
         }
+    elif method == "tools/list" and MODE == "repeats":
+        again = {**ECHO, "description": "Echo it again."}
+        second = request.get("params", {}).get("cursor") == "2"
+        result = {"tools": [ECHO, again]} if second else {"tools": [ECHO], "nextCursor": "2"}
     elif method == "tools/list":
         result = {"tools": tools()}
     elif method == "tools/call":

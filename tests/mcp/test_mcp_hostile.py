@@ -82,6 +82,27 @@ async def test_a_server_that_exits_after_initialize_is_one_failure() -> None:
     assert echoed["isError"]
 
 
+async def test_a_tool_listed_twice_is_offered_once_and_said() -> None:
+    """Each listing of ``echo`` counted as another tool of the same name, so ``echo`` was taken
+    for a collision and offered only as ``mcp__h__echo_<hash>`` (the model's call of
+    ``mcp__h__echo`` found no tool), with a note that another tool took its name and ``tether
+    mcp list`` showing it three times."""
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    core = session(model, hostile("repeats"))
+    notices: list[str] = []
+    core.subscribe(lambda event: notices.append(event["message"]) if event["type"] == "notice" else None)
+    try:
+        [echoed] = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    declared = [t["name"] for t in model.requests[0].context.get("tools") or []]
+    assert declared.count("mcp__h__echo") == 1 and len(declared) == len(set(declared))
+    assert status.tools == ("mcp__h__echo",) and text_of(echoed) == "echo: hi"
+    assert notices == ["MCP server 'h' lists the tool 'echo' more than once: only the first is offered"]
+
+
 def test_the_tool_checks() -> None:
     assert parameters_problem({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
     assert (

@@ -95,6 +95,8 @@ class McpConnection:
         """Why the server is not ready, in words for the user and the model."""
         self.tools: list[ToolInfo] = []
         """The tools of the last successful start (kept across a crash: calls restart it)."""
+        self.repeated: tuple[str, ...] = ()
+        """Tool names the server listed more than once at its last start (the first one is kept)."""
         self.has_resources = False
         """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
         self.prompts: list[PromptInfo] = []
@@ -271,7 +273,7 @@ class McpConnection:
                 await sdk.loaded()
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._client_for(process))
-                    self.tools = await _list_tools(client)
+                    self.tools, self.repeated = await _list_tools(client)
                     self.has_resources = client.server_capabilities.resources is not None
                     self.prompts = await _prompts(client)
                     scope.deadline = math.inf
@@ -387,7 +389,11 @@ async def _prompts(client: Client) -> list[PromptInfo]:
         return []
 
 
-async def _list_tools(client: Client) -> list[ToolInfo]:
+async def _list_tools(client: Client) -> tuple[list[ToolInfo], tuple[str, ...]]:
+    """The server's tools, each name once (the first listing of it), and the names it listed
+    again (a paginator repeating its pages does so for all): each listing of a name counted as
+    another tool, so the name was taken as a collision and offered under a hash
+    (``mcp__s__echo_1a2b3c4d``), which a model calling ``mcp__s__echo`` did not reach."""
     from pydantic import ValidationError
 
     tools: list[ToolInfo] = []
@@ -403,7 +409,9 @@ async def _list_tools(client: Client) -> list[ToolInfo]:
             cursor = page.next_cursor
         if cursor is None:
             break
-    return tools
+    first: dict[str, ToolInfo] = {}
+    repeated = dict.fromkeys(t.name for t in tools if first.setdefault(t.name, t) is not t)
+    return list(first.values()), tuple(repeated)
 
 
 def _tool_info(tool: Tool, left_out: str | None = None) -> ToolInfo:

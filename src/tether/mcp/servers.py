@@ -181,8 +181,17 @@ class McpServers:
 
     @property
     def notes(self) -> list[str]:
-        """The notes given, then ``renames`` and ``left_out``."""
-        return [*self._given_notes, *self.renames, *self.left_out]
+        """The notes given, then ``renames``, ``repeats`` and ``left_out``."""
+        return [*self._given_notes, *self.renames, *self.repeats, *self.left_out]
+
+    @property
+    def repeats(self) -> list[str]:
+        """One line for each tool name a server listed more than once (its first is offered)."""
+        return [
+            f"MCP server {c.name!r} lists the tool {tool!r} more than once: only the first is offered"
+            for c in self.connections.values()
+            for tool in c.repeated
+        ]
 
     @property
     def renames(self) -> list[str]:
