@@ -247,3 +247,26 @@ async def test_a_server_flooding_its_stderr_keeps_a_bounded_log_and_works(tmp_pa
     log = (tmp_path / "noisy.log").read_bytes()
     assert len(log) < MAX_LOG_BYTES + 200
     assert log.rstrip().endswith(b"the rest of this start's output dropped ---")
+
+
+async def test_an_abort_while_servers_start_leaves_no_error_behind() -> None:
+    """The wait for starting servers cancelled by an abort (Esc, or the signal tether turns
+    SIGINT and SIGTERM into) left its gathered waits failed with nobody to read them: asyncio
+    printed "_GatheringFuture exception was never retrieved" and a traceback on the way out."""
+    import gc
+
+    from tether.ai.abort import AbortController
+
+    caught: list[str] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: caught.append(context["message"]))
+    servers = McpServers([toy("mute", "mute")])
+    controller = AbortController()
+    try:
+        waiting = asyncio.ensure_future(servers.listed(controller.signal))
+        await asyncio.sleep(0.1)
+        controller.abort()
+        assert not await waiting
+    finally:
+        await servers.close()
+    gc.collect()
+    assert caught == []

@@ -285,6 +285,8 @@ class McpServers:
             await asyncio.wait({waits, aborted}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             aborted.cancel()
+            # cancelled, the gather ends failed: read it, or asyncio prints a traceback for it
+            waits.add_done_callback(lambda done: done.cancelled() or done.exception())
             waits.cancel()
         return not signal.aborted
 
