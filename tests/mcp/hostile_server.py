@@ -9,6 +9,7 @@ careless or hostile server does, one way per mode (the first argument):
 - ``escapes``: tools whose names carry terminal escapes and a bidi override (one with a bad
   schema, one made the same as another's by making it safe);
 - ``refuse``: refuses ``initialize`` with a message carrying the same;
+- ``endless``: answers a call with 2 MiB and no end of line, then waits;
 - ``repeats``: ``echo`` listed three times over two pages (the last with another description),
   as a paginator repeating its pages does.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "schemas"
@@ -116,6 +118,10 @@ for line in sys.stdin:
             )
         for _ in range(200):
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    if MODE == "endless" and request.get("method") == "tools/call":
+        sys.stdout.write("x" * (2 << 20))
+        sys.stdout.flush()
+        time.sleep(600)
     send(reply)
     if MODE == "exit" and request.get("method") == "initialize":
         sys.exit(0)

@@ -4,7 +4,9 @@ rest of the server still works, and nothing it sends can poison the session's la
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
+import pytest
 from tests.mcp.conftest import TOY
 from tests.mcp.test_mcp_session import results, session, text_of
 
@@ -101,6 +103,25 @@ async def test_a_tool_listed_twice_is_offered_once_and_said() -> None:
     assert declared.count("mcp__h__echo") == 1 and len(declared) == len(set(declared))
     assert status.tools == ("mcp__h__echo",) and text_of(echoed) == "echo: hi"
     assert notices == ["MCP server 'h' lists the tool 'echo' more than once: only the first is offered"]
+
+
+async def test_a_line_without_end_disconnects_the_server_instead_of_filling_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server writing on stdout without ever ending the line was read into one buffer until
+    tether's memory ran out (a 300 MB line cost 600 MB), and the call waited for its timeout.
+    Past ``MAX_LINE_BYTES`` (made 1 MiB here) the server is disconnected: the call fails at once
+    as for a crashed server."""
+    from tether.mcp import stdio
+
+    monkeypatch.setattr(stdio, "MAX_LINE_BYTES", 1 << 20, raising=False)
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    core = session(model, replace(hostile("endless"), tool_timeout=30))
+    try:
+        [echoed] = results(await core.prompt("go"))
+    finally:
+        await core.close()
+    assert echoed["isError"] and "stopped during the call to 'echo'" in text_of(echoed)
 
 
 def test_the_tool_checks() -> None:

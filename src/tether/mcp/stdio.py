@@ -53,6 +53,11 @@ configured ``env`` comes on top."""
 EXIT_GRACE = 2.0
 """Seconds a server gets to exit after its stdin closes, and again after SIGTERM."""
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest message line read from a server's stdout. Past it the server's connection is
+closed (its calls fail as for a crash, the next call starts it again) and the rest is read and
+dropped: a line without end was kept whole, growing tether until the kernel killed it (a 300 MB
+line cost 600 MB). Nothing a model gets needs as much: text is cut to 50 KB, images to 5 MB."""
 _CHUNK = 1 << 16
 _POLL = 0.01
 
@@ -152,8 +157,9 @@ async def stop_process(process: asyncio.subprocess.Process) -> None:
 async def _read(
     process: asyncio.subprocess.Process, incoming: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
-    """Stdout lines to ``incoming``; once nobody listens, stdout is still read to its end, so a
-    server writing to a full pipe is not kept from exiting."""
+    """Stdout lines to ``incoming``; once nobody listens (or a line went past
+    ``MAX_LINE_BYTES``), stdout is still read to its end, so a server writing to a full pipe is
+    not kept from exiting."""
     import anyio
 
     assert process.stdout is not None
@@ -165,6 +171,13 @@ async def _read(
                 continue
             searched = len(pending)
             pending += chunk
+            if len(pending) > MAX_LINE_BYTES and pending.find(b"\n", searched) == -1:
+                log.warning(
+                    "the server wrote a line over %d MiB on stdout: disconnected", MAX_LINE_BYTES >> 20
+                )
+                pending, listening = bytearray(), False
+                await incoming.aclose()  # calls in flight fail as for a server that exited
+                continue
             while (end := pending.find(b"\n", searched)) != -1:
                 if end == len(pending) - 1:  # the usual case, and a huge result's: no copy
                     line, pending = pending, bytearray()
