@@ -75,7 +75,7 @@ def load_mcp_servers(
     env = os.environ if env is None else env
     found: dict[str, McpServerConfig] = {}
     for path, source in files:
-        if source == "file" and not path.is_file():
+        if source == "file" and not path.exists():  # not is_file(): ``<(...)`` names a pipe
             raise McpConfigError(f"--mcp-config {path}: no such file")
         try:
             found.update((s.name, s) for s in read_mcp_file(path, source, env, problems))
