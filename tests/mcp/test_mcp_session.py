@@ -149,6 +149,21 @@ async def test_a_missing_command_is_reported_and_has_no_tools() -> None:
     assert not any(t.name.startswith("mcp__") for t in core.agent.tools)
 
 
+async def test_a_missing_working_folder_is_named_as_one_not_as_the_command(tmp_path: Path) -> None:
+    """A ``cwd`` that does not exist failed the spawn with the folder as the missing file, so
+    the server was "command not found: /…/gone" and the user looked for a program."""
+    gone = tmp_path / "gone"
+    core = session(ScriptedModel([reply("fine")]), toy(cwd=gone))
+    try:
+        await core.prompt("go")
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "failed" and status.error is not None
+    assert status.error.startswith(f"its working folder {gone}: no such folder"), status.error
+
+
 async def test_abort_cancels_an_in_flight_call(tmp_path: Path) -> None:
     marks = tmp_path / "sleep.log"
     model = ScriptedModel([reply(tool_call("mcp__toy__sleep", {"seconds": 60}))])

@@ -507,5 +507,7 @@ def describe_error(exc: BaseException) -> str:
         exc = group.exceptions[0]
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"
+    if isinstance(exc, NotADirectoryError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

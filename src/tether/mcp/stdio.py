@@ -74,6 +74,8 @@ async def spawn(config: McpServerConfig, errlog: TextIO | None) -> asyncio.subpr
     command = shutil.which(config.command, path=env.get("PATH"))
     if command is None:  # said here: under the supervisor, exec's own error would come too late
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), config.command)
+    if config.cwd is not None and not config.cwd.is_dir():  # the spawn's error named it as the command
+        raise NotADirectoryError(errno.ENOTDIR, "no such folder", f"its working folder {config.cwd}")
     argv, nproc = [command, *config.args], 0
     if config.sandbox is not None:  # confined like bash, for as long as the server lives
         argv = config.sandbox.argv(argv, config.cwd or Path.cwd())
