@@ -124,6 +124,20 @@ async def test_a_line_without_end_disconnects_the_server_instead_of_filling_memo
     assert echoed["isError"] and "stopped during the call to 'echo'" in text_of(echoed)
 
 
+async def test_a_start_that_times_out_says_which_answer_it_waited_for() -> None:
+    """A server that answered ``initialize`` and never ``tools/list`` was reported as "no
+    answer to initialize": the user looked at the wrong end of the server."""
+    core = session(ScriptedModel([reply("fine")]), replace(hostile("unlisted"), startup_timeout=8.0))
+    try:
+        await core.prompt("go")
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "failed" and status.error is not None
+    assert status.error.startswith("did not start within 8 s (no answer to tools/list)"), status.error
+
+
 def test_the_tool_checks() -> None:
     assert parameters_problem({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
     assert (

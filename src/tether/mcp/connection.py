@@ -256,6 +256,7 @@ class McpConnection:
         log = None
         process: asyncio.subprocess.Process | None = None
         copying: asyncio.Future[None] | None = None
+        waiting = "initialize"  # what the start waits for: said when it takes too long
         try:
             log = self._open_log()
             if self.config.command is not None:
@@ -273,7 +274,9 @@ class McpConnection:
                 await sdk.loaded()
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._client_for(process))
+                    waiting = "tools/list"
                     self.tools, self.repeated = await _list_tools(client)
+                    waiting = "prompts/list"
                     self.has_resources = client.server_capabilities.resources is not None
                     self.prompts = await _prompts(client)
                     scope.deadline = math.inf
@@ -286,7 +289,7 @@ class McpConnection:
                 self._fail(
                     "stopped while starting"
                     if self._stop.is_set()
-                    else f"did not start within {timeout:g} s (no answer to initialize){self._log_hint()}"
+                    else f"did not start within {timeout:g} s (no answer to {waiting}){self._log_hint()}"
                 )
         except Exception as exc:
             if self.status != "failed":
