@@ -198,7 +198,24 @@ def test_a_server_that_fails_to_start_is_a_note_on_stderr(cli: CliEnv, mode: tup
     done = cli.run(*mode, "--no-session", "--mcp-config", str(config), "go", script=script)
     assert done.returncode == 0, done.stderr
     [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
-    assert note.startswith("note: MCP server 'gone' did not start: ") and "/nonexistent/server" in note
+    assert (
+        note.startswith("note: MCP server 'gone' failed: command not found: ")
+        and "/nonexistent/server" in note
+    )
+
+
+def test_a_server_that_crashes_in_a_call_is_not_said_to_have_not_started(cli: CliEnv) -> None:
+    """The note for a failed server said "did not start" whatever it was: a server that had
+    started, listed its tools and crashed during a call was "did not start: the server closed
+    the connection during a call to 'crash'"."""
+    config = servers_file(cli.home / "servers.json", toy=toy())
+    script = cli.script("s", [tool_reply("mcp__toy__crash", {}), text_reply("done")])
+    done = cli.run("-p", "--no-session", "--yes", "--mcp-config", str(config), "go", script=script)
+    assert done.returncode == 0, done.stderr
+    [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert note.startswith("note: MCP server 'toy' failed: the server closed the connection during a call"), (
+        note
+    )
 
 
 def calls_reply(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -304,7 +321,7 @@ def test_a_server_listed_once_is_started_only_when_its_tool_is_called_and_a_fail
     broken = cli.run("--mode", "json", *args[1:], script=calling)
     [result] = tool_results(broken.stdout)
     assert result["isError"] and "MCP server 'toy' is not available" in result["content"][0]["text"]
-    assert "note: MCP server 'toy' did not start: " in broken.stderr
+    assert "note: MCP server 'toy' failed: " in broken.stderr
 
 
 @pytest.mark.parametrize("how", ["a FIFO", "a link to /dev/zero", "a link out of the project", "a huge file"])

@@ -38,7 +38,8 @@ def write_notes(core: AgentSession, err: TextIO) -> None:
 
 
 def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> None:
-    """One stderr line per MCP server that failed to start, once (``noted``: the names said):
+    """One stderr line per MCP server that failed (to start, or by crashing in a call), once
+    (``noted``: the names said):
     without it a script would only see the model miss a tool (``/mcp`` and ``tether mcp list``
     are not there to look at). Called as the run starts (servers waited for have started or
     failed) and after each tool call (one whose tools were kept from an earlier run starts when
@@ -47,7 +48,7 @@ def note_failed_servers(core: AgentSession, err: TextIO, noted: set[str]) -> Non
         if server.status == "failed" and server.name not in noted:
             noted.add(server.name)
             reason = (server.error or "no reason given").splitlines()[0]
-            err.write(note_lines(f"MCP server '{server.name}' did not start: {reason}"))
+            err.write(note_lines(f"MCP server '{server.name}' failed: {reason}"))
 
 
 async def run_print(
