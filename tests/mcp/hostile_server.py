@@ -9,6 +9,7 @@ careless or hostile server does, one way per mode (the first argument):
 - ``escapes``: tools whose names carry terminal escapes and a bidi override (one with a bad
   schema, one made the same as another's by making it safe);
 - ``refuse``: refuses ``initialize`` with a message carrying the same;
+- ``unlist``: answers ``tools/list`` with an object where the list of tools goes;
 - ``unlisted``: answers ``initialize``, never ``tools/list``;
 - ``endless``: answers a call with 2 MiB and no end of line, then waits;
 - ``repeats``: ``echo`` listed three times over two pages (the last with another description),
@@ -82,6 +83,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
             "serverInfo": {"name": "hostile", "version": "1"},
         }
+    elif method == "tools/list" and MODE == "unlist":
+        result = {"tools": {"echo": ECHO}}
     elif method == "tools/list" and MODE == "unlisted":
         return None
     elif method == "tools/list" and MODE == "repeats":

@@ -138,6 +138,20 @@ async def test_a_start_that_times_out_says_which_answer_it_waited_for() -> None:
     assert status.error.startswith("did not start within 8 s (no answer to tools/list)"), status.error
 
 
+async def test_a_listing_without_a_list_of_tools_fails_the_server_saying_so() -> None:
+    """``{"tools": {...}}`` was read as no tools: the server was "ready" with none and nothing
+    said why its tools were missing."""
+    core = session(ScriptedModel([reply("fine")]), hostile("unlist"))
+    try:
+        await core.prompt("go")
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    assert status.status == "failed" and status.error is not None
+    assert "its tools/list answer has no list of tools (tools: dict)" in status.error
+
+
 def test_the_tool_checks() -> None:
     assert parameters_problem({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
     assert (

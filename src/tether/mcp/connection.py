@@ -441,9 +441,11 @@ async def _tools_one_by_one(client: Client, cursor: str | None) -> tuple[list[To
     session._stamp(data, opts)  # pyright: ignore[reportPrivateUsage, reportArgumentType]
     raw = await session._dispatcher.send_raw_request("tools/list", data.get("params"), opts)  # pyright: ignore[reportPrivateUsage, reportArgumentType]
     listed = raw.get("tools")
+    if not isinstance(listed, list):  # read as no tools, the server was "ready" with none, unsaid
+        raise ValueError(f"its tools/list answer has no list of tools (tools: {type(listed).__name__})")
     infos: list[ToolInfo] = []
     kept: list[Tool] = []
-    for index, entry in enumerate(cast(list[object], listed) if isinstance(listed, list) else []):
+    for index, entry in enumerate(cast(list[object], listed)):
         item = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
         name = item.get("name")
         schema = item.get("inputSchema")
