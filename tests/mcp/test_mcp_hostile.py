@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 from tests.mcp.conftest import TOY
-from tests.mcp.test_mcp_session import results, session, text_of
+from tests.mcp.test_mcp_session import failure_of, prompted, results, session, text_of
 
 from tether.agent.tool_check import name_problem, parameters_problem
 from tether.mcp import McpServerConfig
@@ -90,15 +90,8 @@ async def test_a_tool_listed_twice_is_offered_once_and_said() -> None:
     ``mcp__h__echo`` found no tool), with a note that another tool took its name and ``tether
     mcp list`` showing it three times."""
     model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
-    core = session(model, hostile("repeats"))
     notices: list[str] = []
-    core.subscribe(lambda event: notices.append(event["message"]) if event["type"] == "notice" else None)
-    try:
-        [echoed] = results(await core.prompt("go"))
-        assert core.mcp is not None
-        [status] = core.mcp.statuses()
-    finally:
-        await core.close()
+    [echoed], status = await prompted(model, hostile("repeats"), notices)
     declared = [t["name"] for t in model.requests[0].context.get("tools") or []]
     assert declared.count("mcp__h__echo") == 1 and len(declared) == len(set(declared))
     assert status.tools == ("mcp__h__echo",) and text_of(echoed) == "echo: hi"
@@ -127,29 +120,14 @@ async def test_a_line_without_end_disconnects_the_server_instead_of_filling_memo
 async def test_a_start_that_times_out_says_which_answer_it_waited_for() -> None:
     """A server that answered ``initialize`` and never ``tools/list`` was reported as "no
     answer to initialize": the user looked at the wrong end of the server."""
-    core = session(ScriptedModel([reply("fine")]), replace(hostile("unlisted"), startup_timeout=8.0))
-    try:
-        await core.prompt("go")
-        assert core.mcp is not None
-        [status] = core.mcp.statuses()
-    finally:
-        await core.close()
-    assert status.status == "failed" and status.error is not None
-    assert status.error.startswith("did not start within 8 s (no answer to tools/list)"), status.error
+    error = await failure_of(replace(hostile("unlisted"), startup_timeout=8.0))
+    assert error.startswith("did not start within 8 s (no answer to tools/list)"), error
 
 
 async def test_a_listing_without_a_list_of_tools_fails_the_server_saying_so() -> None:
     """``{"tools": {...}}`` was read as no tools: the server was "ready" with none and nothing
     said why its tools were missing."""
-    core = session(ScriptedModel([reply("fine")]), hostile("unlist"))
-    try:
-        await core.prompt("go")
-        assert core.mcp is not None
-        [status] = core.mcp.statuses()
-    finally:
-        await core.close()
-    assert status.status == "failed" and status.error is not None
-    assert "its tools/list answer has no list of tools (tools: dict)" in status.error
+    assert "its tools/list answer has no list of tools (tools: dict)" in await failure_of(hostile("unlist"))
 
 
 def test_the_tool_checks() -> None:

@@ -15,6 +15,7 @@ from tests.mcp.conftest import TOY, alive, toy
 
 from tether.agent import Agent
 from tether.mcp import McpServerConfig, McpServers
+from tether.mcp.servers import ServerStatus
 from tether.session import AgentSession
 from tether.testing.scripted import ScriptedModel, reply, tool_call
 from tether.wire import AgentMessage
@@ -23,6 +24,30 @@ from tether.wire import AgentMessage
 def session(model: ScriptedModel, *configs: McpServerConfig, log_dir: Path | None = None) -> AgentSession:
     agent = Agent(model=model.model, stream_fn=model)
     return AgentSession(agent, mcp=McpServers(configs, log_dir=log_dir), owns=("mcp",))
+
+
+async def prompted(
+    model: ScriptedModel, config: McpServerConfig, notices: list[str] | None = None
+) -> tuple[list[dict[str, Any]], ServerStatus]:
+    """One prompt of a session with ``config``'s server alone: the tool results, the server's
+    status at the end of the run, and (into ``notices``) the session's notices."""
+    core = session(model, config)
+    if notices is not None:
+        core.subscribe(lambda event: notices.append(event["message"]) if event["type"] == "notice" else None)
+    try:
+        done = results(await core.prompt("go"))
+        assert core.mcp is not None
+        [status] = core.mcp.statuses()
+    finally:
+        await core.close()
+    return done, status
+
+
+async def failure_of(config: McpServerConfig) -> str:
+    """Why ``config``'s server failed in a session's first prompt (it must have)."""
+    _, status = await prompted(ScriptedModel([reply("fine")]), config)
+    assert status.status == "failed" and status.error is not None
+    return status.error
 
 
 def results(messages: list[AgentMessage]) -> list[dict[str, Any]]:
@@ -153,15 +178,8 @@ async def test_a_missing_working_folder_is_named_as_one_not_as_the_command(tmp_p
     """A ``cwd`` that does not exist failed the spawn with the folder as the missing file, so
     the server was "command not found: /…/gone" and the user looked for a program."""
     gone = tmp_path / "gone"
-    core = session(ScriptedModel([reply("fine")]), toy(cwd=gone))
-    try:
-        await core.prompt("go")
-        assert core.mcp is not None
-        [status] = core.mcp.statuses()
-    finally:
-        await core.close()
-    assert status.status == "failed" and status.error is not None
-    assert status.error.startswith(f"its working folder {gone}: no such folder"), status.error
+    error = await failure_of(toy(cwd=gone))
+    assert error.startswith(f"its working folder {gone}: no such folder"), error
 
 
 async def test_abort_cancels_an_in_flight_call(tmp_path: Path) -> None:
