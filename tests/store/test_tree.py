@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import pytest
@@ -115,6 +116,33 @@ def test_paused_gc_counts_the_frozen_objects_once(monkeypatch: pytest.MonkeyPatc
     finally:
         gc.unfreeze()
     assert len(asked) == 1 and asked[0] > 0
+
+
+def test_paused_gc_takes_no_other_opens_frozen_objects_for_the_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads opening sessions at once: the second one's end, between the first one's
+    freeze and unfreeze, counted those objects as the host's and stopped the move for good."""
+    monkeypatch.setattr(tree_module, "_host_froze", False, raising=False)
+    freeze = gc.freeze
+    threads: list[threading.Thread] = []
+
+    def freeze_then_let_another_open_end() -> None:
+        freeze()
+        if not threads:  # the first freeze only: the other thread's own freeze goes on
+            threads.append(threading.Thread(target=_open_and_close))
+            threads[0].start()
+            threads[0].join(0.5)  # on main it ends here, seeing this thread's frozen objects
+
+    monkeypatch.setattr(gc, "freeze", freeze_then_let_another_open_end)
+    with paused_gc():
+        pass
+    threads[0].join()
+    assert tree_module._host_froze is False  # pyright: ignore[reportPrivateUsage]
+    assert gc.get_freeze_count() == 0
+
+
+def _open_and_close() -> None:
+    with paused_gc():
+        pass
 
 
 def test_an_export_hangs_the_children_of_a_damaged_row_from_its_parent() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Generator, Iterable, Iterator
 from itertools import starmap
 from typing import Any, cast
@@ -34,6 +35,9 @@ def paused_gc() -> Generator[None]:
     about a tenth of the open, only to find what is known here: they are all alive. They are
     still collected, by full collections, like any long-lived data. Skipped when the host has
     frozen objects itself (``unfreeze`` would release them too): asked once (``_host_froze``).
+    The asking and the move hold ``_moving``: a session opened by another thread meanwhile
+    would otherwise count this one's objects, frozen for the moment, as the host's, and stop
+    moving for good.
     """
     global _host_froze
     enabled = gc.isenabled()
@@ -41,13 +45,17 @@ def paused_gc() -> Generator[None]:
     try:
         yield
     finally:
-        if not _host_froze and gc.get_freeze_count() != 0:
-            _host_froze = True
-        if not _host_froze:
-            gc.freeze()
-            gc.unfreeze()
+        with _moving:
+            if not _host_froze and gc.get_freeze_count() != 0:
+                _host_froze = True
+            if not _host_froze:
+                gc.freeze()
+                gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+_moving = threading.Lock()
 
 
 _host_froze = False
