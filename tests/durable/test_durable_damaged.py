@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,53 @@ def test_an_age_past_the_calendar_is_the_flags_fault(tmp_path: Path) -> None:
     done = tether(tmp_path / "home", "runs", "list", "--newer-than", "99999999999999d")
     assert done.returncode == 1
     assert done.stderr == "tether: --newer-than '99999999999999d': more than 10000 years\n"
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
+def test_a_worker_says_a_failed_run_in_one_line(tmp_path: Path, verbose: bool) -> None:
+    """A run whose ``--setup`` raises fails in one line for its submitter, and in one line of the
+    worker's log naming the run, its session and why; the worker logged DBOS's traceback of some
+    70 lines for every such run. ``--verbose`` adds the traceback (of the setup's raise)."""
+    import signal
+
+    home = tmp_path / "home"
+    (tmp_path / "failing_setup.py").write_text("def setup(core):\n    raise RuntimeError('no tools today')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")} | {"TETHER_HOME": str(home)}
+    from tether.session.manager import SessionManager
+    from tether.store.paths import default_db_path
+
+    with SessionManager.at(default_db_path({"TETHER_HOME": str(home)})) as sessions:
+        session = sessions.create(tmp_path)
+        session.close()
+    log = tmp_path / "worker.log"
+    command = [sys.executable, "-m", "tether.cli", "worker", "--model", "anthropic/claude-sonnet-4-5"]
+    command += ["--setup", "failing_setup:setup", *(["--verbose"] if verbose else [])]
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while b"taking runs" not in log.read_bytes():
+            assert time.monotonic() < deadline and worker.poll() is None, log.read_text()
+            time.sleep(0.1)
+        submitted = tether(home, "submit", "--follow", session.id, "hi")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    run_id = submitted.stderr.splitlines()[0].removeprefix("run ")
+    assert submitted.returncode == 1
+    assert submitted.stderr.splitlines()[1:] == [f"tether: run {run_id} failed: no tools today"]
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("tether worker ") and "taking runs" in lines[0], lines
+    said = f"run {run_id} of session {session.id} failed: no tools today"
+    if not verbose:
+        assert lines[1:] == [said]
+    else:
+        assert lines[1] == said and lines[2] == "Traceback (most recent call last):"
+        assert lines[-2:] == ["    raise RuntimeError('no tools today')", "RuntimeError: no tools today"]
+        assert "Exception encountered" not in log.read_text()

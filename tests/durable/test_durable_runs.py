@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,6 +242,43 @@ async def test_a_failed_run_says_why(config: DurableConfig, tmp_path: Path) -> N
         assert runs.show(client, bad).run.error == (
             f"run {bad}: the request's 'prompt' must be a string, not int"
         )
+
+
+async def test_a_failed_run_is_one_line_in_the_workers_log(
+    config: DurableConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run that fails (its session gone) is one line of the worker's log naming the run, its
+    session and why; DBOS logged it too, with a traceback of some 70 lines, for every failed run.
+    The traceback is in the line's record when ``tether.durable`` logs at DEBUG (``--verbose``)."""
+    by_dbos: list[logging.LogRecord] = []
+    dbos_log = logging.getLogger("dbos")  # it does not propagate: a handler of its own
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            by_dbos.append(record)
+
+    handler = Kept()
+    dbos_log.addHandler(handler)
+    caplog.set_level(logging.INFO, "tether.durable")
+    options: EnqueueOptions = {"workflow_name": WORKFLOW, "queue_name": QUEUE, "queue_partition_key": "gone"}
+    try:
+        with DurableClient(config) as client:
+            run_id = client.dbos.enqueue(options, {"session": "gone", "prompt": "go"}).get_workflow_id()
+            await wait_status(client, run_id, "ERROR")
+            said = [r for r in caplog.records if r.name == "tether.durable"]
+            assert [(r.levelno, r.getMessage(), r.exc_info) for r in said] == [
+                (logging.ERROR, f"run {run_id} of session gone failed: no session 'gone'", None)
+            ]
+            caplog.set_level(logging.DEBUG, "tether.durable")
+            caplog.clear()
+            verbose = client.dbos.enqueue(options, {"session": "gone", "prompt": "go"}).get_workflow_id()
+            await wait_status(client, verbose, "ERROR")
+            said = [r for r in caplog.records if r.name == "tether.durable"]
+            assert len(said) == 1 and said[0].getMessage().startswith(f"run {verbose} of session gone failed")
+            assert said[0].exc_info is not None and "SessionNotFoundError" in caplog.text
+    finally:
+        dbos_log.removeHandler(handler)
+    assert [r.getMessage() for r in by_dbos if r.exc_info is not None] == []
 
 
 async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(

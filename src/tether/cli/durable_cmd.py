@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import signal
 import sys
 import threading
@@ -39,9 +40,11 @@ def run_worker(
     setup: str | None,
     model: str | None,
     yes: bool,
+    verbose: bool = False,
     err: TextIO = sys.stderr,
 ) -> int:
-    """Serve runs until SIGINT/SIGTERM; the unfinished ones are resumed by the next worker."""
+    """Serve runs until SIGINT/SIGTERM; the unfinished ones are resumed by the next worker.
+    A failed run is one line; ``verbose`` adds its traceback (``tether.durable`` at DEBUG)."""
     config = durable_config(
         durable_database, name=name, worker_concurrency=concurrency, global_concurrency=global_concurrency
     )
@@ -79,6 +82,12 @@ def run_worker(
 
     stop_telemetry = start_from_env()  # run spans and metrics, when an OTLP endpoint is configured
     previous = {number: signal.signal(number, stop_serving) for number in (signal.SIGINT, signal.SIGTERM)}
+    logs = logging.getLogger("tether.durable")
+    # Its lines as Python writes them with no handler (the message alone), DEBUG's as well.
+    verbose_log = logging.StreamHandler(err) if verbose else None
+    if verbose_log is not None:
+        logs.addHandler(verbose_log)
+        logs.setLevel(logging.DEBUG)
     try:
         serve(runtime, stop, on_ready=ready)
     except UserError:
@@ -94,6 +103,9 @@ def run_worker(
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        if verbose_log is not None:
+            logs.removeHandler(verbose_log)
+            logs.setLevel(logging.NOTSET)
         if stop_telemetry is not None:
             stop_telemetry()
     return 0
@@ -113,7 +125,6 @@ def submit_run(
 ) -> int:
     """Enqueue a run; with ``follow``, print its events as they happen and wait for its end."""
     config = durable_config(durable_database)
-    import logging
 
     from tether.durable.client import DurableClient, SubmitError
 

@@ -538,6 +538,7 @@ def subcommands() -> click.Group:
     )
     @click.option("--model", metavar="PROVIDER/ID", help="Model of every run (default: the session's).")
     @click.option("-y", "--yes", is_flag=True, help="Approve every tool call (nobody can answer a question).")
+    @click.option("-v", "--verbose", is_flag=True, help="Log each failed run's traceback too.")
     @click.option("--database", metavar="URL", help=DATABASE_HELP)
     @durable_database
     def worker(database: str | None, **flags: Any) -> None:

@@ -44,7 +44,14 @@ from tether.durable.client import first_line, shown
 from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
 from tether.durable.dispatch import Dispatcher, own_queue, system_engine
 from tether.durable.runs import prune_with
-from tether.durable.workflow import DbosVersionError, Runtime, check_dbos, executing, install
+from tether.durable.workflow import (
+    DbosVersionError,
+    Runtime,
+    check_dbos,
+    executing,
+    install,
+    logged_failure,
+)
 
 _METADATA = sa.MetaData()
 _WORKERS = sa.Table(
@@ -64,6 +71,7 @@ def launch(runtime: Runtime) -> Dispatcher:
     declare the queues and start claiming runs (``tether.durable.dispatch``); ``shutdown`` undoes it."""
     config = runtime.config
     install(runtime)
+    logging.getLogger("dbos").addFilter(_FAILED_RUNS)
     DBOS(
         config={
             "name": APP_NAME,
@@ -279,6 +287,18 @@ class _OutageNoise(logging.Filter):
 
 
 _NOISE = _OutageNoise()
+
+
+class _FailedRuns(logging.Filter):
+    """Drops DBOS's record of a run that failed ("Exception encountered in asynchronous
+    workflow", with a traceback of some 70 lines): the run said it in one line already, naming
+    the run, its session and why (``workflow.durable_run``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.exc_info is None or record.exc_info[1] is None or not logged_failure(record.exc_info[1])
+
+
+_FAILED_RUNS = _FailedRuns()
 
 
 def _beat(heartbeats: Heartbeats, stopped: threading.Event) -> None:

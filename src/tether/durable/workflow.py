@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import inspect
+import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
@@ -56,6 +57,8 @@ from tether.store.database import open_store
 from tether.store.ids import decode, encode, new_id
 from tether.store.store import SessionError, SessionLockedError, SessionRecord, SessionStore, WriterLease
 from tether.tools.approval import Approval
+
+log = logging.getLogger("tether.durable")
 
 Setup = Callable[[AgentSession], Awaitable[None] | None]
 """Called with each run's ``AgentSession`` before it runs: add tools, set the model (``--setup``)."""
@@ -220,8 +223,43 @@ def executing() -> frozenset[str]:
 
 @DBOS.workflow(name=WORKFLOW)
 async def durable_run(request: RunRequest) -> RunOutcome:
-    """Run one prompt on a stored session, durably (see the module docstring)."""
-    request = check_request(request, f"run {DBOS.workflow_id}")
+    """Run one prompt on a stored session, durably (see the module docstring).
+
+    A failed run is logged here in one line naming the run, its session and why, its traceback
+    only when the ``tether.durable`` logger is at DEBUG (``tether worker --verbose``): a damaged
+    session or a failing ``--setup`` is data, said to the submitter in one line as well. DBOS logs
+    the same failure with its traceback (some 70 lines, mostly its own frames); the worker drops
+    that record (``logged_failure``)."""
+    run_id = DBOS.workflow_id
+    try:
+        return await _run(request, run_id)
+    except Exception as exc:  # a cancel (DBOSWorkflowCancelledError) is a BaseException: no failure
+        from tether.durable.client import first_line  # (client imports this module)
+
+        fields = cast(object, request)  # anything a program enqueued: check_request may refuse it
+        session = cast(dict[str, object], fields).get("session") if isinstance(fields, dict) else None
+        log.error(
+            "run %s%s failed: %s",
+            run_id,
+            f" of session {session}" if isinstance(session, str) and session else "",
+            first_line(exc),
+            exc_info=exc if log.isEnabledFor(logging.DEBUG) else None,
+        )
+        raise
+
+
+def logged_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a run's body (``_run``), which ``durable_run`` logged already."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is _run.__code__:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+async def _run(request: RunRequest, run_id: str | None) -> RunOutcome:
+    request = check_request(request, f"run {run_id}")
     runtime = _current()
     execution = uuid.uuid4().hex  # not checkpointed on purpose: it tells executions apart
     session_id = request["session"]
