@@ -172,6 +172,38 @@ async def test_bad_json_rpc_gets_errors_and_the_agent_keeps_serving(acp_env: Acp
     assert b"Traceback" not in await process.stderr.read()
 
 
+async def test_a_session_asked_for_before_initialize_is_an_error_naming_it(acp_env: AcpEnv) -> None:
+    """ACP: the client MUST call ``initialize`` first. ``session/new`` before it made a session
+    that never had the editor's files and terminal (capabilities come with ``initialize``
+    only), and nothing said why; now every method but ``initialize`` is ``-32600`` naming it, and
+    after it all works as before."""
+    process = await start_agent(acp_env, "hi")  # a model: session/new needs one
+    agent = RawAgent(process)
+    project = str(acp_env.project)
+    early: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("session/new", {"cwd": project, "mcpServers": []}),
+        ("session/load", {"cwd": project, "sessionId": "nope", "mcpServers": []}),
+        ("session/list", {}),
+        ("authenticate", {"methodId": "environment"}),
+    )
+    try:
+        for request_id, (method, params) in enumerate(early, start=1):
+            answer = await agent.ask(request(request_id, method, params))
+            assert answer["id"] == request_id and answer["error"]["code"] == -32600, answer
+            assert answer["error"]["data"]["details"] == (
+                f"{method} before initialize: the client must call initialize first"
+            )
+        ok = await agent.ask(request(10, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        assert ok["result"]["protocolVersion"] == 1
+        created = await agent.ask(request(11, "session/new", {"cwd": project, "mcpServers": []}))
+        assert created["id"] == 11 and created["result"]["sessionId"], created
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr
+
+
 @pytest.mark.parametrize("depth", [100_000, 5_000])
 async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
     """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the

@@ -53,6 +53,7 @@ async def test_commands_run_in_the_core_and_only_prompts_reach_the_model(project
         return client.said()
 
     try:
+        await agent.initialize(protocol_version=1)
         session_id = (await agent.new_session(cwd=str(project))).session_id
         assert await say("hello") == "answer 1"
         tree = await say("/tree")

@@ -49,6 +49,7 @@ async def test_model_and_thinking_options(project: Path, tmp_path: Path) -> None
     client = QuietClient()
     agent.on_connect(cast(Client, client))
     try:
+        await agent.initialize(protocol_version=1)
         created = await agent.new_session(cwd=str(project))
         options = by_id(created.config_options)
         assert options["model"].current_value == "anthropic/claude-sonnet-4-5"

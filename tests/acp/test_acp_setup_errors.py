@@ -31,9 +31,16 @@ def agent(options: SessionOptions) -> TetherAcpAgent:
     return acp_agent
 
 
+async def initialized(options: SessionOptions) -> TetherAcpAgent:
+    """An agent a client has called ``initialize`` on, as it must before ``session/new``."""
+    acp_agent = agent(options)
+    await acp_agent.initialize(protocol_version=1)
+    return acp_agent
+
+
 async def test_an_unknown_model_is_invalid_params(project: Path) -> None:
     with pytest.raises(RequestError) as info:
-        await agent(SessionOptions(model="nope/nothing")).new_session(cwd=str(project))
+        await (await initialized(SessionOptions(model="nope/nothing"))).new_session(cwd=str(project))
     assert info.value.code == -32602
     assert "nope/nothing" in str(cast(dict[str, object], info.value.data)["details"])
 
@@ -44,7 +51,7 @@ async def test_no_usable_model_asks_for_keys(project: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(model_choice, "_default_model", nothing_usable)
     with pytest.raises(RequestError) as info:
-        await agent(SessionOptions()).new_session(cwd=str(project))
+        await (await initialized(SessionOptions())).new_session(cwd=str(project))
     assert info.value.code == -32000
     details = str(cast(dict[str, object], info.value.data)["details"])
     assert "ANTHROPIC_API_KEY" in details and "embedded model" in details
@@ -54,7 +61,7 @@ async def test_a_bad_settings_file_is_invalid_params(project: Path) -> None:
     (project / ".tether").mkdir()
     (project / ".tether" / "settings.json").write_text('{"thinking": "very"}')
     with pytest.raises(RequestError) as info:
-        await agent(SessionOptions()).new_session(cwd=str(project))
+        await (await initialized(SessionOptions())).new_session(cwd=str(project))
     assert info.value.code == -32602
     assert '"thinking"' in str(cast(dict[str, object], info.value.data)["details"])
 

@@ -143,6 +143,8 @@ class TetherAcpAgent:
         self._options = options
         self._client: Client | None = None
         self._access = EditorAccess()
+        self._initialized = False
+        """``initialize`` was answered: the client's capabilities (``_access``) are known."""
         self._sessions: dict[str, AcpSession] = {}
         self._announcements: set[asyncio.Task[None]] = set()
         """``available_commands_update`` sends in flight (kept alive until they finish)."""
@@ -172,6 +174,7 @@ class TetherAcpAgent:
             write=bool(fs and fs.write_text_file),
             terminal=bool(caps.terminal),
         )
+        self._initialized = True
         return InitializeResponse(
             # We speak version 1, the only stable one: a client asking for another decides.
             protocol_version=PROTOCOL_VERSION,
@@ -190,6 +193,7 @@ class TetherAcpAgent:
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        self._check_initialized("authenticate")
         if method_id != ENV_AUTH:
             raise RequestError.invalid_params(
                 {"details": f"unknown auth method {method_id!r}; use {ENV_AUTH!r}"}
@@ -205,6 +209,7 @@ class TetherAcpAgent:
         mcp_servers: list[AnyMcpServer] | None = None,
         **_: Any,
     ) -> NewSessionResponse:
+        self._check_initialized("session/new")
         servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._start(cwd, SessionChoice(), servers)
         if session.core.notice:  # what the setup skipped (bad MCP entries, an untrusted project)
@@ -225,6 +230,7 @@ class TetherAcpAgent:
         additional_directories: list[str] | None = None,
         **_: Any,
     ) -> LoadSessionResponse:
+        self._check_initialized("session/load")
         servers, meta = _editor_mcp_servers(mcp_servers)
         session = self._sessions.get(session_id)
         if session is not None and session.holder is not None:
@@ -254,6 +260,7 @@ class TetherAcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
+        self._check_initialized("session/list")
         from datetime import UTC, datetime
 
         from tether.session import SessionManager
@@ -323,6 +330,16 @@ class TetherAcpAgent:
             session.cancel()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _check_initialized(self, method: str) -> None:
+        """``-32600`` for ``method`` asked before ``initialize``, which ACP says a client MUST
+        call first: a session made then would run without the editor's files and terminal (its
+        capabilities are said in ``initialize`` only), and with nothing telling the client why.
+        (The session methods need a session, which only these methods make.)"""
+        if not self._initialized:
+            raise RequestError.invalid_request(
+                {"details": f"{method} before initialize: the client must call initialize first"}
+            )
 
     def _session(self, session_id: str) -> AcpSession:
         session = self._sessions.get(session_id)
