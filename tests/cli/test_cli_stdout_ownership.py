@@ -81,25 +81,27 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
         process.communicate()
 
 
-def _reader_leaves(cli: CliEnv, calls: list[dict[str, object]]) -> float:
-    """``tether --mode json`` running ``calls`` (then an answer), its reader gone at the first
-    tool call's start: the seconds it took to exit then (with status 1)."""
+def _reader_leaves(cli: CliEnv, replies: list[dict[str, object]], *args: str) -> float:
+    """``tether --yes ARGS`` answered by ``replies``, its stdout's reader gone at the first tool
+    call's start (an event line in JSON mode, a ``[tool]`` line on stderr in print mode): the
+    seconds it took to exit then (with status 1)."""
     import subprocess
     import sys
     import time
 
-    script = cli.script("s", [*calls, text_reply("done")])
+    script = cli.script("s", replies)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "--yes", "--mode", "json", "go"],
+        [sys.executable, "-m", "tether.cli", "--yes", *args],
         cwd=cli.project,
         env=cli.env(TETHER_SCRIPTED=str(script)),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if b'"tool_execution_start"' in line:
+    assert process.stdout is not None and process.stderr is not None
+    json_mode = "json" in args
+    for line in process.stdout if json_mode else process.stderr:
+        if (b'"tool_execution_start"' if json_mode else b"[tool] ") in line:
             break
     process.stdout.close()
     left = time.monotonic()
@@ -112,9 +114,8 @@ def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
     """``tether --mode json ... | head -n 3``: once an event line cannot be written (the reader
     is gone), the run is aborted; it went on to its end (every model call and tool call, with no
     one reading) and only then exited 1."""
-    _reader_leaves(
-        cli, [tool_reply("bash", {"command": f"sleep 0.2; echo {i} >> steps"}, f"c{i}") for i in range(8)]
-    )
+    calls = [tool_reply("bash", {"command": f"sleep 0.2; echo {i} >> steps"}, f"c{i}") for i in range(8)]
+    _reader_leaves(cli, [*calls, text_reply("done")], "--mode", "json", "go")
     steps = (cli.project / "steps").read_text().split() if (cli.project / "steps").exists() else []
     assert len(steps) <= 2, steps  # the call under way, and none after the next event
 
@@ -122,6 +123,17 @@ def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
 def test_json_mode_stops_a_quiet_tool_call_as_soon_as_its_reader_leaves(cli: CliEnv) -> None:
     """A tool call that writes nothing for a long time (a build, a test suite) no longer runs to
     its end for a reader that has gone: the pipe's hang-up is watched, not only the next write."""
-    seconds = _reader_leaves(cli, [tool_reply("bash", {"command": "sleep 30; echo ran >> steps"}, "c1")])
-    assert seconds < 15
+    quiet = tool_reply("bash", {"command": "sleep 30; echo ran >> steps"}, "c1")
+    assert _reader_leaves(cli, [quiet, text_reply("done")], "--mode", "json", "go") < 15
+    assert not (cli.project / "steps").exists()
+
+
+def test_print_mode_stops_when_its_reader_leaves_and_runs_no_later_prompt(cli: CliEnv) -> None:
+    """``tether -p`` writes its answer at the end, so a reader that has gone before it (``| head
+    -c 0``, a killed consumer) gets nothing whatever the run does: it is aborted as soon as the
+    pipe closes, as ``--mode json`` is, and the next prompt is not run. It ran every model call
+    and tool call to the end (a quiet tool call of 30 s, then the second prompt), then exited 1."""
+    first = [tool_reply("bash", {"command": "sleep 30; echo first >> steps"}, "c1"), text_reply("one")]
+    then = [tool_reply("bash", {"command": "echo second >> steps"}, "c2"), text_reply("two")]
+    assert _reader_leaves(cli, [*first, *then], "-p", "go", "and then") < 15
     assert not (cli.project / "steps").exists()

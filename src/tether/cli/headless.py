@@ -83,7 +83,7 @@ async def run_print(
 
     unsubscribe = core.subscribe(on_event)
     try:
-        added = [await core.submit(prompt, shell=False) for prompt in prompts]
+        added = await _submit_while_read(core, prompts, out, _ReaderGone(core))
     finally:
         unsubscribe()
     if not added[-1]:  # no model call: an extension's command ran, or one stopped the run (a notice says why)
@@ -109,9 +109,7 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
 
     noted: set[str] = set()
     wire = WireEvents(pending=True)
-    broken: list[OSError] = []
-    """The stream's own failure (stdout closed or full): the run cannot be reported, so it is
-    the program's error (``cli.main`` says it in one line), not a listener failure of the run."""
+    gone = _ReaderGone(core)
 
     def on_event(event: Mapping[str, Any]) -> None:
         kind = event["type"]
@@ -122,7 +120,7 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
             return
         elif kind == "notice" and event.get("failure"):
             return  # the extension_error line said it
-        if broken:
+        if gone.error is not None:
             return
         try:
             out.write(dumps(wire(event)))
@@ -131,25 +129,48 @@ async def run_json(core: AgentSession, prompts: Sequence[str], out: TextIO, err:
         except OSError as exc:
             gone(exc)
 
-    def gone(exc: OSError) -> None:
-        if not broken:
-            broken.append(exc)
-            core.abort()  # nobody reads the stream: no more paid calls or tool runs for it
-
     unsubscribe = core.subscribe(on_event)
-    unwatch = _watch_reader(out, lambda: gone(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))))
-    added: list[Any] = []
     try:
-        for prompt in prompts:
-            added.append(await core.submit(prompt, shell=False))
-            if broken:
-                raise broken[0]
+        added = await _submit_while_read(core, prompts, out, gone)
     finally:
-        unwatch()
         unsubscribe()
     if added[-1]:
         _finish(core, None, err)  # the stderr line; the stream already said it
     return 0
+
+
+class _ReaderGone:
+    """The failure of a run's stdout (its reader gone, or a write refused): the run cannot be
+    reported, so it is aborted (nobody reads what it makes: no more paid calls or tool runs for
+    it) and the failure is the program's error (``cli.main`` says it in one line), not a
+    listener failure of the run."""
+
+    def __init__(self, core: AgentSession) -> None:
+        self._core = core
+        self.error: OSError | None = None
+
+    def __call__(self, exc: OSError) -> None:
+        if self.error is None:
+            self.error = exc
+            self._core.abort()
+
+
+async def _submit_while_read(
+    core: AgentSession, prompts: Sequence[str], out: TextIO, gone: _ReaderGone
+) -> list[list[Any]]:
+    """Each prompt's added messages, run in turn while ``out`` has a reader (``_watch_reader``):
+    once it has gone (``gone``), the run under way is aborted, the prompts after it are not run
+    and its error is raised."""
+    unwatch = _watch_reader(out, lambda: gone(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))))
+    added: list[list[Any]] = []
+    try:
+        for prompt in prompts:
+            added.append(await core.submit(prompt, shell=False))
+            if gone.error is not None:
+                raise gone.error
+    finally:
+        unwatch()
+    return added
 
 
 def _watch_reader(out: TextIO, gone: Callable[[], None]) -> Callable[[], None]:
