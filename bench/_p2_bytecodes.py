@@ -31,7 +31,19 @@ import p2_agent_loop as p2
 Key = tuple[str, int, str]
 """A function: its file, first line and name."""
 
-_FLOOR_TOOLS = {"_semantic_tools", "_validated", "_echo", "_echo_result", "__init__"}
+_FLOOR_TOOLS = {
+    "_semantic_tools",
+    "_validated",
+    "_echo",
+    "_echo_result",
+    "__init__",
+    "_parallel",
+    "_finish",
+    "_resumed",
+    "_into",
+    "_plain_end",
+    "_semantic_end",
+}
 """The floor's functions that run its tool batch (``_ToolResult.__init__`` among them)."""
 
 
@@ -55,7 +67,7 @@ def layer(filename: str, name: str) -> str:
     if "/json/" in path:
         return "model stream"  # the floor's scripted model writes its arguments with json.dumps
     if path.endswith("/_p2_floor.py"):
-        if name == "emit":
+        if name == "count":
             return "sink"
         if name in ("_stream", "_pass"):
             return "model stream"

@@ -11,6 +11,17 @@ quadratic, and dearer than a loop that avoids it). Tether's distance to this
 floor is what its loop costs; the floor's distance to the reference is what the language and
 its event loop cost on this workload, whatever the loop does.
 
+Both floors run a reply's tool calls concurrently, as the benchmark runs tether and the reference
+(``toolExecution: "parallel"``): pi's ``Promise.all`` starts each call at once, before the next,
+and a call that waits lets the others run. Creating every call's coroutine and then awaiting
+them in turn, as the floors did, ran none before the previous had ended (two tools sleeping 1 s
+took 2 s) and priced a sequential loop. The least a Python program does for the same
+(``_parallel``): step each call's coroutine at once, in a context of its own (as a task would
+run it), and hand only a call that waits to the event loop, in a task; the ends of the calls
+that ended at once go out in the reply's order, the others' as they end, the results in the
+reply's order, as pi emits them. A task per call (``asyncio.gather``) made the floor 1.43x the
+bytecodes of this design on P2, where every tool ends at once.
+
 ``run(..., semantic=True)`` is the *semantic floor*: the same loop plus only what the wire types
 and the reference (pi-agent-core's ``agent-loop.js``, ``reference/seeds/001-agent-loop.txt``)
 require of every agent loop: assistant messages with all their fields, a shallow copy of the
@@ -25,17 +36,20 @@ bookkeeping), not what the contract makes every loop pay.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import time
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from typing import Any, TypeVar
 
 import jiter
 
 from tether.ai.event_stream import empty_usage
 
 Event = dict[str, Any]
+T = TypeVar("T")
 
 
 @types.coroutine
@@ -115,10 +129,13 @@ TOOLS = {"echo": _echo_result}
 
 
 async def _semantic_tools(tool_calls: list[Event], emit: Callable[[Event], Awaitable[None]]) -> list[Event]:
-    """The semantic floor's tool batch: each call announced, its tool found by name and its
-    arguments validated, then all awaited in order; a bad call becomes an error result."""
-    started: list[tuple[Event, Awaitable[_ToolResult] | str]] = []  # a str: the call's error
-    for call in tool_calls:
+    """The semantic floor's tool batch, as pi's parallel mode: each call announced, its tool found
+    by name and its arguments validated (a bad call ends there, with an error result), then the
+    good ones run concurrently (``_parallel``); the results in the reply's order."""
+    failed: dict[int, _ToolResult] = {}
+    prepared: list[Event] = []
+    running: list[Coroutine[Any, Any, _ToolResult]] = []
+    for index, call in enumerate(tool_calls):
         name = call["name"]
         await emit(
             {
@@ -130,24 +147,18 @@ async def _semantic_tools(tool_calls: list[Event], emit: Callable[[Event], Await
         )
         tool = TOOLS.get(name)
         try:
-            started.append((call, tool(_validated(call["arguments"])) if tool else f"Tool {name} not found"))
+            if tool is None:
+                raise ValueError(f"Tool {name} not found")
+            running.append(tool(_validated(call["arguments"])))
+            prepared.append(call)
         except ValueError as error:
-            started.append((call, str(error)))
+            failed[index] = _ToolResult([{"type": "text", "text": str(error)}], {})
+            await emit(_semantic_end(call, failed[index], True))
+    ran = iter(await _parallel(prepared, running, emit, _semantic_end))
     results: list[Event] = []
-    for call, running in started:
-        if isinstance(running, str):
-            output, is_error = _ToolResult([{"type": "text", "text": running}], {}), True
-        else:
-            output, is_error = await running, False
-        await emit(
-            {
-                "type": "tool_execution_end",
-                "toolCallId": call["id"],
-                "toolName": call["name"],
-                "result": output,
-                "isError": is_error,
-            }
-        )
+    for index, call in enumerate(tool_calls):
+        is_error = index in failed
+        output = failed[index] if is_error else next(ran)
         results.append(
             {
                 "role": "toolResult",
@@ -162,14 +173,104 @@ async def _semantic_tools(tool_calls: list[Event], emit: Callable[[Event], Await
     return results
 
 
-async def run(turns: int, calls: int, semantic: bool = False) -> tuple[int, int]:
+def _semantic_end(call: Event, output: _ToolResult, is_error: bool = False) -> Event:
+    return {
+        "type": "tool_execution_end",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "result": output,
+        "isError": is_error,
+    }
+
+
+def _plain_end(call: Event, output: Event) -> Event:
+    return {"type": "tool_execution_end", "toolCallId": call["id"], "result": output}
+
+
+async def _parallel(
+    tool_calls: list[Event],
+    running: list[Coroutine[Any, Any, T]],
+    emit: Callable[[Event], Awaitable[None]],
+    end: Callable[[Event, T], Event],
+) -> list[T]:
+    """Run a batch's calls concurrently, as pi's ``Promise.all`` does: each call is stepped at
+    once, before the next, and one that waits goes on in a task (``_finish``); the ends of the
+    calls that ended at once are emitted in the reply's order, the others' as they end; the
+    outputs come back in the reply's order."""
+    outputs: list[Any] = [None] * len(running)
+    rest: dict[int, asyncio.Task[None]] = {}
+    for index, coro in enumerate(running):
+        context = contextvars.copy_context()  # each call in its own, as a task runs it
+        step = _into(outputs, index, coro)
+        waiting = context.run(next, step.__await__(), _ENDED)
+        if waiting is not _ENDED:  # it waits: the event loop runs the rest of it
+            rest[index] = asyncio.get_running_loop().create_task(
+                _finish(tool_calls[index], _resumed(step, context, waiting), outputs, index, emit, end)
+            )
+    for index, call in enumerate(tool_calls):
+        if index not in rest:
+            await emit(end(call, outputs[index]))
+    if rest:
+        await asyncio.gather(*rest.values())
+    return outputs
+
+
+async def _into(outputs: list[Any], index: int, running: Coroutine[Any, Any, Any]) -> None:
+    """A call, its output put in its place: stepped by ``next``, a coroutine that returns
+    ``None`` ends without the ``StopIteration`` that carries a value (stepping the tool's own
+    coroutine with ``send`` and catching that instead cost P2 1.1% more instructions and 1.6%
+    more CPU time, paired medians, for 0.9% fewer bytecodes)."""
+    outputs[index] = await running
+
+
+_ENDED: Any = object()
+"""What ``next`` gives back for a call that ended as it started."""
+
+
+async def _finish(
+    call: Event,
+    rest: Awaitable[None],
+    outputs: list[Any],
+    index: int,
+    emit: Callable[[Event], Awaitable[None]],
+    end: Callable[[Event, T], Event],
+) -> None:
+    """The task of a call that waited as it started: its end emitted once it has ended."""
+    await rest
+    await emit(end(call, outputs[index]))
+
+
+@types.coroutine
+def _resumed(
+    step: Coroutine[Any, Any, None], context: contextvars.Context, waiting: Any
+) -> Generator[Any, Any, None]:
+    """The rest of a call that waited as it started, in its own context: its task waits for what
+    it waits for, and what the task gets thrown (a cancellation) goes to it."""
+    try:
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as error:
+                waiting = context.run(step.throw, error)
+            else:
+                waiting = context.run(step.send, sent)
+    except StopIteration:
+        return
+
+
+async def run(
+    turns: int, calls: int, semantic: bool = False, listener: Callable[[Event], Awaitable[None]] | None = None
+) -> tuple[int, int]:
     """The workload once; the number of events and of messages in the transcript. ``semantic``:
-    the semantic floor (see the module's docstring)."""
+    the semantic floor (see the module's docstring). ``listener`` gets the events in place of
+    the counting sink (the count is then 0): the tests read their order."""
     events = 0
 
-    async def emit(event: Event) -> None:
+    async def count(event: Event) -> None:
         nonlocal events
         events += 1
+
+    emit = count if listener is None else listener
 
     prompt: Event = {"role": "user", "content": "go", "timestamp": 0}
     messages = [prompt]
@@ -209,12 +310,13 @@ async def run(turns: int, calls: int, semantic: bool = False) -> tuple[int, int]
                 await emit(
                     {"type": "tool_execution_start", "toolCallId": call["id"], "args": call["arguments"]}
                 )
-            for call, running in [
-                (call, _echo(call["arguments"])) for call in tool_calls
-            ]:  # all started, then awaited
-                output = await running
-                await emit({"type": "tool_execution_end", "toolCallId": call["id"], "result": output})
-                results.append({"role": "toolResult", "toolCallId": call["id"], "content": output["content"]})
+            outputs = await _parallel(
+                tool_calls, [_echo(call["arguments"]) for call in tool_calls], emit, _plain_end
+            )
+            results = [
+                {"role": "toolResult", "toolCallId": call["id"], "content": output["content"]}
+                for call, output in zip(tool_calls, outputs, strict=True)
+            ]
         for result in results:
             messages.append(result)
             await emit({"type": "message_start", "message": result})

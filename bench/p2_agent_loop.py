@@ -11,7 +11,8 @@ re-reads the whole transcript), and count events in an awaited emit sink.
     .venv/bin/python bench/p2_agent_loop.py --tracing
 
 Beside them runs P2's Python floor (``_p2_floor.py``): the same events and event-loop passes with
-nothing else an agent loop does (filtering the transcript incrementally, as tether does). Tether
+nothing else an agent loop does (filtering the transcript incrementally, as tether does; running
+each reply's calls concurrently, as tether and the reference in parallel mode do). Tether
 over the floor is what tether's loop costs; the floor over the reference is what CPython and its
 event loop cost on this workload. The third Python row, the *semantic floor*, is that floor plus
 only what the wire types and the reference's loop require of any agent loop (full event and

@@ -1,0 +1,8 @@
+"""The benchmarks' own modules (``bench/``) import by name, as the benchmarks run them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
