@@ -4,7 +4,7 @@ A static scan of every ``import`` in ``src/tether`` (type-checking and function-
 included), so a front end cannot creep into the core and the core cannot reach into a front end.
 The root module is a floor too: ``tether/__init__.py`` is the front door on top, which names
 every layer, so no subpackage imports ``tether`` itself; the leaf modules beside it
-(``_version``, ``errors``, ``_lazy``, ``_event_loop``, ``gc_tuning``, ``own_files``) are the ground, which every layer may import and which import
+(``_version``, ``errors``, ``_lazy``, ``_event_loop``, ``_hang_up``, ``gc_tuning``, ``own_files``) are the ground, which every layer may import and which import
 nothing of tether.
 """
 
@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
-LEAVES = {"_version", "errors", "_lazy", "_event_loop", "gc_tuning", "own_files"}
+LEAVES = {"_version", "errors", "_lazy", "_event_loop", "_hang_up", "gc_tuning", "own_files"}
 """The root modules under every layer (``tether._version``, ...)."""
 FRONT_DOOR = "tether"
 """What an ``import tether`` or ``from tether import X`` reaches: every layer at once."""

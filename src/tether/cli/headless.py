@@ -16,14 +16,13 @@ says it too).
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
-import stat
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from tether._hang_up import watch_hang_up
 from tether.session.agent_session import AgentSession
 from tether.session.events import WireEvents, message_text, note_lines
 from tether.session.pi_format import PI_SESSION_VERSION, iso_timestamp
@@ -158,10 +157,10 @@ class _ReaderGone:
 async def _submit_while_read(
     core: AgentSession, prompts: Sequence[str], out: TextIO, gone: _ReaderGone
 ) -> list[list[Any]]:
-    """Each prompt's added messages, run in turn while ``out`` has a reader (``_watch_reader``):
+    """Each prompt's added messages, run in turn while ``out`` has a reader (``watch_hang_up``):
     once it has gone (``gone``), the run under way is aborted, the prompts after it are not run
     and its error is raised."""
-    unwatch = _watch_reader(out, lambda: gone(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))))
+    unwatch = watch_hang_up(out, lambda: gone(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))))
     added: list[list[Any]] = []
     try:
         for prompt in prompts:
@@ -171,30 +170,6 @@ async def _submit_while_read(
     finally:
         unwatch()
     return added
-
-
-def _watch_reader(out: TextIO, gone: Callable[[], None]) -> Callable[[], None]:
-    """Call ``gone`` as soon as the reader of ``out``, a pipe, has closed it: a run in a long
-    tool call that writes no event would otherwise go on until its next event. The write end of
-    a pipe polls readable (an error) once its reader has left, as asyncio's own pipe transport
-    notices it. Returns what stops the watch; a file, terminal or socket is not watched."""
-    try:
-        fd = out.fileno()
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            return lambda: None
-    except (OSError, ValueError):
-        return lambda: None
-    loop = asyncio.get_running_loop()
-
-    def unwatch() -> None:
-        loop.remove_reader(fd)
-
-    def hangup() -> None:
-        unwatch()
-        gone()
-
-    loop.add_reader(fd, hangup)
-    return unwatch
 
 
 def is_command(core: AgentSession, prompt: str) -> bool:

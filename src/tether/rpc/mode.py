@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from tether._hang_up import watch_hang_up
 from tether._version import __version__
 from tether.rpc.dispatch import Frame
 from tether.rpc.jsonl import OVERLONG, LineSplitter, encode_frame
@@ -228,7 +229,6 @@ class _Output:
     def hung_up(self) -> None:
         """The client closed its end of the pipe: a shutdown now, not at the next frame (a quiet
         tool call may write none for minutes)."""
-        self._loop.remove_reader(self._fd)
         self._give_up()
 
     def _give_up(self) -> None:
@@ -331,9 +331,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
     was_blocking = os.get_blocking(out_fd)
     if stat.S_ISFIFO(os.fstat(out_fd).st_mode) or stat.S_ISSOCK(os.fstat(out_fd).st_mode):
         os.set_blocking(out_fd, False)  # what a full pipe does not take waits in ``_Output``
-    watch_hang_up = stat.S_ISFIFO(os.fstat(out_fd).st_mode)
-    if watch_hang_up:  # a pipe's write end polls readable (an error) once its reader has left
-        loop.add_reader(out_fd, output.hung_up)
+    unwatch = watch_hang_up(out_fd, output.hung_up)
     watchers = [
         asyncio.ensure_future(_when(stop, finished.set)),
         asyncio.ensure_future(_when(broken, finished.set)),
@@ -366,8 +364,7 @@ async def serve(core: AgentSession, *, stdin_fd: int, out: BinaryIO) -> int:
             lines.reading(False)
         if signals is not None:
             signals.close()
-        if watch_hang_up:
-            loop.remove_reader(out_fd)
+        unwatch()
         os.set_blocking(out_fd, was_blocking)
     if output.failure is not None:
         reason = output.failure.strerror or output.failure
