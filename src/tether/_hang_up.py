@@ -6,7 +6,9 @@ until its next write failed. One watch for both front ends, under every layer.""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import select
 import stat
 from collections.abc import Callable
 from typing import IO, Any
@@ -15,11 +17,17 @@ from typing import IO, Any
 def watch_hang_up(out: int | IO[Any], gone: Callable[[], None]) -> Callable[[], None]:
     """Call ``gone`` once the reader of ``out``, a pipe, has left; returns what stops the watch.
 
-    A pipe's write end polls readable (an error) once its read end is closed, as asyncio's write
-    pipe transport notices it. A file, terminal or socket is not watched."""
+    A pipe's write end polls readable (POLLERR) once its read end is closed, as asyncio's write
+    pipe transport notices it. Readable alone is no hang-up, so a zero-timeout poll decides; a
+    readiness it does not confirm ends the watch, which would otherwise be called again at once
+    (a spin), and the next write failing tells as before. A FIFO opened read-write (``1<>fifo``)
+    holds a reader in tether itself (it polls readable while a line is unread) and is not
+    watched, nor is a file, terminal or socket."""
     try:
         fd = out if isinstance(out, int) else out.fileno()
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return _unwatched
+        if (fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE) != os.O_WRONLY:
             return _unwatched
     except (OSError, ValueError):  # no descriptor (a StringIO, a closed stream)
         return _unwatched
@@ -30,10 +38,17 @@ def watch_hang_up(out: int | IO[Any], gone: Callable[[], None]) -> Callable[[], 
 
     def readable() -> None:
         unwatch()
-        gone()
+        if _hung_up(fd):
+            gone()
 
     loop.add_reader(fd, readable)
     return unwatch
+
+
+def _hung_up(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are reported whatever is asked for
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _unwatched() -> None:

@@ -4,6 +4,9 @@ stderr, and stdout holds the event lines alone."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from cli_support import CliEnv, json_lines, text_reply, tool_reply
 
@@ -137,3 +140,34 @@ def test_print_mode_stops_when_its_reader_leaves_and_runs_no_later_prompt(cli: C
     then = [tool_reply("bash", {"command": "echo second >> steps"}, "c2"), text_reply("two")]
     assert _reader_leaves(cli, [*first, *then], "-p", "go", "and then") < 15
     assert not (cli.project / "steps").exists()
+
+
+def test_json_mode_to_a_fifo_opened_read_write_runs_to_its_end(cli: CliEnv, tmp_path: Path) -> None:
+    """``tether --mode json 1<>fifo`` with a reader on the FIFO: tether holds a read end itself,
+    so the FIFO polls readable whenever a line is still unread, which is no reader leaving; the
+    run was aborted at its first event line."""
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "events"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    calls = [tool_reply("bash", {"command": f"echo {i} >> steps"}, f"c{i}") for i in range(2)]
+    script = cli.script("s", [*calls, text_reply("done")])
+    out = os.open(fifo, os.O_RDWR)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tether.cli", "--yes", "--mode", "json", "go"],
+            cwd=cli.project,
+            env=cli.env(TETHER_SCRIPTED=str(script)),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(out)  # with tether's copy gone, the last write end: cat reads to the end
+        lines, _ = reader.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert (cli.project / "steps").read_text().split() == ["0", "1"]
+    assert any(event["type"] == "agent_end" for event in json_lines(lines.decode()))

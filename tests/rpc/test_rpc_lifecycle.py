@@ -185,6 +185,34 @@ def test_a_client_that_closes_its_read_end_ends_a_quiet_run(rpc: RpcEnv) -> None
 
 
 @pytest.mark.subprocess
+def test_a_server_writing_to_a_fifo_opened_read_write_runs_its_commands(rpc: RpcEnv, tmp_path: Path) -> None:
+    """``tether --mode rpc 1<>fifo`` with a reader on the FIFO: the server holds a read end
+    itself, so the FIFO polls readable whenever a frame is still unread, which is no client
+    leaving; the server shut down after its ready frame."""
+    rpc.script([bash_reply("echo 0 >> steps", "c0"), bash_reply("echo 1 >> steps", "c1"), text_reply("done")])
+    fifo = tmp_path / "frames"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    out = os.open(fifo, os.O_RDWR)
+    try:
+        server = subprocess.Popen(
+            rpc.argv("--yes"), cwd=rpc.project, env=rpc.env(), stdin=subprocess.PIPE, stdout=out
+        )
+    finally:
+        os.close(out)  # the server's copy is the FIFO's last write end: cat ends with it
+    assert server.stdin is not None and reader.stdout is not None
+    with server.stdin:
+        server.stdin.write(b'{"type": "prompt", "message": "go"}\n')
+        server.stdin.flush()
+        for line in reader.stdout:
+            if b'"agent_end"' in line:
+                break
+    assert server.wait(30) == 0
+    reader.communicate(timeout=30)
+    assert (rpc.project / "steps").read_text().split() == ["0", "1"]
+
+
+@pytest.mark.subprocess
 async def test_unknown_frame_types_arrive_as_unknown_frames() -> None:
     """A newer server's frame type is handed over whole, not dropped; known ones stay dicts."""
     server = textwrap.dedent(
