@@ -84,29 +84,37 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
         process.communicate()
 
 
-def _reader_leaves(cli: CliEnv, replies: list[dict[str, object]], *args: str) -> float:
+def _reader_leaves(cli: CliEnv, replies: list[dict[str, object]], *args: str, channel: str = "pipe") -> float:
     """``tether --yes ARGS`` answered by ``replies``, its stdout's reader gone at the first tool
     call's start (an event line in JSON mode, a ``[tool]`` line on stderr in print mode): the
-    seconds it took to exit then (with status 1)."""
+    seconds it took to exit then (with status 1). Its stdout is a pipe or a socket (a Node
+    parent's piped stdio is a socketpair)."""
+    import socket
     import subprocess
     import sys
     import time
 
     script = cli.script("s", replies)
+    ours, theirs = socket.socketpair() if channel == "socket" else (None, None)
     process = subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "--yes", *args],
         cwd=cli.project,
         env=cli.env(TETHER_SCRIPTED=str(script)),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.PIPE if theirs is None else theirs.fileno(),
         stderr=subprocess.PIPE,
     )
-    assert process.stdout is not None and process.stderr is not None
+    events = process.stdout if ours is None else ours.makefile("rb")
+    if theirs is not None:
+        theirs.close()
+    assert events is not None and process.stderr is not None
     json_mode = "json" in args
-    for line in process.stdout if json_mode else process.stderr:
+    for line in events if json_mode else process.stderr:
         if (b'"tool_execution_start"' if json_mode else b"[tool] ") in line:
             break
-    process.stdout.close()
+    events.close()
+    if ours is not None:
+        ours.close()
     left = time.monotonic()
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 1, stderr
@@ -123,11 +131,12 @@ def test_json_mode_stops_the_run_when_its_reader_leaves(cli: CliEnv) -> None:
     assert len(steps) <= 2, steps  # the call under way, and none after the next event
 
 
-def test_json_mode_stops_a_quiet_tool_call_as_soon_as_its_reader_leaves(cli: CliEnv) -> None:
+@pytest.mark.parametrize("channel", ["pipe", "socket"])
+def test_json_mode_stops_a_quiet_tool_call_as_soon_as_its_reader_leaves(cli: CliEnv, channel: str) -> None:
     """A tool call that writes nothing for a long time (a build, a test suite) no longer runs to
-    its end for a reader that has gone: the pipe's hang-up is watched, not only the next write."""
+    its end for a reader that has gone: stdout's hang-up is watched, not only the next write."""
     quiet = tool_reply("bash", {"command": "sleep 30; echo ran >> steps"}, "c1")
-    assert _reader_leaves(cli, [quiet, text_reply("done")], "--mode", "json", "go") < 15
+    assert _reader_leaves(cli, [quiet, text_reply("done")], "--mode", "json", "go", channel=channel) < 15
     assert not (cli.project / "steps").exists()
 
 

@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -158,22 +159,34 @@ def test_a_dying_client_leaves_no_orphan(rpc: RpcEnv) -> None:
 
 
 @pytest.mark.subprocess
-def test_a_client_that_closes_its_read_end_ends_a_quiet_run(rpc: RpcEnv) -> None:
+@pytest.mark.parametrize("channel", ["pipe", "socket"])
+def test_a_client_that_closes_its_read_end_ends_a_quiet_run(rpc: RpcEnv, channel: str) -> None:
     """A client that closes the pipe it reads frames from, keeping stdin open, while a tool
     call writes nothing: the server ends at once (the run aborted and recorded), not when the
-    call's next frame fails to go out."""
+    call's next frame fails to go out. A socket alike: Node (libuv) hands a child a socketpair
+    end for each piped stdio, so pi's RPC client and editor extensions give tether one."""
     rpc.script([bash_reply("sleep 30; echo ran >> steps"), text_reply("done")])
+    ours, theirs = socket.socketpair() if channel == "socket" else (None, None)
     server = subprocess.Popen(
-        rpc.argv("--yes"), cwd=rpc.project, env=rpc.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        rpc.argv("--yes"),
+        cwd=rpc.project,
+        env=rpc.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE if theirs is None else theirs.fileno(),
     )
-    assert server.stdin is not None and server.stdout is not None
+    frames = server.stdout if ours is None else ours.makefile("rb")
+    if theirs is not None:
+        theirs.close()
+    assert server.stdin is not None and frames is not None
     with server.stdin:
         server.stdin.write(b'{"type": "prompt", "message": "go"}\n')
         server.stdin.flush()
-        for line in server.stdout:
+        for line in frames:
             if b'"tool_execution_start"' in line:
                 break
-        server.stdout.close()
+        frames.close()
+        if ours is not None:
+            ours.close()
         left = time.monotonic()
         try:
             server.wait(15)

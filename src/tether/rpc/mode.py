@@ -227,7 +227,7 @@ class _Output:
             self._loop.remove_writer(self._fd)
 
     def hung_up(self) -> None:
-        """The client closed its end of the pipe: a shutdown now, not at the next frame (a quiet
+        """The client closed its end of stdout: a shutdown now, not at the next frame (a quiet
         tool call may write none for minutes)."""
         self._give_up()
 
