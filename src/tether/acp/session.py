@@ -96,7 +96,8 @@ CLOSE_WAIT = 5.0
 
 
 def _consume(done: asyncio.Future[Any]) -> None:
-    """Retrieve a run's outcome left behind, so asyncio does not report it as never retrieved."""
+    """Retrieve the outcome of a run or a request left behind, so asyncio does not report it
+    as never retrieved."""
     if not done.cancelled():
         done.exception()
 
@@ -474,7 +475,8 @@ class AcpSession:
         finally:
             cancelled.cancel()
             if not request.done():
-                request.cancel()
+                request.cancel()  # the client's call may swallow it and fail later: nobody waits
+                request.add_done_callback(_consume)
         if not request.done() or request.cancelled():  # a cancelled task is done only later
             return None
         try:
