@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -132,8 +133,8 @@ def submit_run(
 
     try:
         with DurableClient(config) as client:
-            cwd = _workspace(session_id, config.sessions)  # after the database's own errors
-            run_id = client.submit(session_id, prompt, key=key, timeout=timeout, cwd=cwd)
+            where = partial(_workspace, session_id)  # given the row submit reads, after the client's start
+            run_id = client.submit(session_id, prompt, key=key, timeout=timeout, cwd=where)
             if not follow:
                 out.write(run_id + "\n")
                 return 0
@@ -144,22 +145,13 @@ def submit_run(
         raise DurableCommandError(str(exc)) from None
 
 
-def _workspace(session_id: str, sessions: str | None) -> str | None:
-    """The folder the run works in: the session's recorded folder, resolved, when this command
-    is typed in it or in a folder containing it; ``DurableCommandError`` naming both folders
-    otherwise (``recorded_workspace``: a worker runs a session in its recorded folder, which an
-    imported pi file sets to what its header said, ``/`` as well, and nobody chose). ``None``
-    when the session is not there: the submit says so."""
+def _workspace(session_id: str, folder: str) -> str:
+    """The folder the run works in: the session's recorded ``folder``, resolved, when this
+    command is typed in it or in a folder containing it; ``DurableCommandError`` naming both
+    folders otherwise (``recorded_workspace``: a worker runs a session in its recorded folder,
+    which an imported pi file sets to what its header said, ``/`` as well, and nobody chose)."""
     from tether.session.workspace import FolderGoneError, FolderOutsideError, recorded_workspace
-    from tether.store import SessionNotFoundError, open_store
 
-    store = open_store(sessions)
-    try:
-        folder = store.get_session(session_id).cwd
-    except SessionNotFoundError:
-        return None
-    finally:
-        store.close()
     here = Path.cwd()
     outside = (
         f"this folder {here}, and a worker runs it in that folder: submit it from {folder} (or a "

@@ -7,7 +7,7 @@ writes it, from whichever worker runs it (and from the one that recovers it afte
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
@@ -69,7 +69,7 @@ class DurableClient:
         *,
         key: str | None = None,
         timeout: float | None = None,
-        cwd: str | None = None,
+        cwd: str | Callable[[str], str] | None = None,
     ) -> str:
         """Enqueue a run of ``prompt`` on the stored session ``session_id``; returns the run id.
 
@@ -83,18 +83,22 @@ class DurableClient:
             timeout: Seconds after it starts when the run is cancelled (default: the
                 ``durable.runTimeoutSeconds`` setting; 0: no limit).
             cwd: The folder the run works in, absolute, as the caller checked it (``tether
-                submit`` and ``tether serve``: ``recorded_workspace``); default: the session's
-                recorded folder, whatever its file said.
+                serve``: ``recorded_workspace``); or what gives it from the session's recorded
+                folder, raising to refuse the run (``tether submit``), called with the row this
+                submit reads to see that the session exists, so it is read once; default: the
+                session's recorded folder, whatever its file said.
         """
         asked: dict[str, str] = {"session": session_id, "prompt": prompt}
-        if cwd is not None:
+        if isinstance(cwd, str):
             asked["cwd"] = cwd
         request = check_request(asked, "submit")
         store = open_store(self.config.sessions)
         try:
-            store.get_session(session_id)
+            recorded = store.get_session(session_id).cwd
         finally:
             store.close()
+        if callable(cwd):
+            request = check_request({**asked, "cwd": cwd(recorded)}, "submit")
         try:
             ready = self._client.retrieve_queue(QUEUE) is not None
         except Exception as exc:

@@ -89,15 +89,12 @@ def check_request(request: object, where: str) -> RunRequest:
     if not isinstance(request, dict):
         raise RunRequestError(f"{where}: the request must be {shape}, not {type(request).__name__}")
     fields = cast(dict[object, object], request)
-    for name in ("session", "prompt", "cwd"):
+    for name in ("session", "prompt"):
         if name not in fields:
-            if name == "cwd":
-                continue
             raise RunRequestError(f"{where}: the request has no {name!r} (it must be {shape})")
-        if not isinstance(fields[name], str):
-            raise RunRequestError(
-                f"{where}: the request's {name!r} must be a string, not {type(fields[name]).__name__}"
-            )
+        _must_be_text(fields, name, where)
+    if "cwd" in fields:
+        _must_be_text(fields, "cwd", where)
     unknown = sorted(repr(key) for key in fields if key not in ("session", "prompt", "cwd"))
     if unknown:
         raise RunRequestError(
@@ -108,6 +105,13 @@ def check_request(request: object, where: str) -> RunRequest:
     if "cwd" in fields and not os.path.isabs(cast(str, fields["cwd"])):
         raise RunRequestError(f"{where}: the request's 'cwd' must be an absolute folder")
     return cast(RunRequest, fields)
+
+
+def _must_be_text(fields: dict[object, object], name: str, where: str) -> None:
+    if not isinstance(fields[name], str):
+        raise RunRequestError(
+            f"{where}: the request's {name!r} must be a string, not {type(fields[name]).__name__}"
+        )
 
 
 class RunOutcome(TypedDict):
