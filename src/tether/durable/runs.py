@@ -55,7 +55,9 @@ class RunInfo:
     error: str | None
     timeout_seconds: float | None
     cwd: str | None = None
-    """The folder it works in, as its submitter checked it; ``None``: the session's recorded one."""
+    """The folder it works in, as its submitter checked it, kept so that ``runs retry`` works
+    where the first run was allowed to, not wherever the session's file says by then; ``None``:
+    the session's recorded one (the submitter named none)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -186,7 +186,10 @@ class McpServers:
 
     @property
     def repeats(self) -> list[str]:
-        """One line for each tool name a server listed more than once (its first is offered)."""
+        """One line for each tool name a server listed more than once (a paginator repeating its
+        pages): only its first listing is offered, and without a word the user would see fewer
+        tools than the server lists, with nothing saying that a later listing (perhaps another
+        description or schema) was dropped."""
         return [
             f"MCP server {c.name!r} lists the tool {tool!r} more than once: only the first is offered"
             for c in self.connections.values()

@@ -136,7 +136,9 @@ class UserInput(CoreState):
         return message
 
     def abort_bash(self) -> None:
-        """Abort every user shell command under way."""
+        """Abort every user shell command under way, not only the last begun: a client may run
+        several at once (RPC's ``bash`` while another runs), and ``abort_bash``, or closing
+        stdin, must reach each."""
         for controller in tuple(self._bash_aborts):
             controller.abort()
 
