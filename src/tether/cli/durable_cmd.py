@@ -96,7 +96,8 @@ def run_worker(
     except Exception as exc:
         if started.is_set():
             raise
-        from tether.durable.client import first_line, shown
+        from tether.durable.client import shown
+        from tether.durable.config import first_line
 
         raise DurableCommandError(
             f"durable database {shown(config.system_database)}: {first_line(exc)}"

@@ -69,7 +69,8 @@ def run_command(
     except (SubmitError, runs.RunNotFoundError, ValueError) as exc:
         raise DurableCommandError(str(exc)) from None
     except Exception as exc:
-        from tether.durable.client import first_line, shown
+        from tether.durable.client import shown
+        from tether.durable.config import first_line
 
         raise DurableCommandError(
             f"durable database {shown(config.system_database)}: {first_line(exc)}"

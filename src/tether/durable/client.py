@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
-from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig, first_line
 from tether.durable.workflow import RunOutcome, check_request
 from tether.errors import TransportError
 from tether.session.events import SessionEvent
@@ -30,13 +30,6 @@ class SubmitError(TransportError):
 def shown(url: str) -> str:
     """A database URL for messages: without its password."""
     return redact(url) if is_postgres_url(url) else url
-
-
-def first_line(exc: BaseException) -> str:
-    """The driver's own message, when a database error wraps one, on one line."""
-    cause = getattr(exc, "orig", None) or exc
-    lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
 
 
 def no_tables(exc: BaseException) -> bool:

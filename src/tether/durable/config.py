@@ -151,3 +151,10 @@ def check_system_database(url: str) -> None:
         _ = parts.port
     except ValueError as exc:
         raise ValueError(f"{shown}: not a valid URL ({exc})") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's own message, when a database error wraps one, on one line."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__

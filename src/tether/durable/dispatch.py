@@ -38,8 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from tether._version import __version__
-from tether.durable.client import first_line
-from tether.durable.config import APP_NAME, QUEUE, DurableConfig
+from tether.durable.config import APP_NAME, QUEUE, DurableConfig, first_line
 
 log = logging.getLogger("tether.durable")
 

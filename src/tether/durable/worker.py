@@ -40,8 +40,8 @@ from dbos import DBOS
 from sqlalchemy.exc import DBAPIError
 
 from tether._version import __version__
-from tether.durable.client import first_line, shown
-from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig
+from tether.durable.client import shown
+from tether.durable.config import APP_NAME, QUEUE, WORKFLOW, DurableConfig, first_line
 from tether.durable.dispatch import Dispatcher, own_queue, system_engine
 from tether.durable.runs import prune_with
 from tether.durable.workflow import (

@@ -43,7 +43,7 @@ from dbos import DBOS
 from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
-from tether.durable.config import EVENTS, WORKFLOW, DurableConfig
+from tether.durable.config import EVENTS, WORKFLOW, DurableConfig, first_line
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.errors import UserError
 from tether.session.agent_session import AgentSession
@@ -238,8 +238,6 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     try:
         return await _run(request, run_id)
     except Exception as exc:  # a cancel (DBOSWorkflowCancelledError) is a BaseException: no failure
-        from tether.durable.client import first_line  # (client imports this module)
-
         fields = cast(object, request)  # anything a program enqueued: check_request may refuse it
         session = cast(dict[str, object], fields).get("session") if isinstance(fields, dict) else None
         log.error(

@@ -99,7 +99,8 @@ class RunsApi:
         config = self.config
 
         def call() -> Any:
-            from tether.durable.client import DurableClient, SubmitError, first_line, shown
+            from tether.durable.client import DurableClient, SubmitError, shown
+            from tether.durable.config import first_line
             from tether.durable.runs import RunNotFoundError
 
             try:
