@@ -150,5 +150,5 @@ def test_a_relative_trusted_folder_trusts_no_project(
     monkeypatch.chdir(project if entry != "project" else tmp_path)
     assert not is_trusted(config, project)
     monkeypatch.chdir(project)
-    trust(config, project, ["mcp"])  # the relative entry is dropped when the list is rewritten
-    assert is_trusted(config, project, "mcp") and not is_trusted(config, project)
+    trust(config, project, ["skills"])  # the relative entry is dropped when the list is rewritten
+    assert is_trusted(config, project, "skills") and not is_trusted(config, project)

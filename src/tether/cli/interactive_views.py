@@ -307,7 +307,7 @@ async def trust_folder(ui: Screen, folder: Path, ask: Callable[[str], Awaitable[
     if not await ask(f"{describe(offers)}\nTrust all of the above for every run started here?"):
         ui.say(render.note("trust: not changed", "muted"))
         return
-    written = [trust(config_dir(), where, [kind]) for where, kind, _ in offers]
+    written = [trust(config_dir(), where, [kind], {kind: names}) for where, kind, names in offers]
     ui.say(render.note(f"trusted (recorded in {written[-1]}); it applies from the next start", "success"))
 
 

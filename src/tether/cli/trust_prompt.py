@@ -8,6 +8,9 @@ not yet granted, is listed by name (the settings keys, the extension files, each
 command line, the skill and template names) and asked about on its own. Asked only with a
 person at the keyboard; every other mode leaves them out and says so (``tether.session``).
 
+A yes to servers or extensions covers the ones named (``tether.session.trust_items``): one the
+project adds or changes later is offered on its own, the others staying granted.
+
 Offered once: a no is remembered (``trust-declined.json`` in the data folder) for that folder,
 kind and list of items, so the next start does not ask again; the project adding or changing
 an item (a new server, another extension) asks again, since that is a new decision. ``/trust``
@@ -18,16 +21,12 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TextIO, cast
 
 from tether.own_files import make_own_folder, read_own_file
 from tether.session.settings import Settings
-
-if TYPE_CHECKING:
-    from tether.mcp.config import McpServerConfig
 
 WHAT = {
     "settings": "settings that widen what the model may do",
@@ -44,8 +43,9 @@ Offer = tuple[Path, str, list[str]]
 
 def offered(cwd: Path, settings: Settings, config_dir: Path, data_dir: Path | None = None) -> list[Offer]:
     """``(folder to trust, kind, item names)`` for each kind the project has and was not
-    granted yet; with ``data_dir``, not the ones the user declined as they are now."""
-    from tether.session.trust import TrustFileError, granted
+    granted yet (servers and extensions: the ones not granted as they are now); with
+    ``data_dir``, not the ones the user declined as they are now."""
+    from tether.session.trust import ITEMIZED, TrustFileError, granted
 
     found: list[Offer] = []
     tether_dir = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
@@ -55,20 +55,22 @@ def offered(cwd: Path, settings: Settings, config_dir: Path, data_dir: Path | No
             found.append((project, "settings", [f"{key}" for key in settings.ignored]))
         found += [(project, kind, names) for kind, names in _tether_items(tether_dir) if names]
     from tether.mcp.files import project_mcp_file
+    from tether.session.trust_items import server_items
 
     mcp_file = project_mcp_file(cwd)
-    servers = _project_servers(mcp_file) if mcp_file is not None else []
+    servers = list(server_items(mcp_file).values()) if mcp_file is not None else []
     if mcp_file is not None and servers:
         found.append((mcp_file.parent, "mcp", servers))
     declined = _declined(data_dir) if data_dir is not None else []
     try:
-        return [
-            (f, kind, names)
+        waiting = [
+            (f, kind, [n for n in names if not given.allows(kind, n)] if kind in ITEMIZED else names)
             for f, kind, names in found
-            if kind not in granted(config_dir, f) and _key(f, kind, names) not in declined
+            if kind not in (given := granted(config_dir, f)).kinds
         ]
     except TrustFileError:
         return []  # reported where the grants are read
+    return [(f, kind, names) for f, kind, names in waiting if names and _key(f, kind, names) not in declined]
 
 
 def ask_grants(
@@ -91,7 +93,7 @@ def ask_grants(
         later = " (a no is remembered; /trust asks again)" if data_dir is not None else ""
         answer = ask(f"Allow {kind} from {shown(str(folder))}?{later} [y/N] ").strip().lower()
         if answer in ("y", "yes"):
-            trust(config_dir, folder, [kind])
+            trust(config_dir, folder, [kind], {kind: names})
             any_granted = True
         else:
             refused.append((folder, kind, names))
@@ -151,9 +153,9 @@ def _remember(data_dir: Path, refused: list[Offer]) -> None:
 
 
 def _tether_items(tether_dir: Path) -> list[tuple[str, list[str]]]:
-    from tether.session.extensions.loader import extension_files
+    from tether.session.trust_items import extension_items
 
-    extensions = [str(p) for p in extension_files(tether_dir / "extensions")]
+    extensions = list(extension_items(tether_dir / "extensions").values())
     skills_dir = tether_dir / "skills"
     skills = sorted(p.name for p in _children(skills_dir) if (p / "SKILL.md").is_file())
     prompts = sorted(f"/{p.stem}" for p in _children(tether_dir / "prompts") if p.suffix == ".md")
@@ -165,51 +167,3 @@ def _children(folder: Path) -> list[Path]:
         return sorted(folder.iterdir())
     except OSError:
         return []
-
-
-class _AsWritten(Mapping[str, str]):
-    """An environment where each variable is its own reference: the question shows
-    ``${ANTHROPIC_API_KEY}`` as the file wrote it, so the user sees which of their secrets the
-    server would be given. Expanded, it put the key itself on the screen and hid where it went."""
-
-    def __getitem__(self, name: str) -> str:
-        return f"${{{name}}}"
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-def _project_servers(path: Path) -> list[str]:
-    """The project ``.mcp.json``'s servers as ``name: command line`` (a broken file: none here,
-    it is reported when the servers are loaded)."""
-    from tether.mcp.config import read_mcp_file
-    from tether.mcp.errors import McpConfigError
-
-    try:
-        servers = read_mcp_file(path, "project", _AsWritten())
-    except McpConfigError:
-        return []
-    return [_server_line(s) for s in servers if getattr(s, "enabled", True)]
-
-
-def _server_line(server: McpServerConfig) -> str:
-    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...) (oauth: ...)``:
-    what the server is given counts as much as its command (``NODE_OPTIONS=--require ./x.js``
-    runs the project's code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to
-    the url, and so can an OAuth ``clientSecret``, sent to the token endpoint the server names)."""
-    if server.command is None:
-        headers = ", ".join(f"{k}: {v}" for k, v in server.headers.items())
-        oauth = server.oauth
-        given = [("clientId", oauth.client_id), ("clientSecret", oauth.client_secret), ("scope", oauth.scope)]
-        signs_in = ", ".join(f"{key} {value}" for key, value in given if value is not None)
-        return (
-            f"{server.name}: {server.url}"
-            + (f" (headers: {headers})" if headers else "")
-            + (f" (oauth: {signs_in})" if signs_in and server.uses_oauth else "")
-        )
-    env = [f"{name}={shlex.quote(value)}" for name, value in server.env.items()]
-    where = f" (in {server.cwd})" if server.cwd is not None else ""
-    return f"{server.name}: {' '.join([*env, shlex.join([server.command, *server.args])])}{where}"

@@ -7,7 +7,7 @@ costs two ``stat`` calls here, while the reader's records and patterns would loa
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +40,7 @@ def load_mcp_servers(
     *,
     user_dir: Path | None = None,
     config_file: Path | None = None,
-    trusted: bool,
+    trusted: bool | Container[str],
     env: Mapping[str, str] | None = None,
     problems: list[str] | None = None,
 ) -> list[McpServerConfig]:
@@ -51,7 +51,8 @@ def load_mcp_servers(
         cwd: The project folder (the nearest ``.mcp.json`` at or above it).
         user_dir: tether's config folder (default: ``tether.ai.paths.config_dir()``).
         config_file: ``--mcp-config FILE``; it must exist.
-        trusted: Whether the project's file may start servers (the caller's trust policy).
+        trusted: Whether the project's file may start servers (the caller's trust policy), or
+            the names of the only ones of its servers that may.
         env: Where ``${VAR}`` values come from (default: the environment).
         problems: Given, a bad entry or an unreadable file adds a line here and is skipped
             instead of raising ``McpConfigError`` (a missing ``config_file`` still raises: it
@@ -78,7 +79,10 @@ def load_mcp_servers(
         if source == "file" and not path.exists():  # not is_file(): ``<(...)`` names a pipe
             raise McpConfigError(f"--mcp-config {path}: no such file")
         try:
-            found.update((s.name, s) for s in read_mcp_file(path, source, env, problems))
+            read = read_mcp_file(path, source, env, problems)
+            if source == "project" and not isinstance(trusted, bool):
+                read = [s for s in read if s.name in trusted]
+            found.update((s.name, s) for s in read)
         except McpConfigError as exc:
             if problems is None:
                 raise

@@ -218,27 +218,44 @@ def _sandbox_warning(workspace: Workspace, tools: Sequence[AgentTool]) -> str | 
 def load_mcp_files(
     cwd: Path, config_file: Path | None = None, *, problems: list[str] | None = None
 ) -> list[McpServerConfig]:
-    """The servers of the user's ``mcp.json``, the project's nearest ``.mcp.json`` when the
-    project is trusted, and ``config_file``. Without ``problems`` a bad file or entry raises
-    ``SetupError``; with it, each adds a line there and is skipped, and so does an untrusted
-    project's file (a line saying how to trust it: never a silent "no servers")."""
-    from tether.ai.paths import config_dir
+    """The servers of the user's ``mcp.json``, the project's nearest ``.mcp.json`` as far as the
+    project is trusted with them, and ``config_file``. Without ``problems`` a bad file or entry
+    raises ``SetupError``; with it, each adds a line there and is skipped, and so does each
+    project server not granted as it is now (a line saying how to trust it: never a silent
+    "no servers")."""
     from tether.mcp.errors import McpConfigError
     from tether.mcp.files import load_mcp_servers, project_mcp_file
-    from tether.session.trust import TrustFileError, is_trusted, trust_file
+    from tether.session.trust import TrustFileError
 
     try:
         project = project_mcp_file(cwd)
-        # its servers are programs started here: the "mcp" grant, on the folder that holds the file
-        trusted = project is not None and is_trusted(config_dir(), project.parent, "mcp")
-        if project is not None and not trusted and problems is not None:
-            problems.append(
-                f"{project}: not trusted, its MCP servers are not started (run tether in "
-                f"{project.parent} to be asked, or add that folder to {trust_file(config_dir())})"
-            )
+        trusted = _granted_servers(project, problems) if project is not None else False
         return load_mcp_servers(cwd, config_file=config_file, trusted=trusted, problems=problems)
     except (McpConfigError, TrustFileError) as exc:
         raise SetupError(str(exc)) from None
+
+
+def _granted_servers(project: Path, problems: list[str] | None) -> bool | frozenset[str]:
+    """Which servers of the project file ``project`` may start: all (the folder was trusted
+    with whatever it brings), or those whose definition is one the user granted (the "mcp"
+    grant, on the folder that holds the file; ``tether.session.trust_items``)."""
+    from tether.session.trust import granted, trust_file
+    from tether.session.trust_items import server_items
+
+    given = granted(config_dir(), project.parent)
+    if "mcp" in given.kinds:
+        return True
+    servers = server_items(project) if given.of("mcp") else {}
+    allowed = frozenset(name for name, line in servers.items() if given.allows("mcp", line))
+    left = [name for name in servers if name not in allowed]
+    if (left or not allowed) and problems is not None:
+        what = "its MCP servers are" if not allowed else f"MCP servers {', '.join(map(repr, left))} are"
+        since = ", new or changed since you trusted the others," if allowed else ""
+        problems.append(
+            f"{project}: not trusted, {what} not started{since} (run tether in {project.parent} "
+            f"to be asked, or add that folder to {trust_file(config_dir())})"
+        )
+    return allowed
 
 
 def create_agent_session(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from tether.session.settings import Settings
     from tether.session.skills import Skill
     from tether.session.templates import PromptTemplate
+    from tether.session.trust import Granted
 
 if TYPE_CHECKING:
     CommandSource: TypeAlias = Literal["prompt", "skill", "extension"]
@@ -230,29 +231,56 @@ class _ProjectFolders:
         self._config_dir = config_dir
         self._warnings = warnings
         self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
-        self._granted: frozenset[str] | None = None
+        self._granted: Granted | None = None
 
-    def tether(self, name: Literal["skills", "prompts", "extensions"]) -> Path | None:
+    def tether(self, name: Literal["skills", "prompts"]) -> Path | None:
         """``.tether/<name>`` of the nearest project, if it exists and the project was granted
         ``name`` (``tether.session.trust``: each kind on its own)."""
         if self._tether is None or not (self._tether / name).is_dir():
             return None
-        from tether.session.trust import TrustFileError, granted, trust_file
+        if name not in self._grants(self._tether).kinds:
+            self._warnings.append(f"{self._tether / name}: ignored: {self._untrusted(self._tether, name)}")
+            return None
+        return self._tether / name
+
+    def extensions(self) -> list[Path]:
+        """The files of the nearest project's ``.tether/extensions`` it was granted as they are
+        now (``tether.session.trust_items``: one added or changed since is a new decision)."""
+        if self._tether is None or not (folder := self._tether / "extensions").is_dir():
+            return []
+        from tether.session.extensions.loader import extension_files
+
+        given = self._grants(self._tether)
+        if "extensions" in given.kinds:
+            return extension_files(folder)
+        from tether.session.trust_items import extension_items
+
+        found = extension_items(folder) if given.of("extensions") else {}
+        allowed = [path for path, item in found.items() if given.allows("extensions", item)]
+        left = [path.name for path in extension_files(folder) if path not in allowed]
+        if left:
+            what = f"ignored {', '.join(left)}, new or changed since" if allowed else "ignored:"
+            self._warnings.append(f"{folder}: {what} {self._untrusted(self._tether, 'extensions')}")
+        return allowed
+
+    def _grants(self, tether: Path) -> Granted:
+        from tether.session.trust import Granted, TrustFileError, granted
 
         if self._granted is None:
             try:
-                self._granted = granted(self._config_dir, self._tether.parent)
+                self._granted = granted(self._config_dir, tether.parent)
             except TrustFileError as exc:
                 self._warnings.append(str(exc))
-                self._granted = frozenset()
-        if name not in self._granted:
-            self._warnings.append(
-                f"{self._tether / name}: ignored: the project is not trusted with its {name} (run "
-                f"tether interactively there to be asked, or add {self._tether.parent} to "
-                f"{trust_file(self._config_dir)})"
-            )
-            return None
-        return self._tether / name
+                self._granted = Granted()
+        return self._granted
+
+    def _untrusted(self, tether: Path, name: str) -> str:
+        from tether.session.trust import trust_file
+
+        return (
+            f"the project is not trusted with its {name} (run tether interactively there to be "
+            f"asked, or add {tether.parent} to {trust_file(self._config_dir)})"
+        )
 
 
 def _project_chain(cwd: Path) -> list[Path]:
@@ -376,19 +404,21 @@ def _extensions(
     entry_points: list[tuple[str, str]] = []
     if discover:
         user = config_dir / "extensions"
-        project_folder = project.tether("extensions")
-        names: dict[str, Path] = {}
-        for folder in (user, project_folder):
-            if folder is not None and folder.is_dir():
-                from tether.session.extensions.loader import extension_files, extension_name
+        found = project.extensions()  # the loader is imported only when there is a folder
+        if user.is_dir():
+            from tether.session.extensions.loader import extension_files
 
-                for path in extension_files(folder):
-                    name = extension_name(path)
-                    if name in names:  # the user's folder came first: theirs wins
-                        warnings.append(_shadowed(f"extension {name}", path, names[name]))
-                        continue
-                    names[name] = path
-                    paths.append(path)
+            found = [*extension_files(user), *found]
+        names: dict[str, Path] = {}
+        for path in found:
+            from tether.session.extensions.loader import extension_name
+
+            name = extension_name(path)
+            if name in names:  # the user's folder came first: theirs wins
+                warnings.append(_shadowed(f"extension {name}", path, names[name]))
+                continue
+            names[name] = path
+            paths.append(path)
         if data_dir is None:
             from tether.ai.paths import data_dir as default_data_dir
 

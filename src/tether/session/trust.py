@@ -12,15 +12,23 @@ ignore the widening keys and say so. Narrowing settings (``deny``, fewer tools) 
 What a project may add is granted kind by kind (``GRANTS``): its widening settings, its Python
 extensions (code run in this process), its ``.mcp.json`` servers (programs started), its
 ``.tether/skills`` and its ``.tether/prompts``. Saying yes to one is not saying yes to the others:
-an entry of the file is either a folder path (written before grants existed: everything) or
-``{"path": ..., "grants": [...]}``.
+an entry of the file is either a folder path (written before grants existed: everything, now and
+later) or ``{"path": ..., "grants": [...]}``.
+
+Servers and extensions run code, so a yes to them covers what the user was shown, item by item
+(``ITEMIZED``): each server's definition as the question named it and each extension file with
+its content's hash (``tether.session.trust_items``), kept in the entry as ``"mcp": [...]`` and
+``"extensions": [...]``. A server or extension file that a ``git pull`` or a branch switch added
+or changed later is a new decision, not something the folder already had. A kind-only ``"mcp"``
+or ``"extensions"`` in ``grants`` (written before items were kept) grants no item: the user is
+asked again, naming each.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -30,7 +38,28 @@ TRUST_FILE = "trusted-folders.json"
 
 GRANTS = ("settings", "extensions", "mcp", "skills", "prompts")
 """What a project can be trusted with, each on its own."""
+ITEMIZED = ("extensions", "mcp")
+"""The kinds an entry grants item by item: code whose later changes the user never saw."""
 Grant = str
+
+
+class Granted:
+    """What a folder was granted: whole kinds, and items of the ``ITEMIZED`` ones."""
+
+    __slots__ = ("items", "kinds")
+
+    def __init__(
+        self, kinds: frozenset[Grant] = frozenset(), items: frozenset[tuple[Grant, str]] = frozenset()
+    ):
+        self.kinds = kinds
+        self.items = items
+
+    def allows(self, kind: Grant, item: str) -> bool:
+        """Whether ``item`` (a server's line, an extension's path and hash) of ``kind`` was granted."""
+        return kind in self.kinds or (kind, item) in self.items
+
+    def of(self, kind: Grant) -> list[str]:
+        return sorted(item for k, item in self.items if k == kind)
 
 
 class TrustFileError(UserError, ValueError):
@@ -41,7 +70,7 @@ def trust_file(config_dir: Path) -> Path:
     return config_dir / TRUST_FILE
 
 
-def trusted_folders(config_dir: Path) -> list[tuple[Path, frozenset[Grant]]]:
+def trusted_folders(config_dir: Path) -> list[tuple[Path, Granted]]:
     """The folders the user trusted, each with what it was granted (missing file: none; a link
     to nothing is an error)."""
     from tether.own_files import RefusedFile, present, read_own_file
@@ -64,53 +93,80 @@ def trusted_folders(config_dir: Path) -> list[tuple[Path, frozenset[Grant]]]:
     items = cast(list[object], data) if isinstance(data, list) else None
     if items is None:
         raise TrustFileError(f"{path}: expected a JSON list of folder paths")
-    folders: list[tuple[Path, frozenset[Grant]]] = []
+    folders: list[tuple[Path, Granted]] = []
     for item in items:
         if isinstance(item, str):
-            folder, given = item, frozenset(GRANTS)
+            folder, given = item, Granted(frozenset(GRANTS))
         else:
             entry = cast(dict[str, object], item) if isinstance(item, dict) else {}
-            folder, grants = entry.get("path"), entry.get("grants")
-            if not isinstance(folder, str) or not isinstance(grants, list):
+            folder, grants = entry.get("path"), entry.get("grants", [])
+            listed = {kind: entry.get(kind, []) for kind in ITEMIZED}
+            if not isinstance(folder, str) or not all(
+                isinstance(v, list) for v in (grants, *listed.values())
+            ):
                 raise TrustFileError(
                     f'{path}: expected folder paths or {{"path": ..., "grants": [...]}} entries'
                 )
-            given = frozenset(g for g in cast(list[object], grants) if g in GRANTS)
+            kinds = frozenset(g for g in cast(list[object], grants) if g in GRANTS and g not in ITEMIZED)
+            given = Granted(
+                kinds,
+                frozenset(
+                    (kind, name)
+                    for kind, names in listed.items()
+                    for name in cast(list[object], names)
+                    if isinstance(name, str)
+                ),
+            )
         if os.path.isabs(folder):  # a relative one ("." or "") would trust wherever tether runs
             folders.append((Path(folder), given))
     return folders
 
 
-def granted(config_dir: Path, project: Path) -> frozenset[Grant]:
+def granted(config_dir: Path, project: Path) -> Granted:
     """What ``project`` (or a folder above it) was granted."""
     real = Path(os.path.realpath(project))
-    found: set[Grant] = set()
-    for folder, grants in trusted_folders(config_dir):
-        listed = Path(os.path.realpath(folder))
-        if real == listed or real.is_relative_to(listed):
-            found |= grants
-    return frozenset(found)
+    return _union(
+        grants
+        for folder, grants in trusted_folders(config_dir)
+        if real == (listed := Path(os.path.realpath(folder))) or real.is_relative_to(listed)
+    )
 
 
 def is_trusted(config_dir: Path, project: Path, grant: Grant = "settings") -> bool:
     """Whether ``project`` (a folder holding ``.tether``), or a folder above it, was granted
-    ``grant``."""
-    return grant in granted(config_dir, project)
+    ``grant`` as a whole (for an ``ITEMIZED`` kind: whatever it brings, as a bare path grants)."""
+    return grant in granted(config_dir, project).kinds
 
 
-def trust(config_dir: Path, project: Path, grants: Sequence[Grant] = GRANTS) -> Path:
-    """Grant ``project`` ``grants`` (on top of what it had); returns the file written."""
+def trust(
+    config_dir: Path,
+    project: Path,
+    grants: Sequence[Grant] = GRANTS,
+    items: Mapping[Grant, Sequence[str]] | None = None,
+) -> Path:
+    """Grant ``project`` ``grants`` (on top of what it had); returns the file written. An
+    ``ITEMIZED`` kind is granted for its ``items`` only, the ones the user was shown (none
+    given: none of it), unless ``grants`` is everything without items: the bare path, whatever
+    the folder brings now or later."""
     folders = trusted_folders(config_dir)
     real = Path(os.path.realpath(project))
     path = trust_file(config_dir)
     same = [Path(os.path.realpath(folder)) == real for folder, _ in folders]
-    had = frozenset[Grant]().union(*(g for (_, g), match in zip(folders, same, strict=True) if match))
-    if not set(grants) <= had:
+    had = _union(g for (_, g), match in zip(folders, same, strict=True) if match)
+    if set(grants) == set(GRANTS) and items is None:
+        new = Granted(frozenset(GRANTS))
+    else:
+        listed = items or {}
+        new = Granted(
+            frozenset(g for g in grants if g not in ITEMIZED),
+            frozenset((k, name) for k in grants if k in ITEMIZED for name in listed.get(k, ())),
+        )
+    if not (new.kinds <= had.kinds and new.items <= had.items):
         entries: list[object] = []
         for (folder, given), match in zip(folders, same, strict=True):
             if not match:
                 entries.append(_entry(folder, given))
-        entries.append(_entry(real, had | set(grants)))
+        entries.append(_entry(real, _union([had, new])))
         path.parent.mkdir(parents=True, exist_ok=True)
         from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
 
@@ -118,7 +174,18 @@ def trust(config_dir: Path, project: Path, grants: Sequence[Grant] = GRANTS) -> 
     return path
 
 
-def _entry(folder: Path, grants: frozenset[Grant]) -> object:
-    if grants == frozenset(GRANTS):
+def _union(grants: Iterable[Granted]) -> Granted:
+    kinds: set[Grant] = set()
+    items: set[tuple[Grant, str]] = set()
+    for given in grants:
+        kinds |= given.kinds
+        items |= given.items
+    return Granted(frozenset(kinds), frozenset(items))
+
+
+def _entry(folder: Path, grants: Granted) -> object:
+    if grants.kinds == frozenset(GRANTS):
         return str(folder)  # as written before grants existed: readable by an older tether
-    return {"path": str(folder), "grants": [g for g in GRANTS if g in grants]}
+    entry: dict[str, object] = {"path": str(folder), "grants": [g for g in GRANTS if g in grants.kinds]}
+    entry.update((kind, grants.of(kind)) for kind in ITEMIZED if grants.of(kind))
+    return entry

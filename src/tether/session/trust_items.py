@@ -1,0 +1,111 @@
+"""What a grant of a project's servers or extensions covers: each item as the user was shown it.
+
+A grant of ``mcp`` or ``extensions`` (``tether.session.trust``) is a yes to the servers and
+extension files the trust question named, not to whatever the folder holds on a later start: a
+``git pull``, a branch switch or a checked-out pull request can add a server or rewrite an
+extension, and that is code the user never saw. So each item is named here the same way for the
+question, the record of the answer and the check at start-up: a server by its definition as the
+question shows it (``_server_line``: command line or URL, with what it is given, ``${VAR}`` as
+written) and an extension by its path and the SHA-256 of its content (a package: of every file
+in it). An item whose name changed is a new one, asked about (interactive) or left out with a
+note saying how to trust it (every other mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.mcp.config import McpServerConfig
+
+
+def server_items(path: Path) -> dict[str, str]:
+    """The enabled servers of the project ``.mcp.json`` at ``path``, name to the line the trust
+    question shows (a broken file: none here, it is reported when the servers are loaded)."""
+    from tether.mcp.config import read_mcp_file
+    from tether.mcp.errors import McpConfigError
+
+    try:
+        servers = read_mcp_file(path, "project", _AsWritten())
+    except McpConfigError:
+        return {}
+    return {s.name: _server_line(s) for s in servers if s.enabled}
+
+
+def extension_items(folder: Path) -> dict[Path, str]:
+    """The extension files of ``folder`` (a project's ``.tether/extensions``), each to its
+    ``path sha256:HEX``; one that cannot be read whole is left out (it never matches a grant)."""
+    from tether.session.extensions.loader import extension_files
+
+    found: dict[Path, str] = {}
+    for path in extension_files(folder):
+        digest = _digest(path)
+        if digest is not None:
+            found[path] = f"{path} sha256:{digest}"
+    return found
+
+
+def _digest(path: Path) -> str | None:
+    """The SHA-256 of a file's bytes, or of a package's files (each relative path and content,
+    ``__pycache__`` aside): any of them is code the import runs. Read under ``tether.own_files``'
+    policy: a FIFO there blocks nothing and is never granted (a link is followed, as the import
+    follows it: its target's content is what runs)."""
+    from tether.own_files import RefusedFile, read_own_file
+
+    files = [path] if path.is_file() else sorted(_package_files(path))
+    total = hashlib.sha256()
+    try:
+        for file in files:
+            total.update(
+                f"{file.relative_to(path) if file != path else ''}\0".encode("utf-8", "surrogateescape")
+            )
+            total.update(hashlib.sha256(read_own_file(file, None)).digest())
+    except (OSError, RefusedFile):
+        return None
+    return total.hexdigest()
+
+
+def _package_files(package: Path) -> Iterator[Path]:
+    for folder, subfolders, names in os.walk(package):
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        yield from (Path(folder) / name for name in names)
+
+
+class _AsWritten(Mapping[str, str]):
+    """An environment where each variable is its own reference: the question shows
+    ``${ANTHROPIC_API_KEY}`` as the file wrote it, so the user sees which of their secrets the
+    server would be given. Expanded, it put the key itself on the screen and hid where it went."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"${{{name}}}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _server_line(server: McpServerConfig) -> str:
+    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...) (oauth: ...)``:
+    what the server is given counts as much as its command (``NODE_OPTIONS=--require ./x.js``
+    runs the project's code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to
+    the url, and so can an OAuth ``clientSecret``, sent to the token endpoint the server names)."""
+    if server.command is None:
+        headers = ", ".join(f"{k}: {v}" for k, v in server.headers.items())
+        oauth = server.oauth
+        given = [("clientId", oauth.client_id), ("clientSecret", oauth.client_secret), ("scope", oauth.scope)]
+        signs_in = ", ".join(f"{key} {value}" for key, value in given if value is not None)
+        return (
+            f"{server.name}: {server.url}"
+            + (f" (headers: {headers})" if headers else "")
+            + (f" (oauth: {signs_in})" if signs_in and server.uses_oauth else "")
+        )
+    env = [f"{name}={shlex.quote(value)}" for name, value in server.env.items()]
+    where = f" (in {server.cwd})" if server.cwd is not None else ""
+    return f"{server.name}: {' '.join([*env, shlex.join([server.command, *server.args])])}{where}"
