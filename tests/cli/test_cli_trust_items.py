@@ -134,3 +134,40 @@ def test_an_extension_added_or_changed_after_a_grant_is_not_run(
     asked = _grant(project, config, "extensions")
     assert sorted(Path(name.split(" sha256:")[0]).name for name in asked) == ["added.py", "kept.py", "pkg"]
     assert _commands(project, config, data) == (["added", "kept", "pkg"], [])
+
+
+def _planted_bytecode(source: Path, code: str, where: Path) -> None:
+    """Commit-able bytecode for ``source`` that Python runs without looking at the source."""
+    import importlib.util
+    import py_compile
+
+    other = where / "other.py"
+    other.write_text(code)
+    py_compile.compile(
+        str(other),
+        cfile=importlib.util.cache_from_source(str(source)),
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+
+
+def test_bytecode_committed_beside_a_granted_extension_is_not_what_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grant hashes the source; an unchecked-hash ``__pycache__/*.pyc`` (which the hash
+    leaves out: Python writes that folder) ran in its place, for the file and a package's module."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    config, data, project = tmp_path / "home" / "config", tmp_path / "data", tmp_path / "repo"
+    folder = project / ".tether" / "extensions"
+    _extension(folder / "kept.py", tmp_path / "ran", "kept")
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "__init__.py").write_text(
+        "from . import impl\ndef setup(api):\n    api.register_command(impl.NAME, lambda a, c: 'x')\n"
+    )
+    (folder / "pkg" / "impl.py").write_text("NAME = 'pkg'\n")
+    assert len(_grant(project, config, "extensions")) == 2
+    planted = tmp_path / "planted-ran"
+    _planted_bytecode(folder / "kept.py", f"open({str(planted)!r}, 'w')\ndef setup(api): pass\n", tmp_path)
+    _planted_bytecode(folder / "pkg" / "impl.py", f"open({str(planted)!r}, 'w')\nNAME = 'evil'\n", tmp_path)
+    assert _commands(project, config, data) == (["kept", "pkg"], [])
+    assert not planted.exists()

@@ -11,12 +11,14 @@ naming the extension, and the others still load.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from tether.agent.tool import AgentTool
 from tether.agent.tool_check import name_problem, parameters_problem
@@ -130,14 +132,36 @@ def _load(
     return LoadedExtension(name, origin, api.registered), None
 
 
+class _SourceOnly(importlib.machinery.SourceFileLoader):
+    """Runs a ``.py`` file's own text, never a ``__pycache__`` bytecode file beside it: Python
+    runs an unchecked-hash ``.pyc`` whatever the source says, so a repository committing one ran
+    other code than the file its trust grant hashed (``tether.session.trust_items``). Nor does it
+    write bytecode into the project."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
 def _import_path(path: Path) -> ModuleType:
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
     package = path.is_dir()
     location = path / "__init__.py" if package else path
     module_name = f"tether_extension_{abs(hash(str(path.resolve()))):x}_{path.stem}".replace("-", "_")
+    if package:  # its modules too: each folder's finder is one that reads source (or native code)
+        for folder, subfolders, _ in os.walk(path):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            sys.path_importer_cache[folder] = importlib.machinery.FileFinder(
+                folder,
+                (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+                (_SourceOnly, importlib.machinery.SOURCE_SUFFIXES),
+            )
     spec = importlib.util.spec_from_file_location(
-        module_name, location, submodule_search_locations=[str(path)] if package else None
+        module_name,
+        location,
+        loader=_SourceOnly(module_name, str(location)),
+        submodule_search_locations=[str(path)] if package else None,
     )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
