@@ -171,3 +171,19 @@ def test_bytecode_committed_beside_a_granted_extension_is_not_what_runs(
     _planted_bytecode(folder / "pkg" / "impl.py", f"open({str(planted)!r}, 'w')\nNAME = 'evil'\n", tmp_path)
     assert _commands(project, config, data) == (["kept", "pkg"], [])
     assert not planted.exists()
+
+
+def test_a_variable_s_default_is_part_of_the_server_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${UNSET:-default}`` was shown, and granted, as ``${UNSET}``: a pull changing the default
+    (the value used, the variable being unset) changed what runs without a question."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TETHER_TEST_UNSET", raising=False)
+    config, project = tmp_path / "home" / "config", tmp_path / "repo"
+    project.mkdir()
+    _servers(project, proj=_toy(args=[str(TOY), "${TETHER_TEST_UNSET:-safe}"]))
+    assert _grant(project, config, "mcp") == [f"proj: {sys.executable} {TOY} '${{TETHER_TEST_UNSET:-safe}}'"]
+    assert [s.args for s in load_mcp_files(project)] == [(str(TOY), "safe")]
+    _servers(project, proj=_toy(args=[str(TOY), "${TETHER_TEST_UNSET:---run-this}"]))
+    assert load_mcp_files(project) == []

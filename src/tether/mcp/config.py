@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -310,8 +310,26 @@ def _oauth(value: object, label: str, env: Mapping[str, str]) -> OAuthSettings:
     return OAuthSettings(True, text("clientId"), text("clientSecret"), port, text("scope"))
 
 
+class AsWritten(Mapping[str, str]):
+    """No environment: every ``${VAR}`` and ``${VAR:-default}`` is kept as the file wrote it.
+    The trust question shows a project's servers this way (``tether.session.trust_items``): the
+    user sees which of their secrets a server would be given rather than the secret itself, and
+    a default (``${UNSET:-other args}``) is part of what is granted, so changing it is a change."""
+
+    def __getitem__(self, name: str) -> str:
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def expand(value: str, env: Mapping[str, str], where: str) -> str:
     """``${VAR}`` and ``${VAR:-default}`` from ``env``; an unset ``${VAR}`` is an error."""
+    if isinstance(env, AsWritten):
+        return value
 
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 def server_items(path: Path) -> dict[str, str]:
     """The enabled servers of the project ``.mcp.json`` at ``path``, name to the line the trust
     question shows (a broken file: none here, it is reported when the servers are loaded)."""
-    from tether.mcp.config import read_mcp_file
+    from tether.mcp.config import AsWritten, read_mcp_file
     from tether.mcp.errors import McpConfigError
 
     try:
-        servers = read_mcp_file(path, "project", _AsWritten())
+        servers = read_mcp_file(path, "project", AsWritten())
     except McpConfigError:
         return {}
     return {s.name: _server_line(s) for s in servers if s.enabled}
@@ -74,21 +74,6 @@ def _package_files(package: Path) -> Iterator[Path]:
     for folder, subfolders, names in os.walk(package):
         subfolders[:] = [d for d in subfolders if d != "__pycache__"]
         yield from (Path(folder) / name for name in names)
-
-
-class _AsWritten(Mapping[str, str]):
-    """An environment where each variable is its own reference: the question shows
-    ``${ANTHROPIC_API_KEY}`` as the file wrote it, so the user sees which of their secrets the
-    server would be given. Expanded, it put the key itself on the screen and hid where it went."""
-
-    def __getitem__(self, name: str) -> str:
-        return f"${{{name}}}"
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 def _server_line(server: McpServerConfig) -> str:
