@@ -62,6 +62,7 @@ from tether.ai.transport import (
     encode_request,
     provider_error_text,
     send,
+    sent_without_secrets,
     without_secrets,
 )
 from tether.ai.types import Retry, StreamOptions
@@ -419,7 +420,7 @@ async def _event_batches(
                     try:
                         payload = jiter.from_json(data.encode())
                     except ValueError:
-                        events = _lenient(parser, sse.event, data)
+                        events = _lenient(parser, sse.event, data, response)
                     else:
                         events = parser.feed(sse.event, payload)
                 if events:
@@ -436,7 +437,7 @@ async def _event_batches(
                 if signal is not None and signal.aborted:
                     out += parser.fail(ABORTED_MESSAGE, aborted=True)
                 elif not any_event:
-                    out += parser.fail(_not_a_stream(_arrived(response), head))
+                    out += parser.fail(_not_a_stream(response, head))
                 else:
                     out += parser.end()
                 yield out
@@ -464,10 +465,13 @@ def _arrived(response: httpx2.Response) -> str:
     return f"HTTP {response.status_code}, {response.headers.get('content-type') or 'no content type'}"
 
 
-def _not_a_stream(arrived: str, head: bytes) -> str:
+def _not_a_stream(response: httpx2.Response, head: bytes) -> str:
     """What came instead of an event stream, e.g. an HTML error page served with status 200, or
-    a JSON error (a gateway answering a stream request with its error object): its message."""
-    text = head.decode("utf-8", "replace")
+    a JSON error (a gateway answering a stream request with its error object): its message. The
+    body's start (``head``) is cleaned of the credentials before any cut: a key the cut split
+    would keep its first part."""
+    arrived = _arrived(response)
+    text = sent_without_secrets(head.decode("utf-8", "replace"), response)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if not first:
         return f"The response had no events: {arrived}, empty body"
@@ -477,12 +481,16 @@ def _not_a_stream(arrived: str, head: bytes) -> str:
     return f"The response was not an event stream: {arrived}, first line: {shown}"
 
 
-def _lenient(parser: StreamParser, event: str, data: str) -> list[AssistantMessageEvent]:
+def _lenient(
+    parser: StreamParser, event: str, data: str, response: httpx2.Response
+) -> list[AssistantMessageEvent]:
     """An event's data that ``jiter`` rejected, for ``parser``: decoded by the ``json`` module,
-    which accepts lone surrogates (``"\\ud83d"``), else the stream fails naming it."""
+    which accepts lone surrogates (``"\\ud83d"``), else the stream fails naming it (cleaned of
+    the credentials before the cut, which could split a key)."""
     try:
         payload = json.loads(data)
     except ValueError:
+        data = sent_without_secrets(data, response)
         snippet = data if len(data) <= 200 else data[:200] + "…"
         return parser.fail(f"Invalid JSON in the {parser.model['api']} stream: {snippet}")
     return parser.feed(event, payload)

@@ -212,6 +212,13 @@ def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
     return message
 
 
+def sent_without_secrets(text: str, response: httpx2.Response) -> str:
+    """``text`` without the credentials of the request ``response`` answers, as it was sent:
+    after the ``on_request`` hook (a token it added) and the redirects followed (their URL)."""
+    sent = response.request
+    return without_secrets(text, sent.headers, str(sent.url))
+
+
 _APART = re.compile(r"[\x00-\x20\x7f]+")
 """What a credential's value is looked for without: a message may show the value escaped, as
 httpx's "Illegal header value b'Bearer KEY\\n'" for a key read from a file with its line break."""
@@ -282,8 +289,10 @@ async def _hooked(
 
 
 async def status_failure(response: httpx2.Response) -> RequestFailed:
-    """Read an error response and describe it: status plus the provider's own error text."""
-    body = await _error_body(response)
+    """Read an error response and describe it: status plus the provider's own error text, taken
+    from a body cleaned of the credentials first (a key the cut to a message's length split
+    would keep its first part)."""
+    body = sent_without_secrets(await _error_body(response), response)
     status = response.status_code
     detail = provider_error_text(body) or response.reason_phrase or "HTTP error"
     retryable = status_retryable(status, body)

@@ -144,6 +144,24 @@ async def test_a_key_echoed_in_a_200_is_not_in_the_error(api: str, reply: Reply)
     assert "SECRET" not in error_text(final)
 
 
+CUT = {
+    "a 200 that is no stream": Reply(b"x" * 100 + b" Bearer SECRET-KEY-1234567890"),
+    "a 400 that is no JSON": Reply(b"x" * 280 + b" Bearer SECRET-KEY-1234567890", 400),
+    "an event that is no JSON": Reply(b"data: {" + b"x" * 179 + b" Bearer SECRET-KEY-1234567890\n\n"),
+}
+
+
+@each_api
+@pytest.mark.parametrize("reply", CUT.values(), ids=list(CUT))
+async def test_a_key_across_the_cut_of_an_error_is_not_partly_shown(api: str, reply: Reply) -> None:
+    """The message was cut to its length (120, 200 or 300 characters) before the key was looked
+    for: a key crossing the cut was no longer whole, so its first part stayed in the message."""
+    async with LoopbackServer([reply]) as server:
+        _, final = await collect(model(server.url, api), fast(api_key="SECRET-KEY-1234567890", max_retries=0))
+    assert final["stopReason"] == "error"
+    assert "SECRET" not in error_text(final)
+
+
 @each_api
 @pytest.mark.parametrize("key", ["SECRET-KEY-123\n", "SECRET-KEY-123\r\n", "SECRET-KEY-123\x00"])
 async def test_a_key_with_a_line_break_is_not_shown_escaped(api: str, key: str) -> None:
