@@ -63,7 +63,6 @@ from tether.ai.transport import (
     provider_error_text,
     send,
     sent_without_secrets,
-    without_secrets,
 )
 from tether.ai.types import Retry, StreamOptions
 from tether.wire import AssistantMessage, AssistantMessageEvent, ModelInfo
@@ -210,7 +209,7 @@ async def _drive(
                 yield batch
         except _RetryableReadError as failure:
             retry = failure.failure
-            retry.message = _without_secrets(retry.message, request, options)
+            retry.message = sent_without_secrets(retry.message, response)
         finally:
             # Close explicitly, innermost first: a suspended generator left to the garbage
             # collector would be finalized later, outside this task.
@@ -220,7 +219,7 @@ async def _drive(
                 await response.aclose()
         if final_batch is not None:
             if final_batch[-1]["type"] == "error" and "errorMessage" in output:
-                output["errorMessage"] = _without_secrets(output["errorMessage"], request, options)
+                output["errorMessage"] = sent_without_secrets(output["errorMessage"], response)
             clock.stamp(final_batch[-1])
             if not after_done:
                 yield final_batch
@@ -243,14 +242,6 @@ async def _drive(
         if not await _wait_to_retry(delay, options):
             yield clock.stamp(error_event(output, retry.message))
             return
-
-
-def _without_secrets(text: str, request: EncodedRequest, options: StreamOptions) -> str:
-    """An error's ``text`` without the request's credentials: it may quote what the server sent
-    (an in-stream error, a body that was no event stream, an event that was no JSON), and a
-    server may echo the key it got as well in a 200 as in an error status (``send`` cleans those)."""
-    headers = {**request.headers, **options.headers} if options.headers else request.headers
-    return without_secrets(text, headers, request.url)
 
 
 async def _finish_body(chunks: AsyncGenerator[bytes, None], response: httpx2.Response) -> None:

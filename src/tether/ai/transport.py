@@ -214,7 +214,9 @@ def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
 
 def sent_without_secrets(text: str, response: httpx2.Response) -> str:
     """``text`` without the credentials of the request ``response`` answers, as it was sent:
-    after the ``on_request`` hook (a token it added) and the redirects followed (their URL)."""
+    after the ``on_request`` hook (a token it added) and the redirects followed (their URL). The
+    text may quote what the server sent (an error body, an in-stream error, a body that was no
+    event stream, an event that was no JSON): a server may echo the key it got in a 200 too."""
     sent = response.request
     return without_secrets(text, sent.headers, str(sent.url))
 

@@ -17,7 +17,7 @@ from faultkit import ANTHROPIC, APIS, TEXT, a_event, after_event, chunk, collect
 from narrowing import block_text, error_text
 from tether.ai import models, sse, transport
 from tether.ai.connections import reset_connection_limits, set_connection_limit
-from tether.ai.types import StreamOptions
+from tether.ai.types import ProviderRequest, StreamOptions
 from tether.session.retry import is_transient_error
 from tether.testing.loopback import LoopbackServer, Reply
 
@@ -142,6 +142,24 @@ async def test_a_key_echoed_in_a_200_is_not_in_the_error(api: str, reply: Reply)
     assert final["stopReason"] == "error"
     assert "[redacted]" in error_text(final)
     assert "SECRET" not in error_text(final)
+
+
+@each_api
+async def test_a_token_the_request_hook_added_is_not_in_an_in_stream_error(api: str) -> None:
+    """An error in a 200's stream was cleaned of the headers from before ``on_request``: a token
+    the hook added was sent, echoed back by the server, and shown."""
+
+    async def sign(request: ProviderRequest) -> None:
+        request.headers["authorization"] = "Bearer HOOK-SECRET-1"
+
+    echo = b'event: error\ndata: {"type":"error","error":{"message":"bad token Bearer HOOK-SECRET-1"}}\n\n'
+    options = fast(api_key="SECRET-KEY-123")
+    options.on_request = sign
+    async with LoopbackServer([Reply(echo)]) as server:
+        _, final = await collect(model(server.url, api), options)
+    assert server.requests[0].headers["authorization"] == "Bearer HOOK-SECRET-1"
+    assert "bad token [redacted]" in error_text(final)
+    assert "HOOK" not in error_text(final)
 
 
 CUT = {
