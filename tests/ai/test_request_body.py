@@ -10,7 +10,7 @@ import weakref
 from typing import Any, cast
 
 import pytest
-from faultkit import APIS, COMPLETIONS, TEXT, fast, model
+from faultkit import ANTHROPIC, APIS, COMPLETIONS, GEMINI, TEXT, fast, model
 
 from session_helpers import assistant, call, text, user
 from tether.ai import complete
@@ -89,7 +89,9 @@ async def test_a_call_whose_arguments_hold_nan_is_sent_again_as_json(api: str) -
     """Tool-call arguments may hold ``NaN`` (a model writes it; jiter reads it), and the body
     was encoded with Python's ``NaN``/``Infinity``, which no JSON parser takes: every later
     request of the conversation was one the provider refused (Anthropic's and Gemini's bodies,
-    which carry the arguments as an object). Now ``null``, as JSON.stringify (pi) writes them."""
+    which carry the arguments as an object), and Chat Completions' and Responses' string of
+    arguments held ``NaN`` too (servers that parse it for a chat template refuse the request).
+    Now ``null``, as JSON.stringify (pi) writes them."""
     messages = [
         user("hi"),
         assistant(call("c1", "plot", x=math.nan, y=[math.inf, 1.5])),
@@ -107,5 +109,18 @@ async def test_a_call_whose_arguments_hold_nan_is_sent_again_as_json(api: str) -
             model(server.url, api), cast(Context, {"messages": messages}), fast(max_retries=0)
         )
     assert final["stopReason"] == "stop", final.get("errorMessage")
-    json.loads(server.requests[0].body, parse_constant=_refuse)  # (Chat Completions and Responses
-    # send arguments as a string of JSON text, which stays Python's)
+    body = json.loads(server.requests[0].body, parse_constant=_refuse)
+    strings = [json.loads(arguments, parse_constant=_refuse) for arguments in _arguments_strings(body)]
+    assert strings == ([] if api in (ANTHROPIC, GEMINI) else [{"x": None, "y": [None, 1.5]}])
+
+
+def _arguments_strings(value: object) -> list[str]:
+    """The strings of tool-call arguments anywhere in a request body (Chat Completions' and
+    Responses' ``arguments``)."""
+    if isinstance(value, list):
+        return [found for item in cast("list[object]", value) for found in _arguments_strings(item)]
+    if isinstance(value, dict):
+        items = cast("dict[str, object]", value)
+        own = [arguments] if isinstance(arguments := items.get("arguments"), str) else []
+        return own + [found for item in items.values() for found in _arguments_strings(item)]
+    return []

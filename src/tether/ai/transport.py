@@ -109,6 +109,21 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def arguments_text(arguments: Any) -> str:
+    """A replayed tool call's arguments as the string of JSON text Chat Completions and Responses
+    carry them in (``json.dumps(..., ensure_ascii=False)``'s), ``NaN`` and the infinities as
+    ``null`` (``_finite``): servers that parse the string for a chat template (vLLM, llama.cpp,
+    Ollama) refused every later request of the conversation. The encoder is built once, not
+    for each call of every request."""
+    try:
+        return _ARGUMENTS.encode(arguments)
+    except ValueError:  # NaN or an infinity
+        return _ARGUMENTS.encode(_finite(arguments))
+
+
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 async def send(
     request: HttpRequest | EncodedRequest,
     options: StreamOptions,

@@ -33,7 +33,7 @@ from tether.ai.message_builder import Part
 from tether.ai.provider import StreamParser, stream_http
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import default_max_tokens, effective_effort
-from tether.ai.transport import HttpRequest
+from tether.ai.transport import HttpRequest, arguments_text
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
 from tether.wire import (
@@ -50,9 +50,6 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
 _RARE_DELTA_KEYS = frozenset((*REASONING_FIELDS, "tool_calls", "function_call", "reasoning_details"))
 """The delta fields besides ``content`` a chunk can carry something in: most chunks have none."""
-_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
-"""Encodes a replayed tool call's arguments as ``json.dumps(..., ensure_ascii=False)`` does,
-without building a new encoder for each call of every request."""
 
 ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen"]
 
@@ -390,7 +387,7 @@ def _assistant(model: ModelInfo, message: AssistantMessage, compat: Compat) -> d
                 "type": "function",
                 "function": {
                     "name": call["name"],
-                    "arguments": _ARGUMENTS.encode(call["arguments"]),
+                    "arguments": arguments_text(call["arguments"]),
                 },
             }
             for call in calls

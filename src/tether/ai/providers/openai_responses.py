@@ -42,7 +42,7 @@ from tether.ai.provider import StreamParser, stream_http
 from tether.ai.sanitize import strip_surrogates
 from tether.ai.simple_options import base_fields
 from tether.ai.thinking import clamp_thinking_level, thinking_effort
-from tether.ai.transport import HttpRequest
+from tether.ai.transport import HttpRequest, arguments_text
 from tether.ai.types import Context, SimpleStreamOptions, StreamOptions
 from tether.ai.usage import set_usage
 from tether.wire import (
@@ -193,7 +193,7 @@ def _assistant_items(message: AssistantMessage, model: ModelInfo) -> list[dict[s
                 "type": "function_call",
                 "call_id": call_id,
                 "name": block["name"],
-                "arguments": json.dumps(block["arguments"], ensure_ascii=False),
+                "arguments": arguments_text(block["arguments"]),
             }
             # Only the model that made the call knows its item id (and pairs it with its reasoning).
             if same and item_id.startswith("fc"):
