@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -602,6 +603,28 @@ def test_a_writer_thread_dying_fails_the_appends_queued_and_refuses_later_ones(
     with pytest.raises(SessionError, match="writer thread stopped") as later:
         writer.submit(lease, [], "e2", 0)
     assert isinstance(later.value.__cause__, _Dying)
+    writer.close()
+
+
+def test_each_submit_to_a_dead_writer_raises_an_error_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead writer raised one shared error object for every later ``submit``: each raise added
+    its frames to that object's traceback, which grew without bound and kept the callers' frames
+    (and their locals) alive."""
+    monkeypatch.setattr(threading, "excepthook", _expected)
+
+    def commit_batch(batch: Sequence[Append]) -> None:
+        raise _Dying("stopped")
+
+    writer = BatchWriter(commit_batch, lambda append: None, "test-writer")
+    lease = _Lease("a")
+    assert writer.submit(lease, [], "e0", 0).wait(5)
+    depths: list[int] = []
+    for _ in range(1000):
+        with pytest.raises(SessionError, match="writer thread stopped") as later:
+            writer.submit(lease, [], "e1", 0)
+        assert isinstance(later.value.__cause__, _Dying)
+        depths.append(len(traceback.extract_tb(later.value.__traceback__)))
+    assert max(depths) < 5
     writer.close()
 
 

@@ -193,7 +193,7 @@ class BatchWriter:
         self._thread: threading.Thread | None = None
         self._closing = False
         self._stopped: SessionError | None = None
-        """Why the thread stopped for good (``_stop``): every later ``submit`` raises it."""
+        """Why the thread stopped for good (``_stop``): every later ``submit`` raises its like."""
         self._failed: dict[int, tuple[WriterLease, BaseException]] = {}
         """``id(lease)`` → the lease and the failure its later appends inherit."""
 
@@ -203,8 +203,9 @@ class BatchWriter:
         message comes here); the condition is taken only to wake an idle thread, for the first
         append after a batch."""
         with self._mutex:
-            if self._stopped is not None:
-                raise self._stopped
+            if self._stopped is not None:  # a fresh error each time: one raised again would
+                # gather every raiser's frames in its traceback, and keep them alive
+                raise SessionError(*self._stopped.args) from self._stopped.__cause__
             if self._closing:
                 raise RuntimeError("the session store is closed")
             queue = self._queue
