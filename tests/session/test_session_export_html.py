@@ -273,6 +273,17 @@ def test_a_page_colours_its_code_within_one_budget(monkeypatch: pytest.MonkeyPat
     assert "<span" in html_markup.code_block(code, "python")  # outside a page: per block only
 
 
+def test_a_diff_past_the_pages_highlight_budget_is_still_marked() -> None:
+    """A diff is marked line by line, no Pygments: the budget was checked first, so a ``diff``
+    fence past it lost its marking (plain text, no added or removed lines told apart)."""
+    from tether.session import html_markup
+
+    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    with html_markup.highlight_budget(0):
+        block = html_markup.code_block(diff, "diff")
+    assert '<span class="diff-add">+x = 2\n</span>' in block
+
+
 def test_a_commands_bidirectional_overrides_are_shown_as_escapes() -> None:
     """U+202E shows the rest of a line reversed: the page showed a command that pipes a download
     to sh as an echo of garbage (``echo "lruc;" ...``). The terminal writes such characters as

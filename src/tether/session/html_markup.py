@@ -97,12 +97,14 @@ def code_block(code: str, language: str | None = None, *, filename: str | None =
     """``code`` highlighted for ``language`` (or by ``filename``) in ``<pre class="hl"><code>``
     (markdown-it keeps a highlighted fence that comes wrapped); plain escaped text when neither
     names a known lexer, or the code is longer than ``HIGHLIGHT_MAX_CHARS`` or what is left of
-    the page's ``highlight_budget`` (a diff is marked line by line, at no Pygments cost)."""
+    the page's ``highlight_budget`` (a diff fence is marked line by line, at no Pygments cost,
+    past them too)."""
     left = _budget.get()
-    affordable = len(code) <= HIGHLIGHT_MAX_CHARS and (left is None or len(code) <= left[0])
+    diff = language in _DIFF_LANGUAGES  # marked whatever the budget left: no Pygments to spend on
+    affordable = not diff and len(code) <= HIGHLIGHT_MAX_CHARS and (left is None or len(code) <= left[0])
     lexer = _lexer(language, filename, code) if affordable else None
     inner: str
-    if lexer is not None and (language in ("diff", "udiff", "patch") or lexer.name == "Diff"):
+    if diff or (lexer is not None and lexer.name == "Diff"):
         inner = diff_lines(code)
     elif lexer is not None:
         if left is not None:
@@ -112,6 +114,10 @@ def code_block(code: str, language: str | None = None, *, filename: str | None =
     else:
         inner = html.escape(code)
     return f'<pre class="{CODE_CLASS}"><code>{inner}</code></pre>'
+
+
+_DIFF_LANGUAGES = frozenset(("diff", "udiff", "patch"))
+"""A fence's languages marked as a diff whatever the page's highlight budget left."""
 
 
 def diff_lines(diff: str) -> str:
