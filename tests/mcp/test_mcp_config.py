@@ -261,24 +261,30 @@ def test_the_users_mcp_file_may_link_into_a_dotfiles_folder(tmp_path: Path) -> N
     assert [s.name for s in servers] == ["mine"]
 
 
-def test_the_named_file_may_be_a_pipe_and_a_missing_one_still_stops(tmp_path: Path) -> None:
+def test_the_named_file_may_be_a_pipe_and_a_missing_one_still_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--mcp-config <(...)`` names a pipe (``/dev/fd/63``), as docs/mcp.md says it may: the
     check that the file exists asked whether it was a regular file, so a pipe was "no such
-    file" and the run stopped."""
+    file" and the run stopped. A relative ``cwd`` in it is the current folder's: it was the
+    pipe's folder's (``/dev/fd/sub``)."""
     import threading
 
-    pipe = tmp_path / "servers.fifo"
+    pipe = tmp_path / "pipes" / "servers.fifo"
+    pipe.parent.mkdir()
     os.mkfifo(pipe)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
 
     def feed() -> None:
         with pipe.open("w") as writer:
-            writer.write(json.dumps({"mcpServers": {"piped": {"command": "piped-server"}}}))
+            writer.write(json.dumps({"mcpServers": {"piped": {"command": "piped-server", "cwd": "sub"}}}))
 
     feeding = threading.Thread(target=feed, daemon=True)
     feeding.start()
     found = load_mcp_servers(tmp_path, user_dir=tmp_path / "user", config_file=pipe, trusted=False, env={})
     feeding.join(5)
-    assert [(s.name, s.command) for s in found] == [("piped", "piped-server")]
+    assert [(s.name, s.command, s.cwd) for s in found] == [("piped", "piped-server", tmp_path / "sub")]
     with pytest.raises(McpConfigError, match="no such file"):
         load_mcp_servers(
             tmp_path, user_dir=tmp_path / "user", config_file=tmp_path / "gone.json", trusted=False

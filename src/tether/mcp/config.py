@@ -163,7 +163,9 @@ def read_mcp_file(
         raise McpConfigError(f"{path}: expected an object with an 'mcpServers' object")
     entries = cast(dict[str, object], servers)
     env = os.environ if env is None else env
-    base = path.parent
+    # a relative cwd is the file's folder's; a pipe's (``--mcp-config <(...)``, /dev/fd/63) is
+    # the current folder, where the command was typed: /dev/fd/sub is no folder
+    base = path.parent if path.is_file() else Path.cwd()
     found: list[McpServerConfig] = []
     for name, entry in entries.items():
         fields = cast(dict[str, object], entry) if isinstance(entry, dict) else {}
