@@ -63,11 +63,24 @@ async def test_json_mode_writes_every_event_when_a_tool_returns_a_lone_surrogate
 async def test_print_mode_prints_a_reply_holding_half_an_emoji(tmp_path: Path, stream: bool) -> None:
     """A reply whose stream cut an emoji's UTF-16 pair in two holds its halves as lone
     surrogates: ``tether -p`` wrote them to a UTF-8 stdout and died with a UnicodeEncodeError
-    traceback instead of printing the answer."""
+    traceback instead of printing the answer; then it printed each half as U+FFFD. The halves
+    meet again: the emoji is printed (streamed, its first half waits for the next delta)."""
+    assert await _printed(tmp_path, ["smile \ud83d", "\ude00 ok"], stream) == (0, "smile \U0001f600 ok\n", "")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_print_mode_prints_a_half_left_alone_as_a_replacement_character(
+    tmp_path: Path, stream: bool
+) -> None:
+    """Half an emoji whose other half never came (the reply ends on it, or the next delta starts
+    otherwise) is still U+FFFD: the half a streamed delta held back is written at the end."""
+    assert await _printed(tmp_path, ["a\ud83d", "b\ud83d"], stream) == (0, "a\ufffdb\ufffd\n", "")
+
+
+async def _printed(tmp_path: Path, chunks: list[str], stream: bool) -> tuple[int, str, str]:
+    """``tether -p``'s exit code, stdout (UTF-8) and stderr for a reply streamed as ``chunks``."""
     script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps({"responses": [{"content": [{"type": "text", "chunks": ["smile \ud83d", "\ude00 ok"]}]}]})
-    )
+    script.write_text(json.dumps({"responses": [{"content": [{"type": "text", "chunks": chunks}]}]}))
     core = create_agent_session(
         AgentOptions(model=f"scripted:{script}", tools=[]), cwd=tmp_path, session=SessionChoice(persist=False)
     )
@@ -77,4 +90,4 @@ async def test_print_mode_prints_a_reply_holding_half_an_emoji(tmp_path: Path, s
     finally:
         await core.close()
     out.seek(0)
-    assert (code, out.read(), err.getvalue()) == (0, "smile \ufffd\ufffd ok\n", "")
+    return code, out.read(), err.getvalue()

@@ -16,6 +16,8 @@ from typing import Any, cast
 
 import jiter
 
+from tether.wire.json_line import replace_lone_surrogates
+
 EAGER_LIMIT = 512
 """Below this many characters every delta is parsed (cheap, and keeps short arguments exact)."""
 GROWTH = 16
@@ -65,8 +67,9 @@ class PartialJson:
             return
         try:
             data = text.encode()
-        except UnicodeEncodeError:
-            data = _paired(text)
+        except UnicodeEncodeError:  # an event's escapes held half of a pair (an emoji cut between
+            # two deltas), which json decodes into a lone surrogate: the halves meet again here
+            data = replace_lone_surrogates(text).encode()
         try:
             parsed = jiter.from_json(data, partial_mode="trailing-strings" if partial else False)
         except ValueError:
@@ -82,14 +85,6 @@ class PartialJson:
                     return
         if isinstance(parsed, dict):
             self.value = cast("dict[str, Any]", parsed)
-
-
-def _paired(text: str) -> bytes:
-    """``text`` as UTF-8 when it holds surrogates: an event whose JSON escapes held half of a
-    pair (an emoji cut between two deltas) is decoded by ``json`` into a lone surrogate, which
-    UTF-8 cannot encode. The halves meet again in the joined text and become their character;
-    one still alone becomes U+FFFD. (Encoding failed the whole reply with a UnicodeEncodeError.)"""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
 def parse_arguments(text: str) -> dict[str, Any]:

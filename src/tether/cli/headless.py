@@ -56,19 +56,23 @@ async def run_print(
     """Run the ``prompts`` in turn; print the last answer. ``stream``: write text deltas as they
     come (each answer's, then)."""
     streamed = False
+    held = ""  # a delta's last high surrogate: its pair's other half may start the next delta
     noted: set[str] = set()
 
     def on_event(event: Mapping[str, Any]) -> None:
-        nonlocal streamed
+        nonlocal streamed, held
         kind = event["type"]
         if stream and kind == "message_update":
             inner = event["assistantMessageEvent"]
             if inner["type"] == "text_delta":
-                out.write(replace_lone_surrogates(inner["delta"]))
+                text = held + inner["delta"]
+                held = text[-1] if text and "\ud800" <= text[-1] <= "\udbff" else ""
+                out.write(replace_lone_surrogates(text[: len(text) - len(held)]))
                 out.flush()
                 streamed = True
         elif kind == "message_end" and event["message"]["role"] == "assistant" and streamed:
-            out.write("\n")
+            out.write(replace_lone_surrogates(held) + "\n")
+            held = ""
             out.flush()
             streamed = False
         elif kind in ("agent_start", "tool_execution_end"):

@@ -32,10 +32,13 @@ def replace_lone_surrogates(text: str) -> str:
     UTF-8 (``text`` itself when it has none). A ``str`` holds one when it came from a JSON
     ``"\\ud800"`` escape or from a file name that is not UTF-8 (``os.fsdecode``); UTF-8 has no
     form for it, so what is stored or sent to a peer takes the replacement character instead.
-    (Text sent to a model drops them instead: ``tether.ai.sanitize``.)"""
-    if text.isascii():
+    The two halves of a pair side by side (an emoji a stream cut between two events, its deltas
+    joined again) are first joined into their character (a UTF-16 round trip), so a reply
+    shows, prints and stores the emoji, not two U+FFFD. (Text sent to a model drops lone
+    surrogates instead: ``tether.ai.sanitize``.)"""
+    if text.isascii() or _LONE_SURROGATE.search(text) is None:
         return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def load_line(line: bytes | str) -> object:
