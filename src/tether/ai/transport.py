@@ -222,8 +222,21 @@ def without_secrets(message: str, headers: Mapping[str, str], url: str) -> str:
         for secret in (value, *_APART.split(value))  # "Bearer KEY": the key alone too
     ]
     for secret in [*secrets, *secrets_of(url)]:
-        if len(secret) >= 8 and secret in message:
-            message = message.replace(secret, "[redacted]")
+        if len(secret) >= 8:
+            if secret in message:
+                message = message.replace(secret, "[redacted]")
+            message = _without_cut_secret(message, secret)
+    return message
+
+
+def _without_cut_secret(message: str, secret: str) -> str:
+    """``message`` without a first part of ``secret`` (4 characters or more) at its end, before
+    an ellipsis if it has one: a text cut to a length before it reached us (a body's first 512
+    bytes, an in-stream error's message cut by its parser) may end inside the key."""
+    body, ellipsis = (message[:-1], "…") if message.endswith("…") else (message, "")
+    for length in range(min(len(secret) - 1, len(body)), 3, -1):
+        if body.endswith(secret[:length]):
+            return f"{body[:-length]}[redacted]{ellipsis}"
     return message
 
 
