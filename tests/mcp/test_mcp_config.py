@@ -78,6 +78,9 @@ def test_later_files_win_disabled_servers_are_dropped_and_untrusted_projects_ign
         ({"s": {"command": "x", "type": "sse"}}, "type 'sse' needs a 'url'"),
         ({"s": {"command": "x", "timeout": 0}}, "'timeout' must be a positive number of seconds"),
         ({"a/b": {"command": "x"}}, "no '/'"),
+        ({"s": {"command": "x", "env": {"A=B": "1"}}}, "server 's': 'env' key 'A=B' is not an environment"),
+        ({"s": {"command": "x", "env": {"": "1"}}}, "server 's': 'env' key '' is not an environment"),
+        ({"s": {"command": "x", "env": {"A": "a\u0000b"}}}, "server 's': 'env.A' has a NUL character"),
     ],
 )
 def test_a_bad_entry_is_one_message_naming_the_file(

@@ -121,6 +121,14 @@ class McpServerConfig:
             raise McpConfigError(f"MCP server {self.name!r}: give either a 'command' or a 'url'")
         if self.sse and self.url is None:
             raise McpConfigError(f"MCP server {self.name!r}: type 'sse' needs a 'url'")
+        for key, value in self.env.items():  # said here: the spawn's error named neither
+            if not key or "=" in key or "\0" in key:
+                raise McpConfigError(
+                    f"MCP server {self.name!r}: 'env' key {key!r} is not an environment variable "
+                    "name (empty, or with '=' or a NUL in it)"
+                )
+            if "\0" in value:
+                raise McpConfigError(f"MCP server {self.name!r}: 'env.{key}' has a NUL character in it")
 
     @property
     def transport(self) -> Transport:
