@@ -103,18 +103,20 @@ async def test_a_line_without_end_disconnects_the_server_instead_of_filling_memo
 ) -> None:
     """A server writing on stdout without ever ending the line was read into one buffer until
     tether's memory ran out (a 300 MB line cost 600 MB), and the call waited for its timeout.
-    Past ``MAX_LINE_BYTES`` (made 1 MiB here) the server is disconnected: the call fails at once
-    as for a crashed server."""
+    Past ``MAX_LINE_BYTES`` (made 1 MiB here) the server is disconnected: the call fails at once,
+    saying why (it said the server "crashed or exited")."""
     from tether.mcp import stdio
 
     monkeypatch.setattr(stdio, "MAX_LINE_BYTES", 1 << 20, raising=False)
     model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
-    core = session(model, replace(hostile("endless"), tool_timeout=30))
-    try:
-        [echoed] = results(await core.prompt("go"))
-    finally:
-        await core.close()
+    [echoed], status = await prompted(model, replace(hostile("endless"), tool_timeout=30))
     assert echoed["isError"] and "stopped during the call to 'echo'" in text_of(echoed)
+    # the model and the user are told why, not that the server "crashed or exited"
+    why = "it wrote a line over the 1 MiB limit on stdout"
+    assert f"({why})" in text_of(echoed)
+    assert status.error is not None and status.error.startswith(
+        f"disconnected during a call to 'echo': {why}"
+    )
 
 
 async def test_a_start_that_times_out_says_which_answer_it_waited_for() -> None:

@@ -108,6 +108,8 @@ class McpConnection:
         self._cancel: Any = None  # the anyio cancel scope of a start in progress
         self._closed = False
         self._process: asyncio.subprocess.Process | None = None
+        self._cut_off: str | None = None
+        """Why tether disconnected the server it runs now (``stdio.process_transport``), if it did."""
 
     @property
     def name(self) -> str:
@@ -180,11 +182,10 @@ class McpConnection:
             raise
         except Exception as exc:
             if _connection_lost(exc):
-                self.status = "failed"
-                self.error = f"the server closed the connection during a call to {tool!r}{self._log_hint()}"
+                self._lost(f"a call to {tool!r}")
                 raise ToolError(
-                    f"MCP server {self.name!r} stopped during the call to {tool!r} (it crashed or "
-                    "exited); it will be started again on the next call."
+                    f"MCP server {self.name!r} stopped during the call to {tool!r} "
+                    f"({self._cut_off or 'it crashed or exited'}); it will be started again on the next call."
                 ) from None
             raise ToolError(f"MCP server {self.name!r}: {tool!r} failed: {describe_error(exc)}") from None
         finally:
@@ -205,7 +206,7 @@ class McpConnection:
             raise ToolError(f"MCP server {self.name!r}: {what} got no answer within {timeout:g} s.") from None
         except Exception as exc:
             if _connection_lost(exc):
-                self._fail(f"the server closed the connection during {what}{self._log_hint()}")
+                self._lost(what)
             raise ToolError(f"MCP server {self.name!r}: {what} failed: {describe_error(exc)}") from None
 
     async def _ready_client(self) -> Client:
@@ -257,6 +258,7 @@ class McpConnection:
         process: asyncio.subprocess.Process | None = None
         copying: asyncio.Future[None] | None = None
         waiting = "initialize"  # what the start waits for: said when it takes too long
+        self._cut_off = None
         try:
             log = self._open_log()
             if self.config.command is not None:
@@ -344,7 +346,7 @@ class McpConnection:
 
         info = Implementation(name="tether", version=__version__)
         if process is not None:
-            return Client(process_transport(process), client_info=info)
+            return Client(process_transport(process, self._cut), client_info=info)
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -376,6 +378,17 @@ class McpConnection:
 
     def _fail(self, error: str) -> None:
         self.status, self.error = "failed", error
+
+    def _cut(self, why: str) -> None:
+        self._cut_off = why
+
+    def _lost(self, during: str) -> None:
+        """The connection went away during ``during``: the server closed it, or tether did and
+        said why (``_cut_off``: a line over the limit, which the user must not take for a crash)."""
+        if self._cut_off is not None:
+            self._fail(f"disconnected during {during}: {self._cut_off}{self._log_hint()}")
+        else:
+            self._fail(f"the server closed the connection during {during}{self._log_hint()}")
 
     def _log_hint(self) -> str:
         return f" (server log: {self.log_file})" if self.log_file is not None else ""

@@ -112,7 +112,7 @@ async def copy_log(stream: asyncio.StreamReader, log: TextIO, limit: int) -> Non
 
 @asynccontextmanager
 async def process_transport(
-    process: asyncio.subprocess.Process,
+    process: asyncio.subprocess.Process, cut_off: Callable[[str], None] = lambda _why: None
 ) -> AsyncGenerator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -121,7 +121,9 @@ async def process_transport(
 
     A line that is not JSON-RPC reaches the SDK as an exception item, which it logs and skips,
     so a server printing garbage keeps working. The end of stdout (the server exited) closes
-    the read stream: calls in flight fail with the SDK's connection-closed error.
+    the read stream: calls in flight fail with the SDK's connection-closed error. ``cut_off``
+    is told why before tether closes the stream itself (a line over ``MAX_LINE_BYTES``), so the
+    failure says so rather than that the server crashed.
     """
     import anyio
     from mcp.shared.message import SessionMessage
@@ -129,7 +131,7 @@ async def process_transport(
     incoming_writer, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_read, process, incoming_writer)
+        tasks.start_soon(_read, process, incoming_writer, cut_off)
         tasks.start_soon(_write, process, outgoing_reader, incoming_writer)
         try:
             yield incoming, outgoing
@@ -157,7 +159,9 @@ async def stop_process(process: asyncio.subprocess.Process) -> None:
 
 
 async def _read(
-    process: asyncio.subprocess.Process, incoming: MemoryObjectSendStream[SessionMessage | Exception]
+    process: asyncio.subprocess.Process,
+    incoming: MemoryObjectSendStream[SessionMessage | Exception],
+    cut_off: Callable[[str], None],
 ) -> None:
     """Stdout lines to ``incoming``; once nobody listens (or a line went past
     ``MAX_LINE_BYTES``), stdout is still read to its end, so a server writing to a full pipe is
@@ -178,6 +182,7 @@ async def _read(
                     "the server wrote a line over %d MiB on stdout: disconnected", MAX_LINE_BYTES >> 20
                 )
                 pending, listening = bytearray(), False
+                cut_off(f"it wrote a line over the {MAX_LINE_BYTES >> 20} MiB limit on stdout")
                 await incoming.aclose()  # calls in flight fail as for a server that exited
                 continue
             while (end := pending.find(b"\n", searched)) != -1:
