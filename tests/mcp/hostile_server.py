@@ -13,7 +13,9 @@ careless or hostile server does, one way per mode (the first argument):
 - ``unlisted``: answers ``initialize``, never ``tools/list``;
 - ``endless``: answers a call with 2 MiB and no end of line, then waits;
 - ``repeats``: ``echo`` listed three times over two pages (the last with another description),
-  as a paginator repeating its pages does.
+  as a paginator repeating its pages does;
+- ``prompts_hang``: says it has prompts, never answers ``prompts/list``;
+- ``prompts_error``: says it has prompts, answers ``prompts/list`` with an error.
 """
 
 from __future__ import annotations
@@ -80,13 +82,17 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     if method == "initialize":
         result: object = {
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "capabilities": {
+                "tools": {"listChanged": True},
+                "logging": {},
+                **({"prompts": {}} if MODE.startswith("prompts") else {}),
+            },
             "serverInfo": {"name": "hostile", "version": "1"},
         }
     elif method == "tools/list" and MODE == "unlist":
         result = {"tools": {"echo": ECHO}}
-    elif method == "tools/list" and MODE == "unlisted":
-        return None
+    elif (method, MODE) in {("tools/list", "unlisted"), ("prompts/list", "prompts_hang")}:
+        return None  # never answered
     elif method == "tools/list" and MODE == "repeats":
         again = {**ECHO, "description": "Echo it again."}
         second = request.get("params", {}).get("cursor") == "2"

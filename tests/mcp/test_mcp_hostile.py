@@ -155,3 +155,24 @@ def test_the_tool_checks() -> None:
         and name_problem("") is not None
         and name_problem("a.b") is not None
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("prompts_hang", "no answer to prompts/list within its start-up timeout (3 s)"),
+        ("prompts_error", "prompts/list failed: MCPError: no prompts/list"),
+    ],
+)
+async def test_a_server_whose_prompts_are_not_listed_keeps_its_tools_and_says_why(
+    mode: str, why: str
+) -> None:
+    """A server that never answered ``prompts/list`` failed whole at its start-up timeout ("no
+    answer to prompts/list"), its listed tools with it; one whose list failed lost its prompts
+    without a word. Now the tools are offered and one note says why the prompts are not."""
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    notices: list[str] = []
+    [echoed], status = await prompted(model, replace(hostile(mode), startup_timeout=3.0), notices)
+    assert status.status == "ready" and status.tools == ("mcp__h__echo",) and status.prompts == ()
+    assert text_of(echoed) == "echo: hi"
+    assert notices == [f"MCP server 'h': its prompts are not offered ({why}); its tools are"]

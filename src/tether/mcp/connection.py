@@ -8,7 +8,8 @@ Calls come from the agent's tool tasks and go through the client directly (its r
 task-agnostic).
 
 The start-up timeout is a cancel scope around the whole start (the SDK's load included) whose
-deadline is lifted once the tools are listed: a server that never answers ``initialize`` is
+deadline is lifted once the tools are listed (the prompts get what is left of it, and not
+listed in time they are left out, not the tools): a server that never answers ``initialize`` is
 stopped (its process group killed) instead of being waited on forever. A call waits at most
 ``tool_timeout`` seconds without an answer or a progress notification (each restarts the wait),
 then is cancelled and fails saying so. A stdio server whose process exits while idle is marked
@@ -101,6 +102,9 @@ class McpConnection:
         """The server said at its last start that it offers resources (``tether.mcp.resources``)."""
         self.prompts: list[PromptInfo] = []
         """The prompts of the last successful start (``tether.mcp.prompts``: slash commands)."""
+        self.unlisted_prompts: str | None = None
+        """Why the server's prompts were not listed at its last start (``None``: they were, or it
+        has none): its tools are offered all the same."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -278,10 +282,9 @@ class McpConnection:
                     client = await stack.enter_async_context(self._client_for(process))
                     waiting = "tools/list"
                     self.tools, self.repeated = await _list_tools(client)
-                    waiting = "prompts/list"
                     self.has_resources = client.server_capabilities.resources is not None
-                    self.prompts = await _prompts(client)
-                    scope.deadline = math.inf
+                    left, scope.deadline = scope.deadline - anyio.current_time(), math.inf
+                    self.prompts, self.unlisted_prompts = await _prompts(client, left, timeout)
                     self._cancel = None
                     self._client, self.status = client, "ready"
                     self._ready.set()
@@ -394,15 +397,21 @@ class McpConnection:
         return f" (server log: {self.log_file})" if self.log_file is not None else ""
 
 
-async def _prompts(client: Client) -> list[PromptInfo]:
-    """The server's prompts, if it has any; a server whose list fails still serves its tools
-    (its prompts are simply not offered: a broken extra must not cost the rest)."""
+async def _prompts(client: Client, left: float, timeout: float) -> tuple[list[PromptInfo], str | None]:
+    """The server's prompts, if it has any, and why they were not listed: a server whose list
+    fails, or gets no answer in the ``left`` seconds of its start-up ``timeout``, still serves
+    its tools (a broken extra must not cost the rest; a hang failed the whole server)."""
+    import anyio
+
     if client.server_capabilities.prompts is None:
-        return []
+        return [], None
     try:
-        return await list_prompts(client)
-    except Exception:
-        return []
+        with anyio.fail_after(left):
+            return await list_prompts(client), None
+    except TimeoutError:
+        return [], f"no answer to prompts/list within its start-up timeout ({timeout:g} s)"
+    except Exception as exc:
+        return [], f"prompts/list failed: {describe_error(exc)}"
 
 
 async def _list_tools(client: Client) -> tuple[list[ToolInfo], tuple[str, ...]]:

@@ -181,8 +181,8 @@ class McpServers:
 
     @property
     def notes(self) -> list[str]:
-        """The notes given, then ``renames``, ``repeats`` and ``left_out``."""
-        return [*self._given_notes, *self.renames, *self.repeats, *self.left_out]
+        """The notes given, then ``renames``, ``repeats``, ``unlisted`` and ``left_out``."""
+        return [*self._given_notes, *self.renames, *self.repeats, *self.unlisted, *self.left_out]
 
     @property
     def repeats(self) -> list[str]:
@@ -194,6 +194,15 @@ class McpServers:
             f"MCP server {c.name!r} lists the tool {tool!r} more than once: only the first is offered"
             for c in self.connections.values()
             for tool in c.repeated
+        ]
+
+    @property
+    def unlisted(self) -> list[str]:
+        """One line for each server whose prompts were not listed at its last start, and why."""
+        return [
+            f"MCP server {c.name!r}: its prompts are not offered ({c.unlisted_prompts}); its tools are"
+            for c in self.connections.values()
+            if c.unlisted_prompts is not None
         ]
 
     @property
