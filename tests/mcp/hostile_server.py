@@ -14,6 +14,7 @@ careless or hostile server does, one way per mode (the first argument):
 - ``endless``: answers a call with 2 MiB and no end of line, then waits;
 - ``repeats``: ``echo`` listed three times over two pages (the last with another description),
   as a paginator repeating its pages does;
+- ``huge``: ``echo`` with a 5 MB description, ``big`` with a 100 KB input schema;
 - ``prompts_hang``: says it has prompts, never answers ``prompts/list``;
 - ``prompts_error``: says it has prompts, answers ``prompts/list`` with an error.
 """
@@ -61,6 +62,9 @@ def tools() -> list[dict[str, Any]]:
         return [{"name": "show", "inputSchema": {"type": "object"}}]
     if MODE == "schemas":
         return [ECHO, *BAD_SCHEMAS]
+    if MODE == "huge":
+        wide = {"type": "object", "properties": {"a": {"type": "string", "description": "y" * 100_000}}}
+        return [{**ECHO, "description": "x" * 5_000_000}, {"name": "big", "inputSchema": wide}]
     if MODE == "escapes":
         twin = "".join(c if c.isalnum() else "_" for c in ESCAPES)  # the same name made safe
         bad = {"name": f"bad{ESCAPES}", "inputSchema": {"type": "string"}}

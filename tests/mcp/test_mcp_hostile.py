@@ -176,3 +176,20 @@ async def test_a_server_whose_prompts_are_not_listed_keeps_its_tools_and_says_wh
     assert status.status == "ready" and status.tools == ("mcp__h__echo",) and status.prompts == ()
     assert text_of(echoed) == "echo: hi"
     assert notices == [f"MCP server 'h': its prompts are not offered ({why}); its tools are"]
+
+
+async def test_a_huge_description_is_cut_and_a_huge_schema_left_out_saying_so() -> None:
+    """A tool's 5 MB description and another's 100 KB schema went with every model request (and
+    into the kept listing); now the description is cut at ``MAX_DESCRIPTION`` characters with a
+    line saying so, and the tool whose schema is over ``MAX_SCHEMA_BYTES`` is left out with one
+    note naming the server, the tool and the size; the server's other tool works."""
+    model = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    notices: list[str] = []
+    [echoed], status = await prompted(model, hostile("huge"), notices)
+    declared = {t["name"]: t for t in model.requests[0].context.get("tools") or []}
+    description = declared["mcp__h__echo"]["description"]
+    assert description == "x" * 2048 + "\n[description cut at 2048 of its 5000000 characters]"
+    assert "mcp__h__big" not in declared and text_of(echoed) == "echo: hi"
+    why = "its input schema is 100,071 bytes, over the 65,536-byte limit"
+    assert status.tools == ("mcp__h__echo",) and status.left_out == (f"big: {why}",)
+    assert notices == [f"MCP server 'h': tools not offered: big ({why})"]

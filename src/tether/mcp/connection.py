@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -54,6 +55,20 @@ MAX_LOG_BYTES = 4 << 20
 the log is started afresh when the server starts, the old one kept as ``<server>.log.1``: the
 log is appended to by every start of every session, so a server that writes much to stderr
 (debug output, a stack trace per request) filled the disk over time."""
+
+MAX_DESCRIPTION = 2048
+"""Characters of a tool's description kept (Claude Code's cut for MCP tool descriptions): every
+declared tool's description goes with every model request, and a server's 5 MB description was
+sent whole each time. A longer one is cut and ends with a line saying so."""
+
+MAX_SCHEMA_BYTES = 64 << 10
+"""The largest input schema (as compact JSON) of a tool offered: it goes with every request too,
+and one of 64 KiB is already some 16,000 tokens a turn (servers' schemas run to a few KB). A tool
+over it is left out with why (``tether mcp list``, and a note), not cut: half a schema is not one."""
+
+TASKS_ONLY = "it requires MCP task-augmented execution, which tether does not use"
+"""Why a tool the server offers only as a task is left out: by the server's design, not a
+defect, so ``/mcp`` lists it but the session does not tell of it on every run."""
 
 _STOP_GRACE = 10.0
 """Seconds to wait for a connection task to wind down; stopping a process is bounded on its own
@@ -442,7 +457,7 @@ async def _list_tools(client: Client) -> tuple[list[ToolInfo], tuple[str, ...]]:
 def _tool_info(tool: Tool, left_out: str | None = None) -> ToolInfo:
     return ToolInfo(
         tool.name,
-        tool.description or tool.title or "",
+        _cut(tool.description or tool.title or ""),
         dict(tool.input_schema),
         _read_only(tool.annotations),
         left_out or _left_out(tool),
@@ -496,11 +511,30 @@ async def _tools_one_by_one(client: Client, cursor: str | None) -> tuple[list[To
     return infos, next_cursor
 
 
+def _cut(description: str) -> str:
+    if len(description) <= MAX_DESCRIPTION:
+        return description
+    return (
+        f"{description[:MAX_DESCRIPTION]}\n[description cut at {MAX_DESCRIPTION} of its "
+        f"{len(description)} characters]"
+    )
+
+
 def _left_out(tool: Tool) -> str | None:
     if tool.execution is not None and tool.execution.task_support == "required":
-        return "it requires MCP task-augmented execution, which tether does not use"
+        return TASKS_ONLY
     # a schema providers refuse would fail every request of the session, not just this tool's calls
-    return parameters_problem(dict(tool.input_schema))
+    return parameters_problem(dict(tool.input_schema)) or _schema_size_problem(tool.input_schema)
+
+
+def _schema_size_problem(schema: dict[str, Any]) -> str | None:
+    try:
+        size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode())
+    except RecursionError:  # the provider's request would fail the same way, every turn
+        return "its input schema is nested too deeply to send"
+    if size > MAX_SCHEMA_BYTES:
+        return f"its input schema is {size:,} bytes, over the {MAX_SCHEMA_BYTES:,}-byte limit"
+    return None
 
 
 def _read_only(annotations: ToolAnnotations | None) -> bool:

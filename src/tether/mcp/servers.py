@@ -34,7 +34,7 @@ from tether.agent.tool import AgentTool
 from tether.ai.abort import AbortSignal
 from tether.errors import ToolError
 from tether.mcp.config import McpServerConfig
-from tether.mcp.connection import MAX_LOG_BYTES, McpConnection, Status, ToolInfo
+from tether.mcp.connection import MAX_LOG_BYTES, TASKS_ONLY, McpConnection, Status, ToolInfo
 from tether.mcp.prompts import PromptInfo, parse_arguments, prompt_content
 from tether.mcp.tool_budget import (
     ASSUMED_OWN_TOOLS,
@@ -195,6 +195,19 @@ class McpServers:
             for c in self.connections.values()
             for tool in c.repeated
         ]
+
+    @property
+    def refused(self) -> list[str]:
+        """One line for each server that lists tools not offered for a defect of theirs (a
+        schema providers refuse or one too large), naming them and why (a task-only tool,
+        ``TASKS_ONLY``, is the server's design: ``/mcp`` lists it)."""
+        lines: list[str] = []
+        for c in self.connections.values():
+            bad = [f"{t.name} ({t.left_out})" for t in c.tools if t.left_out not in (None, TASKS_ONLY)]
+            if bad:
+                more = f" and {len(bad) - NAMED} more (/mcp lists them)" if len(bad) > NAMED else ""
+                lines.append(f"MCP server {c.name!r}: tools not offered: {'; '.join(bad[:NAMED])}{more}")
+        return lines
 
     @property
     def unlisted(self) -> list[str]:

@@ -62,7 +62,7 @@ class McpControl(CoreState):
         self.agent.tools = [*own, *tools]
         self._mcp_tools = tools
         # once each: the model sees a name the user did not write, or misses tools they may expect
-        said = (*self.mcp.renames, *self.mcp.repeats, *self.mcp.unlisted)
+        said = (*self.mcp.renames, *self.mcp.repeats, *self.mcp.unlisted, *self.mcp.refused)
         for key, line in (*((line, line) for line in said), *self.mcp.budget_notes().items()):
             if key not in self._mcp_noted:
                 self._mcp_noted.add(key)
