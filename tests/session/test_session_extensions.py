@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extension_support import start_with_extensions
 
 from narrowing import as_assistant, block_text
 from tether.session.extensions.ui import HeadlessUI, NotifyLevel
@@ -329,6 +330,57 @@ async def test_a_failing_extension_is_reported_once_and_the_session_goes_on(
         for m in messages
         if m["role"] == "assistant" and m["content"][0]["type"] == "text"
     ] == ["one", "two"]
+
+
+async def test_a_hook_returning_what_tether_does_not_read_is_reported_and_the_run_goes_on(
+    dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook's ``42`` (or pi's ``{"block": True}``) was ignored without a word: the guard let
+    the call through and nobody knew the extension was broken. Each is reported naming the
+    extension, the hook and what it returned; a guard's call is blocked (it fails closed, as a
+    guard that raised does) and the run goes on."""
+    extension = write(
+        dirs["tmp"] / "sloppy.py",
+        """
+        def setup(api):
+            api.on("before_run")(lambda context: 42)
+            calls = []
+
+            @api.on("tool_call")
+            def guard(context):
+                calls.append(context)
+                return {"block": True} if len(calls) == 1 else None
+
+            api.on("tool_result")(lambda context: "changed")
+        """,
+    )
+    script(monkeypatch, dirs["tmp"], [call("ls"), call("ls"), text("done")])
+    core = start_with_extensions(dirs["project"], extension, persist=False)
+    heard: list[Any] = []
+    core.subscribe(lambda e: heard.append(e) if e["type"] in ("notice", "extension_error") else None)
+    try:
+        await core.prompt("go")
+        messages = list(core.messages)
+    finally:
+        await core.close()
+    notices = [e["message"] for e in heard if e["type"] == "notice"]
+    errors = [(e["event"], e["error"]) for e in heard if e["type"] == "extension_error"]
+    assert errors == [
+        ("before_run", "TypeError: returned 42, not a BeforeRunResult or None"),
+        ("tool_call", "TypeError: returned {'block': True}, not a BeforeToolCallResult or None"),
+        ("tool_result", "TypeError: returned 'changed', not an AfterToolCallResult or None"),
+    ]
+    assert notices == [
+        "extension sloppy failed in before_run: TypeError: returned 42, not a BeforeRunResult or None "
+        "(reported once)"
+    ]
+    blocked, ran = [m for m in messages if m["role"] == "toolResult"]
+    assert blocked["isError"] and "the extension sloppy gave no answer" in block_text(blocked["content"][0])
+    assert not ran["isError"]
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"][0] == {
+        "type": "text",
+        "text": "done",
+    }
 
 
 async def test_commands_dialogs_and_providers(dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,7 +175,7 @@ class ExtensionHost:
             except Exception as exc:
                 self.report(name, kind, exc)
                 continue
-            if not isinstance(result, SessionBeforeResult):
+            if self._wrong(name, kind, result, SessionBeforeResult) or result is None:
                 continue
             if result.cancel:
                 because = f": {result.reason}" if result.reason else ""
@@ -353,6 +353,18 @@ class ExtensionHost:
             line = f"extension {name} failed in {where}: {error} (reported once)"
         self.failed(origin, where, error, line)
 
+    def _wrong(self, name: str, where: str, result: object, kind: type) -> bool:
+        """Whether a hook returned something other than ``kind`` or ``None``; then it is
+        reported as a failure (returning ``42``, or pi's ``{"block": true}``, was ignored without
+        a word, so an extension's guard or block did nothing and nobody knew)."""
+        if result is None or isinstance(result, kind):
+            return False
+        shown = repr(result)
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        self.report(name, where, TypeError(f"returned {shown}, not {article} {kind.__name__} or None"))
+        return True
+
     async def input(self, text: str, source: str) -> str | None:
         """The ``input`` hooks on a line the user sent: the text to go on with (transformed, or
         as it was), ``None`` when a hook handled it. A failing hook is skipped."""
@@ -361,6 +373,8 @@ class ExtensionHost:
                 result = await self._bounded(_call(hook, InputEvent(text, source)))
             except Exception as exc:
                 self.report(name, "input", exc)
+                continue
+            if self._wrong(name, "input", result, InputResult):
                 continue
             if isinstance(result, InputResult) and result.action == "handled":
                 return None
@@ -381,6 +395,8 @@ class ExtensionHost:
                 result = await self._bounded(_call(hook, context))
             except Exception as exc:
                 self.report(name, "before_run", exc)
+                continue
+            if self._wrong(name, "before_run", result, BeforeRunResult):
                 continue
             if isinstance(result, BeforeRunResult) and result.block:
                 return BeforeRunResult(True, result.reason or f"stopped by extension {name}")
@@ -430,6 +446,10 @@ class ExtensionHost:
                     return BeforeToolCallResult(
                         True, f"Blocked: the extension {name} failed while checking this call."
                     )
+                if self._wrong(name, "tool_call", result, BeforeToolCallResult):  # pi's {"block": ...}?
+                    return BeforeToolCallResult(
+                        True, f"Blocked: the extension {name} gave no answer tether reads for this call."
+                    )
                 if isinstance(result, BeforeToolCallResult) and result.block:
                     return result
             if model is not None and context.args != model.model_dump(mode="python"):
@@ -458,7 +478,7 @@ class ExtensionHost:
             except Exception as exc:
                 self.report(name, "tool_result", exc)
                 continue
-            if not isinstance(result, AfterToolCallResult):
+            if self._wrong(name, "tool_result", result, AfterToolCallResult) or result is None:
                 continue
             merged = merged or AfterToolCallResult()
             if result.content is not None:
