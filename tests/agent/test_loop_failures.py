@@ -423,6 +423,32 @@ async def test_plain_function_tool_hooks_are_called_as_the_other_hooks_are() -> 
     assert sorted(asked) == ["after", "before", "before"]
 
 
+@pytest.mark.parametrize(
+    ("hook", "returned"),
+    [
+        ("convert_to_llm", 42),
+        ("get_continuation_messages", "more"),
+        ("get_continuation_messages", {"role": "user"}),
+        ("get_follow_up_messages", 7),
+    ],
+)
+async def test_a_hook_answering_no_list_of_messages_ends_the_run_naming_it(
+    hook: str, returned: object
+) -> None:
+    """It was blamed on another step, "stream function failed: TypeError" (``convert_to_llm``'s
+    ``42`` went to the provider) or "agent loop failed: TypeError: 'int' object is not iterable";
+    a string became a message per letter and a dict its keys. The stream still ends with stop
+    reason ``error``, the invariants kept, nothing raised."""
+    model = ScriptedModel(_responses())
+    recorder = Recorder()
+    result = await _run(_config_with_hook(model.model, hook, lambda *_: returned), model, recorder)
+    last = result[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "error"
+    kind = type(returned).__name__
+    assert last.get("errorMessage") == f"{hook} failed: TypeError: it returned {kind}, not a list of messages"
+    check_invariants(recorder.trace(result))
+
+
 async def test_a_transform_context_answering_no_list_ends_the_run_naming_it() -> None:
     """It was blamed on the next step: "convert_to_llm failed: TypeError: object of type 'NoneType'
     has no len()", a hook the program never set."""

@@ -77,6 +77,18 @@ class StepFailed(TetherError):
         self.cause = cause
 
 
+def _messages(step: str, value: object, *, none: bool = True) -> list[Any]:
+    """A hook's list of messages (a tuple too; ``None`` is none where ``none``); anything else
+    fails the run naming the hook and what it gave. Taken as it came, a dict became its keys and
+    a string its letters, and the run failed further on blaming another step ("agent loop failed",
+    "stream function failed: TypeError"), or the hook that got it (``convert_to_llm``)."""
+    if isinstance(value, list):
+        return cast(list[Any], value)
+    if isinstance(value, tuple) or (value is None and none):
+        return list(cast(tuple[Any, ...], value or ()))
+    raise StepFailed(step, TypeError(f"it returned {type(value).__name__}, not a list of messages"))
+
+
 def check_can_continue(context: AgentContext) -> None:
     """Raise ``ValueError`` when ``context`` cannot be continued (the reference's two messages)."""
     if not context.messages:
@@ -370,15 +382,15 @@ class _Run:
                 if pending:
                     continue
                 if config.get_continuation_messages is not None and last_turn is not None:
-                    pending = list(
+                    pending = _messages(
+                        "get_continuation_messages",
                         await _call(
                             "get_continuation_messages",
                             config.get_continuation_messages,
                             last_turn,
                             self.signal,
                             signal=self.signal,
-                        )
-                        or []
+                        ),
                     )
                     if pending:
                         continue
@@ -406,7 +418,7 @@ class _Run:
                 value = await value
         except Exception as exc:
             raise StepFailed(step, exc) from exc
-        return list(value or [])
+        return _messages(step, value)
 
     async def _agent_end(self) -> None:
         self.ended = True
@@ -423,10 +435,7 @@ class _Run:
             transformed = await _call(
                 "transform_context", config.transform_context, messages, self.signal, signal=self.signal
             )
-            if not isinstance(transformed, list):  # else blamed on convert_to_llm, which got it
-                returned = TypeError(f"it returned {type(transformed).__name__}, not a list of messages")
-                raise StepFailed("transform_context", returned)
-            messages = cast(list[AgentMessage], transformed)
+            messages = _messages("transform_context", transformed, none=False)
         system_prompt = (
             await _call("get_system_prompt", config.get_system_prompt, signal=self.signal)
             if config.get_system_prompt is not None
@@ -438,7 +447,8 @@ class _Run:
             except Exception as exc:
                 raise StepFailed("convert_to_llm", exc) from exc
         else:
-            llm_messages = await _call("convert_to_llm", config.convert_to_llm, messages, signal=self.signal)
+            converted = await _call("convert_to_llm", config.convert_to_llm, messages, signal=self.signal)
+            llm_messages = _messages("convert_to_llm", converted, none=False)
         if config.get_tools is not None:
             try:
                 context.tools = config.get_tools()
