@@ -419,15 +419,16 @@ def _pi_only(frame: Frame) -> bool:
     return frame["type"] == "entry_appended" and frame["entry"]["type"] == "context_edit"
 
 
-def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
-    """The skeletons of one step's frames, less what differs on purpose (docs/rpc.md, "pi
+def counted(frames: Sequence[Frame], agent: str) -> list[Frame]:
+    """The frames of one step that count, less what differs on purpose (docs/rpc.md, "pi
     versions"): tether's additions; pi's system-prompt message events; pi's first, empty
     ``tool_execution_update`` (its bash tool reports "no output yet"; tether's first update
     comes with output); pi's ``entry_appended`` for the ``context_edit`` entry that takes a failed
     reply out of the context before a retry (tether moves the session's leaf instead: no new
     entry). ``get_commands`` lists each agent's own commands (pi has built-in
-    extension commands), so only its form counts."""
-    kept: list[object] = []
+    extension commands), so only its form counts. A report of where two steps part shows these
+    frames: the n-th of ``comparable`` is the n-th of these, not of the step's."""
+    kept: list[Frame] = []
     for frame in frames:
         if agent == "tether" and frame["type"] in TETHER_ADDITIONS:
             continue
@@ -437,8 +438,13 @@ def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
             continue
         if frame.get("command") == "get_commands" and frame.get("success"):
             frame = {**frame, "data": {"commands": list[str]()}}
-        kept.append(skeleton(frame))
+        kept.append(frame)
     return kept
+
+
+def comparable(frames: Sequence[Frame], agent: str) -> list[object]:
+    """The skeletons of one step's frames that count (``counted``)."""
+    return [skeleton(frame) for frame in counted(frames, agent)]
 
 
 def json_mode(agent: Agent, *prompts: str, args: Sequence[str] = ()) -> list[Frame]:

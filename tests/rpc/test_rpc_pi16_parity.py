@@ -32,6 +32,7 @@ from pi16_parity import (
     bash_call,
     comparable,
     conversation,
+    counted,
     faux_openai,
     json_mode,
     pi_agent,
@@ -70,11 +71,12 @@ async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) ->
         if theirs != ours:
             at = next((i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b), None)
             at = min(len(theirs), len(ours)) if at is None else at
+            pi_counted, tether_counted = counted(pi_frames, "pi"), counted(tether_steps[step], "tether")
             pytest.fail(
                 f"step {step!r}: frame {at} differs from pi 1.6's "
-                f"({len(theirs)} frames from pi, {len(ours)} from tether)\n"
-                f"pi:     {json.dumps(pi_frames[at : at + 3])[:1500]}\n"
-                f"tether: {json.dumps(tether_steps[step][at : at + 3])[:1500]}\n"
+                f"({len(theirs)} frames from pi, {len(ours)} from tether; counted frames)\n"
+                f"pi:     {json.dumps(pi_counted[at : at + 3])[:1500]}\n"
+                f"tether: {json.dumps(tether_counted[at : at + 3])[:1500]}\n"
                 f"skeletons:\n  pi:     {json.dumps(theirs[at : at + 1])[:1500]}\n"
                 f"  tether: {json.dumps(ours[at : at + 1])[:1500]}"
             )
