@@ -29,6 +29,7 @@ from pi16_parity import (
     SPLIT_TURN_SUMMARY,
     TETHER_ADDITIONS,
     Agent,
+    abort_during_tool,
     bash_call,
     comparable,
     conversation,
@@ -98,6 +99,39 @@ async def test_tether_answers_every_command_with_pi16s_frames(tmp_path: Path) ->
     assert changed == [{"type": "thinking_level_changed", "level": lv} for lv in ("high", "off")]
     bash = tether_steps["bash"]
     assert bash[0] == {"type": "bash_execution_update", "id": bash[1]["id"], "delta": "hi\n"}
+
+
+async def test_pis_untimed_reply_after_an_abort_is_taken_as_timed(tmp_path: Path) -> None:
+    """pi 1.6 times the reply that an abort during a tool makes of the next turn's request, but
+    leaves it untimed when a millisecond ticks between two of its clock reads (``_timed`` in
+    pi16_parity): the parity test's ``abort`` step failed so in CI, "frame 17 differs", the
+    skeletons parting on ``durationMs`` alone. Here pi's ``Date.now()`` ticks at every read (a
+    preloaded script), so pi leaves it untimed each time; the step keeps tether's shape."""
+    pi = installed(PI_16)
+    ticking = tmp_path / "ticking_clock.cjs"
+    ticking.write_text(
+        "const now = Date.now;\nlet last = 0;\nDate.now = () => (last = Math.max(now(), last + 1));\n"
+    )
+
+    async def abort_step(agent: Agent) -> list[dict[str, Any]]:
+        driver = await agent.start()
+        try:
+            return await abort_during_tool(driver)
+        finally:
+            await driver.close()
+
+    with faux_openai([bash_call("sleep 30", "call_1")]) as faux:
+        agent = pi_agent(pi.node, pi.package, faux.base_url, tmp_path / "pi")
+        agent.env["NODE_OPTIONS"] = f"--require {ticking}"
+        theirs = await abort_step(agent)
+    with faux_openai([bash_call("sleep 30", "call_1")]) as faux:
+        ours = await abort_step(tether_agent(faux.base_url, tmp_path / "tether"))
+    replies = [
+        f["message"] for f in theirs if f["type"] == "message_end" and f["message"]["role"] == "assistant"
+    ]
+    assert [m["stopReason"] for m in replies] == ["toolUse", "aborted"]
+    assert "durationMs" not in replies[1]  # pi's rare way, every time
+    assert comparable(ours, "tether") == comparable(theirs, "pi")
 
 
 def test_tether_json_mode_writes_pi16s_lines(tmp_path: Path) -> None:
