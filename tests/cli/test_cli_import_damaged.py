@@ -273,3 +273,19 @@ def test_a_pipe_or_a_device_is_refused_unread(cli: CliEnv, tmp_path: Path) -> No
     assert done.returncode == 1
     reason = "not a regular file (a pipe or a device cannot be imported)"
     assert done.stderr == f"error: {fifo}: {reason}\nerror: /dev/zero: {reason}\n"
+
+
+def test_a_thinking_level_tether_does_not_know_leaves_the_runs_own(cli: CliEnv, tmp_path: Path) -> None:
+    """A ``thinking_level_change`` to a level tether lacks (a newer pi's, a hand edit's) is kept
+    in the file, and opening the session applies the run's level instead: it raised ValueError
+    from the level's clamping, a traceback on every ``--session``, ``--continue`` and /resume."""
+    odd = tmp_path / "odd.jsonl"
+    level = {"type": "thinking_level_change", "id": "t", "parentId": None, "timestamp": "x"}
+    lines = [HEADER, {**level, "thinkingLevel": "ultra"}, _user("a", "t")]
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    done = cli.run("sessions", "import", str(odd))
+    assert done.returncode == 0, done.stderr
+    script = cli.script("answer", [{"content": [{"type": "text", "chunks": ["answered"]}]}])
+    ran = cli.run("--session", done.stdout.split()[0], "-p", "go on", script=script)
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert ran.stdout == "answered\n"

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, get_args
 
+from tether.ai.types import ThinkingLevel
 from tether.session.budget import TokenCount
 from tether.store.entries import SETTINGS_TYPES, EntryDict
 from tether.store.tree import Node
 from tether.wire import AgentMessage, ModelInfo
+
+_THINKING: frozenset[object] = frozenset(get_args(ThinkingLevel))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +47,9 @@ class SessionContext:
     entry_ids: list[str] = field(default_factory=lambda: [])
     """``entry_ids[i]`` is the entry ``messages[i]`` was built from."""
     model: ModelRef | None = None
-    thinking_level: str | None = None
+    thinking_level: ThinkingLevel | None = None
+    """``None`` too for a level tether does not know (an imported file's, a newer version's):
+    the run's own level applies, as if none were stored."""
     service_tier: str | None = None
     system_prompt: str | None = None
     tokens: TokenCount = field(default_factory=TokenCount)
@@ -62,7 +67,7 @@ class SessionContext:
             )
         elif kind == "thinking_level_change":
             level = entry.get("thinkingLevel")
-            self.thinking_level = level if isinstance(level, str) else None
+            self.thinking_level = cast(ThinkingLevel, level) if level in _THINKING else None
         elif kind == "service_tier_change":
             tier = entry.get("serviceTier")
             self.service_tier = tier if isinstance(tier, str) else None

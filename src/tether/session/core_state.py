@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 from tether.agent import Agent
 from tether.agent.listener_grace import ListenerGrace, ListenerHungError, bounded
 from tether.ai.abort import AbortController, AbortSignal
-from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn, ThinkingLevel
+from tether.ai.types import ServiceTier, SimpleStreamOptions, StreamFn
 from tether.session.budget import CompactionSettings
 from tether.session.events import (
     CompactionReason,
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_THINKING: frozenset[str] = frozenset(get_args(ThinkingLevel))
 PASSED_ON: frozenset[str] = frozenset(
     ("turn_start", "turn_end", "message_update", "tool_execution_update", "tool_execution_end")
 )
@@ -481,8 +480,8 @@ class CoreState:
         self._reload()
         if load_settings:
             ctx = session.context
-            if ctx.thinking_level in _THINKING:
-                agent.thinking_level = cast(ThinkingLevel, ctx.thinking_level)
+            if ctx.thinking_level is not None:
+                agent.thinking_level = ctx.thinking_level
             if ctx.service_tier in _TIERS:
                 agent.service_tier = cast(ServiceTier, ctx.service_tier)
             if ctx.system_prompt is not None:
