@@ -216,7 +216,7 @@ def test_a_workspace_that_is_no_folder_is_one_usage_line(cli: CliEnv, kind: str)
 def test_exporting_a_path_naming_no_known_user_is_one_line(cli: CliEnv) -> None:
     done = cli.run("--export", "~nosuchuser-tether/x.jsonl")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr == "tether: --export ~nosuchuser-tether/x.jsonl: not a session file\n"
+    assert done.stderr == "tether: --export ~nosuchuser-tether/x.jsonl: no such file\n"
 
 
 def test_a_skills_folder_linking_to_the_root_is_not_walked(cli: CliEnv) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,28 @@ def test_a_pipe_or_a_device_is_refused_unread(cli: CliEnv, tmp_path: Path) -> No
     assert done.returncode == 1
     reason = "not a regular file (a pipe or a device cannot be imported)"
     assert done.stderr == f"error: {fifo}: {reason}\nerror: /dev/zero: {reason}\n"
+
+
+def test_a_missing_file_or_a_folder_is_named_as_such(cli: CliEnv, tmp_path: Path) -> None:
+    """``/import`` said a missing file was "not a regular file (a pipe or a device cannot be
+    imported)", and ``--export`` called a missing file, a folder and a FIFO "not a session file"."""
+    from tether.cli.session_files import import_session_file
+    from tether.session import SessionManager
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    reasons = {
+        tmp_path / "missing.jsonl": "no such file",
+        tmp_path: "a folder, not a session file",
+        fifo: "not a regular file (a pipe or a device cannot be imported)",
+    }
+    with SessionManager.at(tmp_path / "sessions.db") as sessions:  # what /import calls
+        for path, reason in reasons.items():
+            with pytest.raises(ValueError, match=re.escape(reason)):
+                import_session_file(sessions, path, [])
+    for path, reason in reasons.items():
+        done = cli.run("--export", str(path), str(tmp_path / "page.html"), timeout=30)
+        assert (done.returncode, done.stderr) == (1, f"tether: --export {path}: {reason}\n")
 
 
 def test_a_thinking_level_tether_does_not_know_leaves_the_runs_own(cli: CliEnv, tmp_path: Path) -> None:

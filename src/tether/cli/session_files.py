@@ -10,6 +10,7 @@ with ``--format pi`` a pi session file (``tether.session.pi_files``).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,12 +26,27 @@ def import_session_file(sessions: SessionManager, path: Path, problems: list[str
     entries of a pi file that tether cannot store are left out, each reported in ``problems``."""
     from tether.session.pi_files import import_pi_session, session_file_kind
 
-    if not path.is_file():  # a FIFO would block the read forever, /dev/zero never end
-        raise ValueError("not a regular file (a pipe or a device cannot be imported)")
+    if not path.is_file():
+        raise ValueError(_not_a_file(path))
     kind = session_file_kind(path)
     if kind is None:
         raise ValueError("neither a pi session file nor a tether export (no session header first)")
     return import_pi_session(sessions, path, problems) if kind == "pi" else sessions.import_file(path)
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, not a regular file, cannot be read as a session file: missing, a folder, or
+    a pipe or a device (a FIFO would block the read forever, /dev/zero never end). A missing file
+    was said to be a pipe or a device (``/import``), or "not a session file" (``--export``)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:  # no permission to look, a link loop
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(mode):
+        return "a folder, not a session file"
+    return "not a regular file (a pipe or a device cannot be imported)"
 
 
 def import_files(paths: list[str]) -> int:
@@ -107,7 +123,7 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
             sys.stderr.write(f"note: {problem}\n")
         if not path.is_file():
             if path.exists() or "/" in source or source.endswith(".jsonl"):
-                raise ValueError("not a session file")
+                raise ValueError(_not_a_file(path))
             with SessionManager() as sessions:  # a stored session's id
                 write_html(out, sessions.open(source, readonly=True), colours=colours, dark=dark)
         else:
