@@ -4,6 +4,7 @@ session store in a temporary home)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -96,6 +97,18 @@ async def test_session_name_export(core: AgentSession, home: Path) -> None:
     default = await execute(core, "/export")  # as pi: the HTML page by default
     written = home / "project" / f"tether-session-{core.session_id}.html"
     assert default.text == f"exported to {written}" and "<title>greeting</title>" in written.read_text()
+
+
+async def test_an_export_that_cannot_be_written_is_the_commands_error(core: AgentSession, home: Path) -> None:
+    """A folder that is not there, a FIFO: ``/export`` says it could not write the file, as its
+    other errors are said; the OSError went past ``execute`` to the front end's catch-all ("✗
+    Error: OSError: ..." in the terminal)."""
+    await core.prompt("hello")
+    fifo = home / "project" / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for target in (home / "project" / "gone" / "out.jsonl", fifo):
+        result = await execute(core, f"/export {target}")
+        assert result.error and result.text.startswith(f"/export: cannot write {target}: "), result.text
 
 
 async def test_new_resume_fork(core: AgentSession) -> None:

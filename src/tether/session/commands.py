@@ -83,7 +83,7 @@ async def execute(core: AgentSession, line: str) -> CommandResult:
         return CommandResult(f"/{name} is not available while the agent runs (Esc aborts it)", error=True)
     try:
         return await command.handler(core, args)
-    except (ModelError, SessionError, ValueError, LookupError) as exc:
+    except (ModelError, SessionError, ValueError, LookupError, OSError) as exc:  # OSError: /export's file
         return CommandResult(f"/{name}: {exc}", error=True)
 
 
