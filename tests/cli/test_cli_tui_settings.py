@@ -246,6 +246,9 @@ def test_login_stores_a_key_unseen_and_logout_forgets_it(cli: CliEnv) -> None:
         terminal.type("/logout beta")
         terminal.send("Enter")
         terminal.wait_for(lambda s: "forgot the API key saved for beta" in s and ready(s))
+        terminal.type("/logout beta")  # again: it said "unknown provider 'beta' (known: )"
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "no API key was saved for beta" in s and ready(s))
         terminal.type("/login nosuch")
         terminal.send("Enter")
         terminal.wait_for(lambda s: "unknown provider 'nosuch'" in s and ready(s))

@@ -173,7 +173,9 @@ async def login(ui: CommandScreen, args: str) -> None:
 async def logout(ui: CommandScreen, args: str) -> None:
     from tether.ai.auth_file import AuthFileError, remove_key, stored_providers
 
-    provider = await _provider(ui, args, stored_providers(), "/logout")
+    # A name given is looked up in the file: one with no saved key is said to have none (it was
+    # "unknown provider" then, with the saved ones as the known: none at all after a logout).
+    provider = args or await _provider(ui, "", stored_providers(), "/logout")
     if provider is None:
         return
     try:
