@@ -193,3 +193,20 @@ async def test_a_huge_description_is_cut_and_a_huge_schema_left_out_saying_so() 
     why = "its input schema is 100,071 bytes, over the 65,536-byte limit"
     assert status.tools == ("mcp__h__echo",) and status.left_out == (f"big: {why}",)
     assert notices == [f"MCP server 'h': tools not offered: big ({why})"]
+
+
+async def test_a_listing_without_its_prompts_is_kept_saying_why() -> None:
+    """A start whose ``prompts/list`` failed was kept as a complete listing with no prompts: the
+    next session offered the kept tools without starting the server, its prompts gone without
+    the note. Now the kept listing says why its prompts are missing, and the next session says
+    it again (the server's next start lists them again, as any start does)."""
+    first = ScriptedModel([reply(tool_call("mcp__h__echo", {"text": "hi"})), reply("done")])
+    why = "prompts/list failed: MCPError: no prompts/list"
+    note = f"MCP server 'h': its prompts are not offered ({why}); its tools are"
+    notices: list[str] = []
+    await prompted(first, hostile("prompts_error"), notices)
+    assert notices == [note]
+    notices.clear()
+    _, status = await prompted(ScriptedModel([reply("done")]), hostile("prompts_error"), notices)
+    assert status.status == "stopped" and status.tools == ("mcp__h__echo",)  # the kept listing
+    assert notices == [note]

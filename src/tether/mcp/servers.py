@@ -258,6 +258,7 @@ class McpServers:
             connection.tools = list(kept.tools)
             connection.has_resources = kept.has_resources
             connection.prompts = list(kept.prompts)
+            connection.unlisted_prompts = kept.unlisted_prompts
         connection.settled = self._settled
         return connection
 
@@ -501,9 +502,15 @@ class McpServers:
                 self._kept[connection.name] = (key, None)
             if connection.name not in self._listed:  # as a server that failed its first start: no tools
                 connection.tools, connection.prompts, connection.has_resources = [], [], False
+                connection.unlisted_prompts = None
             return
         self._listed.add(connection.name)
-        listing = Listing(tuple(connection.tools), connection.has_resources, tuple(connection.prompts))
+        listing = Listing(
+            tuple(connection.tools),
+            connection.has_resources,
+            tuple(connection.prompts),
+            connection.unlisted_prompts,
+        )
         if listing != kept:
             write_listing(self.cache_dir, key, listing)
             self._kept[connection.name] = (key, listing)

@@ -13,7 +13,10 @@ command (its resolved file and that file's modification time), arguments (and th
 time of those naming files), environment, working folder, URL and headers, and tether's version.
 Change any of them and the key changes, so the server is started and waited for as a new one
 would be (its failure reported as ever). A server that fails to start loses its entry, so the
-next run waits for it again; one that lists other tools than kept replaces the entry. Secrets in
+next run waits for it again; one that lists other tools than kept replaces the entry. A start
+whose prompts were not listed (``prompts/list`` failed or timed out) is kept with why
+(``unlisted_prompts``), not as a listing without prompts: the next session says why they are
+missing, and the server's next start (when first used) lists them again. Secrets in
 ``env`` or ``headers`` enter only the key's hash; the file holds what the server itself said.
 
 Files are ``<folder>/<key>.json`` (``mcp-tools`` in tether's data folder), written whole to a
@@ -36,7 +39,8 @@ from tether.mcp.connection import ToolInfo
 from tether.mcp.prompts import PromptArgument, PromptInfo
 from tether.own_files import make_own_folder
 
-FORMAT = 1
+FORMAT = 2
+"""In the key: a listing kept by an older format (2: a listing's ``unlistedPrompts``) is not read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,9 @@ class Listing:
     tools: tuple[ToolInfo, ...]
     has_resources: bool
     prompts: tuple[PromptInfo, ...]
+    unlisted_prompts: str | None = None
+    """Why the prompts were not listed (``McpConnection.unlisted_prompts``): ``prompts`` is then
+    not the server's word that it has none."""
 
 
 def cache_key(config: McpServerConfig) -> str:
@@ -97,9 +104,16 @@ def read_listing(folder: Path, key: str) -> Listing | None:
                 )
                 for p in data["prompts"]
             ),
+            unlisted_prompts=_text_or_none(data["unlistedPrompts"]),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _text_or_none(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return value
 
 
 def write_listing(folder: Path, key: str, listing: Listing) -> None:
@@ -128,6 +142,7 @@ def write_listing(folder: Path, key: str, listing: Listing) -> None:
             }
             for p in listing.prompts
         ],
+        "unlistedPrompts": listing.unlisted_prompts,
     }
     target = folder / f"{key}.json"
     staging = folder / f"{key}.{os.getpid()}.tmp"
