@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from extension_support import extension_dirs, start_with_extensions
 
+from tether.session import AgentSession
 from tether.session.extensions.ui import Dialogs, HeadlessUI
 from tether.session.settings import Settings
+from tether.testing import MockProvider, Reply
 
 
 @pytest.fixture
@@ -248,22 +250,19 @@ def setup(api):
 """
 
 
-async def test_provider_request_hooks_change_the_http_request(dirs: dict[str, Path]) -> None:
-    """``before_provider_headers``/``before_provider_request``/``after_provider_response`` on a
-    real provider's HTTP request (openai-completions), answered in process by ``MockProvider``."""
+async def hooked_call(
+    dirs: dict[str, Path], source: str, replies: Sequence[Any]
+) -> tuple[AgentSession, MockProvider, list[dict[str, Any]]]:
+    """One prompt of a session with the extension ``source`` to a real provider's HTTP request
+    (openai-completions), answered in process by ``MockProvider``: the session (closed), the
+    provider and the session's notices and ``extension_error`` events."""
     from tether.agent import Agent
     from tether.ai import SimpleStreamOptions
-    from tether.session import AgentSession
     from tether.session.resources import load_resources
-    from tether.testing import MockProvider, Reply
 
     extension = dirs["tmp"] / "provider_hooks.py"
-    extension.write_text(textwrap.dedent(PROVIDER_HOOKS))
-    body = (
-        b'data: {"id":"r1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
-        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-    )
-    provider = MockProvider([Reply(body, headers={"x-request-id": "req-7"})])
+    extension.write_text(textwrap.dedent(source))
+    provider = MockProvider(list(replies))
     model: Any = {
         "id": "m", "name": "m", "api": "openai-completions", "provider": "openai",
         "baseUrl": "https://api.example.invalid/v1", "reasoning": False, "input": ["text"],
@@ -273,15 +272,64 @@ async def test_provider_request_hooks_change_the_http_request(dirs: dict[str, Pa
     resources = load_resources(
         dirs["project"], dirs["tmp"] / "home" / "config", Settings(), extension_paths=(extension,)
     )
+    heard: list[dict[str, Any]] = []
     async with provider.client() as client:
         agent = Agent(model=model, options=SimpleStreamOptions(api_key="k", http_client=client))
         core = AgentSession(agent, resources=resources, cwd=dirs["project"])
+        core.subscribe(
+            lambda e: heard.append(dict(e)) if e["type"] in ("notice", "extension_error") else None
+        )
         try:
             await core.prompt("hello")
         finally:
             await core.close()
+    return core, provider, heard
+
+
+async def test_provider_request_hooks_change_the_http_request(dirs: dict[str, Path]) -> None:
+    """``before_provider_headers``/``before_provider_request``/``after_provider_response`` on a
+    real provider's HTTP request."""
+    body = (
+        b'data: {"id":"r1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
+        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    core, provider, _ = await hooked_call(
+        dirs, PROVIDER_HOOKS, [Reply(body, headers={"x-request-id": "req-7"})]
+    )
     [request] = provider.requests
     assert request.headers["x-trace"] == "ext-1" and "content-type" not in request.headers
     assert json.loads(request.content)["temperature"] == 0
     assert (dirs["tmp"] / "provider_hooks.log").read_text() == "200 req-7"
     assert core.last_assistant() is not None
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        ("'not a payload'", "'not a payload', not a JSON object (a dict) or None"),
+        (
+            "[1] * 30",
+            "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,..., not a JSON object (a dict) or None",
+        ),
+        (
+            "{**request.payload, 'temperature': {0.5}}",
+            "a payload that is not JSON (Object of type set is not JSON serializable)",
+        ),
+    ],
+)
+async def test_a_payload_hook_returning_no_json_object_ends_the_run_naming_it(
+    dirs: dict[str, Path], returned: str, said: str
+) -> None:
+    """A ``before_provider_request`` hook's replacement was taken as it was: a string or a list
+    went to the provider as the request (refused there, far from its cause), and a set in the
+    dict ended the run as "TypeError: Object of type set is not JSON serializable", naming
+    nobody. Now the run ends before any request, its error naming the extension, the hook and
+    what it returned (never raised)."""
+    source = f"def setup(api):\n    api.on('before_provider_request')(lambda request: {returned})\n"
+    core, provider, heard = await hooked_call(dirs, source, [Reply(b"data: [DONE]\n\n")])
+    line = f"extension provider_hooks's before_provider_request hook returned {said}"
+    last = core.last_assistant()
+    assert last is not None and last["stopReason"] == "error"
+    assert last.get("errorMessage") == f"TypeError: {line}"
+    assert provider.requests == []
+    assert [(e["type"], e.get("error")) for e in heard] == [("extension_error", f"TypeError: {line}")]

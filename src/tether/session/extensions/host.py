@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -359,8 +360,7 @@ class ExtensionHost:
         a word, so an extension's guard or block did nothing and nobody knew)."""
         if result is None or isinstance(result, kind):
             return False
-        shown = repr(result)
-        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        shown = _cut(repr(result))
         article = "an" if kind.__name__[0] in "AEIOU" else "a"
         self.report(name, where, TypeError(f"returned {shown}, not {article} {kind.__name__} or None"))
         return True
@@ -418,7 +418,27 @@ class ExtensionHost:
                 self.report(name, "before_provider_request", exc)
                 continue
             if replaced is not None:
-                request.payload = replaced
+                request.payload = self._payload(name, replaced)
+
+    def _payload(self, name: str, payload: object) -> object:
+        """A ``before_provider_request`` hook's replacement payload, if it is a JSON object; else
+        the run ends (``TypeError``, the model call's error) naming the extension and what it
+        returned. A string or a list went to the provider, refused there far from its cause, and
+        a set in the dict failed the run as a bare "Object of type set is not JSON
+        serializable"; skipping the hook instead would send what it meant to change (a field it
+        removes, a redaction)."""
+        if not isinstance(payload, dict):
+            problem = f"{_cut(repr(payload))}, not a JSON object (a dict) or None"
+        else:
+            try:
+                json.dumps(payload)
+                return cast(dict[str, object], payload)
+            except (TypeError, ValueError, RecursionError) as exc:
+                problem = f"a payload that is not JSON ({exc})"
+        error = TypeError(f"extension {name}'s before_provider_request hook returned {problem}")
+        origin = next((e.origin for e in self.extensions if e.name == name), name)
+        self.failed(origin, "before_provider_request", f"TypeError: {error}", None)
+        raise error
 
     async def provider_response(self, status: int, headers: Mapping[str, str]) -> None:
         for name, hook in self._hooks("after_provider_response"):
@@ -520,6 +540,11 @@ class HookTimeout(TetherError):
 class ExtensionExit(TetherError):
     """Extension code raised ``SystemExit`` (called ``exit()``) or another exception outside
     ``Exception``; it is reported like any failure of that extension."""
+
+
+def _cut(shown: str) -> str:
+    """A value's ``repr`` as a report names it: its first 57 characters when it is longer."""
+    return shown if len(shown) <= 60 else f"{shown[:57]}..."
 
 
 async def _call(function: Callable[..., Any], *args: Any) -> Any:
