@@ -187,3 +187,49 @@ def test_a_variable_s_default_is_part_of_the_server_granted(
     assert [s.args for s in load_mcp_files(project)] == [(str(TOY), "safe")]
     _servers(project, proj=_toy(args=[str(TOY), "${TETHER_TEST_UNSET:---run-this}"]))
     assert load_mcp_files(project) == []
+
+
+def _rewritten_after_first_read(monkeypatch: pytest.MonkeyPatch, path: Path, text: str) -> None:
+    """A live writer (a ``git checkout`` racing tether's start): ``path`` holds ``text`` from just
+    after tether first read it."""
+    from tether import own_files
+
+    read = own_files.read_own_file
+
+    def racing(file: Path, roots: Any) -> bytes:
+        content = read(file, roots)
+        if Path(file) == path and path.read_text() != text:
+            path.write_text(text)
+        return content
+
+    monkeypatch.setattr(own_files, "read_own_file", racing)
+    monkeypatch.setattr("tether.mcp.config.read_own_file", racing)
+
+
+def test_a_project_file_changed_during_the_start_runs_what_was_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.mcp.json`` was read once to match it against the grant and again to load it: a server
+    rewritten in between (same name, another command) started though nobody granted it, and an
+    extension hashed for the grant was imported from the file as it was then. Now what was
+    matched is what runs: one read of each."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    config, data, project = tmp_path / "home" / "config", tmp_path / "data", tmp_path / "repo"
+    project.mkdir()
+    _servers(project, proj=_toy())
+    _extension(project / ".tether" / "extensions" / "kept.py", tmp_path / "ran", "kept")
+    _grant(project, config, "mcp")
+    _grant(project, config, "extensions")
+    evil = {"mcpServers": {"proj": _toy(args=[str(TOY), "--evil"])}}
+    _rewritten_after_first_read(monkeypatch, project / ".mcp.json", json.dumps(evil))
+    assert [s.args for s in load_mcp_files(project, problems=[])] == [(str(TOY),)]
+    planted = tmp_path / "planted-ran"
+    kept = project / ".tether" / "extensions" / "kept.py"
+    _rewritten_after_first_read(
+        monkeypatch,
+        kept,
+        f"open({str(planted)!r}, 'w')\ndef setup(api):\n    api.register_command('evil', print)\n",
+    )
+    assert _commands(project, config, data) == (["kept"], [])
+    assert not planted.exists()

@@ -148,20 +148,23 @@ def slug_of(name: str) -> str:
 
 
 def read_mcp_file(
-    path: Path, source: Source, env: Mapping[str, str] | None = None, problems: list[str] | None = None
+    path: Path,
+    source: Source,
+    env: Mapping[str, str] | None = None,
+    problems: list[str] | None = None,
+    *,
+    content: bytes | None = None,
 ) -> list[McpServerConfig]:
     """The servers of one ``mcpServers`` file, variables expanded; a disabled one is kept (it
     switches off a same-named server of an earlier file) and is never reported as bad.
 
     Without ``problems`` the first bad entry raises ``McpConfigError``; with it, each bad entry
     adds its line there and is skipped (a file that cannot be read at all raises either way).
+    ``content``: the file's bytes as the caller read them (``mcp_file_bytes``), not read again.
     """
+    content = mcp_file_bytes(path, source) if content is None else content
     try:
-        data = load_line(_file_bytes(path, source))
-    except RefusedFile as exc:
-        raise McpConfigError(f"{path}: cannot read: {exc}") from None
-    except OSError as exc:
-        raise McpConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = load_line(content)
     except json.JSONDecodeError as exc:
         raise McpConfigError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except ValueError as exc:  # not UTF-8, nested too deeply
@@ -191,6 +194,17 @@ def read_mcp_file(
             else:
                 problems.append(f"{exc} (skipped)")
     return found
+
+
+def mcp_file_bytes(path: Path, source: Source) -> bytes:
+    """The bytes of an ``mcpServers`` file, read as ``_file_bytes`` says; ``McpConfigError``
+    (``<path>: cannot read: ...``) when it cannot be."""
+    try:
+        return _file_bytes(path, source)
+    except RefusedFile as exc:
+        raise McpConfigError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise McpConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _file_bytes(path: Path, source: Source) -> bytes:

@@ -43,6 +43,7 @@ def load_mcp_servers(
     trusted: bool | Container[str],
     env: Mapping[str, str] | None = None,
     problems: list[str] | None = None,
+    project: tuple[Path, bytes] | None = None,
 ) -> list[McpServerConfig]:
     """The enabled servers of the user file, the project file (trusted projects only) and
     ``config_file``; a later file's server replaces an earlier one of the same name.
@@ -57,15 +58,19 @@ def load_mcp_servers(
         problems: Given, a bad entry or an unreadable file adds a line here and is skipped
             instead of raising ``McpConfigError`` (a missing ``config_file`` still raises: it
             was asked for by name).
+        project: The project file as the caller found and read it (``mcp_file_bytes``) to
+            decide ``trusted``: its servers are taken from those bytes. Read again, a file
+            rewritten in between (a live writer, a ``git checkout`` racing the start) would
+            start servers the decision never saw.
     """
     if user_dir is None:
         from tether.ai.paths import config_dir
 
         user_dir = config_dir()
     files: list[tuple[Path, Source]] = [(user_dir / USER_FILE, "user")]
-    project = project_mcp_file(cwd) if trusted else None
-    if project is not None:
-        files.append((project, "project"))
+    project_file = (project[0] if project is not None else project_mcp_file(cwd)) if trusted else None
+    if project_file is not None:
+        files.append((project_file, "project"))
     files = [(path, source) for path, source in files if present(path)]
     if config_file is not None:
         files.append((config_file, "file"))
@@ -79,7 +84,8 @@ def load_mcp_servers(
         if source == "file" and not path.exists():  # not is_file(): ``<(...)`` names a pipe
             raise McpConfigError(f"--mcp-config {path}: no such file")
         try:
-            read = read_mcp_file(path, source, env, problems)
+            content = project[1] if source == "project" and project is not None else None
+            read = read_mcp_file(path, source, env, problems, content=content)
             if source == "project" and not isinstance(trusted, bool):
                 read = [s for s in read if s.name in trusted]
             found.update((s.name, s) for s in read)

@@ -229,23 +229,40 @@ def load_mcp_files(
 
     try:
         project = project_mcp_file(cwd)
-        trusted = _granted_servers(project, problems) if project is not None else False
-        return load_mcp_servers(cwd, config_file=config_file, trusted=trusted, problems=problems)
+        trusted, read = _granted_servers(project, problems) if project is not None else (False, None)
+        return load_mcp_servers(
+            cwd, config_file=config_file, trusted=trusted, problems=problems, project=read
+        )
     except (McpConfigError, TrustFileError) as exc:
         raise SetupError(str(exc)) from None
 
 
-def _granted_servers(project: Path, problems: list[str] | None) -> bool | frozenset[str]:
+def _granted_servers(
+    project: Path, problems: list[str] | None
+) -> tuple[bool | frozenset[str], tuple[Path, bytes] | None]:
     """Which servers of the project file ``project`` may start: all (the folder was trusted
     with whatever it brings), or those whose definition is one the user granted (the "mcp"
-    grant, on the folder that holds the file; ``tether.session.trust_items``)."""
+    grant, on the folder that holds the file; ``tether.session.trust_items``); and the file as
+    read for it, which is what the servers are loaded from (read once: a file rewritten between
+    two reads started servers that were never matched against the grant)."""
+    from tether.mcp.config import mcp_file_bytes
+    from tether.mcp.errors import McpConfigError
     from tether.session.trust import granted, trust_file
     from tether.session.trust_items import server_items
 
     given = granted(config_dir(), project.parent)
+    read = None
+    if "mcp" in given.kinds or given.of("mcp"):
+        try:
+            read = (project, mcp_file_bytes(project, "project"))
+        except McpConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{exc} (its servers are skipped)")
+            return False, None
     if "mcp" in given.kinds:
-        return True
-    servers = server_items(project) if given.of("mcp") else {}
+        return True, read
+    servers = server_items(*read) if read is not None else {}
     allowed = frozenset(name for name, line in servers.items() if given.allows("mcp", line))
     left = [name for name in servers if name not in allowed]
     if (left or not allowed) and problems is not None:
@@ -255,7 +272,7 @@ def _granted_servers(project: Path, problems: list[str] | None) -> bool | frozen
             f"{project}: not trusted, {what} not started{since} (run tether in {project.parent} "
             f"to be asked, or add that folder to {trust_file(config_dir())})"
         )
-    return allowed
+    return allowed, read
 
 
 def create_agent_session(

@@ -232,6 +232,9 @@ class _ProjectFolders:
         self._warnings = warnings
         self._tether = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
         self._granted: Granted | None = None
+        self.pinned: dict[Path, dict[str, bytes]] = {}
+        """The granted extensions of ``extensions()`` by path, each with the bytes its grant was
+        matched on (``tether.session.trust_items.extension_contents``): what is imported."""
 
     def tether(self, name: Literal["skills", "prompts"]) -> Path | None:
         """``.tether/<name>`` of the nearest project, if it exists and the project was granted
@@ -253,10 +256,13 @@ class _ProjectFolders:
         given = self._grants(self._tether)
         if "extensions" in given.kinds:
             return extension_files(folder)
-        from tether.session.trust_items import extension_items
+        from tether.session.trust_items import extension_contents
 
-        found = extension_items(folder) if given.of("extensions") else {}
-        allowed = [path for path, item in found.items() if given.allows("extensions", item)]
+        found = extension_contents(folder) if given.of("extensions") else {}
+        self.pinned = {
+            path: files for path, (item, files) in found.items() if given.allows("extensions", item)
+        }
+        allowed = list(self.pinned)
         left = [path.name for path in extension_files(folder) if path not in allowed]
         if left:
             what = f"ignored {', '.join(left)}, new or changed since" if allowed else "ignored:"
@@ -429,7 +435,7 @@ def _extensions(
         return None
     from tether.session.extensions.loader import load_extensions
 
-    return load_extensions(project.chain[0], paths, entry_points)
+    return load_extensions(project.chain[0], paths, entry_points, project.pinned)
 
 
 # -- installed extensions, without paying for the search on every start ---------------------------

@@ -24,14 +24,15 @@ if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig
 
 
-def server_items(path: Path) -> dict[str, str]:
-    """The enabled servers of the project ``.mcp.json`` at ``path``, name to the line the trust
-    question shows (a broken file: none here, it is reported when the servers are loaded)."""
+def server_items(path: Path, content: bytes | None = None) -> dict[str, str]:
+    """The enabled servers of the project ``.mcp.json`` at ``path`` (its ``content`` as read
+    already, if given), name to the line the trust question shows (a broken file: none here, it
+    is reported when the servers are loaded)."""
     from tether.mcp.config import AsWritten, read_mcp_file
     from tether.mcp.errors import McpConfigError
 
     try:
-        servers = read_mcp_file(path, "project", AsWritten())
+        servers = read_mcp_file(path, "project", AsWritten(), content=content)
     except McpConfigError:
         return {}
     return {s.name: _server_line(s) for s in servers if s.enabled}
@@ -40,34 +41,44 @@ def server_items(path: Path) -> dict[str, str]:
 def extension_items(folder: Path) -> dict[Path, str]:
     """The extension files of ``folder`` (a project's ``.tether/extensions``), each to its
     ``path sha256:HEX``; one that cannot be read whole is left out (it never matches a grant)."""
+    return {path: item for path, (item, _) in extension_contents(folder).items()}
+
+
+def extension_contents(folder: Path) -> dict[Path, tuple[str, dict[str, bytes]]]:
+    """``extension_items`` with the bytes hashed for each (a package: each of its files', by
+    path): what the loader runs when the item is granted, so that a file rewritten between the
+    hash and the import runs as it was hashed, not as it became."""
     from tether.session.extensions.loader import extension_files
 
-    found: dict[Path, str] = {}
+    found: dict[Path, tuple[str, dict[str, bytes]]] = {}
     for path in extension_files(folder):
-        digest = _digest(path)
-        if digest is not None:
-            found[path] = f"{path} sha256:{digest}"
+        read = _read(path)
+        if read is not None:
+            digest, files = read
+            found[path] = (f"{path} sha256:{digest}", files)
     return found
 
 
-def _digest(path: Path) -> str | None:
+def _read(path: Path) -> tuple[str, dict[str, bytes]] | None:
     """The SHA-256 of a file's bytes, or of a package's files (each relative path and content,
-    ``__pycache__`` aside): any of them is code the import runs. Read under ``tether.own_files``'
-    policy: a FIFO there blocks nothing and is never granted (a link is followed, as the import
-    follows it: its target's content is what runs)."""
+    ``__pycache__`` aside): any of them is code the import runs; with the bytes it was made of.
+    Read under ``tether.own_files``' policy: a FIFO there blocks nothing and is never granted
+    (a link is followed, as the import follows it: its target's content is what runs)."""
     from tether.own_files import RefusedFile, read_own_file
 
     files = [path] if path.is_file() else sorted(_package_files(path))
     total = hashlib.sha256()
+    contents: dict[str, bytes] = {}
     try:
         for file in files:
             total.update(
                 f"{file.relative_to(path) if file != path else ''}\0".encode("utf-8", "surrogateescape")
             )
-            total.update(hashlib.sha256(read_own_file(file, None)).digest())
+            contents[str(file)] = read_own_file(file, None)
+            total.update(hashlib.sha256(contents[str(file)]).digest())
     except (OSError, RefusedFile):
         return None
-    return total.hexdigest()
+    return total.hexdigest(), contents
 
 
 def _package_files(package: Path) -> Iterator[Path]:

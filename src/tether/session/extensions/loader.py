@@ -16,7 +16,7 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
 
@@ -46,9 +46,14 @@ def extension_name(path: Path) -> str:
 
 
 def load_extensions(
-    cwd: Path, paths: Sequence[Path], entry_points: Sequence[tuple[str, str]] = ()
+    cwd: Path,
+    paths: Sequence[Path],
+    entry_points: Sequence[tuple[str, str]] = (),
+    pinned: Mapping[Path, Mapping[str, bytes]] | None = None,
 ) -> ExtensionHost:
-    """Import each extension and run its ``setup``; problems are kept on the host, one per line."""
+    """Import each extension and run its ``setup``; problems are kept on the host, one per line.
+    An extension of ``pinned`` runs the source given there (its files' bytes by path, as its
+    trust grant hashed them), not the files as they are by the time of the import."""
     loaded: list[LoadedExtension] = []
     problems: list[str] = []
     host_ref: list[ExtensionHost] = []
@@ -62,7 +67,10 @@ def load_extensions(
 
     for path in paths:
         name = extension_name(path)
-        extension, problem = _load(name, str(path), lambda p=path: _import_path(p), cwd, ui, session, shared)
+        files = (pinned or {}).get(path)
+        extension, problem = _load(
+            name, str(path), lambda p=path, f=files: _import_path(p, f), cwd, ui, session, shared
+        )
         loaded += [extension] if extension is not None else []
         problems += [problem] if problem is not None else []
     for name, target in entry_points:
@@ -138,29 +146,39 @@ class _SourceOnly(importlib.machinery.SourceFileLoader):
     other code than the file its trust grant hashed (``tether.session.trust_items``). Nor does it
     write bytecode into the project."""
 
+    files: Mapping[str, bytes] | None = None
+    """The source to run, by path (``load_extensions``' ``pinned``): read again, a file rewritten
+    since its grant's hash was made would run unseen; a module not among them is not imported."""
+
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
-        return self.source_to_code(self.get_data(path), path)
+        if self.files is None:
+            return self.source_to_code(self.get_data(path), path)
+        source = self.files.get(path)
+        if source is None:
+            raise ImportError(f"{path}: not among the files its trust grant covers", path=path)
+        return self.source_to_code(source, path)
 
 
-def _import_path(path: Path) -> ModuleType:
+def _import_path(path: Path, files: Mapping[str, bytes] | None = None) -> ModuleType:
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
     package = path.is_dir()
     location = path / "__init__.py" if package else path
     module_name = f"tether_extension_{abs(hash(str(path.resolve()))):x}_{path.stem}".replace("-", "_")
+    source = _SourceOnly if files is None else type("_Pinned", (_SourceOnly,), {"files": files})
     if package:  # its modules too: each folder's finder is one that reads source (or native code)
         for folder, subfolders, _ in os.walk(path):
             subfolders[:] = [d for d in subfolders if d != "__pycache__"]
             sys.path_importer_cache[folder] = importlib.machinery.FileFinder(
                 folder,
                 (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
-                (_SourceOnly, importlib.machinery.SOURCE_SUFFIXES),
+                (source, importlib.machinery.SOURCE_SUFFIXES),
             )
     spec = importlib.util.spec_from_file_location(
         module_name,
         location,
-        loader=_SourceOnly(module_name, str(location)),
+        loader=source(module_name, str(location)),
         submodule_search_locations=[str(path)] if package else None,
     )
     if spec is None or spec.loader is None:
