@@ -233,3 +233,24 @@ def test_a_project_file_changed_during_the_start_runs_what_was_granted(
     )
     assert _commands(project, config, data) == (["kept"], [])
     assert not planted.exists()
+
+
+def test_a_server_s_transport_and_sign_in_are_part_of_its_grant_and_timeouts_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grant named a URL server by its URL, headers and OAuth client: turning it into an SSE
+    server (the server then names where the messages go) or turning its OAuth sign-in on (a
+    token then goes with every request) changed what connects and what is sent without a
+    question. Those are part of the server granted now; its timeouts and tool filters, which
+    change neither, are not."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    config, project = tmp_path / "home" / "config", tmp_path / "repo"
+    project.mkdir()
+    url = "http://127.0.0.1:9/mcp"
+    _servers(project, web={"url": url, "oauth": False}, events={"url": url, "type": "sse"})
+    assert _grant(project, config, "mcp") == [f"web: {url} (oauth: off)", f"events: {url} (type: sse)"]
+    knobs = {"startupTimeout": 5, "timeout": 9, "maxTools": 3, "disabledTools": ["x"]}
+    _servers(project, web={"url": url, "oauth": False, **knobs}, events={"url": url, "type": "sse", **knobs})
+    assert [s.name for s in load_mcp_files(project)] == ["web", "events"]
+    _servers(project, web={"url": url}, events={"url": url, "type": "http"})
+    assert load_mcp_files(project) == []

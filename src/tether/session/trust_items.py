@@ -88,19 +88,32 @@ def _package_files(package: Path) -> Iterator[Path]:
 
 
 def _server_line(server: McpServerConfig) -> str:
-    """``name: VAR=value command args (in cwd)``, or ``name: url (headers: ...) (oauth: ...)``:
-    what the server is given counts as much as its command (``NODE_OPTIONS=--require ./x.js``
-    runs the project's code in any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to
-    the url, and so can an OAuth ``clientSecret``, sent to the token endpoint the server names)."""
+    """``name: VAR=value command args (in cwd)``, or ``name: url (type: sse) (headers: ...)
+    (oauth: ...)``: everything that decides what runs, where it connects and what it is given
+    counts as much as its command (``NODE_OPTIONS=--require ./x.js`` runs the project's code in
+    any node server; a header can carry ``${ANTHROPIC_API_KEY}`` to the url, and so can an OAuth
+    ``clientSecret``, sent to the token endpoint the server names; the SSE transport posts to
+    an address the server names; OAuth turned on sends a sign-in's token with every request).
+    Knobs that change none of that (timeouts, ``enabledTools``, ``maxTools``, the OAuth
+    ``callbackPort`` tether listens on) are left out: changing them is no new decision. A
+    marker is written only for a value other than the default, so that a grant of a server
+    using the defaults reads as it did before the marker existed."""
     if server.command is None:
+        from dataclasses import replace
+
+        from tether.mcp.config import OAuthSettings
+
         headers = ", ".join(f"{k}: {v}" for k, v in server.headers.items())
         oauth = server.oauth
         given = [("clientId", oauth.client_id), ("clientSecret", oauth.client_secret), ("scope", oauth.scope)]
         signs_in = ", ".join(f"{key} {value}" for key, value in given if value is not None)
+        if not oauth.enabled and replace(server, oauth=OAuthSettings()).uses_oauth:
+            signs_in = "off"  # a grant of it says so: turned on, a token goes with each request
         return (
             f"{server.name}: {server.url}"
+            + (" (type: sse)" if server.sse else "")
             + (f" (headers: {headers})" if headers else "")
-            + (f" (oauth: {signs_in})" if signs_in and server.uses_oauth else "")
+            + (f" (oauth: {signs_in})" if signs_in and (server.uses_oauth or signs_in == "off") else "")
         )
     env = [f"{name}={shlex.quote(value)}" for name, value in server.env.items()]
     where = f" (in {server.cwd})" if server.cwd is not None else ""
