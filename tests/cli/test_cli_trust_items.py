@@ -254,3 +254,35 @@ def test_a_server_s_transport_and_sign_in_are_part_of_its_grant_and_timeouts_are
     assert [s.name for s in load_mcp_files(project)] == ["web", "events"]
     _servers(project, web={"url": url}, events={"url": url, "type": "http"})
     assert load_mcp_files(project) == []
+
+
+def test_a_grant_keeps_the_last_few_versions_of_each_item_not_every_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each yes to a changed extension or server added its new version to the folder's entry
+    and kept every older one: the trust file grew with each pull, granting versions long gone.
+    Now an item keeps its last ``KEPT_VERSIONS`` (a branch switched back to is not asked about
+    again), and an item that did not change keeps its grant."""
+    from tether.session.trust import KEPT_VERSIONS
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    config, data, project = tmp_path / "home" / "config", tmp_path / "data", tmp_path / "repo"
+    folder = project / ".tether" / "extensions"
+    _extension(folder / "other.py", tmp_path / "ran", "other")
+    _servers(project, proj=_toy())
+    granted: list[str] = []
+    for version in range(KEPT_VERSIONS + 2):
+        _extension(folder / "kept.py", tmp_path / "ran", f"kept{version}")
+        _servers(project, proj=_toy(env={"V": str(version)}))
+        granted += _grant(project, config, "extensions") + _grant(project, config, "mcp")
+    [entry] = json.loads(trust_file(config).read_text())
+    kept = [item for item in granted if item.startswith(str(folder / "kept.py"))]
+    other = [item for item in granted if item.startswith(str(folder / "other.py"))]
+    assert len(kept) == KEPT_VERSIONS + 2 and len(other) == 1
+    assert entry["extensions"] == [*other, *kept[-KEPT_VERSIONS:]]
+    servers = [item for item in granted if item.startswith("proj: ")]
+    assert entry["mcp"] == servers[-KEPT_VERSIONS:]
+    assert _commands(project, config, data) == ([f"kept{KEPT_VERSIONS + 1}", "other"], [])
+    _extension(folder / "kept.py", tmp_path / "ran", "kept2")  # a version still kept: no question
+    assert _commands(project, config, data) == (["kept2", "other"], [])

@@ -40,26 +40,46 @@ GRANTS = ("settings", "extensions", "mcp", "skills", "prompts")
 """What a project can be trusted with, each on its own."""
 ITEMIZED = ("extensions", "mcp")
 """The kinds an entry grants item by item: code whose later changes the user never saw."""
+KEPT_VERSIONS = 4
+"""The versions of one server or extension file an entry keeps granted, the last granted ones:
+each yes to a changed one adds a version, and keeping them all grew the file with every pull
+(granting versions long gone); a few let a user switch between branches without a question."""
 Grant = str
 
 
 class Granted:
-    """What a folder was granted: whole kinds, and items of the ``ITEMIZED`` ones."""
+    """What a folder was granted: whole kinds, and items of the ``ITEMIZED`` ones (in the order
+    granted, oldest first: ``KEPT_VERSIONS`` keeps the last ones)."""
 
-    __slots__ = ("items", "kinds")
+    __slots__ = ("_items", "items", "kinds")
 
-    def __init__(
-        self, kinds: frozenset[Grant] = frozenset(), items: frozenset[tuple[Grant, str]] = frozenset()
-    ):
+    def __init__(self, kinds: frozenset[Grant] = frozenset(), items: Iterable[tuple[Grant, str]] = ()):
         self.kinds = kinds
-        self.items = items
+        self.items = tuple(dict.fromkeys(items))
+        self._items = frozenset(self.items)
 
     def allows(self, kind: Grant, item: str) -> bool:
         """Whether ``item`` (a server's line, an extension's path and hash) of ``kind`` was granted."""
-        return kind in self.kinds or (kind, item) in self.items
+        return kind in self.kinds or (kind, item) in self._items
+
+    def covers(self, other: Granted) -> bool:
+        return other.kinds <= self.kinds and other._items <= self._items
 
     def of(self, kind: Grant) -> list[str]:
-        return sorted(item for k, item in self.items if k == kind)
+        return [item for k, item in self.items if k == kind]
+
+    def recent(self) -> Granted:
+        """The same with only the last ``KEPT_VERSIONS`` of each item (a server by its name, an
+        extension by its path; a server whose name holds ``": "`` shares the count of the name
+        before it, which can only make a question come sooner)."""
+        counts: dict[tuple[Grant, str], int] = {}
+        kept: list[tuple[Grant, str]] = []
+        for kind, item in reversed(self.items):
+            key = (kind, item.rsplit(" sha256:", 1)[0] if kind == "extensions" else item.split(": ", 1)[0])
+            counts[key] = counts.get(key, 0) + 1
+            if counts[key] <= KEPT_VERSIONS:
+                kept.append((kind, item))
+        return Granted(self.kinds, reversed(kept))
 
 
 class TrustFileError(UserError, ValueError):
@@ -110,7 +130,7 @@ def trusted_folders(config_dir: Path) -> list[tuple[Path, Granted]]:
             kinds = frozenset(g for g in cast(list[object], grants) if g in GRANTS and g not in ITEMIZED)
             given = Granted(
                 kinds,
-                frozenset(
+                (
                     (kind, name)
                     for kind, names in listed.items()
                     for name in cast(list[object], names)
@@ -159,14 +179,14 @@ def trust(
         listed = items or {}
         new = Granted(
             frozenset(g for g in grants if g not in ITEMIZED),
-            frozenset((k, name) for k in grants if k in ITEMIZED for name in listed.get(k, ())),
+            ((k, name) for k in grants if k in ITEMIZED for name in listed.get(k, ())),
         )
-    if not (new.kinds <= had.kinds and new.items <= had.items):
+    if not had.covers(new):
         entries: list[object] = []
         for (folder, given), match in zip(folders, same, strict=True):
             if not match:
                 entries.append(_entry(folder, given))
-        entries.append(_entry(real, _union([had, new])))
+        entries.append(_entry(real, _union([had, new]).recent()))
         path.parent.mkdir(parents=True, exist_ok=True)
         from tether.store.jsonl import write_lines  # a new file renamed over it: no link followed
 
@@ -176,11 +196,11 @@ def trust(
 
 def _union(grants: Iterable[Granted]) -> Granted:
     kinds: set[Grant] = set()
-    items: set[tuple[Grant, str]] = set()
+    items: list[tuple[Grant, str]] = []
     for given in grants:
         kinds |= given.kinds
-        items |= given.items
-    return Granted(frozenset(kinds), frozenset(items))
+        items += given.items
+    return Granted(frozenset(kinds), items)
 
 
 def _entry(folder: Path, grants: Granted) -> object:
