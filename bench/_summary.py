@@ -25,8 +25,9 @@ class Ratio:
     goal: str
     spread: tuple[float, float] | None
     """The lowest and highest ratio over the repetitions, when the benchmark repeated."""
-    load: float | None
-    """The 1-minute load average when the ratio was recorded: what the measurement ran under."""
+    load: tuple[float, float] | None
+    """The lowest and highest 1-minute load average the measurement ran under: the runs' own when
+    the benchmark gave them, else the load when the ratio was recorded."""
 
 
 RATIOS: list[Ratio] = []
@@ -38,11 +39,22 @@ LOAD_AT_START = os.getloadavg() if hasattr(os, "getloadavg") else None
 """The machine's load when the benchmarks began: a loaded machine stretches every figure."""
 
 
-def record(measure: str, ratio: float, reference: str, goal: str = "", samples: Sequence[float] = ()) -> None:
+def record(
+    measure: str,
+    ratio: float,
+    reference: str,
+    goal: str = "",
+    samples: Sequence[float] = (),
+    loads: Sequence[float] = (),
+) -> None:
     """Note one comparison: ``ratio`` is tether's cost / the reference's (< 1: tether is cheaper);
-    ``samples``: the ratio of each repetition (paired runs), printed as the spread."""
+    ``samples``: the ratio of each repetition (paired runs), printed as the spread; ``loads``: the
+    load averages its runs saw (a CPU second costs more on a loaded machine, and not alike for
+    every program), printed as their range instead of the load now."""
     spread = (min(samples), max(samples)) if samples else None
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if not loads and hasattr(os, "getloadavg"):
+        loads = [os.getloadavg()[0]]
+    load = (min(loads), max(loads)) if loads else None
     RATIOS.append(Ratio(bench, measure, ratio, reference, goal, spread, load))
 
 
@@ -106,7 +118,7 @@ def print_summary(ran: list[str]) -> None:
             rows.append([name, "(no ratio recorded)", "-", "", "", "", ""])
     print_table(
         "Summary: tether's cost / the reference's (< 1.00x: tether is cheaper); spread: lowest-highest "
-        "ratio over the repetitions; load: the 1-minute load average when the ratio was taken",
+        "ratio over the repetitions; load: the 1-minute load average its runs saw, or when it was taken",
         ["bench", "measure", "ratio", "spread", "load", "reference", "goal"],
         rows,
     )
@@ -117,7 +129,10 @@ def print_summary(ran: list[str]) -> None:
 
 
 def _load(ratio: Ratio) -> str:
-    return f"{ratio.load:.1f}" if ratio.load is not None else "-"
+    if ratio.load is None:
+        return "-"
+    low, high = ratio.load
+    return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
 
 
 def _spread(ratio: Ratio) -> str:

@@ -20,8 +20,24 @@ own). So a session makes 6 streamed requests and stores 12 messages.
 Both also run without storing anything (``tether``: an ``Agent`` per session). Each run is a
 fresh process; CPU is its user+system time from start of the sessions to the end (the server's
 is not counted), "loop thread CPU" the part spent on the event loop's thread, RSS its peak
-(``VmHWM``: ``ru_maxrss`` would include the parent's peak). Runs alternate tether/floor so machine noise hits both. At 10,000 sessions the process needs more file descriptors than usual: one socket per
-concurrent stream plus one lock file per open stored session.
+(``VmHWM``: ``ru_maxrss`` would include the parent's peak). Runs alternate tether/floor so machine
+noise hits both, every other repetition in reverse so a load rising through one does not always
+land on the side that runs first. At 10,000 sessions the process needs more file descriptors than
+usual: one socket per concurrent stream plus one lock file per open stored session.
+
+How far to trust a ratio: "x floor" is the median of tether/floor per repetition, with their
+range, and every row names the load average its runs saw. That range is not the figure's whole
+uncertainty: on this machine (2 cores shared) a CPU second buys less work under load, and not
+alike for both sides, so the same code read 1.43-1.68x stored on different days while each day's
+3 repetitions agreed closely. Measured (session 33, 1,000 stored, tune_gc): the floor's CPU for
+the same run went 6.96-9.18 s within 4 minutes as the load went 3.5 to 8.5, two consecutive
+floor runs differing by up to 15%; the work did not grow (its reads 8.7k-12.5k, not with CPU).
+At load 7-10 the runs got 25-34% of a core. So the output also prints each run's share of a
+core (CPU/wall), its preemptions per CPU second, its loop passes and sockets ready per request
+(how the run went: tether's stored runs took 56-93 passes, the most at the highest load, the
+floor's 37-41), and the drift: the same client and code's CPU one repetition later (x0.92-1.31
+in that sitting, wider than its ratios' range). A change is judged by runs of both versions
+interleaved in one sitting, never against a figure from another day.
 
 Start-up is not the sessions' cost, so before the timed window each worker runs the same
 workload once with ``WARM_UP_SESSIONS`` sessions (a store of its own): every module either side
@@ -69,9 +85,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import json
 import os
 import resource
+import selectors
 import sqlite3
 import statistics
 import subprocess
@@ -80,7 +98,7 @@ import tempfile
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import jiter
@@ -89,6 +107,7 @@ from _summary import peak_rss_mb, record
 from _table import print_table
 
 HERE = Path(__file__).resolve().parent
+_Run = TypeVar("_Run")
 PROMPTS = 3
 REPEATS = {1_000: 3, 10_000: 1}
 COLLECTORS = {1_000: ("tune_gc", "default"), 10_000: ("tune_gc",)}
@@ -295,24 +314,44 @@ def worker(kind: str, sessions: int, url: str, stored: bool, collector: str) -> 
 
             tune_gc()
         imported = set(sys.modules)
+        load_start = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
-        loop_cpu = asyncio.run(on_loop_thread(run(sessions, url, store)))
+        loop = asyncio.run(on_loop_thread(run(sessions, url, store)))
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
         if store is not None:
             check_stored(kind, store, sessions)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     late = sorted(set(sys.modules) - imported)
-    figures = {"cpu": cpu, "loop_cpu": loop_cpu, "wall": wall, "rss_mb": peak_rss_mb()}
-    json.dump(figures | {"load": os.getloadavg()[0], "late": late}, sys.stdout)
+    preempted = after.ru_nivcsw - before.ru_nivcsw
+    figures = {"cpu": cpu, "wall": wall, "rss_mb": peak_rss_mb(), "preempted": preempted} | loop
+    json.dump(figures | {"load_start": load_start, "load": os.getloadavg()[0], "late": late}, sys.stdout)
 
 
-async def on_loop_thread(run: Coroutine[Any, Any, None]) -> float:
-    """Run ``run``; the CPU seconds the event loop's thread spent meanwhile (threads excluded)."""
+async def on_loop_thread(run: Coroutine[Any, Any, None]) -> dict[str, float]:
+    """Run ``run``; the CPU seconds the event loop's thread spent meanwhile (threads excluded),
+    its passes (calls of the selector) and the sockets those found ready: how the run went, which
+    the machine's speed decides too (a slower client finds more of a response waiting per read
+    and more sockets ready per pass), so a day's figures can be told from another's."""
+    loop: Any = asyncio.get_running_loop()
+    selector: selectors.BaseSelector = loop._selector  # asyncio's selector loop, the default on Linux
+    select = selector.select
+    passes = ready = 0
+
+    def counted(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        nonlocal passes, ready
+        events = select(timeout)
+        passes += 1
+        ready += len(events)
+        return events
+
+    selector.select = counted  # pyright: ignore[reportAttributeAccessIssue]
     start = time.thread_time()
     await run
-    return time.thread_time() - start
+    loop_cpu = time.thread_time() - start
+    selector.select = select  # pyright: ignore[reportAttributeAccessIssue]
+    return {"loop_cpu": loop_cpu, "passes": passes, "ready": ready}
 
 
 def measure(kind: str, sessions: int, url: str, stored: bool, collector: str) -> dict[str, Any]:
@@ -351,6 +390,7 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     rows: list[list[str]] = []
     everything: list[list[dict[str, Any]]] = []
     failures: list[str] = []
+    drifts: list[str] = []
     try:
         for (sessions, repeats), collector in (
             (size, collector) for size in REPEATS.items() for collector in collectors or COLLECTORS[size[0]]
@@ -361,8 +401,8 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
                 (kind, stored): [] for stored in (True, False) for kind in ("tether", "floor")
             }
             try:
-                for _ in range(repeats):
-                    for kind, stored in results:
+                for repetition in range(repeats):
+                    for kind, stored in in_turn(list(results), repetition):
                         results[kind, stored].append(measure(kind, sessions, url, stored, collector))
             except RuntimeError as error:  # the other sizes still run; main raises at the end
                 failures.append(f"{sessions:,} sessions, {collector}: {str(error).splitlines()[0]}")
@@ -370,31 +410,24 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
             everything += results.values()
             storage = storage_per_message(results, sessions)
             for stored in (True, False):
-                cpu = {
-                    kind: statistics.median(r["cpu"] for r in results[kind, stored])
-                    for kind in ("tether", "floor")
-                }
                 label = "stored" if stored else "in memory"
+                floors = results["floor", stored]
+                paired = paired_ratios(results["tether", stored], floors)
                 for kind in ("tether", "floor"):
                     runs = results[kind, stored]
-                    rows.append([f"{sessions:,}", label, collector, kind, f"{cpu[kind]:.2f}", spread(r["cpu"] for r in runs),
-                                 f"{statistics.median(r['loop_cpu'] for r in runs):.2f}",
-                                 f"{statistics.median(r['wall'] for r in runs):.2f}",
-                                 f"{max(r['rss_mb'] for r in runs):.0f}",
-                                 spread((r["load"] for r in runs), 1),
-                                 f"{cpu[kind] / cpu['floor']:.2f}x",
+                    rows.append([f"{sessions:,}", label, collector, kind, *figures(runs, sessions, floors),
                                  f"{statistics.median(storage[kind]):.0f} ({spread(storage[kind], 0)})" if stored else ""])  # fmt: skip
-                paired = [
-                    t["cpu"] / f["cpu"]
-                    for t, f in zip(results["tether", stored], results["floor", stored], strict=True)
-                ]
                 record(
                     f"{sessions:,} sessions, {label}, {collector}: CPU",
                     statistics.median(paired),
                     "httpx2 + jiter + sqlite3 floor",
                     GOALS[sessions, stored],
                     samples=paired,
+                    loads=[
+                        x for runs in (results["tether", stored], floors) for r in runs for x in run_loads(r)
+                    ],
                 )
+            drifts.append(f"{sessions:,} sessions, {collector}: {drift(results.values())}")
             if sessions == 10_000:
                 rss = [r["rss_mb"] / 1024 for r in results["tether", True]]
                 record(
@@ -410,8 +443,11 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print_table(
         f"P6: sessions x {PROMPTS} prompts (tool call, then text), chunks every 2 ms; collector: "
-        f"tune_gc = tether.tune_gc() after imports, default = Python's; "
-        f"median of runs; load: the 1-minute load average at the end of each run (at the end: {load})",
+        f"tune_gc = tether.tune_gc() after imports, default = Python's; medians of runs; CPU/wall: the "
+        f"share of a core the run got; preempted: involuntary context switches per CPU second; passes: "
+        f"the event loop's; ready/request: sockets it found ready per request (reads); load: the 1-minute "
+        f"load average from the start of the first run to the end of the last (now: {load}); x floor: "
+        f"median of tether/floor per repetition (lowest-highest)",
         [
             "sessions",
             "sessions are",
@@ -421,6 +457,10 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
             "CPU range",
             "loop thread CPU s",
             "wall s",
+            "CPU/wall",
+            "preempted /CPU s",
+            "passes",
+            "ready /request",
             "peak RSS MB",
             "load (1 min)",
             "x floor",
@@ -428,6 +468,10 @@ def main(collectors: tuple[str, ...] | None = None) -> None:
         ],
         rows,
     )
+    print("the same client and code one repetition later, CPU over CPU (the unit's own drift: ratios that")
+    print("differ by less are not told apart by this run):")
+    for line in drifts:
+        print(f"  {line}")
     late = {name for runs in everything for r in runs for name in r["late"]}
     print(f"modules imported inside a timed window: {', '.join(sorted(late)) or 'none'}")
     if failures:
@@ -453,6 +497,62 @@ def cpu_per_message(
     so a repetition's load hits both."""
     messages = sessions * PROMPTS * 4
     return [(a["cpu"] - b["cpu"]) / messages * 1e6 for a, b in zip(more, less, strict=True)]
+
+
+def figures(
+    runs: Sequence[Mapping[str, Any]], sessions: int, floors: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """One client's cells of the table, from its runs at one size, setting and storage: CPU (median,
+    range), loop thread CPU, wall, CPU/wall, preemptions per CPU second, loop passes, ready sockets
+    per request, peak RSS, the load range and the median of its CPU over the floor's per repetition
+    (with their range: the pairs' spread, not two medians' quotient)."""
+    ratios = paired_ratios(runs, floors)
+    requests = sessions * PROMPTS * 2
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    return [
+        f"{median('cpu'):.2f}",
+        spread(r["cpu"] for r in runs),
+        f"{median('loop_cpu'):.2f}",
+        f"{median('wall'):.2f}",
+        f"{statistics.median(r['cpu'] / r['wall'] for r in runs):.0%}",
+        f"{statistics.median(r['preempted'] / r['cpu'] for r in runs):.0f}",
+        f"{median('passes'):.0f}",
+        f"{median('ready') / requests:.2f}",
+        f"{max(r['rss_mb'] for r in runs):.0f}",
+        spread((x for r in runs for x in run_loads(r)), 1),
+        f"{statistics.median(ratios):.2f}x ({spread(ratios)})",
+    ]
+
+
+def in_turn(runs: Sequence[_Run], repetition: int) -> list[_Run]:
+    """The order of ``runs`` in ``repetition``: as given, then reversed in every other one, so load
+    that rises or falls through a repetition does not always land on the side that runs first."""
+    return list(runs) if repetition % 2 == 0 else list(reversed(runs))
+
+
+def paired_ratios(mine: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> list[float]:
+    """``mine``'s CPU over ``theirs``' for each repetition (the two runs of one repetition)."""
+    return [a["cpu"] / b["cpu"] for a, b in zip(mine, theirs, strict=True)]
+
+
+def drift(runs: Iterable[Sequence[Mapping[str, Any]]]) -> str:
+    """The lowest and highest CPU of a run over its predecessor's (same client, code and storage,
+    one repetition apart) across ``runs`` (the runs of each such set, in order): how far the CPU
+    second itself moved while the benchmark ran. Three pairs of a tether/floor ratio can agree
+    closely within one run and still differ from another day's by 15% (1.43-1.68x stored at
+    1,000 sessions, session 32): a CPU second on this machine is dearer under load (neighbours on
+    the cores and caches), and not alike for both sides, so a ratio is only as good as this."""
+    later = [b["cpu"] / a["cpu"] for ordered in runs for a, b in itertools.pairwise(ordered)]
+    return f"x{spread(later)} ({len(later)} pairs)" if later else "one repetition: not measured"
+
+
+def run_loads(run: Mapping[str, Any]) -> list[float]:
+    """The 1-minute load average at a run's start and end (a run from before the start was
+    recorded has its end's only)."""
+    return [run[key] for key in ("load_start", "load") if key in run]
 
 
 def spread(values: Iterable[float], digits: int = 2) -> str:
