@@ -6,7 +6,9 @@ run stored and in memory, but the model answered inside the worker process
 socket: the same provider path, parser and event mix, without the start-up burst of 1,000
 connects and the socket's scheduling noise. Storage per message is ``(CPU stored - CPU in memory)
 / messages`` from the two runs of one round, so a round's load hits both; rounds interleave all
-four runs. ``p6_concurrency`` prints the same difference from its socket runs, where it is a
+five runs, every other round in reverse. A difference of two totals is as noisy as either total
+is from one round to the next, so the output prints that too ("drift": a run's CPU less the same
+run's a round before, in µs per message): a storage figure inside it is not told apart. ``p6_concurrency`` prints the same difference from its socket runs, where it is a
 small difference of two large, noisy totals (3 rounds at load 2-5 gave 22, 239 and 317 µs);
 issue 40's goal (<= 75 µs) is judged here.
 
@@ -34,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx2
@@ -46,7 +49,9 @@ from p6_concurrency import (
     WARM_UP_SESSIONS,
     check_stored,
     cpu_per_message,
+    in_turn,
     run_floor,
+    run_loads,
     run_tether,
     spread,
     storage_per_message,
@@ -87,13 +92,14 @@ def worker(kind: str, sessions: int, how: str) -> None:
 
         tune_gc()
         store = Path(folder) / "sessions.db" if stored else None
+        load_start = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_SELF)
         asyncio.run(run(sessions, store))
         after = resource.getrusage(resource.RUSAGE_SELF)
         if store is not None:
             check_stored(kind, store, sessions)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    json.dump({"cpu": cpu, "load": os.getloadavg()[0]}, sys.stdout)
+    json.dump({"cpu": cpu, "load_start": load_start, "load": os.getloadavg()[0]}, sys.stdout)
 
 
 def measure(kind: str, how: str) -> dict[str, float]:
@@ -109,14 +115,16 @@ def main() -> None:
         (kind, stored): [] for kind in ("tether", "floor") for stored in (True, False)
     }
     unstored: list[dict[str, float]] = []
-    for _ in range(ROUNDS):
-        for kind, stored in runs:
-            runs[kind, stored].append(measure(kind, "store" if stored else "none"))
-        unstored.append(measure("tether", "unstored"))
+    plan = [*((kind, "store" if stored else "none") for kind, stored in runs), ("tether", "unstored")]
+    for repetition in range(ROUNDS):
+        for kind, how in in_turn(plan, repetition):
+            figures = measure(kind, how)
+            (unstored if how == "unstored" else runs[kind, how == "store"]).append(figures)
     messages = SESSIONS * PROMPTS * 4
     storage = storage_per_message(runs, SESSIONS)
     machinery = cpu_per_message(unstored, runs["tether", False], SESSIONS)
     storing = [s - m for s, m in zip(storage["tether"], machinery, strict=True)]
+    drift = {kind: round_to_round(runs[kind, True], runs[kind, False]) for kind in ("tether", "floor")}
     rows = [
         [
             kind,
@@ -124,15 +132,27 @@ def main() -> None:
             f"{statistics.median(r['cpu'] for r in runs[kind, False]):.2f}",
             f"{statistics.median(storage[kind]):.1f}",
             spread(storage[kind], 1),
-            f"{min(r['load'] for rs in runs.values() for r in rs):.1f}-"
-            f"{max(r['load'] for rs in runs.values() for r in rs):.1f}",
+            spread((x for rs in runs.values() for r in rs for x in run_loads(r)), 1),
+            f"±{drift[kind]:.1f}",
         ]
         for kind in ("tether", "floor")
     ]
     print_table(
         f"P6 storage: {SESSIONS:,} sessions x {PROMPTS} prompts, model in process, tune_gc; "
-        f"{ROUNDS} interleaved rounds, medians; storage = (stored - in memory) CPU / {messages:,} messages",
-        ["client", "CPU s stored", "CPU s in memory", "storage µs/message", "range", "load (1 min)"],
+        f"{ROUNDS} interleaved rounds (every other one in reverse), medians; storage = (stored - in memory) "
+        f"CPU / {messages:,} messages, per round; drift: the most a run's CPU differed from the same run's "
+        f"a round before, "
+        f"over the same messages (the storage figure is a difference of two such runs: a storage "
+        f"figure within the drift is not told from it)",
+        [
+            "client",
+            "CPU s stored",
+            "CPU s in memory",
+            "storage µs/message",
+            "range",
+            "load (1 min)",
+            "drift µs",
+        ],
         rows,
     )
     print(
@@ -148,7 +168,15 @@ def main() -> None:
         f"{STORAGE_GOAL_US} µs (floor: {statistics.median(storage['floor']):.0f} µs)",
         "<= 1.0",
         samples=[us / STORAGE_GOAL_US for us in tether],
+        loads=[x for rs in runs.values() for r in rs for x in run_loads(r)],
     )
+
+
+def round_to_round(*runs: Sequence[Mapping[str, float]]) -> float:
+    """The most a run's CPU differed from the same run's a round before (each of ``runs``: one
+    client's runs of one kind, in order), in µs per message: the noise of either total that a
+    storage figure, their difference, carries."""
+    return max(abs(us) for same in runs for us in cpu_per_message(same[1:], same[:-1], SESSIONS))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pytest
 
 import _summary
 import p6_concurrency
+import p6_storage
 
 
 def run(cpu: float, **more: float) -> dict[str, Any]:
@@ -96,3 +97,10 @@ def test_the_summary_prints_the_load_range_its_runs_saw(
         "one load": ["1.20-1.20", "3.0"],
         "without loads": ["-", "4.0"],  # the load when it was recorded
     }
+
+
+def test_p6_storage_states_the_drift_its_difference_carries() -> None:
+    messages = p6_storage.SESSIONS * p6_concurrency.PROMPTS * 4
+    stored = [run(10.0), run(10.0 + 0.000_050 * messages), run(10.0)]  # +50, then -50 µs a message
+    in_memory = [run(8.0), run(8.0 - 0.000_080 * messages)]
+    assert p6_storage.round_to_round(stored, in_memory) == pytest.approx(80.0)
