@@ -36,7 +36,10 @@ At load 7-10 the runs got 25-34% of a core. So the output also prints each run's
 core (CPU/wall), its preemptions per CPU second, its loop passes and sockets ready per request
 (how the run went: tether's stored runs took 56-93 passes, the most at the highest load, the
 floor's 37-41), and the drift: the same client and code's CPU one repetition later (x0.92-1.31
-in that sitting, wider than its ratios' range). A change is judged by runs of both versions
+in that sitting, wider than its ratios' range). Three sittings of 3 repetitions in 25 minutes
+(load 4.5-10) read stored 1.54x (1.44-1.58), 1.52x (1.39-1.57), 1.47x (1.39-1.58) and in memory
+1.09x (1.06-1.40), 1.38x (1.28-1.58), 1.35x (1.29-1.35): a ratio is known to about +-0.1 stored
+and +-0.15 in memory, not to the second decimal. A change is judged by runs of both versions
 interleaved in one sitting, never against a figure from another day.
 
 Start-up is not the sessions' cost, so before the timed window each worker runs the same
