@@ -8,7 +8,10 @@ connects and the socket's scheduling noise. Storage per message is ``(CPU stored
 / messages`` from the two runs of one round, so a round's load hits both; rounds interleave all
 five runs, every other round in reverse. A difference of two totals is as noisy as either total
 is from one round to the next, so the output prints that too ("drift": a run's CPU less the same
-run's a round before, in µs per message): a storage figure inside it is not told apart. ``p6_concurrency`` prints the same difference from its socket runs, where it is a
+run's a round before, in µs per message): a storage figure inside it is not told apart. Session
+33 (5 rounds, load 5.6-7.0): tether 166 µs/message (rounds 99-296) with a drift of +-143, the
+floor 49 (43-100), +-56: at such a load CPU seconds cannot tell 75 µs from 150; instruction
+counts (callgrind, fewer sessions) can. ``p6_concurrency`` prints the same difference from its socket runs, where it is a
 small difference of two large, noisy totals (3 rounds at load 2-5 gave 22, 239 and 317 µs);
 issue 40's goal (<= 75 µs) is judged here.
 
