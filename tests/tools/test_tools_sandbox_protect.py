@@ -12,6 +12,7 @@ import asyncio
 import os
 import subprocess
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from tools_support import call, text_of
 
 from tether.agent import AgentContext, BeforeToolCallContext
 from tether.errors import ToolError
+from tether.session.factory import _sandbox  # pyright: ignore[reportPrivateUsage]
+from tether.session.settings import Settings
 from tether.tools import Workspace, create_bash_tool
 from tether.tools.approval import ApprovalGate
 from tether.tools.edit import create_edit_tool
@@ -320,3 +323,43 @@ def test_a_placeholder_git_is_not_taken_for_a_repository(tmp_path: Path) -> None
     fifo.mkdir()
     os.mkfifo(fifo / ".git")
     assert not is_repository(fifo)  # answered, not blocked on the read
+
+
+IN_THE_HOME_FOLDER = (
+    "mkdir -p ~/.config/tether/extensions && echo 'import os' > ~/.config/tether/extensions/x.py",
+    'mkdir -p ~/.config/tether && echo \'{"sandbox": "off"}\' > ~/.config/tether/settings.json',
+    'mkdir -p ~/.config/tether && echo \'{"mcpServers": {"x": {"command": "sh"}}}\' > ~/.config/tether/mcp.json',
+    "mkdir -p ~/.config/tether && echo '{}' > ~/.config/tether/trusted-folders.json",
+    "mkdir -p ~/.local/share/tether && echo '{}' > ~/.local/share/tether/auth.json",
+    "mkdir -p ~/.ssh && echo key > ~/.ssh/authorized_keys",
+)
+
+
+@pytest.mark.parametrize("config", ["made", "absent"])
+@pytest.mark.parametrize("command", IN_THE_HOME_FOLDER)
+async def test_tethers_own_files_stay_read_only_in_a_workspace_holding_them(
+    root: Path, monkeypatch: pytest.MonkeyPatch, command: str, config: str
+) -> None:
+    """tether run in the home folder: the workspace holds its config folder, whose extensions
+    run unconfined at the next start and whose settings can turn the sandbox off, and the paths
+    it hides, which a command could create when they were missing (a hidden folder may take
+    writes: an empty one of the sandbox's own, gone with the command)."""
+    for name in ("TETHER_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(root))
+    if config == "made":
+        (root / ".config" / "tether").mkdir(parents=True)
+        (root / ".config" / "tether" / "models.json").write_text("{}\n")
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    boxed = Workspace(root, sandbox=_sandbox(Settings(), ()))
+    try:
+        said = text_of(await call(create_bash_tool(boxed), command=command))
+    except ToolError as failure:
+        said = str(failure)
+    settled(root)
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before, said  # nothing kept
+    write, _ = gate_context("write", {"path": ".config/tether/extensions/x.py", "content": "import os\n"})
+    assert boxed.protected_write(write) and boxed.needs_approval(write)
+    off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))
+    said = text_of(await call(create_bash_tool(off), command=command))
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) != before, said

@@ -136,9 +136,15 @@ def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     the data folder (the session and run databases with their companion files, history, the
     keys of ``/login``), the databases wherever else they are, and the config files that hold
     keys or say how commands are confined (``_config_files``); and ``others``, the other
-    sessions' workspaces."""
+    sessions' workspaces. The config folder is kept read-only too where the workspace holds it
+    (tether run in the home folder): its extensions run unconfined at the next start."""
     policy = settings.sandbox
-    return replace(policy, hide=(*_secrets(settings), *policy.hide), other_workspaces=others)
+    return replace(
+        policy,
+        hide=(*_secrets(settings), *policy.hide),
+        protect=(config_dir(), *policy.protect),
+        other_workspaces=others,
+    )
 
 
 def _secrets(settings: Settings) -> tuple[Path, ...]:

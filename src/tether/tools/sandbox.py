@@ -117,6 +117,9 @@ class SandboxPolicy:
     escalation_timeout: float = 120.0
     """Seconds an RPC client has to answer whether a command may run outside the sandbox
     (``tether.rpc.escalation``); no answer by then is a no."""
+    protect: tuple[Path, ...] = ()
+    """Paths kept read-only even when a writable workspace holds them (not a setting: the session
+    factory gives tether's config folder, whose extensions and settings the next start obeys)."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -148,6 +151,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         mode=mode,
         network=a.network and b.network,
         hide=tuple(dict.fromkeys((*a.hide, *b.hide))),
+        protect=tuple(dict.fromkeys((*a.protect, *b.protect))),
         pids_max=min(a.pids_max, b.pids_max),
         allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
         mcp=a.mcp or b.mcp,
@@ -270,12 +274,14 @@ class Sandbox:
         cwd: Path,
         proxy: Path | None = None,
         protected: Sequence[str] | None = None,
+        hidden: Sequence[Path] | None = None,
     ) -> list[str]:
         """``bwrap [mounts and namespaces] -- argv``: run from ``cwd``; with ``proxy`` (the Unix
         socket of ``sandbox_proxy.host_proxy``), HTTP(S) to the allowed hosts goes through it.
         ``protected``: the mounts of a ``Protection`` the caller holds (``confine``); without,
         in ``workspace-write``, the protected paths that exist are mounted read-only and a
-        missing one is left out (a long-lived process cannot hold its placeholder)."""
+        missing one is left out (a long-lived process cannot hold its placeholder). ``hidden``:
+        the hidden paths resolved already (``resolved_hidden``), by ``confine``."""
         args = [_bwrap(), *_namespaces(network=self.policy.network)]
         args += [
             "--ro-bind",
@@ -290,9 +296,8 @@ class Sandbox:
             "--tmpfs",
             "/var/tmp",
         ]
-        # Resolved, as the file tools resolve them: a credential that is a link (``~/.aws`` made
-        # by a dotfile manager) is hidden at its target, which a read through the link reaches.
-        hidden = [Path(os.path.realpath(path)) for path in self.hidden]
+        if hidden is None:
+            hidden = self.resolved_hidden()
         # a hidden folder holding a workspace (the folder of every run's workspace on a shared
         # worker) is emptied first, then the workspace is bound back into it: its siblings stay out
         for folder in _holding(hidden, self.writable):
@@ -304,7 +309,8 @@ class Sandbox:
             if protected is None:
                 from tether.tools.sandbox_protect import Protection
 
-                protected = Protection.take(self.writable, placeholders=False).mounts
+                kept = self.kept(hidden)
+                protected = Protection.take(self.writable, placeholders=False, extra=kept).mounts
             args += protected
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
@@ -335,16 +341,34 @@ class Sandbox:
         protected paths held (``tether.tools.sandbox_protect``) while the block runs."""
         from tether.tools.sandbox_protect import Protection
 
-        protection = Protection.take(self.writable) if self.policy.mode == "workspace-write" else Protection()
+        hidden = self.resolved_hidden()
+        protection = (
+            Protection.take(self.writable, extra=self.kept(hidden))
+            if self.policy.mode == "workspace-write"
+            else Protection()
+        )
         try:
             group = PidsGroup.create(self.policy.pids_max)
             try:
-                yield Confined(self.argv(argv, cwd, proxy, protection.mounts), self.policy.pids_max, group)
+                argv = self.argv(argv, cwd, proxy, protection.mounts, hidden)
+                yield Confined(argv, self.policy.pids_max, group)
             finally:
                 if group is not None:
                     group.remove()
         finally:
             protection.release()
+
+    def resolved_hidden(self) -> list[Path]:
+        """The hidden paths, resolved (once a command: a credential that is a link, ``~/.aws``
+        made by a dotfile manager, is hidden at its target, which a read through the link
+        reaches)."""
+        return [Path(os.path.realpath(path)) for path in self.hidden]
+
+    def kept(self, hidden: Sequence[Path]) -> list[Path]:
+        """What stays read-only inside a writable root besides its control files, resolved: the
+        policy's ``protect`` and the ``hidden`` paths, so that one missing is not created there
+        (a ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
+        return [*(Path(os.path.realpath(path)) for path in self.policy.protect), *hidden]
 
     def hint(self, output: str) -> str | None:
         """A note for the model when a failed command may have been stopped by the sandbox."""

@@ -94,6 +94,22 @@ def protected_paths(roots: Sequence[Path]) -> list[tuple[Path, str]]:
     return found
 
 
+def inside(reals: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
+    """Of ``reals`` (resolved paths), those lying inside one of the (resolved) ``roots``, not a
+    root itself: tether's own files in a workspace that holds them (tether run in the home
+    folder, ``TETHER_HOME`` inside the project), where a confined command could otherwise write
+    the extensions and settings the next start obeys, or create the key files it hides. One
+    inside another of them is left out: that one's mount (or placeholder) covers it, where a
+    placeholder of its own would appear in the real folder (a ``settings.json`` folder in the
+    config folder while a command runs). Compared as text: this runs for every command, with
+    some thirty paths that are usually all outside."""
+    prefixes = tuple(str(root).rstrip("/") + "/" for root in roots)
+    found = [path for path in dict.fromkeys(reals) if str(path).startswith(prefixes)]
+    return [
+        path for path in found if not any(path != other and path.is_relative_to(other) for other in found)
+    ]
+
+
 def protected_by(real: Path, roots: Sequence[Path]) -> str | None:
     """The protected name a resolved path lies in (``.git`` for ``.git/hooks/x``), or ``None``."""
     for path, name in protected_paths(roots):
@@ -112,13 +128,30 @@ class Protection:
     """``(placeholder, locked descriptor, is a file)``."""
 
     @classmethod
-    def take(cls, roots: Sequence[Path], *, placeholders: bool = True) -> Protection:
+    def take(
+        cls, roots: Sequence[Path], *, placeholders: bool = True, extra: Sequence[Path] = ()
+    ) -> Protection:
         """Read-only mounts for every protected path under ``roots`` (resolved); a missing one
         gets a placeholder (``placeholders``), else it is left out (a long-lived process that
-        cannot hold one: an MCP server)."""
+        cannot hold one: an MCP server). ``extra``: further paths kept read-only when they lie
+        inside a root (``inside``), a missing one by a placeholder folder at its first missing
+        component."""
         protection = cls()
         roots = [Path(os.path.realpath(r)) for r in roots]
         seen: set[Path] = set()
+        for real in inside(extra, roots):
+            missing = _placeholder_for(real, roots) if placeholders else _first_missing(real)
+            if missing is not None:
+                if not placeholders:
+                    continue
+                try:
+                    protection._hold(missing, is_file=False)
+                except OSError:
+                    continue
+            target = missing or real
+            if target not in seen:
+                seen.add(target)
+                protection.mounts += ["--ro-bind", str(target), str(target)]
         for root in roots:
             for name in PROTECTED_NAMES:
                 entry = root / name  # the root is resolved: only a link here needs resolving
@@ -228,6 +261,20 @@ def _first_missing(real: Path) -> Path | None:
             return missing
         missing = parent
     return missing
+
+
+def _placeholder_for(real: Path, roots: Sequence[Path]) -> Path | None:
+    """Where ``real`` (inside a root) needs a placeholder: at the top of its folders below the
+    root that one a killed tether left (taken over, then removed), else at its first missing
+    component (``None``: it exists)."""
+    root = next(r for r in roots if real.is_relative_to(r))
+    for folder in reversed([real, *real.parents[: len(real.parents) - len(root.parents) - 1]]):
+        try:
+            if _is_placeholder(os.lstat(folder)):
+                return folder
+        except OSError:
+            break
+    return _first_missing(real)
 
 
 def _is_placeholder(st: os.stat_result) -> bool:

@@ -212,8 +212,9 @@ class Workspace:
 
     def protected_write(self, tool_call: ToolCall) -> str | None:
         """What a ``write``/``edit`` call would change that the sandbox keeps read-only (the
-        workspace's ``.tether``, ``.mcp.json``, ``.git``, ...: ``tether.tools.sandbox_protect``),
-        said for the approval question, or ``None``. Only in ``workspace-write``: ``read-only``
+        workspace's ``.tether``, ``.mcp.json``, ``.git``, ...: ``tether.tools.sandbox_protect``;
+        tether's config folder when the workspace holds it), said for the approval question, or
+        ``None``. Only in ``workspace-write``: ``read-only``
         refuses every write, and with the sandbox off nothing is protected."""
         if (
             tool_call["name"] not in WRITE_TOOLS
@@ -224,11 +225,21 @@ class Workspace:
         path = tool_call["arguments"].get("path")
         if not isinstance(path, str) or not path or _unnameable(path) is not None:
             return None  # the tool refuses it (``resolve``); nothing is written
-        from tether.tools.sandbox_protect import WHAT_READS, protected_by
+        from tether.tools.sandbox_protect import WHAT_READS, inside, protected_by
 
         real = Path(os.path.realpath(self.real_root / self._named(path)))
         name = protected_by(real, self._real_roots)
-        return None if name is None else f"{name}, which {WHAT_READS[name]}"
+        if name is not None:
+            return f"{name}, which {WHAT_READS[name]}"
+        kept = (
+            p
+            for p in inside([Path(os.path.realpath(k)) for k in self.sandbox.protect], self._real_roots)
+            if real == p or real.is_relative_to(p)
+        )
+        folder = next(kept, None)
+        return (
+            None if folder is None else f"{path_text(folder)}, tether's configuration (extensions, settings)"
+        )
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
         path = arguments.get("path")
