@@ -28,6 +28,7 @@ from tether.agent import (
 )
 from tether.ai.abort import AbortSignal
 from tether.ai.types import SimpleStreamOptions
+from tether.telemetry.spans import MAX_ERROR_CHARS, TOOL_TEXT_NOT_CAPTURED
 from tether.testing.scripted import ScriptedModel, reply, text, tool_call
 from tether.testing.spans import span_tree
 from tether.wire import UserMessage
@@ -156,7 +157,8 @@ async def test_a_run_with_parallel_tools_and_steering_is_one_tree(otel: Otel) ->
             "gen_ai.tool.description": "Echo a text back",
         }
     assert slow.status.status_code is StatusCode.UNSET and fast.status.status_code is StatusCode.UNSET
-    assert boom.status.status_code is StatusCode.ERROR and boom.status.description == "boom!"
+    # the tool's error text is content (a failed command's output): not captured
+    assert boom.status.status_code is StatusCode.ERROR and boom.status.description == TOOL_TEXT_NOT_CAPTURED
     assert [e.name for e in boom.events] == ["exception"]
     assert dict(boom.events[0].attributes or {})["exception.type"] == "ValueError"
 
@@ -223,6 +225,8 @@ async def test_captured_content_follows_the_conventions_shapes(otel: Otel) -> No
     assert json.loads(str(slow_attributes["gen_ai.tool.call.result"])) == "slow"
     # a failed call has arguments but no result: the error is the span's status
     assert "gen_ai.tool.call.result" not in (boom.attributes or {})
+    assert boom.status.description == "boom!"
+    assert dict(boom.events[0].attributes or {})["exception.message"] == "boom!"
     assert json.loads(str(dict(boom.attributes or {})["gen_ai.tool.call.arguments"])) == {"text": "boom"}
 
 
@@ -403,8 +407,8 @@ async def test_the_printed_tree(otel: Otel) -> None:
         "  chat scripted  CLIENT  UNSET  tether.turn=1",
         "  execute_tool echo  INTERNAL  UNSET  gen_ai.tool.call.id=c1",
         "  execute_tool echo  INTERNAL  UNSET  gen_ai.tool.call.id=c2",
-        "  execute_tool echo  INTERNAL  ERROR (boom!)  gen_ai.tool.call.id=c3 error.type=ValueError",
-        "    · event exception exception.type=ValueError exception.message=boom!",
+        f"  execute_tool echo  INTERNAL  ERROR ({TOOL_TEXT_NOT_CAPTURED})  gen_ai.tool.call.id=c3 error.type=ValueError",
+        f"    · event exception exception.type=ValueError exception.message={TOOL_TEXT_NOT_CAPTURED}",
         "  chat scripted  CLIENT  UNSET  tether.turn=2",
     ]
 
@@ -438,3 +442,31 @@ async def test_a_model_call_cut_short_by_its_consumer_still_ends(otel: Otel) -> 
     assert dict(run1.attributes or {})["error.type"] == "RuntimeError"
     assert run1.status.description == "event listener failed: RuntimeError: listener broke"
     assert dict(run2.attributes or {})["error.type"] == "cancelled"
+
+
+async def test_a_huge_tool_error_is_cut_and_its_text_kept_out_unless_content_is_captured(otel: Otel) -> None:
+    """A failed command's output is the tool's error text: megabytes, and what the command read
+    (``cat .env``). It went whole into the status, the exception's message and its stack."""
+    secret = "DB_PASSWORD=hunter2"
+
+    async def cat(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult[Any]:
+        raise ValueError(f"{secret}\n" + "x" * 5_000_000)
+
+    tool = AgentTool(name="cat", label="cat", description="", parameters={"type": "object"}, execute=cat)
+    for capture in (False, True):
+        otel.exporter.clear()
+        model = ScriptedModel([reply(tool_call("cat", {}, id="c1")), reply("done")])
+        agent = Agent(
+            model=model.model,
+            tools=[tool],
+            stream_fn=model,
+            instrumentation=otel.instrumentation(capture_content=capture),
+        )
+        await agent.prompt("read the settings")
+        failed = next(span for span in otel.spans() if span.name == "execute_tool cat")
+        recorded = [str(failed.status.description)] + [
+            str(value) for event in failed.events for value in (event.attributes or {}).values()
+        ]
+        assert sum(map(len, recorded)) < 3 * MAX_ERROR_CHARS + 10_000, capture
+        assert (secret in str(failed.status.description)) is capture
+        assert not capture or "more characters)" in str(failed.status.description)  # said it was cut

@@ -17,7 +17,9 @@ A session's model calls outside the loop (compaction and branch summaries) get t
 spans through ``traced_calls``, labelled ``tether.purpose`` and parented on the current span.
 
 Failures follow the conventions: the span's status is ERROR with the error text, ``error.type``
-is the HTTP status, the exception's class name or one of tether's values (``semconv``).
+is the HTTP status, the exception's class name or one of tether's values (``semconv``). The text
+is cut at ``MAX_ERROR_CHARS``, and a tool's is content (a failed command's output, the lines of a
+file), recorded only with ``capture_content`` as its results are.
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
 Attributes = dict[str, "AttributeValue"]
+
+MAX_ERROR_CHARS = 1024
+"""Of an error's text on a span (its status, an exception's message): a tool's error can be
+megabytes (a failed command's output, a message a program built), which went three times over
+(status, message, stack) to every exporter, and a backend cuts or refuses such a span."""
+MAX_STACK_CHARS = 8192
+"""Of an exception's stack (its innermost frames kept)."""
+TOOL_TEXT_NOT_CAPTURED = "tool error (its text is content: not captured)"
+"""A failed tool span's status without ``capture_content``: the text is the tool's output."""
 
 _NOT_CHUNKS = frozenset({"start", "done", "error"})
 """Stream events that carry no content: the first other event is the first chunk."""
@@ -200,7 +211,7 @@ class RunTrace:
         )
         last = _last_answer(messages)
         if self.failure is not None:
-            span.record_exception(self.failure)
+            _record_exception(span, self.failure)
             _set_error(span, type(self.failure).__qualname__, last.get("errorMessage") if last else None)
         elif not ended or self.cancelled:
             _set_error(span, sc.CANCELLED, "The run was cancelled")
@@ -330,7 +341,7 @@ class _ModelCall:
 
     def raised(self, exc: BaseException) -> None:
         """The stream function raised instead of returning a stream."""
-        self.span.record_exception(exc)
+        _record_exception(self.span, exc)
         _set_error(self.span, type(exc).__qualname__, str(exc) or None)
         self.span.end()
         self._recorder.duration.record(
@@ -419,12 +430,14 @@ class _ToolSpan:
 
     def raised(self, exc: Exception) -> None:
         self._raised = type(exc).__qualname__
-        self.span.record_exception(exc)
+        _record_exception(self.span, exc, None if self._capture else TOOL_TEXT_NOT_CAPTURED)
 
     def end(self, result: Sequence[Any], is_error: bool, error: str | None = None) -> None:
         """``error``: the ``error.type`` when it is not the tool's own (a cancelled run)."""
         if is_error:
             text = next((block["text"] for block in result if block.get("type") == "text"), None)
+            if text and not self._capture:
+                text = TOOL_TEXT_NOT_CAPTURED
             _set_error(
                 self.span, error or self._raised or sc.TOOL_ERROR, text or "The tool call was not completed"
             )
@@ -453,7 +466,31 @@ def _last_answer(messages: Sequence[AgentMessage]) -> AssistantMessage | None:
 
 def _set_error(span: trace.Span, error: str, description: str | None) -> None:
     span.set_attribute(sc.ERROR_TYPE, error)
-    span.set_status(Status(StatusCode.ERROR, description))
+    span.set_status(Status(StatusCode.ERROR, None if description is None else _bounded(description)))
+
+
+def _record_exception(span: trace.Span, exc: BaseException, message: str | None = None) -> None:
+    """The SDK's ``exception`` event, its message cut (or ``message`` instead: a tool's text
+    without ``capture_content``) and its stack too (the SDK's repeats the message, and every
+    exception it was raised from)."""
+    import traceback
+
+    text = _bounded(str(exc)) if message is None else message
+    frames = "".join(traceback.format_tb(exc.__traceback__))[-MAX_STACK_CHARS:]
+    name = type(exc).__qualname__
+    span.record_exception(
+        exc,
+        {
+            "exception.message": text,
+            "exception.stacktrace": f"Traceback (most recent call last):\n{frames}{name}: {text}",
+        },
+    )
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS:,} more characters)"
 
 
 def _model_attributes(model: ModelInfo) -> Attributes:
