@@ -260,3 +260,21 @@ def test_a_collector_that_is_down_costs_one_line_and_a_bounded_exit(
     [line] = [line for line in done.stderr.splitlines() if not line.startswith("[tool]")]
     assert line.startswith(f"tether: telemetry not exported to http://127.0.0.1:{port} within {bound or 1} s")
     assert line.endswith("(dropped; TETHER_OTEL_EXIT_TIMEOUT sets the wait)")
+
+
+def test_a_collector_urls_password_is_not_printed(tmp_path: Path) -> None:
+    """The one line about a collector that is down names it without the password in its URL
+    (stderr lands in CI logs)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    extra = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://tenant:s3cret-token@127.0.0.1:{port}",
+        "TETHER_OTEL_EXIT_TIMEOUT": "0.2",
+    }
+    done = tether_command(tmp_path, extra, "-p", "read a.txt and b.txt", "--no-session")
+    assert done.returncode == 0, done.stderr
+    assert "s3cret-token" not in done.stderr
+    assert f"telemetry not exported to http://***@127.0.0.1:{port} within 0.2 s" in done.stderr

@@ -96,7 +96,11 @@ def start_from_env(err: TextIO = sys.stderr) -> Callable[[], None] | None:
         flushing = threading.Thread(target=flush, name="otel flush", daemon=True)
         flushing.start()
         flushing.join(bound)
-        where = environ.get(TRACES_ENDPOINT) or environ.get(METRICS_ENDPOINT) or environ.get(ENDPOINT)
+        from tether.ai.shown_url import shown_url  # a collector's URL may carry its password
+
+        where = shown_url(
+            environ.get(TRACES_ENDPOINT) or environ.get(METRICS_ENDPOINT) or environ.get(ENDPOINT) or ""
+        )
         if flushing.is_alive():
             reason = f": {failures.first}" if failures.first else ""
             err.write(
