@@ -175,6 +175,16 @@ async def test_a_linked_control_folder_is_protected_at_its_target(root: Path, ho
     assert not ok and "later" not in settled(root), said
     ok, said = await outcome(root, home, "mkdir -p conf/extensions later/pi/extensions", "off")
     assert ok and (root / "conf" / "extensions").is_dir() and (root / "later" / "pi").is_dir(), said
+    # nor can the folder holding a target be renamed, and the target made again in its place
+    (root / "config" / "tether").mkdir(parents=True)
+    (root / ".agents").symlink_to("config/tether")
+    rename = "mv config moved; mkdir -p config/tether/skills && echo x > config/tether/skills/x.md"
+    ok, said = await outcome(root, home, rename)
+    assert not ok and (root / "config").is_dir() and not (root / "config" / "tether" / "skills").exists(), (
+        said
+    )
+    ok, said = await outcome(root, home, rename, "off")
+    assert ok and (root / "config" / "tether" / "skills" / "x.md").exists(), said
 
 
 async def test_a_command_keeps_its_placeholder_when_another_ends_first(root: Path, home: Path) -> None:
@@ -332,6 +342,8 @@ IN_THE_HOME_FOLDER = (
     "mkdir -p ~/.config/tether && echo '{}' > ~/.config/tether/trusted-folders.json",
     "mkdir -p ~/.local/share/tether && echo '{}' > ~/.local/share/tether/auth.json",
     "mkdir -p ~/.ssh && echo key > ~/.ssh/authorized_keys",
+    # the folder holding the read-only one renamed, and the path made again
+    "mv ~/.config ~/.c; mkdir -p ~/.config/tether/extensions && echo 'import os' > ~/.config/tether/extensions/x.py",
 )
 
 

@@ -135,11 +135,16 @@ class Protection:
         gets a placeholder (``placeholders``), else it is left out (a long-lived process that
         cannot hold one: an MCP server). ``extra``: further paths kept read-only when they lie
         inside a root (``inside``), a missing one by a placeholder folder at its first missing
-        component."""
+        component. The folders between a root and what is kept read-only below it are bound
+        onto themselves, writable still: a mount point cannot be renamed, and renaming its
+        folder (``mv ~/.config ~/.c``) would take the read-only mount along and leave its path
+        free to be made again."""
         protection = cls()
         roots = [Path(os.path.realpath(r)) for r in roots]
-        seen: set[Path] = set()
+        kept: list[Path] = []
         for real in inside(extra, roots):
+            if protected_by(real, roots) is not None:
+                continue  # read-only with its control folder
             missing = _placeholder_for(real, roots) if placeholders else _first_missing(real)
             if missing is not None:
                 if not placeholders:
@@ -148,10 +153,7 @@ class Protection:
                     protection._hold(missing, is_file=False)
                 except OSError:
                     continue
-            target = missing or real
-            if target not in seen:
-                seen.add(target)
-                protection.mounts += ["--ro-bind", str(target), str(target)]
+            kept.append(missing or real)
         for root in roots:
             for name in PROTECTED_NAMES:
                 entry = root / name  # the root is resolved: only a link here needs resolving
@@ -175,10 +177,14 @@ class Protection:
                         protection._hold(missing, is_file=is_file)
                     except OSError:
                         continue  # cannot make one (the root itself is read-only): nothing to protect
-                target = missing or real
-                if target not in seen:
-                    seen.add(target)
-                    protection.mounts += ["--ro-bind", str(target), str(target)]
+                kept.append(missing or real)
+        targets = list(dict.fromkeys(kept))
+        between = dict.fromkeys(folder for target in targets for folder in _between(target, roots))
+        for folder in between:
+            if folder not in targets:
+                protection.mounts += ["--bind", str(folder), str(folder)]
+        for target in targets:
+            protection.mounts += ["--ro-bind", str(target), str(target)]
         return protection
 
     def _hold(self, path: Path, *, is_file: bool) -> None:
@@ -251,6 +257,12 @@ def _remove(held: list[tuple[Path, int, bool]], *, marked: bool = True) -> None:
         os.close(fd)
 
 
+def _between(path: Path, roots: Sequence[Path]) -> list[Path]:
+    """The folders between the root holding ``path`` and ``path``, from the top down."""
+    root = max((r for r in roots if path.is_relative_to(r)), key=lambda r: len(r.parts))
+    return list(reversed(path.parents[: len(path.parents) - len(root.parents) - 1]))
+
+
 def _first_missing(real: Path) -> Path | None:
     """The first component of ``real`` that does not exist (``None``: it all exists)."""
     if os.path.lexists(real):
@@ -267,8 +279,7 @@ def _placeholder_for(real: Path, roots: Sequence[Path]) -> Path | None:
     """Where ``real`` (inside a root) needs a placeholder: at the top of its folders below the
     root that one a killed tether left (taken over, then removed), else at its first missing
     component (``None``: it exists)."""
-    root = next(r for r in roots if real.is_relative_to(r))
-    for folder in reversed([real, *real.parents[: len(real.parents) - len(root.parents) - 1]]):
+    for folder in [*_between(real, roots), real]:
         try:
             if _is_placeholder(os.lstat(folder)):
                 return folder
