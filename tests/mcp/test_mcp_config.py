@@ -93,6 +93,35 @@ def test_a_bad_entry_is_one_message_naming_the_file(
     assert str(caught.value).startswith(f"{path}: ")
 
 
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('{"command": "x", "type": ["stdio"]}', "type ['stdio'] is not supported"),
+        ('{"url": "http://h", "type": {}}', "type {} is not supported"),
+        (
+            '{"command": "x", "cwd": "~no-such-user-here/work"}',
+            "'cwd' '~no-such-user-here/work': no such user",
+        ),
+        ('{"command": "x", "timeout": 1' + "0" * 400 + "}", "'timeout' must be a positive number"),
+        ('{"command": "x", "startupTimeout": 1e400}', "'startupTimeout' must be a positive number"),
+        ('{"command": "x", "timeout": NaN}', "'timeout' must be a positive number"),
+    ],
+)
+def test_a_value_the_reader_could_not_take_is_one_skipped_entry(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    """A list as ``type`` (unhashable), ``~nobody`` as ``cwd``, a timeout past a float: each
+    raised out of the reader (a traceback, every server of every file gone); ``NaN`` failed the
+    server's start with "deadline must not be NaN". Each is now the entry's one line."""
+    path = tmp_path / "mcp.json"
+    path.write_text(f'{{"mcpServers": {{"bad": {entry}, "good": {{"command": "ok"}}}}}}')
+    problems: list[str] = []
+    servers = load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={}, problems=problems)
+    assert [s.name for s in servers] == ["good"]
+    [line] = problems
+    assert line.startswith(f"{path}: server 'bad': ") and message in line and line.endswith("(skipped)")
+
+
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "mcp.json").write_text('{"mcpServers": {\n  "a": }')
     with pytest.raises(McpConfigError, match=r"mcp.json: invalid JSON at line 2"):

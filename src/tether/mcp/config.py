@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,10 @@ _TYPES: dict[str, Transport] = {
     "streamableHttp": "http",
     "sse": "sse",
 }
+_MAX_SECONDS = sys.float_info.max
+"""A timeout past it (``1e400`` and ``Infinity`` read as infinity, a 400-digit number does not
+fit a float) or ``NaN`` cannot be waited on: the entry is reported, where it crashed the reader
+or failed the server's start far from its cause."""
 DEFAULT_TOOL_TIMEOUT = 60.0
 """Seconds a tool call may go without an answer or a progress notification (the TypeScript SDK's
 default request timeout, which pi and Claude Code keep)."""
@@ -266,7 +271,7 @@ def server_config(
 
     def seconds(key: str, default: float) -> float:
         value = raw.get(key, default)
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= _MAX_SECONDS:
             raise McpConfigError(f"{label}: '{key}' must be a positive number of seconds")
         return float(value)
 
@@ -280,11 +285,14 @@ def server_config(
     cwd_text = text("cwd")
     cwd = None
     if cwd_text is not None:
-        cwd = Path(cwd_text).expanduser()
+        try:
+            cwd = Path(cwd_text).expanduser()
+        except RuntimeError:  # ``~nobody/x``, or ``~`` without a HOME
+            raise McpConfigError(f"{label}: 'cwd' {cwd_text!r}: no such user's home folder") from None
         if not cwd.is_absolute() and base is not None:
             cwd = base / cwd
     kind = raw.get("type")
-    if kind is not None and kind not in _TYPES:
+    if kind is not None and (not isinstance(kind, str) or kind not in _TYPES):
         raise McpConfigError(f"{label}: type {kind!r} is not supported (use stdio, http or sse)")
     command, args, env_vars = text("command"), strings("args"), table("env")
     oauth = _oauth(raw.get("oauth", True), label, env)
