@@ -73,6 +73,30 @@ def test_a_server_added_or_changed_after_an_mcp_grant_waits_for_a_decision(cli: 
     assert _listed(cli) == ([("proj", "ready"), ("other", "ready")], [])
 
 
+@pytest.mark.subprocess
+def test_one_bad_server_entry_leaves_the_others_asked_about_and_granted(cli: CliEnv) -> None:
+    """The trust question and the grant check read the file whole: one bad entry left no
+    server to ask about and none granted, and a file that is not JSON said "not trusted, run
+    tether to be asked" (where nothing was asked), never what was wrong with it."""
+    config, mcp = cli.home / "config", cli.project / ".mcp.json"
+    _servers(cli.project, bad=_toy(args="not a list"), proj=_toy())
+    assert _grant(cli.project, config, "mcp") == [f"proj: {sys.executable} {TOY}"]
+    assert _listed(cli) == (
+        [("proj", "ready")],
+        [f"{mcp}: server 'bad': 'args' must be a list of strings (skipped)"],
+    )
+    _servers(cli.project, bad=_toy(type=["stdio"]))  # the only entry is bad: said, not "not trusted"
+    assert _listed(cli) == (
+        [],
+        [f"{mcp}: server 'bad': type ['stdio'] is not supported (use stdio, http or sse) (skipped)"],
+    )
+    mcp.write_text('{"mcpServers": {\n  "proj": }')
+    assert _listed(cli) == (
+        [],
+        [f"{mcp}: invalid JSON at line 2: Expecting value (its servers are skipped)"],
+    )
+
+
 def test_a_kind_only_mcp_grant_of_an_earlier_tether_names_no_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,16 +24,21 @@ if TYPE_CHECKING:
     from tether.mcp.config import McpServerConfig
 
 
-def server_items(path: Path, content: bytes | None = None) -> dict[str, str]:
+def server_items(
+    path: Path, content: bytes | None = None, problems: list[str] | None = None
+) -> dict[str, str]:
     """The enabled servers of the project ``.mcp.json`` at ``path`` (its ``content`` as read
-    already, if given), name to the line the trust question shows (a broken file: none here, it
-    is reported when the servers are loaded)."""
+    already, if given), name to the line the trust question shows. A bad entry is left out, the
+    others kept (one bad entry took every server out of the question and of the grant); it and
+    a file that is not JSON add a line to ``problems``, if given."""
     from tether.mcp.config import AsWritten, read_mcp_file
     from tether.mcp.errors import McpConfigError
 
+    problems = [] if problems is None else problems
     try:
-        servers = read_mcp_file(path, "project", AsWritten(), content=content)
-    except McpConfigError:
+        servers = read_mcp_file(path, "project", AsWritten(), problems, content=content)
+    except McpConfigError as exc:
+        problems.append(f"{exc} (its servers are skipped)")
         return {}
     return {s.name: _server_line(s) for s in servers if s.enabled}
 
