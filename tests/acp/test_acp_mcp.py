@@ -105,9 +105,12 @@ async def test_bad_mcp_entries_and_an_untrusted_project_file_are_a_notice_not_a_
     client = EditorClient(permission_choices=["allow_once"])
     async with acp_env.agent(client, script) as conn:
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[])
+        # the editor's own bad entry (an env name with '=') is skipped too: it failed session/new
+        bad = McpServerStdio(name="bad", command="x", args=[], env=[EnvVariable(name="A=B", value="1")])
+        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[bad])
         assert session.field_meta is not None
         notice = session.field_meta["tether"]["notice"]
+        assert "the editor's MCP server 'bad': 'env' key 'A=B' is not an environment variable" in notice
         assert (
             "server 'needs.key': 'env.KEY': environment variable TETHER_TEST_UNSET_KEY is not set" in notice
         )

@@ -68,6 +68,7 @@ from tether.acp.updates import (
     history_updates,
 )
 from tether.mcp.config import McpServerConfig
+from tether.mcp.errors import McpConfigError
 from tether.session.factory import SessionChoice, start_session
 from tether.session.options import SessionOptions
 from tether.wire import ImageContent
@@ -210,8 +211,8 @@ class TetherAcpAgent:
         **_: Any,
     ) -> NewSessionResponse:
         self._check_initialized("session/new")
-        servers, meta = _editor_mcp_servers(mcp_servers)
-        session = self._start(cwd, SessionChoice(), servers)
+        servers, notes, meta = _editor_mcp_servers(mcp_servers)
+        session = self._start(cwd, SessionChoice(), servers, notes)
         if session.core.notice:  # what the setup skipped (bad MCP entries, an untrusted project)
             meta = {"tether": {**(meta or {}).get("tether", {}), "notice": session.core.notice}}
         self._announce_commands(session)
@@ -231,7 +232,7 @@ class TetherAcpAgent:
         **_: Any,
     ) -> LoadSessionResponse:
         self._check_initialized("session/load")
-        servers, meta = _editor_mcp_servers(mcp_servers)
+        servers, notes, meta = _editor_mcp_servers(mcp_servers)
         session = self._sessions.get(session_id)
         if session is not None and session.holder is not None:
             # Loaded again while followed: its writer may have closed it since, so start over,
@@ -240,7 +241,7 @@ class TetherAcpAgent:
             await session.close()
             session = None
         if session is None:
-            session = self._start(cwd, SessionChoice(session_id=session_id), servers)
+            session = self._start(cwd, SessionChoice(session_id=session_id), servers, notes)
         elif session.core.is_running:
             raise RequestError.invalid_request({"details": "the session is running a prompt"})
         for update in history_updates(session.core.messages, session.core.cwd):
@@ -357,7 +358,11 @@ class TetherAcpAgent:
             task.add_done_callback(self._announcements.discard)
 
     def _start(
-        self, cwd: str, choice: SessionChoice, mcp_servers: Sequence[McpServerConfig] = ()
+        self,
+        cwd: str,
+        choice: SessionChoice,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        mcp_notes: Sequence[str] = (),
     ) -> AcpSession:
         from tether.ai.paths import config_dir
         from tether.errors import ModelError
@@ -390,6 +395,7 @@ class TetherAcpAgent:
                     ask=session.ask,
                     session=choice,
                     mcp_servers=mcp_servers,
+                    mcp_notes=mcp_notes,
                 )
             except SessionLockedError as exc:
                 if choice.session_id is None:
@@ -501,27 +507,35 @@ def prompt_input(
 
 def _editor_mcp_servers(
     servers: list[AnyMcpServer] | None,
-) -> tuple[list[McpServerConfig], dict[str, Any] | None]:
-    """The editor's MCP servers (stdio and HTTP) as this session's, and a ``_meta`` note naming
-    the ones tether cannot use (SSE, ACP-tunnelled); those are also logged on stderr."""
+) -> tuple[list[McpServerConfig], list[str], dict[str, Any] | None]:
+    """The editor's MCP servers (stdio and HTTP) as this session's; a line for each one tether
+    cannot take (an ``env`` name with ``=``: it failed ``session/new`` for every server), which
+    joins the session's notice; and a ``_meta`` note naming the ones tether cannot use (SSE,
+    ACP-tunnelled); those are also logged on stderr."""
     configs: list[McpServerConfig] = []
+    problems: list[str] = []
     ignored: list[str] = []
     for server in servers or []:
         name = re.sub(r"[^A-Za-z0-9_-]", "_", server.name) or "server"
-        if isinstance(server, McpServerStdio):
-            env = {v.name: v.value for v in server.env}
-            configs.append(
-                McpServerConfig(
-                    name, command=server.command, args=tuple(server.args), env=env, source="editor"
+        try:
+            if isinstance(server, McpServerStdio):
+                env = {v.name: v.value for v in server.env}
+                configs.append(
+                    McpServerConfig(
+                        name, command=server.command, args=tuple(server.args), env=env, source="editor"
+                    )
                 )
-            )
-        elif isinstance(server, HttpMcpServer | SseMcpServer):
-            headers = {h.name: h.value for h in server.headers}
-            sse = isinstance(server, SseMcpServer)
-            configs.append(McpServerConfig(name, url=server.url, headers=headers, source="editor", sse=sse))
-        else:
-            ignored.append(server.name)
+            elif isinstance(server, HttpMcpServer | SseMcpServer):
+                headers = {h.name: h.value for h in server.headers}
+                sse = isinstance(server, SseMcpServer)
+                configs.append(
+                    McpServerConfig(name, url=server.url, headers=headers, source="editor", sse=sse)
+                )
+            else:
+                ignored.append(server.name)
+        except McpConfigError as exc:
+            problems.append(f"the editor's {exc} (skipped)")
     if not ignored:
-        return configs, None
+        return configs, problems, None
     logger.warning("MCP servers over ACP are not supported; ignoring %s", ", ".join(ignored))
-    return configs, {"tether": {"mcpServers": "partly unsupported (ACP)", "ignored": ignored}}
+    return configs, problems, {"tether": {"mcpServers": "partly unsupported (ACP)", "ignored": ignored}}

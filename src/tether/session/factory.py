@@ -75,6 +75,7 @@ def start_session(
     session: SessionChoice,
     sessions: SessionManager | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
+    mcp_notes: Sequence[str] = (),
     require_model: bool = True,
 ) -> AgentSession:
     """The one resolver of a front end's choices: every front end (print, JSON, interactive,
@@ -82,7 +83,8 @@ def start_session(
     everywhere. It applies the sandbox flags to ``settings``, reads the MCP files and the
     resources, picks the tools (the CLI's agent codes: every built-in tool unless ``--tools`` or
     the settings say otherwise), then calls ``create_agent_session`` with what it resolved.
-    ``mcp_servers`` (an editor's) come on top of those of the MCP files; ``sessions``: the
+    ``mcp_servers`` (an editor's) come on top of those of the MCP files, ``mcp_notes`` (its
+    entries skipped) join their notes; ``sessions``: the
     session manager to use (default: the user's database); ``require_model``: ``False`` (RPC
     mode) starts without a model when none can be used, as pi's RPC mode does (see
     ``create_agent_session``)."""
@@ -97,7 +99,7 @@ def start_session(
         hosts = (*policy.allow_hosts, *options.sandbox_allow_hosts)
         settings = replace(settings, sandbox=replace(policy, mode=mode, network=network, allow_hosts=hosts))
     servers = list(mcp_servers)
-    notes: list[str] = []
+    notes = list(mcp_notes)
     if options.mcp:
         servers = [*load_mcp_files(cwd, options.mcp_config, problems=notes), *servers]
     resources = load_resources(
