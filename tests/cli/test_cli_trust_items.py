@@ -97,6 +97,24 @@ def test_one_bad_server_entry_leaves_the_others_asked_about_and_granted(cli: Cli
     )
 
 
+def test_a_server_not_granted_is_one_note_not_also_its_unset_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader expanded every server of a partly granted file, then kept the granted ones: a
+    new server with an unset ``${VAR}`` was two notes, "not trusted" and "not set"."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TETHER_TEST_UNSET", raising=False)
+    config, project = tmp_path / "home" / "config", tmp_path / "repo"
+    project.mkdir()
+    _servers(project, proj=_toy())
+    _grant(project, config, "mcp")
+    _servers(project, proj=_toy(), later=_toy(args=["${TETHER_TEST_UNSET}"]))
+    problems: list[str] = []
+    assert [s.name for s in load_mcp_files(project, problems=problems)] == ["proj"]
+    [note] = problems
+    assert note.startswith(f"{project / '.mcp.json'}: not trusted, MCP servers 'later' are not started")
+
+
 def test_a_kind_only_mcp_grant_of_an_earlier_tether_names_no_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

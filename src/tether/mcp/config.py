@@ -32,7 +32,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -159,6 +159,7 @@ def read_mcp_file(
     problems: list[str] | None = None,
     *,
     content: bytes | None = None,
+    only: Container[str] | None = None,
 ) -> list[McpServerConfig]:
     """The servers of one ``mcpServers`` file, variables expanded; a disabled one is kept (it
     switches off a same-named server of an earlier file) and is never reported as bad.
@@ -166,6 +167,8 @@ def read_mcp_file(
     Without ``problems`` the first bad entry raises ``McpConfigError``; with it, each bad entry
     adds its line there and is skipped (a file that cannot be read at all raises either way).
     ``content``: the file's bytes as the caller read them (``mcp_file_bytes``), not read again.
+    ``only``: the names of the entries to read (a project's granted servers); the others are
+    not looked at, so one not granted is not also reported for a variable that is not set.
     """
     content = mcp_file_bytes(path, source) if content is None else content
     try:
@@ -184,6 +187,8 @@ def read_mcp_file(
     base = path.parent if path.is_file() else Path.cwd()
     found: list[McpServerConfig] = []
     for name, entry in entries.items():
+        if only is not None and name not in only:
+            continue
         fields = cast(dict[str, object], entry) if isinstance(entry, dict) else {}
         disabled = fields.get("enabled", True) is False
         try:

@@ -53,7 +53,8 @@ def load_mcp_servers(
         user_dir: tether's config folder (default: ``tether.ai.paths.config_dir()``).
         config_file: ``--mcp-config FILE``; it must exist.
         trusted: Whether the project's file may start servers (the caller's trust policy), or
-            the names of the only ones of its servers that may.
+            the names of the only ones of its servers that may (the others are not read: their
+            problems are not reported).
         env: Where ``${VAR}`` values come from (default: the environment).
         problems: Given, a bad entry or an unreadable file adds a line here and is skipped
             instead of raising ``McpConfigError`` (a missing ``config_file`` still raises: it
@@ -85,9 +86,8 @@ def load_mcp_servers(
             raise McpConfigError(f"--mcp-config {path}: no such file")
         try:
             content = project[1] if source == "project" and project is not None else None
-            read = read_mcp_file(path, source, env, problems, content=content)
-            if source == "project" and not isinstance(trusted, bool):
-                read = [s for s in read if s.name in trusted]
+            only = trusted if source == "project" and not isinstance(trusted, bool) else None
+            read = read_mcp_file(path, source, env, problems, content=content, only=only)
             found.update((s.name, s) for s in read)
         except McpConfigError as exc:
             if problems is None:

@@ -274,8 +274,8 @@ def _granted_servers(
     servers = server_items(*read, broken) if read is not None else {}
     allowed = frozenset(name for name, line in servers.items() if given.allows("mcp", line))
     left = [name for name in servers if name not in allowed]
-    if not allowed and problems is not None:
-        problems += broken  # else said by the loader; it does not read a file with none allowed
+    if problems is not None:
+        problems += broken  # the loader reads only the servers allowed
     if (left or read is None) and problems is not None:
         what = "its MCP servers are" if not allowed else f"MCP servers {', '.join(map(repr, left))} are"
         since = ", new or changed since you trusted the others," if allowed else ""
