@@ -93,7 +93,7 @@ def test_one_bad_server_entry_leaves_the_others_asked_about_and_granted(cli: Cli
     mcp.write_text('{"mcpServers": {\n  "proj": }')
     assert _listed(cli) == (
         [],
-        [f"{mcp}: invalid JSON at line 2: Expecting value (its servers are skipped)"],
+        [f"{mcp}: invalid JSON at line 2 column 11: Expecting value (its servers are skipped)"],
     )
 
 

@@ -122,9 +122,13 @@ def test_a_value_the_reader_could_not_take_is_one_skipped_entry(
     assert line.startswith(f"{path}: server 'bad': ") and message in line and line.endswith("(skipped)")
 
 
-def test_invalid_json_names_the_line(tmp_path: Path) -> None:
+def test_invalid_json_names_the_line_and_column(tmp_path: Path) -> None:
+    """A file written on one line (``jq -c``, a generator) was "at line 1" whatever the place."""
     (tmp_path / "mcp.json").write_text('{"mcpServers": {\n  "a": }')
-    with pytest.raises(McpConfigError, match=r"mcp.json: invalid JSON at line 2"):
+    with pytest.raises(McpConfigError, match=r"mcp.json: invalid JSON at line 2 column 8: Expecting value$"):
+        load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={})
+    (tmp_path / "mcp.json").write_text('{"mcpServers": {"a": {"command": "x"}, "b": }}')
+    with pytest.raises(McpConfigError, match=r"mcp.json: invalid JSON at line 1 column 45: Expecting value$"):
         load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={})
 
 
@@ -190,7 +194,7 @@ def test_bad_entries_are_reported_once_each_and_the_rest_are_kept(tmp_path: Path
     assert problems == [
         f"{user}: server 'github': 'env.GITHUB_TOKEN': environment variable GITHUB_TOKEN is not set (skipped)",
         f"{user}: server 'broken': 'args' must be a list of strings (skipped)",
-        f"{tmp_path / 'p' / '.mcp.json'}: invalid JSON at line 1: Expecting property name enclosed in "
+        f"{tmp_path / 'p' / '.mcp.json'}: invalid JSON at line 1 column 2: Expecting property name enclosed in "
         "double quotes (its servers are skipped)",
     ]
 

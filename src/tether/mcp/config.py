@@ -174,7 +174,9 @@ def read_mcp_file(
     try:
         data = load_line(content)
     except json.JSONDecodeError as exc:
-        raise McpConfigError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        raise McpConfigError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     except ValueError as exc:  # not UTF-8, nested too deeply
         raise McpConfigError(f"{path}: invalid JSON: {exc}") from None
     servers: object = cast(dict[str, object], data).get("mcpServers") if isinstance(data, dict) else None
