@@ -130,11 +130,9 @@ async def test_anthropic_stream_cut_before_message_stop() -> None:
     assert error_text(final) == "Anthropic stream ended before message_stop"
 
 
-async def test_anthropic_tool_call_never_stopped_gets_its_whole_arguments() -> None:
-    """A body that says message_stop without the tool block's content_block_stop (a proxy that
-    drops it): the call's arguments were the last parse while streaming, which lags the text
-    by up to 1/16 of it once long, so a ``write`` got its content cut short with no error."""
-    arguments = json.dumps({"path": "a.txt", "content": "x" * 3000})
+def _long_tool_call_unstopped(arguments: str) -> bytes:
+    """An Anthropic body that starts a ``write`` call at index 0 and streams ``arguments`` into
+    it seven characters a delta, its content_block_stop not said (yet)."""
     body = a_event("message_start", message={"id": "m", "usage": {"input_tokens": 1}})
     body += a_event(
         "content_block_start",
@@ -144,12 +142,40 @@ async def test_anthropic_tool_call_never_stopped_gets_its_whole_arguments() -> N
     for at in range(0, len(arguments), 7):
         delta = {"type": "input_json_delta", "partial_json": arguments[at : at + 7]}
         body += a_event("content_block_delta", index=0, delta=delta)
+    return body
+
+
+async def test_anthropic_tool_call_never_stopped_gets_its_whole_arguments() -> None:
+    """A body that says message_stop without the tool block's content_block_stop (a proxy that
+    drops it): the call's arguments were the last parse while streaming, which lags the text
+    by up to 1/16 of it once long, so a ``write`` got its content cut short with no error."""
+    arguments = json.dumps({"path": "a.txt", "content": "x" * 3000})
+    body = _long_tool_call_unstopped(arguments)
     body += a_event("message_delta", delta={"stop_reason": "tool_use"}, usage={}) + a_event("message_stop")
     async with LoopbackServer([Reply(body)]) as server:
         events, final = await collect(model(server.url, ANTHROPIC), fast())
     assert final["stopReason"] == "toolUse"
     assert as_tool_call(final["content"][0])["arguments"] == json.loads(arguments)
     assert [e["type"] for e in events][-2:] == ["toolcall_end", "done"]
+
+
+async def test_anthropic_block_started_again_on_an_open_index_closes_the_first() -> None:
+    """A second ``content_block_start`` on an index still open (a proxy that drops a
+    content_block_stop and reuses the index): the first block is closed there, its end event
+    said and a tool call's arguments parsed whole; it was left open, its arguments the last
+    lagging parse and no ``toolcall_end`` for it."""
+    arguments = json.dumps({"path": "a.txt", "content": "x" * 3000})
+    body = _long_tool_call_unstopped(arguments)
+    body += a_event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+    body += a_event("content_block_delta", index=0, delta={"type": "text_delta", "text": "done"})
+    body += a_event("content_block_stop", index=0)
+    body += a_event("message_delta", delta={"stop_reason": "tool_use"}, usage={}) + a_event("message_stop")
+    async with LoopbackServer([Reply(body)]) as server:
+        events, final = await collect(model(server.url, ANTHROPIC), fast())
+    assert final["stopReason"] == "toolUse"
+    assert as_tool_call(final["content"][0])["arguments"] == json.loads(arguments)
+    kinds = [e["type"] for e in events if not e["type"].endswith("_delta")]
+    assert kinds == ["start", "toolcall_start", "toolcall_end", "text_start", "text_end", "done"]
 
 
 async def test_anthropic_key_from_env_and_oauth_bearer(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -388,7 +388,11 @@ class AnthropicParser(StreamParser):
             }
         else:
             return []  # server tools, their results, compaction: not ours to show
-        return self.parts.start(index, block)
+        # A start on an index still open (its content_block_stop dropped): the first block is
+        # closed here, or it would stay open for good, a tool call's arguments the lagging parse.
+        still_open = self.parts.open.get(index)
+        closed = self.parts.end(still_open) if still_open is not None else []
+        return closed + self.parts.start(index, block)
 
     def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         """The per-token event: its text, when it fits the block its ``index`` names."""
