@@ -177,3 +177,38 @@ async def test_either_of_two_cores_on_one_agent_records_its_runs_once_the_other_
         assert [m["role"] for m in await other.prompt("hi")] == ["user", "assistant"]
         await other.close()
         assert [m["role"] for m in await AgentSession(agent, None).prompt("again")] == ["user", "assistant"]
+
+
+async def test_the_agents_own_context_hooks_run_after_the_sessions(manager: SessionManager) -> None:
+    """An agent given its own ``convert_to_llm`` and ``transform_context`` keeps them when bound:
+    ``transform_context`` edits the session's view of the request (compacted, prompt hooks done)
+    and ``convert_to_llm`` lowers the agent's own message kinds before the session lowers its
+    own; both hooks were replaced without a word, the note never reaching the model. They run
+    on after another core takes the agent over, and ``close`` gives them back."""
+    model = ScriptedModel([reply("first"), reply("second")])
+    seen: list[list[str]] = []
+
+    def transform(messages: list[Any], signal: Any) -> list[Any]:
+        seen.append([m["role"] for m in messages])
+        return [*messages, {"role": "note", "text": "be brief", "timestamp": 0}]
+
+    async def convert(messages: list[Any]) -> list[Any]:
+        return [
+            {"role": "user", "content": m["text"], "timestamp": 0} if m["role"] == "note" else m
+            for m in messages
+        ]
+
+    agent = Agent(model=model.model, stream_fn=model, convert_to_llm=convert, transform_context=transform)
+    first = AgentSession(agent, manager.create("/p"))
+    await first.prompt("hello")
+    await first.close()
+    assert (agent.convert_to_llm, agent.transform_context) == (convert, transform)
+    second = AgentSession(agent, None)
+    third = AgentSession(agent, None)
+    await third.prompt("again")
+    assert seen == [["user"], ["user", "assistant", "user"]]
+    for request in model.requests:
+        assert [content_of(m) for m in request.context["messages"]][-1] == "be brief"
+    await third.close()
+    await second.close()
+    assert (agent.convert_to_llm, agent.transform_context) == (convert, transform)

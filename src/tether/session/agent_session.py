@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -46,8 +47,9 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from tether.agent import Agent, AgentBusyError, AgentTool
 from tether.agent.listener_grace import ListenerGrace
+from tether.agent.types import default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
-from tether.session.convert import lower_for
+from tether.session.convert import lower_after, lower_for
 from tether.session.core_state import PASSED_ON
 from tether.session.events import (
     AgentEndSessionEvent,
@@ -89,10 +91,14 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
     """An ``Agent`` bound to a stored session; see the module docstring.
 
     Args:
-        agent: The agent to drive. Binding replaces its ``convert_to_llm``,
-            ``transform_context`` and ``before_tool_call`` hooks, and loads the session's
-            transcript and stored settings (thinking level, service tier, system prompt; the model
-            too when the agent has none) into it.
+        agent: The agent to drive. Binding loads the session's transcript and stored settings
+            (thinking level, service tier, system prompt; the model too when the agent has none)
+            into it and puts the session's hooks in: its ``transform_context`` (the session's
+            view of the request: compacted, ``hooks`` applied) and ``convert_to_llm`` (its roles
+            lowered) run with the agent's own, which are kept: the agent's ``transform_context``
+            edits the session's view, its ``convert_to_llm`` lowers the agent's own message
+            kinds first (the session lowers what it passes on). ``approval`` replaces
+            ``before_tool_call``. ``close()`` gives the agent its hooks back.
         session: The stored session; ``None`` keeps the transcript in memory only.
         cwd: The workspace: tools and ``@path`` mentions resolve against it. Default: the
             current directory.
@@ -222,9 +228,24 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._background = {}
         """``queue_update`` deliveries to async listeners, kept alive until they finish."""
         self._agent_hooks = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
-        """The agent's own hooks, given back by ``close``."""
-        agent.convert_to_llm = lower_for(lambda: agent.model)
-        agent.transform_context = self._transform_context
+        """The agent's hooks as they were, given back by ``close``."""
+        taken_over = getattr(agent.transform_context, "__self__", None)
+        if isinstance(taken_over, AgentSession) and taken_over.agent is agent:
+            self._own_hooks = taken_over._own_hooks  # the program's hooks, not the other core's
+        else:
+            convert = agent.convert_to_llm
+            self._own_hooks = (
+                None if convert is default_convert_to_llm else convert,
+                agent.transform_context,
+            )
+        """The program's own ``convert_to_llm`` and ``transform_context`` (``None``: none), run
+        with the session's, not replaced: see the class docstring."""
+        own_convert, own_transform = self._own_hooks
+        current = lambda: agent.model  # noqa: E731
+        agent.convert_to_llm = (
+            lower_for(current) if own_convert is None else lower_after(own_convert, current)
+        )
+        agent.transform_context = self._transform_context if own_transform is None else self._then_own
         if approval is not None:
             agent.before_tool_call = approval
         host = resources.extensions if resources is not None else None
@@ -424,7 +445,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         # frees them (and the conversation) when the caller lets go, not a full collection later.
         self._stop_recording()
         self._stop_recording = _already_stopped
-        if self.agent.transform_context == self._transform_context:  # not taken over by another core
+        if self.agent.transform_context in (self._transform_context, self._then_own):  # not taken over
             self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
                 self._agent_hooks
             )
@@ -613,6 +634,27 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             if request is not None:
                 return request
         return self._request_view(session, messages, signal)
+
+    def _then_own(
+        self, messages: list[AgentMessage], signal: AbortSignal | None
+    ) -> list[AgentMessage] | Awaitable[list[AgentMessage]]:
+        """``_transform_context``, then the program's own ``transform_context`` on its answer
+        (installed only when there is one, so a model call without pays nothing for it)."""
+        request = self._transform_context(messages, signal)
+        own = self._own_hooks[1]
+        assert own is not None
+        if isinstance(request, list):
+            return own(request, signal)
+        return self._awaited_then_own(request, own, signal)
+
+    async def _awaited_then_own(
+        self,
+        request: Awaitable[list[AgentMessage]],
+        own: Callable[..., list[AgentMessage] | Awaitable[list[AgentMessage]]],
+        signal: AbortSignal | None,
+    ) -> list[AgentMessage]:
+        edited = own(await request, signal)
+        return await edited if inspect.isawaitable(edited) else edited
 
     async def _request_view(
         self, session: Session, messages: list[AgentMessage], signal: AbortSignal | None

@@ -21,7 +21,8 @@ itself, in one pass over the transcript.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from tether.wire import AgentMessage, DeveloperMessage, Message, ModelInfo
@@ -128,6 +129,37 @@ def lower_for(
         return out
 
     return convert
+
+
+OwnConvert = Callable[[list[AgentMessage]], "list[Message] | Awaitable[list[Message]]"]
+"""An agent's own ``convert_to_llm`` (``Agent(convert_to_llm=...)``)."""
+
+
+def lower_after(
+    own: OwnConvert, model: Callable[[], ModelInfo | None]
+) -> Callable[[list[AgentMessage]], list[Message] | Awaitable[list[Message]]]:
+    """The agent's own ``convert_to_llm``, then ``lower_for(model)`` on what it gave: the agent
+    lowers its own message kinds (the hook's documented use), the session its roles (summaries,
+    shell runs, developer messages), whichever the hook passed on. An answer that is no list is
+    handed back as it is, for the loop to name the hook that gave it."""
+    lower = lower_for(model)
+
+    def convert(messages: list[AgentMessage]) -> list[Message] | Awaitable[list[Message]]:
+        converted: Any = own(messages)
+        if isinstance(converted, list):
+            return lower(cast(list[AgentMessage], converted))
+        if inspect.isawaitable(converted):
+            return _lowered(converted, lower)
+        return cast(list[Message], converted)
+
+    return convert
+
+
+async def _lowered(
+    pending: Awaitable[Any], lower: Callable[[list[AgentMessage]], list[Message]]
+) -> list[Message]:
+    converted = await pending
+    return lower(cast(list[AgentMessage], converted)) if isinstance(converted, list) else converted
 
 
 # --- renderings ---------------------------------------------------------------------------------
