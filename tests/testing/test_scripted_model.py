@@ -38,6 +38,22 @@ async def test_stream_events_and_final_message() -> None:
     assert model.requests[0].context.get("systemPrompt") == "s"
 
 
+async def test_a_lone_surrogate_in_scripted_arguments_is_played_as_u_fffd() -> None:
+    """Arguments holding a lone surrogate (a file name that is not UTF-8, a ``"\\ud800"``
+    escape) are parsed as a provider's are (``tether.ai.partial_json``): the surrogate becomes
+    U+FFFD, in the delta and the arguments alike. The stream ended in error (a
+    UnicodeEncodeError from encoding the delta to parse it), the call never played."""
+    model = ScriptedModel([reply(tool_call("f", {"path": "a\udcff.txt"}, id="c1"))])
+    stream = model(model.model, CONTEXT, SimpleStreamOptions())
+    deltas = [e["delta"] async for e in stream if e["type"] == "toolcall_delta"]
+    final = await stream.result()
+    assert final["stopReason"] == "toolUse"
+    assert final["content"] == [
+        {"type": "toolCall", "id": "c1", "name": "f", "arguments": {"path": "a\ufffd.txt"}}
+    ]
+    assert deltas == ['{"path":"a\ufffd.txt"}']
+
+
 async def test_requests_are_snapshots_unless_not_kept() -> None:
     kept, unkept = ScriptedModel([reply("a"), reply("b")]), ScriptedModel([reply("a")], keep_requests=False)
     messages = list(CONTEXT["messages"])

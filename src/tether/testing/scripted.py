@@ -46,6 +46,7 @@ from tether.wire import (
     ThinkingContent,
     ToolCall,
 )
+from tether.wire.json_line import replace_lone_surrogates
 
 T = TypeVar("T")
 
@@ -253,7 +254,9 @@ class ScriptedModel:
                 if signal is not None and signal.aborted:
                     fail(message, ABORTED_MESSAGE, aborted=True)
                     return
-                delta = canonical_json(block.arguments)
+                # A lone surrogate (no UTF-8 form) is sent as U+FFFD, as a provider's arguments
+                # are parsed (``tether.ai.partial_json``): ``encode`` raised on it.
+                delta = replace_lone_surrogates(canonical_json(block.arguments))
                 call["arguments"] = jiter.from_json(
                     delta.encode()
                 )  # what the model "sent", never the script's dict
