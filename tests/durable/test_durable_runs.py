@@ -281,6 +281,33 @@ async def test_a_failed_run_is_one_line_in_the_workers_log(
     assert [r.getMessage() for r in by_dbos if r.exc_info is not None] == []
 
 
+async def test_a_failed_runs_line_is_escaped_and_says_what_it_cut(
+    config: DurableConfig, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed run's line wrote the session id and the error as they were: a newline in an
+    enqueued session id forged a second line of the log, an escape sequence in an error set the
+    terminal's title (``tail -f``), and an error of several lines lost all but its first without
+    a word. Control characters are now escaped as the terminal shows them
+    (``tether.wire.escapes.visible``) and the line says how many lines it left out."""
+    import tether.durable.workflow as workflow
+
+    async def failing(_runtime: object, _session_id: str) -> None:
+        raise RuntimeError("bad \x1b]0;owned\x07 lock\nsecond line\nthird line")
+
+    monkeypatch.setattr(workflow, "_lock", failing)
+    caplog.set_level(logging.INFO, "tether.durable")
+    session = "s\nrun x of session y failed: forged"
+    options: EnqueueOptions = {"workflow_name": WORKFLOW, "queue_name": QUEUE, "queue_partition_key": session}
+    with DurableClient(config) as client:
+        run_id = client.dbos.enqueue(options, {"session": session, "prompt": "go"}).get_workflow_id()
+        await wait_status(client, run_id, "ERROR")
+    said = [r.getMessage() for r in caplog.records if r.name == "tether.durable"]
+    assert said == [
+        f"run {run_id} of session s\\x0arun x of session y failed: forged failed: "
+        "bad \\x1b]0;owned\\x07 lock (2 more lines: tether worker --verbose shows them)"
+    ]
+
+
 async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(
     config: DurableConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

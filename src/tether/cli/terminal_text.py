@@ -16,20 +16,10 @@ is a terminal; a pipe gets the answer's exact text, which is the script's data.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import TextIO
 
-from tether.wire.escapes import BIDI, escaped
-
-_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}\ud800-\udfff]")
-
-
-def visible(text: str) -> str:
-    """``text`` with its control characters (but tab and newline) escaped."""
-    if text.isprintable() or _CONTROL.search(text) is None:
-        return text
-    return _CONTROL.sub(escaped, text)
+from tether.wire.escapes import visible as visible  # the terminal's, and the worker log's
 
 
 class EscapingWriter:

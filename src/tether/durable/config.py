@@ -155,6 +155,10 @@ def check_system_database(url: str) -> None:
 
 def first_line(exc: BaseException) -> str:
     """The driver's own message, when a database error wraps one, on one line."""
+    return message_lines(exc)[0]
+
+
+def message_lines(exc: BaseException) -> list[str]:
+    """The lines of ``first_line``'s message (its error's name when it has none), not one."""
     cause = getattr(exc, "orig", None) or exc
-    lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
+    return str(cause).strip().splitlines() or [type(cause).__name__]

@@ -43,7 +43,7 @@ from dbos import DBOS
 from pydantic_core import to_jsonable_python
 
 from tether.agent.loop import default_stream_fn
-from tether.durable.config import EVENTS, WORKFLOW, DurableConfig, first_line
+from tether.durable.config import EVENTS, WORKFLOW, DurableConfig, message_lines
 from tether.durable.steps import EventLog, durable_stream, durable_tool, may_rerun
 from tether.errors import UserError
 from tether.session.agent_session import AgentSession
@@ -57,6 +57,7 @@ from tether.store.database import open_store
 from tether.store.ids import decode, encode, new_id
 from tether.store.store import SessionError, SessionLockedError, SessionRecord, SessionStore, WriterLease
 from tether.tools.approval import Approval
+from tether.wire.escapes import visible
 
 log = logging.getLogger("tether.durable")
 
@@ -240,11 +241,16 @@ async def durable_run(request: RunRequest) -> RunOutcome:
     except Exception as exc:  # a cancel (DBOSWorkflowCancelledError) is a BaseException: no failure
         fields = cast(object, request)  # anything a program enqueued: check_request may refuse it
         session = cast(dict[str, object], fields).get("session") if isinstance(fields, dict) else None
+        lines = message_lines(exc)
+        cut = f" ({len(lines) - 1} more lines: tether worker --verbose shows them)" if len(lines) > 1 else ""
+        # escaped as a terminal shows them: a newline in a session id someone enqueued forged
+        # a line of the log, an escape sequence in an error set the title of a ``tail -f``
         log.error(
-            "run %s%s failed: %s",
-            run_id,
-            f" of session {session}" if isinstance(session, str) and session else "",
-            first_line(exc),
+            "run %s%s failed: %s%s",
+            visible(str(run_id), one_line=True),
+            f" of session {visible(session, one_line=True)}" if isinstance(session, str) and session else "",
+            visible(lines[0], one_line=True),
+            cut,
             exc_info=exc if log.isEnabledFor(logging.DEBUG) else None,
         )
         raise
