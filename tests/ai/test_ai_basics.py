@@ -178,13 +178,17 @@ async def test_a_request_that_cannot_be_built_is_an_error_message() -> None:
     assert message.get("errorMessage", "").startswith("Could not build the request")
 
 
-async def test_a_circular_body_is_an_error_message_not_a_raise() -> None:
+@pytest.mark.parametrize("nan_first", [False, True])
+async def test_a_circular_body_is_an_error_message_not_a_raise(nan_first: bool) -> None:
     """The body encoder skips the circular-reference check (``transport._BODY``): a cycle in a
     field a caller adds must still end the answer with the check's error (the stream function
-    raised ``RecursionError`` without the fallback to the checking encoder)."""
+    raised ``RecursionError`` without the fallback to the checking encoder). So with a ``NaN``
+    met before the cycle: its ``null``-ing copy (``_finite``) recursed and raised out of the
+    stream function, which no fallback caught."""
     from tether.ai import StreamOptions
 
-    extra: dict[str, Any] = {"metadata": {}}
+    extra: dict[str, Any] = {"weight": math.nan} if nan_first else {}
+    extra["metadata"] = {}
     extra["metadata"]["self"] = extra
     message = await complete(model(), {"messages": []}, StreamOptions(api_key="k", extra=extra))
     assert message["stopReason"] == "error"

@@ -85,11 +85,9 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
     # Builders strip lone surrogates from text; "replace" is the safety net for any other field
     # (tool arguments, extra body fields), which could not be sent as UTF-8 otherwise.
     try:
-        text = _BODY.encode(request.body)
+        text = _encoded(_BODY, request.body)
     except RecursionError:  # a cycle, or nesting past the limit: the checking encoder's error
         text = _CHECKED.encode(request.body)
-    except ValueError:  # NaN or an infinity
-        text = _BODY.encode(_finite(request.body))
     content = text.encode("utf-8", "replace")
     return EncodedRequest(request.url, request.headers, content)
 
@@ -115,13 +113,19 @@ def arguments_text(arguments: Any) -> str:
     ``null`` (``_finite``): servers that parse the string for a chat template (vLLM, llama.cpp,
     Ollama) refused every later request of the conversation. The encoder is built once, not
     for each call of every request."""
-    try:
-        return _ARGUMENTS.encode(arguments)
-    except ValueError:  # NaN or an infinity
-        return _ARGUMENTS.encode(_finite(arguments))
+    return _encoded(_ARGUMENTS, arguments)
 
 
 _ARGUMENTS = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _encoded(encoder: json.JSONEncoder, value: Any) -> str:
+    """``value`` as ``encoder`` (``allow_nan=False``) writes it, ``NaN`` and the infinities as
+    ``null`` (``_finite``): the cheap try first, the copy only for a value that holds one."""
+    try:
+        return encoder.encode(value)
+    except ValueError:  # NaN or an infinity
+        return encoder.encode(_finite(value))
 
 
 async def send(
