@@ -167,6 +167,11 @@ CUT = {
     "a 400 that is no JSON": Reply(b"x" * 280 + b" Bearer SECRET-KEY-1234567890", 400),
     "an event that is no JSON": Reply(b"data: {" + b"x" * 179 + b" Bearer SECRET-KEY-1234567890\n\n"),
     "a 200 body past its first 512 bytes": Reply(b"\n" * 400 + b"x" * 95 + b" Bearer SECRET-KEY-1234567890"),
+    "an in-stream error cut by its parser": Reply(
+        b'data: {"type":"error","error":{"type":"api_error","message":"'
+        + b"x" * 1980
+        + b' Bearer SECRET-KEY-1234567890"}}\n\n'
+    ),
 }
 
 
