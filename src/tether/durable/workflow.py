@@ -253,17 +253,18 @@ async def durable_run(request: RunRequest) -> RunOutcome:
             cut,
             exc_info=exc if log.isEnabledFor(logging.DEBUG) else None,
         )
+        setattr(exc, _LOGGED, True)
         raise
 
 
+_LOGGED = "_tether_logged"
+"""The mark ``durable_run`` puts on a failure it logged (an attribute: exceptions take no weak
+reference, and an id may be a later object's)."""
+
+
 def logged_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` came out of a run's body (``_run``), which ``durable_run`` logged already."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code is _run.__code__:
-            return True
-        tb = tb.tb_next
-    return False
+    """Whether ``durable_run`` logged ``exc`` already (the run's one line)."""
+    return getattr(exc, _LOGGED, False) is True
 
 
 async def _run(request: RunRequest, run_id: str | None) -> RunOutcome:
