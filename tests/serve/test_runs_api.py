@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from serve_support import serving, settled, text, write_script
@@ -15,6 +16,7 @@ from tether.durable.worker import launch, shutdown
 from tether.durable.workflow import Runtime
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
+from tether.store.sqlite_store import SQLiteStore
 
 
 @pytest.fixture
@@ -113,3 +115,31 @@ async def test_a_run_is_handed_the_folder_the_server_checked_resolved(
     with DurableClient(durable) as submitter:  # a retry works where the run was sent to work
         again = runs.retry(submitter, taken.json()["runId"])
         assert runs.show(submitter, again).run.cwd == str(inside.resolve())
+
+
+async def test_a_submit_reads_the_session_row_once(
+    project: Path, tmp_path: Path, durable: DurableConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server read the session's row to check its folder, then the submit read it again to
+    see that it exists: the row could change between (deleted, moved to another folder), the
+    run enqueued on a row nobody checked. Now the folder is checked on the row the submit reads,
+    and a session there is none of is still a 404."""
+    with SessionManager() as manager:
+        session = manager.create(str(project))
+        session.append_message(user("hello"))
+        session.close()
+    reads: list[str] = []
+    read = SQLiteStore.get_session
+
+    def counted(store: SQLiteStore, session_id: str) -> Any:
+        reads.append(session_id)
+        return read(store, session_id)
+
+    monkeypatch.setattr(SQLiteStore, "get_session", counted)
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script, durable=durable) as served, served.client() as client:
+        taken = await client.post("/api/runs", json={"sessionId": session.id, "message": "go"})
+        assert taken.status_code == 201, taken.text
+        assert reads == [session.id]
+        missing = await client.post("/api/runs", json={"sessionId": "nope", "message": "go"})
+    assert (missing.status_code, missing.json()) == (404, {"error": "sessionId: no session 'nope'"})

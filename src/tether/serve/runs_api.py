@@ -38,8 +38,10 @@ class SubmitBody(BaseModel):
 
 class RunsApi:
     """The run routes over ``config``; ``None``: durable runs are not set up on this server.
-    ``hub``: whose folder a submitted run's session must have been recorded in (a worker runs it
-    in that folder, as this server would: ``SessionHub.workspace``)."""
+    ``store``: where a submit on a server without durable runs looks its session up, to say an
+    unknown one is unknown before saying runs are not set up. ``hub``: whose folder a submitted
+    run's session must have been recorded in (a worker runs it in that folder, as this server
+    would: ``SessionHub.workspace``)."""
 
     def __init__(self, config: DurableConfig | None, store: SessionStore, hub: SessionHub) -> None:
         self.config = config
@@ -68,16 +70,22 @@ class RunsApi:
     async def submit(self, request: Request) -> Response:
         """Enqueue a durable run of a prompt on a stored session (``tether runs submit``)."""
         body = await parse_body(request, SubmitBody)
-        try:
-            record = await asyncio.to_thread(self.store.get_session, body.sessionId)
-        except SessionNotFoundError:
-            raise ApiError(404, f"sessionId: no session {body.sessionId!r}") from None
-        try:
-            where = str(self.hub.workspace(record.id, record.cwd))
-        except (FolderGoneError, FolderOutsideError) as exc:
-            raise ApiError(409, str(exc)) from None
-        # the folder checked and resolved, as a prompt here runs in: not the record's, resolved
-        # again by the worker (a link swapped after the check would lead out)
+        if self.config is None:  # nothing is enqueued, so no row to read once: 404, else 501
+            try:
+                await asyncio.to_thread(self.store.get_session, body.sessionId)
+            except SessionNotFoundError as exc:
+                raise _no_session(exc) from None
+
+        def where(recorded: str) -> str:
+            """The folder checked and resolved, as a prompt here runs in: not the record's,
+            resolved again by the worker (a link swapped after the check would lead out). Given
+            the row the submit reads to see that the session exists: the folder checked is the
+            one of the row the run is enqueued on (read twice, the row could change between)."""
+            try:
+                return str(self.hub.workspace(body.sessionId, recorded))
+            except (FolderGoneError, FolderOutsideError) as exc:
+                raise ApiError(409, str(exc)) from None
+
         run_id = await self._call(lambda c: c.submit(body.sessionId, body.message, cwd=where))
         return JSONResponse({"runId": run_id}, status_code=201)
 
@@ -106,6 +114,10 @@ class RunsApi:
             try:
                 with DurableClient(config) as client:
                     return action(client)
+            except ApiError:
+                raise
+            except SessionNotFoundError as exc:
+                raise _no_session(exc) from None
             except RunNotFoundError as exc:
                 raise ApiError(404, str(exc)) from None
             except SubmitError as exc:  # no worker has started there yet, or the database refused
@@ -118,6 +130,12 @@ class RunsApi:
                 ) from None
 
         return await asyncio.to_thread(call)
+
+
+def _no_session(exc: SessionNotFoundError) -> ApiError:
+    """One answer whichever store had no such session: this server's (durable runs not set up)
+    or the one the submit reads (the workers')."""
+    return ApiError(404, f"sessionId: {exc}")
 
 
 def _with_usage(run: RunInfo, detail: RunDetail | None) -> dict[str, Any]:
