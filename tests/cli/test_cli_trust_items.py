@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -328,3 +331,104 @@ def test_a_grant_keeps_the_last_few_versions_of_each_item_not_every_one(
     assert _commands(project, config, data) == ([f"kept{KEPT_VERSIONS + 1}", "other"], [])
     _extension(folder / "kept.py", tmp_path / "ran", "kept2")  # a version still kept: no question
     assert _commands(project, config, data) == (["kept2", "other"], [])
+
+
+def _package(folder: Path, init: str, **modules: str) -> Path:
+    """``folder`` with ``__init__.py`` and ``modules`` (relative path to source)."""
+    for name, text in {"__init__.py": init, **modules}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+_FROM_LIB = "from .lib import mod\ndef setup(api):\n    api.register_command(mod.NAME, lambda a, c: 'x')\n"
+
+
+def test_a_package_linking_to_a_folder_is_not_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash walked no linked folder (``os.walk``), and the import went through it: with
+    ``lib -> ../shared`` (a git symlink), a change to ``shared/mod.py`` left the hash as granted
+    and ran. Such a package is not granted now, with a note saying why."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    config, data, project = tmp_path / "home" / "config", tmp_path / "data", tmp_path / "repo"
+    folder = project / ".tether" / "extensions"
+    _extension(folder / "kept.py", tmp_path / "ran", "kept")
+    (folder / "shared").mkdir(parents=True)  # a namespace folder, no __init__.py
+    (folder / "shared" / "mod.py").write_text("NAME = 'pkga'\n")
+    pkga = _package(folder / "pkga", _FROM_LIB)
+    (pkga / "lib").symlink_to("../shared")
+    assert [Path(name.split(" sha256:")[0]).name for name in _grant(project, config, "extensions")] == [
+        "kept.py"
+    ]
+    planted = tmp_path / "planted-ran"
+    (folder / "shared" / "mod.py").write_text(f"open({str(planted)!r}, 'w')\nNAME = 'evil'\n")
+    commands, [warning] = _commands(project, config, data)
+    assert commands == ["kept"] and not planted.exists()
+    assert warning == (
+        f"{pkga}: ignored: lib links to {(folder / 'shared').resolve()}: a package holding a link to a "
+        "folder, or to a file outside it, is not granted (only its own files are hashed)"
+    )
+
+
+def _pinned_load(package: Path, change: Callable[[], None]) -> tuple[list[str], list[str]]:
+    """Hash ``package`` as a grant does, ``change`` the disk, import it from what was hashed: its
+    commands and problems."""
+    from tether.session.extensions.loader import load_extensions
+    from tether.session.trust_items import extension_contents
+
+    [(_, files)] = [found for path, found in extension_contents(package.parent).items() if path == package]
+    change()
+    host = load_extensions(package.parent, [package], pinned={package: files})
+    return sorted(host.commands()), host.problems
+
+
+def test_every_module_of_a_pinned_package_is_the_hashed_one(tmp_path: Path) -> None:
+    """Only the folders the hash walked got the grant's finder: ``lib`` turned into a link
+    after the hash (a ``git checkout`` racing the start) was read by Python's own, from disk."""
+    planted = tmp_path / "planted-ran"
+    package = _package(tmp_path / "extensions" / "pkg", _FROM_LIB, **{"lib/mod.py": "NAME = 'granted'\n"})
+
+    def link_lib() -> None:
+        (package / "lib").rename(tmp_path / "old-lib")
+        (tmp_path / "shared").mkdir()  # a folder without __init__.py, as lib was
+        (tmp_path / "shared" / "mod.py").write_text(f"open({str(planted)!r}, 'w')\nNAME = 'evil'\n")
+        (package / "lib").symlink_to(tmp_path / "shared")
+
+    assert _pinned_load(package, link_lib) == (["granted"], [])
+    assert not planted.exists()
+
+
+def _native_module(path: Path, marker: Path) -> None:
+    """A shared object that writes ``marker`` when it is loaded (no Python headers needed)."""
+    source = path.with_suffix(".c")
+    source.write_text(
+        "#include <stdio.h>\n"
+        f'__attribute__((constructor)) static void ran(void) {{ fclose(fopen("{marker}", "w")); }}\n'
+        "void *PyInit_helper(void) { return 0; }\n"
+    )
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), str(source)], check=True)
+    source.unlink()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="builds a native module with gcc")
+def test_no_native_module_runs_for_a_pinned_package(tmp_path: Path) -> None:
+    """The grant's finder put native modules first: a ``helper.so`` added after the hash ran in
+    place of the granted ``helper.py``, and a hashed one was loaded from disk, after the hash."""
+    planted = tmp_path / "planted-ran"
+    init = "from . import helper\ndef setup(api):\n    api.register_command(helper.NAME, lambda a, c: 'x')\n"
+    shadowed = _package(tmp_path / "a" / "pkg", init, **{"helper.py": "NAME = 'granted'\n"})
+    assert _pinned_load(shadowed, lambda: _native_module(shadowed / "helper.so", planted)) == (
+        ["granted"],
+        [],
+    )
+    assert not planted.exists()
+    native = _package(tmp_path / "b" / "pkg", init)
+    _native_module(native / "helper.so", planted)
+    commands, [problem] = _pinned_load(native, lambda: None)
+    assert commands == [] and not planted.exists()
+    assert problem == (
+        f"extension pkg ({native}) failed to load: ImportError: {native / 'helper.so'}: a native module "
+        "is not run for a grant of the package's files (trust the folder whole to run it)"
+    )

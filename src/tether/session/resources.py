@@ -258,12 +258,14 @@ class _ProjectFolders:
             return extension_files(folder)
         from tether.session.trust_items import extension_contents
 
-        found = extension_contents(folder) if given.of("extensions") else {}
+        refused: dict[Path, str] = {}
+        found = extension_contents(folder, refused) if given.of("extensions") else {}
         self.pinned = {
             path: files for path, (item, files) in found.items() if given.allows("extensions", item)
         }
         allowed = list(self.pinned)
-        left = [path.name for path in extension_files(folder) if path not in allowed]
+        self._warnings += [f"{path}: ignored: {why}" for path, why in refused.items()]
+        left = [path.name for path in extension_files(folder) if path not in allowed and path not in refused]
         if left:
             what = f"ignored {', '.join(left)}, new or changed since" if allowed else "ignored:"
             self._warnings.append(f"{folder}: {what} {self._untrusted(self._tether, 'extensions')}")

@@ -49,47 +49,71 @@ def extension_items(folder: Path) -> dict[Path, str]:
     return {path: item for path, (item, _) in extension_contents(folder).items()}
 
 
-def extension_contents(folder: Path) -> dict[Path, tuple[str, dict[str, bytes]]]:
+def extension_contents(
+    folder: Path, refused: dict[Path, str] | None = None
+) -> dict[Path, tuple[str, dict[str, bytes]]]:
     """``extension_items`` with the bytes hashed for each (a package: each of its files', by
     path): what the loader runs when the item is granted, so that a file rewritten between the
-    hash and the import runs as it was hashed, not as it became."""
+    hash and the import runs as it was hashed, not as it became. One left out is put in
+    ``refused``, if given, with why: no grant can cover it, and "changed since" would mislead."""
+    from tether.own_files import RefusedFile
     from tether.session.extensions.loader import extension_files
 
     found: dict[Path, tuple[str, dict[str, bytes]]] = {}
     for path in extension_files(folder):
-        read = _read(path)
-        if read is not None:
-            digest, files = read
-            found[path] = (f"{path} sha256:{digest}", files)
+        try:
+            digest, files = _read(path)
+        except (OSError, RefusedFile) as exc:
+            if refused is not None:
+                refused[path] = str(exc)
+            continue
+        found[path] = (f"{path} sha256:{digest}", files)
     return found
 
 
-def _read(path: Path) -> tuple[str, dict[str, bytes]] | None:
+def _read(path: Path) -> tuple[str, dict[str, bytes]]:
     """The SHA-256 of a file's bytes, or of a package's files (each relative path and content,
     ``__pycache__`` aside): any of them is code the import runs; with the bytes it was made of.
     Read under ``tether.own_files``' policy: a FIFO there blocks nothing and is never granted
-    (a link is followed, as the import follows it: its target's content is what runs)."""
-    from tether.own_files import RefusedFile, read_own_file
+    (a link is followed, as the import follows it: its target's content is what runs; in a
+    package, only one to a file of the package: ``_package_files``). Raises ``OSError`` or
+    ``RefusedFile``."""
+    from tether.own_files import read_own_file
 
-    files = [path] if path.is_file() else sorted(_package_files(path))
+    package = None if path.is_file() else Path(os.path.realpath(path))
+    files = [path] if package is None else sorted(_package_files(path, package))
     total = hashlib.sha256()
     contents: dict[str, bytes] = {}
-    try:
-        for file in files:
-            total.update(
-                f"{file.relative_to(path) if file != path else ''}\0".encode("utf-8", "surrogateescape")
-            )
-            contents[str(file)] = read_own_file(file, None)
-            total.update(hashlib.sha256(contents[str(file)]).digest())
-    except (OSError, RefusedFile):
-        return None
+    for file in files:
+        total.update(f"{file.relative_to(path) if file != path else ''}\0".encode("utf-8", "surrogateescape"))
+        contents[str(file)] = read_own_file(file, None if package is None else [package])
+        total.update(hashlib.sha256(contents[str(file)]).digest())
     return total.hexdigest(), contents
 
 
-def _package_files(package: Path) -> Iterator[Path]:
-    for folder, subfolders, names in os.walk(package):
-        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
-        yield from (Path(folder) / name for name in names)
+def _package_files(package: Path, real: Path) -> Iterator[Path]:
+    """The files of ``package`` (its real path ``real``), ``__pycache__`` aside. A package
+    holding a link to a folder, or to a file outside it, raises ``RefusedFile``: the import
+    goes through such a link, and the walk did not (``lib -> ../shared`` was neither hashed nor
+    served from the hashed bytes, so a change there ran under the grant); followed, a grant of
+    the package would cover what it does not hold (``lib -> /``: the whole disk read at each
+    start). A link to a file of the package is read as that file."""
+    from tether.own_files import RefusedFile
+
+    folders = [package]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                where, target = Path(entry.path), Path(os.path.realpath(entry.path))
+                if entry.is_symlink() and (entry.is_dir() or not target.is_relative_to(real)):
+                    raise RefusedFile(
+                        f"{where.relative_to(package)} links to {target}: a package holding a link to a "
+                        "folder, or to a file outside it, is not granted (only its own files are hashed)"
+                    )
+                if not entry.is_dir():
+                    yield where
+                elif entry.name != "__pycache__":
+                    folders.append(where)
 
 
 def _server_line(server: McpServerConfig) -> str:

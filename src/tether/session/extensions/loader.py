@@ -11,6 +11,7 @@ naming the extension, and the others still load.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import inspect
@@ -160,6 +161,55 @@ class _SourceOnly(importlib.machinery.SourceFileLoader):
         return self.source_to_code(source, path)
 
 
+class _PinnedPackages(importlib.abc.MetaPathFinder):
+    """Finds every module of a package imported pinned (``load_extensions``' ``pinned``) in the
+    bytes its trust grant hashed, and nowhere else: the folders' own finders read the disk as it
+    is by the time of the import, so a module of a folder the hash never walked (a linked one)
+    ran unseen, and so did native code (a ``helper.so`` added beside the granted ``helper.py``
+    shadows it; one hashed is loaded from the disk again, after the hash). Native modules are
+    therefore not run for such a grant (one trusting the folder whole runs them). One finder,
+    first on ``sys.meta_path``, for all of them: a package's entry is replaced when it is
+    imported again, and taken out when it is imported unpinned."""
+
+    def __init__(self) -> None:
+        self.packages: dict[str, tuple[Path, Mapping[str, bytes], type[_SourceOnly]]] = {}
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        package, _, rest = fullname.rpartition(".")
+        while package and package not in self.packages:
+            package, _, first = package.rpartition(".")
+            rest = f"{first}.{rest}"
+        if not package:
+            return None
+        folder, files, loader = self.packages[package]
+        where = folder.joinpath(*rest.split("."))
+        for file, inside in ((str(where / "__init__.py"), [str(where)]), (f"{where}.py", None)):
+            if file in files:
+                return importlib.util.spec_from_file_location(
+                    fullname, file, loader=loader(fullname, file), submodule_search_locations=inside
+                )
+        if any(name.startswith(f"{where}{os.sep}") for name in files):  # a folder without __init__.py
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = [str(where)]
+            return spec
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            if f"{where}{suffix}" in files:
+                raise ImportError(
+                    f"{where}{suffix}: a native module is not run for a grant of the package's files"
+                    " (trust the folder whole to run it)",
+                    name=fullname,
+                )
+        raise ModuleNotFoundError(
+            f"No module named {fullname!r}: {where}.py is not among the files its trust grant covers",
+            name=fullname,
+        )
+
+
+_PINNED = _PinnedPackages()
+
+
 def _import_path(path: Path, files: Mapping[str, bytes] | None = None) -> ModuleType:
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
@@ -167,7 +217,14 @@ def _import_path(path: Path, files: Mapping[str, bytes] | None = None) -> Module
     location = path / "__init__.py" if package else path
     module_name = f"tether_extension_{abs(hash(str(path.resolve()))):x}_{path.stem}".replace("-", "_")
     source = _SourceOnly if files is None else type("_Pinned", (_SourceOnly,), {"files": files})
-    if package:  # its modules too: each folder's finder is one that reads source (or native code)
+    _PINNED.packages.pop(module_name, None)
+    for stale in [name for name in sys.modules if name.startswith(f"{module_name}.")]:
+        del sys.modules[stale]  # imported before, from other bytes: a module is found anew
+    if package and files is not None:
+        if _PINNED not in sys.meta_path:
+            sys.meta_path.insert(0, _PINNED)
+        _PINNED.packages[module_name] = (path, files, source)
+    elif package:  # its modules too: each folder's finder is one that reads source (or native code)
         for folder, subfolders, _ in os.walk(path):
             subfolders[:] = [d for d in subfolders if d != "__pycache__"]
             sys.path_importer_cache[folder] = importlib.machinery.FileFinder(
