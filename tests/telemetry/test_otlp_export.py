@@ -278,3 +278,22 @@ def test_a_collector_urls_password_is_not_printed(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "s3cret-token" not in done.stderr
     assert f"telemetry not exported to http://***@127.0.0.1:{port} within 0.2 s" in done.stderr
+
+
+def test_a_collector_urls_key_is_not_in_the_exporters_reason(tmp_path: Path) -> None:
+    """The exporter's reason for the line (a connection error) names the URL it asked for, query
+    and all: the key in it is blanked out as the URL shown beside it is."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    extra = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{port}/v1/traces?key=s3cret-token"}
+    done = tether_command(tmp_path, extra, "-p", "read a.txt and b.txt", "--no-session")
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if not line.startswith("[tool]")]
+    assert line.startswith(
+        f"tether: telemetry not exported to http://127.0.0.1:{port}/v1/traces?key=*** within"
+    )
+    assert "url: /v1/traces?key=[redacted]" in line
+    assert "s3cret-token" not in done.stderr

@@ -98,17 +98,17 @@ def start_from_env(err: TextIO = sys.stderr) -> Callable[[], None] | None:
         flushing.join(bound)
         from tether.ai.shown_url import shown_url  # a collector's URL may carry its password
 
-        where = shown_url(
-            environ.get(TRACES_ENDPOINT) or environ.get(METRICS_ENDPOINT) or environ.get(ENDPOINT) or ""
-        )
+        urls = [url for url in map(environ.get, (TRACES_ENDPOINT, METRICS_ENDPOINT, ENDPOINT)) if url]
+        where = shown_url(urls[0] if urls else "")
+        first = _without_secrets(failures.first, urls) if failures.first else None
         if flushing.is_alive():
-            reason = f": {failures.first}" if failures.first else ""
+            reason = f": {first}" if first else ""
             err.write(
                 f"tether: telemetry not exported to {where} within {bound:g} s{reason} "
                 f"(dropped; {EXIT_TIMEOUT} sets the wait)\n"
             )
-        elif failures.first:
-            err.write(f"tether: telemetry export to {where} failed: {failures.first}\n")
+        elif first:
+            err.write(f"tether: telemetry export to {where} failed: {first}\n")
 
     return shutdown
 
@@ -133,6 +133,17 @@ class _Failures(logging.Handler):
             self.first = (
                 text.splitlines()[0].split(" encountered while", 1)[0].removeprefix("Transient error ")
             )
+
+
+def _without_secrets(text: str, urls: list[str]) -> str:
+    """``text`` (an exporter's warning) without the credentials in the collector's URLs: a
+    connection error names the URL it asked for (``Max retries exceeded with url:
+    /v1/traces?key=...``), and the line goes to stderr, which lands in CI logs."""
+    from tether.ai.transport import without_secrets  # loaded only when an export failed
+
+    for url in urls:
+        text = without_secrets(text, {}, url)
+    return text
 
 
 def _exit_timeout(environ: Mapping[str, str], err: TextIO) -> float:
