@@ -469,4 +469,12 @@ async def test_a_huge_tool_error_is_cut_and_its_text_kept_out_unless_content_is_
         ]
         assert sum(map(len, recorded)) < 3 * MAX_ERROR_CHARS + 10_000, capture
         assert (secret in str(failed.status.description)) is capture
+        # nowhere else either: the exception's message and stack, an attribute, another span
+        everything = [
+            str(value)
+            for span in otel.spans()
+            for attributes in (span.attributes, *(event.attributes for event in span.events))
+            for value in [span.status.description, *(attributes or {}).values()]
+        ]
+        assert capture or not any(secret in value for value in everything)
         assert not capture or "more characters)" in str(failed.status.description)  # said it was cut
