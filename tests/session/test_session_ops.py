@@ -371,3 +371,14 @@ def test_replay_shows_compacted_history_unless_asked_for_the_context(manager: Se
     ctx = [e["message"]["role"] for e in s.replay(full_history=False) if e["type"] == "message_end"]
     assert full == ["user", "assistant", "user", "compactionSummary"]
     assert ctx == ["compactionSummary", "user"]
+
+
+def test_a_stored_thinking_level_that_is_not_text_is_no_level(manager: SessionManager) -> None:
+    """A ``thinking_level_change`` whose level is not a string (an untyped caller's list, a
+    store written by another program) is read as no stored level, as an unknown name is: the
+    check of the level raised TypeError (unhashable) on the append and on every open."""
+    s = manager.create("/p", thinking_level="high")
+    s.set_thinking_level(cast(Any, ["high"]))
+    assert s.context.thinking_level is None
+    s.close()
+    assert manager.open(s.id).context.thinking_level is None

@@ -67,7 +67,9 @@ class SessionContext:
             )
         elif kind == "thinking_level_change":
             level = entry.get("thinkingLevel")
-            self.thinking_level = cast(ThinkingLevel, level) if level in _THINKING else None
+            self.thinking_level = (
+                cast(ThinkingLevel, level) if isinstance(level, str) and level in _THINKING else None
+            )
         elif kind == "service_tier_change":
             tier = entry.get("serviceTier")
             self.service_tier = tier if isinstance(tier, str) else None
