@@ -351,9 +351,11 @@ async def on_loop_thread(run: Coroutine[Any, Any, None]) -> dict[str, float]:
 
     selector.select = counted  # pyright: ignore[reportAttributeAccessIssue]
     start = time.thread_time()
-    await run
+    try:
+        await run
+    finally:
+        selector.select = select  # pyright: ignore[reportAttributeAccessIssue]
     loop_cpu = time.thread_time() - start
-    selector.select = select  # pyright: ignore[reportAttributeAccessIssue]
     return {"loop_cpu": loop_cpu, "passes": passes, "ready": ready}
 
 

@@ -79,6 +79,25 @@ def test_the_loop_passes_and_ready_sockets_are_counted_and_the_selector_restored
     assert figures["loop_cpu"] >= 0
 
 
+def test_the_selector_is_restored_when_the_run_fails() -> None:
+    """A run that raises leaves the loop's selector as it was: the loop (asyncio.run's, shutting
+    down its generators and executor) goes on selecting after it."""
+
+    async def main() -> None:
+        loop: Any = asyncio.get_running_loop()
+        selector: selectors.BaseSelector = loop._selector
+        select = selector.select
+
+        async def fails() -> None:
+            raise RuntimeError("the run failed")
+
+        with pytest.raises(RuntimeError, match="the run failed"):
+            await p6_concurrency.on_loop_thread(fails())
+        assert selector.select == select
+
+    asyncio.run(main())
+
+
 def test_the_summary_prints_the_load_range_its_runs_saw(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
