@@ -40,6 +40,7 @@ from tether.tools.sandbox import (
     other_workspaces,
     secret_paths,
 )
+from tether.tools.sandbox_protect import STARTUP_PATHS
 
 if TYPE_CHECKING:  # the store loads only when the run keeps a session
     from tether.mcp import McpServerConfig, McpServers
@@ -138,13 +139,14 @@ def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     the data folder (the session and run databases with their companion files, history, the
     keys of ``/login``), the databases wherever else they are, and the config files that hold
     keys or say how commands are confined (``_config_files``); and ``others``, the other
-    sessions' workspaces. The config folder is kept read-only too where the workspace holds it
-    (tether run in the home folder): its extensions run unconfined at the next start."""
+    sessions' workspaces. The config folder and the home folder's start-up files (``STARTUP_PATHS``:
+    shells', git's, the session's) are kept read-only too where the workspace holds them (tether
+    run in the home folder): what they say runs unconfined at the next start, shell or login."""
     policy = settings.sandbox
     return replace(
         policy,
         hide=(*_secrets(settings), *policy.hide),
-        protect=(config_dir(), *policy.protect),
+        protect=(config_dir(), *(Path.home() / name for name in STARTUP_PATHS), *policy.protect),
         other_workspaces=others,
     )
 

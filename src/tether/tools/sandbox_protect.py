@@ -58,6 +58,33 @@ WHAT_READS = {
 }
 """Why each name is protected, for the approval question of a file tool's write."""
 
+STARTUP_PATHS = {
+    ".profile": "login shells run",
+    ".bash_profile": "bash runs at login",
+    ".bash_login": "bash runs at login",
+    ".bash_logout": "bash runs at logout",
+    ".bashrc": "bash runs at start",
+    ".zshenv": "zsh runs at start",
+    ".zprofile": "zsh runs at login",
+    ".zshrc": "zsh runs at start",
+    ".zlogin": "zsh runs at login",
+    ".config/fish": "fish runs at start",
+    ".gitconfig": "git reads for aliases, hooks and helpers to run",
+    ".config/git": "git reads for aliases, hooks and helpers to run",
+    ".local/bin": "login shells put first on PATH",
+    ".config/autostart": "the desktop session starts",
+    ".config/systemd/user": "the systemd user manager starts",
+    ".config/environment.d": "the systemd user manager reads for the session's environment",
+}
+"""Relative to the home folder: what runs unconfined later (the user's next shell, login, git
+call or desktop session), kept read-only when a writable root holds it (tether run in the home
+folder), and what reads each, for the approval question of a file tool's write."""
+PLACEHOLDER_FILES = frozenset(name for name in STARTUP_PATHS if "/" not in name)
+"""Names whose missing path's placeholder is an empty file, not a folder: a folder ``~/.bashrc``
+or ``~/.gitconfig`` would make bash complain and git stop while a command runs (an empty file is
+what a reader takes for no file, but for ``~/.bash_profile``: a login shell started meanwhile
+reads it instead of ``~/.profile``)."""
+
 
 def is_repository(directory: Path) -> bool:
     """Whether ``directory`` is the top of a git work tree: its ``.git`` a folder holding ``HEAD``,
@@ -112,7 +139,12 @@ def inside(reals: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
 
 def protected_by(real: Path, roots: Sequence[Path]) -> str | None:
     """The protected name a resolved path lies in (``.git`` for ``.git/hooks/x``), or ``None``."""
-    for path, name in protected_paths(roots):
+    return _protected_in(real, protected_paths(roots))
+
+
+def _protected_in(real: Path, controls: Sequence[tuple[Path, str]]) -> str | None:
+    """``protected_by`` with the ``protected_paths`` looked up already (a link check each)."""
+    for path, name in controls:
         if real == path or real.is_relative_to(path):
             return name
     return None
@@ -142,15 +174,16 @@ class Protection:
         protection = cls()
         roots = [Path(os.path.realpath(r)) for r in roots]
         kept: list[Path] = []
+        controls = protected_paths(roots)
         for real in inside(extra, roots):
-            if protected_by(real, roots) is not None:
+            if _protected_in(real, controls) is not None:
                 continue  # read-only with its control folder
             missing = _placeholder_for(real, roots) if placeholders else _first_missing(real)
             if missing is not None:
                 if not placeholders:
                     continue
                 try:
-                    protection._hold(missing, is_file=False)
+                    protection._hold(missing, is_file=missing == real and real.name in PLACEHOLDER_FILES)
                 except OSError:
                     continue
             kept.append(missing or real)

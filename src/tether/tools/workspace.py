@@ -237,9 +237,15 @@ class Workspace:
             if real == p or real.is_relative_to(p)
         )
         folder = next(kept, None)
-        return (
-            None if folder is None else f"{path_text(folder)}, tether's configuration (extensions, settings)"
-        )
+        if folder is None:
+            return None
+        from tether.tools.sandbox_protect import STARTUP_PATHS
+
+        home = Path(os.path.realpath(Path.home()))
+        relative = folder.relative_to(home).as_posix() if folder.is_relative_to(home) else ""
+        if relative in STARTUP_PATHS:
+            return f"{path_text(folder)}, which {STARTUP_PATHS[relative]}"
+        return f"{path_text(folder)}, tether's configuration (extensions, settings)"
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
         path = arguments.get("path")
