@@ -91,6 +91,19 @@ async def test_credentials_by_their_other_usual_names_stay_out(
     assert {name for name in ("PATH", "PWD", "OLDPWD") if name in os.environ} <= kept
 
 
+async def test_a_urls_user_part_is_a_secret_though_it_has_no_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Sentry DSN carries its key as the URL's user name, no password after it; an ``@`` in a
+    URL's path, query or fragment is no user part (an address in a link is kept)."""
+    monkeypatch.setenv("APP_DSN", "https://0123456789abcdef@o123.ingest.sentry.io/1")
+    monkeypatch.setenv("APP_LINKS", "https://example.com/u/a@b.c https://example.com?to=a@b.c#x@y")
+    result = await exec_program("env", cwd=tmp_path)
+    assert (
+        "0123456789abcdef" not in result.stdout and "APP_LINKS=https://example.com/u/a@b.c" in result.stdout
+    )
+
+
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A folder outside the workspace and outside /tmp (which the sandbox replaces)."""

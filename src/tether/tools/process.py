@@ -11,7 +11,7 @@ its whole group; a plain parent-death signal on the shell would miss the shell's
 
 Tool processes do not inherit credentials: ``tool_environment`` drops variables that look like
 secrets (names with KEY, TOKEN, SECRET, PASSWORD, HEADERS, ..., or a value with a password in it, as a
-database URL has) and any variable holding the same value, unless the user named it in
+database URL has, or a URL's user part, as a Sentry DSN's key) and any variable holding the same value, unless the user named it in
 ``shellEnvPassthrough``.
 
 A command that starts a background job holding our pipe (``server &``) would keep the read side
@@ -115,14 +115,17 @@ def _is_secret(name: str, value: str) -> bool:
 
 
 def _carries_password(value: str) -> bool:
-    """A value with a password in it whatever the variable is called: a URL with one in its user
-    part (``DATABASE_URL=postgresql://app:pw@db/app``, a proxy's ``http://user:pw@proxy``) or a
-    libpq connection string (``host=db password=pw``). String tests, not a regular expression:
-    this module loads on every start, and compiling one costs more than the check."""
+    """A value with a password in it whatever the variable is called: a URL with a user part
+    (``DATABASE_URL=postgresql://app:pw@db/app``, a proxy's ``http://user:pw@proxy``, and a key
+    alone, as Sentry's DSN ``https://KEY@o1.ingest.sentry.io/1`` carries it: a URL's user name
+    is seldom worth more to a command than the risk of its being a key) or a libpq connection
+    string (``host=db password=pw``). String tests, not a regular expression: this module loads
+    on every start, and compiling one costs more than the check."""
     scheme, is_url, rest = value.partition("://")
     if is_url and scheme[:1].isalpha():
-        user, at, _ = rest.split("/", 1)[0].rpartition("@")
-        if at and ":" in user:
+        for end in "/?#":
+            rest = rest.partition(end)[0]  # the authority: an ``@`` in a path or query is no user
+        if "@" in rest:
             return True
     return "password=" in value.replace(" ", "").lower()
 
