@@ -167,6 +167,25 @@ async def test_bad_input_gets_one_clear_json_error(project: Path, tmp_path: Path
         assert answer.status_code == 422  # a new session takes no streamingBehavior
 
 
+async def test_a_huge_id_is_echoed_cut_in_its_404(project: Path, tmp_path: Path) -> None:
+    """A 100 KB session id (or path) in a request came back whole in the error: cut at 200
+    characters, saying so, quoted as a short one is. (60,000 characters here: the test's client
+    refuses a URL of more than 64 KiB.)"""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    long = "x" * 60_000
+    cut = f"{'x' * 200!r}… (cut: 60000 characters)"
+    async with serving(project, script) as served, served.client() as client:
+        cases = [
+            ("GET", f"/api/sessions/{long}", None, f"no session {cut}"),
+            ("GET", f"/api/sessions/{long}/events", None, f"no session {cut}"),
+            ("POST", f"/api/sessions/{long}/prompt", {"message": "x"}, f"no session {cut}"),
+            ("GET", f"/api/{long}", None, f"no route /api/{'x' * 195}… (cut: 60005 characters)"),
+        ]
+        for method, path, body, error in cases:
+            answer = await client.request(method, path, json=body)
+            assert (answer.status_code, answer.json()) == (404, {"error": error}), (method, path[:40])
+
+
 async def test_an_oversized_body_is_refused_before_it_is_read_whole(project: Path, tmp_path: Path) -> None:
     script = write_script(tmp_path / "s.json", [text("ok")])
     huge = json.dumps({"message": "x" * (MAX_BODY_BYTES + 10)}).encode()

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import TetherError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
-from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, parse_body
+from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, echoed, parse_body
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import SessionHub
 from tether.serve.openapi import openapi_document
@@ -323,7 +323,7 @@ class _Api:
         if after is not None:  # a resume: the entry must be the session's
             _, entries = await self._session(request)
             if after not in {e["id"] for e in entries}:
-                raise ApiError(400, f"Last-Event-ID: no entry {after!r} in session {session_id}")
+                raise ApiError(400, f"Last-Event-ID: no entry {echoed(after)} in session {session_id}")
         if self.feeds.followers >= self.config.max_followers:
             raise ApiError(
                 503, f"this server follows {self.feeds.followers} streams already: try again later"
@@ -334,7 +334,7 @@ class _Api:
             try:
                 subscriber, backlog = await self.feeds.subscribe(session_id, after, from_end=from_end)
             except SessionNotFoundError:
-                raise ApiError(404, f"no session {session_id!r}") from None
+                raise ApiError(404, f"no session {echoed(session_id)}") from None
             size = sum(len(entry.payload) for entry in backlog)
             if size and self._history_held and self._history_held + size > self.config.history_budget:
                 self.feeds.unsubscribe(session_id, subscriber)
@@ -448,7 +448,9 @@ class _Api:
         session_id = request.path_params["session_id"]
         approval_id = request.path_params["approval_id"]
         if not self.hub.approvals.answer(session_id, approval_id, body.allow):
-            raise ApiError(404, f"no approval {approval_id!r} waits in session {session_id}")
+            raise ApiError(
+                404, f"no approval {echoed(approval_id)} waits in session {echoed(session_id, quoted=False)}"
+            )
         return JSONResponse({"id": approval_id, "allowed": body.allow})
 
     async def models(self, _request: Request) -> Response:
@@ -537,11 +539,14 @@ async def _setup_error(_request: Request, exc: Exception) -> Response:
 
 
 async def _not_found(request: Request, _exc: Exception) -> Response:
-    return _error(404, f"no route {request.url.path}")
+    return _error(404, f"no route {echoed(request.url.path, quoted=False)}")
 
 
 async def _not_allowed(request: Request, _exc: Exception) -> Response:
-    return _error(405, f"{request.method} is not allowed on {request.url.path}")
+    return _error(
+        405,
+        f"{echoed(request.method, quoted=False)} is not allowed on {echoed(request.url.path, quoted=False)}",
+    )
 
 
 async def _index(_request: Request) -> Response:

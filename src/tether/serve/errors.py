@@ -21,6 +21,19 @@ MAX_BODY_BYTES = 2 << 20
 (``\\ud83d\\ude00``-escaped, 12 bytes a character at most), and nothing bigger is held in memory."""
 
 
+MAX_ECHOED_CHARS = 200
+"""The most of a client's own text (a session id, an entry id, a path) an error repeats."""
+
+
+def echoed(text: str, *, quoted: bool = True) -> str:
+    """``text`` as an error names it (``repr``, or as it is with ``quoted=False``), cut at
+    ``MAX_ECHOED_CHARS`` saying so: a 100 KB id in a request's path came back whole in its 404,
+    for whoever logs or shows the answer."""
+    shown = text[:MAX_ECHOED_CHARS]
+    shown = repr(shown) if quoted else shown
+    return shown if len(text) <= MAX_ECHOED_CHARS else f"{shown}… (cut: {len(text)} characters)"
+
+
 class ApiError(Exception):
     """An answer other than success: ``status`` and one line saying what was wrong and where."""
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tether.serve.errors import ApiError, parse_body
+from tether.serve.errors import ApiError, echoed, parse_body
 from tether.serve.hub import SessionHub
 from tether.session.branching import BranchError
 from tether.session.html_page import entry_preview
@@ -49,7 +49,7 @@ async def stored_session(
         record = await asyncio.to_thread(store.get_session, session_id)
         return record, await stored_entries(store, session_id) if entries else []
     except SessionNotFoundError:
-        raise ApiError(404, f"no session {session_id!r}") from None
+        raise ApiError(404, f"no session {echoed(session_id)}") from None
 
 
 async def stored_entries(store: SessionStore, session_id: str) -> list[EntryDict]:
@@ -85,7 +85,7 @@ class TreeApi:
         record, entries = await stored_session(self.store, session_id)
         target = body.entryId
         if target is not None and target not in {e["id"] for e in entries}:
-            raise ApiError(404, f"entryId: no entry {target!r} in session {session_id}")
+            raise ApiError(404, f"entryId: no entry {echoed(target)} in session {session_id}")
         core = self.hub.open_core(session_id)
         try:
             if core is not None:
@@ -106,7 +106,7 @@ class TreeApi:
         body = await parse_body(request, EntryBody)
         _, entries = await stored_session(self.store, session_id)
         if body.entryId is not None and body.entryId not in {e["id"] for e in entries}:
-            raise ApiError(404, f"entryId: no entry {body.entryId!r} in session {session_id}")
+            raise ApiError(404, f"entryId: no entry {echoed(body.entryId)} in session {session_id}")
         core = self.hub.open_core(session_id)
         if core is not None:
             from tether.session.extensions.host import SessionChangeCancelled
