@@ -302,6 +302,26 @@ async def test_the_hosts_unix_sockets_are_out_of_reach(
         assert ok and "hello" in said
 
 
+@pytest.mark.parametrize("where", ["home", "workspace"])
+async def test_the_ssh_agent_is_out_of_reach_wherever_its_socket_is(
+    root: Path, home: Path, real_dir: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """An agent socket outside ``/run`` and ``/tmp`` (1Password's ``~/.1password/agent.sock``,
+    and in the workspace when tether runs in the home folder) signed for a confined command:
+    ``SSH_AUTH_SOCK`` is unset inside and its socket covered. With the sandbox off (``git push``
+    over ssh) the agent is there."""
+    agent = (real_dir if where == "home" else root) / ".1password" / "agent.sock"
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(agent))
+    connect = (
+        "echo agent=${SSH_AUTH_SOCK:-none}; python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
+        f"s.connect(sys.argv[1]); print(s.recv(5).decode())' {agent}"
+    )
+    with unix_servers([agent]):
+        (ok_in, said_in), (ok_off, said_off) = await both(root, home, connect)
+    assert not ok_in and "hello" not in said_in and "agent=none" in said_in, said_in
+    assert ok_off and "hello" in said_off and f"agent={agent}" in said_off, said_off
+
+
 async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) -> None:
     # sleeps that outlast the loop however slow the machine, so they all exist at once
     command = "for i in $(seq 300); do sleep 60 & done; jobs -p | wc -l; kill $(jobs -p)"

@@ -11,7 +11,7 @@ confine commands instead, and so do we. A confined command sees:
   store knows (``other_workspaces``: on a shared worker, a run sees its own workspace only);
 - **no network** unless allowed: its own network namespace, where even ``127.0.0.1`` is its own;
   and no Unix socket of the host's (``tether.tools.sandbox_sockets``: the systemd user manager
-  or Docker's socket would run anything outside);
+  or Docker's socket would run anything outside), nor the SSH agent wherever its socket is;
 - its own PID namespace (``/proc`` shows only its processes; when the command ends, everything it
   left running dies with the namespace), no new privileges (setuid binaries do not elevate), no
   capabilities, and at most ``pids_max`` processes (a fork bomb stops there).
@@ -40,7 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from tether.tools.sandbox_sockets import socket_mounts
+from tether.tools.sandbox_sockets import agent_mounts, socket_mounts
 
 SandboxMode = Literal["read-only", "workspace-write", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
@@ -316,6 +316,7 @@ class Sandbox:
             args += ["--ro-bind-try", str(folder), str(folder)]
         args += _hiding(hidden, keep=self.writable)
         args += socket_mounts(self.writable)
+        args += agent_mounts(self.writable)
         for folder in map(str, self.others):
             if os.path.isdir(folder):
                 args += ["--tmpfs", folder]

@@ -15,13 +15,18 @@ database when it is one, with peer authentication). So every confined command ge
   refused), found afresh before each command (a daemon started since is covered too), looking
   at ``SCAN_MAX`` entries at most.
 
-Workspaces keep their own sockets (a dev server's, a test's). ``/tmp`` is already private. Not
-covered: sockets elsewhere on the disk (add their folders to ``sandbox.hide``), and with the
-network shared (``--sandbox-network``) abstract sockets such as X11's ``@/tmp/.X11-unix/X0``.
+Workspaces keep their own sockets (a dev server's, a test's). ``/tmp`` is already private. The
+SSH agent is out of reach wherever its socket is (``agent_mounts``: 1Password's and Secretive's
+live in the home folder, which may be the workspace), as in Codex and Claude Code, whose Linux
+sandboxes refuse every Unix socket: a command that could sign with the user's keys could push
+to any repository the user may, or log in to their servers. Not covered: other sockets elsewhere
+on the disk (add their folders to ``sandbox.hide``), and with the network shared
+(``--sandbox-network``) abstract sockets such as X11's ``@/tmp/.X11-unix/X0``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Sequence
@@ -51,6 +56,28 @@ def socket_mounts(keep: Sequence[Path]) -> list[str]:
                 args += ["--tmpfs", entry.path]
                 seen.add(entry.path)
         args += _sockets(real, SCAN_DEPTH, roots, seen, budget)
+    return args
+
+
+def agent_mounts(keep: Sequence[Path]) -> list[str]:
+    """``bwrap`` arguments that take the SSH agent away from a confined command: no
+    ``SSH_AUTH_SOCK`` in its environment (ssh then does not try, and says nothing), and
+    ``/dev/null`` over the socket the variable names, resolved, wherever it is (in a workspace
+    too) but in ``/tmp`` outside ``keep``, the workspaces (private already), so a command that
+    knows the path cannot connect either. A command run
+    outside the sandbox (``--sandbox off``, or one the user let escalate) keeps the agent:
+    ``git push`` over ssh works there."""
+    args = ["--unsetenv", "SSH_AUTH_SOCK"]
+    named = os.environ.get("SSH_AUTH_SOCK")
+    if not named:
+        return args
+    real = os.path.realpath(named)
+    roots = [str(root).rstrip("/") + "/" for root in keep]
+    if real.startswith(("/tmp/", "/var/tmp/")) and not _inside(real, roots):
+        return args
+    with contextlib.suppress(OSError):  # gone: nothing to reach
+        if stat.S_ISSOCK(os.stat(real).st_mode):
+            args += ["--ro-bind", "/dev/null", real]
     return args
 
 
