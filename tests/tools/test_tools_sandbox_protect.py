@@ -427,3 +427,45 @@ async def test_the_home_folders_start_up_files_stay_read_only_in_a_home_workspac
     said = text_of(await call(create_bash_tool(off), command=plant))
     after = startup_files(root)
     assert all(after[key] != before[key] for key in before if key.endswith(tuple(PLACEHOLDER_FILES))), said
+
+
+async def test_a_link_on_the_way_to_a_protected_path_cannot_be_replaced(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GNU stow's layout in a home workspace: ``~/.config/tether`` and ``~/.ssh`` are links into
+    ``~/dotfiles``, as is a project's ``.tether``. The mounts sit on the targets, so removing a
+    link and making a folder in its place left an extension (run unconfined at the next start)
+    and an ``authorized_keys`` on the host; the folder holding a link is read-only now."""
+    for name in ("TETHER_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(root))
+    (root / "dotfiles" / "tether").mkdir(parents=True)
+    (root / "dotfiles" / "ssh").mkdir()
+    (root / "dotfiles" / "project-tether").mkdir()
+    (root / ".config" / "other").mkdir(parents=True)
+    (root / ".config" / "tether").symlink_to("../dotfiles/tether")
+    (root / ".ssh").symlink_to("dotfiles/ssh")
+    (root / ".tether").symlink_to("dotfiles/project-tether")
+    (root / "work").mkdir()
+    replace_links = (
+        "rm ~/.config/tether; mkdir -p ~/.config/tether/extensions"
+        " && echo 'import os' > ~/.config/tether/extensions/x.py;"
+        " rm ~/.ssh; mkdir ~/.ssh && echo key > ~/.ssh/authorized_keys;"
+        " mv .tether t; mkdir -p .tether/extensions && echo x > .tether/extensions/x.py"
+    )
+    boxed = Workspace(root, sandbox=_sandbox(Settings(), ()))
+    try:
+        said = text_of(await call(create_bash_tool(boxed), command=f"cd {root}; {replace_links}"))
+    except ToolError as failure:
+        said = str(failure)
+    settled(root)
+    assert all((root / link).is_symlink() for link in (".config/tether", ".ssh", ".tether")), said
+    assert not (root / "t").exists() and not list((root / "dotfiles").rglob("*.py")), said
+    # what the folders holding the links hold stays writable
+    said = text_of(
+        await call(create_bash_tool(boxed), command="echo x > ~/work/a && echo x > ~/.config/other/b")
+    )
+    assert (root / "work" / "a").exists() and (root / ".config" / "other" / "b").exists(), said
+    off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))
+    said = text_of(await call(create_bash_tool(off), command=f"cd {root}; {replace_links}"))
+    assert not (root / ".ssh").is_symlink() and (root / ".config/tether/extensions/x.py").exists(), said

@@ -310,7 +310,9 @@ class Sandbox:
                 from tether.tools.sandbox_protect import Protection
 
                 kept = self.kept(hidden)
-                protected = Protection.take(self.writable, placeholders=False, extra=kept).mounts
+                protected = Protection.take(
+                    self.writable, placeholders=False, extra=kept, named=self.named()
+                ).mounts
             args += protected
         for folder in self.readable:
             args += ["--ro-bind-try", str(folder), str(folder)]
@@ -344,7 +346,7 @@ class Sandbox:
 
         hidden = self.resolved_hidden()
         protection = (
-            Protection.take(self.writable, extra=self.kept(hidden))
+            Protection.take(self.writable, extra=self.kept(hidden), named=self.named())
             if self.policy.mode == "workspace-write"
             else Protection()
         )
@@ -370,6 +372,10 @@ class Sandbox:
         policy's ``protect`` and the ``hidden`` paths, so that one missing is not created there
         (a ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
         return [*(Path(os.path.realpath(path)) for path in self.policy.protect), *hidden]
+
+    def named(self) -> list[Path]:
+        """``kept``'s paths as named, in its order: a link on the way to one must stay a link."""
+        return [*self.policy.protect, *self.hidden]
 
     def hint(self, output: str) -> str | None:
         """A note for the model when a failed command may have been stopped by the sandbox."""

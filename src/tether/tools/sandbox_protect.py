@@ -24,10 +24,16 @@ Two cases need more than a read-only mount of what exists:
   the target is protected (resolved), and a missing target's first missing folder gets the
   placeholder.
 
+A link is also what a reader finds next time, so it must stay: ``rm .tether; mkdir .tether``
+(or ``~/.ssh -> dotfiles/ssh`` in a home workspace) would put a folder the command wrote where
+the link was. A mount cannot be made on a link (it lands on the target), and only a mount point
+or a read-only folder refuses an ``unlink``; so the folder holding such a link, a protected
+entry or one on the way to a kept path inside a root, is mounted read-only, and its other
+entries (but links, which it holds already) are bound back onto themselves, writable: nothing
+in that folder can be removed, renamed or made beside them, what they hold stays writable.
+
 Only each writable root's own entries are protected, not a ``.git`` or ``.tether`` deeper in the
-tree (a nested repository): finding those would walk the workspace before every command. An
-entry that is itself a link is protected at its target only: a mount cannot be made on a link,
-so the link can still be removed and replaced (``docs/sandbox.md`` says so).
+tree (a nested repository): finding those would walk the workspace before every command.
 """
 
 from __future__ import annotations
@@ -161,7 +167,12 @@ class Protection:
 
     @classmethod
     def take(
-        cls, roots: Sequence[Path], *, placeholders: bool = True, extra: Sequence[Path] = ()
+        cls,
+        roots: Sequence[Path],
+        *,
+        placeholders: bool = True,
+        extra: Sequence[Path] = (),
+        named: Sequence[Path] = (),
     ) -> Protection:
         """Read-only mounts for every protected path under ``roots`` (resolved); a missing one
         gets a placeholder (``placeholders``), else it is left out (a long-lived process that
@@ -170,11 +181,13 @@ class Protection:
         component. The folders between a root and what is kept read-only below it are bound
         onto themselves, writable still: a mount point cannot be renamed, and renaming its
         folder (``mv ~/.config ~/.c``) would take the read-only mount along and leave its path
-        free to be made again."""
+        free to be made again. ``named``: ``extra`` as named, before resolving (in the same
+        order), for the links on the way to them (``_links``)."""
         protection = cls()
         roots = [Path(os.path.realpath(r)) for r in roots]
         kept: list[Path] = []
         controls = protected_paths(roots)
+        links = [link for path, real in zip(named, extra, strict=False) for link in _links(path, real, roots)]
         for real in inside(extra, roots):
             if _protected_in(real, controls) is not None:
                 continue  # read-only with its control folder
@@ -195,6 +208,7 @@ class Protection:
                 except OSError:
                     st = None
                 if st is not None and stat.S_ISLNK(st.st_mode):
+                    links.append(entry)
                     real = Path(os.path.realpath(entry))
                     if not any(real == r or real.is_relative_to(r) for r in roots):
                         continue  # a link out of the writable roots: read-only there already
@@ -211,13 +225,15 @@ class Protection:
                     except OSError:
                         continue  # cannot make one (the root itself is read-only): nothing to protect
                 kept.append(missing or real)
-        targets = list(dict.fromkeys(kept))
-        between = dict.fromkeys(folder for target in targets for folder in _between(target, roots))
-        for folder in between:
-            if folder not in targets:
-                protection.mounts += ["--bind", str(folder), str(folder)]
-        for target in targets:
-            protection.mounts += ["--ro-bind", str(target), str(target)]
+        read_only = dict.fromkeys(kept, True)
+        for link in links:
+            read_only[link.parent] = True
+            read_only.update((child, False) for child in _entries(link.parent) if child not in read_only)
+        for target in kept:
+            read_only.update((folder, False) for folder in _between(target, roots) if folder not in read_only)
+        # the shallower first: a mount made later on a folder would hide those made inside it
+        for path in sorted(read_only, key=lambda p: len(p.parts)):
+            protection.mounts += ["--ro-bind" if read_only[path] else "--bind", str(path), str(path)]
         return protection
 
     def _hold(self, path: Path, *, is_file: bool) -> None:
@@ -294,6 +310,38 @@ def _between(path: Path, roots: Sequence[Path]) -> list[Path]:
     """The folders between the root holding ``path`` and ``path``, from the top down."""
     root = max((r for r in roots if path.is_relative_to(r)), key=lambda r: len(r.parts))
     return list(reversed(path.parents[: len(path.parents) - len(root.parents) - 1]))
+
+
+def _links(named: Path, real: Path, roots: Sequence[Path]) -> list[Path]:
+    """The symbolic links on the way to ``named`` (resolved ``real``) that lie inside a root, at
+    their real place: a command could replace each with a folder of its own. Looked for only
+    when the two differ as text (a link somewhere), so the usual path costs no system call."""
+    named = Path(os.path.normpath(named))
+    if named == real:
+        return []
+    prefixes = tuple(str(root).rstrip("/") + "/" for root in roots)
+    found: list[Path] = []
+    current = Path(named.anchor)
+    for part in named.parts[1:]:
+        step = current / part
+        if not os.path.islink(step):
+            current = step
+            continue
+        if str(step).startswith(prefixes):
+            found.append(step)
+        current = Path(os.path.realpath(step))
+    return found
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The folders and files in ``folder`` (not its links: bound, they would open their targets)."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        return [
+            Path(entry.path)
+            for entry in entries
+            if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
+        ]
+    return []
 
 
 def _first_missing(real: Path) -> Path | None:
