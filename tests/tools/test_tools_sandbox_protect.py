@@ -469,3 +469,32 @@ async def test_a_link_on_the_way_to_a_protected_path_cannot_be_replaced(
     off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))
     said = text_of(await call(create_bash_tool(off), command=f"cd {root}; {replace_links}"))
     assert not (root / ".ssh").is_symlink() and (root / ".config/tether/extensions/x.py").exists(), said
+
+
+def test_a_killed_tethers_placeholders_in_the_home_folder_are_swept_by_any_command(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kill -9`` during a command in a home workspace left its placeholders: ``~/.netrc`` as a
+    read-only folder, an empty read-only ``~/.aws``, until the next command in the home folder.
+    A file's placeholder is a file now, and any confined command, in any workspace, removes the
+    placeholders nobody holds (a running command's shared lock keeps its own)."""
+    import fcntl
+
+    home = tmp_path / "elsewhere"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    protection = Protection.take([home], extra=[home / ".netrc", home / ".aws" / "config", home / ".ssh"])
+    netrc, aws, ssh = home / ".netrc", home / ".aws", home / ".ssh"
+    assert netrc.is_file() and aws.is_dir() and ssh.is_dir()
+    protection._held, held = [], protection._held  # pyright: ignore[reportPrivateUsage]
+    for path, fd, _ in held:  # the tether killed: its locks gone, but ~/.ssh's, still held
+        if path != ssh:
+            os.close(fd)
+    sandbox = workspace(root, home, "read-only").confinement()
+    assert sandbox is not None
+    with sandbox.confine(["true"], root):
+        pass
+    assert sorted(os.listdir(home)) == [".ssh"]
+    still = next(fd for path, fd, _ in held if path == ssh)
+    fcntl.flock(still, fcntl.LOCK_UN)
+    os.close(still)

@@ -341,12 +341,15 @@ class Sandbox:
     @contextlib.contextmanager
     def confine(self, argv: Sequence[str], cwd: Path, proxy: Path | None = None) -> Generator[Confined]:
         """The confined command line, with a fresh ``pids`` cgroup for it and the workspace's
-        protected paths held (``tether.tools.sandbox_protect``) while the block runs."""
-        from tether.tools.sandbox_protect import Protection
+        protected paths held (``tether.tools.sandbox_protect``) while the block runs; in any
+        mode, the first command of a process sweeps the placeholders a killed tether left."""
+        from tether.tools.sandbox_protect import Protection, sweep
 
         hidden = self.resolved_hidden()
+        kept = self.kept(hidden)
+        sweep(tuple(kept))
         protection = (
-            Protection.take(self.writable, extra=self.kept(hidden), named=self.named())
+            Protection.take(self.writable, extra=kept, named=self.named())
             if self.policy.mode == "workspace-write"
             else Protection()
         )

@@ -45,6 +45,7 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 PROTECTED_NAMES = (".tether", ".mcp.json", ".git", ".pi", ".claude", ".agents")
@@ -196,7 +197,10 @@ class Protection:
                 if not placeholders:
                     continue
                 try:
-                    protection._hold(missing, is_file=missing == real and real.name in PLACEHOLDER_FILES)
+                    protection._hold(
+                        missing,
+                        is_file=missing == real and (real.name in PLACEHOLDER_FILES or _file_name(real.name)),
+                    )
                 except OSError:
                     continue
             kept.append(missing or real)
@@ -306,6 +310,35 @@ def _remove(held: list[tuple[Path, int, bool]], *, marked: bool = True) -> None:
         os.close(fd)
 
 
+@cache
+def sweep(paths: tuple[Path, ...]) -> None:
+    """Remove the placeholders a killed tether left at ``paths`` (resolved) or their nearest
+    existing folder above, once a process and whatever the workspace: left in the home folder,
+    an empty read-only ``~/.ssh`` or ``~/.aws`` keeps ssh, ``aws configure`` and tether itself
+    from making theirs until a command runs there again; so are the home folder's own control
+    entries (``~/.git``...). One a running command holds (its shared lock) stays: ``_remove``
+    takes only an exclusive lock nobody else has."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    for path in (*paths, *(home / name for name in PROTECTED_NAMES)):
+        for candidate in (path, *path.parents):
+            try:
+                st = os.lstat(candidate)
+            except OSError:
+                continue
+            if _is_placeholder(st):
+                with contextlib.suppress(OSError):
+                    fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW)
+                    _remove([(candidate, fd, not stat.S_ISDIR(st.st_mode))])
+            break
+
+
+def _file_name(name: str) -> bool:
+    """Whether a missing path kept read-only is a file's (``auth.json``, ``.netrc``, ``.npmrc``,
+    ``.git-credentials``): its placeholder is then an empty file, so a killed tether's leftover
+    cannot stand as a folder where a program would make the file."""
+    return "." in name.lstrip(".") or name.endswith(("rc", "-credentials"))
+
+
 def _between(path: Path, roots: Sequence[Path]) -> list[Path]:
     """The folders between the root holding ``path`` and ``path``, from the top down."""
     root = max((r for r in roots if path.is_relative_to(r)), key=lambda r: len(r.parts))
@@ -316,9 +349,9 @@ def _links(named: Path, real: Path, roots: Sequence[Path]) -> list[Path]:
     """The symbolic links on the way to ``named`` (resolved ``real``) that lie inside a root, at
     their real place: a command could replace each with a folder of its own. Looked for only
     when the two differ as text (a link somewhere), so the usual path costs no system call."""
-    named = Path(os.path.normpath(named))
-    if named == real:
+    if str(named) == str(real) or os.path.normpath(named) == str(real):
         return []
+    named = Path(os.path.normpath(named))
     prefixes = tuple(str(root).rstrip("/") + "/" for root in roots)
     found: list[Path] = []
     current = Path(named.anchor)
