@@ -362,14 +362,20 @@ async def test_tethers_own_files_stay_read_only_in_a_workspace_holding_them(
     if config == "made":
         (root / ".config" / "tether").mkdir(parents=True)
         (root / ".config" / "tether" / "models.json").write_text("{}\n")
-    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    # tether's own folders, made rather than held by a placeholder a killed tether would leave
+    own = {".config", ".config/tether", ".local", ".local/share", ".local/share/tether"}
+    before = sorted({str(p.relative_to(root)) for p in root.rglob("*")} - own)
     boxed = Workspace(root, sandbox=_sandbox(Settings(), ()))
     try:
         said = text_of(await call(create_bash_tool(boxed), command=command))
     except ToolError as failure:
         said = str(failure)
     settled(root)
-    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before, said  # nothing kept
+    assert sorted({str(p.relative_to(root)) for p in root.rglob("*")} - own) == before, said  # nothing kept
+    for folder in (".config/tether", ".local/share/tether"):
+        assert (root / folder).is_dir() and (
+            config == "made" or (root / folder).stat().st_mode & 0o777 == 0o700
+        )
     write, _ = gate_context("write", {"path": ".config/tether/extensions/x.py", "content": "import os\n"})
     assert boxed.protected_write(write) and boxed.needs_approval(write)
     off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))

@@ -141,12 +141,14 @@ def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     keys or say how commands are confined (``_config_files``); and ``others``, the other
     sessions' workspaces. The config folder and the home folder's start-up files (``STARTUP_PATHS``:
     shells', git's, the session's) are kept read-only too where the workspace holds them (tether
-    run in the home folder): what they say runs unconfined at the next start, shell or login."""
+    run in the home folder): what they say runs unconfined at the next start, shell or login;
+    there tether's config and data folders are made when missing, where a placeholder left by a
+    killed tether would keep tether itself from making them."""
     policy = settings.sandbox
     return replace(
         policy,
         hide=(*_secrets(settings), *policy.hide),
-        protect=(config_dir(), *(Path.home() / name for name in STARTUP_PATHS), *policy.protect),
+        protect=(config_dir(), data_dir(), *(Path.home() / name for name in STARTUP_PATHS), *policy.protect),
         other_workspaces=others,
     )
 

@@ -118,8 +118,9 @@ class SandboxPolicy:
     """Seconds an RPC client has to answer whether a command may run outside the sandbox
     (``tether.rpc.escalation``); no answer by then is a no."""
     protect: tuple[Path, ...] = ()
-    """Paths kept read-only even when a writable workspace holds them (not a setting: the session
-    factory gives tether's config folder, whose extensions and settings the next start obeys)."""
+    """Folders kept read-only even when a writable workspace holds them, made when missing (not a
+    setting: the session factory gives tether's config folder, whose extensions and settings the
+    next start obeys, and its data folder)."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -349,7 +350,9 @@ class Sandbox:
         kept = self.kept(hidden)
         sweep(tuple(kept))
         protection = (
-            Protection.take(self.writable, extra=kept, named=self.named())
+            Protection.take(
+                self.writable, extra=kept, named=self.named(), make=kept[: len(self.policy.protect)]
+            )
             if self.policy.mode == "workspace-write"
             else Protection()
         )

@@ -174,6 +174,7 @@ class Protection:
         placeholders: bool = True,
         extra: Sequence[Path] = (),
         named: Sequence[Path] = (),
+        make: Sequence[Path] = (),
     ) -> Protection:
         """Read-only mounts for every protected path under ``roots`` (resolved); a missing one
         gets a placeholder (``placeholders``), else it is left out (a long-lived process that
@@ -183,7 +184,9 @@ class Protection:
         onto themselves, writable still: a mount point cannot be renamed, and renaming its
         folder (``mv ~/.config ~/.c``) would take the read-only mount along and leave its path
         free to be made again. ``named``: ``extra`` as named, before resolving (in the same
-        order), for the links on the way to them (``_links``)."""
+        order), for the links on the way to them (``_links``). ``make``: of ``extra``, tether's
+        own folders, made (``0700``) when missing rather than held by a placeholder: one left by
+        a killed tether would keep tether itself from making them."""
         protection = cls()
         roots = [Path(os.path.realpath(r)) for r in roots]
         kept: list[Path] = []
@@ -192,6 +195,9 @@ class Protection:
         for real in inside(extra, roots):
             if _protected_in(real, controls) is not None:
                 continue  # read-only with its control folder
+            if real in make:
+                with contextlib.suppress(OSError):
+                    os.makedirs(real, 0o700, exist_ok=True)
             missing = _placeholder_for(real, roots) if placeholders else _first_missing(real)
             if missing is not None:
                 if not placeholders:
