@@ -79,7 +79,7 @@ class Samples:
 def unprotected() -> Generator[None]:
     """Commands confined as before the control files were protected (no mounts, no placeholders)."""
     take = Protection.__dict__["take"]
-    Protection.take = classmethod(lambda cls, roots, placeholders=True: cls())  # type: ignore[method-assign,assignment]
+    Protection.take = classmethod(lambda cls, roots, **_: cls())  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
