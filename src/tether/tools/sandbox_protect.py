@@ -14,12 +14,14 @@ Two cases need more than a read-only mount of what exists:
 
 - **a path that does not exist yet**: a bind mount needs something to mount on, and one created
   inside the sandbox lands in the real workspace. So tether makes a *placeholder* first (an empty
-  folder, or an empty file for ``.mcp.json``, mode read-only, modified at the epoch: the marks
-  that tell it from the user's own), mounts it read-only, and removes it when the command ends.
+  folder, or an empty file for ``.mcp.json`` and a file's name, ``_file_name``; mode read-only,
+  modified at the epoch: the marks that tell it from the user's own), mounts it read-only, and
+  removes it when the command ends.
   Every tether process holds a shared ``flock`` on a placeholder while its command runs; only the
   last one out (an exclusive lock granted) removes it, so a command still running in another
   process never loses its mount (removing a mount point detaches it in every namespace). A
-  placeholder left by a tether that was killed is taken over and removed by the next command.
+  placeholder left by a tether that was killed is taken over and removed by the next command,
+  and those in the home folder by the first command of any later tether (``sweep``).
 - **a symbolic link** (``.tether -> config/tether``): its target is what tether would read, so
   the target is protected (resolved), and a missing target's first missing folder gets the
   placeholder.
