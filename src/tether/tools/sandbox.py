@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -118,9 +118,9 @@ class SandboxPolicy:
     """Seconds an RPC client has to answer whether a command may run outside the sandbox
     (``tether.rpc.escalation``); no answer by then is a no."""
     protect: tuple[Path, ...] = ()
-    """Folders kept read-only even when a writable workspace holds them, made when missing (not a
-    setting: the session factory gives tether's config folder, whose extensions and settings the
-    next start obeys, and its data folder)."""
+    """Paths kept read-only even when a writable workspace holds them (not a setting: the session
+    factory gives tether's config folder, whose extensions and settings the next start obeys, and
+    its data folder, both made when missing; and the home folder's start-up files, ``made``)."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -344,14 +344,14 @@ class Sandbox:
         """The confined command line, with a fresh ``pids`` cgroup for it and the workspace's
         protected paths held (``tether.tools.sandbox_protect``) while the block runs; in any
         mode, the first command of a process sweeps the placeholders a killed tether left."""
-        from tether.tools.sandbox_protect import Protection, sweep
+        from tether.tools.sandbox_protect import STARTUP_PATHS, Protection, sweep
 
         hidden = self.resolved_hidden()
         kept = self.kept(hidden)
         sweep(tuple(kept))
         protection = (
             Protection.take(
-                self.writable, extra=kept, named=self.named(), make=kept[: len(self.policy.protect)]
+                self.writable, extra=kept, named=self.named(), make=self.made(kept, STARTUP_PATHS)
             )
             if self.policy.mode == "workspace-write"
             else Protection()
@@ -378,6 +378,13 @@ class Sandbox:
         policy's ``protect`` and the ``hidden`` paths, so that one missing is not created there
         (a ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
         return [*(Path(os.path.realpath(path)) for path in self.policy.protect), *hidden]
+
+    def made(self, kept: Sequence[Path], startup: Iterable[str]) -> list[Path]:
+        """Of ``kept``, the protected folders made when missing: tether's own (config, data), not
+        the home folder's start-up files (a ``~/.bashrc`` folder would break the next shell)."""
+        home = Path.home()
+        files = {home / name for name in startup}
+        return [real for real, named in zip(kept, self.policy.protect, strict=False) if named not in files]
 
     def named(self) -> list[Path]:
         """``kept``'s paths as named, in its order: a link on the way to one must stay a link."""
