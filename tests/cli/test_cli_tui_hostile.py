@@ -169,11 +169,19 @@ def streaming(text: str, kind: str = "text") -> dict[str, object]:
     return {"role": "assistant", "content": [{"type": kind, kind: text}]}
 
 
+def as_markdown(answer: str) -> str:
+    """``answer`` as markdown, however long."""
+    from tether.cli.markdown import AnswerMarkdown
+
+    return PLAIN_100.render(AnswerMarkdown(answer))
+
+
 def test_a_frame_of_a_long_streaming_answer_renders_what_can_be_on_screen() -> None:
     """A frame rendered the whole answer: each cost its length, 1.5 s at 200,000 characters, so
     the stream and Esc waited and the run slowed quadratically. Now a frame renders the end that
     fits the screen, and it looks as the end of the whole answer does (one line of 200,000
-    characters: its end, wrapped from where the cut fell)."""
+    characters: its end, wrapped from where the cut fell). (Once it has ended, an answer this
+    long is shown as written: ``test_an_answer_too_long_to_lay_out_is_shown_as_written``.)"""
     paragraph = "Some words of a long answer, `code` and **bold** in them, going on.\n\n"
     answer = paragraph * 3000  # 210,000 characters
     for text in (answer, answer.replace("\n\n", " ") + "the end"):
@@ -183,7 +191,7 @@ def test_a_frame_of_a_long_streaming_answer_renders_what_can_be_on_screen() -> N
         assert len(frame.split("\n")) == 24
         assert frame.rstrip().endswith("the end" if "the end" in text else "going on.")
     frame = render.live_area(PLAIN_100, streaming(answer), [], None, True, False, 24)
-    assert frame == render.tail_lines(PLAIN_100.markdown(answer), 24)
+    assert frame == render.tail_lines(as_markdown(answer), 24)
     thinking = "a thought\n" * 50_000
     painter = counting(100)
     frame = render.live_area(painter, streaming(thinking, "thinking"), [], None, True, True, 24)
@@ -196,10 +204,10 @@ def test_a_long_code_block_streaming_stays_code_at_its_end() -> None:
     painter = counting(100)
     frame = render.live_area(painter, streaming(code), [], None, True, False, 24)
     assert sum(painter.given) <= 2 * 24 * 100 + 20
-    assert frame == render.tail_lines(PLAIN_100.markdown(code), 24)
+    assert frame == render.tail_lines(as_markdown(code), 24)
     closed = code + "```\n\n" + "after the code\n" * 10
     frame = render.live_area(counting(100), streaming(closed), [], None, True, False, 24)
-    assert frame == render.tail_lines(PLAIN_100.markdown(closed), 24)
+    assert frame == render.tail_lines(as_markdown(closed), 24)
     assert "after the code" in frame and "```" in frame
 
 
@@ -358,6 +366,21 @@ def test_what_a_long_user_message_leaves_out_is_counted_right() -> None:
     assert render.user_text(PLAIN, one_more).splitlines()[-1] == "[… 1 more character not shown]"
 
 
+def parsed_sources(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts markdown-it parses from now on, in order."""
+    from markdown_it import MarkdownIt
+
+    parsed: list[str] = []
+    parse = MarkdownIt.parse
+
+    def recorded(parser: MarkdownIt, src: str, env: object = None) -> object:
+        parsed.append(src)
+        return parse(parser, src, env)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(MarkdownIt, "parse", recorded)
+    return parsed
+
+
 def test_a_big_table_standing_alone_is_not_parsed_and_looks_as_it_did(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -365,8 +388,6 @@ def test_a_big_table_standing_alone_is_not_parsed_and_looks_as_it_did(
     20,000 rows, 2.3 s when the answer ended. One markdown-it surely reads as a table at the top
     level is cut out before parsing now; the answer looks as it did (the parsed path, which
     still takes every other table, draws it the same)."""
-    from markdown_it import MarkdownIt
-
     from tether.cli.markdown import AnswerMarkdown
 
     big = _table(400).replace(" |\n", " **b** |\n")
@@ -381,14 +402,7 @@ def test_a_big_table_standing_alone_is_not_parsed_and_looks_as_it_did(
         "a quote right after": "\n" + big + "> quote\n",
         "a reference": "[a]: http://x\n\n" + big,
     }
-    parsed: list[str] = []
-    parse = MarkdownIt.parse
-
-    def recorded(parser: MarkdownIt, src: str, env: object = None) -> object:
-        parsed.append(src)
-        return parse(parser, src, env)  # pyright: ignore[reportArgumentType]
-
-    monkeypatch.setattr(MarkdownIt, "parse", recorded)
+    parsed = parsed_sources(monkeypatch)
     for name, text in answers.items():
         for painter in (PLAIN_100, COLOUR):
             parsed.clear()
@@ -422,3 +436,36 @@ def test_a_big_tables_lines_that_fit_are_not_wrapped_again(monkeypatch: pytest.M
     assert shown[:3] == ["| h0 | h1 | h2 |", "|---|---|---|", "| r0c0 | r0c1 | r0c2 |"]
     assert (shown[-4] + " " + shown[-3]).split() == wide.split() and len(shown[-4]) <= 100
     assert shown[-2] == "| a     b | c | d |"
+
+
+def test_an_answer_too_long_to_lay_out_is_shown_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich's markdown costs more than the length, and all of it on the event loop when the
+    answer ends: one of 690 KB in 100,000 short lines held the screen (Esc too) 31 s of CPU.
+    An answer over MARKDOWN_LINES lines or MARKDOWN_CHARS characters is shown as written, not
+    parsed, its lines as they were, with a line saying why; one at the bounds stays markdown.
+    A big table's rows are not counted (cut out before, ``test_a_table_too_big_...``)."""
+    from tether.cli.markdown import MARKDOWN_CHARS, MARKDOWN_LINES
+
+    parsed = parsed_sources(monkeypatch)
+    many = "\n".join(f"*{n:04d}*" for n in range(MARKDOWN_LINES + 1))  # under MARKDOWN_CHARS
+    wide = "# " + "word " * (MARKDOWN_CHARS // 5) + "\n\ttabbed **end**"
+    for text, size in ((many, f"{MARKDOWN_LINES + 1:,} lines"), (wide, "2 lines")):
+        answer = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"}
+        for painter in (PLAIN_100, COLOUR):
+            shown = render.ended_message(painter, answer, show_thinking=False)[0].splitlines()
+            assert parsed == []
+            dim = "\x1b[2m" if painter.color else ""
+            assert (
+                shown[-1].startswith(f"{dim}({size}, ")
+                and "too long to lay out, shown as written)" in shown[-1]
+            )
+            if text is many:
+                assert shown[:-1] == many.splitlines()
+            else:
+                assert " ".join(shown[:-2]).split() == wide.split("\n")[0].split()
+                assert all(len(line) <= 100 for line in shown[:-1]) and shown[-2] == "        tabbed **end**"
+    at_bounds = ("\n".join(f"*{n:04d}*" for n in range(MARKDOWN_LINES)), "word " * (MARKDOWN_CHARS // 5))
+    for text in at_bounds:
+        shown = PLAIN_100.markdown(text)
+        assert len(parsed) == 1 and "*" not in shown and "too long" not in shown
+        parsed.clear()

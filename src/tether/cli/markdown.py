@@ -9,7 +9,7 @@ Three differences from rich's defaults, each what a reader of a model's answer e
 - Headings are left-aligned (rich centres a level-1 heading) and keep their ``#`` marks, so
   their level shows without colour too.
 
-And two safeguards:
+And three safeguards:
 
 - markdown-it stops parsing a block nested 20 levels deep (``maxNesting``), and what is below is
   dropped: the items of a list more than nine levels deep, the text of a quote twenty levels
@@ -20,6 +20,8 @@ And two safeguards:
   copyable as markdown), with a note saying why; the rest of the answer stays markdown. Such a
   table standing alone is cut out before markdown-it parses it (``answer_markdown``): parsing
   it cost more than laying the rest out.
+- An answer too long to lay out (``MARKDOWN_CHARS``, ``MARKDOWN_LINES``) is shown as written,
+  with a line saying why: one of 100,000 short lines froze the screen 31 s when it ended.
 """
 
 from __future__ import annotations
@@ -63,16 +65,35 @@ class _TableSource(MarkdownElement):
         return cls(token.content, int(token.info))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        """Each line that fits as it is (no tab to expand, no wrapping) goes out as it is: as
-        one ``Text``, the source was word-wrapped line by line and then cut into lines again
-        from one string (each cut copying the rest), 1.3 s for 20,000 rows."""
-        for line in self.source.split("\n"):
-            if "\t" in line or cell_len(line) > options.max_width:
-                yield Text(line)
-            else:
-                yield Segment(line)
-                yield Segment.line()
+        yield from _as_written(self.source, options.max_width)
         yield Text(f"(a table of {self.rows:,} rows, shown as written)", style="muted")
+
+
+class _LongSource:
+    """Markdown too long to lay out (``MARKDOWN_CHARS``, ``MARKDOWN_LINES``), as it was written."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from _as_written(self.source, options.max_width)
+        lines, size = self.source.count("\n") + 1, len(self.source)
+        yield Text(
+            f"({lines:,} lines, {size:,} characters: too long to lay out, shown as written)", style="muted"
+        )
+
+
+def _as_written(source: str, width: int) -> RenderResult:
+    """``source``'s lines, each that fits as it is (no tab to expand, no wrapping) sent as it is:
+    as one ``Text``, the source was word-wrapped line by line and then cut into lines again
+    from one string (each cut copying the rest), 1.3 s for 20,000 rows of a table. An ASCII
+    line's cells are its characters (``render.safe_text`` has escaped the control ones)."""
+    for line in source.split("\n"):
+        if "\t" in line or (len(line) > width if line.isascii() else cell_len(line) > width):
+            yield Text(line)
+        else:
+            yield Segment(line)
+            yield Segment.line()
 
 
 def answer_markdown(markup: str, code_theme: str) -> RenderableType:
@@ -82,16 +103,35 @@ def answer_markdown(markup: str, code_theme: str) -> RenderableType:
     its source anyway."""
     pieces = _cut_tables(markup)
     if pieces == [markup]:
-        return AnswerMarkdown(markup, code_theme)
+        return _laid_out(markup, code_theme)
     shown: list[RenderableType] = []
     for piece in pieces:
         if shown:
             shown.append(Text(""))  # the blank line markdown puts between blocks
         if isinstance(piece, str):
-            shown.append(AnswerMarkdown(piece, code_theme))
+            shown.append(_laid_out(piece, code_theme))
         else:
             shown.append(_TableSource(*piece))
     return Group(*shown)
+
+
+def _laid_out(markup: str, code_theme: str) -> RenderableType:
+    """``markup`` as markdown, or as it was written when too long to lay out (``MARKDOWN_CHARS``)."""
+    if len(markup) > MARKDOWN_CHARS or markup.count("\n") >= MARKDOWN_LINES:
+        return _LongSource(markup)
+    return AnswerMarkdown(markup, code_theme)
+
+
+MARKDOWN_CHARS = 50_000
+"""The longest markdown laid out (beyond a big table, cut out before): rich's cost grows with the
+length and faster with the lines (markdown-it and rich cut a paragraph's lines one by one, each
+cut copying the rest), all of it on the event loop before a line shows, Esc waiting. An answer
+of 690 KB in 100,000 short lines held the screen 31 s of CPU when it ended, one of 540 KB 8 s.
+At this bound (about 12,000 tokens, longer than most answers) the slowest kind measured, code,
+takes 0.65 s; prose 0.15 s. Longer, the answer is shown as written, with a line saying why."""
+MARKDOWN_LINES = 5_000
+"""The most lines of markdown laid out (``MARKDOWN_CHARS``): 5,000 list items take 0.7 s, 10,000
+1.4 s, 25,000 one-letter lines 2.4 s, all under ``MARKDOWN_CHARS``."""
 
 
 def _cut_tables(markup: str) -> list[str | tuple[str, int]]:
