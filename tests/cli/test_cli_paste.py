@@ -22,7 +22,7 @@ from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 from tmux_support import Terminal, input_line
 
-from tether.cli.interactive_paste import FOLD_CHARS, FOLD_LINES, PasteParser, Pastes
+from tether.cli.interactive_paste import BURST, FOLD_CHARS, FOLD_LINES, BurstReader, PasteParser, Pastes
 
 
 def keys(parser_class: type[Vt100Parser], reads: list[str]) -> list[tuple[object, str]]:
@@ -34,14 +34,17 @@ def keys(parser_class: type[Vt100Parser], reads: list[str]) -> list[tuple[object
     return [(press.key, press.data) for press in got]
 
 
-def typed_around_a_paste(terminal: Terminal, paste: Path, after: str, shown: str) -> None:
-    """Types ``see ``, pastes the file's text (bracketed: tether asked for it), types ``after``,
-    and waits until the input box shows ``shown``."""
+def typed_around_a_paste(
+    terminal: Terminal, paste: Path, after: str, shown: str, *, bracketed: bool = True
+) -> None:
+    """Types ``see ``, pastes the file's text (bracketed, as tether asked: not when told so, the
+    text typed as keys, its line ends carriage returns), types ``after``, and waits until the
+    input box shows ``shown``."""
     terminal.wait_for("/help for commands")
     terminal.type("see ")
     terminal.wait_for(lambda s: input_line(s) == "› see")
     terminal.tmux("load-buffer", str(paste))
-    terminal.tmux("paste-buffer", "-p", "-t", "t")
+    terminal.tmux("paste-buffer", *(["-p"] if bracketed else []), "-t", "t")
     terminal.type(after)
     terminal.wait_for(lambda s: input_line(s) == shown)
 
@@ -77,6 +80,59 @@ def test_a_5_mb_paste_read_a_kilobyte_at_a_time_arrives_whole() -> None:
     got = keys(PasteParser, reads)
     assert got[0] == (Keys.BracketedPaste, pasted)
     assert "".join(data for _, data in got[1:]) == "typed"
+
+
+def test_a_burst_of_text_in_one_read_is_a_paste() -> None:
+    """A paste the terminal does not mark came as typed keys, each handled alone and the input
+    box laid out again after each: 50 KB took 26 s and 1.2 GB, 1 MB went past 5 GB. A read of
+    ``BURST`` characters of text (line ends and tabs in it) is one paste; the keys around it,
+    a few characters of text among them, are what prompt-toolkit reads."""
+    text = "".join(f"line {n}\tend\r" for n in range(100))
+    few = "a" * (BURST - 1)
+    stream = "x\x1b[A" + text + "\x1b[1;5A\x03" + few + "\x1b" + text + "\x7f" + text[:BURST]
+    expected = [*keys(Vt100Parser, ["x\x1b[A"]), (Keys.BracketedPaste, text)]
+    expected += keys(Vt100Parser, ["\x1b[1;5A\x03" + few + "\x1b" + text[0]])
+    expected += [(Keys.BracketedPaste, text[1:]), *keys(Vt100Parser, ["\x7f"])]
+    expected += [(Keys.BracketedPaste, text[:BURST])]
+    assert keys(PasteParser, [stream]) == expected
+    # a sequence begun in the read before ends before the paste; a bracketed paste stays one
+    assert keys(PasteParser, ["\x1b[1;", "5A" + text]) == [
+        (Keys.ControlUp, "\x1b[1;5A"),
+        (Keys.BracketedPaste, text),
+    ]
+    inside = f"\x1b[200~{text}\x1b[201~{text}"
+    assert keys(PasteParser, [inside]) == [(Keys.BracketedPaste, text)] * 2
+    assert keys(PasteParser, [few]) == keys(Vt100Parser, [few])
+
+
+def test_the_reader_reads_a_burst_whole_and_a_key_as_it_comes() -> None:
+    """A paste reached the parser a kilobyte at a time: each would have been a paste of its own."""
+    import contextlib
+    import os
+    import select
+    import threading
+
+    reading, writing = os.pipe()
+    pasted = "word " * 200_000
+
+    def write(data: bytes) -> None:
+        with contextlib.suppress(BrokenPipeError):  # the reader gone (the test failed)
+            while data:
+                data = data[os.write(writing, data) :]
+
+    writer = threading.Thread(target=write, args=(pasted.encode(),))  # as the pipe takes it
+    try:
+        reader = BurstReader(reading)
+        writer.start()
+        select.select([reading], [], [])
+        assert reader.read() == pasted
+        writer.join()
+        write(b"k")
+        assert reader.read() == "k"
+    finally:
+        os.close(reading)
+        writer.join()
+        os.close(writing)
 
 
 def test_the_interactive_mode_reads_its_terminal_with_it(tmp_path: Path) -> None:
@@ -143,6 +199,28 @@ def test_a_large_paste_is_a_marker_in_the_input_box_and_sent_whole(cli: CliEnv, 
         screen = terminal.wait_for("got it")
         assert "› see [paste #1 +50001 lines] and that" in screen  # the message, folded
         assert "pasted line" not in screen
+    finally:
+        terminal.close()
+    assert stored_user_messages(cli) == [f"see {pasted} and that"]
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt install tmux)")
+def test_a_paste_typed_as_keys_is_a_paste_too(cli: CliEnv, tmp_path: Path) -> None:
+    """``tmux paste-buffer`` without ``-p`` (a terminal without bracketed paste) types the text:
+    each line's end was an Enter, sending it, and each key was handled alone (1 MB: past 5 GB
+    in 90 s). It is one paste now, a marker in the box, sent whole."""
+    pasted = "".join(f"pasted line {n}\n" for n in range(100))
+    (tmp_path / "paste").write_text(pasted)
+    environ = cli.env(TETHER_SCRIPTED=str(cli.script("paste", [text_reply("got it")])), TERM="xterm-256color")
+    terminal = Terminal([sys.executable, "-m", "tether.cli"], str(cli.project), environ)
+    try:
+        shown = "› see [paste #1 +101 lines]"
+        typed_around_a_paste(terminal, tmp_path / "paste", "", shown, bracketed=False)
+        terminal.type(" and that")  # not within SETTLE: it would be more of the paste
+        terminal.wait_for(lambda s: input_line(s) == shown + " and that")
+        terminal.send("Enter")
+        terminal.wait_for("got it")
     finally:
         terminal.close()
     assert stored_user_messages(cli) == [f"see {pasted} and that"]
