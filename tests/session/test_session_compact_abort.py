@@ -145,3 +145,30 @@ async def test_close_leaves_behind_a_summary_deaf_to_cancellation_too(
         released.set()  # let it end, so that the test's loop can close
         with pytest.raises(CompactionError, match="aborted"):
             await work
+
+
+async def test_a_summary_answered_after_the_abort_is_not_stored(manager: SessionManager) -> None:
+    """A model that ignores the abort and answers in full anyway: its summary was stored, the
+    compaction done though aborted (``summarize_branch`` checked for it; ``compact`` did not)."""
+
+    class Answering(_StreamFn):
+        async def result(self) -> Any:
+            while not self.options.signal.aborted:
+                await asyncio.sleep(0.01)
+            return assistant(text("a summary all the same"))
+
+        def __call__(self, model: Any, context: Any, options: Any = None) -> Any:
+            self.options = options
+            return super().__call__(model, context, options)
+
+    answering = Answering()
+    core = _core(manager, MODEL, answering)
+    before = [e["id"] for e in core.session.path()]  # type: ignore[union-attr]
+    work, events = await _compacting(core, lambda: answering.called)
+    async with asyncio.timeout(10):
+        core.abort()
+        with pytest.raises(CompactionError, match="aborted"):
+            await work
+    assert events[-1]["type"] == "compaction_end" and events[-1]["aborted"] and "result" not in events[-1]
+    assert [e["id"] for e in core.session.path()] == before  # type: ignore[union-attr]
+    await core.close()

@@ -275,6 +275,8 @@ async def compact(
     summary, usage = await _summary_reply(
         plan.to_summarise, model, stream_fn, plan.previous_summary, instructions, options
     )
+    if signal is not None and signal.aborted:  # from a model deaf to the abort: not stored all the same
+        raise CompactionError("summarising failed: the compaction was aborted")
     kept = session.messages[_kept_start(session, plan.first_kept) :] if plan.first_kept else []
     summary_tokens = len(summary) // 4
     tokens_after = summary_tokens + sum(estimate_tokens(m) for m in kept)
