@@ -182,6 +182,31 @@ def test_import_then_export_keeps_pi_ids_and_the_leaf(tmp_path: Path) -> None:
     assert exported == original
 
 
+def test_a_second_session_header_is_a_bad_entry_not_stored(tmp_path: Path) -> None:
+    """A session header mid-file (two files joined) was stored as an entry of type ``session``
+    and the pi export wrote it back mid-file. It is skipped and reported as other bad entries
+    are (the entry after it hangs under the one before), or raises without ``problems``."""
+    path = _write(
+        tmp_path / "joined.jsonl",
+        [
+            HEADER,
+            _entry("message", "a1", None, message={"role": "user", "content": "hi", "timestamp": 1}),
+            {**HEADER, "id": "second"},
+            _entry("message", "b1", "a1", message={"role": "user", "content": "again", "timestamp": 2}),
+        ],
+    )
+    with pytest.raises(ImportFormatError, match=r"joined.jsonl:3: a second session header"):
+        read_pi_session(path)
+    problems: list[str] = []
+    with SessionManager.at(tmp_path / "db") as sessions:
+        record = import_pi_session(sessions, path, problems)
+        assert problems == ["joined.jsonl:3: skipped: a second session header, not an entry"]
+        out = export_pi_session(sessions, record.id, tmp_path / "out.jsonl")
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["type"] for e in exported] == ["session", "message", "message"]
+    assert [e.get("parentId") for e in exported[1:]] == [None, "a1"]
+
+
 def test_a_file_that_is_not_a_pi_session_is_one_clear_error(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.jsonl", [{"type": "message", "id": "a"}])
     with pytest.raises(ImportFormatError, match=r"x.jsonl: not a pi session file"):

@@ -169,6 +169,8 @@ def _check_entry(entry: dict[str, Any], where: str, seen: set[str]) -> None:
     """An entry tether can store and open again: the fields tether reads of its type, a valid
     message; ``seen`` holds the ids so far (the tree link was checked by the reader)."""
     entry_id, kind = entry.get("id"), entry.get("type")
+    if kind == "session":  # two files joined: pi's loader reads no entry of this type either
+        raise ImportFormatError(f"{where}: a second session header, not an entry")
     if not isinstance(entry_id, str) or not isinstance(kind, str):
         raise ImportFormatError(f"{where}: an entry needs a string id and type")
     if entry_id in seen:
