@@ -100,6 +100,32 @@ def test_one_bad_server_entry_leaves_the_others_asked_about_and_granted(cli: Cli
     )
 
 
+def test_a_never_trusted_file_with_no_usable_server_says_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone (nothing granted) whose ``.mcp.json`` is not JSON or holds only bad entries
+    said "not trusted (run tether to be asked)", where nothing would ever be asked."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    project = tmp_path / "repo"
+    project.mkdir()
+    mcp = project / ".mcp.json"
+    _servers(project, bad=_toy(type=["stdio"]))
+    problems: list[str] = []
+    assert load_mcp_files(project, problems=problems) == []
+    assert problems == [
+        f"{mcp}: server 'bad': type ['stdio'] is not supported (use stdio, http or sse) (skipped)"
+    ]
+    mcp.write_text('{"mcpServers": {\n  "proj": }')
+    problems = []
+    assert load_mcp_files(project, problems=problems) == []
+    assert problems == [f"{mcp}: invalid JSON at line 2 column 11: Expecting value (its servers are skipped)"]
+    _servers(project, bad=_toy(type=["stdio"]), proj=_toy())  # one to ask about: the usual note
+    problems = []
+    assert load_mcp_files(project, problems=problems) == []
+    [note] = problems
+    assert note.startswith(f"{mcp}: not trusted, its MCP servers are not started")
+
+
 def test_a_server_not_granted_is_one_note_not_also_its_unset_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

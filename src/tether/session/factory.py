@@ -275,12 +275,14 @@ def _granted_servers(
     if "mcp" in given.kinds:
         return True, read
     broken: list[str] = []  # bad entries, or a file that is not JSON
-    servers = server_items(*read, broken) if read is not None else {}
+    servers = server_items(*read, broken) if read is not None else server_items(project, None, broken)
     allowed = frozenset(name for name, line in servers.items() if given.allows("mcp", line))
     left = [name for name in servers if name not in allowed]
-    if problems is not None:
-        problems += broken  # the loader reads only the servers allowed
-    if (left or read is None) and problems is not None:
+    if problems is not None and (read is not None or not servers):
+        # the loader reads only the servers allowed; with no grant and no server to ask about,
+        # what is wrong with the file is the note ("run tether to be asked" would ask nothing)
+        problems += broken
+    if left and problems is not None:
         what = "its MCP servers are" if not allowed else f"MCP servers {', '.join(map(repr, left))} are"
         since = ", new or changed since you trusted the others," if allowed else ""
         problems.append(
