@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from narrowing import content_of
 from session_helpers import text
-from tether.agent import Agent
+from tether.agent import Agent, default_convert_to_llm
 from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
 from tether.session.events import QueueSnapshot
 from tether.session.settings import Retry
@@ -212,3 +212,34 @@ async def test_the_agents_own_context_hooks_run_after_the_sessions(manager: Sess
     await third.close()
     await second.close()
     assert (agent.convert_to_llm, agent.transform_context) == (convert, transform)
+
+
+async def test_an_agents_own_convert_to_llm_gets_the_sessions_roles_lowered(manager: SessionManager) -> None:
+    """A hook written as ``Agent``'s docstring suggests (lower my kinds, hand the rest to
+    ``default_convert_to_llm``) ran before the session lowered its roles and dropped them all:
+    after a compaction the model lost the summary, and a shell run the user made too."""
+    model = ScriptedModel([reply("ok")])
+    session = manager.create("/p")
+    first = session.append_message({"role": "user", "content": "old talk", "timestamp": 1})
+    kept = session.append_message(
+        cast(
+            Any, {"role": "bashExecution", "command": "ls", "output": "a.txt", "exitCode": 0, "timestamp": 2}
+        )
+    )
+    assert first != kept
+    session.append_compaction("SUMMARY of the talk", kept, tokens_before=100)
+
+    def transform(messages: list[Any], signal: Any) -> list[Any]:
+        return [*messages, {"role": "note", "text": "be brief", "timestamp": 0}]
+
+    def convert(messages: list[Any]) -> list[Any]:
+        mine = [
+            {"role": "user", "content": m["text"], "timestamp": 0} for m in messages if m["role"] == "note"
+        ]
+        return [*default_convert_to_llm(messages), *mine]
+
+    agent = Agent(model=model.model, stream_fn=model, convert_to_llm=convert, transform_context=transform)
+    await AgentSession(agent, session).prompt("hello")
+    sent = [str(content_of(m)) for m in model.requests[0].context["messages"]]
+    assert "SUMMARY of the talk" in sent[0] and "<command>\nls\n</command>" in sent[1]
+    assert sent[2:] == ["hello", "be brief"]

@@ -21,7 +21,6 @@ itself, in one pass over the transcript.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
@@ -105,10 +104,19 @@ def to_provider_messages(messages: Sequence[LlmMessage], model: ModelInfo | None
     return out
 
 
+_SESSION_ROLES = frozenset((
+    *_AS_THEY_ARE, "developer", "bashExecution", "pythonExecution", "custom", "hookMessage",
+    "fileMention", "branchSummary", "compactionSummary",
+))  # fmt: skip
+"""The transcript roles ``lower_message`` knows: ``lower_after`` passes any other to the agent's hook."""
+
+
 def lower_for(
-    model: ModelInfo | Callable[[], ModelInfo | None] | None,
+    model: ModelInfo | Callable[[], ModelInfo | None] | None, *, others: bool = False
 ) -> Callable[[list[AgentMessage]], list[Message]]:
-    """A ``convert_to_llm`` for the agent loop: both steps, for a fixed or current model."""
+    """A ``convert_to_llm`` for the agent loop: both steps, for a fixed or current model.
+    ``others``: a message of a role not the session's is kept as it is (for the agent's own
+    ``convert_to_llm``, ``lower_after``), not dropped."""
 
     def convert(messages: list[AgentMessage]) -> list[Message]:
         # Both steps in one pass, a message the model takes as it is (almost all of them) kept
@@ -117,7 +125,8 @@ def lower_for(
         out: list[Message] = []
         for message in messages:
             m: Any = message
-            if m.get("role") in _AS_THEY_ARE and not m.get("steering"):
+            role = m.get("role")
+            if (role in _AS_THEY_ARE and not m.get("steering")) or (others and role not in _SESSION_ROLES):
                 out.append(m)
                 continue
             lowered: Any = lower_message(m)
@@ -138,28 +147,13 @@ OwnConvert = Callable[[list[AgentMessage]], "list[Message] | Awaitable[list[Mess
 def lower_after(
     own: OwnConvert, model: Callable[[], ModelInfo | None]
 ) -> Callable[[list[AgentMessage]], list[Message] | Awaitable[list[Message]]]:
-    """The agent's own ``convert_to_llm``, then ``lower_for(model)`` on what it gave: the agent
-    lowers its own message kinds (the hook's documented use), the session its roles (summaries,
-    shell runs, developer messages), whichever the hook passed on. An answer that is no list is
-    handed back as it is, for the loop to name the hook that gave it."""
-    lower = lower_for(model)
-
-    def convert(messages: list[AgentMessage]) -> list[Message] | Awaitable[list[Message]]:
-        converted: Any = own(messages)
-        if isinstance(converted, list):
-            return lower(cast(list[AgentMessage], converted))
-        if inspect.isawaitable(converted):
-            return _lowered(converted, lower)
-        return cast(list[Message], converted)
-
-    return convert
-
-
-async def _lowered(
-    pending: Awaitable[Any], lower: Callable[[list[AgentMessage]], list[Message]]
-) -> list[Message]:
-    converted = await pending
-    return lower(cast(list[AgentMessage], converted)) if isinstance(converted, list) else converted
+    """The session lowers its roles (summaries, shell runs, file mentions, developer messages),
+    then the agent's own ``convert_to_llm`` lowers its message kinds, left as they were: a hook
+    written as ``Agent`` suggests (lower mine, hand the rest to ``default_convert_to_llm``) ran
+    first and dropped every session role, a compaction's summary with them. Its answer is the
+    loop's to check (one that is no list is named as the hook's)."""
+    lower = lower_for(model, others=True)
+    return lambda messages: own(cast(list[AgentMessage], lower(messages)))
 
 
 # --- renderings ---------------------------------------------------------------------------------
