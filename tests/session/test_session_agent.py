@@ -214,6 +214,23 @@ async def test_the_agents_own_context_hooks_run_after_the_sessions(manager: Sess
     assert (agent.convert_to_llm, agent.transform_context) == (convert, transform)
 
 
+async def test_cores_closed_in_the_order_they_were_opened_give_the_agent_its_own_hooks_back() -> None:
+    """The second core over one agent gave back the hooks it found, the first's, closed: the
+    agent was left with a closed core's hooks whichever order they were closed in."""
+    model = ScriptedModel([reply("ok")])
+
+    def convert(messages: list[Any]) -> list[Any]:
+        return default_convert_to_llm(messages)
+
+    agent = Agent(model=model.model, stream_fn=model, convert_to_llm=convert)
+    own = (agent.convert_to_llm, agent.transform_context, agent.before_tool_call)
+    cores = [AgentSession(agent, None) for _ in range(3)]
+    for core in cores:
+        await core.close()
+    assert (agent.convert_to_llm, agent.transform_context, agent.before_tool_call) == own
+    assert [m["role"] for m in await AgentSession(agent, None).prompt("hi")] == ["user", "assistant"]
+
+
 async def test_an_agents_own_convert_to_llm_gets_the_sessions_roles_lowered(manager: SessionManager) -> None:
     """A hook written as ``Agent``'s docstring suggests (lower my kinds, hand the rest to
     ``default_convert_to_llm``) ran before the session lowered its roles and dropped them all:

@@ -446,9 +446,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._stop_recording()
         self._stop_recording = _already_stopped
         if self.agent.transform_context in (self._transform_context, self._then_own):  # not taken over
-            self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = (
-                self._agent_hooks
-            )
+            hooks = self._agent_hooks  # a core's under it, if that one closed first: its own saved ones
+            while isinstance(under := getattr(hooks[1], "__self__", None), AgentSession) and under._closed:
+                hooks = under._agent_hooks
+            self.agent.convert_to_llm, self.agent.transform_context, self.agent.before_tool_call = hooks
         self._retry_relay.core = None
         if self.agent.options.on_retry is self._retry_relay:
             self.agent.options.on_retry = self._caller_on_retry
