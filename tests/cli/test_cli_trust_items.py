@@ -18,7 +18,7 @@ import pytest
 from cli_support import CliEnv
 
 from tether.cli.trust_prompt import ask_grants, offered
-from tether.session.factory import load_mcp_files
+from tether.session.factory import SetupError, load_mcp_files
 from tether.session.resources import load_resources
 from tether.session.settings import Settings, load_settings
 from tether.session.trust import trust_file
@@ -124,6 +124,29 @@ def test_a_never_trusted_file_with_no_usable_server_says_what_is_wrong(
     assert load_mcp_files(project, problems=problems) == []
     [note] = problems
     assert note.startswith(f"{mcp}: not trusted, its MCP servers are not started")
+
+
+def test_without_problems_a_bad_project_entry_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_mcp_files(cwd)`` without ``problems`` raises on a bad file or entry, as it says:
+    a bad entry of a project's file, granted or not, was left out without a word."""
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    config, project = tmp_path / "home" / "config", tmp_path / "repo"
+    project.mkdir()
+    mcp = project / ".mcp.json"
+    _servers(project, bad=_toy(type=["stdio"]))
+    with pytest.raises(SetupError) as raised:
+        load_mcp_files(project)
+    assert (
+        str(raised.value) == f"{mcp}: server 'bad': type ['stdio'] is not supported (use stdio, http or sse)"
+    )
+    _servers(project, proj=_toy())
+    _grant(project, config, "mcp")
+    _servers(project, proj=_toy(), bad=_toy(args="not a list"))
+    with pytest.raises(SetupError, match=r"server 'bad': 'args' must be a list of strings$"):
+        load_mcp_files(project)
+    mcp.write_text("{")
+    with pytest.raises(SetupError, match=r"invalid JSON at line 1 column 2: .*[^)]$"):
+        load_mcp_files(project)
 
 
 def test_a_server_not_granted_is_one_note_not_also_its_unset_variable(

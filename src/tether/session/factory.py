@@ -278,9 +278,13 @@ def _granted_servers(
     servers = server_items(*read, broken) if read is not None else server_items(project, None, broken)
     allowed = frozenset(name for name, line in servers.items() if given.allows("mcp", line))
     left = [name for name in servers if name not in allowed]
-    if problems is not None and (read is not None or not servers):
+    if broken and (read is not None or not servers):
         # the loader reads only the servers allowed; with no grant and no server to ask about,
         # what is wrong with the file is the note ("run tether to be asked" would ask nothing)
+        if problems is None:
+            raise McpConfigError(
+                broken[0].removesuffix(" (its servers are skipped)").removesuffix(" (skipped)")
+            )
         problems += broken
     if left and problems is not None:
         what = "its MCP servers are" if not allowed else f"MCP servers {', '.join(map(repr, left))} are"
